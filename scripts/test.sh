@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs what the tests need (scripts/setup.sh), then runs the whole suite: type check, lint
+# (architecture rules, no cycles) and every vitest project. The tests start their own
+# PostgreSQL, Redis and bitcoind stand-in on loopback ports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+export CI="${CI:-1}"
+npm run typecheck
+npm run lint
+npx vitest run "$@"

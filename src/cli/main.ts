@@ -1,0 +1,35 @@
+/**
+ * The `blockwire` command line: dispatches to one subcommand module, loaded lazily so that
+ * `blockwire decode` never pays for loading Postgres or ZMQ.
+ * @module
+ */
+
+/** A subcommand: receives its own arguments (after the name), returns the exit code. */
+export type Command = {
+  summary: string;
+  load: () => Promise<{ run: (argv: string[]) => Promise<number> }>;
+};
+
+/** Every subcommand. Later issues add entries here; each module exports `run(argv)`. */
+export const commands: Record<string, Command> = {};
+
+function usage(): string {
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  return ['usage: blockwire <command> [options]', '', 'commands:', ...lines, ''].join('\n');
+}
+
+/** Runs the command line and returns the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const command = commands[name];
+  if (!command) {
+    process.stderr.write(`blockwire: unknown command '${name}'\n\n${usage()}`);
+    return 2;
+  }
+  const mod = await command.load();
+  return mod.run(rest);
+}

@@ -1,0 +1,50 @@
+/**
+ * Opens a Kysely instance over a pg Pool. int8 columns come back as `bigint` (amounts are
+ * `sats: bigint` everywhere), set per pool rather than on pg's global type registry.
+ * @module
+ */
+import pg from 'pg';
+import { Kysely, PostgresDialect } from 'kysely';
+import type { Database } from './schema.js';
+
+const INT8 = 20;
+const INT8_ARRAY = 1016;
+
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8) return (v: string) => BigInt(v);
+    if (oid === INT8_ARRAY) {
+      const parseArray = pg.types.getTypeParser(1009 as Parameters<typeof pg.types.getTypeParser>[0]) as (v: string) => (string | null)[];
+      return (v: string) => parseArray(v).map((x) => (x === null ? null : BigInt(x)));
+    }
+    return pg.types.getTypeParser(oid, format);
+  },
+} as unknown as pg.CustomTypesConfig;
+
+export type DbOptions = {
+  /** Pool size; the API wants a few, the indexer one or two. */
+  max?: number;
+  applicationName?: string;
+  /** Per-statement timeout in ms (0 = none). */
+  statementTimeoutMs?: number;
+};
+
+/** A pg Pool with Blockwire's type parsing. */
+export function createPool(url: string, opts: DbOptions = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    application_name: opts.applicationName ?? 'blockwire',
+    types,
+    ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+  });
+  // An idle client losing its connection (Postgres restart) must not crash the process;
+  // the next query on the pool reconnects.
+  pool.on('error', () => {});
+  return pool;
+}
+
+/** A Kysely instance over a new pool; destroy() closes the pool. */
+export function createDb(url: string, opts: DbOptions = {}): Kysely<Database> {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: createPool(url, opts) }) });
+}

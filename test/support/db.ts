@@ -1,0 +1,58 @@
+/**
+ * An isolated database per test file on the run's PostgreSQL server (global-setup.ts).
+ */
+import { inject } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Kysely } from 'kysely';
+import { createDb } from '../../src/db/connect.js';
+import type { Database } from '../../src/db/schema.js';
+
+export type TestDatabase = {
+  url: string;
+  name: string;
+  db: Kysely<Database>;
+  /** Closes the pool and drops the database. */
+  drop(): Promise<void>;
+};
+
+function replaceDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/** Creates an empty database with a unique name. */
+export async function createTestDatabase(prefix = 't'): Promise<TestDatabase> {
+  const admin = inject('pgUrl');
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = replaceDatabase(admin, name);
+  const db = createDb(url, { max: 8 });
+  return {
+    url,
+    name,
+    db,
+    async drop() {
+      await db.destroy();
+      const c = new pg.Client({ connectionString: admin });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+/** A unique Redis key prefix / BullMQ prefix for one test (BullMQ forbids ':' inside names). */
+export function uniqueRedisPrefix(label = 'test'): string {
+  return `${label}-${randomBytes(6).toString('hex')}`;
+}

@@ -1,0 +1,34 @@
+import { defineConfig } from 'vitest/config';
+
+// Two projects: `unit` is pure (no services, no sockets beyond loopback fakes), `integration`
+// runs against a real PostgreSQL and Redis that test/support/global-setup.ts starts on free
+// loopback ports and tears down.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          sequence: { groupOrder: 0 },
+          include: ['test/unit/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          sequence: { groupOrder: 1 },
+          include: ['test/integration/**/*.test.ts'],
+          environment: 'node',
+          globalSetup: ['test/support/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          pool: 'forks',
+          // Two cores: more workers only make the services contend.
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
