@@ -11,7 +11,9 @@ export type Command = {
 };
 
 /** Every subcommand. Later issues add entries here; each module exports `run(argv)`. */
-export const commands: Record<string, Command> = {};
+export const commands: Record<string, Command> = {
+  migrate: { summary: 'apply or revert database migrations (latest | down | status)', load: () => import('../db/migrate-command.js') },
+};
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);

@@ -1,9 +1,194 @@
 /**
  * The Kysely view of the database: one interface per table, snake_case like the columns.
  * Migrations in migrations/ create these tables; docs/schema.md explains them.
+ * Conventions: hashes are `bytea` in internal byte order (Buffer here; hex display order only at
+ * the API boundary), amounts are int8 → `bigint`, address keys are `uuid` strings
+ * (src/db/address-key.ts), `tx_num` = height × 2^20 + position in block (src/db/tx-num.ts).
  * @module
  */
+import type { ColumnType, Generated } from 'kysely';
 
-// Tables are added by the migrations that create them.
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface Database {}
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+
+export interface BlocksTable {
+  height: number;
+  hash: Buffer;
+  prev_hash: Buffer;
+  /** The 80-byte header. */
+  header: Buffer;
+  /** Header time, unix seconds. */
+  time: number;
+  tx_count: number;
+  size: number;
+  weight: number;
+}
+
+export interface TxsTable {
+  tx_num: bigint;
+  txid: Buffer;
+  /** Packed outputs (src/db/packed.ts `encodeOuts`). */
+  outs: Buffer;
+  /** Packed input references (src/db/packed.ts `encodeIns`); empty for a coinbase. */
+  ins: Buffer;
+  /** When Blockwire first saw it in the mempool (the API's broadcast_time); null when unknown. */
+  first_seen: Date | null;
+}
+
+export interface UtxosTable {
+  txid: Buffer;
+  vout: number;
+  tx_num: bigint;
+  addr_key: string | null;
+  value: bigint;
+  script: Buffer;
+}
+
+export interface BalancesTable {
+  addr_key: string;
+  balance: bigint;
+  utxo_count: number;
+}
+
+export interface HistoryTable {
+  addr_key: string;
+  first_tx_num: bigint;
+  last_tx_num: bigint;
+  n: number;
+  /** n × 8-byte big-endian tx_num, ascending. */
+  entries: Buffer;
+}
+
+export interface MempoolTxsTable {
+  txid: Buffer;
+  raw: Buffer;
+  first_seen: Timestamp;
+  fee: bigint | null;
+  vsize: number;
+}
+
+export interface MempoolOutputsTable {
+  txid: Buffer;
+  vout: number;
+  addr_key: string | null;
+  value: bigint;
+  script: Buffer;
+}
+
+export interface MempoolSpendsTable {
+  prev_txid: Buffer;
+  prev_vout: number;
+  txid: Buffer;
+}
+
+export interface MempoolAddressesTable {
+  addr_key: string;
+  txid: Buffer;
+  received: bigint;
+  sent: bigint;
+}
+
+export interface ChainTipTable {
+  id: Generated<number>;
+  /** -1 while nothing is indexed. */
+  height: number;
+  hash: Buffer | null;
+  updated_at: Timestamp;
+}
+
+export interface SyncStateTable {
+  key: string;
+  value: unknown;
+  updated_at: Timestamp;
+}
+
+export const EVENT_TYPES = [
+  'tx.unconfirmed',
+  'tx.confirmed',
+  'tx.confirmations',
+  'tx.reorged',
+  'tx.replaced',
+  'tx.dropped',
+  'block.connected',
+  'block.disconnected',
+  'stamp.confirmed',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface OutboxTable {
+  seq: Generated<bigint>;
+  created_at: Generated<Date>;
+  type: EventType;
+  /** Set for events meant for one API key only (stamp.confirmed). */
+  key_id: bigint | null;
+  addr_key: string | null;
+  address: string | null;
+  txid: Buffer | null;
+  block_hash: Buffer | null;
+  height: number | null;
+  confirmations: number | null;
+  received: bigint | null;
+  sent: bigint | null;
+  replaced_by: Buffer | null;
+  data: unknown | null;
+}
+
+export interface ApiKeysTable {
+  id: Generated<bigint>;
+  name: string;
+  key_hash: Buffer;
+  prefix: string;
+  scopes: ColumnType<string[], string[] | undefined, string[]>;
+  rate_limit: number | null;
+  created_at: Generated<Date>;
+  revoked_at: Date | null;
+}
+
+export interface HooksTable {
+  id: string;
+  key_id: bigint;
+  type: 'http' | 'sns';
+  url: string | null;
+  secret: string | null;
+  topic_arn: string | null;
+  region: string | null;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  created_at: Generated<Date>;
+  deleted_at: Date | null;
+}
+
+export interface SubscriptionsTable {
+  id: string;
+  key_id: bigint;
+  kind: 'address' | 'chain';
+  address: string | null;
+  addr_key: string | null;
+  hook_id: string | null;
+  confirmations: ColumnType<number, number | undefined, number>;
+  created_at: Generated<Date>;
+  deleted_at: Date | null;
+}
+
+export interface WatchedAddressesView {
+  addr_key: string;
+  confirmations: number;
+}
+
+export interface Database {
+  blocks: BlocksTable;
+  txs: TxsTable;
+  utxos: UtxosTable;
+  balances: BalancesTable;
+  history: HistoryTable;
+  mempool_txs: MempoolTxsTable;
+  mempool_outputs: MempoolOutputsTable;
+  mempool_spends: MempoolSpendsTable;
+  mempool_addresses: MempoolAddressesTable;
+  chain_tip: ChainTipTable;
+  sync_state: SyncStateTable;
+  outbox: OutboxTable;
+  api_keys: ApiKeysTable;
+  hooks: HooksTable;
+  subscriptions: SubscriptionsTable;
+  watched_addresses: WatchedAddressesView;
+}

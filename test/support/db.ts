@@ -56,3 +56,11 @@ export async function createTestDatabase(prefix = 't'): Promise<TestDatabase> {
 export function uniqueRedisPrefix(label = 'test'): string {
   return `${label}-${randomBytes(6).toString('hex')}`;
 }
+
+/** Creates an empty database and applies every migration. */
+export async function createMigratedDatabase(prefix = 't'): Promise<TestDatabase> {
+  const { migrateToLatest } = await import('../../src/db/migrate.js');
+  const t = await createTestDatabase(prefix);
+  await migrateToLatest(t.db);
+  return t;
+}

@@ -1,0 +1,13 @@
+/**
+ * The static list of migrations, in order. Register a new migration here; never edit one that
+ * has been applied. Number ranges: 0001–0009 chain (indexer), 0010–0019 API, 0020–0029
+ * streams, 0030–0039 stamping, 0040+ operations.
+ */
+import type { Migration } from 'kysely';
+import * as m0001 from './0001_chain.js';
+import * as m0002 from './0002_tenancy.js';
+
+export const migrations: Record<string, Migration> = {
+  '0001_chain': m0001,
+  '0002_tenancy': m0002,
+};

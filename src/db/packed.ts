@@ -1,0 +1,156 @@
+/**
+ * Compact encodings of per-transaction data stored in `txs` and `history` (docs/schema.md):
+ * - outs: for each output, LEB128(value) LEB128(script length) script;
+ * - ins: for each input, LEB128(prevout tx_num) LEB128(prevout vout) (empty for a coinbase);
+ * - history entries: 8-byte big-endian tx_num each, ascending, so chunks concatenate.
+ * Decoders reject truncated or trailing bytes with a RangeError.
+ * @module
+ */
+
+export type PackedOut = { value: bigint; script: Uint8Array };
+export type PackedIn = { txNum: bigint; vout: number };
+
+class Writer {
+  buf: Uint8Array;
+  len = 0;
+  constructor(size = 64) {
+    this.buf = new Uint8Array(size);
+  }
+  private ensure(n: number) {
+    if (this.len + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.len + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.len));
+    this.buf = next;
+  }
+  uleb(v: bigint | number) {
+    this.ensure(10);
+    if (typeof v === 'number' && v < 2 ** 31) {
+      while (v >= 0x80) {
+        this.buf[this.len++] = (v & 0x7f) | 0x80;
+        v >>>= 7;
+      }
+      this.buf[this.len++] = v;
+      return;
+    }
+    let b = BigInt(v);
+    if (b < 0n) throw new RangeError(`cannot encode negative value ${b}`);
+    while (b >= 0x80n) {
+      this.buf[this.len++] = Number(b & 0x7fn) | 0x80;
+      b >>= 7n;
+    }
+    this.buf[this.len++] = Number(b);
+  }
+  bytes(b: Uint8Array) {
+    this.ensure(b.length);
+    this.buf.set(b, this.len);
+    this.len += b.length;
+  }
+  finish(): Buffer {
+    return Buffer.from(this.buf.buffer, this.buf.byteOffset, this.len);
+  }
+}
+
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Uint8Array) {}
+  get done() {
+    return this.pos >= this.buf.length;
+  }
+  uleb(): bigint {
+    let result = 0n;
+    let shift = 0n;
+    for (;;) {
+      if (this.pos >= this.buf.length) throw new RangeError('packed data truncated in a varint');
+      const byte = this.buf[this.pos++]!;
+      result |= BigInt(byte & 0x7f) << shift;
+      if ((byte & 0x80) === 0) return result;
+      shift += 7n;
+      if (shift > 63n) throw new RangeError('packed varint longer than 64 bits');
+    }
+  }
+  small(): number {
+    const v = this.uleb();
+    if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`packed length ${v} too large`);
+    return Number(v);
+  }
+  take(n: number): Uint8Array {
+    if (this.pos + n > this.buf.length) throw new RangeError('packed data truncated in a script');
+    const out = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return out;
+  }
+}
+
+/** Packs a transaction's outputs. */
+export function encodeOuts(outs: readonly PackedOut[]): Buffer {
+  const w = new Writer(outs.length * 40 + 8);
+  for (const o of outs) {
+    w.uleb(o.value);
+    w.uleb(o.script.length);
+    w.bytes(o.script);
+  }
+  return w.finish();
+}
+
+/** Unpacks every output (scripts are views into `data`). */
+export function decodeOuts(data: Uint8Array): PackedOut[] {
+  const r = new Reader(data);
+  const outs: PackedOut[] = [];
+  while (!r.done) {
+    const value = r.uleb();
+    const script = r.take(r.small());
+    outs.push({ value, script });
+  }
+  return outs;
+}
+
+/** Unpacks output `vout` only, or undefined when out of range. */
+export function decodeOut(data: Uint8Array, vout: number): PackedOut | undefined {
+  const r = new Reader(data);
+  for (let i = 0; !r.done; i++) {
+    const value = r.uleb();
+    const len = r.small();
+    if (i === vout) return { value, script: r.take(len) };
+    r.take(len);
+  }
+  return undefined;
+}
+
+/** Packs a transaction's input references (prevout tx_num and vout). */
+export function encodeIns(ins: readonly PackedIn[]): Buffer {
+  const w = new Writer(ins.length * 8 + 8);
+  for (const i of ins) {
+    w.uleb(i.txNum);
+    w.uleb(i.vout);
+  }
+  return w.finish();
+}
+
+export function decodeIns(data: Uint8Array): PackedIn[] {
+  const r = new Reader(data);
+  const ins: PackedIn[] = [];
+  while (!r.done) ins.push({ txNum: r.uleb(), vout: r.small() });
+  return ins;
+}
+
+/** History chunk entries: ascending tx_nums as 8-byte big-endian each. */
+export function encodeEntries(txNums: readonly bigint[]): Buffer {
+  const out = Buffer.allocUnsafe(txNums.length * 8);
+  let prev = -1n;
+  txNums.forEach((n, i) => {
+    if (n <= prev) throw new RangeError('history entries must be strictly ascending');
+    prev = n;
+    out.writeBigUInt64BE(n, i * 8);
+  });
+  return out;
+}
+
+export function decodeEntries(data: Uint8Array): bigint[] {
+  if (data.length % 8 !== 0) throw new RangeError(`history entries length ${data.length} is not a multiple of 8`);
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const out = new Array<bigint>(data.length / 8);
+  for (let i = 0; i < out.length; i++) out[i] = view.getBigUint64(i * 8, false);
+  return out;
+}

@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { createTestDatabase, type TestDatabase } from '../../support/db.js';
+import { assertSchemaCurrent, migrateDown, migrateToLatest, migrateToZero, migrationStatus } from '../../../src/db/migrate.js';
+import { migrations } from '../../../migrations/index.js';
+
+async function tables(t: TestDatabase): Promise<string[]> {
+  const r = await sql<{ name: string }>`
+    SELECT table_name AS name FROM information_schema.tables
+    WHERE table_schema = 'public' AND table_name NOT LIKE 'schema_migrations%' ORDER BY 1`.execute(t.db);
+  return r.rows.map((x) => x.name);
+}
+
+describe('migrations', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase('mig');
+  });
+  afterAll(async () => t.drop());
+
+  it('refuses to serve a database that is behind', async () => {
+    await expect(assertSchemaCurrent(t.db)).rejects.toThrow('database schema is behind the code');
+  });
+
+  it('goes up, all the way down, and up again to the same tables', async () => {
+    const ran = await migrateToLatest(t.db);
+    expect(ran).toEqual(Object.keys(migrations).map((m) => `Up ${m}`));
+    const first = await tables(t);
+    expect(first).toEqual(expect.arrayContaining(['blocks', 'txs', 'utxos', 'balances', 'history', 'outbox', 'api_keys', 'subscriptions', 'watched_addresses']));
+    await assertSchemaCurrent(t.db);
+
+    await migrateDown(t.db);
+    expect((await migrationStatus(t.db)).filter((s) => s.executedAt).length).toBe(Object.keys(migrations).length - 1);
+    await migrateToZero(t.db);
+    expect(await tables(t)).toEqual([]);
+
+    await migrateToLatest(t.db);
+    expect(await tables(t)).toEqual(first);
+    const tip = await t.db.selectFrom('chain_tip').selectAll().executeTakeFirstOrThrow();
+    expect(tip.height).toBe(-1);
+  });
+
+  it('refuses a database that is ahead of the code', async () => {
+    await sql`INSERT INTO schema_migrations (name, timestamp) VALUES ('9999_future', now()::text)`.execute(t.db);
+    await expect(assertSchemaCurrent(t.db)).rejects.toThrow('database schema is ahead of the code: unknown migrations 9999_future');
+    await sql`DELETE FROM schema_migrations WHERE name = '9999_future'`.execute(t.db);
+    await assertSchemaCurrent(t.db);
+  });
+});
