@@ -1,0 +1,57 @@
+/**
+ * The REST API as a fastify app: `buildApi(deps)` registers every route module under `/v1`
+ * and at the bare paths (existing clients), installs authentication, rate limits, the error
+ * handler and /openapi.json, and never listens (tests call `app.inject`; src/api/main.ts listens).
+ * @module
+ */
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { installAuth } from './auth.js';
+import { installErrorHandling } from './errors.js';
+import { collectOpenApi } from './openapi.js';
+import { routeModules } from './routes/index.js';
+import { healthRoutes } from './routes/health.js';
+import { defaultApiSettings, type ApiDeps, type ResolvedApiDeps } from './deps.js';
+
+/** Where the routes are served: versioned, and bare for clients of the original service. */
+export const API_PREFIXES = ['/v1', ''] as const;
+
+const VERSION = '0.1.0';
+
+/** Builds the app (not listening). Await `app.ready()` or `inject` before use. */
+export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
+  const resolved: ResolvedApiDeps = { ...deps, settings: { ...defaultApiSettings, ...deps.settings } };
+  const { settings } = resolved;
+  const app = Fastify({
+    loggerInstance: deps.log.child({ component: 'api' }) as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: settings.bodyLimit,
+    handlerTimeout: settings.requestTimeoutMs,
+    requestTimeout: settings.requestTimeoutMs,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+  });
+  const openApiDocument = collectOpenApi(app, {
+    title: 'Blockwire',
+    version: VERSION,
+    description: 'Address index, transactions, broadcast, stamps and subscriptions beside a Bitcoin Core node. Every route is served under /v1 and at the bare path.',
+  });
+  installErrorHandling(app);
+  installAuth(app, resolved);
+
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+  });
+  healthRoutes(app, resolved);
+  app.get('/openapi.json', { config: { auth: false }, schema: { hide: true } }, async () => openApiDocument());
+
+  for (const prefix of API_PREFIXES) {
+    await app.register(
+      async (scope) => {
+        for (const mod of routeModules) await mod(scope, resolved);
+      },
+      { prefix },
+    );
+  }
+  return app;
+}

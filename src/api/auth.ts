@@ -1,0 +1,90 @@
+/**
+ * The authentication hook of every API route: reads the `apiKey` header, verifies it
+ * (src/auth/keys.ts), checks the route's scope and counts the request against the key's rate
+ * limit. Failures are uniform: any bad key is 401 ERR_API_KEY_INVALID, whatever was wrong with it.
+ * Routes opt out with `config: { auth: false }` and declare `config: { scope: 'write' }`.
+ * `authenticate` is exported for the WebSocket stream, which authenticates outside fastify's hooks.
+ * @module
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { verifyApiKey, type ApiKeyPrincipal, type Scope } from '../auth/keys.js';
+import { createRateLimiter, type RateLimiter } from '../auth/rate-limit.js';
+import { ApiError, sendApiError } from './errors.js';
+import type { ApiInstance, ResolvedApiDeps } from './deps.js';
+
+/** Longest header value looked at; longer ones are cut (they are invalid anyway). */
+const MAX_KEY_HEADER = 256;
+
+/** The key in a header value (first value if repeated), or undefined when absent or empty. */
+export function presentedKey(header: string | string[] | undefined): string | undefined {
+  const v = Array.isArray(header) ? header[0] : header;
+  if (v === undefined) return undefined;
+  const t = v.trim();
+  return t === '' ? undefined : t.slice(0, MAX_KEY_HEADER);
+}
+
+/**
+ * Verifies a presented key and returns its principal, or throws ApiError 401 (missing or
+ * invalid) / 403 (scope). For callers outside the HTTP hooks (the WebSocket upgrade).
+ */
+export async function authenticate(db: Kysely<Database>, header: string | string[] | undefined, scope: Scope = 'read'): Promise<ApiKeyPrincipal> {
+  const key = presentedKey(header);
+  if (key === undefined) throw new ApiError('ERR_API_KEY_MISSING');
+  const principal = await verifyApiKey(db, key);
+  if (!principal) throw new ApiError('ERR_API_KEY_INVALID');
+  if (!principal.scopes.includes(scope)) throw new ApiError('ERR_SCOPE', { message: `this API key lacks the '${scope}' scope` });
+  return principal;
+}
+
+/** Installs the onRequest hook (auth, scope, rate limit) and the `request.apiKey` decoration. */
+export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): void {
+  const { settings } = deps;
+  let limiter: RateLimiter | undefined;
+  if (deps.redis) {
+    let lastWarn = 0;
+    limiter = createRateLimiter({
+      redis: deps.redis,
+      prefix: settings.redisPrefix,
+      windowMs: settings.rateWindowMs,
+      onUnavailable: (err) => {
+        if (Date.now() - lastWarn > 10_000) {
+          lastWarn = Date.now();
+          deps.log.warn({ err }, 'rate limiter: redis unavailable, requests are not limited');
+        }
+      },
+    });
+  }
+
+  app.decorateRequest('apiKey', {
+    getter(this: FastifyRequest & { _apiKey?: ApiKeyPrincipal }): ApiKeyPrincipal {
+      if (!this._apiKey) throw new Error('request.apiKey read on a route without authentication');
+      return this._apiKey;
+    },
+  });
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    const cfg = request.routeOptions.config;
+    if (cfg?.auth === false || request.is404) return;
+    let principal: ApiKeyPrincipal;
+    try {
+      principal = await authenticate(deps.db, request.headers['apikey'], cfg?.scope ?? 'read');
+    } catch (err) {
+      if (err instanceof ApiError) return sendApiError(reply, err);
+      throw err;
+    }
+    (request as FastifyRequest & { _apiKey?: ApiKeyPrincipal })._apiKey = principal;
+    request.log = request.log.child({ key: principal.prefix });
+    if (limiter) {
+      const d = await limiter.take(principal.id, principal.rateLimit ?? settings.rateLimit);
+      const resetS = Math.max(1, Math.ceil(d.resetMs / 1000));
+      reply.header('RateLimit-Limit', String(d.limit));
+      reply.header('RateLimit-Remaining', String(d.remaining));
+      reply.header('RateLimit-Reset', String(resetS));
+      if (!d.allowed) {
+        return sendApiError(reply, new ApiError('ERR_RATE_LIMITED', { headers: { 'Retry-After': String(resetS) } }));
+      }
+    }
+  });
+}

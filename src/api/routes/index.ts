@@ -1,0 +1,10 @@
+/**
+ * The route modules of the API, registered by buildApi under `/v1` and at the bare paths.
+ * To add routes: write `src/api/routes/<thing>.ts` exporting a RouteModule and add it here
+ * (see src/api/README.md for the pattern).
+ * @module
+ */
+import type { RouteModule } from '../deps.js';
+import { chainRoutes } from './chain.js';
+
+export const routeModules: RouteModule[] = [chainRoutes];

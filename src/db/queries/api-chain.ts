@@ -1,0 +1,123 @@
+/**
+ * Reads of the chain tables for the REST API (blocks, tip, confirmed and mempool
+ * transactions, spent flags). Read-only; the indexer writes these tables (docs/schema.md).
+ * Hashes are Buffers in internal byte order.
+ * @module
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../schema.js';
+import { firstTxNum } from '../tx-num.js';
+
+export type Tip = { height: number; hash: Buffer | null };
+
+/** The indexed tip (height -1 and hash null while nothing is indexed). */
+export async function getIndexTip(db: Kysely<Database>): Promise<Tip> {
+  const r = await db.selectFrom('chain_tip').select(['height', 'hash']).where('id', '=', 1).executeTakeFirst();
+  return r ?? { height: -1, hash: null };
+}
+
+export type BlockRow = { height: number; hash: Buffer; prev_hash: Buffer; time: number; next_hash: Buffer | null };
+
+/** A main-chain block by hash, with the hash of the block above it when there is one. */
+export async function findBlockByHash(db: Kysely<Database>, hash: Buffer): Promise<BlockRow | undefined> {
+  return db
+    .selectFrom('blocks as b')
+    .leftJoin('blocks as n', (j) => j.on(sql`n.height`, '=', sql`b.height + 1`))
+    .select(['b.height', 'b.hash', 'b.prev_hash', 'b.time', 'n.hash as next_hash'])
+    .where('b.hash', '=', hash)
+    .executeTakeFirst();
+}
+
+/** Txids of the block at `height`, in block order. */
+export async function listBlockTxids(db: Kysely<Database>, height: number): Promise<Buffer[]> {
+  const rows = await db
+    .selectFrom('txs')
+    .select('txid')
+    .where('tx_num', '>=', firstTxNum(height))
+    .where('tx_num', '<', firstTxNum(height + 1))
+    .orderBy('tx_num')
+    .execute();
+  return rows.map((r) => r.txid);
+}
+
+export type ConfirmedTxRow = {
+  tx_num: bigint;
+  txid: Buffer;
+  outs: Buffer;
+  ins: Buffer;
+  first_seen: Date | null;
+  block_hash: Buffer;
+  block_time: number;
+  tip_height: number;
+};
+
+/** A confirmed transaction by txid, with its block's hash and time and the current tip height. */
+export async function findConfirmedTx(db: Kysely<Database>, txid: Buffer): Promise<ConfirmedTxRow | undefined> {
+  const r = await sql<ConfirmedTxRow>`
+    SELECT t.tx_num, t.txid, t.outs, t.ins, t.first_seen, b.hash AS block_hash, b.time AS block_time,
+           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height
+    FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
+    WHERE t.txid = ${txid}`.execute(db);
+  return r.rows[0];
+}
+
+/** Confirmed transactions by tx_num (prevouts of inputs): txid and packed outputs. */
+export async function getTxsByNum(db: Kysely<Database>, nums: readonly bigint[]): Promise<Map<bigint, { txid: Buffer; outs: Buffer }>> {
+  const out = new Map<bigint, { txid: Buffer; outs: Buffer }>();
+  if (nums.length === 0) return out;
+  const r = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer }>`
+    SELECT tx_num, txid, outs FROM txs WHERE tx_num = ANY(${[...new Set(nums)].map(String)}::int8[])`.execute(db);
+  for (const row of r.rows) out.set(row.tx_num, { txid: row.txid, outs: row.outs });
+  return out;
+}
+
+/** Confirmed transactions by txid: tx_num and packed outputs (prevouts of a mempool tx's inputs). */
+export async function getTxsByTxid(db: Kysely<Database>, txids: readonly Buffer[]): Promise<Map<string, { tx_num: bigint; outs: Buffer }>> {
+  const out = new Map<string, { tx_num: bigint; outs: Buffer }>();
+  if (txids.length === 0) return out;
+  const r = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer }>`
+    SELECT tx_num, txid, outs FROM txs WHERE txid = ANY(${txids}::bytea[])`.execute(db);
+  for (const row of r.rows) out.set(row.txid.toString('hex'), { tx_num: row.tx_num, outs: row.outs });
+  return out;
+}
+
+export type MempoolTxRow = { txid: Buffer; raw: Buffer; first_seen: Date };
+
+export async function findMempoolTx(db: Kysely<Database>, txid: Buffer): Promise<MempoolTxRow | undefined> {
+  return db.selectFrom('mempool_txs').select(['txid', 'raw', 'first_seen']).where('txid', '=', txid).executeTakeFirst();
+}
+
+/** Outputs of mempool transactions by outpoint (prevouts of a mempool tx spending another). */
+export async function getMempoolOutputs(db: Kysely<Database>, outpoints: readonly { txid: Buffer; vout: number }[]): Promise<Map<string, { value: bigint; script: Buffer }>> {
+  const out = new Map<string, { value: bigint; script: Buffer }>();
+  if (outpoints.length === 0) return out;
+  const r = await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer }>`
+    SELECT o.txid, o.vout, o.value, o.script
+    FROM unnest(${outpoints.map((o) => o.txid)}::bytea[], ${outpoints.map((o) => o.vout)}::int4[]) AS q(txid, vout)
+    JOIN mempool_outputs o ON o.txid = q.txid AND o.vout = q.vout`.execute(db);
+  for (const row of r.rows) out.set(`${row.txid.toString('hex')}:${row.vout}`, { value: row.value, script: row.script });
+  return out;
+}
+
+/**
+ * Which outputs of transaction `txid` are still unspent by any block (present in `utxos`) and
+ * which are spent by a mempool transaction.
+ */
+export async function getOutputSpendState(db: Kysely<Database>, txid: Buffer): Promise<{ unspent: Set<number>; mempoolSpent: Set<number> }> {
+  const r = await sql<{ vout: number; src: string }>`
+    SELECT vout, 'u' AS src FROM utxos WHERE txid = ${txid}
+    UNION ALL
+    SELECT prev_vout AS vout, 's' AS src FROM mempool_spends WHERE prev_txid = ${txid}`.execute(db);
+  const unspent = new Set<number>();
+  const mempoolSpent = new Set<number>();
+  for (const row of r.rows) (row.src === 'u' ? unspent : mempoolSpent).add(row.vout);
+  return { unspent, mempoolSpent };
+}
+
+/** Does a block or mempool transaction already have this txid? (for idempotent broadcast) */
+export async function txKnown(db: Kysely<Database>, txid: Buffer): Promise<'confirmed' | 'mempool' | undefined> {
+  const r = await sql<{ where: string }>`
+    SELECT 'confirmed' AS where FROM txs WHERE txid = ${txid}
+    UNION ALL SELECT 'mempool' FROM mempool_txs WHERE txid = ${txid} LIMIT 1`.execute(db);
+  return r.rows[0]?.where as 'confirmed' | 'mempool' | undefined;
+}

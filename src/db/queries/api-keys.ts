@@ -1,0 +1,53 @@
+/**
+ * Data access for `api_keys` (migrations/0002_tenancy.ts): rows are found by the SHA-256 digest
+ * of the key, never by the key. Functions take `db` or a transaction.
+ * @module
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../schema.js';
+
+export type ApiKeyRow = {
+  id: bigint;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  rate_limit: number | null;
+  created_at: Date;
+  revoked_at: Date | null;
+};
+
+/** Inserts a key row; returns its id. */
+export async function insertApiKey(
+  db: Kysely<Database>,
+  row: { name: string; keyHash: Buffer; prefix: string; scopes: string[]; rateLimit: number | null },
+): Promise<bigint> {
+  const r = await db
+    .insertInto('api_keys')
+    .values({ name: row.name, key_hash: row.keyHash, prefix: row.prefix, scopes: row.scopes, rate_limit: row.rateLimit, revoked_at: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return r.id;
+}
+
+/** The row whose digest is `keyHash` (revoked or not), with the stored digest for comparison. */
+export async function findApiKeyByHash(db: Kysely<Database>, keyHash: Buffer): Promise<(ApiKeyRow & { key_hash: Buffer }) | undefined> {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'name', 'prefix', 'scopes', 'rate_limit', 'created_at', 'revoked_at', 'key_hash'])
+    .where('key_hash', '=', keyHash)
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Every key, oldest first (no digests). */
+export async function listApiKeyRows(db: Kysely<Database>): Promise<ApiKeyRow[]> {
+  return db.selectFrom('api_keys').select(['id', 'name', 'prefix', 'scopes', 'rate_limit', 'created_at', 'revoked_at']).orderBy('id').execute();
+}
+
+/** Marks keys revoked, selected by id or by display prefix; returns the ids revoked now. */
+export async function revokeApiKeyRows(db: Kysely<Database>, by: { id: bigint } | { prefix: string }): Promise<bigint[]> {
+  let q = db.updateTable('api_keys').set({ revoked_at: new Date() }).where('revoked_at', 'is', null);
+  q = 'id' in by ? q.where('id', '=', by.id) : q.where('prefix', '=', by.prefix);
+  const rows = await q.returning('id').execute();
+  return rows.map((r) => r.id);
+}

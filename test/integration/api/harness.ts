@@ -1,0 +1,53 @@
+/**
+ * An API under test: a migrated database of its own, the run's real Redis under a unique
+ * prefix, `buildApi` (never listening; requests go through `app.inject`), and a read+write key.
+ */
+import { inject } from 'vitest';
+import { Redis } from 'ioredis';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
+import { buildApi } from '../../../src/api/app.js';
+import type { ApiDeps } from '../../../src/api/deps.js';
+import { createApiKey, type Scope } from '../../../src/auth/keys.js';
+import { silentLogger } from '../../../src/log.js';
+
+export type ApiHarness = {
+  t: TestDatabase;
+  redis: Redis;
+  app: FastifyInstance;
+  /** A read+write key. */
+  key: string;
+  newKey(opts?: { scopes?: Scope[]; rateLimit?: number | null; name?: string }): Promise<string>;
+  get(url: string, key?: string | null): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+};
+
+export async function createApiHarness(extra: Partial<ApiDeps> = {}, existing?: TestDatabase): Promise<ApiHarness> {
+  const t = existing ?? (await createMigratedDatabase('api'));
+  const redis = new Redis(inject('redisUrl'), { lazyConnect: false, maxRetriesPerRequest: 1 });
+  const app = await buildApi({
+    db: t.db,
+    log: silentLogger(),
+    network: 'regtest',
+    redis,
+    ...extra,
+    settings: { redisPrefix: uniqueRedisPrefix('api'), ...extra.settings },
+  });
+  await app.ready();
+  const newKey = async (opts: { scopes?: Scope[]; rateLimit?: number | null; name?: string } = {}) =>
+    (await createApiKey(t.db, { name: opts.name ?? 'test', ...(opts.scopes ? { scopes: opts.scopes } : {}), rateLimit: opts.rateLimit ?? null })).key;
+  const key = await newKey();
+  return {
+    t,
+    redis,
+    app,
+    key,
+    newKey,
+    get: (url, k = key) => app.inject({ method: 'GET', url, headers: k === null ? {} : { apiKey: k } }),
+    async close() {
+      await app.close();
+      redis.disconnect();
+      if (!existing) await t.drop();
+    },
+  };
+}
