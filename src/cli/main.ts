@@ -13,6 +13,7 @@ export type Command = {
 /** Every subcommand. Later issues add entries here; each module exports `run(argv)`. */
 export const commands: Record<string, Command> = {
   migrate: { summary: 'apply or revert database migrations (latest | down | status)', load: () => import('../db/migrate-command.js') },
+  devnode: { summary: 'run the regtest stand-in for Bitcoin Core (RPC, REST, ZMQ; NOT bitcoind)', load: () => import('../devnode/cli.js') },
   keys: { summary: 'manage API keys (create --name NAME | list | revoke ID|PREFIX)', load: () => import('../auth/keys-command.js') },
 };
 

@@ -87,6 +87,8 @@ export type Devnode = {
   };
   faults: DevnodeFaults;
   replay: { done: Promise<void>; step(n?: number): number; position(): { applied: number; total: number } } | null;
+  /** Called when a client sends the `stop` RPC (default: the devnode stops itself). */
+  onStopRequest(listener: () => void): void;
   stop(): Promise<void>;
 };
 
@@ -142,6 +144,7 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
   const feeEstimate = { perKvB: null as bigint | null };
   let warm = false;
   let stopRequested: (() => void) | null = null;
+  let stopListener: (() => void) | null = null;
 
   const submitBlock = (block: DecodedBlock, o: { checkTime?: boolean } = {}): BlockResult => {
     const r = node.processBlock(block, o);
@@ -370,9 +373,12 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     replay: replayer
       ? { done: replayer.done, step: (n) => replayer!.step(n), position: () => replayer!.position() }
       : null,
+    onStopRequest: (listener) => {
+      stopListener = listener;
+    },
     stop,
   };
-  stopRequested = () => void stop();
+  stopRequested = () => (stopListener ? stopListener() : void stop());
   return handle;
 }
 
