@@ -78,6 +78,12 @@ export const settings = {
   logLevel: setting<'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'>('LOG_LEVEL', 'info', 'Log level.', oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const)),
   allowPrivateHooks: setting<boolean>('BLOCKWIRE_ALLOW_PRIVATE_HOOKS', false, 'Allow webhook URLs that resolve to private, loopback or link-local addresses (tests and closed networks only).', bool),
   pollIntervalMs: setting<number>('POLL_INTERVAL_MS', 2000, 'Interval of the indexer\'s fallback poll of the node, in milliseconds.', int(50, 600_000)),
+  apiBodyLimit: setting<number>('API_BODY_LIMIT', 65536, 'Largest JSON request body of the REST API in bytes (413 above); POST /transactions allows API_TX_BODY_LIMIT.', int(1024, 64 * 1024 * 1024)),
+  apiTxBodyLimit: setting<number>('API_TX_BODY_LIMIT', 2 * 1024 * 1024, 'Largest body of POST /transactions in bytes (a raw transaction as hex).', int(1024, 64 * 1024 * 1024)),
+  apiRequestTimeoutMs: setting<number>('API_REQUEST_TIMEOUT_MS', 10_000, 'Time limit of one REST API request in milliseconds (503 ERR_REQUEST_TIMEOUT after it).', int(100, 600_000)),
+  apiRateLimit: setting<number>('API_RATE_LIMIT', 6000, 'Requests per API key per rate window, for keys without a limit of their own (429 above).', int(1)),
+  apiRateWindowMs: setting<number>('API_RATE_WINDOW_MS', 60_000, 'Length of the per-key rate-limit window in milliseconds.', int(1000, 86_400_000)),
+  apiMaxLagBlocks: setting<number>('API_MAX_LAG_BLOCKS', 6, 'Address routes answer 503 ERR_INDEX_SYNCING while the index is more than this many blocks behind the node.', int(0)),
 } as const;
 
 type Settings = typeof settings;

@@ -25,7 +25,7 @@ export interface NodeClient {
 }
 
 /** A stamp's status as GET /stamps/{id} answers it. */
-export type StampStatus = { tx: string; vout: number; confirmations: number; timestamp: string };
+export type StampStatus = { tx: string; vout: number; confirmations: number; timestamp: string | null };
 
 /**
  * The stamping service (issue 7). Methods throw ApiError (src/api/errors.ts) for expected
@@ -79,6 +79,11 @@ export type ApiDeps = {
   stamps?: StampService;
   /** The node's tip as last seen (healthz, syncing check); startApi keeps one up to date. */
   nodeTip?: () => NodeTip | undefined;
+  /**
+   * True while the index is too far behind the node for address answers to be right (initial
+   * sync); address routes then answer 503 ERR_INDEX_SYNCING. startApi computes it by polling.
+   */
+  isSyncing?: () => boolean;
   settings?: Partial<ApiSettings>;
 };
 

@@ -6,5 +6,8 @@
  */
 import type { RouteModule } from '../deps.js';
 import { chainRoutes } from './chain.js';
+import { addressRoutes } from './addresses.js';
+import { transactionRoutes } from './transactions.js';
+import { stampRoutes } from './stamps.js';
 
-export const routeModules: RouteModule[] = [chainRoutes];
+export const routeModules: RouteModule[] = [chainRoutes, addressRoutes, transactionRoutes, stampRoutes];

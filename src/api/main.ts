@@ -1,0 +1,124 @@
+/**
+ * The API role's entrypoint: `startApi(deps)` builds the app from the configuration, keeps the
+ * node's tip (for /healthz and the "still syncing" check) polled in the background, listens on
+ * HOST:PORT and returns a handle whose `close()` stops both. `blockwire start` calls it.
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Redis } from 'ioredis';
+import { NETWORKS, type Config, type NetworkName } from '../config.js';
+import type { Database } from '../db/schema.js';
+import type { Logger } from '../log.js';
+import { getIndexTip } from '../db/queries/api-chain.js';
+import { FatalError } from '../errors.js';
+import { buildApi } from './app.js';
+import type { ApiSettings, NodeClient, NodeTip, StampService } from './deps.js';
+
+export type ApiHandle = {
+  app: FastifyInstance;
+  /** `http://host:port` actually bound (PORT=0 picks a free port). */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+};
+
+export type StartApiDeps = {
+  config: Config;
+  log: Logger;
+  db: Kysely<Database>;
+  redis?: Redis;
+  node?: NodeClient;
+  stamps?: StampService;
+  /** Overrides config.network (else detected from the node). */
+  network?: NetworkName;
+  /** How often the node and index tips are polled (default config.pollIntervalMs). */
+  tipPollMs?: number;
+};
+
+/** The API settings of a configuration. */
+export function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
+  return {
+    bodyLimit: config.apiBodyLimit,
+    txBodyLimit: config.apiTxBodyLimit,
+    requestTimeoutMs: config.apiRequestTimeoutMs,
+    rateLimit: config.apiRateLimit,
+    rateWindowMs: config.apiRateWindowMs,
+    maxLagBlocks: config.apiMaxLagBlocks,
+  };
+}
+
+async function detectNetwork(deps: StartApiDeps): Promise<NetworkName> {
+  const configured = deps.network ?? deps.config.network;
+  if (configured) return configured;
+  if (!deps.node) throw new FatalError('ERR_CONFIG', 'BITCOIN_NETWORK is unset and no node is configured to detect it from');
+  const chain = (await deps.node.getBlockchainInfo()).chain;
+  if (!(NETWORKS as readonly string[]).includes(chain)) throw new FatalError('ERR_CONFIG', `the node reports an unknown chain '${chain}'`);
+  return chain as NetworkName;
+}
+
+/** Starts the REST API; see the module comment. */
+export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
+  const log = deps.log.child({ component: 'api.main' });
+  const network = await detectNetwork(deps);
+  const settings = apiSettingsFromConfig(deps.config);
+  let nodeTip: NodeTip | undefined;
+  let indexHeight = -1;
+  let stopped = false;
+
+  async function poll() {
+    try {
+      indexHeight = (await getIndexTip(deps.db)).height;
+    } catch (err) {
+      log.warn({ err }, 'cannot read the index tip');
+    }
+    if (!deps.node) return;
+    try {
+      const info = await deps.node.getBlockchainInfo();
+      nodeTip = { height: info.blocks, hash: info.bestblockhash, at: new Date(), initialBlockDownload: info.initialblockdownload === true };
+    } catch (err) {
+      if (!nodeTip || !('error' in nodeTip)) log.warn({ err }, 'bitcoin node unreachable');
+      nodeTip = { error: err instanceof Error ? err.message : String(err), at: new Date() };
+    }
+  }
+  await poll();
+  const every = deps.tipPollMs ?? deps.config.pollIntervalMs;
+  let timer: NodeJS.Timeout | undefined;
+  const loop = () => {
+    timer = setTimeout(() => {
+      void poll().finally(() => {
+        if (!stopped) loop();
+      });
+    }, every);
+    timer.unref();
+  };
+  loop();
+
+  const maxLag = deps.config.apiMaxLagBlocks;
+  const app = await buildApi({
+    db: deps.db,
+    log: deps.log,
+    network,
+    ...(deps.node ? { node: deps.node } : {}),
+    ...(deps.redis ? { redis: deps.redis } : {}),
+    ...(deps.stamps ? { stamps: deps.stamps } : {}),
+    nodeTip: () => nodeTip,
+    isSyncing: () => nodeTip !== undefined && !('error' in nodeTip) && nodeTip.height - indexHeight > maxLag,
+    settings,
+  });
+  await app.listen({ host: deps.config.host, port: deps.config.port });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : deps.config.port;
+  const url = `http://${deps.config.host.includes(':') ? `[${deps.config.host}]` : deps.config.host}:${port}`;
+  log.info({ url, network }, 'api listening');
+  return {
+    app,
+    url,
+    port,
+    async close() {
+      stopped = true;
+      clearTimeout(timer);
+      await app.close();
+    },
+  };
+}

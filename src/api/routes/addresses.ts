@@ -1,0 +1,205 @@
+/**
+ * GET /addresses/{address}/balance, /history and /unspentoutputs (service-api.md, DESIGN.md
+ * "REST API"): mempool included with 0 confirmations unless `min_conf` ≥ 1; history newest
+ * first, mempool first; history and unspent outputs paged by `limit` and an opaque cursor in a
+ * `Link: <…>; rel="next"` header, bodies staying bare arrays. The address is checked (encoding,
+ * checksum, network) before any query; a valid address no transaction touches is 404.
+ * @module
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { addressKey } from '../../db/address-key.js';
+import { decodeEntries } from '../../db/packed.js';
+import { firstTxNum, txNumHeight } from '../../db/tx-num.js';
+import { getIndexTip } from '../../db/queries/api-chain.js';
+import {
+  addressKnown,
+  getBalanceExclusions,
+  getBalanceParts,
+  getTxidsByNum,
+  listConfirmedUnspent,
+  listHistoryChunks,
+  listMempoolHistory,
+  listMempoolUnspent,
+} from '../../db/queries/api-address.js';
+import { hashToHex } from '../../bitcoin/hash.js';
+import { addressToScript } from '../address-codec.js';
+import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';
+import { ApiError } from '../errors.js';
+import { addressParams, balanceSchema, historySchema, minConfQuery, pageQuery, unspentSchema } from '../schemas.js';
+import type { ResolvedApiDeps, RouteModule } from '../deps.js';
+
+const MAX_TX_NUM = (1n << 62n) - 1n;
+/** History chunks fetched per query (a chunk holds up to 1024 entries). */
+const CHUNK_BATCH = 16;
+
+type AddressParams = { Params: { address: string } };
+type PageQuery = { Querystring: { limit: number; cursor?: string; min_conf: number } };
+
+/** The addr_key of a path address, or a 400 (invalid / wrong network) before any database access. */
+export function resolveAddress(deps: ResolvedApiDeps, address: string): string {
+  const r = addressToScript(address, deps.network);
+  if ('problem' in r) {
+    throw r.problem === 'wrong_network'
+      ? new ApiError('ERR_WRONG_NETWORK', { message: `address is not a ${deps.network} address` })
+      : new ApiError('ERR_INVALID_ADDRESS');
+  }
+  return addressKey(r.script);
+}
+
+function assertNotSyncing(deps: ResolvedApiDeps): void {
+  if (deps.isSyncing?.()) throw new ApiError('ERR_INDEX_SYNCING');
+}
+
+/** Exclusive tx_num bound of "at least minConf confirmations" at tip height `tip`. */
+function confBound(tip: number, minConf: number): bigint {
+  if (minConf <= 1) return MAX_TX_NUM;
+  const h = tip - minConf + 2;
+  return h <= 0 ? 0n : firstTxNum(h);
+}
+
+function setNextLink(request: FastifyRequest, reply: FastifyReply, q: PageQuery['Querystring'], next: Cursor | undefined): void {
+  if (!next) return;
+  const path = request.url.split('?')[0]!;
+  const params = new URLSearchParams({ limit: String(q.limit) });
+  if (q.min_conf) params.set('min_conf', String(q.min_conf));
+  params.set('cursor', encodeCursor(next));
+  reply.header('Link', `<${path}?${params.toString()}>; rel="next"`);
+}
+
+/** Chain tx_nums of the address strictly below `before`, newest first, at most `want`. */
+async function chainHistory(deps: ResolvedApiDeps, addrKey: string, before: bigint, want: number): Promise<bigint[]> {
+  const out: bigint[] = [];
+  let bound = before;
+  for (;;) {
+    const chunks = await listHistoryChunks(deps.db, addrKey, bound, CHUNK_BATCH);
+    for (const c of chunks) {
+      const entries = decodeEntries(c.entries);
+      for (let i = entries.length - 1; i >= 0 && out.length < want; i--) {
+        if (entries[i]! < before) out.push(entries[i]!);
+      }
+      if (out.length >= want) return out;
+    }
+    if (chunks.length < CHUNK_BATCH) return out;
+    bound = chunks[chunks.length - 1]!.first_tx_num;
+  }
+}
+
+export const addressRoutes: RouteModule = (app, deps) => {
+  app.get<AddressParams & { Querystring: { min_conf: number } }>(
+    '/addresses/:address/balance',
+    {
+      schema: {
+        summary: 'Balance: the sum of the address\'s unspent outputs (mempool included unless min_conf ≥ 1)',
+        tags: ['addresses'],
+        params: addressParams,
+        querystring: minConfQuery,
+        response: { 200: balanceSchema },
+      },
+    },
+    async (request) => {
+      const addrKey = resolveAddress(deps, request.params.address);
+      assertNotSyncing(deps);
+      const minConf = request.query.min_conf;
+      const parts = await getBalanceParts(deps.db, addrKey);
+      if (!parts.known) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
+      if (minConf === 0) return { balance: Number(parts.confirmed + parts.mempool) };
+      const excluded = await getBalanceExclusions(deps.db, addrKey, confBound(parts.tipHeight, minConf));
+      return { balance: Number(parts.confirmed - excluded) };
+    },
+  );
+
+  app.get<AddressParams & PageQuery>(
+    '/addresses/:address/history',
+    {
+      schema: {
+        summary: 'Transaction hashes of the address, newest first (mempool first), paged',
+        description: 'Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header (absent on the last page).',
+        tags: ['addresses'],
+        params: addressParams,
+        querystring: pageQuery,
+        response: { 200: { ...historySchema, headers: { Link: { type: 'string', description: '<url>; rel="next"' } } } },
+      },
+    },
+    async (request, reply) => {
+      const addrKey = resolveAddress(deps, request.params.address);
+      const q = request.query;
+      const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'h');
+      assertNotSyncing(deps);
+      const want = q.limit + 1;
+      const items: { txid?: Buffer; txNum?: bigint; firstSeenUs?: bigint }[] = [];
+      if (q.min_conf === 0 && (!cursor || cursor.phase === 'm')) {
+        const rows = await listMempoolHistory(deps.db, addrKey, cursor?.phase === 'm' ? cursor : undefined, want);
+        for (const r of rows) items.push({ txid: r.txid, firstSeenUs: r.firstSeenUs });
+      }
+      if (items.length < want) {
+        let before = cursor?.phase === 'c' ? cursor.txNum : MAX_TX_NUM;
+        if (q.min_conf > 1) before = [before, confBound((await getIndexTip(deps.db)).height, q.min_conf)].reduce((a, b) => (a < b ? a : b));
+        for (const n of await chainHistory(deps, addrKey, before, want - items.length)) items.push({ txNum: n });
+      }
+      let next: Cursor | undefined;
+      if (items.length > q.limit) {
+        items.length = q.limit;
+        const last = items[items.length - 1]!;
+        next = last.txNum !== undefined ? { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0 } : { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid!, vout: 0 };
+      }
+      const nums = items.filter((i) => i.txNum !== undefined).map((i) => i.txNum!);
+      const txids = await getTxidsByNum(deps.db, nums);
+      if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
+      setNextLink(request, reply, q, next);
+      return items.map((i) => {
+        const txid = i.txid ?? txids.get(i.txNum!);
+        if (!txid) throw new Error(`history entry ${i.txNum} has no txs row`);
+        return hashToHex(txid);
+      });
+    },
+  );
+
+  app.get<AddressParams & PageQuery>(
+    '/addresses/:address/unspentoutputs',
+    {
+      schema: {
+        summary: 'Outputs of the address spent by no block or mempool transaction (mempool outputs with 0 confirmations), paged',
+        description: 'Newest first. Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header.',
+        tags: ['addresses'],
+        params: addressParams,
+        querystring: pageQuery,
+        response: { 200: { ...unspentSchema, headers: { Link: { type: 'string', description: '<url>; rel="next"' } } } },
+      },
+    },
+    async (request, reply) => {
+      const addrKey = resolveAddress(deps, request.params.address);
+      const q = request.query;
+      const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'u');
+      assertNotSyncing(deps);
+      const want = q.limit + 1;
+      const tipP = getIndexTip(deps.db);
+      type Item = { txid: Buffer; vout: number; value: bigint; script: Buffer; txNum?: bigint; firstSeenUs?: bigint };
+      const items: Item[] = [];
+      if (q.min_conf === 0 && (!cursor || cursor.phase === 'm')) {
+        items.push(...(await listMempoolUnspent(deps.db, addrKey, cursor?.phase === 'm' ? cursor : undefined, want)));
+      }
+      const tip = (await tipP).height;
+      if (items.length < want) {
+        let before = cursor?.phase === 'c' ? { txNum: cursor.txNum, vout: cursor.vout } : { txNum: MAX_TX_NUM, vout: 0 };
+        const bound = confBound(tip, q.min_conf);
+        if (bound < before.txNum) before = { txNum: bound, vout: 0 };
+        for (const r of await listConfirmedUnspent(deps.db, addrKey, before, want - items.length)) items.push({ ...r, txNum: r.tx_num });
+      }
+      let next: Cursor | undefined;
+      if (items.length > q.limit) {
+        items.length = q.limit;
+        const last = items[items.length - 1]!;
+        next = last.txNum !== undefined ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout } : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout };
+      }
+      if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
+      setNextLink(request, reply, q, next);
+      return items.map((i) => ({
+        transaction_hash: hashToHex(i.txid),
+        index: i.vout,
+        value: i.value.toString(),
+        script: i.script.toString('hex'),
+        confirmations: i.txNum === undefined ? 0 : tip - txNumHeight(i.txNum) + 1,
+      }));
+    },
+  );
+};

@@ -1,0 +1,127 @@
+/**
+ * Per-address reads for the REST API: balance, whether the address is known, and keyset pages
+ * of history and unspent outputs (mempool part first, then the chain newest first). Pages are
+ * index seeks: history by (addr_key, first_tx_num) chunks, unspent by (addr_key, tx_num, vout),
+ * so any depth costs the same. Addresses are given by their addr_key (src/db/address-key.ts).
+ * @module
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../schema.js';
+
+/** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
+const FIRST_SEEN_US = sql<bigint>`(extract(epoch FROM mt.first_seen) * 1000000)::int8`;
+
+export type BalanceParts = {
+  /** Sum of confirmed unspent outputs (balances table), 0 when absent. */
+  confirmed: bigint;
+  /** Net change of the mempool: received − sent over the address's mempool transactions. */
+  mempool: bigint;
+  known: boolean;
+  tipHeight: number;
+};
+
+/** The pieces of the min_conf=0 balance in one round trip, and whether the address is known. */
+export async function getBalanceParts(db: Kysely<Database>, addrKey: string): Promise<BalanceParts> {
+  const r = await sql<{ confirmed: bigint | null; mempool: bigint | null; known: boolean; tip_height: number }>`
+    SELECT (SELECT balance FROM balances WHERE addr_key = ${addrKey}) AS confirmed,
+           (SELECT sum(received - sent)::int8 FROM mempool_addresses WHERE addr_key = ${addrKey}) AS mempool,
+           (EXISTS (SELECT 1 FROM history WHERE addr_key = ${addrKey})
+             OR EXISTS (SELECT 1 FROM mempool_addresses WHERE addr_key = ${addrKey})) AS known,
+           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height`.execute(db);
+  const row = r.rows[0]!;
+  return { confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, known: row.known, tipHeight: row.tip_height };
+}
+
+/**
+ * Confirmed outputs of the address that a min_conf ≥ 1 balance leaves out: those spent by a
+ * mempool transaction (any depth) and the unspent ones at tx_num ≥ `fromTxNum` (too recent).
+ */
+export async function getBalanceExclusions(db: Kysely<Database>, addrKey: string, fromTxNum: bigint): Promise<bigint> {
+  const r = await sql<{ spent: bigint | null; recent: bigint | null }>`
+    SELECT (SELECT sum(u.value)::int8
+              FROM mempool_addresses ma
+              JOIN mempool_spends s ON s.txid = ma.txid
+              JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
+             WHERE ma.addr_key = ${addrKey} AND u.addr_key = ${addrKey}) AS spent,
+           (SELECT sum(u.value)::int8 FROM utxos u
+             WHERE u.addr_key = ${addrKey} AND u.tx_num >= ${fromTxNum}
+               AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)) AS recent`.execute(db);
+  const row = r.rows[0]!;
+  return (row.spent ?? 0n) + (row.recent ?? 0n);
+}
+
+/** Does any confirmed or mempool transaction touch the address? */
+export async function addressKnown(db: Kysely<Database>, addrKey: string): Promise<boolean> {
+  const r = await sql<{ known: boolean }>`
+    SELECT (EXISTS (SELECT 1 FROM history WHERE addr_key = ${addrKey})
+            OR EXISTS (SELECT 1 FROM mempool_addresses WHERE addr_key = ${addrKey})) AS known`.execute(db);
+  return r.rows[0]!.known;
+}
+
+export type MempoolCursor = { firstSeenUs: bigint; txid: Buffer; vout?: number };
+
+/** Mempool transactions of the address, newest first, strictly after `after`. */
+export async function listMempoolHistory(db: Kysely<Database>, addrKey: string, after: MempoolCursor | undefined, limit: number): Promise<{ txid: Buffer; firstSeenUs: bigint }[]> {
+  const r = await sql<{ txid: Buffer; fs: bigint }>`
+    SELECT ma.txid, ${FIRST_SEEN_US} AS fs
+    FROM mempool_addresses ma JOIN mempool_txs mt ON mt.txid = ma.txid
+    WHERE ma.addr_key = ${addrKey}
+      ${after ? sql`AND (${FIRST_SEEN_US}, ma.txid) < (${after.firstSeenUs}, ${after.txid})` : sql``}
+    ORDER BY fs DESC, ma.txid DESC
+    LIMIT ${limit}`.execute(db);
+  return r.rows.map((row) => ({ txid: row.txid, firstSeenUs: row.fs }));
+}
+
+/** History chunks of the address whose first tx_num is below `before`, newest first. */
+export async function listHistoryChunks(db: Kysely<Database>, addrKey: string, before: bigint, chunks: number): Promise<{ first_tx_num: bigint; entries: Buffer }[]> {
+  return db
+    .selectFrom('history')
+    .select(['first_tx_num', 'entries'])
+    .where('addr_key', '=', addrKey)
+    .where('first_tx_num', '<', before)
+    .orderBy('first_tx_num', 'desc')
+    .limit(chunks)
+    .execute();
+}
+
+/** Txids of confirmed transactions by tx_num. */
+export async function getTxidsByNum(db: Kysely<Database>, nums: readonly bigint[]): Promise<Map<bigint, Buffer>> {
+  const out = new Map<bigint, Buffer>();
+  if (nums.length === 0) return out;
+  const r = await sql<{ tx_num: bigint; txid: Buffer }>`SELECT tx_num, txid FROM txs WHERE tx_num = ANY(${nums.map(String)}::int8[])`.execute(db);
+  for (const row of r.rows) out.set(row.tx_num, row.txid);
+  return out;
+}
+
+export type MempoolUnspentRow = { txid: Buffer; vout: number; value: bigint; script: Buffer; firstSeenUs: bigint };
+
+/** Unspent outputs of mempool transactions paying the address, newest first, after `after`. */
+export async function listMempoolUnspent(db: Kysely<Database>, addrKey: string, after: MempoolCursor | undefined, limit: number): Promise<MempoolUnspentRow[]> {
+  const r = await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer; fs: bigint }>`
+    SELECT o.txid, o.vout, o.value, o.script, ${FIRST_SEEN_US} AS fs
+    FROM mempool_outputs o JOIN mempool_txs mt ON mt.txid = o.txid
+    WHERE o.addr_key = ${addrKey}
+      AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = o.txid AND s.prev_vout = o.vout)
+      ${after ? sql`AND (${FIRST_SEEN_US}, o.txid, o.vout) < (${after.firstSeenUs}, ${after.txid}, ${after.vout ?? 2147483647})` : sql``}
+    ORDER BY fs DESC, o.txid DESC, o.vout DESC
+    LIMIT ${limit}`.execute(db);
+  return r.rows.map((row) => ({ txid: row.txid, vout: row.vout, value: row.value, script: row.script, firstSeenUs: row.fs }));
+}
+
+export type UnspentRow = { txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer };
+
+/**
+ * Confirmed unspent outputs of the address not spent by a mempool transaction, ordered by
+ * (tx_num, vout) descending, strictly below `before` (exclusive keyset bound).
+ */
+export async function listConfirmedUnspent(db: Kysely<Database>, addrKey: string, before: { txNum: bigint; vout: number }, limit: number): Promise<UnspentRow[]> {
+  const r = await sql<UnspentRow>`
+    SELECT u.txid, u.vout, u.tx_num, u.value, u.script
+    FROM utxos u
+    WHERE u.addr_key = ${addrKey}
+      AND (u.tx_num, u.vout) < (${before.txNum}, ${before.vout})
+      AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
+    ORDER BY u.tx_num DESC, u.vout DESC
+    LIMIT ${limit}`.execute(db);
+  return r.rows;
+}
