@@ -39,9 +39,7 @@ type PageQuery = { Querystring: { limit: number; cursor?: string; min_conf: numb
 export function resolveAddress(deps: ResolvedApiDeps, address: string): string {
   const r = addressToScript(address, deps.network);
   if ('problem' in r) {
-    throw r.problem === 'wrong_network'
-      ? new ApiError('ERR_WRONG_NETWORK', { message: `address is not a ${deps.network} address` })
-      : new ApiError('ERR_INVALID_ADDRESS');
+    throw new ApiError(r.problem === 'wrong_network' ? 'ERR_WRONG_NETWORK' : 'ERR_INVALID_ADDRESS', { message: r.message });
   }
   return addressKey(r.script);
 }
