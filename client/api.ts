@@ -1,0 +1,283 @@
+/**
+ * The typed API client: one method per route of the Blockwire REST API (blockchain, blocks,
+ * addresses with paging, transactions, broadcast, stamps, hooks, subscriptions), the apiKey
+ * header, typed errors, `sendTransaction` with retry, and the factory of stream clients.
+ * The client also owns the reservation book its transaction builders share.
+ * @module
+ */
+import { hex } from '@scure/base';
+import { createHttp, nextLink, type FetchLike, type Http } from './http.js';
+import { getNetwork, type Network, type NetworkName } from './network.js';
+import { Reservations } from './reservations.js';
+import { sendWithRetry, type SendOptions, type SignedTransaction } from './send.js';
+import { EventStream, type StreamOptions } from './stream.js';
+import type {
+  Block,
+  BlockchainStatus,
+  Hook,
+  HookDelivery,
+  HookSpec,
+  Page,
+  StampStatus,
+  Subscription,
+  SubscriptionSpec,
+  Transaction,
+  TransactionInput,
+  TransactionOutput,
+  UnspentOutput,
+} from './types.js';
+
+/** Options of `BlockwireClient`. */
+export type ClientOptions = {
+  /** Blockwire's base URL, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** The API key (sent in the `apiKey` header). */
+  apiKey: string;
+  /** The chain the server indexes (default `main`); addresses and keys are checked against it. */
+  network?: NetworkName | Network;
+  /** Path prefix of the versioned API (default `/v1`). */
+  basePath?: string;
+  /** Per-request timeout in ms (default 30 000). */
+  timeoutMs?: number;
+  /** A fetch implementation (default `globalThis.fetch`). */
+  fetch?: FetchLike;
+  /**
+   * A WebSocket constructor for streams (default `globalThis.WebSocket`; Node 20 has none, pass
+   * the `ws` package's).
+   */
+  WebSocket?: StreamOptions['WebSocket'];
+  /** How long outputs spent by a broadcast transaction stay reserved (default 10 min). */
+  spentReservationTtlMs?: number;
+};
+
+/** Paging parameters of the address lists. */
+export type PageOptions = {
+  /** Items per page (server default 1000, max 10 000). */
+  limit?: number;
+};
+
+/** Options of the unspent-output list. */
+export type UnspentOptions = PageOptions & {
+  /** Only outputs with at least this many confirmations. */
+  minConf?: number;
+};
+
+type RawUnspent = Omit<UnspentOutput, 'value'> & { value: string | number };
+type RawTransaction = Omit<Transaction, 'inputs' | 'outputs'> & {
+  inputs: (Omit<TransactionInput, 'value'> & { value: string | number | null })[];
+  outputs: (Omit<TransactionOutput, 'value'> & { value: string | number })[];
+};
+
+/** Satoshis from the API's decimal string or number. @throws TypeError for anything else. */
+export function toSats(v: string | number | bigint): bigint {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v);
+  if (typeof v === 'string' && /^-?\d+$/.test(v)) return BigInt(v);
+  throw new TypeError(`Not an amount in satoshis: ${JSON.stringify(v)}`);
+}
+
+function parseUnspent(u: RawUnspent): UnspentOutput {
+  return { ...u, value: toSats(u.value) };
+}
+
+function parseTransaction(t: RawTransaction): Transaction {
+  return {
+    ...t,
+    inputs: t.inputs.map((i) => ({ ...i, value: i.value === '' || i.value === null ? null : toSats(i.value) })),
+    outputs: t.outputs.map((o) => ({ ...o, value: toSats(o.value) })),
+  };
+}
+
+const enc = encodeURIComponent;
+
+/**
+ * A client of one Blockwire server for one API key. Long-lived: it holds the reservation book
+ * that keeps concurrent transaction builders from spending the same outputs.
+ */
+export class BlockwireClient {
+  /** The network the server indexes. */
+  readonly network: Network;
+  /** Outputs held by builders of this client. */
+  readonly reservations: Reservations;
+  private readonly http: Http;
+  private readonly options: ClientOptions;
+
+  constructor(options: ClientOptions) {
+    this.options = options;
+    this.network = getNetwork(options.network ?? 'main');
+    this.http = createHttp(options);
+    this.reservations = new Reservations(options.spentReservationTtlMs);
+  }
+
+  /** The versioned API root, e.g. `http://127.0.0.1:8080/v1`. */
+  get root(): string {
+    return this.http.root;
+  }
+
+  // ---- chain -------------------------------------------------------------------------------
+
+  /** `GET /blockchain`: the best block. */
+  async getBlockchain(): Promise<BlockchainStatus> {
+    return (await this.http.request<BlockchainStatus>('GET', '/blockchain')).data;
+  }
+
+  /** `GET /blocks/{hash}`. */
+  async getBlock(hash: string): Promise<Block> {
+    return (await this.http.request<Block>('GET', `/blocks/${enc(hash)}`)).data;
+  }
+
+  /** `GET /transactions/{hash}` (confirmed or in the mempool). */
+  async getTransaction(hash: string): Promise<Transaction> {
+    return parseTransaction((await this.http.request<RawTransaction>('GET', `/transactions/${enc(hash)}`)).data);
+  }
+
+  // ---- addresses ---------------------------------------------------------------------------
+
+  /** `GET /addresses/{address}/balance`: the sum of the address's unspent outputs. */
+  async getBalance(address: string, opts: { minConf?: number } = {}): Promise<bigint> {
+    const r = await this.http.request<{ balance: number | string }>('GET', `/addresses/${enc(address)}/balance`, {
+      query: { min_conf: opts.minConf },
+    });
+    return toSats(r.data.balance);
+  }
+
+  /** One page of `GET /addresses/{address}/history` (newest first); pass `page.next` to `historyPage` for the next. */
+  async getHistory(address: string, opts: PageOptions = {}): Promise<Page<string>> {
+    return this.page<string>(`/addresses/${enc(address)}/history`, { limit: opts.limit }, (x) => x);
+  }
+
+  /** One page of `GET /addresses/{address}/unspentoutputs`. */
+  async getUnspentOutputs(address: string, opts: UnspentOptions = {}): Promise<Page<UnspentOutput>> {
+    return this.page<UnspentOutput, RawUnspent>(
+      `/addresses/${enc(address)}/unspentoutputs`,
+      { limit: opts.limit, min_conf: opts.minConf },
+      parseUnspent,
+    );
+  }
+
+  /** The page at a `next` URL of a history page. */
+  async historyPage(next: string): Promise<Page<string>> {
+    return this.page<string>(next, {}, (x) => x);
+  }
+
+  /** The page at a `next` URL of an unspent-outputs page. */
+  async unspentOutputsPage(next: string): Promise<Page<UnspentOutput>> {
+    return this.page<UnspentOutput, RawUnspent>(next, {}, parseUnspent);
+  }
+
+  /** Every transaction hash of the address, newest first, fetching pages as iteration goes. */
+  history(address: string, opts: PageOptions = {}): AsyncIterableIterator<string> {
+    return iterateItems(() => this.getHistory(address, opts), (next) => this.historyPage(next));
+  }
+
+  /** Every unspent output of the address, fetching pages as iteration goes. */
+  unspentOutputs(address: string, opts: UnspentOptions = {}): AsyncIterableIterator<UnspentOutput> {
+    return iterateItems(() => this.getUnspentOutputs(address, opts), (next) => this.unspentOutputsPage(next));
+  }
+
+  /** Every unspent output of the address, all pages, as one array. */
+  async listUnspentOutputs(address: string, opts: UnspentOptions = {}): Promise<UnspentOutput[]> {
+    const all: UnspentOutput[] = [];
+    for await (const u of this.unspentOutputs(address, opts)) all.push(u);
+    return all;
+  }
+
+  private async page<T, R = T>(pathOrUrl: string, query: Record<string, number | undefined>, parse: (r: R) => T): Promise<Page<T>> {
+    const r = await this.http.request<R[]>('GET', pathOrUrl, { query });
+    if (!Array.isArray(r.data)) throw new TypeError(`Expected a JSON array from ${pathOrUrl}`);
+    const link = nextLink(r.headers.get('link'));
+    return { items: r.data.map(parse), next: link === null ? null : new URL(link, r.url).toString() };
+  }
+
+  // ---- broadcast ---------------------------------------------------------------------------
+
+  /** `POST /transactions {"tx"}`: broadcasts once. Returns the txid. */
+  async broadcast(tx: SignedTransaction): Promise<string> {
+    const txHex = typeof tx === 'string' ? tx : tx instanceof Uint8Array ? hex.encode(tx) : tx.hex;
+    const r = await this.http.request<{ transaction_hash: string }>('POST', '/transactions', { body: { tx: txHex } });
+    return r.data.transaction_hash;
+  }
+
+  /**
+   * Broadcasts a signed transaction, resubmitting while the error says `retry` (bounded
+   * attempts, exponential backoff, `Retry-After` honored) and never when the transaction itself
+   * is faulty. Returns the txid.
+   */
+  async sendTransaction(tx: SignedTransaction, opts: SendOptions = {}): Promise<string> {
+    return sendWithRetry((h) => this.broadcast(h), tx, opts);
+  }
+
+  // ---- stamps ------------------------------------------------------------------------------
+
+  /** `POST /stamps {"hash"}`: stamps a SHA-256 hash (64 hex chars). Returns the stamp id `<txid>-<vout>`. */
+  async createStamp(hash: string, opts: { idempotencyKey?: string } = {}): Promise<string> {
+    const headers = opts.idempotencyKey === undefined ? undefined : { 'Idempotency-Key': opts.idempotencyKey };
+    const r = await this.http.request<{ stampid: string }>('POST', '/stamps', { body: { hash }, headers });
+    return r.data.stampid;
+  }
+
+  /** `GET /stamps/{id}`: where the stamp is and how deep. */
+  async getStamp(id: string): Promise<StampStatus> {
+    return (await this.http.request<StampStatus>('GET', `/stamps/${enc(id)}`)).data;
+  }
+
+  // ---- hooks -------------------------------------------------------------------------------
+
+  /** `POST /hooks`: registers a delivery target. The answer carries the hook's `secret` once (http). */
+  async createHook(spec: HookSpec): Promise<Hook> {
+    return (await this.http.request<Hook>('POST', '/hooks', { body: spec })).data;
+  }
+
+  /** `GET /hooks`: this key's hooks. */
+  async listHooks(): Promise<Hook[]> {
+    return (await this.http.request<Hook[]>('GET', '/hooks')).data;
+  }
+
+  /** `DELETE /hooks/{id}`. */
+  async deleteHook(id: string): Promise<void> {
+    await this.http.request<unknown>('DELETE', `/hooks/${enc(id)}`);
+  }
+
+  /** `GET /hooks/{id}/deliveries`: the hook's delivery log. */
+  async listHookDeliveries(id: string): Promise<HookDelivery[]> {
+    return (await this.http.request<HookDelivery[]>('GET', `/hooks/${enc(id)}/deliveries`)).data;
+  }
+
+  // ---- subscriptions -----------------------------------------------------------------------
+
+  /** `POST /subscriptions`: watch an address (or the chain). Returns the subscription id. */
+  async createSubscription(spec: SubscriptionSpec): Promise<string> {
+    return (await this.http.request<{ id: string }>('POST', '/subscriptions', { body: spec })).data.id;
+  }
+
+  /** `GET /subscriptions`: this key's subscriptions. */
+  async listSubscriptions(): Promise<Subscription[]> {
+    return (await this.http.request<Subscription[]>('GET', '/subscriptions')).data;
+  }
+
+  /** `DELETE /subscriptions/{id}`. */
+  async deleteSubscription(id: string): Promise<void> {
+    await this.http.request<unknown>('DELETE', `/subscriptions/${enc(id)}`);
+  }
+
+  // ---- streams -----------------------------------------------------------------------------
+
+  /**
+   * Opens the event stream (`/v1/stream`), resuming after `opts.after` if given. It reconnects
+   * with backoff and resumes from the last event id seen; no id is delivered twice.
+   */
+  stream(opts: Omit<StreamOptions, 'url' | 'apiKey'> = {}): EventStream {
+    const root = new URL(this.http.root);
+    root.protocol = root.protocol === 'https:' ? 'wss:' : 'ws:';
+    return new EventStream({ WebSocket: this.options.WebSocket, ...opts, url: `${root.toString().replace(/\/$/, '')}/stream`, apiKey: this.options.apiKey });
+  }
+}
+
+async function* iterateItems<T>(first: () => Promise<Page<T>>, nextPage: (next: string) => Promise<Page<T>>): AsyncIterableIterator<T> {
+  let page = await first();
+  for (;;) {
+    yield* page.items;
+    if (page.next === null) return;
+    page = await nextPage(page.next);
+  }
+}

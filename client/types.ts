@@ -1,0 +1,135 @@
+/**
+ * The shapes the API answers, with the spec's field names. Amounts are `bigint` satoshis: the
+ * client converts the server's decimal strings (and numbers) so that no amount passes through a
+ * float.
+ * @module
+ */
+
+/** `GET /blockchain`. */
+export type BlockchainStatus = { best_block_hash: string; best_height: number };
+
+/** `GET /blocks/{hash}`. */
+export type Block = {
+  block_hash: string;
+  height: number;
+  /** ISO 8601 UTC time of the block. */
+  confirmation_time: string;
+  parent: string;
+  /** Hashes of the following blocks; may be absent. */
+  children?: string[];
+  transaction_list: string[];
+};
+
+/** One element of `GET /addresses/{address}/unspentoutputs`. */
+export type UnspentOutput = {
+  transaction_hash: string;
+  index: number;
+  value: bigint;
+  /** Output script, hex. */
+  script: string;
+  /** 0 while in the mempool. */
+  confirmations: number;
+};
+
+/** An input of a transaction. */
+export type TransactionInput = {
+  transaction_hash: string;
+  /** -1 for the coinbase input. */
+  output_index: number;
+  address: string[];
+  /** Null for the coinbase input (the server sends ""). */
+  value: bigint | null;
+};
+
+/** An output of a transaction. */
+export type TransactionOutput = {
+  index: number;
+  address: string[];
+  /** Output script, hex. */
+  script: string;
+  value: bigint;
+  used: boolean;
+  /** OP_RETURN payload, hex (data outputs only). */
+  data?: string;
+  metadata?: unknown;
+};
+
+/** `GET /transactions/{hash}`. */
+export type Transaction = {
+  transaction_hash: string;
+  /** One entry per containing block; empty while unconfirmed. */
+  block_hash: { block_hash: string; block_height: number }[];
+  coinbase: boolean;
+  inputs: TransactionInput[];
+  outputs: TransactionOutput[];
+  /** Block time, null while unconfirmed. */
+  time: string | null;
+  /** `0001-01-01T00:00:00Z` when unknown. */
+  broadcast_time: string;
+  addresses: string[];
+};
+
+/** `GET /stamps/{id}`. */
+export type StampStatus = { tx: string; vout: number; confirmations: number; timestamp: string | null };
+
+/** A delivery target for events. */
+export type HookSpec =
+  | { type: 'http'; url: string; secret?: string }
+  | { type: 'sns'; topic_arn: string; region: string };
+
+/** A registered hook as the server lists it (`secret` only in the answer to its creation). */
+export type Hook = { id: string; type: 'http' | 'sns'; url?: string; topic_arn?: string; region?: string; secret?: string } & Record<
+  string,
+  unknown
+>;
+
+/** One entry of a hook's delivery log (fields as the server sends them). */
+export type HookDelivery = Record<string, unknown>;
+
+/** `POST /subscriptions` body. */
+export type SubscriptionSpec = {
+  /** The address to watch; omit for a chain subscription (block connected/disconnected). */
+  address?: string;
+  /** Hook id to deliver to; omit for stream-only. */
+  action?: string;
+  /** Confirmations to report up to (server default 6). */
+  confirmations?: number;
+};
+
+/** A subscription as the server lists it. */
+export type Subscription = { id: string; address?: string | null; action?: string | null; confirmations?: number } & Record<string, unknown>;
+
+/** Event kinds (DESIGN.md "Events"). */
+export type EventType =
+  | 'tx.unconfirmed'
+  | 'tx.confirmed'
+  | 'tx.confirmations'
+  | 'tx.reorged'
+  | 'tx.replaced'
+  | 'tx.dropped'
+  | 'block.connected'
+  | 'block.disconnected'
+  | (string & {});
+
+/** An event from the stream (or a hook). `id` increases; the client gives it as a string. */
+export type StreamEvent = {
+  id: string;
+  type: EventType;
+  created_at?: string;
+  subscription_id?: string | null;
+  action?: string | null;
+  address?: string | null;
+  transaction_hash?: string | null;
+  block?: { hash: string; height: number } | null;
+  confirmations?: number;
+  received?: string | number;
+  sent?: string | number;
+  replaced_by?: string | null;
+} & Record<string, unknown>;
+
+/** One page of a paged list, with the link to the next one. */
+export type Page<T> = {
+  items: T[];
+  /** URL of the next page (opaque cursor inside), or null on the last page. */
+  next: string | null;
+};
