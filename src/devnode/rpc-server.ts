@@ -63,7 +63,12 @@ export type HttpServerDeps = {
   log: Logger;
   /** While set, RPC answers -28 with this message and REST 503. */
   warmup: () => string | null;
+  /** False: answer /rest/ with a bare 404, as a node started without -rest. */
+  restEnabled?: boolean;
 };
+
+/** Request counters (the load a client put on the node). */
+export type HttpStats = { requests: number; inFlight: number; peakInFlight: number; restRequests: number; restPeakInFlight: number };
 
 type JsonRpcVersion = 'legacy' | 'v2';
 
@@ -133,6 +138,8 @@ export class DevnodeHttpServer {
   private readonly sockets = new Set<Socket>();
   port = 0;
   host = '127.0.0.1';
+  readonly stats: HttpStats = { requests: 0, inFlight: 0, peakInFlight: 0, restRequests: 0, restPeakInFlight: 0 };
+  private restInFlight = 0;
 
   constructor(private readonly deps: HttpServerDeps) {}
 
@@ -185,9 +192,23 @@ export class DevnodeHttpServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const st = this.stats;
+    st.requests++;
+    st.inFlight++;
+    st.peakInFlight = Math.max(st.peakInFlight, st.inFlight);
+    res.on('close', () => st.inFlight--);
     const url = req.url ?? '/';
     try {
       if (url.startsWith('/rest/')) {
+        st.restRequests++;
+        this.restInFlight++;
+        st.restPeakInFlight = Math.max(st.restPeakInFlight, this.restInFlight);
+        res.on('close', () => this.restInFlight--);
+        if (this.deps.restEnabled === false) {
+          for await (const _ of req) void _;
+          res.writeHead(404).end();
+          return;
+        }
         const warm = this.deps.warmup();
         const reply = warm ? { status: 503, type: 'text/plain', body: `Service temporarily unavailable: ${warm}\r\n` } : this.deps.rest(url);
         // Drain the body (getutxos may post one) before answering.

@@ -20,7 +20,7 @@ import { loadReplay, Replayer } from './replay.js';
 import { createRest } from './rest.js';
 import { chainMethods } from './rpc-chain.js';
 import { miscMethods } from './rpc-misc.js';
-import { DevnodeHttpServer, RpcError, type RpcMethod } from './rpc-server.js';
+import { DevnodeHttpServer, RpcError, type HttpStats, type RpcMethod } from './rpc-server.js';
 import { txMethods } from './rpc-tx.js';
 import { samplePayments } from './samples.js';
 import { DevnodeStore, type StoredOp } from './store.js';
@@ -39,6 +39,8 @@ export type DevnodeOptions = {
   samplePayments?: boolean;
   initialBlocks?: number;
   verifyScripts?: boolean;
+  /** Serve REST (default true); false answers /rest/ with 404 as a node without -rest. */
+  rest?: boolean;
   walletSeed?: string;
   log?: Logger;
 };
@@ -87,6 +89,8 @@ export type Devnode = {
   };
   faults: DevnodeFaults;
   replay: { done: Promise<void>; step(n?: number): number; position(): { applied: number; total: number } } | null;
+  /** HTTP request counters: total, in flight now, most in flight at once (RPC and REST). */
+  stats(): HttpStats;
   /** Called when a client sends the `stop` RPC (default: the devnode stops itself). */
   onStopRequest(listener: () => void): void;
   stop(): Promise<void>;
@@ -204,6 +208,7 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     ...(cookie ? { cookie } : {}),
     log,
     warmup: () => (warm ? WARMUP_MESSAGE : null),
+    restEnabled: opts.rest ?? true,
   });
   const port = await http.listen(host, opts.rpcPort ?? 0);
 
@@ -373,6 +378,7 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     replay: replayer
       ? { done: replayer.done, step: (n) => replayer!.step(n), position: () => replayer!.position() }
       : null,
+    stats: () => ({ ...http.stats }),
     onStopRequest: (listener) => {
       stopListener = listener;
     },

@@ -48,7 +48,7 @@ export type SendOptions = {
   data?: string[];
   /** More payments in the same transaction. */
   outputs?: { to: PaymentTarget; sats: bigint }[];
-  /** Spend only these coins (`txid:vout`). */
+  /** Spend only these coins (`txid:vout`), even if a mempool transaction spends them (a conflict). */
   from?: string[];
   /** Use unconfirmed coins too (default true). */
   includeUnconfirmed?: boolean;
@@ -174,8 +174,11 @@ export class Wallet {
     return this.owned.has(typeof script === 'string' ? script : bytesToHex(script));
   }
 
-  /** Spendable coins: mature, unspent in the chain and not spent by the mempool, plus mempool outputs. */
-  coins(includeUnconfirmed = true): WalletCoin[] {
+  /**
+   * Spendable coins: mature, unspent in the chain and not spent by the mempool, plus mempool
+   * outputs. `includeSpent` keeps coins a mempool transaction spends (to build a conflict).
+   */
+  coins(includeUnconfirmed = true, includeSpent = false): WalletCoin[] {
     const out: WalletCoin[] = [];
     const next = this.node.chain.height() + 1;
     for (const [key, coin] of this.node.chain.utxo) {
@@ -185,14 +188,14 @@ export class Wallet {
       const i = key.lastIndexOf(':');
       const txid = key.slice(0, i);
       const vout = Number(key.slice(i + 1));
-      if (this.node.mempool.spender(txid, vout)) continue;
+      if (!includeSpent && this.node.mempool.spender(txid, vout)) continue;
       out.push({ txid, vout, value: coin.value, script: coin.script, confirmations: next - coin.height, coinbase: coin.coinbase, owned });
     }
     if (includeUnconfirmed) {
       for (const e of this.node.mempool.all()) {
         e.tx.outputs.forEach((o, vout) => {
           const owned = this.owned.get(bytesToHex(o.script));
-          if (!owned || this.node.mempool.spender(e.txid, vout)) return;
+          if (!owned || (!includeSpent && this.node.mempool.spender(e.txid, vout))) return;
           out.push({ txid: e.txid, vout, value: o.value, script: o.script, confirmations: 0, coinbase: false, owned });
         });
       }
@@ -244,7 +247,7 @@ export class Wallet {
     for (const o of opts.outputs ?? []) payments.push({ script: this.targetScript(o.to), value: o.sats });
     for (const d of opts.data ?? []) payments.push({ script: btc.Script.encode(['RETURN', hexToBytes(d)]), value: 0n });
     const target = payments.reduce((s, p) => s + p.value, 0n);
-    let pool = this.coins(opts.includeUnconfirmed ?? true);
+    let pool = this.coins(opts.includeUnconfirmed ?? true, opts.from !== undefined);
     if (opts.from) {
       const want = new Set(opts.from);
       pool = pool.filter((c) => want.has(`${c.txid}:${c.vout}`));
