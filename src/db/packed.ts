@@ -9,8 +9,14 @@
 
 export type PackedOut = { value: bigint; script: Uint8Array };
 export type PackedIn = { txNum: bigint; vout: number };
+/** An input reference to encode (tx_num as a bigint or a safe integer). */
+export type PackedInInput = { txNum: bigint | number; vout: number };
 
-class Writer {
+/**
+ * An append-only byte writer for the packed formats; `view(start, end)` hands out views of the
+ * final buffer, so one writer can pack many rows (take views only after the last write).
+ */
+export class PackedWriter {
   buf: Uint8Array;
   len = 0;
   constructor(size = 64) {
@@ -24,9 +30,16 @@ class Writer {
     next.set(this.buf.subarray(0, this.len));
     this.buf = next;
   }
+  /** LEB128 of a non-negative integer; numbers and bigints up to 2^53 take the fast path. */
   uleb(v: bigint | number) {
     this.ensure(10);
-    if (typeof v === 'number' && v < 2 ** 31) {
+    if (typeof v === 'bigint' && v >= 0n && v <= 9007199254740991n) v = Number(v);
+    if (typeof v === 'number') {
+      if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`cannot encode ${v} as an unsigned varint`);
+      while (v >= 0x80000000) {
+        this.buf[this.len++] = (v % 0x80) | 0x80;
+        v = Math.floor(v / 0x80);
+      }
       while (v >= 0x80) {
         this.buf[this.len++] = (v & 0x7f) | 0x80;
         v >>>= 7;
@@ -34,7 +47,7 @@ class Writer {
       this.buf[this.len++] = v;
       return;
     }
-    let b = BigInt(v);
+    let b = v;
     if (b < 0n) throw new RangeError(`cannot encode negative value ${b}`);
     while (b >= 0x80n) {
       this.buf[this.len++] = Number(b & 0x7fn) | 0x80;
@@ -50,7 +63,13 @@ class Writer {
   finish(): Buffer {
     return Buffer.from(this.buf.buffer, this.buf.byteOffset, this.len);
   }
+  /** A Buffer view of bytes [start, end) written so far. */
+  view(start: number, end: number): Buffer {
+    return Buffer.from(this.buf.buffer, this.buf.byteOffset + start, end - start);
+  }
 }
+
+const Writer = PackedWriter;
 
 class Reader {
   pos = 0;
@@ -119,7 +138,7 @@ export function decodeOut(data: Uint8Array, vout: number): PackedOut | undefined
 }
 
 /** Packs a transaction's input references (prevout tx_num and vout). */
-export function encodeIns(ins: readonly PackedIn[]): Buffer {
+export function encodeIns(ins: readonly PackedInInput[]): Buffer {
   const w = new Writer(ins.length * 8 + 8);
   for (const i of ins) {
     w.uleb(i.txNum);

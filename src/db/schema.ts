@@ -172,6 +172,17 @@ export interface SubscriptionsTable {
 export interface WatchedAddressesView {
   addr_key: string;
   confirmations: number;
+  /** The address text of (one of) its subscriptions. */
+  address: string;
+}
+
+/** Confirmed transactions of watched addresses, for tx.confirmations events (0003_chain_events). */
+export interface WatchedTxsTable {
+  tx_num: bigint;
+  addr_key: string;
+  txid: Buffer;
+  received: bigint;
+  sent: bigint;
 }
 
 export interface Database {
@@ -191,4 +202,5 @@ export interface Database {
   hooks: HooksTable;
   subscriptions: SubscriptionsTable;
   watched_addresses: WatchedAddressesView;
+  watched_txs: WatchedTxsTable;
 }

@@ -1,0 +1,116 @@
+/**
+ * What the indexer asks of the node, as two small interfaces (tests implement them over
+ * fixtures), and their implementation over bitcoind: blocks over REST binary when the node
+ * serves it, RPC `getblock <hash> 0` otherwise; prevouts from `/rest/spenttxouts` when present.
+ * Hashes cross these interfaces in display hex (as Core prints them).
+ * @module
+ */
+import { hexToHash } from '../src/bitcoin/hash.js';
+import { RpcError, RPC_CODES, type BitcoindClient } from '../src/rpc/bitcoind.js';
+import type { BitcoindRest, SpentOutput } from '../src/rpc/rest.js';
+import { btcToSats } from '../src/rpc/types.js';
+
+/** The node's active chain. */
+export interface ChainSource {
+  getBestBlockHash(): Promise<string>;
+  /** Hash of the active-chain block at `height`, or null above the node's tip. */
+  getBlockHash(height: number): Promise<string | null>;
+  /** The serialized block, or null when the node does not have it (pruned, unknown). */
+  getBlock(hash: string): Promise<Uint8Array | null>;
+  /** Spent outputs per transaction (index 0, the coinbase, empty), or null when unavailable. */
+  getSpentTxOuts?(hash: string): Promise<SpentOutput[][] | null>;
+}
+
+/** A transaction the node holds in its mempool. */
+export interface NodeMempoolTx {
+  raw: Uint8Array;
+  /** Fee in sats (from the node's mempool entry). */
+  fee: bigint | null;
+  /** When the node first saw it (mempool entry `time`). */
+  time: Date | null;
+}
+
+/** The node's mempool. */
+export interface MempoolSource {
+  /** `getrawmempool(false, true)`: txids and the mempool sequence they correspond to. */
+  getMempoolSnapshot(): Promise<{ txids: string[]; sequence: number }>;
+  /** The given txids that are in the node's mempool now, with their raw bytes (absent ones omitted). */
+  getMempoolTxs(txids: readonly string[]): Promise<Map<string, NodeMempoolTx>>;
+}
+
+export type NodeSourceOptions = {
+  rpc: BitcoindClient;
+  /** REST client; used for blocks and spenttxouts when `useRest` is true. */
+  rest?: BitcoindRest;
+  useRest: boolean;
+};
+
+const isNotFound = (err: unknown) => err instanceof RpcError && (err.code === RPC_CODES.INVALID_ADDRESS_OR_KEY || err.code === RPC_CODES.INVALID_PARAMETER);
+
+/** ChainSource and MempoolSource over a bitcoind (or the devnode). */
+export function createNodeSource(opts: NodeSourceOptions): ChainSource & MempoolSource {
+  const { rpc, rest } = opts;
+  const viaRest = opts.useRest && rest !== undefined;
+  let spentTxOutsAvailable = viaRest;
+  return {
+    getBestBlockHash: () => rpc.getBestBlockHash(),
+    async getBlockHash(height) {
+      try {
+        return await rpc.getBlockHash(height);
+      } catch (err) {
+        if (isNotFound(err)) return null;
+        throw err;
+      }
+    },
+    async getBlock(hash) {
+      if (viaRest) return rest.getBlock(hash);
+      try {
+        return await rpc.getBlockRaw(hash);
+      } catch (err) {
+        if (isNotFound(err)) return null;
+        throw err;
+      }
+    },
+    async getSpentTxOuts(hash) {
+      if (!spentTxOutsAvailable || !rest) return null;
+      try {
+        return await rest.getSpentTxOuts(hash);
+      } catch (err) {
+        // Nodes before Core 30 do not know the path: stop asking.
+        if ((err as { code?: string }).code === 'ERR_REST_BAD_REQUEST') spentTxOutsAvailable = false;
+        return null;
+      }
+    },
+    async getMempoolSnapshot() {
+      const r = await rpc.getRawMempoolWithSequence();
+      return { txids: r.txids, sequence: r.mempool_sequence };
+    },
+    async getMempoolTxs(txids) {
+      const out = new Map<string, NodeMempoolTx>();
+      for (let i = 0; i < txids.length; i += 500) {
+        const part = txids.slice(i, i + 500);
+        const calls = part.flatMap((txid) => [
+          { method: 'getmempoolentry', params: [txid] },
+          { method: 'getrawtransaction', params: [txid, 0] },
+        ]);
+        const replies = await rpc.batch<unknown>(calls);
+        part.forEach((txid, j) => {
+          const entry = replies[2 * j];
+          const raw = replies[2 * j + 1];
+          // Only what is in the mempool now: getrawtransaction alone also finds confirmed txs.
+          if (entry instanceof RpcError || raw instanceof RpcError || typeof raw !== 'string') return;
+          const e = entry as { fees?: { base?: number }; time?: number };
+          out.set(txid, {
+            raw: Buffer.from(raw, 'hex'),
+            fee: typeof e.fees?.base === 'number' ? btcToSats(e.fees.base) : null,
+            time: typeof e.time === 'number' ? new Date(e.time * 1000) : null,
+          });
+        });
+      }
+      return out;
+    },
+  };
+}
+
+/** Internal-order bytes of a display-hex hash (re-exported for the loop's comparisons). */
+export const hashBytes = hexToHash;

@@ -1,0 +1,63 @@
+/**
+ * Outbox events of the indexer (docs/schema.md "Outbox"): building rows for watched addresses
+ * and appending them under the outbox ordering lock, inside the caller's transaction (the
+ * block's or the mempool change's), so an event exists exactly when its change committed.
+ * @module
+ */
+import { sql, type Transaction } from 'kysely';
+import type { Database, EventType } from '../src/db/schema.js';
+import { lockOutbox } from '../src/db/outbox-lock.js';
+
+/** One outbox row as the indexer fills it (null/absent columns stay NULL). */
+export interface OutboxEvent {
+  type: EventType;
+  addrKey?: string;
+  address?: string;
+  txid?: Uint8Array;
+  blockHash?: Uint8Array;
+  height?: number;
+  confirmations?: number;
+  received?: bigint;
+  sent?: bigint;
+  replacedBy?: Uint8Array;
+}
+
+/** A watched address: the largest confirmation target of its subscriptions and its text. */
+export interface Watch {
+  confirmations: number;
+  address: string;
+}
+
+type Trx = Transaction<Database>;
+
+const buf = (b: Uint8Array | undefined) => (b === undefined ? null : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+
+/** The watched addresses among `keys` (uuid strings). */
+export async function loadWatches(trx: Trx, keys: Iterable<string>): Promise<Map<string, Watch>> {
+  const list = [...new Set(keys)];
+  const out = new Map<string, Watch>();
+  if (list.length === 0) return out;
+  const r = await sql<{ addr_key: string; confirmations: number; address: string }>`
+    SELECT addr_key, confirmations, address FROM watched_addresses WHERE addr_key = ANY(${list}::uuid[])`.execute(trx);
+  for (const row of r.rows) out.set(row.addr_key, { confirmations: row.confirmations, address: row.address });
+  return out;
+}
+
+/** Appends `events` in order (takes the outbox lock first; no-op for none). */
+export async function appendEvents(trx: Trx, events: readonly OutboxEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  await lockOutbox(trx);
+  // unnest keeps one statement per 10k events whatever their number (no parameter limit).
+  for (let i = 0; i < events.length; i += 10_000) {
+    const part = events.slice(i, i + 10_000);
+    await sql`
+      INSERT INTO outbox (type, addr_key, address, txid, block_hash, height, confirmations, received, sent, replaced_by)
+      SELECT type, addr_key, address, txid, block_hash, height, confirmations, received, sent, replaced_by FROM unnest(
+        ${part.map((e) => e.type)}::text[], ${part.map((e) => e.addrKey ?? null)}::uuid[], ${part.map((e) => e.address ?? null)}::text[],
+        ${part.map((e) => buf(e.txid))}::bytea[], ${part.map((e) => buf(e.blockHash))}::bytea[], ${part.map((e) => e.height ?? null)}::int4[],
+        ${part.map((e) => e.confirmations ?? null)}::int4[], ${part.map((e) => (e.received === undefined ? null : e.received.toString()))}::int8[],
+        ${part.map((e) => (e.sent === undefined ? null : e.sent.toString()))}::int8[], ${part.map((e) => buf(e.replacedBy))}::bytea[])
+      WITH ORDINALITY AS u(type, addr_key, address, txid, block_hash, height, confirmations, received, sent, replaced_by, ord)
+      ORDER BY ord`.execute(trx);
+  }
+}

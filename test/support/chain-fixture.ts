@@ -1,0 +1,141 @@
+/**
+ * Real chains for indexer tests, read in place from ../shared/fixtures: regtest-chain-a (every
+ * block including stale ones, the C/D order in which the node connected and disconnected them,
+ * and what Bitcoin Core answers per address), the first 600 mainnet blocks (blk framing), and a
+ * `FixtureChain` that serves any of them through the indexer's ChainSource interface with an
+ * active chain the test moves (connect, disconnect, reorg, hide a stale block).
+ */
+import { readFileSync } from 'node:fs';
+import { decodeBlock } from '../../src/bitcoin/block.js';
+import { hashToHex } from '../../src/bitcoin/hash.js';
+import type { ChainSource } from '../../indexer/chain-source.js';
+import { fixturePath } from './fixtures.js';
+
+export interface FixtureBlock {
+  height: number;
+  hash: string;
+  main: boolean;
+  raw: Uint8Array;
+}
+
+export interface ExpectedAddress {
+  balance: number;
+  history: string[];
+  unspent: { transaction_hash: string; index: number; value: string; script: string; height: number; coinbase: boolean }[];
+}
+
+export interface ChainA {
+  /** Every block by display hash. */
+  blocks: Map<string, FixtureBlock>;
+  /** Main-chain hashes by height. */
+  main: string[];
+  /** The node's block connects (C) and disconnects (D), in order. */
+  steps: { label: 'C' | 'D'; hash: string }[];
+  expected: { best_height: number; best_block_hash: string; addresses: Record<string, ExpectedAddress> };
+}
+
+let chainA: ChainA | undefined;
+
+/** regtest-chain-a, parsed once per process. */
+export function loadChainA(): ChainA {
+  if (chainA) return chainA;
+  const blocks = new Map<string, FixtureBlock>();
+  const main: string[] = [];
+  for (const line of readFileSync(fixturePath('regtest-chain-a', 'blocks.jsonl'), 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const b = JSON.parse(line) as { height: number; hash: string; main: boolean; hex: string };
+    blocks.set(b.hash, { height: b.height, hash: b.hash, main: b.main, raw: new Uint8Array(Buffer.from(b.hex, 'hex')) });
+    if (b.main) main[b.height] = b.hash;
+  }
+  const steps: ChainA['steps'] = [];
+  for (const line of readFileSync(fixturePath('regtest-chain-a', 'zmq-sequence.jsonl'), 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const m = JSON.parse(line) as { hash: string; label: string };
+    if (m.label === 'C' || m.label === 'D') steps.push({ label: m.label, hash: m.hash });
+  }
+  const expected = JSON.parse(readFileSync(fixturePath('regtest-chain-a', 'expected.json'), 'utf8')) as ChainA['expected'];
+  chainA = { blocks, main, steps, expected };
+  return chainA;
+}
+
+/** Blocks of a blk*.dat-framed file (magic, little-endian length, block), in file order. */
+export function readBlkFramed(bytes: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let p = 0;
+  while (p + 8 <= bytes.length) {
+    const len = view.getUint32(p + 4, true);
+    out.push(bytes.subarray(p + 8, p + 8 + len));
+    p += 8 + len;
+  }
+  return out;
+}
+
+/** Mainnet blocks 0–599 as FixtureBlocks (heights from file order, which is chain order). */
+export function loadMainnet600(): FixtureBlock[] {
+  const files = ['mainnet_blk_h000000-000299.dat', 'mainnet_blk_h000300-000599.dat'];
+  const raws = files.flatMap((f) => readBlkFramed(new Uint8Array(readFileSync(fixturePath('mainnet', 'chain', f)))));
+  return raws.map((raw, height) => ({ height, hash: hashToHex(decodeBlock(raw).hash), main: true, raw }));
+}
+
+/** A node's active chain over a set of known blocks, moved by the test. */
+export class FixtureChain implements ChainSource {
+  readonly blocks = new Map<string, Uint8Array>();
+  active: string[] = [];
+  /** Blocks the "node" no longer serves (getBlock answers null). */
+  readonly hidden = new Set<string>();
+  /** Calls made, for assertions. */
+  calls = 0;
+
+  constructor(blocks: Iterable<{ hash: string; raw: Uint8Array }> = []) {
+    for (const b of blocks) this.blocks.set(b.hash, b.raw);
+  }
+
+  add(hash: string, raw: Uint8Array): void {
+    this.blocks.set(hash, raw);
+  }
+
+  /** Connects `hash` on top of the active chain (its parent must be the tip). */
+  connect(hash: string): void {
+    const raw = this.blocks.get(hash);
+    if (!raw) throw new Error(`unknown block ${hash}`);
+    const prev = hashToHex(decodeBlock(raw).header.prevHash);
+    const tip = this.active[this.active.length - 1];
+    if (this.active.length > 0 && prev !== tip) throw new Error(`block ${hash} does not extend the tip ${tip}`);
+    this.active.push(hash);
+  }
+
+  /** Disconnects the tip (must be `hash` when given). */
+  disconnect(hash?: string): void {
+    const tip = this.active[this.active.length - 1];
+    if (hash !== undefined && tip !== hash) throw new Error(`disconnect ${hash} but the tip is ${tip}`);
+    this.active.pop();
+  }
+
+  /** Sets the active chain to `hashes` (heights 0..n-1). */
+  setActive(hashes: readonly string[]): void {
+    this.active = [...hashes];
+  }
+
+  get height(): number {
+    return this.active.length - 1;
+  }
+
+  async getBestBlockHash(): Promise<string> {
+    this.calls++;
+    const tip = this.active[this.active.length - 1];
+    if (tip === undefined) throw new Error('empty chain');
+    return tip;
+  }
+
+  async getBlockHash(height: number): Promise<string | null> {
+    this.calls++;
+    return this.active[height] ?? null;
+  }
+
+  async getBlock(hash: string): Promise<Uint8Array | null> {
+    this.calls++;
+    if (this.hidden.has(hash)) return null;
+    return this.blocks.get(hash) ?? null;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Reading an index back for indexer tests: a whole-index snapshot (every chain table as sorted
+ * rows, history expanded per address so chunking does not matter) for "equals a fresh index of
+ * the same chain" assertions, a UTXO-set hash, and what Bitcoin Core's expected.json states per
+ * address (balance, history in chain order, unspent outputs) read from the tables.
+ */
+import { createHash } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.js';
+import { decodeEntries } from '../../src/db/packed.js';
+import { hashToHex } from '../../src/bitcoin/hash.js';
+import { addressKey } from '../../src/db/address-key.js';
+import { addressToScript } from '../../src/bitcoin/address.js';
+import type { NetworkName } from '../../src/bitcoin/network.js';
+
+const hex = (b: Buffer | null) => (b === null ? null : b.toString('hex'));
+
+export interface IndexSnapshot {
+  tip: { height: number; hash: string | null };
+  blocks: string[];
+  txs: string[];
+  utxos: string[];
+  balances: string[];
+  /** addr_key → every tx_num in its history, ascending (chunking ignored). */
+  history: string[];
+  mempool: string[];
+}
+
+/** Every chain table as sorted text rows (the outbox is not part of index state). */
+export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot> {
+  const tip = (await db.selectFrom('chain_tip').selectAll().executeTakeFirstOrThrow()) as { height: number; hash: Buffer | null };
+  const blocks = (await sql<{ height: number; hash: Buffer; prev_hash: Buffer; header: Buffer; time: number; tx_count: number; size: number; weight: number }>`SELECT * FROM blocks ORDER BY height`.execute(db)).rows.map(
+    (b) => `${b.height} ${hex(b.hash)} ${hex(b.prev_hash)} ${hex(b.header)} ${b.time} ${b.tx_count} ${b.size} ${b.weight}`,
+  );
+  const txs = (await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer }>`SELECT tx_num, txid, outs, ins FROM txs ORDER BY tx_num`.execute(db)).rows.map(
+    (t) => `${t.tx_num} ${hex(t.txid)} ${hex(t.outs)} ${hex(t.ins)}`,
+  );
+  const utxos = (await sql<{ txid: Buffer; vout: number; tx_num: bigint; addr_key: string | null; value: bigint; script: Buffer }>`SELECT * FROM utxos ORDER BY txid, vout`.execute(db)).rows.map(
+    (u) => `${hex(u.txid)}:${u.vout} ${u.tx_num} ${u.addr_key} ${u.value} ${hex(u.script)}`,
+  );
+  const balances = (await sql<{ addr_key: string; balance: bigint; utxo_count: number }>`SELECT * FROM balances ORDER BY addr_key`.execute(db)).rows.map((b) => `${b.addr_key} ${b.balance} ${b.utxo_count}`);
+  const hist = new Map<string, bigint[]>();
+  for (const c of (await sql<{ addr_key: string; first_tx_num: bigint; last_tx_num: bigint; n: number; entries: Buffer }>`SELECT * FROM history ORDER BY addr_key, first_tx_num`.execute(db)).rows) {
+    const e = decodeEntries(c.entries);
+    if (e.length !== c.n || e[0] !== c.first_tx_num || e[e.length - 1] !== c.last_tx_num) throw new Error(`history chunk ${c.addr_key}/${c.first_tx_num} is inconsistent`);
+    const list = hist.get(c.addr_key) ?? [];
+    if (list.length > 0 && list[list.length - 1]! >= e[0]!) throw new Error(`history chunks of ${c.addr_key} overlap`);
+    list.push(...e);
+    hist.set(c.addr_key, list);
+  }
+  const history = [...hist].map(([k, l]) => `${k} ${l.join(',')}`);
+  const mempool = (await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs ORDER BY txid`.execute(db)).rows.map((m) => hex(m.txid)!);
+  return { tip: { height: tip.height, hash: hex(tip.hash) }, blocks, txs, utxos, balances, history, mempool };
+}
+
+/** SHA-256 over the sorted UTXO set (outpoint, value, script). */
+export async function utxoSetHash(db: Kysely<Database>): Promise<string> {
+  const rows = await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer }>`SELECT txid, vout, value, script FROM utxos ORDER BY txid, vout`.execute(db);
+  const h = createHash('sha256');
+  for (const r of rows.rows) h.update(`${hex(r.txid)}:${r.vout}:${r.value}:${hex(r.script)}\n`);
+  return h.digest('hex');
+}
+
+/** The key of an address as the index stores it. */
+export function keyOfAddress(address: string, network: NetworkName): string {
+  return addressKey(addressToScript(address, network));
+}
+
+export interface AddressView {
+  balance: bigint;
+  /** Txids (display hex) in chain order. */
+  history: string[];
+  unspent: { transaction_hash: string; index: number; value: string; script: string; height: number; coinbase: boolean }[];
+}
+
+/** What the index says about one address (confirmed state). */
+export async function readAddress(db: Kysely<Database>, key: string): Promise<AddressView> {
+  const bal = await sql<{ balance: bigint }>`SELECT balance FROM balances WHERE addr_key = ${key}::uuid`.execute(db);
+  const chunks = await sql<{ entries: Buffer }>`SELECT entries FROM history WHERE addr_key = ${key}::uuid ORDER BY first_tx_num`.execute(db);
+  const nums = chunks.rows.flatMap((c) => decodeEntries(c.entries));
+  const txids = nums.length === 0 ? [] : (await sql<{ tx_num: bigint; txid: Buffer }>`SELECT tx_num, txid FROM txs WHERE tx_num = ANY(${nums.map(String)}::int8[]) ORDER BY tx_num`.execute(db)).rows.map((r) => hashToHex(r.txid));
+  const un = await sql<{ txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer }>`
+    SELECT txid, vout, tx_num, value, script FROM utxos WHERE addr_key = ${key}::uuid ORDER BY tx_num, vout`.execute(db);
+  return {
+    balance: bal.rows[0]?.balance ?? 0n,
+    history: txids,
+    unspent: un.rows.map((u) => ({
+      transaction_hash: hashToHex(u.txid),
+      index: u.vout,
+      value: u.value.toString(),
+      script: u.script.toString('hex'),
+      height: Number(u.tx_num >> 20n),
+      coinbase: (u.tx_num & 0xfffffn) === 0n,
+    })),
+  };
+}
