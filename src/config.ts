@@ -59,6 +59,16 @@ const url =
     return raw;
   };
 
+/** A decimal number in [min, max] with at most 3 decimals (fee rates in sat/vB). */
+const decimal =
+  (min: number, max: number): Parser<number> =>
+  (raw) => {
+    if (!/^\d+(\.\d{1,3})?$/.test(raw.trim())) throw new Error(`must be a decimal number with at most 3 decimals, got '${raw}'`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new Error(`must be between ${min} and ${max}, got ${n}`);
+    return n;
+  };
+
 function setting<T>(env: string, def: T | undefined, doc: string, parse: Parser<T>): Setting<T> {
   return { env, default: def, doc, parse };
 }
@@ -78,12 +88,39 @@ export const settings = {
   logLevel: setting<'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'>('LOG_LEVEL', 'info', 'Log level.', oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const)),
   allowPrivateHooks: setting<boolean>('BLOCKWIRE_ALLOW_PRIVATE_HOOKS', false, 'Allow webhook URLs that resolve to private, loopback or link-local addresses (tests and closed networks only).', bool),
   pollIntervalMs: setting<number>('POLL_INTERVAL_MS', 2000, 'Interval of the indexer\'s fallback poll of the node, in milliseconds.', int(50, 600_000)),
+  nodeEnv: setting<'development' | 'production' | 'test'>('NODE_ENV', 'development', 'Deployment mode; `production` refuses BLOCKWIRE_ALLOW_PRIVATE_HOOKS.', oneOf(['development', 'production', 'test'] as const)),
+  streamPort: setting<number>('BLOCKWIRE_STREAM_PORT', 3001, 'Port of the WebSocket stream when the streams role runs on its own (all-in-one serves it on PORT).', int(0, 65535)),
+  eventRetentionSeconds: setting<number>('BLOCKWIRE_EVENT_RETENTION_SECONDS', 604_800, 'How long events stay in the outbox for stream resumes (`?after=`); older cursors get "cursor expired". Default 7 days.', int(60)),
+  deliveryLogDays: setting<number>('BLOCKWIRE_DELIVERY_LOG_DAYS', 30, 'Days finished webhook/SNS deliveries (delivered, failed, dead) stay in the delivery log.', int(1, 3650)),
+  relayBatchSize: setting<number>('BLOCKWIRE_RELAY_BATCH', 500, 'Outbox events the relay reads per batch.', int(1, 10_000)),
+  relayPollMs: setting<number>('BLOCKWIRE_RELAY_POLL_MS', 100, 'Idle poll interval of the relay on the outbox, in milliseconds.', int(5, 60_000)),
+  wsHeartbeatMs: setting<number>('BLOCKWIRE_WS_HEARTBEAT_MS', 30_000, 'WebSocket ping interval; a client that has not answered the previous ping is disconnected.', int(100, 600_000)),
+  wsMaxBufferedBytes: setting<number>('BLOCKWIRE_WS_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 'Unread bytes a stream client may have queued before it is disconnected as a slow consumer (close code 4008).', int(1024)),
+  webhookTimeoutMs: setting<number>('BLOCKWIRE_WEBHOOK_TIMEOUT_MS', 10_000, 'Time limit of one webhook POST (connect, send, answer), in milliseconds.', int(100, 120_000)),
+  webhookConcurrency: setting<number>('BLOCKWIRE_WEBHOOK_CONCURRENCY', 64, 'Deliveries in flight per worker process and transport.', int(1, 10_000)),
+  workerLockMs: setting<number>('BLOCKWIRE_WORKER_LOCK_MS', 30_000, 'Delivery job lock; a job whose worker died runs again on another worker after about this long.', int(500, 600_000)),
+  deliveryRescueMs: setting<number>('BLOCKWIRE_DELIVERY_RESCUE_MS', 120_000, 'A pending delivery this long overdue has its job checked and re-created if Redis lost it.', int(100, 86_400_000)),
+  snsEndpoint: setting<string | undefined>('BLOCKWIRE_SNS_ENDPOINT', undefined, 'SNS endpoint override (LocalStack, a local test endpoint); AWS\'s regional endpoint when unset. Credentials come from the AWS SDK\'s usual sources (AWS_ACCESS_KEY_ID…).', url(['http:', 'https:'])),
   apiBodyLimit: setting<number>('API_BODY_LIMIT', 65536, 'Largest JSON request body of the REST API in bytes (413 above); POST /transactions allows API_TX_BODY_LIMIT.', int(1024, 64 * 1024 * 1024)),
   apiTxBodyLimit: setting<number>('API_TX_BODY_LIMIT', 2 * 1024 * 1024, 'Largest body of POST /transactions in bytes (a raw transaction as hex).', int(1024, 64 * 1024 * 1024)),
   apiRequestTimeoutMs: setting<number>('API_REQUEST_TIMEOUT_MS', 10_000, 'Time limit of one REST API request in milliseconds (503 ERR_REQUEST_TIMEOUT after it).', int(100, 600_000)),
   apiRateLimit: setting<number>('API_RATE_LIMIT', 6000, 'Requests per API key per rate window, for keys without a limit of their own (429 above).', int(1)),
   apiRateWindowMs: setting<number>('API_RATE_WINDOW_MS', 60_000, 'Length of the per-key rate-limit window in milliseconds.', int(1000, 86_400_000)),
   apiMaxLagBlocks: setting<number>('API_MAX_LAG_BLOCKS', 6, 'Address routes answer 503 ERR_INDEX_SYNCING while the index is more than this many blocks behind the node.', int(0)),
+  stampWalletWif: setting<string | undefined>('STAMP_WALLET_WIF', undefined, 'Private key (WIF, for the node\'s network) of the stamping wallet; it spends the coins of the key\'s P2WPKH and P2PKH addresses. Unset (and no descriptor): stamping is off.', str),
+  stampWalletDescriptor: setting<string | undefined>('STAMP_WALLET_DESCRIPTOR', undefined, 'Alternative to STAMP_WALLET_WIF: `wpkh(KEY)` or `pkh(KEY)` where KEY is a WIF or an xprv/tprv with a fixed derivation path (`wpkh(tprv…/84h/1h/0h/0/0)`); change goes to that output type.', str),
+  stampBatchWindowMs: setting<number>('STAMP_BATCH_WINDOW_MS', 1000, 'Stamps arriving within this many milliseconds share one transaction.', int(10, 600_000)),
+  stampMaxPerTx: setting<number>('STAMP_MAX_PER_TX', 1000, 'Most OP_RETURN outputs (stamps) in one transaction on nodes that relay several (Core >= 30); older nodes get one per transaction.', int(1, 2000)),
+  stampConfTarget: setting<number>('STAMP_CONF_TARGET', 6, 'Confirmation target in blocks passed to estimatesmartfee.', int(1, 1008)),
+  stampFallbackFeeRate: setting<number>('STAMP_FALLBACK_FEE_RATE', 2, 'Fee rate in sat/vB when estimatesmartfee has no estimate (a fresh regtest node answers "Insufficient data").', decimal(0.1, 10_000)),
+  stampMaxFeeRate: setting<number>('STAMP_MAX_FEE_RATE', 200, 'Highest fee rate in sat/vB a stamp transaction or fee bump may pay; bumps stop there.', decimal(0.1, 100_000)),
+  stampMaxTxFee: setting<number>('STAMP_MAX_TX_FEE', 1_000_000, 'Highest absolute fee in satoshis of one stamp transaction (including bumps).', int(1)),
+  stampBumpAfterBlocks: setting<number>('STAMP_BUMP_AFTER_BLOCKS', 3, 'A stamp transaction still unconfirmed after this many blocks is fee-bumped by replacement (BIP125).', int(1, 1000)),
+  stampLeaseMs: setting<number>('STAMP_LEASE_MS', 60_000, 'Lifetime of a batch\'s claim on queued stamps and coins; a crashed batcher\'s claims expire after it (at most 10 minutes).', int(1000, 600_000)),
+  stampMaxChain: setting<number>('STAMP_MAX_UNCONFIRMED_CHAIN', 20, 'Longest chain of unconfirmed stamp transactions (spending each other\'s change); Core refuses more than 25.', int(1, 24)),
+  stampAnswerTimeoutMs: setting<number>('STAMP_ANSWER_TIMEOUT_MS', 8000, 'POST /stamps waits this long for the signed transaction to be stored, then answers 503 ERR_STAMP_PENDING (retry with the same Idempotency-Key).', int(100, 600_000)),
+  stampPollMs: setting<number>('STAMP_POLL_MS', 2000, 'Interval of the stamp tracker (confirmations, rebroadcast, fee bumps) in milliseconds.', int(50, 600_000)),
+  stampTargetCoins: setting<number>('STAMP_TARGET_COINS', 8, 'The stamping wallet splits its change until it holds this many coins, so that batches need not wait for one another\'s change.', int(1, 100)),
 } as const;
 
 type Settings = typeof settings;
@@ -114,6 +151,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     } catch (err) {
       problems.push(`${s.env} ${(err as Error).message}`);
     }
+  }
+  if (out.allowPrivateHooks === true && out.nodeEnv === 'production') {
+    problems.push('BLOCKWIRE_ALLOW_PRIVATE_HOOKS is refused when NODE_ENV=production (it lets webhooks reach private networks)');
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Config;

@@ -155,6 +155,9 @@ export interface HooksTable {
   disabled_reason: string | null;
   created_at: Generated<Date>;
   deleted_at: Date | null;
+  /** The secret before the last rotation; deliveries are signed with both until `previous_secret_until`. */
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
 }
 
 export interface SubscriptionsTable {
@@ -167,6 +170,43 @@ export interface SubscriptionsTable {
   confirmations: ColumnType<number, number | undefined, number>;
   created_at: Generated<Date>;
   deleted_at: Date | null;
+  /** Events with `seq <= start_seq` (emitted before the subscription existed) are not delivered to it. */
+  start_seq: ColumnType<bigint, bigint | undefined, bigint>;
+}
+
+/** Streams bookkeeping (migrations/0020_streams.ts): `relay` = relay cursor, `pruned` = highest outbox seq pruned. */
+export interface StreamStateTable {
+  name: 'relay' | 'pruned';
+  seq: bigint;
+  updated_at: Timestamp;
+}
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'dead'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** One event for one hook (webhook or SNS): the delivery log, dead letters included. */
+export interface DeliveriesTable {
+  /** `<subscription id>-<event id>`: the BullMQ job id and the `webhook-id` header. */
+  id: string;
+  hook_id: string;
+  key_id: bigint;
+  subscription_id: string;
+  event_id: bigint;
+  event_type: string;
+  /** The exact JSON body sent (and signed). */
+  payload: string;
+  status: ColumnType<DeliveryStatus, DeliveryStatus | undefined, DeliveryStatus>;
+  attempts: ColumnType<number, number | undefined, number>;
+  redeliveries: ColumnType<number, number | undefined, number>;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: Generated<Date>;
+  updated_at: Timestamp;
+  next_attempt_at: Date | null;
+  /** Null while a pending delivery still needs a BullMQ job (new, manual redelivery, lost job). */
+  enqueued_at: Date | null;
+  delivered_at: Date | null;
+  dead_at: Date | null;
 }
 
 export interface WatchedAddressesView {
@@ -203,4 +243,6 @@ export interface Database {
   subscriptions: SubscriptionsTable;
   watched_addresses: WatchedAddressesView;
   watched_txs: WatchedTxsTable;
+  stream_state: StreamStateTable;
+  deliveries: DeliveriesTable;
 }

@@ -1,0 +1,165 @@
+/**
+ * Data access for `deliveries` (migrations/0020_streams.ts): one row per event per hook — the
+ * delivery log the API shows, the dead letters, and the durable record that lets the relay
+ * re-create jobs Redis lost. Writers: the relay inserts (pending, or failed for a disabled
+ * hook), workers record each attempt, the API requests manual redeliveries. A row's
+ * `redeliveries` names its current attempt series; outcomes of an older series are ignored.
+ * @module
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database, DeliveriesTable, DeliveryStatus } from '../schema.js';
+
+export type DeliveryRow = Omit<DeliveriesTable, 'created_at' | 'updated_at' | 'status' | 'attempts' | 'redeliveries'> & {
+  created_at: Date;
+  updated_at: Date;
+  status: DeliveryStatus;
+  attempts: number;
+  redeliveries: number;
+};
+
+export type NewDelivery = {
+  id: string;
+  hookId: string;
+  keyId: bigint;
+  subscriptionId: string;
+  eventId: bigint;
+  eventType: string;
+  payload: string;
+  /** `pending`, or `failed` with `error` when the hook cannot take it (disabled). */
+  status: 'pending' | 'failed';
+  error?: string;
+};
+
+/** A pending delivery that needs a job, with its hook's transport. */
+export type QueuedDelivery = { id: string; hook_id: string; payload: string; event_type: string; redeliveries: number; transport: 'http' | 'sns' };
+
+/**
+ * Inserts deliveries (idempotent by id) and returns those that are still pending — new ones and
+ * ones left pending by an earlier run — which are exactly the ones that need a job.
+ */
+export async function upsertDeliveries(db: Kysely<Database>, rows: readonly NewDelivery[]): Promise<{ id: string; redeliveries: number }[]> {
+  if (rows.length === 0) return [];
+  const r = await sql<{ id: string; redeliveries: number; status: DeliveryStatus }>`
+    INSERT INTO deliveries (id, hook_id, key_id, subscription_id, event_id, event_type, payload, status, last_error, next_attempt_at, enqueued_at)
+    SELECT u.id, u.hook_id, u.key_id, u.subscription_id, u.event_id, u.event_type, u.payload, u.status, u.last_error,
+           CASE WHEN u.status = 'pending' THEN now() END, CASE WHEN u.status = 'pending' THEN now() END
+    FROM unnest(${rows.map((d) => d.id)}::text[], ${rows.map((d) => d.hookId)}::text[], ${rows.map((d) => d.keyId.toString())}::int8[],
+                ${rows.map((d) => d.subscriptionId)}::text[], ${rows.map((d) => d.eventId.toString())}::int8[], ${rows.map((d) => d.eventType)}::text[],
+                ${rows.map((d) => d.payload)}::text[], ${rows.map((d) => d.status)}::text[], ${rows.map((d) => d.error ?? null)}::text[])
+      AS u(id, hook_id, key_id, subscription_id, event_id, event_type, payload, status, last_error)
+    ON CONFLICT (id) DO UPDATE SET enqueued_at = now() WHERE deliveries.status = 'pending'
+    RETURNING id, redeliveries, status`.execute(db);
+  return r.rows.filter((x) => x.status === 'pending').map((x) => ({ id: x.id, redeliveries: x.redeliveries }));
+}
+
+/** The outcome of one attempt of series `redeliveries`. */
+export type AttemptOutcome = {
+  id: string;
+  redeliveries: number;
+  status: DeliveryStatus;
+  /** Attempt number within the series (1 = first). */
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  /** Pending only: when the next attempt is due. */
+  nextAttemptAt: Date | null;
+};
+
+/**
+ * Records attempt outcomes in one statement. An outcome of an older series is ignored, and a
+ * delivered row stays delivered (a duplicate job's late failure cannot undo it).
+ */
+export async function recordOutcomes(db: Kysely<Database>, outcomes: readonly AttemptOutcome[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  await sql`
+    UPDATE deliveries d SET
+      status = u.status,
+      attempts = GREATEST(d.attempts, u.attempts),
+      last_status = u.last_status,
+      last_error = u.last_error,
+      next_attempt_at = u.next_attempt_at,
+      delivered_at = CASE WHEN u.status = 'delivered' THEN now() ELSE d.delivered_at END,
+      dead_at = CASE WHEN u.status = 'dead' THEN now() END,
+      updated_at = now()
+    FROM unnest(${outcomes.map((o) => o.id)}::text[], ${outcomes.map((o) => o.redeliveries)}::int4[], ${outcomes.map((o) => o.status)}::text[],
+                ${outcomes.map((o) => o.attempts)}::int4[], ${outcomes.map((o) => o.lastStatus)}::int4[], ${outcomes.map((o) => o.lastError)}::text[],
+                ${outcomes.map((o) => o.nextAttemptAt?.toISOString() ?? null)}::timestamptz[])
+      AS u(id, redeliveries, status, attempts, last_status, last_error, next_attempt_at)
+    WHERE d.id = u.id AND d.redeliveries = u.redeliveries AND NOT (d.status = 'delivered' AND u.status <> 'delivered')`.execute(db);
+}
+
+const queuedColumns = sql`d.id, d.hook_id, d.payload, d.event_type, d.redeliveries, h.type AS transport`;
+
+/** Pending deliveries that have no job yet (manual redeliveries, enqueues that failed). */
+export async function listUnqueuedDeliveries(db: Kysely<Database>, limit: number): Promise<QueuedDelivery[]> {
+  const r = await sql<QueuedDelivery>`
+    SELECT ${queuedColumns} FROM deliveries d JOIN hooks h ON h.id = d.hook_id
+    WHERE d.status = 'pending' AND d.enqueued_at IS NULL ORDER BY d.created_at LIMIT ${limit}`.execute(db);
+  return r.rows;
+}
+
+/** Pending deliveries whose next attempt was due before `dueBefore` (their job may be lost). */
+export async function listOverdueDeliveries(db: Kysely<Database>, dueBefore: Date, limit: number): Promise<QueuedDelivery[]> {
+  const r = await sql<QueuedDelivery>`
+    SELECT ${queuedColumns} FROM deliveries d JOIN hooks h ON h.id = d.hook_id
+    WHERE d.status = 'pending' AND d.next_attempt_at < ${dueBefore.toISOString()}::timestamptz
+    ORDER BY d.next_attempt_at LIMIT ${limit}`.execute(db);
+  return r.rows;
+}
+
+/** Marks deliveries as having a job now (and pushes their overdue check forward). */
+export async function markEnqueued(db: Kysely<Database>, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`UPDATE deliveries SET enqueued_at = now(), next_attempt_at = now(), updated_at = now() WHERE id = ANY(${ids}::text[]) AND status = 'pending'`.execute(db);
+}
+
+/** Deletes finished deliveries (not pending) last changed before `before`; returns how many. */
+export async function pruneDeliveries(db: Kysely<Database>, before: Date): Promise<number> {
+  const r = await db.deleteFrom('deliveries').where('status', '<>', 'pending').where('updated_at', '<', before).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Keyset position in a hook's delivery log (newest event first). */
+export type DeliveryPosition = { eventId: bigint; id: string };
+
+/** A page of the hook's deliveries, newest event first, optionally one status only. */
+export async function listDeliveries(
+  db: Kysely<Database>,
+  hookId: string,
+  opts: { status?: DeliveryStatus; after?: DeliveryPosition; limit: number },
+): Promise<DeliveryRow[]> {
+  let q = db.selectFrom('deliveries').selectAll().where('hook_id', '=', hookId);
+  if (opts.status) q = q.where('status', '=', opts.status);
+  if (opts.after) {
+    const { eventId, id } = opts.after;
+    q = q.where((eb) => eb.or([eb('event_id', '<', eventId), eb.and([eb('event_id', '=', eventId), eb('id', '<', id)])]));
+  }
+  return q.orderBy('event_id', 'desc').orderBy('id', 'desc').limit(opts.limit).execute();
+}
+
+/** One delivery of the hook, or undefined. */
+export async function findDelivery(db: Kysely<Database>, hookId: string, id: string): Promise<DeliveryRow | undefined> {
+  return db.selectFrom('deliveries').selectAll().where('hook_id', '=', hookId).where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Starts a new attempt series for a delivery (manual redelivery): pending, attempts reset, no
+ * job yet (the relay creates one within a second). Returns the row, or undefined when unknown.
+ */
+export async function requestRedelivery(db: Kysely<Database>, hookId: string, id: string): Promise<DeliveryRow | undefined> {
+  return db
+    .updateTable('deliveries')
+    .set((eb) => ({
+      status: 'pending',
+      redeliveries: eb('redeliveries', '+', 1),
+      attempts: 0,
+      enqueued_at: null,
+      next_attempt_at: new Date(),
+      dead_at: null,
+      updated_at: new Date(),
+    }))
+    .where('hook_id', '=', hookId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}

@@ -1,0 +1,68 @@
+/**
+ * Data access for `subscriptions` (migrations/0002_tenancy.ts, 0020_streams.ts): a key's address
+ * and chain subscriptions. API-facing functions filter by `key_id` in the query; deletion is
+ * soft, which also takes the address out of the `watched_addresses` view the indexer reads.
+ * @module
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database, SubscriptionsTable } from '../schema.js';
+
+export type SubscriptionRow = Omit<SubscriptionsTable, 'created_at' | 'confirmations' | 'start_seq'> & {
+  created_at: Date;
+  confirmations: number;
+  start_seq: bigint;
+};
+
+export type NewSubscription = {
+  id: string;
+  keyId: bigint;
+  kind: 'address' | 'chain';
+  address: string | null;
+  addrKey: string | null;
+  hookId: string | null;
+  confirmations: number;
+};
+
+/**
+ * Inserts a subscription whose `start_seq` is the newest outbox event at this moment, so it
+ * receives events recorded after it was created, never older ones.
+ */
+export async function insertSubscription(db: Kysely<Database>, s: NewSubscription): Promise<SubscriptionRow> {
+  return db
+    .insertInto('subscriptions')
+    .values({
+      id: s.id,
+      key_id: s.keyId,
+      kind: s.kind,
+      address: s.address,
+      addr_key: s.addrKey,
+      hook_id: s.hookId,
+      confirmations: s.confirmations,
+      deleted_at: null,
+      start_seq: sql<bigint>`(SELECT coalesce(max(seq), 0) FROM outbox)`,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The key's live subscriptions, oldest first. */
+export async function listSubscriptions(db: Kysely<Database>, keyId: bigint): Promise<SubscriptionRow[]> {
+  return db.selectFrom('subscriptions').selectAll().where('key_id', '=', keyId).where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute();
+}
+
+/** One live subscription of the key, or undefined. */
+export async function findSubscription(db: Kysely<Database>, keyId: bigint, id: string): Promise<SubscriptionRow | undefined> {
+  return db.selectFrom('subscriptions').selectAll().where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+/** Soft-deletes the key's subscription; false when it was not found. */
+export async function deleteSubscription(db: Kysely<Database>, keyId: bigint, id: string): Promise<boolean> {
+  const r = await db
+    .updateTable('subscriptions')
+    .set({ deleted_at: new Date() })
+    .where('id', '=', id)
+    .where('key_id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}

@@ -1,0 +1,221 @@
+/**
+ * The two role factories of streams/, called by `blockwire start` (src/cli): `startStreams`
+ * (the relay and the WebSocket stream, `--role streams`) and `startWorker` (webhook and SNS
+ * delivery workers, `--role worker`); the all-in-one default runs both, with the stream attached
+ * to the API's HTTP server. Wiring only: every piece is built from the deps given, nothing reads
+ * the environment, and each handle's stop() undoes its start.
+ * @module
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import type { Kysely } from 'kysely';
+import type { Config } from '../src/config.js';
+import type { Database } from '../src/db/schema.js';
+import type { Logger } from '../src/log.js';
+import { FatalError } from '../src/errors.js';
+import type { Resolver } from '../src/net/hook-url.js';
+import { startRelay, type Relay } from './relay.js';
+import { createDeliveryQueues } from './queues.js';
+import { feedChannel } from './feed-message.js';
+import { startFeed } from './ws/feed.js';
+import { createStreamHub, type HubStats } from './ws/hub.js';
+import { createStreamServer } from './ws/server.js';
+import { createDeliveryWorker, type DeliveryWorker } from './delivery-worker.js';
+import { createHttpTransport } from './webhook/http-transport.js';
+import { createSnsTransport, type SnsTransportOptions } from './sns/sns-transport.js';
+
+/** Default Redis prefix of queues and the feed channel. */
+export const DEFAULT_REDIS_PREFIX = 'bw';
+
+type CommonDeps = {
+  config: Config;
+  log: Logger;
+  db: Kysely<Database>;
+  redisUrl: string;
+  /** Prefix of BullMQ keys and the feed channel (tests isolate themselves with a unique one). */
+  redisPrefix?: string;
+};
+
+export type StreamsDeps = CommonDeps & {
+  /** All-in-one: the API's HTTP server, whose `upgrade` events serve /v1/stream. Without it the stream listens on config.host:config.streamPort. */
+  server?: Server;
+  /** Run the relay here (default true); several stream processes may all run one: one is active, the others stand by. */
+  relay?: boolean;
+};
+
+export type StreamsHandle = {
+  /** Port of the stream's own listener (undefined when attached to the API server). */
+  port: number | undefined;
+  /** The relay of this process, if it runs one. */
+  relay: Relay | undefined;
+  /** Connection and delivery counters of the WebSocket hub. */
+  stats(): HubStats;
+  stop(): Promise<void>;
+};
+
+export type WorkerDeps = CommonDeps & {
+  /** SNS client overrides (tests: static credentials); endpoint defaults to config.snsEndpoint. */
+  sns?: Partial<SnsTransportOptions>;
+  /** Name resolution for the SSRF guard (tests); the system resolver by default. */
+  resolve?: Resolver;
+};
+
+export type WorkerHandle = { workers: DeliveryWorker[]; stop(): Promise<void> };
+
+/**
+ * Refuses a Redis that may evict keys (BullMQ jobs would vanish). A server that hides its
+ * configuration (managed Redis without CONFIG) is accepted with a warning.
+ */
+export async function assertRedisNoEviction(redis: Redis, log: Logger): Promise<void> {
+  let policy: string | undefined;
+  try {
+    const r = (await redis.config('GET', 'maxmemory-policy')) as string[];
+    policy = r[1];
+  } catch (err) {
+    log.warn({ err }, 'cannot read Redis maxmemory-policy; make sure it is noeviction');
+    return;
+  }
+  if (policy !== undefined && policy !== 'noeviction') {
+    throw new FatalError('ERR_REDIS_EVICTION', `Redis maxmemory-policy is '${policy}': set it to 'noeviction', or queued deliveries can be evicted`);
+  }
+}
+
+function failFastRedis(url: string, name: string): Redis {
+  const r = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: name });
+  r.on('error', () => undefined);
+  return r;
+}
+
+async function ready(r: Redis): Promise<void> {
+  if (r.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('Redis did not become ready within 10 s')), 10_000);
+    r.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** Starts the relay (unless `relay: false`) and the WebSocket stream. */
+export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
+  const { config, db } = deps;
+  const log = deps.log.child({ component: 'streams' });
+  const prefix = deps.redisPrefix ?? DEFAULT_REDIS_PREFIX;
+  const channel = feedChannel(prefix);
+
+  const publisher = failFastRedis(deps.redisUrl, 'blockwire-relay');
+  await ready(publisher);
+  await assertRedisNoEviction(publisher, log);
+
+  let relay: Relay | undefined;
+  const queues = deps.relay === false ? undefined : createDeliveryQueues({ redisUrl: deps.redisUrl, prefix });
+  if (queues) {
+    relay = startRelay({
+      db,
+      publisher,
+      queues,
+      log,
+      settings: {
+        batchSize: config.relayBatchSize,
+        pollMs: config.relayPollMs,
+        standbyMs: 2000,
+        channel,
+        retentionMs: config.eventRetentionSeconds * 1000,
+        deliveryLogRetentionMs: config.deliveryLogDays * 86_400_000,
+        rescueAfterMs: config.deliveryRescueMs,
+        housekeepingMs: Math.min(30_000, config.deliveryRescueMs),
+      },
+    });
+  }
+
+  let feedPosition = () => 0n;
+  const hub = createStreamHub({
+    db,
+    log,
+    position: () => feedPosition(),
+    settings: { heartbeatMs: config.wsHeartbeatMs, maxBufferedBytes: config.wsMaxBufferedBytes, catchUpPage: 500, closeGraceMs: 5000 },
+  });
+  const subscriber = new Redis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: 'blockwire-stream-feed' });
+  subscriber.on('error', () => undefined);
+  const feed = await startFeed({ db, subscriber, channel, log, onBatch: (b) => hub.onBatch(b), checkMs: 2000 });
+  feedPosition = () => feed.position;
+
+  const wsServer = createStreamServer({ db, hub, log });
+  let own: Server | undefined;
+  let port: number | undefined;
+  if (deps.server) {
+    wsServer.attach(deps.server);
+  } else {
+    own = createServer((_req, res) => {
+      res.writeHead(426, { 'content-type': 'application/json; charset=utf-8', upgrade: 'websocket' });
+      res.end(JSON.stringify({ error_type: 'invalid_request', error_code: 'ERR_UPGRADE_REQUIRED', error_message: 'connect with a WebSocket client to /v1/stream', retry: false, error_cause: null }));
+    });
+    wsServer.attach(own);
+    await new Promise<void>((resolve, reject) => {
+      own!.once('error', reject);
+      own!.listen(config.streamPort, config.host, () => resolve());
+    });
+    port = (own.address() as AddressInfo).port;
+  }
+  log.info({ port, attached: Boolean(deps.server), relay: Boolean(relay) }, 'streams started');
+
+  return {
+    port,
+    relay,
+    stats: () => hub.stats(),
+    async stop() {
+      wsServer.close();
+      await relay?.stop();
+      await feed.stop();
+      await hub.close();
+      if (own) await new Promise<void>((r) => own!.close(() => r()));
+      await queues?.close();
+      publisher.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}
+
+/** Starts the webhook and SNS delivery workers. */
+export async function startWorker(deps: WorkerDeps): Promise<WorkerHandle> {
+  const { config, db } = deps;
+  const log = deps.log.child({ component: 'streams' });
+  const prefix = deps.redisPrefix ?? DEFAULT_REDIS_PREFIX;
+
+  const probe = failFastRedis(deps.redisUrl, 'blockwire-worker-probe');
+  try {
+    await ready(probe);
+    await assertRedisNoEviction(probe, log);
+  } finally {
+    probe.disconnect();
+  }
+
+  const common = { db, redisUrl: deps.redisUrl, prefix, log, concurrency: config.webhookConcurrency, lockMs: config.workerLockMs };
+  const http = createDeliveryWorker({
+    ...common,
+    transportName: 'http',
+    transport: createHttpTransport({
+      policy: { allowPrivate: config.allowPrivateHooks, ...(deps.resolve ? { resolve: deps.resolve } : {}) },
+      timeoutMs: config.webhookTimeoutMs,
+    }),
+  });
+  const sns = createDeliveryWorker({
+    ...common,
+    transportName: 'sns',
+    transport: createSnsTransport({
+      timeoutMs: config.webhookTimeoutMs,
+      ...(config.snsEndpoint ? { endpoint: config.snsEndpoint } : {}),
+      ...deps.sns,
+    }),
+  });
+  log.info({ concurrency: config.webhookConcurrency }, 'delivery workers started');
+  const workers = [http, sns];
+  return {
+    workers,
+    async stop() {
+      await Promise.all(workers.map((w) => w.close()));
+    },
+  };
+}

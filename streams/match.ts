@@ -1,0 +1,106 @@
+/**
+ * Matching: which subscriptions (and so which API keys and hooks) an event goes to. Pure — the
+ * relay, the stream hub's gap fill and a resuming client's catch-up all call the same
+ * `matchEvent`, so every path delivers the same set. Rules (docs/events.md "Matching"):
+ * block events → chain subscriptions; tx events → address subscriptions of the event's address,
+ * tx.confirmations only up to the subscription's target; stamp.confirmed → its key's streams;
+ * nothing older than the subscription (`seq <= startSeq`).
+ * @module
+ */
+import { toPayload, type ChainEvent } from './events.js';
+
+/** A live subscription as matching needs it. */
+export type SubscriptionRef = {
+  id: string;
+  keyId: bigint;
+  kind: 'address' | 'chain';
+  /** Address key (uuid text) of an address subscription. */
+  addrKey: string | null;
+  /** Hook the events are also pushed to; null = stream only. */
+  hookId: string | null;
+  /** The hook's transport, null without a hook or when the hook can take no delivery. */
+  hookType: 'http' | 'sns' | null;
+  /** False when the hook is disabled (deliveries are logged as failed, not attempted). */
+  hookActive: boolean;
+  /** Confirmation target: tx.confirmations events above it are not delivered. */
+  confirmations: number;
+  /** Events with a seq at or below this predate the subscription. */
+  startSeq: bigint;
+};
+
+/** One event for one key, through one subscription (null for key events). */
+export type Delivery = { event: ChainEvent; keyId: bigint; subscription: SubscriptionRef | null };
+
+/** Subscriptions indexed for matching. */
+export type SubscriptionIndex = {
+  byAddress: ReadonlyMap<string, readonly SubscriptionRef[]>;
+  chain: readonly SubscriptionRef[];
+};
+
+const byId = (a: SubscriptionRef, b: SubscriptionRef) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** Indexes subscriptions by address key; chain subscriptions apart. Order is by id (deterministic). */
+export function indexSubscriptions(subs: Iterable<SubscriptionRef>): SubscriptionIndex {
+  const byAddress = new Map<string, SubscriptionRef[]>();
+  const chain: SubscriptionRef[] = [];
+  for (const s of subs) {
+    if (s.kind === 'chain') chain.push(s);
+    else if (s.addrKey !== null) {
+      const list = byAddress.get(s.addrKey);
+      if (list) list.push(s);
+      else byAddress.set(s.addrKey, [s]);
+    }
+  }
+  for (const list of byAddress.values()) list.sort(byId);
+  chain.sort(byId);
+  return { byAddress, chain };
+}
+
+/** True when `sub` wants `event` (the subscription's kind already fits the event). */
+function wants(sub: SubscriptionRef, event: ChainEvent): boolean {
+  if (event.seq <= sub.startSeq) return false;
+  if (event.type === 'tx.confirmations' && event.confirmations > sub.confirmations) return false;
+  return true;
+}
+
+/** The deliveries of one event, in subscription id order. */
+export function matchEvent(event: ChainEvent, index: SubscriptionIndex): Delivery[] {
+  switch (event.type) {
+    case 'stamp.confirmed':
+      return [{ event, keyId: event.keyId, subscription: null }];
+    case 'block.connected':
+    case 'block.disconnected':
+      return index.chain.filter((s) => wants(s, event)).map((s) => ({ event, keyId: s.keyId, subscription: s }));
+    default: {
+      const subs = index.byAddress.get(event.addrKey) ?? [];
+      return subs.filter((s) => wants(s, event)).map((s) => ({ event, keyId: s.keyId, subscription: s }));
+    }
+  }
+}
+
+/** The deliveries of many events, in event order. */
+export function matchEvents(events: readonly ChainEvent[], index: SubscriptionIndex): Delivery[] {
+  return events.flatMap((e) => matchEvent(e, index));
+}
+
+/** The address keys a batch of events touches (to load only the subscriptions that matter). */
+export function addressKeysOf(events: readonly ChainEvent[]): string[] {
+  const keys = new Set<string>();
+  for (const e of events) if ('addrKey' in e) keys.add(e.addrKey);
+  return [...keys];
+}
+
+/** Whether a batch has block events (chain subscriptions must then be loaded too). */
+export function hasBlockEvents(events: readonly ChainEvent[]): boolean {
+  return events.some((e) => e.type === 'block.connected' || e.type === 'block.disconnected');
+}
+
+/** The JSON a delivery sends (the same bytes on every transport). */
+export function deliveryJson(d: Delivery): string {
+  return JSON.stringify(toPayload(d.event, d.subscription));
+}
+
+/** A hook delivery's id: `<subscription id>-<event id>` (job id and `webhook-id`; never a ':'). */
+export function deliveryId(subscriptionId: string, seq: bigint): string {
+  return `${subscriptionId}-${seq}`;
+}

@@ -1,0 +1,82 @@
+/**
+ * Reading the outbox (docs/schema.md "Outbox") and the streams' own bookkeeping in
+ * `stream_state`: the relay cursor (every event with `seq <=` it has been matched, enqueued and
+ * published) and the pruning watermark (events with `seq <=` it are gone; resuming before it is
+ * "cursor expired"). Because every outbox writer takes the ordering lock, rows with
+ * `seq > cursor` read in order never skip a late commit.
+ * @module
+ */
+import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
+import type { Database } from '../src/db/schema.js';
+import type { OutboxRow } from './events.js';
+
+/** Up to `limit` outbox rows with `after < seq <= upTo`, in order. */
+export async function readOutbox(db: Kysely<Database>, opts: { after: bigint; upTo?: bigint; limit: number }): Promise<OutboxRow[]> {
+  let q = db.selectFrom('outbox').selectAll().where('seq', '>', opts.after);
+  if (opts.upTo !== undefined) q = q.where('seq', '<=', opts.upTo);
+  return q.orderBy('seq').limit(opts.limit).execute();
+}
+
+/** What one API key can see: its subscriptions' addresses, chain events if it has a chain subscription, its own key events. */
+export type KeyFilter = { keyId: bigint; addrKeys: readonly string[]; chain: boolean };
+
+/** Like `readOutbox`, restricted to rows that can concern one key (matching still decides). */
+export async function readOutboxForKey(db: Kysely<Database>, filter: KeyFilter, opts: { after: bigint; upTo: bigint; limit: number }): Promise<OutboxRow[]> {
+  return db
+    .selectFrom('outbox')
+    .selectAll()
+    .where('seq', '>', opts.after)
+    .where('seq', '<=', opts.upTo)
+    .where((eb) => {
+      const any: Expression<SqlBool>[] = [eb('key_id', '=', filter.keyId)];
+      if (filter.addrKeys.length > 0) any.push(sql<boolean>`addr_key = ANY(${[...filter.addrKeys]}::uuid[])`);
+      if (filter.chain) any.push(eb('type', 'in', ['block.connected', 'block.disconnected']));
+      return eb.or(any);
+    })
+    .orderBy('seq')
+    .limit(opts.limit)
+    .execute();
+}
+
+/** The relay cursor and the pruning watermark. */
+export async function readStreamState(db: Kysely<Database>): Promise<{ relay: bigint; pruned: bigint }> {
+  const rows = await db.selectFrom('stream_state').select(['name', 'seq']).execute();
+  const get = (n: string) => rows.find((r) => r.name === n)?.seq ?? 0n;
+  return { relay: get('relay'), pruned: get('pruned') };
+}
+
+/** Moves the relay cursor forward to `seq` (never back). */
+export async function advanceRelayCursor(db: Kysely<Database>, seq: bigint): Promise<void> {
+  await db
+    .updateTable('stream_state')
+    .set({ seq: sql<bigint>`GREATEST(seq, ${seq.toString()}::int8)`, updated_at: new Date() })
+    .where('name', '=', 'relay')
+    .execute();
+}
+
+/**
+ * Deletes events recorded before `before` that the relay has passed, and raises the pruning
+ * watermark to the highest seq deleted. Returns how many rows went.
+ */
+export async function pruneOutbox(db: Kysely<Database>, before: Date, limit = 50_000): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const r = await sql<{ n: string; top: string | null }>`
+      WITH gone AS (
+        DELETE FROM outbox WHERE seq IN (
+          SELECT seq FROM outbox
+          WHERE created_at < ${before.toISOString()}::timestamptz
+            AND seq <= (SELECT seq FROM stream_state WHERE name = 'relay')
+          ORDER BY seq LIMIT ${limit})
+        RETURNING seq)
+      SELECT count(*)::text AS n, max(seq)::text AS top FROM gone`.execute(trx);
+    const row = r.rows[0];
+    if (row?.top) {
+      await trx
+        .updateTable('stream_state')
+        .set({ seq: sql<bigint>`GREATEST(seq, ${row.top}::int8)`, updated_at: new Date() })
+        .where('name', '=', 'pruned')
+        .execute();
+    }
+    return Number(row?.n ?? 0);
+  });
+}

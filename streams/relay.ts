@@ -1,0 +1,212 @@
+/**
+ * The relay: outbox → match → (delivery log + BullMQ jobs, Redis feed) → cursor. Each batch of
+ * events with `seq > cursor` is matched to subscriptions; hook deliveries are written to
+ * `deliveries` and enqueued with their delivery id as job id; the batch is published to the
+ * stream hubs; only then does the cursor move. A crash anywhere repeats the batch: the delivery
+ * log and job ids make the repeat a no-op, hubs drop what they already have (at-least-once,
+ * stable ids). One relay is active: it holds a Postgres session advisory lock on the connection
+ * it does all its work on; standbys retry the lock. The active relay also re-creates jobs Redis
+ * lost (from the delivery log) and prunes events past the retention.
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql, type Kysely } from 'kysely';
+import type { Redis } from 'ioredis';
+import type { Database } from '../src/db/schema.js';
+import type { Logger } from '../src/log.js';
+import {
+  listOverdueDeliveries,
+  listUnqueuedDeliveries,
+  markEnqueued,
+  pruneDeliveries,
+  upsertDeliveries,
+  type NewDelivery,
+  type QueuedDelivery,
+} from '../src/db/queries/tenancy-deliveries.js';
+import { decodeOutboxRows } from './events.js';
+import { deliveryId, deliveryJson, indexSubscriptions, matchEvents } from './match.js';
+import { advanceRelayCursor, pruneOutbox, readOutbox, readStreamState } from './outbox.js';
+import { loadSubscriptionsFor } from './subscriptions.js';
+import { encodeFeedBatch, type FeedItem } from './feed-message.js';
+import type { DeliveryJob, DeliveryQueues } from './queues.js';
+
+/** "BWRELAY1" as ASCII: the session advisory lock of the active relay. */
+export const RELAY_LOCK = 0x4257_5245_4c41_5931n;
+
+export type RelaySettings = {
+  /** Outbox rows per batch. */
+  batchSize: number;
+  /** Idle poll interval of the outbox. */
+  pollMs: number;
+  /** How often a standby tries to become the active relay. */
+  standbyMs: number;
+  /** Redis channel of the stream feed. */
+  channel: string;
+  /** Events older than this are pruned (and resuming before them is "cursor expired"). */
+  retentionMs: number;
+  /** Finished deliveries older than this leave the delivery log. */
+  deliveryLogRetentionMs: number;
+  /** A pending delivery this long overdue has its job checked (and re-created when Redis lost it). */
+  rescueAfterMs: number;
+  /** How often housekeeping (lost-job scan, pruning) runs; redelivery requests are picked up every turn. */
+  housekeepingMs: number;
+};
+
+export type RelayDeps = {
+  db: Kysely<Database>;
+  /** Fail-fast Redis connection for PUBLISH. */
+  publisher: Redis;
+  queues: DeliveryQueues;
+  log: Logger;
+  settings: RelaySettings;
+};
+
+export type Relay = {
+  /** True while this relay holds the lock. */
+  readonly active: boolean;
+  /** Events relayed so far by this process. */
+  readonly relayed: number;
+  /** Stops after the current batch and releases the lock. */
+  stop(): Promise<void>;
+};
+
+function toJob(d: QueuedDelivery): DeliveryJob {
+  return { transport: d.transport, delivery: d.id, hook: d.hook_id, payload: d.payload, type: d.event_type, redeliveries: d.redeliveries };
+}
+
+/** Starts the relay loop (standby until it gets the lock). */
+export function startRelay(deps: RelayDeps): Relay {
+  const { db, publisher, queues, settings } = deps;
+  const log = deps.log.child({ component: 'streams.relay' });
+  const stopping = new AbortController();
+  let active = false;
+  let relayed = 0;
+  let lastHousekeeping = 0;
+
+  const nap = (ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined);
+
+  /** One batch; returns how many outbox rows it covered. */
+  async function relayBatch(conn: Kysely<Database>, cursor: bigint): Promise<{ rows: number; to: bigint }> {
+    const rows = await readOutbox(conn, { after: cursor, limit: settings.batchSize });
+    if (rows.length === 0) return { rows: 0, to: cursor };
+    const to = rows[rows.length - 1]!.seq;
+    const events = decodeOutboxRows(rows, (row, err) => log.error({ seq: row.seq.toString(), type: row.type, err }, 'outbox row skipped: it breaks the outbox contract'));
+    const deliveries = matchEvents(events, indexSubscriptions(await loadSubscriptionsFor(conn, events)));
+
+    const items: FeedItem[] = [];
+    const hookRows: NewDelivery[] = [];
+    const transports = new Map<string, 'http' | 'sns'>();
+    for (const d of deliveries) {
+      const json = deliveryJson(d);
+      items.push({ keyId: d.keyId, seq: d.event.seq, json });
+      const sub = d.subscription;
+      if (!sub || sub.hookId === null || sub.hookType === null) continue;
+      const id = deliveryId(sub.id, d.event.seq);
+      transports.set(id, sub.hookType);
+      hookRows.push({
+        id,
+        hookId: sub.hookId,
+        keyId: d.keyId,
+        subscriptionId: sub.id,
+        eventId: d.event.seq,
+        eventType: d.event.type,
+        payload: json,
+        status: sub.hookActive ? 'pending' : 'failed',
+        ...(sub.hookActive ? {} : { error: 'hook disabled' }),
+      });
+    }
+    const pending = await upsertDeliveries(conn, hookRows);
+    if (pending.length > 0) {
+      const byId = new Map(hookRows.map((h) => [h.id, h]));
+      await queues.enqueue(
+        pending.map((p) => {
+          const h = byId.get(p.id)!;
+          return { transport: transports.get(p.id)!, delivery: p.id, hook: h.hookId, payload: h.payload, type: h.eventType, redeliveries: p.redeliveries };
+        }),
+      );
+    }
+    await publisher.publish(settings.channel, encodeFeedBatch({ from: cursor, to, items }));
+    await advanceRelayCursor(conn, to);
+    relayed += rows.length;
+    return { rows: rows.length, to };
+  }
+
+  /** Jobs for redelivery requests, and (periodically) for overdue deliveries whose job Redis lost; pruning. */
+  async function housekeeping(conn: Kysely<Database>): Promise<void> {
+    const unqueued = await listUnqueuedDeliveries(conn, 500);
+    if (unqueued.length > 0) {
+      await queues.enqueue(unqueued.map(toJob));
+      await markEnqueued(conn, unqueued.map((d) => d.id));
+      log.info({ deliveries: unqueued.length }, 'delivery jobs created (redelivery or retried enqueue)');
+    }
+    const now = Date.now();
+    if (now - lastHousekeeping < settings.housekeepingMs) return;
+    lastHousekeeping = now;
+    const overdue = await listOverdueDeliveries(conn, new Date(now - settings.rescueAfterMs), 1000);
+    if (overdue.length > 0) {
+      const lost: QueuedDelivery[] = [];
+      for (const d of overdue) if (!(await queues.isLive(toJob(d)))) lost.push(d);
+      if (lost.length > 0) {
+        await queues.enqueue(lost.map(toJob), { replace: true });
+        log.warn({ deliveries: lost.length }, 'delivery jobs re-created: Redis had lost them');
+      }
+      await markEnqueued(conn, overdue.map((d) => d.id));
+    }
+    const pruned = await pruneOutbox(conn, new Date(now - settings.retentionMs));
+    const logPruned = await pruneDeliveries(conn, new Date(now - settings.deliveryLogRetentionMs));
+    if (pruned + logPruned > 0) log.info({ events: pruned, deliveries: logPruned }, 'pruned past retention');
+  }
+
+  /** Holds the lock on one connection and relays until stopped or an error. False: not leader. */
+  async function lead(): Promise<boolean> {
+    return db.connection().execute(async (conn) => {
+      const got = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${RELAY_LOCK.toString()}::int8) AS ok`.execute(conn);
+      if (!got.rows[0]?.ok) return false;
+      active = true;
+      log.info('relay active');
+      try {
+        let cursor = (await readStreamState(conn)).relay;
+        lastHousekeeping = 0;
+        while (!stopping.signal.aborted) {
+          const r = await relayBatch(conn, cursor);
+          cursor = r.to;
+          await housekeeping(conn);
+          if (r.rows < settings.batchSize) await nap(settings.pollMs);
+        }
+      } finally {
+        active = false;
+        await sql`SELECT pg_advisory_unlock(${RELAY_LOCK.toString()}::int8)`.execute(conn).catch(() => undefined);
+      }
+      return true;
+    });
+  }
+
+  const loop = (async () => {
+    let failures = 0;
+    while (!stopping.signal.aborted) {
+      try {
+        const led = await lead();
+        failures = 0;
+        if (!led) await nap(settings.standbyMs);
+      } catch (err) {
+        failures += 1;
+        const wait = Math.min(5000, 100 * 2 ** Math.min(failures, 6));
+        log.warn({ err, retryInMs: wait }, 'relay batch failed; the cursor stays, retrying');
+        await nap(wait);
+      }
+    }
+  })();
+
+  return {
+    get active() {
+      return active;
+    },
+    get relayed() {
+      return relayed;
+    },
+    async stop() {
+      stopping.abort();
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * The WebSocket endpoint `/v1/stream` (and the bare `/stream`): authenticates the upgrade with
+ * the API's key check (`apiKey` header, or `?apiKey=` for browsers, which cannot set headers),
+ * validates `?after=<event id>`, and hands the socket to the hub. Refusals are plain HTTP
+ * answers with the API's error body (401, 403, 400, 404). It attaches to any http.Server's
+ * `upgrade` event: the API's in the all-in-one process, its own in the streams role.
+ * @module
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.js';
+import type { Logger } from '../../src/log.js';
+import { authenticate } from '../../src/api/auth.js';
+import { ApiError } from '../../src/api/errors.js';
+import type { StreamHub } from './hub.js';
+
+/** Paths served. */
+export const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
+
+/** Largest message a client may send (clients have nothing to say but pongs). */
+const MAX_CLIENT_MESSAGE = 4096;
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+
+function refuse(socket: Duplex, err: ApiError): void {
+  const body = JSON.stringify(err.toBody());
+  socket.end(
+    `HTTP/1.1 ${err.status} ${STATUS_TEXT[err.status] ?? 'Error'}\r\n` +
+      'Connection: close\r\nContent-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/** `after` as an event id, undefined when absent; throws ApiError 400 when malformed. */
+export function parseAfter(raw: string | null): bigint | undefined {
+  if (raw === null) return undefined;
+  if (!/^\d{1,18}$/.test(raw)) throw new ApiError('ERR_INVALID_PARAMETER', { message: 'after must be an event id (a non-negative integer)' });
+  return BigInt(raw);
+}
+
+export type StreamServer = {
+  /** Handles an upgrade if its path is a stream path; false otherwise (someone else's). */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** Listens to `server`'s upgrade events; upgrades for other paths are answered 404. */
+  attach(server: Server): void;
+  close(): void;
+};
+
+export function createStreamServer(deps: { db: Kysely<Database>; hub: StreamHub; log: Logger }): StreamServer {
+  const log = deps.log.child({ component: 'streams.ws' });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE, perMessageDeflate: false, clientTracking: false });
+  const attached: Server[] = [];
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
+    let keyId: bigint;
+    let after: bigint | undefined;
+    try {
+      after = parseAfter(url.searchParams.get('after'));
+      const presented = req.headers['apikey'] ?? url.searchParams.get('apiKey') ?? undefined;
+      keyId = (await authenticate(deps.db, presented, 'read')).id;
+    } catch (err) {
+      if (err instanceof ApiError) return refuse(socket, err);
+      log.warn({ err }, 'stream upgrade failed');
+      return refuse(socket, new ApiError('ERR_DATABASE_UNAVAILABLE'));
+    }
+    if (socket.destroyed) return;
+    wss.handleUpgrade(req, socket, head, (ws) => deps.hub.accept(ws, keyId, after));
+  }
+
+  function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(req.url ?? '/', 'http://stream.invalid');
+    if (!(STREAM_PATHS as readonly string[]).includes(url.pathname.replace(/\/$/, ''))) return false;
+    socket.on('error', () => undefined);
+    void upgrade(req, socket, head, url);
+    return true;
+  }
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!handleUpgrade(req, socket, head)) refuse(socket, new ApiError('ERR_ROUTE_NOT_FOUND'));
+  };
+
+  return {
+    handleUpgrade,
+    attach(server) {
+      server.on('upgrade', onUpgrade);
+      attached.push(server);
+    },
+    close() {
+      for (const s of attached) s.off('upgrade', onUpgrade);
+      wss.close();
+    },
+  };
+}

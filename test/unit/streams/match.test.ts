@@ -1,0 +1,133 @@
+/**
+ * Outbox rows → events → deliveries: decoding (display byte order, amounts, contract breaks)
+ * and the matching rules of docs/events.md.
+ */
+import { describe, expect, it } from 'vitest';
+import { decodeOutboxRow, decodeOutboxRows, toPayload, type OutboxRow } from '../../../streams/events.js';
+import { addressKeysOf, deliveryId, deliveryJson, indexSubscriptions, matchEvent, matchEvents, type SubscriptionRef } from '../../../streams/match.js';
+
+const TXID = Buffer.alloc(32, 0);
+TXID[0] = 0xaa; // internal order: display hex ends with "aa"
+const BLOCK = Buffer.alloc(32, 0);
+BLOCK[31] = 0x01; // display hex starts with "01"
+const A = '11111111-1111-1111-1111-111111111111';
+const B = '22222222-2222-2222-2222-222222222222';
+
+function row(over: Partial<OutboxRow>): OutboxRow {
+  return {
+    seq: 10n,
+    created_at: new Date('2026-01-02T03:04:05.678Z'),
+    type: 'tx.confirmed',
+    key_id: null,
+    addr_key: A,
+    address: 'bcrt1qaddressa',
+    txid: TXID,
+    block_hash: BLOCK,
+    height: 7,
+    confirmations: 1,
+    received: 5000n,
+    sent: 0n,
+    replaced_by: null,
+    data: null,
+    ...over,
+  };
+}
+
+function sub(over: Partial<SubscriptionRef>): SubscriptionRef {
+  return { id: 'sub_a', keyId: 1n, kind: 'address', addrKey: A, hookId: null, hookType: null, hookActive: false, confirmations: 6, startSeq: 0n, ...over };
+}
+
+describe('decodeOutboxRow', () => {
+  it('turns hashes to display order and keeps amounts exact', () => {
+    const e = decodeOutboxRow(row({}));
+    expect(e.type).toBe('tx.confirmed');
+    if (e.type !== 'tx.confirmed') throw new Error('unreachable');
+    expect(e.txid).toBe(`${'00'.repeat(31)}aa`);
+    expect(e.block).toEqual({ hash: `01${'00'.repeat(31)}`, height: 7 });
+    expect(e.received).toBe(5000n);
+  });
+
+  it('builds the version 1 payload with every field', () => {
+    const e = decodeOutboxRow(row({ type: 'tx.replaced', replaced_by: BLOCK, block_hash: null, height: null, confirmations: 0 }));
+    expect(toPayload(e, { id: 'sub_a', hookId: 'hook_x' })).toEqual({
+      id: 10,
+      type: 'tx.replaced',
+      created_at: '2026-01-02T03:04:05Z',
+      subscription_id: 'sub_a',
+      action: 'hook_x',
+      address: 'bcrt1qaddressa',
+      transaction_hash: `${'00'.repeat(31)}aa`,
+      block: null,
+      confirmations: 0,
+      received: 5000,
+      sent: 0,
+      replaced_by: `01${'00'.repeat(31)}`,
+    });
+  });
+
+  it('gives block events no address or amounts', () => {
+    const e = decodeOutboxRow(row({ type: 'block.connected', addr_key: null, address: null, txid: null, confirmations: null, received: null, sent: null }));
+    expect(toPayload(e, { id: 'sub_c', hookId: null })).toMatchObject({ type: 'block.connected', address: null, transaction_hash: null, received: null, block: { height: 7 } });
+  });
+
+  it('names the row and the missing field when a row breaks the contract', () => {
+    expect(() => decodeOutboxRow(row({ address: null }))).toThrow('outbox row 10 (tx.confirmed) has no address');
+    expect(() => decodeOutboxRow(row({ type: 'block.connected', block_hash: null }))).toThrow('outbox row 10 (block.connected) has no block');
+    expect(() => decodeOutboxRow(row({ type: 'nope' as never }))).toThrow("outbox row 10 has unknown type 'nope'");
+    const bad: string[] = [];
+    const ok = decodeOutboxRows([row({ seq: 1n }), row({ seq: 2n, txid: null }), row({ seq: 3n })], (r) => bad.push(r.seq.toString()));
+    expect(ok.map((e) => e.seq)).toEqual([1n, 3n]);
+    expect(bad).toEqual(['2']);
+  });
+});
+
+describe('matchEvent', () => {
+  const index = indexSubscriptions([
+    sub({ id: 'sub_b', keyId: 2n, confirmations: 3, hookId: 'hook_2', hookType: 'http', hookActive: true }),
+    sub({ id: 'sub_a', keyId: 1n }),
+    sub({ id: 'sub_other', keyId: 1n, addrKey: B }),
+    sub({ id: 'sub_chain', keyId: 3n, kind: 'chain', addrKey: null }),
+    sub({ id: 'sub_late', keyId: 4n, startSeq: 10n }),
+  ]);
+
+  it('sends an address event to every subscription of that address, in id order', () => {
+    const d = matchEvent(decodeOutboxRow(row({})), index);
+    expect(d.map((x) => x.subscription?.id)).toEqual(['sub_a', 'sub_b']);
+    expect(d.map((x) => x.keyId)).toEqual([1n, 2n]);
+  });
+
+  it('stops tx.confirmations at each subscription\'s target', () => {
+    const at = (n: number) => matchEvent(decodeOutboxRow(row({ type: 'tx.confirmations', confirmations: n })), index).map((x) => x.subscription?.id);
+    expect(at(3)).toEqual(['sub_a', 'sub_b']);
+    expect(at(4)).toEqual(['sub_a']);
+    expect(at(6)).toEqual(['sub_a']);
+    expect(at(7)).toEqual([]);
+  });
+
+  it('sends block events to chain subscriptions only', () => {
+    const e = decodeOutboxRow(row({ type: 'block.disconnected', addr_key: null, address: null, txid: null }));
+    expect(matchEvent(e, index).map((x) => x.subscription?.id)).toEqual(['sub_chain']);
+  });
+
+  it('sends key events to their key with no subscription', () => {
+    const e = decodeOutboxRow(row({ type: 'stamp.confirmed', key_id: 9n, addr_key: null, address: null }));
+    expect(matchEvent(e, index)).toEqual([{ event: e, keyId: 9n, subscription: null }]);
+  });
+
+  it('never delivers an event older than the subscription', () => {
+    expect(matchEvent(decodeOutboxRow(row({ seq: 10n })), index).some((d) => d.subscription?.id === 'sub_late')).toBe(false);
+    expect(matchEvent(decodeOutboxRow(row({ seq: 11n })), index).some((d) => d.subscription?.id === 'sub_late')).toBe(true);
+  });
+
+  it('keeps event order across a batch and lists the batch\'s addresses', () => {
+    const events = [row({ seq: 1n }), row({ seq: 2n, addr_key: B }), row({ seq: 3n })].map(decodeOutboxRow);
+    expect(matchEvents(events, index).map((d) => `${d.event.seq}:${d.subscription?.id}`)).toEqual(['1:sub_a', '1:sub_b', '2:sub_other', '3:sub_a', '3:sub_b']);
+    expect(addressKeysOf(events).sort()).toEqual([A, B]);
+  });
+
+  it('serializes a delivery once with its subscription and names it without a colon', () => {
+    const [d] = matchEvent(decodeOutboxRow(row({})), index);
+    expect(JSON.parse(deliveryJson(d!))).toMatchObject({ id: 10, subscription_id: 'sub_a', action: null });
+    expect(deliveryId('sub_a', 10n)).toBe('sub_a-10');
+  });
+});
