@@ -8,7 +8,6 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { addressKey } from '../../db/address-key.js';
-import { decodeEntries } from '../../db/packed.js';
 import { firstTxNum, txNumHeight } from '../../db/tx-num.js';
 import { getIndexTip } from '../../db/queries/api-chain.js';
 import {
@@ -29,8 +28,8 @@ import { addressParams, balanceSchema, historySchema, minConfQuery, pageQuery, u
 import type { ResolvedApiDeps, RouteModule } from '../deps.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
-/** History chunks fetched per query (a chunk holds up to 1024 entries). */
-const CHUNK_BATCH = 16;
+/** Most history chunks fetched per query (a chunk holds up to 1024 entries). */
+const MAX_CHUNK_BATCH = 16;
 
 type AddressParams = { Params: { address: string } };
 type PageQuery = { Querystring: { limit: number; cursor?: string; min_conf: number } };
@@ -68,17 +67,22 @@ function setNextLink(request: FastifyRequest, reply: FastifyReply, q: PageQuery[
 async function chainHistory(deps: ResolvedApiDeps, addrKey: string, before: bigint, want: number): Promise<bigint[]> {
   const out: bigint[] = [];
   let bound = before;
+  // Chunks hold up to 1024 entries: ask for as many as a full page needs (plus the straddling one).
+  let batch = Math.min(MAX_CHUNK_BATCH, Math.ceil(want / 1024) + 1);
   for (;;) {
-    const chunks = await listHistoryChunks(deps.db, addrKey, bound, CHUNK_BATCH);
+    const chunks = await listHistoryChunks(deps.db, addrKey, bound, batch);
     for (const c of chunks) {
-      const entries = decodeEntries(c.entries);
-      for (let i = entries.length - 1; i >= 0 && out.length < want; i--) {
-        if (entries[i]! < before) out.push(entries[i]!);
+      // Read entries newest first straight from the bytes: only those the page needs.
+      const e = c.entries;
+      for (let off = e.length - 8; off >= 0 && out.length < want; off -= 8) {
+        const n = e.readBigUInt64BE(off);
+        if (n < before) out.push(n);
       }
       if (out.length >= want) return out;
     }
-    if (chunks.length < CHUNK_BATCH) return out;
+    if (chunks.length < batch) return out;
     bound = chunks[chunks.length - 1]!.first_tx_num;
+    batch = MAX_CHUNK_BATCH;
   }
 }
 

@@ -1,0 +1,189 @@
+/**
+ * bench/api: the REST API under load on a large synthetic index (issue 5 item 7, PERFORMANCE.md
+ * §2.5). Builds, straight in PostgreSQL: one hot address with 1,000,000 transactions (history
+ * chunks, 1M unspent outputs), 200,000 ordinary addresses with a balance and a history entry,
+ * 10,000 two-in/two-out payments; then (1) pages the hot address's history and unspent outputs
+ * at depths 0, 50 % and the very end (sequential requests, p50/p99), and (2) runs autocannon
+ * against balance, a history page and a transaction lookup (req/s, p50, p99).
+ * Run: `node --import tsx bench/api.ts [--duration S] [--connections N]` (DATABASE_URL and
+ * REDIS_URL optional: an ephemeral PostgreSQL and redis-server are started otherwise).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createHash } from 'node:crypto';
+import autocannon from 'autocannon';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { startPostgres } from '../src/embedded/postgres.js';
+import { startRedis } from '../src/embedded/redis.js';
+import { createDb } from '../src/db/connect.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { addressKey } from '../src/db/address-key.js';
+import { encodeIns, encodeOuts } from '../src/db/packed.js';
+import { txNum } from '../src/db/tx-num.js';
+import { segwitAddress } from '../src/bitcoin/address.js';
+import { witnessScript } from '../src/bitcoin/script.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import { createApiKey } from '../src/auth/keys.js';
+import { encodeCursor } from '../src/api/cursor.js';
+
+const { values: opts } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '16' } } });
+const DURATION = Number(opts.duration);
+const CONNECTIONS = Number(opts.connections);
+const HOT_TXS = 1_000_000;
+const PER_BLOCK = 1000;
+const ADDRESSES = 200_000;
+const PAYMENTS = 10_000;
+
+const sha = (s: string) => createHash('sha256').update(s).digest();
+const program = (i: number) => sha(`addr-${i}`).subarray(0, 20);
+const hotScript = witnessScript(0, sha('hot').subarray(0, 20));
+const hotAddress = segwitAddress(0, hotScript.subarray(2), 'regtest');
+const hotKey = addressKey(hotScript);
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function main() {
+  const scratch = await mkdtemp(join(tmpdir(), 'bench-api-'));
+  const started: { stop(): Promise<void> }[] = [];
+  let dbUrl = process.env.DATABASE_URL;
+  let redisUrl = process.env.REDIS_URL;
+  if (!dbUrl) {
+    const server = await startPostgres({ dataDir: join(scratch, 'pg'), ephemeral: true, settings: { shared_buffers: '1GB', max_wal_size: '8GB' } });
+    started.push(server);
+    const c = new pg.Client({ connectionString: server.url });
+    await c.connect();
+    await c.query('CREATE DATABASE bench_api');
+    await c.end();
+    dbUrl = server.urlFor('bench_api');
+  }
+  if (!redisUrl) {
+    const r = await startRedis({ dir: join(scratch, 'redis') });
+    started.push(r);
+    redisUrl = r.url;
+  }
+  const db = createDb(dbUrl, { max: 4 });
+  try {
+    await migrateToLatest(db);
+    const t0 = Date.now();
+    const heights = HOT_TXS / PER_BLOCK + 2;
+    await sql`INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
+      SELECT h, sha256(('block' || h)::bytea), sha256(('block' || (h - 1))::bytea), '\\x00'::bytea, 1700000000 + h * 600, ${PER_BLOCK}, 1000000, 4000000
+      FROM generate_series(0, ${heights}) h`.execute(db);
+    const hotOuts = encodeOuts([{ value: 1000n, script: hotScript }]);
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins, first_seen)
+      SELECT n, sha256(int8send(n)), ${hotOuts}, '\\x'::bytea, NULL
+      FROM (SELECT ((h::int8) << 20) | p AS n FROM generate_series(1, ${HOT_TXS / PER_BLOCK}) h, generate_series(1, ${PER_BLOCK}) p) s`.execute(db);
+    await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script)
+      SELECT txid, 0, tx_num, ${hotKey}::uuid, 1000, ${Buffer.from(hotScript)} FROM txs`.execute(db);
+    await sql`INSERT INTO history (addr_key, first_tx_num, last_tx_num, n, entries)
+      SELECT ${hotKey}::uuid, min(n), max(n), count(*), string_agg(int8send(n), ''::bytea ORDER BY n)
+      FROM (SELECT n, (row_number() OVER (ORDER BY n) - 1) / 1024 AS chunk FROM (SELECT tx_num AS n FROM txs) a) s GROUP BY chunk`.execute(db);
+    await sql`INSERT INTO balances (addr_key, balance, utxo_count) VALUES (${hotKey}::uuid, ${HOT_TXS * 1000}, ${HOT_TXS})`.execute(db);
+    // Ordinary addresses: a balance row and one history entry each.
+    const addresses: string[] = [];
+    for (let start = 0; start < ADDRESSES; start += 20_000) {
+      const keys: string[] = [];
+      const nums: string[] = [];
+      for (let i = start; i < start + 20_000; i++) {
+        const script = witnessScript(0, program(i));
+        addresses.push(segwitAddress(0, program(i), 'regtest'));
+        keys.push(addressKey(script));
+        nums.push(String(txNum(1 + (i % (HOT_TXS / PER_BLOCK)), 1 + (i % PER_BLOCK))));
+      }
+      await sql`INSERT INTO balances (addr_key, balance, utxo_count) SELECT k, 5000, 1 FROM unnest(${keys}::uuid[]) k`.execute(db);
+      await sql`INSERT INTO history (addr_key, first_tx_num, last_tx_num, n, entries)
+        SELECT k, n, n, 1, int8send(n) FROM unnest(${keys}::uuid[], ${nums}::int8[]) AS q(k, n)`.execute(db);
+    }
+    // Payments: 2 inputs (hot outputs), 2 outputs, at the last height.
+    const payH = heights - 1;
+    const payTxids: string[] = [];
+    for (let start = 0; start < PAYMENTS; start += 5000) {
+      const rows: { n: string; txid: Buffer; outs: Buffer; ins: Buffer }[] = [];
+      for (let i = start; i < start + 5000; i++) {
+        const txid = sha(`pay-${i}`);
+        payTxids.push(hashToHex(txid));
+        rows.push({
+          n: String(txNum(payH, i + 1)),
+          txid,
+          outs: encodeOuts([{ value: 1500n, script: witnessScript(0, program(i)) }, { value: 400n, script: hotScript }]),
+          ins: encodeIns([{ txNum: txNum(1 + (i % 1000), 1 + (i % 997)), vout: 0 }, { txNum: txNum(2 + (i % 998), 2 + (i % 991)), vout: 0 }]),
+        });
+      }
+      await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => r.txid)}::bytea[], ${rows.map((r) => r.outs)}::bytea[], ${rows.map((r) => r.ins)}::bytea[])`.execute(db);
+    }
+    await sql`UPDATE chain_tip SET height = ${payH}, hash = sha256(('block' || ${payH})::bytea)`.execute(db);
+    await sql`VACUUM ANALYZE`.execute(db);
+    const key = (await createApiKey(db, { name: 'bench', rateLimit: 2_000_000_000 })).key;
+    process.stdout.write(`index built in ${((Date.now() - t0) / 1000).toFixed(1)} s: hot address ${hotAddress} with ${HOT_TXS} txs, ${ADDRESSES} addresses, ${PAYMENTS} payments\n`);
+
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/api-server.ts', dbUrl, redisUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const port = await new Promise<number>((res, rej) => {
+      child.stdout.on('data', (d: Buffer) => {
+        const m = /port (\d+)/.exec(d.toString());
+        if (m) res(Number(m[1]));
+      });
+      child.on('exit', (c) => rej(new Error(`api server exited ${c}`)));
+    });
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      // (1) Paging depth: sequential requests, each a full HTTP round trip.
+      const hotNums = (await sql<{ tx_num: bigint }>`SELECT tx_num FROM txs WHERE tx_num < ${txNum(payH, 0)} ORDER BY tx_num DESC`.execute(db)).rows.map((r) => r.tx_num);
+      const depths: [string, number][] = [['first page', 0], ['depth 500,000', 500_000], ['last page', HOT_TXS - 25]];
+      process.stdout.write('\npaging the 1M-transaction address (limit 25 and 1000, 200 sequential requests each):\n');
+      process.stdout.write('| list | position | limit | p50 ms | p99 ms |\n|---|---|---|---|---|\n');
+      for (const kind of ['history', 'unspentoutputs'] as const) {
+        for (const [label, d] of depths) {
+          for (const limit of [25, 1000]) {
+            const cursor = d === 0 ? '' : `&cursor=${encodeCursor(kind === 'history' ? { kind: 'h', phase: 'c', txNum: hotNums[d - 1]!, vout: 0 } : { kind: 'u', phase: 'c', txNum: hotNums[d - 1]!, vout: 0 })}`;
+            const url = `${base}/v1/addresses/${hotAddress}/${kind}?limit=${limit}${cursor}`;
+            const times: number[] = [];
+            for (let i = 0; i < 200; i++) {
+              const t = performance.now();
+              const r = await fetch(url, { headers: { apiKey: key } });
+              const body = (await r.json()) as unknown[];
+              if (r.status !== 200 || body.length === 0) throw new Error(`${url} → ${r.status}`);
+              times.push(performance.now() - t);
+            }
+            times.sort((a, b) => a - b);
+            process.stdout.write(`| ${kind} | ${label} | ${limit} | ${pct(times, 50).toFixed(2)} | ${pct(times, 99).toFixed(2)} |\n`);
+          }
+        }
+      }
+
+      // (2) Throughput with autocannon.
+      const rand = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!;
+      const scenarios: [string, () => string][] = [
+        ['balance (random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/balance`],
+        ['history page (limit 25, hot address, random depth)', () => `/v1/addresses/${hotAddress}/history?limit=25&cursor=${encodeCursor({ kind: 'h', phase: 'c', txNum: rand(hotNums), vout: 0 })}`],
+        ['history page (limit 25, random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/history?limit=25`],
+        ['transaction (random of 10k payments, 2 in / 2 out)', () => `/v1/transactions/${rand(payTxids)}`],
+      ];
+      process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each (server and load generator share the 2 cores):\n`);
+      process.stdout.write('| route | req/s | p50 ms | p99 ms | non-2xx |\n|---|---|---|---|---|\n');
+      for (const [label, path] of scenarios) {
+        const result = await autocannon({
+          url: base,
+          connections: CONNECTIONS,
+          duration: DURATION,
+          headers: { apiKey: key },
+          requests: [{ setupRequest: (req) => ({ ...req, path: path() }) }],
+        });
+        process.stdout.write(`| ${label} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${result.non2xx} |\n`);
+      }
+    } finally {
+      child.kill('SIGTERM');
+    }
+  } finally {
+    await db.destroy();
+    for (const s of started.reverse()) await s.stop();
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+await main();
