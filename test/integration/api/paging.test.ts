@@ -1,0 +1,90 @@
+/**
+ * Paging over many history chunks and unspent outputs: every page size walks the whole list in
+ * order with no gap or duplicate, and a new block added between pages does not shift them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
+import { createApiHarness, type ApiHarness } from './harness.js';
+import { addressToScript } from '../../../src/bitcoin/address.js';
+import { addressKey } from '../../../src/db/address-key.js';
+import { encodeEntries, encodeOuts } from '../../../src/db/packed.js';
+import { txNum } from '../../../src/db/tx-num.js';
+
+const C = 'bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n';
+const script = addressToScript(C, 'regtest');
+const key = addressKey(script);
+const txidOf = (n: bigint) => createHash('sha256').update(String(n)).digest();
+const display = (n: bigint) => Buffer.from(txidOf(n)).reverse().toString('hex');
+
+async function walk(h: ApiHarness, first: string, between?: () => Promise<void>): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  let url: string | undefined = first;
+  let pages = 0;
+  while (url) {
+    const r = await h.get(url);
+    expect(r.statusCode).toBe(200);
+    seen.push(...(r.json() as unknown[]));
+    const link = r.headers.link as string | undefined;
+    url = link ? /^<([^>]+)>; rel="next"$/.exec(link)![1] : undefined;
+    if (pages++ === 0 && between) await between();
+  }
+  return seen;
+}
+
+describe('paging across chunks', () => {
+  let h: ApiHarness;
+  const nums: bigint[] = [];
+  beforeAll(async () => {
+    h = await createApiHarness();
+    // 2,552 transactions over 40 blocks, in chunks of 1024, 1024, 500, 3 and 1 entries.
+    for (let height = 1; height <= 40; height++) for (let p = 0; p < 64 && nums.length < 2552; p++) nums.push(txNum(height, p));
+    const sizes = [1024, 1024, 500, 3, 1];
+    let at = 0;
+    for (const size of sizes) {
+      const part = nums.slice(at, at + size);
+      at += size;
+      await h.t.db.insertInto('history').values({ addr_key: key, first_tx_num: part[0]!, last_tx_num: part[part.length - 1]!, n: part.length, entries: encodeEntries(part) }).execute();
+    }
+    const outs = encodeOuts([{ value: 1000n, script }]);
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${nums.map(String)}::int8[], ${nums.map(txidOf)}::bytea[], ${nums.map(() => outs)}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[])`.execute(h.t.db);
+    await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT t, v, n, ${key}::uuid, 1000, ${Buffer.from(script)} FROM unnest(${nums.map(txidOf)}::bytea[], ${nums.map(String)}::int8[]) AS q(t, n), generate_series(0, 1) v`.execute(h.t.db);
+    await h.t.db.insertInto('balances').values({ addr_key: key, balance: BigInt(nums.length * 2000), utxo_count: nums.length * 2 }).execute();
+    await h.t.db.updateTable('chain_tip').set({ height: 40, hash: Buffer.alloc(32, 1) }).execute();
+  });
+  afterAll(async () => h?.close());
+
+  it('history: every limit walks all 2,552 entries newest first', async () => {
+    const expected = [...nums].reverse().map(display);
+    expect(await walk(h, `/v1/addresses/${C}/history?limit=10000`)).toEqual(expected);
+    for (const limit of [7, 1000, 1024, 1025]) {
+      expect(await walk(h, `/v1/addresses/${C}/history?limit=${limit}`), `limit ${limit}`).toEqual(expected);
+    }
+  });
+
+  it('unspent outputs: every limit walks all 5,104 outputs, (tx, vout) descending', async () => {
+    const expected = [...nums].reverse().flatMap((n) => [`${display(n)}:1`, `${display(n)}:0`]);
+    for (const limit of [3, 1000, 10000]) {
+      const seen = (await walk(h, `/v1/addresses/${C}/unspentoutputs?limit=${limit}`)) as { transaction_hash: string; index: number }[];
+      expect(seen.map((u) => `${u.transaction_hash}:${u.index}`), `limit ${limit}`).toEqual(expected);
+    }
+  });
+
+  it('a block added after the first page does not shift the following pages', async () => {
+    const expected = [...nums].reverse().map(display);
+    const newNum = txNum(41, 0);
+    const seen = await walk(h, `/v1/addresses/${C}/history?limit=500`, async () => {
+      await h.t.db.insertInto('txs').values({ tx_num: newNum, txid: txidOf(newNum), outs: Buffer.alloc(0), ins: Buffer.alloc(0), first_seen: null }).execute();
+      await h.t.db.insertInto('history').values({ addr_key: key, first_tx_num: newNum, last_tx_num: newNum, n: 1, entries: encodeEntries([newNum]) }).execute();
+      await h.t.db.updateTable('chain_tip').set({ height: 41 }).execute();
+    });
+    expect(seen).toEqual(expected);
+    expect(((await h.get(`/v1/addresses/${C}/history?limit=1`)).json() as string[])[0]).toBe(display(newNum));
+  });
+
+  it('min_conf bounds the chain part by height', async () => {
+    // tip 41: min_conf=3 keeps heights ≤ 39.
+    const seen = await walk(h, `/v1/addresses/${C}/history?limit=10000&min_conf=3`);
+    expect(seen).toEqual([...nums].filter((n) => n < txNum(40, 0)).reverse().map(display));
+  });
+});
