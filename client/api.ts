@@ -6,6 +6,7 @@
  * @module
  */
 import { hex } from '@scure/base';
+import { ApiError } from './errors.js';
 import { createHttp, nextLink, type FetchLike, type Http } from './http.js';
 import { getNetwork, type Network, type NetworkName } from './network.js';
 import { Reservations } from './reservations.js';
@@ -175,10 +176,18 @@ export class BlockwireClient {
     return iterateItems(() => this.getUnspentOutputs(address, opts), (next) => this.unspentOutputsPage(next));
   }
 
-  /** Every unspent output of the address, all pages, as one array. */
+  /**
+   * Every unspent output of the address, all pages, as one array. An address no transaction has
+   * touched (the server's 404 `ERR_ADDRESS_NOT_FOUND`) has none.
+   */
   async listUnspentOutputs(address: string, opts: UnspentOptions = {}): Promise<UnspentOutput[]> {
     const all: UnspentOutput[] = [];
-    for await (const u of this.unspentOutputs(address, opts)) all.push(u);
+    try {
+      for await (const u of this.unspentOutputs(address, opts)) all.push(u);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404 && err.code === 'ERR_ADDRESS_NOT_FOUND') return [];
+      throw err;
+    }
     return all;
   }
 

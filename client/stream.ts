@@ -1,7 +1,8 @@
 /**
  * The event stream client: a WebSocket to `/v1/stream?after=<event id>` that reconnects with
  * backoff and resumes after the last event id it delivered, so the caller never sees an id twice
- * (ids increase; anything at or below the last delivered id is dropped). Flow control: when the
+ * (ids increase; anything below the last delivered id, or equal to it for a subscription already
+ * served, is dropped). Flow control: when the
  * caller's queue passes a high-water mark the socket is closed and reopened, from the last
  * queued id, once the queue has drained — nothing is lost and memory stays bounded.
  * Uses the platform WebSocket, or an injected constructor (the `ws` package in Node 20).
@@ -63,6 +64,8 @@ export class EventStream implements AsyncIterable<StreamEvent> {
   private ws: WebSocketLike | undefined;
   private last: bigint | undefined;
   private lastRaw: string | undefined;
+  /** Subscriptions already delivered with the last id (null: all of them, a resume point). */
+  private lastSubs: Set<string> | null = null;
   private attempts = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private idleTimer: ReturnType<typeof setTimeout> | undefined;
@@ -227,25 +230,35 @@ export class EventStream implements AsyncIterable<StreamEvent> {
     }
   }
 
-  /** Records `id` as the last one seen; false when it is not newer (a duplicate). */
-  private advance(id: string): boolean {
+  /**
+   * Records a delivery as seen; false for a duplicate. Ids increase; one id may come once per
+   * subscription (`sub`), so an id equal to the last is new only for a subscription not yet seen
+   * with it. `sub` undefined marks a resume point: everything up to `id` counts as seen.
+   */
+  private advance(id: string, sub?: string): boolean {
     let n: bigint | undefined;
     try {
       n = BigInt(id);
     } catch {
       n = undefined;
     }
-    if (n !== undefined && this.last !== undefined && n <= this.last) return false;
-    if (n === undefined && id === this.lastRaw) return false;
+    const same = n !== undefined && this.last !== undefined ? n === this.last : id === this.lastRaw;
+    if (n !== undefined && this.last !== undefined && n < this.last) return false;
+    if (same) {
+      if (this.lastSubs === null || sub === undefined || this.lastSubs.has(sub)) return false;
+      this.lastSubs.add(sub);
+      return true;
+    }
     this.last = n;
     this.lastRaw = id;
+    this.lastSubs = sub === undefined ? null : new Set([sub]);
     return true;
   }
 
   private deliver(raw: StreamEvent): void {
     if (this.current === 'closed') return;
     const event = { ...raw, id: String(raw.id) };
-    if (!this.advance(event.id)) return;
+    if (!this.advance(event.id, String(event.subscription_id ?? ''))) return;
     if (this.opts.onEvent) {
       this.opts.onEvent(event);
       return;

@@ -109,9 +109,14 @@ export type EventType =
   | 'tx.dropped'
   | 'block.connected'
   | 'block.disconnected'
+  | 'stamp.confirmed'
   | (string & {});
 
-/** An event from the stream (or a hook). `id` increases; the client gives it as a string. */
+/**
+ * An event from the stream (or a hook). `id` (the outbox sequence) increases; one event matching
+ * several subscriptions of the key comes once per subscription with the same id. The client
+ * gives `id` as a string.
+ */
 export type StreamEvent = {
   id: string;
   type: EventType;
@@ -121,10 +126,12 @@ export type StreamEvent = {
   address?: string | null;
   transaction_hash?: string | null;
   block?: { hash: string; height: number } | null;
-  confirmations?: number;
-  received?: string | number;
-  sent?: string | number;
+  confirmations?: number | null;
+  received?: number | null;
+  sent?: number | null;
   replaced_by?: string | null;
+  /** Extra data of key events such as stamp.confirmed. */
+  data?: unknown;
 } & Record<string, unknown>;
 
 /** One page of a paged list, with the link to the next one. */
