@@ -82,6 +82,8 @@ export type Devnode = {
     address(type: AddressType): string;
     destination(type: AddressType): Destination;
     newAddress(type: AddressType): Destination;
+    /** True when the wallet can spend this output script (hex or bytes). */
+    owns(script: string | Uint8Array): boolean;
     balance(): bigint;
     send(to: PaymentTarget, sats: bigint, opts?: SendOptions): Promise<string>;
     createTx(to: PaymentTarget | null, sats: bigint, opts?: SendOptions): string;
@@ -344,6 +346,7 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
         saveWallet();
         return d;
       },
+      owns: (script) => wallet.owns(script),
       balance: () => wallet.balance(),
       send: async (to, sats, o) => wallet.send(to, sats, o),
       createTx: (to, sats, o) => bytesToHex(wallet.createTx(to, sats, o).bytes),

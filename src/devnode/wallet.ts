@@ -11,6 +11,7 @@ import * as btc from '@scure/btc-signer';
 import { bytesToHex, hexToBytes, sha256 } from '../bitcoin/hash.js';
 import { decodeTx, type DecodedTx } from '../bitcoin/tx.js';
 import { addressToScript, scriptToAddress } from './address.js';
+import { solve } from './script.js';
 import { outpointKey, prevTxidOf } from './chain.js';
 import { REGTEST } from './consensus.js';
 import { broadcastTx } from './broadcast.js';
@@ -50,6 +51,8 @@ export type SendOptions = {
   outputs?: { to: PaymentTarget; sats: bigint }[];
   /** Spend only these coins (`txid:vout`), even if a mempool transaction spends them (a conflict). */
   from?: string[];
+  /** Where the change output goes among the outputs (default: last). */
+  changePosition?: number;
   /** Use unconfirmed coins too (default true). */
   includeUnconfirmed?: boolean;
 };
@@ -262,13 +265,18 @@ export class Wallet {
       sum += c.value;
     }
     if (inputs.length === 0 || sum < target + estimate(inputs.length)) throw new InsufficientFunds();
-    const change = this.destination(['p2wpkh', 'p2tr', 'p2sh-p2wpkh', 'p2pkh'][inputs.length % 4] as AddressType, 1);
+    const change = this.destination(changeType(payments.map((p) => p.script)), 1);
     const changeScript = hexToBytes(change.script);
-    const draft = this.sign(inputs, [...payments, { script: changeScript, value: sum - target - estimate(inputs.length) }], opts.rbf ?? true);
+    const withChange = (value: bigint) => {
+      const outs = [...payments];
+      outs.splice(Math.min(opts.changePosition ?? outs.length, outs.length), 0, { script: changeScript, value });
+      return outs;
+    };
+    const draft = this.sign(inputs, withChange(sum - target - estimate(inputs.length)), opts.rbf ?? true);
     const fee = BigInt(Math.ceil(draft.vsize * rate));
     const rest = sum - target - fee;
     if (rest < 0n) throw new InsufficientFunds();
-    if (rest >= 1000n) return this.sign(inputs, [...payments, { script: changeScript, value: rest }], opts.rbf ?? true);
+    if (rest >= 1000n) return this.sign(inputs, withChange(rest), opts.rbf ?? true);
     return this.sign(inputs, payments, opts.rbf ?? true);
   }
 
@@ -299,6 +307,27 @@ export class Wallet {
     if (outputs[changeIdx]!.value < 546n) throw new Error('Change output too small to bump the fee');
     const replacement = this.sign(inputs, outputs, true);
     return broadcastTx(this.node, replacement);
+  }
+}
+
+/**
+ * The change type, as Core's wallet tends to pick it: matching the payment (legacy change for a
+ * legacy payment, P2SH-P2WPKH when a payment goes to P2SH, P2WPKH for segwit v0, P2TR for
+ * taproot and for data-only transactions).
+ */
+function changeType(scripts: Uint8Array[]): AddressType {
+  const types = scripts.map((s) => solve(s).type);
+  if (types.includes('scripthash')) return 'p2sh-p2wpkh';
+  switch (types.find((t) => t !== 'nulldata')) {
+    case 'pubkeyhash':
+    case 'pubkey':
+    case 'multisig':
+      return 'p2pkh';
+    case 'witness_v0_keyhash':
+    case 'witness_v0_scripthash':
+      return 'p2wpkh';
+    default:
+      return 'p2tr';
   }
 }
 

@@ -1,0 +1,83 @@
+/**
+ * Test clients for a running devnode: raw JSON-RPC over HTTP (status, parsed body and text, as a
+ * client sees them), REST GETs, and a ZMQ subscriber collecting every message with its frames.
+ */
+import { Subscriber } from 'zeromq';
+import type { Devnode } from '../../../src/devnode/index.js';
+
+export type RawRpcReply = { status: number; body: { result: unknown; error: { code: number; message: string } | null; id: unknown }; text: string };
+
+/** POSTs one JSON-RPC 1.0 request (as bitcoin-cli does) and returns status and body. */
+export async function rawRpc(node: Devnode, method: string, params: unknown[] = [], id: unknown = 1, path = '/'): Promise<RawRpcReply> {
+  const auth = `Basic ${Buffer.from(`${node.rpc.user}:${node.rpc.password}`).toString('base64')}`;
+  const res = await fetch(`http://${node.rpc.host}:${node.rpc.port}${path}`, {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '1.0', id, method, params }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text), text };
+}
+
+/** The result of a call that must succeed. */
+export async function rpcResult<T = unknown>(node: Devnode, method: string, params: unknown[] = []): Promise<T> {
+  const r = await rawRpc(node, method, params);
+  if (r.body.error) throw new Error(`${method} failed: ${r.body.error.code} ${r.body.error.message}`);
+  return r.body.result as T;
+}
+
+export type RestReply = { status: number; type: string; bytes: Uint8Array; text: string };
+
+export async function restGet(node: Devnode, path: string): Promise<RestReply> {
+  const res = await fetch(`http://${node.rpc.host}:${node.rpc.port}${path}`);
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  return { status: res.status, type: res.headers.get('content-type') ?? '', bytes, text: Buffer.from(bytes).toString('utf8') };
+}
+
+export type ZmqMessage = { topic: string; body: Uint8Array; seq: number | null; frames: number };
+
+/** Subscribes to every topic and records messages until `close()`. */
+export async function collectZmq(url: string): Promise<{ messages: ZmqMessage[]; settle: (quietMs?: number) => Promise<void>; close: () => void }> {
+  const sub = new Subscriber();
+  sub.connect(url);
+  sub.subscribe();
+  const messages: ZmqMessage[] = [];
+  let last = Date.now();
+  let closed = false;
+  void (async () => {
+    try {
+      for await (const frames of sub) {
+        last = Date.now();
+        const seqFrame = frames[2];
+        messages.push({
+          topic: frames[0]!.toString('utf8'),
+          body: new Uint8Array(frames[1] ?? Buffer.alloc(0)),
+          seq: seqFrame && seqFrame.length === 4 ? seqFrame.readUInt32LE(0) : null,
+          frames: frames.length,
+        });
+      }
+    } catch (err) {
+      if (!closed) throw err;
+    }
+  })();
+  // A PUB/SUB connection drops what is published before it is established: give it a moment.
+  await new Promise((r) => setTimeout(r, 300));
+  return {
+    messages,
+    settle: async (quietMs = 200) => {
+      while (Date.now() - last < quietMs) await new Promise((r) => setTimeout(r, 50));
+    },
+    close: () => {
+      closed = true;
+      sub.close();
+    },
+  };
+}
+
+/** `topic` plus, for `sequence`, its label and mempool sequence: the pattern of a message stream. */
+export function zmqPattern(m: { topic: string; body: Uint8Array }): string {
+  if (m.topic !== 'sequence') return m.topic;
+  const label = String.fromCharCode(m.body[32]!);
+  if (m.body.length === 41) return `sequence ${label} ${Buffer.from(m.body.subarray(33)).readBigUInt64LE(0)}`;
+  return `sequence ${label}`;
+}

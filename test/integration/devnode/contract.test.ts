@@ -1,0 +1,335 @@
+/**
+ * The devnode against the recording of a real Bitcoin Core 30.0 regtest node
+ * (../shared/fixtures/bitcoind): the recorded scenario is played again step by step on a devnode
+ * (Core-wallet actions through the devnode's own wallet, everything else over RPC/REST), and
+ * every recorded node call is compared: HTTP status, error code and message, result key order
+ * and types, and values where the chain is the same (genesis, errors, mempool sequence numbers,
+ * chain tips, fee estimate). The ZMQ stream of the whole session must have the recorded pattern:
+ * the same topics in the same order, the same C/D/A/R labels and mempool sequences, 3 frames.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { decodeBlock } from '../../../src/bitcoin/block.js';
+import { encodeTx } from '../../../src/bitcoin/encode.js';
+import { bytesToHex, hashToHex, hexToBytes, hexToHash } from '../../../src/bitcoin/hash.js';
+import { decodeTx } from '../../../src/bitcoin/tx.js';
+import { addressToScript } from '../../../src/devnode/address.js';
+import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { decodeSpentTxOuts } from '../../../src/rpc/rest.js';
+import { describeFixtures } from '../../support/fixtures.js';
+import { loadRecording, type RecordedRpc } from '../../unit/devnode/recording.js';
+import { collectZmq, rawRpc, restGet, zmqPattern, type RawRpcReply } from './clients.js';
+
+/** Recorded calls to Core's wallet: the devnode's built-in wallet plays these parts. */
+const WALLET_METHODS = new Set([
+  'createwallet',
+  'getnewaddress',
+  'getaddressinfo',
+  'sendtoaddress',
+  'fundrawtransaction',
+  'signrawtransactionwithwallet',
+  'createmultisig',
+  'sendmany',
+  'bumpfee',
+  'listunspent',
+  'createrawtransaction',
+  'gettransaction',
+]);
+
+/** Same keys in the same order and the same JSON types, recursively (arrays element by element when equally long). */
+function sameShape(actual: unknown, recorded: unknown, path = '$'): void {
+  if (recorded === null || actual === null) {
+    expect(actual, path).toBe(recorded);
+    return;
+  }
+  expect(typeof actual, path).toBe(typeof recorded);
+  if (Array.isArray(recorded)) {
+    expect(Array.isArray(actual), path).toBe(true);
+    const a = actual as unknown[];
+    if (a.length === recorded.length) a.forEach((x, i) => sameShape(x, recorded[i], `${path}[${i}]`));
+    else {
+      expect(a.length > 0, `${path}: ${a.length} elements where Core had ${recorded.length}`).toBe(recorded.length > 0);
+      if (a.length && recorded.length) sameShape(a[0], recorded[0], `${path}[0]`);
+    }
+    return;
+  }
+  if (typeof recorded === 'object') {
+    expect(Object.keys(actual as object), path).toEqual(Object.keys(recorded as object));
+    for (const k of Object.keys(recorded as object)) sameShape((actual as Record<string, unknown>)[k], (recorded as Record<string, unknown>)[k], `${path}.${k}`);
+  }
+}
+
+/** For maps keyed by txid: same number of entries, each value of the same shape, in order. */
+function sameMapShape(actual: unknown, recorded: unknown, path: string): void {
+  const a = Object.values(actual as object);
+  const r = Object.values(recorded as object);
+  expect(a.length, path).toBe(r.length);
+  a.forEach((x, i) => sameShape(x, r[i], `${path}[${i}]`));
+}
+
+const EXT = {
+  legacy: 'mqj6Syx4Fy9Z61KmMWcEfcr8g7LjcwT29s',
+  p2shSegwit: '2N4VL7YQzJHwMipz3yjAFy2FYcbmuVRMRU9',
+  bech32: 'bcrt1qn5fgugamhunv64rhjllz90dgqulruh8dk32q08',
+  bech32m: 'bcrt1ptl4lwxqswkvht82c0wlkfd45v8k849263k8mnc2wd23n0rttx8tqfs3q6q',
+  p2shMulti: '2NBaG4feh6qf8JQDmtjsJcn7rVy9BJHZgop',
+  p2wshMulti: 'bcrt1qaaxwj2kdpv8cz8gngswxpcume7q3n9vqy0rg0rhdh5092madpm8qps8x3y',
+  p2pk: '2102e2df18d80052665b8251269a0fa0e0dd5655ce750e9e31995e25878cbc7b72c7ac',
+  bareMulti: '512102e2df18d80052665b8251269a0fa0e0dd5655ce750e9e31995e25878cbc7b72c72103415d2f0d221833c2c6ffa70bcc57cac3b8b30aa60578fc7536fe69262c7be92452ae',
+};
+
+describeFixtures('devnode contract: the recorded Bitcoin Core 30.0 session', () => {
+  let rec: Awaited<ReturnType<typeof loadRecording>>;
+  let node: Devnode;
+  let zmq: Awaited<ReturnType<typeof collectZmq>>;
+  const compared = new Map<number, 'exact' | 'shape'>();
+  const tx: Record<string, string> = {};
+  const blk: Record<string, string> = {};
+
+  /** Sends the devnode the equivalent of recorded call `id` and compares the answer. */
+  async function replay(id: number, params: unknown[] | null, mode: 'exact' | 'shape' | 'map'): Promise<RawRpcReply> {
+    const r: RecordedRpc = rec.call(id);
+    const got = await rawRpc(node, r.request.method, params ?? r.request.params, id);
+    const what = `call ${id} ${r.request.method}`;
+    expect(got.status, `${what}: HTTP status`).toBe(r.http_status);
+    if (mode === 'exact') expect(got.body, what).toEqual(r.response);
+    else {
+      expect(got.body.error, what).toEqual(r.response.error);
+      expect(Object.keys(got.body), what).toEqual(Object.keys(r.response));
+      if (mode === 'map') sameMapShape(got.body.result, r.response.result, what);
+      else sameShape(got.body.result, r.response.result, what);
+    }
+    compared.set(id, mode === 'exact' ? 'exact' : 'shape');
+    return got;
+  }
+  const resultOf = <T>(r: RawRpcReply) => r.body.result as T;
+  const recorded = <T>(id: number) => rec.call(id).response.result as T;
+
+  /** `txid:vout` of the wallet's change output in a transaction. */
+  const changeOf = (txid: string): string => {
+    const n = node.node;
+    const t = n.mempool.get(txid)?.tx ?? n.chain.get(n.chain.txIndex.get(txid)!)!.block.txs.find((x) => hashToHex(x.txid) === txid)!;
+    const vout = t.outputs.findIndex((o) => node.wallet.owns(o.script));
+    expect(vout).toBeGreaterThanOrEqual(0);
+    return `${txid}:${vout}`;
+  };
+
+  /** Compares a REST answer with the recorded one for `recordedPath` (shape for JSON). */
+  async function restLike(recordedPath: string, path: string, mode: 'exact' | 'shape' | 'status'): Promise<Uint8Array> {
+    const want = rec.restCall(recordedPath);
+    const got = await restGet(node, path);
+    expect(got.status, path).toBe(want.http_status);
+    expect(got.type, path).toBe(want.content_type);
+    if (mode === 'exact') expect(want.body.hex !== undefined ? bytesToHex(got.bytes) : got.text, path).toBe(want.body.hex ?? want.body.text);
+    if (mode === 'shape') {
+      expect(got.text.endsWith('\n'), path).toBe(true);
+      sameShape(JSON.parse(got.text), JSON.parse(want.body.text!), path);
+    }
+    return got.bytes;
+  }
+
+  beforeAll(async () => {
+    rec = await loadRecording();
+    node = await startDevnode({ walletSeed: '11'.repeat(32) });
+    zmq = await collectZmq(node.zmqUrl);
+  });
+
+  afterAll(async () => {
+    zmq?.close();
+    await node?.stop();
+  });
+
+  it('fresh node: chain state and genesis lookups as Core answers them', async () => {
+    const got = resultOf<Record<string, unknown>>(await replay(1, null, 'shape'));
+    const want = recorded<Record<string, unknown>>(1);
+    for (const k of Object.keys(want)) if (k !== 'verificationprogress') expect(got[k], k).toEqual(want[k]);
+    expect(got.verificationprogress as number).toBeLessThan(1e-3);
+    for (const id of [2, 3, 6, 7, 8, 9, 10, 11, 12]) await replay(id, null, 'exact');
+    const net = resultOf<Record<string, unknown>>(await replay(4, null, 'shape'));
+    expect([net.version, net.relayfee, net.incrementalfee]).toEqual([300000, 1e-6, 1e-6]);
+    const zmqs = resultOf<{ type: string; address: string; hwm: number }[]>(await replay(5, null, 'shape'));
+    expect(zmqs.map((z) => z.type)).toEqual(recorded<{ type: string }[]>(5).map((z) => z.type));
+    expect(zmqs.every((z) => z.address === node.zmqUrl && z.hwm === 1000)).toBe(true);
+
+    const genesis = '0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206';
+    for (const p of [`/rest/block/${genesis}.bin`, `/rest/block/${genesis}.json`, '/rest/blockhashbyheight/0.hex', `/rest/headers/1/${genesis}.hex`]) await restLike(p, p, 'exact');
+    await restLike('/rest/chaininfo.json', '/rest/chaininfo.json', 'shape');
+  });
+
+  it('lookups of unknown or malformed things: same codes, messages and HTTP statuses', async () => {
+    for (const id of [13, 14, 15, 16, 17, 18, 19]) await replay(id, null, 'exact');
+    for (const p of [
+      '/rest/block/abababababababababababababababababababababababababababababababab.bin',
+      '/rest/tx/abababababababababababababababababababababababababababababababab.hex',
+      '/rest/blockhashbyheight/999.hex',
+    ]) await restLike(p, p, 'exact');
+  });
+
+  it('wallet step: 101 blocks to a wallet address', async () => {
+    const hashes = resultOf<string[]>(await replay(28, [101, node.wallet.address('p2wpkh')], 'shape'));
+    expect(hashes).toHaveLength(101);
+    await replay(29, [hashes[0], 2], 'shape');
+    await replay(30, [hashes[100], 1], 'shape');
+  });
+
+  it('payments to each address type (chained as the Core wallet chained them) and the mempool views', async () => {
+    const w = node.wallet;
+    tx.p1 = await w.send(EXT.legacy, 50_000_000n);
+    tx.p2 = await w.send(EXT.p2shSegwit, 60_000_000n, { from: [changeOf(tx.p1)] });
+    tx.p3 = await w.send(EXT.bech32, 70_000_000n, { from: [changeOf(tx.p2)] });
+    tx.p4 = await w.send(EXT.bech32m, 80_000_000n, { from: [changeOf(tx.p3)] });
+    expect(resultOf<string[]>(await replay(40, null, 'shape'))).toEqual([tx.p1, tx.p2, tx.p3, tx.p4]);
+    await replay(41, null, 'map');
+    const seq = resultOf<{ txids: string[]; mempool_sequence: number }>(await replay(42, null, 'shape'));
+    expect(seq.mempool_sequence).toBe(recorded<{ mempool_sequence: number }>(42).mempool_sequence);
+    const info = resultOf<Record<string, unknown>>(await replay(43, null, 'shape'));
+    expect([info.size, info.unbroadcastcount, info.fullrbf]).toEqual([4, 4, true]);
+    const entry = resultOf<Record<string, unknown>>(await replay(44, [tx.p1], 'shape'));
+    expect([entry.descendantcount, entry.ancestorcount, entry['bip125-replaceable']]).toEqual([4, 1, true]);
+    await replay(45, [tx.p1, true], 'shape');
+    await replay(46, [tx.p1, 0], 'shape');
+    await restLike(`/rest/tx/${'0aa44a665de50c682c786f813babef8fda4850d8da611198bc12a65376a40164'}.hex`, `/rest/tx/${tx.p1}.hex`, 'status');
+    await restLike('/rest/mempool/info.json', '/rest/mempool/info.json', 'shape');
+    const contents = await restGet(node, '/rest/mempool/contents.json');
+    sameMapShape(JSON.parse(contents.text), JSON.parse(rec.restCall('/rest/mempool/contents.json').body.text!), 'mempool contents');
+  });
+
+  it('OP_RETURN, multisig, P2PK and bare multisig outputs; the block that mines them in every format', async () => {
+    const w = node.wallet;
+    const dataHex = w.createTx(null, 0n, {
+      data: ['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', '5354414d50000000000000000000000000000000000000000000000000000000'],
+      from: [changeOf(tx.p4)],
+    });
+    const accept = resultOf<{ allowed: boolean }[]>(await replay(49, [[dataHex]], 'shape'));
+    expect(accept[0]!.allowed).toBe(true);
+    tx.data = resultOf<string>(await replay(50, [dataHex], 'shape'));
+    tx.multi = await w.send(EXT.p2wshMulti, 30_000_000n, { outputs: [{ to: EXT.p2shMulti, sats: 20_000_000n }], from: [changeOf(tx.data)] });
+    const nested = changeOf(tx.multi);
+    const pkHex = w.createTx({ script: EXT.p2pk }, 100_000n, { outputs: [{ to: { script: EXT.bareMulti }, sats: 100_000n }], from: [nested], changePosition: 1 });
+    tx.pk = resultOf<string>(await replay(58, [pkHex], 'shape'));
+    const [hash] = resultOf<string[]>(await replay(59, [1, node.wallet.address('p2wpkh')], 'shape'));
+    blk.data = hash!;
+    expect(resultOf<string>(await replay(60, [hash, 0], 'shape'))).toMatch(/^[0-9a-f]+$/);
+    for (const [id, v] of [[61, 1], [62, 2], [63, 3]] as const) await replay(id, [hash, v], 'shape');
+    const pairs: [number, string][] = [[64, tx.data], [66, tx.multi], [68, tx.pk], [70, tx.p2]];
+    for (const [id, txid] of pairs) {
+      await replay(id, [txid, true], 'shape');
+      const v2 = resultOf<{ fee: number; vin: { prevout?: unknown }[] }>(await replay(id + 1, [txid, 2, hash], 'shape'));
+      expect(v2.fee).toBeGreaterThan(0);
+    }
+    const recHash = '1d5d111ad5001e7a2f0ed162bec7d18d83f625ffeec4f17492957dd636851c41';
+    const raw = await restLike(`/rest/block/${recHash}.bin`, `/rest/block/${hash}.bin`, 'status');
+    const block = decodeBlock(raw);
+    expect(block.txs.length).toBe(8);
+    await restLike(`/rest/block/${recHash}.json`, `/rest/block/${hash}.json`, 'shape');
+    await restLike(`/rest/block/notxdetails/${recHash}.json`, `/rest/block/notxdetails/${hash}.json`, 'shape');
+    const undo = decodeSpentTxOuts(await restLike(`/rest/spenttxouts/${recHash}.bin`, `/rest/spenttxouts/${hash}.bin`, 'status'));
+    expect(undo.map((l) => l.length)).toEqual(block.txs.map((t) => (t.isCoinbase ? 0 : t.inputs.length)));
+    await restLike(`/rest/spenttxouts/${recHash}.json`, `/rest/spenttxouts/${hash}.json`, 'shape');
+    const utxos = rec.rest.find((r) => r.path.includes('getutxos'))!;
+    await restLike(utxos.path, utxos.path, 'exact');
+  });
+
+  it('RBF: replacement, the mempool sequence shows the removal, the replaced tx is gone', async () => {
+    tx.rbf = await node.wallet.send(EXT.bech32m, 25_000_000n);
+    expect(resultOf<{ mempool_sequence: number }>(await replay(73, null, 'shape')).mempool_sequence).toBe(recorded<{ mempool_sequence: number }>(73).mempool_sequence);
+    tx.rbf2 = await node.wallet.bumpFee(tx.rbf);
+    expect(resultOf<{ mempool_sequence: number }>(await replay(75, null, 'shape')).mempool_sequence).toBe(recorded<{ mempool_sequence: number }>(75).mempool_sequence);
+    const r = await replay(76, [tx.rbf], 'shape');
+    expect(r.body.error).toEqual({ code: -5, message: 'Transaction not in mempool' });
+    await replay(77, [1, node.wallet.address('p2wpkh')], 'shape');
+  });
+
+  it('1-block reorg: invalidate, competing blocks, reconsider; stale block and transaction lookups', async () => {
+    tx.r1 = await node.wallet.send(EXT.legacy, 33_000_000n);
+    const [stale] = resultOf<string[]>(await replay(79, [1, node.wallet.address('p2wpkh')], 'shape'));
+    blk.stale = stale!;
+    await replay(80, [stale], 'exact');
+    expect(resultOf<{ mempool_sequence: number; txids: string[] }>(await replay(81, null, 'shape'))).toEqual({ txids: [tx.r1], mempool_sequence: recorded<{ mempool_sequence: number }>(81).mempool_sequence });
+    tx.r1b = await node.wallet.bumpFee(tx.r1);
+    const [n1] = resultOf<string[]>(await replay(83, [2, node.wallet.address('p2pkh')], 'shape'));
+    await replay(84, [stale], 'exact');
+    const tips = resultOf<{ height: number; branchlen: number; status: string }[]>(await replay(85, null, 'shape'));
+    expect(tips.map((t) => [t.height, t.branchlen, t.status])).toEqual(recorded<{ height: number; branchlen: number; status: string }[]>(85).map((t) => [t.height, t.branchlen, t.status]));
+    expect(resultOf<{ confirmations: number }>(await replay(86, [stale, 1], 'shape')).confirmations).toBe(-1);
+    await replay(87, [stale, true], 'shape');
+    expect(resultOf<{ confirmations: number; blockhash: string }>(await replay(88, [tx.r1, true], 'shape'))).toMatchObject({ confirmations: 0, blockhash: stale });
+    expect(resultOf<{ in_active_chain: boolean }>(await replay(89, [tx.r1, true, stale], 'shape')).in_active_chain).toBe(false);
+    await replay(90, [n1, 1], 'shape');
+  });
+
+  it('3-block reorg: a transaction that is no longer final leaves the mempool; four replacement blocks', async () => {
+    tx.r3 = await node.wallet.send(EXT.p2shSegwit, 11_000_000n);
+    const three = resultOf<string[]>(await replay(92, [3, node.wallet.address('p2wpkh')], 'shape'));
+    tx.late = await node.wallet.send(EXT.p2shSegwit, 12_000_000n);
+    await replay(94, [three[0]], 'exact');
+    expect(resultOf<{ mempool_sequence: number; txids: string[] }>(await replay(95, null, 'shape'))).toEqual({ txids: [tx.r3], mempool_sequence: recorded<{ mempool_sequence: number }>(95).mempool_sequence });
+    await replay(96, [4, node.wallet.address('p2sh-p2wpkh')], 'shape');
+    const tips = resultOf<{ height: number; branchlen: number; status: string }[]>(await replay(97, null, 'shape'));
+    expect(tips.map((t) => [t.height, t.branchlen, t.status])).toEqual(recorded<{ height: number; branchlen: number; status: string }[]>(97).map((t) => [t.height, t.branchlen, t.status]));
+    const info = resultOf<Record<string, unknown>>(await replay(98, null, 'shape'));
+    const want = recorded<Record<string, unknown>>(98);
+    for (const k of ['chain', 'blocks', 'headers', 'bits', 'target', 'difficulty', 'verificationprogress', 'initialblockdownload', 'chainwork', 'pruned', 'warnings']) expect(info[k], k).toEqual(want[k]);
+  });
+
+  it('broadcast failures: confirmed, undecodable, dust, missing inputs, fee above maxfeerate; resubmission; fee estimate', async () => {
+    const confirmed = resultOf<string>(await replay(99, [tx.p3, 0], 'shape'));
+    await replay(100, [confirmed], 'exact');
+    await replay(101, null, 'exact');
+    await replay(102, null, 'exact');
+    const dust = node.wallet.createTx(EXT.bech32, 100n, { from: [changeOf(tx.r1b)] });
+    await replay(106, [dust], 'exact');
+    const test = resultOf<Record<string, unknown>[]>(await replay(107, [[dust]], 'shape'));
+    const wantTest = recorded<Record<string, unknown>[]>(107)[0]!;
+    expect({ ...test[0], txid: 0, wtxid: 0 }).toEqual({ ...wantTest, txid: 0, wtxid: 0 });
+    const missing = bytesToHex(
+      encodeTx({
+        version: 2,
+        inputs: [{ prevTxid: hexToHash('ab'.repeat(32)), vout: 0, scriptSig: new Uint8Array(0), sequence: 0xfffffffd }],
+        outputs: [{ value: 10_000_000n, script: addressToScript(EXT.bech32)! }],
+        locktime: 0,
+      }),
+    );
+    await replay(109, [missing], 'exact');
+    tx.last = await node.wallet.send(EXT.bech32, 40_000_000n);
+    await replay(112, [tx.last, true], 'shape');
+    const input = decodeTx(hexToBytes(resultOf<string>(await rawRpc(node, 'getrawtransaction', [tx.last, 0])))).inputs[0]!;
+    const conflict = node.wallet.createTx(EXT.bech32, 10_000n, { from: [`${hashToHex(input.prevTxid)}:${input.vout}`], feeRate: 20_000 });
+    await replay(115, [conflict], 'exact');
+    const again = resultOf<string>(await replay(116, [resultOf<string>(await rawRpc(node, 'getrawtransaction', [tx.last, 0]))], 'shape'));
+    expect(again).toBe(tx.last);
+    await replay(117, null, 'exact');
+    await replay(118, [1, node.wallet.address('p2wpkh')], 'shape');
+    const info = resultOf<{ blocks: number }>(await replay(119, null, 'shape'));
+    expect(info.blocks).toBe(recorded<{ blocks: number }>(119).blocks);
+    await replay(120, null, 'shape');
+  });
+
+  it('compared every recorded node call; only Core-wallet calls were played by the built-in wallet', () => {
+    const notCompared = rec.rpc.filter((r) => !compared.has(r.request.id));
+    expect(notCompared.filter((r) => !WALLET_METHODS.has(r.request.method)).map((r) => `${r.request.id} ${r.request.method}`)).toEqual([]);
+    expect(notCompared.every((r) => WALLET_METHODS.has(r.request.method))).toBe(true);
+    expect(compared.size).toBe(rec.rpc.length - notCompared.length);
+  });
+
+  it('published the recorded ZMQ stream: same topics, order, labels, mempool sequences and framing', async () => {
+    await node.faults.zmq.flush();
+    await zmq.settle(300);
+    const got = zmq.messages;
+    const want = rec.zmq;
+    expect(got.map(zmqPattern)).toEqual(want.map((m) => zmqPattern({ topic: m.topic, body: hexToBytes(m.body_hex) })));
+    expect(got.every((m) => m.frames === 3)).toBe(true);
+    // Counters: hashblock/rawblock as recorded; the recording lost the first message of the other
+    // three topics (their counters start at 1 there), ours start at 0.
+    got.forEach((m, i) => {
+      const offset = m.topic === 'hashblock' || m.topic === 'rawblock' ? 0 : 1;
+      expect(m.seq! + offset, `message ${i} ${m.topic}`).toBe(want[i]!.seq);
+    });
+    // Bodies: display-order hashes, raw transactions whose txid is the preceding hashtx.
+    for (let i = 0; i < got.length; i++) {
+      const m = got[i]!;
+      expect(m.body.length, m.topic).toBe(hexToBytes(want[i]!.body_hex).length > 100 ? m.body.length : hexToBytes(want[i]!.body_hex).length);
+      if (m.topic === 'rawtx') expect(hashToHex(decodeTx(m.body).txid)).toBe(bytesToHex(got[i - 1]!.body));
+      if (m.topic === 'rawblock') expect(hashToHex(decodeBlock(m.body).hash)).toBe(bytesToHex(got[i - 1]!.body));
+    }
+  });
+});
