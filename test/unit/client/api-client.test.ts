@@ -82,7 +82,7 @@ describe('BlockwireClient routes', () => {
         const from = Number(u.searchParams.get('cursor') ?? 0);
         const limit = Number(u.searchParams.get('limit') ?? 1000);
         const page = all.slice(from, from + limit);
-        const next = from + limit < all.length ? { Link: `</v1/addresses/a1/history?limit=${limit}&cursor=${from + limit}>; rel="next"` } : {};
+        const next: Record<string, string> = from + limit < all.length ? { Link: `</v1/addresses/a1/history?limit=${limit}&cursor=${from + limit}>; rel="next"` } : {};
         return json(res, 200, page, next);
       }
       if (u.pathname === '/v1/addresses/a1/unspentoutputs') return json(res, 200, [{ transaction_hash: TXID, index: 1, value: '1234', script: '51', confirmations: 0 }]);
