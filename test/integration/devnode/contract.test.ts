@@ -82,8 +82,8 @@ describeFixtures('devnode contract: the recorded Bitcoin Core 30.0 session', () 
   let node: Devnode;
   let zmq: Awaited<ReturnType<typeof collectZmq>>;
   const compared = new Map<number, 'exact' | 'shape'>();
-  const tx: Record<string, string> = {};
-  const blk: Record<string, string> = {};
+  const tx = {} as Record<'p1' | 'p2' | 'p3' | 'p4' | 'data' | 'multi' | 'pk' | 'rbf' | 'rbf2' | 'r1' | 'r1b' | 'r3' | 'late' | 'last', string>;
+  const blk = {} as Record<'data' | 'stale', string>;
 
   /** Sends the devnode the equivalent of recorded call `id` and compares the answer. */
   async function replay(id: number, params: unknown[] | null, mode: 'exact' | 'shape' | 'map'): Promise<RawRpcReply> {
