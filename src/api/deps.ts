@@ -12,6 +12,7 @@ import type { NetworkName } from '../config.js';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../log.js';
 import type { ApiKeyPrincipal, Scope } from '../auth/keys.js';
+import type { HookUrlPolicy } from '../net/hook-url.js';
 
 /**
  * The node calls the API makes. src/rpc's client satisfies it; errors it throws for a node
@@ -84,6 +85,8 @@ export type ApiDeps = {
    * sync); address routes then answer 503 ERR_INDEX_SYNCING. startApi computes it by polling.
    */
   isSyncing?: () => boolean;
+  /** Webhook URL policy of POST /hooks (src/net/hook-url.ts); default: public https only. */
+  hookUrls?: HookUrlPolicy;
   settings?: Partial<ApiSettings>;
 };
 

@@ -62,6 +62,11 @@ export const ERROR_CODES = {
   ERR_INDEX_SYNCING: code(503, 'unavailable', true, 'index is still syncing', 'The index is behind the node (initial sync); answers would be incomplete.'),
   ERR_DATABASE_UNAVAILABLE: code(503, 'unavailable', true, 'database unavailable', 'PostgreSQL cannot be reached.'),
   ERR_REQUEST_TIMEOUT: code(503, 'unavailable', true, 'request timed out', 'The request took longer than API_REQUEST_TIMEOUT_MS.'),
+  ERR_HOOK_NOT_FOUND: code(404, 'not_found', false, 'hook not found', 'No hook with this id for this API key (also the answer for another key\'s hook).'),
+  ERR_HOOK_URL_REFUSED: code(400, 'invalid_request', false, 'webhook URL refused', 'The URL is malformed, not https on port 443/8443, or its host is (or resolves to) a private, loopback or link-local address; `error_message` says which.'),
+  ERR_HOOK_IN_USE: code(409, 'conflict', false, 'hook is used by subscriptions', 'Subscriptions still push to this hook: delete them (or point them elsewhere) first.'),
+  ERR_SUBSCRIPTION_NOT_FOUND: code(404, 'not_found', false, 'subscription not found', 'No subscription with this id for this API key.'),
+  ERR_DELIVERY_NOT_FOUND: code(404, 'not_found', false, 'delivery not found', 'No delivery with this id in this hook\'s log.'),
   ERR_INTERNAL: code(500, 'internal', false, 'internal error', 'An unexpected failure; it is logged with the request id.'),
 } as const satisfies Record<string, CodeInfo>;
 

@@ -9,5 +9,7 @@ import { chainRoutes } from './chain.js';
 import { addressRoutes } from './addresses.js';
 import { transactionRoutes } from './transactions.js';
 import { stampRoutes } from './stamps.js';
+import { hookRoutes } from './hooks.js';
+import { subscriptionRoutes } from './subscriptions.js';
 
-export const routeModules: RouteModule[] = [chainRoutes, addressRoutes, transactionRoutes, stampRoutes];
+export const routeModules: RouteModule[] = [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, hookRoutes, subscriptionRoutes];
