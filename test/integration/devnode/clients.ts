@@ -36,11 +36,11 @@ export async function restGet(node: Devnode, path: string): Promise<RestReply> {
 
 export type ZmqMessage = { topic: string; body: Uint8Array; seq: number | null; frames: number };
 
-/** Subscribes to every topic and records messages until `close()`. */
-export async function collectZmq(url: string): Promise<{ messages: ZmqMessage[]; settle: (quietMs?: number) => Promise<void>; close: () => void }> {
+/** Subscribes to `topics` (default: all) and records messages until `close()`. */
+export async function collectZmq(url: string, topics: string[] = []): Promise<{ messages: ZmqMessage[]; settle: (quietMs?: number) => Promise<void>; close: () => void }> {
   const sub = new Subscriber();
   sub.connect(url);
-  sub.subscribe();
+  sub.subscribe(...topics);
   const messages: ZmqMessage[] = [];
   let last = Date.now();
   let closed = false;
@@ -64,7 +64,9 @@ export async function collectZmq(url: string): Promise<{ messages: ZmqMessage[];
   await new Promise((r) => setTimeout(r, 300));
   return {
     messages,
+    /** Waits `quietMs`, then until no message arrived for `quietMs`. */
     settle: async (quietMs = 200) => {
+      await new Promise((r) => setTimeout(r, quietMs));
       while (Date.now() - last < quietMs) await new Promise((r) => setTimeout(r, 50));
     },
     close: () => {

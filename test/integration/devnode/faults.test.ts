@@ -1,0 +1,145 @@
+/**
+ * Fault injection for Blockwire's reliability tests (RELIABILITY.md cases 1–5, 8–10): ZMQ gaps,
+ * silence, reordering, counter resets and arbitrary frames seen by a real subscriber; RPC/REST
+ * going down and coming back; a restart; warm-up answers; blocks the node pretends not to have.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { collectZmq, rawRpc, restGet } from './clients.js';
+
+describe('devnode fault injection', () => {
+  let node: Devnode;
+  let zmq: Awaited<ReturnType<typeof collectZmq>>;
+
+  beforeAll(async () => {
+    node = await startDevnode({ initialBlocks: 101 });
+    zmq = await collectZmq(node.zmqUrl);
+  });
+
+  afterAll(async () => {
+    zmq.close();
+    await node.stop();
+  });
+
+  const seqsOf = (topic: string) => zmq.messages.filter((m) => m.topic === topic).map((m) => m.seq);
+
+  it('drops the next N messages of a topic while its counter advances (a visible gap)', async () => {
+    zmq.messages.length = 0;
+    const before = node.faults.zmq.sent().filter((m) => m.topic === 'hashblock').length;
+    node.faults.zmq.drop('hashblock', 2);
+    await node.mine(4);
+    await zmq.settle();
+    const seqs = seqsOf('hashblock');
+    expect(seqs).toHaveLength(2);
+    expect(seqs[1]! - seqs[0]!).toBe(1);
+    expect(seqsOf('rawblock')).toHaveLength(4);
+    // The two delivered hashblocks carry counters 2 and 3 past the dropped ones.
+    expect(seqs[0]).toBe(seqsOf('rawblock')[2]);
+    expect(node.faults.zmq.sent().filter((m) => m.topic === 'hashblock').length - before).toBe(2);
+  });
+
+  it('stays silent while mining, then resumes with counters that show what was lost', async () => {
+    zmq.messages.length = 0;
+    node.faults.zmq.silence(true);
+    await node.mine(20);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(zmq.messages).toHaveLength(0);
+    node.faults.zmq.silence(false);
+    await node.mine(1);
+    await zmq.settle();
+    const hb = zmq.messages.filter((m) => m.topic === 'hashblock');
+    expect(hb).toHaveLength(1);
+    expect(hb[0]!.seq).toBe(node.faults.zmq.counter('hashblock') - 1);
+  });
+
+  it('reorders the next messages and resets counters to 0 as a restart does', async () => {
+    zmq.messages.length = 0;
+    node.faults.zmq.reorderNext(5);
+    await node.mine(1); // coinbase hashtx, rawtx, sequence C, hashblock, rawblock — sent reversed
+    await zmq.settle();
+    expect(zmq.messages.map((m) => m.topic)).toEqual(['rawblock', 'hashblock', 'sequence', 'rawtx', 'hashtx']);
+    zmq.messages.length = 0;
+    node.faults.zmq.resetCounters();
+    await node.mine(1);
+    await zmq.settle();
+    expect(zmq.messages.map((m) => m.seq)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it('publishes arbitrary frames: unknown hash, 31- and 34-byte bodies, wrong topic, bad label, two frames', async () => {
+    zmq.messages.length = 0;
+    const hash = new Uint8Array(32).fill(0xab);
+    await node.faults.zmq.publishRaw(['hashblock', hash, new Uint8Array([9, 0, 0, 0])]);
+    await node.faults.zmq.publishRaw(['hashblock', new Uint8Array(31), new Uint8Array(4)]);
+    await node.faults.zmq.publishRaw(['sequence', new Uint8Array(34), new Uint8Array(4)]);
+    await node.faults.zmq.publishRaw(['hashblockx', hash, new Uint8Array(4)]);
+    await node.faults.zmq.publishRaw(['sequence', new Uint8Array([...hash, 0x58]), new Uint8Array(4)]);
+    await node.faults.zmq.publishRaw(['rawtx', new Uint8Array([1, 2, 3])]);
+    await zmq.settle();
+    expect(zmq.messages.map((m) => [m.topic, m.body.length, m.frames])).toEqual([
+      ['hashblock', 32, 3],
+      ['hashblock', 31, 3],
+      ['sequence', 34, 3],
+      ['hashblockx', 32, 3],
+      ['sequence', 33, 3],
+      ['rawtx', 3, 2],
+    ]);
+    expect(zmq.messages[0]!.seq).toBe(9);
+  });
+
+  it('answers "not found" for a hidden (stale) block over RPC and REST, and serves it again after', async () => {
+    const { hash } = node.tip();
+    node.faults.hideBlock(hash);
+    const r = await rawRpc(node, 'getblock', [hash, 0]);
+    expect([r.status, r.body.error]).toEqual([500, { code: -5, message: 'Block not found' }]);
+    const h = await rawRpc(node, 'getblockheader', [hash, true]);
+    expect(h.body.error).toEqual({ code: -5, message: 'Block not found' });
+    const rest = await restGet(node, `/rest/block/${hash}.bin`);
+    expect([rest.status, rest.type, rest.text]).toEqual([404, 'text/plain', `${hash} not found\r\n`]);
+    node.faults.unhideBlock(hash);
+    expect((await rawRpc(node, 'getblock', [hash, 0])).status).toBe(200);
+  });
+
+  it('answers -28 and REST 503 while warming up', async () => {
+    node.faults.warmup(true);
+    const r = await rawRpc(node, 'getblockcount');
+    expect([r.status, r.body.error?.code]).toEqual([500, -28]);
+    const rest = await restGet(node, '/rest/chaininfo.json');
+    expect([rest.status, rest.text]).toEqual([503, 'Service temporarily unavailable: Loading block index…\r\n']);
+    node.faults.warmup(false);
+    expect((await rawRpc(node, 'getblockcount')).status).toBe(200);
+  });
+
+  it('goes down (connection refused) and comes back on the same port; an outage ends by itself', async () => {
+    await node.faults.down();
+    await expect(rawRpc(node, 'getblockcount')).rejects.toThrow();
+    await node.faults.up();
+    expect((await rawRpc(node, 'getblockcount')).body.result).toBe(node.tip().height);
+    await node.faults.outage(300);
+    await expect(rawRpc(node, 'getblockcount')).rejects.toThrow();
+    const deadline = Date.now() + 5000;
+    let back = false;
+    while (!back && Date.now() < deadline) {
+      back = await rawRpc(node, 'getblockcount').then(() => true, () => false);
+      if (!back) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(back).toBe(true);
+  });
+
+  it('restarts like bitcoind: ZMQ counters and the mempool sequence start again', async () => {
+    await node.wallet.send(node.wallet.address('p2tr'), 100_000n);
+    const before = (await rawRpc(node, 'getrawmempool', [false, true])).body.result as { mempool_sequence: number };
+    expect(before.mempool_sequence).toBeGreaterThan(1);
+    await node.faults.restart();
+    const after = (await rawRpc(node, 'getrawmempool', [false, true])).body.result as { mempool_sequence: number; txids: string[] };
+    expect(after.mempool_sequence).toBe(1);
+    expect(after.txids).toHaveLength(1);
+    const sub = await collectZmq(node.zmqUrl);
+    try {
+      await node.mine(1);
+      await sub.settle();
+      expect(sub.messages.find((m) => m.topic === 'hashblock')?.seq).toBe(0);
+    } finally {
+      sub.close();
+    }
+  });
+});
