@@ -39,6 +39,8 @@ export type ZmqFaults = {
   sent(): SentMessage[];
   /** Resolves when every queued message has been handed to the socket. */
   flush(): Promise<void>;
+  /** The counter the next message of `topic` will carry. */
+  counter(topic: ZmqTopic): number;
 };
 
 export class ZmqPublisher implements ZmqFaults {

@@ -8,12 +8,15 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Client from 'bitcoin-core';
+import { createRequire } from 'node:module';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
 import { loadReplay } from '../../../src/devnode/replay.js';
 import { describeFixtures, fixturePath, projectRoot, readFixtureJson } from '../../support/fixtures.js';
 import { collectZmq, rawRpc, restGet, rpcResult } from './clients.js';
+
+// bitcoin-core is CommonJS (`export =`); this project compiles without esModuleInterop.
+const Client = createRequire(import.meta.url)('bitcoin-core') as typeof import('bitcoin-core');
 
 describeFixtures('devnode replay of regtest-chain-a', () => {
   it('replays everything at once and serves exactly the recorded chain over RPC and REST', async () => {
