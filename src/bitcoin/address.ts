@@ -6,6 +6,7 @@
  * bech32 variant, bad program size.
  * @module
  */
+import { p2tr } from '@scure/btc-signer';
 import { base58CheckDecode, base58CheckEncode } from './base58.js';
 import { decodeBech32, encodeSegwit, wordsToBytes } from './bech32.js';
 import { hash160 } from './hash.js';
@@ -48,6 +49,16 @@ export function pubkeyToP2pkhAddress(pubkey: Uint8Array, network: NetworkName | 
 export function pubkeyToP2wpkhAddress(pubkey: Uint8Array, network: NetworkName | Network): string {
   if (pubkey.length !== 33) throw new TypeError('P2WPKH needs a 33-byte compressed public key');
   return segwitAddress(0, hash160(pubkey), network);
+}
+
+/**
+ * P2TR key-path address of a public key (BIP86: the key tweaked with an empty script tree);
+ * takes a 32-byte x-only key or a 33-byte compressed key.
+ */
+export function pubkeyToP2trAddress(pubkey: Uint8Array, network: NetworkName | Network): string {
+  if (pubkey.length !== 32 && pubkey.length !== 33) throw new TypeError('P2TR needs a 32-byte x-only or 33-byte compressed public key');
+  const xonly = pubkey.length === 33 ? pubkey.subarray(1) : pubkey;
+  return segwitAddress(1, p2tr(xonly).tweakedPubkey, network);
 }
 
 /**
