@@ -5,10 +5,11 @@
  * are in blk.ts (pure).
  * @module
  */
-import { open, readdir, readFile } from 'node:fs/promises';
+import { type FileHandle, open, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { blkMagic, type BlkRecord, parseBlkRecords, xorBlockData } from './blk.js';
 import type { Network, NetworkName } from './network.js';
+import { ParseError } from './wire.js';
 
 /** A record read from a block file, with the file it came from. */
 export interface BlkFileRecord extends BlkRecord {
@@ -84,7 +85,10 @@ export async function* readBlkFile(path: string, options: BlkReadOptions): Async
       const final = pos >= size;
       const res = parseBlkRecords(buf, start, magic, final);
       for (const r of res.records) yield r;
-      if (res.padding) return;
+      if (res.padding) {
+        await expectZerosToEnd(fh, path, pos, size, key, chunk);
+        return;
+      }
       carry = buf.subarray(res.consumed);
       start += res.consumed;
       // An incomplete record: read at least the rest of it next time.
@@ -92,6 +96,20 @@ export async function* readBlkFile(path: string, options: BlkReadOptions): Async
     }
   } finally {
     await fh.close();
+  }
+}
+
+/** Checks that a file holds only (de-obfuscated) zeros from `pos` to its end: preallocated space. */
+async function expectZerosToEnd(fh: FileHandle, path: string, pos: number, size: number, key: Uint8Array | null, chunk: number): Promise<void> {
+  const buf = new Uint8Array(Math.min(chunk, Math.max(size - pos, 0)));
+  while (pos < size) {
+    const n = Math.min(buf.length, size - pos);
+    const { bytesRead } = await fh.read(buf, 0, n, pos);
+    if (bytesRead !== n) throw new Error(`${path}: short read at offset ${pos} (${bytesRead} of ${n} bytes)`);
+    if (key) xorBlockData(buf.subarray(0, n), key, pos);
+    const z = buf.subarray(0, n).findIndex((b) => b !== 0);
+    if (z >= 0) throw new ParseError(`non-zero byte 0x${buf[z]!.toString(16).padStart(2, '0')} after zero padding at file offset ${pos + z}`, pos + z);
+    pos += n;
   }
 }
 

@@ -160,6 +160,23 @@ describeFixtures('blocks directory on disk (XOR-obfuscated, preallocated)', () =
     expect(fromSecond.length).toBe(300);
   });
 
+  it('checks preallocated zeros across chunks, to the end of the file', async () => {
+    const file = chainFile(0);
+    const padded = new Uint8Array(file.length + 20_000);
+    padded.set(file);
+    const path = join(dir, 'padded.dat');
+    await writeFile(path, padded);
+    let n = 0;
+    for await (const r of readBlkFile(path, { network: 'main', chunkBytes: 4096 })) n += r.block.length > 0 ? 1 : 0;
+    expect(n).toBe(300);
+    padded[padded.length - 1] = 1;
+    await writeFile(path, padded);
+    const records = readBlkFile(path, { network: 'main', chunkBytes: 4096 });
+    await expect((async () => {
+      for await (const _ of records) void _;
+    })()).rejects.toThrow(`non-zero byte 0x01 after zero padding at file offset ${padded.length - 1}`);
+  });
+
   it('reads a block larger than a chunk', async () => {
     const framed = new Uint8Array(readFileSync(fixturePath('mainnet', 'blocks', 'mainnet_h277647.blkframed.dat')));
     const path = join(dir, 'big.dat');
