@@ -103,6 +103,11 @@ export class BitcoindClient {
     this.limit = new ConcurrencyLimit(opts.maxInFlight ?? 8);
   }
 
+  /** Most calls that were in flight at once so far. */
+  get maxObservedInFlight(): number {
+    return this.limit.maxObserved;
+  }
+
   /** `host:port` of the node (no credentials), for logs. */
   get target(): string {
     return this.origin;
