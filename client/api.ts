@@ -6,7 +6,10 @@
  * @module
  */
 import { hex } from '@scure/base';
-import { ApiError } from './errors.js';
+import { ApiError, BlockwireError } from './errors.js';
+import { OpenAssets } from './assets.js';
+import { sleep } from './backoff.js';
+import { TransactionBuilder, type BuilderOptions } from './builder.js';
 import { createHttp, nextLink, type FetchLike, type Http } from './http.js';
 import { getNetwork, type Network, type NetworkName } from './network.js';
 import { Reservations } from './reservations.js';
@@ -15,6 +18,7 @@ import { EventStream, type StreamOptions } from './stream.js';
 import type {
   Block,
   BlockchainStatus,
+  DeliveryStatus,
   Hook,
   HookDelivery,
   HookSpec,
@@ -102,6 +106,7 @@ export class BlockwireClient {
   readonly reservations: Reservations;
   private readonly http: Http;
   private readonly options: ClientOptions;
+  private assets: OpenAssets | undefined;
 
   constructor(options: ClientOptions) {
     this.options = options;
@@ -191,7 +196,7 @@ export class BlockwireClient {
     return all;
   }
 
-  private async page<T, R = T>(pathOrUrl: string, query: Record<string, number | undefined>, parse: (r: R) => T): Promise<Page<T>> {
+  private async page<T, R = T>(pathOrUrl: string, query: Record<string, string | number | undefined>, parse: (r: R) => T): Promise<Page<T>> {
     const r = await this.http.request<R[]>('GET', pathOrUrl, { query });
     if (!Array.isArray(r.data)) throw new TypeError(`Expected a JSON array from ${pathOrUrl}`);
     const link = nextLink(r.headers.get('link'));
@@ -230,9 +235,9 @@ export class BlockwireClient {
     return (await this.http.request<StampStatus>('GET', `/stamps/${enc(id)}`)).data;
   }
 
-  // ---- hooks -------------------------------------------------------------------------------
+  // ---- hooks ------------------------------------------------------------------------------
 
-  /** `POST /hooks`: registers a delivery target. The answer carries the hook's `secret` once (http). */
+  /** `POST /hooks`: registers a delivery target. The answer carries an http hook's `secret` (`whsec_…`), once. */
   async createHook(spec: HookSpec): Promise<Hook> {
     return (await this.http.request<Hook>('POST', '/hooks', { body: spec })).data;
   }
@@ -242,14 +247,44 @@ export class BlockwireClient {
     return (await this.http.request<Hook[]>('GET', '/hooks')).data;
   }
 
-  /** `DELETE /hooks/{id}`. */
+  /** `GET /hooks/{id}`. */
+  async getHook(id: string): Promise<Hook> {
+    return (await this.http.request<Hook>('GET', `/hooks/${enc(id)}`)).data;
+  }
+
+  /** `DELETE /hooks/{id}` (a hook no subscription uses). */
   async deleteHook(id: string): Promise<void> {
     await this.http.request<unknown>('DELETE', `/hooks/${enc(id)}`);
   }
 
-  /** `GET /hooks/{id}/deliveries`: the hook's delivery log. */
-  async listHookDeliveries(id: string): Promise<HookDelivery[]> {
-    return (await this.http.request<HookDelivery[]>('GET', `/hooks/${enc(id)}/deliveries`)).data;
+  /** `POST /hooks/{id}/rotate-secret`: a new secret; the previous one stays valid until the time given. */
+  async rotateHookSecret(id: string): Promise<{ id: string; secret: string; previous_secret_expires_at: string }> {
+    return (await this.http.request<{ id: string; secret: string; previous_secret_expires_at: string }>('POST', `/hooks/${enc(id)}/rotate-secret`)).data;
+  }
+
+  /** `POST /hooks/{id}/enable`: re-enables a hook disabled by a 410 answer. */
+  async enableHook(id: string): Promise<Hook> {
+    return (await this.http.request<Hook>('POST', `/hooks/${enc(id)}/enable`)).data;
+  }
+
+  /** One page of `GET /hooks/{id}/deliveries` (newest event first; `status: 'dead'` lists dead letters). */
+  async getHookDeliveries(id: string, opts: PageOptions & { status?: DeliveryStatus } = {}): Promise<Page<HookDelivery>> {
+    return this.page<HookDelivery>(`/hooks/${enc(id)}/deliveries`, { limit: opts.limit, status: opts.status }, (x) => x);
+  }
+
+  /** Every delivery of the hook, fetching pages as iteration goes. */
+  hookDeliveries(id: string, opts: PageOptions & { status?: DeliveryStatus } = {}): AsyncIterableIterator<HookDelivery> {
+    return iterateItems(() => this.getHookDeliveries(id, opts), (next) => this.page<HookDelivery>(next, {}, (x) => x));
+  }
+
+  /** `GET /hooks/{id}/deliveries/{delivery}`. */
+  async getHookDelivery(id: string, delivery: string): Promise<HookDelivery> {
+    return (await this.http.request<HookDelivery>('GET', `/hooks/${enc(id)}/deliveries/${enc(delivery)}`)).data;
+  }
+
+  /** `POST /hooks/{id}/deliveries/{delivery}/redeliver`: delivers again (a dead letter, a failed or a delivered one). */
+  async redeliver(id: string, delivery: string): Promise<HookDelivery> {
+    return (await this.http.request<HookDelivery>('POST', `/hooks/${enc(id)}/deliveries/${enc(delivery)}/redeliver`)).data;
   }
 
   // ---- subscriptions -----------------------------------------------------------------------
@@ -267,6 +302,48 @@ export class BlockwireClient {
   /** `DELETE /subscriptions/{id}`. */
   async deleteSubscription(id: string): Promise<void> {
     await this.http.request<unknown>('DELETE', `/subscriptions/${enc(id)}`);
+  }
+
+  // ---- building and assets -----------------------------------------------------------------
+
+  /** A transaction builder bound to this client (its outputs are reserved in this client's book). */
+  transaction(opts: BuilderOptions = {}): TransactionBuilder {
+    return new TransactionBuilder(this, opts);
+  }
+
+  /** Open Assets operations (issue, transfer, balances) with one coloring cache per client. */
+  get openAssets(): OpenAssets {
+    this.assets ??= new OpenAssets(this);
+    return this.assets;
+  }
+
+  /**
+   * Waits until the index knows `txid` with at least `confirmations` confirmations (0: as soon as
+   * it is in the mempool) and returns it.
+   * @throws BlockwireError `ERR_TIMEOUT` after `timeoutMs` (default 120 s).
+   */
+  async waitForTransaction(
+    txid: string,
+    opts: { confirmations?: number; timeoutMs?: number; intervalMs?: number; signal?: AbortSignal } = {},
+  ): Promise<Transaction> {
+    const want = opts.confirmations ?? 1;
+    const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
+    for (;;) {
+      let seen: number | undefined;
+      try {
+        const tx = await this.getTransaction(txid);
+        const block = tx.block_hash[0];
+        seen = block ? (await this.getBlockchain()).best_height - block.block_height + 1 : 0;
+        if (seen >= want) return tx;
+      } catch (err) {
+        if (!(err instanceof ApiError && err.code === 'ERR_TX_NOT_FOUND')) throw err;
+      }
+      if (Date.now() >= deadline) {
+        const state = seen === undefined ? 'not indexed' : `${seen} confirmation${seen === 1 ? '' : 's'}`;
+        throw new BlockwireError('ERR_TIMEOUT', `Transaction ${txid} has ${state} after ${opts.timeoutMs ?? 120_000} ms; waiting for ${want}`);
+      }
+      await sleep(opts.intervalMs ?? 1_000, opts.signal);
+    }
   }
 
   // ---- streams -----------------------------------------------------------------------------

@@ -78,6 +78,14 @@ export class EventStream implements AsyncIterable<StreamEvent> {
   private resolveClosed!: () => void;
   /** Resolves when the stream is closed for good (by `close()` or a fatal error). */
   readonly closed: Promise<void> = new Promise((r) => (this.resolveClosed = r));
+  private settleReady!: (err?: Error) => void;
+  /**
+   * Resolves when the first connection is open (the server then delivers every later event);
+   * rejects if the stream fails for good before that.
+   */
+  readonly ready: Promise<void> = new Promise<void>((resolve, reject) => {
+    this.settleReady = (err) => (err ? reject(err) : resolve());
+  });
 
   constructor(private readonly opts: StreamOptions) {
     const injected = opts.WebSocket;
@@ -111,6 +119,8 @@ export class EventStream implements AsyncIterable<StreamEvent> {
     this.ws?.close(1000, 'client closed');
     this.ws = undefined;
     this.settleWaiters();
+    this.ready.catch(() => undefined);
+    this.settleReady(new BlockwireError('ERR_STREAM_CLOSED', 'The stream was closed before it opened'));
     this.resolveClosed();
   }
 
@@ -160,6 +170,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
     let lastError: Error | undefined;
     ws.onopen = () => {
       if (this.ws !== ws) return;
+      this.settleReady();
       this.setState('open');
       this.touch();
     };
@@ -284,6 +295,8 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 
   private fail(err: Error): void {
     this.failure = err;
+    this.ready.catch(() => undefined);
+    this.settleReady(err);
     this.opts.onError?.(err);
     this.setState('closed');
     clearTimeout(this.timer);

@@ -78,26 +78,64 @@ export type HookSpec =
   | { type: 'sns'; topic_arn: string; region: string };
 
 /** A registered hook as the server lists it (`secret` only in the answer to its creation). */
-export type Hook = { id: string; type: 'http' | 'sns'; url?: string; topic_arn?: string; region?: string; secret?: string } & Record<
-  string,
-  unknown
->;
+export type Hook = {
+  id: string;
+  type: 'http' | 'sns';
+  url: string | null;
+  topic_arn: string | null;
+  region: string | null;
+  /** True after the receiver answered 410 Gone (or the SNS topic vanished); `enableHook` clears it. */
+  disabled: boolean;
+  disabled_reason: string | null;
+  created_at: string;
+  /** The Standard Webhooks secret (`whsec_…`), in the creation answer only. */
+  secret?: string | null;
+};
 
-/** One entry of a hook's delivery log (fields as the server sends them). */
-export type HookDelivery = Record<string, unknown>;
+/** Delivery states of a hook delivery. */
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'dead' | (string & {});
+
+/** One entry of a hook's delivery log. */
+export type HookDelivery = {
+  /** The `webhook-id` header of every attempt: `<subscription id>-<event id>`. */
+  id: string;
+  event_id: number;
+  type: string;
+  subscription_id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  redeliveries: number;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  next_attempt_at: string | null;
+  delivered_at: string | null;
+  /** The event as sent. */
+  payload: Record<string, unknown>;
+};
 
 /** `POST /subscriptions` body. */
 export type SubscriptionSpec = {
-  /** The address to watch; omit for a chain subscription (block connected/disconnected). */
+  /** `address` (default) or `chain` (block.connected / block.disconnected, no address). */
+  type?: 'address' | 'chain';
+  /** The address to watch (address subscriptions). */
   address?: string;
-  /** Hook id to deliver to; omit for stream-only. */
-  action?: string;
-  /** Confirmations to report up to (server default 6). */
+  /** Hook id to deliver to (the "external service id"); omit for stream-only. */
+  action?: string | null;
+  /** Confirmations to report tx.confirmations up to (1–100, server default 6). */
   confirmations?: number;
 };
 
 /** A subscription as the server lists it. */
-export type Subscription = { id: string; address?: string | null; action?: string | null; confirmations?: number } & Record<string, unknown>;
+export type Subscription = {
+  id: string;
+  type: 'address' | 'chain';
+  address: string | null;
+  action: string | null;
+  confirmations: number;
+  created_at: string;
+};
 
 /** Event kinds (DESIGN.md "Events"). */
 export type EventType =
