@@ -234,8 +234,9 @@ export async function promoteDelayed(redisUrl: string, prefix: string, queue: 'w
       const d = await q.getDelayed();
       return d.length >= count ? d : undefined;
     }, 15_000, `${count} delayed ${queue} job(s)`);
+    const delays = jobs.map((j) => Number(j.delay));
     for (const j of jobs) await j.promote();
-    return jobs.map((j) => j.delay);
+    return delays;
   } finally {
     await q.close();
     connection.disconnect();
