@@ -103,6 +103,7 @@ const WARMUP_MESSAGE = 'Loading block index…';
 /** Starts a devnode; resolves once RPC/REST and ZMQ listen (and a `pace: 'all'` replay finished). */
 export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> {
   const log = opts.log ?? silentLogger();
+  log.warn('devnode: a Bitcoin Core 30 regtest STAND-IN written in Blockwire, NOT bitcoind (tests, CI and the quick start only)');
   const host = opts.host ?? '127.0.0.1';
   const user = opts.rpcUser ?? 'blockwire';
   const password = opts.rpcPassword ?? 'blockwire';
