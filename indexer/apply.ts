@@ -134,7 +134,7 @@ async function removeFromMempool(trx: Trx, block: DecodedBlock, watches: (keys: 
   if (conflicts.size === 0) return [];
   const direct = [...conflicts.values()].map((c) => c.txid);
   const desc = await mempoolDescendants(trx, direct);
-  const removed = await deleteMempoolTxs(trx, [...direct, ...desc]);
+  const removed = (await deleteMempoolTxs(trx, [...direct, ...desc])).touches;
   return removalEvents(removed, await watches(removed.map((r) => r.key)), (txid) => conflicts.get(hashKey(txid))?.by);
 }
 

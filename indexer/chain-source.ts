@@ -13,6 +13,8 @@ import { btcToSats } from '../src/rpc/types.js';
 /** The node's active chain. */
 export interface ChainSource {
   getBestBlockHash(): Promise<string>;
+  /** Height of the node's active tip. */
+  getTipHeight(): Promise<number>;
   /** Hash of the active-chain block at `height`, or null above the node's tip. */
   getBlockHash(height: number): Promise<string | null>;
   /** The serialized block, or null when the node does not have it (pruned, unknown). */
@@ -40,9 +42,10 @@ export interface MempoolSource {
 
 export type NodeSourceOptions = {
   rpc: BitcoindClient;
-  /** REST client; used for blocks and spenttxouts when `useRest` is true. */
+  /** REST client for blocks and spenttxouts. */
   rest?: BitcoindRest;
-  useRest: boolean;
+  /** 'auto' probes the node once (and again after a failed probe), 'on' requires REST, 'off' uses RPC only. */
+  restMode: 'auto' | 'on' | 'off';
 };
 
 const isNotFound = (err: unknown) => err instanceof RpcError && (err.code === RPC_CODES.INVALID_ADDRESS_OR_KEY || err.code === RPC_CODES.INVALID_PARAMETER);
@@ -50,10 +53,20 @@ const isNotFound = (err: unknown) => err instanceof RpcError && (err.code === RP
 /** ChainSource and MempoolSource over a bitcoind (or the devnode). */
 export function createNodeSource(opts: NodeSourceOptions): ChainSource & MempoolSource {
   const { rpc, rest } = opts;
-  const viaRest = opts.useRest && rest !== undefined;
-  let spentTxOutsAvailable = viaRest;
+  let probe: Promise<boolean> | null = null;
+  const useRest = async (): Promise<boolean> => {
+    if (rest === undefined || opts.restMode === 'off') return false;
+    if (opts.restMode === 'on') return true;
+    probe ??= rest.available().catch((err) => {
+      probe = null;
+      throw err;
+    });
+    return probe;
+  };
+  let spentTxOutsAvailable = true;
   return {
     getBestBlockHash: () => rpc.getBestBlockHash(),
+    getTipHeight: () => rpc.getBlockCount(),
     async getBlockHash(height) {
       try {
         return await rpc.getBlockHash(height);
@@ -63,7 +76,7 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
       }
     },
     async getBlock(hash) {
-      if (viaRest) return rest.getBlock(hash);
+      if (await useRest()) return rest!.getBlock(hash);
       try {
         return await rpc.getBlockRaw(hash);
       } catch (err) {
@@ -72,7 +85,7 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
       }
     },
     async getSpentTxOuts(hash) {
-      if (!spentTxOutsAvailable || !rest) return null;
+      if (!spentTxOutsAvailable || !rest || !(await useRest())) return null;
       try {
         return await rest.getSpentTxOuts(hash);
       } catch (err) {

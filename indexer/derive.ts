@@ -60,6 +60,8 @@ export interface UtxoRow {
   readonly txNum: number;
   /** The balance-carrying key, null for multisig, nonstandard. */
   readonly key: string | null;
+  /** Every key the output is indexed under (multisig: one per public key). */
+  readonly keys: ScriptKeys;
   readonly value: bigint;
   readonly script: Uint8Array;
 }
@@ -108,6 +110,8 @@ export interface BlockRows {
 export interface DeriveOptions {
   /** Collect `touches` (received/sent per address and transaction) for events. */
   touches?: boolean;
+  /** Collect balance deltas (default true; the bulk path rebuilds balances from utxos instead). */
+  balances?: boolean;
 }
 
 /** Binary-string key of a 32-byte hash (cheaper than hex as a Map key). */
@@ -123,9 +127,11 @@ class Accumulator {
   private txTouches = new Map<string, Touch>();
   private txNum = -1;
   private pos = -1;
+  private readonly withBalances: boolean;
 
-  constructor(withTouches: boolean) {
+  constructor(withTouches: boolean, withBalances = true) {
     this.touches = withTouches ? [] : undefined;
+    this.withBalances = withBalances;
   }
 
   beginTx(txNum: number, pos: number): void {
@@ -165,7 +171,7 @@ class Accumulator {
     if (keys === null) return;
     if (typeof keys === 'string') {
       this.hist(keys);
-      this.delta(keys, sign === 1 ? value : -value, sign);
+      if (this.withBalances) this.delta(keys, sign === 1 ? value : -value, sign);
       const t = this.touch(keys);
       if (t) {
         if (sign === 1) t.received += value;
@@ -189,7 +195,7 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
   const txs = block.txs;
   const n = txs.length;
   const base = txNumOf(height, 0);
-  const acc = new Accumulator(opts.touches === true);
+  const acc = new Accumulator(opts.touches === true, opts.balances !== false);
   const local = new Map<string, number>();
   const outKeys: ScriptKeys[][] = new Array(n);
   const spentHere: (Uint8Array | undefined)[] = new Array(n);
@@ -256,7 +262,7 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
       const out = outputs[v]!;
       if (isUnspendable(out.script)) continue;
       const k = outKeys[i]![v]!;
-      created.push({ txid: tx.txid, vout: v, txNum, key: typeof k === 'string' ? k : null, value: out.value, script: out.script });
+      created.push({ txid: tx.txid, vout: v, txNum, key: typeof k === 'string' ? k : null, keys: k, value: out.value, script: out.script });
     }
   }
 
@@ -356,7 +362,7 @@ export function deriveUndo(height: number, blockTxs: readonly StoredTx[], prevTx
       if (out === undefined) throw new RangeError(`undo of block ${height}: prevout ${prevNum}:${ref.vout} does not exist`);
       const k = keysOf(prevNum, ref.vout, out.script);
       acc.add(k, out.value, -1);
-      if (prevNum < base) restored.push({ txid: prev.txid, vout: ref.vout, txNum: prevNum, key: typeof k === 'string' ? k : null, value: out.value, script: out.script });
+      if (prevNum < base) restored.push({ txid: prev.txid, vout: ref.vout, txNum: prevNum, key: typeof k === 'string' ? k : null, keys: k, value: out.value, script: out.script });
     }
     outsOf(t).forEach((out, v) => {
       acc.add(keysOf(t.txNum, v, out.script), out.value, 1);

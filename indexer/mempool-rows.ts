@@ -62,16 +62,16 @@ export async function insertMempoolTxs(trx: Trx, txs: readonly MempoolTxRow[]): 
   }
 }
 
-/** Removes the given mempool transactions; returns the per-address rows they had. */
-export async function deleteMempoolTxs(trx: Trx, txids: readonly Uint8Array[]): Promise<RemovedTouch[]> {
-  if (txids.length === 0) return [];
+/** Removes the given mempool transactions; returns how many were stored and their per-address rows. */
+export async function deleteMempoolTxs(trx: Trx, txids: readonly Uint8Array[]): Promise<{ count: number; touches: RemovedTouch[] }> {
+  if (txids.length === 0) return { count: 0, touches: [] };
   const ids = txids.map(toBuffer);
-  await sql`DELETE FROM mempool_txs WHERE txid = ANY(${ids}::bytea[])`.execute(trx);
+  const gone = await sql`DELETE FROM mempool_txs WHERE txid = ANY(${ids}::bytea[])`.execute(trx);
   await sql`DELETE FROM mempool_outputs WHERE txid = ANY(${ids}::bytea[])`.execute(trx);
   await sql`DELETE FROM mempool_spends WHERE txid = ANY(${ids}::bytea[])`.execute(trx);
   const r = await sql<{ txid: Buffer; addr_key: string; received: bigint; sent: bigint }>`
     DELETE FROM mempool_addresses WHERE txid = ANY(${ids}::bytea[]) RETURNING txid, addr_key, received, sent`.execute(trx);
-  return r.rows.map((x) => ({ txid: x.txid, key: x.addr_key, received: x.received, sent: x.sent }));
+  return { count: Number(gone.numAffectedRows ?? 0n), touches: r.rows.map((x) => ({ txid: x.txid, key: x.addr_key, received: x.received, sent: x.sent })) };
 }
 
 /** Which of `txids` are in the mempool tables. */

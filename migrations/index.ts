@@ -7,11 +7,13 @@ import type { Migration } from 'kysely';
 import * as m0001 from './0001_chain.js';
 import * as m0002 from './0002_tenancy.js';
 import * as m0003 from './0003_chain_events.js';
+import * as m0004 from './0004_bulk_sync.js';
 import * as m0020 from './0020_streams.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
   '0002_tenancy': m0002,
   '0003_chain_events': m0003,
+  '0004_bulk_sync': m0004,
   '0020_streams': m0020,
 };

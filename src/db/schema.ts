@@ -216,6 +216,12 @@ export interface WatchedAddressesView {
   address: string;
 }
 
+/** Outputs of earlier bulk batches spent by a later one (0004_bulk_sync); empty outside a bulk sync. */
+export interface BulkSpentTable {
+  tx_num: bigint;
+  vout: number;
+}
+
 /** Confirmed transactions of watched addresses, for tx.confirmations events (0003_chain_events). */
 export interface WatchedTxsTable {
   tx_num: bigint;
@@ -243,6 +249,7 @@ export interface Database {
   subscriptions: SubscriptionsTable;
   watched_addresses: WatchedAddressesView;
   watched_txs: WatchedTxsTable;
+  bulk_spent: BulkSpentTable;
   stream_state: StreamStateTable;
   deliveries: DeliveriesTable;
 }

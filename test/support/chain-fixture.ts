@@ -128,6 +128,11 @@ export class FixtureChain implements ChainSource {
     return tip;
   }
 
+  async getTipHeight(): Promise<number> {
+    this.calls++;
+    return this.active.length - 1;
+  }
+
   async getBlockHash(height: number): Promise<string | null> {
     this.calls++;
     return this.active[height] ?? null;

@@ -1,0 +1,486 @@
+/**
+ * Initial sync in bulk, for an index far behind the node (or fed from blk*.dat by `import`):
+ * 1. begin (one transaction): drop the secondary indexes and primary keys of txs, utxos,
+ *    history and balances, empty the mempool tables, mark the bulk sync active;
+ * 2. load: blocks in height order, many per Postgres transaction (a batch of ~INDEXER_BULK_BATCH_TXS
+ *    transactions), written with binary COPY: blocks, txs, the batch's outputs still unspent at
+ *    its end, `bulk_spent` for outputs of earlier batches it spent, history chunks per address,
+ *    block.connected events, and the tip. Each commit is a checkpoint. Inputs resolve from an
+ *    in-memory outpoint cache (outpoint-cache.ts), never from Postgres; JS derives batch N+1
+ *    while Postgres ingests batch N;
+ * 3. finish (one transaction): rebuild utxos without the spent rows, recompute balances, build
+ *    every index, clear bulk_spent, mark the bulk sync done. The per-block path takes over.
+ * After a kill -9 anywhere, the next start sees the active mark, reloads the outpoint cache
+ * from `utxos` minus `bulk_spent` and resumes after the last committed batch.
+ * Per-address events are not emitted for bulk-loaded blocks (they are history, not news).
+ * @module
+ */
+import pg from 'pg';
+import type { Kysely, Transaction } from 'kysely';
+import { to as copyTo } from 'pg-copy-streams';
+import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import type { Config } from '../src/config.js';
+import type { Database } from '../src/db/schema.js';
+import { encodeEntries } from '../src/db/packed.js';
+import { OUTBOX_LOCK } from '../src/db/outbox-lock.js';
+import { RetryableError } from '../src/errors.js';
+import type { Logger } from '../src/log.js';
+import { historyChunks, readTip, type Tip } from './apply.js';
+import { scriptKeys, type ScriptKeys } from './address-keys.js';
+import type { ChainSource } from './chain-source.js';
+import { BinaryCopy, copyIn } from './copy-binary.js';
+import { deriveBlock, type Prevout, type TxRow, type UtxoRow } from './derive.js';
+import { OutpointCache } from './outpoint-cache.js';
+import type { BulkPath } from './run.js';
+
+
+/** A block of the chain to load, in height order. */
+export interface FeedBlock {
+  height: number;
+  hash: string;
+  raw: Uint8Array;
+}
+
+/** Blocks in height order from a start height; null at the end. */
+export interface BlockFeed {
+  next(): Promise<FeedBlock | null>;
+  close(): void;
+}
+
+/** Blocks `from..to` from the node, at most `inFlight` requests open. */
+export function nodeFeed(source: ChainSource, from: number, to: number, inFlight = 8): BlockFeed {
+  const queue: Promise<FeedBlock | null>[] = [];
+  let nextHeight = from;
+  let closed = false;
+  const fill = () => {
+    while (!closed && queue.length < inFlight && nextHeight <= to) {
+      const height = nextHeight++;
+      const p = (async () => {
+        const hash = await source.getBlockHash(height);
+        if (hash === null) return null;
+        const raw = await source.getBlock(hash);
+        return raw === null ? null : { height, hash, raw };
+      })();
+      p.catch(() => undefined);
+      queue.push(p);
+    }
+  };
+  return {
+    async next() {
+      fill();
+      const p = queue.shift();
+      if (!p) return null;
+      const b = await p;
+      fill();
+      return b;
+    },
+    close() {
+      closed = true;
+    },
+  };
+}
+
+/** Index DDL the bulk path drops and rebuilds (the definitions of migrations/0001_chain.ts). */
+const DROP_INDEXES = `
+  ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey;
+  DROP INDEX IF EXISTS txs_txid;
+  ALTER TABLE utxos DROP CONSTRAINT IF EXISTS utxos_pkey;
+  DROP INDEX IF EXISTS utxos_addr;
+  ALTER TABLE history DROP CONSTRAINT IF EXISTS history_pkey;
+  ALTER TABLE balances DROP CONSTRAINT IF EXISTS balances_pkey;
+`;
+
+const BUILD_INDEXES = [
+  'ALTER TABLE utxos ADD PRIMARY KEY (txid, vout)',
+  'CREATE INDEX utxos_addr ON utxos (addr_key, tx_num DESC, vout DESC) WHERE addr_key IS NOT NULL',
+  'ALTER TABLE balances ADD PRIMARY KEY (addr_key)',
+  'ALTER TABLE txs ADD PRIMARY KEY (tx_num)',
+  'CREATE INDEX txs_txid ON txs USING hash (txid)',
+  'ALTER TABLE history ADD PRIMARY KEY (addr_key, first_tx_num)',
+];
+
+/** The bulk sync's mark in sync_state (absent or `active: false` outside a bulk sync). */
+export interface BulkState {
+  active: boolean;
+  /** Tip when the bulk sync began. */
+  from: number;
+  /** Last committed batch's tip. */
+  height: number;
+}
+
+export async function readBulkState(db: Kysely<Database> | Transaction<Database>): Promise<BulkState | null> {
+  const r = await db.selectFrom('sync_state').select('value').where('key', '=', 'bulk').executeTakeFirst();
+  return r ? (r.value as BulkState) : null;
+}
+
+export interface BulkLoadDeps {
+  databaseUrl: string;
+  log: Logger;
+  /** Proves the writer lock inside each bulk transaction. */
+  guardClient?: (client: pg.ClientBase) => Promise<void>;
+  /** Transactions per batch (one Postgres transaction, one checkpoint). */
+  batchTxs: number;
+  signal?: AbortSignal;
+  /** Progress line interval (ms). */
+  progressMs?: number;
+}
+
+export interface BulkResult {
+  tip: number;
+  blocks: number;
+  txs: number;
+  ms: number;
+  /** Why loading stopped: reached the target, the feed ended, the chain changed, or stop(). */
+  reason: 'target' | 'end' | 'fork' | 'stopped';
+}
+
+interface Batch {
+  id: number;
+  blocks: { rows: Pick<ReturnType<typeof deriveBlock>, 'height' | 'hash' | 'prevHash' | 'header' | 'time' | 'txCount' | 'size' | 'weight'> }[];
+  txs: TxRow[];
+  created: (UtxoRow | null)[];
+  spent: { txNum: number; vout: number }[];
+  history: Map<string, number[]>;
+  txCount: number;
+  tipHash: Uint8Array | null;
+}
+
+const EMPTY = new Uint8Array(0);
+
+async function connect(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, application_name: 'blockwire-indexer-bulk' });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new RetryableError('ERR_DB_UNAVAILABLE', `cannot connect to Postgres for the bulk sync: ${(err as Error).message}`, { cause: err });
+  }
+  return client;
+}
+
+async function inTransaction<T>(client: pg.Client, deps: BulkLoadDeps, fn: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    if (deps.guardClient) await deps.guardClient(client);
+    const r = await fn();
+    await client.query('COMMIT');
+    return r;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
+/** Starts a bulk sync: drops indexes, empties the mempool tables, marks it active (one transaction). */
+export async function beginBulk(client: pg.Client, deps: BulkLoadDeps, fromHeight: number): Promise<void> {
+  await inTransaction(client, deps, async () => {
+    await client.query(DROP_INDEXES);
+    await client.query('TRUNCATE mempool_txs, mempool_outputs, mempool_spends, mempool_addresses, bulk_spent');
+    const state: BulkState = { active: true, from: fromHeight, height: fromHeight };
+    await client.query(
+      `INSERT INTO sync_state (key, value) VALUES ('bulk', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = now()`,
+      [JSON.stringify(state)],
+    );
+  });
+  deps.log.info({ from: fromHeight }, 'bulk sync started: secondary indexes dropped until it finishes');
+}
+
+/** Loads `utxos` minus `bulk_spent` into a new outpoint cache (binary COPY out). */
+export async function loadCache(client: pg.Client, log: Logger): Promise<OutpointCache> {
+  const t0 = performance.now();
+  const count = Number((await client.query<{ n: string }>('SELECT count(*)::text AS n FROM utxos')).rows[0]!.n);
+  const cache = new OutpointCache(Math.ceil((count * 4) / 3) + 1024);
+  if (count === 0) return cache;
+  const stream = client.query(
+    copyTo(`COPY (SELECT u.txid, u.vout, u.tx_num, u.addr_key, CASE WHEN u.addr_key IS NULL THEN u.script END
+      FROM utxos u WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)) TO STDOUT (FORMAT binary)`),
+  );
+  let carry: Buffer = Buffer.alloc(0);
+  let headerDone = false;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    let buf: Buffer = carry.length ? Buffer.concat([carry, chunk]) : chunk;
+    let p = 0;
+    if (!headerDone) {
+      if (buf.length < 19) {
+        carry = buf;
+        continue;
+      }
+      p = 19 + buf.readInt32BE(15);
+      headerDone = true;
+    }
+    for (;;) {
+      if (p + 2 > buf.length) break;
+      const fields = buf.readInt16BE(p);
+      if (fields === -1) {
+        p += 2;
+        break;
+      }
+      // Find the end of the tuple before decoding it.
+      let q = p + 2;
+      const cols: (Buffer | null)[] = [];
+      let complete = true;
+      for (let f = 0; f < fields; f++) {
+        if (q + 4 > buf.length) {
+          complete = false;
+          break;
+        }
+        const len = buf.readInt32BE(q);
+        q += 4;
+        if (len < 0) {
+          cols.push(null);
+          continue;
+        }
+        if (q + len > buf.length) {
+          complete = false;
+          break;
+        }
+        cols.push(buf.subarray(q, q + len));
+        q += len;
+      }
+      if (!complete) break;
+      const txid = new Uint8Array(cols[0]!);
+      const vout = cols[1]!.readInt32BE(0);
+      const txNum = Number(cols[2]!.readBigInt64BE(0));
+      const keys: ScriptKeys = cols[3] ? cols[3].toString('hex') : cols[4] ? scriptKeys(cols[4]) : null;
+      cache.insert(txid, vout, txNum, keys, -1, -1);
+      p = q;
+    }
+    carry = Buffer.from(buf.subarray(p));
+    buf = carry;
+  }
+  log.info({ outputs: cache.size, ms: Math.round(performance.now() - t0), mb: Math.round(cache.bytes / 1e6) }, 'bulk sync: unspent outputs loaded into memory');
+  return cache;
+}
+
+/** Writes one batch in one transaction: the checkpoint. */
+async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: Batch): Promise<void> {
+  const blocks = new BinaryCopy(b.blocks.length * 200);
+  for (const { rows: r } of b.blocks) {
+    blocks.row(8).int4(r.height).bytea(r.hash).bytea(r.prevHash).bytea(r.header).int4(r.time).int4(r.txCount).int4(r.size).int4(r.weight);
+  }
+  const txs = new BinaryCopy(b.txs.length * 160);
+  for (const t of b.txs) txs.row(4).int8(t.txNum).bytea(t.txid).bytea(t.outs).bytea(t.ins);
+  const utxos = new BinaryCopy(b.created.length * 100);
+  for (const u of b.created) {
+    if (u === null) continue;
+    utxos.row(6).bytea(u.txid).int4(u.vout).int8(u.txNum);
+    if (u.key === null) utxos.null();
+    else utxos.uuid(u.key);
+    utxos.int8(u.value).bytea(u.script);
+  }
+  const spent = new BinaryCopy(b.spent.length * 24);
+  for (const s of b.spent) spent.row(2).int8(s.txNum).int4(s.vout);
+  const history = new BinaryCopy(b.history.size * 60);
+  for (const c of historyChunks(b.history)) {
+    history.row(5).uuid(c.key).int8(c.first).int8(c.last).int4(c.entries.length).bytea(encodeEntries(c.entries.map(BigInt)));
+  }
+  const last = b.blocks[b.blocks.length - 1]!.rows;
+  await inTransaction(client, deps, async () => {
+    await copyIn(client, 'blocks (height, hash, prev_hash, header, time, tx_count, size, weight)', blocks.finish());
+    await copyIn(client, 'txs (tx_num, txid, outs, ins)', txs.finish());
+    if (utxos.rows > 0) await copyIn(client, 'utxos (txid, vout, tx_num, addr_key, value, script)', utxos.finish());
+    if (spent.rows > 0) await copyIn(client, 'bulk_spent (tx_num, vout)', spent.finish());
+    if (history.rows > 0) await copyIn(client, 'history (addr_key, first_tx_num, last_tx_num, n, entries)', history.finish());
+    await client.query('SELECT pg_advisory_xact_lock($1::int8)', [OUTBOX_LOCK.toString()]);
+    await client.query(
+      `INSERT INTO outbox (type, block_hash, height)
+       SELECT 'block.connected', h, n FROM unnest($1::bytea[], $2::int4[]) WITH ORDINALITY AS u(h, n, ord) ORDER BY ord`,
+      [b.blocks.map((x) => Buffer.from(x.rows.hash)), b.blocks.map((x) => x.rows.height)],
+    );
+    await client.query('UPDATE chain_tip SET height = $1, hash = $2, updated_at = now() WHERE id = 1', [last.height, Buffer.from(last.hash)]);
+    await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{height}', to_jsonb($1::int4)), updated_at = now() WHERE key = 'bulk'`, [last.height]);
+  });
+}
+
+/**
+ * Loads blocks from `feed` (which must start at tip + 1) up to `target` in batches. The bulk
+ * sync must be active (beginBulk). Stops at a block that does not extend the previous one.
+ */
+export async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed, tip: Tip, target: number, cache: OutpointCache): Promise<BulkResult> {
+  const { log } = deps;
+  const t0 = performance.now();
+  let prevHash: Uint8Array | null = tip.hash;
+  let height = tip.height;
+  let batchId = 0;
+  let totalTxs = 0;
+  let totalBlocks = 0;
+  let reason: BulkResult['reason'] = 'target';
+  let pending: Promise<void> | null = null;
+  let lastLog = performance.now();
+  let lastLogTxs = 0;
+  let lastLogBlocks = 0;
+  const progressMs = deps.progressMs ?? 10_000;
+
+  const lookup = (txid: Uint8Array, vout: number): Prevout | undefined => {
+    const slot = cache.find(txid, vout);
+    if (slot < 0) return undefined;
+    return { txNum: cache.txNumAt(slot), value: 0n, script: EMPTY, keys: cache.keysAt(slot) };
+  };
+
+  let done = false;
+  while (!done) {
+    const b: Batch = { id: ++batchId, blocks: [], txs: [], created: [], spent: [], history: new Map(), txCount: 0, tipHash: null };
+    while (b.txCount < deps.batchTxs) {
+      if (deps.signal?.aborted) {
+        reason = 'stopped';
+        done = true;
+        break;
+      }
+      if (height >= target) {
+        done = true;
+        break;
+      }
+      const fb = await feed.next();
+      if (fb === null) {
+        reason = 'end';
+        done = true;
+        break;
+      }
+      const block: DecodedBlock = decodeBlock(fb.raw);
+      if (fb.height !== height + 1 || (prevHash !== null && Buffer.compare(Buffer.from(block.header.prevHash), Buffer.from(prevHash)) !== 0) || hashToHex(block.hash) !== fb.hash) {
+        log.warn({ height: fb.height, hash: fb.hash }, 'bulk sync: the chain changed under it; handing over to the per-block path');
+        reason = 'fork';
+        done = true;
+        break;
+      }
+      const rows = deriveBlock(block, fb.height, lookup, { balances: false });
+      for (const s of rows.spent) {
+        const slot = cache.find(s.txid, s.vout);
+        if (cache.batchAt(slot) === b.id) b.created[cache.rowAt(slot)] = null;
+        else b.spent.push({ txNum: s.txNum, vout: s.vout });
+        cache.delete(slot);
+      }
+      for (const c of rows.created) {
+        const old = cache.insert(c.txid, c.vout, c.txNum, c.keys, b.id, b.created.length);
+        if (old !== null) {
+          // BIP30: a duplicate coinbase overwrote an unspent output, which is gone for good.
+          if (old.batch === b.id) b.created[old.row] = null;
+          else b.spent.push({ txNum: old.txNum, vout: c.vout });
+        }
+        b.created.push(c);
+      }
+      for (const [k, nums] of rows.history) {
+        const list = b.history.get(k);
+        if (list === undefined) b.history.set(k, nums);
+        else for (const n of nums) list.push(n);
+      }
+      for (const t of rows.txs) b.txs.push(t);
+      b.blocks.push({ rows });
+      b.txCount += rows.txCount;
+      height = fb.height;
+      prevHash = block.hash;
+      // Let the COPY of the previous batch move while this one is derived.
+      await new Promise<void>((r) => setImmediate(r));
+      const now = performance.now();
+      if (now - lastLog >= progressMs) {
+        const s = (now - lastLog) / 1000;
+        const bps = (totalBlocks + b.blocks.length - lastLogBlocks) / s;
+        const tps = (totalTxs + b.txCount - lastLogTxs) / s;
+        log.info({ height, target, blocksPerSec: Math.round(bps * 10) / 10, txPerSec: Math.round(tps), etaSec: bps > 0 ? Math.round((target - height) / bps) : null, cacheOutputs: cache.size }, 'bulk sync progress');
+        lastLog = now;
+        lastLogBlocks = totalBlocks + b.blocks.length;
+        lastLogTxs = totalTxs + b.txCount;
+      }
+    }
+    if (pending) await pending;
+    pending = null;
+    if (b.blocks.length > 0) {
+      totalTxs += b.txCount;
+      totalBlocks += b.blocks.length;
+      pending = writeBatch(client, deps, b);
+      // Surface a failed write at once when nothing else is left to do.
+      if (done) await pending;
+    }
+  }
+  if (pending) await pending;
+  return { tip: height, blocks: totalBlocks, txs: totalTxs, ms: Math.round(performance.now() - t0), reason };
+}
+
+/** Ends a bulk sync: utxos without spent rows, balances, every index (one transaction). */
+export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise<void> {
+  const t0 = performance.now();
+  await inTransaction(client, deps, async () => {
+    await client.query("SET LOCAL maintenance_work_mem = '256MB'");
+    await client.query(`
+      CREATE TABLE utxos_live (LIKE utxos INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+      INSERT INTO utxos_live
+        SELECT u.* FROM utxos u
+        WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)
+        ORDER BY u.addr_key, u.tx_num;
+      DROP TABLE utxos;
+      ALTER TABLE utxos_live RENAME TO utxos;
+      TRUNCATE balances;
+      INSERT INTO balances (addr_key, balance, utxo_count)
+        SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
+      TRUNCATE bulk_spent;`);
+    for (const ddl of BUILD_INDEXES) await client.query(ddl);
+    await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'false'::jsonb), updated_at = now() WHERE key = 'bulk'`);
+  });
+  await client.query('ANALYZE blocks, txs, utxos, balances, history').catch(() => {});
+  deps.log.info({ ms: Math.round(performance.now() - t0) }, 'bulk sync finished: indexes built');
+}
+
+/** Runs a whole bulk sync from the stored tip with `feed` up to `target`, resuming one in progress. */
+export async function runBulk(db: Kysely<Database>, deps: BulkLoadDeps, makeFeed: (from: number) => BlockFeed, target: number): Promise<BulkResult> {
+  const client = await connect(deps.databaseUrl);
+  try {
+    let state = await readBulkState(db);
+    const tip = await readTip(db);
+    if (!state?.active) {
+      if (target <= tip.height) return { tip: tip.height, blocks: 0, txs: 0, ms: 0, reason: 'target' };
+      await beginBulk(client, deps, tip.height);
+      state = await readBulkState(db);
+    } else {
+      deps.log.info({ tip: tip.height, from: state.from }, 'resuming the bulk sync from its last checkpoint');
+    }
+    const cache = await loadCache(client, deps.log);
+    const feed = makeFeed(tip.height + 1);
+    let result: BulkResult;
+    try {
+      result = await loadBlocks(client, deps, feed, tip, target, cache);
+    } finally {
+      feed.close();
+    }
+    deps.log.info({ ...result, txPerSec: result.ms > 0 ? Math.round((result.txs * 1000) / result.ms) : null }, 'bulk load done');
+    if (result.reason !== 'stopped') await finishBulk(client, deps);
+    return result;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Whether `db` has an unfinished bulk sync. */
+export async function bulkActive(db: Kysely<Database>): Promise<boolean> {
+  return (await readBulkState(db))?.active === true;
+}
+
+/** The bulk path of the run loop, over the node. */
+export function createBulkSync(deps: {
+  config: Pick<Config, 'indexerBulkThreshold' | 'indexerBulkNearTip' | 'indexerBulkBatchTxs'>;
+  db: Kysely<Database>;
+  databaseUrl: string;
+  source: ChainSource;
+  log: Logger;
+  guardClient?: (client: pg.ClientBase) => Promise<void>;
+}): BulkPath {
+  const { config, db } = deps;
+  let nodeHeight = -1;
+  return {
+    async shouldRun(tip, height) {
+      nodeHeight = height;
+      if (await bulkActive(db)) return true;
+      return height - tip.height > config.indexerBulkThreshold;
+    },
+    async run(signal) {
+      const target = Math.max(nodeHeight - config.indexerBulkNearTip, -1);
+      await runBulk(
+        db,
+        { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}) },
+        (from) => nodeFeed(deps.source, from, target),
+        target,
+      );
+    },
+  };
+}
+

@@ -1,0 +1,125 @@
+/**
+ * Wiring only: `startIndexer({ config, log, db, databaseUrl })` takes the writer lock, connects
+ * to the node (RPC, REST when served, ZMQ when configured), and runs the sync loop with the
+ * mempool sync and the bulk path. The handle stops gracefully (the current block finishes)
+ * and reports status (tip, node tip, lag) for /healthz and metrics counters.
+ * @module
+ */
+import type { Kysely } from 'kysely';
+import type { Config } from '../src/config.js';
+import type { Database } from '../src/db/schema.js';
+import { assertSchemaCurrent } from '../src/db/migrate.js';
+import { FatalError } from '../src/errors.js';
+import type { Logger } from '../src/log.js';
+import { BitcoindClient } from '../src/rpc/bitcoind.js';
+import { BitcoindRest } from '../src/rpc/rest.js';
+import { createBulkSync } from './bulk.js';
+import { createNodeSource, type ChainSource, type MempoolSource } from './chain-source.js';
+import { createMempoolSync, type MempoolStats } from './mempool.js';
+import { startNotifier, type Notifier, type NotifyStats } from './notify.js';
+import { createRunLoop, type IndexerMetrics, type IndexerStatus } from './run.js';
+import { createWriterLock } from './writer-lock.js';
+
+export type { IndexerMetrics, IndexerStatus };
+
+export interface IndexerDeps {
+  config: Config;
+  log: Logger;
+  db: Kysely<Database>;
+  /** The URL `db` connects to: the lock session and bulk COPY use connections of their own. */
+  databaseUrl: string;
+  /** Tests: a node other than the one in `config` (e.g. a fixture chain). */
+  source?: ChainSource & MempoolSource;
+  /** Overrides `config.bitcoindRpcUrl` / `config.bitcoindZmqUrl` (e.g. a devnode started by the caller). */
+  rpcUrl?: string;
+  zmqUrl?: string | null;
+}
+
+export interface IndexerHandle {
+  /** Graceful stop: the block being applied finishes, then ZMQ, the lock and the loop close. */
+  stop(): Promise<void>;
+  status(): IndexerStatus;
+  metrics(): IndexerMetrics & { zmq: NotifyStats | null; mempool: MempoolStats };
+  /** Settles when the indexer stops; rejects with the FatalError that stopped it. */
+  readonly done: Promise<void>;
+}
+
+/** Starts the indexer role. @throws FatalError ERR_INDEXER_LOCKED when another indexer runs. */
+export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
+  const { config, db } = deps;
+  const log = deps.log.child({ component: 'indexer' });
+  await assertSchemaCurrent(db);
+  const lock = createWriterLock({ databaseUrl: deps.databaseUrl, log });
+  await lock.acquire();
+
+  let source = deps.source;
+  if (!source) {
+    const url = deps.rpcUrl ?? config.bitcoindRpcUrl;
+    if (!url) {
+      await lock.release();
+      throw new FatalError('ERR_CONFIG', 'the indexer needs BITCOIND_RPC_URL (or a devnode started by `blockwire start`)');
+    }
+    const rpc = new BitcoindClient({ url, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), log });
+    source = createNodeSource({ rpc, rest: new BitcoindRest({ url }), restMode: config.bitcoindRest });
+  }
+  const guard = lock.guard;
+  const mempool = createMempoolSync({ db, source, log: log.child({ component: 'indexer.mempool' }), guard });
+  const zmqUrl = deps.zmqUrl === undefined ? config.bitcoindZmqUrl : (deps.zmqUrl ?? undefined);
+  const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, source, log: log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient });
+  const loop = createRunLoop({
+    db,
+    source,
+    log: log.child({ component: 'indexer.run' }),
+    mempool,
+    bulk,
+    guard,
+    pollIntervalMs: config.pollIntervalMs,
+    maxReorgDepth: config.indexerMaxReorgDepth,
+    zmqEnabled: zmqUrl !== undefined,
+    prefetch: config.indexerPrefetch,
+  });
+
+  let notifier: Notifier | null = null;
+  if (zmqUrl) {
+    notifier = await startNotifier({
+      url: zmqUrl,
+      log: log.child({ component: 'indexer.notify' }),
+      handlers: {
+        wake: () => loop.wake(),
+        announced: (hash) => loop.announced(hash),
+        sequence: (hint) => mempool.hint(hint),
+        gap: (topic) => {
+          if (topic === 'sequence') mempool.requestResync('zmq sequence gap');
+          loop.wake();
+        },
+        reset: () => {
+          mempool.requestResync('zmq counter reset');
+          loop.wake();
+        },
+      },
+    });
+  }
+  const resyncTimer = zmqUrl ? setInterval(() => mempool.requestResync('periodic'), config.mempoolResyncMs) : null;
+  resyncTimer?.unref();
+
+  let closed: Promise<void> | null = null;
+  const close = () =>
+    (closed ??= (async () => {
+      if (resyncTimer) clearInterval(resyncTimer);
+      await notifier?.stop();
+      await lock.release();
+    })());
+  const done = loop.run().finally(close);
+  done.catch(() => undefined);
+  log.info({ zmq: zmqUrl ?? null, pollIntervalMs: config.pollIntervalMs }, 'indexer started');
+
+  return {
+    done,
+    async stop() {
+      await loop.stop();
+      await close();
+    },
+    status: () => loop.status(),
+    metrics: () => ({ ...loop.metrics, zmq: notifier ? { ...notifier.stats } : null, mempool: { ...mempool.stats } }),
+  };
+}

@@ -1,0 +1,327 @@
+/**
+ * The indexed mempool (DESIGN.md "Mempool"): transactions appear in address history and unspent
+ * outputs with 0 confirmations and leave when mined (apply.ts), replaced, conflicted or evicted.
+ * Sync follows Core's protocol (interface_zmq.py test_mempool_sync): seed from
+ * `getrawmempool(false, true)`, keep the ZMQ `sequence` A/R messages above its
+ * `mempool_sequence`, apply them as deltas, and reseed on any gap or restart. A message is only
+ * a hint: an addition is fetched from the node and must be in its mempool, a removal must be
+ * absent from it, before the tables change. Each change is one Postgres transaction with its
+ * outbox events (tx.unconfirmed, tx.replaced with replaced_by, tx.dropped).
+ * @module
+ */
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { decodeTx, type DecodedTx } from '../src/bitcoin/tx.js';
+import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
+import type { Database } from '../src/db/schema.js';
+import type { Logger } from '../src/log.js';
+import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
+import type { MempoolSource, NodeMempoolTx } from './chain-source.js';
+import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
+import { removalEvents } from './apply.js';
+import { deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
+import type { SequenceHint } from './notify.js';
+
+type Trx = Transaction<Database>;
+
+/** A prevout of a mempool transaction: a confirmed unspent output or a mempool output. */
+export interface MempoolPrevout {
+  value: bigint;
+  script: Uint8Array;
+  keys?: ScriptKeys;
+}
+
+/** PURE: the rows of one mempool transaction given its prevouts (in input order). */
+export function deriveMempoolTx(tx: DecodedTx, prevouts: readonly MempoolPrevout[], firstSeen: Date): MempoolTxRow {
+  const addrs = new Map<string, { key: string; received: bigint; sent: bigint }>();
+  const touch = (keys: ScriptKeys, value: bigint, side: 'received' | 'sent') => {
+    if (keys === null) return;
+    const list = typeof keys === 'string' ? [keys] : keys;
+    for (const k of list) {
+      let a = addrs.get(k);
+      if (!a) addrs.set(k, (a = { key: k, received: 0n, sent: 0n }));
+      if (typeof keys === 'string') a[side] += value;
+    }
+  };
+  let inSum = 0n;
+  tx.inputs.forEach((input, i) => {
+    const p = prevouts[i]!;
+    inSum += p.value;
+    touch(p.keys !== undefined ? p.keys : scriptKeys(p.script), p.value, 'sent');
+    void input;
+  });
+  let outSum = 0n;
+  const outputs: MempoolTxRow['outputs'] = [];
+  tx.outputs.forEach((o, vout) => {
+    outSum += o.value;
+    const k = scriptKeys(o.script);
+    touch(k, o.value, 'received');
+    if (!isUnspendable(o.script)) outputs.push({ vout, key: typeof k === 'string' ? k : null, value: o.value, script: o.script });
+  });
+  return {
+    txid: tx.txid,
+    raw: tx.bytes,
+    firstSeen,
+    fee: inSum - outSum,
+    vsize: tx.vsize,
+    outputs,
+    spends: tx.inputs.map((i) => ({ prevTxid: i.prevTxid, prevVout: i.vout })),
+    addresses: [...addrs.values()],
+  };
+}
+
+export interface MempoolStats {
+  resyncs: number;
+  added: number;
+  removed: number;
+  /** Hints the node contradicted (an A not in its mempool, an R still in it). */
+  ignoredHints: number;
+}
+
+export interface MempoolSync {
+  /** A `sequence` message (only A and R matter here). */
+  hint(h: SequenceHint): void;
+  /** Reseed from `getrawmempool` at the next step (start, ZMQ gap or reset, periodic). */
+  requestResync(reason: string): void;
+  /** True when a resync or hints are waiting. */
+  readonly pending: boolean;
+  /** Brings the mempool tables up to date with the node; true when something was done. */
+  step(): Promise<boolean>;
+  readonly stats: MempoolStats;
+}
+
+export interface MempoolSyncDeps {
+  db: Kysely<Database>;
+  source: MempoolSource;
+  log: Logger;
+  guard?: (trx: Trx) => Promise<void>;
+  /** Hints queued at most; beyond, they are dropped and a resync is scheduled. */
+  maxHints?: number;
+}
+
+type Change = { add: Map<string, NodeMempoolTx>; remove: Set<string> };
+
+async function storedTxids(db: Kysely<Database> | Trx): Promise<Set<string>> {
+  const r = await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(db);
+  return new Set(r.rows.map((x) => hashToHex(x.txid)));
+}
+
+/** Prevouts of `outpoints` from utxos and mempool_outputs, keyed `txidhex:vout`. */
+async function loadPrevouts(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number }[]): Promise<Map<string, MempoolPrevout>> {
+  const out = new Map<string, MempoolPrevout>();
+  if (outpoints.length === 0) return out;
+  const r = await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer; addr_key: string | null }>`
+    SELECT u.txid, u.vout, u.value, u.script, u.addr_key
+      FROM unnest(${outpoints.map((o) => toBuffer(o.txid))}::bytea[], ${outpoints.map((o) => o.vout)}::int4[]) AS q(txid, vout)
+      JOIN utxos u ON u.txid = q.txid AND u.vout = q.vout
+    UNION ALL
+    SELECT o.txid, o.vout, o.value, o.script, o.addr_key
+      FROM unnest(${outpoints.map((o) => toBuffer(o.txid))}::bytea[], ${outpoints.map((o) => o.vout)}::int4[]) AS q(txid, vout)
+      JOIN mempool_outputs o ON o.txid = q.txid AND o.vout = q.vout`.execute(trx);
+  for (const x of r.rows) out.set(`${x.txid.toString('hex')}:${x.vout}`, { value: x.value, script: x.script, ...(x.addr_key !== null ? { keys: x.addr_key } : {}) });
+  return out;
+}
+
+/** Applies one verified change in one transaction; returns txids it could not add yet. */
+async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ added: number; removed: number; unresolved: string[] }> {
+  const stored = await storedTxids(trx);
+  const events: OutboxEvent[] = [];
+
+  // Removals first (an RBF replacement spends what its victim spent).
+  const removeIds = [...change.remove].filter((t) => stored.has(t)).map((t) => hexToHash(t));
+  const removedSpends = new Map<string, { txid: Uint8Array; vout: number }[]>();
+  if (removeIds.length > 0) {
+    const r = await sql<{ txid: Buffer; prev_txid: Buffer; prev_vout: number }>`
+      SELECT txid, prev_txid, prev_vout FROM mempool_spends WHERE txid = ANY(${removeIds.map(toBuffer)}::bytea[])`.execute(trx);
+    for (const x of r.rows) {
+      const k = x.txid.toString('hex');
+      const list = removedSpends.get(k) ?? [];
+      list.push({ txid: x.prev_txid, vout: x.prev_vout });
+      removedSpends.set(k, list);
+    }
+  }
+  const removedNow = await deleteMempoolTxs(trx, removeIds);
+  const removed = removedNow.touches;
+
+  // Additions, parents before children; a transaction whose inputs are unknown waits.
+  const decoded = new Map<string, { tx: DecodedTx; info: NodeMempoolTx }>();
+  for (const [txid, info] of change.add) {
+    if (stored.has(txid)) continue;
+    const tx = decodeTx(info.raw);
+    if (hashToHex(tx.txid) !== txid) {
+      log.warn({ txid }, 'node returned a different transaction than asked for; ignored');
+      continue;
+    }
+    decoded.set(txid, { tx, info });
+  }
+  const outpoints = [...decoded.values()].flatMap((d) => d.tx.inputs.map((i) => ({ txid: i.prevTxid, vout: i.vout })));
+  const known = await loadPrevouts(trx, outpoints);
+  const rows: MempoolTxRow[] = [];
+  const unresolved: string[] = [];
+  const done = new Set<string>();
+  let progress = true;
+  while (progress) {
+    progress = false;
+    for (const [txid, d] of decoded) {
+      if (done.has(txid)) continue;
+      const prevouts: MempoolPrevout[] = [];
+      let waiting = false;
+      for (const input of d.tx.inputs) {
+        const p = known.get(`${Buffer.from(input.prevTxid).toString('hex')}:${input.vout}`);
+        if (p) prevouts.push(p);
+        else {
+          waiting = true;
+          break;
+        }
+      }
+      if (waiting) continue;
+      const row = deriveMempoolTx(d.tx, prevouts, d.info.time ?? new Date());
+      if (d.info.fee !== null) row.fee = d.info.fee;
+      rows.push(row);
+      done.add(txid);
+      progress = true;
+      const idHex = Buffer.from(d.tx.txid).toString('hex');
+      d.tx.outputs.forEach((o, vout) => known.set(`${idHex}:${vout}`, { value: o.value, script: o.script }));
+    }
+  }
+  for (const txid of decoded.keys()) if (!done.has(txid)) unresolved.push(txid);
+
+  // Transactions already stored that spend what an addition spends were replaced by it.
+  const conflictBy = new Map<string, Uint8Array>();
+  if (rows.length > 0) {
+    const spenderOf = new Map<string, Uint8Array>();
+    const outs = rows.flatMap((r) => r.spends.map((s) => ({ txid: s.prevTxid, vout: s.prevVout, by: r.txid })));
+    for (const o of outs) spenderOf.set(`${Buffer.from(o.txid).toString('hex')}:${o.vout}`, o.by);
+    for (const s of await mempoolSpendersOf(trx, outs)) {
+      conflictBy.set(s.txid.toString('hex'), spenderOf.get(`${s.prevTxid.toString('hex')}:${s.prevVout}`)!);
+    }
+  }
+  let conflictRemoved: RemovedTouch[] = [];
+  let conflictCount = 0;
+  if (conflictBy.size > 0) {
+    const direct = [...conflictBy.keys()].map((h) => Buffer.from(h, 'hex'));
+    const desc = await mempoolDescendants(trx, direct);
+    const gone = await deleteMempoolTxs(trx, [...direct, ...desc]);
+    conflictRemoved = gone.touches;
+    conflictCount = gone.count;
+  }
+  await insertMempoolTxs(trx, rows);
+
+  // replaced_by for the removals: whoever spends their outpoints now.
+  const replacedBy = new Map<string, Uint8Array>(conflictBy);
+  const victimOutpoints = [...removedSpends].flatMap(([txid, list]) => list.map((o) => ({ ...o, victim: txid })));
+  if (victimOutpoints.length > 0) {
+    const victimOf = new Map(victimOutpoints.map((o) => [`${Buffer.from(o.txid).toString('hex')}:${o.vout}`, o.victim]));
+    for (const s of await mempoolSpendersOf(trx, victimOutpoints)) {
+      const victim = victimOf.get(`${s.prevTxid.toString('hex')}:${s.prevVout}`);
+      if (victim !== undefined && !replacedBy.has(victim)) replacedBy.set(victim, s.txid);
+    }
+  }
+
+  const allRemoved = [...removed, ...conflictRemoved];
+  const watchKeys = [...allRemoved.map((r) => r.key), ...rows.flatMap((r) => r.addresses.map((a) => a.key))];
+  const watched = await loadWatches(trx, watchKeys);
+  for (const r of rows) {
+    for (const a of r.addresses) {
+      const w = watched.get(a.key);
+      if (w) events.push({ type: 'tx.unconfirmed', addrKey: a.key, address: w.address, txid: r.txid, confirmations: 0, received: a.received, sent: a.sent });
+    }
+  }
+  events.push(...removalEvents(allRemoved, watched, (txid) => replacedBy.get(txid.toString('hex'))));
+  await appendEvents(trx, events);
+  return { added: rows.length, removed: removedNow.count + conflictCount, unresolved };
+}
+
+/** Creates the mempool sync; call `step()` from the run loop when the chain is at the node's tip. */
+export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
+  const { db, source, log } = deps;
+  const maxHints = deps.maxHints ?? 100_000;
+  const stats: MempoolStats = { resyncs: 0, added: 0, removed: 0, ignoredHints: 0 };
+  let needResync = true;
+  let seq: bigint | null = null;
+  let hints: SequenceHint[] = [];
+
+  const commit = async (change: Change) =>
+    db.transaction().execute(async (trx) => {
+      if (deps.guard) await deps.guard(trx);
+      return commitChange(trx, change, log);
+    });
+
+  async function resync(): Promise<void> {
+    const snap = await source.getMempoolSnapshot();
+    const ours = await storedTxids(db);
+    const theirs = new Set(snap.txids);
+    const missing = snap.txids.filter((t) => !ours.has(t));
+    const gone = new Set([...ours].filter((t) => !theirs.has(t)));
+    const fetched = await source.getMempoolTxs(missing);
+    const r = await commit({ add: fetched, remove: gone });
+    stats.resyncs++;
+    stats.added += r.added;
+    stats.removed += r.removed;
+    seq = BigInt(snap.sequence);
+    hints = hints.filter((h) => h.mempoolSeq !== null && h.mempoolSeq > seq!);
+    // Inputs not known yet (the node is a block ahead of the index): try again next turn.
+    needResync = r.unresolved.length > 0;
+    log.info({ size: snap.txids.length, added: r.added, removed: r.removed, unresolved: r.unresolved.length, sequence: snap.sequence }, 'mempool resynced');
+  }
+
+  async function applyHints(): Promise<void> {
+    const batch = hints;
+    hints = [];
+    const intent = new Map<string, 'A' | 'R'>();
+    for (const h of batch) {
+      if (seq !== null && h.mempoolSeq !== null && h.mempoolSeq <= seq) continue;
+      intent.set(h.hash, h.label as 'A' | 'R');
+      if (h.mempoolSeq !== null && (seq === null || h.mempoolSeq > seq)) seq = h.mempoolSeq;
+    }
+    if (intent.size === 0) return;
+    // Verify every hint with the node: present in its mempool or not, now.
+    const present = await source.getMempoolTxs([...intent.keys()]);
+    const add = new Map<string, NodeMempoolTx>();
+    const remove = new Set<string>();
+    for (const [txid, label] of intent) {
+      const p = present.get(txid);
+      if (label === 'A' && p) add.set(txid, p);
+      else if (label === 'R' && !p) remove.add(txid);
+      else if (label === 'A' && !p) remove.add(txid); // added then gone again (mined or replaced since)
+      else {
+        stats.ignoredHints++;
+        add.set(txid, p!);
+      }
+    }
+    const r = await commit({ add, remove });
+    stats.added += r.added;
+    stats.removed += r.removed;
+    if (r.unresolved.length > 0) needResync = true;
+  }
+
+  return {
+    stats,
+    get pending() {
+      return needResync || hints.length > 0;
+    },
+    hint(h) {
+      if (h.label !== 'A' && h.label !== 'R') return;
+      if (hints.length >= maxHints) {
+        hints = [];
+        needResync = true;
+        return;
+      }
+      hints.push(h);
+    },
+    requestResync(reason) {
+      if (!needResync) log.info({ reason }, 'mempool resync requested');
+      needResync = true;
+    },
+    async step() {
+      if (needResync) {
+        await resync();
+        return true;
+      }
+      if (hints.length > 0) {
+        await applyHints();
+        return true;
+      }
+      return false;
+    },
+  };
+}

@@ -1,0 +1,280 @@
+/**
+ * The sync loop: wait for a wake-up (ZMQ) or the poll tick, then step until idle: plan with
+ * `nextStep`, fetch and check the block, apply it (or undo to the fork), and when the chain is
+ * at the node's tip bring the mempool up to date. Retryable failures (node down, Postgres
+ * restarting, lock session lost) back off and retry; a FatalError ends the loop (the process
+ * exits; a restart beats a wedged index). `stop()` lets the current block finish.
+ * @module
+ */
+import type { Kysely, Transaction } from 'kysely';
+import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
+import { equalBytes, hashToHex } from '../src/bitcoin/hash.js';
+import { computeMerkleRoot } from '../src/bitcoin/merkle.js';
+import type { Database } from '../src/db/schema.js';
+import { FatalError, RetryableError, isRetryable } from '../src/errors.js';
+import type { Logger } from '../src/log.js';
+import { applyBlock, readTip, undoBlock, type Tip } from './apply.js';
+import type { ChainSource } from './chain-source.js';
+import { nextStep, type LocalChain } from './follow.js';
+import type { MempoolSync } from './mempool.js';
+
+export interface IndexerMetrics {
+  blocksApplied: number;
+  blocksUndone: number;
+  reorgs: number;
+  txsApplied: number;
+  /** Blocks applied that no ZMQ message announced (ZMQ dead, lossy or absent). */
+  zmqMissedBlocks: number;
+  retries: number;
+  lastApplyMs: number;
+}
+
+export interface IndexerStatus {
+  mode: 'starting' | 'bulk' | 'following' | 'stopped';
+  tip: { height: number; hash: string | null };
+  nodeTip: { height: number; hash: string } | null;
+  /** Blocks the index is behind the node (null until the node answered). */
+  lag: number | null;
+  lastError: string | null;
+}
+
+/** The initial-sync path the loop hands over to while far behind (bulk.ts). */
+export interface BulkPath {
+  /** True when the bulk path should run now (far behind, or an interrupted bulk sync to resume). */
+  shouldRun(tip: Tip, nodeHeight: number): Promise<boolean>;
+  /** Syncs in bulk up to near the node's tip; resolves early when `signal` aborts. */
+  run(signal: AbortSignal): Promise<void>;
+}
+
+export interface RunDeps {
+  db: Kysely<Database>;
+  source: ChainSource;
+  log: Logger;
+  mempool?: MempoolSync;
+  bulk?: BulkPath;
+  guard?: (trx: Transaction<Database>) => Promise<void>;
+  pollIntervalMs: number;
+  /** Deepest reorg undone automatically; deeper is ERR_REORG_TOO_DEEP. */
+  maxReorgDepth: number;
+  /** Whether block announcements are expected (ZMQ configured), for the missed-blocks metric. */
+  zmqEnabled?: boolean;
+  /** Blocks fetched ahead while catching up (≤ 16 requests in flight). */
+  prefetch?: number;
+}
+
+export interface RunLoop {
+  wake(): void;
+  /** A ZMQ announcement of a block hash (metrics only). */
+  announced(hash: string): void;
+  /** Runs until stop() or a fatal error (rejects with it). */
+  run(): Promise<void>;
+  stop(): Promise<void>;
+  status(): IndexerStatus;
+  readonly metrics: IndexerMetrics;
+}
+
+/** Errors worth retrying besides RetryableError: Postgres or the network going away. */
+export function isTransient(err: unknown): boolean {
+  if (isRetryable(err)) return true;
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof FatalError) return false;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (/^(08|57|53|40)/.test(code) || /^E(CONN|PIPE|TIMEDOUT|HOSTUNREACH|AI_AGAIN)/.test(code))) return true;
+    if (/Connection terminated|connection timeout|Client has encountered a connection error|socket hang up/i.test(e.message)) return true;
+  }
+  return false;
+}
+
+/** Decodes a fetched block and checks it is the one asked for and internally consistent. */
+export function checkBlock(raw: Uint8Array, hash: string): DecodedBlock {
+  const block = decodeBlock(raw);
+  const got = hashToHex(block.hash);
+  if (got !== hash) throw new RetryableError('ERR_BLOCK_MISMATCH', `asked the node for block ${hash} and got ${got}`);
+  const merkle = computeMerkleRoot(block.txs.map((t) => t.txid));
+  if (merkle.mutated || !equalBytes(merkle.root, block.header.merkleRoot)) {
+    throw new RetryableError('ERR_BLOCK_MERKLE', `block ${hash} from the node does not match its Merkle root`);
+  }
+  return block;
+}
+
+export function createRunLoop(deps: RunDeps): RunLoop {
+  const { db, source, log } = deps;
+  const metrics: IndexerMetrics = { blocksApplied: 0, blocksUndone: 0, reorgs: 0, txsApplied: 0, zmqMissedBlocks: 0, retries: 0, lastApplyMs: 0 };
+  const status: IndexerStatus = { mode: 'starting', tip: { height: -1, hash: null }, nodeTip: null, lag: null, lastError: null };
+  const announced = new Set<string>();
+  const prefetched = new Map<string, Promise<Uint8Array | null>>();
+  const prefetchDepth = deps.prefetch ?? 8;
+  let wakeUp: (() => void) | null = null;
+  let woken = false;
+  let stopping = false;
+  let running: Promise<void> | null = null;
+  const abort = new AbortController();
+  const ctx = deps.guard ? { guard: deps.guard } : {};
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken || stopping) {
+        woken = false;
+        resolve();
+        return;
+      }
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        wakeUp = null;
+        woken = false;
+        resolve();
+      }
+      wakeUp = done;
+    });
+
+  const local = (tip: Tip): LocalChain => ({
+    height: tip.height,
+    hash: tip.hash === null ? null : hashToHex(tip.hash),
+    async hashAt(h) {
+      const r = await db.selectFrom('blocks').select('hash').where('height', '=', h).executeTakeFirst();
+      return r ? hashToHex(r.hash) : null;
+    },
+  });
+
+  function getRaw(hash: string): Promise<Uint8Array | null> {
+    const p = prefetched.get(hash);
+    if (p) {
+      prefetched.delete(hash);
+      return p;
+    }
+    return source.getBlock(hash);
+  }
+
+  function prefetchAfter(height: number, nodeHeight: number): void {
+    if (prefetched.size > prefetchDepth * 4) prefetched.clear();
+    for (let h = height + 1; h <= Math.min(nodeHeight, height + prefetchDepth); h++) {
+      void source
+        .getBlockHash(h)
+        .then((hash) => {
+          if (hash !== null && !prefetched.has(hash)) {
+            const p = source.getBlock(hash);
+            p.catch(() => undefined);
+            prefetched.set(hash, p);
+          }
+        })
+        .catch(() => undefined);
+    }
+  }
+
+  /** One step; true when it did something (so the loop steps again at once). */
+  async function turn(): Promise<boolean> {
+    const tip = await readTip(db);
+    status.tip = { height: tip.height, hash: tip.hash === null ? null : hashToHex(tip.hash) };
+    const nodeHeight = await source.getTipHeight();
+    if (deps.bulk && (await deps.bulk.shouldRun(tip, nodeHeight))) {
+      status.mode = 'bulk';
+      await deps.bulk.run(abort.signal);
+      status.mode = 'following';
+      return !stopping;
+    }
+    status.mode = 'following';
+    const step = await nextStep(local(tip), source);
+    if (step.kind === 'apply') {
+      const t0 = performance.now();
+      const raw = await getRaw(step.hash);
+      if (raw === null) {
+        log.warn({ height: step.height, hash: step.hash }, 'node no longer serves the block it announced; re-planning');
+        return false;
+      }
+      const block = checkBlock(raw, step.hash);
+      if (nodeHeight > step.height + 1) prefetchAfter(step.height, nodeHeight);
+      const r = await applyBlock(db, block, step.height, ctx);
+      if (r.kind === 'applied') {
+        const ms = Math.round(performance.now() - t0);
+        metrics.blocksApplied++;
+        metrics.txsApplied += r.txs;
+        metrics.lastApplyMs = ms;
+        if (!announced.delete(step.hash) && deps.zmqEnabled) {
+          metrics.zmqMissedBlocks++;
+          deps.mempool?.requestResync('block not announced by zmq');
+        }
+        log.info({ height: step.height, hash: step.hash, txs: r.txs, events: r.events, ms }, 'block applied');
+      }
+      status.nodeTip = { height: nodeHeight, hash: step.hash };
+      return true;
+    }
+    if (step.kind === 'undo') {
+      if (step.forkHeight < 0) {
+        throw new FatalError('ERR_NO_COMMON_BLOCK', 'the node\'s chain shares no block with the index (another network or a reset regtest node?); re-create the database to follow it');
+      }
+      const depth = tip.height - step.forkHeight;
+      if (depth > deps.maxReorgDepth) {
+        throw new FatalError('ERR_REORG_TOO_DEEP', `reorg of ${depth} blocks (fork at ${step.forkHeight}) exceeds the limit of ${deps.maxReorgDepth}`);
+      }
+      log.warn({ fork: step.forkHeight, depth, tip: tip.height }, 'reorg: undoing blocks above the fork');
+      metrics.reorgs++;
+      for (let h = tip.height; h > step.forkHeight; h--) {
+        const r = await undoBlock(db, h, ctx);
+        if (r.kind !== 'undone') break;
+        metrics.blocksUndone++;
+        log.info({ height: h, txs: r.txs, events: r.events }, 'block undone');
+      }
+      return true;
+    }
+    const best = await source.getBestBlockHash();
+    status.nodeTip = { height: nodeHeight, hash: best };
+    status.lag = nodeHeight - tip.height;
+    if (deps.mempool?.pending) return deps.mempool.step();
+    return false;
+  }
+
+  async function loop(): Promise<void> {
+    let failures = 0;
+    while (!stopping) {
+      try {
+        const worked = await turn();
+        failures = 0;
+        status.lastError = null;
+        if (!worked && !stopping) {
+          await sleep(deps.pollIntervalMs);
+          if (!deps.zmqEnabled) deps.mempool?.requestResync('poll');
+        }
+      } catch (err) {
+        if (stopping) break;
+        failures++;
+        status.lastError = (err as Error).message;
+        const transient = isTransient(err);
+        if (!transient && (err instanceof FatalError || failures > 5)) {
+          log.fatal({ err }, 'indexer stopped by an error it cannot recover from');
+          throw err;
+        }
+        metrics.retries++;
+        const delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7));
+        log[transient ? 'warn' : 'error']({ err, retryInMs: delay, failures }, transient ? 'indexer waiting for the node or Postgres' : 'indexer step failed; retrying');
+        await sleep(delay);
+      }
+    }
+    status.mode = 'stopped';
+  }
+
+  return {
+    metrics,
+    wake() {
+      woken = true;
+      wakeUp?.();
+    },
+    announced(hash) {
+      if (announced.size > 10_000) announced.clear();
+      announced.add(hash);
+    },
+    run() {
+      running ??= loop();
+      return running;
+    },
+    async stop() {
+      stopping = true;
+      abort.abort();
+      wakeUp?.();
+      await running?.catch(() => undefined);
+    },
+    status() {
+      return { ...status, lag: status.nodeTip ? status.nodeTip.height - status.tip.height : status.lag };
+    },
+  };
+}
