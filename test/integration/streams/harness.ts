@@ -242,3 +242,48 @@ export async function promoteDelayed(redisUrl: string, prefix: string, queue: 'w
     connection.disconnect();
   }
 }
+
+export type Child = { pid: number; kill(): Promise<void> };
+
+/** Starts a streams role in a child process (child-role.ts) and waits for it to be ready. */
+export async function spawnRole(role: 'streams' | 'worker' | 'both', f: StreamsFixture, config: Partial<Config>): Promise<Child> {
+  const { spawn } = await import('node:child_process');
+  const script = new URL('./child-role.ts', import.meta.url).pathname;
+  const arg = JSON.stringify({ role, databaseUrl: f.t.url, redisUrl: f.redisUrl, prefix: f.prefix, config: { allowPrivateHooks: true, streamPort: 0, ...config } });
+  const child = spawn(process.execPath, ['--import', 'tsx', script, arg], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`child ${role} not ready in 20 s: ${err}`)), 20_000);
+    child.stdout.on('data', (d: Buffer) => {
+      if (d.toString().includes('ready')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`child ${role} exited with ${code}: ${err}`));
+    });
+  });
+  return {
+    pid: child.pid!,
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** A small seeded PRNG (mulberry32), so a failing crash schedule can be replayed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
