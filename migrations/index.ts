@@ -9,6 +9,7 @@ import * as m0002 from './0002_tenancy.js';
 import * as m0003 from './0003_chain_events.js';
 import * as m0004 from './0004_bulk_sync.js';
 import * as m0020 from './0020_streams.js';
+import * as m0030 from './0030_stamps.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0003_chain_events': m0003,
   '0004_bulk_sync': m0004,
   '0020_streams': m0020,
+  '0030_stamps': m0030,
 };
