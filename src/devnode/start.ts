@@ -5,7 +5,7 @@
  * @module
  */
 import { decodeBlock, type DecodedBlock } from '../bitcoin/block.js';
-import { bytesToHex, hexToBytes } from '../bitcoin/hash.js';
+import { bytesToHex, hashToHex, hexToBytes } from '../bitcoin/hash.js';
 import { decodeTx } from '../bitcoin/tx.js';
 import { silentLogger, type Logger } from '../log.js';
 import { addressToScript } from './address.js';
@@ -162,14 +162,19 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     const hashes: string[] = [];
     let parent = o.parent;
     for (let i = 0; i < n; i++) {
-      const block = assembleBlock(node, {
-        payoutScript: payout,
-        ...(i === 0 && o.txs ? { txs: o.txs } : {}),
-        ...(o.txsPerBlock?.[i] ? { txs: o.txsPerBlock[i] } : {}),
-        useMempool: parent === undefined && (o.useMempool ?? true),
-        ...(parent ? { parent } : {}),
-        ...(o.time !== undefined ? { time: o.time + i } : {}),
-      });
+      const template = (time?: number) =>
+        assembleBlock(node, {
+          payoutScript: payout,
+          ...(i === 0 && o.txs ? { txs: o.txs } : {}),
+          ...(o.txsPerBlock?.[i] ? { txs: o.txsPerBlock[i] } : {}),
+          useMempool: o.useMempool ?? parent === undefined,
+          ...(parent ? { parent } : {}),
+          ...(time !== undefined ? { time } : {}),
+        });
+      let block = template(o.time !== undefined ? o.time + i : undefined);
+      // Same parent, transactions and second as a block already known (say one just invalidated):
+      // move the time on so the new block is a different one.
+      for (let bump = 1; node.chain.get(hashToHex(block.hash)) && bump < 100; bump++) block = template(block.header.time + 1);
       const r = submitBlock(block);
       if (r.status === 'invalid') throw new RpcError(-25, `TestBlockValidity failed: ${r.reason}${r.debug ? `, ${r.debug}` : ''}`);
       if (r.status === 'duplicate-invalid') throw new RpcError(-25, 'TestBlockValidity failed: duplicate-invalid');
@@ -333,7 +338,8 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
         connected = mine(newBlocks, defaultPayout(), { parent: fork, txsPerBlock, useMempool: false });
       } else {
         ctx.invalidate(node.chain.active[h - depth + 1]!);
-        connected = mine(newBlocks, defaultPayout(), { useMempool: keep });
+        // Extend the fork point (another valid branch with more work may win: Core's rule).
+        connected = mine(newBlocks, defaultPayout(), { parent: fork, useMempool: keep && node.chain.tip() === fork });
       }
       return { disconnected, connected };
     },

@@ -17,6 +17,9 @@ export type SentMessage = { topic: string; body: Uint8Array; seq: number | null;
 
 type Pending = { frames: Uint8Array[]; record: SentMessage };
 
+/** How many sent messages `sent()` remembers. */
+const SENT_LOG_LIMIT = 50_000;
+
 function le32(n: number): Uint8Array {
   const b = new Uint8Array(4);
   new DataView(b.buffer).setUint32(0, n >>> 0, true);
@@ -35,7 +38,7 @@ export type ZmqFaults = {
   resetCounters(): void;
   /** Sends arbitrary frames as one multipart message (no counter involved). */
   publishRaw(frames: (string | Uint8Array)[]): Promise<void>;
-  /** Messages sent so far. */
+  /** Messages sent so far (the last 50,000). */
   sent(): SentMessage[];
   /** Resolves when every queued message has been handed to the socket. */
   flush(): Promise<void>;
@@ -113,6 +116,8 @@ export class ZmqPublisher implements ZmqFaults {
       .then(() => sock.send(p.frames))
       .then(() => {
         this.log.push(p.record);
+        // Keep the most recent messages only: a long-running quick start must not grow without bound.
+        if (this.log.length > SENT_LOG_LIMIT) this.log.splice(0, this.log.length - SENT_LOG_LIMIT);
       })
       .catch((err: unknown) => this.logger.warn({ err }, 'devnode: zmq send failed'));
   }

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { solve } from '../../../src/devnode/script.js';
 import { collectZmq, rawRpc, restGet } from './clients.js';
 
 describe('devnode fault injection', () => {
@@ -140,6 +141,28 @@ describe('devnode fault injection', () => {
       expect(sub.messages.find((m) => m.topic === 'hashblock')?.seq).toBe(0);
     } finally {
       sub.close();
+    }
+  });
+});
+
+describe('devnode background mining (the quick start)', () => {
+  it('mines a block every interval with sample payments of every address type', async () => {
+    const node = await startDevnode({ mineEvery: 0.25 });
+    try {
+      expect(node.tip().height).toBeGreaterThanOrEqual(101);
+      const start = node.tip().height;
+      const deadline = Date.now() + 30_000;
+      while (node.tip().height < start + 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(node.tip().height).toBeGreaterThanOrEqual(start + 4);
+      const types = new Set<string>();
+      for (const e of node.node.chain.active.slice(start + 1)) {
+        for (const tx of e.block.txs.slice(1)) for (const o of tx.outputs) types.add(solve(o.script).type);
+      }
+      for (const t of ['pubkeyhash', 'scripthash', 'witness_v0_keyhash', 'witness_v1_taproot', 'pubkey', 'witness_v0_scripthash', 'multisig', 'nulldata']) {
+        expect(types.has(t), t).toBe(true);
+      }
+    } finally {
+      await node.stop();
     }
   });
 });
