@@ -13,6 +13,7 @@ import type { Logger } from '../log.js';
 import { getIndexTip } from '../db/queries/api-chain.js';
 import { FatalError } from '../errors.js';
 import { buildApi } from './app.js';
+import { createKeyVerifier } from '../auth/key-cache.js';
 import type { ApiSettings, NodeClient, NodeTip, StampService } from './deps.js';
 
 export type ApiHandle = {
@@ -34,6 +35,11 @@ export type StartApiDeps = {
   network?: NetworkName;
   /** How often the node and index tips are polled (default config.pollIntervalMs). */
   tipPollMs?: number;
+  /**
+   * The database URL (DatabaseHandle.url): verified keys are then cached in memory and dropped
+   * on the revocation notifications of this database. Without it every request looks its key up.
+   */
+  databaseUrl?: string;
 };
 
 /** The API settings of a configuration. */
@@ -95,6 +101,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   loop();
 
   const maxLag = deps.config.apiMaxLagBlocks;
+  const keys = await createKeyVerifier({ db: deps.db, log, ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
   const app = await buildApi({
     db: deps.db,
     log: deps.log,
@@ -102,8 +109,10 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     ...(deps.node ? { node: deps.node } : {}),
     ...(deps.redis ? { redis: deps.redis } : {}),
     ...(deps.stamps ? { stamps: deps.stamps } : {}),
+    hookUrls: { allowPrivate: deps.config.allowPrivateHooks },
     nodeTip: () => nodeTip,
     isSyncing: () => nodeTip !== undefined && !('error' in nodeTip) && nodeTip.height - indexHeight > maxLag,
+    verifyKey: (k) => keys.verify(k),
     settings,
   });
   await app.listen({ host: deps.config.host, port: deps.config.port });
@@ -119,6 +128,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
       stopped = true;
       clearTimeout(timer);
       await app.close();
+      await keys.close();
     },
   };
 }
