@@ -11,6 +11,7 @@ import { isRetryable } from '../../../src/errors.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { BitcoindRest, decodeSpentTxOuts } from '../../../src/rpc/rest.js';
 import { btcToSats, type TxInfo } from '../../../src/rpc/types.js';
+import { describeFixtures, readFixtureJsonl } from '../../support/fixtures.js';
 
 describe('BitcoindRest', () => {
   let node: Devnode;
@@ -117,5 +118,18 @@ describe('BitcoindRest', () => {
     } finally {
       node.faults.warmup(false);
     }
+  });
+});
+
+describeFixtures('decodeSpentTxOuts on the recorded Core 30 answer', () => {
+  it('decodes /rest/spenttxouts .bin to the same outputs as its .json', async () => {
+    const rest = await readFixtureJsonl<{ path: string; body: { hex?: string; text?: string } }>('bitcoind', 'rest.jsonl');
+    const bin = rest.find((r) => r.path.includes('/spenttxouts/') && r.path.endsWith('.bin'))!;
+    const json = rest.find((r) => r.path.includes('/spenttxouts/') && r.path.endsWith('.json'))!;
+    const decoded = decodeSpentTxOuts(Uint8Array.from(Buffer.from(bin.body.hex!, 'hex')));
+    const want = JSON.parse(json.body.text!) as { value: number; scriptPubKey: { hex: string } }[][];
+    expect(decoded.map((l) => l.map((o) => [o.value, bytesToHex(o.script)]))).toEqual(want.map((l) => l.map((o) => [btcToSats(o.value), o.scriptPubKey.hex])));
+    expect(decoded[0]).toEqual([]);
+    expect(decoded).toHaveLength(8);
   });
 });
