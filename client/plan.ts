@@ -134,13 +134,22 @@ export function planTransaction(req: PlanRequest): Plan {
     throw new InsufficientFundsError(wanted, available, `${candidates.length + required.length} spendable outputs, fee rate ${req.feeRate} sat/vB`);
   }
   const inputs = result.inputs.map((i) => byKey.get(`${hex.encode(i.txid!)}:${i.index}`)!);
+  // scure's estimate leaves out the empty witness (1 WU) each legacy input carries in a segwit
+  // transaction; count it, and take what the fee then lacks from the change.
+  const legacy = inputs.filter((c) => isLegacySource(c.source)).length;
+  const weight = result.weight + (legacy < inputs.length ? legacy : 0);
+  const estimatedVsize = Math.ceil(weight / 4);
   let outputs: PlannedOutput[] = [...req.outputs];
   let changeIndex: number | null = null;
   if (result.change) {
     const change = result.outputs[result.outputs.length - 1]!;
-    const script = btc.OutScript.encode(btc.Address(req.network).decode(req.changeAddress));
-    outputs.push({ script, amount: change.amount, address: req.changeAddress });
-    changeIndex = outputs.length - 1;
+    const fee = inputs.reduce((s, c) => s + c.value, 0n) - wanted - change.amount;
+    const amount = change.amount - maxBig(0n, req.feeRate * BigInt(estimatedVsize) - fee);
+    if (amount > threshold) {
+      const script = btc.OutScript.encode(btc.Address(req.network).decode(req.changeAddress));
+      outputs.push({ script, amount, address: req.changeAddress });
+      changeIndex = outputs.length - 1;
+    }
   }
   if (req.shuffleOutputs ?? true) {
     const order = shuffled(
@@ -152,5 +161,22 @@ export function planTransaction(req: PlanRequest): Plan {
   }
   const totalIn = inputs.reduce((s, c) => s + c.value, 0n);
   const totalOut = outputs.reduce((s, o) => s + o.amount, 0n);
-  return { inputs, outputs, changeIndex, fee: totalIn - totalOut, estimatedVsize: Math.ceil(result.weight / 4) };
+  if (totalIn - totalOut < req.feeRate * BigInt(estimatedVsize) - req.feeRate) {
+    throw new InsufficientFundsError(wanted, totalIn, `the selected outputs leave ${totalIn - totalOut} sat for a fee of about ${req.feeRate * BigInt(estimatedVsize)} sat`);
+  }
+  return { inputs, outputs, changeIndex, fee: totalIn - totalOut, estimatedVsize };
+}
+
+function maxBig(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}
+
+/** True when inputs spending `source` carry no witness (P2PKH, bare or P2SH-wrapped legacy scripts). */
+function isLegacySource(source: SpendSource): boolean {
+  const out = btc.OutScript.decode(source.script);
+  if (out.type === 'pkh' || out.type === 'pk' || out.type === 'ms') return true;
+  if (out.type !== 'sh') return false;
+  const r = source.fields.redeemScript;
+  const witnessProgram = r !== undefined && r.length >= 4 && (r[0] === 0x00 || (r[0]! >= 0x51 && r[0]! <= 0x60)) && r[1] === r.length - 2;
+  return !witnessProgram;
 }

@@ -149,6 +149,20 @@ describe('TransactionBuilder', () => {
     expect(built.outputs.find((o) => o.data)?.data).toBe(hex.encode(new TextEncoder().encode('stamp')));
   });
 
+  it('pays at least the fee rate on the signed size, legacy inputs among segwit ones included', async () => {
+    // A legacy input in a segwit transaction carries an empty witness (1 WU) that scure's estimate leaves out.
+    for (let i = 0; i < 25; i++) {
+      const client = memoryClient();
+      const key = Key.random('regtest');
+      for (const type of ADDRESS_TYPES) client.fund(key.address(type), addressToScript(key.address(type), 'regtest'), 40_000n);
+      const rate = BigInt(1 + (i % 5));
+      const built = await new TransactionBuilder(client, { feeRate: rate }).to(Key.random('regtest').address('p2tr'), 130_000n).from(key).build();
+      expect(built.inputs).toHaveLength(4);
+      expect(built.fee).toBeGreaterThanOrEqual(rate * BigInt(built.vsize));
+      expect(built.fee).toBeLessThanOrEqual(rate * BigInt(built.vsize + 8));
+    }
+  });
+
   it('concurrent builders of one client never select the same output', async () => {
     const client = memoryClient();
     const key = Key.random('regtest');

@@ -1,0 +1,150 @@
+/**
+ * A whole Blockwire on the devnode, in-process, for end-to-end tests: devnode (regtest
+ * stand-in) → indexer → REST API with the WebSocket stream on the same port → delivery worker,
+ * plus the stamper, against the run's test PostgreSQL (an isolated database) and Redis (a unique
+ * prefix). Each role is started from its own factory, as `blockwire start` composes them.
+ * `startStack()` returns the URLs, an API key, the devnode handle and `stop()`.
+ */
+import { inject } from 'vitest';
+import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from './db.js';
+import { testConfig, type Config } from '../../src/config.js';
+import { createLogger, silentLogger, type Logger } from '../../src/log.js';
+import { startDevnode, type Devnode, type DevnodeOptions } from '../../src/devnode/index.js';
+import { BitcoindClient } from '../../src/rpc/bitcoind.js';
+import { startIndexer, type IndexerHandle } from '../../indexer/main.js';
+import { startApi, type ApiHandle } from '../../src/api/main.js';
+import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../streams/main.js';
+import { startStamper, type Stamper } from '../../src/stamp/stamper.js';
+import { createApiKey } from '../../src/auth/keys.js';
+import { getIndexTip } from '../../src/db/queries/api-chain.js';
+import { Key } from '../../client/keys.js';
+import { hashToHex } from '../../src/bitcoin/hash.js';
+
+export type StackOptions = {
+  /** Devnode options (default: 101 blocks mined to its wallet so it can pay). */
+  devnode?: DevnodeOptions;
+  /** Mine a block every this many seconds in the background (default: only when the test mines). */
+  mineEvery?: number;
+  /** Configuration overrides (the stack sets the node, database, Redis, ports and fast polling). */
+  config?: Partial<Config>;
+  /** Run the stamper with a wallet the devnode funds (default true). */
+  stamping?: boolean;
+  /** Run the webhook/SNS delivery worker (default true). */
+  worker?: boolean;
+  /** LOG_LEVEL for the stack's logs (default silent; BLOCKWIRE_TEST_LOG overrides). */
+  logLevel?: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+};
+
+export type Stack = {
+  /** `http://127.0.0.1:<port>`: REST at /v1/… and the stream at /v1/stream. */
+  url: string;
+  /** `ws://127.0.0.1:<port>/v1/stream`. */
+  streamUrl: string;
+  /** An API key with read and write scopes. */
+  apiKey: string;
+  devnode: Devnode;
+  db: TestDatabase;
+  config: Config;
+  redisUrl: string;
+  redisPrefix: string;
+  /** Another API key (tenancy tests). */
+  newApiKey(name?: string): Promise<string>;
+  /** Resolves when the index has reached the devnode's tip (and its mempool has been read once more). */
+  synced(timeoutMs?: number): Promise<void>;
+  /** Mines `n` blocks and waits for the index to reach them. */
+  mine(n?: number): Promise<string[]>;
+  stop(): Promise<void>;
+};
+
+/** Starts a Blockwire stack on a fresh devnode; see the module comment. */
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const level = (process.env.BLOCKWIRE_TEST_LOG as StackOptions['logLevel']) ?? opts.logLevel ?? 'silent';
+  const log: Logger = level === 'silent' ? silentLogger() : createLogger({ level, name: 'stack' });
+  const stops: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch((err: unknown) => log.warn({ err }, 'stack: stop failed'));
+  };
+  try {
+    const devnode = await startDevnode({ initialBlocks: 101, ...opts.devnode, ...(opts.mineEvery ? { mineEvery: opts.mineEvery, samplePayments: false } : {}) });
+    stops.push(() => devnode.stop());
+    const db = await createMigratedDatabase('stack');
+    stops.push(() => db.drop());
+    const redisUrl = inject('redisUrl');
+    const redisPrefix = uniqueRedisPrefix('stack');
+
+    // The stamping wallet: a fresh key of the devnode's network, funded below.
+    const stampWif = opts.stamping === false ? undefined : Key.random('regtest').toWif();
+    const config = testConfig({
+      network: 'regtest',
+      bitcoindRpcUrl: devnode.rpcUrl,
+      bitcoindZmqUrl: devnode.zmqUrl,
+      databaseUrl: db.url,
+      redisUrl,
+      host: '127.0.0.1',
+      port: 0,
+      allowPrivateHooks: true,
+      pollIntervalMs: 200,
+      relayPollMs: 20,
+      webhookTimeoutMs: 5_000,
+      stampBatchWindowMs: 200,
+      stampPollMs: 200,
+      ...opts.config,
+    });
+
+    const indexer: IndexerHandle = await startIndexer({ config, log, db: db.db, databaseUrl: db.url, rpcUrl: devnode.rpcUrl, zmqUrl: devnode.zmqUrl });
+    stops.push(() => indexer.stop());
+
+    const node = new BitcoindClient({ url: devnode.rpcUrl, log });
+    let stamper: Stamper | undefined;
+    if (stampWif) {
+      stamper = await startStamper({ db: db.db, log, config: { ...config, stampWalletWif: stampWif }, network: 'regtest', node });
+      stops.push(() => stamper!.stop());
+      // Fund every address of the wallet with a few coins and confirm them.
+      for (const a of stamper.addresses) await devnode.wallet.send(a, 2_000_000n, { outputs: [{ to: a, sats: 2_000_000n }] });
+      await devnode.mine(1);
+    }
+
+    const api: ApiHandle = await startApi({ config, log, db: db.db, node, network: 'regtest', ...(stamper ? { stamps: stamper.service } : {}), tipPollMs: 200 });
+    stops.push(() => api.close());
+    const streams: StreamsHandle = await startStreams({ config, log, db: db.db, redisUrl, redisPrefix, server: api.app.server });
+    stops.push(() => streams.stop());
+    if (opts.worker !== false) {
+      const worker: WorkerHandle = await startWorker({ config, log, db: db.db, redisUrl, redisPrefix });
+      stops.push(() => worker.stop());
+    }
+
+    const apiKey = (await createApiKey(db.db, { name: 'stack' })).key;
+    const synced = async (timeoutMs = 30_000) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const tip = devnode.tip();
+        const index = await getIndexTip(db.db);
+        if (index.height === tip.height && index.hash !== null && hashToHex(index.hash) === tip.hash) return;
+        if (Date.now() > deadline) throw new Error(`stack: index at ${index.height} after ${timeoutMs} ms, node at ${tip.height}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await synced(60_000);
+    return {
+      url: api.url,
+      streamUrl: `${api.url.replace(/^http/, 'ws')}/v1/stream`,
+      apiKey,
+      devnode,
+      db,
+      config,
+      redisUrl,
+      redisPrefix,
+      newApiKey: async (name = 'stack-extra') => (await createApiKey(db.db, { name })).key,
+      synced,
+      async mine(n = 1) {
+        const hashes = await devnode.mine(n);
+        await synced();
+        return hashes;
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
