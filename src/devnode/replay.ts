@@ -146,6 +146,13 @@ export class Replayer {
     return k;
   }
 
+  /** Marks the whole recording as applied without applying it (a data dir already holds its chain). */
+  markDone(): void {
+    this.applied = this.plan.events.length;
+    this.stop();
+    this.resolveDone();
+  }
+
   /** Everything that is left. */
   runAll(): void {
     this.step(Number.MAX_SAFE_INTEGER);

@@ -244,7 +244,10 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     if (lag > 6 * 3600) node.setClockOffset(-(lag - 60));
     replayer = new Replayer(node, plan, persist, (err) => log.error({ err }, 'devnode: replay failed'));
     const pace = opts.replay.pace ?? 'all';
-    if (pace === 'all') {
+    if (node.chain.tip().hash === plan.final.hash) {
+      // Restarted on a data dir that already holds the replayed chain.
+      replayer.markDone();
+    } else if (pace === 'all') {
       replayer.runAll();
       await replayer.done;
     } else if (typeof pace === 'number') replayer.startPaced(pace);

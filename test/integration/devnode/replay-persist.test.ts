@@ -114,6 +114,29 @@ describe('devnode persistence under a data dir', () => {
   });
 });
 
+describeFixtures('devnode replay under a data dir', () => {
+  it('keeps the replayed chain across a restart without replaying it again', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'devnode-replay-'));
+    try {
+      const replay = { dir: fixturePath('regtest-chain-a'), pace: 'all' as const };
+      let node = await startDevnode({ dataDir: dir, replay });
+      const tip = node.tip();
+      await node.stop();
+      node = await startDevnode({ dataDir: dir, replay });
+      try {
+        expect(node.tip()).toEqual(tip);
+        expect(node.replay!.position()).toEqual({ applied: 298, total: 298 });
+        expect(node.faults.zmq.sent()).toHaveLength(0);
+        expect(await rpcResult<{ status: string }[]>(node, 'getchaintips')).toEqual(expect.arrayContaining([expect.objectContaining({ status: 'valid-fork' })]));
+      } finally {
+        await node.stop();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('blockwire devnode command and existing clients', () => {
   it('prints its URLs when ready, answers RPC, and exits 0 on SIGTERM', async () => {
     const child = spawn(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'devnode', '--rpc-port', '0', '--zmq-port', '0', '--initial-blocks', '2', '--rpc-user', 'u', '--rpc-password', 'p'], {
