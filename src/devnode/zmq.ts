@@ -38,6 +38,8 @@ export type ZmqFaults = {
   resetCounters(): void;
   /** Sends arbitrary frames as one multipart message (no counter involved). */
   publishRaw(frames: (string | Uint8Array)[]): Promise<void>;
+  /** Sends the last `n` messages again, same frames and counters (a duplicate announcement). */
+  repeatLast(n?: number): Promise<void>;
   /** Messages sent so far (the last 50,000). */
   sent(): SentMessage[];
   /** Resolves when every queued message has been handed to the socket. */
@@ -143,6 +145,15 @@ export class ZmqPublisher implements ZmqFaults {
     const enc = frames.map((f) => (typeof f === 'string' ? new TextEncoder().encode(f) : f));
     const topic = new TextDecoder().decode(enc[0] ?? new Uint8Array());
     this.enqueue({ frames: enc, record: { topic, body: enc[1] ?? new Uint8Array(), seq: null, frames: enc.length } });
+    await this.queue;
+  }
+
+  async repeatLast(n = 1): Promise<void> {
+    await this.queue;
+    for (const r of this.log.slice(-n)) {
+      const frames = [new TextEncoder().encode(r.topic), r.body, ...(r.seq === null ? [] : [le32(r.seq)])];
+      this.enqueue({ frames, record: { ...r } });
+    }
     await this.queue;
   }
 

@@ -87,6 +87,17 @@ describe('devnode fault injection', () => {
     expect(zmq.messages[0]!.seq).toBe(9);
   });
 
+  it('announces a block twice with the same counters', async () => {
+    zmq.messages.length = 0;
+    await node.mine(1);
+    await node.faults.zmq.repeatLast(2);
+    await zmq.settle();
+    const hb = zmq.messages.filter((m) => m.topic === 'hashblock');
+    expect(hb).toHaveLength(2);
+    expect(hb[1]!.seq).toBe(hb[0]!.seq);
+    expect(Buffer.from(hb[1]!.body).toString('hex')).toBe(node.tip().hash);
+  });
+
   it('answers "not found" for a hidden (stale) block over RPC and REST, and serves it again after', async () => {
     const { hash } = node.tip();
     node.faults.hideBlock(hash);
