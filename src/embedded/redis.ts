@@ -6,8 +6,8 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { createConnection } from 'node:net';
 import { freePort } from './free-port.js';
@@ -70,18 +70,41 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-/** Starts redis-server with no persistence and `noeviction` (BullMQ requires it). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Stops a redis-server that a killed Blockwire left running in `dir` (pid file `child.pid`: "redis owner"). */
+async function clearPrevious(dir: string): Promise<void> {
+  const file = join(dir, 'child.pid');
+  if (!existsSync(file)) return;
+  const [pid, owner] = (await readFile(file, 'utf8')).trim().split(' ').map(Number);
+  if (pid && alive(pid) && !(owner && owner !== process.pid && alive(owner))) process.kill(pid, 'SIGKILL');
+  await rm(file, { force: true });
+}
+
+/**
+ * Starts redis-server with no persistence and `noeviction` (BullMQ requires it), in its own
+ * process group so that a terminal's Ctrl-C reaches Blockwire first, which stops it last.
+ */
 export async function startRedis(opts: { dir: string; port?: number; onLog?: (line: string) => void } = { dir: '.' }): Promise<RedisServer> {
   const bin = ensureRedisServerBinary();
   const dir = resolve(opts.dir);
   await mkdir(dir, { recursive: true });
   const port = opts.port || (await freePort());
   let child: ChildProcess | undefined;
+  await clearPrevious(dir);
 
   const launch = async () => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--dir', dir, '--protected-mode', 'yes'];
-    const c = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child = c;
+    await writeFile(join(dir, 'child.pid'), `${c.pid} ${process.pid}\n`);
     c.stdout?.on('data', (d) => opts.onLog?.(String(d)));
     c.stderr?.on('data', (d) => opts.onLog?.(String(d)));
     const deadline = Date.now() + 10_000;

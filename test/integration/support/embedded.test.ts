@@ -1,0 +1,120 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { startPostgres } from '../../../src/embedded/postgres.js';
+import { startRedis } from '../../../src/embedded/redis.js';
+import { projectRoot } from '../../support/fixtures.js';
+
+async function query(url: string, text: string): Promise<unknown[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(text)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('embedded PostgreSQL and Redis', () => {
+  const dirs: string[] = [];
+  const tmp = async () => {
+    const d = await mkdtemp(join(tmpdir(), 'bw-embedded-'));
+    dirs.push(d);
+    return d;
+  };
+  afterAll(async () => {
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  it('keeps data across stop and start, and recovers after the postmaster is killed', async () => {
+    const dir = await tmp();
+    const server = await startPostgres({ dataDir: join(dir, 'pg') });
+    await query(server.url, 'CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)');
+    await server.kill();
+    await expect(query(server.url, 'SELECT 1')).rejects.toThrow();
+    await server.restart();
+    expect(await query(server.url, 'SELECT x FROM kept')).toEqual([{ x: 42 }]);
+    await server.stop();
+    const again = await startPostgres({ dataDir: join(dir, 'pg') });
+    expect(await query(again.url, 'SELECT x FROM kept')).toEqual([{ x: 42 }]);
+    await again.stop();
+  });
+
+  it('stops a server orphaned by a Blockwire killed with SIGKILL, then starts', async () => {
+    const dir = await tmp();
+    const dataDir = join(dir, 'pg');
+    // A separate process starts PostgreSQL and is killed before it can stop it.
+    const script = `
+      const { startPostgres } = await import(${JSON.stringify(join(projectRoot, 'src/embedded/postgres.ts'))});
+      const s = await startPostgres({ dataDir: ${JSON.stringify(dataDir)} });
+      process.stdout.write('ready\\n');
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((res, rej) => {
+      child.stdout.on('data', (d) => String(d).includes('ready') && res());
+      child.on('exit', (code) => rej(new Error(`child exited ${code}`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const orphan = Number((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    expect(alive(orphan)).toBe(true);
+
+    const server = await startPostgres({ dataDir });
+    expect(alive(orphan)).toBe(false);
+    expect(await query(server.url, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    await server.stop();
+  });
+
+  it('refuses a data directory another live process owns', async () => {
+    const dir = await tmp();
+    const dataDir = join(dir, 'pg');
+    const script = `
+      const { startPostgres } = await import(${JSON.stringify(join(projectRoot, 'src/embedded/postgres.ts'))});
+      const s = await startPostgres({ dataDir: ${JSON.stringify(dataDir)} });
+      process.stdout.write('ready\\n');
+      process.on('SIGTERM', async () => { await s.stop(); process.exit(0); });
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((res, rej) => {
+      child.stdout.on('data', (d) => String(d).includes('ready') && res());
+      child.on('exit', (code) => rej(new Error(`child exited ${code}`)));
+    });
+    try {
+      await expect(startPostgres({ dataDir })).rejects.toThrow(`is already in use by process ${child.pid}`);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  });
+
+  it('runs redis-server with noeviction and restarts it on the same port', async () => {
+    const dir = await tmp();
+    const redis = await startRedis({ dir });
+    const client = new Redis(redis.url, { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+    client.on('error', () => {});
+    try {
+      expect(((await client.config('GET', 'maxmemory-policy')) as string[])[1]).toBe('noeviction');
+      await redis.kill();
+      await expect(client.set('a', '1')).rejects.toThrow();
+      await redis.restart();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await client.set('a', '1')).toBe('OK');
+    } finally {
+      client.disconnect();
+      await redis.stop();
+    }
+  });
+});
