@@ -41,7 +41,11 @@ describe('BitcoindRest', () => {
     expect(await rest.available()).toBe(true);
     const plain = await startDevnode({ rest: false });
     try {
-      expect(await new BitcoindRest({ url: plain.rpcUrl }).available()).toBe(false);
+      const off = new BitcoindRest({ url: plain.rpcUrl });
+      expect(await off.available()).toBe(false);
+      const err = await off.getSpentTxOuts(plain.tip().hash).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'ERR_REST_UNSUPPORTED' });
+      expect(isRetryable(err)).toBe(false);
     } finally {
       await plain.stop();
     }
