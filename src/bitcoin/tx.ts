@@ -290,12 +290,18 @@ export function decodeTxAt(bytes: Uint8Array, offset: number, end: number = byte
     throw new ParseError(`input count ${nIn} needs at least ${byteCount(nIn * MIN_INPUT_BYTES)} at offset ${p}, ${end - p} left`, p);
   }
   const inputsPos = p;
+  // The loops below read one-byte compact sizes inline (the common case) and fall back to
+  // readCompactSize for the others; every position is checked against `end` before use.
   for (let i = 0; i < nIn; i++) {
-    need(p, 37, end, 'input');
+    if (p + 37 > end) need(p, 37, end, 'input');
     p += 36;
-    const len = readCompactSize(b, p, end, 'input script length');
-    p += compactSizeLength(b[p]!);
-    need(p, len + 4, end, 'input script and sequence');
+    let len = b[p]!;
+    if (len < 0xfd) p += 1;
+    else {
+      len = readCompactSize(b, p, end, 'input script length');
+      p += compactSizeLength(b[p]!);
+    }
+    if (p + len + 4 > end) need(p, len + 4, end, 'input script and sequence');
     p += len + 4;
   }
 
@@ -309,11 +315,15 @@ export function decodeTxAt(bytes: Uint8Array, offset: number, end: number = byte
   }
   const outputsPos = p;
   for (let i = 0; i < nOut; i++) {
-    need(p, 9, end, 'output');
+    if (p + 9 > end) need(p, 9, end, 'output');
     p += 8;
-    const len = readCompactSize(b, p, end, 'output script length');
-    p += compactSizeLength(b[p]!);
-    need(p, len, end, 'output script');
+    let len = b[p]!;
+    if (len < 0xfd) p += 1;
+    else {
+      len = readCompactSize(b, p, end, 'output script length');
+      p += compactSizeLength(b[p]!);
+    }
+    if (p + len > end) need(p, len, end, 'output script');
     p += len;
   }
 
@@ -331,9 +341,14 @@ export function decodeTxAt(bytes: Uint8Array, offset: number, end: number = byte
       }
       if (n !== 0) any = true;
       for (let j = 0; j < n; j++) {
-        const len = readCompactSize(b, p, end, 'witness item length');
-        p += compactSizeLength(b[p]!);
-        need(p, len, end, 'witness item');
+        if (p >= end) need(p, 1, end, 'witness item length');
+        let len = b[p]!;
+        if (len < 0xfd) p += 1;
+        else {
+          len = readCompactSize(b, p, end, 'witness item length');
+          p += compactSizeLength(b[p]!);
+        }
+        if (p + len > end) need(p, len, end, 'witness item');
         p += len;
       }
     }
