@@ -16,6 +16,7 @@ import { arch, platform, tmpdir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { freePort } from './free-port.js';
+import { processAlive } from './process-alive.js';
 
 export type PostgresServer = {
   /** Connection URL of the `postgres` database (superuser). */
@@ -84,22 +85,14 @@ function ensurePostgresUser(): { uid: number; gid: number } {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function waitForExit(pid: number, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
-    if (!alive(pid)) return true;
+    if (!processAlive(pid)) return true;
     await new Promise((r) => setTimeout(r, 50));
   }
-  return !alive(pid);
+  return !processAlive(pid);
 }
 
 /**
@@ -110,13 +103,13 @@ async function clearPrevious(dataDir: string): Promise<void> {
   const pidFile = join(dataDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
-  if (!(pid > 0) || !alive(pid)) {
+  if (!(pid > 0) || !processAlive(pid)) {
     await rm(pidFile, { force: true });
     return;
   }
   const ownerFile = join(dataDir, OWNER_FILE);
   const owner = existsSync(ownerFile) ? Number((await readFile(ownerFile, 'utf8')).trim()) : 0;
-  if (owner > 0 && owner !== process.pid && alive(owner)) {
+  if (owner > 0 && owner !== process.pid && processAlive(owner)) {
     throw new Error(`PostgreSQL in ${dataDir} is already in use by process ${owner} (another blockwire?)`);
   }
   process.kill(pid, 'SIGINT');

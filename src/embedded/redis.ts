@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { createConnection } from 'node:net';
 import { freePort } from './free-port.js';
+import { processAlive } from './process-alive.js';
 
 export type RedisServer = {
   readonly url: string;
@@ -70,21 +71,13 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Stops a redis-server that a killed Blockwire left running in `dir` (pid file `child.pid`: "redis owner"). */
 async function clearPrevious(dir: string): Promise<void> {
   const file = join(dir, 'child.pid');
   if (!existsSync(file)) return;
   const [pid, owner] = (await readFile(file, 'utf8')).trim().split(' ').map(Number);
-  if (pid && alive(pid) && !(owner && owner !== process.pid && alive(owner))) process.kill(pid, 'SIGKILL');
+  if (pid && processAlive(pid) && !(owner && owner !== process.pid && processAlive(owner))) process.kill(pid, 'SIGKILL');
   await rm(file, { force: true });
 }
 

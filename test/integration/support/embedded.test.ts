@@ -7,6 +7,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { startPostgres } from '../../../src/embedded/postgres.js';
 import { startRedis } from '../../../src/embedded/redis.js';
+import { processAlive } from '../../../src/embedded/process-alive.js';
 import { projectRoot } from '../../support/fixtures.js';
 
 async function query(url: string, text: string): Promise<unknown[]> {
@@ -19,13 +20,21 @@ async function query(url: string, text: string): Promise<unknown[]> {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+
+/** Runs startPostgres in a separate Node process; resolves once it is ready. */
+async function postgresInChild(dataDir: string) {
+  const script = `
+    const { startPostgres } = await import(${JSON.stringify(join(projectRoot, 'src/embedded/postgres.ts'))});
+    const s = await startPostgres({ dataDir: ${JSON.stringify(dataDir)} });
+    process.stdout.write('ready\\n');
+    process.on('SIGTERM', async () => { await s.stop(); process.exit(0); });
+    setInterval(() => {}, 1000);`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((res, rej) => {
+    child.stdout.on('data', (d) => String(d).includes('ready') && res());
+    child.on('exit', (code) => rej(new Error(`child exited ${code}`)));
+  });
+  return child;
 }
 
 describe('embedded PostgreSQL and Redis', () => {
@@ -57,23 +66,14 @@ describe('embedded PostgreSQL and Redis', () => {
     const dir = await tmp();
     const dataDir = join(dir, 'pg');
     // A separate process starts PostgreSQL and is killed before it can stop it.
-    const script = `
-      const { startPostgres } = await import(${JSON.stringify(join(projectRoot, 'src/embedded/postgres.ts'))});
-      const s = await startPostgres({ dataDir: ${JSON.stringify(dataDir)} });
-      process.stdout.write('ready\\n');
-      setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise<void>((res, rej) => {
-      child.stdout.on('data', (d) => String(d).includes('ready') && res());
-      child.on('exit', (code) => rej(new Error(`child exited ${code}`)));
-    });
+    const child = await postgresInChild(dataDir);
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     const orphan = Number((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
-    expect(alive(orphan)).toBe(true);
+    expect(processAlive(orphan)).toBe(true);
 
     const server = await startPostgres({ dataDir });
-    expect(alive(orphan)).toBe(false);
+    expect(processAlive(orphan)).toBe(false);
     expect(await query(server.url, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
     await server.stop();
   });
@@ -81,17 +81,7 @@ describe('embedded PostgreSQL and Redis', () => {
   it('refuses a data directory another live process owns', async () => {
     const dir = await tmp();
     const dataDir = join(dir, 'pg');
-    const script = `
-      const { startPostgres } = await import(${JSON.stringify(join(projectRoot, 'src/embedded/postgres.ts'))});
-      const s = await startPostgres({ dataDir: ${JSON.stringify(dataDir)} });
-      process.stdout.write('ready\\n');
-      process.on('SIGTERM', async () => { await s.stop(); process.exit(0); });
-      setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise<void>((res, rej) => {
-      child.stdout.on('data', (d) => String(d).includes('ready') && res());
-      child.on('exit', (code) => rej(new Error(`child exited ${code}`)));
-    });
+    const child = await postgresInChild(dataDir);
     try {
       await expect(startPostgres({ dataDir })).rejects.toThrow(`is already in use by process ${child.pid}`);
     } finally {
