@@ -466,14 +466,17 @@ export function createBulkSync(deps: {
 }): BulkPath {
   const { config, db } = deps;
   let nodeHeight = -1;
+  // Only this process starts or ends a bulk sync: after the first read the flag is known here.
+  let active: boolean | null = null;
   return {
     async shouldRun(tip, height) {
       nodeHeight = height;
-      if (await bulkActive(db)) return true;
-      return height - tip.height > config.indexerBulkThreshold;
+      active ??= await bulkActive(db);
+      return active || height - tip.height > config.indexerBulkThreshold;
     },
     async run(signal) {
       const target = Math.max(nodeHeight - config.indexerBulkNearTip, -1);
+      active = null;
       await runBulk(
         db,
         { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}) },

@@ -10,11 +10,18 @@ import { RpcError, RPC_CODES, type BitcoindClient } from '../src/rpc/bitcoind.js
 import type { BitcoindRest, SpentOutput } from '../src/rpc/rest.js';
 import { btcToSats } from '../src/rpc/types.js';
 
+/** The node's tip and the hashes of its active chain at some heights, read in one round trip. */
+export interface ChainView {
+  bestHash: string;
+  height: number;
+  /** Hash at each height asked for (null above the tip). */
+  hashes: (string | null)[];
+}
+
 /** The node's active chain. */
 export interface ChainSource {
-  getBestBlockHash(): Promise<string>;
-  /** Height of the node's active tip. */
-  getTipHeight(): Promise<number>;
+  /** Tip and active-chain hashes at `heights` (one RPC batch against bitcoind). */
+  getChainView(heights: readonly number[]): Promise<ChainView>;
   /** Hash of the active-chain block at `height`, or null above the node's tip. */
   getBlockHash(height: number): Promise<string | null>;
   /** The serialized block, or null when the node does not have it (pruned, unknown). */
@@ -65,8 +72,27 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
   };
   let spentTxOutsAvailable = true;
   return {
-    getBestBlockHash: () => rpc.getBestBlockHash(),
-    getTipHeight: () => rpc.getBlockCount(),
+    async getChainView(heights) {
+      const replies = await rpc.batch<unknown>([
+        { method: 'getblockcount' },
+        { method: 'getbestblockhash' },
+        ...heights.map((h) => ({ method: 'getblockhash', params: [h] })),
+      ]);
+      const [count, best] = replies;
+      if (count instanceof Error) throw count;
+      if (best instanceof Error) throw best;
+      return {
+        height: count as number,
+        bestHash: best as string,
+        hashes: replies.slice(2).map((r) => {
+          if (r instanceof Error) {
+            if (isNotFound(r)) return null;
+            throw r;
+          }
+          return r as string;
+        }),
+      };
+    },
     async getBlockHash(height) {
       try {
         return await rpc.getBlockHash(height);

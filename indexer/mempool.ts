@@ -78,7 +78,7 @@ export interface MempoolStats {
 }
 
 export interface MempoolSync {
-  /** A `sequence` message (only A and R matter here). */
+  /** A `sequence` message (only A and R matter here; their sequence is the one the event took). */
   hint(h: SequenceHint): void;
   /** Reseed from `getrawmempool` at the next step (start, ZMQ gap or reset, periodic). */
   requestResync(reason: string): void;
@@ -96,6 +96,11 @@ export interface MempoolSyncDeps {
   guard?: (trx: Trx) => Promise<void>;
   /** Hints queued at most; beyond, they are dropped and a resync is scheduled. */
   maxHints?: number;
+  /**
+   * How long a transaction the node removed stays indexed while its replacement may still be
+   * announced (ms, default 1000): an RBF replacement's `A` can come after the victim's `R`.
+   */
+  removalGraceMs?: number;
 }
 
 type Change = { add: Map<string, NodeMempoolTx>; remove: Set<string> };
@@ -239,6 +244,20 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
   let needResync = true;
   let seq: bigint | null = null;
   let hints: SequenceHint[] = [];
+  const graceMs = deps.removalGraceMs ?? 1000;
+  /** Verified removals waiting for their grace period: txid → when they are due. */
+  const deferred = new Map<string, number>();
+  const due = (): Set<string> => {
+    const now = Date.now();
+    const out = new Set<string>();
+    for (const [txid, at] of deferred) if (at <= now) out.add(txid);
+    return out;
+  };
+  const takeDue = (): Set<string> => {
+    const d = due();
+    for (const txid of d) deferred.delete(txid);
+    return d;
+  };
 
   const commit = async (change: Change) =>
     db.transaction().execute(async (trx) => {
@@ -253,12 +272,15 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
     const missing = snap.txids.filter((t) => !ours.has(t));
     const gone = new Set([...ours].filter((t) => !theirs.has(t)));
     const fetched = await source.getMempoolTxs(missing);
+    // The snapshot settles every deferred removal: present ones stay, absent ones go now.
+    deferred.clear();
     const r = await commit({ add: fetched, remove: gone });
     stats.resyncs++;
     stats.added += r.added;
     stats.removed += r.removed;
+    // The snapshot's sequence is the next one the node will assign: hints from it on are newer.
     seq = BigInt(snap.sequence);
-    hints = hints.filter((h) => h.mempoolSeq !== null && h.mempoolSeq > seq!);
+    hints = hints.filter((h) => h.mempoolSeq !== null && h.mempoolSeq >= seq!);
     // Inputs not known yet (the node is a block ahead of the index): try again next turn.
     needResync = r.unresolved.length > 0;
     log.info({ size: snap.txids.length, added: r.added, removed: r.removed, unresolved: r.unresolved.length, sequence: snap.sequence }, 'mempool resynced');
@@ -269,38 +291,43 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
     hints = [];
     const intent = new Map<string, 'A' | 'R'>();
     for (const h of batch) {
-      if (seq !== null && h.mempoolSeq !== null && h.mempoolSeq <= seq) continue;
+      if (seq !== null && h.mempoolSeq !== null && h.mempoolSeq < seq) continue;
       intent.set(h.hash, h.label as 'A' | 'R');
-      if (h.mempoolSeq !== null && (seq === null || h.mempoolSeq > seq)) seq = h.mempoolSeq;
+      if (h.mempoolSeq !== null) seq = h.mempoolSeq + 1n;
     }
     if (intent.size === 0) return;
     // Verify every hint with the node: present in its mempool or not, now.
     const present = await source.getMempoolTxs([...intent.keys()]);
     const add = new Map<string, NodeMempoolTx>();
-    const remove = new Set<string>();
+    const now = Date.now();
     for (const [txid, label] of intent) {
       const p = present.get(txid);
-      if (label === 'A' && p) add.set(txid, p);
-      else if (label === 'R' && !p) remove.add(txid);
-      else if (label === 'A' && !p) remove.add(txid); // added then gone again (mined or replaced since)
-      else {
-        stats.ignoredHints++;
-        add.set(txid, p!);
+      if (p) {
+        if (label === 'R') stats.ignoredHints++; // the node still has it: the hint lied
+        add.set(txid, p);
+        deferred.delete(txid);
+      } else {
+        // Gone from the node (an R, or an A already mined or replaced): leave after the grace
+        // period, unless an addition replaces it first (then it leaves as tx.replaced).
+        if (!deferred.has(txid)) deferred.set(txid, now + graceMs);
       }
     }
+    const remove = takeDue();
     const r = await commit({ add, remove });
     stats.added += r.added;
     stats.removed += r.removed;
     if (r.unresolved.length > 0) needResync = true;
+    log.debug({ hints: batch.length, added: r.added, removed: r.removed, unresolved: r.unresolved.length }, 'mempool hints applied');
   }
 
   return {
     stats,
     get pending() {
-      return needResync || hints.length > 0;
+      return needResync || hints.length > 0 || due().size > 0;
     },
     hint(h) {
       if (h.label !== 'A' && h.label !== 'R') return;
+      log.debug({ label: h.label, txid: h.hash, seq: h.mempoolSeq?.toString() }, 'mempool hint');
       if (hints.length >= maxHints) {
         hints = [];
         needResync = true;
@@ -319,6 +346,12 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
       }
       if (hints.length > 0) {
         await applyHints();
+        return true;
+      }
+      const remove = takeDue();
+      if (remove.size > 0) {
+        const r = await commit({ add: new Map(), remove });
+        stats.removed += r.removed;
         return true;
       }
       return false;

@@ -13,7 +13,7 @@ import type { Logger } from '../src/log.js';
 export const ZMQ_TOPICS = ['sequence', 'hashblock', 'rawtx'] as const;
 export type NotifyTopic = (typeof ZMQ_TOPICS)[number];
 
-/** A parsed `sequence` message: hash in display hex, mempool sequence for A and R. */
+/** A parsed `sequence` message: hash in display hex (as sent), mempool sequence for A and R. */
 export interface SequenceHint {
   label: 'C' | 'D' | 'A' | 'R';
   hash: string;
@@ -61,7 +61,8 @@ export function checkCounter(last: number | undefined, got: number): CounterChec
 export function parseSequenceBody(body: Uint8Array): SequenceHint | null {
   if (body.length !== 33 && body.length !== 41) return null;
   const label = String.fromCharCode(body[32]!);
-  const hash = Buffer.from(body.subarray(0, 32)).reverse().toString('hex');
+  // Core writes the hash reversed, in display order (zmqpublishnotifier.cpp).
+  const hash = Buffer.from(body.buffer, body.byteOffset, 32).toString('hex');
   if ((label === 'C' || label === 'D') && body.length === 33) return { label, hash, mempoolSeq: null };
   if ((label === 'A' || label === 'R') && body.length === 41) {
     return { label, hash, mempoolSeq: Buffer.from(body.buffer, body.byteOffset + 33, 8).readBigUInt64LE(0) };
@@ -118,7 +119,7 @@ export function handleMessage(frames: readonly Uint8Array[], counters: Map<strin
       log.debug({ length: body.length }, 'malformed zmq hashblock body ignored');
       return;
     }
-    h.announced?.(Buffer.from(body).reverse().toString('hex'));
+    h.announced?.(Buffer.from(body).toString('hex')); // display order, as Core sends it
   }
   h.wake();
 }

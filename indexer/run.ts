@@ -107,6 +107,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let wakeUp: (() => void) | null = null;
   let woken = false;
   let stopping = false;
+  let caughtUp = false;
   let running: Promise<void> | null = null;
   const abort = new AbortController();
   const ctx = deps.guard ? { guard: deps.guard } : {};
@@ -131,9 +132,11 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   const local = (tip: Tip): LocalChain => ({
     height: tip.height,
     hash: tip.hash === null ? null : hashToHex(tip.hash),
-    async hashAt(h) {
-      const r = await db.selectFrom('blocks').select('hash').where('height', '=', h).executeTakeFirst();
-      return r ? hashToHex(r.hash) : null;
+    async hashesAt(heights) {
+      if (heights.length === 0) return [];
+      const rows = await db.selectFrom('blocks').select(['height', 'hash']).where('height', 'in', [...heights]).execute();
+      const by = new Map(rows.map((r) => [r.height, hashToHex(r.hash)]));
+      return heights.map((h) => by.get(h) ?? null);
     },
   });
 
@@ -166,7 +169,9 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   async function turn(): Promise<boolean> {
     const tip = await readTip(db);
     status.tip = { height: tip.height, hash: tip.hash === null ? null : hashToHex(tip.hash) };
-    const nodeHeight = await source.getTipHeight();
+    const step = await nextStep(local(tip), source);
+    const nodeHeight = step.node.height;
+    status.nodeTip = { height: nodeHeight, hash: step.node.bestHash };
     if (deps.bulk && (await deps.bulk.shouldRun(tip, nodeHeight))) {
       status.mode = 'bulk';
       await deps.bulk.run(abort.signal);
@@ -174,7 +179,6 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       return !stopping;
     }
     status.mode = 'following';
-    const step = await nextStep(local(tip), source);
     if (step.kind === 'apply') {
       const t0 = performance.now();
       const raw = await getRaw(step.hash);
@@ -183,25 +187,25 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         return false;
       }
       const block = checkBlock(raw, step.hash);
-      if (nodeHeight > step.height + 1) prefetchAfter(step.height, nodeHeight);
+      if (nodeHeight > step.height) prefetchAfter(step.height, nodeHeight);
       const r = await applyBlock(db, block, step.height, ctx);
       if (r.kind === 'applied') {
         const ms = Math.round(performance.now() - t0);
         metrics.blocksApplied++;
         metrics.txsApplied += r.txs;
         metrics.lastApplyMs = ms;
-        if (!announced.delete(step.hash) && deps.zmqEnabled) {
+        // Only blocks that arrive once the index had caught up should have been announced.
+        if (!announced.delete(step.hash) && deps.zmqEnabled && caughtUp) {
           metrics.zmqMissedBlocks++;
           deps.mempool?.requestResync('block not announced by zmq');
         }
         log.info({ height: step.height, hash: step.hash, txs: r.txs, events: r.events, ms }, 'block applied');
       }
-      status.nodeTip = { height: nodeHeight, hash: step.hash };
       return true;
     }
     if (step.kind === 'undo') {
       if (step.forkHeight < 0) {
-        throw new FatalError('ERR_NO_COMMON_BLOCK', 'the node\'s chain shares no block with the index (another network or a reset regtest node?); re-create the database to follow it');
+        throw new FatalError('ERR_NO_COMMON_BLOCK', "the node's chain shares no block with the index (another network or a reset regtest node?); re-create the database to follow it");
       }
       const depth = tip.height - step.forkHeight;
       if (depth > deps.maxReorgDepth) {
@@ -217,9 +221,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       }
       return true;
     }
-    const best = await source.getBestBlockHash();
-    status.nodeTip = { height: nodeHeight, hash: best };
-    status.lag = nodeHeight - tip.height;
+    caughtUp = true;
     if (deps.mempool?.pending) return deps.mempool.step();
     return false;
   }

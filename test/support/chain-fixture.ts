@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { decodeBlock } from '../../src/bitcoin/block.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import type { ChainSource } from '../../indexer/chain-source.js';
+import type { ChainSource, ChainView } from '../../indexer/chain-source.js';
 import { fixturePath } from './fixtures.js';
 
 export interface FixtureBlock {
@@ -121,16 +121,11 @@ export class FixtureChain implements ChainSource {
     return this.active.length - 1;
   }
 
-  async getBestBlockHash(): Promise<string> {
+  async getChainView(heights: readonly number[]): Promise<ChainView> {
     this.calls++;
     const tip = this.active[this.active.length - 1];
     if (tip === undefined) throw new Error('empty chain');
-    return tip;
-  }
-
-  async getTipHeight(): Promise<number> {
-    this.calls++;
-    return this.active.length - 1;
+    return { bestHash: tip, height: this.active.length - 1, hashes: heights.map((h) => this.active[h] ?? null) };
   }
 
   async getBlockHash(height: number): Promise<string | null> {

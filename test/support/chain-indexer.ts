@@ -1,0 +1,121 @@
+/**
+ * Running the real indexer in tests: start it on a test database against a devnode (or any
+ * ChainSource), wait for conditions, subscribe addresses (so per-address events are emitted),
+ * read events back, and build a reference index of a node's final chain with a fresh indexer,
+ * for "equals a fresh index" assertions.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.js';
+import { testConfig, type Config } from '../../src/config.js';
+import { silentLogger, type Logger } from '../../src/log.js';
+import { hashToHex } from '../../src/bitcoin/hash.js';
+import { createApiKey } from '../../src/auth/keys.js';
+import { insertSubscription } from '../../src/db/queries/tenancy-subscriptions.js';
+import type { Devnode } from '../../src/devnode/index.js';
+import { startIndexer, type IndexerHandle } from '../../indexer/main.js';
+import { readTip } from '../../indexer/apply.js';
+import { keyOfAddress } from './chain-snapshot.js';
+import { createMigratedDatabase, type TestDatabase } from './db.js';
+
+/** Polls `cond` every 20 ms until it holds; throws `what` after `timeoutMs`. */
+export async function waitFor(cond: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A config for indexer tests: fast polling, the given overrides. */
+export function indexerConfig(overrides: Partial<Config> = {}): Config {
+  return testConfig({ pollIntervalMs: 200, mempoolResyncMs: 60_000, indexerBulkThreshold: 1_000_000, ...overrides });
+}
+
+/** Starts the indexer on `t` following `node` (its ZMQ too unless `zmq: false`). */
+export async function startTestIndexer(
+  t: TestDatabase,
+  node: Devnode,
+  opts: { config?: Partial<Config>; zmq?: boolean; log?: Logger } = {},
+): Promise<IndexerHandle> {
+  return startIndexer({
+    config: indexerConfig(opts.config),
+    log: opts.log ?? silentLogger(),
+    db: t.db,
+    databaseUrl: t.url,
+    rpcUrl: node.rpcUrl,
+    zmqUrl: opts.zmq === false ? null : node.zmqUrl,
+  });
+}
+
+/** Waits until the index tip is the node's tip. */
+export async function waitSynced(db: Kysely<Database>, node: Devnode, timeoutMs = 30_000): Promise<void> {
+  await waitFor(async () => {
+    const tip = await readTip(db);
+    return tip.hash !== null && hashToHex(tip.hash) === node.tip().hash;
+  }, `the index to reach the node's tip ${node.tip().height}`, timeoutMs);
+}
+
+/** Waits until the indexed mempool holds exactly the node's mempool. */
+export async function waitMempoolSynced(db: Kysely<Database>, node: Devnode, timeoutMs = 30_000): Promise<void> {
+  await waitFor(async () => {
+    const r = await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(db);
+    const ours = r.rows.map((x) => hashToHex(x.txid)).sort();
+    const theirs = [...node.mempool()].sort();
+    return ours.length === theirs.length && ours.every((t, i) => t === theirs[i]);
+  }, 'the indexed mempool to equal the node\'s', timeoutMs);
+}
+
+/** Subscribes `address` (regtest) with a confirmation target, as the API would. */
+export async function watchAddress(db: Kysely<Database>, address: string, confirmations = 6): Promise<string> {
+  const key = await createApiKey(db, { name: `watch-${randomUUID().slice(0, 8)}` });
+  const id = randomUUID();
+  await insertSubscription(db, { id, keyId: key.id, kind: 'address', address, addrKey: keyOfAddress(address, 'regtest'), hookId: null, confirmations });
+  return id;
+}
+
+export interface EventRow {
+  seq: bigint;
+  type: string;
+  address: string | null;
+  txid: string | null;
+  height: number | null;
+  block: string | null;
+  confirmations: number | null;
+  received: bigint | null;
+  sent: bigint | null;
+  replacedBy: string | null;
+}
+
+/** Outbox rows in order (hashes in display hex). */
+export async function readEvents(db: Kysely<Database>, types?: readonly string[]): Promise<EventRow[]> {
+  const rows = await db.selectFrom('outbox').selectAll().orderBy('seq').execute();
+  return rows
+    .filter((r) => !types || types.includes(r.type))
+    .map((r) => ({
+      seq: r.seq,
+      type: r.type,
+      address: r.address,
+      txid: r.txid ? hashToHex(r.txid) : null,
+      height: r.height,
+      block: r.block_hash ? hashToHex(r.block_hash) : null,
+      confirmations: r.confirmations,
+      received: r.received,
+      sent: r.sent,
+      replacedBy: r.replaced_by ? hashToHex(r.replaced_by) : null,
+    }));
+}
+
+/** A fresh index of `node`'s current chain and mempool, built by a new indexer on a new database. */
+export async function freshIndexOf(node: Devnode): Promise<TestDatabase> {
+  const t = await createMigratedDatabase('ref');
+  const ix = await startTestIndexer(t, node, { zmq: false });
+  try {
+    await waitSynced(t.db, node);
+    await waitMempoolSynced(t.db, node);
+  } finally {
+    await ix.stop();
+  }
+  return t;
+}
