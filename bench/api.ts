@@ -10,6 +10,7 @@
  * are started otherwise; an index already built in DATABASE_URL is reused).
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +53,12 @@ const program = (i: number) => sha(`addr-${i}`).subarray(0, 20);
 const hotScript = witnessScript(0, sha('hot').subarray(0, 20));
 const hotAddress = segwitAddress(0, hotScript.subarray(2), 'regtest');
 const hotKey = addressKey(hotScript);
+
+/** CPU time (user + system) a process has used, in ms, from /proc (Linux). */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
 
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -186,14 +193,17 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       // (2) Throughput with autocannon.
       const rand = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!;
       const scenarios: [string, () => string][] = [
+        ['floor: unknown route (fastify + sockets only: 404, no key, no database)', () => '/v1/floor'],
         ['balance (random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/balance`],
         ['history page (limit 25, hot address, random depth)', () => `/v1/addresses/${hotAddress}/history?limit=25&cursor=${encodeCursor({ kind: 'h', phase: 'c', txNum: rand(hotNums), vout: 0 })}`],
         ['history page (limit 25, random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/history?limit=25`],
         ['transaction (random of 10k payments, 2 in / 2 out)', () => `/v1/transactions/${rand(payTxids)}`],
       ];
       process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each (server and load generator share the 2 cores):\n`);
-      process.stdout.write('| route | req/s | p50 ms | p99 ms | non-2xx |\n|---|---|---|---|---|\n');
+      process.stdout.write('| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | non-2xx |\n|---|---|---|---|---|---|---|\n');
+      let floor = 0;
       for (const [label, path] of scenarios.filter(([l]) => !opts.only || l.includes(opts.only))) {
+        const cpu0 = processCpuMs(child.pid!);
         const result = await autocannon({
           url: base,
           connections: CONNECTIONS,
@@ -201,7 +211,10 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           headers: { apiKey: key },
           requests: [{ setupRequest: (req) => ({ ...req, path: path() }) }],
         });
-        process.stdout.write(`| ${label} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${result.non2xx} |\n`);
+        const cpuPerReq = ((processCpuMs(child.pid!) - cpu0) * 1000) / Math.max(1, result.requests.total);
+        if (label.startsWith('floor')) floor = result.requests.average;
+        const ratio = floor > 0 ? `${((100 * result.requests.average) / floor).toFixed(0)} %` : '-';
+        process.stdout.write(`| ${label} | ${Math.round(result.requests.average)} | ${ratio} | ${result.latency.p50} | ${result.latency.p99} | ${cpuPerReq.toFixed(0)} | ${result.non2xx} |\n`);
       }
     } finally {
       child.kill('SIGTERM');

@@ -29,10 +29,15 @@ export function presentedKey(header: string | string[] | undefined): string | un
  * Verifies a presented key and returns its principal, or throws ApiError 401 (missing or
  * invalid) / 403 (scope). For callers outside the HTTP hooks (the WebSocket upgrade).
  */
-export async function authenticate(db: Kysely<Database>, header: string | string[] | undefined, scope: Scope = 'read'): Promise<ApiKeyPrincipal> {
+export async function authenticate(
+  db: Kysely<Database>,
+  header: string | string[] | undefined,
+  scope: Scope = 'read',
+  verify: (presented: string) => Promise<ApiKeyPrincipal | null> = (k) => verifyApiKey(db, k),
+): Promise<ApiKeyPrincipal> {
   const key = presentedKey(header);
   if (key === undefined) throw new ApiError('ERR_API_KEY_MISSING');
-  const principal = await verifyApiKey(db, key);
+  const principal = await verify(key);
   if (!principal) throw new ApiError('ERR_API_KEY_INVALID');
   if (!principal.scopes.includes(scope)) throw new ApiError('ERR_SCOPE', { message: `this API key lacks the '${scope}' scope` });
   return principal;
@@ -41,6 +46,7 @@ export async function authenticate(db: Kysely<Database>, header: string | string
 /** Installs the onRequest hook (auth, scope, rate limit) and the `request.apiKey` decoration. */
 export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): void {
   const { settings } = deps;
+  const verify = deps.verifyKey ?? ((k: string) => verifyApiKey(deps.db, k));
   let limiter: RateLimiter | undefined;
   if (deps.redis) {
     let lastWarn = 0;
@@ -69,13 +75,12 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): void {
     if (cfg?.auth === false || request.is404) return;
     let principal: ApiKeyPrincipal;
     try {
-      principal = await authenticate(deps.db, request.headers['apikey'], cfg?.scope ?? 'read');
+      principal = await authenticate(deps.db, request.headers['apikey'], cfg?.scope ?? 'read', verify);
     } catch (err) {
       if (err instanceof ApiError) return sendApiError(reply, err);
       throw err;
     }
     (request as FastifyRequest & { _apiKey?: ApiKeyPrincipal })._apiKey = principal;
-    request.log = request.log.child({ key: principal.prefix });
     if (limiter) {
       const d = await limiter.take(principal.id, principal.rateLimit ?? settings.rateLimit);
       const resetS = Math.max(1, Math.ceil(d.resetMs / 1000));

@@ -76,6 +76,11 @@ export type ApiDeps = {
   node?: NodeClient;
   /** Rate limits; without it no limit is applied (tests of other routes, tools). */
   redis?: Redis;
+  /**
+   * Key verification; default `verifyApiKey(db, key)` (one database lookup per request).
+   * startApi passes a cached verifier (src/auth/key-cache.ts) that LISTENs for revocations.
+   */
+  verifyKey?: (presented: string) => Promise<ApiKeyPrincipal | null>;
   /** Stamping; without it the stamp routes answer 503 ERR_STAMPING_NOT_CONFIGURED. */
   stamps?: StampService;
   /** The node's tip as last seen (healthz, syncing check); startApi keeps one up to date. */

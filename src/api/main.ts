@@ -14,6 +14,7 @@ import { getIndexTip } from '../db/queries/api-chain.js';
 import { FatalError } from '../errors.js';
 import { buildApi } from './app.js';
 import { createKeyVerifier } from '../auth/key-cache.js';
+import { createApiDb } from './api-db.js';
 import type { ApiSettings, NodeClient, NodeTip, StampService } from './deps.js';
 
 export type ApiHandle = {
@@ -101,9 +102,15 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   loop();
 
   const maxLag = deps.config.apiMaxLagBlocks;
-  const keys = await createKeyVerifier({ db: deps.db, log, ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
+  // With the URL: a pool of the API's own with prepared statements, and cached key checks.
+  const db = deps.databaseUrl ? createApiDb(deps.databaseUrl, { max: 10, applicationName: 'blockwire-api' }) : deps.db;
+  const keys = await createKeyVerifier({ db, log, ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
+  const closeOwn = async () => {
+    await keys.close();
+    if (db !== deps.db) await db.destroy();
+  };
   const app = await buildApi({
-    db: deps.db,
+    db,
     log: deps.log,
     network,
     ...(deps.node ? { node: deps.node } : {}),
@@ -115,7 +122,14 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     verifyKey: (k) => keys.verify(k),
     settings,
   });
-  await app.listen({ host: deps.config.host, port: deps.config.port });
+  try {
+    await app.listen({ host: deps.config.host, port: deps.config.port });
+  } catch (err) {
+    stopped = true;
+    clearTimeout(timer);
+    await closeOwn();
+    throw err;
+  }
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : deps.config.port;
   const url = `http://${deps.config.host.includes(':') ? `[${deps.config.host}]` : deps.config.host}:${port}`;
@@ -128,7 +142,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
       stopped = true;
       clearTimeout(timer);
       await app.close();
-      await keys.close();
+      await closeOwn();
     },
   };
 }

@@ -67,8 +67,9 @@ function setNextLink(request: FastifyRequest, reply: FastifyReply, q: PageQuery[
 async function chainHistory(deps: ResolvedApiDeps, addrKey: string, before: bigint, want: number): Promise<bigint[]> {
   const out: bigint[] = [];
   let bound = before;
-  // Chunks hold up to 1024 entries: ask for as many as a full page needs (plus the straddling one).
-  let batch = Math.min(MAX_CHUNK_BATCH, Math.ceil(want / 1024) + 1);
+  // Chunks hold up to 1024 entries: start with as many as a page needs if they are full (a
+  // short first chunk, the one the cursor falls in, brings a second query).
+  let batch = Math.min(MAX_CHUNK_BATCH, Math.ceil(want / 1024));
   for (;;) {
     const chunks = await listHistoryChunks(deps.db, addrKey, bound, batch);
     for (const c of chunks) {
