@@ -8,6 +8,7 @@
  */
 import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
+import { RetryableError } from '../src/errors.js';
 import { MAX_ATTEMPTS } from './retry.js';
 
 /** Queue per transport. */
@@ -73,6 +74,8 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
   return {
     queues,
     async enqueue(jobs, opts = {}) {
+      // A Queue made while Redis is away would wait for it: fail at once instead.
+      if (connection.status !== 'ready') throw new RetryableError('ERR_REDIS_UNAVAILABLE', `Redis is not reachable (${connection.status})`);
       for (const transport of Object.keys(queues) as Transport[]) {
         const mine = jobs.filter((j) => j.transport === transport);
         if (mine.length === 0) continue;
@@ -91,6 +94,7 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
       }
     },
     async isLive(job) {
+      if (connection.status !== 'ready') throw new RetryableError('ERR_REDIS_UNAVAILABLE', `Redis is not reachable (${connection.status})`);
       const found = await queues[job.transport].getJob(jobIdFor(job.delivery, job.redeliveries));
       if (!found) return false;
       return LIVE_STATES.has(await found.getState());
