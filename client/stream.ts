@@ -15,10 +15,11 @@ import type { StreamEvent } from './types.js';
 /** The part of the WebSocket interface the client uses (browser, undici and `ws` all have it). */
 export type WebSocketLike = {
   readonly readyState: number;
-  onopen: ((ev: unknown) => void) | null;
-  onmessage: ((ev: { data: unknown }) => void) | null;
-  onclose: ((ev: { code: number; reason: string }) => void) | null;
-  onerror: ((ev: unknown) => void) | null;
+  // Handlers take `never` so that every implementation's own event types are accepted.
+  onopen: ((ev: never) => void) | null;
+  onmessage: ((ev: never) => void) | null;
+  onclose: ((ev: never) => void) | null;
+  onerror: ((ev: never) => void) | null;
   close(code?: number, reason?: string): void;
 };
 
@@ -174,18 +175,18 @@ export class EventStream implements AsyncIterable<StreamEvent> {
       this.setState('open');
       this.touch();
     };
-    ws.onmessage = (ev) => {
+    ws.onmessage = (ev: { data: unknown }) => {
       if (this.ws !== ws) return;
       this.attempts = 0;
       this.touch();
       this.onMessage(ev.data);
     };
-    ws.onerror = (ev) => {
-      const err = (ev as { error?: unknown }).error;
-      const message = err instanceof Error ? err.message : (ev as { message?: string }).message ?? 'WebSocket error';
+    ws.onerror = (ev: { error?: unknown; message?: string }) => {
+      const err = ev.error;
+      const message = err instanceof Error ? err.message : (ev.message ?? 'WebSocket error');
       lastError = err instanceof Error ? err : new Error(message);
     };
-    ws.onclose = (ev) => {
+    ws.onclose = (ev: { code: number; reason: string }) => {
       if (this.ws !== ws) return;
       this.ws = undefined;
       clearTimeout(this.idleTimer);

@@ -28,7 +28,7 @@ let rpc: BitcoindClient;
 
 beforeAll(async () => {
   stack = await startStack();
-  client = new BlockwireClient({ url: stack.url, apiKey: stack.apiKey, network: 'regtest', WebSocket: WebSocket as unknown as WebSocketConstructor });
+  client = new BlockwireClient({ url: stack.url, apiKey: stack.apiKey, network: 'regtest', WebSocket });
   rpc = new BitcoindClient({ url: stack.devnode.rpcUrl });
 }, 180_000);
 afterAll(async () => {

@@ -8,13 +8,14 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { buildClient } from '../../support/client-build.js';
 import { projectRoot } from '../../support/fixtures.js';
 
 const run = promisify(execFile);
 const dist = join(projectRoot, 'dist', 'client');
 
 beforeAll(async () => {
-  await run('npm', ['run', '--silent', 'build:client'], { cwd: projectRoot, timeout: 120_000 });
+  await buildClient();
 }, 180_000);
 
 describe('blockwire/client package entry', () => {

@@ -10,7 +10,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { EventStream, type StreamState, type WebSocketConstructor } from '../../../client/stream.js';
 import type { StreamEvent } from '../../../client/types.js';
 
-const WS = WebSocket as unknown as WebSocketConstructor;
+const WS: WebSocketConstructor = WebSocket;
 let wss: WebSocketServer | undefined;
 afterEach(async () => {
   await new Promise<void>((r) => (wss ? wss.close(() => r()) : r()));
