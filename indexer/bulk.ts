@@ -48,20 +48,17 @@ export interface BlockFeed {
   close(): void;
 }
 
-/** Blocks `from..to` from the node, at most `inFlight` requests open. */
-export function nodeFeed(source: ChainSource, from: number, to: number, inFlight = 8): BlockFeed {
+/**
+ * A feed of heights `from..to` with up to `ahead` blocks requested in advance; `fetch` gives
+ * the block at a height (null ends the feed there).
+ */
+export function prefetchFeed(from: number, to: number, ahead: number, fetch: (height: number) => Promise<FeedBlock | null>, onClose?: () => void): BlockFeed {
   const queue: Promise<FeedBlock | null>[] = [];
   let nextHeight = from;
   let closed = false;
   const fill = () => {
-    while (!closed && queue.length < inFlight && nextHeight <= to) {
-      const height = nextHeight++;
-      const p = (async () => {
-        const hash = await source.getBlockHash(height);
-        if (hash === null) return null;
-        const raw = await source.getBlock(hash);
-        return raw === null ? null : { height, hash, raw };
-      })();
+    while (!closed && queue.length < ahead && nextHeight <= to) {
+      const p = fetch(nextHeight++);
       p.catch(() => undefined);
       queue.push(p);
     }
@@ -77,8 +74,19 @@ export function nodeFeed(source: ChainSource, from: number, to: number, inFlight
     },
     close() {
       closed = true;
+      onClose?.();
     },
   };
+}
+
+/** Blocks `from..to` from the node, at most `inFlight` requests open. */
+export function nodeFeed(source: ChainSource, from: number, to: number, inFlight = 8): BlockFeed {
+  return prefetchFeed(from, to, inFlight, async (height) => {
+    const hash = await source.getBlockHash(height);
+    if (hash === null) return null;
+    const raw = await source.getBlock(hash);
+    return raw === null ? null : { height, hash, raw };
+  });
 }
 
 /** Index DDL the bulk path drops and rebuilds (the definitions of migrations/0001_chain.ts). */

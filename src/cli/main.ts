@@ -16,6 +16,7 @@ export const commands: Record<string, Command> = {
   migrate: { summary: 'apply or revert database migrations (latest | down | status)', load: () => import('../db/migrate-command.js') },
   devnode: { summary: 'run the regtest stand-in for Bitcoin Core (RPC, REST, ZMQ; NOT bitcoind)', load: () => import('../devnode/cli.js') },
   keys: { summary: 'manage API keys (create --name NAME | list | revoke ID|PREFIX)', load: () => import('../auth/keys-command.js') },
+  import: { summary: 'index Bitcoin Core blk*.dat files in bulk for the first sync (--blocks-dir DIR)', load: () => import('../../indexer/import.js') },
   decode: { summary: 'decode a raw block or transaction to JSON (FILE|HEX|- [--network NAME])', load: () => import('../bitcoin/decode-command.js') },
 };
 

@@ -1,0 +1,76 @@
+/**
+ * `blockwire import --blocks-dir DIR` as a real command: mainnet blocks 0–599 in two blk files,
+ * obfuscated with an xor.dat key as Core ≥ 28 writes them, out of height order and with a stale
+ * block the most-work rule must leave out. The index equals the per-block index of the chain.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { decodeBlock } from '../../../src/bitcoin/block.js';
+import { encodeBlock } from '../../../src/bitcoin/encode.js';
+import { xorBlockData } from '../../../src/bitcoin/blk.js';
+import { NETWORKS } from '../../../src/bitcoin/network.js';
+import { applyBlock, readTip } from '../../../indexer/apply.js';
+import { createMigratedDatabase, createTestDatabase, type TestDatabase } from '../../support/db.js';
+import { describeFixtures, projectRoot } from '../../support/fixtures.js';
+import { loadMainnet600 } from '../../support/chain-fixture.js';
+import { snapshotIndex } from '../../support/chain-snapshot.js';
+
+const run = promisify(execFile);
+
+function frame(blocks: readonly Uint8Array[]): Buffer {
+  const parts: Buffer[] = [];
+  for (const b of blocks) {
+    const head = Buffer.alloc(8);
+    Buffer.from(NETWORKS.main.magic).copy(head, 0);
+    head.writeUInt32LE(b.length, 4);
+    parts.push(head, Buffer.from(b));
+  }
+  return Buffer.concat(parts);
+}
+
+describeFixtures('blockwire import', () => {
+  let dir: string;
+  const dbs: TestDatabase[] = [];
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'blockwire-blk-'));
+    const blocks = loadMainnet600().map((b) => b.raw);
+    // A stale sibling of block 500 (another nonce: another hash, same parent, less total work).
+    const sib = decodeBlock(blocks[500]!);
+    const stale = encodeBlock({ header: { ...sib.header, nonce: (sib.header.nonce + 1) >>> 0 }, txs: sib.txs });
+    // Out of height order across files, as Core writes blocks received out of order.
+    const files = [frame([...blocks.slice(0, 250), ...blocks.slice(300, 310)]), frame([...blocks.slice(250, 300), stale, ...blocks.slice(310)])];
+    const key = Uint8Array.from([0x51, 0x0f, 0xa3, 0x7e, 0x00, 0xc4, 0x99, 0x12]);
+    for (const [i, f] of files.entries()) {
+      xorBlockData(f, key, 0);
+      await writeFile(join(dir, `blk0000${i}.dat`), f);
+    }
+    await writeFile(join(dir, 'xor.dat'), key);
+  });
+  afterAll(async () => {
+    await Promise.all(dbs.map((d) => d.drop()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('indexes the most-work chain of the blocks directory like the per-block path', async () => {
+    const imported = await createTestDatabase('imp');
+    const ref = await createMigratedDatabase('impref');
+    dbs.push(imported, ref);
+    const { stdout } = await run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'import', '--blocks-dir', dir, '--near-tip', '0'], {
+      env: { ...process.env, DATABASE_URL: imported.url, LOG_LEVEL: 'warn', INDEXER_BULK_BATCH_TXS: '100' },
+    });
+    expect(stdout).toMatch(/^imported 600 blocks \(616 transactions\) to height 599/);
+    const chain = loadMainnet600();
+    for (const b of chain) expect((await applyBlock(ref.db, decodeBlock(b.raw), b.height)).kind).toBe('applied');
+    expect((await readTip(imported.db)).height).toBe(599);
+    expect(await snapshotIndex(imported.db)).toEqual(await snapshotIndex(ref.db));
+  });
+
+  it('refuses a missing directory argument with usage', async () => {
+    await expect(run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'import'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--blocks-dir is required') });
+  });
+});
