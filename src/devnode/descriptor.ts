@@ -6,7 +6,7 @@
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { bytesToHex } from '../bitcoin/hash.js';
 import { scriptToAddress } from './address.js';
-import { solve } from './script.js';
+import { decodeOutputScript } from '../bitcoin/script.js';
 
 const INPUT_CHARSET = '0123456789()[],\'/*abcdefgh@:$%{}IJKLMNOPQRSTUVWXYZ&+-.;<=>?!^_|~ijklmnopqrstuvwxyzABCDEFGH`#"\\ ';
 const CHECKSUM_CHARSET = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
@@ -64,15 +64,14 @@ export function inferDescriptor(script: Uint8Array): string {
   const hex = bytesToHex(script);
   const hit = cache.get(hex);
   if (hit !== undefined) return hit;
-  const { type, solutions } = solve(script);
+  const d = decodeOutputScript(script);
   let desc: string;
-  if (type === 'pubkey') {
-    desc = `pk(${bytesToHex(solutions[0]!)})`;
-  } else if (type === 'multisig') {
-    const keys = solutions.slice(1, -1).map(bytesToHex);
-    desc = `multi(${solutions[0]![0]},${keys.join(',')})`;
-  } else if (type === 'witness_v1_taproot' && isValidXOnly(solutions[0]!)) {
-    desc = `rawtr(${bytesToHex(solutions[0]!)})`;
+  if (d.type === 'pubkey') {
+    desc = `pk(${bytesToHex(d.pubkey)})`;
+  } else if (d.type === 'multisig') {
+    desc = `multi(${d.required},${d.pubkeys.map(bytesToHex).join(',')})`;
+  } else if (d.type === 'witness_v1_taproot' && isValidXOnly(d.program)) {
+    desc = `rawtr(${bytesToHex(d.program)})`;
   } else {
     const addr = scriptToAddress(script);
     desc = addr !== null ? `addr(${addr})` : `raw(${hex})`;

@@ -16,7 +16,8 @@ import type { MempoolEntry } from './mempool.js';
 import { signalsRbf } from './mempool-accept.js';
 import type { Node } from './node.js';
 import { POLICY } from './policy.js';
-import { scriptToAsm, solve } from './script.js';
+import { scriptToAsm } from './script.js';
+import { classifyScript } from '../bitcoin/script.js';
 
 /** ScriptToUniv(script, include_hex = true, include_address = true). */
 export function scriptPubKeyJson(script: Uint8Array): Record<string, unknown> {
@@ -26,7 +27,7 @@ export function scriptPubKeyJson(script: Uint8Array): Record<string, unknown> {
     desc: inferDescriptor(script),
     hex: bytesToHex(script),
     ...(address !== null ? { address } : {}),
-    type: solve(script).type,
+    type: classifyScript(script),
   };
 }
 

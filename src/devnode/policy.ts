@@ -7,7 +7,8 @@
  */
 import type { DecodedTx, TxOutput } from '../bitcoin/tx.js';
 import { compactSizeBytes } from '../bitcoin/wire.js';
-import { isPushOnly, parseScript, sigOpCount, solve, witnessProgram } from './script.js';
+import { classifyScript, decodeOutputScript } from '../bitcoin/script.js';
+import { isPushOnly, parseScript, sigOpCount, witnessProgram } from './script.js';
 import type { Prevout } from './script-verify.js';
 
 export const POLICY = {
@@ -84,14 +85,13 @@ export function dustOutputs(tx: DecodedTx): number[] {
 
 /** Core's ::IsStandard for an output script. */
 export function isStandardOutput(script: Uint8Array): { ok: boolean; type: string } {
-  const { type, solutions } = solve(script);
-  if (type === 'nonstandard') return { ok: false, type };
-  if (type === 'multisig') {
-    const m = solutions[0]![0]!;
-    const n = solutions[solutions.length - 1]![0]!;
-    if (n < 1 || n > 3 || m < 1 || m > n) return { ok: false, type };
+  const d = decodeOutputScript(script);
+  if (d.type === 'nonstandard') return { ok: false, type: d.type };
+  if (d.type === 'multisig') {
+    const n = d.pubkeys.length;
+    if (n < 1 || n > 3 || d.required < 1 || d.required > n) return { ok: false, type: d.type };
   }
-  return { ok: true, type };
+  return { ok: true, type: d.type };
 }
 
 /** IsStandardTx: null when standard, else the reject reason. */
@@ -127,7 +127,7 @@ export function inputsStandard(tx: DecodedTx, prevouts: readonly Prevout[]): boo
   let legacySigops = 0;
   for (let i = 0; i < tx.inputs.length; i++) {
     const spk = prevouts[i]!.script;
-    const { type } = solve(spk);
+    const type = classifyScript(spk);
     if (type === 'nonstandard' || type === 'witness_unknown') return false;
     legacySigops += sigOpCount(tx.inputs[i]!.scriptSig, true) + sigOpCount(spk, true);
     if (type === 'scripthash') {
@@ -147,7 +147,7 @@ export function witnessStandard(tx: DecodedTx, prevouts: readonly Prevout[]): bo
     const input = tx.inputs[i]!;
     if (input.witness.length === 0) continue;
     let spk = prevouts[i]!.script;
-    if (solve(spk).type === 'scripthash') {
+    if (classifyScript(spk) === 'scripthash') {
       const redeem = p2shRedeemScript(input.scriptSig);
       if (redeem === null) return false;
       spk = redeem;
@@ -163,7 +163,7 @@ export function witnessStandard(tx: DecodedTx, prevouts: readonly Prevout[]): bo
     if (wp.version === 1 && wp.program.length === 32) {
       if (input.witness.length >= 2 && input.witness[input.witness.length - 1]![0] === 0x50) return false;
     }
-    if (solve(spk).type === 'anchor') return false;
+    if (classifyScript(spk) === 'anchor') return false;
   }
   return true;
 }
@@ -178,7 +178,7 @@ export function sigOpsCost(tx: DecodedTx, prevouts: readonly Prevout[] | null): 
   for (let i = 0; i < tx.inputs.length; i++) {
     const input = tx.inputs[i]!;
     let spk = prevouts[i]!.script;
-    if (solve(spk).type === 'scripthash') {
+    if (classifyScript(spk) === 'scripthash') {
       const redeem = p2shRedeemScript(input.scriptSig);
       if (redeem === null) continue;
       cost += sigOpCount(redeem, true) * 4;

@@ -11,7 +11,8 @@ import { schnorr, secp256k1 } from '@noble/curves/secp256k1.js';
 import { Transaction } from '@scure/btc-signer';
 import { equalBytes, hash160, sha256 } from '../bitcoin/hash.js';
 import type { DecodedTx } from '../bitcoin/tx.js';
-import { isValidSignatureEncoding, parseScript, solve, witnessProgram } from './script.js';
+import { decodeOutputScript } from '../bitcoin/script.js';
+import { isValidSignatureEncoding, parseScript, witnessProgram } from './script.js';
 
 /** The output an input spends. */
 export type Prevout = { value: bigint; script: Uint8Array };
@@ -159,16 +160,16 @@ function runMultisig(ctx: Context, stack: Uint8Array[], m: number, keys: Uint8Ar
 
 /** Runs a known template script against `stack`; false when the template is not one we check. */
 function runTemplate(ctx: Context, script: Uint8Array, stack: Uint8Array[], version: SigVersion): boolean {
-  const sol = solve(script);
-  switch (sol.type) {
+  const d = decodeOutputScript(script);
+  switch (d.type) {
     case 'pubkey':
-      runPubkey(ctx, stack, sol.solutions[0]!, script, version);
+      runPubkey(ctx, stack, d.pubkey, script, version);
       return true;
     case 'pubkeyhash':
-      runPubkeyHash(ctx, stack, sol.solutions[0]!, script, version);
+      runPubkeyHash(ctx, stack, d.hash, script, version);
       return true;
     case 'multisig':
-      runMultisig(ctx, stack, sol.solutions[0]![0]!, sol.solutions.slice(1, -1), script, version);
+      runMultisig(ctx, stack, d.required, [...d.pubkeys], script, version);
       return true;
     default:
       return false;
@@ -253,11 +254,11 @@ function verifyInputInner(ctx: Context): boolean {
     return verifyWitness(ctx, wp.version, wp.program, witness);
   }
   const stack = pushes(input.scriptSig);
-  const sol = solve(spk);
-  if (sol.type === 'scripthash') {
+  const d = decodeOutputScript(spk);
+  if (d.type === 'scripthash') {
     if (stack.length === 0) fail(SCRIPT_ERR.INVALID_STACK_OPERATION);
     const redeem = stack[stack.length - 1]!;
-    if (!equalBytes(hash160(redeem), sol.solutions[0]!)) fail(SCRIPT_ERR.EVAL_FALSE);
+    if (!equalBytes(hash160(redeem), d.hash)) fail(SCRIPT_ERR.EVAL_FALSE);
     const inner = witnessProgram(redeem);
     if (inner) {
       if (stack.length !== 1) fail(SCRIPT_ERR.WITNESS_MALLEATED_P2SH);

@@ -1,28 +1,11 @@
 /**
- * Scripts the way Bitcoin Core's Solver and ScriptToAsmStr see them: opcode iteration, Core's
- * output type names (`pubkeyhash`, `witness_v0_keyhash`, `anchor`, …) and the `asm` text.
- * Devnode-specific (Core's vocabulary and quirks); address/byte-level script helpers shared with
- * the indexer live in src/bitcoin.
+ * Script text and opcode walking as Core's interpreter-side helpers do: GetScriptOp iteration,
+ * push-only checks, ScriptToAsmStr (with sighash decoding in scriptSigs), strict DER checks and
+ * sigop counting. Output classification (Solver) and addresses come from src/bitcoin.
  * @module
  */
 import { bytesToHex } from '../bitcoin/hash.js';
-
-export const OP = {
-  OP_0: 0x00,
-  OP_PUSHDATA1: 0x4c,
-  OP_PUSHDATA2: 0x4d,
-  OP_PUSHDATA4: 0x4e,
-  OP_1NEGATE: 0x4f,
-  OP_1: 0x51,
-  OP_16: 0x60,
-  OP_RETURN: 0x6a,
-  OP_DUP: 0x76,
-  OP_EQUAL: 0x87,
-  OP_EQUALVERIFY: 0x88,
-  OP_HASH160: 0xa9,
-  OP_CHECKSIG: 0xac,
-  OP_CHECKMULTISIG: 0xae,
-} as const;
+import { OP } from '../bitcoin/script.js';
 
 const OP_NAMES: Record<number, string> = {
   0x4f: '-1', 0x50: 'OP_RESERVED', 0x61: 'OP_NOP', 0x62: 'OP_VER', 0x63: 'OP_IF', 0x64: 'OP_NOTIF', 0x65: 'OP_VERIF',
@@ -104,30 +87,6 @@ export function scriptNum(data: Uint8Array): number {
   return v;
 }
 
-/** Core's output type names (TxoutType, GetTxnOutputType). */
-export type OutputType =
-  | 'nonstandard'
-  | 'anchor'
-  | 'pubkey'
-  | 'pubkeyhash'
-  | 'scripthash'
-  | 'multisig'
-  | 'nulldata'
-  | 'witness_v0_keyhash'
-  | 'witness_v0_scripthash'
-  | 'witness_v1_taproot'
-  | 'witness_unknown';
-
-export type Solution = { type: OutputType; solutions: Uint8Array[] };
-
-/** Core's CPubKey::ValidSize: the header byte decides the length. */
-export function isValidPubkeySize(k: Uint8Array): boolean {
-  const h = k[0];
-  if (k.length === 33) return h === 2 || h === 3;
-  if (k.length === 65) return h === 4 || h === 6 || h === 7;
-  return false;
-}
-
 /** Witness program (BIP141): version and program when `script` is one. */
 export function witnessProgram(script: Uint8Array): { version: number; program: Uint8Array } | null {
   const n = script.length;
@@ -136,53 +95,6 @@ export function witnessProgram(script: Uint8Array): { version: number; program: 
   if (v !== 0 && (v < OP.OP_1 || v > OP.OP_16)) return null;
   if (script[1]! + 2 !== n) return null;
   return { version: v === 0 ? 0 : v - 0x50, program: script.subarray(2) };
-}
-
-function smallInt(o: ScriptOp | undefined): number | null {
-  if (!o) return null;
-  if (o.op >= OP.OP_1 && o.op <= OP.OP_16) return o.op - 0x50;
-  // Core's GetScriptNumber also takes minimal pushes of numbers above 16 (up to 20 keys).
-  if (o.data && o.data.length === 1 && o.data[0]! > 16 && o.data[0]! <= 20) return o.data[0]!;
-  return null;
-}
-
-/** Core's Solver: the output type of `script` and its solutions (hashes, keys, m/n). */
-export function solve(script: Uint8Array): Solution {
-  const n = script.length;
-  if (n === 4 && script[0] === OP.OP_1 && script[1] === 2 && script[2] === 0x4e && script[3] === 0x73) {
-    return { type: 'anchor', solutions: [] };
-  }
-  const wp = witnessProgram(script);
-  if (wp) {
-    if (wp.version === 0 && wp.program.length === 20) return { type: 'witness_v0_keyhash', solutions: [wp.program] };
-    if (wp.version === 0 && wp.program.length === 32) return { type: 'witness_v0_scripthash', solutions: [wp.program] };
-    if (wp.version === 1 && wp.program.length === 32) return { type: 'witness_v1_taproot', solutions: [wp.program] };
-    if (wp.version !== 0) return { type: 'witness_unknown', solutions: [new Uint8Array([wp.version]), wp.program] };
-    return { type: 'nonstandard', solutions: [] };
-  }
-  if (n === 23 && script[0] === OP.OP_HASH160 && script[1] === 20 && script[22] === OP.OP_EQUAL) {
-    return { type: 'scripthash', solutions: [script.subarray(2, 22)] };
-  }
-  if (n >= 1 && script[0] === OP.OP_RETURN && isPushOnly(script.subarray(1))) return { type: 'nulldata', solutions: [] };
-  if ((n === 35 || n === 67) && script[0] === n - 2 && script[n - 1] === OP.OP_CHECKSIG) {
-    const key = script.subarray(1, n - 1);
-    if (isValidPubkeySize(key)) return { type: 'pubkey', solutions: [key] };
-  }
-  if (n === 25 && script[0] === OP.OP_DUP && script[1] === OP.OP_HASH160 && script[2] === 20 && script[23] === OP.OP_EQUALVERIFY && script[24] === OP.OP_CHECKSIG) {
-    return { type: 'pubkeyhash', solutions: [script.subarray(3, 23)] };
-  }
-  if (n >= 1 && script[n - 1] === OP.OP_CHECKMULTISIG) {
-    const { ops, error } = parseScript(script);
-    if (!error && ops.length >= 4) {
-      const m = smallInt(ops[0]);
-      const keys = ops.slice(1, ops.length - 2);
-      const count = smallInt(ops[ops.length - 2]);
-      if (m !== null && count !== null && m >= 1 && count === keys.length && m <= count && keys.every((k) => k.data && k.op <= OP.OP_PUSHDATA4 && isValidPubkeySize(k.data))) {
-        return { type: 'multisig', solutions: [new Uint8Array([m]), ...keys.map((k) => k.data!), new Uint8Array([count])] };
-      }
-    }
-  }
-  return { type: 'nonstandard', solutions: [] };
 }
 
 const SIGHASH_NAMES: Record<number, string> = {

@@ -11,7 +11,7 @@ import * as btc from '@scure/btc-signer';
 import { bytesToHex, hexToBytes, sha256 } from '../bitcoin/hash.js';
 import { decodeTx, type DecodedTx } from '../bitcoin/tx.js';
 import { addressToScript, scriptToAddress } from './address.js';
-import { solve } from './script.js';
+import { classifyScript } from '../bitcoin/script.js';
 import { outpointKey, prevTxidOf } from './chain.js';
 import { REGTEST } from './consensus.js';
 import { broadcastTx } from './broadcast.js';
@@ -316,7 +316,7 @@ export class Wallet {
  * taproot and for data-only transactions).
  */
 function changeType(scripts: Uint8Array[]): AddressType {
-  const types = scripts.map((s) => solve(s).type);
+  const types = scripts.map(classifyScript);
   if (types.includes('scripthash')) return 'p2sh-p2wpkh';
   switch (types.find((t) => t !== 'nulldata')) {
     case 'pubkeyhash':

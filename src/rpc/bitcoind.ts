@@ -73,6 +73,9 @@ export type BitcoindClientOptions = {
 /** One call of a batch. */
 export type BatchCall = { method: string; params?: unknown[] };
 
+/** Errors of a reused connection the server had closed (not of a node that refuses connections). */
+const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
 type RpcReply = { result?: unknown; error?: { code: number; message: string } | null; id?: unknown };
 
 function causeCode(err: unknown): string {
@@ -127,7 +130,9 @@ export class BitcoindClient {
   private async post(body: unknown, label: string): Promise<unknown> {
     return this.limit.run(async () => {
       if (this.authHeader === null && this.opts.cookieFile) this.authHeader = await this.cookieAuth();
-      for (let attempt = 0; ; attempt++) {
+      let staleRetried = false;
+      let cookieReread = false;
+      for (;;) {
         let res: Response;
         try {
           res = await fetch(this.endpoint, {
@@ -140,12 +145,18 @@ export class BitcoindClient {
           if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
             throw new RetryableError('ERR_RPC_TIMEOUT', `bitcoind RPC ${label} at ${this.origin} timed out`, { cause: err });
           }
+          // A kept-alive connection the node closed meanwhile (it restarted): try once on a new one.
+          if (!staleRetried && STALE_CONNECTION.has(causeCode(err))) {
+            staleRetried = true;
+            continue;
+          }
           throw new RetryableError('ERR_RPC_UNAVAILABLE', `bitcoind RPC unreachable at ${this.origin} (${label}): ${causeCode(err)}`, { cause: err });
         }
         if (res.status === 401 || res.status === 403) {
           await res.arrayBuffer().catch(() => undefined);
           // A restarted bitcoind writes a new cookie: read it again once.
-          if (attempt === 0 && this.opts.cookieFile) {
+          if (!cookieReread && this.opts.cookieFile) {
+            cookieReread = true;
             this.authHeader = await this.cookieAuth();
             continue;
           }

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
-import { solve } from '../../../src/devnode/script.js';
+import { classifyScript } from '../../../src/bitcoin/script.js';
 import { collectZmq, rawRpc, restGet } from './clients.js';
 
 describe('devnode fault injection', () => {
@@ -167,7 +167,7 @@ describe('devnode background mining (the quick start)', () => {
       expect(node.tip().height).toBeGreaterThanOrEqual(start + 4);
       const types = new Set<string>();
       for (const e of node.node.chain.active.slice(start + 1)) {
-        for (const tx of e.block.txs.slice(1)) for (const o of tx.outputs) types.add(solve(o.script).type);
+        for (const tx of e.block.txs.slice(1)) for (const o of tx.outputs) types.add(classifyScript(o.script));
       }
       for (const t of ['pubkeyhash', 'scripthash', 'witness_v0_keyhash', 'witness_v1_taproot', 'pubkey', 'witness_v0_scripthash', 'multisig', 'nulldata']) {
         expect(types.has(t), t).toBe(true);
