@@ -41,6 +41,8 @@ export type StartApiDeps = {
    * on the revocation notifications of this database. Without it every request looks its key up.
    */
   databaseUrl?: string;
+  /** Redis key prefix of the rate-limit counters (default `bw`); one per deployment sharing a Redis. */
+  redisPrefix?: string;
 };
 
 /** The API settings of a configuration. */
@@ -68,7 +70,7 @@ async function detectNetwork(deps: StartApiDeps): Promise<NetworkName> {
 export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   const log = deps.log.child({ component: 'api.main' });
   const network = await detectNetwork(deps);
-  const settings = apiSettingsFromConfig(deps.config);
+  const settings = { ...apiSettingsFromConfig(deps.config), ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) };
   let nodeTip: NodeTip | undefined;
   let indexHeight = -1;
   let stopped = false;
