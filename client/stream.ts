@@ -1,11 +1,11 @@
 /**
  * The event stream client: a WebSocket to `/v1/stream?after=<event id>` that reconnects with
- * backoff and resumes after the last event id it delivered, so the caller never sees an id twice
- * (ids increase; anything below the last delivered id, or equal to it for a subscription already
- * served, is dropped). Flow control: when the
- * caller's queue passes a high-water mark the socket is closed and reopened, from the last
- * queued id, once the queue has drained — nothing is lost and memory stays bounded.
- * Uses the platform WebSocket, or an injected constructor (the `ws` package in Node 20).
+ * backoff and resumes after the last event id it delivered, so the caller never sees an event
+ * twice (ids increase; anything below the last delivered id, or equal to it for a subscription
+ * already served, is dropped). Flow control: when the caller's queue passes a high-water mark
+ * the socket is closed and reopened from the last queued id once the queue has drained, so
+ * nothing is lost and memory stays bounded. Uses the platform WebSocket, or an injected
+ * constructor (the `ws` package in Node 20).
  * @module
  */
 import { backoffDelay, type BackoffOptions } from './backoff.js';
