@@ -114,6 +114,8 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
         log,
         db,
         redis,
+        databaseUrl: deps.databaseUrl,
+        ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}),
         ...(node ? { node } : {}),
         ...(network ? { network } : {}),
         ...(out.stamper ? { stamps: out.stamper.service } : {}),
