@@ -1,13 +1,13 @@
 /**
  * Regtest consensus parameters and the block-level rules the devnode needs: the genesis block
  * (byte-identical to Core's), compact targets, proof of work, chain work, difficulty, subsidy,
- * median time past, the BIP34 coinbase height push, header serialization and the coinbase Core's
- * miner builds (version 2, locktime height-1, sequence 0xfffffffe, witness commitment).
+ * median time past, the BIP34 coinbase height push, nonce grinding and the coinbase Core's miner
+ * builds (version 2, locktime height-1, sequence 0xfffffffe, witness commitment).
  * @module
  */
-import { RawTx } from '@scure/btc-signer';
 import { hexToBytes, sha256d } from '../bitcoin/hash.js';
 import { computeWitnessCommitment } from '../bitcoin/merkle.js';
+import { encodeHeader, encodeTx } from '../bitcoin/encode.js';
 import { writeU32le } from '../bitcoin/wire.js';
 
 /** Core's regtest genesis block (CreateGenesisBlock(1296688602, 2, 0x207fffff, 1, 50 * COIN)). */
@@ -91,26 +91,7 @@ export function medianTime(times: readonly number[]): number {
 }
 
 /** A header's fields; hashes in internal byte order. */
-export type HeaderFields = {
-  version: number;
-  prevHash: Uint8Array;
-  merkleRoot: Uint8Array;
-  time: number;
-  bits: number;
-  nonce: number;
-};
-
-/** The 80-byte serialized header. (src/bitcoin has no encoder yet; header bytes are trivial.) */
-export function encodeHeader(h: HeaderFields): Uint8Array {
-  const out = new Uint8Array(80);
-  writeU32le(out, 0, h.version);
-  out.set(h.prevHash, 4);
-  out.set(h.merkleRoot, 36);
-  writeU32le(out, 68, h.time);
-  writeU32le(out, 72, h.bits);
-  writeU32le(out, 76, h.nonce);
-  return out;
-}
+export type HeaderFields = Parameters<typeof encodeHeader>[0];
 
 /**
  * Grinds the nonce (and, past 2^32 tries, the time) until the header meets its target, as
@@ -157,16 +138,14 @@ export function witnessCommitmentScript(witnessRoot: Uint8Array): Uint8Array {
  */
 export function buildCoinbase(height: number, payoutScript: Uint8Array, value: bigint, witnessRoot: Uint8Array): Uint8Array {
   const scriptSig = new Uint8Array([...scriptNumPush(height), 0x00]);
-  return RawTx.encode({
+  return encodeTx({
     version: 2,
-    segwitFlag: true,
-    inputs: [{ txid: new Uint8Array(32), index: 0xffffffff, finalScriptSig: scriptSig, sequence: 0xfffffffe }],
+    inputs: [{ prevTxid: new Uint8Array(32), vout: 0xffffffff, scriptSig, sequence: 0xfffffffe, witness: [new Uint8Array(32)] }],
     outputs: [
-      { amount: value, script: payoutScript },
-      { amount: 0n, script: witnessCommitmentScript(witnessRoot) },
+      { value, script: payoutScript },
+      { value: 0n, script: witnessCommitmentScript(witnessRoot) },
     ],
-    witnesses: [[new Uint8Array(32)]],
-    lockTime: Math.max(0, height - 1),
+    locktime: Math.max(0, height - 1),
   });
 }
 
