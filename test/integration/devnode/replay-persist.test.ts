@@ -37,6 +37,20 @@ describeFixtures('devnode replay of regtest-chain-a', () => {
     }
   });
 
+  it('replays at a pace in the background, serving RPC meanwhile', async () => {
+    const plan = loadReplay(fixturePath('regtest-chain-a'));
+    const node = await startDevnode({ replay: { dir: fixturePath('regtest-chain-a'), pace: 300 } });
+    try {
+      expect(node.replay!.position().applied).toBeLessThan(plan.events.length);
+      const midway = await rpcResult<number>(node, 'getblockcount');
+      expect(midway).toBeLessThan(plan.final.height);
+      await node.replay!.done;
+      expect(await rpcResult(node, 'getbestblockhash')).toBe(plan.final.hash);
+    } finally {
+      await node.stop();
+    }
+  });
+
   it('steps through the recording on request; ZMQ sequence shows the recorded C/D order and hashblock only for new tips', async () => {
     const plan = loadReplay(fixturePath('regtest-chain-a'));
     const node = await startDevnode({ replay: { dir: fixturePath('regtest-chain-a'), pace: 'manual' } });
