@@ -83,8 +83,24 @@ function buildJson(
   };
 }
 
-/** The Transaction JSON of a confirmed or mempool transaction, or undefined when unknown. */
+/** Rows read by separate queries disagree: a block was applied or undone in between. */
+class InconsistentRead extends Error {}
+
+/**
+ * The Transaction JSON of a confirmed or mempool transaction, or undefined when unknown. The
+ * reads are separate queries; when a reorg lands between them, the whole read is done again.
+ */
 export async function loadTransactionJson(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<TransactionJson | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await readTransactionJson(db, network, txid);
+    } catch (err) {
+      if (!(err instanceof InconsistentRead) || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function readTransactionJson(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<TransactionJson | undefined> {
   const confirmed = await findConfirmedTx(db, txid);
   if (confirmed) {
     const ins = decodeIns(confirmed.ins);
@@ -94,7 +110,7 @@ export async function loadTransactionJson(db: Kysely<Database>, network: Network
       coinbase: txNumPosition(confirmed.tx_num) === 0,
       inputs: ins.map((i) => {
         const prev = prevTxs.get(i.txNum);
-        if (!prev) throw new Error(`input refers to tx_num ${i.txNum} that has no txs row`);
+        if (!prev) throw new InconsistentRead(`input refers to tx_num ${i.txNum} that has no txs row`);
         return { prevTxid: prev.txid, vout: i.vout, prevout: decodeOut(prev.outs, i.vout) };
       }),
       outputs: decodeOuts(confirmed.outs),

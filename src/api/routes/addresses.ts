@@ -149,11 +149,13 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const txids = await getTxidsByNum(deps.db, nums);
       if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
       setNextLink(request, reply, q, next);
-      return items.map((i) => {
+      // An entry whose transaction vanished between the two reads was undone by a reorg meanwhile.
+      const out: string[] = [];
+      for (const i of items) {
         const txid = i.txid ?? txids.get(i.txNum!);
-        if (!txid) throw new Error(`history entry ${i.txNum} has no txs row`);
-        return hashToHex(txid);
-      });
+        if (txid) out.push(hashToHex(txid));
+      }
+      return out;
     },
   );
 
@@ -201,7 +203,8 @@ export const addressRoutes: RouteModule = (app, deps) => {
         index: i.vout,
         value: i.value.toString(),
         script: i.script.toString('hex'),
-        confirmations: i.txNum === undefined ? 0 : tip - txNumHeight(i.txNum) + 1,
+        // (a block applied after the tip was read still counts one confirmation)
+        confirmations: i.txNum === undefined ? 0 : Math.max(1, tip - txNumHeight(i.txNum) + 1),
       }));
     },
   );
