@@ -7,10 +7,24 @@ import type { Devnode } from '../../../src/devnode/index.js';
 
 export type RawRpcReply = { status: number; body: { result: unknown; error: { code: number; message: string } | null; id: unknown }; text: string };
 
+/**
+ * fetch, tried once more when a kept-alive connection turns out closed by a server that just
+ * restarted (undici may hand out a pooled socket before it has seen the close).
+ */
+async function fetchFresh(url: string, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    if (cause?.code === 'UND_ERR_SOCKET' || cause?.code === 'ECONNRESET') return fetch(url, init);
+    throw err;
+  }
+}
+
 /** POSTs one JSON-RPC 1.0 request (as bitcoin-cli does) and returns status and body. */
 export async function rawRpc(node: Devnode, method: string, params: unknown[] = [], id: unknown = 1, path = '/'): Promise<RawRpcReply> {
   const auth = `Basic ${Buffer.from(`${node.rpc.user}:${node.rpc.password}`).toString('base64')}`;
-  const res = await fetch(`http://${node.rpc.host}:${node.rpc.port}${path}`, {
+  const res = await fetchFresh(`http://${node.rpc.host}:${node.rpc.port}${path}`, {
     method: 'POST',
     headers: { authorization: auth, 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '1.0', id, method, params }),
@@ -29,7 +43,7 @@ export async function rpcResult<T = unknown>(node: Devnode, method: string, para
 export type RestReply = { status: number; type: string; bytes: Uint8Array; text: string };
 
 export async function restGet(node: Devnode, path: string): Promise<RestReply> {
-  const res = await fetch(`http://${node.rpc.host}:${node.rpc.port}${path}`);
+  const res = await fetchFresh(`http://${node.rpc.host}:${node.rpc.port}${path}`);
   const bytes = new Uint8Array(await res.arrayBuffer());
   return { status: res.status, type: res.headers.get('content-type') ?? '', bytes, text: Buffer.from(bytes).toString('utf8') };
 }
