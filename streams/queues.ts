@@ -38,12 +38,16 @@ export function jobIdFor(delivery: string, redeliveries: number): string {
   return redeliveries === 0 ? delivery : `${delivery}-r${redeliveries}`;
 }
 
-/** Job options every delivery job gets. Completed/failed jobs are trimmed: Postgres keeps the log. */
+/**
+ * Job options every delivery job gets. Postgres keeps the log, so a completed job is removed at
+ * once (its delivery row already says delivered: a replayed batch does not enqueue it again);
+ * failed jobs are kept a day for inspection.
+ */
 export const DELIVERY_JOB_OPTIONS: JobsOptions = {
   attempts: MAX_ATTEMPTS,
   backoff: { type: BACKOFF_TYPE },
-  removeOnComplete: { age: 3600, count: 10_000 },
-  removeOnFail: { age: 7 * 86400, count: 10_000 },
+  removeOnComplete: true,
+  removeOnFail: { age: 86400, count: 10_000 },
 };
 
 const LIVE_STATES = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);

@@ -1,0 +1,31 @@
+/**
+ * The server side of bench/events.ts, in its own process (so the benchmark's 1,000 WebSocket
+ * clients do not share its event loop): the streams role (relay + WebSocket stream on its own
+ * port), the delivery workers, and with `devnode: true` a devnode and the indexer following it.
+ * Production defaults except loopback hooks. Prints one JSON line `{port, rpcUrl, address}`.
+ * Usage: `node --import tsx bench/events-server.ts '{"databaseUrl", "redisUrl", "devnode"}'`.
+ */
+import { createDb } from '../src/db/connect.js';
+import { createLogger } from '../src/log.js';
+import { loadConfig } from '../src/config.js';
+import { startStreams, startWorker } from '../streams/main.js';
+import { startDevnode } from '../src/devnode/index.js';
+import { startIndexer } from '../indexer/main.js';
+
+type Args = { databaseUrl: string; redisUrl: string; devnode: boolean };
+const args = JSON.parse(process.argv[2] ?? '{}') as Args;
+
+const config = loadConfig({ BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1', BLOCKWIRE_STREAM_PORT: '0', LOG_LEVEL: 'warn', BITCOIN_NETWORK: 'regtest' });
+const log = createLogger({ level: 'warn', name: 'bench-events' });
+const db = createDb(args.databaseUrl, { max: 8 });
+let rpcUrl: string | null = null;
+let address: string | null = null;
+if (args.devnode) {
+  const node = await startDevnode({ initialBlocks: 101 });
+  rpcUrl = node.rpcUrl;
+  address = node.wallet.newAddress('p2wpkh').address!;
+  await startIndexer({ config, log, db, databaseUrl: args.databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl });
+}
+const streams = await startStreams({ config, log, db, redisUrl: args.redisUrl });
+await startWorker({ config, log, db, redisUrl: args.redisUrl });
+process.stdout.write(`${JSON.stringify({ port: streams.port, rpcUrl, address })}\n`);

@@ -1,0 +1,342 @@
+/**
+ * bench/events: event delivery (issue 6 item 7). A server process (bench/events-server.ts: a
+ * devnode, the indexer, the relay + WebSocket stream, the delivery workers) and this process
+ * (the clients, a webhook receiver, the clock) measure:
+ * 1. block arrival → WebSocket: `generatetoaddress 1` on the devnode until each of N clients
+ *    (one key each, a chain subscription) has the block's block.connected — p50/p99/max;
+ * 2. outbox → WebSocket fan-out: the same, from the commit of an outbox row (no indexer);
+ * 3. events/s through relay → WebSocket: E events for one address, C subscribed clients;
+ * 4. webhook deliveries/s: W events for one address whose subscription pushes to a local
+ *    receiver answering 200 (signed POSTs through BullMQ, delivery log in PostgreSQL).
+ * Run: `node --import tsx bench/events.ts [--clients N] [--blocks B] [--events E]
+ * [--stream-clients C] [--webhooks W] [--no-devnode]` (DATABASE_URL / REDIS_URL optional:
+ * an ephemeral PostgreSQL and a redis-server are started otherwise).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { readFileSync, readdirSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { randomBytes } from 'node:crypto';
+import { WebSocket } from 'ws';
+import pg from 'pg';
+import type { Kysely } from 'kysely';
+import type { Database } from '../src/db/schema.js';
+import { startPostgres } from '../src/embedded/postgres.js';
+import { startRedis } from '../src/embedded/redis.js';
+import { createDb } from '../src/db/connect.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { createApiKey } from '../src/auth/keys.js';
+import { insertHook } from '../src/db/queries/tenancy-hooks.js';
+import { insertSubscription } from '../src/db/queries/tenancy-subscriptions.js';
+import { lockOutbox } from '../src/db/outbox-lock.js';
+
+const { values: opts } = parseArgs({
+  options: {
+    clients: { type: 'string', default: '1000' },
+    blocks: { type: 'string', default: '20' },
+    events: { type: 'string', default: '20000' },
+    'stream-clients': { type: 'string', default: '10' },
+    webhooks: { type: 'string', default: '20000' },
+    'no-devnode': { type: 'boolean', default: false },
+  },
+});
+const CLIENTS = Number(opts.clients);
+const BLOCKS = Number(opts.blocks);
+const EVENTS = Number(opts.events);
+const STREAM_CLIENTS = Number(opts['stream-clients']);
+const WEBHOOKS = Number(opts.webhooks);
+
+/** CPU ms (user + system) of a process from /proc, 0 when it is gone. */
+function cpuMs(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** Processes whose command line contains `needle`, and their children. */
+function processTree(needle: string): number[] {
+  const procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+  const info = procs.map((pid) => {
+    try {
+      return { pid, cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8'), ppid: Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) };
+    } catch {
+      return { pid, cmd: '', ppid: -1 };
+    }
+  });
+  const roots = new Set(info.filter((p) => p.cmd.includes(needle)).map((p) => p.pid));
+  return info.filter((p) => roots.has(p.pid) || roots.has(p.ppid)).map((p) => p.pid);
+}
+
+/** CPU ms of groups of processes, between two calls. */
+function cpuMeter(groups: Record<string, () => number[]>): () => Record<string, number> {
+  const snap = () => Object.fromEntries(Object.entries(groups).map(([k, pids]) => [k, pids().reduce((a, p) => a + cpuMs(p), 0)]));
+  const before = snap();
+  return () => {
+    const after = snap();
+    return Object.fromEntries(Object.keys(groups).map((k) => [k, after[k]! - before[k]!]));
+  };
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const ms = (n: number) => n.toFixed(1);
+const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
+const newId = (p: string) => `${p}_${randomBytes(10).toString('hex')}`;
+
+type Client = { ws: WebSocket; onEvent: (e: { id: number; type: string; block: { height: number } | null }, at: number) => void; live: Promise<void> };
+
+function connect(url: string, key: string): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers: { apiKey: key } });
+    let markLive: () => void = () => undefined;
+    const client: Client = { ws, onEvent: () => undefined, live: new Promise<void>((r) => (markLive = r)) };
+    ws.on('message', (data) => {
+      const at = performance.now();
+      const m = JSON.parse(String(data)) as { id?: number; type: string; block: { height: number } | null };
+      if (m.type === 'stream.live') markLive();
+      else if (typeof m.id === 'number') client.onEvent(m as { id: number; type: string; block: { height: number } | null }, at);
+    });
+    ws.once('open', () => resolve(client));
+    ws.once('error', reject);
+  });
+}
+
+async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
+  const u = new URL(url);
+  const auth = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
+  const res = await fetch(`${u.protocol}//${u.host}/`, { method: 'POST', headers: { authorization: `Basic ${auth}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '1.0', id: 1, method, params }) });
+  const body = (await res.json()) as { result: unknown; error: unknown };
+  if (body.error) throw new Error(`rpc ${method}: ${JSON.stringify(body.error)}`);
+  return body.result;
+}
+
+async function insertOutbox(db: Kysely<Database>, rows: { type: 'block.connected' | 'tx.unconfirmed'; height?: number; addrKey?: string; address?: string }[]): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await lockOutbox(trx);
+    await trx
+      .insertInto('outbox')
+      .values(
+        rows.map((r) => ({
+          type: r.type,
+          key_id: null,
+          addr_key: r.addrKey ?? null,
+          address: r.address ?? null,
+          txid: r.type === 'tx.unconfirmed' ? randomBytes(32) : null,
+          block_hash: r.height !== undefined ? randomBytes(32) : null,
+          height: r.height ?? null,
+          confirmations: r.type === 'tx.unconfirmed' ? 0 : null,
+          received: r.type === 'tx.unconfirmed' ? 1000n : null,
+          sent: r.type === 'tx.unconfirmed' ? 0n : null,
+          replaced_by: null,
+          data: null,
+        })),
+      )
+      .execute();
+  });
+}
+
+/** Latencies of one "block" to every client: waits until all have it. */
+async function fanOut(clients: Client[], fire: () => Promise<number>, label: string): Promise<number[]> {
+  const latencies: number[] = [];
+  let target = -1;
+  let t0 = 0;
+  let got = 0;
+  let done: () => void = () => undefined;
+  for (const c of clients) {
+    c.onEvent = (e, at) => {
+      if (e.type === 'block.connected' && e.block?.height === target) {
+        latencies.push(at - t0);
+        if (++got === clients.length) done();
+      }
+    };
+  }
+  for (let b = 0; b < BLOCKS; b++) {
+    got = 0;
+    const all = new Promise<void>((r) => (done = r));
+    t0 = performance.now();
+    target = await fire();
+    const timeout = sleep(30_000).then(() => {
+      throw new Error(`${label}: block ${target} reached ${got}/${clients.length} clients in 30 s`);
+    });
+    await Promise.race([all, timeout]);
+    await sleep(300);
+  }
+  return latencies.sort((a, b) => a - b);
+}
+
+async function main(): Promise<void> {
+  const scratch = await mkdtemp(join(tmpdir(), 'bench-events-'));
+  const started: { stop(): Promise<void> }[] = [];
+  let server: ChildProcess | undefined;
+  const clients: Client[] = [];
+  let dbUrl = process.env.DATABASE_URL;
+  let redisUrl = process.env.REDIS_URL;
+  const pgDir = join(scratch, 'pg');
+  try {
+    if (!dbUrl) {
+      const s = await startPostgres({ dataDir: pgDir, settings: { max_connections: 200 } });
+      started.push(s);
+      const c = new pg.Client({ connectionString: s.url });
+      await c.connect();
+      await c.query('CREATE DATABASE bench_events');
+      await c.end();
+      dbUrl = s.urlFor('bench_events');
+    }
+    if (!redisUrl) {
+      const r = await startRedis({ dir: join(scratch, 'redis') });
+      started.push(r);
+      redisUrl = r.url;
+    }
+    const db = createDb(dbUrl, { max: 8 });
+    started.push({ stop: () => db.destroy() });
+    await migrateToLatest(db);
+
+    const devnode = !opts['no-devnode'];
+    server = spawn(process.execPath, ['--import', 'tsx', 'bench/events-server.ts', JSON.stringify({ databaseUrl: dbUrl, redisUrl, devnode })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const info = await new Promise<{ port: number; rpcUrl: string | null; address: string | null }>((resolve, reject) => {
+      let buf = '';
+      server!.stdout!.on('data', (d: Buffer) => {
+        buf += d.toString();
+        const line = buf.split('\n').find((l) => l.startsWith('{'));
+        if (line) resolve(JSON.parse(line));
+      });
+      server!.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+    });
+    const url = `ws://127.0.0.1:${info.port}/v1/stream`;
+    const redisPort = new URL(redisUrl).port;
+    const meter = () =>
+      cpuMeter({
+        server: () => [server!.pid!],
+        bench: () => [process.pid],
+        redis: () => processTree(`127.0.0.1:${redisPort}`),
+        postgres: () => processTree(pgDir),
+      });
+    const cpuLine = (m: Record<string, number>, n: number) =>
+      Object.entries(m)
+        .map(([k, v]) => `${k} ${(v / n).toFixed(3)}`)
+        .join(', ');
+    const results: string[] = [];
+
+    // 1 and 2: N clients, one key each, each with a chain subscription.
+    const t = performance.now();
+    for (let i = 0; i < CLIENTS; i += 50) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(50, CLIENTS - i) }, async () => {
+          const k = await createApiKey(db, { name: 'bench' });
+          await insertSubscription(db, { id: newId('sub'), keyId: k.id, kind: 'chain', address: null, addrKey: null, hookId: null, confirmations: 6 });
+          return connect(url, k.key);
+        }),
+      );
+      clients.push(...batch);
+    }
+    await Promise.all(clients.map((c) => c.live));
+    process.stdout.write(`${CLIENTS} clients connected and live in ${ms(performance.now() - t)} ms\n`);
+
+    if (devnode && info.rpcUrl && info.address) {
+      const lat = await fanOut(clients, async () => {
+        await rpc(info.rpcUrl!, 'generatetoaddress', [1, info.address]);
+        return (await rpc(info.rpcUrl!, 'getblockcount', [])) as number;
+      }, 'block arrival');
+      results.push(`| block arrival (devnode → indexer → relay → WebSocket) | ${CLIENTS} | ${BLOCKS} | ${ms(pct(lat, 50))} | ${ms(pct(lat, 99))} | ${ms(lat[lat.length - 1]!)} |`);
+    }
+    let fake = 50_000_000;
+    const lat2 = await fanOut(clients, async () => {
+      fake += 1;
+      await insertOutbox(db, [{ type: 'block.connected', height: fake }]);
+      return fake;
+    }, 'outbox');
+    results.push(`| outbox commit → relay → WebSocket | ${CLIENTS} | ${BLOCKS} | ${ms(pct(lat2, 50))} | ${ms(pct(lat2, 99))} | ${ms(lat2[lat2.length - 1]!)} |`);
+    for (const c of clients) c.onEvent = () => undefined;
+
+    // 3: events/s through relay → WebSocket.
+    const addrKey = `${randomBytes(4).toString('hex')}-0000-4000-8000-${randomBytes(6).toString('hex')}`;
+    const address = `bcrt1q${randomBytes(19).toString('hex')}`;
+    const streamClients: Client[] = [];
+    for (let i = 0; i < STREAM_CLIENTS; i++) {
+      const k = await createApiKey(db, { name: 'bench-stream' });
+      await insertSubscription(db, { id: newId('sub'), keyId: k.id, kind: 'address', address, addrKey, hookId: null, confirmations: 6 });
+      streamClients.push(await connect(url, k.key));
+    }
+    await Promise.all(streamClients.map((c) => c.live));
+    let received = 0;
+    let allIn: () => void = () => undefined;
+    const allReceived = new Promise<void>((r) => (allIn = r));
+    for (const c of streamClients) {
+      c.onEvent = () => {
+        if (++received === EVENTS * STREAM_CLIENTS) allIn();
+      };
+    }
+    const m3 = meter();
+    const t3 = performance.now();
+    for (let i = 0; i < EVENTS; i += 1000) await insertOutbox(db, Array.from({ length: Math.min(1000, EVENTS - i) }, () => ({ type: 'tx.unconfirmed' as const, addrKey, address })));
+    const inserted3 = performance.now() - t3;
+    await allReceived;
+    const took3 = performance.now() - t3;
+    const cpu3 = m3();
+    results.push(`| events through relay → WebSocket (${STREAM_CLIENTS} clients) | ${EVENTS} events in ${ms(took3)} ms (inserted in ${ms(inserted3)} ms) | **${Math.round(EVENTS / (took3 / 1000))} events/s**, ${Math.round((EVENTS * STREAM_CLIENTS) / (took3 / 1000))} messages/s | ${cpuLine(cpu3, EVENTS)} |`);
+    for (const c of streamClients) c.ws.close();
+
+    // 4: webhook deliveries/s to a local receiver.
+    const seen = new Set<string>();
+    let requests = 0;
+    let allHooks: () => void = () => undefined;
+    const hooksDone = new Promise<void>((r) => (allHooks = r));
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        requests += 1;
+        seen.add(String(req.headers['webhook-id']));
+        res.writeHead(200);
+        res.end();
+        if (seen.size === WEBHOOKS) allHooks();
+      });
+    });
+    receiver.keepAliveTimeout = 60_000;
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+    started.push({ stop: () => new Promise<void>((r) => (receiver.closeAllConnections(), receiver.close(() => r()))) });
+    const k = await createApiKey(db, { name: 'bench-hooks' });
+    const hook = await insertHook(db, { id: newId('hook'), keyId: k.id, type: 'http', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, secret: `whsec_${randomBytes(32).toString('base64')}` });
+    const hookAddrKey = `${randomBytes(4).toString('hex')}-0000-4000-8000-${randomBytes(6).toString('hex')}`;
+    await insertSubscription(db, { id: newId('sub'), keyId: k.id, kind: 'address', address, addrKey: hookAddrKey, hookId: hook.id, confirmations: 6 });
+    const m4 = meter();
+    const t4 = performance.now();
+    for (let i = 0; i < WEBHOOKS; i += 1000) await insertOutbox(db, Array.from({ length: Math.min(1000, WEBHOOKS - i) }, () => ({ type: 'tx.unconfirmed' as const, addrKey: hookAddrKey, address })));
+    await hooksDone;
+    const took4 = performance.now() - t4;
+    const cpu4 = m4();
+    results.push(`| webhook deliveries to a local receiver | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)} |`);
+
+    const [l1, l5] = readFileSync('/proc/loadavg', 'utf8').split(' ');
+    process.stdout.write(
+      [
+        `load average ${l1} (1 min), ${l5} (5 min) on ${(await import('node:os')).cpus().length} CPUs`,
+        '',
+        '| fan-out | clients | blocks | p50 ms | p99 ms | max ms |',
+        '|---|---|---|---|---|---|',
+        ...results.filter((r) => r.split('|').length === 8),
+        '',
+        '| throughput | volume | rate | CPU ms per event (per process) |',
+        '|---|---|---|---|',
+        ...results.filter((r) => r.split('|').length !== 8),
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    for (const c of clients) c.ws.terminate();
+    if (server && server.exitCode === null) {
+      server.kill('SIGKILL');
+      await new Promise((r) => server!.once('exit', r));
+    }
+    for (const s of started.reverse()) await s.stop().catch(() => undefined);
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+await main();
