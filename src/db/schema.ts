@@ -111,6 +111,7 @@ export const EVENT_TYPES = [
   'block.connected',
   'block.disconnected',
   'stamp.confirmed',
+  'stamp.unconfirmed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

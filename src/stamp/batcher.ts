@@ -18,6 +18,7 @@ import { type ClaimedStamp, claimQueuedStamps, dropUnpayableStamps, releaseStamp
 import type { StampDb } from './tables.js';
 import type { StampWallet } from './wallet.js';
 import { nullDataScript } from '../bitcoin/script.js';
+import { hashToHex } from '../bitcoin/hash.js';
 
 /** Points a batch passes; tests kill the process at one of them (RELIABILITY.md case 24). */
 export type StampPhase = 'claimed' | 'reserved' | 'persisted' | 'broadcast' | 'answered';
@@ -70,6 +71,7 @@ export function createBatcher(deps: BatcherDeps): Batcher {
   let stopped = false;
   let wakeUp: (() => void) | null = null;
   let woken = false;
+  let lastStart = 0;
   let running: Promise<void> = Promise.resolve();
 
   const settle = (id: bigint, p: Placement) => {
@@ -139,12 +141,14 @@ export function createBatcher(deps: BatcherDeps): Batcher {
 
   /** One batch. Returns true when more queued stamps may be waiting. */
   async function runBatch(): Promise<boolean> {
+    const t0 = Date.now();
     const fee = await deps.fees();
     const limit = fee.perTx === 1 ? settings.maxChain : fee.perTx * 4;
     const owner = randomUUID();
     const claimed = await claimQueuedStamps(db, owner, settings.leaseMs, limit);
     if (claimed.length === 0) return false;
     await phase('claimed', []);
+    const t1 = Date.now();
     const leased = new Set<string>();
     try {
       const tip = await deps.tipHeight();
@@ -159,11 +163,15 @@ export function createBatcher(deps: BatcherDeps): Batcher {
         else unfunded.push(...group);
       }
       const built = funded.map((f) => f.built);
+      const t2 = Date.now();
       await phase('reserved', built);
       if (funded.length > 0) {
         const planned: PlannedTx[] = funded.map((f) => ({ built: f.built, family: f.built.txid, replaces: null, stampIds: f.stamps.map((s) => s.id) }));
         await db.transaction().execute((trx) => storeSignedTxs(trx, owner, planned, leased));
-        log.info({ txs: built.length, stamps: claimed.length - unfunded.length, fee: built.reduce((s, b) => s + b.fee, 0n).toString() }, 'stamp transactions signed and stored');
+        log.info(
+          { txs: built.length, stamps: claimed.length - unfunded.length, fee: built.reduce((s, b) => s + b.fee, 0n).toString(), claimMs: t1 - t0, buildMs: t2 - t1, storeMs: Date.now() - t2 },
+          'stamp transactions signed and stored',
+        );
         await phase('persisted', built);
       }
       const spent = new Set(built.flatMap((b) => b.inputs.map(coinKey)));
@@ -178,7 +186,10 @@ export function createBatcher(deps: BatcherDeps): Batcher {
           await recordBroadcastError(db, b.txid, outcome.message);
         }
       }
-      if (built.length > 0) await phase('broadcast', built);
+      if (built.length > 0) {
+        log.info({ txids: built.map((b) => hashToHex(b.txid)), ms: Date.now() - t0 }, 'stamp transactions broadcast');
+        await phase('broadcast', built);
+      }
       for (const f of funded) f.stamps.forEach((s, vout) => settle(s.id, { kind: 'placed', txid: f.built.txid, vout }));
       if (built.length > 0) await phase('answered', built);
       return claimed.length === limit && unfunded.length === 0;
@@ -226,8 +237,14 @@ export function createBatcher(deps: BatcherDeps): Batcher {
         };
       });
       if (stopped) break;
-      if (byRequest) await new Promise((r) => setTimeout(r, settings.windowMs));
+      if (byRequest) {
+        // Under steady load batches follow one another a window apart (stamps that came during a
+        // batch go into the next one); after a quiet spell the first stamp opens a whole window.
+        const since = Date.now() - lastStart;
+        await new Promise((r) => setTimeout(r, since < 2 * settings.windowMs ? Math.max(0, settings.windowMs - since) : settings.windowMs));
+      }
       woken = false;
+      lastStart = Date.now();
       try {
         while (!stopped && (await runBatch()));
       } catch (err) {

@@ -24,6 +24,8 @@ export type StampServiceDeps = {
 };
 
 const HASH_RE = /^[0-9a-f]{64}$/;
+/** How often a waiting request looks at its row (placed by another process?); this process's own batcher answers at once. */
+const POLL_MS = 1000;
 const ID_RE = /^([0-9a-f]{64})-(0|[1-9]\d{0,5})$/;
 
 /** `<txid display hex>-<vout>`. */
@@ -41,7 +43,7 @@ export function createStampService(deps: StampServiceDeps): StampService {
       for (;;) {
         const left = deadline - Date.now();
         if (left <= 0) throw new ApiError('ERR_STAMP_PENDING');
-        const p = await Promise.race([waiter.promise, new Promise<null>((r) => setTimeout(() => r(null), Math.min(left, 250)))]);
+        const p = await Promise.race([waiter.promise, new Promise<null>((r) => setTimeout(() => r(null), Math.min(left, POLL_MS)))]);
         if (p?.kind === 'placed') return { stampid: formatStampId(p.txid, p.vout) };
         if (p?.kind === 'unpayable') throw new ApiError('ERR_STAMP_WALLET_EMPTY', { errorCause: p.reason });
         // Placed or dropped by another process (after a restart, or a retried request)?

@@ -109,20 +109,24 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
   const fees = async (): Promise<FeeContext> => ({ perTx: (await nodePolicy()).perTx, ratePerKvB: await feeRate(), maxFee: maxTxFee });
   const tipHeight = async () => (await db.selectFrom('chain_tip').select('height').where('id', '=', 1).executeTakeFirst())?.height ?? -1;
 
-  let balance: { value: Promise<WalletBalance>; at: number } | undefined;
-  const walletBalance = () => {
-    if (!balance || Date.now() - balance.at > 1000) {
-      const value = tipHeight().then((h) => loadWalletBalance(db, wallet, h));
-      value.catch(() => (balance = undefined));
-      balance = { value, at: Date.now() };
-    }
-    return balance.value;
-  };
-  const cannotPay = async (): Promise<string | null> => {
+  // A positive answer is cached for a second and concurrent checks share one query (a burst of
+  // requests costs one); a negative one is checked afresh, so a wallet just funded is seen at once.
+  let canPayUntil = 0;
+  let checking: Promise<string | null> | null = null;
+  const walletBalance = async (): Promise<WalletBalance> => loadWalletBalance(db, wallet, await tipHeight());
+  const checkPay = async (): Promise<string | null> => {
     const b = await walletBalance();
     const least = feeFor(fallbackPerKvB, 200) + dustThreshold(wallet.change.type);
-    if (b.spendable >= least || b.unconfirmedChange > 0n) return null;
+    if (b.spendable >= least || b.unconfirmedChange > 0n) {
+      canPayUntil = Date.now() + 1000;
+      return null;
+    }
     return `stamping wallet cannot pay: ${b.spendable} sat spendable at ${wallet.scripts.map((s) => s.address).join(', ')}`;
+  };
+  const cannotPay = (): Promise<string | null> => {
+    if (Date.now() < canPayUntil) return Promise.resolve(null);
+    checking ??= checkPay().finally(() => (checking = null));
+    return checking;
   };
 
   const batcher = createBatcher({

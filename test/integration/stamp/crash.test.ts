@@ -1,0 +1,148 @@
+/**
+ * kill -9 of a process running the stamper at each point of a batch (RELIABILITY.md case 24):
+ * after claiming the stamps, after reserving coins, between signing (stored) and broadcast, and
+ * between broadcast and the answer. The client retries with its Idempotency-Key against a
+ * restarted process; every stamp ends in exactly one transaction, broadcast with the stored
+ * bytes, no coin is spent by two of our transactions, nothing is paid twice.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { sql } from 'kysely';
+import { hashToHex } from '../../../src/bitcoin/hash.js';
+import { nullData } from '../../../src/bitcoin/script.js';
+import { decodeTx } from '../../../src/bitcoin/tx.js';
+import type { StampPhase } from '../../../src/stamp/batcher.js';
+import { createStampHarness, randomHash, type StampHarness, waitFor } from './harness.js';
+
+type Child = { port: number; exited: Promise<number | null>; kill(): Promise<void> };
+
+async function spawnStamper(h: StampHarness, crashAt?: StampPhase): Promise<Child> {
+  const script = new URL('./stamper-child.ts', import.meta.url).pathname;
+  const config = { network: 'regtest', stampWalletWif: h.wif, stampBatchWindowMs: 200, stampPollMs: 100, stampLeaseMs: 1500, stampAnswerTimeoutMs: 20_000 };
+  const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify({ databaseUrl: h.t.url, rpcUrl: h.node.rpcUrl, config, crashAt })], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code, signal) => r(signal === 'SIGKILL' ? -9 : code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`stamper child not ready: ${err}`)), 30_000);
+    child.stdout.on('data', (d: Buffer) => {
+      const m = /ready (\d+)/.exec(d.toString());
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`stamper child exited with ${code}: ${err}`)));
+  });
+  return {
+    port,
+    exited,
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+async function post(port: number, key: string, hash: string, idem: string): Promise<{ status: number; body: Record<string, unknown> } | 'connection lost'> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/stamps`, {
+      method: 'POST',
+      headers: { apiKey: key, 'content-type': 'application/json', 'idempotency-key': idem },
+      body: JSON.stringify({ hash }),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  } catch {
+    return 'connection lost';
+  }
+}
+
+let h: StampHarness;
+
+beforeAll(async () => {
+  h = await createStampHarness();
+  const s = await h.startStamper();
+  await h.fund(20, 200_000n);
+  await s.stop(); // from here on only child processes run the stamper
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('kill -9 of the stamper never pays twice nor loses a stamp', () => {
+  const phases: StampPhase[] = ['claimed', 'reserved', 'persisted', 'broadcast'];
+  const all: { hash: string; stampid: string }[] = [];
+
+  for (const phase of phases) {
+    it(`killed after '${phase}': retried requests get their stamps, each in exactly one transaction`, async () => {
+      const requests = Array.from({ length: 5 }, (_, i) => ({ hash: randomHash(), idem: `${phase}-${i}` }));
+      const crashing = await spawnStamper(h, phase);
+      const first = await Promise.all(requests.map((r) => post(crashing.port, h.key, r.hash, r.idem)));
+      expect(await crashing.exited).toBe(-9);
+      // The answer may already have left (once the signed transaction is stored the waiting
+      // request can learn its id), but most requests lose their connection.
+      expect(first.filter((a) => a === 'connection lost').length).toBeGreaterThan(0);
+      const answeredFirst = first.map((a) => (a === 'connection lost' ? null : (a.body as { stampid?: string }).stampid ?? null));
+
+      const before = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamp_txs`.execute(h.t.db);
+      const restarted = await spawnStamper(h);
+      try {
+        const again = await Promise.all(requests.map((r) => post(restarted.port, h.key, r.hash, r.idem)));
+        for (const a of again) {
+          expect(a).not.toBe('connection lost');
+          if (a === 'connection lost') continue;
+          expect(a.status, JSON.stringify(a.body)).toBe(200);
+        }
+        const ids = again.map((a) => (a === 'connection lost' ? '' : String(a.body.stampid)));
+        answeredFirst.forEach((id, i) => id !== null && expect(ids[i]).toBe(id));
+        requests.forEach((r, i) => all.push({ hash: r.hash, stampid: ids[i]! }));
+        // A retry of a stored stamp makes no new transaction.
+        const after = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamp_txs`.execute(h.t.db);
+        if (phase === 'persisted' || phase === 'broadcast') expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
+        // The stored bytes are what the node has (after the restart's rebroadcast).
+        const txids = [...new Set(ids.map((id) => id.split('-')[0]!))];
+        await waitFor('stamp transactions in the mempool', async () => txids.every((t) => h.node.mempool().includes(t)));
+        for (const txid of txids) {
+          const stored = await sql<{ raw: Buffer }>`SELECT raw FROM stamp_txs WHERE txid = decode(${txid}, 'hex')`.execute(h.t.db);
+          expect(stored.rows).toHaveLength(0); // stored in internal byte order, not display order
+          const rows = await sql<{ raw: Buffer }>`SELECT raw FROM stamp_txs WHERE txid = ${Buffer.from(txid, 'hex').reverse()}`.execute(h.t.db);
+          expect(Buffer.from(await h.rpc.getRawTransaction(txid)).equals(rows.rows[0]!.raw)).toBe(true);
+        }
+        const stamps = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamps WHERE idempotency_key LIKE ${phase + '-%'}`.execute(h.t.db);
+        expect(stamps.rows[0]!.n).toBe('5');
+      } finally {
+        await restarted.kill();
+      }
+    });
+  }
+
+  it('after mining: every hash in exactly one confirmed output, no coin spent by two transactions', async () => {
+    await h.mine(1);
+    const live = await sql<{ raw: Buffer; status: string }>`SELECT raw, status FROM stamp_txs WHERE status <> 'abandoned'`.execute(h.t.db);
+    const confirmedPayloads = new Map<string, number>();
+    const spent = new Set<string>();
+    for (const row of live.rows) {
+      const tx = decodeTx(row.raw);
+      const inBlock = await sql<{ n: string }>`SELECT count(*)::text AS n FROM txs WHERE txid = ${Buffer.from(tx.txid)}`.execute(h.t.db);
+      if (inBlock.rows[0]!.n !== '1') continue;
+      for (const i of tx.inputs) {
+        const k = `${hashToHex(i.prevTxid)}:${i.vout}`;
+        expect(spent.has(k)).toBe(false);
+        spent.add(k);
+      }
+      for (const o of tx.outputs) {
+        const p = nullData(o.script);
+        if (p) confirmedPayloads.set(Buffer.from(p).toString('hex'), (confirmedPayloads.get(Buffer.from(p).toString('hex')) ?? 0) + 1);
+      }
+    }
+    expect(all).toHaveLength(20);
+    for (const s of all) {
+      expect(confirmedPayloads.get(s.hash)).toBe(1);
+      const [txid, vout] = s.stampid.split('-');
+      const tx = decodeTx(Buffer.from(await h.rpc.getRawTransaction(txid!)));
+      expect(Buffer.from(nullData(tx.outputs[Number(vout)]!.script)!).toString('hex')).toBe(s.hash);
+    }
+    // Nothing else was paid for: every confirmed payload is one of ours.
+    expect(confirmedPayloads.size).toBe(all.length);
+  });
+});

@@ -1,0 +1,199 @@
+/**
+ * Stamping end to end on the devnode, with the indexer following it: a wallet with no coins is
+ * refused clearly; 100 concurrent stamps over 20 coins end in few transactions, each hash in
+ * exactly one OP_RETURN output equal to it, no coin spent twice, broadcast bytes = stored bytes;
+ * Idempotency-Key and tenancy; a stamp stuck for 3 blocks is fee-bumped by replacement (BIP125)
+ * and its old id tells the new one; a reorg makes confirmations fall back and recover, with
+ * stamp.confirmed / stamp.unconfirmed events for the key that made the stamp.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { hashToHex, hexToHash } from '../../../src/bitcoin/hash.js';
+import { nullData } from '../../../src/bitcoin/script.js';
+import { decodeTx } from '../../../src/bitcoin/tx.js';
+import { encodeWif } from '../../../src/bitcoin/wif.js';
+import { rateOf } from '../../../src/stamp/fee.js';
+import { createStampHarness, randomHash, type StampHarness, waitFor } from './harness.js';
+
+let h: StampHarness;
+
+beforeAll(async () => {
+  h = await createStampHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+type StampTx = { txid: Buffer; raw: Buffer; fee: bigint; vsize: number; status: string; replaces: Buffer | null };
+
+async function storedTxs(): Promise<StampTx[]> {
+  const r = await sql<StampTx>`SELECT txid, raw, fee, vsize, status, replaces FROM stamp_txs ORDER BY created_at`.execute(h.t.db);
+  return r.rows;
+}
+
+async function outboxFor(type: string, txid: Buffer): Promise<{ key_id: bigint; confirmations: number; data: { stampid: string; hash: string } }[]> {
+  const r = await sql<{ key_id: bigint; confirmations: number; data: { stampid: string; hash: string } }>`
+    SELECT key_id, confirmations, data FROM outbox WHERE type = ${type} AND txid = ${txid} ORDER BY seq`.execute(h.t.db);
+  return r.rows;
+}
+
+describe('stamping on the devnode', () => {
+  it('a wallet with no coins answers a clear error and accepts no stamp', async () => {
+    const empty = encodeWif(randomBytes(32), 'regtest');
+    const stamper = await h.startStamper({ config: { ...h.config, stampWalletWif: empty } });
+    const status = await stamper.status();
+    expect(status.can_pay).toBe(false);
+    expect(status.balance.spendable).toBe(0);
+    const res = await h.post(randomHash());
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({ error_code: 'ERR_STAMP_WALLET_EMPTY', error_message: 'stamping wallet cannot pay', retry: false });
+    expect(res.json().error_cause).toContain(status.address);
+    const n = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamps`.execute(h.t.db);
+    expect(n.rows[0]!.n).toBe('0');
+  });
+
+  it('100 concurrent stamps over 20 coins: few transactions, each hash in exactly one output, no coin spent twice', async () => {
+    const stamper = await h.startStamper();
+    await h.fund(20, 100_000n);
+    const status = await stamper.status();
+    expect(status.can_pay).toBe(true);
+    expect(status.balance.confirmed).toBe(2_000_000);
+    expect(status.addresses).toContain(status.address);
+
+    const hashes = Array.from({ length: 100 }, randomHash);
+    const answers = await Promise.all(hashes.map((x) => h.post(x)));
+    for (const a of answers) expect(a.statusCode, a.body).toBe(200);
+    const ids = answers.map((a) => a.json().stampid as string);
+    expect(new Set(ids).size).toBe(100);
+    const txids = new Set(ids.map((id) => id.split('-')[0]!));
+    expect(txids.size).toBeLessThanOrEqual(3);
+
+    const stored = await storedTxs();
+    expect(stored).toHaveLength(txids.size);
+    const seenPayloads = new Map<string, number>();
+    const spent = new Set<string>();
+    for (const tx of stored) {
+      // What the node holds is exactly what was stored before broadcast.
+      const fromNode = Buffer.from(await h.rpc.getRawTransaction(hashToHex(tx.txid)));
+      expect(fromNode.equals(tx.raw)).toBe(true);
+      const d = decodeTx(tx.raw);
+      for (const input of d.inputs) {
+        const k = `${hashToHex(input.prevTxid)}:${input.vout}`;
+        expect(spent.has(k)).toBe(false);
+        spent.add(k);
+      }
+      d.outputs.forEach((o) => {
+        const payload = nullData(o.script);
+        if (payload) seenPayloads.set(Buffer.from(payload).toString('hex'), (seenPayloads.get(Buffer.from(payload).toString('hex')) ?? 0) + 1);
+      });
+    }
+    expect([...seenPayloads.values()].every((n) => n === 1)).toBe(true);
+    expect([...seenPayloads.keys()].sort()).toEqual([...hashes].sort());
+    // Each stamp id names the output whose payload is its hash.
+    for (const [i, id] of ids.entries()) {
+      const [txid, vout] = id.split('-');
+      const tx = decodeTx(stored.find((s) => hashToHex(s.txid) === txid)!.raw);
+      expect(Buffer.from(nullData(tx.outputs[Number(vout)]!.script)!).toString('hex')).toBe(hashes[i]);
+    }
+
+    await h.mine(1);
+    await waitFor('stamps confirmed', async () => (await h.stamper!.track()) && (await storedTxs()).every((t) => t.status === 'confirmed'));
+    const g = await h.get(ids[0]!);
+    expect(g.statusCode).toBe(200);
+    expect(g.json()).toMatchObject({ tx: ids[0]!.split('-')[0], vout: Number(ids[0]!.split('-')[1]), confirmations: 1 });
+    expect(g.json().timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    // One stamp.confirmed event per stamp, for the key that made it.
+    let events = 0;
+    for (const txid of txids) {
+      const rows = await outboxFor('stamp.confirmed', Buffer.from(hexToHash(txid)));
+      events += rows.length;
+      for (const r of rows) expect(r.key_id).toBe(h.keyId);
+    }
+    expect(events).toBe(100);
+    await h.mine(2);
+    expect((await h.get(ids[99]!)).json().confirmations).toBe(3);
+  });
+
+  it('Idempotency-Key returns the same stamp; another hash under it conflicts; keys see only their own stamps; ids are validated', async () => {
+    const hash = randomHash();
+    const a = await h.post(hash, { idem: 'order-1' });
+    const b = await h.post(hash, { idem: 'order-1' });
+    expect(a.statusCode).toBe(200);
+    expect(b.json().stampid).toBe(a.json().stampid);
+    const c = await h.post(randomHash(), { idem: 'order-1' });
+    expect(c.statusCode).toBe(409);
+    expect(c.json().error_code).toBe('ERR_IDEMPOTENCY_CONFLICT');
+    const other = await h.newKey();
+    // The same Idempotency-Key under another API key is another stamp.
+    const d = await h.post(hash, { idem: 'order-1', key: other.key });
+    expect(d.json().stampid).not.toBe(a.json().stampid);
+    const foreign = await h.get(a.json().stampid, other.key);
+    expect(foreign.statusCode).toBe(404);
+    expect(foreign.json().error_code).toBe('ERR_STAMP_NOT_FOUND');
+    expect((await h.get(`${'0'.repeat(64)}-0`)).statusCode).toBe(404);
+    const bad = await h.get('nothex-1');
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error_code).toBe('ERR_INVALID_STAMP_ID');
+    const mine = await h.get(a.json().stampid);
+    expect(mine.json()).toMatchObject({ confirmations: 0 });
+    await h.mine(1);
+  });
+
+  it('a stamp unconfirmed for 3 blocks is fee-bumped by replacement; the old id tells the new one', async () => {
+    const hash = randomHash();
+    const res = await h.post(hash);
+    const oldId: string = res.json().stampid;
+    const [oldTxid, vout] = oldId.split('-');
+    const original = (await storedTxs()).find((t) => hashToHex(t.txid) === oldTxid)!;
+    expect(original.status).toBe('broadcast');
+    await h.mine(3, { includeMempool: false });
+    const replacement = await waitFor('a replacement', async () => {
+      await h.stamper!.track();
+      return (await storedTxs()).find((t) => t.replaces && hashToHex(t.replaces) === oldTxid && t.status === 'broadcast');
+    });
+    const newTxid = hashToHex(replacement.txid);
+    // BIP125: more absolute fee (rule 3) by at least the incremental relay fee for its size (rule 4), ≥ 25% more feerate.
+    const info = await h.rpc.getNetworkInfo();
+    expect(replacement.fee - original.fee).toBeGreaterThanOrEqual(BigInt(Math.ceil(info.incrementalfee * 1e5 * replacement.vsize)));
+    expect(rateOf(replacement.fee, replacement.vsize) * 100n).toBeGreaterThanOrEqual(rateOf(original.fee, original.vsize) * 125n);
+    expect(replacement.fee).toBeLessThanOrEqual(BigInt(h.config.stampMaxTxFee));
+    const pool = h.node.mempool();
+    expect(pool).toContain(newTxid);
+    expect(pool).not.toContain(oldTxid);
+    // Same OP_RETURN at the same vout.
+    const d = decodeTx(replacement.raw);
+    expect(Buffer.from(nullData(d.outputs[Number(vout)]!.script)!).toString('hex')).toBe(hash);
+    const viaOld = await h.get(oldId);
+    expect(viaOld.json()).toMatchObject({ tx: newTxid, vout: Number(vout), confirmations: 0 });
+    await h.mine(1);
+    await waitFor('the replacement confirmed', async () => (await h.stamper!.track()) && (await h.get(oldId)).json().confirmations === 1);
+    expect((await h.get(`${newTxid}-${vout}`)).json()).toMatchObject({ tx: newTxid, confirmations: 1 });
+    expect(await outboxFor('stamp.confirmed', replacement.txid)).toHaveLength(1);
+    expect(await outboxFor('stamp.confirmed', original.txid)).toHaveLength(0);
+  });
+
+  it('after a reorg confirmations fall back and recover, with stamp.unconfirmed then stamp.confirmed', async () => {
+    const res = await h.post(randomHash());
+    const id: string = res.json().stampid;
+    const txid = Buffer.from(hexToHash(id.split('-')[0]!));
+    await h.mine(1);
+    await waitFor('confirmed', async () => (await h.stamper!.track()) && (await outboxFor('stamp.confirmed', txid)).length === 1);
+    expect((await h.get(id)).json().confirmations).toBe(1);
+
+    await h.node.reorg(1, { keepTxs: false });
+    await h.synced();
+    await waitFor('unconfirmed', async () => (await h.stamper!.track()) && (await outboxFor('stamp.unconfirmed', txid)).length === 1);
+    const back = await h.get(id);
+    expect(back.json()).toMatchObject({ tx: id.split('-')[0], confirmations: 0 });
+    await waitFor('back in the mempool', async () => h.node.mempool().includes(id.split('-')[0]!));
+
+    await h.mine(1);
+    await waitFor('confirmed again', async () => (await h.stamper!.track()) && (await outboxFor('stamp.confirmed', txid)).length === 2);
+    expect((await h.get(id)).json().confirmations).toBe(1);
+    const [un] = await outboxFor('stamp.unconfirmed', txid);
+    expect(un!.key_id).toBe(h.keyId);
+    expect(un!.confirmations).toBe(0);
+    expect(un!.data.stampid).toBe(id);
+  });
+});
