@@ -32,6 +32,25 @@ const MAX_TX_NUM = (1n << 62n) - 1n;
 const MAX_CHUNK_BATCH = 16;
 
 type AddressParams = { Params: { address: string } };
+
+/** Route schema of a paged address list. */
+function pagedSchema(summary: string, body: Record<string, unknown>) {
+  return {
+    summary,
+    description: 'Newest first. Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header (absent on the last page).',
+    tags: ['addresses'],
+    params: addressParams,
+    querystring: pageQuery,
+    response: { 200: { ...body, headers: { Link: { type: 'string', description: '<url>; rel="next"' } } } },
+  };
+}
+
+/** Cuts `items` (fetched up to limit + 1) to the page; the cursor of its last item when more follow. */
+function cutPage<T>(items: T[], limit: number, cursorOf: (last: T) => Cursor): Cursor | undefined {
+  if (items.length <= limit) return undefined;
+  items.length = limit;
+  return cursorOf(items[limit - 1]!);
+}
 type PageQuery = { Querystring: { limit: number; cursor?: string; min_conf: number } };
 
 /** The addr_key of a path address, or a 400 (invalid / wrong network) before any database access. */
@@ -113,16 +132,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
 
   app.get<AddressParams & PageQuery>(
     '/addresses/:address/history',
-    {
-      schema: {
-        summary: 'Transaction hashes of the address, newest first (mempool first), paged',
-        description: 'Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header (absent on the last page).',
-        tags: ['addresses'],
-        params: addressParams,
-        querystring: pageQuery,
-        response: { 200: { ...historySchema, headers: { Link: { type: 'string', description: '<url>; rel="next"' } } } },
-      },
-    },
+    { schema: pagedSchema('Transaction hashes of the address, newest first (mempool first), paged', historySchema) },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
@@ -139,12 +149,9 @@ export const addressRoutes: RouteModule = (app, deps) => {
         if (q.min_conf > 1) before = [before, confBound((await getIndexTip(deps.db)).height, q.min_conf)].reduce((a, b) => (a < b ? a : b));
         for (const n of await chainHistory(deps, addrKey, before, want - items.length)) items.push({ txNum: n });
       }
-      let next: Cursor | undefined;
-      if (items.length > q.limit) {
-        items.length = q.limit;
-        const last = items[items.length - 1]!;
-        next = last.txNum !== undefined ? { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0 } : { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid!, vout: 0 };
-      }
+      const next = cutPage(items, q.limit, (last) =>
+        last.txNum !== undefined ? { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0 } : { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid!, vout: 0 },
+      );
       const nums = items.filter((i) => i.txNum !== undefined).map((i) => i.txNum!);
       const txids = await getTxidsByNum(deps.db, nums);
       if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
@@ -161,16 +168,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
 
   app.get<AddressParams & PageQuery>(
     '/addresses/:address/unspentoutputs',
-    {
-      schema: {
-        summary: 'Outputs of the address spent by no block or mempool transaction (mempool outputs with 0 confirmations), paged',
-        description: 'Newest first. Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header.',
-        tags: ['addresses'],
-        params: addressParams,
-        querystring: pageQuery,
-        response: { 200: { ...unspentSchema, headers: { Link: { type: 'string', description: '<url>; rel="next"' } } } },
-      },
-    },
+    { schema: pagedSchema('Outputs of the address spent by no block or mempool transaction (mempool outputs with 0 confirmations), paged', unspentSchema) },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
@@ -190,12 +188,9 @@ export const addressRoutes: RouteModule = (app, deps) => {
         if (bound < before.txNum) before = { txNum: bound, vout: 0 };
         for (const r of await listConfirmedUnspent(deps.db, addrKey, before, want - items.length)) items.push({ ...r, txNum: r.tx_num });
       }
-      let next: Cursor | undefined;
-      if (items.length > q.limit) {
-        items.length = q.limit;
-        const last = items[items.length - 1]!;
-        next = last.txNum !== undefined ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout } : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout };
-      }
+      const next = cutPage(items, q.limit, (last) =>
+        last.txNum !== undefined ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout } : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout },
+      );
       if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
       setNextLink(request, reply, q, next);
       return items.map((i) => ({
