@@ -56,27 +56,45 @@ export function crashChildCommand(): Promise<string[]> {
 
 export interface Child {
   proc: ChildProcess;
+  /** Resolves when the child has loaded its modules and waits for `go()`. */
+  loaded: Promise<boolean>;
+  /** Lets the child start the indexer. */
+  go(): void;
   /** Resolves when the child printed `ready` (false if it exited first). */
   ready: Promise<boolean>;
   exited: Promise<number | null>;
   output: string[];
 }
 
-/** Starts the crash child with `env` added to this process's environment. */
-export async function startChild(env: Record<string, string>): Promise<Child> {
+/** Spawns the crash child with `env` added to this process's environment; call `go()` to start it. */
+export async function spawnChild(env: Record<string, string>): Promise<Child> {
   const args = await crashChildCommand();
-  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  const ready = new Promise<boolean>((resolve) => {
-    createInterface({ input: proc.stdout! }).on('line', (line) => {
-      output.push(line);
-      if (line.includes('"ready"')) resolve(true);
-    });
-    proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
-    void exited.then(() => resolve(false));
+  let onLoaded: (ok: boolean) => void = () => {};
+  let onReady: (ok: boolean) => void = () => {};
+  const loaded = new Promise<boolean>((resolve) => (onLoaded = resolve));
+  const ready = new Promise<boolean>((resolve) => (onReady = resolve));
+  createInterface({ input: proc.stdout! }).on('line', (line) => {
+    output.push(line);
+    if (line.includes('"loaded"')) onLoaded(true);
+    if (line.includes('"ready"')) onReady(true);
   });
-  return { proc, ready, exited, output };
+  proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+  proc.stdin!.on('error', () => {});
+  void exited.then(() => {
+    onLoaded(false);
+    onReady(false);
+  });
+  return { proc, loaded, ready, exited, output, go: () => proc.stdin!.write('go\n') };
+}
+
+/** Spawns the crash child and starts it at once. */
+export async function startChild(env: Record<string, string>): Promise<Child> {
+  const c = await spawnChild(env);
+  if (await c.loaded) c.go();
+  return c;
 }
 
 /** SIGKILL and wait for the exit. */

@@ -15,6 +15,8 @@ import { insertSubscription } from '../../src/db/queries/tenancy-subscriptions.j
 import type { Devnode } from '../../src/devnode/index.js';
 import { startIndexer, type IndexerHandle } from '../../indexer/main.js';
 import { readTip } from '../../indexer/apply.js';
+import { nodeFeed, runBulk } from '../../indexer/bulk.js';
+import { FixtureChain } from './chain-fixture.js';
 import { keyOfAddress } from './chain-snapshot.js';
 import { createMigratedDatabase, type TestDatabase } from './db.js';
 
@@ -105,6 +107,27 @@ export async function readEvents(db: Kysely<Database>, types?: readonly string[]
       sent: r.sent,
       replacedBy: r.replaced_by ? hashToHex(r.replaced_by) : null,
     }));
+}
+
+/**
+ * A fresh index of `node`'s active chain built by the bulk path on a new database (fast, and
+ * independent of undo); no mempool. The bulk path equals the per-block path (bulk.test.ts).
+ */
+export async function freshBulkIndexOf(node: Devnode): Promise<TestDatabase> {
+  const tip = node.tip();
+  const hashes = Array.from({ length: tip.height + 1 }, (_, h) => node.blockHash(h));
+  const blocks = await Promise.all(
+    hashes.map(async (hash) => {
+      const res = await fetch(`${node.restUrl}/block/${hash}.bin`);
+      if (res.status !== 200) throw new Error(`block ${hash}: HTTP ${res.status}`);
+      return { hash, raw: new Uint8Array(await res.arrayBuffer()) };
+    }),
+  );
+  const chain = new FixtureChain(blocks);
+  chain.setActive(hashes);
+  const t = await createMigratedDatabase('refb');
+  await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 5000 }, (from) => nodeFeed(chain, from, tip.height), tip.height);
+  return t;
 }
 
 /** A fresh index of `node`'s current chain and mempool, built by a new indexer on a new database. */

@@ -15,7 +15,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { loadChainA } from '../../support/chain-fixture.js';
 import { snapshotIndex, utxoSetHash } from '../../support/chain-snapshot.js';
-import { checkBlockEvents, checkBoundary, crashSeed, killChild, seededRandom, startChild } from '../../support/chain-crash.js';
+import { checkBlockEvents, checkBoundary, crashSeed, killChild, seededRandom, spawnChild, startChild, type Child } from '../../support/chain-crash.js';
 import { waitFor, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
 
 const KILLS = Number(process.env.BLOCKWIRE_CRASH_KILLS ?? 200);
@@ -34,7 +34,7 @@ describeFixtures('kill -9 of the indexer at random points', () => {
     await Promise.all([t?.drop(), ref?.drop()]);
   });
 
-  it(`never leaves a half-applied block or a lost or doubled event (${KILLS} kills)`, async () => {
+  it(`never leaves a half-applied block or a lost or doubled event (${KILLS} kills)`, { timeout: 900_000 }, async () => {
     const rand = seededRandom(crashSeed('indexer crash test'));
     const env = {
       DATABASE_URL: t.url,
@@ -50,22 +50,38 @@ describeFixtures('kill -9 of the indexer at random points', () => {
     const total = node.replay!.position().total;
     node.replay!.step(140);
     const seen = { bulk: 0, follow: 0, recovering: 0 };
+    const t0 = performance.now();
+    const timing = { ready: 0, kill: 0, check: 0 };
+    // The next victims load their modules while the last one works and dies.
+    const queue: Promise<Child>[] = [spawnChild(env), spawnChild(env), spawnChild(env)];
     for (let kill = 0; kill < KILLS; kill++) {
       const left = total - node.replay!.position().applied;
       // Keep the node ahead: reorgs and new blocks arrive while the indexer works and dies.
       if (left > 0 && rand() < 0.6) node.replay!.step(Math.min(left, 1 + Math.floor(rand() * 4)));
-      const child = await startChild(env);
+      const child = await queue.shift()!;
+      queue.push(spawnChild(env));
+      if (!(await child.loaded)) throw new Error(`crash child died while loading:\n${child.output.join('\n')}`);
+      const tg = performance.now();
+      child.go();
       const ok = await child.ready;
+      timing.ready += performance.now() - tg;
       if (!ok) throw new Error(`crash child exited before it was ready:\n${child.output.join('\n')}`);
       const recovering = rand() < 0.25;
       await new Promise((r) => setTimeout(r, recovering ? rand() * 30 : 30 + rand() * 400));
+      const tk = performance.now();
       await killChild(child);
+      const tc = performance.now();
       const b = await checkBoundary(t.db);
+      timing.kill += tc - tk;
+      timing.check += performance.now() - tc;
       if (recovering) seen.recovering++;
       else if (b.bulk) seen.bulk++;
       else seen.follow++;
     }
-    process.stderr.write(`indexer crash test: kills while recovering ${seen.recovering}, in bulk sync ${seen.bulk}, following ${seen.follow}\n`);
+    for (const c of queue) await killChild(await c);
+    process.stderr.write(
+      `indexer crash test: ${KILLS} kills in ${Math.round(performance.now() - t0)} ms: while recovering ${seen.recovering}, in bulk sync ${seen.bulk}, following ${seen.follow}; per kill: start ${Math.round(timing.ready / KILLS)} ms, kill ${Math.round(timing.kill / KILLS)} ms, check ${Math.round(timing.check / KILLS)} ms\n`,
+    );
     expect(seen.bulk + seen.follow + seen.recovering).toBe(KILLS);
 
     // Let the last one finish: the whole recording, then no more kills.
