@@ -14,6 +14,9 @@ import { nullData } from '../../../src/bitcoin/script.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { encodeWif } from '../../../src/bitcoin/wif.js';
 import { rateOf } from '../../../src/stamp/fee.js';
+import type { StampNode } from '../../../src/stamp/node.js';
+import { startStamper } from '../../../src/stamp/stamper.js';
+import { buildApi } from '../../../src/api/app.js';
 import { createStampHarness, randomHash, type StampHarness, waitFor } from './harness.js';
 
 let h: StampHarness;
@@ -115,6 +118,36 @@ describe('stamping on the devnode', () => {
     expect((await h.get(ids[99]!)).json().confirmations).toBe(3);
   });
 
+  it('two stampers on one database (two processes) never spend the same coin', async () => {
+    const second = await startStamper({ db: h.t.db, log: h.log, config: h.config, network: 'regtest', node: h.rpc });
+    const app2 = await buildApi({ db: h.t.db, log: h.log, network: 'regtest', stamps: second.service });
+    try {
+      const before = new Set((await storedTxs()).map((t) => t.txid.toString('hex')));
+      const post2 = (hash: string) =>
+        app2.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: h.key, 'content-type': 'application/json' }, payload: { hash } });
+      // Several waves, so that batches of both overlap.
+      for (let wave = 0; wave < 3; wave++) {
+        const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? h.post(randomHash()) : post2(randomHash()))));
+        for (const a of answers) expect(a.statusCode, a.body).toBe(200);
+      }
+      const fresh = (await storedTxs()).filter((t) => !before.has(t.txid.toString('hex')));
+      expect(fresh.length).toBeGreaterThanOrEqual(2);
+      const spent = new Set<string>();
+      for (const t of fresh) {
+        for (const input of decodeTx(t.raw).inputs) {
+          const k = `${hashToHex(input.prevTxid)}:${input.vout}`;
+          expect(spent.has(k), `${k} spent twice`).toBe(false);
+          spent.add(k);
+        }
+      }
+      await waitFor('all in the mempool', async () => fresh.every((t) => h.node.mempool().includes(hashToHex(t.txid))));
+    } finally {
+      await app2.close();
+      await second.stop();
+    }
+    await h.mine(1);
+  });
+
   it('Idempotency-Key returns the same stamp; another hash under it conflicts; keys see only their own stamps; ids are validated', async () => {
     const hash = randomHash();
     const a = await h.post(hash, { idem: 'order-1' });
@@ -171,6 +204,75 @@ describe('stamping on the devnode', () => {
     expect((await h.get(`${newTxid}-${vout}`)).json()).toMatchObject({ tx: newTxid, confirmations: 1 });
     expect(await outboxFor('stamp.confirmed', replacement.txid)).toHaveLength(1);
     expect(await outboxFor('stamp.confirmed', original.txid)).toHaveLength(0);
+  });
+
+  it('no bump above STAMP_MAX_FEE_RATE: the stuck transaction stays as it is', async () => {
+    await h.startStamper({ config: { ...h.config, stampMaxFeeRate: 2.2 } });
+    try {
+      const id: string = (await h.post(randomHash())).json().stampid;
+      const txid = id.split('-')[0]!;
+      await h.mine(3, { includeMempool: false });
+      for (let i = 0; i < 5; i++) await h.stamper!.track();
+      const rows = await storedTxs();
+      expect(rows.filter((t) => t.replaces && hashToHex(t.replaces) === txid)).toHaveLength(0);
+      expect(rows.find((t) => hashToHex(t.txid) === txid)!.status).toBe('broadcast');
+      expect(h.node.mempool()).toContain(txid);
+    } finally {
+      await h.startStamper();
+    }
+    await h.mine(1);
+  });
+
+  it('if the replaced version confirms instead of its replacement, the stamp follows it', async () => {
+    const hash = randomHash();
+    const oldId: string = (await h.post(hash)).json().stampid;
+    const [oldTxid, vout] = oldId.split('-');
+    const original = (await storedTxs()).find((t) => hashToHex(t.txid) === oldTxid)!;
+    await h.mine(3, { includeMempool: false });
+    const replacement = await waitFor('a replacement', async () => {
+      await h.stamper!.track();
+      return (await storedTxs()).find((t) => t.replaces && hashToHex(t.replaces) === oldTxid && t.status === 'broadcast');
+    });
+    // A miner that never saw the replacement mines the original.
+    await h.node.mine(1, { txs: [original.raw.toString('hex')], includeMempool: false });
+    await h.synced();
+    await waitFor('the family settled on the original', async () => {
+      await h.stamper!.track();
+      const rows = await storedTxs();
+      return rows.find((t) => t.txid.equals(original.txid))?.status === 'confirmed' && rows.find((t) => t.txid.equals(replacement.txid))?.status === 'replaced';
+    });
+    const newId = `${hashToHex(replacement.txid)}-${vout}`;
+    for (const id of [oldId, newId]) expect((await h.get(id)).json()).toMatchObject({ tx: oldTxid, vout: Number(vout), confirmations: 1 });
+    expect(await outboxFor('stamp.confirmed', original.txid)).toHaveLength(1);
+    expect(await outboxFor('stamp.confirmed', replacement.txid)).toHaveLength(0);
+    const placed = await sql<{ txid: Buffer }>`SELECT txid FROM stamps WHERE hash = ${Buffer.from(hash, 'hex')}`.execute(h.t.db);
+    expect(placed.rows.map((r) => hashToHex(r.txid))).toEqual([oldTxid]);
+  });
+
+  it('a node older than Core 30 gets one stamp per transaction', async () => {
+    const rpc = h.rpc;
+    const core29: StampNode = {
+      sendRawTransaction: (hex) => rpc.sendRawTransaction(hex),
+      estimateSmartFee: (n) => rpc.estimateSmartFee(n),
+      getNetworkInfo: async () => ({ ...(await rpc.getNetworkInfo()), version: 290100 }),
+    };
+    const stamper = await h.startStamper({ node: core29 });
+    try {
+      const hashes = Array.from({ length: 4 }, randomHash);
+      const ids = (await Promise.all(hashes.map((x) => h.post(x)))).map((r) => r.json().stampid as string);
+      expect(ids.every((id) => id.endsWith('-0'))).toBe(true);
+      const txids = new Set(ids.map((id) => id.split('-')[0]!));
+      expect(txids.size).toBe(4);
+      for (const txid of txids) {
+        const tx = decodeTx(Buffer.from(await rpc.getRawTransaction(txid)));
+        expect(tx.outputs.filter((o) => nullData(o.script) !== null)).toHaveLength(1);
+        expect(hashes).toContain(Buffer.from(nullData(tx.outputs[0]!.script)!).toString('hex'));
+      }
+      expect((await stamper.status()).stamps_per_tx).toBe(1);
+    } finally {
+      await h.startStamper();
+    }
+    await h.mine(1);
   });
 
   it('after a reorg confirmations fall back and recover, with stamp.unconfirmed then stamp.confirmed', async () => {
