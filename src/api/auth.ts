@@ -74,15 +74,19 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): void {
     const cfg = request.routeOptions.config;
     if (cfg?.auth === false || request.is404) return;
     let principal: ApiKeyPrincipal;
+    // A key already known (cache) is counted while its revocation check runs, not after it.
+    const known = limiter && deps.peekKey ? deps.peekKey(presentedKey(request.headers['apikey']) ?? '') : undefined;
+    const early = known && limiter ? limiter.take(known.id, known.rateLimit ?? settings.rateLimit) : undefined;
     try {
       principal = await authenticate(deps.db, request.headers['apikey'], cfg?.scope ?? 'read', verify);
     } catch (err) {
+      await early;
       if (err instanceof ApiError) return sendApiError(reply, err);
       throw err;
     }
     (request as FastifyRequest & { _apiKey?: ApiKeyPrincipal })._apiKey = principal;
     if (limiter) {
-      const d = await limiter.take(principal.id, principal.rateLimit ?? settings.rateLimit);
+      const d = early && known!.id === principal.id ? await early : await limiter.take(principal.id, principal.rateLimit ?? settings.rateLimit);
       const resetS = Math.max(1, Math.ceil(d.resetMs / 1000));
       reply.header('RateLimit-Limit', String(d.limit));
       reply.header('RateLimit-Remaining', String(d.remaining));

@@ -81,6 +81,8 @@ export type ApiDeps = {
    * startApi passes a cached verifier (src/auth/key-cache.ts) that LISTENs for revocations.
    */
   verifyKey?: (presented: string) => Promise<ApiKeyPrincipal | null>;
+  /** The principal of a key the verifier remembers, without any check (lets the rate limit start early). */
+  peekKey?: (presented: string) => ApiKeyPrincipal | undefined;
   /** Stamping; without it the stamp routes answer 503 ERR_STAMPING_NOT_CONFIGURED. */
   stamps?: StampService;
   /** The node's tip as last seen (healthz, syncing check); startApi keeps one up to date. */
@@ -93,6 +95,15 @@ export type ApiDeps = {
   /** Webhook URL policy of POST /hooks (src/net/hook-url.ts); default: public https only. */
   hookUrls?: HookUrlPolicy;
   settings?: Partial<ApiSettings>;
+  /** Prometheus metrics (src/ops/metrics.ts): request latency is recorded and GET /metrics served. */
+  metrics?: ApiMetrics;
+};
+
+/** What the API needs of the process's metrics registry (src/ops/metrics.ts `Metrics`). */
+export type ApiMetrics = {
+  readonly contentType: string;
+  render(): Promise<string>;
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
 };
 
 /** The node's tip as last polled, or the error that prevented it. */

@@ -15,7 +15,7 @@ import { FatalError } from '../errors.js';
 import { buildApi } from './app.js';
 import { createKeyVerifier } from '../auth/key-cache.js';
 import { createApiDb } from './api-db.js';
-import type { ApiSettings, NodeClient, NodeTip, StampService } from './deps.js';
+import type { ApiMetrics, ApiSettings, NodeClient, NodeTip, StampService } from './deps.js';
 
 export type ApiHandle = {
   app: FastifyInstance;
@@ -43,6 +43,8 @@ export type StartApiDeps = {
   databaseUrl?: string;
   /** Redis key prefix of the rate-limit counters (default `bw`); one per deployment sharing a Redis. */
   redisPrefix?: string;
+  /** Prometheus metrics of the process (src/ops/metrics.ts): latency recorded, GET /metrics served. */
+  metrics?: ApiMetrics;
 };
 
 /** The API settings of a configuration. */
@@ -127,7 +129,9 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     nodeTip: () => nodeTip,
     isSyncing: () => nodeTip !== undefined && !('error' in nodeTip) && nodeTip.height - indexHeight > maxLag,
     verifyKey: (k) => keys.verify(k),
+    peekKey: (k) => keys.peek(k),
     settings,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
   try {
     await app.listen({ host: deps.config.host, port: deps.config.port });

@@ -22,6 +22,8 @@ export const KEY_CHANNEL = 'blockwire_api_keys';
 
 export type KeyVerifier = {
   verify(presented: string): Promise<ApiKeyPrincipal | null>;
+  /** The remembered principal of a key, unchecked (never an authorization: use verify). */
+  peek(presented: string): ApiKeyPrincipal | undefined;
   /** True while the LISTEN connection is up and verified keys are served from memory. */
   readonly caching: boolean;
   close(): Promise<void>;
@@ -125,6 +127,9 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
   return {
     get caching() {
       return listening;
+    },
+    peek(presented) {
+      return listening ? cache.get(digestApiKey(presented).toString('hex'))?.principal : undefined;
     },
     async verify(presented) {
       if (listening) {
