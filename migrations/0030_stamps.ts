@@ -16,7 +16,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       fee               int8 NOT NULL,
       vsize             int4 NOT NULL,
       status            text NOT NULL CHECK (status IN ('signed', 'broadcast', 'confirmed', 'replaced', 'abandoned')),
-      created_at        timestamptz NOT NULL DEFAULT now(),
+      -- clock_timestamp: transactions stored together keep their order (parents first).
+      created_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
       broadcast_at      timestamptz,
       last_broadcast_at timestamptz,
       broadcast_height  int4,

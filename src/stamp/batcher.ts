@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log.js';
 import { buildStampTx, type BuiltTx, type Coin, dustThreshold, estimateVsize, FeeTooHighError, InsufficientFundsError } from './build.js';
-import { coinKey, leaseCoins, loadFreeCoins, releaseLeases } from './coins.js';
+import { coinKey, hasLiveLeases, leaseCoins, loadFreeCoins, releaseLeases } from './coins.js';
 import { feeFor } from './fee.js';
 import { countPendingTxs, LeaseLostError, markAccepted, type PlannedTx, recordBroadcastError, storeSignedTxs } from './ledger.js';
 import { broadcastRaw, type StampNode } from './node.js';
@@ -158,9 +158,16 @@ export function createBatcher(deps: BatcherDeps): Batcher {
       const unfunded: ClaimedStamp[] = [];
       for (let i = 0; i < claimed.length; i += fee.perTx) {
         const group = claimed.slice(i, i + fee.perTx);
-        const f = unfunded.length > 0 ? null : await fund(owner, pool, fresh, leased, group, fee);
+        if (unfunded.length > 0) {
+          unfunded.push(...group);
+          continue;
+        }
+        // Too little money for the whole group: as many stamps as the coins pay for.
+        let size = group.length;
+        let f: Funded | null = null;
+        while (size >= 1 && !(f = await fund(owner, pool, fresh, leased, group.slice(0, size), fee))) size = size > 1 ? Math.floor(size / 2) : 0;
         if (f) funded.push(f);
-        else unfunded.push(...group);
+        unfunded.push(...group.slice(f ? size : 0));
       }
       const built = funded.map((f) => f.built);
       const t2 = Date.now();
@@ -210,8 +217,9 @@ export function createBatcher(deps: BatcherDeps): Batcher {
   async function handleUnfunded(owner: string, stamps: ClaimedStamp[], placedSome: boolean): Promise<void> {
     if (stamps.length === 0) return;
     const pending = await countPendingTxs(db);
-    if (placedSome || pending.signed + pending.broadcast > 0) {
-      // Change of our unconfirmed transactions will come back (or coins are in use): try again later.
+    if (placedSome || pending.signed + pending.broadcast > 0 || (await hasLiveLeases(db))) {
+      // Change of our unconfirmed transactions will come back, or another batch holds coins it may
+      // not spend: try again later.
       await releaseStampClaims(db, owner, stamps.map((s) => s.id));
       return;
     }

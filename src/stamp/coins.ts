@@ -132,6 +132,12 @@ export async function lockLeasedCoins(trx: StampTrx, owner: string, family: Buff
   return Number(r.rows[0]?.n ?? 0) === coins.length;
 }
 
+/** True while some batch or bump holds a coin lease (its coins may come back). */
+export async function hasLiveLeases(db: StampDb | StampTrx): Promise<boolean> {
+  const r = await db.selectFrom('stamp_coin_locks').select('txid').where('lease_until', '>', sql<Date>`now()`).limit(1).executeTakeFirst();
+  return r !== undefined;
+}
+
 /** Frees every coin a family held (the family is abandoned: its coins may be spent again). */
 export async function unlockFamily(trx: StampTrx, family: Buffer): Promise<void> {
   await trx.deleteFrom('stamp_coin_locks').where('family', '=', family).execute();

@@ -148,6 +148,34 @@ describe('stamping on the devnode', () => {
     await h.mine(1);
   });
 
+  it('a wallet that pays for only some stamps places those and refuses the rest', async () => {
+    const poor = encodeWif(randomBytes(32), 'regtest');
+    const stamper = await h.startStamper({ config: { ...h.config, stampWalletWif: poor, stampAnswerTimeoutMs: 3000 } });
+    try {
+      await h.fund(1, 1000n);
+      const answers = await Promise.all(Array.from({ length: 20 }, () => h.post(randomHash())));
+      const placed = answers.filter((a) => a.statusCode === 200);
+      const refused = answers.filter((a) => a.statusCode !== 200);
+      expect(placed.length).toBeGreaterThan(0);
+      expect(refused.length).toBeGreaterThan(0);
+      for (const r of refused) expect(['ERR_STAMP_WALLET_EMPTY', 'ERR_STAMP_PENDING']).toContain(r.json().error_code);
+      const txids = new Set(placed.map((a) => (a.json().stampid as string).split('-')[0]));
+      expect(txids.size).toBe(1);
+      await h.mine(1);
+      // Once nothing of the wallet is pending, what it cannot pay for is dropped, never paid.
+      await waitFor('the unpaid stamps dropped', async () => {
+        await stamper.track();
+        const q = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamps WHERE status = 'queued'`.execute(h.t.db);
+        return q.rows[0]!.n === '0';
+      });
+      const after = await h.post(randomHash());
+      expect(after.statusCode).toBe(503);
+      expect(after.json().error_code).toBe('ERR_STAMP_WALLET_EMPTY');
+    } finally {
+      await h.startStamper();
+    }
+  });
+
   it('Idempotency-Key returns the same stamp; another hash under it conflicts; keys see only their own stamps; ids are validated', async () => {
     const hash = randomHash();
     const a = await h.post(hash, { idem: 'order-1' });
