@@ -23,7 +23,7 @@ export interface IndexerMetrics {
   blocksUndone: number;
   reorgs: number;
   txsApplied: number;
-  /** Blocks applied that no ZMQ message announced (ZMQ dead, lossy or absent). */
+  /** Blocks the node mined while the indexer ran that no ZMQ message announced within 2 s of their apply (ZMQ dead or lossy). */
   zmqMissedBlocks: number;
   retries: number;
   lastApplyMs: number;
@@ -107,7 +107,10 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let wakeUp: (() => void) | null = null;
   let woken = false;
   let stopping = false;
-  let caughtUp = false;
+  /** The node's height when the loop first looked: blocks above it should be announced. */
+  let firstNodeHeight: number | null = null;
+  /** Blocks applied without an announcement yet: hash → when (late announcements still count). */
+  const unannounced = new Map<string, number>();
   let running: Promise<void> | null = null;
   const abort = new AbortController();
   const ctx = deps.guard ? { guard: deps.guard } : {};
@@ -140,6 +143,17 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     },
   });
 
+  /** Blocks still unannounced 2 s after they were applied were missed by ZMQ. */
+  function countMissed(): void {
+    const now = Date.now();
+    for (const [hash, at] of unannounced) {
+      if (now - at < 2000) continue;
+      unannounced.delete(hash);
+      metrics.zmqMissedBlocks++;
+      deps.mempool?.requestResync('block not announced by zmq');
+    }
+  }
+
   function getRaw(hash: string): Promise<Uint8Array | null> {
     const p = prefetched.get(hash);
     if (p) {
@@ -171,6 +185,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     status.tip = { height: tip.height, hash: tip.hash === null ? null : hashToHex(tip.hash) };
     const step = await nextStep(local(tip), source);
     const nodeHeight = step.node.height;
+    firstNodeHeight ??= nodeHeight;
+    countMissed();
     status.nodeTip = { height: nodeHeight, hash: step.node.bestHash };
     if (deps.bulk && (await deps.bulk.shouldRun(tip, nodeHeight))) {
       status.mode = 'bulk';
@@ -194,11 +210,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         metrics.blocksApplied++;
         metrics.txsApplied += r.txs;
         metrics.lastApplyMs = ms;
-        // Only blocks that arrive once the index had caught up should have been announced.
-        if (!announced.delete(step.hash) && deps.zmqEnabled && caughtUp) {
-          metrics.zmqMissedBlocks++;
-          deps.mempool?.requestResync('block not announced by zmq');
-        }
+        if (deps.zmqEnabled && step.height > firstNodeHeight! && !announced.delete(step.hash)) unannounced.set(step.hash, Date.now());
         log.info({ height: step.height, hash: step.hash, txs: r.txs, events: r.events, ms }, 'block applied');
       }
       return true;
@@ -221,7 +233,6 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       }
       return true;
     }
-    caughtUp = true;
     if (deps.mempool?.pending) return deps.mempool.step();
     return false;
   }
@@ -262,6 +273,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       wakeUp?.();
     },
     announced(hash) {
+      if (unannounced.delete(hash)) return;
       if (announced.size > 10_000) announced.clear();
       announced.add(hash);
     },
