@@ -15,7 +15,8 @@ import { startIndexer } from '../indexer/main.js';
 type Args = { databaseUrl: string; redisUrl: string; devnode: boolean };
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 
-const config = loadConfig({ BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1', BLOCKWIRE_STREAM_PORT: '0', LOG_LEVEL: 'warn', BITCOIN_NETWORK: 'regtest' });
+// BLOCKWIRE_* tunables from the environment apply (e.g. BLOCKWIRE_WEBHOOK_CONCURRENCY).
+const config = loadConfig({ ...process.env, BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1', BLOCKWIRE_STREAM_PORT: '0', LOG_LEVEL: 'warn', BITCOIN_NETWORK: 'regtest', NODE_ENV: 'development' });
 const log = createLogger({ level: 'warn', name: 'bench-events' });
 const db = createDb(args.databaseUrl, { max: 8 });
 let rpcUrl: string | null = null;
@@ -28,4 +29,6 @@ if (args.devnode) {
 }
 const streams = await startStreams({ config, log, db, redisUrl: args.redisUrl });
 await startWorker({ config, log, db, redisUrl: args.redisUrl });
+// SIGTERM exits at once (and lets --cpu-prof write its profile).
+process.on('SIGTERM', () => process.exit(0));
 process.stdout.write(`${JSON.stringify({ port: streams.port, rpcUrl, address })}\n`);

@@ -61,8 +61,8 @@ function cpuMs(pid: number): number {
   }
 }
 
-/** Processes whose command line contains `needle`, and their children. */
-function processTree(needle: string): number[] {
+/** Processes whose command line contains every needle, and their children. */
+function processTree(...needles: string[]): number[] {
   const procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
   const info = procs.map((pid) => {
     try {
@@ -71,7 +71,7 @@ function processTree(needle: string): number[] {
       return { pid, cmd: '', ppid: -1 };
     }
   });
-  const roots = new Set(info.filter((p) => p.cmd.includes(needle)).map((p) => p.pid));
+  const roots = new Set(info.filter((p) => needles.every((n) => p.cmd.includes(n))).map((p) => p.pid));
   return info.filter((p) => roots.has(p.pid) || roots.has(p.ppid)).map((p) => p.pid);
 }
 
@@ -199,7 +199,7 @@ async function main(): Promise<void> {
     await migrateToLatest(db);
 
     const devnode = !opts['no-devnode'];
-    server = spawn(process.execPath, ['--import', 'tsx', 'bench/events-server.ts', JSON.stringify({ databaseUrl: dbUrl, redisUrl, devnode })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    server = spawn(process.execPath, [...(process.env.BENCH_SERVER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_PROF}`] : []), '--import', 'tsx', 'bench/events-server.ts', JSON.stringify({ databaseUrl: dbUrl, redisUrl, devnode })], { stdio: ['ignore', 'pipe', 'inherit'] });
     const info = await new Promise<{ port: number; rpcUrl: string | null; address: string | null }>((resolve, reject) => {
       let buf = '';
       server!.stdout!.on('data', (d: Buffer) => {
@@ -215,8 +215,8 @@ async function main(): Promise<void> {
       cpuMeter({
         server: () => [server!.pid!],
         bench: () => [process.pid],
-        redis: () => processTree(`127.0.0.1:${redisPort}`),
-        postgres: () => processTree(pgDir),
+        redis: () => processTree('redis-server', `:${redisPort}`),
+        postgres: () => processTree('postgres', pgDir),
       });
     const cpuLine = (m: Record<string, number>, n: number) =>
       Object.entries(m)
@@ -240,6 +240,13 @@ async function main(): Promise<void> {
     process.stdout.write(`${CLIENTS} clients connected and live in ${ms(performance.now() - t)} ms\n`);
 
     if (devnode && info.rpcUrl && info.address) {
+      // Warm up: the index must have the node's tip before the clock starts.
+      const height = (await rpc(info.rpcUrl, 'getblockcount', [])) as number;
+      const deadline = Date.now() + 120_000;
+      while ((await db.selectFrom('chain_tip').select('height').executeTakeFirst())?.height !== height) {
+        if (Date.now() > deadline) throw new Error('the indexer did not reach the node tip in 120 s');
+        await sleep(100);
+      }
       const lat = await fanOut(clients, async () => {
         await rpc(info.rpcUrl!, 'generatetoaddress', [1, info.address]);
         return (await rpc(info.rpcUrl!, 'getblockcount', [])) as number;
@@ -331,8 +338,10 @@ async function main(): Promise<void> {
   } finally {
     for (const c of clients) c.ws.terminate();
     if (server && server.exitCode === null) {
-      server.kill('SIGKILL');
-      await new Promise((r) => server!.once('exit', r));
+      const exited = new Promise((r) => server!.once('exit', r));
+      server.kill('SIGTERM');
+      await Promise.race([exited, sleep(5000)]);
+      if (server.exitCode === null) server.kill('SIGKILL');
     }
     for (const s of started.reverse()) await s.stop().catch(() => undefined);
     await rm(scratch, { recursive: true, force: true });

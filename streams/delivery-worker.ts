@@ -58,12 +58,20 @@ export type DeliveryWorkerDeps = {
 
 export type DeliveryWorker = { worker: Worker; close(): Promise<void> };
 
-/** Group-commits attempt outcomes: each `record` resolves once its row is written. */
+/** Outcomes written together: at most this many, or whatever arrived within FLUSH_MS. */
+const FLUSH_ROWS = 200;
+const FLUSH_MS = 5;
+
+/**
+ * Group-commits attempt outcomes (one UPDATE for many deliveries, instead of one each): each
+ * `record` resolves once its row is written, so a job still ends only after its log row.
+ */
 function createOutcomeWriter(db: Kysely<Database>) {
   let pending: { o: AttemptOutcome; resolve: () => void; reject: (e: unknown) => void }[] = [];
-  let scheduled = false;
+  let timer: NodeJS.Timeout | undefined;
   const flush = async () => {
-    scheduled = false;
+    clearTimeout(timer);
+    timer = undefined;
     const batch = pending;
     pending = [];
     try {
@@ -76,10 +84,8 @@ function createOutcomeWriter(db: Kysely<Database>) {
   return (o: AttemptOutcome) =>
     new Promise<void>((resolve, reject) => {
       pending.push({ o, resolve, reject });
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(() => void flush());
-      }
+      if (pending.length >= FLUSH_ROWS) void flush();
+      else timer ??= setTimeout(() => void flush(), FLUSH_MS);
     });
 }
 

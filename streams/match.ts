@@ -95,9 +95,28 @@ export function hasBlockEvents(events: readonly ChainEvent[]): boolean {
   return events.some((e) => e.type === 'block.connected' || e.type === 'block.disconnected');
 }
 
-/** The JSON a delivery sends (the same bytes on every transport). */
+/** Per event: its payload serialized once, with the two per-subscription fields as markers. */
+const templates = new WeakMap<ChainEvent, [string, string, string]>();
+const SUB_VALUE = '\u0000sub';
+const ACTION_VALUE = '\u0000action';
+const SUB_MARK = JSON.stringify(SUB_VALUE);
+const ACTION_MARK = JSON.stringify(ACTION_VALUE);
+
+/**
+ * The JSON a delivery sends (the same bytes on every transport): `toPayload` serialized, built
+ * from a per-event template so an event with many subscribers is serialized once.
+ */
 export function deliveryJson(d: Delivery): string {
-  return JSON.stringify(toPayload(d.event, d.subscription));
+  let t = templates.get(d.event);
+  if (!t) {
+    const json = JSON.stringify({ ...toPayload(d.event, null), subscription_id: SUB_VALUE, action: ACTION_VALUE });
+    const a = json.indexOf(SUB_MARK);
+    const b = json.indexOf(ACTION_MARK);
+    t = [json.slice(0, a), json.slice(a + SUB_MARK.length, b), json.slice(b + ACTION_MARK.length)];
+    templates.set(d.event, t);
+  }
+  const sub = d.subscription;
+  return `${t[0]}${sub ? JSON.stringify(sub.id) : 'null'}${t[1]}${sub?.hookId ? JSON.stringify(sub.hookId) : 'null'}${t[2]}`;
 }
 
 /** A hook delivery's id: `<subscription id>-<event id>` (job id and `webhook-id`; never a ':'). */

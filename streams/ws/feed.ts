@@ -41,7 +41,9 @@ export async function startFeed(deps: FeedDeps): Promise<Feed> {
   const log = deps.log.child({ component: 'streams.feed' });
   const page = deps.fillPage ?? 1000;
   let position = 0n;
-  let chain: Promise<void> = Promise.resolve();
+  // Messages wait behind the start position (read after subscribing, below).
+  let started: () => void = () => undefined;
+  let chain: Promise<void> = new Promise<void>((r) => (started = r));
   let stopped = false;
 
   const emit = (b: FeedBatch) => {
@@ -92,6 +94,7 @@ export async function startFeed(deps: FeedDeps): Promise<Feed> {
   await deps.subscriber.subscribe(deps.channel);
   // Subscribed first, then the start position: a batch published in between is trimmed, not lost.
   position = (await readStreamState(deps.db)).relay;
+  started();
 
   const check = setInterval(() => {
     chain = chain

@@ -131,3 +131,15 @@ describe('matchEvent', () => {
     expect(deliveryId('sub_a', 10n)).toBe('sub_a-10');
   });
 });
+
+describe('deliveryJson', () => {
+  it('is exactly JSON.stringify(toPayload(…)) for every subscription of an event', () => {
+    const e = decodeOutboxRow(row({ type: 'tx.replaced', replaced_by: BLOCK }));
+    const subs = [sub({ id: 'sub_a' }), sub({ id: 'sub_b', hookId: 'hook_x"quote' }), null];
+    for (const s of subs) {
+      expect(deliveryJson({ event: e, keyId: 1n, subscription: s })).toBe(JSON.stringify(toPayload(e, s)));
+    }
+    const b = decodeOutboxRow(row({ type: 'block.connected', addr_key: null, address: null }));
+    expect(deliveryJson({ event: b, keyId: 1n, subscription: subs[0]! })).toBe(JSON.stringify(toPayload(b, subs[0]!)));
+  });
+});
