@@ -69,6 +69,12 @@ const decimal =
     return n;
   };
 
+/** A Redis key prefix: BullMQ forbids ':' in it. */
+const redisPrefix: Parser<string> = (raw) => {
+  if (!/^[A-Za-z0-9_{}.-]{1,64}$/.test(raw)) throw new Error(`must be 1-64 characters of A-Z a-z 0-9 _ - . { } (no ':'), got '${raw}'`);
+  return raw;
+};
+
 function setting<T>(env: string, def: T | undefined, doc: string, parse: Parser<T>): Setting<T> {
   return { env, default: def, doc, parse };
 }
@@ -130,6 +136,10 @@ export const settings = {
   stampAnswerTimeoutMs: setting<number>('STAMP_ANSWER_TIMEOUT_MS', 8000, 'POST /stamps waits this long for the signed transaction to be stored, then answers 503 ERR_STAMP_PENDING (retry with the same Idempotency-Key).', int(100, 600_000)),
   stampPollMs: setting<number>('STAMP_POLL_MS', 2000, 'Interval of the stamp tracker (confirmations, rebroadcast, fee bumps) in milliseconds.', int(50, 600_000)),
   stampTargetCoins: setting<number>('STAMP_TARGET_COINS', 8, 'The stamping wallet splits its change until it holds this many coins, so that batches need not wait for one another\'s change.', int(1, 100)),
+  redisPrefix: setting<string>('BLOCKWIRE_REDIS_PREFIX', 'bw', 'Prefix of Blockwire\'s Redis keys (BullMQ queues, stream feed, rate limits); one per deployment sharing a Redis. On Redis Cluster use a hash tag, e.g. `{bw}`.', redisPrefix),
+  metricsPort: setting<number | undefined>('BLOCKWIRE_METRICS_PORT', undefined, 'Port of the operations listener (GET /metrics, /healthz) of this process, for roles without the API (indexer, streams, worker); unset = none. Listens on HOST.', int(0, 65535)),
+  apiMetrics: setting<boolean>('API_METRICS', true, 'Serve Prometheus GET /metrics on the API port (no apiKey); turn off when the API port is public and scrape BLOCKWIRE_METRICS_PORT instead.', bool),
+  shutdownTimeoutMs: setting<number>('SHUTDOWN_TIMEOUT_MS', 30_000, 'After SIGTERM/SIGINT, the longest a graceful stop (finish the block, drain deliveries, close the API) may take before the process exits with code 1.', int(1000, 600_000)),
 } as const;
 
 type Settings = typeof settings;
@@ -164,8 +174,27 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (out.allowPrivateHooks === true && out.nodeEnv === 'production') {
     problems.push('BLOCKWIRE_ALLOW_PRIVATE_HOOKS is refused when NODE_ENV=production (it lets webhooks reach private networks)');
   }
+  problems.push(...crossFieldProblems(out, env));
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Config;
+}
+
+/** Checks between settings (each parsed alone above); pure, no I/O (src/ops/preflight.ts does the I/O checks). */
+function crossFieldProblems(c: Record<string, unknown>, env: Record<string, string | undefined>): string[] {
+  const p: string[] = [];
+  const rpc = c.bitcoindRpcUrl as string | undefined;
+  if (!rpc && c.bitcoindCookieFile) p.push('BITCOIND_COOKIE_FILE is set but BITCOIND_RPC_URL is not: set BITCOIND_RPC_URL=http://host:port (the cookie gives only the credentials)');
+  if (!rpc && c.bitcoindZmqUrl) p.push('BITCOIND_ZMQ_URL is set but BITCOIND_RPC_URL is not: ZMQ only wakes the indexer, blocks come over RPC/REST (without BITCOIND_RPC_URL Blockwire would start its devnode and ignore ZMQ)');
+  if (!rpc && c.bitcoindRest === 'on') p.push('BITCOIND_REST=on needs BITCOIND_RPC_URL (REST is served on the RPC port)');
+  if (rpc && !c.bitcoindCookieFile) {
+    const u = new URL(rpc);
+    if (!u.username || !u.password) p.push('BITCOIND_RPC_URL has no user:password and BITCOIND_COOKIE_FILE is unset: give credentials in the URL (http://user:password@host:port) or the path of bitcoind\'s .cookie');
+  }
+  if (c.stampWalletWif && c.stampWalletDescriptor) p.push('STAMP_WALLET_WIF and STAMP_WALLET_DESCRIPTOR are both set: set only one');
+  const port = c.port as number;
+  if (c.metricsPort !== undefined && c.metricsPort !== 0 && c.metricsPort === port) p.push(`BLOCKWIRE_METRICS_PORT equals PORT (${port}): the API serves /metrics itself; use another port or unset it`);
+  if (env.BLOCKWIRE_STREAM_PORT !== undefined && env.BLOCKWIRE_STREAM_PORT !== '' && c.streamPort !== 0 && c.streamPort === c.metricsPort) p.push(`BLOCKWIRE_STREAM_PORT equals BLOCKWIRE_METRICS_PORT (${String(c.metricsPort)})`);
+  return p;
 }
 
 /** A configuration for tests: defaults, quiet logs, then the given overrides. */

@@ -43,6 +43,13 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
   });
   healthRoutes(app, resolved);
+  if (deps.metrics) {
+    const metrics = deps.metrics;
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    });
+    app.get('/metrics', { config: { auth: false }, schema: { hide: true } }, async (_req, reply) => reply.type(metrics.contentType).send(await metrics.render()));
+  }
   app.get('/openapi.json', { config: { auth: false }, schema: { hide: true } }, async () => openApiDocument());
 
   for (const prefix of API_PREFIXES) {

@@ -17,6 +17,8 @@ import { startApi, type ApiHandle } from '../api/main.js';
 import { isStampingConfigured, startStamper, type Stamper } from '../stamp/stamper.js';
 import { startIndexer, type IndexerHandle } from '../../indexer/main.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../streams/main.js';
+import type { Metrics } from '../ops/metrics.js';
+import { startHeartbeat } from '../ops/heartbeat.js';
 
 /** The roles a process can run; `all` expands to every one of them. */
 export type ConcreteRole = Exclude<Role, 'all'>;
@@ -48,6 +50,10 @@ export type ComposeDeps = {
   rpcUrl?: string;
   zmqUrl?: string | null;
   network?: NetworkName;
+  /** The process's metrics (src/ops/metrics.ts): the API serves /metrics, the roles are tracked. */
+  metrics?: Metrics;
+  /** Interval of the indexer heartbeat in sync_state (default 5 s). */
+  heartbeatMs?: number;
 };
 
 export type Blockwire = {
@@ -95,6 +101,8 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
       });
       const indexer = out.indexer;
       stops.push({ name: 'indexer', stop: () => indexer.stop() });
+      const heartbeat = startHeartbeat({ db, log, indexer, ...(deps.heartbeatMs ? { intervalMs: deps.heartbeatMs } : {}) });
+      stops.push({ name: 'heartbeat', stop: () => heartbeat.stop() });
     }
 
     if (roles.has('api')) {
@@ -119,6 +127,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
         ...(node ? { node } : {}),
         ...(network ? { network } : {}),
         ...(out.stamper ? { stamps: out.stamper.service } : {}),
+        ...(deps.metrics && config.apiMetrics ? { metrics: deps.metrics } : {}),
       });
       const api = out.api;
       out.apiUrl = api.url;
@@ -146,12 +155,20 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
       const worker = out.worker;
       stops.push({ name: 'worker', stop: () => worker.stop() });
     }
+    deps.metrics?.track({
+      indexer: out.indexer,
+      streams: out.streams,
+      worker: out.worker?.workers.map((w, i) => ({ transport: WORKER_TRANSPORTS[i] ?? `transport${i}`, events: w.worker })),
+    });
     return out;
   } catch (err) {
     await stop();
     throw err;
   }
 }
+
+/** Transports of startWorker's workers, in order. */
+const WORKER_TRANSPORTS = ['http', 'sns'] as const;
 
 async function detectChain(node: BitcoindClient): Promise<NetworkName | undefined> {
   try {

@@ -17,6 +17,8 @@ export const commands: Record<string, Command> = {
   devnode: { summary: 'run the regtest stand-in for Bitcoin Core (RPC, REST, ZMQ; NOT bitcoind)', load: () => import('../devnode/cli.js') },
   keys: { summary: 'manage API keys (create --name NAME | list | revoke ID|PREFIX)', load: () => import('../auth/keys-command.js') },
   import: { summary: 'index Bitcoin Core blk*.dat files in bulk for the first sync (--blocks-dir DIR)', load: () => import('../../indexer/import.js') },
+  status: { summary: 'print index tip, node tip, lag, outbox backlog, delivery failures; exit 1 when unhealthy', load: () => import('../ops/status-command.js') },
+  config: { summary: 'print the settings (--markdown: the reference, --check: validate the environment)', load: () => import('../ops/config-command.js') },
   decode: { summary: 'decode a raw block or transaction to JSON (FILE|HEX|- [--network NAME])', load: () => import('../bitcoin/decode-command.js') },
 };
 

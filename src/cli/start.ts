@@ -23,6 +23,9 @@ import { encodeWif } from '../bitcoin/wif.js';
 import type { Devnode } from '../devnode/index.js';
 import { BitcoindClient } from '../rpc/bitcoind.js';
 import { hostForUrl, parseRoles, startBlockwire, type Blockwire, type ConcreteRole } from './compose.js';
+import { preflight } from '../ops/preflight.js';
+import { createMetrics, type Metrics } from '../ops/metrics.js';
+import { startOpsServer } from '../ops/ops-server.js';
 
 const USAGE = `usage: blockwire start [--role all|indexer,api,streams,worker]
 
@@ -64,15 +67,28 @@ export async function run(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  const checked = preflight(config, roles);
+  if (checked.problems.length > 0) {
+    process.stderr.write(`blockwire start: invalid configuration:\n  ${checked.problems.join('\n  ')}\n`);
+    return 2;
+  }
   const log = createLogger({ level: config.logLevel });
+  for (const w of checked.warnings) log.warn(w);
   const shutdown = createShutdown(log);
+  // A graceful stop that hangs (a peer that never answers) must not keep the process forever.
+  shutdown.signal.addEventListener('abort', () => {
+    setTimeout(() => {
+      log.error({ timeoutMs: config.shutdownTimeoutMs }, 'graceful stop took too long (SHUTDOWN_TIMEOUT_MS): exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
+  });
   let exitCode = 0;
   const finished = new Promise<number>((resolveExit) => {
     installSignalHandlers(shutdown, (code) => resolveExit(code || exitCode));
   });
 
   try {
-    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown));
+    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), () => shutdown.stopping);
     printWhereToGo(started, roles);
     // A role that stops on its own (a FatalError in the indexer) stops the process non-zero.
     started.blockwire.indexer?.done.catch((err: unknown) => {
@@ -96,7 +112,7 @@ type Started = {
   stampAddress: string | undefined;
 };
 
-async function startEverything(config: Config, log: Logger, roles: Set<ConcreteRole>, onStop: (name: string, hook: () => Promise<void>) => void): Promise<Started> {
+async function startEverything(config: Config, log: Logger, roles: Set<ConcreteRole>, onStop: (name: string, hook: () => Promise<void>) => void, stopping: () => boolean): Promise<Started> {
   const dataDir = resolve(config.dataDir);
   const embeddedDefaults = !config.databaseUrl;
   const needsNode = roles.has('indexer') || roles.has('api');
@@ -157,17 +173,33 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
     effective = Object.freeze({ ...config, stampWalletWif: wif, network: config.network ?? 'regtest' });
   }
 
+  const metrics: Metrics = createMetrics({ db: handle.db, log, roles: [...roles] });
+  const current: { bw?: Blockwire } = {};
+  if (config.metricsPort !== undefined) {
+    const ops = await startOpsServer({
+      host: config.host,
+      port: config.metricsPort,
+      metrics,
+      log,
+      stopping,
+      health: () => ({ roles: [...roles], started: current.bw !== undefined, indexer: current.bw?.indexer?.status() }),
+    });
+    onStop('ops-server', () => ops.close());
+  }
   const blockwire = await startBlockwire({
     config: effective,
     log,
     roles,
     db: handle.db,
     databaseUrl: handle.url,
+    redisPrefix: config.redisPrefix,
+    metrics,
     ...(redisUrl ? { redisUrl } : {}),
     ...(rpcUrl ? { rpcUrl } : {}),
     ...(zmqUrl !== undefined ? { zmqUrl } : {}),
   });
   onStop('blockwire', () => blockwire.stop());
+  current.bw = blockwire;
 
   // With the devnode, wait until the index has caught up so the first curl answers at once.
   if (devnode && blockwire.indexer) await waitForIndex(devnode, blockwire, log);

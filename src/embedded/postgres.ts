@@ -219,6 +219,21 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
   };
 }
 
+/**
+ * The embedded server another process (a running `blockwire start`) keeps in `dataDir`, read
+ * from its postmaster.pid, or null when none runs there. Lets `blockwire status` read the
+ * quick-start database without starting a second server on the same data.
+ */
+export async function findRunningPostgres(dataDir: string): Promise<{ port: number; urlFor(database: string): string } | null> {
+  const pidFile = join(resolve(dataDir), 'postmaster.pid');
+  if (!existsSync(pidFile)) return null;
+  const lines = (await readFile(pidFile, 'utf8')).split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!(pid > 0) || !(port > 0) || !processAlive(pid)) return null;
+  return { port, urlFor: (db) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${db}` };
+}
+
 function run(cmd: string, args: string[], opts: { uid?: number; gid?: number; env: NodeJS.ProcessEnv }, log: (l: string) => void): Promise<void> {
   return new Promise((resolveRun, reject) => {
     const c = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });

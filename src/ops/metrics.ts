@@ -1,0 +1,233 @@
+/**
+ * Prometheus metrics of one Blockwire process. `createMetrics(deps)` makes a registry of its own
+ * (never prom-client's global one) whose values are read at scrape time: process-local counters
+ * from the role handles this process runs (`track()`), and deployment-wide state from Postgres
+ * (index tip, indexer heartbeat, outbox backlog, deliveries, stamps) — the same from every
+ * process, so any one of them can be scraped. The API serves `render()` at /metrics, the ops
+ * listener (ops-server.ts) on BLOCKWIRE_METRICS_PORT. Names and meanings: docs/operations.md.
+ * @module
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { Logger } from '../log.js';
+import { readDeploymentState, type DeploymentState } from './state.js';
+
+/** What metrics read from the indexer role (indexer/main.ts IndexerHandle, structurally). */
+export type IndexerSource = {
+  status(): { mode: string; tip: { height: number }; nodeTip: { height: number } | null; lag: number | null };
+  metrics(): {
+    blocksApplied: number;
+    blocksUndone: number;
+    reorgs: number;
+    txsApplied: number;
+    zmqMissedBlocks: number;
+    retries: number;
+    lastApplyMs: number;
+    zmq: { messages: number; gaps: number; resets: number } | null;
+  };
+};
+
+/** What metrics read from the streams role (streams/main.ts StreamsHandle, structurally). */
+export type StreamsSource = {
+  stats(): { connections: number; live: number; sent: number; slowConsumerDisconnects: number; heartbeatTimeouts: number };
+  relay: { readonly active: boolean; readonly relayed: number } | undefined;
+};
+
+/** A BullMQ worker's events (streams/delivery-worker.ts), structurally. */
+export type WorkerEvents = {
+  on(event: 'completed', listener: () => void): unknown;
+  on(event: 'failed', listener: (job: unknown, err: Error) => void): unknown;
+};
+
+/** The delivery workers of the worker role, each with its transport name. */
+export type WorkerSource = { transport: string; events: WorkerEvents }[];
+
+export type MetricSources = {
+  indexer?: IndexerSource | undefined;
+  streams?: StreamsSource | undefined;
+  worker?: WorkerSource | undefined;
+};
+
+export type MetricsDeps = {
+  db: Kysely<Database>;
+  log: Logger;
+  /** Roles this process runs, as a label of `blockwire_process_info`. */
+  roles: readonly string[];
+  /** Process-level metrics (CPU, memory, event loop lag); default true. */
+  processMetrics?: boolean;
+  /** Window of the blocks/s gauge in milliseconds (default 60 s). */
+  rateWindowMs?: number;
+};
+
+/** The registry of a process. */
+export type Metrics = {
+  readonly registry: Registry;
+  /** Content type of `render()` (Prometheus text format 0.0.4). */
+  readonly contentType: string;
+  /** The text exposition (reads Postgres and the tracked handles). */
+  render(): Promise<string>;
+  /** Records one API request (route pattern, not the URL: bounded label values). */
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** Starts reading these role handles (call once the roles have started). */
+  track(sources: MetricSources): void;
+};
+
+/** Buckets of the API latency histogram, in seconds (1 ms … 10 s). */
+export const API_LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Sets a counter to an absolute total (the handles keep totals; prom-client counters only add). */
+function setTotal(c: Counter, value: number, labels?: Record<string, string>): void {
+  if (labels) {
+    c.remove(labels);
+    c.inc(labels, value);
+  } else {
+    c.reset();
+    c.inc(value);
+  }
+}
+
+/** Creates the metrics of one process; nothing is read until a scrape. */
+export function createMetrics(deps: MetricsDeps): Metrics {
+  const registry = new Registry();
+  const log = deps.log.child({ component: 'ops.metrics' });
+  if (deps.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'blockwire_' });
+  const sources: MetricSources = {};
+  const windowMs = deps.rateWindowMs ?? 60_000;
+  const samples: { at: number; blocks: number }[] = [];
+
+  new Gauge({ name: 'blockwire_process_info', help: 'Always 1; labels tell the roles this process runs.', labelNames: ['roles'], registers: [registry] }).set({ roles: [...deps.roles].sort().join(',') }, 1);
+
+  // Deployment-wide, from Postgres (one read per scrape, shared by the gauges below).
+  let pending: Promise<DeploymentState | null> | null = null;
+  const state = (): Promise<DeploymentState | null> =>
+    (pending ??= readDeploymentState(deps.db)
+      .catch((err: unknown) => {
+        log.warn({ err }, 'metrics: cannot read the deployment state from Postgres');
+        return null;
+      })
+      .finally(() => setTimeout(() => (pending = null), 0)));
+  const dbUp = new Gauge({ name: 'blockwire_database_up', help: '1 when Postgres answered the last scrape, 0 otherwise.', registers: [registry], collect: () => collectDeployment() });
+  const indexHeight = new Gauge({ name: 'blockwire_index_height', help: 'Height of the index tip (blocks applied).', registers: [registry] });
+  const nodeHeight = new Gauge({ name: 'blockwire_node_height', help: "Height of the node's best block, as last seen by the indexer.", registers: [registry] });
+  const lag = new Gauge({ name: 'blockwire_index_lag_blocks', help: 'Blocks the index is behind the node.', registers: [registry] });
+  const heartbeatAge = new Gauge({ name: 'blockwire_indexer_heartbeat_age_seconds', help: 'Seconds since the indexer last reported (stale: the indexer is down).', registers: [registry] });
+  const outboxPending = new Gauge({ name: 'blockwire_outbox_pending_events', help: 'Events in the outbox the relay has not delivered to streams and queues yet.', registers: [registry] });
+  const deliveries = new Gauge({ name: 'blockwire_deliveries', help: 'Webhook/SNS deliveries by status: pending now; failed and dead (dead-lettered) in the last 24 h.', labelNames: ['status'], registers: [registry] });
+  const stamps = new Gauge({ name: 'blockwire_stamps_queued', help: 'Stamps accepted and not yet placed in a signed transaction.', registers: [registry] });
+  const stampTxs = new Gauge({ name: 'blockwire_stamp_txs_unconfirmed', help: 'Stamp transactions signed or broadcast and not yet confirmed.', registers: [registry] });
+
+  // The collect of the first gauge fills all of them (prom-client calls collect per metric).
+  async function collectDeployment(): Promise<void> {
+    const s = await state();
+    dbUp.set(s ? 1 : 0);
+    if (!s) return;
+    indexHeight.set(s.index.height);
+    const local = sources.indexer?.status();
+    const node = local?.nodeTip?.height ?? s.heartbeat?.nodeHeight ?? null;
+    if (node !== null) {
+      nodeHeight.set(node);
+      lag.set(Math.max(0, node - s.index.height));
+    } else {
+      nodeHeight.reset();
+      lag.reset();
+    }
+    if (s.heartbeat) heartbeatAge.set(s.heartbeat.ageSeconds);
+    else heartbeatAge.reset();
+    outboxPending.set(s.outbox.pending);
+    deliveries.set({ status: 'pending' }, s.deliveries.pending);
+    deliveries.set({ status: 'failed' }, s.deliveries.failed24h);
+    deliveries.set({ status: 'dead' }, s.deliveries.dead24h);
+    stamps.set(s.stamps.queued);
+    stampTxs.set(s.stamps.unconfirmedTxs);
+  }
+
+  // Indexer role of this process.
+  const c = (name: string, help: string, labelNames: string[] = []) => new Counter({ name, help, labelNames, registers: [registry] });
+  const blocksApplied = new Counter({ name: 'blockwire_indexer_blocks_applied_total', help: 'Blocks applied by this indexer since it started.', registers: [registry], collect: () => collectIndexer() });
+  const blocksUndone = c('blockwire_indexer_blocks_undone_total', 'Blocks undone (reorgs) by this indexer since it started.');
+  const reorgs = c('blockwire_indexer_reorgs_total', 'Reorgs handled by this indexer since it started.');
+  const txs = c('blockwire_indexer_txs_applied_total', 'Transactions applied by this indexer since it started.');
+  const zmqMissed = c('blockwire_indexer_zmq_missed_blocks_total', 'Blocks applied that no ZMQ message announced (ZMQ lossy, late or absent; the poll found them).');
+  const zmqGaps = c('blockwire_zmq_sequence_gaps_total', 'Gaps and resets in the ZMQ sequence counters (each forces a full reconcile).');
+  const retries = c('blockwire_indexer_retries_total', 'Turns of the indexer loop that failed and were retried (node or Postgres unavailable).');
+  const blocksPerSecond = new Gauge({ name: 'blockwire_indexer_blocks_per_second', help: 'Blocks applied per second over the last minute.', registers: [registry] });
+  const lastApply = new Gauge({ name: 'blockwire_indexer_last_apply_seconds', help: 'Time the last block took to apply.', registers: [registry] });
+  const following = new Gauge({ name: 'blockwire_indexer_mode', help: '1 for the mode the indexer is in (starting, bulk, following, stopped).', labelNames: ['mode'], registers: [registry] });
+  function collectIndexer(): void {
+    const ix = sources.indexer;
+    if (!ix) return;
+    const m = ix.metrics();
+    setTotal(blocksApplied, m.blocksApplied);
+    setTotal(blocksUndone, m.blocksUndone);
+    setTotal(reorgs, m.reorgs);
+    setTotal(txs, m.txsApplied);
+    setTotal(zmqMissed, m.zmqMissedBlocks);
+    setTotal(zmqGaps, m.zmq ? m.zmq.gaps + m.zmq.resets : 0);
+    setTotal(retries, m.retries);
+    lastApply.set(m.lastApplyMs / 1000);
+    blocksPerSecond.set(rate(m.blocksApplied));
+    following.reset();
+    following.set({ mode: ix.status().mode }, 1);
+  }
+  function rate(blocks: number): number {
+    const now = Date.now();
+    samples.push({ at: now, blocks });
+    while (samples.length > 2 && now - samples[1]!.at >= windowMs) samples.shift();
+    const first = samples[0]!;
+    const span = (now - first.at) / 1000;
+    return span > 0 ? (blocks - first.blocks) / span : 0;
+  }
+
+  // Streams role of this process.
+  const wsClients = new Gauge({ name: 'blockwire_stream_clients', help: 'WebSocket stream clients connected to this process.', registers: [registry], collect: () => collectStreams() });
+  const wsSent = c('blockwire_stream_events_sent_total', 'Events sent to WebSocket clients by this process.');
+  const wsDropped = c('blockwire_stream_disconnects_total', 'Stream clients this process disconnected, by reason.', ['reason']);
+  const relayActive = new Gauge({ name: 'blockwire_relay_active', help: '1 when this process holds the relay lock (one relay is active per deployment).', registers: [registry] });
+  const relayed = c('blockwire_relay_events_total', 'Outbox events relayed by this process.');
+  function collectStreams(): void {
+    const st = sources.streams;
+    if (!st) return;
+    const s = st.stats();
+    wsClients.set(s.connections);
+    setTotal(wsSent, s.sent);
+    setTotal(wsDropped, s.slowConsumerDisconnects, { reason: 'slow_consumer' });
+    setTotal(wsDropped, s.heartbeatTimeouts, { reason: 'heartbeat_timeout' });
+    relayActive.set(st.relay?.active ? 1 : 0);
+    setTotal(relayed, st.relay?.relayed ?? 0);
+  }
+
+  // Worker role of this process: counted from the BullMQ workers' events.
+  const jobs = c('blockwire_worker_deliveries_total', 'Delivery attempts finished by this worker process, by transport and outcome: completed (delivered, or dropped because the hook is gone), retry, failed (permanently or dead-lettered).', ['transport', 'outcome']);
+
+  // API role of this process.
+  const latency = new Histogram({
+    name: 'blockwire_api_request_duration_seconds',
+    help: 'REST API request latency by method, route pattern and status class.',
+    labelNames: ['method', 'route', 'status'],
+    buckets: API_LATENCY_BUCKETS,
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    render: () => registry.metrics(),
+    observeRequest(method, route, status, seconds) {
+      latency.observe({ method, route, status: `${Math.floor(status / 100)}xx` }, seconds);
+    },
+    track(s) {
+      if (s.indexer) sources.indexer = s.indexer;
+      if (s.streams) sources.streams = s.streams;
+      if (s.worker) {
+        sources.worker = s.worker;
+        for (const w of s.worker) {
+          for (const outcome of ['completed', 'retry', 'failed']) jobs.inc({ transport: w.transport, outcome }, 0);
+          w.events.on('completed', () => jobs.inc({ transport: w.transport, outcome: 'completed' }));
+          // UnrecoverableError: failed for good (4xx, or dead-lettered after the last attempt).
+          w.events.on('failed', (_job, err) => jobs.inc({ transport: w.transport, outcome: err?.name === 'UnrecoverableError' ? 'failed' : 'retry' }));
+        }
+      }
+    },
+  };
+}
