@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -91,7 +91,7 @@ async function main() {
 
   const miner = setInterval(() => void node.mine(1), blockInterval * 1000);
   const started = new Date();
-  say(`stamping: window ${windowMs} ms, ${connections} connections, ${duration} s, a block every ${blockInterval} s`);
+  say(`stamping: window ${windowMs} ms, ${connections} connections, ${duration} s, a block every ${blockInterval} s (load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores)`);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/v1/stamps`,
     method: 'POST',
@@ -124,7 +124,7 @@ async function main() {
   say(`| answered stamps (2xx) | ${ok} (non-2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts}) |`);
   say(`| stamps per second sustained | ${(ok / duration).toFixed(1)} |`);
   say(`| answer latency p50 / p99 | ${result.latency.p50} ms / ${result.latency.p99} ms |`);
-  say(`| stamps placed in the run (database) | ${placed.rows[0]!.n} |`);
+  say(`| stamps placed in the run (database; includes requests in flight at the end) | ${placed.rows[0]!.n} |`);
   say(`| transactions carrying them | ${row.txs} (${(stamps / Number(row.txs)).toFixed(1)} stamps each; ${bumps.rows[0]!.n} fee bumps) |`);
   say(`| fee per stamp | ${(Number(row.fee) / stamps).toFixed(1)} sat (${(Number(row.vsize) / stamps).toFixed(1)} vB per stamp, at ${(Number(row.fee) / Number(row.vsize)).toFixed(2)} sat/vB) |`);
 
