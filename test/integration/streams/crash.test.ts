@@ -12,7 +12,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { silentLogger } from '../../../src/log.js';
-import { startStreams, type StreamsHandle } from '../../../streams/main.js';
+import { startStreams, startWorker, type StreamsHandle } from '../../../streams/main.js';
+import { createDeliveryQueues } from '../../../streams/queues.js';
+import { upsertDeliveries } from '../../../src/db/queries/tenancy-deliveries.js';
+import { readStreamState } from '../../../streams/outbox.js';
 import {
   createStreamsFixture,
   insertEvents,
@@ -127,6 +130,45 @@ describe('crashes', () => {
     } finally {
       await relay.stop();
       await r2.close();
+    }
+  });
+
+  it('replays a relay batch cut right after the log commit, or right after the enqueue, into one delivery each', async () => {
+    const r3 = await startReceiver();
+    const k = await f.newKey();
+    const hook = await f.httpHook(k.id, r3.url);
+    const a = newAddress();
+    const b = newAddress();
+    const subA = await f.subscribe(k.id, { ...a, hookId: hook.id });
+    const subB = await f.subscribe(k.id, { ...b, hookId: hook.id });
+    const [seqA] = await insertEvents(f.t.db, txEvents(a, 1));
+    const [seqB] = await insertEvents(f.t.db, txEvents(b, 1));
+    const cursor = (await readStreamState(f.t.db)).relay;
+    expect(cursor).toBeLessThan(seqA!);
+    const row = (sub: string, seq: bigint) => ({ id: `${sub}-${seq}`, hookId: hook.id, keyId: k.id, subscriptionId: sub, eventId: seq, eventType: 'tx.unconfirmed', payload: '{"stale":true}', status: 'pending' as const });
+    // What a relay killed mid-batch leaves behind: A's delivery logged but never enqueued;
+    // B's logged and enqueued; the cursor not moved for either.
+    await upsertDeliveries(f.t.db, [row(subA, seqA!), row(subB, seqB!)]);
+    const producer = createDeliveryQueues({ redisUrl: f.redisUrl, prefix: f.prefix });
+    const jobB = { transport: 'http' as const, delivery: `${subB}-${seqB}`, hook: hook.id, payload: '{"stale":true}', type: 'tx.unconfirmed', redeliveries: 0 };
+    // (Until its connection is up the producer refuses, as it does while Redis is away.)
+    await waitFor(() => producer.enqueue([jobB]).then(() => true), 5000, 'enqueue');
+    await producer.close();
+
+    const deps = { config: streamsConfig(), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
+    const streams = await startStreams(deps);
+    const worker = await startWorker(deps);
+    try {
+      await waitFor(() => [`${subA}-${seqA}`, `${subB}-${seqB}`].every((id) => r3.received.some((x) => x.id === id)), 15_000, 'both delivered');
+      await new Promise((r) => setTimeout(r, 500));
+      // One delivery each: the replayed batch found A pending and enqueued it, and B's job id was taken.
+      expect(r3.received.filter((x) => x.id === `${subA}-${seqA}`)).toHaveLength(1);
+      expect(r3.received.filter((x) => x.id === `${subB}-${seqB}`)).toHaveLength(1);
+      expect((await readStreamState(f.t.db)).relay).toBeGreaterThanOrEqual(seqB!);
+    } finally {
+      await worker.stop();
+      await streams.stop();
+      await r3.close();
     }
   });
 });
