@@ -17,7 +17,7 @@ import {
   getTxidsByNum,
   listConfirmedUnspent,
   listHistoryChunks,
-  listMempoolHistory,
+  listHistoryStart,
   listMempoolUnspent,
 } from '../../db/queries/api-address.js';
 import { hashToHex } from '../../bitcoin/hash.js';
@@ -82,15 +82,22 @@ function setNextLink(request: FastifyRequest, reply: FastifyReply, q: PageQuery[
   reply.header('Link', `<${path}?${params.toString()}>; rel="next"`);
 }
 
-/** Chain tx_nums of the address strictly below `before`, newest first, at most `want`. */
-async function chainHistory(deps: ResolvedApiDeps, addrKey: string, before: bigint, want: number): Promise<bigint[]> {
+/** Chunks fetched first for a page of `want` entries: as many as it needs if they are full. */
+function firstBatch(want: number): number {
+  return Math.min(MAX_CHUNK_BATCH, Math.ceil(want / 1024));
+}
+
+/**
+ * Chain tx_nums of the address strictly below `before`, newest first, at most `want`; `first`
+ * holds chunks already read (below `before`, newest first, `firstBatch(want)` asked for).
+ */
+async function chainHistory(deps: ResolvedApiDeps, addrKey: string, before: bigint, want: number, first?: { first_tx_num: bigint; entries: Buffer }[]): Promise<bigint[]> {
   const out: bigint[] = [];
   let bound = before;
-  // Chunks hold up to 1024 entries: start with as many as a page needs if they are full (a
-  // short first chunk, the one the cursor falls in, brings a second query).
-  let batch = Math.min(MAX_CHUNK_BATCH, Math.ceil(want / 1024));
+  let batch = firstBatch(want);
   for (;;) {
-    const chunks = await listHistoryChunks(deps.db, addrKey, bound, batch);
+    const chunks = first ?? (await listHistoryChunks(deps.db, addrKey, bound, batch));
+    first = undefined;
     for (const c of chunks) {
       // Read entries newest first straight from the bytes: only those the page needs.
       const e = c.entries;
@@ -141,13 +148,18 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const want = q.limit + 1;
       const items: { txid?: Buffer; txNum?: bigint; firstSeenUs?: bigint }[] = [];
       if (q.min_conf === 0 && (!cursor || cursor.phase === 'm')) {
-        const rows = await listMempoolHistory(deps.db, addrKey, cursor?.phase === 'm' ? cursor : undefined, want);
-        for (const r of rows) items.push({ txid: r.txid, firstSeenUs: r.firstSeenUs });
-      }
-      if (items.length < want) {
+        // Mempool part and the newest chunks in one round trip.
+        const start = await listHistoryStart(deps.db, addrKey, cursor?.phase === 'm' ? cursor : undefined, want, MAX_TX_NUM, firstBatch(want));
+        for (const r of start.mempool) items.push({ txid: r.txid, firstSeenUs: r.firstSeenUs });
+        if (items.length < want) {
+          const rest = want - items.length;
+          const first = firstBatch(rest) === firstBatch(want) ? start.chunks : undefined;
+          for (const n of await chainHistory(deps, addrKey, MAX_TX_NUM, rest, first)) items.push({ txNum: n });
+        }
+      } else {
         let before = cursor?.phase === 'c' ? cursor.txNum : MAX_TX_NUM;
         if (q.min_conf > 1) before = [before, confBound((await getIndexTip(deps.db)).height, q.min_conf)].reduce((a, b) => (a < b ? a : b));
-        for (const n of await chainHistory(deps, addrKey, before, want - items.length)) items.push({ txNum: n });
+        for (const n of await chainHistory(deps, addrKey, before, want)) items.push({ txNum: n });
       }
       const next = cutPage(items, q.limit, (last) =>
         last.txNum !== undefined ? { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0 } : { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid!, vout: 0 },

@@ -60,16 +60,36 @@ export async function addressKnown(db: Kysely<Database>, addrKey: string): Promi
 
 export type MempoolCursor = { firstSeenUs: bigint; txid: Buffer; vout?: number };
 
-/** Mempool transactions of the address, newest first, strictly after `after`. */
-export async function listMempoolHistory(db: Kysely<Database>, addrKey: string, after: MempoolCursor | undefined, limit: number): Promise<{ txid: Buffer; firstSeenUs: bigint }[]> {
-  const r = await sql<{ txid: Buffer; fs: bigint }>`
-    SELECT ma.txid, ${FIRST_SEEN_US} AS fs
-    FROM mempool_addresses ma JOIN mempool_txs mt ON mt.txid = ma.txid
-    WHERE ma.addr_key = ${addrKey}
-      ${after ? sql`AND (${FIRST_SEEN_US}, ma.txid) < (${after.firstSeenUs}, ${after.txid})` : sql``}
-    ORDER BY fs DESC, ma.txid DESC
-    LIMIT ${limit}`.execute(db);
-  return r.rows.map((row) => ({ txid: row.txid, firstSeenUs: row.fs }));
+/**
+ * The start of an address's history in one round trip: its mempool transactions newest first
+ * (after `after`, at most `limit`) and its newest history chunks below `before` (at most
+ * `chunks`). For first pages, which need both.
+ */
+export async function listHistoryStart(
+  db: Kysely<Database>,
+  addrKey: string,
+  after: MempoolCursor | undefined,
+  limit: number,
+  before: bigint,
+  chunks: number,
+): Promise<{ mempool: { txid: Buffer; firstSeenUs: bigint }[]; chunks: { first_tx_num: bigint; entries: Buffer }[] }> {
+  const r = await sql<{ part: number; txid: Buffer | null; fs: bigint | null; first_tx_num: bigint | null; entries: Buffer | null }>`
+    (SELECT 0 AS part, ma.txid, ${FIRST_SEEN_US} AS fs, NULL::int8 AS first_tx_num, NULL::bytea AS entries
+       FROM mempool_addresses ma JOIN mempool_txs mt ON mt.txid = ma.txid
+      WHERE ma.addr_key = ${addrKey}
+        ${after ? sql`AND (${FIRST_SEEN_US}, ma.txid) < (${after.firstSeenUs}, ${after.txid})` : sql``}
+      ORDER BY fs DESC, ma.txid DESC
+      LIMIT ${limit})
+    UNION ALL
+    (SELECT 1, NULL, NULL, first_tx_num, entries FROM history
+      WHERE addr_key = ${addrKey} AND first_tx_num < ${before}
+      ORDER BY first_tx_num DESC
+      LIMIT ${chunks})`.execute(db);
+  const mempool = r.rows.filter((x) => x.part === 0).map((x) => ({ txid: x.txid!, firstSeenUs: x.fs! }));
+  mempool.sort((a, b) => (a.firstSeenUs === b.firstSeenUs ? Buffer.compare(b.txid, a.txid) : a.firstSeenUs < b.firstSeenUs ? 1 : -1));
+  const found = r.rows.filter((x) => x.part === 1).map((x) => ({ first_tx_num: x.first_tx_num!, entries: x.entries! }));
+  found.sort((a, b) => (a.first_tx_num < b.first_tx_num ? 1 : -1));
+  return { mempool, chunks: found };
 }
 
 /** History chunks of the address whose first tx_num is below `before`, newest first. */

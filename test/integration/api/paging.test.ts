@@ -82,6 +82,25 @@ describe('paging across chunks', () => {
     expect(((await h.get(`/v1/addresses/${C}/history?limit=1`)).json() as string[])[0]).toBe(display(newNum));
   });
 
+  it('mempool part: first seen newest first (ties by txid), paged into the chain part', async () => {
+    const seen = [Date.parse('2026-01-01T00:00:05Z'), Date.parse('2026-01-01T00:00:09Z'), Date.parse('2026-01-01T00:00:07Z'), Date.parse('2026-01-01T00:00:07Z'), Date.parse('2026-01-01T00:00:01Z')];
+    const txids = seen.map((_, i) => createHash('sha256').update(`mempool-${i}`).digest());
+    for (const [i, txid] of txids.entries()) {
+      await h.t.db.insertInto('mempool_txs').values({ txid, raw: Buffer.from('00', 'hex'), first_seen: new Date(seen[i]!), fee: 1n, vsize: 1 }).execute();
+      await h.t.db.insertInto('mempool_addresses').values({ addr_key: key, txid, received: 1n, sent: 0n }).execute();
+    }
+    const order = txids
+      .map((txid, i) => ({ txid, at: seen[i]! }))
+      .sort((a, b) => b.at - a.at || Buffer.compare(b.txid, a.txid))
+      .map((x) => Buffer.from(x.txid).reverse().toString('hex'));
+    const all = (await walk(h, `/v1/addresses/${C}/history?limit=2`)) as string[];
+    expect(all.slice(0, 5)).toEqual(order);
+    expect(all.length).toBe(5 + nums.length + 1);
+    expect(((await h.get(`/v1/addresses/${C}/history?limit=3&min_conf=1`)).json() as string[]).some((x) => order.includes(x))).toBe(false);
+    await h.t.db.deleteFrom('mempool_addresses').where('addr_key', '=', key).execute();
+    await h.t.db.deleteFrom('mempool_txs').execute();
+  });
+
   it('min_conf bounds the chain part by height', async () => {
     // tip 41: min_conf=3 keeps heights ≤ 39.
     const seen = await walk(h, `/v1/addresses/${C}/history?limit=10000&min_conf=3`);
