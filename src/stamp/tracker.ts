@@ -129,36 +129,48 @@ export function createTracker(deps: TrackerDeps): Tracker {
     }
   }
 
+  // Every transition is a compare-and-set on the state this turn read: should two processes
+  // ever track at once (a turn outliving the leader lease), only one records it and its events.
   async function settleConfirmed(conf: StampTxRow, versions: StampTxRow[], at: { height: number; hash: Buffer }, tip: Tip): Promise<void> {
-    await db.transaction().execute(async (trx) => {
-      if (conf.status === 'confirmed') await appendStampEvents(trx, 'stamp.unconfirmed', conf.txid, null, 0);
-      await trx
+    const done = await db.transaction().execute(async (trx) => {
+      const moved = await trx
         .updateTable('stamp_txs')
         .set({ status: 'confirmed', confirmed_height: at.height, confirmed_hash: at.hash, last_error: null })
         .where('txid', '=', conf.txid)
-        .execute();
+        .where('status', '=', conf.status)
+        .where((eb) => (conf.confirmed_hash ? eb('confirmed_hash', '=', conf.confirmed_hash) : eb('confirmed_hash', 'is', null)))
+        .returning('txid')
+        .executeTakeFirst();
+      if (!moved) return false;
+      if (conf.status === 'confirmed') await appendStampEvents(trx, 'stamp.unconfirmed', conf.txid, null, 0);
       const losers = versions.filter((v) => v !== conf && (v.status === 'signed' || v.status === 'broadcast')).map((v) => v.txid);
       if (losers.length > 0) {
-        await trx.updateTable('stamp_txs').set({ status: 'replaced' }).where('txid', 'in', losers).execute();
+        await trx.updateTable('stamp_txs').set({ status: 'replaced' }).where('txid', 'in', losers).where('status', 'in', ['signed', 'broadcast']).execute();
         const children = (await Promise.all(losers.map((l) => liveChildren(trx, l)))).flat();
         if (children.length > 0) await abandonTxs(trx, children);
         await pruneFamilyLocks(trx, conf.family);
       }
       await repointStamps(trx, conf.txid);
       await appendStampEvents(trx, 'stamp.confirmed', conf.txid, at, tip.height - at.height + 1);
+      return true;
     });
-    log.info({ txid: hashToHex(conf.txid), height: at.height }, 'stamp transaction confirmed');
+    if (done) log.info({ txid: hashToHex(conf.txid), height: at.height }, 'stamp transaction confirmed');
   }
 
   async function unconfirm(was: StampTxRow, tip: Tip): Promise<void> {
-    await db.transaction().execute(async (trx) => {
-      await trx
+    const done = await db.transaction().execute(async (trx) => {
+      const moved = await trx
         .updateTable('stamp_txs')
         .set({ status: 'broadcast', confirmed_height: null, confirmed_hash: null, broadcast_height: tip.height, last_broadcast_at: null })
         .where('txid', '=', was.txid)
-        .execute();
-      await appendStampEvents(trx, 'stamp.unconfirmed', was.txid, null, 0);
+        .where('status', '=', 'confirmed')
+        .where('confirmed_hash', '=', was.confirmed_hash!)
+        .returning('txid')
+        .executeTakeFirst();
+      if (moved) await appendStampEvents(trx, 'stamp.unconfirmed', was.txid, null, 0);
+      return moved !== undefined;
     });
+    if (!done) return;
     log.warn({ txid: hashToHex(was.txid), height: was.confirmed_height }, 'stamp transaction left the main chain (reorg)');
     Object.assign(was, { status: 'broadcast', broadcast_height: tip.height, last_broadcast_at: null, confirmed_height: null, confirmed_hash: null });
   }
