@@ -3,7 +3,8 @@
  * clients do not share its event loop): the streams role (relay + WebSocket stream on its own
  * port), the delivery workers, and with `devnode: true` a devnode and the indexer following it.
  * Production defaults except loopback hooks. Prints one JSON line `{port, rpcUrl, address}`.
- * Usage: `node --import tsx bench/events-server.ts '{"databaseUrl", "redisUrl", "devnode"}'`.
+ * Usage: `node --import tsx bench/events-server.ts '{"databaseUrl", "redisUrl", "devnode", "workerOnly"?}'`
+ * (`workerOnly`: delivery workers alone, an extra worker process).
  */
 import { createDb } from '../src/db/connect.js';
 import { createLogger } from '../src/log.js';
@@ -12,7 +13,7 @@ import { startStreams, startWorker } from '../streams/main.js';
 import { startDevnode } from '../src/devnode/index.js';
 import { startIndexer } from '../indexer/main.js';
 
-type Args = { databaseUrl: string; redisUrl: string; devnode: boolean };
+type Args = { databaseUrl: string; redisUrl: string; devnode: boolean; workerOnly?: boolean };
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 
 // BLOCKWIRE_* tunables from the environment apply (e.g. BLOCKWIRE_WEBHOOK_CONCURRENCY).
@@ -27,8 +28,8 @@ if (args.devnode) {
   address = node.wallet.newAddress('p2wpkh').address!;
   await startIndexer({ config, log, db, databaseUrl: args.databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl });
 }
-const streams = await startStreams({ config, log, db, redisUrl: args.redisUrl });
+const streams = args.workerOnly ? undefined : await startStreams({ config, log, db, redisUrl: args.redisUrl });
 await startWorker({ config, log, db, redisUrl: args.redisUrl });
 // SIGTERM exits at once (and lets --cpu-prof write its profile).
 process.on('SIGTERM', () => process.exit(0));
-process.stdout.write(`${JSON.stringify({ port: streams.port, rpcUrl, address })}\n`);
+process.stdout.write(`${JSON.stringify({ port: streams?.port ?? null, rpcUrl, address })}\n`);

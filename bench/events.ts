@@ -9,7 +9,7 @@
  * 4. webhook deliveries/s: W events for one address whose subscription pushes to a local
  *    receiver answering 200 (signed POSTs through BullMQ, delivery log in PostgreSQL).
  * Run: `node --import tsx bench/events.ts [--clients N] [--blocks B] [--events E]
- * [--stream-clients C] [--webhooks W] [--no-devnode]` (DATABASE_URL / REDIS_URL optional:
+ * [--stream-clients C] [--webhooks W] [--worker-processes P] [--no-devnode]` (DATABASE_URL / REDIS_URL optional:
  * an ephemeral PostgreSQL and a redis-server are started otherwise).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,6 +43,7 @@ const { values: opts } = parseArgs({
     'stream-clients': { type: 'string', default: '10' },
     webhooks: { type: 'string', default: '20000' },
     'no-devnode': { type: 'boolean', default: false },
+    'worker-processes': { type: 'string', default: '1' },
   },
 });
 const CLIENTS = Number(opts.clients);
@@ -50,6 +51,7 @@ const BLOCKS = Number(opts.blocks);
 const EVENTS = Number(opts.events);
 const STREAM_CLIENTS = Number(opts['stream-clients']);
 const WEBHOOKS = Number(opts.webhooks);
+const WORKER_PROCESSES = Number(opts['worker-processes']);
 
 /** CPU ms (user + system) of a process from /proc, 0 when it is gone. */
 function cpuMs(pid: number): number {
@@ -175,6 +177,7 @@ async function main(): Promise<void> {
   const scratch = await mkdtemp(join(tmpdir(), 'bench-events-'));
   const started: { stop(): Promise<void> }[] = [];
   let server: ChildProcess | undefined;
+  const extras: ChildProcess[] = [];
   const clients: Client[] = [];
   let dbUrl = process.env.DATABASE_URL;
   let redisUrl = process.env.REDIS_URL;
@@ -199,21 +202,32 @@ async function main(): Promise<void> {
     await migrateToLatest(db);
 
     const devnode = !opts['no-devnode'];
-    server = spawn(process.execPath, [...(process.env.BENCH_SERVER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_PROF}`] : []), '--import', 'tsx', 'bench/events-server.ts', JSON.stringify({ databaseUrl: dbUrl, redisUrl, devnode })], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const info = await new Promise<{ port: number; rpcUrl: string | null; address: string | null }>((resolve, reject) => {
-      let buf = '';
-      server!.stdout!.on('data', (d: Buffer) => {
-        buf += d.toString();
-        const line = buf.split('\n').find((l) => l.startsWith('{'));
-        if (line) resolve(JSON.parse(line));
+    const spawnServer = (args: Record<string, unknown>) => {
+      const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_PROF}`] : []), '--import', 'tsx', 'bench/events-server.ts', JSON.stringify({ databaseUrl: dbUrl, redisUrl, ...args })], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const ready = new Promise<{ port: number; rpcUrl: string | null; address: string | null }>((resolve, reject) => {
+        let buf = '';
+        child.stdout!.on('data', (d: Buffer) => {
+          buf += d.toString();
+          const line = buf.split('\n').find((l) => l.startsWith('{'));
+          if (line) resolve(JSON.parse(line));
+        });
+        child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
       });
-      server!.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
-    });
+      return { child, ready };
+    };
+    const main = spawnServer({ devnode });
+    server = main.child;
+    const info = await main.ready;
+    for (let i = 1; i < WORKER_PROCESSES; i++) {
+      const extra = spawnServer({ devnode: false, workerOnly: true });
+      extras.push(extra.child);
+      await extra.ready;
+    }
     const url = `ws://127.0.0.1:${info.port}/v1/stream`;
     const redisPort = new URL(redisUrl).port;
     const meter = () =>
       cpuMeter({
-        server: () => [server!.pid!],
+        server: () => [server!.pid!, ...extras.map((e) => e.pid!)],
         bench: () => [process.pid],
         redis: () => processTree('redis-server', `:${redisPort}`),
         postgres: () => processTree('postgres', pgDir),
@@ -318,7 +332,7 @@ async function main(): Promise<void> {
     await hooksDone;
     const took4 = performance.now() - t4;
     const cpu4 = m4();
-    results.push(`| webhook deliveries to a local receiver | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)} |`);
+    results.push(`| webhook deliveries to a local receiver (${WORKER_PROCESSES} worker process${WORKER_PROCESSES > 1 ? 'es' : ''}) | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)} |`);
 
     const [l1, l5] = readFileSync('/proc/loadavg', 'utf8').split(' ');
     process.stdout.write(
@@ -337,6 +351,7 @@ async function main(): Promise<void> {
     );
   } finally {
     for (const c of clients) c.ws.terminate();
+    for (const e of extras) if (e.exitCode === null) e.kill('SIGKILL');
     if (server && server.exitCode === null) {
       const exited = new Promise((r) => server!.once('exit', r));
       server.kill('SIGTERM');
