@@ -15,10 +15,9 @@ import {
   getBalanceExclusions,
   getBalanceParts,
   getTxidsByNum,
-  listConfirmedUnspent,
   listHistoryChunks,
   listHistoryStart,
-  listMempoolUnspent,
+  listUnspentPage,
 } from '../../db/queries/api-address.js';
 import { hashToHex } from '../../bitcoin/hash.js';
 import { addressToScript } from '../address-codec.js';
@@ -187,19 +186,14 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'u');
       assertNotSyncing(deps);
       const want = q.limit + 1;
-      const tipP = getIndexTip(deps.db);
-      type Item = { txid: Buffer; vout: number; value: bigint; script: Buffer; txNum?: bigint; firstSeenUs?: bigint };
-      const items: Item[] = [];
-      if (q.min_conf === 0 && (!cursor || cursor.phase === 'm')) {
-        items.push(...(await listMempoolUnspent(deps.db, addrKey, cursor?.phase === 'm' ? cursor : undefined, want)));
-      }
-      const tip = (await tipP).height;
-      if (items.length < want) {
-        let before = cursor?.phase === 'c' ? { txNum: cursor.txNum, vout: cursor.vout } : { txNum: MAX_TX_NUM, vout: 0 };
-        const bound = confBound(tip, q.min_conf);
-        if (bound < before.txNum) before = { txNum: bound, vout: 0 };
-        for (const r of await listConfirmedUnspent(deps.db, addrKey, before, want - items.length)) items.push({ ...r, txNum: r.tx_num });
-      }
+      const page = await listUnspentPage(deps.db, addrKey, {
+        mempoolAfter: q.min_conf === 0 && (!cursor || cursor.phase === 'm') ? (cursor?.phase === 'm' ? cursor : undefined) : null,
+        before: cursor?.phase === 'c' ? { txNum: cursor.txNum, vout: cursor.vout } : { txNum: MAX_TX_NUM, vout: 0 },
+        minConf: q.min_conf,
+        limit: want,
+      });
+      const tip = page.tipHeight;
+      const items = [...page.mempool, ...page.confirmed].slice(0, want);
       const next = cutPage(items, q.limit, (last) =>
         last.txNum !== undefined ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout } : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout },
       );

@@ -113,35 +113,54 @@ export async function getTxidsByNum(db: Kysely<Database>, nums: readonly bigint[
   return out;
 }
 
-export type MempoolUnspentRow = { txid: Buffer; vout: number; value: bigint; script: Buffer; firstSeenUs: bigint };
-
-/** Unspent outputs of mempool transactions paying the address, newest first, after `after`. */
-export async function listMempoolUnspent(db: Kysely<Database>, addrKey: string, after: MempoolCursor | undefined, limit: number): Promise<MempoolUnspentRow[]> {
-  const r = await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer; fs: bigint }>`
-    SELECT o.txid, o.vout, o.value, o.script, ${FIRST_SEEN_US} AS fs
-    FROM mempool_outputs o JOIN mempool_txs mt ON mt.txid = o.txid
-    WHERE o.addr_key = ${addrKey}
-      AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = o.txid AND s.prev_vout = o.vout)
-      ${after ? sql`AND (${FIRST_SEEN_US}, o.txid, o.vout) < (${after.firstSeenUs}, ${after.txid}, ${after.vout ?? 2147483647})` : sql``}
-    ORDER BY fs DESC, o.txid DESC, o.vout DESC
-    LIMIT ${limit}`.execute(db);
-  return r.rows.map((row) => ({ txid: row.txid, vout: row.vout, value: row.value, script: row.script, firstSeenUs: row.fs }));
-}
-
-export type UnspentRow = { txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer };
+export type UnspentRow = { txid: Buffer; vout: number; value: bigint; script: Buffer; txNum?: bigint; firstSeenUs?: bigint };
 
 /**
- * Confirmed unspent outputs of the address not spent by a mempool transaction, ordered by
- * (tx_num, vout) descending, strictly below `before` (exclusive keyset bound).
+ * One page of an address's unspent outputs in one round trip: the mempool part (outputs of
+ * mempool transactions paying it, newest first, after `mempoolAfter`; skipped when null), then
+ * confirmed outputs below the keyset bound `before` (tx_num, vout descending) with at least
+ * `minConf` confirmations, both left out when a mempool transaction spends them; and the tip
+ * height. Each part returns at most `limit` rows.
  */
-export async function listConfirmedUnspent(db: Kysely<Database>, addrKey: string, before: { txNum: bigint; vout: number }, limit: number): Promise<UnspentRow[]> {
-  const r = await sql<UnspentRow>`
-    SELECT u.txid, u.vout, u.tx_num, u.value, u.script
-    FROM utxos u
-    WHERE u.addr_key = ${addrKey}
-      AND (u.tx_num, u.vout) < (${before.txNum}, ${before.vout})
-      AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
-    ORDER BY u.tx_num DESC, u.vout DESC
-    LIMIT ${limit}`.execute(db);
-  return r.rows;
+export async function listUnspentPage(
+  db: Kysely<Database>,
+  addrKey: string,
+  opts: { mempoolAfter: MempoolCursor | undefined | null; before: { txNum: bigint; vout: number }; minConf: number; limit: number },
+): Promise<{ mempool: UnspentRow[]; confirmed: UnspentRow[]; tipHeight: number }> {
+  const { mempoolAfter: after, before, minConf, limit } = opts;
+  const mempoolPart =
+    after === null
+      ? sql``
+      : sql`(SELECT 0 AS part, o.txid, o.vout, o.value, o.script, NULL::int8 AS tx_num, ${FIRST_SEEN_US} AS fs
+           FROM mempool_outputs o JOIN mempool_txs mt ON mt.txid = o.txid
+          WHERE o.addr_key = ${addrKey}
+            AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = o.txid AND s.prev_vout = o.vout)
+            ${after ? sql`AND (${FIRST_SEEN_US}, o.txid, o.vout) < (${after.firstSeenUs}, ${after.txid}, ${after.vout ?? 2147483647})` : sql``}
+          ORDER BY fs DESC, o.txid DESC, o.vout DESC
+          LIMIT ${limit})
+         UNION ALL`;
+  const r = await sql<{ part: number; txid: Buffer; vout: number; value: bigint; script: Buffer; tx_num: bigint | null; fs: bigint | null }>`
+    ${mempoolPart}
+    (SELECT 1 AS part, u.txid, u.vout, u.value, u.script, u.tx_num, NULL::int8 AS fs
+       FROM utxos u
+      WHERE u.addr_key = ${addrKey}
+        AND (u.tx_num, u.vout) < (${before.txNum}, ${before.vout})
+        ${minConf > 1 ? sql`AND u.tx_num < (((SELECT height FROM chain_tip WHERE id = 1) - ${minConf} + 2)::int8 << 20)` : sql``}
+        AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
+      ORDER BY u.tx_num DESC, u.vout DESC
+      LIMIT ${limit})
+    UNION ALL
+    -- the tip height rides in the vout column of a row of its own
+    (SELECT 2, NULL, height, NULL, NULL, NULL, NULL FROM chain_tip WHERE id = 1)`.execute(db);
+  const mempool: UnspentRow[] = [];
+  const confirmed: UnspentRow[] = [];
+  let tipHeight = -1;
+  for (const x of r.rows) {
+    if (x.part === 2) tipHeight = x.vout;
+    else if (x.part === 0) mempool.push({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, firstSeenUs: x.fs! });
+    else confirmed.push({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, txNum: x.tx_num! });
+  }
+  mempool.sort((a, b) => (a.firstSeenUs === b.firstSeenUs ? Buffer.compare(b.txid, a.txid) || b.vout - a.vout : a.firstSeenUs! < b.firstSeenUs! ? 1 : -1));
+  confirmed.sort((a, b) => (a.txNum === b.txNum ? b.vout - a.vout : a.txNum! < b.txNum! ? 1 : -1));
+  return { mempool, confirmed, tipHeight };
 }

@@ -105,5 +105,9 @@ describe('paging across chunks', () => {
     // tip 41: min_conf=3 keeps heights ≤ 39.
     const seen = await walk(h, `/v1/addresses/${C}/history?limit=10000&min_conf=3`);
     expect(seen).toEqual([...nums].filter((n) => n < txNum(40, 0)).reverse().map(display));
+    const unspent = (await walk(h, `/v1/addresses/${C}/unspentoutputs?limit=1000&min_conf=3`)) as { transaction_hash: string; confirmations: number }[];
+    expect(unspent.length).toBe(nums.filter((n) => n < txNum(40, 0)).length * 2);
+    expect(Math.min(...unspent.map((u) => u.confirmations))).toBe(3);
+    expect((await h.get(`/v1/addresses/${C}/unspentoutputs?min_conf=100`)).json()).toEqual([]);
   });
 });
