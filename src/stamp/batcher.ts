@@ -132,7 +132,8 @@ export function createBatcher(deps: BatcherDeps): Batcher {
         pool.sort((a, b) => a.depth - b.depth || (a.value > b.value ? -1 : a.value < b.value ? 1 : 0));
         return { built, stamps };
       } catch (err) {
-        if (err instanceof InsufficientFundsError) return null;
+        // Too little money, or more fee than STAMP_MAX_TX_FEE: the caller tries fewer stamps.
+        if (err instanceof InsufficientFundsError || (err instanceof FeeTooHighError && stamps.length > 1)) return null;
         throw err;
       }
     }
@@ -156,19 +157,23 @@ export function createBatcher(deps: BatcherDeps): Batcher {
       const fresh = new Set<string>();
       const funded: Funded[] = [];
       const unfunded: ClaimedStamp[] = [];
-      for (let i = 0; i < claimed.length; i += fee.perTx) {
-        const group = claimed.slice(i, i + fee.perTx);
-        if (unfunded.length > 0) {
-          unfunded.push(...group);
-          continue;
+      // One transaction per `perTx` stamps; when coins or STAMP_MAX_TX_FEE do not allow that
+      // many, halve the size and go on: as many stamps as can be paid for.
+      let i = 0;
+      let size = fee.perTx;
+      while (i < claimed.length) {
+        const group = claimed.slice(i, i + size);
+        const f = await fund(owner, pool, fresh, leased, group, fee);
+        if (f) {
+          funded.push(f);
+          i += group.length;
+        } else if (group.length > 1) {
+          size = Math.floor(group.length / 2);
+        } else {
+          break;
         }
-        // Too little money for the whole group: as many stamps as the coins pay for.
-        let size = group.length;
-        let f: Funded | null = null;
-        while (size >= 1 && !(f = await fund(owner, pool, fresh, leased, group.slice(0, size), fee))) size = size > 1 ? Math.floor(size / 2) : 0;
-        if (f) funded.push(f);
-        unfunded.push(...group.slice(f ? size : 0));
       }
+      unfunded.push(...claimed.slice(i));
       const built = funded.map((f) => f.built);
       const t2 = Date.now();
       await phase('reserved', built);

@@ -118,6 +118,22 @@ describe('stamping on the devnode', () => {
     expect((await h.get(ids[99]!)).json().confirmations).toBe(3);
   });
 
+  it('STAMP_MAX_TX_FEE splits a large batch into several transactions, none paying more', async () => {
+    await h.startStamper({ config: { ...h.config, stampMaxTxFee: 3000 } });
+    try {
+      const before = new Set((await storedTxs()).map((t) => t.txid.toString('hex')));
+      const answers = await Promise.all(Array.from({ length: 60 }, () => h.post(randomHash())));
+      for (const a of answers) expect(a.statusCode, a.body).toBe(200);
+      const fresh = (await storedTxs()).filter((t) => !before.has(t.txid.toString('hex')));
+      expect(fresh.length).toBeGreaterThan(1);
+      for (const t of fresh) expect(t.fee).toBeLessThanOrEqual(3000n);
+      expect(new Set(answers.map((a) => (a.json().stampid as string).split('-')[0])).size).toBe(fresh.length);
+    } finally {
+      await h.startStamper();
+    }
+    await h.mine(1);
+  });
+
   it('two stampers on one database (two processes) never spend the same coin', async () => {
     const second = await startStamper({ db: h.t.db, log: h.log, config: h.config, network: 'regtest', node: h.rpc });
     const app2 = await buildApi({ db: h.t.db, log: h.log, network: 'regtest', stamps: second.service });
