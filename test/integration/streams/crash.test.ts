@@ -16,11 +16,11 @@ import { startStreams, startWorker, type StreamsHandle } from '../../../streams/
 import { createDeliveryQueues } from '../../../streams/queues.js';
 import { upsertDeliveries } from '../../../src/db/queries/tenancy-deliveries.js';
 import { readStreamState } from '../../../streams/outbox.js';
+import { crashSeed, seededRandom } from '../../support/chain-crash.js';
 import {
   createStreamsFixture,
   insertEvents,
   newAddress,
-  seededRandom,
   spawnRole,
   startReceiver,
   txEvents,
@@ -65,9 +65,7 @@ describe('crashes', () => {
   });
 
   it('loses no event when the relay+worker process is killed -9 at random points', async () => {
-    const seed = Number(process.env.STREAMS_CRASH_SEED ?? Date.now() % 1_000_000);
-    console.info(`crash schedule seed ${seed} (STREAMS_CRASH_SEED=${seed} replays it)`);
-    const rnd = seededRandom(seed);
+    const rnd = seededRandom(crashSeed('streams relay crash schedule'));
     const k = await f.newKey();
     const addr = newAddress();
     const hook = await f.httpHook(k.id, receiver.url);
