@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createHash } from 'node:crypto';
@@ -93,6 +93,7 @@ async function main() {
     const payTxids = Array.from({ length: PAYMENTS }, (_, i) => hashToHex(sha(`pay-${i}`)));
     const payH = HOT_TXS / PER_BLOCK + 1;
     const key = (await createApiKey(db, { name: 'bench', rateLimit: 2_000_000_000 })).key;
+    process.stdout.write(`load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} (2 cores)\n`);
     process.stdout.write(`index ${built ? 'reused' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s: hot address ${hotAddress} with ${HOT_TXS} txs, ${ADDRESSES} addresses, ${PAYMENTS} payments\n`);
     await measure(db, dbUrl, redisUrl, key, addresses, payTxids, payH);
   } finally {
