@@ -16,6 +16,19 @@ if ! command -v redis-server >/dev/null 2>&1 && [ ! -x /usr/bin/redis-server ]; 
   fi
 fi
 
+# docker-compose (Debian's, v1 syntax checker of the Compose Specification): the tests validate
+# compose.yaml with it (scripts/validate-compose.sh); no Docker engine is needed for that.
+if ! command -v docker-compose >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing docker-compose with apt-get (compose.yaml validation)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends docker-compose >/dev/null
+  else
+    echo "setup: docker-compose is missing; install it (apt-get install docker-compose) to validate compose.yaml" >&2
+  fi
+fi
+
 node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<20||(a===20&&b<19)) { console.error("setup: Node >= 20.19 required, found "+process.versions.node); process.exit(1) }'
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

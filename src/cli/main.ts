@@ -3,6 +3,8 @@
  * `blockwire decode` never pays for loading Postgres or ZMQ.
  * @module
  */
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 
 /** A subcommand: receives its own arguments (after the name), returns the exit code. */
 export type Command = {
@@ -41,4 +43,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   const mod = await command.load();
   return mod.run(rest);
+}
+
+// Run directly (`node dist/src/cli/main.js …`, as the image does) rather than imported by
+// bin/blockwire.js or a test: this module is then the process's entrypoint.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  process.exitCode = await main(process.argv.slice(2));
 }

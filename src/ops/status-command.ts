@@ -42,7 +42,7 @@ export function assessHealth(s: DeploymentState, t: Thresholds): Verdict {
     else if (hb.ageSeconds > t.maxHeartbeatAgeSeconds) problems.push(`the indexer's last heartbeat is ${Math.round(hb.ageSeconds)} s old (pid ${hb.pid} on ${hb.host}): is it running?`);
     if (hb.nodeHeight === null) problems.push(`the indexer cannot reach the node${hb.lastError ? `: ${hb.lastError}` : ''}`);
     else {
-      const lag = hb.nodeHeight - s.index.height;
+      const lag = Math.max(0, hb.nodeHeight - s.index.height);
       if (lag > t.maxLag) problems.push(`the index is ${lag} blocks behind the node (more than ${t.maxLag})`);
     }
     if (hb.lastError && hb.nodeHeight !== null) warnings.push(`indexer's last error: ${hb.lastError}`);
@@ -74,7 +74,7 @@ export function formatStatus(s: DeploymentState, v: Verdict, now = new Date()): 
     hb
       ? `node tip      ${hb.nodeHeight ?? 'unreachable'}${hb.nodeHash ? `  ${hb.nodeHash}` : ''}  (indexer ${hb.mode}, pid ${hb.pid} on ${hb.host}, heartbeat ${ago(hb.ageSeconds)})`
       : 'node tip      unknown  (no indexer heartbeat)',
-    `lag           ${hb && hb.nodeHeight !== null ? `${hb.nodeHeight - s.index.height} blocks` : 'unknown'}`,
+    `lag           ${hb && hb.nodeHeight !== null ? `${Math.max(0, hb.nodeHeight - s.index.height)} blocks` : 'unknown'}`,
     `outbox        ${s.outbox.pending} events pending${s.outbox.pending ? `, oldest ${Math.round(s.outbox.oldestPendingSeconds)} s` : ''}  (relay cursor ${s.outbox.cursor}, newest event ${s.outbox.newest})`,
     `deliveries    ${s.deliveries.pending} pending, ${s.deliveries.failed24h} failed and ${s.deliveries.dead24h} dead in the last 24 h`,
     `stamps        ${s.stamps.queued} queued, ${s.stamps.unconfirmedTxs} transactions unconfirmed`,

@@ -1,0 +1,63 @@
+# syntax=docker/dockerfile:1
+# Blockwire: one image for every role. Compose (or any orchestrator) picks the command:
+#   blockwire start --role indexer | api | streams | worker | all
+#   blockwire migrate            (one-shot, before the roles start)
+#   blockwire status             (exit 0 healthy, 1 not)
+# Multi-stage: build (npm ci + tsc) → production dependencies (npm ci --omit=dev) → runtime
+# (non-root, no compiler, no sources): `node dist/src/cli/main.js <command>`.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# 1. Compile TypeScript with the full dependency tree.
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+# Native addons (zeromq, msgpackr-extract) ship prebuilt binaries for linux x64/arm64; the
+# toolchain is only a fallback for platforms without one.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY indexer ./indexer
+COPY streams ./streams
+COPY client ./client
+COPY migrations ./migrations
+RUN npx tsc -p tsconfig.build.json
+
+# 2. Production dependencies only.
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+# 3. Runtime: node, production node_modules, compiled JavaScript. Runs as the unprivileged
+# `node` user (uid 1000).
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    BLOCKWIRE_STREAM_PORT=3001 \
+    BLOCKWIRE_METRICS_PORT=9464 \
+    BLOCKWIRE_DATA_DIR=/data
+WORKDIR /app
+COPY --from=deps --chown=root:root /app/node_modules ./node_modules
+COPY --from=build --chown=root:root /app/dist ./dist
+COPY --chown=root:root package.json ./
+COPY --chown=root:root bin ./bin
+RUN mkdir -p /data && chown node:node /data \
+ && ln -s /app/bin/blockwire.js /usr/local/bin/blockwire
+USER node
+EXPOSE 3000 3001 9464
+# Every role answers GET /healthz on BLOCKWIRE_METRICS_PORT while it runs (503 once stopping).
+HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.BLOCKWIRE_METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# SIGTERM: graceful stop (the block being applied finishes, in-flight deliveries finish, the API
+# closes), exit 0; after SHUTDOWN_TIMEOUT_MS (30 s) it exits 1. Give the container longer than that.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "/app/dist/src/cli/main.js"]
+CMD ["start"]
