@@ -11,12 +11,13 @@ import { loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/connect.js';
 import { silentLogger } from '../../src/log.js';
 import { startIndexer } from '../../indexer/main.js';
+import { CHILD_APP } from './chain-crash.js';
 
 process.stdout.write(`${JSON.stringify({ loaded: true })}\n`);
 await new Promise<void>((resolve) => createInterface({ input: process.stdin }).once('line', () => resolve()));
 const config = loadConfig(process.env);
 const url = config.databaseUrl!;
-const db = createDb(url, { max: 4 });
+const db = createDb(url, { max: 4, applicationName: CHILD_APP });
 const ix = await startIndexer({ config, log: silentLogger(), db, databaseUrl: url });
 process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
 ix.done.catch((err: Error) => {

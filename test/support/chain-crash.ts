@@ -97,6 +97,10 @@ export async function startChild(env: Record<string, string>): Promise<Child> {
   return c;
 }
 
+/** application_name of the crash child's pool; its lock and bulk sessions have their own. */
+export const CHILD_APP = 'blockwire-crash-child';
+const CHILD_SESSIONS = [CHILD_APP, 'blockwire-indexer-lock', 'blockwire-indexer-bulk'];
+
 /** SIGKILL and wait for the exit. */
 export async function killChild(c: Child): Promise<void> {
   c.proc.kill('SIGKILL');
@@ -104,11 +108,38 @@ export async function killChild(c: Child): Promise<void> {
 }
 
 /**
+ * Waits until Postgres has no session of a killed child left: a backend finishes the statement
+ * it was running when its client died (a COMMIT it received still commits), so the index is
+ * only at rest once those sessions are gone.
+ */
+export async function waitChildSessionsGone(db: Kysely<Database>): Promise<void> {
+  for (let i = 0; ; i++) {
+    const r = await sql<{ n: string }>`
+      SELECT count(*)::text AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = ANY(${CHILD_SESSIONS}::text[])`.execute(db);
+    if (r.rows[0]!.n === '0') return;
+    if (i > 500) {
+      const left = await sql<{ application_name: string; state: string; wait_event: string | null; query: string }>`
+        SELECT application_name, state, wait_event, left(query, 120) AS query FROM pg_stat_activity WHERE datname = current_database()`.execute(db);
+      const { execFileSync } = await import('node:child_process');
+      const ps = execFileSync('ps', ['-o', 'pid,ppid,etime,args', '-C', 'node']).toString().split('\n').filter((l) => l.includes('crash-child'));
+      throw new Error(`sessions of a killed child are still open after 10 s: ${JSON.stringify(left.rows)}\n${ps.join('\n')}`);
+    }
+    await new Promise((res) => setTimeout(res, 20));
+  }
+}
+
+/**
  * Invariants of an index at a block boundary: the tip is the highest stored block, every block
  * has all its transactions, block events net to the stored chain, and (outside a bulk sync)
  * balances equal the sums of unspent outputs.
  */
-export async function checkBoundary(db: Kysely<Database>): Promise<{ height: number; bulk: boolean }> {
+export async function checkBoundary(db0: Kysely<Database>): Promise<{ height: number; bulk: boolean }> {
+  await waitChildSessionsGone(db0);
+  // One snapshot for every query below.
+  return db0.transaction().setIsolationLevel('repeatable read').execute((db) => boundaryIn(db));
+}
+
+async function boundaryIn(db: Kysely<Database>): Promise<{ height: number; bulk: boolean }> {
   const tip = (await sql<{ height: number; hash: Buffer | null }>`SELECT height, hash FROM chain_tip WHERE id = 1`.execute(db)).rows[0]!;
   const top = (await sql<{ height: number; hash: Buffer }>`SELECT height, hash FROM blocks ORDER BY height DESC LIMIT 1`.execute(db)).rows[0];
   const count = Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM blocks`.execute(db)).rows[0]!.n);
