@@ -105,77 +105,80 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
   const prefix = deps.redisPrefix ?? DEFAULT_REDIS_PREFIX;
   const channel = feedChannel(prefix);
 
-  const publisher = failFastRedis(deps.redisUrl, 'blockwire-relay');
-  await ready(publisher);
-  await assertRedisNoEviction(publisher, log);
-
-  let relay: Relay | undefined;
-  const queues = deps.relay === false ? undefined : createDeliveryQueues({ redisUrl: deps.redisUrl, prefix });
-  if (queues) {
-    relay = startRelay({
-      db,
-      publisher,
-      queues,
-      log,
-      settings: {
-        batchSize: config.relayBatchSize,
-        pollMs: config.relayPollMs,
-        standbyMs: 2000,
-        channel,
-        retentionMs: config.eventRetentionSeconds * 1000,
-        deliveryLogRetentionMs: config.deliveryLogDays * 86_400_000,
-        rescueAfterMs: config.deliveryRescueMs,
-        housekeepingMs: Math.min(30_000, config.deliveryRescueMs),
-      },
-    });
-  }
-
-  let feedPosition = () => 0n;
-  const hub = createStreamHub({
-    db,
-    log,
-    position: () => feedPosition(),
-    settings: { heartbeatMs: config.wsHeartbeatMs, maxBufferedBytes: config.wsMaxBufferedBytes, catchUpPage: 500, closeGraceMs: 5000 },
-  });
-  const subscriber = new Redis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: 'blockwire-stream-feed' });
-  subscriber.on('error', () => undefined);
-  const feed = await startFeed({ db, subscriber, channel, log, onBatch: (b) => hub.onBatch(b), checkMs: 2000 });
-  feedPosition = () => feed.position;
-
-  const wsServer = createStreamServer({ db, hub, log });
-  let own: Server | undefined;
-  let port: number | undefined;
-  if (deps.server) {
-    wsServer.attach(deps.server);
-  } else {
-    own = createServer((_req, res) => {
-      res.writeHead(426, { 'content-type': 'application/json; charset=utf-8', upgrade: 'websocket' });
-      res.end(JSON.stringify({ error_type: 'invalid_request', error_code: 'ERR_UPGRADE_REQUIRED', error_message: 'connect with a WebSocket client to /v1/stream', retry: false, error_cause: null }));
-    });
-    wsServer.attach(own);
-    await new Promise<void>((resolve, reject) => {
-      own!.once('error', reject);
-      own!.listen(config.streamPort, config.host, () => resolve());
-    });
-    port = (own.address() as AddressInfo).port;
-  }
-  log.info({ port, attached: Boolean(deps.server), relay: Boolean(relay) }, 'streams started');
-
-  return {
-    port,
-    relay,
-    stats: () => hub.stats(),
-    async stop() {
-      wsServer.close();
-      await relay?.stop();
-      await feed.stop();
-      await hub.close();
-      if (own) await new Promise<void>((r) => own!.close(() => r()));
-      await queues?.close();
-      publisher.disconnect();
-      subscriber.disconnect();
-    },
+  // Everything opened so far, closed in reverse by stop() — or at once if the start fails.
+  const undo: (() => Promise<void> | void)[] = [];
+  const stopAll = async () => {
+    for (const u of undo.reverse()) await u();
   };
+  try {
+    const publisher = failFastRedis(deps.redisUrl, 'blockwire-relay');
+    undo.push(() => publisher.disconnect());
+    await ready(publisher);
+    await assertRedisNoEviction(publisher, log);
+
+    let relay: Relay | undefined;
+    if (deps.relay !== false) {
+      const queues = createDeliveryQueues({ redisUrl: deps.redisUrl, prefix });
+      undo.push(() => queues.close());
+      const r = startRelay({
+        db,
+        publisher,
+        queues,
+        log,
+        settings: {
+          batchSize: config.relayBatchSize,
+          pollMs: config.relayPollMs,
+          standbyMs: 2000,
+          channel,
+          retentionMs: config.eventRetentionSeconds * 1000,
+          deliveryLogRetentionMs: config.deliveryLogDays * 86_400_000,
+          rescueAfterMs: config.deliveryRescueMs,
+          housekeepingMs: Math.min(30_000, config.deliveryRescueMs),
+        },
+      });
+      relay = r;
+      undo.push(() => r.stop());
+    }
+
+    let feedPosition = () => 0n;
+    const hub = createStreamHub({
+      db,
+      log,
+      position: () => feedPosition(),
+      settings: { heartbeatMs: config.wsHeartbeatMs, maxBufferedBytes: config.wsMaxBufferedBytes, catchUpPage: 500, closeGraceMs: 5000 },
+    });
+    undo.push(() => hub.close());
+    const subscriber = new Redis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: 'blockwire-stream-feed' });
+    subscriber.on('error', () => undefined);
+    undo.push(() => subscriber.disconnect());
+    const feed = await startFeed({ db, subscriber, channel, log, onBatch: (b) => hub.onBatch(b), checkMs: 2000 });
+    undo.push(() => feed.stop());
+    feedPosition = () => feed.position;
+
+    const wsServer = createStreamServer({ db, hub, log });
+    undo.push(() => wsServer.close());
+    let port: number | undefined;
+    if (deps.server) {
+      wsServer.attach(deps.server);
+    } else {
+      const own = createServer((_req, res) => {
+        res.writeHead(426, { 'content-type': 'application/json; charset=utf-8', upgrade: 'websocket' });
+        res.end(JSON.stringify({ error_type: 'invalid_request', error_code: 'ERR_UPGRADE_REQUIRED', error_message: 'connect with a WebSocket client to /v1/stream', retry: false, error_cause: null }));
+      });
+      wsServer.attach(own);
+      await new Promise<void>((resolve, reject) => {
+        own.once('error', reject);
+        own.listen(config.streamPort, config.host, () => resolve());
+      });
+      undo.push(() => new Promise<void>((r) => own.close(() => r())));
+      port = (own.address() as AddressInfo).port;
+    }
+    log.info({ port, attached: Boolean(deps.server), relay: Boolean(relay) }, 'streams started');
+    return { port, relay, stats: () => hub.stats(), stop: stopAll };
+  } catch (err) {
+    await stopAll().catch(() => undefined);
+    throw err;
+  }
 }
 
 /** Starts the webhook and SNS delivery workers. */
