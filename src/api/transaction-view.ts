@@ -104,7 +104,8 @@ async function readTransactionJson(db: Kysely<Database>, network: NetworkName, t
   const confirmed = await findConfirmedTx(db, txid);
   if (confirmed) {
     const ins = decodeIns(confirmed.ins);
-    const [prevTxs, spend] = await Promise.all([getTxsByNum(db, ins.map((i) => i.txNum)), getOutputSpendState(db, txid)]);
+    const prevTxs = await getTxsByNum(db, ins.map((i) => i.txNum));
+    const spend = { unspent: new Set(confirmed.unspent_vouts), mempoolSpent: new Set(confirmed.mempool_spent_vouts) };
     return buildJson(network, {
       txid,
       coinbase: txNumPosition(confirmed.tx_num) === 0,

@@ -49,13 +49,22 @@ export type ConfirmedTxRow = {
   block_hash: Buffer;
   block_time: number;
   tip_height: number;
+  /** Its outputs still unspent by any block (in `utxos`). */
+  unspent_vouts: number[];
+  /** Its outputs spent by a mempool transaction. */
+  mempool_spent_vouts: number[];
 };
 
-/** A confirmed transaction by txid, with its block's hash and time and the current tip height. */
+/**
+ * A confirmed transaction by txid, with its block's hash and time, the current tip height and
+ * the spend state of its outputs, in one round trip.
+ */
 export async function findConfirmedTx(db: Kysely<Database>, txid: Buffer): Promise<ConfirmedTxRow | undefined> {
   const r = await sql<ConfirmedTxRow>`
     SELECT t.tx_num, t.txid, t.outs, t.ins, t.first_seen, b.hash AS block_hash, b.time AS block_time,
-           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height
+           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height,
+           ARRAY(SELECT vout FROM utxos WHERE txid = t.txid) AS unspent_vouts,
+           ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts
     FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
     WHERE t.txid = ${txid}`.execute(db);
   return r.rows[0];
