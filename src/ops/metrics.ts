@@ -107,15 +107,22 @@ export function createMetrics(deps: MetricsDeps): Metrics {
         return null;
       })
       .finally(() => setTimeout(() => (pending = null), 0)));
-  const dbUp = new Gauge({ name: 'blockwire_database_up', help: '1 when Postgres answered the last scrape, 0 otherwise.', registers: [registry], collect: () => collectDeployment() });
-  const indexHeight = new Gauge({ name: 'blockwire_index_height', help: 'Height of the index tip (blocks applied).', registers: [registry] });
-  const nodeHeight = new Gauge({ name: 'blockwire_node_height', help: "Height of the node's best block, as last seen by the indexer.", registers: [registry] });
-  const lag = new Gauge({ name: 'blockwire_index_lag_blocks', help: 'Blocks the index is behind the node.', registers: [registry] });
-  const heartbeatAge = new Gauge({ name: 'blockwire_indexer_heartbeat_age_seconds', help: 'Seconds since the indexer last reported (stale: the indexer is down).', registers: [registry] });
-  const outboxPending = new Gauge({ name: 'blockwire_outbox_pending_events', help: 'Events in the outbox the relay has not delivered to streams and queues yet.', registers: [registry] });
-  const deliveries = new Gauge({ name: 'blockwire_deliveries', help: 'Webhook/SNS deliveries by status: pending now; failed and dead (dead-lettered) in the last 24 h.', labelNames: ['status'], registers: [registry] });
-  const stamps = new Gauge({ name: 'blockwire_stamps_queued', help: 'Stamps accepted and not yet placed in a signed transaction.', registers: [registry] });
-  const stampTxs = new Gauge({ name: 'blockwire_stamp_txs_unconfirmed', help: 'Stamp transactions signed or broadcast and not yet confirmed.', registers: [registry] });
+  // prom-client reads the metrics of a scrape concurrently: every gauge below waits for the
+  // same read (one query per scrape), then finds its value set.
+  let filling: Promise<void> | null = null;
+  const fill = (): Promise<void> =>
+    (filling ??= collectDeployment().finally(() => {
+      setTimeout(() => (filling = null), 0);
+    }));
+  const dbUp = new Gauge({ name: 'blockwire_database_up', help: '1 when Postgres answered the last scrape, 0 otherwise.', registers: [registry], collect: fill });
+  const indexHeight = new Gauge({ name: 'blockwire_index_height', help: 'Height of the index tip (blocks applied).', registers: [registry], collect: fill });
+  const nodeHeight = new Gauge({ name: 'blockwire_node_height', help: "Height of the node's best block, as last seen by the indexer.", registers: [registry], collect: fill });
+  const lag = new Gauge({ name: 'blockwire_index_lag_blocks', help: 'Blocks the index is behind the node.', registers: [registry], collect: fill });
+  const heartbeatAge = new Gauge({ name: 'blockwire_indexer_heartbeat_age_seconds', help: 'Seconds since the indexer last reported (stale: the indexer is down).', registers: [registry], collect: fill });
+  const outboxPending = new Gauge({ name: 'blockwire_outbox_pending_events', help: 'Events in the outbox the relay has not delivered to streams and queues yet.', registers: [registry], collect: fill });
+  const deliveries = new Gauge({ name: 'blockwire_deliveries', help: 'Webhook/SNS deliveries by status: pending now; failed and dead (dead-lettered) in the last 24 h.', labelNames: ['status'], registers: [registry], collect: fill });
+  const stamps = new Gauge({ name: 'blockwire_stamps_queued', help: 'Stamps accepted and not yet placed in a signed transaction.', registers: [registry], collect: fill });
+  const stampTxs = new Gauge({ name: 'blockwire_stamp_txs_unconfirmed', help: 'Stamp transactions signed or broadcast and not yet confirmed.', registers: [registry], collect: fill });
 
   // The collect of the first gauge fills all of them (prom-client calls collect per metric).
   async function collectDeployment(): Promise<void> {

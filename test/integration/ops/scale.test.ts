@@ -1,0 +1,159 @@
+/**
+ * docs/scaling.md "Tested on one machine": one indexer, two api, two streams and two worker
+ * processes — real `blockwire start --role …` children — sharing one PostgreSQL and one Redis,
+ * on the devnode. A hook is created through one API process and the subscription through the
+ * other; payments to the address are mined through their confirmations. Every WebSocket client
+ * (two on each streams process) gets every event of the subscription exactly once and in order,
+ * the webhook receiver gets each delivery exactly once, and exactly one relay is active.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
+import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
+import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { createApiKey } from '../../../src/auth/keys.js';
+import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { Key } from '../../../client/keys.js';
+import { portOf, spawnBlockwire, type BlockwireProcess } from './processes.js';
+
+type StreamEvent = { id: number; type: string; subscription_id: string; transaction_hash?: string };
+
+let devnode: Devnode;
+let db: TestDatabase;
+let receiver: Server;
+const received: { webhookId: string; body: StreamEvent }[] = [];
+const procs: BlockwireProcess[] = [];
+
+async function api(port: number, key: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { apiKey: key, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('several api, streams and worker processes on one Postgres and one Redis', () => {
+  beforeAll(async () => {
+    devnode = await startDevnode({ initialBlocks: 101 });
+    db = await createMigratedDatabase('scale');
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += String(d)));
+      req.on('end', () => {
+        received.push({ webhookId: String(req.headers['webhook-id']), body: JSON.parse(body) as StreamEvent });
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(procs.map((p) => p.stop()));
+    await new Promise<void>((r) => receiver?.close(() => r()));
+    await devnode?.stop();
+    await db?.drop();
+  }, 120_000);
+
+  it('delivers every event to every stream client exactly once and every webhook once', async () => {
+    const env = {
+      DATABASE_URL: db.url,
+      REDIS_URL: inject('redisUrl'),
+      BLOCKWIRE_REDIS_PREFIX: uniqueRedisPrefix('scale'),
+      BITCOIND_RPC_URL: devnode.rpcUrl,
+      BITCOIND_ZMQ_URL: devnode.zmqUrl,
+      BITCOIN_NETWORK: 'regtest',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      BLOCKWIRE_STREAM_PORT: '0',
+      BLOCKWIRE_METRICS_PORT: '0',
+      BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1',
+      POLL_INTERVAL_MS: '200',
+      BLOCKWIRE_RELAY_POLL_MS: '20',
+    };
+    const roles = ['indexer', 'api', 'api', 'streams', 'streams', 'worker', 'worker'];
+    for (const [i, role] of roles.entries()) procs.push(spawnBlockwire(`${role}-${i}`, ['start', '--role', role], env));
+    const byRole = (r: string) => procs.filter((p) => p.name.startsWith(`${r}-`));
+    const apiPorts = await Promise.all(byRole('api').map(async (p) => portOf(await p.waitForLog('api listening'))));
+    const streamPorts = await Promise.all(byRole('streams').map(async (p) => portOf(await p.waitForLog('streams started'))));
+    await Promise.all(byRole('worker').map((p) => p.waitForLog('delivery workers started')));
+    await byRole('indexer')[0]!.waitForLog('indexer started');
+    const opsPorts = await Promise.all(procs.map(async (p) => portOf(await p.waitForLog('operations listener (/metrics, /healthz)'))));
+
+    const key = (await createApiKey(db.db, { name: 'scale' })).key;
+    const address = Key.random('regtest').address('p2wpkh');
+    const hook = await api(apiPorts[0]!, key, 'POST', '/v1/hooks', { type: 'http', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` });
+    const sub = await api(apiPorts[1]!, key, 'POST', '/v1/subscriptions', { address, action: hook.id, confirmations: 3 });
+
+    // Two clients on each streams process, replaying from the start.
+    const clients = streamPorts.flatMap((port) =>
+      [0, 1].map(() => {
+        const events: StreamEvent[] = [];
+        const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/stream?after=0`, { headers: { apiKey: key } });
+        ws.on('message', (m: Buffer) => {
+          const msg = JSON.parse(String(m)) as StreamEvent;
+          if (typeof msg.id === 'number' && msg.subscription_id) events.push(msg);
+        });
+        return { ws, events, open: new Promise<void>((resolve, reject) => (ws.once('open', () => resolve()), ws.once('error', reject))) };
+      }),
+    );
+    await Promise.all(clients.map((c) => c.open));
+
+    // Three payments, each seen unconfirmed first, one block between the first two, then
+    // blocks through the confirmations.
+    const unconfirmed = () => clients[0]!.events.filter((e) => e.type === 'tx.unconfirmed').length;
+    const pay = async (sats: bigint) => {
+      const before = unconfirmed();
+      await devnode.wallet.send(address, sats);
+      await until('the payment in the mempool index', () => unconfirmed() > before);
+    };
+    await pay(50_000n);
+    await devnode.mine(1);
+    await pay(60_000n);
+    await pay(70_000n);
+    for (let i = 0; i < 4; i++) await devnode.mine(1);
+    await until('the index to reach the node', async () => (await getIndexTip(db.db)).height === devnode.tip().height);
+
+    // The truth: the deliveries the relay recorded for the subscription (one row per event).
+    const expected = async () =>
+      (await db.db.selectFrom('deliveries').select(['event_id', 'status']).where('subscription_id', '=', String(sub.id)).orderBy('event_id').execute());
+    await until('every delivery to be delivered', async () => {
+      const rows = await expected();
+      return rows.length > 0 && rows.every((r) => r.status === 'delivered') && clients.every((c) => c.events.length >= rows.length);
+    });
+    // Anything late (a duplicate) would arrive now.
+    await new Promise((r) => setTimeout(r, 1000));
+    const ids = (await expected()).map((r) => Number(r.event_id));
+    const types = new Set(clients[0]!.events.map((e) => e.type));
+    for (const t of ['tx.unconfirmed', 'tx.confirmed', 'tx.confirmations']) expect(types).toContain(t);
+    expect(ids.length).toBeGreaterThanOrEqual(3 * 4);
+
+    for (const [i, c] of clients.entries()) expect(c.events.map((e) => e.id), `stream client ${i}`).toEqual(ids);
+    const webhookIds = received.map((r) => r.webhookId);
+    expect(new Set(webhookIds).size, 'no webhook delivered twice').toBe(webhookIds.length);
+    expect(received.map((r) => r.body.id).sort((a, b) => a - b)).toEqual(ids);
+
+    // Exactly one relay holds the lock; both workers and both API processes took part.
+    const metrics = await Promise.all(opsPorts.map(async (port) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text()));
+    const value = (text: string, re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
+    expect(metrics.map((m) => value(m, /^blockwire_relay_active (\d+)/m)).reduce((a, b) => a + b, 0)).toBe(1);
+    const completed = metrics.map((m) => value(m, /^blockwire_worker_deliveries_total\{transport="http",outcome="completed"\} (\d+)/m));
+    expect(completed.reduce((a, b) => a + b, 0)).toBe(ids.length);
+    for (const m of metrics) expect(value(m, /^blockwire_index_height (\d+)/m)).toBe(devnode.tip().height);
+
+    for (const c of clients) c.ws.close();
+    const codes = await Promise.all(procs.map((p) => p.stop()));
+    expect(codes, procs.map((p) => p.name).join(',')).toEqual(procs.map(() => 0));
+  }, 240_000);
+});
