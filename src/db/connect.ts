@@ -41,6 +41,10 @@ export function createPool(url: string, opts: DbOptions = {}): pg.Pool {
   // An idle client losing its connection (Postgres restart) must not crash the process;
   // the next query on the pool reconnects.
   pool.on('error', () => {});
+  // pg-pool listens for errors only while a client is idle: one checked out between two
+  // statements (inside a transaction) would otherwise throw an uncaught 'error' when the
+  // server goes away. The failure still reaches the caller through its next query.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
