@@ -139,6 +139,7 @@ export const settings = {
   redisPrefix: setting<string>('BLOCKWIRE_REDIS_PREFIX', 'bw', 'Prefix of Blockwire\'s Redis keys (BullMQ queues, stream feed, rate limits); one per deployment sharing a Redis. On Redis Cluster use a hash tag, e.g. `{bw}`.', redisPrefix),
   metricsPort: setting<number | undefined>('BLOCKWIRE_METRICS_PORT', undefined, 'Port of the operations listener (GET /metrics, /healthz) of this process, for roles without the API (indexer, streams, worker); unset = none. Listens on HOST.', int(0, 65535)),
   apiMetrics: setting<boolean>('API_METRICS', true, 'Serve Prometheus GET /metrics on the API port (no apiKey); turn off when the API port is public and scrape BLOCKWIRE_METRICS_PORT instead.', bool),
+  shutdownDrainMs: setting<number>('SHUTDOWN_DRAIN_MS', 0, 'After SIGTERM, keep serving this long (milliseconds) while GET /healthz on BLOCKWIRE_METRICS_PORT answers 503, so that a load balancer stops sending requests before the API closes.', int(0, 120_000)),
   shutdownTimeoutMs: setting<number>('SHUTDOWN_TIMEOUT_MS', 30_000, 'After SIGTERM/SIGINT, the longest a graceful stop (finish the block, drain deliveries, close the API) may take before the process exits with code 1.', int(1000, 600_000)),
 } as const;
 

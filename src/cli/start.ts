@@ -200,6 +200,13 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
   });
   onStop('blockwire', () => blockwire.stop());
   current.bw = blockwire;
+  // Runs first on SIGTERM: /healthz already answers 503; keep serving while balancers notice.
+  if (config.shutdownDrainMs > 0) {
+    onStop('drain', async () => {
+      log.info({ ms: config.shutdownDrainMs }, 'draining: still serving while load balancers stop sending (SHUTDOWN_DRAIN_MS)');
+      await new Promise((r) => setTimeout(r, config.shutdownDrainMs));
+    });
+  }
 
   // With the devnode, wait until the index has caught up so the first curl answers at once.
   if (devnode && blockwire.indexer) await waitForIndex(devnode, blockwire, log);

@@ -1,0 +1,243 @@
+/**
+ * A real all-in-one `blockwire start` process under traffic, then SIGTERM (docs/operations.md
+ * "Graceful shutdown"): API requests in flight, a WebSocket client, a webhook receiver and the
+ * devnode mining payments to a subscribed address while the signal arrives. The process exits 0,
+ * every API answer it gave was whole (200, or 503 while closing; afterwards connections are
+ * refused), `blockwire status` turns unhealthy ("the indexer stopped"), and after a restart
+ * nothing is lost: the balance equals what was paid, every event of the subscription reaches the
+ * resuming stream client and the webhook exactly once. /metrics and `blockwire status` are
+ * checked on the live process.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { createServer, get, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
+import { projectRoot } from '../../support/fixtures.js';
+import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { createApiKey } from '../../../src/auth/keys.js';
+import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { hashToHex } from '../../../src/bitcoin/hash.js';
+import { Key } from '../../../client/keys.js';
+import { portOf, spawnBlockwire, type BlockwireProcess } from './processes.js';
+
+const execFileP = promisify(execFile);
+type StreamEvent = { id: number; type: string; subscription_id: string };
+
+let devnode: Devnode;
+let db: TestDatabase;
+let receiver: Server;
+const webhooks: { webhookId: string; id: number }[] = [];
+let proc: BlockwireProcess | undefined;
+
+async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** One GET on a new connection: the status, or the error code when no answer came. */
+function getOnce(url: string, key: string): Promise<{ status?: number; error?: string; complete: boolean }> {
+  return new Promise((resolve) => {
+    const req = get(url, { agent: false, headers: { apiKey: key } }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += String(d)));
+      res.on('end', () => {
+        let complete = true;
+        try {
+          JSON.parse(body);
+        } catch {
+          complete = false;
+        }
+        resolve({ status: res.statusCode ?? 0, complete });
+      });
+      res.on('error', (err: NodeJS.ErrnoException) => resolve({ status: res.statusCode ?? 0, error: err.code ?? err.message, complete: false }));
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message, complete: false }));
+  });
+}
+
+async function status(env: Record<string, string>, ...args: string[]): Promise<{ code: number; out: string }> {
+  try {
+    const { stdout } = await execFileP(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'status', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, cwd: projectRoot });
+    return { code: 0, out: stdout };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, out: e.stdout + e.stderr };
+  }
+}
+
+describe('blockwire start as a real process: metrics, status, SIGTERM under traffic, restart', () => {
+  beforeAll(async () => {
+    devnode = await startDevnode({ initialBlocks: 101 });
+    db = await createMigratedDatabase('life');
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += String(d)));
+      req.on('end', () => {
+        webhooks.push({ webhookId: String(req.headers['webhook-id']), id: (JSON.parse(body) as StreamEvent).id });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  }, 120_000);
+
+  afterAll(async () => {
+    await proc?.stop();
+    await new Promise<void>((r) => receiver?.close(() => r()));
+    await devnode?.stop();
+    await db?.drop();
+  }, 120_000);
+
+  it('exits 0 on SIGTERM with requests, deliveries and blocks in flight, and loses nothing', async () => {
+    const env = {
+      DATABASE_URL: db.url,
+      REDIS_URL: inject('redisUrl'),
+      BLOCKWIRE_REDIS_PREFIX: uniqueRedisPrefix('life'),
+      BITCOIND_RPC_URL: devnode.rpcUrl,
+      BITCOIND_ZMQ_URL: devnode.zmqUrl,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      BLOCKWIRE_METRICS_PORT: '0',
+      BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1',
+      POLL_INTERVAL_MS: '200',
+      BLOCKWIRE_RELAY_POLL_MS: '20',
+      SHUTDOWN_DRAIN_MS: '1500',
+    };
+    proc = spawnBlockwire('all-in-one', ['start'], env);
+    const port = portOf(await proc.waitForLog('api listening'));
+    await proc.waitForLog('delivery workers started');
+    const opsPort = portOf(await proc.waitForLog('operations listener (/metrics, /healthz)'));
+    const base = `http://127.0.0.1:${port}`;
+    const key = (await createApiKey(db.db, { name: 'life' })).key;
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${base}${path}`, { method: 'POST', headers: { apiKey: key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(res.ok, path).toBe(true);
+      return (await res.json()) as { id: string };
+    };
+    const address = Key.random('regtest').address('p2wpkh');
+    const hook = await post('/v1/hooks', { type: 'http', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/` });
+    const sub = await post('/v1/subscriptions', { address, action: hook.id, confirmations: 2 });
+
+    const streamed: StreamEvent[] = [];
+    const connect = (after: number) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/stream?after=${after}`, { headers: { apiKey: key } });
+      ws.on('message', (m: Buffer) => {
+        const msg = JSON.parse(String(m)) as StreamEvent;
+        if (typeof msg.id === 'number' && msg.subscription_id) streamed.push(msg);
+      });
+      ws.on('error', () => undefined);
+      return new Promise<WebSocket>((resolve, reject) => (ws.once('open', () => resolve(ws)), ws.once('unexpected-response', () => reject(new Error('stream refused')))));
+    };
+    await connect(0);
+
+    // Live: /metrics and `blockwire status` see the index at the node's tip.
+    await until('the index at the tip', async () => (await getIndexTip(db.db)).height === devnode.tip().height);
+    await until('a heartbeat', async () => (await status(env)).code === 0, 30_000);
+    const healthy = await status(env);
+    expect(healthy.out).toContain(`index tip     ${devnode.tip().height}`);
+    expect(healthy.out).toContain('status        HEALTHY');
+    expect((await fetch(`${base}/v1/blockchain`, { headers: { apiKey: key } })).status).toBe(200);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^blockwire_index_height ${devnode.tip().height}$`, 'm'));
+    expect(metrics).toMatch(/^blockwire_index_lag_blocks 0$/m);
+    expect(metrics).toMatch(/^blockwire_api_request_duration_seconds_count\{method="GET",route="\/v1\/blockchain",status="2xx"\} [1-9]/m);
+    for (const name of ['blockwire_node_height', 'blockwire_indexer_blocks_per_second', 'blockwire_indexer_reorgs_total', 'blockwire_indexer_zmq_missed_blocks_total', 'blockwire_outbox_pending_events', 'blockwire_deliveries{status="dead"}', 'blockwire_stamps_queued', 'blockwire_stream_clients 1']) {
+      expect(metrics).toContain(name);
+    }
+    expect((await fetch(`http://127.0.0.1:${opsPort}/healthz`)).status).toBe(200);
+
+    // Traffic: payments mined block after block, and four request loops.
+    let paid = 0n;
+    let mining = true;
+    const miner = (async () => {
+      for (let i = 0; mining; i++) {
+        const sats = 10_000n + BigInt(i);
+        await devnode.wallet.send(address, sats);
+        paid += sats;
+        await devnode.mine(1);
+        await new Promise((r) => setTimeout(r, 150));
+      }
+    })();
+    const answers: Awaited<ReturnType<typeof getOnce>>[] = [];
+    // The clients stand for a load balancer: they stop sending once /healthz turns 503.
+    let requesting = true;
+    const balancer = (async () => {
+      while (requesting) {
+        const h = await getOnce(`http://127.0.0.1:${opsPort}/healthz`, key);
+        if (h.status !== 200) requesting = false;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const loops = [0, 1, 2, 3].map(async (i) => {
+      while (requesting) {
+        answers.push(await getOnce(`${base}/v1/${i % 2 ? 'blockchain' : `addresses/${address}/history?limit=50`}`, key));
+      }
+    });
+    await until('a few blocks of payments', () => paid > 40_000n);
+    await until('events delivered under load', () => webhooks.length > 3);
+
+    const code = await proc.stop();
+    requesting = false;
+    mining = false;
+    await Promise.all([...loops, miner, balancer]);
+    expect(code, proc.output().slice(-3000)).toBe(0);
+    expect(proc.lines.some((l) => l.msg === 'stopped')).toBe(true);
+    // Every request sent before the balancer saw 503 got a whole answer (a JSON body, no 5xx).
+    // (History answers 404 until the first payment is indexed.)
+    const bad = answers.filter((a) => !a.complete || a.error !== undefined || a.status! >= 500);
+    expect(proc.lines.some((l) => /^draining/.test(l.msg))).toBe(true);
+    expect(bad).toEqual([]);
+    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThan(10);
+
+    // Stopped: status says so, and the tip is a whole block of the node's chain.
+    const down = await status(env);
+    expect(down.code).toBe(1);
+    expect(down.out).toMatch(/the indexer stopped/);
+    const tip = await getIndexTip(db.db);
+    const row = await db.db.selectFrom('blocks').select(['height', 'hash']).orderBy('height', 'desc').limit(1).executeTakeFirstOrThrow();
+    expect(row.height).toBe(tip.height);
+    expect(hashToHex(row.hash)).toBe(hashToHex(tip.hash!));
+
+    // Restart: it catches up, and everything missed arrives once.
+    const before = streamed.length ? streamed[streamed.length - 1]!.id : 0;
+    proc = spawnBlockwire('all-in-one-again', ['start'], env);
+    const port2 = portOf(await proc.waitForLog('api listening'));
+    const base2 = `http://127.0.0.1:${port2}`;
+    await until('the index at the tip again', async () => {
+      const t = await getIndexTip(db.db);
+      return t.height === devnode.tip().height && t.hash !== null && hashToHex(t.hash) === devnode.tip().hash;
+    });
+    const res = await fetch(`${base2}/v1/addresses/${address}/balance`, { headers: { apiKey: key } });
+    expect(await res.json()).toEqual({ balance: Number(paid) });
+
+    const ids = async () => (await db.db.selectFrom('deliveries').select(['event_id', 'status']).where('subscription_id', '=', sub.id).orderBy('event_id').execute());
+    await until('every delivery delivered', async () => {
+      const rows = await ids();
+      return rows.length > 0 && rows.every((r) => r.status === 'delivered');
+    });
+    const expected = (await ids()).map((r) => Number(r.event_id));
+    const ws = await new Promise<WebSocket>((resolve, reject) => {
+      const w = new WebSocket(`ws://127.0.0.1:${port2}/v1/stream?after=${before}`, { headers: { apiKey: key } });
+      w.on('message', (m: Buffer) => {
+        const msg = JSON.parse(String(m)) as StreamEvent;
+        if (typeof msg.id === 'number' && msg.subscription_id) streamed.push(msg);
+      });
+      w.once('open', () => resolve(w));
+      w.once('error', reject);
+    });
+    await until('the stream to resume to the last event', () => streamed.length >= expected.length);
+    await new Promise((r) => setTimeout(r, 500));
+    ws.close();
+    expect(streamed.map((e) => e.id)).toEqual(expected);
+    expect(webhooks.map((w) => w.id).sort((a, b) => a - b)).toEqual(expected);
+    expect(new Set(webhooks.map((w) => w.webhookId)).size).toBe(webhooks.length);
+    expect(await proc.stop()).toBe(0);
+    proc = undefined;
+  }, 240_000);
+});
