@@ -12,16 +12,26 @@ export type CursorKind = 'h' | 'u';
 
 export type Cursor =
   | { kind: CursorKind; phase: 'm'; firstSeenUs: bigint; txid: Buffer; vout: number }
-  | { kind: CursorKind; phase: 'c'; txNum: bigint; vout: number };
+  | { kind: CursorKind; phase: 'c'; txNum: bigint; vout: number; chunk?: ChunkPosition };
+
+/**
+ * Where a history entry sat: the first tx_num of its chunk and its index there. Lets the next
+ * page read just the slice of the chunk it needs; checked against the entry before use, since
+ * chunks can be rewritten (reorg truncation, re-index).
+ */
+export type ChunkPosition = { first: bigint; index: number };
 
 /** Encodes a cursor for a Link header. */
 export function encodeCursor(c: Cursor): string {
-  const text = c.phase === 'm' ? `${c.kind}m.${c.firstSeenUs}.${c.txid.toString('hex')}.${c.vout}` : `${c.kind}c.${c.txNum}.${c.vout}`;
+  const text =
+    c.phase === 'm'
+      ? `${c.kind}m.${c.firstSeenUs}.${c.txid.toString('hex')}.${c.vout}`
+      : `${c.kind}c.${c.txNum}.${c.vout}${c.chunk ? `.${c.chunk.first}.${c.chunk.index}` : ''}`;
   return Buffer.from(text, 'utf8').toString('base64url');
 }
 
 const M_RE = /^([hu])m\.(\d{1,20})\.([0-9a-f]{64})\.(\d{1,10})$/;
-const C_RE = /^([hu])c\.(\d{1,20})\.(\d{1,10})$/;
+const C_RE = /^([hu])c\.(\d{1,20})\.(\d{1,10})(?:\.(\d{1,20})\.(\d{1,7}))?$/;
 const MAX_I64 = (1n << 63n) - 1n;
 
 /** Decodes a cursor of the given kind, or throws 400 ERR_INVALID_CURSOR. */
@@ -37,9 +47,10 @@ export function decodeCursor(raw: string, kind: CursorKind): Cursor {
   }
   m = C_RE.exec(text);
   if (m) {
-    const [, k, n, vout] = m;
+    const [, k, n, vout, first, index] = m;
     if (k !== kind || BigInt(n!) > MAX_I64 || Number(vout) > 0x7fffffff) throw bad();
-    return { kind, phase: 'c', txNum: BigInt(n!), vout: Number(vout) };
+    if (first !== undefined && BigInt(first) > MAX_I64) throw bad();
+    return { kind, phase: 'c', txNum: BigInt(n!), vout: Number(vout), ...(first !== undefined ? { chunk: { first: BigInt(first), index: Number(index) } } : {}) };
   }
   throw bad();
 }

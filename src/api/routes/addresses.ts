@@ -17,11 +17,12 @@ import {
   getTxidsByNum,
   listHistoryChunks,
   listHistoryStart,
+  readHistorySlice,
   listUnspentPage,
 } from '../../db/queries/api-address.js';
 import { hashToHex } from '../../bitcoin/hash.js';
 import { addressToScript } from '../address-codec.js';
-import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';
+import { decodeCursor, encodeCursor, type ChunkPosition, type Cursor } from '../cursor.js';
 import { ApiError } from '../errors.js';
 import { addressParams, balanceSchema, historySchema, minConfQuery, pageQuery, unspentSchema } from '../schemas.js';
 import type { ResolvedApiDeps, RouteModule } from '../deps.js';
@@ -86,14 +87,37 @@ function firstBatch(want: number): number {
   return Math.min(MAX_CHUNK_BATCH, Math.ceil(want / 1024));
 }
 
+/** A chain history entry and where it sits (for the next page's cursor). */
+type ChainEntry = { n: bigint; chunk: ChunkPosition };
+
 /**
  * Chain tx_nums of the address strictly below `before`, newest first, at most `want`; `first`
- * holds chunks already read (below `before`, newest first, `firstBatch(want)` asked for).
+ * holds chunks already read (below `before`, newest first, `firstBatch(want)` asked for);
+ * `at` is where `before` itself sits (from the cursor): then only the slice of its chunk that
+ * the page needs is read, when the chunk still holds `before` there.
  */
-async function chainHistory(deps: ResolvedApiDeps, addrKey: string, before: bigint, want: number, first?: { first_tx_num: bigint; entries: Buffer }[]): Promise<bigint[]> {
-  const out: bigint[] = [];
+async function chainHistory(
+  deps: ResolvedApiDeps,
+  addrKey: string,
+  before: bigint,
+  want: number,
+  first?: { first_tx_num: bigint; entries: Buffer }[],
+  at?: ChunkPosition,
+): Promise<ChainEntry[]> {
+  const out: ChainEntry[] = [];
   let bound = before;
-  let batch = firstBatch(want);
+  if (at) {
+    const part = await readHistorySlice(deps.db, addrKey, at.first, at.index, want);
+    if (part && part.at.length === 8 && part.at.readBigUInt64BE(0) === before) {
+      const start = at.index - part.slice.length / 8;
+      for (let off = part.slice.length - 8; off >= 0 && out.length < want; off -= 8) {
+        out.push({ n: part.slice.readBigUInt64BE(off), chunk: { first: at.first, index: start + off / 8 } });
+      }
+      if (out.length >= want) return out;
+      bound = at.first;
+    }
+  }
+  let batch = firstBatch(want - out.length);
   for (;;) {
     const chunks = first ?? (await listHistoryChunks(deps.db, addrKey, bound, batch));
     first = undefined;
@@ -102,7 +126,7 @@ async function chainHistory(deps: ResolvedApiDeps, addrKey: string, before: bigi
       const e = c.entries;
       for (let off = e.length - 8; off >= 0 && out.length < want; off -= 8) {
         const n = e.readBigUInt64BE(off);
-        if (n < before) out.push(n);
+        if (n < before) out.push({ n, chunk: { first: c.first_tx_num, index: off / 8 } });
       }
       if (out.length >= want) return out;
     }
@@ -145,7 +169,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'h');
       assertNotSyncing(deps);
       const want = q.limit + 1;
-      const items: { txid?: Buffer; txNum?: bigint; firstSeenUs?: bigint }[] = [];
+      const items: { txid?: Buffer; txNum?: bigint; firstSeenUs?: bigint; chunk?: ChunkPosition }[] = [];
       if (q.min_conf === 0 && (!cursor || cursor.phase === 'm')) {
         // Mempool part and the newest chunks in one round trip.
         const start = await listHistoryStart(deps.db, addrKey, cursor?.phase === 'm' ? cursor : undefined, want, MAX_TX_NUM, firstBatch(want));
@@ -153,15 +177,24 @@ export const addressRoutes: RouteModule = (app, deps) => {
         if (items.length < want) {
           const rest = want - items.length;
           const first = firstBatch(rest) === firstBatch(want) ? start.chunks : undefined;
-          for (const n of await chainHistory(deps, addrKey, MAX_TX_NUM, rest, first)) items.push({ txNum: n });
+          for (const e of await chainHistory(deps, addrKey, MAX_TX_NUM, rest, first)) items.push({ txNum: e.n, chunk: e.chunk });
         }
       } else {
         let before = cursor?.phase === 'c' ? cursor.txNum : MAX_TX_NUM;
-        if (q.min_conf > 1) before = [before, confBound((await getIndexTip(deps.db)).height, q.min_conf)].reduce((a, b) => (a < b ? a : b));
-        for (const n of await chainHistory(deps, addrKey, before, want)) items.push({ txNum: n });
+        let at = cursor?.phase === 'c' ? cursor.chunk : undefined;
+        if (q.min_conf > 1) {
+          const bound = confBound((await getIndexTip(deps.db)).height, q.min_conf);
+          if (bound < before) {
+            before = bound;
+            at = undefined;
+          }
+        }
+        for (const e of await chainHistory(deps, addrKey, before, want, undefined, at)) items.push({ txNum: e.n, chunk: e.chunk });
       }
       const next = cutPage(items, q.limit, (last) =>
-        last.txNum !== undefined ? { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0 } : { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid!, vout: 0 },
+        last.txNum !== undefined
+          ? { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0, ...(last.chunk ? { chunk: last.chunk } : {}) }
+          : { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid!, vout: 0 },
       );
       const nums = items.filter((i) => i.txNum !== undefined).map((i) => i.txNum!);
       const txids = await getTxidsByNum(deps.db, nums);

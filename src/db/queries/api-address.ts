@@ -92,6 +92,20 @@ export async function listHistoryStart(
   return { mempool, chunks: found };
 }
 
+/**
+ * Part of one history chunk: the `count` entries ending just before entry `index` (as bytes,
+ * ascending) and the entry at `index` itself, for checking a cursor's position. Undefined when the
+ * chunk is gone.
+ */
+export async function readHistorySlice(db: Kysely<Database>, addrKey: string, first: bigint, index: number, count: number): Promise<{ slice: Buffer; at: Buffer } | undefined> {
+  const from = Math.max(0, index - count);
+  const r = await sql<{ slice: Buffer; at: Buffer }>`
+    SELECT substring(entries FROM ${from * 8 + 1} FOR ${(index - from) * 8}) AS slice,
+           substring(entries FROM ${index * 8 + 1} FOR 8) AS at
+    FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first}`.execute(db);
+  return r.rows[0];
+}
+
 /** History chunks of the address whose first tx_num is below `before`, newest first. */
 export async function listHistoryChunks(db: Kysely<Database>, addrKey: string, before: bigint, chunks: number): Promise<{ first_tx_num: bigint; entries: Buffer }[]> {
   return db

@@ -10,6 +10,7 @@ import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { encodeEntries, encodeOuts } from '../../../src/db/packed.js';
 import { txNum } from '../../../src/db/tx-num.js';
+import { decodeCursor, encodeCursor } from '../../../src/api/cursor.js';
 
 const C = 'bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n';
 const script = addressToScript(C, 'regtest');
@@ -59,6 +60,23 @@ describe('paging across chunks', () => {
     expect(await walk(h, `/v1/addresses/${C}/history?limit=10000`)).toEqual(expected);
     for (const limit of [7, 1000, 1024, 1025]) {
       expect(await walk(h, `/v1/addresses/${C}/history?limit=${limit}`), `limit ${limit}`).toEqual(expected);
+    }
+  });
+
+  it('history cursors carry the chunk position; a wrong or stale position still gives the right page', async () => {
+    const expected = [...nums].reverse().map(display);
+    const first = await h.get(`/v1/addresses/${C}/history?limit=600`);
+    const raw = /cursor=([^&>]+)/.exec(first.headers.link as string)![1]!;
+    const cursor = decodeCursor(raw, 'h');
+    // Newest 600 of 2,552: chunks of 1, 3 and 500 entries, then 96 of the second chunk (entries
+    // 1024…2047): the last one is nums[1952], index 928 of the chunk starting at nums[1024].
+    expect(cursor.phase === 'c' && cursor.chunk).toEqual({ first: nums[1024]!, index: 928 });
+    const want = expected.slice(600, 1200);
+    expect((await h.get(`/v1/addresses/${C}/history?limit=600&cursor=${raw}`)).json()).toEqual(want);
+    if (cursor.phase !== 'c') throw new Error('chain cursor expected');
+    for (const chunk of [{ first: cursor.chunk!.first, index: cursor.chunk!.index + 1 }, { first: cursor.chunk!.first, index: 99_999 }, { first: 12345n, index: 0 }]) {
+      const forged = encodeCursor({ ...cursor, chunk });
+      expect((await h.get(`/v1/addresses/${C}/history?limit=600&cursor=${forged}`)).json(), JSON.stringify(chunk, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).toEqual(want);
     }
   });
 
