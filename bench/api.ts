@@ -31,7 +31,7 @@ import { segwitAddress } from '../src/bitcoin/address.js';
 import { witnessScript } from '../src/bitcoin/script.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { createApiKey } from '../src/auth/keys.js';
-import { encodeCursor } from '../src/api/cursor.js';
+import { encodeCursor, type Cursor } from '../src/api/cursor.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -169,13 +169,19 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
     try {
       // (1) Paging depth: sequential requests, each a full HTTP round trip.
       const hotNums = (await sql<{ tx_num: bigint }>`SELECT tx_num FROM txs WHERE tx_num < ${txNum(payH, 0)} ORDER BY tx_num DESC`.execute(db)).rows.map((r) => r.tx_num);
+      // The cursor a client gets in the Link header after entry `d` (newest first): the build
+      // above chunks the ascending tx_nums 1024 at a time.
+      const historyCursor = (d: number): Cursor => {
+        const asc = hotNums.length - 1 - d;
+        return { kind: 'h', phase: 'c', txNum: hotNums[d]!, vout: 0, chunk: { first: hotNums[hotNums.length - 1 - Math.floor(asc / 1024) * 1024]!, index: asc % 1024 } };
+      };
       const depths: [string, number][] = opts['skip-paging'] ? [] : [['first page', 0], ['depth 500,000', 500_000], ['last page', HOT_TXS - 25]];
       process.stdout.write('\npaging the 1M-transaction address (limit 25 and 1000, 200 sequential requests each):\n');
       process.stdout.write('| list | position | limit | p50 ms | p99 ms |\n|---|---|---|---|---|\n');
       for (const kind of ['history', 'unspentoutputs'] as const) {
         for (const [label, d] of depths) {
           for (const limit of [25, 1000]) {
-            const cursor = d === 0 ? '' : `&cursor=${encodeCursor(kind === 'history' ? { kind: 'h', phase: 'c', txNum: hotNums[d - 1]!, vout: 0 } : { kind: 'u', phase: 'c', txNum: hotNums[d - 1]!, vout: 0 })}`;
+            const cursor = d === 0 ? '' : `&cursor=${encodeCursor(kind === 'history' ? historyCursor(d - 1) : { kind: 'u', phase: 'c', txNum: hotNums[d - 1]!, vout: 0 })}`;
             const url = `${base}/v1/addresses/${hotAddress}/${kind}?limit=${limit}${cursor}`;
             const times: number[] = [];
             for (let i = 0; i < 200; i++) {
@@ -196,7 +202,7 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       const scenarios: [string, () => string][] = [
         ['floor: unknown route (fastify + sockets only: 404, no key, no database)', () => '/v1/floor'],
         ['balance (random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/balance`],
-        ['history page (limit 25, hot address, random depth)', () => `/v1/addresses/${hotAddress}/history?limit=25&cursor=${encodeCursor({ kind: 'h', phase: 'c', txNum: rand(hotNums), vout: 0 })}`],
+        ['history page (limit 25, hot address, random depth)', () => `/v1/addresses/${hotAddress}/history?limit=25&cursor=${encodeCursor(historyCursor(Math.floor(Math.random() * hotNums.length)))}`],
         ['history page (limit 25, random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/history?limit=25`],
         ['transaction (random of 10k payments, 2 in / 2 out)', () => `/v1/transactions/${rand(payTxids)}`],
       ];
