@@ -1,7 +1,8 @@
 /**
  * Opaque paging cursors for history and unspent outputs. A cursor names the last item of the
  * previous page: in the mempool part (first-seen time in µs, txid, vout) or in the chain part
- * (tx_num, vout). Pages are keyset seeks below it, so new blocks and new mempool transactions
+ * (tx_num, vout, and for history the chunk and index where that entry sat, a hint checked before
+ * use). Pages are keyset seeks below it, so new blocks and new mempool transactions
  * never shift a page; a transaction confirmed while a client pages through the mempool part
  * reappears in the chain part (seen twice, never lost). Encoded as base64url text.
  * @module
