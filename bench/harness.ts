@@ -1,0 +1,200 @@
+/**
+ * What bench/sync and bench/live share: the corpus parameters of a run, a PostgreSQL tuned as
+ * PERFORMANCE.md §2.3 measured it (shared_buffers 2GB, wal_level minimal, max_wal_size 16GB,
+ * fsync and synchronous commit on), databases, child processes whose stdout lines are watched,
+ * and CPU accounting from /proc (this process's reaped children, the PostgreSQL processes).
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startPostgres, type PostgresServer } from '../src/embedded/postgres.js';
+import { DEFAULT_PARAMS, type CorpusParams } from './corpus/generate.js';
+
+/** Sizes of a benchmark run. */
+export interface RunSize {
+  corpus: CorpusParams;
+  /** Blocks held back from the initial sync and applied block by block with every index live. */
+  catchupBlocks: number;
+  /** 4,000-transaction blocks at the very end, for bench/live. */
+  liveBlocks: number;
+}
+
+/** The full run (issue 9: ≈ 20,000 blocks of 2,000–4,000 transactions). */
+export const FULL_SIZE: RunSize = { corpus: { ...DEFAULT_PARAMS, tailBlocks: 40, tailTxs: 4000 }, catchupBlocks: 200, liveBlocks: 40 };
+/** CI's size: every step runs, in seconds. */
+export const QUICK_SIZE: RunSize = { corpus: { ...DEFAULT_PARAMS, blocks: 60, txsPerBlock: 150, tailBlocks: 3, tailTxs: 4000, seed: 'quick' }, catchupBlocks: 5, liveBlocks: 3 };
+
+/** Run size from flags over the full or quick defaults. */
+export function runSize(v: { quick?: boolean | undefined; blocks?: string | undefined; 'txs-per-block'?: string | undefined; seed?: string | undefined; 'catchup-blocks'?: string | undefined; 'live-blocks'?: string | undefined }): RunSize {
+  const base = v.quick ? QUICK_SIZE : FULL_SIZE;
+  const live = v['live-blocks'] !== undefined ? Number(v['live-blocks']) : base.liveBlocks;
+  return {
+    corpus: {
+      ...base.corpus,
+      ...(v.blocks !== undefined ? { blocks: Number(v.blocks) } : {}),
+      ...(v['txs-per-block'] !== undefined ? { txsPerBlock: Number(v['txs-per-block']) } : {}),
+      ...(v.seed !== undefined ? { seed: v.seed } : {}),
+      tailBlocks: live,
+    },
+    catchupBlocks: v['catchup-blocks'] !== undefined ? Number(v['catchup-blocks']) : base.catchupBlocks,
+    liveBlocks: live,
+  };
+}
+
+/** Where corpora are cached (BLOCKWIRE_BENCH_CACHE, else the temp directory). */
+export function cacheDir(flag?: string): string {
+  return flag ?? process.env.BLOCKWIRE_BENCH_CACHE ?? join(tmpdir(), 'blockwire-bench');
+}
+
+export const say = (s: string): void => void process.stdout.write(`${s}\n`);
+
+/** The machine's state when a figure was taken. */
+export function machine(): { loadavg: number[]; cpus: number; node: string } {
+  return { loadavg: loadavg().map((x) => Math.round(x * 100) / 100), cpus: readFileSync('/proc/cpuinfo', 'utf8').split('\nprocessor').length, node: process.version };
+}
+
+/** PostgreSQL settings of the benchmarks (PERFORMANCE.md §2.3, durable). */
+export const PG_SETTINGS = {
+  shared_buffers: '2GB',
+  wal_level: 'minimal',
+  max_wal_senders: 0,
+  max_wal_size: '16GB',
+  checkpoint_timeout: '30min',
+  maintenance_work_mem: '1GB',
+  work_mem: '64MB',
+};
+
+export interface BenchPostgres {
+  server: PostgresServer;
+  /** A directory the server can write to and read from (server-side COPY files). */
+  copyDir: string;
+  url(db: string): string;
+  createDatabase(name: string): Promise<string>;
+  query<T extends pg.QueryResultRow = pg.QueryResultRow>(db: string, text: string, params?: unknown[]): Promise<pg.QueryResult<T>>;
+  /** CPU ms used by every PostgreSQL process so far (exited backends included). */
+  cpuMs(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts a PostgreSQL for a benchmark under `root`. */
+export async function startBenchPostgres(root: string): Promise<BenchPostgres> {
+  const dataDir = join(root, 'pg');
+  const server = await startPostgres({ dataDir, settings: PG_SETTINGS });
+  const copyDir = join(root, 'copy');
+  mkdirSync(copyDir, { recursive: true });
+  const st = statSync(dataDir);
+  chownSync(copyDir, st.uid, st.gid);
+  const query = async <T extends pg.QueryResultRow>(db: string, text: string, params?: unknown[]) => {
+    const c = new pg.Client({ connectionString: server.urlFor(db) });
+    await c.connect();
+    try {
+      return await c.query<T>(text, params);
+    } finally {
+      await c.end();
+    }
+  };
+  return {
+    server,
+    copyDir,
+    url: (db) => server.urlFor(db),
+    async createDatabase(name) {
+      await query('postgres', `DROP DATABASE IF EXISTS ${name}`);
+      await query('postgres', `CREATE DATABASE ${name}`);
+      return server.urlFor(name);
+    },
+    query,
+    cpuMs: () => postgresCpuMs(dataDir),
+    stop: () => server.stop(),
+  };
+}
+
+function statFields(pid: number | string): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  } catch {
+    return null;
+  }
+}
+
+const TICK_MS = 10; // USER_HZ = 100
+
+/** CPU ms of this process's reaped children (utime + stime of waited-for children). */
+export function childrenCpuMs(): number {
+  const f = statFields('self')!;
+  return (Number(f[13]) + Number(f[14])) * TICK_MS;
+}
+
+/** CPU ms of a live process. */
+export function processCpuMs(pid: number): number {
+  const f = statFields(pid);
+  return f ? (Number(f[11]) + Number(f[12])) * TICK_MS : 0;
+}
+
+function postgresCpuMs(dataDir: string): number {
+  const pm = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const f = statFields(pm);
+  if (!f) return 0;
+  let ms = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_MS;
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const c = statFields(name);
+    if (c && Number(c[1]) === pm) ms += (Number(c[11]) + Number(c[12])) * TICK_MS;
+  }
+  return ms;
+}
+
+/** A child Node process running a TypeScript file or the CLI, its stdout lines watched. */
+export interface Child {
+  proc: ChildProcess;
+  /** Resolves with the exit code. */
+  exited: Promise<number>;
+  /** Every stdout line so far. */
+  lines: string[];
+  /** Calls `fn` on each new stdout line. */
+  onLine(fn: (line: string, at: number) => void): void;
+}
+
+/** Spawns `node --import tsx <args>` with `env` added; stderr passes through. */
+export function spawnNode(args: string[], env: Record<string, string>, nodeFlags: string[] = []): Child {
+  const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const fns: ((line: string, at: number) => void)[] = [];
+  let carry = '';
+  proc.stdout!.on('data', (d: Buffer) => {
+    const at = performance.now();
+    const parts = (carry + d.toString('utf8')).split('\n');
+    carry = parts.pop()!;
+    for (const l of parts) {
+      lines.push(l);
+      for (const fn of fns) fn(l, at);
+    }
+  });
+  const exited = new Promise<number>((resolve) => proc.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));
+  return { proc, exited, lines, onLine: (fn) => void fns.push(fn) };
+}
+
+/** Parsed pino JSON lines of a child with the given message. */
+export function logLines(lines: readonly string[], msg: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const l of lines) {
+    if (!l.startsWith('{') || !l.includes(msg)) continue;
+    try {
+      const o = JSON.parse(l) as Record<string, unknown>;
+      if (o.msg === msg) out.push(o);
+    } catch {
+      /* not JSON */
+    }
+  }
+  return out;
+}
+
+/** Percentile (nearest rank) of `xs`. */
+export function pct(xs: readonly number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
+}
+
+export const round = (x: number, d = 0): number => Math.round(x * 10 ** d) / 10 ** d;

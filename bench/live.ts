@@ -1,0 +1,140 @@
+/**
+ * bench/live: a 4,000-transaction block from ZMQ arrival to committed, against an index that
+ * already holds a large chain (issue 9 item 3; targets p50 ≤ 300 ms, p99 ≤ 1 s). The corpus
+ * node (src/devnode/corpus.ts) announces the corpus's tail blocks one at a time; this process
+ * subscribes to `hashblock` like the indexer does (arrival) and reads the indexer child's
+ * `block applied` log line, written right after its commit (committed).
+ * Standalone: `node --import tsx bench/live.ts [--quick] [--blocks N] [--txs-per-block N]
+ * [--live-blocks N]` imports the corpus below its tail first (blockwire import), then measures.
+ * bench/sync calls `measureLive` on the index it has just built.
+ * @module
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Subscriber } from 'zeromq';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import type { CorpusNode } from '../src/devnode/corpus.js';
+import { ensureCorpus } from './corpus/generate.js';
+import { cacheDir, logLines, machine, pct, round, runSize, say, spawnNode, startBenchPostgres, type Child } from './harness.js';
+
+export interface LiveResult {
+  blocks: number;
+  txsPerBlock: number;
+  /** ZMQ arrival → committed, per block (ms). */
+  latencies: number[];
+  p50: number;
+  p99: number;
+  max: number;
+  /** The indexer's own fetch → commit time per block (its log's `ms`). */
+  applyP50: number;
+  indexHeightBefore: number;
+}
+
+/** Starts the indexer child in follow mode against `node` and `databaseUrl`. */
+export function startFollower(databaseUrl: string, node: CorpusNode, env: Record<string, string> = {}): Child {
+  return spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl, target: -1, follow: true, env: { INDEXER_BULK_THRESHOLD: '100000000', ...env } })], {});
+}
+
+/** Waits until the child has logged `block applied` for `hash`; resolves with the line's time and fields. */
+export function waitApplied(child: Child, hash: string, timeoutMs = 600_000): Promise<{ at: number; fields: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const t = setTimeout(() => {
+      done = true;
+      reject(new Error(`block ${hash} not applied within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const check = (line: string, at: number) => {
+      if (done || !line.includes(hash)) return;
+      const f = logLines([line], 'block applied')[0];
+      if (f && f.hash === hash) {
+        done = true;
+        clearTimeout(t);
+        resolve({ at, fields: f });
+      }
+    };
+    for (const l of child.lines) check(l, performance.now());
+    child.onLine(check);
+    void child.exited.then((code) => {
+      if (!done) {
+        done = true;
+        clearTimeout(t);
+        reject(new Error(`indexer exited (${code}) before block ${hash} was applied`));
+      }
+    });
+  });
+}
+
+/**
+ * Announces the node's next `blocks` main-chain blocks one by one to a following indexer child
+ * and measures each from ZMQ arrival (seen by this process) to the indexer's commit.
+ */
+export async function measureLive(node: CorpusNode, follower: Child, blocks: number): Promise<LiveResult> {
+  const sub = new Subscriber();
+  sub.connect(node.zmqUrl);
+  sub.subscribe('hashblock');
+  const arrivals = new Map<string, number>();
+  const reading = (async () => {
+    for await (const [, body] of sub) arrivals.set(hashToHex(Uint8Array.from(body!).reverse()), performance.now());
+  })().catch(() => undefined);
+  // Let the subscription reach the publisher (ZMQ's slow joiner).
+  await new Promise((r) => setTimeout(r, 500));
+  const before = node.tip().height;
+  const latencies: number[] = [];
+  const applyMs: number[] = [];
+  let txs = 0;
+  for (let i = 0; i < blocks; i++) {
+    const tip = await node.advance(1);
+    const applied = await waitApplied(follower, tip.hash, 120_000);
+    const arrival = arrivals.get(tip.hash);
+    if (arrival === undefined) throw new Error(`no ZMQ hashblock seen for ${tip.hash}`);
+    latencies.push(applied.at - arrival);
+    applyMs.push(Number(applied.fields.ms));
+    txs += Number(applied.fields.txs);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  sub.close();
+  await reading;
+  return {
+    blocks,
+    txsPerBlock: Math.round(txs / Math.max(blocks, 1)),
+    latencies: latencies.map((x) => round(x, 1)),
+    p50: round(pct(latencies, 50), 1),
+    p99: round(pct(latencies, 99), 1),
+    max: round(Math.max(...latencies), 1),
+    applyP50: pct(applyMs, 50),
+    indexHeightBefore: before,
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'cache-dir': { type: 'string' }, json: { type: 'string' } } });
+  const size = runSize({ ...values, 'catchup-blocks': '0' });
+  const { dir } = ensureCorpus(cacheDir(values['cache-dir']), size.corpus, say);
+  const { importCorpus } = await import('./sync.js');
+  const { startCorpusNode } = await import('../src/devnode/corpus.js');
+  const root = mkdtempSync(join(cacheDir(values['cache-dir']), 'live-'));
+  const pgs = await startBenchPostgres(root);
+  try {
+    const url = await pgs.createDatabase('bw_live');
+    const imported = await importCorpus(dir, url, size.liveBlocks, []);
+    say(`imported ${imported.blocks} blocks (${imported.txs} txs) in ${round(imported.wallMs / 1000, 1)} s`);
+    const node = await startCorpusNode({ dir, tip: imported.tip });
+    const follower = startFollower(url, node);
+    try {
+      const r = await measureLive(node, follower, size.liveBlocks);
+      say(`| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms |\n|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} |`);
+      const result = { live: r, machine: machine() };
+      say(`RESULT ${JSON.stringify(result)}`);
+    } finally {
+      follower.proc.kill('SIGTERM');
+      await follower.exited;
+      await node.stop();
+    }
+  } finally {
+    await pgs.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();

@@ -1,0 +1,211 @@
+/**
+ * `npm run bench [-- --quick] [--only a,b] [--results FILE] [--readme FILE]`: runs every
+ * benchmark (sync with live, decode, api, events, stamp), each as its own process, one after the
+ * other; writes the machine-readable results (each bench's tables parsed from its output, its
+ * RESULT line when it prints one, exit code, time, the load average before and after) and
+ * regenerates the summary and tables in bench/README.md between its bench:results markers.
+ * `--quick` runs tiny configurations (CI: test/unit/bench/run.test.ts) and by default writes
+ * bench/results/quick.json and leaves the README alone.
+ * @module
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { machine } from './harness.js';
+
+interface BenchDef {
+  name: string;
+  script: string;
+  full: string[];
+  quick: string[];
+}
+
+/** Every benchmark, with the arguments of its full and quick runs. */
+export const BENCHES: BenchDef[] = [
+  { name: 'sync', script: 'bench/sync.ts', full: [], quick: ['--quick'] },
+  { name: 'decode', script: 'bench/decode.ts', full: [], quick: ['--rounds', '3', '--scure-rounds', '1'] },
+  { name: 'api', script: 'bench/api.ts', full: [], quick: ['--duration', '1', '--connections', '4', '--skip-paging'] },
+  { name: 'events', script: 'bench/events.ts', full: [], quick: ['--clients', '20', '--blocks', '3', '--events', '300', '--stream-clients', '2', '--webhooks', '100'] },
+  { name: 'stamp', script: 'bench/stamp.ts', full: [], quick: ['--duration', '2', '--connections', '20', '--block-interval', '1'] },
+];
+
+export interface Table {
+  header: string[];
+  rows: string[][];
+}
+
+export interface BenchRun {
+  name: string;
+  command: string;
+  exitCode: number;
+  ms: number;
+  loadBefore: number[];
+  loadAfter: number[];
+  tables: Table[];
+  result: unknown;
+  /** Last lines of output (for a failed run). */
+  tail: string[];
+}
+
+/** Markdown tables in a text (header row, separator, rows). */
+export function parseTables(text: string): Table[] {
+  const tables: Table[] = [];
+  const lines = text.split('\n');
+  const cells = (l: string) => l.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim());
+  for (let i = 0; i + 1 < lines.length; i++) {
+    if (!lines[i]!.trim().startsWith('|') || !/^\s*\|[\s\-:|]+\|\s*$/.test(lines[i + 1]!)) continue;
+    const header = cells(lines[i]!);
+    const rows: string[][] = [];
+    let j = i + 2;
+    for (; j < lines.length && lines[j]!.trim().startsWith('|'); j++) rows.push(cells(lines[j]!));
+    tables.push({ header, rows });
+    i = j - 1;
+  }
+  return tables;
+}
+
+function runOne(def: BenchDef, quick: boolean): Promise<BenchRun> {
+  const args = quick ? def.quick : def.full;
+  const command = `node --import tsx ${def.script} ${args.join(' ')}`.trim();
+  const loadBefore = machine().loadavg;
+  const t0 = performance.now();
+  process.stdout.write(`\n## ${def.name}: ${command}\n`);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', def.script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const keep = (d: Buffer, to: NodeJS.WriteStream) => {
+      const s = d.toString('utf8');
+      out += s;
+      // The benches' own pino lines stay out of the console.
+      for (const l of s.split('\n')) if (l && !l.startsWith('{"level"')) to.write(`${l}\n`);
+    };
+    child.stdout.on('data', (d: Buffer) => keep(d, process.stdout));
+    child.stderr.on('data', (d: Buffer) => keep(d, process.stderr));
+    child.on('exit', (code, signal) => {
+      const lines = out.split('\n').filter((l) => l && !l.startsWith('{"level"'));
+      const resultLine = lines.find((l) => l.startsWith('RESULT '));
+      let result: unknown = null;
+      if (resultLine) {
+        try {
+          result = JSON.parse(resultLine.slice(7));
+        } catch {
+          result = null;
+        }
+      }
+      resolve({
+        name: def.name,
+        command,
+        exitCode: code ?? (signal ? 128 : 1),
+        ms: Math.round(performance.now() - t0),
+        loadBefore,
+        loadAfter: machine().loadavg,
+        tables: parseTables(lines.filter((l) => !l.startsWith('RESULT ')).join('\n')),
+        result,
+        tail: lines.slice(-15),
+      });
+    });
+  });
+}
+
+type Num = number | null | undefined;
+const fmt = (x: Num, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }));
+const met = (ok: boolean | null) => (ok === null ? '—' : ok ? '**met**' : '**missed**');
+
+/** Cell of the first row of any table whose first cell matches `row` in the column whose header matches `col`. */
+function cell(run: BenchRun | undefined, row: RegExp, col: RegExp): number | null {
+  for (const t of run?.tables ?? []) {
+    const c = t.header.findIndex((h) => col.test(h));
+    if (c < 0) continue;
+    const r = t.rows.find((x) => row.test(x[0] ?? ''));
+    if (r && r[c] !== undefined) {
+      const v = Number(r[c]!.replace(/[*,\s]/g, ''));
+      if (!Number.isNaN(v)) return v;
+    }
+  }
+  return null;
+}
+
+/** The summary table: every target with its figure. */
+export function summary(runs: BenchRun[]): string {
+  const by = new Map(runs.map((r) => [r.name, r]));
+  const s = (by.get('sync')?.result ?? {}) as Record<string, Record<string, number> | undefined>;
+  const imp = s.import;
+  const rows: string[] = ['| target | figure | goal | | bench |', '|---|---|---|---|---|'];
+  const add = (what: string, fig: string, goal: string, ok: boolean | null, bench: string) => rows.push(`| ${what} | ${fig} | ${goal} | ${met(ok)} | ${bench} |`);
+  const val = (x: Num) => (typeof x === 'number' ? x : null);
+  const tps = val(imp?.txPerSec);
+  add('initial sync (`blockwire import`, load + index builds)', `${fmt(tps)} tx/s, ${fmt(val(imp?.blocksPerSec), 1)} blocks/s`, '≥ 40,000 tx/s', tps === null ? null : tps >= 40_000, 'sync');
+  const rpc = s.rpc;
+  add('initial sync over RPC/REST (indexer role)', `${fmt(val(rpc?.txPerSec))} tx/s`, '≥ 40,000 tx/s', val(rpc?.txPerSec) === null ? null : rpc!.txPerSec! >= 40_000, 'sync');
+  const ratio = val(s.copyLimit?.ratioLoad);
+  add('load phase vs server-side COPY limit (same rows, same tables, no indexes)', `${fmt(ratio, 2)} (limit ${fmt(val(s.copyLimit?.rowsPerSec))} rows/s; ${fmt(val(s.copyLimit?.ratioTotal), 2)} counting index builds)`, '≥ 0.65', ratio === null ? null : ratio >= 0.65, 'sync');
+  const size = val(s.size?.ratio);
+  add('database size / raw block bytes (after VACUUM, CHECKPOINT)', fmt(size, 3), '≤ 0.8', size === null ? null : size <= 0.8, 'sync');
+  const proj = val(s.projection?.hours);
+  add('projected full mainnet sync (1.43 billion txs)', `${fmt(proj, 1)} h`, '≤ 12 h', proj === null ? null : proj <= 12, 'sync');
+  add('catch-up with every index live (per-block path)', `${fmt(val(s.catchup?.txPerSec))} tx/s`, '(reported)', null, 'sync');
+  const live = s.live;
+  add('live: 4,000-tx block, ZMQ arrival → committed, p50', `${fmt(val(live?.p50))} ms`, '≤ 300 ms', val(live?.p50) === null ? null : live!.p50! <= 300, 'sync (live)');
+  add('live: same, p99', `${fmt(val(live?.p99))} ms`, '≤ 1,000 ms', val(live?.p99) === null ? null : live!.p99! <= 1000, 'sync (live)');
+  const dec = by.get('decode');
+  const decRatio = cell(dec, /^all/, /decode \/ floor/);
+  const decTps = cell(dec, /^all/, /decode tx\/s/);
+  add('decode vs txid floor (5 mainnet blocks)', `${fmt(decRatio, 2)}, ${fmt(decTps)} tx/s`, '≥ 0.8 and ≥ 200,000 tx/s', decRatio === null || decTps === null ? null : decRatio >= 0.8 && decTps >= 200_000, 'decode');
+  const api = by.get('api');
+  const bal = cell(api, /^balance/, /req\/s/);
+  const balP99 = cell(api, /^balance/, /p99/);
+  add('API balance', `${fmt(bal)} req/s, p99 ${fmt(balP99)} ms`, '≥ 8,000 req/s, p99 ≤ 10 ms', bal === null || balP99 === null ? null : bal >= 8000 && balP99 <= 10, 'api');
+  const hist = cell(api, /^history page/, /req\/s/);
+  const histP99 = cell(api, /^history page/, /p99/);
+  add('API history page', `${fmt(hist)} req/s, p99 ${fmt(histP99)} ms`, '≥ 5,000 req/s, p99 ≤ 25 ms', hist === null || histP99 === null ? null : hist >= 5000 && histP99 <= 25, 'api');
+  return rows.join('\n');
+}
+
+const START = '<!-- bench:results:start -->';
+const END = '<!-- bench:results:end -->';
+
+/** The README section: when and where, the summary, then each bench's tables as it printed them. */
+export function readmeSection(runs: BenchRun[], at: string, quick: boolean): string {
+  const parts = [START, '', `Last \`npm run bench${quick ? ' -- --quick' : ''}\`: ${at}, ${machine().cpus} vCPU, node ${process.version}. Load average before/after each bench below (other engineers' tests share the 2 cores).`, '', summary(runs), ''];
+  for (const r of runs) {
+    parts.push(`#### ${r.name} — \`${r.command}\` (${(r.ms / 1000).toFixed(0)} s, exit ${r.exitCode}, load ${r.loadBefore.join(' ')} → ${r.loadAfter.join(' ')})`, '');
+    for (const t of r.tables) {
+      parts.push(`| ${t.header.join(' | ')} |`, `|${t.header.map(() => '---').join('|')}|`, ...t.rows.map((x) => `| ${x.join(' | ')} |`), '');
+    }
+  }
+  parts.push(END);
+  return parts.join('\n');
+}
+
+/** Replaces the section between the markers in `readme` (appends it when absent). */
+export function spliceReadme(readme: string, section: string): string {
+  const a = readme.indexOf(START);
+  const b = readme.indexOf(END);
+  if (a >= 0 && b > a) return readme.slice(0, a) + section + readme.slice(b + END.length);
+  return `${readme.trimEnd()}\n\n## Results (npm run bench)\n\n${section}\n`;
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, results: { type: 'string' }, readme: { type: 'string' } } });
+  const quick = values.quick === true;
+  const only = values.only ? new Set(values.only.split(',')) : null;
+  const results = values.results ?? join('bench', 'results', quick ? 'quick.json' : 'latest.json');
+  const readme = values.readme ?? (quick ? null : join('bench', 'README.md'));
+  const runs: BenchRun[] = [];
+  for (const def of BENCHES) {
+    if (only && !only.has(def.name)) continue;
+    runs.push(await runOne(def, quick));
+  }
+  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  mkdirSync(dirname(results), { recursive: true });
+  writeFileSync(results, `${JSON.stringify({ at, quick, machine: machine(), runs }, null, 2)}\n`);
+  process.stdout.write(`\n${summary(runs)}\n\nresults: ${results}\n`);
+  if (readme) {
+    writeFileSync(readme, spliceReadme(readFileSync(readme, 'utf8'), readmeSection(runs, at, quick)));
+    process.stdout.write(`tables: ${readme}\n`);
+  }
+  return runs.every((r) => r.exitCode === 0) ? 0 : 1;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = await main();

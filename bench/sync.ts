@@ -1,0 +1,275 @@
+/**
+ * bench/sync: initial sync of the synthetic corpus (bench/corpus) against this machine's own
+ * limits, measured in the same run (issue 9 item 2):
+ * 1. `blockwire import --blocks-dir` of the corpus up to its catch-up and live blocks (tx/s,
+ *    blocks/s; load and index-build phases; CPU of the importer and of PostgreSQL);
+ * 2. database size after VACUUM and CHECKPOINT against the raw bytes of the imported blocks;
+ * 3. the physical limit: the rows the import left in blocks, txs, utxos and history written to
+ *    files, then loaded with server-side `COPY … FROM 'file'` into the same tables without
+ *    indexes, in the same PostgreSQL; reported as a ratio to the import's load phase;
+ * 4. catch-up with every index live: the next blocks through the per-block path;
+ * 5. bench/live on that index (4,000-transaction blocks, ZMQ arrival → committed);
+ * 6. the same initial sync over RPC/REST from the corpus node (the indexer role's bulk path).
+ * Run: `node --import tsx bench/sync.ts [--quick] [--blocks N] [--txs-per-block N]
+ * [--catchup-blocks N] [--live-blocks N] [--skip-rpc] [--cpu-prof DIR] [--json FILE]`.
+ * @module
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createDb } from '../src/db/connect.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { startCorpusNode } from '../src/devnode/corpus.js';
+import { corpusBlocksDir, corpusMainChain, loadCorpusManifest } from '../src/devnode/corpus-manifest.js';
+import { ensureCorpus } from './corpus/generate.js';
+import { cacheDir, childrenCpuMs, logLines, machine, round, runSize, say, spawnNode, startBenchPostgres, type BenchPostgres } from './harness.js';
+import { measureLive, startFollower, waitApplied } from './live.js';
+
+/** Mainnet today (PERFORMANCE.md): transactions to project a full sync to. */
+const MAINNET_TXS = 1.43e9;
+
+export interface ImportResult {
+  tip: number;
+  blocks: number;
+  txs: number;
+  /** Whole command, process start to exit. */
+  wallMs: number;
+  /** Bulk load (COPY of every batch) and finish (utxos rebuild, balances, every index). */
+  loadMs: number;
+  finishMs: number;
+  /** CPU of the import process (JS) and of PostgreSQL during the command. */
+  importerCpuMs: number;
+  postgresCpuMs: number;
+}
+
+/** Runs `blockwire import --blocks-dir` on a corpus into `databaseUrl`, stopping `nearTip` below its tip. */
+export async function importCorpus(dir: string, databaseUrl: string, nearTip: number, nodeFlags: string[], pgs?: BenchPostgres): Promise<ImportResult> {
+  const cpu0 = childrenCpuMs();
+  const pg0 = pgs?.cpuMs() ?? 0;
+  const t0 = performance.now();
+  const child = spawnNode(['bin/blockwire.js', 'import', '--blocks-dir', corpusBlocksDir(dir), '--network', 'regtest', '--near-tip', String(nearTip)], { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, nodeFlags);
+  const code = await child.exited;
+  const wallMs = performance.now() - t0;
+  if (code !== 0) throw new Error(`blockwire import exited with ${code}:\n${child.lines.slice(-20).join('\n')}`);
+  const done = logLines(child.lines, 'bulk load done')[0];
+  const finished = logLines(child.lines, 'bulk sync finished: indexes built')[0];
+  if (!done || !finished) throw new Error(`blockwire import did not log its phases:\n${child.lines.slice(-20).join('\n')}`);
+  return {
+    tip: Number(done.tip),
+    blocks: Number(done.blocks),
+    txs: Number(done.txs),
+    wallMs: round(wallMs),
+    loadMs: Number(done.ms),
+    finishMs: Number(finished.ms),
+    importerCpuMs: childrenCpuMs() - cpu0,
+    postgresCpuMs: (pgs?.cpuMs() ?? 0) - pg0,
+  };
+}
+
+/** Tables the sync writes with COPY (balances are computed in the finish step). */
+const COPY_TABLES = ['blocks', 'txs', 'utxos', 'history'] as const;
+
+export interface SizeResult {
+  databaseBytes: number;
+  emptyDatabaseBytes: number;
+  tables: Record<string, number>;
+  rawBlockBytes: number;
+  ratio: number;
+}
+
+/** pg_database_size after VACUUM ANALYZE and CHECKPOINT, against the raw bytes of blocks 0..tip. */
+export async function measureSize(pgs: BenchPostgres, db: string, rawBlockBytes: number): Promise<SizeResult> {
+  await pgs.query(db, 'VACUUM ANALYZE');
+  await pgs.query('postgres', 'CHECKPOINT');
+  const size = Number((await pgs.query<{ n: string }>(db, 'SELECT pg_database_size(current_database())::text AS n')).rows[0]!.n);
+  const t = await pgs.query<{ name: string; n: string }>(db, `SELECT c.relname AS name, pg_total_relation_size(c.oid)::text AS n FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+    WHERE s.nspname = 'public' AND c.relkind = 'r' ORDER BY pg_total_relation_size(c.oid) DESC`);
+  const tables: Record<string, number> = {};
+  for (const r of t.rows) if (Number(r.n) > 64 * 1024) tables[r.name] = Number(r.n);
+  // A freshly migrated database, for reference (catalogs and empty tables).
+  const emptyUrl = await pgs.createDatabase('bw_empty');
+  const edb = createDb(emptyUrl);
+  await migrateToLatest(edb);
+  await edb.destroy();
+  const empty = Number((await pgs.query<{ n: string }>('bw_empty', 'SELECT pg_database_size(current_database())::text AS n')).rows[0]!.n);
+  await pgs.query('postgres', 'DROP DATABASE bw_empty');
+  return { databaseBytes: size, emptyDatabaseBytes: empty, tables, rawBlockBytes, ratio: round(size / rawBlockBytes, 3) };
+}
+
+export interface CopyLimitResult {
+  rows: number;
+  fileBytes: number;
+  ms: number;
+  rowsPerSec: number;
+  perTable: Record<string, { rows: number; ms: number }>;
+}
+
+/**
+ * The physical limit: the rows the sync left in `db` written to files, then one transaction of
+ * server-side `COPY … FROM 'file' (FORMAT binary)` into the same tables, created and committed
+ * beforehand without any index or key (so the load is WAL-logged as the sync's is).
+ */
+export async function measureCopyLimit(pgs: BenchPostgres, db: string): Promise<CopyLimitResult> {
+  const files: Record<string, string> = {};
+  for (const t of COPY_TABLES) {
+    files[t] = join(pgs.copyDir, `${t}.bin`);
+    const cols = t === 'txs' ? 'tx_num, txid, outs, ins' : '*';
+    await pgs.query(db, `COPY (SELECT ${cols} FROM ${t}) TO '${files[t]}' (FORMAT binary)`);
+  }
+  const url = await pgs.createDatabase('bw_limit');
+  const ldb = createDb(url);
+  await migrateToLatest(ldb);
+  await ldb.destroy();
+  await pgs.query('bw_limit', `
+    ALTER TABLE blocks DROP CONSTRAINT blocks_pkey; DROP INDEX blocks_hash;
+    ALTER TABLE txs DROP CONSTRAINT txs_pkey; DROP INDEX txs_txid;
+    ALTER TABLE utxos DROP CONSTRAINT utxos_pkey; DROP INDEX utxos_addr;
+    ALTER TABLE history DROP CONSTRAINT history_pkey;`);
+  await pgs.query('postgres', 'CHECKPOINT');
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const perTable: Record<string, { rows: number; ms: number }> = {};
+  let rows = 0;
+  const t0 = performance.now();
+  await c.query('BEGIN');
+  for (const t of COPY_TABLES) {
+    const s = performance.now();
+    const r = await c.query(`COPY ${t} ${t === 'txs' ? '(tx_num, txid, outs, ins)' : ''} FROM '${files[t]}' (FORMAT binary)`);
+    perTable[t] = { rows: r.rowCount ?? 0, ms: round(performance.now() - s) };
+    rows += r.rowCount ?? 0;
+  }
+  await c.query('COMMIT');
+  const ms = performance.now() - t0;
+  await c.end();
+  const fileBytes = Object.values(files).reduce((s, f) => s + statSync(f).size, 0);
+  for (const f of readdirSync(pgs.copyDir)) rmSync(join(pgs.copyDir, f), { force: true });
+  await pgs.query('postgres', 'DROP DATABASE bw_limit');
+  return { rows, fileBytes, ms: round(ms), rowsPerSec: Math.round((rows * 1000) / ms), perTable };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean' },
+      blocks: { type: 'string' },
+      'txs-per-block': { type: 'string' },
+      seed: { type: 'string' },
+      'catchup-blocks': { type: 'string' },
+      'live-blocks': { type: 'string' },
+      'skip-rpc': { type: 'boolean' },
+      'cpu-prof': { type: 'string' },
+      'cache-dir': { type: 'string' },
+      json: { type: 'string' },
+    },
+  });
+  const size = runSize(values);
+  const startMachine = machine();
+  say(`bench/sync: ${size.corpus.blocks} blocks × ~${size.corpus.txsPerBlock} txs (seed ${size.corpus.seed}), catch-up ${size.catchupBlocks}, live ${size.liveBlocks}; load ${startMachine.loadavg.join(' ')}`);
+  const cache = cacheDir(values['cache-dir']);
+  const g0 = performance.now();
+  const corpus = ensureCorpus(cache, size.corpus, say);
+  const genMs = performance.now() - g0;
+  const m = await loadCorpusManifest(corpus.dir);
+  const main = corpusMainChain(m);
+  const nearTip = size.catchupBlocks + size.liveBlocks;
+  const initialTip = m.tip.height - nearTip;
+  const rawBytes = main.slice(0, initialTip + 1).reduce((s, b) => s + b.length, 0);
+  const initialTxs = main.slice(0, initialTip + 1).reduce((s, b) => s + b.txs, 0);
+  say(`corpus ${corpus.generated ? 'generated' : 'cached'}: ${corpus.dir} (${m.txs} txs, ${(m.rawBytes / 1e6).toFixed(0)} MB, ${m.reorgs} reorgs; generated in ${(m.generatedMs / 1000).toFixed(1)} s)`);
+
+  const root = mkdtempSync(join(cache, 'sync-'));
+  const pgs = await startBenchPostgres(root);
+  const result: Record<string, unknown> = { size, corpus: { key: m.key, txs: m.txs, rawBytes: m.rawBytes, reorgs: m.reorgs, staleBlocks: m.staleBlocks, generatedMs: m.generatedMs, generatedNow: corpus.generated, genMs: round(genMs) }, machineStart: startMachine };
+  try {
+    // 1. blockwire import --blocks-dir
+    const importUrl = await pgs.createDatabase('bw_import');
+    let profDir: string | undefined;
+    if (values['cpu-prof']) {
+      profDir = values['cpu-prof'];
+      mkdirSync(profDir, { recursive: true });
+    }
+    const imp = await importCorpus(corpus.dir, importUrl, nearTip, profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [], pgs);
+    if (imp.tip !== initialTip) throw new Error(`import stopped at ${imp.tip}, expected ${initialTip}`);
+    const importTxs = initialTxs; // genesis included (the import indexes it too)
+    const loadTps = importTxs / (imp.loadMs / 1000);
+    const totalTps = importTxs / ((imp.loadMs + imp.finishMs) / 1000);
+    result.import = { ...imp, txs: importTxs, loadTxPerSec: Math.round(loadTps), txPerSec: Math.round(totalTps), blocksPerSec: round((imp.blocks * 1000) / (imp.loadMs + imp.finishMs), 1), wallTxPerSec: Math.round(importTxs / (imp.wallMs / 1000)), jsShare: round(imp.importerCpuMs / (imp.importerCpuMs + imp.postgresCpuMs), 2) };
+    say(`import: ${importTxs} txs, ${imp.blocks} blocks: load ${round(imp.loadMs / 1000, 1)} s (${Math.round(loadTps)} tx/s) + indexes ${round(imp.finishMs / 1000, 1)} s = ${Math.round(totalTps)} tx/s; wall ${round(imp.wallMs / 1000, 1)} s; CPU importer ${round(imp.importerCpuMs / 1000, 1)} s, PostgreSQL ${round(imp.postgresCpuMs / 1000, 1)} s`);
+
+    // 2. size
+    const sz = await measureSize(pgs, 'bw_import', rawBytes);
+    result.size = sz;
+    say(`size: database ${(sz.databaseBytes / 1e6).toFixed(1)} MB (empty ${(sz.emptyDatabaseBytes / 1e6).toFixed(1)} MB) vs raw blocks ${(rawBytes / 1e6).toFixed(1)} MB = ${sz.ratio}; ${Object.entries(sz.tables).map(([k, v]) => `${k} ${(v / 1e6).toFixed(1)}`).join(', ')} MB`);
+
+    // 3. the physical limit
+    const lim = await measureCopyLimit(pgs, 'bw_import');
+    const ratio = lim.ms / imp.loadMs;
+    result.copyLimit = { ...lim, txPerSec: Math.round(importTxs / (lim.ms / 1000)), ratioLoad: round(ratio, 3), ratioTotal: round(lim.ms / (imp.loadMs + imp.finishMs), 3) };
+    say(`COPY limit: ${lim.rows} rows (${(lim.fileBytes / 1e6).toFixed(0)} MB) in ${round(lim.ms / 1000, 2)} s = ${lim.rowsPerSec} rows/s, ${Math.round(importTxs / (lim.ms / 1000))} tx/s; import load phase at ${round(ratio, 3)} of it (${round(lim.ms / (imp.loadMs + imp.finishMs), 3)} with index builds)`);
+
+    // 4. catch-up with every index live, then 5. live blocks
+    const node = await startCorpusNode({ dir: corpus.dir, tip: initialTip + size.catchupBlocks });
+    const follower = startFollower(importUrl, node);
+    const appliedAt: { at: number; f: Record<string, unknown> }[] = [];
+    follower.onLine((line, at) => {
+      const f = logLines([line], 'block applied')[0];
+      if (f) appliedAt.push({ at, f });
+    });
+    try {
+      await waitApplied(follower, main[initialTip + size.catchupBlocks]!.hash);
+      const first = appliedAt[0]!;
+      const lastAt = appliedAt[appliedAt.length - 1]!.at;
+      const txs = appliedAt.reduce((s, x) => s + Number(x.f.txs), 0);
+      const blocks = appliedAt.length;
+      const ms = lastAt - (first.at - Number(first.f.ms));
+      const applyMs = appliedAt.map((x) => Number(x.f.ms)).sort((a, b) => a - b);
+      result.catchup = { blocks, txs, ms: round(ms), txPerSec: Math.round((txs * 1000) / ms), blocksPerSec: round((blocks * 1000) / ms, 2), applyMsP50: applyMs[Math.floor(blocks / 2)] };
+      say(`catch-up (indexes live, per-block path): ${blocks} blocks, ${txs} txs in ${round(ms / 1000, 1)} s = ${Math.round((txs * 1000) / ms)} tx/s`);
+      if (size.liveBlocks > 0) {
+        const live = await measureLive(node, follower, size.liveBlocks);
+        result.live = live;
+        say(`live: ${live.blocks} blocks of ${live.txsPerBlock} txs on an index of ${live.indexHeightBefore} blocks: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`);
+      }
+    } finally {
+      follower.proc.kill('SIGTERM');
+      await follower.exited;
+      await node.stop();
+    }
+
+    // 6. the same initial sync over RPC/REST (indexer role, bulk path, then per-block near the tip)
+    if (!values['skip-rpc']) {
+      const rpcUrl = await pgs.createDatabase('bw_rpc');
+      const rnode = await startCorpusNode({ dir: corpus.dir, tip: initialTip });
+      const cpu0 = childrenCpuMs();
+      const pg0 = pgs.cpuMs();
+      const child = spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl: rpcUrl, rpcUrl: rnode.rpcUrl, zmqUrl: rnode.zmqUrl, target: initialTip, env: { INDEXER_BULK_THRESHOLD: '20', INDEXER_BULK_NEAR_TIP: '12' } })], {});
+      const code = await child.exited;
+      await rnode.stop();
+      const res = child.lines.find((l) => l.startsWith('RESULT '));
+      if (code !== 0 || !res) throw new Error(`sync over RPC failed (${code}):\n${child.lines.slice(-20).join('\n')}`);
+      const r = JSON.parse(res.slice(7)) as { ms: number };
+      const done = logLines(child.lines, 'bulk load done')[0];
+      const finished = logLines(child.lines, 'bulk sync finished: indexes built')[0];
+      result.rpc = { ms: round(r.ms), txs: importTxs, txPerSec: Math.round(importTxs / (r.ms / 1000)), blocksPerSec: round(((initialTip + 1) * 1000) / r.ms, 1), loadMs: done ? Number(done.ms) : null, finishMs: finished ? Number(finished.ms) : null, indexerCpuMs: childrenCpuMs() - cpu0, postgresCpuMs: pgs.cpuMs() - pg0 };
+      say(`sync over RPC/REST: ${importTxs} txs in ${round(r.ms / 1000, 1)} s = ${Math.round(importTxs / (r.ms / 1000))} tx/s (load ${done ? round(Number(done.ms) / 1000, 1) : '?'} s, indexes ${finished ? round(Number(finished.ms) / 1000, 1) : '?'} s)`);
+      await pgs.query('postgres', 'DROP DATABASE bw_rpc');
+    }
+
+    // Projection to mainnet: load phase at the measured rate, index builds scaled by rows × log.
+    const n = importTxs;
+    const sortFactor = Math.log(MAINNET_TXS) / Math.log(n);
+    const projLoadH = MAINNET_TXS / loadTps / 3600;
+    const projIndexH = (imp.finishMs / 1000) * (MAINNET_TXS / n) * sortFactor / 3600;
+    result.projection = { mainnetTxs: MAINNET_TXS, loadHours: round(projLoadH, 2), indexHours: round(projIndexH, 2), hours: round(projLoadH + projIndexH, 2), sortFactor: round(sortFactor, 2) };
+    say(`projection for ${MAINNET_TXS / 1e9} billion mainnet transactions: load ${round(projLoadH, 1)} h + index builds ${round(projIndexH, 1)} h = ${round(projLoadH + projIndexH, 1)} h`);
+  } finally {
+    await pgs.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+  result.machineEnd = machine();
+  if (values.json) writeFileSync(values.json, JSON.stringify(result, null, 2));
+  say(`RESULT ${JSON.stringify(result)}`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
