@@ -18,6 +18,10 @@ export type TxEventType = (typeof TX_EVENT_TYPES)[number];
 export const BLOCK_EVENT_TYPES = ['block.connected', 'block.disconnected'] as const;
 export type BlockEventType = (typeof BLOCK_EVENT_TYPES)[number];
 
+/** Events for one API key only, written with `key_id` (the stamp tracker's). */
+export const KEY_EVENT_TYPES = ['stamp.confirmed', 'stamp.unconfirmed'] as const;
+export type KeyEventType = (typeof KEY_EVENT_TYPES)[number];
+
 /** A block reference. */
 export type BlockRef = { hash: string; height: number };
 
@@ -45,9 +49,9 @@ export type TxEvent = EventBase & {
 
 export type BlockEvent = EventBase & { type: BlockEventType; block: BlockRef };
 
-/** An event for one API key only (stamp.confirmed). */
+/** An event for one API key only (stamp.confirmed, stamp.unconfirmed). */
 export type KeyEvent = EventBase & {
-  type: 'stamp.confirmed';
+  type: KeyEventType;
   keyId: bigint;
   txid: string | null;
   confirmations: number | null;
@@ -61,6 +65,7 @@ export type OutboxRow = Omit<OutboxTable, 'seq' | 'created_at'> & { seq: bigint;
 
 const txTypes = new Set<string>(TX_EVENT_TYPES);
 const blockTypes = new Set<string>(BLOCK_EVENT_TYPES);
+const keyTypes = new Set<string>(KEY_EVENT_TYPES);
 
 function blockOf(row: OutboxRow): BlockRef | null {
   if (row.block_hash === null || row.height === null) return null;
@@ -94,10 +99,10 @@ export function decodeOutboxRow(row: OutboxRow): ChainEvent {
   if (blockTypes.has(row.type)) {
     return { ...base, type: row.type as BlockEventType, block: need(base.block, 'block', row) };
   }
-  if (row.type === 'stamp.confirmed') {
+  if (keyTypes.has(row.type)) {
     return {
       ...base,
-      type: 'stamp.confirmed',
+      type: row.type as KeyEventType,
       keyId: need(row.key_id, 'key_id', row),
       txid: row.txid ? hashToHex(row.txid) : null,
       confirmations: row.confirmations,
@@ -126,7 +131,7 @@ export type EventPayload = {
   sent: number | null;
   /** tx.replaced only: the transaction that replaced this one. */
   replaced_by?: string;
-  /** Extra data of key events (stamp.confirmed), when the writer gave some. */
+  /** Extra data of key events (stamp.confirmed, stamp.unconfirmed), when the writer gave some. */
   data?: unknown;
 };
 
@@ -150,6 +155,7 @@ export function toPayload(event: ChainEvent, sub: { id: string; hookId: string |
     case 'block.disconnected':
       return { ...common, address: null, transaction_hash: null, block: event.block, confirmations: null, received: null, sent: null };
     case 'stamp.confirmed':
+    case 'stamp.unconfirmed':
       return {
         ...common,
         address: null,

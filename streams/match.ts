@@ -67,6 +67,7 @@ function wants(sub: SubscriptionRef, event: ChainEvent): boolean {
 export function matchEvent(event: ChainEvent, index: SubscriptionIndex): Delivery[] {
   switch (event.type) {
     case 'stamp.confirmed':
+    case 'stamp.unconfirmed':
       return [{ event, keyId: event.keyId, subscription: null }];
     case 'block.connected':
     case 'block.disconnected':

@@ -109,9 +109,14 @@ describe('matchEvent', () => {
     expect(matchEvent(e, index).map((x) => x.subscription?.id)).toEqual(['sub_chain']);
   });
 
-  it('sends key events to their key with no subscription', () => {
-    const e = decodeOutboxRow(row({ type: 'stamp.confirmed', key_id: 9n, addr_key: null, address: null }));
-    expect(matchEvent(e, index)).toEqual([{ event: e, keyId: 9n, subscription: null }]);
+  it('sends key events (stamp.confirmed and stamp.unconfirmed) to their key with no subscription', () => {
+    for (const type of ['stamp.confirmed', 'stamp.unconfirmed'] as const) {
+      const e = decodeOutboxRow(row({ type, key_id: 9n, addr_key: null, address: null, confirmations: type === 'stamp.confirmed' ? 1 : 0 }));
+      expect(e.type).toBe(type);
+      expect(matchEvent(e, index)).toEqual([{ event: e, keyId: 9n, subscription: null }]);
+      expect(toPayload(e, null)).toMatchObject({ type, subscription_id: null, address: null, confirmations: type === 'stamp.confirmed' ? 1 : 0 });
+    }
+    expect(() => decodeOutboxRow(row({ type: 'stamp.unconfirmed', key_id: null }))).toThrow('has no key_id');
   });
 
   it('never delivers an event older than the subscription', () => {
