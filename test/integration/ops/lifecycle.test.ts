@@ -10,8 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { createServer, get, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { get } from 'node:http';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -22,24 +21,15 @@ import { createApiKey } from '../../../src/auth/keys.js';
 import { getIndexTip } from '../../../src/db/queries/api-chain.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { Key } from '../../../client/keys.js';
-import { portOf, spawnBlockwire, type BlockwireProcess } from './processes.js';
+import { portOf, processEnv, spawnBlockwire, startHookReceiver, until, type BlockwireProcess } from './processes.js';
 
 const execFileP = promisify(execFile);
 type StreamEvent = { id: number; type: string; subscription_id: string };
 
 let devnode: Devnode;
 let db: TestDatabase;
-let receiver: Server;
-const webhooks: { webhookId: string; id: number }[] = [];
+let receiver: Awaited<ReturnType<typeof startHookReceiver>>;
 let proc: BlockwireProcess | undefined;
-
-async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** One GET on a new connection: the status, or the error code when no answer came. */
 function getOnce(url: string, key: string): Promise<{ status?: number; error?: string; complete: boolean }> {
@@ -76,37 +66,19 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
   beforeAll(async () => {
     devnode = await startDevnode({ initialBlocks: 101 });
     db = await createMigratedDatabase('life');
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (d: Buffer) => (body += String(d)));
-      req.on('end', () => {
-        webhooks.push({ webhookId: String(req.headers['webhook-id']), id: (JSON.parse(body) as StreamEvent).id });
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    receiver = await startHookReceiver();
   }, 120_000);
 
   afterAll(async () => {
     await proc?.stop();
-    await new Promise<void>((r) => receiver?.close(() => r()));
+    await receiver?.close();
     await devnode?.stop();
     await db?.drop();
   }, 120_000);
 
   it('exits 0 on SIGTERM with requests, deliveries and blocks in flight, and loses nothing', async () => {
     const env = {
-      DATABASE_URL: db.url,
-      REDIS_URL: inject('redisUrl'),
-      BLOCKWIRE_REDIS_PREFIX: uniqueRedisPrefix('life'),
-      BITCOIND_RPC_URL: devnode.rpcUrl,
-      BITCOIND_ZMQ_URL: devnode.zmqUrl,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      BLOCKWIRE_METRICS_PORT: '0',
-      BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1',
-      POLL_INTERVAL_MS: '200',
-      BLOCKWIRE_RELAY_POLL_MS: '20',
+      ...processEnv({ databaseUrl: db.url, redisUrl: inject('redisUrl'), redisPrefix: uniqueRedisPrefix('life'), rpcUrl: devnode.rpcUrl, zmqUrl: devnode.zmqUrl }),
       SHUTDOWN_DRAIN_MS: '1500',
     };
     proc = spawnBlockwire('all-in-one', ['start'], env);
@@ -121,7 +93,7 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
       return (await res.json()) as { id: string };
     };
     const address = Key.random('regtest').address('p2wpkh');
-    const hook = await post('/v1/hooks', { type: 'http', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/` });
+    const hook = await post('/v1/hooks', { type: 'http', url: receiver.url });
     const sub = await post('/v1/subscriptions', { address, action: hook.id, confirmations: 2 });
 
     const streamed: StreamEvent[] = [];
@@ -180,6 +152,7 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
       }
     });
     await until('a few blocks of payments', () => paid > 40_000n);
+    const webhooks = receiver.received;
     await until('events delivered under load', () => webhooks.length > 3);
 
     const code = await proc.stop();
@@ -235,7 +208,7 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
     await new Promise((r) => setTimeout(r, 500));
     ws.close();
     expect(streamed.map((e) => e.id)).toEqual(expected);
-    expect(webhooks.map((w) => w.id).sort((a, b) => a - b)).toEqual(expected);
+    expect(webhooks.map((w) => w.event.id).sort((a, b) => a - b)).toEqual(expected);
     expect(new Set(webhooks.map((w) => w.webhookId)).size).toBe(webhooks.length);
     expect(await proc.stop()).toBe(0);
     proc = undefined;

@@ -5,6 +5,8 @@
  * the exit code. Every child is killed when the test process exits.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { projectRoot } from '../../support/fixtures.js';
 
@@ -117,4 +119,46 @@ export function portOf(line: LogLine): number {
   const m = /:(\d+)$/.exec(String(line.url ?? ''));
   if (!m) throw new Error(`no port in log line ${JSON.stringify(line)}`);
   return Number(m[1]);
+}
+
+/** Polls `check` every 100 ms until it holds; throws naming `what` after `timeoutMs`. */
+export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The environment every ops test gives its processes: the run's Postgres database and Redis, the devnode, free ports, fast polling. */
+export function processEnv(deps: { databaseUrl: string; redisUrl: string; redisPrefix: string; rpcUrl: string; zmqUrl: string }): Record<string, string> {
+  return {
+    DATABASE_URL: deps.databaseUrl,
+    REDIS_URL: deps.redisUrl,
+    BLOCKWIRE_REDIS_PREFIX: deps.redisPrefix,
+    BITCOIND_RPC_URL: deps.rpcUrl,
+    BITCOIND_ZMQ_URL: deps.zmqUrl,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    BLOCKWIRE_STREAM_PORT: '0',
+    BLOCKWIRE_METRICS_PORT: '0',
+    BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1',
+    POLL_INTERVAL_MS: '200',
+    BLOCKWIRE_RELAY_POLL_MS: '20',
+  };
+}
+
+/** A webhook receiver on 127.0.0.1 answering 200 and recording each POST's webhook-id and event. */
+export async function startHookReceiver(): Promise<{ url: string; received: { webhookId: string; event: { id: number } }[]; close(): Promise<void> }> {
+  const received: { webhookId: string; event: { id: number } }[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += String(d)));
+    req.on('end', () => {
+      received.push({ webhookId: String(req.headers['webhook-id']), event: JSON.parse(body) as { id: number } });
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received, close: () => new Promise<void>((r) => server.close(() => r())) };
 }

@@ -7,22 +7,19 @@
  * the webhook receiver gets each delivery exactly once, and exactly one relay is active.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { getIndexTip } from '../../../src/db/queries/api-chain.js';
 import { Key } from '../../../client/keys.js';
-import { portOf, spawnBlockwire, type BlockwireProcess } from './processes.js';
+import { portOf, processEnv, spawnBlockwire, startHookReceiver, until, type BlockwireProcess } from './processes.js';
 
 type StreamEvent = { id: number; type: string; subscription_id: string; transaction_hash?: string };
 
 let devnode: Devnode;
 let db: TestDatabase;
-let receiver: Server;
-const received: { webhookId: string; body: StreamEvent }[] = [];
+let receiver: Awaited<ReturnType<typeof startHookReceiver>>;
 const procs: BlockwireProcess[] = [];
 
 async function api(port: number, key: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
@@ -36,51 +33,24 @@ async function api(port: number, key: string, method: string, path: string, body
   return json;
 }
 
-async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe('several api, streams and worker processes on one Postgres and one Redis', () => {
   beforeAll(async () => {
     devnode = await startDevnode({ initialBlocks: 101 });
     db = await createMigratedDatabase('scale');
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (d: Buffer) => (body += String(d)));
-      req.on('end', () => {
-        received.push({ webhookId: String(req.headers['webhook-id']), body: JSON.parse(body) as StreamEvent });
-        res.writeHead(200).end('ok');
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    receiver = await startHookReceiver();
   }, 120_000);
 
   afterAll(async () => {
     await Promise.all(procs.map((p) => p.stop()));
-    await new Promise<void>((r) => receiver?.close(() => r()));
+    await receiver?.close();
     await devnode?.stop();
     await db?.drop();
   }, 120_000);
 
   it('delivers every event to every stream client exactly once and every webhook once', async () => {
     const env = {
-      DATABASE_URL: db.url,
-      REDIS_URL: inject('redisUrl'),
-      BLOCKWIRE_REDIS_PREFIX: uniqueRedisPrefix('scale'),
-      BITCOIND_RPC_URL: devnode.rpcUrl,
-      BITCOIND_ZMQ_URL: devnode.zmqUrl,
+      ...processEnv({ databaseUrl: db.url, redisUrl: inject('redisUrl'), redisPrefix: uniqueRedisPrefix('scale'), rpcUrl: devnode.rpcUrl, zmqUrl: devnode.zmqUrl }),
       BITCOIN_NETWORK: 'regtest',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      BLOCKWIRE_STREAM_PORT: '0',
-      BLOCKWIRE_METRICS_PORT: '0',
-      BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1',
-      POLL_INTERVAL_MS: '200',
-      BLOCKWIRE_RELAY_POLL_MS: '20',
     };
     const roles = ['indexer', 'api', 'api', 'streams', 'streams', 'worker', 'worker'];
     for (const [i, role] of roles.entries()) procs.push(spawnBlockwire(`${role}-${i}`, ['start', '--role', role], env));
@@ -93,7 +63,7 @@ describe('several api, streams and worker processes on one Postgres and one Redi
 
     const key = (await createApiKey(db.db, { name: 'scale' })).key;
     const address = Key.random('regtest').address('p2wpkh');
-    const hook = await api(apiPorts[0]!, key, 'POST', '/v1/hooks', { type: 'http', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` });
+    const hook = await api(apiPorts[0]!, key, 'POST', '/v1/hooks', { type: 'http', url: receiver.url });
     const sub = await api(apiPorts[1]!, key, 'POST', '/v1/subscriptions', { address, action: hook.id, confirmations: 3 });
 
     // Two clients on each streams process, replaying from the start.
@@ -140,9 +110,10 @@ describe('several api, streams and worker processes on one Postgres and one Redi
     expect(ids.length).toBeGreaterThanOrEqual(3 * 4);
 
     for (const [i, c] of clients.entries()) expect(c.events.map((e) => e.id), `stream client ${i}`).toEqual(ids);
+    const received = receiver.received;
     const webhookIds = received.map((r) => r.webhookId);
     expect(new Set(webhookIds).size, 'no webhook delivered twice').toBe(webhookIds.length);
-    expect(received.map((r) => r.body.id).sort((a, b) => a - b)).toEqual(ids);
+    expect(received.map((r) => r.event.id).sort((a, b) => a - b)).toEqual(ids);
 
     // Exactly one relay holds the lock; both workers and both API processes took part.
     const metrics = await Promise.all(opsPorts.map(async (port) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text()));
