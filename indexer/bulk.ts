@@ -19,18 +19,17 @@ import pg from 'pg';
 import type { Kysely, Transaction } from 'kysely';
 import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
-import { hashToHex } from '../src/bitcoin/hash.js';
+import { equalBytes, hashToHex } from '../src/bitcoin/hash.js';
 import type { Config } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
-import { encodeEntries } from '../src/db/packed.js';
 import { OUTBOX_LOCK } from '../src/db/outbox-lock.js';
 import { RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
-import { historyChunks, readTip, type Tip } from './apply.js';
-import { scriptKeys, type ScriptKeys } from './address-keys.js';
+import { CHUNK_ENTRIES, readTip, type Tip } from './apply.js';
+import { BulkBatch } from './bulk-batch.js';
+import { scriptKeyBytes } from './address-keys.js';
 import type { ChainSource } from './chain-source.js';
-import { BinaryCopy, copyIn } from './copy-binary.js';
-import { deriveBlock, type Prevout, type TxRow, type UtxoRow } from './derive.js';
+import { copyIn } from './copy-binary.js';
 import { OutpointCache } from './outpoint-cache.js';
 import type { BulkPath } from './run.js';
 
@@ -143,19 +142,6 @@ export interface BulkResult {
   reason: 'target' | 'end' | 'fork' | 'stopped';
 }
 
-interface Batch {
-  id: number;
-  blocks: { rows: Pick<ReturnType<typeof deriveBlock>, 'height' | 'hash' | 'prevHash' | 'header' | 'time' | 'txCount' | 'size' | 'weight'> }[];
-  txs: TxRow[];
-  created: (UtxoRow | null)[];
-  spent: { txNum: number; vout: number }[];
-  history: Map<string, number[]>;
-  txCount: number;
-  tipHash: Uint8Array | null;
-}
-
-const EMPTY = new Uint8Array(0);
-
 async function connect(url: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, application_name: 'blockwire-indexer-bulk' });
   client.on('error', () => {});
@@ -250,7 +236,7 @@ export async function loadCache(client: pg.Client, log: Logger): Promise<Outpoin
       const txid = new Uint8Array(cols[0]!);
       const vout = cols[1]!.readInt32BE(0);
       const txNum = Number(cols[2]!.readBigInt64BE(0));
-      const keys: ScriptKeys = cols[3] ? cols[3].toString('hex') : cols[4] ? scriptKeys(cols[4]) : null;
+      const keys = cols[3] ? Buffer.from(cols[3]) : cols[4] ? scriptKeyBytes(cols[4]) : null;
       cache.insert(txid, vout, txNum, keys, -1, -1);
       p = q;
     }
@@ -261,43 +247,38 @@ export async function loadCache(client: pg.Client, log: Logger): Promise<Outpoin
   return cache;
 }
 
+/**
+ * History chunks of one batch from its (addr_key, tx_num) pairs: distinct pairs, at most
+ * CHUNK_ENTRIES per chunk, entries as 8-byte big-endian tx_nums (int8send), ascending.
+ */
+const BATCH_HISTORY = `
+  INSERT INTO history (addr_key, first_tx_num, last_tx_num, n, entries)
+  SELECT addr_key, min(tx_num), max(tx_num), count(*)::int4, string_agg(int8send(tx_num), ''::bytea ORDER BY tx_num)
+  FROM (SELECT addr_key, tx_num, (row_number() OVER (PARTITION BY addr_key ORDER BY tx_num) - 1) / ${CHUNK_ENTRIES} AS chunk
+        FROM (SELECT DISTINCT addr_key, tx_num FROM bulk_pairs) d) c
+  GROUP BY addr_key, chunk`;
+
 /** Writes one batch in one transaction: the checkpoint. */
-async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: Batch): Promise<void> {
-  const blocks = new BinaryCopy(b.blocks.length * 200);
-  for (const { rows: r } of b.blocks) {
-    blocks.row(8).int4(r.height).bytea(r.hash).bytea(r.prevHash).bytea(r.header).int4(r.time).int4(r.txCount).int4(r.size).int4(r.weight);
-  }
-  const txs = new BinaryCopy(b.txs.length * 160);
-  for (const t of b.txs) txs.row(4).int8(t.txNum).bytea(t.txid).bytea(t.outs).bytea(t.ins);
-  const utxos = new BinaryCopy(b.created.length * 100);
-  for (const u of b.created) {
-    if (u === null) continue;
-    utxos.row(6).bytea(u.txid).int4(u.vout).int8(u.txNum);
-    if (u.key === null) utxos.null();
-    else utxos.uuid(u.key);
-    utxos.int8(u.value).bytea(u.script);
-  }
-  const spent = new BinaryCopy(b.spent.length * 24);
-  for (const s of b.spent) spent.row(2).int8(s.txNum).int4(s.vout);
-  const history = new BinaryCopy(b.history.size * 60);
-  for (const c of historyChunks(b.history)) {
-    history.row(5).uuid(c.key).int8(c.first).int8(c.last).int4(c.entries.length).bytea(encodeEntries(c.entries.map(BigInt)));
-  }
-  const last = b.blocks[b.blocks.length - 1]!.rows;
+async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): Promise<void> {
+  const utxos = b.utxos();
   await inTransaction(client, deps, async () => {
-    await copyIn(client, 'blocks (height, hash, prev_hash, header, time, tx_count, size, weight)', blocks.finish());
-    await copyIn(client, 'txs (tx_num, txid, outs, ins)', txs.finish());
+    await client.query('CREATE TEMP TABLE IF NOT EXISTS bulk_pairs (addr_key uuid NOT NULL, tx_num int8 NOT NULL) ON COMMIT DELETE ROWS');
+    await copyIn(client, 'blocks (height, hash, prev_hash, header, time, tx_count, size, weight)', b.blocks.finish());
+    await copyIn(client, 'txs (tx_num, txid, outs, ins)', b.txs.finish());
     if (utxos.rows > 0) await copyIn(client, 'utxos (txid, vout, tx_num, addr_key, value, script)', utxos.finish());
-    if (spent.rows > 0) await copyIn(client, 'bulk_spent (tx_num, vout)', spent.finish());
-    if (history.rows > 0) await copyIn(client, 'history (addr_key, first_tx_num, last_tx_num, n, entries)', history.finish());
+    if (b.spent.rows > 0) await copyIn(client, 'bulk_spent (tx_num, vout)', b.spent.finish());
+    if (b.pairs.rows > 0) {
+      await copyIn(client, 'bulk_pairs (addr_key, tx_num)', b.pairs.finish());
+      await client.query(BATCH_HISTORY);
+    }
     await client.query('SELECT pg_advisory_xact_lock($1::int8)', [OUTBOX_LOCK.toString()]);
     await client.query(
       `INSERT INTO outbox (type, block_hash, height)
        SELECT 'block.connected', h, n FROM unnest($1::bytea[], $2::int4[]) WITH ORDINALITY AS u(h, n, ord) ORDER BY ord`,
-      [b.blocks.map((x) => Buffer.from(x.rows.hash)), b.blocks.map((x) => x.rows.height)],
+      [b.blockHashes, b.heights],
     );
-    await client.query('UPDATE chain_tip SET height = $1, hash = $2, updated_at = now() WHERE id = 1', [last.height, Buffer.from(last.hash)]);
-    await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{height}', to_jsonb($1::int4)), updated_at = now() WHERE key = 'bulk'`, [last.height]);
+    await client.query('UPDATE chain_tip SET height = $1, hash = $2, updated_at = now() WHERE id = 1', [b.lastHeight, Buffer.from(b.lastHash!)]);
+    await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{height}', to_jsonb($1::int4)), updated_at = now() WHERE key = 'bulk'`, [b.lastHeight]);
   });
 }
 
@@ -320,15 +301,9 @@ export async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: Bl
   let lastLogBlocks = 0;
   const progressMs = deps.progressMs ?? 10_000;
 
-  const lookup = (txid: Uint8Array, vout: number): Prevout | undefined => {
-    const slot = cache.find(txid, vout);
-    if (slot < 0) return undefined;
-    return { txNum: cache.txNumAt(slot), value: 0n, script: EMPTY, keys: cache.keysAt(slot) };
-  };
-
   let done = false;
   while (!done) {
-    const b: Batch = { id: ++batchId, blocks: [], txs: [], created: [], spent: [], history: new Map(), txCount: 0, tipHash: null };
+    const b = new BulkBatch(++batchId, cache);
     while (b.txCount < deps.batchTxs) {
       if (deps.signal?.aborted) {
         reason = 'stopped';
@@ -346,36 +321,13 @@ export async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: Bl
         break;
       }
       const block: DecodedBlock = decodeBlock(fb.raw);
-      if (fb.height !== height + 1 || (prevHash !== null && Buffer.compare(Buffer.from(block.header.prevHash), Buffer.from(prevHash)) !== 0) || hashToHex(block.hash) !== fb.hash) {
+      if (fb.height !== height + 1 || (prevHash !== null && !equalBytes(block.header.prevHash, prevHash)) || hashToHex(block.hash) !== fb.hash) {
         log.warn({ height: fb.height, hash: fb.hash }, 'bulk sync: the chain changed under it; handing over to the per-block path');
         reason = 'fork';
         done = true;
         break;
       }
-      const rows = deriveBlock(block, fb.height, lookup, { balances: false });
-      for (const s of rows.spent) {
-        const slot = cache.find(s.txid, s.vout);
-        if (cache.batchAt(slot) === b.id) b.created[cache.rowAt(slot)] = null;
-        else b.spent.push({ txNum: s.txNum, vout: s.vout });
-        cache.delete(slot);
-      }
-      for (const c of rows.created) {
-        const old = cache.insert(c.txid, c.vout, c.txNum, c.keys, b.id, b.created.length);
-        if (old !== null) {
-          // BIP30: a duplicate coinbase overwrote an unspent output, which is gone for good.
-          if (old.batch === b.id) b.created[old.row] = null;
-          else b.spent.push({ txNum: old.txNum, vout: c.vout });
-        }
-        b.created.push(c);
-      }
-      for (const [k, nums] of rows.history) {
-        const list = b.history.get(k);
-        if (list === undefined) b.history.set(k, nums);
-        else for (const n of nums) list.push(n);
-      }
-      for (const t of rows.txs) b.txs.push(t);
-      b.blocks.push({ rows });
-      b.txCount += rows.txCount;
+      b.addBlock(block, fb.height);
       height = fb.height;
       prevHash = block.hash;
       // Let the COPY of the previous batch move while this one is derived.
@@ -383,19 +335,19 @@ export async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: Bl
       const now = performance.now();
       if (now - lastLog >= progressMs) {
         const s = (now - lastLog) / 1000;
-        const bps = (totalBlocks + b.blocks.length - lastLogBlocks) / s;
+        const bps = (totalBlocks + b.blockCount - lastLogBlocks) / s;
         const tps = (totalTxs + b.txCount - lastLogTxs) / s;
         log.info({ height, target, blocksPerSec: Math.round(bps * 10) / 10, txPerSec: Math.round(tps), etaSec: bps > 0 ? Math.round((target - height) / bps) : null, cacheOutputs: cache.size }, 'bulk sync progress');
         lastLog = now;
-        lastLogBlocks = totalBlocks + b.blocks.length;
+        lastLogBlocks = totalBlocks + b.blockCount;
         lastLogTxs = totalTxs + b.txCount;
       }
     }
     if (pending) await pending;
     pending = null;
-    if (b.blocks.length > 0) {
+    if (b.blockCount > 0) {
       totalTxs += b.txCount;
-      totalBlocks += b.blocks.length;
+      totalBlocks += b.blockCount;
       pending = writeBatch(client, deps, b);
       // Surface a failed write at once when nothing else is left to do.
       if (done) await pending;

@@ -97,6 +97,48 @@ export class BinaryCopy {
     return this;
   }
 
+  /** A uuid from its 16 bytes. */
+  uuidBytes(b: Uint8Array): this {
+    this.ensure(20);
+    this.buf.writeInt32BE(16, this.len);
+    this.buf.set(b.length === 16 ? b : b.subarray(0, 16), this.len + 4);
+    this.len += 20;
+    return this;
+  }
+
+  /** A uuid from its 4 big-endian 32-bit words. */
+  uuidWords(w0: number, w1: number, w2: number, w3: number): this {
+    this.ensure(20);
+    const b = this.buf;
+    const p = this.len;
+    b.writeInt32BE(16, p);
+    b.writeInt32BE(w0, p + 4);
+    b.writeInt32BE(w1, p + 8);
+    b.writeInt32BE(w2, p + 12);
+    b.writeInt32BE(w3, p + 16);
+    this.len += 20;
+    return this;
+  }
+
+  /** Bytes written so far (the next row starts here). */
+  get length(): number {
+    return this.len;
+  }
+
+  /** Appends raw, already encoded row bytes (from another BinaryCopy's range). */
+  raw(b: Uint8Array, rows: number): this {
+    this.ensure(b.length);
+    this.buf.set(b, this.len);
+    this.len += b.length;
+    this.rows += rows;
+    return this;
+  }
+
+  /** A view of bytes [start, end) written so far. */
+  slice(start: number, end: number): Buffer {
+    return this.buf.subarray(start, end);
+  }
+
   text(s: string): this {
     const n = Buffer.byteLength(s);
     this.ensure(4 + n);

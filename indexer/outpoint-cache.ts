@@ -39,7 +39,7 @@ export class OutpointCache {
   private row!: Int32Array;
   private txNum!: Float64Array;
   private flags!: Uint8Array;
-  private readonly multi = new Map<string, readonly string[]>();
+  private readonly multi = new Map<string, readonly (string | Uint8Array)[]>();
   size = 0;
 
   constructor(capacity = 1 << 16) {
@@ -97,7 +97,23 @@ export class OutpointCache {
     return this.row[slot]!;
   }
 
-  /** The address keys stored at `slot`. */
+  /** Kind of key at `slot`: 1 one address, 2 a multisig's keys, 0 none. */
+  keyKind(slot: number): 0 | 1 | 2 {
+    const fl = this.flags[slot]!;
+    return fl & F_SINGLE ? 1 : fl & F_MULTI ? 2 : 0;
+  }
+
+  /** The 4 big-endian words of the single key at `slot` (keyKind 1). */
+  keyWord(slot: number, i: number): number {
+    return this.key[slot * 4 + i]!;
+  }
+
+  /** The keys of a multisig output at `slot` (keyKind 2), as given to insert. */
+  multiKeysAt(slot: number): readonly (string | Uint8Array)[] {
+    return this.multi.get(this.multiId(slot)) ?? [];
+  }
+
+  /** The address keys stored at `slot`, as uuid strings. */
   keysAt(slot: number): ScriptKeys {
     const fl = this.flags[slot]!;
     if (fl & F_SINGLE) {
@@ -106,7 +122,7 @@ export class OutpointCache {
       const h = hex8(k[o]!) + hex8(k[o + 1]!) + hex8(k[o + 2]!) + hex8(k[o + 3]!);
       return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
     }
-    if (fl & F_MULTI) return this.multi.get(this.multiId(slot)) ?? null;
+    if (fl & F_MULTI) return (this.multi.get(this.multiId(slot)) ?? []).map((k) => (typeof k === 'string' ? k : uuidOf(k)));
     return null;
   }
 
@@ -118,7 +134,14 @@ export class OutpointCache {
    * Adds an outpoint. When it is already present (a BIP30 duplicate coinbase), the old entry is
    * replaced and its tx_num, batch and row returned, else null.
    */
-  insert(txid: Uint8Array, vout: number, txNum: number, keys: ScriptKeys, batch: number, row: number): { txNum: number; batch: number; row: number } | null {
+  insert(
+    txid: Uint8Array,
+    vout: number,
+    txNum: number,
+    keys: ScriptKeys | Uint8Array | readonly Uint8Array[],
+    batch: number,
+    row: number,
+  ): { txNum: number; batch: number; row: number } | null {
     const existing = this.find(txid, vout);
     let old: { txNum: number; batch: number; row: number } | null = null;
     if (existing >= 0) {
@@ -137,17 +160,22 @@ export class OutpointCache {
     this.batch[i] = batch;
     this.row[i] = row;
     let fl = F_USED;
-    if (typeof keys === 'string') {
+    const o = i * 4;
+    if (keys instanceof Uint8Array) {
+      fl |= F_SINGLE;
+      this.key[o] = rd32be(keys, 0);
+      this.key[o + 1] = rd32be(keys, 4);
+      this.key[o + 2] = rd32be(keys, 8);
+      this.key[o + 3] = rd32be(keys, 12);
+    } else if (typeof keys === 'string') {
       fl |= F_SINGLE;
       const h = keys.length === 36 ? keys.slice(0, 8) + keys.slice(9, 13) + keys.slice(14, 18) + keys.slice(19, 23) + keys.slice(24) : keys;
-      const o = i * 4;
       this.key[o] = parseInt(h.slice(0, 8), 16) | 0;
       this.key[o + 1] = parseInt(h.slice(8, 16), 16) | 0;
       this.key[o + 2] = parseInt(h.slice(16, 24), 16) | 0;
       this.key[o + 3] = parseInt(h.slice(24, 32), 16) | 0;
     } else if (keys !== null) {
       fl |= F_MULTI;
-      this.flags[i] = fl;
       this.multi.set(this.multiId(i), keys);
     }
     this.flags[i] = fl;
@@ -203,6 +231,15 @@ export class OutpointCache {
       this.flags[i] = old.flags[s]!;
     }
   }
+}
+
+function rd32be(b: Uint8Array, p: number): number {
+  return ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) | 0;
+}
+
+function uuidOf(b: Uint8Array): string {
+  const h = Buffer.from(b.buffer, b.byteOffset, 16).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 function hex8(v: number): string {
