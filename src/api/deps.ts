@@ -89,9 +89,12 @@ export type ApiDeps = {
   nodeTip?: () => NodeTip | undefined;
   /**
    * True while the index is too far behind the node for address answers to be right (initial
-   * sync); address routes then answer 503 ERR_INDEX_SYNCING. startApi computes it by polling.
+   * sync); address routes then answer 503 ERR_INDEX_SYNCING. startApi computes it from its poll
+   * and confirms a "syncing" answer against the live index tip, so catching up shows at once.
    */
-  isSyncing?: () => boolean;
+  isSyncing?: () => boolean | Promise<boolean>;
+  /** The stamping wallet's state for /healthz (src/stamp `Stamper.status`), when stamping runs. */
+  stampStatus?: () => Promise<Record<string, unknown>>;
   /** Webhook URL policy of POST /hooks (src/net/hook-url.ts); default: public https only. */
   hookUrls?: HookUrlPolicy;
   settings?: Partial<ApiSettings>;

@@ -32,6 +32,8 @@ export type StartApiDeps = {
   redis?: Redis;
   node?: NodeClient;
   stamps?: StampService;
+  /** The stamping wallet's state for /healthz. */
+  stampStatus?: () => Promise<Record<string, unknown>>;
   /** Overrides config.network (else detected from the node). */
   network?: NetworkName;
   /** How often the node and index tips are polled (default config.pollIntervalMs). */
@@ -127,7 +129,14 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     ...(deps.stamps ? { stamps: deps.stamps } : {}),
     hookUrls: { allowPrivate: deps.config.allowPrivateHooks },
     nodeTip: () => nodeTip,
-    isSyncing: () => nodeTip !== undefined && !('error' in nodeTip) && nodeTip.height - indexHeight > maxLag,
+    isSyncing: async () => {
+      const behind = () => nodeTip !== undefined && !('error' in nodeTip) && nodeTip.height - indexHeight > maxLag;
+      if (!behind()) return false;
+      // The polled index height may be a poll interval old: confirm against the live tip.
+      indexHeight = (await getIndexTip(db)).height;
+      return behind();
+    },
+    ...(deps.stampStatus ? { stampStatus: deps.stampStatus } : {}),
     verifyKey: (k) => keys.verify(k),
     peekKey: (k) => keys.peek(k),
     settings,

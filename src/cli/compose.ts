@@ -126,7 +126,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
         ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}),
         ...(node ? { node } : {}),
         ...(network ? { network } : {}),
-        ...(out.stamper ? { stamps: out.stamper.service } : {}),
+        ...(out.stamper ? { stamps: out.stamper.service, stampStatus: out.stamper.status } : {}),
         ...(deps.metrics && config.apiMetrics ? { metrics: deps.metrics } : {}),
       });
       const api = out.api;

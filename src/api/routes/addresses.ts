@@ -62,8 +62,8 @@ export function resolveAddress(deps: ResolvedApiDeps, address: string): string {
   return addressKey(r.script);
 }
 
-function assertNotSyncing(deps: ResolvedApiDeps): void {
-  if (deps.isSyncing?.()) throw new ApiError('ERR_INDEX_SYNCING');
+async function assertNotSyncing(deps: ResolvedApiDeps): Promise<void> {
+  if (await deps.isSyncing?.()) throw new ApiError('ERR_INDEX_SYNCING');
 }
 
 /** Exclusive tx_num bound of "at least minConf confirmations" at tip height `tip`. */
@@ -150,7 +150,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
     },
     async (request) => {
       const addrKey = resolveAddress(deps, request.params.address);
-      assertNotSyncing(deps);
+      await assertNotSyncing(deps);
       const minConf = request.query.min_conf;
       const parts = await getBalanceParts(deps.db, addrKey);
       if (!parts.known) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
@@ -167,7 +167,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
       const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'h');
-      assertNotSyncing(deps);
+      await assertNotSyncing(deps);
       const want = q.limit + 1;
       const items: { txid?: Buffer; txNum?: bigint; firstSeenUs?: bigint; chunk?: ChunkPosition }[] = [];
       if (q.min_conf === 0 && (!cursor || cursor.phase === 'm')) {
@@ -217,7 +217,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
       const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'u');
-      assertNotSyncing(deps);
+      await assertNotSyncing(deps);
       const want = q.limit + 1;
       const page = await listUnspentPage(deps.db, addrKey, {
         mempoolAfter: q.min_conf === 0 && (!cursor || cursor.phase === 'm') ? (cursor?.phase === 'm' ? cursor : undefined) : null,

@@ -26,6 +26,11 @@ const healthSchema = {
       properties: { height: { type: 'integer' }, hash: { type: 'string' }, initial_block_download: { type: 'boolean' }, error: { type: 'string' }, checked_at: { type: 'string' } },
     },
     lag: { type: ['integer', 'null'], description: 'node height minus index height' },
+    stamping: {
+      type: 'object',
+      description: 'the stamping wallet (address, balance in sat, whether it can pay, queued stamps), when stamping is configured',
+      additionalProperties: true,
+    },
   },
 } as const;
 
@@ -35,6 +40,7 @@ export type Health = {
   index: { height: number; hash: string | null };
   node: { height: number; hash: string; initial_block_download: boolean; checked_at: string } | { error: string; checked_at: string } | null;
   lag: number | null;
+  stamping?: Record<string, unknown>;
 };
 
 function nodeView(tip: NodeTip | undefined): Health['node'] {
@@ -58,7 +64,15 @@ export async function readHealth(deps: ResolvedApiDeps): Promise<Health> {
   if (!tip) status = deps.node ? 'node_unknown' : 'ok';
   else if ('error' in tip) status = 'node_unreachable';
   else if (tip.initialBlockDownload || (lag !== null && lag > deps.settings.maxLagBlocks)) status = 'syncing';
-  return { status, network: deps.network, index: { height: index.height, hash: index.hash ? hashToHex(index.hash) : null }, node, lag };
+  const health: Health = { status, network: deps.network, index: { height: index.height, hash: index.hash ? hashToHex(index.hash) : null }, node, lag };
+  if (deps.stampStatus) {
+    try {
+      health.stamping = await deps.stampStatus();
+    } catch (err) {
+      health.stamping = { error: err instanceof Error ? err.message : String(err) };
+    }
+  }
+  return health;
 }
 
 /** Registers /healthz and /readyz (at the root only, not under /v1). */

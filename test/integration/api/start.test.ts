@@ -68,9 +68,49 @@ describe('startApi', () => {
     const h = await until(async () => (await get('/healthz', null)).json(), (v) => v.status === 'ok');
     expect(h).toMatchObject({ status: 'ok', index: { height: 4, hash: node.blockHash(4) }, lag: 1 });
     expect((await get('/readyz', null)).status).toBe(200);
-    // Address routes use the tips as last polled (every tipPollMs): answers follow within a poll.
-    const r = await until(() => get('/v1/addresses/bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n/balance'), (v) => v.status !== 503);
+    const r = await get('/v1/addresses/bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n/balance');
     expect(r.status).toBe(404);
+  });
+
+  it('answers address routes as soon as the index catches up, without waiting for a poll', async () => {
+    const slow = await startApi({
+      config: testConfig({ host: '127.0.0.1', port: 0, apiMaxLagBlocks: 0, network: 'regtest' }),
+      log: silentLogger(),
+      db: t.db,
+      node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 1000 }),
+      tipPollMs: 3_600_000,
+      stampStatus: async () => ({ address: 'bcrt1qexample', can_pay: true, balance: { confirmed: 5 } }),
+    });
+    try {
+      const balance = () => fetch(`${slow.url}/v1/addresses/bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n/balance`, { headers: { apiKey: key } });
+      expect((await balance()).status).toBe(503); // index at 4, node at 5, no lag allowed
+      await t.db.updateTable('chain_tip').set({ height: 5, hash: Buffer.from(hexToHash(node.blockHash(5))) }).execute();
+      expect((await balance()).status).toBe(404); // the next poll is an hour away
+      const h = await (await fetch(`${slow.url}/healthz`)).json();
+      expect(h.stamping).toEqual({ address: 'bcrt1qexample', can_pay: true, balance: { confirmed: 5 } });
+    } finally {
+      await slow.close();
+      await t.db.updateTable('chain_tip').set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) }).execute();
+    }
+  });
+
+  it('shows a stamping status that cannot be read as an error, not a failed health check', async () => {
+    const broken = await startApi({
+      config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest' }),
+      log: silentLogger(),
+      db: t.db,
+      tipPollMs: 3_600_000,
+      stampStatus: async () => {
+        throw new Error('wallet table unreadable');
+      },
+    });
+    try {
+      const r = await fetch(`${broken.url}/healthz`);
+      expect(r.status).toBe(200);
+      expect((await r.json()).stamping).toEqual({ error: 'wallet table unreadable' });
+    } finally {
+      await broken.close();
+    }
   });
 
   it('reports the node unreachable (readyz 503) and recovers', async () => {
