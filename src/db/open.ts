@@ -10,7 +10,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
 import { createDb, type DbOptions } from './connect.js';
 import type { Database } from './schema.js';
-import { startPostgres, type PostgresServer } from '../embedded/postgres.js';
+import { findRunningPostgres, startPostgres, type PostgresServer } from '../embedded/postgres.js';
 
 export type DatabaseHandle = {
   db: Kysely<Database>;
@@ -22,10 +22,18 @@ export type DatabaseHandle = {
 
 const EMBEDDED_DB = 'blockwire';
 
-/** Starts (or reuses a running) embedded server and returns the URL of its `blockwire` database. */
-export async function ensureEmbeddedDatabase(dataDir: string, onLog?: (line: string) => void): Promise<{ server: PostgresServer; url: string }> {
-  const server = await startPostgres({ dataDir: join(dataDir, 'postgres'), ...(onLog ? { onLog } : {}) });
-  const client = new pg.Client({ connectionString: server.url });
+/**
+ * The URL of the embedded server's `blockwire` database. When another live Blockwire (a running
+ * `blockwire start`) already serves this data directory, connects to its server — so `blockwire
+ * keys`, `migrate` and `status` work beside it — and `server` is undefined (not ours to stop);
+ * otherwise starts the server.
+ */
+export async function ensureEmbeddedDatabase(dataDir: string, onLog?: (line: string) => void): Promise<{ server: PostgresServer | undefined; url: string }> {
+  const pgDir = join(dataDir, 'postgres');
+  const running = await findRunningPostgres(pgDir);
+  const server = running?.ownedByOther ? undefined : await startPostgres({ dataDir: pgDir, ...(onLog ? { onLog } : {}) });
+  const adminUrl = server ? server.url : running!.urlFor('postgres');
+  const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
     const r = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [EMBEDDED_DB]);
@@ -33,7 +41,7 @@ export async function ensureEmbeddedDatabase(dataDir: string, onLog?: (line: str
   } finally {
     await client.end();
   }
-  return { server, url: server.urlFor(EMBEDDED_DB) };
+  return { server, url: server ? server.urlFor(EMBEDDED_DB) : running!.urlFor(EMBEDDED_DB) };
 }
 
 export async function openDatabase(config: Config, opts: DbOptions & { quiet?: boolean; onLog?: (line: string) => void } = {}): Promise<DatabaseHandle> {

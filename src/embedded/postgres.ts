@@ -224,14 +224,22 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
  * from its postmaster.pid, or null when none runs there. Lets `blockwire status` read the
  * quick-start database without starting a second server on the same data.
  */
-export async function findRunningPostgres(dataDir: string): Promise<{ port: number; urlFor(database: string): string } | null> {
-  const pidFile = join(resolve(dataDir), 'postmaster.pid');
+export async function findRunningPostgres(dataDir: string): Promise<{ port: number; urlFor(database: string): string; ownedByOther: boolean } | null> {
+  const dir = resolve(dataDir);
+  const pidFile = join(dir, 'postmaster.pid');
   if (!existsSync(pidFile)) return null;
   const lines = (await readFile(pidFile, 'utf8')).split('\n');
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
   if (!(pid > 0) || !(port > 0) || !processAlive(pid)) return null;
-  return { port, urlFor: (db) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${db}` };
+  const ownerFile = join(dir, OWNER_FILE);
+  const owner = existsSync(ownerFile) ? Number((await readFile(ownerFile, 'utf8')).trim()) : 0;
+  return {
+    port,
+    urlFor: (db) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${db}`,
+    /** A live Blockwire other than this process started it (and will stop it). */
+    ownedByOther: owner > 0 && owner !== process.pid && processAlive(owner),
+  };
 }
 
 function run(cmd: string, args: string[], opts: { uid?: number; gid?: number; env: NodeJS.ProcessEnv }, log: (l: string) => void): Promise<void> {

@@ -9,6 +9,10 @@ import { startPostgres } from '../../../src/embedded/postgres.js';
 import { startRedis } from '../../../src/embedded/redis.js';
 import { processAlive } from '../../../src/embedded/process-alive.js';
 import { projectRoot } from '../../support/fixtures.js';
+import { openDatabase } from '../../../src/db/open.js';
+import { testConfig } from '../../../src/config.js';
+import { createApiKey, verifyApiKey } from '../../../src/auth/keys.js';
+import { migrateToLatest } from '../../../src/db/migrate.js';
 
 async function query(url: string, text: string): Promise<unknown[]> {
   const c = new pg.Client({ connectionString: url });
@@ -84,6 +88,26 @@ describe('embedded PostgreSQL and Redis', () => {
     const child = await postgresInChild(dataDir);
     try {
       await expect(startPostgres({ dataDir })).rejects.toThrow(`is already in use by process ${child.pid}`);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  });
+
+  it('lets a second command use the embedded server a running Blockwire owns, and leaves it running', async () => {
+    const dir = await tmp();
+    const child = await postgresInChild(join(dir, 'postgres'));
+    try {
+      const config = testConfig({ dataDir: dir });
+      const first = await openDatabase(config);
+      expect(first.embedded).toBeUndefined();
+      await migrateToLatest(first.db);
+      const { key } = await createApiKey(first.db, { name: 'beside-start' });
+      await first.close();
+      // The owner's server still serves: another command sees the key.
+      const second = await openDatabase(config);
+      expect(await verifyApiKey(second.db, key)).not.toBeNull();
+      await second.close();
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
