@@ -95,6 +95,21 @@ function readOp(s: Uint8Array, p: number, op: Op): number {
   return p + len;
 }
 
+/** One parsed operation: `data` is set for pushes (opcodes 0..OP_PUSHDATA4). */
+export type ScriptOp = { op: number; data?: Uint8Array };
+
+/** Core's CScript::GetOp loop over a whole script; `error` is true when it ends inside a push. */
+export function parseScript(script: Uint8Array): { ops: ScriptOp[]; error: boolean } {
+  const ops: ScriptOp[] = [];
+  const op: Op = { code: 0, start: 0, end: 0 };
+  for (let p = 0; p < script.length; ) {
+    p = readOp(script, p, op);
+    if (p < 0) return { ops, error: true };
+    ops.push(op.code <= OP.OP_PUSHDATA4 ? { op: op.code, data: script.subarray(op.start, op.end) } : { op: op.code });
+  }
+  return { ops, error: false };
+}
+
 /** CPubKey::ValidSize: 33 bytes with header 02/03, or 65 bytes with header 04/06/07. */
 function validPubkeySize(s: Uint8Array, start: number, end: number): boolean {
   const len = end - start;

@@ -5,7 +5,7 @@
  * @module
  */
 import { bytesToHex } from '../bitcoin/hash.js';
-import { OP } from '../bitcoin/script.js';
+import { OP, parseScript } from '../bitcoin/script.js';
 
 const OP_NAMES: Record<number, string> = {
   0x4f: '-1', 0x50: 'OP_RESERVED', 0x61: 'OP_NOP', 0x62: 'OP_VER', 0x63: 'OP_IF', 0x64: 'OP_NOTIF', 0x65: 'OP_VERIF',
@@ -34,41 +34,7 @@ export function opName(op: number): string {
   return OP_NAMES[op] ?? 'OP_UNKNOWN';
 }
 
-/** One parsed operation: `data` is set for pushes (opcodes 0..OP_PUSHDATA4). */
-export type ScriptOp = { op: number; data?: Uint8Array };
-
-/** Core's CScript::GetOp loop. Returns the ops, and `error` true if the script ends inside a push. */
-export function parseScript(script: Uint8Array): { ops: ScriptOp[]; error: boolean } {
-  const ops: ScriptOp[] = [];
-  let p = 0;
-  const n = script.length;
-  while (p < n) {
-    const op = script[p++]!;
-    if (op > OP.OP_PUSHDATA4) {
-      ops.push({ op });
-      continue;
-    }
-    let len: number;
-    if (op < OP.OP_PUSHDATA1) len = op;
-    else if (op === OP.OP_PUSHDATA1) {
-      if (p + 1 > n) return { ops, error: true };
-      len = script[p]!;
-      p += 1;
-    } else if (op === OP.OP_PUSHDATA2) {
-      if (p + 2 > n) return { ops, error: true };
-      len = script[p]! | (script[p + 1]! << 8);
-      p += 2;
-    } else {
-      if (p + 4 > n) return { ops, error: true };
-      len = (script[p]! | (script[p + 1]! << 8) | (script[p + 2]! << 16) | (script[p + 3]! << 24)) >>> 0;
-      p += 4;
-    }
-    if (p + len > n) return { ops, error: true };
-    ops.push({ op, data: script.subarray(p, p + len) });
-    p += len;
-  }
-  return { ops, error: false };
-}
+export { parseScript, type ScriptOp } from '../bitcoin/script.js';
 
 /** True when the script consists of pushes only (OP_RESERVED..OP_16 count as pushes, as in Core). */
 export function isPushOnly(script: Uint8Array): boolean {

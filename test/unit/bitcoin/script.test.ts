@@ -208,3 +208,17 @@ describeFixtures('output types and addresses against real data', () => {
     expect(outputAddresses(genesis.txs[0]!.outputs[0]!.script, 'main')).toEqual(['1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa']);
   });
 });
+
+describe('parseScript', () => {
+  it('walks pushes and opcodes as Core GetOp does, and flags a push past the end', async () => {
+    const { parseScript } = await import('../../../src/bitcoin/script.js');
+    const p2pkh = Uint8Array.from([0x76, 0xa9, 0x14, ...new Uint8Array(20).fill(7), 0x88, 0xac]);
+    const r = parseScript(p2pkh);
+    expect(r.error).toBe(false);
+    expect(r.ops.map((o) => o.op)).toEqual([0x76, 0xa9, 0x14, 0x88, 0xac]);
+    expect(Array.from(r.ops[2]!.data!)).toEqual(new Array(20).fill(7));
+    expect(parseScript(Uint8Array.from([0x4c, 0x02, 0xaa, 0xbb, 0x00])).ops.map((o) => [o.op, o.data?.length])).toEqual([[0x4c, 2], [0x00, 0]]);
+    const cut = parseScript(Uint8Array.from([0x51, 0x4d, 0x05, 0x00, 0x01]));
+    expect(cut).toEqual({ ops: [{ op: 0x51 }], error: true });
+  });
+});
