@@ -6,9 +6,11 @@
  * @module
  */
 import { AppError } from './errors.js';
+import { NETWORK_NAMES, type NetworkName } from './bitcoin/network.js';
 
-export const NETWORKS = ['main', 'test', 'testnet4', 'signet', 'regtest'] as const;
-export type NetworkName = (typeof NETWORKS)[number];
+/** The networks Blockwire knows (src/bitcoin/network.ts holds their parameters). */
+export const NETWORKS = NETWORK_NAMES;
+export type { NetworkName };
 
 export const ROLES = ['all', 'indexer', 'api', 'streams', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
