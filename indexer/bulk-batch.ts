@@ -1,6 +1,6 @@
 /**
  * The bulk path's derive step: blocks are turned straight into binary COPY rows for one batch
- * (blocks, txs, unspent outputs, spends of earlier batches, (address, tx) history pairs) with
+ * (blocks, txs, unspent outputs, spends of earlier batches, history chunks per address) with
  * no per-row objects, strings or maps: address keys stay 16-byte binaries, inputs resolve
  * through the outpoint cache (outputs of the same block and batch included, since each
  * transaction's outputs enter the cache right after it). The rows equal what derive.ts gives
@@ -15,6 +15,133 @@ import { BinaryCopy } from './copy-binary.js';
 import { MissingPrevoutError, txNumOf } from './derive.js';
 import type { OutpointCache } from './outpoint-cache.js';
 
+/**
+ * The history entries of a batch grouped by address key without objects: an open-addressing
+ * table of 16-byte keys (as 4 words) whose entries form linked lists in typed arrays. Entries
+ * arrive in chain order, so a key's list is ascending and a repeat (a transaction touching an
+ * address twice) is its last entry.
+ */
+class HistoryGroups {
+  private cap = 1 << 16;
+  private mask = this.cap - 1;
+  private k = new Int32Array(this.cap * 4);
+  private head = new Int32Array(this.cap);
+  private tail = new Int32Array(this.cap);
+  private count = new Int32Array(this.cap);
+  private used = new Uint8Array(this.cap);
+  private keys = 0;
+  private next = new Int32Array(1 << 18);
+  private num = new Float64Array(1 << 18);
+  private entries = 0;
+
+  private slot(w0: number, w1: number, w2: number, w3: number): number {
+    let i = (w0 ^ Math.imul(w3, 0x9e3779b1)) & this.mask;
+    const k = this.k;
+    while (this.used[i] === 1) {
+      const o = i * 4;
+      if (k[o] === w0 && k[o + 1] === w1 && k[o + 2] === w2 && k[o + 3] === w3) return i;
+      i = (i + 1) & this.mask;
+    }
+    return -1 - i;
+  }
+
+  add(w0: number, w1: number, w2: number, w3: number, txNum: number): void {
+    let i = this.slot(w0, w1, w2, w3);
+    if (i >= 0 && this.num[this.tail[i]!] === txNum) return;
+    if (this.entries === this.next.length) {
+      const n = new Int32Array(this.next.length * 2);
+      n.set(this.next);
+      this.next = n;
+      const t = new Float64Array(this.num.length * 2);
+      t.set(this.num);
+      this.num = t;
+    }
+    const e = this.entries++;
+    this.num[e] = txNum;
+    this.next[e] = -1;
+    if (i >= 0) {
+      this.next[this.tail[i]!] = e;
+      this.tail[i] = e;
+      this.count[i]!++;
+      return;
+    }
+    if ((this.keys + 1) * 4 > this.cap * 3) {
+      this.grow();
+      i = this.slot(w0, w1, w2, w3);
+    }
+    i = -1 - i;
+    const o = i * 4;
+    this.k[o] = w0;
+    this.k[o + 1] = w1;
+    this.k[o + 2] = w2;
+    this.k[o + 3] = w3;
+    this.used[i] = 1;
+    this.head[i] = e;
+    this.tail[i] = e;
+    this.count[i] = 1;
+    this.keys++;
+  }
+
+  addBytes(b: Uint8Array, txNum: number): void {
+    this.add(be32(b, 0), be32(b, 4), be32(b, 8), be32(b, 12), txNum);
+  }
+
+  private grow(): void {
+    const old = { k: this.k, head: this.head, tail: this.tail, count: this.count, used: this.used, cap: this.cap };
+    this.cap *= 2;
+    this.mask = this.cap - 1;
+    this.k = new Int32Array(this.cap * 4);
+    this.head = new Int32Array(this.cap);
+    this.tail = new Int32Array(this.cap);
+    this.count = new Int32Array(this.cap);
+    this.used = new Uint8Array(this.cap);
+    for (let s = 0; s < old.cap; s++) {
+      if (old.used[s] !== 1) continue;
+      const o = s * 4;
+      const i = -1 - this.slot(old.k[o]!, old.k[o + 1]!, old.k[o + 2]!, old.k[o + 3]!);
+      this.k.set(old.k.subarray(o, o + 4), i * 4);
+      this.used[i] = 1;
+      this.head[i] = old.head[s]!;
+      this.tail[i] = old.tail[s]!;
+      this.count[i] = old.count[s]!;
+    }
+  }
+
+  /** History rows: per key, chunks of at most `max` ascending tx_nums (8-byte big-endian). */
+  rows(max: number): BinaryCopy {
+    const out = new BinaryCopy(this.keys * 64 + this.entries * 8 + 64);
+    let scratch = Buffer.allocUnsafe(max * 8);
+    for (let i = 0; i < this.cap; i++) {
+      if (this.used[i] !== 1) continue;
+      const o = i * 4;
+      let e = this.head[i]!;
+      let left = this.count[i]!;
+      while (left > 0) {
+        const n = Math.min(left, max);
+        if (scratch.length < n * 8) scratch = Buffer.allocUnsafe(n * 8);
+        let first = 0;
+        let last = 0;
+        for (let j = 0; j < n; j++) {
+          const v = this.num[e]!;
+          if (j === 0) first = v;
+          last = v;
+          const hi = Math.floor(v / 0x100000000);
+          scratch.writeUInt32BE(hi, j * 8);
+          scratch.writeUInt32BE(v - hi * 0x100000000, j * 8 + 4);
+          e = this.next[e]!;
+        }
+        out.row(5).uuidWords(this.k[o]!, this.k[o + 1]!, this.k[o + 2]!, this.k[o + 3]!).int8(first).int8(last).int4(n).bytea(scratch.subarray(0, n * 8));
+        left -= n;
+      }
+    }
+    return out;
+  }
+}
+
+function be32(b: Uint8Array, p: number): number {
+  return ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) | 0;
+}
+
 /** A batch of blocks as COPY data, built block by block. */
 export class BulkBatch {
   readonly blocks = new BinaryCopy(1 << 12);
@@ -25,8 +152,8 @@ export class BulkBatch {
   private rowDead = new Uint8Array(1 << 16);
   private rowCount = 0;
   readonly spent = new BinaryCopy(1 << 20);
-  /** (addr_key, tx_num) pairs, duplicates included (the SQL that builds chunks removes them). */
-  readonly pairs = new BinaryCopy(1 << 22);
+  /** The batch's history entries by address. */
+  private readonly groups = new HistoryGroups();
   readonly blockHashes: Buffer[] = [];
   readonly heights: number[] = [];
   txCount = 0;
@@ -84,8 +211,8 @@ export class BulkBatch {
           insW.uleb(c.txNumAt(slot));
           insW.uleb(input.vout);
           const kind = c.keyKind(slot);
-          if (kind === 1) this.pairs.row(2).uuidWords(c.keyWord(slot, 0), c.keyWord(slot, 1), c.keyWord(slot, 2), c.keyWord(slot, 3)).int8(txNum);
-          else if (kind === 2) for (const k of c.multiKeysAt(slot)) this.pairs.row(2).uuidBytes(k as Uint8Array).int8(txNum);
+          if (kind === 1) this.groups.add(c.keyWord(slot, 0), c.keyWord(slot, 1), c.keyWord(slot, 2), c.keyWord(slot, 3), txNum);
+          else if (kind === 2) for (const k of c.multiKeysAt(slot)) this.groups.addBytes(k as Uint8Array, txNum);
           this.spend(slot, input.vout);
           c.delete(slot);
         }
@@ -99,8 +226,8 @@ export class BulkBatch {
         outsW.uleb(out.script.length);
         outsW.bytes(out.script);
         const keys = scriptKeyBytes(out.script);
-        if (keys instanceof Uint8Array) this.pairs.row(2).uuidBytes(keys).int8(txNum);
-        else if (keys !== null) for (const k of keys) this.pairs.row(2).uuidBytes(k).int8(txNum);
+        if (keys instanceof Uint8Array) this.groups.addBytes(keys, txNum);
+        else if (keys !== null) for (const k of keys) this.groups.addBytes(k, txNum);
         if (isUnspendable(out.script)) continue;
         const row = this.pushRow(this.utxoRows.length);
         this.utxoRows.row(6).bytea(tx.txid).int4(v).int8(txNum);
@@ -119,6 +246,11 @@ export class BulkBatch {
     this.txCount += txs.length;
     this.lastHash = block.hash;
     this.lastHeight = height;
+  }
+
+  /** COPY data of the batch's history chunks (at most `max` entries each). */
+  history(max: number): BinaryCopy {
+    return this.groups.rows(max);
   }
 
   /** COPY data of the outputs still unspent at the end of the batch. */

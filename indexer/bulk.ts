@@ -247,30 +247,27 @@ export async function loadCache(client: pg.Client, log: Logger): Promise<Outpoin
   return cache;
 }
 
-/**
- * History chunks of one batch from its (addr_key, tx_num) pairs: distinct pairs, at most
- * CHUNK_ENTRIES per chunk, entries as 8-byte big-endian tx_nums (int8send), ascending.
- */
-const BATCH_HISTORY = `
-  INSERT INTO history (addr_key, first_tx_num, last_tx_num, n, entries)
-  SELECT addr_key, min(tx_num), max(tx_num), count(*)::int4, string_agg(int8send(tx_num), ''::bytea ORDER BY tx_num)
-  FROM (SELECT addr_key, tx_num, (row_number() OVER (PARTITION BY addr_key ORDER BY tx_num) - 1) / ${CHUNK_ENTRIES} AS chunk
-        FROM (SELECT DISTINCT addr_key, tx_num FROM bulk_pairs) d) c
-  GROUP BY addr_key, chunk`;
-
 /** Writes one batch in one transaction: the checkpoint. */
 async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): Promise<void> {
   const utxos = b.utxos();
+  const history = b.history(CHUNK_ENTRIES);
+  const ms: Record<string, number> = {};
+  let t = performance.now();
+  const lap = (k: string) => {
+    const now = performance.now();
+    ms[k] = Math.round(now - t);
+    t = now;
+  };
   await inTransaction(client, deps, async () => {
-    await client.query('CREATE TEMP TABLE IF NOT EXISTS bulk_pairs (addr_key uuid NOT NULL, tx_num int8 NOT NULL) ON COMMIT DELETE ROWS');
     await copyIn(client, 'blocks (height, hash, prev_hash, header, time, tx_count, size, weight)', b.blocks.finish());
     await copyIn(client, 'txs (tx_num, txid, outs, ins)', b.txs.finish());
+    lap('txs');
     if (utxos.rows > 0) await copyIn(client, 'utxos (txid, vout, tx_num, addr_key, value, script)', utxos.finish());
+    lap('utxos');
     if (b.spent.rows > 0) await copyIn(client, 'bulk_spent (tx_num, vout)', b.spent.finish());
-    if (b.pairs.rows > 0) {
-      await copyIn(client, 'bulk_pairs (addr_key, tx_num)', b.pairs.finish());
-      await client.query(BATCH_HISTORY);
-    }
+    lap('spent');
+    if (history.rows > 0) await copyIn(client, 'history (addr_key, first_tx_num, last_tx_num, n, entries)', history.finish());
+    lap('history');
     await client.query('SELECT pg_advisory_xact_lock($1::int8)', [OUTBOX_LOCK.toString()]);
     await client.query(
       `INSERT INTO outbox (type, block_hash, height)
@@ -280,6 +277,8 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
     await client.query('UPDATE chain_tip SET height = $1, hash = $2, updated_at = now() WHERE id = 1', [b.lastHeight, Buffer.from(b.lastHash!)]);
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{height}', to_jsonb($1::int4)), updated_at = now() WHERE key = 'bulk'`, [b.lastHeight]);
   });
+  lap('commit');
+  deps.log.debug({ height: b.lastHeight, txs: b.txCount, rows: { utxos: utxos.rows, spent: b.spent.rows, history: history.rows }, ms }, 'bulk batch written');
 }
 
 /**
@@ -357,7 +356,11 @@ export async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: Bl
   return { tip: height, blocks: totalBlocks, txs: totalTxs, ms: Math.round(performance.now() - t0), reason };
 }
 
-/** Ends a bulk sync: utxos without spent rows, balances, every index (one transaction). */
+/**
+ * Ends a bulk sync in one transaction: utxos rebuilt without the spent rows, each address's
+ * per-batch history chunks merged into one where they fit (fewer rows: smaller and faster to
+ * page), balances recomputed from utxos, every index built.
+ */
 export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise<void> {
   const t0 = performance.now();
   await inTransaction(client, deps, async () => {
@@ -370,6 +373,14 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
         ORDER BY u.addr_key, u.tx_num;
       DROP TABLE utxos;
       ALTER TABLE utxos_live RENAME TO utxos;
+      CREATE TABLE history_merged (LIKE history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+      INSERT INTO history_merged
+        SELECT addr_key, min(first_tx_num), max(last_tx_num), sum(n)::int4, string_agg(entries, ''::bytea ORDER BY first_tx_num)
+        FROM history GROUP BY addr_key HAVING sum(n) <= ${CHUNK_ENTRIES}
+        UNION ALL
+        SELECT h.* FROM history h WHERE h.addr_key IN (SELECT addr_key FROM history GROUP BY addr_key HAVING sum(n) > ${CHUNK_ENTRIES});
+      DROP TABLE history;
+      ALTER TABLE history_merged RENAME TO history;
       TRUNCATE balances;
       INSERT INTO balances (addr_key, balance, utxo_count)
         SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
