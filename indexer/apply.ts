@@ -12,6 +12,7 @@ import { equalBytes } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { decodeEntries, decodeIns, encodeEntries } from '../src/db/packed.js';
 import { FatalError } from '../src/errors.js';
+import type { Logger } from '../src/log.js';
 import { deriveBlock, deriveUndo, externalOutpoints, hashKey, MissingPrevoutError, txNumOf, TX_NUM_SPAN, type BlockRows, type Delta, type Prevout, type StoredTx, type Touch, type UtxoRow } from './derive.js';
 import { appendEvents, loadWatches, type OutboxEvent, type Watch } from './events.js';
 import { deleteMempoolTxs, mempoolDescendants, mempoolSpendersOf, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
@@ -28,6 +29,8 @@ const MAX_TARGET = 100;
 export interface WriteContext {
   /** Runs first in every write transaction: proves this process still holds the writer lock. */
   guard?: (trx: Trx) => Promise<void>;
+  /** Debug lines with the time of each phase. */
+  log?: Logger;
 }
 
 export type Tip = { height: number; hash: Buffer | null };
@@ -70,11 +73,14 @@ async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, sign: 1
     counts.push(sign * d.count);
   }
   if (keys.length === 0) return;
+  // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away.
   await sql`
-    INSERT INTO balances AS b (addr_key, balance, utxo_count)
-    SELECT * FROM unnest(${keys}::uuid[], ${sats}::int8[], ${counts}::int4[])
-    ON CONFLICT (addr_key) DO UPDATE SET balance = b.balance + excluded.balance, utxo_count = b.utxo_count + excluded.utxo_count`.execute(trx);
-  await sql`DELETE FROM balances WHERE addr_key = ANY(${keys}::uuid[]) AND balance = 0 AND utxo_count = 0`.execute(trx);
+    MERGE INTO balances AS b
+    USING (SELECT * FROM unnest(${keys}::uuid[], ${sats}::int8[], ${counts}::int4[]) AS d(addr_key, sats, n)) AS d
+    ON b.addr_key = d.addr_key
+    WHEN MATCHED AND b.balance + d.sats = 0 AND b.utxo_count + d.n = 0 THEN DELETE
+    WHEN MATCHED THEN UPDATE SET balance = b.balance + d.sats, utxo_count = b.utxo_count + d.n
+    WHEN NOT MATCHED THEN INSERT (addr_key, balance, utxo_count) VALUES (d.addr_key, d.sats, d.n)`.execute(trx);
 }
 
 /** Inserts unspent outputs. */
@@ -113,6 +119,8 @@ async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly num
 
 /** Mempool transactions that the block mined or conflicted with leave the mempool tables. */
 async function removeFromMempool(trx: Trx, block: DecodedBlock, watches: (keys: string[]) => Promise<Map<string, Watch>>): Promise<OutboxEvent[]> {
+  // Catching up, the mempool tables are empty: skip the lookups.
+  if ((await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM mempool_txs) AS any`.execute(trx)).rows[0]?.any !== true) return [];
   const txids = block.txs.map((t) => t.txid);
   const mined = await mempoolTxidsAmong(trx, txids);
   if (mined.length > 0) await deleteMempoolTxs(trx, mined);
@@ -234,7 +242,15 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
     const extendsTip = height === 0 ? tip.height === -1 : tip.height === height - 1 && tip.hash !== null && equalBytes(tip.hash, block.header.prevHash);
     if (!extendsTip) return { kind: 'stale', tip };
 
+    const ms: Record<string, number> = {};
+    let t = performance.now();
+    const lap = (k: string) => {
+      const now = performance.now();
+      ms[k] = Math.round(now - t);
+      t = now;
+    };
     const prevouts = await spendUtxos(trx, externalOutpoints(block));
+    lap('spend');
     let rows: BlockRows;
     try {
       rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: true });
@@ -242,6 +258,7 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
       if (err instanceof MissingPrevoutError) throw new FatalError('ERR_PREVOUT_MISSING', `cannot apply block ${height}: ${err.message}`, { cause: err });
       throw err;
     }
+    lap('derive');
 
     await sql`
       INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
@@ -255,16 +272,25 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
           AS u(tx_num, txid, outs, ins)
         LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
     }
+    lap('txs');
     await insertUtxos(trx, rows.created);
+    lap('utxos');
     await addBalances(trx, rows.balances, 1);
+    lap('balances');
     await insertHistory(trx, rows.history);
+    lap('history');
 
     const watched = await loadWatches(trx, (rows.touches ?? []).map((t) => t.key));
+    lap('watches');
     const events: OutboxEvent[] = [{ type: 'block.connected', blockHash: rows.hash, height }];
     events.push(...(await confirmationEvents(trx, rows, watched)));
+    lap('confirmations');
     events.push(...(await removeFromMempool(trx, block, (keys) => loadWatches(trx, keys))));
+    lap('mempool');
     await appendEvents(trx, events);
     await setTip(trx, height, rows.hash);
+    lap('events');
+    if (ctx.log) ctx.log.debug({ height, txs: rows.txCount, ms }, 'apply phases');
     return { kind: 'applied', height, txs: rows.txCount, events: events.length };
   });
 }

@@ -113,7 +113,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   const unannounced = new Map<string, number>();
   let running: Promise<void> | null = null;
   const abort = new AbortController();
-  const ctx = deps.guard ? { guard: deps.guard } : {};
+  const ctx = { ...(deps.guard ? { guard: deps.guard } : {}), log };
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
