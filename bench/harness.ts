@@ -11,6 +11,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startPostgres, type PostgresServer } from '../src/embedded/postgres.js';
+import { corpusBlocksDir } from '../src/devnode/corpus-manifest.js';
 import { DEFAULT_PARAMS, type CorpusParams } from './corpus/generate.js';
 
 /** Sizes of a benchmark run. */
@@ -82,7 +83,13 @@ export interface BenchPostgres {
 /** Starts a PostgreSQL for a benchmark under `root`. */
 export async function startBenchPostgres(root: string): Promise<BenchPostgres> {
   const dataDir = join(root, 'pg');
-  const server = await startPostgres({ dataDir, settings: PG_SETTINGS });
+  // BENCH_PG_LOG_MS=N logs statements slower than N ms to stderr (where the time goes in PostgreSQL).
+  const logMs = process.env.BENCH_PG_LOG_MS;
+  const server = await startPostgres({
+    dataDir,
+    settings: { ...PG_SETTINGS, ...(logMs ? { log_min_duration_statement: logMs } : {}) },
+    ...(logMs ? { onLog: pgLogEcho() } : {}),
+  });
   const copyDir = join(root, 'copy');
   mkdirSync(copyDir, { recursive: true });
   const st = statSync(dataDir);
@@ -108,6 +115,18 @@ export async function startBenchPostgres(root: string): Promise<BenchPostgres> {
     query,
     cpuMs: () => postgresCpuMs(dataDir),
     stop: () => server.stop(),
+  };
+}
+
+/** A PostgreSQL log line handler printing each slow statement's duration and first lines. */
+function pgLogEcho(): (line: string) => void {
+  let follow = 0;
+  return (line) => {
+    if (/duration:/.test(line)) follow = 3;
+    if (follow > 0) {
+      follow--;
+      process.stderr.write(`pg: ${line.replace(/\s+/g, ' ').slice(0, 200)}\n`);
+    }
   };
 }
 
@@ -191,6 +210,14 @@ export function logLines(lines: readonly string[], msg: string): Record<string, 
   return out;
 }
 
+/** Echoes a child's `bulk sync progress` log lines, shortened, to this process's stdout. */
+export function echoProgress(child: Child, label: string): void {
+  child.onLine((line) => {
+    const f = logLines([line], 'bulk sync progress')[0];
+    if (f) say(`  ${label}: height ${String(f.height)}/${String(f.target)}, ${String(f.txPerSec)} tx/s, ${String(f.blocksPerSec)} blocks/s`);
+  });
+}
+
 /** Percentile (nearest rank) of `xs`. */
 export function pct(xs: readonly number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -198,3 +225,42 @@ export function pct(xs: readonly number[], p: number): number {
 }
 
 export const round = (x: number, d = 0): number => Math.round(x * 10 ** d) / 10 ** d;
+
+export interface ImportResult {
+  tip: number;
+  blocks: number;
+  txs: number;
+  /** Whole command, process start to exit. */
+  wallMs: number;
+  /** Bulk load (COPY of every batch) and finish (utxos rebuild, balances, every index). */
+  loadMs: number;
+  finishMs: number;
+  /** CPU of the import process (JS) and of PostgreSQL during the command. */
+  importerCpuMs: number;
+  postgresCpuMs: number;
+}
+
+/** Runs `blockwire import --blocks-dir` on a corpus into `databaseUrl`, stopping `nearTip` below its tip. */
+export async function importCorpus(dir: string, databaseUrl: string, nearTip: number, nodeFlags: string[], pgs?: BenchPostgres): Promise<ImportResult> {
+  const cpu0 = childrenCpuMs();
+  const pg0 = pgs?.cpuMs() ?? 0;
+  const t0 = performance.now();
+  const child = spawnNode(['bin/blockwire.js', 'import', '--blocks-dir', corpusBlocksDir(dir), '--network', 'regtest', '--near-tip', String(nearTip)], { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, nodeFlags);
+  echoProgress(child, 'import');
+  const code = await child.exited;
+  const wallMs = performance.now() - t0;
+  if (code !== 0) throw new Error(`blockwire import exited with ${code}:\n${child.lines.slice(-20).join('\n')}`);
+  const done = logLines(child.lines, 'bulk load done')[0];
+  const finished = logLines(child.lines, 'bulk sync finished: indexes built')[0];
+  if (!done || !finished) throw new Error(`blockwire import did not log its phases:\n${child.lines.slice(-20).join('\n')}`);
+  return {
+    tip: Number(done.tip),
+    blocks: Number(done.blocks),
+    txs: Number(done.txs),
+    wallMs: round(wallMs),
+    loadMs: Number(done.ms),
+    finishMs: Number(finished.ms),
+    importerCpuMs: childrenCpuMs() - cpu0,
+    postgresCpuMs: (pgs?.cpuMs() ?? 0) - pg0,
+  };
+}

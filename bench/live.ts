@@ -5,7 +5,7 @@
  * subscribes to `hashblock` like the indexer does (arrival) and reads the indexer child's
  * `block applied` log line, written right after its commit (committed).
  * Standalone: `node --import tsx bench/live.ts [--quick] [--blocks N] [--txs-per-block N]
- * [--live-blocks N]` imports the corpus below its tail first (blockwire import), then measures.
+ * [--live-blocks N] [--cpu-prof DIR]` imports the corpus below its tail first (blockwire import), then measures.
  * bench/sync calls `measureLive` on the index it has just built.
  * @module
  */
@@ -16,7 +16,7 @@ import { Subscriber } from 'zeromq';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import type { CorpusNode } from '../src/devnode/corpus.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { cacheDir, logLines, machine, pct, round, runSize, say, spawnNode, startBenchPostgres, type Child } from './harness.js';
+import { cacheDir, importCorpus, logLines, machine, pct, round, runSize, say, spawnNode, startBenchPostgres, type Child } from './harness.js';
 
 export interface LiveResult {
   blocks: number;
@@ -32,8 +32,8 @@ export interface LiveResult {
 }
 
 /** Starts the indexer child in follow mode against `node` and `databaseUrl`. */
-export function startFollower(databaseUrl: string, node: CorpusNode, env: Record<string, string> = {}): Child {
-  return spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl, target: -1, follow: true, env: { INDEXER_BULK_THRESHOLD: '100000000', ...env } })], {});
+export function startFollower(databaseUrl: string, node: CorpusNode, env: Record<string, string> = {}, nodeFlags: string[] = []): Child {
+  return spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl, target: -1, follow: true, env: { INDEXER_BULK_THRESHOLD: '100000000', ...env } })], {}, nodeFlags);
 }
 
 /** Waits until the child has logged `block applied` for `hash`; resolves with the line's time and fields. */
@@ -108,19 +108,19 @@ export async function measureLive(node: CorpusNode, follower: Child, blocks: num
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'cache-dir': { type: 'string' }, json: { type: 'string' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'cache-dir': { type: 'string' }, 'cpu-prof': { type: 'string' }, json: { type: 'string' } } });
   const size = runSize({ ...values, 'catchup-blocks': '0' });
   const { dir } = ensureCorpus(cacheDir(values['cache-dir']), size.corpus, say);
-  const { importCorpus } = await import('./sync.js');
   const { startCorpusNode } = await import('../src/devnode/corpus.js');
   const root = mkdtempSync(join(cacheDir(values['cache-dir']), 'live-'));
   const pgs = await startBenchPostgres(root);
   try {
     const url = await pgs.createDatabase('bw_live');
-    const imported = await importCorpus(dir, url, size.liveBlocks, []);
+    const imported = await importCorpus(dir, url, size.liveBlocks, [], pgs);
     say(`imported ${imported.blocks} blocks (${imported.txs} txs) in ${round(imported.wallMs / 1000, 1)} s`);
     const node = await startCorpusNode({ dir, tip: imported.tip });
-    const follower = startFollower(url, node);
+    const prof = values['cpu-prof'];
+    const follower = startFollower(url, node, {}, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
     try {
       const r = await measureLive(node, follower, size.liveBlocks);
       say(`| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms |\n|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} |`);

@@ -1,5 +1,6 @@
 /**
- * `npm run bench [-- --quick] [--only a,b] [--results FILE] [--readme FILE]`: runs every
+ * `npm run bench [-- --quick] [--only a,b] [--blocks N] [--txs-per-block N] [--results FILE]
+ * [--readme FILE]`: runs every
  * benchmark (sync with live, decode, api, events, stamp), each as its own process, one after the
  * other; writes the machine-readable results (each bench's tables parsed from its output, its
  * RESULT line when it prints one, exit code, time, the load average before and after) and
@@ -65,8 +66,8 @@ export function parseTables(text: string): Table[] {
   return tables;
 }
 
-function runOne(def: BenchDef, quick: boolean): Promise<BenchRun> {
-  const args = quick ? def.quick : def.full;
+function runOne(def: BenchDef, quick: boolean, extra: string[] = []): Promise<BenchRun> {
+  const args = [...(quick ? def.quick : def.full), ...extra];
   const command = `node --import tsx ${def.script} ${args.join(' ')}`.trim();
   const loadBefore = machine().loadavg;
   const t0 = performance.now();
@@ -187,7 +188,11 @@ export function spliceReadme(readme: string, section: string): string {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, results: { type: 'string' }, readme: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { quick: { type: 'boolean' }, only: { type: 'string' }, results: { type: 'string' }, readme: { type: 'string' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' } },
+  });
+  // Corpus size of bench/sync (default: its full size, 20,000 blocks).
+  const syncArgs = [...(values.blocks ? ['--blocks', values.blocks] : []), ...(values['txs-per-block'] ? ['--txs-per-block', values['txs-per-block']] : [])];
   const quick = values.quick === true;
   const only = values.only ? new Set(values.only.split(',')) : null;
   const results = values.results ?? join('bench', 'results', quick ? 'quick.json' : 'latest.json');
@@ -195,7 +200,7 @@ async function main(): Promise<number> {
   const runs: BenchRun[] = [];
   for (const def of BENCHES) {
     if (only && !only.has(def.name)) continue;
-    runs.push(await runOne(def, quick));
+    runs.push(await runOne(def, quick, def.name === 'sync' ? syncArgs : []));
   }
   const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   mkdirSync(dirname(results), { recursive: true });

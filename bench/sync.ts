@@ -20,51 +20,13 @@ import { parseArgs } from 'node:util';
 import { createDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { startCorpusNode } from '../src/devnode/corpus.js';
-import { corpusBlocksDir, corpusMainChain, loadCorpusManifest } from '../src/devnode/corpus-manifest.js';
+import { corpusMainChain, loadCorpusManifest } from '../src/devnode/corpus-manifest.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { cacheDir, childrenCpuMs, logLines, machine, round, runSize, say, spawnNode, startBenchPostgres, type BenchPostgres } from './harness.js';
+import { cacheDir, childrenCpuMs, echoProgress, importCorpus, logLines, machine, round, runSize, say, spawnNode, startBenchPostgres, type BenchPostgres } from './harness.js';
 import { measureLive, startFollower, waitApplied } from './live.js';
 
 /** Mainnet today (PERFORMANCE.md): transactions to project a full sync to. */
 const MAINNET_TXS = 1.43e9;
-
-export interface ImportResult {
-  tip: number;
-  blocks: number;
-  txs: number;
-  /** Whole command, process start to exit. */
-  wallMs: number;
-  /** Bulk load (COPY of every batch) and finish (utxos rebuild, balances, every index). */
-  loadMs: number;
-  finishMs: number;
-  /** CPU of the import process (JS) and of PostgreSQL during the command. */
-  importerCpuMs: number;
-  postgresCpuMs: number;
-}
-
-/** Runs `blockwire import --blocks-dir` on a corpus into `databaseUrl`, stopping `nearTip` below its tip. */
-export async function importCorpus(dir: string, databaseUrl: string, nearTip: number, nodeFlags: string[], pgs?: BenchPostgres): Promise<ImportResult> {
-  const cpu0 = childrenCpuMs();
-  const pg0 = pgs?.cpuMs() ?? 0;
-  const t0 = performance.now();
-  const child = spawnNode(['bin/blockwire.js', 'import', '--blocks-dir', corpusBlocksDir(dir), '--network', 'regtest', '--near-tip', String(nearTip)], { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, nodeFlags);
-  const code = await child.exited;
-  const wallMs = performance.now() - t0;
-  if (code !== 0) throw new Error(`blockwire import exited with ${code}:\n${child.lines.slice(-20).join('\n')}`);
-  const done = logLines(child.lines, 'bulk load done')[0];
-  const finished = logLines(child.lines, 'bulk sync finished: indexes built')[0];
-  if (!done || !finished) throw new Error(`blockwire import did not log its phases:\n${child.lines.slice(-20).join('\n')}`);
-  return {
-    tip: Number(done.tip),
-    blocks: Number(done.blocks),
-    txs: Number(done.txs),
-    wallMs: round(wallMs),
-    loadMs: Number(done.ms),
-    finishMs: Number(finished.ms),
-    importerCpuMs: childrenCpuMs() - cpu0,
-    postgresCpuMs: (pgs?.cpuMs() ?? 0) - pg0,
-  };
-}
 
 /** Tables the sync writes with COPY (balances are computed in the finish step). */
 const COPY_TABLES = ['blocks', 'txs', 'utxos', 'history'] as const;
@@ -210,7 +172,7 @@ async function main(): Promise<void> {
 
     // 4. catch-up with every index live, then 5. live blocks
     const node = await startCorpusNode({ dir: corpus.dir, tip: initialTip + size.catchupBlocks });
-    const follower = startFollower(importUrl, node);
+    const follower = startFollower(importUrl, node, {}, profDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profDir, 'follower')}`] : []);
     const appliedAt: { at: number; f: Record<string, unknown> }[] = [];
     follower.onLine((line, at) => {
       const f = logLines([line], 'block applied')[0];
@@ -244,6 +206,7 @@ async function main(): Promise<void> {
       const cpu0 = childrenCpuMs();
       const pg0 = pgs.cpuMs();
       const child = spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl: rpcUrl, rpcUrl: rnode.rpcUrl, zmqUrl: rnode.zmqUrl, target: initialTip, env: { INDEXER_BULK_THRESHOLD: '20', INDEXER_BULK_NEAR_TIP: '12' } })], {});
+      echoProgress(child, 'rpc');
       const code = await child.exited;
       await rnode.stop();
       const res = child.lines.find((l) => l.startsWith('RESULT '));
