@@ -38,7 +38,7 @@ export async function loadWatches(trx: Trx, keys: Iterable<string>): Promise<Map
   const out = new Map<string, Watch>();
   if (list.length === 0) return out;
   // Most installations watch few addresses: skip the key list when nothing is watched at all.
-  if ((await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM subscriptions WHERE kind = 'address' AND deleted_at IS NULL) AS any`.execute(trx)).rows[0]?.any !== true) return out;
+  if ((await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM watched_addresses) AS any`.execute(trx)).rows[0]?.any !== true) return out;
   const r = await sql<{ addr_key: string; confirmations: number; address: string }>`
     SELECT addr_key, confirmations, address FROM watched_addresses WHERE addr_key = ANY(${list}::uuid[])`.execute(trx);
   for (const row of r.rows) out.set(row.addr_key, { confirmations: row.confirmations, address: row.address });

@@ -1,0 +1,127 @@
+/**
+ * derive.ts on real blocks (electrs shape: pure, no services): the 4,864-transaction taproot-era
+ * mainnet block 866342 with the outputs its inputs spent (Floresta's spent_utxos), the genesis
+ * block's P2PK coinbase, and block 300025's bare multisig outputs. deriveUndo gives back exactly
+ * what deriveBlock did.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { decodeBlock } from '../../../src/bitcoin/block.js';
+import { addressToScript } from '../../../src/bitcoin/address.js';
+import { classifyScript } from '../../../src/bitcoin/script.js';
+import { hashKey, deriveBlock, deriveUndo, externalOutpoints, txNumOf, type Prevout, type StoredTx } from '../../../indexer/derive.js';
+import { isUnspendable, scriptKeys } from '../../../indexer/address-keys.js';
+import { addressKey } from '../../../src/db/address-key.js';
+import { encodeOuts } from '../../../src/db/packed.js';
+import { describeFixtures, fixturePath } from '../../support/fixtures.js';
+import { loadMainnet600 } from '../../support/chain-fixture.js';
+
+type Spent = { txout: { value: number; script_pubkey: string }; creation_height: number };
+
+describeFixtures('deriveBlock', () => {
+  describe('mainnet block 866342 (4,864 transactions, 7,972 inputs)', () => {
+    const block = decodeBlock(new Uint8Array(readFileSync(fixturePath('mainnet', 'blocks', 'mainnet_h866342.raw'))));
+    const spent = JSON.parse(readFileSync(fixturePath('mainnet', 'blocks', 'mainnet_h866342.spent_utxos.json'), 'utf8')) as Spent[];
+    // The prevout of every non-coinbase input, in block order; each previous txid gets a tx_num.
+    const prevTxNum = new Map<string, number>();
+    const perHeight = new Map<number, number>();
+    const prevouts = new Map<string, Prevout>();
+    const prevTxs = new Map<number, StoredTx>();
+    const prevOutputs = new Map<number, { value: bigint; script: Uint8Array }[]>();
+    let k = 0;
+    block.txs.slice(1).forEach((tx) =>
+      tx.inputs.forEach((input) => {
+        const s = spent[k++]!;
+        const id = hashKey(input.prevTxid);
+        let n = prevTxNum.get(id);
+        if (n === undefined) {
+          const pos = perHeight.get(s.creation_height) ?? 0;
+          perHeight.set(s.creation_height, pos + 1);
+          n = txNumOf(s.creation_height - 1, pos); // below the block: in-block spends never reach the lookup
+          prevTxNum.set(id, n);
+        }
+        const out = { value: BigInt(s.txout.value), script: new Uint8Array(Buffer.from(s.txout.script_pubkey, 'hex')) };
+        prevouts.set(`${id}:${input.vout}`, { txNum: n, ...out });
+        const outs = prevOutputs.get(n) ?? [];
+        outs[input.vout] = out;
+        prevOutputs.set(n, outs);
+        prevTxs.set(n, { txNum: n, txid: input.prevTxid, outs: new Uint8Array(0), ins: new Uint8Array(0) });
+      }),
+    );
+    for (const [n, outs] of prevOutputs) {
+      const filled = Array.from({ length: outs.length }, (_, i) => outs[i] ?? { value: 0n, script: new Uint8Array([0x6a]) });
+      prevTxs.set(n, { ...prevTxs.get(n)!, outs: encodeOuts(filled) });
+    }
+    const rows = deriveBlock(block, 866342, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: true });
+
+    it('uses every recorded prevout and the right fee total', () => {
+      expect(k).toBe(7972);
+      const inBlock = 7972 - externalOutpoints(block).length;
+      expect(rows.spent).toHaveLength(7972 - inBlock);
+      const outs = block.txs.slice(1).reduce((a, t) => a + t.outputs.reduce((b, o) => b + o.value, 0n), 0n);
+      const ins = spent.reduce((a, s) => a + BigInt(s.txout.value), 0n);
+      const coinbase = block.txs[0]!.outputs.reduce((a, o) => a + o.value, 0n);
+      expect(ins - outs).toBe(coinbase - 312_500_000n);
+    });
+
+    it('writes one txs row per transaction and keeps only spendable, unspent outputs', () => {
+      expect(rows.txs).toHaveLength(4864);
+      expect(rows.txs[0]!.ins).toHaveLength(0);
+      const all = block.txs.flatMap((t) => t.outputs);
+      const unspendable = all.filter((o) => isUnspendable(o.script)).length;
+      expect(unspendable).toBeGreaterThanOrEqual(3971);
+      expect(rows.created.length).toBe(all.length - unspendable - (7972 - rows.spent.length));
+      expect(rows.created.every((c) => !isUnspendable(c.script))).toBe(true);
+    });
+
+    it('balance deltas are received minus spent per address', () => {
+      const want = new Map<string, bigint>();
+      const add = (script: Uint8Array, v: bigint) => {
+        const key = scriptKeys(script);
+        if (typeof key === 'string') want.set(key, (want.get(key) ?? 0n) + v);
+      };
+      block.txs.forEach((t) => t.outputs.forEach((o) => add(o.script, o.value)));
+      for (const p of spent) add(Buffer.from(p.txout.script_pubkey, 'hex'), -BigInt(p.txout.value));
+      for (const [key, v] of want) if (v !== 0n || rows.balances.has(key)) expect(rows.balances.get(key)?.sats, key).toBe(v);
+      const touched = rows.touches!;
+      for (const t of touched) expect(rows.history.get(t.key)).toContain(txNumOf(866342, t.pos));
+    });
+
+    it('deriveUndo is the exact inverse', () => {
+      const stored: StoredTx[] = rows.txs.map((t) => ({ txNum: t.txNum, txid: t.txid, outs: t.outs, ins: t.ins }));
+      const u = deriveUndo(866342, stored, prevTxs, { touches: true });
+      expect([...u.balances].map(([key, d]) => [key, d.sats, d.count]).sort()).toEqual([...rows.balances].map(([key, d]) => [key, d.sats, d.count]).sort());
+      expect(u.restored.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort()).toEqual(rows.spent.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort());
+      const created = new Set(u.createdOutpoints.map((o) => `${hashKey(o.txid)}:${o.vout}`));
+      for (const c of rows.created) expect(created.has(`${hashKey(c.txid)}:${c.vout}`)).toBe(true);
+      expect(new Set(u.keys)).toEqual(new Set(rows.history.keys()));
+      expect(u.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort()).toEqual(rows.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort());
+    });
+  });
+
+  it('indexes the genesis P2PK coinbase under its P2PKH address', () => {
+    const [genesis] = loadMainnet600();
+    const rows = deriveBlock(decodeBlock(genesis!.raw), 0, () => undefined);
+    const key = addressKey(addressToScript('1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa', 'main'));
+    expect(rows.balances.get(key)).toEqual({ sats: 5_000_000_000n, count: 1 });
+    expect(rows.history.get(key)).toEqual([0]);
+    expect(rows.created[0]!.key).toBe(key);
+  });
+
+  it('puts bare multisig outputs in each key\'s history but in no balance', () => {
+    const block = decodeBlock(new Uint8Array(readFileSync(fixturePath('mainnet', 'blocks', 'mainnet_h300025.raw'))));
+    const multis = block.txs.flatMap((t) => t.outputs).filter((o) => Array.isArray(scriptKeys(o.script)));
+    expect(multis.length).toBe(block.txs.flatMap((t) => t.outputs).filter((o) => classifyScript(o.script) === 'multisig').length);
+    expect(multis.length).toBeGreaterThan(0);
+    // Its inputs' prevouts are not in the fixture: give every external input a placeholder.
+    const rows = deriveBlock(block, 300025, () => ({ txNum: 1, value: 0n, script: new Uint8Array([0x6a]) }));
+    for (const o of multis) {
+      for (const key of scriptKeys(o.script) as string[]) {
+        expect(rows.history.has(key)).toBe(true);
+        expect(rows.balances.has(key)).toBe(false);
+      }
+    }
+    const created = rows.created.filter((c) => Array.isArray(c.keys));
+    expect(created.every((c) => c.key === null)).toBe(true);
+  });
+});
