@@ -117,6 +117,27 @@ async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly num
   }
 }
 
+/**
+ * BIP30 (mainnet 91842 and 91880): a coinbase repeating an earlier coinbase's txid overwrites
+ * its unspent outputs, as in Core, where the older outputs are lost. Their rows go and their
+ * value leaves the balances with this block (as the bulk path does); undo cannot bring them
+ * back, and neither can Core.
+ */
+async function dropOverwrittenCoinbase(trx: Trx, rows: BlockRows): Promise<void> {
+  const coinbase = rows.txs[0];
+  if (!coinbase) return;
+  const r = await sql<{ addr_key: string | null; value: bigint }>`
+    DELETE FROM utxos WHERE txid = ${toBuffer(coinbase.txid)} AND tx_num <> ${coinbase.txNum.toString()}::int8 RETURNING addr_key, value`.execute(trx);
+  for (const old of r.rows) {
+    if (old.addr_key === null) continue;
+    const d = rows.balances.get(old.addr_key);
+    if (d) {
+      d.sats -= old.value;
+      d.count -= 1;
+    } else rows.balances.set(old.addr_key, { sats: -old.value, count: -1 });
+  }
+}
+
 /** Mempool transactions that the block mined or conflicted with leave the mempool tables. */
 async function removeFromMempool(trx: Trx, block: DecodedBlock, watches: (keys: string[]) => Promise<Map<string, Watch>>): Promise<OutboxEvent[]> {
   // Catching up, the mempool tables are empty: skip the lookups.
@@ -259,6 +280,7 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
       throw err;
     }
     lap('derive');
+    await dropOverwrittenCoinbase(trx, rows);
 
     await sql`
       INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)

@@ -143,6 +143,23 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     },
   });
 
+  /** While catching up block by block: a progress line every 10 s (blocks/s, tx/s, ETA). */
+  const prog = { at: performance.now(), blocks: 0, txs: 0 };
+  function progress(height: number, nodeHeight: number, txs: number): void {
+    prog.blocks++;
+    prog.txs += txs;
+    const now = performance.now();
+    if (now - prog.at < 10_000) return;
+    const s = (now - prog.at) / 1000;
+    const bps = prog.blocks / s;
+    if (nodeHeight - height > 1) {
+      log.info({ height, nodeHeight, blocksPerSec: Math.round(bps * 10) / 10, txPerSec: Math.round(prog.txs / s), etaSec: Math.round((nodeHeight - height) / bps) }, 'catching up');
+    }
+    prog.at = now;
+    prog.blocks = 0;
+    prog.txs = 0;
+  }
+
   /** Blocks still unannounced 2 s after they were applied were missed by ZMQ. */
   function countMissed(): void {
     const now = Date.now();
@@ -207,6 +224,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       const r = await applyBlock(db, block, step.height, ctx);
       if (r.kind === 'applied') {
         const ms = Math.round(performance.now() - t0);
+        progress(step.height, nodeHeight, r.txs);
         metrics.blocksApplied++;
         metrics.txsApplied += r.txs;
         metrics.lastApplyMs = ms;

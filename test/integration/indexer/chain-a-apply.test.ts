@@ -72,6 +72,21 @@ describeFixtures('regtest-chain-a applied block by block', () => {
     expect(a).toEqual(b);
   });
 
+  it('apply, undo, re-apply: the state before and after each step is restored exactly (blockbook round trip)', async () => {
+    const chain = loadChainA();
+    const tip = await readTip(fresh.db);
+    const top = chain.blocks.get(chain.main[tip.height]!)!;
+    const s2 = await snapshotIndex(fresh.db);
+    expect((await undoBlock(fresh.db, tip.height)).kind).toBe('undone');
+    const s1 = await snapshotIndex(fresh.db);
+    expect(s1.tip.height).toBe(tip.height - 1);
+    expect((await undoBlock(fresh.db, tip.height - 1)).kind).toBe('undone');
+    expect((await applyBlock(fresh.db, decodeBlock(chain.blocks.get(chain.main[tip.height - 1]!)!.raw), tip.height - 1)).kind).toBe('applied');
+    expect(await snapshotIndex(fresh.db)).toEqual(s1);
+    expect((await applyBlock(fresh.db, decodeBlock(top.raw), tip.height)).kind).toBe('applied');
+    expect(await snapshotIndex(fresh.db)).toEqual(s2);
+  });
+
   it('wrote one block event per connect and disconnect', async () => {
     const chain = loadChainA();
     const rows = await replayed.db.selectFrom('outbox').select(['type', 'height']).orderBy('seq').execute();
