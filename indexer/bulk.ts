@@ -363,33 +363,53 @@ export async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: Bl
  */
 export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise<void> {
   const t0 = performance.now();
+  const ms: Record<string, number> = {};
+  let t = t0;
+  const step = async (name: string, text: string) => {
+    await client.query(text);
+    const now = performance.now();
+    ms[name] = Math.round(now - t);
+    t = now;
+  };
   await inTransaction(client, deps, async () => {
-    await client.query("SET LOCAL maintenance_work_mem = '256MB'");
-    await client.query(`
-      CREATE TABLE utxos_live (LIKE utxos INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
-      INSERT INTO utxos_live
-        SELECT u.* FROM utxos u
-        WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)
-        ORDER BY u.addr_key, u.tx_num;
-      DROP TABLE utxos;
-      ALTER TABLE utxos_live RENAME TO utxos;
-      CREATE TABLE history_merged (LIKE history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
-      INSERT INTO history_merged
-        SELECT addr_key, min(first_tx_num), max(last_tx_num), sum(n)::int4, string_agg(entries, ''::bytea ORDER BY first_tx_num)
-        FROM history GROUP BY addr_key HAVING sum(n) <= ${CHUNK_ENTRIES}
-        UNION ALL
-        SELECT h.* FROM history h WHERE h.addr_key IN (SELECT addr_key FROM history GROUP BY addr_key HAVING sum(n) > ${CHUNK_ENTRIES});
-      DROP TABLE history;
-      ALTER TABLE history_merged RENAME TO history;
-      TRUNCATE balances;
-      INSERT INTO balances (addr_key, balance, utxo_count)
-        SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
-      TRUNCATE bulk_spent;`);
-    for (const ddl of BUILD_INDEXES) await client.query(ddl);
+    // Index builds sort in memory up to maintenance_work_mem: at least 512 MB for them.
+    const mwm = (await client.query<{ kb: string }>("SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'")).rows[0]?.kb;
+    if (mwm !== undefined && Number(mwm) < 512 * 1024) await client.query("SET LOCAL maintenance_work_mem = '512MB'");
+    await step(
+      'utxos',
+      `CREATE TABLE utxos_live (LIKE utxos INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+       INSERT INTO utxos_live
+         SELECT u.* FROM utxos u
+         WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)
+         ORDER BY u.addr_key, u.tx_num;
+       DROP TABLE utxos;
+       ALTER TABLE utxos_live RENAME TO utxos;`,
+    );
+    // One chunk per address where its per-batch chunks fit in one: ~12 % fewer history rows on
+    // a mainnet-shaped corpus (~5 % of the database) for ~15 % more sync time.
+    await step(
+      'history',
+      `CREATE TABLE history_merged (LIKE history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+       INSERT INTO history_merged
+         SELECT addr_key, min(first_tx_num), max(last_tx_num), sum(n)::int4, string_agg(entries, ''::bytea ORDER BY first_tx_num)
+         FROM history GROUP BY addr_key HAVING sum(n) <= ${CHUNK_ENTRIES}
+         UNION ALL
+         SELECT h.* FROM history h WHERE h.addr_key IN (SELECT addr_key FROM history GROUP BY addr_key HAVING sum(n) > ${CHUNK_ENTRIES});
+       DROP TABLE history;
+       ALTER TABLE history_merged RENAME TO history;`,
+    );
+    await step(
+      'balances',
+      `TRUNCATE balances;
+       INSERT INTO balances (addr_key, balance, utxo_count)
+         SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
+       TRUNCATE bulk_spent;`,
+    );
+    for (const ddl of BUILD_INDEXES) await step(ddl.split(' ').slice(0, 4).join(' '), ddl);
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'false'::jsonb), updated_at = now() WHERE key = 'bulk'`);
   });
   await client.query('ANALYZE blocks, txs, utxos, balances, history').catch(() => {});
-  deps.log.info({ ms: Math.round(performance.now() - t0) }, 'bulk sync finished: indexes built');
+  deps.log.info({ ms: Math.round(performance.now() - t0), steps: ms }, 'bulk sync finished: indexes built');
 }
 
 /** Runs a whole bulk sync from the stored tip with `feed` up to `target`, resuming one in progress. */
