@@ -14,7 +14,7 @@ import { decodeEntries, decodeIns, encodeEntries } from '../src/db/packed.js';
 import { FatalError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import { deriveBlock, deriveUndo, externalOutpoints, hashKey, MissingPrevoutError, txNumOf, TX_NUM_SPAN, type BlockRows, type Delta, type Prevout, type StoredTx, type Touch, type UtxoRow } from './derive.js';
-import { appendEvents, loadWatches, type OutboxEvent, type Watch } from './events.js';
+import { anyWatched, appendEvents, loadWatches, type OutboxEvent, type Watch } from './events.js';
 import { deleteMempoolTxs, mempoolDescendants, mempoolSpendersOf, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
 
 type Trx = Transaction<Database>;
@@ -106,6 +106,18 @@ export function historyChunks(history: ReadonlyMap<string, readonly number[]>): 
   return out;
 }
 
+/** History entries as 8-byte big-endian tx_nums (src/db/packed.ts format), from safe integers. */
+function entriesBytes(nums: readonly number[]): Buffer {
+  const out = Buffer.allocUnsafe(nums.length * 8);
+  for (let i = 0; i < nums.length; i++) {
+    const v = nums[i]!;
+    const hi = Math.floor(v / 0x100000000);
+    out.writeUInt32BE(hi, i * 8);
+    out.writeUInt32BE(v - hi * 0x100000000, i * 8 + 4);
+  }
+  return out;
+}
+
 async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly number[]>): Promise<void> {
   const chunks = historyChunks(history);
   for (let i = 0; i < chunks.length; i += 20_000) {
@@ -113,7 +125,7 @@ async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly num
     await sql`
       INSERT INTO history (addr_key, first_tx_num, last_tx_num, n, entries)
       SELECT * FROM unnest(${part.map((c) => c.key)}::uuid[], ${int8s(part.map((c) => c.first))}::int8[], ${int8s(part.map((c) => c.last))}::int8[],
-        ${part.map((c) => c.entries.length)}::int4[], ${part.map((c) => encodeEntries(c.entries.map(BigInt)))}::bytea[])`.execute(trx);
+        ${part.map((c) => c.entries.length)}::int4[], ${part.map((c) => entriesBytes(c.entries))}::bytea[])`.execute(trx);
   }
 }
 
@@ -242,7 +254,7 @@ async function spendUtxos(trx: Trx, outpoints: readonly { txid: Uint8Array; vout
     const r = await sql<{ txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null }>`
       DELETE FROM utxos u USING unnest(${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(txid, vout)
       WHERE u.txid = s.txid AND u.vout = s.vout
-      RETURNING u.txid, u.vout, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
+      RETURNING u.txid, u.vout, u.tx_num, u.value, CASE WHEN u.addr_key IS NULL THEN u.script ELSE ''::bytea END AS script, u.addr_key`.execute(trx);
     for (const x of r.rows) {
       found.set(`${hashKey(x.txid)}:${x.vout}`, { txNum: Number(x.tx_num), value: x.value, script: x.script, ...(x.addr_key !== null ? { keys: x.addr_key } : {}) });
     }
@@ -274,7 +286,8 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
     lap('spend');
     let rows: BlockRows;
     try {
-      rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: true });
+      // Per-address amounts are only needed for events: skip them when nothing is watched.
+      rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: await anyWatched(trx) });
     } catch (err) {
       if (err instanceof MissingPrevoutError) throw new FatalError('ERR_PREVOUT_MISSING', `cannot apply block ${height}: ${err.message}`, { cause: err });
       throw err;

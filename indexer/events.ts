@@ -32,13 +32,18 @@ type Trx = Transaction<Database>;
 
 const buf = (b: Uint8Array | undefined) => (b === undefined ? null : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
+/** Whether any address is watched at all (most blocks then need no per-address work). */
+export async function anyWatched(trx: Trx): Promise<boolean> {
+  return (await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM watched_addresses) AS any`.execute(trx)).rows[0]?.any === true;
+}
+
 /** The watched addresses among `keys` (uuid strings). */
 export async function loadWatches(trx: Trx, keys: Iterable<string>): Promise<Map<string, Watch>> {
   const list = [...new Set(keys)];
   const out = new Map<string, Watch>();
   if (list.length === 0) return out;
   // Most installations watch few addresses: skip the key list when nothing is watched at all.
-  if ((await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM watched_addresses) AS any`.execute(trx)).rows[0]?.any !== true) return out;
+  if (!(await anyWatched(trx))) return out;
   const r = await sql<{ addr_key: string; confirmations: number; address: string }>`
     SELECT addr_key, confirmations, address FROM watched_addresses WHERE addr_key = ANY(${list}::uuid[])`.execute(trx);
   for (const row of r.rows) out.set(row.addr_key, { confirmations: row.confirmations, address: row.address });
