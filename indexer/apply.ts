@@ -13,7 +13,7 @@ import type { Database } from '../src/db/schema.js';
 import { decodeEntries, decodeIns, encodeEntries } from '../src/db/packed.js';
 import { FatalError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
-import { deriveBlock, deriveUndo, externalOutpoints, hashKey, MissingPrevoutError, txNumOf, TX_NUM_SPAN, type BlockRows, type Delta, type Prevout, type StoredTx, type Touch, type UtxoRow } from './derive.js';
+import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, MissingPrevoutError, txNumOf, TX_NUM_SPAN, type BlockRows, type Delta, type Prevout, type StoredTx, type Touch, type UtxoRow } from './derive.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent, type Watch } from './events.js';
 import { deleteMempoolTxs, mempoolDescendants, mempoolSpendersOf, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
 
@@ -282,12 +282,15 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
       ms[k] = Math.round(now - t);
       t = now;
     };
-    const prevouts = await spendUtxos(trx, externalOutpoints(block));
+    const spending = spendUtxos(trx, externalOutpoints(block));
+    // While Postgres deletes the spent outputs, hash every output's address key.
+    const keys = outputKeys(block);
+    const prevouts = await spending;
     lap('spend');
     let rows: BlockRows;
     try {
       // Per-address amounts are only needed for events: skip them when nothing is watched.
-      rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: await anyWatched(trx) });
+      rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: await anyWatched(trx), outputKeys: keys });
     } catch (err) {
       if (err instanceof MissingPrevoutError) throw new FatalError('ERR_PREVOUT_MISSING', `cannot apply block ${height}: ${err.message}`, { cause: err });
       throw err;

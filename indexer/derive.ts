@@ -112,6 +112,13 @@ export interface DeriveOptions {
   touches?: boolean;
   /** Collect balance deltas (default true; the bulk path rebuilds balances from utxos instead). */
   balances?: boolean;
+  /** The outputs' keys, computed beforehand (`outputKeys(block)`), e.g. while a query runs. */
+  outputKeys?: readonly (readonly ScriptKeys[])[];
+}
+
+/** The address keys of every output of `block`, per transaction and vout. */
+export function outputKeys(block: DecodedBlock): ScriptKeys[][] {
+  return block.txs.map((tx) => tx.outputs.map((o) => scriptKeys(o.script)));
 }
 
 /** Binary-string key of a 32-byte hash (cheaper than hex as a Map key). */
@@ -234,10 +241,11 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
     insAt[i + 1] = insW.len;
     outsAt[i] = outsW.len;
     const outputs = tx.outputs;
+    const given = opts.outputKeys?.[i];
     const keys = new Array<ScriptKeys>(outputs.length);
     for (let v = 0; v < outputs.length; v++) {
       const out = outputs[v]!;
-      const k = scriptKeys(out.script);
+      const k = given !== undefined ? given[v]! : scriptKeys(out.script);
       keys[v] = k;
       outsW.uleb(out.value);
       outsW.uleb(out.script.length);
