@@ -87,7 +87,8 @@ export async function startBenchPostgres(root: string): Promise<BenchPostgres> {
   const logMs = process.env.BENCH_PG_LOG_MS;
   const server = await startPostgres({
     dataDir,
-    settings: { ...PG_SETTINGS, ...(logMs ? { log_min_duration_statement: logMs } : {}) },
+    // BENCH_PG_SETTINGS='{"name":"value"}' overrides settings (experiments; results record them).
+    settings: { ...PG_SETTINGS, ...(logMs ? { log_min_duration_statement: logMs } : {}), ...pgOverrides() },
     ...(logMs ? { onLog: pgLogEcho() } : {}),
   });
   const copyDir = join(root, 'copy');
@@ -116,6 +117,11 @@ export async function startBenchPostgres(root: string): Promise<BenchPostgres> {
     cpuMs: () => postgresCpuMs(dataDir),
     stop: () => server.stop(),
   };
+}
+
+/** Settings from BENCH_PG_SETTINGS (a JSON object), if any. */
+export function pgOverrides(): Record<string, string> {
+  return process.env.BENCH_PG_SETTINGS ? (JSON.parse(process.env.BENCH_PG_SETTINGS) as Record<string, string>) : {};
 }
 
 /** A PostgreSQL log line handler printing each slow statement's duration and first lines. */

@@ -16,7 +16,7 @@ import { Subscriber } from 'zeromq';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import type { CorpusNode } from '../src/devnode/corpus.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { cacheDir, importCorpus, logLines, machine, pct, round, runSize, say, spawnNode, startBenchPostgres, type Child } from './harness.js';
+import { cacheDir, importCorpus, logLines, machine, PG_SETTINGS, pgOverrides, pct, round, runSize, say, spawnNode, startBenchPostgres, type Child } from './harness.js';
 
 export interface LiveResult {
   blocks: number;
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
     try {
       const r = await measureLive(node, follower, size.liveBlocks);
       say(`| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms |\n|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} |`);
-      const result = { live: r, machine: machine() };
+      const result = { live: r, machine: machine(), postgres: { ...PG_SETTINGS, ...pgOverrides() } };
       say(`RESULT ${JSON.stringify(result)}`);
     } finally {
       follower.proc.kill('SIGTERM');

@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --quick] [--only a,b] [--blocks N] [--txs-per-block N] [--results FILE]
- * [--readme FILE]`: runs every
+ * [--readme FILE] [--render-only]`: runs every
  * benchmark (sync with live, decode, api, events, stamp), each as its own process, one after the
  * other; writes the machine-readable results (each bench's tables parsed from its output, its
  * RESULT line when it prints one, exit code, time, the load average before and after) and
@@ -59,7 +59,9 @@ export function parseTables(text: string): Table[] {
     const header = cells(lines[i]!);
     const rows: string[][] = [];
     let j = i + 2;
-    for (; j < lines.length && lines[j]!.trim().startsWith('|'); j++) rows.push(cells(lines[j]!));
+    const sep = (l: string | undefined) => l !== undefined && /^\s*\|[\s\-:|]+\|\s*$/.test(l);
+    // Rows run to the first line that is not a row, or to the header of a table right below.
+    for (; j < lines.length && lines[j]!.trim().startsWith('|') && !sep(lines[j + 1]); j++) rows.push(cells(lines[j]!));
     tables.push({ header, rows });
     i = j - 1;
   }
@@ -163,6 +165,37 @@ export function summary(runs: BenchRun[]): string {
   return rows.join('\n');
 }
 
+type SyncResult = Record<string, Record<string, unknown> | undefined>;
+
+/** bench/sync's figures as one table (it prints lines, not tables). */
+export function syncDetails(r: SyncResult): string {
+  const n = (x: unknown, d = 0) => (typeof x === 'number' ? fmt(x, d) : '—');
+  const mb = (x: unknown) => (typeof x === 'number' ? fmt(x / 1e6, 1) : '—');
+  const s = (x: unknown) => (typeof x === 'number' ? fmt(x / 1000, 1) : '—');
+  const c = r.corpus ?? {};
+  const i = r.import ?? {};
+  const z = r.size ?? {};
+  const l = r.copyLimit ?? {};
+  const u = r.catchup ?? {};
+  const v = r.live ?? {};
+  const p = r.rpc ?? {};
+  const j = r.projection ?? {};
+  const tables = Object.entries((z.tables ?? {}) as Record<string, number>).map(([k, b]) => `${k} ${mb(b)}`).join(', ');
+  const perTable = Object.entries((l.perTable ?? {}) as Record<string, { rows: number; ms: number }>).map(([k, x]) => `${k} ${fmt(x.rows)} rows ${s(x.ms)} s`).join(', ');
+  return [
+    '| step | figures |',
+    '|---|---|',
+    `| corpus | ${n(c.txs)} txs, ${mb(c.rawBytes)} MB, ${n(c.reorgs)} reorg(s), ${n(c.staleBlocks)} stale block(s); generated in ${s(c.generatedMs)} s |`,
+    `| import (\`blockwire import --blocks-dir\`) | ${n(i.txs)} txs, ${n(i.blocks)} blocks: load ${s(i.loadMs)} s (**${n(i.loadTxPerSec)} tx/s**) + finish/index builds ${s(i.finishMs)} s = **${n(i.txPerSec)} tx/s**, ${n(i.blocksPerSec, 1)} blocks/s; command wall ${s(i.wallMs)} s; CPU importer ${s(i.importerCpuMs)} s, PostgreSQL ${s(i.postgresCpuMs)} s |`,
+    `| size after VACUUM, CHECKPOINT | database ${mb(z.databaseBytes)} MB (empty schema ${mb(z.emptyDatabaseBytes)} MB) / raw blocks ${mb(z.rawBlockBytes)} MB = **${n(z.ratio, 3)}**; ${tables} MB |`,
+    `| server-side COPY limit | ${n(l.rows)} rows, ${mb(l.fileBytes)} MB in ${s(l.ms)} s = ${n(l.rowsPerSec)} rows/s = ${n(l.txPerSec)} tx/s (${perTable}); import load phase at **${n(l.ratioLoad, 3)}**, with index builds ${n(l.ratioTotal, 3)} |`,
+    `| catch-up, every index live | ${n(u.blocks)} blocks, ${n(u.txs)} txs in ${s(u.ms)} s = **${n(u.txPerSec)} tx/s**, ${n(u.blocksPerSec, 2)} blocks/s; per-block fetch → commit p50 ${n(u.applyMsP50)} ms |`,
+    `| live (4,000-tx blocks) | ${n(v.blocks)} blocks of ${n(v.txsPerBlock)} txs on an index of ${n(v.indexHeightBefore)} blocks: ZMQ arrival → committed p50 **${n(v.p50)} ms**, p99 **${n(v.p99)} ms**, max ${n(v.max)} ms; indexer fetch → commit p50 ${n(v.applyP50)} ms |`,
+    `| initial sync over RPC/REST | ${n(p.txs)} txs in ${s(p.ms)} s = **${n(p.txPerSec)} tx/s** (bulk load ${s(p.loadMs)} s, index builds ${s(p.finishMs)} s); CPU indexer ${s(p.indexerCpuMs)} s, PostgreSQL ${s(p.postgresCpuMs)} s |`,
+    `| projection, 1.43 G mainnet txs | load ${n(j.loadHours, 1)} h + index builds ${n(j.indexHours, 1)} h (× ${n(j.sortFactor, 2)} for n log n) = **${n(j.hours, 1)} h** |`,
+  ].join('\n');
+}
+
 const START = '<!-- bench:results:start -->';
 const END = '<!-- bench:results:end -->';
 
@@ -171,6 +204,7 @@ export function readmeSection(runs: BenchRun[], at: string, quick: boolean): str
   const parts = [START, '', `Last \`npm run bench${quick ? ' -- --quick' : ''}\`: ${at}, ${machine().cpus} vCPU, node ${process.version}. Load average before/after each bench below (other engineers' tests share the 2 cores).`, '', summary(runs), ''];
   for (const r of runs) {
     parts.push(`#### ${r.name} — \`${r.command}\` (${(r.ms / 1000).toFixed(0)} s, exit ${r.exitCode}, load ${r.loadBefore.join(' ')} → ${r.loadAfter.join(' ')})`, '');
+    if (r.name === 'sync' && r.result) parts.push(syncDetails(r.result as SyncResult), '');
     for (const t of r.tables) {
       parts.push(`| ${t.header.join(' | ')} |`, `|${t.header.map(() => '---').join('|')}|`, ...t.rows.map((x) => `| ${x.join(' | ')} |`), '');
     }
@@ -189,8 +223,24 @@ export function spliceReadme(readme: string, section: string): string {
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
-    options: { quick: { type: 'boolean' }, only: { type: 'string' }, results: { type: 'string' }, readme: { type: 'string' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' } },
+    options: {
+      quick: { type: 'boolean' },
+      only: { type: 'string' },
+      results: { type: 'string' },
+      readme: { type: 'string' },
+      blocks: { type: 'string' },
+      'txs-per-block': { type: 'string' },
+      'render-only': { type: 'boolean' },
+    },
   });
+  if (values['render-only']) {
+    // Re-renders the README section from a results file (no benchmark runs).
+    const file = values.results ?? join('bench', 'results', 'latest.json');
+    const data = JSON.parse(readFileSync(file, 'utf8')) as { at: string; quick: boolean; runs: BenchRun[] };
+    const target = values.readme ?? join('bench', 'README.md');
+    writeFileSync(target, spliceReadme(readFileSync(target, 'utf8'), readmeSection(data.runs, data.at, data.quick)));
+    return 0;
+  }
   // Corpus size of bench/sync (default: its full size, 20,000 blocks).
   const syncArgs = [...(values.blocks ? ['--blocks', values.blocks] : []), ...(values['txs-per-block'] ? ['--txs-per-block', values['txs-per-block']] : [])];
   const quick = values.quick === true;

@@ -11,7 +11,7 @@
  * 5. bench/live on that index (4,000-transaction blocks, ZMQ arrival → committed);
  * 6. the same initial sync over RPC/REST from the corpus node (the indexer role's bulk path).
  * Run: `node --import tsx bench/sync.ts [--quick] [--blocks N] [--txs-per-block N]
- * [--catchup-blocks N] [--live-blocks N] [--skip-rpc] [--cpu-prof DIR] [--json FILE]`.
+ * [--catchup-blocks N] [--live-blocks N] [--skip-rpc] [--import-only] [--cpu-prof DIR] [--json FILE]`.
  * @module
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -22,7 +22,7 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import { startCorpusNode } from '../src/devnode/corpus.js';
 import { corpusMainChain, loadCorpusManifest } from '../src/devnode/corpus-manifest.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { cacheDir, childrenCpuMs, echoProgress, importCorpus, logLines, machine, round, runSize, say, spawnNode, startBenchPostgres, type BenchPostgres } from './harness.js';
+import { cacheDir, childrenCpuMs, echoProgress, importCorpus, logLines, machine, PG_SETTINGS, pgOverrides, round, runSize, say, spawnNode, startBenchPostgres, type BenchPostgres } from './harness.js';
 import { measureLive, startFollower, waitApplied } from './live.js';
 
 /** Mainnet today (PERFORMANCE.md): transactions to project a full sync to. */
@@ -120,6 +120,7 @@ async function main(): Promise<void> {
       'catchup-blocks': { type: 'string' },
       'live-blocks': { type: 'string' },
       'skip-rpc': { type: 'boolean' },
+      'import-only': { type: 'boolean' },
       'cpu-prof': { type: 'string' },
       'cache-dir': { type: 'string' },
       json: { type: 'string' },
@@ -142,7 +143,7 @@ async function main(): Promise<void> {
 
   const root = mkdtempSync(join(cache, 'sync-'));
   const pgs = await startBenchPostgres(root);
-  const result: Record<string, unknown> = { size, corpus: { key: m.key, txs: m.txs, rawBytes: m.rawBytes, reorgs: m.reorgs, staleBlocks: m.staleBlocks, generatedMs: m.generatedMs, generatedNow: corpus.generated, genMs: round(genMs) }, machineStart: startMachine };
+  const result: Record<string, unknown> = { size, corpus: { key: m.key, txs: m.txs, rawBytes: m.rawBytes, reorgs: m.reorgs, staleBlocks: m.staleBlocks, generatedMs: m.generatedMs, generatedNow: corpus.generated, genMs: round(genMs) }, machineStart: startMachine, postgres: { ...PG_SETTINGS, ...pgOverrides() } };
   try {
     // 1. blockwire import --blocks-dir
     const importUrl = await pgs.createDatabase('bw_import');
@@ -159,6 +160,10 @@ async function main(): Promise<void> {
     result.import = { ...imp, txs: importTxs, loadTxPerSec: Math.round(loadTps), txPerSec: Math.round(totalTps), blocksPerSec: round((imp.blocks * 1000) / (imp.loadMs + imp.finishMs), 1), wallTxPerSec: Math.round(importTxs / (imp.wallMs / 1000)), jsShare: round(imp.importerCpuMs / (imp.importerCpuMs + imp.postgresCpuMs), 2) };
     say(`import: ${importTxs} txs, ${imp.blocks} blocks: load ${round(imp.loadMs / 1000, 1)} s (${Math.round(loadTps)} tx/s) + indexes ${round(imp.finishMs / 1000, 1)} s = ${Math.round(totalTps)} tx/s; wall ${round(imp.wallMs / 1000, 1)} s; CPU importer ${round(imp.importerCpuMs / 1000, 1)} s, PostgreSQL ${round(imp.postgresCpuMs / 1000, 1)} s`);
 
+    if (values['import-only']) {
+      say(`RESULT ${JSON.stringify(result)}`);
+      return;
+    }
     // 2. size
     const sz = await measureSize(pgs, 'bw_import', rawBytes);
     result.size = sz;
