@@ -90,6 +90,8 @@ describe('ZMQ faults', () => {
     await ix.stop();
     ix = await startTestIndexer(t, node, { config: { pollIntervalMs: 500, mempoolResyncMs: 3_600_000 } });
     await waitSynced(t.db, node);
+    // Its first turn has seen the node's height: every block from now on should be announced.
+    await waitFor(() => ix.status().nodeTip?.height === node.tip().height, 'the new indexer to look at the node');
     const missed = ix.metrics().zmqMissedBlocks;
     node.faults.zmq.silence(true);
     for (let i = 0; i < 20; i++) {
