@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { sql, type Kysely } from 'kysely';
@@ -66,10 +66,23 @@ export interface Child {
   output: string[];
 }
 
+const alive = new Set<ChildProcess>();
+
+/** Kills every crash child still running and removes the bundle (afterAll). */
+export async function cleanupChildren(): Promise<void> {
+  for (const p of alive) p.kill('SIGKILL');
+  alive.clear();
+  const cmd = bundled ? await bundled : [];
+  if (cmd.length === 1) await rm(cmd[0]!, { force: true });
+  bundled = null;
+}
+
 /** Spawns the crash child with `env` added to this process's environment; call `go()` to start it. */
 export async function spawnChild(env: Record<string, string>): Promise<Child> {
   const args = await crashChildCommand();
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  alive.add(proc);
+  proc.once('exit', () => alive.delete(proc));
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   let onLoaded: (ok: boolean) => void = () => {};

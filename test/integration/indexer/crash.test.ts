@@ -12,7 +12,7 @@ import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { snapshotIndex, utxoSetHash } from '../../support/chain-snapshot.js';
-import { checkBlockEvents, checkBoundary, crashSeed, killChild, seededRandom, spawnChild, startChild, type Child } from '../../support/chain-crash.js';
+import { checkBlockEvents, checkBoundary, cleanupChildren, crashSeed, killChild, seededRandom, spawnChild, startChild, type Child } from '../../support/chain-crash.js';
 import { bulkActive } from '../../../indexer/bulk.js';
 import { freshBulkIndexOf, waitFor, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
 
@@ -28,6 +28,7 @@ describeFixtures('kill -9 of the indexer at random points', () => {
     t = await createMigratedDatabase('crash');
   });
   afterAll(async () => {
+    await cleanupChildren();
     await node?.stop();
     await Promise.all([t?.drop(), ref?.drop()]);
   });
