@@ -10,7 +10,7 @@
  * @module
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { machine } from './harness.js';
@@ -251,6 +251,12 @@ async function main(): Promise<number> {
   for (const def of BENCHES) {
     if (only && !only.has(def.name)) continue;
     runs.push(await runOne(def, quick, def.name === 'sync' ? syncArgs : []));
+  }
+  // With --only, the other benches' latest runs stay in the results (each carries its own load).
+  if (only && existsSync(results)) {
+    const prev = JSON.parse(readFileSync(results, 'utf8')) as { runs: BenchRun[] };
+    const merged = BENCHES.map((d) => runs.find((r) => r.name === d.name) ?? prev.runs.find((r) => r.name === d.name)).filter((r): r is BenchRun => r !== undefined);
+    runs.splice(0, runs.length, ...merged);
   }
   const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   mkdirSync(dirname(results), { recursive: true });
