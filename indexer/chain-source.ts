@@ -115,8 +115,9 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
       try {
         return await rest.getSpentTxOuts(hash);
       } catch (err) {
-        // Nodes before Core 30 do not know the path: stop asking.
-        if ((err as { code?: string }).code === 'ERR_REST_BAD_REQUEST') spentTxOutsAvailable = false;
+        // Nodes before Core 30 do not know the path (400 or a bare 404): stop asking.
+        const code = (err as { code?: string }).code;
+        if (code === 'ERR_REST_BAD_REQUEST' || code === 'ERR_REST_UNSUPPORTED') spentTxOutsAvailable = false;
         return null;
       }
     },

@@ -63,13 +63,13 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
     source = createNodeSource({ rpc, rest: new BitcoindRest({ url }), restMode: config.bitcoindRest });
   }
   const guard = lock.guard;
-  const mempool = createMempoolSync({ db, source, log: log.child({ component: 'indexer.mempool' }), guard });
+  const mempool = createMempoolSync({ db, source, log: deps.log.child({ component: 'indexer.mempool' }), guard });
   const zmqUrl = deps.zmqUrl === undefined ? config.bitcoindZmqUrl : (deps.zmqUrl ?? undefined);
-  const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, source, log: log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient });
+  const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, source, log: deps.log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient });
   const loop = createRunLoop({
     db,
     source,
-    log: log.child({ component: 'indexer.run' }),
+    log: deps.log.child({ component: 'indexer.run' }),
     mempool,
     bulk,
     guard,
@@ -83,7 +83,7 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
   if (zmqUrl) {
     notifier = await startNotifier({
       url: zmqUrl,
-      log: log.child({ component: 'indexer.notify' }),
+      log: deps.log.child({ component: 'indexer.notify' }),
       handlers: {
         wake: () => loop.wake(),
         announced: (hash) => loop.announced(hash),
