@@ -351,7 +351,8 @@ async function cutHistory(trx: Trx, keys: readonly string[], fromTxNum: number):
 /**
  * Undoes the tip block, which must be at `height`, in one transaction, from stored rows only.
  * Its transactions do not return to the mempool tables here: the next mempool sync adds those
- * the node put back.
+ * the node put back. Those of watched addresses are remembered in `reorged_txs` (same
+ * transaction) so that one never put back ends with tx.replaced or tx.dropped (reorged.ts).
  */
 export async function undoBlock(db: Kysely<Database>, height: number, ctx: WriteContext = {}): Promise<UndoResult> {
   return db.transaction().execute(async (trx) => {
@@ -396,10 +397,46 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
       events.push({ type: 'tx.reorged', addrKey: t.key, address: w.address, txid: blockTxs[t.pos]!.txid, blockHash: b.hash, height, confirmations: 0, received: t.received, sent: t.sent });
     }
     await sql`DELETE FROM watched_txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);
+    await rememberReorged(trx, height, blockTxs, prevTxs, events);
     await appendEvents(trx, events);
     await setTip(trx, height - 1, height === 0 ? null : b.prev_hash);
     return { kind: 'undone', height, txs: blockTxs.length, events: events.length };
   });
+}
+
+/**
+ * Records the block's tx.reorged transactions in `reorged_txs` (with the outpoints they spend)
+ * until indexer/reorged.ts knows their end, and lowers the fork bound of rows already waiting:
+ * a conflicting spend in the new branch is at or above the lowest height undone since.
+ */
+async function rememberReorged(trx: Trx, height: number, blockTxs: readonly StoredTx[], prevTxs: ReadonlyMap<number, StoredTx>, events: readonly OutboxEvent[]): Promise<void> {
+  await sql`UPDATE reorged_txs SET since_height = ${height} WHERE since_height > ${height}`.execute(trx);
+  const reorged = events.filter((e) => e.type === 'tx.reorged');
+  if (reorged.length === 0) return;
+  const lo = txNumOf(height, 0);
+  const byTxid = new Map(blockTxs.map((t) => [hashKey(t.txid), t]));
+  const spendsOf = new Map<string, Buffer>();
+  for (const e of reorged) {
+    const k = hashKey(e.txid!);
+    if (spendsOf.has(k)) continue;
+    const refs = decodeIns(byTxid.get(k)!.ins);
+    const out = Buffer.alloc(refs.length * 36);
+    refs.forEach((ref, i) => {
+      const n = Number(ref.txNum);
+      const prev = n < lo ? prevTxs.get(n) : blockTxs[n - lo];
+      if (!prev) throw new FatalError('ERR_INDEX_CORRUPT', `undo of block ${height}: no stored tx at tx_num ${n}`);
+      toBuffer(prev.txid).copy(out, i * 36);
+      out.writeUInt32LE(ref.vout, i * 36 + 32);
+    });
+    spendsOf.set(k, out);
+  }
+  await sql`
+    INSERT INTO reorged_txs (txid, addr_key, address, received, sent, spends, since_height)
+    SELECT u.*, ${height}::int4 FROM unnest(${reorged.map((e) => toBuffer(e.txid!))}::bytea[], ${reorged.map((e) => e.addrKey!)}::uuid[], ${reorged.map((e) => e.address!)}::text[],
+      ${reorged.map((e) => e.received!.toString())}::int8[], ${reorged.map((e) => e.sent!.toString())}::int8[], ${reorged.map((e) => spendsOf.get(hashKey(e.txid!))!)}::bytea[])
+      AS u(txid, addr_key, address, received, sent, spends)
+    ON CONFLICT (txid, addr_key) DO UPDATE SET address = EXCLUDED.address, received = EXCLUDED.received, sent = EXCLUDED.sent, spends = EXCLUDED.spends,
+      since_height = EXCLUDED.since_height, reorged_at = now()`.execute(trx);
 }
 
 /** Undoes blocks from the tip down to `forkHeight + 1`, one transaction per block. */

@@ -16,6 +16,7 @@ import { BitcoindRest } from '../src/rpc/rest.js';
 import { createBulkSync } from './bulk.js';
 import { createNodeSource, type ChainSource, type MempoolSource } from './chain-source.js';
 import { createMempoolSync, type MempoolStats } from './mempool.js';
+import { createReorgedResolver } from './reorged.js';
 import { startNotifier, type Notifier, type NotifyStats } from './notify.js';
 import { createRunLoop, type IndexerMetrics, type IndexerStatus } from './run.js';
 import { createWriterLock } from './writer-lock.js';
@@ -33,6 +34,11 @@ export interface IndexerDeps {
   /** Overrides `config.bitcoindRpcUrl` / `config.bitcoindZmqUrl` (e.g. a devnode started by the caller). */
   rpcUrl?: string;
   zmqUrl?: string | null;
+  /**
+   * How long after its block was undone a transaction that the node did not put back in its
+   * mempool (and nothing confirmed conflicts with) waits before tx.dropped (ms, default 60 s).
+   */
+  reorgGraceMs?: number;
 }
 
 export interface IndexerHandle {
@@ -64,6 +70,14 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
   }
   const guard = lock.guard;
   const mempool = createMempoolSync({ db, source, log: deps.log.child({ component: 'indexer.mempool' }), guard });
+  const reorged = createReorgedResolver({
+    db,
+    source,
+    log: deps.log.child({ component: 'indexer.reorged' }),
+    guard,
+    ...(deps.reorgGraceMs !== undefined ? { graceMs: deps.reorgGraceMs } : {}),
+    nodeHolds: () => mempool.requestResync('the node holds a reorged transaction'),
+  });
   const zmqUrl = deps.zmqUrl === undefined ? config.bitcoindZmqUrl : (deps.zmqUrl ?? undefined);
   const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, source, log: deps.log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient });
   const loop = createRunLoop({
@@ -71,6 +85,7 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
     source,
     log: deps.log.child({ component: 'indexer.run' }),
     mempool,
+    reorged,
     bulk,
     guard,
     pollIntervalMs: config.pollIntervalMs,

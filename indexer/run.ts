@@ -1,9 +1,10 @@
 /**
  * The sync loop: wait for a wake-up (ZMQ) or the poll tick, then step until idle: plan with
  * `nextStep`, fetch and check the block, apply it (or undo to the fork), and when the chain is
- * at the node's tip bring the mempool up to date. Retryable failures (node down, Postgres
- * restarting, lock session lost) back off and retry; a FatalError ends the loop (the process
- * exits; a restart beats a wedged index). `stop()` lets the current block finish.
+ * at the node's tip bring the mempool up to date, then settle reorged transactions that never
+ * came back (reorged.ts). Retryable failures (node down, Postgres restarting, lock session
+ * lost) back off and retry; a FatalError ends the loop (the process exits; a restart beats a
+ * wedged index). `stop()` lets the current block finish.
  * @module
  */
 import type { Kysely, Transaction } from 'kysely';
@@ -17,6 +18,7 @@ import { applyBlock, readTip, undoBlock, type Tip } from './apply.js';
 import type { ChainSource } from './chain-source.js';
 import { nextStep, type LocalChain } from './follow.js';
 import type { MempoolSync } from './mempool.js';
+import type { ReorgedResolver } from './reorged.js';
 
 export interface IndexerMetrics {
   blocksApplied: number;
@@ -51,6 +53,8 @@ export interface RunDeps {
   source: ChainSource;
   log: Logger;
   mempool?: MempoolSync;
+  /** Settles reorged transactions that never came back (reorged.ts), after the mempool sync. */
+  reorged?: ReorgedResolver;
   bulk?: BulkPath;
   guard?: (trx: Transaction<Database>) => Promise<void>;
   pollIntervalMs: number;
@@ -252,7 +256,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       return true;
     }
     if (deps.mempool?.pending) return deps.mempool.step();
-    return false;
+    return (await deps.reorged?.step()) ?? false;
   }
 
   async function loop(): Promise<void> {

@@ -232,6 +232,20 @@ export interface WatchedTxsTable {
   sent: bigint;
 }
 
+/** Undone transactions of watched addresses awaiting their terminal event (0005_reorged_txs). */
+export interface ReorgedTxsTable {
+  txid: Buffer;
+  addr_key: string;
+  address: string;
+  received: bigint;
+  sent: bigint;
+  /** The outpoints its inputs spend: 36 bytes each, txid (internal byte order) then vout (uint32 LE). */
+  spends: Buffer;
+  /** The lowest height undone since the row was written: a conflicting spend is at or above it. */
+  since_height: number;
+  reorged_at: Timestamp;
+}
+
 export interface Database {
   blocks: BlocksTable;
   txs: TxsTable;
@@ -251,6 +265,7 @@ export interface Database {
   watched_addresses: WatchedAddressesView;
   watched_txs: WatchedTxsTable;
   bulk_spent: BulkSpentTable;
+  reorged_txs: ReorgedTxsTable;
   stream_state: StreamStateTable;
   deliveries: DeliveriesTable;
 }
