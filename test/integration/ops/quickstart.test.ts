@@ -1,0 +1,117 @@
+/**
+ * The README's first command with nothing configured (issues 2 and 10): `blockwire start` with no
+ * DATABASE_URL, REDIS_URL or bitcoind starts an embedded PostgreSQL, a redis-server child and the
+ * devnode (said loudly to be a stand-in), waits for the index, prints where the API and the stream
+ * are with a working API key and curl lines. The printed curl line is run as printed; a chain
+ * subscription on the printed stream URL sees the devnode's live blocks arrive; SIGTERM exits 0;
+ * a second start on the same data directory reuses the key, the chain and the index.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import WebSocket from 'ws';
+import { spawnBlockwire, until, type BlockwireProcess } from './processes.js';
+
+const execFileP = promisify(execFile);
+
+type Banner = { apiBase: string; streamUrl: string; key: string; curls: string[] };
+
+/** Waits for the "Try:" banner on stdout and reads the URLs, the key and the curl lines from it. */
+async function banner(proc: BlockwireProcess, timeoutMs: number): Promise<Banner> {
+  await until('the quick-start banner', () => /\nTry:\n(?:  curl .*\n)+/.test(proc.output()) || proc.child.exitCode !== null, timeoutMs).catch((err: Error) => {
+    throw new Error(`${err.message}; output:\n${proc.output().slice(-4000)}`);
+  });
+  const out = proc.output();
+  const api = /REST API {3}(http:\/\/\S+)\/v1\//.exec(out);
+  const stream = /stream {5}(ws:\/\/\S+)/.exec(out);
+  const key = /API key {4}(\S+)/.exec(out);
+  const curls = [...out.matchAll(/^ {2}(curl .*)$/gm)].map((m) => m[1]!);
+  if (!api || !stream || !key) throw new Error(`banner incomplete:\n${out.slice(-3000)}`);
+  return { apiBase: api[1]!, streamUrl: stream[1]!, key: key[1]!, curls };
+}
+
+/** Runs a printed curl line as a shell would (it is what the user copies). */
+async function runCurl(line: string): Promise<unknown> {
+  const { stdout } = await execFileP('sh', ['-c', `${line} --silent --show-error --fail`], { timeout: 30_000 });
+  return JSON.parse(stdout) as unknown;
+}
+
+async function getJson(url: string, key: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, { headers: { apiKey: key } });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+let dataDir: string | undefined;
+let proc: BlockwireProcess | undefined;
+
+afterAll(async () => {
+  await proc?.stop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+}, 120_000);
+
+describe('quick start: blockwire start with embedded defaults', () => {
+  it('starts everything itself, prints a working curl line, streams live devnode blocks, restarts on the same data', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'blockwire-quickstart-'));
+    // Nothing configured but where to keep data and free ports (the defaults 3000/18443/28332 may be
+    // taken on a shared machine); blocks every second so the test sees several.
+    const env = { BLOCKWIRE_DATA_DIR: dataDir, PORT: '0', BLOCKWIRE_DEVNODE_RPC_PORT: '0', BLOCKWIRE_DEVNODE_ZMQ_PORT: '0', BLOCKWIRE_DEVNODE_MINE_EVERY: '1' };
+    proc = spawnBlockwire('quickstart', ['start'], env);
+    const first = await banner(proc, 240_000);
+    const out = proc.output();
+    expect(out).toContain('NO BITCOIND CONFIGURED: using the built-in regtest stand-in (devnode)');
+    expect(out).toContain('NOT on Bitcoin Core');
+    expect(first.streamUrl).toBe(`${first.apiBase.replace(/^http/, 'ws')}/v1/stream`);
+    expect(first.curls.length).toBeGreaterThanOrEqual(2);
+    expect(first.curls[0]).toBe(`curl -H 'apiKey: ${first.key}' ${first.apiBase}/v1/blockchain`);
+
+    // The printed lines answer as printed.
+    const chain = (await runCurl(first.curls[0]!)) as { best_height: number; best_block_hash: string };
+    expect(chain.best_block_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(chain.best_height).toBeGreaterThanOrEqual(101);
+    const history = (await runCurl(first.curls[1]!)) as unknown[];
+    expect(Array.isArray(history)).toBe(true);
+    expect(history.length).toBeGreaterThan(0);
+
+    // Live blocks: a chain subscription on the printed stream URL receives block.connected for
+    // blocks the devnode mines from now on, and /healthz follows with no lag.
+    const sub = await fetch(`${first.apiBase}/v1/subscriptions`, {
+      method: 'POST',
+      headers: { apiKey: first.key, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'chain' }),
+    });
+    expect(sub.status).toBeLessThan(300);
+    const ws = new WebSocket(first.streamUrl, { headers: { apiKey: first.key } });
+    const heights: number[] = [];
+    ws.on('message', (d: Buffer) => {
+      const e = JSON.parse(String(d)) as { type?: string; height?: number; block?: { height?: number } };
+      if (e.type === 'block.connected') heights.push(e.height ?? e.block?.height ?? -1);
+    });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    await until('three block.connected events on the stream', () => heights.length >= 3, 60_000);
+    ws.close();
+    expect(heights[0]).toBeGreaterThan(chain.best_height - 1);
+    for (let i = 1; i < heights.length; i++) expect(heights[i]).toBe(heights[i - 1]! + 1);
+    const health = await getJson(`${first.apiBase}/healthz`, first.key);
+    expect(health.status).toBe(200);
+    const after = await getJson(`${first.apiBase}/v1/blockchain`, first.key);
+    expect(after.body.best_height as number).toBeGreaterThanOrEqual(heights[heights.length - 1]!);
+
+    expect(await proc.stop()).toBe(0);
+
+    // Same data directory again: the same key, the chain kept by the devnode, the index kept by the
+    // embedded PostgreSQL (its tip at least where it was).
+    proc = spawnBlockwire('quickstart-2', ['start'], env);
+    const second = await banner(proc, 240_000);
+    expect(second.key).toBe(first.key);
+    const again = (await runCurl(second.curls[0]!)) as { best_height: number };
+    expect(again.best_height).toBeGreaterThanOrEqual(after.body.best_height as number);
+    expect(await proc.stop()).toBe(0);
+    proc = undefined;
+  }, 600_000);
+});
