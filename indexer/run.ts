@@ -116,6 +116,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   /** Blocks applied without an announcement yet: hash → when (late announcements still count). */
   const unannounced = new Map<string, number>();
   let running: Promise<void> | null = null;
+  /** When reorged transactions were last looked at (reorged.ts). */
+  let lastSettled = 0;
   const abort = new AbortController();
   const ctx = { ...(deps.guard ? { guard: deps.guard } : {}), log };
 
@@ -255,8 +257,15 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       }
       return true;
     }
-    if (deps.mempool?.pending) return deps.mempool.step();
-    return (await deps.reorged?.step()) ?? false;
+    let worked = false;
+    if (deps.mempool?.pending) worked = await deps.mempool.step();
+    // Reorged transactions are settled once the mempool sync is idle, or at least every poll
+    // interval after a mempool step (a busy node's stream of hints must not starve them).
+    if (deps.reorged && (!deps.mempool?.pending || Date.now() - lastSettled >= deps.pollIntervalMs)) {
+      lastSettled = Date.now();
+      if (await deps.reorged.step()) worked = true;
+    }
+    return worked;
   }
 
   async function loop(): Promise<void> {
