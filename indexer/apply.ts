@@ -325,6 +325,7 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
     lap('confirmations');
     events.push(...(await removeFromMempool(trx, block, (keys) => loadWatches(trx, keys))));
     lap('mempool');
+    await forgetReorged(trx, events);
     await appendEvents(trx, events);
     await setTip(trx, height, rows.hash);
     lap('events');
@@ -437,6 +438,18 @@ async function rememberReorged(trx: Trx, height: number, blockTxs: readonly Stor
       AS u(txid, addr_key, address, received, sent, spends)
     ON CONFLICT (txid, addr_key) DO UPDATE SET address = EXCLUDED.address, received = EXCLUDED.received, sent = EXCLUDED.sent, spends = EXCLUDED.spends,
       since_height = EXCLUDED.since_height, reorged_at = now()`.execute(trx);
+}
+
+/**
+ * A reorged transaction whose story goes on (a tx.confirmed or tx.unconfirmed among `events`)
+ * leaves `reorged_txs` in the same transaction, so that reorged.ts never ends it a second time
+ * (say, replaced again after it came back to the mempool and left it).
+ */
+export async function forgetReorged(trx: Trx, events: readonly OutboxEvent[]): Promise<void> {
+  const ids = new Map<string, Buffer>();
+  for (const e of events) if ((e.type === 'tx.confirmed' || e.type === 'tx.unconfirmed') && e.txid) ids.set(hashKey(e.txid), toBuffer(e.txid));
+  if (ids.size === 0) return;
+  await sql`DELETE FROM reorged_txs WHERE txid = ANY(${[...ids.values()]}::bytea[])`.execute(trx);
 }
 
 /** Undoes blocks from the tip down to `forkHeight + 1`, one transaction per block. */

@@ -17,7 +17,7 @@ import type { Logger } from '../src/log.js';
 import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
 import type { MempoolSource, NodeMempoolTx } from './chain-source.js';
 import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
-import { removalEvents } from './apply.js';
+import { forgetReorged, removalEvents } from './apply.js';
 import { deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
 import type { SequenceHint } from './notify.js';
 
@@ -232,6 +232,7 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
     }
   }
   events.push(...removalEvents(allRemoved, watched, (txid) => replacedBy.get(txid.toString('hex'))));
+  await forgetReorged(trx, events);
   await appendEvents(trx, events);
   return { added: rows.length, removed: removedNow.count + conflictCount, unresolved };
 }
