@@ -29,8 +29,11 @@ export type DevnodeContext = {
   zmqEndpoint: () => string;
   /** Blocks RPC and REST pretend not to have. */
   hidden: Set<string>;
-  /** A fee estimate to answer with (sat/kvB), or null for Core's "Insufficient data" answer. */
-  feeEstimate: { perKvB: bigint | null };
+  /**
+   * A fee estimate to answer with (sat/kvB) and the least target it holds for (`blocks`), or
+   * `perKvB` null for Core's "Insufficient data" answer (setfeeestimate, faults.setFeeEstimate).
+   */
+  feeEstimate: { perKvB: bigint | null; blocks: number };
   startedAt: number;
   /** ProcessNewBlock plus persistence. */
   submitBlock: (block: DecodedBlock, opts?: { checkTime?: boolean }) => BlockResult;

@@ -1,7 +1,8 @@
 /**
  * Transaction and mempool RPCs with Core's answers and errors: getrawtransaction (txindex,
  * verbosity 0–2, blockhash), decoderawtransaction, sendrawtransaction, testmempoolaccept,
- * getrawmempool, getmempoolentry, getmempoolinfo, gettxout, estimatesmartfee.
+ * getrawmempool, getmempoolentry, getmempoolinfo, gettxout, estimatesmartfee; and the non-Core
+ * test control setfeeestimate.
  * @module
  */
 import { bytesToHex, hexToBytes } from '../bitcoin/hash.js';
@@ -58,16 +59,46 @@ function undoFor(e: BlockEntry, tx: DecodedTx): Coin[] | null {
   return i > 0 ? e.undo[i - 1] ?? null : null;
 }
 
-/** estimatesmartfee: Core's answer for a regtest node with too little data, or a set estimate. */
+/**
+ * estimatesmartfee: Core's answer for a regtest node with too little data, or a set estimate:
+ * `{ feerate, blocks }` as Core gives it, the rate in BTC/kvB never under the relay fee (Core
+ * takes the max with mempoolminfee and minrelaytxfee), `blocks` the target it was found at (the
+ * asked target, 1 counted as 2, or the estimate's own horizon when that is further).
+ */
 function estimateSmartFee(ctx: DevnodeContext, target: number): Record<string, unknown> {
   const { node } = ctx;
+  const asked = target === 1 ? 2 : target;
+  const set = ctx.feeEstimate;
+  if (set.perKvB !== null) {
+    const rate = set.perKvB > POLICY.minRelayFeePerKvB ? set.perKvB : POLICY.minRelayFeePerKvB;
+    return { feerate: amount(rate), blocks: Math.max(asked, set.blocks) };
+  }
   const first = node.firstRecordedHeight;
   const span = first > 0 ? Math.max(0, node.chain.height() - first) : 0;
   const maxUsable = Math.min(1008, Math.floor(span / 2));
-  let returned = target === 1 ? 2 : target;
-  if (returned > maxUsable) returned = maxUsable;
-  if (ctx.feeEstimate.perKvB !== null) return { feerate: amount(ctx.feeEstimate.perKvB), blocks: Math.max(target, 2) };
-  return { errors: ['Insufficient data or no feerate found'], blocks: returned };
+  return { errors: ['Insufficient data or no feerate found'], blocks: Math.min(asked, maxUsable) };
+}
+
+/** Sets (or with null clears) the estimate estimatesmartfee answers with (sat/kvB, horizon in blocks). */
+export function setFeeEstimate(state: DevnodeContext['feeEstimate'], perKvB: bigint | null, blocks = 2): void {
+  if (perKvB !== null && perKvB < 0n) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid fee_rate: must not be negative');
+  if (!Number.isInteger(blocks) || blocks < 2 || blocks > 1008) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid blocks, must be between 2 and 1008');
+  state.perKvB = perKvB;
+  state.blocks = blocks;
+}
+
+/** bitcoin-cli sends the arguments of a method it does not know as strings: "12", "6", "null". */
+const cliValue = (v: unknown): unknown => (v === 'null' ? null : typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v);
+
+/**
+ * The rate argument of setfeeestimate in sat/kvB: a number in `unit` sat/vB (up to 3 decimals,
+ * as Core's fee_rate arguments) or BTC/kvB (an amount, as estimatesmartfee prints it).
+ */
+function argEstimateRate(v: unknown, unit: string): bigint {
+  if (unit !== 'sat/vb' && unit !== 'btc/kvb') throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid unit, must be one of: "sat/vB", "BTC/kvB"');
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new RpcError(RPC_ERR.TYPE_ERROR, 'Amount is not a number or string');
+  if (v < 0) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid fee_rate: must not be negative');
+  return unit === 'btc/kvb' ? argAmount(v) : BigInt(Math.round(v * 1000));
 }
 
 /** The raw transaction and mempool methods. */
@@ -222,6 +253,18 @@ export function txMethods(ctx: DevnodeContext): Record<string, RpcMethod> {
           throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid estimate_mode parameter, must be one of: "unset", "economical", "conservative"');
         }
         return estimateSmartFee(ctx, target);
+      },
+    },
+    // Not a Core method: a test control for estimatesmartfee (src/devnode/README.md).
+    setfeeestimate: {
+      args: ['fee_rate', 'blocks', 'unit'],
+      run: ({ params }) => {
+        arity('setfeeestimate', params, 1, 3, 'fee_rate ( blocks "unit" )');
+        const [rate, blocks] = [cliValue(params[0]), cliValue(params[1])];
+        const unit = absent(params[2]) ? 'sat/vb' : argString(params[2]).toLowerCase();
+        const perKvB = rate === null ? null : argEstimateRate(rate, unit);
+        setFeeEstimate(ctx.feeEstimate, perKvB, absent(blocks) ? 2 : argInt(blocks));
+        return null;
       },
     },
   };

@@ -21,7 +21,7 @@ import { createRest } from './rest.js';
 import { chainMethods } from './rpc-chain.js';
 import { miscMethods } from './rpc-misc.js';
 import { DevnodeHttpServer, RpcError, type HttpStats, type RpcMethod } from './rpc-server.js';
-import { txMethods } from './rpc-tx.js';
+import { setFeeEstimate, txMethods } from './rpc-tx.js';
 import { samplePayments } from './samples.js';
 import { DevnodeStore, type StoredOp } from './store.js';
 import { randomSeed, Wallet, type AddressType, type Destination, type PaymentTarget, type SendOptions } from './wallet.js';
@@ -57,8 +57,11 @@ export type DevnodeFaults = {
   outage(ms: number): Promise<void>;
   restart(): Promise<void>;
   warmup(on?: boolean): void;
-  /** Answer estimatesmartfee with this rate (sat/kvB), or null for "Insufficient data". */
-  setFeeEstimate(perKvB: bigint | null): void;
+  /**
+   * Answer estimatesmartfee with this rate (sat/kvB), found at `blocks` (default 2) or the asked
+   * target if higher; null for "Insufficient data". The RPC `setfeeestimate` does the same.
+   */
+  setFeeEstimate(perKvB: bigint | null, blocks?: number): void;
 };
 
 export type Devnode = {
@@ -148,7 +151,7 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
   node.setSignals(zmqSignals(zmq));
 
   const hidden = new Set<string>();
-  const feeEstimate = { perKvB: null as bigint | null };
+  const feeEstimate = { perKvB: null as bigint | null, blocks: 2 };
   let warm = false;
   let stopRequested: (() => void) | null = null;
   let stopListener: (() => void) | null = null;
@@ -384,9 +387,7 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
       warmup: (on = true) => {
         warm = on;
       },
-      setFeeEstimate: (perKvB) => {
-        feeEstimate.perKvB = perKvB;
-      },
+      setFeeEstimate: (perKvB, blocks = 2) => setFeeEstimate(feeEstimate, perKvB, blocks),
     },
     replay: replayer
       ? { done: replayer.done, step: (n) => replayer!.step(n), position: () => replayer!.position() }

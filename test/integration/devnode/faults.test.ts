@@ -121,6 +121,41 @@ describe('devnode fault injection', () => {
     expect((await rawRpc(node, 'getblockcount')).status).toBe(200);
   });
 
+  it('setfeeestimate (not a Core method) makes estimatesmartfee answer { feerate, blocks } in Core\'s shape; null restores "Insufficient data"', async () => {
+    const none = await rawRpc(node, 'estimatesmartfee', [6]);
+    expect(Object.keys(none.body.result as object)).toEqual(['errors', 'blocks']);
+    expect((none.body.result as { errors: string[] }).errors).toEqual(['Insufficient data or no feerate found']);
+
+    expect(await rawRpc(node, 'setfeeestimate', [12])).toMatchObject({ status: 200, body: { result: null, error: null } });
+    const six = await rawRpc(node, 'estimatesmartfee', [6]);
+    expect(six.body.result).toEqual({ feerate: 0.00012, blocks: 6 });
+    expect(Object.keys(six.body.result as object)).toEqual(['feerate', 'blocks']);
+    expect(six.text).toContain('"result":{"feerate":0.00012000,"blocks":6}');
+    expect((await rawRpc(node, 'estimatesmartfee', [1])).body.result).toEqual({ feerate: 0.00012, blocks: 2 });
+
+    // BTC/kvB as estimatesmartfee prints it, found at 4 blocks: nearer targets answer 4.
+    await rawRpc(node, 'setfeeestimate', [0.000205, 4, 'BTC/kvB']);
+    expect((await rawRpc(node, 'estimatesmartfee', [2, 'economical'])).body.result).toEqual({ feerate: 0.000205, blocks: 4 });
+    expect((await rawRpc(node, 'estimatesmartfee', [10])).body.result).toEqual({ feerate: 0.000205, blocks: 10 });
+    // Core never answers under the relay fee (Core 30: 0.1 sat/vB).
+    await rawRpc(node, 'setfeeestimate', [0.05]);
+    expect((await rawRpc(node, 'estimatesmartfee', [6])).body.result).toEqual({ feerate: 0.000001, blocks: 6 });
+    node.faults.setFeeEstimate(3_500n);
+    expect((await rawRpc(node, 'estimatesmartfee', [6])).body.result).toEqual({ feerate: 0.000035, blocks: 6 });
+
+    expect((await rawRpc(node, 'setfeeestimate', [-1])).body.error).toEqual({ code: -8, message: 'Invalid fee_rate: must not be negative' });
+    expect((await rawRpc(node, 'setfeeestimate', [5, 1])).body.error?.code).toBe(-8);
+    expect((await rawRpc(node, 'setfeeestimate', [5, 2, 'sat/B'])).body.error?.code).toBe(-8);
+    expect((await rawRpc(node, 'setfeeestimate', ['five'])).body.error?.code).toBe(-3);
+    expect((await rawRpc(node, 'estimatesmartfee', [6])).body.result).toEqual({ feerate: 0.000035, blocks: 6 });
+    // As bitcoin-cli sends them (strings, for a method it does not know).
+    await rawRpc(node, 'setfeeestimate', ['7.5', '3']);
+    expect((await rawRpc(node, 'estimatesmartfee', [2])).body.result).toEqual({ feerate: 0.000075, blocks: 3 });
+
+    await rawRpc(node, 'setfeeestimate', ['null']);
+    expect((await rawRpc(node, 'estimatesmartfee', [6])).body.result).toEqual(none.body.result);
+  });
+
   it('goes down (connection refused) and comes back on the same port; an outage ends by itself', async () => {
     await node.faults.down();
     await expect(rawRpc(node, 'getblockcount')).rejects.toThrow();
