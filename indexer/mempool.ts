@@ -17,7 +17,7 @@ import type { Logger } from '../src/log.js';
 import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
 import type { MempoolSource, NodeMempoolTx } from './chain-source.js';
 import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
-import { forgetReorged, removalEvents } from './apply.js';
+import { forgetReorged, KEYED_PLANS, removalEvents } from './apply.js';
 import { deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
 import type { SequenceHint } from './notify.js';
 
@@ -128,6 +128,7 @@ async function loadPrevouts(trx: Trx, outpoints: readonly { txid: Uint8Array; vo
 
 /** Applies one verified change in one transaction; returns txids it could not add yet. */
 async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ added: number; removed: number; unresolved: string[] }> {
+  await sql`SELECT ${KEYED_PLANS}`.execute(trx);
   const stored = await storedTxids(trx);
   const events: OutboxEvent[] = [];
 

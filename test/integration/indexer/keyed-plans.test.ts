@@ -1,0 +1,74 @@
+/**
+ * The per-block statements join a block's keys (thousands of outpoints or addresses) to tables
+ * of millions of rows. Left to itself PostgreSQL often picks a hash join over a sequential scan
+ * of the whole table for them; `KEYED_PLANS` (set with the tip lock of every block transaction
+ * and in every mempool change) keeps them on index lookups. Checked on the real statements'
+ * shapes against a real PostgreSQL: the planner's own choice first (so the test shows the
+ * setting matters), then the choice inside a transaction that selected KEYED_PLANS.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { createHash } from 'node:crypto';
+import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { KEYED_PLANS } from '../../../indexer/apply.js';
+
+const ROWS = 300_000;
+const KEYS = 8_000;
+const txidOf = (i: number) => createHash('sha256').update(String(i)).digest();
+const uuidOf = (i: number) => {
+  const h = createHash('md5').update(String(i)).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+};
+
+let t: TestDatabase;
+
+beforeAll(async () => {
+  t = await createMigratedDatabase('plans');
+  await sql`
+    INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script)
+    SELECT sha256(i::text::bytea), 0, i, md5(i::text)::uuid, 1000, '\\x0014'::bytea || sha256(i::text::bytea)
+    FROM generate_series(1, ${ROWS}) i`.execute(t.db);
+  await sql`INSERT INTO balances (addr_key, balance, utxo_count) SELECT md5(i::text)::uuid, 1000, 1 FROM generate_series(1, ${ROWS}) i`.execute(t.db);
+  await sql`ANALYZE utxos`.execute(t.db);
+  await sql`ANALYZE balances`.execute(t.db);
+}, 120_000);
+
+afterAll(async () => {
+  await t?.drop();
+});
+
+/** EXPLAIN (no execution) of the block statements' shapes, with or without KEYED_PLANS first. */
+async function plans(keyed: boolean): Promise<{ spend: string; balances: string }> {
+  const picks = Array.from({ length: KEYS }, (_, k) => 1 + ((k * 37) % ROWS));
+  return t.db.transaction().execute(async (trx) => {
+    if (keyed) await sql`SELECT ${KEYED_PLANS}`.execute(trx);
+    const spend = await sql<{ 'QUERY PLAN': string }>`
+      EXPLAIN DELETE FROM utxos u USING unnest(${picks.map(txidOf)}::bytea[], ${picks.map(() => 0)}::int4[]) AS s(txid, vout)
+      WHERE u.txid = s.txid AND u.vout = s.vout RETURNING u.value`.execute(trx);
+    const keys = picks.map(uuidOf);
+    const bal = await sql<{ 'QUERY PLAN': string }>`
+      EXPLAIN MERGE INTO balances AS b
+      USING (SELECT * FROM unnest(${keys}::uuid[], ${keys.map(() => '5')}::int8[], ${keys.map(() => 1)}::int4[]) AS d(addr_key, sats, n)) AS d
+      ON b.addr_key = d.addr_key
+      WHEN MATCHED THEN UPDATE SET balance = b.balance + d.sats, utxo_count = b.utxo_count + d.n
+      WHEN NOT MATCHED THEN INSERT (addr_key, balance, utxo_count) VALUES (d.addr_key, d.sats, d.n)`.execute(trx);
+    const text = (r: { rows: { 'QUERY PLAN': string }[] }) => r.rows.map((x) => x['QUERY PLAN']).join('\n');
+    return { spend: text(spend), balances: text(bal) };
+  });
+}
+
+describe('per-block join plans', () => {
+  it('the planner alone scans whole tables for a block of keys', async () => {
+    const p = await plans(false);
+    expect(p.spend).toMatch(/Seq Scan on utxos/);
+    expect(p.balances).toMatch(/Seq Scan on balances/);
+  });
+
+  it('KEYED_PLANS turns them into index lookups', async () => {
+    const p = await plans(true);
+    expect(p.spend).toMatch(/Index Scan using utxos_pkey on utxos/);
+    expect(p.spend).not.toMatch(/Seq Scan on utxos/);
+    expect(p.balances).toMatch(/Index Scan using balances_pkey on balances/);
+    expect(p.balances).not.toMatch(/Seq Scan on balances/);
+  });
+});
