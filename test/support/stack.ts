@@ -104,7 +104,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await devnode.mine(1);
     }
 
-    const api: ApiHandle = await startApi({ config, log, db: db.db, node, network: 'regtest', ...(stamper ? { stamps: stamper.service } : {}), tipPollMs: 200 });
+    const api: ApiHandle = await startApi({ config, log, db: db.db, node, network: 'regtest', ...(stamper ? { stamps: stamper.service, stampStatus: stamper.status } : {}), tipPollMs: 200 });
     stops.push(() => api.close());
     const streams: StreamsHandle = await startStreams({ config, log, db: db.db, redisUrl, redisPrefix, server: api.app.server });
     stops.push(() => streams.stop());
