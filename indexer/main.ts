@@ -75,7 +75,7 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
     source,
     log: deps.log.child({ component: 'indexer.reorged' }),
     guard,
-    ...(deps.reorgGraceMs !== undefined ? { graceMs: deps.reorgGraceMs } : {}),
+    graceMs: deps.reorgGraceMs ?? config.indexerReorgGraceMs,
     nodeHolds: () => mempool.requestResync('the node holds a reorged transaction'),
   });
   const zmqUrl = deps.zmqUrl === undefined ? config.bitcoindZmqUrl : (deps.zmqUrl ?? undefined);

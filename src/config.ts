@@ -104,6 +104,7 @@ export const settings = {
   indexerBulkNearTip: setting<number>('INDEXER_BULK_NEAR_TIP', 12, 'The bulk path stops this many blocks below the node\'s tip and hands over to the per-block path.', int(0, 100_000)),
   indexerBulkBatchTxs: setting<number>('INDEXER_BULK_BATCH_TXS', 200_000, 'Transactions per bulk-sync Postgres transaction; each commit is a checkpoint to resume from after a crash.', int(1, 100_000_000)),
   indexerPrefetch: setting<number>('INDEXER_PREFETCH', 8, 'Blocks fetched ahead from the node while catching up (requests in flight stay ≤ 8).', int(0, 64)),
+  indexerReorgGraceMs: setting<number>('INDEXER_REORG_GRACE_MS', 60_000, 'How long a transaction taken out of the chain by a reorg may stay out of the node\'s mempool before watched addresses get tx.dropped (tx.replaced comes at once when the new chain confirms a double spend).', int(0, 86_400_000)),
   mempoolResyncMs: setting<number>('MEMPOOL_RESYNC_MS', 300_000, 'Interval of the full mempool reconcile against getrawmempool when ZMQ is configured (without ZMQ it runs every poll).', int(1000, 86_400_000)),
   nodeEnv: setting<'development' | 'production' | 'test'>('NODE_ENV', 'development', 'Deployment mode; `production` refuses BLOCKWIRE_ALLOW_PRIVATE_HOOKS.', oneOf(['development', 'production', 'test'] as const)),
   streamPort: setting<number>('BLOCKWIRE_STREAM_PORT', 3001, 'Port of the WebSocket stream when the streams role runs on its own (all-in-one serves it on PORT).', int(0, 65535)),

@@ -29,7 +29,8 @@ describe('reorged transactions that do not come back', () => {
   const handles: IndexerHandle[] = [];
 
   const start = async (db: TestDatabase, reorgGraceMs: number) => {
-    const h = await startIndexer({ config: indexerConfig(), log: silentLogger(), db: db.db, databaseUrl: db.url, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl, reorgGraceMs });
+    // The grace period through the setting operators use (INDEXER_REORG_GRACE_MS).
+    const h = await startIndexer({ config: indexerConfig({ indexerReorgGraceMs: reorgGraceMs }), log: silentLogger(), db: db.db, databaseUrl: db.url, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl });
     handles.push(h);
     return h;
   };
