@@ -82,6 +82,8 @@ describeFixtures('devnode contract: the recorded Bitcoin Core 30.0 session', () 
   let node: Devnode;
   let zmq: Awaited<ReturnType<typeof collectZmq>>;
   const compared = new Map<number, 'exact' | 'shape'>();
+  /** Recorded REST paths compared so far (the last test checks none was left out). */
+  const restCompared = new Set<string>();
   const tx = {} as Record<'p1' | 'p2' | 'p3' | 'p4' | 'data' | 'multi' | 'pk' | 'rbf' | 'rbf2' | 'r1' | 'r1b' | 'r3' | 'late' | 'last', string>;
   const blk = {} as Record<'data' | 'stale', string>;
 
@@ -116,6 +118,7 @@ describeFixtures('devnode contract: the recorded Bitcoin Core 30.0 session', () 
   /** Compares a REST answer with the recorded one for `recordedPath` (shape for JSON). */
   async function restLike(recordedPath: string, path: string, mode: 'exact' | 'shape' | 'status'): Promise<Uint8Array> {
     const want = rec.restCall(recordedPath);
+    restCompared.add(recordedPath);
     const got = await restGet(node, path);
     expect(got.status, path).toBe(want.http_status);
     expect(got.type, path).toBe(want.content_type);
@@ -191,6 +194,7 @@ describeFixtures('devnode contract: the recorded Bitcoin Core 30.0 session', () 
     await restLike('/rest/mempool/info.json', '/rest/mempool/info.json', 'shape');
     const contents = await restGet(node, '/rest/mempool/contents.json');
     sameMapShape(JSON.parse(contents.text), JSON.parse(rec.restCall('/rest/mempool/contents.json').body.text!), 'mempool contents');
+    restCompared.add('/rest/mempool/contents.json');
   });
 
   it('OP_RETURN, multisig, P2PK and bare multisig outputs; the block that mines them in every format', async () => {
@@ -309,6 +313,11 @@ describeFixtures('devnode contract: the recorded Bitcoin Core 30.0 session', () 
     expect(notCompared.filter((r) => !WALLET_METHODS.has(r.request.method)).map((r) => `${r.request.id} ${r.request.method}`)).toEqual([]);
     expect(notCompared.every((r) => WALLET_METHODS.has(r.request.method))).toBe(true);
     expect(compared.size).toBe(rec.rpc.length - notCompared.length);
+  });
+
+  it('compared every recorded REST exchange', () => {
+    expect(rec.rest.length).toBeGreaterThan(0);
+    expect(rec.rest.map((r) => r.path).filter((p) => !restCompared.has(p))).toEqual([]);
   });
 
   it('published the recorded ZMQ stream: same topics, order, labels, mempool sequences and framing', async () => {
