@@ -16,7 +16,7 @@ import { BitcoindRest } from '../src/rpc/rest.js';
 import { createBulkSync } from './bulk.js';
 import { createNodeSource, type ChainSource, type MempoolSource } from './chain-source.js';
 import { createMempoolSync, type MempoolStats } from './mempool.js';
-import { createReorgedResolver } from './reorged.js';
+import { createReorgedResolver, type ReorgedStats } from './reorged.js';
 import { startNotifier, type Notifier, type NotifyStats } from './notify.js';
 import { createRunLoop, type IndexerMetrics, type IndexerStatus } from './run.js';
 import { createWriterLock } from './writer-lock.js';
@@ -45,7 +45,7 @@ export interface IndexerHandle {
   /** Graceful stop: the block being applied finishes, then ZMQ, the lock and the loop close. */
   stop(): Promise<void>;
   status(): IndexerStatus;
-  metrics(): IndexerMetrics & { zmq: NotifyStats | null; mempool: MempoolStats };
+  metrics(): IndexerMetrics & { zmq: NotifyStats | null; mempool: MempoolStats; reorged: ReorgedStats };
   /** Settles when the indexer stops; rejects with the FatalError that stopped it. */
   readonly done: Promise<void>;
 }
@@ -135,6 +135,6 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
       await close();
     },
     status: () => loop.status(),
-    metrics: () => ({ ...loop.metrics, zmq: notifier ? { ...notifier.stats } : null, mempool: { ...mempool.stats } }),
+    metrics: () => ({ ...loop.metrics, zmq: notifier ? { ...notifier.stats } : null, mempool: { ...mempool.stats }, reorged: { ...reorged.stats } }),
   };
 }

@@ -41,9 +41,21 @@ export interface ReorgedDeps {
   nodeHolds?: (txids: string[]) => void;
 }
 
+/**
+ * Reorged transactions this resolver ended since start. (Those confirmed again or back in the
+ * mempool leave reorged_txs with their own tx.confirmed / tx.unconfirmed, in apply and mempool.)
+ */
+export interface ReorgedStats {
+  /** Ended with tx.replaced (a confirmed or mempool double spend). */
+  replaced: number;
+  /** Ended with tx.dropped. */
+  dropped: number;
+}
+
 export interface ReorgedResolver {
   /** Settles what can be settled now; true when rows were resolved. */
   step(): Promise<boolean>;
+  readonly stats: ReorgedStats;
 }
 
 type Row = { txid: Buffer; addr_key: string; address: string; received: bigint; sent: bigint; spends: Buffer; since_height: number; due: boolean };
@@ -100,8 +112,10 @@ async function confirmedSpenders(trx: Trx, victims: readonly Row[]): Promise<Map
 export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
   const { db, source, log } = deps;
   const graceSecs = (deps.graceMs ?? REORGED_GRACE_MS) / 1000;
+  const stats: ReorgedStats = { replaced: 0, dropped: 0 };
 
   return {
+    stats,
     async step() {
       const pending = await sql<{ txid: Buffer; due: boolean }>`
         SELECT r.txid, bool_and(r.reorged_at <= now() - make_interval(secs => ${graceSecs}))
@@ -138,7 +152,7 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
         const ended = new Set([...replacedBy.keys(), ...gone.map((r) => hashToHex(r.txid))]);
         const resolved = [...settled, ...ended];
         const waiting = open.filter((r) => r.due && !ended.has(hashToHex(r.txid)) && !absent.has(hashToHex(r.txid))).map((r) => hashToHex(r.txid));
-        if (resolved.length === 0) return { resolved: 0, events: 0, waiting };
+        if (resolved.length === 0) return { resolved: 0, events: 0, waiting, counts: { replaced: 0, dropped: 0 } };
 
         const endRows = rows.filter((r) => ended.has(hashToHex(r.txid)));
         const watched = await loadWatches(trx, endRows.map((r) => r.addr_key));
@@ -152,8 +166,12 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
         const events = removalEvents(touches, addressed, (txid) => replacedBy.get(hashToHex(txid)));
         await sql`DELETE FROM reorged_txs WHERE txid = ANY(${resolved.map((h) => toBuffer(hexToHash(h)))}::bytea[])`.execute(trx);
         await appendEvents(trx, events);
-        return { resolved: resolved.length, events: events.length, waiting };
+        const counts = { replaced: replacedBy.size, dropped: ended.size - replacedBy.size };
+        return { resolved: resolved.length, events: events.length, waiting, counts };
       });
+      // Counted once committed.
+      stats.replaced += result.counts.replaced;
+      stats.dropped += result.counts.dropped;
       if (result.waiting.length > 0) deps.nodeHolds?.(result.waiting);
       if (result.resolved > 0) log.info({ resolved: result.resolved, events: result.events }, 'reorged transactions settled');
       return result.resolved > 0;

@@ -25,6 +25,7 @@ export type IndexerSource = {
     retries: number;
     lastApplyMs: number;
     zmq: { messages: number; gaps: number; resets: number } | null;
+    reorged?: { replaced: number; dropped: number };
   };
 };
 
@@ -157,6 +158,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   const txs = c('blockwire_indexer_txs_applied_total', 'Transactions applied by this indexer since it started.');
   const zmqMissed = c('blockwire_indexer_zmq_missed_blocks_total', 'Blocks applied that no ZMQ message announced (ZMQ lossy, late or absent; the poll found them).');
   const zmqGaps = c('blockwire_zmq_sequence_gaps_total', 'Gaps and resets in the ZMQ sequence counters (each forces a full reconcile).');
+  const reorgedEnded = c('blockwire_indexer_reorged_txs_ended_total', 'Watched transactions a reorg took out that never came back, by how they ended (tx.replaced by a double spend, tx.dropped).', ['outcome']);
   const retries = c('blockwire_indexer_retries_total', 'Turns of the indexer loop that failed and were retried (node or Postgres unavailable).');
   const blocksPerSecond = new Gauge({ name: 'blockwire_indexer_blocks_per_second', help: 'Blocks applied per second over the last minute.', registers: [registry] });
   const lastApply = new Gauge({ name: 'blockwire_indexer_last_apply_seconds', help: 'Time the last block took to apply.', registers: [registry] });
@@ -172,6 +174,10 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     setTotal(zmqMissed, m.zmqMissedBlocks);
     setTotal(zmqGaps, m.zmq ? m.zmq.gaps + m.zmq.resets : 0);
     setTotal(retries, m.retries);
+    if (m.reorged) {
+      setTotal(reorgedEnded, m.reorged.replaced, { outcome: 'replaced' });
+      setTotal(reorgedEnded, m.reorged.dropped, { outcome: 'dropped' });
+    }
     lastApply.set(m.lastApplyMs / 1000);
     blocksPerSecond.set(rate(m.blocksApplied));
     following.reset();

@@ -16,6 +16,7 @@ import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
 import { silentLogger } from '../../../src/log.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { createMetrics } from '../../../src/ops/metrics.js';
 import { indexerConfig, readEvents, waitFor, waitMempoolSynced, waitSynced, watchAddress } from '../../support/chain-indexer.js';
 
 const GRACE_MS = 1500;
@@ -99,7 +100,7 @@ describe('reorged transactions that do not come back', () => {
     await waitFor(async () => (await pendingOf(t.db)).length === 0, 'no pending row');
     // Nothing more after the grace period.
     await new Promise((r) => setTimeout(r, GRACE_MS + 500));
-    expect(await typesOf(t.db, txid, addr)).toEqual(['tx.unconfirmed', 'tx.confirmed', 'tx.reorged', 'tx.replaced']);
+    expect(await typesOf(t.db, txid, addr)).toEqual(['tx.unconfirmed', 'tx.confirmed', 'tx.reorged', 'tx.replaced']);    expect(handles[0]!.metrics().reorged).toEqual({ replaced: 1, dropped: 0 });
   });
 
   it('back in the mempool: tx.reorged, tx.unconfirmed, neither dropped nor replaced', async () => {
@@ -124,7 +125,7 @@ describe('reorged transactions that do not come back', () => {
     const [again] = await node.mine(1);
     await waitSynced(t.db, node);
     await waitFor(async () => (await eventsOf(t.db, txid, addr)).length === 5, 'tx.confirmed again');
-    expect((await eventsOf(t.db, txid, addr)).map((e) => [e.type, e.block]).slice(4)).toEqual([['tx.confirmed', again]]);
+    expect((await eventsOf(t.db, txid, addr)).map((e) => [e.type, e.block]).slice(4)).toEqual([['tx.confirmed', again]]);    expect(handles[0]!.metrics().reorged).toEqual({ replaced: 1, dropped: 0 });
   });
 
   it('gone for good (its parent was double-spent): tx.dropped after the grace period', async () => {
@@ -145,6 +146,13 @@ describe('reorged transactions that do not come back', () => {
       SELECT type, created_at FROM outbox WHERE seq = ANY(${evs.slice(2).map((e) => e.seq.toString())}::int8[]) ORDER BY seq`.execute(t.db);
     expect(times.rows[1]!.created_at.getTime() - times.rows[0]!.created_at.getTime()).toBeGreaterThanOrEqual(GRACE_MS);
     expect(await pendingOf(t.db)).toEqual([]);
+    expect(handles[0]!.metrics().reorged).toEqual({ replaced: 1, dropped: 1 });
+    // …and on /metrics as blockwire start serves it.
+    const metrics = createMetrics({ db: t.db, log: silentLogger(), roles: ['indexer'], processMetrics: false });
+    metrics.track({ indexer: handles[0]! });
+    const text = await metrics.render();
+    expect(text).toContain('blockwire_indexer_reorged_txs_ended_total{outcome="replaced"} 1');
+    expect(text).toContain('blockwire_indexer_reorged_txs_ended_total{outcome="dropped"} 1');
   });
 
   it('the pending row outlives the indexer: a new instance on the same database settles it', async () => {
