@@ -91,6 +91,20 @@ export async function mempoolSpendersOf(trx: Trx, outpoints: readonly { txid: Ui
   return r.rows.map((x) => ({ txid: x.txid, prevTxid: x.prev_txid, prevVout: x.prev_vout }));
 }
 
+/**
+ * For transactions that left (`victim`: txid hex, with the outpoints they spent), records in
+ * `replacedBy` the mempool transaction that spends one of those outpoints now: its replacement.
+ * A victim already in `replacedBy` keeps its entry.
+ */
+export async function addMempoolReplacers(trx: Trx, victims: readonly { victim: string; txid: Uint8Array; vout: number }[], replacedBy: Map<string, Uint8Array>): Promise<void> {
+  if (victims.length === 0) return;
+  const victimOf = new Map(victims.map((o) => [`${Buffer.from(o.txid).toString('hex')}:${o.vout}`, o.victim]));
+  for (const s of await mempoolSpendersOf(trx, victims)) {
+    const victim = victimOf.get(`${s.prevTxid.toString('hex')}:${s.prevVout}`);
+    if (victim !== undefined && !replacedBy.has(victim)) replacedBy.set(victim, s.txid);
+  }
+}
+
 /** Every mempool transaction that spends an output of `txids`, transitively (not `txids`). */
 export async function mempoolDescendants(trx: Trx, txids: readonly Uint8Array[]): Promise<Buffer[]> {
   if (txids.length === 0) return [];

@@ -18,7 +18,7 @@ import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
 import type { MempoolSource, NodeMempoolTx } from './chain-source.js';
 import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
 import { forgetReorged, KEYED_PLANS, removalEvents } from './apply.js';
-import { deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
+import { addMempoolReplacers, deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
 import type { SequenceHint } from './notify.js';
 
 type Trx = Transaction<Database>;
@@ -214,14 +214,7 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
 
   // replaced_by for the removals: whoever spends their outpoints now.
   const replacedBy = new Map<string, Uint8Array>(conflictBy);
-  const victimOutpoints = [...removedSpends].flatMap(([txid, list]) => list.map((o) => ({ ...o, victim: txid })));
-  if (victimOutpoints.length > 0) {
-    const victimOf = new Map(victimOutpoints.map((o) => [`${Buffer.from(o.txid).toString('hex')}:${o.vout}`, o.victim]));
-    for (const s of await mempoolSpendersOf(trx, victimOutpoints)) {
-      const victim = victimOf.get(`${s.prevTxid.toString('hex')}:${s.prevVout}`);
-      if (victim !== undefined && !replacedBy.has(victim)) replacedBy.set(victim, s.txid);
-    }
-  }
+  await addMempoolReplacers(trx, [...removedSpends].flatMap(([txid, list]) => list.map((o) => ({ ...o, victim: txid }))), replacedBy);
 
   const allRemoved = [...removed, ...conflictRemoved];
   const watchKeys = [...allRemoved.map((r) => r.key), ...rows.flatMap((r) => r.addresses.map((a) => a.key))];

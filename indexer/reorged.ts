@@ -23,7 +23,7 @@ import { removalEvents } from './apply.js';
 import type { MempoolSource } from './chain-source.js';
 import { txNumOf } from './derive.js';
 import { appendEvents, loadWatches, type Watch } from './events.js';
-import { mempoolSpendersOf, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
+import { addMempoolReplacers, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
 
 type Trx = Transaction<Database>;
 
@@ -143,12 +143,7 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
         const replacedBy = await confirmedSpenders(trx, open);
         // Past the grace period and not in the node's mempool: replaced by a mempool spender, else dropped.
         const gone = open.filter((r) => !replacedBy.has(hashToHex(r.txid)) && r.due && absent.has(hashToHex(r.txid)));
-        const gonePoints = gone.flatMap((r) => outpointsOf(r.spends).map((o) => ({ ...o, victim: hashToHex(r.txid) })));
-        const victimOf = new Map(gonePoints.map((o) => [`${o.txid.toString('hex')}:${o.vout}`, o.victim]));
-        for (const s of await mempoolSpendersOf(trx, gonePoints)) {
-          const victim = victimOf.get(`${s.prevTxid.toString('hex')}:${s.prevVout}`)!;
-          if (!replacedBy.has(victim)) replacedBy.set(victim, s.txid);
-        }
+        await addMempoolReplacers(trx, gone.flatMap((r) => outpointsOf(r.spends).map((o) => ({ ...o, victim: hashToHex(r.txid) }))), replacedBy);
         const ended = new Set([...replacedBy.keys(), ...gone.map((r) => hashToHex(r.txid))]);
         const resolved = [...settled, ...ended];
         const waiting = open.filter((r) => r.due && !ended.has(hashToHex(r.txid)) && !absent.has(hashToHex(r.txid))).map((r) => hashToHex(r.txid));
