@@ -53,6 +53,12 @@ export type DeliveryWorkerDeps = {
   lockMs: number;
   /** How long a hook row is cached (deletion, disabling and secret rotation show within it). */
   hookCacheMs?: number;
+  /**
+   * The longest close() waits for deliveries in flight and for BullMQ to let go; then it
+   * disconnects (BullMQ's close never resolves while its blocking client reconnects to a Redis
+   * that is down, taskforcesh/bullmq#4656). Jobs it held run again once their lock expires.
+   */
+  closeTimeoutMs: number;
   random?: () => number;
 };
 
@@ -165,9 +171,26 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   return {
     worker,
     async close() {
-      await worker.close();
+      if (!(await settlesWithin(worker.close(), deps.closeTimeoutMs))) {
+        log.warn({ timeoutMs: deps.closeTimeoutMs }, 'delivery worker did not stop in time (Redis unreachable?): disconnecting; jobs it held run again when their locks expire');
+        await settlesWithin(worker.disconnect(), 1000);
+      }
       await deps.transport.close?.();
       connection.disconnect();
     },
   };
+}
+
+/** True when `p` settles (either way) within `ms`; a late rejection is swallowed. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([p.then(() => true as const, () => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -195,7 +195,9 @@ export async function startWorker(deps: WorkerDeps): Promise<WorkerHandle> {
     probe.disconnect();
   }
 
-  const common = { db, redisUrl: deps.redisUrl, prefix, log, concurrency: config.webhookConcurrency, lockMs: config.workerLockMs };
+  // A delivery in flight ends within its webhook timeout; a close that takes much longer is stuck.
+  const closeTimeoutMs = config.webhookTimeoutMs + 5000;
+  const common = { db, redisUrl: deps.redisUrl, prefix, log, concurrency: config.webhookConcurrency, lockMs: config.workerLockMs, closeTimeoutMs };
   const http = createDeliveryWorker({
     ...common,
     transportName: 'http',

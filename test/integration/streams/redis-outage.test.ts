@@ -100,6 +100,18 @@ describe('Redis outage', () => {
     client.close();
   });
 
+  it('a worker stopped while Redis is down still stops (bounded close, BullMQ #4656)', async () => {
+    const deps = { config: streamsConfig({ webhookTimeoutMs: 500 }), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
+    const second = await startWorker(deps);
+    await redis.stop();
+    try {
+      const stopped = await Promise.race([second.stop().then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still closing after 20 s'), 20_000))]);
+      expect(stopped).toBe('stopped');
+    } finally {
+      await redis.restart();
+    }
+  }, 40_000);
+
   it('refuses a Redis whose maxmemory-policy may evict jobs', async () => {
     const admin = new Redis(redis.url);
     try {
