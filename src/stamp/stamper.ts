@@ -19,7 +19,7 @@ import { countPendingTxs } from './ledger.js';
 import { estimateFeeRate, loadNodePolicy, type NodePolicy, type StampNode } from './node.js';
 import { countQueuedStamps } from './requests.js';
 import { createStampService } from './service.js';
-import { stampDb } from './tables.js';
+import { stampDb, type StampDb } from './tables.js';
 import { createTracker } from './tracker.js';
 import { loadStampWallet } from './wallet.js';
 
@@ -107,7 +107,7 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
     return rate.value;
   };
   const fees = async (): Promise<FeeContext> => ({ perTx: (await nodePolicy()).perTx, ratePerKvB: await feeRate(), maxFee: maxTxFee });
-  const tipHeight = async () => (await db.selectFrom('chain_tip').select('height').where('id', '=', 1).executeTakeFirst())?.height ?? -1;
+  const tipHeight = async (q: StampDb = db) => (await q.selectFrom('chain_tip').select('height').where('id', '=', 1).executeTakeFirst())?.height ?? -1;
 
   // A positive answer is cached for a second and concurrent checks share one query (a burst of
   // requests costs one); a negative one is checked afresh, so a wallet just funded is seen at once.
@@ -153,7 +153,14 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
   const service = createStampService({ db, batcher, cannotPay, answerTimeoutMs: config.stampAnswerTimeoutMs });
 
   const status = async (): Promise<StamperStatus> => {
-    const [b, queued, pending] = await Promise.all([walletBalance(), countQueuedStamps(db), countPendingTxs(db)]);
+    // One snapshot: a transaction confirmed between separate reads would show its change as
+    // still unconfirmed next to a pending count that no longer includes it.
+    const [b, queued, pending] = await db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute(async (trx) => {
+        return [await loadWalletBalance(trx, wallet, await tipHeight(trx)), await countQueuedStamps(trx), await countPendingTxs(trx)] as const;
+      });
     return {
       address: wallet.change.address,
       addresses: wallet.scripts.map((s) => s.address),
