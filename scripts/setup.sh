@@ -24,6 +24,9 @@ apt_install redis-server redis-server 'the embedded Redis and the tests; or set 
 # Debian's docker-compose checks compose.yaml against the Compose Specification without a
 # Docker engine (scripts/validate-compose.sh, run by the tests).
 apt_install docker-compose docker-compose 'compose.yaml validation'
+# Debian's Chromium runs the SDK in a real browser (test/integration/client/browser.test.ts,
+# driven by playwright-core without a browser download).
+apt_install chromium chromium 'the SDK browser test'
 
 node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<20||(a===20&&b<19)) { console.error("setup: Node >= 20.19 required, found "+process.versions.node); process.exit(1) }'
 
