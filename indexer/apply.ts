@@ -110,25 +110,28 @@ export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<v
 }
 
 /** History chunks for `history` (ascending tx_nums per key), at most CHUNK_ENTRIES each. */
-export function historyChunks(history: ReadonlyMap<string, readonly number[]>): { key: string; first: number; last: number; entries: number[] }[] {
-  const out: { key: string; first: number; last: number; entries: number[] }[] = [];
+export function historyChunks(history: ReadonlyMap<string, readonly number[]>): { key: string; first: number; entries: number[] }[] {
+  const out: { key: string; first: number; entries: number[] }[] = [];
   for (const [key, nums] of history) {
     for (let i = 0; i < nums.length; i += CHUNK_ENTRIES) {
       const part = nums.slice(i, i + CHUNK_ENTRIES);
-      out.push({ key, first: part[0]!, last: part[part.length - 1]!, entries: part });
+      out.push({ key, first: part[0]!, entries: part });
     }
   }
   return out;
 }
 
-/** History entries as 8-byte big-endian tx_nums (src/db/packed.ts format), from safe integers. */
-function entriesBytes(nums: readonly number[]): Buffer {
-  const out = Buffer.allocUnsafe(nums.length * 8);
-  for (let i = 0; i < nums.length; i++) {
+/**
+ * A chunk's `rest`: its entries after the first as 8-byte big-endian tx_nums (src/db/packed.ts
+ * format), from safe integers.
+ */
+function restBytes(nums: readonly number[]): Buffer {
+  const out = Buffer.allocUnsafe((nums.length - 1) * 8);
+  for (let i = 1; i < nums.length; i++) {
     const v = nums[i]!;
     const hi = Math.floor(v / 0x100000000);
-    out.writeUInt32BE(hi, i * 8);
-    out.writeUInt32BE(v - hi * 0x100000000, i * 8 + 4);
+    out.writeUInt32BE(hi, (i - 1) * 8);
+    out.writeUInt32BE(v - hi * 0x100000000, (i - 1) * 8 + 4);
   }
   return out;
 }
@@ -138,9 +141,8 @@ async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly num
   for (let i = 0; i < chunks.length; i += 20_000) {
     const part = chunks.slice(i, i + 20_000);
     await sql`
-      INSERT INTO history (addr_key, first_tx_num, last_tx_num, n, entries)
-      SELECT * FROM unnest(${part.map((c) => c.key)}::uuid[], ${int8s(part.map((c) => c.first))}::int8[], ${int8s(part.map((c) => c.last))}::int8[],
-        ${part.map((c) => c.entries.length)}::int4[], ${part.map((c) => entriesBytes(c.entries))}::bytea[])`.execute(trx);
+      INSERT INTO history (addr_key, first_tx_num, rest)
+      SELECT * FROM unnest(${part.map((c) => c.key)}::uuid[], ${int8s(part.map((c) => c.first))}::int8[], ${part.map((c) => restBytes(c.entries))}::bytea[])`.execute(trx);
   }
 }
 
@@ -354,12 +356,17 @@ async function cutHistory(trx: Trx, keys: readonly string[], fromTxNum: number):
   if (keys.length === 0) return;
   const from = fromTxNum.toString();
   await sql`DELETE FROM history WHERE addr_key = ANY(${keys}::uuid[]) AND first_tx_num >= ${from}::int8`.execute(trx);
-  const straddling = await sql<{ addr_key: string; first_tx_num: bigint; entries: Buffer }>`
-    SELECT addr_key, first_tx_num, entries FROM history WHERE addr_key = ANY(${keys}::uuid[]) AND last_tx_num >= ${from}::int8`.execute(trx);
+  // Chunks never overlap, so only an address's newest remaining chunk can reach into the range:
+  // the one whose last entry (the last 8 bytes of `rest`) is at or above it.
+  const straddling = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`
+    SELECT k AS addr_key, h.first_tx_num, h.rest
+    FROM unnest(${keys}::uuid[]) AS k
+    CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history WHERE addr_key = k ORDER BY first_tx_num DESC LIMIT 1) h
+    WHERE length(h.rest) > 0 AND ('x' || encode(substring(h.rest FROM length(h.rest) - 7), 'hex'))::bit(64)::int8 >= ${from}::int8`.execute(trx);
   for (const c of straddling.rows) {
-    const kept = decodeEntries(c.entries).filter((n) => n < BigInt(fromTxNum));
+    const kept = decodeEntries(c.rest).filter((n) => n < BigInt(fromTxNum));
     await sql`
-      UPDATE history SET entries = ${encodeEntries(kept)}, n = ${kept.length}, last_tx_num = ${kept[kept.length - 1]!.toString()}::int8
+      UPDATE history SET rest = ${encodeEntries(kept)}
       WHERE addr_key = ${c.addr_key}::uuid AND first_tx_num = ${c.first_tx_num.toString()}::int8`.execute(trx);
   }
 }

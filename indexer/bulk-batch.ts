@@ -119,18 +119,17 @@ class HistoryGroups {
       while (left > 0) {
         const n = Math.min(left, max);
         if (scratch.length < n * 8) scratch = Buffer.allocUnsafe(n * 8);
-        let first = 0;
-        let last = 0;
-        for (let j = 0; j < n; j++) {
+        const first = this.num[e]!;
+        e = this.next[e]!;
+        // `rest`: the entries after the first (the first is the row's first_tx_num).
+        for (let j = 0; j < n - 1; j++) {
           const v = this.num[e]!;
-          if (j === 0) first = v;
-          last = v;
           const hi = Math.floor(v / 0x100000000);
           scratch.writeUInt32BE(hi, j * 8);
           scratch.writeUInt32BE(v - hi * 0x100000000, j * 8 + 4);
           e = this.next[e]!;
         }
-        out.row(5).uuidWords(this.k[o]!, this.k[o + 1]!, this.k[o + 2]!, this.k[o + 3]!).int8(first).int8(last).int4(n).bytea(scratch.subarray(0, n * 8));
+        out.row(3).uuidWords(this.k[o]!, this.k[o + 1]!, this.k[o + 2]!, this.k[o + 3]!).int8(first).bytea(scratch.subarray(0, (n - 1) * 8));
         left -= n;
       }
     }

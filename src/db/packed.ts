@@ -2,7 +2,8 @@
  * Compact encodings of per-transaction data stored in `txs` and `history` (docs/schema.md):
  * - outs: for each output, LEB128(value) LEB128(script length) script;
  * - ins: for each input, LEB128(prevout tx_num) LEB128(prevout vout) (empty for a coinbase);
- * - history entries: 8-byte big-endian tx_num each, ascending, so chunks concatenate.
+ * - history entries: 8-byte big-endian tx_num each, ascending, so chunks concatenate; a `history`
+ *   row keeps its first entry as `first_tx_num` and only the others in `rest`.
  * Decoders reject truncated or trailing bytes with a RangeError.
  * @module
  */
@@ -163,6 +164,24 @@ export function encodeEntries(txNums: readonly bigint[]): Buffer {
     prev = n;
     out.writeBigUInt64BE(n, i * 8);
   });
+  return out;
+}
+
+/**
+ * A `history` row's columns for ascending `txNums` (at least one): the first entry as
+ * `first_tx_num`, the others packed in `rest`.
+ */
+export function encodeHistoryChunk(txNums: readonly bigint[]): { first_tx_num: bigint; rest: Buffer } {
+  if (txNums.length === 0) throw new RangeError('a history chunk has at least one entry');
+  const all = encodeEntries(txNums);
+  return { first_tx_num: txNums[0]!, rest: all.subarray(8) };
+}
+
+/** Every entry of a `history` row, the first included, as 8-byte big-endian tx_nums. */
+export function historyChunkEntries(firstTxNum: bigint, rest: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(8 + rest.length);
+  out.writeBigUInt64BE(firstTxNum, 0);
+  out.set(rest, 8);
   return out;
 }
 

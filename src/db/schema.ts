@@ -51,11 +51,10 @@ export interface BalancesTable {
 
 export interface HistoryTable {
   addr_key: string;
+  /** The chunk's first entry. */
   first_tx_num: bigint;
-  last_tx_num: bigint;
-  n: number;
-  /** n × 8-byte big-endian tx_num, ascending. */
-  entries: Buffer;
+  /** The entries after the first: 8-byte big-endian tx_nums, ascending (empty for one entry). */
+  rest: Buffer;
 }
 
 export interface MempoolTxsTable {

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
-import { decodeEntries } from '../../src/db/packed.js';
+import { decodeEntries, historyChunkEntries } from '../../src/db/packed.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { addressKey } from '../../src/db/address-key.js';
 import { addressToScript } from '../../src/bitcoin/address.js';
@@ -40,9 +40,9 @@ export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot
   );
   const balances = (await sql<{ addr_key: string; balance: bigint; utxo_count: number }>`SELECT * FROM balances ORDER BY addr_key`.execute(db)).rows.map((b) => `${b.addr_key} ${b.balance} ${b.utxo_count}`);
   const hist = new Map<string, bigint[]>();
-  for (const c of (await sql<{ addr_key: string; first_tx_num: bigint; last_tx_num: bigint; n: number; entries: Buffer }>`SELECT * FROM history ORDER BY addr_key, first_tx_num`.execute(db)).rows) {
-    const e = decodeEntries(c.entries);
-    if (e.length !== c.n || e[0] !== c.first_tx_num || e[e.length - 1] !== c.last_tx_num) throw new Error(`history chunk ${c.addr_key}/${c.first_tx_num} is inconsistent`);
+  for (const c of (await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`SELECT * FROM history ORDER BY addr_key, first_tx_num`.execute(db)).rows) {
+    const e = decodeEntries(historyChunkEntries(c.first_tx_num, c.rest));
+    if (e.some((n, i) => i > 0 && n <= e[i - 1]!)) throw new Error(`history chunk ${c.addr_key}/${c.first_tx_num} is not ascending`);
     const list = hist.get(c.addr_key) ?? [];
     if (list.length > 0 && list[list.length - 1]! >= e[0]!) throw new Error(`history chunks of ${c.addr_key} overlap`);
     list.push(...e);
@@ -76,8 +76,8 @@ export interface AddressView {
 /** What the index says about one address (confirmed state). */
 export async function readAddress(db: Kysely<Database>, key: string): Promise<AddressView> {
   const bal = await sql<{ balance: bigint }>`SELECT balance FROM balances WHERE addr_key = ${key}::uuid`.execute(db);
-  const chunks = await sql<{ entries: Buffer }>`SELECT entries FROM history WHERE addr_key = ${key}::uuid ORDER BY first_tx_num`.execute(db);
-  const nums = chunks.rows.flatMap((c) => decodeEntries(c.entries));
+  const chunks = await sql<{ first_tx_num: bigint; rest: Buffer }>`SELECT first_tx_num, rest FROM history WHERE addr_key = ${key}::uuid ORDER BY first_tx_num`.execute(db);
+  const nums = chunks.rows.flatMap((c) => decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
   const txids = nums.length === 0 ? [] : (await sql<{ tx_num: bigint; txid: Buffer }>`SELECT tx_num, txid FROM txs WHERE tx_num = ANY(${nums.map(String)}::int8[]) ORDER BY tx_num`.execute(db)).rows.map((r) => hashToHex(r.txid));
   const un = await sql<{ txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer }>`
     SELECT txid, vout, tx_num, value, script FROM utxos WHERE addr_key = ${key}::uuid ORDER BY tx_num, vout`.execute(db);

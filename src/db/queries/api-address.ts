@@ -60,6 +60,9 @@ export async function addressKnown(db: Kysely<Database>, addrKey: string): Promi
 
 export type MempoolCursor = { firstSeenUs: bigint; txid: Buffer; vout?: number };
 
+/** Every entry of a history chunk, its first (`first_tx_num`) included: 8 bytes each, ascending. */
+const ENTRIES = sql<Buffer>`int8send(first_tx_num) || rest`;
+
 /**
  * The start of an address's history in one round trip: its mempool transactions newest first
  * (after `after`, at most `limit`) and its newest history chunks below `before` (at most
@@ -81,7 +84,7 @@ export async function listHistoryStart(
       ORDER BY fs DESC, ma.txid DESC
       LIMIT ${limit})
     UNION ALL
-    (SELECT 1, NULL, NULL, first_tx_num, entries FROM history
+    (SELECT 1, NULL, NULL, first_tx_num, ${ENTRIES} FROM history
       WHERE addr_key = ${addrKey} AND first_tx_num < ${before}
       ORDER BY first_tx_num DESC
       LIMIT ${chunks})`.execute(db);
@@ -100,8 +103,8 @@ export async function listHistoryStart(
 export async function readHistorySlice(db: Kysely<Database>, addrKey: string, first: bigint, index: number, count: number): Promise<{ slice: Buffer; at: Buffer } | undefined> {
   const from = Math.max(0, index - count);
   const r = await sql<{ slice: Buffer; at: Buffer }>`
-    SELECT substring(entries FROM ${from * 8 + 1} FOR ${(index - from) * 8}) AS slice,
-           substring(entries FROM ${index * 8 + 1} FOR 8) AS at
+    SELECT substring(${ENTRIES} FROM ${from * 8 + 1} FOR ${(index - from) * 8}) AS slice,
+           substring(${ENTRIES} FROM ${index * 8 + 1} FOR 8) AS at
     FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first}`.execute(db);
   return r.rows[0];
 }
@@ -110,7 +113,7 @@ export async function readHistorySlice(db: Kysely<Database>, addrKey: string, fi
 export async function listHistoryChunks(db: Kysely<Database>, addrKey: string, before: bigint, chunks: number): Promise<{ first_tx_num: bigint; entries: Buffer }[]> {
   return db
     .selectFrom('history')
-    .select(['first_tx_num', 'entries'])
+    .select(['first_tx_num', ENTRIES.as('entries')])
     .where('addr_key', '=', addrKey)
     .where('first_tx_num', '<', before)
     .orderBy('first_tx_num', 'desc')

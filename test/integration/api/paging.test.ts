@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { createApiHarness, type ApiHarness } from './harness.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { encodeEntries, encodeOuts } from '../../../src/db/packed.js';
+import { encodeHistoryChunk, encodeOuts } from '../../../src/db/packed.js';
 import { txNum } from '../../../src/db/tx-num.js';
 import { decodeCursor, encodeCursor } from '../../../src/api/cursor.js';
 
@@ -45,7 +45,7 @@ describe('paging across chunks', () => {
     for (const size of sizes) {
       const part = nums.slice(at, at + size);
       at += size;
-      await h.t.db.insertInto('history').values({ addr_key: key, first_tx_num: part[0]!, last_tx_num: part[part.length - 1]!, n: part.length, entries: encodeEntries(part) }).execute();
+      await h.t.db.insertInto('history').values({ addr_key: key, ...encodeHistoryChunk(part) }).execute();
     }
     const outs = encodeOuts([{ value: 1000n, script }]);
     await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${nums.map(String)}::int8[], ${nums.map(txidOf)}::bytea[], ${nums.map(() => outs)}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[])`.execute(h.t.db);
@@ -93,7 +93,7 @@ describe('paging across chunks', () => {
     const newNum = txNum(41, 0);
     const seen = await walk(h, `/v1/addresses/${C}/history?limit=500`, async () => {
       await h.t.db.insertInto('txs').values({ tx_num: newNum, txid: txidOf(newNum), outs: Buffer.alloc(0), ins: Buffer.alloc(0), first_seen: null }).execute();
-      await h.t.db.insertInto('history').values({ addr_key: key, first_tx_num: newNum, last_tx_num: newNum, n: 1, entries: encodeEntries([newNum]) }).execute();
+      await h.t.db.insertInto('history').values({ addr_key: key, ...encodeHistoryChunk([newNum]) }).execute();
       await h.t.db.updateTable('chain_tip').set({ height: 41 }).execute();
     });
     expect(seen).toEqual(expected);

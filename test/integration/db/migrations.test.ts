@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { assertSchemaCurrent, migrateDown, migrateToLatest, migrateToZero, migrationStatus } from '../../../src/db/migrate.js';
 import { migrations } from '../../../migrations/index.js';
+import { decodeEntries, encodeEntries } from '../../../src/db/packed.js';
 
 async function tables(t: TestDatabase): Promise<string[]> {
   const r = await sql<{ name: string }>`
@@ -38,6 +39,31 @@ describe('migrations', () => {
     expect(await tables(t)).toEqual(first);
     const tip = await t.db.selectFrom('chain_tip').selectAll().executeTakeFirstOrThrow();
     expect(tip.height).toBe(-1);
+  });
+
+  it('0006_history_rest keeps every history entry, up and down', async () => {
+    const m = migrations['0006_history_rest']!;
+    await m.down!(t.db); // the table as 0001 made it
+    const key = '00000000-0000-4000-8000-000000000001';
+    const single = '00000000-0000-4000-8000-000000000002';
+    const nums = [5n, 1n << 40n, (1n << 40n) + 7n];
+    await sql`INSERT INTO history (addr_key, first_tx_num, last_tx_num, n, entries) VALUES
+      (${key}::uuid, ${nums[0]!.toString()}::int8, ${nums[2]!.toString()}::int8, 3, ${encodeEntries(nums)}),
+      (${single}::uuid, 9, 9, 1, ${encodeEntries([9n])})`.execute(t.db);
+    await m.up(t.db);
+    const rows = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`SELECT * FROM history ORDER BY addr_key`.execute(t.db);
+    expect(rows.rows.map((r) => [r.addr_key, r.first_tx_num, decodeEntries(r.rest)])).toEqual([
+      [key, 5n, nums.slice(1)],
+      [single, 9n, []],
+    ]);
+    await m.down!(t.db);
+    const back = await sql<{ addr_key: string; first_tx_num: bigint; last_tx_num: bigint; n: number; entries: Buffer }>`SELECT * FROM history ORDER BY addr_key`.execute(t.db);
+    expect(back.rows.map((r) => [r.addr_key, r.first_tx_num, r.last_tx_num, r.n, decodeEntries(r.entries)])).toEqual([
+      [key, 5n, nums[2], 3, nums],
+      [single, 9n, 9n, 1, [9n]],
+    ]);
+    await m.up(t.db);
+    await sql`DELETE FROM history`.execute(t.db);
   });
 
   it('refuses a database that is ahead of the code', async () => {

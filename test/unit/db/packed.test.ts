@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decodeEntries, decodeIns, decodeOut, decodeOuts, encodeEntries, encodeIns, encodeOuts } from '../../../src/db/packed.js';
+import { decodeEntries, decodeIns, decodeOut, decodeOuts, encodeEntries, encodeHistoryChunk, encodeIns, encodeOuts, historyChunkEntries } from '../../../src/db/packed.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { firstTxNum, txNum, txNumHeight, txNumPosition } from '../../../src/db/tx-num.js';
 
@@ -53,6 +53,19 @@ describe('history entries', () => {
   it('refuses unsorted entries and bad lengths', () => {
     expect(() => encodeEntries([2n, 1n])).toThrow('strictly ascending');
     expect(() => decodeEntries(new Uint8Array(9))).toThrow('not a multiple of 8');
+  });
+  it('a history row keeps the first entry in first_tx_num and only the others in rest', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.bigInt({ min: 0n, max: 2n ** 62n }), { minLength: 1, maxLength: 40 }), (raw) => {
+        const nums = [...raw].sort((x, y) => (x < y ? -1 : 1));
+        const row = encodeHistoryChunk(nums);
+        expect(row.first_tx_num).toBe(nums[0]);
+        expect(row.rest.length).toBe((nums.length - 1) * 8);
+        expect(decodeEntries(row.rest)).toEqual(nums.slice(1));
+        expect(decodeEntries(historyChunkEntries(row.first_tx_num, row.rest))).toEqual(nums);
+      }),
+    );
+    expect(() => encodeHistoryChunk([])).toThrow('at least one entry');
   });
 });
 
