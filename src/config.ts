@@ -71,6 +71,25 @@ const decimal =
     return n;
   };
 
+/** Browser origins (`scheme://host[:port]`, comma-separated) or `*`; empty for none. */
+const origins: Parser<string[]> = (raw) => {
+  const list = raw.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  if (list.includes('*')) {
+    if (list.length > 1) throw new Error(`'*' allows every origin and cannot be combined with others, got '${raw}'`);
+    return ['*'];
+  }
+  for (const o of list) {
+    let u: URL | undefined;
+    try {
+      u = new URL(o);
+    } catch {
+      u = undefined;
+    }
+    if (!u || !['http:', 'https:'].includes(u.protocol) || u.origin !== o) throw new Error(`'${o}' is not an origin (scheme://host[:port], no path or trailing slash)`);
+  }
+  return list;
+};
+
 /** A Redis key prefix: BullMQ forbids ':' in it. */
 const redisPrefix: Parser<string> = (raw) => {
   if (!/^[A-Za-z0-9_{}.-]{1,64}$/.test(raw)) throw new Error(`must be 1-64 characters of A-Z a-z 0-9 _ - . { } (no ':'), got '${raw}'`);
@@ -124,6 +143,7 @@ export const settings = {
   apiRequestTimeoutMs: setting<number>('API_REQUEST_TIMEOUT_MS', 10_000, 'Time limit of one REST API request in milliseconds (503 ERR_REQUEST_TIMEOUT after it).', int(100, 600_000)),
   apiRateLimit: setting<number>('API_RATE_LIMIT', 6000, 'Requests per API key per rate window, for keys without a limit of their own (429 above).', int(1)),
   apiRateWindowMs: setting<number>('API_RATE_WINDOW_MS', 60_000, 'Length of the per-key rate-limit window in milliseconds.', int(1000, 86_400_000)),
+  apiCorsOrigins: setting<string[]>('API_CORS_ORIGINS', [], 'Browser origins allowed to call the REST API (CORS), comma-separated (https://app.example.com), or * for any; empty: no CORS headers, so only same-origin pages can call it.', origins),
   apiMaxLagBlocks: setting<number>('API_MAX_LAG_BLOCKS', 6, 'Address routes answer 503 ERR_INDEX_SYNCING while the index is more than this many blocks behind the node.', int(0)),
   stampWalletWif: setting<string | undefined>('STAMP_WALLET_WIF', undefined, 'Private key (WIF, for the node\'s network) of the stamping wallet; it spends the coins of the key\'s P2WPKH and P2PKH addresses. Unset (and no descriptor): stamping is off.', str),
   stampWalletDescriptor: setting<string | undefined>('STAMP_WALLET_DESCRIPTOR', undefined, 'Alternative to STAMP_WALLET_WIF: `wpkh(KEY)` or `pkh(KEY)` where KEY is a WIF or an xprv/tprv with a fixed derivation path (`wpkh(tprv…/84h/1h/0h/0/0)`); change goes to that output type.', str),

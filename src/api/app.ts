@@ -5,6 +5,7 @@
  * @module
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import { installAuth } from './auth.js';
 import { installErrorHandling } from './errors.js';
 import { collectOpenApi } from './openapi.js';
@@ -16,6 +17,23 @@ import { defaultApiSettings, type ApiDeps, type ResolvedApiDeps } from './deps.j
 export const API_PREFIXES = ['/v1', ''] as const;
 
 const VERSION = '0.1.0';
+
+/**
+ * CORS for browser apps on other origins: the headers the API reads (apiKey, Idempotency-Key)
+ * may be sent, the paging and rate-limit headers it answers with may be read. No credentials:
+ * the API authenticates by its apiKey header, never by cookies.
+ */
+export function corsOptions(origins: readonly string[]): FastifyCorsOptions {
+  return {
+    origin: origins.includes('*') ? '*' : [...origins],
+    methods: ['GET', 'POST', 'DELETE'],
+    allowedHeaders: ['apiKey', 'Content-Type', 'Idempotency-Key'],
+    exposedHeaders: ['Link', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+    credentials: false,
+    maxAge: 600,
+    strictPreflight: true,
+  };
+}
 
 /** Builds the app (not listening). Await `app.ready()` or `inject` before use. */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
@@ -37,6 +55,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     description: 'Address index, transactions, broadcast, stamps and subscriptions beside a Bitcoin Core node. Every route is served under /v1 and at the bare path.',
   });
   installErrorHandling(app);
+  // Before authentication: a preflight carries no apiKey and is answered by the CORS hook.
+  if (settings.corsOrigins.length > 0) await app.register(cors, corsOptions(settings.corsOrigins));
   installAuth(app, resolved);
 
   app.addHook('onResponse', async (request, reply) => {

@@ -54,6 +54,8 @@ export type ApiSettings = {
   redisPrefix: string;
   /** Address routes answer 503 ERR_INDEX_SYNCING while the index is more blocks than this behind the node. */
   maxLagBlocks: number;
+  /** Browser origins given CORS headers (`*` for any); empty: none. */
+  corsOrigins: readonly string[];
 };
 
 export const defaultApiSettings: ApiSettings = {
@@ -64,6 +66,7 @@ export const defaultApiSettings: ApiSettings = {
   rateWindowMs: 60_000,
   redisPrefix: 'bw',
   maxLagBlocks: 6,
+  corsOrigins: [],
 };
 
 /** Everything `buildApi` takes. Only `db`, `log` and `network` are required. */

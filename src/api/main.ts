@@ -58,6 +58,7 @@ export function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
     rateLimit: config.apiRateLimit,
     rateWindowMs: config.apiRateWindowMs,
     maxLagBlocks: config.apiMaxLagBlocks,
+    corsOrigins: config.apiCorsOrigins,
   };
 }
 

@@ -5,17 +5,17 @@
  * (Debian's /usr/bin/chromium driven by playwright-core). In the page: keys, WIF, addresses,
  * multisig, planning and offline signing give exactly what the same SDK computes in Node; then
  * the real API client and the WebSocket stream run against a whole Blockwire on the devnode
- * (test/support/stack.ts). The API sends no CORS headers, so the page's own server forwards
- * /v1/* and the stream's upgrade to it (same origin). The page must log no console error beyond
- * the browser's notes on the deliberate 401 and 404.
+ * (test/support/stack.ts), called cross-origin: the page comes from a server of its own on
+ * another port, which the stack's API_CORS_ORIGINS allows (a page on an origin not listed cannot
+ * read the API's answers). The page must log no console error beyond the browser's notes on the
+ * deliberate 401 and 404.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, request, type IncomingMessage, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Duplex } from 'node:stream';
 import { hex } from '@scure/base';
 import { build } from 'esbuild';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -41,32 +41,18 @@ type PageGlobals = { sdk: Sdk; sdkReady?: boolean; events?: node.StreamEvent[] }
 const PAGE = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>blockwire/client</title>
 <script type="module">import * as sdk from '/client.js'; window.sdk = sdk; window.sdkReady = true;</script></head><body></body></html>`;
 
-/** The page's server: the page, the bundle, and /v1/* (HTTP and the stream's upgrade) forwarded to the API. */
-async function serve(bundle: string, api: URL): Promise<Server> {
+/** The page's server: the page and the bundle, on an origin of its own. */
+async function serve(bundle: string): Promise<Server> {
   const server = createServer((req, res) => {
     if (req.url === '/') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
     if (req.url === '/client.js') return void res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end(bundle);
-    if (!req.url?.startsWith('/v1/')) return void res.writeHead(404).end();
-    const upstream = request({ host: api.hostname, port: api.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  });
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const upstream = connect(Number(api.port), api.hostname, () => {
-      const headers = Object.entries(req.headers).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `${k}: ${x}\r\n`));
-      upstream.write(`${req.method} ${req.url} HTTP/1.1\r\n${headers.join('')}\r\n`);
-      upstream.write(head);
-      upstream.pipe(socket).pipe(upstream);
-    });
-    upstream.on('error', () => socket.destroy());
-    socket.on('error', () => upstream.destroy());
+    res.writeHead(404).end();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return server;
 }
+
+const originOf = (server: Server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 /** Runs when Chromium is installed; without it, fails under CI and skips with a notice otherwise. */
 function describeBrowser(name: string, fn: () => void): void {
@@ -107,9 +93,9 @@ describeBrowser('blockwire/client in headless Chromium', () => {
       logLevel: 'silent',
     });
     bundleInputs = Object.keys(bundled.metafile.inputs); // relative to projectRoot
-    stack = await startStack({ stamping: false, worker: false });
-    server = await serve(bundled.outputFiles[0]!.text, new URL(stack.url));
-    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    server = await serve(bundled.outputFiles[0]!.text);
+    origin = originOf(server);
+    stack = await startStack({ stamping: false, worker: false, config: { apiCorsOrigins: [origin] } });
     profile = await mkdtemp(join(tmpdir(), 'blockwire-chromium-'));
     // A fresh profile: Playwright takes it as launchPersistentContext's userDataDir (its launch()
     // refuses a --user-data-dir argument).
@@ -269,7 +255,7 @@ describeBrowser('blockwire/client in headless Chromium', () => {
           unknownTx: await failure(client.getTransaction('00'.repeat(32))),
         };
       },
-      { url: origin, apiKey: stack.apiKey, address: payer.address('p2wpkh') },
+      { url: stack.url, apiKey: stack.apiKey, address: payer.address('p2wpkh') },
     );
     expect(read.chain).toEqual({ best_block_hash: tip.hash, best_height: tip.height });
     expect(read.balance).toBe('100000');
@@ -297,7 +283,7 @@ describeBrowser('blockwire/client in headless Chromium', () => {
         const tx = await client.transaction({ feeRate: 2 }).to(to, 12_345n).from(sdk.Key.fromWif(wif, 'regtest'), 'p2wpkh').send();
         return { txid: tx.txid, hex: tx.hex, fee: String(tx.fee), inputs: tx.inputs.map((i) => `${i.txid}:${i.vout}`) };
       },
-      { url: origin, apiKey: stack.apiKey, wif: payer.toWif(), to: watched },
+      { url: stack.url, apiKey: stack.apiKey, wif: payer.toWif(), to: watched },
     );
     const rpc = new BitcoindClient({ url: stack.devnode.rpcUrl });
     expect(hex.encode(await rpc.getRawTransaction(sent.txid))).toBe(sent.hex); // the node holds the page's bytes
@@ -312,14 +298,36 @@ describeBrowser('blockwire/client in headless Chromium', () => {
     expect(mine.at(-1)).toMatchObject({ type: 'tx.confirmed', address: watched, received: 12_345, confirmations: 1 });
     const after = await page.evaluate(
       async ({ url, apiKey, address }) => String(await new ((window as unknown as PageGlobals).sdk.BlockwireClient)({ url, apiKey, network: 'regtest' }).getBalance(address, { minConf: 1 })),
-      { url: origin, apiKey: stack.apiKey, address: watched },
+      { url: stack.url, apiKey: stack.apiKey, address: watched },
     );
     expect(after).toBe('12345');
   });
 
+  it('a page on an origin API_CORS_ORIGINS does not list cannot read the API', async () => {
+    const other = await serve('');
+    const page2 = await context!.newPage();
+    try {
+      await page2.goto(`${originOf(other)}/`);
+      const r = await page2.evaluate(
+        async ({ url, apiKey }) => fetch(`${url}/v1/blockchain`, { headers: { apiKey } }).then((res) => `read ${res.status}`, (err: Error) => err.name),
+        { url: stack.url, apiKey: stack.apiKey },
+      );
+      expect(r).toBe('TypeError'); // the browser refused the answer: no Access-Control-Allow-Origin for it
+      const mine = await page.evaluate(
+        async ({ url, apiKey }) => fetch(`${url}/v1/blockchain`, { headers: { apiKey } }).then((res) => `read ${res.status}`, (err: Error) => err.name),
+        { url: stack.url, apiKey: stack.apiKey },
+      );
+      expect(mine).toBe('read 200');
+    } finally {
+      await page2.close();
+      other.closeAllConnections();
+      await new Promise<void>((r) => other.close(() => r()));
+    }
+  });
+
   it('the page logged no errors but the browser’s notes on the deliberate 401 and 404', () => {
     expect(pageErrors).toEqual([]);
-    const deliberate = new Set([`${origin}/v1/blockchain`, `${origin}/v1/transactions/${'00'.repeat(32)}`]);
+    const deliberate = new Set([`${stack.url}/v1/blockchain`, `${stack.url}/v1/transactions/${'00'.repeat(32)}`]);
     expect(consoleErrors.filter((e) => !(deliberate.has(e.url) && /^Failed to load resource: the server responded with a status of (401|404)\b/.test(e.text)))).toEqual([]);
   });
 });
