@@ -1,10 +1,13 @@
 /**
  * Builds dist/client (`npm run build:client`) for the tests that import the published package.
- * Test files run in parallel workers: a directory lock keeps two builds from writing the same
- * files while another test reads them.
+ * Test files run in parallel workers: a directory lock keeps two builds apart, and a build whose
+ * sources have not changed since the last one is skipped, so a test reading dist/client never
+ * sees another test rewrite it.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { projectRoot } from './fixtures.js';
@@ -30,8 +33,26 @@ export async function buildClient(timeoutMs = 180_000): Promise<void> {
     }
   }
   try {
-    await run('npm', ['run', '--silent', 'build:client'], { cwd: projectRoot, timeout: timeoutMs });
+    const stampFile = join(projectRoot, '.blockwire', 'client-build.stamp');
+    const stamp = await sourcesStamp();
+    const built = existsSync(join(projectRoot, 'dist', 'client', 'index.js')) && (await readFile(stampFile, 'utf8').catch(() => '')) === stamp;
+    if (!built) {
+      await rm(stampFile, { force: true });
+      await run('npm', ['run', '--silent', 'build:client'], { cwd: projectRoot, timeout: timeoutMs });
+      await writeFile(stampFile, stamp);
+    }
   } finally {
     await rm(lock, { recursive: true, force: true });
   }
+}
+
+/** Names, sizes and modification times of what the client build reads. */
+async function sourcesStamp(): Promise<string> {
+  const h = createHash('sha256');
+  const files = (await readdir(join(projectRoot, 'client'), { recursive: true })).filter((f) => f.endsWith('.ts') || f.endsWith('.json')).sort();
+  for (const f of [...files.map((x) => join('client', x)), 'tsconfig.json', 'package.json']) {
+    const st = await stat(join(projectRoot, f));
+    h.update(`${f} ${st.size} ${st.mtimeMs}\n`);
+  }
+  return h.digest('hex');
 }
