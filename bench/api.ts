@@ -157,7 +157,7 @@ async function buildIndex(db: Kysely<Database>): Promise<void> {
 async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, key: string, addresses: string[], payTxids: string[], payH: number): Promise<void> {
   {
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/api-server.ts', dbUrl, redisUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_PROF}`] : []), '--import', 'tsx', 'bench/api-server.ts', dbUrl, redisUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
     const port = await new Promise<number>((res, rej) => {
       child.stdout.on('data', (d: Buffer) => {
         const m = /port (\d+)/.exec(d.toString());

@@ -14,6 +14,7 @@ import {
   addressKnown,
   getBalanceExclusions,
   getBalanceParts,
+  getBalancePartsMany,
   getTxidsByNum,
   listHistoryChunks,
   listHistoryStart,
@@ -26,6 +27,7 @@ import { decodeCursor, encodeCursor, type ChunkPosition, type Cursor } from '../
 import { ApiError } from '../errors.js';
 import { addressParams, balanceSchema, historySchema, minConfQuery, pageQuery, unspentSchema } from '../schemas.js';
 import type { ResolvedApiDeps, RouteModule } from '../deps.js';
+import { batchPerTick } from '../tick-batch.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
 /** Most history chunks fetched per query (a chunk holds up to 1024 entries). */
@@ -137,6 +139,8 @@ async function chainHistory(
 }
 
 export const addressRoutes: RouteModule = (app, deps) => {
+  // Balance requests arriving together share one query (src/api/tick-batch.ts).
+  const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.db, keys[0]!)] : getBalancePartsMany(deps.db, keys)));
   app.get<AddressParams & { Querystring: { min_conf: number } }>(
     '/addresses/:address/balance',
     {
@@ -152,7 +156,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const addrKey = resolveAddress(deps, request.params.address);
       await assertNotSyncing(deps);
       const minConf = request.query.min_conf;
-      const parts = await getBalanceParts(deps.db, addrKey);
+      const parts = await balanceParts(addrKey);
       if (!parts.known) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
       if (minConf === 0) return { balance: Number(parts.confirmed + parts.mempool) };
       const excluded = await getBalanceExclusions(deps.db, addrKey, confBound(parts.tipHeight, minConf));

@@ -32,6 +32,21 @@ export async function getBalanceParts(db: Kysely<Database>, addrKey: string): Pr
   return { confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, known: row.known, tipHeight: row.tip_height };
 }
 
+/** getBalanceParts for many addresses in one round trip, in the order of `addrKeys`. */
+export async function getBalancePartsMany(db: Kysely<Database>, addrKeys: readonly string[]): Promise<BalanceParts[]> {
+  const r = await sql<{ i: number; confirmed: bigint | null; mempool: bigint | null; known: boolean; tip_height: number }>`
+    SELECT q.i::int4 AS i,
+           (SELECT balance FROM balances WHERE addr_key = q.k) AS confirmed,
+           (SELECT sum(received - sent)::int8 FROM mempool_addresses WHERE addr_key = q.k) AS mempool,
+           (EXISTS (SELECT 1 FROM history WHERE addr_key = q.k)
+             OR EXISTS (SELECT 1 FROM mempool_addresses WHERE addr_key = q.k)) AS known,
+           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height
+    FROM unnest(${addrKeys}::uuid[]) WITH ORDINALITY AS q(k, i)`.execute(db);
+  const out = new Array<BalanceParts>(addrKeys.length);
+  for (const row of r.rows) out[row.i - 1] = { confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, known: row.known, tipHeight: row.tip_height };
+  return out;
+}
+
 /**
  * Confirmed outputs of the address that a min_conf ≥ 1 balance leaves out: those spent by a
  * mempool transaction (any depth) and the unspent ones at tx_num ≥ `fromTxNum` (too recent).

@@ -7,6 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHarness, type ApiHarness } from './harness.js';
 import { A, B, blockHash, blockTime, c0, c1, insertMiniChain, m1, t1 } from './mini-chain.js';
 import { ERROR_CODES } from '../../../src/api/errors.js';
+import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js';
+import { addressKey } from '../../../src/db/address-key.js';
+import { getBalanceParts, getBalancePartsMany } from '../../../src/db/queries/api-address.js';
 
 const hex = (b: Buffer) => Buffer.from(b).reverse().toString('hex');
 const BTC = 100_000_000;
@@ -60,6 +63,19 @@ describe('api routes on a hand-written index', () => {
     expect((await h.get(`/v1/addresses/${B}/history`)).json()).toEqual([m1.hex, t1.hex, c1.hex]);
     expect((await h.get(`/v1/addresses/${A}/history?min_conf=1`)).json()).toEqual([t1.hex, c0.hex]);
     expect((await h.get(`/v1/addresses/${A}/history?min_conf=2`)).json()).toEqual([c0.hex]);
+  });
+
+  it('balance requests arriving together (one batched query) each get their own answer', async () => {
+    const unused = segwitAddress(0, new Uint8Array(20).fill(7), 'regtest');
+    const urls = [A, B, A, unused, B].map((a) => `/v1/addresses/${a}/balance`);
+    const answers = await Promise.all(urls.map((u) => h.get(u)));
+    expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200, 404, 200]);
+    expect(answers.filter((r) => r.statusCode === 200).map((r) => r.json().balance)).toEqual([1_999_000_000, 7_999_990_000, 1_999_000_000, 7_999_990_000]);
+    const keys = [A, B, unused].map((a) => addressKey(addressToScript(a, 'regtest')));
+    const many = await getBalancePartsMany(h.t.db, [...keys, keys[0]!]);
+    const one = await Promise.all([...keys, keys[0]!].map((k) => getBalanceParts(h.t.db, k)));
+    expect(many).toEqual(one);
+    expect(many.map((p) => p.known)).toEqual([true, true, false, true]);
   });
 
   it('unspent outputs: mempool with 0 confirmations, mempool-spent outputs left out; sum = balance', async () => {
