@@ -15,7 +15,8 @@ export function batchPerTick<K, V>(load: (keys: K[]) => Promise<V[]>, max = 256)
     pending = [];
     for (let i = 0; i < batch.length; i += max) {
       const part = batch.slice(i, i + max);
-      load(part.map((p) => p.key)).then(
+      // Through a promise: a load that throws at once rejects its callers, not the event loop.
+      Promise.resolve(part.map((p) => p.key)).then(load).then(
         (values) => {
           if (values.length !== part.length) {
             const err = new Error(`batch load answered ${values.length} values for ${part.length} keys`);

@@ -33,6 +33,11 @@ describe('batchPerTick', () => {
     expect(r.map((x) => x.status)).toEqual(['rejected', 'rejected']);
     expect((r[0] as PromiseRejectedResult).reason).toHaveProperty('message', 'database gone');
 
+    const throwsAtOnce = batchPerTick((): Promise<number[]> => {
+      throw new Error('bad keys');
+    });
+    await expect(throwsAtOnce(1)).rejects.toThrow('bad keys');
+
     const short = batchPerTick(async (keys: number[]) => keys.slice(1));
     await expect(Promise.all([short(1), short(2)])).rejects.toThrow('batch load answered 1 values for 2 keys');
   });
