@@ -129,6 +129,18 @@ function cell(run: BenchRun | undefined, row: RegExp, col: RegExp): number | nul
   return null;
 }
 
+/** The first number in the cell (as `cell`), for cells that carry a unit or words after it. */
+function leadingNumber(run: BenchRun | undefined, row: RegExp, col: RegExp): number | null {
+  for (const t of run?.tables ?? []) {
+    const c = t.header.findIndex((h) => col.test(h));
+    if (c < 0) continue;
+    const r = t.rows.find((x) => row.test(x[0] ?? ''));
+    const m = r?.[c] === undefined ? null : /(\d[\d,]*(?:\.\d+)?)/.exec(r[c]!.replace(/\*/g, ''));
+    if (m) return Number(m[1]!.replace(/,/g, ''));
+  }
+  return null;
+}
+
 /** The summary table: every target with its figure. */
 export function summary(runs: BenchRun[]): string {
   const by = new Map(runs.map((r) => [r.name, r]));
@@ -162,6 +174,12 @@ export function summary(runs: BenchRun[]): string {
   const hist = cell(api, /^history page/, /req\/s/);
   const histP99 = cell(api, /^history page/, /p99/);
   add('API history page', `${fmt(hist)} req/s, p99 ${fmt(histP99)} ms`, '≥ 5,000 req/s, p99 ≤ 25 ms', hist === null || histP99 === null ? null : hist >= 5000 && histP99 <= 25, 'api');
+  const ev = by.get('events');
+  const clients = cell(ev, /^block arrival/, /^clients$/);
+  const fanP99 = cell(ev, /^block arrival/, /p99/);
+  add(`events: block arrival → WebSocket, p99 at ${fmt(clients)} clients`, `${fmt(fanP99)} ms`, '≤ 1,200 ms at 1,000 clients', fanP99 === null || clients === null ? null : fanP99 <= 1200 && clients >= 1000, 'events');
+  const hooks = leadingNumber(ev, /^webhook deliveries/, /^rate$/);
+  add('webhook deliveries to a local receiver', `${fmt(hooks)} /s`, '≥ 2,000 /s', hooks === null ? null : hooks >= 2000, 'events');
   return rows.join('\n');
 }
 

@@ -56,6 +56,10 @@ describe('npm run bench -- --quick', () => {
       const md = readFileSync(readme, 'utf8');
       expect(md).toContain('<!-- bench:results:start -->');
       expect(md).toMatch(/\| initial sync \(`blockwire import`/);
+      // Every target row has a figure (a parsing slip would show '—').
+      expect(md).toMatch(/\| API balance \| [\d,]+ req\/s, p99 [\d,]+ ms \|/);
+      expect(md).toMatch(/\| events: block arrival → WebSocket, p99 at [\d,]+ clients \| [\d,]+ ms \|/);
+      expect(md).toMatch(/\| webhook deliveries to a local receiver \| [\d,]+ \/s \|/);
       expect(md).toContain('## decode (issue 2)');
     },
     1_600_000,
