@@ -85,6 +85,10 @@ describe('kill -9 of the stamper never pays twice nor loses a stamp', () => {
       const answeredFirst = first.map((a) => (a === 'connection lost' ? null : (a.body as { stampid?: string }).stampid ?? null));
 
       const before = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamp_txs`.execute(h.t.db);
+      // Stamps stored in a signed transaction before the kill. Under load the five requests can
+      // reach two batches; the kill comes after the first one, and the others are still queued.
+      const placedBefore = await sql<{ idem: string; txid: Buffer; vout: number }>`
+        SELECT idempotency_key AS idem, txid, vout FROM stamps WHERE idempotency_key LIKE ${phase + '-%'} AND status = 'placed'`.execute(h.t.db);
       const restarted = await spawnStamper(h);
       try {
         const again = await Promise.all(requests.map((r) => post(restarted.port, h.key, r.hash, r.idem)));
@@ -96,9 +100,22 @@ describe('kill -9 of the stamper never pays twice nor loses a stamp', () => {
         const ids = again.map((a) => (a === 'connection lost' ? '' : String(a.body.stampid)));
         answeredFirst.forEach((id, i) => id !== null && expect(ids[i]).toBe(id));
         requests.forEach((r, i) => all.push({ hash: r.hash, stampid: ids[i]! }));
-        // A retry of a stored stamp makes no new transaction.
+        // A retry of a stored stamp gets the stamp stored before the kill and makes no new
+        // transaction; only stamps still queued at the kill may go into new ones.
+        for (const p of placedBefore.rows) {
+          const i = requests.findIndex((r) => r.idem === p.idem);
+          expect(ids[i], p.idem).toBe(`${hashToHex(p.txid)}-${p.vout}`);
+        }
         const after = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamp_txs`.execute(h.t.db);
-        if (phase === 'persisted' || phase === 'broadcast') expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
+        const newTxids = new Set(ids.map((id) => id.split('-')[0]!));
+        for (const p of placedBefore.rows) newTxids.delete(hashToHex(p.txid));
+        const queuedAtKill = requests.length - placedBefore.rows.length;
+        if (phase === 'persisted' || phase === 'broadcast') {
+          expect(placedBefore.rows.length).toBeGreaterThan(0);
+          if (queuedAtKill === 0) expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
+          expect(Number(after.rows[0]!.n) - Number(before.rows[0]!.n)).toBe(newTxids.size);
+          expect(newTxids.size).toBeLessThanOrEqual(queuedAtKill);
+        }
         // The stored bytes are what the node has (after the restart's rebroadcast).
         const txids = [...new Set(ids.map((id) => id.split('-')[0]!))];
         await waitFor('stamp transactions in the mempool', async () => txids.every((t) => h.node.mempool().includes(t)));
