@@ -158,9 +158,7 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
     const [b, queued, pending] = await db
       .transaction()
       .setIsolationLevel('repeatable read')
-      .execute(async (trx) => {
-        return [await loadWalletBalance(trx, wallet, await tipHeight(trx)), await countQueuedStamps(trx), await countPendingTxs(trx)] as const;
-      });
+      .execute(async (trx) => [await loadWalletBalance(trx, wallet, await tipHeight(trx)), await countQueuedStamps(trx), await countPendingTxs(trx)] as const);
     return {
       address: wallet.change.address,
       addresses: wallet.scripts.map((s) => s.address),

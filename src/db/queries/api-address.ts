@@ -5,7 +5,7 @@
  * so any depth costs the same. Addresses are given by their addr_key (src/db/address-key.ts).
  * @module
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../schema.js';
 
 /** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
@@ -20,30 +20,31 @@ export type BalanceParts = {
   tipHeight: number;
 };
 
+type BalancePartsRow = { confirmed: bigint | null; mempool: bigint | null; known: boolean; tip_height: number };
+
+/** The columns of one address's balance parts; `key` is its addr_key (a parameter or a column). */
+const balancePartsColumns = (key: RawBuilder<string>) => sql`
+  (SELECT balance FROM balances WHERE addr_key = ${key}) AS confirmed,
+  (SELECT sum(received - sent)::int8 FROM mempool_addresses WHERE addr_key = ${key}) AS mempool,
+  (EXISTS (SELECT 1 FROM history WHERE addr_key = ${key})
+    OR EXISTS (SELECT 1 FROM mempool_addresses WHERE addr_key = ${key})) AS known,
+  (SELECT height FROM chain_tip WHERE id = 1) AS tip_height`;
+
+const toBalanceParts = (row: BalancePartsRow): BalanceParts => ({ confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, known: row.known, tipHeight: row.tip_height });
+
 /** The pieces of the min_conf=0 balance in one round trip, and whether the address is known. */
 export async function getBalanceParts(db: Kysely<Database>, addrKey: string): Promise<BalanceParts> {
-  const r = await sql<{ confirmed: bigint | null; mempool: bigint | null; known: boolean; tip_height: number }>`
-    SELECT (SELECT balance FROM balances WHERE addr_key = ${addrKey}) AS confirmed,
-           (SELECT sum(received - sent)::int8 FROM mempool_addresses WHERE addr_key = ${addrKey}) AS mempool,
-           (EXISTS (SELECT 1 FROM history WHERE addr_key = ${addrKey})
-             OR EXISTS (SELECT 1 FROM mempool_addresses WHERE addr_key = ${addrKey})) AS known,
-           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height`.execute(db);
-  const row = r.rows[0]!;
-  return { confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, known: row.known, tipHeight: row.tip_height };
+  const r = await sql<BalancePartsRow>`SELECT ${balancePartsColumns(sql`${addrKey}`)}`.execute(db);
+  return toBalanceParts(r.rows[0]!);
 }
 
 /** getBalanceParts for many addresses in one round trip, in the order of `addrKeys`. */
 export async function getBalancePartsMany(db: Kysely<Database>, addrKeys: readonly string[]): Promise<BalanceParts[]> {
-  const r = await sql<{ i: number; confirmed: bigint | null; mempool: bigint | null; known: boolean; tip_height: number }>`
-    SELECT q.i::int4 AS i,
-           (SELECT balance FROM balances WHERE addr_key = q.k) AS confirmed,
-           (SELECT sum(received - sent)::int8 FROM mempool_addresses WHERE addr_key = q.k) AS mempool,
-           (EXISTS (SELECT 1 FROM history WHERE addr_key = q.k)
-             OR EXISTS (SELECT 1 FROM mempool_addresses WHERE addr_key = q.k)) AS known,
-           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height
+  const r = await sql<BalancePartsRow & { i: number }>`
+    SELECT q.i::int4 AS i, ${balancePartsColumns(sql.ref('q.k'))}
     FROM unnest(${addrKeys}::uuid[]) WITH ORDINALITY AS q(k, i)`.execute(db);
   const out = new Array<BalanceParts>(addrKeys.length);
-  for (const row of r.rows) out[row.i - 1] = { confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, known: row.known, tipHeight: row.tip_height };
+  for (const row of r.rows) out[row.i - 1] = toBalanceParts(row);
   return out;
 }
 
