@@ -2,7 +2,7 @@
  * An API under test: a migrated database of its own, the run's real Redis under a unique
  * prefix, `buildApi` (never listening; requests go through `app.inject`), and a read+write key.
  */
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { Redis } from 'ioredis';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
@@ -50,4 +50,25 @@ export async function createApiHarness(extra: Partial<ApiDeps> = {}, existing?: 
       if (!existing) await t.drop();
     },
   };
+}
+
+/**
+ * Follows the `Link: <…>; rel="next"` header from `first` to the last page (each answer 200):
+ * every item in order, and every next-page URL. `between` runs once, after the first page.
+ */
+export async function walkPages(h: ApiHarness, first: string, between?: () => Promise<void>): Promise<{ items: unknown[]; links: string[] }> {
+  const items: unknown[] = [];
+  const links: string[] = [];
+  let url: string | undefined = first;
+  let pages = 0;
+  while (url) {
+    const r = await h.get(url);
+    expect(r.statusCode, url).toBe(200);
+    items.push(...(r.json() as unknown[]));
+    const link = r.headers.link as string | undefined;
+    url = link ? /^<([^>]+)>; rel="next"$/.exec(link)![1] : undefined;
+    if (url) links.push(url);
+    if (pages++ === 0 && between) await between();
+  }
+  return { items, links };
 }

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import { createApiHarness, type ApiHarness } from './harness.js';
+import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { encodeOuts } from '../../../src/db/packed.js';
@@ -32,21 +32,6 @@ function newestFirst(): string[] {
     }
   }
   return out;
-}
-
-async function walk(h: ApiHarness, first: string): Promise<{ items: unknown[]; links: string[] }> {
-  const items: unknown[] = [];
-  const links: string[] = [];
-  let url: string | undefined = first;
-  while (url) {
-    const r = await h.get(url);
-    expect(r.statusCode, url).toBe(200);
-    items.push(...(r.json() as unknown[]));
-    const link = r.headers.link as string | undefined;
-    url = link ? /^<([^>]+)>; rel="next"$/.exec(link)![1] : undefined;
-    if (url) links.push(url);
-  }
-  return { items, links };
 }
 
 describe('an address with a million transactions', () => {
@@ -76,7 +61,7 @@ describe('an address with a million transactions', () => {
   });
 
   it('history: every page by the Link header, each of the million entries once, newest first; the cursor at depth 500,000 gives the same page again', async () => {
-    const { items, links } = await walk(h, `/v1/addresses/${C}/history?limit=10000`);
+    const { items, links } = await walkPages(h, `/v1/addresses/${C}/history?limit=10000`);
     expect(items.length).toBe(1_000_000);
     expect(items).toEqual(expected);
     const deep = links[49]!; // the link after 50 pages of 10,000: entries 500,000…
@@ -87,7 +72,7 @@ describe('an address with a million transactions', () => {
   }, 300_000);
 
   it('unspent outputs: every page, each of the million outputs once, newest first', async () => {
-    const { items, links } = await walk(h, `/v1/addresses/${C}/unspentoutputs?limit=10000`);
+    const { items, links } = await walkPages(h, `/v1/addresses/${C}/unspentoutputs?limit=10000`);
     const seen = (items as { transaction_hash: string; index: number; value: number }[]).map((u) => u.transaction_hash);
     expect(seen.length).toBe(1_000_000);
     expect(seen).toEqual(expected);

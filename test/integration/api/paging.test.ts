@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import { createApiHarness, type ApiHarness } from './harness.js';
+import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { encodeHistoryChunk, encodeOuts } from '../../../src/db/packed.js';
@@ -18,20 +18,7 @@ const key = addressKey(script);
 const txidOf = (n: bigint) => createHash('sha256').update(String(n)).digest();
 const display = (n: bigint) => Buffer.from(txidOf(n)).reverse().toString('hex');
 
-async function walk(h: ApiHarness, first: string, between?: () => Promise<void>): Promise<unknown[]> {
-  const seen: unknown[] = [];
-  let url: string | undefined = first;
-  let pages = 0;
-  while (url) {
-    const r = await h.get(url);
-    expect(r.statusCode).toBe(200);
-    seen.push(...(r.json() as unknown[]));
-    const link = r.headers.link as string | undefined;
-    url = link ? /^<([^>]+)>; rel="next"$/.exec(link)![1] : undefined;
-    if (pages++ === 0 && between) await between();
-  }
-  return seen;
-}
+const walk = async (h: ApiHarness, first: string, between?: () => Promise<void>) => (await walkPages(h, first, between)).items;
 
 describe('paging across chunks', () => {
   let h: ApiHarness;
