@@ -45,6 +45,14 @@ export interface MempoolSource {
   getMempoolSnapshot(): Promise<{ txids: string[]; sequence: number }>;
   /** The given txids that are in the node's mempool now, with their raw bytes (absent ones omitted). */
   getMempoolTxs(txids: readonly string[]): Promise<Map<string, NodeMempoolTx>>;
+  /** `getmempoolinfo`'s size and total fee (sat): a cheap fingerprint; null while the node loads its mempool. */
+  getMempoolSummary(): Promise<MempoolSummary | null>;
+}
+
+/** How many transactions a mempool holds and their fees summed (sat). */
+export interface MempoolSummary {
+  size: number;
+  fee: bigint;
 }
 
 export type NodeSourceOptions = {
@@ -124,6 +132,10 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
     async getMempoolSnapshot() {
       const r = await rpc.getRawMempoolWithSequence();
       return { txids: r.txids, sequence: r.mempool_sequence };
+    },
+    async getMempoolSummary() {
+      const info = await rpc.getMempoolInfo();
+      return info.loaded === false ? null : { size: info.size, fee: btcToSats(info.total_fee) };
     },
     async getMempoolTxs(txids) {
       const out = new Map<string, NodeMempoolTx>();

@@ -69,7 +69,8 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
     source = createNodeSource({ rpc, rest: new BitcoindRest({ url }), restMode: config.bitcoindRest });
   }
   const guard = lock.guard;
-  const mempool = createMempoolSync({ db, source, log: deps.log.child({ component: 'indexer.mempool' }), guard });
+  const zmqUrl = deps.zmqUrl === undefined ? config.bitcoindZmqUrl : (deps.zmqUrl ?? undefined);
+  const mempool = createMempoolSync({ db, source, log: deps.log.child({ component: 'indexer.mempool' }), guard, checkMs: zmqUrl ? config.mempoolCheckMs : null });
   const reorged = createReorgedResolver({
     db,
     source,
@@ -78,7 +79,6 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
     graceMs: deps.reorgGraceMs ?? config.indexerReorgGraceMs,
     nodeHolds: () => mempool.requestResync('the node holds a reorged transaction'),
   });
-  const zmqUrl = deps.zmqUrl === undefined ? config.bitcoindZmqUrl : (deps.zmqUrl ?? undefined);
   const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, source, log: deps.log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient });
   const loop = createRunLoop({
     db,

@@ -7,6 +7,11 @@
  * a hint: an addition is fetched from the node and must be in its mempool, a removal must be
  * absent from it, before the tables change. Each change is one Postgres transaction with its
  * outbox events (tx.unconfirmed, tx.replaced with replaced_by, tx.dropped).
+ *
+ * A lost message is seen as a counter gap only when another message follows it. For the last
+ * messages before a quiet spell (nothing follows), the sync compares `getmempoolinfo`'s size and
+ * total fee with the index's every `checkMs` while idle: the same difference twice in a row, with
+ * neither side changing in between, means hints were lost, and the mempool is reseeded.
  * @module
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
@@ -15,7 +20,7 @@ import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
 import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
-import type { MempoolSource, NodeMempoolTx } from './chain-source.js';
+import type { MempoolSource, MempoolSummary, NodeMempoolTx } from './chain-source.js';
 import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
 import { forgetReorged, KEYED_PLANS, removalEvents } from './apply.js';
 import { addMempoolReplacers, deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
@@ -75,6 +80,8 @@ export interface MempoolStats {
   removed: number;
   /** Hints the node contradicted (an A not in its mempool, an R still in it). */
   ignoredHints: number;
+  /** Reseeds caused by the idle check (the index stayed unlike the node with no hint to explain it). */
+  drifts: number;
 }
 
 export interface MempoolSync {
@@ -101,9 +108,22 @@ export interface MempoolSyncDeps {
    * announced (ms, default 1000): an RBF replacement's `A` can come after the victim's `R`.
    */
   removalGraceMs?: number;
+  /**
+   * While idle, how often to compare the node's mempool size and fees with the index's (ms);
+   * null or absent: never (without ZMQ every poll reseeds anyway).
+   */
+  checkMs?: number | null;
 }
 
 type Change = { add: Map<string, NodeMempoolTx>; remove: Set<string> };
+
+/** The index's side of the idle check: how many mempool transactions, their fees summed. */
+async function storedSummary(db: Kysely<Database>): Promise<MempoolSummary> {
+  const r = await sql<{ n: number; fee: string }>`SELECT count(*)::int4 AS n, coalesce(sum(fee), 0)::text AS fee FROM mempool_txs`.execute(db);
+  return { size: r.rows[0]!.n, fee: BigInt(r.rows[0]!.fee) };
+}
+
+const sameSummary = (a: MempoolSummary, b: MempoolSummary) => a.size === b.size && a.fee === b.fee;
 
 async function storedTxids(db: Kysely<Database> | Trx): Promise<Set<string>> {
   const r = await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(db);
@@ -235,7 +255,11 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
 export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
   const { db, source, log } = deps;
   const maxHints = deps.maxHints ?? 100_000;
-  const stats: MempoolStats = { resyncs: 0, added: 0, removed: 0, ignoredHints: 0 };
+  const stats: MempoolStats = { resyncs: 0, added: 0, removed: 0, ignoredHints: 0, drifts: 0 };
+  const checkMs = deps.checkMs ?? null;
+  let nextCheckAt = checkMs === null ? Infinity : Date.now() + checkMs;
+  /** The difference the last idle check saw (both sides), to be confirmed by the next. */
+  let suspect: { node: MempoolSummary; ours: MempoolSummary } | null = null;
   let needResync = true;
   let seq: bigint | null = null;
   let hints: SequenceHint[] = [];
@@ -281,6 +305,26 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
     log.info({ size: snap.txids.length, added: r.added, removed: r.removed, unresolved: r.unresolved.length, sequence: snap.sequence }, 'mempool resynced');
   }
 
+  /** The idle check; true when it found the index unlike the node twice and asked for a reseed. */
+  async function check(): Promise<boolean> {
+    nextCheckAt = Date.now() + checkMs!;
+    const [node, ours] = await Promise.all([source.getMempoolSummary(), storedSummary(db)]);
+    // Hints that arrived meanwhile explain any difference: look again next time.
+    if (node === null || sameSummary(node, ours) || hints.length > 0 || needResync) {
+      suspect = null;
+      return false;
+    }
+    if (suspect && sameSummary(suspect.node, node) && sameSummary(suspect.ours, ours)) {
+      suspect = null;
+      stats.drifts++;
+      log.warn({ node, index: ours }, 'mempool unlike the node with no message to explain it (zmq messages lost): full reconcile');
+      needResync = true;
+      return true;
+    }
+    suspect = { node, ours };
+    return false;
+  }
+
   async function applyHints(): Promise<void> {
     const batch = hints;
     hints = [];
@@ -318,7 +362,7 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
   return {
     stats,
     get pending() {
-      return needResync || hints.length > 0 || due().size > 0;
+      return needResync || hints.length > 0 || due().size > 0 || Date.now() >= nextCheckAt;
     },
     hint(h) {
       if (h.label !== 'A' && h.label !== 'R') return;
@@ -349,6 +393,7 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
         stats.removed += r.removed;
         return true;
       }
+      if (Date.now() >= nextCheckAt) return check();
       return false;
     },
   };

@@ -2,8 +2,10 @@
  * ZMQ is only a wake-up hint (RELIABILITY.md cases 1–4), with the devnode's fault injection:
  * a counter gap forces a reconcile at the next message (long before the poll), a counter reset
  * (bitcoind restart) forces a full reconcile and mempool reseed without duplicate events, a
- * silent publisher costs at most a poll interval (and counts missed blocks), and lies (unknown
- * or stale hashes, malformed bodies, wrong topics, bad labels, missing frames) change nothing.
+ * silent publisher costs at most a poll interval (and counts missed blocks), the last messages
+ * lost with none after them (no gap to see) are caught by the idle mempool check, and lies
+ * (unknown or stale hashes, malformed bodies, wrong topics, bad labels, missing frames) change
+ * nothing.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -104,6 +106,30 @@ describe('ZMQ faults', () => {
     await waitFor(() => ix.metrics().zmqMissedBlocks >= missed + 20, 'the 20 unannounced blocks to be counted', 5000);
     node.faults.zmq.silence(false);
     await onePerBlock();
+    await equalsFresh();
+  });
+
+  it('tail loss: the last mempool messages lost with none after them are caught by the idle check', async () => {
+    await ix.stop();
+    ix = await startTestIndexer(t, node, { config: { pollIntervalMs: 300, mempoolResyncMs: 3_600_000, mempoolCheckMs: 1000 } });
+    await waitSynced(t.db, node);
+    await waitFor(() => ix.metrics().mempool.resyncs >= 1, 'the first mempool sync');
+    await waitMempoolSynced(t.db, node);
+    const gaps = ix.metrics().zmq!.gaps;
+    // Two payments whose `A` messages never arrive, then silence: no counter gap can show it.
+    node.faults.zmq.drop('sequence', 2);
+    const paid = [
+      await node.wallet.send(node.wallet.newAddress('p2wpkh').address!, 41_000n),
+      await node.wallet.send(node.wallet.newAddress('p2tr').address!, 42_000n),
+    ];
+    await node.faults.zmq.flush();
+    expect(paid.every((txid) => node.mempool().includes(txid))).toBe(true);
+    const started = Date.now();
+    await waitMempoolSynced(t.db, node, 10_000);
+    process.stderr.write(`zmq tail loss: mempool reconciled ${Date.now() - started} ms after the lost messages (check every 1000 ms)\n`);
+    expect(ix.metrics().mempool.drifts).toBeGreaterThanOrEqual(1);
+    expect(ix.metrics().zmq!.gaps).toBe(gaps);
+    await node.mine(1);
     await equalsFresh();
   });
 
