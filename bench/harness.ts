@@ -241,6 +241,8 @@ export interface ImportResult {
   /** Bulk load (COPY of every batch) and finish (utxos rebuild, balances, every index). */
   loadMs: number;
   finishMs: number;
+  /** The finish's steps (ms each): utxos rebuild, history merge, balances, each index build. */
+  finishSteps: Record<string, number>;
   /** CPU of the import process (JS) and of PostgreSQL during the command. */
   importerCpuMs: number;
   postgresCpuMs: number;
@@ -266,6 +268,7 @@ export async function importCorpus(dir: string, databaseUrl: string, nearTip: nu
     wallMs: round(wallMs),
     loadMs: Number(done.ms),
     finishMs: Number(finished.ms),
+    finishSteps: (finished.steps ?? {}) as Record<string, number>,
     importerCpuMs: childrenCpuMs() - cpu0,
     postgresCpuMs: (pgs?.cpuMs() ?? 0) - pg0,
   };
