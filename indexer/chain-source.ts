@@ -135,7 +135,9 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
     },
     async getMempoolSummary() {
       const info = await rpc.getMempoolInfo();
-      return info.loaded === false ? null : { size: info.size, fee: btcToSats(info.total_fee) };
+      // (a node that does not report its mempool's fees gives no fingerprint: no check)
+      if (info.loaded === false || typeof info.size !== 'number' || typeof info.total_fee !== 'number') return null;
+      return { size: info.size, fee: btcToSats(info.total_fee) };
     },
     async getMempoolTxs(txids) {
       const out = new Map<string, NodeMempoolTx>();

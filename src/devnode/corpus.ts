@@ -136,7 +136,7 @@ export async function startCorpusNode(opts: CorpusNodeOptions): Promise<CorpusNo
     return verbose === false ? Buffer.from(header(b)).toString('hex') : headerJson(b);
   });
   def('getrawmempool', ['verbose', 'mempool_sequence'], ([, seq]) => (seq === true ? { txids: [], mempool_sequence: 1 } : []));
-  def('getmempoolinfo', [], () => ({ loaded: true, size: 0, bytes: 0, usage: 0 }));
+  def('getmempoolinfo', [], () => ({ loaded: true, size: 0, bytes: 0, usage: 0, total_fee: 0 }));
   def('getnetworkinfo', [], () => ({ version: 300000, subversion: '/Blockwire-devnode-corpus:30.0.0/', protocolversion: 70016 }));
   def('getzmqnotifications', [], () =>
     ['pubsequence', 'pubhashblock', 'pubrawblock'].map((type) => ({ type, address: zmq.endpoint, hwm: 1000 })),
