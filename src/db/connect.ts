@@ -27,6 +27,8 @@ export type DbOptions = {
   applicationName?: string;
   /** Per-statement timeout in ms (0 = none). */
   statementTimeoutMs?: number;
+  /** Server settings for every connection of the pool (sent at connection start, no extra round trip). */
+  settings?: Record<string, string>;
 };
 
 /** A pg Pool with Blockwire's type parsing. */
@@ -37,6 +39,7 @@ export function createPool(url: string, opts: DbOptions = {}): pg.Pool {
     application_name: opts.applicationName ?? 'blockwire',
     types,
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    ...(opts.settings ? { options: Object.entries(opts.settings).map(([k, v]) => `-c ${k}=${v}`).join(' ') } : {}),
   });
   // An idle client losing its connection (Postgres restart) must not crash the process;
   // the next query on the pool reconnects.

@@ -9,16 +9,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { addressKey } from '../../db/address-key.js';
 import { firstTxNum, txNumHeight } from '../../db/tx-num.js';
-import { getIndexTip } from '../../db/queries/api-chain.js';
 import {
   addressKnown,
   getBalanceExclusions,
   getBalanceParts,
   getBalancePartsMany,
-  getTxidsByNum,
-  listHistoryChunks,
-  listHistoryStart,
-  readHistorySlice,
+  listHistoryPage,
   listUnspentPage,
 } from '../../db/queries/api-address.js';
 import { hashToHex } from '../../bitcoin/hash.js';
@@ -30,8 +26,6 @@ import type { ResolvedApiDeps, RouteModule } from '../deps.js';
 import { batchPerTick } from '../tick-batch.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
-/** Most history chunks fetched per query (a chunk holds up to 1024 entries). */
-const MAX_CHUNK_BATCH = 16;
 
 type AddressParams = { Params: { address: string } };
 
@@ -84,60 +78,6 @@ function setNextLink(request: FastifyRequest, reply: FastifyReply, q: PageQuery[
   reply.header('Link', `<${path}?${params.toString()}>; rel="next"`);
 }
 
-/** Chunks fetched first for a page of `want` entries: as many as it needs if they are full. */
-function firstBatch(want: number): number {
-  return Math.min(MAX_CHUNK_BATCH, Math.ceil(want / 1024));
-}
-
-/** A chain history entry and where it sits (for the next page's cursor). */
-type ChainEntry = { n: bigint; chunk: ChunkPosition };
-
-/**
- * Chain tx_nums of the address strictly below `before`, newest first, at most `want`; `first`
- * holds chunks already read (below `before`, newest first, `firstBatch(want)` asked for);
- * `at` is where `before` itself sits (from the cursor): then only the slice of its chunk that
- * the page needs is read, when the chunk still holds `before` there.
- */
-async function chainHistory(
-  deps: ResolvedApiDeps,
-  addrKey: string,
-  before: bigint,
-  want: number,
-  first?: { first_tx_num: bigint; entries: Buffer }[],
-  at?: ChunkPosition,
-): Promise<ChainEntry[]> {
-  const out: ChainEntry[] = [];
-  let bound = before;
-  if (at) {
-    const part = await readHistorySlice(deps.db, addrKey, at.first, at.index, want);
-    if (part && part.at.length === 8 && part.at.readBigUInt64BE(0) === before) {
-      const start = at.index - part.slice.length / 8;
-      for (let off = part.slice.length - 8; off >= 0 && out.length < want; off -= 8) {
-        out.push({ n: part.slice.readBigUInt64BE(off), chunk: { first: at.first, index: start + off / 8 } });
-      }
-      if (out.length >= want) return out;
-      bound = at.first;
-    }
-  }
-  let batch = firstBatch(want - out.length);
-  for (;;) {
-    const chunks = first ?? (await listHistoryChunks(deps.db, addrKey, bound, batch));
-    first = undefined;
-    for (const c of chunks) {
-      // Read entries newest first straight from the bytes: only those the page needs.
-      const e = c.entries;
-      for (let off = e.length - 8; off >= 0 && out.length < want; off -= 8) {
-        const n = e.readBigUInt64BE(off);
-        if (n < before) out.push({ n, chunk: { first: c.first_tx_num, index: off / 8 } });
-      }
-      if (out.length >= want) return out;
-    }
-    if (chunks.length < batch) return out;
-    bound = chunks[chunks.length - 1]!.first_tx_num;
-    batch = MAX_CHUNK_BATCH;
-  }
-}
-
 export const addressRoutes: RouteModule = (app, deps) => {
   // Balance requests arriving together share one query (src/api/tick-batch.ts).
   const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.db, keys[0]!)] : getBalancePartsMany(deps.db, keys)));
@@ -173,43 +113,27 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'h');
       await assertNotSyncing(deps);
       const want = q.limit + 1;
-      const items: { txid?: Buffer; txNum?: bigint; firstSeenUs?: bigint; chunk?: ChunkPosition }[] = [];
-      if (q.min_conf === 0 && (!cursor || cursor.phase === 'm')) {
-        // Mempool part and the newest chunks in one round trip.
-        const start = await listHistoryStart(deps.db, addrKey, cursor?.phase === 'm' ? cursor : undefined, want, MAX_TX_NUM, firstBatch(want));
-        for (const r of start.mempool) items.push({ txid: r.txid, firstSeenUs: r.firstSeenUs });
-        if (items.length < want) {
-          const rest = want - items.length;
-          const first = firstBatch(rest) === firstBatch(want) ? start.chunks : undefined;
-          for (const e of await chainHistory(deps, addrKey, MAX_TX_NUM, rest, first)) items.push({ txNum: e.n, chunk: e.chunk });
-        }
-      } else {
-        let before = cursor?.phase === 'c' ? cursor.txNum : MAX_TX_NUM;
-        let at = cursor?.phase === 'c' ? cursor.chunk : undefined;
-        if (q.min_conf > 1) {
-          const bound = confBound((await getIndexTip(deps.db)).height, q.min_conf);
-          if (bound < before) {
-            before = bound;
-            at = undefined;
-          }
-        }
-        for (const e of await chainHistory(deps, addrKey, before, want, undefined, at)) items.push({ txNum: e.n, chunk: e.chunk });
-      }
+      const page = await listHistoryPage(deps.db, addrKey, {
+        mempoolAfter: q.min_conf === 0 && (!cursor || cursor.phase === 'm') ? (cursor?.phase === 'm' ? cursor : undefined) : null,
+        before: cursor?.phase === 'c' ? cursor.txNum : MAX_TX_NUM,
+        at: cursor?.phase === 'c' ? cursor.chunk : undefined,
+        minConf: q.min_conf,
+        limit: want,
+      });
+      const items: { txid: Buffer | null; txNum?: bigint; firstSeenUs?: bigint; chunk?: ChunkPosition }[] = [
+        ...page.mempool.map((m) => ({ txid: m.txid, firstSeenUs: m.firstSeenUs })),
+        ...page.chain.map((c) => ({ txid: c.txid, txNum: c.n, chunk: { first: c.first, index: c.index } })),
+      ].slice(0, want);
       const next = cutPage(items, q.limit, (last) =>
         last.txNum !== undefined
           ? { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0, ...(last.chunk ? { chunk: last.chunk } : {}) }
           : { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid!, vout: 0 },
       );
-      const nums = items.filter((i) => i.txNum !== undefined).map((i) => i.txNum!);
-      const txids = await getTxidsByNum(deps.db, nums);
       if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
       setNextLink(request, reply, q, next);
-      // An entry whose transaction vanished between the two reads was undone by a reorg meanwhile.
+      // An entry whose transaction vanished (a reorg undid it between reading history and txs) is left out.
       const out: string[] = [];
-      for (const i of items) {
-        const txid = i.txid ?? txids.get(i.txNum!);
-        if (txid) out.push(hashToHex(txid));
-      }
+      for (const i of items) if (i.txid) out.push(hashToHex(i.txid));
       return out;
     },
   );

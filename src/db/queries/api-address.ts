@@ -79,71 +79,70 @@ export type MempoolCursor = { firstSeenUs: bigint; txid: Buffer; vout?: number }
 /** Every entry of a history chunk, its first (`first_tx_num`) included: 8 bytes each, ascending. */
 const ENTRIES = sql<Buffer>`int8send(first_tx_num) || rest`;
 
+/** A confirmed history entry of a page: its tx_num, txid (null when a reorg removed it meanwhile) and place. */
+export type HistoryPageEntry = { n: bigint; txid: Buffer | null; first: bigint; index: number };
+
+/** The 8-byte big-endian entry at 0-based `i` of chunk bytes `e`, as int8. */
+const ENTRY_AT = (e: RawBuilder<unknown>, i: RawBuilder<unknown>) => sql<bigint>`('x' || encode(substring(${e} FROM ${i} * 8 + 1 FOR 8), 'hex'))::bit(64)::int8`;
+
 /**
- * The start of an address's history in one round trip: its mempool transactions newest first
- * (after `after`, at most `limit`) and its newest history chunks below `before` (at most
- * `chunks`). For first pages, which need both.
+ * One page of an address's history in one round trip: its mempool transactions newest first
+ * (after `mempoolAfter`; skipped when null), then its confirmed entries newest first below
+ * `before` (and, with `minConf` > 1, below the first tx_num without that many confirmations),
+ * with their txids, at most `limit` of each. The entries are cut out of the history chunks by
+ * Postgres, newest chunk first, so only the chunks the page reaches are read; `at` (a cursor's
+ * chunk and index) lets the cursor's chunk be entered at the cursor instead of at its end.
  */
-export async function listHistoryStart(
+export async function listHistoryPage(
   db: Kysely<Database>,
   addrKey: string,
-  after: MempoolCursor | undefined,
-  limit: number,
-  before: bigint,
-  chunks: number,
-): Promise<{ mempool: { txid: Buffer; firstSeenUs: bigint }[]; chunks: { first_tx_num: bigint; entries: Buffer }[] }> {
-  const r = await sql<{ part: number; txid: Buffer | null; fs: bigint | null; first_tx_num: bigint | null; entries: Buffer | null }>`
-    (SELECT 0 AS part, ma.txid, ${FIRST_SEEN_US} AS fs, NULL::int8 AS first_tx_num, NULL::bytea AS entries
-       FROM mempool_addresses ma JOIN mempool_txs mt ON mt.txid = ma.txid
-      WHERE ma.addr_key = ${addrKey}
-        ${after ? sql`AND (${FIRST_SEEN_US}, ma.txid) < (${after.firstSeenUs}, ${after.txid})` : sql``}
-      ORDER BY fs DESC, ma.txid DESC
-      LIMIT ${limit})
-    UNION ALL
-    (SELECT 1, NULL, NULL, first_tx_num, ${ENTRIES} FROM history
-      WHERE addr_key = ${addrKey} AND first_tx_num < ${before}
-      ORDER BY first_tx_num DESC
-      LIMIT ${chunks})`.execute(db);
-  const mempool = r.rows.filter((x) => x.part === 0).map((x) => ({ txid: x.txid!, firstSeenUs: x.fs! }));
+  opts: { mempoolAfter: MempoolCursor | undefined | null; before: bigint; at?: { first: bigint; index: number } | undefined; minConf: number; limit: number },
+): Promise<{ mempool: { txid: Buffer; firstSeenUs: bigint }[]; chain: HistoryPageEntry[] }> {
+  const { mempoolAfter: after, limit } = opts;
+  const bound =
+    opts.minConf > 1
+      ? sql<bigint>`least(${opts.before}::int8, (((SELECT height FROM chain_tip WHERE id = 1) - ${opts.minConf} + 2)::int8 << 20))`
+      : sql<bigint>`${opts.before}::int8`;
+  const e = sql`c.e`;
+  const last = sql`length(c.e) / 8 - 1`;
+  // Where to enter a chunk: at the cursor in the cursor's chunk when the entry there is still the
+  // bound (compared as bytes: a stale or made-up index finds nothing and the chunk is read whole).
+  const startAt = opts.at
+    ? sql`CASE WHEN c.f = ${opts.at.first}::int8 AND substring(c.e FROM ${opts.at.index}::int4 * 8 + 1 FOR 8) = int8send(b.v) THEN ${opts.at.index}::int4 - 1 ELSE ${last} END`
+    : last;
+  const mempoolPart =
+    after === null
+      ? sql``
+      : sql`(SELECT 0 AS part, ma.txid, ${FIRST_SEEN_US} AS fs, NULL::int8 AS n, NULL::int8 AS f, NULL::int4 AS i
+           FROM mempool_addresses ma JOIN mempool_txs mt ON mt.txid = ma.txid
+          WHERE ma.addr_key = ${addrKey}
+            ${after ? sql`AND (${FIRST_SEEN_US}, ma.txid) < (${after.firstSeenUs}, ${after.txid})` : sql``}
+          ORDER BY fs DESC, ma.txid DESC
+          LIMIT ${limit})
+         UNION ALL`;
+  const r = await sql<{ part: number; txid: Buffer | null; fs: bigint | null; n: bigint | null; f: bigint | null; i: number | null }>`
+    ${mempoolPart}
+    (SELECT 1 AS part, t.txid, NULL::int8 AS fs, p.n, p.f, p.i
+       FROM (SELECT c.f, s.i, s.n
+               FROM (SELECT ${bound} AS v) b,
+                    LATERAL (SELECT first_tx_num AS f, ${ENTRIES} AS e FROM history
+                              WHERE addr_key = ${addrKey} AND first_tx_num < b.v
+                              ORDER BY first_tx_num DESC) c,
+                    LATERAL (SELECT g.i, ${ENTRY_AT(e, sql`g.i`)} AS n FROM generate_series(${startAt}, 0, -1) AS g(i)) s
+              WHERE s.n < b.v
+              -- no ORDER BY: the nested loop yields chunks newest first (index order) and each
+              -- chunk's entries from its end, i.e. newest first; a sort would read every chunk.
+              LIMIT ${limit}) p
+       LEFT JOIN txs t ON t.tx_num = p.n)`.execute(db);
+  const mempool: { txid: Buffer; firstSeenUs: bigint }[] = [];
+  const chain: HistoryPageEntry[] = [];
+  for (const x of r.rows) {
+    if (x.part === 0) mempool.push({ txid: x.txid!, firstSeenUs: x.fs! });
+    else chain.push({ n: x.n!, txid: x.txid, first: x.f!, index: x.i! });
+  }
   mempool.sort((a, b) => (a.firstSeenUs === b.firstSeenUs ? Buffer.compare(b.txid, a.txid) : a.firstSeenUs < b.firstSeenUs ? 1 : -1));
-  const found = r.rows.filter((x) => x.part === 1).map((x) => ({ first_tx_num: x.first_tx_num!, entries: x.entries! }));
-  found.sort((a, b) => (a.first_tx_num < b.first_tx_num ? 1 : -1));
-  return { mempool, chunks: found };
-}
-
-/**
- * Part of one history chunk: the `count` entries ending just before entry `index` (as bytes,
- * ascending) and the entry at `index` itself, for checking a cursor's position. Undefined when the
- * chunk is gone.
- */
-export async function readHistorySlice(db: Kysely<Database>, addrKey: string, first: bigint, index: number, count: number): Promise<{ slice: Buffer; at: Buffer } | undefined> {
-  const from = Math.max(0, index - count);
-  const r = await sql<{ slice: Buffer; at: Buffer }>`
-    SELECT substring(${ENTRIES} FROM ${from * 8 + 1} FOR ${(index - from) * 8}) AS slice,
-           substring(${ENTRIES} FROM ${index * 8 + 1} FOR 8) AS at
-    FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first}`.execute(db);
-  return r.rows[0];
-}
-
-/** History chunks of the address whose first tx_num is below `before`, newest first. */
-export async function listHistoryChunks(db: Kysely<Database>, addrKey: string, before: bigint, chunks: number): Promise<{ first_tx_num: bigint; entries: Buffer }[]> {
-  return db
-    .selectFrom('history')
-    .select(['first_tx_num', ENTRIES.as('entries')])
-    .where('addr_key', '=', addrKey)
-    .where('first_tx_num', '<', before)
-    .orderBy('first_tx_num', 'desc')
-    .limit(chunks)
-    .execute();
-}
-
-/** Txids of confirmed transactions by tx_num. */
-export async function getTxidsByNum(db: Kysely<Database>, nums: readonly bigint[]): Promise<Map<bigint, Buffer>> {
-  const out = new Map<bigint, Buffer>();
-  if (nums.length === 0) return out;
-  const r = await sql<{ tx_num: bigint; txid: Buffer }>`SELECT tx_num, txid FROM txs WHERE tx_num = ANY(${nums.map(String)}::int8[])`.execute(db);
-  for (const row of r.rows) out.set(row.tx_num, row.txid);
-  return out;
+  chain.sort((a, b) => (a.n < b.n ? 1 : a.n > b.n ? -1 : 0));
+  return { mempool, chain };
 }
 
 export type UnspentRow = { txid: Buffer; vout: number; value: bigint; script: Buffer; txNum?: bigint; firstSeenUs?: bigint };
