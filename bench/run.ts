@@ -171,9 +171,12 @@ export function summary(runs: BenchRun[]): string {
   const bal = cell(api, /^balance/, /req\/s/);
   const balP99 = cell(api, /^balance/, /p99/);
   add('API balance', `${fmt(bal)} req/s, p99 ${fmt(balP99)} ms`, '≥ 8,000 req/s, p99 ≤ 10 ms', bal === null || balP99 === null ? null : bal >= 8000 && balP99 <= 10, 'api');
-  const hist = cell(api, /^history page/, /req\/s/);
-  const histP99 = cell(api, /^history page/, /p99/);
-  add('API history page', `${fmt(hist)} req/s, p99 ${fmt(histP99)} ms`, '≥ 5,000 req/s, p99 ≤ 25 ms', hist === null || histP99 === null ? null : hist >= 5000 && histP99 <= 25, 'api');
+  // Both history rows: the million-entry address at random depth, and random ordinary addresses.
+  for (const [label, row] of [['a million-entry address, random depth', /^history page.*hot address/], ['random addresses', /^history page.*random of/]] as const) {
+    const hist = cell(api, row, /req\/s/);
+    const histP99 = cell(api, row, /p99/);
+    add(`API history page (${label})`, `${fmt(hist)} req/s, p99 ${fmt(histP99)} ms`, '≥ 5,000 req/s, p99 ≤ 25 ms', hist === null || histP99 === null ? null : hist >= 5000 && histP99 <= 25, 'api');
+  }
   const ev = by.get('events');
   const clients = cell(ev, /^block arrival/, /^clients$/);
   const fanP99 = cell(ev, /^block arrival/, /p99/);
