@@ -117,10 +117,12 @@ export interface MempoolSyncDeps {
 
 type Change = { add: Map<string, NodeMempoolTx>; remove: Set<string> };
 
-/** The index's side of the idle check: how many mempool transactions, their fees summed. */
-async function storedSummary(db: Kysely<Database>): Promise<MempoolSummary> {
-  const r = await sql<{ n: number; fee: string }>`SELECT count(*)::int4 AS n, coalesce(sum(fee), 0)::text AS fee FROM mempool_txs`.execute(db);
-  return { size: r.rows[0]!.n, fee: BigInt(r.rows[0]!.fee) };
+/** The index's side of the idle check: how many mempool transactions, their fees summed; null when a fee is unknown. */
+async function storedSummary(db: Kysely<Database>): Promise<MempoolSummary | null> {
+  const r = await sql<{ n: number; with_fee: number; fee: string }>`
+    SELECT count(*)::int4 AS n, count(fee)::int4 AS with_fee, coalesce(sum(fee), 0)::text AS fee FROM mempool_txs`.execute(db);
+  const row = r.rows[0]!;
+  return row.with_fee === row.n ? { size: row.n, fee: BigInt(row.fee) } : null;
 }
 
 const sameSummary = (a: MempoolSummary, b: MempoolSummary) => a.size === b.size && a.fee === b.fee;
@@ -260,6 +262,9 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
   let nextCheckAt = checkMs === null ? Infinity : Date.now() + checkMs;
   /** The difference the last idle check saw (both sides), to be confirmed by the next. */
   let suspect: { node: MempoolSummary; ours: MempoolSummary } | null = null;
+  /** Sequence hints received since the last idle check (a moving mempool: no check then). */
+  let hintsSinceCheck = 0;
+  let checkFailedAt = 0;
   let needResync = true;
   let seq: bigint | null = null;
   let hints: SequenceHint[] = [];
@@ -308,9 +313,26 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
   /** The idle check; true when it found the index unlike the node twice and asked for a reseed. */
   async function check(): Promise<boolean> {
     nextCheckAt = Date.now() + checkMs!;
-    const [node, ours] = await Promise.all([source.getMempoolSummary(), storedSummary(db)]);
+    // While hints keep coming the mempool is moving (and a lost message shows as the next one's
+    // counter gap); removals in their grace period are a known difference. Look again later.
+    const moving = hintsSinceCheck > 0 || deferred.size > 0;
+    hintsSinceCheck = 0;
+    if (moving) {
+      suspect = null;
+      return false;
+    }
+    let node: MempoolSummary | null;
+    let ours: MempoolSummary | null;
+    try {
+      [node, ours] = await Promise.all([source.getMempoolSummary(), storedSummary(db)]);
+    } catch (err) {
+      // The check is a safety net: a node refusing getmempoolinfo (rpcwhitelist) must not fail turns.
+      if (Date.now() - checkFailedAt > 600_000) log.warn({ err }, 'mempool idle check failed (getmempoolinfo?); trying again later');
+      checkFailedAt = Date.now();
+      return false;
+    }
     // Hints that arrived meanwhile explain any difference: look again next time.
-    if (node === null || sameSummary(node, ours) || hints.length > 0 || needResync) {
+    if (node === null || ours === null || sameSummary(node, ours) || hints.length > 0 || needResync) {
       suspect = null;
       return false;
     }
@@ -366,6 +388,7 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
     },
     hint(h) {
       if (h.label !== 'A' && h.label !== 'R') return;
+      hintsSinceCheck++;
       log.debug({ label: h.label, txid: h.hash, seq: h.mempoolSeq?.toString() }, 'mempool hint');
       if (hints.length >= maxHints) {
         hints = [];

@@ -7,6 +7,9 @@
  * (`plan_cache_mode = force_generic_plan`): every API query is a keyed lookup whose best plan does
  * not depend on the values, and Postgres otherwise kept re-planning the history page query on
  * each call (0.26 ms of planning for 0.06 ms of execution; history page 2.6k → 5.0k req/s).
+ * It is a SET when each connection opens; behind PgBouncer in transaction mode (where session
+ * settings do not follow the client) set it for the API's role instead: `ALTER ROLE … SET
+ * plan_cache_mode = force_generic_plan` (docs/scaling.md).
  * @module
  */
 import { createHash } from 'node:crypto';

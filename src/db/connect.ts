@@ -27,7 +27,10 @@ export type DbOptions = {
   applicationName?: string;
   /** Per-statement timeout in ms (0 = none). */
   statementTimeoutMs?: number;
-  /** Server settings for every connection of the pool (sent at connection start, no extra round trip). */
+  /**
+   * Session settings for every connection of the pool: a SET queued when it connects, ahead of
+   * its first query (not the `options` startup parameter, which PgBouncer refuses).
+   */
   settings?: Record<string, string>;
 };
 
@@ -39,7 +42,6 @@ export function createPool(url: string, opts: DbOptions = {}): pg.Pool {
     application_name: opts.applicationName ?? 'blockwire',
     types,
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
-    ...(opts.settings ? { options: Object.entries(opts.settings).map(([k, v]) => `-c ${k}=${v}`).join(' ') } : {}),
   });
   // An idle client losing its connection (Postgres restart) must not crash the process;
   // the next query on the pool reconnects.
@@ -47,7 +49,11 @@ export function createPool(url: string, opts: DbOptions = {}): pg.Pool {
   // pg-pool listens for errors only while a client is idle: one checked out between two
   // statements (inside a transaction) would otherwise throw an uncaught 'error' when the
   // server goes away. The failure still reaches the caller through its next query.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    // Queued before any query the pool hands the client for; a failure surfaces there.
+    for (const [k, v] of Object.entries(opts.settings ?? {})) void client.query(`SELECT set_config($1, $2, false)`, [k, v]).catch(() => {});
+  });
   return pool;
 }
 

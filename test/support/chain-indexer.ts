@@ -30,9 +30,9 @@ export async function waitFor(cond: () => Promise<boolean> | boolean, what: stri
   }
 }
 
-/** A config for indexer tests: fast polling, the bulk path for catch-ups over 50 blocks, the given overrides. */
+/** A config for indexer tests: fast polling and mempool checks, the bulk path for catch-ups over 50 blocks, the given overrides. */
 export function indexerConfig(overrides: Partial<Config> = {}): Config {
-  return testConfig({ pollIntervalMs: 200, mempoolResyncMs: 60_000, indexerBulkThreshold: 50, indexerBulkNearTip: 5, ...overrides });
+  return testConfig({ pollIntervalMs: 200, mempoolResyncMs: 60_000, mempoolCheckMs: 2000, indexerBulkThreshold: 50, indexerBulkNearTip: 5, ...overrides });
 }
 
 /** Starts the indexer on `t` following `node` (its ZMQ too unless `zmq: false`). */

@@ -131,7 +131,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
       );
       if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
       setNextLink(request, reply, q, next);
-      // An entry whose transaction vanished (a reorg undid it between reading history and txs) is left out.
+      // (entries and txids come from one statement's snapshot: every chain entry has its txid)
       const out: string[] = [];
       for (const i of items) if (i.txid) out.push(hashToHex(i.txid));
       return out;

@@ -127,11 +127,13 @@ export async function listHistoryPage(
                FROM (SELECT ${bound} AS v) b,
                     LATERAL (SELECT first_tx_num AS f, ${ENTRIES} AS e FROM history
                               WHERE addr_key = ${addrKey} AND first_tx_num < b.v
-                              ORDER BY first_tx_num DESC) c,
+                              ORDER BY first_tx_num DESC
+                              LIMIT ${limit}) c,
                     LATERAL (SELECT g.i, ${ENTRY_AT(e, sql`g.i`)} AS n FROM generate_series(${startAt}, 0, -1) AS g(i)) s
               WHERE s.n < b.v
               -- no ORDER BY: the nested loop yields chunks newest first (index order) and each
               -- chunk's entries from its end, i.e. newest first; a sort would read every chunk.
+              -- (c's LIMIT is exact: each chunk below the bound gives at least one entry.)
               LIMIT ${limit}) p
        LEFT JOIN txs t ON t.tx_num = p.n)`.execute(db);
   const mempool: { txid: Buffer; firstSeenUs: bigint }[] = [];
