@@ -96,8 +96,24 @@ const ENTRY_AT = (e: RawBuilder<unknown>, i: RawBuilder<unknown>) => sql<bigint>
 export async function listHistoryPage(
   db: Kysely<Database>,
   addrKey: string,
-  opts: { mempoolAfter: MempoolCursor | undefined | null; before: bigint; at?: { first: bigint; index: number } | undefined; minConf: number; limit: number },
+  opts: HistoryPageOptions,
 ): Promise<{ mempool: { txid: Buffer; firstSeenUs: bigint }[]; chain: HistoryPageEntry[] }> {
+  const r = await historyPageQuery(addrKey, opts).execute(db);
+  const mempool: { txid: Buffer; firstSeenUs: bigint }[] = [];
+  const chain: HistoryPageEntry[] = [];
+  for (const x of r.rows) {
+    if (x.part === 0) mempool.push({ txid: x.txid!, firstSeenUs: x.fs! });
+    else chain.push({ n: x.n!, txid: x.txid, first: x.f!, index: x.i! });
+  }
+  mempool.sort((a, b) => (a.firstSeenUs === b.firstSeenUs ? Buffer.compare(b.txid, a.txid) : a.firstSeenUs < b.firstSeenUs ? 1 : -1));
+  chain.sort((a, b) => (a.n < b.n ? 1 : a.n > b.n ? -1 : 0));
+  return { mempool, chain };
+}
+
+export type HistoryPageOptions = { mempoolAfter: MempoolCursor | undefined | null; before: bigint; at?: { first: bigint; index: number } | undefined; minConf: number; limit: number };
+
+/** The statement of listHistoryPage (exported for the test that checks its plan keeps the order). */
+export function historyPageQuery(addrKey: string, opts: HistoryPageOptions) {
   const { mempoolAfter: after, limit } = opts;
   const bound =
     opts.minConf > 1
@@ -120,7 +136,7 @@ export async function listHistoryPage(
           ORDER BY fs DESC, ma.txid DESC
           LIMIT ${limit})
          UNION ALL`;
-  const r = await sql<{ part: number; txid: Buffer | null; fs: bigint | null; n: bigint | null; f: bigint | null; i: number | null }>`
+  return sql<{ part: number; txid: Buffer | null; fs: bigint | null; n: bigint | null; f: bigint | null; i: number | null }>`
     ${mempoolPart}
     (SELECT 1 AS part, t.txid, NULL::int8 AS fs, p.n, p.f, p.i
        FROM (SELECT c.f, s.i, s.n
@@ -135,16 +151,7 @@ export async function listHistoryPage(
               -- chunk's entries from its end, i.e. newest first; a sort would read every chunk.
               -- (c's LIMIT is exact: each chunk below the bound gives at least one entry.)
               LIMIT ${limit}) p
-       LEFT JOIN txs t ON t.tx_num = p.n)`.execute(db);
-  const mempool: { txid: Buffer; firstSeenUs: bigint }[] = [];
-  const chain: HistoryPageEntry[] = [];
-  for (const x of r.rows) {
-    if (x.part === 0) mempool.push({ txid: x.txid!, firstSeenUs: x.fs! });
-    else chain.push({ n: x.n!, txid: x.txid, first: x.f!, index: x.i! });
-  }
-  mempool.sort((a, b) => (a.firstSeenUs === b.firstSeenUs ? Buffer.compare(b.txid, a.txid) : a.firstSeenUs < b.firstSeenUs ? 1 : -1));
-  chain.sort((a, b) => (a.n < b.n ? 1 : a.n > b.n ? -1 : 0));
-  return { mempool, chain };
+       LEFT JOIN txs t ON t.tx_num = p.n)`;
 }
 
 export type UnspentRow = { txid: Buffer; vout: number; value: bigint; script: Buffer; txNum?: bigint; firstSeenUs?: bigint };

@@ -1,11 +1,14 @@
 /**
  * The API's database pool (src/api/api-db.ts): parameterized queries run as named prepared
  * statements, and its connections plan them generically (plan_cache_mode), so Postgres neither
- * parses nor plans the API's few query shapes again on every request.
+ * parses nor plans the API's few query shapes again on every request. And the history page
+ * statement (listHistoryPage), which relies on a nested loop's order under its LIMIT instead of
+ * an ORDER BY, gets plans that keep that order, generic and custom.
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiDb } from '../../../src/api/api-db.js';
+import { historyPageQuery, listHistoryPage } from '../../../src/db/queries/api-address.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 let t: TestDatabase;
@@ -30,5 +33,58 @@ it('runs parameterized queries as prepared statements on connections that use ge
     expect(Number(prepared.rows[0]!.generic_plans)).toBeGreaterThanOrEqual(1);
   } finally {
     await db.destroy();
+  }
+});
+
+type PlanNode = { 'Node Type': string; 'Function Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] };
+
+/** Node types between each generate_series scan and the nearest Limit above it. */
+function pathsToLimit(root: PlanNode): string[][] {
+  const out: string[][] = [];
+  const walk = (n: PlanNode, up: PlanNode[]) => {
+    if (n['Node Type'] === 'Function Scan' && n['Function Name'] === 'generate_series') {
+      const path: string[] = [];
+      for (let i = up.length - 1; i >= 0 && up[i]!['Node Type'] !== 'Limit'; i--) path.push(up[i]!['Node Type']);
+      out.push(path);
+    }
+    for (const c of n.Plans ?? []) walk(c, [...up, n]);
+  };
+  walk(root, []);
+  return out;
+}
+
+it('the history page statement keeps chunk order up to its LIMIT, with generic and custom plans', async () => {
+  // One address with 300 full chunks (the million-entry shape) and 20,000 with one entry each.
+  const heavy = '00000000-0000-4000-8000-000000000001';
+  await sql`
+    INSERT INTO history (addr_key, first_tx_num, rest)
+    SELECT ${heavy}::uuid, c * 1024::int8, string_agg(int8send(c * 1024::int8 + k), ''::bytea ORDER BY k)
+      FROM generate_series(0, 299) c, generate_series(1, 1023) k GROUP BY c`.execute(t.db);
+  await sql`
+    INSERT INTO history (addr_key, first_tx_num, rest)
+    SELECT md5(i::text)::uuid, 400000 + i, ''::bytea FROM generate_series(1, 20000) i`.execute(t.db);
+  await sql`ANALYZE history`.execute(t.db);
+  const apiDb = createApiDb(t.url, { max: 1 });
+  try {
+    const variants = [
+      { mempoolAfter: undefined, before: (1n << 62n) - 1n, minConf: 0, limit: 26 },
+      { mempoolAfter: null, before: 150n * 1024n + 500n, at: { first: 150n * 1024n, index: 500 }, minConf: 0, limit: 1001 },
+      { mempoolAfter: null, before: 150n * 1024n + 500n, minConf: 3, limit: 26 },
+    ];
+    for (const v of variants) {
+      for (const [plans, db] of [['generic', apiDb], ['custom', t.db]] as const) {
+        const q = historyPageQuery(heavy, v);
+        const r = await sql<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>`EXPLAIN (FORMAT JSON) ${q}`.execute(db);
+        const paths = pathsToLimit(r.rows[0]!['QUERY PLAN'][0].Plan);
+        expect(paths, `${plans} plan, ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`).toEqual([['Nested Loop']]);
+      }
+      // And the page itself: the newest entries below the bound, newest first (the heavy
+      // address holds 0 … 307,199; min_conf 3 on an empty chain bounds everything away).
+      const page = await listHistoryPage(apiDb, heavy, v);
+      const top = v.minConf > 1 ? 0n : v.before < 307_200n ? v.before : 307_200n;
+      expect(page.chain.map((c) => c.n)).toEqual(Array.from({ length: top > 0n ? v.limit : 0 }, (_, i) => top - 1n - BigInt(i)));
+    }
+  } finally {
+    await apiDb.destroy();
   }
 });
