@@ -49,6 +49,15 @@ function cutPage<T>(items: T[], limit: number, cursorOf: (last: T) => Cursor): C
 }
 type PageQuery = { Querystring: { limit: number; cursor?: string; min_conf: number } };
 
+/**
+ * Where a page's mempool part starts: null when the page has none (min_conf ≥ 1, or the cursor is
+ * already in the chain part), undefined for its start, else the cursor's mempool position.
+ */
+function mempoolAfter(q: PageQuery['Querystring'], cursor: Cursor | undefined): Extract<Cursor, { phase: 'm' }> | undefined | null {
+  if (q.min_conf !== 0 || (cursor && cursor.phase !== 'm')) return null;
+  return cursor?.phase === 'm' ? cursor : undefined;
+}
+
 /** The addr_key of a path address, or a 400 (invalid / wrong network) before any database access. */
 export function resolveAddress(deps: ResolvedApiDeps, address: string): string {
   const r = addressToScript(address, deps.network);
@@ -114,7 +123,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
       await assertNotSyncing(deps);
       const want = q.limit + 1;
       const page = await listHistoryPage(deps.db, addrKey, {
-        mempoolAfter: q.min_conf === 0 && (!cursor || cursor.phase === 'm') ? (cursor?.phase === 'm' ? cursor : undefined) : null,
+        mempoolAfter: mempoolAfter(q, cursor),
         before: cursor?.phase === 'c' ? cursor.txNum : MAX_TX_NUM,
         at: cursor?.phase === 'c' ? cursor.chunk : undefined,
         minConf: q.min_conf,
@@ -148,7 +157,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
       await assertNotSyncing(deps);
       const want = q.limit + 1;
       const page = await listUnspentPage(deps.db, addrKey, {
-        mempoolAfter: q.min_conf === 0 && (!cursor || cursor.phase === 'm') ? (cursor?.phase === 'm' ? cursor : undefined) : null,
+        mempoolAfter: mempoolAfter(q, cursor),
         before: cursor?.phase === 'c' ? { txNum: cursor.txNum, vout: cursor.vout } : { txNum: MAX_TX_NUM, vout: 0 },
         minConf: q.min_conf,
         limit: want,

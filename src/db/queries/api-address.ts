@@ -79,7 +79,7 @@ export type MempoolCursor = { firstSeenUs: bigint; txid: Buffer; vout?: number }
 /** Every entry of a history chunk, its first (`first_tx_num`) included: 8 bytes each, ascending. */
 const ENTRIES = sql<Buffer>`int8send(first_tx_num) || rest`;
 
-/** A confirmed history entry of a page: its tx_num, txid (null when a reorg removed it meanwhile) and place. */
+/** A confirmed history entry of a page: its tx_num, txid (null only if `txs` lacks the row, which one statement's snapshot rules out in a sound index) and place. */
 export type HistoryPageEntry = { n: bigint; txid: Buffer | null; first: bigint; index: number };
 
 /** The 8-byte big-endian entry at 0-based `i` of chunk bytes `e`, as int8. */
