@@ -1,0 +1,70 @@
+/**
+ * The bulk finish re-cuts each address's per-batch history chunks into full chunks of
+ * CHUNK_ENTRIES, in one pass: entries and their order unchanged, every chunk full but an
+ * address's newest, `first_tx_num` the chunk's first entry, nothing left of the batch chunks.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHUNK_ENTRIES } from '../../../indexer/apply.js';
+import { beginBulk, finishBulk } from '../../../indexer/bulk.js';
+import { encodeHistoryChunk, historyChunkEntries, decodeEntries } from '../../../src/db/packed.js';
+import { silentLogger } from '../../../src/log.js';
+import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+
+const key = (n: number) => `00000000-0000-0000-0000-${n.toString(16).padStart(12, '0')}`;
+
+/** Ascending tx_nums spread over heights, `count` of them from `start`. */
+const nums = (start: number, count: number) => Array.from({ length: count }, (_, i) => BigInt(start + i) * (1n << 20n) + BigInt(i % 7));
+
+describe('bulk finish: history chunks', () => {
+  let t: TestDatabase;
+  let client: pg.Client;
+  // Per address, its per-batch chunks as the load wrote them (each ≤ CHUNK_ENTRIES).
+  const batches = new Map<string, bigint[][]>([
+    [key(1), [nums(0, 700), nums(700, 800), nums(1500, 600), nums(2100, CHUNK_ENTRIES)]], // 3,124 entries
+    [key(2), [nums(5, 1), nums(9, 3)]],
+    [key(3), [nums(7, 1)]],
+    [key(4), [nums(10, CHUNK_ENTRIES)]],
+    [key(5), [nums(10, CHUNK_ENTRIES - 1), nums(CHUNK_ENTRIES + 10, 2)]],
+  ]);
+
+  beforeAll(async () => {
+    t = await createMigratedDatabase('bf');
+    client = new pg.Client({ connectionString: t.url });
+    await client.connect();
+    const deps = { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 };
+    await beginBulk(client, deps, 0);
+    for (const [k, chunks] of batches) {
+      for (const c of chunks) {
+        const { first_tx_num, rest } = encodeHistoryChunk(c);
+        await client.query('INSERT INTO history (addr_key, first_tx_num, rest) VALUES ($1, $2, $3)', [k, first_tx_num.toString(), rest]);
+      }
+    }
+    await finishBulk(client, deps);
+  });
+  afterAll(async () => {
+    await client?.end();
+    await t?.drop();
+  });
+
+  it('keeps every entry in order, in full chunks but the newest', async () => {
+    const rows = (await client.query<{ addr_key: string; first_tx_num: string; rest: Buffer }>('SELECT addr_key, first_tx_num::text, rest FROM history ORDER BY addr_key, first_tx_num')).rows;
+    for (const [k, chunks] of batches) {
+      const all = chunks.flat();
+      const mine = rows.filter((r) => r.addr_key === k);
+      expect(mine.length, k).toBe(Math.ceil(all.length / CHUNK_ENTRIES));
+      const entries = mine.map((r) => decodeEntries(historyChunkEntries(BigInt(r.first_tx_num), r.rest)));
+      entries.forEach((e, i) => {
+        expect(BigInt(mine[i]!.first_tx_num)).toBe(e[0]);
+        if (i < entries.length - 1) expect(e.length).toBe(CHUNK_ENTRIES);
+      });
+      expect(entries.flat()).toEqual(all);
+    }
+    expect(rows.length).toBe([...batches.values()].reduce((s, c) => s + Math.ceil(c.flat().length / CHUNK_ENTRIES), 0));
+  });
+
+  it('builds the history key over the result', async () => {
+    const r = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_indexes WHERE tablename = 'history' AND indexname = 'history_pkey'`);
+    expect(r.rows[0]!.n).toBe('1');
+  });
+});
