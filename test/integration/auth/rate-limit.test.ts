@@ -1,7 +1,9 @@
 /**
  * Per-key rate limits on a real redis-server of this test's own: a fixed window per key shared
- * by every limiter on the same Redis (several API processes), a fresh window after reset, and
- * fail-open within the time limit when Redis is gone (reported, not thrown).
+ * by every limiter on the same Redis (several API processes), a fresh window after reset, tokens
+ * leased in growing batches (a round trip per lease, the limit exact across processes and
+ * concurrent requests), and fail-open within the time limit when Redis is gone (reported, not
+ * thrown).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -9,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startRedis, type RedisServer } from '../../../src/embedded/redis.js';
-import { createRateLimiter } from '../../../src/auth/rate-limit.js';
+import { createRateLimiter, leaseCap } from '../../../src/auth/rate-limit.js';
 
 describe('redis rate limiter', () => {
   let dir: string;
@@ -47,6 +49,45 @@ describe('redis rate limiter', () => {
     now += 10_000;
     expect((await one.take(7n, 4))).toMatchObject({ allowed: true, remaining: 3 });
     expect(await a.pttl(`rl-test:rl:7:${Math.floor(now / 10_000)}`)).toBeGreaterThan(0);
+  });
+
+  /** EVALSHA/EVAL calls the server has answered so far. */
+  const scriptCalls = async () => {
+    const info = await a.info('commandstats');
+    return [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((s, m) => s + Number(m[1]), 0);
+  };
+
+  it('leases tokens: a busy key costs a round trip per lease, and never more than its limit', async () => {
+    const now = 5_000_000;
+    const limiter = createRateLimiter({ redis: a, prefix: 'rl-lease', windowMs: 60_000, now: () => now });
+    const before = await scriptCalls();
+    let allowed = 0;
+    for (let i = 0; i < 1000; i++) if ((await limiter.take(1n, 10_000)).allowed) allowed++;
+    expect(allowed).toBe(1000);
+    const calls = (await scriptCalls()) - before;
+    // Leases 1, 2, 4, … 64, then 100 (1 % of the limit): 7 + 9 for 1,000 requests.
+    expect(calls).toBeLessThanOrEqual(20);
+    const counter = Number(await a.get(`rl-lease:rl:1:${Math.floor(now / 60_000)}`));
+    expect(counter).toBeGreaterThanOrEqual(1000);
+    expect(counter - 1000).toBeLessThan(leaseCap(10_000));
+  });
+
+  it('grants exactly the limit to two processes and to concurrent requests, then refuses without asking Redis', async () => {
+    const now = 7_000_000;
+    const opts = { prefix: 'rl-exact', windowMs: 60_000, now: () => now };
+    const one = createRateLimiter({ redis: a, ...opts });
+    const two = createRateLimiter({ redis: b, ...opts });
+    let allowed = 0;
+    for (let i = 0; i < 2400; i++) if ((await (i % 3 ? two : one).take(2n, 1000)).allowed) allowed++;
+    expect(allowed).toBe(1000);
+    // 500 requests at once on one limiter, limit 300.
+    const three = createRateLimiter({ redis: a, ...opts });
+    const decisions = await Promise.all(Array.from({ length: 500 }, () => three.take(3n, 300)));
+    expect(decisions.filter((d) => d.allowed).length).toBe(300);
+    expect(decisions.filter((d) => !d.allowed).every((d) => d.remaining === 0)).toBe(true);
+    const before = await scriptCalls();
+    for (let i = 0; i < 50; i++) expect((await three.take(3n, 300)).allowed).toBe(false);
+    expect((await scriptCalls()) - before).toBe(0);
   });
 
   it('lets requests through within its time limit when Redis is gone, and says so', async () => {
