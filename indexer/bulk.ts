@@ -104,14 +104,15 @@ const DROP_INDEXES = `
 // entries arrive, never a burst of half-empty pages (134 against 168 MB at the default 75 on
 // the 2,000-block bench corpus). Random-key B-trees (utxos, history, balances) keep the
 // default 90: a full one would split nearly every page within days of live blocks.
-const BUILD_INDEXES = [
+const CHAIN_INDEXES = [
   'ALTER TABLE utxos ADD PRIMARY KEY (txid, vout)',
   'CREATE INDEX utxos_addr ON utxos (addr_key, tx_num DESC, vout DESC) WHERE addr_key IS NOT NULL',
   'ALTER TABLE balances ADD PRIMARY KEY (addr_key)',
   'ALTER TABLE txs ADD PRIMARY KEY (tx_num) WITH (fillfactor = 100)',
   'CREATE INDEX txs_txid ON txs USING hash (txid) WITH (fillfactor = 100)',
-  'ALTER TABLE history ADD PRIMARY KEY (addr_key, first_tx_num)',
 ];
+const HISTORY_INDEXES = ['ALTER TABLE history ADD PRIMARY KEY (addr_key, first_tx_num)'];
+const indexSteps = (ddl: readonly string[]) => ddl.map((text) => ({ name: text.split(' ').slice(0, 4).join(' '), text }));
 
 /** The bulk sync's mark in sync_state (absent or `active: false` outside a bulk sync). */
 export interface BulkState {
@@ -363,41 +364,47 @@ export async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: Bl
 }
 
 /**
- * Ends a bulk sync in one transaction: utxos rebuilt without the spent rows, each address's
- * per-batch history chunks merged into one where they fit (fewer rows: smaller and faster to
- * page), balances recomputed from utxos, every index built.
+ * The finish's two independent parts, each one transaction on its own connection, run at the
+ * same time (PostgreSQL runs a statement on one core; the machine has two): chain state (utxos
+ * rebuilt without the spent rows, balances recomputed from them, `bulk_spent` emptied, the
+ * utxos, balances and txs indexes) and history (each address's per-batch chunks re-cut into full
+ * chunks, its key). Each part drops its indexes first and is idempotent, so after a crash
+ * between the two commits the next finish simply runs both again.
  */
-export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise<void> {
-  const t0 = performance.now();
-  const ms: Record<string, number> = {};
-  let t = t0;
-  const step = async (name: string, text: string) => {
-    await client.query(text);
-    const now = performance.now();
-    ms[name] = Math.round(now - t);
-    t = now;
-  };
-  await inTransaction(client, deps, async () => {
-    // Index builds sort in memory up to maintenance_work_mem: at least 512 MB for them.
-    const mwm = (await client.query<{ kb: string }>("SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'")).rows[0]?.kb;
-    if (mwm !== undefined && Number(mwm) < 512 * 1024) await client.query("SET LOCAL maintenance_work_mem = '512MB'");
-    await step(
-      'utxos',
-      `CREATE TABLE utxos_live (LIKE utxos INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
+  [
+    {
+      name: 'utxos',
+      text: `ALTER TABLE utxos DROP CONSTRAINT IF EXISTS utxos_pkey;
+       DROP INDEX IF EXISTS utxos_addr;
+       CREATE TABLE utxos_live (LIKE utxos INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
        INSERT INTO utxos_live
          SELECT u.* FROM utxos u
          WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)
          ORDER BY u.addr_key, u.tx_num;
        DROP TABLE utxos;
        ALTER TABLE utxos_live RENAME TO utxos;`,
-    );
+    },
+    {
+      name: 'balances',
+      text: `ALTER TABLE balances DROP CONSTRAINT IF EXISTS balances_pkey;
+       TRUNCATE balances;
+       INSERT INTO balances (addr_key, balance, utxo_count)
+         SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
+       TRUNCATE bulk_spent;`,
+    },
+    { name: 'drop txs indexes', text: 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid;' },
+    ...indexSteps(CHAIN_INDEXES),
+  ],
+  [
     // Each address's per-batch chunks concatenated in order and cut into full chunks of
     // CHUNK_ENTRIES (the newest one partial): ~12 % fewer history rows on a mainnet-shaped corpus
     // (~5 % of the database). One sort and one pass: the chunk's first entry is decoded from the
     // concatenation for every chunk but an address's first.
-    await step(
-      'history',
-      `CREATE TABLE history_merged (LIKE history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+    {
+      name: 'history',
+      text: `ALTER TABLE history DROP CONSTRAINT IF EXISTS history_pkey;
+       CREATE TABLE history_merged (LIKE history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
        INSERT INTO history_merged
          SELECT addr_key,
                 CASE WHEN i = 0 THEN f ELSE ('x' || encode(substring(e FROM i * ${CHUNK_ENTRIES * 8} + 1 FOR 8), 'hex'))::bit(64)::int8 END,
@@ -407,15 +414,43 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
                      FROM history GROUP BY addr_key) a) c;
        DROP TABLE history;
        ALTER TABLE history_merged RENAME TO history;`,
-    );
-    await step(
-      'balances',
-      `TRUNCATE balances;
-       INSERT INTO balances (addr_key, balance, utxo_count)
-         SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
-       TRUNCATE bulk_spent;`,
-    );
-    for (const ddl of BUILD_INDEXES) await step(ddl.split(' ').slice(0, 4).join(' '), ddl);
+    },
+    ...indexSteps(HISTORY_INDEXES),
+  ],
+];
+
+/**
+ * Ends a bulk sync: the two parts of FINISH_PARTS at once, each in its own transaction, then the
+ * bulk mark cleared (a third). A crash before the mark leaves the sync active and the next run
+ * finishes again.
+ */
+export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise<void> {
+  const t0 = performance.now();
+  const ms: Record<string, number> = {};
+  const second = await connect(deps.databaseUrl);
+  try {
+    const run = async (c: pg.Client, steps: readonly { name: string; text: string }[]) => {
+      let t = performance.now();
+      await inTransaction(c, deps, async () => {
+        // Index builds sort in memory up to maintenance_work_mem: at least 512 MB for them.
+        const mwm = (await c.query<{ kb: string }>("SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'")).rows[0]?.kb;
+        if (mwm !== undefined && Number(mwm) < 512 * 1024) await c.query("SET LOCAL maintenance_work_mem = '512MB'");
+        for (const s of steps) {
+          await c.query(s.text);
+          const now = performance.now();
+          ms[s.name] = Math.round(now - t);
+          t = now;
+        }
+      });
+    };
+    const parts = [run(client, FINISH_PARTS[0]!), run(second, FINISH_PARTS[1]!)];
+    const settled = await Promise.allSettled(parts);
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  } finally {
+    await second.end().catch(() => {});
+  }
+  await inTransaction(client, deps, async () => {
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'false'::jsonb), updated_at = now() WHERE key = 'bulk'`);
   });
   await client.query('ANALYZE blocks, txs, utxos, balances, history').catch(() => {});

@@ -1,7 +1,9 @@
 /**
- * The bulk finish re-cuts each address's per-batch history chunks into full chunks of
- * CHUNK_ENTRIES, in one pass: entries and their order unchanged, every chunk full but an
- * address's newest, `first_tx_num` the chunk's first entry, nothing left of the batch chunks.
+ * The bulk finish: its chain part drops the outputs later batches spent and recomputes balances;
+ * its history part re-cuts each address's per-batch chunks into full chunks of CHUNK_ENTRIES
+ * (entries and their order unchanged, every chunk full but an address's newest, `first_tx_num`
+ * the chunk's first entry). The two run at once in separate transactions, so a crash can land
+ * between their commits: finishing again must change nothing.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,6 +36,11 @@ describe('bulk finish: history chunks', () => {
     await client.connect();
     const deps = { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 };
     await beginBulk(client, deps, 0);
+    // Two outputs of key 1, one of key 2; a later batch spent key 1's first.
+    for (const [i, k] of [key(1), key(1), key(2)].entries()) {
+      await client.query('INSERT INTO utxos (txid, vout, tx_num, value, script, addr_key) VALUES ($1, 0, $2, $3, $4, $5)', [Buffer.alloc(32, i + 1), String(i + 1), String(1000 * (i + 1)), Buffer.from([0x51]), k]);
+    }
+    await client.query('INSERT INTO bulk_spent (tx_num, vout) VALUES (1, 0)');
     for (const [k, chunks] of batches) {
       for (const c of chunks) {
         const { first_tx_num, rest } = encodeHistoryChunk(c);
@@ -63,8 +70,31 @@ describe('bulk finish: history chunks', () => {
     expect(rows.length).toBe([...batches.values()].reduce((s, c) => s + Math.ceil(c.flat().length / CHUNK_ENTRIES), 0));
   });
 
-  it('builds the history key over the result', async () => {
-    const r = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_indexes WHERE tablename = 'history' AND indexname = 'history_pkey'`);
-    expect(r.rows[0]!.n).toBe('1');
+  const state = async () => ({
+    history: (await client.query('SELECT addr_key, first_tx_num::text, rest FROM history ORDER BY addr_key, first_tx_num')).rows,
+    utxos: (await client.query('SELECT tx_num::text, vout, value::text, addr_key FROM utxos ORDER BY tx_num')).rows,
+    balances: (await client.query('SELECT addr_key, balance::text, utxo_count FROM balances ORDER BY addr_key')).rows,
+    spent: (await client.query('SELECT count(*)::int AS n FROM bulk_spent')).rows[0].n as number,
+    indexes: (await client.query(`SELECT tablename, indexname FROM pg_indexes WHERE tablename IN ('txs', 'utxos', 'balances', 'history') ORDER BY 1, 2`)).rows,
+    active: (await client.query(`SELECT value->>'active' AS a FROM sync_state WHERE key = 'bulk'`)).rows[0].a as string,
+  });
+
+  it('drops spent outputs, recomputes balances, builds every index and ends the bulk sync', async () => {
+    const s = await state();
+    expect(s.utxos.map((u) => u.tx_num)).toEqual(['2', '3']);
+    expect(s.balances).toEqual([
+      { addr_key: key(1), balance: '2000', utxo_count: 1 },
+      { addr_key: key(2), balance: '3000', utxo_count: 1 },
+    ]);
+    expect(s.spent).toBe(0);
+    expect(s.indexes.map((i) => i.indexname)).toEqual(['balances_pkey', 'history_pkey', 'txs_pkey', 'txs_txid', 'utxos_addr', 'utxos_pkey']);
+    expect(s.active).toBe('false');
+  });
+
+  it('finishing again (a crash between the two parts\' commits) changes nothing', async () => {
+    const before = await state();
+    await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'true'::jsonb) WHERE key = 'bulk'`);
+    await finishBulk(client, { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 });
+    expect(await state()).toEqual(before);
   });
 });
