@@ -56,13 +56,22 @@ export function createWriterLock(opts: { databaseUrl: string; log: Logger }): Wr
     lost = false;
   }
 
+  // One reconnect at a time: transactions guarded at once (the bulk finish's two parts) share it,
+  // instead of the second finding the lock taken by the first's new session.
+  let reconnecting: Promise<void> | null = null;
+
   async function check(held: (pid: number) => Promise<boolean>): Promise<void> {
     if (lost || client === null) {
-      const old = client;
-      client = null;
-      await old?.end().catch(() => {});
-      await connect();
-      opts.log.warn({ pid }, 'indexer lock taken again after its connection was lost');
+      reconnecting ??= (async () => {
+        const old = client;
+        client = null;
+        await old?.end().catch(() => {});
+        await connect();
+        opts.log.warn({ pid }, 'indexer lock taken again after its connection was lost');
+      })().finally(() => {
+        reconnecting = null;
+      });
+      await reconnecting;
     }
     if (!(await held(pid!))) {
       lost = true;

@@ -7,10 +7,13 @@
  * every request is counted in Redis as it comes, and a process never holds more than 1 % of a
  * key's window unused. The limit is never exceeded across processes; tokens a process leased
  * and did not use by the end of the window are lost to the others (at most 1 % each). A window
- * whose counter has passed the limit is refused locally without asking Redis again.
- * When Redis does not answer within `timeoutMs` the request is let through (fail open) and the
- * outage is reported through `onUnavailable`: rate limiting protects capacity, it is not an
- * access control.
+ * whose counter has passed the limit is refused locally without asking Redis again. Concurrent
+ * requests of a key wait for tokens already asked for only while those outnumber the requests
+ * counting on them; the others ask at once (a small limit: one INCRBY each, in parallel). A
+ * window's key expires a whole window after the window ends (a lagging clock cannot recreate it).
+ * When Redis does not answer within `timeoutMs` of a request, the request is let through (fail
+ * open) and the outage is reported through `onUnavailable`: rate limiting protects capacity, it
+ * is not an access control. An answer that comes later is still credited (Redis counted it).
  * @module
  */
 import type { Redis } from 'ioredis';
@@ -60,10 +63,13 @@ type Lease = {
   count: number;
   /** Size of the next lease. */
   next: number;
-  /** The counter has passed the limit: refused until the window ends. */
-  spent: boolean;
-  /** The lease request in flight; concurrent requests of the key wait for it. */
-  pending: Promise<unknown> | undefined;
+  /** The counter had passed this limit: refused until the window ends (or the limit is raised). */
+  spentAt: number | undefined;
+  /** Tokens asked for and not answered yet, and the takes counting on them. */
+  inFlight: number;
+  waiting: number;
+  /** Wakes the waiting takes when a lease is answered (or fails). */
+  wakers: (() => void)[];
 };
 
 /** A limiter over Redis; see the module comment for the window, lease and failure rules. */
@@ -72,55 +78,73 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
   const timeoutMs = opts.timeoutMs ?? 250;
   const now = opts.now ?? Date.now;
   const leases = new Map<bigint, Lease>();
+  let prunedWindow = -1;
   let sha: string | undefined;
 
-  async function incrBy(key: string, n: number): Promise<number> {
+  async function incrBy(key: string, n: number, ttlMs: number): Promise<number> {
     if (sha === undefined) sha = (await redis.script('LOAD', SCRIPT)) as string;
     try {
-      return Number(await redis.evalsha(sha, 1, key, windowMs, n));
+      return Number(await redis.evalsha(sha, 1, key, ttlMs, n));
     } catch (err) {
       if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
         sha = undefined;
-        return Number(await redis.eval(SCRIPT, 1, key, windowMs, n));
+        return Number(await redis.eval(SCRIPT, 1, key, ttlMs, n));
       }
       throw err;
     }
   }
 
-  async function withTimeout<T>(p: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        p,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`redis did not answer within ${timeoutMs} ms`)), timeoutMs);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** The key's lease for `window`, a fresh one when the window moved on (old windows dropped). */
+  /** The key's lease for `window`, a fresh one when the window moved on (old ones pruned once per window). */
   function leaseOf(keyId: bigint, window: number): Lease {
+    if (window > prunedWindow) {
+      prunedWindow = window;
+      for (const [k, v] of leases) if (v.window < window) leases.delete(k);
+    }
     let l = leases.get(keyId);
     if (l === undefined || l.window !== window) {
-      if (leases.size >= 10_000) for (const [k, v] of leases) if (v.window !== window && v.pending === undefined) leases.delete(k);
-      l = { window, left: 0, count: 0, next: 1, spent: false, pending: undefined };
+      l = { window, left: 0, count: 0, next: 1, spentAt: undefined, inFlight: 0, waiting: 0, wakers: [] };
       leases.set(keyId, l);
     }
     return l;
   }
 
-  /** Takes the next lease of `l` from Redis: the tokens of it still under `limit` become ours. */
-  async function refill(l: Lease, keyId: bigint, limit: number): Promise<void> {
-    const size = Math.min(l.next, leaseCap(limit));
-    const count = await withTimeout(incrBy(`${prefix}:rl:${keyId}:${l.window}`, size));
-    const granted = Math.max(0, Math.min(size, limit - (count - size)));
-    l.count = Math.max(l.count, count);
-    l.left += granted;
-    l.next = Math.min(size * 2, leaseCap(limit));
-    if (granted < size) l.spent = true;
+  /**
+   * Asks Redis for `size` more tokens of `l`'s window. The answer is credited whenever it comes,
+   * even after the takes waiting for it gave up (the counter counted them either way).
+   */
+  function refill(l: Lease, keyId: bigint, limit: number, size: number, resetMs: number): Promise<void> {
+    l.inFlight += size;
+    // The key outlives its window by a whole window: a process whose clock lags cannot recreate it.
+    return incrBy(`${prefix}:rl:${keyId}:${l.window}`, size, resetMs + windowMs)
+      .then(
+        (count) => {
+          const granted = Math.max(0, Math.min(size, limit - (count - size)));
+          l.count = Math.max(l.count, count);
+          l.left += granted;
+          l.next = Math.min(size * 2, leaseCap(limit));
+          if (granted < size) l.spentAt = limit;
+        },
+        (err: unknown) => {
+          l.next = 1;
+          throw err;
+        },
+      )
+      .finally(() => {
+        l.inFlight -= size;
+        for (const wake of l.wakers.splice(0)) wake();
+      });
+  }
+
+  /** Resolves at the next answer for `l`, or rejects at `deadline`. */
+  function answered(l: Lease, p: Promise<void> | undefined, deadline: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const next = p ?? new Promise<void>((resolve) => l.wakers.push(resolve));
+    return Promise.race([
+      next,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`redis did not answer within ${timeoutMs} ms`)), Math.max(0, deadline - now()));
+      }),
+    ]).finally(() => clearTimeout(timer));
   }
 
   return {
@@ -128,23 +152,25 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
       const t = now();
       const window = Math.floor(t / windowMs);
       const resetMs = (window + 1) * windowMs - t;
+      const deadline = t + timeoutMs;
       const l = leaseOf(keyId, window);
       for (;;) {
         if (l.left > 0) {
           l.left--;
           return { allowed: true, limit, remaining: Math.max(0, limit - l.count) + l.left, resetMs };
         }
-        if (l.spent) return { allowed: false, limit, remaining: 0, resetMs };
-        if (l.pending === undefined) {
-          l.pending = refill(l, keyId, limit).finally(() => {
-            l.pending = undefined;
-          });
-        }
+        if (l.spentAt !== undefined && limit <= l.spentAt) return { allowed: false, limit, remaining: 0, resetMs };
+        // Wait for tokens already asked for when there are more than takes counting on them;
+        // otherwise ask for a lease (concurrent takes of a small limit ask at once, one each).
+        const mine = l.inFlight > l.waiting ? undefined : refill(l, keyId, limit, Math.min(l.next, leaseCap(limit)), resetMs);
+        l.waiting++;
         try {
-          await l.pending;
+          await answered(l, mine, deadline);
         } catch (err) {
           opts.onUnavailable?.(err);
           return { allowed: true, limit, remaining: limit, resetMs };
+        } finally {
+          l.waiting--;
         }
       }
     },

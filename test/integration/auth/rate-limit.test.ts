@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createConnection, createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { startRedis, type RedisServer } from '../../../src/embedded/redis.js';
 import { createRateLimiter, leaseCap } from '../../../src/auth/rate-limit.js';
@@ -88,6 +89,49 @@ describe('redis rate limiter', () => {
     const before = await scriptCalls();
     for (let i = 0; i < 50; i++) expect((await three.take(3n, 300)).allowed).toBe(false);
     expect((await scriptCalls()) - before).toBe(0);
+  });
+
+  it('on a slow Redis: concurrent takes of a small limit ask at once, and an answer after the time limit is credited', async () => {
+    // A TCP proxy in front of the test's redis-server that holds every reply for `delayMs`.
+    let delayMs = 60;
+    const proxy: Server = createServer((down) => {
+      const up = createConnection(Number(new URL(server.url).port), '127.0.0.1');
+      down.on('data', (d) => up.write(d));
+      up.on('data', (d) => setTimeout(() => down.writable && down.write(d), delayMs));
+      const close = () => { down.destroy(); up.destroy(); };
+      down.on('error', close).on('close', close);
+      up.on('error', close).on('close', close);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const slow = new Redis(`redis://127.0.0.1:${(proxy.address() as { port: number }).port}`, { maxRetriesPerRequest: 1 });
+    slow.on('error', () => {});
+    try {
+      await slow.ping();
+      const problems: unknown[] = [];
+      const limiter = createRateLimiter({ redis: slow, prefix: 'rl-slow', windowMs: 60_000, timeoutMs: 250, onUnavailable: (e) => problems.push(e) });
+      const t0 = performance.now();
+      const all = await Promise.all(Array.from({ length: 50 }, () => limiter.take(1n, 150)));
+      // One round trip for all (50 in a row would take 3 s).
+      expect(performance.now() - t0).toBeLessThan(1000);
+      expect(all.every((d) => d.allowed)).toBe(true);
+      expect(problems).toEqual([]);
+      expect(Number(await a.get(`rl-slow:rl:1:${Math.floor(Date.now() / 60_000)}`))).toBe(50);
+
+      delayMs = 400;
+      const late = await limiter.take(2n, 100_000);
+      expect(late.allowed).toBe(true);
+      expect(problems.length).toBe(1);
+      await new Promise((r) => setTimeout(r, 300));
+      delayMs = 0;
+      const before = await scriptCalls();
+      // The late answer's token is this process's: spent without asking Redis again.
+      expect((await limiter.take(2n, 100_000)).allowed).toBe(true);
+      expect((await scriptCalls()) - before).toBe(0);
+      expect(Number(await a.get(`rl-slow:rl:2:${Math.floor(Date.now() / 60_000)}`))).toBe(1);
+    } finally {
+      slow.disconnect();
+      await new Promise((r) => proxy.close(r));
+    }
   });
 
   it('lets requests through within its time limit when Redis is gone, and says so', async () => {

@@ -1,0 +1,49 @@
+/**
+ * The writer lock after its session died: transactions guarded at the same moment (the bulk
+ * finish runs two) share one reconnect and both go on, and the lock stays exclusive.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWriterLock, type WriterLock } from '../../../indexer/writer-lock.js';
+import { silentLogger } from '../../../src/log.js';
+import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+
+describe('writer lock', () => {
+  let t: TestDatabase;
+  let lock: WriterLock;
+  const clients: pg.Client[] = [];
+  const client = async () => {
+    const c = new pg.Client({ connectionString: t.url });
+    await c.connect();
+    clients.push(c);
+    return c;
+  };
+  beforeAll(async () => {
+    t = await createMigratedDatabase('wl');
+    lock = createWriterLock({ databaseUrl: t.url, log: silentLogger() });
+    await lock.acquire();
+  });
+  afterAll(async () => {
+    await lock?.release();
+    for (const c of clients) await c.end().catch(() => {});
+    await t?.drop();
+  });
+
+  it('two guards at once after the lock session died take the lock again once', async () => {
+    const [a, b, admin] = [await client(), await client(), await client()];
+    const killed = await admin.query<{ n: number }>(
+      "SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'blockwire-indexer-lock' AND datname = current_database()",
+    );
+    expect(killed.rows[0]!.n).toBe(1);
+    await new Promise((r) => setTimeout(r, 200));
+    await a.query('BEGIN');
+    await b.query('BEGIN');
+    await expect(Promise.all([lock.guardClient(a), lock.guardClient(b)])).resolves.toBeDefined();
+    await a.query('ROLLBACK');
+    await b.query('ROLLBACK');
+    const sessions = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'blockwire-indexer-lock' AND datname = current_database()");
+    expect(sessions.rows[0]!.n).toBe(1);
+    const other = createWriterLock({ databaseUrl: t.url, log: silentLogger() });
+    await expect(other.acquire()).rejects.toMatchObject({ code: 'ERR_INDEXER_LOCKED' });
+  });
+});
