@@ -98,3 +98,43 @@ describe('bulk finish: history chunks', () => {
     expect(await state()).toEqual(before);
   });
 });
+
+describe('bulk finish: one part committed, the other not', () => {
+  let t: TestDatabase;
+  let client: pg.Client;
+  afterAll(async () => {
+    await client?.end();
+    await t?.drop();
+  });
+
+  it('the next finish completes it', async () => {
+    t = await createMigratedDatabase('bf1');
+    client = new pg.Client({ connectionString: t.url });
+    await client.connect();
+    const deps = { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 };
+    await beginBulk(client, deps, 0);
+    await client.query('INSERT INTO utxos (txid, vout, tx_num, value, script, addr_key) VALUES ($1, 0, 1, 500, $2, $3), ($4, 0, 2, 700, $2, $3)', [Buffer.alloc(32, 1), Buffer.from([0x51]), key(9), Buffer.alloc(32, 2)]);
+    await client.query('INSERT INTO bulk_spent (tx_num, vout) VALUES (1, 0)');
+    const chunks = [nums(0, 600), nums(600, 600)];
+    for (const c of chunks) {
+      const { first_tx_num, rest } = encodeHistoryChunk(c);
+      await client.query('INSERT INTO history (addr_key, first_tx_num, rest) VALUES ($1, $2, $3)', [key(9), first_tx_num.toString(), rest]);
+    }
+    // The chain part fails (its work table is in the way); the history part commits.
+    await client.query('CREATE TABLE utxos_live (x int)');
+    await expect(finishBulk(client, deps)).rejects.toThrow(/utxos_live/);
+    const mid = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM history');
+    expect(mid.rows[0]!.n).toBe(2); // 1,200 entries: re-cut into 1,024 + 176
+    expect((await client.query(`SELECT value->>'active' AS a FROM sync_state WHERE key = 'bulk'`)).rows[0].a).toBe('true');
+    expect((await client.query('SELECT count(*)::int AS n FROM bulk_spent')).rows[0].n).toBe(1);
+    await client.query('DROP TABLE utxos_live');
+    await finishBulk(client, deps);
+    const rows = (await client.query<{ first_tx_num: string; rest: Buffer }>('SELECT first_tx_num::text, rest FROM history ORDER BY first_tx_num')).rows;
+    expect(rows.flatMap((r) => decodeEntries(historyChunkEntries(BigInt(r.first_tx_num), r.rest)))).toEqual(chunks.flat());
+    expect(rows.map((r) => r.rest.length / 8 + 1)).toEqual([CHUNK_ENTRIES, 1200 - CHUNK_ENTRIES]);
+    expect((await client.query('SELECT tx_num::text FROM utxos')).rows).toEqual([{ tx_num: '2' }]);
+    expect((await client.query('SELECT balance::text, utxo_count FROM balances')).rows).toEqual([{ balance: '700', utxo_count: 1 }]);
+    expect((await client.query(`SELECT value->>'active' AS a FROM sync_state WHERE key = 'bulk'`)).rows[0].a).toBe('false');
+    expect((await client.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE tablename IN ('txs', 'utxos', 'balances', 'history')`)).rows[0].n).toBe(6);
+  });
+});
