@@ -93,6 +93,7 @@ export function nodeFeed(source: ChainSource, from: number, to: number, inFlight
 const DROP_INDEXES = `
   ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey;
   DROP INDEX IF EXISTS txs_txid;
+  DROP INDEX IF EXISTS txs_txid_key;
   ALTER TABLE utxos DROP CONSTRAINT IF EXISTS utxos_pkey;
   DROP INDEX IF EXISTS utxos_addr;
   ALTER TABLE history DROP CONSTRAINT IF EXISTS history_pkey;
@@ -102,16 +103,13 @@ const DROP_INDEXES = `
 // txs only grows at its end (tx_num is chain order), so its primary key is built full: the
 // per-block path appends to the rightmost page, which splits without leaving room behind.
 // Random-key B-trees (utxos, history, balances) keep the default 90: a full one would split
-// nearly every page within days of live blocks. The txid hash index keeps its default 75: its
-// size moves in powers of two of buckets, and fuller buckets only spill into overflow pages
-// (on 1 M txids: 33.6 MB at 75, 90 and 100 alike, overflow pages 14, 33 and 60 % of buckets,
-// i.e. a second page read for many more lookups).
+// nearly every page within days of live blocks (the txid key's too: txids are random).
 const CHAIN_INDEXES = [
   'ALTER TABLE utxos ADD PRIMARY KEY (txid, vout)',
   'CREATE INDEX utxos_addr ON utxos (addr_key, tx_num DESC, vout DESC) WHERE addr_key IS NOT NULL',
   'ALTER TABLE balances ADD PRIMARY KEY (addr_key)',
   'ALTER TABLE txs ADD PRIMARY KEY (tx_num) WITH (fillfactor = 100)',
-  'CREATE INDEX txs_txid ON txs USING hash (txid)',
+  'CREATE INDEX txs_txid_key ON txs (txid_key(txid))',
 ];
 const HISTORY_INDEXES = ['ALTER TABLE history ADD PRIMARY KEY (addr_key, first_tx_num)'];
 const indexSteps = (ddl: readonly string[]) => ddl.map((text) => ({ name: text.split(' ').slice(0, 4).join(' '), text }));
@@ -396,7 +394,7 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
          SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
        TRUNCATE bulk_spent;`,
     },
-    { name: 'drop txs indexes', text: 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid;' },
+    { name: 'drop txs indexes', text: 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid_key;' },
     ...indexSteps(CHAIN_INDEXES),
   ],
   [

@@ -24,6 +24,7 @@ import type { MempoolSource } from './chain-source.js';
 import { txNumOf } from './derive.js';
 import { appendEvents, loadWatches, type Watch } from './events.js';
 import { addMempoolReplacers, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
+import { txidIn, txidIs } from '../src/db/txid-key.js';
 
 type Trx = Transaction<Database>;
 
@@ -80,7 +81,7 @@ async function confirmedSpenders(trx: Trx, victims: readonly Row[]): Promise<Map
   const spent = await sql<{ i: string; tx_num: bigint }>`
     SELECT q.i::text AS i, t.tx_num
     FROM unnest(${ops.map((o) => toBuffer(o.txid))}::bytea[], ${ops.map((o) => o.vout)}::int4[]) WITH ORDINALITY AS q(txid, vout, i)
-    JOIN txs t ON t.txid = q.txid
+    JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}
     WHERE NOT EXISTS (SELECT 1 FROM utxos u WHERE u.txid = q.txid AND u.vout = q.vout)`.execute(trx);
   if (spent.rows.length === 0) return found;
   const wanted = new Map<string, Row[]>();
@@ -119,7 +120,7 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
     async step() {
       const pending = await sql<{ txid: Buffer; due: boolean }>`
         SELECT r.txid, bool_and(r.reorged_at <= now() - make_interval(secs => ${graceSecs}))
-          AND NOT EXISTS (SELECT 1 FROM txs t WHERE t.txid = r.txid) AND NOT EXISTS (SELECT 1 FROM mempool_txs m WHERE m.txid = r.txid) AS due
+          AND NOT EXISTS (SELECT 1 FROM txs t WHERE ${txidIs(sql.ref('t.txid'), sql.ref('r.txid'))}) AND NOT EXISTS (SELECT 1 FROM mempool_txs m WHERE m.txid = r.txid) AS due
         FROM reorged_txs r GROUP BY r.txid`.execute(db);
       if (pending.rows.length === 0) return false;
       // The node's word on those past their grace period, asked before the transaction opens.
@@ -137,7 +138,7 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
         const byTx = new Map<string, Row>();
         for (const r of rows) if (!byTx.has(hashToHex(r.txid))) byTx.set(hashToHex(r.txid), r);
         const ids = [...byTx.values()].map((r) => r.txid);
-        const confirmed = await sql<{ txid: Buffer }>`SELECT DISTINCT txid FROM txs WHERE txid = ANY(${ids}::bytea[])`.execute(trx);
+        const confirmed = await sql<{ txid: Buffer }>`SELECT DISTINCT txid FROM txs WHERE ${txidIn(sql.ref('txid'), ids)}`.execute(trx);
         const settled = new Set([...confirmed.rows.map((r) => r.txid), ...(await mempoolTxidsAmong(trx, ids))].map(hashToHex));
         const open = [...byTx.values()].filter((r) => !settled.has(hashToHex(r.txid)));
         const replacedBy = await confirmedSpenders(trx, open);

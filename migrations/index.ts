@@ -10,6 +10,7 @@ import * as m0003 from './0003_chain_events.js';
 import * as m0004 from './0004_bulk_sync.js';
 import * as m0005 from './0005_reorged_txs.js';
 import * as m0006 from './0006_history_rest.js';
+import * as m0007 from './0007_txid_key.js';
 import * as m0010 from './0010_api_key_events.js';
 import * as m0020 from './0020_streams.js';
 import * as m0030 from './0030_stamps.js';
@@ -21,6 +22,7 @@ export const migrations: Record<string, Migration> = {
   '0004_bulk_sync': m0004,
   '0005_reorged_txs': m0005,
   '0006_history_rest': m0006,
+  '0007_txid_key': m0007,
   '0010_api_key_events': m0010,
   '0020_streams': m0020,
   '0030_stamps': m0030,

@@ -14,6 +14,7 @@ import { isoFromUnix, isoTime } from '../api/time.js';
 import type { Batcher } from './batcher.js';
 import { findStamp, findStampByOutput, insertStampRequest, type StampRow } from './requests.js';
 import type { StampDb } from './tables.js';
+import { txidIn } from '../db/txid-key.js';
 
 export type StampServiceDeps = {
   db: StampDb;
@@ -79,7 +80,7 @@ export function createStampService(deps: StampServiceDeps): StampService {
       const r = await sql<{ txid: Buffer; height: number; time: number; tip: number }>`
         SELECT t.txid, b.height, b.time, (SELECT height FROM chain_tip WHERE id = 1) AS tip
         FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
-        WHERE t.txid = ANY(${txids}::bytea[])`.execute(db);
+        WHERE ${txidIn(sql.ref('t.txid'), txids)}`.execute(db);
       const confirmed = r.rows[0];
       if (confirmed) {
         const out = loc.outputs.find((o) => o.txid.equals(confirmed.txid))!;

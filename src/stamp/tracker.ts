@@ -24,6 +24,7 @@ import {
 } from './ledger.js';
 import { broadcastRaw } from './node.js';
 import type { StampDb } from './tables.js';
+import { txidIn } from '../db/txid-key.js';
 
 /** Confirmed transactions are watched this many blocks deep for reorgs. */
 export const REORG_WATCH_DEPTH = 12;
@@ -70,7 +71,7 @@ async function resign(db: StampDb, me: string): Promise<void> {
 async function findConfirmed(db: StampDb, txids: Buffer[]): Promise<Map<string, { height: number; hash: Buffer }>> {
   const r = await sql<{ txid: Buffer; height: number; hash: Buffer }>`
     SELECT t.txid, b.height, b.hash FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
-    WHERE t.txid = ANY(${txids}::bytea[])`.execute(db);
+    WHERE ${txidIn(sql.ref('t.txid'), txids)}`.execute(db);
   return new Map(r.rows.map((x) => [x.txid.toString('hex'), { height: x.height, hash: x.hash }]));
 }
 

@@ -7,6 +7,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 import { firstTxNum } from '../tx-num.js';
+import { txidIn, txidIs } from '../txid-key.js';
 
 export type Tip = { height: number; hash: Buffer | null };
 
@@ -66,7 +67,7 @@ export async function findConfirmedTx(db: Kysely<Database>, txid: Buffer): Promi
            ARRAY(SELECT vout FROM utxos WHERE txid = t.txid) AS unspent_vouts,
            ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts
     FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
-    WHERE t.txid = ${txid}`.execute(db);
+    WHERE ${txidIs(sql.ref('t.txid'), txid)}`.execute(db);
   return r.rows[0];
 }
 
@@ -85,7 +86,7 @@ export async function getTxsByTxid(db: Kysely<Database>, txids: readonly Buffer[
   const out = new Map<string, { tx_num: bigint; outs: Buffer }>();
   if (txids.length === 0) return out;
   const r = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer }>`
-    SELECT tx_num, txid, outs FROM txs WHERE txid = ANY(${txids}::bytea[])`.execute(db);
+    SELECT tx_num, txid, outs FROM txs WHERE ${txidIn(sql.ref('txid'), txids)}`.execute(db);
   for (const row of r.rows) out.set(row.txid.toString('hex'), { tx_num: row.tx_num, outs: row.outs });
   return out;
 }
@@ -126,7 +127,7 @@ export async function getOutputSpendState(db: Kysely<Database>, txid: Buffer): P
 /** Does a block or mempool transaction already have this txid? (for idempotent broadcast) */
 export async function txKnown(db: Kysely<Database>, txid: Buffer): Promise<'confirmed' | 'mempool' | undefined> {
   const r = await sql<{ where: string }>`
-    SELECT 'confirmed' AS where FROM txs WHERE txid = ${txid}
+    SELECT 'confirmed' AS where FROM txs WHERE ${txidIs(sql.ref('txid'), txid)}
     UNION ALL SELECT 'mempool' FROM mempool_txs WHERE txid = ${txid} LIMIT 1`.execute(db);
   return r.rows[0]?.where as 'confirmed' | 'mempool' | undefined;
 }

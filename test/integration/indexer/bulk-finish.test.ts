@@ -87,7 +87,7 @@ describe('bulk finish: history chunks', () => {
       { addr_key: key(2), balance: '3000', utxo_count: 1 },
     ]);
     expect(s.spent).toBe(0);
-    expect(s.indexes.map((i) => i.indexname)).toEqual(['balances_pkey', 'history_pkey', 'txs_pkey', 'txs_txid', 'utxos_addr', 'utxos_pkey']);
+    expect(s.indexes.map((i) => i.indexname)).toEqual(['balances_pkey', 'history_pkey', 'txs_pkey', 'txs_txid_key', 'utxos_addr', 'utxos_pkey']);
     expect(s.active).toBe('false');
   });
 

@@ -1,0 +1,67 @@
+/**
+ * `txs` by txid through the B-tree on `txid_key(txid)` (migrations/0007_txid_key.ts): the
+ * helpers find exactly the asked rows, also among txids sharing their first 8 bytes, and every
+ * query that looks a txid up in `txs` (API, reorged settlement, stamping) is planned on the
+ * index, not on a scan of the table.
+ */
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { txidIn, txidIs } from '../../../src/db/txid-key.js';
+import { findConfirmedTx, getTxsByTxid, txKnown } from '../../../src/db/queries/api-chain.js';
+import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+
+const txid = (i: number, prefix?: number) => {
+  const b = Buffer.alloc(32);
+  b.writeUInt32BE(i, 28);
+  b.writeBigUInt64BE(BigInt(prefix ?? i) * 0x9e3779b97f4a7c15n % (1n << 64n), 0);
+  return b;
+};
+
+describe('txs by txid key', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createMigratedDatabase('tk');
+    await sql`INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
+      SELECT h, decode(lpad(to_hex(h), 64, '0'), 'hex'), decode(lpad(to_hex(h - 1), 64, '0'), 'hex'), '\\x00'::bytea, 0, 1, 1, 4 FROM generate_series(0, 199) h`.execute(t.db);
+    // 20,000 transactions; 3 of them share their first 8 bytes with another.
+    const rows = Array.from({ length: 20_000 }, (_, i) => ({ tx_num: String(BigInt(i % 200) * (1n << 20n) + BigInt(i)), txid: i >= 19_997 ? txid(i, i - 10) : txid(i) }));
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, x, '\\x'::bytea, '\\x'::bytea FROM unnest(${rows.map((r) => r.tx_num)}::int8[], ${rows.map((r) => r.txid)}::bytea[]) AS u(n, x)`.execute(t.db);
+    await sql`ANALYZE txs`.execute(t.db);
+  });
+  afterAll(async () => {
+    await t?.drop();
+  });
+
+  it('finds exactly the asked txids, also when another shares the key', async () => {
+    for (const i of [5, 19_997, 19_998, 19_999 - 10]) {
+      const r = await sql<{ txid: Buffer }>`SELECT txid FROM txs WHERE ${txidIs(sql.ref('txid'), txid(i, i >= 19_997 ? i - 10 : i))}`.execute(t.db);
+      expect(r.rows.map((x) => x.txid.readUInt32BE(28))).toEqual([i]);
+    }
+    const ask = [txid(7), txid(19_998, 19_988), txid(19_988), txid(123_456)];
+    const r = await sql<{ txid: Buffer }>`SELECT txid FROM txs WHERE ${txidIn(sql.ref('txid'), ask)} ORDER BY tx_num`.execute(t.db);
+    expect(r.rows.map((x) => x.txid.readUInt32BE(28)).sort((a, b) => a - b)).toEqual([7, 19_988, 19_998]);
+    expect((await getTxsByTxid(t.db, ask)).size).toBe(3);
+    expect(await txKnown(t.db, txid(42))).toBe('confirmed');
+    expect(await txKnown(t.db, txid(123_456))).toBeUndefined();
+    expect((await findConfirmedTx(t.db, txid(9)))?.txid.equals(txid(9))).toBe(true);
+  });
+
+  it('is planned on the index (one txid, a list, a join)', async () => {
+    const plans: string[] = [];
+    const explain = async (q: ReturnType<typeof sql>) => {
+      await t.db.connection().execute(async (c) => {
+        await sql`SET enable_seqscan = off`.execute(c);
+        const r = await sql<{ 'QUERY PLAN': string }>`EXPLAIN ${q}`.execute(c);
+        plans.push(r.rows.map((x) => x['QUERY PLAN']).join('\n'));
+        await sql`RESET enable_seqscan`.execute(c);
+      });
+    };
+    await explain(sql`SELECT tx_num FROM txs WHERE ${txidIs(sql.ref('txid'), txid(3))}`);
+    await explain(sql`SELECT tx_num FROM txs WHERE ${txidIn(sql.ref('txid'), [txid(3), txid(4)])}`);
+    await explain(sql`SELECT t.tx_num FROM unnest(${[txid(3), txid(4)]}::bytea[]) AS q(txid) JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}`);
+    for (const p of plans) {
+      expect(p).toMatch(/Index (Only )?Scan using txs_txid_key|Bitmap Index Scan on txs_txid_key/);
+      expect(p).not.toMatch(/Seq Scan on txs/);
+    }
+  });
+});
