@@ -59,6 +59,18 @@ describe('txs by txid key', () => {
     await explain(sql`SELECT tx_num FROM txs WHERE ${txidIs(sql.ref('txid'), txid(3))}`);
     await explain(sql`SELECT tx_num FROM txs WHERE ${txidIn(sql.ref('txid'), [txid(3), txid(4)])}`);
     await explain(sql`SELECT t.tx_num FROM unnest(${[txid(3), txid(4)]}::bytea[]) AS q(txid) JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}`);
+    // The API's sessions plan generically (api-db.ts): the key of a parameter still reaches the index.
+    await t.db.connection().execute(async (c) => {
+      await sql`SET plan_cache_mode = force_generic_plan`.execute(c);
+      await sql`SET enable_seqscan = off`.execute(c);
+      await sql`PREPARE by_txid(bytea) AS SELECT tx_num FROM txs WHERE txid_key(txid) = txid_key($1) AND txid = $1`.execute(c);
+      const r = await sql<{ 'QUERY PLAN': string }>`EXPLAIN EXECUTE by_txid(${sql.raw(`'\\x${txid(3).toString('hex')}'::bytea`)})`.execute(c);
+      plans.push(r.rows.map((x) => x['QUERY PLAN']).join('\n'));
+      await sql`DEALLOCATE by_txid`.execute(c);
+      await sql`RESET enable_seqscan`.execute(c);
+      await sql`RESET plan_cache_mode`.execute(c);
+    });
+    expect(plans).toHaveLength(4);
     for (const p of plans) {
       expect(p).toMatch(/Index (Only )?Scan using txs_txid_key|Bitmap Index Scan on txs_txid_key/);
       expect(p).not.toMatch(/Seq Scan on txs/);
