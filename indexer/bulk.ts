@@ -92,7 +92,6 @@ export function nodeFeed(source: ChainSource, from: number, to: number, inFlight
 /** Index DDL the bulk path drops and rebuilds (the definitions of migrations/0001_chain.ts). */
 const DROP_INDEXES = `
   ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey;
-  DROP INDEX IF EXISTS txs_txid;
   DROP INDEX IF EXISTS txs_txid_key;
   ALTER TABLE utxos DROP CONSTRAINT IF EXISTS utxos_pkey;
   DROP INDEX IF EXISTS utxos_addr;
@@ -369,16 +368,15 @@ export async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: Bl
  * parallel workers): chain state (utxos
  * rebuilt without the spent rows, balances recomputed from them, `bulk_spent` emptied, the
  * utxos, balances and txs indexes) and history (each address's per-batch chunks re-cut into full
- * chunks, its key). Each part drops its indexes first and is idempotent, so after a crash
- * between the two commits the next finish simply runs both again.
+ * chunks, its key). Each part writes utxos and history into new tables (the old ones go with
+ * their indexes) and drops the balances and txs indexes before building them, so it is
+ * idempotent: after a crash between the two commits the next finish simply runs both again.
  */
 const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
   [
     {
       name: 'utxos',
-      text: `ALTER TABLE utxos DROP CONSTRAINT IF EXISTS utxos_pkey;
-       DROP INDEX IF EXISTS utxos_addr;
-       CREATE TABLE utxos_live (LIKE utxos INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+      text: `CREATE TABLE utxos_live (LIKE utxos INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
        INSERT INTO utxos_live
          SELECT u.* FROM utxos u
          WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)
@@ -404,8 +402,7 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
     // concatenation for every chunk but an address's first.
     {
       name: 'history',
-      text: `ALTER TABLE history DROP CONSTRAINT IF EXISTS history_pkey;
-       CREATE TABLE history_merged (LIKE history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+      text: `CREATE TABLE history_merged (LIKE history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
        INSERT INTO history_merged
          SELECT addr_key,
                 CASE WHEN i = 0 THEN f ELSE ('x' || encode(substring(e FROM i * ${CHUNK_ENTRIES * 8} + 1 FOR 8), 'hex'))::bit(64)::int8 END,
