@@ -82,6 +82,20 @@ export function hashToHex(internal: Uint8Array): string {
   return r.toString('hex');
 }
 
+/**
+ * hashToHex of each 32-byte hash packed back to back in `packed`, with one reversal buffer and
+ * one hex encoding for all of them (a history page's 25–1,000 txids).
+ */
+export function hashesToHex(packed: Uint8Array): string[] {
+  if (packed.length % 32 !== 0) throw new RangeError(`packed hashes must be a multiple of 32 bytes, got ${packed.length}`);
+  const r = Buffer.allocUnsafe(packed.length);
+  for (let o = 0; o < packed.length; o += 32) for (let i = 0; i < 32; i++) r[o + i] = packed[o + 31 - i]!;
+  const hex = r.toString('hex');
+  const out = new Array<string>(packed.length / 32);
+  for (let k = 0; k < out.length; k++) out[k] = hex.slice(k * 64, k * 64 + 64);
+  return out;
+}
+
 const HASH_HEX_RE = /^[0-9a-fA-F]{64}$/;
 
 /** Internal-order bytes of a hash written in display order (64 hex chars, as Core prints it). */

@@ -14,18 +14,21 @@ import {
   getBalanceExclusions,
   getBalanceParts,
   getBalancePartsMany,
-  listHistoryPage,
+  listHistoryPages,
+  type HistoryPageRequest,
   listUnspentPage,
 } from '../../db/queries/api-address.js';
-import { hashToHex } from '../../bitcoin/hash.js';
+import { hashesToHex, hashToHex } from '../../bitcoin/hash.js';
 import { addressToScript } from '../address-codec.js';
-import { decodeCursor, encodeCursor, type ChunkPosition, type Cursor } from '../cursor.js';
+import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';
 import { ApiError } from '../errors.js';
 import { addressParams, balanceSchema, historySchema, minConfQuery, pageQuery, unspentSchema } from '../schemas.js';
 import type { ResolvedApiDeps, RouteModule } from '../deps.js';
 import { batchPerTick } from '../tick-batch.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
+/** The txid of a history entry whose `txs` row is missing, as hex (listHistoryPage). */
+const ABSENT_HEX = '0'.repeat(64);
 
 type AddressParams = { Params: { address: string } };
 
@@ -90,6 +93,8 @@ function setNextLink(request: FastifyRequest, reply: FastifyReply, q: PageQuery[
 export const addressRoutes: RouteModule = (app, deps) => {
   // Balance requests arriving together share one query (src/api/tick-batch.ts).
   const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.db, keys[0]!)] : getBalancePartsMany(deps.db, keys)));
+  // So do history pages (one statement for one page or many).
+  const historyPages = batchPerTick((requests: HistoryPageRequest[]) => listHistoryPages(deps.db, requests));
   app.get<AddressParams & { Querystring: { min_conf: number } }>(
     '/addresses/:address/balance',
     {
@@ -121,29 +126,35 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const q = request.query;
       const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'h');
       await assertNotSyncing(deps);
-      const want = q.limit + 1;
-      const page = await listHistoryPage(deps.db, addrKey, {
+      const page = await historyPages({
+        addrKey,
         mempoolAfter: mempoolAfter(q, cursor),
         before: cursor?.phase === 'c' ? cursor.txNum : MAX_TX_NUM,
         at: cursor?.phase === 'c' ? cursor.chunk : undefined,
         minConf: q.min_conf,
-        limit: want,
+        limit: q.limit + 1,
       });
-      const items: { txid: Buffer | null; txNum?: bigint; firstSeenUs?: bigint; chunk?: ChunkPosition }[] = [
-        ...page.mempool.map((m) => ({ txid: m.txid, firstSeenUs: m.firstSeenUs })),
-        ...page.chain.map((c) => ({ txid: c.txid, txNum: c.n, chunk: { first: c.first, index: c.index } })),
-      ].slice(0, want);
-      const next = cutPage(items, q.limit, (last) =>
-        last.txNum !== undefined
-          ? { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0, ...(last.chunk ? { chunk: last.chunk } : {}) }
-          : { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid!, vout: 0 },
-      );
-      if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
-      setNextLink(request, reply, q, next);
+      // The page: mempool entries, then chain entries, `q.limit` in all; one more means a next page.
+      const inMempool = Math.min(page.mempool.length, q.limit);
+      const inChain = Math.min(page.chain.count, q.limit - inMempool);
+      const more = page.mempool.length + page.chain.count > q.limit;
+      if (inMempool + inChain === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
+      if (more) {
+        let next: Cursor;
+        if (inChain > 0) {
+          const last = page.chain.at(inChain - 1);
+          next = { kind: 'h', phase: 'c', txNum: last.n, vout: 0, chunk: { first: last.first, index: last.index } };
+        } else {
+          const last = page.mempool[inMempool - 1]!;
+          next = { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs, txid: last.txid, vout: 0 };
+        }
+        setNextLink(request, reply, q, next);
+      }
       // (entries and txids come from one statement's snapshot: every chain entry has its txid)
-      const out: string[] = [];
-      for (const i of items) if (i.txid) out.push(hashToHex(i.txid));
-      return out;
+      const out = page.mempool.slice(0, inMempool).map((m) => hashToHex(m.txid));
+      for (const hex of hashesToHex(page.chain.txids.subarray(0, inChain * 32))) if (hex !== ABSENT_HEX) out.push(hex);
+      // Hex needs no escaping: the body is written here, not by the serializer (schema: historySchema).
+      return reply.type('application/json; charset=utf-8').send(out.length === 0 ? '[]' : `["${out.join('","')}"]`);
     },
   );
 

@@ -82,76 +82,129 @@ const ENTRIES = sql<Buffer>`int8send(first_tx_num) || rest`;
 /** A confirmed history entry of a page: its tx_num, txid (null only if `txs` lacks the row, which one statement's snapshot rules out in a sound index) and place. */
 export type HistoryPageEntry = { n: bigint; txid: Buffer | null; first: bigint; index: number };
 
+/** Bytes per entry of HistoryEntries' positions: tx_num (int8), chunk first_tx_num (int8), index (int4), big-endian. */
+const POSITION_BYTES = 20;
+/** The txid Postgres packs for an entry whose `txs` row is missing (no transaction hashes to zero). */
+const ABSENT_TXID = Buffer.alloc(32);
+const ABSENT_TXID_SQL = sql.raw(`'\\x${ABSENT_TXID.toString('hex')}'::bytea`);
+
+/**
+ * The confirmed entries of a history page, newest first, as Postgres packs them: one row for
+ * the whole page instead of one per entry (a 25-entry page cost the API ~3 µs per row parsed).
+ */
+export class HistoryEntries {
+  readonly count: number;
+  constructor(
+    /** 32 bytes per entry, internal byte order; all zero where `txs` lacks the row. */
+    readonly txids: Buffer,
+    private readonly positions: Buffer,
+  ) {
+    this.count = positions.length / POSITION_BYTES;
+  }
+
+  /** The `k`-th entry (0 = newest). */
+  at(k: number): HistoryPageEntry {
+    const o = k * POSITION_BYTES;
+    const txid = this.txids.subarray(k * 32, k * 32 + 32);
+    return {
+      n: this.positions.readBigInt64BE(o),
+      first: this.positions.readBigInt64BE(o + 8),
+      index: this.positions.readInt32BE(o + 16),
+      txid: txid.equals(ABSENT_TXID) ? null : txid,
+    };
+  }
+
+  /** Every entry (tests, small pages). */
+  all(): HistoryPageEntry[] {
+    return Array.from({ length: this.count }, (_, k) => this.at(k));
+  }
+}
+
+export type HistoryPage = { mempool: { txid: Buffer; firstSeenUs: bigint }[]; chain: HistoryEntries };
+
 /** The 8-byte big-endian entry at 0-based `i` of chunk bytes `e`, as int8. */
 const ENTRY_AT = (e: RawBuilder<unknown>, i: RawBuilder<unknown>) => sql<bigint>`('x' || encode(substring(${e} FROM ${i} * 8 + 1 FOR 8), 'hex'))::bit(64)::int8`;
 
 /**
- * One page of an address's history in one round trip: its mempool transactions newest first
- * (after `mempoolAfter`; skipped when null), then its confirmed entries newest first below
+ * Pages of addresses' history, one per request, in one round trip (requests arriving together
+ * share it: src/api/tick-batch.ts). A page holds the address's mempool transactions newest first
+ * (after `mempoolAfter`; none when it is null), then its confirmed entries newest first below
  * `before` (and, with `minConf` > 1, below the first tx_num without that many confirmations),
  * with their txids, at most `limit` of each. The entries are cut out of the history chunks by
  * Postgres, newest chunk first, so only the chunks the page reaches are read; `at` (a cursor's
  * chunk and index) lets the cursor's chunk be entered at the cursor instead of at its end.
  */
-export async function listHistoryPage(
-  db: Kysely<Database>,
-  addrKey: string,
-  opts: HistoryPageOptions,
-): Promise<{ mempool: { txid: Buffer; firstSeenUs: bigint }[]; chain: HistoryPageEntry[] }> {
-  const r = await historyPageQuery(addrKey, opts).execute(db);
-  const mempool: { txid: Buffer; firstSeenUs: bigint }[] = [];
-  const chain: HistoryPageEntry[] = [];
+export async function listHistoryPages(db: Kysely<Database>, requests: readonly HistoryPageRequest[]): Promise<HistoryPage[]> {
+  const r = await historyPagesQuery(requests).execute(db);
+  const pages = new Array<HistoryPage>(requests.length);
   for (const x of r.rows) {
-    if (x.part === 0) mempool.push({ txid: x.txid!, firstSeenUs: x.fs! });
-    else chain.push({ n: x.n!, txid: x.txid, first: x.f!, index: x.i! });
+    const mempool: { txid: Buffer; firstSeenUs: bigint }[] = [];
+    if (x.mempool_txids && x.mempool_fs) {
+      for (let j = 0; j < x.mempool_fs.length / 8; j++) mempool.push({ txid: x.mempool_txids.subarray(j * 32, j * 32 + 32), firstSeenUs: x.mempool_fs.readBigInt64BE(j * 8) });
+    }
+    pages[x.k - 1] = { mempool, chain: new HistoryEntries(x.txids ?? Buffer.alloc(0), x.positions ?? Buffer.alloc(0)) };
   }
-  mempool.sort((a, b) => (a.firstSeenUs === b.firstSeenUs ? Buffer.compare(b.txid, a.txid) : a.firstSeenUs < b.firstSeenUs ? 1 : -1));
-  chain.sort((a, b) => (a.n < b.n ? 1 : a.n > b.n ? -1 : 0));
-  return { mempool, chain };
+  return pages;
+}
+
+/** One page of one address's history (listHistoryPages for a single request). */
+export async function listHistoryPage(db: Kysely<Database>, addrKey: string, opts: HistoryPageOptions): Promise<HistoryPage> {
+  return (await listHistoryPages(db, [{ ...opts, addrKey }]))[0]!;
 }
 
 export type HistoryPageOptions = { mempoolAfter: MempoolCursor | undefined | null; before: bigint; at?: { first: bigint; index: number } | undefined; minConf: number; limit: number };
+export type HistoryPageRequest = HistoryPageOptions & { addrKey: string };
 
-/** The statement of listHistoryPage (exported for the test that checks its plan keeps the order). */
-export function historyPageQuery(addrKey: string, opts: HistoryPageOptions) {
-  const { mempoolAfter: after, limit } = opts;
-  const bound =
-    opts.minConf > 1
-      ? sql<bigint>`least(${opts.before}::int8, (((SELECT height FROM chain_tip WHERE id = 1) - ${opts.minConf} + 2)::int8 << 20))`
-      : sql<bigint>`${opts.before}::int8`;
+/** The statement of listHistoryPages (exported for the test that checks its plan keeps the order). */
+export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
   const e = sql`c.e`;
-  const last = sql`length(c.e) / 8 - 1`;
-  // Where to enter a chunk: at the cursor in the cursor's chunk when the entry there is still the
-  // bound (compared as bytes: a stale or made-up index finds nothing and the chunk is read whole).
-  const startAt = opts.at
-    ? sql`CASE WHEN c.f = ${opts.at.first}::int8 AND substring(c.e FROM ${opts.at.index}::int4 * 8 + 1 FOR 8) = int8send(b.v) THEN ${opts.at.index}::int4 - 1 ELSE ${last} END`
-    : last;
-  const mempoolPart =
-    after === null
-      ? sql``
-      : sql`(SELECT 0 AS part, ma.txid, ${FIRST_SEEN_US} AS fs, NULL::int8 AS n, NULL::int8 AS f, NULL::int4 AS i
-           FROM mempool_addresses ma JOIN mempool_txs mt ON mt.txid = ma.txid
-          WHERE ma.addr_key = ${addrKey}
-            ${after ? sql`AND (${FIRST_SEEN_US}, ma.txid) < (${after.firstSeenUs}, ${after.txid})` : sql``}
-          ORDER BY fs DESC, ma.txid DESC
-          LIMIT ${limit})
-         UNION ALL`;
-  return sql<{ part: number; txid: Buffer | null; fs: bigint | null; n: bigint | null; f: bigint | null; i: number | null }>`
-    ${mempoolPart}
-    (SELECT 1 AS part, t.txid, NULL::int8 AS fs, p.n, p.f, p.i
-       FROM (SELECT c.f, s.i, s.n
-               FROM (SELECT ${bound} AS v) b,
-                    LATERAL (SELECT first_tx_num AS f, ${ENTRIES} AS e FROM history
-                              WHERE addr_key = ${addrKey} AND first_tx_num < b.v
-                              ORDER BY first_tx_num DESC
-                              LIMIT ${limit}) c,
-                    LATERAL (SELECT g.i, ${ENTRY_AT(e, sql`g.i`)} AS n FROM generate_series(${startAt}, 0, -1) AS g(i)) s
-              WHERE s.n < b.v
-              -- no ORDER BY: the nested loop yields chunks newest first (index order) and each
-              -- chunk's entries from its end, i.e. newest first; a sort would read every chunk.
-              -- (c's LIMIT is exact: each chunk below the bound gives at least one entry.)
-              LIMIT ${limit}) p
-       LEFT JOIN txs t ON t.tx_num = p.n)`;
+  // The mempool part of a request: 0 none, 1 from the newest, 2 after (m_fs, m_txid).
+  const mempoolMode = (r: HistoryPageRequest) => (r.mempoolAfter === null ? 0 : r.mempoolAfter ? 2 : 1);
+  // Each part's rows are packed into one row per request, newest first (a page's aggregates share
+  // one ORDER BY, so Postgres sorts its rows once): txids 32 bytes each, first-seen times and
+  // positions as HistoryEntries reads them.
+  // (a statement without mempool part when no request has one: ~15 µs less for Postgres)
+  const mempoolPart = requests.some((r) => r.mempoolAfter !== null)
+    ? sql`CROSS JOIN LATERAL (
+        SELECT string_agg(x.txid, ''::bytea ORDER BY x.fs DESC, x.txid DESC) AS txids,
+               string_agg(int8send(x.fs), ''::bytea ORDER BY x.fs DESC, x.txid DESC) AS fs
+          FROM (SELECT ma.txid, ${FIRST_SEEN_US} AS fs
+                  FROM mempool_addresses ma JOIN mempool_txs mt ON mt.txid = ma.txid
+                 WHERE q.mempool > 0 AND ma.addr_key = q.addr
+                   AND (q.mempool = 1 OR (${FIRST_SEEN_US}, ma.txid) < (q.m_fs, q.m_txid))
+                 ORDER BY fs DESC, ma.txid DESC
+                 LIMIT q.lim) x) m`
+    : sql`CROSS JOIN (SELECT NULL::bytea AS txids, NULL::bytea AS fs) m`;
+  return sql<{ k: number; mempool_txids: Buffer | null; mempool_fs: Buffer | null; positions: Buffer | null; txids: Buffer | null }>`
+    SELECT q.k::int4 AS k, m.txids AS mempool_txids, m.fs AS mempool_fs, h.positions, h.txids
+      FROM unnest(${requests.map((r) => r.addrKey)}::uuid[], ${requests.map((r) => r.before.toString())}::int8[],
+                  ${requests.map((r) => r.at?.first.toString() ?? null)}::int8[], ${requests.map((r) => r.at?.index ?? null)}::int4[],
+                  ${requests.map((r) => r.minConf)}::int4[], ${requests.map((r) => r.limit)}::int4[], ${requests.map(mempoolMode)}::int4[],
+                  ${requests.map((r) => r.mempoolAfter?.firstSeenUs.toString() ?? null)}::int8[], ${requests.map((r) => r.mempoolAfter?.txid ?? null)}::bytea[])
+           WITH ORDINALITY AS q(addr, before, at_first, at_index, min_conf, lim, mempool, m_fs, m_txid, k)
+      ${mempoolPart}
+      CROSS JOIN LATERAL (
+        SELECT string_agg(int8send(p.n) || int8send(p.f) || int4send(p.i), ''::bytea ORDER BY p.n DESC) AS positions,
+               string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY p.n DESC) AS txids
+          FROM (SELECT c.f, s.i, s.n
+                  FROM (SELECT CASE WHEN q.min_conf > 1 THEN least(q.before, (((SELECT height FROM chain_tip WHERE id = 1) - q.min_conf + 2)::int8 << 20))
+                                    ELSE q.before END AS v) b,
+                       LATERAL (SELECT first_tx_num AS f, ${ENTRIES} AS e FROM history
+                                 WHERE addr_key = q.addr AND first_tx_num < b.v
+                                 ORDER BY first_tx_num DESC
+                                 LIMIT q.lim) c,
+                       -- Where to enter a chunk: at the cursor in the cursor's chunk when the entry
+                       -- there is still the bound (compared as bytes: a stale or made-up index finds
+                       -- nothing and the chunk is read whole).
+                       LATERAL (SELECT g.i, ${ENTRY_AT(e, sql`g.i`)} AS n
+                                  FROM generate_series(CASE WHEN c.f = q.at_first AND substring(c.e FROM q.at_index * 8 + 1 FOR 8) = int8send(b.v)
+                                                            THEN q.at_index - 1 ELSE length(c.e) / 8 - 1 END, 0, -1) AS g(i)) s
+                 WHERE s.n < b.v
+                 -- no ORDER BY: the nested loop yields chunks newest first (index order) and each
+                 -- chunk's entries from its end, i.e. newest first; a sort would read every chunk.
+                 -- (c's LIMIT is exact: each chunk below the bound gives at least one entry.)
+                 LIMIT q.lim) p
+          LEFT JOIN txs t ON t.tx_num = p.n) h`;
 }
 
 export type UnspentRow = { txid: Buffer; vout: number; value: bigint; script: Buffer; txNum?: bigint; firstSeenUs?: bigint };

@@ -2,13 +2,14 @@
  * The API's database pool (src/api/api-db.ts): parameterized queries run as named prepared
  * statements, and its connections plan them generically (plan_cache_mode), so Postgres neither
  * parses nor plans the API's few query shapes again on every request. And the history page
- * statement (listHistoryPage), which relies on a nested loop's order under its LIMIT instead of
- * an ORDER BY, gets plans that keep that order, generic and custom.
+ * statement (listHistoryPages), which relies on a nested loop's order under its LIMIT instead of
+ * an ORDER BY, gets plans that keep that order, generic and custom, for one page and for
+ * several requested together.
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiDb } from '../../../src/api/api-db.js';
-import { historyPageQuery, listHistoryPage } from '../../../src/db/queries/api-address.js';
+import { historyPagesQuery, listHistoryPage, listHistoryPages } from '../../../src/db/queries/api-address.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 let t: TestDatabase;
@@ -71,18 +72,25 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
       { mempoolAfter: null, before: 150n * 1024n + 500n, at: { first: 150n * 1024n, index: 500 }, minConf: 0, limit: 1001 },
       { mempoolAfter: null, before: 150n * 1024n + 500n, minConf: 3, limit: 26 },
     ];
-    for (const v of variants) {
+    const requests = variants.map((v) => ({ ...v, addrKey: heavy }));
+    for (const batch of [...requests.map((r) => [r]), requests]) {
       for (const [plans, db] of [['generic', apiDb], ['custom', t.db]] as const) {
-        const q = historyPageQuery(heavy, v);
+        const q = historyPagesQuery(batch);
         const r = await sql<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>`EXPLAIN (FORMAT JSON) ${q}`.execute(db);
         const paths = pathsToLimit(r.rows[0]!['QUERY PLAN'][0].Plan);
-        expect(paths, `${plans} plan, ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`).toEqual([['Nested Loop']]);
+        expect(paths, `${plans} plan, ${JSON.stringify(batch, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`).toEqual([['Nested Loop']]);
       }
-      // And the page itself: the newest entries below the bound, newest first (the heavy
-      // address holds 0 … 307,199; min_conf 3 on an empty chain bounds everything away).
+    }
+    // And the pages themselves: the newest entries below the bound, newest first (the heavy
+    // address holds 0 … 307,199; min_conf 3 on an empty chain bounds everything away), alone
+    // and requested together.
+    const together = await listHistoryPages(apiDb, requests);
+    for (const [j, v] of variants.entries()) {
       const page = await listHistoryPage(apiDb, heavy, v);
       const top = v.minConf > 1 ? 0n : v.before < 307_200n ? v.before : 307_200n;
-      expect(page.chain.map((c) => c.n)).toEqual(Array.from({ length: top > 0n ? v.limit : 0 }, (_, i) => top - 1n - BigInt(i)));
+      const expected = Array.from({ length: top > 0n ? v.limit : 0 }, (_, i) => top - 1n - BigInt(i));
+      expect(page.chain.all().map((c) => c.n)).toEqual(expected);
+      expect(together[j]!.chain.all()).toEqual(page.chain.all());
     }
   } finally {
     await apiDb.destroy();

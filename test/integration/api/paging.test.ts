@@ -106,6 +106,45 @@ describe('paging across chunks', () => {
     await h.t.db.deleteFrom('mempool_txs').execute();
   });
 
+  it('history pages requested at once (one statement for all of them) are the pages requested one by one', async () => {
+    const txids = [3, 1, 2].map((i) => createHash('sha256').update(`together-${i}`).digest());
+    for (const [i, txid] of txids.entries()) {
+      await h.t.db.insertInto('mempool_txs').values({ txid, raw: Buffer.from('00', 'hex'), first_seen: new Date(Date.parse('2026-01-02T00:00:00Z') + i * 1000), fee: 1n, vsize: 1 }).execute();
+      await h.t.db.insertInto('mempool_addresses').values({ addr_key: key, txid, received: 1n, sent: 0n }).execute();
+    }
+    try {
+      // Cursors of every kind: in the mempool part, at a chunk boundary, deep in a chunk.
+      const next = async (url: string) => /<([^>]+)>/.exec((await h.get(url)).headers.link as string)![1]!;
+      const inMempool = await next(`/v1/addresses/${C}/history?limit=2`);
+      const atBoundary = await next(`/v1/addresses/${C}/history?limit=5&min_conf=1`);
+      const deep = await next(`/v1/addresses/${C}/history?limit=1700`);
+      const other = 'bcrt1q6rhpng9evdsfnn833a4f4vej0asu6dk5srld6x';
+      const urls = [
+        `/v1/addresses/${C}/history?limit=2`,
+        inMempool,
+        `/v1/addresses/${C}/history?limit=7`,
+        atBoundary,
+        deep,
+        `/v1/addresses/${C}/history?limit=3&min_conf=3`,
+        `/v1/addresses/${C}/history?limit=1000&min_conf=1`,
+        `/v1/addresses/${other}/history`,
+      ];
+      const alone = [];
+      for (const url of urls) alone.push(await h.get(url));
+      const together = await Promise.all(urls.map((url) => h.get(url)));
+      for (const [i, url] of urls.entries()) {
+        expect(together[i]!.statusCode, url).toBe(alone[i]!.statusCode);
+        expect(together[i]!.body, url).toBe(alone[i]!.body);
+        expect(together[i]!.headers.link, url).toBe(alone[i]!.headers.link);
+      }
+      expect(alone[7]!.statusCode).toBe(404);
+      expect((alone[1]!.json() as string[])[0]).toBe(Buffer.from(txids[0]!).reverse().toString('hex'));
+    } finally {
+      await h.t.db.deleteFrom('mempool_addresses').where('addr_key', '=', key).execute();
+      await h.t.db.deleteFrom('mempool_txs').execute();
+    }
+  });
+
   it('min_conf bounds the chain part by height', async () => {
     // tip 41: min_conf=3 keeps heights ≤ 39.
     const seen = await walk(h, `/v1/addresses/${C}/history?limit=10000&min_conf=3`);

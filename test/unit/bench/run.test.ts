@@ -57,7 +57,8 @@ describe('npm run bench -- --quick', () => {
       expect(md).toContain('<!-- bench:results:start -->');
       expect(md).toMatch(/\| initial sync \(`blockwire import`/);
       // Every target row has a figure (a parsing slip would show '—').
-      expect(md).toMatch(/\| API balance \| [\d,]+ req\/s, p99 [\d,]+ ms \|/);
+      expect(md).toMatch(/\| API balance \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms \|/);
+      expect(md).toMatch(/\| API history page \(a million-entry address, random depth\), offered 5,000 req\/s \(open loop\) \| [\d,]+ req\/s served, p99 [\d,.]+ ms \|/);
       expect(md).toMatch(/\| events: block arrival → WebSocket, p99 at [\d,]+ clients \| [\d,]+ ms \|/);
       expect(md).toMatch(/\| webhook deliveries to a local receiver \| [\d,]+ \/s \|/);
       expect(md).toContain('## decode (issue 2)');

@@ -5,6 +5,7 @@ import {
   bytesToHex,
   equalBytes,
   hash160,
+  hashesToHex,
   hashToHex,
   hexToBytes,
   hexToHash,
@@ -87,6 +88,15 @@ describe('hex and byte order', () => {
     expect(() => hashToHex(new Uint8Array(31))).toThrow(new RangeError('hash must be 32 bytes, got 31'));
     expect(() => hexToHash('00')).toThrow(new TypeError('hash must be 64 hex characters'));
     expect(() => hexToHash('g'.repeat(64))).toThrow(new TypeError('hash must be 64 hex characters'));
+  });
+
+  it('hashesToHex is hashToHex of each packed hash', () => {
+    const hashes = [0, 1, 2, 255].map((k) => new Uint8Array(32).map((_, i) => (i * 7 + k) & 255));
+    const packed = new Uint8Array(32 * hashes.length);
+    hashes.forEach((h, k) => packed.set(h, 32 * k));
+    expect(hashesToHex(packed)).toEqual(hashes.map(hashToHex));
+    expect(hashesToHex(new Uint8Array(0))).toEqual([]);
+    expect(() => hashesToHex(new Uint8Array(33))).toThrow(new RangeError('packed hashes must be a multiple of 32 bytes, got 33'));
   });
 
   it('equalBytes compares content and length', () => {
