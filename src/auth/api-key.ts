@@ -5,7 +5,7 @@
  * of the whole key is stored; the `prefix` (first 11 characters) identifies a key in listings.
  * @module
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export const KEY_PREFIX = 'bw_';
 const BODY_CHARS = 43;
@@ -16,7 +16,7 @@ export const DISPLAY_PREFIX_LENGTH = KEY_PREFIX.length + 8;
 const KEY_RE = /^bw_[A-Za-z0-9_-]{49}$/;
 
 function checksum(body: string): string {
-  return createHash('sha256').update(body, 'ascii').digest().subarray(0, 4).toString('base64url').slice(0, CHECK_CHARS);
+  return hash('sha256', body, 'buffer').subarray(0, 4).toString('base64url').slice(0, CHECK_CHARS);
 }
 
 /** A new random key (shown to its owner once, never stored). */
@@ -39,9 +39,9 @@ export function isWellFormedApiKey(key: string): boolean {
   return diff === 0;
 }
 
-/** SHA-256 of the key's UTF-8 bytes: what `api_keys.key_hash` holds. */
+/** SHA-256 of the key's UTF-8 bytes: what `api_keys.key_hash` holds (one-shot: every request hashes its key). */
 export function digestApiKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return hash('sha256', key, 'buffer');
 }
 
 /** The displayable prefix of a key (`bw_` and 8 characters). */
