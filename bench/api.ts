@@ -14,7 +14,7 @@
  * caps (2) at R req/s).
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,33 +70,30 @@ function processCpuMs(pid: number): number {
 }
 
 /**
- * CPU time (ms) of a local PostgreSQL server: its postmaster's, its exited children's and its
- * live backends'; null when the server is not on this machine (no /proc entry of that pid).
+ * CPU time (ms) of each PostgreSQL backend serving the API process (its pools and its key
+ * LISTEN connection, by application_name), read from /proc; empty when the server is not on this
+ * machine. Backends only: the server's own processes (autovacuum, checkpointer) are left out.
  */
-function postgresCpuMs(postmaster: number | null): number | null {
-  if (postmaster === null) return null;
-  let ms = 0;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+async function apiBackendsCpuMs(db: Kysely<Database>): Promise<Map<number, number>> {
+  const pids = await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'blockwire-api%' OR application_name = 'bench-api'`.execute(db);
+  const out = new Map<number, number>();
+  for (const { pid } of pids.rows) {
     try {
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      if (Number(pid) === postmaster) ms += ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / 100;
-      else if (Number(fields[1]) === postmaster) ms += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+      out.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
     } catch {
-      // (the process ended while the list was read)
+      // (not on this machine, or the backend ended)
     }
   }
-  return ms;
+  return out;
 }
 
-/** The pid of the postmaster behind `db` when it runs on this machine, else null. */
-async function localPostmaster(db: Kysely<Database>): Promise<number | null> {
-  const backend = (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(db)).rows[0]!.pid;
-  try {
-    const ppid = Number(readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
-    return readFileSync(`/proc/${ppid}/cmdline`, 'utf8').includes('postgres') ? ppid : null;
-  } catch {
-    return null;
-  }
+/** CPU ms the API's backends spent between two readings (a backend that appeared counts whole). */
+function backendsCpuDelta(before: Map<number, number>, after: Map<number, number>): number | null {
+  if (after.size === 0) return null;
+  let ms = 0;
+  for (const [pid, t] of after) ms += t - (before.get(pid) ?? 0);
+  return ms;
 }
 
 function pct(sorted: number[], p: number): number {
@@ -248,11 +245,10 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         ['history page (limit 1, hot address, random depth)', hotPage(1)],
         ['history page (limit 100, hot address, random depth)', hotPage(100)],
       ];
-      const postmaster = await localPostmaster(db);
       /** One autocannon run against `path()`, with the CPU each process spent per request. */
       const run = async (path: () => string, connections: number, overallRate?: number) => {
         const cpu0 = processCpuMs(child.pid!);
-        const pgCpu0 = postgresCpuMs(postmaster);
+        const pgCpu0 = await apiBackendsCpuMs(db);
         const genCpu0 = process.cpuUsage();
         const result = await autocannon({
           url: base,
@@ -263,17 +259,17 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           requests: [{ setupRequest: (req) => ({ ...req, path: path() }) }],
         });
         const total = Math.max(1, result.requests.total);
-        const pgCpu1 = postgresCpuMs(postmaster);
         const genCpu = process.cpuUsage(genCpu0);
+        const pgMs = backendsCpuDelta(pgCpu0, await apiBackendsCpuMs(db));
         return {
           result,
           api: (((processCpuMs(child.pid!) - cpu0) * 1000) / total).toFixed(0),
-          pg: pgCpu0 === null || pgCpu1 === null ? '-' : (((pgCpu1 - pgCpu0) * 1000) / total).toFixed(0),
+          pg: pgMs === null ? '-' : ((pgMs * 1000) / total).toFixed(0),
           gen: ((genCpu.user + genCpu.system) / total).toFixed(0),
         };
       };
       process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each, as fast as they go (server and load generator share the 2 cores):\n`);
-      process.stdout.write('| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req | load generator CPU µs/req | non-2xx |\n|---|---|---|---|---|---|---|---|---|\n');
+      process.stdout.write("| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx |\n|---|---|---|---|---|---|---|---|---|\n");
       let floor = 0;
       for (const [label, path] of scenarios.filter(([l]) => !opts.only || l.includes(opts.only))) {
         const { result, api, pg, gen } = await run(path, CONNECTIONS, opts.rate ? Number(opts.rate) : undefined);
@@ -292,20 +288,20 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           ['history page (limit 25, random of 200k addresses)', scenarios[3]![1], 5000, 25],
         ];
         process.stdout.write(`\nat the target rate: each route offered its target on a fixed schedule (open loop) over ${RATE_CONNECTIONS} connections, ${DURATION} s each:\n`);
-        process.stdout.write('| at the target rate: route | offered req/s | served req/s | p50 ms | p99 ms | max ms | goal | API CPU µs/req | PostgreSQL CPU µs/req | load generator CPU µs/req | non-2xx |\n|---|---|---|---|---|---|---|---|---|---|---|\n');
+        process.stdout.write("| at the target rate: route | offered req/s | served req/s | p50 ms | p99 ms | max ms | goal | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (const [label, path, rate, p99] of targets.filter(([l]) => !opts.only || l.includes(opts.only))) {
           const cpu0 = processCpuMs(child.pid!);
-          const pgCpu0 = postgresCpuMs(postmaster);
+          const pgCpu0 = await apiBackendsCpuMs(db);
           const genCpu0 = process.cpuUsage();
           const r = await openLoop({ host: '127.0.0.1', port, rate, durationMs: DURATION * 1000, connections: RATE_CONNECTIONS, headers: { apiKey: key }, path });
           const total = Math.max(1, r.answered);
-          const pgCpu1 = postgresCpuMs(postmaster);
           const genCpu = process.cpuUsage(genCpu0);
+          const pgMs = backendsCpuDelta(pgCpu0, await apiBackendsCpuMs(db));
           const ok = r.served >= rate * 0.99 && r.p99 <= p99 && r.non2xx === 0;
           const cells = [
             `at ${rate}/s: ${label}`, rate, Math.round(r.served), r.p50.toFixed(1), r.p99.toFixed(1), r.max.toFixed(0), `≥ ${rate} req/s, p99 ≤ ${p99} ms: ${ok ? 'met' : 'missed'}`,
             (((processCpuMs(child.pid!) - cpu0) * 1000) / total).toFixed(0),
-            pgCpu0 === null || pgCpu1 === null ? '-' : (((pgCpu1 - pgCpu0) * 1000) / total).toFixed(0),
+            pgMs === null ? '-' : ((pgMs * 1000) / total).toFixed(0),
             ((genCpu.user + genCpu.system) / total).toFixed(0),
             r.non2xx,
           ];
