@@ -9,6 +9,7 @@
  * @module
  */
 import { connect, type Socket } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 export type OpenLoopOptions = {
   host: string;
@@ -32,6 +33,8 @@ export type OpenLoopResult = {
   p50: number;
   p99: number;
   max: number;
+  /** Longest the load generator's own event loop was late (ms): a stall here delays sends and shows as latency. */
+  generatorLag: number;
 };
 
 type Conn = { socket: Socket; buf: Buffer; due: number; busy: boolean };
@@ -111,9 +114,12 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
       else waiting.push(due);
     }
   };
+  const lag = monitorEventLoopDelay({ resolution: 5 });
+  lag.enable();
   const timer = setInterval(pump, 1);
   await new Promise((r) => setTimeout(r, end - performance.now() + 1));
   clearInterval(timer);
+  lag.disable();
   pump();
   if (waiting.length > 0 || idle.length < conns.length) await Promise.race([done, new Promise((r) => setTimeout(r, 10_000))]);
   for (const c of conns) c.socket.destroy();
@@ -128,5 +134,6 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     p50: pct(50),
     p99: pct(99),
     max: latencies[latencies.length - 1] ?? NaN,
+    generatorLag: lag.max / 1e6,
   };
 }
