@@ -12,6 +12,7 @@ import type { Database } from '../db/schema.js';
 import { verifyApiKey, type ApiKeyPrincipal, type Scope } from '../auth/keys.js';
 import { createRateLimiter, type RateLimiter } from '../auth/rate-limit.js';
 import { ApiError, sendApiError } from './errors.js';
+import { startKeyCheck } from './key-check.js';
 import type { ApiInstance, ResolvedApiDeps } from './deps.js';
 
 /** Longest header value looked at; longer ones are cut (they are invalid anyway). */
@@ -41,6 +42,15 @@ export async function authenticate(
   if (!principal) throw new ApiError('ERR_API_KEY_INVALID');
   if (!principal.scopes.includes(scope)) throw new ApiError('ERR_SCOPE', { message: `this API key lacks the '${scope}' scope` });
   return principal;
+}
+
+/** Sets the RateLimit headers of a take; answers 429 when it was refused. */
+function answerRateLimit(reply: FastifyReply, d: { allowed: boolean; limit: number; remaining: number; resetMs: number }): FastifyReply | undefined {
+  const resetS = Math.max(1, Math.ceil(d.resetMs / 1000));
+  reply.header('RateLimit-Limit', String(d.limit));
+  reply.header('RateLimit-Remaining', String(d.remaining));
+  reply.header('RateLimit-Reset', String(resetS));
+  return d.allowed ? undefined : sendApiError(reply, new ApiError('ERR_RATE_LIMITED', { headers: { 'Retry-After': String(resetS) } }));
 }
 
 /** Installs the onRequest hook (auth, scope, rate limit) and the `request.apiKey` decoration. */
@@ -77,8 +87,28 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): void {
     // A key already known (cache) is counted while its revocation check runs, not after it.
     const known = limiter && deps.peekKey ? deps.peekKey(presentedKey(request.headers['apikey']) ?? '') : undefined;
     const early = known && limiter ? limiter.take(known.id, known.rateLimit ?? settings.rateLimit) : undefined;
+    const scope = cfg?.scope ?? 'read';
+    if (cfg?.keyCheck === 'alongside' && known && early && known.scopes.includes(scope)) {
+      // A key verified before: the route runs while its revocation check does; nothing is
+      // answered before the check passes (src/api/key-check.ts).
+      const check = authenticate(deps.db, request.headers['apikey'], scope, verify).then((p) => {
+        if (p.id !== known.id) throw new ApiError('ERR_API_KEY_INVALID');
+      });
+      startKeyCheck(request, check);
+      (request as FastifyRequest & { _apiKey?: ApiKeyPrincipal })._apiKey = known;
+      const d = await early;
+      if (!d.allowed) {
+        try {
+          await check;
+        } catch (err) {
+          if (err instanceof ApiError) return sendApiError(reply, err);
+          throw err;
+        }
+      }
+      return answerRateLimit(reply, d);
+    }
     try {
-      principal = await authenticate(deps.db, request.headers['apikey'], cfg?.scope ?? 'read', verify);
+      principal = await authenticate(deps.db, request.headers['apikey'], scope, verify);
     } catch (err) {
       await early;
       if (err instanceof ApiError) return sendApiError(reply, err);
@@ -87,13 +117,7 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): void {
     (request as FastifyRequest & { _apiKey?: ApiKeyPrincipal })._apiKey = principal;
     if (limiter) {
       const d = early && known!.id === principal.id ? await early : await limiter.take(principal.id, principal.rateLimit ?? settings.rateLimit);
-      const resetS = Math.max(1, Math.ceil(d.resetMs / 1000));
-      reply.header('RateLimit-Limit', String(d.limit));
-      reply.header('RateLimit-Remaining', String(d.remaining));
-      reply.header('RateLimit-Reset', String(resetS));
-      if (!d.allowed) {
-        return sendApiError(reply, new ApiError('ERR_RATE_LIMITED', { headers: { 'Retry-After': String(resetS) } }));
-      }
+      return answerRateLimit(reply, d);
     }
   });
 }

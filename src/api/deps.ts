@@ -147,5 +147,7 @@ declare module 'fastify' {
     scope?: Scope;
     /** `false` for public routes (health, OpenAPI). Default true. */
     auth?: boolean;
+    /** `'alongside'`: a read without side effects whose cached key's revocation check may run while it works (src/api/key-check.ts). */
+    keyCheck?: 'alongside';
   }
 }

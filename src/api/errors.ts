@@ -5,6 +5,7 @@
  * Clients never see a stack trace: unknown errors become ERR_INTERNAL with a fixed message.
  * @module
  */
+import { clearAnswerHeaders, keyCheckAlongside, keyCheckPassed } from './key-check.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 
@@ -189,7 +190,16 @@ export function toApiError(err: unknown): ApiError {
  * than known unavailability is logged with the request id and hidden from the client.
  */
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    // A key still being checked alongside the route: its refusal comes first (src/api/key-check.ts).
+    if (keyCheckAlongside(request)) {
+      try {
+        await keyCheckPassed(request);
+      } catch (refusal) {
+        clearAnswerHeaders(reply);
+        return sendApiError(reply, toApiError(refusal));
+      }
+    }
     const apiErr = toApiError(err);
     if (apiErr.code === 'ERR_INTERNAL') {
       request.log.error({ err }, 'request failed');

@@ -25,6 +25,7 @@ import { ApiError } from '../errors.js';
 import { addressParams, balanceSchema, historySchema, minConfQuery, pageQuery, unspentSchema } from '../schemas.js';
 import type { ResolvedApiDeps, RouteModule } from '../deps.js';
 import { batchPerTick } from '../tick-batch.js';
+import { keyCheckPassed } from '../key-check.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
 /** The txid of a history entry whose `txs` row is missing, as hex (listHistoryPage). */
@@ -98,6 +99,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
   app.get<AddressParams & { Querystring: { min_conf: number } }>(
     '/addresses/:address/balance',
     {
+      config: { keyCheck: 'alongside' },
       schema: {
         summary: 'Balance: the sum of the address\'s unspent outputs (mempool included unless min_conf ≥ 1)',
         tags: ['addresses'],
@@ -112,15 +114,15 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const minConf = request.query.min_conf;
       const parts = await balanceParts(addrKey);
       if (!parts.known) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
-      if (minConf === 0) return { balance: Number(parts.confirmed + parts.mempool) };
-      const excluded = await getBalanceExclusions(deps.db, addrKey, confBound(parts.tipHeight, minConf));
-      return { balance: Number(parts.confirmed - excluded) };
+      const balance = minConf === 0 ? parts.confirmed + parts.mempool : parts.confirmed - (await getBalanceExclusions(deps.db, addrKey, confBound(parts.tipHeight, minConf)));
+      await keyCheckPassed(request);
+      return { balance: Number(balance) };
     },
   );
 
   app.get<AddressParams & PageQuery>(
     '/addresses/:address/history',
-    { schema: pagedSchema('Transaction hashes of the address, newest first (mempool first), paged', historySchema) },
+    { config: { keyCheck: 'alongside' }, schema: pagedSchema('Transaction hashes of the address, newest first (mempool first), paged', historySchema) },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
@@ -139,6 +141,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const inChain = Math.min(page.chain.count, q.limit - inMempool);
       const more = page.mempool.length + page.chain.count > q.limit;
       if (inMempool + inChain === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
+      await keyCheckPassed(request);
       if (more) {
         let next: Cursor;
         if (inChain > 0) {
@@ -160,7 +163,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
 
   app.get<AddressParams & PageQuery>(
     '/addresses/:address/unspentoutputs',
-    { schema: pagedSchema('Outputs of the address spent by no block or mempool transaction (mempool outputs with 0 confirmations), paged', unspentSchema) },
+    { config: { keyCheck: 'alongside' }, schema: pagedSchema('Outputs of the address spent by no block or mempool transaction (mempool outputs with 0 confirmations), paged', unspentSchema) },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
@@ -179,6 +182,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
         last.txNum !== undefined ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout } : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout },
       );
       if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ApiError('ERR_ADDRESS_NOT_FOUND');
+      await keyCheckPassed(request);
       setNextLink(request, reply, q, next);
       return items.map((i) => ({
         transaction_hash: hashToHex(i.txid),

@@ -1,0 +1,140 @@
+/**
+ * Key checks alongside a read route (src/api/key-check.ts): for a key the process verified
+ * before, the address routes run while its revocation check does, and nothing — data, 404, 400
+ * or 429 — leaves before that check has passed; a refused key gets the ordinary 401 with no
+ * rate-limit or Link header. Routes with side effects still check first. Then the real thing:
+ * startApi's cached verifier, a key revoked through the keys command, refused on the very next
+ * history request.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { createApiHarness, type ApiHarness } from './harness.js';
+import { addressToScript } from '../../../src/bitcoin/address.js';
+import { addressKey } from '../../../src/db/address-key.js';
+import { encodeHistoryChunk } from '../../../src/db/packed.js';
+import { txNum } from '../../../src/db/tx-num.js';
+import { revokeApiKey, verifyApiKey, type ApiKeyPrincipal } from '../../../src/auth/keys.js';
+import { startApi, type ApiHandle } from '../../../src/api/main.js';
+import { testConfig } from '../../../src/config.js';
+import { silentLogger } from '../../../src/log.js';
+
+const A = 'bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n';
+
+/** A history of three confirmed transactions (with their txs rows) for address A. */
+async function seed(h: ApiHarness): Promise<void> {
+  const script = addressToScript(A, 'regtest');
+  const nums = [txNum(1, 1), txNum(2, 1), txNum(3, 1)];
+  await h.t.db.insertInto('history').values({ addr_key: addressKey(script), ...encodeHistoryChunk(nums) }).execute();
+  await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM unnest(${nums.map(String)}::int8[]) n`.execute(h.t.db);
+  await h.t.db.insertInto('balances').values({ addr_key: addressKey(script), balance: 1000n, utxo_count: 1 }).execute();
+  await h.t.db.updateTable('chain_tip').set({ height: 3, hash: Buffer.alloc(32, 1) }).execute();
+}
+
+describe('key checks alongside the address routes', () => {
+  let h: ApiHarness;
+  let principal: ApiKeyPrincipal;
+  // The check of each request, answered by the test: verify(key) waits for `answer`.
+  let answer: (p: ApiKeyPrincipal | null) => void = () => {};
+  let checks = 0;
+  beforeAll(async () => {
+    h = await createApiHarness({
+      peekKey: () => principal,
+      verifyKey: () => {
+        checks++;
+        return new Promise((resolve) => (answer = resolve));
+      },
+    });
+    principal = (await verifyApiKey(h.t.db, h.key))!;
+    await seed(h);
+  });
+  afterAll(async () => h?.close());
+
+  /** Starts a request and reports whether it has been answered. */
+  const start = (method: 'GET' | 'POST', url: string, payload?: unknown) => {
+    const state = { done: false };
+    const response = h.app.inject({ method, url, headers: { apiKey: h.key }, ...(payload ? { payload } : {}) }).then((r) => {
+      state.done = true;
+      return r;
+    });
+    return { state, response };
+  };
+  const settle = () => new Promise((r) => setTimeout(r, 150));
+
+  it('a read waits for the check, then answers', async () => {
+    for (const url of [`/v1/addresses/${A}/history?limit=1`, `/v1/addresses/${A}/balance`, `/v1/addresses/${A}/unspentoutputs`]) {
+      const r = start('GET', url);
+      await settle();
+      expect(r.state.done, url).toBe(false);
+      answer(principal);
+      const res = await r.response;
+      expect(res.statusCode, url).toBe(200);
+      expect(res.headers['ratelimit-limit'], url).toBeDefined();
+    }
+    const page = await (async () => {
+      const r = start('GET', `/v1/addresses/${A}/history?limit=1`);
+      await settle();
+      answer(principal);
+      return r.response;
+    })();
+    expect(page.headers.link).toMatch(/rel="next"/);
+  });
+
+  it('a key refused by the check gets the ordinary 401 instead of the data, the 404, the 400 or the Link', async () => {
+    const urls = [
+      `/v1/addresses/${A}/history?limit=1`, // data and a Link header
+      `/v1/addresses/${A}/balance`,
+      '/v1/addresses/bcrt1q6rhpng9evdsfnn833a4f4vej0asu6dk5srld6x/history', // unknown address: 404
+      `/v1/addresses/${A}/history?cursor=!!`, // bad cursor: 400
+    ];
+    for (const url of urls) {
+      const r = start('GET', url);
+      await settle();
+      expect(r.state.done, url).toBe(false);
+      answer(null);
+      const res = await r.response;
+      expect(res.statusCode, url).toBe(401);
+      expect((res.json() as { error_code: string }).error_code, url).toBe('ERR_API_KEY_INVALID');
+      expect(res.headers.link, url).toBeUndefined();
+      expect(res.headers['ratelimit-limit'], url).toBeUndefined();
+    }
+  });
+
+  it('a route with side effects checks the key before it runs', async () => {
+    const before = checks;
+    const r = start('POST', '/v1/subscriptions', { address: A });
+    await settle();
+    expect(checks).toBe(before + 1);
+    expect(r.state.done).toBe(false);
+    const rows = await h.t.db.selectFrom('subscriptions').select('id').execute();
+    expect(rows).toHaveLength(0);
+    answer(null);
+    expect((await r.response).statusCode).toBe(401);
+    expect(await h.t.db.selectFrom('subscriptions').select('id').execute()).toHaveLength(0);
+  });
+});
+
+describe('with the cached verifier of startApi', () => {
+  let h: ApiHarness;
+  let api: ApiHandle;
+  beforeAll(async () => {
+    h = await createApiHarness();
+    await seed(h);
+    api = await startApi({ config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest' }), log: silentLogger(), db: h.t.db, redis: h.redis, databaseUrl: h.t.url });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await h?.close();
+  });
+
+  it('a key revoked through the keys command is refused on the very next history request', async () => {
+    const key = await h.newKey({ name: 'revoked-next' });
+    const get = (url: string) => fetch(`${api.url}${url}`, { headers: { apiKey: key } });
+    for (let i = 0; i < 3; i++) expect((await get(`/v1/addresses/${A}/history`)).status).toBe(200);
+    expect(await revokeApiKey(h.t.db, key.slice(0, 11))).toBe(1);
+    const refused = await get(`/v1/addresses/${A}/history`);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('ratelimit-limit')).toBeNull();
+    expect((await get(`/v1/addresses/${A}/balance`)).status).toBe(401);
+    expect((await get(`/v1/addresses/${A}/history?cursor=!!`)).status).toBe(401);
+  });
+});
