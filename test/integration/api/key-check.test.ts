@@ -59,24 +59,22 @@ describe('key checks alongside the address routes', () => {
     return { state, response };
   };
   const settle = () => new Promise((r) => setTimeout(r, 150));
+  /** A GET that must still be unanswered while its check is, then the answer after `verdict`. */
+  const held = async (url: string, verdict: ApiKeyPrincipal | null) => {
+    const r = start('GET', url);
+    await settle();
+    expect(r.state.done, url).toBe(false);
+    answer(verdict);
+    return r.response;
+  };
 
   it('a read waits for the check, then answers', async () => {
     for (const url of [`/v1/addresses/${A}/history?limit=1`, `/v1/addresses/${A}/balance`, `/v1/addresses/${A}/unspentoutputs`]) {
-      const r = start('GET', url);
-      await settle();
-      expect(r.state.done, url).toBe(false);
-      answer(principal);
-      const res = await r.response;
+      const res = await held(url, principal);
       expect(res.statusCode, url).toBe(200);
       expect(res.headers['ratelimit-limit'], url).toBeDefined();
     }
-    const page = await (async () => {
-      const r = start('GET', `/v1/addresses/${A}/history?limit=1`);
-      await settle();
-      answer(principal);
-      return r.response;
-    })();
-    expect(page.headers.link).toMatch(/rel="next"/);
+    expect((await held(`/v1/addresses/${A}/history?limit=1`, principal)).headers.link).toMatch(/rel="next"/);
   });
 
   it('a key refused by the check gets the ordinary 401 instead of the data, the 404, the 400 or the Link', async () => {
@@ -87,11 +85,7 @@ describe('key checks alongside the address routes', () => {
       `/v1/addresses/${A}/history?cursor=!!`, // bad cursor: 400
     ];
     for (const url of urls) {
-      const r = start('GET', url);
-      await settle();
-      expect(r.state.done, url).toBe(false);
-      answer(null);
-      const res = await r.response;
+      const res = await held(url, null);
       expect(res.statusCode, url).toBe(401);
       expect((res.json() as { error_code: string }).error_code, url).toBe('ERR_API_KEY_INVALID');
       expect(res.headers.link, url).toBeUndefined();
