@@ -5,7 +5,7 @@
  * Clients never see a stack trace: unknown errors become ERR_INTERNAL with a fixed message.
  * @module
  */
-import { clearAnswerHeaders, keyCheckAlongside, keyCheckPassed } from './key-check.js';
+import { clearAnswerHeaders, keyCheckPassed } from './key-check.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 
@@ -192,13 +192,11 @@ export function toApiError(err: unknown): ApiError {
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     // A key still being checked alongside the route: its refusal comes first (src/api/key-check.ts).
-    if (keyCheckAlongside(request)) {
-      try {
-        await keyCheckPassed(request);
-      } catch (refusal) {
-        clearAnswerHeaders(reply);
-        return sendApiError(reply, toApiError(refusal));
-      }
+    try {
+      await keyCheckPassed(request);
+    } catch (refusal) {
+      clearAnswerHeaders(reply);
+      return sendApiError(reply, toApiError(refusal));
     }
     const apiErr = toApiError(err);
     if (apiErr.code === 'ERR_INTERNAL') {

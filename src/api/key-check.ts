@@ -25,11 +25,6 @@ export function keyCheckPassed(request: FastifyRequest): Promise<void> {
   return pending.get(request) ?? Promise.resolve();
 }
 
-/** True when the request's key check runs alongside its route. */
-export function keyCheckAlongside(request: FastifyRequest): boolean {
-  return pending.has(request);
-}
-
 /** Headers a route or the hook may have set that a refused request must not carry. */
 export function clearAnswerHeaders(reply: FastifyReply): void {
   for (const h of ['link', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) reply.removeHeader(h);

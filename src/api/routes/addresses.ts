@@ -18,7 +18,7 @@ import {
   type HistoryPageRequest,
   listUnspentPage,
 } from '../../db/queries/api-address.js';
-import { hashesToHex, hashToHex } from '../../bitcoin/hash.js';
+import { hashToHex } from '../../bitcoin/hash.js';
 import { addressToScript } from '../address-codec.js';
 import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';
 import { ApiError } from '../errors.js';
@@ -28,8 +28,6 @@ import { batchPerTick } from '../tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
-/** The txid of a history entry whose `txs` row is missing, as hex (listHistoryPage). */
-const ABSENT_HEX = '0'.repeat(64);
 
 type AddressParams = { Params: { address: string } };
 
@@ -154,8 +152,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
         setNextLink(request, reply, q, next);
       }
       // (entries and txids come from one statement's snapshot: every chain entry has its txid)
-      const out = page.mempool.slice(0, inMempool).map((m) => hashToHex(m.txid));
-      for (const hex of hashesToHex(page.chain.txids.subarray(0, inChain * 32))) if (hex !== ABSENT_HEX) out.push(hex);
+      const out = [...page.mempool.slice(0, inMempool).map((m) => hashToHex(m.txid)), ...page.chain.txidsHex(inChain)];
       // Hex needs no escaping: the body is written here, not by the serializer (schema: historySchema).
       return reply.type('application/json; charset=utf-8').send(out.length === 0 ? '[]' : `["${out.join('","')}"]`);
     },

@@ -7,6 +7,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../schema.js';
+import { hashesToHex } from '../../bitcoin/hash.js';
 
 /** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
 const FIRST_SEEN_US = sql<bigint>`(extract(epoch FROM mt.first_seen) * 1000000)::int8`;
@@ -87,6 +88,7 @@ const POSITION_BYTES = 20;
 /** The txid Postgres packs for an entry whose `txs` row is missing (no transaction hashes to zero). */
 const ABSENT_TXID = Buffer.alloc(32);
 const ABSENT_TXID_SQL = sql.raw(`'\\x${ABSENT_TXID.toString('hex')}'::bytea`);
+const ABSENT_HEX = ABSENT_TXID.toString('hex');
 
 /**
  * The confirmed entries of a history page, newest first, as Postgres packs them: one row for
@@ -112,6 +114,11 @@ export class HistoryEntries {
       index: this.positions.readInt32BE(o + 16),
       txid: txid.equals(ABSENT_TXID) ? null : txid,
     };
+  }
+
+  /** Display hex of the txids of the first `count` entries, leaving out those whose `txs` row is missing. */
+  txidsHex(count: number): string[] {
+    return hashesToHex(this.txids.subarray(0, count * 32)).filter((hex) => hex !== ABSENT_HEX);
   }
 
   /** Every entry (tests, small pages). */
