@@ -89,14 +89,17 @@ export function nodeFeed(source: ChainSource, from: number, to: number, inFlight
   });
 }
 
+/** The indexes of txs and balances (dropped again by the finish, which rebuilds them). */
+const DROP_TXS_INDEXES = 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid_key;';
+const DROP_BALANCES_KEY = 'ALTER TABLE balances DROP CONSTRAINT IF EXISTS balances_pkey;';
+
 /** Index DDL the bulk path drops and rebuilds (the definitions of migrations/0001_chain.ts). */
 const DROP_INDEXES = `
-  ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey;
-  DROP INDEX IF EXISTS txs_txid_key;
+  ${DROP_TXS_INDEXES}
   ALTER TABLE utxos DROP CONSTRAINT IF EXISTS utxos_pkey;
   DROP INDEX IF EXISTS utxos_addr;
   ALTER TABLE history DROP CONSTRAINT IF EXISTS history_pkey;
-  ALTER TABLE balances DROP CONSTRAINT IF EXISTS balances_pkey;
+  ${DROP_BALANCES_KEY}
 `;
 
 // txs only grows at its end (tx_num is chain order), so its primary key is built full: the
@@ -386,13 +389,13 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
     },
     {
       name: 'balances',
-      text: `ALTER TABLE balances DROP CONSTRAINT IF EXISTS balances_pkey;
+      text: `${DROP_BALANCES_KEY}
        TRUNCATE balances;
        INSERT INTO balances (addr_key, balance, utxo_count)
          SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
        TRUNCATE bulk_spent;`,
     },
-    { name: 'drop txs indexes', text: 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid_key;' },
+    { name: 'drop txs indexes', text: DROP_TXS_INDEXES },
     ...indexSteps(CHAIN_INDEXES),
   ],
   [
