@@ -250,19 +250,13 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         ['history page (limit 100, hot address, random depth)', hotPage(100)],
       ];
       /** One autocannon run against `path()`, with the CPU each process spent per request. */
-      const run = async (path: () => string, connections: number, overallRate?: number) => {
+      /** Runs a load and the CPU it cost per request (of `requests(result)`) in the API, its backends and the load generator. */
+      const withCpu = async <T>(load: () => Promise<T>, requests: (result: T) => number) => {
         const cpu0 = processCpuMs(child.pid!);
         const pgCpu0 = await apiBackendsCpuMs(db);
         const genCpu0 = process.cpuUsage();
-        const result = await autocannon({
-          url: base,
-          connections,
-          duration: DURATION,
-          ...(overallRate ? { overallRate } : {}),
-          headers: { apiKey: key },
-          requests: [{ setupRequest: (req) => ({ ...req, path: path() }) }],
-        });
-        const total = Math.max(1, result.requests.total);
+        const result = await load();
+        const total = Math.max(1, requests(result));
         const genCpu = process.cpuUsage(genCpu0);
         const pgMs = backendsCpuDelta(pgCpu0, await apiBackendsCpuMs(db));
         return {
@@ -272,6 +266,19 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           gen: ((genCpu.user + genCpu.system) / total).toFixed(0),
         };
       };
+      const run = (path: () => string, connections: number, overallRate?: number) =>
+        withCpu(
+          () =>
+            autocannon({
+              url: base,
+              connections,
+              duration: DURATION,
+              ...(overallRate ? { overallRate } : {}),
+              headers: { apiKey: key },
+              requests: [{ setupRequest: (req) => ({ ...req, path: path() }) }],
+            }),
+          (r) => r.requests.total,
+        );
       process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each, as fast as they go (server and load generator share the 2 cores):\n`);
       process.stdout.write("| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx |\n|---|---|---|---|---|---|---|---|---|\n");
       let floor = 0;
@@ -294,19 +301,16 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         process.stdout.write(`\nat the target rate: each route offered its target on a fixed schedule (open loop) over ${RATE_CONNECTIONS} connections, ${DURATION} s each:\n`);
         process.stdout.write("| at the target rate: route | offered req/s | served req/s | p50 ms | p99 ms | max ms | load generator's longest stall ms | goal | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (const [label, path, rate, p99] of targets.filter(([l]) => !opts.only || l.includes(opts.only))) {
-          const cpu0 = processCpuMs(child.pid!);
-          const pgCpu0 = await apiBackendsCpuMs(db);
-          const genCpu0 = process.cpuUsage();
-          const r = await openLoop({ host: '127.0.0.1', port, rate, durationMs: DURATION * 1000, connections: RATE_CONNECTIONS, headers: { apiKey: key }, path });
-          const total = Math.max(1, r.answered);
-          const genCpu = process.cpuUsage(genCpu0);
-          const pgMs = backendsCpuDelta(pgCpu0, await apiBackendsCpuMs(db));
+          const { result: r, api, pg, gen } = await withCpu(
+            () => openLoop({ host: '127.0.0.1', port, rate, durationMs: DURATION * 1000, connections: RATE_CONNECTIONS, headers: { apiKey: key }, path }),
+            (x) => x.answered,
+          );
           const ok = r.served >= rate * 0.99 && r.p99 <= p99 && r.non2xx === 0;
           const cells = [
             `at ${rate}/s: ${label}`, rate, Math.round(r.served), r.p50.toFixed(1), r.p99.toFixed(1), r.max.toFixed(0), r.generatorLag.toFixed(0), `≥ ${rate} req/s, p99 ≤ ${p99} ms: ${ok ? 'met' : 'missed'}`,
-            (((processCpuMs(child.pid!) - cpu0) * 1000) / total).toFixed(0),
-            pgMs === null ? '-' : ((pgMs * 1000) / total).toFixed(0),
-            ((genCpu.user + genCpu.system) / total).toFixed(0),
+            api,
+            pg,
+            gen,
             r.non2xx,
           ];
           process.stdout.write(`| ${cells.join(' | ')} |\n`);
