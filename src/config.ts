@@ -145,6 +145,7 @@ export const settings = {
   apiRateLimit: setting<number>('API_RATE_LIMIT', 6000, 'Requests per API key per rate window, for keys without a limit of their own (429 above).', int(1)),
   apiRateWindowMs: setting<number>('API_RATE_WINDOW_MS', 60_000, 'Length of the per-key rate-limit window in milliseconds.', int(1000, 86_400_000)),
   apiCorsOrigins: setting<string[]>('API_CORS_ORIGINS', [], 'Browser origins allowed to call the REST API (CORS), comma-separated (https://app.example.com), or * for any; empty: no CORS headers, so only same-origin pages can call it.', origins),
+  apiHistoryCacheMb: setting<number>('API_HISTORY_CACHE_MB', 64, 'Megabytes of history chunks the API holds for clients paging deep into a busy address (each use is checked against the database); 0 turns it off.', int(0, 65536)),
   apiMaxLagBlocks: setting<number>('API_MAX_LAG_BLOCKS', 6, 'Address routes answer 503 ERR_INDEX_SYNCING while the index is more than this many blocks behind the node.', int(0)),
   stampWalletWif: setting<string | undefined>('STAMP_WALLET_WIF', undefined, 'Private key (WIF, for the node\'s network) of the stamping wallet; it spends the coins of the key\'s P2WPKH and P2PKH addresses. Unset (and no descriptor): stamping is off.', str),
   stampWalletDescriptor: setting<string | undefined>('STAMP_WALLET_DESCRIPTOR', undefined, 'Alternative to STAMP_WALLET_WIF: `wpkh(KEY)` or `pkh(KEY)` where KEY is a WIF or an xprv/tprv with a fixed derivation path (`wpkh(tprv…/84h/1h/0h/0/0)`); change goes to that output type.', str),

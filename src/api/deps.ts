@@ -56,6 +56,8 @@ export type ApiSettings = {
   maxLagBlocks: number;
   /** Browser origins given CORS headers (`*` for any); empty: none. */
   corsOrigins: readonly string[];
+  /** Bytes of history chunks held for paging (src/api/history-chunk-cache.ts); 0: none. */
+  historyCacheBytes: number;
 };
 
 export const defaultApiSettings: ApiSettings = {
@@ -67,6 +69,7 @@ export const defaultApiSettings: ApiSettings = {
   redisPrefix: 'bw',
   maxLagBlocks: 6,
   corsOrigins: [],
+  historyCacheBytes: 64 * 1024 * 1024,
 };
 
 /** Everything `buildApi` takes. Only `db`, `log` and `network` are required. */

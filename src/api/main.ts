@@ -59,6 +59,7 @@ export function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
     rateWindowMs: config.apiRateWindowMs,
     maxLagBlocks: config.apiMaxLagBlocks,
     corsOrigins: config.apiCorsOrigins,
+    historyCacheBytes: config.apiHistoryCacheMb * 1024 * 1024,
   };
 }
 

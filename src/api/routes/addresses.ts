@@ -26,6 +26,7 @@ import { addressParams, balanceSchema, historySchema, minConfQuery, pageQuery, u
 import type { ResolvedApiDeps, RouteModule } from '../deps.js';
 import { batchPerTick } from '../tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
+import { HistoryChunkCache } from '../history-chunk-cache.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
 
@@ -92,8 +93,14 @@ function setNextLink(request: FastifyRequest, reply: FastifyReply, q: PageQuery[
 export const addressRoutes: RouteModule = (app, deps) => {
   // Balance requests arriving together share one query (src/api/tick-batch.ts).
   const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.db, keys[0]!)] : getBalancePartsMany(deps.db, keys)));
-  // So do history pages (one statement for one page or many).
-  const historyPages = batchPerTick((requests: HistoryPageRequest[]) => listHistoryPages(deps.db, requests));
+  // So do history pages (one statement for one page or many), with the chunks paging reads held.
+  const chunks = deps.settings.historyCacheBytes > 0 ? new HistoryChunkCache(deps.settings.historyCacheBytes) : undefined;
+  const historyPages = batchPerTick((requests: HistoryPageRequest[]) =>
+    listHistoryPages(deps.db, requests).catch((err: unknown) => {
+      chunks?.clear(); // the database may come back as another one (a restore): its chunks are not ours
+      throw err;
+    }),
+  );
   app.get<AddressParams & { Querystring: { min_conf: number } }>(
     '/addresses/:address/balance',
     {
@@ -126,14 +133,22 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const q = request.query;
       const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'h');
       await assertNotSyncing(deps);
+      const bound = cursor?.phase === 'c' ? cursor : undefined;
+      const at = bound?.chunk;
+      // A page deep inside one chunk may come from the chunk the process holds (checked by the
+      // statement); otherwise the statement cuts it and hands the chunk over for the next pages.
+      const reusable = chunks !== undefined && at !== undefined && q.min_conf <= 1 && at.index > q.limit;
       const page = await historyPages({
         addrKey,
         mempoolAfter: mempoolAfter(q, cursor),
-        before: cursor?.phase === 'c' ? cursor.txNum : MAX_TX_NUM,
-        at: cursor?.phase === 'c' ? cursor.chunk : undefined,
+        before: bound ? bound.txNum : MAX_TX_NUM,
+        at,
         minConf: q.min_conf,
         limit: q.limit + 1,
+        held: reusable ? chunks.page(addrKey, at.first, at.index, bound!.txNum, q.limit + 1) : undefined,
+        fill: reusable,
       });
+      if (page.chunk && at) chunks?.put(addrKey, at.first, page.chunk.xmin, page.chunk.entries);
       // The page: mempool entries, then chain entries, `q.limit` in all; one more means a next page.
       const inMempool = Math.min(page.mempool.length, q.limit);
       const inChain = Math.min(page.chain.count, q.limit - inMempool);

@@ -127,7 +127,15 @@ export class HistoryEntries {
   }
 }
 
-export type HistoryPage = { mempool: { txid: Buffer; firstSeenUs: bigint }[]; chain: HistoryEntries };
+export type HistoryPage = {
+  mempool: { txid: Buffer; firstSeenUs: bigint }[];
+  chain: HistoryEntries;
+  /** The cursor's chunk as the statement read it (when the request asked to `fill` and the page was cut by Postgres). */
+  chunk?: HistoryChunk;
+};
+
+/** A history chunk's row version (`xmin`) and all its entries, 8 bytes each, ascending. */
+export type HistoryChunk = { xmin: string; entries: Buffer };
 
 /** The 8-byte big-endian entry at 0-based `i` of chunk bytes `e`, as int8. */
 const ENTRY_AT = (e: RawBuilder<unknown>, i: RawBuilder<unknown>) => sql<bigint>`('x' || encode(substring(${e} FROM ${i} * 8 + 1 FOR 8), 'hex'))::bit(64)::int8`;
@@ -149,7 +157,9 @@ export async function listHistoryPages(db: Kysely<Database>, requests: readonly 
     if (x.mempool_txids && x.mempool_fs) {
       for (let j = 0; j < x.mempool_fs.length / 8; j++) mempool.push({ txid: x.mempool_txids.subarray(j * 32, j * 32 + 32), firstSeenUs: x.mempool_fs.readBigInt64BE(j * 8) });
     }
-    pages[x.k - 1] = { mempool, chain: new HistoryEntries(x.txids ?? Buffer.alloc(0), x.positions ?? Buffer.alloc(0)) };
+    const page: HistoryPage = { mempool, chain: new HistoryEntries(x.txids ?? Buffer.alloc(0), x.positions ?? Buffer.alloc(0)) };
+    if (x.chunk_xmin !== null && x.chunk !== null) page.chunk = { xmin: x.chunk_xmin, entries: x.chunk };
+    pages[x.k - 1] = page;
   }
   return pages;
 }
@@ -160,7 +170,18 @@ export async function listHistoryPage(db: Kysely<Database>, addrKey: string, opt
 }
 
 export type HistoryPageOptions = { mempoolAfter: MempoolCursor | undefined | null; before: bigint; at?: { first: bigint; index: number } | undefined; minConf: number; limit: number };
-export type HistoryPageRequest = HistoryPageOptions & { addrKey: string };
+export type HistoryPageRequest = HistoryPageOptions & {
+  addrKey: string;
+  /**
+   * The page as a chunk the caller holds gives it (src/api/history-chunk-cache.ts): the tx_nums
+   * below the cursor (`at`), newest first, and the version of chunk `at.first` they were read
+   * from. The statement then only checks that the chunk's row is still that version and looks up
+   * the txids; when it is not, the page is cut as without it.
+   */
+  held?: { xmin: string; nums: readonly bigint[] } | undefined;
+  /** Also return chunk `at.first` (HistoryPage.chunk) when the statement cuts the page itself. */
+  fill?: boolean;
+};
 
 /** The statement of listHistoryPages (exported for the test that checks its plan keeps the order). */
 export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
@@ -182,20 +203,47 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                  ORDER BY fs DESC, ma.txid DESC
                  LIMIT q.lim) x) m`
     : sql`CROSS JOIN (SELECT NULL::bytea AS txids, NULL::bytea AS fs) m`;
-  return sql<{ k: number; mempool_txids: Buffer | null; mempool_fs: Buffer | null; positions: Buffer | null; txids: Buffer | null }>`
-    SELECT q.k::int4 AS k, m.txids AS mempool_txids, m.fs AS mempool_fs, h.positions, h.txids
+  // Held pages: their tx_nums in one array (passed as its literal: the driver's array escaping
+  // costs ~1 µs per element), each request's a slice [h_lo, h_hi] of it.
+  const heldNums: string[] = [];
+  const slices = requests.map((r) => {
+    if (!r.held || !r.at) return null;
+    const lo = heldNums.length + 1;
+    for (const n of r.held.nums) heldNums.push(n.toString());
+    return [lo, heldNums.length] as const;
+  });
+  // (parts no request needs are left out, as the mempool part is)
+  const heldPart = slices.some((x) => x !== null)
+    ? sql`CROSS JOIN LATERAL (SELECT q.h_xmin IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE addr_key = q.addr AND first_tx_num = q.at_first AND xmin = q.h_xmin::xid) AS hit) hc`
+    : sql`CROSS JOIN (SELECT false AS hit) hc`;
+  const heldEntries = slices.some((x) => x !== null)
+    ? sql`UNION ALL
+          SELECT q.at_first, q.at_index - u.j::int4, u.n
+            FROM unnest((${`{${heldNums.join(',')}}`}::int8[])[q.h_lo:q.h_hi]) WITH ORDINALITY AS u(n, j)
+           WHERE hc.hit`
+    : sql``;
+  const fillPart = requests.some((r) => r.fill && r.at)
+    ? sql`LEFT JOIN LATERAL (SELECT xmin::text AS xmin, ${ENTRIES} AS e FROM history
+                              WHERE q.fill AND NOT hc.hit AND addr_key = q.addr AND first_tx_num = q.at_first) f ON true`
+    : sql`CROSS JOIN (SELECT NULL::text AS xmin, NULL::bytea AS e) f`;
+  return sql<{ k: number; mempool_txids: Buffer | null; mempool_fs: Buffer | null; positions: Buffer | null; txids: Buffer | null; chunk_xmin: string | null; chunk: Buffer | null }>`
+    SELECT q.k::int4 AS k, m.txids AS mempool_txids, m.fs AS mempool_fs, h.positions, h.txids, f.xmin AS chunk_xmin, f.e AS chunk
       FROM unnest(${requests.map((r) => r.addrKey)}::uuid[], ${requests.map((r) => r.before.toString())}::int8[],
                   ${requests.map((r) => r.at?.first.toString() ?? null)}::int8[], ${requests.map((r) => r.at?.index ?? null)}::int4[],
                   ${requests.map((r) => r.minConf)}::int4[], ${requests.map((r) => r.limit)}::int4[], ${requests.map(mempoolMode)}::int4[],
-                  ${requests.map((r) => r.mempoolAfter?.firstSeenUs.toString() ?? null)}::int8[], ${requests.map((r) => r.mempoolAfter?.txid ?? null)}::bytea[])
-           WITH ORDINALITY AS q(addr, before, at_first, at_index, min_conf, lim, mempool, m_fs, m_txid, k)
+                  ${requests.map((r) => r.mempoolAfter?.firstSeenUs.toString() ?? null)}::int8[], ${requests.map((r) => r.mempoolAfter?.txid ?? null)}::bytea[],
+                  ${requests.map((r, j) => (slices[j] ? r.held!.xmin : null))}::text[], ${slices.map((x) => x?.[0] ?? null)}::int4[], ${slices.map((x) => x?.[1] ?? null)}::int4[],
+                  ${requests.map((r) => r.fill === true && r.at !== undefined)}::bool[])
+           WITH ORDINALITY AS q(addr, before, at_first, at_index, min_conf, lim, mempool, m_fs, m_txid, h_xmin, h_lo, h_hi, fill, k)
+      ${heldPart}
       ${mempoolPart}
       CROSS JOIN LATERAL (
         SELECT string_agg(int8send(p.n) || int8send(p.f) || int4send(p.i), ''::bytea ORDER BY p.n DESC) AS positions,
                string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY p.n DESC) AS txids
-          FROM (SELECT c.f, s.i, s.n
+          FROM ((SELECT c.f, s.i, s.n
                   FROM (SELECT CASE WHEN q.min_conf > 1 THEN least(q.before, (((SELECT height FROM chain_tip WHERE id = 1) - q.min_conf + 2)::int8 << 20))
-                                    ELSE q.before END AS v) b,
+                                    ELSE q.before END AS v
+                         WHERE NOT hc.hit) b,
                        LATERAL (SELECT first_tx_num AS f, ${ENTRIES} AS e FROM history
                                  WHERE addr_key = q.addr AND first_tx_num < b.v
                                  ORDER BY first_tx_num DESC
@@ -210,8 +258,10 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                  -- no ORDER BY: the nested loop yields chunks newest first (index order) and each
                  -- chunk's entries from its end, i.e. newest first; a sort would read every chunk.
                  -- (c's LIMIT is exact: each chunk below the bound gives at least one entry.)
-                 LIMIT q.lim) p
-          LEFT JOIN txs t ON t.tx_num = p.n) h`;
+                 LIMIT q.lim)
+                ${heldEntries}) p
+          LEFT JOIN txs t ON t.tx_num = p.n) h
+      ${fillPart}`;
 }
 
 export type UnspentRow = { txid: Buffer; vout: number; value: bigint; script: Buffer; txNum?: bigint; firstSeenUs?: bigint };

@@ -67,17 +67,23 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
   await sql`ANALYZE history`.execute(t.db);
   const apiDb = createApiDb(t.url, { max: 1 });
   try {
+    const xmin = (await sql<{ x: string }>`SELECT xmin::text AS x FROM history WHERE addr_key = ${heavy}::uuid AND first_tx_num = ${150n * 1024n}`.execute(t.db)).rows[0]!.x;
+    const at = { first: 150n * 1024n, index: 500 };
     const variants = [
       { mempoolAfter: undefined, before: (1n << 62n) - 1n, minConf: 0, limit: 26 },
-      { mempoolAfter: null, before: 150n * 1024n + 500n, at: { first: 150n * 1024n, index: 500 }, minConf: 0, limit: 1001 },
+      { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 1001 },
       { mempoolAfter: null, before: 150n * 1024n + 500n, minConf: 3, limit: 26 },
+      // the page handing its chunk over, and the page from the held chunk
+      { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, fill: true },
+      { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, held: { xmin, nums: Array.from({ length: 26 }, (_, k) => 150n * 1024n + 499n - BigInt(k)) } },
     ];
     const requests = variants.map((v) => ({ ...v, addrKey: heavy }));
     for (const batch of [...requests.map((r) => [r]), requests]) {
       for (const [plans, db] of [['generic', apiDb], ['custom', t.db]] as const) {
         const q = historyPagesQuery(batch);
         const r = await sql<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>`EXPLAIN (FORMAT JSON) ${q}`.execute(db);
-        const paths = pathsToLimit(r.rows[0]!['QUERY PLAN'][0].Plan);
+        // (a Result node passes its input's rows on in order: the one-time filter of a held page)
+        const paths = pathsToLimit(r.rows[0]!['QUERY PLAN'][0].Plan).map((path) => path.filter((node) => node !== 'Result'));
         expect(paths, `${plans} plan, ${JSON.stringify(batch, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`).toEqual([['Nested Loop']]);
       }
     }
@@ -92,6 +98,46 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
       expect(page.chain.all().map((c) => c.n)).toEqual(expected);
       expect(together[j]!.chain.all()).toEqual(page.chain.all());
     }
+  } finally {
+    await apiDb.destroy();
+  }
+});
+
+it('a page from a held chunk: used while the chunk row is the version it was read from, cut afresh once the row changed', async () => {
+  const addr = '00000000-0000-4000-8000-000000000002';
+  const first = 5000n;
+  const entries = (base: bigint) => Array.from({ length: 1024 }, (_, k) => base + BigInt(k) * 2n);
+  const bytes = (nums: bigint[]) => Buffer.concat(nums.map((n) => { const b = Buffer.alloc(8); b.writeBigInt64BE(n); return b; }));
+  const original = entries(first);
+  await sql`INSERT INTO history (addr_key, first_tx_num, rest) VALUES (${addr}::uuid, ${first}, ${bytes(original.slice(1))})`.execute(t.db);
+  await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM generate_series(5000::int8, 9000::int8) n`.execute(t.db);
+  const apiDb = createApiDb(t.url, { max: 1 });
+  try {
+    const at = { first, index: 700 };
+    const base = { addrKey: addr, mempoolAfter: null, before: original[700]!, at, minConf: 0, limit: 26 };
+    const expected = original.slice(674, 700).reverse();
+    // Cut by Postgres, handing the chunk over.
+    const [filled] = await listHistoryPages(apiDb, [{ ...base, fill: true }]);
+    expect(filled!.chain.all().map((e) => e.n)).toEqual(expected);
+    expect(filled!.chunk!.entries).toEqual(bytes(original));
+    const xmin = filled!.chunk!.xmin;
+    // Held at that version: the statement takes the held tx_nums (here made up, to show they are
+    // what it used) with their txids, the entries' positions below the cursor, and hands nothing over.
+    const madeUp = expected.map((n) => n + 1n);
+    const [held, plain] = await listHistoryPages(apiDb, [{ ...base, fill: true, held: { xmin, nums: madeUp } }, base]);
+    expect(held!.chunk).toBeUndefined();
+    expect(held!.chain.all()).toEqual(madeUp.map((n, k) => ({ n, first, index: 699 - k, txid: expect.any(Buffer) as Buffer })));
+    expect(plain!.chain.all().map((e) => e.n)).toEqual(expected);
+    // A held version the row no longer has (a block appended, a reorg rewrote it): cut afresh.
+    const rewritten = entries(first).map((n, k) => (k >= 680 ? n + 1n : n));
+    await sql`UPDATE history SET rest = ${bytes(rewritten.slice(1))} WHERE addr_key = ${addr}::uuid AND first_tx_num = ${first}`.execute(t.db);
+    const [fresh] = await listHistoryPages(apiDb, [{ ...base, fill: true, held: { xmin, nums: madeUp } }]);
+    expect(fresh!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());
+    expect(fresh!.chunk!.xmin).not.toBe(xmin);
+    expect(fresh!.chunk!.entries).toEqual(bytes(rewritten));
+    // A version of another chunk, or none at all, is no version of this one.
+    const [other] = await listHistoryPages(apiDb, [{ ...base, held: { xmin: '1', nums: madeUp } }]);
+    expect(other!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());
   } finally {
     await apiDb.destroy();
   }

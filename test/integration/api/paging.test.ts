@@ -67,6 +67,50 @@ describe('paging across chunks', () => {
     }
   });
 
+  it('deep pages come from the chunk the API holds only while its row is unchanged: a rewritten chunk is cut afresh', async () => {
+    // An API without held chunks, on the same database, answers every page as Postgres cuts it.
+    const plain = await createApiHarness({ settings: { historyCacheBytes: 0 } }, h.t);
+    try {
+      const page = async (api: ApiHarness, url: string) => {
+        const r = await api.get(url);
+        expect(r.statusCode, url).toBe(200);
+        return { body: r.json() as string[], link: r.headers.link };
+      };
+      // Every 25-entry page of the chunk of entries 1024 … 2047, from its cursor: the first request
+      // of each hands the chunk over, later ones are answered from it.
+      const links = (await walkPages(h, `/v1/addresses/${C}/history?limit=25`)).links;
+      const inChunk = links.filter((l) => {
+        const c = decodeCursor(/cursor=([^&]+)/.exec(l)![1]!, 'h');
+        return c.phase === 'c' && c.chunk?.first === nums[1024];
+      });
+      expect(inChunk.length).toBeGreaterThan(30);
+      for (const url of inChunk) expect(await page(h, url), url).toEqual(await page(plain, url));
+      // A reorg rewrites the chunk: the entries of height 31 (chunk indexes 896 … 959) become other
+      // transactions of that height (with txs rows); the page taken is one of them.
+      const index = (l: string) => {
+        const c = decodeCursor(/cursor=([^&]+)/.exec(l)![1]!, 'h');
+        return c.phase === 'c' ? c.chunk!.index : -1;
+      };
+      const url = inChunk.find((l) => index(l) >= 896 + 25 && index(l) <= 960)!;
+      const before = await page(h, url);
+      const rewritten = nums.slice(1024, 2048).map((n, k) => (k >= 896 && k < 960 ? n + 1000n : n));
+      await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM unnest(${rewritten.filter((n, k) => n !== nums[1024 + k]).map(String)}::int8[]) n`.execute(h.t.db);
+      const original = await sql<{ rest: Buffer }>`SELECT rest FROM history WHERE addr_key = ${key}::uuid AND first_tx_num = ${nums[1024]!}`.execute(h.t.db);
+      await h.t.db.updateTable('history').set(encodeHistoryChunk(rewritten)).where('addr_key', '=', key).where('first_tx_num', '=', nums[1024]!).execute();
+      try {
+        const after = await page(h, url);
+        expect(after).toEqual(await page(plain, url));
+        expect(after.body).not.toEqual(before.body);
+        for (const u of inChunk) expect(await page(h, u), u).toEqual(await page(plain, u));
+      } finally {
+        await h.t.db.updateTable('history').set({ rest: original.rows[0]!.rest }).where('addr_key', '=', key).where('first_tx_num', '=', nums[1024]!).execute();
+      }
+      expect(await page(h, url)).toEqual(before);
+    } finally {
+      await plain.close();
+    }
+  });
+
   it('unspent outputs: every limit walks all 5,104 outputs, (tx, vout) descending', async () => {
     const expected = [...nums].reverse().flatMap((n) => [`${display(n)}:1`, `${display(n)}:0`]);
     for (const limit of [37, 1000, 10000]) {
