@@ -113,6 +113,8 @@ export type ApiMetrics = {
   readonly contentType: string;
   render(): Promise<string>;
   observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** Records one history page: from a chunk the API held, or cut by Postgres. */
+  countHistoryPage(source: 'held' | 'cut'): void;
 };
 
 /** The node's tip as last polled, or the error that prevented it. */

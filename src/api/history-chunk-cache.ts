@@ -1,23 +1,29 @@
 /**
- * History chunks the API process holds, so that a page deep in a busy address's history need not
- * have Postgres read, decompress and cut its 8 KB chunk again: a client paging through an address
- * reads about forty 25-entry pages from each 1,024-entry chunk. A held chunk is only ever used
- * together with a check, in the page's own statement, that the chunk's row is still the version
- * it was read from (its `xmin`: every insert or update of a row gives the new version the writing
- * transaction's id, and vacuum's freezing keeps it), so a chunk changed by a new block or a reorg
- * is never answered from here; the statement then cuts the page itself, as without this cache.
+ * History chunks the API process holds, with their entries' txids, so that a page deep in a busy
+ * address's history need not have Postgres read, decompress and cut an 8 KB chunk and look up
+ * 25 txids again: a client paging through an address reads about forty 25-entry pages from each
+ * 1,024-entry chunk. A held chunk is only ever used together with a check, in the page's own
+ * statement, that the chunk's row is still the version it was read from (its `xmin`: every insert
+ * or update of a row gives the new version the writing transaction's id, and vacuum's freezing
+ * keeps it). The txids stay right with it: `txs` rows change only when their block is undone, and
+ * the same transaction cuts every history chunk holding an entry of that block (indexer/apply.ts
+ * `undoBlock`), so a chunk whose version is unchanged still names the same transactions. A chunk
+ * changed by a new block or a reorg is thus never answered from here; the statement then cuts the
+ * page itself, as without this cache, and hands the new version over.
  * Least recently used chunks go first once `maxBytes` is reached; entries also expire after
  * `ttlMs` (a transaction id repeats only after 2^32 transactions, far beyond any ttl).
  * @module
  */
+import { HistoryEntries, type HistoryChunk } from '../db/queries/api-address.js';
 
-/** The page a held chunk gives: the tx_nums of its entries, newest first, and the version to check. */
-export type HeldPage = { xmin: string; nums: bigint[] };
+/** The page a held chunk gives, and the version of the chunk the statement must still find. */
+export type HeldPage = { xmin: string; chain: HistoryEntries };
 
-type Held = { xmin: string; entries: Buffer; at: number };
+type Held = HistoryChunk & { at: number };
 
-/** What a held chunk costs besides its entries (key, map entry, record), counted against maxBytes. */
+/** What a held chunk costs besides its entries and txids (key, map entry, record), counted against maxBytes. */
 const OVERHEAD_BYTES = 160;
+const bytesOf = (c: HistoryChunk) => c.entries.length + c.txids.length + OVERHEAD_BYTES;
 
 export class HistoryChunkCache {
   private readonly chunks = new Map<string, Held>();
@@ -33,9 +39,9 @@ export class HistoryChunkCache {
   }
 
   /**
-   * The `count` entries below entry `index` of chunk `first` of the address, when the chunk is
-   * held, its entry at `index` is `before` (the cursor's bound) and at least `count` entries lie
-   * below it in this chunk; undefined otherwise (the statement cuts the page).
+   * The `count` entries below entry `index` of chunk `first` of the address, newest first, when the
+   * chunk is held, its entry at `index` is `before` (the cursor's bound) and at least `count`
+   * entries lie below it in this chunk; undefined otherwise (the statement cuts the page).
    */
   page(addrKey: string, first: bigint, index: number, before: bigint, count: number): HeldPage | undefined {
     if (index < count) return undefined;
@@ -50,19 +56,27 @@ export class HistoryChunkCache {
     if ((index + 1) * 8 > e.length || e.readBigInt64BE(index * 8) !== before) return undefined;
     this.chunks.delete(key); // most recently used last
     this.chunks.set(key, held);
-    const nums = new Array<bigint>(count);
-    for (let k = 0; k < count; k++) nums[k] = e.readBigInt64BE((index - 1 - k) * 8);
-    return { xmin: held.xmin, nums };
+    // HistoryEntries' layout: txids 32 bytes each, positions (tx_num, chunk first, index) 20.
+    const txids = Buffer.allocUnsafe(count * 32);
+    const positions = Buffer.allocUnsafe(count * 20);
+    for (let k = 0; k < count; k++) {
+      const i = index - 1 - k;
+      held.txids.copy(txids, k * 32, i * 32, i * 32 + 32);
+      e.copy(positions, k * 20, i * 8, i * 8 + 8);
+      positions.writeBigInt64BE(first, k * 20 + 8);
+      positions.writeInt32BE(i, k * 20 + 16);
+    }
+    return { xmin: held.xmin, chain: new HistoryEntries(txids, positions) };
   }
 
-  /** Holds chunk `first` of the address as read by a statement: its row version and every entry (8 bytes each, ascending). */
-  put(addrKey: string, first: bigint, xmin: string, entries: Buffer): void {
-    if (entries.length + OVERHEAD_BYTES > this.maxBytes) return;
+  /** Holds chunk `first` of the address as a statement read it. */
+  put(addrKey: string, first: bigint, chunk: HistoryChunk): void {
+    if (chunk.txids.length !== chunk.entries.length * 4 || bytesOf(chunk) > this.maxBytes) return;
     const key = `${addrKey}/${first}`;
     const old = this.chunks.get(key);
     if (old) this.drop(key, old);
-    this.chunks.set(key, { xmin, entries, at: Date.now() });
-    this.bytes += entries.length + OVERHEAD_BYTES;
+    this.chunks.set(key, { ...chunk, at: Date.now() });
+    this.bytes += bytesOf(chunk);
     for (const [k, v] of this.chunks) {
       if (this.bytes <= this.maxBytes) break;
       this.drop(k, v);
@@ -77,6 +91,6 @@ export class HistoryChunkCache {
 
   private drop(key: string, held: Held): void {
     this.chunks.delete(key);
-    this.bytes -= held.entries.length + OVERHEAD_BYTES;
+    this.bytes -= bytesOf(held);
   }
 }

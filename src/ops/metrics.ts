@@ -70,6 +70,8 @@ export type Metrics = {
   render(): Promise<string>;
   /** Records one API request (route pattern, not the URL: bounded label values). */
   observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** Records one history page: from a chunk the API held, or cut by Postgres. */
+  countHistoryPage(source: 'held' | 'cut'): void;
   /** Starts reading these role handles (call once the roles have started). */
   track(sources: MetricSources): void;
 };
@@ -222,12 +224,18 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     registers: [registry],
   });
 
+  const historyPages = c('blockwire_api_history_pages_total', 'History pages answered, by where their entries came from: held (a chunk this API process holds, src/api/history-chunk-cache.ts) or cut (by PostgreSQL).', ['source']);
+  for (const source of ['held', 'cut']) historyPages.inc({ source }, 0);
+
   return {
     registry,
     contentType: registry.contentType,
     render: () => registry.metrics(),
     observeRequest(method, route, status, seconds) {
       latency.observe({ method, route, status: `${Math.floor(status / 100)}xx` }, seconds);
+    },
+    countHistoryPage(source) {
+      historyPages.inc({ source });
     },
     track(s) {
       if (s.indexer) sources.indexer = s.indexer;

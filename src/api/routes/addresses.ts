@@ -148,7 +148,8 @@ export const addressRoutes: RouteModule = (app, deps) => {
         held: reusable ? chunks.page(addrKey, at.first, at.index, bound!.txNum, q.limit + 1) : undefined,
         fill: reusable,
       });
-      if (page.chunk && at) chunks?.put(addrKey, at.first, page.chunk.xmin, page.chunk.entries);
+      if (page.chunk && at) chunks?.put(addrKey, at.first, page.chunk);
+      deps.metrics?.countHistoryPage(page.fromHeld ? 'held' : 'cut');
       // The page: mempool entries, then chain entries, `q.limit` in all; one more means a next page.
       const inMempool = Math.min(page.mempool.length, q.limit);
       const inChain = Math.min(page.chain.count, q.limit - inMempool);

@@ -130,12 +130,17 @@ export class HistoryEntries {
 export type HistoryPage = {
   mempool: { txid: Buffer; firstSeenUs: bigint }[];
   chain: HistoryEntries;
+  /** True when `chain` is the request's `held` one (its chunk was still that version). */
+  fromHeld: boolean;
   /** The cursor's chunk as the statement read it (when the request asked to `fill` and the page was cut by Postgres). */
   chunk?: HistoryChunk;
 };
 
-/** A history chunk's row version (`xmin`) and all its entries, 8 bytes each, ascending. */
-export type HistoryChunk = { xmin: string; entries: Buffer };
+/**
+ * A history chunk as one statement read it: its row version (`xmin`), all its entries (8 bytes
+ * each, ascending) and their txids (32 bytes each, same order; all zero where `txs` lacks the row).
+ */
+export type HistoryChunk = { xmin: string; entries: Buffer; txids: Buffer };
 
 /** The 8-byte big-endian entry at 0-based `i` of chunk bytes `e`, as int8. */
 const ENTRY_AT = (e: RawBuilder<unknown>, i: RawBuilder<unknown>) => sql<bigint>`('x' || encode(substring(${e} FROM ${i} * 8 + 1 FOR 8), 'hex'))::bit(64)::int8`;
@@ -157,8 +162,10 @@ export async function listHistoryPages(db: Kysely<Database>, requests: readonly 
     if (x.mempool_txids && x.mempool_fs) {
       for (let j = 0; j < x.mempool_fs.length / 8; j++) mempool.push({ txid: x.mempool_txids.subarray(j * 32, j * 32 + 32), firstSeenUs: x.mempool_fs.readBigInt64BE(j * 8) });
     }
-    const page: HistoryPage = { mempool, chain: new HistoryEntries(x.txids ?? Buffer.alloc(0), x.positions ?? Buffer.alloc(0)) };
-    if (x.chunk_xmin !== null && x.chunk !== null) page.chunk = { xmin: x.chunk_xmin, entries: x.chunk };
+    const held = requests[x.k - 1]!.held;
+    const chain = x.held && held ? held.chain : new HistoryEntries(x.txids ?? Buffer.alloc(0), x.positions ?? Buffer.alloc(0));
+    const page: HistoryPage = { mempool, chain, fromHeld: x.held && held !== undefined };
+    if (x.chunk_xmin !== null && x.chunk !== null && x.chunk_txids !== null) page.chunk = { xmin: x.chunk_xmin, entries: x.chunk, txids: x.chunk_txids };
     pages[x.k - 1] = page;
   }
   return pages;
@@ -173,13 +180,13 @@ export type HistoryPageOptions = { mempoolAfter: MempoolCursor | undefined | nul
 export type HistoryPageRequest = HistoryPageOptions & {
   addrKey: string;
   /**
-   * The page as a chunk the caller holds gives it (src/api/history-chunk-cache.ts): the tx_nums
-   * below the cursor (`at`), newest first, and the version of chunk `at.first` they were read
-   * from. The statement then only checks that the chunk's row is still that version and looks up
-   * the txids; when it is not, the page is cut as without it.
+   * The page's confirmed entries as a chunk the caller holds gives them (src/api/history-chunk-cache.ts),
+   * and the version of chunk `at.first` they were read from: the statement only checks that the
+   * chunk's row is still that version, and the page's chain part is `chain`; when it is not, the
+   * page is cut as without it.
    */
-  held?: { xmin: string; nums: readonly bigint[] } | undefined;
-  /** Also return chunk `at.first` (HistoryPage.chunk) when the statement cuts the page itself. */
+  held?: { xmin: string; chain: HistoryEntries } | undefined;
+  /** Also return chunk `at.first` with its txids (HistoryPage.chunk) when the statement cuts the page itself. */
   fill?: boolean;
 };
 
@@ -203,44 +210,50 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                  ORDER BY fs DESC, ma.txid DESC
                  LIMIT q.lim) x) m`
     : sql`CROSS JOIN (SELECT NULL::bytea AS txids, NULL::bytea AS fs) m`;
-  // Held pages: their tx_nums in one array (passed as its literal: the driver's array escaping
-  // costs ~1 µs per element), each request's a slice [h_lo, h_hi] of it.
-  const heldNums: string[] = [];
-  const slices = requests.map((r) => {
-    if (!r.held || !r.at) return null;
-    const lo = heldNums.length + 1;
-    for (const n of r.held.nums) heldNums.push(n.toString());
-    return [lo, heldNums.length] as const;
-  });
+  // (OFFSET 0 keeps the planner from pulling these subqueries up: it would evaluate the check
+  // once per use, and the fill's txids before its gate.)
+  // A held page: the statement checks only that chunk at_first is still the version the caller
+  // read (its entries and their txids then come from the caller; see HistoryPageRequest.held).
   // (parts no request needs are left out, as the mempool part is)
-  const heldPart = slices.some((x) => x !== null)
-    ? sql`CROSS JOIN LATERAL (SELECT q.h_xmin IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE addr_key = q.addr AND first_tx_num = q.at_first AND xmin = q.h_xmin::xid) AS hit) hc`
+  const heldPart = requests.some((r) => r.held && r.at)
+    ? sql`CROSS JOIN LATERAL (SELECT q.h_xmin IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE addr_key = q.addr AND first_tx_num = q.at_first AND xmin = q.h_xmin::xid) AS hit
+                                OFFSET 0) hc`
     : sql`CROSS JOIN (SELECT false AS hit) hc`;
-  const heldEntries = slices.some((x) => x !== null)
-    ? sql`UNION ALL
-          SELECT q.at_first, q.at_index - u.j::int4, u.n
-            FROM unnest((${`{${heldNums.join(',')}}`}::int8[])[q.h_lo:q.h_hi]) WITH ORDINALITY AS u(n, j)
-           WHERE hc.hit`
-    : sql``;
+  // The chunk handed over: every entry with its txid, in the chunk's (ascending) order.
   const fillPart = requests.some((r) => r.fill && r.at)
-    ? sql`LEFT JOIN LATERAL (SELECT xmin::text AS xmin, ${ENTRIES} AS e FROM history
-                              WHERE q.fill AND NOT hc.hit AND addr_key = q.addr AND first_tx_num = q.at_first) f ON true`
-    : sql`CROSS JOIN (SELECT NULL::text AS xmin, NULL::bytea AS e) f`;
-  return sql<{ k: number; mempool_txids: Buffer | null; mempool_fs: Buffer | null; positions: Buffer | null; txids: Buffer | null; chunk_xmin: string | null; chunk: Buffer | null }>`
-    SELECT q.k::int4 AS k, m.txids AS mempool_txids, m.fs AS mempool_fs, h.positions, h.txids, f.xmin AS chunk_xmin, f.e AS chunk
+    ? sql`LEFT JOIN LATERAL (
+        SELECT x.xmin::text AS xmin, x.e,
+               (SELECT string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY g.i)
+                  FROM generate_series(0, length(x.e) / 8 - 1) AS g(i)
+                  LEFT JOIN txs t ON t.tx_num = ${ENTRY_AT(sql`x.e`, sql`g.i`)}) AS txids
+          FROM (SELECT xmin, ${ENTRIES} AS e FROM history
+                 WHERE q.fill AND NOT hc.hit AND addr_key = q.addr AND first_tx_num = q.at_first
+                 OFFSET 0) x) f ON true`
+    : sql`CROSS JOIN (SELECT NULL::text AS xmin, NULL::bytea AS e, NULL::bytea AS txids) f`;
+  return sql<{
+    k: number;
+    held: boolean;
+    mempool_txids: Buffer | null;
+    mempool_fs: Buffer | null;
+    positions: Buffer | null;
+    txids: Buffer | null;
+    chunk_xmin: string | null;
+    chunk: Buffer | null;
+    chunk_txids: Buffer | null;
+  }>`
+    SELECT q.k::int4 AS k, hc.hit AS held, m.txids AS mempool_txids, m.fs AS mempool_fs, h.positions, h.txids, f.xmin AS chunk_xmin, f.e AS chunk, f.txids AS chunk_txids
       FROM unnest(${requests.map((r) => r.addrKey)}::uuid[], ${requests.map((r) => r.before.toString())}::int8[],
                   ${requests.map((r) => r.at?.first.toString() ?? null)}::int8[], ${requests.map((r) => r.at?.index ?? null)}::int4[],
                   ${requests.map((r) => r.minConf)}::int4[], ${requests.map((r) => r.limit)}::int4[], ${requests.map(mempoolMode)}::int4[],
                   ${requests.map((r) => r.mempoolAfter?.firstSeenUs.toString() ?? null)}::int8[], ${requests.map((r) => r.mempoolAfter?.txid ?? null)}::bytea[],
-                  ${requests.map((r, j) => (slices[j] ? r.held!.xmin : null))}::text[], ${slices.map((x) => x?.[0] ?? null)}::int4[], ${slices.map((x) => x?.[1] ?? null)}::int4[],
-                  ${requests.map((r) => r.fill === true && r.at !== undefined)}::bool[])
-           WITH ORDINALITY AS q(addr, before, at_first, at_index, min_conf, lim, mempool, m_fs, m_txid, h_xmin, h_lo, h_hi, fill, k)
+                  ${requests.map((r) => (r.held && r.at ? r.held.xmin : null))}::text[], ${requests.map((r) => r.fill === true && r.at !== undefined)}::bool[])
+           WITH ORDINALITY AS q(addr, before, at_first, at_index, min_conf, lim, mempool, m_fs, m_txid, h_xmin, fill, k)
       ${heldPart}
       ${mempoolPart}
       CROSS JOIN LATERAL (
         SELECT string_agg(int8send(p.n) || int8send(p.f) || int4send(p.i), ''::bytea ORDER BY p.n DESC) AS positions,
                string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY p.n DESC) AS txids
-          FROM ((SELECT c.f, s.i, s.n
+          FROM (SELECT c.f, s.i, s.n
                   FROM (SELECT CASE WHEN q.min_conf > 1 THEN least(q.before, (((SELECT height FROM chain_tip WHERE id = 1) - q.min_conf + 2)::int8 << 20))
                                     ELSE q.before END AS v
                          WHERE NOT hc.hit) b,
@@ -258,8 +271,7 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                  -- no ORDER BY: the nested loop yields chunks newest first (index order) and each
                  -- chunk's entries from its end, i.e. newest first; a sort would read every chunk.
                  -- (c's LIMIT is exact: each chunk below the bound gives at least one entry.)
-                 LIMIT q.lim)
-                ${heldEntries}) p
+                 LIMIT q.lim) p
           LEFT JOIN txs t ON t.tx_num = p.n) h
       ${fillPart}`;
 }

@@ -9,7 +9,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiDb } from '../../../src/api/api-db.js';
-import { historyPagesQuery, listHistoryPage, listHistoryPages } from '../../../src/db/queries/api-address.js';
+import { createHash } from 'node:crypto';
+import { HistoryEntries, historyPagesQuery, listHistoryPage, listHistoryPages } from '../../../src/db/queries/api-address.js';
+import { HistoryChunkCache } from '../../../src/api/history-chunk-cache.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 let t: TestDatabase;
@@ -39,14 +41,18 @@ it('runs parameterized queries as prepared statements on connections that use ge
 
 type PlanNode = { 'Node Type': string; 'Function Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] };
 
-/** Node types between each generate_series scan and the nearest Limit above it. */
+/**
+ * Node types between each generate_series scan and the nearest Limit above it (scans with no
+ * Limit above — the handed-over chunk's, whose aggregate orders its rows — are left out).
+ */
 function pathsToLimit(root: PlanNode): string[][] {
   const out: string[][] = [];
   const walk = (n: PlanNode, up: PlanNode[]) => {
     if (n['Node Type'] === 'Function Scan' && n['Function Name'] === 'generate_series') {
       const path: string[] = [];
-      for (let i = up.length - 1; i >= 0 && up[i]!['Node Type'] !== 'Limit'; i--) path.push(up[i]!['Node Type']);
-      out.push(path);
+      let i = up.length - 1;
+      for (; i >= 0 && up[i]!['Node Type'] !== 'Limit'; i--) path.push(up[i]!['Node Type']);
+      if (i >= 0) out.push(path);
     }
     for (const c of n.Plans ?? []) walk(c, [...up, n]);
   };
@@ -75,7 +81,7 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
       { mempoolAfter: null, before: 150n * 1024n + 500n, minConf: 3, limit: 26 },
       // the page handing its chunk over, and the page from the held chunk
       { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, fill: true },
-      { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, held: { xmin, nums: Array.from({ length: 26 }, (_, k) => 150n * 1024n + 499n - BigInt(k)) } },
+      { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, held: { xmin, chain: (await listHistoryPage(apiDb, heavy, { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26 })).chain } },
     ];
     const requests = variants.map((v) => ({ ...v, addrKey: heavy }));
     for (const batch of [...requests.map((r) => [r]), requests]) {
@@ -107,7 +113,8 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
   const addr = '00000000-0000-4000-8000-000000000002';
   const first = 5000n;
   const entries = (base: bigint) => Array.from({ length: 1024 }, (_, k) => base + BigInt(k) * 2n);
-  const bytes = (nums: bigint[]) => Buffer.concat(nums.map((n) => { const b = Buffer.alloc(8); b.writeBigInt64BE(n); return b; }));
+  const bytes = (nums: bigint[]) => Buffer.concat(nums.map((n) => Buffer.from(n.toString(16).padStart(16, '0'), 'hex')));
+  const txidsOf = (nums: bigint[]) => Buffer.concat(nums.map((n) => createHash('sha256').update(bytes([n])).digest()));
   const original = entries(first);
   await sql`INSERT INTO history (addr_key, first_tx_num, rest) VALUES (${addr}::uuid, ${first}, ${bytes(original.slice(1))})`.execute(t.db);
   await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM generate_series(5000::int8, 9000::int8) n`.execute(t.db);
@@ -116,27 +123,35 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     const at = { first, index: 700 };
     const base = { addrKey: addr, mempoolAfter: null, before: original[700]!, at, minConf: 0, limit: 26 };
     const expected = original.slice(674, 700).reverse();
-    // Cut by Postgres, handing the chunk over.
+    // Cut by Postgres, handing the chunk over with every entry's txid.
     const [filled] = await listHistoryPages(apiDb, [{ ...base, fill: true }]);
     expect(filled!.chain.all().map((e) => e.n)).toEqual(expected);
     expect(filled!.chunk!.entries).toEqual(bytes(original));
+    expect(filled!.chunk!.txids).toEqual(txidsOf(original));
     const xmin = filled!.chunk!.xmin;
-    // Held at that version: the statement takes the held tx_nums (here made up, to show they are
-    // what it used) with their txids, the entries' positions below the cursor, and hands nothing over.
-    const madeUp = expected.map((n) => n + 1n);
-    const [held, plain] = await listHistoryPages(apiDb, [{ ...base, fill: true, held: { xmin, nums: madeUp } }, base]);
+    // Held at that version: the page is the caller's (here made up, to show the statement added
+    // nothing to it), and nothing is handed over.
+    const madeUp = new HistoryEntries(Buffer.alloc(32, 7), Buffer.alloc(20, 1));
+    const [held, plain] = await listHistoryPages(apiDb, [{ ...base, fill: true, held: { xmin, chain: madeUp } }, base]);
+    expect(held!.chain).toBe(madeUp);
     expect(held!.chunk).toBeUndefined();
-    expect(held!.chain.all()).toEqual(madeUp.map((n, k) => ({ n, first, index: 699 - k, txid: expect.any(Buffer) as Buffer })));
-    expect(plain!.chain.all().map((e) => e.n)).toEqual(expected);
+    // What the cache makes of the chunk is the page Postgres cuts.
+    const cache = new HistoryChunkCache(1 << 20);
+    cache.put(addr, first, filled!.chunk!);
+    const fromCache = cache.page(addr, first, at.index, base.before, base.limit)!;
+    expect(fromCache.xmin).toBe(xmin);
+    expect(fromCache.chain.all()).toEqual(plain!.chain.all());
+    expect(fromCache.chain.txidsHex(26)).toEqual(plain!.chain.txidsHex(26));
     // A held version the row no longer has (a block appended, a reorg rewrote it): cut afresh.
     const rewritten = entries(first).map((n, k) => (k >= 680 ? n + 1n : n));
     await sql`UPDATE history SET rest = ${bytes(rewritten.slice(1))} WHERE addr_key = ${addr}::uuid AND first_tx_num = ${first}`.execute(t.db);
-    const [fresh] = await listHistoryPages(apiDb, [{ ...base, fill: true, held: { xmin, nums: madeUp } }]);
+    const [fresh] = await listHistoryPages(apiDb, [{ ...base, fill: true, held: fromCache }]);
     expect(fresh!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());
     expect(fresh!.chunk!.xmin).not.toBe(xmin);
     expect(fresh!.chunk!.entries).toEqual(bytes(rewritten));
+    expect(fresh!.chunk!.txids).toEqual(txidsOf(rewritten));
     // A version of another chunk, or none at all, is no version of this one.
-    const [other] = await listHistoryPages(apiDb, [{ ...base, held: { xmin: '1', nums: madeUp } }]);
+    const [other] = await listHistoryPages(apiDb, [{ ...base, held: { xmin: '1', chain: madeUp } }]);
     expect(other!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());
   } finally {
     await apiDb.destroy();

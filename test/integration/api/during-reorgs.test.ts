@@ -2,7 +2,8 @@
  * Reads while the index moves: regtest-chain-a is applied in the node's connect/disconnect order
  * (7 reorgs, 17 blocks undone) while balance, history, unspent-output and transaction requests
  * run against it without pause. No request may fail with a 5xx or answer a malformed body;
- * an address or transaction that is momentarily absent is a clean 404.
+ * an address or transaction that is momentarily absent is a clean 404. And deep history pages
+ * answered from chunks the API holds stay equal to those Postgres cuts as blocks are undone.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
@@ -10,7 +11,9 @@ import { applyBlock, undoBlock } from '../../../indexer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { loadChainA } from '../../support/chain-fixture.js';
-import { createApiHarness, type ApiHarness } from './harness.js';
+import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
+import { createMetrics } from '../../../src/ops/metrics.js';
+import { silentLogger } from '../../../src/log.js';
 
 describeFixtures('API reads during reorgs', () => {
   let t: TestDatabase;
@@ -58,5 +61,46 @@ describeFixtures('API reads during reorgs', () => {
     }
     expect((statuses.get(200) ?? 0) + (statuses.get(404) ?? 0)).toBeGreaterThan(200);
     expect(statuses.get(200) ?? 0).toBeGreaterThan(0);
+  });
+
+  it('deep history pages from held chunks stay those of the index across the undone blocks', async () => {
+    // A fresh index; an API holding chunks (`cached`) and one that never does (`plain`).
+    const t2 = await createMigratedDatabase('apireorg2');
+    const metrics = createMetrics({ db: t2.db, log: silentLogger(), roles: ['api'], processMetrics: false });
+    const cached = await createApiHarness({ settings: { rateLimit: 10_000_000 }, metrics }, t2);
+    const plain = await createApiHarness({ settings: { rateLimit: 10_000_000, historyCacheBytes: 0 } }, t2);
+    try {
+      const chain = loadChainA();
+      const busiest = Object.entries(chain.expected.addresses)
+        .sort((a, b) => b[1].history.length - a[1].history.length)
+        .slice(0, 2)
+        .map(([a]) => a);
+      const compare = async () => {
+        for (const a of busiest) {
+          const first = `/v1/addresses/${a}/history?limit=2`;
+          if ((await plain.get(first)).statusCode === 404) continue;
+          const p = await walkPages(plain, first);
+          const c = await walkPages(cached, first);
+          expect(c, a).toEqual(p);
+        }
+      };
+      expect((await applyBlock(t2.db, decodeBlock(chain.blocks.get(chain.main[0]!)!.raw), 0)).kind).toBe('applied');
+      for (const [i, step] of chain.steps.entries()) {
+        const b = chain.blocks.get(step.hash)!;
+        const r = step.label === 'C' ? await applyBlock(t2.db, decodeBlock(b.raw), b.height) : await undoBlock(t2.db, b.height);
+        expect(r.kind).toBe(step.label === 'C' ? 'applied' : 'undone');
+        // Around every undone block, and every 25th step.
+        if (step.label === 'D' || chain.steps[i + 1]?.label === 'D' || i % 25 === 0) await compare();
+      }
+      await compare();
+      // (expected.json lists history oldest first)
+      for (const a of busiest) expect((await walkPages(cached, `/v1/addresses/${a}/history?limit=2`)).items.reverse(), a).toEqual(chain.expected.addresses[a]!.history);
+      const held = Number(/^blockwire_api_history_pages_total\{source="held"\} (\d+)$/m.exec(await metrics.render())![1]);
+      expect(held).toBeGreaterThan(0);
+    } finally {
+      await cached.close();
+      await plain.close();
+      await t2.drop();
+    }
   });
 });

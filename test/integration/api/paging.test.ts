@@ -11,6 +11,8 @@ import { addressKey } from '../../../src/db/address-key.js';
 import { encodeHistoryChunk, encodeOuts } from '../../../src/db/packed.js';
 import { txNum } from '../../../src/db/tx-num.js';
 import { decodeCursor, encodeCursor } from '../../../src/api/cursor.js';
+import { createMetrics } from '../../../src/ops/metrics.js';
+import { silentLogger } from '../../../src/log.js';
 
 const C = 'bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n';
 const script = addressToScript(C, 'regtest');
@@ -68,8 +70,16 @@ describe('paging across chunks', () => {
   });
 
   it('deep pages come from the chunk the API holds only while its row is unchanged: a rewritten chunk is cut afresh', async () => {
-    // An API without held chunks, on the same database, answers every page as Postgres cuts it.
+    // An API without held chunks, on the same database, answers every page as Postgres cuts it;
+    // `cached` counts where its pages came from (blockwire_api_history_pages_total).
     const plain = await createApiHarness({ settings: { historyCacheBytes: 0 } }, h.t);
+    const metrics = createMetrics({ db: h.t.db, log: silentLogger(), roles: ['api'], processMetrics: false });
+    const cached = await createApiHarness({ metrics }, h.t);
+    const pagesBy = async () => {
+      const text = await metrics.render();
+      const count = (source: string) => Number(new RegExp(`^blockwire_api_history_pages_total\\{source="${source}"\\} (\\d+)$`, 'm').exec(text)![1]);
+      return { held: count('held'), cut: count('cut') };
+    };
     try {
       const page = async (api: ApiHarness, url: string) => {
         const r = await api.get(url);
@@ -78,36 +88,47 @@ describe('paging across chunks', () => {
       };
       // Every 25-entry page of the chunk of entries 1024 … 2047, from its cursor: the first request
       // of each hands the chunk over, later ones are answered from it.
-      const links = (await walkPages(h, `/v1/addresses/${C}/history?limit=25`)).links;
+      const links = (await walkPages(cached, `/v1/addresses/${C}/history?limit=25`)).links;
       const inChunk = links.filter((l) => {
         const c = decodeCursor(/cursor=([^&]+)/.exec(l)![1]!, 'h');
         return c.phase === 'c' && c.chunk?.first === nums[1024];
       });
       expect(inChunk.length).toBeGreaterThan(30);
-      for (const url of inChunk) expect(await page(h, url), url).toEqual(await page(plain, url));
-      // A reorg rewrites the chunk: the entries of height 31 (chunk indexes 896 … 959) become other
-      // transactions of that height (with txs rows); the page taken is one of them.
       const index = (l: string) => {
         const c = decodeCursor(/cursor=([^&]+)/.exec(l)![1]!, 'h');
         return c.phase === 'c' ? c.chunk!.index : -1;
       };
+      // (a page reaching below its chunk is cut: it needs the older chunk too)
+      const heldable = inChunk.filter((l) => index(l) > 25).length;
+      const walked = await pagesBy();
+      // (the walk: 1 + 2 + … pages cut, one per chunk entered, the rest held)
+      expect(walked.held).toBeGreaterThan(60);
+      for (const url of inChunk) expect(await page(cached, url), url).toEqual(await page(plain, url));
+      expect((await pagesBy()).held).toBe(walked.held + heldable);
+      // A reorg rewrites the chunk: the entries of height 31 (chunk indexes 896 … 959) become other
+      // transactions of that height (with txs rows); the page taken is one of them.
       const url = inChunk.find((l) => index(l) >= 896 + 25 && index(l) <= 960)!;
-      const before = await page(h, url);
+      const before = await page(cached, url);
       const rewritten = nums.slice(1024, 2048).map((n, k) => (k >= 896 && k < 960 ? n + 1000n : n));
       await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM unnest(${rewritten.filter((n, k) => n !== nums[1024 + k]).map(String)}::int8[]) n`.execute(h.t.db);
       const original = await sql<{ rest: Buffer }>`SELECT rest FROM history WHERE addr_key = ${key}::uuid AND first_tx_num = ${nums[1024]!}`.execute(h.t.db);
       await h.t.db.updateTable('history').set(encodeHistoryChunk(rewritten)).where('addr_key', '=', key).where('first_tx_num', '=', nums[1024]!).execute();
       try {
-        const after = await page(h, url);
+        const counted = await pagesBy();
+        const after = await page(cached, url);
         expect(after).toEqual(await page(plain, url));
         expect(after.body).not.toEqual(before.body);
-        for (const u of inChunk) expect(await page(h, u), u).toEqual(await page(plain, u));
+        expect(await pagesBy()).toEqual({ held: counted.held, cut: counted.cut + 1 });
+        for (const u of inChunk) expect(await page(cached, u), u).toEqual(await page(plain, u));
+        // (cursors naming a rewritten entry no longer name the chunk's entry: cut)
+        expect((await pagesBy()).held).toBe(counted.held + inChunk.filter((l) => index(l) > 25 && (index(l) < 896 || index(l) >= 960)).length);
       } finally {
         await h.t.db.updateTable('history').set({ rest: original.rows[0]!.rest }).where('addr_key', '=', key).where('first_tx_num', '=', nums[1024]!).execute();
       }
-      expect(await page(h, url)).toEqual(before);
+      expect(await page(cached, url)).toEqual(before);
     } finally {
       await plain.close();
+      await cached.close();
     }
   });
 

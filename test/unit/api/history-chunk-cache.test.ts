@@ -5,27 +5,34 @@
  */
 import { describe, expect, it } from 'vitest';
 import { HistoryChunkCache } from '../../../src/api/history-chunk-cache.js';
+import type { HistoryChunk } from '../../../src/db/queries/api-address.js';
 
 const ADDR = '00000000-0000-4000-8000-0000000000aa';
-/** A chunk of `count` entries first, first + 3, first + 6 … as the statement hands it over. */
-const chunk = (first: bigint, count: number) => {
-  const b = Buffer.alloc(count * 8);
-  for (let k = 0; k < count; k++) b.writeBigInt64BE(first + BigInt(k) * 3n, k * 8);
-  return b;
+/** A chunk of `count` entries first, first + 3, first + 6 … as the statement hands it over (txid k: 32 bytes of k % 256). */
+const chunk = (first: bigint, count: number, xmin = '42'): HistoryChunk => {
+  const entries = Buffer.alloc(count * 8);
+  const txids = Buffer.alloc(count * 32);
+  for (let k = 0; k < count; k++) {
+    entries.writeBigInt64BE(first + BigInt(k) * 3n, k * 8);
+    txids.fill(k % 256, k * 32, k * 32 + 32);
+  }
+  return { xmin, entries, txids };
 };
 
 describe('HistoryChunkCache', () => {
   it('gives the entries below the cursor newest first, with the version they were read at', () => {
     const c = new HistoryChunkCache(1 << 20);
-    c.put(ADDR, 100n, '42', chunk(100n, 1024));
-    // entry 500 is 100 + 1500; the page is entries 499 … 474
-    expect(c.page(ADDR, 100n, 500, 1600n, 26)).toEqual({ xmin: '42', nums: Array.from({ length: 26 }, (_, k) => 100n + BigInt(499 - k) * 3n) });
-    expect(c.page(ADDR, 100n, 26, 178n, 26)!.nums.at(-1)).toBe(100n);
+    c.put(ADDR, 100n, chunk(100n, 1024));
+    // entry 500 is 100 + 1500; the page is entries 499 … 474, with their txids and places
+    const page = c.page(ADDR, 100n, 500, 1600n, 26)!;
+    expect(page.xmin).toBe('42');
+    expect(page.chain.all()).toEqual(Array.from({ length: 26 }, (_, k) => ({ n: 100n + BigInt(499 - k) * 3n, first: 100n, index: 499 - k, txid: Buffer.alloc(32, (499 - k) % 256) })));
+    expect(c.page(ADDR, 100n, 26, 178n, 26)!.chain.at(25)).toEqual({ n: 100n, first: 100n, index: 0, txid: null }); // txid 0: none (absent)
   });
 
   it('gives nothing when the page reaches below the chunk, the cursor does not name the entry, or the chunk is not held', () => {
     const c = new HistoryChunkCache(1 << 20);
-    c.put(ADDR, 100n, '42', chunk(100n, 1024));
+    c.put(ADDR, 100n, chunk(100n, 1024));
     expect(c.page(ADDR, 100n, 25, 175n, 26)).toBeUndefined(); // 25 entries below: the older chunk is needed
     expect(c.page(ADDR, 100n, 500, 1601n, 26)).toBeUndefined(); // stale or made-up cursor
     expect(c.page(ADDR, 100n, 1024, 3172n, 26)).toBeUndefined(); // index past the chunk's end
@@ -35,24 +42,24 @@ describe('HistoryChunkCache', () => {
 
   it('a chunk put again replaces the one held', () => {
     const c = new HistoryChunkCache(1 << 20);
-    c.put(ADDR, 100n, '42', chunk(100n, 1024));
-    c.put(ADDR, 100n, '43', chunk(100n, 1024));
+    c.put(ADDR, 100n, chunk(100n, 1024));
+    c.put(ADDR, 100n, chunk(100n, 1024, '43'));
     expect(c.page(ADDR, 100n, 500, 1600n, 26)!.xmin).toBe('43');
     expect(c.size.chunks).toBe(1);
   });
 
   it('drops the least recently used chunks beyond its byte limit, and never holds one larger than it', () => {
-    const one = chunk(0n, 1024).length + 160;
+    const one = 1024 * 40 + 160;
     const c = new HistoryChunkCache(3 * one);
-    for (const first of [0n, 10_000n, 20_000n]) c.put(ADDR, first, '1', chunk(first, 1024));
+    for (const first of [0n, 10_000n, 20_000n]) c.put(ADDR, first, chunk(first, 1024));
     expect(c.page(ADDR, 0n, 100, 300n, 26)).toBeDefined(); // 0 is now the most recently used
-    c.put(ADDR, 30_000n, '1', chunk(30_000n, 1024));
+    c.put(ADDR, 30_000n, chunk(30_000n, 1024));
     expect(c.size).toEqual({ chunks: 3, bytes: 3 * one });
     expect(c.page(ADDR, 10_000n, 100, 10_300n, 26)).toBeUndefined();
     expect(c.page(ADDR, 0n, 100, 300n, 26)).toBeDefined();
     expect(c.page(ADDR, 20_000n, 100, 20_300n, 26)).toBeDefined();
     const small = new HistoryChunkCache(one - 1);
-    small.put(ADDR, 0n, '1', chunk(0n, 1024));
+    small.put(ADDR, 0n, chunk(0n, 1024));
     expect(small.size).toEqual({ chunks: 0, bytes: 0 });
     c.clear();
     expect(c.size).toEqual({ chunks: 0, bytes: 0 });
@@ -60,7 +67,7 @@ describe('HistoryChunkCache', () => {
 
   it('forgets a chunk after its time to live', async () => {
     const c = new HistoryChunkCache(1 << 20, 20);
-    c.put(ADDR, 100n, '42', chunk(100n, 1024));
+    c.put(ADDR, 100n, chunk(100n, 1024));
     expect(c.page(ADDR, 100n, 500, 1600n, 26)).toBeDefined();
     await new Promise((r) => setTimeout(r, 40));
     expect(c.page(ADDR, 100n, 500, 1600n, 26)).toBeUndefined();
