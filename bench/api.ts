@@ -251,7 +251,14 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       ];
       /** One autocannon run against `path()`, with the CPU each process spent per request. */
       /** Runs a load and the CPU it cost per request (of `requests(result)`) in the API, its backends and the load generator. */
+      /** History pages the API has answered so far, by source (blockwire_api_history_pages_total). */
+      const historyPages = async () => {
+        const text = await (await fetch(`${base}/metrics`)).text();
+        const count = (source: string) => Number(new RegExp(`^blockwire_api_history_pages_total\\{source="${source}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+        return { held: count('held'), cut: count('cut') };
+      };
       const withCpu = async <T>(load: () => Promise<T>, requests: (result: T) => number) => {
+        const pages0 = await historyPages();
         const cpu0 = processCpuMs(child.pid!);
         const pgCpu0 = await apiBackendsCpuMs(db);
         const genCpu0 = process.cpuUsage();
@@ -259,8 +266,12 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         const total = Math.max(1, requests(result));
         const genCpu = process.cpuUsage(genCpu0);
         const pgMs = backendsCpuDelta(pgCpu0, await apiBackendsCpuMs(db));
+        const pages1 = await historyPages();
+        const held = pages1.held - pages0.held;
+        const cut = pages1.cut - pages0.cut;
         return {
           result,
+          held: held + cut > 0 ? `${((100 * held) / (held + cut)).toFixed(0)} %` : '-',
           api: (((processCpuMs(child.pid!) - cpu0) * 1000) / total).toFixed(0),
           pg: pgMs === null ? '-' : ((pgMs * 1000) / total).toFixed(0),
           gen: ((genCpu.user + genCpu.system) / total).toFixed(0),
@@ -280,13 +291,13 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           (r) => r.requests.total,
         );
       process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each, as fast as they go (server and load generator share the 2 cores):\n`);
-      process.stdout.write("| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx |\n|---|---|---|---|---|---|---|---|---|\n");
+      process.stdout.write("| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|\n");
       let floor = 0;
       for (const [label, path] of scenarios.filter(([l]) => !opts.only || l.includes(opts.only))) {
-        const { result, api, pg, gen } = await run(path, CONNECTIONS, opts.rate ? Number(opts.rate) : undefined);
+        const { result, api, pg, gen, held } = await run(path, CONNECTIONS, opts.rate ? Number(opts.rate) : undefined);
         if (label.startsWith('floor')) floor = result.requests.average;
         const ratio = floor > 0 ? `${((100 * result.requests.average) / floor).toFixed(0)} %` : '-';
-        process.stdout.write(`| ${label} | ${Math.round(result.requests.average)} | ${ratio} | ${result.latency.p50} | ${result.latency.p99} | ${api} | ${pg} | ${gen} | ${result.non2xx} |\n`);
+        process.stdout.write(`| ${label} | ${Math.round(result.requests.average)} | ${ratio} | ${result.latency.p50} | ${result.latency.p99} | ${api} | ${pg} | ${gen} | ${result.non2xx} | ${held} |\n`);
       }
 
       // (3) The targets as stated (issue 5): each route offered its target rate on a fixed
@@ -299,9 +310,9 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           ['history page (limit 25, random of 200k addresses)', scenarios[3]![1], 5000, 25],
         ];
         process.stdout.write(`\nat the target rate: each route offered its target on a fixed schedule (open loop) over ${RATE_CONNECTIONS} connections, ${DURATION} s each:\n`);
-        process.stdout.write("| at the target rate: route | offered req/s | served req/s | p50 ms | p99 ms | max ms | load generator's longest stall ms | goal | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        process.stdout.write("| at the target rate: route | offered req/s | served req/s | p50 ms | p99 ms | max ms | load generator's longest stall ms | goal | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (const [label, path, rate, p99] of targets.filter(([l]) => !opts.only || l.includes(opts.only))) {
-          const { result: r, api, pg, gen } = await withCpu(
+          const { result: r, api, pg, gen, held } = await withCpu(
             () => openLoop({ host: '127.0.0.1', port, rate, durationMs: DURATION * 1000, connections: RATE_CONNECTIONS, headers: { apiKey: key }, path }),
             (x) => x.answered,
           );
@@ -312,6 +323,7 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
             pg,
             gen,
             r.non2xx,
+            held,
           ];
           process.stdout.write(`| ${cells.join(' | ')} |\n`);
         }

@@ -9,7 +9,9 @@
  * the same transaction cuts every history chunk holding an entry of that block (indexer/apply.ts
  * `undoBlock`), so a chunk whose version is unchanged still names the same transactions. A chunk
  * changed by a new block or a reorg is thus never answered from here; the statement then cuts the
- * page itself, as without this cache, and hands the new version over.
+ * page itself, as without this cache, and the chunk is read again in the background (`want`:
+ * one statement per chunk, at most `maxLoads` at a time, never in a page's statement, whose other
+ * pages would wait for its 1,024 txid lookups).
  * Least recently used chunks go first once `maxBytes` is reached; entries also expire after
  * `ttlMs` (a transaction id repeats only after 2^32 transactions, far beyond any ttl).
  * @module
@@ -25,13 +27,25 @@ type Held = HistoryChunk & { at: number };
 const OVERHEAD_BYTES = 160;
 const bytesOf = (c: HistoryChunk) => c.entries.length + c.txids.length + OVERHEAD_BYTES;
 
+export type HistoryChunkCacheOptions = {
+  maxBytes: number;
+  /** Reads chunk `first` of the address (readHistoryChunk), for `want`. */
+  load?: (addrKey: string, first: bigint) => Promise<HistoryChunk | undefined>;
+  /** Most background loads at a time (default 2); `want` skips a chunk beyond it. */
+  maxLoads?: number;
+  ttlMs?: number;
+};
+
 export class HistoryChunkCache {
+  readonly maxBytes: number;
   private readonly chunks = new Map<string, Held>();
+  private readonly loading = new Map<string, Promise<void>>();
   private bytes = 0;
-  constructor(
-    readonly maxBytes: number,
-    private readonly ttlMs = 10 * 60_000,
-  ) {}
+  private readonly ttlMs: number;
+  constructor(private readonly opts: HistoryChunkCacheOptions) {
+    this.maxBytes = opts.maxBytes;
+    this.ttlMs = opts.ttlMs ?? 10 * 60_000;
+  }
 
   /** Chunks held, and the bytes counted for them. */
   get size(): { chunks: number; bytes: number } {
@@ -81,6 +95,29 @@ export class HistoryChunkCache {
       if (this.bytes <= this.maxBytes) break;
       this.drop(k, v);
     }
+  }
+
+  /**
+   * Reads chunk `first` of the address in the background and holds it, unless it is being read
+   * already or `maxLoads` reads are under way. A failed read is forgotten (the next page asks again).
+   */
+  want(addrKey: string, first: bigint): void {
+    const key = `${addrKey}/${first}`;
+    const load = this.opts.load;
+    if (!load || this.loading.has(key) || this.loading.size >= (this.opts.maxLoads ?? 2)) return;
+    const p = load(addrKey, first).then(
+      (chunk) => {
+        if (chunk) this.put(addrKey, first, chunk);
+      },
+      () => {},
+    );
+    this.loading.set(key, p);
+    void p.finally(() => this.loading.delete(key));
+  }
+
+  /** Resolves once the background reads under way have ended (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.loading.size > 0) await Promise.all(this.loading.values());
   }
 
   /** Forgets every chunk (after a failed statement: the database may not be the one they came from). */

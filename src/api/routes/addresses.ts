@@ -15,6 +15,7 @@ import {
   getBalanceParts,
   getBalancePartsMany,
   listHistoryPages,
+  readHistoryChunk,
   type HistoryPageRequest,
   listUnspentPage,
 } from '../../db/queries/api-address.js';
@@ -94,7 +95,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
   // Balance requests arriving together share one query (src/api/tick-batch.ts).
   const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.db, keys[0]!)] : getBalancePartsMany(deps.db, keys)));
   // So do history pages (one statement for one page or many), with the chunks paging reads held.
-  const chunks = deps.settings.historyCacheBytes > 0 ? new HistoryChunkCache(deps.settings.historyCacheBytes) : undefined;
+  const chunks = deps.settings.historyCacheBytes > 0 ? new HistoryChunkCache({ maxBytes: deps.settings.historyCacheBytes, load: (a, f) => readHistoryChunk(deps.db, a, f) }) : undefined;
   const historyPages = batchPerTick((requests: HistoryPageRequest[]) =>
     listHistoryPages(deps.db, requests).catch((err: unknown) => {
       chunks?.clear(); // the database may come back as another one (a restore): its chunks are not ours
@@ -136,8 +137,9 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const bound = cursor?.phase === 'c' ? cursor : undefined;
       const at = bound?.chunk;
       // A page deep inside one chunk may come from the chunk the process holds (checked by the
-      // statement); otherwise the statement cuts it and hands the chunk over for the next pages.
+      // statement); otherwise the statement cuts it and the chunk is read for the next pages.
       const reusable = chunks !== undefined && at !== undefined && q.min_conf <= 1 && at.index > q.limit;
+      const held = reusable ? chunks.page(addrKey, at.first, at.index, bound!.txNum, q.limit + 1) : undefined;
       const page = await historyPages({
         addrKey,
         mempoolAfter: mempoolAfter(q, cursor),
@@ -145,10 +147,9 @@ export const addressRoutes: RouteModule = (app, deps) => {
         at,
         minConf: q.min_conf,
         limit: q.limit + 1,
-        held: reusable ? chunks.page(addrKey, at.first, at.index, bound!.txNum, q.limit + 1) : undefined,
-        fill: reusable,
+        held,
       });
-      if (page.chunk && at) chunks?.put(addrKey, at.first, page.chunk);
+      if (reusable && !page.fromHeld) chunks.want(addrKey, at.first);
       deps.metrics?.countHistoryPage(page.fromHeld ? 'held' : 'cut');
       // The page: mempool entries, then chain entries, `q.limit` in all; one more means a next page.
       const inMempool = Math.min(page.mempool.length, q.limit);

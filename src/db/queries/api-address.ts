@@ -132,8 +132,6 @@ export type HistoryPage = {
   chain: HistoryEntries;
   /** True when `chain` is the request's `held` one (its chunk was still that version). */
   fromHeld: boolean;
-  /** The cursor's chunk as the statement read it (when the request asked to `fill` and the page was cut by Postgres). */
-  chunk?: HistoryChunk;
 };
 
 /**
@@ -164,9 +162,7 @@ export async function listHistoryPages(db: Kysely<Database>, requests: readonly 
     }
     const held = requests[x.k - 1]!.held;
     const chain = x.held && held ? held.chain : new HistoryEntries(x.txids ?? Buffer.alloc(0), x.positions ?? Buffer.alloc(0));
-    const page: HistoryPage = { mempool, chain, fromHeld: x.held && held !== undefined };
-    if (x.chunk_xmin !== null && x.chunk !== null && x.chunk_txids !== null) page.chunk = { xmin: x.chunk_xmin, entries: x.chunk, txids: x.chunk_txids };
-    pages[x.k - 1] = page;
+    pages[x.k - 1] = { mempool, chain, fromHeld: x.held && held !== undefined };
   }
   return pages;
 }
@@ -186,8 +182,6 @@ export type HistoryPageRequest = HistoryPageOptions & {
    * page is cut as without it.
    */
   held?: { xmin: string; chain: HistoryEntries } | undefined;
-  /** Also return chunk `at.first` with its txids (HistoryPage.chunk) when the statement cuts the page itself. */
-  fill?: boolean;
 };
 
 /** The statement of listHistoryPages (exported for the test that checks its plan keeps the order). */
@@ -210,8 +204,8 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                  ORDER BY fs DESC, ma.txid DESC
                  LIMIT q.lim) x) m`
     : sql`CROSS JOIN (SELECT NULL::bytea AS txids, NULL::bytea AS fs) m`;
-  // (OFFSET 0 keeps the planner from pulling these subqueries up: it would evaluate the check
-  // once per use, and the fill's txids before its gate.)
+  // (OFFSET 0 keeps the planner from pulling the subquery up: it would evaluate the check once
+  // per use.)
   // A held page: the statement checks only that chunk at_first is still the version the caller
   // read (its entries and their txids then come from the caller; see HistoryPageRequest.held).
   // (parts no request needs are left out, as the mempool part is)
@@ -219,17 +213,6 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
     ? sql`CROSS JOIN LATERAL (SELECT q.h_xmin IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE addr_key = q.addr AND first_tx_num = q.at_first AND xmin = q.h_xmin::xid) AS hit
                                 OFFSET 0) hc`
     : sql`CROSS JOIN (SELECT false AS hit) hc`;
-  // The chunk handed over: every entry with its txid, in the chunk's (ascending) order.
-  const fillPart = requests.some((r) => r.fill && r.at)
-    ? sql`LEFT JOIN LATERAL (
-        SELECT x.xmin::text AS xmin, x.e,
-               (SELECT string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY g.i)
-                  FROM generate_series(0, length(x.e) / 8 - 1) AS g(i)
-                  LEFT JOIN txs t ON t.tx_num = ${ENTRY_AT(sql`x.e`, sql`g.i`)}) AS txids
-          FROM (SELECT xmin, ${ENTRIES} AS e FROM history
-                 WHERE q.fill AND NOT hc.hit AND addr_key = q.addr AND first_tx_num = q.at_first
-                 OFFSET 0) x) f ON true`
-    : sql`CROSS JOIN (SELECT NULL::text AS xmin, NULL::bytea AS e, NULL::bytea AS txids) f`;
   return sql<{
     k: number;
     held: boolean;
@@ -237,17 +220,14 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
     mempool_fs: Buffer | null;
     positions: Buffer | null;
     txids: Buffer | null;
-    chunk_xmin: string | null;
-    chunk: Buffer | null;
-    chunk_txids: Buffer | null;
   }>`
-    SELECT q.k::int4 AS k, hc.hit AS held, m.txids AS mempool_txids, m.fs AS mempool_fs, h.positions, h.txids, f.xmin AS chunk_xmin, f.e AS chunk, f.txids AS chunk_txids
+    SELECT q.k::int4 AS k, hc.hit AS held, m.txids AS mempool_txids, m.fs AS mempool_fs, h.positions, h.txids
       FROM unnest(${requests.map((r) => r.addrKey)}::uuid[], ${requests.map((r) => r.before.toString())}::int8[],
                   ${requests.map((r) => r.at?.first.toString() ?? null)}::int8[], ${requests.map((r) => r.at?.index ?? null)}::int4[],
                   ${requests.map((r) => r.minConf)}::int4[], ${requests.map((r) => r.limit)}::int4[], ${requests.map(mempoolMode)}::int4[],
                   ${requests.map((r) => r.mempoolAfter?.firstSeenUs.toString() ?? null)}::int8[], ${requests.map((r) => r.mempoolAfter?.txid ?? null)}::bytea[],
-                  ${requests.map((r) => (r.held && r.at ? r.held.xmin : null))}::text[], ${requests.map((r) => r.fill === true && r.at !== undefined)}::bool[])
-           WITH ORDINALITY AS q(addr, before, at_first, at_index, min_conf, lim, mempool, m_fs, m_txid, h_xmin, fill, k)
+                  ${requests.map((r) => (r.held && r.at ? r.held.xmin : null))}::text[])
+           WITH ORDINALITY AS q(addr, before, at_first, at_index, min_conf, lim, mempool, m_fs, m_txid, h_xmin, k)
       ${heldPart}
       ${mempoolPart}
       CROSS JOIN LATERAL (
@@ -272,8 +252,23 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                  -- chunk's entries from its end, i.e. newest first; a sort would read every chunk.
                  -- (c's LIMIT is exact: each chunk below the bound gives at least one entry.)
                  LIMIT q.lim) p
-          LEFT JOIN txs t ON t.tx_num = p.n) h
-      ${fillPart}`;
+          LEFT JOIN txs t ON t.tx_num = p.n) h`;
+}
+
+/**
+ * Chunk `first` of the address as one statement reads it, for the API to hold
+ * (src/api/history-chunk-cache.ts): its row version, every entry and every entry's txid.
+ */
+export async function readHistoryChunk(db: Kysely<Database>, addrKey: string, first: bigint): Promise<HistoryChunk | undefined> {
+  const r = await sql<{ xmin: string; e: Buffer; txids: Buffer }>`
+    SELECT x.xmin::text AS xmin, x.e,
+           (SELECT string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY g.i)
+              FROM generate_series(0, length(x.e) / 8 - 1) AS g(i)
+              LEFT JOIN txs t ON t.tx_num = ${ENTRY_AT(sql`x.e`, sql`g.i`)}) AS txids
+      -- (OFFSET 0: pulled up, the chunk would be read out of TOAST again for every entry)
+      FROM (SELECT xmin, ${ENTRIES} AS e FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(db);
+  const row = r.rows[0];
+  return row ? { xmin: row.xmin, entries: row.e, txids: row.txids } : undefined;
 }
 
 export type UnspentRow = { txid: Buffer; vout: number; value: bigint; script: Buffer; txNum?: bigint; firstSeenUs?: bigint };

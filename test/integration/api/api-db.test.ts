@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiDb } from '../../../src/api/api-db.js';
 import { createHash } from 'node:crypto';
-import { HistoryEntries, historyPagesQuery, listHistoryPage, listHistoryPages } from '../../../src/db/queries/api-address.js';
+import { HistoryEntries, historyPagesQuery, listHistoryPage, listHistoryPages, readHistoryChunk } from '../../../src/db/queries/api-address.js';
 import { HistoryChunkCache } from '../../../src/api/history-chunk-cache.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
@@ -79,8 +79,7 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
       { mempoolAfter: undefined, before: (1n << 62n) - 1n, minConf: 0, limit: 26 },
       { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 1001 },
       { mempoolAfter: null, before: 150n * 1024n + 500n, minConf: 3, limit: 26 },
-      // the page handing its chunk over, and the page from the held chunk
-      { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, fill: true },
+      // the page from a held chunk
       { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, held: { xmin, chain: (await listHistoryPage(apiDb, heavy, { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26 })).chain } },
     ];
     const requests = variants.map((v) => ({ ...v, addrKey: heavy }));
@@ -123,21 +122,23 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     const at = { first, index: 700 };
     const base = { addrKey: addr, mempoolAfter: null, before: original[700]!, at, minConf: 0, limit: 26 };
     const expected = original.slice(674, 700).reverse();
-    // Cut by Postgres, handing the chunk over with every entry's txid.
-    const [filled] = await listHistoryPages(apiDb, [{ ...base, fill: true }]);
-    expect(filled!.chain.all().map((e) => e.n)).toEqual(expected);
-    expect(filled!.chunk!.entries).toEqual(bytes(original));
-    expect(filled!.chunk!.txids).toEqual(txidsOf(original));
-    const xmin = filled!.chunk!.xmin;
+    // The chunk as the API reads it to hold: every entry with its txid.
+    const chunk = (await readHistoryChunk(apiDb, addr, first))!;
+    expect(chunk.entries).toEqual(bytes(original));
+    expect(chunk.txids).toEqual(txidsOf(original));
+    expect(await readHistoryChunk(apiDb, addr, first + 1n)).toBeUndefined();
+    const xmin = chunk.xmin;
     // Held at that version: the page is the caller's (here made up, to show the statement added
-    // nothing to it), and nothing is handed over.
+    // nothing to it).
     const madeUp = new HistoryEntries(Buffer.alloc(32, 7), Buffer.alloc(20, 1));
-    const [held, plain] = await listHistoryPages(apiDb, [{ ...base, fill: true, held: { xmin, chain: madeUp } }, base]);
+    const [held, plain] = await listHistoryPages(apiDb, [{ ...base, held: { xmin, chain: madeUp } }, base]);
     expect(held!.chain).toBe(madeUp);
-    expect(held!.chunk).toBeUndefined();
+    expect(held!.fromHeld).toBe(true);
+    expect(plain!.fromHeld).toBe(false);
+    expect(plain!.chain.all().map((e) => e.n)).toEqual(expected);
     // What the cache makes of the chunk is the page Postgres cuts.
-    const cache = new HistoryChunkCache(1 << 20);
-    cache.put(addr, first, filled!.chunk!);
+    const cache = new HistoryChunkCache({ maxBytes: 1 << 20 });
+    cache.put(addr, first, chunk);
     const fromCache = cache.page(addr, first, at.index, base.before, base.limit)!;
     expect(fromCache.xmin).toBe(xmin);
     expect(fromCache.chain.all()).toEqual(plain!.chain.all());
@@ -145,11 +146,13 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     // A held version the row no longer has (a block appended, a reorg rewrote it): cut afresh.
     const rewritten = entries(first).map((n, k) => (k >= 680 ? n + 1n : n));
     await sql`UPDATE history SET rest = ${bytes(rewritten.slice(1))} WHERE addr_key = ${addr}::uuid AND first_tx_num = ${first}`.execute(t.db);
-    const [fresh] = await listHistoryPages(apiDb, [{ ...base, fill: true, held: fromCache }]);
+    const [fresh] = await listHistoryPages(apiDb, [{ ...base, held: fromCache }]);
+    expect(fresh!.fromHeld).toBe(false);
     expect(fresh!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());
-    expect(fresh!.chunk!.xmin).not.toBe(xmin);
-    expect(fresh!.chunk!.entries).toEqual(bytes(rewritten));
-    expect(fresh!.chunk!.txids).toEqual(txidsOf(rewritten));
+    const reread = (await readHistoryChunk(apiDb, addr, first))!;
+    expect(reread.xmin).not.toBe(xmin);
+    expect(reread.entries).toEqual(bytes(rewritten));
+    expect(reread.txids).toEqual(txidsOf(rewritten));
     // A version of another chunk, or none at all, is no version of this one.
     const [other] = await listHistoryPages(apiDb, [{ ...base, held: { xmin: '1', chain: madeUp } }]);
     expect(other!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());

@@ -21,7 +21,7 @@ const chunk = (first: bigint, count: number, xmin = '42'): HistoryChunk => {
 
 describe('HistoryChunkCache', () => {
   it('gives the entries below the cursor newest first, with the version they were read at', () => {
-    const c = new HistoryChunkCache(1 << 20);
+    const c = new HistoryChunkCache({ maxBytes: 1 << 20 });
     c.put(ADDR, 100n, chunk(100n, 1024));
     // entry 500 is 100 + 1500; the page is entries 499 … 474, with their txids and places
     const page = c.page(ADDR, 100n, 500, 1600n, 26)!;
@@ -31,7 +31,7 @@ describe('HistoryChunkCache', () => {
   });
 
   it('gives nothing when the page reaches below the chunk, the cursor does not name the entry, or the chunk is not held', () => {
-    const c = new HistoryChunkCache(1 << 20);
+    const c = new HistoryChunkCache({ maxBytes: 1 << 20 });
     c.put(ADDR, 100n, chunk(100n, 1024));
     expect(c.page(ADDR, 100n, 25, 175n, 26)).toBeUndefined(); // 25 entries below: the older chunk is needed
     expect(c.page(ADDR, 100n, 500, 1601n, 26)).toBeUndefined(); // stale or made-up cursor
@@ -41,7 +41,7 @@ describe('HistoryChunkCache', () => {
   });
 
   it('a chunk put again replaces the one held', () => {
-    const c = new HistoryChunkCache(1 << 20);
+    const c = new HistoryChunkCache({ maxBytes: 1 << 20 });
     c.put(ADDR, 100n, chunk(100n, 1024));
     c.put(ADDR, 100n, chunk(100n, 1024, '43'));
     expect(c.page(ADDR, 100n, 500, 1600n, 26)!.xmin).toBe('43');
@@ -50,7 +50,7 @@ describe('HistoryChunkCache', () => {
 
   it('drops the least recently used chunks beyond its byte limit, and never holds one larger than it', () => {
     const one = 1024 * 40 + 160;
-    const c = new HistoryChunkCache(3 * one);
+    const c = new HistoryChunkCache({ maxBytes: 3 * one });
     for (const first of [0n, 10_000n, 20_000n]) c.put(ADDR, first, chunk(first, 1024));
     expect(c.page(ADDR, 0n, 100, 300n, 26)).toBeDefined(); // 0 is now the most recently used
     c.put(ADDR, 30_000n, chunk(30_000n, 1024));
@@ -58,7 +58,7 @@ describe('HistoryChunkCache', () => {
     expect(c.page(ADDR, 10_000n, 100, 10_300n, 26)).toBeUndefined();
     expect(c.page(ADDR, 0n, 100, 300n, 26)).toBeDefined();
     expect(c.page(ADDR, 20_000n, 100, 20_300n, 26)).toBeDefined();
-    const small = new HistoryChunkCache(one - 1);
+    const small = new HistoryChunkCache({ maxBytes: one - 1 });
     small.put(ADDR, 0n, chunk(0n, 1024));
     expect(small.size).toEqual({ chunks: 0, bytes: 0 });
     c.clear();
@@ -66,11 +66,42 @@ describe('HistoryChunkCache', () => {
   });
 
   it('forgets a chunk after its time to live', async () => {
-    const c = new HistoryChunkCache(1 << 20, 20);
+    const c = new HistoryChunkCache({ maxBytes: 1 << 20, ttlMs: 20 });
     c.put(ADDR, 100n, chunk(100n, 1024));
     expect(c.page(ADDR, 100n, 500, 1600n, 26)).toBeDefined();
     await new Promise((r) => setTimeout(r, 40));
     expect(c.page(ADDR, 100n, 500, 1600n, 26)).toBeUndefined();
     expect(c.size.chunks).toBe(0);
+  });
+
+  it('reads a wanted chunk in the background once, at most maxLoads at a time, and holds it', async () => {
+    const reads: string[] = [];
+    const gates: (() => void)[] = [];
+    const c = new HistoryChunkCache({
+      maxBytes: 1 << 20,
+      maxLoads: 2,
+      load: (addrKey, first) => {
+        reads.push(`${addrKey}/${first}`);
+        return new Promise((resolve) => gates.push(() => resolve(first === 999n ? undefined : chunk(first, 1024))));
+      },
+    });
+    c.want(ADDR, 100n);
+    c.want(ADDR, 100n); // being read already
+    c.want(ADDR, 5000n);
+    c.want(ADDR, 9000n); // a third at once: skipped
+    expect(reads).toEqual([`${ADDR}/100`, `${ADDR}/5000`]);
+    expect(c.page(ADDR, 100n, 500, 1600n, 26)).toBeUndefined();
+    for (const open of gates) open();
+    await c.settled();
+    expect(c.page(ADDR, 100n, 500, 1600n, 26)).toBeDefined();
+    expect(c.size.chunks).toBe(2);
+    c.want(ADDR, 999n); // gone from the database meanwhile: nothing held
+    gates.at(-1)!();
+    await c.settled();
+    expect(c.size.chunks).toBe(2);
+    const failing = new HistoryChunkCache({ maxBytes: 1 << 20, load: () => Promise.reject(new Error('database down')) });
+    failing.want(ADDR, 100n);
+    await failing.settled();
+    expect(failing.size.chunks).toBe(0);
   });
 });
