@@ -7,8 +7,12 @@
  * or update of a row gives the new version the writing transaction's id, and vacuum's freezing
  * keeps it). The txids stay right with it: `txs` rows change only when their block is undone, and
  * the same transaction cuts every history chunk holding an entry of that block (indexer/apply.ts
- * `undoBlock`), so a chunk whose version is unchanged still names the same transactions. A chunk
- * changed by a new block or a reorg is thus never answered from here; the statement then cuts the
+ * `undoBlock`), so a chunk whose version is unchanged still names the same transactions. The
+ * version is the xmin with the server's start time (`pg_postmaster_start_time()`): a restore,
+ * point-in-time recovery or failover, which can hand out transaction ids again, is a restart.
+ * (New blocks add chunks of their own; chunk rows change only when a reorg cuts them or the bulk
+ * sync's end re-cuts them all.) A chunk changed since it was read is thus never answered from
+ * here; the statement then cuts the
  * page itself, as without this cache, and the chunk is read again in the background (`want`:
  * one statement per chunk, at most `maxLoads` at a time, never in a page's statement, whose other
  * pages would wait for its 1,024 txid lookups).
@@ -33,6 +37,8 @@ export type HistoryChunkCacheOptions = {
   load?: (addrKey: string, first: bigint) => Promise<HistoryChunk | undefined>;
   /** Most background loads at a time (default 2); `want` skips a chunk beyond it. */
   maxLoads?: number;
+  /** Told of a failed background load (the chunk is simply not held). */
+  onLoadError?: (err: unknown) => void;
   ttlMs?: number;
 };
 
@@ -41,6 +47,8 @@ export class HistoryChunkCache {
   private readonly chunks = new Map<string, Held>();
   private readonly loading = new Map<string, Promise<void>>();
   private bytes = 0;
+  /** Bumped by clear(): reads begun before it are not held. */
+  private generation = 0;
   private readonly ttlMs: number;
   constructor(private readonly opts: HistoryChunkCacheOptions) {
     this.maxBytes = opts.maxBytes;
@@ -105,14 +113,20 @@ export class HistoryChunkCache {
     const key = `${addrKey}/${first}`;
     const load = this.opts.load;
     if (!load || this.loading.has(key) || this.loading.size >= (this.opts.maxLoads ?? 2)) return;
-    const p = load(addrKey, first).then(
-      (chunk) => {
-        if (chunk) this.put(addrKey, first, chunk);
-      },
-      () => {},
-    );
+    const generation = this.generation;
+    const p = load(addrKey, first)
+      .then((chunk) => {
+        // (a read that began before clear() may come from the database that was cleared away)
+        if (chunk && generation === this.generation) this.put(addrKey, first, chunk);
+      })
+      .catch((err: unknown) => this.opts.onLoadError?.(err))
+      .finally(() => this.loading.delete(key));
     this.loading.set(key, p);
-    void p.finally(() => this.loading.delete(key));
+  }
+
+  /** Whether chunk `first` of the address is held (whatever its version). */
+  holds(addrKey: string, first: bigint): boolean {
+    return this.chunks.has(`${addrKey}/${first}`);
   }
 
   /** Resolves once the background reads under way have ended (tests, shutdown). */
@@ -124,6 +138,7 @@ export class HistoryChunkCache {
   clear(): void {
     this.chunks.clear();
     this.bytes = 0;
+    this.generation++;
   }
 
   private drop(key: string, held: Held): void {

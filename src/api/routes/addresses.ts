@@ -91,11 +91,25 @@ function setNextLink(request: FastifyRequest, reply: FastifyReply, q: PageQuery[
   reply.header('Link', `<${path}?${params.toString()}>; rel="next"`);
 }
 
+const caches = new WeakMap<ResolvedApiDeps, HistoryChunkCache | undefined>();
+
+/** The held chunks of an app (one cache for its /v1 and bare routes, which register separately). */
+function heldChunks(deps: ResolvedApiDeps): HistoryChunkCache | undefined {
+  if (!caches.has(deps)) {
+    const bytes = deps.settings.historyCacheBytes;
+    const load = (a: string, f: bigint) => readHistoryChunk(deps.db, a, f);
+    const onLoadError = (err: unknown) => deps.log.warn({ err }, 'history chunk not read for the cache');
+    caches.set(deps, bytes > 0 ? new HistoryChunkCache({ maxBytes: bytes, load, onLoadError }) : undefined);
+  }
+  return caches.get(deps);
+}
+
 export const addressRoutes: RouteModule = (app, deps) => {
   // Balance requests arriving together share one query (src/api/tick-batch.ts).
   const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.db, keys[0]!)] : getBalancePartsMany(deps.db, keys)));
   // So do history pages (one statement for one page or many), with the chunks paging reads held.
-  const chunks = deps.settings.historyCacheBytes > 0 ? new HistoryChunkCache({ maxBytes: deps.settings.historyCacheBytes, load: (a, f) => readHistoryChunk(deps.db, a, f) }) : undefined;
+  const chunks = heldChunks(deps);
+  if (chunks) app.addHook('onClose', () => chunks.settled());
   const historyPages = batchPerTick((requests: HistoryPageRequest[]) =>
     listHistoryPages(deps.db, requests).catch((err: unknown) => {
       chunks?.clear(); // the database may come back as another one (a restore): its chunks are not ours
@@ -149,7 +163,9 @@ export const addressRoutes: RouteModule = (app, deps) => {
         limit: q.limit + 1,
         held,
       });
-      if (reusable && !page.fromHeld) chunks.want(addrKey, at.first);
+      // (read the chunk when it is not held or the statement found a newer version; a cursor
+      // that names no entry of a held chunk gets no read)
+      if (reusable && !page.fromHeld && (held !== undefined || !chunks.holds(addrKey, at.first))) chunks.want(addrKey, at.first);
       deps.metrics?.countHistoryPage(page.fromHeld ? 'held' : 'cut');
       // The page: mempool entries, then chain entries, `q.limit` in all; one more means a next page.
       const inMempool = Math.min(page.mempool.length, q.limit);

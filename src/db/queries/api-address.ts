@@ -135,7 +135,14 @@ export type HistoryPage = {
 };
 
 /**
- * A history chunk as one statement read it: its row version (`xmin`), all its entries (8 bytes
+ * A history row's version: its xmin (every insert or update gives the new row version the writing
+ * transaction's id) and the server's start time, which changes with any restore, point-in-time
+ * recovery or failover, the events after which transaction ids can be handed out again.
+ */
+const ROW_VERSION = sql<string>`(xmin::text || '@' || (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8::text)`;
+
+/**
+ * A history chunk as one statement read it: its row version (`xmin`: ROW_VERSION), all its entries (8 bytes
  * each, ascending) and their txids (32 bytes each, same order; all zero where `txs` lacks the row).
  */
 export type HistoryChunk = { xmin: string; entries: Buffer; txids: Buffer };
@@ -210,7 +217,7 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
   // read (its entries and their txids then come from the caller; see HistoryPageRequest.held).
   // (parts no request needs are left out, as the mempool part is)
   const heldPart = requests.some((r) => r.held && r.at)
-    ? sql`CROSS JOIN LATERAL (SELECT q.h_xmin IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE addr_key = q.addr AND first_tx_num = q.at_first AND xmin = q.h_xmin::xid) AS hit
+    ? sql`CROSS JOIN LATERAL (SELECT q.h_xmin IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE addr_key = q.addr AND first_tx_num = q.at_first AND ${ROW_VERSION} = q.h_xmin) AS hit
                                 OFFSET 0) hc`
     : sql`CROSS JOIN (SELECT false AS hit) hc`;
   return sql<{
@@ -261,12 +268,12 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
  */
 export async function readHistoryChunk(db: Kysely<Database>, addrKey: string, first: bigint): Promise<HistoryChunk | undefined> {
   const r = await sql<{ xmin: string; e: Buffer; txids: Buffer }>`
-    SELECT x.xmin::text AS xmin, x.e,
+    SELECT x.v AS xmin, x.e,
            (SELECT string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY g.i)
               FROM generate_series(0, length(x.e) / 8 - 1) AS g(i)
               LEFT JOIN txs t ON t.tx_num = ${ENTRY_AT(sql`x.e`, sql`g.i`)}) AS txids
       -- (OFFSET 0: pulled up, the chunk would be read out of TOAST again for every entry)
-      FROM (SELECT xmin, ${ENTRIES} AS e FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(db);
+      FROM (SELECT ${ROW_VERSION} AS v, ${ENTRIES} AS e FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(db);
   const row = r.rows[0];
   return row ? { xmin: row.xmin, entries: row.e, txids: row.txids } : undefined;
 }

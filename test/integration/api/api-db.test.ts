@@ -73,7 +73,7 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
   await sql`ANALYZE history`.execute(t.db);
   const apiDb = createApiDb(t.url, { max: 1 });
   try {
-    const xmin = (await sql<{ x: string }>`SELECT xmin::text AS x FROM history WHERE addr_key = ${heavy}::uuid AND first_tx_num = ${150n * 1024n}`.execute(t.db)).rows[0]!.x;
+    const xmin = (await readHistoryChunk(apiDb, heavy, 150n * 1024n))!.xmin;
     const at = { first: 150n * 1024n, index: 500 };
     const variants = [
       { mempoolAfter: undefined, before: (1n << 62n) - 1n, minConf: 0, limit: 26 },
@@ -128,6 +128,12 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     expect(chunk.txids).toEqual(txidsOf(original));
     expect(await readHistoryChunk(apiDb, addr, first + 1n)).toBeUndefined();
     const xmin = chunk.xmin;
+    // The version: the row's xmin and the server's start time (a restore, PITR or failover, after
+    // which transaction ids can repeat, restarts the server).
+    const server = await sql<{ x: string; s: string }>`SELECT xmin::text AS x, (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8::text AS s FROM history WHERE addr_key = ${addr}::uuid AND first_tx_num = ${first}`.execute(t.db);
+    expect(xmin).toBe(`${server.rows[0]!.x}@${server.rows[0]!.s}`);
+    const [otherServer] = await listHistoryPages(apiDb, [{ ...base, held: { xmin: `${server.rows[0]!.x}@1`, chain: new HistoryEntries(Buffer.alloc(32, 7), Buffer.alloc(20, 1)) } }]);
+    expect(otherServer!.fromHeld).toBe(false);
     // Held at that version: the page is the caller's (here made up, to show the statement added
     // nothing to it).
     const madeUp = new HistoryEntries(Buffer.alloc(32, 7), Buffer.alloc(20, 1));

@@ -74,7 +74,7 @@ describe('HistoryChunkCache', () => {
     expect(c.size.chunks).toBe(0);
   });
 
-  it('reads a wanted chunk in the background once, at most maxLoads at a time, and holds it', async () => {
+  it('reads a wanted chunk in the background once, at most maxLoads at a time, and holds it (not when cleared meanwhile; a failed read is reported)', async () => {
     const reads: string[] = [];
     const gates: (() => void)[] = [];
     const c = new HistoryChunkCache({
@@ -99,9 +99,19 @@ describe('HistoryChunkCache', () => {
     gates.at(-1)!();
     await c.settled();
     expect(c.size.chunks).toBe(2);
-    const failing = new HistoryChunkCache({ maxBytes: 1 << 20, load: () => Promise.reject(new Error('database down')) });
+    expect(c.holds(ADDR, 100n)).toBe(true);
+    expect(c.holds(ADDR, 999n)).toBe(false);
+    // A read begun before clear() (the database may have been replaced) is not held.
+    c.want(ADDR, 7000n);
+    c.clear();
+    gates.at(-1)!();
+    await c.settled();
+    expect(c.size.chunks).toBe(0);
+    const errors: unknown[] = [];
+    const failing = new HistoryChunkCache({ maxBytes: 1 << 20, load: () => Promise.reject(new Error('database down')), onLoadError: (e) => errors.push(e) });
     failing.want(ADDR, 100n);
     await failing.settled();
     expect(failing.size.chunks).toBe(0);
+    expect(errors).toHaveLength(1);
   });
 });
