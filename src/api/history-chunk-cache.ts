@@ -12,10 +12,9 @@
  * point-in-time recovery or failover, which can hand out transaction ids again, is a restart.
  * (New blocks add chunks of their own; chunk rows change only when a reorg cuts them or the bulk
  * sync's end re-cuts them all.) A chunk changed since it was read is thus never answered from
- * here; the statement then cuts the
- * page itself, as without this cache, and the chunk is read again in the background (`want`:
- * one statement per chunk, at most `maxLoads` at a time, never in a page's statement, whose other
- * pages would wait for its 1,024 txid lookups).
+ * here; the statement then cuts the page itself, as without this cache, and the chunk is read again
+ * in the background (`want`: one statement per chunk, at most `maxLoads` at a time, never in a
+ * page's statement, whose other pages would wait for its 1,024 txid lookups).
  * Least recently used chunks go first once `maxBytes` is reached; entries also expire after
  * `ttlMs` (a transaction id repeats only after 2^32 transactions, far beyond any ttl).
  * @module
@@ -23,12 +22,14 @@
 import { HistoryEntries, type HistoryChunk } from '../db/queries/api-address.js';
 
 /** The page a held chunk gives, and the version of the chunk the statement must still find. */
-export type HeldPage = { xmin: string; chain: HistoryEntries };
+export type HeldPage = { version: string; chain: HistoryEntries };
 
 type Held = HistoryChunk & { at: number };
 
 /** What a held chunk costs besides its entries and txids (key, map entry, record), counted against maxBytes. */
 const OVERHEAD_BYTES = 160;
+/** The map key of chunk `first` of an address. */
+const keyOf = (addrKey: string, first: bigint) => `${addrKey}/${first}`;
 const bytesOf = (c: HistoryChunk) => c.entries.length + c.txids.length + OVERHEAD_BYTES;
 
 export type HistoryChunkCacheOptions = {
@@ -67,7 +68,7 @@ export class HistoryChunkCache {
    */
   page(addrKey: string, first: bigint, index: number, before: bigint, count: number): HeldPage | undefined {
     if (index < count) return undefined;
-    const key = `${addrKey}/${first}`;
+    const key = keyOf(addrKey, first);
     const held = this.chunks.get(key);
     if (!held) return undefined;
     if (Date.now() - held.at > this.ttlMs) {
@@ -88,13 +89,13 @@ export class HistoryChunkCache {
       positions.writeBigInt64BE(first, k * 20 + 8);
       positions.writeInt32BE(i, k * 20 + 16);
     }
-    return { xmin: held.xmin, chain: new HistoryEntries(txids, positions) };
+    return { version: held.version, chain: new HistoryEntries(txids, positions) };
   }
 
   /** Holds chunk `first` of the address as a statement read it. */
   put(addrKey: string, first: bigint, chunk: HistoryChunk): void {
     if (chunk.txids.length !== chunk.entries.length * 4 || bytesOf(chunk) > this.maxBytes) return;
-    const key = `${addrKey}/${first}`;
+    const key = keyOf(addrKey, first);
     const old = this.chunks.get(key);
     if (old) this.drop(key, old);
     this.chunks.set(key, { ...chunk, at: Date.now() });
@@ -110,7 +111,7 @@ export class HistoryChunkCache {
    * already or `maxLoads` reads are under way. A failed read is forgotten (the next page asks again).
    */
   want(addrKey: string, first: bigint): void {
-    const key = `${addrKey}/${first}`;
+    const key = keyOf(addrKey, first);
     const load = this.opts.load;
     if (!load || this.loading.has(key) || this.loading.size >= (this.opts.maxLoads ?? 2)) return;
     const generation = this.generation;
@@ -126,7 +127,7 @@ export class HistoryChunkCache {
 
   /** Whether chunk `first` of the address is held (whatever its version). */
   holds(addrKey: string, first: bigint): boolean {
-    return this.chunks.has(`${addrKey}/${first}`);
+    return this.chunks.has(keyOf(addrKey, first));
   }
 
   /** Resolves once the background reads under way have ended (tests, shutdown). */

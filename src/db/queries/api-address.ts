@@ -142,10 +142,10 @@ export type HistoryPage = {
 const ROW_VERSION = sql<string>`(xmin::text || '@' || (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8::text)`;
 
 /**
- * A history chunk as one statement read it: its row version (`xmin`: ROW_VERSION), all its entries (8 bytes
- * each, ascending) and their txids (32 bytes each, same order; all zero where `txs` lacks the row).
+ * A history chunk as one statement read it: its row version (ROW_VERSION), all its entries (8
+ * bytes each, ascending) and their txids (32 bytes each, same order; all zero where `txs` lacks the row).
  */
-export type HistoryChunk = { xmin: string; entries: Buffer; txids: Buffer };
+export type HistoryChunk = { version: string; entries: Buffer; txids: Buffer };
 
 /** The 8-byte big-endian entry at 0-based `i` of chunk bytes `e`, as int8. */
 const ENTRY_AT = (e: RawBuilder<unknown>, i: RawBuilder<unknown>) => sql<bigint>`('x' || encode(substring(${e} FROM ${i} * 8 + 1 FOR 8), 'hex'))::bit(64)::int8`;
@@ -188,7 +188,7 @@ export type HistoryPageRequest = HistoryPageOptions & {
    * chunk's row is still that version, and the page's chain part is `chain`; when it is not, the
    * page is cut as without it.
    */
-  held?: { xmin: string; chain: HistoryEntries } | undefined;
+  held?: { version: string; chain: HistoryEntries } | undefined;
 };
 
 /** The statement of listHistoryPages (exported for the test that checks its plan keeps the order). */
@@ -211,13 +211,12 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                  ORDER BY fs DESC, ma.txid DESC
                  LIMIT q.lim) x) m`
     : sql`CROSS JOIN (SELECT NULL::bytea AS txids, NULL::bytea AS fs) m`;
-  // (OFFSET 0 keeps the planner from pulling the subquery up: it would evaluate the check once
-  // per use.)
   // A held page: the statement checks only that chunk at_first is still the version the caller
   // read (its entries and their txids then come from the caller; see HistoryPageRequest.held).
-  // (parts no request needs are left out, as the mempool part is)
+  // (OFFSET 0 keeps the planner from pulling the subquery up: it would evaluate the check once
+  // per use; parts no request needs are left out, as the mempool part is)
   const heldPart = requests.some((r) => r.held && r.at)
-    ? sql`CROSS JOIN LATERAL (SELECT q.h_xmin IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE addr_key = q.addr AND first_tx_num = q.at_first AND ${ROW_VERSION} = q.h_xmin) AS hit
+    ? sql`CROSS JOIN LATERAL (SELECT q.h_version IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE addr_key = q.addr AND first_tx_num = q.at_first AND ${ROW_VERSION} = q.h_version) AS hit
                                 OFFSET 0) hc`
     : sql`CROSS JOIN (SELECT false AS hit) hc`;
   return sql<{
@@ -233,8 +232,8 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                   ${requests.map((r) => r.at?.first.toString() ?? null)}::int8[], ${requests.map((r) => r.at?.index ?? null)}::int4[],
                   ${requests.map((r) => r.minConf)}::int4[], ${requests.map((r) => r.limit)}::int4[], ${requests.map(mempoolMode)}::int4[],
                   ${requests.map((r) => r.mempoolAfter?.firstSeenUs.toString() ?? null)}::int8[], ${requests.map((r) => r.mempoolAfter?.txid ?? null)}::bytea[],
-                  ${requests.map((r) => (r.held && r.at ? r.held.xmin : null))}::text[])
-           WITH ORDINALITY AS q(addr, before, at_first, at_index, min_conf, lim, mempool, m_fs, m_txid, h_xmin, k)
+                  ${requests.map((r) => (r.held && r.at ? r.held.version : null))}::text[])
+           WITH ORDINALITY AS q(addr, before, at_first, at_index, min_conf, lim, mempool, m_fs, m_txid, h_version, k)
       ${heldPart}
       ${mempoolPart}
       CROSS JOIN LATERAL (
@@ -267,15 +266,15 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
  * (src/api/history-chunk-cache.ts): its row version, every entry and every entry's txid.
  */
 export async function readHistoryChunk(db: Kysely<Database>, addrKey: string, first: bigint): Promise<HistoryChunk | undefined> {
-  const r = await sql<{ xmin: string; e: Buffer; txids: Buffer }>`
-    SELECT x.v AS xmin, x.e,
+  const r = await sql<{ version: string; e: Buffer; txids: Buffer }>`
+    SELECT x.v AS version, x.e,
            (SELECT string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY g.i)
               FROM generate_series(0, length(x.e) / 8 - 1) AS g(i)
               LEFT JOIN txs t ON t.tx_num = ${ENTRY_AT(sql`x.e`, sql`g.i`)}) AS txids
       -- (OFFSET 0: pulled up, the chunk would be read out of TOAST again for every entry)
       FROM (SELECT ${ROW_VERSION} AS v, ${ENTRIES} AS e FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(db);
   const row = r.rows[0];
-  return row ? { xmin: row.xmin, entries: row.e, txids: row.txids } : undefined;
+  return row ? { version: row.version, entries: row.e, txids: row.txids } : undefined;
 }
 
 export type UnspentRow = { txid: Buffer; vout: number; value: bigint; script: Buffer; txNum?: bigint; firstSeenUs?: bigint };

@@ -73,14 +73,14 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
   await sql`ANALYZE history`.execute(t.db);
   const apiDb = createApiDb(t.url, { max: 1 });
   try {
-    const xmin = (await readHistoryChunk(apiDb, heavy, 150n * 1024n))!.xmin;
+    const version = (await readHistoryChunk(apiDb, heavy, 150n * 1024n))!.version;
     const at = { first: 150n * 1024n, index: 500 };
     const variants = [
       { mempoolAfter: undefined, before: (1n << 62n) - 1n, minConf: 0, limit: 26 },
       { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 1001 },
       { mempoolAfter: null, before: 150n * 1024n + 500n, minConf: 3, limit: 26 },
       // the page from a held chunk
-      { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, held: { xmin, chain: (await listHistoryPage(apiDb, heavy, { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26 })).chain } },
+      { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, held: { version, chain: (await listHistoryPage(apiDb, heavy, { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26 })).chain } },
     ];
     const requests = variants.map((v) => ({ ...v, addrKey: heavy }));
     for (const batch of [...requests.map((r) => [r]), requests]) {
@@ -127,17 +127,17 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     expect(chunk.entries).toEqual(bytes(original));
     expect(chunk.txids).toEqual(txidsOf(original));
     expect(await readHistoryChunk(apiDb, addr, first + 1n)).toBeUndefined();
-    const xmin = chunk.xmin;
+    const version = chunk.version;
     // The version: the row's xmin and the server's start time (a restore, PITR or failover, after
     // which transaction ids can repeat, restarts the server).
     const server = await sql<{ x: string; s: string }>`SELECT xmin::text AS x, (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8::text AS s FROM history WHERE addr_key = ${addr}::uuid AND first_tx_num = ${first}`.execute(t.db);
-    expect(xmin).toBe(`${server.rows[0]!.x}@${server.rows[0]!.s}`);
-    const [otherServer] = await listHistoryPages(apiDb, [{ ...base, held: { xmin: `${server.rows[0]!.x}@1`, chain: new HistoryEntries(Buffer.alloc(32, 7), Buffer.alloc(20, 1)) } }]);
+    expect(version).toBe(`${server.rows[0]!.x}@${server.rows[0]!.s}`);
+    const [otherServer] = await listHistoryPages(apiDb, [{ ...base, held: { version: `${server.rows[0]!.x}@1`, chain: new HistoryEntries(Buffer.alloc(32, 7), Buffer.alloc(20, 1)) } }]);
     expect(otherServer!.fromHeld).toBe(false);
     // Held at that version: the page is the caller's (here made up, to show the statement added
     // nothing to it).
     const madeUp = new HistoryEntries(Buffer.alloc(32, 7), Buffer.alloc(20, 1));
-    const [held, plain] = await listHistoryPages(apiDb, [{ ...base, held: { xmin, chain: madeUp } }, base]);
+    const [held, plain] = await listHistoryPages(apiDb, [{ ...base, held: { version, chain: madeUp } }, base]);
     expect(held!.chain).toBe(madeUp);
     expect(held!.fromHeld).toBe(true);
     expect(plain!.fromHeld).toBe(false);
@@ -146,7 +146,7 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     const cache = new HistoryChunkCache({ maxBytes: 1 << 20 });
     cache.put(addr, first, chunk);
     const fromCache = cache.page(addr, first, at.index, base.before, base.limit)!;
-    expect(fromCache.xmin).toBe(xmin);
+    expect(fromCache.version).toBe(version);
     expect(fromCache.chain.all()).toEqual(plain!.chain.all());
     expect(fromCache.chain.txidsHex(26)).toEqual(plain!.chain.txidsHex(26));
     // A held version the row no longer has (a block appended, a reorg rewrote it): cut afresh.
@@ -156,11 +156,11 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     expect(fresh!.fromHeld).toBe(false);
     expect(fresh!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());
     const reread = (await readHistoryChunk(apiDb, addr, first))!;
-    expect(reread.xmin).not.toBe(xmin);
+    expect(reread.version).not.toBe(version);
     expect(reread.entries).toEqual(bytes(rewritten));
     expect(reread.txids).toEqual(txidsOf(rewritten));
     // A version of another chunk, or none at all, is no version of this one.
-    const [other] = await listHistoryPages(apiDb, [{ ...base, held: { xmin: '1', chain: madeUp } }]);
+    const [other] = await listHistoryPages(apiDb, [{ ...base, held: { version: '1', chain: madeUp } }]);
     expect(other!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());
   } finally {
     await apiDb.destroy();

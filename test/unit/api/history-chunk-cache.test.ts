@@ -9,14 +9,14 @@ import type { HistoryChunk } from '../../../src/db/queries/api-address.js';
 
 const ADDR = '00000000-0000-4000-8000-0000000000aa';
 /** A chunk of `count` entries first, first + 3, first + 6 … as the statement hands it over (txid k: 32 bytes of k % 256). */
-const chunk = (first: bigint, count: number, xmin = '42'): HistoryChunk => {
+const chunk = (first: bigint, count: number, version = '42'): HistoryChunk => {
   const entries = Buffer.alloc(count * 8);
   const txids = Buffer.alloc(count * 32);
   for (let k = 0; k < count; k++) {
     entries.writeBigInt64BE(first + BigInt(k) * 3n, k * 8);
     txids.fill(k % 256, k * 32, k * 32 + 32);
   }
-  return { xmin, entries, txids };
+  return { version, entries, txids };
 };
 
 describe('HistoryChunkCache', () => {
@@ -25,7 +25,7 @@ describe('HistoryChunkCache', () => {
     c.put(ADDR, 100n, chunk(100n, 1024));
     // entry 500 is 100 + 1500; the page is entries 499 … 474, with their txids and places
     const page = c.page(ADDR, 100n, 500, 1600n, 26)!;
-    expect(page.xmin).toBe('42');
+    expect(page.version).toBe('42');
     expect(page.chain.all()).toEqual(Array.from({ length: 26 }, (_, k) => ({ n: 100n + BigInt(499 - k) * 3n, first: 100n, index: 499 - k, txid: Buffer.alloc(32, (499 - k) % 256) })));
     expect(c.page(ADDR, 100n, 26, 178n, 26)!.chain.at(25)).toEqual({ n: 100n, first: 100n, index: 0, txid: null }); // txid 0: none (absent)
   });
@@ -44,7 +44,7 @@ describe('HistoryChunkCache', () => {
     const c = new HistoryChunkCache({ maxBytes: 1 << 20 });
     c.put(ADDR, 100n, chunk(100n, 1024));
     c.put(ADDR, 100n, chunk(100n, 1024, '43'));
-    expect(c.page(ADDR, 100n, 500, 1600n, 26)!.xmin).toBe('43');
+    expect(c.page(ADDR, 100n, 500, 1600n, 26)!.version).toBe('43');
     expect(c.size.chunks).toBe(1);
   });
 
