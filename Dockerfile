@@ -4,7 +4,7 @@
 #   blockwire migrate            (one-shot, before the roles start)
 #   blockwire status             (exit 0 healthy, 1 not)
 # Multi-stage: build (npm ci + tsc) → production dependencies (npm ci --omit=dev) → runtime
-# (non-root, no compiler, no sources): `node dist/src/cli/main.js <command>`.
+# (non-root, no compiler, no sources): `node dist/cli/main.js <command>`.
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
@@ -21,7 +21,11 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY indexer ./indexer
+COPY api ./api
 COPY streams ./streams
+COPY stamp ./stamp
+COPY devnode ./devnode
+COPY cli ./cli
 COPY client ./client
 COPY migrations ./migrations
 RUN npx tsc -p tsconfig.build.json
@@ -59,5 +63,5 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
 # SIGTERM: graceful stop (the block being applied finishes, in-flight deliveries finish, the API
 # closes), exit 0; after SHUTDOWN_TIMEOUT_MS (30 s) it exits 1. Give the container longer than that.
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["node", "/app/dist/src/cli/main.js"]
+ENTRYPOINT ["node", "/app/dist/cli/main.js"]
 CMD ["start"]

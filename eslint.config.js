@@ -1,9 +1,23 @@
-// Architecture rules (DESIGN.md, STYLE.md §1): src/ never imports indexer/ or streams/; those two
-// never import each other; src/bitcoin/ is pure (only @scure, @noble, micro-packed and itself);
-// client/ is browser-safe (no node:, no server modules).
+// Architecture rules. The top level reads as the system:
+// - roles, peers that never import one another: indexer/, api/, streams/, stamp/ (they meet in
+//   Postgres tables, and `blockwire start` wires them together);
+// - the kernel src/ (bitcoin, db, rpc, config, auth, net, ops, log, errors…) that every role may
+//   use and that uses no role;
+// - cli/, the one composition root: it owns every command and alone imports the roles;
+// - devnode/, a tool (the Bitcoin Core stand-in): only the CLI's `devnode` command and the quick
+//   start (cli/) import it from the product; tests and benches use it freely;
+// - src/bitcoin/ is pure (only @scure, @noble, micro-packed, node:crypto and itself);
+// - client/ is browser-safe (no node:, no server modules).
 import tseslint from 'typescript-eslint';
 
 const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+const ROLES = ['indexer', 'api', 'streams', 'stamp'];
+const roleGlob = (r) => [`**/${r}/**`, `../${r}/*`, `../../${r}/*`];
+const notRole = (r, why) => ({ group: roleGlob(r), message: why });
+const NO_TOOLS = [
+  { group: ['**/cli/**'], message: 'only cli/ composes roles and owns commands; nothing imports it.' },
+  { group: ['**/devnode/**'], message: 'the devnode is a tool: only the CLI (devnode command, quick start), tests and benches use it.' },
+];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.blockwire/**'] },
@@ -15,25 +29,24 @@ export default tseslint.config(
     },
   },
   {
-    // src/cli/ is the composition root: `blockwire start` wires the roles together, so it alone
-    // may import the role entrypoints indexer/main.ts and streams/main.ts.
-    files: ['src/**/*.ts'],
-    ignores: ['src/cli/**'],
+    files: ['src/**/*.ts', 'migrations/**/*.ts'],
+    ignores: ['src/bitcoin/**'],
+    rules: restrict([...ROLES.map((r) => notRole(r, 'src/ is the kernel: it never imports a role (indexer, api, streams, stamp).')), ...NO_TOOLS]),
+  },
+  ...ROLES.map((role) => ({
+    files: [`${role}/**/*.ts`],
     rules: restrict([
-      { group: ['**/indexer/**', '**/streams/**'], message: 'src/ is the shared kernel: it never imports indexer/ or streams/.' },
+      ...ROLES.filter((r) => r !== role).map((r) => notRole(r, `roles are peers: ${role}/ never imports ${r}/ (they meet in Postgres tables; cli/ wires them).`)),
+      ...NO_TOOLS,
     ]),
-  },
+  })),
   {
-    files: ['indexer/**/*.ts'],
-    rules: restrict([{ group: ['**/streams/**'], message: 'indexer/ and streams/ meet only in Postgres tables.' }]),
-  },
-  {
-    files: ['streams/**/*.ts'],
-    rules: restrict([{ group: ['**/indexer/**'], message: 'indexer/ and streams/ meet only in Postgres tables.' }]),
+    files: ['devnode/**/*.ts'],
+    rules: restrict([...ROLES.map((r) => notRole(r, 'the devnode stands in for Bitcoin Core: it uses the kernel only.')), NO_TOOLS[0]]),
   },
   {
     files: ['src/bitcoin/**/*.ts'],
-    ignores: ['src/bitcoin/decode-command.ts', 'src/bitcoin/blk-file.ts'],
+    ignores: ['src/bitcoin/blk-file.ts'],
     rules: restrict([
       { regex: '^(?!@scure/|@noble/|micro-packed|node:crypto$|\\.{1,2}/).*', message: 'src/bitcoin is pure: only @scure, @noble, micro-packed, node:crypto (hashing) and its own modules.' },
     ]),
@@ -42,7 +55,7 @@ export default tseslint.config(
     files: ['client/**/*.ts'],
     rules: restrict([
       { regex: '^node:', message: 'client/ runs in browsers too: no node: modules.' },
-      { group: ['**/src/db/**', '**/src/api/**', '**/indexer/**', '**/streams/**', 'pg', 'kysely', 'fastify', 'ioredis', 'bullmq', 'zeromq'], message: 'client/ must not pull server code.' },
+      { group: ['**/src/**', '**/api/**', '**/indexer/**', '**/streams/**', '**/stamp/**', '**/devnode/**', '**/cli/**', 'pg', 'kysely', 'fastify', 'ioredis', 'bullmq', 'zeromq'], message: 'client/ must not pull server code.' },
     ]),
   },
 );

@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { createDb } from '../src/db/connect.js';
-import { startApi } from '../src/api/main.js';
+import { startApi } from '../api/main.js';
 import { testConfig } from '../src/config.js';
 import { silentLogger } from '../src/log.js';
 import { createMetrics } from '../src/ops/metrics.js';

@@ -35,7 +35,7 @@ import { segwitAddress } from '../src/bitcoin/address.js';
 import { witnessScript } from '../src/bitcoin/script.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { createApiKey } from '../src/auth/keys.js';
-import { encodeCursor, type Cursor } from '../src/api/cursor.js';
+import { encodeCursor, type Cursor } from '../api/cursor.js';
 import { openLoop } from './open-loop.js';
 
 const { values: opts } = parseArgs({

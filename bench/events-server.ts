@@ -10,7 +10,7 @@ import { createDb } from '../src/db/connect.js';
 import { createLogger } from '../src/log.js';
 import { loadConfig } from '../src/config.js';
 import { startStreams, startWorker } from '../streams/main.js';
-import { startDevnode } from '../src/devnode/index.js';
+import { startDevnode } from '../devnode/index.js';
 import { startIndexer } from '../indexer/main.js';
 
 type Args = { databaseUrl: string; redisUrl: string; devnode: boolean; workerOnly?: boolean };

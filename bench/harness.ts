@@ -11,7 +11,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startPostgres, type PostgresServer } from '../src/embedded/postgres.js';
-import { corpusBlocksDir } from '../src/devnode/corpus-manifest.js';
+import { corpusBlocksDir } from '../devnode/corpus-manifest.js';
 import { DEFAULT_PARAMS, type CorpusParams } from './corpus/generate.js';
 
 /** Sizes of a benchmark run. */

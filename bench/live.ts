@@ -1,7 +1,7 @@
 /**
  * bench/live: a 4,000-transaction block from ZMQ arrival to committed, against an index that
  * already holds a large chain (issue 9 item 3; targets p50 ≤ 300 ms, p99 ≤ 1 s). The corpus
- * node (src/devnode/corpus.ts) announces the corpus's tail blocks one at a time; this process
+ * node (devnode/corpus.ts) announces the corpus's tail blocks one at a time; this process
  * subscribes to `hashblock` like the indexer does (arrival) and reads the indexer child's
  * `block applied` log line, written right after its commit (committed).
  * Standalone: `node --import tsx bench/live.ts [--quick] [--blocks N] [--txs-per-block N]
@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Subscriber } from 'zeromq';
 import { hashToHex } from '../src/bitcoin/hash.js';
-import type { CorpusNode } from '../src/devnode/corpus.js';
+import type { CorpusNode } from '../devnode/corpus.js';
 import { ensureCorpus } from './corpus/generate.js';
 import { cacheDir, importCorpus, logLines, machine, PG_SETTINGS, pgOverrides, pct, round, runSize, say, spawnNode, startBenchPostgres, type Child } from './harness.js';
 
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'cache-dir': { type: 'string' }, 'cpu-prof': { type: 'string' }, json: { type: 'string' } } });
   const size = runSize({ ...values, 'catchup-blocks': '0' });
   const { dir } = ensureCorpus(cacheDir(values['cache-dir']), size.corpus, say);
-  const { startCorpusNode } = await import('../src/devnode/corpus.js');
+  const { startCorpusNode } = await import('../devnode/corpus.js');
   const root = mkdtempSync(join(cacheDir(values['cache-dir']), 'live-'));
   const pgs = await startBenchPostgres(root);
   try {

@@ -17,17 +17,17 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { buildApi } from '../src/api/app.js';
+import { buildApi } from '../api/app.js';
 import { createApiKey } from '../src/auth/keys.js';
 import { encodeWif } from '../src/bitcoin/wif.js';
 import { testConfig } from '../src/config.js';
 import { createDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { startDevnode } from '../src/devnode/index.js';
+import { startDevnode } from '../devnode/index.js';
 import { startPostgres } from '../src/embedded/postgres.js';
 import { createLogger, silentLogger } from '../src/log.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
-import { startStamper } from '../src/stamp/stamper.js';
+import { startStamper } from '../stamp/stamper.js';
 import { startIndexer } from '../indexer/main.js';
 
 const { values: opts } = parseArgs({

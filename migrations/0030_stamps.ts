@@ -1,8 +1,8 @@
 /**
- * Stamping (src/stamp): stamp requests, the signed transactions that carry them (stored before
+ * Stamping (stamp): stamp requests, the signed transactions that carry them (stored before
  * broadcast, every fee-bump version kept), every stamp id ever issued (old ids of replaced
  * versions keep resolving), coin locks with leases, and the tracker's leadership lease.
- * docs/schema.md "Stamping" and src/stamp/README.md explain the states. Only src/stamp writes them.
+ * docs/schema.md "Stamping" and stamp/README.md explain the states. Only stamp writes them.
  */
 import { sql, type Kysely } from 'kysely';
 

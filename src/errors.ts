@@ -2,6 +2,8 @@
  * Application errors with stable codes. Only two kinds change behaviour: a RetryableError is
  * retried with backoff by the loop that met it; a FatalError stops the process with a non-zero
  * exit (a restart beats a wedged index). Pure code throws TypeError/RangeError instead.
+ * ServiceError carries a code of ERROR_CODES, the one table of every error a client can be
+ * answered: its HTTP status, category, whether resending can succeed, message and doc line.
  * @module
  */
 
@@ -38,4 +40,117 @@ export function isRetryable(err: unknown): boolean {
     if (e instanceof FatalError) return false;
   }
   return false;
+}
+
+/** The error categories clients can switch on (`error_type`). */
+export type ErrorType =
+  | 'invalid_request'
+  | 'authentication'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limited'
+  | 'unavailable'
+  | 'internal';
+
+type CodeInfo = { status: number; type: ErrorType; retry: boolean; message: string; doc: string };
+
+const code = (status: number, type: ErrorType, retry: boolean, message: string, doc: string): CodeInfo => ({ status, type, retry, message, doc });
+
+/**
+ * Every error code the API answers, with its HTTP status, its `error_type`, whether resending
+ * the same request can succeed (`retry`), the default message and a line for the docs.
+ * Codes are stable: add new ones, never rename or reuse one.
+ */
+export const ERROR_CODES = {
+  ERR_API_KEY_MISSING: code(401, 'authentication', false, 'missing apiKey header', 'The request carries no `apiKey` header.'),
+  ERR_API_KEY_INVALID: code(401, 'authentication', false, 'invalid API key', 'The key is unknown, malformed or revoked (one answer for all three).'),
+  ERR_SCOPE: code(403, 'forbidden', false, 'this API key may not use this route', 'The key lacks the scope the route needs (e.g. a `read` key calling a `write` route).'),
+  ERR_RATE_LIMITED: code(429, 'rate_limited', true, 'rate limit exceeded', 'Too many requests for this key in the current window; see `Retry-After`.'),
+  ERR_INVALID_HASH: code(400, 'invalid_request', false, 'hash must be 64 hex characters', 'A block or transaction hash in the path is not 64 hex characters.'),
+  ERR_INVALID_ADDRESS: code(400, 'invalid_request', false, 'invalid address', 'The address in the path is not a valid address (encoding or checksum).'),
+  ERR_WRONG_NETWORK: code(400, 'invalid_request', false, 'address is for another network', 'The address is valid but encodes another network than the node\'s.'),
+  ERR_INVALID_PARAMETER: code(400, 'invalid_request', false, 'invalid parameter', 'A query or path parameter is out of range or malformed (`limit`, `min_conf`, …).'),
+  ERR_INVALID_CURSOR: code(400, 'invalid_request', false, 'invalid cursor', 'The paging cursor is not one this API issued.'),
+  ERR_INVALID_BODY: code(400, 'invalid_request', false, 'invalid request body', 'The JSON body does not match the route\'s schema.'),
+  ERR_INVALID_JSON: code(400, 'invalid_request', false, 'request body is not valid JSON', 'The body could not be parsed as JSON.'),
+  ERR_UNSUPPORTED_MEDIA_TYPE: code(415, 'unsupported_media_type', false, 'body must be application/json', 'A body was sent with another Content-Type than application/json.'),
+  ERR_BODY_TOO_LARGE: code(413, 'payload_too_large', false, 'request body too large', 'The body exceeds the configured limit (API_BODY_LIMIT).'),
+  ERR_ROUTE_NOT_FOUND: code(404, 'not_found', false, 'no such route', 'No route matches the method and path.'),
+  ERR_BLOCK_NOT_FOUND: code(404, 'not_found', false, 'block not found', 'No block with this hash on the indexed main chain.'),
+  ERR_TX_NOT_FOUND: code(404, 'not_found', false, 'transaction not found', 'No confirmed or mempool transaction with this hash.'),
+  ERR_ADDRESS_NOT_FOUND: code(404, 'not_found', false, 'address has no transactions', 'The address is valid but appears in no indexed transaction (confirmed or mempool).'),
+  ERR_INVALID_STAMP_ID: code(400, 'invalid_request', false, 'stamp id must be <txid>-<vout>', 'The stamp id is not `<64 hex>-<integer>`.'),
+  ERR_STAMP_NOT_FOUND: code(404, 'not_found', false, 'stamp not found', 'No stamp with this id for this API key.'),
+  ERR_STAMPING_NOT_CONFIGURED: code(503, 'unavailable', false, 'stamping not configured', 'This Blockwire has no stamping wallet configured.'),
+  ERR_STAMP_WALLET_EMPTY: code(503, 'unavailable', false, 'stamping wallet cannot pay', 'The stamping wallet has no spendable coins (fund its address, shown in /healthz); the stamp was not accepted.'),
+  ERR_STAMP_PENDING: code(503, 'unavailable', true, 'stamp accepted but not yet signed', 'The stamp is stored and queued, but no transaction carries it yet (coins busy); resend with the same Idempotency-Key to get its id.'),
+  ERR_IDEMPOTENCY_CONFLICT: code(409, 'conflict', false, 'Idempotency-Key already used with another hash', 'This API key already sent this Idempotency-Key with a different hash.'),
+  ERR_TX_DECODE: code(400, 'invalid_request', false, 'transaction decode failed', 'The `tx` hex is not a transaction (node code -22).'),
+  ERR_TX_REJECTED: code(400, 'invalid_request', false, 'transaction rejected', 'The node refused the transaction for a reason resending cannot fix (policy or consensus, node code -26/-25); `error_cause` holds the node\'s reason.'),
+  ERR_TX_FEE_TOO_HIGH: code(400, 'invalid_request', false, 'transaction fee exceeds the node\'s maximum', 'The fee rate is above the node\'s -maxtxfee/maxfeerate (node code -25).'),
+  ERR_TX_CONFLICT: code(409, 'conflict', false, 'transaction conflicts with the chain or mempool', 'An input is already spent (in a block or by a mempool transaction that is not replaced).'),
+  ERR_TX_INPUTS_MISSING: code(409, 'conflict', true, 'transaction inputs are unknown', 'An input spends an output the node does not know yet (its parent may still come): resend later.'),
+  ERR_TX_NOT_FINAL: code(409, 'conflict', true, 'transaction is not final yet', 'Locktime or BIP68 sequence lock not reached: resend later.'),
+  ERR_TX_MEMPOOL_LIMIT: code(503, 'unavailable', true, 'node mempool refused the transaction for now', 'Mempool full / minimum fee not met, or too long an unconfirmed chain: resend later.'),
+  ERR_NODE_UNAVAILABLE: code(503, 'unavailable', true, 'bitcoin node unavailable', 'The bitcoind node cannot be reached or is warming up.'),
+  ERR_INDEX_SYNCING: code(503, 'unavailable', true, 'index is still syncing', 'The index is behind the node (initial sync); answers would be incomplete.'),
+  ERR_DATABASE_UNAVAILABLE: code(503, 'unavailable', true, 'database unavailable', 'PostgreSQL cannot be reached.'),
+  ERR_REQUEST_TIMEOUT: code(503, 'unavailable', true, 'request timed out', 'The request took longer than API_REQUEST_TIMEOUT_MS.'),
+  ERR_HOOK_NOT_FOUND: code(404, 'not_found', false, 'hook not found', 'No hook with this id for this API key (also the answer for another key\'s hook).'),
+  ERR_HOOK_URL_REFUSED: code(400, 'invalid_request', false, 'webhook URL refused', 'The URL is malformed, not https on port 443/8443, or its host is (or resolves to) a private, loopback or link-local address; `error_message` says which.'),
+  ERR_HOOK_IN_USE: code(409, 'conflict', false, 'hook is used by subscriptions', 'Subscriptions still push to this hook: delete them (or point them elsewhere) first.'),
+  ERR_SUBSCRIPTION_NOT_FOUND: code(404, 'not_found', false, 'subscription not found', 'No subscription with this id for this API key.'),
+  ERR_DELIVERY_NOT_FOUND: code(404, 'not_found', false, 'delivery not found', 'No delivery with this id in this hook\'s log.'),
+  ERR_INTERNAL: code(500, 'internal', false, 'internal error', 'An unexpected failure; it is logged with the request id.'),
+} as const satisfies Record<string, CodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The JSON body of every error response. */
+export type ErrorBody = {
+  error_type: ErrorType;
+  error_code: ErrorCode;
+  error_message: string;
+  retry: boolean;
+  error_cause: string | null;
+};
+
+
+/**
+ * An error the service answers its clients as-is: status, type and retry come from its code.
+ * Domain code (auth, stamping) throws it with a code of ERROR_CODES; the HTTP edges (the API,
+ * the stream's upgrade) render it, each in its dialect.
+ */
+export class ServiceError extends AppError {
+  declare readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly retry: boolean;
+  /** A detail safe to show the client (e.g. the node's reject reason), or null. */
+  readonly errorCause: string | null;
+  /** Extra response headers (e.g. Retry-After). */
+  readonly headers: Record<string, string>;
+
+  constructor(errCode: ErrorCode, opts: { message?: string; errorCause?: string | null; retry?: boolean; headers?: Record<string, string>; cause?: unknown } = {}) {
+    const info = ERROR_CODES[errCode];
+    super(errCode, opts.message ?? info.message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'ServiceError';
+    this.status = info.status;
+    this.type = info.type;
+    this.retry = opts.retry ?? info.retry;
+    this.errorCause = opts.errorCause ?? null;
+    this.headers = opts.headers ?? {};
+  }
+
+  toBody(): ErrorBody {
+    return { error_type: this.type, error_code: this.code, error_message: this.message, retry: this.retry, error_cause: this.errorCause };
+  }
+}
+
+/** Shorthand: `throw serviceError('ERR_TX_NOT_FOUND')`. */
+export function serviceError(errCode: ErrorCode, message?: string, errorCause?: string | null): ServiceError {
+  return new ServiceError(errCode, { ...(message !== undefined ? { message } : {}), ...(errorCause !== undefined ? { errorCause } : {}) });
 }

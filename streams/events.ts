@@ -6,7 +6,7 @@
  * @module
  */
 import { hashToHex } from '../src/bitcoin/hash.js';
-import { isoTime } from '../src/api/time.js';
+import { isoTime } from '../src/time.js';
 import { EVENT_TYPES, type EventType, type OutboxTable } from '../src/db/schema.js';
 
 export { EVENT_TYPES, type EventType };

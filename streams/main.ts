@@ -1,5 +1,5 @@
 /**
- * The two role factories of streams/, called by `blockwire start` (src/cli): `startStreams`
+ * The two role factories of streams/, called by `blockwire start` (cli): `startStreams`
  * (the relay and the WebSocket stream, `--role streams`) and `startWorker` (webhook and SNS
  * delivery workers, `--role worker`); the all-in-one default runs both, with the stream attached
  * to the API's HTTP server. Wiring only: every piece is built from the deps given, nothing reads

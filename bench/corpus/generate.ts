@@ -1,6 +1,6 @@
 /**
  * A seeded generator of a synthetic, mainnet-shaped regtest chain written as Bitcoin Core block
- * files (blocks/blk*.dat with xor.dat, 128 MiB each) plus corpus.json (src/devnode/corpus-manifest.ts).
+ * files (blocks/blk*.dat with xor.dat, 128 MiB each) plus corpus.json (devnode/corpus-manifest.ts).
  * Each block has valid structure: BIP34 height, witness commitment, Merkle root, proof of work
  * at regtest difficulty, weight ≤ 4 MWU. Transactions follow today's mix (P2WPKH, P2TR, P2SH-P2WPKH,
  * P2PKH, P2WSH 2-of-3, OP_RETURN; payments, consolidations, batch payouts) and spend earlier
@@ -22,8 +22,8 @@ import { bytesToHex, hashToHex } from '../../src/bitcoin/hash.js';
 import { merkleRoot } from '../../src/bitcoin/merkle.js';
 import { NETWORKS } from '../../src/bitcoin/network.js';
 import { writeCompactSize } from '../../src/bitcoin/wire.js';
-import { blockSubsidy, genesisBytes, GENESIS_HASH, grindHeader, REGTEST, scriptNumPush, witnessCommitmentScript } from '../../src/devnode/consensus.js';
-import { MANIFEST_FILE, type CorpusBlock, type CorpusEvent, type CorpusManifest } from '../../src/devnode/corpus-manifest.js';
+import { blockSubsidy, genesisBytes, GENESIS_HASH, grindHeader, REGTEST, scriptNumPush, witnessCommitmentScript } from '../../devnode/consensus.js';
+import { MANIFEST_FILE, type CorpusBlock, type CorpusEvent, type CorpusManifest } from '../../devnode/corpus-manifest.js';
 import { Rng } from './rng.js';
 
 /** Bumped whenever the output of the generator changes for the same parameters. */

@@ -12,8 +12,8 @@ import { WebSocketServer } from 'ws';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import type { Logger } from '../../src/log.js';
-import { authenticate } from '../../src/api/auth.js';
-import { ApiError } from '../../src/api/errors.js';
+import { authenticate } from '../../src/auth/authenticate.js';
+import { ServiceError } from '../../src/errors.js';
 import type { StreamHub } from './hub.js';
 
 /** Paths served. */
@@ -24,7 +24,7 @@ const MAX_CLIENT_MESSAGE = 4096;
 
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 500: 'Internal Server Error', 503: 'Service Unavailable' };
 
-function refuse(socket: Duplex, err: ApiError): void {
+function refuse(socket: Duplex, err: ServiceError): void {
   const body = JSON.stringify(err.toBody());
   socket.end(
     `HTTP/1.1 ${err.status} ${STATUS_TEXT[err.status] ?? 'Error'}\r\n` +
@@ -33,10 +33,10 @@ function refuse(socket: Duplex, err: ApiError): void {
   );
 }
 
-/** `after` as an event id, undefined when absent; throws ApiError 400 when malformed. */
+/** `after` as an event id, undefined when absent; throws ServiceError 400 when malformed. */
 export function parseAfter(raw: string | null): bigint | undefined {
   if (raw === null) return undefined;
-  if (!/^\d{1,18}$/.test(raw)) throw new ApiError('ERR_INVALID_PARAMETER', { message: 'after must be an event id (a non-negative integer)' });
+  if (!/^\d{1,18}$/.test(raw)) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'after must be an event id (a non-negative integer)' });
   return BigInt(raw);
 }
 
@@ -61,9 +61,9 @@ export function createStreamServer(deps: { db: Kysely<Database>; hub: StreamHub;
       const presented = req.headers['apikey'] ?? url.searchParams.get('apiKey') ?? undefined;
       keyId = (await authenticate(deps.db, presented, 'read')).id;
     } catch (err) {
-      if (err instanceof ApiError) return refuse(socket, err);
+      if (err instanceof ServiceError) return refuse(socket, err);
       log.warn({ err }, 'stream upgrade failed');
-      return refuse(socket, new ApiError('ERR_DATABASE_UNAVAILABLE'));
+      return refuse(socket, new ServiceError('ERR_DATABASE_UNAVAILABLE'));
     }
     if (socket.destroyed) return;
     wss.handleUpgrade(req, socket, head, (ws) => deps.hub.accept(ws, keyId, after));
@@ -78,7 +78,7 @@ export function createStreamServer(deps: { db: Kysely<Database>; hub: StreamHub;
   }
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!handleUpgrade(req, socket, head)) refuse(socket, new ApiError('ERR_ROUTE_NOT_FOUND'));
+    if (!handleUpgrade(req, socket, head)) refuse(socket, new ServiceError('ERR_ROUTE_NOT_FOUND'));
   };
 
   return {

@@ -12,7 +12,7 @@ import { silentLogger, type Logger } from '../../src/log.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { createApiKey } from '../../src/auth/keys.js';
 import { insertSubscription } from '../../src/db/queries/tenancy-subscriptions.js';
-import type { Devnode } from '../../src/devnode/index.js';
+import type { Devnode } from '../../devnode/index.js';
 import { startIndexer, type IndexerHandle } from '../../indexer/main.js';
 import { readTip } from '../../indexer/apply.js';
 import { nodeFeed, runBulk } from '../../indexer/bulk.js';

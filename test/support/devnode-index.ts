@@ -11,7 +11,7 @@ import type { AssetClient } from '../../client/assets.js';
 import { getNetwork } from '../../client/network.js';
 import { Reservations } from '../../client/reservations.js';
 import type { Transaction, UnspentOutput } from '../../client/types.js';
-import type { Devnode } from '../../src/devnode/index.js';
+import type { Devnode } from '../../devnode/index.js';
 
 export type DevnodeIndex = AssetClient & {
   /** Watches `address` (its outputs in later transactions become unspent outputs). */

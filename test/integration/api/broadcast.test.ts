@@ -5,7 +5,7 @@
  * API promises (retry only when sending the same bytes again can succeed).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
-import { GENESIS_HEX } from '../../../src/devnode/index.js';
+import { GENESIS_HEX } from '../../../devnode/index.js';
 import { btcToSats } from '../../../src/rpc/types.js';
 import { applyBlock } from '../../../indexer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';

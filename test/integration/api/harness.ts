@@ -6,8 +6,8 @@ import { expect, inject } from 'vitest';
 import { Redis } from 'ioredis';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
-import { buildApi } from '../../../src/api/app.js';
-import type { ApiDeps } from '../../../src/api/deps.js';
+import { buildApi } from '../../../api/app.js';
+import type { ApiDeps } from '../../../api/deps.js';
 import { createApiKey, type Scope } from '../../../src/auth/keys.js';
 import { silentLogger } from '../../../src/log.js';
 

@@ -1,5 +1,5 @@
 /**
- * Key checks alongside a read route (src/api/key-check.ts): for a key the process verified
+ * Key checks alongside a read route (api/key-check.ts): for a key the process verified
  * before, the address routes run while its revocation check does, and nothing — data, 404, 400
  * or 429 — leaves before that check has passed; a refused key gets the ordinary 401 with no
  * rate-limit or Link header. Routes with side effects still check first. Then the real thing:
@@ -14,7 +14,7 @@ import { addressKey } from '../../../src/db/address-key.js';
 import { encodeHistoryChunk } from '../../../src/db/packed.js';
 import { txNum } from '../../../src/db/tx-num.js';
 import { revokeApiKey, verifyApiKey, type ApiKeyPrincipal } from '../../../src/auth/keys.js';
-import { startApi, type ApiHandle } from '../../../src/api/main.js';
+import { startApi, type ApiHandle } from '../../../api/main.js';
 import { testConfig } from '../../../src/config.js';
 import { silentLogger } from '../../../src/log.js';
 

@@ -10,7 +10,7 @@ import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { encodeHistoryChunk, encodeOuts } from '../../../src/db/packed.js';
 import { txNum } from '../../../src/db/tx-num.js';
-import { decodeCursor, encodeCursor } from '../../../src/api/cursor.js';
+import { decodeCursor, encodeCursor } from '../../../api/cursor.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHarness, type ApiHarness } from './harness.js';
 import { A, B, blockHash, blockTime, c0, c1, insertMiniChain, m1, t1 } from './mini-chain.js';
-import { ERROR_CODES } from '../../../src/api/errors.js';
+import { ERROR_CODES } from '../../../src/errors.js';
 import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { getBalanceParts, getBalancePartsMany } from '../../../src/db/queries/api-address.js';

@@ -1,14 +1,14 @@
 /**
  * The stamp routes with a StampService plugged in (the interface issue 7 implements; here a small
  * in-memory one): the route hands the service the authenticated key, so one key never reads
- * another's stamp (404 as for an unknown id); a service failure that is not an ApiError leaves as
+ * another's stamp (404 as for an unknown id); a service failure that is not an ServiceError leaves as
  * 500 ERR_INTERNAL with no message or stack from inside; a slow service hits the request timeout
  * (503 ERR_REQUEST_TIMEOUT, retry true).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHarness, type ApiHarness } from './harness.js';
-import { ApiError } from '../../../src/api/errors.js';
-import type { StampService, StampStatus } from '../../../src/api/deps.js';
+import { ServiceError } from '../../../src/errors.js';
+import type { StampService, StampStatus } from '../../../src/stamp-service.js';
 
 class MemoryStamps implements StampService {
   readonly byKey = new Map<bigint, Map<string, StampStatus>>();
@@ -24,7 +24,7 @@ class MemoryStamps implements StampService {
   }
   async get(keyId: bigint, id: string): Promise<StampStatus> {
     const s = this.byKey.get(keyId)?.get(id);
-    if (!s) throw new ApiError('ERR_STAMP_NOT_FOUND');
+    if (!s) throw new ServiceError('ERR_STAMP_NOT_FOUND');
     return s;
   }
 }

@@ -14,7 +14,7 @@ import { MULTISIG_TYPES, createMultisig } from '../../../client/multisig.js';
 import { parseMarkerScript } from '../../../client/open-assets.js';
 import { finalizePsbt, signPsbt } from '../../../client/psbt.js';
 import { multisigSource } from '../../../client/sources.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { devnodeIndex, type DevnodeIndex } from '../../support/devnode-index.js';
 

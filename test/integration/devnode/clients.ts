@@ -3,7 +3,7 @@
  * client sees them), REST GETs, and a ZMQ subscriber collecting every message with its frames.
  */
 import { Subscriber } from 'zeromq';
-import type { Devnode } from '../../../src/devnode/index.js';
+import type { Devnode } from '../../../devnode/index.js';
 
 export type RawRpcReply = { status: number; body: { result: unknown; error: { code: number; message: string } | null; id: unknown }; text: string };
 

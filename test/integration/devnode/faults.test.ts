@@ -4,7 +4,7 @@
  * going down and coming back; a restart; warm-up answers; blocks the node pretends not to have.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { classifyScript } from '../../../src/bitcoin/script.js';
 import { collectZmq, rawRpc, restGet } from './clients.js';
 

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { bytesToHex, hexToBytes } from '../../../src/bitcoin/hash.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
-import { assembleBlock } from '../../../src/devnode/miner.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
-import { addressToScript } from '../../../src/devnode/address.js';
+import { assembleBlock } from '../../../devnode/miner.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
+import { addressToScript } from '../../../devnode/address.js';
 import { rawRpc, rpcResult } from './clients.js';
 
 describe('devnode mining RPCs', () => {

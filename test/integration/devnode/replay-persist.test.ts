@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
-import { loadReplay } from '../../../src/devnode/replay.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
+import { loadReplay } from '../../../devnode/replay.js';
 import { describeFixtures, fixturePath, projectRoot, readFixtureJson } from '../../support/fixtures.js';
 import { collectZmq, rawRpc, restGet, rpcResult } from './clients.js';
 

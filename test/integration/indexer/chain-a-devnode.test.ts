@@ -5,7 +5,7 @@
  * are exactly the node's connects and disconnects, in order.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';

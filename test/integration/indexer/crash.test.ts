@@ -8,7 +8,7 @@
  * exactly that chain (none lost, none twice).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { snapshotIndex, utxoSetHash } from '../../support/chain-snapshot.js';

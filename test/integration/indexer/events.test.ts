@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { randomBytes } from 'node:crypto';
 import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { freshIndexOf, readEvents, startTestIndexer, waitFor, waitMempoolSynced, waitSynced, watchAddress, type EventRow } from '../../support/chain-indexer.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createDb } from '../../../src/db/connect.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
 import { startPostgres } from '../../../src/embedded/postgres.js';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { hashToHex, hexToHash } from '../../../src/bitcoin/hash.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { startTestIndexer, waitFor, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';

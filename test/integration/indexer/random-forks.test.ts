@@ -6,7 +6,7 @@
  * replay to exactly that chain (one connected or disconnected event per step, none twice).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { checkBlockEvents, crashSeed, seededRandom } from '../../support/chain-crash.js';

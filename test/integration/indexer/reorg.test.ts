@@ -15,7 +15,7 @@ import { segwitAddress } from '../../../src/bitcoin/address.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { applyBlock, readTip } from '../../../indexer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';

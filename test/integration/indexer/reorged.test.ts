@@ -12,7 +12,7 @@ import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js'
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import type { Database } from '../../../src/db/schema.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { silentLogger } from '../../../src/log.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';

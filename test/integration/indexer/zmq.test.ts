@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { freshBulkIndexOf, readEvents, startTestIndexer, waitFor, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';

@@ -141,7 +141,7 @@ describe('Dockerfile', () => {
     const last = df.getInstructions().filter((i) => i.getRange().start.line > lastFrom);
     const user = last.filter((i) => i.getKeyword() === 'USER').at(-1)?.getArgumentsContent();
     expect(user).toBe('node');
-    expect(last.find((i) => i.getKeyword() === 'ENTRYPOINT')?.getArgumentsContent()).toBe('["node", "/app/dist/src/cli/main.js"]');
+    expect(last.find((i) => i.getKeyword() === 'ENTRYPOINT')?.getArgumentsContent()).toBe('["node", "/app/dist/cli/main.js"]');
     expect(last.some((i) => i.getKeyword() === 'HEALTHCHECK')).toBe(true);
     expect(last.some((i) => i.getKeyword() === 'RUN' && /apt-get install/.test(i.getArgumentsContent() ?? ''))).toBe(false);
 

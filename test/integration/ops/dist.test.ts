@@ -1,7 +1,7 @@
 /**
  * The image's layout, without Docker: compile what the Dockerfile compiles (tsconfig.build.json)
  * into a directory holding only package.json, bin/, dist/ and node_modules — no sources — then
- * run `node dist/src/cli/main.js` as the image's entrypoint does: --help, `bin/blockwire.js`
+ * run `node dist/cli/main.js` as the image's entrypoint does: --help, `bin/blockwire.js`
  * falling back to dist, and a real `start` that applies the migrations from dist on an empty
  * database, indexes the devnode's chain, answers /healthz and stops with 0 on SIGTERM.
  */
@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createTestDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 import { projectRoot } from '../../support/fixtures.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { migrations } from '../../../migrations/index.js';
 import { portOf, spawnBlockwire } from './processes.js';
 
@@ -29,7 +29,7 @@ describe('the built dist (what the image runs)', () => {
     // tsc exits non-zero on a type error anywhere but still writes the files; the type check
     // itself is the suite's `npm run typecheck`. What matters here is that the output runs.
     await run(join(projectRoot, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')], { cwd: projectRoot, timeout: 240_000 }).catch((err: { stdout?: string }) => {
-      if (!existsSync(join(app, 'dist', 'src', 'cli', 'main.js'))) throw new Error(`tsc wrote no dist: ${err.stdout ?? ''}`);
+      if (!existsSync(join(app, 'dist', 'cli', 'main.js'))) throw new Error(`tsc wrote no dist: ${err.stdout ?? ''}`);
     });
     await cp(join(projectRoot, 'package.json'), join(app, 'package.json'));
     await cp(join(projectRoot, 'bin'), join(app, 'bin'), { recursive: true });
@@ -45,8 +45,8 @@ describe('the built dist (what the image runs)', () => {
   });
 
   it('has no sources, and main.js and bin/blockwire.js both run the compiled CLI', async () => {
-    for (const d of ['src', 'indexer', 'streams', 'migrations']) expect(existsSync(join(app, d)), d).toBe(false);
-    const direct = await run(process.execPath, [join(app, 'dist', 'src', 'cli', 'main.js'), '--help'], { cwd: app });
+    for (const d of ['src', 'indexer', 'api', 'streams', 'stamp', 'devnode', 'cli', 'migrations']) expect(existsSync(join(app, d)), d).toBe(false);
+    const direct = await run(process.execPath, [join(app, 'dist', 'cli', 'main.js'), '--help'], { cwd: app });
     for (const c of ['start', 'migrate', 'status', 'config']) expect(direct.stdout).toContain(`  ${c} `);
     const viaBin = await run(process.execPath, [join(app, 'bin', 'blockwire.js'), 'config', '--check'], { cwd: app, env: { PATH: process.env.PATH ?? '' } });
     expect(viaBin.stdout).toBe('configuration OK\n');
@@ -66,7 +66,7 @@ describe('the built dist (what the image runs)', () => {
         PORT: '0',
         NODE_ENV: 'production',
       },
-      { entry: join(app, 'dist', 'src', 'cli', 'main.js'), cwd: app },
+      { entry: join(app, 'dist', 'cli', 'main.js'), cwd: app },
     );
     try {
       const migrated = await proc.waitForLog('migrations applied');

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 import { projectRoot } from '../../support/fixtures.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { getIndexTip } from '../../../src/db/queries/api-chain.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { getIndexTip } from '../../../src/db/queries/api-chain.js';
 import { Key } from '../../../client/keys.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { AppError, isRetryable } from '../../../src/errors.js';
 import { BitcoindClient, RpcError } from '../../../src/rpc/bitcoind.js';
 import { btcToSats } from '../../../src/rpc/types.js';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeBlock, decodeHeader } from '../../../src/bitcoin/block.js';
 import { bytesToHex, hashToHex } from '../../../src/bitcoin/hash.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { isRetryable } from '../../../src/errors.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { BitcoindRest, decodeSpentTxOuts } from '../../../src/rpc/rest.js';

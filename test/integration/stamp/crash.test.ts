@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { nullData } from '../../../src/bitcoin/script.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
-import type { StampPhase } from '../../../src/stamp/batcher.js';
+import type { StampPhase } from '../../../stamp/batcher.js';
 import { createStampHarness, randomHash, type StampHarness, waitFor } from './harness.js';
 
 type Child = { port: number; exited: Promise<number | null>; kill(): Promise<void> };

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
-import { feeFor } from '../../../src/stamp/fee.js';
+import { feeFor } from '../../../stamp/fee.js';
 import { createStampHarness, randomHash, type StampHarness } from './harness.js';
 
 const FALLBACK_SAT_VB = 3;

@@ -6,15 +6,15 @@
  */
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import { buildApi } from '../../../src/api/app.js';
+import { buildApi } from '../../../api/app.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { encodeWif } from '../../../src/bitcoin/wif.js';
 import { testConfig, type Config } from '../../../src/config.js';
-import { startDevnode, type Devnode } from '../../../src/devnode/index.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { silentLogger, createLogger, type Logger } from '../../../src/log.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
-import { startStamper, type Stamper, type StamperDeps } from '../../../src/stamp/stamper.js';
+import { startStamper, type Stamper, type StamperDeps } from '../../../stamp/stamper.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { randomBytes } from 'node:crypto';

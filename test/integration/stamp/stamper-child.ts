@@ -3,13 +3,13 @@
  * chosen point of a batch (`crashAt`: claimed, reserved, persisted, broadcast). Argument: JSON
  * `{ databaseUrl, rpcUrl, config, crashAt? }`. Prints `ready <port>` when listening.
  */
-import { buildApi } from '../../../src/api/app.js';
+import { buildApi } from '../../../api/app.js';
 import { testConfig } from '../../../src/config.js';
 import { createDb } from '../../../src/db/connect.js';
 import { silentLogger } from '../../../src/log.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
-import type { StampPhase } from '../../../src/stamp/batcher.js';
-import { startStamper } from '../../../src/stamp/stamper.js';
+import type { StampPhase } from '../../../stamp/batcher.js';
+import { startStamper } from '../../../stamp/stamper.js';
 
 const arg = JSON.parse(process.argv[2]!) as { databaseUrl: string; rpcUrl: string; config: Record<string, unknown>; crashAt?: StampPhase };
 const db = createDb(arg.databaseUrl, { max: 4 });

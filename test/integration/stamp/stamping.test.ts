@@ -13,10 +13,10 @@ import { hashToHex, hexToHash } from '../../../src/bitcoin/hash.js';
 import { nullData } from '../../../src/bitcoin/script.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { encodeWif } from '../../../src/bitcoin/wif.js';
-import { rateOf } from '../../../src/stamp/fee.js';
-import type { StampNode } from '../../../src/stamp/node.js';
-import { startStamper } from '../../../src/stamp/stamper.js';
-import { buildApi } from '../../../src/api/app.js';
+import { rateOf } from '../../../stamp/fee.js';
+import type { StampNode } from '../../../stamp/node.js';
+import { startStamper } from '../../../stamp/stamper.js';
+import { buildApi } from '../../../api/app.js';
 import { createStampHarness, randomHash, type StampHarness, waitFor } from './harness.js';
 
 let h: StampHarness;

@@ -22,7 +22,7 @@ import { insertSubscription } from '../../../src/db/queries/tenancy-subscription
 import { lockOutbox } from '../../../src/db/outbox-lock.js';
 import type { Database, EventType } from '../../../src/db/schema.js';
 import { testConfig, type Config } from '../../../src/config.js';
-import { newHookSecret, newId } from '../../../src/api/routes/hooks.js';
+import { newHookSecret, newId } from '../../../api/routes/hooks.js';
 import { projectRoot } from '../../support/fixtures.js';
 
 /** Polls `check` until it returns a truthy value (or throws after `timeoutMs`). */

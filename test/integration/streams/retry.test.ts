@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { silentLogger } from '../../../src/log.js';
-import { buildApi } from '../../../src/api/app.js';
+import { buildApi } from '../../../api/app.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { MAX_ATTEMPTS, MIN_RETRY_WINDOW_MS, RETRY_JITTER, nominalDelay } from '../../../streams/retry.js';
 import type { Resolver } from '../../../src/net/hook-url.js';

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { describeFixtures, readFixtureJsonl } from '../../support/fixtures.js';
-import { classifyBroadcastError } from '../../../src/api/broadcast.js';
+import { classifyBroadcastError } from '../../../api/broadcast.js';
 
 type RpcLine = { step: string; request: { method: string }; response: { error: { code: number; message: string } | null } };
 

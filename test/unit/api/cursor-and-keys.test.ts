@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor, type Cursor } from '../../../src/api/cursor.js';
-import { ApiError } from '../../../src/api/errors.js';
+import { decodeCursor, encodeCursor, type Cursor } from '../../../api/cursor.js';
+import { ServiceError } from '../../../src/errors.js';
 import { digestApiKey, generateApiKey, isWellFormedApiKey, KEY_LENGTH } from '../../../src/auth/api-key.js';
 
 describe('cursors', () => {
@@ -14,7 +14,7 @@ describe('cursors', () => {
       fc.property(fc.constantFrom('h' as const, 'u' as const), fc.bigInt({ min: 0n, max: (1n << 62n) - 1n }), fc.nat(0x7fffffff), fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.boolean(), fc.option(fc.record({ first: fc.bigInt({ min: 0n, max: (1n << 62n) - 1n }), index: fc.nat(1_000_000) }), { nil: undefined }), (kind, n, vout, txid, chain, chunk) => {
         const c: Cursor = chain ? { kind, phase: 'c', txNum: n, vout, ...(chunk ? { chunk } : {}) } : { kind, phase: 'm', firstSeenUs: n, txid: Buffer.from(txid), vout };
         expect(decodeCursor(encodeCursor(c), kind)).toEqual(c);
-        expect(() => decodeCursor(encodeCursor(c), kind === 'h' ? 'u' : 'h')).toThrow(ApiError);
+        expect(() => decodeCursor(encodeCursor(c), kind === 'h' ? 'u' : 'h')).toThrow(ServiceError);
       }),
     );
   });
@@ -24,8 +24,8 @@ describe('cursors', () => {
         try {
           decodeCursor(s, 'h');
         } catch (err) {
-          expect(err).toBeInstanceOf(ApiError);
-          expect((err as ApiError).code).toBe('ERR_INVALID_CURSOR');
+          expect(err).toBeInstanceOf(ServiceError);
+          expect((err as ServiceError).code).toBe('ERR_INVALID_CURSOR');
         }
       }),
     );

@@ -10,8 +10,8 @@ import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { readBlocksDir } from '../../../src/bitcoin/blk-file.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { blockMerkleRoot, checkWitnessCommitment } from '../../../src/bitcoin/merkle.js';
-import { checkProofOfWork, REGTEST } from '../../../src/devnode/consensus.js';
-import { corpusMainChain, loadCorpusManifest } from '../../../src/devnode/corpus-manifest.js';
+import { checkProofOfWork, REGTEST } from '../../../devnode/consensus.js';
+import { corpusMainChain, loadCorpusManifest } from '../../../devnode/corpus-manifest.js';
 import { DEFAULT_PARAMS, generateCorpus, type CorpusParams } from '../../../bench/corpus/generate.js';
 
 const root = mkdtempSync(join(tmpdir(), 'bw-corpus-test-'));

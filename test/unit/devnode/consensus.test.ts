@@ -14,8 +14,8 @@ import {
   medianTime,
   scriptNumPush,
   targetHex,
-} from '../../../src/devnode/consensus.js';
-import { formatDouble } from '../../../src/devnode/core-json.js';
+} from '../../../devnode/consensus.js';
+import { formatDouble } from '../../../devnode/core-json.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { loadRecording } from './recording.js';
 

@@ -4,12 +4,12 @@
  */
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { hexToBytes } from '../../../src/bitcoin/hash.js';
-import type { BlockEntry } from '../../../src/devnode/chain.js';
-import { genesisBytes } from '../../../src/devnode/consensus.js';
-import { assembleBlock } from '../../../src/devnode/miner.js';
-import { Node, type NodeSignals } from '../../../src/devnode/node.js';
-import { Wallet } from '../../../src/devnode/wallet.js';
-import { addressToScript } from '../../../src/devnode/address.js';
+import type { BlockEntry } from '../../../devnode/chain.js';
+import { genesisBytes } from '../../../devnode/consensus.js';
+import { assembleBlock } from '../../../devnode/miner.js';
+import { Node, type NodeSignals } from '../../../devnode/node.js';
+import { Wallet } from '../../../devnode/wallet.js';
+import { addressToScript } from '../../../devnode/address.js';
 import { silentLogger } from '../../../src/log.js';
 import type { DecodedTx } from '../../../src/bitcoin/tx.js';
 

@@ -4,9 +4,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { DecodedBlock } from '../../../src/bitcoin/block.js';
 import { bytesToHex, hashToHex } from '../../../src/bitcoin/hash.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
-import { outpointKey, prevTxidOf, txidOf } from '../../../src/devnode/chain.js';
-import { verifyTxScriptsDetailed } from '../../../src/devnode/script-verify.js';
-import { ADDRESS_TYPES } from '../../../src/devnode/wallet.js';
+import { outpointKey, prevTxidOf, txidOf } from '../../../devnode/chain.js';
+import { verifyTxScriptsDetailed } from '../../../devnode/script-verify.js';
+import { ADDRESS_TYPES } from '../../../devnode/wallet.js';
 import { createTestNode } from './harness.js';
 
 const dsha = (b: Uint8Array) => sha256(sha256(b));

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
-import { txidOf } from '../../../src/devnode/chain.js';
-import { rejectString } from '../../../src/devnode/mempool-accept.js';
+import { txidOf } from '../../../devnode/chain.js';
+import { rejectString } from '../../../devnode/mempool-accept.js';
 import { createTestNode } from './harness.js';
 
 describe('devnode node: mempool policy', () => {

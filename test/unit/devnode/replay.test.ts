@@ -1,6 +1,6 @@
 import { beforeAll, expect, it } from 'vitest';
-import { scriptToAddress } from '../../../src/devnode/address.js';
-import { applyReplayEvent, loadReplay, type ReplayPlan } from '../../../src/devnode/replay.js';
+import { scriptToAddress } from '../../../devnode/address.js';
+import { applyReplayEvent, loadReplay, type ReplayPlan } from '../../../devnode/replay.js';
 import { describeFixtures, fixturePath, readFixtureJson } from '../../support/fixtures.js';
 import { createTestNode } from './harness.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../../src/config.js';
 import { preflight } from '../../../src/ops/preflight.js';
-import { configurationDoc, maskValue } from '../../../src/ops/config-command.js';
+import { configurationDoc, maskValue } from '../../../cli/config.js';
 import { projectRoot } from '../../support/fixtures.js';
 
 const ALL = new Set(['indexer', 'api', 'streams', 'worker'] as const);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assessHealth, formatStatus, type Thresholds } from '../../../src/ops/status-command.js';
+import { assessHealth, formatStatus, type Thresholds } from '../../../cli/status.js';
 import type { DeploymentState } from '../../../src/ops/state.js';
 
 const T: Thresholds = { maxLag: 6, maxRelayDelaySeconds: 60, maxHeartbeatAgeSeconds: 60, failOnDead: false };

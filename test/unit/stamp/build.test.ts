@@ -4,10 +4,10 @@ import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { nullData } from '../../../src/bitcoin/script.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { encodeWif } from '../../../src/bitcoin/wif.js';
-import { verifyTxScriptsDetailed } from '../../../src/devnode/script-verify.js';
-import { assertDataOutput, buildStampTx, type Coin, estimateVsize, FeeTooHighError, InsufficientFundsError, RBF_SEQUENCE } from '../../../src/stamp/build.js';
-import { feeFor, rateOf } from '../../../src/stamp/fee.js';
-import { loadStampWallet } from '../../../src/stamp/wallet.js';
+import { verifyTxScriptsDetailed } from '../../../devnode/script-verify.js';
+import { assertDataOutput, buildStampTx, type Coin, estimateVsize, FeeTooHighError, InsufficientFundsError, RBF_SEQUENCE } from '../../../stamp/build.js';
+import { feeFor, rateOf } from '../../../stamp/fee.js';
+import { loadStampWallet } from '../../../stamp/wallet.js';
 
 const key = new Uint8Array(32).fill(7);
 const wallet = loadStampWallet({ wif: encodeWif(key, 'regtest') }, 'regtest');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chainDepths } from '../../../src/stamp/coins.js';
-import { btcPerKvBToSatPerKvB, feeFor, rateOf, replacementFee, satPerVbToPerKvB } from '../../../src/stamp/fee.js';
+import { chainDepths } from '../../../stamp/coins.js';
+import { btcPerKvBToSatPerKvB, feeFor, rateOf, replacementFee, satPerVbToPerKvB } from '../../../stamp/fee.js';
 
 describe('fee arithmetic', () => {
   it('converts units and rounds fees up as CFeeRate does', () => {

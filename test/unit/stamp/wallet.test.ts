@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { base58CheckEncode } from '../../../src/bitcoin/base58.js';
 import { encodeWif } from '../../../src/bitcoin/wif.js';
-import { decodeExtendedPrivateKey, deriveChild, parsePath, parseWalletDescriptor } from '../../../src/stamp/descriptor.js';
-import { loadStampWallet } from '../../../src/stamp/wallet.js';
+import { decodeExtendedPrivateKey, deriveChild, parsePath, parseWalletDescriptor } from '../../../stamp/descriptor.js';
+import { loadStampWallet } from '../../../stamp/wallet.js';
 
 const ONE = new Uint8Array(32);
 ONE[31] = 1;

@@ -1,0 +1,119 @@
+/**
+ * Broadcasting a signed transaction (POST /transactions) and the mapping of bitcoind's
+ * sendrawtransaction failures to API errors whose `retry` is true only when sending the same
+ * bytes again can succeed (codes and messages as recorded from Bitcoin Core 30 in
+ * ../shared/fixtures/bitcoind/rpc.jsonl, step errors-broadcast, and Core's validation reasons).
+ * @module
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../src/db/schema.js';
+import { decodeTx } from '../src/bitcoin/tx.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import { getMempoolOutputs, getTxsByTxid, txKnown } from '../src/db/queries/api-chain.js';
+import { sql } from 'kysely';
+import { ServiceError, type ErrorCode } from '../src/errors.js';
+import type { NodeClient } from './deps.js';
+
+/** Core's RPC error codes met on sendrawtransaction (src/rpc/protocol.h). */
+export const RPC = {
+  MISC_ERROR: -1,
+  DESERIALIZATION_ERROR: -22,
+  VERIFY_ERROR: -25,
+  VERIFY_REJECTED: -26,
+  VERIFY_ALREADY_IN_CHAIN: -27,
+  IN_WARMUP: -28,
+} as const;
+
+/** What a node error means for the client: an ServiceError, or "already confirmed" (success). */
+export type BroadcastOutcome = { kind: 'error'; error: ServiceError } | { kind: 'already_confirmed' } | { kind: 'inputs_missing_or_spent' };
+
+const TEMPORARY_REJECTIONS: [RegExp, ErrorCode][] = [
+  [/^(mempool min fee not met|mempool full)/, 'ERR_TX_MEMPOOL_LIMIT'],
+  [/^too-long-mempool-chain/, 'ERR_TX_MEMPOOL_LIMIT'],
+  [/^non-(BIP68-)?final/, 'ERR_TX_NOT_FINAL'],
+];
+
+const CONFLICTS: RegExp[] = [/^txn-mempool-conflict/, /^insufficient fee/, /^replacement-adds-unconfirmed/, /^too many potential replacements/, /^txn-same-nonwitness-data-in-mempool/, /^bip125-replacement-disallowed/];
+
+/**
+ * Classifies a node error of sendrawtransaction by Core's code and message. Pure; the
+ * "missing or spent" case needs the index to tell which and is returned as such.
+ */
+export function classifyBroadcastError(code: number, message: string): BroadcastOutcome {
+  const err = (c: ErrorCode): BroadcastOutcome => ({ kind: 'error', error: new ServiceError(c, { errorCause: message }) });
+  switch (code) {
+    case RPC.DESERIALIZATION_ERROR:
+      return err('ERR_TX_DECODE');
+    case RPC.VERIFY_ALREADY_IN_CHAIN:
+      return { kind: 'already_confirmed' };
+    case RPC.IN_WARMUP:
+      return err('ERR_NODE_UNAVAILABLE');
+    case RPC.VERIFY_ERROR:
+      if (/inputs-missingorspent|Missing inputs/i.test(message)) return { kind: 'inputs_missing_or_spent' };
+      if (/^Fee exceeds maximum/.test(message)) return err('ERR_TX_FEE_TOO_HIGH');
+      return err('ERR_TX_REJECTED');
+    case RPC.VERIFY_REJECTED:
+      for (const [re, c] of TEMPORARY_REJECTIONS) if (re.test(message)) return err(c);
+      if (CONFLICTS.some((re) => re.test(message))) return err('ERR_TX_CONFLICT');
+      if (/inputs-missingorspent|Missing inputs/i.test(message)) return { kind: 'inputs_missing_or_spent' };
+      return err('ERR_TX_REJECTED');
+    default:
+      return err('ERR_TX_REJECTED');
+  }
+}
+
+function rpcCode(err: unknown): number | undefined {
+  const c = (err as { code?: unknown } | null)?.code;
+  return typeof c === 'number' ? c : undefined;
+}
+
+/**
+ * Spent or missing? An input whose transaction is confirmed (or in the mempool) but whose
+ * output is no longer unspent is spent: no retry can help. Otherwise the parent is unknown
+ * (yet): resending after it arrives can succeed.
+ */
+async function missingOrSpent(db: Kysely<Database>, inputs: readonly { prevTxid: Uint8Array; vout: number }[], nodeMessage: string): Promise<ServiceError> {
+  const txids = inputs.map((i) => Buffer.from(i.prevTxid));
+  const [confirmed, mempoolOuts] = await Promise.all([getTxsByTxid(db, txids), getMempoolOutputs(db, inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout })))]);
+  const unspent = await sql<{ txid: Buffer; vout: number }>`
+    SELECT u.txid, u.vout FROM unnest(${txids}::bytea[], ${inputs.map((i) => i.vout)}::int4[]) AS q(txid, vout)
+    JOIN utxos u ON u.txid = q.txid AND u.vout = q.vout`.execute(db);
+  const unspentSet = new Set(unspent.rows.map((r) => `${r.txid.toString('hex')}:${r.vout}`));
+  for (const i of inputs) {
+    const hex = Buffer.from(i.prevTxid).toString('hex');
+    const k = `${hex}:${i.vout}`;
+    const parentKnown = confirmed.has(hex) || [...mempoolOuts.keys()].some((m) => m.startsWith(`${hex}:`));
+    if (parentKnown && !unspentSet.has(k) && !mempoolOuts.has(k)) {
+      return new ServiceError('ERR_TX_CONFLICT', { message: `input ${hashToHex(i.prevTxid)}:${i.vout} is already spent`, errorCause: nodeMessage });
+    }
+  }
+  return new ServiceError('ERR_TX_INPUTS_MISSING', { errorCause: nodeMessage });
+}
+
+/**
+ * Sends a raw transaction (hex) through the node and returns its txid, or throws the ServiceError
+ * the client should see. A transaction already confirmed counts as sent (idempotent resubmit).
+ */
+export async function broadcastTransaction(deps: { db: Kysely<Database>; node?: NodeClient | undefined }, hex: string): Promise<string> {
+  let tx;
+  try {
+    tx = decodeTx(Buffer.from(hex, 'hex'));
+  } catch (err) {
+    throw new ServiceError('ERR_TX_DECODE', { errorCause: (err as Error).message });
+  }
+  const txid = hashToHex(tx.txid);
+  if (!deps.node) throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no bitcoin node configured' });
+  try {
+    const sent = await deps.node.sendRawTransaction(hex.toLowerCase());
+    return sent;
+  } catch (err) {
+    const code = rpcCode(err);
+    if (code === undefined) throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: err });
+    const message = err instanceof Error ? err.message : String(err);
+    const outcome = classifyBroadcastError(code, message);
+    if (outcome.kind === 'already_confirmed') return txid;
+    if (outcome.kind === 'error') throw outcome.error;
+    if ((await txKnown(deps.db, Buffer.from(tx.txid))) === 'confirmed') return txid;
+    throw await missingOrSpent(deps.db, tx.inputs, message);
+  }
+}

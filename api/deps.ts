@@ -1,0 +1,145 @@
+/**
+ * What the API needs from the rest of Blockwire, as one deps object for `buildApi`, and the
+ * small interfaces it calls: the node (broadcast, tip) and the stamping service (issue 7 plugs
+ * one in). Also the fastify type augmentation every route file relies on (`request.apiKey`,
+ * the route `config.scope` / `config.auth` flags).
+ * @module
+ */
+import type { StampService } from '../src/stamp-service.js';
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Redis } from 'ioredis';
+import type { NetworkName } from '../src/config.js';
+import type { Database } from '../src/db/schema.js';
+import type { Logger } from '../src/log.js';
+import type { ApiKeyPrincipal, Scope } from '../src/auth/keys.js';
+import type { HookUrlPolicy } from '../src/net/hook-url.js';
+
+/**
+ * The node calls the API makes. src/rpc's client satisfies it; errors it throws for a node
+ * answer carry Core's numeric `code` (RpcError), anything else counts as "node unreachable".
+ */
+export interface NodeClient {
+  /** `sendrawtransaction <hex>` → txid. */
+  sendRawTransaction(hex: string): Promise<string>;
+  /** `getblockchaininfo` (only the fields used here). */
+  getBlockchainInfo(): Promise<{ chain: string; blocks: number; bestblockhash: string; initialblockdownload?: boolean }>;
+}
+
+/** Tunables with their defaults in src/config.ts (API_* variables). */
+export type ApiSettings = {
+  /** Largest JSON body in bytes (413 above). */
+  bodyLimit: number;
+  /** Largest body of POST /transactions (a raw transaction as hex). */
+  txBodyLimit: number;
+  /** Per-request time limit in ms (503 ERR_REQUEST_TIMEOUT). */
+  requestTimeoutMs: number;
+  /** Requests per key per window when the key has no limit of its own. */
+  rateLimit: number;
+  rateWindowMs: number;
+  /** Redis key prefix for rate-limit counters. */
+  redisPrefix: string;
+  /** Address routes answer 503 ERR_INDEX_SYNCING while the index is more blocks than this behind the node. */
+  maxLagBlocks: number;
+  /** Browser origins given CORS headers (`*` for any); empty: none. */
+  corsOrigins: readonly string[];
+  /** Bytes of history chunks held for paging (api/history-chunk-cache.ts); 0: none. */
+  historyCacheBytes: number;
+};
+
+export const defaultApiSettings: ApiSettings = {
+  bodyLimit: 64 * 1024,
+  txBodyLimit: 2 * 1024 * 1024,
+  requestTimeoutMs: 10_000,
+  rateLimit: 6000,
+  rateWindowMs: 60_000,
+  redisPrefix: 'bw',
+  maxLagBlocks: 6,
+  corsOrigins: [],
+  historyCacheBytes: 64 * 1024 * 1024,
+};
+
+/** Everything `buildApi` takes. Only `db`, `log` and `network` are required. */
+export type ApiDeps = {
+  db: Kysely<Database>;
+  log: Logger;
+  /** The node's network: addresses of another network are refused (ERR_WRONG_NETWORK). */
+  network: NetworkName;
+  /** Broadcast and node tip; without it POST /transactions answers 503 ERR_NODE_UNAVAILABLE. */
+  node?: NodeClient;
+  /** Rate limits; without it no limit is applied (tests of other routes, tools). */
+  redis?: Redis;
+  /**
+   * Key verification; default `verifyApiKey(db, key)` (one database lookup per request).
+   * startApi passes a cached verifier (src/auth/key-cache.ts) that LISTENs for revocations.
+   */
+  verifyKey?: (presented: string) => Promise<ApiKeyPrincipal | null>;
+  /** The principal of a key the verifier remembers, without any check (lets the rate limit start early). */
+  peekKey?: (presented: string) => ApiKeyPrincipal | undefined;
+  /** Stamping; without it the stamp routes answer 503 ERR_STAMPING_NOT_CONFIGURED. */
+  stamps?: StampService;
+  /** The node's tip as last seen (healthz, syncing check); startApi keeps one up to date. */
+  nodeTip?: () => NodeTip | undefined;
+  /**
+   * True while the index is too far behind the node for address answers to be right (initial
+   * sync); address routes then answer 503 ERR_INDEX_SYNCING. startApi computes it from its poll
+   * and confirms a "syncing" answer against the live index tip, so catching up shows at once.
+   */
+  isSyncing?: () => boolean | Promise<boolean>;
+  /** The stamping wallet's state for /healthz (stamp `Stamper.status`), when stamping runs. */
+  stampStatus?: () => Promise<Record<string, unknown>>;
+  /** Webhook URL policy of POST /hooks (src/net/hook-url.ts); default: public https only. */
+  hookUrls?: HookUrlPolicy;
+  settings?: Partial<ApiSettings>;
+  /** Prometheus metrics (src/ops/metrics.ts): request latency is recorded and GET /metrics served. */
+  metrics?: ApiMetrics;
+};
+
+/** What the API needs of the process's metrics registry (src/ops/metrics.ts `Metrics`). */
+export type ApiMetrics = {
+  readonly contentType: string;
+  render(): Promise<string>;
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** Records one history page: from a chunk the API held, or cut by Postgres. */
+  countHistoryPage(source: 'held' | 'cut'): void;
+};
+
+/** The node's tip as last polled, or the error that prevented it. */
+export type NodeTip = { height: number; hash: string; at: Date; initialBlockDownload: boolean } | { error: string; at: Date };
+
+/** The fastify instance routes are registered on. */
+export type ApiInstance = FastifyInstance;
+
+/**
+ * A route module: registers its routes on `app` (called once under `/v1` and once at the bare
+ * paths). Add new modules to `routeModules` in api/routes/index.ts.
+ */
+export type RouteModule = (app: ApiInstance, deps: ResolvedApiDeps) => void | Promise<void>;
+
+/** ApiDeps with settings filled in. */
+export type ResolvedApiDeps = Omit<ApiDeps, 'settings'> & { settings: ApiSettings };
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The authenticated key. Set by the auth hook on every route that does not opt out with
+     * `config: { auth: false }`; reading it on such a route throws.
+     */
+    apiKey: ApiKeyPrincipal;
+  }
+  interface FastifySchema {
+    /** Leave the route out of /openapi.json. */
+    hide?: boolean;
+    summary?: string;
+    description?: string;
+    tags?: string[];
+  }
+  interface FastifyContextConfig {
+    /** Scope the key needs (default `read`). */
+    scope?: Scope;
+    /** `false` for public routes (health, OpenAPI). Default true. */
+    auth?: boolean;
+    /** `'alongside'`: a read without side effects whose cached key's revocation check may run while it works (api/key-check.ts). */
+    keyCheck?: 'alongside';
+  }
+}

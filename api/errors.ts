@@ -1,0 +1,108 @@
+/**
+ * The API's edge for errors (the table of codes and ServiceError live in src/errors.ts): the
+ * fastify error handler that turns any error into the body
+ * `{error_type, error_code, error_message, retry, error_cause}` (DESIGN.md "Errors").
+ * Clients never see a stack trace: unknown errors become ERR_INTERNAL with a fixed message.
+ * @module
+ */
+import { clearAnswerHeaders, keyCheckPassed } from './key-check.js';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ServiceError, ERROR_CODES, type ErrorCode } from '../src/errors.js';
+
+/** JSON schema of ErrorBody, for route `response` schemas and /openapi.json. */
+export const errorBodySchema = {
+  $id: 'Error',
+  type: 'object',
+  required: ['error_type', 'error_code', 'error_message', 'retry', 'error_cause'],
+  properties: {
+    error_type: { type: 'string' },
+    error_code: { type: 'string', enum: Object.keys(ERROR_CODES) },
+    error_message: { type: 'string' },
+    retry: { type: 'boolean' },
+    error_cause: { type: ['string', 'null'] },
+  },
+} as const;
+
+/** Sends an ServiceError (for hooks that answer without throwing). */
+export function sendApiError(reply: FastifyReply, err: ServiceError): FastifyReply {
+  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+  return reply.code(err.status).type('application/json; charset=utf-8').send(err.toBody());
+}
+
+const PG_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004']);
+
+function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    const c = (e as { code?: unknown }).code;
+    if (typeof c === 'string' && PG_UNAVAILABLE.has(c)) return true;
+    if (/Connection terminated|timeout exceeded when trying to connect/.test(e.message)) return true;
+  }
+  return false;
+}
+
+/** Path parameters whose schema failure has its own code (the schema carries the pattern). */
+const PARAM_ERRORS: Record<string, ErrorCode> = { hash: 'ERR_INVALID_HASH', address: 'ERR_INVALID_ADDRESS' };
+
+/** Maps any thrown value to the ServiceError the client sees. */
+export function toApiError(err: unknown): ServiceError {
+  if (err instanceof ServiceError) return err;
+  const fe = err as Partial<FastifyError> & { validationContext?: string };
+  switch (fe.code) {
+    case 'FST_ERR_VALIDATION': {
+      const where = fe.validationContext;
+      const msg = (fe.message ?? 'invalid request').slice(0, 300);
+      if (where === 'body') return new ServiceError('ERR_INVALID_BODY', { message: msg });
+      const first = (fe as { validation?: { instancePath?: string }[] }).validation?.[0]?.instancePath ?? '';
+      const byParam = where === 'params' ? PARAM_ERRORS[first.replace(/^\//, '')] : undefined;
+      if (byParam) return new ServiceError(byParam);
+      return new ServiceError('ERR_INVALID_PARAMETER', { message: msg });
+    }
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ServiceError('ERR_BODY_TOO_LARGE');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return new ServiceError('ERR_UNSUPPORTED_MEDIA_TYPE');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ServiceError('ERR_INVALID_JSON', { message: 'request body is empty' });
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ServiceError('ERR_INVALID_JSON');
+    case 'FST_ERR_HANDLER_TIMEOUT':
+      return new ServiceError('ERR_REQUEST_TIMEOUT');
+  }
+  // Body-parser failures (secure-json-parse, prototype poisoning) carry a 400 status.
+  if (err instanceof SyntaxError || (fe.statusCode === 400 && typeof fe.code !== 'string')) return new ServiceError('ERR_INVALID_JSON');
+  if (fe.statusCode === 400 && typeof fe.code === 'string' && fe.code.startsWith('FST_ERR_CTP')) return new ServiceError('ERR_INVALID_JSON');
+  if (isDatabaseUnavailable(err)) return new ServiceError('ERR_DATABASE_UNAVAILABLE', { cause: err });
+  return new ServiceError('ERR_INTERNAL', { cause: err });
+}
+
+/**
+ * Installs the error and not-found handlers: every failure leaves as an ErrorBody; 5xx other
+ * than known unavailability is logged with the request id and hidden from the client.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    // A key still being checked alongside the route: its refusal comes first (api/key-check.ts).
+    try {
+      await keyCheckPassed(request);
+    } catch (refusal) {
+      clearAnswerHeaders(reply);
+      return sendApiError(reply, toApiError(refusal));
+    }
+    const apiErr = toApiError(err);
+    if (apiErr.code === 'ERR_INTERNAL') {
+      request.log.error({ err }, 'request failed');
+    } else if (apiErr.status >= 500) {
+      request.log.warn({ code: apiErr.code, err: err instanceof ServiceError ? err.cause : err }, 'request unavailable');
+    }
+    return sendApiError(reply, apiErr);
+  });
+  app.setNotFoundHandler((_request, reply) => sendApiError(reply, new ServiceError('ERR_ROUTE_NOT_FOUND')));
+}
+
+/** The error codes as a Markdown table (api/README.md, docs). */
+export function errorCodesMarkdown(): string {
+  const rows = Object.entries(ERROR_CODES).map(([c, i]) => `| \`${c}\` | ${i.status} | ${i.type} | ${i.retry} | ${i.doc} |`);
+  return ['| error_code | status | error_type | retry | meaning |', '|---|---|---|---|---|', ...rows, ''].join('\n');
+}

@@ -1,0 +1,31 @@
+/**
+ * Key checks that run alongside a read route instead of before it. A key the process already
+ * verified (src/auth/key-cache.ts) still needs its revocation read barrier — a round trip on the
+ * LISTEN connection — before anything is answered; for routes marked `config: { keyCheck:
+ * 'alongside' }` (reads without side effects) the hook starts that check and lets the handler
+ * run meanwhile, and nothing leaves until the check has passed: the handler awaits
+ * `keyCheckPassed` before it answers, the error handler before it sends any error, and a failed
+ * check answers as the ordinary path would (401/403, no rate-limit or Link headers). A revoked
+ * key thus sees exactly what it saw before; a valid one waits for the longer of the two round
+ * trips instead of their sum (bench/README.md "api").
+ * @module
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+const pending = new WeakMap<FastifyRequest, Promise<void>>();
+
+/** Records the check of `request`'s key (rejecting with the ServiceError to answer when it fails). */
+export function startKeyCheck(request: FastifyRequest, check: Promise<void>): void {
+  check.catch(() => {}); // awaited by whoever answers; never an unhandled rejection
+  pending.set(request, check);
+}
+
+/** Resolves once the request's key is known valid (at once when it was checked before the route). */
+export function keyCheckPassed(request: FastifyRequest): Promise<void> {
+  return pending.get(request) ?? Promise.resolve();
+}
+
+/** Headers a route or the hook may have set that a refused request must not carry. */
+export function clearAnswerHeaders(reply: FastifyReply): void {
+  for (const h of ['link', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) reply.removeHeader(h);
+}

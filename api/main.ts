@@ -1,0 +1,171 @@
+/**
+ * The API role's entrypoint: `startApi(deps)` builds the app from the configuration, keeps the
+ * node's tip (for /healthz and the "still syncing" check) polled in the background, listens on
+ * HOST:PORT and returns a handle whose `close()` stops both. `blockwire start` calls it.
+ * @module
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Redis } from 'ioredis';
+import { NETWORKS, type Config, type NetworkName } from '../src/config.js';
+import type { Database } from '../src/db/schema.js';
+import type { Logger } from '../src/log.js';
+import { getIndexTip } from '../src/db/queries/api-chain.js';
+import { FatalError } from '../src/errors.js';
+import { buildApi } from './app.js';
+import { createKeyVerifier } from '../src/auth/key-cache.js';
+import { createApiDb } from './api-db.js';
+import type { ApiMetrics, ApiSettings, NodeClient, NodeTip } from './deps.js';
+import type { StampService } from '../src/stamp-service.js';
+
+export type ApiHandle = {
+  app: FastifyInstance;
+  /** `http://host:port` actually bound (PORT=0 picks a free port). */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+};
+
+export type StartApiDeps = {
+  config: Config;
+  log: Logger;
+  db: Kysely<Database>;
+  redis?: Redis;
+  node?: NodeClient;
+  stamps?: StampService;
+  /** The stamping wallet's state for /healthz. */
+  stampStatus?: () => Promise<Record<string, unknown>>;
+  /** Overrides config.network (else detected from the node). */
+  network?: NetworkName;
+  /** How often the node and index tips are polled (default config.pollIntervalMs). */
+  tipPollMs?: number;
+  /**
+   * The database URL (DatabaseHandle.url): verified keys are then cached in memory and dropped
+   * on the revocation notifications of this database. Without it every request looks its key up.
+   */
+  databaseUrl?: string;
+  /** Redis key prefix of the rate-limit counters (default `bw`); one per deployment sharing a Redis. */
+  redisPrefix?: string;
+  /** Prometheus metrics of the process (src/ops/metrics.ts): latency recorded, GET /metrics served. */
+  metrics?: ApiMetrics;
+};
+
+/** The API settings of a configuration. */
+export function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
+  return {
+    bodyLimit: config.apiBodyLimit,
+    txBodyLimit: config.apiTxBodyLimit,
+    requestTimeoutMs: config.apiRequestTimeoutMs,
+    rateLimit: config.apiRateLimit,
+    rateWindowMs: config.apiRateWindowMs,
+    maxLagBlocks: config.apiMaxLagBlocks,
+    corsOrigins: config.apiCorsOrigins,
+    historyCacheBytes: config.apiHistoryCacheMb * 1024 * 1024,
+  };
+}
+
+async function detectNetwork(deps: StartApiDeps): Promise<NetworkName> {
+  const configured = deps.network ?? deps.config.network;
+  if (configured) return configured;
+  if (!deps.node) throw new FatalError('ERR_CONFIG', 'BITCOIN_NETWORK is unset and no node is configured to detect it from');
+  const chain = (await deps.node.getBlockchainInfo()).chain;
+  if (!(NETWORKS as readonly string[]).includes(chain)) throw new FatalError('ERR_CONFIG', `the node reports an unknown chain '${chain}'`);
+  return chain as NetworkName;
+}
+
+/** Starts the REST API; see the module comment. */
+export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
+  const log = deps.log.child({ component: 'api.main' });
+  const network = await detectNetwork(deps);
+  const settings = { ...apiSettingsFromConfig(deps.config), ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) };
+  let nodeTip: NodeTip | undefined;
+  let indexHeight = -1;
+  let stopped = false;
+
+  async function poll() {
+    try {
+      indexHeight = (await getIndexTip(deps.db)).height;
+    } catch (err) {
+      log.warn({ err }, 'cannot read the index tip');
+    }
+    if (!deps.node) return;
+    try {
+      const info = await deps.node.getBlockchainInfo();
+      nodeTip = { height: info.blocks, hash: info.bestblockhash, at: new Date(), initialBlockDownload: info.initialblockdownload === true };
+    } catch (err) {
+      if (!nodeTip || !('error' in nodeTip)) log.warn({ err }, 'bitcoin node unreachable');
+      nodeTip = { error: err instanceof Error ? err.message : String(err), at: new Date() };
+    }
+  }
+  await poll();
+  const every = deps.tipPollMs ?? deps.config.pollIntervalMs;
+  let timer: NodeJS.Timeout | undefined;
+  const loop = () => {
+    timer = setTimeout(() => {
+      void poll().finally(() => {
+        if (!stopped) loop();
+      });
+    }, every);
+    timer.unref();
+  };
+  loop();
+
+  const maxLag = deps.config.apiMaxLagBlocks;
+  // With the URL: a pool of the API's own with prepared statements, and cached key checks.
+  const db = deps.databaseUrl ? createApiDb(deps.databaseUrl, { max: 10, applicationName: 'blockwire-api' }) : deps.db;
+  const keys = await createKeyVerifier({ db, log, ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
+  // Rate-limit counters on a connection of the API's own that sends concurrent requests' commands
+  // in one write (auto-pipelining): one syscall per event-loop turn instead of one per request.
+  const redis = deps.redis?.duplicate({ enableAutoPipelining: true });
+  redis?.on('error', () => {});
+  const closeOwn = async () => {
+    await keys.close();
+    redis?.disconnect();
+    if (db !== deps.db) await db.destroy();
+  };
+  const app = await buildApi({
+    db,
+    log: deps.log,
+    network,
+    ...(deps.node ? { node: deps.node } : {}),
+    ...(redis ? { redis } : {}),
+    ...(deps.stamps ? { stamps: deps.stamps } : {}),
+    hookUrls: { allowPrivate: deps.config.allowPrivateHooks },
+    nodeTip: () => nodeTip,
+    isSyncing: async () => {
+      const behind = () => nodeTip !== undefined && !('error' in nodeTip) && nodeTip.height - indexHeight > maxLag;
+      if (!behind()) return false;
+      // The polled index height may be a poll interval old: confirm against the live tip.
+      indexHeight = (await getIndexTip(db)).height;
+      return behind();
+    },
+    ...(deps.stampStatus ? { stampStatus: deps.stampStatus } : {}),
+    verifyKey: (k) => keys.verify(k),
+    peekKey: (k) => keys.peek(k),
+    settings,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+  });
+  try {
+    await app.listen({ host: deps.config.host, port: deps.config.port });
+  } catch (err) {
+    stopped = true;
+    clearTimeout(timer);
+    await closeOwn();
+    throw err;
+  }
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : deps.config.port;
+  const url = `http://${deps.config.host.includes(':') ? `[${deps.config.host}]` : deps.config.host}:${port}`;
+  log.info({ url, network }, 'api listening');
+  return {
+    app,
+    url,
+    port,
+    async close() {
+      stopped = true;
+      clearTimeout(timer);
+      await app.close();
+      await closeOwn();
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * Subscriptions (service-api.md "Events", DESIGN.md "Subscriptions"): POST /subscriptions
+ * {address, action?, confirmations?} → {id}, or {type: "chain"} for block connected/disconnected
+ * events; GET /subscriptions; DELETE /subscriptions/{id}. `action` is a hook id of the same key
+ * (events are then also pushed there); without it the subscription feeds the key's WebSocket
+ * streams only. Creating the same subscription twice answers the existing id. A key sees and
+ * deletes only its own.
+ * @module
+ */
+import { findHook } from '../../src/db/queries/tenancy-hooks.js';
+import { deleteSubscription, insertSubscription, listSubscriptions, type SubscriptionRow } from '../../src/db/queries/tenancy-subscriptions.js';
+import { ServiceError } from '../../src/errors.js';
+import { isoTime } from '../../src/time.js';
+import { resolveAddress } from './addresses.js';
+import { newId } from './hooks.js';
+import type { RouteModule } from '../deps.js';
+
+/** Default confirmation target: tx.confirmations events up to 6. */
+export const DEFAULT_CONFIRMATIONS = 6;
+
+const subscriptionView = {
+  type: 'object',
+  required: ['id', 'type', 'address', 'action', 'confirmations', 'created_at'],
+  properties: {
+    id: { type: 'string' },
+    type: { type: 'string', enum: ['address', 'chain'] },
+    address: { type: ['string', 'null'] },
+    action: { type: ['string', 'null'], description: 'hook id, or null for stream-only' },
+    confirmations: { type: 'integer' },
+    created_at: { type: 'string', format: 'date-time' },
+  },
+} as const;
+
+function toView(s: SubscriptionRow) {
+  return { id: s.id, type: s.kind, address: s.address, action: s.hook_id, confirmations: s.confirmations, created_at: isoTime(s.created_at) };
+}
+
+type CreateBody = { type?: 'address' | 'chain'; address?: string; action?: string | null; confirmations?: number };
+
+export const subscriptionRoutes: RouteModule = (app, deps) => {
+  app.post<{ Body: CreateBody }>(
+    '/subscriptions',
+    {
+      config: { scope: 'write' },
+      schema: {
+        summary: 'Subscribe to an address (or to the chain)',
+        description: 'Events recorded after this call are delivered to the key\'s WebSocket streams and, with `action`, to that hook.',
+        tags: ['subscriptions'],
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            type: { type: 'string', enum: ['address', 'chain'], default: 'address', description: 'chain: block.connected / block.disconnected, no address' },
+            address: { type: 'string', maxLength: 100 },
+            action: { type: ['string', 'null'], maxLength: 40, description: 'hook id (the "external service id") to push events to' },
+            confirmations: { type: 'integer', minimum: 1, maximum: 100, default: DEFAULT_CONFIRMATIONS, description: 'tx.confirmations events up to this depth' },
+          },
+        },
+        response: { 200: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } },
+      },
+    },
+    async (request) => {
+      const b = request.body;
+      const keyId = request.apiKey.id;
+      const kind = b.type ?? 'address';
+      let address: string | null = null;
+      let addrKey: string | null = null;
+      if (kind === 'address') {
+        if (b.address === undefined) throw new ServiceError('ERR_INVALID_BODY', { message: "body must have required property 'address'" });
+        addrKey = resolveAddress(deps, b.address);
+        address = b.address;
+      } else if (b.address !== undefined) {
+        throw new ServiceError('ERR_INVALID_BODY', { message: 'a chain subscription has no address' });
+      }
+      const hookId = b.action ?? null;
+      if (hookId !== null && !(await findHook(deps.db, keyId, hookId))) throw new ServiceError('ERR_HOOK_NOT_FOUND', { message: `action ${hookId}: no such hook` });
+      const confirmations = b.confirmations ?? DEFAULT_CONFIRMATIONS;
+      const same = (await listSubscriptions(deps.db, keyId)).find(
+        (s) => s.kind === kind && s.addr_key === addrKey && s.hook_id === hookId && s.confirmations === confirmations,
+      );
+      if (same) return { id: same.id };
+      const row = await insertSubscription(deps.db, { id: newId('sub'), keyId, kind, address, addrKey, hookId, confirmations });
+      return { id: row.id };
+    },
+  );
+
+  app.get(
+    '/subscriptions',
+    { schema: { summary: 'The key\'s subscriptions', tags: ['subscriptions'], response: { 200: { type: 'array', items: subscriptionView } } } },
+    async (request) => (await listSubscriptions(deps.db, request.apiKey.id)).map(toView),
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/subscriptions/:id',
+    {
+      config: { scope: 'write' },
+      schema: { summary: 'Delete a subscription', tags: ['subscriptions'], params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 40 } } } },
+    },
+    async (request, reply) => {
+      if (!(await deleteSubscription(deps.db, request.apiKey.id, request.params.id))) throw new ServiceError('ERR_SUBSCRIPTION_NOT_FOUND');
+      return reply.code(204).send();
+    },
+  );
+};

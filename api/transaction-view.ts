@@ -1,0 +1,146 @@
+/**
+ * The Transaction JSON of the spec (service-api.md "Transaction") from index rows: a confirmed
+ * transaction from `txs` (packed outputs and input references), a mempool one from its raw
+ * bytes. Input values and addresses come from the spent outputs; `used` says whether a block or
+ * a mempool transaction spends the output; OP_RETURN outputs carry `data` and are never used.
+ * @module
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../src/db/schema.js';
+import type { NetworkName } from '../src/config.js';
+import { decodeIns, decodeOut, decodeOuts } from '../src/db/packed.js';
+import { txNumHeight, txNumPosition } from '../src/db/tx-num.js';
+import {
+  findConfirmedTx,
+  findMempoolTx,
+  getMempoolOutputs,
+  getOutputSpendState,
+  getTxsByNum,
+  getTxsByTxid,
+} from '../src/db/queries/api-chain.js';
+import { decodeTx } from '../src/bitcoin/tx.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import { describeOutput } from './address-codec.js';
+import { isoFromUnix, isoTime, UNKNOWN_TIME } from '../src/time.js';
+
+export type TransactionJson = {
+  transaction_hash: string;
+  block_hash: { block_hash: string; block_height: number }[];
+  coinbase: boolean;
+  inputs: { transaction_hash: string; output_index: number; address: string[]; value: string }[];
+  outputs: { index: number; address: string[]; script: string; value: string; used: boolean; data?: string }[];
+  time: string | null;
+  broadcast_time: string;
+  addresses: string[];
+};
+
+const COINBASE_INPUT = { transaction_hash: '0'.repeat(64), output_index: -1, address: [] as string[], value: '' };
+
+type Prevout = { value: bigint; script: Uint8Array } | undefined;
+
+function buildJson(
+  network: NetworkName,
+  tx: {
+    txid: Uint8Array;
+    coinbase: boolean;
+    inputs: { prevTxid: Uint8Array; vout: number; prevout: Prevout }[];
+    outputs: { value: bigint; script: Uint8Array }[];
+    used: (vout: number) => boolean;
+    block: { hash: Uint8Array; height: number; time: number } | undefined;
+    firstSeen: Date | null;
+  },
+): TransactionJson {
+  const addresses = new Set<string>();
+  const inputs = tx.coinbase
+    ? [{ ...COINBASE_INPUT, address: [] }]
+    : tx.inputs.map((i) => {
+        const address = i.prevout ? describeOutput(i.prevout.script, network).addresses : [];
+        for (const a of address) addresses.add(a);
+        return { transaction_hash: hashToHex(i.prevTxid), output_index: i.vout, address, value: i.prevout ? i.prevout.value.toString() : '' };
+      });
+  const outputs = tx.outputs.map((o, index) => {
+    const view = describeOutput(o.script, network);
+    for (const a of view.addresses) addresses.add(a);
+    const out: TransactionJson['outputs'][number] = {
+      index,
+      address: view.addresses,
+      script: Buffer.from(o.script.buffer, o.script.byteOffset, o.script.byteLength).toString('hex'),
+      value: o.value.toString(),
+      used: view.data === undefined && tx.used(index),
+    };
+    if (view.data !== undefined) out.data = Buffer.from(view.data.buffer, view.data.byteOffset, view.data.byteLength).toString('hex');
+    return out;
+  });
+  return {
+    transaction_hash: hashToHex(tx.txid),
+    block_hash: tx.block ? [{ block_hash: hashToHex(tx.block.hash), block_height: tx.block.height }] : [],
+    coinbase: tx.coinbase,
+    inputs,
+    outputs,
+    time: tx.block ? isoFromUnix(tx.block.time) : null,
+    broadcast_time: tx.firstSeen ? isoTime(tx.firstSeen) : UNKNOWN_TIME,
+    addresses: [...addresses],
+  };
+}
+
+/** Rows read by separate queries disagree: a block was applied or undone in between. */
+class InconsistentRead extends Error {}
+
+/**
+ * The Transaction JSON of a confirmed or mempool transaction, or undefined when unknown. The
+ * reads are separate queries; when a reorg lands between them, the whole read is done again.
+ */
+export async function loadTransactionJson(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<TransactionJson | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await readTransactionJson(db, network, txid);
+    } catch (err) {
+      if (!(err instanceof InconsistentRead) || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function readTransactionJson(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<TransactionJson | undefined> {
+  const confirmed = await findConfirmedTx(db, txid);
+  if (confirmed) {
+    const ins = decodeIns(confirmed.ins);
+    const prevTxs = await getTxsByNum(db, ins.map((i) => i.txNum));
+    const spend = { unspent: new Set(confirmed.unspent_vouts), mempoolSpent: new Set(confirmed.mempool_spent_vouts) };
+    return buildJson(network, {
+      txid,
+      coinbase: txNumPosition(confirmed.tx_num) === 0,
+      inputs: ins.map((i) => {
+        const prev = prevTxs.get(i.txNum);
+        if (!prev) throw new InconsistentRead(`input refers to tx_num ${i.txNum} that has no txs row`);
+        return { prevTxid: prev.txid, vout: i.vout, prevout: decodeOut(prev.outs, i.vout) };
+      }),
+      outputs: decodeOuts(confirmed.outs),
+      used: (vout) => !spend.unspent.has(vout) || spend.mempoolSpent.has(vout),
+      block: { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time },
+      firstSeen: confirmed.first_seen,
+    });
+  }
+  const mempool = await findMempoolTx(db, txid);
+  if (!mempool) return undefined;
+  const tx = decodeTx(mempool.raw);
+  const prevTxids = tx.inputs.map((i) => Buffer.from(i.prevTxid));
+  const [confirmedPrev, mempoolPrev, spend] = await Promise.all([
+    getTxsByTxid(db, prevTxids),
+    getMempoolOutputs(db, tx.inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout }))),
+    getOutputSpendState(db, txid),
+  ]);
+  return buildJson(network, {
+    txid,
+    coinbase: false,
+    inputs: tx.inputs.map((i) => {
+      const hex = Buffer.from(i.prevTxid).toString('hex');
+      const c = confirmedPrev.get(hex);
+      const prevout = c ? decodeOut(c.outs, i.vout) : mempoolPrev.get(`${hex}:${i.vout}`);
+      return { prevTxid: i.prevTxid, vout: i.vout, prevout };
+    }),
+    outputs: [...tx.outputs],
+    used: (vout) => spend.mempoolSpent.has(vout),
+    block: undefined,
+    firstSeen: mempool.first_seen,
+  });
+}

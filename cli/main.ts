@@ -1,0 +1,52 @@
+/**
+ * The `blockwire` command line: dispatches to one subcommand module, loaded lazily so that
+ * `blockwire decode` never pays for loading Postgres or ZMQ.
+ * @module
+ */
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
+/** A subcommand: receives its own arguments (after the name), returns the exit code. */
+export type Command = {
+  summary: string;
+  load: () => Promise<{ run: (argv: string[]) => Promise<number> }>;
+};
+
+/** Every subcommand. Later issues add entries here; each module exports `run(argv)`. */
+export const commands: Record<string, Command> = {
+  start: { summary: 'run Blockwire (all roles, or --role indexer,api,streams,worker)', load: () => import('./start.js') },
+  migrate: { summary: 'apply or revert database migrations (latest | down | status)', load: () => import('./migrate.js') },
+  devnode: { summary: 'run the regtest stand-in for Bitcoin Core (RPC, REST, ZMQ; NOT bitcoind)', load: () => import('./devnode.js') },
+  keys: { summary: 'manage API keys (create --name NAME | list | revoke ID|PREFIX)', load: () => import('./keys.js') },
+  import: { summary: 'index Bitcoin Core blk*.dat files in bulk for the first sync (--blocks-dir DIR)', load: () => import('./import.js') },
+  status: { summary: 'print index tip, node tip, lag, outbox backlog, delivery failures; exit 1 when unhealthy', load: () => import('./status.js') },
+  config: { summary: 'print the settings (--markdown: the reference, --check: validate the environment)', load: () => import('./config.js') },
+  decode: { summary: 'decode a raw block or transaction to JSON (FILE|HEX|- [--network NAME])', load: () => import('./decode.js') },
+};
+
+function usage(): string {
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  return ['usage: blockwire <command> [options]', '', 'commands:', ...lines, ''].join('\n');
+}
+
+/** Runs the command line and returns the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const command = commands[name];
+  if (!command) {
+    process.stderr.write(`blockwire: unknown command '${name}'\n\n${usage()}`);
+    return 2;
+  }
+  const mod = await command.load();
+  return mod.run(rest);
+}
+
+// Run directly (`node dist/cli/main.js …`, as the image does) rather than imported by
+// bin/blockwire.js or a test: this module is then the process's entrypoint.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,94 @@
+/**
+ * The StampService the API's stamp routes call (api/deps.ts): `create` refuses at once when
+ * the wallet cannot pay, persists the request (Idempotency-Key: the same stamp again), wakes the
+ * batcher and answers once the signed transaction carrying the stamp is stored; `get` answers a
+ * stamp id of this key — any id the stamp ever had — from the index: the transaction it is in
+ * now (the confirmed version, else the current one), its confirmations and time.
+ * @module
+ */
+import { sql } from 'kysely';
+import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
+import { ServiceError } from '../src/errors.js';
+import type { StampService, StampStatus } from '../src/stamp-service.js';
+import { isoFromUnix, isoTime } from '../src/time.js';
+import type { Batcher } from './batcher.js';
+import { findStamp, findStampByOutput, insertStampRequest, type StampRow } from './requests.js';
+import type { StampDb } from './tables.js';
+import { txidIn } from '../src/db/txid-key.js';
+
+export type StampServiceDeps = {
+  db: StampDb;
+  batcher: Batcher;
+  /** Resolves to a message when the wallet cannot pay for a stamp, else null. */
+  cannotPay: () => Promise<string | null>;
+  answerTimeoutMs: number;
+};
+
+const HASH_RE = /^[0-9a-f]{64}$/;
+/** How often a waiting request looks at its row (placed by another process?); this process's own batcher answers at once. */
+const POLL_MS = 1000;
+const ID_RE = /^([0-9a-f]{64})-(0|[1-9]\d{0,5})$/;
+
+/** `<txid display hex>-<vout>`. */
+export function formatStampId(txid: Buffer, vout: number): string {
+  return `${hashToHex(txid)}-${vout}`;
+}
+
+export function createStampService(deps: StampServiceDeps): StampService {
+  const { db } = deps;
+
+  async function waitPlaced(row: StampRow): Promise<{ stampid: string }> {
+    const deadline = Date.now() + deps.answerTimeoutMs;
+    const waiter = deps.batcher.placement(row.id);
+    try {
+      for (;;) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new ServiceError('ERR_STAMP_PENDING');
+        const p = await Promise.race([waiter.promise, new Promise<null>((r) => setTimeout(() => r(null), Math.min(left, POLL_MS)))]);
+        if (p?.kind === 'placed') return { stampid: formatStampId(p.txid, p.vout) };
+        if (p?.kind === 'unpayable') throw new ServiceError('ERR_STAMP_WALLET_EMPTY', { errorCause: p.reason });
+        // Placed or dropped by another process (after a restart, or a retried request)?
+        const now = await findStamp(db, row.id);
+        if (!now) throw new ServiceError('ERR_STAMP_WALLET_EMPTY');
+        if (now.status === 'placed' && now.txid && now.vout !== null) return { stampid: formatStampId(now.txid, now.vout) };
+      }
+    } finally {
+      waiter.cancel();
+    }
+  }
+
+  return {
+    async create(keyId, hash, idempotencyKey) {
+      if (!HASH_RE.test(hash)) throw new TypeError('hash must be 64 lower-case hex characters');
+      const reason = await deps.cannotPay();
+      if (reason !== null) throw new ServiceError('ERR_STAMP_WALLET_EMPTY', { errorCause: reason });
+      const hashBytes = Buffer.from(hash, 'hex');
+      const { row, created } = await insertStampRequest(db, { keyId, hash: hashBytes, idempotencyKey });
+      if (!created && !row.hash.equals(hashBytes)) throw new ServiceError('ERR_IDEMPOTENCY_CONFLICT');
+      if (row.status === 'placed' && row.txid && row.vout !== null) return { stampid: formatStampId(row.txid, row.vout) };
+      deps.batcher.wake();
+      return waitPlaced(row);
+    },
+
+    async get(keyId, id): Promise<StampStatus> {
+      const m = ID_RE.exec(id);
+      if (!m) throw new ServiceError('ERR_INVALID_STAMP_ID');
+      const txid = Buffer.from(hexToHash(m[1]!));
+      const loc = await findStampByOutput(db, keyId, txid, Number(m[2]));
+      if (!loc) throw new ServiceError('ERR_STAMP_NOT_FOUND');
+      const txids = [...new Set(loc.outputs.map((o) => o.txid.toString('hex')))].map((h) => Buffer.from(h, 'hex'));
+      const r = await sql<{ txid: Buffer; height: number; time: number; tip: number }>`
+        SELECT t.txid, b.height, b.time, (SELECT height FROM chain_tip WHERE id = 1) AS tip
+        FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
+        WHERE ${txidIn(sql.ref('t.txid'), txids)}`.execute(db);
+      const confirmed = r.rows[0];
+      if (confirmed) {
+        const out = loc.outputs.find((o) => o.txid.equals(confirmed.txid))!;
+        return { tx: hashToHex(out.txid), vout: out.vout, confirmations: confirmed.tip - confirmed.height + 1, timestamp: isoFromUnix(confirmed.time) };
+      }
+      const s = loc.stamp;
+      const cur = s.status === 'placed' && s.txid && s.vout !== null ? { txid: s.txid, vout: s.vout } : { txid, vout: Number(m[2]) };
+      return { tx: hashToHex(cur.txid), vout: cur.vout, confirmations: 0, timestamp: isoTime(s.created_at) };
+    },
+  };
+}
