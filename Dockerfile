@@ -17,7 +17,9 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# --workspaces=false: the SDK (client/, the @blockwire/client workspace) is a package of its own
+# that the daemon does not use; the image leaves it out.
+RUN npm ci --no-audit --no-fund --workspaces=false
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY indexer ./indexer
@@ -26,7 +28,6 @@ COPY streams ./streams
 COPY stamp ./stamp
 COPY devnode ./devnode
 COPY cli ./cli
-COPY client ./client
 COPY migrations ./migrations
 RUN npx tsc -p tsconfig.build.json
 
@@ -37,7 +38,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --no-audit --no-fund --workspaces=false && npm cache clean --force
 
 # 3. Runtime: node, production node_modules, compiled JavaScript. Runs as the unprivileged
 # `node` user (uid 1000).

@@ -20,7 +20,7 @@ const NO_TOOLS = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.blockwire/**'] },
+  { ignores: ['dist/**', 'client/dist/**', 'node_modules/**', 'coverage/**', '.blockwire/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {

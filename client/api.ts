@@ -34,7 +34,7 @@ import type {
 
 /** Options of `BlockwireClient`. */
 export type ClientOptions = {
-  /** Blockwire's base URL, e.g. `http://127.0.0.1:8080`. */
+  /** Blockwire's base URL, e.g. `http://127.0.0.1:3000`. */
   url: string;
   /** The API key (sent in the `apiKey` header). */
   apiKey: string;
@@ -115,7 +115,7 @@ export class BlockwireClient {
     this.reservations = new Reservations(options.spentReservationTtlMs);
   }
 
-  /** The versioned API root, e.g. `http://127.0.0.1:8080/v1`. */
+  /** The versioned API root, e.g. `http://127.0.0.1:3000/v1`. */
   get root(): string {
     return this.http.root;
   }

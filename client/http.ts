@@ -11,7 +11,7 @@ export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>
 
 /** Options of the HTTP core. */
 export type HttpOptions = {
-  /** Blockwire's base URL, e.g. `http://127.0.0.1:8080` (a trailing `/v1` is accepted). */
+  /** Blockwire's base URL, e.g. `http://127.0.0.1:3000` (a trailing `/v1` is accepted). */
   url: string;
   /** The API key sent in the `apiKey` header of every request. */
   apiKey: string;
@@ -36,7 +36,7 @@ export type HttpRequest = {
 
 /** The HTTP core used by the client. */
 export type Http = {
-  /** The versioned API root, e.g. `http://127.0.0.1:8080/v1`. */
+  /** The versioned API root, e.g. `http://127.0.0.1:3000/v1`. */
   readonly root: string;
   /** Sends a request to `path` (below the root) or to an absolute URL of the same origin. */
   request<T>(method: string, pathOrUrl: string, req?: HttpRequest): Promise<HttpResponse<T>>;

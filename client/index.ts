@@ -1,5 +1,5 @@
 /**
- * blockwire/client — the Blockwire SDK for Node ≥ 20 and browsers: a typed API client, keys and
+ * @blockwire/client — the Blockwire SDK for Node ≥ 20 and browsers: a typed API client, keys and
  * addresses, a transaction builder that signs on the client, multisig with PSBT, data outputs,
  * Open Assets, `sendTransaction` with retry, and a resumable event stream. Private keys never
  * leave the process. See README.md beside this file.

@@ -1,8 +1,8 @@
 /**
- * Builds dist/client (`npm run build:client`) for the tests that import the published package.
- * Test files run in parallel workers: a directory lock keeps two builds apart, and a build whose
- * sources have not changed since the last one is skipped, so a test reading dist/client never
- * sees another test rewrite it.
+ * Builds client/dist (`npm run build:client`, the @blockwire/client package's own build) for the
+ * tests that import the package as users do. Test files run in parallel workers: a directory lock
+ * keeps two builds apart, and a build whose sources have not changed since the last one is
+ * skipped, so a test reading client/dist never sees another test rewrite it.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -13,6 +13,9 @@ import { promisify } from 'node:util';
 import { projectRoot } from './fixtures.js';
 
 const run = promisify(execFile);
+
+/** The SDK package's folder (its package.json, sources and, once built, dist/). */
+export const clientDir = join(projectRoot, 'client');
 
 /** Runs `npm run build:client` under a lock shared by every test worker. */
 export async function buildClient(timeoutMs = 180_000): Promise<void> {
@@ -35,7 +38,7 @@ export async function buildClient(timeoutMs = 180_000): Promise<void> {
   try {
     const stampFile = join(projectRoot, '.blockwire', 'client-build.stamp');
     const stamp = await sourcesStamp();
-    const built = existsSync(join(projectRoot, 'dist', 'client', 'index.js')) && (await readFile(stampFile, 'utf8').catch(() => '')) === stamp;
+    const built = existsSync(join(clientDir, 'dist', 'index.js')) && (await readFile(stampFile, 'utf8').catch(() => '')) === stamp;
     if (!built) {
       await rm(stampFile, { force: true });
       await run('npm', ['run', '--silent', 'build:client'], { cwd: projectRoot, timeout: timeoutMs });
@@ -49,8 +52,8 @@ export async function buildClient(timeoutMs = 180_000): Promise<void> {
 /** Names, sizes and modification times of what the client build reads. */
 async function sourcesStamp(): Promise<string> {
   const h = createHash('sha256');
-  const files = (await readdir(join(projectRoot, 'client'), { recursive: true })).filter((f) => f.endsWith('.ts') || f.endsWith('.json')).sort();
-  for (const f of [...files.map((x) => join('client', x)), 'tsconfig.json', 'package.json']) {
+  const files = (await readdir(clientDir, { recursive: true })).filter((f) => !f.startsWith('dist') && (f.endsWith('.ts') || f.endsWith('.json'))).sort();
+  for (const f of files.map((x) => join('client', x))) {
     const st = await stat(join(projectRoot, f));
     h.update(`${f} ${st.size} ${st.mtimeMs}\n`);
   }

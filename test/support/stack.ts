@@ -49,7 +49,10 @@ export type Stack = {
   redisPrefix: string;
   /** Another API key (tenancy tests). */
   newApiKey(name?: string): Promise<string>;
-  /** Resolves when the index has reached the devnode's tip (and its mempool has been read once more). */
+  /**
+   * Resolves when the index has reached the devnode's tip as it was when called, on the node's
+   * chain: a devnode that keeps mining (`mineEvery`) is never chased to its moving tip.
+   */
   synced(timeoutMs?: number): Promise<void>;
   /** Mines `n` blocks and waits for the index to reach them. */
   mine(n?: number): Promise<string[]>;
@@ -116,11 +119,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const apiKey = (await createApiKey(db.db, { name: 'stack' })).key;
     const synced = async (timeoutMs = 30_000) => {
       const deadline = Date.now() + timeoutMs;
+      const target = devnode.tip().height;
       for (;;) {
-        const tip = devnode.tip();
         const index = await getIndexTip(db.db);
-        if (index.height === tip.height && index.hash !== null && hashToHex(index.hash) === tip.hash) return;
-        if (Date.now() > deadline) throw new Error(`stack: index at ${index.height} after ${timeoutMs} ms, node at ${tip.height}`);
+        const tip = devnode.tip();
+        if (index.height >= target && index.height <= tip.height && index.hash !== null && hashToHex(index.hash) === devnode.blockHash(index.height)) return;
+        if (Date.now() > deadline) throw new Error(`stack: index at ${index.height} after ${timeoutMs} ms, node at ${tip.height} (waiting for ${target})`);
         await new Promise((r) => setTimeout(r, 50));
       }
     };

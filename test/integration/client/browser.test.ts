@@ -1,5 +1,5 @@
 /**
- * The SDK in a real browser: the built package (dist/client, `npm run build:client`) bundled by
+ * The SDK in a real browser: the built package (client/dist, `npm run build:client`) bundled by
  * esbuild (installed with tsx) for the browser platform — no Node polyfills, so any `node:`
  * import would fail here and the page has no Node global — and loaded into headless Chromium
  * (Debian's /usr/bin/chromium driven by playwright-core). In the page: keys, WIF, addresses,
@@ -22,7 +22,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as node from '../../../client/index.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
-import { buildClient } from '../../support/client-build.js';
+import { buildClient, clientDir } from '../../support/client-build.js';
 import { projectRoot } from '../../support/fixtures.js';
 import { startStack, type Stack } from '../../support/stack.js';
 
@@ -38,7 +38,7 @@ type Sdk = typeof node;
  */
 type PageGlobals = { sdk: Sdk; sdkReady?: boolean; events?: node.StreamEvent[] };
 
-const PAGE = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>blockwire/client</title>
+const PAGE = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>@blockwire/client</title>
 <script type="module">import * as sdk from '/client.js'; window.sdk = sdk; window.sdkReady = true;</script></head><body></body></html>`;
 
 /** The page's server: the page and the bundle, on an origin of its own. */
@@ -69,7 +69,7 @@ function describeBrowser(name: string, fn: () => void): void {
   }
 }
 
-describeBrowser('blockwire/client in headless Chromium', () => {
+describeBrowser('@blockwire/client in headless Chromium', () => {
   let stack: Stack;
   let server: Server;
   let origin: string;
@@ -83,7 +83,7 @@ describeBrowser('blockwire/client in headless Chromium', () => {
   beforeAll(async () => {
     await buildClient();
     const bundled = await build({
-      entryPoints: [join(projectRoot, 'dist', 'client', 'index.js')],
+      entryPoints: [join(clientDir, 'dist', 'index.js')],
       bundle: true,
       format: 'esm',
       platform: 'browser',
@@ -119,7 +119,7 @@ describeBrowser('blockwire/client in headless Chromium', () => {
 
   it('bundles the built package for the browser from its own files and @scure/@noble only; the page has no Node globals', async () => {
     expect(bundleInputs.length).toBeGreaterThan(1);
-    for (const input of bundleInputs) expect(input).toMatch(/^(dist\/client\/[\w-]+\.js|node_modules\/(@scure\/(base|btc-signer)|@noble\/(curves|hashes)|micro-packed)\/)/);
+    for (const input of bundleInputs) expect(input).toMatch(/^(client\/dist\/[\w-]+\.js|node_modules\/(@scure\/(base|btc-signer)|@noble\/(curves|hashes)|micro-packed)\/)/);
     const env = await page.evaluate(() => ({
       userAgent: navigator.userAgent,
       globals: ['process', 'Buffer', 'require', 'global', 'setImmediate'].filter((n) => n in globalThis),

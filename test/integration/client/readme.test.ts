@@ -1,6 +1,6 @@
 /**
  * Every ```ts example of client/README.md, extracted and run as its own program against a
- * Blockwire on the devnode (mining a block a second), importing `blockwire/client` as a user
+ * Blockwire on the devnode (mining a block a second), importing `@blockwire/client` as a user
  * would — the built package — and type-checked against its declarations. Each example gets
  * BLOCKWIRE_URL, BLOCKWIRE_API_KEY and a freshly funded FUNDED_WIF. An example passes when it
  * exits 0; its own assertions decide.
@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlockwireClient } from '../../../client/api.js';
 import { Key } from '../../../client/keys.js';
+import { loadConfig } from '../../../src/config.js';
 import { buildClient } from '../../support/client-build.js';
 import { projectRoot } from '../../support/fixtures.js';
 import { startStack, type Stack } from '../../support/stack.js';
@@ -81,6 +82,13 @@ describe('client/README.md examples', () => {
       'Hooks and subscriptions',
       'The event stream',
     ]);
+  });
+
+  it("falls back to the server's default address (HOST and PORT unset) wherever BLOCKWIRE_URL is unset", () => {
+    const defaults = loadConfig({});
+    const fallbacks = [...markdown.matchAll(/BLOCKWIRE_URL\s*\?\?\s*'([^']+)'/g)].map((m) => m[1]);
+    expect(fallbacks.length).toBeGreaterThan(0);
+    for (const u of fallbacks) expect(u).toBe(`http://${defaults.host}:${defaults.port}`);
   });
 
   it('every example type-checks against the published declarations', async () => {
