@@ -73,6 +73,16 @@ async function detectNetwork(deps: StartApiDeps): Promise<NetworkName> {
   return chain as NetworkName;
 }
 
+/** Resolves once `redis` is ready, or after `ms` (it keeps connecting in the background). */
+async function connected(redis: Redis, ms: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  let timer: NodeJS.Timeout | undefined;
+  await new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    redis.once('ready', () => resolve());
+  }).finally(() => clearTimeout(timer));
+}
+
 /** Starts the REST API; see the module comment. */
 export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   const log = deps.log.child({ component: 'api.main' });
@@ -118,6 +128,9 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   // in one write (auto-pipelining): one syscall per event-loop turn instead of one per request.
   const redis = deps.redis?.duplicate({ enableAutoPipelining: true });
   redis?.on('error', () => {});
+  // Ready (and /readyz true) from the first request when Redis is up; a Redis that is down
+  // does not stop the API from starting: /readyz says so until it comes.
+  if (redis) await connected(redis, 5000);
   const closeOwn = async () => {
     await keys.close();
     redis?.disconnect();

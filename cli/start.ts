@@ -4,6 +4,8 @@
  * DATABASE_URL is unset, a redis-server child when REDIS_URL is unset, and the devnode (the
  * regtest stand-in, said loudly) when no bitcoind is configured — then starts the roles
  * (compose.ts), prints where the API and the stream are, and stops gracefully on SIGTERM/SIGINT.
+ * The children it starts are supervised (src/embedded/supervise.ts): one that dies is started
+ * again on the same port and data, with backoff; the devnode runs inside this process.
  * @module
  */
 import { randomBytes } from 'node:crypto';
@@ -18,6 +20,7 @@ import { FatalError, isRetryable } from '../src/errors.js';
 import { openDatabase, type DatabaseHandle } from '../src/db/open.js';
 import { assertSchemaCurrent, migrateToLatest } from '../src/db/migrate.js';
 import { startRedis, type RedisServer } from '../src/embedded/redis.js';
+import { supervise } from '../src/embedded/supervise.js';
 import { createApiKey } from '../src/auth/keys.js';
 import { encodeWif } from '../src/bitcoin/wif.js';
 import type { Devnode } from '../devnode/index.js';
@@ -149,7 +152,11 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
   // 2. PostgreSQL.
   const handle: DatabaseHandle = await openDatabase(config, { max: 20, onLog: (l) => log.debug({ component: 'postgres' }, l.trim()) });
   onStop('database', () => handle.close());
-  if (handle.embedded) log.info({ dataDir: handle.embedded.dataDir, port: handle.embedded.port }, 'embedded PostgreSQL started');
+  if (handle.embedded) {
+    log.info({ dataDir: handle.embedded.dataDir, port: handle.embedded.port }, 'embedded PostgreSQL started');
+    const supervisor = supervise(handle.embedded, { name: 'embedded PostgreSQL', log });
+    onStop('postgres-supervisor', async () => supervisor.stop());
+  }
   if (roles.size === 4 || embeddedDefaults) {
     const ran = await migrateToLatest(handle.db);
     if (ran.length) log.info({ migrations: ran }, 'migrations applied');
@@ -160,8 +167,10 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
   // 3. Redis.
   let redisUrl = config.redisUrl;
   if (needsRedis && !redisUrl) {
-    const redis: RedisServer = await startRedis({ dir: join(dataDir, 'redis'), onLog: (l) => log.debug({ component: 'redis' }, l.trim()) });
+    const redis: RedisServer = await startRedis({ dir: join(dataDir, 'redis'), persist: true, onLog: (l) => log.debug({ component: 'redis' }, l.trim()) });
     onStop('redis', () => redis.stop());
+    const supervisor = supervise(redis, { name: 'redis-server', log });
+    onStop('redis-supervisor', async () => supervisor.stop());
     redisUrl = redis.url;
     log.info({ url: redis.url }, 'redis-server child started');
   }

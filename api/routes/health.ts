@@ -1,24 +1,44 @@
 /**
- * GET /healthz (liveness plus the index tip, the node tip and the lag, as JSON) and GET /readyz
- * (200 only when the database answers, the node was reachable at its last poll and the index is
- * within API_MAX_LAG_BLOCKS of it). Both are public: no apiKey.
+ * GET /healthz (liveness plus the index tip, the node tip, the lag and the state of each
+ * dependency, as JSON; 200 while the process runs, whatever its dependencies) and GET /readyz
+ * (the same body; 200 only when the database answers, Redis answers (when the API uses one), the
+ * node was reachable at its last poll and the index is within API_MAX_LAG_BLOCKS of it, else
+ * 503). Both are public: no apiKey. Neither throws: a dependency that is down is a field of the
+ * report, so the answer always matches its schema.
  * @module
  */
+import type { Redis } from 'ioredis';
 import { getIndexTip } from '../../src/db/queries/api-chain.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import { ServiceError } from '../../src/errors.js';
 import type { ApiInstance, NodeTip, ResolvedApiDeps } from '../deps.js';
 
+/** How long a readiness probe waits for the database or Redis before calling it down. */
+export const PROBE_TIMEOUT_MS = 2000;
+
 const tipSchema = {
-  type: 'object',
+  type: ['object', 'null'],
   properties: { height: { type: 'integer' }, hash: { type: ['string', 'null'] } },
+} as const;
+
+const DEPENDENCY_STATES = ['up', 'down', 'unknown', 'not_used'] as const;
+type DependencyState = (typeof DEPENDENCY_STATES)[number];
+
+const dependencySchema = {
+  type: 'object',
+  required: ['database', 'redis', 'node'],
+  description: 'each dependency: up, down, unknown (not polled yet) or not_used by this process',
+  properties: {
+    database: { type: 'string', enum: [...DEPENDENCY_STATES] },
+    redis: { type: 'string', enum: [...DEPENDENCY_STATES] },
+    node: { type: 'string', enum: [...DEPENDENCY_STATES] },
+  },
 } as const;
 
 const healthSchema = {
   type: 'object',
-  required: ['status', 'index', 'node', 'lag'],
+  required: ['status', 'index', 'node', 'lag', 'dependencies'],
   properties: {
-    status: { type: 'string', enum: ['ok', 'syncing', 'node_unreachable', 'node_unknown'] },
+    status: { type: 'string', enum: ['ok', 'syncing', 'node_unreachable', 'node_unknown', 'database_unreachable', 'redis_unreachable'] },
     network: { type: 'string' },
     index: tipSchema,
     node: {
@@ -26,6 +46,7 @@ const healthSchema = {
       properties: { height: { type: 'integer' }, hash: { type: 'string' }, initial_block_download: { type: 'boolean' }, error: { type: 'string' }, checked_at: { type: 'string' } },
     },
     lag: { type: ['integer', 'null'], description: 'node height minus index height' },
+    dependencies: dependencySchema,
     stamping: {
       type: 'object',
       description: 'the stamping wallet (address, balance in sat, whether it can pay, queued stamps), when stamping is configured',
@@ -35,13 +56,31 @@ const healthSchema = {
 } as const;
 
 export type Health = {
-  status: 'ok' | 'syncing' | 'node_unreachable' | 'node_unknown';
+  status: 'ok' | 'syncing' | 'node_unreachable' | 'node_unknown' | 'database_unreachable' | 'redis_unreachable';
   network: string;
-  index: { height: number; hash: string | null };
+  /** null when the database cannot be read. */
+  index: { height: number; hash: string | null } | null;
   node: { height: number; hash: string; initial_block_download: boolean; checked_at: string } | { error: string; checked_at: string } | null;
   lag: number | null;
+  dependencies: { database: DependencyState; redis: DependencyState; node: DependencyState };
   stamping?: Record<string, unknown>;
 };
+
+/** `p`, or a rejection after `ms`. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+}
+
+/** Redis answers a PING now (a connection that is not ready is down without waiting). */
+async function redisUp(redis: Redis): Promise<boolean> {
+  if (redis.status !== 'ready') return false;
+  try {
+    return (await within(redis.ping(), PROBE_TIMEOUT_MS, 'redis')) === 'PONG';
+  } catch {
+    return false;
+  }
+}
 
 function nodeView(tip: NodeTip | undefined): Health['node'] {
   if (!tip) return null;
@@ -51,21 +90,29 @@ function nodeView(tip: NodeTip | undefined): Health['node'] {
 
 /** The health report (also used for the syncing check of address routes). */
 export async function readHealth(deps: ResolvedApiDeps): Promise<Health> {
-  let index;
-  try {
-    index = await getIndexTip(deps.db);
-  } catch (err) {
-    throw new ServiceError('ERR_DATABASE_UNAVAILABLE', { cause: err });
-  }
+  const [index, redis] = await Promise.all([
+    within(getIndexTip(deps.db), PROBE_TIMEOUT_MS, 'database').catch((err: unknown) => {
+      deps.log.warn({ err }, 'health: database unavailable');
+      return null;
+    }),
+    deps.redis ? redisUp(deps.redis) : undefined,
+  ]);
   const tip = deps.nodeTip?.();
   const node = nodeView(tip);
-  const lag = tip && !('error' in tip) ? tip.height - index.height : null;
+  const lag = tip && !('error' in tip) && index ? tip.height - index.height : null;
+  const dependencies: Health['dependencies'] = {
+    database: index ? 'up' : 'down',
+    redis: redis === undefined ? 'not_used' : redis ? 'up' : 'down',
+    node: !deps.node && !tip ? 'not_used' : !tip ? 'unknown' : 'error' in tip ? 'down' : 'up',
+  };
   let status: Health['status'] = 'ok';
-  if (!tip) status = deps.node ? 'node_unknown' : 'ok';
+  if (!index) status = 'database_unreachable';
+  else if (redis === false) status = 'redis_unreachable';
+  else if (!tip) status = deps.node ? 'node_unknown' : 'ok';
   else if ('error' in tip) status = 'node_unreachable';
   else if (tip.initialBlockDownload || (lag !== null && lag > deps.settings.maxLagBlocks)) status = 'syncing';
-  const health: Health = { status, network: deps.network, index: { height: index.height, hash: index.hash ? hashToHex(index.hash) : null }, node, lag };
-  if (deps.stampStatus) {
+  const health: Health = { status, network: deps.network, index: index ? { height: index.height, hash: index.hash ? hashToHex(index.hash) : null } : null, node, lag, dependencies };
+  if (deps.stampStatus && index) {
     try {
       health.stamping = await deps.stampStatus();
     } catch (err) {
@@ -79,12 +126,12 @@ export async function readHealth(deps: ResolvedApiDeps): Promise<Health> {
 export function healthRoutes(app: ApiInstance, deps: ResolvedApiDeps): void {
   app.get(
     '/healthz',
-    { config: { auth: false }, schema: { summary: 'Liveness, index tip, node tip and lag', tags: ['operations'], response: { 200: healthSchema } } },
+    { config: { auth: false }, schema: { summary: 'Liveness (200 while the process runs), index tip, node tip, lag and the state of each dependency', tags: ['operations'], response: { 200: healthSchema } } },
     async () => readHealth(deps),
   );
   app.get(
     '/readyz',
-    { config: { auth: false }, schema: { summary: 'Readiness: database up, node reachable, index caught up (503 otherwise)', tags: ['operations'], response: { 200: healthSchema, 503: healthSchema } } },
+    { config: { auth: false }, schema: { summary: 'Readiness: database and Redis up, node reachable, index caught up (503 otherwise)', tags: ['operations'], response: { 200: healthSchema, 503: healthSchema } } },
     async (_req, reply) => {
       const h = await readHealth(deps);
       return reply.code(h.status === 'ok' ? 200 : 503).send(h);

@@ -31,6 +31,8 @@ export type PostgresServer = {
   kill(): Promise<void>;
   /** Starts the server again on the same port and data after stop() or kill(). */
   restart(): Promise<void>;
+  /** Calls `listener` when the postmaster exits without stop() or restart() asking it to (kill() counts: it stands for a crash). */
+  onCrash(listener: (how: string) => void): void;
 };
 
 export type PostgresOptions = {
@@ -161,12 +163,18 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
   };
   const args = ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   let child: ChildProcess | undefined;
+  /** Postmasters whose exit was asked for by stop() or restart(). */
+  const expected = new WeakSet<ChildProcess>();
+  const crashListeners: ((how: string) => void)[] = [];
 
   const launch = async () => {
     await clearPrevious(dataDir);
     await writeFile(join(dataDir, OWNER_FILE), `${process.pid}\n`);
     const c = spawn(bin.postgres, args, { ...asUser, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     child = c;
+    c.once('exit', (code, signal) => {
+      if (!expected.has(c)) for (const l of crashListeners) l(signal ? `signal ${signal}` : `exit code ${code}`);
+    });
     c.stdout?.on('data', (d) => log(String(d)));
     c.stderr?.on('data', (d) => log(String(d)));
     await new Promise<void>((resolveReady, reject) => {
@@ -186,9 +194,10 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
     });
   };
 
-  const signalAndWait = async (signal: NodeJS.Signals) => {
+  const signalAndWait = async (signal: NodeJS.Signals, asked: boolean) => {
     const c = child;
     if (!c || c.pid === undefined || c.exitCode !== null || c.signalCode !== null) return;
+    if (asked) expected.add(c);
     const exited = new Promise((r) => c.once('exit', r));
     c.kill(signal);
     await exited;
@@ -208,14 +217,15 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
     dataDir,
     urlFor: (db) => `${base}/${db}`,
     stop: async () => {
-      await signalAndWait('SIGINT');
+      await signalAndWait('SIGINT', true);
       process.off('exit', onExit);
     },
-    kill: () => signalAndWait('SIGKILL'),
+    kill: () => signalAndWait('SIGKILL', false),
     restart: async () => {
-      await signalAndWait('SIGINT');
+      await signalAndWait('SIGINT', true);
       await launch();
     },
+    onCrash: (listener) => void crashListeners.push(listener),
   };
 }
 

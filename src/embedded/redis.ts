@@ -22,6 +22,8 @@ export type RedisServer = {
   kill(): Promise<void>;
   /** Starts it again on the same port after stop() or kill(). */
   restart(): Promise<void>;
+  /** Calls `listener` when the server exits without stop() or restart() asking it to (kill() counts: it stands for a crash). */
+  onCrash(listener: (how: string) => void): void;
 };
 
 const CANDIDATES = ['/usr/bin/redis-server', '/usr/local/bin/redis-server', '/usr/sbin/redis-server'];
@@ -82,21 +84,30 @@ async function clearPrevious(dir: string): Promise<void> {
 }
 
 /**
- * Starts redis-server with no persistence and `noeviction` (BullMQ requires it), in its own
- * process group so that a terminal's Ctrl-C reaches Blockwire first, which stops it last.
+ * Starts redis-server with `noeviction` (BullMQ requires it), in its own process group so that a
+ * terminal's Ctrl-C reaches Blockwire first, which stops it last. No persistence unless
+ * `persist` (the quick start): then an append-only file in `dir`, written every second, so that
+ * a restart after a crash finds the queued deliveries again.
  */
-export async function startRedis(opts: { dir: string; port?: number; onLog?: (line: string) => void } = { dir: '.' }): Promise<RedisServer> {
+export async function startRedis(opts: { dir: string; port?: number; persist?: boolean; onLog?: (line: string) => void } = { dir: '.' }): Promise<RedisServer> {
   const bin = ensureRedisServerBinary();
   const dir = resolve(opts.dir);
   await mkdir(dir, { recursive: true });
   const port = opts.port || (await freePort());
   let child: ChildProcess | undefined;
+  /** Children whose exit was asked for by stop() or restart(). */
+  const expected = new WeakSet<ChildProcess>();
+  const crashListeners: ((how: string) => void)[] = [];
   await clearPrevious(dir);
 
   const launch = async () => {
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--dir', dir, '--protected-mode', 'yes'];
+    const persistence = opts.persist ? ['--appendonly', 'yes', '--appendfsync', 'everysec'] : ['--appendonly', 'no'];
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--maxmemory-policy', 'noeviction', '--dir', dir, '--protected-mode', 'yes'];
     const c = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child = c;
+    c.once('exit', (code, signal) => {
+      if (!expected.has(c)) for (const l of crashListeners) l(signal ? `signal ${signal}` : `exit code ${code}`);
+    });
     await writeFile(join(dir, 'child.pid'), `${c.pid} ${process.pid}\n`);
     c.stdout?.on('data', (d) => opts.onLog?.(String(d)));
     c.stderr?.on('data', (d) => opts.onLog?.(String(d)));
@@ -110,9 +121,10 @@ export async function startRedis(opts: { dir: string; port?: number; onLog?: (li
     throw new Error('redis-server did not become ready within 10 s');
   };
 
-  const terminate = async (signal: NodeJS.Signals) => {
+  const terminate = async (signal: NodeJS.Signals, asked: boolean) => {
     const c = child;
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    if (asked) expected.add(c);
     const exited = new Promise((r) => c.once('exit', r));
     c.kill(signal);
     await exited;
@@ -124,11 +136,12 @@ export async function startRedis(opts: { dir: string; port?: number; onLog?: (li
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    stop: () => terminate('SIGTERM'),
-    kill: () => terminate('SIGKILL'),
+    stop: () => terminate('SIGTERM', true),
+    kill: () => terminate('SIGKILL', false),
     restart: async () => {
-      await terminate('SIGTERM');
+      await terminate('SIGTERM', true);
       await launch();
     },
+    onCrash: (listener) => void crashListeners.push(listener),
   };
 }

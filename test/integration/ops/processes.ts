@@ -121,14 +121,7 @@ export function portOf(line: LogLine): number {
   return Number(m[1]);
 }
 
-/** Polls `check` every 100 ms until it holds; throws naming `what` after `timeoutMs`. */
-export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export { until } from '../../support/wait.js';
 
 /** The environment every ops test gives its processes: the run's Postgres database and Redis, the devnode, free ports, fast polling. */
 export function processEnv(deps: { databaseUrl: string; redisUrl: string; redisPrefix: string; rpcUrl: string; zmqUrl: string }): Record<string, string> {
