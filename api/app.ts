@@ -1,20 +1,24 @@
 /**
- * The REST API as a fastify app: `buildApi(deps)` registers every route module under `/v1`
- * and at the bare paths (existing clients), installs authentication, rate limits, the error
- * handler and /openapi.json, and never listens (tests call `app.inject`; api/main.ts listens).
+ * The REST API as a fastify app: `buildApi(deps)` registers the route modules of each dialect
+ * (api/dialect.ts: Blockwire's own under `/v1`, Coinstack's at the bare paths) in a scope of
+ * its own with the dialect's authentication, error answers and parsing, installs rate limits
+ * and /openapi.json, and never listens (tests call `app.inject`; api/main.ts listens).
  * @module
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import { installAuth } from './auth.js';
 import { installErrorHandling } from './errors.js';
-import { collectOpenApi } from './openapi.js';
+import type { Dialect } from './dialect.js';
+import { v1Dialect } from './dialects/v1.js';
+import { coinstackDialect } from './dialects/coinstack.js';
+import { collectOpenApi, hideFromOpenApi } from './openapi.js';
 import { routeModules } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
 import { defaultApiSettings, type ApiDeps, type ResolvedApiDeps } from './deps.js';
 
-/** Where the routes are served: versioned, and bare for clients of the original service. */
-export const API_PREFIXES = ['/v1', ''] as const;
+/** The dialects served, each under its prefix: Blockwire's own, and Coinstack's at the bare paths. */
+export const DIALECTS: readonly Dialect[] = [v1Dialect, coinstackDialect];
 
 const VERSION = '0.1.0';
 
@@ -52,12 +56,12 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const openApiDocument = collectOpenApi(app, {
     title: 'Blockwire',
     version: VERSION,
-    description: 'Address index, transactions, broadcast, stamps and subscriptions beside a Bitcoin Core node. Every route is served under /v1 and at the bare path.',
+    description: 'Address index, transactions, broadcast, stamps and subscriptions beside a Bitcoin Core node, under /v1. The bare paths speak the Coinstack dialect (docs/coinstack.md) and are not described here.',
   });
-  installErrorHandling(app);
+  installErrorHandling(app, v1Dialect);
   // Before authentication: a preflight carries no apiKey and is answered by the CORS hook.
   if (settings.corsOrigins.length > 0) await app.register(cors, corsOptions(settings.corsOrigins));
-  installAuth(app, resolved);
+  const authenticateIn = installAuth(app, resolved);
 
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
@@ -72,12 +76,16 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   }
   app.get('/openapi.json', { config: { auth: false }, schema: { hide: true } }, async () => openApiDocument());
 
-  for (const prefix of API_PREFIXES) {
+  for (const dialect of DIALECTS) {
     await app.register(
       async (scope) => {
-        for (const mod of routeModules) await mod(scope, resolved);
+        if (!dialect.described) hideFromOpenApi(scope);
+        dialect.install(scope);
+        installErrorHandling(scope, dialect);
+        authenticateIn(scope, dialect);
+        for (const mod of routeModules[dialect.name]) await mod(scope, resolved, dialect);
       },
-      { prefix },
+      { prefix: dialect.prefix },
     );
   }
   return app;

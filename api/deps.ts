@@ -14,6 +14,8 @@ import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
 import type { ApiKeyPrincipal, Scope } from '../src/auth/keys.js';
 import type { HookUrlPolicy } from '../src/net/hook-url.js';
+import type { Keyring } from '../src/auth/secret-box.js';
+import type { Dialect } from './dialect.js';
 
 /**
  * The node calls the API makes. src/rpc's client satisfies it; errors it throws for a node
@@ -76,6 +78,11 @@ export type ApiDeps = {
   verifyKey?: (presented: string) => Promise<ApiKeyPrincipal | null>;
   /** The principal of a key the verifier remembers, without any check (lets the rate limit start early). */
   peekKey?: (presented: string) => ApiKeyPrincipal | undefined;
+  /**
+   * The server keys that open signing keys' secrets (src/auth/secret-box.ts), read on each signed
+   * request (startApi re-reads the keyring file when it changed); without it signed requests fail.
+   */
+  keyring?: () => Keyring | undefined;
   /** Stamping; without it the stamp routes answer 503 ERR_STAMPING_NOT_CONFIGURED. */
   stamps?: StampService;
   /** The node's tip as last seen (healthz, syncing check); startApi keeps one up to date. */
@@ -111,10 +118,11 @@ export type NodeTip = { height: number; hash: string; at: Date; initialBlockDown
 export type ApiInstance = FastifyInstance;
 
 /**
- * A route module: registers its routes on `app` (called once under `/v1` and once at the bare
- * paths). Add new modules to `routeModules` in api/routes/index.ts.
+ * A route module: registers its routes on `app`, once for each dialect that serves it (under
+ * the dialect's prefix), answering in that dialect (api/dialect.ts). Add new modules to
+ * `routeModules` in api/routes/index.ts.
  */
-export type RouteModule = (app: ApiInstance, deps: ResolvedApiDeps) => void | Promise<void>;
+export type RouteModule = (app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect) => void | Promise<void>;
 
 /** ApiDeps with settings filled in. */
 export type ResolvedApiDeps = Omit<ApiDeps, 'settings'> & { settings: ApiSettings };

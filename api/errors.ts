@@ -1,12 +1,13 @@
 /**
  * The API's edge for errors (the table of codes and ServiceError live in src/errors.ts): the
- * fastify error handler that turns any error into the body
- * `{error_type, error_code, error_message, retry, error_cause}` (DESIGN.md "Errors").
+ * fastify error handler that turns any error into a ServiceError and has the request's dialect
+ * answer it (in /v1 the body `{error_type, error_code, error_message, retry, error_cause}`).
  * Clients never see a stack trace: unknown errors become ERR_INTERNAL with a fixed message.
  * @module
  */
 import { clearAnswerHeaders, keyCheckPassed } from './key-check.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Dialect } from './dialect.js';
 import { ServiceError, ERROR_CODES, type ErrorCode } from '../src/errors.js';
 
 /** JSON schema of ErrorBody, for route `response` schemas and /openapi.json. */
@@ -78,17 +79,17 @@ export function toApiError(err: unknown): ServiceError {
 }
 
 /**
- * Installs the error and not-found handlers: every failure leaves as an ErrorBody; 5xx other
- * than known unavailability is logged with the request id and hidden from the client.
+ * Installs the error handler of a scope: every failure leaves as the dialect's error answer; 5xx
+ * other than known unavailability is logged with the request id and hidden from the client.
  */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, dialect: Dialect): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     // A key still being checked alongside the route: its refusal comes first (api/key-check.ts).
     try {
       await keyCheckPassed(request);
     } catch (refusal) {
       clearAnswerHeaders(reply);
-      return sendApiError(reply, toApiError(refusal));
+      return dialect.sendError(reply, toApiError(refusal));
     }
     const apiErr = toApiError(err);
     if (apiErr.code === 'ERR_INTERNAL') {
@@ -96,9 +97,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     } else if (apiErr.status >= 500) {
       request.log.warn({ code: apiErr.code, err: err instanceof ServiceError ? err.cause : err }, 'request unavailable');
     }
-    return sendApiError(reply, apiErr);
+    return dialect.sendError(reply, apiErr);
   });
-  app.setNotFoundHandler((_request, reply) => sendApiError(reply, new ServiceError('ERR_ROUTE_NOT_FOUND')));
 }
 
 /** The error codes as a Markdown table (api/README.md, docs). */

@@ -4,6 +4,7 @@
  * HOST:PORT and returns a handle whose `close()` stops both. `blockwire start` calls it.
  * @module
  */
+import { keyringGetter } from '../src/auth/server-keys.js';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
@@ -154,6 +155,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     },
     ...(deps.stampStatus ? { stampStatus: deps.stampStatus } : {}),
     verifyKey: (k) => keys.verify(k),
+    keyring: keyringGetter(deps.config, (err) => log.warn({ err }, 'server keys not read')),
     peekKey: (k) => keys.peek(k),
     settings,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),

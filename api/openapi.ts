@@ -12,24 +12,39 @@ import type { ApiInstance } from './deps.js';
 type JsonSchema = Record<string, unknown>;
 type Collected = { method: string; url: string; schema: JsonSchema; auth: boolean; scope: string };
 
+/** Marks every route registered on `scope` from now on as left out of /openapi.json. */
+export function hideFromOpenApi(scope: ApiInstance): void {
+  scope.addHook('onRoute', (opts: RouteOptions) => {
+    opts.schema = { ...(opts.schema ?? {}), hide: true };
+  });
+}
+
 const { $id: _id, ...errorSchema } = errorBodySchema;
 
 /** Starts collecting routes; call before any route is registered. Returns the document builder. */
 export function collectOpenApi(app: ApiInstance, info: { title: string; version: string; description?: string }): () => JsonSchema {
-  const routes: Collected[] = [];
+  // (read when the document is first built: hooks of a route's own scope may still change it)
+  const registered: RouteOptions[] = [];
   app.addHook('onRoute', (opts: RouteOptions) => {
-    const methods = (Array.isArray(opts.method) ? opts.method : [opts.method]).map((m) => m.toLowerCase());
-    const schema = (opts.schema ?? {}) as JsonSchema;
-    if (schema.hide === true) return;
-    const cfg = (opts.config ?? {}) as { auth?: boolean; scope?: string };
-    for (const method of methods) {
-      if (method === 'head' || method === 'options') continue;
-      routes.push({ method, url: opts.url, schema, auth: cfg.auth !== false, scope: cfg.scope ?? 'read' });
-    }
+    registered.push(opts);
   });
+  const collect = (): Collected[] => {
+    const routes: Collected[] = [];
+    for (const opts of registered) {
+      const methods = (Array.isArray(opts.method) ? opts.method : [opts.method]).map((m) => m.toLowerCase());
+      const schema = (opts.schema ?? {}) as JsonSchema;
+      if (schema.hide === true) continue;
+      const cfg = (opts.config ?? {}) as { auth?: boolean; scope?: string };
+      for (const method of methods) {
+        if (method === 'head' || method === 'options') continue;
+        routes.push({ method, url: opts.url, schema, auth: cfg.auth !== false, scope: cfg.scope ?? 'read' });
+      }
+    }
+    return routes;
+  };
 
   let doc: JsonSchema | undefined;
-  return () => (doc ??= buildDocument(routes, info));
+  return () => (doc ??= buildDocument(collect(), info));
 }
 
 function toOpenApiPath(url: string): string {

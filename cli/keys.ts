@@ -1,20 +1,29 @@
 /**
  * `blockwire keys create --name NAME [--scope read|write]… [--rate-limit N]` prints the new key
- * alone on stdout (once: only its digest is stored); `keys list` prints id, prefix, name, scopes,
- * rate limit, created and revoked times; `keys revoke ID|PREFIX`. The database is opened as
- * `blockwire start` does it: DATABASE_URL, or the embedded PostgreSQL under BLOCKWIRE_DATA_DIR.
+ * alone on stdout (once: only its digest is stored); with `--secret` it makes a signing key for
+ * HMAC-signed requests (Coinstack's SDKs) and prints its access key on the first line and its
+ * secret key on the second (once: the secret is stored sealed with a server key,
+ * src/auth/server-keys.ts). `keys list` prints id, prefix, name, scopes, rate limit, created and
+ * revoked times; `keys revoke ID|PREFIX`. `keys server-key` prints a fresh server key line (for
+ * BLOCKWIRE_SERVER_SECRET_KEYS), `--rotate` puts one first in the keyring file instead; `keys
+ * reseal` seals every stored secret again under the keyring's first key. The database is opened
+ * as `blockwire start` does it: DATABASE_URL, or the embedded PostgreSQL under BLOCKWIRE_DATA_DIR.
  * @module
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/open.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { createApiKey, listApiKeys, revokeApiKey, SCOPES, type Scope } from '../src/auth/keys.js';
+import { createApiKey, listApiKeys, resealSecrets, revokeApiKey, SCOPES, type Scope } from '../src/auth/keys.js';
+import { KeyringError, newServerKeyLine, type Keyring } from '../src/auth/secret-box.js';
+import { loadKeyring, rotateKeyringFile, serverKeyFile } from '../src/auth/server-keys.js';
 
 const USAGE = `usage:
-  blockwire keys create --name NAME [--scope read|write]... [--rate-limit N]
+  blockwire keys create --name NAME [--scope read|write]... [--rate-limit N] [--secret]
   blockwire keys list
   blockwire keys revoke ID|PREFIX
+  blockwire keys server-key [--rotate]
+  blockwire keys reseal
 `;
 
 function fail(message: string): number {
@@ -28,13 +37,13 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return action === undefined ? 2 : 0;
   }
-  if (!['create', 'list', 'revoke'].includes(action)) return fail(`unknown action '${action}'`);
+  if (!['create', 'list', 'revoke', 'server-key', 'reseal'].includes(action)) return fail(`unknown action '${action}'`);
   let parsed;
   try {
     parsed = parseArgs({
       args: rest,
       allowPositionals: true,
-      options: { name: { type: 'string' }, scope: { type: 'string', multiple: true }, 'rate-limit': { type: 'string' } },
+      options: { name: { type: 'string' }, scope: { type: 'string', multiple: true }, 'rate-limit': { type: 'string' }, secret: { type: 'boolean' }, rotate: { type: 'boolean' } },
     });
   } catch (err) {
     return fail((err as Error).message);
@@ -57,15 +66,42 @@ export async function run(argv: string[]): Promise<number> {
   if (action === 'revoke' && positionals.length !== 1) return fail('revoke needs one key id or prefix');
 
   const config = loadConfig(process.env);
+  if (action === 'server-key') {
+    if (!values.rotate) {
+      process.stdout.write(`${newServerKeyLine()}\n`);
+      process.stderr.write('put this line first in BLOCKWIRE_SERVER_SECRET_KEYS (keep the old keys after it), restart, then run `blockwire keys reseal`\n');
+      return 0;
+    }
+    if (config.serverSecretKeys !== undefined) return fail('the server keys come from BLOCKWIRE_SERVER_SECRET_KEYS: rotate by changing it (see `keys server-key`)');
+    const id = rotateKeyringFile(config);
+    process.stderr.write(`server key ${id} now seals new secrets (${serverKeyFile(config)}); run \`blockwire keys reseal\` to seal the stored ones with it\n`);
+    return 0;
+  }
+  let keyring: Keyring | undefined;
+  try {
+    keyring = loadKeyring(config, { create: action === 'create' && values.secret === true });
+  } catch (err) {
+    if (err instanceof KeyringError) return fail(`server keys: ${err.message}`);
+    throw err;
+  }
+  if (action === 'reseal' && !keyring) return fail('no server keys (BLOCKWIRE_SERVER_SECRET_KEYS unset and no keyring file): nothing to reseal');
   const handle = await openDatabase(config, { quiet: true, max: 2 });
   try {
     // The embedded quick-start database may be brand new: keys need the tenancy tables.
     if (!config.databaseUrl) await migrateToLatest(handle.db);
     if (action === 'create') {
-      const created = await createApiKey(handle.db, { name: values.name!, ...(scopes ? { scopes } : {}), rateLimit });
-      process.stdout.write(`${created.key}\n`);
-      process.stderr.write(`created key ${created.id} (${created.prefix}…, scopes ${created.scopes.join(',')}); it is shown only this once\n`);
+      const created = await createApiKey(handle.db, { name: values.name!, ...(scopes ? { scopes } : {}), rateLimit, ...(values.secret && keyring ? { secret: { keyring } } : {}) });
+      process.stdout.write(created.secret === undefined ? `${created.key}\n` : `${created.key}\n${created.secret}\n`);
+      const what = created.secret === undefined ? 'it is' : 'access key and secret key; the secret is';
+      process.stderr.write(`created key ${created.id} (${created.prefix}…, scopes ${created.scopes.join(',')}); ${what} shown only this once\n`);
       return 0;
+    }
+    if (action === 'reseal') {
+      const r = await resealSecrets(handle.db, keyring!);
+      process.stderr.write(`resealed ${r.resealed} secret${r.resealed === 1 ? '' : 's'} under server key ${keyring!.current.id}\n`);
+      if (r.unopened.length === 0) return 0;
+      process.stderr.write(`blockwire keys: the secrets of keys ${r.unopened.join(', ')} open with no server key given: keep the key that sealed them\n`);
+      return 1;
     }
     if (action === 'list') {
       for (const k of await listApiKeys(handle.db)) {

@@ -108,6 +108,7 @@ export const settings = {
   bitcoindZmqUrl: setting<string | undefined>('BITCOIND_ZMQ_URL', undefined, 'ZMQ endpoint of the node (`tcp://host:port`) publishing `sequence`, `hashblock` and `rawtx`; a wake-up hint only.', url(['tcp:'])),
   bitcoindRest: setting<'auto' | 'on' | 'off'>('BITCOIND_REST', 'auto', 'Fetch blocks over the node\'s REST interface (`-rest=1`): auto probes it, on requires it, off uses RPC only.', oneOf(['auto', 'on', 'off'] as const)),
   databaseUrl: setting<string | undefined>('DATABASE_URL', undefined, 'PostgreSQL URL. When unset, an embedded PostgreSQL is started with its data under BLOCKWIRE_DATA_DIR.', url(['postgres:', 'postgresql:'])),
+  serverSecretKeys: setting<string | undefined>('BLOCKWIRE_SERVER_SECRET_KEYS', undefined, 'Server keys that seal the secrets of HMAC signing keys at rest, `<id>:<32 bytes base64>` separated by commas; the first seals, all open (rotation: docs/coinstack.md). When unset, the file `server-keys` under BLOCKWIRE_DATA_DIR, created by the first `keys create --secret`.', str),
   dataDir: setting<string>('BLOCKWIRE_DATA_DIR', '.blockwire', 'Directory for embedded PostgreSQL, the embedded Redis and the devnode chain.', str),
   devnodeRpcPort: setting<number>('BLOCKWIRE_DEVNODE_RPC_PORT', 18443, 'RPC/REST port of the built-in regtest stand-in (devnode) when no bitcoind is configured; 0 = a free port.', int(0, 65535)),
   devnodeZmqPort: setting<number>('BLOCKWIRE_DEVNODE_ZMQ_PORT', 28332, 'ZMQ port of the devnode; 0 = a free port.', int(0, 65535)),

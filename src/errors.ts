@@ -81,7 +81,7 @@ export const ERROR_CODES = {
   ERR_ROUTE_NOT_FOUND: code(404, 'not_found', false, 'no such route', 'No route matches the method and path.'),
   ERR_BLOCK_NOT_FOUND: code(404, 'not_found', false, 'block not found', 'No block with this hash on the indexed main chain.'),
   ERR_TX_NOT_FOUND: code(404, 'not_found', false, 'transaction not found', 'No confirmed or mempool transaction with this hash.'),
-  ERR_ADDRESS_NOT_FOUND: code(404, 'not_found', false, 'address has no transactions', 'The address is valid but appears in no indexed transaction (confirmed or mempool).'),
+  ERR_ADDRESS_NOT_FOUND: code(404, 'not_found', false, 'address has no transactions', 'No longer answered (kept so the code is never reused): a valid address no transaction touches has balance 0 and empty lists.'),
   ERR_INVALID_STAMP_ID: code(400, 'invalid_request', false, 'stamp id must be <txid>-<vout>', 'The stamp id is not `<64 hex>-<integer>`.'),
   ERR_STAMP_NOT_FOUND: code(404, 'not_found', false, 'stamp not found', 'No stamp with this id for this API key.'),
   ERR_STAMPING_NOT_CONFIGURED: code(503, 'unavailable', false, 'stamping not configured', 'This Blockwire has no stamping wallet configured.'),

@@ -15,7 +15,10 @@ export function createLogger(opts: { level?: LevelWithSilent; name?: string } = 
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
     // Keys of every kind must never reach a log line.
-    redact: { paths: ['apikey', 'apiKey', 'headers.apikey', 'req.headers.apikey', '*.password', '*.secret', 'wif'], censor: '[redacted]' },
+    redact: {
+      paths: ['apikey', 'apiKey', 'headers.apikey', 'req.headers.apikey', 'headers.authorization', 'req.headers.authorization', '*.password', '*.secret', 'secret', 'wif', 'serverSecretKeys', '*.serverSecretKeys'],
+      censor: '[redacted]',
+    },
   });
 }
 

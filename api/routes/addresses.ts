@@ -3,14 +3,14 @@
  * "REST API"): mempool included with 0 confirmations unless `min_conf` ≥ 1; history newest
  * first, mempool first; history and unspent outputs paged by `limit` and an opaque cursor in a
  * `Link: <…>; rel="next"` header, bodies staying bare arrays. The address is checked (encoding,
- * checksum, network) before any query; a valid address no transaction touches is 404.
+ * checksum, network) before any query; a valid address no transaction touches has balance 0
+ * and empty lists, like any address whose coins are all spent.
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { addressKey } from '../../src/db/address-key.js';
 import { firstTxNum, txNumHeight } from '../../src/db/tx-num.js';
 import {
-  addressKnown,
   getBalanceExclusions,
   getBalanceParts,
   getBalancePartsMany,
@@ -133,7 +133,6 @@ export const addressRoutes: RouteModule = (app, deps) => {
       await assertNotSyncing(deps);
       const minConf = request.query.min_conf;
       const parts = await balanceParts(addrKey);
-      if (!parts.known) throw new ServiceError('ERR_ADDRESS_NOT_FOUND');
       const balance = minConf === 0 ? parts.confirmed + parts.mempool : parts.confirmed - (await getBalanceExclusions(deps.db, addrKey, confBound(parts.tipHeight, minConf)));
       await keyCheckPassed(request);
       return { balance: Number(balance) };
@@ -171,7 +170,6 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const inMempool = Math.min(page.mempool.length, q.limit);
       const inChain = Math.min(page.chain.count, q.limit - inMempool);
       const more = page.mempool.length + page.chain.count > q.limit;
-      if (inMempool + inChain === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ServiceError('ERR_ADDRESS_NOT_FOUND');
       await keyCheckPassed(request);
       if (more) {
         let next: Cursor;
@@ -211,7 +209,6 @@ export const addressRoutes: RouteModule = (app, deps) => {
       const next = cutPage(items, q.limit, (last) =>
         last.txNum !== undefined ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout } : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout },
       );
-      if (items.length === 0 && !cursor && !(await addressKnown(deps.db, addrKey))) throw new ServiceError('ERR_ADDRESS_NOT_FOUND');
       await keyCheckPassed(request);
       setNextLink(request, reply, q, next);
       return items.map((i) => ({

@@ -1,10 +1,12 @@
 /**
- * The route modules of the API, registered by buildApi under `/v1` and at the bare paths.
- * To add routes: write `api/routes/<thing>.ts` exporting a RouteModule and add it here
- * (see api/README.md for the pattern).
+ * The route modules of each dialect (api/dialect.ts), registered by buildApi under the
+ * dialect's prefix. A module serving both is registered twice and answers in each dialect
+ * through the dialect object it is given. To add routes: write `api/routes/<thing>.ts` exporting
+ * a RouteModule and add it here (see api/README.md for the pattern).
  * @module
  */
 import type { RouteModule } from '../deps.js';
+import type { DialectName } from '../dialect.js';
 import { chainRoutes } from './chain.js';
 import { addressRoutes } from './addresses.js';
 import { transactionRoutes } from './transactions.js';
@@ -12,4 +14,8 @@ import { stampRoutes } from './stamps.js';
 import { hookRoutes } from './hooks.js';
 import { subscriptionRoutes } from './subscriptions.js';
 
-export const routeModules: RouteModule[] = [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, hookRoutes, subscriptionRoutes];
+export const routeModules: Record<DialectName, RouteModule[]> = {
+  v1: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, hookRoutes, subscriptionRoutes],
+  // coinstackd has no hooks: a subscription's action names a hook made under /v1/hooks.
+  coinstack: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, subscriptionRoutes],
+};

@@ -141,6 +141,8 @@ export interface ApiKeysTable {
   rate_limit: number | null;
   created_at: Generated<Date>;
   revoked_at: Date | null;
+  /** The secret of a signing key, sealed with a server key (src/auth/secret-box.ts); null for a bearer key. */
+  secret_box: ColumnType<Buffer | null, Buffer | null | undefined, Buffer | null>;
 }
 
 export interface HooksTable {

@@ -67,14 +67,6 @@ export async function getBalanceExclusions(db: Kysely<Database>, addrKey: string
   return (row.spent ?? 0n) + (row.recent ?? 0n);
 }
 
-/** Does any confirmed or mempool transaction touch the address? */
-export async function addressKnown(db: Kysely<Database>, addrKey: string): Promise<boolean> {
-  const r = await sql<{ known: boolean }>`
-    SELECT (EXISTS (SELECT 1 FROM history WHERE addr_key = ${addrKey})
-            OR EXISTS (SELECT 1 FROM mempool_addresses WHERE addr_key = ${addrKey})) AS known`.execute(db);
-  return r.rows[0]!.known;
-}
-
 export type MempoolCursor = { firstSeenUs: bigint; txid: Buffer; vout?: number };
 
 /** Every entry of a history chunk, its first (`first_tx_num`) included: 8 bytes each, ascending. */

@@ -19,21 +19,21 @@ export type ApiKeyRow = {
 /** Inserts a key row; returns its id. */
 export async function insertApiKey(
   db: Kysely<Database>,
-  row: { name: string; keyHash: Buffer; prefix: string; scopes: string[]; rateLimit: number | null },
+  row: { name: string; keyHash: Buffer; prefix: string; scopes: string[]; rateLimit: number | null; secretBox?: Buffer | null },
 ): Promise<bigint> {
   const r = await db
     .insertInto('api_keys')
-    .values({ name: row.name, key_hash: row.keyHash, prefix: row.prefix, scopes: row.scopes, rate_limit: row.rateLimit, revoked_at: null })
+    .values({ name: row.name, key_hash: row.keyHash, prefix: row.prefix, scopes: row.scopes, rate_limit: row.rateLimit, revoked_at: null, secret_box: row.secretBox ?? null })
     .returning('id')
     .executeTakeFirstOrThrow();
   return r.id;
 }
 
-/** The row whose digest is `keyHash` (revoked or not), with the stored digest for comparison. */
-export async function findApiKeyByHash(db: Kysely<Database>, keyHash: Buffer): Promise<(ApiKeyRow & { key_hash: Buffer }) | undefined> {
+/** The row whose digest is `keyHash` (revoked or not), with the stored digest for comparison and its sealed secret. */
+export async function findApiKeyByHash(db: Kysely<Database>, keyHash: Buffer): Promise<(ApiKeyRow & { key_hash: Buffer; secret_box: Buffer | null }) | undefined> {
   return db
     .selectFrom('api_keys')
-    .select(['id', 'name', 'prefix', 'scopes', 'rate_limit', 'created_at', 'revoked_at', 'key_hash'])
+    .select(['id', 'name', 'prefix', 'scopes', 'rate_limit', 'created_at', 'revoked_at', 'key_hash', 'secret_box'])
     .where('key_hash', '=', keyHash)
     .limit(1)
     .executeTakeFirst();
@@ -50,4 +50,15 @@ export async function revokeApiKeyRows(db: Kysely<Database>, by: { id: bigint } 
   q = 'id' in by ? q.where('id', '=', by.id) : q.where('prefix', '=', by.prefix);
   const rows = await q.returning('id').execute();
   return rows.map((r) => r.id);
+}
+
+/** The sealed secrets of every signing key (to seal them again under another server key). */
+export async function listSecretBoxes(db: Kysely<Database>): Promise<{ id: bigint; key_hash: Buffer; secret_box: Buffer }[]> {
+  const rows = await db.selectFrom('api_keys').select(['id', 'key_hash', 'secret_box']).where('secret_box', 'is not', null).orderBy('id').execute();
+  return rows.map((r) => ({ id: r.id, key_hash: r.key_hash, secret_box: r.secret_box! }));
+}
+
+/** Replaces a key's sealed secret (the same secret sealed under another server key). */
+export async function updateSecretBox(db: Kysely<Database>, id: bigint, box: Buffer): Promise<void> {
+  await db.updateTable('api_keys').set({ secret_box: box }).where('id', '=', id).execute();
 }

@@ -35,8 +35,8 @@ describe('scopes of every registered route', () => {
         writes.push(`${method} ${path}`);
       }
     }
-    // broadcast, stamps, hooks and subscriptions, each under /v1 and bare
-    expect(writes).toEqual(expect.arrayContaining(['post /v1/transactions', 'post /transactions', 'post /v1/stamps', 'post /v1/hooks', 'post /v1/subscriptions', 'delete /v1/subscriptions/{id}']));
+    // broadcast, stamps, hooks and subscriptions (the bare paths, Coinstack's dialect, are not in /openapi.json)
+    expect(writes).toEqual(expect.arrayContaining(['post /v1/transactions', 'post /v1/stamps', 'post /v1/hooks', 'post /v1/subscriptions', 'delete /v1/subscriptions/{id}']));
     expect((await h.get('/v1/hooks', readKey)).statusCode).toBe(200);
   });
 });

@@ -47,10 +47,10 @@ describe('hook and subscription routes', () => {
 
   it('keeps a secret the client gives and refuses a malformed one', async () => {
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
-    const r = await send('POST', '/hooks', { type: 'http', url: 'https://hooks.example.com/own', secret });
+    const r = await send('POST', '/v1/hooks', { type: 'http', url: 'https://hooks.example.com/own', secret });
     expect(r.statusCode).toBe(201);
     expect(r.json().secret).toBe(secret);
-    const bad = await send('POST', '/hooks', { type: 'http', url: 'https://hooks.example.com/own', secret: 'hunter2' });
+    const bad = await send('POST', '/v1/hooks', { type: 'http', url: 'https://hooks.example.com/own', secret: 'hunter2' });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toMatchObject({ error_code: 'ERR_INVALID_BODY', error_message: 'secret must be whsec_ followed by the base64 of 24 to 64 bytes', retry: false });
   });
@@ -89,13 +89,13 @@ describe('hook and subscription routes', () => {
   it('creates, lists and deletes subscriptions; the same one twice is one', async () => {
     const hook = (await send('POST', '/v1/hooks', { type: 'http', url: 'https://hooks.example.com/subs' })).json();
     const addr = address();
-    const a = await send('POST', '/subscriptions', { address: addr, action: hook.id });
+    const a = await send('POST', '/v1/subscriptions', { address: addr, action: hook.id });
     expect(a.statusCode).toBe(200);
     expect(a.json()).toEqual({ id: expect.stringMatching(/^sub_[0-9a-f]{20}$/) });
-    const again = await send('POST', '/subscriptions', { address: addr, action: hook.id });
+    const again = await send('POST', '/v1/subscriptions', { address: addr, action: hook.id });
     expect(again.json().id).toBe(a.json().id);
-    const streamOnly = (await send('POST', '/subscriptions', { address: addr, confirmations: 2 })).json();
-    const chain = (await send('POST', '/subscriptions', { type: 'chain' })).json();
+    const streamOnly = (await send('POST', '/v1/subscriptions', { address: addr, confirmations: 2 })).json();
+    const chain = (await send('POST', '/v1/subscriptions', { type: 'chain' })).json();
     const list = (await send('GET', '/v1/subscriptions')).json();
     expect(list).toEqual(
       expect.arrayContaining([
