@@ -13,6 +13,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { projectRoot } from './fixtures.js';
+import { waitFor } from './wait.js';
 
 /** mulberry32: small, fast, seedable. */
 export function seededRandom(seed: number): () => number {
@@ -126,18 +127,19 @@ export async function killChild(c: Child): Promise<void> {
  * only at rest once those sessions are gone.
  */
 export async function waitChildSessionsGone(db: Kysely<Database>): Promise<void> {
-  for (let i = 0; ; i++) {
+  const gone = async () => {
     const r = await sql<{ n: string }>`
       SELECT count(*)::text AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = ANY(${CHILD_SESSIONS}::text[])`.execute(db);
-    if (r.rows[0]!.n === '0') return;
-    if (i > 500) {
-      const left = await sql<{ application_name: string; state: string; wait_event: string | null; query: string }>`
-        SELECT application_name, state, wait_event, left(query, 120) AS query FROM pg_stat_activity WHERE datname = current_database()`.execute(db);
-      const { execFileSync } = await import('node:child_process');
-      const ps = execFileSync('ps', ['-o', 'pid,ppid,etime,args', '-C', 'node']).toString().split('\n').filter((l) => l.includes('crash-child'));
-      throw new Error(`sessions of a killed child are still open after 10 s: ${JSON.stringify(left.rows)}\n${ps.join('\n')}`);
-    }
-    await new Promise((res) => setTimeout(res, 20));
+    return r.rows[0]!.n === '0';
+  };
+  try {
+    await waitFor('the sessions of a killed child to end', gone, 10_000, 20);
+  } catch {
+    const left = await sql<{ application_name: string; state: string; wait_event: string | null; query: string }>`
+      SELECT application_name, state, wait_event, left(query, 120) AS query FROM pg_stat_activity WHERE datname = current_database()`.execute(db);
+    const { execFileSync } = await import('node:child_process');
+    const ps = execFileSync('ps', ['-o', 'pid,ppid,etime,args', '-C', 'node']).toString().split('\n').filter((l) => l.includes('crash-child'));
+    throw new Error(`sessions of a killed child are still open after 10 s: ${JSON.stringify(left.rows)}\n${ps.join('\n')}`);
   }
 }
 

@@ -19,16 +19,8 @@ import { nodeFeed, runBulk } from '../../indexer/bulk.js';
 import { FixtureChain } from './chain-fixture.js';
 import { keyOfAddress } from './chain-snapshot.js';
 import { createMigratedDatabase, type TestDatabase } from './db.js';
+import { waitFor } from './wait.js';
 
-/** Polls `cond` every 20 ms until it holds; throws `what` after `timeoutMs`. */
-export async function waitFor(cond: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A config for indexer tests: fast polling and mempool checks, the bulk path for catch-ups over 50 blocks, the given overrides. */
 export function indexerConfig(overrides: Partial<Config> = {}): Config {
@@ -53,20 +45,20 @@ export async function startTestIndexer(
 
 /** Waits until the index tip is the node's tip. */
 export async function waitSynced(db: Kysely<Database>, node: Devnode, timeoutMs = 30_000): Promise<void> {
-  await waitFor(async () => {
+  await waitFor(`the index to reach the node's tip ${node.tip().height}`, async () => {
     const tip = await readTip(db);
     return tip.hash !== null && hashToHex(tip.hash) === node.tip().hash;
-  }, `the index to reach the node's tip ${node.tip().height}`, timeoutMs);
+  }, timeoutMs);
 }
 
 /** Waits until the indexed mempool holds exactly the node's mempool. */
 export async function waitMempoolSynced(db: Kysely<Database>, node: Devnode, timeoutMs = 30_000): Promise<void> {
-  await waitFor(async () => {
+  await waitFor('the indexed mempool to equal the node\'s', async () => {
     const r = await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(db);
     const ours = r.rows.map((x) => hashToHex(x.txid)).sort();
     const theirs = [...node.mempool()].sort();
     return ours.length === theirs.length && ours.every((t, i) => t === theirs[i]);
-  }, 'the indexed mempool to equal the node\'s', timeoutMs);
+  }, timeoutMs);
 }
 
 /** Subscribes `address` (regtest) with a confirmation target, as the API would. */

@@ -19,6 +19,7 @@ import { createApiKey } from '../../src/auth/keys.js';
 import { getIndexTip } from '../../src/db/queries/api-chain.js';
 import { Key } from '../../client/keys.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
+import { waitFor } from './wait.js';
 
 export type StackOptions = {
   /** Devnode options (default: 101 blocks mined to its wallet so it can pay). */
@@ -118,15 +119,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 
     const apiKey = (await createApiKey(db.db, { name: 'stack' })).key;
     const synced = async (timeoutMs = 30_000) => {
-      const deadline = Date.now() + timeoutMs;
       const target = devnode.tip().height;
-      for (;;) {
+      await waitFor(`stack: the index at height ${target} or above, on the node's chain`, async () => {
         const index = await getIndexTip(db.db);
         const tip = devnode.tip();
-        if (index.height >= target && index.height <= tip.height && index.hash !== null && hashToHex(index.hash) === devnode.blockHash(index.height)) return;
-        if (Date.now() > deadline) throw new Error(`stack: index at ${index.height} after ${timeoutMs} ms, node at ${tip.height} (waiting for ${target})`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+        return index.height >= target && index.height <= tip.height && index.hash !== null && hashToHex(index.hash) === devnode.blockHash(index.height);
+      }, timeoutMs);
     };
     await synced(60_000);
     return {

@@ -13,6 +13,7 @@ import { txNum } from '../../../src/db/tx-num.js';
 import { decodeCursor, encodeCursor } from '../../../api/cursor.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
+import { waitFor } from '../../support/wait.js';
 
 const C = 'bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n';
 const script = addressToScript(C, 'regtest');
@@ -87,15 +88,12 @@ describe('paging across chunks', () => {
         return { body: r.json() as string[], link: r.headers.link };
       };
       /** Asks for `url` (a page inside a chunk) until it is answered from a held chunk: the chunk is read in the background. */
-      const untilHeld = async (url: string) => {
-        for (let i = 0; i < 200; i++) {
+      const untilHeld = (url: string) =>
+        waitFor(`${url} answered from a held chunk`, async () => {
           const n = (await pagesBy()).held;
           await page(cached, url);
-          if ((await pagesBy()).held > n) return;
-          await new Promise((r) => setTimeout(r, 10));
-        }
-        throw new Error(`${url} never answered from a held chunk`);
-      };
+          return (await pagesBy()).held > n;
+        }, 20_000, 10);
       // Every 25-entry page of the chunk of entries 1024 … 2047, from its cursor: a page of a chunk
       // not held is cut and has the chunk read, later ones are answered from it.
       const links = (await walkPages(cached, `/v1/addresses/${C}/history?limit=25`)).links;

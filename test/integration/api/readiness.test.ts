@@ -16,7 +16,7 @@ import { migrateToLatest } from '../../../src/db/migrate.js';
 import { startApi, type ApiHandle } from '../../../api/main.js';
 import { testConfig } from '../../../src/config.js';
 import { silentLogger } from '../../../src/log.js';
-import { until } from '../../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 type Health = { status: string; index: unknown; dependencies: Record<string, string> };
 
@@ -67,7 +67,7 @@ describe('readiness with a dependency down', () => {
     } finally {
       await redisServer.restart();
     }
-    await until('ready after Redis came back', async () => (await probe('/readyz')).status === 200, 30_000);
+    await waitFor('ready after Redis came back', async () => (await probe('/readyz')).status === 200, 30_000);
   });
 
   it('PostgreSQL down: /readyz 503 database_unreachable (not 500), /healthz 200; ready again once it is back', async () => {
@@ -83,6 +83,6 @@ describe('readiness with a dependency down', () => {
     } finally {
       await pgServer.restart();
     }
-    await until('ready after PostgreSQL came back', async () => (await probe('/readyz')).status === 200, 30_000);
+    await waitFor('ready after PostgreSQL came back', async () => (await probe('/readyz')).status === 200, 30_000);
   });
 });

@@ -16,15 +16,8 @@ import { silentLogger } from '../../../src/log.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 import { hexToHash } from '../../../src/bitcoin/hash.js';
+import { waitFor } from '../../support/wait.js';
 
-async function until<T>(f: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('startApi', () => {
   let node: Devnode;
@@ -65,7 +58,10 @@ describe('startApi', () => {
 
   it('is ready once the index is within API_MAX_LAG_BLOCKS of the node', async () => {
     await t.db.updateTable('chain_tip').set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) }).execute();
-    const h = await until(async () => (await get('/healthz', null)).json(), (v) => v.status === 'ok');
+    const h = await waitFor('healthz ok', async () => {
+      const v = await (await get('/healthz', null)).json();
+      return v.status === 'ok' && v;
+    });
     expect(h).toMatchObject({ status: 'ok', index: { height: 4, hash: node.blockHash(4) }, lag: 1 });
     expect((await get('/readyz', null)).status).toBe(200);
     const r = await get('/v1/addresses/bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n/balance');
@@ -117,14 +113,20 @@ describe('startApi', () => {
   it('reports the node unreachable (readyz 503) and recovers', async () => {
     await node.faults.down();
     try {
-      const h = await until(async () => (await get('/healthz', null)).json(), (v) => v.status === 'node_unreachable');
+      const h = await waitFor('healthz node_unreachable', async () => {
+        const v = await (await get('/healthz', null)).json();
+        return v.status === 'node_unreachable' && v;
+      });
       expect(h.status).toBe('node_unreachable');
       expect(typeof h.node.error).toBe('string');
       expect((await get('/readyz', null)).status).toBe(503);
     } finally {
       await node.faults.up();
     }
-    const h = await until(async () => (await get('/healthz', null)).json(), (v) => v.status === 'ok');
+    const h = await waitFor('healthz ok', async () => {
+      const v = await (await get('/healthz', null)).json();
+      return v.status === 'ok' && v;
+    });
     expect(h.status).toBe('ok');
   });
 

@@ -11,14 +11,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { createKeyVerifier, type KeyVerifier } from '../../../src/auth/key-cache.js';
 import { createApiKey, revokeApiKey } from '../../../src/auth/keys.js';
 import { createDb } from '../../../src/db/connect.js';
-
-async function until(cond: () => boolean, ms = 10_000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { waitFor } from '../../support/wait.js';
 
 describe('cached key verifier', () => {
   let t: TestDatabase;
@@ -98,10 +91,10 @@ describe('cached key verifier', () => {
     const k = await createApiKey(t.db, { name: 'fallback' });
     expect(await v.verify(k.key)).not.toBeNull();
     await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'blockwire-api-keys' AND datname = current_database()`.execute(t.db);
-    await until(() => !v.caching);
+    await waitFor('caching off', () => !v.caching, 10_000);
     await other.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [String(k.id)]);
     expect(await v.verify(k.key)).toBeNull();
-    await until(() => v.caching);
+    await waitFor('caching on', () => v.caching, 10_000);
     const k2 = await createApiKey(t.db, { name: 'after reconnect' });
     expect(await v.verify(k2.key)).not.toBeNull();
     await other.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [String(k2.id)]);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { classifyScript } from '../../../src/bitcoin/script.js';
 import { collectZmq, rawRpc, restGet } from './clients.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('devnode fault injection', () => {
   let node: Devnode;
@@ -163,13 +164,7 @@ describe('devnode fault injection', () => {
     expect((await rawRpc(node, 'getblockcount')).body.result).toBe(node.tip().height);
     await node.faults.outage(300);
     await expect(rawRpc(node, 'getblockcount')).rejects.toThrow();
-    const deadline = Date.now() + 5000;
-    let back = false;
-    while (!back && Date.now() < deadline) {
-      back = await rawRpc(node, 'getblockcount').then(() => true, () => false);
-      if (!back) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(back).toBe(true);
+    await waitFor('the RPC port answering again', () => rawRpc(node, 'getblockcount').then(() => true, () => false), 5000, 100);
   });
 
   it('restarts like bitcoind: ZMQ counters and the mempool sequence start again', async () => {
@@ -197,9 +192,7 @@ describe('devnode background mining (the quick start)', () => {
     try {
       expect(node.tip().height).toBeGreaterThanOrEqual(101);
       const start = node.tip().height;
-      const deadline = Date.now() + 30_000;
-      while (node.tip().height < start + 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(node.tip().height).toBeGreaterThanOrEqual(start + 4);
+      await waitFor('four blocks mined', () => node.tip().height >= start + 4, 30_000, 100);
       const types = new Set<string>();
       for (const e of node.node.chain.active.slice(start + 1)) {
         for (const tx of e.block.txs.slice(1)) for (const o of tx.outputs) types.add(classifyScript(o.script));

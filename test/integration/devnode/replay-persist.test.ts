@@ -14,6 +14,7 @@ import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { loadReplay } from '../../../devnode/replay.js';
 import { describeFixtures, fixturePath, projectRoot, readFixtureJson } from '../../support/fixtures.js';
 import { collectZmq, rawRpc, restGet, rpcResult } from './clients.js';
+import { waitFor } from '../../support/wait.js';
 
 // bitcoin-core is CommonJS (`export =`); this project compiles without esModuleInterop.
 const Client = createRequire(import.meta.url)('bitcoin-core') as typeof import('bitcoin-core');
@@ -161,8 +162,7 @@ describe('blockwire devnode command and existing clients', () => {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      const deadline = Date.now() + 60_000;
-      while (!out.includes('zmq ') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      await waitFor('the devnode banner', () => out.includes('zmq '), 60_000, 100);
       expect(out).toContain('devnode ready (a regtest stand-in, NOT bitcoind)');
       const rpcUrl = /rpc\s+(\S+)/.exec(out)![1]!;
       expect(/zmq\s+tcp:\/\/127\.0\.0\.1:\d+/.test(out)).toBe(true);

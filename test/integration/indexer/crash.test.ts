@@ -14,7 +14,8 @@ import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { snapshotIndex, utxoSetHash } from '../../support/chain-snapshot.js';
 import { checkBlockEvents, checkBoundary, cleanupChildren, crashSeed, killChild, seededRandom, spawnChild, startChild, type Child } from '../../support/chain-crash.js';
 import { bulkActive } from '../../../indexer/bulk.js';
-import { freshBulkIndexOf, waitFor, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
+import { freshBulkIndexOf, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
+import { waitFor } from '../../support/wait.js';
 
 const KILLS = Number(process.env.BLOCKWIRE_CRASH_KILLS ?? 200);
 
@@ -94,7 +95,7 @@ describeFixtures('kill -9 of the indexer at random points', () => {
     queue.push(spawnChild(env));
     await finisher.loaded;
     finisher.go();
-    await waitFor(async () => !(await bulkActive(t.db)), 'the bulk sync to finish', 120_000);
+    await waitFor('the bulk sync to finish', async () => !(await bulkActive(t.db)), 120_000);
     await waitSynced(t.db, node, 60_000);
     await killChild(finisher);
     for (let k = bulkKills; k < KILLS; k++) await cycle(true);

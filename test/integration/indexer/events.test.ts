@@ -12,8 +12,9 @@ import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js'
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { freshIndexOf, readEvents, startTestIndexer, waitFor, waitMempoolSynced, waitSynced, watchAddress, type EventRow } from '../../support/chain-indexer.js';
+import { freshIndexOf, readEvents, startTestIndexer, waitMempoolSynced, waitSynced, watchAddress, type EventRow } from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('per-address events on the devnode', () => {
   let node: Devnode;
@@ -51,14 +52,14 @@ describe('per-address events on the devnode', () => {
 
   it('emits unconfirmed, confirmed and confirmations up to the target, once each', async () => {
     const txid = await node.wallet.send(addr, 100_000n);
-    await waitFor(async () => (await eventsOf(txid)).length === 1, 'tx.unconfirmed');
+    await waitFor('tx.unconfirmed', async () => (await eventsOf(txid)).length === 1);
     const [unconf] = await eventsOf(txid);
     expect(unconf).toMatchObject({ type: 'tx.unconfirmed', confirmations: 0, received: 100_000n, sent: 0n, block: null });
     const [h1] = await node.mine(1);
     await waitSynced(t.db, node);
     await node.mine(3);
     await waitSynced(t.db, node);
-    await waitFor(async () => (await eventsOf(txid)).length >= 4, 'tx.confirmations');
+    await waitFor('tx.confirmations', async () => (await eventsOf(txid)).length >= 4);
     const evs = await eventsOf(txid);
     expect(evs.map((e) => [e.type, e.confirmations])).toEqual([
       ['tx.unconfirmed', 0],
@@ -71,7 +72,7 @@ describe('per-address events on the devnode', () => {
 
   it('reorg: tx.reorged for the disconnected block, then tx.confirmed in the new branch', async () => {
     const txid = await node.wallet.send(addr, 70_000n);
-    await waitFor(async () => (await eventsOf(txid)).length === 1, 'tx.unconfirmed');
+    await waitFor('tx.unconfirmed', async () => (await eventsOf(txid)).length === 1);
     await node.mine(1);
     await waitSynced(t.db, node);
     const before = await eventsOf(txid);
@@ -89,12 +90,12 @@ describe('per-address events on the devnode', () => {
 
   it('RBF: the replaced transaction gets tx.replaced naming its replacement', async () => {
     const txid = await node.wallet.send(addr, 50_000n, { rbf: true });
-    await waitFor(async () => (await eventsOf(txid)).length === 1, 'tx.unconfirmed');
+    await waitFor('tx.unconfirmed', async () => (await eventsOf(txid)).length === 1);
     const replacement = await node.wallet.bumpFee(txid);
-    await waitFor(async () => (await eventsOf(txid)).length === 2, 'tx.replaced');
+    await waitFor('tx.replaced', async () => (await eventsOf(txid)).length === 2);
     const evs = await eventsOf(txid);
     expect(evs[1]).toMatchObject({ type: 'tx.replaced', replacedBy: replacement, received: 50_000n });
-    await waitFor(async () => (await eventsOf(replacement)).length === 1, 'tx.unconfirmed of the replacement');
+    await waitFor('tx.unconfirmed of the replacement', async () => (await eventsOf(replacement)).length === 1);
     await waitMempoolSynced(t.db, node);
   });
 
@@ -104,14 +105,14 @@ describe('per-address events on the devnode', () => {
     const a = await node.wallet.send(own, 200_000n);
     const vout = await voutTo(a, own);
     const b = await node.wallet.send(node.wallet.newAddress('p2tr').address!, 150_000n, { from: [`${a}:${vout}`] });
-    await waitFor(async () => (await eventsOf(b, own)).length === 1, 'tx.unconfirmed of the child');
+    await waitFor('tx.unconfirmed of the child', async () => (await eventsOf(b, own)).length === 1);
     const aTx = decodeTx(await fetchRaw(node, a));
     const coin = aTx.inputs.map((i) => `${Buffer.from(i.prevTxid).reverse().toString('hex')}:${i.vout}`);
     const conflict = node.wallet.createTx(node.wallet.newAddress('p2pkh').address!, 10_000n, { from: coin });
     await node.mine(1, { txs: [conflict], includeMempool: false });
     await waitSynced(t.db, node);
     const c = Buffer.from(decodeTx(Buffer.from(conflict, 'hex')).txid).reverse().toString('hex');
-    await waitFor(async () => (await eventsOf(a, own)).length === 2 && (await eventsOf(b, own)).length === 2, 'replaced and dropped');
+    await waitFor('replaced and dropped', async () => (await eventsOf(a, own)).length === 2 && (await eventsOf(b, own)).length === 2);
     expect((await eventsOf(a, own)).map((e) => e.type)).toEqual(['tx.unconfirmed', 'tx.replaced']);
     expect((await eventsOf(a, own))[1]!.replacedBy).toBe(c);
     expect((await eventsOf(b, own)).map((e) => [e.type, e.replacedBy])).toEqual([

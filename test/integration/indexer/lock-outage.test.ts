@@ -14,11 +14,12 @@ import { createDb } from '../../../src/db/connect.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
 import { startPostgres } from '../../../src/embedded/postgres.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { freshBulkIndexOf, startTestIndexer, waitFor, waitSynced } from '../../support/chain-indexer.js';
+import { freshBulkIndexOf, startTestIndexer, waitSynced } from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
 import { startIndexer } from '../../../indexer/main.js';
 import { indexerConfig } from '../../support/chain-indexer.js';
 import { silentLogger } from '../../../src/log.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('one writer; outages', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -60,7 +61,7 @@ describe('one writer; outages', () => {
     cleanups.push(() => ix.stop());
     await waitSynced(t.db, n, 60_000);
     await n.faults.down();
-    await waitFor(() => ix.metrics().retries > 0 && ix.status().lastError !== null, 'the indexer to notice the outage');
+    await waitFor('the indexer to notice the outage', () => ix.metrics().retries > 0 && ix.status().lastError !== null);
     expect(ix.status().lastError).toMatch(/unreachable|ECONNREFUSED|fetch failed/i);
     await n.faults.up();
     await n.mine(3);
@@ -89,7 +90,7 @@ describe('one writer; outages', () => {
     await waitSynced(db, n, 60_000);
     await server.stop();
     await n.mine(2);
-    await waitFor(() => ix.metrics().retries > 0, 'the indexer to notice Postgres is gone');
+    await waitFor('the indexer to notice Postgres is gone', () => ix.metrics().retries > 0);
     server = await startPostgres({ dataDir: join(dir, 'pg'), port, ephemeral: true });
     await n.mine(1);
     await waitSynced(db, n, 60_000);

@@ -14,8 +14,9 @@ import { hashToHex, hexToHash } from '../../../src/bitcoin/hash.js';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { startTestIndexer, waitFor, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
+import { startTestIndexer, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
 import { keyOfAddress } from '../../support/chain-snapshot.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('mempool sync', () => {
   let node: Devnode;
@@ -31,7 +32,7 @@ describe('mempool sync', () => {
     // A poll far slower than the test: only ZMQ deltas can keep the mempool current.
     ix = await startTestIndexer(t, node, { config: { pollIntervalMs: 60_000, mempoolResyncMs: 3_600_000 } });
     await waitSynced(t.db, node, 60_000);
-    await waitFor(() => ix.metrics().mempool.resyncs === 1, 'the seed from getrawmempool');
+    await waitFor('the seed from getrawmempool', () => ix.metrics().mempool.resyncs === 1);
     // Each ZMQ topic seen once, so that a later loss shows as a counter gap.
     await node.wallet.send(ext(), 10_000n);
     await node.mine(1);
@@ -71,7 +72,7 @@ describe('mempool sync', () => {
     node.faults.zmq.drop('sequence', 1);
     const lost = await node.wallet.send(ext(), 30_000n);
     const seen = await node.wallet.send(ext(), 31_000n);
-    await waitFor(() => ix.metrics().mempool.resyncs > resyncs, 'the reseed after the gap');
+    await waitFor('the reseed after the gap', () => ix.metrics().mempool.resyncs > resyncs);
     await waitMempoolSynced(t.db, node);
     const ours = (await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(t.db)).rows.map((r) => hashToHex(r.txid));
     expect(ours).toEqual(expect.arrayContaining([lost, seen]));

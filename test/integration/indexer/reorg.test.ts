@@ -19,8 +19,9 @@ import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { applyBlock, readTip } from '../../../indexer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { freshBulkIndexOf, readEvents, startTestIndexer, waitFor, waitMempoolSynced, waitSynced, watchAddress } from '../../support/chain-indexer.js';
+import { freshBulkIndexOf, readEvents, startTestIndexer, waitMempoolSynced, waitSynced, watchAddress } from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('reorgs on the devnode', () => {
   let node: Devnode;
@@ -80,7 +81,7 @@ describe('reorgs on the devnode', () => {
     /** Pays the watched address, waits for tx.unconfirmed, mines it: txid and block hash. */
     const confirmedPayment = async (sats: bigint) => {
       const txid = await node.wallet.send(watched, sats);
-      await waitFor(async () => (await txEvents(txid)).length === 1, 'tx.unconfirmed');
+      await waitFor('tx.unconfirmed', async () => (await txEvents(txid)).length === 1);
       const [block] = await node.mine(1);
       await waitSynced(t.db, node);
       return { txid, block: block! };

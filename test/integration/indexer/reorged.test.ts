@@ -17,7 +17,8 @@ import { silentLogger } from '../../../src/log.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
-import { indexerConfig, readEvents, waitFor, waitMempoolSynced, waitSynced, watchAddress } from '../../support/chain-indexer.js';
+import { indexerConfig, readEvents, waitMempoolSynced, waitSynced, watchAddress } from '../../support/chain-indexer.js';
+import { waitFor } from '../../support/wait.js';
 
 const GRACE_MS = 1500;
 
@@ -55,7 +56,7 @@ describe('reorged transactions that do not come back', () => {
     const parent = await node.wallet.send(mid, 300_000n);
     const child = await node.wallet.send(to, 120_000n, { from: [`${parent}:${await voutTo(parent, mid)}`] });
     const conflict = node.wallet.createTx(node.wallet.newAddress('p2tr').address!, 20_000n, { from: await coinsOf(parent) });
-    await waitFor(async () => (await eventsOf(db, child, to)).length === 1, 'tx.unconfirmed of the child');
+    await waitFor('tx.unconfirmed of the child', async () => (await eventsOf(db, child, to)).length === 1);
     const [block] = await node.mine(1);
     await waitSynced(db, node);
     await node.mineOn(node.blockHash(node.tip().height - 1), 2, { txs: [conflict] });
@@ -80,13 +81,13 @@ describe('reorged transactions that do not come back', () => {
 
   it('double spend confirmed by the winning branch: tx.reorged, then tx.replaced by it', async () => {
     const txid = await node.wallet.send(addr, 40_000n);
-    await waitFor(async () => (await eventsOf(t.db, txid, addr)).length === 1, 'tx.unconfirmed');
+    await waitFor('tx.unconfirmed', async () => (await eventsOf(t.db, txid, addr)).length === 1);
     const conflict = node.wallet.createTx(node.wallet.newAddress('p2tr').address!, 9_000n, { from: await coinsOf(txid) });
     const [block] = await node.mine(1);
     await waitSynced(t.db, node);
     const connected = await node.mineOn(node.blockHash(node.tip().height - 1), 2, { txs: [conflict] });
     await waitSynced(t.db, node);
-    await waitFor(async () => (await eventsOf(t.db, txid, addr)).length === 4, 'tx.replaced');
+    await waitFor('tx.replaced', async () => (await eventsOf(t.db, txid, addr)).length === 4);
     const evs = await eventsOf(t.db, txid, addr);
     expect(evs.map((e) => [e.type, e.block, e.replacedBy])).toEqual([
       ['tx.unconfirmed', null, null],
@@ -97,7 +98,7 @@ describe('reorged transactions that do not come back', () => {
     expect(evs[3]).toMatchObject({ confirmations: 0, received: 40_000n, sent: 0n });
     expect(node.mempool()).not.toContain(txid);
     expect(connected).toHaveLength(2);
-    await waitFor(async () => (await pendingOf(t.db)).length === 0, 'no pending row');
+    await waitFor('no pending row', async () => (await pendingOf(t.db)).length === 0);
     // Nothing more after the grace period.
     await new Promise((r) => setTimeout(r, GRACE_MS + 500));
     expect(await typesOf(t.db, txid, addr)).toEqual(['tx.unconfirmed', 'tx.confirmed', 'tx.reorged', 'tx.replaced']);    expect(handles[0]!.metrics().reorged).toEqual({ replaced: 1, dropped: 0 });
@@ -105,15 +106,15 @@ describe('reorged transactions that do not come back', () => {
 
   it('back in the mempool: tx.reorged, tx.unconfirmed, neither dropped nor replaced', async () => {
     const txid = await node.wallet.send(addr, 30_000n);
-    await waitFor(async () => (await eventsOf(t.db, txid, addr)).length === 1, 'tx.unconfirmed');
+    await waitFor('tx.unconfirmed', async () => (await eventsOf(t.db, txid, addr)).length === 1);
     const [block] = await node.mine(1);
     await waitSynced(t.db, node);
     await node.reorg(1, { newBlocks: 2, keepTxs: false });
     await waitSynced(t.db, node);
     await waitMempoolSynced(t.db, node);
     expect(node.mempool()).toContain(txid);
-    await waitFor(async () => (await eventsOf(t.db, txid, addr)).length === 4, 'tx.unconfirmed again');
-    await waitFor(async () => (await pendingOf(t.db)).length === 0, 'the pending row forgotten');
+    await waitFor('tx.unconfirmed again', async () => (await eventsOf(t.db, txid, addr)).length === 4);
+    await waitFor('the pending row forgotten', async () => (await pendingOf(t.db)).length === 0);
     await new Promise((r) => setTimeout(r, GRACE_MS + 500));
     const evs = await eventsOf(t.db, txid, addr);
     expect(evs.map((e) => [e.type, e.block])).toEqual([
@@ -124,14 +125,14 @@ describe('reorged transactions that do not come back', () => {
     ]);
     const [again] = await node.mine(1);
     await waitSynced(t.db, node);
-    await waitFor(async () => (await eventsOf(t.db, txid, addr)).length === 5, 'tx.confirmed again');
+    await waitFor('tx.confirmed again', async () => (await eventsOf(t.db, txid, addr)).length === 5);
     expect((await eventsOf(t.db, txid, addr)).map((e) => [e.type, e.block]).slice(4)).toEqual([['tx.confirmed', again]]);    expect(handles[0]!.metrics().reorged).toEqual({ replaced: 1, dropped: 0 });
   });
 
   it('gone for good (its parent was double-spent): tx.dropped after the grace period', async () => {
     const { child, block } = await orphanChild(addr, t.db);
     await waitSynced(t.db, node);
-    await waitFor(async () => (await eventsOf(t.db, child, addr)).length === 4, 'tx.dropped', 30_000);
+    await waitFor('tx.dropped', async () => (await eventsOf(t.db, child, addr)).length === 4, 30_000);
     const evs = await eventsOf(t.db, child, addr);
     expect(evs.map((e) => [e.type, e.block, e.replacedBy])).toEqual([
       ['tx.unconfirmed', null, null],
@@ -164,14 +165,14 @@ describe('reorged transactions that do not come back', () => {
     await watchAddress(t2.db, who, 1);
     const { child, block } = await orphanChild(who, t2.db);
     await waitSynced(t2.db, node);
-    await waitFor(async () => (await eventsOf(t2.db, child, who)).length === 3, 'tx.reorged');
+    await waitFor('tx.reorged', async () => (await eventsOf(t2.db, child, who)).length === 3);
     expect(await pendingOf(t2.db)).toEqual([child]);
     await first.stop();
     // The process is gone before the grace period ended: the row is what remains of the story.
     expect(await pendingOf(t2.db)).toEqual([child]);
     expect(await typesOf(t2.db, child, who)).toEqual(['tx.unconfirmed', 'tx.confirmed', 'tx.reorged']);
     await start(t2, 200);
-    await waitFor(async () => (await eventsOf(t2.db, child, who)).length === 4, 'tx.dropped by the new instance');
+    await waitFor('tx.dropped by the new instance', async () => (await eventsOf(t2.db, child, who)).length === 4);
     expect((await eventsOf(t2.db, child, who)).map((e) => [e.type, e.block])).toEqual([
       ['tx.unconfirmed', null],
       ['tx.confirmed', block],

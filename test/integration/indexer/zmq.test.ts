@@ -12,8 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { freshBulkIndexOf, readEvents, startTestIndexer, waitFor, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
+import { freshBulkIndexOf, readEvents, startTestIndexer, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
+import { waitFor } from '../../support/wait.js';
 
 const le32 = (n: number) => {
   const b = Buffer.alloc(4);
@@ -48,7 +49,7 @@ describe('ZMQ faults', () => {
     dbs.push(t);
     ix = await startTestIndexer(t, node, { config: { pollIntervalMs: POLL_MS, mempoolResyncMs: 3_600_000 } });
     await waitSynced(t.db, node, 60_000);
-    await waitFor(() => ix.metrics().mempool.resyncs >= 1, 'the first mempool sync');
+    await waitFor('the first mempool sync', () => ix.metrics().mempool.resyncs >= 1);
   });
   afterAll(async () => {
     await ix?.stop();
@@ -73,7 +74,7 @@ describe('ZMQ faults', () => {
     await waitSynced(t.db, node, POLL_MS - 1000);
     expect(Date.now() - started).toBeLessThan(POLL_MS - 1000);
     expect(ix.metrics().zmq!.gaps).toBeGreaterThan(gaps);
-    await waitFor(() => ix.metrics().mempool.resyncs > resyncs, 'a mempool resync after the sequence gap', POLL_MS - 1000);
+    await waitFor('a mempool resync after the sequence gap', () => ix.metrics().mempool.resyncs > resyncs, POLL_MS - 1000);
     await equalsFresh();
   });
 
@@ -83,7 +84,7 @@ describe('ZMQ faults', () => {
     node.faults.zmq.resetCounters();
     await node.mine(2);
     await waitSynced(t.db, node, POLL_MS - 1000);
-    await waitFor(() => ix.metrics().zmq!.resets > resets && ix.metrics().mempool.resyncs > resyncs, 'reset seen and mempool reseeded', POLL_MS - 1000);
+    await waitFor('reset seen and mempool reseeded', () => ix.metrics().zmq!.resets > resets && ix.metrics().mempool.resyncs > resyncs, POLL_MS - 1000);
     await onePerBlock();
     await equalsFresh();
   });
@@ -93,7 +94,7 @@ describe('ZMQ faults', () => {
     ix = await startTestIndexer(t, node, { config: { pollIntervalMs: 500, mempoolResyncMs: 3_600_000 } });
     await waitSynced(t.db, node);
     // Its first turn has seen the node's height: every block from now on should be announced.
-    await waitFor(() => ix.status().nodeTip?.height === node.tip().height, 'the new indexer to look at the node');
+    await waitFor('the new indexer to look at the node', () => ix.status().nodeTip?.height === node.tip().height);
     const missed = ix.metrics().zmqMissedBlocks;
     node.faults.zmq.silence(true);
     for (let i = 0; i < 20; i++) {
@@ -103,7 +104,7 @@ describe('ZMQ faults', () => {
     const minedAt = Date.now();
     await waitSynced(t.db, node, 10_000);
     process.stderr.write(`zmq dead: index reached the tip ${Date.now() - minedAt} ms after the last block (poll 500 ms)\n`);
-    await waitFor(() => ix.metrics().zmqMissedBlocks >= missed + 20, 'the 20 unannounced blocks to be counted', 5000);
+    await waitFor('the 20 unannounced blocks to be counted', () => ix.metrics().zmqMissedBlocks >= missed + 20, 5000);
     node.faults.zmq.silence(false);
     await onePerBlock();
     await equalsFresh();
@@ -113,7 +114,7 @@ describe('ZMQ faults', () => {
     await ix.stop();
     ix = await startTestIndexer(t, node, { config: { pollIntervalMs: 300, mempoolResyncMs: 3_600_000, mempoolCheckMs: 1000 } });
     await waitSynced(t.db, node);
-    await waitFor(() => ix.metrics().mempool.resyncs >= 1, 'the first mempool sync');
+    await waitFor('the first mempool sync', () => ix.metrics().mempool.resyncs >= 1);
     await waitMempoolSynced(t.db, node);
     const gaps = ix.metrics().zmq!.gaps;
     // Two payments whose `A` messages never arrive, then silence: no counter gap can show it.
@@ -153,7 +154,7 @@ describe('ZMQ faults', () => {
       ['rawtx', randomBytes(100), Buffer.from([1, 2])],
     ];
     for (const frames of lies) await node.faults.zmq.publishRaw(frames);
-    await waitFor(() => ix.metrics().zmq!.invalid >= invalid + 6, 'the malformed messages to be counted');
+    await waitFor('the malformed messages to be counted', () => ix.metrics().zmq!.invalid >= invalid + 6);
     await new Promise((r) => setTimeout(r, 1500));
     expect(await snapshotIndex(t.db)).toEqual(before);
     expect(ix.status().lastError).toBeNull();

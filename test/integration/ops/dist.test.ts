@@ -17,6 +17,7 @@ import { projectRoot } from '../../support/fixtures.js';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { migrations } from '../../../migrations/index.js';
 import { portOf, spawnBlockwire } from './processes.js';
+import { waitFor } from '../../support/wait.js';
 
 const run = promisify(execFile);
 let app: string;
@@ -73,12 +74,10 @@ describe('the built dist (what the image runs)', () => {
       expect(migrated.migrations).toEqual(Object.keys(migrations).sort().map((name) => `Up ${name}`));
       const port = portOf(await proc.waitForLog('api listening'));
       const tip = devnode.tip();
-      let health: { status?: string; index?: { height: number; hash: string } } = {};
-      const deadline = Date.now() + 60_000;
-      while (health.index?.hash !== tip.hash && Date.now() < deadline) {
-        health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as typeof health;
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      const health = await waitFor('healthz at the node tip', async () => {
+        const h = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { status?: string; index?: { height: number; hash: string } };
+        return h.index?.hash === tip.hash && h;
+      }, 60_000, 200);
       expect(health).toMatchObject({ status: 'ok', index: { height: tip.height, hash: tip.hash } });
     } finally {
       expect(await proc.stop()).toBe(0);

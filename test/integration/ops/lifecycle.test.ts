@@ -21,7 +21,8 @@ import { createApiKey } from '../../../src/auth/keys.js';
 import { getIndexTip } from '../../../src/db/queries/api-chain.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { Key } from '../../../client/keys.js';
-import { portOf, processEnv, spawnBlockwire, startHookReceiver, until, type BlockwireProcess } from './processes.js';
+import { portOf, processEnv, spawnBlockwire, startHookReceiver, type BlockwireProcess } from './processes.js';
+import { waitFor } from '../../support/wait.js';
 
 const execFileP = promisify(execFile);
 type StreamEvent = { id: number; type: string; subscription_id: string };
@@ -109,8 +110,8 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
     await connect(0);
 
     // Live: /metrics and `blockwire status` see the index at the node's tip.
-    await until('the index at the tip', async () => (await getIndexTip(db.db)).height === devnode.tip().height);
-    await until('a heartbeat', async () => (await status(env)).code === 0, 30_000);
+    await waitFor('the index at the tip', async () => (await getIndexTip(db.db)).height === devnode.tip().height, 90_000);
+    await waitFor('a heartbeat', async () => (await status(env)).code === 0, 30_000);
     const healthy = await status(env);
     expect(healthy.out).toContain(`index tip     ${devnode.tip().height}`);
     expect(healthy.out).toContain('status        HEALTHY');
@@ -151,9 +152,9 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
         answers.push(await getOnce(`${base}/v1/${i % 2 ? 'blockchain' : `addresses/${address}/history?limit=50`}`, key));
       }
     });
-    await until('a few blocks of payments', () => paid > 40_000n);
+    await waitFor('a few blocks of payments', () => paid > 40_000n, 90_000);
     const webhooks = receiver.received;
-    await until('events delivered under load', () => webhooks.length > 3);
+    await waitFor('events delivered under load', () => webhooks.length > 3, 90_000);
 
     const code = await proc.stop();
     requesting = false;
@@ -182,23 +183,23 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
     proc = spawnBlockwire('all-in-one-again', ['start'], env);
     const port2 = portOf(await proc.waitForLog('api listening'));
     const base2 = `http://127.0.0.1:${port2}`;
-    await until('the index at the tip again', async () => {
+    await waitFor('the index at the tip again', async () => {
       const t = await getIndexTip(db.db);
       return t.height === devnode.tip().height && t.hash !== null && hashToHex(t.hash) === devnode.tip().hash;
-    });
+    }, 90_000);
     const res = await fetch(`${base2}/v1/addresses/${address}/balance`, { headers: { apiKey: key } });
     expect(await res.json()).toEqual({ balance: Number(paid) });
 
     const ids = async () => (await db.db.selectFrom('deliveries').select(['event_id', 'status']).where('subscription_id', '=', sub.id).orderBy('event_id').execute());
     // (and no new event for 2 s: the restarted indexer's mempool sync can still add some after
     // the tip is reached; the comparison below needs the final set)
-    await until('every delivery delivered, and no new event for 2 s', async () => {
+    await waitFor('every delivery delivered, and no new event for 2 s', async () => {
       const rows = await ids();
       if (rows.length === 0 || rows.some((r) => r.status !== 'delivered')) return false;
       await new Promise((r) => setTimeout(r, 2000));
       const again = await ids();
       return again.length === rows.length && again.every((r) => r.status === 'delivered');
-    });
+    }, 90_000);
     const expected = (await ids()).map((r) => Number(r.event_id));
     const ws = await new Promise<WebSocket>((resolve, reject) => {
       const w = new WebSocket(`ws://127.0.0.1:${port2}/v1/stream?after=${before}`, { headers: { apiKey: key } });
@@ -209,7 +210,7 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
       w.once('open', () => resolve(w));
       w.once('error', reject);
     });
-    await until('the stream to resume to the last event', () => streamed.length >= expected.length);
+    await waitFor('the stream to resume to the last event', () => streamed.length >= expected.length, 90_000);
     await new Promise((r) => setTimeout(r, 500));
     ws.close();
     expect(streamed.map((e) => e.id)).toEqual(expected);

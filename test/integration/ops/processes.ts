@@ -121,7 +121,6 @@ export function portOf(line: LogLine): number {
   return Number(m[1]);
 }
 
-export { until } from '../../support/wait.js';
 
 /** The environment every ops test gives its processes: the run's Postgres database and Redis, the devnode, free ports, fast polling. */
 export function processEnv(deps: { databaseUrl: string; redisUrl: string; redisPrefix: string; rpcUrl: string; zmqUrl: string }): Record<string, string> {

@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import WebSocket from 'ws';
-import { spawnBlockwire, until, type BlockwireProcess } from './processes.js';
+import { spawnBlockwire, type BlockwireProcess } from './processes.js';
+import { waitFor } from '../../support/wait.js';
 
 const execFileP = promisify(execFile);
 
@@ -21,7 +22,7 @@ type Banner = { apiBase: string; streamUrl: string; key: string; curls: string[]
 
 /** Waits for the "Try:" banner on stdout and reads the URLs, the key and the curl lines from it. */
 async function banner(proc: BlockwireProcess, timeoutMs: number): Promise<Banner> {
-  await until('the quick-start banner', () => /\nTry:\n(?:  curl .*\n)+/.test(proc.output()) || proc.child.exitCode !== null, timeoutMs).catch((err: Error) => {
+  await waitFor('the quick-start banner', () => /\nTry:\n(?:  curl .*\n)+/.test(proc.output()) || proc.child.exitCode !== null, timeoutMs).catch((err: Error) => {
     throw new Error(`${err.message}; output:\n${proc.output().slice(-4000)}`);
   });
   const out = proc.output();
@@ -93,7 +94,7 @@ describe('quick start: blockwire start with embedded defaults', () => {
       ws.once('open', () => resolve());
       ws.once('error', reject);
     });
-    await until('three block.connected events on the stream', () => heights.length >= 3, 60_000);
+    await waitFor('three block.connected events on the stream', () => heights.length >= 3, 60_000);
     ws.close();
     expect(heights[0]).toBeGreaterThan(chain.best_height - 1);
     for (let i = 1; i < heights.length; i++) expect(heights[i]).toBe(heights[i - 1]! + 1);

@@ -13,7 +13,8 @@ import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { getIndexTip } from '../../../src/db/queries/api-chain.js';
 import { Key } from '../../../client/keys.js';
-import { portOf, processEnv, spawnBlockwire, startHookReceiver, until, type BlockwireProcess } from './processes.js';
+import { portOf, processEnv, spawnBlockwire, startHookReceiver, type BlockwireProcess } from './processes.js';
+import { waitFor } from '../../support/wait.js';
 
 type StreamEvent = { id: number; type: string; subscription_id: string; transaction_hash?: string };
 
@@ -86,22 +87,22 @@ describe('several api, streams and worker processes on one Postgres and one Redi
     const pay = async (sats: bigint) => {
       const before = unconfirmed();
       await devnode.wallet.send(address, sats);
-      await until('the payment in the mempool index', () => unconfirmed() > before);
+      await waitFor('the payment in the mempool index', () => unconfirmed() > before, 90_000);
     };
     await pay(50_000n);
     await devnode.mine(1);
     await pay(60_000n);
     await pay(70_000n);
     for (let i = 0; i < 4; i++) await devnode.mine(1);
-    await until('the index to reach the node', async () => (await getIndexTip(db.db)).height === devnode.tip().height);
+    await waitFor('the index to reach the node', async () => (await getIndexTip(db.db)).height === devnode.tip().height, 90_000);
 
     // The truth: the deliveries the relay recorded for the subscription (one row per event).
     const expected = async () =>
       (await db.db.selectFrom('deliveries').select(['event_id', 'status']).where('subscription_id', '=', String(sub.id)).orderBy('event_id').execute());
-    await until('every delivery to be delivered', async () => {
+    await waitFor('every delivery to be delivered', async () => {
       const rows = await expected();
       return rows.length > 0 && rows.every((r) => r.status === 'delivered') && clients.every((c) => c.events.length >= rows.length);
-    });
+    }, 90_000);
     // Anything late (a duplicate) would arrive now.
     await new Promise((r) => setTimeout(r, 1000));
     const ids = (await expected()).map((r) => Number(r.event_id));

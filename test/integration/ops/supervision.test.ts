@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { processAlive } from '../../../src/embedded/process-alive.js';
-import { spawnBlockwire, until, type BlockwireProcess } from './processes.js';
+import { spawnBlockwire, type BlockwireProcess } from './processes.js';
+import { waitFor } from '../../support/wait.js';
 
 let devnode: Devnode;
 let dataDir: string;
@@ -44,7 +45,7 @@ describe('quick start supervision', () => {
     });
     const line = await proc.waitForLog('api listening', 240_000);
     const api = String(line.url);
-    await until('the banner with the API key', () => /API key {4}\S+/.test(proc!.output()), 60_000);
+    await waitFor('the banner with the API key', () => /API key {4}\S+/.test(proc!.output()), 60_000);
     const key = /API key {4}(\S+)/.exec(proc.output())![1]!;
     const readyz = async () => {
       const r = await fetch(`${api}/readyz`);
@@ -52,13 +53,13 @@ describe('quick start supervision', () => {
       expect(r.status, JSON.stringify(body)).not.toBe(500);
       return { status: r.status, body };
     };
-    await until('ready', async () => (await readyz()).status === 200, 60_000);
+    await waitFor('ready', async () => (await readyz()).status === 200, 60_000);
 
     // redis-server: SIGKILL; readiness says Redis is down until the supervisor brought it back.
     const redisPidFile = join(dataDir, 'redis', 'child.pid');
     const redisPid = await pidIn(redisPidFile);
     process.kill(redisPid, 'SIGKILL');
-    await until('redis restarted and the API ready again', async () => {
+    await waitFor('redis restarted and the API ready again', async () => {
       const r = await readyz();
       return r.status === 200 && (await pidIn(redisPidFile)) !== redisPid;
     }, 60_000);
@@ -69,7 +70,7 @@ describe('quick start supervision', () => {
     const pgPidFile = join(dataDir, 'postgres', 'postmaster.pid');
     const pgPid = await pidIn(pgPidFile);
     process.kill(pgPid, 'SIGKILL');
-    await until('PostgreSQL restarted and the API ready again', async () => {
+    await waitFor('PostgreSQL restarted and the API ready again', async () => {
       const r = await readyz();
       return r.status === 200 && (await pidIn(pgPidFile).catch(() => pgPid)) !== pgPid;
     }, 120_000);
@@ -88,9 +89,9 @@ describe('quick start supervision', () => {
       ws.once('open', () => resolve());
       ws.once('error', reject);
     });
-    await until('the stream live', () => ws.readyState === WebSocket.OPEN, 10_000);
+    await waitFor('the stream live', () => ws.readyState === WebSocket.OPEN, 10_000);
     await devnode.mine(1);
-    await until('block.connected of the new block', () => heights.includes(devnode.tip().height), 60_000);
+    await waitFor('block.connected of the new block', () => heights.includes(devnode.tip().height), 60_000);
     ws.close();
     expect(proc.child.exitCode).toBeNull();
     expect(await proc.stop()).toBe(0);

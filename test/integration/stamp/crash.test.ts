@@ -12,7 +12,8 @@ import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { nullData } from '../../../src/bitcoin/script.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import type { StampPhase } from '../../../stamp/batcher.js';
-import { createStampHarness, randomHash, type StampHarness, waitFor } from './harness.js';
+import { createStampHarness, randomHash, type StampHarness } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 type Child = { port: number; exited: Promise<number | null>; kill(): Promise<void> };
 

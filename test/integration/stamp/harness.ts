@@ -18,6 +18,7 @@ import { startStamper, type Stamper, type StamperDeps } from '../../../stamp/sta
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { randomBytes } from 'node:crypto';
+import { waitFor } from '../../support/wait.js';
 
 export type StampHarness = {
   t: TestDatabase;
@@ -47,16 +48,6 @@ export type StampHarness = {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `fn` until it returns a value other than undefined/false. */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 export const randomHash = () => randomBytes(32).toString('hex');
 

@@ -19,7 +19,8 @@ import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createLogger, silentLogger } from '../../../src/log.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
-import { randomHash, waitFor } from './harness.js';
+import { randomHash } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 const REGTEST = { bech32: 'bcrt', pubKeyHash: 0x6f, scriptHash: 0xc4, wif: 0xef };
 

@@ -17,7 +17,8 @@ import { rateOf } from '../../../stamp/fee.js';
 import type { StampNode } from '../../../stamp/node.js';
 import { startStamper } from '../../../stamp/stamper.js';
 import { buildApi } from '../../../api/app.js';
-import { createStampHarness, randomHash, type StampHarness, waitFor } from './harness.js';
+import { createStampHarness, randomHash, type StampHarness } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 let h: StampHarness;
 

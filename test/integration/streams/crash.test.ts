@@ -17,28 +17,18 @@ import { createDeliveryQueues } from '../../../streams/queues.js';
 import { upsertDeliveries } from '../../../src/db/queries/tenancy-deliveries.js';
 import { readStreamState } from '../../../streams/outbox.js';
 import { crashSeed, seededRandom } from '../../support/chain-crash.js';
-import {
-  createStreamsFixture,
-  insertEvents,
-  newAddress,
-  spawnRole,
-  startReceiver,
-  txEvents,
-  waitFor,
-  streamsConfig,
-  type Receiver,
-  type StreamsFixture,
-} from './harness.js';
+import { createStreamsFixture, insertEvents, newAddress, spawnRole, startReceiver, txEvents, streamsConfig, type Receiver, type StreamsFixture } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 const CHILD_CONFIG = { relayPollMs: 10, relayBatchSize: 7, workerLockMs: 1500, deliveryRescueMs: 1500, webhookTimeoutMs: 3000 };
 
 async function expectEveryEventDelivered(f: StreamsFixture, receiver: Receiver, sub: string, secret: string, seqs: bigint[]): Promise<void> {
   const want = new Set(seqs.map((s) => `${sub}-${s}`));
-  await waitFor(() => [...want].every((id) => receiver.received.some((r) => r.id === id)), 60_000, 'every event at the receiver');
-  await waitFor(async () => {
+  await waitFor('every event at the receiver', () => [...want].every((id) => receiver.received.some((r) => r.id === id)), 60_000);
+  await waitFor('delivery log all delivered', async () => {
     const rows = await f.t.db.selectFrom('deliveries').select(['id', 'status']).where('subscription_id', '=', sub).execute();
     return rows.length === want.size && rows.every((r) => r.status === 'delivered');
-  }, 30_000, 'delivery log all delivered');
+  }, 30_000);
   const wh = new Webhook(secret);
   const bodies = new Map<string, string>();
   for (const r of receiver.received) {
@@ -114,7 +104,7 @@ describe('crashes', () => {
     try {
       const seqs = await insertEvents(f.t.db, txEvents(addr, 20));
       // Every delivery is in flight at w1 (the receiver holds the answers), then w1 dies.
-      await waitFor(() => new Set(r2.received.map((r) => r.id)).size === 20, 20_000, 'w1 has every delivery in flight');
+      await waitFor('w1 has every delivery in flight', () => new Set(r2.received.map((r) => r.id)).size === 20, 20_000);
       await w1.kill();
       holding = false;
       const w2 = await spawnRole('worker', f, CHILD_CONFIG);
@@ -150,14 +140,14 @@ describe('crashes', () => {
     const producer = createDeliveryQueues({ redisUrl: f.redisUrl, prefix: f.prefix });
     const jobB = { transport: 'http' as const, delivery: `${subB}-${seqB}`, hook: hook.id, payload: '{"stale":true}', type: 'tx.unconfirmed', redeliveries: 0 };
     // (Until its connection is up the producer refuses, as it does while Redis is away.)
-    await waitFor(() => producer.enqueue([jobB]).then(() => true), 5000, 'enqueue');
+    await waitFor('enqueue', () => producer.enqueue([jobB]).then(() => true), 5000);
     await producer.close();
 
     const deps = { config: streamsConfig(), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
     const streams = await startStreams(deps);
     const worker = await startWorker(deps);
     try {
-      await waitFor(() => [`${subA}-${seqA}`, `${subB}-${seqB}`].every((id) => r3.received.some((x) => x.id === id)), 15_000, 'both delivered');
+      await waitFor('both delivered', () => [`${subA}-${seqA}`, `${subB}-${seqB}`].every((id) => r3.received.some((x) => x.id === id)), 15_000);
       await new Promise((r) => setTimeout(r, 500));
       // One delivery each: the replayed batch found A pending and enqueued it, and B's job id was taken.
       expect(r3.received.filter((x) => x.id === `${subA}-${seqA}`)).toHaveLength(1);

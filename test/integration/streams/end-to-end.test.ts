@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { segwitAddress } from '../../../src/bitcoin/address.js';
 import { startStack, type Stack } from '../../support/stack.js';
-import { connectStream, startReceiver, waitFor, type Receiver, type StreamClient } from './harness.js';
+import { connectStream, startReceiver, type Receiver, type StreamClient } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('events end to end on the devnode', () => {
   let stack: Stack;
@@ -37,7 +38,7 @@ describe('events end to end on the devnode', () => {
     expect((await post('/v1/subscriptions', { address: addr, action: hookId, confirmations: 3 })).status).toBe(200);
     expect((await post('/v1/subscriptions', { type: 'chain' })).status).toBe(200);
     client = await connectStream(stack.streamUrl, stack.apiKey);
-    await waitFor(() => client.messages.some((m) => m.type === 'stream.live'), 10_000);
+    await waitFor('stream live', () => client.messages.some((m) => m.type === 'stream.live'), 10_000);
   });
   afterAll(async () => {
     client?.close();
@@ -47,10 +48,10 @@ describe('events end to end on the devnode', () => {
 
   it('payment: unconfirmed, confirmed, confirmations up to the target', async () => {
     const txid = await stack.devnode.wallet.send(addr, 100_000n);
-    await waitFor(() => eventsFor(txid).length === 1, 20_000, 'tx.unconfirmed');
+    await waitFor('tx.unconfirmed', () => eventsFor(txid).length === 1, 20_000);
     const [h1] = await stack.mine(1);
     await stack.mine(3);
-    await waitFor(() => eventsFor(txid).length >= 4, 20_000, 'tx.confirmations');
+    await waitFor('tx.confirmations', () => eventsFor(txid).length >= 4, 20_000);
     await new Promise((r) => setTimeout(r, 300));
     const evs = eventsFor(txid);
     expect(evs.map((e) => [e.type, e.confirmations])).toEqual([
@@ -67,7 +68,7 @@ describe('events end to end on the devnode', () => {
     expect(client.events().filter((e) => e.type === 'block.connected' && (e.block as { hash: string }).hash === h1)).toHaveLength(1);
     // The webhook got the same four, signed.
     const wh = new Webhook(secret);
-    await waitFor(() => evs.every((e) => receiver.received.some((r) => JSON.parse(r.body).id === e.id)), 10_000, 'webhooks');
+    await waitFor('webhooks', () => evs.every((e) => receiver.received.some((r) => JSON.parse(r.body).id === e.id)), 10_000);
     for (const e of evs) {
       const r = receiver.received.find((x) => JSON.parse(x.body).id === e.id)!;
       expect(wh.verify(r.body, { 'webhook-id': r.id, 'webhook-timestamp': r.timestamp, 'webhook-signature': r.signature })).toEqual(e);
@@ -76,26 +77,26 @@ describe('events end to end on the devnode', () => {
 
   it('reorg: tx.reorged, then tx.confirmed in the new branch', async () => {
     const txid = await stack.devnode.wallet.send(addr, 70_000n);
-    await waitFor(() => eventsFor(txid).length === 1, 20_000, 'tx.unconfirmed');
+    await waitFor('tx.unconfirmed', () => eventsFor(txid).length === 1, 20_000);
     await stack.mine(1);
-    await waitFor(() => eventsFor(txid).length === 2, 20_000, 'tx.confirmed');
+    await waitFor('tx.confirmed', () => eventsFor(txid).length === 2, 20_000);
     const r = await stack.devnode.reorg(1, { newBlocks: 2, keepTxs: true });
     await stack.synced();
-    await waitFor(() => eventsFor(txid).some((e) => e.type === 'tx.reorged') && eventsFor(txid).filter((e) => e.type === 'tx.confirmed').length === 2, 20_000, 'reorged and reconfirmed');
+    await waitFor('reorged and reconfirmed', () => eventsFor(txid).some((e) => e.type === 'tx.reorged') && eventsFor(txid).filter((e) => e.type === 'tx.confirmed').length === 2, 20_000);
     const types = eventsFor(txid).map((e) => e.type);
     expect(types.slice(0, 4)).toEqual(['tx.unconfirmed', 'tx.confirmed', 'tx.reorged', 'tx.confirmed']);
     const evs = eventsFor(txid);
     expect((evs[2]!.block as { hash: string }).hash).toBe(r.disconnected[0]);
     expect((evs[3]!.block as { hash: string }).hash).toBe(r.connected[0]);
-    await waitFor(() => client.events().some((e) => e.type === 'block.disconnected' && (e.block as { hash: string }).hash === r.disconnected[0]), 10_000, 'block.disconnected');
+    await waitFor('block.disconnected', () => client.events().some((e) => e.type === 'block.disconnected' && (e.block as { hash: string }).hash === r.disconnected[0]), 10_000);
   });
 
   it('RBF: tx.replaced naming the replacement', async () => {
     const txid = await stack.devnode.wallet.send(addr, 50_000n, { rbf: true });
-    await waitFor(() => eventsFor(txid).length === 1, 20_000, 'tx.unconfirmed');
+    await waitFor('tx.unconfirmed', () => eventsFor(txid).length === 1, 20_000);
     const replacement = await stack.devnode.wallet.bumpFee(txid);
-    await waitFor(() => eventsFor(txid).length === 2, 20_000, 'tx.replaced');
+    await waitFor('tx.replaced', () => eventsFor(txid).length === 2, 20_000);
     expect(eventsFor(txid)[1]).toMatchObject({ type: 'tx.replaced', replaced_by: replacement, received: 50_000 });
-    await waitFor(() => eventsFor(replacement).some((e) => e.type === 'tx.unconfirmed'), 20_000, 'the replacement seen');
+    await waitFor('the replacement seen', () => eventsFor(replacement).some((e) => e.type === 'tx.unconfirmed'), 20_000);
   });
 });

@@ -24,22 +24,8 @@ import type { Database, EventType } from '../../../src/db/schema.js';
 import { testConfig, type Config } from '../../../src/config.js';
 import { newHookSecret, newId } from '../../../api/routes/hooks.js';
 import { projectRoot } from '../../support/fixtures.js';
+import { waitFor } from '../../support/wait.js';
 
-/** Polls `check` until it returns a truthy value (or throws after `timeoutMs`). */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 20_000, what = 'condition'): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v as NonNullable<T>;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** Config for tests: loopback hooks allowed, fast polling, short rescue. */
 export function streamsConfig(over: Partial<Config> = {}): Config {
@@ -234,10 +220,10 @@ export async function promoteDelayed(redisUrl: string, prefix: string, queue: 'w
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   const q = new Queue(queue, { connection, prefix });
   try {
-    const jobs = await waitFor(async () => {
+    const jobs = await waitFor(`${count} delayed ${queue} job(s)`, async () => {
       const d = await q.getDelayed();
       return d.length >= count ? d : undefined;
-    }, 15_000, `${count} delayed ${queue} job(s)`);
+    }, 15_000);
     const delays = jobs.map((j) => Number(j.delay));
     for (const j of jobs) await j.promote();
     return delays;

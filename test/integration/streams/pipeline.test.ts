@@ -9,18 +9,8 @@ import { Webhook } from 'standardwebhooks';
 import { silentLogger } from '../../../src/log.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { startSnsEndpoint, type SnsEndpoint } from '../../support/sns-endpoint.js';
-import {
-  connectStream,
-  createStreamsFixture,
-  insertEvents,
-  newAddress,
-  promoteDelayed,
-  startReceiver,
-  streamsConfig,
-  waitFor,
-  type Receiver,
-  type StreamsFixture,
-} from './harness.js';
+import { connectStream, createStreamsFixture, insertEvents, newAddress, promoteDelayed, startReceiver, streamsConfig, type Receiver, type StreamsFixture } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('streams pipeline', () => {
   let f: StreamsFixture;
@@ -54,7 +44,7 @@ describe('streams pipeline', () => {
     const hook = await f.httpHook(k.id, receiver.url);
     const sub = await f.subscribe(k.id, { ...addr, hookId: hook.id, confirmations: 3 });
     const client = await connectStream(wsUrl, k.key);
-    await waitFor(() => client.messages.some((m) => m.type === 'stream.live'), 5000, 'stream live');
+    await waitFor('stream live', () => client.messages.some((m) => m.type === 'stream.live'), 5000);
 
     const seqs = await insertEvents(f.t.db, [
       { type: 'tx.unconfirmed', ...addr, received: 5000n },
@@ -65,12 +55,12 @@ describe('streams pipeline', () => {
     ]);
     const expected = seqs.slice(0, 4).map(Number);
 
-    await waitFor(() => client.events().length >= 4, 10_000, 'stream events');
+    await waitFor('stream events', () => client.events().length >= 4, 10_000);
     expect(client.events().map((e) => e.id)).toEqual(expected);
     expect(client.events().map((e) => e.type)).toEqual(['tx.unconfirmed', 'tx.confirmed', 'tx.confirmations', 'tx.confirmations']);
     expect(client.events()[1]).toMatchObject({ subscription_id: sub, action: hook.id, address: addr.address, received: 5000, confirmations: 1, block: { height: 101 } });
 
-    await waitFor(() => new Set(receiver.received.map((r) => r.id)).size >= 4, 10_000, 'webhooks');
+    await waitFor('webhooks', () => new Set(receiver.received.map((r) => r.id)).size >= 4, 10_000);
     const wh = new Webhook(hook.secret);
     const got = receiver.received.filter((r) => r.id.startsWith(sub));
     expect([...new Set(got.map((r) => r.id))].sort()).toEqual(expected.map((s) => `${sub}-${s}`).sort());
@@ -81,10 +71,10 @@ describe('streams pipeline', () => {
       // The webhook body is byte for byte the stream frame.
       expect(JSON.parse(r.body)).toEqual(client.events().find((e) => e.id === payload.id));
     }
-    await waitFor(async () => {
+    await waitFor('delivery log', async () => {
       const rows = await f.t.db.selectFrom('deliveries').select(['status', 'attempts', 'last_status']).where('subscription_id', '=', sub).execute();
       return rows.length === 4 && rows.every((r) => r.status === 'delivered' && r.attempts === 1 && r.last_status === 200);
-    }, 5000, 'delivery log');
+    }, 5000);
     // tx.confirmations beyond the target (4 > 3) went nowhere.
     expect(client.events().some((e) => e.id === Number(seqs[4]))).toBe(false);
     client.close();
@@ -98,13 +88,13 @@ describe('streams pipeline', () => {
     await f.subscribe(b.id, { chain: true });
     const ca = await connectStream(wsUrl, a.key);
     const cb = await connectStream(wsUrl, b.key, { query: true });
-    await waitFor(() => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('both streams live', () => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'), 5000);
     const [tx, block, stamp] = await insertEvents(f.t.db, [
       { type: 'tx.unconfirmed', ...addrA },
       { type: 'block.connected', height: 200 },
       { type: 'stamp.confirmed', keyId: b.id, height: 200, confirmations: 1 },
     ]);
-    await waitFor(() => ca.events().length === 1 && cb.events().length === 2, 10_000, 'events to both keys');
+    await waitFor('events to both keys', () => ca.events().length === 1 && cb.events().length === 2, 10_000);
     expect(ca.events().map((e) => e.id)).toEqual([Number(tx)]);
     expect(cb.events().map((e) => [e.id, e.type])).toEqual([
       [Number(block), 'block.connected'],
@@ -125,18 +115,18 @@ describe('streams pipeline', () => {
     sns.failNext(1, { status: 500, code: 'InternalError', message: 'try again' });
     const [seq] = await insertEvents(f.t.db, [{ type: 'tx.unconfirmed', ...addr, received: 777n }]);
     // The first Publish fails (500): the delivery waits ~10 s; promote it instead of waiting.
-    await waitFor(async () => (await f.t.db.selectFrom('deliveries').select('attempts').where('subscription_id', '=', sub).executeTakeFirst())?.attempts === 1, 10_000);
+    await waitFor('first attempt', async () => (await f.t.db.selectFrom('deliveries').select('attempts').where('subscription_id', '=', sub).executeTakeFirst())?.attempts === 1, 10_000);
     await promoteDelayed(f.redisUrl, f.prefix, 'sns', 1);
-    await waitFor(() => sns.messages.some((m) => m.topicArn === arn), 10_000, 'SNS message');
+    await waitFor('SNS message', () => sns.messages.some((m) => m.topicArn === arn), 10_000);
     const m = sns.messages.find((x) => x.topicArn === arn)!;
     expect(m.attributes).toEqual({ 'webhook-id': `${sub}-${seq}`, 'event-type': 'tx.unconfirmed' });
     expect(JSON.parse(m.message)).toMatchObject({ id: Number(seq), type: 'tx.unconfirmed', subscription_id: sub, action: hook.id, received: 777 });
     expect(sns.badSignatures).toBe(0);
-    await waitFor(async () => (await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).executeTakeFirst())?.status === 'delivered', 5000);
+    await waitFor('delivered', async () => (await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).executeTakeFirst())?.status === 'delivered', 5000);
 
     // A topic that no longer exists disables the hook (like a 410).
     sns.deleteTopic(arn);
     await insertEvents(f.t.db, [{ type: 'tx.unconfirmed', ...addr }]);
-    await waitFor(async () => (await f.t.db.selectFrom('hooks').select('disabled_at').where('id', '=', hook.id).executeTakeFirst())?.disabled_at, 10_000, 'hook disabled');
+    await waitFor('hook disabled', async () => (await f.t.db.selectFrom('hooks').select('disabled_at').where('id', '=', hook.id).executeTakeFirst())?.disabled_at, 10_000);
   });
 });

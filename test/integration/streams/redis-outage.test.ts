@@ -15,18 +15,8 @@ import { silentLogger } from '../../../src/log.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { createDeliveryQueues } from '../../../streams/queues.js';
 import { readStreamState } from '../../../streams/outbox.js';
-import {
-  connectStream,
-  createStreamsFixture,
-  insertEvents,
-  newAddress,
-  startReceiver,
-  streamsConfig,
-  txEvents,
-  waitFor,
-  type Receiver,
-  type StreamsFixture,
-} from './harness.js';
+import { connectStream, createStreamsFixture, insertEvents, newAddress, startReceiver, streamsConfig, txEvents, type Receiver, type StreamsFixture } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('Redis outage', () => {
   let dir: string;
@@ -60,10 +50,10 @@ describe('Redis outage', () => {
     const hook = await f.httpHook(k.id, receiver.url);
     const sub = await f.subscribe(k.id, { ...addr, hookId: hook.id });
     const client = await connectStream(`ws://127.0.0.1:${streams.port}/v1/stream`, k.key);
-    await waitFor(() => client.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('stream live', () => client.messages.some((m) => m.type === 'stream.live'), 5000);
 
     const before = await insertEvents(f.t.db, txEvents(addr, 20));
-    await waitFor(() => new Set(receiver.received.map((r) => r.id)).size === 20 && client.events().length === 20, 10_000, 'first 20');
+    await waitFor('first 20', () => new Set(receiver.received.map((r) => r.id)).size === 20 && client.events().length === 20, 10_000);
     const cursorBefore = (await readStreamState(f.t.db)).relay;
 
     // Slow answers, so deliveries are in flight when Redis goes.
@@ -73,7 +63,7 @@ describe('Redis outage', () => {
       res.end();
     };
     const during = await insertEvents(f.t.db, txEvents(addr, 20));
-    await waitFor(() => receiver.received.length > 20, 10_000, 'deliveries in flight');
+    await waitFor('deliveries in flight', () => receiver.received.length > 20, 10_000);
     await redis.stop();
 
     // Producers fail fast instead of queueing in memory.
@@ -89,13 +79,13 @@ describe('Redis outage', () => {
 
     await redis.restart();
     const all = [...before, ...during, ...whileDown];
-    await waitFor(() => all.every((s) => receiver.received.some((r) => r.id === `${sub}-${s}`)), 30_000, 'every webhook after the outage');
-    await waitFor(async () => {
+    await waitFor('every webhook after the outage', () => all.every((s) => receiver.received.some((r) => r.id === `${sub}-${s}`)), 30_000);
+    await waitFor('delivery log', async () => {
       const rows = await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).execute();
       return rows.length === all.length && rows.every((r) => r.status === 'delivered');
-    }, 30_000, 'delivery log');
+    }, 30_000);
     // The stream client, connected throughout, got every event once, in order.
-    await waitFor(() => client.events().length >= all.length, 15_000, 'stream events after the outage');
+    await waitFor('stream events after the outage', () => client.events().length >= all.length, 15_000);
     expect(client.events().map((e) => e.id)).toEqual(all.map(Number));
     client.close();
   });

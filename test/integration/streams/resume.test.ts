@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
 import { startStreams, type StreamsHandle } from '../../../streams/main.js';
 import { pruneOutbox } from '../../../streams/outbox.js';
-import { connectStream, createStreamsFixture, insertEvents, newAddress, streamsConfig, txEvents, waitFor, type StreamsFixture } from './harness.js';
+import { connectStream, createStreamsFixture, insertEvents, newAddress, streamsConfig, txEvents, type StreamsFixture } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('stream resume', () => {
   let f: StreamsFixture;
@@ -39,9 +40,9 @@ describe('stream resume', () => {
     const noise = newAddress();
     await f.subscribe(k.id, addr);
     const first = await connectStream(urlA, k.key);
-    await waitFor(() => first.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('stream live', () => first.messages.some((m) => m.type === 'stream.live'), 5000);
     await insertEvents(f.t.db, txEvents(addr, 5));
-    await waitFor(() => first.events().length === 5, 10_000, 'first 5 events');
+    await waitFor('first 5 events', () => first.events().length === 5, 10_000);
     const n = first.events()[4]!.id;
     first.close();
     await first.closed;
@@ -52,13 +53,13 @@ describe('stream resume', () => {
       const seqs = await insertEvents(f.t.db, [...txEvents(addr, 100), ...txEvents(noise, 20)]);
       missed.push(...seqs.slice(0, 100));
     }
-    await waitFor(() => (a.relay?.active ? a : b).relay!.relayed >= 1205, 20_000, 'relay caught up');
+    await waitFor('relay caught up', () => (a.relay?.active ? a : b).relay!.relayed >= 1205, 20_000);
 
     const back = await connectStream(urlB, k.key, { after: n });
     // Events keep coming while it catches up.
     const live: bigint[] = [];
     for (let i = 0; i < 5; i++) live.push(...(await insertEvents(f.t.db, txEvents(addr, 20))));
-    await waitFor(() => back.events().length >= 1100, 20_000, `1100 events (got ${back.events().length})`);
+    await waitFor(`1100 events (got ${back.events().length})`, () => back.events().length >= 1100, 20_000);
     await new Promise((r) => setTimeout(r, 300));
     const ids = back.events().map((e) => e.id);
     expect(ids).toEqual([...missed, ...live].map(Number));
@@ -73,9 +74,9 @@ describe('stream resume', () => {
     await f.subscribe(k.id, addr);
     const ca = await connectStream(urlA, k.key);
     const cb = await connectStream(urlB, k.key);
-    await waitFor(() => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('both streams live', () => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'), 5000);
     const seqs = await insertEvents(f.t.db, txEvents(addr, 50));
-    await waitFor(() => ca.events().length === 50 && cb.events().length === 50, 10_000, 'both processes');
+    await waitFor('both processes', () => ca.events().length === 50 && cb.events().length === 50, 10_000);
     expect(ca.events().map((e) => e.id)).toEqual(seqs.map(Number));
     expect(cb.events()).toEqual(ca.events());
     // Exactly one relay is active.
@@ -89,7 +90,7 @@ describe('stream resume', () => {
     const addr = newAddress();
     await f.subscribe(k.id, addr);
     const old = await insertEvents(f.t.db, txEvents(addr, 3));
-    await waitFor(() => (a.relay?.active ? a : b).relay!.relayed >= 1 && f.t.db.selectFrom('stream_state').select('seq').where('name', '=', 'relay').executeTakeFirst().then((r) => r!.seq >= old[2]!), 10_000);
+    await waitFor('relay past the old events', () => (a.relay?.active ? a : b).relay!.relayed >= 1 && f.t.db.selectFrom('stream_state').select('seq').where('name', '=', 'relay').executeTakeFirst().then((r) => r!.seq >= old[2]!), 10_000);
     await f.t.db.updateTable('outbox').set({ created_at: new Date(Date.now() - 8 * 86_400_000) }).where('seq', '<=', old[1]!).execute();
     expect(await pruneOutbox(f.t.db, new Date(Date.now() - 7 * 86_400_000))).toBeGreaterThanOrEqual(2);
 
@@ -100,7 +101,7 @@ describe('stream resume', () => {
     expect(c.events()).toEqual([]);
     // From the pruning watermark on, resuming works and gets what is left.
     const ok = await connectStream(urlA, k.key, { after: old[1]! });
-    await waitFor(() => ok.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('stream live', () => ok.messages.some((m) => m.type === 'stream.live'), 5000);
     expect(ok.events().map((e) => e.id)).toEqual([Number(old[2])]);
     ok.close();
   });

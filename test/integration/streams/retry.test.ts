@@ -14,18 +14,8 @@ import { buildApi } from '../../../api/app.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { MAX_ATTEMPTS, MIN_RETRY_WINDOW_MS, RETRY_JITTER, nominalDelay } from '../../../streams/retry.js';
 import type { Resolver } from '../../../src/net/hook-url.js';
-import {
-  createStreamsFixture,
-  insertEvents,
-  newAddress,
-  promoteDelayed,
-  startReceiver,
-  streamsConfig,
-  txEvents,
-  waitFor,
-  type Receiver,
-  type StreamsFixture,
-} from './harness.js';
+import { createStreamsFixture, insertEvents, newAddress, promoteDelayed, startReceiver, streamsConfig, txEvents, type Receiver, type StreamsFixture } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 type Setup = { f: StreamsFixture; streams: StreamsHandle; worker: WorkerHandle };
 
@@ -79,17 +69,17 @@ describe('retries and terminal states', () => {
     const id = `${sub}-${seq}`;
     const delays: number[] = [];
     for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
-      const r = await waitFor(async () => {
+      const r = await waitFor(`attempt ${attempt}`, async () => {
         const x = await row(s.f, id);
         return x?.attempts === attempt ? x : undefined;
-      }, 10_000, `attempt ${attempt}`);
+      }, 10_000);
       expect(r).toMatchObject({ status: 'pending', last_status: 500, last_error: 'receiver answered 500' });
       const [d] = await promoteDelayed(s.f.redisUrl, s.f.prefix, 'webhooks', 1);
       // The log shows when the next attempt comes: the delay BullMQ holds the job for.
       expect(Math.abs(r.next_attempt_at!.getTime() - r.updated_at.getTime() - d!)).toBeLessThan(1000);
       delays.push(d!);
     }
-    await waitFor(async () => (await row(s.f, id))?.status === 'dead', 10_000, 'dead letter');
+    await waitFor('dead letter', async () => (await row(s.f, id))?.status === 'dead', 10_000);
     const dead = (await row(s.f, id))!;
     expect(dead.attempts).toBe(MAX_ATTEMPTS);
     expect(dead.dead_at).toBeInstanceOf(Date);
@@ -120,7 +110,7 @@ describe('retries and terminal states', () => {
     } finally {
       await app.close();
     }
-    await waitFor(async () => (await row(s.f, id))?.status === 'delivered', 10_000, 'redelivered');
+    await waitFor('redelivered', async () => (await row(s.f, id))?.status === 'delivered', 10_000);
     expect(await row(s.f, id)).toMatchObject({ status: 'delivered', attempts: 1, redeliveries: 1, last_status: 204 });
     expect(receiver.received.filter((r) => r.id === id)).toHaveLength(MAX_ATTEMPTS + 1);
   });
@@ -135,7 +125,7 @@ describe('retries and terminal states', () => {
     const sub = await s.f.subscribe(k.id, { ...addr, hookId: hook.id });
     const seqs = await insertEvents(s.f.t.db, txEvents(addr, 3));
     const ids = seqs.map((q) => `${sub}-${q}`);
-    await waitFor(async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.attempts === 1 && /ECONNREFUSED/.test(r.last_error ?? '')), 10_000, 'refused attempts');
+    await waitFor('refused attempts', async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.attempts === 1 && /ECONNREFUSED/.test(r.last_error ?? '')), 10_000);
 
     // Back up on the same port, answering 500 first.
     const port = Number(new URL(url).port);
@@ -154,10 +144,10 @@ describe('retries and terminal states', () => {
     await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
     try {
       await promoteDelayed(s.f.redisUrl, s.f.prefix, 'webhooks', 3);
-      await waitFor(async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.attempts === 2 && r.last_status === 500), 10_000, '500 attempts');
+      await waitFor('500 attempts', async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.attempts === 2 && r.last_status === 500), 10_000);
       answer = 200;
       await promoteDelayed(s.f.redisUrl, s.f.prefix, 'webhooks', 3);
-      await waitFor(async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.status === 'delivered'), 10_000, 'delivered');
+      await waitFor('delivered', async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.status === 'delivered'), 10_000);
       const wh = new Webhook(hook.secret);
       for (const id of ids) {
         const mine = got.filter((g) => g.id === id);
@@ -178,7 +168,7 @@ describe('retries and terminal states', () => {
     const hook = await s.f.httpHook(k.id, slow.url);
     const sub = await s.f.subscribe(k.id, { ...addr, hookId: hook.id });
     const [seq] = await insertEvents(s.f.t.db, txEvents(addr, 1));
-    await waitFor(async () => (await row(s.f, `${sub}-${seq}`))?.attempts === 1, 10_000);
+    await waitFor('first attempt', async () => (await row(s.f, `${sub}-${seq}`))?.attempts === 1, 10_000);
     expect(await row(s.f, `${sub}-${seq}`)).toMatchObject({ status: 'pending', last_status: null, last_error: 'no answer within 500 ms' });
     await slow.close();
   });
@@ -214,7 +204,7 @@ describe('retries and terminal states', () => {
       const seqs = new Map<string, bigint>();
       for (const x of [limited, gone, moved, missing]) seqs.set(x.sub, (await insertEvents(s.f.t.db, txEvents(x.addr, 1)))[0]!);
       const id = (x: { sub: string }) => `${x.sub}-${seqs.get(x.sub)}`;
-      await waitFor(async () => (await Promise.all([limited, gone, moved, missing].map((x) => row(s.f, id(x))))).every((r) => r && r.attempts === 1), 10_000, 'first attempts');
+      await waitFor('first attempts', async () => (await Promise.all([limited, gone, moved, missing].map((x) => row(s.f, id(x))))).every((r) => r && r.attempts === 1), 10_000);
 
       const l = (await row(s.f, id(limited)))!;
       expect(l).toMatchObject({ status: 'pending', last_status: 429 });
@@ -232,7 +222,7 @@ describe('retries and terminal states', () => {
       expect(Math.max(...delays)).toBeGreaterThanOrEqual(120_000);
       // Events for the disabled hook are logged as failed without an attempt.
       const [later] = await insertEvents(s.f.t.db, txEvents(gone.addr, 1));
-      await waitFor(async () => (await row(s.f, `${gone.sub}-${later}`))?.status === 'failed', 10_000);
+      await waitFor('the later event failed', async () => (await row(s.f, `${gone.sub}-${later}`))?.status === 'failed', 10_000);
       expect(await row(s.f, `${gone.sub}-${later}`)).toMatchObject({ attempts: 0, last_error: 'hook disabled' });
       expect(gone.r.received).toHaveLength(1);
     } finally {
@@ -272,7 +262,7 @@ describe('SSRF at delivery', () => {
       const [seq] = await insertEvents(s.f.t.db, txEvents(addr, 1));
       ids.push(`${sub}-${seq}`);
     }
-    await waitFor(async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.status === 'failed'), 10_000, 'refusals');
+    await waitFor('refusals', async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.status === 'failed'), 10_000);
     const rows = await Promise.all(ids.map((i) => row(s.f, i)));
     expect(rows[0]!.last_error).toBe('refused at delivery: url host rebind.example.com resolves to 127.0.0.1, a private, loopback or reserved address');
     expect(rows[1]!.last_error).toBe('refused at delivery: url host 127.0.0.1 is a private, loopback or reserved address');

@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
 import { startStreams, type StreamsHandle } from '../../../streams/main.js';
-import { connectStream, createStreamsFixture, insertEvents, newAddress, streamsConfig, txEvents, waitFor, type StreamsFixture } from './harness.js';
+import { connectStream, createStreamsFixture, insertEvents, newAddress, streamsConfig, txEvents, type StreamsFixture } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 const MAX_BUFFERED = 256 * 1024;
 const HEARTBEAT_MS = 300;
@@ -43,7 +44,7 @@ describe('slow consumers and heartbeats', () => {
     await f.subscribe(k.id, addr);
     const slow = await connectStream(url, k.key);
     const fast = await connectStream(url, k.key);
-    await waitFor(() => slow.messages.some((m) => m.type === 'stream.live') && fast.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('both streams live', () => slow.messages.some((m) => m.type === 'stream.live') && fast.messages.some((m) => m.type === 'stream.live'), 5000);
     // Stop reading: the kernel buffers fill, then the server's send buffer grows.
     slow.ws.pause();
 
@@ -51,7 +52,7 @@ describe('slow consumers and heartbeats', () => {
     while (s.stats().slowConsumerDisconnects === 0 && sent < 100_000) {
       await insertEvents(f.t.db, txEvents(addr, 2000));
       sent += 2000;
-      await waitFor(() => fast.events().length >= sent, 20_000, 'fast client keeps up');
+      await waitFor('fast client keeps up', () => fast.events().length >= sent, 20_000);
     }
     expect(s.stats().slowConsumerDisconnects).toBe(1);
     // Bounded: the largest buffer seen is the bound plus at most one message.

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { BitcoindRpcError, describeBitcoind, startBitcoind, type Bitcoind } from '../../support/bitcoind.js';
-import { waitFor } from '../../support/chain-indexer.js';
+import { waitFor } from '../../support/wait.js';
 import { describeNodes, type TestNode } from '../../support/nodes.js';
 import { collectZmq } from '../devnode/clients.js';
 
@@ -43,7 +43,7 @@ describeBitcoind('throwaway regtest bitcoind', () => {
     try {
       const txid = await node.call<string>('sendtoaddress', [await node.call<string>('getnewaddress', [], 'miner'), 1], 'miner');
       const [hash] = await node.mine(1);
-      await waitFor(() => sub.messages.some((m) => m.topic === 'hashblock' && Buffer.from(m.body).toString('hex') === hash), 'hashblock of the new block', 60_000);
+      await waitFor('hashblock of the new block', () => sub.messages.some((m) => m.topic === 'hashblock' && Buffer.from(m.body).toString('hex') === hash), 60_000);
       const topics = new Set(sub.messages.map((m) => m.topic));
       expect([...topics].sort()).toEqual(['hashblock', 'hashtx', 'rawblock', 'rawtx', 'sequence']);
       expect(sub.messages.some((m) => m.topic === 'hashtx' && Buffer.from(m.body).toString('hex') === txid)).toBe(true);

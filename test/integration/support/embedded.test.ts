@@ -13,6 +13,7 @@ import { openDatabase } from '../../../src/db/open.js';
 import { testConfig } from '../../../src/config.js';
 import { createApiKey, verifyApiKey } from '../../../src/auth/keys.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
+import { waitFor } from '../../support/wait.js';
 
 async function query(url: string, text: string): Promise<unknown[]> {
   const c = new pg.Client({ connectionString: url });
@@ -124,8 +125,7 @@ describe('embedded PostgreSQL and Redis', () => {
       await redis.kill();
       await expect(client.set('a', '1')).rejects.toThrow();
       await redis.restart();
-      await new Promise((r) => setTimeout(r, 300));
-      expect(await client.set('a', '1')).toBe('OK');
+      expect(await waitFor('a write after the restart', () => client.set('a', '1'), 10_000)).toBe('OK');
     } finally {
       client.disconnect();
       await redis.stop();
