@@ -17,8 +17,9 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-# --workspaces=false: the SDK (client/, the @blockwire/client workspace) is a package of its own
-# that the daemon does not use; the image leaves it out.
+# --workspaces=false: the SDK (client/, the @blockwire/client workspace) is a package of its own;
+# the image leaves it out but for its network table (client/network.ts, data only), which the
+# daemon shares so that both read an address the same way.
 RUN npm ci --no-audit --no-fund --workspaces=false
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -29,6 +30,7 @@ COPY stamp ./stamp
 COPY devnode ./devnode
 COPY cli ./cli
 COPY migrations ./migrations
+COPY client/network.ts ./client/network.ts
 RUN npx tsc -p tsconfig.build.json
 
 # 2. Production dependencies only.

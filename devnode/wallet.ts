@@ -17,11 +17,12 @@ import { REGTEST } from './consensus.js';
 import { broadcastTx } from './broadcast.js';
 import type { Node } from './node.js';
 import { POLICY } from './policy.js';
+import { NETWORKS } from '../src/bitcoin/network.js';
 
 export const ADDRESS_TYPES = ['p2pkh', 'p2sh-p2wpkh', 'p2wpkh', 'p2tr', 'p2pk', 'p2sh-multisig', 'p2wsh-multisig', 'bare-multisig'] as const;
 export type AddressType = (typeof ADDRESS_TYPES)[number];
 
-const REGTEST_NET = { bech32: 'bcrt', pubKeyHash: 0x6f, scriptHash: 0xc4, wif: 0xef };
+const REGTEST_NET = NETWORKS.regtest;
 
 /** A wallet destination: its output script, and its address when it has one. */
 export type Destination = { type: AddressType; script: string; address: string | null };
