@@ -26,6 +26,12 @@ export interface NodeClient {
   sendRawTransaction(hex: string): Promise<string>;
   /** `getblockchaininfo` (only the fields used here). */
   getBlockchainInfo(): Promise<{ chain: string; blocks: number; bestblockhash: string; initialblockdownload?: boolean }>;
+  /** `getrawtransaction <txid> 0 <blockhash>` → the serialized transaction (no -txindex needed with the block). */
+  getRawTransaction?(txid: string, blockhash?: string): Promise<Uint8Array>;
+  /** `getblock <hash> 0` → the serialized block. */
+  getBlockRaw?(hash: string): Promise<Uint8Array>;
+  /** Several calls in one HTTP request (JSON-RPC batch); each result or its RpcError in order. */
+  batch?<T = unknown>(calls: { method: string; params?: unknown[] }[]): Promise<(T | Error)[]>;
 }
 
 /** Tunables with their defaults in src/config.ts (API_* variables). */

@@ -49,7 +49,7 @@ function buildJson(
     block: { hash: Uint8Array; height: number; time: number } | undefined;
     firstSeen: Date | null;
   },
-): TransactionJson {
+): TransactionJson & { fee: number | null } {
   const addresses = new Set<string>();
   const inputs = tx.coinbase
     ? [{ ...COINBASE_INPUT, address: [] }]
@@ -80,45 +80,91 @@ function buildJson(
     time: tx.block ? isoFromUnix(tx.block.time) : null,
     broadcast_time: tx.firstSeen ? isoTime(tx.firstSeen) : UNKNOWN_TIME,
     addresses: [...addresses],
+    fee: feeOf(tx),
   };
+}
+
+/** Inputs' values less outputs' (0 for a coinbase), null when a spent output is unknown. */
+function feeOf(tx: { coinbase: boolean; inputs: { prevout: Prevout }[]; outputs: { value: bigint }[] }): number | null {
+  if (tx.coinbase) return 0;
+  let fee = 0n;
+  for (const i of tx.inputs) {
+    if (!i.prevout) return null;
+    fee += i.prevout.value;
+  }
+  for (const o of tx.outputs) fee -= o.value;
+  return Number(fee);
 }
 
 /** Rows read by separate queries disagree: a block was applied or undone in between. */
 class InconsistentRead extends Error {}
 
+/** A view with the fee the index computes (inputs less outputs), for /v1's extra fields. */
+export type TransactionView = TransactionJson & { fee: number | null };
+
 /**
- * The Transaction JSON of a confirmed or mempool transaction, or undefined when unknown. The
- * reads are separate queries; when a reorg lands between them, the whole read is done again.
+ * The Transaction JSON of a confirmed or mempool transaction, or undefined when unknown, with
+ * its mempool raw bytes when it is unconfirmed (the index keeps those; a confirmed one's are
+ * the node's). The reads are separate queries; when a reorg lands between them, the whole read
+ * is done again.
  */
-export async function loadTransactionJson(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<TransactionJson | undefined> {
+export async function loadTransactionView(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<{ view: TransactionView; mempoolRaw: Buffer | null } | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await readTransactionJson(db, network, txid);
+      return await readTransactionView(db, network, txid);
     } catch (err) {
       if (!(err instanceof InconsistentRead) || attempt >= 3) throw err;
     }
   }
 }
 
-async function readTransactionJson(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<TransactionJson | undefined> {
-  const confirmed = await findConfirmedTx(db, txid);
-  if (confirmed) {
-    const ins = decodeIns(confirmed.ins);
-    const prevTxs = await getTxsByNum(db, ins.map((i) => i.txNum));
-    const spend = { unspent: new Set(confirmed.unspent_vouts), mempoolSpent: new Set(confirmed.mempool_spent_vouts) };
+/** The spec's Transaction JSON (loadTransactionView without the index's extras). */
+export async function loadTransactionJson(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<TransactionJson | undefined> {
+  const r = await loadTransactionView(db, network, txid);
+  if (!r) return undefined;
+  const { fee: _fee, ...json } = r.view;
+  return json;
+}
+
+/** A confirmed `txs` row with the spend state of its outputs. */
+type ConfirmedRow = { tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer; first_seen: Date | null; unspent_vouts: number[]; mempool_spent_vouts: number[] };
+
+/**
+ * Views of confirmed transactions of one block (`rows` from one statement), their spent outputs
+ * read in one more round trip.
+ */
+export async function confirmedViews(
+  db: Kysely<Database>,
+  network: NetworkName,
+  rows: readonly ConfirmedRow[],
+  block: { hash: Uint8Array; height: number; time: number },
+): Promise<TransactionView[]> {
+  const ins = rows.map((r) => decodeIns(r.ins));
+  const prevTxs = await getTxsByNum(db, ins.flat().map((i) => i.txNum));
+  return rows.map((row, k) => {
+    const unspent = new Set(row.unspent_vouts);
+    const mempoolSpent = new Set(row.mempool_spent_vouts);
     return buildJson(network, {
-      txid,
-      coinbase: txNumPosition(confirmed.tx_num) === 0,
-      inputs: ins.map((i) => {
+      txid: row.txid,
+      coinbase: txNumPosition(row.tx_num) === 0,
+      inputs: ins[k]!.map((i) => {
         const prev = prevTxs.get(i.txNum);
         if (!prev) throw new InconsistentRead(`input refers to tx_num ${i.txNum} that has no txs row`);
         return { prevTxid: prev.txid, vout: i.vout, prevout: decodeOut(prev.outs, i.vout) };
       }),
-      outputs: decodeOuts(confirmed.outs),
-      used: (vout) => !spend.unspent.has(vout) || spend.mempoolSpent.has(vout),
-      block: { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time },
-      firstSeen: confirmed.first_seen,
+      outputs: decodeOuts(row.outs),
+      used: (vout) => !unspent.has(vout) || mempoolSpent.has(vout),
+      block,
+      firstSeen: row.first_seen,
     });
+  });
+}
+
+async function readTransactionView(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<{ view: TransactionView; mempoolRaw: Buffer | null } | undefined> {
+  const confirmed = await findConfirmedTx(db, txid);
+  if (confirmed) {
+    const block = { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time };
+    return { view: (await confirmedViews(db, network, [confirmed], block))[0]!, mempoolRaw: null };
   }
   const mempool = await findMempoolTx(db, txid);
   if (!mempool) return undefined;
@@ -129,7 +175,7 @@ async function readTransactionJson(db: Kysely<Database>, network: NetworkName, t
     getMempoolOutputs(db, tx.inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout }))),
     getOutputSpendState(db, txid),
   ]);
-  return buildJson(network, {
+  const view = buildJson(network, {
     txid,
     coinbase: false,
     inputs: tx.inputs.map((i) => {
@@ -143,4 +189,5 @@ async function readTransactionJson(db: Kysely<Database>, network: NetworkName, t
     block: undefined,
     firstSeen: mempool.first_seen,
   });
+  return { view, mempoolRaw: mempool.raw };
 }

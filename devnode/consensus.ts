@@ -5,6 +5,7 @@
  * builds (version 2, locktime height-1, sequence 0xfffffffe, witness commitment).
  * @module
  */
+import { bitsToDifficulty } from '../src/bitcoin/block.js';
 import { hexToBytes, sha256d } from '../src/bitcoin/hash.js';
 import { computeWitnessCommitment } from '../src/bitcoin/merkle.js';
 import { encodeHeader, encodeTx } from '../src/bitcoin/encode.js';
@@ -56,19 +57,7 @@ export function chainworkHex(work: bigint): string {
 }
 
 /** Core's GetDifficulty. */
-export function difficulty(bits: number): number {
-  let shift = (bits >>> 24) & 0xff;
-  let diff = 0x0000ffff / (bits & 0x00ffffff);
-  while (shift < 29) {
-    diff *= 256;
-    shift++;
-  }
-  while (shift > 29) {
-    diff /= 256;
-    shift--;
-  }
-  return diff;
-}
+export const difficulty = bitsToDifficulty;
 
 /** True when the header hash (internal byte order) meets the target of `bits`. */
 export function checkProofOfWork(hash: Uint8Array, bits: number): boolean {

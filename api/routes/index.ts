@@ -7,15 +7,27 @@
  */
 import type { RouteModule } from '../deps.js';
 import type { DialectName } from '../dialect.js';
-import { chainRoutes } from './chain.js';
+import { chainRoutes, chainRoutesWith } from './chain.js';
 import { addressRoutes } from './addresses.js';
-import { transactionRoutes } from './transactions.js';
+import { transactionRoutes, transactionRoutesWith } from './transactions.js';
 import { stampRoutes } from './stamps.js';
 import { hookRoutes } from './hooks.js';
 import { subscriptionRoutes } from './subscriptions.js';
+import { blockRoutes, v1BlockAnswer } from './blocks.js';
+import { transactionReadRoutes, v1TransactionAnswer } from './transaction-reads.js';
 
 export const routeModules: Record<DialectName, RouteModule[]> = {
-  v1: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, hookRoutes, subscriptionRoutes],
+  // /v1's block and transaction answers carry more than the spec's (header fields; fee, sizes, replaceability)
+  v1: [
+    chainRoutesWith(v1BlockAnswer),
+    addressRoutes,
+    transactionRoutesWith(v1TransactionAnswer),
+    stampRoutes,
+    hookRoutes,
+    subscriptionRoutes,
+    blockRoutes,
+    transactionReadRoutes,
+  ],
   // coinstackd has no hooks: a subscription's action names a hook made under /v1/hooks.
   coinstack: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, subscriptionRoutes],
 };

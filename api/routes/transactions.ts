@@ -8,14 +8,20 @@ import { ServiceError } from '../../src/errors.js';
 import { hashParams, transactionSchema } from '../schemas.js';
 import { loadTransactionJson } from '../transaction-view.js';
 import { broadcastTransaction } from '../broadcast.js';
-import type { RouteModule } from '../deps.js';
+import type { ResolvedApiDeps, RouteModule } from '../deps.js';
 
-export const transactionRoutes: RouteModule = (app, deps) => {
+/** A transaction's answer and its schema (the spec's Transaction here; /v1's in api/routes/transaction-reads.ts). */
+export type TransactionAnswer = { schema: Record<string, unknown>; load(deps: ResolvedApiDeps, txid: Buffer): Promise<object | undefined> };
+
+const specTransaction: TransactionAnswer = { schema: transactionSchema, load: (deps, txid) => loadTransactionJson(deps.db, deps.network, txid) };
+
+/** The transaction routes answering a transaction with `answer`. */
+export const transactionRoutesWith = (answer: TransactionAnswer): RouteModule => (app, deps) => {
   app.get<{ Params: { hash: string } }>(
     '/transactions/:hash',
-    { schema: { summary: 'A confirmed or mempool transaction', tags: ['transactions'], params: hashParams, response: { 200: transactionSchema } } },
+    { schema: { summary: 'A confirmed or mempool transaction', tags: ['transactions'], params: hashParams, response: { 200: answer.schema } } },
     async (request) => {
-      const tx = await loadTransactionJson(deps.db, deps.network, Buffer.from(hexToHash(request.params.hash)));
+      const tx = await answer.load(deps, Buffer.from(hexToHash(request.params.hash)));
       if (!tx) throw new ServiceError('ERR_TX_NOT_FOUND');
       return tx;
     },
@@ -42,3 +48,5 @@ export const transactionRoutes: RouteModule = (app, deps) => {
     async (request) => ({ transaction_hash: await broadcastTransaction(deps, request.body.tx) }),
   );
 };
+
+export const transactionRoutes = transactionRoutesWith(specTransaction);

@@ -128,3 +128,18 @@ export function bip34Height(blockVersion: number, coinbase: DecodedTx): number |
   for (let i = op; i >= 1; i--) h = h * 256 + s[i]!;
   return h;
 }
+
+/** Difficulty of a compact target as Core's GetDifficulty computes it (a double). */
+export function bitsToDifficulty(bits: number): number {
+  let shift = (bits >>> 24) & 0xff;
+  let diff = 0x0000ffff / (bits & 0x00ffffff);
+  while (shift < 29) {
+    diff *= 256.0;
+    shift++;
+  }
+  while (shift > 29) {
+    diff /= 256.0;
+    shift--;
+  }
+  return diff;
+}

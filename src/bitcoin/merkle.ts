@@ -6,6 +6,7 @@
  */
 import { hash as nodeHash } from 'node:crypto';
 import { equalBytes, sha256d } from './hash.js';
+import { compactSizeBytes, writeCompactSize } from './wire.js';
 import type { DecodedBlock } from './block.js';
 import type { DecodedTx } from './tx.js';
 
@@ -93,4 +94,83 @@ export function checkWitnessCommitment(block: DecodedBlock): boolean | null {
   const reserved = coinbase.inputs[0]?.witness[0];
   if (reserved === undefined || reserved.length !== 32) return false;
   return equalBytes(computeWitnessCommitment(witnessMerkleRoot(block.txs), reserved), commitment);
+}
+
+/**
+ * Every level of the Merkle tree over `hashes` as Core builds it (an odd level's last hash is
+ * paired with itself): level 0 is `hashes`, the last level holds the root alone.
+ */
+export function merkleLevels(hashes: readonly Uint8Array[]): Uint8Array[][] {
+  if (hashes.length === 0) throw new RangeError('a Merkle tree needs at least one hash');
+  const levels: Uint8Array[][] = [[...hashes]];
+  for (let level = levels[0]!; level.length > 1; ) {
+    const next: Uint8Array[] = [];
+    for (let i = 0; i < level.length; i += 2) {
+      const right = level[i + 1] ?? level[i]!;
+      next.push(new Uint8Array(nodeHash('sha256', nodeHash('sha256', Buffer.concat([level[i]!, right]), 'buffer'), 'buffer')));
+    }
+    levels.push(next);
+    level = next;
+  }
+  return levels;
+}
+
+/**
+ * The Merkle branch of leaf `pos` (Electrum's `get_merkle`, Esplora's `merkle-proof`): the sibling
+ * at each level from the leaves up, the node itself where an odd level has no sibling.
+ */
+export function merkleBranch(levels: readonly (readonly Uint8Array[])[], pos: number): Uint8Array[] {
+  const leaves = levels[0]!;
+  if (!Number.isInteger(pos) || pos < 0 || pos >= leaves.length) throw new RangeError(`position ${pos} is outside the ${leaves.length} leaves`);
+  const branch: Uint8Array[] = [];
+  for (let h = 0, p = pos; h < levels.length - 1; h++, p >>= 1) {
+    const level = levels[h]!;
+    branch.push(level[p ^ 1] ?? level[p]!);
+  }
+  return branch;
+}
+
+/** The root a leaf and its branch lead to (what a proof's verifier computes). */
+export function merkleRootFromBranch(leaf: Uint8Array, branch: readonly Uint8Array[], pos: number): Uint8Array {
+  let h = leaf;
+  for (let i = 0; i < branch.length; i++) {
+    const pair = (pos >> i) & 1 ? Buffer.concat([branch[i]!, h]) : Buffer.concat([h, branch[i]!]);
+    h = new Uint8Array(nodeHash('sha256', nodeHash('sha256', pair, 'buffer'), 'buffer'));
+  }
+  return h;
+}
+
+/**
+ * Core's CPartialMerkleTree serialized (the part of `gettxoutproof` after the 80-byte header):
+ * uint32 transaction count, the hashes of the depth-first traversal, and its flag bits, low bit
+ * first. `matches[i]` marks the leaves the proof is for.
+ */
+export function partialMerkleTree(levels: readonly (readonly Uint8Array[])[], matches: ReadonlySet<number>): Uint8Array {
+  const count = levels[0]!.length;
+  const hashes: Uint8Array[] = [];
+  const bits: boolean[] = [];
+  const top = levels.length - 1;
+  const traverse = (height: number, pos: number): void => {
+    let parentOfMatch = false;
+    for (let p = pos << height; p < (pos + 1) << height && p < count; p++) if (matches.has(p)) parentOfMatch = true;
+    bits.push(parentOfMatch);
+    if (height === 0 || !parentOfMatch) {
+      hashes.push(levels[height]![pos]!);
+      return;
+    }
+    traverse(height - 1, pos * 2);
+    if (pos * 2 + 1 < levels[height - 1]!.length) traverse(height - 1, pos * 2 + 1);
+  };
+  traverse(top, 0);
+  const flagBytes = new Uint8Array((bits.length + 7) >> 3);
+  bits.forEach((b, i) => {
+    if (b) flagBytes[i >> 3]! |= 1 << (i & 7);
+  });
+  const out = Buffer.alloc(4 + compactSizeBytes(hashes.length) + 32 * hashes.length + compactSizeBytes(flagBytes.length) + flagBytes.length);
+  let o = out.writeUInt32LE(count, 0);
+  o = writeCompactSize(out, o, hashes.length);
+  for (const h of hashes) o += Buffer.from(h).copy(out, o);
+  o = writeCompactSize(out, o, flagBytes.length);
+  out.set(flagBytes, o);
+  return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
 }

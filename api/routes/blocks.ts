@@ -1,0 +1,115 @@
+/**
+ * /v1 block routes beside GET /blocks/{hash} (routes/chain.ts): a block by height, the recent
+ * blocks, and a block's transactions paged in block order. Each answer is one statement's
+ * snapshot of the index (the block's transactions: one more for their spent outputs).
+ * @module
+ */
+import { findBlockHeader, listBlockTxs, listRecentBlocks } from '../../src/db/queries/api-blocks.js';
+import { listBlockTxids } from '../../src/db/queries/api-chain.js';
+import { hashToHex, hexToHash } from '../../src/bitcoin/hash.js';
+import { ServiceError } from '../../src/errors.js';
+import { blockSummary, blockSummarySchema, blockViewSchema } from '../block-view.js';
+import { confirmedViews } from '../transaction-view.js';
+import { hashParams } from '../schemas.js';
+import { txViewSchema, withRawExtras } from '../transaction-extras.js';
+import type { RouteModule } from '../deps.js';
+import type { BlockAnswer } from './chain.js';
+
+const heightParams = {
+  type: 'object',
+  required: ['height'],
+  properties: { height: { type: 'integer', minimum: 0, maximum: 2147483647, description: 'block height on the main chain' } },
+} as const;
+
+/** Block-transaction cursors: the position of the next transaction in its block. */
+function encodeTxCursor(pos: number): string {
+  return Buffer.from(`b.${pos}`, 'utf8').toString('base64url');
+}
+
+function decodeTxCursor(raw: string): number {
+  const m = /^b\.(\d{1,7})$/.exec(/^[A-Za-z0-9_-]{1,40}$/.test(raw) ? Buffer.from(raw, 'base64url').toString('utf8') : '');
+  if (!m) throw new ServiceError('ERR_INVALID_CURSOR');
+  return Number(m[1]);
+}
+
+/** /v1's block: the spec's with the header's fields (GET /blocks/{hash}, routes/chain.ts). */
+export const v1BlockAnswer: BlockAnswer = {
+  schema: blockViewSchema,
+  async load(deps, hash) {
+    const row = await findBlockHeader(deps.db, { hash });
+    if (!row) return undefined;
+    return { ...blockSummary(row), transaction_list: (await listBlockTxids(deps.db, row.height)).map((t) => hashToHex(t)) };
+  },
+};
+
+export const blockRoutes: RouteModule = (app, deps) => {
+  app.get<{ Params: { height: number } }>(
+    '/blocks/height/:height',
+    { schema: { summary: 'The main-chain block at a height', tags: ['chain'], params: heightParams, response: { 200: blockViewSchema } } },
+    async (request) => {
+      const row = await findBlockHeader(deps.db, { height: request.params.height });
+      if (!row) throw new ServiceError('ERR_BLOCK_NOT_FOUND', { message: `no block at height ${request.params.height} on the indexed main chain` });
+      return { ...blockSummary(row), transaction_list: (await listBlockTxids(deps.db, row.height)).map((t) => hashToHex(t)) };
+    },
+  );
+
+  app.get<{ Querystring: { limit: number; start_height?: number } }>(
+    '/blocks',
+    {
+      schema: {
+        summary: 'The most recent blocks, newest first',
+        description: 'From `start_height` (default: the indexed tip) down, `limit` blocks.',
+        tags: ['chain'],
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 10 },
+            start_height: { type: 'integer', minimum: 0, maximum: 2147483647, description: 'height of the first (newest) block listed' },
+          },
+        },
+        response: { 200: { type: 'array', items: blockSummarySchema } },
+      },
+    },
+    async (request) => {
+      const { blocks } = await listRecentBlocks(deps.db, request.query.start_height ?? null, request.query.limit);
+      return blocks.map(blockSummary);
+    },
+  );
+
+  app.get<{ Params: { hash: string }; Querystring: { limit: number; cursor?: string } }>(
+    '/blocks/:hash/txs',
+    {
+      schema: {
+        summary: "A block's transactions in block order, paged",
+        description: 'Transaction views (fee, size, vsize, weight as for GET /transactions/{hash}); the next page\'s URL is in the `Link: <…>; rel="next"` header.',
+        tags: ['chain'],
+        params: hashParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
+            cursor: { type: 'string', maxLength: 40, description: 'opaque cursor from the previous page\'s Link header' },
+          },
+        },
+        response: { 200: { type: 'array', items: txViewSchema, headers: { Link: { type: 'string' } } } },
+      },
+    },
+    async (request, reply) => {
+      const from = request.query.cursor === undefined ? 0 : decodeTxCursor(request.query.cursor);
+      const row = await findBlockHeader(deps.db, { hash: Buffer.from(hexToHash(request.params.hash)) });
+      if (!row) throw new ServiceError('ERR_BLOCK_NOT_FOUND');
+      const limit = request.query.limit;
+      const txs = await listBlockTxs(deps.db, row.height, from, limit + 1);
+      const page = txs.slice(0, limit);
+      const views = await confirmedViews(deps.db, deps.network, page, { hash: row.hash, height: row.height, time: row.time });
+      const out = await withRawExtras(deps, views, { kind: 'block', hash: hashToHex(row.hash) });
+      if (txs.length > limit) {
+        const path = request.url.split('?')[0]!;
+        reply.header('Link', `<${path}?limit=${limit}&cursor=${encodeTxCursor(from + limit)}>; rel="next"`);
+      }
+      return out;
+    },
+  );
+};

@@ -1,0 +1,114 @@
+/**
+ * /v1 reads of one transaction beyond its view: its serialized bytes (hex or binary: the index
+ * keeps a mempool transaction's, a confirmed one's come from the node in one call) and the proof
+ * that a block holds it: Esplora's `merkle-proof` ({block_height, merkle, pos}, the branch in
+ * display hex, leaf to root) and Core's `gettxoutproof` bytes (header and partial Merkle tree),
+ * both made from the index's header and txids of the block.
+ * @module
+ */
+import { getMerkleData, findTxPlace } from '../../src/db/queries/api-blocks.js';
+import { decodeBlock } from '../../src/bitcoin/block.js';
+import { hashToHex, hexToHash } from '../../src/bitcoin/hash.js';
+import { merkleBranch, merkleLevels, partialMerkleTree } from '../../src/bitcoin/merkle.js';
+import { ServiceError } from '../../src/errors.js';
+import { hashParams } from '../schemas.js';
+import type { ResolvedApiDeps, RouteModule } from '../deps.js';
+import type { TransactionAnswer } from './transactions.js';
+import { loadTransactionView } from '../transaction-view.js';
+import { txViewSchema, withRawExtras } from '../transaction-extras.js';
+
+const textResponse = (description: string) => ({ 200: { type: 'string', description } }) as const;
+
+/** The serialized transaction, from the index (mempool) or the node (confirmed). */
+async function rawTransaction(deps: ResolvedApiDeps, txidHex: string): Promise<Buffer> {
+  const place = await findTxPlace(deps.db, Buffer.from(hexToHash(txidHex)));
+  if (!place) throw new ServiceError('ERR_TX_NOT_FOUND');
+  if (place.raw) return place.raw;
+  if (!deps.node?.getRawTransaction) throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no node is configured to read confirmed transactions from' });
+  try {
+    // (Core will not hand out the genesis coinbase as a transaction: it is the genesis block's)
+    if (place.height === 0 && deps.node.getBlockRaw) return Buffer.from(decodeBlock(await deps.node.getBlockRaw(hashToHex(place.block_hash))).txs[0]!.bytes);
+    return Buffer.from(await deps.node.getRawTransaction(txidHex, hashToHex(place.block_hash)));
+  } catch (err) {
+    throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: err });
+  }
+}
+
+/** Splits the packed txids of a block into leaves. */
+function leaves(txids: Buffer): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let o = 0; o < txids.length; o += 32) out.push(txids.subarray(o, o + 32));
+  return out;
+}
+
+async function merkleData(deps: ResolvedApiDeps, txidHex: string) {
+  const data = await getMerkleData(deps.db, Buffer.from(hexToHash(txidHex)));
+  if (!data) throw new ServiceError('ERR_TX_NOT_FOUND', { message: 'no confirmed transaction with this hash (a mempool transaction has no proof yet)' });
+  return { ...data, levels: merkleLevels(leaves(data.txids)) };
+}
+
+/** /v1's transaction: the spec's with fee, sizes and replaceability (GET /transactions/{hash}, routes/transactions.ts). */
+export const v1TransactionAnswer: TransactionAnswer = {
+  schema: txViewSchema,
+  async load(deps, txid) {
+    const r = await loadTransactionView(deps.db, deps.network, txid);
+    if (!r) return undefined;
+    const block = r.view.block_hash[0];
+    const source = r.mempoolRaw ? ({ kind: 'mempool', raw: r.mempoolRaw } as const) : ({ kind: 'confirmed', blockHash: block!.block_hash, height: block!.block_height } as const);
+    return (await withRawExtras(deps, [r.view], source))[0];
+  },
+};
+
+export const transactionReadRoutes: RouteModule = (app, deps) => {
+  app.get<{ Params: { hash: string } }>(
+    '/transactions/:hash/hex',
+    { schema: { summary: 'The serialized transaction, hex (text/plain)', tags: ['transactions'], params: hashParams, response: textResponse('hex, witness included') } },
+    async (request, reply) => reply.type('text/plain; charset=utf-8').send((await rawTransaction(deps, request.params.hash)).toString('hex')),
+  );
+
+  app.get<{ Params: { hash: string } }>(
+    '/transactions/:hash/raw',
+    { schema: { summary: 'The serialized transaction (application/octet-stream)', tags: ['transactions'], params: hashParams } },
+    async (request, reply) => reply.type('application/octet-stream').send(await rawTransaction(deps, request.params.hash)),
+  );
+
+  app.get<{ Params: { hash: string } }>(
+    '/transactions/:hash/merkle-proof',
+    {
+      schema: {
+        summary: 'Inclusion proof of a confirmed transaction (Esplora shape)',
+        description: '`merkle`: the sibling hashes from the transaction up to the root (display hex); `pos`: its position in the block.',
+        tags: ['transactions'],
+        params: hashParams,
+        response: {
+          200: {
+            type: 'object',
+            required: ['block_height', 'merkle', 'pos'],
+            properties: { block_height: { type: 'integer' }, merkle: { type: 'array', items: { type: 'string' } }, pos: { type: 'integer' } },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const d = await merkleData(deps, request.params.hash);
+      return { block_height: d.height, merkle: merkleBranch(d.levels, d.pos).map(hashToHex), pos: d.pos };
+    },
+  );
+
+  app.get<{ Params: { hash: string } }>(
+    '/transactions/:hash/merkleblock-proof',
+    {
+      schema: {
+        summary: "Core's gettxoutproof for the transaction: header and partial Merkle tree, hex (text/plain)",
+        tags: ['transactions'],
+        params: hashParams,
+        response: textResponse('CMerkleBlock, hex'),
+      },
+    },
+    async (request, reply) => {
+      const d = await merkleData(deps, request.params.hash);
+      const proof = Buffer.concat([d.header, partialMerkleTree(d.levels, new Set([d.pos]))]);
+      return reply.type('text/plain; charset=utf-8').send(proof.toString('hex'));
+    },
+  );
+};
