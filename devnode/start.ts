@@ -148,7 +148,13 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
 
   const zmq = new ZmqPublisher(log);
   let zmqEndpoint = await zmq.start(host, opts.zmqPort ?? 0);
-  node.setSignals(zmqSignals(zmq));
+  const signals = zmqSignals(zmq);
+  node.setSignals(signals);
+  // Core connects the genesis block while it sets up a new datadir, before anyone can have
+  // subscribed: the genesis coinbase's hashtx and rawtx and its sequence `C` take counter 0 of
+  // those topics (no hashblock: the tip did not move from an earlier one), so a subscriber's
+  // first messages of them carry 1. A datadir that was used before starts every counter at 0.
+  if (saved === null && node.chain.height() === 0) signals.blockConnected(node.chain.tip());
 
   const hidden = new Set<string>();
   const feeEstimate = { perKvB: null as bigint | null, blocks: 2 };

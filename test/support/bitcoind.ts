@@ -82,6 +82,8 @@ export type BitcoindOptions = {
   wallet?: string;
   /** Create the wallet and mine 101 blocks to it, so that it holds spendable coins (implies `wallet`, default name `'miner'`). */
   funded?: boolean;
+  /** Run with `-txindex` (getrawtransaction of confirmed transactions without a block hash). */
+  txindex?: boolean;
   /** More command-line arguments, e.g. `-maxmempool=5` or `-mempoolexpiry=1`. */
   args?: string[];
   /** Keep the node's stdout/stderr lines (debug.log stays in the datadir either way). */
@@ -158,7 +160,7 @@ export async function startBitcoind(opts: BitcoindOptions = {}): Promise<Bitcoin
       '-daemon=0',
       '-server',
       '-rest',
-      '-txindex=0',
+      `-txindex=${opts.txindex ? 1 : 0}`,
       '-listen=0',
       '-dnsseed=0',
       '-fixedseeds=0',

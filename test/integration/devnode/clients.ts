@@ -1,9 +1,12 @@
 /**
- * Test clients for a running devnode: raw JSON-RPC over HTTP (status, parsed body and text, as a
- * client sees them), REST GETs, and a ZMQ subscriber collecting every message with its frames.
+ * Test clients for a running node (bitcoind or the devnode): raw JSON-RPC over HTTP (status,
+ * parsed body and text, as a client sees them), REST GETs, and a ZMQ subscriber collecting every
+ * message with its frames.
  */
 import { Subscriber } from 'zeromq';
-import type { Devnode } from '../../../devnode/index.js';
+
+/** Where a node answers RPC and REST (a Devnode, a Bitcoind or a TestNode). */
+export type NodeAddress = { readonly rpc: { host: string; port: number; user: string; password: string } };
 
 export type RawRpcReply = { status: number; body: { result: unknown; error: { code: number; message: string } | null; id: unknown }; text: string };
 
@@ -22,7 +25,7 @@ async function fetchFresh(url: string, init?: RequestInit): Promise<Response> {
 }
 
 /** POSTs one JSON-RPC 1.0 request (as bitcoin-cli does) and returns status and body. */
-export async function rawRpc(node: Devnode, method: string, params: unknown[] = [], id: unknown = 1, path = '/'): Promise<RawRpcReply> {
+export async function rawRpc(node: NodeAddress, method: string, params: unknown[] = [], id: unknown = 1, path = '/'): Promise<RawRpcReply> {
   const auth = `Basic ${Buffer.from(`${node.rpc.user}:${node.rpc.password}`).toString('base64')}`;
   const res = await fetchFresh(`http://${node.rpc.host}:${node.rpc.port}${path}`, {
     method: 'POST',
@@ -34,7 +37,7 @@ export async function rawRpc(node: Devnode, method: string, params: unknown[] = 
 }
 
 /** The result of a call that must succeed. */
-export async function rpcResult<T = unknown>(node: Devnode, method: string, params: unknown[] = []): Promise<T> {
+export async function rpcResult<T = unknown>(node: NodeAddress, method: string, params: unknown[] = []): Promise<T> {
   const r = await rawRpc(node, method, params);
   if (r.body.error) throw new Error(`${method} failed: ${r.body.error.code} ${r.body.error.message}`);
   return r.body.result as T;
@@ -42,7 +45,7 @@ export async function rpcResult<T = unknown>(node: Devnode, method: string, para
 
 export type RestReply = { status: number; type: string; bytes: Uint8Array; text: string };
 
-export async function restGet(node: Devnode, path: string): Promise<RestReply> {
+export async function restGet(node: NodeAddress, path: string): Promise<RestReply> {
   const res = await fetchFresh(`http://${node.rpc.host}:${node.rpc.port}${path}`);
   const bytes = new Uint8Array(await res.arrayBuffer());
   return { status: res.status, type: res.headers.get('content-type') ?? '', bytes, text: Buffer.from(bytes).toString('utf8') };
