@@ -1,33 +1,20 @@
 /**
  * A real Bitcoin Core holding a recorded chain, to ask it what it answers for blocks and
  * transactions the index also holds: bitcoind (BITCOIND_BIN, else ../shared/bitcoin-core/bin
- * read in place) on a throwaway datadir and free loopback ports, no peers, on `regtest` or on
- * `main` (real mainnet blocks from genesis are valid there: their proof of work is real), fed
- * the blocks with `submitblock`. `describeCore` fails under CI and skips otherwise when bitcoind
- * is missing.
+ * read in place, as test/support/bitcoind.ts finds it) on a throwaway datadir and free loopback
+ * ports, no peers, on `regtest` or on `main` (real mainnet blocks from genesis are valid there:
+ * their proof of work is real; startBitcoind runs regtest only), fed the blocks with
+ * `submitblock`. Suites use `describeBitcoind`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { describe } from 'vitest';
+import { join } from 'node:path';
 import { freePort } from '../../src/embedded/free-port.js';
 import { BitcoindClient } from '../../src/rpc/bitcoind.js';
-import { projectRoot } from './fixtures.js';
-import { waitFor } from './chain-indexer.js';
-
-export const coreBin = process.env.BITCOIND_BIN ?? resolve(projectRoot, '..', 'shared', 'bitcoin-core', 'bin', 'bitcoind');
-
-/** `describe` for suites that need a real bitcoind (fails under CI when it is missing). */
-export function describeCore(name: string, fn: () => void): void {
-  if (existsSync(coreBin)) describe(name, fn);
-  else if (process.env.CI) describe(name, () => { throw new Error(`bitcoind not found at ${coreBin}; CI requires it`); });
-  else {
-    process.stderr.write(`notice: skipping '${name}': bitcoind not found at ${coreBin}\n`);
-    describe.skip(name, fn);
-  }
-}
+import { bitcoindBin } from './bitcoind.js';
+import { waitFor } from './wait.js';
 
 export type CoreChain = {
   rpc: BitcoindClient;
@@ -41,7 +28,7 @@ export async function startCoreWithBlocks(chain: 'main' | 'regtest', blocks: rea
   const datadir = await mkdtemp(join(tmpdir(), 'blockwire-test', 'core-'));
   const port = await freePort();
   const child: ChildProcess = spawn(
-    coreBin,
+    bitcoindBin,
     [`-chain=${chain}`, `-datadir=${datadir}`, '-server', '-rest', '-listen=0', '-connect=0', '-dnsseed=0', '-fixedseeds=0', '-txindex=0', '-printtoconsole=0', '-rpcbind=127.0.0.1', '-rpcallowip=127.0.0.1', `-rpcport=${port}`],
     { stdio: 'ignore' },
   );
@@ -50,18 +37,18 @@ export async function startCoreWithBlocks(chain: 'main' | 'regtest', blocks: rea
   const stop = async () => {
     if (!exited) {
       child.kill('SIGTERM');
-      await waitFor(() => exited, 'bitcoind to exit', 60_000).catch(() => child.kill('SIGKILL'));
+      await waitFor('bitcoind to exit', () => exited, 60_000).catch(() => child.kill('SIGKILL'));
     }
     await rm(datadir, { recursive: true, force: true });
   };
   try {
     const cookie = join(datadir, chain === 'main' ? '' : chain, '.cookie');
-    await waitFor(() => existsSync(cookie) || exited, 'bitcoind to write its cookie', 60_000);
+    await waitFor('bitcoind to write its cookie', () => existsSync(cookie) || exited, 60_000);
     if (exited) throw new Error('bitcoind exited at start');
     const [user, password] = (await readFile(cookie, 'utf8')).trim().split(':');
     const rpcUrl = `http://${user}:${encodeURIComponent(password!)}@127.0.0.1:${port}`;
     const rpc = new BitcoindClient({ url: rpcUrl, timeoutMs: 30_000 });
-    await waitFor(async () => (await rpc.call<{ blocks: number }>('getblockchaininfo').then(() => true, () => false)), 'bitcoind RPC', 60_000);
+    await waitFor('bitcoind RPC', () => rpc.call('getblockchaininfo').then(() => true), 60_000);
     // (blocks[0] is the genesis block, which bitcoind has built in)
     for (let i = 1; i < blocks.length; i++) {
       const r = await rpc.call<string | null>('submitblock', [Buffer.from(blocks[i]!).toString('hex')]);

@@ -16,7 +16,8 @@ import { applyBlock } from '../../../indexer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { loadChainA, loadMainnet600 } from '../../support/chain-fixture.js';
-import { describeCore, startCoreWithBlocks, type CoreChain } from '../../support/core-chain.js';
+import { startCoreWithBlocks, type CoreChain } from '../../support/core-chain.js';
+import { describeBitcoind } from '../../support/bitcoind.js';
 import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
 
 type CoreHeader = { hash: string; height: number; version: number; merkleroot: string; time: number; mediantime: number; nonce: number; bits: string; difficulty: number; nTx: number; previousblockhash?: string; nextblockhash?: string };
@@ -24,7 +25,7 @@ type CoreTx = { txid: string; hex: string; size: number; vsize: number; weight: 
 type CoreBlock2 = CoreHeader & { size: number; weight: number; tx: CoreTx[] };
 
 function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[], network: 'main' | 'regtest', sampleBlocks: (tip: number) => number[]) {
-  describeCore(name, () => {
+  describeBitcoind(name, () => {
     let t: TestDatabase;
     let h: ApiHarness;
     let core: CoreChain;
