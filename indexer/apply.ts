@@ -12,6 +12,7 @@ import { equalBytes } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { decodeEntries, decodeIns, encodeEntries } from '../src/db/packed.js';
 import { FatalError } from '../src/errors.js';
+import { extendWalletsFor } from '../src/db/wallet-chains.js';
 import type { Logger } from '../src/log.js';
 import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, MissingPrevoutError, txNumOf, TX_NUM_SPAN, type BlockRows, type Delta, type Prevout, type StoredTx, type Touch, type UtxoRow } from './derive.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent, type Watch } from './events.js';
@@ -334,6 +335,10 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
     lap('balances');
     await insertHistory(trx, rows.history);
     lap('history');
+    // Wallet gap limits move before the events are built: an address the extension brings in
+    // is watched (its wallet's subscriptions) when this block's touches are matched.
+    await extendWalletsFor(trx, [...rows.history.keys()]);
+    lap('wallets');
 
     const watched = await loadWatches(trx, (rows.touches ?? []).map((t) => t.key));
     lap('watches');

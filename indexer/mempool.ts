@@ -18,6 +18,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { decodeTx, type DecodedTx } from '../src/bitcoin/tx.js';
 import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
+import { extendWalletsFor } from '../src/db/wallet-chains.js';
 import type { Logger } from '../src/log.js';
 import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
 import type { MempoolSource, MempoolSummary, NodeMempoolTx } from './chain-source.js';
@@ -233,6 +234,8 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
     conflictCount = gone.count;
   }
   await insertMempoolTxs(trx, rows);
+  // Wallet gap limits move before the events are built (as for blocks: src/db/wallet-chains.ts).
+  await extendWalletsFor(trx, rows.flatMap((r) => r.addresses.map((a) => a.key)));
 
   // replaced_by for the removals: whoever spends their outpoints now.
   const replacedBy = new Map<string, Uint8Array>(conflictBy);

@@ -104,6 +104,8 @@ export const ERROR_CODES = {
   ERR_HOOK_IN_USE: code(409, 'conflict', false, 'hook is used by subscriptions', 'Subscriptions still push to this hook: delete them (or point them elsewhere) first.'),
   ERR_SUBSCRIPTION_NOT_FOUND: code(404, 'not_found', false, 'subscription not found', 'No subscription with this id for this API key.'),
   ERR_DELIVERY_NOT_FOUND: code(404, 'not_found', false, 'delivery not found', 'No delivery with this id in this hook\'s log.'),
+  ERR_WALLET_NOT_FOUND: code(404, 'not_found', false, 'wallet not found', 'No wallet with this id for this API key (also the answer for another key\'s wallet).'),
+  ERR_INVALID_DESCRIPTOR: code(400, 'invalid_request', false, 'invalid descriptor', 'A descriptor or extended key of POST /wallets cannot be tracked: bad checksum (Core\'s message), another network\'s key, a private key, no `/*` range, or an unsupported form; `error_message` says which.'),
   ERR_INTERNAL: code(500, 'internal', false, 'internal error', 'An unexpected failure; it is logged with the request id.'),
 } as const satisfies Record<string, CodeInfo>;
 

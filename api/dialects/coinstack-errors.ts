@@ -77,6 +77,9 @@ export const COINSTACK_ERRORS: Record<ErrorCode, Mapping> = {
   ERR_HOOK_IN_USE: INVALID,
   ERR_SUBSCRIPTION_NOT_FOUND: NOT_FOUND('Requested subscription not found.'),
   ERR_DELIVERY_NOT_FOUND: NOT_FOUND('not found'),
+  // (wallets are served under /v1 only; a subscription naming one may come through either dialect)
+  ERR_WALLET_NOT_FOUND: NOT_FOUND('Requested wallet not found.'),
+  ERR_INVALID_DESCRIPTOR: INVALID,
   ERR_INTERNAL: { kind: 'InternalServer' },
 };
 

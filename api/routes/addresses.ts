@@ -71,7 +71,8 @@ export function resolveAddress(deps: ResolvedApiDeps, address: string): string {
   return addressKey(r.script);
 }
 
-async function assertNotSyncing(deps: ResolvedApiDeps): Promise<void> {
+/** 503 ERR_INDEX_SYNCING while the index is too far behind the node for answers to be right. */
+export async function assertNotSyncing(deps: ResolvedApiDeps): Promise<void> {
   if (await deps.isSyncing?.()) throw new ServiceError('ERR_INDEX_SYNCING');
 }
 

@@ -34,8 +34,8 @@ const ARN_RE = /^arn:aws[a-z-]*:sns:([a-z0-9-]{4,30}):(\d{12}):[A-Za-z0-9_-]{1,2
 const REGION_RE = /^[a-z]{2}(-[a-z]+)+-\d{1,2}$/;
 const ID_RE = '^[a-z]{3,5}_[0-9a-f]{20}$';
 
-/** A new random id with a type prefix (`hook_…`, `sub_…`): no ':' (BullMQ job ids), no '-'. */
-export function newId(prefix: 'hook' | 'sub'): string {
+/** A new random id with a type prefix (`hook_…`, `sub_…`, `wal_…`): no ':' (BullMQ job ids), no '-'. */
+export function newId(prefix: 'hook' | 'sub' | 'wal'): string {
   return `${prefix}_${randomBytes(10).toString('hex')}`;
 }
 

@@ -15,6 +15,7 @@ import { hookRoutes } from './hooks.js';
 import { subscriptionRoutes } from './subscriptions.js';
 import { blockRoutes, v1BlockAnswer } from './blocks.js';
 import { transactionReadRoutes, v1TransactionAnswer } from './transaction-reads.js';
+import { walletRoutes } from './wallets.js';
 
 export const routeModules: Record<DialectName, RouteModule[]> = {
   // /v1's block and transaction answers carry more than the spec's (header fields; fee, sizes, replaceability)
@@ -27,6 +28,7 @@ export const routeModules: Record<DialectName, RouteModule[]> = {
     subscriptionRoutes,
     blockRoutes,
     transactionReadRoutes,
+    walletRoutes,
   ],
   // coinstackd has no hooks: a subscription's action names a hook made under /v1/hooks.
   coinstack: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, subscriptionRoutes],

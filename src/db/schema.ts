@@ -165,9 +165,11 @@ export interface HooksTable {
 export interface SubscriptionsTable {
   id: string;
   key_id: bigint;
-  kind: 'address' | 'chain';
+  kind: 'address' | 'chain' | 'wallet';
   address: string | null;
   addr_key: string | null;
+  /** The wallet of a `wallet` subscription (0012_wallets). */
+  wallet_id: string | null;
   hook_id: string | null;
   confirmations: ColumnType<number, number | undefined, number>;
   created_at: Generated<Date>;
@@ -209,6 +211,40 @@ export interface DeliveriesTable {
   enqueued_at: Date | null;
   delivered_at: Date | null;
   dead_at: Date | null;
+}
+
+/** A key's wallet (0012_wallets): its descriptors as answered (checksummed) and its gap limit. */
+export interface WalletsTable {
+  id: string;
+  key_id: bigint;
+  network: string;
+  descriptors: string[];
+  gap_limit: number;
+  created_at: Generated<Date>;
+  deleted_at: Date | null;
+}
+
+/** One single-path descriptor of a wallet: derived up to `derived` (exclusive), used or reserved up to `used_max`. */
+export interface WalletChainsTable {
+  wallet_id: string;
+  chain: number;
+  /** The single-path descriptor, checksummed. */
+  descriptor: string;
+  change: boolean;
+  gap_limit: number;
+  derived: ColumnType<number, number | undefined, number>;
+  used_max: ColumnType<number, number | undefined, number>;
+}
+
+/** A derived address of a wallet chain. */
+export interface WalletAddressesTable {
+  wallet_id: string;
+  chain: number;
+  idx: number;
+  addr_key: string;
+  address: string;
+  path: string;
+  reserved_at: Date | null;
 }
 
 export interface WatchedAddressesView {
@@ -269,4 +305,7 @@ export interface Database {
   reorged_txs: ReorgedTxsTable;
   stream_state: StreamStateTable;
   deliveries: DeliveriesTable;
+  wallets: WalletsTable;
+  wallet_chains: WalletChainsTable;
+  wallet_addresses: WalletAddressesTable;
 }

@@ -16,9 +16,11 @@ export type SubscriptionRow = Omit<SubscriptionsTable, 'created_at' | 'confirmat
 export type NewSubscription = {
   id: string;
   keyId: bigint;
-  kind: 'address' | 'chain';
+  kind: 'address' | 'chain' | 'wallet';
   address: string | null;
   addrKey: string | null;
+  /** The wallet of a `wallet` subscription. */
+  walletId?: string | null;
   hookId: string | null;
   confirmations: number;
 };
@@ -36,6 +38,7 @@ export async function insertSubscription(db: Kysely<Database>, s: NewSubscriptio
       kind: s.kind,
       address: s.address,
       addr_key: s.addrKey,
+      wallet_id: s.walletId ?? null,
       hook_id: s.hookId,
       confirmations: s.confirmations,
       deleted_at: null,
