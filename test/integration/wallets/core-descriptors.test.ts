@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { outputAddresses } from '../../../src/bitcoin/address.js';
 import { expandDescriptor, formatDescriptor, parseDescriptor, ScriptDeriver, withChecksum } from '../../../src/bitcoin/descriptor.js';
 import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
-import { CoreRpcError, describeBitcoind, startBitcoind, type CoreNode } from './core-node.js';
+import { BitcoindRpcError, describeBitcoind, startBitcoind, type Bitcoind } from '../../support/bitcoind.js';
 
 const versions = bip32Versions('regtest');
 const master = (n: number) => HDKey.fromMasterSeed(new Uint8Array(32).fill(n), versions);
@@ -38,7 +38,7 @@ const DESCRIPTORS = [
 ];
 
 describeBitcoind('descriptors against Bitcoin Core (getdescriptorinfo, deriveaddresses)', () => {
-  let core: CoreNode;
+  let core: Bitcoind;
   beforeAll(async () => {
     core = await startBitcoind();
   });
@@ -73,7 +73,7 @@ describeBitcoind('descriptors against Bitcoin Core (getdescriptorinfo, deriveadd
     const good = withChecksum(formatDescriptor(parseDescriptor(DESCRIPTORS[3]!, 'regtest')));
     const bad = good.slice(0, -1) + (good.endsWith('q') ? 'p' : 'q');
     const coreErr = await core.call('getdescriptorinfo', [bad]).catch((e: unknown) => e);
-    expect(coreErr).toBeInstanceOf(CoreRpcError);
-    expect(() => parseDescriptor(bad, 'regtest')).toThrow((coreErr as CoreRpcError).rpcMessage);
+    expect(coreErr).toBeInstanceOf(BitcoindRpcError);
+    expect(() => parseDescriptor(bad, 'regtest')).toThrow((coreErr as BitcoindRpcError).message);
   });
 });
