@@ -8,7 +8,7 @@
 import { HDKey } from '@scure/bip32';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
-import { waitFor } from '../../support/chain-indexer.js';
+import { waitFor } from '../../support/wait.js';
 import { startStack, type Stack } from '../../support/stack.js';
 
 const account = HDKey.fromMasterSeed(new Uint8Array(32).fill(7), bip32Versions('regtest')).derive("m/84'/1'/0'");
@@ -63,11 +63,11 @@ describe('wallets API', () => {
     const id = wallet.id as string;
     const a4 = await addressAt(id, false, 4);
     const tx1 = await s.devnode.wallet.send(a4, 50_000n);
-    await waitFor(async () => ((await call('GET', `/wallets/${id}`)).body.chains[0].addresses as number) === 10, 'the receive chain extended to 10');
+    await waitFor('the receive chain extended to 10', async () => ((await call('GET', `/wallets/${id}`)).body.chains[0].addresses as number) === 10);
     // The 6th receive address (index 5) exists only because index 4 was used; pay it.
     const a5 = await addressAt(id, false, 5);
     const tx2 = await s.devnode.wallet.send(a5, 70_000n);
-    await waitFor(async () => (await call('GET', `/wallets/${id}/balance`)).body.unconfirmed === 120_000, 'both payments in the unconfirmed balance');
+    await waitFor('both payments in the unconfirmed balance', async () => (await call('GET', `/wallets/${id}/balance`)).body.unconfirmed === 120_000);
     expect((await call('GET', `/wallets/${id}/balance`)).body).toEqual({ confirmed: 0, unconfirmed: 120_000 });
     const h = await call('GET', `/wallets/${id}/history`);
     expect(new Set((h.body as Json[]).map((e) => e.transaction_hash))).toEqual(new Set([tx1, tx2]));
