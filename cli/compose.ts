@@ -140,6 +140,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
         config,
         log,
         db,
+        databaseUrl: deps.databaseUrl,
         redisUrl: deps.redisUrl!,
         ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}),
         ...(attach ? { server: attach } : {}),
@@ -151,7 +152,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
     }
 
     if (roles.has('worker')) {
-      out.worker = await startWorker({ config, log, db, redisUrl: deps.redisUrl!, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) });
+      out.worker = await startWorker({ config, log, db, databaseUrl: deps.databaseUrl, redisUrl: deps.redisUrl!, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) });
       const worker = out.worker;
       stops.push({ name: 'worker', stop: () => worker.stop() });
     }

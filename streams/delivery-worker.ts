@@ -5,7 +5,8 @@
  * disables the hook); retryable → `pending` with the next attempt's time, or `dead` (the dead
  * letter) on the last attempt. The retry delay is computed here (streams/retry.ts) and handed to
  * BullMQ through the error, so the log shows exactly when the next attempt comes. A worker
- * killed mid-delivery leaves its job stalled; another worker re-runs it (same webhook-id).
+ * killed mid-delivery leaves its job stalled; another worker re-runs it (same webhook-id). A
+ * hook whose API key was revoked gets nothing more: its jobs end `failed` ("API key revoked").
  * @module
  */
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
@@ -51,7 +52,10 @@ export type DeliveryWorkerDeps = {
   concurrency: number;
   /** Job lock; a job whose worker died is re-run after about this long. */
   lockMs: number;
-  /** How long a hook row is cached (deletion, disabling and secret rotation show within it). */
+  /**
+   * How long a hook row is cached (deletion, disabling and secret rotation show within it; a
+   * key's revocation at once through `forgetKey`, else within it too). Default 1 s.
+   */
   hookCacheMs?: number;
   /**
    * The longest close() waits for deliveries in flight and for BullMQ to let go; then it
@@ -62,7 +66,12 @@ export type DeliveryWorkerDeps = {
   random?: () => number;
 };
 
-export type DeliveryWorker = { worker: Worker; close(): Promise<void> };
+export type DeliveryWorker = {
+  worker: Worker;
+  /** Drops what is cached of the key's hooks (a key notification: it may be revoked). */
+  forgetKey(keyId: string): void;
+  close(): Promise<void>;
+};
 
 /** Outcomes written together: at most this many, or whatever arrived within FLUSH_MS. */
 const FLUSH_ROWS = 200;
@@ -99,10 +108,10 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const log = deps.log.child({ component: `streams.worker.${deps.transportName}` });
   const record = createOutcomeWriter(deps.db);
   const random = deps.random ?? Math.random;
-  const hookCacheMs = deps.hookCacheMs ?? 2000;
-  const hooks = new Map<string, { at: number; hook: HookRow | undefined }>();
+  const hookCacheMs = deps.hookCacheMs ?? 1000;
+  const hooks = new Map<string, { at: number; hook: (HookRow & { key_revoked: boolean }) | undefined }>();
 
-  async function loadHook(id: string): Promise<HookRow | undefined> {
+  async function loadHook(id: string): Promise<(HookRow & { key_revoked: boolean }) | undefined> {
     const hit = hooks.get(id);
     if (hit && Date.now() - hit.at < hookCacheMs) return hit.hook;
     const hook = await findHookById(deps.db, id);
@@ -118,6 +127,10 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     const hook = await loadHook(data.hook);
     if (!hook || hook.deleted_at) {
       await record({ ...base, status: 'failed', lastStatus: null, lastError: 'hook deleted', nextAttemptAt: null });
+      return;
+    }
+    if (hook.key_revoked) {
+      await record({ ...base, status: 'failed', lastStatus: null, lastError: 'API key revoked', nextAttemptAt: null });
       return;
     }
     if (hook.disabled_at) {
@@ -170,6 +183,9 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   });
   return {
     worker,
+    forgetKey(keyId) {
+      for (const [id, e] of hooks) if (!e.hook || String(e.hook.key_id) === keyId) hooks.delete(id);
+    },
     async close() {
       if (!(await settlesWithin(worker.close(), deps.closeTimeoutMs))) {
         log.warn({ timeoutMs: deps.closeTimeoutMs }, 'delivery worker did not stop in time (Redis unreachable?): disconnecting; jobs it held run again when their locks expire');

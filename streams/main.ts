@@ -24,6 +24,10 @@ import { createStreamServer } from './ws/server.js';
 import { createDeliveryWorker, type DeliveryWorker } from './delivery-worker.js';
 import { createHttpTransport } from './webhook/http-transport.js';
 import { createSnsTransport, type SnsTransportOptions } from './sns/sns-transport.js';
+import { listenKeyEvents } from '../src/auth/key-events.js';
+
+/** How often a stream process checks its connected keys for revocation besides the notifications. */
+const KEY_CHECK_MS = 5000;
 
 /** Default Redis prefix of queues and the feed channel. */
 export const DEFAULT_REDIS_PREFIX = 'bw';
@@ -32,6 +36,12 @@ type CommonDeps = {
   config: Config;
   log: Logger;
   db: Kysely<Database>;
+  /**
+   * The database URL, for a connection LISTENing to API key changes: a revoked key's streams are
+   * closed and its hooks' deliveries refused at once. Without it, within `keyCheckMs` (streams)
+   * and the hook cache's life (workers).
+   */
+  databaseUrl?: string;
   redisUrl: string;
   /** Prefix of BullMQ keys and the feed channel (tests isolate themselves with a unique one). */
   redisPrefix?: string;
@@ -145,9 +155,19 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
       db,
       log,
       position: () => feedPosition(),
-      settings: { heartbeatMs: config.wsHeartbeatMs, maxBufferedBytes: config.wsMaxBufferedBytes, catchUpPage: 500, closeGraceMs: 5000 },
+      settings: { heartbeatMs: config.wsHeartbeatMs, maxBufferedBytes: config.wsMaxBufferedBytes, catchUpPage: 500, closeGraceMs: 5000, keyCheckMs: KEY_CHECK_MS },
     });
     undo.push(() => hub.close());
+    const keyEvents = deps.databaseUrl
+      ? await listenKeyEvents({
+          databaseUrl: deps.databaseUrl,
+          applicationName: 'blockwire-stream-keys',
+          log,
+          onChange: (id) => void hub.checkKeys([BigInt(id)]).catch((err: unknown) => log.warn({ err }, 'stream key check failed')),
+          onUp: () => void hub.checkKeys().catch((err: unknown) => log.warn({ err }, 'stream key check failed')),
+        })
+      : undefined;
+    if (keyEvents) undo.push(() => keyEvents.close());
     const subscriber = new Redis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: 'blockwire-stream-feed' });
     subscriber.on('error', () => undefined);
     undo.push(() => subscriber.disconnect());
@@ -155,7 +175,7 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
     undo.push(() => feed.stop());
     feedPosition = () => feed.position;
 
-    const wsServer = createStreamServer({ db, hub, log });
+    const wsServer = createStreamServer({ db, hub, log, ...(keyEvents ? { keyGeneration: () => keyEvents.generation } : {}) });
     undo.push(() => wsServer.close());
     let port: number | undefined;
     if (deps.server) {
@@ -215,11 +235,20 @@ export async function startWorker(deps: WorkerDeps): Promise<WorkerHandle> {
       ...deps.sns,
     }),
   });
-  log.info({ concurrency: config.webhookConcurrency }, 'delivery workers started');
   const workers = [http, sns];
+  const keyEvents = deps.databaseUrl
+    ? await listenKeyEvents({
+        databaseUrl: deps.databaseUrl,
+        applicationName: 'blockwire-worker-keys',
+        log,
+        onChange: (id) => workers.forEach((w) => w.forgetKey(id)),
+      })
+    : undefined;
+  log.info({ concurrency: config.webhookConcurrency }, 'delivery workers started');
   return {
     workers,
     async stop() {
+      await keyEvents?.close();
       await Promise.all(workers.map((w) => w.close()));
     },
   };

@@ -2,7 +2,7 @@
  * Loads live subscriptions as matching needs them (streams/match.ts `SubscriptionRef`): for a
  * batch of events (the relay, the hub's gap fill) or for one key (a resuming stream client).
  * Only the subscriptions a batch can match are read: those of its addresses, plus chain
- * subscriptions when it has block events.
+ * subscriptions when it has block events; never those of a revoked key.
  * @module
  */
 import { sql, type Kysely } from 'kysely';
@@ -41,6 +41,8 @@ function toRef(r: Row): SubscriptionRef {
 function base(db: Kysely<Database>) {
   return db
     .selectFrom('subscriptions as s')
+    // A revoked key's subscriptions match nothing: no delivery is logged or queued for it.
+    .innerJoin('api_keys as k', (j) => j.onRef('k.id', '=', 's.key_id').on('k.revoked_at', 'is', null))
     .leftJoin('hooks as h', 'h.id', 's.hook_id')
     .select([
       's.id',

@@ -1,7 +1,7 @@
 /**
  * A verifier of API keys that remembers verified keys in memory. A trigger on `api_keys`
  * (migration 0010) NOTIFYs `blockwire_api_keys` on every update or delete; this process LISTENs
- * on its own connection and drops the key. Revocation is exact — a key revoked before a request
+ * on its own connection (key-events.ts) and drops the key. Revocation is exact — a key revoked before a request
  * arrived is refused — through a read barrier: a cache hit is answered only after a `SELECT 1`
  * on the LISTEN connection that started after the request arrived has returned, because Postgres
  * delivers every notification committed before that query ahead of its answer. Concurrent
@@ -11,14 +11,15 @@
  * the full, uniform path of `verifyApiKey`.
  * @module
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../log.js';
 import { digestApiKey } from './api-key.js';
 import { verifyApiKey, type ApiKeyPrincipal } from './keys.js';
+import { listenKeyEvents, type KeyEvents } from './key-events.js';
 
-export const KEY_CHANNEL = 'blockwire_api_keys';
+export { KEY_CHANNEL } from './key-events.js';
 
 export type KeyVerifier = {
   verify(presented: string): Promise<ApiKeyPrincipal | null>;
@@ -48,8 +49,6 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
   const cache = new Map<string, { principal: ApiKeyPrincipal; at: number }>();
   let client: pg.Client | undefined;
   let listening = false;
-  let closed = false;
-  let retry: NodeJS.Timeout | undefined;
   /** Bumped by every notification: a lookup that overlapped one is not cached. */
   let generation = 0;
   /** The barrier query in flight, and the one queued to start after it (shared by waiters). */
@@ -86,43 +85,29 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
     for (const [digest, e] of cache) if (String(e.principal.id) === id) cache.delete(digest);
   };
 
-  async function connect(): Promise<void> {
-    if (!opts.databaseUrl || closed) return;
-    const c = new pg.Client({ connectionString: opts.databaseUrl, application_name: 'blockwire-api-keys' });
-    const lost = (err?: unknown) => {
-      if (client !== c) return;
-      client = undefined;
-      listening = false;
-      cache.clear();
-      if (closed) return;
-      log?.warn({ err }, 'api key notifications lost: verifying every key against the database until reconnected');
-      retry = setTimeout(() => void connect(), 1000);
-      retry.unref();
-    };
-    c.on('error', lost);
-    c.on('end', () => lost());
-    c.on('notification', (n) => {
-      if (n.channel !== KEY_CHANNEL) return;
-      generation++;
-      if (n.payload) dropKey(n.payload);
+  let events: KeyEvents | undefined;
+  if (opts.databaseUrl) {
+    events = await listenKeyEvents({
+      databaseUrl: opts.databaseUrl,
+      applicationName: 'blockwire-api-keys',
+      ...(log ? { log } : {}),
+      onChange: (id) => {
+        generation++;
+        dropKey(id);
+      },
+      onUp: (c) => {
+        client = c;
+        cache.clear();
+        generation++;
+        listening = true;
+      },
+      onDown: () => {
+        client = undefined;
+        listening = false;
+        cache.clear();
+      },
     });
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${KEY_CHANNEL}`);
-      client = c;
-      cache.clear();
-      generation++;
-      listening = true;
-    } catch (err) {
-      log?.warn({ err }, 'cannot listen for api key changes; retrying');
-      void c.end().catch(() => {});
-      if (!closed) {
-        retry = setTimeout(() => void connect(), 1000);
-        retry.unref();
-      }
-    }
   }
-  await connect();
 
   return {
     get caching() {
@@ -157,13 +142,10 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
       return verifyApiKey(db, presented);
     },
     async close() {
-      closed = true;
-      clearTimeout(retry);
       listening = false;
-      cache.clear();
-      const c = client;
       client = undefined;
-      await c?.end().catch(() => {});
+      cache.clear();
+      await events?.close();
     },
   };
 }

@@ -5,7 +5,9 @@
  * same tick — so no event falls between replay and live, and none comes twice. Live batches go to
  * live connections only. Heartbeat: a ping every interval; a connection that has not answered
  * the previous one is terminated. A live connection whose send buffer passes the bound is closed
- * (4008 "slow consumer") instead of growing memory.
+ * (4008 "slow consumer") instead of growing memory. A key that is revoked (or deleted) has its
+ * connections closed (4401 "key revoked"): `checkKeys` is called on every key notification
+ * (src/auth/key-events.ts) and, as a fallback, every `keyCheckMs` for the keys connected.
  * @module
  */
 import type { WebSocket } from 'ws';
@@ -16,10 +18,11 @@ import { decodeOutboxRows } from '../events.js';
 import { deliveryJson, indexSubscriptions, matchEvents } from '../match.js';
 import { readOutboxForKey, readStreamState } from '../outbox.js';
 import { loadKeySubscriptions } from '../subscriptions.js';
+import { liveApiKeyIds } from '../../src/db/queries/api-keys.js';
 import type { FeedBatch } from '../feed-message.js';
 
 /** WebSocket close codes of the stream (docs/events.md). */
-export const CLOSE_CODES = { slowConsumer: 4008, cursorExpired: 4410, shutdown: 1001 } as const;
+export const CLOSE_CODES = { slowConsumer: 4008, keyRevoked: 4401, cursorExpired: 4410, shutdown: 1001 } as const;
 
 export type HubSettings = {
   heartbeatMs: number;
@@ -29,6 +32,8 @@ export type HubSettings = {
   catchUpPage: number;
   /** After a close frame is queued, how long before the socket is destroyed. */
   closeGraceMs: number;
+  /** How often the connected keys are checked for revocation without a notification. */
+  keyCheckMs: number;
 };
 
 export type HubStats = {
@@ -38,6 +43,7 @@ export type HubStats = {
   slowConsumerDisconnects: number;
   heartbeatTimeouts: number;
   expiredCursors: number;
+  revokedKeyDisconnects: number;
   /** Largest send buffer seen on a live connection, in bytes. */
   maxBufferedSeen: number;
 };
@@ -65,6 +71,8 @@ export type StreamHub = {
   accept(ws: WebSocket, keyId: bigint, after: bigint | undefined): void;
   /** The feed's batches, in order. */
   onBatch(batch: FeedBatch): void;
+  /** Closes the connections of the given keys (default: every connected key) that are revoked or gone. */
+  checkKeys(keyIds?: readonly bigint[]): Promise<void>;
   stats(): HubStats;
   /** Closes every connection (1001) and stops the heartbeat. */
   close(): Promise<void>;
@@ -75,7 +83,7 @@ export function createStreamHub(deps: HubDeps): StreamHub {
   const log = deps.log.child({ component: 'streams.hub' });
   const byKey = new Map<bigint, Set<Conn>>();
   const all = new Set<Conn>();
-  const stats = { sent: 0, slowConsumerDisconnects: 0, heartbeatTimeouts: 0, expiredCursors: 0, maxBufferedSeen: 0 };
+  const stats = { sent: 0, slowConsumerDisconnects: 0, heartbeatTimeouts: 0, expiredCursors: 0, revokedKeyDisconnects: 0, maxBufferedSeen: 0 };
 
   function closeConn(conn: Conn, code: number, reason: string): void {
     if (conn.closing) return;
@@ -134,6 +142,27 @@ export function createStreamHub(deps: HubDeps): StreamHub {
       await waitForRoom(conn);
     }
   }
+
+  async function checkKeys(keyIds?: readonly bigint[]): Promise<void> {
+    const ids = (keyIds ?? [...byKey.keys()]).filter((id) => byKey.has(id));
+    if (ids.length === 0) return;
+    const live = await liveApiKeyIds(db, ids);
+    for (const id of ids) {
+      if (live.has(id)) continue;
+      for (const conn of byKey.get(id) ?? []) {
+        if (conn.closing) continue;
+        stats.revokedKeyDisconnects += 1;
+        send(conn, JSON.stringify({ type: 'stream.error', error_code: 'ERR_API_KEY_INVALID', error_message: 'the API key was revoked' }));
+        closeConn(conn, CLOSE_CODES.keyRevoked, 'API key revoked');
+      }
+      log.info({ key: id.toString() }, 'API key revoked: its stream connections closed');
+    }
+  }
+
+  const sweep = setInterval(() => {
+    checkKeys().catch((err: unknown) => log.warn({ err }, 'stream key check failed'));
+  }, settings.keyCheckMs);
+  sweep.unref();
 
   const heartbeat = setInterval(() => {
     for (const conn of all) {
@@ -194,6 +223,7 @@ export function createStreamHub(deps: HubDeps): StreamHub {
       }
       for (const conn of all) if (conn.live && conn.cursor < batch.to) conn.cursor = batch.to;
     },
+    checkKeys,
     stats() {
       let live = 0;
       for (const c of all) if (c.live) live += 1;
@@ -201,6 +231,7 @@ export function createStreamHub(deps: HubDeps): StreamHub {
     },
     async close() {
       clearInterval(heartbeat);
+      clearInterval(sweep);
       const closed = [...all].map((c) => new Promise<void>((r) => (c.ws.readyState >= 2 ? r() : c.ws.once('close', () => r()))));
       for (const c of all) closeConn(c, CLOSE_CODES.shutdown, 'server shutting down');
       await Promise.race([Promise.all(closed), new Promise((r) => setTimeout(r, settings.closeGraceMs + 100))]);

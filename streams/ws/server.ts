@@ -48,7 +48,13 @@ export type StreamServer = {
   close(): void;
 };
 
-export function createStreamServer(deps: { db: Kysely<Database>; hub: StreamHub; log: Logger }): StreamServer {
+export function createStreamServer(deps: {
+  db: Kysely<Database>;
+  hub: StreamHub;
+  log: Logger;
+  /** The key notifications' generation (src/auth/key-events.ts): a key changing during an upgrade is checked again once accepted. */
+  keyGeneration?: () => number;
+}): StreamServer {
   const log = deps.log.child({ component: 'streams.ws' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE, perMessageDeflate: false, clientTracking: false });
   const attached: Server[] = [];
@@ -56,6 +62,7 @@ export function createStreamServer(deps: { db: Kysely<Database>; hub: StreamHub;
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     let keyId: bigint;
     let after: bigint | undefined;
+    const generation = deps.keyGeneration?.();
     try {
       after = parseAfter(url.searchParams.get('after'));
       const presented = req.headers['apikey'] ?? url.searchParams.get('apiKey') ?? undefined;
@@ -66,7 +73,11 @@ export function createStreamServer(deps: { db: Kysely<Database>; hub: StreamHub;
       return refuse(socket, new ServiceError('ERR_DATABASE_UNAVAILABLE'));
     }
     if (socket.destroyed) return;
-    wss.handleUpgrade(req, socket, head, (ws) => deps.hub.accept(ws, keyId, after));
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      deps.hub.accept(ws, keyId, after);
+      // Revoked after it was read and before the hub held the socket: the notification found nothing to close.
+      if (generation !== deps.keyGeneration?.()) void deps.hub.checkKeys([keyId]).catch((err: unknown) => log.warn({ err }, 'stream key check failed'));
+    });
   }
 
   function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {

@@ -110,10 +110,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 
     const api: ApiHandle = await startApi({ config, log, db: db.db, node, network: 'regtest', ...(stamper ? { stamps: stamper.service, stampStatus: stamper.status } : {}), tipPollMs: 200 });
     stops.push(() => api.close());
-    const streams: StreamsHandle = await startStreams({ config, log, db: db.db, redisUrl, redisPrefix, server: api.app.server });
+    const streams: StreamsHandle = await startStreams({ config, log, db: db.db, databaseUrl: db.url, redisUrl, redisPrefix, server: api.app.server });
     stops.push(() => streams.stop());
     if (opts.worker !== false) {
-      const worker: WorkerHandle = await startWorker({ config, log, db: db.db, redisUrl, redisPrefix });
+      const worker: WorkerHandle = await startWorker({ config, log, db: db.db, databaseUrl: db.url, redisUrl, redisPrefix });
       stops.push(() => worker.stop());
     }
 

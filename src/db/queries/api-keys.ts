@@ -62,3 +62,10 @@ export async function listSecretBoxes(db: Kysely<Database>): Promise<{ id: bigin
 export async function updateSecretBox(db: Kysely<Database>, id: bigint, box: Buffer): Promise<void> {
   await db.updateTable('api_keys').set({ secret_box: box }).where('id', '=', id).execute();
 }
+
+/** Which of `ids` are keys that exist and are not revoked. */
+export async function liveApiKeyIds(db: Kysely<Database>, ids: readonly bigint[]): Promise<Set<bigint>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom('api_keys').select('id').where('id', 'in', [...ids]).where('revoked_at', 'is', null).execute();
+  return new Set(rows.map((r) => r.id));
+}

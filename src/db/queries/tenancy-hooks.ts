@@ -4,7 +4,7 @@
  * hook looks exactly like a missing one. Deleted hooks are kept (soft delete) for the delivery log.
  * @module
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database, HooksTable } from '../schema.js';
 
 export type HookRow = Omit<HooksTable, 'created_at'> & { created_at: Date };
@@ -45,9 +45,15 @@ export async function findHook(db: Kysely<Database>, keyId: bigint, id: string):
   return db.selectFrom('hooks').selectAll().where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
-/** A hook by id whatever its key or state (delivery workers). */
-export async function findHookById(db: Kysely<Database>, id: string): Promise<HookRow | undefined> {
-  return db.selectFrom('hooks').selectAll().where('id', '=', id).executeTakeFirst();
+/** A hook by id whatever its key or state (delivery workers), with whether its key is revoked. */
+export async function findHookById(db: Kysely<Database>, id: string): Promise<(HookRow & { key_revoked: boolean }) | undefined> {
+  return db
+    .selectFrom('hooks as h')
+    .innerJoin('api_keys as k', 'k.id', 'h.key_id')
+    .selectAll('h')
+    .select(sql<boolean>`k.revoked_at IS NOT NULL`.as('key_revoked'))
+    .where('h.id', '=', id)
+    .executeTakeFirst();
 }
 
 /** How many live subscriptions push to the hook. */
