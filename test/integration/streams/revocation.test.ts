@@ -19,11 +19,11 @@ import {
   spawnRole,
   startReceiver,
   streamsConfig,
-  waitFor,
   type Child,
   type Receiver,
   type StreamsFixture,
 } from './harness.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('key revocation', () => {
   let f: StreamsFixture;
@@ -65,15 +65,15 @@ describe('key revocation', () => {
       res.end('not now');
     };
     const clients = await Promise.all([a, b].map((s) => connectStream(`ws://127.0.0.1:${s.port}/v1/stream`, k.key)));
-    for (const c of clients) await waitFor(() => c.messages.some((m) => m.type === 'stream.live'), 10_000, 'stream live');
+    for (const c of clients) await waitFor('stream live', () => c.messages.some((m) => m.type === 'stream.live'), 10_000);
     const [first] = await insertEvents(f.t.db, [{ type: 'tx.unconfirmed', ...addr }]);
-    for (const c of clients) await waitFor(() => c.events().some((e) => e.id === Number(first)), 10_000, 'the first event on both streams');
-    await waitFor(() => leaked.received.length === 1, 10_000, 'the first attempt at the leaked key\'s hook');
-    await waitFor(() => other.received.length === 1, 10_000, 'the other key\'s delivery');
-    await waitFor(async () => {
+    for (const c of clients) await waitFor('the first event on both streams', () => c.events().some((e) => e.id === Number(first)), 10_000);
+    await waitFor('the first attempt at the leaked key\'s hook', () => leaked.received.length === 1, 10_000);
+    await waitFor('the other key\'s delivery', () => other.received.length === 1, 10_000);
+    await waitFor('the retry scheduled', async () => {
       const d = await f.t.db.selectFrom('deliveries').select(['status', 'attempts']).where('id', '=', `${sub}-${first}`).executeTakeFirst();
       return d?.status === 'pending' && d.attempts === 1;
-    }, 10_000, 'the retry scheduled');
+    }, 10_000);
     leaked.respond = (_req, res) => {
       res.writeHead(200);
       res.end('ok');
@@ -97,16 +97,16 @@ describe('key revocation', () => {
       { type: 'tx.unconfirmed', ...addr },
       { type: 'tx.unconfirmed', ...addr },
     ]);
-    await waitFor(() => later.every((s) => other.received.some((r) => r.id === `${sub2}-${s}`)), 15_000, 'the other key\'s deliveries of the later events');
+    await waitFor('the other key\'s deliveries of the later events', () => later.every((s) => other.received.some((r) => r.id === `${sub2}-${s}`)), 15_000);
     const logged = await f.t.db.selectFrom('deliveries').select('id').where('subscription_id', '=', sub).execute();
     expect(logged.map((d) => d.id)).toEqual([`${sub}-${first}`]);
 
     // The retry already queued runs now: the worker refuses to send it.
     await promoteDelayed(f.redisUrl, f.prefix, 'webhooks', 1);
-    await waitFor(async () => {
+    await waitFor('the queued retry failed as revoked', async () => {
       const d = await f.t.db.selectFrom('deliveries').select(['status', 'last_error']).where('id', '=', `${sub}-${first}`).executeTakeFirst();
       return d?.status === 'failed' && d.last_error === 'API key revoked';
-    }, 15_000, 'the queued retry failed as revoked');
+    }, 15_000);
     expect(leaked.received).toHaveLength(1);
   });
 });
