@@ -16,6 +16,8 @@ import { subscriptionRoutes } from './subscriptions.js';
 import { blockRoutes, v1BlockAnswer } from './blocks.js';
 import { transactionReadRoutes, v1TransactionAnswer } from './transaction-reads.js';
 import { walletRoutes } from './wallets.js';
+import { mempoolRoutes } from './mempool.js';
+import { feeRoutes } from './fees.js';
 
 export const routeModules: Record<DialectName, RouteModule[]> = {
   // /v1's block and transaction answers carry more than the spec's (header fields; fee, sizes, replaceability)
@@ -29,6 +31,8 @@ export const routeModules: Record<DialectName, RouteModule[]> = {
     blockRoutes,
     transactionReadRoutes,
     walletRoutes,
+    mempoolRoutes,
+    feeRoutes,
   ],
   // coinstackd has no hooks: a subscription's action names a hook made under /v1/hooks.
   coinstack: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, subscriptionRoutes],

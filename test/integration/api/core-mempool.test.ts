@@ -1,0 +1,95 @@
+/**
+ * /v1/mempool, /v1/mempool/recent, /v1/fee-estimates and a mempool transaction's view against a
+ * real Bitcoin Core: the indexer follows a funded regtest bitcoind whose wallet sends payments
+ * at several fee rates (one opting out of BIP125), and every answer is compared with Core's
+ * own: getmempoolinfo (size, bytes, total_fee), getmempoolentry (fees.base, vsize,
+ * bip125-replaceable), getmempoolinfo.fullrbf, and estimatesmartfee / mempoolminfee.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
+import { btcToSats } from '../../../src/rpc/types.js';
+import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
+import { indexerConfig } from '../../support/chain-indexer.js';
+import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { describeBitcoind, startBitcoind, type Bitcoind } from '../../support/bitcoind.js';
+import { waitFor } from '../../support/wait.js';
+import { silentLogger } from '../../../src/log.js';
+import { FEE_TARGETS, feeEstimates } from '../../../api/routes/fees.js';
+import { createApiHarness, type ApiHarness } from './harness.js';
+
+type Entry = { vsize: number; fees: { base: number }; 'bip125-replaceable': boolean };
+
+describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
+  let core: Bitcoind;
+  let t: TestDatabase;
+  let indexer: IndexerHandle;
+  let h: ApiHarness;
+  let mempool: string[] = [];
+
+  beforeAll(async () => {
+    core = await startBitcoind({ funded: true });
+    t = await createMigratedDatabase('coremempool');
+    indexer = await startIndexer({ config: indexerConfig(), log: silentLogger(), db: t.db, databaseUrl: t.url, rpcUrl: core.rpcUrl, zmqUrl: core.zmqUrl });
+    h = await createApiHarness({ node: new BitcoindClient({ url: core.rpcUrl, timeoutMs: 10_000 }), settings: { rateLimit: 10_000_000 } }, t);
+    const wallet = core.wallet!;
+    for (const [i, rate] of [1, 2, 5, 12, 30, 75].entries()) {
+      const address = await core.call<string>('getnewaddress', [], wallet);
+      // the first payment (spending confirmed coins) does not signal BIP125: only full-RBF makes it replaceable
+      await core.call('sendtoaddress', [address, Number((0.1 + i / 100).toFixed(2)), '', '', false, i > 0, null, 'unset', null, rate], wallet);
+    }
+    mempool = await core.call<string[]>('getrawmempool');
+    expect(mempool.length).toBe(6);
+    await waitFor('the indexed mempool to hold the node\'s', async () => {
+      const r = await sql<{ n: number }>`SELECT count(*)::int4 AS n FROM mempool_txs`.execute(t.db);
+      return r.rows[0]!.n === mempool.length;
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await indexer?.stop();
+    await t?.drop();
+    await core?.stop();
+  });
+
+  it('GET /v1/mempool: count, vsize and total fee of getmempoolinfo; the histogram covers every vbyte', async () => {
+    const info = await core.call<{ size: number; bytes: number; total_fee: number }>('getmempoolinfo');
+    const m = (await h.get('/v1/mempool')).json() as { count: number; vsize: number; total_fee: number; fee_histogram: [number, number][] };
+    expect({ count: m.count, vsize: m.vsize, total_fee: m.total_fee }).toEqual({ count: info.size, vsize: info.bytes, total_fee: Number(btcToSats(info.total_fee)) });
+    expect(m.fee_histogram.reduce((s, [, v]) => s + v, 0)).toBe(info.bytes);
+    const recent = (await h.get('/v1/mempool/recent?limit=3')).json() as { txid: string; fee: number; vsize: number }[];
+    expect(recent).toHaveLength(3);
+    for (const r of recent) {
+      const e = await core.call<Entry>('getmempoolentry', [r.txid]);
+      expect({ fee: r.fee, vsize: r.vsize }).toEqual({ fee: Number(btcToSats(e.fees.base)), vsize: e.vsize });
+    }
+  });
+
+  it('a mempool transaction: fee, vsize and BIP125 flag as getmempoolentry; replaceable by full-RBF as getmempoolinfo says', async () => {
+    const { fullrbf } = await core.call<{ fullrbf: boolean }>('getmempoolinfo');
+    let signalling = 0;
+    for (const txid of mempool) {
+      const e = await core.call<Entry>('getmempoolentry', [txid]);
+      const v = (await h.get(`/v1/transactions/${txid}`)).json();
+      const fee = Number(btcToSats(e.fees.base));
+      expect(v, txid).toMatchObject({ fee, vsize: e.vsize, bip125_replaceable: e['bip125-replaceable'], replaceable: fullrbf || e['bip125-replaceable'], fee_rate: Math.round((fee / e.vsize) * 100) / 100 });
+      if (e['bip125-replaceable']) signalling++;
+    }
+    // both kinds were compared
+    expect(signalling).toBeGreaterThan(0);
+    expect(signalling).toBeLessThan(mempool.length);
+  });
+
+  it('GET /v1/fee-estimates: estimatesmartfee per target in each mode, floored at mempoolminfee', async () => {
+    const { mempoolminfee } = await core.call<{ mempoolminfee: number }>('getmempoolinfo');
+    for (const mode of ['economical', 'conservative'] as const) {
+      const answers = await Promise.all(FEE_TARGETS.map((n) => core.call<{ feerate?: number }>('estimatesmartfee', [n, mode])));
+      const got = (await h.get(`/v1/fee-estimates?mode=${mode}`)).json() as Record<string, number>;
+      expect(Object.keys(got).map(Number).sort((a, b) => a - b)).toEqual([...FEE_TARGETS]);
+      expect(got).toEqual(feeEstimates(answers, mempoolminfee));
+      // regtest with six transactions gives Core no data: every target falls back to the minimum fee
+      if (answers.every((a) => a.feerate === undefined)) for (const v of Object.values(got)) expect(v).toBe(Math.round(mempoolminfee * 1e8) / 1e3);
+    }
+    expect((await h.get('/v1/fee-estimates?mode=fast')).statusCode).toBe(400);
+  });
+});
