@@ -27,6 +27,7 @@ COPY indexer ./indexer
 COPY api ./api
 COPY streams ./streams
 COPY stamp ./stamp
+COPY electrum ./electrum
 COPY devnode ./devnode
 COPY cli ./cli
 COPY migrations ./migrations

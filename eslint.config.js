@@ -1,5 +1,5 @@
 // Architecture rules. The top level reads as the system:
-// - roles, peers that never import one another: indexer/, api/, streams/, stamp/ (they meet in
+// - roles, peers that never import one another: indexer/, api/, streams/, stamp/, electrum/ (they meet in
 //   Postgres tables, and `blockwire start` wires them together);
 // - the kernel src/ (bitcoin, db, rpc, config, auth, net, ops, log, errors…) that every role may
 //   use and that uses no role;
@@ -12,7 +12,7 @@
 import tseslint from 'typescript-eslint';
 
 const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
-const ROLES = ['indexer', 'api', 'streams', 'stamp'];
+const ROLES = ['indexer', 'api', 'streams', 'stamp', 'electrum'];
 const roleGlob = (r) => [`**/${r}/**`, `../${r}/*`, `../../${r}/*`];
 const notRole = (r, why) => ({ group: roleGlob(r), message: why });
 const NO_TOOLS = [

@@ -4,7 +4,8 @@
  * `blockwire start` (start.ts) resolves the endpoints (embedded PostgreSQL, a redis-server child,
  * the devnode) and calls this; so do end-to-end tests. Roles: indexer, api (with the stamper
  * when a wallet is configured), streams (relay + WebSocket stream, attached to the API's server
- * when both run here), worker (webhook and SNS delivery).
+ * when both run here), worker (webhook and SNS delivery), electrum (the Electrum protocol server,
+ * listening only where ELECTRUM_TCP_PORT / ELECTRUM_TLS_PORT say).
  * @module
  */
 import type { Kysely } from 'kysely';
@@ -17,12 +18,13 @@ import { startApi, type ApiHandle } from '../api/main.js';
 import { isStampingConfigured, startStamper, type Stamper } from '../stamp/stamper.js';
 import { startIndexer, type IndexerHandle } from '../indexer/main.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../streams/main.js';
+import { startElectrum, type ElectrumHandle } from '../electrum/main.js';
 import type { Metrics } from '../src/ops/metrics.js';
 import { startHeartbeat } from '../src/ops/heartbeat.js';
 
 /** The roles a process can run; `all` expands to every one of them. */
 export type ConcreteRole = Exclude<Role, 'all'>;
-export const CONCRETE_ROLES: readonly ConcreteRole[] = ['indexer', 'api', 'streams', 'worker'];
+export const CONCRETE_ROLES: readonly ConcreteRole[] = ['indexer', 'api', 'streams', 'worker', 'electrum'];
 
 /** Parses `--role` values (`all`, or a comma-separated list) into concrete roles. */
 export function parseRoles(values: readonly string[]): Set<ConcreteRole> {
@@ -62,6 +64,7 @@ export type Blockwire = {
   stamper: Stamper | undefined;
   streams: StreamsHandle | undefined;
   worker: WorkerHandle | undefined;
+  electrum: ElectrumHandle | undefined;
   /** REST base URL when the api role runs here. */
   apiUrl: string | undefined;
   /** WebSocket stream URL when the streams role runs here. */
@@ -88,7 +91,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
   if (needsRedis && !deps.redisUrl) throw new TypeError('roles api, streams and worker need a Redis URL');
   const rpcUrl = deps.rpcUrl ?? config.bitcoindRpcUrl;
 
-  const out: Blockwire = { indexer: undefined, api: undefined, stamper: undefined, streams: undefined, worker: undefined, apiUrl: undefined, streamUrl: undefined, stop };
+  const out: Blockwire = { indexer: undefined, api: undefined, stamper: undefined, streams: undefined, worker: undefined, electrum: undefined, apiUrl: undefined, streamUrl: undefined, stop };
   try {
     if (roles.has('indexer')) {
       out.indexer = await startIndexer({
@@ -155,6 +158,13 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
       out.worker = await startWorker({ config, log, db, databaseUrl: deps.databaseUrl, redisUrl: deps.redisUrl!, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) });
       const worker = out.worker;
       stops.push({ name: 'worker', stop: () => worker.stop() });
+    }
+    if (roles.has('electrum') && (config.electrumTcpPort !== undefined || config.electrumTlsPort !== undefined)) {
+      if (!rpcUrl) throw new TypeError('the electrum role needs a node (BITCOIND_RPC_URL)');
+      const node = new BitcoindClient({ url: rpcUrl, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), log });
+      out.electrum = await startElectrum({ config, log, db, node });
+      const electrum = out.electrum;
+      stops.push({ name: 'electrum', stop: () => electrum.stop() });
     }
     deps.metrics?.track({
       indexer: out.indexer,

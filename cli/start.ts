@@ -25,7 +25,7 @@ import { createApiKey } from '../src/auth/keys.js';
 import { encodeWif } from '../src/bitcoin/wif.js';
 import type { Devnode } from '../devnode/index.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
-import { hostForUrl, parseRoles, startBlockwire, type Blockwire, type ConcreteRole } from './compose.js';
+import { CONCRETE_ROLES, hostForUrl, parseRoles, startBlockwire, type Blockwire, type ConcreteRole } from './compose.js';
 import { preflight } from '../src/ops/preflight.js';
 import { createMetrics, type Metrics } from '../src/ops/metrics.js';
 import { startOpsServer } from '../src/ops/ops-server.js';
@@ -37,6 +37,10 @@ configured it runs everything on one machine: an embedded PostgreSQL and a redis
 (data under BLOCKWIRE_DATA_DIR, default .blockwire) and, when no bitcoind is configured, the
 built-in regtest stand-in (devnode) mining a block every few seconds.
 `;
+
+/** Electrum's customary ports (plain TCP, TLS), used by the quick start. */
+const QUICKSTART_ELECTRUM_TCP = 50001;
+const QUICKSTART_ELECTRUM_TLS = 50002;
 
 const DEVNODE_BANNER = [
   '************************************************************************',
@@ -113,12 +117,13 @@ type Started = {
   apiKey: string | undefined;
   apiKeyFile: string | undefined;
   stampAddress: string | undefined;
+  electrumHost: string;
 };
 
 async function startEverything(config: Config, log: Logger, roles: Set<ConcreteRole>, onStop: (name: string, hook: () => Promise<void>) => void, stopping: () => boolean): Promise<Started> {
   const dataDir = resolve(config.dataDir);
   const embeddedDefaults = !config.databaseUrl;
-  const needsNode = roles.has('indexer') || roles.has('api');
+  const needsNode = roles.has('indexer') || roles.has('api') || roles.has('electrum');
   const needsRedis = roles.has('api') || roles.has('streams') || roles.has('worker');
 
   // 1. The node: the configured bitcoind, or the devnode.
@@ -157,7 +162,7 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
     const supervisor = supervise(handle.embedded, { name: 'embedded PostgreSQL', log });
     onStop('postgres-supervisor', async () => supervisor.stop());
   }
-  if (roles.size === 4 || embeddedDefaults) {
+  if (CONCRETE_ROLES.every((r) => roles.has(r)) || embeddedDefaults) {
     const ran = await migrateToLatest(handle.db);
     if (ran.length) log.info({ migrations: ran }, 'migrations applied');
   } else {
@@ -180,6 +185,11 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
   if (devnode && !config.stampWalletWif && !config.stampWalletDescriptor && roles.has('api')) {
     const wif = await loadOrCreate(join(dataDir, 'quickstart-stamp.wif'), () => encodeWif(randomBytes(32), 'regtest'));
     effective = Object.freeze({ ...config, stampWalletWif: wif, network: config.network ?? 'regtest' });
+  }
+
+  // The quick start serves Electrum wallets on the protocol's usual ports.
+  if (devnode && embeddedDefaults && roles.has('electrum') && config.electrumTcpPort === undefined && config.electrumTlsPort === undefined) {
+    effective = Object.freeze({ ...effective, electrumTcpPort: QUICKSTART_ELECTRUM_TCP, electrumTlsPort: QUICKSTART_ELECTRUM_TLS });
   }
 
   const metrics: Metrics = createMetrics({ db: handle.db, log, roles: [...roles] });
@@ -238,7 +248,7 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
     apiKeyFile = join(dataDir, 'quickstart-api-key');
     apiKey = await loadOrCreate(apiKeyFile, async () => (await createApiKey(handle.db, { name: 'quickstart' })).key);
   }
-  return { blockwire, devnode, apiKey, apiKeyFile, stampAddress };
+  return { blockwire, devnode, apiKey, apiKeyFile, stampAddress, electrumHost: config.electrumHost };
 }
 
 /** Resolves once the index holds the devnode's tip (logging progress), or after 5 minutes. */
@@ -287,6 +297,12 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>): void {
   else out.push('Blockwire is running.');
   if (s.blockwire.apiUrl) out.push(`  REST API   ${s.blockwire.apiUrl}/v1/   (OpenAPI: ${s.blockwire.apiUrl}/openapi.json, health: ${s.blockwire.apiUrl}/healthz)`);
   if (s.blockwire.streamUrl) out.push(`  stream     ${s.blockwire.streamUrl}`);
+  const e = s.blockwire.electrum;
+  if (e) {
+    const host = hostForUrl(s.electrumHost);
+    const parts = [e.tcpPort !== undefined && `tcp ${host}:${e.tcpPort}`, e.tlsPort !== undefined && `tls ${host}:${e.tlsPort}`].filter(Boolean).join('  ');
+    out.push(`  electrum   ${parts}${e.tlsCertFile ? `   (certificate: ${e.tlsCertFile})` : ''}`);
+  }
   if (s.devnode) out.push(`  devnode    ${s.devnode.rpcUrl}  zmq ${s.devnode.zmqUrl}`);
   if (s.stampAddress) out.push(`  stamping   wallet ${s.stampAddress} (funded by the devnode)`);
   if (roles.has('api') && s.blockwire.apiUrl) {
@@ -300,6 +316,7 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>): void {
       out.push(`  curl -H 'apiKey: ${key}' ${base}/v1/addresses/${addr}/history`);
     }
   }
+  if (e?.tcpPort !== undefined) out.push(`  electrum ${s.devnode ? '--regtest ' : ''}--oneserver --server ${hostForUrl(s.electrumHost)}:${e.tcpPort}:t   (docs/electrum.md)`);
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 }

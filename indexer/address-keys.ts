@@ -6,52 +6,15 @@
  * prints them, so keys computed here and keys read back compare equal.
  * @module
  */
-import { hash160 } from '../src/bitcoin/hash.js';
-import { addressKey, addressKeyBytes } from '../src/db/address-key.js';
-import { classifyScript, decodeOutputScript, p2pkhScript } from '../src/bitcoin/script.js';
+import { addressKey, addressKeyBytes, canonicalScripts } from '../src/db/address-key.js';
+
+export { canonicalScripts };
 
 /** No address (OP_RETURN, nonstandard), one address, or the keys of a bare multisig. */
 export type ScriptKeys = null | string | readonly string[];
 
 /** Core's MAX_SCRIPT_SIZE: longer output scripts are unspendable. */
 const MAX_SCRIPT_SIZE = 10_000;
-
-/**
- * The canonical script(s) an output is indexed under: the script itself for P2PKH, P2SH and
- * segwit; its key's P2PKH script for P2PK; each key's P2PKH script for bare multisig (as an
- * array); null for OP_RETURN and nonstandard.
- */
-export function canonicalScripts(script: Uint8Array): Uint8Array | readonly Uint8Array[] | null {
-  const s = script;
-  const n = s.length;
-  // Fast paths for the templates that make up nearly every output: the script is canonical.
-  if (
-    (n === 22 && s[0] === 0x00 && s[1] === 0x14) || // P2WPKH
-    (n === 34 && (s[0] === 0x51 || s[0] === 0x00) && s[1] === 0x20) || // P2TR, P2WSH
-    (n === 25 && s[0] === 0x76 && s[1] === 0xa9 && s[2] === 0x14 && s[23] === 0x88 && s[24] === 0xac) || // P2PKH
-    (n === 23 && s[0] === 0xa9 && s[1] === 0x14 && s[22] === 0x87) // P2SH
-  ) {
-    return s;
-  }
-  switch (classifyScript(s)) {
-    case 'pubkeyhash':
-    case 'scripthash':
-    case 'witness_v0_keyhash':
-    case 'witness_v0_scripthash':
-    case 'witness_v1_taproot':
-    case 'anchor':
-    case 'witness_unknown':
-      return s;
-    case 'pubkey':
-      return p2pkhScript(hash160(s.subarray(1, n - 1)));
-    case 'multisig': {
-      const d = decodeOutputScript(s);
-      return d.type === 'multisig' ? d.pubkeys.map((k) => p2pkhScript(hash160(k))) : null;
-    }
-    default:
-      return null;
-  }
-}
 
 /** The address keys of an output script. */
 export function scriptKeys(script: Uint8Array): ScriptKeys {

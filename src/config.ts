@@ -12,7 +12,7 @@ import { NETWORK_NAMES, type NetworkName } from './bitcoin/network.js';
 export const NETWORKS = NETWORK_NAMES;
 export type { NetworkName };
 
-export const ROLES = ['all', 'indexer', 'api', 'streams', 'worker'] as const;
+export const ROLES = ['all', 'indexer', 'api', 'streams', 'worker', 'electrum'] as const;
 export type Role = (typeof ROLES)[number];
 
 type Parser<T> = (raw: string) => T;
@@ -165,6 +165,23 @@ export const settings = {
   redisPrefix: setting<string>('BLOCKWIRE_REDIS_PREFIX', 'bw', 'Prefix of Blockwire\'s Redis keys (BullMQ queues, stream feed, rate limits); one per deployment sharing a Redis. On Redis Cluster use a hash tag, e.g. `{bw}`.', redisPrefix),
   metricsPort: setting<number | undefined>('BLOCKWIRE_METRICS_PORT', undefined, 'Port of the operations listener (GET /metrics, /healthz) of this process, for roles without the API (indexer, streams, worker); unset = none. Listens on HOST.', int(0, 65535)),
   apiMetrics: setting<boolean>('API_METRICS', true, 'Serve Prometheus GET /metrics on the API port (no apiKey); turn off when the API port is public and scrape BLOCKWIRE_METRICS_PORT instead.', bool),
+  electrumTcpPort: setting<number | undefined>('ELECTRUM_TCP_PORT', undefined, 'Port of the Electrum protocol server over plain TCP (Electrum, Sparrow, BDK wallets; docs/electrum.md); unset = off. The quick start sets 50001.', int(0, 65535)),
+  electrumTlsPort: setting<number | undefined>('ELECTRUM_TLS_PORT', undefined, 'Port of the Electrum protocol server over TLS; unset = off. The quick start sets 50002.', int(0, 65535)),
+  electrumHost: setting<string>('ELECTRUM_HOST', '127.0.0.1', 'Address the Electrum server listens on (0.0.0.0 for every interface).', str),
+  electrumTlsCert: setting<string | undefined>('ELECTRUM_TLS_CERT', undefined, 'PEM certificate (chain) of the Electrum TLS listener; with ELECTRUM_TLS_KEY. Unset: a self-signed certificate is generated once under BLOCKWIRE_DATA_DIR/electrum-tls/.', str),
+  electrumTlsKey: setting<string | undefined>('ELECTRUM_TLS_KEY', undefined, 'PEM private key of ELECTRUM_TLS_CERT.', str),
+  electrumBanner: setting<string>('ELECTRUM_BANNER', 'Welcome to Blockwire (Electrum protocol 1.4).', 'Text answered by server.banner.', str),
+  electrumDonationAddress: setting<string>('ELECTRUM_DONATION_ADDRESS', '', 'Address answered by server.donation_address (empty: none).', str),
+  electrumMaxSubscriptions: setting<number>('ELECTRUM_MAX_SUBSCRIPTIONS', 20_000, 'Script hashes one Electrum connection may subscribe to; more are refused with an error.', int(1, 10_000_000)),
+  electrumMaxHistory: setting<number>('ELECTRUM_MAX_HISTORY', 50_000, 'Longest history (transactions, confirmed and mempool) answered or subscribed to; longer ones are refused with error code 1 "history too large", as electrs and ElectrumX refuse them (the REST API pages them instead).', int(1, 100_000_000)),
+  electrumMaxRequestBytes: setting<number>('ELECTRUM_MAX_REQUEST_BYTES', 2 * 1024 * 1024, 'Longest Electrum request line in bytes (a batch counts whole); a longer one gets an error and the connection is closed.', int(1024, 64 * 1024 * 1024)),
+  electrumRateLimit: setting<number>('ELECTRUM_RATE_LIMIT', 50_000, 'Requests (each request of a batch counts) one Electrum connection may make per ELECTRUM_RATE_WINDOW_MS; above it requests are answered with error -32000 until the window refills.', int(1)),
+  electrumRateWindowMs: setting<number>('ELECTRUM_RATE_WINDOW_MS', 60_000, 'Length of the Electrum per-connection rate window in milliseconds (the allowance refills continuously).', int(1000, 86_400_000)),
+  electrumIdleTimeoutMs: setting<number>('ELECTRUM_IDLE_TIMEOUT_MS', 600_000, 'An Electrum connection that sends nothing for this long is closed (wallets ping every minute or so).', int(1000, 86_400_000)),
+  electrumMaxConnections: setting<number>('ELECTRUM_MAX_CONNECTIONS', 5_000, 'Open Electrum connections per listener at most; further ones are refused.', int(1, 1_000_000)),
+  electrumRequireApiKey: setting<boolean>('ELECTRUM_REQUIRE_API_KEY', false, 'Private deployments: every Electrum method except server.version/ping/features/banner needs `blockwire.authenticate(api_key)` first (an API key of `blockwire keys`). Wallets that cannot send it (Electrum, Sparrow) need it off.', bool),
+  electrumPollMs: setting<number>('ELECTRUM_POLL_MS', 100, 'Interval at which the Electrum server reads new chain events from the outbox (new tips, reorgs).', int(5, 60_000)),
+  electrumMempoolPollMs: setting<number>('ELECTRUM_MEMPOOL_POLL_MS', 1000, 'Interval at which the Electrum server compares the mempool transactions of subscribed script hashes (new, replaced, dropped).', int(50, 600_000)),
   shutdownDrainMs: setting<number>('SHUTDOWN_DRAIN_MS', 0, 'After SIGTERM, keep serving this long (milliseconds) while GET /healthz on BLOCKWIRE_METRICS_PORT answers 503, so that a load balancer stops sending requests before the API closes.', int(0, 120_000)),
   shutdownTimeoutMs: setting<number>('SHUTDOWN_TIMEOUT_MS', 30_000, 'After SIGTERM/SIGINT, the longest a graceful stop (finish the block, drain deliveries, close the API) may take before the process exits with code 1.', int(1000, 600_000)),
 } as const;
@@ -220,6 +237,8 @@ function crossFieldProblems(c: Record<string, unknown>, env: Record<string, stri
   if (c.stampWalletWif && c.stampWalletDescriptor) p.push('STAMP_WALLET_WIF and STAMP_WALLET_DESCRIPTOR are both set: set only one');
   const port = c.port as number;
   if (c.metricsPort !== undefined && c.metricsPort !== 0 && c.metricsPort === port) p.push(`BLOCKWIRE_METRICS_PORT equals PORT (${port}): the API serves /metrics itself; use another port or unset it`);
+  if (c.electrumTcpPort !== undefined && c.electrumTcpPort !== 0 && c.electrumTcpPort === c.electrumTlsPort) p.push(`ELECTRUM_TCP_PORT equals ELECTRUM_TLS_PORT (${String(c.electrumTcpPort)})`);
+  if (Boolean(c.electrumTlsCert) !== Boolean(c.electrumTlsKey)) p.push('ELECTRUM_TLS_CERT and ELECTRUM_TLS_KEY go together: set both, or neither for a self-signed certificate');
   if (env.BLOCKWIRE_STREAM_PORT !== undefined && env.BLOCKWIRE_STREAM_PORT !== '' && c.streamPort !== 0 && c.streamPort === c.metricsPort) p.push(`BLOCKWIRE_STREAM_PORT equals BLOCKWIRE_METRICS_PORT (${String(c.metricsPort)})`);
   return p;
 }

@@ -7,6 +7,8 @@
  * @module
  */
 import { hash } from 'node:crypto';
+import { hash160 } from '../bitcoin/hash.js';
+import { classifyScript, decodeOutputScript, p2pkhScript } from '../bitcoin/script.js';
 
 /** The 16-byte key of a canonical script. */
 export function addressKeyBytes(canonicalScript: Uint8Array): Buffer {
@@ -24,4 +26,51 @@ export function addressKeyFromBytes(bytes: Uint8Array): string {
 export function addressKey(canonicalScript: Uint8Array): string {
   const h = hash('sha256', canonicalScript, 'hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * The canonical script(s) an output is indexed under: the script itself for P2PKH, P2SH and
+ * segwit; its key's P2PKH script for P2PK; each key's P2PKH script for bare multisig (as an
+ * array); null for OP_RETURN and nonstandard.
+ */
+export function canonicalScripts(script: Uint8Array): Uint8Array | readonly Uint8Array[] | null {
+  const s = script;
+  const n = s.length;
+  // Fast paths for the templates that make up nearly every output: the script is canonical.
+  if (
+    (n === 22 && s[0] === 0x00 && s[1] === 0x14) || // P2WPKH
+    (n === 34 && (s[0] === 0x51 || s[0] === 0x00) && s[1] === 0x20) || // P2TR, P2WSH
+    (n === 25 && s[0] === 0x76 && s[1] === 0xa9 && s[2] === 0x14 && s[23] === 0x88 && s[24] === 0xac) || // P2PKH
+    (n === 23 && s[0] === 0xa9 && s[1] === 0x14 && s[22] === 0x87) // P2SH
+  ) {
+    return s;
+  }
+  switch (classifyScript(s)) {
+    case 'pubkeyhash':
+    case 'scripthash':
+    case 'witness_v0_keyhash':
+    case 'witness_v0_scripthash':
+    case 'witness_v1_taproot':
+    case 'anchor':
+    case 'witness_unknown':
+      return s;
+    case 'pubkey':
+      return p2pkhScript(hash160(s.subarray(1, n - 1)));
+    case 'multisig': {
+      const d = decodeOutputScript(s);
+      return d.type === 'multisig' ? d.pubkeys.map((k) => p2pkhScript(hash160(k))) : null;
+    }
+    default:
+      return null;
+  }
+}
+
+/**
+ * The address key an Electrum script hash names: Electrum's script hash is the SHA-256 of the
+ * output script in reversed byte order, so the key is the first 16 bytes of `sha` (the SHA-256
+ * in its natural order). For a canonical script (P2PKH, P2SH, segwit) the key holds exactly that
+ * script's outputs plus, for P2PKH, the P2PK and bare multisig outputs of the same public key.
+ */
+export function addressKeyOfScriptSha(sha: Uint8Array): string {
+  return addressKeyFromBytes(sha.subarray(0, 16));
 }

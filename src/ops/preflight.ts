@@ -12,7 +12,7 @@ import type { Config } from '../config.js';
 export type PreflightResult = { problems: string[]; warnings: string[] };
 
 /** The roles a process runs, as the checks need them. */
-export type PreflightRoles = ReadonlySet<'indexer' | 'api' | 'streams' | 'worker'>;
+export type PreflightRoles = ReadonlySet<'indexer' | 'api' | 'streams' | 'worker' | 'electrum'>;
 
 function canAccess(path: string, mode: number): boolean {
   try {
@@ -39,8 +39,14 @@ function onPath(binary: string, env: Record<string, string | undefined>): boolea
 export function preflight(config: Config, roles: PreflightRoles, env: Record<string, string | undefined> = process.env): PreflightResult {
   const problems: string[] = [];
   const warnings: string[] = [];
-  const needsNode = roles.has('indexer') || roles.has('api');
+  const needsNode = roles.has('indexer') || roles.has('api') || roles.has('electrum');
   const needsRedis = roles.has('api') || roles.has('streams') || roles.has('worker');
+
+  if (roles.has('electrum')) {
+    for (const [name, file] of [['ELECTRUM_TLS_CERT', config.electrumTlsCert], ['ELECTRUM_TLS_KEY', config.electrumTlsKey]] as const) {
+      if (file && !canAccess(file, constants.R_OK)) problems.push(`${name} ${file} cannot be read by this user`);
+    }
+  }
 
   const cookie = config.bitcoindCookieFile;
   if (cookie && needsNode) {

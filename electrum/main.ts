@@ -1,0 +1,141 @@
+/**
+ * The Electrum role: an Electrum protocol 1.4 server over TCP and TLS (either or both, on the
+ * ports the settings give) answering from the index, with notifications from the outbox and
+ * the indexed mempool (tracker.ts). `startElectrum` listens and returns the ports and `stop()`;
+ * nothing runs at import.
+ * @module
+ */
+import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import type { Kysely } from 'kysely';
+import type { Config } from '../src/config.js';
+import type { Database } from '../src/db/schema.js';
+import type { Logger } from '../src/log.js';
+import { createMethods, type ElectrumNode, type MethodSettings } from './methods.js';
+import { Session, type SessionLimits } from './session.js';
+import { Tracker, type TrackerStats } from './tracker.js';
+import { loadTlsMaterial } from './tls-cert.js';
+
+export type ElectrumDeps = {
+  config: Config;
+  log: Logger;
+  db: Kysely<Database>;
+  node: ElectrumNode;
+  /** Software version string answered by server.version (default `blockwire/<version>`). */
+  serverVersion?: string;
+};
+
+export type ElectrumHandle = {
+  /** Listening ports (undefined when that listener is off). */
+  tcpPort: number | undefined;
+  tlsPort: number | undefined;
+  /** The TLS certificate in use (PEM file), when TLS is on. */
+  tlsCertFile: string | undefined;
+  /** Open connections. */
+  connections(): number;
+  stats(): TrackerStats & { connections: number };
+  stop(): Promise<void>;
+};
+
+/** Starts the listeners ELECTRUM_TCP_PORT / ELECTRUM_TLS_PORT ask for (none: nothing listens). */
+export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle> {
+  const { config, db } = deps;
+  const log = deps.log.child({ component: 'electrum' });
+  const tracker = new Tracker(db, log, {
+    pollMs: config.electrumPollMs,
+    mempoolPollMs: config.electrumMempoolPollMs,
+    maxHistory: config.electrumMaxHistory,
+    batchSize: 500,
+  });
+  await tracker.start();
+
+  const hosts: MethodSettings['hosts'] = {};
+  const settings: MethodSettings = {
+    serverVersion: deps.serverVersion ?? 'blockwire/0.1',
+    banner: config.electrumBanner,
+    donationAddress: config.electrumDonationAddress,
+    hosts,
+    maxHistory: config.electrumMaxHistory,
+    maxSubscriptions: config.electrumMaxSubscriptions,
+    maxHeaders: 2016,
+    requireApiKey: config.electrumRequireApiKey,
+  };
+  const methods = createMethods({ db, node: deps.node, tracker, settings });
+  const limits: SessionLimits = {
+    maxRequestBytes: config.electrumMaxRequestBytes,
+    rateLimit: config.electrumRateLimit,
+    rateWindowMs: config.electrumRateWindowMs,
+    idleTimeoutMs: config.electrumIdleTimeoutMs,
+    maxInFlight: 64,
+    maxBufferedBytes: 16 * 1024 * 1024,
+  };
+  const sessions = new Set<Session>();
+  const accept = (socket: Socket) => {
+    const session = new Session({
+      socket,
+      limits,
+      log,
+      call: (s, method, params) => methods.call(s, method, params),
+      onClose: (s) => {
+        sessions.delete(s);
+        tracker.drop(s, s.subscribed);
+      },
+    });
+    sessions.add(session);
+  };
+
+  const servers: Server[] = [];
+  const listen = (server: Server, port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.maxConnections = config.electrumMaxConnections;
+      server.once('error', reject);
+      server.listen(port, config.electrumHost, () => {
+        server.off('error', reject);
+        servers.push(server);
+        resolve((server.address() as { port: number }).port);
+      });
+    });
+  let tcpPort: number | undefined;
+  let tlsPort: number | undefined;
+  let tlsCertFile: string | undefined;
+  try {
+    if (config.electrumTcpPort !== undefined) {
+      tcpPort = await listen(createTcpServer(accept), config.electrumTcpPort);
+      hosts[config.electrumHost] = { ...hosts[config.electrumHost], tcp_port: tcpPort };
+    }
+    if (config.electrumTlsPort !== undefined) {
+      const tls = await loadTlsMaterial({ certFile: config.electrumTlsCert, keyFile: config.electrumTlsKey, dataDir: config.dataDir });
+      if (tls.generated) log.info({ cert: tls.certFile }, 'self-signed Electrum TLS certificate generated');
+      tlsCertFile = tls.certFile;
+      const server = createTlsServer({ cert: tls.cert, key: tls.key }, accept);
+      server.on('tlsClientError', () => {});
+      tlsPort = await listen(server, config.electrumTlsPort);
+      hosts[config.electrumHost] = { ...hosts[config.electrumHost], ssl_port: tlsPort };
+    }
+  } catch (err) {
+    for (const s of servers) s.close();
+    await tracker.stop();
+    throw err;
+  }
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const s of sessions) s.closeIfIdle(now);
+  }, Math.min(10_000, Math.max(100, Math.floor(config.electrumIdleTimeoutMs / 4))));
+  sweep.unref();
+  log.info({ tcpPort, tlsPort, host: config.electrumHost }, 'Electrum server listening');
+
+  return {
+    tcpPort,
+    tlsPort,
+    tlsCertFile,
+    connections: () => sessions.size,
+    stats: () => ({ ...tracker.stats, connections: sessions.size }),
+    async stop() {
+      clearInterval(sweep);
+      const closed = servers.map((s) => new Promise<void>((r) => s.close(() => r())));
+      for (const s of sessions) s.close('server stopping');
+      await Promise.all(closed);
+      await tracker.stop();
+    },
+  };
+}

@@ -1,0 +1,247 @@
+/**
+ * Reads by output script, as an Electrum server answers them: history, balance and unspent
+ * outputs of exactly one script, named by its SHA-256 (Electrum's script hash, unreversed).
+ * The index keys an address by the first 16 bytes of that SHA-256 (src/db/address-key.ts), but a
+ * P2PKH key also holds the P2PK outputs of the same public key and the bare multisig outputs
+ * naming it (docs/schema.md): every read here keeps only what concerns the script itself, by
+ * comparing each output's `sha256(script)` with the one asked for. Histories are read in one
+ * REPEATABLE READ transaction, so their confirmed and mempool parts come from one snapshot.
+ * @module
+ */
+import { hash } from 'node:crypto';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../schema.js';
+import { addressKeyOfScriptSha, canonicalScripts, addressKey } from '../address-key.js';
+import { decodeIns, decodeOuts, decodeEntries, historyChunkEntries } from '../packed.js';
+import { TX_NUM_SHIFT } from '../tx-num.js';
+
+/** One script: its SHA-256 (natural byte order, 32 bytes) and the address key it falls under. */
+export type ScriptRef = { sha: Buffer; key: string };
+
+/** The ScriptRef of a script's SHA-256. */
+export function scriptRef(sha: Uint8Array): ScriptRef {
+  if (sha.length !== 32) throw new RangeError(`a script hash is 32 bytes, got ${sha.length}`);
+  return { sha: Buffer.from(sha), key: addressKeyOfScriptSha(sha) };
+}
+
+/** A mempool transaction of a script: height 0 when all its inputs are confirmed, -1 otherwise; fee in sat (null when the index does not know it). */
+export type MempoolEntry = { txid: Buffer; height: 0 | -1; fee: bigint | null };
+export type ConfirmedEntry = { txid: Buffer; height: number };
+
+export type ScriptHistory =
+  | { kind: 'ok'; confirmed: ConfirmedEntry[]; mempool: MempoolEntry[] }
+  /** More entries than the limit: not read. `count` counts the address key's entries (an upper bound for the script). */
+  | { kind: 'too_long'; count: number };
+
+type Trx = Transaction<Database>;
+
+const sha256 = (b: Uint8Array): Buffer => hash('sha256', b, 'buffer');
+
+/**
+ * The histories of many scripts in one snapshot: confirmed transactions in chain order, then the
+ * mempool ones (unordered: the caller orders them as its protocol says). A script whose address
+ * key has more than `limit` entries (confirmed and mempool together) is answered `too_long`.
+ */
+export async function readScriptHistories(db: Kysely<Database>, refs: readonly ScriptRef[], limit: number): Promise<ScriptHistory[]> {
+  if (refs.length === 0) return [];
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute((trx) => readHistoriesIn(trx, refs, limit));
+}
+
+async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limit: number): Promise<ScriptHistory[]> {
+  const keys = refs.map((r) => r.key);
+  const counts = await sql<{ i: number; n: string; m: string }>`
+    SELECT q.i::int4 AS i,
+           (SELECT coalesce(sum(1 + length(h.rest) / 8), 0) FROM history h WHERE h.addr_key = q.k)::int8 AS n,
+           (SELECT count(*) FROM mempool_addresses m WHERE m.addr_key = q.k)::int8 AS m
+      FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)`.execute(trx);
+  const out = new Array<ScriptHistory>(refs.length);
+  const readable: number[] = [];
+  for (const row of counts.rows) {
+    const total = Number(row.n) + Number(row.m);
+    if (total > limit) out[row.i - 1] = { kind: 'too_long', count: total };
+    else readable.push(row.i - 1);
+  }
+  if (readable.length === 0) return out;
+  const rs = readable.map((i) => refs[i]!);
+
+  // Confirmed part: every entry of the keys' history chunks, then the transactions' outputs.
+  const chunks = await sql<{ i: number; first_tx_num: bigint; rest: Buffer }>`
+    SELECT q.i::int4 AS i, h.first_tx_num, h.rest
+      FROM unnest(${rs.map((r) => r.key)}::uuid[]) WITH ORDINALITY AS q(k, i)
+      JOIN history h ON h.addr_key = q.k`.execute(trx);
+  const entries: bigint[][] = rs.map(() => []);
+  for (const c of chunks.rows) entries[c.i - 1]!.push(...decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
+  const nums = [...new Set(entries.flat())];
+  const txs = new Map<bigint, { txid: Buffer; outs: Buffer }>();
+  if (nums.length > 0) {
+    const r = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer }>`
+      SELECT tx_num, txid, outs FROM txs WHERE tx_num = ANY(${nums.map(String)}::int8[])`.execute(trx);
+    for (const row of r.rows) txs.set(row.tx_num, { txid: row.txid, outs: row.outs });
+  }
+
+  // Mempool part: the exact test is made by Postgres (outputs and spent prevouts of the script).
+  const mempool = await sql<{ i: number; txid: Buffer; fee: bigint | null; parent: boolean }>`
+    SELECT q.i::int4 AS i, ma.txid, mt.fee,
+           EXISTS (SELECT 1 FROM mempool_spends s JOIN mempool_txs p ON p.txid = s.prev_txid WHERE s.txid = ma.txid) AS parent
+      FROM unnest(${rs.map((r) => r.key)}::uuid[], ${rs.map((r) => r.sha)}::bytea[]) WITH ORDINALITY AS q(k, s, i)
+      JOIN mempool_addresses ma ON ma.addr_key = q.k
+      JOIN mempool_txs mt ON mt.txid = ma.txid
+     WHERE EXISTS (SELECT 1 FROM mempool_outputs o WHERE o.txid = ma.txid AND o.addr_key = q.k AND sha256(o.script) = q.s)
+        OR EXISTS (SELECT 1 FROM mempool_spends s
+                     LEFT JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
+                     LEFT JOIN mempool_outputs o ON o.txid = s.prev_txid AND o.vout = s.prev_vout
+                    WHERE s.txid = ma.txid AND sha256(coalesce(u.script, o.script)) = q.s)`.execute(trx);
+  const mempoolOf: MempoolEntry[][] = rs.map(() => []);
+  for (const m of mempool.rows) mempoolOf[m.i - 1]!.push({ txid: m.txid, height: m.parent ? -1 : 0, fee: m.fee });
+
+  // A transaction is in the script's history when one of its outputs is the script, or when it
+  // spends an output of the script. A key's entries without such an output spend one of the
+  // key's outputs; those are all the script itself unless the key also holds outputs of other
+  // scripts (P2PK or bare multisig of a P2PKH key's public key): only then are prevouts read.
+  const confirmedOf: Located[][] = [];
+  const unsure: { j: number; entry: Located }[] = [];
+  rs.forEach((ref, j) => {
+    const all: Located[] = [];
+    const spending: Located[] = [];
+    let foreign = false;
+    for (const n of entries[j]!.sort(cmp)) {
+      const tx = txs.get(n);
+      if (!tx) continue;
+      let funds = false;
+      for (const o of decodeOuts(tx.outs)) {
+        if (sha256(o.script).equals(ref.sha)) funds = true;
+        else if (!foreign && holdsForeign(o.script, ref.key)) foreign = true;
+      }
+      const e = { num: n, txid: tx.txid, height: Number(n >> BigInt(TX_NUM_SHIFT)) };
+      all.push(e);
+      if (!funds) spending.push(e);
+    }
+    if (!foreign) confirmedOf.push(all);
+    else {
+      const unsureSet = new Set(spending);
+      confirmedOf.push(all.filter((e) => !unsureSet.has(e)));
+      for (const e of spending) unsure.push({ j, entry: e });
+    }
+  });
+  if (unsure.length > 0) await settleSpends(trx, rs, unsure, confirmedOf);
+
+  for (let j = 0; j < rs.length; j++) out[readable[j]!] = { kind: 'ok', confirmed: confirmedOf[j]!.map((e) => ({ txid: e.txid, height: e.height })), mempool: mempoolOf[j]! };
+  return out;
+}
+
+/** Is `script` an output of another script that the index keeps under `key` (P2PK, bare multisig)? */
+function holdsForeign(script: Uint8Array, key: string): boolean {
+  const c = canonicalScripts(script);
+  if (c === null || c === script) return false;
+  if (c instanceof Uint8Array) return addressKey(c) === key;
+  return c.some((x) => addressKey(x) === key);
+}
+
+/** Adds to each script's confirmed history the unsure entries that spend one of its outputs, in chain order. */
+async function settleSpends(trx: Trx, rs: readonly ScriptRef[], unsure: { j: number; entry: Located }[], confirmedOf: Located[][]): Promise<void> {
+  const ins = await sql<{ tx_num: bigint; ins: Buffer }>`
+    SELECT tx_num, ins FROM txs WHERE tx_num = ANY(${[...new Set(unsure.map((u) => u.entry.num))].map(String)}::int8[])`.execute(trx);
+  const insOf = new Map(ins.rows.map((r) => [r.tx_num, decodeIns(r.ins)]));
+  const prevNums = [...new Set([...insOf.values()].flat().map((i) => i.txNum))];
+  const prev = new Map<bigint, Buffer>();
+  if (prevNums.length > 0) {
+    const r = await sql<{ tx_num: bigint; outs: Buffer }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${prevNums.map(String)}::int8[])`.execute(trx);
+    for (const row of r.rows) prev.set(row.tx_num, row.outs);
+  }
+  const touched = new Set<number>();
+  for (const u of unsure) {
+    const spends = (insOf.get(u.entry.num) ?? []).some((i) => {
+      const outs = prev.get(i.txNum);
+      const o = outs ? decodeOuts(outs)[i.vout] : undefined;
+      return o !== undefined && sha256(o.script).equals(rs[u.j]!.sha);
+    });
+    if (spends) {
+      confirmedOf[u.j]!.push(u.entry);
+      touched.add(u.j);
+    }
+  }
+  for (const j of touched) confirmedOf[j]!.sort((a, b) => cmp(a.num, b.num));
+}
+
+/** A confirmed entry with its tx_num (chain order). */
+type Located = ConfirmedEntry & { num: bigint };
+
+const cmp = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+
+export type ScriptBalance = { confirmed: bigint; unconfirmed: bigint };
+
+/**
+ * Confirmed balance (outputs of the script no block has spent) and unconfirmed change (what
+ * mempool transactions pay to the script minus what they spend from it), as electrs reports them.
+ */
+export async function readScriptBalance(db: Kysely<Database>, ref: ScriptRef): Promise<ScriptBalance> {
+  const r = await sql<{ confirmed: bigint; received: bigint; sent: bigint }>`
+    SELECT (SELECT coalesce(sum(u.value), 0) FROM utxos u WHERE u.addr_key = ${ref.key} AND sha256(u.script) = ${ref.sha})::int8 AS confirmed,
+           (SELECT coalesce(sum(o.value), 0) FROM mempool_outputs o WHERE o.addr_key = ${ref.key} AND sha256(o.script) = ${ref.sha})::int8 AS received,
+           (SELECT coalesce(sum(coalesce(u.value, o.value)), 0)
+              FROM mempool_spends s
+              LEFT JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
+              LEFT JOIN mempool_outputs o ON o.txid = s.prev_txid AND o.vout = s.prev_vout
+             WHERE s.txid IN (SELECT txid FROM mempool_addresses WHERE addr_key = ${ref.key})
+               AND coalesce(u.addr_key, o.addr_key) = ${ref.key}
+               AND sha256(coalesce(u.script, o.script)) = ${ref.sha})::int8 AS sent`.execute(db);
+  const row = r.rows[0]!;
+  return { confirmed: row.confirmed, unconfirmed: row.received - row.sent };
+}
+
+/** An unspent output of a script: height 0 for a mempool output. */
+export type ScriptUnspent = { txid: Buffer; vout: number; value: bigint; height: number };
+
+/**
+ * The script's outputs spent neither by a block nor by a mempool transaction: confirmed ones in
+ * chain order, then mempool ones. At most `limit + 1` rows (the caller refuses more than `limit`).
+ */
+export async function readScriptUnspent(db: Kysely<Database>, ref: ScriptRef, limit: number): Promise<ScriptUnspent[]> {
+  const r = await sql<{ part: number; txid: Buffer; vout: number; value: bigint; tx_num: bigint | null }>`
+    (SELECT 0 AS part, u.txid, u.vout, u.value, u.tx_num FROM utxos u
+      WHERE u.addr_key = ${ref.key} AND sha256(u.script) = ${ref.sha}
+        AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
+      ORDER BY u.tx_num, u.vout LIMIT ${limit + 1})
+    UNION ALL
+    (SELECT 1, o.txid, o.vout, o.value, NULL FROM mempool_outputs o
+      WHERE o.addr_key = ${ref.key} AND sha256(o.script) = ${ref.sha}
+        AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = o.txid AND s.prev_vout = o.vout)
+      ORDER BY o.txid, o.vout LIMIT ${limit + 1})`.execute(db);
+  const rows = r.rows.sort((a, b) => a.part - b.part || (a.part === 0 ? cmp(a.tx_num!, b.tx_num!) || a.vout - b.vout : Buffer.compare(a.txid, b.txid) || a.vout - b.vout));
+  return rows.slice(0, limit + 1).map((x) => ({ txid: x.txid, vout: x.vout, value: x.value, height: x.tx_num === null ? 0 : Number(x.tx_num >> BigInt(TX_NUM_SHIFT)) }));
+}
+
+/**
+ * A fingerprint of each key's mempool part (its transactions and whether each has an
+ * unconfirmed parent), for keys that have one: a key whose fingerprint changed may have a new
+ * status. Keys absent from the map have no mempool transaction.
+ */
+export async function readMempoolMarks(db: Kysely<Database>, keys: readonly string[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  if (keys.length === 0) return out;
+  const r = await sql<{ k: string; mark: string }>`
+    SELECT ma.addr_key AS k,
+           string_agg(encode(ma.txid, 'hex') ||
+                      CASE WHEN EXISTS (SELECT 1 FROM mempool_spends s JOIN mempool_txs p ON p.txid = s.prev_txid WHERE s.txid = ma.txid) THEN '-' ELSE '+' END,
+                      ',' ORDER BY ma.txid) AS mark
+      FROM mempool_addresses ma
+     WHERE ma.addr_key = ANY(${keys}::uuid[])
+     GROUP BY ma.addr_key`.execute(db);
+  for (const row of r.rows) out.set(row.k, row.mark);
+  return out;
+}
+
+/** Of `keys`, those with a history chunk beginning in blocks `fromHeight` … `toHeight` (what a block applied there touched). */
+export async function keysTouchedByBlocks(db: Kysely<Database>, keys: readonly string[], fromHeight: number, toHeight: number): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const lo = BigInt(fromHeight) << BigInt(TX_NUM_SHIFT);
+  const hi = BigInt(toHeight + 1) << BigInt(TX_NUM_SHIFT);
+  const r = await sql<{ k: string }>`
+    SELECT DISTINCT h.addr_key AS k FROM history h
+     WHERE h.addr_key = ANY(${keys}::uuid[]) AND h.first_tx_num >= ${lo} AND h.first_tx_num < ${hi}`.execute(db);
+  return new Set(r.rows.map((x) => x.k));
+}

@@ -1,0 +1,369 @@
+/**
+ * Every Electrum protocol method of Blockwire's server, checked against what Bitcoin Core says:
+ * headers, block hashes and Merkle roots (getblockheader, getblockhash, getblock), transactions
+ * (getrawtransaction), balances and unspent outputs (scantxoutset), fees (getmempoolentry,
+ * estimatesmartfee, getnetworkinfo), broadcasts (sendrawtransaction's own messages); statuses
+ * computed here from the protocol's definition; notifications after new blocks, a reorg and a
+ * replacement; a P2PK output and a bare multisig beside a P2PKH script of the same key.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import * as btc from '@scure/btc-signer';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { describeBitcoind } from '../../support/bitcoind.js';
+import { electrumScriptHash, ElectrumRpcError, type ElectrumTestClient } from '../../support/electrum-client.js';
+import { pubkeyToP2wpkhAddress } from '../../../src/bitcoin/address.js';
+import { hashToHex, hexToHash, sha256d } from '../../../src/bitcoin/hash.js';
+import { merkleRoot } from '../../../src/bitcoin/merkle.js';
+import { startElectrumStack, type ElectrumStack } from './harness.js';
+
+const W = 'miner';
+const sat = (btcAmount: number) => Math.round(btcAmount * 1e8);
+
+/** Status as the protocol defines it, computed here independently of the server. */
+function expectedStatus(items: { tx_hash: string; height: number }[]): string | null {
+  if (items.length === 0) return null;
+  return createHash('sha256').update(items.map((i) => `${i.tx_hash}:${i.height}:`).join('')).digest('hex');
+}
+
+/** The root a Merkle branch (display hex, deepest first) leads to from `leaf` (display hex) at `pos`. */
+function rootFromBranch(leaf: string, branch: string[], pos: number): string {
+  let h = hexToHash(leaf);
+  let i = pos;
+  for (const b of branch) {
+    const sib = hexToHash(b);
+    h = sha256d(i & 1 ? Buffer.concat([sib, h]) : Buffer.concat([h, sib]));
+    i >>= 1;
+  }
+  return hashToHex(h);
+}
+
+/** Core's error message for a call that must fail. */
+async function coreRefusal(p: Promise<unknown>): Promise<string> {
+  const r = await p.then(
+    (v) => ({ ok: v }),
+    (e: unknown) => ({ err: e as { rpcMessage?: string; message: string } }),
+  );
+  if (!('err' in r)) throw new Error(`Core accepted the call: ${JSON.stringify(r.ok)}`);
+  return r.err.rpcMessage ?? r.err.message;
+}
+
+describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
+  let s: ElectrumStack;
+  let c: ElectrumTestClient;
+  const addr: Record<string, { address: string; script: string; sh: string }> = {};
+  let tx1 = '';
+  let tx2 = '';
+  let tx3 = '';
+  let h1 = 0;
+  const key = secp256k1.utils.randomSecretKey();
+  const pub = secp256k1.getPublicKey(key, true);
+  const pub2 = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
+  let txP = '';
+  let txS = '';
+
+  const call = <T>(method: string, params: unknown[] = [], wallet?: string) => s.node.call<T>(method, params, wallet);
+  /** Pays `address` from the wallet and locks that output, so later payments of the wallet do not spend it. */
+  const pay = async (address: string, amount: number): Promise<string> => {
+    const txid = await call<string>('sendtoaddress', [address, amount], W);
+    const tx = await call<{ vout: { n: number; scriptPubKey: { address?: string } }[] }>('getrawtransaction', [txid, true]);
+    const outs = tx.vout.filter((o) => o.scriptPubKey.address === address).map((o) => ({ txid, vout: o.n }));
+    await call('lockunspent', [false, outs, true], W);
+    return txid;
+  };
+
+  beforeAll(async () => {
+    s = await startElectrumStack();
+    c = await s.connect();
+    await c.request('server.version', ['test', '1.4']);
+    for (const type of ['legacy', 'p2sh-segwit', 'bech32', 'bech32m']) {
+      const address = await call<string>('getnewaddress', ['', type], W);
+      const info = await call<{ scriptPubKey: string }>('getaddressinfo', [address], W);
+      addr[type] = { address, script: info.scriptPubKey, sh: electrumScriptHash(info.scriptPubKey) };
+    }
+    tx1 = await pay(addr.legacy!.address, 1.0);
+    tx2 = await pay(addr.bech32!.address, 0.5);
+    await s.mine(1);
+    h1 = (await s.node.tip()).height;
+    tx3 = await pay(addr.bech32!.address, 0.25);
+    await s.synced();
+  }, 240_000);
+
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it('server.version negotiates 1.4 … 1.4.2 and closes on a version it does not speak', async () => {
+    expect(await c.request('server.version', ['electrum/4.3.4', '1.4'])).toEqual(['blockwire/0.1', '1.4']);
+    expect(await c.request('server.version', ['x', ['1.4', '1.4.2']])).toEqual(['blockwire/0.1', '1.4.2']);
+    const other = await s.connect();
+    const err = await other.request('server.version', ['old', '1.2']).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ElectrumRpcError);
+    expect((err as ElectrumRpcError).code).toBe(1);
+    await other.closed;
+  });
+
+  it('server.features, banner, donation_address, ping and peers.subscribe', async () => {
+    const f = await c.request<Record<string, unknown>>('server.features');
+    expect(f.genesis_hash).toBe(await call<string>('getblockhash', [0]));
+    expect(f).toMatchObject({ hash_function: 'sha256', pruning: null, protocol_min: '1.4', protocol_max: '1.4.2', server_version: 'blockwire/0.1' });
+    expect(f.hosts).toEqual({ '127.0.0.1': { tcp_port: s.electrum.tcpPort, ssl_port: s.electrum.tlsPort } });
+    expect(await c.request('server.banner')).toBe(s.config.electrumBanner);
+    expect(await c.request('server.donation_address')).toBe('');
+    expect(await c.request('server.ping')).toBeNull();
+    expect(await c.request('server.peers.subscribe')).toEqual([]);
+  });
+
+  it('headers: headers.subscribe, block.header and block.headers equal Core’s, with cp_height proofs to the root of Core’s block hashes', async () => {
+    const tip = await s.node.tip();
+    expect(await c.request('blockchain.headers.subscribe')).toEqual({ hex: await call('getblockheader', [tip.hash, false]), height: tip.height });
+    const hashes: string[] = [];
+    for (let h = 0; h <= tip.height; h++) hashes.push(await call<string>('getblockhash', [h]));
+    for (const h of [0, 1, 57, tip.height]) expect(await c.request('blockchain.block.header', [h])).toBe(await call('getblockheader', [hashes[h], false]));
+    const headers = await c.request<{ count: number; hex: string; max: number }>('blockchain.block.headers', [10, 5]);
+    let hex = '';
+    for (let h = 10; h < 15; h++) hex += await call<string>('getblockheader', [hashes[h], false]);
+    expect(headers).toEqual({ count: 5, hex, max: 2016 });
+    // past the tip: only what exists
+    expect((await c.request<{ count: number }>('blockchain.block.headers', [tip.height - 1, 10])).count).toBe(2);
+
+    const cp = tip.height - 2;
+    const root = hashToHex(merkleRoot(hashes.slice(0, cp + 1).map((h) => hexToHash(h))));
+    for (const h of [0, 7, cp]) {
+      const p = await c.request<{ header: string; branch: string[]; root: string }>('blockchain.block.header', [h, cp]);
+      expect(p.header).toBe(await call('getblockheader', [hashes[h], false]));
+      expect(p.root).toBe(root);
+      expect(rootFromBranch(hashes[h]!, p.branch, h)).toBe(root);
+    }
+    const ph = await c.request<{ count: number; root: string; branch: string[] }>('blockchain.block.headers', [cp - 3, 4, cp]);
+    expect(ph.count).toBe(4);
+    expect(ph.root).toBe(root);
+    expect(rootFromBranch(hashes[cp]!, ph.branch, cp)).toBe(root);
+    await expect(c.request('blockchain.block.header', [5, 3])).rejects.toMatchObject({ code: 1 });
+    await expect(c.request('blockchain.block.header', [tip.height + 1])).rejects.toMatchObject({ code: 1 });
+    await expect(c.request('blockchain.block.header', [-1])).rejects.toMatchObject({ code: -32602 });
+  });
+
+  it('estimatefee and relayfee are Core’s (BTC/kvB, -1 without an estimate)', async () => {
+    const est = await call<{ feerate?: number }>('estimatesmartfee', [6]);
+    expect(await c.request('blockchain.estimatefee', [6])).toBe(est.feerate ?? -1);
+    expect(await c.request('blockchain.relayfee')).toBe((await call<{ relayfee: number }>('getnetworkinfo')).relayfee);
+  });
+
+  it('get_history, get_mempool and subscribe: chain order, then the mempool with Core’s fee; the status as the protocol defines it', async () => {
+    const a = addr.bech32!;
+    const fee3 = sat((await call<{ fees: { base: number } }>('getmempoolentry', [tx3])).fees.base);
+    const expected = [
+      { tx_hash: tx2, height: h1 },
+      { tx_hash: tx3, height: 0, fee: fee3 },
+    ];
+    expect(await c.request('blockchain.scripthash.get_history', [a.sh])).toEqual(expected);
+    expect(await c.request('blockchain.scripthash.get_mempool', [a.sh])).toEqual([{ tx_hash: tx3, height: 0, fee: fee3 }]);
+    expect(await c.request('blockchain.scripthash.subscribe', [a.sh])).toBe(expectedStatus(expected));
+    // never used: empty history, null status
+    const unused = electrumScriptHash((await call<{ scriptPubKey: string }>('getaddressinfo', [await call<string>('getnewaddress', [], W)], W)).scriptPubKey);
+    expect(await c.request('blockchain.scripthash.get_history', [unused])).toEqual([]);
+    expect(await c.request('blockchain.scripthash.subscribe', [unused])).toBeNull();
+    expect(await c.request('blockchain.scripthash.unsubscribe', [unused])).toBe(true);
+    expect(await c.request('blockchain.scripthash.unsubscribe', [unused])).toBe(false);
+    await expect(c.request('blockchain.scripthash.get_history', ['zz'])).rejects.toMatchObject({ code: -32602 });
+  });
+
+  it('get_balance and listunspent equal Core’s UTXO set (scantxoutset) plus the mempool', async () => {
+    for (const a of [addr.legacy!, addr.bech32!]) {
+      const scan = await call<{ total_amount: number; unspents: { txid: string; vout: number; amount: number; height: number }[] }>('scantxoutset', ['start', [`addr(${a.address})`]]);
+      const bal = await c.request<{ confirmed: number; unconfirmed: number }>('blockchain.scripthash.get_balance', [a.sh]);
+      expect(bal.confirmed).toBe(sat(scan.total_amount));
+      const unspent = await c.request<{ tx_hash: string; tx_pos: number; height: number; value: number }[]>('blockchain.scripthash.listunspent', [a.sh]);
+      const confirmed = unspent.filter((u) => u.height > 0);
+      expect(confirmed.sort((x, y) => x.tx_hash.localeCompare(y.tx_hash))).toEqual(
+        scan.unspents.map((u) => ({ tx_hash: u.txid, tx_pos: u.vout, height: u.height, value: sat(u.amount) })).sort((x, y) => x.tx_hash.localeCompare(y.tx_hash)),
+      );
+      if (a === addr.bech32) {
+        expect(bal.unconfirmed).toBe(sat(0.25));
+        expect(unspent.filter((u) => u.height === 0).map((u) => [u.tx_hash, u.value])).toEqual([[tx3, sat(0.25)]]);
+      } else expect(bal.unconfirmed).toBe(0);
+    }
+  });
+
+  it('transaction.get (raw and verbose), get_merkle and id_from_pos equal Core’s', async () => {
+    const block = await call<{ hash: string; tx: string[]; merkleroot: string }>('getblock', [await call('getblockhash', [h1]), 1]);
+    expect(await c.request('blockchain.transaction.get', [tx2])).toBe(await call('getrawtransaction', [tx2, false, block.hash]));
+    expect(await c.request('blockchain.transaction.get', [tx3])).toBe(await call('getrawtransaction', [tx3, false]));
+    const verbose = await c.request<Record<string, unknown>>('blockchain.transaction.get', [tx2, true]);
+    const core = await call<Record<string, unknown>>('getrawtransaction', [tx2, true, block.hash]);
+    expect({ ...verbose, confirmations: 0 }).toEqual({ ...core, confirmations: 0 });
+    const pos = block.tx.indexOf(tx2);
+    const m = await c.request<{ block_height: number; merkle: string[]; pos: number }>('blockchain.transaction.get_merkle', [tx2, h1]);
+    expect(m.block_height).toBe(h1);
+    expect(m.pos).toBe(pos);
+    expect(rootFromBranch(tx2, m.merkle, pos)).toBe(block.merkleroot);
+    expect(await c.request('blockchain.transaction.id_from_pos', [h1, pos])).toBe(tx2);
+    expect(await c.request('blockchain.transaction.id_from_pos', [h1, pos, true])).toEqual({ tx_hash: tx2, merkle: m.merkle });
+    expect(await c.request('blockchain.transaction.id_from_pos', [h1, 0])).toBe(block.tx[0]);
+    await expect(c.request('blockchain.transaction.get_merkle', [tx2, h1 - 1])).rejects.toMatchObject({ code: 1 });
+    await expect(c.request('blockchain.transaction.id_from_pos', [h1, block.tx.length])).rejects.toMatchObject({ code: 1 });
+    const missing = randomBytes(32).toString('hex');
+    const coreErr = await coreRefusal(call('getrawtransaction', [missing]));
+    await expect(c.request('blockchain.transaction.get', [missing])).rejects.toMatchObject({ code: 2, rpcMessage: coreErr });
+  });
+
+  it('mempool.get_fee_histogram covers the mempool’s virtual size, highest fee rate first', async () => {
+    const pool = await call<Record<string, { vsize: number; fees: { base: number } }>>('getrawmempool', [true]);
+    const hist = await c.request<[number, number][]>('mempool.get_fee_histogram');
+    expect(hist.reduce((n, [, v]) => n + v, 0)).toBe(Object.values(pool).reduce((n, e) => n + e.vsize, 0));
+    for (let i = 1; i < hist.length; i++) expect(hist[i]![0]).toBeLessThanOrEqual(hist[i - 1]![0]);
+  });
+
+  it('transaction.broadcast relays through Core; Core’s refusal comes back as error 2 with its message', async () => {
+    const dest = await call<string>('getnewaddress', [], W);
+    const funded = await call<{ hex: string }>('fundrawtransaction', [await call('createrawtransaction', [[], [{ [dest]: 0.1 }]]), { feeRate: 0.0002 }], W);
+    const signed = await call<{ hex: string }>('signrawtransactionwithwallet', [funded.hex], W);
+    const txid = await c.request<string>('blockchain.transaction.broadcast', [signed.hex]);
+    expect(txid).toBe((await call<{ txid: string }>('decoderawtransaction', [signed.hex])).txid);
+    expect(await call<string[]>('getrawmempool')).toContain(txid);
+    const coreMsg = await coreRefusal(call('sendrawtransaction', ['00']));
+    await expect(c.request('blockchain.transaction.broadcast', ['00'])).rejects.toMatchObject({ code: 2, rpcMessage: coreMsg });
+    await expect(c.request('blockchain.transaction.broadcast', ['xyz'])).rejects.toMatchObject({ code: -32602 });
+    await s.synced();
+  });
+
+  it('a P2PKH script hash answers its own outputs only; P2PK and bare multisig outputs of the same key are not in it; a P2PK script hash is empty', async () => {
+    const fundAddr = pubkeyToP2wpkhAddress(pub, 'regtest');
+    const fundTxid = await call<string>('sendtoaddress', [fundAddr, 1.0], W);
+    await s.mine(1);
+    const fundTx = await call<{ vout: { n: number; value: number; scriptPubKey: { hex: string } }[] }>('getrawtransaction', [fundTxid, true, (await s.node.tip()).hash]);
+    const p2wpkh = btc.p2wpkh(pub);
+    const out = fundTx.vout.find((o) => o.scriptPubKey.hex === Buffer.from(p2wpkh.script).toString('hex'))!;
+    const p2pk = btc.p2pk(pub);
+    const p2pkh = btc.p2pkh(pub);
+    const p2ms = btc.p2ms(1, [pub, pub2]);
+    const t = new btc.Transaction({ allowUnknownOutputs: true, disableScriptCheck: true });
+    t.addInput({ txid: fundTxid, index: out.n, witnessUtxo: { script: p2wpkh.script, amount: BigInt(sat(1.0)) } });
+    t.addOutput({ script: p2pk.script, amount: 30_000_000n });
+    t.addOutput({ script: p2pkh.script, amount: 20_000_000n });
+    t.addOutput({ script: p2ms.script, amount: 10_000_000n });
+    t.addOutput({ script: p2wpkh.script, amount: 39_990_000n });
+    t.sign(key);
+    t.finalize();
+    txP = await c.request<string>('blockchain.transaction.broadcast', [t.hex]);
+    expect(txP).toBe(t.id);
+    await s.mine(1);
+    const hP = (await s.node.tip()).height;
+    // spend the P2PK output alone: a transaction of the key that the P2PKH script never saw
+    const spend = new btc.Transaction({ allowUnknownOutputs: true, disableScriptCheck: true });
+    spend.addInput({ txid: txP, index: 0, nonWitnessUtxo: t.toBytes(true, false) });
+    spend.addOutput({ script: p2wpkh.script, amount: 29_990_000n });
+    spend.sign(key);
+    spend.finalize();
+    txS = await call<string>('sendrawtransaction', [spend.hex]);
+    await s.mine(1);
+    const hS = (await s.node.tip()).height;
+
+    const shPkh = electrumScriptHash(Buffer.from(p2pkh.script).toString('hex'));
+    const shPk = electrumScriptHash(Buffer.from(p2pk.script).toString('hex'));
+    const shMs = electrumScriptHash(Buffer.from(p2ms.script).toString('hex'));
+    const shWpkh = electrumScriptHash(Buffer.from(p2wpkh.script).toString('hex'));
+    expect(await c.request('blockchain.scripthash.get_history', [shPkh])).toEqual([{ tx_hash: txP, height: hP }]);
+    expect(await c.request('blockchain.scripthash.get_balance', [shPkh])).toEqual({ confirmed: 20_000_000, unconfirmed: 0 });
+    expect(await c.request('blockchain.scripthash.listunspent', [shPkh])).toEqual([{ tx_hash: txP, tx_pos: 1, height: hP, value: 20_000_000 }]);
+    expect(await c.request('blockchain.scripthash.subscribe', [shPkh])).toBe(expectedStatus([{ tx_hash: txP, height: hP }]));
+    // P2PK and bare multisig script hashes: not indexed by script (docs/electrum.md)
+    for (const sh of [shPk, shMs]) {
+      expect(await c.request('blockchain.scripthash.get_history', [sh])).toEqual([]);
+      expect(await c.request('blockchain.scripthash.get_balance', [sh])).toEqual({ confirmed: 0, unconfirmed: 0 });
+      expect(await c.request('blockchain.scripthash.listunspent', [sh])).toEqual([]);
+      expect(await c.request('blockchain.scripthash.subscribe', [sh])).toBeNull();
+    }
+    // the P2WPKH script of the same key: its own history (fund, txP's change, txS)
+    expect(await c.request('blockchain.scripthash.get_history', [shWpkh])).toEqual([
+      { tx_hash: fundTxid, height: hP - 1 },
+      { tx_hash: txP, height: hP },
+      { tx_hash: txS, height: hS },
+    ]);
+  });
+
+  it('batches are answered as one array in request order', async () => {
+    const before = c.loose.length;
+    c.raw(`${JSON.stringify([
+      { jsonrpc: '2.0', id: 'a', method: 'server.ping', params: [] },
+      { jsonrpc: '2.0', id: 'b', method: 'blockchain.block.header', params: [0] },
+      { jsonrpc: '2.0', id: 'c', method: 'no.such.method', params: [] },
+    ])}\n`);
+    await vi.waitFor(() => expect(c.loose.length).toBe(before + 1), { timeout: 10_000 });
+    const replies = c.loose[before] as { id: string; result?: unknown; error?: { code: number } }[];
+    expect(replies.map((r) => r.id)).toEqual(['a', 'b', 'c']);
+    expect(replies[1]!.result).toBe(await call('getblockheader', [await call('getblockhash', [0]), false]));
+    expect(replies[2]!.error!.code).toBe(-32601);
+    c.raw('{not json\n');
+    await vi.waitFor(() => expect(c.loose.length).toBe(before + 2), { timeout: 10_000 });
+    expect((c.loose[before + 1] as { error: { code: number } }).error.code).toBe(-32700);
+  });
+
+  it('over TLS too, with the self-signed certificate generated under the data directory', async () => {
+    const t = await s.connect({ tls: true });
+    expect(await t.request('server.version', ['tls', '1.4'])).toEqual(['blockwire/0.1', '1.4']);
+    expect(await t.request('blockchain.block.header', [0])).toBe(await call('getblockheader', [await call('getblockhash', [0]), false]));
+    expect(s.electrum.tlsCertFile).toContain(s.config.dataDir);
+  });
+
+  it('notifications: a header per new tip and the status of a changed script hash, after a payment, a block, a reorg and a replacement', async () => {
+    const n = await s.connect();
+    await n.request('server.version', ['notify', '1.4']);
+    const a = addr['p2sh-segwit']!;
+    expect(await n.request('blockchain.scripthash.subscribe', [a.sh])).toBeNull();
+    await n.request('blockchain.headers.subscribe');
+    const statusOf = async () => expectedStatus(await n.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [a.sh]));
+    const lastStatus = () => [...n.notifications].reverse().find((x) => x.method === 'blockchain.scripthash.subscribe' && x.params[0] === a.sh)?.params[1];
+    const lastHeader = () => [...n.notifications].reverse().find((x) => x.method === 'blockchain.headers.subscribe')?.params[0] as { hex: string; height: number } | undefined;
+
+    // a payment enters the mempool
+    const pay = await call<string>('sendtoaddress', [a.address, 0.3, '', '', false, true], W);
+    await vi.waitFor(async () => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: pay, height: 0 }])), { timeout: 30_000, interval: 100 });
+    // it is mined: a header notification with Core's header, and the new status
+    const [hash] = await s.mine(1);
+    const height = (await s.node.tip()).height;
+    await vi.waitFor(() => expect(lastHeader()?.height).toBe(height), { timeout: 30_000, interval: 100 });
+    expect(lastHeader()!.hex).toBe(await call('getblockheader', [hash, false]));
+    await vi.waitFor(() => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: pay, height }])), { timeout: 30_000, interval: 100 });
+    expect(await statusOf()).toBe(lastStatus());
+
+    // reorg: the block is invalidated, the payment returns to the mempool, the tip goes back
+    await call('invalidateblock', [hash]);
+    await s.synced();
+    await vi.waitFor(() => expect(lastHeader()?.height).toBe(height - 1), { timeout: 30_000, interval: 100 });
+    expect(lastHeader()!.hex).toBe(await call('getblockheader', [await call('getblockhash', [height - 1]), false]));
+    await vi.waitFor(() => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: pay, height: 0 }])), { timeout: 30_000, interval: 100 });
+
+    // replacement: the payment is bumped (RBF); the status names the replacement only
+    const bumped = (await call<{ txid: string }>('bumpfee', [pay], W)).txid;
+    await s.synced();
+    await vi.waitFor(() => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: bumped, height: 0 }])), { timeout: 30_000, interval: 100 });
+    expect(await n.request('blockchain.scripthash.get_history', [a.sh])).toMatchObject([{ tx_hash: bumped, height: 0 }]);
+
+    // a competing chain confirms the replacement
+    const [h2] = await s.mine(2);
+    await vi.waitFor(() => expect(lastHeader()?.height).toBe(height + 1), { timeout: 30_000, interval: 100 });
+    await vi.waitFor(() => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: bumped, height }])), { timeout: 30_000, interval: 100 });
+    expect(h2).toBeDefined();
+  });
+
+  it('a client that reconnects resyncs by status: the new status differs from the one it kept and matches the history', async () => {
+    const a = addr.bech32m!;
+    const first = await s.connect();
+    const kept = await first.request<string | null>('blockchain.scripthash.subscribe', [a.sh]);
+    first.close();
+    const pay = await call<string>('sendtoaddress', [a.address, 0.1], W);
+    await s.mine(1);
+    const again = await s.connect();
+    const now = await again.request<string | null>('blockchain.scripthash.subscribe', [a.sh]);
+    expect(now).not.toBe(kept);
+    const history = await again.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [a.sh]);
+    expect(history.map((h) => h.tx_hash)).toContain(pay);
+    expect(now).toBe(expectedStatus(history));
+  });
+
+  it('tx1 stays where Core put it (sanity of the fixture)', async () => {
+    expect(await c.request('blockchain.scripthash.get_history', [addr.legacy!.sh])).toEqual([{ tx_hash: tx1, height: h1 }]);
+  });
+});
