@@ -7,7 +7,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { vi } from 'vitest';
 import { testConfig, type Config } from '../../../src/config.js';
 import { silentLogger, createLogger, type Logger } from '../../../src/log.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
@@ -18,6 +17,7 @@ import { startElectrum, type ElectrumHandle } from '../../../electrum/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { startBitcoind, type Bitcoind } from '../../support/bitcoind.js';
 import { connectElectrum, type ElectrumTestClient } from '../../support/electrum-client.js';
+import { waitFor } from '../../support/wait.js';
 
 export type ElectrumStack = {
   node: Bitcoind;
@@ -69,7 +69,8 @@ export async function startElectrumStack(overrides: Partial<Config> = {}): Promi
     stops.push(() => electrum.stop());
 
     const synced = async () => {
-      await vi.waitFor(
+      await waitFor(
+        'the index to hold the node\'s tip and mempool',
         async () => {
           const tip = await node.tip();
           const index = await getIndexTip(db.db);
@@ -78,8 +79,9 @@ export async function startElectrumStack(overrides: Partial<Config> = {}): Promi
           const have = await db.db.selectFrom('mempool_txs').select('txid').execute();
           const known = new Set(have.map((r) => hashToHex(r.txid)));
           if (pool.some((t) => !known.has(t)) || known.size !== pool.length) throw new Error('mempool not indexed yet');
+          return true;
         },
-        { timeout: 60_000, interval: 50 },
+        60_000,
       );
     };
     await synced();

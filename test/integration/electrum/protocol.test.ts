@@ -7,7 +7,8 @@
  * replacement; a P2PK output and a bare multisig beside a P2PKH script of the same key.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { waitFor } from '../../support/wait.js';
 import * as btc from '@scure/btc-signer';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { describeBitcoind } from '../../support/bitcoind.js';
@@ -290,13 +291,13 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       { jsonrpc: '2.0', id: 'b', method: 'blockchain.block.header', params: [0] },
       { jsonrpc: '2.0', id: 'c', method: 'no.such.method', params: [] },
     ])}\n`);
-    await vi.waitFor(() => expect(c.loose.length).toBe(before + 1), { timeout: 10_000 });
+    await waitFor('the batch reply', () => c.loose.length === before + 1, 10_000);
     const replies = c.loose[before] as { id: string; result?: unknown; error?: { code: number } }[];
     expect(replies.map((r) => r.id)).toEqual(['a', 'b', 'c']);
     expect(replies[1]!.result).toBe(await call('getblockheader', [await call('getblockhash', [0]), false]));
     expect(replies[2]!.error!.code).toBe(-32601);
     c.raw('{not json\n');
-    await vi.waitFor(() => expect(c.loose.length).toBe(before + 2), { timeout: 10_000 });
+    await waitFor('the parse-error reply', () => c.loose.length === before + 2, 10_000);
     expect((c.loose[before + 1] as { error: { code: number } }).error.code).toBe(-32700);
   });
 
@@ -319,32 +320,32 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
 
     // a payment enters the mempool
     const pay = await call<string>('sendtoaddress', [a.address, 0.3, '', '', false, true], W);
-    await vi.waitFor(async () => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: pay, height: 0 }])), { timeout: 30_000, interval: 100 });
+    await waitFor('the status of the payment in the mempool', () => lastStatus() === expectedStatus([{ tx_hash: pay, height: 0 }]), 30_000);
     // it is mined: a header notification with Core's header, and the new status
     const [hash] = await s.mine(1);
     const height = (await s.node.tip()).height;
-    await vi.waitFor(() => expect(lastHeader()?.height).toBe(height), { timeout: 30_000, interval: 100 });
+    await waitFor('the header notification of the new block', () => lastHeader()?.height === height, 30_000);
     expect(lastHeader()!.hex).toBe(await call('getblockheader', [hash, false]));
-    await vi.waitFor(() => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: pay, height }])), { timeout: 30_000, interval: 100 });
+    await waitFor('the status of the confirmed payment', () => lastStatus() === expectedStatus([{ tx_hash: pay, height }]), 30_000);
     expect(await statusOf()).toBe(lastStatus());
 
     // reorg: the block is invalidated, the payment returns to the mempool, the tip goes back
     await call('invalidateblock', [hash]);
     await s.synced();
-    await vi.waitFor(() => expect(lastHeader()?.height).toBe(height - 1), { timeout: 30_000, interval: 100 });
+    await waitFor('the header notification of the tip after the reorg', () => lastHeader()?.height === height - 1, 30_000);
     expect(lastHeader()!.hex).toBe(await call('getblockheader', [await call('getblockhash', [height - 1]), false]));
-    await vi.waitFor(() => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: pay, height: 0 }])), { timeout: 30_000, interval: 100 });
+    await waitFor('the status of the payment in the mempool', () => lastStatus() === expectedStatus([{ tx_hash: pay, height: 0 }]), 30_000);
 
     // replacement: the payment is bumped (RBF); the status names the replacement only
     const bumped = (await call<{ txid: string }>('bumpfee', [pay], W)).txid;
     await s.synced();
-    await vi.waitFor(() => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: bumped, height: 0 }])), { timeout: 30_000, interval: 100 });
+    await waitFor('the status naming the replacement', () => lastStatus() === expectedStatus([{ tx_hash: bumped, height: 0 }]), 30_000);
     expect(await n.request('blockchain.scripthash.get_history', [a.sh])).toMatchObject([{ tx_hash: bumped, height: 0 }]);
 
     // a competing chain confirms the replacement
     const [h2] = await s.mine(2);
-    await vi.waitFor(() => expect(lastHeader()?.height).toBe(height + 1), { timeout: 30_000, interval: 100 });
-    await vi.waitFor(() => expect(lastStatus()).toBe(expectedStatus([{ tx_hash: bumped, height }])), { timeout: 30_000, interval: 100 });
+    await waitFor('the header notification of the competing chain', () => lastHeader()?.height === height + 1, 30_000);
+    await waitFor('the status of the confirmed replacement', () => lastStatus() === expectedStatus([{ tx_hash: bumped, height }]), 30_000);
     expect(h2).toBeDefined();
   });
 

@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { spawnBlockwire, type BlockwireProcess } from './processes.js';
 import { waitFor } from '../../support/wait.js';
+import { connectElectrum } from '../../support/electrum-client.js';
 
 const execFileP = promisify(execFile);
 
@@ -58,7 +59,15 @@ describe('quick start: blockwire start with embedded defaults', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'blockwire-quickstart-'));
     // Nothing configured but where to keep data and free ports (the defaults 3000/18443/28332 may be
     // taken on a shared machine); blocks every second so the test sees several.
-    const env = { BLOCKWIRE_DATA_DIR: dataDir, PORT: '0', BLOCKWIRE_DEVNODE_RPC_PORT: '0', BLOCKWIRE_DEVNODE_ZMQ_PORT: '0', BLOCKWIRE_DEVNODE_MINE_EVERY: '1' };
+    const env = {
+      BLOCKWIRE_DATA_DIR: dataDir,
+      PORT: '0',
+      BLOCKWIRE_DEVNODE_RPC_PORT: '0',
+      BLOCKWIRE_DEVNODE_ZMQ_PORT: '0',
+      BLOCKWIRE_DEVNODE_MINE_EVERY: '1',
+      ELECTRUM_TCP_PORT: '0',
+      ELECTRUM_TLS_PORT: '0',
+    };
     proc = spawnBlockwire('quickstart', ['start'], env);
     const first = await banner(proc, 240_000);
     const out = proc.output();
@@ -74,6 +83,18 @@ describe('quick start: blockwire start with embedded defaults', () => {
     expect(chain.best_height).toBeGreaterThanOrEqual(101);
     const history = (await runCurl(first.curls[1]!)) as unknown[];
     expect(Array.isArray(history)).toBe(true);
+
+    // The Electrum server the banner names answers over TCP and over TLS (self-signed certificate).
+    const electrum = /electrum {3}tcp 127\.0\.0\.1:(\d+) {2}tls 127\.0\.0\.1:(\d+) {3}\(certificate: (\S+)\)/.exec(out);
+    expect(electrum, out.slice(-3000)).not.toBeNull();
+    expect(electrum![3]!.startsWith(dataDir)).toBe(true);
+    expect(out).toContain(`electrum --regtest --oneserver --server 127.0.0.1:${electrum![1]}:t`);
+    for (const [port, tls] of [[Number(electrum![1]), false], [Number(electrum![2]), true]] as const) {
+      const e = await connectElectrum(port, { tls });
+      const tip = await e.request<{ height: number }>('blockchain.headers.subscribe');
+      expect(tip.height).toBeGreaterThanOrEqual(chain.best_height);
+      e.close();
+    }
     expect(history.length).toBeGreaterThan(0);
 
     // Live blocks: a chain subscription on the printed stream URL receives block.connected for
