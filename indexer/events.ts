@@ -7,6 +7,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database, EventType } from '../src/db/schema.js';
 import { lockOutbox } from '../src/db/outbox-lock.js';
+import { buildWalletParts, type WalletMembership } from '../src/db/wallet-event.js';
 
 /** One outbox row as the indexer fills it (null/absent columns stay NULL). */
 export interface OutboxEvent {
@@ -50,21 +51,46 @@ export async function loadWatches(trx: Trx, keys: Iterable<string>): Promise<Map
   return out;
 }
 
-/** Appends `events` in order (takes the outbox lock first; no-op for none). */
+/** The wallets with live subscriptions among `keys`' addresses: addr_key → its wallets and paths. */
+async function loadWalletMembership(trx: Trx, keys: readonly string[]): Promise<WalletMembership> {
+  const out = new Map<string, { walletId: string; path: string }[]>();
+  if (keys.length === 0) return out;
+  const r = await sql<{ addr_key: string; wallet_id: string; path: string }>`
+    SELECT wa.addr_key, wa.wallet_id, min(wa.path) AS path
+      FROM subscriptions s JOIN wallet_addresses wa ON wa.wallet_id = s.wallet_id
+     WHERE s.kind = 'wallet' AND s.deleted_at IS NULL AND wa.addr_key = ANY(${[...new Set(keys)]}::uuid[])
+     GROUP BY wa.addr_key, wa.wallet_id
+     ORDER BY wa.wallet_id`.execute(trx);
+  for (const x of r.rows) {
+    const list = out.get(x.addr_key) ?? [];
+    list.push({ walletId: x.wallet_id, path: x.path });
+    out.set(x.addr_key, list);
+  }
+  return out;
+}
+
+/**
+ * Appends `events` in order (takes the outbox lock first; no-op for none). Rows of a
+ * transaction touching a subscribed wallet carry the wallet's part in `data`
+ * (src/db/wallet-event.ts).
+ */
 export async function appendEvents(trx: Trx, events: readonly OutboxEvent[]): Promise<void> {
   if (events.length === 0) return;
+  const keys = events.flatMap((e) => (e.addrKey !== undefined ? [e.addrKey] : []));
+  const data = buildWalletParts(events, await loadWalletMembership(trx, keys)).map((d) => (d === null ? null : JSON.stringify(d)));
   await lockOutbox(trx);
   // unnest keeps one statement per 10k events whatever their number (no parameter limit).
   for (let i = 0; i < events.length; i += 10_000) {
     const part = events.slice(i, i + 10_000);
+    const partData = data.slice(i, i + 10_000);
     await sql`
-      INSERT INTO outbox (type, addr_key, address, txid, block_hash, height, confirmations, received, sent, replaced_by)
-      SELECT type, addr_key, address, txid, block_hash, height, confirmations, received, sent, replaced_by FROM unnest(
+      INSERT INTO outbox (type, addr_key, address, txid, block_hash, height, confirmations, received, sent, replaced_by, data)
+      SELECT type, addr_key, address, txid, block_hash, height, confirmations, received, sent, replaced_by, data FROM unnest(
         ${part.map((e) => e.type)}::text[], ${part.map((e) => e.addrKey ?? null)}::uuid[], ${part.map((e) => e.address ?? null)}::text[],
         ${part.map((e) => buf(e.txid))}::bytea[], ${part.map((e) => buf(e.blockHash))}::bytea[], ${part.map((e) => e.height ?? null)}::int4[],
         ${part.map((e) => e.confirmations ?? null)}::int4[], ${part.map((e) => (e.received === undefined ? null : e.received.toString()))}::int8[],
-        ${part.map((e) => (e.sent === undefined ? null : e.sent.toString()))}::int8[], ${part.map((e) => buf(e.replacedBy))}::bytea[])
-      WITH ORDINALITY AS u(type, addr_key, address, txid, block_hash, height, confirmations, received, sent, replaced_by, ord)
+        ${part.map((e) => (e.sent === undefined ? null : e.sent.toString()))}::int8[], ${part.map((e) => buf(e.replacedBy))}::bytea[], ${partData}::jsonb[])
+      WITH ORDINALITY AS u(type, addr_key, address, txid, block_hash, height, confirmations, received, sent, replaced_by, data, ord)
       ORDER BY ord`.execute(trx);
   }
 }

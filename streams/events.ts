@@ -8,6 +8,7 @@
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { isoTime } from '../src/time.js';
 import { EVENT_TYPES, type EventType, type OutboxTable } from '../src/db/schema.js';
+import type { WalletAddressPart, WalletPart } from '../src/db/wallet-event.js';
 
 export { EVENT_TYPES, type EventType };
 
@@ -133,6 +134,14 @@ export type EventPayload = {
   replaced_by?: string;
   /** Extra data of key events (stamp.confirmed, stamp.unconfirmed), when the writer gave some. */
   data?: unknown;
+  /** Wallet subscriptions: the wallet; `address`, `received` and `sent` are then the wallet's (docs/wallets.md "Events"). */
+  wallet?: string;
+  /** Derivation path of `address` in the wallet. */
+  path?: string;
+  /** received − sent over the wallet's addresses. */
+  net?: number;
+  /** Every address of the wallet the transaction touches. */
+  addresses?: WalletAddressPart[];
 };
 
 function safeNumber(v: bigint, what: string): number {
@@ -142,7 +151,7 @@ function safeNumber(v: bigint, what: string): number {
 }
 
 /** The payload of `event` as delivered for subscription `sub` (null for key events). */
-export function toPayload(event: ChainEvent, sub: { id: string; hookId: string | null } | null): EventPayload {
+export function toPayload(event: ChainEvent, sub: { id: string; hookId: string | null } | null, wallet?: WalletPart): EventPayload {
   const common = {
     id: safeNumber(event.seq, 'event id'),
     type: event.type,
@@ -176,6 +185,9 @@ export function toPayload(event: ChainEvent, sub: { id: string; hookId: string |
         received: safeNumber(event.received, 'received'),
         sent: safeNumber(event.sent, 'sent'),
         ...(event.replacedBy !== null ? { replaced_by: event.replacedBy } : {}),
+        ...(wallet
+          ? { address: wallet.address, received: wallet.received, sent: wallet.sent, wallet: wallet.id, path: wallet.path, net: wallet.net, addresses: wallet.addresses }
+          : {}),
       };
   }
 }

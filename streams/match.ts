@@ -2,20 +2,24 @@
  * Matching: which subscriptions (and so which API keys and hooks) an event goes to. Pure — the
  * relay, the stream hub's gap fill and a resuming client's catch-up all call the same
  * `matchEvent`, so every path delivers the same set. Rules (docs/events.md "Matching"):
- * block events → chain subscriptions; tx events → address subscriptions of the event's address,
- * tx.confirmations only up to the subscription's target; stamp.confirmed → its key's streams;
+ * block events → chain subscriptions; tx events → address subscriptions of the event's address
+ * and wallet subscriptions of the wallets its row leads (src/db/wallet-event.ts: one delivery
+ * per transaction and event for a wallet), tx.confirmations only up to the subscription's target; stamp.confirmed → its key's streams;
  * nothing older than the subscription (`seq <= startSeq`).
  * @module
  */
+import { readWalletParts, type WalletPart } from '../src/db/wallet-event.js';
 import { toPayload, type ChainEvent } from './events.js';
 
 /** A live subscription as matching needs it. */
 export type SubscriptionRef = {
   id: string;
   keyId: bigint;
-  kind: 'address' | 'chain';
+  kind: 'address' | 'chain' | 'wallet';
   /** Address key (uuid text) of an address subscription. */
   addrKey: string | null;
+  /** Wallet id of a wallet subscription. */
+  walletId: string | null;
   /** Hook the events are also pushed to; null = stream only. */
   hookId: string | null;
   /** The hook's transport, null without a hook or when the hook can take no delivery. */
@@ -28,12 +32,13 @@ export type SubscriptionRef = {
   startSeq: bigint;
 };
 
-/** One event for one key, through one subscription (null for key events). */
-export type Delivery = { event: ChainEvent; keyId: bigint; subscription: SubscriptionRef | null };
+/** One event for one key, through one subscription (null for key events); `wallet` for a wallet subscription. */
+export type Delivery = { event: ChainEvent; keyId: bigint; subscription: SubscriptionRef | null; wallet?: WalletPart };
 
 /** Subscriptions indexed for matching. */
 export type SubscriptionIndex = {
   byAddress: ReadonlyMap<string, readonly SubscriptionRef[]>;
+  byWallet: ReadonlyMap<string, readonly SubscriptionRef[]>;
   chain: readonly SubscriptionRef[];
 };
 
@@ -42,18 +47,23 @@ const byId = (a: SubscriptionRef, b: SubscriptionRef) => (a.id < b.id ? -1 : a.i
 /** Indexes subscriptions by address key; chain subscriptions apart. Order is by id (deterministic). */
 export function indexSubscriptions(subs: Iterable<SubscriptionRef>): SubscriptionIndex {
   const byAddress = new Map<string, SubscriptionRef[]>();
+  const byWallet = new Map<string, SubscriptionRef[]>();
   const chain: SubscriptionRef[] = [];
+  const add = (map: Map<string, SubscriptionRef[]>, k: string, s: SubscriptionRef) => {
+    const list = map.get(k);
+    if (list) list.push(s);
+    else map.set(k, [s]);
+  };
   for (const s of subs) {
     if (s.kind === 'chain') chain.push(s);
-    else if (s.addrKey !== null) {
-      const list = byAddress.get(s.addrKey);
-      if (list) list.push(s);
-      else byAddress.set(s.addrKey, [s]);
-    }
+    else if (s.kind === 'wallet') {
+      if (s.walletId !== null) add(byWallet, s.walletId, s);
+    } else if (s.addrKey !== null) add(byAddress, s.addrKey, s);
   }
   for (const list of byAddress.values()) list.sort(byId);
+  for (const list of byWallet.values()) list.sort(byId);
   chain.sort(byId);
-  return { byAddress, chain };
+  return { byAddress, byWallet, chain };
 }
 
 /** True when `sub` wants `event` (the subscription's kind already fits the event). */
@@ -74,7 +84,11 @@ export function matchEvent(event: ChainEvent, index: SubscriptionIndex): Deliver
       return index.chain.filter((s) => wants(s, event)).map((s) => ({ event, keyId: s.keyId, subscription: s }));
     default: {
       const subs = index.byAddress.get(event.addrKey) ?? [];
-      return subs.filter((s) => wants(s, event)).map((s) => ({ event, keyId: s.keyId, subscription: s }));
+      const out: Delivery[] = subs.filter((s) => wants(s, event)).map((s) => ({ event, keyId: s.keyId, subscription: s }));
+      for (const wallet of readWalletParts(event.data)) {
+        for (const s of index.byWallet.get(wallet.id) ?? []) if (wants(s, event)) out.push({ event, keyId: s.keyId, subscription: s, wallet });
+      }
+      return out;
     }
   }
 }
@@ -89,6 +103,13 @@ export function addressKeysOf(events: readonly ChainEvent[]): string[] {
   const keys = new Set<string>();
   for (const e of events) if ('addrKey' in e) keys.add(e.addrKey);
   return [...keys];
+}
+
+/** The wallets whose parts a batch of events carries (their subscriptions must be loaded too). */
+export function walletIdsOf(events: readonly ChainEvent[]): string[] {
+  const ids = new Set<string>();
+  for (const e of events) for (const w of readWalletParts(e.data)) ids.add(w.id);
+  return [...ids];
 }
 
 /** Whether a batch has block events (chain subscriptions must then be loaded too). */
@@ -108,6 +129,8 @@ const ACTION_MARK = JSON.stringify(ACTION_VALUE);
  * from a per-event template so an event with many subscribers is serialized once.
  */
 export function deliveryJson(d: Delivery): string {
+  // A wallet delivery's body is the wallet's view of the event: built for it alone.
+  if (d.wallet) return JSON.stringify(toPayload(d.event, d.subscription, d.wallet));
   let t = templates.get(d.event);
   if (!t) {
     const json = JSON.stringify({ ...toPayload(d.event, null), subscription_id: SUB_VALUE, action: ACTION_VALUE });

@@ -1,20 +1,21 @@
 /**
  * Loads live subscriptions as matching needs them (streams/match.ts `SubscriptionRef`): for a
  * batch of events (the relay, the hub's gap fill) or for one key (a resuming stream client).
- * Only the subscriptions a batch can match are read: those of its addresses, plus chain
- * subscriptions when it has block events; never those of a revoked key.
+ * Only the subscriptions a batch can match are read: those of its addresses and of the wallets
+ * its rows lead, plus chain subscriptions when it has block events; never those of a revoked key.
  * @module
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { ChainEvent } from './events.js';
-import { addressKeysOf, hasBlockEvents, type SubscriptionRef } from './match.js';
+import { addressKeysOf, hasBlockEvents, walletIdsOf, type SubscriptionRef } from './match.js';
 
 type Row = {
   id: string;
   key_id: bigint;
-  kind: 'address' | 'chain';
+  kind: 'address' | 'chain' | 'wallet';
   addr_key: string | null;
+  wallet_id: string | null;
   hook_id: string | null;
   hook_type: 'http' | 'sns' | null;
   hook_disabled: boolean | null;
@@ -30,6 +31,7 @@ function toRef(r: Row): SubscriptionRef {
     keyId: r.key_id,
     kind: r.kind,
     addrKey: r.addr_key,
+    walletId: r.wallet_id,
     hookId: r.hook_id,
     hookType: usable ? r.hook_type : null,
     hookActive: usable && r.hook_disabled === false,
@@ -49,6 +51,7 @@ function base(db: Kysely<Database>) {
       's.key_id',
       's.kind',
       's.addr_key',
+      's.wallet_id',
       's.hook_id',
       'h.type as hook_type',
       sql<boolean | null>`h.disabled_at IS NOT NULL`.as('hook_disabled'),
@@ -62,12 +65,14 @@ function base(db: Kysely<Database>) {
 /** The live subscriptions that events of this batch can match. */
 export async function loadSubscriptionsFor(db: Kysely<Database>, events: readonly ChainEvent[]): Promise<SubscriptionRef[]> {
   const addrKeys = addressKeysOf(events);
+  const walletIds = walletIdsOf(events);
   const chain = hasBlockEvents(events);
-  if (addrKeys.length === 0 && !chain) return [];
+  if (addrKeys.length === 0 && walletIds.length === 0 && !chain) return [];
   const rows = await base(db)
     .where((eb) => {
       const any = [];
       if (addrKeys.length > 0) any.push(sql<boolean>`s.addr_key = ANY(${addrKeys}::uuid[])`);
+      if (walletIds.length > 0) any.push(sql<boolean>`s.wallet_id = ANY(${walletIds}::text[])`);
       if (chain) any.push(eb('s.kind', '=', 'chain'));
       return eb.or(any);
     })

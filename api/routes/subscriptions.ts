@@ -1,7 +1,7 @@
 /**
  * Subscriptions (service-api.md "Events", DESIGN.md "Subscriptions"): POST /subscriptions
  * {address, action?, confirmations?} → {id}, or {type: "chain"} for block connected/disconnected
- * events; GET /subscriptions; DELETE /subscriptions/{id}. `action` is a hook id of the same key
+ * events, or {wallet} for every address of a wallet (docs/wallets.md "Events"); GET /subscriptions; DELETE /subscriptions/{id}. `action` is a hook id of the same key
  * (events are then also pushed there); without it the subscription feeds the key's WebSocket
  * streams only. Creating the same subscription twice answers the existing id. A key sees and
  * deletes only its own.
@@ -11,6 +11,7 @@ import { findHook } from '../../src/db/queries/tenancy-hooks.js';
 import { deleteSubscription, insertSubscription, listSubscriptions, type SubscriptionRow } from '../../src/db/queries/tenancy-subscriptions.js';
 import { ServiceError } from '../../src/errors.js';
 import { isoTime } from '../../src/time.js';
+import { findWallet } from '../../src/db/queries/wallets.js';
 import { resolveAddress } from './addresses.js';
 import { newId } from './hooks.js';
 import type { RouteModule } from '../deps.js';
@@ -23,8 +24,9 @@ const subscriptionView = {
   required: ['id', 'type', 'address', 'action', 'confirmations', 'created_at'],
   properties: {
     id: { type: 'string' },
-    type: { type: 'string', enum: ['address', 'chain'] },
+    type: { type: 'string', enum: ['address', 'chain', 'wallet'] },
     address: { type: ['string', 'null'] },
+    wallet: { type: ['string', 'null'], description: 'the wallet of a wallet subscription' },
     action: { type: ['string', 'null'], description: 'hook id, or null for stream-only' },
     confirmations: { type: 'integer' },
     created_at: { type: 'string', format: 'date-time' },
@@ -32,10 +34,10 @@ const subscriptionView = {
 } as const;
 
 function toView(s: SubscriptionRow) {
-  return { id: s.id, type: s.kind, address: s.address, action: s.hook_id, confirmations: s.confirmations, created_at: isoTime(s.created_at) };
+  return { id: s.id, type: s.kind, address: s.address, wallet: s.wallet_id, action: s.hook_id, confirmations: s.confirmations, created_at: isoTime(s.created_at) };
 }
 
-type CreateBody = { type?: 'address' | 'chain'; address?: string; action?: string | null; confirmations?: number };
+type CreateBody = { type?: 'address' | 'chain' | 'wallet'; address?: string; wallet?: string; action?: string | null; confirmations?: number };
 
 export const subscriptionRoutes: RouteModule = (app, deps) => {
   app.post<{ Body: CreateBody }>(
@@ -50,8 +52,9 @@ export const subscriptionRoutes: RouteModule = (app, deps) => {
           type: 'object',
           additionalProperties: false,
           properties: {
-            type: { type: 'string', enum: ['address', 'chain'], default: 'address', description: 'chain: block.connected / block.disconnected, no address' },
+            type: { type: 'string', enum: ['address', 'chain', 'wallet'], description: 'address (default), chain (block.connected / block.disconnected, no address) or wallet (every address of a wallet; default when `wallet` is given)' },
             address: { type: 'string', maxLength: 100 },
+            wallet: { type: 'string', maxLength: 40, description: 'a wallet id of the same key: its events carry `wallet`, `path`, `net` and the wallet\'s amounts' },
             action: { type: ['string', 'null'], maxLength: 40, description: 'hook id (the "external service id") to push events to' },
             confirmations: { type: 'integer', minimum: 1, maximum: 100, default: DEFAULT_CONFIRMATIONS, description: 'tx.confirmations events up to this depth' },
           },
@@ -62,10 +65,17 @@ export const subscriptionRoutes: RouteModule = (app, deps) => {
     async (request) => {
       const b = request.body;
       const keyId = request.apiKey.id;
-      const kind = b.type ?? 'address';
+      const kind = b.type ?? (b.wallet !== undefined ? 'wallet' : 'address');
       let address: string | null = null;
       let addrKey: string | null = null;
-      if (kind === 'address') {
+      let walletId: string | null = null;
+      if (kind !== 'wallet' && b.wallet !== undefined) throw new ServiceError('ERR_INVALID_BODY', { message: `a ${kind} subscription has no wallet` });
+      if (kind === 'wallet') {
+        if (b.wallet === undefined) throw new ServiceError('ERR_INVALID_BODY', { message: "body must have required property 'wallet'" });
+        if (b.address !== undefined) throw new ServiceError('ERR_INVALID_BODY', { message: 'a wallet subscription has no address' });
+        if (!(await findWallet(deps.db, keyId, b.wallet))) throw new ServiceError('ERR_WALLET_NOT_FOUND', { message: `wallet ${b.wallet}: no such wallet` });
+        walletId = b.wallet;
+      } else if (kind === 'address') {
         if (b.address === undefined) throw new ServiceError('ERR_INVALID_BODY', { message: "body must have required property 'address'" });
         addrKey = resolveAddress(deps, b.address);
         address = b.address;
@@ -76,10 +86,10 @@ export const subscriptionRoutes: RouteModule = (app, deps) => {
       if (hookId !== null && !(await findHook(deps.db, keyId, hookId))) throw new ServiceError('ERR_HOOK_NOT_FOUND', { message: `action ${hookId}: no such hook` });
       const confirmations = b.confirmations ?? DEFAULT_CONFIRMATIONS;
       const same = (await listSubscriptions(deps.db, keyId)).find(
-        (s) => s.kind === kind && s.addr_key === addrKey && s.hook_id === hookId && s.confirmations === confirmations,
+        (s) => s.kind === kind && s.addr_key === addrKey && s.wallet_id === walletId && s.hook_id === hookId && s.confirmations === confirmations,
       );
       if (same) return { id: same.id };
-      const row = await insertSubscription(deps.db, { id: newId('sub'), keyId, kind, address, addrKey, hookId, confirmations });
+      const row = await insertSubscription(deps.db, { id: newId('sub'), keyId, kind, address, addrKey, walletId, hookId, confirmations });
       return { id: row.id };
     },
   );

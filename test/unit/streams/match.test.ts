@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeOutboxRow, decodeOutboxRows, toPayload, type OutboxRow } from '../../../streams/events.js';
-import { addressKeysOf, deliveryId, deliveryJson, indexSubscriptions, matchEvent, matchEvents, type SubscriptionRef } from '../../../streams/match.js';
+import { buildWalletParts } from '../../../src/db/wallet-event.js';
+import { addressKeysOf, walletIdsOf, deliveryId, deliveryJson, indexSubscriptions, matchEvent, matchEvents, type SubscriptionRef } from '../../../streams/match.js';
 
 const TXID = Buffer.alloc(32, 0);
 TXID[0] = 0xaa; // internal order: display hex ends with "aa"
@@ -34,7 +35,7 @@ function row(over: Partial<OutboxRow>): OutboxRow {
 }
 
 function sub(over: Partial<SubscriptionRef>): SubscriptionRef {
-  return { id: 'sub_a', keyId: 1n, kind: 'address', addrKey: A, hookId: null, hookType: null, hookActive: false, confirmations: 6, startSeq: 0n, ...over };
+  return { id: 'sub_a', keyId: 1n, kind: 'address', addrKey: A, walletId: null, hookId: null, hookType: null, hookActive: false, confirmations: 6, startSeq: 0n, ...over };
 }
 
 describe('decodeOutboxRow', () => {
@@ -146,5 +147,45 @@ describe('deliveryJson', () => {
     }
     const b = decodeOutboxRow(row({ type: 'block.connected', addr_key: null, address: null }));
     expect(deliveryJson({ event: b, keyId: 1n, subscription: subs[0]! })).toBe(JSON.stringify(toPayload(b, subs[0]!)));
+  });
+});
+
+describe('wallet subscriptions (src/db/wallet-event.ts)', () => {
+  const txid = new Uint8Array(32).fill(1);
+  const other = new Uint8Array(32).fill(2);
+  const members = new Map([
+    [A, [{ walletId: 'wal_1', path: '0/3' }]],
+    [B, [{ walletId: 'wal_1', path: '1/0' }, { walletId: 'wal_2', path: '0/0' }]],
+  ]);
+
+  it('one part per wallet and event, on the first row of the wallet, with the wallet\'s amounts', () => {
+    const rows = [
+      { type: 'tx.unconfirmed', addrKey: A, address: 'a', txid, confirmations: 0, received: 0n, sent: 9000n },
+      { type: 'tx.unconfirmed', addrKey: B, address: 'b', txid, confirmations: 0, received: 4000n, sent: 0n },
+      { type: 'tx.unconfirmed', addrKey: '33333333-3333-3333-3333-333333333333', address: 'c', txid, confirmations: 0, received: 4500n, sent: 0n },
+      { type: 'tx.unconfirmed', addrKey: B, address: 'b', txid: other, confirmations: 0, received: 100n, sent: 0n },
+    ];
+    const data = buildWalletParts(rows, members);
+    expect(data[0]).toEqual({
+      wallets: [{ id: 'wal_1', address: 'a', path: '0/3', received: 4000, sent: 9000, net: -5000, addresses: [{ address: 'a', path: '0/3', received: 0, sent: 9000 }, { address: 'b', path: '1/0', received: 4000, sent: 0 }] }],
+    });
+    expect(data[1]).toEqual({ wallets: [{ id: 'wal_2', address: 'b', path: '0/0', received: 4000, sent: 0, net: 4000, addresses: [{ address: 'b', path: '0/0', received: 4000, sent: 0 }] }] });
+    expect(data[2]).toBeNull();
+    expect(data[3]?.wallets.map((w) => [w.id, w.net])).toEqual([['wal_1', 100], ['wal_2', 100]]);
+  });
+
+  it('matches the lead row to the wallet\'s subscriptions; the payload is the wallet\'s view', () => {
+    const [d0] = buildWalletParts([{ type: 'tx.confirmed', addrKey: A, address: 'bcrt1qaddressa', txid: TXID, blockHash: BLOCK, height: 7, confirmations: 1, received: 5000n, sent: 0n }], members);
+    const e = decodeOutboxRow(row({ data: d0 }));
+    const subs = indexSubscriptions([sub({ id: 'sub_w', kind: 'wallet', addrKey: null, walletId: 'wal_1', hookId: 'hook_x' }), sub({ id: 'sub_a' })]);
+    expect(walletIdsOf([e])).toEqual(['wal_1']);
+    const ds = matchEvent(e, subs);
+    expect(ds.map((d) => [d.subscription?.id, d.wallet?.id])).toEqual([['sub_a', undefined], ['sub_w', 'wal_1']]);
+    const body = JSON.parse(deliveryJson(ds[1]!));
+    expect(body).toMatchObject({ subscription_id: 'sub_w', action: 'hook_x', wallet: 'wal_1', address: 'bcrt1qaddressa', path: '0/3', received: 5000, sent: 0, net: 5000, type: 'tx.confirmed', confirmations: 1 });
+    expect(JSON.parse(deliveryJson(ds[0]!))).not.toHaveProperty('wallet');
+    // tx.confirmations above the wallet subscription's target are not delivered
+    const deep = decodeOutboxRow(row({ type: 'tx.confirmations', confirmations: 9, data: d0 }));
+    expect(matchEvent(deep, subs)).toEqual([]);
   });
 });

@@ -1,0 +1,123 @@
+/**
+ * Wallet subscriptions end to end on the devnode: `{"wallet": id, "action": hook}` gets every
+ * event kind for any of the wallet's addresses — one delivery per transaction and event, with
+ * the lead address's derivation path and the wallet's net amount — over the WebSocket stream
+ * and the webhook alike. The gap extension happens before the events are built: a fresh wallet
+ * (gap 20) paid at its 20th and 21st receive addresses in one transaction (mempool path), and
+ * at the last address of the extended gap and the one after it in a block the mempool never
+ * saw (block path), reports every address.
+ */
+import { HDKey } from '@scure/bip32';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
+import { startStack, type Stack } from '../../support/stack.js';
+import { waitFor } from '../../support/wait.js';
+import { rpcResult } from '../devnode/clients.js';
+import { connectStream, startReceiver, type Receiver, type StreamClient } from '../streams/harness.js';
+
+const master = HDKey.fromMasterSeed(new Uint8Array(32).fill(11), bip32Versions('regtest'));
+const DESC = `wpkh(${master.derive("m/84'/1'/0'").publicExtendedKey}/<0;1>/*)`;
+
+type Ev = { id: number; type: string; [k: string]: unknown };
+
+describe('wallet events', () => {
+  let s: Stack;
+  let receiver: Receiver;
+  let client: StreamClient;
+  let walletId: string;
+  let hookId: string;
+  const call = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
+    const res = await fetch(`${s.url}/v1${path}`, {
+      method,
+      headers: { apiKey: s.apiKey, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  const receiveAddress = async (index: number) => {
+    const list = (await call('GET', `/wallets/${walletId}/addresses?change=false&limit=10000`)).body as { index: number; address: string }[];
+    const a = list.find((x) => x.index === index);
+    if (!a) throw new Error(`receive address ${index} not derived`);
+    return a.address;
+  };
+  const walletEvents = (txid: string): Ev[] => client.events().filter((e) => e.transaction_hash === txid && e.wallet === walletId) as Ev[];
+
+  beforeAll(async () => {
+    s = await startStack({ stamping: false });
+    receiver = await startReceiver();
+    hookId = (await call('POST', '/hooks', { type: 'http', url: receiver.url })).body.id;
+    walletId = (await call('POST', '/wallets', { descriptors: [DESC] })).body.id;
+    const sub = await call('POST', '/subscriptions', { wallet: walletId, action: hookId, confirmations: 2 });
+    expect(sub.status).toBe(200);
+    expect((await call('GET', '/subscriptions')).body).toEqual([expect.objectContaining({ id: sub.body.id, type: 'wallet', wallet: walletId, address: null, action: hookId })]);
+    client = await connectStream(s.streamUrl, s.apiKey);
+    await waitFor('stream live', () => client.messages.some((m) => m.type === 'stream.live'), 10_000);
+  });
+  afterAll(async () => {
+    client?.close();
+    await s?.stop();
+    await receiver?.close();
+  });
+
+  it('mempool: a payment to the 20th and 21st address of a fresh wallet is one event naming both; then confirmed and confirmations', async () => {
+    const a19 = await receiveAddress(19);
+    // Index 20 is not derived yet: gap 20 on a fresh wallet is indexes 0–19. Compute it from the key.
+    expect((await call('GET', `/wallets/${walletId}`)).body.chains[0].addresses).toBe(20);
+    const a20 = await addressOf(20);
+    const txid = await s.devnode.wallet.send(a19, 50_000n, { outputs: [{ to: a20, sats: 60_000n }] });
+    await waitFor('tx.unconfirmed for the wallet', () => walletEvents(txid).length === 1, 20_000);
+    const [ev] = walletEvents(txid);
+    expect(ev).toMatchObject({ type: 'tx.unconfirmed', wallet: walletId, action: hookId, address: a19, path: '0/19', received: 110_000, sent: 0, net: 110_000, confirmations: 0, block: null });
+    expect(ev!.addresses).toEqual([
+      { address: a19, path: '0/19', received: 50_000, sent: 0 },
+      { address: a20, path: '0/20', received: 60_000, sent: 0 },
+    ]);
+    await s.mine(2);
+    await waitFor('confirmed and 2 confirmations', () => walletEvents(txid).length === 3, 20_000);
+    expect(walletEvents(txid).map((e) => [e.type, e.confirmations, e.net])).toEqual([
+      ['tx.unconfirmed', 0, 110_000],
+      ['tx.confirmed', 1, 110_000],
+      ['tx.confirmations', 2, 110_000],
+    ]);
+    // The webhook got the same deliveries (one per event: one wallet subscription).
+    await waitFor('webhooks', () => walletEvents(txid).every((e) => receiver.received.filter((r) => JSON.parse(r.body).id === e.id).length >= 1), 20_000);
+    for (const e of walletEvents(txid)) expect(JSON.parse(receiver.received.find((r) => JSON.parse(r.body).id === e.id)!.body)).toEqual(e);
+  });
+
+  it('block path: a block the mempool never saw pays the last address of the gap and the one past it', async () => {
+    // used_max is 20 now, so indexes up to 40 exist; pay 40 and 41 in a block built directly.
+    expect((await call('GET', `/wallets/${walletId}`)).body.chains[0]).toMatchObject({ last_used_index: 20, addresses: 41 });
+    const a40 = await receiveAddress(40);
+    const a41 = await addressOf(41);
+    const raw = await s.devnode.wallet.createTx(a40, 70_000n, { outputs: [{ to: a41, sats: 80_000n }] });
+    const { hash } = await rpcResult<{ hash: string }>(s.devnode, 'generateblock', [s.devnode.wallet.address('p2wpkh'), [raw]]);
+    await s.synced();
+    const block = await rpcResult<{ tx: string[] }>(s.devnode, 'getblock', [hash, 1]);
+    const txid = block.tx[1]!;
+    await waitFor('tx.confirmed for the wallet', () => walletEvents(txid).length === 1, 20_000);
+    expect(walletEvents(txid)[0]).toMatchObject({ type: 'tx.confirmed', address: a40, path: '0/40', net: 150_000, block: { hash } });
+    expect((walletEvents(txid)[0]!.addresses as unknown[]).length).toBe(2);
+    expect((await call('GET', `/wallets/${walletId}`)).body.chains[0]).toMatchObject({ last_used_index: 41, addresses: 62 });
+    expect((await call('GET', `/wallets/${walletId}/balance`)).body).toEqual({ confirmed: 260_000, unconfirmed: 0 });
+  });
+
+  it('RBF: tx.replaced with replaced_by, and the replacement\'s tx.unconfirmed, each once for the wallet', async () => {
+    const a = await receiveAddress(42);
+    const txid = await s.devnode.wallet.send(a, 30_000n);
+    await waitFor('tx.unconfirmed', () => walletEvents(txid).length === 1, 20_000);
+    const bumped = await s.devnode.wallet.bumpFee(txid, { feeRate: 10 });
+    await waitFor('tx.replaced', () => walletEvents(txid).length === 2 && walletEvents(bumped).length === 1, 20_000);
+    expect(walletEvents(txid)[1]).toMatchObject({ type: 'tx.replaced', replaced_by: bumped, path: '0/42', net: 30_000 });
+    expect(walletEvents(bumped)[0]).toMatchObject({ type: 'tx.unconfirmed', path: '0/42', net: 30_000 });
+  });
+
+  /** Receive address `index`, derived from the descriptor by a throwaway wallet of another key (the subscribed wallet has not derived it yet). */
+  async function addressOf(index: number): Promise<string> {
+    const other = await s.newApiKey(`probe-${index}`);
+    const res = await fetch(`${s.url}/v1/wallets`, { method: 'POST', headers: { apiKey: other, 'content-type': 'application/json' }, body: JSON.stringify({ descriptors: [DESC], gap_limit: index + 1 }) });
+    const w = (await res.json()) as { id: string };
+    const list = (await (await fetch(`${s.url}/v1/wallets/${w.id}/addresses?change=false&limit=10000`, { headers: { apiKey: other } })).json()) as { index: number; address: string }[];
+    await fetch(`${s.url}/v1/wallets/${w.id}`, { method: 'DELETE', headers: { apiKey: other } });
+    return list.find((x) => x.index === index)!.address;
+  }
+});
