@@ -17,6 +17,9 @@ import { sendWithRetry, type SendOptions, type SignedTransaction } from './send.
 import { EventStream, type StreamOptions } from './stream.js';
 import type {
   Block,
+  BlockHeaderFields,
+  MempoolSummary,
+  MerkleProof,
   BlockchainStatus,
   DeliveryStatus,
   Hook,
@@ -135,6 +138,36 @@ export class BlockwireClient {
   /** `GET /transactions/{hash}` (confirmed or in the mempool). */
   async getTransaction(hash: string): Promise<Transaction> {
     return parseTransaction((await this.http.request<RawTransaction>('GET', `/transactions/${enc(hash)}`)).data);
+  }
+
+  /** `GET /blocks/height/{height}`: the main-chain block at a height, with its header fields. */
+  async getBlockAtHeight(height: number): Promise<Block & BlockHeaderFields> {
+    return (await this.http.request<Block & BlockHeaderFields>('GET', `/blocks/height/${height}`)).data;
+  }
+
+  /** `GET /blocks?limit&start_height`: recent blocks, newest first (no transaction lists). */
+  async getRecentBlocks(opts: { limit?: number; startHeight?: number } = {}): Promise<(Omit<Block, 'transaction_list'> & BlockHeaderFields)[]> {
+    return (await this.http.request<(Omit<Block, 'transaction_list'> & BlockHeaderFields)[]>('GET', '/blocks', { query: { limit: opts.limit, start_height: opts.startHeight } })).data;
+  }
+
+  /** `GET /transactions/{hash}/hex`: the serialized transaction. */
+  async getTransactionHex(hash: string): Promise<string> {
+    return (await this.http.request<string>('GET', `/transactions/${enc(hash)}/hex`, { text: true })).data;
+  }
+
+  /** `GET /transactions/{hash}/merkle-proof`: the branch from a confirmed transaction to its block's Merkle root. */
+  async getMerkleProof(hash: string): Promise<MerkleProof> {
+    return (await this.http.request<MerkleProof>('GET', `/transactions/${enc(hash)}/merkle-proof`)).data;
+  }
+
+  /** `GET /fee-estimates`: sat/vB by confirmation target in blocks ("1"–"25", "144", "504", "1008"). */
+  async getFeeEstimates(opts: { mode?: 'economical' | 'conservative' } = {}): Promise<Record<string, number>> {
+    return (await this.http.request<Record<string, number>>('GET', '/fee-estimates', { query: { mode: opts.mode } })).data;
+  }
+
+  /** `GET /mempool`: count, vsize, total fee and the fee histogram of the mempool. */
+  async getMempool(): Promise<MempoolSummary> {
+    return (await this.http.request<MempoolSummary>('GET', '/mempool')).data;
   }
 
   // ---- addresses ---------------------------------------------------------------------------

@@ -26,12 +26,19 @@ export type BuilderClient = {
   readonly reservations: Reservations;
   listUnspentOutputs(address: string, opts?: { minConf?: number }): Promise<UnspentOutput[]>;
   sendTransaction(tx: { hex: string }, opts?: SendOptions): Promise<string>;
+  /** The server's fee rates by confirmation target (`GET /fee-estimates`): used when no `feeRate` is given. */
+  getFeeEstimates?(): Promise<Record<string, number>>;
 };
 
 /** Options of a builder. */
 export type BuilderOptions = {
-  /** Fee rate in sat/vB, an integer (default 2). */
+  /**
+   * Fee rate in sat/vB, an integer. Default: the server's estimate for `confirmationTarget`
+   * (rounded up), or 2 when the client cannot ask for estimates.
+   */
   feeRate?: bigint | number;
+  /** Blocks to confirm within, for the default fee rate (default 6; 1–25, 144, 504 or 1008). */
+  confirmationTarget?: number;
   /** Allow payment outputs below the dust threshold (default false). */
   allowDustyOutputs?: boolean;
   /** Dust threshold in sat (default 546). */
@@ -234,13 +241,23 @@ export class TransactionBuilder {
     return lists.flat();
   }
 
+  /** The fee rate given, else the server's estimate for the confirmation target (rounded up), else 2 sat/vB. */
+  private async feeRate(): Promise<bigint> {
+    if (this.options.feeRate !== undefined) return BigInt(this.options.feeRate);
+    if (!this.client.getFeeEstimates) return 2n;
+    const target = String(this.options.confirmationTarget ?? 6);
+    const rate = (await this.client.getFeeEstimates())[target];
+    if (rate === undefined) throw new RangeError(`no fee estimate for ${target} blocks (targets: 1–25, 144, 504, 1008)`);
+    return BigInt(Math.ceil(rate));
+  }
+
   private async planAndReserve(): Promise<{ plan: Plan; reservation: Reservation }> {
     if (this.sources.length === 0 && this.requiredInputs.length === 0) {
       throw new TypeError('Nothing to spend: call from(key), fromMultisig(account) or spend(utxo, source) first');
     }
     if (this.outputs.length === 0) throw new RangeError('A transaction needs at least one output');
     if (!this.options.allowDustyOutputs) checkDust(this.outputs, this.options.dustThreshold);
-    const fetched = await this.candidates();
+    const [fetched, feeRate] = await Promise.all([this.candidates(), this.feeRate()]);
     const all = this.options.candidateFilter ? await this.options.candidateFilter(fetched) : fetched;
     // From here to reserve() nothing awaits: no other builder of this client can interleave.
     const book = this.client.reservations;
@@ -256,7 +273,7 @@ export class TransactionBuilder {
         outputs: this.outputs,
         candidates: free,
         required,
-        feeRate: BigInt(this.options.feeRate ?? 2),
+        feeRate,
         changeAddress: this.options.changeAddress ?? first.address,
         network: this.client.network,
         dustThreshold: this.options.dustThreshold,

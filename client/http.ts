@@ -32,6 +32,8 @@ export type HttpRequest = {
   body?: unknown;
   /** Extra headers (e.g. `Idempotency-Key`). */
   headers?: Record<string, string>;
+  /** The answer is text (e.g. a transaction's hex), not JSON: `data` is the body as is. */
+  text?: boolean;
 };
 
 /** The HTTP core used by the client. */
@@ -56,7 +58,7 @@ export function createHttp(opts: HttpOptions): Http {
   async function request<T>(method: string, pathOrUrl: string, req: HttpRequest = {}): Promise<HttpResponse<T>> {
     const url = resolveUrl(root, base.origin, pathOrUrl, req.query);
     const label = `${method} ${new URL(url).pathname}`;
-    const headers: Record<string, string> = { ...req.headers, apiKey: opts.apiKey, accept: 'application/json' };
+    const headers: Record<string, string> = { ...req.headers, apiKey: opts.apiKey, accept: req.text ? 'text/plain' : 'application/json' };
     let body: string | undefined;
     if (req.body !== undefined) {
       headers['content-type'] = 'application/json';
@@ -74,7 +76,8 @@ export function createHttp(opts: HttpOptions): Http {
     });
     if (!res.ok) throw new ApiError(res.status, errorBody(res.status, text), label, retryAfterMs(res.headers.get('retry-after')));
     let data: unknown = undefined;
-    if (text !== '') {
+    if (req.text) data = text;
+    else if (text !== '') {
       try {
         data = JSON.parse(text);
       } catch {

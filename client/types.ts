@@ -178,3 +178,25 @@ export type Page<T> = {
   /** URL of the next page (opaque cursor inside), or null on the last page. */
   next: string | null;
 };
+
+/** The header fields /v1 adds to a block (Esplora's names). */
+export type BlockHeaderFields = {
+  version: number;
+  /** Header time, unix seconds. */
+  timestamp: number;
+  /** Median time past, unix seconds. */
+  mediantime: number;
+  bits: number;
+  nonce: number;
+  difficulty: number;
+  merkle_root: string;
+  tx_count: number;
+  size: number;
+  weight: number;
+};
+
+/** Esplora's inclusion proof: sibling hashes (display hex) from the transaction to the root, and its position. */
+export type MerkleProof = { block_height: number; merkle: string[]; pos: number };
+
+/** `GET /mempool`. */
+export type MempoolSummary = { count: number; vsize: number; total_fee: number; fee_histogram: [number, number][] };

@@ -17,6 +17,7 @@ import { waitFor } from '../../support/wait.js';
 import { silentLogger } from '../../../src/log.js';
 import { FEE_TARGETS, feeEstimates } from '../../../api/routes/fees.js';
 import { createApiHarness, type ApiHarness } from './harness.js';
+import { BlockwireClient, Key } from '../../../client/index.js';
 
 type Entry = { vsize: number; fees: { base: number }; 'bip125-replaceable': boolean };
 
@@ -91,5 +92,24 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
       if (answers.every((a) => a.feerate === undefined)) for (const v of Object.values(got)) expect(v).toBe(Math.round(mempoolminfee * 1e8) / 1e3);
     }
     expect((await h.get('/v1/fee-estimates?mode=fast')).statusCode).toBe(400);
+  });
+
+  it("the SDK: fee estimates, and a builder given no rate pays the server's estimate for 6 blocks (not its old fixed 2 sat/vB)", async () => {
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = h.app.server.address() as { port: number };
+    const client = new BlockwireClient({ url: `http://127.0.0.1:${port}`, apiKey: h.key, network: 'regtest' });
+    const estimates = await client.getFeeEstimates();
+    expect(estimates).toEqual((await h.get('/v1/fee-estimates')).json());
+    expect((await client.getMempool()).count).toBe(mempool.length);
+    const payer = Key.random('regtest');
+    await core.call('sendtoaddress', [payer.address('p2wpkh'), 0.5], core.wallet!);
+    await core.mine(1);
+    await waitFor('the payment to be indexed', async () => (await client.getBalance(payer.address('p2wpkh'), { minConf: 1 })) === 50_000_000n);
+    const rate = BigInt(Math.ceil(estimates['6']!));
+    expect(rate).toBeLessThan(2n);
+    const tx = await client.transaction().to(Key.random('regtest').address('p2tr'), 10_000n).from(payer, 'p2wpkh').build();
+    expect(tx.fee).toBeGreaterThanOrEqual(rate * BigInt(tx.vsize));
+    expect(tx.fee).toBeLessThan((rate + 1n) * BigInt(tx.vsize));
+    tx.release?.();
   });
 });
