@@ -9,6 +9,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import { installAuth } from './auth.js';
 import { installErrorHandling } from './errors.js';
+import { collectRoutes } from './route-map.js';
 import type { Dialect } from './dialect.js';
 import { v1Dialect } from './dialects/v1.js';
 import { coinstackDialect } from './dialects/coinstack.js';
@@ -59,6 +60,14 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     description: 'Address index, transactions, broadcast, stamps and subscriptions beside a Bitcoin Core node, under /v1. The bare paths speak the Coinstack dialect (docs/coinstack.md) and are not described here.',
   });
   installErrorHandling(app, v1Dialect);
+  const routes = collectRoutes(app);
+  // A DELETE sent with `Content-Type: application/json` and no body (what many HTTP clients do)
+  // has nothing to parse: it is taken as a bodiless DELETE, not refused as empty JSON.
+  app.addHook('onRequest', async (request) => {
+    if (request.method === 'DELETE' && request.headers['transfer-encoding'] === undefined && (request.headers['content-length'] ?? '0') === '0') {
+      delete request.headers['content-type'];
+    }
+  });
   // Before authentication: a preflight carries no apiKey and is answered by the CORS hook.
   if (settings.corsOrigins.length > 0) await app.register(cors, corsOptions(settings.corsOrigins));
   const authenticateIn = installAuth(app, resolved);
@@ -75,6 +84,14 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     app.get('/metrics', { config: { auth: false }, schema: { hide: true } }, async (_req, reply) => reply.type(metrics.contentType).send(await metrics.render()));
   }
   app.get('/openapi.json', { config: { auth: false }, schema: { hide: true } }, async () => openApiDocument());
+  // The versioned root: where to go from here (no data, so no key needed).
+  app.get('/v1', { config: { auth: false }, schema: { hide: true } }, async () => ({
+    name: 'Blockwire',
+    version: VERSION,
+    links: { openapi: '/openapi.json', health: '/healthz', stream: '/v1/stream' },
+    authentication: 'send your API key in the apiKey header (blockwire keys create --name NAME)',
+    routes: routes.index('/v1'),
+  }));
 
   for (const dialect of DIALECTS) {
     await app.register(

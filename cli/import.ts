@@ -53,7 +53,7 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig(process.env);
-  const log = createLogger({ level: config.logLevel }).child({ component: 'indexer.import' });
+  const log = createLogger({ level: config.logLevel, format: config.logFormat }).child({ component: 'indexer.import' });
   const network = (v.network as NetworkName | undefined) ?? config.network;
 
   log.info({ dir }, 'scanning block files for the most-work chain');

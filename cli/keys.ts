@@ -3,8 +3,8 @@
  * alone on stdout (once: only its digest is stored); with `--secret` it makes a signing key for
  * HMAC-signed requests (Coinstack's SDKs) and prints its access key on the first line and its
  * secret key on the second (once: the secret is stored sealed with a server key,
- * src/auth/server-keys.ts). `keys list` prints id, prefix, name, scopes, rate limit, created and
- * revoked times; `keys revoke ID|PREFIX`. `keys server-key` prints a fresh server key line (for
+ * src/auth/server-keys.ts). `keys list` prints a header line, then id, prefix, name, scopes, rate
+ * limit, created time and status, tab-separated; `keys revoke ID|PREFIX`. `keys server-key` prints a fresh server key line (for
  * BLOCKWIRE_SERVER_SECRET_KEYS), `--rotate` puts one first in the keyring file instead; `keys
  * reseal` seals every stored secret again under the keyring's first key. The database is opened
  * as `blockwire start` does it: DATABASE_URL, or the embedded PostgreSQL under BLOCKWIRE_DATA_DIR.
@@ -25,6 +25,9 @@ const USAGE = `usage:
   blockwire keys server-key [--rotate]
   blockwire keys reseal
 `;
+
+/** The columns of `keys list`, printed as its first line. */
+export const KEY_COLUMNS = ['id', 'prefix', 'name', 'scopes', 'rate_limit', 'created', 'status'] as const;
 
 function fail(message: string): number {
   process.stderr.write(`blockwire keys: ${message}\n${USAGE}`);
@@ -104,6 +107,7 @@ export async function run(argv: string[]): Promise<number> {
       return 1;
     }
     if (action === 'list') {
+      process.stdout.write(`${KEY_COLUMNS.join('\t')}\n`);
       for (const k of await listApiKeys(handle.db)) {
         const cols = [String(k.id), k.prefix, k.name, k.scopes.join(','), k.rate_limit ?? '-', k.created_at.toISOString(), k.revoked_at ? `revoked ${k.revoked_at.toISOString()}` : 'active'];
         process.stdout.write(`${cols.join('\t')}\n`);

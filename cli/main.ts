@@ -3,8 +3,9 @@
  * `blockwire decode` never pays for loading Postgres or ZMQ.
  * @module
  */
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** A subcommand: receives its own arguments (after the name), returns the exit code. */
 export type Command = {
@@ -21,20 +22,56 @@ export const commands: Record<string, Command> = {
   import: { summary: 'index Bitcoin Core blk*.dat files in bulk for the first sync (--blocks-dir DIR)', load: () => import('./import.js') },
   status: { summary: 'print index tip, node tip, lag, outbox backlog, delivery failures; exit 1 when unhealthy', load: () => import('./status.js') },
   config: { summary: 'print the settings (--markdown: the reference, --check: validate the environment)', load: () => import('./config.js') },
+  faucet: { summary: 'regtest only: pay ADDRESS AMOUNT (BTC) from the node\'s wallet and mine a block', load: () => import('./faucet.js') },
   decode: { summary: 'decode a raw block or transaction to JSON (FILE|HEX|- [--network NAME])', load: () => import('./decode.js') },
 };
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
-  return ['usage: blockwire <command> [options]', '', 'commands:', ...lines, ''].join('\n');
+  return [
+    'usage: blockwire <command> [options]',
+    '',
+    'commands:',
+    ...lines,
+    '',
+    'blockwire <command> --help tells more; blockwire --version prints the version.',
+    '',
+  ].join('\n');
 }
+
+/** The version in package.json (one level above cli/ in a checkout, two above dist/cli/). */
+export function version(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const file = [join(here, '..', 'package.json'), join(here, '..', '..', 'package.json')].find((f) => existsSync(f));
+  return file ? (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version : 'unknown';
+}
+
+/**
+ * A reader that goes away (`blockwire keys list | head -1`) closes the pipe: that ends the
+ * output, it is not an error worth a stack trace.
+ */
+function quietOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw err;
+    });
+  }
+}
+
+const isHelp = (a: string) => a === '--help' || a === '-h';
 
 /** Runs the command line and returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
+  quietOnClosedPipe();
   const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+  if (name === undefined || isHelp(name) || name === 'help') {
     process.stdout.write(usage());
     return name === undefined ? 2 : 0;
+  }
+  if (name === '--version' || name === '-V' || name === 'version') {
+    process.stdout.write(`blockwire ${version()}\n`);
+    return 0;
   }
   const command = commands[name];
   if (!command) {
@@ -42,6 +79,9 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const mod = await command.load();
+  // `--help` anywhere before a `--` (`blockwire keys create --help`): the command's usage, exit 0.
+  const options = rest.includes('--') ? rest.slice(0, rest.indexOf('--')) : rest;
+  if (options.some(isHelp)) return mod.run(['--help']);
   return mod.run(rest);
 }
 

@@ -7,10 +7,20 @@ import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/open.js';
 import { migrateDown, migrateToLatest, migrationStatus } from '../src/db/migrate.js';
 
+const USAGE = `usage: blockwire migrate [latest|down|status]
+
+Applies every pending migration (latest, the default), reverts the last one (down) or lists them
+(status), on DATABASE_URL or, when it is unset, the embedded PostgreSQL under BLOCKWIRE_DATA_DIR.
+`;
+
 export async function run(argv: string[]): Promise<number> {
   const action = argv[0] ?? 'latest';
-  if (!['latest', 'down', 'status'].includes(action)) {
-    process.stderr.write(`usage: blockwire migrate [latest|down|status]\n`);
+  if (action === '--help' || action === '-h') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (!['latest', 'down', 'status'].includes(action) || argv.length > 1) {
+    process.stderr.write(USAGE);
     return 2;
   }
   const config = loadConfig(process.env);

@@ -13,10 +13,13 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig, type Config } from '../src/config.js';
+import { ConfigError, loadConfig, settings, type Config } from '../src/config.js';
 import { createLogger, type Logger } from '../src/log.js';
 import { createShutdown, installSignalHandlers } from '../src/lifecycle.js';
-import { FatalError, isRetryable } from '../src/errors.js';
+import { rememberQuickStartNode } from './quickstart-node.js';
+import { checkPorts, type PortClaim, type ResolvedPort } from '../src/ops/ports.js';
+import { checkDependencies } from '../src/ops/dependencies.js';
+import { DependencyError, explainDependencyFailure } from '../src/ops/dependency-error.js';
 import { openDatabase, type DatabaseHandle } from '../src/db/open.js';
 import { assertSchemaCurrent, migrateToLatest } from '../src/db/migrate.js';
 import { startRedis, type RedisServer } from '../src/embedded/redis.js';
@@ -79,8 +82,44 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`blockwire start: invalid configuration:\n  ${checked.problems.join('\n  ')}\n`);
     return 2;
   }
-  const log = createLogger({ level: config.logLevel });
+  // Every port this process will listen on, before anything starts. With nothing configured
+  // (the quick start) a busy default is replaced by a free port; a port the user chose is not.
+  const quickStart = !config.databaseUrl;
+  const nodeConfigured = Boolean(config.bitcoindRpcUrl || config.bitcoindCookieFile);
+  // The quick start serves Electrum wallets on the protocol's usual ports (free ones when busy).
+  if (quickStart && !nodeConfigured && roles.has('electrum') && config.electrumTcpPort === undefined && config.electrumTlsPort === undefined) {
+    config = Object.freeze({ ...config, electrumTcpPort: QUICKSTART_ELECTRUM_TCP, electrumTlsPort: QUICKSTART_ELECTRUM_TLS });
+  }
+  const ports = await checkPorts(portClaims(config, roles, nodeConfigured), { takeFreeWhenDefault: quickStart });
+  if (ports.problems.length > 0) {
+    process.stderr.write(`blockwire start: ports unavailable:\n  ${ports.problems.join('\n  ')}\n`);
+    return 2;
+  }
+  const replaced = ports.ports.filter((p) => p.replaced);
+  for (const p of replaced) {
+    const key = PORT_SETTINGS[p.setting];
+    if (key) config = Object.freeze({ ...config, [key]: 0 });
+  }
+  // The quick start is for trying things on one machine: webhooks to a receiver on this machine
+  // (loopback, private addresses) are allowed unless the user said otherwise or runs production.
+  const hooksAllowedByQuickStart = quickStart && !config.allowPrivateHooks && !isSet(settings.allowPrivateHooks.env) && config.nodeEnv !== 'production';
+  if (hooksAllowedByQuickStart) config = Object.freeze({ ...config, allowPrivateHooks: true });
+
+  const log = createLogger({ level: config.logLevel, format: config.logFormat });
   for (const w of checked.warnings) log.warn(w);
+  for (const p of replaced) log.warn({ setting: p.setting }, `${p.setting} ${p.requested} is in use: ${p.what} takes a free port instead (set ${p.setting} to choose one)`);
+  if (hooksAllowedByQuickStart) log.info(`quick start: webhooks to loopback and private addresses are allowed (set ${settings.allowPrivateHooks.env}=0 to refuse them)`);
+
+  // The configured dependencies, probed all at once: every one that is wrong is named now.
+  const deps = await checkDependencies({
+    databaseUrl: config.databaseUrl,
+    ...(needsRedisFor(roles) ? { redisUrl: config.redisUrl } : {}),
+    ...(needsNodeFor(roles) ? { rpcUrl: config.bitcoindRpcUrl, cookieFile: config.bitcoindCookieFile } : {}),
+  });
+  if (deps.failures.length > 0) {
+    process.stderr.write(`blockwire start: cannot use what is configured:\n  ${deps.failures.map((f) => f.message).join('\n  ')}\n`);
+    return 1;
+  }
   const shutdown = createShutdown(log);
   // A graceful stop that hangs (a peer that never answers) must not keep the process forever.
   shutdown.signal.addEventListener('abort', () => {
@@ -95,8 +134,8 @@ export async function run(argv: string[]): Promise<number> {
   });
 
   try {
-    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), () => shutdown.stopping);
-    printWhereToGo(started, roles);
+    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), shutdown.signal, deps.nodeNotYet);
+    printWhereToGo(started, roles, { hooksAllowed: hooksAllowedByQuickStart, replaced });
     // A role that stops on its own (a FatalError in the indexer) stops the process non-zero.
     started.blockwire.indexer?.done.catch((err: unknown) => {
       log.fatal({ err }, 'indexer stopped');
@@ -104,11 +143,51 @@ export async function run(argv: string[]): Promise<number> {
       void shutdown.run('indexer failed').then(() => process.exit(1));
     });
   } catch (err) {
-    log.fatal({ err }, 'blockwire failed to start');
+    // Ctrl-C (or SIGTERM) while starting: stop what started, promptly, without a failure.
+    if (shutdown.stopping) {
+      await shutdown.run('interrupted while starting');
+      return shutdown.signal.reason === 'SIGINT' ? 130 : 0;
+    }
+    log.fatal({ err }, err instanceof DependencyError ? err.message : 'blockwire failed to start');
     await shutdown.run('start failed');
-    return err instanceof FatalError || err instanceof ConfigError ? 1 : 1;
+    return 1;
   }
   return finished;
+}
+
+/** Config keys of the ports the quick start may replace, by setting name. */
+const PORT_SETTINGS: Record<string, keyof Config> = {
+  [settings.port.env]: 'port',
+  [settings.streamPort.env]: 'streamPort',
+  [settings.devnodeRpcPort.env]: 'devnodeRpcPort',
+  [settings.devnodeZmqPort.env]: 'devnodeZmqPort',
+  [settings.electrumTcpPort.env]: 'electrumTcpPort',
+  [settings.electrumTlsPort.env]: 'electrumTlsPort',
+};
+
+const isSet = (env: string) => process.env[env] !== undefined && process.env[env] !== '';
+const needsNodeFor = (roles: Set<ConcreteRole>) => roles.has('indexer') || roles.has('api');
+const needsRedisFor = (roles: Set<ConcreteRole>) => roles.has('api') || roles.has('streams') || roles.has('worker');
+
+/** The ports `start` listens on for these roles, each with the setting that chooses it. */
+function portClaims(config: Config, roles: Set<ConcreteRole>, nodeConfigured: boolean): PortClaim[] {
+  const claims: PortClaim[] = [];
+  const claim = (key: keyof typeof settings, what: string, host: string, port: number | undefined) => {
+    if (port === undefined) return;
+    claims.push({ setting: settings[key].env, what, host, port, explicit: isSet(settings[key].env) });
+  };
+  if (roles.has('api')) claim('port', 'the REST API and stream', config.host, config.port);
+  else if (roles.has('streams')) claim('streamPort', 'the WebSocket stream', config.host, config.streamPort);
+  claim('metricsPort', 'the metrics and health listener', config.host, config.metricsPort);
+  if (roles.has('electrum')) {
+    claim('electrumTcpPort', 'the Electrum server (TCP)', config.electrumHost, config.electrumTcpPort);
+    claim('electrumTlsPort', 'the Electrum server (TLS)', config.electrumHost, config.electrumTlsPort);
+  }
+  if (needsNodeFor(roles) && !nodeConfigured) {
+    claim('devnodeRpcPort', "the regtest stand-in's RPC", '127.0.0.1', config.devnodeRpcPort);
+    claim('devnodeZmqPort', "the regtest stand-in's ZMQ", '127.0.0.1', config.devnodeZmqPort);
+  }
+  return claims;
 }
 
 type Started = {
@@ -120,7 +199,15 @@ type Started = {
   electrumHost: string;
 };
 
-async function startEverything(config: Config, log: Logger, roles: Set<ConcreteRole>, onStop: (name: string, hook: () => Promise<void>) => void, stopping: () => boolean): Promise<Started> {
+async function startEverything(
+  config: Config,
+  log: Logger,
+  roles: Set<ConcreteRole>,
+  onStop: (name: string, hook: () => Promise<void>) => void,
+  signal: AbortSignal,
+  nodeNotYet: DependencyError | undefined,
+): Promise<Started> {
+  const stopping = () => signal.aborted;
   const dataDir = resolve(config.dataDir);
   const embeddedDefaults = !config.databaseUrl;
   const needsNode = roles.has('indexer') || roles.has('api') || roles.has('electrum');
@@ -149,9 +236,10 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
     if (height < 101) await devnode.mine(101 - height);
     rpcUrl = devnode.rpcUrl;
     zmqUrl = devnode.zmqUrl;
+    await rememberQuickStartNode(dataDir, { rpcUrl: devnode.rpcUrl, kind: 'devnode' });
     log.warn({ rpc: devnode.rpcUrl.replace(/\/\/[^@]*@/, '//'), zmq: devnode.zmqUrl }, 'devnode (regtest stand-in, not bitcoind) running');
-  } else if (needsNode && rpcUrl) {
-    await waitForNode(rpcUrl, config, log);
+  } else if (needsNode && rpcUrl && nodeNotYet) {
+    await waitForNode(rpcUrl, config, log, signal, nodeNotYet);
   }
 
   // 2. PostgreSQL.
@@ -228,7 +316,7 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
   }
 
   // With the devnode, wait until the index has caught up so the first curl answers at once.
-  if (devnode && blockwire.indexer) await waitForIndex(devnode, blockwire, log);
+  if (devnode && blockwire.indexer) await waitForIndex(devnode, blockwire, log, signal);
 
   let stampAddress: string | undefined;
   if (devnode && blockwire.stamper) {
@@ -237,7 +325,7 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
     if (status.balance.confirmed === 0 && status.balance.spendable === 0) {
       for (const a of blockwire.stamper.addresses) await devnode.wallet.send(a, 5_000_000n);
       await devnode.mine(1);
-      if (blockwire.indexer) await waitForIndex(devnode, blockwire, log);
+      if (blockwire.indexer) await waitForIndex(devnode, blockwire, log, signal);
     }
   }
 
@@ -251,20 +339,42 @@ async function startEverything(config: Config, log: Logger, roles: Set<ConcreteR
   return { blockwire, devnode, apiKey, apiKeyFile, stampAddress, electrumHost: config.electrumHost };
 }
 
-/** Resolves once the index holds the devnode's tip (logging progress), or after 5 minutes. */
-async function waitForIndex(devnode: Devnode, blockwire: Blockwire, log: Logger): Promise<void> {
+/** Sleeps `ms`, or rejects at once when `signal` aborts (Ctrl-C while starting). */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolveSleep, reject) => {
+    if (signal.aborted) return reject(new Error('interrupted'));
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolveSleep();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new Error('interrupted'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Resolves once the index holds the block the devnode had as its tip when this was called (the
+ * devnode keeps mining: chasing its moving tip could last as long as the machine is slow), on the
+ * devnode's chain, logging progress; or after 5 minutes.
+ */
+async function waitForIndex(devnode: Devnode, blockwire: Blockwire, log: Logger, signal: AbortSignal): Promise<void> {
+  const target = devnode.tip().height;
   const deadline = Date.now() + 300_000;
   let lastLog = 0;
   while (Date.now() < deadline) {
-    const status = blockwire.indexer!.status();
-    if (status.tip.hash === devnode.tip().hash) return;
+    const { tip } = blockwire.indexer!.status();
+    if (tip.height >= target && tip.height <= devnode.tip().height && tip.hash === devnode.blockHash(tip.height)) return;
     if (Date.now() - lastLog > 5000) {
       lastLog = Date.now();
-      log.info({ index: status.tip.height, node: devnode.tip().height }, 'waiting for the index to catch up');
+      log.info({ index: tip.height, node: devnode.tip().height }, 'waiting for the index to catch up');
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await pause(100, signal);
   }
 }
+
 
 /** Reads a secret kept in the data directory, creating it (mode 0600) on first use. */
 async function loadOrCreate(file: string, create: () => string | Promise<string>): Promise<string> {
@@ -275,23 +385,37 @@ async function loadOrCreate(file: string, create: () => string | Promise<string>
   return value;
 }
 
-/** Waits until the configured node answers, logging while it does not (it may be starting). */
-async function waitForNode(rpcUrl: string, config: Config, log: Logger): Promise<void> {
+/**
+ * Waits until the configured node answers: it did not listen at the first probe and may be
+ * starting. Says what is wrong and how to fix it while waiting; stops at once on Ctrl-C; a
+ * failure that waiting cannot cure (not JSON-RPC there, credentials refused) ends the start.
+ */
+async function waitForNode(rpcUrl: string, config: Config, log: Logger, signal: AbortSignal, first: DependencyError): Promise<void> {
   const client = new BitcoindClient({ url: rpcUrl, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), log });
-  for (let attempt = 0; ; attempt++) {
+  log.warn({ setting: first.setting, node: first.target }, `waiting for bitcoind: ${first.message} (Ctrl-C to stop)`);
+  for (let attempt = 1; ; attempt++) {
+    await pause(Math.min(5000, 500 * attempt), signal);
     try {
       const info = await client.call<{ chain: string; blocks: number }>('getblockchaininfo', []);
       log.info({ node: client.target, chain: info.chain, blocks: info.blocks }, 'bitcoind reachable');
       return;
     } catch (err) {
-      if (!isRetryable(err) && !(err instanceof Error && /-28|loading|warm/i.test(err.message))) throw err;
-      if (attempt % 10 === 0) log.warn({ node: client.target, err: (err as Error).message }, 'waiting for bitcoind');
-      await new Promise((r) => setTimeout(r, Math.min(5000, 500 * (attempt + 1))));
+      if ((err as { code?: unknown }).code === 'ERR_RPC_WARMUP') continue;
+      const explained = explainDependencyFailure('node', rpcUrl, err);
+      if (!explained.transient) throw explained.error;
+      if (attempt % 10 === 0) log.warn({ setting: explained.error.setting, node: explained.error.target }, `still waiting for bitcoind: ${explained.error.message}`);
     }
   }
 }
 
-function printWhereToGo(s: Started, roles: Set<ConcreteRole>): void {
+/** How the user calls this command line: `./bin/blockwire.js` from a checkout, else `blockwire`. */
+function cliName(): string {
+  const bin = resolve('bin', 'blockwire.js');
+  return existsSync(bin) && process.argv[1] !== undefined && resolve(process.argv[1]) === bin ? './bin/blockwire.js' : 'blockwire';
+}
+
+function printWhereToGo(s: Started, roles: Set<ConcreteRole>, opts: { hooksAllowed: boolean; replaced: ResolvedPort[] }): void {
+  const cli = cliName();
   const out: string[] = [''];
   if (s.devnode) out.push('Blockwire is running on the built-in regtest stand-in (devnode), NOT on Bitcoin Core.');
   else out.push('Blockwire is running.');
@@ -305,10 +429,13 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>): void {
   }
   if (s.devnode) out.push(`  devnode    ${s.devnode.rpcUrl}  zmq ${s.devnode.zmqUrl}`);
   if (s.stampAddress) out.push(`  stamping   wallet ${s.stampAddress} (funded by the devnode)`);
+  if (s.devnode) out.push(`  coins      ${cli} faucet ADDRESS 0.5   (regtest: pays ADDRESS from the node's wallet and mines a block)`);
+  if (opts.hooksAllowed) out.push('  webhooks   receivers on this machine (loopback, private addresses) are allowed in the quick start');
+  for (const p of opts.replaced) out.push(`  note       ${p.setting} ${p.requested} was in use: ${p.what} took a free port (shown above)`);
   if (roles.has('api') && s.blockwire.apiUrl) {
     const key = s.apiKey ?? '<API_KEY>';
     if (s.apiKey) out.push(`  API key    ${s.apiKey}   (kept in ${s.apiKeyFile})`);
-    else out.push('  API key    create one with: blockwire keys create --name NAME');
+    else out.push(`  API key    create one with: ${cli} keys create --name NAME`);
     const base = s.blockwire.apiUrl.replace(/\/\/([^/:]+)/, (_, h: string) => `//${hostForUrl(h)}`);
     out.push('', 'Try:', `  curl -H 'apiKey: ${key}' ${base}/v1/blockchain`);
     if (s.devnode) {

@@ -46,6 +46,9 @@ export function assessHealth(s: DeploymentState, t: Thresholds): Verdict {
       if (lag > t.maxLag) problems.push(`the index is ${lag} blocks behind the node (more than ${t.maxLag})`);
     }
     if (hb.lastError && hb.nodeHeight !== null) warnings.push(`indexer's last error: ${hb.lastError}`);
+    if (hb.zmqSilent && hb.mode !== 'stopped') {
+      warnings.push(`ZMQ at ${hb.zmqSilent.url} is silent: ${hb.zmqSilent.blocks} blocks arrived that no message announced (check BITCOIND_ZMQ_URL and bitcoind's -zmqpub… options; blocks are found by polling meanwhile)`);
+    }
   }
   if (s.outbox.pending > 0 && s.outbox.oldestPendingSeconds > t.maxRelayDelaySeconds) {
     problems.push(`${s.outbox.pending} events wait in the outbox, the oldest for ${Math.round(s.outbox.oldestPendingSeconds)} s: is a streams process (the relay) running?`);

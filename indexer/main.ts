@@ -41,10 +41,16 @@ export interface IndexerDeps {
   reorgGraceMs?: number;
 }
 
+/** ZMQ as the indexer sees it: `silent` when blocks keep arriving that no message announced. */
+export type ZmqHealth = { url: string; silent: boolean; messages: number; unannouncedBlocks: number };
+
+/** Blocks applied in a row with no ZMQ message between them before ZMQ counts as silent. */
+const SILENT_AFTER_BLOCKS = 2;
+
 export interface IndexerHandle {
   /** Graceful stop: the block being applied finishes, then ZMQ, the lock and the loop close. */
   stop(): Promise<void>;
-  status(): IndexerStatus;
+  status(): IndexerStatus & { zmq: ZmqHealth | null };
   metrics(): IndexerMetrics & { zmq: NotifyStats | null; mempool: MempoolStats; reorged: ReorgedStats };
   /** Settles when the indexer stops; rejects with the FatalError that stopped it. */
   readonly done: Promise<void>;
@@ -117,10 +123,29 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
   const resyncTimer = zmqUrl ? setInterval(() => mempool.requestResync('periodic'), config.mempoolResyncMs) : null;
   resyncTimer?.unref();
 
+  // A ZMQ endpoint that never speaks (a wrong port, bitcoind without -zmqpub…) costs only latency
+  // (the poll finds every block), so it is easy to miss: warn once it has let blocks pass.
+  let zmq: ZmqHealth | null = zmqUrl ? { url: zmqUrl, silent: false, messages: 0, unannouncedBlocks: 0 } : null;
+  let missedAtLastMessage = 0;
+  const checkZmq = () => {
+    if (!zmq || !notifier) return zmq;
+    const missed = loop.metrics.zmqMissedBlocks;
+    if (notifier.stats.messages !== zmq.messages) missedAtLastMessage = missed;
+    const unannounced = missed - missedAtLastMessage;
+    const silent = unannounced >= SILENT_AFTER_BLOCKS;
+    if (silent && !zmq.silent) log.warn({ setting: 'BITCOIND_ZMQ_URL', url: zmqUrl, blocks: unannounced, messages: notifier.stats.messages }, `ZMQ at ${zmqUrl} is silent: ${unannounced} blocks arrived that no message announced. Check BITCOIND_ZMQ_URL against bitcoind's -zmqpubsequence/-zmqpubhashblock; meanwhile blocks are found by polling every ${config.pollIntervalMs} ms`);
+    if (!silent && zmq.silent) log.info({ url: zmqUrl }, 'ZMQ speaks again');
+    zmq = { url: zmqUrl!, silent, messages: notifier.stats.messages, unannouncedBlocks: unannounced };
+    return zmq;
+  };
+  const zmqTimer = zmqUrl ? setInterval(checkZmq, 1000) : null;
+  zmqTimer?.unref();
+
   let closed: Promise<void> | null = null;
   const close = () =>
     (closed ??= (async () => {
       if (resyncTimer) clearInterval(resyncTimer);
+      if (zmqTimer) clearInterval(zmqTimer);
       await notifier?.stop();
       await lock.release();
     })());
@@ -134,7 +159,7 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
       await loop.stop();
       await close();
     },
-    status: () => loop.status(),
+    status: () => ({ ...loop.status(), zmq: checkZmq() }),
     metrics: () => ({ ...loop.metrics, zmq: notifier ? { ...notifier.stats } : null, mempool: { ...mempool.stats }, reorged: { ...reorged.stats } }),
   };
 }

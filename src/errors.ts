@@ -48,6 +48,7 @@ export type ErrorType =
   | 'authentication'
   | 'forbidden'
   | 'not_found'
+  | 'method_not_allowed'
   | 'conflict'
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -78,7 +79,8 @@ export const ERROR_CODES = {
   ERR_INVALID_JSON: code(400, 'invalid_request', false, 'request body is not valid JSON', 'The body could not be parsed as JSON.'),
   ERR_UNSUPPORTED_MEDIA_TYPE: code(415, 'unsupported_media_type', false, 'body must be application/json', 'A body was sent with another Content-Type than application/json.'),
   ERR_BODY_TOO_LARGE: code(413, 'payload_too_large', false, 'request body too large', 'The body exceeds the configured limit (API_BODY_LIMIT).'),
-  ERR_ROUTE_NOT_FOUND: code(404, 'not_found', false, 'no such route', 'No route matches the method and path.'),
+  ERR_ROUTE_NOT_FOUND: code(404, 'not_found', false, 'no such route', 'No route matches the path.'),
+  ERR_METHOD_NOT_ALLOWED: code(405, 'method_not_allowed', false, 'method not allowed on this route', 'The path exists but not with this method; `Allow` lists the methods it takes.'),
   ERR_BLOCK_NOT_FOUND: code(404, 'not_found', false, 'block not found', 'No block with this hash on the indexed main chain.'),
   ERR_TX_NOT_FOUND: code(404, 'not_found', false, 'transaction not found', 'No confirmed or mempool transaction with this hash.'),
   ERR_ADDRESS_NOT_FOUND: code(404, 'not_found', false, 'address has no transactions', 'No longer answered (kept so the code is never reused): a valid address no transaction touches has balance 0 and empty lists.'),

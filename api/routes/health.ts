@@ -4,12 +4,16 @@
  * (the same body; 200 only when the database answers, Redis answers (when the API uses one), the
  * node was reachable at its last poll and the index is within API_MAX_LAG_BLOCKS of it, else
  * 503). Both are public: no apiKey. Neither throws: a dependency that is down is a field of the
- * report, so the answer always matches its schema.
+ * report, so the answer always matches its schema. The stamping wallet's details (address,
+ * balance, queue) are shown only to a request with a valid apiKey; without one `stamping` says
+ * only that stamping is on.
  * @module
  */
 import type { Redis } from 'ioredis';
 import { getIndexTip } from '../../src/db/queries/api-chain.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
+import { presentedKey } from '../../src/auth/authenticate.js';
+import { verifyApiKey } from '../../src/auth/keys.js';
 import type { ApiInstance, NodeTip, ResolvedApiDeps } from '../deps.js';
 
 /** How long a readiness probe waits for the database or Redis before calling it down. */
@@ -89,7 +93,7 @@ function nodeView(tip: NodeTip | undefined): Health['node'] {
 }
 
 /** The health report (also used for the syncing check of address routes). */
-export async function readHealth(deps: ResolvedApiDeps): Promise<Health> {
+export async function readHealth(deps: ResolvedApiDeps, opts: { wallet?: boolean } = {}): Promise<Health> {
   const [index, redis] = await Promise.all([
     within(getIndexTip(deps.db), PROBE_TIMEOUT_MS, 'database').catch((err: unknown) => {
       deps.log.warn({ err }, 'health: database unavailable');
@@ -112,7 +116,9 @@ export async function readHealth(deps: ResolvedApiDeps): Promise<Health> {
   else if ('error' in tip) status = 'node_unreachable';
   else if (tip.initialBlockDownload || (lag !== null && lag > deps.settings.maxLagBlocks)) status = 'syncing';
   const health: Health = { status, network: deps.network, index: index ? { height: index.height, hash: index.hash ? hashToHex(index.hash) : null } : null, node, lag, dependencies };
-  if (deps.stampStatus && index) {
+  if (deps.stampStatus && opts.wallet === false) {
+    health.stamping = { enabled: true };
+  } else if (deps.stampStatus && index) {
     try {
       health.stamping = await deps.stampStatus();
     } catch (err) {
@@ -122,18 +128,26 @@ export async function readHealth(deps: ResolvedApiDeps): Promise<Health> {
   return health;
 }
 
+/** Whether the request carries a valid API key (the health routes need none, the wallet's details do). */
+async function hasValidKey(deps: ResolvedApiDeps, header: string | string[] | undefined): Promise<boolean> {
+  const key = presentedKey(header);
+  if (!key) return false;
+  const principal = await (deps.verifyKey ?? ((k: string) => verifyApiKey(deps.db, k)))(key).catch(() => null);
+  return principal !== null;
+}
+
 /** Registers /healthz and /readyz (at the root only, not under /v1). */
 export function healthRoutes(app: ApiInstance, deps: ResolvedApiDeps): void {
   app.get(
     '/healthz',
     { config: { auth: false }, schema: { summary: 'Liveness (200 while the process runs), index tip, node tip, lag and the state of each dependency', tags: ['operations'], response: { 200: healthSchema } } },
-    async () => readHealth(deps),
+    async (req) => readHealth(deps, { wallet: await hasValidKey(deps, req.headers['apikey']) }),
   );
   app.get(
     '/readyz',
     { config: { auth: false }, schema: { summary: 'Readiness: database and Redis up, node reachable, index caught up (503 otherwise)', tags: ['operations'], response: { 200: healthSchema, 503: healthSchema } } },
-    async (_req, reply) => {
-      const h = await readHealth(deps);
+    async (req, reply) => {
+      const h = await readHealth(deps, { wallet: await hasValidKey(deps, req.headers['apikey']) });
       return reply.code(h.status === 'ok' ? 200 : 503).send(h);
     },
   );

@@ -25,11 +25,20 @@ export type Heartbeat = {
   lag: number | null;
   lastError: string | null;
   startedAt: string;
+  /** The ZMQ endpoint when it has let blocks pass without a message (unset when fine or not configured). */
+  zmqSilent?: { url: string; blocks: number };
 };
 
 /** The indexer handle as the heartbeat reads it (indexer/main.ts IndexerHandle, structurally). */
 export type HeartbeatSource = {
-  status(): { mode: string; tip: { height: number }; nodeTip: { height: number; hash: string } | null; lag: number | null; lastError: string | null };
+  status(): {
+    mode: string;
+    tip: { height: number };
+    nodeTip: { height: number; hash: string } | null;
+    lag: number | null;
+    lastError: string | null;
+    zmq?: { url: string; silent: boolean; unannouncedBlocks: number } | null;
+  };
 };
 
 export type HeartbeatHandle = { stop(): Promise<void> };
@@ -61,6 +70,7 @@ export function startHeartbeat(deps: { db: Kysely<Database>; log: Logger; indexe
       lag: s.lag,
       lastError: s.lastError,
       startedAt,
+      ...(s.zmq?.silent ? { zmqSilent: { url: s.zmq.url, blocks: s.zmq.unannouncedBlocks } } : {}),
     };
   };
   const write = (mode?: string) =>

@@ -42,6 +42,9 @@ describe('blockwire keys', () => {
 
     const list = await blockwire(['keys', 'list'], env);
     expect(list.code).toBe(0);
+    const [header, ...rows] = list.stdout.trimEnd().split('\n');
+    expect(header).toBe('id\tprefix\tname\tscopes\trate_limit\tcreated\tstatus');
+    expect(rows.find((r) => r.includes(principal!.prefix))!.split('\t')).toEqual([expect.stringMatching(/^\d+$/), principal!.prefix, 'ops key', 'read', '-', expect.stringMatching(/^\d{4}-/), 'active']);
     expect(list.stdout).toContain(principal!.prefix);
     expect(list.stdout).toContain('ops key');
     expect(list.stdout).not.toContain(key);

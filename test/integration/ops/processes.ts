@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { projectRoot } from '../../support/fixtures.js';
 
-export type LogLine = { level: number; msg: string; [k: string]: unknown };
+export type LogLine = { level: string; msg: string; [k: string]: unknown };
 
 export type BlockwireProcess = {
   name: string;

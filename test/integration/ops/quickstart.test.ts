@@ -5,13 +5,22 @@
  * are with a working API key and curl lines. The printed curl line is run as printed; a chain
  * subscription on the printed stream URL sees the devnode's live blocks arrive; SIGTERM exits 0;
  * a second start on the same data directory reuses the key, the chain and the index.
+ * The default ports (3000 and the devnode's) are held busy by the test, as on a machine running
+ * something else: the quick start takes free ones and says so. The banner offers the faucet
+ * (`blockwire faucet ADDRESS AMOUNT`, run here against the quick start's devnode: the payment
+ * shows in the API) and says webhooks to this machine are allowed (a loopback hook is accepted).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { loadConfig } from '../../../src/config.js';
+import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
+import { readQuickStartNode } from '../../../cli/quickstart-node.js';
+import { projectRoot } from '../../support/fixtures.js';
 import WebSocket from 'ws';
 import { spawnBlockwire, type BlockwireProcess } from './processes.js';
 import { waitFor } from '../../support/wait.js';
@@ -48,31 +57,59 @@ async function getJson(url: string, key: string): Promise<{ status: number; body
 
 let dataDir: string | undefined;
 let proc: BlockwireProcess | undefined;
+const held: Server[] = [];
+
+/** Makes `port` busy: listens on it, or leaves it to whoever already does. */
+async function holdBusy(port: number): Promise<void> {
+  const server = createServer();
+  const bound = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => resolve(true));
+  });
+  if (bound) held.push(server);
+}
 
 afterAll(async () => {
   await proc?.stop();
+  for (const s of held) await new Promise<void>((r) => s.close(() => r()));
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 }, 120_000);
 
 describe('quick start: blockwire start with embedded defaults', () => {
   it('starts everything itself, prints a working curl line, streams live devnode blocks, restarts on the same data', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'blockwire-quickstart-'));
-    // Nothing configured but where to keep data and free ports (the defaults 3000/18443/28332 may be
-    // taken on a shared machine); blocks every second so the test sees several.
-    const env = {
-      BLOCKWIRE_DATA_DIR: dataDir,
-      PORT: '0',
-      BLOCKWIRE_DEVNODE_RPC_PORT: '0',
-      BLOCKWIRE_DEVNODE_ZMQ_PORT: '0',
-      BLOCKWIRE_DEVNODE_MINE_EVERY: '1',
-      ELECTRUM_TCP_PORT: '0',
-      ELECTRUM_TLS_PORT: '0',
-    };
+    // Nothing configured but where to keep data, and no blocks but those the test mines (a devnode
+    // mining on its own races the index on a slow machine). The default ports are busy (held
+    // here, or by someone else).
+    const defaults = loadConfig({});
+    for (const port of [defaults.port, defaults.devnodeRpcPort, defaults.devnodeZmqPort]) await holdBusy(port);
+    const env = { BLOCKWIRE_DATA_DIR: dataDir, BLOCKWIRE_DEVNODE_MINE_EVERY: '0' };
     proc = spawnBlockwire('quickstart', ['start'], env);
-    const first = await banner(proc, 240_000);
+    const first = await banner(proc, 480_000);
     const out = proc.output();
     expect(out).toContain('NO BITCOIND CONFIGURED: using the built-in regtest stand-in (devnode)');
     expect(out).toContain('NOT on Bitcoin Core');
+    for (const [setting, port] of [['PORT', defaults.port], ['BLOCKWIRE_DEVNODE_RPC_PORT', defaults.devnodeRpcPort], ['BLOCKWIRE_DEVNODE_ZMQ_PORT', defaults.devnodeZmqPort]] as const) {
+      expect(out).toContain(`  note       ${setting} ${port} was in use:`);
+    }
+    expect(new URL(first.apiBase).port).not.toBe(String(defaults.port));
+    expect(out).toContain('  coins      ./bin/blockwire.js faucet ADDRESS 0.5   (regtest: pays ADDRESS from the node');
+    expect(out).toContain('  webhooks   receivers on this machine (loopback, private addresses) are allowed in the quick start');
+
+    // The faucet pays an address from the quick start's devnode; the index shows it confirmed.
+    const payee = 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080';
+    const paid = await execFileP(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'faucet', payee, '0.5'], { cwd: projectRoot, env: { PATH: process.env.PATH ?? '', BLOCKWIRE_DATA_DIR: dataDir }, timeout: 120_000 });
+    expect(paid.stdout).toMatch(/^[0-9a-f]{64}\n$/);
+    expect(paid.stderr).toMatch(/^paid 0\.50000000 BTC to bcrt1q\w+ in [0-9a-f]{64}, confirmed in block \d+\n$/);
+    await waitFor('the faucet payment in the index', async () => (await getJson(`${first.apiBase}/v1/addresses/${payee}/balance?min_conf=1`, first.key)).body.balance === 50_000_000, 120_000);
+
+    // A webhook to a receiver on this machine is accepted in the quick start.
+    const hook = await fetch(`${first.apiBase}/v1/hooks`, {
+      method: 'POST',
+      headers: { apiKey: first.key, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'http', url: 'http://127.0.0.1:9/blockwire' }),
+    });
+    expect(hook.status, await hook.clone().text()).toBeLessThan(300);
     expect(first.streamUrl).toBe(`${first.apiBase.replace(/^http/, 'ws')}/v1/stream`);
     expect(first.curls.length).toBeGreaterThanOrEqual(2);
     expect(first.curls[0]).toBe(`curl -H 'apiKey: ${first.key}' ${first.apiBase}/v1/blockchain`);
@@ -115,7 +152,11 @@ describe('quick start: blockwire start with embedded defaults', () => {
       ws.once('open', () => resolve());
       ws.once('error', reject);
     });
-    await waitFor('three block.connected events on the stream', () => heights.length >= 3, 60_000);
+    const node = (await readQuickStartNode(dataDir))!;
+    expect(node.kind).toBe('devnode');
+    const rpc = new BitcoindClient({ url: node.rpcUrl });
+    await rpc.call('generatetoaddress', [3, payee]);
+    await waitFor('three block.connected events on the stream', () => heights.length >= 3, 180_000);
     ws.close();
     expect(heights[0]).toBeGreaterThan(chain.best_height - 1);
     for (let i = 1; i < heights.length; i++) expect(heights[i]).toBe(heights[i - 1]! + 1);
@@ -129,11 +170,11 @@ describe('quick start: blockwire start with embedded defaults', () => {
     // Same data directory again: the same key, the chain kept by the devnode, the index kept by the
     // embedded PostgreSQL (its tip at least where it was).
     proc = spawnBlockwire('quickstart-2', ['start'], env);
-    const second = await banner(proc, 240_000);
+    const second = await banner(proc, 480_000);
     expect(second.key).toBe(first.key);
     const again = (await runCurl(second.curls[0]!)) as { best_height: number };
     expect(again.best_height).toBeGreaterThanOrEqual(after.body.best_height as number);
     expect(await proc.stop()).toBe(0);
     proc = undefined;
-  }, 600_000);
+  }, 1_200_000);
 });

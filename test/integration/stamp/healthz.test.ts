@@ -4,7 +4,9 @@
  * over HTTP: the wallet's addresses are those of the WIF's key (derived here with
  * @scure/btc-signer, not Blockwire's code); its balance is 0 until the devnode pays it, then what
  * the devnode paid (the devnode's UTXO set at those addresses); after a stamp is mined it has
- * fallen by the stamp transaction's fee, as the devnode's mempool entry gave it.
+ * fallen by the stamp transaction's fee, as the devnode's mempool entry gave it. Those details
+ * are for a request with a valid apiKey: without one (or with a wrong one) /healthz says only
+ * that stamping is on.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
@@ -89,7 +91,7 @@ async function synced(): Promise<void> {
 }
 
 async function stamping(): Promise<Stamping> {
-  const res = await fetch(`${bw.apiUrl}/healthz`);
+  const res = await fetch(`${bw.apiUrl}/healthz`, { headers: { apiKey } });
   expect(res.status).toBe(200);
   const body = (await res.json()) as { stamping?: Stamping };
   expect(body.stamping, 'healthz has a stamping part').toBeDefined();
@@ -105,6 +107,17 @@ function paidByDevnode(): number {
 }
 
 describe('/healthz stamping on a started stack', () => {
+  it('without a valid apiKey shows no wallet data: no address, balance or queue', async () => {
+    for (const headers of [{}, { apiKey: 'bw_not_a_key' }] as Record<string, string>[]) {
+      for (const path of ['/healthz', '/readyz']) {
+        const res = await fetch(`${bw.apiUrl}${path}`, { headers });
+        const text = await res.text();
+        expect((JSON.parse(text) as { stamping?: unknown }).stamping, path).toEqual({ enabled: true });
+        for (const secret of [expected.p2wpkh, expected.p2pkh, 'balance', 'address', 'can_pay']) expect(text, `${path} ${secret}`).not.toContain(secret);
+      }
+    }
+  });
+
   it('shows the addresses of STAMP_WALLET_WIF and no balance before the wallet is funded', async () => {
     const s = await stamping();
     expect(s.address).toBe(expected.p2wpkh);
