@@ -52,6 +52,7 @@ export const COINSTACK_ERRORS: Record<ErrorCode, Mapping> = {
   ERR_UNSUPPORTED_MEDIA_TYPE: INVALID,
   ERR_BODY_TOO_LARGE: INVALID,
   ERR_ROUTE_NOT_FOUND: NOT_FOUND('not found'),
+  ERR_METHOD_NOT_ALLOWED: NOT_FOUND('not found'),
   ERR_BLOCK_NOT_FOUND: NOT_FOUND('Requested block not found.'),
   ERR_TX_NOT_FOUND: NOT_FOUND('Requested transaction not found.'),
   ERR_ADDRESS_NOT_FOUND: NOT_FOUND('Requested address not found.'),
