@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the tests need (scripts/setup.sh), then runs the whole suite: type check, lint
-# (architecture rules, no cycles) and every vitest project. The tests start their own
-# PostgreSQL, Redis and bitcoind stand-in on loopback ports.
+# Installs what Blockwire needs (scripts/setup.sh) and what only its tests need
+# (scripts/setup-test.sh), then runs the whole suite: type check, lint (architecture rules, no
+# cycles) and every vitest project. The tests start their own PostgreSQL, Redis and bitcoind
+# stand-in on loopback ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+./scripts/setup-test.sh
 export CI="${CI:-1}"
 npm run typecheck
 npm run lint

@@ -60,11 +60,11 @@ function describeBrowser(name: string, fn: () => void): void {
   else if (process.env.CI) {
     describe(name, () => {
       it('needs Chromium', () => {
-        throw new Error(`${CHROMIUM} not found; CI requires it (./scripts/setup.sh installs Debian's chromium)`);
+        throw new Error(`${CHROMIUM} not found; CI requires it (./scripts/setup-test.sh installs Debian's chromium)`);
       });
     });
   } else {
-    process.stderr.write(`notice: skipping '${name}': ${CHROMIUM} not found (./scripts/setup.sh installs it)\n`);
+    process.stderr.write(`notice: skipping '${name}': ${CHROMIUM} not found (./scripts/setup-test.sh installs it)\n`);
     describe.skip(name, fn);
   }
 }
