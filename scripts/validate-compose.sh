@@ -22,7 +22,7 @@ file="${1:-compose.yaml}"
 status=0
 check() {
   local label="$1"; shift
-  if out=$(docker-compose "$@" -f "$file" --profile regtest-miner config -q 2>&1); then
+  if out=$(docker-compose "$@" -f "$file" --profile regtest-miner --profile monitoring config -q 2>&1); then
     echo "valid: $file ($label)"
   else
     echo "INVALID: $file ($label)"; echo "$out" | sed 's/^/  /'
