@@ -85,10 +85,7 @@ export const subscriptionRoutes: RouteModule = (app, deps) => {
       const hookId = b.action ?? null;
       if (hookId !== null && !(await findHook(deps.db, keyId, hookId))) throw new ServiceError('ERR_HOOK_NOT_FOUND', { message: `action ${hookId}: no such hook` });
       const confirmations = b.confirmations ?? DEFAULT_CONFIRMATIONS;
-      const same = (await listSubscriptions(deps.db, keyId)).find(
-        (s) => s.kind === kind && s.addr_key === addrKey && s.wallet_id === walletId && s.hook_id === hookId && s.confirmations === confirmations,
-      );
-      if (same) return { id: same.id };
+      // The same subscription again (even concurrently) is the existing one: a unique index decides.
       const row = await insertSubscription(deps.db, { id: newId('sub'), keyId, kind, address, addrKey, walletId, hookId, confirmations });
       return { id: row.id };
     },

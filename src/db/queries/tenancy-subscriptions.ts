@@ -27,25 +27,45 @@ export type NewSubscription = {
 
 /**
  * Inserts a subscription whose `start_seq` is the newest outbox event at this moment, so it
- * receives events recorded after it was created, never older ones.
+ * receives events recorded after it was created, never older ones — or, when the key already has
+ * the same live subscription (kind, address, wallet, hook, confirmations), returns that one: the
+ * unique index `subscriptions_one_live` decides between concurrent inserts.
  */
 export async function insertSubscription(db: Kysely<Database>, s: NewSubscription): Promise<SubscriptionRow> {
-  return db
-    .insertInto('subscriptions')
-    .values({
-      id: s.id,
-      key_id: s.keyId,
-      kind: s.kind,
-      address: s.address,
-      addr_key: s.addrKey,
-      wallet_id: s.walletId ?? null,
-      hook_id: s.hookId,
-      confirmations: s.confirmations,
-      deleted_at: null,
-      start_seq: sql<bigint>`(SELECT coalesce(max(seq), 0) FROM outbox)`,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  for (;;) {
+    const inserted = await db
+      .insertInto('subscriptions')
+      .values({
+        id: s.id,
+        key_id: s.keyId,
+        kind: s.kind,
+        address: s.address,
+        addr_key: s.addrKey,
+        wallet_id: s.walletId ?? null,
+        hook_id: s.hookId,
+        confirmations: s.confirmations,
+        deleted_at: null,
+        start_seq: sql<bigint>`(SELECT coalesce(max(seq), 0) FROM outbox)`,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (inserted) return inserted;
+    // The same subscription exists (committed before this insert's conflict check) — unless it
+    // was deleted since, and then the insert is tried again.
+    const existing = await db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('key_id', '=', s.keyId)
+      .where('kind', '=', s.kind)
+      .where(sql<boolean>`addr_key IS NOT DISTINCT FROM ${s.addrKey}::uuid`)
+      .where(sql<boolean>`wallet_id IS NOT DISTINCT FROM ${s.walletId ?? null}::text`)
+      .where(sql<boolean>`hook_id IS NOT DISTINCT FROM ${s.hookId}::text`)
+      .where('confirmations', '=', s.confirmations)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    if (existing) return existing;
+  }
 }
 
 /** The key's live subscriptions, oldest first. */

@@ -118,6 +118,20 @@ describe('hook and subscription routes', () => {
     expect((await send('GET', `/v1/hooks/${hook.id}`)).statusCode).toBe(404);
   });
 
+  it('20 identical subscriptions sent at once make one (a unique index decides)', async () => {
+    const addr = address();
+    for (const body of [{ address: addr }, { type: 'chain', confirmations: 3 }]) {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => send('POST', '/v1/subscriptions', body)));
+      expect(answers.map((r) => r.statusCode)).toEqual(new Array(20).fill(200));
+      const ids = new Set(answers.map((r) => r.json().id as string));
+      expect(ids.size, JSON.stringify(body)).toBe(1);
+      const live = (await send('GET', '/v1/subscriptions')).json() as { id: string }[];
+      expect(live.filter((s) => ids.has(s.id))).toHaveLength(1);
+    }
+    const rows = await h.t.db.selectFrom('subscriptions').select('id').where('address', '=', addr).where('deleted_at', 'is', null).execute();
+    expect(rows).toHaveLength(1);
+  });
+
   it('validates subscription bodies with the API\'s error body', async () => {
     const cases: [unknown, number, string][] = [
       [{}, 400, 'ERR_INVALID_BODY'],
