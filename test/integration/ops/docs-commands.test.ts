@@ -1,0 +1,134 @@
+/**
+ * Every shell command of README.md and docs/*.md, run as far as it can run here, so that the
+ * docs cannot drift from what the commands do:
+ * - `blockwire …` (also inside `docker compose exec` and `docker run … blockwire:local`): the
+ *   command exists, `--help` of it exits 0, and each option the docs give is in its usage; the
+ *   ones that finish on their own without a node or a deployment (`config --check`) are run;
+ * - `docker compose …`: the same flags, env files and profiles, with `config -q` instead of
+ *   `up -d` (Debian's docker-compose, no engine needed);
+ * - scripts: exist and are executable (the quick-start and CI tests run them);
+ * - what needs something that is not here (a browser-less Electrum wallet, a running deployment
+ *   for curl, Docker's engine for build/run) is listed by name below, and any other command
+ *   fails the test until it is classified.
+ * The SDK's examples (client/README.md) are run by test/integration/client/readme.test.ts.
+ */
+import { execFile } from 'node:child_process';
+import { accessSync, constants, existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { commands } from '../../../cli/main.js';
+import { projectRoot } from '../../support/fixtures.js';
+
+const run = promisify(execFile);
+const bin = join(projectRoot, 'bin', 'blockwire.js');
+const quietEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', LOG_LEVEL: 'silent' };
+
+type Line = { file: string; text: string };
+
+/** The command lines of the ```sh blocks of a Markdown text (comments and blank lines dropped). */
+function commandLines(file: string, markdown: string): Line[] {
+  const out: Line[] = [];
+  let inBlock = false;
+  for (const raw of markdown.split('\n')) {
+    if (/^```(sh|bash|shell)\s*$/.test(raw.trim())) inBlock = true;
+    else if (raw.trim().startsWith('```')) inBlock = false;
+    else if (inBlock) {
+      const text = raw.replace(/\s+#\s.*$/, '').trim();
+      if (text && !text.startsWith('#')) out.push({ file, text });
+    }
+  }
+  return out;
+}
+
+/** Commands that need what this machine does not have, with the reason. */
+const NOT_HERE: [RegExp, string][] = [
+  [/^electrum /, 'the Electrum wallet (test/integration/electrum runs a protocol client instead)'],
+  [/^curl /, 'a running deployment (the quick-start test runs the curl lines the banner prints)'],
+  [/^docker build /, "Docker's engine (test/integration/ops/deploy.test.ts lints the Dockerfile, ops/dist.test.ts runs what it builds)"],
+  [/^cp deploy\/\S+\.env /, 'a copy for the user to edit (the env file itself is validated with docker compose below)'],
+];
+
+let lines: Line[] = [];
+let usage: Map<string, string>;
+
+/** `blockwire` arguments of a line, or undefined when it runs no blockwire command. */
+function blockwireArgs(text: string): string[] | undefined {
+  const m = /(?:^\.\/bin\/blockwire\.js|^blockwire|\bexec \w+ blockwire|^docker run .*blockwire:local)\s+(.*)$/.exec(text);
+  return m ? m[1]!.split(/\s+/).filter(Boolean) : undefined;
+}
+
+beforeAll(async () => {
+  const docs = (await readdir(join(projectRoot, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => join('docs', f));
+  for (const f of ['README.md', ...docs]) lines.push(...commandLines(f, await readFile(join(projectRoot, f), 'utf8')));
+  lines = lines.filter((l) => !l.text.startsWith('export '));
+  // The usage of every command the docs run (`--help`), read once.
+  usage = new Map();
+  const names = new Set(lines.map((l) => blockwireArgs(l.text)?.find((a) => !a.startsWith('-'))).filter((n): n is string => n !== undefined));
+  for (const name of names) {
+    if (!(name in commands)) continue;
+    const r = await run(process.execPath, [bin, name, '--help'], { env: quietEnv, timeout: 120_000 });
+    usage.set(name, r.stdout);
+  }
+}, 600_000);
+
+describe('the commands of README.md and docs/*.md', () => {
+  it('finds the documented commands', () => {
+    expect(lines.length).toBeGreaterThan(15);
+    expect(lines.some((l) => l.file === 'README.md' && l.text === './scripts/start.sh')).toBe(true);
+  });
+
+  it('blockwire commands exist and accept every option the docs give them', () => {
+    const seen = lines.filter((l) => blockwireArgs(l.text));
+    expect(seen.length).toBeGreaterThan(5);
+    for (const l of seen) {
+      const args = blockwireArgs(l.text)!;
+      const name = args.find((a) => !a.startsWith('-'))!;
+      if (name === undefined || args[0] === '--help') continue;
+      expect(Object.keys(commands), `${l.file}: ${l.text}`).toContain(name);
+      for (const flag of args.filter((a) => a.startsWith('--'))) expect(usage.get(name), `${l.file}: ${l.text}: ${flag}`).toContain(flag);
+    }
+  });
+
+  it('the blockwire commands that finish here are run and succeed', async () => {
+    const runnable = lines.filter((l) => /^\.\/bin\/blockwire\.js config --check$/.test(l.text));
+    expect(runnable.length).toBeGreaterThan(0);
+    for (const l of runnable) {
+      const r = await run(process.execPath, [bin, ...blockwireArgs(l.text)!], { env: quietEnv, cwd: projectRoot, timeout: 120_000 });
+      expect(r.stdout, l.text).toBe('configuration OK\n');
+    }
+    const help = await run(process.execPath, [bin, '--help'], { env: quietEnv });
+    expect(help.stdout).toMatch(/^usage: blockwire/);
+  }, 300_000);
+
+  it('docker compose lines are valid with their env files and profiles (config -q for up -d)', async () => {
+    const compose = lines.filter((l) => /^docker compose /.test(l.text) && !/ exec /.test(l.text));
+    expect(compose.length).toBeGreaterThan(3);
+    for (const l of compose) {
+      const args = l.text.replace(/^docker compose /, '').replace(/\s+(up -d|config)$/, '').split(/\s+/).filter(Boolean);
+      const envAt = args.indexOf('--env-file');
+      // The user's copy of an env file (`cp deploy/signet.env .env.signet`) is the file it copies.
+      if (envAt >= 0 && !existsSync(join(projectRoot, args[envAt + 1]!))) args[envAt + 1] = args[envAt + 1]!.replace(/^\.env\.(\w+)$/, 'deploy/$1.env');
+      const r = await run('docker-compose', [...args, '-f', 'compose.yaml', 'config', '-q'], { cwd: projectRoot, timeout: 120_000 }).then(
+        () => 0,
+        (err: { code: number; stderr: string }) => `${err.code}: ${err.stderr}`,
+      );
+      expect(r, `${l.file}: ${l.text}`).toBe(0);
+    }
+  }, 300_000);
+
+  it('every other command is a script of the checkout or is listed with what it needs', () => {
+    for (const l of lines) {
+      if (blockwireArgs(l.text) || /^docker compose /.test(l.text)) continue;
+      if (/^\.\/scripts\/[\w-]+\.sh$/.test(l.text)) {
+        const script = join(projectRoot, l.text);
+        expect(existsSync(script), l.text).toBe(true);
+        expect(() => accessSync(script, constants.X_OK), l.text).not.toThrow();
+        continue;
+      }
+      const why = NOT_HERE.find(([re]) => re.test(l.text));
+      expect(why, `${l.file}: '${l.text}' is neither run here nor listed in NOT_HERE`).toBeDefined();
+    }
+  });
+});
