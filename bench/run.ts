@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- --quick] [--only a,b] [--blocks N] [--txs-per-block N] [--results FILE]
  * [--readme FILE] [--render-only]`: runs every
- * benchmark (sync with live, decode, api, events, stamp), each as its own process, one after the
+ * benchmark (sync with live, decode, api, events, stamp, electrum), each as its own process, one after the
  * other; writes the machine-readable results (each bench's tables parsed from its output, its
  * RESULT line when it prints one, exit code, time, the load average before and after) and
  * regenerates the summary and tables in bench/README.md between its bench:results markers.
@@ -29,6 +29,7 @@ export const BENCHES: BenchDef[] = [
   { name: 'api', script: 'bench/api.ts', full: [], quick: ['--duration', '1', '--connections', '4', '--skip-paging'] },
   { name: 'events', script: 'bench/events.ts', full: [], quick: ['--clients', '20', '--blocks', '3', '--events', '300', '--stream-clients', '2', '--webhooks', '100'] },
   { name: 'stamp', script: 'bench/stamp.ts', full: [], quick: ['--duration', '2', '--connections', '20', '--block-interval', '1'] },
+  { name: 'electrum', script: 'bench/electrum.ts', full: [], quick: ['--subs', '200', '--connections', '20', '--paid', '20', '--blocks', '2'] },
 ];
 
 export interface Table {

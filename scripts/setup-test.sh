@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what only the tests need, beyond what scripts/setup.sh installs to start Blockwire
-# (scripts/test.sh runs both): Debian's docker-compose, Chromium and Prometheus's promtool.
+# (scripts/test.sh runs both): Debian's docker-compose, Chromium, Prometheus's promtool and Electrum.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/apt.sh
@@ -14,3 +14,6 @@ apt_install chromium chromium 'the SDK browser test'
 # promtool (Debian's prometheus package) checks the alert rules and the Prometheus configuration
 # of deploy/ (test/integration/ops/monitoring.test.ts).
 apt_install promtool prometheus 'alert rules validation'
+# Debian's Electrum wallet (4.3), run headless against Blockwire's Electrum server
+# (test/integration/electrum/electrum-wallet.test.ts).
+apt_install electrum electrum 'the real Electrum client test'

@@ -17,6 +17,7 @@ import { pubkeyToP2wpkhAddress } from '../../../src/bitcoin/address.js';
 import { hashToHex, hexToHash, sha256d } from '../../../src/bitcoin/hash.js';
 import { merkleRoot } from '../../../src/bitcoin/merkle.js';
 import { startElectrumStack, type ElectrumStack } from './harness.js';
+import { createApiKey } from '../../../src/auth/keys.js';
 
 const W = 'miner';
 const sat = (btcAmount: number) => Math.round(btcAmount * 1e8);
@@ -362,6 +363,54 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     const history = await again.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [a.sh]);
     expect(history.map((h) => h.tx_hash)).toContain(pay);
     expect(now).toBe(expectedStatus(history));
+  });
+
+  it('limits: subscriptions per connection, history too large (error 1, as electrs), request size, rate, idle timeout', async () => {
+    const a = addr.bech32!;
+    const subs = await s.electrumOn({ electrumMaxSubscriptions: 2 });
+    const cs = await s.connect({ port: subs.tcpPort! });
+    await cs.request('blockchain.scripthash.subscribe', [addr.legacy!.sh]);
+    await cs.request('blockchain.scripthash.subscribe', [addr['p2sh-segwit']!.sh]);
+    await expect(cs.request('blockchain.scripthash.subscribe', [a.sh])).rejects.toMatchObject({ code: 1, rpcMessage: 'too many subscriptions: this server allows 2 per connection' });
+    expect(await cs.request('blockchain.scripthash.unsubscribe', [addr.legacy!.sh])).toBe(true);
+    expect(await cs.request('blockchain.scripthash.subscribe', [a.sh])).toBe(expectedStatus(await cs.request('blockchain.scripthash.get_history', [a.sh])));
+
+    const small = await s.electrumOn({ electrumMaxHistory: 1 });
+    const ch = await s.connect({ port: small.tcpPort! });
+    for (const m of ['blockchain.scripthash.get_history', 'blockchain.scripthash.get_mempool', 'blockchain.scripthash.subscribe', 'blockchain.scripthash.listunspent']) {
+      await expect(ch.request(m, [a.sh]), m).rejects.toMatchObject({ code: 1, rpcMessage: expect.stringMatching(/^history too large/) });
+    }
+    expect(await ch.request('blockchain.scripthash.get_history', [addr.legacy!.sh])).toEqual([{ tx_hash: tx1, height: h1 }]);
+
+    const sized = await s.electrumOn({ electrumMaxRequestBytes: 1024 });
+    const cz = await s.connect({ port: sized.tcpPort! });
+    expect(await cz.request('server.ping')).toBeNull();
+    cz.raw(`${JSON.stringify({ id: 9, method: 'server.ping', params: ['x'.repeat(2000)] })}\n`);
+    await cz.closed;
+    expect(cz.loose).toContainEqual({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'request larger than 1024 bytes' } });
+
+    const rated = await s.electrumOn({ electrumRateLimit: 5, electrumRateWindowMs: 600_000 });
+    const cr = await s.connect({ port: rated.tcpPort! });
+    for (let i = 0; i < 5; i++) expect(await cr.request('server.ping')).toBeNull();
+    await expect(cr.request('server.ping')).rejects.toMatchObject({ code: -32000, rpcMessage: expect.stringMatching(/^rate limit exceeded: 5 requests per 600 s/) });
+
+    const idle = await s.electrumOn({ electrumIdleTimeoutMs: 1000 });
+    const ci = await s.connect({ port: idle.tcpPort! });
+    const opened = Date.now();
+    await ci.closed;
+    expect(Date.now() - opened).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('the optional API-key gate: only server.version/ping/features/banner before blockwire.authenticate with a valid key', async () => {
+    const gated = await s.electrumOn({ electrumRequireApiKey: true });
+    const g = await s.connect({ port: gated.tcpPort! });
+    expect(await g.request('server.version', ['gate', '1.4'])).toEqual(['blockwire/0.1', '1.4']);
+    await expect(g.request('blockchain.scripthash.get_balance', [addr.legacy!.sh])).rejects.toMatchObject({ code: -32001 });
+    await expect(g.request('blockchain.headers.subscribe')).rejects.toMatchObject({ code: -32001 });
+    await expect(g.request('blockwire.authenticate', ['bw_not_a_key'])).rejects.toMatchObject({ code: -32001, rpcMessage: 'invalid API key' });
+    const { key } = await createApiKey(s.db.db, { name: 'electrum-gate' });
+    expect(await g.request('blockwire.authenticate', [key])).toBe(true);
+    expect((await g.request<{ confirmed: number }>('blockchain.scripthash.get_balance', [addr.legacy!.sh])).confirmed).toBe(sat(1.0));
   });
 
   it('tx1 stays where Core put it (sanity of the fixture)', async () => {
