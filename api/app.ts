@@ -8,6 +8,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import { installAuth } from './auth.js';
+import { buildValidator } from './validation.js';
 import { installErrorHandling } from './errors.js';
 import { collectRoutes } from './route-map.js';
 import type { Dialect } from './dialect.js';
@@ -52,7 +53,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     requestTimeout: settings.requestTimeoutMs,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+    schemaController: { compilersFactory: { buildValidator } },
   });
   const openApiDocument = collectOpenApi(app, {
     title: 'Blockwire',

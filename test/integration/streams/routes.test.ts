@@ -150,6 +150,36 @@ describe('hook and subscription routes', () => {
     }
   });
 
+  it('takes body values as sent: no string for a number, no one-element array for a string (both dialects)', async () => {
+    const a = address();
+    const wrong: unknown[] = [
+      { address: a, confirmations: '5' },
+      { address: [a] },
+      { type: ['chain'] },
+      { address: a, confirmations: [5] },
+      { address: a, confirmations: true },
+      { address: a, action: 0 },
+    ];
+    for (const body of wrong) {
+      const r = await send('POST', '/v1/subscriptions', body);
+      expect(r.statusCode, JSON.stringify(body)).toBe(400);
+      expect(r.json(), JSON.stringify(body)).toMatchObject({ error_code: 'ERR_INVALID_BODY', retry: false });
+      const bare = await send('POST', '/subscriptions', body);
+      expect(bare.statusCode, JSON.stringify(body)).toBe(400);
+      expect(bare.json(), JSON.stringify(body)).toMatchObject({ error_code: 3004 });
+    }
+    for (const body of [{ type: 'http', url: ['https://hooks.example.com/x'] }, { type: 'http', url: 'https://hooks.example.com/x', secret: 12 }]) {
+      expect((await send('POST', '/v1/hooks', body)).json(), JSON.stringify(body)).toMatchObject({ error_code: 'ERR_INVALID_BODY' });
+    }
+    const tx = await send('POST', '/v1/transactions', { tx: ['00'] });
+    expect(tx.json()).toMatchObject({ error_code: 'ERR_INVALID_BODY' });
+    expect((await send('GET', '/v1/subscriptions')).json()).not.toContainEqual(expect.objectContaining({ address: a }));
+    // Query strings are text: they are still read as the schema's types.
+    const hook = (await send('POST', '/v1/hooks', { type: 'http', url: 'https://hooks.example.com/q' })).json();
+    expect((await send('GET', `/v1/hooks/${hook.id}/deliveries?limit=5`)).statusCode).toBe(200);
+    expect((await send('GET', `/v1/hooks/${hook.id}/deliveries?limit=five`)).json()).toMatchObject({ error_code: 'ERR_INVALID_PARAMETER' });
+  });
+
   it('shows a key only its own hooks, subscriptions and deliveries (404 for the others\')', async () => {
     const hook = (await send('POST', '/v1/hooks', { type: 'http', url: 'https://hooks.example.com/mine' })).json();
     const sub = (await send('POST', '/v1/subscriptions', { address: address(), action: hook.id })).json();
