@@ -12,7 +12,7 @@ import { hashToHex } from '../src/bitcoin/hash.js';
 import { getMempoolOutputs, getTxsByTxid, txKnown } from '../src/db/queries/api-chain.js';
 import { sql } from 'kysely';
 import { ServiceError, type ErrorCode } from '../src/errors.js';
-import type { NodeClient } from './deps.js';
+import type { NodeClient, NodeTip } from './deps.js';
 
 /** Core's RPC error codes met on sendrawtransaction (src/rpc/protocol.h). */
 export const RPC = {
@@ -67,12 +67,44 @@ function rpcCode(err: unknown): number | undefined {
   return typeof c === 'number' ? c : undefined;
 }
 
+/** What the broadcast needs beside the node: the index, and the node's tip as last polled. */
+type BroadcastDeps = { db: Kysely<Database>; node?: NodeClient | undefined; nodeTip?: (() => NodeTip | undefined) | undefined };
+
+/** Transactions this API process is sending to the node right now (display hex), per index. */
+const inFlight = new WeakMap<Kysely<Database>, Map<string, number>>();
+
+function flying(db: Kysely<Database>): Map<string, number> {
+  let m = inFlight.get(db);
+  if (!m) inFlight.set(db, (m = new Map()));
+  return m;
+}
+
+/**
+ * Why a parent neither the node nor the index holds can still appear, or undefined when nothing
+ * says it will: this process is broadcasting it at this moment (a client sending parent and child
+ * together), a reorg took it out of the chain and the index has not yet seen it come back or be
+ * replaced (reorged_txs), or the node is still in its initial block download (its coins are
+ * incomplete). A parent sent through another API process at the same moment is not seen.
+ */
+async function parentsCanAppear(deps: BroadcastDeps, parents: readonly Uint8Array[]): Promise<string | undefined> {
+  const f = flying(deps.db);
+  const sending = parents.find((p) => f.has(hashToHex(p)));
+  if (sending) return `its parent ${hashToHex(sending)} is being broadcast`;
+  const tip = deps.nodeTip?.();
+  if (tip && 'initialBlockDownload' in tip && tip.initialBlockDownload) return 'the node is still in its initial block download';
+  const r = await sql<{ txid: Buffer }>`SELECT DISTINCT txid FROM reorged_txs WHERE txid = ANY(${parents.map((p) => Buffer.from(p))}::bytea[])`.execute(deps.db);
+  if (r.rows[0]) return `its parent ${hashToHex(r.rows[0].txid)} left the chain in a reorg and may come back`;
+  return undefined;
+}
+
 /**
  * Spent or missing? An input whose transaction is confirmed (or in the mempool) but whose
- * output is no longer unspent is spent: no retry can help. Otherwise the parent is unknown
- * (yet): resending after it arrives can succeed.
+ * output is no longer unspent is spent: no retry can help. Otherwise the parent is unknown to
+ * both the node and the index: resending can succeed only if it can still appear
+ * (parentsCanAppear); else the transaction spends coins that do not exist, and no retry helps.
  */
-async function missingOrSpent(db: Kysely<Database>, inputs: readonly { prevTxid: Uint8Array; vout: number }[], nodeMessage: string): Promise<ServiceError> {
+async function missingOrSpent(deps: BroadcastDeps, inputs: readonly { prevTxid: Uint8Array; vout: number }[], nodeMessage: string): Promise<ServiceError> {
+  const { db } = deps;
   const txids = inputs.map((i) => Buffer.from(i.prevTxid));
   const [confirmed, mempoolOuts] = await Promise.all([getTxsByTxid(db, txids), getMempoolOutputs(db, inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout })))]);
   const unspent = await sql<{ txid: Buffer; vout: number }>`
@@ -87,14 +119,16 @@ async function missingOrSpent(db: Kysely<Database>, inputs: readonly { prevTxid:
       return new ServiceError('ERR_TX_CONFLICT', { message: `input ${hashToHex(i.prevTxid)}:${i.vout} is already spent`, errorCause: nodeMessage });
     }
   }
-  return new ServiceError('ERR_TX_INPUTS_MISSING', { errorCause: nodeMessage });
+  const why = await parentsCanAppear(deps, inputs.map((i) => i.prevTxid));
+  if (why) return new ServiceError('ERR_TX_INPUTS_MISSING', { message: `transaction inputs are unknown; ${why}`, errorCause: nodeMessage });
+  return new ServiceError('ERR_TX_INPUTS_UNKNOWN', { errorCause: nodeMessage });
 }
 
 /**
  * Sends a raw transaction (hex) through the node and returns its txid, or throws the ServiceError
  * the client should see. A transaction already confirmed counts as sent (idempotent resubmit).
  */
-export async function broadcastTransaction(deps: { db: Kysely<Database>; node?: NodeClient | undefined }, hex: string): Promise<string> {
+export async function broadcastTransaction(deps: BroadcastDeps, hex: string): Promise<string> {
   let tx;
   try {
     tx = decodeTx(Buffer.from(hex, 'hex'));
@@ -103,6 +137,8 @@ export async function broadcastTransaction(deps: { db: Kysely<Database>; node?: 
   }
   const txid = hashToHex(tx.txid);
   if (!deps.node) throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no bitcoin node configured' });
+  const f = flying(deps.db);
+  f.set(txid, (f.get(txid) ?? 0) + 1);
   try {
     const sent = await deps.node.sendRawTransaction(hex.toLowerCase());
     return sent;
@@ -114,6 +150,10 @@ export async function broadcastTransaction(deps: { db: Kysely<Database>; node?: 
     if (outcome.kind === 'already_confirmed') return txid;
     if (outcome.kind === 'error') throw outcome.error;
     if ((await txKnown(deps.db, Buffer.from(tx.txid))) === 'confirmed') return txid;
-    throw await missingOrSpent(deps.db, tx.inputs, message);
+    throw await missingOrSpent(deps, tx.inputs, message);
+  } finally {
+    const n = f.get(txid)! - 1;
+    if (n === 0) f.delete(txid);
+    else f.set(txid, n);
   }
 }

@@ -15,7 +15,6 @@ import type { Logger } from '../src/log.js';
 import type { ApiKeyPrincipal, Scope } from '../src/auth/keys.js';
 import type { HookUrlPolicy } from '../src/net/hook-url.js';
 import type { Keyring } from '../src/auth/secret-box.js';
-import type { Dialect } from './dialect.js';
 
 /**
  * The node calls the API makes. src/rpc's client satisfies it; errors it throws for a node
@@ -123,12 +122,6 @@ export type NodeTip = { height: number; hash: string; at: Date; initialBlockDown
 /** The fastify instance routes are registered on. */
 export type ApiInstance = FastifyInstance;
 
-/**
- * A route module: registers its routes on `app`, once for each dialect that serves it (under
- * the dialect's prefix), answering in that dialect (api/dialect.ts). Add new modules to
- * `routeModules` in api/routes/index.ts.
- */
-export type RouteModule = (app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect) => void | Promise<void>;
 
 /** ApiDeps with settings filled in. */
 export type ResolvedApiDeps = Omit<ApiDeps, 'settings'> & { settings: ApiSettings };

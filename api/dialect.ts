@@ -11,6 +11,21 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceError } from '../src/errors.js';
+import type { SubscriptionRow } from '../src/db/queries/tenancy-subscriptions.js';
+import type { OutputAssets } from '../src/bitcoin/open-assets.js';
+import type { ApiInstance, ResolvedApiDeps } from './deps.js';
+
+/**
+ * A route module: registers its routes on `app`, once for each dialect that serves it (under
+ * the dialect's prefix), answering in that dialect. Add new modules to `routeModules` in
+ * api/routes/index.ts.
+ */
+export type RouteModule = (app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect) => void | Promise<void>;
+
+/** How a dialect answers one resource (a block, a transaction): its response schema and its loader. */
+export type ResourceAnswer = { schema: Record<string, unknown>; load(deps: ResolvedApiDeps, hash: Buffer): Promise<object | undefined> };
+export type BlockAnswer = ResourceAnswer;
+export type TransactionAnswer = ResourceAnswer;
 
 export type DialectName = 'v1' | 'coinstack';
 
@@ -36,4 +51,45 @@ export interface Dialect {
   sendError(reply: FastifyReply, err: ServiceError): FastifyReply;
   /** How `request` presents its key (read in the authentication hook). */
   credentials(request: FastifyRequest): Credentials;
+  readonly routes: DialectRoutes;
+  /** GET /blocks/{hash} and GET /transactions/{hash}: what the dialect loads and shows. */
+  readonly answers: { block: BlockAnswer; transaction: TransactionAnswer };
+  readonly shapes: DialectShapes;
+}
+
+/** An unspent output of an address as the index knows it. */
+export type UnspentView = { txid: Uint8Array; vout: number; value: bigint; script: Uint8Array; confirmations: number; txNum?: bigint | undefined; assets?: OutputAssets | undefined };
+
+/** How address lists are read: pages with a cursor in a Link header, or whole lists cut by skip/limit. */
+export type Listing = 'cursor' | 'whole';
+
+/** Shapes and parameters of the routes, where the dialects differ. */
+export interface DialectRoutes {
+  /** Schema of a `{hash}` path parameter. */
+  readonly hashParams: object;
+  /** The hash a path names (internal byte order); a malformed one throws ServiceError `notFound` or ERR_INVALID_HASH. */
+  parseHash(raw: string, notFound: 'ERR_BLOCK_NOT_FOUND' | 'ERR_TX_NOT_FOUND'): Buffer;
+  /** Whether the request asks for the raw object as hex text (`?format=hex`). */
+  wantsHex(request: FastifyRequest): boolean;
+  /** Query schemas of the address routes. */
+  readonly addressQuery: { balance?: object; history: object; unspent: object };
+  readonly listing: Listing;
+  /** Whether coinbase outputs count in balances and unspent lists only once mature (100 confirmations). */
+  readonly matureCoinbaseOnly: boolean;
+  /** Schema of the POST /transactions body. */
+  readonly broadcastBody: object;
+  /** Schema of the POST /subscriptions body. */
+  readonly subscriptionBody: object;
+  /** Response schemas (they also serialize); none where the answer's key order is written by hand. */
+  response(schema: object): Record<number, object> | undefined;
+}
+
+/** How the dialect writes the resources it does not load itself. */
+export interface DialectShapes {
+  unspent(u: UnspentView): unknown;
+  /** The answer to a broadcast accepted by the node. */
+  broadcast(txid: string): unknown;
+  subscription(s: SubscriptionRow): unknown;
+  /** Answers a deletion that succeeded. */
+  deleted(reply: FastifyReply): FastifyReply;
 }

@@ -1,8 +1,9 @@
 /**
- * The Transaction JSON of the spec (service-api.md "Transaction") from index rows: a confirmed
- * transaction from `txs` (packed outputs and input references), a mempool one from its raw
- * bytes. Input values and addresses come from the spent outputs; `used` says whether a block or
- * a mempool transaction spends the output; OP_RETURN outputs carry `data` and are never used.
+ * A transaction from index rows (`IndexedTx`, before any dialect shapes it): a confirmed one from
+ * `txs` (packed outputs and input references), a mempool one from its raw bytes; input values
+ * and scripts come from the spent outputs; `used` says whether a block or a mempool transaction
+ * spends an output; Open Assets colors when the index recorded them. And /v1's Transaction JSON
+ * made from it: OP_RETURN outputs carry `data` and are never used.
  * @module
  */
 import type { Kysely } from 'kysely';
@@ -21,6 +22,7 @@ import {
 import { decodeTx } from '../src/bitcoin/tx.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { describeOutput } from './address-codec.js';
+import type { OutputAssets } from '../src/bitcoin/open-assets.js';
 import { isoFromUnix, isoTime, UNKNOWN_TIME } from '../src/time.js';
 
 export type TransactionJson = {
@@ -38,18 +40,26 @@ const COINBASE_INPUT = { transaction_hash: '0'.repeat(64), output_index: -1, add
 
 type Prevout = { value: bigint; script: Uint8Array } | undefined;
 
-function buildJson(
-  network: NetworkName,
-  tx: {
-    txid: Uint8Array;
-    coinbase: boolean;
-    inputs: { prevTxid: Uint8Array; vout: number; prevout: Prevout }[];
-    outputs: { value: bigint; script: Uint8Array }[];
-    used: (vout: number) => boolean;
-    block: { hash: Uint8Array; height: number; time: number } | undefined;
-    firstSeen: Date | null;
-  },
-): TransactionJson & { fee: number | null } {
+/** A transaction as the index knows it, before any dialect shapes it. */
+export type IndexedTx = {
+  txid: Uint8Array;
+  coinbase: boolean;
+  /** Each input with the output it spends (undefined when the index does not have it). */
+  inputs: { prevTxid: Uint8Array; vout: number; prevout: Prevout }[];
+  outputs: { value: bigint; script: Uint8Array }[];
+  /** Whether a block or a mempool transaction spends output `vout`. */
+  used: (vout: number) => boolean;
+  block: { hash: Uint8Array; height: number; time: number } | undefined;
+  firstSeen: Date | null;
+  /** Open Assets colors of the outputs, when the index recorded the transaction as colored. */
+  assets?: readonly OutputAssets[] | undefined;
+};
+
+/** Hex of bytes. */
+export const toHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+
+/** /v1's Transaction JSON (with the fee the index computes) of an indexed transaction. */
+export function buildJson(network: NetworkName, tx: IndexedTx): TransactionJson & { fee: number | null } {
   const addresses = new Set<string>();
   const inputs = tx.coinbase
     ? [{ ...COINBASE_INPUT, address: [] }]
@@ -109,9 +119,19 @@ export type TransactionView = TransactionJson & { fee: number | null };
  * is done again.
  */
 export async function loadTransactionView(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<{ view: TransactionView; mempoolRaw: Buffer | null } | undefined> {
+  const r = await loadIndexedTx(db, txid);
+  return r && { view: buildJson(network, r.tx), mempoolRaw: r.mempoolRaw };
+}
+
+/**
+ * A confirmed or mempool transaction as the index knows it, with its raw bytes when it is in
+ * the mempool, or undefined when unknown. The reads are separate queries; when a reorg lands
+ * between them, the whole read is done again.
+ */
+export async function loadIndexedTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: IndexedTx; mempoolRaw: Buffer | null } | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await readTransactionView(db, network, txid);
+      return await readIndexedTx(db, txid);
     } catch (err) {
       if (!(err instanceof InconsistentRead) || attempt >= 3) throw err;
     }
@@ -139,12 +159,17 @@ export async function confirmedViews(
   rows: readonly ConfirmedRow[],
   block: { hash: Uint8Array; height: number; time: number },
 ): Promise<TransactionView[]> {
+  return (await confirmedTxs(db, rows, block)).map((tx) => buildJson(network, tx));
+}
+
+/** Indexed transactions of one block (`rows` from one statement), their spent outputs read in one more round trip. */
+async function confirmedTxs(db: Kysely<Database>, rows: readonly ConfirmedRow[], block: { hash: Uint8Array; height: number; time: number }): Promise<IndexedTx[]> {
   const ins = rows.map((r) => decodeIns(r.ins));
   const prevTxs = await getTxsByNum(db, ins.flat().map((i) => i.txNum));
   return rows.map((row, k) => {
     const unspent = new Set(row.unspent_vouts);
     const mempoolSpent = new Set(row.mempool_spent_vouts);
-    return buildJson(network, {
+    return {
       txid: row.txid,
       coinbase: txNumPosition(row.tx_num) === 0,
       inputs: ins[k]!.map((i) => {
@@ -156,15 +181,15 @@ export async function confirmedViews(
       used: (vout) => !unspent.has(vout) || mempoolSpent.has(vout),
       block,
       firstSeen: row.first_seen,
-    });
+    };
   });
 }
 
-async function readTransactionView(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<{ view: TransactionView; mempoolRaw: Buffer | null } | undefined> {
+async function readIndexedTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: IndexedTx; mempoolRaw: Buffer | null } | undefined> {
   const confirmed = await findConfirmedTx(db, txid);
   if (confirmed) {
     const block = { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time };
-    return { view: (await confirmedViews(db, network, [confirmed], block))[0]!, mempoolRaw: null };
+    return { tx: (await confirmedTxs(db, [confirmed], block))[0]!, mempoolRaw: null };
   }
   const mempool = await findMempoolTx(db, txid);
   if (!mempool) return undefined;
@@ -175,7 +200,7 @@ async function readTransactionView(db: Kysely<Database>, network: NetworkName, t
     getMempoolOutputs(db, tx.inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout }))),
     getOutputSpendState(db, txid),
   ]);
-  const view = buildJson(network, {
+  const indexed: IndexedTx = {
     txid,
     coinbase: false,
     inputs: tx.inputs.map((i) => {
@@ -188,6 +213,6 @@ async function readTransactionView(db: Kysely<Database>, network: NetworkName, t
     used: (vout) => spend.mempoolSpent.has(vout),
     block: undefined,
     firstSeen: mempool.first_seen,
-  });
-  return { view, mempoolRaw: mempool.raw };
+  };
+  return { tx: indexed, mempoolRaw: mempool.raw };
 }

@@ -11,14 +11,14 @@
 import type { FastifyReply } from 'fastify';
 import { ERROR_CODES, type ErrorCode, type ServiceError } from '../../src/errors.js';
 
-/** The six kinds of coinstack/client/errors.go, with their code, status and fixed message. */
+/** The six kinds of coinstack/client/errors.go, with their code, status, fixed message and retry flag. */
 export const COINSTACK_KINDS = {
-  AccessDenied: { code: 3001, status: 400, type: 'io.coinstack#AccessDeniedError', message: 'Access Denied' },
-  ThroughputExceeded: { code: 3002, status: 400, type: 'io.coinstack#ThroughputExceededError', message: 'Rate of requests exceeds the allowed throughput.' },
-  ResourceNotFound: { code: 3003, status: 404, type: 'io.coinstack#ResourceNotFoundError', message: 'Requested resource not found.' },
-  ValidationFailed: { code: 3004, status: 400, type: 'io.coinstack#ValidationFailed', message: 'The request could not be processed.' },
-  InternalServer: { code: 4001, status: 500, type: 'io.coinstack#InternalServerError', message: 'The server encountered an internal error trying to fulfill the request.' },
-  ServerUnavailable: { code: 4002, status: 503, type: 'io.coinstack#ServerUnavailableError', message: 'The service is currently unavailable or busy.' },
+  AccessDenied: { code: 3001, status: 400, type: 'io.coinstack#AccessDeniedError', message: 'Access Denied', retry: false },
+  ThroughputExceeded: { code: 3002, status: 400, type: 'io.coinstack#ThroughputExceededError', message: 'Rate of requests exceeds the allowed throughput.', retry: true },
+  ResourceNotFound: { code: 3003, status: 404, type: 'io.coinstack#ResourceNotFoundError', message: 'Requested resource not found.', retry: false },
+  ValidationFailed: { code: 3004, status: 400, type: 'io.coinstack#ValidationFailed', message: 'The request could not be processed.', retry: false },
+  InternalServer: { code: 4001, status: 500, type: 'io.coinstack#InternalServerError', message: 'The server encountered an internal error trying to fulfill the request.', retry: true },
+  ServerUnavailable: { code: 4002, status: 503, type: 'io.coinstack#ServerUnavailableError', message: 'The service is currently unavailable or busy.', retry: true },
 } as const;
 
 export type CoinstackKind = keyof typeof COINSTACK_KINDS;
@@ -67,6 +67,7 @@ export const COINSTACK_ERRORS: Record<ErrorCode, Mapping> = {
   ERR_TX_FEE_TOO_HIGH: INVALID,
   ERR_TX_CONFLICT: INVALID,
   ERR_TX_INPUTS_MISSING: INVALID,
+  ERR_TX_INPUTS_UNKNOWN: INVALID,
   ERR_TX_NOT_FINAL: INVALID,
   ERR_TX_MEMPOOL_LIMIT: INVALID,
   ERR_NODE_UNAVAILABLE: UNAVAILABLE,

@@ -1,8 +1,10 @@
 /**
- * GET /addresses/{address}/balance, /history and /unspentoutputs (service-api.md, DESIGN.md
- * "REST API"): mempool included with 0 confirmations unless `min_conf` ≥ 1; history newest
- * first, mempool first; history and unspent outputs paged by `limit` and an opaque cursor in a
- * `Link: <…>; rel="next"` header, bodies staying bare arrays. The address is checked (encoding,
+ * GET /addresses/{address}/balance, /history and /unspentoutputs: mempool included with 0
+ * confirmations unless `min_conf` ≥ 1; history newest first, mempool first. Lists as the dialect
+ * reads them: /v1 pages history and unspent outputs by `limit` and an opaque cursor in a
+ * `Link: <…>; rel="next"` header, bodies staying bare arrays; Coinstack's dialect gives them
+ * whole, cut by skip/limit/confirmed or amount (../whole-lists.ts), and counts a coinbase output
+ * only once mature. The address is checked (encoding,
  * checksum, network) before any query; a valid address no transaction touches has balance 0
  * and empty lists, like any address whose coins are all spent.
  * @module
@@ -14,6 +16,7 @@ import {
   getBalanceExclusions,
   getBalanceParts,
   getBalancePartsMany,
+  getImmatureCoinbase,
   listHistoryPages,
   readHistoryChunk,
   type HistoryPageRequest,
@@ -23,8 +26,11 @@ import { hashToHex } from '../../src/bitcoin/hash.js';
 import { addressToScript } from '../address-codec.js';
 import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';
 import { ServiceError } from '../../src/errors.js';
-import { addressParams, balanceSchema, historySchema, minConfQuery, pageQuery, unspentSchema } from '../schemas.js';
-import type { ResolvedApiDeps, RouteModule } from '../deps.js';
+import { addressParams, balanceSchema, historySchema, unspentSchema } from '../schemas.js';
+import type { ApiInstance, ResolvedApiDeps } from '../deps.js';
+import type { RouteModule } from '../dialect.js';
+import type { Dialect } from '../dialect.js';
+import { historyCut, immatureCoinbases, streamHistory, streamUnspent, unspentOutputs, atoi } from '../whole-lists.js';
 import { batchPerTick } from '../tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
 import { HistoryChunkCache } from '../history-chunk-cache.js';
@@ -34,13 +40,13 @@ const MAX_TX_NUM = (1n << 62n) - 1n;
 type AddressParams = { Params: { address: string } };
 
 /** Route schema of a paged address list. */
-function pagedSchema(summary: string, body: Record<string, unknown>) {
+function pagedSchema(summary: string, body: Record<string, unknown>, querystring: object) {
   return {
     summary,
     description: 'Newest first. Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header (absent on the last page).',
     tags: ['addresses'],
     params: addressParams,
-    querystring: pageQuery,
+    querystring,
     response: { 200: { ...body, headers: { Link: { type: 'string', description: '<url>; rel="next"' } } } },
   };
 }
@@ -105,7 +111,8 @@ function heldChunks(deps: ResolvedApiDeps): HistoryChunkCache | undefined {
   return caches.get(deps);
 }
 
-export const addressRoutes: RouteModule = (app, deps) => {
+export const addressRoutes: RouteModule = (app, deps, dialect) => {
+  const { routes } = dialect;
   // Balance requests arriving together share one query (api/tick-batch.ts).
   const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.db, keys[0]!)] : getBalancePartsMany(deps.db, keys)));
   // So do history pages (one statement for one page or many), with the chunks paging reads held.
@@ -117,7 +124,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
       throw err;
     }),
   );
-  app.get<AddressParams & { Querystring: { min_conf: number } }>(
+  app.get<AddressParams & { Querystring: { min_conf?: number } }>(
     '/addresses/:address/balance',
     {
       config: { keyCheck: 'alongside' },
@@ -125,24 +132,30 @@ export const addressRoutes: RouteModule = (app, deps) => {
         summary: 'Balance: the sum of the address\'s unspent outputs (mempool included unless min_conf ≥ 1)',
         tags: ['addresses'],
         params: addressParams,
-        querystring: minConfQuery,
-        response: { 200: balanceSchema },
+        ...(routes.addressQuery.balance ? { querystring: routes.addressQuery.balance } : {}),
+        response: routes.response(balanceSchema),
       },
     },
     async (request) => {
       const addrKey = resolveAddress(deps, request.params.address);
       await assertNotSyncing(deps);
-      const minConf = request.query.min_conf;
+      const minConf = request.query.min_conf ?? 0;
       const parts = await balanceParts(addrKey);
-      const balance = minConf === 0 ? parts.confirmed + parts.mempool : parts.confirmed - (await getBalanceExclusions(deps.db, addrKey, confBound(parts.tipHeight, minConf)));
+      let balance = minConf === 0 ? parts.confirmed + parts.mempool : parts.confirmed - (await getBalanceExclusions(deps.db, addrKey, confBound(parts.tipHeight, minConf)));
+      if (routes.matureCoinbaseOnly) balance -= await getImmatureCoinbase(deps.db, addrKey, immatureCoinbases(parts.tipHeight));
       await keyCheckPassed(request);
       return { balance: Number(balance) };
     },
   );
 
+  if (routes.listing === 'whole') {
+    wholeLists(app, deps, dialect);
+    return;
+  }
+
   app.get<AddressParams & PageQuery>(
     '/addresses/:address/history',
-    { config: { keyCheck: 'alongside' }, schema: pagedSchema('Transaction hashes of the address, newest first (mempool first), paged', historySchema) },
+    { config: { keyCheck: 'alongside' }, schema: pagedSchema('Transaction hashes of the address, newest first (mempool first), paged', historySchema, routes.addressQuery.history) },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
@@ -192,7 +205,7 @@ export const addressRoutes: RouteModule = (app, deps) => {
 
   app.get<AddressParams & PageQuery>(
     '/addresses/:address/unspentoutputs',
-    { config: { keyCheck: 'alongside' }, schema: pagedSchema('Outputs of the address spent by no block or mempool transaction (mempool outputs with 0 confirmations), paged', unspentSchema) },
+    { config: { keyCheck: 'alongside' }, schema: pagedSchema('Outputs of the address spent by no block or mempool transaction (mempool outputs with 0 confirmations), paged', unspentSchema, routes.addressQuery.unspent) },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
@@ -212,14 +225,45 @@ export const addressRoutes: RouteModule = (app, deps) => {
       );
       await keyCheckPassed(request);
       setNextLink(request, reply, q, next);
-      return items.map((i) => ({
-        transaction_hash: hashToHex(i.txid),
-        index: i.vout,
-        value: i.value.toString(),
-        script: i.script.toString('hex'),
-        // (a block applied after the tip was read still counts one confirmation)
-        confirmations: i.txNum === undefined ? 0 : Math.max(1, tip - txNumHeight(i.txNum) + 1),
-      }));
+      return items.map((i) =>
+        dialect.shapes.unspent({
+          txid: i.txid,
+          vout: i.vout,
+          value: i.value,
+          script: i.script,
+          // (a block applied after the tip was read still counts one confirmation)
+          confirmations: i.txNum === undefined ? 0 : Math.max(1, tip - txNumHeight(i.txNum) + 1),
+        }),
+      );
     },
   );
 };
+
+/** History and unspent outputs given whole (Coinstack's listing), streamed. */
+function wholeLists(app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect): void {
+  const { routes } = dialect;
+  app.get<AddressParams & { Querystring: Record<string, string | undefined> }>(
+    '/addresses/:address/history',
+    { config: { keyCheck: 'alongside' }, schema: { summary: 'Transaction hashes of the address, mempool first, newest first', tags: ['addresses'], params: addressParams, querystring: routes.addressQuery.history } },
+    async (request, reply) => {
+      const addrKey = resolveAddress(deps, request.params.address);
+      const cut = historyCut(request.query);
+      await assertNotSyncing(deps);
+      await keyCheckPassed(request);
+      return reply.type('application/json; charset=utf-8').send(streamHistory(deps.db, addrKey, cut));
+    },
+  );
+
+  app.get<AddressParams & { Querystring: Record<string, string | undefined> }>(
+    '/addresses/:address/unspentoutputs',
+    { config: { keyCheck: 'alongside' }, schema: { summary: 'Unspent outputs of the address, until their values reach amount', tags: ['addresses'], params: addressParams, querystring: routes.addressQuery.unspent } },
+    async (request, reply) => {
+      const addrKey = resolveAddress(deps, request.params.address);
+      const amount = BigInt(Math.max(0, atoi(request.query.amount) ?? 0));
+      await assertNotSyncing(deps);
+      await keyCheckPassed(request);
+      const outputs = unspentOutputs(deps.db, addrKey, { amount, matureOnly: routes.matureCoinbaseOnly });
+      return reply.type('application/json; charset=utf-8').send(streamUnspent(outputs, dialect.shapes.unspent));
+    },
+  );
+}

@@ -12,8 +12,8 @@ import { blockSummary, blockSummarySchema, blockViewSchema } from '../block-view
 import { confirmedViews } from '../transaction-view.js';
 import { hashParams } from '../schemas.js';
 import { txViewSchema, withRawExtras } from '../transaction-extras.js';
-import type { RouteModule } from '../deps.js';
-import type { BlockAnswer } from './chain.js';
+import type { RouteModule } from '../dialect.js';
+import type { BlockAnswer } from '../dialect.js';
 
 const heightParams = {
   type: 'object',

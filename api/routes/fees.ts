@@ -8,7 +8,8 @@
  * @module
  */
 import { ServiceError } from '../../src/errors.js';
-import type { ResolvedApiDeps, RouteModule } from '../deps.js';
+import type { ResolvedApiDeps } from '../deps.js';
+import type { RouteModule } from '../dialect.js';
 
 export const FEE_TARGETS = [...Array.from({ length: 25 }, (_, i) => i + 1), 144, 504, 1008] as const;
 const HOLD_MS = 5_000;

@@ -24,7 +24,8 @@ import { findDelivery, listDeliveries, requestRedelivery, type DeliveryPosition,
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../src/db/schema.js';
 import { ServiceError } from '../../src/errors.js';
 import { isoTime } from '../../src/time.js';
-import type { ResolvedApiDeps, RouteModule } from '../deps.js';
+import type { ResolvedApiDeps } from '../deps.js';
+import type { RouteModule } from '../dialect.js';
 
 /** How long a rotated-out secret keeps signing (second signature) so receivers can switch. */
 export const SECRET_ROTATION_GRACE_MS = 24 * 3600_000;

@@ -5,35 +5,23 @@
  * a RouteModule and add it here (see api/README.md for the pattern).
  * @module
  */
-import type { RouteModule } from '../deps.js';
-import type { DialectName } from '../dialect.js';
-import { chainRoutes, chainRoutesWith } from './chain.js';
+import type { DialectName, RouteModule } from '../dialect.js';
+import { chainRoutes } from './chain.js';
 import { addressRoutes } from './addresses.js';
-import { transactionRoutes, transactionRoutesWith } from './transactions.js';
+import { transactionRoutes } from './transactions.js';
 import { stampRoutes } from './stamps.js';
 import { hookRoutes } from './hooks.js';
 import { subscriptionRoutes } from './subscriptions.js';
-import { blockRoutes, v1BlockAnswer } from './blocks.js';
-import { transactionReadRoutes, v1TransactionAnswer } from './transaction-reads.js';
+import { blockRoutes } from './blocks.js';
+import { transactionReadRoutes } from './transaction-reads.js';
 import { walletRoutes } from './wallets.js';
 import { mempoolRoutes } from './mempool.js';
 import { feeRoutes } from './fees.js';
+import { coinstackOnlyRoutes } from './coinstack-only.js';
 
 export const routeModules: Record<DialectName, RouteModule[]> = {
-  // /v1's block and transaction answers carry more than the spec's (header fields; fee, sizes, replaceability)
-  v1: [
-    chainRoutesWith(v1BlockAnswer),
-    addressRoutes,
-    transactionRoutesWith(v1TransactionAnswer),
-    stampRoutes,
-    hookRoutes,
-    subscriptionRoutes,
-    blockRoutes,
-    transactionReadRoutes,
-    walletRoutes,
-    mempoolRoutes,
-    feeRoutes,
-  ],
+  // (/v1's block and transaction answers, richer than the spec's, come with the dialect: api/dialects/v1.ts)
+  v1: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, hookRoutes, subscriptionRoutes, blockRoutes, transactionReadRoutes, walletRoutes, mempoolRoutes, feeRoutes],
   // coinstackd has no hooks: a subscription's action names a hook made under /v1/hooks.
-  coinstack: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, subscriptionRoutes],
+  coinstack: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, subscriptionRoutes, coinstackOnlyRoutes],
 };

@@ -8,7 +8,7 @@
 import { listMempoolFees, listRecentMempool } from '../../src/db/queries/api-mempool.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { decodeTx } from '../../src/bitcoin/tx.js';
-import type { RouteModule } from '../deps.js';
+import type { RouteModule } from '../dialect.js';
 
 const BIN_VSIZE = 50_000;
 

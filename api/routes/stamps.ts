@@ -6,7 +6,8 @@
  * @module
  */
 import { ServiceError } from '../../src/errors.js';
-import type { ResolvedApiDeps, RouteModule } from '../deps.js';
+import type { ResolvedApiDeps } from '../deps.js';
+import type { RouteModule } from '../dialect.js';
 import type { StampService } from '../../src/stamp-service.js';
 
 const STAMP_ID_RE = /^[0-9a-f]{64}-(0|[1-9]\d{0,5})$/;

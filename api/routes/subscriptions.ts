@@ -4,21 +4,22 @@
  * events, or {wallet} for every address of a wallet (docs/wallets.md "Events"); GET /subscriptions; DELETE /subscriptions/{id}. `action` is a hook id of the same key
  * (events are then also pushed there); without it the subscription feeds the key's WebSocket
  * streams only. Creating the same subscription twice answers the existing id. A key sees and
- * deletes only its own.
+ * deletes only its own. Bodies and answers in the dialect's shapes: Coinstack's SDK (Java) sends
+ * `{action, address}` and wants `{id, address, action}` items and a 200 with a body on DELETE.
  * @module
  */
 import { findHook } from '../../src/db/queries/tenancy-hooks.js';
-import { deleteSubscription, insertSubscription, listSubscriptions, type SubscriptionRow } from '../../src/db/queries/tenancy-subscriptions.js';
+import { deleteSubscription, insertSubscription, listSubscriptions } from '../../src/db/queries/tenancy-subscriptions.js';
 import { ServiceError } from '../../src/errors.js';
-import { isoTime } from '../../src/time.js';
 import { findWallet } from '../../src/db/queries/wallets.js';
 import { resolveAddress } from './addresses.js';
 import { newId } from './hooks.js';
-import type { RouteModule } from '../deps.js';
+import type { RouteModule } from '../dialect.js';
 
 /** Default confirmation target: tx.confirmations events up to 6. */
 export const DEFAULT_CONFIRMATIONS = 6;
 
+/** The /v1 subscription view (the response schema also serializes it). */
 const subscriptionView = {
   type: 'object',
   required: ['id', 'type', 'address', 'action', 'confirmations', 'created_at'],
@@ -33,13 +34,9 @@ const subscriptionView = {
   },
 } as const;
 
-function toView(s: SubscriptionRow) {
-  return { id: s.id, type: s.kind, address: s.address, wallet: s.wallet_id, action: s.hook_id, confirmations: s.confirmations, created_at: isoTime(s.created_at) };
-}
-
 type CreateBody = { type?: 'address' | 'chain' | 'wallet'; address?: string; wallet?: string; action?: string | null; confirmations?: number };
 
-export const subscriptionRoutes: RouteModule = (app, deps) => {
+export const subscriptionRoutes: RouteModule = (app, deps, dialect) => {
   app.post<{ Body: CreateBody }>(
     '/subscriptions',
     {
@@ -48,17 +45,7 @@ export const subscriptionRoutes: RouteModule = (app, deps) => {
         summary: 'Subscribe to an address (or to the chain)',
         description: 'Events recorded after this call are delivered to the key\'s WebSocket streams and, with `action`, to that hook.',
         tags: ['subscriptions'],
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            type: { type: 'string', enum: ['address', 'chain', 'wallet'], description: 'address (default), chain (block.connected / block.disconnected, no address) or wallet (every address of a wallet; default when `wallet` is given)' },
-            address: { type: 'string', maxLength: 100 },
-            wallet: { type: 'string', maxLength: 40, description: 'a wallet id of the same key: its events carry `wallet`, `path`, `net` and the wallet\'s amounts' },
-            action: { type: ['string', 'null'], maxLength: 40, description: 'hook id (the "external service id") to push events to' },
-            confirmations: { type: 'integer', minimum: 1, maximum: 100, default: DEFAULT_CONFIRMATIONS, description: 'tx.confirmations events up to this depth' },
-          },
-        },
+        body: dialect.routes.subscriptionBody,
         response: { 200: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } },
       },
     },
@@ -93,8 +80,8 @@ export const subscriptionRoutes: RouteModule = (app, deps) => {
 
   app.get(
     '/subscriptions',
-    { schema: { summary: 'The key\'s subscriptions', tags: ['subscriptions'], response: { 200: { type: 'array', items: subscriptionView } } } },
-    async (request) => (await listSubscriptions(deps.db, request.apiKey.id)).map(toView),
+    { schema: { summary: 'The key\'s subscriptions', tags: ['subscriptions'], response: dialect.routes.response({ type: 'array', items: subscriptionView }) } },
+    async (request) => (await listSubscriptions(deps.db, request.apiKey.id)).map(dialect.shapes.subscription),
   );
 
   app.delete<{ Params: { id: string } }>(
@@ -105,7 +92,7 @@ export const subscriptionRoutes: RouteModule = (app, deps) => {
     },
     async (request, reply) => {
       if (!(await deleteSubscription(deps.db, request.apiKey.id, request.params.id))) throw new ServiceError('ERR_SUBSCRIPTION_NOT_FOUND');
-      return reply.code(204).send();
+      return dialect.shapes.deleted(reply);
     },
   );
 };

@@ -12,15 +12,16 @@ import { hashToHex, hexToHash } from '../../src/bitcoin/hash.js';
 import { merkleBranch, merkleLevels, partialMerkleTree } from '../../src/bitcoin/merkle.js';
 import { ServiceError } from '../../src/errors.js';
 import { hashParams } from '../schemas.js';
-import type { ResolvedApiDeps, RouteModule } from '../deps.js';
-import type { TransactionAnswer } from './transactions.js';
+import type { ResolvedApiDeps } from '../deps.js';
+import type { RouteModule } from '../dialect.js';
+import type { TransactionAnswer } from '../dialect.js';
 import { loadTransactionView } from '../transaction-view.js';
 import { txViewSchema, withRawExtras } from '../transaction-extras.js';
 
 const textResponse = (description: string) => ({ 200: { type: 'string', description } }) as const;
 
 /** The serialized transaction, from the index (mempool) or the node (confirmed). */
-async function rawTransaction(deps: ResolvedApiDeps, txidHex: string): Promise<Buffer> {
+export async function rawTransaction(deps: ResolvedApiDeps, txidHex: string): Promise<Buffer> {
   const place = await findTxPlace(deps.db, Buffer.from(hexToHash(txidHex)));
   if (!place) throw new ServiceError('ERR_TX_NOT_FOUND');
   if (place.raw) return place.raw;

@@ -28,7 +28,8 @@ import {
 import { ServiceError } from '../../src/errors.js';
 import { isoTime } from '../../src/time.js';
 import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';
-import type { ResolvedApiDeps, RouteModule } from '../deps.js';
+import type { ResolvedApiDeps } from '../deps.js';
+import type { RouteModule } from '../dialect.js';
 import { assertNotSyncing } from './addresses.js';
 import { newId } from './hooks.js';
 

@@ -320,3 +320,36 @@ export async function listUnspentPage(
   confirmed.sort((a, b) => (a.txNum === b.txNum ? b.vout - a.vout : a.txNum! < b.txNum! ? 1 : -1));
   return { mempool, confirmed, tipHeight };
 }
+
+/**
+ * Where an address's confirmed history is entered to skip its `skip` newest entries: the tx_num
+ * bound (exclusive) below which the rest lies, or null when there are no more than `skip`. Chunk
+ * sizes come from their lengths (no chunk is read whole but the one the skip ends in).
+ */
+export async function seekHistory(db: Kysely<Database>, addrKey: string, skip: number): Promise<bigint | null> {
+  if (skip === 0) return MAX_TX_NUM_BOUND;
+  const r = await sql<{ n: bigint }>`
+    SELECT ${ENTRY_AT(sql`int8send(h.first_tx_num) || h.rest`, sql`(c.size - 1 - (${skip}::int8 - (c.cum - c.size)))::int4`)} + 1 AS n
+      FROM (SELECT f, size, cum FROM (SELECT first_tx_num AS f, 1 + length(rest)::int8 / 8 AS size,
+                                             sum(1 + length(rest)::int8 / 8) OVER (ORDER BY first_tx_num DESC) AS cum
+                                        FROM history WHERE addr_key = ${addrKey}) w
+             WHERE cum > ${skip} ORDER BY f DESC LIMIT 1) c
+      JOIN history h ON h.addr_key = ${addrKey} AND h.first_tx_num = c.f`.execute(db);
+  return r.rows[0]?.n ?? null;
+}
+
+/** Larger than every tx_num: the bound of a list that starts at the newest entry. */
+export const MAX_TX_NUM_BOUND = (1n << 62n) - 1n;
+
+/**
+ * Sum of the address's unspent coinbase outputs among `coinbaseTxNums` (the coinbases of the
+ * blocks whose outputs are not mature yet), those spent by a mempool transaction left out.
+ */
+export async function getImmatureCoinbase(db: Kysely<Database>, addrKey: string, coinbaseTxNums: readonly bigint[]): Promise<bigint> {
+  if (coinbaseTxNums.length === 0) return 0n;
+  const r = await sql<{ sum: bigint | null }>`
+    SELECT sum(u.value)::int8 AS sum FROM utxos u
+     WHERE u.addr_key = ${addrKey} AND u.tx_num = ANY(${coinbaseTxNums.map(String)}::int8[])
+       AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)`.execute(db);
+  return r.rows[0]?.sum ?? 0n;
+}

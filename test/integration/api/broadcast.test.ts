@@ -1,7 +1,7 @@
 /**
  * POST /transactions against the devnode (Core's codes and messages): accepted, resent
- * (idempotent), confirmed then resent (idempotent), conflicting, dust, unknown parent, spent
- * parent, undecodable, node down or warming up — each with the status, code and `retry` the
+ * (idempotent), confirmed then resent (idempotent), conflicting, dust, unknown parent (that can
+ * or cannot still appear), spent parent, undecodable, node down or warming up — each with the status, code and `retry` the
  * API promises (retry only when sending the same bytes again can succeed).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,7 +62,7 @@ describe('broadcast through the devnode', () => {
     expect(r.json()).toMatchObject({ error_code: 'ERR_TX_REJECTED', retry: false, error_cause: 'dust, tx with dust output must be 0-fee' });
   });
 
-  it('an unknown parent → 409 ERR_TX_INPUTS_MISSING, retry true (the parent may still come)', async () => {
+  it('an unknown parent that nothing says will come → 400 ERR_TX_INPUTS_UNKNOWN, retry false; one a reorg took out → 409 ERR_TX_INPUTS_MISSING, retry true', async () => {
     const parent = node.wallet.createTx(node.wallet.address('p2wpkh'), 300_000n);
     const parentId = hashToHex(decodeTx(Buffer.from(parent, 'hex')).txid);
     // A child of a signed transaction the node has never seen: a wallet payment whose first
@@ -72,8 +72,60 @@ describe('broadcast through the devnode', () => {
     const at = Buffer.from(tx.bytes).indexOf(Buffer.from(tx.inputs[0]!.prevTxid));
     Buffer.from(parentId, 'hex').reverse().copy(child, at);
     const r = await post(child.toString('hex'));
-    expect(r.statusCode).toBe(409);
-    expect(r.json()).toMatchObject({ error_code: 'ERR_TX_INPUTS_MISSING', retry: true });
+    expect(r.statusCode).toBe(400);
+    expect(r.json()).toMatchObject({ error_code: 'ERR_TX_INPUTS_UNKNOWN', retry: false });
+    // The same parent, taken out of the chain by a reorg and not settled yet: it may come back.
+    const parentKey = Buffer.from(parentId, 'hex').reverse();
+    await h.t.db.insertInto('reorged_txs').values({ txid: parentKey, addr_key: '00000000-0000-0000-0000-000000000001', address: 'x', received: 1n, sent: 0n, spends: Buffer.alloc(0), since_height: 1 }).execute();
+    try {
+      const again = await post(child.toString('hex'));
+      expect(again.statusCode).toBe(409);
+      expect(again.json()).toMatchObject({ error_code: 'ERR_TX_INPUTS_MISSING', retry: true });
+      expect(again.json().error_message).toContain('reorg');
+    } finally {
+      await h.t.db.deleteFrom('reorged_txs').where('txid', '=', parentKey).execute();
+    }
+  });
+
+  it('a child sent while its parent is being sent through this API → 409 ERR_TX_INPUTS_MISSING, retry true', async () => {
+    const parentHex = node.wallet.createTx(node.wallet.address('p2wpkh'), 400_000n);
+    const parentId = hashToHex(decodeTx(Buffer.from(parentHex, 'hex')).txid);
+    const child = Buffer.from(node.wallet.createTx(node.wallet.address('p2wpkh'), 10_000n), 'hex');
+    const tx = decodeTx(child);
+    Buffer.from(parentId, 'hex').reverse().copy(child, Buffer.from(tx.bytes).indexOf(Buffer.from(tx.inputs[0]!.prevTxid)));
+    // The node holds the parent's broadcast until the child's answer is known.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let arrived!: () => void;
+    const parentAtNode = new Promise<void>((r) => (arrived = r));
+    const real = new BitcoindClient({ url: node.rpcUrl, timeoutMs: 2000 });
+    const slow = await createApiHarness(
+      {
+        node: {
+          getBlockchainInfo: () => real.getBlockchainInfo(),
+          sendRawTransaction: async (hex: string) => {
+            if (hex === parentHex) {
+              arrived();
+              await held;
+            }
+            return real.sendRawTransaction(hex);
+          },
+        },
+      },
+      h.t,
+    );
+    try {
+      const sendParent = slow.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: slow.key }, payload: { tx: parentHex } });
+      await parentAtNode;
+      const r = await slow.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: slow.key }, payload: { tx: child.toString('hex') } });
+      expect(r.statusCode).toBe(409);
+      expect(r.json()).toMatchObject({ error_code: 'ERR_TX_INPUTS_MISSING', retry: true });
+      release();
+      expect((await sendParent).statusCode).toBe(200);
+    } finally {
+      release();
+      await slow.close();
+    }
   });
 
   it('a parent the index holds as spent → 409 ERR_TX_CONFLICT, retry false', async () => {

@@ -132,9 +132,9 @@ describe('payments', () => {
     expect(await client.getBalance(payee)).toBe(75_000n);
   });
 
-  it('sendTransaction resubmits while retry (unknown parent) and never a faulty transaction (conflict)', async () => {
+  it('sendTransaction resubmits while retry (not final yet) and never a faulty transaction (unknown parent, conflict)', async () => {
     const payer = Key.random('regtest');
-    await fund([{ address: payer.address('p2wpkh'), sats: 100_000n }]);
+    await fund([{ address: payer.address('p2wpkh'), sats: 100_000n }, { address: payer.address('p2wpkh'), sats: 50_000n }]);
     const mid = Key.random('regtest');
     const parent = await client.transaction({ shuffleOutputs: false }).to(mid.address('p2wpkh'), 60_000n).from(payer, 'p2wpkh').build();
     const child = await client
@@ -142,16 +142,26 @@ describe('payments', () => {
       .to(Key.random('regtest').address('p2wpkh'), 50_000n)
       .spend({ txid: parent.txid, vout: 0, value: 60_000n }, keySource(mid, 'p2wpkh', 'regtest'))
       .build();
+    // A parent nothing says will come: refused once, never resent.
+    let orphanAttempts = 0;
+    await expect(client.sendTransaction(child, { initialDelayMs: 50, onRetry: () => orphanAttempts++ })).rejects.toMatchObject({ status: 400, code: 'ERR_TX_INPUTS_UNKNOWN', retry: false });
+    expect(orphanAttempts).toBe(0);
+    // Locked until the next block: resent until a block makes it final.
+    const tip = stack.devnode.tip().height;
+    const locked = await client.transaction({ lockTime: tip + 1 }).to(Key.random('regtest').address('p2wpkh'), 10_000n).from(payer, 'p2wpkh').build();
     const retries: string[] = [];
-    const childId = await client.sendTransaction(child, {
+    const lockedId = await client.sendTransaction(locked, {
       initialDelayMs: 50,
       onRetry: (err) => {
         retries.push(err.code);
-        if (retries.length === 1) void parent.send();
+        if (retries.length === 1) void stack.mine(1);
       },
     });
-    expect(childId).toBe(child.txid);
-    expect(retries[0]).toBe('ERR_TX_INPUTS_MISSING');
+    expect(lockedId).toBe(locked.txid);
+    expect(retries[0]).toBe('ERR_TX_NOT_FINAL');
+    await confirm(locked);
+    await parent.send();
+    await client.sendTransaction(child);
     await confirm(parent);
     await confirm(child);
 
