@@ -15,6 +15,7 @@ import { getNetwork, type Network, type NetworkName } from './network.js';
 import { Reservations } from './reservations.js';
 import { sendWithRetry, type SendOptions, type SignedTransaction } from './send.js';
 import { EventStream, type StreamOptions } from './stream.js';
+import { WalletsApi } from './wallets.js';
 import type {
   Block,
   BlockHeaderFields,
@@ -121,6 +122,11 @@ export class BlockwireClient {
   /** The versioned API root, e.g. `http://127.0.0.1:3000/v1`. */
   get root(): string {
     return this.http.root;
+  }
+
+  /** The wallet routes (`/wallets`): create and read wallets, pay from one (client/wallets.ts). */
+  get wallets(): WalletsApi {
+    return new WalletsApi(this.http, this.network);
   }
 
   // ---- chain -------------------------------------------------------------------------------

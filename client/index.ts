@@ -67,4 +67,5 @@ export {
   type IssueOptions,
   type TransferOptions,
 } from './assets.js';
+export { WalletsApi, deriveAtPath, type Wallet, type WalletSpec, type WalletBalance, type WalletHistoryEntry, type WalletUnspentOutput, type WalletAddress, type WalletPayment, type WalletPaymentRequest } from './wallets.js';
 export type * from './types.js';

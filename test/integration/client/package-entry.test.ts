@@ -19,7 +19,7 @@ import { clientDir } from '../../support/client-build.js';
 import { projectRoot } from '../../support/fixtures.js';
 
 const run = promisify(execFile);
-const SDK_DEPENDENCIES = ['@noble/curves', '@noble/hashes', '@scure/base', '@scure/btc-signer'];
+const SDK_DEPENDENCIES = ['@noble/curves', '@noble/hashes', '@scure/base', '@scure/bip32', '@scure/btc-signer'];
 
 let work: string;
 let app: string;
@@ -70,7 +70,7 @@ describe('@blockwire/client, packed and installed into a scratch project', () =>
 
   it('the emitted code imports only its own files and @scure/@noble, and no Node global', async () => {
     const dist = join(app, 'node_modules', '@blockwire', 'client', 'dist');
-    const allowed = /^(\.\/[\w-]+\.js|@scure\/(base|btc-signer)|@noble\/(curves|hashes)\/[\w.-]+\.js)$/;
+    const allowed = /^(\.\/[\w-]+\.js|@scure\/(base|bip32|btc-signer)|@noble\/(curves|hashes)\/[\w.-]+\.js)$/;
     const files = (await readdir(dist)).filter((n) => n.endsWith('.js'));
     expect(files).toContain('index.js');
     for (const f of files) {
@@ -123,7 +123,7 @@ describe('@blockwire/client, packed and installed into a scratch project', () =>
     });
     const inputs = Object.keys(bundled.metafile.inputs).filter((i) => i !== 'entry.js');
     expect(inputs.length).toBeGreaterThan(10);
-    for (const input of inputs) expect(input).toMatch(/^node_modules\/(@blockwire\/client\/dist\/[\w-]+\.js|@scure\/(base|btc-signer)\/|@noble\/(curves|hashes)\/|micro-packed\/)/);
+    for (const input of inputs) expect(input).toMatch(/^node_modules\/(@blockwire\/client\/dist\/[\w-]+\.js|@scure\/(base|bip32|btc-signer)\/|@noble\/(curves|hashes)\/|micro-packed\/)/);
     // A context with what a page offers the SDK (fetch, crypto, TextEncoder, URL…), nothing of Node.
     const page = { crypto: globalThis.crypto, TextEncoder, TextDecoder, URL, URLSearchParams, AbortSignal, AbortController, fetch, console, setTimeout, clearTimeout };
     const out = runInNewContext(
