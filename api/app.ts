@@ -9,6 +9,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import { installAuth } from './auth.js';
 import { buildValidator } from './validation.js';
+import { boundedJsonParser, installJsonBodies } from './json-body.js';
 import { installErrorHandling } from './errors.js';
 import { collectRoutes } from './route-map.js';
 import type { Dialect } from './dialect.js';
@@ -61,6 +62,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     description: 'Address index, transactions, broadcast, stamps and subscriptions beside a Bitcoin Core node, under /v1. The bare paths speak the Coinstack dialect (docs/coinstack.md) and are not described here.',
   });
   installErrorHandling(app, v1Dialect);
+  const parseJson = boundedJsonParser(app, { maxDepth: settings.bodyMaxDepth, maxItems: settings.bodyMaxItems });
+  installJsonBodies(app, parseJson);
   const routes = collectRoutes(app);
   // A DELETE sent with `Content-Type: application/json` and no body (what many HTTP clients do)
   // has nothing to parse: it is taken as a bodiless DELETE, not refused as empty JSON.
@@ -98,7 +101,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(
       async (scope) => {
         if (!dialect.described) hideFromOpenApi(scope);
-        dialect.install(scope);
+        dialect.install(scope, parseJson);
         installErrorHandling(scope, dialect);
         authenticateIn(scope, dialect);
         for (const mod of routeModules[dialect.name]) await mod(scope, resolved, dialect);

@@ -39,6 +39,10 @@ export type ApiSettings = {
   bodyLimit: number;
   /** Largest body of POST /transactions (a raw transaction as hex). */
   txBodyLimit: number;
+  /** Deepest nesting of arrays and objects in a JSON body (400 above, before parsing). */
+  bodyMaxDepth: number;
+  /** Most array elements and object members in a JSON body, counted over all of it (400 above). */
+  bodyMaxItems: number;
   /** Per-request time limit in ms (503 ERR_REQUEST_TIMEOUT). */
   requestTimeoutMs: number;
   /** Requests per key per window when the key has no limit of its own. */
@@ -57,6 +61,8 @@ export type ApiSettings = {
 export const defaultApiSettings: ApiSettings = {
   bodyLimit: 64 * 1024,
   txBodyLimit: 2 * 1024 * 1024,
+  bodyMaxDepth: 32,
+  bodyMaxItems: 10_000,
   requestTimeoutMs: 10_000,
   rateLimit: 6000,
   rateWindowMs: 60_000,

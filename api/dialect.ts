@@ -26,6 +26,7 @@ export type RouteModule = (app: ApiInstance, deps: ResolvedApiDeps, dialect: Dia
 export type ResourceAnswer = { schema: Record<string, unknown>; load(deps: ResolvedApiDeps, hash: Buffer): Promise<object | undefined> };
 export type BlockAnswer = ResourceAnswer;
 export type TransactionAnswer = ResourceAnswer;
+import type { JsonBodyParser } from './json-body.js';
 
 export type DialectName = 'v1' | 'coinstack';
 
@@ -43,10 +44,11 @@ export interface Dialect {
   /** Whether /openapi.json describes its routes (it describes one dialect: Blockwire's). */
   readonly described: boolean;
   /**
-   * Installs what the dialect's scope needs before its routes: request parsing (content types),
-   * and the not-found answer for paths under its prefix that no route serves.
+   * Installs what the dialect's scope needs before its routes: request parsing (content types;
+   * JSON text goes through `parseJson`, bounded by size and shape), and the not-found answer for
+   * paths under its prefix that no route serves.
    */
-  install(scope: FastifyInstance): void;
+  install(scope: FastifyInstance, parseJson: JsonBodyParser): void;
   /** Sends `err` as this dialect's error answer (status, headers, body). */
   sendError(reply: FastifyReply, err: ServiceError): FastifyReply;
   /** How `request` presents its key (read in the authentication hook). */

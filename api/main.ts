@@ -56,6 +56,8 @@ export function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
   return {
     bodyLimit: config.apiBodyLimit,
     txBodyLimit: config.apiTxBodyLimit,
+    bodyMaxDepth: config.apiBodyMaxDepth,
+    bodyMaxItems: config.apiBodyMaxItems,
     requestTimeoutMs: config.apiRequestTimeoutMs,
     rateLimit: config.apiRateLimit,
     rateWindowMs: config.apiRateWindowMs,

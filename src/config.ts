@@ -143,6 +143,8 @@ export const settings = {
   snsEndpoint: setting<string | undefined>('BLOCKWIRE_SNS_ENDPOINT', undefined, 'SNS endpoint override (LocalStack, a local test endpoint); AWS\'s regional endpoint when unset. Credentials come from the AWS SDK\'s usual sources (AWS_ACCESS_KEY_ID…).', url(['http:', 'https:'])),
   apiBodyLimit: setting<number>('API_BODY_LIMIT', 65536, 'Largest JSON request body of the REST API in bytes (413 above); POST /transactions allows API_TX_BODY_LIMIT.', int(1024, 64 * 1024 * 1024)),
   apiTxBodyLimit: setting<number>('API_TX_BODY_LIMIT', 2 * 1024 * 1024, 'Largest body of POST /transactions in bytes (a raw transaction as hex).', int(1024, 64 * 1024 * 1024)),
+  apiBodyMaxDepth: setting<number>('API_BODY_MAX_DEPTH', 32, 'Deepest nesting of arrays and objects in a JSON request body (400 ERR_INVALID_BODY above, refused before the body is parsed).', int(1, 1000)),
+  apiBodyMaxItems: setting<number>('API_BODY_MAX_ITEMS', 10_000, 'Most array elements and object members in a JSON request body, counted over the whole body (400 ERR_INVALID_BODY above, refused before parsing).', int(1, 10_000_000)),
   apiRequestTimeoutMs: setting<number>('API_REQUEST_TIMEOUT_MS', 10_000, 'Time limit of one REST API request in milliseconds (503 ERR_REQUEST_TIMEOUT after it).', int(100, 600_000)),
   apiRateLimit: setting<number>('API_RATE_LIMIT', 6000, 'Requests per API key per rate window, for keys without a limit of their own (429 above).', int(1)),
   apiRateWindowMs: setting<number>('API_RATE_WINDOW_MS', 60_000, 'Length of the per-key rate-limit window in milliseconds.', int(1000, 86_400_000)),

@@ -105,10 +105,9 @@ export const coinstackDialect: Dialect = {
   name: 'coinstack',
   prefix: '',
   described: false,
-  install(scope) {
-    // Any Content-Type (or none) is read as JSON, with fastify's own JSON parser, once a signed
+  install(scope, json) {
+    // Any Content-Type (or none) is read as JSON, with the API's JSON parser, once a signed
     // request's body matched its Content-MD5.
-    const json = scope.getDefaultJsonParser('error', 'error');
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
       try {
