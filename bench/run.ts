@@ -29,6 +29,7 @@ export const BENCHES: BenchDef[] = [
   { name: 'api', script: 'bench/api.ts', full: [], quick: ['--duration', '1', '--connections', '4', '--skip-paging'] },
   { name: 'events', script: 'bench/events.ts', full: [], quick: ['--clients', '20', '--blocks', '3', '--events', '300', '--stream-clients', '2', '--webhooks', '100'] },
   { name: 'stamp', script: 'bench/stamp.ts', full: [], quick: ['--duration', '2', '--connections', '20', '--block-interval', '1'] },
+  { name: 'wallets', script: 'bench/wallets.ts', full: [], quick: ['--quick'] },
   { name: 'electrum', script: 'bench/electrum.ts', full: [], quick: ['--subs', '200', '--connections', '20', '--paid', '20', '--blocks', '2'] },
 ];
 

@@ -104,10 +104,12 @@ const walletKeys = (walletId: string) => sql`
  * to the sum of the wallet's unspent outputs, mempool included.
  */
 export async function walletBalance(db: Db, walletId: string): Promise<{ confirmed: bigint; unconfirmed: bigint }> {
+  // One index probe per address into balances and mempool_addresses (a join could pick a scan
+  // of the whole balances table: it holds every address of the chain).
   const r = await sql<{ confirmed: bigint | null; unconfirmed: bigint | null }>`
-    WITH k AS ${walletKeys(walletId)}
-    SELECT (SELECT sum(b.balance)::int8 FROM k JOIN balances b ON b.addr_key = k.addr_key) AS confirmed,
-           (SELECT sum(m.received - m.sent)::int8 FROM k JOIN mempool_addresses m ON m.addr_key = k.addr_key) AS unconfirmed`.execute(db);
+    SELECT sum((SELECT b.balance FROM balances b WHERE b.addr_key = k.addr_key))::int8 AS confirmed,
+           sum((SELECT sum(m.received - m.sent) FROM mempool_addresses m WHERE m.addr_key = k.addr_key))::int8 AS unconfirmed
+      FROM (SELECT DISTINCT addr_key FROM wallet_addresses WHERE wallet_id = ${walletId}) k`.execute(db);
   const row = r.rows[0]!;
   return { confirmed: row.confirmed ?? 0n, unconfirmed: row.unconfirmed ?? 0n };
 }
