@@ -275,11 +275,6 @@ async function startEverything(
     effective = Object.freeze({ ...config, stampWalletWif: wif, network: config.network ?? 'regtest' });
   }
 
-  // The quick start serves Electrum wallets on the protocol's usual ports.
-  if (devnode && embeddedDefaults && roles.has('electrum') && config.electrumTcpPort === undefined && config.electrumTlsPort === undefined) {
-    effective = Object.freeze({ ...effective, electrumTcpPort: QUICKSTART_ELECTRUM_TCP, electrumTlsPort: QUICKSTART_ELECTRUM_TLS });
-  }
-
   const metrics: Metrics = createMetrics({ db: handle.db, log, roles: [...roles] });
   const current: { bw?: Blockwire } = {};
   if (config.metricsPort !== undefined) {

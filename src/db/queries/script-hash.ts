@@ -104,6 +104,13 @@ async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limit: numb
   // scripts (P2PK or bare multisig of a P2PKH key's public key): only then are prevouts read.
   const confirmedOf: Located[][] = [];
   const unsure: { j: number; entry: Located }[] = [];
+  // Each transaction's outputs are decoded and hashed once, however many of the scripts it pays.
+  const outputs = new Map<bigint, { script: Uint8Array; sha: Buffer }[]>();
+  const outputsOf = (n: bigint, packed: Buffer) => {
+    let list = outputs.get(n);
+    if (!list) outputs.set(n, (list = decodeOuts(packed).map((o) => ({ script: o.script, sha: sha256(o.script) }))));
+    return list;
+  };
   rs.forEach((ref, j) => {
     const all: Located[] = [];
     const spending: Located[] = [];
@@ -112,8 +119,8 @@ async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limit: numb
       const tx = txs.get(n);
       if (!tx) continue;
       let funds = false;
-      for (const o of decodeOuts(tx.outs)) {
-        if (sha256(o.script).equals(ref.sha)) funds = true;
+      for (const o of outputsOf(n, tx.outs)) {
+        if (o.sha.equals(ref.sha)) funds = true;
         else if (!foreign && holdsForeign(o.script, ref.key)) foreign = true;
       }
       const e = { num: n, txid: tx.txid, height: Number(n >> BigInt(TX_NUM_SHIFT)) };
