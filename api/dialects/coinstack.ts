@@ -50,7 +50,7 @@ function coinstackTransaction(tx: IndexedTx, network: NetworkName) {
       });
   const addresses: string[] = [];
   const outputs = tx.outputs.map((o, index) => {
-    const { addresses: own } = describeOutput(o.script, network);
+    const { addresses: own, data } = describeOutput(o.script, network);
     addresses.push(...own);
     const metadata = tx.assets?.[index];
     return {
@@ -58,7 +58,8 @@ function coinstackTransaction(tx: IndexedTx, network: NetworkName) {
       ...(own.length > 0 ? { address: own } : {}),
       value: o.value.toString(),
       script: toHex(o.script),
-      used: tx.used(index),
+      // (a data output is never spent: it is in no unspent set to be spent from)
+      used: data === undefined && tx.used(index),
       ...(metadata ? { metadata: coinstackMetadata(metadata) } : {}),
     };
   });

@@ -163,7 +163,7 @@ async function validateCreate(deps: ResolvedApiDeps, b: CreateBody): Promise<{ t
   return { type: 'sns', topicArn: b.topic_arn, region };
 }
 
-export const hookRoutes: RouteModule = (app, deps) => {
+export const hookRoutes: RouteModule = (app, deps, dialect) => {
   app.post<{ Body: CreateBody }>(
     '/hooks',
     {
@@ -213,7 +213,7 @@ export const hookRoutes: RouteModule = (app, deps) => {
       const users = await countHookSubscriptions(deps.db, hook.id);
       if (users > 0) throw new ServiceError('ERR_HOOK_IN_USE', { message: `hook is used by ${users} subscription${users === 1 ? '' : 's'}; delete them first` });
       if (!(await deleteHook(deps.db, request.apiKey.id, hook.id))) throw new ServiceError('ERR_HOOK_NOT_FOUND');
-      return reply.code(204).send();
+      return dialect.shapes.deleted(reply);
     },
   );
 

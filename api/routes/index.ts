@@ -22,6 +22,7 @@ import { coinstackOnlyRoutes } from './coinstack-only.js';
 export const routeModules: Record<DialectName, RouteModule[]> = {
   // (/v1's block and transaction answers, richer than the spec's, come with the dialect: api/dialects/v1.ts)
   v1: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, hookRoutes, subscriptionRoutes, blockRoutes, transactionReadRoutes, walletRoutes, mempoolRoutes, feeRoutes],
-  // coinstackd has no hooks: a subscription's action names a hook made under /v1/hooks.
-  coinstack: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, subscriptionRoutes, coinstackOnlyRoutes],
+  // coinstackd has no hooks; they are served here too, so that a signing key (Coinstack's SDKs
+  // sign every request) can make the hooks its subscriptions' `action` names.
+  coinstack: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, hookRoutes, subscriptionRoutes, coinstackOnlyRoutes],
 };

@@ -7,27 +7,15 @@
  * Content-MD5; failures as 401 text with go-hmacauth's messages. A signing key's access key is
  * no bearer token, and its secret is stored sealed, never in clear.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { createApiHarness, type ApiHarness } from '../api/harness.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { newServerKeyLine, parseKeyring } from '../../../src/auth/secret-box.js';
+import { sign, timestamp } from './sign.js';
 
 const ring = parseKeyring(newServerKeyLine());
-
-/** RFC 3339 with a numeric offset, as moment's `YYYY-MM-DDTHH:mm:ssZ` in the JS SDK writes it. */
-function timestamp(at: Date, offsetMinutes = 540): string {
-  const local = new Date(at.getTime() + offsetMinutes * 60_000).toISOString().slice(0, 19);
-  const sign = offsetMinutes < 0 ? '-' : '+';
-  const abs = Math.abs(offsetMinutes);
-  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
-}
-
-function sign(secret: string, parts: { method: string; host: string; path: string; ts: string; md5?: string; type?: string }): string {
-  const text = [parts.method, parts.host, parts.path, parts.ts, parts.md5 ?? '', parts.type ?? ''].map((l) => `${l}\n`).join('');
-  return createHmac('sha256', secret).update(text).digest('base64');
-}
 
 describe('Coinstack dialect: authentication', () => {
   let h: ApiHarness;
