@@ -71,7 +71,8 @@ export type UnspentOptions = PageOptions & {
   minConf?: number;
 };
 
-type RawUnspent = Omit<UnspentOutput, 'value'> & { value: string | number };
+/** An element of `GET /addresses/{address}/unspentoutputs` as the server sends it. */
+type RawUnspent = { transaction_hash: string; index: number; value: string | number; script: string; confirmations: number };
 type RawTransaction = Omit<Transaction, 'inputs' | 'outputs'> & {
   inputs: (Omit<TransactionInput, 'value'> & { value: string | number | null })[];
   outputs: (Omit<TransactionOutput, 'value'> & { value: string | number })[];
@@ -86,7 +87,7 @@ export function toSats(v: string | number | bigint): bigint {
 }
 
 function parseUnspent(u: RawUnspent): UnspentOutput {
-  return { ...u, value: toSats(u.value) };
+  return { txid: u.transaction_hash, vout: u.index, value: toSats(u.value), script: u.script, confirmations: u.confirmations };
 }
 
 function parseTransaction(t: RawTransaction): Transaction {
@@ -191,23 +192,9 @@ export class BlockwireClient {
     return this.page<string>(`/addresses/${enc(address)}/history`, { limit: opts.limit }, (x) => x);
   }
 
-  /** One page of `GET /addresses/{address}/unspentoutputs`. */
-  async getUnspentOutputs(address: string, opts: UnspentOptions = {}): Promise<Page<UnspentOutput>> {
-    return this.page<UnspentOutput, RawUnspent>(
-      `/addresses/${enc(address)}/unspentoutputs`,
-      { limit: opts.limit, min_conf: opts.minConf },
-      parseUnspent,
-    );
-  }
-
   /** The page at a `next` URL of a history page. */
   async historyPage(next: string): Promise<Page<string>> {
     return this.page<string>(next, {}, (x) => x);
-  }
-
-  /** The page at a `next` URL of an unspent-outputs page. */
-  async unspentOutputsPage(next: string): Promise<Page<UnspentOutput>> {
-    return this.page<UnspentOutput, RawUnspent>(next, {}, parseUnspent);
   }
 
   /** Every transaction hash of the address, newest first, fetching pages as iteration goes. */
@@ -215,19 +202,17 @@ export class BlockwireClient {
     return iterateItems(() => this.getHistory(address, opts), (next) => this.historyPage(next));
   }
 
-  /** Every unspent output of the address, fetching pages as iteration goes. */
-  unspentOutputs(address: string, opts: UnspentOptions = {}): AsyncIterableIterator<UnspentOutput> {
-    return iterateItems(() => this.getUnspentOutputs(address, opts), (next) => this.unspentOutputsPage(next));
-  }
-
   /**
-   * Every unspent output of the address, all pages, as one array. An address no transaction has
-   * touched (the server's 404 `ERR_ADDRESS_NOT_FOUND`) has none.
+   * The one way to read unspent outputs: every unspent output of the address (`GET
+   * /addresses/{address}/unspentoutputs`, every page, `limit` per page), named `txid`/`vout` as
+   * `builder.spend()` takes them. An address no transaction has touched (the server's 404
+   * `ERR_ADDRESS_NOT_FOUND`) has none.
    */
   async listUnspentOutputs(address: string, opts: UnspentOptions = {}): Promise<UnspentOutput[]> {
     const all: UnspentOutput[] = [];
+    const first = () => this.page<UnspentOutput, RawUnspent>(`/addresses/${enc(address)}/unspentoutputs`, { limit: opts.limit, min_conf: opts.minConf }, parseUnspent);
     try {
-      for await (const u of this.unspentOutputs(address, opts)) all.push(u);
+      for await (const u of iterateItems(first, (next) => this.page<UnspentOutput, RawUnspent>(next, {}, parseUnspent))) all.push(u);
     } catch (err) {
       if (err instanceof ApiError && err.status === 404 && err.code === 'ERR_ADDRESS_NOT_FOUND') return [];
       throw err;

@@ -192,7 +192,7 @@ export class OpenAssets {
     const utxos = await this.client.listUnspentOutputs(address);
     const out: ColoredUnspentOutput[] = [];
     for (const u of utxos) {
-      const c = await this.engine.colorOutput(u.transaction_hash, u.index);
+      const c = await this.engine.colorOutput(u.txid, u.vout);
       out.push({ ...u, assetId: c.assetId, quantity: c.quantity });
     }
     return out;
@@ -254,7 +254,7 @@ export class OpenAssets {
     const from = this.source(opts.from, opts.type);
     const assetHash = hex.encode(decodeAssetId(opts.assetId, this.client.network));
     const held = (await this.coloredUnspentOutputs(from.address))
-      .filter((u) => u.assetId === assetHash && !this.client.reservations.isReserved(`${u.transaction_hash}:${u.index}`))
+      .filter((u) => u.assetId === assetHash && !this.client.reservations.isReserved(`${u.txid}:${u.vout}`))
       .sort((a, b) => (a.quantity === b.quantity ? 0 : a.quantity > b.quantity ? -1 : 1));
     const picked: ColoredUnspentOutput[] = [];
     let units = 0n;
@@ -276,7 +276,7 @@ export class OpenAssets {
       candidateFilter: this.uncoloredOnly,
     }).fromSource(from);
     // Colored inputs first, in order: order-based coloring hands their units to the outputs after the marker.
-    for (const u of picked) b.spend({ txid: u.transaction_hash, vout: u.index, value: u.value, confirmations: u.confirmations }, from);
+    for (const u of picked) b.spend(u, from);
     b.addOutput({ script: markerScript({ quantities, metadata: new Uint8Array() }), amount: 0n, data: new Uint8Array() });
     b.addOutput({ script: addressToScript(opts.to, this.client.network), amount: value });
     if (change > 0n) b.addOutput({ script: addressToScript(opts.assetChangeAddress ?? from.address, this.client.network), amount: value });

@@ -235,7 +235,7 @@ export class TransactionBuilder {
         const script = hex.encode(source.script);
         return utxos
           .filter((u) => u.script === script && u.confirmations >= minConf)
-          .map((u): Candidate => ({ txid: u.transaction_hash, vout: u.index, value: u.value, confirmations: u.confirmations, source }));
+          .map((u): Candidate => ({ txid: u.txid, vout: u.vout, value: u.value, confirmations: u.confirmations, source }));
       }),
     );
     return lists.flat();

@@ -20,10 +20,14 @@ export type Block = {
   transaction_list: string[];
 };
 
-/** One element of `GET /addresses/{address}/unspentoutputs`. */
+/**
+ * An unspent output, named as a transaction builder spends it (`builder.spend(utxo, source)`) and
+ * as Bitcoin Core's `listunspent` names it: `txid` and `vout` (the API's `transaction_hash` and
+ * `index` of `GET /addresses/{address}/unspentoutputs`).
+ */
 export type UnspentOutput = {
-  transaction_hash: string;
-  index: number;
+  txid: string;
+  vout: number;
   value: bigint;
   /** Output script, hex. */
   script: string;

@@ -46,13 +46,13 @@ export function memoryClient(network: NetworkName = 'regtest'): MemoryClient {
     transactions,
     failNextSends: [],
     fund(address, script, value, txid = fakeTxid(), vout = 0) {
-      const u: UnspentOutput = { transaction_hash: txid, index: vout, value, script: hex.encode(script), confirmations: 1 };
+      const u: UnspentOutput = { txid, vout, value, script: hex.encode(script), confirmations: 1 };
       utxos.set(address, [...(utxos.get(address) ?? []), u]);
       return u;
     },
     spend(outpoints) {
       const gone = new Set(outpoints);
-      for (const [a, list] of utxos) utxos.set(a, list.filter((u) => !gone.has(`${u.transaction_hash}:${u.index}`)));
+      for (const [a, list] of utxos) utxos.set(a, list.filter((u) => !gone.has(`${u.txid}:${u.vout}`)));
     },
     async listUnspentOutputs(address) {
       calls.listUnspent++;

@@ -47,7 +47,7 @@ export function devnodeIndex(node: Devnode): DevnodeIndex {
       const script = hex.encode(o.script!);
       const address = watched.get(script);
       outputs.push({ index: i, address: address ? [address] : [], script, value: o.amount!, used: false });
-      if (address) unspent.set(`${tx.id}:${i}`, { transaction_hash: tx.id, index: i, value: o.amount!, script, confirmations: 0, address });
+      if (address) unspent.set(`${tx.id}:${i}`, { txid: tx.id, vout: i, value: o.amount!, script, confirmations: 0, address });
     }
     txs.set(tx.id, { transaction_hash: tx.id, block_hash: [], coinbase, inputs, outputs, time: null, broadcast_time: '0001-01-01T00:00:00Z', addresses: [] });
     return tx.id;

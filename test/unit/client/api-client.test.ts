@@ -97,7 +97,8 @@ describe('BlockwireClient routes', () => {
     const iterated: string[] = [];
     for await (const h of c.history('a1', { limit: 2 })) iterated.push(h);
     expect(iterated).toEqual(all);
-    expect(await c.listUnspentOutputs('a1')).toEqual([{ transaction_hash: TXID, index: 1, value: 1234n, script: '51', confirmations: 0 }]);
+    expect(await c.listUnspentOutputs('a1')).toEqual([{ txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0 }]);
+    expect(Object.getOwnPropertyNames(BlockwireClient.prototype).filter((m) => /unspent/i.test(m))).toEqual(['listUnspentOutputs']);
     expect(await c.listUnspentOutputs('fresh')).toEqual([]);
     await expect(c.getBalance('fresh')).rejects.toMatchObject({ status: 404, code: 'ERR_ADDRESS_NOT_FOUND' });
     await expect(c.historyPage('http://evil.example/v1/addresses/a1/history')).rejects.toThrow('Refusing to send the API key to another origin: http://evil.example');

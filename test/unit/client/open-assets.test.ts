@@ -173,8 +173,8 @@ function confirm(client: MemoryClient, txHex: string, addresses: Map<string, str
 function fundPlain(client: MemoryClient, address: string, value: bigint): void {
   const script = addressToScript(address, 'regtest');
   const u = client.fund(address, script, value);
-  client.transactions.set(u.transaction_hash, {
-    transaction_hash: u.transaction_hash,
+  client.transactions.set(u.txid, {
+    transaction_hash: u.txid,
     block_hash: [],
     coinbase: true,
     inputs: [],
