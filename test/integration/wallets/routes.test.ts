@@ -97,6 +97,27 @@ describe('wallets API', () => {
     expect((await call('POST', `/wallets/${id}/next-address`, { change: true })).body).toMatchObject({ index: 0, change: true, path: 'm/84h/1h/0h/1/0' });
   });
 
+  it('history and unspent outputs page by Link: one item a page gives the whole list, in order', async () => {
+    const id = wallet.id as string;
+    // one more payment, left in the mempool, so that pages cross from the mempool part to the chain part
+    const a6 = await addressAt(id, false, 6);
+    const tx3 = await s.devnode.wallet.send(a6, 20_000n);
+    await waitFor('the mempool payment in the history', async () => ((await call('GET', `/wallets/${id}/history`)).body as Json[]).some((e) => e.transaction_hash === tx3));
+    for (const list of ['history', 'unspentoutputs']) {
+      const whole = (await call('GET', `/wallets/${id}/${list}?limit=1000`)).body as Json[];
+      const paged: Json[] = [];
+      let url: string | null = `/wallets/${id}/${list}?limit=1`;
+      while (url) {
+        const r = await call('GET', url);
+        paged.push(...(r.body as Json[]));
+        url = r.link ? /^<\/v1([^>]+)>; rel="next"$/.exec(r.link)![1]! : null;
+      }
+      expect(paged, list).toEqual(whole);
+      expect(whole.length, list).toBe(list === 'history' ? 3 : 3);
+    }
+    await s.mine(1);
+  });
+
   it('a wallet created after its payments answers at once, its gap extended past used addresses', async () => {
     const key = HDKey.fromMasterSeed(new Uint8Array(32).fill(9), bip32Versions('regtest')).derive("m/49'/1'/0'");
     // Pay indexes 3 and 7 of a key no wallet tracks yet (gap 4: 3 is inside the first gap, 7 only after it moved).
