@@ -74,7 +74,7 @@ export const ERROR_CODES = {
   ERR_INVALID_ADDRESS: code(400, 'invalid_request', false, 'invalid address', 'The address in the path is not a valid address (encoding or checksum).'),
   ERR_WRONG_NETWORK: code(400, 'invalid_request', false, 'address is for another network', 'The address is valid but encodes another network than the node\'s.'),
   ERR_INVALID_PARAMETER: code(400, 'invalid_request', false, 'invalid parameter', 'A query or path parameter is out of range or malformed (`limit`, `min_conf`, …).'),
-  ERR_INVALID_CURSOR: code(400, 'invalid_request', false, 'invalid cursor', 'The paging cursor is not one this API issued.'),
+  ERR_INVALID_CURSOR: code(400, 'invalid_request', false, 'invalid cursor', 'The paging cursor is not one this API issued, or a stream\'s `after` is beyond the newest event (`error_cause` holds the newest event id).'),
   ERR_INVALID_BODY: code(400, 'invalid_request', false, 'invalid request body', 'The JSON body does not match the route\'s schema.'),
   ERR_INVALID_JSON: code(400, 'invalid_request', false, 'request body is not valid JSON', 'The body could not be parsed as JSON.'),
   ERR_UNSUPPORTED_MEDIA_TYPE: code(415, 'unsupported_media_type', false, 'body must be application/json', 'A body was sent with another Content-Type than application/json.'),

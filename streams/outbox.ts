@@ -45,6 +45,12 @@ export async function readStreamState(db: Kysely<Database>): Promise<{ relay: bi
   return { relay: get('relay'), pruned: get('pruned') };
 }
 
+/** The newest event id there is (recorded, or pruned since): a stream cannot resume after it. */
+export async function readNewestEventId(db: Kysely<Database>): Promise<bigint> {
+  const r = await sql<{ newest: bigint }>`SELECT GREATEST((SELECT coalesce(max(seq), 0) FROM outbox), (SELECT coalesce(max(seq), 0) FROM stream_state)) AS newest`.execute(db);
+  return BigInt(r.rows[0]?.newest ?? 0n);
+}
+
 /** Moves the relay cursor forward to `seq` (never back). */
 export async function advanceRelayCursor(db: Kysely<Database>, seq: bigint): Promise<void> {
   await db

@@ -15,6 +15,7 @@ import type { Logger } from '../../src/log.js';
 import { authenticate } from '../../src/auth/authenticate.js';
 import { ServiceError } from '../../src/errors.js';
 import type { StreamHub } from './hub.js';
+import { readNewestEventId } from '../outbox.js';
 
 /** Paths served. */
 export const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
@@ -67,6 +68,13 @@ export function createStreamServer(deps: {
       after = parseAfter(url.searchParams.get('after'));
       const presented = req.headers['apikey'] ?? url.searchParams.get('apiKey') ?? undefined;
       keyId = (await authenticate(deps.db, presented, 'read')).id;
+      if (after !== undefined) {
+        // A resume point from the future would wait, silently, for events that are not its own.
+        const newest = await readNewestEventId(deps.db);
+        if (after > newest) {
+          throw new ServiceError('ERR_INVALID_CURSOR', { message: `after ${after} is beyond the newest event, ${newest}: resume from an event id you received, or connect without after`, errorCause: String(newest) });
+        }
+      }
     } catch (err) {
       if (err instanceof ServiceError) return refuse(socket, err);
       log.warn({ err }, 'stream upgrade failed');

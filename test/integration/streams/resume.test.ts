@@ -3,7 +3,8 @@
  * back with `?after=N` while 1,000 events happened (and more keep coming during its catch-up)
  * receives exactly N+1… in order, then live events, with nothing lost or repeated at the seam.
  * A cursor older than the retention gets "cursor expired". Two stream processes behind one
- * Redis deliver the same events; refused upgrades answer the API's error body.
+ * Redis deliver the same events; refused upgrades answer the API's error body, a cursor beyond
+ * the newest event included.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
@@ -112,5 +113,27 @@ describe('stream resume', () => {
     await expect(connectStream(urlA, '', { query: true })).rejects.toMatchObject({ status: 401, body: expect.stringContaining('ERR_API_KEY_MISSING') });
     await expect(connectStream(urlA, k.key, { after: 'x' as unknown as number })).rejects.toMatchObject({ status: 400, body: expect.stringContaining('after must be an event id') });
     await expect(connectStream(urlA.replace('/v1/stream', '/v1/other'), k.key)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('refuses a cursor from the future with 400 and the newest event id; the newest id itself is fine', async () => {
+    const k = await f.newKey();
+    const [newest] = (await insertEvents(f.t.db, [{ type: 'tx.unconfirmed', ...newAddress() }])).slice(-1);
+    for (const url of [urlA, urlB]) {
+      const refused = await connectStream(url, k.key, { after: newest! + 1000n }).then(
+        () => undefined,
+        (err: { status: number; body: string }) => err,
+      );
+      expect(refused?.status, url).toBe(400);
+      expect(JSON.parse(refused!.body)).toEqual({
+        error_type: 'invalid_request',
+        error_code: 'ERR_INVALID_CURSOR',
+        error_message: `after ${newest! + 1000n} is beyond the newest event, ${newest}: resume from an event id you received, or connect without after`,
+        retry: false,
+        error_cause: String(newest),
+      });
+    }
+    const ok = await connectStream(urlA, k.key, { after: newest! });
+    await waitFor('stream live', () => ok.messages.some((m) => m.type === 'stream.live'), 10_000);
+    ok.close();
   });
 });
