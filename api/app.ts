@@ -19,6 +19,7 @@ import { collectOpenApi, hideFromOpenApi } from './openapi.js';
 import { routeModules } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
 import { defaultApiSettings, type ApiDeps, type ResolvedApiDeps } from './deps.js';
+import { TIP_HASH_HEADER, TIP_HEIGHT_HEADER } from './tip.js';
 
 /** The dialects served, each under its prefix: Blockwire's own, and Coinstack's at the bare paths. */
 export const DIALECTS: readonly Dialect[] = [v1Dialect, coinstackDialect];
@@ -35,7 +36,7 @@ export function corsOptions(origins: readonly string[]): FastifyCorsOptions {
     origin: origins.includes('*') ? '*' : [...origins],
     methods: ['GET', 'POST', 'DELETE'],
     allowedHeaders: ['apiKey', 'Content-Type', 'Idempotency-Key'],
-    exposedHeaders: ['Link', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+    exposedHeaders: ['Link', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', TIP_HEIGHT_HEADER, TIP_HASH_HEADER],
     credentials: false,
     maxAge: 600,
     strictPreflight: true,

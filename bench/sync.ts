@@ -84,7 +84,7 @@ export async function measureCopyLimit(pgs: BenchPostgres, db: string): Promise<
   await ldb.destroy();
   await pgs.query('bw_limit', `
     ALTER TABLE blocks DROP CONSTRAINT blocks_pkey; DROP INDEX blocks_hash;
-    ALTER TABLE txs DROP CONSTRAINT txs_pkey; DROP INDEX txs_txid_key;
+    ALTER TABLE txs DROP CONSTRAINT txs_pkey; DROP INDEX txs_txid_key; DROP INDEX txs_spent_groups;
     ALTER TABLE utxos DROP CONSTRAINT utxos_pkey; DROP INDEX utxos_addr;
     ALTER TABLE history DROP CONSTRAINT history_pkey;`);
   await pgs.query('postgres', 'CHECKPOINT');

@@ -21,6 +21,7 @@ import type {
   BlockHeaderFields,
   MempoolSummary,
   MerkleProof,
+  Outspend,
   BlockchainStatus,
   DeliveryStatus,
   Hook,
@@ -165,6 +166,16 @@ export class BlockwireClient {
   /** `GET /transactions/{hash}/merkle-proof`: the branch from a confirmed transaction to its block's Merkle root. */
   async getMerkleProof(hash: string): Promise<MerkleProof> {
     return (await this.http.request<MerkleProof>('GET', `/transactions/${enc(hash)}/merkle-proof`)).data;
+  }
+
+  /** `GET /transactions/{hash}/outspends`: for each output, in order, whether and by which transaction and input it is spent. */
+  async getOutspends(hash: string): Promise<Outspend[]> {
+    return (await this.http.request<Outspend[]>('GET', `/transactions/${enc(hash)}/outspends`)).data;
+  }
+
+  /** `GET /transactions/{hash}/outspend/{vout}`: the spend status of one output. */
+  async getOutspend(hash: string, vout: number): Promise<Outspend> {
+    return (await this.http.request<Outspend>('GET', `/transactions/${enc(hash)}/outspend/${vout}`)).data;
   }
 
   /** `GET /fee-estimates`: sat/vB by confirmation target in blocks ("1"–"25", "144", "504", "1008"). */

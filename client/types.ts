@@ -204,3 +204,15 @@ export type MerkleProof = { block_height: number; merkle: string[]; pos: number 
 
 /** `GET /mempool`. */
 export type MempoolSummary = { count: number; vsize: number; total_fee: number; fee_histogram: [number, number][] };
+
+/** Esplora's spend status of one output (`GET /transactions/{hash}/outspends`, `/outspend/{vout}`). */
+export type Outspend =
+  | { spent: false }
+  | {
+      spent: true;
+      /** The spending transaction and its input. */
+      txid: string;
+      vin: number;
+      /** Its block; `confirmed` false while it is in the mempool. */
+      status: { confirmed: boolean; block_height?: number; block_hash?: string; block_time?: number };
+    };

@@ -90,7 +90,7 @@ export function nodeFeed(source: ChainSource, from: number, to: number, inFlight
 }
 
 /** The indexes of txs and balances (dropped again by the finish, which rebuilds them). */
-const DROP_TXS_INDEXES = 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid_key;';
+const DROP_TXS_INDEXES = 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid_key; DROP INDEX IF EXISTS txs_spent_groups;';
 const DROP_BALANCES_KEY = 'ALTER TABLE balances DROP CONSTRAINT IF EXISTS balances_pkey;';
 
 /** Index DDL the bulk path drops and rebuilds (the definitions of migrations/0001_chain.ts). */
@@ -112,6 +112,9 @@ const CHAIN_INDEXES = [
   'ALTER TABLE balances ADD PRIMARY KEY (addr_key)',
   'ALTER TABLE txs ADD PRIMARY KEY (tx_num) WITH (fillfactor = 100)',
   'CREATE INDEX txs_txid_key ON txs (txid_key(txid))',
+  // Who spent what (migrations/0008_spends.ts): the slowest build of the finish (PL/pgSQL decodes
+  // every input; a GIN build uses one core). docs/sync.md "Size" has its cost.
+  'CREATE INDEX txs_spent_groups ON txs USING gin (spent_tx_groups(ins)) WITH (fastupdate = on, gin_pending_list_limit = 1024) WHERE length(ins) > 0',
 ];
 const HISTORY_INDEXES = ['ALTER TABLE history ADD PRIMARY KEY (addr_key, first_tx_num)'];
 const indexSteps = (ddl: readonly string[]) => ddl.map((text) => ({ name: text.split(' ').slice(0, 4).join(' '), text }));

@@ -83,6 +83,7 @@ export const ERROR_CODES = {
   ERR_METHOD_NOT_ALLOWED: code(405, 'method_not_allowed', false, 'method not allowed on this route', 'The path exists but not with this method; `Allow` lists the methods it takes.'),
   ERR_BLOCK_NOT_FOUND: code(404, 'not_found', false, 'block not found', 'No block with this hash on the indexed main chain.'),
   ERR_TX_NOT_FOUND: code(404, 'not_found', false, 'transaction not found', 'No confirmed or mempool transaction with this hash.'),
+  ERR_OUTPUT_NOT_FOUND: code(404, 'not_found', false, 'output not found', 'The transaction exists but has no output with this index.'),
   ERR_ADDRESS_NOT_FOUND: code(404, 'not_found', false, 'address has no transactions', 'No longer answered (kept so the code is never reused): a valid address no transaction touches has balance 0 and empty lists.'),
   ERR_INVALID_STAMP_ID: code(400, 'invalid_request', false, 'stamp id must be <txid>-<vout>', 'The stamp id is not `<64 hex>-<integer>`.'),
   ERR_STAMP_NOT_FOUND: code(404, 'not_found', false, 'stamp not found', 'No stamp with this id for this API key.'),

@@ -55,6 +55,7 @@ export const COINSTACK_ERRORS: Record<ErrorCode, Mapping> = {
   ERR_METHOD_NOT_ALLOWED: NOT_FOUND('not found'),
   ERR_BLOCK_NOT_FOUND: NOT_FOUND('Requested block not found.'),
   ERR_TX_NOT_FOUND: NOT_FOUND('Requested transaction not found.'),
+  ERR_OUTPUT_NOT_FOUND: NOT_FOUND('Requested output not found.'),
   ERR_ADDRESS_NOT_FOUND: NOT_FOUND('Requested address not found.'),
   ERR_INVALID_STAMP_ID: INVALID,
   ERR_STAMP_NOT_FOUND: NOT_FOUND('Requested stamp not found.'),

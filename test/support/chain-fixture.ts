@@ -10,6 +10,9 @@ import { decodeBlock } from '../../src/bitcoin/block.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import type { ChainSource, ChainView } from '../../indexer/chain-source.js';
 import { fixturePath } from './fixtures.js';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.js';
+import { applyBlock, undoBlock } from '../../indexer/apply.js';
 
 export interface FixtureBlock {
   height: number;
@@ -138,4 +141,20 @@ export class FixtureChain implements ChainSource {
     if (this.hidden.has(hash)) return null;
     return this.blocks.get(hash) ?? null;
   }
+}
+
+/**
+ * Indexes regtest-chain-a into `db` as the node saw it: its genesis, then every connect and
+ * disconnect in the node's order (its 7 reorgs applied and undone) through applyBlock/undoBlock.
+ */
+export async function indexChainA(db: Kysely<Database>): Promise<ChainA> {
+  const chain = loadChainA();
+  const genesis = await applyBlock(db, decodeBlock(chain.blocks.get(chain.main[0]!)!.raw), 0);
+  if (genesis.kind !== 'applied') throw new Error(`chain-a genesis: ${genesis.kind}`);
+  for (const step of chain.steps) {
+    const b = chain.blocks.get(step.hash)!;
+    const r = step.label === 'C' ? await applyBlock(db, decodeBlock(b.raw), b.height) : await undoBlock(db, b.height);
+    if (r.kind !== (step.label === 'C' ? 'applied' : 'undone')) throw new Error(`chain-a ${step.label} ${b.height} ${step.hash}: ${r.kind}`);
+  }
+  return chain;
 }

@@ -7,11 +7,9 @@
  * Link header so long lists are read whole.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { decodeBlock } from '../../../src/bitcoin/block.js';
-import { applyBlock, undoBlock } from '../../../indexer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
-import { loadChainA } from '../../support/chain-fixture.js';
+import { indexChainA, loadChainA } from '../../support/chain-fixture.js';
 import { createApiHarness, type ApiHarness } from './harness.js';
 
 type Unspent = { transaction_hash: string; index: number; value: string; script: string; confirmations: number };
@@ -35,13 +33,7 @@ describeFixtures('REST API over regtest-chain-a', () => {
 
   beforeAll(async () => {
     t = await createMigratedDatabase('apichain');
-    const chain = loadChainA();
-    expect((await applyBlock(t.db, decodeBlock(chain.blocks.get(chain.main[0]!)!.raw), 0)).kind).toBe('applied');
-    for (const step of chain.steps) {
-      const b = chain.blocks.get(step.hash)!;
-      const r = step.label === 'C' ? await applyBlock(t.db, decodeBlock(b.raw), b.height) : await undoBlock(t.db, b.height);
-      expect(r.kind).toBe(step.label === 'C' ? 'applied' : 'undone');
-    }
+    await indexChainA(t.db);
     h = await createApiHarness({ settings: { rateLimit: 10_000_000 } }, t);
   });
   afterAll(async () => {

@@ -87,7 +87,7 @@ describe('bulk finish: history chunks', () => {
       { addr_key: key(2), balance: '3000', utxo_count: 1 },
     ]);
     expect(s.spent).toBe(0);
-    expect(s.indexes.map((i) => i.indexname)).toEqual(['balances_pkey', 'history_pkey', 'txs_pkey', 'txs_txid_key', 'utxos_addr', 'utxos_pkey']);
+    expect(s.indexes.map((i) => i.indexname)).toEqual(['balances_pkey', 'history_pkey', 'txs_pkey', 'txs_spent_groups', 'txs_txid_key', 'utxos_addr', 'utxos_pkey']);
     expect(s.active).toBe('false');
   });
 
@@ -135,6 +135,6 @@ describe('bulk finish: one part committed, the other not', () => {
     expect((await client.query('SELECT tx_num::text FROM utxos')).rows).toEqual([{ tx_num: '2' }]);
     expect((await client.query('SELECT balance::text, utxo_count FROM balances')).rows).toEqual([{ balance: '700', utxo_count: 1 }]);
     expect((await client.query(`SELECT value->>'active' AS a FROM sync_state WHERE key = 'bulk'`)).rows[0].a).toBe('false');
-    expect((await client.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE tablename IN ('txs', 'utxos', 'balances', 'history')`)).rows[0].n).toBe(6);
+    expect((await client.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE tablename IN ('txs', 'utxos', 'balances', 'history')`)).rows[0].n).toBe(7);
   });
 });
