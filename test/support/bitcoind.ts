@@ -111,8 +111,8 @@ export type Bitcoind = {
   mine(n?: number, address?: string): Promise<string[]>;
   /** `{ height, hash }` of the best chain. */
   tip(): Promise<{ height: number; hash: string }>;
-  /** Stops cleanly (the `stop` RPC, then waits for the process to exit) and starts again on the same datadir; `newPorts` picks other RPC and ZMQ ports. */
-  restart(opts?: { newPorts?: boolean; args?: string[] }): Promise<void>;
+  /** Stops cleanly (the `stop` RPC, then waits for the process to exit) and starts again on the same datadir (see StartOptions). */
+  restart(opts?: StartOptions): Promise<void>;
   /**
    * SIGKILL, no shutdown: the node is down until `start()`. Core writes its block index and
    * chainstate lazily, so blocks mined since the last flush are gone after the restart (the
@@ -121,11 +121,18 @@ export type Bitcoind = {
   kill(): Promise<void>;
   /** Makes Core write its chainstate and block index to disk (`gettxoutsetinfo none`, which flushes first). */
   flush(): Promise<void>;
-  /** Starts a node that was killed or stopped, on its datadir (and `newPorts` as in restart). */
-  start(opts?: { newPorts?: boolean; args?: string[] }): Promise<void>;
+  /** Starts a node that was killed or stopped, on its datadir (see StartOptions). */
+  start(opts?: StartOptions): Promise<void>;
   /** Stops the node and removes its datadir. */
   stop(): Promise<void>;
 };
+
+/**
+ * How a node starts again: `newPorts` picks other free RPC and ZMQ ports (`'zmq'`: only ZMQ, so a
+ * subscriber on the old endpoint hears nothing while RPC stays where it was); `zmqPort` binds ZMQ
+ * to that port (say the old one again); `args` replaces the extra arguments.
+ */
+export type StartOptions = { newPorts?: boolean | 'zmq'; zmqPort?: number; args?: string[] };
 
 /** Core's rpcauth line for `user`/`password` (as share/rpcauth/rpcauth.py makes it). */
 function rpcauth(user: string, password: string): string {
@@ -240,12 +247,11 @@ export async function startBitcoind(opts: BitcoindOptions = {}): Promise<Bitcoin
     }
   };
 
-  const start = async (o: { newPorts?: boolean; args?: string[] } = {}) => {
+  const start = async (o: StartOptions = {}) => {
     if (child && !exited(child)) throw new Error('bitcoind is running: stop or kill it first');
-    if (o.newPorts) {
-      ports.rpc = await freePort();
-      ports.zmq = await freePort();
-    }
+    if (o.newPorts === true) ports.rpc = await freePort();
+    if (o.newPorts) ports.zmq = await freePort();
+    if (o.zmqPort) ports.zmq = o.zmqPort;
     if (o.args) lastArgs = o.args;
     await launch(lastArgs);
   };
