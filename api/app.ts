@@ -8,6 +8,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import { installAuth } from './auth.js';
+import { clientErrorHandler, frameworkErrorHandler } from './protocol-errors.js';
 import { buildValidator } from './validation.js';
 import { boundedJsonParser, installJsonBodies } from './json-body.js';
 import { installErrorHandling } from './errors.js';
@@ -43,6 +44,14 @@ export function corsOptions(origins: readonly string[]): FastifyCorsOptions {
   };
 }
 
+/** Longest path segment routed (the longest any route takes is an address or a descriptor id). */
+const MAX_PARAM_LENGTH = 1024;
+
+/** The dialect whose prefix `path` is under (the bare paths' when none is). */
+function dialectOf(path: string): Dialect {
+  return DIALECTS.find((d) => d.prefix !== '' && (path === d.prefix || path.startsWith(`${d.prefix}/`))) ?? DIALECTS.find((d) => d.prefix === '')!;
+}
+
 /** Builds the app (not listening). Await `app.ready()` or `inject` before use. */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const resolved: ResolvedApiDeps = { ...deps, settings: { ...defaultApiSettings, ...deps.settings } };
@@ -54,8 +63,14 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     handlerTimeout: settings.requestTimeoutMs,
     requestTimeout: settings.requestTimeoutMs,
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Long enough that an overlong hash, address or id reaches its route and is refused by its
+    // schema (400, after authentication); past it, 414 (after authentication too).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     schemaController: { compilersFactory: { buildValidator } },
+    frameworkErrors: frameworkErrorHandler(() => auth, dialectOf),
+    clientErrorHandler: clientErrorHandler(deps.log.child({ component: 'api' })),
+    // How often Node checks for requests slower than requestTimeout (408): its default is 30 s.
+    http: { connectionsCheckingInterval: Math.min(30_000, Math.max(500, Math.floor(settings.requestTimeoutMs / 4))) },
   });
   const openApiDocument = collectOpenApi(app, {
     title: 'Blockwire',
@@ -75,7 +90,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   });
   // Before authentication: a preflight carries no apiKey and is answered by the CORS hook.
   if (settings.corsOrigins.length > 0) await app.register(cors, corsOptions(settings.corsOrigins));
-  const authenticateIn = installAuth(app, resolved);
+  const auth = installAuth(app, resolved);
 
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
@@ -104,7 +119,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
         if (!dialect.described) hideFromOpenApi(scope);
         dialect.install(scope, parseJson);
         installErrorHandling(scope, dialect);
-        authenticateIn(scope, dialect);
+        auth.install(scope, dialect);
         for (const mod of routeModules[dialect.name]) await mod(scope, resolved, dialect);
       },
       { prefix: dialect.prefix },

@@ -17,11 +17,19 @@ import type { Credentials, Dialect } from './dialect.js';
 import { startKeyCheck } from './key-check.js';
 import type { ApiInstance, ResolvedApiDeps } from './deps.js';
 
+/** What installAuth gives buildApi. */
+export type Auth = {
+  /** Installs the authentication hook (auth, scope, rate limit) on a dialect's scope. */
+  install(scope: ApiInstance, dialect: Dialect): void;
+  /** Verifies the credentials of a request no route took (answered before routing), or throws ServiceError 401. */
+  check(request: FastifyRequest, dialect: Dialect): Promise<ApiKeyPrincipal>;
+};
+
 /**
  * Installs the `request.apiKey` decoration and returns the installer of the authentication
- * hook (auth, scope, rate limit), called once per dialect on its scope: one rate limiter for all.
+ * hook, called once per dialect on its scope: one rate limiter for all.
  */
-export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): (scope: ApiInstance, dialect: Dialect) => void {
+export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
   const { settings } = deps;
   const verify = deps.verifyKey ?? ((k: string) => verifyApiKey(deps.db, k));
   let limiter: RateLimiter | undefined;
@@ -59,7 +67,7 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): (scope: Ap
     }
   };
 
-  return (scope, dialect) => {
+  const install = (scope: ApiInstance, dialect: Dialect): void => {
     const answerRateLimit = (reply: FastifyReply, d: { allowed: boolean; limit: number; remaining: number; resetMs: number }): FastifyReply | undefined => {
       const resetS = Math.max(1, Math.ceil(d.resetMs / 1000));
       reply.header('RateLimit-Limit', String(d.limit));
@@ -111,4 +119,5 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): (scope: Ap
       }
     });
   };
+  return { install, check: (request, dialect) => principalOf(request, dialect.credentials(request), 'read') };
 }

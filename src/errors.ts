@@ -110,6 +110,10 @@ export const ERROR_CODES = {
   ERR_DELIVERY_NOT_FOUND: code(404, 'not_found', false, 'delivery not found', 'No delivery with this id in this hook\'s log.'),
   ERR_WALLET_NOT_FOUND: code(404, 'not_found', false, 'wallet not found', 'No wallet with this id for this API key (also the answer for another key\'s wallet).'),
   ERR_INVALID_DESCRIPTOR: code(400, 'invalid_request', false, 'invalid descriptor', 'A descriptor or extended key of POST /wallets cannot be tracked: bad checksum (Core\'s message), another network\'s key, a private key, no `/*` range, or an unsupported form; `error_message` says which.'),
+  ERR_URI_TOO_LONG: code(414, 'invalid_request', false, 'a path parameter is too long', 'A path segment is longer than any this API takes (answered after authentication; the path is not repeated in the answer).'),
+  ERR_HEADERS_TOO_LARGE: code(431, 'invalid_request', false, 'request headers too large', 'The request line and headers exceed 16 KB together (Node\'s limit); the connection is closed.'),
+  ERR_BAD_REQUEST: code(400, 'invalid_request', false, 'malformed HTTP request', 'The request is not valid HTTP/1.1 (request line, header syntax, framing); the connection is closed.'),
+  ERR_CLIENT_TIMEOUT: code(408, 'invalid_request', true, 'request not received in time', 'The request (headers and body) did not arrive within API_REQUEST_TIMEOUT_MS; the connection is closed.'),
   ERR_INTERNAL: code(500, 'internal', false, 'internal error', 'An unexpected failure; it is logged with the request id.'),
 } as const satisfies Record<string, CodeInfo>;
 
