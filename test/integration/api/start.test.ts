@@ -83,8 +83,10 @@ describe('startApi', () => {
       expect((await balance()).status).toBe(503); // index at 4, node at 5, no lag allowed
       await t.db.updateTable('chain_tip').set({ height: 5, hash: Buffer.from(hexToHash(node.blockHash(5))) }).execute();
       expect((await balance()).status).toBe(200); // the next poll is an hour away
-      const h = await (await fetch(`${slow.url}/healthz`)).json();
+      const h = await (await fetch(`${slow.url}/healthz`, { headers: { apiKey: key } })).json();
       expect(h.stamping).toEqual({ address: 'bcrt1qexample', can_pay: true, balance: { confirmed: 5 } });
+      const anonymous = await (await fetch(`${slow.url}/healthz`)).json();
+      expect(anonymous.stamping).toEqual({ enabled: true }); // the wallet is shown to a valid key only
     } finally {
       await slow.close();
       await t.db.updateTable('chain_tip').set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) }).execute();
@@ -102,7 +104,7 @@ describe('startApi', () => {
       },
     });
     try {
-      const r = await fetch(`${broken.url}/healthz`);
+      const r = await fetch(`${broken.url}/healthz`, { headers: { apiKey: key } });
       expect(r.status).toBe(200);
       expect((await r.json()).stamping).toEqual({ error: 'wallet table unreadable' });
     } finally {

@@ -119,7 +119,7 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
 
   it('bundles the built package for the browser from its own files and @scure/@noble only; the page has no Node globals', async () => {
     expect(bundleInputs.length).toBeGreaterThan(1);
-    for (const input of bundleInputs) expect(input).toMatch(/^(client\/dist\/[\w-]+\.js|node_modules\/(@scure\/(base|btc-signer)|@noble\/(curves|hashes)|micro-packed)\/)/);
+    for (const input of bundleInputs) expect(input).toMatch(/^(client\/dist\/[\w-]+\.js|node_modules\/(@scure\/(base|bip32|btc-signer)|@noble\/(curves|hashes)|micro-packed)\/)/);
     const env = await page.evaluate(() => ({
       userAgent: navigator.userAgent,
       globals: ['process', 'Buffer', 'require', 'global', 'setImmediate'].filter((n) => n in globalThis),

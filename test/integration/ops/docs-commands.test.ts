@@ -36,7 +36,10 @@ function commandLines(file: string, markdown: string): Line[] {
     else if (raw.trim().startsWith('```')) inBlock = false;
     else if (inBlock) {
       const text = raw.replace(/\s+#\s.*$/, '').trim();
-      if (text && !text.startsWith('#')) out.push({ file, text });
+      const last = out[out.length - 1];
+      // A line continued with a backslash is one command with the next.
+      if (last?.file === file && last.text.endsWith('\\')) last.text = `${last.text.slice(0, -1).trimEnd()} ${text}`;
+      else if (text && !text.startsWith('#')) out.push({ file, text });
     }
   }
   return out;

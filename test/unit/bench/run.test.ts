@@ -37,7 +37,7 @@ describe('npm run bench -- --quick', () => {
       const out = `${r.stdout}\n${r.stderr}`;
       const data = JSON.parse(readFileSync(results, 'utf8')) as { quick: boolean; runs: { name: string; exitCode: number; tables: unknown[]; result: Record<string, Record<string, number>> | null; tail: string[] }[] };
       expect(data.quick).toBe(true);
-      expect(data.runs.map((x) => x.name)).toEqual(['sync', 'decode', 'api', 'events', 'stamp', 'electrum']);
+      expect(data.runs.map((x) => x.name)).toEqual(['sync', 'decode', 'api', 'events', 'stamp', 'wallets', 'electrum']);
       for (const run of data.runs) {
         expect(run.exitCode, `${run.name}:\n${run.tail.join('\n')}`).toBe(0);
         if (run.name !== 'sync') expect(run.tables.length, run.name).toBeGreaterThan(0);

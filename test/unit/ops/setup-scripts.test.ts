@@ -33,7 +33,7 @@ describe('setup scripts', () => {
   });
 
   it('setup-test.sh installs what only the tests use; test.sh runs both, start.sh only setup.sh', async () => {
-    expect(packages(await read('setup-test.sh'))).toEqual(['chromium', 'docker-compose', 'prometheus']);
+    expect(packages(await read('setup-test.sh'))).toEqual(['chromium', 'docker-compose', 'electrum', 'prometheus']);
     const test = await read('test.sh');
     expect(test.indexOf('./scripts/setup.sh')).toBeGreaterThan(0);
     expect(test.indexOf('./scripts/setup-test.sh')).toBeGreaterThan(test.indexOf('./scripts/setup.sh'));
