@@ -15,6 +15,7 @@ import { getNetwork, type Network, type NetworkName } from './network.js';
 import { Reservations } from './reservations.js';
 import { sendWithRetry, type SendOptions, type SignedTransaction } from './send.js';
 import { EventStream, type StreamOptions } from './stream.js';
+import { parseUnspent, toSats, type RawUnspent } from './unspent.js';
 import { WalletsApi } from './wallets.js';
 import type {
   Block,
@@ -72,24 +73,10 @@ export type UnspentOptions = PageOptions & {
   minConf?: number;
 };
 
-/** An element of `GET /addresses/{address}/unspentoutputs` as the server sends it. */
-type RawUnspent = { transaction_hash: string; index: number; value: string | number; script: string; confirmations: number };
 type RawTransaction = Omit<Transaction, 'inputs' | 'outputs'> & {
   inputs: (Omit<TransactionInput, 'value'> & { value: string | number | null })[];
   outputs: (Omit<TransactionOutput, 'value'> & { value: string | number })[];
 };
-
-/** Satoshis from the API's decimal string or number. @throws TypeError for anything else. */
-export function toSats(v: string | number | bigint): bigint {
-  if (typeof v === 'bigint') return v;
-  if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v);
-  if (typeof v === 'string' && /^-?\d+$/.test(v)) return BigInt(v);
-  throw new TypeError(`Not an amount in satoshis: ${JSON.stringify(v)}`);
-}
-
-function parseUnspent(u: RawUnspent): UnspentOutput {
-  return { txid: u.transaction_hash, vout: u.index, value: toSats(u.value), script: u.script, confirmations: u.confirmations };
-}
 
 function parseTransaction(t: RawTransaction): Transaction {
   return {

@@ -19,7 +19,8 @@ import { getNetwork, type Network } from './network.js';
 import { planTransaction, type Candidate, type Plan, type PlannedOutput } from './plan.js';
 import { assembleTransaction, finalizeTransaction, signWithKeys, toPsbt } from './psbt.js';
 import type { InputFields, SpendSource } from './sources.js';
-import type { Page } from './types.js';
+import type { Page, UnspentOutput } from './types.js';
+import { parseUnspent, toSats, type RawUnspent } from './unspent.js';
 
 /** A wallet as the server answers it. */
 export type Wallet = {
@@ -38,12 +39,12 @@ export type WalletBalance = { confirmed: bigint; unconfirmed: bigint };
 
 export type WalletHistoryEntry = { transaction_hash: string; height: number | null; confirmations: number; received: bigint; sent: bigint; net: bigint };
 
-export type WalletUnspentOutput = {
-  transaction_hash: string;
-  index: number;
-  value: bigint;
-  script: string;
-  confirmations: number;
+/**
+ * An unspent output of a wallet: the SDK's one `UnspentOutput` (`txid`/`vout`, as
+ * `listUnspentOutputs` and `builder.spend` name them) with the address it pays and where the
+ * wallet derives that address.
+ */
+export type WalletUnspentOutput = UnspentOutput & {
   address: string;
   /** From the master key when the descriptor gives the key origin (`m/84h/0h/0h/0/5`), else from the extended key (`0/5`). */
   path: string;
@@ -84,7 +85,6 @@ export type WalletPaymentRequest = {
   shuffleOutputs?: boolean;
 };
 
-const sats = (v: number | string) => BigInt(v);
 const enc = encodeURIComponent;
 
 /** The key at `path` below `root`: an absolute path (`m/…`) is taken from `root`'s depth on. */
@@ -111,7 +111,7 @@ function walletSource(u: WalletUnspentOutput, child: HDKey, network: Network): S
   if (same(btc.p2pkh(pub, network).script) || same(wpkh.script)) fields = {};
   else if (same(btc.p2sh(wpkh, network).script)) fields = { redeemScript: wpkh.script };
   else if (same(btc.p2tr(pub.subarray(1), undefined, network).script)) fields = { tapInternalKey: pub.subarray(1) };
-  if (!fields) throw new BlockwireError('ERR_WALLET_KEY_MISMATCH', `Output ${u.transaction_hash}:${u.index} (${u.path}) is not a single-key output of this key: wrong key, or a multisig wallet`);
+  if (!fields) throw new BlockwireError('ERR_WALLET_KEY_MISMATCH', `Output ${u.txid}:${u.vout} (${u.path}) is not a single-key output of this key: wrong key, or a multisig wallet`);
   return { address: u.address, script, fields, keys: child.privateKey ? [child.privateKey] : [], required: 1 };
 }
 
@@ -141,24 +141,25 @@ export class WalletsApi {
 
   async balance(id: string): Promise<WalletBalance> {
     const r = (await this.http.request<{ confirmed: number; unconfirmed: number }>('GET', `/wallets/${enc(id)}/balance`)).data;
-    return { confirmed: sats(r.confirmed), unconfirmed: sats(r.unconfirmed) };
+    return { confirmed: toSats(r.confirmed), unconfirmed: toSats(r.unconfirmed) };
   }
 
   /** One page of the merged history (newest first); pass `page.next` back as `next`. */
   async history(id: string, opts: { limit?: number; next?: string } = {}): Promise<Page<WalletHistoryEntry>> {
     type Raw = Omit<WalletHistoryEntry, 'received' | 'sent' | 'net'> & { received: number; sent: number; net: number };
-    return this.page<Raw, WalletHistoryEntry>(opts.next ?? `/wallets/${enc(id)}/history`, opts.next ? {} : { limit: opts.limit }, (e) => ({ ...e, received: sats(e.received), sent: sats(e.sent), net: sats(e.net) }));
+    return this.page<Raw, WalletHistoryEntry>(opts.next ?? `/wallets/${enc(id)}/history`, opts.next ? {} : { limit: opts.limit }, (e) => ({ ...e, received: toSats(e.received), sent: toSats(e.sent), net: toSats(e.net) }));
   }
 
   /** Every unspent output of the wallet (all pages). */
   async unspentOutputs(id: string): Promise<WalletUnspentOutput[]> {
-    type Raw = Omit<WalletUnspentOutput, 'value'> & { value: number };
+    type Raw = RawUnspent & Pick<WalletUnspentOutput, 'address' | 'path' | 'change' | 'address_index'>;
+    const parse = (u: Raw): WalletUnspentOutput => ({ ...parseUnspent(u), address: u.address, path: u.path, change: u.change, address_index: u.address_index });
     const all: WalletUnspentOutput[] = [];
-    let page = await this.page<Raw, WalletUnspentOutput>(`/wallets/${enc(id)}/unspentoutputs`, { limit: 10_000 }, (u) => ({ ...u, value: sats(u.value) }));
+    let page = await this.page<Raw, WalletUnspentOutput>(`/wallets/${enc(id)}/unspentoutputs`, { limit: 10_000 }, parse);
     for (;;) {
       all.push(...page.items);
       if (!page.next) return all;
-      page = await this.page<Raw, WalletUnspentOutput>(page.next, {}, (u) => ({ ...u, value: sats(u.value) }));
+      page = await this.page<Raw, WalletUnspentOutput>(page.next, {}, parse);
     }
   }
 
@@ -188,13 +189,13 @@ export class WalletsApi {
     const candidates: Candidate[] = utxos.map((u) => {
       let child = childOf.get(u.path);
       if (!child) childOf.set(u.path, (child = deriveAtPath(root, u.path)));
-      return { txid: u.transaction_hash, vout: u.index, value: u.value, confirmations: u.confirmations, source: walletSource(u, child, net) };
+      return { txid: u.txid, vout: u.vout, value: u.value, confirmations: u.confirmations, source: walletSource(u, child, net) };
     });
     const outputs: PlannedOutput[] = req.outputs.map((o) => ({ script: decodeAddress(o.address, net).script, amount: o.amount, address: o.address }));
     const change = await this.nextAddress(id, { change: true, reserve: true });
     const plan = planTransaction({ outputs, candidates, feeRate: req.feeRate, changeAddress: change.address, network: net, ...(req.shuffleOutputs !== undefined ? { shuffleOutputs: req.shuffleOutputs } : {}) });
     const tx: BtcSigner.Transaction = assembleTransaction(plan, { rbf: req.rbf ?? true });
-    const paths = plan.inputs.map((c) => utxos.find((u) => u.transaction_hash === c.txid && u.index === c.vout)!.path);
+    const paths = plan.inputs.map((c) => utxos.find((u) => u.txid === c.txid && u.vout === c.vout)!.path);
     let signed: WalletPayment['signed'] = null;
     if (root.privateKey) {
       signWithKeys(tx, plan.inputs.flatMap((c) => c.source.keys));

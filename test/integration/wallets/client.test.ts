@@ -55,6 +55,13 @@ describe('SDK wallets', () => {
     expect(await client.wallets.balance(id)).toEqual({ confirmed: 1_600_000n, unconfirmed: 0n });
     const utxos = await client.wallets.unspentOutputs(id);
     expect(utxos.map((u) => u.path).sort()).toEqual(['m/44h/1h/0h/0/0', 'm/49h/1h/0h/0/0', 'm/84h/1h/0h/0/0', 'm/86h/1h/0h/0/0']);
+    // One naming across the SDK: a wallet's output is the address list's output (txid/vout) plus where the wallet derives it.
+    for (const u of utxos) {
+      expect(Object.keys(u).sort()).toEqual(['address', 'address_index', 'change', 'confirmations', 'path', 'script', 'txid', 'value', 'vout']);
+      const { address, path, change, address_index, ...plain } = u;
+      expect([address_index, change, path.endsWith(`/0/${address_index}`)]).toEqual([0, false, true]);
+      expect(await client.listUnspentOutputs(address)).toEqual([plain]);
+    }
   });
 
   it('pays from every output type, signed on the client, change to the reserved next change address', async () => {
