@@ -13,7 +13,9 @@ export default defineConfig({
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
           // Generous: the suite must pass on a loaded machine (a timeout is a failure, not a speed target).
+          // Hooks too: a beforeEach that mines a devnode chain took over vitest's default 10 s at load 20.
           testTimeout: 120_000,
+          hookTimeout: 120_000,
         },
       },
       {

@@ -100,6 +100,15 @@ export async function loadWatchedTxs(db: StampDb, tipHeight: number, finalityDep
     .execute();
 }
 
+/**
+ * True once `txid` went to the node — accepted, or sent and refused for now (the tracker sends
+ * it again) — or moved on since (confirmed, replaced): a stamp in it may be answered.
+ */
+export async function wasSent(db: StampDb, txid: Buffer): Promise<boolean> {
+  const r = await db.selectFrom('stamp_txs').select(['status', 'last_broadcast_at']).where('txid', '=', txid).executeTakeFirst();
+  return r !== undefined && (r.status !== 'signed' || r.last_broadcast_at !== null);
+}
+
 /** The node took `txid` (first broadcast, rebroadcast, or a replacement now in force). */
 export async function markAccepted(db: StampDb, tx: { txid: Buffer; replaces: Buffer | null }, tipHeight: number): Promise<void> {
   await db.transaction().execute(async (trx) => {

@@ -1,7 +1,9 @@
 /**
  * The StampService the API's stamp routes call (api/deps.ts): `create` refuses at once when
  * the wallet cannot pay, persists the request (Idempotency-Key: the same stamp again), wakes the
- * batcher and answers once the signed transaction carrying the stamp is stored; `get` answers a
+ * batcher and answers once the signed transaction carrying the stamp is stored and has been sent
+ * to the node (by this process's batcher, or by whichever process stored it: its batcher or the
+ * tracker's rebroadcast after a crash); `get` answers a
  * stamp id of this key — any id the stamp ever had — from the index: the transaction it is in
  * now (the confirmed version, else the current one), its confirmations and time.
  * @module
@@ -12,6 +14,7 @@ import { ServiceError } from '../src/errors.js';
 import type { StampService, StampStatus } from '../src/stamp-service.js';
 import { isoFromUnix, isoTime } from '../src/time.js';
 import type { Batcher } from './batcher.js';
+import { wasSent } from './ledger.js';
 import { findStamp, findStampByOutput, insertStampRequest, type StampRow } from './requests.js';
 import type { StampDb } from './tables.js';
 import { txidIn } from '../src/db/txid-key.js';
@@ -37,6 +40,12 @@ export function formatStampId(txid: Buffer, vout: number): string {
 export function createStampService(deps: StampServiceDeps): StampService {
   const { db } = deps;
 
+  /** The answer for a stamp stored in a transaction already sent to the node, else null. */
+  async function sentPlacement(row: StampRow): Promise<{ stampid: string } | null> {
+    if (row.status !== 'placed' || !row.txid || row.vout === null) return null;
+    return (await wasSent(db, row.txid)) ? { stampid: formatStampId(row.txid, row.vout) } : null;
+  }
+
   async function waitPlaced(row: StampRow): Promise<{ stampid: string }> {
     const deadline = Date.now() + deps.answerTimeoutMs;
     const waiter = deps.batcher.placement(row.id);
@@ -47,10 +56,12 @@ export function createStampService(deps: StampServiceDeps): StampService {
         const p = await Promise.race([waiter.promise, new Promise<null>((r) => setTimeout(() => r(null), Math.min(left, POLL_MS)))]);
         if (p?.kind === 'placed') return { stampid: formatStampId(p.txid, p.vout) };
         if (p?.kind === 'unpayable') throw new ServiceError('ERR_STAMP_WALLET_EMPTY', { errorCause: p.reason });
-        // Placed or dropped by another process (after a restart, or a retried request)?
+        // Placed or dropped by another process (after a restart, or a retried request)? A
+        // placed stamp is stored before its transaction is broadcast: answer once it was sent.
         const now = await findStamp(db, row.id);
         if (!now) throw new ServiceError('ERR_STAMP_WALLET_EMPTY');
-        if (now.status === 'placed' && now.txid && now.vout !== null) return { stampid: formatStampId(now.txid, now.vout) };
+        const answer = await sentPlacement(now);
+        if (answer) return answer;
       }
     } finally {
       waiter.cancel();
@@ -65,7 +76,8 @@ export function createStampService(deps: StampServiceDeps): StampService {
       const hashBytes = Buffer.from(hash, 'hex');
       const { row, created } = await insertStampRequest(db, { keyId, hash: hashBytes, idempotencyKey });
       if (!created && !row.hash.equals(hashBytes)) throw new ServiceError('ERR_IDEMPOTENCY_CONFLICT');
-      if (row.status === 'placed' && row.txid && row.vout !== null) return { stampid: formatStampId(row.txid, row.vout) };
+      const placed = await sentPlacement(row);
+      if (placed) return placed;
       deps.batcher.wake();
       return waitPlaced(row);
     },

@@ -30,6 +30,10 @@ function apiError(res: ServerResponse, status: number, code: string, retry: bool
 
 beforeAll(async () => {
   server = createServer((req, res) => {
+    // A connection per request: a kept-alive socket that this server closes on its idle timeout
+    // just as the client sends on it (timers run late on a loaded machine) would fail one POST
+    // with a ConnectionError, which sendTransaction rightly retries, adding an attempt.
+    res.setHeader('connection', 'close');
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
@@ -86,6 +90,8 @@ describe('BlockwireClient routes', () => {
         return json(res, 200, page, next);
       }
       if (u.pathname === '/v1/addresses/a1/unspentoutputs') return json(res, 200, [{ transaction_hash: TXID, index: 1, value: '1234', script: '51', confirmations: 0 }]);
+      if (u.pathname === '/v1/wallets/w1/unspentoutputs')
+        return json(res, 200, [{ transaction_hash: TXID, index: 1, value: 1234, script: '51', confirmations: 0, address: 'a1', path: 'm/84h/1h/0h/0/3', change: false, address_index: 3 }]);
       if (u.pathname.startsWith('/v1/addresses/fresh/')) return apiError(res, 404, 'ERR_ADDRESS_NOT_FOUND', false);
       apiError(res, 404, 'ERR_ROUTE_NOT_FOUND', false);
     };
@@ -100,6 +106,8 @@ describe('BlockwireClient routes', () => {
     expect(await c.listUnspentOutputs('a1')).toEqual([{ txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0 }]);
     expect(Object.getOwnPropertyNames(BlockwireClient.prototype).filter((m) => /unspent/i.test(m))).toEqual(['listUnspentOutputs']);
     expect(await c.listUnspentOutputs('fresh')).toEqual([]);
+    // A wallet's outputs carry the same naming, plus where the wallet derives them.
+    expect(await c.wallets.unspentOutputs('w1')).toEqual([{ txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0, address: 'a1', path: 'm/84h/1h/0h/0/3', change: false, address_index: 3 }]);
     await expect(c.getBalance('fresh')).rejects.toMatchObject({ status: 404, code: 'ERR_ADDRESS_NOT_FOUND' });
     await expect(c.historyPage('http://evil.example/v1/addresses/a1/history')).rejects.toThrow('Refusing to send the API key to another origin: http://evil.example');
   });
@@ -154,10 +162,13 @@ describe('sendTransaction', () => {
     ];
     handler = (_req, _b, res) => answers.shift()!(res);
     const hex = await signedHex();
-    const retries: number[] = [];
-    const txid = await client().sendTransaction(hex, { initialDelayMs: 5, onRetry: (_e, n) => retries.push(n) });
+    const retries: [number, string][] = [];
+    const txid = await client().sendTransaction(hex, { initialDelayMs: 5, onRetry: (e, n) => retries.push([n, e instanceof ApiError ? e.code : e.message]) });
     expect(txid).toBe(TXID);
-    expect(retries).toEqual([1, 2]);
+    expect(retries).toEqual([
+      [1, 'ERR_TX_MEMPOOL_LIMIT'],
+      [2, 'ERR_TX_INPUTS_MISSING'],
+    ]);
     expect(JSON.parse(seen.at(-1)!.body)).toEqual({ tx: hex });
   });
 
