@@ -39,10 +39,11 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
       redis: deps.redis,
       prefix: settings.redisPrefix,
       windowMs: settings.rateWindowMs,
+      fallbackShare: settings.rateFallbackShare,
       onUnavailable: (err) => {
         if (Date.now() - lastWarn > 10_000) {
           lastWarn = Date.now();
-          deps.log.warn({ err }, 'rate limiter: redis unavailable, requests are not limited');
+          deps.log.warn({ err }, 'rate limiter: redis did not answer in time, keys limited by the local allowance');
         }
       },
     });

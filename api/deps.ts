@@ -48,6 +48,8 @@ export type ApiSettings = {
   /** Requests per key per window when the key has no limit of its own. */
   rateLimit: number;
   rateWindowMs: number;
+  /** Share of a window's remaining requests this process grants per key while Redis does not answer. */
+  rateFallbackShare: number;
   /** Redis key prefix for rate-limit counters. */
   redisPrefix: string;
   /** Address routes answer 503 ERR_INDEX_SYNCING while the index is more blocks than this behind the node. */
@@ -66,6 +68,7 @@ export const defaultApiSettings: ApiSettings = {
   requestTimeoutMs: 10_000,
   rateLimit: 6000,
   rateWindowMs: 60_000,
+  rateFallbackShare: 1,
   redisPrefix: 'bw',
   maxLagBlocks: 6,
   corsOrigins: [],

@@ -61,6 +61,7 @@ export function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
     requestTimeoutMs: config.apiRequestTimeoutMs,
     rateLimit: config.apiRateLimit,
     rateWindowMs: config.apiRateWindowMs,
+    rateFallbackShare: config.apiRateFallbackShare,
     maxLagBlocks: config.apiMaxLagBlocks,
     corsOrigins: config.apiCorsOrigins,
     historyCacheBytes: config.apiHistoryCacheMb * 1024 * 1024,

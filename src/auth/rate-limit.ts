@@ -11,9 +11,16 @@
  * requests of a key wait for tokens already asked for only while those outnumber the requests
  * counting on them; the others ask at once (a small limit: one INCRBY each, in parallel). A
  * window's key expires a whole window after the window ends (a lagging clock cannot recreate it).
- * When Redis does not answer within `timeoutMs` of a request, the request is let through (fail
- * open) and the outage is reported through `onUnavailable`: rate limiting protects capacity, it
- * is not an access control. An answer that comes later is still credited (Redis counted it).
+ * When Redis does not answer within `timeoutMs` of a request (slow, or gone), the request is
+ * decided by a local allowance and the outage is reported through `onUnavailable`: the process
+ * lets a key through while the requests it let through without Redis this window stay below
+ * `fallbackShare` of what the window's counter had left when Redis last answered (the whole
+ * limit when it never did); above it, 429 as usual. With one process (fallbackShare 1) a key
+ * never gets more than its limit over a window, Redis or not; with N processes a share of 1/N
+ * keeps them together within it while Redis does not answer (answers that come late mix the
+ * two counts: then each process stays within its own bound, not the sum). An answer that comes
+ * later is still credited: its tokens first pay for the requests already let through without
+ * Redis, so nothing is counted twice nor granted twice.
  * @module
  */
 import type { Redis } from 'ioredis';
@@ -48,8 +55,10 @@ export type RateLimiterOptions = {
   /** Redis key prefix (isolates deployments and tests). */
   prefix: string;
   windowMs: number;
-  /** Give up on Redis after this long and allow the request. */
+  /** Give up on Redis after this long and decide by the local allowance. */
   timeoutMs?: number;
+  /** Share (0-1] of a window's remaining tokens one process may grant without Redis; default 1. */
+  fallbackShare?: number;
   onUnavailable?: (err: unknown) => void;
   now?: () => number;
 };
@@ -65,6 +74,8 @@ type Lease = {
   next: number;
   /** The counter had passed this limit: refused until the window ends (or the limit is raised). */
   spentAt: number | undefined;
+  /** Requests let through without Redis (local allowance) not paid for by a late answer yet. */
+  unmetered: number;
   /** Tokens asked for and not answered yet, and the takes counting on them. */
   inFlight: number;
   waiting: number;
@@ -76,6 +87,7 @@ type Lease = {
 export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
   const { redis, prefix, windowMs } = opts;
   const timeoutMs = opts.timeoutMs ?? 250;
+  const fallbackShare = opts.fallbackShare ?? 1;
   const now = opts.now ?? Date.now;
   const leases = new Map<bigint, Lease>();
   let prunedWindow = -1;
@@ -102,7 +114,7 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     }
     let l = leases.get(keyId);
     if (l === undefined || l.window !== window) {
-      l = { window, left: 0, count: 0, next: 1, spentAt: undefined, inFlight: 0, waiting: 0, wakers: [] };
+      l = { window, left: 0, count: 0, next: 1, spentAt: undefined, unmetered: 0, inFlight: 0, waiting: 0, wakers: [] };
       leases.set(keyId, l);
     }
     return l;
@@ -120,7 +132,10 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
         (count) => {
           const granted = Math.max(0, Math.min(size, limit - (count - size)));
           l.count = Math.max(l.count, count);
-          l.left += granted;
+          // Tokens of a late answer first pay for requests let through without Redis.
+          const paid = Math.min(l.unmetered, granted);
+          l.unmetered -= paid;
+          l.left += granted - paid;
           l.next = Math.min(size * 2, leaseCap(limit));
           if (granted < size) l.spentAt = limit;
         },
@@ -147,6 +162,14 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     ]).finally(() => clearTimeout(timer));
   }
 
+  /** Without Redis: the local allowance (module comment), counted in `l.unmetered`. */
+  function allowLocally(l: Lease, limit: number, resetMs: number): RateDecision {
+    const allowance = Math.floor(Math.max(0, limit - l.count) * fallbackShare);
+    if (l.unmetered >= allowance) return { allowed: false, limit, remaining: 0, resetMs };
+    l.unmetered++;
+    return { allowed: true, limit, remaining: allowance - l.unmetered, resetMs };
+  }
+
   return {
     async take(keyId, limit) {
       const t = now();
@@ -168,7 +191,7 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
           await answered(l, mine, deadline);
         } catch (err) {
           opts.onUnavailable?.(err);
-          return { allowed: true, limit, remaining: limit, resetMs };
+          return allowLocally(l, limit, resetMs);
         } finally {
           l.waiting--;
         }

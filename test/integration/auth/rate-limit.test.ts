@@ -2,8 +2,9 @@
  * Per-key rate limits on a real redis-server of this test's own: a fixed window per key shared
  * by every limiter on the same Redis (several API processes), a fresh window after reset, tokens
  * leased in growing batches (a round trip per lease, the limit exact across processes and
- * concurrent requests), and fail-open within the time limit when Redis is gone (reported, not
- * thrown).
+ * concurrent requests); when Redis is slow (behind a proxy holding its replies) or gone, the
+ * local allowance: a key never gets more than its limit over a window, late answers pay for what
+ * was let through (nothing counted or granted twice), and the outage is reported, not thrown.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -14,6 +15,40 @@ import { Redis } from 'ioredis';
 import { startRedis, type RedisServer } from '../../../src/embedded/redis.js';
 import { createRateLimiter, leaseCap } from '../../../src/auth/rate-limit.js';
 import { waitFor } from '../../support/wait.js';
+
+/**
+ * A TCP proxy in front of a redis-server that holds every reply for `delayMs` (Infinity: never
+ * sends it); `held` counts the replies it holds.
+ */
+async function delayingProxy(redisUrl: string, delayMs: number) {
+  const state = { delayMs, held: 0 };
+  const proxy: Server = createServer((down) => {
+    const up = createConnection(Number(new URL(redisUrl).port), '127.0.0.1');
+    down.on('data', (d) => up.write(d));
+    up.on('data', (d) => {
+      if (state.delayMs === Infinity) return;
+      state.held++;
+      setTimeout(() => {
+        state.held--;
+        if (down.writable) down.write(d);
+      }, state.delayMs);
+    });
+    const close = () => { down.destroy(); up.destroy(); };
+    down.on('error', close).on('close', close);
+    up.on('error', close).on('close', close);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  const client = new Redis(`redis://127.0.0.1:${(proxy.address() as { port: number }).port}`, { maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  return {
+    state,
+    client,
+    close: async () => {
+      client.disconnect();
+      await new Promise((r) => proxy.close(r));
+    },
+  };
+}
 
 describe('redis rate limiter', () => {
   let dir: string;
@@ -93,33 +128,16 @@ describe('redis rate limiter', () => {
   });
 
   it('on a slow Redis: concurrent takes of a small limit ask at once, and an answer after the time limit is credited', async () => {
-    // A TCP proxy in front of the test's redis-server that holds every reply for `delayMs`
-    // (`held` counts the replies it holds). No assertion here depends on how fast the machine is
-    // (the elapsed-time check of the fifty concurrent takes is gone: their speed belongs in bench/):
-    // the windows are of a fixed clock, and the late answer is awaited, not slept for.
-    let delayMs = 60;
-    let held = 0;
-    const proxy: Server = createServer((down) => {
-      const up = createConnection(Number(new URL(server.url).port), '127.0.0.1');
-      down.on('data', (d) => up.write(d));
-      up.on('data', (d) => {
-        held++;
-        setTimeout(() => {
-          held--;
-          if (down.writable) down.write(d);
-        }, delayMs);
-      });
-      const close = () => { down.destroy(); up.destroy(); };
-      down.on('error', close).on('close', close);
-      up.on('error', close).on('close', close);
-    });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-    const slow = new Redis(`redis://127.0.0.1:${(proxy.address() as { port: number }).port}`, { maxRetriesPerRequest: 1 });
-    slow.on('error', () => {});
+    // No assertion here depends on how fast the machine is (the elapsed-time check of the fifty
+    // concurrent takes is gone: their speed belongs in bench/): the windows are of a fixed clock,
+    // and the late answer is awaited, not slept for.
+    const proxy = await delayingProxy(server.url, 60);
+    const slow = proxy.client;
+    const p = proxy.state;
     try {
       await slow.ping();
-      await waitFor('the ping answered', () => held === 0);
-      delayMs = 1_000;
+      await waitFor('the ping answered', () => p.held === 0);
+      p.delayMs = 1_000;
       const problems: unknown[] = [];
       const now = Date.now();
       const window = Math.floor(now / 60_000);
@@ -131,33 +149,80 @@ describe('redis rate limiter', () => {
       expect(Number(await a.get(`rl-slow:rl:1:${window}`))).toBe(50);
 
       // Replies held 5 s against a 250 ms time limit: late whatever the load.
-      delayMs = 5_000;
+      p.delayMs = 5_000;
       const limiter = createRateLimiter({ redis: slow, prefix: 'rl-slow', windowMs: 60_000, timeoutMs: 250, now: () => now, onUnavailable: (e) => problems.push(e) });
       const late = await limiter.take(2n, 100_000);
       expect(late.allowed).toBe(true);
       expect(problems.length).toBe(1);
-      await waitFor('the late answer delivered', () => held === 0, 60_000);
-      delayMs = 0;
+      await waitFor('the late answer delivered', () => p.held === 0, 60_000);
+      p.delayMs = 0;
       const before = await scriptCalls();
-      // The late answer's token is this process's: spent without asking Redis again.
+      // The late answer's token paid for the request let through without Redis: the next one asks.
       expect((await limiter.take(2n, 100_000)).allowed).toBe(true);
-      expect((await scriptCalls()) - before).toBe(0);
-      expect(Number(await a.get(`rl-slow:rl:2:${window}`))).toBe(1);
+      expect((await scriptCalls()) - before).toBe(1);
+      // The late token, then a lease of two (leases double while the key uses them).
+      expect(Number(await a.get(`rl-slow:rl:2:${window}`))).toBe(3);
     } finally {
-      slow.disconnect();
-      await new Promise((r) => proxy.close(r));
+      await proxy.close();
     }
   });
 
-  it('lets requests through within its time limit when Redis is gone, and says so', async () => {
+  it('behind a Redis slower than the time limit a key gets its limit over the window, never more', async () => {
+    // Replies held 1 s against a 250 ms time limit: every take is decided by the local allowance
+    // first, and the late answers are credited as they come.
+    const proxy = await delayingProxy(server.url, 1_000);
+    try {
+      const now = Date.now();
+      const problems: unknown[] = [];
+      const limiter = createRateLimiter({ redis: proxy.client, prefix: 'rl-bounded', windowMs: 60_000, timeoutMs: 250, now: () => now, onUnavailable: (e) => problems.push(e) });
+      let allowed = 0;
+      for (let wave = 0; wave < 10; wave++) {
+        const ds = await Promise.all(Array.from({ length: 10 }, () => limiter.take(7n, 30)));
+        allowed += ds.filter((d) => d.allowed).length;
+        expect(allowed).toBeLessThanOrEqual(30);
+      }
+      expect(problems.length).toBeGreaterThan(0);
+      // Once every late answer is in, Redis fast again: the rest of the window's tokens, then 429.
+      await waitFor('the late answers delivered', () => proxy.state.held === 0, 60_000);
+      proxy.state.delayMs = 0;
+      for (let i = 0; i < 40; i++) if ((await limiter.take(7n, 30)).allowed) allowed++;
+      expect(allowed).toBe(30);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('with Redis not answering at all, N processes at a share of 1/N let a key through no more than its limit', async () => {
+    const proxy = await delayingProxy(server.url, 0);
+    try {
+      await proxy.client.ping();
+      proxy.state.delayMs = Infinity;
+      const opts = { redis: proxy.client, prefix: 'rl-share', windowMs: 60_000, timeoutMs: 100, fallbackShare: 0.5 };
+      const one = createRateLimiter(opts);
+      const two = createRateLimiter(opts);
+      let allowed = 0;
+      for (let i = 0; i < 25; i++) {
+        const ds = await Promise.all([one.take(9n, 30), two.take(9n, 30)]);
+        allowed += ds.filter((d) => d.allowed).length;
+      }
+      expect(allowed).toBe(30);
+      const refused = await one.take(9n, 30);
+      expect(refused).toMatchObject({ allowed: false, remaining: 0 });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('when Redis is gone, lets a key through up to what its window had left, then 429, and says so', async () => {
     const problems: unknown[] = [];
-    const limiter = createRateLimiter({ redis: a, prefix: 'rl-down', windowMs: 60_000, timeoutMs: 200, onUnavailable: (e) => problems.push(e) });
-    expect((await limiter.take(1n, 1)).allowed).toBe(true);
+    const limiter = createRateLimiter({ redis: a, prefix: 'rl-down', windowMs: 3_600_000, timeoutMs: 200, onUnavailable: (e) => problems.push(e) });
+    expect((await limiter.take(1n, 3)).allowed).toBe(true);
     await server.kill();
     try {
-      const d = await limiter.take(1n, 1);
-      expect(d.allowed).toBe(true);
+      expect((await limiter.take(1n, 3)).allowed).toBe(true);
+      expect((await limiter.take(1n, 3)).allowed).toBe(true);
       expect(problems.length).toBeGreaterThan(0);
+      expect(await limiter.take(1n, 3)).toMatchObject({ allowed: false, remaining: 0 });
     } finally {
       await server.restart();
     }
