@@ -30,7 +30,8 @@ import { createDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { addressKey } from '../src/db/address-key.js';
 import { encodeIns, encodeOuts } from '../src/db/packed.js';
-import { txNum } from '../src/db/tx-num.js';
+import { sqlFirstTxNum, txNum } from '../src/db/tx-num.js';
+import { CHUNK_ENTRIES, SQL_HISTORY } from '../src/db/history-entries.js';
 import { segwitAddress } from '../src/bitcoin/address.js';
 import { witnessScript } from '../src/bitcoin/script.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
@@ -152,12 +153,12 @@ async function buildIndex(db: Kysely<Database>): Promise<void> {
     const hotOuts = encodeOuts([{ value: 1000n, script: hotScript }]);
     await sql`INSERT INTO txs (tx_num, txid, outs, ins, first_seen)
       SELECT n, sha256(int8send(n)), ${hotOuts}, '\\x'::bytea, NULL
-      FROM (SELECT ((h::int8) << 20) | p AS n FROM generate_series(1, ${HOT_TXS / PER_BLOCK}) h, generate_series(1, ${PER_BLOCK}) p) s`.execute(db);
+      FROM (SELECT ${sqlFirstTxNum(sql`h`)} | p AS n FROM generate_series(1, ${HOT_TXS / PER_BLOCK}) h, generate_series(1, ${PER_BLOCK}) p) s`.execute(db);
     await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script)
       SELECT txid, 0, tx_num, ${hotKey}::uuid, 1000, ${Buffer.from(hotScript)} FROM txs`.execute(db);
     await sql`INSERT INTO history (addr_key, first_tx_num, rest)
-      SELECT ${hotKey}::uuid, min(n), substring(string_agg(int8send(n), ''::bytea ORDER BY n) FROM 9)
-      FROM (SELECT n, (row_number() OVER (ORDER BY n) - 1) / 1024 AS chunk FROM (SELECT tx_num AS n FROM txs) a) s GROUP BY chunk`.execute(db);
+      SELECT ${hotKey}::uuid, min(n), ${sql.raw(SQL_HISTORY.slice(`string_agg(${SQL_HISTORY.entry('n')}, ''::bytea ORDER BY n)`, '1', 'count(*) - 1'))}
+      FROM (SELECT n, (row_number() OVER (ORDER BY n) - 1) / ${CHUNK_ENTRIES} AS chunk FROM (SELECT tx_num AS n FROM txs) a) s GROUP BY chunk`.execute(db);
     await sql`INSERT INTO balances (addr_key, balance, utxo_count) VALUES (${hotKey}::uuid, ${HOT_TXS * 1000}, ${HOT_TXS})`.execute(db);
     // Ordinary addresses: a balance row and one history entry each.
     for (let start = 0; start < ADDRESSES; start += 20_000) {

@@ -10,18 +10,18 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { equalBytes } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
-import { decodeEntries, decodeIns, encodeEntries } from '../src/db/packed.js';
+import { decodeIns } from '../src/db/packed.js';
+import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../src/db/history-entries.js';
+import { sqlTxNumHeight, txNumHeight, txNumOf } from '../src/db/tx-num.js';
 import { FatalError } from '../src/errors.js';
 import { extendWalletsFor } from '../src/db/wallet-chains.js';
 import type { Logger } from '../src/log.js';
-import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, MissingPrevoutError, txNumOf, TX_NUM_SPAN, type BlockRows, type Delta, type Prevout, type StoredTx, type Touch, type UtxoRow } from './derive.js';
+import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, MissingPrevoutError, type BlockRows, type Delta, type Prevout, type StoredTx, type Touch, type UtxoRow } from './derive.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent, type Watch } from './events.js';
 import { deleteMempoolTxs, mempoolDescendants, mempoolSpendersOf, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
 
 type Trx = Transaction<Database>;
 
-/** Largest number of tx_nums in one history chunk (docs/schema.md "history"). */
-export const CHUNK_ENTRIES = 1024;
 /** Confirmation targets are at most 100 (subscriptions CHECK); watched_txs keeps this many blocks. */
 const WATCH_KEEP_BLOCKS = 1100;
 const MAX_TARGET = 100;
@@ -110,40 +110,13 @@ export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<v
   }
 }
 
-/** History chunks for `history` (ascending tx_nums per key), at most CHUNK_ENTRIES each. */
-export function historyChunks(history: ReadonlyMap<string, readonly number[]>): { key: string; first: number; entries: number[] }[] {
-  const out: { key: string; first: number; entries: number[] }[] = [];
-  for (const [key, nums] of history) {
-    for (let i = 0; i < nums.length; i += CHUNK_ENTRIES) {
-      const part = nums.slice(i, i + CHUNK_ENTRIES);
-      out.push({ key, first: part[0]!, entries: part });
-    }
-  }
-  return out;
-}
-
-/**
- * A chunk's `rest`: its entries after the first as 8-byte big-endian tx_nums (src/db/packed.ts
- * format), from safe integers.
- */
-function restBytes(nums: readonly number[]): Buffer {
-  const out = Buffer.allocUnsafe((nums.length - 1) * 8);
-  for (let i = 1; i < nums.length; i++) {
-    const v = nums[i]!;
-    const hi = Math.floor(v / 0x100000000);
-    out.writeUInt32BE(hi, (i - 1) * 8);
-    out.writeUInt32BE(v - hi * 0x100000000, (i - 1) * 8 + 4);
-  }
-  return out;
-}
-
 async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly number[]>): Promise<void> {
   const chunks = historyChunks(history);
   for (let i = 0; i < chunks.length; i += 20_000) {
     const part = chunks.slice(i, i + 20_000);
     await sql`
       INSERT INTO history (addr_key, first_tx_num, rest)
-      SELECT * FROM unnest(${part.map((c) => c.key)}::uuid[], ${int8s(part.map((c) => c.first))}::int8[], ${part.map((c) => restBytes(c.entries))}::bytea[])`.execute(trx);
+      SELECT * FROM unnest(${part.map((c) => c.key)}::uuid[], ${int8s(part.map((c) => c.first))}::int8[], ${part.map((c) => restOf(c.entries))}::bytea[])`.execute(trx);
   }
 }
 
@@ -243,11 +216,11 @@ async function confirmationEvents(trx: Trx, rows: BlockRows, watched: ReadonlyMa
       SELECT t.tx_num, t.addr_key, t.txid, t.received, t.sent, w.confirmations AS target, w.address, b.hash AS block_hash
       FROM watched_txs t
       JOIN watched_addresses w ON w.addr_key = t.addr_key
-      JOIN blocks b ON b.height = (t.tx_num / ${TX_NUM_SPAN})::int4
+      JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
       WHERE t.tx_num >= ${from.toString()}::int8 AND t.tx_num < ${base.toString()}::int8
       ORDER BY t.tx_num, t.addr_key`.execute(trx);
     for (const x of r.rows) {
-      const h = Number(x.tx_num / BigInt(TX_NUM_SPAN));
+      const h = txNumHeight(x.tx_num);
       const conf = rows.height - h + 1;
       if (conf < 2 || conf > x.target) continue;
       events.push({ type: 'tx.confirmations', addrKey: x.addr_key, address: x.address, txid: x.txid, blockHash: x.block_hash, height: h, confirmations: conf, received: x.received, sent: x.sent });
@@ -367,7 +340,7 @@ async function cutHistory(trx: Trx, keys: readonly string[], fromTxNum: number):
     SELECT k AS addr_key, h.first_tx_num, h.rest
     FROM unnest(${keys}::uuid[]) AS k
     CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history WHERE addr_key = k ORDER BY first_tx_num DESC LIMIT 1) h
-    WHERE length(h.rest) > 0 AND ('x' || encode(substring(h.rest FROM length(h.rest) - 7), 'hex'))::bit(64)::int8 >= ${from}::int8`.execute(trx);
+    WHERE length(h.rest) > 0 AND ${sql.raw(SQL_HISTORY.lastEntry('h.rest'))} >= ${from}::int8`.execute(trx);
   for (const c of straddling.rows) {
     const kept = decodeEntries(c.rest).filter((n) => n < BigInt(fromTxNum));
     await sql`

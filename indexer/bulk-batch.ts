@@ -12,7 +12,9 @@ import { HEADER_BYTES } from '../src/bitcoin/block.js';
 import { PackedWriter } from '../src/db/packed.js';
 import { isUnspendable, scriptKeyBytes } from './address-keys.js';
 import { BinaryCopy } from './copy-binary.js';
-import { MissingPrevoutError, txNumOf } from './derive.js';
+import { MissingPrevoutError } from './derive.js';
+import { txNumOf } from '../src/db/tx-num.js';
+import { ENTRY_BYTES, writeEntry } from '../src/db/history-entries.js';
 import type { OutpointCache } from './outpoint-cache.js';
 
 /**
@@ -107,10 +109,10 @@ class HistoryGroups {
     }
   }
 
-  /** History rows: per key, chunks of at most `max` ascending tx_nums (8-byte big-endian). */
+  /** History rows: per key, chunks of at most `max` ascending tx_nums (src/db/history-entries.ts). */
   rows(max: number): BinaryCopy {
     const out = new BinaryCopy(this.keys * 64 + this.entries * 8 + 64);
-    let scratch = Buffer.allocUnsafe(max * 8);
+    let scratch = Buffer.allocUnsafe(max * ENTRY_BYTES);
     for (let i = 0; i < this.cap; i++) {
       if (this.used[i] !== 1) continue;
       const o = i * 4;
@@ -118,18 +120,15 @@ class HistoryGroups {
       let left = this.count[i]!;
       while (left > 0) {
         const n = Math.min(left, max);
-        if (scratch.length < n * 8) scratch = Buffer.allocUnsafe(n * 8);
+        if (scratch.length < n * ENTRY_BYTES) scratch = Buffer.allocUnsafe(n * ENTRY_BYTES);
         const first = this.num[e]!;
         e = this.next[e]!;
         // `rest`: the entries after the first (the first is the row's first_tx_num).
         for (let j = 0; j < n - 1; j++) {
-          const v = this.num[e]!;
-          const hi = Math.floor(v / 0x100000000);
-          scratch.writeUInt32BE(hi, j * 8);
-          scratch.writeUInt32BE(v - hi * 0x100000000, j * 8 + 4);
+          writeEntry(scratch, j * ENTRY_BYTES, this.num[e]!);
           e = this.next[e]!;
         }
-        out.row(3).uuidWords(this.k[o]!, this.k[o + 1]!, this.k[o + 2]!, this.k[o + 3]!).int8(first).bytea(scratch.subarray(0, (n - 1) * 8));
+        out.row(3).uuidWords(this.k[o]!, this.k[o + 1]!, this.k[o + 2]!, this.k[o + 3]!).int8(first).bytea(scratch.subarray(0, (n - 1) * ENTRY_BYTES));
         left -= n;
       }
     }
@@ -207,8 +206,7 @@ export class BulkBatch {
         for (const input of tx.inputs) {
           const slot = c.find(input.prevTxid, input.vout);
           if (slot < 0) throw new MissingPrevoutError(input.prevTxid, input.vout, tx.txid);
-          insW.uleb(c.txNumAt(slot));
-          insW.uleb(input.vout);
+          insW.packIn(c.txNumAt(slot), input.vout);
           const kind = c.keyKind(slot);
           if (kind === 1) this.groups.add(c.keyWord(slot, 0), c.keyWord(slot, 1), c.keyWord(slot, 2), c.keyWord(slot, 3), txNum);
           else if (kind === 2) for (const k of c.multiKeysAt(slot)) this.groups.addBytes(k as Uint8Array, txNum);
@@ -221,9 +219,7 @@ export class BulkBatch {
       const outputs = tx.outputs;
       for (let v = 0; v < outputs.length; v++) {
         const out = outputs[v]!;
-        outsW.uleb(out.value);
-        outsW.uleb(out.script.length);
-        outsW.bytes(out.script);
+        outsW.packOut(out.value, out.script);
         const keys = scriptKeyBytes(out.script);
         if (keys instanceof Uint8Array) this.groups.addBytes(keys, txNum);
         else if (keys !== null) for (const k of keys) this.groups.addBytes(k, txNum);

@@ -26,7 +26,8 @@ import type { Database } from '../src/db/schema.js';
 import { OUTBOX_LOCK } from '../src/db/outbox-lock.js';
 import { RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
-import { CHUNK_ENTRIES, readTip, type Tip } from './apply.js';
+import { readTip, type Tip } from './apply.js';
+import { CHUNK_ENTRIES, SQL_HISTORY } from '../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
 import { scriptKeyBytes } from './address-keys.js';
 import type { ChainSource } from './chain-source.js';
@@ -411,10 +412,10 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
       text: `CREATE TABLE history_merged (LIKE history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
        INSERT INTO history_merged
          SELECT addr_key,
-                CASE WHEN i = 0 THEN f ELSE ('x' || encode(substring(e FROM i * ${CHUNK_ENTRIES * 8} + 1 FOR 8), 'hex'))::bit(64)::int8 END,
-                substring(e FROM i * ${CHUNK_ENTRIES * 8} + 9 FOR ${(CHUNK_ENTRIES - 1) * 8})
-         FROM (SELECT addr_key, f, e, generate_series(0, (length(e) / 8 - 1) / ${CHUNK_ENTRIES}) AS i
-               FROM (SELECT addr_key, min(first_tx_num) AS f, string_agg(int8send(first_tx_num) || rest, ''::bytea ORDER BY first_tx_num) AS e
+                CASE WHEN i = 0 THEN f ELSE ${SQL_HISTORY.entryAt('e', `i * ${CHUNK_ENTRIES}`)} END,
+                ${SQL_HISTORY.slice('e', `i * ${CHUNK_ENTRIES} + 1`, `${CHUNK_ENTRIES - 1}`)}
+         FROM (SELECT addr_key, f, e, generate_series(0, (${SQL_HISTORY.count('e')} - 1) / ${CHUNK_ENTRIES}) AS i
+               FROM (SELECT addr_key, min(first_tx_num) AS f, string_agg(${SQL_HISTORY.entries()}, ''::bytea ORDER BY first_tx_num) AS e
                      FROM history GROUP BY addr_key) a) c;
        DROP TABLE history;
        ALTER TABLE history_merged RENAME TO history;`,

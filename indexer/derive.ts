@@ -11,16 +11,8 @@ import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../src/bitcoin/block.js';
 import type { DecodedTx } from '../src/bitcoin/tx.js';
 import { decodeIns, decodeOuts, PackedWriter } from '../src/db/packed.js';
-import { TX_NUM_SHIFT } from '../src/db/tx-num.js';
+import { TX_NUM_SPAN, txNumOf } from '../src/db/tx-num.js';
 import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
-
-/** 2^20: tx_num = height × TX_NUM_SPAN + position (src/db/tx-num.ts), as a safe integer here. */
-export const TX_NUM_SPAN = 2 ** TX_NUM_SHIFT;
-
-/** tx_num as a number (exact below 2^53, i.e. for any height below 2^33). */
-export function txNumOf(height: number, pos: number): number {
-  return height * TX_NUM_SPAN + pos;
-}
 
 /** An output an input spends, as the index (or the node's spenttxouts) knows it. */
 export interface Prevout {
@@ -225,15 +217,13 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
           const out = txs[j]!.outputs[vout];
           if (out === undefined) throw new MissingPrevoutError(input.prevTxid, vout, tx.txid);
           (spentHere[j] ??= new Uint8Array(txs[j]!.outputCount))[vout] = 1;
-          insW.uleb(base + j);
-          insW.uleb(vout);
+          insW.packIn(base + j, vout);
           acc.add(outKeys[j]![vout]!, out.value, -1);
         } else {
           const p = lookup(input.prevTxid, vout);
           if (p === undefined) throw new MissingPrevoutError(input.prevTxid, vout, tx.txid);
           spent.push({ txid: input.prevTxid, vout, txNum: p.txNum });
-          insW.uleb(p.txNum);
-          insW.uleb(vout);
+          insW.packIn(p.txNum, vout);
           acc.add(p.keys !== undefined ? p.keys : scriptKeys(p.script), p.value, -1);
         }
       }
@@ -247,9 +237,7 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
       const out = outputs[v]!;
       const k = given !== undefined ? given[v]! : scriptKeys(out.script);
       keys[v] = k;
-      outsW.uleb(out.value);
-      outsW.uleb(out.script.length);
-      outsW.bytes(out.script);
+      outsW.packOut(out.value, out.script);
       acc.add(k, out.value, 1);
     }
     outsAt[i + 1] = outsW.len;

@@ -21,7 +21,7 @@ import { decodeIns } from '../src/db/packed.js';
 import type { Logger } from '../src/log.js';
 import { removalEvents } from './apply.js';
 import type { MempoolSource } from './chain-source.js';
-import { txNumOf } from './derive.js';
+import { txNumOf } from '../src/db/tx-num.js';
 import { appendEvents, loadWatches, type Watch } from './events.js';
 import { addMempoolReplacers, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
 import { txidIn, txidIs } from '../src/db/txid-key.js';

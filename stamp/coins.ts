@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import type { Coin } from './build.js';
 import type { StampDb, StampTrx } from './tables.js';
 import type { StampWallet } from './wallet.js';
+import { sqlTxNumHeight, sqlTxNumPosition } from '../src/db/tx-num.js';
 
 /** Core's COINBASE_MATURITY. */
 const COINBASE_MATURITY = 100;
@@ -59,7 +60,7 @@ export async function loadFreeCoins(db: StampDb | StampTrx, wallet: StampWallet,
     SELECT u.txid, u.vout, u.value, u.script
     FROM utxos u
     WHERE u.addr_key = ANY(${keys}::uuid[])
-      AND ((u.tx_num & 1048575) <> 0 OR (u.tx_num >> 20) <= ${tipHeight - COINBASE_MATURITY + 1})
+      AND (${sqlTxNumPosition(sql.ref('u.tx_num'))} <> 0 OR ${sqlTxNumHeight(sql.ref('u.tx_num'))} <= ${tipHeight - COINBASE_MATURITY + 1})
       AND NOT EXISTS (SELECT 1 FROM stamp_coin_locks l WHERE l.txid = u.txid AND l.vout = u.vout AND (l.lease_until IS NULL OR l.lease_until > now()))
       AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)`.execute(db);
   const own = await sql<CoinRow>`

@@ -18,6 +18,7 @@ import { wasSent } from './ledger.js';
 import { findStamp, findStampByOutput, insertStampRequest, type StampRow } from './requests.js';
 import type { StampDb } from './tables.js';
 import { txidIn } from '../src/db/txid-key.js';
+import { sqlTxNumHeight } from '../src/db/tx-num.js';
 
 export type StampServiceDeps = {
   db: StampDb;
@@ -91,7 +92,7 @@ export function createStampService(deps: StampServiceDeps): StampService {
       const txids = [...new Set(loc.outputs.map((o) => o.txid.toString('hex')))].map((h) => Buffer.from(h, 'hex'));
       const r = await sql<{ txid: Buffer; height: number; time: number; tip: number }>`
         SELECT t.txid, b.height, b.time, (SELECT height FROM chain_tip WHERE id = 1) AS tip
-        FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
+        FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
         WHERE ${txidIn(sql.ref('t.txid'), txids)}`.execute(db);
       const confirmed = r.rows[0];
       if (confirmed) {

@@ -1,9 +1,9 @@
 /**
- * Compact encodings of per-transaction data stored in `txs` and `history` (docs/schema.md):
+ * The packed-outputs and packed-inputs formats of `txs` rows (docs/schema.md), JS only:
  * - outs: for each output, LEB128(value) LEB128(script length) script;
- * - ins: for each input, LEB128(prevout tx_num) LEB128(prevout vout) (empty for a coinbase);
- * - history entries: 8-byte big-endian tx_num each, ascending, so chunks concatenate; a `history`
- *   row keeps its first entry as `first_tx_num` and only the others in `rest`.
+ * - ins: for each input, LEB128(prevout tx_num) LEB128(prevout vout) (empty for a coinbase).
+ * (History entries have their own module, history-entries.ts.) No SQL reads these columns apart:
+ * statements move them whole.
  * Decoders reject truncated or trailing bytes with a RangeError.
  * @module
  */
@@ -56,6 +56,17 @@ export class PackedWriter {
     }
     this.buf[this.len++] = Number(b);
   }
+  /** One output of the outs format. */
+  packOut(value: bigint, script: Uint8Array) {
+    this.uleb(value);
+    this.uleb(script.length);
+    this.bytes(script);
+  }
+  /** One input reference of the ins format. */
+  packIn(prevTxNum: bigint | number, vout: number) {
+    this.uleb(prevTxNum);
+    this.uleb(vout);
+  }
   bytes(b: Uint8Array) {
     this.ensure(b.length);
     this.buf.set(b, this.len);
@@ -106,11 +117,7 @@ class Reader {
 /** Packs a transaction's outputs. */
 export function encodeOuts(outs: readonly PackedOut[]): Buffer {
   const w = new Writer(outs.length * 40 + 8);
-  for (const o of outs) {
-    w.uleb(o.value);
-    w.uleb(o.script.length);
-    w.bytes(o.script);
-  }
+  for (const o of outs) w.packOut(o.value, o.script);
   return w.finish();
 }
 
@@ -141,10 +148,7 @@ export function decodeOut(data: Uint8Array, vout: number): PackedOut | undefined
 /** Packs a transaction's input references (prevout tx_num and vout). */
 export function encodeIns(ins: readonly PackedInInput[]): Buffer {
   const w = new Writer(ins.length * 8 + 8);
-  for (const i of ins) {
-    w.uleb(i.txNum);
-    w.uleb(i.vout);
-  }
+  for (const i of ins) w.packIn(i.txNum, i.vout);
   return w.finish();
 }
 
@@ -153,42 +157,4 @@ export function decodeIns(data: Uint8Array): PackedIn[] {
   const ins: PackedIn[] = [];
   while (!r.done) ins.push({ txNum: r.uleb(), vout: r.small() });
   return ins;
-}
-
-/** History chunk entries: ascending tx_nums as 8-byte big-endian each. */
-export function encodeEntries(txNums: readonly bigint[]): Buffer {
-  const out = Buffer.allocUnsafe(txNums.length * 8);
-  let prev = -1n;
-  txNums.forEach((n, i) => {
-    if (n <= prev) throw new RangeError('history entries must be strictly ascending');
-    prev = n;
-    out.writeBigUInt64BE(n, i * 8);
-  });
-  return out;
-}
-
-/**
- * A `history` row's columns for ascending `txNums` (at least one): the first entry as
- * `first_tx_num`, the others packed in `rest`.
- */
-export function encodeHistoryChunk(txNums: readonly bigint[]): { first_tx_num: bigint; rest: Buffer } {
-  if (txNums.length === 0) throw new RangeError('a history chunk has at least one entry');
-  const all = encodeEntries(txNums);
-  return { first_tx_num: txNums[0]!, rest: all.subarray(8) };
-}
-
-/** Every entry of a `history` row, the first included, as 8-byte big-endian tx_nums. */
-export function historyChunkEntries(firstTxNum: bigint, rest: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(8 + rest.length);
-  out.writeBigUInt64BE(firstTxNum, 0);
-  out.set(rest, 8);
-  return out;
-}
-
-export function decodeEntries(data: Uint8Array): bigint[] {
-  if (data.length % 8 !== 0) throw new RangeError(`history entries length ${data.length} is not a multiple of 8`);
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  const out = new Array<bigint>(data.length / 8);
-  for (let i = 0; i < out.length; i++) out[i] = view.getBigUint64(i * 8, false);
-  return out;
 }

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
-import { decodeEntries, historyChunkEntries } from '../../src/db/packed.js';
+import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { addressKey } from '../../src/db/address-key.js';
 import { addressToScript } from '../../src/bitcoin/address.js';

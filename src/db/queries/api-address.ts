@@ -8,6 +8,8 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../schema.js';
 import { hashesToHex } from '../../bitcoin/hash.js';
+import { sqlFirstTxNum } from '../tx-num.js';
+import { SQL_HISTORY } from '../history-entries.js';
 
 /** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
 const FIRST_SEEN_US = sql<bigint>`(extract(epoch FROM mt.first_seen) * 1000000)::int8`;
@@ -70,7 +72,7 @@ export async function getBalanceExclusions(db: Kysely<Database>, addrKey: string
 export type MempoolCursor = { firstSeenUs: bigint; txid: Buffer; vout?: number };
 
 /** Every entry of a history chunk, its first (`first_tx_num`) included: 8 bytes each, ascending. */
-const ENTRIES = sql<Buffer>`int8send(first_tx_num) || rest`;
+const ENTRIES = sql<Buffer>`${sql.raw(SQL_HISTORY.entries())}`;
 
 /** A confirmed history entry of a page: its tx_num, txid (null only if `txs` lacks the row, which one statement's snapshot rules out in a sound index) and place. */
 export type HistoryPageEntry = { n: bigint; txid: Buffer | null; first: bigint; index: number };
@@ -140,7 +142,7 @@ const ROW_VERSION = sql<string>`(xmin::text || '@' || (extract(epoch FROM pg_pos
 export type HistoryChunk = { version: string; entries: Buffer; txids: Buffer };
 
 /** The 8-byte big-endian entry at 0-based `i` of chunk bytes `e`, as int8. */
-const ENTRY_AT = (e: RawBuilder<unknown>, i: RawBuilder<unknown>) => sql<bigint>`('x' || encode(substring(${e} FROM ${i} * 8 + 1 FOR 8), 'hex'))::bit(64)::int8`;
+const ENTRY_AT = (e: string, i: string) => sql<bigint>`${sql.raw(SQL_HISTORY.entryAt(e, i))}`;
 
 /**
  * Pages of addresses' history, one per request, in one round trip (requests arriving together
@@ -185,7 +187,6 @@ export type HistoryPageRequest = HistoryPageOptions & {
 
 /** The statement of listHistoryPages (exported for the test that checks its plan keeps the order). */
 export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
-  const e = sql`c.e`;
   // The mempool part of a request: 0 none, 1 from the newest, 2 after (m_fs, m_txid).
   const mempoolMode = (r: HistoryPageRequest) => (r.mempoolAfter === null ? 0 : r.mempoolAfter ? 2 : 1);
   // Each part's rows are packed into one row per request, newest first (a page's aggregates share
@@ -232,7 +233,7 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
         SELECT string_agg(int8send(p.n) || int8send(p.f) || int4send(p.i), ''::bytea ORDER BY p.n DESC) AS positions,
                string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY p.n DESC) AS txids
           FROM (SELECT c.f, s.i, s.n
-                  FROM (SELECT CASE WHEN q.min_conf > 1 THEN least(q.before, (((SELECT height FROM chain_tip WHERE id = 1) - q.min_conf + 2)::int8 << 20))
+                  FROM (SELECT CASE WHEN q.min_conf > 1 THEN least(q.before, ${sqlFirstTxNum(sql`(SELECT height FROM chain_tip WHERE id = 1) - q.min_conf + 2`)})
                                     ELSE q.before END AS v
                          WHERE NOT hc.hit) b,
                        LATERAL (SELECT first_tx_num AS f, ${ENTRIES} AS e FROM history
@@ -242,8 +243,8 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                        -- Where to enter a chunk: at the cursor in the cursor's chunk when the entry
                        -- there is still the bound (compared as bytes: a stale or made-up index finds
                        -- nothing and the chunk is read whole).
-                       LATERAL (SELECT g.i, ${ENTRY_AT(e, sql`g.i`)} AS n
-                                  FROM generate_series(CASE WHEN c.f = q.at_first AND substring(c.e FROM q.at_index * 8 + 1 FOR 8) = int8send(b.v)
+                       LATERAL (SELECT g.i, ${ENTRY_AT('c.e', 'g.i')} AS n
+                                  FROM generate_series(CASE WHEN c.f = q.at_first AND ${sql.raw(SQL_HISTORY.entryBytesAt('c.e', 'q.at_index'))} = ${sql.raw(SQL_HISTORY.entry('b.v'))}
                                                             THEN q.at_index - 1 ELSE length(c.e) / 8 - 1 END, 0, -1) AS g(i)) s
                  WHERE s.n < b.v
                  -- no ORDER BY: the nested loop yields chunks newest first (index order) and each
@@ -262,7 +263,7 @@ export async function readHistoryChunk(db: Kysely<Database>, addrKey: string, fi
     SELECT x.v AS version, x.e,
            (SELECT string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY g.i)
               FROM generate_series(0, length(x.e) / 8 - 1) AS g(i)
-              LEFT JOIN txs t ON t.tx_num = ${ENTRY_AT(sql`x.e`, sql`g.i`)}) AS txids
+              LEFT JOIN txs t ON t.tx_num = ${ENTRY_AT('x.e', 'g.i')}) AS txids
       -- (OFFSET 0: pulled up, the chunk would be read out of TOAST again for every entry)
       FROM (SELECT ${ROW_VERSION} AS v, ${ENTRIES} AS e FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(db);
   const row = r.rows[0];
@@ -301,7 +302,7 @@ export async function listUnspentPage(
        FROM utxos u
       WHERE u.addr_key = ${addrKey}
         AND (u.tx_num, u.vout) < (${before.txNum}, ${before.vout})
-        ${minConf > 1 ? sql`AND u.tx_num < (((SELECT height FROM chain_tip WHERE id = 1) - ${minConf} + 2)::int8 << 20)` : sql``}
+        ${minConf > 1 ? sql`AND u.tx_num < ${sqlFirstTxNum(sql`(SELECT height FROM chain_tip WHERE id = 1) - ${minConf} + 2`)}` : sql``}
         AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
       ORDER BY u.tx_num DESC, u.vout DESC
       LIMIT ${limit})

@@ -6,7 +6,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
-import { firstTxNum } from '../tx-num.js';
+import { firstTxNum, sqlTxNumHeight } from '../tx-num.js';
 import { txidIn, txidIs } from '../txid-key.js';
 
 export type Tip = { height: number; hash: Buffer | null };
@@ -66,7 +66,7 @@ export async function findConfirmedTx(db: Kysely<Database>, txid: Buffer): Promi
            (SELECT height FROM chain_tip WHERE id = 1) AS tip_height,
            ARRAY(SELECT vout FROM utxos WHERE txid = t.txid) AS unspent_vouts,
            ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts
-    FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
+    FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
     WHERE ${txidIs(sql.ref('t.txid'), txid)}`.execute(db);
   return r.rows[0];
 }

@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { createApiHarness, type ApiHarness } from './harness.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { encodeHistoryChunk } from '../../../src/db/packed.js';
+import { encodeHistoryChunk } from '../../../src/db/history-entries.js';
 import { txNum } from '../../../src/db/tx-num.js';
 import { revokeApiKey, verifyApiKey, type ApiKeyPrincipal } from '../../../src/auth/keys.js';
 import { startApi, type ApiHandle } from '../../../api/main.js';

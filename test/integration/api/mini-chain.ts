@@ -14,7 +14,8 @@ import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { encodeHistoryChunk, encodeIns, encodeOuts } from '../../../src/db/packed.js';
+import { encodeIns, encodeOuts } from '../../../src/db/packed.js';
+import { encodeHistoryChunk } from '../../../src/db/history-entries.js';
 import { txNum } from '../../../src/db/tx-num.js';
 
 export const A = 'bcrt1qn5fgugamhunv64rhjllz90dgqulruh8dk32q08';

@@ -13,7 +13,7 @@ import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { encodeOuts } from '../../../src/db/packed.js';
-import { txNum } from '../../../src/db/tx-num.js';
+import { txNum, sqlFirstTxNum } from '../../../src/db/tx-num.js';
 
 const C = 'bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n';
 const script = addressToScript(C, 'regtest');
@@ -42,7 +42,7 @@ describe('an address with a million transactions', () => {
     const db = h.t.db;
     await sql`INSERT INTO txs (tx_num, txid, outs, ins)
       SELECT n, sha256(int8send(n)), ${encodeOuts([{ value: 1000n, script }])}, '\\x'::bytea
-      FROM (SELECT (h::int8 << 20) | p AS n FROM generate_series(1, ${BLOCKS}) h, generate_series(0, ${PER_BLOCK - 1}) p) s`.execute(db);
+      FROM (SELECT ${sqlFirstTxNum(sql`h`)} | p AS n FROM generate_series(1, ${BLOCKS}) h, generate_series(0, ${PER_BLOCK - 1}) p) s`.execute(db);
     await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT txid, 0, tx_num, ${key}::uuid, 1000, ${Buffer.from(script)} FROM txs`.execute(db);
     await sql`INSERT INTO history (addr_key, first_tx_num, rest)
       SELECT ${key}::uuid, min(n), substring(string_agg(int8send(n), ''::bytea ORDER BY n) FROM 9)

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { assertSchemaCurrent, migrateDown, migrateToLatest, migrateToZero, migrationStatus } from '../../../src/db/migrate.js';
 import { migrations } from '../../../migrations/index.js';
-import { decodeEntries, encodeEntries } from '../../../src/db/packed.js';
+import { decodeEntries, encodeEntries } from '../../../src/db/history-entries.js';
 
 async function tables(t: TestDatabase): Promise<string[]> {
   const r = await sql<{ name: string }>`

@@ -7,9 +7,9 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHUNK_ENTRIES } from '../../../indexer/apply.js';
+import { CHUNK_ENTRIES } from '../../../src/db/history-entries.js';
 import { beginBulk, finishBulk } from '../../../indexer/bulk.js';
-import { encodeHistoryChunk, historyChunkEntries, decodeEntries } from '../../../src/db/packed.js';
+import { encodeHistoryChunk, historyChunkEntries, decodeEntries } from '../../../src/db/history-entries.js';
 import { silentLogger } from '../../../src/log.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decodeEntries, decodeIns, decodeOut, decodeOuts, encodeEntries, encodeHistoryChunk, encodeIns, encodeOuts, historyChunkEntries } from '../../../src/db/packed.js';
+import { decodeIns, decodeOut, decodeOuts, encodeIns, encodeOuts } from '../../../src/db/packed.js';
+import { decodeEntries, encodeEntries, encodeHistoryChunk, historyChunkEntries } from '../../../src/db/history-entries.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { firstTxNum, txNum, txNumHeight, txNumPosition } from '../../../src/db/tx-num.js';
 

@@ -1,0 +1,100 @@
+/**
+ * The history-entry format, JS and SQL. An address's history is stored in chunks (`history`
+ * rows) of at most CHUNK_ENTRIES ascending tx_nums; each entry is the tx_num as 8 bytes
+ * big-endian, so chunks concatenate and compare as bytes. A row keeps its first entry as
+ * `first_tx_num` (the key) and only the others, packed, in `rest`. Every encoder and decoder of
+ * entries, in JavaScript or in a statement, is here.
+ * @module
+ */
+
+/** Entries per history chunk (a row's `first_tx_num` plus up to CHUNK_ENTRIES − 1 in `rest`). */
+export const CHUNK_ENTRIES = 1024;
+/** Bytes per entry. */
+export const ENTRY_BYTES = 8;
+
+/** Writes the entry `n` (a safe integer or a bigint) at byte `at` of `buf`. */
+export function writeEntry(buf: Buffer, at: number, n: number | bigint): void {
+  if (typeof n === 'bigint') {
+    buf.writeBigUInt64BE(n, at);
+    return;
+  }
+  const hi = Math.floor(n / 0x100000000);
+  buf.writeUInt32BE(hi, at);
+  buf.writeUInt32BE(n - hi * 0x100000000, at + 4);
+}
+
+/** Entries for strictly ascending `txNums`. */
+export function encodeEntries(txNums: readonly (bigint | number)[]): Buffer {
+  const out = Buffer.allocUnsafe(txNums.length * ENTRY_BYTES);
+  let prev = -1n;
+  txNums.forEach((n, i) => {
+    if (BigInt(n) <= prev) throw new RangeError('history entries must be strictly ascending');
+    prev = BigInt(n);
+    writeEntry(out, i * ENTRY_BYTES, n);
+  });
+  return out;
+}
+
+/** A chunk's `rest`: the entries of `nums` after the first (ascending safe integers, unchecked: the indexer's hot path). */
+export function restOf(nums: readonly number[]): Buffer {
+  const out = Buffer.allocUnsafe((nums.length - 1) * ENTRY_BYTES);
+  for (let i = 1; i < nums.length; i++) writeEntry(out, (i - 1) * ENTRY_BYTES, nums[i]!);
+  return out;
+}
+
+/** A `history` row's columns for ascending `txNums` (at least one). */
+export function encodeHistoryChunk(txNums: readonly bigint[]): { first_tx_num: bigint; rest: Buffer } {
+  if (txNums.length === 0) throw new RangeError('a history chunk has at least one entry');
+  const all = encodeEntries(txNums);
+  return { first_tx_num: txNums[0]!, rest: all.subarray(ENTRY_BYTES) };
+}
+
+/** Every entry of a `history` row, the first included (what SQL_HISTORY.entries() gives). */
+export function historyChunkEntries(firstTxNum: bigint, rest: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(ENTRY_BYTES + rest.length);
+  out.writeBigUInt64BE(firstTxNum, 0);
+  out.set(rest, ENTRY_BYTES);
+  return out;
+}
+
+/** The tx_nums of entries `data`. */
+export function decodeEntries(data: Uint8Array): bigint[] {
+  if (data.length % ENTRY_BYTES !== 0) throw new RangeError(`history entries length ${data.length} is not a multiple of ${ENTRY_BYTES}`);
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const out = new Array<bigint>(data.length / ENTRY_BYTES);
+  for (let i = 0; i < out.length; i++) out[i] = view.getBigUint64(i * ENTRY_BYTES, false);
+  return out;
+}
+
+/** Ascending tx_nums per address key cut into chunks of at most CHUNK_ENTRIES. */
+export function historyChunks(history: ReadonlyMap<string, readonly number[]>): { key: string; first: number; entries: number[] }[] {
+  const out: { key: string; first: number; entries: number[] }[] = [];
+  for (const [key, nums] of history) {
+    for (let i = 0; i < nums.length; i += CHUNK_ENTRIES) {
+      const part = nums.slice(i, i + CHUNK_ENTRIES);
+      out.push({ key, first: part[0]!, entries: part });
+    }
+  }
+  return out;
+}
+
+/**
+ * The same format in SQL, as text to splice into statements (`sql.raw(…)` in kysely, as is in
+ * the bulk finish's DDL). Arguments are SQL expressions: a bytea of entries `e`, integer `i`.
+ */
+export const SQL_HISTORY = {
+  /** Every entry of a `history` row (columns `first_tx_num`, `rest` of `table` when given). */
+  entries: (table?: string): string => (table ? `int8send(${table}.first_tx_num) || ${table}.rest` : 'int8send(first_tx_num) || rest'),
+  /** The int8 `n` as an entry. */
+  entry: (n: string): string => `int8send(${n})`,
+  /** The bytes of entry `i` (0-based) of `e`. */
+  entryBytesAt: (e: string, i: string): string => `substring(${e} FROM (${i}) * ${ENTRY_BYTES} + 1 FOR ${ENTRY_BYTES})`,
+  /** Entry `i` (0-based) of `e`, as int8. */
+  entryAt: (e: string, i: string): string => `('x' || encode(substring(${e} FROM (${i}) * ${ENTRY_BYTES} + 1 FOR ${ENTRY_BYTES}), 'hex'))::bit(64)::int8`,
+  /** The last entry of a non-empty `e`, as int8. */
+  lastEntry: (e: string): string => `('x' || encode(substring(${e} FROM length(${e}) - ${ENTRY_BYTES - 1}), 'hex'))::bit(64)::int8`,
+  /** `count` entries of `e` from entry `from` (0-based). */
+  slice: (e: string, from: string, count: string): string => `substring(${e} FROM (${from}) * ${ENTRY_BYTES} + 1 FOR (${count}) * ${ENTRY_BYTES})`,
+  /** The number of entries of `e`. */
+  count: (e: string): string => `(length(${e}) / ${ENTRY_BYTES})`,
+} as const;
