@@ -141,18 +141,25 @@ export type Subscription = {
   created_at: string;
 };
 
-/** Event kinds (DESIGN.md "Events"). */
-export type EventType =
-  | 'tx.unconfirmed'
-  | 'tx.confirmed'
-  | 'tx.confirmations'
-  | 'tx.reorged'
-  | 'tx.replaced'
-  | 'tx.dropped'
-  | 'block.connected'
-  | 'block.disconnected'
-  | 'stamp.confirmed'
-  | (string & {});
+/**
+ * Every event kind the server sends, as it names them (the server's own list; a test fails when
+ * the two differ).
+ */
+export const EVENT_TYPES = [
+  'tx.unconfirmed',
+  'tx.confirmed',
+  'tx.confirmations',
+  'tx.reorged',
+  'tx.replaced',
+  'tx.dropped',
+  'block.connected',
+  'block.disconnected',
+  'stamp.confirmed',
+  'stamp.unconfirmed',
+] as const;
+
+/** An event kind: one of EVENT_TYPES, or a newer one this SDK does not know yet. */
+export type EventType = (typeof EVENT_TYPES)[number] | (string & {});
 
 /**
  * An event from the stream (or a hook). `id` (the outbox sequence) increases; one event matching
