@@ -13,11 +13,11 @@ import type { NetworkName } from '../src/config.js';
 export type AddressProblem = 'invalid' | 'wrong_network';
 
 /**
- * The output script of `address` on `network`, or why it is refused: `invalid` (not an address:
- * encoding, checksum, length), or `wrong_network` (it decodes for another network), with a
- * message fit for users.
+ * An address path parameter: the output script of `address` on `network` (as the kernel's
+ * addressToScript), or why it is refused: `invalid` (not an address: encoding, checksum,
+ * length), or `wrong_network` (it decodes for another network), with a message fit for users.
  */
-export function addressToScript(address: string, network: NetworkName): { script: Uint8Array } | { problem: AddressProblem; message: string } {
+export function parseAddressParam(address: string, network: NetworkName): { script: Uint8Array } | { problem: AddressProblem; message: string } {
   try {
     return { script: decodeAddress(address, network).script };
   } catch (err) {

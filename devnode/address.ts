@@ -14,8 +14,11 @@ export function scriptToAddress(script: Uint8Array): string | null {
   return outputAddresses(script, 'regtest')[0] ?? null;
 }
 
-/** The output script of a regtest address, or null when it is not one (Core's IsValidDestination). */
-export function addressToScript(address: string): Uint8Array | null {
+/**
+ * The output script of a regtest address, or null when it is not one (Core's IsValidDestination).
+ * (The kernel's addressToScript throws instead; this is its devnode form, for RPC validation.)
+ */
+export function regtestScript(address: string): Uint8Array | null {
   try {
     return decodeToScript(address, 'regtest');
   } catch {

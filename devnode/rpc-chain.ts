@@ -8,7 +8,7 @@
 import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
 import { bytesToHex, hashToHex, hexToBytes } from '../src/bitcoin/hash.js';
 import { decodeTx, type DecodedTx } from '../src/bitcoin/tx.js';
-import { addressToScript } from './address.js';
+import { regtestScript } from './address.js';
 import { checkBlock, contextualCheckBlock } from './block-check.js';
 import { BlockInvalid, type BlockEntry } from './chain.js';
 import type { DevnodeContext } from './context.js';
@@ -34,14 +34,14 @@ function blockOrThrow(ctx: DevnodeContext, v: unknown, name = 'blockhash'): Bloc
 /** The output script of an address or a `raw()`/`addr()` descriptor (generatetodescriptor/generateblock). */
 function outputScript(s: string, what: 'address' | 'descriptor' | 'either'): Uint8Array {
   if (what !== 'descriptor') {
-    const script = addressToScript(s);
+    const script = regtestScript(s);
     if (script) return script;
     if (what === 'address') throw new RpcError(RPC_ERR.INVALID_ADDRESS_OR_KEY, 'Error: Invalid address');
   }
   const m = /^(raw|addr)\(([^)]*)\)(?:#([a-z0-9]{8}))?$/.exec(s);
   if (m && (!m[3] || descriptorChecksum(`${m[1]}(${m[2]})`) === m[3])) {
     if (m[1] === 'raw' && /^([0-9a-fA-F]{2})+$/.test(m[2]!)) return hexToBytes(m[2]!);
-    const script = m[1] === 'addr' ? addressToScript(m[2]!) : null;
+    const script = m[1] === 'addr' ? regtestScript(m[2]!) : null;
     if (script) return script;
   }
   throw new RpcError(RPC_ERR.INVALID_ADDRESS_OR_KEY, what === 'either' ? 'Error: Invalid address or descriptor' : 'Invalid descriptor (the devnode derives raw() and addr() only)');

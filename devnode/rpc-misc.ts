@@ -11,7 +11,7 @@ import { POLICY } from './policy.js';
 import { absent, argAmount, argInt, argString, arity } from './rpc-params.js';
 import { RPC_ERR, RpcError, type RpcMethod } from './rpc-server.js';
 import { InsufficientFunds, type AddressType } from './wallet.js';
-import { addressToScript } from './address.js';
+import { regtestScript } from './address.js';
 
 const NETWORKS = ['ipv4', 'ipv6', 'onion', 'i2p', 'cjdns'].map((name) => ({
   name,
@@ -104,7 +104,7 @@ export function miscMethods(ctx: DevnodeContext, methodNames: () => string[]): R
       args: ['address', 'amount', 'comment', 'comment_to', 'subtractfeefromamount', 'replaceable', 'conf_target', 'estimate_mode', 'avoid_reuse', 'fee_rate', 'verbose'],
       run: ({ params }) => {
         const address = argString(params[0]);
-        if (!addressToScript(address)) throw new RpcError(RPC_ERR.INVALID_ADDRESS_OR_KEY, 'Invalid address');
+        if (!regtestScript(address)) throw new RpcError(RPC_ERR.INVALID_ADDRESS_OR_KEY, 'Invalid address');
         const sats = argAmount(params[1]);
         if (sats <= 0n) throw new RpcError(RPC_ERR.TYPE_ERROR, 'Invalid amount for send');
         const rbf = absent(params[5]) ? true : params[5] === true;

@@ -8,7 +8,7 @@ import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
 import { bytesToHex, hashToHex, hexToBytes } from '../src/bitcoin/hash.js';
 import { decodeTx } from '../src/bitcoin/tx.js';
 import { silentLogger, type Logger } from '../src/log.js';
-import { addressToScript } from './address.js';
+import { regtestScript } from './address.js';
 import { broadcastTx } from './broadcast.js';
 import type { BlockEntry } from './chain.js';
 import { genesisBytes } from './consensus.js';
@@ -229,10 +229,10 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
   });
   const port = await http.listen(host, opts.rpcPort ?? 0);
 
-  const defaultPayout = () => addressToScript(wallet.address('p2wpkh'))!;
+  const defaultPayout = () => regtestScript(wallet.address('p2wpkh'))!;
   const payoutFor = (address?: string) => {
     if (!address) return defaultPayout();
-    const s = addressToScript(address);
+    const s = regtestScript(address);
     if (!s) throw new TypeError(`not a regtest address: ${address}`);
     return s;
   };

@@ -10,7 +10,7 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import * as btc from '@scure/btc-signer';
 import { bytesToHex, hexToBytes, sha256 } from '../src/bitcoin/hash.js';
 import { decodeTx, type DecodedTx } from '../src/bitcoin/tx.js';
-import { addressToScript, scriptToAddress } from './address.js';
+import { regtestScript, scriptToAddress } from './address.js';
 import { classifyScript } from '../src/bitcoin/script.js';
 import { outpointKey, prevTxidOf } from './chain.js';
 import { REGTEST } from './consensus.js';
@@ -214,7 +214,7 @@ export class Wallet {
 
   private targetScript(to: PaymentTarget): Uint8Array {
     if (typeof to === 'string') {
-      const s = addressToScript(to);
+      const s = regtestScript(to);
       if (!s) throw new TypeError(`not a regtest address: ${to}`);
       return s;
     }

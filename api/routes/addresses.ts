@@ -23,7 +23,7 @@ import {
   listUnspentPage,
 } from '../../src/db/queries/api-address.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import { addressToScript } from '../address-codec.js';
+import { parseAddressParam } from '../address-codec.js';
 import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';
 import { ServiceError } from '../../src/errors.js';
 import { addressParams, balanceSchema, historySchema, unspentSchema } from '../schemas.js';
@@ -70,7 +70,7 @@ function mempoolAfter(q: PageQuery['Querystring'], cursor: Cursor | undefined): 
 
 /** The addr_key of a path address, or a 400 (invalid / wrong network) before any database access. */
 export function resolveAddress(deps: ResolvedApiDeps, address: string): string {
-  const r = addressToScript(address, deps.network);
+  const r = parseAddressParam(address, deps.network);
   if ('problem' in r) {
     throw new ServiceError(r.problem === 'wrong_network' ? 'ERR_WRONG_NETWORK' : 'ERR_INVALID_ADDRESS', { message: r.message });
   }

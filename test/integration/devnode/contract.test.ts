@@ -14,7 +14,7 @@ import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { encodeTx } from '../../../src/bitcoin/encode.js';
 import { bytesToHex, hashToHex, hexToBytes, hexToHash } from '../../../src/bitcoin/hash.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
-import { addressToScript } from '../../../devnode/address.js';
+import { regtestScript } from '../../../devnode/address.js';
 import type { Devnode } from '../../../devnode/index.js';
 import { decodeSpentTxOuts } from '../../../src/rpc/rest.js';
 import { fixturesPresent } from '../../support/fixtures.js';
@@ -432,7 +432,7 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
       encodeTx({
         version: 2,
         inputs: [{ prevTxid: hexToHash('ab'.repeat(32)), vout: 0, scriptSig: new Uint8Array(0), sequence: 0xfffffffd }],
-        outputs: [{ value: 10_000_000n, script: addressToScript(EXT.bech32)! }],
+        outputs: [{ value: 10_000_000n, script: regtestScript(EXT.bech32)! }],
         locktime: 0,
       }),
     );

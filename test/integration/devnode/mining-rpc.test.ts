@@ -9,7 +9,7 @@ import { bytesToHex, hexToBytes } from '../../../src/bitcoin/hash.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { assembleBlock } from '../../../devnode/miner.js';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
-import { addressToScript } from '../../../devnode/address.js';
+import { regtestScript } from '../../../devnode/address.js';
 import { rawRpc, rpcResult } from './clients.js';
 
 describe('devnode mining RPCs', () => {
@@ -47,11 +47,11 @@ describe('devnode mining RPCs', () => {
   });
 
   it('submitblock answers null, duplicate, inconclusive and reject reasons as Core does', async () => {
-    const payout = addressToScript(node.wallet.address('p2wpkh'))!;
+    const payout = regtestScript(node.wallet.address('p2wpkh'))!;
     const next = assembleBlock(node.node, { payoutScript: payout, useMempool: false });
     expect(await rpcResult(node, 'submitblock', [bytesToHex(next.bytes)])).toBeNull();
     expect(await rpcResult(node, 'submitblock', [bytesToHex(next.bytes)])).toBe('duplicate');
-    const sidePayout = addressToScript(node.wallet.address('p2pkh'))!;
+    const sidePayout = regtestScript(node.wallet.address('p2pkh'))!;
     const side = assembleBlock(node.node, { payoutScript: sidePayout, useMempool: false, parent: node.node.chain.tip().prev! });
     expect(await rpcResult(node, 'submitblock', [bytesToHex(side.bytes)])).toBe('inconclusive');
     const bad = new Uint8Array(assembleBlock(node.node, { payoutScript: payout, useMempool: false }).bytes);

@@ -9,7 +9,7 @@ import { genesisBytes } from '../../../devnode/consensus.js';
 import { assembleBlock } from '../../../devnode/miner.js';
 import { Node, type NodeSignals } from '../../../devnode/node.js';
 import { Wallet } from '../../../devnode/wallet.js';
-import { addressToScript } from '../../../devnode/address.js';
+import { regtestScript } from '../../../devnode/address.js';
 import { silentLogger } from '../../../src/log.js';
 import type { DecodedTx } from '../../../src/bitcoin/tx.js';
 
@@ -31,7 +31,7 @@ export function createTestNode(seedByte = 7) {
   };
   node.setSignals(listener);
   const wallet = new Wallet(node, new Uint8Array(32).fill(seedByte));
-  const payout = addressToScript(wallet.address('p2wpkh'))!;
+  const payout = regtestScript(wallet.address('p2wpkh'))!;
   const mine = (n = 1, opts: { txs?: DecodedTx[]; parent?: BlockEntry; useMempool?: boolean } = {}): BlockEntry[] => {
     const out: BlockEntry[] = [];
     let parent = opts.parent;
