@@ -24,7 +24,7 @@ const MAX_PREPARED = 512;
 type QueryFn = (...args: unknown[]) => unknown;
 
 /** Makes `client` run parameterized text queries as named (prepared) statements. */
-export function preparePooledClient(client: pg.PoolClient, names: Map<string, string>): void {
+function preparePooledClient(client: pg.PoolClient, names: Map<string, string>): void {
   const query = client.query.bind(client) as QueryFn;
   (client as unknown as { query: QueryFn }).query = (text: unknown, values?: unknown, cb?: unknown) => {
     if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return query(text, values, cb);

@@ -23,7 +23,7 @@ import { defaultApiSettings, type ApiDeps, type ResolvedApiDeps } from './deps.j
 import { TIP_HASH_HEADER, TIP_HEIGHT_HEADER } from './tip.js';
 
 /** The dialects served, each under its prefix: Blockwire's own, and Coinstack's at the bare paths. */
-export const DIALECTS: readonly Dialect[] = [v1Dialect, coinstackDialect];
+const DIALECTS: readonly Dialect[] = [v1Dialect, coinstackDialect];
 
 const VERSION = '0.1.0';
 
@@ -32,7 +32,7 @@ const VERSION = '0.1.0';
  * may be sent, the paging and rate-limit headers it answers with may be read. No credentials:
  * the API authenticates by its apiKey header, never by cookies.
  */
-export function corsOptions(origins: readonly string[]): FastifyCorsOptions {
+function corsOptions(origins: readonly string[]): FastifyCorsOptions {
   return {
     origin: origins.includes('*') ? '*' : [...origins],
     methods: ['GET', 'POST', 'DELETE'],

@@ -15,7 +15,7 @@ import { ServiceError, type ErrorCode } from '../src/errors.js';
 import type { NodeClient, NodeTip } from './deps.js';
 
 /** Core's RPC error codes met on sendrawtransaction (src/rpc/protocol.h). */
-export const RPC = {
+const RPC = {
   MISC_ERROR: -1,
   DESERIALIZATION_ERROR: -22,
   VERIFY_ERROR: -25,

@@ -45,7 +45,7 @@ function isDatabaseUnavailable(err: unknown): boolean {
 const PARAM_ERRORS: Record<string, ErrorCode> = { hash: 'ERR_INVALID_HASH', address: 'ERR_INVALID_ADDRESS' };
 
 /** Maps any thrown value to the ServiceError the client sees. */
-export function toApiError(err: unknown): ServiceError {
+function toApiError(err: unknown): ServiceError {
   if (err instanceof ServiceError) return err;
   const fe = err as Partial<FastifyError> & { validationContext?: string };
   switch (fe.code) {
@@ -101,8 +101,3 @@ export function installErrorHandling(app: FastifyInstance, dialect: Dialect): vo
   });
 }
 
-/** The error codes as a Markdown table (api/README.md, docs). */
-export function errorCodesMarkdown(): string {
-  const rows = Object.entries(ERROR_CODES).map(([c, i]) => `| \`${c}\` | ${i.status} | ${i.type} | ${i.retry} | ${i.doc} |`);
-  return ['| error_code | status | error_type | retry | meaning |', '|---|---|---|---|---|', ...rows, ''].join('\n');
-}

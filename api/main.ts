@@ -52,7 +52,7 @@ export type StartApiDeps = {
 };
 
 /** The API settings of a configuration. */
-export function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
+function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
   return {
     bodyLimit: config.apiBodyLimit,
     txBodyLimit: config.apiTxBodyLimit,

@@ -20,14 +20,14 @@ import { ServiceError } from '../src/errors.js';
 import type { ResolvedApiDeps } from './deps.js';
 
 /** Requests older (or further ahead) than this are refused. */
-export const SIGNATURE_WINDOW_MS = 15 * 60_000;
+const SIGNATURE_WINDOW_MS = 15 * 60_000;
 
 type Parts = { APIKey: string; Signature: string; Timestamp: string };
 
 const refuse = (message: string) => new ServiceError('ERR_API_KEY_INVALID', { message });
 
 /** The three parts of an Authorization value, or the go-hmacauth message of what is wrong. */
-export function parseAuthorization(header: string): Parts | string {
+function parseAuthorization(header: string): Parts | string {
   const out: Partial<Parts> = {};
   for (const raw of header.split(',')) {
     const part = raw.trim();
@@ -45,7 +45,7 @@ export function parseAuthorization(header: string): Parts | string {
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** The instant of an RFC 3339 timestamp (Go's time.RFC3339 layout: fractions allowed), or undefined. */
-export function parseRfc3339(ts: string): number | undefined {
+function parseRfc3339(ts: string): number | undefined {
   const m = RFC3339.exec(ts);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s, frac, zone] = m;
@@ -54,7 +54,7 @@ export function parseRfc3339(ts: string): number | undefined {
 }
 
 /** The go-hmacauth message for a timestamp outside the window, or undefined when inside. */
-export function timestampProblem(ts: string, now: number): string | undefined {
+function timestampProblem(ts: string, now: number): string | undefined {
   const t = parseRfc3339(ts);
   if (t === undefined) return 'Invalid timestamp. Requires RFC3339 format.';
   const age = now - t;
@@ -64,12 +64,12 @@ export function timestampProblem(ts: string, now: number): string | undefined {
 }
 
 /** The string a signature covers. */
-export function stringToSign(r: { method: string; host: string; path: string; timestamp: string; contentMd5: string; contentType: string }): string {
+function stringToSign(r: { method: string; host: string; path: string; timestamp: string; contentMd5: string; contentType: string }): string {
   return `${r.method}\n${r.host}\n${r.path}\n${r.timestamp}\n${r.contentMd5}\n${r.contentType}\n`;
 }
 
 /** base64(HMAC-SHA256(secret, text)). */
-export function signString(secret: string, text: string): string {
+function signString(secret: string, text: string): string {
   return createHmac('sha256', secret).update(text).digest('base64');
 }
 

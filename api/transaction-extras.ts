@@ -32,7 +32,7 @@ export type RawSource =
   | { kind: 'mempool'; raw: Uint8Array };
 
 /** sat/vB with two decimals, as fee-rate tools print it. */
-export function feeRate(fee: number, vsize: number): number {
+function feeRate(fee: number, vsize: number): number {
   return Math.round((fee / vsize) * 100) / 100;
 }
 

@@ -59,7 +59,7 @@ export type IndexedTx = {
 export const toHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 
 /** /v1's Transaction JSON (with the fee the index computes) of an indexed transaction. */
-export function buildJson(network: NetworkName, tx: IndexedTx): TransactionJson & { fee: number | null } {
+function buildJson(network: NetworkName, tx: IndexedTx): TransactionJson & { fee: number | null } {
   const addresses = new Set<string>();
   const inputs = tx.coinbase
     ? [{ ...COINBASE_INPUT, address: [] }]

@@ -12,7 +12,7 @@ import type { FastifyServerOptions } from 'fastify';
 type BuildValidator = NonNullable<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']>;
 
 /** Ajv options of every part; `coerceTypes` applies to query strings and path parameters only. */
-export const AJV_OPTIONS = { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } as const;
+const AJV_OPTIONS = { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } as const;
 
 /** A validator factory for fastify's schemaController: coercing for text parts, strict for bodies. */
 export const buildValidator: BuildValidator = (externalSchemas) => {

@@ -19,7 +19,7 @@ import type { UnspentView } from './dialect.js';
 /** Entries read per statement. */
 const PAGE = 4096;
 /** Confirmations a coinbase output needs before it can be spent (consensus). */
-export const COINBASE_MATURITY = 100;
+const COINBASE_MATURITY = 100;
 
 /** A query value as Go's strconv.Atoi reads it, or undefined when it does not parse. */
 export function atoi(raw: unknown): number | undefined {

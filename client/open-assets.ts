@@ -23,7 +23,7 @@ import { getNetwork, type Network, type NetworkName } from './network.js';
 const base58check = base58checkFactory(sha256);
 
 /** `OA` followed by version 1 (0x0100). */
-export const OPEN_ASSETS_PREFIX = Object.freeze([0x4f, 0x41, 0x01, 0x00]);
+const OPEN_ASSETS_PREFIX = Object.freeze([0x4f, 0x41, 0x01, 0x00]);
 /** The largest asset quantity of one output. */
 export const MAX_ASSET_QUANTITY = 2n ** 63n - 1n;
 

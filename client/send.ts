@@ -24,7 +24,7 @@ export type SendOptions = BackoffOptions & {
 export type SignedTransaction = string | Uint8Array | { hex: string };
 
 /** The hex of a signed transaction, checked to decode as one. @throws TypeError otherwise. */
-export function signedTransactionHex(tx: SignedTransaction): string {
+function signedTransactionHex(tx: SignedTransaction): string {
   const txHex = typeof tx === 'string' ? tx.trim().toLowerCase() : tx instanceof Uint8Array ? hex.encode(tx) : tx.hex;
   let raw: Uint8Array;
   try {

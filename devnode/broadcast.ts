@@ -14,7 +14,7 @@ import { feeForSize, POLICY } from './policy.js';
 import { RPC_ERR, RpcError } from './rpc-server.js';
 
 /** JSONRPCTransactionError for an ATMP rejection. */
-export function rejectionError(r: TxRejected): RpcError {
+function rejectionError(r: TxRejected): RpcError {
   if (r.result === 'missing-inputs') return new RpcError(RPC_ERR.VERIFY_ERROR, rejectString(r));
   return new RpcError(RPC_ERR.VERIFY_REJECTED, rejectString(r));
 }

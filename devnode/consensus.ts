@@ -32,7 +32,7 @@ export const REGTEST = {
 } as const;
 
 /** The 256-bit target of compact `bits` (nBits), as a bigint. */
-export function bitsToTarget(bits: number): bigint {
+function bitsToTarget(bits: number): bigint {
   const exp = bits >>> 24;
   const mant = BigInt(bits & 0x007fffff);
   if (exp <= 3) return mant >> BigInt(8 * (3 - exp));

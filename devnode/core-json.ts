@@ -7,7 +7,7 @@
  */
 
 /** A satoshi amount written as Core's `ValueFromAmount` does (BTC with 8 decimals). */
-export class Amount {
+class Amount {
   constructor(readonly sats: bigint) {}
   toJSON(): number {
     return Number(this.sats) / 1e8;

@@ -6,7 +6,7 @@
  * @module
  */
 import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
-import { bytesToHex, hexToHash } from '../src/bitcoin/hash.js';
+import { hexToHash } from '../src/bitcoin/hash.js';
 import { merkleRoot } from '../src/bitcoin/merkle.js';
 import { decodeTx, type DecodedTx } from '../src/bitcoin/tx.js';
 import { compactSizeBytes, writeCompactSize } from '../src/bitcoin/wire.js';
@@ -33,7 +33,7 @@ const RESERVED_WEIGHT = 8000;
 const BLOCK_MIN_FEE_PER_KVB = 1n;
 
 /** Mempool transactions in ancestor-feerate package order (BlockAssembler::addPackageTxs). */
-export function selectFromMempool(node: Node): DecodedTx[] {
+function selectFromMempool(node: Node): DecodedTx[] {
   const mp = node.mempool;
   const chosen = new Set<string>();
   const out: DecodedTx[] = [];
@@ -129,7 +129,3 @@ export function assembleBlock(node: Node, opts: BlockTemplateOptions): DecodedBl
   return decodeBlock(raw);
 }
 
-/** Hex of a block (for logs and RPC). */
-export function blockHex(block: DecodedBlock): string {
-  return bytesToHex(block.bytes);
-}

@@ -67,7 +67,7 @@ export function isUnspendable(script: Uint8Array): boolean {
 }
 
 /** GetDustThreshold at the dust relay feerate. */
-export function dustThreshold(out: TxOutput): bigint {
+function dustThreshold(out: TxOutput): bigint {
   if (isUnspendable(out.script)) return 0n;
   let size = 8 + compactSizeBytes(out.script.length) + out.script.length;
   size += witnessProgram(out.script) ? 32 + 4 + 1 + Math.floor(107 / 4) + 4 : 32 + 4 + 1 + 107 + 4;
@@ -84,7 +84,7 @@ export function dustOutputs(tx: DecodedTx): number[] {
 }
 
 /** Core's ::IsStandard for an output script. */
-export function isStandardOutput(script: Uint8Array): { ok: boolean; type: string } {
+function isStandardOutput(script: Uint8Array): { ok: boolean; type: string } {
   const d = decodeOutputScript(script);
   if (d.type === 'nonstandard') return { ok: false, type: d.type };
   if (d.type === 'multisig') {

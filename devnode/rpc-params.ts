@@ -7,7 +7,7 @@
 import { RPC_ERR, RpcError } from './rpc-server.js';
 
 /** UniValue's type names. */
-export function jsonTypeName(v: unknown): string {
+function jsonTypeName(v: unknown): string {
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'boolean') return 'bool';
   if (typeof v === 'number') return 'number';
@@ -32,7 +32,7 @@ export function absent(v: unknown): boolean {
   return v === undefined || v === null;
 }
 
-export function argNumber(v: unknown): number {
+function argNumber(v: unknown): number {
   if (typeof v !== 'number') throw typeError(v, 'number');
   return v;
 }

@@ -21,7 +21,7 @@ import { RPC_ERR, RpcError, type RpcMethod } from './rpc-server.js';
 const GENESIS_MERKLE = '4a5e1e4baab89f3a32518a88c31bc87f618f76673e2cc77ab2127b7afdeda33b';
 
 /** DecodeHexTx, or RPC -22 with `message`. */
-export function decodeHexTx(v: unknown, message = 'TX decode failed. Make sure the tx has at least one input.'): DecodedTx {
+function decodeHexTx(v: unknown, message = 'TX decode failed. Make sure the tx has at least one input.'): DecodedTx {
   const s = argString(v);
   try {
     const tx = decodeTx(hexToBytes(s));

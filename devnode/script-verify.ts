@@ -18,7 +18,7 @@ import { isValidSignatureEncoding, parseScript, witnessProgram } from './script.
 export type Prevout = { value: bigint; script: Uint8Array };
 
 /** Core's ScriptErrorString texts used here. */
-export const SCRIPT_ERR = {
+const SCRIPT_ERR = {
   EVAL_FALSE: 'Script evaluated without error but finished with a false/empty top stack element',
   EQUALVERIFY: 'Script failed an OP_EQUALVERIFY operation',
   INVALID_STACK_OPERATION: 'Operation not valid with the current stack size',

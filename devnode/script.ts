@@ -27,7 +27,7 @@ const OP_NAMES: Record<number, string> = {
 };
 
 /** Core's GetOpName. */
-export function opName(op: number): string {
+function opName(op: number): string {
   if (op === 0) return '0';
   if (op >= OP.OP_1 && op <= OP.OP_16) return String(op - 0x50);
   if (op >= 1 && op <= OP.OP_PUSHDATA4) return op === 0x4c ? 'OP_PUSHDATA1' : op === 0x4d ? 'OP_PUSHDATA2' : op === 0x4e ? 'OP_PUSHDATA4' : 'OP_UNKNOWN';
@@ -44,7 +44,7 @@ export function isPushOnly(script: Uint8Array): boolean {
 }
 
 /** CScriptNum decoding of a small push (≤ 4 bytes, not minimality-checked). */
-export function scriptNum(data: Uint8Array): number {
+function scriptNum(data: Uint8Array): number {
   if (data.length === 0) return 0;
   let v = 0;
   for (let i = 0; i < data.length; i++) v += data[i]! * 2 ** (8 * i);

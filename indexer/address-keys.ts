@@ -46,8 +46,3 @@ export function scriptKeyBytes(script: Uint8Array): Buffer | readonly Buffer[] |
 export function isUnspendable(script: Uint8Array): boolean {
   return (script.length > 0 && script[0] === 0x6a) || script.length > MAX_SCRIPT_SIZE;
 }
-
-/** The 16 bytes of a uuid key (for binary COPY). */
-export function keyBytes(key: string): Buffer {
-  return Buffer.from(key.replace(/-/g, ''), 'hex');
-}

@@ -100,7 +100,7 @@ async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, sign: 1
 }
 
 /** Inserts unspent outputs. */
-export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<void> {
+async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 20_000) {
     const part = rows.slice(i, i + 20_000);
     await sql`
@@ -452,13 +452,3 @@ export async function forgetReorged(trx: Trx, events: readonly OutboxEvent[]): P
   await sql`DELETE FROM reorged_txs WHERE txid = ANY(${[...ids.values()]}::bytea[])`.execute(trx);
 }
 
-/** Undoes blocks from the tip down to `forkHeight + 1`, one transaction per block. */
-export async function undoBlocksAbove(db: Kysely<Database>, forkHeight: number, ctx: WriteContext = {}): Promise<number> {
-  let undone = 0;
-  for (;;) {
-    const tip = await readTip(db);
-    if (tip.height <= forkHeight) return undone;
-    const r = await undoBlock(db, tip.height, ctx);
-    if (r.kind === 'undone') undone += 1;
-  }
-}

@@ -36,7 +36,7 @@ export interface BlkChain {
 }
 
 /** Proof-of-work of a header's compact target: 2^256 / (target + 1). */
-export function headerWork(bits: number): bigint {
+function headerWork(bits: number): bigint {
   const exp = bits >>> 24;
   const mant = BigInt(bits & 0x007fffff);
   const target = exp <= 3 ? mant >> BigInt(8 * (3 - exp)) : mant << BigInt(8 * (exp - 3));

@@ -129,7 +129,7 @@ export interface BulkState {
   height: number;
 }
 
-export async function readBulkState(db: Kysely<Database> | Transaction<Database>): Promise<BulkState | null> {
+async function readBulkState(db: Kysely<Database> | Transaction<Database>): Promise<BulkState | null> {
   const r = await db.selectFrom('sync_state').select('value').where('key', '=', 'bulk').executeTakeFirst();
   return r ? (r.value as BulkState) : null;
 }
@@ -194,7 +194,7 @@ export async function beginBulk(client: pg.Client, deps: BulkLoadDeps, fromHeigh
 }
 
 /** Loads `utxos` minus `bulk_spent` into a new outpoint cache (binary COPY out). */
-export async function loadCache(client: pg.Client, log: Logger): Promise<OutpointCache> {
+async function loadCache(client: pg.Client, log: Logger): Promise<OutpointCache> {
   const t0 = performance.now();
   const count = Number((await client.query<{ n: string }>('SELECT count(*)::text AS n FROM utxos')).rows[0]!.n);
   const cache = new OutpointCache(Math.ceil((count * 4) / 3) + 1024);
@@ -298,7 +298,7 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
  * Loads blocks from `feed` (which must start at tip + 1) up to `target` in batches. The bulk
  * sync must be active (beginBulk). Stops at a block that does not extend the previous one.
  */
-export async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed, tip: Tip, target: number, cache: OutpointCache): Promise<BulkResult> {
+async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed, tip: Tip, target: number, cache: OutpointCache): Promise<BulkResult> {
   const { log } = deps;
   const t0 = performance.now();
   let prevHash: Uint8Array | null = tip.hash;

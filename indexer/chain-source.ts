@@ -5,7 +5,6 @@
  * Hashes cross these interfaces in display hex (as Core prints them).
  * @module
  */
-import { hexToHash } from '../src/bitcoin/hash.js';
 import { RpcError, RPC_CODES, type BitcoindClient } from '../src/rpc/bitcoind.js';
 import type { BitcoindRest, SpentOutput } from '../src/rpc/rest.js';
 import { btcToSats } from '../src/rpc/types.js';
@@ -166,5 +165,3 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
   };
 }
 
-/** Internal-order bytes of a display-hex hash (re-exported for the loop's comparisons). */
-export const hashBytes = hexToHash;

@@ -37,7 +37,7 @@ export interface MempoolPrevout {
 }
 
 /** PURE: the rows of one mempool transaction given its prevouts (in input order). */
-export function deriveMempoolTx(tx: DecodedTx, prevouts: readonly MempoolPrevout[], firstSeen: Date): MempoolTxRow {
+function deriveMempoolTx(tx: DecodedTx, prevouts: readonly MempoolPrevout[], firstSeen: Date): MempoolTxRow {
   const addrs = new Map<string, { key: string; received: bigint; sent: bigint }>();
   const touch = (keys: ScriptKeys, value: bigint, side: 'received' | 'sent') => {
     if (keys === null) return;

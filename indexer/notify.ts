@@ -10,7 +10,7 @@
 import { Subscriber } from 'zeromq';
 import type { Logger } from '../src/log.js';
 
-export const ZMQ_TOPICS = ['sequence', 'hashblock', 'rawtx'] as const;
+const ZMQ_TOPICS = ['sequence', 'hashblock', 'rawtx'] as const;
 export type NotifyTopic = (typeof ZMQ_TOPICS)[number];
 
 /** A parsed `sequence` message: hash in display hex (as sent), mempool sequence for A and R. */

@@ -29,7 +29,7 @@ import { txidIn, txidIs } from '../src/db/txid-key.js';
 type Trx = Transaction<Database>;
 
 /** Default grace period: Core may re-add a disconnected transaction a little after the reorg. */
-export const REORGED_GRACE_MS = 60_000;
+const REORGED_GRACE_MS = 60_000;
 
 export interface ReorgedDeps {
   db: Kysely<Database>;

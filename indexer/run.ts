@@ -78,7 +78,7 @@ export interface RunLoop {
 }
 
 /** Errors worth retrying besides RetryableError: Postgres or the network going away. */
-export function isTransient(err: unknown): boolean {
+function isTransient(err: unknown): boolean {
   if (isRetryable(err)) return true;
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     if (e instanceof FatalError) return false;
@@ -90,7 +90,7 @@ export function isTransient(err: unknown): boolean {
 }
 
 /** Decodes a fetched block and checks it is the one asked for and internally consistent. */
-export function checkBlock(raw: Uint8Array, hash: string): DecodedBlock {
+function checkBlock(raw: Uint8Array, hash: string): DecodedBlock {
   const block = decodeBlock(raw);
   const got = hashToHex(block.hash);
   if (got !== hash) throw new RetryableError('ERR_BLOCK_MISMATCH', `asked the node for block ${hash} and got ${got}`);

@@ -13,7 +13,7 @@ import { FatalError, RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 
 /** "BWINDEXR" as ASCII, as a signed int8. */
-export const INDEXER_LOCK = 0x4257494e44455852n;
+const INDEXER_LOCK = 0x4257494e44455852n;
 const CLASS_ID = Number(INDEXER_LOCK >> 32n);
 const OBJ_ID = Number(INDEXER_LOCK & 0xffffffffn);
 

@@ -160,7 +160,3 @@ export class ServiceError extends AppError {
   }
 }
 
-/** Shorthand: `throw serviceError('ERR_TX_NOT_FOUND')`. */
-export function serviceError(errCode: ErrorCode, message?: string, errorCause?: string | null): ServiceError {
-  return new ServiceError(errCode, { ...(message !== undefined ? { message } : {}), ...(errorCause !== undefined ? { errorCause } : {}) });
-}

@@ -14,7 +14,7 @@ import { feeFor } from './fee.js';
 import type { StampWallet, WalletScriptType } from './wallet.js';
 
 /** Largest OP_RETURN payload we sign (Core's historic -datacarriersize, 83-byte script). */
-export const MAX_DATA_PAYLOAD = 80;
+const MAX_DATA_PAYLOAD = 80;
 /** BIP125 opt-in: every input's nSequence. */
 export const RBF_SEQUENCE = 0xfffffffd;
 

@@ -33,7 +33,7 @@ export function rateOf(fee: bigint, vsize: number): bigint {
 }
 
 /** Least feerate increase of a bump, in percent (RELIABILITY.md case 25). */
-export const MIN_BUMP_PERCENT = 25n;
+const MIN_BUMP_PERCENT = 25n;
 
 export type ReplacementInput = {
   /** Fee and vsize of the transaction being replaced (it has no descendants of ours). */

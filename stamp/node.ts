@@ -18,7 +18,7 @@ export interface StampNode {
 }
 
 /** Core 30.0: several OP_RETURN outputs per transaction, 100 kB of them in all (-datacarriersize). */
-export const MULTI_OP_RETURN_VERSION = 300000;
+const MULTI_OP_RETURN_VERSION = 300000;
 
 export type NodePolicy = {
   version: number;

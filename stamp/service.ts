@@ -34,7 +34,7 @@ const POLL_MS = 1000;
 const ID_RE = /^([0-9a-f]{64})-(0|[1-9]\d{0,5})$/;
 
 /** `<txid display hex>-<vout>`. */
-export function formatStampId(txid: Buffer, vout: number): string {
+function formatStampId(txid: Buffer, vout: number): string {
   return `${hashToHex(txid)}-${vout}`;
 }
 

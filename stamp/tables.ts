@@ -10,8 +10,7 @@ import type { Database } from '../src/db/schema.js';
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 
 /** Lifecycle of one signed transaction (one version of a family). */
-export const STAMP_TX_STATUSES = ['signed', 'broadcast', 'confirmed', 'replaced', 'abandoned'] as const;
-export type StampTxStatus = (typeof STAMP_TX_STATUSES)[number];
+export type StampTxStatus = 'signed' | 'broadcast' | 'confirmed' | 'replaced' | 'abandoned';
 
 export interface StampTxsTable {
   txid: Buffer;

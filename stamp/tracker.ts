@@ -28,7 +28,7 @@ import { txidIn } from '../src/db/txid-key.js';
 import { sqlTxNumHeight } from '../src/db/tx-num.js';
 
 /** Confirmed transactions are watched this many blocks deep for reorgs. */
-export const REORG_WATCH_DEPTH = 12;
+const REORG_WATCH_DEPTH = 12;
 
 export type TrackerSettings = {
   pollMs: number;

@@ -13,14 +13,14 @@ import type { WalletAddressPart, WalletPart } from '../src/db/wallet-event.js';
 export { EVENT_TYPES, type EventType };
 
 /** Events about one address's transaction. */
-export const TX_EVENT_TYPES = ['tx.unconfirmed', 'tx.confirmed', 'tx.confirmations', 'tx.reorged', 'tx.replaced', 'tx.dropped'] as const;
+const TX_EVENT_TYPES = ['tx.unconfirmed', 'tx.confirmed', 'tx.confirmations', 'tx.reorged', 'tx.replaced', 'tx.dropped'] as const;
 export type TxEventType = (typeof TX_EVENT_TYPES)[number];
 /** Events of chain subscriptions. */
-export const BLOCK_EVENT_TYPES = ['block.connected', 'block.disconnected'] as const;
+const BLOCK_EVENT_TYPES = ['block.connected', 'block.disconnected'] as const;
 export type BlockEventType = (typeof BLOCK_EVENT_TYPES)[number];
 
 /** Events for one API key only, written with `key_id` (the stamp tracker's). */
-export const KEY_EVENT_TYPES = ['stamp.confirmed', 'stamp.unconfirmed'] as const;
+const KEY_EVENT_TYPES = ['stamp.confirmed', 'stamp.unconfirmed'] as const;
 export type KeyEventType = (typeof KEY_EVENT_TYPES)[number];
 
 /** A block reference. */

@@ -30,7 +30,7 @@ import { listenKeyEvents } from '../src/auth/key-events.js';
 const KEY_CHECK_MS = 5000;
 
 /** Default Redis prefix of queues and the feed channel. */
-export const DEFAULT_REDIS_PREFIX = 'bw';
+const DEFAULT_REDIS_PREFIX = 'bw';
 
 type CommonDeps = {
   config: Config;
@@ -77,7 +77,7 @@ export type WorkerHandle = { workers: DeliveryWorker[]; stop(): Promise<void> };
  * Refuses a Redis that may evict keys (BullMQ jobs would vanish). A server that hides its
  * configuration (managed Redis without CONFIG) is accepted with a warning.
  */
-export async function assertRedisNoEviction(redis: Redis, log: Logger): Promise<void> {
+async function assertRedisNoEviction(redis: Redis, log: Logger): Promise<void> {
   let policy: string | undefined;
   try {
     const r = (await redis.config('GET', 'maxmemory-policy')) as string[];

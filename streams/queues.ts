@@ -33,7 +33,7 @@ export type DeliveryJobData = {
 export type DeliveryJob = DeliveryJobData & { transport: Transport; redeliveries: number };
 
 /** The BullMQ job id of a delivery (attempt series `redeliveries`). */
-export function jobIdFor(delivery: string, redeliveries: number): string {
+function jobIdFor(delivery: string, redeliveries: number): string {
   if (delivery.includes(':')) throw new TypeError(`delivery id must not contain ':' (${delivery})`);
   return redeliveries === 0 ? delivery : `${delivery}-r${redeliveries}`;
 }
@@ -43,7 +43,7 @@ export function jobIdFor(delivery: string, redeliveries: number): string {
  * once (its delivery row already says delivered: a replayed batch does not enqueue it again);
  * failed jobs are kept a day for inspection.
  */
-export const DELIVERY_JOB_OPTIONS: JobsOptions = {
+const DELIVERY_JOB_OPTIONS: JobsOptions = {
   attempts: MAX_ATTEMPTS,
   backoff: { type: BACKOFF_TYPE },
   removeOnComplete: true,

@@ -31,7 +31,7 @@ import { encodeFeedBatch, type FeedItem } from './feed-message.js';
 import type { DeliveryJob, DeliveryQueues } from './queues.js';
 
 /** "BWRELAY1" as ASCII: the session advisory lock of the active relay. */
-export const RELAY_LOCK = 0x4257_5245_4c41_5931n;
+const RELAY_LOCK = 0x4257_5245_4c41_5931n;
 
 export type RelaySettings = {
   /** Outbox rows per batch. */

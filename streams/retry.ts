@@ -6,14 +6,14 @@
  * @module
  */
 
-export const RETRY_BASE_MS = 10_000;
+const RETRY_BASE_MS = 10_000;
 export const RETRY_CAP_MS = 6 * 3600_000;
 /** Each delay is nominal × (1 ± RETRY_JITTER). */
 export const RETRY_JITTER = 0.2;
 /** The shortest time between the first attempt and the dead letter. */
 export const MIN_RETRY_WINDOW_MS = 72 * 3600_000;
 /** Longest Retry-After honoured (longer ones are cut to this). */
-export const MAX_RETRY_AFTER_MS = RETRY_CAP_MS;
+const MAX_RETRY_AFTER_MS = RETRY_CAP_MS;
 
 /** The un-jittered delay before retry number `retry` (1 = the delay after the first attempt). */
 export function nominalDelay(retry: number): number {

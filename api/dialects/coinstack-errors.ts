@@ -37,7 +37,7 @@ const UNAVAILABLE: Mapping = { kind: 'ServerUnavailable' };
  * not-found kinds are coinstackd's own texts (restserver.go); elsewhere the cause is the
  * detail Blockwire has (the node's reject reason, or its message).
  */
-export const COINSTACK_ERRORS: Record<ErrorCode, Mapping> = {
+const COINSTACK_ERRORS: Record<ErrorCode, Mapping> = {
   ERR_API_KEY_MISSING: { kind: 'unauthorized' },
   ERR_API_KEY_INVALID: { kind: 'unauthorized' },
   ERR_SCOPE: { kind: 'AccessDenied' },
@@ -114,7 +114,7 @@ function unauthorizedText(err: ServiceError): string {
 }
 
 /** The status and body `err` is answered with in the Coinstack dialect. */
-export function toCoinstackError(err: ServiceError): { status: number; body: CoinstackErrorBody } | { status: 401; text: string } {
+function toCoinstackError(err: ServiceError): { status: number; body: CoinstackErrorBody } | { status: 401; text: string } {
   const m = COINSTACK_ERRORS[err.code] ?? { kind: 'InternalServer' };
   if (m.kind === 'unauthorized') return { status: 401, text: unauthorizedText(err) };
   // Internal errors keep their detail in the log, never in the answer.

@@ -17,7 +17,7 @@ import { verifyApiKey } from '../../src/auth/keys.js';
 import type { ApiInstance, NodeTip, ResolvedApiDeps } from '../deps.js';
 
 /** How long a readiness probe waits for the database or Redis before calling it down. */
-export const PROBE_TIMEOUT_MS = 2000;
+const PROBE_TIMEOUT_MS = 2000;
 
 const tipSchema = {
   type: ['object', 'null'],
@@ -93,7 +93,7 @@ function nodeView(tip: NodeTip | undefined): Health['node'] {
 }
 
 /** The health report (also used for the syncing check of address routes). */
-export async function readHealth(deps: ResolvedApiDeps, opts: { wallet?: boolean } = {}): Promise<Health> {
+async function readHealth(deps: ResolvedApiDeps, opts: { wallet?: boolean } = {}): Promise<Health> {
   const [index, redis] = await Promise.all([
     within(getIndexTip(deps.db), PROBE_TIMEOUT_MS, 'database').catch((err: unknown) => {
       deps.log.warn({ err }, 'health: database unavailable');

@@ -28,7 +28,7 @@ import type { ResolvedApiDeps } from '../deps.js';
 import type { RouteModule } from '../dialect.js';
 
 /** How long a rotated-out secret keeps signing (second signature) so receivers can switch. */
-export const SECRET_ROTATION_GRACE_MS = 24 * 3600_000;
+const SECRET_ROTATION_GRACE_MS = 24 * 3600_000;
 
 const SECRET_RE = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
 const ARN_RE = /^arn:aws[a-z-]*:sns:([a-z0-9-]{4,30}):(\d{12}):[A-Za-z0-9_-]{1,256}(\.fifo)?$/;

@@ -13,7 +13,7 @@ import type { RouteModule } from '../dialect.js';
 const BIN_VSIZE = 50_000;
 
 /** electrs's make_fee_histogram over (fee, vsize) sorted by fee rate, highest first. */
-export function feeHistogram(fees: readonly { fee: bigint | null; vsize: number }[]): [number, number][] {
+function feeHistogram(fees: readonly { fee: bigint | null; vsize: number }[]): [number, number][] {
   const bins: [number, number][] = [];
   let size = 0;
   let last = 0;

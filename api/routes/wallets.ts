@@ -34,8 +34,8 @@ import { assertNotSyncing } from './addresses.js';
 import { newId } from './hooks.js';
 
 /** Gap limit when the body gives none (BIP44's), and the largest accepted. */
-export const DEFAULT_GAP_LIMIT = 20;
-export const MAX_GAP_LIMIT = 1000;
+const DEFAULT_GAP_LIMIT = 20;
+const MAX_GAP_LIMIT = 1000;
 
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', pattern: '^wal_[0-9a-f]{20}$' } } } as const;
 const pageQuery = (def: number, max: number) =>

@@ -7,12 +7,12 @@
  */
 import { hash, randomBytes } from 'node:crypto';
 
-export const KEY_PREFIX = 'bw_';
+const KEY_PREFIX = 'bw_';
 const BODY_CHARS = 43;
 const CHECK_CHARS = 6;
 export const KEY_LENGTH = KEY_PREFIX.length + BODY_CHARS + CHECK_CHARS;
 /** How many leading characters of a key are kept as its displayable prefix. */
-export const DISPLAY_PREFIX_LENGTH = KEY_PREFIX.length + 8;
+const DISPLAY_PREFIX_LENGTH = KEY_PREFIX.length + 8;
 const KEY_RE = /^bw_[A-Za-z0-9_-]{49}$/;
 
 function checksum(body: string): string {

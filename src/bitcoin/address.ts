@@ -30,11 +30,6 @@ export function p2pkhAddress(keyHash: Uint8Array, network: NetworkName | Network
   return base58Address(getNetwork(network).pubKeyHash, keyHash);
 }
 
-/** P2SH address of a 20-byte script hash. */
-export function p2shAddress(scriptHash: Uint8Array, network: NetworkName | Network): string {
-  return base58Address(getNetwork(network).scriptHash, scriptHash);
-}
-
 /** Segwit address (bech32 for version 0, bech32m from version 1) of a witness program. */
 export function segwitAddress(version: number, program: Uint8Array, network: NetworkName | Network): string {
   return encodeSegwit(getNetwork(network).bech32, version, program);

@@ -15,7 +15,7 @@ const CONST = { bech32: 1, bech32m: 0x2bc830a3 } as const;
 export type Bech32Variant = keyof typeof CONST;
 
 /** BIP173's limit on the whole string, which Core also applies to addresses. */
-export const BECH32_MAX_LENGTH = 90;
+const BECH32_MAX_LENGTH = 90;
 
 function polymodStep(chk: number, v: number): number {
   const top = chk >>> 25;

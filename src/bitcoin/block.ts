@@ -112,7 +112,7 @@ export function decodeBlock(bytes: Uint8Array): DecodedBlock {
  * blocks (which predate BIP34 and often start with other pushes), a non-coinbase, or a first push
  * that is not a non-negative minimal number.
  */
-export function bip34Height(blockVersion: number, coinbase: DecodedTx): number | null {
+function bip34Height(blockVersion: number, coinbase: DecodedTx): number | null {
   if (blockVersion >= 0 && blockVersion < 2) return null;
   if (!coinbase.isCoinbase) return null;
   const s = coinbase.inputs[0]!.scriptSig;

@@ -17,7 +17,7 @@ export function addressKeyBytes(canonicalScript: Uint8Array): Buffer {
 }
 
 /** The key as Postgres prints a uuid (8-4-4-4-12 lower-case hex). */
-export function addressKeyFromBytes(bytes: Uint8Array): string {
+function addressKeyFromBytes(bytes: Uint8Array): string {
   const h = Buffer.from(bytes).toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }

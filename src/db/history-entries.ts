@@ -6,6 +6,7 @@
  * entries, in JavaScript or in a statement, is here.
  * @module
  */
+import { sql, type RawBuilder } from 'kysely';
 
 /** Entries per history chunk (a row's `first_tx_num` plus up to CHUNK_ENTRIES − 1 in `rest`). */
 export const CHUNK_ENTRIES = 1024;
@@ -98,3 +99,18 @@ export const SQL_HISTORY = {
   /** The number of entries of `e`. */
   count: (e: string): string => `(length(${e}) / ${ENTRY_BYTES})`,
 } as const;
+
+type SqlArg = string | RawBuilder<unknown>;
+
+/** SQL_HISTORY.entryAt as a kysely fragment, for arguments that carry parameters. */
+export function sqlEntryAt(e: SqlArg, i: SqlArg): RawBuilder<bigint> {
+  const args: Record<string, SqlArg> = { '\u0000E': e, '\u0000I': i };
+  const parts = SQL_HISTORY.entryAt('\u0000E', '\u0000I').split(/(\u0000[EI])/);
+  return sql.join(
+    parts.map((p) => {
+      const a = args[p];
+      return a === undefined ? sql.raw(p) : typeof a === 'string' ? sql.raw(a) : a;
+    }),
+    sql.raw(''),
+  ) as RawBuilder<bigint>;
+}

@@ -28,7 +28,7 @@ const EMBEDDED_DB = 'blockwire';
  * keys`, `migrate` and `status` work beside it — and `server` is undefined (not ours to stop);
  * otherwise starts the server.
  */
-export async function ensureEmbeddedDatabase(dataDir: string, onLog?: (line: string) => void): Promise<{ server: PostgresServer | undefined; url: string }> {
+async function ensureEmbeddedDatabase(dataDir: string, onLog?: (line: string) => void): Promise<{ server: PostgresServer | undefined; url: string }> {
   const pgDir = join(dataDir, 'postgres');
   const running = await findRunningPostgres(pgDir);
   const server = running?.ownedByOther ? undefined : await startPostgres({ dataDir: pgDir, ...(onLog ? { onLog } : {}) });

@@ -9,7 +9,7 @@
  */
 import { sql, type Expression, type RawBuilder } from 'kysely';
 
-export const TX_NUM_SHIFT = 20;
+const TX_NUM_SHIFT = 20;
 /** 2^20: the positions of one block; tx_num = height × TX_NUM_SPAN + position. */
 export const TX_NUM_SPAN = 2 ** TX_NUM_SHIFT;
 const POSITIONS = 1n << BigInt(TX_NUM_SHIFT);

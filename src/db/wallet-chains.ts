@@ -20,7 +20,7 @@ import type { Database } from './schema.js';
 type Db = Kysely<Database> | Transaction<Database>;
 
 /** Arbitrary constant: "BWWALLET" as ASCII, as a signed int8. */
-export const WALLET_LOCK = 0x425757414c4c4554n;
+const WALLET_LOCK = 0x425757414c4c4554n;
 
 /** Takes the wallet lock for the rest of the transaction. */
 export async function lockWallets(trx: Db): Promise<void> {
@@ -33,7 +33,7 @@ export type DerivedAddress = { idx: number; addrKey: string; address: string; pa
 const derivers = new Map<string, ScriptDeriver>();
 
 /** The deriver of a single-path descriptor on `network` (held: parsing derives the branch nodes). */
-export function chainDeriver(descriptor: string, network: string): ScriptDeriver {
+function chainDeriver(descriptor: string, network: string): ScriptDeriver {
   const k = `${network} ${descriptor}`;
   let d = derivers.get(k);
   if (!d) {

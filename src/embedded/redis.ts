@@ -39,7 +39,7 @@ function findBinary(): string | undefined {
 }
 
 /** Path of redis-server, installing Debian's package first when missing and running as root. */
-export function ensureRedisServerBinary(): string {
+function ensureRedisServerBinary(): string {
   const found = findBinary();
   if (found) return found;
   if (userInfo().uid === 0 && existsSync('/usr/bin/apt-get')) {

@@ -30,7 +30,7 @@ export type HookUrlPolicy = {
   resolve?: Resolver;
 };
 
-export const MAX_HOOK_URL_LENGTH = 2048;
+const MAX_HOOK_URL_LENGTH = 2048;
 const PUBLIC_PORTS = new Set(['', '443', '8443']);
 
 // Everything that is not public unicast: RFC 6890 special-purpose registries, plus ranges that
@@ -54,7 +54,7 @@ export function isPublicAddress(address: string): boolean {
 }
 
 /** The IP of a URL hostname when it is a literal (`[v6]` unbracketed), else undefined. */
-export function literalAddress(hostname: string): string | undefined {
+function literalAddress(hostname: string): string | undefined {
   const h = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
   return isIP(h) ? h : undefined;
 }
@@ -92,7 +92,7 @@ export function parseHookUrl(raw: string, policy: Pick<HookUrlPolicy, 'allowPriv
 }
 
 /** The system resolver: every A and AAAA address of a name. */
-export const systemResolver: Resolver = (hostname) =>
+const systemResolver: Resolver = (hostname) =>
   new Promise((resolve, reject) => {
     dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => {
       if (err) reject(err);
@@ -101,7 +101,7 @@ export const systemResolver: Resolver = (hostname) =>
   });
 
 /** Resolves `hostname` and throws HookUrlError unless every address is public. */
-export async function resolvePublic(hostname: string, resolve: Resolver = systemResolver): Promise<ResolvedAddress[]> {
+async function resolvePublic(hostname: string, resolve: Resolver = systemResolver): Promise<ResolvedAddress[]> {
   let addresses: ResolvedAddress[];
   try {
     addresses = await resolve(hostname);

@@ -13,7 +13,7 @@ import { explainDependencyFailure, type DependencyError } from './dependency-err
 const PROBE_TIMEOUT_MS = 10_000;
 
 /** Connects to PostgreSQL and runs `SELECT 1`. */
-export async function probeDatabase(url: string): Promise<void> {
+async function probeDatabase(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: PROBE_TIMEOUT_MS });
   client.on('error', () => undefined);
   try {
@@ -25,7 +25,7 @@ export async function probeDatabase(url: string): Promise<void> {
 }
 
 /** Connects to Redis and sends PING, without retrying. */
-export async function probeRedis(url: string): Promise<void> {
+async function probeRedis(url: string): Promise<void> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: PROBE_TIMEOUT_MS, retryStrategy: () => null });
   let lastError: unknown;
   redis.on('error', (err) => (lastError = err));
@@ -40,7 +40,7 @@ export async function probeRedis(url: string): Promise<void> {
 }
 
 /** Calls getblockchaininfo. */
-export async function probeNode(url: string, cookieFile?: string): Promise<{ chain: string; blocks: number }> {
+async function probeNode(url: string, cookieFile?: string): Promise<{ chain: string; blocks: number }> {
   const client = new BitcoindClient({ url, timeoutMs: PROBE_TIMEOUT_MS, ...(cookieFile ? { cookieFile } : {}) });
   return client.call<{ chain: string; blocks: number }>('getblockchaininfo', []);
 }

@@ -11,7 +11,7 @@ export type Dependency = 'node' | 'database' | 'redis';
 const SETTING: Record<Dependency, string> = { node: 'BITCOIND_RPC_URL', database: 'DATABASE_URL', redis: 'REDIS_URL' };
 
 /** A URL without its password, for messages and logs. */
-export function redactUrl(raw: string): string {
+function redactUrl(raw: string): string {
   try {
     const u = new URL(raw);
     if (u.password) u.password = '***';
@@ -22,7 +22,7 @@ export function redactUrl(raw: string): string {
 }
 
 /** The first string `code` along an error's cause chain (ECONNREFUSED, HPE_INVALID_CONSTANT, 28P01…). */
-export function errorCode(err: unknown): string | undefined {
+function errorCode(err: unknown): string | undefined {
   for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && !code.startsWith('ERR_RPC')) return code;

@@ -44,7 +44,7 @@ export type HeartbeatSource = {
 export type HeartbeatHandle = { stop(): Promise<void> };
 
 /** Writes one heartbeat now. */
-export async function writeHeartbeat(db: Kysely<Database>, beat: Heartbeat): Promise<void> {
+async function writeHeartbeat(db: Kysely<Database>, beat: Heartbeat): Promise<void> {
   await sql`
     INSERT INTO sync_state (key, value, updated_at) VALUES (${HEARTBEAT_KEY}, ${JSON.stringify(beat)}::jsonb, now())
     ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = now()

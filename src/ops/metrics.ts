@@ -77,7 +77,7 @@ export type Metrics = {
 };
 
 /** Buckets of the API latency histogram, in seconds (1 ms … 10 s). */
-export const API_LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const API_LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** Sets a counter to an absolute total (the handles keep totals; prom-client counters only add). */
 function setTotal(c: Counter, value: number, labels?: Record<string, string>): void {

@@ -23,7 +23,7 @@ export type PortClaim = {
 export type ResolvedPort = PortClaim & { replaced: boolean; requested: number };
 
 /** Resolves with null when `port` can be bound on `host`, else with the error code (EADDRINUSE, EACCES…). */
-export function probePort(host: string, port: number): Promise<string | null> {
+function probePort(host: string, port: number): Promise<string | null> {
   return new Promise((resolve) => {
     const srv = createServer();
     srv.unref();

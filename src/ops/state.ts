@@ -11,7 +11,7 @@ import { hashToHex } from '../bitcoin/hash.js';
 import { HEARTBEAT_KEY, type Heartbeat } from './heartbeat.js';
 
 /** Counts stop here: a backlog of a million events is reported as 1,000,000. */
-export const COUNT_CAP = 1_000_000;
+const COUNT_CAP = 1_000_000;
 
 export type DeploymentState = {
   index: { height: number; hash: string | null; updatedAt: Date };

@@ -7,7 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 
-export const SECRET_PREFIX = 'whsec_';
+const SECRET_PREFIX = 'whsec_';
 
 /** The key bytes of a `whsec_…` secret. Throws a TypeError for any other shape. */
 export function secretBytes(secret: string): Buffer {

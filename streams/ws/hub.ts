@@ -22,7 +22,7 @@ import { liveApiKeyIds } from '../../src/db/queries/api-keys.js';
 import type { FeedBatch } from '../feed-message.js';
 
 /** WebSocket close codes of the stream (docs/events.md). */
-export const CLOSE_CODES = { slowConsumer: 4008, keyRevoked: 4401, cursorExpired: 4410, shutdown: 1001 } as const;
+const CLOSE_CODES = { slowConsumer: 4008, keyRevoked: 4401, cursorExpired: 4410, shutdown: 1001 } as const;
 
 export type HubSettings = {
   heartbeatMs: number;

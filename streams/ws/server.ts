@@ -18,7 +18,7 @@ import type { StreamHub } from './hub.js';
 import { readNewestEventId } from '../outbox.js';
 
 /** Paths served. */
-export const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
+const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
 
 /** Largest message a client may send (clients have nothing to say but pongs). */
 const MAX_CLIENT_MESSAGE = 4096;
@@ -35,7 +35,7 @@ function refuse(socket: Duplex, err: ServiceError): void {
 }
 
 /** `after` as an event id, undefined when absent; throws ServiceError 400 when malformed. */
-export function parseAfter(raw: string | null): bigint | undefined {
+function parseAfter(raw: string | null): bigint | undefined {
   if (raw === null) return undefined;
   if (!/^\d{1,18}$/.test(raw)) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'after must be an event id (a non-negative integer)' });
   return BigInt(raw);

@@ -9,7 +9,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../schema.js';
 import { hashesToHex } from '../../bitcoin/hash.js';
 import { sqlFirstTxNum } from '../tx-num.js';
-import { SQL_HISTORY } from '../history-entries.js';
+import { SQL_HISTORY, sqlEntryAt } from '../history-entries.js';
 
 /** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
 const FIRST_SEEN_US = sql<bigint>`(extract(epoch FROM mt.first_seen) * 1000000)::int8`;
@@ -142,7 +142,7 @@ const ROW_VERSION = sql<string>`(xmin::text || '@' || (extract(epoch FROM pg_pos
 export type HistoryChunk = { version: string; entries: Buffer; txids: Buffer };
 
 /** The 8-byte big-endian entry at 0-based `i` of chunk bytes `e`, as int8. */
-const ENTRY_AT = (e: string, i: string) => sql<bigint>`${sql.raw(SQL_HISTORY.entryAt(e, i))}`;
+const ENTRY_AT = sqlEntryAt;
 
 /**
  * Pages of addresses' history, one per request, in one round trip (requests arriving together
@@ -330,7 +330,7 @@ export async function listUnspentPage(
 export async function seekHistory(db: Kysely<Database>, addrKey: string, skip: number): Promise<bigint | null> {
   if (skip === 0) return MAX_TX_NUM_BOUND;
   const r = await sql<{ n: bigint }>`
-    SELECT ${ENTRY_AT(sql`int8send(h.first_tx_num) || h.rest`, sql`(c.size - 1 - (${skip}::int8 - (c.cum - c.size)))::int4`)} + 1 AS n
+    SELECT ${ENTRY_AT(SQL_HISTORY.entries('h'), sql`(c.size - 1 - (${skip}::int8 - (c.cum - c.size)))::int4`)} + 1 AS n
       FROM (SELECT f, size, cum FROM (SELECT first_tx_num AS f, 1 + length(rest)::int8 / 8 AS size,
                                              sum(1 + length(rest)::int8 / 8) OVER (ORDER BY first_tx_num DESC) AS cum
                                         FROM history WHERE addr_key = ${addrKey}) w

@@ -7,7 +7,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../schema.js';
-import { firstTxNum } from '../tx-num.js';
+import { firstTxNum, sqlFirstTxNum, sqlTxNumHeight, sqlTxNumPosition } from '../tx-num.js';
 import { txidIs } from '../txid-key.js';
 
 export type BlockHeaderRow = {
@@ -67,11 +67,11 @@ export type MerkleData = {
  */
 export async function getMerkleData(db: Kysely<Database>, txid: Buffer): Promise<MerkleData | undefined> {
   const r = await sql<MerkleData>`
-    SELECT (t.tx_num >> 20)::int4 AS height, (t.tx_num & 1048575)::int4 AS pos, b.header, b.hash AS block_hash,
+    SELECT ${sqlTxNumHeight(sql.ref('t.tx_num'))} AS height, ${sqlTxNumPosition(sql.ref('t.tx_num'))} AS pos, b.header, b.hash AS block_hash,
            (SELECT string_agg(a.txid, ''::bytea ORDER BY a.tx_num) FROM txs a
-             WHERE a.tx_num >= (t.tx_num >> 20) << 20 AND a.tx_num < ((t.tx_num >> 20) + 1) << 20) AS txids,
+             WHERE a.tx_num >= ${sqlFirstTxNum(sqlTxNumHeight(sql.ref('t.tx_num')))} AND a.tx_num < ${sqlFirstTxNum(sql`${sqlTxNumHeight(sql.ref('t.tx_num'))} + 1`)}) AS txids,
            (SELECT height FROM chain_tip WHERE id = 1) AS tip_height
-      FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
+      FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
      WHERE ${txidIs(sql.ref('t.txid'), txid)}
      ORDER BY t.tx_num DESC LIMIT 1`.execute(db);
   return r.rows[0];
@@ -105,8 +105,8 @@ export type TxPlace = { block_hash: Buffer; height: number; pos: number; raw: nu
 /** Finds a confirmed (latest, for BIP30's duplicates) or mempool transaction in one statement. */
 export async function findTxPlace(db: Kysely<Database>, txid: Buffer): Promise<TxPlace | undefined> {
   const r = await sql<TxPlace>`
-    (SELECT b.hash AS block_hash, b.height, (t.tx_num & 1048575)::int4 AS pos, NULL::bytea AS raw
-       FROM txs t JOIN blocks b ON b.height = (t.tx_num >> 20)::int4
+    (SELECT b.hash AS block_hash, b.height, ${sqlTxNumPosition(sql.ref('t.tx_num'))} AS pos, NULL::bytea AS raw
+       FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
       WHERE ${txidIs(sql.ref('t.txid'), txid)} ORDER BY t.tx_num DESC LIMIT 1)
     UNION ALL
     (SELECT NULL, NULL, NULL, raw FROM mempool_txs WHERE txid = ${txid})

@@ -8,7 +8,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 import { txidIs } from '../txid-key.js';
-import { TX_NUM_SHIFT } from '../tx-num.js';
+import { firstTxNum, sqlTxNumHeight } from '../tx-num.js';
 
 /** The indexed tip with its 80-byte header, or undefined while nothing is indexed. */
 export async function readTipHeader(db: Kysely<Database>): Promise<{ height: number; hash: Buffer; header: Buffer } | undefined> {
@@ -33,8 +33,8 @@ export async function readBlockHashes(db: Kysely<Database>, from: number, to: nu
 
 /** The block at `height` (hash) and its txids in block order, or undefined above the tip. */
 export async function readBlockTxids(db: Kysely<Database>, height: number): Promise<{ hash: Buffer; txids: Buffer[] } | undefined> {
-  const lo = BigInt(height) << BigInt(TX_NUM_SHIFT);
-  const hi = BigInt(height + 1) << BigInt(TX_NUM_SHIFT);
+  const lo = firstTxNum(height);
+  const hi = firstTxNum(height + 1);
   const r = await sql<{ hash: Buffer; txids: Buffer | null }>`
     SELECT b.hash, (SELECT string_agg(t.txid, ''::bytea ORDER BY t.tx_num) FROM txs t WHERE t.tx_num >= ${lo} AND t.tx_num < ${hi}) AS txids
       FROM blocks b WHERE b.height = ${height}`.execute(db);
@@ -52,7 +52,7 @@ export type TxPlace = { kind: 'block'; blockHash: Buffer; height: number } | { k
 export async function findTxPlace(db: Kysely<Database>, txid: Buffer): Promise<TxPlace> {
   const r = await sql<{ block_hash: Buffer | null; height: number | null; raw: Buffer | null }>`
     SELECT b.hash AS block_hash, b.height, NULL::bytea AS raw
-      FROM txs t JOIN blocks b ON b.height = (t.tx_num >> ${TX_NUM_SHIFT})::int4
+      FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
      WHERE ${txidIs(sql.ref('t.txid'), txid)}
     UNION ALL
     SELECT NULL, NULL, raw FROM mempool_txs WHERE txid = ${txid}

@@ -12,8 +12,9 @@ import { hash } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../schema.js';
 import { addressKeyOfScriptSha, canonicalScripts, addressKey } from '../address-key.js';
-import { decodeIns, decodeOuts, decodeEntries, historyChunkEntries } from '../packed.js';
-import { TX_NUM_SHIFT } from '../tx-num.js';
+import { decodeIns, decodeOuts } from '../packed.js';
+import { decodeEntries, historyChunkEntries } from '../history-entries.js';
+import { firstTxNum, txNumHeight } from '../tx-num.js';
 
 /** One script: its SHA-256 (natural byte order, 32 bytes) and the address key it falls under. */
 export type ScriptRef = { sha: Buffer; key: string };
@@ -123,7 +124,7 @@ async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limit: numb
         if (o.sha.equals(ref.sha)) funds = true;
         else if (!foreign && holdsForeign(o.script, ref.key)) foreign = true;
       }
-      const e = { num: n, txid: tx.txid, height: Number(n >> BigInt(TX_NUM_SHIFT)) };
+      const e = { num: n, txid: tx.txid, height: txNumHeight(n) };
       all.push(e);
       if (!funds) spending.push(e);
     }
@@ -219,7 +220,7 @@ export async function readScriptUnspent(db: Kysely<Database>, ref: ScriptRef, li
         AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = o.txid AND s.prev_vout = o.vout)
       ORDER BY o.txid, o.vout LIMIT ${limit + 1})`.execute(db);
   const rows = r.rows.sort((a, b) => a.part - b.part || (a.part === 0 ? cmp(a.tx_num!, b.tx_num!) || a.vout - b.vout : Buffer.compare(a.txid, b.txid) || a.vout - b.vout));
-  return rows.slice(0, limit + 1).map((x) => ({ txid: x.txid, vout: x.vout, value: x.value, height: x.tx_num === null ? 0 : Number(x.tx_num >> BigInt(TX_NUM_SHIFT)) }));
+  return rows.slice(0, limit + 1).map((x) => ({ txid: x.txid, vout: x.vout, value: x.value, height: x.tx_num === null ? 0 : txNumHeight(x.tx_num) }));
 }
 
 /**
@@ -245,8 +246,8 @@ export async function readMempoolMarks(db: Kysely<Database>, keys: readonly stri
 /** Of `keys`, those with a history chunk beginning in blocks `fromHeight` … `toHeight` (what a block applied there touched). */
 export async function keysTouchedByBlocks(db: Kysely<Database>, keys: readonly string[], fromHeight: number, toHeight: number): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
-  const lo = BigInt(fromHeight) << BigInt(TX_NUM_SHIFT);
-  const hi = BigInt(toHeight + 1) << BigInt(TX_NUM_SHIFT);
+  const lo = firstTxNum(fromHeight);
+  const hi = firstTxNum(toHeight + 1);
   const r = await sql<{ k: string }>`
     SELECT DISTINCT h.addr_key AS k FROM history h
      WHERE h.addr_key = ANY(${keys}::uuid[]) AND h.first_tx_num >= ${lo} AND h.first_tx_num < ${hi}`.execute(db);

@@ -73,11 +73,6 @@ export async function listSubscriptions(db: Kysely<Database>, keyId: bigint): Pr
   return db.selectFrom('subscriptions').selectAll().where('key_id', '=', keyId).where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute();
 }
 
-/** One live subscription of the key, or undefined. */
-export async function findSubscription(db: Kysely<Database>, keyId: bigint, id: string): Promise<SubscriptionRow | undefined> {
-  return db.selectFrom('subscriptions').selectAll().where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
-}
-
 /** Soft-deletes the key's subscription; false when it was not found. */
 export async function deleteSubscription(db: Kysely<Database>, keyId: bigint, id: string): Promise<boolean> {
   const r = await db

@@ -11,7 +11,8 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { p2pkhScript } from '../../bitcoin/script.js';
 import { hash160 } from '../../bitcoin/hash.js';
 import { addressKey } from '../address-key.js';
-import { decodeEntries, decodeIns, decodeOuts, historyChunkEntries } from '../packed.js';
+import { decodeIns, decodeOuts } from '../packed.js';
+import { decodeEntries, historyChunkEntries } from '../history-entries.js';
 import type { Database } from '../schema.js';
 import { deriveAddresses, insertAddresses, lockWallets, settleChains } from '../wallet-chains.js';
 
