@@ -13,7 +13,7 @@ import { isNetworkName, type NetworkName } from '../src/bitcoin/network.js';
 import { openDatabase } from '../src/db/open.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createLogger } from '../src/log.js';
-import { readTip } from '../indexer/apply.js';
+import { readTip } from '../indexer/chain-rows.js';
 import { blkFeed, scanBlocksDir } from '../indexer/blk-feed.js';
 import { runBulk } from '../indexer/bulk.js';
 import { createWriterLock } from '../indexer/writer-lock.js';

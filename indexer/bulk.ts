@@ -26,7 +26,7 @@ import type { Database } from '../src/db/schema.js';
 import { OUTBOX_LOCK } from '../src/db/outbox-lock.js';
 import { RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
-import { readTip, type Tip } from './apply.js';
+import { readTip, type Tip } from './chain-rows.js';
 import { CHUNK_ENTRIES, SQL_HISTORY } from '../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
 import { scriptKeyBytes } from './address-keys.js';
@@ -34,7 +34,6 @@ import type { ChainSource } from './chain-source.js';
 import { copyIn } from './copy-binary.js';
 import { OutpointCache } from './outpoint-cache.js';
 import type { BulkPath } from './run.js';
-
 
 /** A block of the chain to load, in height order. */
 export interface FeedBlock {

@@ -23,7 +23,9 @@ import type { Logger } from '../src/log.js';
 import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
 import type { MempoolSource, MempoolSummary, NodeMempoolTx } from './chain-source.js';
 import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
-import { forgetReorged, KEYED_PLANS, removalEvents } from './apply.js';
+import { removalEvents } from './block-events.js';
+import { KEYED_PLANS } from './chain-rows.js';
+import { forgetReorged } from './reorg-bookkeeping.js';
 import { addMempoolReplacers, deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
 import type { SequenceHint } from './notify.js';
 

@@ -19,7 +19,7 @@ import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { decodeIns } from '../src/db/packed.js';
 import type { Logger } from '../src/log.js';
-import { removalEvents } from './apply.js';
+import { removalEvents } from './block-events.js';
 import type { MempoolSource } from './chain-source.js';
 import { txNumOf } from '../src/db/tx-num.js';
 import { appendEvents, loadWatches, type Watch } from './events.js';

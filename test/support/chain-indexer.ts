@@ -14,13 +14,12 @@ import { createApiKey } from '../../src/auth/keys.js';
 import { insertSubscription } from '../../src/db/queries/tenancy-subscriptions.js';
 import type { Devnode } from '../../devnode/index.js';
 import { startIndexer, type IndexerHandle } from '../../indexer/main.js';
-import { readTip } from '../../indexer/apply.js';
+import { readTip } from '../../indexer/chain-rows.js';
 import { nodeFeed, runBulk } from '../../indexer/bulk.js';
 import { FixtureChain } from './chain-fixture.js';
 import { keyOfAddress } from './chain-snapshot.js';
 import { createMigratedDatabase, type TestDatabase } from './db.js';
 import { waitFor } from './wait.js';
-
 
 /** A config for indexer tests: fast polling and mempool checks, the bulk path for catch-ups over 50 blocks, the given overrides. */
 export function indexerConfig(overrides: Partial<Config> = {}): Config {

@@ -1,0 +1,148 @@
+/**
+ * The chain tables' rows on the per-block path, inside the block's transaction: the tip (read,
+ * locked with keyed plans, set), balances, unspent outputs (inserted, spent), history chunks
+ * (inserted, cut back on undo) and BIP30's overwritten coinbase outputs. apply.ts calls them in
+ * order; docs/schema.md gives each table's apply and undo rule.
+ * @module
+ */
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../src/db/schema.js';
+import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../src/db/history-entries.js';
+import { hashKey, type BlockRows, type Delta, type Prevout, type UtxoRow } from './derive.js';
+import { toBuffer } from './mempool-rows.js';
+
+export type Trx = Transaction<Database>;
+
+export type Tip = { height: number; hash: Buffer | null };
+
+export const int8s = (xs: readonly (number | bigint)[]) => xs.map((x) => x.toString());
+
+/** The stored tip (height -1, hash null when empty). */
+export async function readTip(db: Kysely<Database> | Trx): Promise<Tip> {
+  const r = await db.selectFrom('chain_tip').select(['height', 'hash']).where('id', '=', 1).executeTakeFirst();
+  return r ?? { height: -1, hash: null };
+}
+
+/**
+ * Select-list items that turn hash and merge joins off for the rest of the transaction. Every
+ * per-block statement joins a few thousand keys (an unnest of the block's outpoints, addresses…)
+ * to a large table; PostgreSQL's estimate puts a hash join over a sequential scan of the whole
+ * table (every unspent output, every balance) close to, and often below, the index lookups. At a
+ * million rows that scan made deleting 8,000 spent outputs ~0.9 s instead of ~0.13 s (bench/README.md
+ * "Live"); the planner only turns to the index once the table dwarfs the keys. SET LOCAL: the bulk
+ * path and the API keep the planner's choice.
+ */
+export const KEYED_PLANS = sql`set_config('enable_hashjoin', 'off', true) AS _hj, set_config('enable_mergejoin', 'off', true) AS _mj`;
+
+/**
+ * Locks the tip for a block transaction and, in the same round trip, pins its join plans to
+ * index lookups (see `KEYED_PLANS`).
+ */
+export async function lockTip(trx: Trx): Promise<Tip> {
+  const r = await sql<Tip>`SELECT height, hash, ${KEYED_PLANS} FROM chain_tip WHERE id = 1 FOR UPDATE`.execute(trx);
+  return r.rows[0] ?? { height: -1, hash: null };
+}
+
+export async function setTip(trx: Trx, height: number, hash: Uint8Array | null): Promise<void> {
+  await sql`UPDATE chain_tip SET height = ${height}, hash = ${hash === null ? null : toBuffer(hash)}, updated_at = now() WHERE id = 1`.execute(trx);
+}
+
+/** Adds `sign` × each delta to `balances`, deleting rows that reach 0 sats and 0 outputs. */
+export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, sign: 1 | -1): Promise<void> {
+  const keys: string[] = [];
+  const sats: string[] = [];
+  const counts: number[] = [];
+  for (const [k, d] of deltas) {
+    if (d.sats === 0n && d.count === 0) continue;
+    keys.push(k);
+    sats.push((sign === 1 ? d.sats : -d.sats).toString());
+    counts.push(sign * d.count);
+  }
+  if (keys.length === 0) return;
+  // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away.
+  await sql`
+    MERGE INTO balances AS b
+    USING (SELECT * FROM unnest(${keys}::uuid[], ${sats}::int8[], ${counts}::int4[]) AS d(addr_key, sats, n)) AS d
+    ON b.addr_key = d.addr_key
+    WHEN MATCHED AND b.balance + d.sats = 0 AND b.utxo_count + d.n = 0 THEN DELETE
+    WHEN MATCHED THEN UPDATE SET balance = b.balance + d.sats, utxo_count = b.utxo_count + d.n
+    WHEN NOT MATCHED THEN INSERT (addr_key, balance, utxo_count) VALUES (d.addr_key, d.sats, d.n)`.execute(trx);
+}
+
+/** Inserts unspent outputs. */
+export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 20_000) {
+    const part = rows.slice(i, i + 20_000);
+    await sql`
+      INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script)
+      SELECT * FROM unnest(${part.map((r) => toBuffer(r.txid))}::bytea[], ${part.map((r) => r.vout)}::int4[], ${int8s(part.map((r) => r.txNum))}::int8[],
+        ${part.map((r) => r.key)}::uuid[], ${part.map((r) => r.value.toString())}::int8[], ${part.map((r) => toBuffer(r.script))}::bytea[])`.execute(trx);
+  }
+}
+
+export async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly number[]>): Promise<void> {
+  const chunks = historyChunks(history);
+  for (let i = 0; i < chunks.length; i += 20_000) {
+    const part = chunks.slice(i, i + 20_000);
+    await sql`
+      INSERT INTO history (addr_key, first_tx_num, rest)
+      SELECT * FROM unnest(${part.map((c) => c.key)}::uuid[], ${int8s(part.map((c) => c.first))}::int8[], ${part.map((c) => restOf(c.entries))}::bytea[])`.execute(trx);
+  }
+}
+
+/**
+ * BIP30 (mainnet 91842 and 91880): a coinbase repeating an earlier coinbase's txid overwrites
+ * its unspent outputs, as in Core, where the older outputs are lost. Their rows go and their
+ * value leaves the balances with this block (as the bulk path does); undo cannot bring them
+ * back, and neither can Core.
+ */
+export async function dropOverwrittenCoinbase(trx: Trx, rows: BlockRows): Promise<void> {
+  const coinbase = rows.txs[0];
+  if (!coinbase) return;
+  const r = await sql<{ addr_key: string | null; value: bigint }>`
+    DELETE FROM utxos WHERE txid = ${toBuffer(coinbase.txid)} AND tx_num <> ${coinbase.txNum.toString()}::int8 RETURNING addr_key, value`.execute(trx);
+  for (const old of r.rows) {
+    if (old.addr_key === null) continue;
+    const d = rows.balances.get(old.addr_key);
+    if (d) {
+      d.sats -= old.value;
+      d.count -= 1;
+    } else rows.balances.set(old.addr_key, { sats: -old.value, count: -1 });
+  }
+}
+
+/** Deletes the spent outputs and returns them as prevouts keyed by `hashKey(txid):vout`. */
+export async function spendUtxos(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number }[]): Promise<Map<string, Prevout>> {
+  const found = new Map<string, Prevout>();
+  for (let i = 0; i < outpoints.length; i += 20_000) {
+    const part = outpoints.slice(i, i + 20_000);
+    const r = await sql<{ txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null }>`
+      DELETE FROM utxos u USING unnest(${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(txid, vout)
+      WHERE u.txid = s.txid AND u.vout = s.vout
+      RETURNING u.txid, u.vout, u.tx_num, u.value, CASE WHEN u.addr_key IS NULL THEN u.script ELSE ''::bytea END AS script, u.addr_key`.execute(trx);
+    for (const x of r.rows) {
+      found.set(`${hashKey(x.txid)}:${x.vout}`, { txNum: Number(x.tx_num), value: x.value, script: x.script, ...(x.addr_key !== null ? { keys: x.addr_key } : {}) });
+    }
+  }
+  return found;
+}
+
+/** Truncates or deletes the history chunks of `keys` holding entries at or above `fromTxNum`. */
+export async function cutHistory(trx: Trx, keys: readonly string[], fromTxNum: number): Promise<void> {
+  if (keys.length === 0) return;
+  const from = fromTxNum.toString();
+  await sql`DELETE FROM history WHERE addr_key = ANY(${keys}::uuid[]) AND first_tx_num >= ${from}::int8`.execute(trx);
+  // Chunks never overlap, so only an address's newest remaining chunk can reach into the range:
+  // the one whose last entry (the last 8 bytes of `rest`) is at or above it.
+  const straddling = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`
+    SELECT k AS addr_key, h.first_tx_num, h.rest
+    FROM unnest(${keys}::uuid[]) AS k
+    CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history WHERE addr_key = k ORDER BY first_tx_num DESC LIMIT 1) h
+    WHERE length(h.rest) > 0 AND ${sql.raw(SQL_HISTORY.lastEntry('h.rest'))} >= ${from}::int8`.execute(trx);
+  for (const c of straddling.rows) {
+    const kept = decodeEntries(c.rest).filter((n) => n < BigInt(fromTxNum));
+    await sql`
+      UPDATE history SET rest = ${encodeEntries(kept)}
+      WHERE addr_key = ${c.addr_key}::uuid AND first_tx_num = ${c.first_tx_num.toString()}::int8`.execute(trx);
+  }
+}
