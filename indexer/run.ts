@@ -8,11 +8,11 @@
  * @module
  */
 import type { Kysely, Transaction } from 'kysely';
-import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
-import { equalBytes, hashToHex } from '../src/bitcoin/hash.js';
-import { computeMerkleRoot } from '../src/bitcoin/merkle.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
-import { FatalError, RetryableError, isRetryable } from '../src/errors.js';
+import { FatalError, isRetryable } from '../src/errors.js';
+import { checkBlock } from './block-check.js';
+import { createPrefetcher } from './prefetch.js';
 import type { Logger } from '../src/log.js';
 import { applyBlock, undoBlock } from './apply.js';
 import { readTip, type Tip } from './chain-rows.js';
@@ -90,25 +90,12 @@ function isTransient(err: unknown): boolean {
   return false;
 }
 
-/** Decodes a fetched block and checks it is the one asked for and internally consistent. */
-function checkBlock(raw: Uint8Array, hash: string): DecodedBlock {
-  const block = decodeBlock(raw);
-  const got = hashToHex(block.hash);
-  if (got !== hash) throw new RetryableError('ERR_BLOCK_MISMATCH', `asked the node for block ${hash} and got ${got}`);
-  const merkle = computeMerkleRoot(block.txs.map((t) => t.txid));
-  if (merkle.mutated || !equalBytes(merkle.root, block.header.merkleRoot)) {
-    throw new RetryableError('ERR_BLOCK_MERKLE', `block ${hash} from the node does not match its Merkle root`);
-  }
-  return block;
-}
-
 export function createRunLoop(deps: RunDeps): RunLoop {
   const { db, source, log } = deps;
   const metrics: IndexerMetrics = { blocksApplied: 0, blocksUndone: 0, reorgs: 0, txsApplied: 0, zmqMissedBlocks: 0, retries: 0, lastApplyMs: 0 };
   const status: IndexerStatus = { mode: 'starting', tip: { height: -1, hash: null }, nodeTip: null, lag: null, lastError: null };
   const announced = new Set<string>();
-  const prefetched = new Map<string, Promise<Uint8Array | null>>();
-  const prefetchDepth = deps.prefetch ?? 8;
+  const prefetch = createPrefetcher(source, deps.prefetch ?? 8);
   let wakeUp: (() => void) | null = null;
   let woken = false;
   let stopping = false;
@@ -178,31 +165,6 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     }
   }
 
-  function getRaw(hash: string): Promise<Uint8Array | null> {
-    const p = prefetched.get(hash);
-    if (p) {
-      prefetched.delete(hash);
-      return p;
-    }
-    return source.getBlock(hash);
-  }
-
-  function prefetchAfter(height: number, nodeHeight: number): void {
-    if (prefetched.size > prefetchDepth * 4) prefetched.clear();
-    for (let h = height + 1; h <= Math.min(nodeHeight, height + prefetchDepth); h++) {
-      void source
-        .getBlockHash(h)
-        .then((hash) => {
-          if (hash !== null && !prefetched.has(hash)) {
-            const p = source.getBlock(hash);
-            p.catch(() => undefined);
-            prefetched.set(hash, p);
-          }
-        })
-        .catch(() => undefined);
-    }
-  }
-
   /** One step; true when it did something (so the loop steps again at once). */
   async function turn(): Promise<boolean> {
     const tip = await readTip(db);
@@ -221,13 +183,13 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     status.mode = 'following';
     if (step.kind === 'apply') {
       const t0 = performance.now();
-      const raw = await getRaw(step.hash);
+      const raw = await prefetch.get(step.hash);
       if (raw === null) {
         log.warn({ height: step.height, hash: step.hash }, 'node no longer serves the block it announced; re-planning');
         return false;
       }
       const block = checkBlock(raw, step.hash);
-      if (nodeHeight > step.height) prefetchAfter(step.height, nodeHeight);
+      if (nodeHeight > step.height) prefetch.after(step.height, nodeHeight);
       const r = await applyBlock(db, block, step.height, ctx);
       if (r.kind === 'applied') {
         const ms = Math.round(performance.now() - t0);
