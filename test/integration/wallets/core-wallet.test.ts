@@ -15,7 +15,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
 import { withChecksum } from '../../../src/bitcoin/descriptor.js';
 import { btcToSats } from '../../../src/rpc/types.js';
-import { readTip } from '../../../indexer/apply.js';
+import { readTip } from '../../../indexer/chain-rows.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { silentLogger } from '../../../src/log.js';
