@@ -1,8 +1,7 @@
 /**
  * Addresses at the API boundary, over src/bitcoin's Core-compatible codecs: a path parameter →
  * the output script it stands for, checked for encoding, checksum and network before any
- * database access; an output script → the addresses the API shows for it (DESIGN.md
- * "Addresses") and, for OP_RETURN, the payload.
+ * database access; an output script → the addresses the API shows for it and, for OP_RETURN, the payload.
  * @module
  */
 import { AddressError, decodeAddress, outputAddresses } from '../src/bitcoin/address.js';

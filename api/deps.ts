@@ -1,6 +1,6 @@
 /**
  * What the API needs from the rest of Blockwire, as one deps object for `buildApi`, and the
- * small interfaces it calls: the node (broadcast, tip) and the stamping service (issue 7 plugs
+ * small interfaces it calls: the node (broadcast, tip) and the stamping service (stamp/ plugs
  * one in). Also the fastify type augmentation every route file relies on (`request.apiKey`,
  * the route `config.scope` / `config.auth` flags).
  * @module

@@ -1,6 +1,5 @@
 /**
- * JSON schemas shared by route modules: path parameters and the spec's resource shapes
- * (service-api.md "Resources and their fields"). They validate requests, serialize responses
+ * JSON schemas shared by route modules: path parameters and the resource shapes. They validate requests, serialize responses
  * (fast-json-stringify) and become /openapi.json.
  * @module
  */

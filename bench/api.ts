@@ -1,12 +1,11 @@
 /**
- * bench/api: the REST API under load on a large synthetic index (issue 5 item 7, PERFORMANCE.md
- * §2.5). Builds, straight in PostgreSQL: one hot address with 1,000,000 transactions (history
+ * bench/api: the REST API under load on a large synthetic index. Builds, straight in PostgreSQL: one hot address with 1,000,000 transactions (history
  * chunks, 1M unspent outputs), 200,000 ordinary addresses with a balance and a history entry,
  * 10,000 two-in/two-out payments; then (1) pages the hot address's history and unspent outputs
  * at depths 0, 50 % and the very end (sequential requests, p50/p99), (2) runs autocannon as fast
  * as N connections go against balance, history pages and a transaction lookup (req/s, p50, p99,
  * CPU per request of the API, of PostgreSQL and of the load generator), and (3) offers each
- * route with a target its target rate (issue 5: balance 8,000 req/s, history 5,000) and reports
+ * route with a target its target rate (balance 8,000 req/s, history 5,000) and reports
  * the rate served and its p50/p99.
  * Run: `node --import tsx bench/api.ts [--duration S] [--connections N] [--rate R] [--only TEXT]
  * [--skip-paging] [--skip-rate]` (DATABASE_URL and REDIS_URL optional: an ephemeral PostgreSQL and
@@ -301,7 +300,7 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         process.stdout.write(`| ${label} | ${Math.round(result.requests.average)} | ${ratio} | ${result.latency.p50} | ${result.latency.p99} | ${api} | ${pg} | ${gen} | ${result.non2xx} | ${held} |\n`);
       }
 
-      // (3) The targets as stated (issue 5): each route offered its target rate on a fixed
+      // (3) The targets as stated: each route offered its target rate on a fixed
       // schedule (bench/open-loop.ts: latency from each request's scheduled time, so queueing
       // shows), over enough connections that a p99 within the goal can carry the rate.
       if (!opts['skip-rate']) {

@@ -1,5 +1,5 @@
 /**
- * bench/events: event delivery (issue 6 item 7). A server process (bench/events-server.ts: a
+ * bench/events: event delivery. A server process (bench/events-server.ts: a
  * devnode, the indexer, the relay + WebSocket stream, the delivery workers) and this process
  * (the clients, a webhook receiver, the clock) measure:
  * 1. block arrival → WebSocket: `generatetoaddress 1` on the devnode until each of N clients

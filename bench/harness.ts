@@ -1,6 +1,6 @@
 /**
  * What bench/sync and bench/live share: the corpus parameters of a run, a PostgreSQL tuned as
- * PERFORMANCE.md §2.3 measured it (shared_buffers 2GB, wal_level minimal, max_wal_size 16GB,
+ * the settings bulk loading wants (shared_buffers 2GB, wal_level minimal, max_wal_size 16GB,
  * fsync and synchronous commit on), databases, child processes whose stdout lines are watched,
  * and CPU accounting from /proc (this process's reaped children, the PostgreSQL processes).
  * @module
@@ -23,7 +23,7 @@ export interface RunSize {
   liveBlocks: number;
 }
 
-/** The full run (issue 9: ≈ 20,000 blocks of 2,000–4,000 transactions). */
+/** The full run (≈ 20,000 blocks of 2,000–4,000 transactions). */
 export const FULL_SIZE: RunSize = { corpus: { ...DEFAULT_PARAMS, tailBlocks: 40, tailTxs: 4000 }, catchupBlocks: 200, liveBlocks: 40 };
 /** CI's size: every step runs, in seconds. */
 export const QUICK_SIZE: RunSize = { corpus: { ...DEFAULT_PARAMS, blocks: 60, txsPerBlock: 150, tailBlocks: 3, tailTxs: 4000, seed: 'quick' }, catchupBlocks: 5, liveBlocks: 3 };
@@ -57,7 +57,7 @@ export function machine(): { loadavg: number[]; cpus: number; node: string } {
   return { loadavg: loadavg().map((x) => Math.round(x * 100) / 100), cpus: readFileSync('/proc/cpuinfo', 'utf8').split('\nprocessor').length, node: process.version };
 }
 
-/** PostgreSQL settings of the benchmarks (PERFORMANCE.md §2.3, durable). */
+/** PostgreSQL settings of the benchmarks. */
 export const PG_SETTINGS = {
   shared_buffers: '2GB',
   wal_level: 'minimal',

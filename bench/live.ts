@@ -1,6 +1,6 @@
 /**
  * bench/live: a 4,000-transaction block from ZMQ arrival to committed, against an index that
- * already holds a large chain (issue 9 item 3; targets p50 ≤ 300 ms, p99 ≤ 1 s). The corpus
+ * already holds a large chain (targets p50 ≤ 300 ms, p99 ≤ 1 s). The corpus
  * node (devnode/corpus.ts) announces the corpus's tail blocks one at a time; this process
  * subscribes to `hashblock` like the indexer does (arrival) and reads the indexer child's
  * `block applied` log line, written right after its commit (committed).

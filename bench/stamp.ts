@@ -1,6 +1,6 @@
 /**
  * bench/stamp: stamps per second sustained and fee paid per stamp at a batch window of 1 s
- * (issue 7). Starts the devnode (blocks every --block-interval seconds), the indexer, the
+ *. Starts the devnode (blocks every --block-interval seconds), the indexer, the
  * stamper with a funded wallet and the REST API on a loopback port, then autocannon posts
  * random hashes on --connections connections for --duration seconds (each connection waits for
  * its answer: the stamp id once the signed transaction is stored). Afterwards every answered

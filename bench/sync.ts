@@ -1,6 +1,6 @@
 /**
  * bench/sync: initial sync of the synthetic corpus (bench/corpus) against this machine's own
- * limits, measured in the same run (issue 9 item 2):
+ * limits, measured in the same run:
  * 1. `blockwire import --blocks-dir` of the corpus up to its catch-up and live blocks (tx/s,
  *    blocks/s; load and index-build phases; CPU of the importer and of PostgreSQL);
  * 2. database size after VACUUM and CHECKPOINT against the raw bytes of the imported blocks;
@@ -25,7 +25,7 @@ import { ensureCorpus } from './corpus/generate.js';
 import { cacheDir, childrenCpuMs, echoProgress, importCorpus, logLines, machine, PG_SETTINGS, pgOverrides, round, runSize, say, spawnNode, startBenchPostgres, type BenchPostgres } from './harness.js';
 import { measureLive, startFollower, waitApplied } from './live.js';
 
-/** Mainnet today (PERFORMANCE.md): transactions to project a full sync to. */
+/** Mainnet today: transactions to project a full sync to. */
 const MAINNET_TXS = 1.43e9;
 
 /** Tables the sync writes with COPY (balances are computed in the finish step). */

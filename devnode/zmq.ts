@@ -26,7 +26,7 @@ function le32(n: number): Uint8Array {
   return b;
 }
 
-/** Fault controls of the publisher (RELIABILITY.md cases 1–5). */
+/** Fault controls of the publisher. */
 export type ZmqFaults = {
   /** The next `n` messages of `topic` ('*' = any) are counted but not sent. */
   drop(topic: ZmqTopic | '*', n: number): void;

@@ -2,7 +2,7 @@
  * The address keys (src/db/address-key.ts) an output script is indexed under, on the hot path
  * of sync: one key for P2PKH, P2SH, segwit of any version and P2PK (keyed as its key's P2PKH
  * script); one key per public key for bare multisig (history only, no balance); none for
- * OP_RETURN and nonstandard scripts (DESIGN.md "Addresses"). Keys are uuid strings as Postgres
+ * OP_RETURN and nonstandard scripts. Keys are uuid strings as Postgres
  * prints them, so keys computed here and keys read back compare equal.
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The indexed mempool (DESIGN.md "Mempool"): transactions appear in address history and unspent
+ * The indexed mempool: transactions appear in address history and unspent
  * outputs with 0 confirmations and leave when mined (apply.ts), replaced, conflicted or evicted.
  * Sync follows Core's protocol (interface_zmq.py test_mempool_sync): seed from
  * `getrawmempool(false, true)`, keep the ZMQ `sequence` A/R messages above its

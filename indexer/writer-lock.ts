@@ -1,5 +1,5 @@
 /**
- * Exactly one writer (DESIGN.md "Indexer"): the indexer holds a session-level Postgres advisory
+ * Exactly one writer: the indexer holds a session-level Postgres advisory
  * lock on a connection of its own for as long as it runs; a second indexer is refused at start.
  * Every write transaction calls `guard`, which proves the lock is still held by our lock
  * session; if that session died (Postgres restarted) it takes the lock again, and if another

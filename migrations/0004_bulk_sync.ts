@@ -1,7 +1,7 @@
 /**
  * Bulk sync bookkeeping: `bulk_spent` records, per bulk batch, the outputs of earlier batches
  * that the batch spent (tx_num, vout), appended instead of deleted from `utxos` (random deletes
- * run at a fraction of COPY speed, PERFORMANCE.md 2.3). When the bulk sync finishes, `utxos` is
+ * run at a fraction of COPY speed). When the bulk sync finishes, `utxos` is
  * rebuilt without them and the table is emptied. Empty outside a bulk sync.
  */
 import { sql, type Kysely } from 'kysely';

@@ -1,6 +1,6 @@
 /**
  * Times as the API shows them: ISO 8601 UTC to the second (`2026-01-02T03:04:05Z`), and the
- * year-0001 timestamp that stands for "unknown" in `broadcast_time` (DESIGN.md "REST API").
+ * year-0001 timestamp that stands for "unknown" in `broadcast_time`.
  * @module
  */
 

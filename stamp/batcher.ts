@@ -20,7 +20,7 @@ import type { StampWallet } from './wallet.js';
 import { nullDataScript } from '../src/bitcoin/script.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 
-/** Points a batch passes; tests kill the process at one of them (RELIABILITY.md case 24). */
+/** Points a batch passes; tests kill the process at one of them. */
 export type StampPhase = 'claimed' | 'reserved' | 'persisted' | 'broadcast' | 'answered';
 export type PhaseHook = (phase: StampPhase, detail: { txids: string[] }) => void | Promise<void>;
 

@@ -32,7 +32,7 @@ export function rateOf(fee: bigint, vsize: number): bigint {
   return vsize > 0 ? (fee * 1000n) / BigInt(vsize) : 0n;
 }
 
-/** Least feerate increase of a bump, in percent (RELIABILITY.md case 25). */
+/** Least feerate increase of a bump, in percent. */
 const MIN_BUMP_PERCENT = 25n;
 
 export type ReplacementInput = {

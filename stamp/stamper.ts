@@ -48,7 +48,7 @@ export type StamperDeps = {
   config: StampConfig;
   network: NetworkName;
   node: StampNode;
-  /** Test seam: called at each point of a batch (RELIABILITY.md case 24 kills the process there). */
+  /** Test seam: called at each point of a batch. */
   onPhase?: PhaseHook;
   /** Resend an unconfirmed transaction missing from the index's mempool after this long (default 60 s). */
   rebroadcastMs?: number;

@@ -1,6 +1,6 @@
 /**
  * What a delivery transport (HTTP webhook, SNS) answers for one attempt, and the rule that turns
- * an HTTP status into that answer (issue 6): 2xx delivered; 410 permanent and the hook disabled;
+ * an HTTP status into that answer: 2xx delivered; 410 permanent and the hook disabled;
  * 408 and 429 retried (429 no sooner than Retry-After); any other 4xx permanent; 3xx (never
  * followed), 5xx and no answer at all retried.
  * @module

@@ -1,5 +1,5 @@
 /**
- * Hooks — where a key's events are pushed (DESIGN.md "Subscriptions"; docs/events.md):
+ * Hooks — where a key's events are pushed (docs/events.md):
  * POST /hooks (http: url + generated or given `whsec_…` secret, answered once; sns: topic ARN +
  * region), GET /hooks, GET/DELETE /hooks/{id}, POST /hooks/{id}/rotate-secret,
  * POST /hooks/{id}/enable, the delivery log GET /hooks/{id}/deliveries[/{delivery}] and manual

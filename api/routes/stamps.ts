@@ -1,6 +1,6 @@
 /**
  * POST /stamps {"hash"} → {"stampid"} and GET /stamps/{id} → {tx, vout, confirmations,
- * timestamp}: routes only. The stamping service (issue 7) is `deps.stamps`; without one both
+ * timestamp}: routes only. The stamping service is `deps.stamps`; without one both
  * answer 503 ERR_STAMPING_NOT_CONFIGURED. Input is validated here, ownership by the service
  * (a key never sees another key's stamps: it gets 404 as for an unknown id).
  * @module

@@ -1,5 +1,5 @@
 /**
- * Subscriptions (service-api.md "Events", DESIGN.md "Subscriptions"): POST /subscriptions
+ * Subscriptions (docs/events.md): POST /subscriptions
  * {address, action?, confirmations?} → {id}, or {type: "chain"} for block connected/disconnected
  * events, or {wallet} for every address of a wallet (docs/wallets.md "Events"); GET /subscriptions; DELETE /subscriptions/{id}. `action` is a hook id of the same key
  * (events are then also pushed there); without it the subscription feeds the key's WebSocket

@@ -1,7 +1,5 @@
 /**
- * Addresses: the addresses an output script is indexed under (DESIGN.md "Addresses": P2PK under
- * its key's P2PKH address, bare multisig under each key's P2PKH address, none for OP_RETURN and
- * nonstandard), and the script an address stands for, with Core's checks (key_io.cpp
+ * Addresses: the addresses an output script is indexed under, and the script an address stands for, with Core's checks (key_io.cpp
  * DecodeDestination) and exact error messages: wrong network, bad checksum, mixed case, wrong
  * bech32 variant, bad program size.
  * @module

@@ -2,7 +2,7 @@
  * Address keys: the first 16 bytes of SHA-256 of an address's canonical output script, stored
  * as a Postgres `uuid` (fixed 16 bytes, no id table, no lookup to assign one). The canonical
  * script is the script of the address as users see it: a P2PK output is keyed by its key's
- * P2PKH script, each key of a bare multisig likewise (DESIGN.md "Addresses"); the network plays
+ * P2PKH script, each key of a bare multisig likewise; the network plays
  * no part, so an address's key is the same whatever encoding shows it.
  * @module
  */
@@ -12,7 +12,7 @@ import { classifyScript, decodeOutputScript, p2pkhScript } from '../bitcoin/scri
 
 /** The 16-byte key of a canonical script. */
 export function addressKeyBytes(canonicalScript: Uint8Array): Buffer {
-  // One-shot hashing: per-call overhead dominates for short scripts (PERFORMANCE.md 2.1).
+  // One-shot hashing: per-call overhead dominates for short scripts.
   return hash('sha256', canonicalScript, 'buffer').subarray(0, 16);
 }
 

@@ -1,5 +1,5 @@
 /**
- * The SSRF guard for webhook URLs (RELIABILITY.md case 19). A URL is acceptable when it is
+ * The SSRF guard for webhook URLs. A URL is acceptable when it is
  * https on port 443 or 8443, carries no credentials, and its host — an IP literal in any
  * spelling the WHATWG parser accepts (`2130706433`, `0x7f.1`, `[::ffff:127.0.0.1]`) or every
  * address its name resolves to — is a public unicast address. The API checks at registration;

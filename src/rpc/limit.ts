@@ -1,7 +1,7 @@
 /**
  * A concurrency cap: at most `max` tasks in flight, the rest wait in FIFO order. The node
  * clients use it so Blockwire never has more than a handful of requests open against bitcoind
- * (RELIABILITY.md: hundreds of concurrent REST requests can crash a node; cap at 8).
+ *.
  * @module
  */
 

@@ -2,7 +2,7 @@
  * Client for bitcoind's REST interface (`-rest=1`), the cheapest way to fetch blocks: binary
  * blocks, headers, block hash by height, spent outputs (`/rest/spenttxouts`, Core ≥ 30) decoded,
  * chain info, mempool txids with their sequence, and detection of whether REST is enabled. At
- * most `maxInFlight` requests are open at once (default 8, RELIABILITY.md). "Not found" answers
+ * most `maxInFlight` requests are open at once (default 8: hundreds of concurrent REST requests can crash a node). "Not found" answers
  * (404 `<hash> not found`, `Block height out of range`) resolve to null; an unreachable or
  * warming-up node is a RetryableError (`ERR_REST_UNAVAILABLE`, `ERR_REST_WARMUP`); a request
  * the node calls malformed (HTTP 400) is an AppError `ERR_REST_BAD_REQUEST`; a path the node has

@@ -1,6 +1,6 @@
 /**
  * A child process that runs the real indexer until it is killed, for the kill -9 tests
- * (RELIABILITY.md case 11). Configured by the environment: DATABASE_URL, BITCOIND_RPC_URL,
+ *. Configured by the environment: DATABASE_URL, BITCOIND_RPC_URL,
  * BITCOIND_ZMQ_URL and the indexer settings (src/config.ts). It loads its modules, prints
  * `{"loaded":true}` and waits for a line on stdin before it starts (so the parent can spawn the
  * next victim while it checks the last one); then `{"ready":true}`, or `{"fatal":...}` if it

@@ -1,5 +1,5 @@
 /**
- * Authentication, scopes and rate limits of the REST API (RELIABILITY.md cases 20 and 21):
+ * Authentication, scopes and rate limits of the REST API:
  * every bad key gets the same 401, revocation takes effect on the next request, a read key
  * cannot use write routes, the per-key limit answers 429 with Retry-After, the database holds
  * digests only, and no key reaches a log line.

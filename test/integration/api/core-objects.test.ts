@@ -4,7 +4,7 @@
  * message, reorged ones included) are indexed along the final best chain, then every recorded
  * `getblock` (verbosity 1–3) and verbose `getrawtransaction` answer is compared with our
  * GET /blocks/{hash} and GET /transactions/{hash}. A block Core later reorged out is 404 here.
- * Where DESIGN.md departs from Core on purpose, the departure is asserted: a P2PK output shows
+ * Where Blockwire departs from Core on purpose, the departure is asserted: a P2PK output shows
  * its key's P2PKH address, a bare multisig output its keys' P2PKH addresses.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -145,7 +145,7 @@ describeFixtures('block and transaction JSON against recorded Bitcoin Core answe
           expect(go.used).toBe(false);
         } else if (type === 'pubkey') {
           expect(go.address).toHaveLength(1);
-          expect(go.address[0]).toMatch(/^[mn]/); // its key's P2PKH address (DESIGN.md), which Core does not show
+          expect(go.address[0]).toMatch(/^[mn]/); // its key's P2PKH address, which Core does not show
         } else if (type === 'multisig') {
           const keys = v.scriptPubKey.asm.split(' ').filter((w) => /^0[23][0-9a-f]{64}$|^04[0-9a-f]{128}$/.test(w));
           expect(go.address).toHaveLength(keys.length);

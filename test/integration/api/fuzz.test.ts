@@ -1,5 +1,5 @@
 /**
- * Input fuzzing (RELIABILITY.md case 22): random hashes, addresses, paging parameters, stamp ids
+ * Input fuzzing: random hashes, addresses, paging parameters, stamp ids
  * and JSON bodies (unknown fields, huge arrays, deep nesting, > 64 KiB) never produce a 5xx other
  * than the 503 of a service this harness does not configure (node, stamping) for well-formed
  * writes; every refusal carries the error body.

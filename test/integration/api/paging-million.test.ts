@@ -1,5 +1,5 @@
 /**
- * An address with a million confirmed transactions (issue 5: "pages … at any depth"), built
+ * An address with a million confirmed transactions (pages at any depth cost the same), built
  * straight in PostgreSQL: 1,000 blocks of 1,000 transactions, history in 977 chunks of up to 1024
  * entries, one unspent output per transaction. Walking every page by the Link header gives each
  * of the million entries exactly once, newest first, for history and for unspent outputs; the

@@ -1,5 +1,5 @@
 /**
- * Scopes (RELIABILITY.md case 21): every route that changes something — whoever registered it
+ * Scopes: every route that changes something — whoever registered it
  * (broadcast, stamps, hooks, subscriptions, redelivery…) — is a `write` route, and a `read` key
  * gets 403 ERR_SCOPE on each of them before anything runs; it still reads. Routes are taken from
  * /openapi.json, so a route added later is covered without editing this test.

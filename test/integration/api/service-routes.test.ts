@@ -1,5 +1,5 @@
 /**
- * The stamp routes with a StampService plugged in (the interface issue 7 implements; here a small
+ * The stamp routes with a StampService plugged in (the interface stamp/ implements; here a small
  * in-memory one): the route hands the service the authenticated key, so one key never reads
  * another's stamp (404 as for an unknown id); a service failure that is not an ServiceError leaves as
  * 500 ERR_INTERNAL with no message or stack from inside; a slow service hits the request timeout

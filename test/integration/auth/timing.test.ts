@@ -1,5 +1,5 @@
 /**
- * No timing oracle (RELIABILITY.md case 20): verifying an unknown well-formed key and a real key
+ * No timing oracle: verifying an unknown well-formed key and a real key
  * with its last character changed (which also breaks its checksum) take indistinguishable time.
  * Judged statistically, not by a time threshold: with interleaved samples, the probability that
  * one kind is slower than the other (the Mann–Whitney AUC) must stay near 0.5. The same statistic

@@ -1,5 +1,5 @@
 /**
- * Fault injection for Blockwire's reliability tests (RELIABILITY.md cases 1–5, 8–10): ZMQ gaps,
+ * Fault injection for Blockwire's reliability tests: ZMQ gaps,
  * silence, reordering, counter resets and arbitrary frames seen by a real subscriber; RPC/REST
  * going down and coming back; a restart; warm-up answers; blocks the node pretends not to have.
  */

@@ -1,5 +1,5 @@
 /**
- * kill -9 of the indexer (RELIABILITY.md case 11, feature_dbcrash style): a child process runs
+ * kill -9 of the indexer: a child process runs
  * the real indexer against the devnode (regtest-chain-a replayed, then new blocks with payments
  * of every type and reorgs made while it works) and is SIGKILLed at ≥ 200 random moments
  * (seeded; the seed is logged): first throughout the bulk sync of the recorded chain, then

@@ -1,5 +1,5 @@
 /**
- * The indexed mempool and Core's mempool sync protocol (RELIABILITY.md case 5): after one seed
+ * The indexed mempool and Core's mempool sync protocol: after one seed
  * from getrawmempool(mempool_sequence), ZMQ A/R/C deltas alone keep it equal to the node's
  * mempool through payments, an RBF replacement (R then A) and a block that conflicts with a
  * mempool transaction (R before C); a dropped A shows as a counter gap and forces a reseed.

@@ -1,5 +1,5 @@
 /**
- * Random fork sequences against the running indexer (issue 4, reorg property test): seeded
+ * Random fork sequences against the running indexer (reorg property test): seeded
  * rounds of new blocks with payments, reorgs of depth 1–10 onto competing branches, blocks
  * announced twice or out of order (ZMQ reordered), ZMQ messages dropped, and node restarts.
  * The index ends equal to a fresh index of the final chain, and the outbox's block events

@@ -1,5 +1,5 @@
 /**
- * Reorgs against the running indexer on the devnode (RELIABILITY.md cases 6–10), each compared
+ * Reorgs against the running indexer on the devnode, each compared
  * with a fresh index of the final chain:
  * - depth matrix 1, 2, 6, 10, 100 with transactions in the replaced blocks;
  * - shapes (mempool/electrs #112): reconfirmed at the same height and index, at the same height

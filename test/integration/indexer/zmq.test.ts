@@ -1,5 +1,5 @@
 /**
- * ZMQ is only a wake-up hint (RELIABILITY.md cases 1–4), with the devnode's fault injection:
+ * ZMQ is only a wake-up hint, with the devnode's fault injection:
  * a counter gap forces a reconcile at the next message (long before the poll), a counter reset
  * (bitcoind restart) forces a full reconcile and mempool reseed without duplicate events, a
  * silent publisher costs at most a poll interval (and counts missed blocks), the last messages

@@ -1,5 +1,5 @@
 /**
- * kill -9 of a process running the stamper at each point of a batch (RELIABILITY.md case 24):
+ * kill -9 of a process running the stamper at each point of a batch:
  * after claiming the stamps, after reserving coins, between signing (stored) and broadcast, and
  * between broadcast and the answer. The client retries with its Idempotency-Key against a
  * restarted process; every stamp ends in exactly one transaction, broadcast with the stored

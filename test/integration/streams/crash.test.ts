@@ -1,5 +1,5 @@
 /**
- * Crashes (RELIABILITY.md cases 12 and 13), with the relay and the workers in child processes
+ * Crashes, with the relay and the workers in child processes
  * killed by SIGKILL:
  * - the relay+worker process is killed at seeded random moments while events keep coming, so
  *   kills land between the delivery-log commit and the BullMQ enqueue, between enqueue and the

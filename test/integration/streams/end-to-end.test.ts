@@ -1,5 +1,5 @@
 /**
- * Issue 6's end-to-end cases through the whole stack (devnode → indexer → outbox → relay →
+ * The events' end-to-end cases through the whole stack (devnode → indexer → outbox → relay →
  * WebSocket and webhook), subscribing through the REST API as a client would: payments to a
  * subscribed address give tx.unconfirmed, tx.confirmed and tx.confirmations up to the target;
  * a reorg gives tx.reorged and a new tx.confirmed; RBF gives tx.replaced; block events reach a

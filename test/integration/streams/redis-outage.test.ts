@@ -1,5 +1,5 @@
 /**
- * Redis outage (RELIABILITY.md case 16) on a redis-server this test owns: stopped while events
+ * Redis outage on a redis-server this test owns: stopped while events
  * are relayed and while deliveries are in flight, then started again empty (no persistence, the
  * worst case). Producers fail fast, the relay cursor stays put while Redis is away, and once it
  * is back the relay, the workers and the stream hub resume by themselves with nothing lost:

@@ -1,5 +1,5 @@
 /**
- * WebSocket resume (RELIABILITY.md case 17): a client that disconnects after event N and comes
+ * WebSocket resume: a client that disconnects after event N and comes
  * back with `?after=N` while 1,000 events happened (and more keep coming during its catch-up)
  * receives exactly N+1… in order, then live events, with nothing lost or repeated at the seam.
  * A cursor older than the retention gets "cursor expired". Two stream processes behind one

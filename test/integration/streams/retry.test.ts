@@ -1,5 +1,5 @@
 /**
- * Retry schedule and terminal states (RELIABILITY.md case 14) with a real worker, Redis and a
+ * Retry schedule and terminal states with a real worker, Redis and a
  * local receiver. Time is advanced by promoting delayed BullMQ jobs (each job keeps the delay
  * the schedule chose, so the whole 72 h schedule is checked in seconds): 500s until the dead
  * letter, then manual redelivery through the API; a receiver that is down, then 500, then 200;

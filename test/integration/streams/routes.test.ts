@@ -1,7 +1,7 @@
 /**
  * The hook and subscription routes through buildApi + inject: validation with the API's error
- * body, the SSRF guard at registration (RELIABILITY.md case 19), the secret answered once,
- * ownership (RELIABILITY.md case 21: another key's ids are 404), the delivery log with paging
+ * body, the SSRF guard at registration, the secret answered once,
+ * ownership, the delivery log with paging
  * and manual redelivery.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

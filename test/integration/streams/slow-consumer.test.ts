@@ -1,5 +1,5 @@
 /**
- * Slow consumer and heartbeat (RELIABILITY.md case 18): a client that stops reading is closed
+ * Slow consumer and heartbeat: a client that stops reading is closed
  * with the slow-consumer code (4008) once its send buffer passes the bound, and the server's
  * buffer for it never grows far past that bound; a client that stops answering pings is
  * terminated within two heartbeat intervals; a reading client next to them is unaffected.

@@ -148,7 +148,7 @@ describeFixtures('bitcoinjs address vectors', () => {
       for (const network of ['main', 'test', 'regtest'] as const) expect(() => addressToScript(c.address, network)).toThrow(AddressError);
     }
     // bitcoinjs gives no address for P2PK and multisig; Blockwire indexes them under their keys'
-    // P2PKH addresses (DESIGN.md), so only the others must be address-less here.
+    // P2PKH addresses, so only the others must be address-less here.
     for (const c of v.invalid.fromOutputScript) {
       const hex = asmToHex(c.script);
       if (hex.endsWith('ac') || hex.endsWith('ae')) continue;

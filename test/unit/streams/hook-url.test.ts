@@ -1,5 +1,5 @@
 /**
- * The SSRF corpus of RELIABILITY.md case 19, registration side (no network): every spelling of a
+ * The SSRF corpus, registration side (no network): every spelling of a
  * private, loopback or link-local address, non-https, odd ports and local names are refused;
  * names are resolved and refused when any address is private; BLOCKWIRE_ALLOW_PRIVATE_HOOKS
  * lifts the address rules and is itself refused in production.

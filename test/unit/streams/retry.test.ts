@@ -1,5 +1,5 @@
 /**
- * The retry schedule (RELIABILITY.md case 14, the pure part): exponential with bounded jitter,
+ * The retry schedule: exponential with bounded jitter,
  * at least 72 h before the dead letter even with the shortest jitter, Retry-After as a floor,
  * and the HTTP status → outcome table.
  */

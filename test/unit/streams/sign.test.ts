@@ -1,5 +1,5 @@
 /**
- * Standard Webhooks signatures (RELIABILITY.md case 15): what webhook/sign.ts produces verifies
+ * Standard Webhooks signatures: what webhook/sign.ts produces verifies
  * with the official `standardwebhooks` library, and every tampered case is rejected by it.
  */
 import { describe, expect, it } from 'vitest';
