@@ -95,7 +95,7 @@ export const SQL_HISTORY = {
   /** The last entry of a non-empty `e`, as int8. */
   lastEntry: (e: string): string => `('x' || encode(substring(${e} FROM length(${e}) - ${ENTRY_BYTES - 1}), 'hex'))::bit(64)::int8`,
   /** `count` entries of `e` from entry `from` (0-based). */
-  slice: (e: string, from: string, count: string): string => `substring(${e} FROM (${from}) * ${ENTRY_BYTES} + 1 FOR (${count}) * ${ENTRY_BYTES})`,
+  slice: (e: string, from: string, count: string): string => `substring(${e} FROM ((${from}) * ${ENTRY_BYTES} + 1)::int4 FOR ((${count}) * ${ENTRY_BYTES})::int4)`,
   /** The number of entries of `e`. */
   count: (e: string): string => `(length(${e}) / ${ENTRY_BYTES})`,
 } as const;

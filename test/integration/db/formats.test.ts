@@ -39,6 +39,8 @@ describe('storage formats: SQL fragments agree with the JS codecs', () => {
     expect(await one(SQL_HISTORY.entryBytesAt('x.e', '2'))).toEqual(e.subarray(16, 24));
     expect(BigInt(String(await one(SQL_HISTORY.lastEntry('x.e'))))).toBe(nums[nums.length - 1]);
     expect(await one(SQL_HISTORY.slice('x.e', '1', '3'))).toEqual(e.subarray(8, 32));
+    // Any integer type: a count(*) is int8.
+    expect(await one(SQL_HISTORY.slice('x.e', '1::int8', '3::int8'))).toEqual(e.subarray(8, 32));
     expect(await one(SQL_HISTORY.count('x.e'))).toBe(nums.length);
     expect(await one(SQL_HISTORY.entry(`${(2n ** 32n).toString()}::int8`))).toEqual(encodeEntries([2n ** 32n]));
     const row = encodeHistoryChunk(nums);
