@@ -1,11 +1,13 @@
 /**
  * `blockwire start [--role all|indexer,api,streams,worker]`: resolves the endpoints, starting
  * embedded ones for what is not configured — PostgreSQL under BLOCKWIRE_DATA_DIR when
- * DATABASE_URL is unset, a redis-server child when REDIS_URL is unset, and the devnode (the
- * regtest stand-in, said loudly) when no bitcoind is configured — then starts the roles
+ * DATABASE_URL is unset, a redis-server child when REDIS_URL is unset, and, when no bitcoind is
+ * configured, a regtest node: a real bitcoind child when Bitcoin Core is installed
+ * (quickstart-bitcoind.ts), else the devnode (the stand-in, said loudly) — then starts the roles
  * (compose.ts), prints where the API and the stream are, and stops gracefully on SIGTERM/SIGINT.
  * The children it starts are supervised (src/embedded/supervise.ts): one that dies is started
- * again on the same port and data, with backoff; the devnode runs inside this process.
+ * again on the same port and data, with backoff (bitcoind included); the devnode runs inside
+ * this process.
  * @module
  */
 import { randomBytes } from 'node:crypto';
@@ -27,6 +29,8 @@ import { supervise } from '../src/embedded/supervise.js';
 import { createApiKey } from '../src/auth/keys.js';
 import { encodeWif } from '../src/bitcoin/wif.js';
 import type { Devnode } from '../devnode/index.js';
+import { findBitcoind } from '../src/embedded/bitcoind.js';
+import { startQuickStartBitcoind, type QuickStartBitcoind } from './quickstart-bitcoind.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { CONCRETE_ROLES, hostForUrl, parseRoles, startBlockwire, type Blockwire, type ConcreteRole } from './compose.js';
 import { preflight } from '../src/ops/preflight.js';
@@ -37,8 +41,9 @@ const USAGE = `usage: blockwire start [--role all|indexer,api,streams,worker]
 
 Starts Blockwire. Configuration comes from the environment (docs/configuration.md). With nothing
 configured it runs everything on one machine: an embedded PostgreSQL and a redis-server child
-(data under BLOCKWIRE_DATA_DIR, default .blockwire) and, when no bitcoind is configured, the
-built-in regtest stand-in (devnode) mining a block every few seconds.
+(data under BLOCKWIRE_DATA_DIR, default .blockwire) and, when no bitcoind is configured, a
+regtest node mining a block every few seconds: Bitcoin Core when installed (BITCOIND_BIN, or
+bitcoind on the PATH), else the built-in stand-in (devnode); BLOCKWIRE_QUICKSTART_NODE chooses.
 `;
 
 /** Electrum's customary ports (plain TCP, TLS), used by the quick start. */
@@ -52,6 +57,18 @@ const DEVNODE_BANNER = [
   '*  to index a real node.                                                *',
   '************************************************************************',
 ];
+
+/** The node the quick start runs when none is configured. */
+type QuickNode = { kind: 'bitcoind'; bin: string } | { kind: 'devnode' };
+
+/** BLOCKWIRE_QUICKSTART_NODE: bitcoind when found (or required), else the devnode. Throws a message for the user. */
+function chooseQuickNode(config: Config): QuickNode {
+  if (config.quickStartNode === 'devnode') return { kind: 'devnode' };
+  const bin = findBitcoind(config.bitcoindBin);
+  if (bin) return { kind: 'bitcoind', bin };
+  if (config.quickStartNode === 'bitcoind') throw new Error(`${settings.quickStartNode.env}=bitcoind but no bitcoind was found: set ${settings.bitcoindBin.env} or put Bitcoin Core's bitcoind on the PATH`);
+  return { kind: 'devnode' };
+}
 
 export async function run(argv: string[]): Promise<number> {
   let roles: Set<ConcreteRole>;
@@ -86,11 +103,20 @@ export async function run(argv: string[]): Promise<number> {
   // (the quick start) a busy default is replaced by a free port; a port the user chose is not.
   const quickStart = !config.databaseUrl;
   const nodeConfigured = Boolean(config.bitcoindRpcUrl || config.bitcoindCookieFile);
+  let quickNode: QuickNode | undefined;
+  if (!nodeConfigured && needsNodeFor(roles)) {
+    try {
+      quickNode = chooseQuickNode(config);
+    } catch (err) {
+      process.stderr.write(`blockwire start: ${(err as Error).message}\n`);
+      return 2;
+    }
+  }
   // The quick start serves Electrum wallets on the protocol's usual ports (free ones when busy).
   if (quickStart && !nodeConfigured && roles.has('electrum') && config.electrumTcpPort === undefined && config.electrumTlsPort === undefined) {
     config = Object.freeze({ ...config, electrumTcpPort: QUICKSTART_ELECTRUM_TCP, electrumTlsPort: QUICKSTART_ELECTRUM_TLS });
   }
-  const ports = await checkPorts(portClaims(config, roles, nodeConfigured), { takeFreeWhenDefault: quickStart });
+  const ports = await checkPorts(portClaims(config, roles, quickNode?.kind === 'devnode'), { takeFreeWhenDefault: quickStart });
   if (ports.problems.length > 0) {
     process.stderr.write(`blockwire start: ports unavailable:\n  ${ports.problems.join('\n  ')}\n`);
     return 2;
@@ -106,6 +132,9 @@ export async function run(argv: string[]): Promise<number> {
   if (hooksAllowedByQuickStart) config = Object.freeze({ ...config, allowPrivateHooks: true });
 
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  // First, which node this runs on.
+  if (quickNode?.kind === 'devnode') for (const line of DEVNODE_BANNER) log.warn(line);
+  if (quickNode?.kind === 'bitcoind') log.info({ bitcoind: quickNode.bin, datadir: join(resolve(config.dataDir), 'bitcoind') }, `no node configured: running Bitcoin Core (${quickNode.bin}) as a regtest node for the quick start`);
   for (const w of checked.warnings) log.warn(w);
   for (const p of replaced) log.warn({ setting: p.setting }, `${p.setting} ${p.requested} is in use: ${p.what} takes a free port instead (set ${p.setting} to choose one)`);
   if (hooksAllowedByQuickStart) log.info(`quick start: webhooks to loopback and private addresses are allowed (set ${settings.allowPrivateHooks.env}=0 to refuse them)`);
@@ -134,7 +163,7 @@ export async function run(argv: string[]): Promise<number> {
   });
 
   try {
-    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), shutdown.signal, deps.nodeNotYet);
+    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), shutdown.signal, deps.nodeNotYet, quickNode);
     printWhereToGo(started, roles, { hooksAllowed: hooksAllowedByQuickStart, replaced });
     // A role that stops on its own (a FatalError in the indexer) stops the process non-zero.
     started.blockwire.indexer?.done.catch((err: unknown) => {
@@ -166,11 +195,11 @@ const PORT_SETTINGS: Record<string, keyof Config> = {
 };
 
 const isSet = (env: string) => process.env[env] !== undefined && process.env[env] !== '';
-const needsNodeFor = (roles: Set<ConcreteRole>) => roles.has('indexer') || roles.has('api');
+const needsNodeFor = (roles: Set<ConcreteRole>) => roles.has('indexer') || roles.has('api') || roles.has('electrum');
 const needsRedisFor = (roles: Set<ConcreteRole>) => roles.has('api') || roles.has('streams') || roles.has('worker');
 
 /** The ports `start` listens on for these roles, each with the setting that chooses it. */
-function portClaims(config: Config, roles: Set<ConcreteRole>, nodeConfigured: boolean): PortClaim[] {
+function portClaims(config: Config, roles: Set<ConcreteRole>, runsDevnode: boolean): PortClaim[] {
   const claims: PortClaim[] = [];
   const claim = (key: keyof typeof settings, what: string, host: string, port: number | undefined) => {
     if (port === undefined) return;
@@ -183,7 +212,7 @@ function portClaims(config: Config, roles: Set<ConcreteRole>, nodeConfigured: bo
     claim('electrumTcpPort', 'the Electrum server (TCP)', config.electrumHost, config.electrumTcpPort);
     claim('electrumTlsPort', 'the Electrum server (TLS)', config.electrumHost, config.electrumTlsPort);
   }
-  if (needsNodeFor(roles) && !nodeConfigured) {
+  if (runsDevnode) {
     claim('devnodeRpcPort', "the regtest stand-in's RPC", '127.0.0.1', config.devnodeRpcPort);
     claim('devnodeZmqPort', "the regtest stand-in's ZMQ", '127.0.0.1', config.devnodeZmqPort);
   }
@@ -193,6 +222,9 @@ function portClaims(config: Config, roles: Set<ConcreteRole>, nodeConfigured: bo
 type Started = {
   blockwire: Blockwire;
   devnode: Devnode | undefined;
+  bitcoind: QuickStartBitcoind | undefined;
+  /** An address with payments, for the banner's history example. */
+  exampleAddress: string | undefined;
   apiKey: string | undefined;
   apiKeyFile: string | undefined;
   stampAddress: string | undefined;
@@ -206,20 +238,30 @@ async function startEverything(
   onStop: (name: string, hook: () => Promise<void>) => void,
   signal: AbortSignal,
   nodeNotYet: DependencyError | undefined,
+  quickNode: QuickNode | undefined,
 ): Promise<Started> {
   const stopping = () => signal.aborted;
   const dataDir = resolve(config.dataDir);
   const embeddedDefaults = !config.databaseUrl;
-  const needsNode = roles.has('indexer') || roles.has('api') || roles.has('electrum');
   const needsRedis = roles.has('api') || roles.has('streams') || roles.has('worker');
 
-  // 1. The node: the configured bitcoind, or the devnode.
+  // 1. The node: the configured bitcoind, a regtest bitcoind child, or the devnode.
   let devnode: Devnode | undefined;
+  let bitcoind: QuickStartBitcoind | undefined;
   let rpcUrl = config.bitcoindRpcUrl;
   let zmqUrl: string | null | undefined = config.bitcoindZmqUrl;
-  const nodeConfigured = Boolean(config.bitcoindRpcUrl || config.bitcoindCookieFile);
-  if (needsNode && !nodeConfigured) {
-    for (const line of DEVNODE_BANNER) log.warn(line);
+  if (quickNode?.kind === 'bitcoind') {
+    await mkdir(dataDir, { recursive: true });
+    const node = await startQuickStartBitcoind({ bin: quickNode.bin, dataDir, mineEvery: config.devnodeMineEvery, log });
+    bitcoind = node;
+    onStop('bitcoind', () => node.stop());
+    const supervisor = supervise(node.node, { name: 'bitcoind', log });
+    onStop('bitcoind-supervisor', async () => supervisor.stop());
+    rpcUrl = node.node.rpcUrl;
+    zmqUrl = node.node.zmqUrl;
+    await rememberQuickStartNode(dataDir, { rpcUrl, kind: 'bitcoind' });
+    log.info({ version: node.node.version, rpc: rpcUrl.replace(/\/\/[^@]*@/, '//'), zmq: zmqUrl, datadir: node.node.datadir }, 'bitcoind (Bitcoin Core, regtest) running');
+  } else if (quickNode?.kind === 'devnode') {
     const { startDevnode } = await import('../devnode/index.js');
     await mkdir(dataDir, { recursive: true });
     devnode = await startDevnode({
@@ -238,7 +280,7 @@ async function startEverything(
     zmqUrl = devnode.zmqUrl;
     await rememberQuickStartNode(dataDir, { rpcUrl: devnode.rpcUrl, kind: 'devnode' });
     log.warn({ rpc: devnode.rpcUrl.replace(/\/\/[^@]*@/, '//'), zmq: devnode.zmqUrl }, 'devnode (regtest stand-in, not bitcoind) running');
-  } else if (needsNode && rpcUrl && nodeNotYet) {
+  } else if (rpcUrl && nodeNotYet && needsNodeFor(roles)) {
     await waitForNode(rpcUrl, config, log, signal, nodeNotYet);
   }
 
@@ -268,9 +310,10 @@ async function startEverything(
     log.info({ url: redis.url }, 'redis-server child started');
   }
 
-  // 4. Quick-start conveniences, only with the devnode: a stamping wallet it funds.
+  // 4. Quick-start conveniences, only with the node it runs: a stamping wallet it funds.
   let effective = config;
-  if (devnode && !config.stampWalletWif && !config.stampWalletDescriptor && roles.has('api')) {
+  const quickChain = devnode ? devnodeChain(devnode) : bitcoind;
+  if (quickChain && !config.stampWalletWif && !config.stampWalletDescriptor && roles.has('api')) {
     const wif = await loadOrCreate(join(dataDir, 'quickstart-stamp.wif'), () => encodeWif(randomBytes(32), 'regtest'));
     effective = Object.freeze({ ...config, stampWalletWif: wif, network: config.network ?? 'regtest' });
   }
@@ -310,19 +353,19 @@ async function startEverything(
     });
   }
 
-  // With the devnode, wait until the index has caught up so the first curl answers at once.
-  if (devnode && blockwire.indexer) await waitForIndex(devnode, blockwire, log, signal);
+  // With the node it runs, wait until the index has caught up so the first curl answers at once.
+  if (quickChain && blockwire.indexer) await waitForIndex(quickChain, blockwire, log, signal);
 
   let stampAddress: string | undefined;
-  if (devnode && blockwire.stamper) {
+  if (quickChain && blockwire.stamper) {
     stampAddress = blockwire.stamper.addresses[0];
     const status = await blockwire.stamper.status();
     if (status.balance.confirmed === 0 && status.balance.spendable === 0) {
-      for (const a of blockwire.stamper.addresses) await devnode.wallet.send(a, 5_000_000n);
-      await devnode.mine(1);
-      if (blockwire.indexer) await waitForIndex(devnode, blockwire, log, signal);
+      await quickChain.fund(blockwire.stamper.addresses, 5_000_000n);
+      if (blockwire.indexer) await waitForIndex(quickChain, blockwire, log, signal);
     }
   }
+  const exampleAddress = devnode ? devnode.wallet.address('p2wpkh') : await bitcoind?.exampleAddress();
 
   // 5. With embedded defaults, a key to try the API with, kept in the data directory.
   let apiKey: string | undefined;
@@ -331,7 +374,7 @@ async function startEverything(
     apiKeyFile = join(dataDir, 'quickstart-api-key');
     apiKey = await loadOrCreate(apiKeyFile, async () => (await createApiKey(handle.db, { name: 'quickstart' })).key);
   }
-  return { blockwire, devnode, apiKey, apiKeyFile, stampAddress, electrumHost: config.electrumHost };
+  return { blockwire, devnode, bitcoind, exampleAddress, apiKey, apiKeyFile, stampAddress, electrumHost: config.electrumHost };
 }
 
 /** Sleeps `ms`, or rejects at once when `signal` aborts (Ctrl-C while starting). */
@@ -350,21 +393,41 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** What the quick start needs of the node it runs, the devnode or a regtest bitcoind. */
+type QuickChain = {
+  tip(): Promise<{ height: number; hash: string }>;
+  blockHash(height: number): Promise<string>;
+  /** Pays `sats` to each address from the node's wallet and mines a block. */
+  fund(addresses: readonly string[], sats: bigint): Promise<void>;
+};
+
+function devnodeChain(devnode: Devnode): QuickChain {
+  return {
+    tip: async () => devnode.tip(),
+    blockHash: async (h) => devnode.blockHash(h),
+    fund: async (addresses, sats) => {
+      for (const a of addresses) await devnode.wallet.send(a, sats);
+      await devnode.mine(1);
+    },
+  };
+}
+
 /**
- * Resolves once the index holds the block the devnode had as its tip when this was called (the
- * devnode keeps mining: chasing its moving tip could last as long as the machine is slow), on the
- * devnode's chain, logging progress; or after 5 minutes.
+ * Resolves once the index holds the block the node had as its tip when this was called (the
+ * node keeps mining: chasing its moving tip could last as long as the machine is slow), on the
+ * node's chain, logging progress; or after 5 minutes.
  */
-async function waitForIndex(devnode: Devnode, blockwire: Blockwire, log: Logger, signal: AbortSignal): Promise<void> {
-  const target = devnode.tip().height;
+async function waitForIndex(node: QuickChain, blockwire: Blockwire, log: Logger, signal: AbortSignal): Promise<void> {
+  const target = (await node.tip()).height;
   const deadline = Date.now() + 300_000;
   let lastLog = 0;
   while (Date.now() < deadline) {
     const { tip } = blockwire.indexer!.status();
-    if (tip.height >= target && tip.height <= devnode.tip().height && tip.hash === devnode.blockHash(tip.height)) return;
+    const nodeTip = await node.tip();
+    if (tip.height >= target && tip.height <= nodeTip.height && tip.hash === (await node.blockHash(tip.height))) return;
     if (Date.now() - lastLog > 5000) {
       lastLog = Date.now();
-      log.info({ index: tip.height, node: devnode.tip().height }, 'waiting for the index to catch up');
+      log.info({ index: tip.height, node: nodeTip.height }, 'waiting for the index to catch up');
     }
     await pause(100, signal);
   }
@@ -413,6 +476,7 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>, opts: { hooksAllow
   const cli = cliName();
   const out: string[] = [''];
   if (s.devnode) out.push('Blockwire is running on the built-in regtest stand-in (devnode), NOT on Bitcoin Core.');
+  else if (s.bitcoind) out.push(`Blockwire is running on Bitcoin Core (${s.bitcoind.node.version}, regtest), a node started for the quick start.`);
   else out.push('Blockwire is running.');
   if (s.blockwire.apiUrl) out.push(`  REST API   ${s.blockwire.apiUrl}/v1/   (OpenAPI: ${s.blockwire.apiUrl}/openapi.json, health: ${s.blockwire.apiUrl}/healthz)`);
   if (s.blockwire.streamUrl) out.push(`  stream     ${s.blockwire.streamUrl}`);
@@ -423,8 +487,13 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>, opts: { hooksAllow
     out.push(`  electrum   ${parts}${e.tlsCertFile ? `   (certificate: ${e.tlsCertFile})` : ''}`);
   }
   if (s.devnode) out.push(`  devnode    ${s.devnode.rpcUrl}  zmq ${s.devnode.zmqUrl}`);
-  if (s.stampAddress) out.push(`  stamping   wallet ${s.stampAddress} (funded by the devnode)`);
-  if (s.devnode) out.push(`  coins      ${cli} faucet ADDRESS 0.5   (regtest: pays ADDRESS from the node's wallet and mines a block)`);
+  if (s.bitcoind) {
+    const n = s.bitcoind.node;
+    out.push(`  bitcoind   ${n.bin} -regtest -datadir=${n.datadir}   rpc 127.0.0.1:${n.rpcPort}  zmq ${n.zmqUrl}`);
+    out.push(`             (bitcoin-cli -regtest -datadir=${n.datadir} -rpcport=${n.rpcPort} -rpcuser=blockwire -rpcpassword=${new URL(n.rpcUrl).password} getblockchaininfo)`);
+  }
+  if (s.stampAddress) out.push(`  stamping   wallet ${s.stampAddress} (funded by the ${s.devnode ? 'devnode' : "node's wallet"})`);
+  if (s.devnode || s.bitcoind) out.push(`  coins      ${cli} faucet ADDRESS 0.5   (regtest: pays ADDRESS from the node's wallet and mines a block)`);
   if (opts.hooksAllowed) out.push('  webhooks   receivers on this machine (loopback, private addresses) are allowed in the quick start');
   for (const p of opts.replaced) out.push(`  note       ${p.setting} ${p.requested} was in use: ${p.what} took a free port (shown above)`);
   if (roles.has('api') && s.blockwire.apiUrl) {
@@ -433,12 +502,9 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>, opts: { hooksAllow
     else out.push(`  API key    create one with: ${cli} keys create --name NAME`);
     const base = s.blockwire.apiUrl.replace(/\/\/([^/:]+)/, (_, h: string) => `//${hostForUrl(h)}`);
     out.push('', 'Try:', `  curl -H 'apiKey: ${key}' ${base}/v1/blockchain`);
-    if (s.devnode) {
-      const addr = s.devnode.wallet.address('p2wpkh');
-      out.push(`  curl -H 'apiKey: ${key}' ${base}/v1/addresses/${addr}/history`);
-    }
+    if (s.exampleAddress) out.push(`  curl -H 'apiKey: ${key}' ${base}/v1/addresses/${s.exampleAddress}/history`);
   }
-  if (e?.tcpPort !== undefined) out.push(`  electrum ${s.devnode ? '--regtest ' : ''}--oneserver --server ${hostForUrl(s.electrumHost)}:${e.tcpPort}:t   (docs/electrum.md)`);
+  if (e?.tcpPort !== undefined) out.push(`  electrum ${s.devnode || s.bitcoind ? '--regtest ' : ''}--oneserver --server ${hostForUrl(s.electrumHost)}:${e.tcpPort}:t   (docs/electrum.md)`);
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 }

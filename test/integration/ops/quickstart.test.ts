@@ -1,6 +1,6 @@
 /**
- * The README's first command with nothing configured (issues 2 and 10): `blockwire start` with no
- * DATABASE_URL, REDIS_URL or bitcoind starts an embedded PostgreSQL, a redis-server child and the
+ * The README's first command with nothing configured: `blockwire start` with no DATABASE_URL,
+ * REDIS_URL or bitcoind (configured or installed: none on the PATH) starts an embedded PostgreSQL, a redis-server child and the
  * devnode (said loudly to be a stand-in), waits for the index, prints where the API and the stream
  * are with a working API key and curl lines. The printed curl line is run as printed; a chain
  * subscription on the printed stream URL sees the devnode's live blocks arrive; SIGTERM exits 0;
@@ -12,6 +12,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:net';
@@ -23,37 +24,11 @@ import { readQuickStartNode } from '../../../cli/quickstart-node.js';
 import { projectRoot } from '../../support/fixtures.js';
 import WebSocket from 'ws';
 import { spawnBlockwire, type BlockwireProcess } from './processes.js';
+import { banner, getJson, runCurl } from './quickstart-banner.js';
 import { waitFor } from '../../support/wait.js';
 import { connectElectrum } from '../../support/electrum-client.js';
 
 const execFileP = promisify(execFile);
-
-type Banner = { apiBase: string; streamUrl: string; key: string; curls: string[] };
-
-/** Waits for the "Try:" banner on stdout and reads the URLs, the key and the curl lines from it. */
-async function banner(proc: BlockwireProcess, timeoutMs: number): Promise<Banner> {
-  await waitFor('the quick-start banner', () => /\nTry:\n(?:  curl .*\n)+/.test(proc.output()) || proc.child.exitCode !== null, timeoutMs).catch((err: Error) => {
-    throw new Error(`${err.message}; output:\n${proc.output().slice(-4000)}`);
-  });
-  const out = proc.output();
-  const api = /REST API {3}(http:\/\/\S+)\/v1\//.exec(out);
-  const stream = /stream {5}(ws:\/\/\S+)/.exec(out);
-  const key = /API key {4}(\S+)/.exec(out);
-  const curls = [...out.matchAll(/^ {2}(curl .*)$/gm)].map((m) => m[1]!);
-  if (!api || !stream || !key) throw new Error(`banner incomplete:\n${out.slice(-3000)}`);
-  return { apiBase: api[1]!, streamUrl: stream[1]!, key: key[1]!, curls };
-}
-
-/** Runs a printed curl line as a shell would (it is what the user copies). */
-async function runCurl(line: string): Promise<unknown> {
-  const { stdout } = await execFileP('sh', ['-c', `${line} --silent --show-error --fail`], { timeout: 30_000 });
-  return JSON.parse(stdout) as unknown;
-}
-
-async function getJson(url: string, key: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, { headers: { apiKey: key } });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
 
 let dataDir: string | undefined;
 let proc: BlockwireProcess | undefined;
@@ -83,11 +58,15 @@ describe('quick start: blockwire start with embedded defaults', () => {
     // here, or by someone else).
     const defaults = loadConfig({});
     for (const port of [defaults.port, defaults.devnodeRpcPort, defaults.devnodeZmqPort]) await holdBusy(port);
-    const env = { BLOCKWIRE_DATA_DIR: dataDir, BLOCKWIRE_DEVNODE_MINE_EVERY: '0' };
+    // No Bitcoin Core to find (none on the PATH, BITCOIND_BIN unset): the stand-in runs.
+    const path = (process.env.PATH ?? '/usr/bin:/bin').split(':').filter((d) => d && !existsSync(join(d, 'bitcoind')));
+    const env = { BLOCKWIRE_DATA_DIR: dataDir, BLOCKWIRE_DEVNODE_MINE_EVERY: '0', PATH: path.join(':') };
     proc = spawnBlockwire('quickstart', ['start'], env);
     const first = await banner(proc, 480_000);
     const out = proc.output();
     expect(out).toContain('NO BITCOIND CONFIGURED: using the built-in regtest stand-in (devnode)');
+    // Said first: the first log lines are the stand-in's banner.
+    expect(proc.lines.slice(0, 2).map((l) => l.msg)).toEqual(['*'.repeat(72), '*  NO BITCOIND CONFIGURED: using the built-in regtest stand-in (devnode) *']);
     expect(out).toContain('NOT on Bitcoin Core');
     for (const [setting, port] of [['PORT', defaults.port], ['BLOCKWIRE_DEVNODE_RPC_PORT', defaults.devnodeRpcPort], ['BLOCKWIRE_DEVNODE_ZMQ_PORT', defaults.devnodeZmqPort]] as const) {
       expect(out).toContain(`  note       ${setting} ${port} was in use:`);
