@@ -50,6 +50,9 @@ export type ApiSettings = {
   rateWindowMs: number;
   /** Share of a window's remaining requests this process grants per key while Redis does not answer. */
   rateFallbackShare: number;
+  /** Most live subscriptions, and hooks, per key (409 ERR_LIMIT_REACHED above). */
+  maxSubscriptionsPerKey: number;
+  maxHooksPerKey: number;
   /** Redis key prefix for rate-limit counters. */
   redisPrefix: string;
   /** Address routes answer 503 ERR_INDEX_SYNCING while the index is more blocks than this behind the node. */
@@ -69,6 +72,8 @@ export const defaultApiSettings: ApiSettings = {
   rateLimit: 6000,
   rateWindowMs: 60_000,
   rateFallbackShare: 1,
+  maxSubscriptionsPerKey: 10_000,
+  maxHooksPerKey: 100,
   redisPrefix: 'bw',
   maxLagBlocks: 6,
   corsOrigins: [],

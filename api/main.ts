@@ -62,6 +62,8 @@ function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
     rateLimit: config.apiRateLimit,
     rateWindowMs: config.apiRateWindowMs,
     rateFallbackShare: config.apiRateFallbackShare,
+    maxSubscriptionsPerKey: config.apiMaxSubscriptionsPerKey,
+    maxHooksPerKey: config.apiMaxHooksPerKey,
     maxLagBlocks: config.apiMaxLagBlocks,
     corsOrigins: config.apiCorsOrigins,
     historyCacheBytes: config.apiHistoryCacheMb * 1024 * 1024,

@@ -316,9 +316,12 @@ export class BlockwireClient {
     return (await this.http.request<{ id: string }>('POST', '/subscriptions', { body: spec })).data.id;
   }
 
-  /** `GET /subscriptions`: this key's subscriptions. */
+  /** `GET /subscriptions`: this key's subscriptions, every page (oldest first). */
   async listSubscriptions(): Promise<Subscription[]> {
-    return (await this.http.request<Subscription[]>('GET', '/subscriptions')).data;
+    const all: Subscription[] = [];
+    const first = () => this.page<Subscription>('/subscriptions', {}, (x) => x);
+    for await (const s of iterateItems(first, (next) => this.page<Subscription>(next, {}, (x) => x))) all.push(s);
+    return all;
   }
 
   /** `DELETE /subscriptions/{id}`. */

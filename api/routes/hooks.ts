@@ -190,7 +190,7 @@ export const hookRoutes: RouteModule = (app, deps, dialect) => {
     async (request, reply) => {
       const v = await validateCreate(deps, request.body);
       const id = newId('hook');
-      const row = await insertHook(deps.db, v.type === 'http' ? { id, keyId: request.apiKey.id, ...v } : { id, keyId: request.apiKey.id, ...v });
+      const row = await insertHook(deps.db, v.type === 'http' ? { id, keyId: request.apiKey.id, ...v } : { id, keyId: request.apiKey.id, ...v }, deps.settings.maxHooksPerKey);
       return reply.code(201).send({ ...toHookView(row), secret: row.secret });
     },
   );

@@ -9,12 +9,26 @@
  * @module
  */
 import { findHook } from '../../src/db/queries/tenancy-hooks.js';
-import { deleteSubscription, insertSubscription, listSubscriptions } from '../../src/db/queries/tenancy-subscriptions.js';
+import { deleteSubscription, insertSubscription, listSubscriptions, type SubscriptionPosition } from '../../src/db/queries/tenancy-subscriptions.js';
 import { ServiceError } from '../../src/errors.js';
 import { findWallet } from '../../src/db/queries/wallets.js';
 import { resolveAddress } from './addresses.js';
 import { newId } from './hooks.js';
 import type { RouteModule } from '../dialect.js';
+
+/** Most subscriptions on one page of GET /subscriptions (and the page size when none is asked). */
+const MAX_PAGE = 1000;
+
+/** A page position as an opaque cursor: creation time to the microsecond and id. */
+function encodeSubscriptionCursor(p: SubscriptionPosition): string {
+  return Buffer.from(`s.${p.createdAt.toISOString()}.${p.id}`, 'utf8').toString('base64url');
+}
+
+function decodeSubscriptionCursor(raw: string): SubscriptionPosition {
+  const m = /^s\.(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\.(sub_[0-9a-f]{20})$/.exec(Buffer.from(raw, 'base64url').toString('utf8'));
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(raw) || !m) throw new ServiceError('ERR_INVALID_CURSOR');
+  return { createdAt: new Date(m[1]!), id: m[2]! };
+}
 
 /** Default confirmation target: tx.confirmations events up to 6. */
 export const DEFAULT_CONFIRMATIONS = 6;
@@ -73,15 +87,38 @@ export const subscriptionRoutes: RouteModule = (app, deps, dialect) => {
       if (hookId !== null && !(await findHook(deps.db, keyId, hookId))) throw new ServiceError('ERR_HOOK_NOT_FOUND', { message: `action ${hookId}: no such hook` });
       const confirmations = b.confirmations ?? DEFAULT_CONFIRMATIONS;
       // The same subscription again (even concurrently) is the existing one: a unique index decides.
-      const row = await insertSubscription(deps.db, { id: newId('sub'), keyId, kind, address, addrKey, walletId, hookId, confirmations });
+      const row = await insertSubscription(deps.db, { id: newId('sub'), keyId, kind, address, addrKey, walletId, hookId, confirmations }, deps.settings.maxSubscriptionsPerKey);
       return { id: row.id };
     },
   );
 
-  app.get(
+  app.get<{ Querystring: { limit: number; cursor?: string } }>(
     '/subscriptions',
-    { schema: { summary: 'The key\'s subscriptions', tags: ['subscriptions'], response: dialect.routes.response({ type: 'array', items: subscriptionView }) } },
-    async (request) => (await listSubscriptions(deps.db, request.apiKey.id)).map(dialect.shapes.subscription),
+    {
+      schema: {
+        summary: 'The key\'s subscriptions',
+        description: 'Oldest first, paged by `limit` (default and most 1,000) and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header.',
+        tags: ['subscriptions'],
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: MAX_PAGE }, cursor: { type: 'string', maxLength: 200 } },
+        },
+        response: dialect.routes.response({ type: 'array', items: subscriptionView, headers: { Link: { type: 'string' } } }),
+      },
+    },
+    async (request, reply) => {
+      const q = request.query;
+      const after = q.cursor === undefined ? undefined : decodeSubscriptionCursor(q.cursor);
+      const rows = await listSubscriptions(deps.db, request.apiKey.id, { limit: q.limit + 1, ...(after ? { after } : {}) });
+      if (rows.length > q.limit) {
+        rows.length = q.limit;
+        const last = rows[rows.length - 1]!;
+        const params = new URLSearchParams({ limit: String(q.limit), cursor: encodeSubscriptionCursor({ createdAt: last.created_at, id: last.id }) });
+        reply.header('Link', `<${request.url.split('?')[0]!}?${params.toString()}>; rel="next"`);
+      }
+      return rows.map(dialect.shapes.subscription);
+    },
   );
 
   app.delete<{ Params: { id: string } }>(

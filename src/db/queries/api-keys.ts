@@ -3,7 +3,7 @@
  * of the key, never by the key. Functions take `db` or a transaction.
  * @module
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 
 export type ApiKeyRow = {
@@ -68,4 +68,12 @@ export async function liveApiKeyIds(db: Kysely<Database>, ids: readonly bigint[]
   if (ids.length === 0) return new Set();
   const rows = await db.selectFrom('api_keys').select('id').where('id', 'in', [...ids]).where('revoked_at', 'is', null).execute();
   return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Locks the key's row until the end of `tx` (FOR NO KEY UPDATE): creations counted against a
+ * per-key cap (subscriptions, hooks) run one at a time per key, so concurrent ones cannot pass it.
+ */
+export async function lockApiKeyRow(tx: Kysely<Database>, keyId: bigint): Promise<void> {
+  await sql`SELECT 1 FROM api_keys WHERE id = ${keyId} FOR NO KEY UPDATE`.execute(tx);
 }

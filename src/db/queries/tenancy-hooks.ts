@@ -6,6 +6,8 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database, HooksTable } from '../schema.js';
+import { ServiceError } from '../../errors.js';
+import { lockApiKeyRow } from './api-keys.js';
 
 export type HookRow = Omit<HooksTable, 'created_at'> & { created_at: Date };
 
@@ -14,7 +16,20 @@ export type NewHook =
   | { id: string; keyId: bigint; type: 'http'; url: string; secret: string }
   | { id: string; keyId: bigint; type: 'sns'; topicArn: string; region: string };
 
-export async function insertHook(db: Kysely<Database>, h: NewHook): Promise<HookRow> {
+/**
+ * Inserts a hook unless the key already holds `max` live ones (ServiceError 409
+ * ERR_LIMIT_REACHED); creations of one key run one at a time (its `api_keys` row locked).
+ */
+export async function insertHook(db: Kysely<Database>, h: NewHook, max = Infinity): Promise<HookRow> {
+  return db.transaction().execute(async (tx) => {
+    await lockApiKeyRow(tx, h.keyId);
+    const live = await tx.selectFrom('hooks').select((eb) => eb.fn.countAll<string>().as('n')).where('key_id', '=', h.keyId).where('deleted_at', 'is', null).executeTakeFirstOrThrow();
+    if (Number(live.n) >= max) throw new ServiceError('ERR_LIMIT_REACHED', { message: `this key already has ${max} hooks (API_MAX_HOOKS_PER_KEY): delete some first` });
+    return insertHookRow(tx, h);
+  });
+}
+
+async function insertHookRow(db: Kysely<Database>, h: NewHook): Promise<HookRow> {
   return db
     .insertInto('hooks')
     .values({
