@@ -19,7 +19,7 @@ import { createMempoolSync, type MempoolStats } from './mempool.js';
 import { createReorgedResolver, type ReorgedStats } from './reorged.js';
 import { startNotifier, type Notifier, type NotifyStats } from './notify.js';
 import { createRunLoop, type IndexerMetrics, type IndexerStatus } from './run.js';
-import { createWriterLock } from './writer-lock.js';
+import { createWriterLock, type WriterLock } from './writer-lock.js';
 
 export type { IndexerMetrics, IndexerStatus };
 
@@ -56,14 +56,78 @@ export interface IndexerHandle {
   readonly done: Promise<void>;
 }
 
-/** Starts the indexer role. @throws FatalError ERR_INDEXER_LOCKED when another indexer runs. */
-export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
-  const { config, db } = deps;
-  const log = deps.log.child({ component: 'indexer' });
-  await assertSchemaCurrent(db);
-  const lock = createWriterLock({ databaseUrl: deps.databaseUrl, log });
-  await lock.acquire();
+/** Interval of a standby's tries for the writer lock. */
+const STANDBY_POLL_MS = 1000;
 
+/**
+ * Starts the indexer role. With `config.indexerStandby` it resolves at once in mode `standby`
+ * while another indexer holds the writer lock, and takes over when that one's lock is freed.
+ * @throws FatalError ERR_INDEXER_LOCKED when another indexer runs (and this one is no standby).
+ */
+export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
+  const log = deps.log.child({ component: 'indexer' });
+  await assertSchemaCurrent(deps.db);
+  const lock = createWriterLock({ databaseUrl: deps.databaseUrl, log });
+  if (!deps.config.indexerStandby) {
+    await lock.acquire();
+    return activate(deps, lock, log);
+  }
+  return startStandby(deps, lock, log);
+}
+
+const idleMetrics = (): ReturnType<IndexerHandle['metrics']> => ({
+  blocksApplied: 0,
+  blocksUndone: 0,
+  reorgs: 0,
+  txsApplied: 0,
+  zmqMissedBlocks: 0,
+  retries: 0,
+  lastApplyMs: 0,
+  zmq: null,
+  mempool: { resyncs: 0, added: 0, removed: 0, ignoredHints: 0, drifts: 0 },
+  reorged: { replaced: 0, dropped: 0 },
+});
+
+/** A handle that waits for the writer lock, then is the active indexer's. */
+function startStandby(deps: IndexerDeps, lock: WriterLock, log: Logger): IndexerHandle {
+  const abort = new AbortController();
+  let active: IndexerHandle | null = null;
+  let stopped = false;
+  const since = Date.now();
+  const activated = (async () => {
+    await lock.acquire({ pollMs: STANDBY_POLL_MS, signal: abort.signal, onWaiting: () => log.info('standby: another indexer holds the writer lock; waiting to take over') });
+    if (stopped) {
+      await lock.release();
+      return null;
+    }
+    log.info({ waitedMs: Date.now() - since }, 'standby: writer lock taken, taking over');
+    active = await activate(deps, lock, log);
+    return active;
+  })();
+  const done = activated.then(
+    (a) => a?.done,
+    (err: unknown) => {
+      if (abort.signal.aborted) return;
+      throw err;
+    },
+  );
+  done.catch(() => undefined);
+  return {
+    done,
+    async stop() {
+      stopped = true;
+      abort.abort(new Error('the standby indexer was stopped'));
+      const a = await activated.catch(() => null);
+      await a?.stop();
+    },
+    status: () => active?.status() ?? { mode: 'standby', tip: { height: -1, hash: null }, nodeTip: null, lag: null, lastError: null, zmq: null },
+    metrics: () => active?.metrics() ?? idleMetrics(),
+  };
+}
+
+/** The indexer proper, once `lock` is held. */
+async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger): Promise<IndexerHandle> {
+  const { config, db } = deps;
   let source = deps.source;
   if (!source) {
     const url = deps.rpcUrl ?? config.bitcoindRpcUrl;

@@ -33,7 +33,8 @@ export interface IndexerMetrics {
 }
 
 export interface IndexerStatus {
-  mode: 'starting' | 'bulk' | 'following' | 'stopped';
+  /** `standby`: waiting for the writer lock another indexer holds (INDEXER_STANDBY). */
+  mode: 'standby' | 'starting' | 'bulk' | 'following' | 'stopped';
   tip: { height: number; hash: string | null };
   nodeTip: { height: number; hash: string } | null;
   /** Blocks the index is behind the node (null until the node answered). */

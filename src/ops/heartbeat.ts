@@ -73,9 +73,10 @@ export function startHeartbeat(deps: { db: Kysely<Database>; log: Logger; indexe
       ...(s.zmq?.silent ? { zmqSilent: { url: s.zmq.url, blocks: s.zmq.unannouncedBlocks } } : {}),
     };
   };
+  // A standby indexer (waiting for the writer lock) says nothing: the heartbeat is the active one's.
   const write = (mode?: string) =>
     (inFlight = inFlight.then(() =>
-      writeHeartbeat(deps.db, beat(mode)).then(
+      (deps.indexer.status().mode === 'standby' ? Promise.resolve() : writeHeartbeat(deps.db, beat(mode))).then(
         () => {
           if (failing) log.info('heartbeat written again');
           failing = false;

@@ -164,7 +164,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   const retries = c('blockwire_indexer_retries_total', 'Turns of the indexer loop that failed and were retried (node or Postgres unavailable).');
   const blocksPerSecond = new Gauge({ name: 'blockwire_indexer_blocks_per_second', help: 'Blocks applied per second over the last minute.', registers: [registry] });
   const lastApply = new Gauge({ name: 'blockwire_indexer_last_apply_seconds', help: 'Time the last block took to apply.', registers: [registry] });
-  const following = new Gauge({ name: 'blockwire_indexer_mode', help: '1 for the mode the indexer is in (starting, bulk, following, stopped).', labelNames: ['mode'], registers: [registry] });
+  const following = new Gauge({ name: 'blockwire_indexer_mode', help: '1 for the mode the indexer is in (standby, starting, bulk, following, stopped).', labelNames: ['mode'], registers: [registry] });
   function collectIndexer(): void {
     const ix = sources.indexer;
     if (!ix) return;
