@@ -37,10 +37,15 @@ function preparePooledClient(client: pg.PoolClient, names: Map<string, string>):
   };
 }
 
-/** A Kysely instance over a new pool whose parameterized queries are prepared statements. */
-export function createApiDb(url: string, opts: DbOptions = {}): Kysely<Database> {
+/** A pool whose parameterized queries are prepared statements, with generic plans. */
+export function createApiPool(url: string, opts: DbOptions = {}): pg.Pool {
   const pool = createPool(url, { ...opts, settings: { plan_cache_mode: 'force_generic_plan', ...opts.settings } });
   const names = new Map<string, string>();
   pool.on('connect', (client) => preparePooledClient(client, names));
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return pool;
+}
+
+/** A Kysely instance over a new `createApiPool`. */
+export function createApiDb(url: string, opts: DbOptions = {}): Kysely<Database> {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: createApiPool(url, opts) }) });
 }

@@ -54,7 +54,7 @@ function dialectOf(path: string): Dialect {
 
 /** Builds the app (not listening). Await `app.ready()` or `inject` before use. */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
-  const resolved: ResolvedApiDeps = { ...deps, settings: { ...defaultApiSettings, ...deps.settings } };
+  const resolved: ResolvedApiDeps = { ...deps, readDb: deps.readDb ?? deps.db, settings: { ...defaultApiSettings, ...deps.settings } };
   const { settings } = resolved;
   const app = Fastify({
     loggerInstance: deps.log.child({ component: 'api' }) as FastifyBaseLogger,

@@ -82,7 +82,10 @@ export const defaultApiSettings: ApiSettings = {
 
 /** Everything `buildApi` takes. Only `db`, `log` and `network` are required. */
 export type ApiDeps = {
+  /** The primary: writes, keys, and every read that must see them. */
   db: Kysely<Database>;
+  /** Chain reads (blocks, transactions, addresses, mempool): read replicas (api/read-replicas.ts); default `db`. */
+  readDb?: Kysely<Database>;
   log: Logger;
   /** The node's network: addresses of another network are refused (ERR_WRONG_NETWORK). */
   network: NetworkName;
@@ -138,7 +141,7 @@ export type ApiInstance = FastifyInstance;
 
 
 /** ApiDeps with settings filled in. */
-export type ResolvedApiDeps = Omit<ApiDeps, 'settings'> & { settings: ApiSettings };
+export type ResolvedApiDeps = Omit<ApiDeps, 'settings' | 'readDb'> & { settings: ApiSettings; readDb: Kysely<Database> };
 
 declare module 'fastify' {
   interface FastifyRequest {

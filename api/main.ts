@@ -6,7 +6,7 @@
  */
 import { keyringGetter } from '../src/auth/server-keys.js';
 import type { FastifyInstance } from 'fastify';
-import type { Kysely } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import type { Redis } from 'ioredis';
 import { NETWORKS, type Config, type NetworkName } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
@@ -15,7 +15,8 @@ import { getIndexTip } from '../src/db/queries/api-chain.js';
 import { FatalError } from '../src/errors.js';
 import { buildApi } from './app.js';
 import { createKeyVerifier } from '../src/auth/key-cache.js';
-import { createApiDb } from './api-db.js';
+import { createApiPool } from './api-db.js';
+import { createReadReplicas } from './read-replicas.js';
 import type { ApiMetrics, ApiSettings, NodeClient, NodeTip } from './deps.js';
 import type { StampService } from '../src/stamp-service.js';
 
@@ -49,6 +50,8 @@ export type StartApiDeps = {
   redisPrefix?: string;
   /** Prometheus metrics of the process (src/ops/metrics.ts): latency recorded, GET /metrics served. */
   metrics?: ApiMetrics;
+  /** Read replicas of chain reads (default config.databaseReadUrls, DATABASE_READ_URL). */
+  readUrls?: readonly string[];
 };
 
 /** The API settings of a configuration. */
@@ -128,7 +131,23 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
 
   const maxLag = deps.config.apiMaxLagBlocks;
   // With the URL: a pool of the API's own with prepared statements, and cached key checks.
-  const db = deps.databaseUrl ? createApiDb(deps.databaseUrl, { max: 10, applicationName: 'blockwire-api' }) : deps.db;
+  const pool = deps.databaseUrl ? createApiPool(deps.databaseUrl, { max: 10, applicationName: 'blockwire-api' }) : undefined;
+  const db = pool ? new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) : deps.db;
+  // Chain reads from the replicas, when there are any.
+  const urls = deps.readUrls ?? deps.config.databaseReadUrls;
+  const replicas =
+    urls.length > 0
+      ? await createReadReplicas({
+          urls,
+          primary: db,
+          ...(pool ? { fallback: pool } : {}),
+          maxLagBlocks: maxLag,
+          pollMs: every,
+          log: deps.log,
+          poolMax: 10,
+          connectTimeoutMs: Math.max(100, Math.floor(deps.config.apiRequestTimeoutMs / 4)),
+        })
+      : undefined;
   const keys = await createKeyVerifier({ db, log, ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
   // Rate-limit counters on a connection of the API's own that sends concurrent requests' commands
   // in one write (auto-pipelining): one syscall per event-loop turn instead of one per request.
@@ -140,10 +159,12 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   const closeOwn = async () => {
     await keys.close();
     redis?.disconnect();
+    await replicas?.close();
     if (db !== deps.db) await db.destroy();
   };
   const app = await buildApi({
     db,
+    ...(replicas ? { readDb: replicas.db } : {}),
     log: deps.log,
     network,
     ...(deps.node ? { node: deps.node } : {}),

@@ -22,6 +22,8 @@ const SECRET = /WIF|DESCRIPTOR|PASSWORD|SECRET/;
 /** Masks the password of a URL and secret values. */
 export function maskValue(env: string, value: string): string {
   if (SECRET.test(env)) return value ? '********' : value;
+  // A list of URLs (DATABASE_READ_URL): each one masked.
+  if (value.includes(',')) return value.split(',').map((v) => maskValue(env, v)).join(',');
   try {
     const u = new URL(value);
     if (u.password) {

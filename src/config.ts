@@ -61,6 +61,16 @@ const url =
     return raw;
   };
 
+/** Comma-separated URLs of the given protocols; empty for none. */
+const urls =
+  (protocols: string[]): Parser<string[]> =>
+  (raw) =>
+    raw
+      .split(',')
+      .map((u) => u.trim())
+      .filter((u) => u !== '')
+      .map(url(protocols));
+
 /** A decimal number in [min, max] with at most 3 decimals (fee rates in sat/vB). */
 const decimal =
   (min: number, max: number): Parser<number> =>
@@ -108,6 +118,7 @@ export const settings = {
   bitcoindZmqUrl: setting<string | undefined>('BITCOIND_ZMQ_URL', undefined, 'ZMQ endpoint of the node (`tcp://host:port`) publishing `sequence`, `hashblock` and `rawtx`; a wake-up hint only.', url(['tcp:'])),
   bitcoindRest: setting<'auto' | 'on' | 'off'>('BITCOIND_REST', 'auto', 'Fetch blocks over the node\'s REST interface (`-rest=1`): auto probes it, on requires it, off uses RPC only.', oneOf(['auto', 'on', 'off'] as const)),
   databaseUrl: setting<string | undefined>('DATABASE_URL', undefined, 'PostgreSQL URL. When unset, an embedded PostgreSQL is started with its data under BLOCKWIRE_DATA_DIR.', url(['postgres:', 'postgresql:'])),
+  databaseReadUrls: setting<string[]>('DATABASE_READ_URL', [], 'PostgreSQL streaming replicas the API reads chain data from (blocks, transactions, addresses, mempool), comma-separated; writes, keys and their revocations stay on DATABASE_URL. A replica more than API_MAX_LAG_BLOCKS behind the primary\'s index, or unreachable, is skipped (docs/scaling.md). Empty: every read goes to DATABASE_URL.', urls(['postgres:', 'postgresql:'])),
   serverSecretKeys: setting<string | undefined>('BLOCKWIRE_SERVER_SECRET_KEYS', undefined, 'Server keys that seal the secrets of HMAC signing keys at rest, `<id>:<32 bytes base64>` separated by commas; the first seals, all open (rotation: docs/coinstack.md). When unset, the file `server-keys` under BLOCKWIRE_DATA_DIR, created by the first `keys create --secret`.', str),
   dataDir: setting<string>('BLOCKWIRE_DATA_DIR', '.blockwire', 'Directory for embedded PostgreSQL, the embedded Redis and the quick start\'s node (the regtest bitcoind\'s datadir or the devnode chain).', str),
   devnodeRpcPort: setting<number>('BLOCKWIRE_DEVNODE_RPC_PORT', 19443, "RPC/REST port of the built-in regtest stand-in (devnode) when no bitcoind is configured; 0 = a free port. Not Core's 18443, so that it never meets a real regtest node; the quick start takes a free port when this default is busy.", int(0, 65535)),
@@ -156,7 +167,7 @@ export const settings = {
   apiMaxHooksPerKey: setting<number>('API_MAX_HOOKS_PER_KEY', 100, 'Most live hooks (webhook URLs, SNS topics) one API key may hold (409 ERR_LIMIT_REACHED above).', int(1, 100_000)),
   apiCorsOrigins: setting<string[]>('API_CORS_ORIGINS', [], 'Browser origins allowed to call the REST API (CORS), comma-separated (https://app.example.com), or * for any; empty: no CORS headers, so only same-origin pages can call it.', origins),
   apiHistoryCacheMb: setting<number>('API_HISTORY_CACHE_MB', 64, 'Megabytes of history chunks (with their txids: about 40 KB per 1,024-entry chunk) the API holds for clients paging deep into a busy address; every use is checked against the version of the chunk row by the page statement itself. 0 turns it off.', int(0, 65536)),
-  apiMaxLagBlocks: setting<number>('API_MAX_LAG_BLOCKS', 6, 'Address routes answer 503 ERR_INDEX_SYNCING while the index is more than this many blocks behind the node.', int(0)),
+  apiMaxLagBlocks: setting<number>('API_MAX_LAG_BLOCKS', 6, 'Address routes answer 503 ERR_INDEX_SYNCING while the index is more than this many blocks behind the node; a read replica (DATABASE_READ_URL) more than this many blocks behind the primary\'s index is skipped (503 ERR_INDEX_SYNCING when every replica is).', int(0)),
   stampWalletWif: setting<string | undefined>('STAMP_WALLET_WIF', undefined, 'Private key (WIF, for the node\'s network) of the stamping wallet; it spends the coins of the key\'s P2WPKH and P2PKH addresses. Unset (and no descriptor): stamping is off.', str),
   stampWalletDescriptor: setting<string | undefined>('STAMP_WALLET_DESCRIPTOR', undefined, 'Alternative to STAMP_WALLET_WIF: `wpkh(KEY)` or `pkh(KEY)` where KEY is a WIF or an xprv/tprv with a fixed derivation path (`wpkh(tprv…/84h/1h/0h/0/0)`); change goes to that output type.', str),
   stampBatchWindowMs: setting<number>('STAMP_BATCH_WINDOW_MS', 1000, 'Stamps arriving within this many milliseconds share one transaction.', int(10, 600_000)),

@@ -80,9 +80,9 @@ function coinstackTransaction(tx: IndexedTx, network: NetworkName) {
 const coinstackBlock: BlockAnswer = {
   schema: {},
   async load(deps, hash) {
-    const block = await findBlockByHash(deps.db, hash);
+    const block = await findBlockByHash(deps.readDb, hash);
     if (!block) return undefined;
-    const txids = await listBlockTxids(deps.db, block.height);
+    const txids = await listBlockTxids(deps.readDb, block.height);
     return {
       block_hash: hashToHex(block.hash),
       height: block.height,
@@ -97,7 +97,7 @@ const coinstackBlock: BlockAnswer = {
 const coinstackTransactionAnswer: TransactionAnswer = {
   schema: {},
   async load(deps, txid) {
-    const r = await loadIndexedTx(deps.db, txid);
+    const r = await loadIndexedTx(deps.readDb, txid);
     return r && coinstackTransaction(r.tx, deps.network);
   },
 };

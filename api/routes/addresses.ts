@@ -33,6 +33,7 @@ import type { Dialect } from '../dialect.js';
 import { historyCut, immatureCoinbases, streamHistory, streamUnspent, unspentOutputs, atoi } from '../whole-lists.js';
 import { batchPerTick } from '../tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
+import { setTipHeaders } from '../tip.js';
 import { HistoryChunkCache } from '../history-chunk-cache.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
@@ -104,7 +105,7 @@ const caches = new WeakMap<ResolvedApiDeps, HistoryChunkCache | undefined>();
 function heldChunks(deps: ResolvedApiDeps): HistoryChunkCache | undefined {
   if (!caches.has(deps)) {
     const bytes = deps.settings.historyCacheBytes;
-    const load = (a: string, f: bigint) => readHistoryChunk(deps.db, a, f);
+    const load = (a: string, f: bigint) => readHistoryChunk(deps.readDb, a, f);
     const onLoadError = (err: unknown) => deps.log.warn({ err }, 'history chunk not read for the cache');
     caches.set(deps, bytes > 0 ? new HistoryChunkCache({ maxBytes: bytes, load, onLoadError }) : undefined);
   }
@@ -114,12 +115,12 @@ function heldChunks(deps: ResolvedApiDeps): HistoryChunkCache | undefined {
 export const addressRoutes: RouteModule = (app, deps, dialect) => {
   const { routes } = dialect;
   // Balance requests arriving together share one query (api/tick-batch.ts).
-  const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.db, keys[0]!)] : getBalancePartsMany(deps.db, keys)));
+  const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.readDb, keys[0]!)] : getBalancePartsMany(deps.readDb, keys)));
   // So do history pages (one statement for one page or many), with the chunks paging reads held.
   const chunks = heldChunks(deps);
   if (chunks) app.addHook('onClose', () => chunks.settled());
   const historyPages = batchPerTick((requests: HistoryPageRequest[]) =>
-    listHistoryPages(deps.db, requests).catch((err: unknown) => {
+    listHistoryPages(deps.readDb, requests).catch((err: unknown) => {
       chunks?.clear(); // the database may come back as another one (a restore): its chunks are not ours
       throw err;
     }),
@@ -136,13 +137,14 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
         response: routes.response(balanceSchema),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       await assertNotSyncing(deps);
       const minConf = request.query.min_conf ?? 0;
       const parts = await balanceParts(addrKey);
-      let balance = minConf === 0 ? parts.confirmed + parts.mempool : parts.confirmed - (await getBalanceExclusions(deps.db, addrKey, confBound(parts.tipHeight, minConf)));
-      if (routes.matureCoinbaseOnly) balance -= await getImmatureCoinbase(deps.db, addrKey, immatureCoinbases(parts.tipHeight));
+      setTipHeaders(reply, { height: parts.tipHeight, hash: null });
+      let balance = minConf === 0 ? parts.confirmed + parts.mempool : parts.confirmed - (await getBalanceExclusions(deps.readDb, addrKey, confBound(parts.tipHeight, minConf)));
+      if (routes.matureCoinbaseOnly) balance -= await getImmatureCoinbase(deps.readDb, addrKey, immatureCoinbases(parts.tipHeight));
       await keyCheckPassed(request);
       return { balance: Number(balance) };
     },
@@ -212,13 +214,14 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
       const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor, 'u');
       await assertNotSyncing(deps);
       const want = q.limit + 1;
-      const page = await listUnspentPage(deps.db, addrKey, {
+      const page = await listUnspentPage(deps.readDb, addrKey, {
         mempoolAfter: mempoolAfter(q, cursor),
         before: cursor?.phase === 'c' ? { txNum: cursor.txNum, vout: cursor.vout } : { txNum: MAX_TX_NUM, vout: 0 },
         minConf: q.min_conf,
         limit: want,
       });
       const tip = page.tipHeight;
+      setTipHeaders(reply, { height: tip, hash: null });
       const items = [...page.mempool, ...page.confirmed].slice(0, want);
       const next = cutPage(items, q.limit, (last) =>
         last.txNum !== undefined ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout } : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout },
@@ -250,7 +253,7 @@ function wholeLists(app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect): 
       const cut = historyCut(request.query);
       await assertNotSyncing(deps);
       await keyCheckPassed(request);
-      return reply.type('application/json; charset=utf-8').send(streamHistory(deps.db, addrKey, cut));
+      return reply.type('application/json; charset=utf-8').send(streamHistory(deps.readDb, addrKey, cut));
     },
   );
 
@@ -262,7 +265,7 @@ function wholeLists(app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect): 
       const amount = BigInt(Math.max(0, atoi(request.query.amount) ?? 0));
       await assertNotSyncing(deps);
       await keyCheckPassed(request);
-      const outputs = unspentOutputs(deps.db, addrKey, { amount, matureOnly: routes.matureCoinbaseOnly });
+      const outputs = unspentOutputs(deps.readDb, addrKey, { amount, matureOnly: routes.matureCoinbaseOnly });
       return reply.type('application/json; charset=utf-8').send(streamUnspent(outputs, dialect.shapes.unspent));
     },
   );

@@ -36,9 +36,9 @@ function decodeTxCursor(raw: string): number {
 export const v1BlockAnswer: BlockAnswer = {
   schema: blockViewSchema,
   async load(deps, hash) {
-    const row = await findBlockHeader(deps.db, { hash });
+    const row = await findBlockHeader(deps.readDb, { hash });
     if (!row) return undefined;
-    return { ...blockSummary(row), transaction_list: (await listBlockTxids(deps.db, row.height)).map((t) => hashToHex(t)) };
+    return { ...blockSummary(row), transaction_list: (await listBlockTxids(deps.readDb, row.height)).map((t) => hashToHex(t)) };
   },
 };
 
@@ -47,9 +47,9 @@ export const blockRoutes: RouteModule = (app, deps) => {
     '/blocks/height/:height',
     { schema: { summary: 'The main-chain block at a height', tags: ['chain'], params: heightParams, response: { 200: blockViewSchema } } },
     async (request) => {
-      const row = await findBlockHeader(deps.db, { height: request.params.height });
+      const row = await findBlockHeader(deps.readDb, { height: request.params.height });
       if (!row) throw new ServiceError('ERR_BLOCK_NOT_FOUND', { message: `no block at height ${request.params.height} on the indexed main chain` });
-      return { ...blockSummary(row), transaction_list: (await listBlockTxids(deps.db, row.height)).map((t) => hashToHex(t)) };
+      return { ...blockSummary(row), transaction_list: (await listBlockTxids(deps.readDb, row.height)).map((t) => hashToHex(t)) };
     },
   );
 
@@ -72,7 +72,7 @@ export const blockRoutes: RouteModule = (app, deps) => {
       },
     },
     async (request) => {
-      const { blocks } = await listRecentBlocks(deps.db, request.query.start_height ?? null, request.query.limit);
+      const { blocks } = await listRecentBlocks(deps.readDb, request.query.start_height ?? null, request.query.limit);
       return blocks.map(blockSummary);
     },
   );
@@ -98,12 +98,12 @@ export const blockRoutes: RouteModule = (app, deps) => {
     },
     async (request, reply) => {
       const from = request.query.cursor === undefined ? 0 : decodeTxCursor(request.query.cursor);
-      const row = await findBlockHeader(deps.db, { hash: Buffer.from(hexToHash(request.params.hash)) });
+      const row = await findBlockHeader(deps.readDb, { hash: Buffer.from(hexToHash(request.params.hash)) });
       if (!row) throw new ServiceError('ERR_BLOCK_NOT_FOUND');
       const limit = request.query.limit;
-      const txs = await listBlockTxs(deps.db, row.height, from, limit + 1);
+      const txs = await listBlockTxs(deps.readDb, row.height, from, limit + 1);
       const page = txs.slice(0, limit);
-      const views = await confirmedViews(deps.db, deps.network, page, { hash: row.hash, height: row.height, time: row.time });
+      const views = await confirmedViews(deps.readDb, deps.network, page, { hash: row.hash, height: row.height, time: row.time });
       const out = await withRawExtras(deps, views, { kind: 'block', hash: hashToHex(row.hash) });
       if (txs.length > limit) {
         const path = request.url.split('?')[0]!;

@@ -10,14 +10,16 @@ import { ServiceError } from '../../src/errors.js';
 import { blockchainStatusSchema } from '../schemas.js';
 import type { RouteModule } from '../dialect.js';
 import { sendBlockHex } from './raw-hex.js';
+import { setTipHeaders } from '../tip.js';
 
 export const chainRoutes: RouteModule = (app, deps, dialect) => {
   app.get(
     '/blockchain',
     { schema: { summary: 'Chain status: the indexed tip', tags: ['chain'], response: dialect.routes.response(blockchainStatusSchema) } },
-    async () => {
-      const tip = await getIndexTip(deps.db);
+    async (_request, reply) => {
+      const tip = await getIndexTip(deps.readDb);
       if (tip.height < 0 || !tip.hash) throw new ServiceError('ERR_INDEX_SYNCING', { message: 'nothing is indexed yet' });
+      setTipHeaders(reply, tip);
       return { best_block_hash: hashToHex(tip.hash), best_height: tip.height };
     },
   );

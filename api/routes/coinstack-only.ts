@@ -40,14 +40,14 @@ export const coinstackOnlyRoutes: RouteModule = (app, deps, dialect) => {
     if (hash === 'height') {
       const height = atoi(sub);
       if (height === undefined) throw new ServiceError('ERR_INVALID_PARAMETER', { message: `height must be an integer, got '${sub}'` });
-      const r = await sql<{ hash: Buffer }>`SELECT hash FROM blocks WHERE height = ${height}`.execute(deps.db);
+      const r = await sql<{ hash: Buffer }>`SELECT hash FROM blocks WHERE height = ${height}`.execute(deps.readDb);
       if (!r.rows[0]) throw new ServiceError('ERR_BLOCK_NOT_FOUND');
       return [hashToHex(r.rows[0].hash)];
     }
     if (sub !== 'transactions') throw new ServiceError('ERR_ROUTE_NOT_FOUND');
-    const block = await findBlockByHash(deps.db, dialect.routes.parseHash(hash, 'ERR_BLOCK_NOT_FOUND'));
+    const block = await findBlockByHash(deps.readDb, dialect.routes.parseHash(hash, 'ERR_BLOCK_NOT_FOUND'));
     if (!block) throw new ServiceError('ERR_BLOCK_NOT_FOUND');
-    return (await listBlockTxids(deps.db, block.height)).map((t) => hashToHex(t));
+    return (await listBlockTxids(deps.readDb, block.height)).map((t) => hashToHex(t));
   });
 
   app.get('/contracts/:address/status', async (_request, reply) => answer(reply, 'InternalServer', NO_CONTRACTS));

@@ -51,7 +51,7 @@ export const mempoolRoutes: RouteModule = (app, deps) => {
       },
     },
     async () => {
-      const fees = await listMempoolFees(deps.db);
+      const fees = await listMempoolFees(deps.readDb);
       let vsize = 0;
       let total = 0n;
       for (const f of fees) {
@@ -82,7 +82,7 @@ export const mempoolRoutes: RouteModule = (app, deps) => {
       },
     },
     async (request) =>
-      (await listRecentMempool(deps.db, request.query.limit)).map((m) => ({
+      (await listRecentMempool(deps.readDb, request.query.limit)).map((m) => ({
         txid: hashToHex(m.txid),
         fee: m.fee === null ? null : Number(m.fee),
         vsize: m.vsize,

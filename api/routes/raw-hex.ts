@@ -16,7 +16,7 @@ function sendHex(reply: FastifyReply, bytes: Uint8Array): FastifyReply {
 
 /** A main-chain block's bytes as hex text (404 when the index does not hold it). */
 export async function sendBlockHex(deps: ResolvedApiDeps, hash: Buffer, reply: FastifyReply): Promise<FastifyReply> {
-  const block = await findBlockByHash(deps.db, hash);
+  const block = await findBlockByHash(deps.readDb, hash);
   if (!block) throw new ServiceError('ERR_BLOCK_NOT_FOUND');
   if (!deps.node?.getBlockRaw) throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no node is configured to read blocks from' });
   try {

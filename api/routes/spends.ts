@@ -42,7 +42,7 @@ function view(s: Spend | null): Outspend {
 
 export const spendRoutes: RouteModule = (app, deps) => {
   const load = async (hash: string) => {
-    const r = await getOutspends(deps.db, Buffer.from(hexToHash(hash)));
+    const r = await getOutspends(deps.readDb, Buffer.from(hexToHash(hash)));
     if (!r) throw new ServiceError('ERR_TX_NOT_FOUND');
     return r;
   };

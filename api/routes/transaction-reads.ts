@@ -22,7 +22,7 @@ const textResponse = (description: string) => ({ 200: { type: 'string', descript
 
 /** The serialized transaction, from the index (mempool) or the node (confirmed). */
 export async function rawTransaction(deps: ResolvedApiDeps, txidHex: string): Promise<Buffer> {
-  const place = await findTxPlace(deps.db, Buffer.from(hexToHash(txidHex)));
+  const place = await findTxPlace(deps.readDb, Buffer.from(hexToHash(txidHex)));
   if (!place) throw new ServiceError('ERR_TX_NOT_FOUND');
   if (place.raw) return place.raw;
   if (!deps.node?.getRawTransaction) throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no node is configured to read confirmed transactions from' });
@@ -43,7 +43,7 @@ function leaves(txids: Buffer): Uint8Array[] {
 }
 
 async function merkleData(deps: ResolvedApiDeps, txidHex: string) {
-  const data = await getMerkleData(deps.db, Buffer.from(hexToHash(txidHex)));
+  const data = await getMerkleData(deps.readDb, Buffer.from(hexToHash(txidHex)));
   if (!data) throw new ServiceError('ERR_TX_NOT_FOUND', { message: 'no confirmed transaction with this hash (a mempool transaction has no proof yet)' });
   return { ...data, levels: merkleLevels(leaves(data.txids)) };
 }
@@ -52,7 +52,7 @@ async function merkleData(deps: ResolvedApiDeps, txidHex: string) {
 export const v1TransactionAnswer: TransactionAnswer = {
   schema: txViewSchema,
   async load(deps, txid) {
-    const r = await loadTransactionView(deps.db, deps.network, txid);
+    const r = await loadTransactionView(deps.readDb, deps.network, txid);
     if (!r) return undefined;
     const block = r.view.block_hash[0];
     const source = r.mempoolRaw ? ({ kind: 'mempool', raw: r.mempoolRaw } as const) : ({ kind: 'confirmed', blockHash: block!.block_hash, height: block!.block_height } as const);

@@ -25,6 +25,8 @@ export type DbOptions = {
   /** Pool size; the API wants a few, the indexer one or two. */
   max?: number;
   applicationName?: string;
+  /** Time limit of opening a connection in ms (unset: none). */
+  connectTimeoutMs?: number;
   /** Per-statement timeout in ms (0 = none). */
   statementTimeoutMs?: number;
   /**
@@ -42,6 +44,7 @@ export function createPool(url: string, opts: DbOptions = {}): pg.Pool {
     application_name: opts.applicationName ?? 'blockwire',
     types,
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    ...(opts.connectTimeoutMs ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}),
   });
   // An idle client losing its connection (Postgres restart) must not crash the process;
   // the next query on the pool reconnects.

@@ -179,7 +179,8 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
     c.stderr?.on('data', (d) => log(String(d)));
     await new Promise<void>((resolveReady, reject) => {
       const onData = (d: Buffer) => {
-        if (String(d).includes('ready to accept connections')) {
+        // A hot standby (standby.signal in the data) says "ready to accept read-only connections".
+        if (/ready to accept (read-only )?connections/.test(String(d))) {
           c.stderr?.off('data', onData);
           c.off('exit', onExit);
           resolveReady();

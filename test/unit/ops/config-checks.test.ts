@@ -84,5 +84,6 @@ describe('docs/configuration.md', () => {
     expect(maskValue('DATABASE_URL', 'postgres://bw:s3cret@db:5432/bw')).toBe('postgres://bw:********@db:5432/bw');
     expect(maskValue('STAMP_WALLET_WIF', 'cVt4o7BGAig1UXywgGSmARhxMdzP5qvQsxKkSsc1XEkw3tDTQFpy')).toBe('********');
     expect(maskValue('PORT', '3000')).toBe('3000');
+    expect(maskValue('DATABASE_READ_URL', 'postgres://bw:s3cret@r1:5432/bw,postgres://bw:other@r2:5432/bw')).toBe('postgres://bw:********@r1:5432/bw,postgres://bw:********@r2:5432/bw');
   });
 });
