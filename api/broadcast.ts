@@ -1,8 +1,8 @@
 /**
  * Broadcasting a signed transaction (POST /transactions) and the mapping of bitcoind's
  * sendrawtransaction failures to API errors whose `retry` is true only when sending the same
- * bytes again can succeed (codes and messages as recorded from Bitcoin Core 30 in
- * ../shared/fixtures/bitcoind/rpc.jsonl, step errors-broadcast, and Core's validation reasons).
+ * bytes again can succeed (Bitcoin Core 30's codes and reasons; the tests trigger each one on a
+ * real bitcoind).
  * @module
  */
 import type { Kysely } from 'kysely';

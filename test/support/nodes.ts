@@ -22,6 +22,8 @@ export type TestNode = {
   /** Mines `n` blocks (to `address`, else to the node's wallet or an anyone-can-spend output). */
   mine(n?: number, address?: string): Promise<string[]>;
   tip(): Promise<{ height: number; hash: string }>;
+  /** Pays `sats` to `address` from the funded wallet (sendtoaddress); returns the txid. */
+  pay(address: string, sats: bigint): Promise<string>;
   stop(): Promise<void>;
   /** The underlying handle, for what only one of them has (fault injection, restart…). */
   readonly bitcoind: Bitcoind | null;
@@ -34,6 +36,8 @@ export type NodeStartOptions = {
   bitcoind?: BitcoindOptions;
   devnode?: DevnodeOptions;
 };
+
+const btc = (sats: bigint) => Number(sats) / 1e8;
 
 function fromBitcoind(b: Bitcoind): TestNode {
   return {
@@ -53,6 +57,10 @@ function fromBitcoind(b: Bitcoind): TestNode {
     call: b.call,
     mine: b.mine,
     tip: b.tip,
+    pay: (address, sats) => {
+      if (!b.wallet) throw new Error('this bitcoind has no wallet: start it with funded: true');
+      return b.call<string>('sendtoaddress', [address, btc(sats)], b.wallet);
+    },
     stop: b.stop,
     bitcoind: b,
     devnode: null,
@@ -69,6 +77,7 @@ function fromDevnode(d: Devnode): TestNode {
     call: (method, params = [], wallet) => rpcCall(d.rpc, method, params, wallet),
     mine: (n = 1, address) => d.mine(n, address ? { address } : {}),
     tip: async () => d.tip(),
+    pay: async (address, sats) => d.wallet.send(address, sats),
     stop: () => d.stop(),
     bitcoind: null,
     devnode: d,

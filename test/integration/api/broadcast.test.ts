@@ -1,24 +1,51 @@
 /**
- * POST /transactions against the devnode (Core's codes and messages): accepted, resent
- * (idempotent), confirmed then resent (idempotent), conflicting, dust, unknown parent (that can
- * or cannot still appear), spent parent, undecodable, node down or warming up — each with the status, code and `retry` the
- * API promises (retry only when sending the same bytes again can succeed).
+ * POST /transactions on a real Bitcoin Core 30 and on the devnode: each refusal the API maps is
+ * triggered on the node itself, with Core's own code and reason, and answered with the status,
+ * code and `retry` the API promises (retry only when sending the same bytes again can succeed —
+ * and where it is true, the same bytes are sent again once the cause is gone and accepted):
+ * accepted and resent, confirmed and resent (idempotent), a conflict, dust, no fee, a fee above
+ * maxfeerate, a lock time or a BIP68 sequence lock not reached, too long an unconfirmed chain, an
+ * unknown parent (that can or cannot still appear), a parent being sent through this API, a
+ * parent the index holds as spent, undecodable bytes, the node down. The node warming up (-28)
+ * is played on the devnode only: Core cannot be held in its warm-up on demand.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDevnode, type Devnode } from '../../../devnode/index.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
-import { decodeTx } from '../../../src/bitcoin/tx.js';
-import { hashToHex } from '../../../src/bitcoin/hash.js';
+import { describeNodes, type TestNode } from '../../support/nodes.js';
+import { testKey, type Coin, type TestKey } from '../../support/test-key.js';
 import { createApiHarness, type ApiHarness } from './harness.js';
 
-describe('broadcast through the devnode', () => {
-  let node: Devnode;
+/** A payee that is not the test key (the devnode's and Core's regtest test vector). */
+const PAYEE = 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080';
+const COIN = 100_000_000n;
+/** About what a one-input P2WPKH transaction with two outputs weighs, in vbytes. */
+const VSIZE = 141n;
+
+describeNodes('broadcast', (entry) => {
+  let node: TestNode;
   let h: ApiHarness;
-  const post = (tx: string, key = h.key) => h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: key }, payload: { tx } });
+  let key: TestKey;
+  let coins: Coin[];
+  const post = (tx: string, k = h.key) => h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: k }, payload: { tx } });
+  /** Pays `sats` to PAYEE from `coin`, the rest back to the key less `fee`. */
+  const payment = (coin: Coin, sats: bigint, fee = 2n * VSIZE, opts: { sequence?: number; lockTime?: number } = {}) =>
+    key.spend([coin], [{ address: PAYEE, sats }, { address: key.address, sats: coin.sats - sats - fee }], opts);
+  const take = () => {
+    const c = coins.shift();
+    if (!c) throw new Error('out of test coins');
+    return c;
+  };
+  const expectError = (r: { statusCode: number; json(): Record<string, unknown> }, status: number, code: string, retry: boolean, cause?: string | RegExp) => {
+    expect([r.statusCode, r.json().error_code, r.json().retry], JSON.stringify(r.json())).toEqual([status, code, retry]);
+    if (typeof cause === 'string') expect(r.json().error_cause).toBe(cause);
+    else if (cause) expect(r.json().error_cause).toMatch(cause);
+  };
 
   beforeAll(async () => {
-    node = await startDevnode({ initialBlocks: 110 });
-    h = await createApiHarness({ node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 2000 }) });
+    node = await entry.start({ funded: true });
+    key = testKey();
+    coins = await key.fund(node, Array.from({ length: 14 }, () => COIN));
+    h = await createApiHarness({ node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 5000 }) });
   });
   afterAll(async () => {
     await h?.close();
@@ -26,61 +53,81 @@ describe('broadcast through the devnode', () => {
   });
 
   it('accepts a valid transaction and answers its txid; a resend is also 200', async () => {
-    const hex = node.wallet.createTx(node.wallet.address('p2wpkh'), 100_000n);
-    const txid = hashToHex(decodeTx(Buffer.from(hex, 'hex')).txid);
-    const r = await post(hex);
-    expect(r.statusCode).toBe(200);
-    expect(r.json()).toEqual({ transaction_hash: txid });
-    expect(node.mempool()).toContain(txid);
-    expect((await post(hex.toUpperCase())).json()).toEqual({ transaction_hash: txid });
+    const tx = payment(take(), 100_000n);
+    const r = await post(tx.hex);
+    expect([r.statusCode, r.json()]).toEqual([200, { transaction_hash: tx.txid }]);
+    expect(await node.call<string[]>('getrawmempool')).toContain(tx.txid);
+    expect((await post(tx.hex.toUpperCase())).json()).toEqual({ transaction_hash: tx.txid });
   });
 
-  it('a transaction already confirmed is answered 200 (idempotent resubmit)', async () => {
-    const hex = node.wallet.createTx(node.wallet.address('p2tr'), 50_000n);
-    const txid = hashToHex(decodeTx(Buffer.from(hex, 'hex')).txid);
-    expect((await post(hex)).statusCode).toBe(200);
+  it('a transaction already confirmed is answered 200 (idempotent resubmit; the node says -27)', async () => {
+    const tx = payment(take(), 50_000n);
+    expect((await post(tx.hex)).statusCode).toBe(200);
     await node.mine(1);
-    const r = await post(hex);
-    expect(r.statusCode).toBe(200);
-    expect(r.json()).toEqual({ transaction_hash: txid });
+    await expect(node.call('sendrawtransaction', [tx.hex])).rejects.toMatchObject({ code: -27, message: 'Transaction outputs already in utxo set' });
+    const r = await post(tx.hex);
+    expect([r.statusCode, r.json()]).toEqual([200, { transaction_hash: tx.txid }]);
   });
 
-  it('a conflict with a mempool transaction → 409 ERR_TX_CONFLICT, retry false', async () => {
-    const first = decodeTx(Buffer.from(node.wallet.createTx(node.wallet.address('p2pkh'), 70_000n), 'hex'));
-    const coin = `${hashToHex(first.inputs[0]!.prevTxid)}:${first.inputs[0]!.vout}`;
-    expect((await post(Buffer.from(first.bytes).toString('hex'))).statusCode).toBe(200);
-    const rival = node.wallet.createTx(node.wallet.address('p2wpkh'), 60_000n, { from: [coin] });
-    const r = await post(rival);
-    expect(r.statusCode).toBe(409);
-    expect(r.json()).toMatchObject({ error_code: 'ERR_TX_CONFLICT', retry: false, error_type: 'conflict' });
-    expect(typeof r.json().error_cause).toBe('string');
+  it('a conflict with a mempool transaction it does not outbid → 409 ERR_TX_CONFLICT, retry false', async () => {
+    const coin = take();
+    expect((await post(payment(coin, 70_000n, 5n * VSIZE).hex)).statusCode).toBe(200);
+    const r = await post(payment(coin, 60_000n, 2n * VSIZE).hex);
+    expectError(r, 409, 'ERR_TX_CONFLICT', false, /^insufficient fee, rejecting replacement [0-9a-f]{64}; new feerate /);
   });
 
-  it('dust → 400 ERR_TX_REJECTED with the node\'s reason, retry false', async () => {
-    const r = await post(node.wallet.createTx(node.wallet.address('p2wpkh'), 100n));
-    expect(r.statusCode).toBe(400);
-    expect(r.json()).toMatchObject({ error_code: 'ERR_TX_REJECTED', retry: false, error_cause: 'dust, tx with dust output must be 0-fee' });
+  it("dust → 400 ERR_TX_REJECTED with the node's reason, retry false", async () => {
+    expectError(await post(payment(take(), 100n).hex), 400, 'ERR_TX_REJECTED', false, 'dust, tx with dust output must be 0-fee');
+  });
+
+  it('no fee → 400 ERR_TX_REJECTED "min relay fee not met", retry false', async () => {
+    expectError(await post(payment(take(), 100_000n, 0n).hex), 400, 'ERR_TX_REJECTED', false, /^min relay fee not met, 0 < \d+$/);
+  });
+
+  it('a fee above maxfeerate → 400 ERR_TX_FEE_TOO_HIGH, retry false', async () => {
+    expectError(await post(payment(take(), 100_000n, COIN / 2n).hex), 400, 'ERR_TX_FEE_TOO_HIGH', false, 'Fee exceeds maximum configured by user (e.g. -maxtxfee, maxfeerate)');
+  });
+
+  it('a lock time not reached → 409 ERR_TX_NOT_FINAL, retry true; the same bytes are accepted once it is', async () => {
+    const { height } = await node.tip();
+    const tx = payment(take(), 100_000n, 2n * VSIZE, { lockTime: height + 3, sequence: 0xfffffffe });
+    expectError(await post(tx.hex), 409, 'ERR_TX_NOT_FINAL', true, 'non-final');
+    // Final in a block of height above its lock time: the next block once the tip is there.
+    await node.mine(3);
+    expect((await post(tx.hex)).json()).toEqual({ transaction_hash: tx.txid });
+  });
+
+  it('a BIP68 sequence lock not reached → 409 ERR_TX_NOT_FINAL, retry true; the same bytes are accepted once it is', async () => {
+    // The coin has a few confirmations; a relative lock of 20 blocks is not met yet.
+    const tx = payment(take(), 100_000n, 2n * VSIZE, { sequence: 20 });
+    expectError(await post(tx.hex), 409, 'ERR_TX_NOT_FINAL', true, 'non-BIP68-final');
+    await node.mine(20);
+    expect((await post(tx.hex)).json()).toEqual({ transaction_hash: tx.txid });
+  });
+
+  it('too long an unconfirmed chain → 503 ERR_TX_MEMPOOL_LIMIT, retry true; the same bytes are accepted after a block', async () => {
+    let coin = take();
+    for (let i = 0; i < 25; i++) {
+      const tx = key.spend([coin], [{ address: key.address, sats: coin.sats - 2n * 110n }]);
+      expect((await post(tx.hex)).statusCode, `chain link ${i}`).toBe(200);
+      coin = tx.outputs[0]!;
+    }
+    const last = key.spend([coin], [{ address: key.address, sats: coin.sats - 2n * 110n }]);
+    expectError(await post(last.hex), 503, 'ERR_TX_MEMPOOL_LIMIT', true, 'too-long-mempool-chain, too many unconfirmed ancestors [limit: 25]');
+    await node.mine(1);
+    expect((await post(last.hex)).json()).toEqual({ transaction_hash: last.txid });
   });
 
   it('an unknown parent that nothing says will come → 400 ERR_TX_INPUTS_UNKNOWN, retry false; one a reorg took out → 409 ERR_TX_INPUTS_MISSING, retry true', async () => {
-    const parent = node.wallet.createTx(node.wallet.address('p2wpkh'), 300_000n);
-    const parentId = hashToHex(decodeTx(Buffer.from(parent, 'hex')).txid);
-    // A child of a signed transaction the node has never seen: a wallet payment whose first
-    // outpoint is rewritten to the unbroadcast parent (inputs are looked up before scripts).
-    const child = Buffer.from(node.wallet.createTx(node.wallet.address('p2wpkh'), 10_000n), 'hex');
-    const tx = decodeTx(child);
-    const at = Buffer.from(tx.bytes).indexOf(Buffer.from(tx.inputs[0]!.prevTxid));
-    Buffer.from(parentId, 'hex').reverse().copy(child, at);
-    const r = await post(child.toString('hex'));
-    expect(r.statusCode).toBe(400);
-    expect(r.json()).toMatchObject({ error_code: 'ERR_TX_INPUTS_UNKNOWN', retry: false });
+    const parent = payment(take(), 300_000n);
+    const child = key.spend([parent.outputs[1]!], [{ address: PAYEE, sats: parent.outputs[1]!.sats - 2n * 110n }]);
+    expectError(await post(child.hex), 400, 'ERR_TX_INPUTS_UNKNOWN', false, 'bad-txns-inputs-missingorspent');
     // The same parent, taken out of the chain by a reorg and not settled yet: it may come back.
-    const parentKey = Buffer.from(parentId, 'hex').reverse();
+    const parentKey = Buffer.from(parent.txid, 'hex').reverse();
     await h.t.db.insertInto('reorged_txs').values({ txid: parentKey, addr_key: '00000000-0000-0000-0000-000000000001', address: 'x', received: 1n, sent: 0n, spends: Buffer.alloc(0), since_height: 1 }).execute();
     try {
-      const again = await post(child.toString('hex'));
-      expect(again.statusCode).toBe(409);
-      expect(again.json()).toMatchObject({ error_code: 'ERR_TX_INPUTS_MISSING', retry: true });
+      const again = await post(child.hex);
+      expectError(again, 409, 'ERR_TX_INPUTS_MISSING', true);
       expect(again.json().error_message).toContain('reorg');
     } finally {
       await h.t.db.deleteFrom('reorged_txs').where('txid', '=', parentKey).execute();
@@ -88,23 +135,20 @@ describe('broadcast through the devnode', () => {
   });
 
   it('a child sent while its parent is being sent through this API → 409 ERR_TX_INPUTS_MISSING, retry true', async () => {
-    const parentHex = node.wallet.createTx(node.wallet.address('p2wpkh'), 400_000n);
-    const parentId = hashToHex(decodeTx(Buffer.from(parentHex, 'hex')).txid);
-    const child = Buffer.from(node.wallet.createTx(node.wallet.address('p2wpkh'), 10_000n), 'hex');
-    const tx = decodeTx(child);
-    Buffer.from(parentId, 'hex').reverse().copy(child, Buffer.from(tx.bytes).indexOf(Buffer.from(tx.inputs[0]!.prevTxid)));
+    const parent = payment(take(), 400_000n);
+    const child = key.spend([parent.outputs[1]!], [{ address: PAYEE, sats: parent.outputs[1]!.sats - 2n * 110n }]);
     // The node holds the parent's broadcast until the child's answer is known.
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     let arrived!: () => void;
     const parentAtNode = new Promise<void>((r) => (arrived = r));
-    const real = new BitcoindClient({ url: node.rpcUrl, timeoutMs: 2000 });
+    const real = new BitcoindClient({ url: node.rpcUrl, timeoutMs: 5000 });
     const slow = await createApiHarness(
       {
         node: {
           getBlockchainInfo: () => real.getBlockchainInfo(),
           sendRawTransaction: async (hex: string) => {
-            if (hex === parentHex) {
+            if (hex === parent.hex) {
               arrived();
               await held;
             }
@@ -115,13 +159,14 @@ describe('broadcast through the devnode', () => {
       h.t,
     );
     try {
-      const sendParent = slow.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: slow.key }, payload: { tx: parentHex } });
+      const sendParent = slow.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: slow.key }, payload: { tx: parent.hex } });
       await parentAtNode;
-      const r = await slow.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: slow.key }, payload: { tx: child.toString('hex') } });
-      expect(r.statusCode).toBe(409);
-      expect(r.json()).toMatchObject({ error_code: 'ERR_TX_INPUTS_MISSING', retry: true });
+      const r = await slow.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: slow.key }, payload: { tx: child.hex } });
+      expectError(r, 409, 'ERR_TX_INPUTS_MISSING', true);
       release();
       expect((await sendParent).statusCode).toBe(200);
+      // Sent again now that the parent is in: accepted.
+      expect((await post(child.hex)).json()).toEqual({ transaction_hash: child.txid });
     } finally {
       release();
       await slow.close();
@@ -129,44 +174,46 @@ describe('broadcast through the devnode', () => {
   });
 
   it('a parent the index holds as spent → 409 ERR_TX_CONFLICT, retry false', async () => {
-    const hex = node.wallet.createTx(node.wallet.address('p2wpkh'), 20_000n);
-    const child = Buffer.from(hex, 'hex');
-    const tx = decodeTx(child);
-    const fakeParent = Buffer.alloc(32, 0x5a);
-    Buffer.from(fakeParent).copy(child, Buffer.from(tx.bytes).indexOf(Buffer.from(tx.inputs[0]!.prevTxid)));
-    // The index knows this parent (a txs row) but not its output as unspent: spent in a block.
-    await h.t.db.insertInto('txs').values({ tx_num: 5n, txid: fakeParent, outs: Buffer.from([0x01, 0x00]), ins: Buffer.alloc(0), first_seen: null }).execute();
-    const r = await post(child.toString('hex'));
-    expect(r.statusCode).toBe(409);
-    expect(r.json()).toMatchObject({ error_code: 'ERR_TX_CONFLICT', retry: false });
+    // A parent the node no longer has unspent (spent in a block) and the index knows as a
+    // transaction whose output is not unspent.
+    const coin = take();
+    expect((await post(payment(coin, 20_000n).hex)).statusCode).toBe(200);
+    await node.mine(1);
+    const second = payment(coin, 30_000n);
+    await h.t.db.insertInto('txs').values({ tx_num: 5n, txid: Buffer.from(coin.txid, 'hex').reverse(), outs: Buffer.from([0x01, 0x00]), ins: Buffer.alloc(0), first_seen: null }).execute();
+    try {
+      expectError(await post(second.hex), 409, 'ERR_TX_CONFLICT', false, 'bad-txns-inputs-missingorspent');
+    } finally {
+      await h.t.db.deleteFrom('txs').where('tx_num', '=', 5n).execute();
+    }
   });
 
   it('undecodable → 400 ERR_TX_DECODE without asking the node', async () => {
-    for (const bad of ['00', 'abcd', '02000000']) {
-      const r = await post(bad);
-      expect(r.statusCode).toBe(400);
-      expect(r.json()).toMatchObject({ error_code: 'ERR_TX_DECODE', retry: false });
-    }
+    for (const bad of ['00', 'abcd', '02000000']) expectError(await post(bad), 400, 'ERR_TX_DECODE', false);
   });
 
-  it('node warming up or down → 503 ERR_NODE_UNAVAILABLE, retry true', async () => {
-    const hex = node.wallet.createTx(node.wallet.address('p2wpkh'), 30_000n);
-    node.faults.warmup(true);
+  it('node down → 503 ERR_NODE_UNAVAILABLE, retry true; accepted once it is back', async () => {
+    const tx = payment(take(), 30_000n);
+    // Core's chainstate is written first, so that the kill loses no block (the coin's included).
+    if (node.bitcoind) await node.bitcoind.flush().then(() => node.bitcoind!.kill());
+    else await node.devnode!.faults.down();
     try {
-      const r = await post(hex);
-      expect(r.statusCode).toBe(503);
-      expect(r.json()).toMatchObject({ error_code: 'ERR_NODE_UNAVAILABLE', retry: true });
+      expectError(await post(tx.hex), 503, 'ERR_NODE_UNAVAILABLE', true);
     } finally {
-      node.faults.warmup(false);
+      if (node.bitcoind) await node.bitcoind.start();
+      else await node.devnode!.faults.up();
     }
-    await node.faults.down();
+    expect((await post(tx.hex)).json()).toEqual({ transaction_hash: tx.txid });
+  });
+
+  it.runIf(entry.name === 'devnode')('node warming up (-28) → 503 ERR_NODE_UNAVAILABLE, retry true', async () => {
+    const tx = payment(take(), 30_000n);
+    node.devnode!.faults.warmup(true);
     try {
-      const r = await post(hex);
-      expect(r.statusCode).toBe(503);
-      expect(r.json()).toMatchObject({ error_code: 'ERR_NODE_UNAVAILABLE', retry: true });
+      expectError(await post(tx.hex), 503, 'ERR_NODE_UNAVAILABLE', true);
     } finally {
-      await node.faults.up();
+      node.devnode!.faults.warmup(false);
     }
-    expect((await post(hex)).statusCode).toBe(200);
+    expect((await post(tx.hex)).json()).toEqual({ transaction_hash: tx.txid });
   });
 });
