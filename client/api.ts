@@ -6,6 +6,7 @@
  * @module
  */
 import { hex } from '@scure/base';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { ApiError, BlockwireError } from './errors.js';
 import { OpenAssets } from './assets.js';
 import { sleep } from './backoff.js';
@@ -18,6 +19,8 @@ import { EventStream, type StreamOptions } from './stream.js';
 import { parseUnspent, toSats, type RawUnspent } from './unspent.js';
 import { WalletsApi } from './wallets.js';
 import type {
+  AddressBatchEntry,
+  AddressStats,
   Block,
   BlockHeaderFields,
   MempoolSummary,
@@ -87,6 +90,16 @@ function parseTransaction(t: RawTransaction): Transaction {
 }
 
 const enc = encodeURIComponent;
+
+/** A script for the `/scripthash` reads: its SHA-256 (64 hex, natural byte order), or the script itself. */
+export type ScriptArg = { hash: string } | { script: string | Uint8Array };
+
+const scriptHex = (a: ScriptArg) => ('script' in a ? (typeof a.script === 'string' ? a.script : hex.encode(a.script)) : undefined);
+const scriptPath = (a: ScriptArg, what: string) => {
+  const s = scriptHex(a);
+  return `/scripthash/${s === undefined ? enc((a as { hash: string }).hash) : hex.encode(sha256(hex.decode(s.toLowerCase())))}/${what}`;
+};
+const scriptQuery = (a: ScriptArg) => ({ script: scriptHex(a) });
 
 /**
  * A client of one Blockwire server for one API key. Long-lived: it holds the reservation book
@@ -223,6 +236,53 @@ export class BlockwireClient {
     if (!Array.isArray(r.data)) throw new TypeError(`Expected a JSON array from ${pathOrUrl}`);
     const link = nextLink(r.headers.get('link'));
     return { items: r.data.map(parse), next: link === null ? null : new URL(link, r.url).toString() };
+  }
+
+  /** `GET /addresses/{address}/stats`: outputs funded and spent (count, sum) and transactions, confirmed and in the mempool (Esplora's shape). */
+  async getAddressStats(address: string): Promise<AddressStats> {
+    const r = (await this.http.request<AddressStats & { address: string }>('GET', `/addresses/${enc(address)}/stats`)).data;
+    return { chain_stats: r.chain_stats, mempool_stats: r.mempool_stats };
+  }
+
+  /**
+   * `POST /addresses/batch`: balances, unspent outputs and statistics of up to 1,000 addresses in
+   * one request (one snapshot), in the order given. `include` defaults to the balance.
+   */
+  async getAddressBatch(addresses: readonly string[], include: readonly ('balance' | 'unspentoutputs' | 'stats')[] = ['balance']): Promise<AddressBatchEntry[]> {
+    type Raw = { address: string; balance?: number; unspentoutputs?: RawUnspent[]; unspentoutputs_more?: boolean; stats?: AddressStats };
+    const r = await this.http.request<Raw[]>('POST', '/addresses/batch', { body: { addresses, include } });
+    return r.data.map((x) => ({
+      address: x.address,
+      ...(x.balance !== undefined ? { balance: toSats(x.balance) } : {}),
+      ...(x.unspentoutputs ? { unspentOutputs: x.unspentoutputs.map(parseUnspent), unspentOutputsMore: x.unspentoutputs_more === true } : {}),
+      ...(x.stats ? { stats: x.stats } : {}),
+    }));
+  }
+
+  /**
+   * Reads by output script (`/scripthash/{sha256 of the script}/…`). `script` (hex) gives the
+   * script itself: the hash is computed from it, and a P2PK script needs it (the server finds its
+   * outputs under its key's P2PKH address, which the hash does not tell).
+   */
+  async getScriptStats(script: ScriptArg): Promise<AddressStats> {
+    const r = (await this.http.request<AddressStats>('GET', scriptPath(script, 'stats'), { query: scriptQuery(script) })).data;
+    return { chain_stats: r.chain_stats, mempool_stats: r.mempool_stats };
+  }
+
+  /** `GET /scripthash/{hash}/balance`: confirmed, unconfirmed (mempool net) and their sum, sat. */
+  async getScriptBalance(script: ScriptArg): Promise<{ balance: bigint; confirmed: bigint; unconfirmed: bigint }> {
+    const r = (await this.http.request<{ balance: number; confirmed: number; unconfirmed: number }>('GET', scriptPath(script, 'balance'), { query: scriptQuery(script) })).data;
+    return { balance: toSats(r.balance), confirmed: toSats(r.confirmed), unconfirmed: toSats(r.unconfirmed) };
+  }
+
+  /** `GET /scripthash/{hash}/history`: txids funding or spending the script, mempool first, then newest first. */
+  async getScriptHistory(script: ScriptArg): Promise<string[]> {
+    return (await this.http.request<string[]>('GET', scriptPath(script, 'history'), { query: scriptQuery(script) })).data;
+  }
+
+  /** `GET /scripthash/{hash}/unspentoutputs`: the script's unspent outputs (mempool ones with 0 confirmations). */
+  async getScriptUnspentOutputs(script: ScriptArg): Promise<UnspentOutput[]> {
+    return (await this.http.request<RawUnspent[]>('GET', scriptPath(script, 'unspentoutputs'), { query: scriptQuery(script) })).data.map(parseUnspent);
   }
 
   // ---- broadcast ---------------------------------------------------------------------------

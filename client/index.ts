@@ -5,7 +5,7 @@
  * leave the process. See README.md beside this file.
  * @module
  */
-export { BlockwireClient, type ClientOptions, type PageOptions, type UnspentOptions } from './api.js';
+export { BlockwireClient, type ClientOptions, type PageOptions, type ScriptArg, type UnspentOptions } from './api.js';
 export { toSats } from './unspent.js';
 export { ApiError, BlockwireError, ConnectionError, DustError, InsufficientFundsError, type ApiErrorBody } from './errors.js';
 export { NETWORKS, NETWORK_NAMES, getNetwork, type Network, type NetworkName } from './network.js';

@@ -212,6 +212,22 @@ export type MerkleProof = { block_height: number; merkle: string[]; pos: number 
 /** `GET /mempool`. */
 export type MempoolSummary = { count: number; vsize: number; total_fee: number; fee_histogram: [number, number][] };
 
+/** Esplora's statistics of one part (chain or mempool) of an address or script; sums in sat. */
+export type TxoStats = { funded_txo_count: number; funded_txo_sum: number; spent_txo_count: number; spent_txo_sum: number; tx_count: number };
+
+/** `GET /addresses/{address}/stats`, `/scripthash/{hash}/stats`: confirmed and mempool parts. */
+export type AddressStats = { chain_stats: TxoStats; mempool_stats: TxoStats };
+
+/** One address of `POST /addresses/batch`, with the parts asked for. */
+export type AddressBatchEntry = {
+  address: string;
+  balance?: bigint;
+  unspentOutputs?: UnspentOutput[];
+  /** More unspent outputs than the batch lists (1,000): read them with `listUnspentOutputs`. */
+  unspentOutputsMore?: boolean;
+  stats?: AddressStats;
+};
+
 /** Esplora's spend status of one output (`GET /transactions/{hash}/outspends`, `/outspend/{vout}`). */
 export type Outspend =
   | { spent: false }

@@ -52,7 +52,8 @@ export async function readScriptHistories(db: Kysely<Database>, refs: readonly S
     .execute((trx) => readHistoriesIn(trx, refs, limit));
 }
 
-async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limit: number): Promise<ScriptHistory[]> {
+/** readScriptHistories inside a snapshot the caller holds. */
+export async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limit: number): Promise<ScriptHistory[]> {
   const keys = refs.map((r) => r.key);
   const counts = await sql<{ i: number; n: string; m: string }>`
     SELECT q.i::int4 AS i,
@@ -202,25 +203,25 @@ export async function readScriptBalance(db: Kysely<Database>, ref: ScriptRef): P
 }
 
 /** An unspent output of a script: height 0 for a mempool output. */
-export type ScriptUnspent = { txid: Buffer; vout: number; value: bigint; height: number };
+export type ScriptUnspent = { txid: Buffer; vout: number; value: bigint; script: Buffer; height: number };
 
 /**
  * The script's outputs spent neither by a block nor by a mempool transaction: confirmed ones in
  * chain order, then mempool ones. At most `limit + 1` rows (the caller refuses more than `limit`).
  */
 export async function readScriptUnspent(db: Kysely<Database>, ref: ScriptRef, limit: number): Promise<ScriptUnspent[]> {
-  const r = await sql<{ part: number; txid: Buffer; vout: number; value: bigint; tx_num: bigint | null }>`
-    (SELECT 0 AS part, u.txid, u.vout, u.value, u.tx_num FROM utxos u
+  const r = await sql<{ part: number; txid: Buffer; vout: number; value: bigint; script: Buffer; tx_num: bigint | null }>`
+    (SELECT 0 AS part, u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u
       WHERE u.addr_key = ${ref.key} AND sha256(u.script) = ${ref.sha}
         AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
       ORDER BY u.tx_num, u.vout LIMIT ${limit + 1})
     UNION ALL
-    (SELECT 1, o.txid, o.vout, o.value, NULL FROM mempool_outputs o
+    (SELECT 1, o.txid, o.vout, o.value, o.script, NULL FROM mempool_outputs o
       WHERE o.addr_key = ${ref.key} AND sha256(o.script) = ${ref.sha}
         AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = o.txid AND s.prev_vout = o.vout)
       ORDER BY o.txid, o.vout LIMIT ${limit + 1})`.execute(db);
   const rows = r.rows.sort((a, b) => a.part - b.part || (a.part === 0 ? cmp(a.tx_num!, b.tx_num!) || a.vout - b.vout : Buffer.compare(a.txid, b.txid) || a.vout - b.vout));
-  return rows.slice(0, limit + 1).map((x) => ({ txid: x.txid, vout: x.vout, value: x.value, height: x.tx_num === null ? 0 : txNumHeight(x.tx_num) }));
+  return rows.slice(0, limit + 1).map((x) => ({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, height: x.tx_num === null ? 0 : txNumHeight(x.tx_num) }));
 }
 
 /**

@@ -3,8 +3,10 @@
  * real Bitcoin Core: the indexer follows a funded regtest bitcoind whose wallet sends payments
  * at several fee rates (one opting out of BIP125), and every answer is compared with Core's
  * own: getmempoolinfo (size, bytes, total_fee), getmempoolentry (fees.base, vsize,
- * bip125-replaceable), getmempoolinfo.fullrbf, and estimatesmartfee / mempoolminfee.
+ * bip125-replaceable), getmempoolinfo.fullrbf, and estimatesmartfee / mempoolminfee; each
+ * address's and script's mempool_stats from getrawtransaction and gettxout.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
@@ -63,6 +65,53 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     for (const r of recent) {
       const e = await core.call<Entry>('getmempoolentry', [r.txid]);
       expect({ fee: r.fee, vsize: r.vsize }).toEqual({ fee: Number(btcToSats(e.fees.base)), vsize: e.vsize });
+    }
+  });
+
+  it("mempool_stats of every address and script the mempool touches, as getrawtransaction and gettxout give its outputs and the outputs it spends", async () => {
+    type Out = { value: number; scriptPubKey: { hex: string; address?: string } };
+    type RawTx = { txid: string; vin: { txid: string; vout: number }[]; vout: Out[] };
+    const txs = new Map<string, RawTx>();
+    for (const txid of mempool) txs.set(txid, await core.call<RawTx>('getrawtransaction', [txid, 1]));
+    type Tally = { fc: number; fs: number; sc: number; ss: number; txs: Set<string>; address?: string };
+    const byScript = new Map<string, Tally>();
+    const tally = (o: Out) => {
+      let t = byScript.get(o.scriptPubKey.hex);
+      if (!t) byScript.set(o.scriptPubKey.hex, (t = { fc: 0, fs: 0, sc: 0, ss: 0, txs: new Set(), ...(o.scriptPubKey.address ? { address: o.scriptPubKey.address } : {}) }));
+      return t;
+    };
+    for (const tx of txs.values()) {
+      for (const vin of tx.vin) {
+        // (a mempool parent's output from the mempool, else the chain's view of the coin)
+        const prev = txs.get(vin.txid)?.vout[vin.vout] ?? (await core.call<Out>('gettxout', [vin.txid, vin.vout, false]));
+        const t = tally(prev);
+        t.sc++;
+        t.ss += Number(btcToSats(prev.value));
+        t.txs.add(tx.txid);
+      }
+      for (const o of tx.vout) {
+        const t = tally(o);
+        t.fc++;
+        t.fs += Number(btcToSats(o.value));
+        t.txs.add(tx.txid);
+      }
+    }
+    const expected = (t: Tally) => ({ funded_txo_count: t.fc, funded_txo_sum: t.fs, spent_txo_count: t.sc, spent_txo_sum: t.ss, tx_count: t.txs.size });
+    const withAddress = [...byScript.values()].filter((t) => t.address !== undefined);
+    expect(withAddress.some((t) => t.sc > 0) && withAddress.some((t) => t.fc > 0)).toBe(true);
+    const r = await h.app.inject({ method: 'POST', url: '/v1/addresses/batch', headers: { apiKey: h.key }, payload: { addresses: withAddress.map((t) => t.address), include: ['stats', 'balance'] } });
+    const got = r.json() as { address: string; balance: number; stats: { chain_stats: { funded_txo_sum: number; spent_txo_sum: number }; mempool_stats: unknown } }[];
+    for (const [i, t] of withAddress.entries()) {
+      expect(got[i]!.stats.mempool_stats, t.address).toEqual(expected(t));
+      const c = got[i]!.stats.chain_stats;
+      expect(got[i]!.balance).toBe(c.funded_txo_sum - c.spent_txo_sum + t.fs - t.ss);
+    }
+    for (const [script, t] of byScript) {
+      if (t.address === undefined) continue;
+      const sha = createHash('sha256').update(Buffer.from(script, 'hex')).digest('hex');
+      expect(((await h.get(`/v1/scripthash/${sha}/stats`)).json() as { mempool_stats: unknown }).mempool_stats).toEqual(expected(t));
+      const history = (await h.get(`/v1/scripthash/${sha}/history`)).json() as string[];
+      expect(history.slice(0, t.txs.size).sort()).toEqual([...t.txs].sort());
     }
   });
 
