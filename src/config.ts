@@ -149,6 +149,7 @@ export const settings = {
   relayBatchSize: setting<number>('BLOCKWIRE_RELAY_BATCH', 500, 'Outbox events the relay reads per batch.', int(1, 10_000)),
   relayPollMs: setting<number>('BLOCKWIRE_RELAY_POLL_MS', 100, 'Idle poll interval of the relay on the outbox, in milliseconds.', int(5, 60_000)),
   wsHeartbeatMs: setting<number>('BLOCKWIRE_WS_HEARTBEAT_MS', 30_000, 'WebSocket ping interval; a client that has not answered the previous ping is disconnected.', int(100, 600_000)),
+  wsMaxConnectionsPerKey: setting<number>('BLOCKWIRE_WS_MAX_CONNECTIONS_PER_KEY', 100, 'Most WebSocket streams one API key may hold open on one stream process; an upgrade above it is answered 429 ERR_TOO_MANY_STREAMS.', int(1, 1_000_000)),
   wsMaxBufferedBytes: setting<number>('BLOCKWIRE_WS_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 'Unread bytes a stream client may have queued before it is disconnected as a slow consumer (close code 4008).', int(1024)),
   webhookTimeoutMs: setting<number>('BLOCKWIRE_WEBHOOK_TIMEOUT_MS', 10_000, 'Time limit of one webhook POST (connect, send, answer), in milliseconds.', int(100, 120_000)),
   webhookConcurrency: setting<number>('BLOCKWIRE_WEBHOOK_CONCURRENCY', 64, 'Deliveries in flight per worker process and transport.', int(1, 10_000)),

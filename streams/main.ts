@@ -25,6 +25,8 @@ import { createDeliveryWorker, type DeliveryWorker } from './delivery-worker.js'
 import { createHttpTransport } from './webhook/http-transport.js';
 import { createSnsTransport, type SnsTransportOptions } from './sns/sns-transport.js';
 import { listenKeyEvents } from '../src/auth/key-events.js';
+import { createKeyVerifier } from '../src/auth/key-cache.js';
+import { createRateLimiter } from '../src/auth/rate-limit.js';
 
 /** How often a stream process checks its connected keys for revocation besides the notifications. */
 const KEY_CHECK_MS = 5000;
@@ -175,7 +177,21 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
     undo.push(() => feed.stop());
     feedPosition = () => feed.position;
 
-    const wsServer = createStreamServer({ db, hub, log, ...(keyEvents ? { keyGeneration: () => keyEvents.generation } : {}) });
+    // Upgrades are requests of the key: counted in the API's window (same Redis, same prefix),
+    // the key verified from memory once known (revocations still exact: src/auth/key-cache.ts).
+    const limiter = createRateLimiter({ redis: publisher, prefix, windowMs: config.apiRateWindowMs, fallbackShare: config.apiRateFallbackShare, onUnavailable: () => undefined });
+    const keys = deps.databaseUrl ? await createKeyVerifier({ db, databaseUrl: deps.databaseUrl, log }) : undefined;
+    if (keys) undo.push(() => keys.close());
+    const wsServer = createStreamServer({
+      db,
+      hub,
+      log,
+      limiter,
+      rateLimit: config.apiRateLimit,
+      maxConnectionsPerKey: config.wsMaxConnectionsPerKey,
+      ...(keys ? { verifyKey: (k: string) => keys.verify(k) } : {}),
+      ...(keyEvents ? { keyGeneration: () => keyEvents.generation } : {}),
+    });
     undo.push(() => wsServer.close());
     let port: number | undefined;
     if (deps.server) {

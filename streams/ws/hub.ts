@@ -74,6 +74,8 @@ export type StreamHub = {
   /** Closes the connections of the given keys (default: every connected key) that are revoked or gone. */
   checkKeys(keyIds?: readonly bigint[]): Promise<void>;
   stats(): HubStats;
+  /** The key's connections held by this process. */
+  connections(keyId: bigint): number;
   /** Closes every connection (1001) and stops the heartbeat. */
   close(): Promise<void>;
 };
@@ -179,6 +181,7 @@ export function createStreamHub(deps: HubDeps): StreamHub {
   heartbeat.unref();
 
   return {
+    connections: (keyId) => byKey.get(keyId)?.size ?? 0,
     accept(ws, keyId, after) {
       const conn: Conn = { ws, keyId, cursor: after ?? deps.position(), live: false, alive: true, closing: false };
       all.add(conn);

@@ -1,18 +1,23 @@
 /**
  * The WebSocket endpoint `/v1/stream` (and the bare `/stream`): authenticates the upgrade with
  * the API's key check (`apiKey` header, or `?apiKey=` for browsers, which cannot set headers),
- * validates `?after=<event id>`, and hands the socket to the hub. Refusals are plain HTTP
- * answers with the API's error body (401, 403, 400, 404). It attaches to any http.Server's
- * `upgrade` event: the API's in the all-in-one process, its own in the streams role.
+ * validates `?after=<event id>`, and hands the socket to the hub. Each upgrade is counted against
+ * the key's rate limit (the API's window in Redis: an upgrade is a request), and a key holds at
+ * most `maxConnectionsPerKey` streams on this process (upgrades in progress included, so
+ * concurrent ones cannot pass it). Refusals are plain HTTP answers with the API's error body
+ * (401, 403, 400, 404, 429 with Retry-After). It attaches to any http.Server's `upgrade` event:
+ * the API's in the all-in-one process, its own in the streams role.
  * @module
  */
-import type { IncomingMessage, Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import type { Logger } from '../../src/log.js';
 import { authenticate } from '../../src/auth/authenticate.js';
+import type { ApiKeyPrincipal } from '../../src/auth/keys.js';
+import type { RateLimiter } from '../../src/auth/rate-limit.js';
 import { ServiceError } from '../../src/errors.js';
 import type { StreamHub } from './hub.js';
 import { readNewestEventId } from '../outbox.js';
@@ -23,13 +28,12 @@ const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
 /** Largest message a client may send (clients have nothing to say but pongs). */
 const MAX_CLIENT_MESSAGE = 4096;
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 500: 'Internal Server Error', 503: 'Service Unavailable' };
-
 function refuse(socket: Duplex, err: ServiceError): void {
   const body = JSON.stringify(err.toBody());
+  const extra = Object.entries(err.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   socket.end(
-    `HTTP/1.1 ${err.status} ${STATUS_TEXT[err.status] ?? 'Error'}\r\n` +
-      'Connection: close\r\nContent-Type: application/json; charset=utf-8\r\n' +
+    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\n` +
+      `Connection: close\r\nContent-Type: application/json; charset=utf-8\r\n${extra}` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }
@@ -55,10 +59,25 @@ export function createStreamServer(deps: {
   log: Logger;
   /** The key notifications' generation (src/auth/key-events.ts): a key changing during an upgrade is checked again once accepted. */
   keyGeneration?: () => number;
+  /** Verifies a presented key (default: a database lookup each time; the streams role passes its cached verifier). */
+  verifyKey?: (presented: string) => Promise<ApiKeyPrincipal | null>;
+  /** Counts each upgrade against the key's limit per window (`rateLimit` for keys without one). */
+  limiter?: RateLimiter;
+  rateLimit?: number;
+  /** Most streams one key holds open on this process (default: no bound). */
+  maxConnectionsPerKey?: number;
 }): StreamServer {
   const log = deps.log.child({ component: 'streams.ws' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE, perMessageDeflate: false, clientTracking: false });
   const attached: Server[] = [];
+  const maxPerKey = deps.maxConnectionsPerKey ?? Infinity;
+  /** Upgrades past authentication not yet held by the hub, per key. */
+  const opening = new Map<bigint, number>();
+  const release = (keyId: bigint) => {
+    const n = (opening.get(keyId) ?? 1) - 1;
+    if (n > 0) opening.set(keyId, n);
+    else opening.delete(keyId);
+  };
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     let keyId: bigint;
@@ -67,7 +86,12 @@ export function createStreamServer(deps: {
     try {
       after = parseAfter(url.searchParams.get('after'));
       const presented = req.headers['apikey'] ?? url.searchParams.get('apiKey') ?? undefined;
-      keyId = (await authenticate(deps.db, presented, 'read')).id;
+      const principal = await authenticate(deps.db, presented, 'read', deps.verifyKey);
+      keyId = principal.id;
+      if (deps.limiter) {
+        const d = await deps.limiter.take(keyId, principal.rateLimit ?? deps.rateLimit ?? Infinity);
+        if (!d.allowed) throw new ServiceError('ERR_RATE_LIMITED', { headers: { 'Retry-After': String(Math.max(1, Math.ceil(d.resetMs / 1000))) } });
+      }
       if (after !== undefined) {
         // A resume point from the future would wait, silently, for events that are not its own.
         const newest = await readNewestEventId(deps.db);
@@ -81,7 +105,19 @@ export function createStreamServer(deps: {
       return refuse(socket, new ServiceError('ERR_DATABASE_UNAVAILABLE'));
     }
     if (socket.destroyed) return;
+    // Checked and counted in one synchronous step: concurrent upgrades of a key cannot pass the bound.
+    const held = deps.hub.connections(keyId) + (opening.get(keyId) ?? 0);
+    if (held >= maxPerKey) {
+      return refuse(socket, new ServiceError('ERR_TOO_MANY_STREAMS', { message: `this key already has ${maxPerKey} streams open here (BLOCKWIRE_WS_MAX_CONNECTIONS_PER_KEY): close one first` }));
+    }
+    opening.set(keyId, (opening.get(keyId) ?? 0) + 1);
+    let handed = false;
+    socket.once('close', () => {
+      if (!handed) release(keyId);
+    });
     wss.handleUpgrade(req, socket, head, (ws) => {
+      handed = true;
+      release(keyId);
       deps.hub.accept(ws, keyId, after);
       // Revoked after it was read and before the hub held the socket: the notification found nothing to close.
       if (generation !== deps.keyGeneration?.()) void deps.hub.checkKeys([keyId]).catch((err: unknown) => log.warn({ err }, 'stream key check failed'));

@@ -206,7 +206,7 @@ export function connectStream(url: string, key: string, opts: { after?: bigint |
     ws.once('unexpected-response', (_req, res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') })));
+      res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') })));
     });
     ws.once('error', reject);
   });
