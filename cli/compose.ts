@@ -9,7 +9,7 @@
  * @module
  */
 import type { Kysely } from 'kysely';
-import { Redis } from 'ioredis';
+import { createRedis } from '../src/net/redis.js';
 import type { Config, NetworkName, Role } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
@@ -117,7 +117,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
         const stamper = out.stamper;
         stops.push({ name: 'stamper', stop: () => stamper.stop() });
       }
-      const redis = new Redis(deps.redisUrl!, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+      const redis = createRedis(deps.redisUrl!, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
       redis.on('error', () => {});
       stops.push({ name: 'api-redis', stop: async () => redis.disconnect() });
       out.api = await startApi({

@@ -25,6 +25,7 @@ import { DependencyError, explainDependencyFailure } from '../src/ops/dependency
 import { openDatabase, type DatabaseHandle } from '../src/db/open.js';
 import { assertSchemaCurrent, migrateToLatest } from '../src/db/migrate.js';
 import { startRedis, type RedisServer } from '../src/embedded/redis.js';
+import { redisTarget } from '../src/net/redis.js';
 import { supervise } from '../src/embedded/supervise.js';
 import { createApiKey } from '../src/auth/keys.js';
 import { encodeWif } from '../src/bitcoin/wif.js';
@@ -142,7 +143,7 @@ export async function run(argv: string[]): Promise<number> {
   // The configured dependencies, probed all at once: every one that is wrong is named now.
   const deps = await checkDependencies({
     databaseUrl: config.databaseUrl,
-    ...(needsRedisFor(roles) ? { redisUrl: config.redisUrl } : {}),
+    ...(needsRedisFor(roles) ? { redisUrl: redisTarget(config) } : {}),
     ...(needsNodeFor(roles) ? { rpcUrl: config.bitcoindRpcUrl, cookieFile: config.bitcoindCookieFile } : {}),
   });
   if (deps.failures.length > 0) {
@@ -300,7 +301,7 @@ async function startEverything(
   }
 
   // 3. Redis.
-  let redisUrl = config.redisUrl;
+  let redisUrl = redisTarget(config);
   if (needsRedis && !redisUrl) {
     const redis: RedisServer = await startRedis({ dir: join(dataDir, 'redis'), persist: true, onLog: (l) => log.debug({ component: 'redis' }, l.trim()) });
     onStop('redis', () => redis.stop());

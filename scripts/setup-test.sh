@@ -17,3 +17,6 @@ apt_install promtool prometheus 'alert rules validation'
 # Debian's Electrum wallet (4.3), run headless against Blockwire's Electrum server
 # (test/integration/electrum/electrum-wallet.test.ts).
 apt_install electrum electrum 'the real Electrum client test'
+# Debian's redis-sentinel: three Sentinels watch a real primary and replica in the failover test
+# (test/integration/streams/redis-failover.test.ts).
+apt_install redis-sentinel redis-sentinel 'the Redis Sentinel failover test'

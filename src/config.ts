@@ -71,6 +71,18 @@ const urls =
       .filter((u) => u !== '')
       .map(url(protocols));
 
+/** `host:port` pairs, comma-separated; empty for none. */
+const hostPorts: Parser<string[]> = (raw) =>
+  raw
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '')
+    .map((h) => {
+      const m = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(h);
+      if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new Error(`'${h}' is not host:port`);
+      return h;
+    });
+
 /** A decimal number in [min, max] with at most 3 decimals (fee rates in sat/vB). */
 const decimal =
   (min: number, max: number): Parser<number> =>
@@ -127,6 +139,8 @@ export const settings = {
   quickStartNode: setting<'auto' | 'bitcoind' | 'devnode'>('BLOCKWIRE_QUICKSTART_NODE', 'auto', 'The node `blockwire start` runs when none is configured (BITCOIND_RPC_URL and BITCOIND_COOKIE_FILE unset): `bitcoind` a real regtest Bitcoin Core (BITCOIND_BIN, else the first `bitcoind` on the PATH; its datadir under BLOCKWIRE_DATA_DIR), `devnode` the built-in stand-in, `auto` bitcoind when one is found, else the devnode.', oneOf(['auto', 'bitcoind', 'devnode'] as const)),
   bitcoindBin: setting<string | undefined>('BITCOIND_BIN', undefined, 'The `bitcoind` executable the quick start runs (BLOCKWIRE_QUICKSTART_NODE); when unset, the first `bitcoind` on the PATH.', str),
   redisUrl: setting<string | undefined>('REDIS_URL', undefined, 'Redis URL (`redis://host:port`). When unset, a `redis-server` child is started on a free port.', url(['redis:', 'rediss:'])),
+  redisSentinels: setting<string[]>('REDIS_SENTINELS', [], 'Redis Sentinel addresses, `host:port` comma-separated: every Redis user (queues, stream feed, rate limits) asks them for the primary of REDIS_SENTINEL_NAME and follows a failover. Takes the place of REDIS_URL (docs/scaling.md).', hostPorts),
+  redisSentinelName: setting<string>('REDIS_SENTINEL_NAME', 'mymaster', 'Name of the primary the Sentinels of REDIS_SENTINELS monitor (`sentinel monitor <name> …`).', str),
   host: setting<string>('HOST', '127.0.0.1', 'Address the HTTP API and stream listen on.', str),
   port: setting<number>('PORT', 3000, 'Port of the HTTP API and WebSocket stream. With nothing configured (the quick start) a free port is taken when 3000 is busy; a PORT you set that is busy stops the start, named.', int(0, 65535)),
   logLevel: setting<'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'>('LOG_LEVEL', 'info', 'Log level.', oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const)),

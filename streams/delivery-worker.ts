@@ -10,7 +10,7 @@
  * @module
  */
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import { createRedis } from '../src/net/redis.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
@@ -163,7 +163,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     }
   }
 
-  const connection = new Redis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: `blockwire-worker-${deps.transportName}` });
+  const connection = createRedis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: `blockwire-worker-${deps.transportName}` });
   connection.on('error', () => {});
   const worker = new Worker<DeliveryJobData>(QUEUE_NAMES[deps.transportName], process, {
     connection,

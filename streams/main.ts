@@ -8,7 +8,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { createRedis } from '../src/net/redis.js';
 import type { Kysely } from 'kysely';
 import type { Config } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
@@ -94,7 +95,7 @@ async function assertRedisNoEviction(redis: Redis, log: Logger): Promise<void> {
 }
 
 function failFastRedis(url: string, name: string): Redis {
-  const r = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: name });
+  const r = createRedis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: name });
   r.on('error', () => undefined);
   return r;
 }
@@ -170,7 +171,7 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
         })
       : undefined;
     if (keyEvents) undo.push(() => keyEvents.close());
-    const subscriber = new Redis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: 'blockwire-stream-feed' });
+    const subscriber = createRedis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: 'blockwire-stream-feed' });
     subscriber.on('error', () => undefined);
     undo.push(() => subscriber.disconnect());
     const feed = await startFeed({ db, subscriber, channel, log, onBatch: (b) => hub.onBatch(b), checkMs: 2000 });

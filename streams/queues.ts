@@ -7,7 +7,7 @@
  * @module
  */
 import { Queue, type JobsOptions } from 'bullmq';
-import { Redis } from 'ioredis';
+import { createRedis } from '../src/net/redis.js';
 import { RetryableError } from '../src/errors.js';
 import { MAX_ATTEMPTS } from './retry.js';
 
@@ -67,7 +67,7 @@ export type DeliveryQueues = {
 
 /** Opens the producer side of both queues on its own fail-fast Redis connection. */
 export function createDeliveryQueues(opts: { redisUrl: string; prefix: string }): DeliveryQueues {
-  const connection = new Redis(opts.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: 'blockwire-producer' });
+  const connection = createRedis(opts.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: 'blockwire-producer' });
   // Errors surface on the commands that fail; the connection reconnects by itself.
   connection.on('error', () => {});
   const queues = {

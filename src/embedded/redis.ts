@@ -87,9 +87,10 @@ async function clearPrevious(dir: string): Promise<void> {
  * Starts redis-server with `noeviction` (BullMQ requires it), in its own process group so that a
  * terminal's Ctrl-C reaches Blockwire first, which stops it last. No persistence unless
  * `persist` (the quick start): then an append-only file in `dir`, written every second, so that
- * a restart after a crash finds the queued deliveries again.
+ * a restart after a crash finds the queued deliveries again. `args`: more redis-server options
+ * (a replica's `--replicaof host port`).
  */
-export async function startRedis(opts: { dir: string; port?: number; persist?: boolean; onLog?: (line: string) => void } = { dir: '.' }): Promise<RedisServer> {
+export async function startRedis(opts: { dir: string; port?: number; persist?: boolean; onLog?: (line: string) => void; args?: readonly string[] } = { dir: '.' }): Promise<RedisServer> {
   const bin = ensureRedisServerBinary();
   const dir = resolve(opts.dir);
   await mkdir(dir, { recursive: true });
@@ -102,7 +103,7 @@ export async function startRedis(opts: { dir: string; port?: number; persist?: b
 
   const launch = async () => {
     const persistence = opts.persist ? ['--appendonly', 'yes', '--appendfsync', 'everysec'] : ['--appendonly', 'no'];
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--maxmemory-policy', 'noeviction', '--dir', dir, '--protected-mode', 'yes'];
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--maxmemory-policy', 'noeviction', '--dir', dir, '--protected-mode', 'yes', ...(opts.args ?? [])];
     const c = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child = c;
     c.once('exit', (code, signal) => {

@@ -6,7 +6,7 @@
  * @module
  */
 import pg from 'pg';
-import { Redis } from 'ioredis';
+import { createRedis } from '../net/redis.js';
 import { BitcoindClient } from '../rpc/bitcoind.js';
 import { explainDependencyFailure, type DependencyError } from './dependency-error.js';
 
@@ -26,7 +26,7 @@ async function probeDatabase(url: string): Promise<void> {
 
 /** Connects to Redis and sends PING, without retrying. */
 async function probeRedis(url: string): Promise<void> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: PROBE_TIMEOUT_MS, retryStrategy: () => null });
+  const redis = createRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: PROBE_TIMEOUT_MS, retryStrategy: () => null, sentinelRetryStrategy: () => null });
   let lastError: unknown;
   redis.on('error', (err) => (lastError = err));
   try {

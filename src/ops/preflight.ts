@@ -8,6 +8,7 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import type { Config } from '../config.js';
+import { redisTarget } from '../net/redis.js';
 
 export type PreflightResult = { problems: string[]; warnings: string[] };
 
@@ -64,16 +65,16 @@ export function preflight(config: Config, roles: PreflightRoles, env: Record<str
     }
   }
 
-  const embedsSomething = !config.databaseUrl || (needsRedis && !config.redisUrl) || (needsNode && !config.bitcoindRpcUrl);
+  const embedsSomething = !config.databaseUrl || (needsRedis && !redisTarget(config)) || (needsNode && !config.bitcoindRpcUrl);
   if (embedsSomething) {
     const base = existingAncestor(config.dataDir);
     if (!canAccess(base, constants.W_OK)) {
-      const what = [!config.databaseUrl && 'PostgreSQL (DATABASE_URL unset)', needsRedis && !config.redisUrl && 'Redis (REDIS_URL unset)', needsNode && !config.bitcoindRpcUrl && 'the devnode (BITCOIND_RPC_URL unset)'].filter(Boolean).join(', ');
+      const what = [!config.databaseUrl && 'PostgreSQL (DATABASE_URL unset)', needsRedis && !redisTarget(config) && 'Redis (REDIS_URL unset)', needsNode && !config.bitcoindRpcUrl && 'the devnode (BITCOIND_RPC_URL unset)'].filter(Boolean).join(', ');
       problems.push(`BLOCKWIRE_DATA_DIR ${resolve(config.dataDir)} is not writable (${base}), and ${what} would keep its data there: set BLOCKWIRE_DATA_DIR or configure the service`);
     }
   }
 
-  if (needsRedis && !config.redisUrl && !onPath('redis-server', env)) {
+  if (needsRedis && !redisTarget(config) && !onPath('redis-server', env)) {
     problems.push('REDIS_URL is unset and redis-server is not installed: set REDIS_URL=redis://host:6379, or install redis-server (scripts/setup.sh does on Debian)');
   }
   return { problems, warnings };

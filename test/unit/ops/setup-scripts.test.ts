@@ -2,7 +2,7 @@
  * The quick start installs what starting needs and nothing only the tests use: scripts/setup.sh
  * (run by scripts/start.sh) installs redis-server, bitcoind's runtime libraries and the npm
  * dependencies; scripts/setup-test.sh (run by scripts/test.sh, not by start.sh) installs
- * docker-compose, Chromium and promtool.
+ * docker-compose, Chromium, promtool, Electrum and redis-sentinel.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -33,7 +33,7 @@ describe('setup scripts', () => {
   });
 
   it('setup-test.sh installs what only the tests use; test.sh runs both, start.sh only setup.sh', async () => {
-    expect(packages(await read('setup-test.sh'))).toEqual(['chromium', 'docker-compose', 'electrum', 'prometheus']);
+    expect(packages(await read('setup-test.sh'))).toEqual(['chromium', 'docker-compose', 'electrum', 'prometheus', 'redis-sentinel']);
     const test = await read('test.sh');
     expect(test.indexOf('./scripts/setup.sh')).toBeGreaterThan(0);
     expect(test.indexOf('./scripts/setup-test.sh')).toBeGreaterThan(test.indexOf('./scripts/setup.sh'));
