@@ -1,5 +1,5 @@
 /**
- * docs/scaling.md "Tested on one machine": one indexer, two api, two streams and two worker
+ * docs/scaling.md "One machine, several processes": one indexer, two api, two streams and two worker
  * processes — real `blockwire start --role …` children — sharing one PostgreSQL and one Redis,
  * on the devnode. A hook is created through one API process and the subscription through the
  * other; payments to the address are mined through their confirmations. Every WebSocket client
