@@ -22,7 +22,7 @@ import { startRedis } from '../src/embedded/redis.js';
 import { createApiKey } from '../src/auth/keys.js';
 import { bip32Versions } from '../src/bitcoin/extended-key.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { cacheDir, importCorpus, machine, round, runSize, say, startBenchPostgres } from './harness.js';
+import { cacheDir, importCorpus, machine, processCpuMs, round, runSize, say, startBenchPostgres } from './harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -98,11 +98,16 @@ try {
     SELECT k, sha256(k::text::bytea), 500, 0 FROM unnest(${keys.slice(0, 20)}::uuid[]) AS k`.execute(db);
   const check = (await (await fetch(`${base}/wallets/${w.id}/balance`, { headers: { apiKey: key } })).json()) as { confirmed: number; unconfirmed: number };
   if (check.confirmed !== keys.length * 10000 || check.unconfirmed !== 20 * 500) throw new Error(`balance ${JSON.stringify(check)} is not the seeded one`);
+  // Where the CPU goes while it runs: the API process, and every PostgreSQL process.
+  const cpu0 = { api: processCpuMs(server.pid!), pg: pgs.cpuMs() };
   const r = await autocannon({ url: `${base}/wallets/${w.id}/balance`, headers: { apiKey: key }, connections: CONNECTIONS, duration: DURATION });
+  const served = r.requests.total;
+  const cpuPerReq = { api: round(((processCpuMs(server.pid!) - cpu0.api) * 1000) / served), pg: round(((pgs.cpuMs() - cpu0.pg) * 1000) / served) };
   say(`\nbalance of a 2 × 100-address wallet (200 balances, 20 mempool entries), autocannon ${CONNECTIONS} connections, ${DURATION} s (server and load generator share the 2 cores):`);
   say('| route | req/s | p50 ms | p99 ms | non-2xx | goal |\n|---|---|---|---|---|---|');
   say(`| GET /v1/wallets/{id}/balance | ${Math.round(r.requests.average)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ≥ 1,000 req/s |`);
-  const result = { corpus: { blocks: imp.blocks, txs: imp.txs }, gapLimit: GAP, creationMs: creation, balance: { reqPerSec: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx }, machine: machine() };
+  say(`CPU per request: API process ${cpuPerReq.api} µs, PostgreSQL ${cpuPerReq.pg} µs (${served} requests)`);
+  const result = { corpus: { blocks: imp.blocks, txs: imp.txs }, gapLimit: GAP, creationMs: creation, balance: { reqPerSec: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, cpuUsPerRequest: cpuPerReq }, machine: machine() };
   say(`RESULT ${JSON.stringify(result)}`);
   await db.destroy();
 } finally {

@@ -24,6 +24,7 @@ import { equalBytes, hashToHex } from '../src/bitcoin/hash.js';
 import type { Config } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
 import { OUTBOX_LOCK } from '../src/db/outbox-lock.js';
+import { RECOMPUTE_WALLET_BALANCES } from '../src/db/wallet-balances.js';
 import { RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import { readTip, type Tip } from './chain-rows.js';
@@ -457,6 +458,8 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
   }
   await inTransaction(client, deps, async () => {
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'false'::jsonb), updated_at = now() WHERE key = 'bulk'`);
+    // The bulk path rebuilt balances and emptied the mempool tables: wallets' summaries follow.
+    await client.query(RECOMPUTE_WALLET_BALANCES);
   });
   await client.query('ANALYZE blocks, txs, utxos, balances, history').catch(() => {});
   deps.log.info({ ms: Math.round(performance.now() - t0), steps: ms }, 'bulk sync finished: indexes built');

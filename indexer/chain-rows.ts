@@ -7,6 +7,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../src/db/schema.js';
+import { addWalletDeltas } from '../src/db/wallet-balances.js';
 import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../src/db/history-entries.js';
 import { hashKey, type BlockRows, type Delta, type Prevout, type UtxoRow } from './derive.js';
 import { toBuffer } from './mempool-rows.js';
@@ -47,7 +48,10 @@ export async function setTip(trx: Trx, height: number, hash: Uint8Array | null):
   await sql`UPDATE chain_tip SET height = ${height}, hash = ${hash === null ? null : toBuffer(hash)}, updated_at = now() WHERE id = 1`.execute(trx);
 }
 
-/** Adds `sign` × each delta to `balances`, deleting rows that reach 0 sats and 0 outputs. */
+/**
+ * Adds `sign` × each delta to `balances`, deleting rows that reach 0 sats and 0 outputs, and the
+ * same deltas to the balance summaries of the wallets holding those addresses.
+ */
 export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, sign: 1 | -1): Promise<void> {
   const keys: string[] = [];
   const sats: string[] = [];
@@ -67,6 +71,7 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
     WHEN MATCHED AND b.balance + d.sats = 0 AND b.utxo_count + d.n = 0 THEN DELETE
     WHEN MATCHED THEN UPDATE SET balance = b.balance + d.sats, utxo_count = b.utxo_count + d.n
     WHEN NOT MATCHED THEN INSERT (addr_key, balance, utxo_count) VALUES (d.addr_key, d.sats, d.n)`.execute(trx);
+  await addWalletDeltas(trx, 'confirmed', keys.map((key, i) => ({ key, sats: BigInt(sats[i]!) })));
 }
 
 /** Inserts unspent outputs. */

@@ -7,6 +7,7 @@
  */
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../src/db/schema.js';
+import { addWalletDeltas } from '../src/db/wallet-balances.js';
 
 type Trx = Transaction<Database>;
 
@@ -59,6 +60,7 @@ export async function insertMempoolTxs(trx: Trx, txs: readonly MempoolTxRow[]): 
       INSERT INTO mempool_addresses (addr_key, txid, received, sent)
       SELECT * FROM unnest(${addrs.map((a) => a.key)}::uuid[], ${addrs.map((a) => toBuffer(a.txid))}::bytea[],
         ${addrs.map((a) => a.received.toString())}::int8[], ${addrs.map((a) => a.sent.toString())}::int8[])`.execute(trx);
+    await addWalletDeltas(trx, 'unconfirmed', addrs.map((a) => ({ key: a.key, sats: a.received - a.sent })));
   }
 }
 
@@ -71,6 +73,7 @@ export async function deleteMempoolTxs(trx: Trx, txids: readonly Uint8Array[]): 
   await sql`DELETE FROM mempool_spends WHERE txid = ANY(${ids}::bytea[])`.execute(trx);
   const r = await sql<{ txid: Buffer; addr_key: string; received: bigint; sent: bigint }>`
     DELETE FROM mempool_addresses WHERE txid = ANY(${ids}::bytea[]) RETURNING txid, addr_key, received, sent`.execute(trx);
+  await addWalletDeltas(trx, 'unconfirmed', r.rows.map((x) => ({ key: x.addr_key, sats: x.sent - x.received })));
   return { count: Number(gone.numAffectedRows ?? 0n), touches: r.rows.map((x) => ({ txid: x.txid, key: x.addr_key, received: x.received, sent: x.sent })) };
 }
 

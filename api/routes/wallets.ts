@@ -21,7 +21,6 @@ import {
   listWallets,
   listWalletUnspent,
   nextAddress,
-  walletBalance,
   walletChains,
   type WalletRow,
 } from '../../src/db/queries/wallets.js';
@@ -213,10 +212,11 @@ export const walletRoutes: RouteModule = (app, deps) => {
       },
     },
     async (request) => {
+      // The wallet's row carries its balance summary, kept by the indexer with the rows
+      // (src/db/wallet-balances.ts): one indexed statement whatever the wallet's size.
       const w = await ownWallet(deps, request);
       await assertNotSyncing(deps);
-      const b = await walletBalance(deps.db, w.id);
-      return { confirmed: Number(b.confirmed), unconfirmed: Number(b.unconfirmed) };
+      return { confirmed: Number(w.confirmed), unconfirmed: Number(w.unconfirmed) };
     },
   );
 

@@ -222,6 +222,10 @@ export interface WalletsTable {
   gap_limit: number;
   created_at: Generated<Date>;
   deleted_at: Date | null;
+  /** Sum of `balances` over its distinct address keys (0015_wallet_balances, src/db/wallet-balances.ts). */
+  confirmed: Generated<bigint>;
+  /** The mempool's net change (received − sent) over them. */
+  unconfirmed: Generated<bigint>;
 }
 
 /** One single-path descriptor of a wallet: derived up to `derived` (exclusive), used or reserved up to `used_max`. */

@@ -16,16 +16,9 @@ import { parseDescriptor, ScriptDeriver } from '../bitcoin/descriptor.js';
 import { getNetwork } from '../bitcoin/network.js';
 import { addressKey } from './address-key.js';
 import type { Database } from './schema.js';
+import { lockWallets } from './wallet-lock.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
-
-/** Arbitrary constant: "BWWALLET" as ASCII, as a signed int8. */
-const WALLET_LOCK = 0x425757414c4c4554n;
-
-/** Takes the wallet lock for the rest of the transaction. */
-export async function lockWallets(trx: Db): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(${WALLET_LOCK.toString()}::int8)`.execute(trx);
-}
 
 /** One derived address, as stored. */
 export type DerivedAddress = { idx: number; addrKey: string; address: string; path: string };
@@ -55,14 +48,25 @@ export function deriveAddresses(descriptor: string, network: string, from: numbe
   return out;
 }
 
-/** Inserts derived addresses of one chain. */
+/**
+ * Inserts derived addresses of one chain and, in the same statement, adds to the wallet's balance
+ * summary (src/db/wallet-balances.ts) the balance and mempool change of the address keys the
+ * wallet did not hold yet (the statement's reads see the wallet's addresses before the insert).
+ * The caller holds the wallet lock.
+ */
 export async function insertAddresses(trx: Db, walletId: string, chain: number, rows: readonly DerivedAddress[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 10_000) {
     const part = rows.slice(i, i + 10_000);
     await sql`
-      INSERT INTO wallet_addresses (wallet_id, chain, idx, addr_key, address, path)
-      SELECT ${walletId}, ${chain}::int2, u.* FROM unnest(${part.map((r) => r.idx)}::int4[], ${part.map((r) => r.addrKey)}::uuid[],
-        ${part.map((r) => r.address)}::text[], ${part.map((r) => r.path)}::text[]) AS u(idx, addr_key, address, path)`.execute(trx);
+      WITH u AS (SELECT * FROM unnest(${part.map((r) => r.idx)}::int4[], ${part.map((r) => r.addrKey)}::uuid[],
+                   ${part.map((r) => r.address)}::text[], ${part.map((r) => r.path)}::text[]) AS u(idx, addr_key, address, path)),
+           ins AS (INSERT INTO wallet_addresses (wallet_id, chain, idx, addr_key, address, path) SELECT ${walletId}, ${chain}::int2, u.* FROM u),
+           fresh AS (SELECT DISTINCT u.addr_key FROM u
+                      WHERE NOT EXISTS (SELECT 1 FROM wallet_addresses wa WHERE wa.addr_key = u.addr_key AND wa.wallet_id = ${walletId}))
+      UPDATE wallets SET
+        confirmed = confirmed + (SELECT coalesce(sum(b.balance), 0) FROM fresh f JOIN balances b ON b.addr_key = f.addr_key)::int8,
+        unconfirmed = unconfirmed + (SELECT coalesce(sum(m.received - m.sent), 0) FROM fresh f JOIN mempool_addresses m ON m.addr_key = f.addr_key)::int8
+       WHERE id = ${walletId}`.execute(trx);
   }
 }
 

@@ -14,11 +14,15 @@ import { addressKey } from '../address-key.js';
 import { decodeIns, decodeOuts } from '../packed.js';
 import { decodeEntries, historyChunkEntries } from '../history-entries.js';
 import type { Database } from '../schema.js';
-import { deriveAddresses, insertAddresses, lockWallets, settleChains } from '../wallet-chains.js';
+import { deriveAddresses, insertAddresses, settleChains } from '../wallet-chains.js';
+import { lockWallets } from '../wallet-lock.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-export type WalletRow = { id: string; key_id: bigint; network: string; descriptors: string[]; gap_limit: number; created_at: Date };
+/** A wallet; `confirmed` and `unconfirmed` are its balance summary (src/db/wallet-balances.ts). */
+export type WalletRow = { id: string; key_id: bigint; network: string; descriptors: string[]; gap_limit: number; created_at: Date; confirmed: bigint; unconfirmed: bigint };
+
+const WALLET_COLUMNS = ['id', 'key_id', 'network', 'descriptors', 'gap_limit', 'created_at', 'confirmed', 'unconfirmed'] as const;
 export type WalletChainRow = { chain: number; descriptor: string; change: boolean; derived: number; used_max: number };
 
 /** A new wallet: its descriptors as answered and the single-path chains they stand for. */
@@ -43,7 +47,7 @@ export async function createWallet(db: Kysely<Database>, w: NewWallet): Promise<
     const row = await trx
       .insertInto('wallets')
       .values({ id: w.id, key_id: w.keyId, network: w.network, descriptors: w.descriptors, gap_limit: w.gapLimit, deleted_at: null })
-      .returning(['id', 'key_id', 'network', 'descriptors', 'gap_limit', 'created_at'])
+      .returning(WALLET_COLUMNS)
       .executeTakeFirstOrThrow();
     for (const [chain, c] of w.chains.entries()) {
       await trx.insertInto('wallet_chains').values({ wallet_id: w.id, chain, descriptor: c.descriptor, change: c.change, gap_limit: w.gapLimit, derived: w.gapLimit, used_max: -1 }).execute();
@@ -59,18 +63,19 @@ export async function createWallet(db: Kysely<Database>, w: NewWallet): Promise<
                GROUP BY wa.chain) u
        WHERE c.wallet_id = ${w.id} AND c.chain = u.chain`.execute(trx);
     await settleChains(trx, w.chains.map((_, chain) => ({ walletId: w.id, chain })));
-    return row;
+    // The summary as the inserts left it.
+    return { ...row, ...(await trx.selectFrom('wallets').select(['confirmed', 'unconfirmed']).where('id', '=', w.id).executeTakeFirstOrThrow()) };
   });
 }
 
 /** The key's live wallets, oldest first. */
 export async function listWallets(db: Db, keyId: bigint): Promise<WalletRow[]> {
-  return db.selectFrom('wallets').select(['id', 'key_id', 'network', 'descriptors', 'gap_limit', 'created_at']).where('key_id', '=', keyId).where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute();
+  return db.selectFrom('wallets').select(WALLET_COLUMNS).where('key_id', '=', keyId).where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute();
 }
 
-/** One live wallet of the key, or undefined. */
+/** One live wallet of the key, with its balance summary (one row, one statement), or undefined. */
 export async function findWallet(db: Db, keyId: bigint, id: string): Promise<WalletRow | undefined> {
-  return db.selectFrom('wallets').select(['id', 'key_id', 'network', 'descriptors', 'gap_limit', 'created_at']).where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
+  return db.selectFrom('wallets').select(WALLET_COLUMNS).where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
 /** The chains of a wallet, in order. */
@@ -98,22 +103,6 @@ export async function deleteWallet(db: Kysely<Database>, keyId: bigint, id: stri
 const walletKeys = (walletId: string) => sql`
   (SELECT DISTINCT ON (addr_key) addr_key, address, path, chain, idx FROM wallet_addresses
     WHERE wallet_id = ${walletId} ORDER BY addr_key, chain, idx)`;
-
-/**
- * Balance: `confirmed` = the confirmed unspent outputs of the wallet's addresses,
- * `unconfirmed` = the mempool's net change over them (received − sent), so that the two add up
- * to the sum of the wallet's unspent outputs, mempool included.
- */
-export async function walletBalance(db: Db, walletId: string): Promise<{ confirmed: bigint; unconfirmed: bigint }> {
-  // One index probe per address into balances and mempool_addresses (a join could pick a scan
-  // of the whole balances table: it holds every address of the chain).
-  const r = await sql<{ confirmed: bigint | null; unconfirmed: bigint | null }>`
-    SELECT sum((SELECT b.balance FROM balances b WHERE b.addr_key = k.addr_key))::int8 AS confirmed,
-           sum((SELECT sum(m.received - m.sent) FROM mempool_addresses m WHERE m.addr_key = k.addr_key))::int8 AS unconfirmed
-      FROM (SELECT DISTINCT addr_key FROM wallet_addresses WHERE wallet_id = ${walletId}) k`.execute(db);
-  const row = r.rows[0]!;
-  return { confirmed: row.confirmed ?? 0n, unconfirmed: row.unconfirmed ?? 0n };
-}
 
 export type WalletAddressRow = { address: string; path: string; chain: number; idx: number; used: boolean; reserved: boolean };
 

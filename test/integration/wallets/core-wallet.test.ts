@@ -5,7 +5,8 @@
  * them) and a watch-only Core wallet given a 2-of-2 wsh(sortedmulti) by `importdescriptors`.
  * After payments in and out, a replacement (bumpfee) and a reorg (invalidateblock, then a longer
  * branch), Blockwire's answers equal Core's: unspent outputs (listunspent, mempool included),
- * balance (its sum; getbalances' trusted once the mempool is empty), the transaction set
+ * balance (its sum; getbalances' trusted once the mempool is empty; the summary kept on the
+ * wallet's row equal to the sums recomputed from the index), the transaction set
  * (listtransactions, without replaced or conflicted ones) and each transaction's net amount
  * (gettransaction amount + fee).
  */
@@ -14,6 +15,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
 import { withChecksum } from '../../../src/bitcoin/descriptor.js';
+import { walletSumsFromIndex } from '../../../src/db/wallet-balances.js';
 import { btcToSats } from '../../../src/rpc/types.js';
 import { readTip } from '../../../indexer/chain-rows.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
@@ -69,6 +71,10 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
       );
       const balance = (await json(`/v1/wallets/${w.blockwire}/balance`)) as { confirmed: number; unconfirmed: number };
       expect(balance.confirmed + balance.unconfirmed, label).toBe(coreUtxos.reduce((s, u) => s + Number(btcToSats(u.amount)), 0));
+      // The balance is the summary the indexer keeps on the wallet's row: equal to the sums over
+      // the wallet's addresses recomputed from the index, after every block, undo and mempool change.
+      const sums = await walletSumsFromIndex(t.db, w.blockwire);
+      expect(balance, `${label}: summary vs index`).toEqual({ confirmed: Number(sums.confirmed), unconfirmed: Number(sums.unconfirmed) });
       if ((await core.call<string[]>('getrawmempool')).length === 0) {
         const b = await core.call<{ mine: { trusted: number; untrusted_pending: number } }>('getbalances', [], w.core);
         expect(balance, label).toEqual({ confirmed: Number(btcToSats(b.mine.trusted)), unconfirmed: 0 });
