@@ -2,10 +2,11 @@
  * Wallets in the SDK (the server's /v1/wallets, docs/wallets.md): create and read them, and
  * pay from one — its unspent outputs (with their derivation paths) are the candidates, change
  * goes to its next change address (reserved, so two payments never share one), the result is
- * a PSBT, signed on the client when the extended key given is private. Keys never leave the
- * client: the wallet's extended key derives each input's key from the path the server gives.
- * Single-key descriptors (pkh, wpkh, sh(wpkh), tr); a multisig wallet's PSBT comes from
- * `createMultisig` sources instead.
+ * a PSBT, signed on the client with the private extended keys given. Keys never leave the
+ * client: a single-key output (pkh, wpkh, sh(wpkh), tr) is signed by the key its path derives
+ * from the extended key given; a multisig output (wsh(multi|sortedmulti), sh(wsh(…)),
+ * sh(multi…)) is matched to its chain by deriving the chain's descriptor at its index, and
+ * signed by every cosigner whose extended key (or master key, by the key origin) is given.
  * @module
  */
 import { HDKey } from '@scure/bip32';
@@ -17,8 +18,9 @@ import { nextLink, type Http } from './http.js';
 import { decodeAddress } from './keys.js';
 import { getNetwork, type Network } from './network.js';
 import { planTransaction, type Candidate, type Plan, type PlannedOutput } from './plan.js';
-import { assembleTransaction, finalizeTransaction, signWithKeys, toPsbt } from './psbt.js';
-import type { InputFields, SpendSource } from './sources.js';
+import { assembleTransaction, finalizeTransaction, inputSignatures, signWithKeys, toPsbt } from './psbt.js';
+import { multisigSource, type InputFields, type SpendSource } from './sources.js';
+import { bip32VersionsOf, cosignerKeys, multisigAt, parseMultisigChain, type MultisigChain } from './wallet-descriptors.js';
 import type { Page, UnspentOutput } from './types.js';
 import { parseUnspent, toSats, type RawUnspent } from './unspent.js';
 
@@ -63,7 +65,7 @@ export type WalletPayment = {
   change: { address: string; path: string } | null;
   /** Each input's derivation path, in input order. */
   paths: string[];
-  /** With a private extended key: the signed transaction. */
+  /** When the keys given complete every input's signatures: the signed transaction. */
   signed: { hex: string; txid: string; vsize: number; fee: bigint } | null;
 };
 
@@ -75,8 +77,10 @@ export type WalletPaymentRequest = {
   /**
    * The wallet's extended key: the account key of its descriptor (`xprv`/`tprv` signs, `xpub`/
    * `tpub` builds an unsigned PSBT), or the master key when the descriptor gives the key origin.
+   * A multisig wallet takes the keys of the cosigners held here (a list); with fewer than its
+   * threshold the PSBT carries their partial signatures for the others (`signPsbt`, `finalizePsbt`).
    */
-  key: HDKey | string;
+  key: HDKey | string | readonly (HDKey | string)[];
   /** Only outputs with at least this many confirmations (default 0: mempool outputs too). */
   minConf?: number;
   /** Signal BIP125 replaceability (default true). */
@@ -101,18 +105,40 @@ export function deriveAtPath(root: HDKey, path: string): HDKey {
   return rest.reduce((k, s) => k.deriveChild(s), root);
 }
 
-/** The spend source of a wallet output whose key is `child`: its script type found by matching. @throws BlockwireError */
-function walletSource(u: WalletUnspentOutput, child: HDKey, network: Network): SpendSource {
+/** The single-key spend source of a wallet output whose key is `child`, found by matching its script; null when it is none of them. */
+function singleKeySource(u: WalletUnspentOutput, child: HDKey, network: Network): SpendSource | null {
   const pub = child.publicKey!;
-  const script = hex.decode(u.script);
   const same = (s: Uint8Array) => hex.encode(s) === u.script;
   const wpkh = btc.p2wpkh(pub, network);
   let fields: InputFields | undefined;
   if (same(btc.p2pkh(pub, network).script) || same(wpkh.script)) fields = {};
   else if (same(btc.p2sh(wpkh, network).script)) fields = { redeemScript: wpkh.script };
   else if (same(btc.p2tr(pub.subarray(1), undefined, network).script)) fields = { tapInternalKey: pub.subarray(1) };
-  if (!fields) throw new BlockwireError('ERR_WALLET_KEY_MISMATCH', `Output ${u.txid}:${u.vout} (${u.path}) is not a single-key output of this key: wrong key, or a multisig wallet`);
-  return { address: u.address, script, fields, keys: child.privateKey ? [child.privateKey] : [], required: 1 };
+  if (!fields) return null;
+  return { address: u.address, script: hex.decode(u.script), fields, keys: child.privateKey ? [child.privateKey] : [], required: 1 };
+}
+
+/**
+ * The spend source of a wallet output: single-key when a root's key at its path pays it, else
+ * multisig when one of the wallet's multisig chains (on its side: receive or change) derives its
+ * script at its index. @throws BlockwireError when neither.
+ */
+function walletSource(u: WalletUnspentOutput, roots: readonly HDKey[], chains: readonly MultisigChain[], network: Network): SpendSource {
+  for (const root of roots) {
+    let child: HDKey;
+    try {
+      child = deriveAtPath(root, u.path);
+    } catch {
+      continue; // (a path this root cannot derive: another key's, or hardened from a public key)
+    }
+    const single = singleKeySource(u, child, network);
+    if (single) return single;
+  }
+  for (const chain of chains) {
+    const account = multisigAt(chain, u.address_index);
+    if (hex.encode(account.script) === u.script) return multisigSource(account, cosignerKeys(chain, u.address_index, roots));
+  }
+  throw new BlockwireError('ERR_WALLET_KEY_MISMATCH', `Output ${u.txid}:${u.vout} (${u.path}) is paid to no key given nor to a multisig chain of the wallet`);
 }
 
 /** The wallet routes of one client (`client.wallets`). */
@@ -182,24 +208,30 @@ export class WalletsApi {
    */
   async pay(id: string, req: WalletPaymentRequest): Promise<WalletPayment> {
     const net = getNetwork(this.network);
-    const root = typeof req.key === 'string' ? HDKey.fromExtendedKey(req.key, net.name === 'main' ? undefined : { public: 0x043587cf, private: 0x04358394 }) : req.key;
+    const roots = (Array.isArray(req.key) ? req.key : [req.key]).map((k: HDKey | string) => (typeof k === 'string' ? HDKey.fromExtendedKey(k, bip32VersionsOf(net)) : k));
     const minConf = req.minConf ?? 0;
     const utxos = (await this.unspentOutputs(id)).filter((u) => u.confirmations >= minConf);
-    const childOf = new Map<string, HDKey>();
-    const candidates: Candidate[] = utxos.map((u) => {
-      let child = childOf.get(u.path);
-      if (!child) childOf.set(u.path, (child = deriveAtPath(root, u.path)));
-      return { txid: u.txid, vout: u.vout, value: u.value, confirmations: u.confirmations, source: walletSource(u, child, net) };
-    });
+    const wallet = await this.get(id);
+    const multisig = (change: boolean) => wallet.chains.filter((c) => c.change === change).flatMap((c) => parseMultisigChain(c.descriptor, net) ?? []);
+    const chains = { receive: multisig(false), change: multisig(true) };
+    const candidates: Candidate[] = utxos.map((u) => ({
+      txid: u.txid,
+      vout: u.vout,
+      value: u.value,
+      confirmations: u.confirmations,
+      source: walletSource(u, roots, u.change ? chains.change : chains.receive, net),
+    }));
     const outputs: PlannedOutput[] = req.outputs.map((o) => ({ script: decodeAddress(o.address, net).script, amount: o.amount, address: o.address }));
     const change = await this.nextAddress(id, { change: true, reserve: true });
     const plan = planTransaction({ outputs, candidates, feeRate: req.feeRate, changeAddress: change.address, network: net, ...(req.shuffleOutputs !== undefined ? { shuffleOutputs: req.shuffleOutputs } : {}) });
     const tx: BtcSigner.Transaction = assembleTransaction(plan, { rbf: req.rbf ?? true });
     const paths = plan.inputs.map((c) => utxos.find((u) => u.txid === c.txid && u.vout === c.vout)!.path);
     let signed: WalletPayment['signed'] = null;
-    if (root.privateKey) {
-      signWithKeys(tx, plan.inputs.flatMap((c) => c.source.keys));
-      signed = finalizeTransaction(tx);
+    const keys = plan.inputs.flatMap((c) => c.source.keys);
+    if (keys.length > 0) {
+      signWithKeys(tx, keys);
+      // Finalized when the keys given complete every input; else the PSBT carries the partial signatures.
+      if (inputSignatures(tx).every((s) => s.present >= s.required)) signed = finalizeTransaction(tx);
     }
     return { psbt: toPsbt(tx), plan, change: plan.changeIndex === null ? null : { address: change.address, path: change.path }, paths, signed };
   }

@@ -8,9 +8,13 @@
  * balance (its sum; getbalances' trusted once the mempool is empty; the summary kept on the
  * wallet's row equal to the sums recomputed from the index), the transaction set
  * (listtransactions, without replaced or conflicted ones) and each transaction's net amount
- * (gettransaction amount + fee).
+ * (gettransaction amount + fee). The SDK's `wallets.pay` spends multisig outputs of every
+ * wrapping with the cosigners' keys (one here and one elsewhere through the PSBT, or two at
+ * once): Core's testmempoolaccept takes them, and its watch-only wallet sees the 2-of-2 spent.
  */
 import { HDKey } from '@scure/bip32';
+import { BlockwireClient } from '../../../client/api.js';
+import { finalizePsbt, psbtStatus, signPsbt } from '../../../client/psbt.js';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
@@ -182,5 +186,56 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
     await compare('block invalidated: its transactions back in the mempool');
     await core.mine(2);
     await compare('after the longer branch');
+  });
+
+  it('the SDK pays from multisig wallets (wsh(multi), sh(wsh(sortedmulti)), sh(multi), and the 2-of-2 Core watches), signed with the cosigners\' keys; Core accepts the transactions', async () => {
+    const address = h.app.server.address();
+    if (address === null || typeof address !== 'object') await h.app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (h.app.server.address() as { port: number }).port;
+    const client = new BlockwireClient({ url: `http://127.0.0.1:${port}`, apiKey: h.key, network: 'regtest' });
+    const accept = async (hex: string) => (await core.call<{ allowed: boolean; 'reject-reason'?: string }[]>('testmempoolaccept', [[hex]]))[0]!;
+
+    // A 2-of-3 wallet of the three wrappings, each key with its origin (signed from the master keys).
+    const v = bip32Versions('regtest');
+    const masters = [61, 62, 63].map((n) => HDKey.fromMasterSeed(new Uint8Array(32).fill(n), v));
+    const cosigners = masters.map((m) => `[${m.fingerprint.toString(16).padStart(8, '0')}/48h/1h/0h/2h]${m.derive("m/48'/1'/0'/2'").publicExtendedKey}/<0;1>/*`).join(',');
+    const created = await post('/v1/wallets', { descriptors: [`wsh(multi(2,${cosigners}))`, `sh(wsh(sortedmulti(2,${cosigners})))`, `sh(multi(2,${cosigners}))`], gap_limit: 5 });
+    expect(created.statusCode).toBe(201);
+    const id = (created.json() as { id: string }).id;
+    const receive = ((await json(`/v1/wallets/${id}/addresses?change=false&limit=100`)) as { address: string; index: number }[]).filter((a) => a.index === 0);
+    expect(receive).toHaveLength(3);
+    for (const a of receive) await core.call('sendtoaddress', [a.address, 0.5], miner());
+    await core.mine(1);
+    await synced();
+    expect(await client.wallets.balance(id)).toEqual({ confirmed: 150_000_000n, unconfirmed: 0n });
+    const dest = await core.call<string>('getnewaddress', [], miner());
+
+    // One cosigner here: the PSBT carries its signature on every input; the second signs it elsewhere.
+    const partial = await client.wallets.pay(id, { outputs: [{ address: dest, amount: 120_000_000n }], feeRate: 2n, key: [masters[0]!] });
+    expect(partial.signed).toBeNull();
+    expect(psbtStatus(partial.psbt).inputs.map((i) => [i.present, i.required])).toEqual([[1, 2], [1, 2], [1, 2]]);
+    const second = [...new Set(partial.paths)].map((p) => masters[1]!.derive(p.replace(/h/g, "'")).privateKey!);
+    const cosigned = finalizePsbt(signPsbt(partial.psbt, second, 'regtest'));
+    expect(await accept(cosigned.hex)).toMatchObject({ allowed: true });
+
+    // Two cosigners here: signed and finalized at once; Core takes it, and the balance follows.
+    const payment = await client.wallets.pay(id, { outputs: [{ address: dest, amount: 120_000_000n }], feeRate: 2n, key: [masters[1]!, masters[2]!] });
+    expect(payment.signed).not.toBeNull();
+    expect(await accept(payment.signed!.hex)).toMatchObject({ allowed: true });
+    expect(await core.call<string>('sendrawtransaction', [payment.signed!.hex])).toBe(payment.signed!.txid);
+    await core.mine(1);
+    await synced();
+    expect(await client.wallets.balance(id)).toEqual({ confirmed: 150_000_000n - 120_000_000n - payment.signed!.fee, unconfirmed: 0n });
+
+    // The 2-of-2 that Core's watch-only wallet tracks, spent from the account keys (no key origin):
+    // Core's wallet sees the spend and the change exactly as Blockwire does.
+    const accounts = [1, 2].map((n) => HDKey.fromMasterSeed(new Uint8Array(32).fill(40 + n), v).derive("m/48'/1'/0'/2'"));
+    const spend = await client.wallets.pay(multi.blockwire, { outputs: [{ address: dest, amount: 50_000_000n }], feeRate: 2n, key: accounts });
+    expect(spend.signed).not.toBeNull();
+    expect(spend.change).not.toBeNull();
+    expect(await core.call<string>('sendrawtransaction', [spend.signed!.hex])).toBe(spend.signed!.txid);
+    await compare('multisig spent by the SDK, in the mempool');
+    await core.mine(1);
+    await compare('multisig spent by the SDK, confirmed');
   });
 });
