@@ -1,18 +1,21 @@
 /**
- * The bulk path's derive step: blocks are turned straight into binary COPY rows for one batch
- * (blocks, txs, unspent outputs, spends of earlier batches, history chunks per address) with
- * no per-row objects, strings or maps: address keys stay 16-byte binaries, inputs resolve
- * through the outpoint cache (outputs of the same block and batch included, since each
- * transaction's outputs enter the cache right after it). The rows equal what derive.ts gives
- * the per-block path (bulk.test.ts compares whole indexes).
+ * The bulk path's sink of the one transaction derivation (derive-tx.ts): blocks are turned
+ * straight into binary COPY rows for one batch (blocks, txs, unspent outputs, spends of earlier
+ * batches, history chunks per address) with no per-row objects, strings or maps: address keys
+ * stay 16-byte binaries, inputs resolve through the outpoint cache (outputs of the same block
+ * and batch included, since each transaction's outputs enter the cache right after it). What a
+ * transaction gives is decided by `deriveTx`, as for the per-block path; bulk.test.ts compares
+ * the whole indexes the two paths build.
  * @module
  */
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../src/bitcoin/block.js';
+import type { TxInput } from '../src/bitcoin/tx.js';
 import { PackedWriter } from '../src/db/packed.js';
-import { isUnspendable, scriptKeyBytes } from './address-keys.js';
+import { scriptKeyBytes } from './address-keys.js';
 import { BinaryCopy } from './copy-binary.js';
 import { MissingPrevoutError } from './derive.js';
+import { deriveTx, type Keys, type TxSink } from './derive-tx.js';
 import { txNumOf } from '../src/db/tx-num.js';
 import { ENTRY_BYTES, writeEntry } from '../src/db/history-entries.js';
 import type { OutpointCache } from './outpoint-cache.js';
@@ -140,8 +143,8 @@ function be32(b: Uint8Array, p: number): number {
   return ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) | 0;
 }
 
-/** A batch of blocks as COPY data, built block by block. */
-export class BulkBatch {
+/** A batch of blocks as COPY data, built block by block: the bulk path's sink of deriveTx. */
+export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   readonly blocks = new BinaryCopy(1 << 12);
   readonly txs = new BinaryCopy(1 << 22);
   /** Outputs created in this batch; rows spent within the batch are cut out at the end. */
@@ -159,6 +162,11 @@ export class BulkBatch {
   lastHeight = -1;
   private readonly outsW = new PackedWriter(1 << 12);
   private readonly insW = new PackedWriter(1 << 10);
+  /** The transaction being derived. */
+  private txNum = -1;
+  private txid: Uint8Array = new Uint8Array(32);
+  /** A spent prevout's single key, as bytes (filled from the cache's words, read at once). */
+  private readonly prevKey = new Uint8Array(16);
 
   constructor(
     readonly id: number,
@@ -182,16 +190,8 @@ export class BulkBatch {
     return this.rowCount++;
   }
 
-  /** An earlier output leaves the unspent set: cut from this batch's rows or recorded as spent. */
-  private spend(slot: number, vout: number): void {
-    const c = this.cache;
-    if (c.batchAt(slot) === this.id) this.rowDead[c.rowAt(slot)] = 1;
-    else this.spent.row(2).int8(c.txNumAt(slot)).int4(vout);
-  }
-
   /** Adds the block at `height`. @throws MissingPrevoutError when an input's output is unknown. */
   addBlock(block: DecodedBlock, height: number): void {
-    const c = this.cache;
     const header = block.bytes.subarray(0, HEADER_BYTES);
     this.blocks.row(8).int4(height).bytea(block.hash).bytea(block.header.prevHash).bytea(header).int4(block.header.time).int4(block.txs.length).int4(block.size).int4(block.weight);
     this.blockHashes.push(Buffer.from(block.hash));
@@ -199,48 +199,86 @@ export class BulkBatch {
     const txs = block.txs;
     for (let i = 0; i < txs.length; i++) {
       const tx = txs[i]!;
-      const txNum = txNumOf(height, i);
-      const insW = this.insW;
-      insW.len = 0;
-      if (!(i === 0 && tx.isCoinbase)) {
-        for (const input of tx.inputs) {
-          const slot = c.find(input.prevTxid, input.vout);
-          if (slot < 0) throw new MissingPrevoutError(input.prevTxid, input.vout, tx.txid);
-          insW.packIn(c.txNumAt(slot), input.vout);
-          const kind = c.keyKind(slot);
-          if (kind === 1) this.groups.add(c.keyWord(slot, 0), c.keyWord(slot, 1), c.keyWord(slot, 2), c.keyWord(slot, 3), txNum);
-          else if (kind === 2) for (const k of c.multiKeysAt(slot)) this.groups.addBytes(k as Uint8Array, txNum);
-          this.spend(slot, input.vout);
-          c.delete(slot);
-        }
-      }
-      const outsW = this.outsW;
-      outsW.len = 0;
-      const outputs = tx.outputs;
-      for (let v = 0; v < outputs.length; v++) {
-        const out = outputs[v]!;
-        outsW.packOut(out.value, out.script);
-        const keys = scriptKeyBytes(out.script);
-        if (keys instanceof Uint8Array) this.groups.addBytes(keys, txNum);
-        else if (keys !== null) for (const k of keys) this.groups.addBytes(k, txNum);
-        if (isUnspendable(out.script)) continue;
-        const row = this.pushRow(this.utxoRows.length);
-        this.utxoRows.row(6).bytea(tx.txid).int4(v).int8(txNum);
-        if (keys instanceof Uint8Array) this.utxoRows.uuidBytes(keys);
-        else this.utxoRows.null();
-        this.utxoRows.int8(out.value).bytea(out.script);
-        const old = c.insert(tx.txid, v, txNum, keys, this.id, row);
-        if (old !== null) {
-          // BIP30: a duplicate coinbase overwrote an unspent output, which is gone for good.
-          if (old.batch === this.id) this.rowDead[old.row] = 1;
-          else this.spent.row(2).int8(old.txNum).int4(v);
-        }
-      }
-      this.txs.row(4).int8(txNum).bytea(tx.txid).bytea(outsW.view(0, outsW.len)).bytea(insW.view(0, insW.len));
+      this.txNum = txNumOf(height, i);
+      this.txid = tx.txid;
+      this.insW.len = 0;
+      this.outsW.len = 0;
+      deriveTx(tx, i === 0 && tx.isCoinbase, this);
+      this.txs.row(4).int8(this.txNum).bytea(tx.txid).bytea(this.outsW.view(0, this.outsW.len)).bytea(this.insW.view(0, this.insW.len));
     }
     this.txCount += txs.length;
     this.lastHash = block.hash;
     this.lastHeight = height;
+  }
+
+  // TxSink: what deriveTx makes of the current transaction, as typed-array rows. Prevouts are
+  // outpoint-cache slots; the cache keeps no amounts (balances are rebuilt from utxos at the
+  // finish), so amounts are ignored here.
+
+  resolve(input: TxInput): number {
+    const slot = this.cache.find(input.prevTxid, input.vout);
+    if (slot < 0) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
+    return slot;
+  }
+
+  keysOf(slot: number): Keys<Uint8Array> {
+    const c = this.cache;
+    const kind = c.keyKind(slot);
+    if (kind === 1) {
+      const b = this.prevKey;
+      for (let w = 0; w < 4; w++) {
+        const v = c.keyWord(slot, w);
+        b[w * 4] = v >>> 24;
+        b[w * 4 + 1] = v >>> 16;
+        b[w * 4 + 2] = v >>> 8;
+        b[w * 4 + 3] = v;
+      }
+      return b;
+    }
+    return kind === 2 ? (c.multiKeysAt(slot) as readonly Uint8Array[]) : null;
+  }
+
+  amountOf(): bigint {
+    return 0n;
+  }
+
+  spend(slot: number, input: TxInput): void {
+    const c = this.cache;
+    this.insW.packIn(c.txNumAt(slot), input.vout);
+    // The output leaves the unspent set: cut from this batch's rows or recorded as spent.
+    if (c.batchAt(slot) === this.id) this.rowDead[c.rowAt(slot)] = 1;
+    else this.spent.row(2).int8(c.txNumAt(slot)).int4(input.vout);
+    c.delete(slot);
+  }
+
+  outputKeys(script: Uint8Array): Keys<Uint8Array> {
+    return scriptKeyBytes(script);
+  }
+
+  output(_vout: number, value: bigint, script: Uint8Array): void {
+    this.outsW.packOut(value, script);
+  }
+
+  unspent(vout: number, keys: Keys<Uint8Array>, key: Uint8Array | null, value: bigint, script: Uint8Array): void {
+    const row = this.pushRow(this.utxoRows.length);
+    this.utxoRows.row(6).bytea(this.txid).int4(vout).int8(this.txNum);
+    if (key !== null) this.utxoRows.uuidBytes(key);
+    else this.utxoRows.null();
+    this.utxoRows.int8(value).bytea(script);
+    const old = this.cache.insert(this.txid, vout, this.txNum, keys, this.id, row);
+    if (old !== null) {
+      // BIP30: a duplicate coinbase overwrote an unspent output, which is gone for good.
+      if (old.batch === this.id) this.rowDead[old.row] = 1;
+      else this.spent.row(2).int8(old.txNum).int4(vout);
+    }
+  }
+
+  address(key: Uint8Array): void {
+    this.groups.addBytes(key, this.txNum);
+  }
+
+  cosigner(key: Uint8Array): void {
+    this.groups.addBytes(key, this.txNum);
   }
 
   /** COPY data of the batch's history chunks (at most `max` entries each). */

@@ -1,18 +1,22 @@
 /**
- * PURE: a decoded block, its height and a prevout lookup → the rows and per-address deltas the
- * index stores for it (electrs `index_single_block`): one `txs` row per transaction (packed
- * outputs and input references), the outputs left unspent, the earlier outputs it spends, the
- * balance delta and history entries of every address, and (on request) per address and
- * transaction the sats received and sent, from which events are made. No I/O.
- * `deriveUndo` gives the same deltas from the stored rows, so undo is the exact inverse.
+ * PURE: the uuid-keyed uses of the one transaction derivation (derive-tx.ts). `deriveBlock`: a
+ * decoded block, its height and a prevout lookup → the rows and per-address deltas the index
+ * stores for it (electrs `index_single_block`): one `txs` row per transaction (packed outputs
+ * and input references), the outputs left unspent, the earlier outputs it spends, the balance
+ * delta and history entries of every address, and (on request) per address and transaction the
+ * sats received and sent, from which events are made. `deriveUndo` gives the same deltas from
+ * the stored rows, so undo is the exact inverse. `deriveMempoolTx`: a mempool transaction's
+ * rows (outputs, spends, per-address amounts, fee). No I/O.
  * @module
  */
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../src/bitcoin/block.js';
-import type { DecodedTx } from '../src/bitcoin/tx.js';
-import { decodeIns, decodeOuts, PackedWriter } from '../src/db/packed.js';
+import type { DecodedTx, TxInput } from '../src/bitcoin/tx.js';
+import { decodeIns, decodeOuts, PackedWriter, type PackedIn, type PackedOut } from '../src/db/packed.js';
 import { TX_NUM_SPAN, txNumOf } from '../src/db/tx-num.js';
-import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
+import { scriptKeys, type ScriptKeys } from './address-keys.js';
+import { deriveTx, type TxSink } from './derive-tx.js';
+import type { MempoolTxRow } from './mempool-rows.js';
 
 /** An output an input spends, as the index (or the node's spenttxouts) knows it. */
 export interface Prevout {
@@ -118,19 +122,24 @@ export function hashKey(h: Uint8Array): string {
   return Buffer.from(h.buffer, h.byteOffset, 32).toString('latin1');
 }
 
-/** Accumulates balances, history and touches, transaction by transaction. */
+/**
+ * Balances, history and touches by uuid key, transaction by transaction: the string-keyed side
+ * of `TxSink` (`address`, `cosigner`) shared by the per-block, undo and mempool sinks.
+ */
 class Accumulator {
   readonly balances = new Map<string, Delta>();
   readonly history = new Map<string, number[]>();
   readonly touches: Touch[] | undefined;
   private txTouches = new Map<string, Touch>();
-  private txNum = -1;
-  private pos = -1;
+  protected txNum = -1;
+  protected pos = -1;
   private readonly withBalances: boolean;
+  private readonly withHistory: boolean;
 
-  constructor(withTouches: boolean, withBalances = true) {
-    this.touches = withTouches ? [] : undefined;
-    this.withBalances = withBalances;
+  constructor(opts: { touches: boolean; balances?: boolean; history?: boolean }) {
+    this.touches = opts.touches ? [] : undefined;
+    this.withBalances = opts.balances !== false;
+    this.withHistory = opts.history !== false;
   }
 
   beginTx(txNum: number, pos: number): void {
@@ -140,6 +149,7 @@ class Accumulator {
   }
 
   private hist(key: string): void {
+    if (!this.withHistory) return;
     const list = this.history.get(key);
     if (list === undefined) this.history.set(key, [this.txNum]);
     else if (list[list.length - 1] !== this.txNum) list.push(this.txNum);
@@ -156,32 +166,119 @@ class Accumulator {
     return t;
   }
 
-  private delta(key: string, sats: bigint, count: number): void {
-    const d = this.balances.get(key);
-    if (d === undefined) this.balances.set(key, { sats, count });
-    else {
-      d.sats += sats;
-      d.count += count;
+  address(key: string, value: bigint, dir: 1 | -1): void {
+    this.hist(key);
+    if (this.withBalances) {
+      const d = this.balances.get(key);
+      const sats = dir === 1 ? value : -value;
+      if (d === undefined) this.balances.set(key, { sats, count: dir });
+      else {
+        d.sats += sats;
+        d.count += dir;
+      }
+    }
+    const t = this.touch(key);
+    if (t) {
+      if (dir === 1) t.received += value;
+      else t.sent += value;
     }
   }
 
-  /** An output of the current transaction (sign 1) or a prevout it spends (sign -1). */
-  add(keys: ScriptKeys, value: bigint, sign: 1 | -1): void {
-    if (keys === null) return;
-    if (typeof keys === 'string') {
-      this.hist(keys);
-      if (this.withBalances) this.delta(keys, sign === 1 ? value : -value, sign);
-      const t = this.touch(keys);
-      if (t) {
-        if (sign === 1) t.received += value;
-        else t.sent += value;
-      }
-      return;
+  cosigner(key: string): void {
+    this.hist(key);
+    this.touch(key);
+  }
+}
+
+/** The per-block sink: in-block prevouts first, then `lookup`; one writer each for packed outs and ins. */
+class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> {
+  readonly base: number;
+  /** Position of each transaction already derived, by `hashKey(txid)`. */
+  readonly local = new Map<string, number>();
+  readonly outKeys: ScriptKeys[][];
+  /** Per transaction, a mark for each output spent inside the block. */
+  private readonly spentHere: (Uint8Array | undefined)[];
+  readonly spent: SpentRow[] = [];
+  /** Spendable outputs in block order; those spent inside the block are dropped by `created()`. */
+  private readonly unspentRows: UtxoRow[] = [];
+  readonly outsW: PackedWriter;
+  readonly insW: PackedWriter;
+  private txid: Uint8Array = new Uint8Array(32);
+  private keys: ScriptKeys[] = [];
+  private given: readonly ScriptKeys[] | undefined;
+
+  constructor(
+    private readonly block: DecodedBlock,
+    height: number,
+    private readonly lookup: PrevoutLookup,
+    private readonly opts: DeriveOptions,
+  ) {
+    super({ touches: opts.touches === true, balances: opts.balances !== false });
+    const n = block.txs.length;
+    this.base = txNumOf(height, 0);
+    this.outKeys = new Array(n);
+    this.spentHere = new Array(n);
+    this.outsW = new PackedWriter(block.size);
+    this.insW = new PackedWriter(n * 16 + 64);
+  }
+
+  begin(pos: number): void {
+    const tx = this.block.txs[pos]!;
+    this.beginTx(this.base + pos, pos);
+    this.txid = tx.txid;
+    this.keys = new Array<ScriptKeys>(tx.outputs.length);
+    this.outKeys[pos] = this.keys;
+    this.given = this.opts.outputKeys?.[pos];
+  }
+
+  end(): void {
+    this.local.set(hashKey(this.txid), this.pos);
+  }
+
+  resolve(input: TxInput): Prevout {
+    const j = this.local.get(hashKey(input.prevTxid));
+    if (j !== undefined) {
+      const out = this.block.txs[j]!.outputs[input.vout];
+      if (out === undefined) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
+      return { txNum: this.base + j, value: out.value, script: out.script, keys: this.outKeys[j]![input.vout]! };
     }
-    for (const k of keys) {
-      this.hist(k);
-      this.touch(k);
-    }
+    const p = this.lookup(input.prevTxid, input.vout);
+    if (p === undefined) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
+    return p;
+  }
+
+  keysOf(p: Prevout): ScriptKeys {
+    return p.keys !== undefined ? p.keys : scriptKeys(p.script);
+  }
+
+  amountOf(p: Prevout): bigint {
+    return p.value;
+  }
+
+  spend(p: Prevout, input: TxInput): void {
+    const j = p.txNum - this.base;
+    if (j >= 0) (this.spentHere[j] ??= new Uint8Array(this.block.txs[j]!.outputCount))[input.vout] = 1;
+    else this.spent.push({ txid: input.prevTxid, vout: input.vout, txNum: p.txNum });
+    this.insW.packIn(p.txNum, input.vout);
+  }
+
+  outputKeys(script: Uint8Array, vout: number): ScriptKeys {
+    const k = this.given !== undefined ? this.given[vout]! : scriptKeys(script);
+    this.keys[vout] = k;
+    return k;
+  }
+
+  output(_vout: number, value: bigint, script: Uint8Array): void {
+    this.outsW.packOut(value, script);
+  }
+
+  unspent(vout: number, keys: ScriptKeys, key: string | null, value: bigint, script: Uint8Array): void {
+    this.unspentRows.push({ txid: this.txid, vout, txNum: this.txNum, key, keys, value, script });
+  }
+
+  /** The outputs left unspent at the end of the block. */
+  created(): UtxoRow[] {
+    return this.unspentRows.filter((r) => this.spentHere[r.txNum - this.base]?.[r.vout] !== 1);
   }
 }
 
@@ -193,73 +290,22 @@ class Accumulator {
 export function deriveBlock(block: DecodedBlock, height: number, lookup: PrevoutLookup, opts: DeriveOptions = {}): BlockRows {
   const txs = block.txs;
   const n = txs.length;
-  const base = txNumOf(height, 0);
-  const acc = new Accumulator(opts.touches === true, opts.balances !== false);
-  const local = new Map<string, number>();
-  const outKeys: ScriptKeys[][] = new Array(n);
-  const spentHere: (Uint8Array | undefined)[] = new Array(n);
-  const spent: SpentRow[] = [];
-  const outsW = new PackedWriter(block.size);
-  const insW = new PackedWriter(n * 16 + 64);
+  const sink = new BlockSink(block, height, lookup, opts);
   const outsAt = new Array<number>(n + 1);
   const insAt = new Array<number>(n + 1);
-
   for (let i = 0; i < n; i++) {
     const tx = txs[i]!;
-    const txNum = base + i;
-    acc.beginTx(txNum, i);
-    insAt[i] = insW.len;
-    if (!(i === 0 && tx.isCoinbase)) {
-      for (const input of tx.inputs) {
-        const vout = input.vout;
-        const j = local.get(hashKey(input.prevTxid));
-        if (j !== undefined) {
-          const out = txs[j]!.outputs[vout];
-          if (out === undefined) throw new MissingPrevoutError(input.prevTxid, vout, tx.txid);
-          (spentHere[j] ??= new Uint8Array(txs[j]!.outputCount))[vout] = 1;
-          insW.packIn(base + j, vout);
-          acc.add(outKeys[j]![vout]!, out.value, -1);
-        } else {
-          const p = lookup(input.prevTxid, vout);
-          if (p === undefined) throw new MissingPrevoutError(input.prevTxid, vout, tx.txid);
-          spent.push({ txid: input.prevTxid, vout, txNum: p.txNum });
-          insW.packIn(p.txNum, vout);
-          acc.add(p.keys !== undefined ? p.keys : scriptKeys(p.script), p.value, -1);
-        }
-      }
-    }
-    insAt[i + 1] = insW.len;
-    outsAt[i] = outsW.len;
-    const outputs = tx.outputs;
-    const given = opts.outputKeys?.[i];
-    const keys = new Array<ScriptKeys>(outputs.length);
-    for (let v = 0; v < outputs.length; v++) {
-      const out = outputs[v]!;
-      const k = given !== undefined ? given[v]! : scriptKeys(out.script);
-      keys[v] = k;
-      outsW.packOut(out.value, out.script);
-      acc.add(k, out.value, 1);
-    }
-    outsAt[i + 1] = outsW.len;
-    outKeys[i] = keys;
-    local.set(hashKey(tx.txid), i);
+    sink.begin(i);
+    insAt[i] = sink.insW.len;
+    outsAt[i] = sink.outsW.len;
+    deriveTx(tx, i === 0 && tx.isCoinbase, sink);
+    insAt[i + 1] = sink.insW.len;
+    outsAt[i + 1] = sink.outsW.len;
+    sink.end();
   }
-
   const rows: TxRow[] = new Array(n);
-  const created: UtxoRow[] = [];
   for (let i = 0; i < n; i++) {
-    const tx = txs[i]!;
-    const txNum = base + i;
-    rows[i] = { txNum, txid: tx.txid, outs: outsW.view(outsAt[i]!, outsAt[i + 1]!), ins: insW.view(insAt[i]!, insAt[i + 1]!) };
-    const outputs = tx.outputs;
-    const mark = spentHere[i];
-    for (let v = 0; v < outputs.length; v++) {
-      if (mark !== undefined && mark[v] === 1) continue;
-      const out = outputs[v]!;
-      if (isUnspendable(out.script)) continue;
-      const k = outKeys[i]![v]!;
-      created.push({ txid: tx.txid, vout: v, txNum, key: typeof k === 'string' ? k : null, keys: k, value: out.value, script: out.script });
-    }
+    rows[i] = { txNum: sink.base + i, txid: txs[i]!.txid, outs: sink.outsW.view(outsAt[i]!, outsAt[i + 1]!), ins: sink.insW.view(insAt[i]!, insAt[i + 1]!) };
   }
 
   const header = block.bytes.subarray(0, HEADER_BYTES);
@@ -273,11 +319,11 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
     size: block.size,
     weight: block.weight,
     txs: rows,
-    created,
-    spent,
-    balances: acc.balances,
-    history: acc.history,
-    touches: acc.touches,
+    created: sink.created(),
+    spent: sink.spent,
+    balances: sink.balances,
+    history: sink.history,
+    touches: sink.touches,
   };
 }
 
@@ -316,55 +362,176 @@ export interface UndoRows {
   readonly touches: Touch[] | undefined;
 }
 
+/** A prevout as undo finds it among the stored rows. */
+interface StoredPrevout {
+  readonly txNum: number;
+  readonly txid: Uint8Array;
+  readonly vout: number;
+  readonly value: bigint;
+  readonly script: Uint8Array;
+  readonly keys: ScriptKeys;
+}
+
+/** The undo sink: prevouts from the stored rows, outputs' keys computed once per outpoint. */
+class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPrevout> {
+  readonly createdOutpoints: { txid: Uint8Array; vout: number }[] = [];
+  readonly restored: UtxoRow[] = [];
+  private readonly decodedOuts = new Map<number, PackedOut[]>();
+  private readonly keysCache = new Map<string, ScriptKeys>();
+  private readonly inBlock = new Map<number, StoredTx>();
+  private tx: StoredTx | undefined;
+
+  constructor(
+    private readonly height: number,
+    readonly base: number,
+    blockTxs: readonly StoredTx[],
+    private readonly prevTxs: ReadonlyMap<number, StoredTx>,
+    touches: boolean,
+  ) {
+    super({ touches });
+    for (const t of blockTxs) this.inBlock.set(t.txNum, t);
+  }
+
+  outsOf(t: StoredTx): PackedOut[] {
+    let o = this.decodedOuts.get(t.txNum);
+    if (o === undefined) {
+      o = decodeOuts(t.outs);
+      this.decodedOuts.set(t.txNum, o);
+    }
+    return o;
+  }
+
+  private keysAt(txNum: number, vout: number, script: Uint8Array): ScriptKeys {
+    const id = `${txNum}:${vout}`;
+    let k = this.keysCache.get(id);
+    if (k === undefined) {
+      k = scriptKeys(script);
+      this.keysCache.set(id, k);
+    }
+    return k;
+  }
+
+  begin(t: StoredTx): void {
+    this.tx = t;
+    this.beginTx(t.txNum, t.txNum - this.base);
+  }
+
+  resolve(ref: PackedIn): StoredPrevout {
+    const txNum = Number(ref.txNum);
+    const prev = this.inBlock.get(txNum) ?? this.prevTxs.get(txNum);
+    if (prev === undefined) throw new RangeError(`undo of block ${this.height}: prevout tx_num ${txNum} is not in the index`);
+    const out = this.outsOf(prev)[ref.vout];
+    if (out === undefined) throw new RangeError(`undo of block ${this.height}: prevout ${txNum}:${ref.vout} does not exist`);
+    return { txNum, txid: prev.txid, vout: ref.vout, value: out.value, script: out.script, keys: this.keysAt(txNum, ref.vout, out.script) };
+  }
+
+  keysOf(p: StoredPrevout): ScriptKeys {
+    return p.keys;
+  }
+
+  amountOf(p: StoredPrevout): bigint {
+    return p.value;
+  }
+
+  spend(p: StoredPrevout): void {
+    const k = p.keys;
+    if (p.txNum < this.base) this.restored.push({ txid: p.txid, vout: p.vout, txNum: p.txNum, key: typeof k === 'string' ? k : null, keys: k, value: p.value, script: p.script });
+  }
+
+  outputKeys(script: Uint8Array, vout: number): ScriptKeys {
+    return this.keysAt(this.tx!.txNum, vout, script);
+  }
+
+  output(): void {}
+
+  unspent(vout: number): void {
+    // Outputs spent inside the block are not in utxos either; deleting them is a no-op.
+    this.createdOutpoints.push({ txid: this.tx!.txid, vout });
+  }
+}
+
 /**
  * The exact inverse data of a block from its stored transactions (`blockTxs`, in position
  * order) and the stored transactions their inputs reference (`prevTxs`, by tx_num).
  */
 export function deriveUndo(height: number, blockTxs: readonly StoredTx[], prevTxs: ReadonlyMap<number, StoredTx>, opts: DeriveOptions = {}): UndoRows {
   const base = txNumOf(height, 0);
-  const acc = new Accumulator(opts.touches === true);
-  const createdOutpoints: { txid: Uint8Array; vout: number }[] = [];
-  const restored: UtxoRow[] = [];
-  const decodedOuts = new Map<number, ReturnType<typeof decodeOuts>>();
-  const keysCache = new Map<string, ScriptKeys>();
-  const outsOf = (t: StoredTx) => {
-    let o = decodedOuts.get(t.txNum);
-    if (o === undefined) {
-      o = decodeOuts(t.outs);
-      decodedOuts.set(t.txNum, o);
-    }
-    return o;
-  };
-  const keysOf = (txNum: number, vout: number, script: Uint8Array) => {
-    const id = `${txNum}:${vout}`;
-    let k = keysCache.get(id);
-    if (k === undefined) {
-      k = scriptKeys(script);
-      keysCache.set(id, k);
-    }
-    return k;
-  };
-  const inBlock = new Map<number, StoredTx>();
-  for (const t of blockTxs) inBlock.set(t.txNum, t);
-
+  const sink = new UndoSink(height, base, blockTxs, prevTxs, opts.touches === true);
   for (const t of blockTxs) {
     if (t.txNum < base || t.txNum >= base + TX_NUM_SPAN) throw new RangeError(`tx_num ${t.txNum} is not in block ${height}`);
-    acc.beginTx(t.txNum, t.txNum - base);
-    for (const ref of decodeIns(t.ins)) {
-      const prevNum = Number(ref.txNum);
-      const prev = inBlock.get(prevNum) ?? prevTxs.get(prevNum);
-      if (prev === undefined) throw new RangeError(`undo of block ${height}: prevout tx_num ${prevNum} is not in the index`);
-      const out = outsOf(prev)[ref.vout];
-      if (out === undefined) throw new RangeError(`undo of block ${height}: prevout ${prevNum}:${ref.vout} does not exist`);
-      const k = keysOf(prevNum, ref.vout, out.script);
-      acc.add(k, out.value, -1);
-      if (prevNum < base) restored.push({ txid: prev.txid, vout: ref.vout, txNum: prevNum, key: typeof k === 'string' ? k : null, keys: k, value: out.value, script: out.script });
-    }
-    outsOf(t).forEach((out, v) => {
-      acc.add(keysOf(t.txNum, v, out.script), out.value, 1);
-      // Outputs spent inside the block are not in utxos either; deleting them is a no-op.
-      if (!isUnspendable(out.script)) createdOutpoints.push({ txid: t.txid, vout: v });
-    });
+    sink.begin(t);
+    // A coinbase's packed inputs are empty.
+    deriveTx({ inputs: decodeIns(t.ins), outputs: sink.outsOf(t) }, false, sink);
   }
-  return { createdOutpoints, restored, balances: acc.balances, keys: [...acc.history.keys()], touches: acc.touches };
+  return { createdOutpoints: sink.createdOutpoints, restored: sink.restored, balances: sink.balances, keys: [...sink.history.keys()], touches: sink.touches };
+}
+
+/** A prevout of a mempool transaction: a confirmed unspent output or a mempool output. */
+export type MempoolPrevout = Omit<Prevout, 'txNum'>;
+
+/** The mempool sink: sums for the fee, outputs and spends as the mempool tables hold them, touches. */
+class MempoolSink extends Accumulator implements TxSink<TxInput, string, MempoolPrevout> {
+  inSum = 0n;
+  outSum = 0n;
+  readonly outputs: MempoolTxRow['outputs'] = [];
+  readonly spends: MempoolTxRow['spends'] = [];
+
+  constructor(
+    private readonly txid: Uint8Array,
+    private readonly lookup: (txid: Uint8Array, vout: number) => MempoolPrevout | undefined,
+  ) {
+    super({ touches: true, balances: false, history: false });
+    this.beginTx(-1, 0);
+  }
+
+  resolve(input: TxInput): MempoolPrevout {
+    const p = this.lookup(input.prevTxid, input.vout);
+    if (p === undefined) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
+    return p;
+  }
+
+  keysOf(p: MempoolPrevout): ScriptKeys {
+    return p.keys !== undefined ? p.keys : scriptKeys(p.script);
+  }
+
+  amountOf(p: MempoolPrevout): bigint {
+    return p.value;
+  }
+
+  spend(p: MempoolPrevout, input: TxInput): void {
+    this.inSum += p.value;
+    this.spends.push({ prevTxid: input.prevTxid, prevVout: input.vout });
+  }
+
+  outputKeys(script: Uint8Array): ScriptKeys {
+    return scriptKeys(script);
+  }
+
+  output(_vout: number, value: bigint): void {
+    this.outSum += value;
+  }
+
+  unspent(vout: number, _keys: ScriptKeys, key: string | null, value: bigint, script: Uint8Array): void {
+    this.outputs.push({ vout, key, value, script });
+  }
+}
+
+/**
+ * PURE: the rows of one mempool transaction, its prevouts found by `lookup` (confirmed unspent
+ * outputs and mempool outputs). The fee is inputs minus outputs.
+ * @throws MissingPrevoutError when `lookup` does not know a prevout.
+ */
+export function deriveMempoolTx(tx: DecodedTx, lookup: (txid: Uint8Array, vout: number) => MempoolPrevout | undefined, firstSeen: Date): MempoolTxRow {
+  const sink = new MempoolSink(tx.txid, lookup);
+  deriveTx(tx, false, sink);
+  return {
+    txid: tx.txid,
+    raw: tx.bytes,
+    firstSeen,
+    fee: sink.inSum - sink.outSum,
+    vsize: tx.vsize,
+    outputs: sink.outputs,
+    spends: sink.spends,
+    addresses: sink.touches!.map((t) => ({ key: t.key, received: t.received, sent: t.sent })),
+  };
 }

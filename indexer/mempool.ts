@@ -20,7 +20,7 @@ import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { extendWalletsFor } from '../src/db/wallet-chains.js';
 import type { Logger } from '../src/log.js';
-import { isUnspendable, scriptKeys, type ScriptKeys } from './address-keys.js';
+import { deriveMempoolTx, type MempoolPrevout } from './derive.js';
 import type { MempoolSource, MempoolSummary, NodeMempoolTx } from './chain-source.js';
 import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
 import { removalEvents } from './block-events.js';
@@ -30,52 +30,6 @@ import { addMempoolReplacers, deleteMempoolTxs, insertMempoolTxs, mempoolDescend
 import type { SequenceHint } from './notify.js';
 
 type Trx = Transaction<Database>;
-
-/** A prevout of a mempool transaction: a confirmed unspent output or a mempool output. */
-export interface MempoolPrevout {
-  value: bigint;
-  script: Uint8Array;
-  keys?: ScriptKeys;
-}
-
-/** PURE: the rows of one mempool transaction given its prevouts (in input order). */
-function deriveMempoolTx(tx: DecodedTx, prevouts: readonly MempoolPrevout[], firstSeen: Date): MempoolTxRow {
-  const addrs = new Map<string, { key: string; received: bigint; sent: bigint }>();
-  const touch = (keys: ScriptKeys, value: bigint, side: 'received' | 'sent') => {
-    if (keys === null) return;
-    const list = typeof keys === 'string' ? [keys] : keys;
-    for (const k of list) {
-      let a = addrs.get(k);
-      if (!a) addrs.set(k, (a = { key: k, received: 0n, sent: 0n }));
-      if (typeof keys === 'string') a[side] += value;
-    }
-  };
-  let inSum = 0n;
-  tx.inputs.forEach((input, i) => {
-    const p = prevouts[i]!;
-    inSum += p.value;
-    touch(p.keys !== undefined ? p.keys : scriptKeys(p.script), p.value, 'sent');
-    void input;
-  });
-  let outSum = 0n;
-  const outputs: MempoolTxRow['outputs'] = [];
-  tx.outputs.forEach((o, vout) => {
-    outSum += o.value;
-    const k = scriptKeys(o.script);
-    touch(k, o.value, 'received');
-    if (!isUnspendable(o.script)) outputs.push({ vout, key: typeof k === 'string' ? k : null, value: o.value, script: o.script });
-  });
-  return {
-    txid: tx.txid,
-    raw: tx.bytes,
-    firstSeen,
-    fee: inSum - outSum,
-    vsize: tx.vsize,
-    outputs,
-    spends: tx.inputs.map((i) => ({ prevTxid: i.prevTxid, prevVout: i.vout })),
-    addresses: [...addrs.values()],
-  };
-}
 
 export interface MempoolStats {
   resyncs: number;
@@ -135,7 +89,10 @@ async function storedTxids(db: Kysely<Database> | Trx): Promise<Set<string>> {
   return new Set(r.rows.map((x) => hashToHex(x.txid)));
 }
 
-/** Prevouts of `outpoints` from utxos and mempool_outputs, keyed `txidhex:vout`. */
+/** An outpoint as a Map key: `txidhex:vout`. */
+const outpointId = (txid: Uint8Array, vout: number): string => `${Buffer.from(txid.buffer, txid.byteOffset, txid.byteLength).toString('hex')}:${vout}`;
+
+/** Prevouts of `outpoints` from utxos and mempool_outputs, keyed by `outpointId`. */
 async function loadPrevouts(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number }[]): Promise<Map<string, MempoolPrevout>> {
   const out = new Map<string, MempoolPrevout>();
   if (outpoints.length === 0) return out;
@@ -147,7 +104,7 @@ async function loadPrevouts(trx: Trx, outpoints: readonly { txid: Uint8Array; vo
     SELECT o.txid, o.vout, o.value, o.script, o.addr_key
       FROM unnest(${outpoints.map((o) => toBuffer(o.txid))}::bytea[], ${outpoints.map((o) => o.vout)}::int4[]) AS q(txid, vout)
       JOIN mempool_outputs o ON o.txid = q.txid AND o.vout = q.vout`.execute(trx);
-  for (const x of r.rows) out.set(`${x.txid.toString('hex')}:${x.vout}`, { value: x.value, script: x.script, ...(x.addr_key !== null ? { keys: x.addr_key } : {}) });
+  for (const x of r.rows) out.set(outpointId(x.txid, x.vout), { value: x.value, script: x.script, ...(x.addr_key !== null ? { keys: x.addr_key } : {}) });
   return out;
 }
 
@@ -194,24 +151,13 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
     progress = false;
     for (const [txid, d] of decoded) {
       if (done.has(txid)) continue;
-      const prevouts: MempoolPrevout[] = [];
-      let waiting = false;
-      for (const input of d.tx.inputs) {
-        const p = known.get(`${Buffer.from(input.prevTxid).toString('hex')}:${input.vout}`);
-        if (p) prevouts.push(p);
-        else {
-          waiting = true;
-          break;
-        }
-      }
-      if (waiting) continue;
-      const row = deriveMempoolTx(d.tx, prevouts, d.info.time ?? new Date());
+      if (!d.tx.inputs.every((input) => known.has(outpointId(input.prevTxid, input.vout)))) continue;
+      const row = deriveMempoolTx(d.tx, (txid, vout) => known.get(outpointId(txid, vout)), d.info.time ?? new Date());
       if (d.info.fee !== null) row.fee = d.info.fee;
       rows.push(row);
       done.add(txid);
       progress = true;
-      const idHex = Buffer.from(d.tx.txid).toString('hex');
-      d.tx.outputs.forEach((o, vout) => known.set(`${idHex}:${vout}`, { value: o.value, script: o.script }));
+      d.tx.outputs.forEach((o, vout) => known.set(outpointId(d.tx.txid, vout), { value: o.value, script: o.script }));
     }
   }
   for (const txid of decoded.keys()) if (!done.has(txid)) unresolved.push(txid);
@@ -221,9 +167,9 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
   if (rows.length > 0) {
     const spenderOf = new Map<string, Uint8Array>();
     const outs = rows.flatMap((r) => r.spends.map((s) => ({ txid: s.prevTxid, vout: s.prevVout, by: r.txid })));
-    for (const o of outs) spenderOf.set(`${Buffer.from(o.txid).toString('hex')}:${o.vout}`, o.by);
+    for (const o of outs) spenderOf.set(outpointId(o.txid, o.vout), o.by);
     for (const s of await mempoolSpendersOf(trx, outs)) {
-      conflictBy.set(s.txid.toString('hex'), spenderOf.get(`${s.prevTxid.toString('hex')}:${s.prevVout}`)!);
+      conflictBy.set(s.txid.toString('hex'), spenderOf.get(outpointId(s.prevTxid, s.prevVout))!);
     }
   }
   let conflictRemoved: RemovedTouch[] = [];

@@ -2,14 +2,14 @@
  * derive.ts on real blocks (electrs shape: pure, no services): the 4,864-transaction taproot-era
  * mainnet block 866342 with the outputs its inputs spent (Floresta's spent_utxos), the genesis
  * block's P2PK coinbase, and block 300025's bare multisig outputs. deriveUndo gives back exactly
- * what deriveBlock did.
+ * what deriveBlock did, and deriveMempoolTx gives each transaction the same touches and outputs.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { classifyScript } from '../../../src/bitcoin/script.js';
-import { hashKey, deriveBlock, deriveUndo, externalOutpoints, type Prevout, type StoredTx } from '../../../indexer/derive.js';
+import { hashKey, deriveBlock, deriveMempoolTx, deriveUndo, externalOutpoints, type Prevout, type StoredTx } from '../../../indexer/derive.js';
 import { txNumOf } from '../../../src/db/tx-num.js';
 import { isUnspendable, scriptKeys } from '../../../indexer/address-keys.js';
 import { addressKey } from '../../../src/db/address-key.js';
@@ -97,6 +97,37 @@ describeFixtures('deriveBlock', () => {
       for (const c of rows.created) expect(created.has(`${hashKey(c.txid)}:${c.vout}`)).toBe(true);
       expect(new Set(u.keys)).toEqual(new Set(rows.history.keys()));
       expect(u.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort()).toEqual(rows.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort());
+    });
+
+    it('derives each transaction as the mempool path the same as the block path', () => {
+      // The block's own outputs as a mempool transaction would find them (parents in the mempool).
+      const own = new Map<string, { value: bigint; script: Uint8Array }>();
+      block.txs.forEach((t) => t.outputs.forEach((o, v) => own.set(`${hashKey(t.txid)}:${v}`, o)));
+      const lookup = (txid: Uint8Array, vout: number) => own.get(`${hashKey(txid)}:${vout}`) ?? prevouts.get(`${hashKey(txid)}:${vout}`);
+      const touchesAt = new Map<number, string[]>();
+      for (const t of rows.touches!) touchesAt.set(t.pos, [...(touchesAt.get(t.pos) ?? []), `${t.key}:${t.received}:${t.sent}`]);
+      const createdAt = new Map<string, string>();
+      for (const c of rows.created) createdAt.set(`${hashKey(c.txid)}:${c.vout}`, `${c.key}:${c.value}`);
+      let fees = 0n;
+      let compared = 0;
+      block.txs.forEach((tx, pos) => {
+        if (pos === 0) return;
+        const m = deriveMempoolTx(tx, lookup, new Date(0));
+        expect(m.addresses.map((a) => `${a.key}:${a.received}:${a.sent}`), `tx ${pos}`).toEqual(touchesAt.get(pos) ?? []);
+        expect(m.spends.map((s) => `${hashKey(s.prevTxid)}:${s.prevVout}`)).toEqual(tx.inputs.map((i) => `${hashKey(i.prevTxid)}:${i.vout}`));
+        expect(m.outputs.every((o) => !isUnspendable(o.script))).toBe(true);
+        for (const o of m.outputs) {
+          const c = createdAt.get(`${hashKey(tx.txid)}:${o.vout}`);
+          // Outputs the block spends itself are not among its created rows.
+          if (c !== undefined) {
+            expect(`${o.key}:${o.value}`).toBe(c);
+            compared++;
+          }
+        }
+        fees += m.fee!;
+      });
+      expect(compared).toBe(rows.created.length - block.txs[0]!.outputs.filter((o) => !isUnspendable(o.script)).length);
+      expect(fees).toBe(block.txs[0]!.outputs.reduce((a, o) => a + o.value, 0n) - 312_500_000n);
     });
   });
 

@@ -1,0 +1,90 @@
+/**
+ * PURE: the one derivation of what a transaction gives the index, used by every path that
+ * indexes transactions: a block applied and undone (derive.ts), the bulk import's batches
+ * (bulk-batch.ts) and a mempool transaction (derive.ts, `deriveMempoolTx`). Inputs first (none
+ * for a coinbase), then outputs:
+ * - an input's prevout is resolved and recorded as spent, and its address keys send its value;
+ * - an output is recorded, its keys receive its value, and it enters the unspent set unless it
+ *   is unspendable (OP_RETURN-led or oversized: Core never holds it), under its balance key;
+ * - keys: a single address (P2PKH, P2SH, segwit, P2PK as its P2PKH) carries the amount (history
+ *   entry, balance delta, received/sent) and is the output's balance key; each key of a bare
+ *   multisig gets a history entry and a touch but no amount, and the output no balance key; an
+ *   OP_RETURN or nonstandard script has no key.
+ * Where the results go and how a prevout is found differ per path: that is the `TxSink`.
+ * @module
+ */
+import { isUnspendable } from './address-keys.js';
+
+/** No address, one address, or the keys of a bare multisig, in a path's representation `K`. */
+export type Keys<K> = null | K | readonly K[];
+
+/** What the derivation reads of a transaction: its inputs (`I`: a path's input reference) and outputs. */
+export interface TxShape<I> {
+  readonly inputs: readonly I[];
+  readonly outputs: readonly { readonly value: bigint; readonly script: Uint8Array }[];
+}
+
+/**
+ * A path's side of the derivation. `K` is its address-key representation (uuid strings, or
+ * 16-byte binaries on the bulk path), `P` its handle of a resolved prevout (a row, a cache slot).
+ * Calls come in transaction order: per input resolve, keysOf, amountOf, spend, then `address`
+ * or `cosigner` per key; per output outputKeys, output, `address` or `cosigner` per key, then
+ * unspent when spendable.
+ */
+export interface TxSink<I, K, P> {
+  /** The output `input` spends; throws when the path does not know it (the index is inconsistent). */
+  resolve(input: I): P;
+  /** The address keys of a resolved prevout. */
+  keysOf(prevout: P): Keys<K>;
+  /** Its value (a path that keeps no amounts may answer 0n and ignore amounts). */
+  amountOf(prevout: P): bigint;
+  /** `input` spends `prevout`: record the reference (packed inputs, spent rows, the unspent set). */
+  spend(prevout: P, input: I): void;
+  /** The address keys output `vout` is indexed under. */
+  outputKeys(script: Uint8Array, vout: number): Keys<K>;
+  /** Every output, in order (packed outputs, sums). */
+  output(vout: number, value: bigint, script: Uint8Array): void;
+  /** A spendable output enters the unspent set; `key` is its balance key (a single address) or null. */
+  unspent(vout: number, keys: Keys<K>, key: K | null, value: bigint, script: Uint8Array): void;
+  /** A single address receives (`dir` 1, an output) or sends (`dir` -1, a spent prevout) `value`. */
+  address(key: K, value: bigint, dir: 1 | -1): void;
+  /** A key of a bare multisig takes part (received or sent), with no amount. */
+  cosigner(key: K): void;
+}
+
+/** Derives one transaction into `sink`. `coinbase`: its inputs spend nothing. */
+export function deriveTx<I, K, P>(tx: TxShape<I>, coinbase: boolean, sink: TxSink<I, K, P>): void {
+  if (!coinbase) {
+    const inputs = tx.inputs;
+    for (let i = 0; i < inputs.length; i++) {
+      const input = inputs[i]!;
+      const prevout = sink.resolve(input);
+      const keys = sink.keysOf(prevout);
+      const value = sink.amountOf(prevout);
+      sink.spend(prevout, input);
+      touch(sink, keys, value, -1);
+    }
+  }
+  const outputs = tx.outputs;
+  for (let v = 0; v < outputs.length; v++) {
+    const out = outputs[v]!;
+    const keys = sink.outputKeys(out.script, v);
+    sink.output(v, out.value, out.script);
+    touch(sink, keys, out.value, 1);
+    if (!isUnspendable(out.script)) sink.unspent(v, keys, balanceKey(keys), out.value, out.script);
+  }
+}
+
+/** The key that carries an output's balance: a single address's, none for multisig or no key. */
+function balanceKey<K>(keys: Keys<K>): K | null {
+  return keys === null || Array.isArray(keys) ? null : (keys as K);
+}
+
+function touch<I, K, P>(sink: TxSink<I, K, P>, keys: Keys<K>, value: bigint, dir: 1 | -1): void {
+  if (keys === null) return;
+  if (Array.isArray(keys)) {
+    for (const k of keys as readonly K[]) sink.cosigner(k);
+    return;
+  }
+  sink.address(keys as K, value, dir);
+}
