@@ -106,8 +106,6 @@ export interface BlockRows {
 export interface DeriveOptions {
   /** Collect `touches` (received/sent per address and transaction) for events. */
   touches?: boolean;
-  /** Collect balance deltas (default true; the bulk path rebuilds balances from utxos instead). */
-  balances?: boolean;
   /** The outputs' keys, computed beforehand (`outputKeys(block)`), e.g. while a query runs. */
   outputKeys?: readonly (readonly ScriptKeys[])[];
 }
@@ -213,7 +211,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     private readonly lookup: PrevoutLookup,
     private readonly opts: DeriveOptions,
   ) {
-    super({ touches: opts.touches === true, balances: opts.balances !== false });
+    super({ touches: opts.touches === true });
     const n = block.txs.length;
     this.base = txNumOf(height, 0);
     this.outKeys = new Array(n);
