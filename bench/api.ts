@@ -6,7 +6,8 @@
  * as N connections go against balance, history pages and a transaction lookup (req/s, p50, p99,
  * CPU per request of the API, of PostgreSQL and of the load generator), and (3) offers each
  * route with a target its target rate (balance 8,000 req/s, history 5,000) and reports
- * the rate served and its p50/p99.
+ * the rate served and its p50/p99. (2) includes POST /v1/addresses/batch with the balances of
+ * 1,000 random addresses per request.
  * Run: `node --import tsx bench/api.ts [--duration S] [--connections N] [--rate R] [--only TEXT]
  * [--skip-paging] [--skip-rate]` (DATABASE_URL and REDIS_URL optional: an ephemeral PostgreSQL and
  * redis-server are started otherwise; an index already built in DATABASE_URL is reused; `--rate`
@@ -240,7 +241,12 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       // (2) Throughput with autocannon.
       const rand = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!;
       const hotPage = (limit: number) => () => `/v1/addresses/${hotAddress}/history?limit=${limit}&cursor=${encodeCursor(historyCursor(Math.floor(Math.random() * hotNums.length)))}`;
-      const scenarios: [string, () => string][] = [
+      // A batch body: 1,000 random addresses of the 200k, balances only (50 bodies made ahead, so
+      // the load generator does not spend its CPU building them).
+      const batchBodies = Array.from({ length: 50 }, () => JSON.stringify({ addresses: Array.from({ length: 1000 }, () => rand(addresses)), include: ['balance'] }));
+      let nextBody = 0;
+      const batchBody = () => batchBodies[nextBody++ % batchBodies.length]!;
+      const scenarios: [string, () => string, (() => string)?][] = [
         ['floor: unknown route (fastify + sockets only: 404, no key, no database)', () => '/v1/floor'],
         ['balance (random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/balance`],
         ['history page (limit 25, hot address, random depth)', hotPage(25)],
@@ -248,6 +254,7 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         ['transaction (random of 10k payments, 2 in / 2 out)', () => `/v1/transactions/${rand(payTxids)}`],
         ['history page (limit 1, hot address, random depth)', hotPage(1)],
         ['history page (limit 100, hot address, random depth)', hotPage(100)],
+        ['batch: POST /v1/addresses/batch, balances of 1,000 random addresses of 200k', () => '/v1/addresses/batch', batchBody],
       ];
       /** One autocannon run against `path()`, with the CPU each process spent per request. */
       /** Runs a load and the CPU it cost per request (of `requests(result)`) in the API, its backends and the load generator. */
@@ -277,7 +284,7 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           gen: ((genCpu.user + genCpu.system) / total).toFixed(0),
         };
       };
-      const run = (path: () => string, connections: number, overallRate?: number) =>
+      const run = (path: () => string, connections: number, overallRate?: number, body?: () => string) =>
         withCpu(
           () =>
             autocannon({
@@ -286,15 +293,20 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
               duration: DURATION,
               ...(overallRate ? { overallRate } : {}),
               headers: { apiKey: key },
-              requests: [{ setupRequest: (req) => ({ ...req, path: path() }) }],
+              requests: [
+                {
+                  setupRequest: (req) =>
+                    body ? { ...req, path: path(), method: 'POST', body: body(), headers: { ...req.headers, apiKey: key, 'content-type': 'application/json' } } : { ...req, path: path() },
+                },
+              ],
             }),
           (r) => r.requests.total,
         );
       process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each, as fast as they go (server and load generator share the 2 cores):\n`);
       process.stdout.write("| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|\n");
       let floor = 0;
-      for (const [label, path] of scenarios.filter(([l]) => !opts.only || l.includes(opts.only))) {
-        const { result, api, pg, gen, held } = await run(path, CONNECTIONS, opts.rate ? Number(opts.rate) : undefined);
+      for (const [label, path, body] of scenarios.filter(([l]) => !opts.only || l.includes(opts.only))) {
+        const { result, api, pg, gen, held } = await run(path, CONNECTIONS, opts.rate ? Number(opts.rate) : undefined, body);
         if (label.startsWith('floor')) floor = result.requests.average;
         const ratio = floor > 0 ? `${((100 * result.requests.average) / floor).toFixed(0)} %` : '-';
         process.stdout.write(`| ${label} | ${Math.round(result.requests.average)} | ${ratio} | ${result.latency.p50} | ${result.latency.p99} | ${api} | ${pg} | ${gen} | ${result.non2xx} | ${held} |\n`);
