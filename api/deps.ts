@@ -105,6 +105,11 @@ export type ApiDeps = {
    * request (startApi re-reads the keyring file when it changed); without it signed requests fail.
    */
   keyring?: () => Keyring | undefined;
+  /**
+   * The event log of a key for long polling (GET /v1/events; the streams role's, wired by the
+   * command that starts the API); without it that route is not served (404).
+   */
+  events?: EventLogPoll;
   /** Stamping; without it the stamp routes answer 503 ERR_STAMPING_NOT_CONFIGURED. */
   stamps?: StampService;
   /** The node's tip as last seen (healthz, syncing check); startApi keeps one up to date. */
@@ -167,3 +172,8 @@ declare module 'fastify' {
     keyCheck?: 'alongside';
   }
 }
+
+/** A key's events after an event id, as its stream carries them, waiting up to `waitMs` for the first. */
+export type EventLogPoll = {
+  poll(keyId: bigint, after: bigint | undefined, opts: { waitMs: number; limit: number; signal?: AbortSignal }): Promise<{ events: string[]; next: bigint }>;
+};

@@ -17,7 +17,7 @@ import { buildApi } from './app.js';
 import { createKeyVerifier } from '../src/auth/key-cache.js';
 import { createApiPool } from './api-db.js';
 import { createReadReplicas } from './read-replicas.js';
-import type { ApiMetrics, ApiSettings, NodeClient, NodeTip } from './deps.js';
+import type { ApiMetrics, ApiSettings, EventLogPoll, NodeClient, NodeTip } from './deps.js';
 import type { StampService } from '../src/stamp-service.js';
 
 export type ApiHandle = {
@@ -35,6 +35,8 @@ export type StartApiDeps = {
   redis?: Redis;
   node?: NodeClient;
   stamps?: StampService;
+  /** The event log for long polling (GET /v1/events). */
+  events?: EventLogPoll;
   /** The stamping wallet's state for /healthz. */
   stampStatus?: () => Promise<Record<string, unknown>>;
   /** Overrides config.network (else detected from the node). */
@@ -170,6 +172,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     ...(deps.node ? { node: deps.node } : {}),
     ...(redis ? { redis } : {}),
     ...(deps.stamps ? { stamps: deps.stamps } : {}),
+    ...(deps.events ? { events: deps.events } : {}),
     hookUrls: { allowPrivate: deps.config.allowPrivateHooks },
     nodeTip: () => nodeTip,
     isSyncing: async () => {

@@ -18,6 +18,7 @@ import { startApi, type ApiHandle } from '../api/main.js';
 import { isStampingConfigured, startStamper, type Stamper } from '../stamp/stamper.js';
 import { startIndexer, type IndexerHandle } from '../indexer/main.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../streams/main.js';
+import { createEventPoll } from '../streams/poll.js';
 import { startElectrum, type ElectrumHandle } from '../electrum/main.js';
 import type { Metrics } from '../src/ops/metrics.js';
 import { startHeartbeat } from '../src/ops/heartbeat.js';
@@ -120,6 +121,9 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
       const redis = createRedis(deps.redisUrl!, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
       redis.on('error', () => {});
       stops.push({ name: 'api-redis', stop: async () => redis.disconnect() });
+      // Long polling reads the streams' event log (the relay, in this process or another, moves it).
+      const events = createEventPoll({ db, log });
+      stops.push({ name: 'event-poll', stop: async () => events.stop() });
       out.api = await startApi({
         config,
         log,
@@ -130,6 +134,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
         ...(node ? { node } : {}),
         ...(network ? { network } : {}),
         ...(out.stamper ? { stamps: out.stamper.service, stampStatus: out.stamper.status } : {}),
+        events,
         ...(deps.metrics && config.apiMetrics ? { metrics: deps.metrics } : {}),
       });
       const api = out.api;

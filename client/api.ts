@@ -26,6 +26,7 @@ import type {
   MempoolSummary,
   MerkleProof,
   Outspend,
+  StreamEvent,
   BlockchainStatus,
   DeliveryStatus,
   Hook,
@@ -283,6 +284,22 @@ export class BlockwireClient {
   /** `GET /scripthash/{hash}/unspentoutputs`: the script's unspent outputs (mempool ones with 0 confirmations). */
   async getScriptUnspentOutputs(script: ScriptArg): Promise<UnspentOutput[]> {
     return (await this.http.request<RawUnspent[]>('GET', scriptPath(script, 'unspentoutputs'), { query: scriptQuery(script) })).data.map(parseUnspent);
+  }
+
+  /**
+   * `GET /events?after&wait`: the key's events after event `after` by long polling, for hosts
+   * where WebSockets are blocked: the stream's events (same ids, order and JSON), at once when
+   * there are some, else the first ones within `wait` seconds (0–60). Pass `next` as `after` to
+   * the next poll; without `after`, events from now on.
+   */
+  async pollEvents(opts: { after?: number; wait?: number; limit?: number } = {}): Promise<{ events: StreamEvent[]; next: number }> {
+    const wait = opts.wait ?? 0;
+    const r = await this.http.request<{ events: StreamEvent[]; next: number }>('GET', '/events', {
+      query: { after: opts.after, wait, limit: opts.limit },
+      // (the answer may take the whole wait)
+      timeoutMs: (this.options.timeoutMs ?? 30_000) + wait * 1000,
+    });
+    return r.data;
   }
 
   // ---- broadcast ---------------------------------------------------------------------------

@@ -34,6 +34,8 @@ export type HttpRequest = {
   headers?: Record<string, string>;
   /** The answer is text (e.g. a transaction's hex), not JSON: `data` is the body as is. */
   text?: boolean;
+  /** This request's time limit in ms (default: the client's), e.g. a long poll's. */
+  timeoutMs?: number;
 };
 
 /** The HTTP core used by the client. */
@@ -66,10 +68,10 @@ export function createHttp(opts: HttpOptions): Http {
     }
     let res: Response;
     try {
-      res = await fetchImpl!(url, { method, headers, body, signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+      res = await fetchImpl!(url, { method, headers, body, signal: AbortSignal.timeout(req.timeoutMs ?? timeoutMs), redirect: 'error' });
     } catch (err) {
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-      throw new ConnectionError(timedOut ? `${label}: no answer within ${timeoutMs} ms` : `${label}: ${describe(err)}`, { cause: err });
+      throw new ConnectionError(timedOut ? `${label}: no answer within ${req.timeoutMs ?? timeoutMs} ms` : `${label}: ${describe(err)}`, { cause: err });
     }
     const text = await res.text().catch((err: unknown) => {
       throw new ConnectionError(`${label}: the response body could not be read: ${describe(err)}`, { cause: err });
