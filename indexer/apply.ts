@@ -22,6 +22,7 @@ import { toBuffer } from './mempool-rows.js';
 import { type Trx, type Tip, int8s, lockTip, setTip, addBalances, insertUtxos, insertHistory, dropOverwrittenCoinbase, spendUtxos, cutHistory } from './chain-rows.js';
 import { removeFromMempool, confirmationEvents } from './block-events.js';
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
+import { blockAliases, insertScriptAliases } from './script-aliases.js';
 
 /** Hooks the run loop gives the writers. */
 export interface WriteContext {
@@ -95,6 +96,7 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
     lap('balances');
     await insertHistory(trx, rows.history);
     lap('history');
+    await insertScriptAliases(trx, blockAliases(block));
     // Wallet gap limits move before the events are built: an address the extension brings in
     // is watched (its wallet's subscriptions) when this block's touches are matched.
     await extendWalletsFor(trx, [...rows.history.keys()]);

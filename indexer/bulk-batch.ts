@@ -14,6 +14,7 @@ import type { TxInput } from '../src/bitcoin/tx.js';
 import { PackedWriter } from '../src/db/packed.js';
 import { scriptKeyBytes } from './address-keys.js';
 import { BinaryCopy } from './copy-binary.js';
+import { scriptAlias } from './script-aliases.js';
 import { MissingPrevoutError } from './derive.js';
 import { deriveTx, type Keys, type TxSink } from './derive-tx.js';
 import { txNumOf } from '../src/db/tx-num.js';
@@ -153,6 +154,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   private rowDead = new Uint8Array(1 << 16);
   private rowCount = 0;
   readonly spent = new BinaryCopy(1 << 20);
+  /** Script aliases of the batch's P2PK and bare multisig outputs (repeats included: the finish keeps one of each). */
+  readonly aliases = new BinaryCopy(1 << 12);
   /** The batch's history entries by address. */
   private readonly groups = new HistoryGroups();
   readonly blockHashes: Buffer[] = [];
@@ -257,6 +260,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
 
   output(_vout: number, value: bigint, script: Uint8Array): void {
     this.outsW.packOut(value, script);
+    const alias = scriptAlias(script);
+    if (alias !== null) this.aliases.row(3).uuidBytes(alias.scriptKey).uuidBytes(alias.addrKey).bool(alias.keyed);
   }
 
   unspent(vout: number, keys: Keys<Uint8Array>, key: Uint8Array | null, value: bigint, script: Uint8Array): void {

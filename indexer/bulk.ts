@@ -1,16 +1,16 @@
 /**
  * Initial sync in bulk, for an index far behind the node (or fed from blk*.dat by `import`):
  * 1. begin (one transaction): drop the secondary indexes and primary keys of txs, utxos,
- *    history and balances, empty the mempool tables, mark the bulk sync active;
+ *    history, balances and script_aliases, empty the mempool tables, mark the bulk sync active;
  * 2. load: blocks in height order, many per Postgres transaction (a batch of ~INDEXER_BULK_BATCH_TXS
  *    transactions), written with binary COPY: blocks, txs, the batch's outputs still unspent at
  *    its end, `bulk_spent` for outputs of earlier batches it spent, history chunks per address,
- *    block.connected events, and the tip. Each commit is a checkpoint. Inputs resolve from an
+ *    script aliases (script-aliases.ts), block.connected events, and the tip. Each commit is a checkpoint. Inputs resolve from an
  *    in-memory outpoint cache (outpoint-cache.ts), never from Postgres; JS derives batch N+1
  *    while Postgres ingests batch N;
  * 3. finish (finishBulk): two transactions at once on two connections (chain state: utxos
  *    without the spent rows, balances, bulk_spent cleared, their indexes; history: chunks re-cut,
- *    its key), then the bulk sync marked done. The per-block path takes over.
+ *    its key; script aliases: one of each, their key), then the bulk sync marked done. The per-block path takes over.
  * After a kill -9 anywhere, the next start sees the active mark, reloads the outpoint cache
  * from `utxos` minus `bulk_spent` and resumes after the last committed batch.
  * Per-address events are not emitted for bulk-loaded blocks (they are history, not news).
@@ -93,6 +93,8 @@ export function nodeFeed(source: ChainSource, from: number, to: number, inFlight
 /** The indexes of txs and balances (dropped again by the finish, which rebuilds them). */
 const DROP_TXS_INDEXES = 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid_key; DROP INDEX IF EXISTS txs_spent_groups;';
 const DROP_BALANCES_KEY = 'ALTER TABLE balances DROP CONSTRAINT IF EXISTS balances_pkey;';
+/** Batches append script aliases as they come (a P2PK script paid twice, in two batches or one, gives two rows): the finish keeps one and builds the key. */
+const DROP_ALIASES_KEY = 'ALTER TABLE script_aliases DROP CONSTRAINT IF EXISTS script_aliases_pkey;';
 
 /** Index DDL the bulk path drops and rebuilds (the definitions of migrations/0001_chain.ts). */
 const DROP_INDEXES = `
@@ -101,6 +103,7 @@ const DROP_INDEXES = `
   DROP INDEX IF EXISTS utxos_addr;
   ALTER TABLE history DROP CONSTRAINT IF EXISTS history_pkey;
   ${DROP_BALANCES_KEY}
+  ${DROP_ALIASES_KEY}
 `;
 
 // txs only grows at its end (tx_num is chain order), so its primary key is built full: the
@@ -281,6 +284,7 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
     lap('spent');
     if (history.rows > 0) await copyIn(client, 'history (addr_key, first_tx_num, rest)', history.finish());
     lap('history');
+    if (b.aliases.rows > 0) await copyIn(client, 'script_aliases (script_key, addr_key, keyed)', b.aliases.finish());
     await client.query('SELECT pg_advisory_xact_lock($1::int8)', [OUTBOX_LOCK.toString()]);
     await client.query(
       `INSERT INTO outbox (type, block_hash, height)
@@ -421,6 +425,13 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
        ALTER TABLE history_merged RENAME TO history;`,
     },
     ...indexSteps(HISTORY_INDEXES),
+    {
+      // Repeats are the same row (an alias depends on the script alone): one of each is kept.
+      name: 'script aliases',
+      text: `${DROP_ALIASES_KEY}
+       DELETE FROM script_aliases a USING script_aliases b WHERE a.script_key = b.script_key AND a.ctid > b.ctid;
+       ALTER TABLE script_aliases ADD PRIMARY KEY (script_key);`,
+    },
   ],
 ];
 

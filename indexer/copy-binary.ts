@@ -49,6 +49,14 @@ export class BinaryCopy {
     return this;
   }
 
+  bool(v: boolean): this {
+    this.ensure(5);
+    this.buf.writeInt32BE(1, this.len);
+    this.buf[this.len + 4] = v ? 1 : 0;
+    this.len += 5;
+    return this;
+  }
+
   int2(v: number): this {
     this.ensure(6);
     this.buf.writeInt32BE(2, this.len);

@@ -8,6 +8,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { addWalletDeltas } from '../src/db/wallet-balances.js';
+import { aliasesOf, insertScriptAliases } from './script-aliases.js';
 
 type Trx = Transaction<Database>;
 
@@ -48,6 +49,7 @@ export async function insertMempoolTxs(trx: Trx, txs: readonly MempoolTxRow[]): 
       SELECT * FROM unnest(${outs.map((o) => toBuffer(o.txid))}::bytea[], ${outs.map((o) => o.vout)}::int4[], ${outs.map((o) => o.key)}::uuid[],
         ${outs.map((o) => o.value.toString())}::int8[], ${outs.map((o) => toBuffer(o.script))}::bytea[])`.execute(trx);
   }
+  await insertScriptAliases(trx, aliasesOf(outs.map((o) => o.script)));
   const spends = txs.flatMap((t) => t.spends.map((s) => ({ txid: t.txid, ...s })));
   if (spends.length > 0) {
     await sql`

@@ -17,6 +17,7 @@ import * as m0011 from './0011_api_key_secrets.js';
 import * as m0012 from './0012_wallets.js';
 import * as m0014 from './0014_subscription_unique.js';
 import * as m0015 from './0015_wallet_balances.js';
+import * as m0016 from './0016_script_aliases.js';
 import * as m0020 from './0020_streams.js';
 import * as m0030 from './0030_stamps.js';
 
@@ -34,6 +35,7 @@ export const migrations: Record<string, Migration> = {
   '0012_wallets': m0012,
   '0014_subscription_unique': m0014,
   '0015_wallet_balances': m0015,
+  '0016_script_aliases': m0016,
   '0020_streams': m0020,
   '0030_stamps': m0030,
 };

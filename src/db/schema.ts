@@ -43,6 +43,14 @@ export interface UtxosTable {
   script: Buffer;
 }
 
+/** The own key of a P2PK or bare multisig output script → the address key its outputs are kept under (migrations/0016_script_aliases.ts). */
+export interface ScriptAliasesTable {
+  script_key: string;
+  addr_key: string;
+  /** True when the outputs carry `addr_key` in utxos and mempool_outputs (P2PK); false for bare multisig. */
+  keyed: boolean;
+}
+
 export interface BalancesTable {
   addr_key: string;
   balance: bigint;
@@ -293,6 +301,7 @@ export interface Database {
   utxos: UtxosTable;
   balances: BalancesTable;
   history: HistoryTable;
+  script_aliases: ScriptAliasesTable;
   mempool_txs: MempoolTxsTable;
   mempool_outputs: MempoolOutputsTable;
   mempool_spends: MempoolSpendsTable;

@@ -3,13 +3,15 @@
  * outputs of exactly one script, named by its SHA-256 (Electrum's script hash, unreversed).
  * The index keys an address by the first 16 bytes of that SHA-256 (src/db/address-key.ts), but a
  * P2PKH key also holds the P2PK outputs of the same public key and the bare multisig outputs
- * naming it (docs/schema.md): every read here keeps only what concerns the script itself, by
- * comparing each output's `sha256(script)` with the one asked for. Histories are read in one
- * REPEATABLE READ transaction, so their confirmed and mempool parts come from one snapshot.
+ * naming it (docs/schema.md): a P2PK or bare multisig script is found through its alias
+ * (`script_aliases`: its own key → the key its outputs are kept under), and every read here
+ * keeps only what concerns the script itself, by comparing each output's `sha256(script)` with
+ * the one asked for. Histories are read in one REPEATABLE READ transaction, so their confirmed
+ * and mempool parts come from one snapshot.
  * @module
  */
 import { hash } from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../schema.js';
 import { addressKeyOfScriptSha, canonicalScripts, addressKey } from '../address-key.js';
 import { decodeIns, decodeOuts } from '../packed.js';
@@ -52,8 +54,23 @@ export async function readScriptHistories(db: Kysely<Database>, refs: readonly S
     .execute((trx) => readHistoriesIn(trx, refs, limit));
 }
 
+/** A script and the key its rows are under: its own, or its alias's; `keyed` false when its outputs carry no key (bare multisig). */
+type Resolved = ScriptRef & { keyed: boolean };
+
+/** Each script's key through `script_aliases` (a script without an alias is under its own key). */
+async function resolveRefs(db: Kysely<Database> | Trx, refs: readonly ScriptRef[]): Promise<Resolved[]> {
+  const r = await sql<{ script_key: string; addr_key: string; keyed: boolean }>`
+    SELECT script_key, addr_key, keyed FROM script_aliases WHERE script_key = ANY(${refs.map((x) => x.key)}::uuid[])`.execute(db);
+  const alias = new Map(r.rows.map((x) => [x.script_key, x]));
+  return refs.map((ref) => {
+    const a = alias.get(ref.key);
+    return a ? { sha: ref.sha, key: a.addr_key, keyed: a.keyed } : { ...ref, keyed: true };
+  });
+}
+
 /** readScriptHistories inside a snapshot the caller holds. */
-export async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limit: number): Promise<ScriptHistory[]> {
+export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], limit: number): Promise<ScriptHistory[]> {
+  const refs = await resolveRefs(trx, asked);
   const keys = refs.map((r) => r.key);
   const counts = await sql<{ i: number; n: string; m: string }>`
     SELECT q.i::int4 AS i,
@@ -92,7 +109,7 @@ export async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limi
       FROM unnest(${rs.map((r) => r.key)}::uuid[], ${rs.map((r) => r.sha)}::bytea[]) WITH ORDINALITY AS q(k, s, i)
       JOIN mempool_addresses ma ON ma.addr_key = q.k
       JOIN mempool_txs mt ON mt.txid = ma.txid
-     WHERE EXISTS (SELECT 1 FROM mempool_outputs o WHERE o.txid = ma.txid AND o.addr_key = q.k AND sha256(o.script) = q.s)
+     WHERE EXISTS (SELECT 1 FROM mempool_outputs o WHERE o.txid = ma.txid AND sha256(o.script) = q.s)
         OR EXISTS (SELECT 1 FROM mempool_spends s
                      LEFT JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
                      LEFT JOIN mempool_outputs o ON o.txid = s.prev_txid AND o.vout = s.prev_vout
@@ -103,7 +120,7 @@ export async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limi
   // A transaction is in the script's history when one of its outputs is the script, or when it
   // spends an output of the script. A key's entries without such an output spend one of the
   // key's outputs; those are all the script itself unless the key also holds outputs of other
-  // scripts (P2PK or bare multisig of a P2PKH key's public key): only then are prevouts read.
+  // scripts (the P2PKH script, P2PK and bare multisig of one public key): only then are prevouts read.
   const confirmedOf: Located[][] = [];
   const unsure: { j: number; entry: Located }[] = [];
   // Each transaction's outputs are decoded and hashed once, however many of the scripts it pays.
@@ -123,7 +140,7 @@ export async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limi
       let funds = false;
       for (const o of outputsOf(n, tx.outs)) {
         if (o.sha.equals(ref.sha)) funds = true;
-        else if (!foreign && holdsForeign(o.script, ref.key)) foreign = true;
+        else if (!foreign && holdsForeign(o.script, o.sha, ref.key)) foreign = true;
       }
       const e = { num: n, txid: tx.txid, height: txNumHeight(n) };
       all.push(e);
@@ -142,10 +159,15 @@ export async function readHistoriesIn(trx: Trx, refs: readonly ScriptRef[], limi
   return out;
 }
 
-/** Is `script` an output of another script that the index keeps under `key` (P2PK, bare multisig)? */
-function holdsForeign(script: Uint8Array, key: string): boolean {
+/**
+ * Is `script` (SHA-256 `sha`), an output of another script than the one asked for, kept under
+ * `key` too? A P2PKH key holds its own script's outputs and the P2PK and bare multisig outputs
+ * of the same public key: asked for one of them, the others are foreign.
+ */
+function holdsForeign(script: Uint8Array, sha: Buffer, key: string): boolean {
   const c = canonicalScripts(script);
-  if (c === null || c === script) return false;
+  if (c === null) return false;
+  if (c === script) return addressKeyOfScriptSha(sha) === key;
   if (c instanceof Uint8Array) return addressKey(c) === key;
   return c.some((x) => addressKey(x) === key);
 }
@@ -183,23 +205,53 @@ const cmp = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 
 export type ScriptBalance = { confirmed: bigint; unconfirmed: bigint };
 
+/** A read of one script's balance or unspent outputs: its key resolved, in one snapshot (the caller's, when it holds one). */
+async function readOne<T>(db: Kysely<Database>, ref: ScriptRef, read: (trx: Trx, r: Resolved) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return read(db as Trx, (await resolveRefs(db, [ref]))[0]!);
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (trx) => read(trx, (await resolveRefs(trx, [ref]))[0]!));
+}
+
+/**
+ * The script's outputs in `utxos` (txid, vout, value, tx_num), as a subquery. A keyed script's
+ * rows carry its key; a bare multisig output's carry none (it counts in no balance), so those are
+ * found through the transactions of its key's history.
+ */
+async function confirmedOutputs(trx: Trx, r: Resolved): Promise<RawBuilder<unknown>> {
+  if (r.keyed) return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u WHERE u.addr_key = ${r.key} AND sha256(u.script) = ${r.sha}`;
+  const chunks = await sql<{ first_tx_num: bigint; rest: Buffer }>`SELECT first_tx_num, rest FROM history WHERE addr_key = ${r.key}`.execute(trx);
+  const nums = chunks.rows.flatMap((c) => decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
+  return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM txs t JOIN utxos u ON u.txid = t.txid AND u.tx_num = t.tx_num
+              WHERE t.tx_num = ANY(${nums.map(String)}::int8[]) AND u.addr_key IS NULL AND sha256(u.script) = ${r.sha}`;
+}
+
+/** The script's outputs in the mempool, as a subquery: of the key's mempool transactions, the outputs that are the script. */
+function mempoolOutputs(r: Resolved): RawBuilder<unknown> {
+  return sql`SELECT o.txid, o.vout, o.value, o.script FROM mempool_outputs o
+              WHERE o.txid IN (SELECT txid FROM mempool_addresses WHERE addr_key = ${r.key}) AND sha256(o.script) = ${r.sha}`;
+}
+
 /**
  * Confirmed balance (outputs of the script no block has spent) and unconfirmed change (what
  * mempool transactions pay to the script minus what they spend from it), as electrs reports them.
  */
 export async function readScriptBalance(db: Kysely<Database>, ref: ScriptRef): Promise<ScriptBalance> {
-  const r = await sql<{ confirmed: bigint; received: bigint; sent: bigint }>`
-    SELECT (SELECT coalesce(sum(u.value), 0) FROM utxos u WHERE u.addr_key = ${ref.key} AND sha256(u.script) = ${ref.sha})::int8 AS confirmed,
-           (SELECT coalesce(sum(o.value), 0) FROM mempool_outputs o WHERE o.addr_key = ${ref.key} AND sha256(o.script) = ${ref.sha})::int8 AS received,
-           (SELECT coalesce(sum(coalesce(u.value, o.value)), 0)
-              FROM mempool_spends s
-              LEFT JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
-              LEFT JOIN mempool_outputs o ON o.txid = s.prev_txid AND o.vout = s.prev_vout
-             WHERE s.txid IN (SELECT txid FROM mempool_addresses WHERE addr_key = ${ref.key})
-               AND coalesce(u.addr_key, o.addr_key) = ${ref.key}
-               AND sha256(coalesce(u.script, o.script)) = ${ref.sha})::int8 AS sent`.execute(db);
-  const row = r.rows[0]!;
-  return { confirmed: row.confirmed, unconfirmed: row.received - row.sent };
+  return readOne(db, ref, async (trx, r) => {
+    const res = await sql<{ confirmed: bigint; received: bigint; sent: bigint }>`
+      SELECT (SELECT coalesce(sum(u.value), 0) FROM (${await confirmedOutputs(trx, r)}) u)::int8 AS confirmed,
+             (SELECT coalesce(sum(o.value), 0) FROM (${mempoolOutputs(r)}) o)::int8 AS received,
+             (SELECT coalesce(sum(coalesce(u.value, o.value)), 0)
+                FROM mempool_spends s
+                LEFT JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
+                LEFT JOIN mempool_outputs o ON o.txid = s.prev_txid AND o.vout = s.prev_vout
+               WHERE s.txid IN (SELECT txid FROM mempool_addresses WHERE addr_key = ${r.key})
+                 AND sha256(coalesce(u.script, o.script)) = ${r.sha})::int8 AS sent`.execute(trx);
+    const row = res.rows[0]!;
+    return { confirmed: row.confirmed, unconfirmed: row.received - row.sent };
+  });
 }
 
 /** An unspent output of a script: height 0 for a mempool output. */
@@ -210,47 +262,51 @@ export type ScriptUnspent = { txid: Buffer; vout: number; value: bigint; script:
  * chain order, then mempool ones. At most `limit + 1` rows (the caller refuses more than `limit`).
  */
 export async function readScriptUnspent(db: Kysely<Database>, ref: ScriptRef, limit: number): Promise<ScriptUnspent[]> {
-  const r = await sql<{ part: number; txid: Buffer; vout: number; value: bigint; script: Buffer; tx_num: bigint | null }>`
-    (SELECT 0 AS part, u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u
-      WHERE u.addr_key = ${ref.key} AND sha256(u.script) = ${ref.sha}
-        AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
-      ORDER BY u.tx_num, u.vout LIMIT ${limit + 1})
-    UNION ALL
-    (SELECT 1, o.txid, o.vout, o.value, o.script, NULL FROM mempool_outputs o
-      WHERE o.addr_key = ${ref.key} AND sha256(o.script) = ${ref.sha}
-        AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = o.txid AND s.prev_vout = o.vout)
-      ORDER BY o.txid, o.vout LIMIT ${limit + 1})`.execute(db);
-  const rows = r.rows.sort((a, b) => a.part - b.part || (a.part === 0 ? cmp(a.tx_num!, b.tx_num!) || a.vout - b.vout : Buffer.compare(a.txid, b.txid) || a.vout - b.vout));
-  return rows.slice(0, limit + 1).map((x) => ({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, height: x.tx_num === null ? 0 : txNumHeight(x.tx_num) }));
+  return readOne(db, ref, async (trx, r) => {
+    const res = await sql<{ part: number; txid: Buffer; vout: number; value: bigint; script: Buffer; tx_num: bigint | null }>`
+      (SELECT 0 AS part, u.txid, u.vout, u.value, u.script, u.tx_num FROM (${await confirmedOutputs(trx, r)}) u
+        WHERE NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
+        ORDER BY u.tx_num, u.vout LIMIT ${limit + 1})
+      UNION ALL
+      (SELECT 1, o.txid, o.vout, o.value, o.script, NULL FROM (${mempoolOutputs(r)}) o
+        WHERE NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = o.txid AND s.prev_vout = o.vout)
+        ORDER BY o.txid, o.vout LIMIT ${limit + 1})`.execute(trx);
+    const rows = res.rows.sort((a, b) => a.part - b.part || (a.part === 0 ? cmp(a.tx_num!, b.tx_num!) || a.vout - b.vout : Buffer.compare(a.txid, b.txid) || a.vout - b.vout));
+    return rows.slice(0, limit + 1).map((x) => ({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, height: x.tx_num === null ? 0 : txNumHeight(x.tx_num) }));
+  });
 }
 
 /**
  * A fingerprint of each key's mempool part (its transactions and whether each has an
  * unconfirmed parent), for keys that have one: a key whose fingerprint changed may have a new
- * status. Keys absent from the map have no mempool transaction.
+ * status. Keys absent from the map have no mempool transaction. Keys are script keys: an alias's
+ * (P2PK, bare multisig) is looked up under the key its outputs are kept under.
  */
 export async function readMempoolMarks(db: Kysely<Database>, keys: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   if (keys.length === 0) return out;
   const r = await sql<{ k: string; mark: string }>`
-    SELECT ma.addr_key AS k,
+    SELECT q.k,
            string_agg(encode(ma.txid, 'hex') ||
                       CASE WHEN EXISTS (SELECT 1 FROM mempool_spends s JOIN mempool_txs p ON p.txid = s.prev_txid WHERE s.txid = ma.txid) THEN '-' ELSE '+' END,
                       ',' ORDER BY ma.txid) AS mark
-      FROM mempool_addresses ma
-     WHERE ma.addr_key = ANY(${keys}::uuid[])
-     GROUP BY ma.addr_key`.execute(db);
+      FROM unnest(${keys}::uuid[]) AS q(k)
+      LEFT JOIN script_aliases a ON a.script_key = q.k
+      JOIN mempool_addresses ma ON ma.addr_key = coalesce(a.addr_key, q.k)
+     GROUP BY q.k`.execute(db);
   for (const row of r.rows) out.set(row.k, row.mark);
   return out;
 }
 
-/** Of `keys`, those with a history chunk beginning in blocks `fromHeight` … `toHeight` (what a block applied there touched). */
+/** Of `keys` (script keys, aliases followed), those with a history chunk beginning in blocks `fromHeight` … `toHeight` (what a block applied there touched). */
 export async function keysTouchedByBlocks(db: Kysely<Database>, keys: readonly string[], fromHeight: number, toHeight: number): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
   const lo = firstTxNum(fromHeight);
   const hi = firstTxNum(toHeight + 1);
   const r = await sql<{ k: string }>`
-    SELECT DISTINCT h.addr_key AS k FROM history h
-     WHERE h.addr_key = ANY(${keys}::uuid[]) AND h.first_tx_num >= ${lo} AND h.first_tx_num < ${hi}`.execute(db);
+    SELECT DISTINCT q.k FROM unnest(${keys}::uuid[]) AS q(k)
+      LEFT JOIN script_aliases a ON a.script_key = q.k
+      JOIN history h ON h.addr_key = coalesce(a.addr_key, q.k)
+     WHERE h.first_tx_num >= ${lo} AND h.first_tx_num < ${hi}`.execute(db);
   return new Set(r.rows.map((x) => x.k));
 }

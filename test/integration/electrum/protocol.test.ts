@@ -4,7 +4,7 @@
  * (getrawtransaction), balances and unspent outputs (scantxoutset), fees (getmempoolentry,
  * estimatesmartfee, getnetworkinfo), broadcasts (sendrawtransaction's own messages); statuses
  * computed here from the protocol's definition; notifications after new blocks, a reorg and a
- * replacement; a P2PK output and a bare multisig beside a P2PKH script of the same key.
+ * replacement; P2PK and bare multisig outputs made by Core beside a P2PKH script of the same key.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -13,11 +13,11 @@ import * as btc from '@scure/btc-signer';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { describeBitcoind } from '../../support/bitcoind.js';
 import { electrumScriptHash, ElectrumRpcError, type ElectrumTestClient } from '../../support/electrum-client.js';
-import { pubkeyToP2wpkhAddress } from '../../../src/bitcoin/address.js';
 import { hashToHex, hexToHash, sha256d } from '../../../src/bitcoin/hash.js';
 import { merkleRoot } from '../../../src/bitcoin/merkle.js';
 import { startElectrumStack, type ElectrumStack } from './harness.js';
 import { createApiKey } from '../../../src/auth/keys.js';
+import { encodeWif } from '../../../src/bitcoin/wif.js';
 
 const W = 'miner';
 const sat = (btcAmount: number) => Math.round(btcAmount * 1e8);
@@ -61,8 +61,6 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
   const key = secp256k1.utils.randomSecretKey();
   const pub = secp256k1.getPublicKey(key, true);
   const pub2 = secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true);
-  let txP = '';
-  let txS = '';
 
   const call = <T>(method: string, params: unknown[] = [], wallet?: string) => s.node.call<T>(method, params, wallet);
   /** Pays `address` from the wallet and locks that output, so later payments of the wallet do not spend it. */
@@ -230,59 +228,137 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     await s.synced();
   });
 
-  it('a P2PKH script hash answers its own outputs only; P2PK and bare multisig outputs of the same key are not in it; a P2PK script hash is empty', async () => {
-    const fundAddr = pubkeyToP2wpkhAddress(pub, 'regtest');
-    const fundTxid = await call<string>('sendtoaddress', [fundAddr, 1.0], W);
-    await s.mine(1);
-    const fundTx = await call<{ vout: { n: number; value: number; scriptPubKey: { hex: string } }[] }>('getrawtransaction', [fundTxid, true, (await s.node.tip()).hash]);
-    const p2wpkh = btc.p2wpkh(pub);
-    const out = fundTx.vout.find((o) => o.scriptPubKey.hex === Buffer.from(p2wpkh.script).toString('hex'))!;
-    const p2pk = btc.p2pk(pub);
-    const p2pkh = btc.p2pkh(pub);
-    const p2ms = btc.p2ms(1, [pub, pub2]);
-    const t = new btc.Transaction({ allowUnknownOutputs: true, disableScriptCheck: true });
-    t.addInput({ txid: fundTxid, index: out.n, witnessUtxo: { script: p2wpkh.script, amount: BigInt(sat(1.0)) } });
-    t.addOutput({ script: p2pk.script, amount: 30_000_000n });
-    t.addOutput({ script: p2pkh.script, amount: 20_000_000n });
-    t.addOutput({ script: p2ms.script, amount: 10_000_000n });
-    t.addOutput({ script: p2wpkh.script, amount: 39_990_000n });
-    t.sign(key);
-    t.finalize();
-    txP = await c.request<string>('blockchain.transaction.broadcast', [t.hex]);
-    expect(txP).toBe(t.id);
+  it('P2PK and bare multisig script hashes answer exactly their outputs as Bitcoin Core made, spent and reorged them (scantxoutset raw(…) the arbiter); the P2PKH script of the same key only its own', async () => {
+    const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+    const scripts = { pk: hex(btc.p2pk(pub).script), ms: hex(btc.p2ms(1, [pub, pub2]).script), pkh: hex(btc.p2pkh(pub).script) };
+    const kinds = ['pk', 'ms', 'pkh'] as const;
+    const sh = { pk: electrumScriptHash(scripts.pk), ms: electrumScriptHash(scripts.ms), pkh: electrumScriptHash(scripts.pkh) };
+    type Unspent = { tx_hash: string; tx_pos: number; height: number; value: number };
+    const byOutpoint = (a: Unspent, b: Unspent) => a.tx_hash.localeCompare(b.tx_hash) || a.tx_pos - b.tx_pos;
+    /** Core's UTXO set for one script: scantxoutset raw(…). */
+    const coreUtxos = async (script: string) => {
+      const r = await call<{ total_amount: number; unspents: { txid: string; vout: number; amount: number; height: number }[] }>('scantxoutset', ['start', [`raw(${script})`]]);
+      return { confirmed: sat(r.total_amount), unspent: r.unspents.map((u) => ({ tx_hash: u.txid, tx_pos: u.vout, height: u.height, value: sat(u.amount) })).sort(byOutpoint) };
+    };
+    /** Outpoints spent by the mempool at this point of the test. */
+    let mempoolSpent = new Set<string>();
+    /** Electrum's confirmed balance and confirmed unspent outputs equal Core's UTXO set for each script. */
+    const expectCoreUtxos = async () => {
+      for (const k of kinds) {
+        const core = await coreUtxos(scripts[k]);
+        expect((await c.request<{ confirmed: number }>('blockchain.scripthash.get_balance', [sh[k]])).confirmed, k).toBe(core.confirmed);
+        // listunspent leaves out what the mempool spends; Core's UTXO set is the chain's.
+        const listed = await c.request<Unspent[]>('blockchain.scripthash.listunspent', [sh[k]]);
+        expect(listed.filter((u) => u.height > 0).sort(byOutpoint), k).toEqual(core.unspent.filter((u) => !mempoolSpent.has(`${u.tx_hash}:${u.tx_pos}`)));
+      }
+    };
+
+    // Subscribed before any payment: null, then notified of the first one (the alias appears with it).
+    const n = await s.connect();
+    await n.request('server.version', ['aliases', '1.4']);
+    for (const k of kinds) expect(await n.request('blockchain.scripthash.subscribe', [sh[k]]), k).toBeNull();
+    const lastStatus = (k: (typeof kinds)[number]) => [...n.notifications].reverse().find((x) => x.method === 'blockchain.scripthash.subscribe' && x.params[0] === sh[k])?.params[1];
+
+    // Core funds and signs one transaction paying the three scripts (a raw transaction without
+    // inputs takes outputs as scripts; fundrawtransaction adds inputs and change).
+    const outs: [string, number][] = [
+      [scripts.pk, 30_000_000],
+      [scripts.ms, 10_000_000],
+      [scripts.pkh, 20_000_000],
+    ];
+    const outBytes = outs.map(([script, value]) => {
+      const v = Buffer.alloc(8);
+      v.writeBigUInt64LE(BigInt(value));
+      const sc = Buffer.from(script, 'hex');
+      return Buffer.concat([v, Buffer.from([sc.length]), sc]);
+    });
+    const unfunded = Buffer.concat([Buffer.from('02000000', 'hex'), Buffer.from([0, outs.length]), ...outBytes, Buffer.alloc(4)]).toString('hex');
+    const funded = await call<{ hex: string }>('fundrawtransaction', [unfunded, { changePosition: 3 }, false], W);
+    const signed = await call<{ hex: string; complete: boolean }>('signrawtransactionwithwallet', [funded.hex], W);
+    expect(signed.complete).toBe(true);
+    const txP = await call<string>('sendrawtransaction', [signed.hex]);
+    await s.synced();
+
+    // In the mempool: each script hash has the payment, its output unconfirmed.
+    const entryP = await call<{ fees: { base: number }; ancestorcount: number }>('getmempoolentry', [txP]);
+    const mhP = entryP.ancestorcount === 1 ? 0 : -1;
+    const feeP = sat(entryP.fees.base);
+    for (const [i, k] of kinds.entries()) {
+      expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toEqual([{ tx_hash: txP, height: mhP, fee: feeP }]);
+      expect(await c.request('blockchain.scripthash.get_mempool', [sh[k]]), k).toEqual([{ tx_hash: txP, height: mhP, fee: feeP }]);
+      expect(await c.request('blockchain.scripthash.get_balance', [sh[k]]), k).toEqual({ confirmed: 0, unconfirmed: outs[i]![1] });
+      expect(await c.request('blockchain.scripthash.listunspent', [sh[k]]), k).toEqual([{ tx_hash: txP, tx_pos: i, height: 0, value: outs[i]![1] }]);
+      await waitFor(`the ${k} status of the payment in the mempool`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: mhP }]), 30_000);
+    }
+
+    // Mined: the confirmed outputs are Core's UTXO set for each script.
     await s.mine(1);
     const hP = (await s.node.tip()).height;
-    // spend the P2PK output alone: a transaction of the key that the P2PKH script never saw
-    const spend = new btc.Transaction({ allowUnknownOutputs: true, disableScriptCheck: true });
-    spend.addInput({ txid: txP, index: 0, nonWitnessUtxo: t.toBytes(true, false) });
-    spend.addOutput({ script: p2wpkh.script, amount: 29_990_000n });
-    spend.sign(key);
-    spend.finalize();
-    txS = await call<string>('sendrawtransaction', [spend.hex]);
-    await s.mine(1);
-    const hS = (await s.node.tip()).height;
-
-    const shPkh = electrumScriptHash(Buffer.from(p2pkh.script).toString('hex'));
-    const shPk = electrumScriptHash(Buffer.from(p2pk.script).toString('hex'));
-    const shMs = electrumScriptHash(Buffer.from(p2ms.script).toString('hex'));
-    const shWpkh = electrumScriptHash(Buffer.from(p2wpkh.script).toString('hex'));
-    expect(await c.request('blockchain.scripthash.get_history', [shPkh])).toEqual([{ tx_hash: txP, height: hP }]);
-    expect(await c.request('blockchain.scripthash.get_balance', [shPkh])).toEqual({ confirmed: 20_000_000, unconfirmed: 0 });
-    expect(await c.request('blockchain.scripthash.listunspent', [shPkh])).toEqual([{ tx_hash: txP, tx_pos: 1, height: hP, value: 20_000_000 }]);
-    expect(await c.request('blockchain.scripthash.subscribe', [shPkh])).toBe(expectedStatus([{ tx_hash: txP, height: hP }]));
-    // P2PK and bare multisig script hashes: not indexed by script (docs/electrum.md)
-    for (const sh of [shPk, shMs]) {
-      expect(await c.request('blockchain.scripthash.get_history', [sh])).toEqual([]);
-      expect(await c.request('blockchain.scripthash.get_balance', [sh])).toEqual({ confirmed: 0, unconfirmed: 0 });
-      expect(await c.request('blockchain.scripthash.listunspent', [sh])).toEqual([]);
-      expect(await c.request('blockchain.scripthash.subscribe', [sh])).toBeNull();
+    for (const [i, k] of kinds.entries()) {
+      expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toEqual([{ tx_hash: txP, height: hP }]);
+      expect(await c.request('blockchain.scripthash.listunspent', [sh[k]]), k).toEqual([{ tx_hash: txP, tx_pos: i, height: hP, value: outs[i]![1] }]);
+      await waitFor(`the ${k} status of the confirmed payment`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }]), 30_000);
     }
-    // the P2WPKH script of the same key: its own history (fund, txP's change, txS)
-    expect(await c.request('blockchain.scripthash.get_history', [shWpkh])).toEqual([
-      { tx_hash: fundTxid, height: hP - 1 },
-      { tx_hash: txP, height: hP },
-      { tx_hash: txS, height: hS },
+    await expectCoreUtxos();
+
+    // Core signs a spend of the P2PK and the bare multisig outputs with the key (not the P2PKH one).
+    const dest = await call<string>('getnewaddress', [], W);
+    const unsigned = await call<string>('createrawtransaction', [[{ txid: txP, vout: 0 }, { txid: txP, vout: 1 }], [{ [dest]: 0.3999 }]]);
+    const spend = await call<{ hex: string; complete: boolean }>('signrawtransactionwithkey', [
+      unsigned,
+      [encodeWif(key, 'regtest')],
+      [
+        { txid: txP, vout: 0, scriptPubKey: scripts.pk, amount: 0.3 },
+        { txid: txP, vout: 1, scriptPubKey: scripts.ms, amount: 0.1 },
+      ],
     ]);
+    expect(spend.complete).toBe(true);
+    const txS = await call<string>('sendrawtransaction', [spend.hex]);
+    await s.synced();
+    mempoolSpent = new Set([`${txP}:0`, `${txP}:1`]);
+    const entryS = await call<{ fees: { base: number } }>('getmempoolentry', [txS]);
+    const inMempool = { tx_hash: txS, height: 0, fee: sat(entryS.fees.base) };
+    for (const [i, k] of (['pk', 'ms'] as const).entries()) {
+      expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toEqual([{ tx_hash: txP, height: hP }, inMempool]);
+      expect(await c.request('blockchain.scripthash.get_balance', [sh[k]]), k).toEqual({ confirmed: outs[i]![1], unconfirmed: -outs[i]![1] });
+      expect(await c.request('blockchain.scripthash.listunspent', [sh[k]]), k).toEqual([]);
+      await waitFor(`the ${k} status of the spend in the mempool`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, inMempool]), 30_000);
+    }
+    await expectCoreUtxos();
+
+    // The spend mined: nothing left of the P2PK and multisig outputs, as in Core's UTXO set.
+    const [spendBlock] = await s.mine(1);
+    const hS = (await s.node.tip()).height;
+    mempoolSpent = new Set();
+    for (const k of ['pk', 'ms'] as const) {
+      expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toEqual([
+        { tx_hash: txP, height: hP },
+        { tx_hash: txS, height: hS },
+      ]);
+      expect(await c.request('blockchain.scripthash.get_balance', [sh[k]]), k).toEqual({ confirmed: 0, unconfirmed: 0 });
+    }
+    await expectCoreUtxos();
+    // The P2PKH script of the same key: its own output only, never the spend of the others.
+    expect(await c.request('blockchain.scripthash.get_history', [sh.pkh])).toEqual([{ tx_hash: txP, height: hP }]);
+    expect(await c.request('blockchain.scripthash.get_balance', [sh.pkh])).toEqual({ confirmed: 20_000_000, unconfirmed: 0 });
+
+    // A reorg takes the spend's block away: the spend is back in Core's mempool, the outputs in its UTXO set.
+    await call('invalidateblock', [spendBlock]);
+    await s.synced();
+    expect(await call<string[]>('getrawmempool')).toContain(txS);
+    mempoolSpent = new Set([`${txP}:0`, `${txP}:1`]);
+    for (const k of ['pk', 'ms'] as const) {
+      expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toMatchObject([{ tx_hash: txP, height: hP }, { tx_hash: txS, height: 0 }]);
+      await waitFor(`the ${k} status after the reorg`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, { tx_hash: txS, height: 0 }]), 30_000);
+    }
+    await expectCoreUtxos();
+    await call('reconsiderblock', [spendBlock]);
+    await s.synced();
+    mempoolSpent = new Set();
+    for (const k of ['pk', 'ms'] as const) {
+      await waitFor(`the ${k} status after the block is back`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, { tx_hash: txS, height: hS }]), 30_000);
+    }
+    await expectCoreUtxos();
   });
 
   it('batches are answered as one array in request order', async () => {

@@ -4,7 +4,9 @@
  * batch boundaries, then handing over to the per-block path and undoing bulk-loaded blocks.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import * as btc from '@scure/btc-signer';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
+import { addressKey } from '../../../src/db/address-key.js';
 import { silentLogger } from '../../../src/log.js';
 import { applyBlock, undoBlock } from '../../../indexer/apply.js';
 import { readTip } from '../../../indexer/chain-rows.js';
@@ -79,6 +81,26 @@ describeFixtures('bulk sync', () => {
     const chain = chainOf(mainnet);
     await runBulk(bulk.db, { databaseUrl: bulk.url, log: silentLogger(), batchTxs: 50 }, (from) => nodeFeed(chain, from, 599), 599);
     await perBlock(ref, mainnet);
-    expect(await snapshotIndex(bulk.db)).toEqual(await snapshotIndex(ref.db));
+    const snapshot = await snapshotIndex(bulk.db);
+    expect(snapshot).toEqual(await snapshotIndex(ref.db));
+    // Both paths wrote the script alias of every distinct P2PK script of the chain (as
+    // @scure/btc-signer reads the scripts): its own key → its key's P2PKH key, keyed.
+    const want = new Set<string>();
+    for (const b of mainnet) {
+      for (const tx of decodeBlock(b.raw).txs) {
+        for (const o of tx.outputs) {
+          const d = (() => {
+            try {
+              return btc.OutScript.decode(o.script);
+            } catch {
+              return null;
+            }
+          })();
+          if (d?.type === 'pk') want.add(`${addressKey(o.script)} ${addressKey(btc.p2pkh(d.pubkey).script)} true`);
+        }
+      }
+    }
+    expect(want.size).toBeGreaterThan(500);
+    expect(new Set(snapshot.aliases)).toEqual(want);
   });
 });
