@@ -70,5 +70,7 @@ describeFixtures('REST API over regtest-chain-a', () => {
     };
     for (let i = 0; i < entries.length; i += 8) await Promise.all(entries.slice(i, i + 8).map(check));
     expect(checked).toBe(5301);
-  });
+    // ~16,000 requests through the whole API stack: 71 s at load 19, over 120 s at load 25-30.
+    // A limit is no speed target.
+  }, 600_000);
 });
