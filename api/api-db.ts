@@ -1,12 +1,12 @@
 /**
  * The API's own database pool, with server-side prepared statements: every parameterized query
  * runs as a named statement (name = hash of its text), so Postgres parses and plans each of the
- * API's few query shapes once per connection instead of per request (the combined balance query
- * went from ~400 µs to ~85 µs per call on this machine). The number of names is bounded; past it
+ * API's few query shapes once per connection instead of per request (for these short keyed
+ * lookups parsing and planning cost more than running them). The number of names is bounded; past it
  * queries run unnamed as usual. The pool's connections use generic plans only
  * (`plan_cache_mode = force_generic_plan`): every API query is a keyed lookup whose best plan does
  * not depend on the values, and Postgres otherwise kept re-planning the history page query on
- * each call (0.26 ms of planning for 0.06 ms of execution; history page 2.6k → 5.0k req/s).
+ * each call, its planning costing several times its execution (figures: bench/README.md "api").
  * It is a SET when each connection opens; behind PgBouncer in transaction mode (where session
  * settings do not follow the client) set it for the API's role instead: `ALTER ROLE … SET
  * plan_cache_mode = force_generic_plan` (docs/scaling.md).

@@ -1,5 +1,5 @@
 /**
- * Replays a recorded chain in the format of ../shared/fixtures/regtest-chain-a: `blocks.jsonl`
+ * Replays a recorded chain, a directory holding `blocks.jsonl`
  * (every block, main and stale, raw) and `zmq-sequence.jsonl`, whose `C`/`D` lines give the
  * order in which the recording node connected and disconnected blocks. Each event is applied as
  * the node applied it (disconnected transactions return to the mempool, connected blocks remove

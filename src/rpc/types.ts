@@ -1,6 +1,6 @@
 /**
- * Result shapes of the bitcoind RPCs Blockwire calls, as Bitcoin Core 30 returns them (see the
- * recording in ../shared/fixtures/bitcoind). Amounts are BTC numbers as in Core's JSON; use
+ * Result shapes of the bitcoind RPCs Blockwire calls, as Bitcoin Core 30 returns them (the RPC
+ * client tests call a real bitcoind 30). Amounts are BTC numbers as in Core's JSON; use
  * `btcToSats` for satoshis.
  * @module
  */
