@@ -11,6 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { verifyApiKey, type ApiKeyPrincipal, type Scope } from '../src/auth/keys.js';
 import { authenticate, presentedKey } from '../src/auth/authenticate.js';
 import { createRateLimiter, type RateLimiter } from '../src/auth/rate-limit.js';
+import { createFailureLimiter } from '../src/auth/failure-limit.js';
 import { ServiceError } from '../src/errors.js';
 import { authenticateSigned } from './signed-request.js';
 import type { Credentials, Dialect } from './dialect.js';
@@ -56,15 +57,23 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
     },
   });
 
-  /** The principal of the request's credentials, or a ServiceError (401/403). */
+  const failures = createFailureLimiter({ limit: settings.authFailureLimit, windowMs: settings.rateWindowMs });
+
+  /** The principal of the request's credentials, or a ServiceError (401/403; 429 for an address sending wrong keys). */
   const principalOf = async (request: FastifyRequest, creds: Credentials, scope: Scope): Promise<ApiKeyPrincipal> => {
-    switch (creds.kind) {
-      case 'none':
-        throw new ServiceError('ERR_API_KEY_MISSING');
-      case 'token':
-        return authenticate(deps.db, creds.key, scope, verify);
-      case 'hmac':
-        return authenticateSigned(deps, request, creds.authorization, scope);
+    if (creds.kind === 'none') throw new ServiceError('ERR_API_KEY_MISSING');
+    const token = creds.kind === 'token' ? presentedKey(creds.key) : undefined;
+    // No key costs no lookup (401 below); a key this process verified before is not held back.
+    const exempt = creds.kind === 'token' && (token === undefined || (deps.peekKey?.(token) ?? false));
+    const wait = exempt ? undefined : failures.blocked(request.ip);
+    if (wait !== undefined) {
+      throw new ServiceError('ERR_RATE_LIMITED', { message: 'too many requests with invalid API keys from this address', headers: { 'Retry-After': String(Math.max(1, Math.ceil(wait / 1000))) } });
+    }
+    try {
+      return creds.kind === 'token' ? await authenticate(deps.db, creds.key, scope, verify) : await authenticateSigned(deps, request, creds.authorization, scope);
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'ERR_API_KEY_INVALID') failures.note(request.ip);
+      throw err;
     }
   };
 

@@ -50,6 +50,8 @@ export type ApiSettings = {
   rateWindowMs: number;
   /** Share of a window's remaining requests this process grants per key while Redis does not answer. */
   rateFallbackShare: number;
+  /** Invalid keys one client address may present per rate window before it is refused (429) without a lookup. */
+  authFailureLimit: number;
   /** Most live subscriptions, and hooks, per key (409 ERR_LIMIT_REACHED above). */
   maxSubscriptionsPerKey: number;
   maxHooksPerKey: number;
@@ -72,6 +74,7 @@ export const defaultApiSettings: ApiSettings = {
   rateLimit: 6000,
   rateWindowMs: 60_000,
   rateFallbackShare: 1,
+  authFailureLimit: 600,
   maxSubscriptionsPerKey: 10_000,
   maxHooksPerKey: 100,
   redisPrefix: 'bw',

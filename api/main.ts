@@ -67,6 +67,7 @@ function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
     rateLimit: config.apiRateLimit,
     rateWindowMs: config.apiRateWindowMs,
     rateFallbackShare: config.apiRateFallbackShare,
+    authFailureLimit: config.apiAuthFailureLimit,
     maxSubscriptionsPerKey: config.apiMaxSubscriptionsPerKey,
     maxHooksPerKey: config.apiMaxHooksPerKey,
     maxLagBlocks: config.apiMaxLagBlocks,

@@ -28,6 +28,7 @@ import { createSnsTransport, type SnsTransportOptions } from './sns/sns-transpor
 import { listenKeyEvents } from '../src/auth/key-events.js';
 import { createKeyVerifier } from '../src/auth/key-cache.js';
 import { createRateLimiter } from '../src/auth/rate-limit.js';
+import { createFailureLimiter } from '../src/auth/failure-limit.js';
 
 /** How often a stream process checks its connected keys for revocation besides the notifications. */
 const KEY_CHECK_MS = 5000;
@@ -190,7 +191,8 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
       limiter,
       rateLimit: config.apiRateLimit,
       maxConnectionsPerKey: config.wsMaxConnectionsPerKey,
-      ...(keys ? { verifyKey: (k: string) => keys.verify(k) } : {}),
+      failures: createFailureLimiter({ limit: config.apiAuthFailureLimit, windowMs: config.apiRateWindowMs }),
+      ...(keys ? { verifyKey: (k: string) => keys.verify(k), peekKey: (k: string) => keys.peek(k) } : {}),
       ...(keyEvents ? { keyGeneration: () => keyEvents.generation } : {}),
     });
     undo.push(() => wsServer.close());

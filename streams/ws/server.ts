@@ -15,9 +15,10 @@ import { WebSocketServer } from 'ws';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import type { Logger } from '../../src/log.js';
-import { authenticate } from '../../src/auth/authenticate.js';
+import { authenticate, presentedKey } from '../../src/auth/authenticate.js';
 import type { ApiKeyPrincipal } from '../../src/auth/keys.js';
 import type { RateLimiter } from '../../src/auth/rate-limit.js';
+import type { FailureLimiter } from '../../src/auth/failure-limit.js';
 import { ServiceError } from '../../src/errors.js';
 import type { StreamHub } from './hub.js';
 import { readNewestEventId } from '../outbox.js';
@@ -66,6 +67,9 @@ export function createStreamServer(deps: {
   rateLimit?: number;
   /** Most streams one key holds open on this process (default: no bound). */
   maxConnectionsPerKey?: number;
+  /** Invalid keys per client address (src/auth/failure-limit.ts); `peekKey` tells a key this process verified before. */
+  failures?: FailureLimiter;
+  peekKey?: (presented: string) => ApiKeyPrincipal | undefined;
 }): StreamServer {
   const log = deps.log.child({ component: 'streams.ws' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE, perMessageDeflate: false, clientTracking: false });
@@ -86,7 +90,16 @@ export function createStreamServer(deps: {
     try {
       after = parseAfter(url.searchParams.get('after'));
       const presented = req.headers['apikey'] ?? url.searchParams.get('apiKey') ?? undefined;
-      const principal = await authenticate(deps.db, presented, 'read', deps.verifyKey);
+      const peer = req.socket.remoteAddress ?? '';
+      const token = presentedKey(presented);
+      const wait = token !== undefined && !deps.peekKey?.(token) ? deps.failures?.blocked(peer) : undefined;
+      if (wait !== undefined) {
+        throw new ServiceError('ERR_RATE_LIMITED', { message: 'too many requests with invalid API keys from this address', headers: { 'Retry-After': String(Math.max(1, Math.ceil(wait / 1000))) } });
+      }
+      const principal = await authenticate(deps.db, presented, 'read', deps.verifyKey).catch((err: unknown) => {
+        if (err instanceof ServiceError && err.code === 'ERR_API_KEY_INVALID') deps.failures?.note(peer);
+        throw err;
+      });
       keyId = principal.id;
       if (deps.limiter) {
         const d = await deps.limiter.take(keyId, principal.rateLimit ?? deps.rateLimit ?? Infinity);

@@ -3,7 +3,8 @@
  * streams on a stream process (exact when the upgrades come at once: 429 ERR_TOO_MANY_STREAMS in
  * the API's error body above it), another key is not affected, a closed stream frees its place;
  * every upgrade is a request counted against the key's rate limit (429 ERR_RATE_LIMITED with
- * Retry-After above it), in the window the API uses.
+ * Retry-After above it), in the window the API uses; an address that presented API_AUTH_FAILURE_LIMIT
+ * wrong keys is refused 429 without a lookup, but for keys this process verified before.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
@@ -23,7 +24,7 @@ describe('stream bounds per key', () => {
 
   beforeAll(async () => {
     f = await createStreamsFixture();
-    s = await startStreams({ config: streamsConfig({ wsMaxConnectionsPerKey: 3 }), log: silentLogger(), db: f.t.db, databaseUrl: f.t.url, redisUrl: f.redisUrl, redisPrefix: f.prefix });
+    s = await startStreams({ config: streamsConfig({ wsMaxConnectionsPerKey: 3, apiAuthFailureLimit: 3 }), log: silentLogger(), db: f.t.db, databaseUrl: f.t.url, redisUrl: f.redisUrl, redisPrefix: f.prefix });
     url = `ws://127.0.0.1:${s.port}/v1/stream`;
   });
   afterAll(async () => {
@@ -69,5 +70,20 @@ describe('stream bounds per key', () => {
     expect(refused.status).toBe(429);
     expect(JSON.parse(refused.body)).toMatchObject({ error_code: 'ERR_RATE_LIMITED', retry: true });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('wrong keys from an address: 401 up to the limit, then 429 without a lookup; a key verified before still connects', async () => {
+    const known = await f.newKey();
+    const first = await connectStream(url, known.key);
+    first.close();
+    await first.closed;
+    for (let i = 0; i < 3; i++) expect(((await refusalOf(connectStream(url, `bw_${'y'.repeat(39)}${i}`))) as Refusal).status).toBe(401);
+    const refused = (await refusalOf(connectStream(url, `bw_${'y'.repeat(40)}`))) as Refusal;
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toMatchObject({ error_code: 'ERR_RATE_LIMITED', error_message: 'too many requests with invalid API keys from this address' });
+    const fresh = await f.newKey();
+    expect(((await refusalOf(connectStream(url, fresh.key))) as Refusal).status).toBe(429);
+    const again = await connectStream(url, known.key);
+    again.close();
   });
 });
