@@ -6,8 +6,9 @@
  *     2-of-3 `wsh(sortedmulti)` the same size): wall time of POST /v1/wallets, 3 of each, median;
  * (2) the balance of a 2 × 100-address wallet (gap_limit 100) whose addresses hold confirmed
  *     balances and mempool entries, under autocannon (N connections, D s): req/s, p50, p99.
- * Run: `node --import tsx bench/wallets.ts [--quick] [--blocks N] [--txs-per-block N]
- * [--duration S] [--connections N] [--cache-dir DIR]` (default corpus 2,000 × 3,000).
+ * Run: `node --import tsx bench/wallets.ts [--quick] [--balance-only] [--blocks N] [--txs-per-block N]
+ * [--duration S] [--connections N] [--cache-dir DIR]` (default corpus 2,000 × 3,000;
+ * `--balance-only` skips (1)).
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,6 +29,7 @@ import { cacheDir, importCorpus, machine, processCpuMs, round, runSize, say, sta
 const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
+    'balance-only': { type: 'boolean', default: false },
     blocks: { type: 'string' },
     'txs-per-block': { type: 'string' },
     duration: { type: 'string', default: '10' },
@@ -73,10 +75,11 @@ try {
   say('| wallet | addresses | median ms | min ms | max ms |\n|---|---|---|---|---|');
   const creation: Record<string, number> = {};
   let seed = 1;
-  for (const [label, make] of [
+  const shapes = [
     ['wpkh(tpub/<0;1>/*)', () => `wpkh(${account(seed++)}/<0;1>/*)`],
     ['wsh(sortedmulti(2, 3 tpubs /<0;1>/*))', () => `wsh(sortedmulti(2,${account(seed++)}/<0;1>/*,${account(seed++)}/<0;1>/*,${account(seed++)}/<0;1>/*))`],
-  ] as const) {
+  ] as const;
+  for (const [label, make] of values['balance-only'] ? [] : shapes) {
     const times: number[] = [];
     let addresses = 0;
     for (let i = 0; i < 3; i++) {

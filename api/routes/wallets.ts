@@ -21,6 +21,7 @@ import {
   listWallets,
   listWalletUnspent,
   nextAddress,
+  walletBalances,
   walletChains,
   type WalletRow,
 } from '../../src/db/queries/wallets.js';
@@ -31,6 +32,7 @@ import type { ResolvedApiDeps } from '../deps.js';
 import type { RouteModule } from '../dialect.js';
 import { assertNotSyncing } from './addresses.js';
 import { newId } from './hooks.js';
+import { batchPerTick } from '../tick-batch.js';
 
 /** Gap limit when the body gives none (BIP44's), and the largest accepted. */
 const DEFAULT_GAP_LIMIT = 20;
@@ -140,6 +142,7 @@ type IdRequest = { Params: { id: string } };
 type PageRequest = IdRequest & { Querystring: { limit: number; cursor?: string } };
 
 export const walletRoutes: RouteModule = (app, deps) => {
+  const balances = batchPerTick((requests: { keyId: bigint; id: string }[]) => walletBalances(deps.db, requests));
   app.post<{ Body: CreateBody }>(
     '/wallets',
     {
@@ -213,10 +216,11 @@ export const walletRoutes: RouteModule = (app, deps) => {
     },
     async (request) => {
       // The wallet's row carries its balance summary, kept by the indexer with the rows
-      // (src/db/wallet-balances.ts): one indexed statement whatever the wallet's size.
-      const w = await ownWallet(deps, request);
+      // (src/db/wallet-balances.ts): one probe whatever the wallet's size, batched per tick.
+      const b = await balances({ keyId: request.apiKey.id, id: request.params.id });
+      if (!b) throw new ServiceError('ERR_WALLET_NOT_FOUND');
       await assertNotSyncing(deps);
-      return { confirmed: Number(w.confirmed), unconfirmed: Number(w.unconfirmed) };
+      return { confirmed: Number(b.confirmed), unconfirmed: Number(b.unconfirmed) };
     },
   );
 

@@ -52,7 +52,8 @@ export function deriveAddresses(descriptor: string, network: string, from: numbe
  * Inserts derived addresses of one chain and, in the same statement, adds to the wallet's balance
  * summary (src/db/wallet-balances.ts) the balance and mempool change of the address keys the
  * wallet did not hold yet (the statement's reads see the wallet's addresses before the insert).
- * The caller holds the wallet lock.
+ * The caller holds the wallet lock. One index probe per new address (as subqueries: the API's
+ * generic plans could otherwise pick a hash join over the whole balances table).
  */
 export async function insertAddresses(trx: Db, walletId: string, chain: number, rows: readonly DerivedAddress[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 10_000) {
@@ -64,8 +65,8 @@ export async function insertAddresses(trx: Db, walletId: string, chain: number, 
            fresh AS (SELECT DISTINCT u.addr_key FROM u
                       WHERE NOT EXISTS (SELECT 1 FROM wallet_addresses wa WHERE wa.addr_key = u.addr_key AND wa.wallet_id = ${walletId}))
       UPDATE wallets SET
-        confirmed = confirmed + (SELECT coalesce(sum(b.balance), 0) FROM fresh f JOIN balances b ON b.addr_key = f.addr_key)::int8,
-        unconfirmed = unconfirmed + (SELECT coalesce(sum(m.received - m.sent), 0) FROM fresh f JOIN mempool_addresses m ON m.addr_key = f.addr_key)::int8
+        confirmed = confirmed + (SELECT coalesce(sum((SELECT b.balance FROM balances b WHERE b.addr_key = f.addr_key)), 0) FROM fresh f)::int8,
+        unconfirmed = unconfirmed + (SELECT coalesce(sum((SELECT sum(m.received - m.sent) FROM mempool_addresses m WHERE m.addr_key = f.addr_key)), 0) FROM fresh f)::int8
        WHERE id = ${walletId}`.execute(trx);
   }
 }

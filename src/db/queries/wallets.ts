@@ -19,10 +19,9 @@ import { lockWallets } from '../wallet-lock.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-/** A wallet; `confirmed` and `unconfirmed` are its balance summary (src/db/wallet-balances.ts). */
-export type WalletRow = { id: string; key_id: bigint; network: string; descriptors: string[]; gap_limit: number; created_at: Date; confirmed: bigint; unconfirmed: bigint };
+export type WalletRow = { id: string; key_id: bigint; network: string; descriptors: string[]; gap_limit: number; created_at: Date };
 
-const WALLET_COLUMNS = ['id', 'key_id', 'network', 'descriptors', 'gap_limit', 'created_at', 'confirmed', 'unconfirmed'] as const;
+const WALLET_COLUMNS = ['id', 'key_id', 'network', 'descriptors', 'gap_limit', 'created_at'] as const;
 export type WalletChainRow = { chain: number; descriptor: string; change: boolean; derived: number; used_max: number };
 
 /** A new wallet: its descriptors as answered and the single-path chains they stand for. */
@@ -63,8 +62,7 @@ export async function createWallet(db: Kysely<Database>, w: NewWallet): Promise<
                GROUP BY wa.chain) u
        WHERE c.wallet_id = ${w.id} AND c.chain = u.chain`.execute(trx);
     await settleChains(trx, w.chains.map((_, chain) => ({ walletId: w.id, chain })));
-    // The summary as the inserts left it.
-    return { ...row, ...(await trx.selectFrom('wallets').select(['confirmed', 'unconfirmed']).where('id', '=', w.id).executeTakeFirstOrThrow()) };
+    return row;
   });
 }
 
@@ -73,7 +71,7 @@ export async function listWallets(db: Db, keyId: bigint): Promise<WalletRow[]> {
   return db.selectFrom('wallets').select(WALLET_COLUMNS).where('key_id', '=', keyId).where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute();
 }
 
-/** One live wallet of the key, with its balance summary (one row, one statement), or undefined. */
+/** One live wallet of the key, or undefined. */
 export async function findWallet(db: Db, keyId: bigint, id: string): Promise<WalletRow | undefined> {
   return db.selectFrom('wallets').select(WALLET_COLUMNS).where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
 }
@@ -103,6 +101,21 @@ export async function deleteWallet(db: Kysely<Database>, keyId: bigint, id: stri
 const walletKeys = (walletId: string) => sql`
   (SELECT DISTINCT ON (addr_key) addr_key, address, path, chain, idx FROM wallet_addresses
     WHERE wallet_id = ${walletId} ORDER BY addr_key, chain, idx)`;
+
+/**
+ * The balance summaries (src/db/wallet-balances.ts) of several (key, wallet) requests in one
+ * statement, one index probe each: null where the key has no such live wallet. Balance requests
+ * arriving together share it (api/tick-batch.ts).
+ */
+export async function walletBalances(db: Db, requests: readonly { keyId: bigint; id: string }[]): Promise<({ confirmed: bigint; unconfirmed: bigint } | null)[]> {
+  const r = await sql<{ i: number; confirmed: bigint; unconfirmed: bigint }>`
+    SELECT q.i::int4 AS i, w.confirmed, w.unconfirmed
+      FROM unnest(${requests.map((q) => q.keyId.toString())}::int8[], ${requests.map((q) => q.id)}::text[]) WITH ORDINALITY AS q(key_id, id, i)
+      CROSS JOIN LATERAL (SELECT confirmed, unconfirmed FROM wallets w WHERE w.id = q.id AND w.key_id = q.key_id AND w.deleted_at IS NULL) w`.execute(db);
+  const out = new Array<{ confirmed: bigint; unconfirmed: bigint } | null>(requests.length).fill(null);
+  for (const row of r.rows) out[row.i - 1] = { confirmed: row.confirmed, unconfirmed: row.unconfirmed };
+  return out;
+}
 
 export type WalletAddressRow = { address: string; path: string; chain: number; idx: number; used: boolean; reserved: boolean };
 
