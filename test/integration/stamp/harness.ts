@@ -1,5 +1,6 @@
 /**
- * Stamping under test on the real parts: the devnode (regtest stand-in), the indexer following
+ * Stamping under test on the real parts: the devnode (regtest stand-in) or, with `{ core: true }`,
+ * a real regtest bitcoind (Bitcoin Core 30, its wallet paying), the indexer following
  * it into an isolated Postgres database, the stamper with a fresh wallet key, and the API built
  * with `buildApi` (requests through `app.inject`). `fund` pays the wallet from the devnode's
  * wallet and waits for the index; `mine` mines and waits for the index.
@@ -12,6 +13,7 @@ import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { encodeWif } from '../../../src/bitcoin/wif.js';
 import { testConfig, type Config } from '../../../src/config.js';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
+import { startBitcoind, type Bitcoind } from '../../support/bitcoind.js';
 import { silentLogger, createLogger, type Logger } from '../../../src/log.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { startStamper, type Stamper, type StamperDeps } from '../../../stamp/stamper.js';
@@ -22,7 +24,10 @@ import { waitFor } from '../../support/wait.js';
 
 export type StampHarness = {
   t: TestDatabase;
+  /** The devnode (throws when the harness runs on Core). */
   node: Devnode;
+  /** The real bitcoind when the harness runs on Core, else null. */
+  core: Bitcoind | null;
   rpc: BitcoindClient;
   indexer: IndexerHandle;
   config: Config;
@@ -51,10 +56,18 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export const randomHash = () => randomBytes(32).toString('hex');
 
-export async function createStampHarness(configOverrides: Partial<Config> = {}): Promise<StampHarness> {
+export async function createStampHarness(configOverrides: Partial<Config> = {}, opts: { core?: boolean } = {}): Promise<StampHarness> {
   const level = process.env.BLOCKWIRE_TEST_LOG as 'debug' | 'info' | undefined;
   const log = level ? createLogger({ level, name: 'stamp-test' }) : silentLogger();
-  const node = await startDevnode({ initialBlocks: 101 });
+  const devnode = opts.core ? null : await startDevnode({ initialBlocks: 101 });
+  const core = opts.core ? await startBitcoind({ funded: true }) : null;
+  const node = {
+    rpcUrl: devnode?.rpcUrl ?? core!.rpcUrl,
+    zmqUrl: devnode?.zmqUrl ?? core!.zmqUrl,
+    tip: async () => (devnode ? devnode.tip() : core!.tip()),
+    mempool: async () => (devnode ? devnode.mempool() : core!.call<string[]>('getrawmempool')),
+    stop: () => (devnode ? devnode.stop() : core!.stop()),
+  };
   const t = await createMigratedDatabase('stamp');
   const wif = encodeWif(randomBytes(32), 'regtest');
   const config = testConfig({
@@ -76,11 +89,11 @@ export async function createStampHarness(configOverrides: Partial<Config> = {}):
 
   const synced = async () => {
     await waitFor('the index to reach the node', async () => {
-      const tip = node.tip();
+      const tip = await node.tip();
       const r = await sql<{ height: number; hash: Buffer | null }>`SELECT height, hash FROM chain_tip WHERE id = 1`.execute(t.db);
       const row = r.rows[0];
       if (!row || row.height !== tip.height || !row.hash || hashToHex(row.hash) !== tip.hash) return false;
-      const pool = node.mempool();
+      const pool = await node.mempool();
       if (pool.length === 0) return true;
       const seen = await sql<{ n: string }>`SELECT count(*)::text AS n FROM mempool_txs`.execute(t.db);
       return Number(seen.rows[0]!.n) >= pool.length;
@@ -89,7 +102,11 @@ export async function createStampHarness(configOverrides: Partial<Config> = {}):
 
   const h: StampHarness = {
     t,
-    node,
+    get node(): Devnode {
+      if (!devnode) throw new Error('this stamp harness runs on a real bitcoind (h.core)');
+      return devnode;
+    },
+    core,
     rpc,
     indexer,
     config,
@@ -117,12 +134,18 @@ export async function createStampHarness(configOverrides: Partial<Config> = {}):
     async fund(count, sats) {
       const addr = h.stamper?.addresses[0];
       if (!addr) throw new Error('start the stamper first');
-      const outputs = Array.from({ length: count - 1 }, () => ({ to: addr, sats }));
-      await node.wallet.send(addr, sats, { outputs });
+      if (devnode) {
+        const outputs = Array.from({ length: count - 1 }, () => ({ to: addr, sats }));
+        await devnode.wallet.send(addr, sats, { outputs });
+      } else {
+        // Core's wallet pays an address once per transaction.
+        for (let i = 0; i < count; i++) await core!.call('sendtoaddress', [addr, Number(sats) / 1e8], core!.wallet!);
+      }
       await h.mine(1);
     },
     async mine(n = 1, opts = {}) {
-      const hashes = await node.mine(n, opts);
+      if (core && Object.keys(opts).length > 0) throw new Error('mine options are the devnode\'s');
+      const hashes = devnode ? await devnode.mine(n, opts) : await core!.mine(n);
       await synced();
       return hashes;
     },
