@@ -49,6 +49,7 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 const client = () => new BlockwireClient({ url, apiKey: 'bw_test', network: 'regtest' });
 const TXID = 'ab'.repeat(32);
+const SCRIPT_HASH = 'cd'.repeat(32);
 
 describe('BlockwireClient routes', () => {
   it('sends the apiKey header to /v1 routes and converts amounts to bigint', async () => {
@@ -89,7 +90,8 @@ describe('BlockwireClient routes', () => {
         const next: Record<string, string> = from + limit < all.length ? { Link: `</v1/addresses/a1/history?limit=${limit}&cursor=${from + limit}>; rel="next"` } : {};
         return json(res, 200, page, next);
       }
-      if (u.pathname === '/v1/addresses/a1/unspentoutputs') return json(res, 200, [{ transaction_hash: TXID, index: 1, value: '1234', script: '51', confirmations: 0 }]);
+      if (u.pathname === '/v1/addresses/a1/unspentoutputs' || u.pathname === `/v1/scripthash/${SCRIPT_HASH}/unspentoutputs`)
+        return json(res, 200, [{ transaction_hash: TXID, index: 1, value: '1234', script: '51', confirmations: 0 }]);
       if (u.pathname === '/v1/wallets/w1/unspentoutputs')
         return json(res, 200, [{ transaction_hash: TXID, index: 1, value: 1234, script: '51', confirmations: 0, address: 'a1', path: 'm/84h/1h/0h/0/3', change: false, address_index: 3 }]);
       if (u.pathname.startsWith('/v1/addresses/fresh/')) return apiError(res, 404, 'ERR_ADDRESS_NOT_FOUND', false);
@@ -104,7 +106,9 @@ describe('BlockwireClient routes', () => {
     for await (const h of c.history('a1', { limit: 2 })) iterated.push(h);
     expect(iterated).toEqual(all);
     expect(await c.listUnspentOutputs('a1')).toEqual([{ txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0 }]);
-    expect(Object.getOwnPropertyNames(BlockwireClient.prototype).filter((m) => /unspent/i.test(m))).toEqual(['listUnspentOutputs']);
+    // One method per target (an address; a script hash), one naming: UnspentOutput's txid/vout.
+    expect(Object.getOwnPropertyNames(BlockwireClient.prototype).filter((m) => /unspent/i.test(m)).sort()).toEqual(['getScriptUnspentOutputs', 'listUnspentOutputs']);
+    expect(await c.getScriptUnspentOutputs({ hash: SCRIPT_HASH })).toEqual([{ txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0 }]);
     expect(await c.listUnspentOutputs('fresh')).toEqual([]);
     // A wallet's outputs carry the same naming, plus where the wallet derives them.
     expect(await c.wallets.unspentOutputs('w1')).toEqual([{ txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0, address: 'a1', path: 'm/84h/1h/0h/0/3', change: false, address_index: 3 }]);
