@@ -55,6 +55,8 @@ export type ApiSettings = {
   /** Most live subscriptions, and hooks, per key (409 ERR_LIMIT_REACHED above). */
   maxSubscriptionsPerKey: number;
   maxHooksPerKey: number;
+  /** Most live wallets per key (409 ERR_LIMIT_REACHED above). */
+  maxWalletsPerKey: number;
   /** Redis key prefix for rate-limit counters. */
   redisPrefix: string;
   /** Address routes answer 503 ERR_INDEX_SYNCING while the index is more blocks than this behind the node. */
@@ -77,6 +79,7 @@ export const defaultApiSettings: ApiSettings = {
   authFailureLimit: 600,
   maxSubscriptionsPerKey: 10_000,
   maxHooksPerKey: 100,
+  maxWalletsPerKey: 100,
   redisPrefix: 'bw',
   maxLagBlocks: 6,
   corsOrigins: [],

@@ -70,6 +70,7 @@ function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
     authFailureLimit: config.apiAuthFailureLimit,
     maxSubscriptionsPerKey: config.apiMaxSubscriptionsPerKey,
     maxHooksPerKey: config.apiMaxHooksPerKey,
+    maxWalletsPerKey: config.apiMaxWalletsPerKey,
     maxLagBlocks: config.apiMaxLagBlocks,
     corsOrigins: config.apiCorsOrigins,
     historyCacheBytes: config.apiHistoryCacheMb * 1024 * 1024,

@@ -106,7 +106,7 @@ export const ERROR_CODES = {
   ERR_HOOK_NOT_FOUND: code(404, 'not_found', false, 'hook not found', 'No hook with this id for this API key (also the answer for another key\'s hook).'),
   ERR_HOOK_URL_REFUSED: code(400, 'invalid_request', false, 'webhook URL refused', 'The URL is malformed, not https on port 443/8443, or its host is (or resolves to) a private, loopback or link-local address; `error_message` says which.'),
   ERR_HOOK_IN_USE: code(409, 'conflict', false, 'hook is used by subscriptions', 'Subscriptions still push to this hook: delete them (or point them elsewhere) first.'),
-  ERR_LIMIT_REACHED: code(409, 'conflict', false, 'per-key limit reached', 'The key already holds as many subscriptions (API_MAX_SUBSCRIPTIONS_PER_KEY) or hooks (API_MAX_HOOKS_PER_KEY) as allowed; `error_message` says which. Delete some first.'),
+  ERR_LIMIT_REACHED: code(409, 'conflict', false, 'per-key limit reached', 'The key already holds as many subscriptions (API_MAX_SUBSCRIPTIONS_PER_KEY), hooks (API_MAX_HOOKS_PER_KEY) or wallets (API_MAX_WALLETS_PER_KEY) as allowed; `error_message` says which. Delete some first.'),
   ERR_TOO_MANY_STREAMS: code(429, 'rate_limited', true, 'too many open streams', 'The key already has BLOCKWIRE_WS_MAX_CONNECTIONS_PER_KEY streams open on this stream process: close one, then connect again.'),
   ERR_SUBSCRIPTION_NOT_FOUND: code(404, 'not_found', false, 'subscription not found', 'No subscription with this id for this API key.'),
   ERR_DELIVERY_NOT_FOUND: code(404, 'not_found', false, 'delivery not found', 'No delivery with this id in this hook\'s log.'),

@@ -183,7 +183,7 @@ export const walletRoutes: RouteModule = (app, deps) => {
         descriptors: parsed.map((d) => withChecksum(formatDescriptor(d))),
         gapLimit: b.gap_limit ?? DEFAULT_GAP_LIMIT,
         chains,
-      });
+      }, deps.settings.maxWalletsPerKey);
       return reply.code(201).send(await toView(deps, w));
     },
   );

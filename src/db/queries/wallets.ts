@@ -7,6 +7,7 @@
  * addr_key (two descriptors may derive the same address; it counts once, under its first chain).
  * @module
  */
+import { ServiceError } from '../../errors.js';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { p2pkhScript } from '../../bitcoin/script.js';
 import { hash160 } from '../../bitcoin/hash.js';
@@ -37,12 +38,16 @@ export type NewWallet = {
 /**
  * Creates a wallet: its first `gap_limit` addresses per chain are derived before the
  * transaction; inside it (under the wallet lock) they are stored and the chains extended past
- * every address the index already shows used. No rescan: the index has every address.
+ * every address the index already shows used. No rescan: the index has every address. A key
+ * already holding `max` live wallets gets ServiceError 409 ERR_LIMIT_REACHED (exact: creations
+ * run one at a time under the wallet lock).
  */
-export async function createWallet(db: Kysely<Database>, w: NewWallet): Promise<WalletRow> {
+export async function createWallet(db: Kysely<Database>, w: NewWallet, max = Infinity): Promise<WalletRow> {
   const first = w.chains.map((c) => deriveAddresses(c.descriptor, w.network, 0, w.gapLimit));
   return db.transaction().execute(async (trx) => {
     await lockWallets(trx);
+    const live = await trx.selectFrom('wallets').select((eb) => eb.fn.countAll<string>().as('n')).where('key_id', '=', w.keyId).where('deleted_at', 'is', null).executeTakeFirstOrThrow();
+    if (Number(live.n) >= max) throw new ServiceError('ERR_LIMIT_REACHED', { message: `this key already has ${max} wallets (API_MAX_WALLETS_PER_KEY): delete some first` });
     const row = await trx
       .insertInto('wallets')
       .values({ id: w.id, key_id: w.keyId, network: w.network, descriptors: w.descriptors, gap_limit: w.gapLimit, deleted_at: null })

@@ -1,6 +1,6 @@
 /**
- * Per-key caps on what a key holds: subscriptions (API_MAX_SUBSCRIPTIONS_PER_KEY) and hooks
- * (API_MAX_HOOKS_PER_KEY), exact under concurrent creations (one key's creations run one at a
+ * Per-key caps on what a key holds: subscriptions (API_MAX_SUBSCRIPTIONS_PER_KEY), hooks
+ * (API_MAX_HOOKS_PER_KEY) and wallets (API_MAX_WALLETS_PER_KEY), exact under concurrent creations (one key's creations run one at a
  * time), 409 ERR_LIMIT_REACHED above in /v1 and the Coinstack dialect's ValidationFailed; the same
  * subscription again at the cap is still its id; another key is not affected; deleting frees a
  * place. GET /subscriptions is paged (`limit`, `cursor`, `Link: rel="next"`), the cursor exact
@@ -12,6 +12,9 @@ import { sql } from 'kysely';
 import { createApiHarness, type ApiHarness } from './harness.js';
 import { segwitAddress } from '../../../src/bitcoin/address.js';
 import { verifyApiKey } from '../../../src/auth/keys.js';
+import { HDKey } from '@scure/bip32';
+import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
+import { insertMiniChain } from './mini-chain.js';
 
 const address = () => segwitAddress(0, randomBytes(20), 'regtest');
 const arn = (i: number) => `arn:aws:sns:eu-west-1:123456789012:topic-${i}`;
@@ -22,7 +25,8 @@ describe('per-key caps and paged subscriptions', () => {
     h.app.inject({ method, url, headers: { apiKey: key }, ...(body !== undefined ? { payload: body as object } : {}) });
 
   beforeAll(async () => {
-    h = await createApiHarness({ settings: { maxSubscriptionsPerKey: 5, maxHooksPerKey: 3, rateLimit: 1_000_000 } });
+    h = await createApiHarness({ settings: { maxSubscriptionsPerKey: 5, maxHooksPerKey: 3, maxWalletsPerKey: 2, rateLimit: 1_000_000 } });
+    await insertMiniChain(h.t.db);
   });
   afterAll(async () => h?.close());
 
@@ -72,6 +76,17 @@ describe('per-key caps and paged subscriptions', () => {
     expect(hooks).toHaveLength(3);
     expect((await send('DELETE', `/v1/hooks/${hooks[0]!.id}`, key)).statusCode).toBe(204);
     expect((await send('POST', '/v1/hooks', key, { type: 'sns', topic_arn: arn(9) })).statusCode).toBe(201);
+  });
+
+  it('5 wallets sent at once: exactly 2 made, the others 409', async () => {
+    const key = await h.newKey({ name: 'wallets' });
+    const xpub = (seed: number) => HDKey.fromMasterSeed(new Uint8Array(32).fill(seed), bip32Versions('regtest')).derive("m/84'/1'/0'").publicExtendedKey;
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => send('POST', '/v1/wallets', key, { xpub: xpub(i + 1), gap_limit: 2 })));
+    expect(answers.filter((r) => r.statusCode === 201), answers.map((r) => r.body).join()).toHaveLength(2);
+    for (const r of answers.filter((x) => x.statusCode !== 201)) {
+      expect(r.statusCode).toBe(409);
+      expect(r.json()).toMatchObject({ error_code: 'ERR_LIMIT_REACHED', error_message: 'this key already has 2 wallets (API_MAX_WALLETS_PER_KEY): delete some first' });
+    }
   });
 
   it('GET /subscriptions pages by limit and cursor, exact where creation times share a millisecond', async () => {
