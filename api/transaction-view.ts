@@ -23,6 +23,7 @@ import { decodeTx } from '../src/bitcoin/tx.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { describeOutput } from './address-codec.js';
 import type { OutputAssets } from '../src/bitcoin/open-assets.js';
+import { decodeAssetColors } from '../src/db/asset-colors.js';
 import { isoFromUnix, isoTime, UNKNOWN_TIME } from '../src/time.js';
 
 export type TransactionJson = {
@@ -147,7 +148,7 @@ export async function loadTransactionJson(db: Kysely<Database>, network: Network
 }
 
 /** A confirmed `txs` row with the spend state of its outputs. */
-type ConfirmedRow = { tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer; first_seen: Date | null; unspent_vouts: number[]; mempool_spent_vouts: number[] };
+type ConfirmedRow = { tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer; first_seen: Date | null; unspent_vouts: number[]; mempool_spent_vouts: number[]; asset_colors?: Buffer | null };
 
 /**
  * Views of confirmed transactions of one block (`rows` from one statement), their spent outputs
@@ -181,6 +182,7 @@ async function confirmedTxs(db: Kysely<Database>, rows: readonly ConfirmedRow[],
       used: (vout) => !unspent.has(vout) || mempoolSpent.has(vout),
       block,
       firstSeen: row.first_seen,
+      assets: row.asset_colors ? decodeAssetColors(row.asset_colors) : undefined,
     };
   });
 }
@@ -213,6 +215,7 @@ async function readIndexedTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: 
     used: (vout) => spend.mempoolSpent.has(vout),
     block: undefined,
     firstSeen: mempool.first_seen,
+    assets: mempool.assets ? decodeAssetColors(mempool.assets) : undefined,
   };
   return { tx: indexed, mempoolRaw: mempool.raw };
 }

@@ -14,6 +14,8 @@ import type { Database } from '../src/db/schema.js';
 import { firstTxNum, txNumHeight, txNumPosition } from '../src/db/tx-num.js';
 import { listHistoryPage, listUnspentPage, MAX_TX_NUM_BOUND, seekHistory, type MempoolCursor, type UnspentRow } from '../src/db/queries/api-address.js';
 import { ServiceError } from '../src/errors.js';
+import { getAssetColors } from '../src/db/queries/api-chain.js';
+import { decodeAssetColors } from '../src/db/asset-colors.js';
 import type { UnspentView } from './dialect.js';
 
 /** Entries read per statement. */
@@ -155,4 +157,17 @@ export function streamUnspent(outputs: AsyncIterable<UnspentView>, shape: (u: Un
     for await (const u of outputs) yield JSON.stringify(shape(u));
   }
   return jsonArray(encoded());
+}
+
+/** Adds to each unspent output the Open Assets color the index recorded for it, if any. */
+export async function addAssetColors(db: Kysely<Database>, rows: UnspentView[]): Promise<void> {
+  if (rows.length === 0) return;
+  const { byNum, byTxid } = await getAssetColors(db, {
+    txNums: rows.flatMap((r) => (r.txNum === undefined ? [] : [r.txNum])),
+    txids: rows.filter((r) => r.txNum === undefined).map((r) => Buffer.from(r.txid)),
+  });
+  for (const r of rows) {
+    const colors = r.txNum === undefined ? byTxid.get(Buffer.from(r.txid).toString('hex')) : byNum.get(r.txNum);
+    if (colors) r.assets = decodeAssetColors(colors)[r.vout];
+  }
 }

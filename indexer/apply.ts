@@ -12,7 +12,7 @@ import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { equalBytes } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { decodeIns } from '../src/db/packed.js';
-import { txNumOf } from '../src/db/tx-num.js';
+import { txNum, txNumOf } from '../src/db/tx-num.js';
 import { FatalError } from '../src/errors.js';
 import { extendWalletsFor } from '../src/db/wallet-chains.js';
 import type { Logger } from '../src/log.js';
@@ -23,6 +23,7 @@ import { type Trx, type Tip, int8s, lockTip, setTip, addBalances, insertUtxos, i
 import { removeFromMempool, confirmationEvents } from './block-events.js';
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
 import { blockAliases, insertScriptAliases } from './script-aliases.js';
+import { assetCandidates, colorConfirmed, deleteAssetColors } from './asset-rows.js';
 
 /** Hooks the run loop gives the writers. */
 export interface WriteContext {
@@ -90,6 +91,8 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
         LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
     }
     lap('txs');
+    await colorConfirmed(trx, assetCandidates(block).map((pos) => txNum(height, pos)));
+    lap('assets');
     await insertUtxos(trx, rows.created);
     lap('utxos');
     await addBalances(trx, rows.balances, 1);
@@ -156,6 +159,7 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
     await insertUtxos(trx, u.restored);
     await addBalances(trx, u.balances, -1);
     await cutHistory(trx, u.keys, lo);
+    await deleteAssetColors(trx, BigInt(lo), BigInt(hi));
     await sql`DELETE FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);
     await sql`DELETE FROM blocks WHERE height = ${height}`.execute(trx);
 

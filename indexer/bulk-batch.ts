@@ -12,6 +12,7 @@ import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../src/bitcoin/block.js';
 import type { TxInput } from '../src/bitcoin/tx.js';
 import { PackedWriter } from '../src/db/packed.js';
+import { hasAssetMarker } from '../src/bitcoin/open-assets.js';
 import { scriptKeyBytes } from './address-keys.js';
 import { BinaryCopy } from './copy-binary.js';
 import { scriptAlias } from './script-aliases.js';
@@ -159,6 +160,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   /** The batch's history entries by address. */
   private readonly groups = new HistoryGroups();
   readonly blockHashes: Buffer[] = [];
+  /** tx_nums of the batch's transactions carrying an Open Assets marker (colored by the bulk finish). */
+  readonly assetCandidates: number[] = [];
   readonly heights: number[] = [];
   txCount = 0;
   lastHash: Uint8Array | null = null;
@@ -208,6 +211,7 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       this.outsW.len = 0;
       deriveTx(tx, i === 0 && tx.isCoinbase, this);
       this.txs.row(4).int8(this.txNum).bytea(tx.txid).bytea(this.outsW.view(0, this.outsW.len)).bytea(this.insW.view(0, this.insW.len));
+      if (i > 0 && hasAssetMarker(tx.outputs)) this.assetCandidates.push(this.txNum);
     }
     this.txCount += txs.length;
     this.lastHash = block.hash;

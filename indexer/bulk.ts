@@ -17,7 +17,7 @@
  * @module
  */
 import pg from 'pg';
-import type { Kysely, Transaction } from 'kysely';
+import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../src/bitcoin/hash.js';
@@ -30,8 +30,10 @@ import type { Logger } from '../src/log.js';
 import { readTip, type Tip } from './chain-rows.js';
 import { CHUNK_ENTRIES, SQL_HISTORY } from '../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
+import { colorConfirmed } from './asset-rows.js';
 import { scriptKeyBytes } from './address-keys.js';
 import type { ChainSource } from './chain-source.js';
+import { pgTypes } from '../src/db/connect.js';
 import { copyIn } from './copy-binary.js';
 import { OutpointCache } from './outpoint-cache.js';
 import type { BulkPath } from './run.js';
@@ -159,7 +161,7 @@ export interface BulkResult {
 }
 
 async function connect(url: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, application_name: 'blockwire-indexer-bulk' });
+  const client = new pg.Client({ connectionString: url, application_name: 'blockwire-indexer-bulk', types: pgTypes });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -282,6 +284,7 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
     lap('utxos');
     if (b.spent.rows > 0) await copyIn(client, 'bulk_spent (tx_num, vout)', b.spent.finish());
     lap('spent');
+    if (b.assetCandidates.length > 0) await client.query('INSERT INTO bulk_asset_candidates (tx_num) SELECT unnest($1::int8[])', [b.assetCandidates.map(String)]);
     if (history.rows > 0) await copyIn(client, 'history (addr_key, first_tx_num, rest)', history.finish());
     lap('history');
     if (b.aliases.rows > 0) await copyIn(client, 'script_aliases (script_key, addr_key, keyed)', b.aliases.finish());
@@ -435,9 +438,16 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
   ],
 ];
 
+/** Kysely over the bulk's own connection (opened with the pool's type parsing): its transactions run on that client. */
+function onClient(client: pg.Client): Kysely<Database> {
+  const pool = { connect: async () => Object.assign(client, { release: () => {} }), end: async () => {} };
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as unknown as pg.Pool }) });
+}
+
 /**
  * Ends a bulk sync: the two parts of FINISH_PARTS at once, each in its own transaction, then the
- * bulk mark cleared (a third). A crash before the mark leaves the sync active and the next run
+ * Open Assets colors of the transactions listed in bulk_asset_candidates, then the bulk mark
+ * cleared. A crash before the mark leaves the sync active and the next run
  * finishes again.
  */
 export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise<void> {
@@ -467,6 +477,16 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
   } finally {
     await second.end().catch(() => {});
   }
+  // Open Assets: the transactions the batches listed, colored in chain order now that txs has its key.
+  const t1 = performance.now();
+  await onClient(client).transaction().execute(async (trx) => {
+    if (deps.guardClient) await deps.guardClient(client);
+    const candidates = await trx.selectFrom('bulk_asset_candidates').select('tx_num').execute();
+    if (candidates.length === 0) return;
+    await colorConfirmed(trx, candidates.map((c) => c.tx_num));
+    await trx.deleteFrom('bulk_asset_candidates').execute();
+  });
+  ms.assets = Math.round(performance.now() - t1);
   await inTransaction(client, deps, async () => {
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'false'::jsonb), updated_at = now() WHERE key = 'bulk'`);
     // The bulk path rebuilt balances and emptied the mempool tables: wallets' summaries follow.

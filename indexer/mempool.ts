@@ -28,6 +28,7 @@ import { KEYED_PLANS } from './chain-rows.js';
 import { forgetReorged } from './reorg-bookkeeping.js';
 import { addMempoolReplacers, deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
 import type { SequenceHint } from './notify.js';
+import { colorMempool } from './asset-rows.js';
 
 type Trx = Transaction<Database>;
 
@@ -182,6 +183,7 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
     conflictCount = gone.count;
   }
   await insertMempoolTxs(trx, rows);
+  await colorMempool(trx, rows);
   // Wallet gap limits move before the events are built (as for blocks: src/db/wallet-chains.ts).
   await extendWalletsFor(trx, rows.flatMap((r) => r.addresses.map((a) => a.key)));
 

@@ -18,6 +18,7 @@ import * as m0012 from './0012_wallets.js';
 import * as m0014 from './0014_subscription_unique.js';
 import * as m0015 from './0015_wallet_balances.js';
 import * as m0016 from './0016_script_aliases.js';
+import * as m0017 from './0017_asset_colors.js';
 import * as m0020 from './0020_streams.js';
 import * as m0030 from './0030_stamps.js';
 
@@ -36,6 +37,7 @@ export const migrations: Record<string, Migration> = {
   '0014_subscription_unique': m0014,
   '0015_wallet_balances': m0015,
   '0016_script_aliases': m0016,
+  '0017_asset_colors': m0017,
   '0020_streams': m0020,
   '0030_stamps': m0030,
 };

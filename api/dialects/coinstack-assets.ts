@@ -11,7 +11,7 @@ import type { OutputAssets } from '../../src/bitcoin/open-assets.js';
 const ASSET_ID_VERSION = 23;
 
 /** An asset ID (HASH160) as coinstackd encodes it. */
-function coinstackAssetId(hash: Uint8Array): string {
+export function coinstackAssetId(hash: Uint8Array): string {
   const body = new Uint8Array(21);
   body[0] = ASSET_ID_VERSION;
   body.set(hash, 1);

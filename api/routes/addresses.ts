@@ -30,7 +30,7 @@ import { addressParams, balanceSchema, historySchema, unspentSchema } from '../s
 import type { ApiInstance, ResolvedApiDeps } from '../deps.js';
 import type { RouteModule } from '../dialect.js';
 import type { Dialect } from '../dialect.js';
-import { historyCut, immatureCoinbases, streamHistory, streamUnspent, unspentOutputs, atoi } from '../whole-lists.js';
+import { addAssetColors, historyCut, immatureCoinbases, streamHistory, streamUnspent, unspentOutputs, atoi } from '../whole-lists.js';
 import { batchPerTick } from '../tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
 import { setTipHeaders } from '../tip.js';
@@ -265,7 +265,7 @@ function wholeLists(app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect): 
       const amount = BigInt(Math.max(0, atoi(request.query.amount) ?? 0));
       await assertNotSyncing(deps);
       await keyCheckPassed(request);
-      const outputs = unspentOutputs(deps.readDb, addrKey, { amount, matureOnly: routes.matureCoinbaseOnly });
+      const outputs = unspentOutputs(deps.readDb, addrKey, { amount, matureOnly: routes.matureCoinbaseOnly, decorate: (rows) => addAssetColors(deps.readDb, rows) });
       return reply.type('application/json; charset=utf-8').send(streamUnspent(outputs, dialect.shapes.unspent));
     },
   );

@@ -10,7 +10,8 @@ import type { Database } from './schema.js';
 const INT8 = 20;
 const INT8_ARRAY = 1016;
 
-const types = {
+/** pg type parsing: int8 and int8[] as bigint (for pools and for single clients alike). */
+export const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if (oid === INT8) return (v: string) => BigInt(v);
     if (oid === INT8_ARRAY) {
@@ -42,7 +43,7 @@ export function createPool(url: string, opts: DbOptions = {}): pg.Pool {
     connectionString: url,
     max: opts.max ?? 10,
     application_name: opts.applicationName ?? 'blockwire',
-    types,
+    types: pgTypes,
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
     ...(opts.connectTimeoutMs ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}),
   });

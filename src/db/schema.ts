@@ -71,6 +71,18 @@ export interface MempoolTxsTable {
   first_seen: Timestamp;
   fee: bigint | null;
   vsize: number;
+  /** Open Assets colors of its outputs (src/db/asset-colors.ts) when it carries a valid marker. */
+  assets: ColumnType<Buffer | null, Buffer | null | undefined, Buffer | null>;
+}
+
+/** Open Assets colors of a confirmed transaction with a valid marker (src/db/asset-colors.ts). */
+export interface AssetTxsTable {
+  tx_num: bigint;
+  colors: Buffer;
+}
+
+export interface BulkAssetCandidatesTable {
+  tx_num: bigint;
 }
 
 export interface MempoolOutputsTable {
@@ -303,6 +315,8 @@ export interface Database {
   history: HistoryTable;
   script_aliases: ScriptAliasesTable;
   mempool_txs: MempoolTxsTable;
+  asset_txs: AssetTxsTable;
+  bulk_asset_candidates: BulkAssetCandidatesTable;
   mempool_outputs: MempoolOutputsTable;
   mempool_spends: MempoolSpendsTable;
   mempool_addresses: MempoolAddressesTable;

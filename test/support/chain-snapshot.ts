@@ -26,6 +26,8 @@ export interface IndexSnapshot {
   mempool: string[];
   /** script_key → addr_key keyed (P2PK and bare multisig scripts). */
   aliases: string[];
+  /** Open Assets colors of the confirmed transactions that have them. */
+  assets: string[];
 }
 
 /** Every chain table as sorted text rows (the outbox is not part of index state). */
@@ -53,7 +55,8 @@ export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot
   const history = [...hist].map(([k, l]) => `${k} ${l.join(',')}`);
   const mempool = (await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs ORDER BY txid`.execute(db)).rows.map((m) => hex(m.txid)!);
   const aliases = (await sql<{ script_key: string; addr_key: string; keyed: boolean }>`SELECT * FROM script_aliases ORDER BY script_key`.execute(db)).rows.map((a) => `${a.script_key} ${a.addr_key} ${a.keyed}`);
-  return { tip: { height: tip.height, hash: hex(tip.hash) }, blocks, txs, utxos, balances, history, mempool, aliases };
+  const assets = (await sql<{ tx_num: bigint; colors: Buffer }>`SELECT tx_num, colors FROM asset_txs ORDER BY tx_num`.execute(db)).rows.map((a) => `${a.tx_num} ${hex(a.colors)}`);
+  return { tip: { height: tip.height, hash: hex(tip.hash) }, blocks, txs, utxos, balances, history, mempool, aliases, assets };
 }
 
 /** SHA-256 over the sorted UTXO set (outpoint, value, script). */

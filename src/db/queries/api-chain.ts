@@ -54,6 +54,8 @@ export type ConfirmedTxRow = {
   unspent_vouts: number[];
   /** Its outputs spent by a mempool transaction. */
   mempool_spent_vouts: number[];
+  /** Open Assets colors of its outputs, when it carries a valid marker (src/db/asset-colors.ts). */
+  asset_colors?: Buffer | null;
 };
 
 /**
@@ -65,7 +67,8 @@ export async function findConfirmedTx(db: Kysely<Database>, txid: Buffer): Promi
     SELECT t.tx_num, t.txid, t.outs, t.ins, t.first_seen, b.hash AS block_hash, b.time AS block_time,
            (SELECT height FROM chain_tip WHERE id = 1) AS tip_height,
            ARRAY(SELECT vout FROM utxos WHERE txid = t.txid) AS unspent_vouts,
-           ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts
+           ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts,
+           (SELECT colors FROM asset_txs WHERE tx_num = t.tx_num) AS asset_colors
     FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
     WHERE ${txidIs(sql.ref('t.txid'), txid)}`.execute(db);
   return r.rows[0];
@@ -91,10 +94,26 @@ export async function getTxsByTxid(db: Kysely<Database>, txids: readonly Buffer[
   return out;
 }
 
-export type MempoolTxRow = { txid: Buffer; raw: Buffer; first_seen: Date };
+export type MempoolTxRow = { txid: Buffer; raw: Buffer; first_seen: Date; assets: Buffer | null };
 
 export async function findMempoolTx(db: Kysely<Database>, txid: Buffer): Promise<MempoolTxRow | undefined> {
-  return db.selectFrom('mempool_txs').select(['txid', 'raw', 'first_seen']).where('txid', '=', txid).executeTakeFirst();
+  return db.selectFrom('mempool_txs').select(['txid', 'raw', 'first_seen', 'assets']).where('txid', '=', txid).executeTakeFirst();
+}
+
+/**
+ * Open Assets colors (src/db/asset-colors.ts) of confirmed transactions by tx_num and of mempool
+ * ones by txid (hex, internal order); only colored transactions are in the maps.
+ */
+export async function getAssetColors(db: Kysely<Database>, q: { txNums: readonly bigint[]; txids: readonly Buffer[] }): Promise<{ byNum: Map<bigint, Buffer>; byTxid: Map<string, Buffer> }> {
+  const byNum = new Map<bigint, Buffer>();
+  const byTxid = new Map<string, Buffer>();
+  const [confirmed, mempool] = await Promise.all([
+    q.txNums.length === 0 ? { rows: [] } : sql<{ tx_num: bigint; colors: Buffer }>`SELECT tx_num, colors FROM asset_txs WHERE tx_num = ANY(${[...new Set(q.txNums)].map(String)}::int8[])`.execute(db),
+    q.txids.length === 0 ? { rows: [] } : sql<{ txid: Buffer; assets: Buffer }>`SELECT txid, assets FROM mempool_txs WHERE txid = ANY(${q.txids}::bytea[]) AND assets IS NOT NULL`.execute(db),
+  ]);
+  for (const r of confirmed.rows) byNum.set(r.tx_num, r.colors);
+  for (const r of mempool.rows) byTxid.set(r.txid.toString('hex'), r.assets);
+  return { byNum, byTxid };
 }
 
 /** Outputs of mempool transactions by outpoint (prevouts of a mempool tx spending another). */
