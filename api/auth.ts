@@ -1,14 +1,15 @@
 /**
  * The authentication hook of every API route: reads the credentials the request's dialect
  * presents (the `apiKey` header; in the Coinstack dialect also `?apikey=` or an HMAC-signed
- * request), verifies them (src/auth/keys.ts, signed-request.ts), checks the route's scope and
+ * request, or the session of an open socket), verifies them (src/auth/keys.ts, signed-request.ts), checks the route's scope and
  * counts the request against the key's rate limit. Failures are uniform: any bad key is 401
  * ERR_API_KEY_INVALID, whatever was wrong with it (a signed request's answer says which check failed).
  * Routes opt out with `config: { auth: false }` and declare `config: { scope: 'write' }`.
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { verifyApiKey, type ApiKeyPrincipal, type Scope } from '../src/auth/keys.js';
+import { findSigningKey, verifyApiKey, type ApiKeyPrincipal, type Scope } from '../src/auth/keys.js';
+import { socketSession } from './socket-sessions.js';
 import { authenticate, presentedKey } from '../src/auth/authenticate.js';
 import { createRateLimiter, type RateLimiter } from '../src/auth/rate-limit.js';
 import { createFailureLimiter } from '../src/auth/failure-limit.js';
@@ -59,9 +60,22 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
 
   const failures = createFailureLimiter({ limit: settings.authFailureLimit, windowMs: settings.rateWindowMs });
 
+  /** The principal behind an open socket's session, its key checked again (api/socket-sessions.ts). */
+  const sessionPrincipal = async (token: string, scope: Scope): Promise<ApiKeyPrincipal> => {
+    const s = socketSession(token);
+    if (!s) throw new ServiceError('ERR_API_KEY_INVALID');
+    if (s.kind === 'token') return authenticate(deps.db, s.key, scope, verify);
+    const found = await findSigningKey(deps.db, deps.keyring?.(), s.accessKey);
+    if (!found) throw new ServiceError('ERR_API_KEY_INVALID');
+    if (!found.principal.scopes.includes(scope)) throw new ServiceError('ERR_SCOPE', { message: `this API key lacks the '${scope}' scope` });
+    return found.principal;
+  };
+
   /** The principal of the request's credentials, or a ServiceError (401/403; 429 for an address sending wrong keys). */
   const principalOf = async (request: FastifyRequest, creds: Credentials, scope: Scope): Promise<ApiKeyPrincipal> => {
     if (creds.kind === 'none') throw new ServiceError('ERR_API_KEY_MISSING');
+    // (a socket's command: its key proved itself on the upgrade, and is only looked up again)
+    if (creds.kind === 'session') return sessionPrincipal(creds.token, scope);
     const token = creds.kind === 'token' ? presentedKey(creds.key) : undefined;
     // No key costs no lookup (401 below); a key this process verified before is not held back.
     const exempt = creds.kind === 'token' && (token === undefined || (deps.peekKey?.(token) ?? false));

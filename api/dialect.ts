@@ -34,7 +34,9 @@ export type DialectName = 'v1' | 'coinstack';
 export type Credentials =
   | { kind: 'none' }
   | { kind: 'token'; key: string | string[] | undefined }
-  | { kind: 'hmac'; authorization: string };
+  | { kind: 'hmac'; authorization: string }
+  /** A command of an open socket, which authenticated on its upgrade (api/socket-sessions.ts). */
+  | { kind: 'session'; token: string };
 
 /** What a route module needs of the dialect it is registered in. */
 export interface Dialect {

@@ -14,10 +14,13 @@ import type { Logger } from '../src/log.js';
 import { getIndexTip } from '../src/db/queries/api-chain.js';
 import { FatalError } from '../src/errors.js';
 import { buildApi } from './app.js';
+import { coinstackSockets } from './coinstack-sockets.js';
+import { coinstackDialect } from './dialects/coinstack.js';
+import { addUpgradeHandler } from '../src/net/upgrades.js';
 import { createKeyVerifier } from '../src/auth/key-cache.js';
 import { createApiPool } from './api-db.js';
 import { createReadReplicas } from './read-replicas.js';
-import type { ApiMetrics, ApiSettings, EventLogPoll, NodeClient, NodeTip } from './deps.js';
+import { defaultApiSettings, type ApiMetrics, type ApiSettings, type EventLogPoll, type NodeClient, type NodeTip } from './deps.js';
 import type { StampService } from '../src/stamp-service.js';
 
 export type ApiHandle = {
@@ -191,11 +194,16 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     settings,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
+  // coinstackd's /sock WebSocket, beside any other upgrade handler of this server (the stream's)
+  const sockets = coinstackSockets(app, { dialect: coinstackDialect, log: deps.log, maxMessageBytes: (settings.txBodyLimit ?? defaultApiSettings.txBodyLimit) + 64 * 1024 });
+  const detachSockets = addUpgradeHandler(app.server, sockets.handleUpgrade);
   try {
     await app.listen({ host: deps.config.host, port: deps.config.port });
   } catch (err) {
     stopped = true;
     clearTimeout(timer);
+    detachSockets();
+    sockets.close();
     await closeOwn();
     throw err;
   }
@@ -210,6 +218,8 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     async close() {
       stopped = true;
       clearTimeout(timer);
+      detachSockets();
+      sockets.close();
       await app.close();
       await closeOwn();
     },

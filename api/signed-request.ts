@@ -27,7 +27,7 @@ type Parts = { APIKey: string; Signature: string; Timestamp: string };
 const refuse = (message: string) => new ServiceError('ERR_API_KEY_INVALID', { message });
 
 /** The three parts of an Authorization value, or the go-hmacauth message of what is wrong. */
-function parseAuthorization(header: string): Parts | string {
+export function parseAuthorization(header: string): Parts | string {
   const out: Partial<Parts> = {};
   for (const raw of header.split(',')) {
     const part = raw.trim();

@@ -28,9 +28,6 @@ const PUBLIC = new Set(['client/index.ts', 'cli/main.ts']);
 const PENDING = new Set([
   'api/schemas.ts:blockSchema',
   'api/transaction-view.ts:loadTransactionJson',
-  'src/bitcoin/open-assets.ts:ASSET_KINDS',
-  'src/bitcoin/open-assets.ts:hasAssetMarker',
-  'src/bitcoin/open-assets.ts:colorOutputs',
 ]);
 
 const configPath = ts.findConfigFile(root, ts.sys.fileExists, 'tsconfig.json')!;

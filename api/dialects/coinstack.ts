@@ -14,6 +14,7 @@ import { hashToHex, hexToHash } from '../../src/bitcoin/hash.js';
 import { isoFromUnix, isoTime } from '../../src/time.js';
 import { describeOutput } from '../address-codec.js';
 import { checkBodyDigest } from '../signed-request.js';
+import { SESSION_HEADER } from '../socket-sessions.js';
 import { loadIndexedTx, toHex, type IndexedTx } from '../transaction-view.js';
 import { findBlockByHash, listBlockTxids } from '../../src/db/queries/api-chain.js';
 import type { BlockAnswer, Credentials, Dialect, TransactionAnswer } from '../dialect.js';
@@ -28,6 +29,8 @@ const AUTH_QUERY = ['apikey', 'auth', 'md5', 'content-type'] as const;
 function coinstackCredentials(request: FastifyRequest): Credentials {
   const q = request.query as Record<string, unknown> | undefined;
   const fromQuery = (name: string) => (typeof q?.[name] === 'string' ? (q[name] as string) : undefined);
+  const session = request.headers[SESSION_HEADER];
+  if (typeof session === 'string') return { kind: 'session', token: session };
   const token = fromQuery('apikey') ?? request.headers['apikey'];
   if (token !== undefined && token !== '') return { kind: 'token', key: token };
   const authorization = fromQuery('auth') ?? request.headers.authorization;

@@ -15,6 +15,7 @@ import { sql } from 'kysely';
 import { coinstackErrorBody, COINSTACK_KINDS, type CoinstackKind } from '../dialects/coinstack-errors.js';
 import { atoi } from '../whole-lists.js';
 import type { RouteModule } from '../dialect.js';
+import { NOT_A_HANDSHAKE, SOCK_PATH } from '../coinstack-sockets.js';
 
 const NO_CONTRACTS = 'smart contract is not enabled';
 const NO_PERMISSIONS = 'Permission is not supported. Set privnetnodekey to use permission.';
@@ -59,6 +60,10 @@ export const coinstackOnlyRoutes: RouteModule = (app, deps, dialect) => {
   app.get<{ Params: { address: string } }>('/contracts/:address', async (request, reply) =>
     request.params.address === 'nodegroupkey' ? answer(reply, 'InternalServer', NO_CONTRACTS) : answer(reply, 'ResourceNotFound', 'not found'),
   );
+
+  // The socket's path asked without an upgrade (the upgrade itself: api/coinstack-sockets.ts,
+  // which authenticates it through this route)
+  app.get(SOCK_PATH, async (_request, reply) => reply.code(400).header('X-Content-Type-Options', 'nosniff').type('text/plain; charset=utf-8').send(NOT_A_HANDSHAKE));
 
   for (const path of ['/aliases', '/aliases/:alias', '/roles', '/roles/:address']) {
     app.get(path, async (_request, reply) => answer(reply, 'ServerUnavailable', NO_PERMISSIONS));

@@ -5,11 +5,11 @@
  * the key's rate limit (the API's window in Redis: an upgrade is a request), and a key holds at
  * most `maxConnectionsPerKey` streams on this process (upgrades in progress included, so
  * concurrent ones cannot pass it). Refusals are plain HTTP answers with the API's error body
- * (401, 403, 400, 404, 429 with Retry-After). It attaches to any http.Server's `upgrade` event:
- * the API's in the all-in-one process, its own in the streams role.
+ * (401, 403, 400, 404, 429 with Retry-After). It takes any http.Server's upgrades for its paths
+ * (src/net/upgrades.ts): the API's in the all-in-one process, its own in the streams role.
  * @module
  */
-import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Kysely } from 'kysely';
@@ -22,6 +22,7 @@ import type { FailureLimiter } from '../../src/auth/failure-limit.js';
 import { ServiceError } from '../../src/errors.js';
 import type { StreamHub } from './hub.js';
 import { readNewestEventId } from '../outbox.js';
+import { addUpgradeHandler, answerUpgrade } from '../../src/net/upgrades.js';
 
 /** Paths served. */
 const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
@@ -30,13 +31,7 @@ const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
 const MAX_CLIENT_MESSAGE = 4096;
 
 function refuse(socket: Duplex, err: ServiceError): void {
-  const body = JSON.stringify(err.toBody());
-  const extra = Object.entries(err.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  socket.end(
-    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\n` +
-      `Connection: close\r\nContent-Type: application/json; charset=utf-8\r\n${extra}` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  answerUpgrade(socket, err.status, { 'Content-Type': 'application/json; charset=utf-8', ...err.headers }, JSON.stringify(err.toBody()));
 }
 
 /** `after` as an event id, undefined when absent; throws ServiceError 400 when malformed. */
@@ -49,7 +44,7 @@ function parseAfter(raw: string | null): bigint | undefined {
 export type StreamServer = {
   /** Handles an upgrade if its path is a stream path; false otherwise (someone else's). */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
-  /** Listens to `server`'s upgrade events; upgrades for other paths are answered 404. */
+  /** Takes `server`'s upgrades for its paths (src/net/upgrades.ts: those no handler takes are answered 404). */
   attach(server: Server): void;
   close(): void;
 };
@@ -73,7 +68,7 @@ export function createStreamServer(deps: {
 }): StreamServer {
   const log = deps.log.child({ component: 'streams.ws' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE, perMessageDeflate: false, clientTracking: false });
-  const attached: Server[] = [];
+  const attached: (() => void)[] = [];
   const maxPerKey = deps.maxConnectionsPerKey ?? Infinity;
   /** Upgrades past authentication not yet held by the hub, per key. */
   const opening = new Map<bigint, number>();
@@ -145,18 +140,13 @@ export function createStreamServer(deps: {
     return true;
   }
 
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!handleUpgrade(req, socket, head)) refuse(socket, new ServiceError('ERR_ROUTE_NOT_FOUND'));
-  };
-
   return {
     handleUpgrade,
     attach(server) {
-      server.on('upgrade', onUpgrade);
-      attached.push(server);
+      attached.push(addUpgradeHandler(server, handleUpgrade));
     },
     close() {
-      for (const s of attached) s.off('upgrade', onUpgrade);
+      for (const detach of attached) detach();
       wss.close();
     },
   };

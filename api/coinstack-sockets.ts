@@ -1,0 +1,208 @@
+/**
+ * coinstackd's request/response WebSocket, `/sock` (restwebsocket.go): each text or binary
+ * message is a JSON command `{"ti": <thread id>, "cmd": 1…10, "blockhash", "txhash", "address",
+ * "rawtx", "query": {"type", "body"}}` answered, in order, by `{"ti": <echo>, "st": <HTTP
+ * status>, "result": <the REST answer's JSON>}` (then a newline, as Go's encoder writes it).
+ * A command is run as the REST request it stands for (cmd 1 GET /blockchain, 2
+ * /blocks/{blockhash}/transactions, 3 /blocks/{blockhash}, 4 /transactions/{txhash}, 5
+ * /addresses/{address}/history, 6 …/balance, 7 …/unspentoutputs, 8 POST /transactions
+ * {"tx": rawtx}, 9 GET /contracts/{address}/status, 10 POST /contracts/{address}/query), so its
+ * answer, errors, scope and rate limit are the route's. A required field that is empty is 400
+ * ValidationFailed `a <field> field is empty`; another cmd is 500 `unsupported type of cmd`. A
+ * message that is not such an object (not JSON, a field of the wrong type) ends the connection
+ * (close 1007), as coinstackd's decoder error does.
+ *
+ * The upgrade authenticates as `GET /sock` would (the Coinstack dialect's hook: APIKey header,
+ * `?apikey=`, a signature over `GET /sock`, `?auth=`); a refusal is that answer (401 text, 403
+ * JSON), and `GET /sock` without an upgrade is coinstackd's 400 `Not a websocket handshake`.
+ * @module
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { WebSocketServer, WebSocket, type RawData } from 'ws';
+import type { Logger } from '../src/log.js';
+import { answerUpgrade, type UpgradeHandler } from '../src/net/upgrades.js';
+import { parseAuthorization } from './signed-request.js';
+import { openSocketSession, SESSION_HEADER, type SocketCredentials } from './socket-sessions.js';
+import { coinstackErrorBody, COINSTACK_KINDS, type CoinstackKind } from './dialects/coinstack-errors.js';
+import type { Dialect } from './dialect.js';
+
+export const SOCK_PATH = '/sock';
+
+/** What coinstackd answers a request to a socket path that is not an upgrade. */
+export const NOT_A_HANDSHAKE = 'Not a websocket handshake\n';
+
+/** Commands waiting on one connection before it is closed (1008): a client must read its answers. */
+const MAX_WAITING = 64;
+
+/** A command as coinstackd's WebsocketInput reads it (absent fields: zero values). */
+type Command = { ti: number; cmd: number; blockhash: string; txhash: string; address: string; rawtx: string; query: { type: string; body: unknown } };
+
+type Answer = { ti: number; st: number; result: unknown };
+
+class BadMessage extends Error {}
+
+function intField(o: Record<string, unknown>, name: string): number {
+  const v = o[name];
+  if (v === undefined || v === null) return 0;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw new BadMessage(`json: cannot unmarshal ${JSON.stringify(v)} into field ${name} of type int`);
+  return v;
+}
+
+function stringField(o: Record<string, unknown>, name: string): string {
+  const v = o[name];
+  if (v === undefined || v === null) return '';
+  if (typeof v !== 'string') throw new BadMessage(`json: cannot unmarshal ${typeof v} into field ${name} of type string`);
+  return v;
+}
+
+/** A message as a command, or BadMessage (coinstackd's decoder would fail on it). */
+function parseCommand(data: string): Command {
+  let v: unknown;
+  try {
+    v = JSON.parse(data);
+  } catch {
+    throw new BadMessage('the message is not JSON');
+  }
+  if (v === null) v = {};
+  if (typeof v !== 'object' || Array.isArray(v)) throw new BadMessage('the message is not a JSON object');
+  const o = v as Record<string, unknown>;
+  const q = o.query;
+  if (q !== undefined && q !== null && (typeof q !== 'object' || Array.isArray(q))) throw new BadMessage('json: cannot unmarshal query: not an object');
+  const query = (q ?? {}) as Record<string, unknown>;
+  return {
+    ti: intField(o, 'ti'),
+    cmd: intField(o, 'cmd'),
+    blockhash: stringField(o, 'blockhash'),
+    txhash: stringField(o, 'txhash'),
+    address: stringField(o, 'address'),
+    rawtx: stringField(o, 'rawtx'),
+    query: { type: stringField(query, 'type'), body: query.body ?? null },
+  };
+}
+
+/** The REST request a command stands for, or the error answer coinstackd gives it. */
+function commandRequest(c: Command): { method: 'GET' | 'POST'; url: string; body?: unknown } | { kind: CoinstackKind; cause: string } {
+  const p = encodeURIComponent;
+  const empty = (field: string) => ({ kind: 'ValidationFailed' as const, cause: `a ${field} field is empty` });
+  switch (c.cmd) {
+    case 1:
+      return { method: 'GET', url: '/blockchain' };
+    case 2:
+      return c.blockhash === '' ? empty('blockhash') : { method: 'GET', url: `/blocks/${p(c.blockhash)}/transactions` };
+    case 3:
+      return c.blockhash === '' ? empty('blockhash') : { method: 'GET', url: `/blocks/${p(c.blockhash)}` };
+    case 4:
+      return c.txhash === '' ? empty('txhash') : { method: 'GET', url: `/transactions/${p(c.txhash)}` };
+    case 5:
+      return c.address === '' ? empty('address') : { method: 'GET', url: `/addresses/${p(c.address)}/history` };
+    case 6:
+      return c.address === '' ? empty('address') : { method: 'GET', url: `/addresses/${p(c.address)}/balance` };
+    case 7:
+      return c.address === '' ? empty('address') : { method: 'GET', url: `/addresses/${p(c.address)}/unspentoutputs` };
+    case 8:
+      return c.rawtx === '' ? empty('rawtx') : { method: 'POST', url: '/transactions', body: { tx: c.rawtx } };
+    case 9:
+      return c.address === '' ? empty('address') : { method: 'GET', url: `/contracts/${p(c.address)}/status` };
+    case 10:
+      if (c.address === '') return empty('address');
+      return c.query.body === null ? empty('query') : { method: 'POST', url: `/contracts/${p(c.address)}/query`, body: { query: c.query } };
+    default:
+      return { kind: 'InternalServer', cause: 'unsupported type of cmd' };
+  }
+}
+
+/** What an upgrade request proved, read as the dialect reads a request's credentials. */
+function socketCredentials(dialect: Dialect, req: IncomingMessage, url: URL): SocketCredentials | undefined {
+  const query = Object.fromEntries(url.searchParams);
+  const creds = dialect.credentials({ query, headers: req.headers } as unknown as FastifyRequest);
+  if (creds.kind === 'token') {
+    const key = Array.isArray(creds.key) ? creds.key[0] : creds.key;
+    return key ? { kind: 'token', key } : undefined;
+  }
+  if (creds.kind === 'hmac') {
+    const parts = parseAuthorization(creds.authorization);
+    return typeof parts === 'string' ? undefined : { kind: 'signing', accessKey: parts.APIKey };
+  }
+  return undefined;
+}
+
+/** The upgrade handler of `/sock` on the API `app` (its Coinstack routes answer the commands). */
+export function coinstackSockets(app: FastifyInstance, deps: { dialect: Dialect; log: Logger; maxMessageBytes: number }): { handleUpgrade: UpgradeHandler; close(): void } {
+  const log = deps.log.child({ component: 'api.sock' });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxMessageBytes, perMessageDeflate: false, clientTracking: true });
+
+  async function run(token: string, host: string | undefined, c: Command): Promise<Answer> {
+    const r = commandRequest(c);
+    if ('kind' in r) return { ti: c.ti, st: COINSTACK_KINDS[r.kind].status, result: coinstackErrorBody(r.kind, COINSTACK_KINDS[r.kind].retry, r.cause) };
+    const res = await app.inject({
+      method: r.method,
+      url: r.url,
+      headers: { [SESSION_HEADER]: token, ...(host ? { host } : {}), ...(r.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(r.body !== undefined ? { payload: JSON.stringify(r.body) } : {}),
+    });
+    let result: unknown = res.body;
+    if (/^application\/json/.test(String(res.headers['content-type'] ?? ''))) result = JSON.parse(res.body);
+    return { ti: c.ti, st: res.statusCode, result };
+  }
+
+  function serve(ws: WebSocket, creds: SocketCredentials, host: string | undefined): void {
+    const session = openSocketSession(creds);
+    ws.on('close', () => session.close());
+    ws.on('error', () => undefined);
+    let chain = Promise.resolve();
+    let waiting = 0;
+    ws.on('message', (data: RawData) => {
+      if (++waiting > MAX_WAITING) {
+        ws.close(1008, 'too many commands waiting for their answers');
+        return;
+      }
+      chain = chain.then(async () => {
+        try {
+          if (ws.readyState !== WebSocket.OPEN) return;
+          const answer = await run(session.token, host, parseCommand(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8')));
+          if (ws.readyState === WebSocket.OPEN) ws.send(`${JSON.stringify(answer)}\n`);
+        } catch (err) {
+          if (err instanceof BadMessage) ws.close(1007, err.message.slice(0, 120));
+          else {
+            log.warn({ err }, 'socket command failed');
+            ws.close(1011, 'internal error');
+          }
+        } finally {
+          waiting--;
+        }
+      });
+    });
+  }
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
+    // Authenticated as the REST request GET /sock: the route answers NOT_A_HANDSHAKE once the
+    // dialect's hook let it through; anything else is the refusal, sent as it is.
+    const check = await app.inject({ method: 'GET', url: req.url ?? SOCK_PATH, remoteAddress: req.socket.remoteAddress ?? '127.0.0.1', headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== SESSION_HEADER)) as Record<string, string> });
+    const creds = socketCredentials(deps.dialect, req, url);
+    if (check.statusCode !== 400 || check.body !== NOT_A_HANDSHAKE || !creds) {
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(check.headers)) if (k !== 'content-length' && k !== 'connection' && k !== 'date' && v !== undefined) headers[k] = String(v);
+      return answerUpgrade(socket, check.statusCode, headers, check.body);
+    }
+    if (socket.destroyed) return;
+    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, creds, req.headers.host));
+  }
+
+  return {
+    handleUpgrade(req, socket, head) {
+      const url = new URL(req.url ?? '/', 'http://sock.invalid');
+      if (url.pathname.replace(/\/$/, '') !== SOCK_PATH) return false;
+      upgrade(req, socket, head, url).catch((err: unknown) => {
+        log.warn({ err }, 'socket upgrade failed');
+        answerUpgrade(socket, 500, { 'Content-Type': 'text/plain; charset=utf-8' }, 'internal error\n');
+      });
+      return true;
+    },
+    close() {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+    },
+  };
+}
