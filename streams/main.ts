@@ -33,9 +33,6 @@ import { createFailureLimiter } from '../src/auth/failure-limit.js';
 /** How often a stream process checks its connected keys for revocation besides the notifications. */
 const KEY_CHECK_MS = 5000;
 
-/** Default Redis prefix of queues and the feed channel. */
-const DEFAULT_REDIS_PREFIX = 'bw';
-
 type CommonDeps = {
   config: Config;
   log: Logger;
@@ -47,7 +44,7 @@ type CommonDeps = {
    */
   databaseUrl?: string;
   redisUrl: string;
-  /** Prefix of BullMQ keys and the feed channel (tests isolate themselves with a unique one). */
+  /** Prefix of BullMQ keys and the feed channel; default `config.redisPrefix` (tests isolate themselves with a unique one). */
   redisPrefix?: string;
 };
 
@@ -116,7 +113,7 @@ async function ready(r: Redis): Promise<void> {
 export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
   const { config, db } = deps;
   const log = deps.log.child({ component: 'streams' });
-  const prefix = deps.redisPrefix ?? DEFAULT_REDIS_PREFIX;
+  const prefix = deps.redisPrefix ?? config.redisPrefix;
   const channel = feedChannel(prefix);
 
   // Everything opened so far, closed in reverse by stop() — or at once if the start fails.
@@ -224,7 +221,7 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
 export async function startWorker(deps: WorkerDeps): Promise<WorkerHandle> {
   const { config, db } = deps;
   const log = deps.log.child({ component: 'streams' });
-  const prefix = deps.redisPrefix ?? DEFAULT_REDIS_PREFIX;
+  const prefix = deps.redisPrefix ?? config.redisPrefix;
 
   const probe = failFastRedis(deps.redisUrl, 'blockwire-worker-probe');
   try {
