@@ -5,7 +5,8 @@
  * and the webhook alike. The gap extension happens before the events are built: a fresh wallet
  * (gap 20) paid at its 20th and 21st receive addresses in one transaction (mempool path), and
  * at the last address of the extended gap and the one after it in a block the mempool never
- * saw (block path), reports every address.
+ * saw (block path), reports every address. A reorg gives the wallet tx.reorged, then
+ * tx.confirmed in the new branch, and its balance comes back the same.
  */
 import { HDKey } from '@scure/bip32';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -109,6 +110,25 @@ describe('wallet events', () => {
     await waitFor('tx.replaced', () => walletEvents(txid).length === 2 && walletEvents(bumped).length === 1, 20_000);
     expect(walletEvents(txid)[1]).toMatchObject({ type: 'tx.replaced', replaced_by: bumped, path: '0/42', net: 30_000 });
     expect(walletEvents(bumped)[0]).toMatchObject({ type: 'tx.unconfirmed', path: '0/42', net: 30_000 });
+  });
+
+  it('reorg: tx.reorged for the wallet with its path and net, then tx.confirmed in the new branch; the balance follows the undo and the new branch', async () => {
+    const a = await receiveAddress(43);
+    const txid = await s.devnode.wallet.send(a, 40_000n);
+    await waitFor('tx.unconfirmed', () => walletEvents(txid).length === 1, 20_000);
+    await s.mine(1);
+    await waitFor('tx.confirmed', () => walletEvents(txid).some((e) => e.type === 'tx.confirmed'), 20_000);
+    const before = (await call('GET', `/wallets/${walletId}/balance`)).body as { confirmed: number; unconfirmed: number };
+    expect(before.unconfirmed).toBe(0);
+    const r = await s.devnode.reorg(1, { newBlocks: 2, keepTxs: true });
+    await s.synced();
+    await waitFor('reorged, then confirmed again', () => walletEvents(txid).some((e) => e.type === 'tx.reorged') && walletEvents(txid).filter((e) => e.type === 'tx.confirmed').length === 2, 30_000);
+    const reorged = walletEvents(txid).filter((e) => e.type === 'tx.reorged');
+    expect(reorged).toHaveLength(1);
+    expect(reorged[0]).toMatchObject({ path: '0/43', net: 40_000, block: expect.objectContaining({ hash: r.disconnected[0] }) });
+    expect(walletEvents(txid).filter((e) => e.type === 'tx.confirmed')[1]).toMatchObject({ path: '0/43', net: 40_000, block: expect.objectContaining({ hash: r.connected[0] }) });
+    // The summary went through the undo (−) and the new branch (+): the same balance again.
+    expect((await call('GET', `/wallets/${walletId}/balance`)).body).toEqual(before);
   });
 
   /** Receive address `index`, derived from the descriptor by a throwaway wallet of another key (the subscribed wallet has not derived it yet). */
