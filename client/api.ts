@@ -218,7 +218,7 @@ export class BlockwireClient {
    * The one way to read unspent outputs: every unspent output of the address (`GET
    * /addresses/{address}/unspentoutputs`, every page, `limit` per page), named `txid`/`vout` as
    * `builder.spend()` takes them. An address no transaction has touched (the server's 404
-   * `ERR_ADDRESS_NOT_FOUND`) has none.
+   * `ERR_ADDRESS_NOT_FOUND`) has none. A script's: `getScriptUnspentOutputs`.
    */
   async listUnspentOutputs(address: string, opts: UnspentOptions = {}): Promise<UnspentOutput[]> {
     const all: UnspentOutput[] = [];
@@ -281,7 +281,7 @@ export class BlockwireClient {
     return (await this.http.request<string[]>('GET', scriptPath(script, 'history'), { query: scriptQuery(script) })).data;
   }
 
-  /** `GET /scripthash/{hash}/unspentoutputs`: the script's unspent outputs (mempool ones with 0 confirmations). */
+  /** `GET /scripthash/{hash}/unspentoutputs`: the script's unspent outputs (mempool ones with 0 confirmations), named as `listUnspentOutputs` names them. */
   async getScriptUnspentOutputs(script: ScriptArg): Promise<UnspentOutput[]> {
     return (await this.http.request<RawUnspent[]>('GET', scriptPath(script, 'unspentoutputs'), { query: scriptQuery(script) })).data.map(parseUnspent);
   }

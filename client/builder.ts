@@ -28,6 +28,12 @@ export type BuilderClient = {
   sendTransaction(tx: { hex: string }, opts?: SendOptions): Promise<string>;
   /** The server's fee rates by confirmation target (`GET /fee-estimates`): used when no `feeRate` is given. */
   getFeeEstimates?(): Promise<Record<string, number>>;
+  /**
+   * A transaction's serialization (`GET /transactions/{hash}/hex`): a legacy (non-segwit) input
+   * carries its whole previous transaction as `non_witness_utxo`, as BIP174 asks and signers such
+   * as Bitcoin Core and hardware wallets require (without this method: the prevout alone).
+   */
+  getTransactionHex?(hash: string): Promise<string>;
 };
 
 /** Options of a builder. */
@@ -167,6 +173,7 @@ export class TransactionBuilder {
     const { plan, reservation } = await this.planAndReserve();
     try {
       const tx = assembleTransaction(plan, this.options);
+      await this.addPreviousTransactions(tx, plan);
       signWithKeys(tx, this.keysFor(plan));
       const final = finalizeTransaction(tx);
       let sent = false;
@@ -212,12 +219,25 @@ export class TransactionBuilder {
     const { plan, reservation } = await this.planAndReserve();
     try {
       const tx = assembleTransaction(plan, this.options);
+      await this.addPreviousTransactions(tx, plan);
       signWithKeys(tx, this.keysFor(plan));
       return { psbt: toPsbt(tx), fee: plan.fee, ...describe(plan), commit: reservation.commit, release: reservation.release };
     } catch (err) {
       reservation.release();
       throw err;
     }
+  }
+
+  /** Each legacy input's previous transaction as its `non_witness_utxo` (one read per distinct transaction). */
+  private async addPreviousTransactions(tx: btc.Transaction, plan: Plan): Promise<void> {
+    const legacy = plan.inputs.flatMap((c, i) => (isLegacy(c.source) ? [{ i, txid: c.txid }] : []));
+    if (legacy.length === 0) return;
+    // (a BuilderClient that cannot read transactions signs from the prevout alone, as scure allows)
+    const read = this.client.getTransactionHex?.bind(this.client);
+    if (!read) return;
+    const txids = [...new Set(legacy.map((l) => l.txid))];
+    const raw = new Map(await Promise.all(txids.map(async (t) => [t, hex.decode(await read(t))] as const)));
+    for (const { i, txid } of legacy) tx.updateInput(i, { nonWitnessUtxo: raw.get(txid)! }, true);
   }
 
   private keysFor(plan: Plan): Uint8Array[] {
@@ -308,4 +328,16 @@ function describe(plan: Plan): { inputs: BuiltInput[]; outputs: BuiltOutput[]; c
 /** Creates a builder (same as `new TransactionBuilder(client, options)`). */
 export function createTransactionBuilder(client: BuilderClient, options?: BuilderOptions): TransactionBuilder {
   return new TransactionBuilder(client, options);
+}
+
+/** Does spending `source` sign without a witness (P2PKH, or P2SH whose redeem script is no witness program)? */
+function isLegacy(source: SpendSource): boolean {
+  const s = source.script;
+  if (s.length === 25 && s[0] === 0x76 && s[1] === 0xa9) return true;
+  if (s.length === 23 && s[0] === 0xa9) {
+    const r = source.fields.redeemScript;
+    const witnessProgram = r !== undefined && r.length >= 4 && r.length <= 42 && (r[0] === 0x00 || (r[0]! >= 0x51 && r[0]! <= 0x60)) && r[1] === r.length - 2;
+    return !witnessProgram;
+  }
+  return false;
 }

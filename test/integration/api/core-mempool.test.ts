@@ -161,4 +161,28 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     expect(tx.fee).toBeLessThan((rate + 1n) * BigInt(tx.vsize));
     tx.release?.();
   });
+
+  it('the SDK gives a P2PKH input its previous transaction as PSBT non_witness_utxo: Core decodes it and accepts the signed transaction; a P2WPKH input goes without', async () => {
+    const { port } = h.app.server.address() as { port: number };
+    const client = new BlockwireClient({ url: `http://127.0.0.1:${port}`, apiKey: h.key, network: 'regtest' });
+    const payer = Key.random('regtest');
+    const legacyFunding = await core.call<string>('sendtoaddress', [payer.address('p2pkh'), 0.2], core.wallet!);
+    await core.call('sendtoaddress', [payer.address('p2wpkh'), 0.2], core.wallet!);
+    await core.mine(1);
+    await waitFor('the payments to be indexed', async () => (await client.getBalance(payer.address('p2pkh'), { minConf: 1 })) === 20_000_000n && (await client.getBalance(payer.address('p2wpkh'), { minConf: 1 })) === 20_000_000n);
+    const to = Key.random('regtest').address('p2tr');
+    const partial = await client.transaction().to(to, 30_000_000n).from(payer, ['p2pkh', 'p2wpkh']).buildPsbt();
+    type Decoded = { tx: { vin: { txid: string }[] }; inputs: { non_witness_utxo?: { txid: string }; witness_utxo?: unknown }[] };
+    const d = await core.call<Decoded>('decodepsbt', [partial.psbt]);
+    expect(d.tx.vin).toHaveLength(2);
+    for (const [i, vin] of d.tx.vin.entries()) {
+      if (vin.txid === legacyFunding) expect(d.inputs[i]!.non_witness_utxo?.txid).toBe(legacyFunding);
+      else expect(d.inputs[i]!.non_witness_utxo).toBeUndefined();
+    }
+    partial.release();
+    const built = await client.transaction().to(to, 30_000_000n).from(payer, ['p2pkh', 'p2wpkh']).build();
+    const [accept] = await core.call<{ allowed: boolean; 'reject-reason'?: string }[]>('testmempoolaccept', [[built.hex]]);
+    expect(accept!.allowed, accept!['reject-reason']).toBe(true);
+    built.release?.();
+  });
 });

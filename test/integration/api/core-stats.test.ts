@@ -185,6 +185,7 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
       expect(await client.getScriptStats({ script })).toEqual({ chain_stats: e, mempool_stats: ZERO });
       expect((await client.getScriptBalance({ script })).balance).toBe(BigInt(e.funded_txo_sum - e.spent_txo_sum));
       expect(await client.getScriptHistory({ script })).toEqual([...tally.txs].reverse());
+      expect((await client.getScriptUnspentOutputs({ script })).map((u) => `${u.txid}:${u.vout}`).sort()).toEqual([...tally.funded.keys()].filter((o) => !tally.spent.has(o)).sort());
       if (network !== 'main') expect(await client.getScriptHistory({ hash: sha256hex(script) })).toEqual([...tally.txs].reverse());
     });
 
