@@ -13,7 +13,7 @@ import { startDevnode, type Devnode, type DevnodeOptions } from '../../devnode/i
 import { BitcoindClient } from '../../src/rpc/bitcoind.js';
 import { startIndexer, type IndexerHandle } from '../../indexer/main.js';
 import { startApi, type ApiHandle } from '../../api/main.js';
-import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../streams/main.js';
+import { startStreams, startWorker, type StreamsHandle, type WorkerDeps, type WorkerHandle } from '../../streams/main.js';
 import { startStamper, type Stamper } from '../../stamp/stamper.js';
 import { createApiKey } from '../../src/auth/keys.js';
 import { getIndexTip } from '../../src/db/queries/api-chain.js';
@@ -32,6 +32,8 @@ export type StackOptions = {
   stamping?: boolean;
   /** Run the webhook/SNS delivery worker (default true). */
   worker?: boolean;
+  /** The worker's SNS client overrides (a local endpoint's static credentials; its URL goes in `config.snsEndpoint`). */
+  sns?: WorkerDeps['sns'];
   /** LOG_LEVEL for the stack's logs (default silent; BLOCKWIRE_TEST_LOG overrides). */
   logLevel?: 'debug' | 'info' | 'warn' | 'error' | 'silent';
 };
@@ -113,7 +115,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const streams: StreamsHandle = await startStreams({ config, log, db: db.db, databaseUrl: db.url, redisUrl, redisPrefix, server: api.app.server });
     stops.push(() => streams.stop());
     if (opts.worker !== false) {
-      const worker: WorkerHandle = await startWorker({ config, log, db: db.db, databaseUrl: db.url, redisUrl, redisPrefix });
+      const worker: WorkerHandle = await startWorker({ config, log, db: db.db, databaseUrl: db.url, redisUrl, redisPrefix, ...(opts.sns ? { sns: opts.sns } : {}) });
       stops.push(() => worker.stop());
     }
 

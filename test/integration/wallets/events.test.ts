@@ -6,7 +6,10 @@
  * (gap 20) paid at its 20th and 21st receive addresses in one transaction (mempool path), and
  * at the last address of the extended gap and the one after it in a block the mempool never
  * saw (block path), reports every address. A reorg gives the wallet tx.reorged, then
- * tx.confirmed in the new branch, and its balance comes back the same.
+ * tx.confirmed in the new branch, and its balance comes back the same. A block conflicting with
+ * a mempool payment gives it tx.replaced and its child (paying the wallet too) tx.dropped. A
+ * second subscription of the wallet pushes to SNS (a local endpoint of the Publish API): every
+ * event kind reaches the webhook and SNS as the stream has it.
  */
 import { HDKey } from '@scure/bip32';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +17,7 @@ import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
 import { startStack, type Stack } from '../../support/stack.js';
 import { waitFor } from '../../support/wait.js';
 import { rpcResult } from '../devnode/clients.js';
+import { startSnsEndpoint, type SnsEndpoint } from '../../support/sns-endpoint.js';
 import { connectStream, startReceiver, type Receiver, type StreamClient } from '../streams/harness.js';
 
 const master = HDKey.fromMasterSeed(new Uint8Array(32).fill(11), bip32Versions('regtest'));
@@ -21,12 +25,17 @@ const DESC = `wpkh(${master.derive("m/84'/1'/0'").publicExtendedKey}/<0;1>/*)`;
 
 type Ev = { id: number; type: string; [k: string]: unknown };
 
+const TOPIC = 'arn:aws:sns:us-east-1:123456789012:wallet-events';
+const TX_KINDS = ['tx.unconfirmed', 'tx.confirmed', 'tx.confirmations', 'tx.reorged', 'tx.replaced', 'tx.dropped'];
+
 describe('wallet events', () => {
   let s: Stack;
   let receiver: Receiver;
+  let sns: SnsEndpoint;
   let client: StreamClient;
   let walletId: string;
   let hookId: string;
+  let snsHookId: string;
   const call = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
     const res = await fetch(`${s.url}/v1${path}`, {
       method,
@@ -41,16 +50,28 @@ describe('wallet events', () => {
     if (!a) throw new Error(`receive address ${index} not derived`);
     return a.address;
   };
-  const walletEvents = (txid: string): Ev[] => client.events().filter((e) => e.transaction_hash === txid && e.wallet === walletId) as Ev[];
+  /** The stream's wallet events through the webhook's subscription (or the SNS one's). */
+  const deliveries = (action = hookId): Ev[] => client.events().filter((e) => e.wallet === walletId && e.action === action) as Ev[];
+  const walletEvents = (txid: string): Ev[] => deliveries().filter((e) => e.transaction_hash === txid);
 
   beforeAll(async () => {
-    s = await startStack({ stamping: false });
+    sns = await startSnsEndpoint();
+    sns.createTopic(TOPIC);
+    s = await startStack({ stamping: false, config: { snsEndpoint: sns.url }, sns: { credentials: sns.credentials } });
     receiver = await startReceiver();
     hookId = (await call('POST', '/hooks', { type: 'http', url: receiver.url })).body.id;
+    snsHookId = (await call('POST', '/hooks', { type: 'sns', topic_arn: TOPIC })).body.id;
     walletId = (await call('POST', '/wallets', { descriptors: [DESC] })).body.id;
     const sub = await call('POST', '/subscriptions', { wallet: walletId, action: hookId, confirmations: 2 });
     expect(sub.status).toBe(200);
-    expect((await call('GET', '/subscriptions')).body).toEqual([expect.objectContaining({ id: sub.body.id, type: 'wallet', wallet: walletId, address: null, action: hookId })]);
+    const snsSub = await call('POST', '/subscriptions', { wallet: walletId, action: snsHookId, confirmations: 2 });
+    expect(snsSub.status).toBe(200);
+    expect((await call('GET', '/subscriptions')).body).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ id: sub.body.id, type: 'wallet', wallet: walletId, address: null, action: hookId }),
+        expect.objectContaining({ id: snsSub.body.id, type: 'wallet', wallet: walletId, address: null, action: snsHookId }),
+      ]),
+    );
     client = await connectStream(s.streamUrl, s.apiKey);
     await waitFor('stream live', () => client.messages.some((m) => m.type === 'stream.live'), 10_000);
   });
@@ -58,6 +79,7 @@ describe('wallet events', () => {
     client?.close();
     await s?.stop();
     await receiver?.close();
+    await sns?.close();
   });
 
   it('mempool: a payment to the 20th and 21st address of a fresh wallet is one event naming both; then confirmed and confirmations', async () => {
@@ -129,6 +151,42 @@ describe('wallet events', () => {
     expect(walletEvents(txid).filter((e) => e.type === 'tx.confirmed')[1]).toMatchObject({ path: '0/43', net: 40_000, block: expect.objectContaining({ hash: r.connected[0] }) });
     // The summary went through the undo (−) and the new branch (+): the same balance again.
     expect((await call('GET', `/wallets/${walletId}/balance`)).body).toEqual(before);
+  });
+
+  it('a block conflicting with a mempool payment: tx.replaced for the payment, tx.dropped for its child, each with path and net', async () => {
+    const [a44, a45] = [await receiveAddress(44), await receiveAddress(45)];
+    const pay = await s.devnode.wallet.send(a44, 200_000n);
+    // The child spends the payment's change (the devnode wallet's) and pays the wallet again.
+    const payTx = await rpcResult<{ vin: { txid: string; vout: number }[]; vout: { n: number; scriptPubKey: { hex: string } }[] }>(s.devnode, 'getrawtransaction', [pay, true]);
+    const change = payTx.vout.find((o) => s.devnode.wallet.owns(o.scriptPubKey.hex))!.n;
+    const child = await s.devnode.wallet.send(a45, 150_000n, { from: [`${pay}:${change}`] });
+    await waitFor('tx.unconfirmed of both', () => walletEvents(pay).length === 1 && walletEvents(child).length === 1, 20_000);
+    // A block the mempool never saw spends the payment's coins elsewhere: the node takes the
+    // payment out as a conflict and its child with it, as Core does on connecting such a block.
+    const conflict = s.devnode.wallet.createTx(s.devnode.wallet.newAddress('p2pkh').address!, 10_000n, { from: payTx.vin.map((i) => `${i.txid}:${i.vout}`) });
+    const [hash] = await s.devnode.mine(1, { txs: [conflict], includeMempool: false });
+    await s.synced();
+    const mined = await rpcResult<{ tx: string[] }>(s.devnode, 'getblock', [hash, 1]);
+    expect(mined.tx).not.toContain(pay);
+    expect(s.devnode.mempool()).not.toContain(child);
+    await waitFor('tx.replaced and tx.dropped', () => walletEvents(pay).length === 2 && walletEvents(child).length === 2, 20_000);
+    expect(walletEvents(pay)[1]).toMatchObject({ type: 'tx.replaced', replaced_by: mined.tx[1], wallet: walletId, address: a44, path: '0/44', received: 200_000, sent: 0, net: 200_000 });
+    expect(walletEvents(child)[1]).toMatchObject({ type: 'tx.dropped', wallet: walletId, address: a45, path: '0/45', received: 150_000, sent: 0, net: 150_000, confirmations: 0 });
+    expect(walletEvents(child)[1]).not.toHaveProperty('replaced_by');
+    expect((await call('GET', `/wallets/${walletId}/balance`)).body).toMatchObject({ unconfirmed: 0 });
+  });
+
+  it('every event kind reaches the webhook and SNS as the stream has it', async () => {
+    const byHook = deliveries(hookId);
+    const bySns = deliveries(snsHookId);
+    expect([...new Set(byHook.map((e) => e.type))].sort()).toEqual([...TX_KINDS].sort());
+    expect(bySns.map((e) => [e.id, e.type])).toEqual(byHook.map((e) => [e.id, e.type]));
+    const posted = (e: Ev) => receiver.received.map((r) => JSON.parse(r.body) as Ev).find((b) => b.id === e.id && b.subscription_id === e.subscription_id);
+    const published = (e: Ev) => sns.messages.filter((m) => m.topicArn === TOPIC).map((m) => JSON.parse(m.message) as Ev).find((b) => b.id === e.id && b.subscription_id === e.subscription_id);
+    await waitFor('every delivery posted and published', () => byHook.every((e) => posted(e) !== undefined) && bySns.every((e) => published(e) !== undefined), 30_000);
+    for (const e of byHook) expect(posted(e), `${e.type} ${String(e.transaction_hash)}`).toEqual(e);
+    for (const e of bySns) expect(published(e), `${e.type} ${String(e.transaction_hash)}`).toEqual(e);
+    expect(sns.badSignatures).toBe(0);
   });
 
   /** Receive address `index`, derived from the descriptor by a throwaway wallet of another key (the subscribed wallet has not derived it yet). */
