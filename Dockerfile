@@ -18,8 +18,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 # --workspaces=false: the SDK (client/, the @blockwire/client workspace) is a package of its own;
-# the image leaves it out but for its network table (client/network.ts, data only), which the
-# daemon shares so that both read an address the same way.
+# the image leaves it out but for its network table and event kinds (client/network.ts,
+# client/event-types.ts: data only), which the daemon shares so that both read an address the
+# same way and name the same events.
 RUN npm ci --no-audit --no-fund --workspaces=false
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -32,6 +33,7 @@ COPY devnode ./devnode
 COPY cli ./cli
 COPY migrations ./migrations
 COPY client/network.ts ./client/network.ts
+COPY client/event-types.ts ./client/event-types.ts
 RUN npx tsc -p tsconfig.build.json
 
 # 2. Production dependencies only.

@@ -8,6 +8,7 @@
 //   start (cli/) import it from the product; tests and benches use it freely;
 // - src/bitcoin/ is pure (only @scure, @noble, micro-packed, node:crypto, itself and the one
 //   network table, the SDK's client/network.ts);
+// - the kernel shares two data-only SDK modules: client/network.ts and client/event-types.ts;
 // - client/ is browser-safe (no node:, no server modules).
 import tseslint from 'typescript-eslint';
 

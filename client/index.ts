@@ -70,4 +70,4 @@ export {
 } from './assets.js';
 export { WalletsApi, deriveAtPath, type Wallet, type WalletSpec, type WalletBalance, type WalletHistoryEntry, type WalletUnspentOutput, type WalletAddress, type WalletPayment, type WalletPaymentRequest } from './wallets.js';
 export type * from './types.js';
-export { EVENT_TYPES } from './types.js';
+export { EVENT_TYPES } from './event-types.js';

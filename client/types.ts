@@ -4,6 +4,7 @@
  * float.
  * @module
  */
+import type { KnownEventType } from './event-types.js';
 
 /** `GET /blockchain`. */
 export type BlockchainStatus = { best_block_hash: string; best_height: number };
@@ -141,25 +142,8 @@ export type Subscription = {
   created_at: string;
 };
 
-/**
- * Every event kind the server sends, as it names them (the server's own list; a test fails when
- * the two differ).
- */
-export const EVENT_TYPES = [
-  'tx.unconfirmed',
-  'tx.confirmed',
-  'tx.confirmations',
-  'tx.reorged',
-  'tx.replaced',
-  'tx.dropped',
-  'block.connected',
-  'block.disconnected',
-  'stamp.confirmed',
-  'stamp.unconfirmed',
-] as const;
-
 /** An event kind: one of EVENT_TYPES, or a newer one this SDK does not know yet. */
-export type EventType = (typeof EVENT_TYPES)[number] | (string & {});
+export type EventType = KnownEventType | (string & {});
 
 /**
  * An event from the stream (or a hook). `id` (the outbox sequence) increases; one event matching

@@ -120,6 +120,9 @@ export function hashKey(h: Uint8Array): string {
   return Buffer.from(h.buffer, h.byteOffset, 32).toString('latin1');
 }
 
+/** What every sink's prevout carries: its value, its script, and its keys when the index stored them. */
+type SinkPrevout = { readonly value: bigint; readonly script: Uint8Array; readonly keys?: ScriptKeys };
+
 /**
  * Balances, history and touches by uuid key, transaction by transaction: the string-keyed side
  * of `TxSink` (`address`, `cosigner`) shared by the per-block, undo and mempool sinks.
@@ -186,6 +189,15 @@ class Accumulator {
     this.hist(key);
     this.touch(key);
   }
+
+  /** A prevout's address keys: the ones the index stored, else computed from its script. */
+  keysOf(p: SinkPrevout): ScriptKeys {
+    return p.keys !== undefined ? p.keys : scriptKeys(p.script);
+  }
+
+  amountOf(p: SinkPrevout): bigint {
+    return p.value;
+  }
 }
 
 /** The per-block sink: in-block prevouts first, then `lookup`; one writer each for packed outs and ins. */
@@ -243,14 +255,6 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     const p = this.lookup(input.prevTxid, input.vout);
     if (p === undefined) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
     return p;
-  }
-
-  keysOf(p: Prevout): ScriptKeys {
-    return p.keys !== undefined ? p.keys : scriptKeys(p.script);
-  }
-
-  amountOf(p: Prevout): bigint {
-    return p.value;
   }
 
   spend(p: Prevout, input: TxInput): void {
@@ -423,14 +427,6 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
     return { txNum, txid: prev.txid, vout: ref.vout, value: out.value, script: out.script, keys: this.keysAt(txNum, ref.vout, out.script) };
   }
 
-  keysOf(p: StoredPrevout): ScriptKeys {
-    return p.keys;
-  }
-
-  amountOf(p: StoredPrevout): bigint {
-    return p.value;
-  }
-
   spend(p: StoredPrevout): void {
     const k = p.keys;
     if (p.txNum < this.base) this.restored.push({ txid: p.txid, vout: p.vout, txNum: p.txNum, key: typeof k === 'string' ? k : null, keys: k, value: p.value, script: p.script });
@@ -486,14 +482,6 @@ class MempoolSink extends Accumulator implements TxSink<TxInput, string, Mempool
     const p = this.lookup(input.prevTxid, input.vout);
     if (p === undefined) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
     return p;
-  }
-
-  keysOf(p: MempoolPrevout): ScriptKeys {
-    return p.keys !== undefined ? p.keys : scriptKeys(p.script);
-  }
-
-  amountOf(p: MempoolPrevout): bigint {
-    return p.value;
   }
 
   spend(p: MempoolPrevout, input: TxInput): void {

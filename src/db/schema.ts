@@ -6,6 +6,7 @@
  * (src/db/address-key.ts), `tx_num` = height × 2^20 + position in block (src/db/tx-num.ts).
  * @module
  */
+import { EVENT_TYPES, type KnownEventType } from '../../client/event-types.js';
 import type { ColumnType, Generated } from 'kysely';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -120,19 +121,9 @@ export interface SyncStateTable {
   updated_at: Timestamp;
 }
 
-export const EVENT_TYPES = [
-  'tx.unconfirmed',
-  'tx.confirmed',
-  'tx.confirmations',
-  'tx.reorged',
-  'tx.replaced',
-  'tx.dropped',
-  'block.connected',
-  'block.disconnected',
-  'stamp.confirmed',
-  'stamp.unconfirmed',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+/** The event kinds: the SDK's list (data only), so that server and SDK name the same kinds. */
+export { EVENT_TYPES };
+export type EventType = KnownEventType;
 
 export interface OutboxTable {
   seq: Generated<bigint>;

@@ -5,7 +5,7 @@
  * funded from the node; Electrum's own getbalance, onchain_history and listunspent are compared
  * with the index; Electrum signs a payment and broadcasts it through Blockwire, sees it confirmed,
  * and sees it go back to unconfirmed when the node reorganises the block away.
- * Under CI a missing `electrum` fails the suite (scripts/setup.sh installs it).
+ * Under CI a missing `electrum` fails the suite (scripts/setup-test.sh installs it).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -32,7 +32,7 @@ function describeElectrum(name: string, fn: () => void): void {
   else if (process.env.CI) {
     describe(name, () => {
       it('needs the electrum client', () => {
-        throw new Error(`electrum not found at ${ELECTRUM} (apt-get install electrum; scripts/setup.sh does); CI requires it`);
+        throw new Error(`electrum not found at ${ELECTRUM} (apt-get install electrum; scripts/setup-test.sh does); CI requires it`);
       });
     });
   } else {
