@@ -98,10 +98,25 @@ async function parentsCanAppear(deps: BroadcastDeps, parents: readonly Uint8Arra
 }
 
 /**
+ * The first of `inputs` (outputs the index holds unspent by any block) that the node no longer
+ * has unspent (`gettxout`, mempool included): spent in a block the index has not indexed yet,
+ * since the index follows the node. Undefined when the node has them all, or cannot be asked.
+ */
+async function spentAheadOfIndex<I extends { prevTxid: Uint8Array; vout: number }>(deps: BroadcastDeps, inputs: readonly I[]): Promise<I | undefined> {
+  const node = deps.node;
+  if (inputs.length === 0 || !node?.batch) return undefined;
+  const calls = inputs.map((i) => ({ method: 'gettxout', params: [hashToHex(i.prevTxid), i.vout, true] }));
+  const outs = await node.batch.call(node, calls).catch(() => undefined);
+  return outs && inputs.find((_, n) => outs[n] === null);
+}
+
+/**
  * Spent or missing? An input whose transaction is confirmed (or in the mempool) but whose
- * output is no longer unspent is spent: no retry can help. Otherwise the parent is unknown to
- * both the node and the index: resending can succeed only if it can still appear
- * (parentsCanAppear); else the transaction spends coins that do not exist, and no retry helps.
+ * output is no longer unspent is spent: no retry can help. So is a confirmed output the index
+ * still holds unspent but the node does not (spentAheadOfIndex: the index is a block behind).
+ * Otherwise the parent is unknown to both the node and the index: resending can succeed only if
+ * it can still appear (parentsCanAppear); else the transaction spends coins that do not exist,
+ * and no retry helps.
  */
 async function missingOrSpent(deps: BroadcastDeps, inputs: readonly { prevTxid: Uint8Array; vout: number }[], nodeMessage: string): Promise<ServiceError> {
   const { db } = deps;
@@ -118,6 +133,10 @@ async function missingOrSpent(deps: BroadcastDeps, inputs: readonly { prevTxid: 
     if (parentKnown && !unspentSet.has(k) && !mempoolOuts.has(k)) {
       return new ServiceError('ERR_TX_CONFLICT', { message: `input ${hashToHex(i.prevTxid)}:${i.vout} is already spent`, errorCause: nodeMessage });
     }
+  }
+  const lagging = await spentAheadOfIndex(deps, inputs.filter((i) => unspentSet.has(`${Buffer.from(i.prevTxid).toString('hex')}:${i.vout}`)));
+  if (lagging) {
+    return new ServiceError('ERR_TX_CONFLICT', { message: `input ${hashToHex(lagging.prevTxid)}:${lagging.vout} is already spent in a block the index has not indexed yet`, errorCause: nodeMessage });
   }
   const why = await parentsCanAppear(deps, inputs.map((i) => i.prevTxid));
   if (why) return new ServiceError('ERR_TX_INPUTS_MISSING', { message: `transaction inputs are unknown; ${why}`, errorCause: nodeMessage });

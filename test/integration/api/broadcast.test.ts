@@ -6,8 +6,9 @@
  * accepted and resent, confirmed and resent (idempotent), a conflict, dust, no fee, a fee above
  * maxfeerate, a lock time or a BIP68 sequence lock not reached, too long an unconfirmed chain, an
  * unknown parent (that can or cannot still appear), a parent being sent through this API, a
- * parent the index holds as spent, undecodable bytes, the node down. The node warming up (-28)
- * is played on the devnode only: Core cannot be held in its warm-up on demand.
+ * parent the index holds as spent, a coin spent in a block the index has not indexed yet,
+ * undecodable bytes, the node down. The node warming up (-28) is played on the devnode only:
+ * Core cannot be held in its warm-up on demand.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
@@ -44,7 +45,7 @@ describeNodes('broadcast', (entry) => {
   beforeAll(async () => {
     node = await entry.start({ funded: true });
     key = testKey();
-    coins = await key.fund(node, Array.from({ length: 14 }, () => COIN));
+    coins = await key.fund(node, Array.from({ length: 17 }, () => COIN));
     h = await createApiHarness({ node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 5000 }) });
   });
   afterAll(async () => {
@@ -185,6 +186,34 @@ describeNodes('broadcast', (entry) => {
       expectError(await post(second.hex), 409, 'ERR_TX_CONFLICT', false, 'bad-txns-inputs-missingorspent');
     } finally {
       await h.t.db.deleteFrom('txs').where('tx_num', '=', 5n).execute();
+    }
+  });
+
+  it('a coin the node has spent in a block the index has not indexed yet → 409 ERR_TX_CONFLICT, retry false; a coin both still hold unspent is not blamed', async () => {
+    // The index a block behind the node: it still holds the coin unspent (utxos), the node
+    // answers "missing or spent" and gettxout null for it.
+    const coin = take();
+    const fine = take();
+    const internal = (c: Coin) => Buffer.from(c.txid, 'hex').reverse();
+    const indexed = [coin, fine].map((c, n) => ({ tx_num: 6n + BigInt(n), txid: internal(c), outs: Buffer.from([0x01, 0x00]), ins: Buffer.alloc(0), first_seen: null }));
+    await h.t.db.insertInto('txs').values(indexed).execute();
+    await h.t.db
+      .insertInto('utxos')
+      .values([coin, fine].map((c, n) => ({ txid: internal(c), vout: c.vout, tx_num: 6n + BigInt(n), addr_key: null, value: c.sats, script: Buffer.from(key.script) })))
+      .execute();
+    try {
+      expect((await post(payment(coin, 20_000n).hex)).statusCode).toBe(200);
+      await node.mine(1);
+      const r = await post(payment(coin, 30_000n).hex);
+      expectError(r, 409, 'ERR_TX_CONFLICT', false, 'bad-txns-inputs-missingorspent');
+      expect(r.json().error_message).toContain(`${coin.txid}:${coin.vout} is already spent in a block the index has not indexed yet`);
+      // A coin both hold unspent beside a parent nobody knows: the unknown parent is the cause.
+      const orphan = payment(take(), 300_000n).outputs[1]!;
+      const mixed = key.spend([fine, orphan], [{ address: PAYEE, sats: fine.sats + orphan.sats - 2n * 200n }]);
+      expectError(await post(mixed.hex), 400, 'ERR_TX_INPUTS_UNKNOWN', false, 'bad-txns-inputs-missingorspent');
+    } finally {
+      await h.t.db.deleteFrom('utxos').where('tx_num', 'in', [6n, 7n]).execute();
+      await h.t.db.deleteFrom('txs').where('tx_num', 'in', [6n, 7n]).execute();
     }
   });
 
