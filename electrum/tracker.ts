@@ -2,10 +2,13 @@
  * What every connection of this process is subscribed to, and the notifications that follow
  * from the index: the tip (a `blockchain.headers.subscribe` notification per new tip) and each
  * subscribed script hash's status (a `blockchain.scripthash.subscribe` notification when it
- * changes). Changes are found from the outbox's chain events (`block.connected`: the keys with a
- * history chunk starting in the new blocks; `block.disconnected`: every subscribed key, a reorg
- * may change any status) and from a fingerprint of each subscribed key's mempool part (new,
- * replaced, dropped or newly parentless transactions), polled. Statuses are computed in batches,
+ * changes). Changes are found from the outbox's events, read in order after a cursor
+ * (`block.connected`: the keys with a history chunk starting in the new blocks;
+ * `block.disconnected`: every subscribed key, a reorg may change any status; `mempool.added` /
+ * `mempool.removed`: the keys the transaction touches — payments, spends, replacements, drops),
+ * and after each block from a fingerprint of each subscribed key's mempool part (a child whose
+ * parent confirmed, a mempool transaction a block conflicted), compared again every
+ * `mempoolPollMs` only as a safety net. Statuses are computed in batches,
  * one batch at a time, so a status computed later always comes from a later snapshot and a
  * notification is never overtaken by an older status.
  * @module
@@ -13,7 +16,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
-import { keysTouchedByBlocks, readMempoolMarks, readScriptHistories, type ScriptHistory, type ScriptRef } from '../src/db/queries/script-hash.js';
+import { keysAmong, keysTouchedByBlocks, readMempoolMarks, readScriptHistories, type ScriptHistory, type ScriptRef } from '../src/db/queries/script-hash.js';
 import { readBlockHashes, readChainEvents, readNewestSeq, readTipHeader } from '../src/db/queries/electrum-chain.js';
 import { HeaderProofs } from './header-proof.js';
 import { historyItems, statusHash } from './status.js';
@@ -38,7 +41,7 @@ export type Tip = { height: number; hash: Buffer; header: Buffer };
 export type TrackerSettings = {
   /** Interval of the outbox poll (chain events). */
   pollMs: number;
-  /** Interval of the mempool fingerprint poll of subscribed keys. */
+  /** Interval of the safety-net comparison of every subscribed key's mempool fingerprint (mempool changes come from the outbox's events). */
   mempoolPollMs: number;
   /** History entries above which a script is refused (`too_long`). */
   maxHistory: number;
@@ -46,7 +49,14 @@ export type TrackerSettings = {
   batchSize: number;
 };
 
-export type TrackerStats = { scripthashes: number; keys: number; notifications: number; statusComputed: number };
+export type TrackerStats = {
+  scripthashes: number;
+  keys: number;
+  notifications: number;
+  statusComputed: number;
+  /** Comparisons of every subscribed key's mempool fingerprint (after blocks, and the safety net). */
+  fingerprintScans: number;
+};
 
 type Job = { ref: ScriptRef; resolve: (h: ScriptHistory) => void; reject: (err: unknown) => void };
 
@@ -65,7 +75,7 @@ export class Tracker {
   private ticking: Promise<void> = Promise.resolve();
   private readonly log: Logger;
   readonly proofs: HeaderProofs;
-  readonly stats: TrackerStats = { scripthashes: 0, keys: 0, notifications: 0, statusComputed: 0 };
+  readonly stats: TrackerStats = { scripthashes: 0, keys: 0, notifications: 0, statusComputed: 0, fingerprintScans: 0 };
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -206,29 +216,35 @@ export class Tracker {
     }, this.settings.pollMs);
   }
 
-  /** One turn: chain events, then the mempool fingerprints, then the statuses that may have changed. */
+  /**
+   * One turn: the outbox's events after the cursor (blocks, and the mempool's transactions with
+   * the address keys they touch), the fingerprints of every subscribed key after a block or when
+   * the safety-net interval has passed, then the statuses that may have changed.
+   */
   async tick(): Promise<void> {
     const dirty = new Set<string>();
     let all = false;
     let connectedFrom = Infinity;
     let connectedTo = -1;
-    let events = 0;
+    let blocks = 0;
+    const touched = new Set<string>();
     for (;;) {
       const r = await readChainEvents(this.db, this.cursor, 1000);
       this.cursor = r.upTo;
       for (const e of r.events) {
-        events++;
         if (e.type === 'block.disconnected') {
+          blocks++;
           all = true;
           this.proofs.forgetFrom(e.height);
-        } else {
+        } else if (e.type === 'block.connected') {
+          blocks++;
           connectedFrom = Math.min(connectedFrom, e.height);
           connectedTo = Math.max(connectedTo, e.height);
-        }
+        } else if ('keys' in e) for (const k of e.keys) touched.add(k);
       }
       if (r.read < 1000) break;
     }
-    if (events > 0) {
+    if (blocks > 0) {
       const tip = await readTipHeader(this.db);
       if (tip && (!this.tipNow || !tip.hash.equals(this.tipNow.hash))) {
         this.tipNow = tip;
@@ -241,9 +257,15 @@ export class Tracker {
     // A bulk catch-up writes chunks spanning many blocks: treat a long run of blocks as a reorg.
     if (connectedTo >= 0 && connectedTo - connectedFrom > 100) all = true;
     if (!all && connectedTo >= 0) for (const k of await keysTouchedByBlocks(this.db, keys, connectedFrom, connectedTo)) dirty.add(k);
+    // Mempool transactions added or removed (paid, spent, replaced, dropped): their keys, from the event.
+    if (!all && touched.size > 0) for (const k of await keysAmong(this.db, keys, [...touched])) dirty.add(k);
+    // After a block, a mempool transaction's height can change without an event of its own (its
+    // parent confirmed), and a block's conflict removes mempool transactions of other keys: every
+    // key's fingerprint is compared then. Otherwise only as a safety net, every mempoolPollMs.
     const now = Date.now();
-    if (events > 0 || now - this.lastMempoolPoll >= this.settings.mempoolPollMs) {
+    if (blocks > 0 || now - this.lastMempoolPoll >= this.settings.mempoolPollMs) {
       this.lastMempoolPoll = now;
+      this.stats.fingerprintScans++;
       const marks = await readMempoolMarks(this.db, keys);
       for (const k of keys) {
         const mark = marks.get(k) ?? '';

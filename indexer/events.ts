@@ -5,13 +5,13 @@
  * @module
  */
 import { sql, type Transaction } from 'kysely';
-import type { Database, EventType } from '../src/db/schema.js';
+import type { Database, EventType, MempoolEventType } from '../src/db/schema.js';
 import { lockOutbox } from '../src/db/outbox-lock.js';
 import { buildWalletParts, type WalletMembership } from '../src/db/wallet-event.js';
 
 /** One outbox row as the indexer fills it (null/absent columns stay NULL). */
 export interface OutboxEvent {
-  type: EventType;
+  type: EventType | MempoolEventType;
   addrKey?: string;
   address?: string;
   txid?: Uint8Array;
@@ -21,6 +21,8 @@ export interface OutboxEvent {
   received?: bigint;
   sent?: bigint;
   replacedBy?: Uint8Array;
+  /** The row's `data` (mempool events: `{keys}`); a wallet part, when the row has one, wins. */
+  data?: unknown;
 }
 
 /** A watched address: the largest confirmation target of its subscriptions and its text. */
@@ -77,7 +79,10 @@ async function loadWalletMembership(trx: Trx, keys: readonly string[]): Promise<
 export async function appendEvents(trx: Trx, events: readonly OutboxEvent[]): Promise<void> {
   if (events.length === 0) return;
   const keys = events.flatMap((e) => (e.addrKey !== undefined ? [e.addrKey] : []));
-  const data = buildWalletParts(events, await loadWalletMembership(trx, keys)).map((d) => (d === null ? null : JSON.stringify(d)));
+  const data = buildWalletParts(events, await loadWalletMembership(trx, keys)).map((d, i) => {
+    const v = d ?? events[i]!.data;
+    return v === null || v === undefined ? null : JSON.stringify(v);
+  });
   await lockOutbox(trx);
   // unnest keeps one statement per 10k events whatever their number (no parameter limit).
   for (let i = 0; i < events.length; i += 10_000) {

@@ -6,7 +6,8 @@
  * `mempool_sequence`, apply them as deltas, and reseed on any gap or restart. A message is only
  * a hint: an addition is fetched from the node and must be in its mempool, a removal must be
  * absent from it, before the tables change. Each change is one Postgres transaction with its
- * outbox events (tx.unconfirmed, tx.replaced with replaced_by, tx.dropped).
+ * outbox events (tx.unconfirmed, tx.replaced with replaced_by, tx.dropped for watched addresses;
+ * mempool.added / mempool.removed for every transaction, which the mempool pushes follow).
  *
  * A lost message is seen as a counter gap only when another message follows it. For the last
  * messages before a quiet spell (nothing follows), the sync compares `getmempoolinfo`'s size and
@@ -109,6 +110,30 @@ async function loadPrevouts(trx: Trx, outpoints: readonly { txid: Uint8Array; vo
   return out;
 }
 
+/**
+ * The mempool's own events: `mempool.added` per transaction added, `mempool.removed` per
+ * transaction removed that touched an address (with its replacement when one spends its
+ * inputs), each with the address keys it touches in `data.keys`. The Electrum server and
+ * coinstackd's `/websocket` push the mempool from these.
+ */
+function mempoolEvents(added: readonly MempoolTxRow[], removed: readonly RemovedTouch[], replacedBy: ReadonlyMap<string, Uint8Array>): OutboxEvent[] {
+  const events: OutboxEvent[] = [];
+  const gone = new Map<string, { txid: Buffer; keys: Set<string> }>();
+  for (const t of removed) {
+    const id = t.txid.toString('hex');
+    const g = gone.get(id) ?? { txid: t.txid, keys: new Set<string>() };
+    g.keys.add(t.key);
+    gone.set(id, g);
+  }
+  for (const [id, g] of gone) {
+    const by = replacedBy.get(id);
+    events.push({ type: 'mempool.removed', txid: g.txid, ...(by ? { replacedBy: by } : {}), data: { keys: [...g.keys] } });
+  }
+  // Removals first, as they were applied (a replacement's victim leaves before it enters).
+  for (const r of added) events.push({ type: 'mempool.added', txid: r.txid, data: { keys: [...new Set(r.addresses.map((a) => a.key))] } });
+  return events;
+}
+
 /** Applies one verified change in one transaction; returns txids it could not add yet. */
 async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ added: number; removed: number; unresolved: string[] }> {
   await sql`SELECT ${KEYED_PLANS}`.execute(trx);
@@ -202,6 +227,7 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
   }
   events.push(...removalEvents(allRemoved, watched, (txid) => replacedBy.get(txid.toString('hex'))));
   await forgetReorged(trx, events);
+  events.push(...mempoolEvents(rows, allRemoved, replacedBy));
   await appendEvents(trx, events);
   return { added: rows.length, removed: removedNow.count + conflictCount, unresolved };
 }

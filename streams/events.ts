@@ -7,7 +7,7 @@
  */
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { isoTime } from '../src/time.js';
-import { EVENT_TYPES, type EventType, type OutboxTable } from '../src/db/schema.js';
+import { EVENT_TYPES, MEMPOOL_EVENT_TYPES, type EventType, type OutboxTable } from '../src/db/schema.js';
 import type { WalletAddressPart, WalletPart } from '../src/db/wallet-event.js';
 
 export { EVENT_TYPES, type EventType };
@@ -192,10 +192,16 @@ export function toPayload(event: ChainEvent, sub: { id: string; hookId: string |
   }
 }
 
-/** Decodes rows, handing each row that breaks the contract to `onInvalid` and leaving it out. */
+const mempoolTypes = new Set<string>(MEMPOOL_EVENT_TYPES);
+
+/**
+ * Decodes rows, handing each row that breaks the contract to `onInvalid` and leaving it out.
+ * The mempool's own events (mempool.added / mempool.removed) concern no subscription: left out.
+ */
 export function decodeOutboxRows(rows: readonly OutboxRow[], onInvalid: (row: OutboxRow, err: Error) => void): ChainEvent[] {
   const out: ChainEvent[] = [];
   for (const row of rows) {
+    if (mempoolTypes.has(row.type)) continue;
     try {
       out.push(decodeOutboxRow(row));
     } catch (err) {

@@ -125,10 +125,18 @@ export interface SyncStateTable {
 export { EVENT_TYPES };
 export type EventType = KnownEventType;
 
+/**
+ * Events of the indexed mempool itself, one per transaction entering or leaving it, with the
+ * address keys it touches in `data.keys`: read by the processes that push the mempool (the
+ * Electrum server, coinstackd's `/websocket`), never delivered to subscriptions.
+ */
+export const MEMPOOL_EVENT_TYPES = ['mempool.added', 'mempool.removed'] as const;
+export type MempoolEventType = (typeof MEMPOOL_EVENT_TYPES)[number];
+
 export interface OutboxTable {
   seq: Generated<bigint>;
   created_at: Generated<Date>;
-  type: EventType;
+  type: EventType | MempoolEventType;
   /** Set for events meant for one API key only (stamp.confirmed). */
   key_id: bigint | null;
   addr_key: string | null;

@@ -68,8 +68,10 @@ export async function readMempoolFees(db: Kysely<Database>): Promise<{ fee: bigi
   return db.selectFrom('mempool_txs').select(['fee', 'vsize']).where('fee', 'is not', null).execute() as Promise<{ fee: bigint; vsize: number }[]>;
 }
 
-/** A chain event of the outbox. */
-export type ChainEvent = { seq: bigint; type: 'block.connected' | 'block.disconnected'; height: number; hash: Buffer };
+/** A chain event of the outbox, or a mempool event with the address keys it touches. */
+export type ChainEvent =
+  | { seq: bigint; type: 'block.connected' | 'block.disconnected'; height: number; hash: Buffer }
+  | { seq: bigint; type: 'mempool.added' | 'mempool.removed'; txid: Buffer; keys: string[]; at: Date };
 
 /** The newest outbox sequence number (0 when empty): a reader starts after it. */
 export async function readNewestSeq(db: Kysely<Database>): Promise<bigint> {
@@ -78,20 +80,24 @@ export async function readNewestSeq(db: Kysely<Database>): Promise<bigint> {
 }
 
 /**
- * Chain events with `seq > after`, in order, at most `limit`, and the highest seq read (events
- * of other types included), so the caller can move past them. Every outbox writer takes the
- * ordering lock (src/db/outbox-lock.ts): a later commit never has a smaller seq. `read` counts
- * the rows read (fewer than `limit`: nothing more for now).
+ * Chain and mempool events with `seq > after`, in order, at most `limit`, and the highest seq
+ * read (events of other types included), so the caller can move past them. Every outbox writer
+ * takes the ordering lock (src/db/outbox-lock.ts): a later commit never has a smaller seq.
+ * `read` counts the rows read (fewer than `limit`: nothing more for now).
  */
 export async function readChainEvents(db: Kysely<Database>, after: bigint, limit: number): Promise<{ events: ChainEvent[]; upTo: bigint; read: number }> {
-  const r = await sql<{ seq: bigint; type: string; height: number | null; block_hash: Buffer | null }>`
-    SELECT seq, type, height, block_hash FROM outbox WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`.execute(db);
+  const r = await sql<{ seq: bigint; type: string; created_at: Date; height: number | null; block_hash: Buffer | null; txid: Buffer | null; data: unknown }>`
+    SELECT seq, type, created_at, height, block_hash, txid, CASE WHEN type LIKE 'mempool.%' THEN data END AS data
+      FROM outbox WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`.execute(db);
   let upTo = after;
   const events: ChainEvent[] = [];
   for (const row of r.rows) {
     upTo = row.seq;
     if ((row.type === 'block.connected' || row.type === 'block.disconnected') && row.height !== null && row.block_hash) {
       events.push({ seq: row.seq, type: row.type, height: row.height, hash: row.block_hash });
+    } else if ((row.type === 'mempool.added' || row.type === 'mempool.removed') && row.txid) {
+      const keys = (row.data as { keys?: unknown } | null)?.keys;
+      events.push({ seq: row.seq, type: row.type, txid: row.txid, keys: Array.isArray(keys) ? keys.filter((k): k is string => typeof k === 'string') : [], at: row.created_at });
     }
   }
   return { events, upTo, read: r.rows.length };

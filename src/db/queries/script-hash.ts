@@ -298,6 +298,16 @@ export async function readMempoolMarks(db: Kysely<Database>, keys: readonly stri
   return out;
 }
 
+/** Of `keys` (script keys), those whose addresses (aliases followed) are among `touched` (address keys a mempool change touched). */
+export async function keysAmong(db: Kysely<Database>, keys: readonly string[], touched: readonly string[]): Promise<Set<string>> {
+  if (keys.length === 0 || touched.length === 0) return new Set();
+  const r = await sql<{ k: string }>`
+    SELECT q.k FROM unnest(${keys}::uuid[]) AS q(k)
+      LEFT JOIN script_aliases a ON a.script_key = q.k
+     WHERE coalesce(a.addr_key, q.k) = ANY(${touched}::uuid[])`.execute(db);
+  return new Set(r.rows.map((x) => x.k));
+}
+
 /** Of `keys` (script keys, aliases followed), those with a history chunk beginning in blocks `fromHeight` … `toHeight` (what a block applied there touched). */
 export async function keysTouchedByBlocks(db: Kysely<Database>, keys: readonly string[], fromHeight: number, toHeight: number): Promise<Set<string>> {
   if (keys.length === 0) return new Set();

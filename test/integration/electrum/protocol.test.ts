@@ -426,6 +426,47 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     expect(h2).toBeDefined();
   });
 
+  it('mempool notifications come from the outbox’s mempool events: with the fingerprint safety net an hour apart, a payment and its replacement still notify (no fingerprint comparison in between)', async () => {
+    const e = await s.electrumOn({ electrumTcpPort: 0, electrumMempoolPollMs: 3_600_000 });
+    const n = await s.connect({ port: e.tcpPort! });
+    await n.request('server.version', ['events', '1.4']);
+    const address = await call<string>('getnewaddress', ['', 'bech32'], W);
+    const info = await call<{ scriptPubKey: string }>('getaddressinfo', [address], W);
+    const sh = electrumScriptHash(info.scriptPubKey);
+    expect(await n.request('blockchain.scripthash.subscribe', [sh])).toBeNull();
+    // The first turn after the subscription compares its fingerprint once; none after that while no block comes.
+    await waitFor('the first fingerprint comparison', () => e.stats().fingerprintScans === 1, 30_000);
+    const lastStatus = () => [...n.notifications].reverse().find((x) => x.method === 'blockchain.scripthash.subscribe' && x.params[0] === sh)?.params[1];
+
+    const pay = await call<string>('sendtoaddress', [address, 0.2, '', '', false, true], W);
+    await waitFor('the status of the payment in the mempool', () => lastStatus() === expectedStatus([{ tx_hash: pay, height: 0 }]), 30_000);
+    const bumped = (await call<{ txid: string }>('bumpfee', [pay], W)).txid;
+    await waitFor('the status naming the replacement', () => lastStatus() === expectedStatus([{ tx_hash: bumped, height: 0 }]), 30_000);
+    expect(n.notifications.filter((x) => x.method === 'blockchain.scripthash.subscribe').map((x) => x.params[1])).toEqual([
+      expectedStatus([{ tx_hash: pay, height: 0 }]),
+      expectedStatus([{ tx_hash: bumped, height: 0 }]),
+    ]);
+    expect(e.stats().fingerprintScans).toBe(1);
+    // What the server followed: the outbox rows of the payment entering, leaving for its replacement, and the replacement entering.
+    const rows = await s.db.db
+      .selectFrom('outbox')
+      .select(['type', 'txid', 'replaced_by'])
+      .where('type', 'in', ['mempool.added', 'mempool.removed'])
+      .where('txid', 'in', [hexToHash(pay), hexToHash(bumped)].map((h) => Buffer.from(h)))
+      .orderBy('seq')
+      .execute();
+    expect(rows.map((r) => [r.type, hashToHex(r.txid!), r.replaced_by ? hashToHex(r.replaced_by) : null])).toEqual([
+      ['mempool.added', pay, null],
+      ['mempool.removed', pay, bumped],
+      ['mempool.added', bumped, null],
+    ]);
+    // The block that confirms it comes as a chain event (and compares every fingerprint once).
+    const [hash] = await s.mine(1);
+    const height = (await s.node.tip()).height;
+    await waitFor('the status of the confirmed replacement', () => lastStatus() === expectedStatus([{ tx_hash: bumped, height }]), 30_000);
+    expect(hash).toBeDefined();
+  });
+
   it('a client that reconnects resyncs by status: the new status differs from the one it kept and matches the history', async () => {
     const a = addr.bech32m!;
     const first = await s.connect();
