@@ -42,6 +42,7 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
       prefix: settings.redisPrefix,
       windowMs: settings.rateWindowMs,
       fallbackShare: settings.rateFallbackShare,
+      ...(deps.rateClock ? { now: deps.rateClock } : {}),
       onUnavailable: (err) => {
         if (Date.now() - lastWarn > 10_000) {
           lastWarn = Date.now();
@@ -58,7 +59,7 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
     },
   });
 
-  const failures = createFailureLimiter({ limit: settings.authFailureLimit, windowMs: settings.rateWindowMs });
+  const failures = createFailureLimiter({ limit: settings.authFailureLimit, windowMs: settings.rateWindowMs, ...(deps.rateClock ? { now: deps.rateClock } : {}) });
 
   /** The principal behind an open socket's session, its key checked again (api/socket-sessions.ts). */
   const sessionPrincipal = async (token: string, scope: Scope): Promise<ApiKeyPrincipal> => {

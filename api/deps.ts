@@ -99,6 +99,8 @@ export type ApiDeps = {
   node?: NodeClient;
   /** Rate limits; without it no limit is applied (tests of other routes, tools). */
   redis?: Redis;
+  /** The clock of the rate-limit windows, in ms (default Date.now; tests hold it so no window ends mid-test). */
+  rateClock?: () => number;
   /**
    * Key verification; default `verifyApiKey(db, key)` (one database lookup per request).
    * startApi passes a cached verifier (src/auth/key-cache.ts) that LISTENs for revocations.

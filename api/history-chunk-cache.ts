@@ -41,6 +41,8 @@ export type HistoryChunkCacheOptions = {
   /** Told of a failed background load (the chunk is simply not held). */
   onLoadError?: (err: unknown) => void;
   ttlMs?: number;
+  /** The clock of the time to live, in ms (default Date.now). */
+  now?: () => number;
 };
 
 export class HistoryChunkCache {
@@ -51,9 +53,11 @@ export class HistoryChunkCache {
   /** Bumped by clear(): reads begun before it are not held. */
   private generation = 0;
   private readonly ttlMs: number;
+  private readonly now: () => number;
   constructor(private readonly opts: HistoryChunkCacheOptions) {
     this.maxBytes = opts.maxBytes;
     this.ttlMs = opts.ttlMs ?? 10 * 60_000;
+    this.now = opts.now ?? Date.now;
   }
 
   /** Chunks held, and the bytes counted for them. */
@@ -71,7 +75,7 @@ export class HistoryChunkCache {
     const key = keyOf(addrKey, first);
     const held = this.chunks.get(key);
     if (!held) return undefined;
-    if (Date.now() - held.at > this.ttlMs) {
+    if (this.now() - held.at > this.ttlMs) {
       this.drop(key, held);
       return undefined;
     }
@@ -98,7 +102,7 @@ export class HistoryChunkCache {
     const key = keyOf(addrKey, first);
     const old = this.chunks.get(key);
     if (old) this.drop(key, old);
-    this.chunks.set(key, { ...chunk, at: Date.now() });
+    this.chunks.set(key, { ...chunk, at: this.now() });
     this.bytes += bytesOf(chunk);
     for (const [k, v] of this.chunks) {
       if (this.bytes <= this.maxBytes) break;

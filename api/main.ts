@@ -57,6 +57,8 @@ export type StartApiDeps = {
   metrics?: ApiMetrics;
   /** Read replicas of chain reads (default config.databaseReadUrls, DATABASE_READ_URL). */
   readUrls?: readonly string[];
+  /** The clock of the rate-limit windows (ApiDeps.rateClock). */
+  rateClock?: () => number;
 };
 
 /** The API settings of a configuration. */
@@ -176,6 +178,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     network,
     ...(deps.node ? { node: deps.node } : {}),
     ...(redis ? { redis } : {}),
+    ...(deps.rateClock ? { rateClock: deps.rateClock } : {}),
     ...(deps.stamps ? { stamps: deps.stamps } : {}),
     ...(deps.events ? { events: deps.events } : {}),
     hookUrls: { allowPrivate: deps.config.allowPrivateHooks },

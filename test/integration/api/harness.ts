@@ -25,11 +25,15 @@ export type ApiHarness = {
 export async function createApiHarness(extra: Partial<ApiDeps> = {}, existing?: TestDatabase): Promise<ApiHarness> {
   const t = existing ?? (await createMigratedDatabase('api'));
   const redis = new Redis(inject('redisUrl'), { lazyConnect: false, maxRetriesPerRequest: 1 });
+  // One rate-limit window for the harness's life: a count of requests cannot be cut by a window
+  // ending mid-test, however slow the machine.
+  const heldAt = Date.now();
   const app = await buildApi({
     db: t.db,
     log: silentLogger(),
     network: 'regtest',
     redis,
+    rateClock: () => heldAt,
     ...extra,
     settings: { redisPrefix: uniqueRedisPrefix('api'), ...extra.settings },
   });

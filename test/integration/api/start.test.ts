@@ -37,7 +37,9 @@ describe('startApi', () => {
     keyId = created.id;
     const config = testConfig({ host: '127.0.0.1', port: 0, apiMaxLagBlocks: 2 });
     expect(config.network).toBeUndefined();
-    api = await startApi({ config, log: silentLogger(), db: t.db, redis, node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 1000 }), databaseUrl: t.url, tipPollMs: 50, redisPrefix: uniqueRedisPrefix('start') });
+    // One rate-limit window throughout: the limit test counts requests.
+    const heldAt = Date.now();
+    api = await startApi({ config, log: silentLogger(), db: t.db, redis, node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 1000 }), databaseUrl: t.url, tipPollMs: 50, redisPrefix: uniqueRedisPrefix('start'), rateClock: () => heldAt });
   });
   afterAll(async () => {
     await api?.close();

@@ -71,7 +71,9 @@ export async function startCoreStack(): Promise<CoreStack> {
     stops.push(() => stamper.stop());
     const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
     stops.push(async () => redis.disconnect());
-    const api = await startApi({ config, log, db: db.db, node, network: 'regtest', redis, redisPrefix: uniqueRedisPrefix('cs'), stamps: stamper.service, stampStatus: stamper.status, tipPollMs: 200 });
+    // One rate-limit window throughout: the SDK test counts a key's requests against its limit.
+    const heldAt = Date.now();
+    const api = await startApi({ config, log, db: db.db, node, network: 'regtest', redis, redisPrefix: uniqueRedisPrefix('cs'), stamps: stamper.service, stampStatus: stamper.status, tipPollMs: 200, rateClock: () => heldAt });
     stops.push(() => api.close());
 
     const synced = async () => {

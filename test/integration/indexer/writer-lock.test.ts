@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWriterLock, type WriterLock } from '../../../indexer/writer-lock.js';
 import { silentLogger } from '../../../src/log.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('writer lock', () => {
   let t: TestDatabase;
@@ -35,7 +36,11 @@ describe('writer lock', () => {
       "SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'blockwire-indexer-lock' AND datname = current_database()",
     );
     expect(killed.rows[0]!.n).toBe(1);
-    await new Promise((r) => setTimeout(r, 200));
+    // pg_terminate_backend only signals: wait until the session is gone (its lock with it).
+    await waitFor('the lock session to end', async () => {
+      const r = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'blockwire-indexer-lock' AND datname = current_database()");
+      return r.rows[0]!.n === 0;
+    });
     await a.query('BEGIN');
     await b.query('BEGIN');
     await expect(Promise.all([lock.guardClient(a), lock.guardClient(b)])).resolves.toBeDefined();
