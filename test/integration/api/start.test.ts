@@ -39,7 +39,7 @@ describe('startApi', () => {
     expect(config.network).toBeUndefined();
     // One rate-limit window throughout: the limit test counts requests.
     const heldAt = Date.now();
-    api = await startApi({ config, log: silentLogger(), db: t.db, redis, node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 1000 }), databaseUrl: t.url, tipPollMs: 50, redisPrefix: uniqueRedisPrefix('start'), rateClock: () => heldAt });
+    api = await startApi({ config, log: silentLogger(), db: t.db, redis, node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 30_000 }), databaseUrl: t.url, tipPollMs: 50, redisPrefix: uniqueRedisPrefix('start'), rateClock: () => heldAt });
   });
   afterAll(async () => {
     await api?.close();
@@ -76,7 +76,7 @@ describe('startApi', () => {
       config: testConfig({ host: '127.0.0.1', port: 0, apiMaxLagBlocks: 0, network: 'regtest' }),
       log: silentLogger(),
       db: t.db,
-      node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 1000 }),
+      node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 30_000 }),
       tipPollMs: 3_600_000,
       stampStatus: async () => ({ address: 'bcrt1qexample', can_pay: true, balance: { confirmed: 5 } }),
     });

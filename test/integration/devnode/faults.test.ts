@@ -164,7 +164,7 @@ describe('devnode fault injection', () => {
     expect((await rawRpc(node, 'getblockcount')).body.result).toBe(node.tip().height);
     await node.faults.outage(300);
     await expect(rawRpc(node, 'getblockcount')).rejects.toThrow();
-    await waitFor('the RPC port answering again', () => rawRpc(node, 'getblockcount').then(() => true, () => false), 5000, 100);
+    await waitFor('the RPC port answering again', () => rawRpc(node, 'getblockcount').then(() => true, () => false), 30_000, 100);
   });
 
   it('restarts like bitcoind: ZMQ counters and the mempool sequence start again', async () => {

@@ -104,7 +104,7 @@ describe('ZMQ faults', () => {
     const minedAt = Date.now();
     await waitSynced(t.db, node, 10_000);
     process.stderr.write(`zmq dead: index reached the tip ${Date.now() - minedAt} ms after the last block (poll 500 ms)\n`);
-    await waitFor('the 20 unannounced blocks to be counted', () => ix.metrics().zmqMissedBlocks >= missed + 20, 5000);
+    await waitFor('the 20 unannounced blocks to be counted', () => ix.metrics().zmqMissedBlocks >= missed + 20, 30_000);
     node.faults.zmq.silence(false);
     await onePerBlock();
     await equalsFresh();

@@ -140,7 +140,7 @@ describe('crashes', () => {
     const producer = createDeliveryQueues({ redisUrl: f.redisUrl, prefix: f.prefix });
     const jobB = { transport: 'http' as const, delivery: `${subB}-${seqB}`, hook: hook.id, payload: '{"stale":true}', type: 'tx.unconfirmed', redeliveries: 0 };
     // (Until its connection is up the producer refuses, as it does while Redis is away.)
-    await waitFor('enqueue', () => producer.enqueue([jobB]).then(() => true), 5000);
+    await waitFor('enqueue', () => producer.enqueue([jobB]).then(() => true), 30_000);
     await producer.close();
 
     const deps = { config: streamsConfig(), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };

@@ -44,7 +44,7 @@ describe('streams pipeline', () => {
     const hook = await f.httpHook(k.id, receiver.url);
     const sub = await f.subscribe(k.id, { ...addr, hookId: hook.id, confirmations: 3 });
     const client = await connectStream(wsUrl, k.key);
-    await waitFor('stream live', () => client.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('stream live', () => client.messages.some((m) => m.type === 'stream.live'), 30_000);
 
     const seqs = await insertEvents(f.t.db, [
       { type: 'tx.unconfirmed', ...addr, received: 5000n },
@@ -74,7 +74,7 @@ describe('streams pipeline', () => {
     await waitFor('delivery log', async () => {
       const rows = await f.t.db.selectFrom('deliveries').select(['status', 'attempts', 'last_status']).where('subscription_id', '=', sub).execute();
       return rows.length === 4 && rows.every((r) => r.status === 'delivered' && r.attempts === 1 && r.last_status === 200);
-    }, 5000);
+    }, 30_000);
     // tx.confirmations beyond the target (4 > 3) went nowhere.
     expect(client.events().some((e) => e.id === Number(seqs[4]))).toBe(false);
     client.close();
@@ -88,7 +88,7 @@ describe('streams pipeline', () => {
     await f.subscribe(b.id, { chain: true });
     const ca = await connectStream(wsUrl, a.key);
     const cb = await connectStream(wsUrl, b.key, { query: true });
-    await waitFor('both streams live', () => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('both streams live', () => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'), 30_000);
     const [tx, block, stamp] = await insertEvents(f.t.db, [
       { type: 'tx.unconfirmed', ...addrA },
       { type: 'block.connected', height: 200 },
@@ -122,7 +122,7 @@ describe('streams pipeline', () => {
     expect(m.attributes).toEqual({ 'webhook-id': `${sub}-${seq}`, 'event-type': 'tx.unconfirmed' });
     expect(JSON.parse(m.message)).toMatchObject({ id: Number(seq), type: 'tx.unconfirmed', subscription_id: sub, action: hook.id, received: 777 });
     expect(sns.badSignatures).toBe(0);
-    await waitFor('delivered', async () => (await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).executeTakeFirst())?.status === 'delivered', 5000);
+    await waitFor('delivered', async () => (await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).executeTakeFirst())?.status === 'delivered', 30_000);
 
     // A topic that no longer exists disables the hook (like a 410).
     sns.deleteTopic(arn);

@@ -50,7 +50,7 @@ describe('Redis outage', () => {
     const hook = await f.httpHook(k.id, receiver.url);
     const sub = await f.subscribe(k.id, { ...addr, hookId: hook.id });
     const client = await connectStream(`ws://127.0.0.1:${streams.port}/v1/stream`, k.key);
-    await waitFor('stream live', () => client.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('stream live', () => client.messages.some((m) => m.type === 'stream.live'), 30_000);
 
     const before = await insertEvents(f.t.db, txEvents(addr, 20));
     await waitFor('first 20', () => new Set(receiver.received.map((r) => r.id)).size === 20 && client.events().length === 20, 10_000);

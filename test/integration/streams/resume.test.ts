@@ -41,7 +41,7 @@ describe('stream resume', () => {
     const noise = newAddress();
     await f.subscribe(k.id, addr);
     const first = await connectStream(urlA, k.key);
-    await waitFor('stream live', () => first.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('stream live', () => first.messages.some((m) => m.type === 'stream.live'), 30_000);
     await insertEvents(f.t.db, txEvents(addr, 5));
     await waitFor('first 5 events', () => first.events().length === 5, 10_000);
     const n = first.events()[4]!.id;
@@ -75,7 +75,7 @@ describe('stream resume', () => {
     await f.subscribe(k.id, addr);
     const ca = await connectStream(urlA, k.key);
     const cb = await connectStream(urlB, k.key);
-    await waitFor('both streams live', () => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('both streams live', () => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'), 30_000);
     const seqs = await insertEvents(f.t.db, txEvents(addr, 50));
     await waitFor('both processes', () => ca.events().length === 50 && cb.events().length === 50, 10_000);
     expect(ca.events().map((e) => e.id)).toEqual(seqs.map(Number));
@@ -102,7 +102,7 @@ describe('stream resume', () => {
     expect(c.events()).toEqual([]);
     // From the pruning watermark on, resuming works and gets what is left.
     const ok = await connectStream(urlA, k.key, { after: old[1]! });
-    await waitFor('stream live', () => ok.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('stream live', () => ok.messages.some((m) => m.type === 'stream.live'), 30_000);
     expect(ok.events().map((e) => e.id)).toEqual([Number(old[2])]);
     ok.close();
   });

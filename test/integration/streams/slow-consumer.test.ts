@@ -44,7 +44,7 @@ describe('slow consumers and heartbeats', () => {
     await f.subscribe(k.id, addr);
     const slow = await connectStream(url, k.key);
     const fast = await connectStream(url, k.key);
-    await waitFor('both streams live', () => slow.messages.some((m) => m.type === 'stream.live') && fast.messages.some((m) => m.type === 'stream.live'), 5000);
+    await waitFor('both streams live', () => slow.messages.some((m) => m.type === 'stream.live') && fast.messages.some((m) => m.type === 'stream.live'), 30_000);
     // Stop reading: the kernel buffers fill, then the server's send buffer grows.
     slow.ws.pause();
 
