@@ -1,7 +1,8 @@
 /**
  * What /v1 adds to the transaction view: fee (inputs less outputs, from the index), size, vsize,
- * weight and fee rate (from the serialized transaction: the index keeps a mempool transaction's
- * bytes, a confirmed one's come from the node in one call), and whether it can be replaced:
+ * weight and fee rate (the index keeps a confirmed transaction's size and weight, and a mempool
+ * transaction's bytes; for a confirmed row indexed before sizes were kept, the serialized
+ * transaction comes from the node in one call), and whether it can be replaced:
  * `bip125_replaceable` as Core's mempool entry says it (it or an unconfirmed ancestor signals,
  * BIP125), `replaceable` also true when the node replaces any mempool transaction (full-RBF,
  * `getmempoolinfo.fullrbf`); both false once confirmed. Fields the node must give are null
@@ -13,7 +14,7 @@ import { hashToHex } from '../src/bitcoin/hash.js';
 import { decodeTx, type DecodedTx } from '../src/bitcoin/tx.js';
 import { transactionSchema } from './schemas.js';
 import type { ResolvedApiDeps } from './deps.js';
-import type { TransactionView } from './transaction-view.js';
+import type { TransactionView, TxSizes } from './transaction-view.js';
 
 export type RawExtras = {
   fee: number | null;
@@ -36,13 +37,14 @@ function feeRate(fee: number, vsize: number): number {
   return Math.round((fee / vsize) * 100) / 100;
 }
 
-function extras(view: TransactionView, tx: DecodedTx | undefined, replace: { replaceable: boolean | null; bip125: boolean | null }): RawExtras {
+function extras(view: TransactionView, sizes: TxSizes | undefined, replace: { replaceable: boolean | null; bip125: boolean | null }): RawExtras {
+  const vsize = sizes && Math.ceil(sizes.weight / 4);
   return {
     fee: view.fee,
-    fee_rate: view.fee !== null && tx ? feeRate(view.fee, tx.vsize) : null,
-    size: tx?.size ?? null,
-    vsize: tx?.vsize ?? null,
-    weight: tx?.weight ?? null,
+    fee_rate: view.fee !== null && vsize ? feeRate(view.fee, vsize) : null,
+    size: sizes?.size ?? null,
+    vsize: vsize ?? null,
+    weight: sizes?.weight ?? null,
     replaceable: replace.replaceable,
     bip125_replaceable: replace.bip125,
   };
@@ -60,18 +62,24 @@ async function fromNode<T>(deps: ResolvedApiDeps, call: () => Promise<T> | undef
   }
 }
 
+/** A view with the sizes the index kept for its transaction (undefined: ask the node). */
+export type SizedView = { view: TransactionView; sizes: TxSizes | undefined };
+
 /** The views with their /v1 fields. */
-export async function withRawExtras(deps: ResolvedApiDeps, views: TransactionView[], source: RawSource): Promise<(TransactionView & RawExtras)[]> {
+export async function withRawExtras(deps: ResolvedApiDeps, views: readonly SizedView[], source: RawSource): Promise<(TransactionView & RawExtras)[]> {
   const node = deps.node;
   if (source.kind === 'block') {
-    const raw = views.length === 0 ? undefined : await fromNode(deps, () => node?.getBlockRaw?.(source.hash));
+    const unsized = views.some((v) => !v.sizes);
+    const raw = unsized ? await fromNode(deps, () => node?.getBlockRaw?.(source.hash)) : undefined;
     const byTxid = new Map<string, DecodedTx>();
     if (raw) for (const tx of decodeBlock(raw).txs) byTxid.set(hashToHex(tx.txid), tx);
-    return views.map((v) => ({ ...v, ...extras(v, byTxid.get(v.transaction_hash), CONFIRMED) }));
+    return views.map(({ view, sizes }) => ({ ...view, ...extras(view, sizes ?? byTxid.get(view.transaction_hash), CONFIRMED) }));
   }
-  const [view] = views;
-  if (views.length !== 1 || !view) throw new RangeError('one transaction view expected');
+  const [only] = views;
+  if (views.length !== 1 || !only) throw new RangeError('one transaction view expected');
+  const { view, sizes } = only;
   if (source.kind === 'confirmed') {
+    if (sizes) return [{ ...view, ...extras(view, sizes, CONFIRMED) }];
     // (Core will not hand out the genesis coinbase as a transaction: it is read from its block)
     if (source.height === 0) return withRawExtras(deps, views, { kind: 'block', hash: source.blockHash });
     const raw = await fromNode(deps, () => node?.getRawTransaction?.(view.transaction_hash, source.blockHash));

@@ -12,7 +12,9 @@ import type { NetworkName } from '../src/config.js';
 import { decodeIns, decodeOut, decodeOuts } from '../src/db/packed.js';
 import { txNumHeight, txNumPosition } from '../src/db/tx-num.js';
 import {
+  type ConfirmedTxRow,
   findConfirmedTx,
+  findConfirmedTxs,
   findMempoolTx,
   getMempoolOutputs,
   getOutputSpendState,
@@ -25,6 +27,7 @@ import { describeOutput } from './address-codec.js';
 import type { OutputAssets } from '../src/bitcoin/open-assets.js';
 import { decodeAssetColors } from '../src/db/asset-colors.js';
 import { isoFromUnix, isoTime, UNKNOWN_TIME } from '../src/time.js';
+import { batchPerTick } from './tick-batch.js';
 
 export type TransactionJson = {
   transaction_hash: string;
@@ -54,7 +57,16 @@ export type IndexedTx = {
   firstSeen: Date | null;
   /** Open Assets colors of the outputs, when the index recorded the transaction as colored. */
   assets?: readonly OutputAssets[] | undefined;
+  /** Serialized size and weight when the index kept them (confirmed rows written since it does). */
+  sizes?: TxSizes | undefined;
 };
+
+/** A transaction's serialized bytes (witness included) and BIP141 weight. */
+export type TxSizes = { size: number; weight: number };
+
+/** The sizes of a `txs` row, when it has them. */
+const rowSizes = (row: { size?: number | null; weight?: number | null }): TxSizes | undefined =>
+  row.size != null && row.weight != null ? { size: row.size, weight: row.weight } : undefined;
 
 /** Hex of bytes. */
 export const toHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
@@ -119,9 +131,9 @@ export type TransactionView = TransactionJson & { fee: number | null };
  * the node's). The reads are separate queries; when a reorg lands between them, the whole read
  * is done again.
  */
-export async function loadTransactionView(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<{ view: TransactionView; mempoolRaw: Buffer | null } | undefined> {
+export async function loadTransactionView(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<{ view: TransactionView; mempoolRaw: Buffer | null; sizes: TxSizes | undefined } | undefined> {
   const r = await loadIndexedTx(db, txid);
-  return r && { view: buildJson(network, r.tx), mempoolRaw: r.mempoolRaw };
+  return r && { view: buildJson(network, r.tx), mempoolRaw: r.mempoolRaw, sizes: r.tx.sizes };
 }
 
 /**
@@ -148,7 +160,18 @@ export async function loadTransactionJson(db: Kysely<Database>, network: Network
 }
 
 /** A confirmed `txs` row with the spend state of its outputs. */
-type ConfirmedRow = { tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer; first_seen: Date | null; unspent_vouts: number[]; mempool_spent_vouts: number[]; asset_colors?: Buffer | null };
+type ConfirmedRow = {
+  tx_num: bigint;
+  txid: Buffer;
+  outs: Buffer;
+  ins: Buffer;
+  first_seen: Date | null;
+  size?: number | null;
+  weight?: number | null;
+  unspent_vouts: number[];
+  mempool_spent_vouts: number[];
+  asset_colors?: Buffer | null;
+};
 
 /**
  * Views of confirmed transactions of one block (`rows` from one statement), their spent outputs
@@ -159,14 +182,14 @@ export async function confirmedViews(
   network: NetworkName,
   rows: readonly ConfirmedRow[],
   block: { hash: Uint8Array; height: number; time: number },
-): Promise<TransactionView[]> {
-  return (await confirmedTxs(db, rows, block)).map((tx) => buildJson(network, tx));
+): Promise<{ view: TransactionView; sizes: TxSizes | undefined }[]> {
+  return (await confirmedTxs(db, rows, block)).map((tx) => ({ view: buildJson(network, tx), sizes: tx.sizes }));
 }
 
 /** Indexed transactions of one block (`rows` from one statement), their spent outputs read in one more round trip. */
 async function confirmedTxs(db: Kysely<Database>, rows: readonly ConfirmedRow[], block: { hash: Uint8Array; height: number; time: number }): Promise<IndexedTx[]> {
   const ins = rows.map((r) => decodeIns(r.ins));
-  const prevTxs = await getTxsByNum(db, ins.flat().map((i) => i.txNum));
+  const prevs = await lookups(db).prevTxs(ins.flat().map((i) => i.txNum));
   return rows.map((row, k) => {
     const unspent = new Set(row.unspent_vouts);
     const mempoolSpent = new Set(row.mempool_spent_vouts);
@@ -174,7 +197,7 @@ async function confirmedTxs(db: Kysely<Database>, rows: readonly ConfirmedRow[],
       txid: row.txid,
       coinbase: txNumPosition(row.tx_num) === 0,
       inputs: ins[k]!.map((i) => {
-        const prev = prevTxs.get(i.txNum);
+        const prev = prevs.get(i.txNum);
         if (!prev) throw new InconsistentRead(`input refers to tx_num ${i.txNum} that has no txs row`);
         return { prevTxid: prev.txid, vout: i.vout, prevout: decodeOut(prev.outs, i.vout) };
       }),
@@ -183,12 +206,36 @@ async function confirmedTxs(db: Kysely<Database>, rows: readonly ConfirmedRow[],
       block,
       firstSeen: row.first_seen,
       assets: row.asset_colors ? decodeAssetColors(row.asset_colors) : undefined,
+      sizes: rowSizes(row),
     };
   });
 }
 
+type PrevTxs = Map<bigint, { txid: Buffer; outs: Buffer }>;
+
+/**
+ * The lookups of one turn of the event loop in one statement each (api/tick-batch.ts): confirmed
+ * transactions by txid, then the transactions their inputs spend, one batcher each per database.
+ */
+const batchers = new WeakMap<Kysely<Database>, { confirmed: (txid: Buffer) => Promise<ConfirmedTxRow | undefined>; prevTxs: (nums: bigint[]) => Promise<PrevTxs> }>();
+function lookups(db: Kysely<Database>) {
+  let b = batchers.get(db);
+  if (!b) {
+    b = {
+      confirmed: batchPerTick(async (txids: Buffer[]) => (txids.length === 1 ? [await findConfirmedTx(db, txids[0]!)] : findConfirmedTxs(db, txids))),
+      // (every caller gets the map of the whole batch: it reads only its own tx_nums from it)
+      prevTxs: batchPerTick(async (lists: bigint[][]) => {
+        const all = await getTxsByNum(db, lists.flat());
+        return lists.map(() => all);
+      }),
+    };
+    batchers.set(db, b);
+  }
+  return b;
+}
+
 async function readIndexedTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: IndexedTx; mempoolRaw: Buffer | null } | undefined> {
-  const confirmed = await findConfirmedTx(db, txid);
+  const confirmed = await lookups(db).confirmed(txid);
   if (confirmed) {
     const block = { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time };
     return { tx: (await confirmedTxs(db, [confirmed], block))[0]!, mempoolRaw: null };

@@ -186,7 +186,8 @@ async function buildIndex(db: Kysely<Database>): Promise<void> {
           ins: encodeIns([{ txNum: txNum(1 + (i % 1000), 1 + (i % 997)), vout: 0 }, { txNum: txNum(2 + (i % 998), 2 + (i % 991)), vout: 0 }]),
         });
       }
-      await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => r.txid)}::bytea[], ${rows.map((r) => r.outs)}::bytea[], ${rows.map((r) => r.ins)}::bytea[])`.execute(db);
+      // (size and weight of a two-P2WPKH-in, two-P2WPKH-out payment, as the indexer stores them)
+      await sql`INSERT INTO txs (tx_num, txid, outs, ins, size, weight) SELECT *, 370, 832 FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => r.txid)}::bytea[], ${rows.map((r) => r.outs)}::bytea[], ${rows.map((r) => r.ins)}::bytea[])`.execute(db);
     }
     await sql`UPDATE chain_tip SET height = ${payH}, hash = sha256(('block' || ${payH})::bytea)`.execute(db);
     await sql`VACUUM ANALYZE`.execute(db);

@@ -84,10 +84,11 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
     for (let i = 0; i < rows.txs.length; i += 10_000) {
       const part = rows.txs.slice(i, i + 10_000);
       await sql`
-        INSERT INTO txs (tx_num, txid, outs, ins, first_seen)
-        SELECT u.tx_num, u.txid, u.outs, u.ins, m.first_seen
-        FROM unnest(${int8s(part.map((t) => t.txNum))}::int8[], ${part.map((t) => toBuffer(t.txid))}::bytea[], ${part.map((t) => t.outs)}::bytea[], ${part.map((t) => t.ins)}::bytea[])
-          AS u(tx_num, txid, outs, ins)
+        INSERT INTO txs (tx_num, txid, outs, ins, first_seen, size, weight)
+        SELECT u.tx_num, u.txid, u.outs, u.ins, m.first_seen, u.size, u.weight
+        FROM unnest(${int8s(part.map((t) => t.txNum))}::int8[], ${part.map((t) => toBuffer(t.txid))}::bytea[], ${part.map((t) => t.outs)}::bytea[], ${part.map((t) => t.ins)}::bytea[],
+                    ${part.map((t) => t.size)}::int4[], ${part.map((t) => t.weight)}::int4[])
+          AS u(tx_num, txid, outs, ins, size, weight)
         LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
     }
     lap('txs');

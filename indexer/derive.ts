@@ -47,6 +47,10 @@ export interface TxRow {
   readonly txid: Uint8Array;
   readonly outs: Buffer;
   readonly ins: Buffer;
+  /** Serialized bytes, witness included. */
+  readonly size: number;
+  /** BIP141 weight. */
+  readonly weight: number;
 }
 
 /** An output left unspent at the end of the block (OP_RETURN and other unspendables excluded). */
@@ -307,7 +311,8 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
   }
   const rows: TxRow[] = new Array(n);
   for (let i = 0; i < n; i++) {
-    rows[i] = { txNum: sink.base + i, txid: txs[i]!.txid, outs: sink.outsW.view(outsAt[i]!, outsAt[i + 1]!), ins: sink.insW.view(insAt[i]!, insAt[i + 1]!) };
+    const tx = txs[i]!;
+    rows[i] = { txNum: sink.base + i, txid: tx.txid, outs: sink.outsW.view(outsAt[i]!, outsAt[i + 1]!), ins: sink.insW.view(insAt[i]!, insAt[i + 1]!), size: tx.size, weight: tx.weight };
   }
 
   const header = block.bytes.subarray(0, HEADER_BYTES);

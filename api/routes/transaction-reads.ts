@@ -56,7 +56,7 @@ export const v1TransactionAnswer: TransactionAnswer = {
     if (!r) return undefined;
     const block = r.view.block_hash[0];
     const source = r.mempoolRaw ? ({ kind: 'mempool', raw: r.mempoolRaw } as const) : ({ kind: 'confirmed', blockHash: block!.block_hash, height: block!.block_height } as const);
-    return (await withRawExtras(deps, [r.view], source))[0];
+    return (await withRawExtras(deps, [{ view: r.view, sizes: r.sizes }], source))[0];
   },
 };
 

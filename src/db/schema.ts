@@ -33,6 +33,10 @@ export interface TxsTable {
   ins: Buffer;
   /** When Blockwire first saw it in the mempool (the API's broadcast_time); null when unknown. */
   first_seen: Date | null;
+  /** Serialized bytes, witness included; null on rows written before sizes were indexed. */
+  size: ColumnType<number | null, number | null | undefined, number | null>;
+  /** BIP141 weight; null when `size` is. */
+  weight: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface UtxosTable {

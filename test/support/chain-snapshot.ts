@@ -36,8 +36,8 @@ export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot
   const blocks = (await sql<{ height: number; hash: Buffer; prev_hash: Buffer; header: Buffer; time: number; tx_count: number; size: number; weight: number }>`SELECT * FROM blocks ORDER BY height`.execute(db)).rows.map(
     (b) => `${b.height} ${hex(b.hash)} ${hex(b.prev_hash)} ${hex(b.header)} ${b.time} ${b.tx_count} ${b.size} ${b.weight}`,
   );
-  const txs = (await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer }>`SELECT tx_num, txid, outs, ins FROM txs ORDER BY tx_num`.execute(db)).rows.map(
-    (t) => `${t.tx_num} ${hex(t.txid)} ${hex(t.outs)} ${hex(t.ins)}`,
+  const txs = (await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer; size: number | null; weight: number | null }>`SELECT tx_num, txid, outs, ins, size, weight FROM txs ORDER BY tx_num`.execute(db)).rows.map(
+    (t) => `${t.tx_num} ${hex(t.txid)} ${hex(t.outs)} ${hex(t.ins)} ${t.size} ${t.weight}`,
   );
   const utxos = (await sql<{ txid: Buffer; vout: number; tx_num: bigint; addr_key: string | null; value: bigint; script: Buffer }>`SELECT * FROM utxos ORDER BY txid, vout`.execute(db)).rows.map(
     (u) => `${hex(u.txid)}:${u.vout} ${u.tx_num} ${u.addr_key} ${u.value} ${hex(u.script)}`,

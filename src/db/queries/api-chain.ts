@@ -47,9 +47,11 @@ export type ConfirmedTxRow = {
   outs: Buffer;
   ins: Buffer;
   first_seen: Date | null;
+  /** Serialized bytes and BIP141 weight; null on rows indexed before sizes were kept. */
+  size: number | null;
+  weight: number | null;
   block_hash: Buffer;
   block_time: number;
-  tip_height: number;
   /** Its outputs still unspent by any block (in `utxos`). */
   unspent_vouts: number[];
   /** Its outputs spent by a mempool transaction. */
@@ -58,20 +60,36 @@ export type ConfirmedTxRow = {
   asset_colors?: Buffer | null;
 };
 
+/** The columns of ConfirmedTxRow for the `txs` row `t` joined with its block `b`. */
+const confirmedTxColumns = sql`t.tx_num, t.txid, t.outs, t.ins, t.first_seen, t.size, t.weight, b.hash AS block_hash, b.time AS block_time,
+           ARRAY(SELECT vout FROM utxos WHERE txid = t.txid) AS unspent_vouts,
+           ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts,
+           (SELECT colors FROM asset_txs WHERE tx_num = t.tx_num) AS asset_colors`;
+
 /**
- * A confirmed transaction by txid, with its block's hash and time, the current tip height and
- * the spend state of its outputs, in one round trip.
+ * A confirmed transaction by txid, with its block's hash and time, its size and weight when
+ * kept, and the spend state of its outputs, in one round trip.
  */
 export async function findConfirmedTx(db: Kysely<Database>, txid: Buffer): Promise<ConfirmedTxRow | undefined> {
   const r = await sql<ConfirmedTxRow>`
-    SELECT t.tx_num, t.txid, t.outs, t.ins, t.first_seen, b.hash AS block_hash, b.time AS block_time,
-           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height,
-           ARRAY(SELECT vout FROM utxos WHERE txid = t.txid) AS unspent_vouts,
-           ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts,
-           (SELECT colors FROM asset_txs WHERE tx_num = t.tx_num) AS asset_colors
+    SELECT ${confirmedTxColumns}
     FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
     WHERE ${txidIs(sql.ref('t.txid'), txid)}`.execute(db);
   return r.rows[0];
+}
+
+/** findConfirmedTx of several txids in one statement, answers in their order. */
+export async function findConfirmedTxs(db: Kysely<Database>, txids: readonly Buffer[]): Promise<(ConfirmedTxRow | undefined)[]> {
+  const r = await sql<ConfirmedTxRow & { i: number }>`
+    SELECT q.i::int4 AS i, c.*
+    FROM unnest(${txids}::bytea[]) WITH ORDINALITY AS q(txid, i)
+    CROSS JOIN LATERAL (
+      SELECT ${confirmedTxColumns}
+      FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
+      WHERE ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}) c`.execute(db);
+  const out = new Array<ConfirmedTxRow | undefined>(txids.length).fill(undefined);
+  for (const { i, ...row } of r.rows) out[i - 1] = row;
+  return out;
 }
 
 /** Confirmed transactions by tx_num (prevouts of inputs): txid and packed outputs. */

@@ -10,6 +10,8 @@ import { ERROR_CODES } from '../../../src/errors.js';
 import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { getBalanceParts, getBalancePartsMany } from '../../../src/db/queries/api-address.js';
+import { findConfirmedTx, findConfirmedTxs } from '../../../src/db/queries/api-chain.js';
+import { sql } from 'kysely';
 
 const hex = (b: Buffer) => Buffer.from(b).reverse().toString('hex');
 const BTC = 100_000_000;
@@ -77,6 +79,31 @@ describe('api routes on a hand-written index', () => {
     const one = await Promise.all([...keys, keys[0]!].map((k) => getBalanceParts(h.t.db, k)));
     expect(many).toEqual(one);
     expect(many.map((p) => p.known)).toEqual([true, true, false, true]);
+  });
+
+  it('transaction requests arriving together (one batched query) each get their own answer', async () => {
+    const unknown = '11'.repeat(32);
+    const hashes = [t1.hex, c0.hex, m1.hex, unknown, c1.hex, t1.hex];
+    const alone: { statusCode: number; body: string }[] = [];
+    for (const x of hashes) alone.push(await h.get(`/v1/transactions/${x}`));
+    const together = await Promise.all(hashes.map((x) => h.get(`/v1/transactions/${x}`)));
+    expect(together.map((r) => r.statusCode)).toEqual([200, 200, 200, 404, 200, 200]);
+    expect(together.map((r) => r.body)).toEqual(alone.map((r) => r.body));
+    const txids = [t1.txid, c0.txid, Buffer.from(unknown, 'hex'), c1.txid, t1.txid].map((t) => Buffer.from(t));
+    const many = await findConfirmedTxs(h.t.db, txids);
+    expect(many).toEqual(await Promise.all(txids.map((t) => findConfirmedTx(h.t.db, t))));
+    expect(many.map((r) => r?.txid.toString('hex'))).toEqual([t1.txid, c0.txid, undefined, c1.txid, t1.txid].map((t) => t && Buffer.from(t).toString('hex')));
+  });
+
+  it('a confirmed transaction with the size and weight the indexer keeps: sizes, vsize and fee rate without the node', async () => {
+    await sql`UPDATE txs SET size = 250, weight = 673 WHERE txid = ${Buffer.from(t1.txid)}`.execute(h.t.db);
+    try {
+      const r = (await h.get(`/v1/transactions/${t1.hex}`)).json();
+      // vsize = ceil(673 / 4) = 169; fee 10,000 sat
+      expect(r).toMatchObject({ fee: 10_000, size: 250, weight: 673, vsize: 169, fee_rate: Math.round((10_000 / 169) * 100) / 100 });
+    } finally {
+      await sql`UPDATE txs SET size = NULL, weight = NULL WHERE txid = ${Buffer.from(t1.txid)}`.execute(h.t.db);
+    }
   });
 
   it('unspent outputs: mempool with 0 confirmations, mempool-spent outputs left out; sum = balance', async () => {
