@@ -246,6 +246,18 @@ export interface ImportResult {
   /** CPU of the import process (JS) and of PostgreSQL during the command. */
   importerCpuMs: number;
   postgresCpuMs: number;
+  /** Peak resident memory of the import process (VmHWM, read every second until it exits); null off Linux. */
+  peakRssBytes: number | null;
+}
+
+/** Peak resident set (VmHWM) of a live process, bytes; null when /proc does not have it. */
+function peakRss(pid: number | undefined): number | null {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Runs `blockwire import --blocks-dir` on a corpus into `databaseUrl`, stopping `nearTip` below its tip. */
@@ -255,7 +267,10 @@ export async function importCorpus(dir: string, databaseUrl: string, nearTip: nu
   const t0 = performance.now();
   const child = spawnNode(['bin/blockwire.js', 'import', '--blocks-dir', corpusBlocksDir(dir), '--network', 'regtest', '--near-tip', String(nearTip)], { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, nodeFlags);
   echoProgress(child, 'import');
-  const code = await child.exited;
+  // (VmHWM is the peak so far: the last reading before the exit is the peak within a second)
+  let peak: number | null = null;
+  const sampler = setInterval(() => (peak = peakRss(child.proc.pid) ?? peak), 1000);
+  const code = await child.exited.finally(() => clearInterval(sampler));
   const wallMs = performance.now() - t0;
   if (code !== 0) throw new Error(`blockwire import exited with ${code}:\n${child.lines.slice(-20).join('\n')}`);
   const done = logLines(child.lines, 'bulk load done')[0];
@@ -271,5 +286,6 @@ export async function importCorpus(dir: string, databaseUrl: string, nearTip: nu
     finishSteps: (finished.steps ?? {}) as Record<string, number>,
     importerCpuMs: childrenCpuMs() - cpu0,
     postgresCpuMs: (pgs?.cpuMs() ?? 0) - pg0,
+    peakRssBytes: peak,
   };
 }

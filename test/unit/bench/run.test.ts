@@ -7,7 +7,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseTables, spliceReadme } from '../../../bench/run.js';
+import { parseTables, spliceReadme, summary, type BenchRun } from '../../../bench/run.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bw-bench-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -25,6 +25,40 @@ describe('npm run bench -- --quick', () => {
     expect(second).toContain('\nB\n');
     expect(second).not.toContain('\nA\n');
     expect(second).toContain('## after');
+  });
+
+  it('the summary sets each target against the floor measured in the same run', () => {
+    const run = (name: string, text: string, result: unknown = null): BenchRun => ({ name, command: name, exitCode: 0, ms: 1, loadBefore: [], loadAfter: [], tables: parseTables(text), result, tail: [] });
+    const api = [
+      '| route | req/s | of floor | p50 ms | p99 ms |',
+      '|---|---|---|---|---|',
+      '| floor: unknown route | 20000 | 100 % | 0 | 2 |',
+      '| balance (random of 200k addresses) | 10000 | 50 % | 1 | 4 |',
+      '| history page (limit 25, hot address, random depth) | 6000 | 30 % | 1 | 30 |',
+      '| history page (limit 25, random of 200k addresses) | 8000 | 40 % | 1 | 4 |',
+      '| transaction (random of 10k payments, 2 in / 2 out) | 7000 | 35 % | 1 | 5 |',
+    ].join('\n');
+    const decode = '| block | txs | floor ms | decode / floor | decode tx/s |\n|---|---|---|---|---|\n| all 5 | 10000 | 25 | 0.9 | 360000 |';
+    const events = '| fan-out | clients | blocks | p50 ms | p99 ms | max ms | first client p50 ms | first client p99 ms |\n|---|---|---|---|---|---|---|---|\n| block arrival (devnode) | 10000 | 20 | 500 | 900 | 950 | 100 | 200 |';
+    const sync = { import: { txs: 1_000_000, importerCpuMs: 7_000, txPerSec: 60_000, peakRssBytes: 2 ** 31 }, live: { p50: 290, p99: 650 }, projection: { hours: 5.5 }, size: { ratio: 0.9, rawBlockBytes: 1e9 } };
+    const md = summary([run('sync', '', sync), run('decode', decode), run('api', api), run('events', events)]);
+    const row = (label: string) => md.split('\n').find((l) => l.startsWith(`| ${label}`))?.split('|').map((c) => c.trim());
+    expect(row('VM speed class: txid hashing')?.[2]).toBe('400,000 tx/s');
+    expect(row('VM speed class: bare fastify')?.[2]).toBe('20,000 req/s');
+    expect(row('API balance (16')?.slice(2, 6)).toEqual(['10,000 req/s, p99 4 ms = 0.50 × floor', '20,000 req/s', '≥ 0.5 × floor, p99 ≤ 10 ms', '**met**']);
+    expect(row('API history page (a million-entry address, random depth) (16')?.[5]).toBe('**missed**'); // 0.30 × and p99 30 ms
+    expect(row('API history page (random addresses) (16')?.[5]).toBe('**met**');
+    expect(row('API transaction lookup')?.[5]).toBe('**met**');
+    expect(row('live: 4,000-tx block')?.[5]).toBe('**met**');
+    expect(row('live: same, p99')?.[5]).toBe('**missed**');
+    expect(row('block → first WebSocket message')?.slice(2, 6)).toEqual(['200 ms', '10,000 clients', '≤ 1,000 ms', '**met**']);
+    expect(row('importer CPU per transaction')?.slice(2, 6)).toEqual(['7.0 µs', 'txid hashing 2.50 µs/tx', '≤ 8 µs', '**met**']);
+    expect(row('peak memory of the import')?.[5]).toBe('**met**');
+    expect(row('projected full mainnet sync')?.[5]).toBe('**met**');
+    expect(row('database size')?.[5]).toBe('**missed**');
+    expect(row('events: block arrival → WebSocket, p99 to the last of 10,000 clients')?.[5]).toBe('**met**');
+    // A bench that did not run leaves its targets without a verdict.
+    expect(row('webhook deliveries')?.[5]).toBe('—');
   });
 
   it(
@@ -57,10 +91,16 @@ describe('npm run bench -- --quick', () => {
       expect(md).toContain('<!-- bench:results:start -->');
       expect(md).toMatch(/\| initial sync \(`blockwire import`/);
       // Every target row has a figure (a parsing slip would show '—').
-      expect(md).toMatch(/\| API balance \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms \|/);
+      expect(md).toMatch(/\| API balance \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms = [\d.]+ × floor \| [\d,]+ req\/s \|/);
+      expect(md).toMatch(/\| API transaction lookup \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms = [\d.]+ × floor \|/);
+      expect(md).toMatch(/\| VM speed class: txid hashing [^|]*\| [\d,]+ tx\/s \|/);
+      expect(md).toMatch(/\| VM speed class: bare fastify [^|]*\| [\d,]+ req\/s \|/);
+      expect(md).toMatch(/\| importer CPU per transaction [^|]*\| [\d.]+ µs \|/);
+      expect(md).toMatch(/\| peak memory of the import [^|]*\| [\d.]+ GiB \|/);
+      expect(md).toMatch(/\| block → first WebSocket message, p99 \| [\d,]+ ms \|/);
       expect(md).toMatch(/\| API history page \(a million-entry address, random depth\), offered 5,000 req\/s \(open loop\) \| [\d,]+ req\/s served, p99 [\d,.]+ ms \|/);
-      expect(md).toMatch(/\| events: block arrival → WebSocket, p99 at [\d,]+ clients \| [\d,]+ ms \|/);
-      expect(md).toMatch(/\| webhook deliveries to a local receiver \| [\d,]+ \/s \|/);
+      expect(md).toMatch(/\| events: block arrival → WebSocket, p99 to the last of [\d,]+ clients \| [\d,]+ ms \|/);
+      expect(md).toMatch(/\| webhook deliveries to a local receiver \(Standard Webhooks signatures\) \| [\d,]+ \/s \|/);
       expect(md).toContain('## decode');
     },
     1_600_000,
