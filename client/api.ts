@@ -261,9 +261,10 @@ export class BlockwireClient {
   }
 
   /**
-   * Reads by output script (`/scripthash/{sha256 of the script}/…`). `script` (hex) gives the
-   * script itself: the hash is computed from it, and a P2PK script needs it (the server finds its
-   * outputs under its key's P2PKH address, which the hash does not tell).
+   * Reads by output script (`/scripthash/{sha256 of the script}/…`), P2PK and bare multisig
+   * included. `script` (hex) gives the script itself: the hash is computed from it and the script
+   * sent along, so the server finds where a P2PK or multisig script's outputs are kept without the
+   * alias its index records (P2PK outputs spent before the aliases existed are found only so).
    */
   async getScriptStats(script: ScriptArg): Promise<AddressStats> {
     const r = (await this.http.request<AddressStats>('GET', scriptPath(script, 'stats'), { query: scriptQuery(script) })).data;

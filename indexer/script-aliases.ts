@@ -9,7 +9,7 @@
  * @module
  */
 import { sql, type Transaction } from 'kysely';
-import { addressKeyBytes, canonicalScripts } from '../src/db/address-key.js';
+import { addressKeyBytes, keptUnder } from '../src/db/address-key.js';
 import type { Database } from '../src/db/schema.js';
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 
@@ -26,11 +26,9 @@ export function scriptAlias(script: Uint8Array): ScriptAlias | null {
   const n = script.length;
   const last = script[n - 1];
   if ((last !== 0xac && last !== 0xae) || (n === 25 && script[0] === 0x76)) return null;
-  const c = canonicalScripts(script);
-  if (c === null || c === script) return null;
-  if (c instanceof Uint8Array) return { scriptKey: addressKeyBytes(script), addrKey: addressKeyBytes(c), keyed: true };
-  const first = c[0];
-  return first === undefined ? null : { scriptKey: addressKeyBytes(script), addrKey: addressKeyBytes(first), keyed: false };
+  const k = keptUnder(script);
+  if (k === null || k.canonical === script) return null;
+  return { scriptKey: addressKeyBytes(script), addrKey: addressKeyBytes(k.canonical), keyed: k.keyed };
 }
 
 /** The aliases of `scripts`, each once. */

@@ -13,8 +13,7 @@ import type { Database } from '../../src/db/schema.js';
 import { readStatsIn, readUnspentMany, type StatsTarget, type TargetStats } from '../../src/db/queries/address-stats.js';
 import { getBalancePartsMany } from '../../src/db/queries/api-address.js';
 import { getIndexTip } from '../../src/db/queries/api-chain.js';
-import { addressKey, canonicalScripts } from '../../src/db/address-key.js';
-import { readHistoriesIn, readScriptBalance, readScriptUnspent, scriptRef, type ScriptRef } from '../../src/db/queries/script-hash.js';
+import { readHistoriesIn, readScriptBalance, readScriptUnspent, scriptRef, scriptRefOf, type ScriptRef } from '../../src/db/queries/script-hash.js';
 import { txNumHeight } from '../../src/db/tx-num.js';
 import { ServiceError } from '../../src/errors.js';
 import type { RouteModule } from '../dialect.js';
@@ -47,7 +46,7 @@ const statsProperties = {
 } as const;
 
 const statsDescription =
-  'Esplora\'s shape. Chain: spent = funded − still unspent, so funded_txo_sum − spent_txo_sum is the confirmed balance. An address counts the outputs of its balance (a P2PKH address also its key\'s P2PK outputs; a bare multisig output counts for nobody, its transaction is in tx_count as in the history); a script hash counts exactly its script.';
+  'Esplora\'s shape. Chain: spent = funded − still unspent, so funded_txo_sum − spent_txo_sum is the confirmed balance. An address counts the outputs of its balance (a P2PKH address also its key\'s P2PK outputs; a bare multisig output counts for nobody, its transaction is in tx_count as in the history); a script hash counts exactly its script, P2PK and bare multisig included.';
 
 const scriptParams = {
   type: 'object',
@@ -57,7 +56,7 @@ const scriptParams = {
 
 const scriptQuery = {
   type: 'object',
-  properties: { script: { type: 'string', minLength: 2, maxLength: 20000, pattern: '^([0-9a-fA-F]{2})+$', description: 'the output script itself, hex: needed for a P2PK script (indexed under its key\'s P2PKH script, which the hash does not tell)' } },
+  properties: { script: { type: 'string', minLength: 2, maxLength: 20000, pattern: '^([0-9a-fA-F]{2})+$', description: 'the output script itself, hex (optional; its SHA-256 must be the hash): names where a P2PK or bare multisig script\'s outputs are kept without the alias the index records for it (P2PK outputs spent before the aliases existed are found only so)' } },
 } as const;
 
 type ScriptRequest = { Params: { hash: string }; Querystring: { script?: string } };
@@ -95,19 +94,18 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
   );
 
   // ---- by script hash
-  // The index keys outputs by their address's script (src/db/address-key.ts): a script hash alone
-  // names the key of every script that is its own address (P2PKH, P2SH, segwit); a P2PK output
-  // lies under its key's P2PKH script, which its hash does not tell, so such a script is asked
-  // for with the script itself in `script` (checked against the hash).
+  // The index keys outputs by their address's script (src/db/address-key.ts): a script hash
+  // names the key of every script that is its own address (P2PKH, P2SH, segwit); a P2PK or bare
+  // multisig output lies under a P2PKH key, found through the script's alias (script_aliases).
+  // The script itself in `script` (checked against the hash) names that key without the alias.
   const refOf = (hash: string, scriptHex: string | undefined): ScriptRef => {
     const sha = Buffer.from(hash, 'hex');
     if (scriptHex === undefined) return scriptRef(sha);
     const script = Buffer.from(scriptHex, 'hex');
     if (!createHash('sha256').update(script).digest().equals(sha)) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'script: its SHA-256 is not the hash in the path' });
-    const c = canonicalScripts(script);
-    if (c === null) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'script: OP_RETURN and nonstandard outputs are not indexed' });
-    if (!(c instanceof Uint8Array)) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'script: bare multisig outputs are indexed in their keys\' histories only, ask for those' });
-    return { sha, key: addressKey(c) };
+    const ref = scriptRefOf(script);
+    if (ref === null) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'script: OP_RETURN and nonstandard outputs are not indexed' });
+    return ref;
   };
 
   app.get<ScriptRequest>(

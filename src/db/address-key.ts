@@ -66,6 +66,21 @@ export function canonicalScripts(script: Uint8Array): Uint8Array | readonly Uint
 }
 
 /**
+ * Where the index keeps the outputs of `script`: the canonical script whose key holds them, and
+ * whether the outputs carry that key (`keyed`: in utxos and mempool_outputs, counted in its
+ * balance). A bare multisig output carries no key (it counts in no balance): its transaction is
+ * in each key's history, and it is found through the first key's. Null for OP_RETURN and
+ * nonstandard scripts, which are not indexed.
+ */
+export function keptUnder(script: Uint8Array): { canonical: Uint8Array; keyed: boolean } | null {
+  const c = canonicalScripts(script);
+  if (c === null) return null;
+  if (c instanceof Uint8Array) return { canonical: c, keyed: true };
+  const first = c[0];
+  return first === undefined ? null : { canonical: first, keyed: false };
+}
+
+/**
  * The address key an Electrum script hash names: Electrum's script hash is the SHA-256 of the
  * output script in reversed byte order, so the key is the first 16 bytes of `sha` (the SHA-256
  * in its natural order). For a canonical script (P2PKH, P2SH, segwit) the key holds exactly that

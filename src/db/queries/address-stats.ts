@@ -6,9 +6,11 @@
  * A target is an address key (every output the index counts in the address's balance: its own
  * script and, for P2PKH, the P2PK outputs of the same key; bare multisig outputs count for
  * nobody, their transactions are in the history and so in `tx_count`) or one exact script (its
- * SHA-256: only outputs of that script, only transactions funding or spending it).
+ * SHA-256: only outputs of that script, only transactions funding or spending it; a P2PK or bare
+ * multisig script through its alias, read as src/db/queries/script-hash.ts reads it).
  *
- * Chain part: the outputs still unspent come from `balances` (an address) or `utxos` (a script);
+ * Chain part: the outputs still unspent come from `balances` (an address) or `utxos` (a script;
+ * a bare multisig script's carry no key: found through the transactions of its key's history);
  * the outputs ever funded from the outputs of the target's history transactions (each read by
  * primary key, decoded here); spent = funded − unspent, since an output leaves the unspent set
  * only when a block spends it. The cost grows with the target's history, never with the chain.
@@ -22,20 +24,23 @@ import type { Database } from '../schema.js';
 import { addressKey, canonicalScripts } from '../address-key.js';
 import { decodeOuts } from '../packed.js';
 import { decodeEntries, historyChunkEntries } from '../history-entries.js';
-import { readHistoriesIn, type ScriptRef } from './script-hash.js';
+import { readHistoriesIn, readScriptTotals, resolveScriptRefs, type ResolvedScriptRef, type ScriptRef } from './script-hash.js';
 import { getIndexTip } from './api-chain.js';
 
 /** Esplora's per-part statistics (sats). */
 export type TxoStats = { funded_txo_count: number; funded_txo_sum: number; spent_txo_count: number; spent_txo_sum: number; tx_count: number };
 export type TargetStats = { chain: TxoStats; mempool: TxoStats };
-/** An address key, or one script (its SHA-256 and the key it falls under). */
-export type StatsTarget = { key: string; sha?: Buffer };
+/** An address key, or one script (a ScriptRef: its SHA-256 and the key it falls under, aliases followed). */
+export type StatsTarget = { key: string; sha?: undefined } | ScriptRef;
 export type StatsAnswer = { stats: TargetStats[]; tip: { height: number; hash: Buffer | null } };
 
 type Trx = Transaction<Database>;
 const sha256 = (b: Uint8Array): Buffer => hash('sha256', b, 'buffer');
 
-type PartsRow = {
+/** What a target's statistics are made of besides its funded chain outputs. */
+type Parts = { unspent: { count: number; sum: bigint }; mempoolFunded: { count: number; sum: bigint }; mempoolSpent: { count: number; sum: bigint }; chainTxs: number; mempoolTxs: number };
+
+type AddressPartsRow = {
   i: number;
   unspent_count: string;
   unspent_sum: string;
@@ -47,34 +52,67 @@ type PartsRow = {
   m_txs: string;
 };
 
-/** The statistics of `targets`, in their order, read inside the snapshot (REPEATABLE READ) the caller holds. */
-export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Promise<StatsAnswer> {
-  const tip = await getIndexTip(trx);
-  if (targets.length === 0) return { stats: [], tip };
-  const keys = targets.map((t) => t.key);
-  // (a null sha: the address key's balance-carrying outputs)
-  const shas = targets.map((t) => t.sha ?? null);
-
-  // Everything but the funded outputs of the chain part, one row per target.
-  const parts = await sql<PartsRow>`
+/** The Parts of address keys, one row each, in one statement. */
+async function addressParts(trx: Trx, keys: readonly string[]): Promise<Parts[]> {
+  if (keys.length === 0) return [];
+  const r = await sql<AddressPartsRow>`
     SELECT q.i::int4 AS i,
-           CASE WHEN q.s IS NULL THEN coalesce((SELECT b.utxo_count FROM balances b WHERE b.addr_key = q.k), 0)
-                ELSE (SELECT count(*) FROM utxos u WHERE u.addr_key = q.k AND sha256(u.script) = q.s) END::text AS unspent_count,
-           CASE WHEN q.s IS NULL THEN coalesce((SELECT b.balance FROM balances b WHERE b.addr_key = q.k), 0)
-                ELSE (SELECT coalesce(sum(u.value), 0) FROM utxos u WHERE u.addr_key = q.k AND sha256(u.script) = q.s) END::text AS unspent_sum,
+           coalesce((SELECT b.utxo_count FROM balances b WHERE b.addr_key = q.k), 0)::text AS unspent_count,
+           coalesce((SELECT b.balance FROM balances b WHERE b.addr_key = q.k), 0)::text AS unspent_sum,
            (SELECT coalesce(sum(1 + length(h.rest) / 8), 0) FROM history h WHERE h.addr_key = q.k)::text AS chain_txs,
            mf.n::text AS m_funded_count, mf.v::text AS m_funded_sum, ms.n::text AS m_spent_count, ms.v::text AS m_spent_sum,
            (SELECT count(*) FROM mempool_addresses ma WHERE ma.addr_key = q.k)::text AS m_txs
-      FROM unnest(${keys}::uuid[], ${shas}::bytea[]) WITH ORDINALITY AS q(k, s, i)
-      CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(sum(o.value), 0) AS v FROM mempool_outputs o
-                           WHERE o.addr_key = q.k AND (q.s IS NULL OR sha256(o.script) = q.s)) mf
+      FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)
+      CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(sum(o.value), 0) AS v FROM mempool_outputs o WHERE o.addr_key = q.k) mf
       CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(sum(coalesce(u.value, o.value)), 0) AS v
                             FROM mempool_spends sp
                             LEFT JOIN utxos u ON u.txid = sp.prev_txid AND u.vout = sp.prev_vout
                             LEFT JOIN mempool_outputs o ON o.txid = sp.prev_txid AND o.vout = sp.prev_vout
                            WHERE sp.txid IN (SELECT ma.txid FROM mempool_addresses ma WHERE ma.addr_key = q.k)
-                             AND coalesce(u.addr_key, o.addr_key) = q.k
-                             AND (q.s IS NULL OR sha256(coalesce(u.script, o.script)) = q.s)) ms`.execute(trx);
+                             AND coalesce(u.addr_key, o.addr_key) = q.k) ms`.execute(trx);
+  const out = new Array<Parts>(keys.length);
+  for (const row of r.rows) {
+    out[row.i - 1] = {
+      unspent: { count: Number(row.unspent_count), sum: BigInt(row.unspent_sum) },
+      mempoolFunded: { count: Number(row.m_funded_count), sum: BigInt(row.m_funded_sum) },
+      mempoolSpent: { count: Number(row.m_spent_count), sum: BigInt(row.m_spent_sum) },
+      chainTxs: Number(row.chain_txs),
+      mempoolTxs: Number(row.m_txs),
+    };
+  }
+  return out;
+}
+
+/**
+ * The Parts of scripts (aliases resolved): their outputs as the exact per-script reads find them
+ * (a bare multisig output carries no key: found through its key's history), transactions those
+ * funding or spending exactly the script.
+ */
+async function scriptParts(trx: Trx, refs: readonly ResolvedScriptRef[]): Promise<Parts[]> {
+  if (refs.length === 0) return [];
+  const histories = await readHistoriesIn(trx, refs, Number.MAX_SAFE_INTEGER);
+  const out: Parts[] = [];
+  for (const [j, ref] of refs.entries()) {
+    const h = histories[j]!;
+    const t = await readScriptTotals(trx, ref);
+    out.push({ ...t, chainTxs: h.kind === 'ok' ? h.confirmed.length : 0, mempoolTxs: h.kind === 'ok' ? h.mempool.length : 0 });
+  }
+  return out;
+}
+
+/** The statistics of `targets`, in their order, read inside the snapshot (REPEATABLE READ) the caller holds. */
+export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Promise<StatsAnswer> {
+  const tip = await getIndexTip(trx);
+  if (targets.length === 0) return { stats: [], tip };
+  const addrIdx = targets.flatMap((t, i) => (t.sha === undefined ? [i] : []));
+  const scriptIdx = targets.flatMap((t, i) => (t.sha === undefined ? [] : [i]));
+  const scripts = await resolveScriptRefs(trx, scriptIdx.map((i) => targets[i] as ScriptRef));
+  const parts = new Array<Parts>(targets.length);
+  (await addressParts(trx, addrIdx.map((i) => targets[i]!.key))).forEach((p, j) => (parts[addrIdx[j]!] = p));
+  (await scriptParts(trx, scripts)).forEach((p, j) => (parts[scriptIdx[j]!] = p));
+  // (the key whose history holds each target's transactions: a script's after its alias)
+  const keys = targets.map((t) => t.key);
+  scriptIdx.forEach((i, j) => (keys[i] = scripts[j]!.key));
 
   // The outputs of every history transaction of the targets' keys.
   const chunks = await sql<{ i: number; first_tx_num: bigint; rest: Buffer }>`
@@ -90,21 +128,7 @@ export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Pr
     for (const row of r.rows) outs.set(row.tx_num, row.outs);
   }
 
-  // A script's transactions: those funding or spending exactly it (its key may hold others).
-  const scriptIdx = targets.flatMap((t, i) => (t.sha ? [i] : []));
-  const scriptTxs = new Map<number, { chain: number; mempool: number }>();
-  if (scriptIdx.length > 0) {
-    const refs: ScriptRef[] = scriptIdx.map((i) => ({ key: targets[i]!.key, sha: targets[i]!.sha! }));
-    const h = await readHistoriesIn(trx, refs, Number.MAX_SAFE_INTEGER);
-    h.forEach((x, j) => {
-      if (x.kind === 'ok') scriptTxs.set(scriptIdx[j]!, { chain: x.confirmed.length, mempool: x.mempool.length });
-    });
-  }
-
-  const stats = new Array<TargetStats>(targets.length);
-  for (const row of parts.rows) {
-    const i = row.i - 1;
-    const t = targets[i]!;
+  const stats = targets.map((t, i): TargetStats => {
     let count = 0;
     let sum = 0n;
     for (const n of entries[i]!) {
@@ -117,20 +141,18 @@ export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Pr
         }
       }
     }
-    const unspentCount = Number(row.unspent_count);
-    const unspentSum = BigInt(row.unspent_sum);
-    const txs = scriptTxs.get(i);
-    stats[i] = {
-      chain: { funded_txo_count: count, funded_txo_sum: Number(sum), spent_txo_count: count - unspentCount, spent_txo_sum: Number(sum - unspentSum), tx_count: txs ? txs.chain : Number(row.chain_txs) },
+    const p = parts[i]!;
+    return {
+      chain: { funded_txo_count: count, funded_txo_sum: Number(sum), spent_txo_count: count - p.unspent.count, spent_txo_sum: Number(sum - p.unspent.sum), tx_count: p.chainTxs },
       mempool: {
-        funded_txo_count: Number(row.m_funded_count),
-        funded_txo_sum: Number(row.m_funded_sum),
-        spent_txo_count: Number(row.m_spent_count),
-        spent_txo_sum: Number(row.m_spent_sum),
-        tx_count: txs ? txs.mempool : Number(row.m_txs),
+        funded_txo_count: p.mempoolFunded.count,
+        funded_txo_sum: Number(p.mempoolFunded.sum),
+        spent_txo_count: p.mempoolSpent.count,
+        spent_txo_sum: Number(p.mempoolSpent.sum),
+        tx_count: p.mempoolTxs,
       },
     };
-  }
+  });
   return { stats, tip };
 }
 

@@ -13,13 +13,17 @@
 import { hash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../schema.js';
-import { addressKeyOfScriptSha, canonicalScripts, addressKey } from '../address-key.js';
+import { addressKeyOfScriptSha, canonicalScripts, addressKey, keptUnder } from '../address-key.js';
 import { decodeIns, decodeOuts } from '../packed.js';
 import { decodeEntries, historyChunkEntries } from '../history-entries.js';
 import { firstTxNum, txNumHeight } from '../tx-num.js';
 
-/** One script: its SHA-256 (natural byte order, 32 bytes) and the address key it falls under. */
-export type ScriptRef = { sha: Buffer; key: string };
+/**
+ * One script: its SHA-256 (natural byte order, 32 bytes) and the address key it falls under.
+ * With `keyed` set the key is already the one its outputs are kept under (known from the script
+ * itself: scriptRefOf) and no alias is looked up.
+ */
+export type ScriptRef = { sha: Buffer; key: string; keyed?: boolean };
 
 /** The ScriptRef of a script's SHA-256. */
 export function scriptRef(sha: Uint8Array): ScriptRef {
@@ -55,14 +59,30 @@ export async function readScriptHistories(db: Kysely<Database>, refs: readonly S
 }
 
 /** A script and the key its rows are under: its own, or its alias's; `keyed` false when its outputs carry no key (bare multisig). */
-type Resolved = ScriptRef & { keyed: boolean };
+export type ResolvedScriptRef = ScriptRef & { keyed: boolean };
+type Resolved = ResolvedScriptRef;
+
+/**
+ * The ScriptRef of a script given itself (not only its hash): its key is known without an alias,
+ * so its outputs are found even where `script_aliases` lacks the script (P2PK outputs spent
+ * before the aliases existed). Null for a script the index does not keep (OP_RETURN, nonstandard).
+ */
+export function scriptRefOf(script: Uint8Array): ScriptRef | null {
+  const k = keptUnder(script);
+  return k === null ? null : { sha: sha256(script), key: addressKey(k.canonical), keyed: k.keyed };
+}
 
 /** Each script's key through `script_aliases` (a script without an alias is under its own key). */
-async function resolveRefs(db: Kysely<Database> | Trx, refs: readonly ScriptRef[]): Promise<Resolved[]> {
-  const r = await sql<{ script_key: string; addr_key: string; keyed: boolean }>`
-    SELECT script_key, addr_key, keyed FROM script_aliases WHERE script_key = ANY(${refs.map((x) => x.key)}::uuid[])`.execute(db);
+export async function resolveScriptRefs(db: Kysely<Database> | Trx, refs: readonly ScriptRef[]): Promise<Resolved[]> {
+  const asked = refs.filter((x) => x.keyed === undefined).map((x) => x.key);
+  const r =
+    asked.length === 0
+      ? { rows: [] }
+      : await sql<{ script_key: string; addr_key: string; keyed: boolean }>`
+    SELECT script_key, addr_key, keyed FROM script_aliases WHERE script_key = ANY(${asked}::uuid[])`.execute(db);
   const alias = new Map(r.rows.map((x) => [x.script_key, x]));
   return refs.map((ref) => {
+    if (ref.keyed !== undefined) return { sha: ref.sha, key: ref.key, keyed: ref.keyed };
     const a = alias.get(ref.key);
     return a ? { sha: ref.sha, key: a.addr_key, keyed: a.keyed } : { ...ref, keyed: true };
   });
@@ -70,7 +90,7 @@ async function resolveRefs(db: Kysely<Database> | Trx, refs: readonly ScriptRef[
 
 /** readScriptHistories inside a snapshot the caller holds. */
 export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], limit: number): Promise<ScriptHistory[]> {
-  const refs = await resolveRefs(trx, asked);
+  const refs = await resolveScriptRefs(trx, asked);
   const keys = refs.map((r) => r.key);
   const counts = await sql<{ i: number; n: string; m: string }>`
     SELECT q.i::int4 AS i,
@@ -207,12 +227,12 @@ export type ScriptBalance = { confirmed: bigint; unconfirmed: bigint };
 
 /** A read of one script's balance or unspent outputs: its key resolved, in one snapshot (the caller's, when it holds one). */
 async function readOne<T>(db: Kysely<Database>, ref: ScriptRef, read: (trx: Trx, r: Resolved) => Promise<T>): Promise<T> {
-  if (db.isTransaction) return read(db as Trx, (await resolveRefs(db, [ref]))[0]!);
+  if (db.isTransaction) return read(db as Trx, (await resolveScriptRefs(db, [ref]))[0]!);
   return db
     .transaction()
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
-    .execute(async (trx) => read(trx, (await resolveRefs(trx, [ref]))[0]!));
+    .execute(async (trx) => read(trx, (await resolveScriptRefs(trx, [ref]))[0]!));
 }
 
 /**
@@ -234,24 +254,38 @@ function mempoolOutputs(r: Resolved): RawBuilder<unknown> {
               WHERE o.txid IN (SELECT txid FROM mempool_addresses WHERE addr_key = ${r.key}) AND sha256(o.script) = ${r.sha}`;
 }
 
+/** Counts and sums (sat) of a script's outputs: unspent by the blocks, paid by the mempool, spent by the mempool. */
+export type ScriptTotals = {
+  unspent: { count: number; sum: bigint };
+  mempoolFunded: { count: number; sum: bigint };
+  mempoolSpent: { count: number; sum: bigint };
+};
+
+/** The script's ScriptTotals in one statement (inside the caller's snapshot when it holds one). */
+export async function readScriptTotals(db: Kysely<Database>, ref: ScriptRef): Promise<ScriptTotals> {
+  return readOne(db, ref, async (trx, r) => {
+    const res = await sql<{ un: number; uv: bigint; fn: number; fv: bigint; sn: number; sv: bigint }>`
+      SELECT u.n AS un, u.v AS uv, f.n AS fn, f.v AS fv, s.n AS sn, s.v AS sv
+        FROM (SELECT count(*)::int4 AS n, coalesce(sum(u.value), 0)::int8 AS v FROM (${await confirmedOutputs(trx, r)}) u) u,
+             (SELECT count(*)::int4 AS n, coalesce(sum(o.value), 0)::int8 AS v FROM (${mempoolOutputs(r)}) o) f,
+             (SELECT count(*)::int4 AS n, coalesce(sum(coalesce(u.value, o.value)), 0)::int8 AS v
+                FROM mempool_spends s
+                LEFT JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
+                LEFT JOIN mempool_outputs o ON o.txid = s.prev_txid AND o.vout = s.prev_vout
+               WHERE s.txid IN (SELECT txid FROM mempool_addresses WHERE addr_key = ${r.key})
+                 AND sha256(coalesce(u.script, o.script)) = ${r.sha}) s`.execute(trx);
+    const x = res.rows[0]!;
+    return { unspent: { count: x.un, sum: BigInt(x.uv) }, mempoolFunded: { count: x.fn, sum: BigInt(x.fv) }, mempoolSpent: { count: x.sn, sum: BigInt(x.sv) } };
+  });
+}
+
 /**
  * Confirmed balance (outputs of the script no block has spent) and unconfirmed change (what
  * mempool transactions pay to the script minus what they spend from it), as electrs reports them.
  */
 export async function readScriptBalance(db: Kysely<Database>, ref: ScriptRef): Promise<ScriptBalance> {
-  return readOne(db, ref, async (trx, r) => {
-    const res = await sql<{ confirmed: bigint; received: bigint; sent: bigint }>`
-      SELECT (SELECT coalesce(sum(u.value), 0) FROM (${await confirmedOutputs(trx, r)}) u)::int8 AS confirmed,
-             (SELECT coalesce(sum(o.value), 0) FROM (${mempoolOutputs(r)}) o)::int8 AS received,
-             (SELECT coalesce(sum(coalesce(u.value, o.value)), 0)
-                FROM mempool_spends s
-                LEFT JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
-                LEFT JOIN mempool_outputs o ON o.txid = s.prev_txid AND o.vout = s.prev_vout
-               WHERE s.txid IN (SELECT txid FROM mempool_addresses WHERE addr_key = ${r.key})
-                 AND sha256(coalesce(u.script, o.script)) = ${r.sha})::int8 AS sent`.execute(trx);
-    const row = res.rows[0]!;
-    return { confirmed: row.confirmed, unconfirmed: row.received - row.sent };
-  });
+  const t = await readScriptTotals(db, ref);
+  return { confirmed: t.unspent.sum, unconfirmed: t.mempoolFunded.sum - t.mempoolSpent.sum };
 }
 
 /** An unspent output of a script: height 0 for a mempool output. */

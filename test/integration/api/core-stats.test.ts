@@ -142,7 +142,7 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
       expect(spentSeen).toBeGreaterThan(0);
     });
 
-    it('by script hash: stats, balance, history and unspent outputs of each script as getblock 3 gives them (P2PK with its script)', async () => {
+    it('by script hash: stats, balance, history and unspent outputs of each script as getblock 3 gives them (P2PK by its hash alone, through its alias, and with its script)', async () => {
       let p2pk = 0;
       const scripts = [...byScript].filter(([s]) => !['nulldata', 'nonstandard', 'multisig'].includes(classifyScript(Buffer.from(s, 'hex'))));
       // every script of a small chain; of a larger one every k-th and the three busiest
@@ -151,18 +151,19 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
       for (const [i, [script, tally]] of scripts.entries()) {
         if (i % k !== 0 && !busiest.has(script)) continue;
         const type = classifyScript(Buffer.from(script, 'hex'));
-        const q = type === 'pubkey' ? `?script=${script}` : '';
         if (type === 'pubkey') p2pk++;
-        const base = `/v1/scripthash/${sha256hex(script)}`;
-        const e = statsOf(tally);
-        const stats = await h.get(`${base}/stats${q}`);
-        expect(stats.json(), script).toEqual({ scripthash: sha256hex(script), chain_stats: e, mempool_stats: ZERO });
-        const balance = e.funded_txo_sum - e.spent_txo_sum;
-        expect((await h.get(`${base}/balance${q}`)).json()).toEqual({ balance, confirmed: balance, unconfirmed: 0 });
-        expect((await h.get(`${base}/history${q}`)).json()).toEqual([...tally.txs].reverse());
-        const unspent = (await h.get(`${base}/unspentoutputs${q}`)).json() as { transaction_hash: string; index: number; value: string; script: string }[];
-        expect(unspent.map((u) => `${u.transaction_hash}:${u.index}`).sort()).toEqual([...tally.funded.keys()].filter((o) => !tally.spent.has(o)).sort());
-        for (const u of unspent) expect(u).toMatchObject({ script, value: tally.funded.get(`${u.transaction_hash}:${u.index}`)!.toString() });
+        for (const q of type === 'pubkey' ? ['', `?script=${script}`] : ['']) {
+          const base = `/v1/scripthash/${sha256hex(script)}`;
+          const e = statsOf(tally);
+          const stats = await h.get(`${base}/stats${q}`);
+          expect(stats.json(), script).toEqual({ scripthash: sha256hex(script), chain_stats: e, mempool_stats: ZERO });
+          const balance = e.funded_txo_sum - e.spent_txo_sum;
+          expect((await h.get(`${base}/balance${q}`)).json()).toEqual({ balance, confirmed: balance, unconfirmed: 0 });
+          expect((await h.get(`${base}/history${q}`)).json()).toEqual([...tally.txs].reverse());
+          const unspent = (await h.get(`${base}/unspentoutputs${q}`)).json() as { transaction_hash: string; index: number; value: string; script: string }[];
+          expect(unspent.map((u) => `${u.transaction_hash}:${u.index}`).sort()).toEqual([...tally.funded.keys()].filter((o) => !tally.spent.has(o)).sort());
+          for (const u of unspent) expect(u).toMatchObject({ script, value: tally.funded.get(`${u.transaction_hash}:${u.index}`)!.toString() });
+        }
       }
       if (chain === 'main') expect(p2pk).toBeGreaterThan(100);
     });

@@ -4,7 +4,8 @@
  * (getrawtransaction), balances and unspent outputs (scantxoutset), fees (getmempoolentry,
  * estimatesmartfee, getnetworkinfo), broadcasts (sendrawtransaction's own messages); statuses
  * computed here from the protocol's definition; notifications after new blocks, a reorg and a
- * replacement; P2PK and bare multisig outputs made by Core beside a P2PKH script of the same key.
+ * replacement; P2PK and bare multisig outputs made by Core beside a P2PKH script of the same key,
+ * read by script hash through Electrum and through the REST API (/v1/scripthash/…).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -17,6 +18,7 @@ import { hashToHex, hexToHash, sha256d } from '../../../src/bitcoin/hash.js';
 import { merkleRoot } from '../../../src/bitcoin/merkle.js';
 import { startElectrumStack, type ElectrumStack } from './harness.js';
 import { createApiKey } from '../../../src/auth/keys.js';
+import { buildApi } from '../../../api/app.js';
 import { encodeWif } from '../../../src/bitcoin/wif.js';
 
 const W = 'miner';
@@ -253,6 +255,59 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       }
     };
 
+    // The same scripts through the REST API, by script hash alone (the alias followed) and with the
+    // script itself: statistics as Core's transactions make them, the confirmed balance and
+    // unspent outputs Core's UTXO set, the history Electrum's (checked against Core above).
+    const api = await buildApi({ db: s.db.db, log: s.log, network: 'regtest' });
+    const { key: apiKey } = await createApiKey(s.db.db, { name: 'rest-scripthash' });
+    const rest = async <T>(url: string): Promise<T> => {
+      const r = await api.inject({ method: 'GET', url, headers: { apiKey } });
+      expect(r.statusCode, `${url}: ${r.body}`).toBe(200);
+      return r.json() as T;
+    };
+    type Stats = { funded_txo_count: number; funded_txo_sum: number; spent_txo_count: number; spent_txo_sum: number; tx_count: number };
+    const st = (funded: number, fundedSum: number, spent: number, spentSum: number, txs: number): Stats => ({ funded_txo_count: funded, funded_txo_sum: fundedSum, spent_txo_count: spent, spent_txo_sum: spentSum, tx_count: txs });
+    const none = st(0, 0, 0, 0, 0);
+    const expectRest = async (expected: Record<(typeof kinds)[number], { chain: Stats; mempool: Stats }>) => {
+      for (const k of kinds) {
+        const core = await coreUtxos(scripts[k]);
+        const e = expected[k];
+        expect(e.chain.funded_txo_sum - e.chain.spent_txo_sum, k).toBe(core.confirmed);
+        const history = await c.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [sh[k]]);
+        const sha = createHash('sha256').update(Buffer.from(scripts[k], 'hex')).digest('hex');
+        for (const q of ['', `?script=${scripts[k]}`]) {
+          const base = `/v1/scripthash/${sha}`;
+          expect(await rest(`${base}/stats${q}`), k + q).toEqual({ scripthash: sha, chain_stats: e.chain, mempool_stats: e.mempool });
+          expect(await rest(`${base}/balance${q}`), k + q).toEqual({
+            balance: core.confirmed + e.mempool.funded_txo_sum - e.mempool.spent_txo_sum,
+            confirmed: core.confirmed,
+            unconfirmed: e.mempool.funded_txo_sum - e.mempool.spent_txo_sum,
+          });
+          const unspent = await rest<{ transaction_hash: string; index: number; value: string; script: string; confirmations: number }[]>(`${base}/unspentoutputs${q}`);
+          expect(
+            unspent.filter((u) => u.confirmations > 0).map((u) => ({ tx_hash: u.transaction_hash, tx_pos: u.index, value: Number(u.value) })),
+            k + q,
+          ).toEqual(core.unspent.filter((u) => !mempoolSpent.has(`${u.tx_hash}:${u.tx_pos}`)).map((u) => ({ tx_hash: u.tx_hash, tx_pos: u.tx_pos, value: u.value })));
+          for (const u of unspent) expect(u.script, k + q).toBe(scripts[k]);
+          expect(await rest(`${base}/history${q}`), k + q).toEqual([...history.filter((x) => x.height <= 0).map((x) => x.tx_hash).sort(), ...history.filter((x) => x.height > 0).map((x) => x.tx_hash).reverse()]);
+        }
+      }
+    };
+    const v = { pk: 30_000_000, ms: 10_000_000, pkh: 20_000_000 };
+    /** Every script paid once (`paid`: confirmed or in the mempool) and the P2PK and multisig outputs spent (`spent`: not, in the mempool, confirmed). */
+    const stage = (paid: 'mempool' | 'chain', spent: 'no' | 'mempool' | 'chain') => {
+      const out = {} as Record<(typeof kinds)[number], { chain: Stats; mempool: Stats }>;
+      for (const k of kinds) {
+        const spends = k !== 'pkh' ? spent : 'no';
+        out[k] = {
+          chain: paid === 'mempool' ? none : spends === 'chain' ? st(1, v[k], 1, v[k], 2) : st(1, v[k], 0, 0, 1),
+          mempool: paid === 'mempool' ? st(1, v[k], 0, 0, 1) : spends === 'mempool' ? st(0, 0, 1, v[k], 1) : none,
+        };
+      }
+      return out;
+    };
+    await expectRest({ pk: { chain: none, mempool: none }, ms: { chain: none, mempool: none }, pkh: { chain: none, mempool: none } });
+
     // Subscribed before any payment: null, then notified of the first one (the alias appears with it).
     const n = await s.connect();
     await n.request('server.version', ['aliases', '1.4']);
@@ -262,9 +317,9 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     // Core funds and signs one transaction paying the three scripts (a raw transaction without
     // inputs takes outputs as scripts; fundrawtransaction adds inputs and change).
     const outs: [string, number][] = [
-      [scripts.pk, 30_000_000],
-      [scripts.ms, 10_000_000],
-      [scripts.pkh, 20_000_000],
+      [scripts.pk, v.pk],
+      [scripts.ms, v.ms],
+      [scripts.pkh, v.pkh],
     ];
     const outBytes = outs.map(([script, value]) => {
       const v = Buffer.alloc(8);
@@ -290,6 +345,7 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       expect(await c.request('blockchain.scripthash.listunspent', [sh[k]]), k).toEqual([{ tx_hash: txP, tx_pos: i, height: 0, value: outs[i]![1] }]);
       await waitFor(`the ${k} status of the payment in the mempool`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: mhP }]), 30_000);
     }
+    await expectRest(stage('mempool', 'no'));
 
     // Mined: the confirmed outputs are Core's UTXO set for each script.
     await s.mine(1);
@@ -300,6 +356,7 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       await waitFor(`the ${k} status of the confirmed payment`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }]), 30_000);
     }
     await expectCoreUtxos();
+    await expectRest(stage('chain', 'no'));
 
     // Core signs a spend of the P2PK and the bare multisig outputs with the key (not the P2PKH one).
     const dest = await call<string>('getnewaddress', [], W);
@@ -325,6 +382,7 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       await waitFor(`the ${k} status of the spend in the mempool`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, inMempool]), 30_000);
     }
     await expectCoreUtxos();
+    await expectRest(stage('chain', 'mempool'));
 
     // The spend mined: nothing left of the P2PK and multisig outputs, as in Core's UTXO set.
     const [spendBlock] = await s.mine(1);
@@ -341,6 +399,7 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     // The P2PKH script of the same key: its own output only, never the spend of the others.
     expect(await c.request('blockchain.scripthash.get_history', [sh.pkh])).toEqual([{ tx_hash: txP, height: hP }]);
     expect(await c.request('blockchain.scripthash.get_balance', [sh.pkh])).toEqual({ confirmed: 20_000_000, unconfirmed: 0 });
+    await expectRest(stage('chain', 'chain'));
 
     // A reorg takes the spend's block away: the spend is back in Core's mempool, the outputs in its UTXO set.
     await call('invalidateblock', [spendBlock]);
@@ -352,6 +411,7 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       await waitFor(`the ${k} status after the reorg`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, { tx_hash: txS, height: 0 }]), 30_000);
     }
     await expectCoreUtxos();
+    await expectRest(stage('chain', 'mempool'));
     await call('reconsiderblock', [spendBlock]);
     await s.synced();
     mempoolSpent = new Set();
@@ -359,6 +419,8 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       await waitFor(`the ${k} status after the block is back`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, { tx_hash: txS, height: hS }]), 30_000);
     }
     await expectCoreUtxos();
+    await expectRest(stage('chain', 'chain'));
+    await api.close();
   });
 
   it('batches are answered as one array in request order', async () => {
