@@ -27,6 +27,7 @@ import { parseAuthorization } from './signed-request.js';
 import { openSocketSession, SESSION_HEADER, type SocketCredentials } from './socket-sessions.js';
 import { coinstackErrorBody, COINSTACK_KINDS, type CoinstackKind } from './dialects/coinstack-errors.js';
 import type { Dialect } from './dialect.js';
+import { WEBSOCKET_PATH, type CoinstackPush } from './coinstack-push.js';
 
 export const SOCK_PATH = '/sock';
 
@@ -128,8 +129,12 @@ function socketCredentials(dialect: Dialect, req: IncomingMessage, url: URL): So
   return undefined;
 }
 
-/** The upgrade handler of `/sock` on the API `app` (its Coinstack routes answer the commands). */
-export function coinstackSockets(app: FastifyInstance, deps: { dialect: Dialect; log: Logger; maxMessageBytes: number }): { handleUpgrade: UpgradeHandler; close(): void } {
+/**
+ * The upgrade handler of `/sock` on the API `app` (its Coinstack routes answer the commands) and,
+ * with `push`, of coinstackd's push feed `/websocket` (api/coinstack-push.ts), both
+ * authenticated as their REST path is.
+ */
+export function coinstackSockets(app: FastifyInstance, deps: { dialect: Dialect; log: Logger; maxMessageBytes: number; push?: CoinstackPush }): { handleUpgrade: UpgradeHandler; close(): void } {
   const log = deps.log.child({ component: 'api.sock' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxMessageBytes, perMessageDeflate: false, clientTracking: true });
 
@@ -176,25 +181,31 @@ export function coinstackSockets(app: FastifyInstance, deps: { dialect: Dialect;
     });
   }
 
-  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
-    // Authenticated as the REST request GET /sock: the route answers NOT_A_HANDSHAKE once the
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL, path: string): Promise<void> {
+    // Authenticated as the REST request GET <path>: the route answers NOT_A_HANDSHAKE once the
     // dialect's hook let it through; anything else is the refusal, sent as it is.
-    const check = await app.inject({ method: 'GET', url: req.url ?? SOCK_PATH, remoteAddress: req.socket.remoteAddress ?? '127.0.0.1', headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== SESSION_HEADER)) as Record<string, string> });
+    const check = await app.inject({ method: 'GET', url: req.url ?? path, remoteAddress: req.socket.remoteAddress ?? '127.0.0.1', headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== SESSION_HEADER)) as Record<string, string> });
     const creds = socketCredentials(deps.dialect, req, url);
     if (check.statusCode !== 400 || check.body !== NOT_A_HANDSHAKE || !creds) {
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(check.headers)) if (k !== 'content-length' && k !== 'connection' && k !== 'date' && v !== undefined) headers[k] = String(v);
       return answerUpgrade(socket, check.statusCode, headers, check.body);
     }
-    if (socket.destroyed) return;
-    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, creds, req.headers.host));
+    const push = deps.push;
+    if (path === WEBSOCKET_PATH && push) {
+      await push.open();
+      if (socket.destroyed) return;
+      wss.handleUpgrade(req, socket, head, (ws) => push.serve(ws));
+    } else if (socket.destroyed) return;
+    else wss.handleUpgrade(req, socket, head, (ws) => serve(ws, creds, req.headers.host));
   }
 
   return {
     handleUpgrade(req, socket, head) {
       const url = new URL(req.url ?? '/', 'http://sock.invalid');
-      if (url.pathname.replace(/\/$/, '') !== SOCK_PATH) return false;
-      upgrade(req, socket, head, url).catch((err: unknown) => {
+      const path = url.pathname.replace(/\/$/, '');
+      if (path !== SOCK_PATH && !(path === WEBSOCKET_PATH && deps.push)) return false;
+      upgrade(req, socket, head, url, path).catch((err: unknown) => {
         log.warn({ err }, 'socket upgrade failed');
         answerUpgrade(socket, 500, { 'Content-Type': 'text/plain; charset=utf-8' }, 'internal error\n');
       });

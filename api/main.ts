@@ -15,6 +15,8 @@ import { getIndexTip } from '../src/db/queries/api-chain.js';
 import { FatalError } from '../src/errors.js';
 import { buildApi } from './app.js';
 import { coinstackSockets } from './coinstack-sockets.js';
+import { startCoinstackPush } from './coinstack-push.js';
+import { feedChannel } from '../src/net/feed-channel.js';
 import { coinstackDialect } from './dialects/coinstack.js';
 import { addUpgradeHandler } from '../src/net/upgrades.js';
 import { createKeyVerifier } from '../src/auth/key-cache.js';
@@ -59,7 +61,15 @@ export type StartApiDeps = {
   readUrls?: readonly string[];
   /** The clock of the rate-limit windows (ApiDeps.rateClock). */
   rateClock?: () => number;
+  /** How often `/websocket` reads the outbox without a feed message (default 1 s). */
+  pushPollMs?: number;
 };
+
+/**
+ * How often `/websocket` reads the outbox when no feed message woke it (a lost message, or no
+ * streams role publishing the feed): the safety net under the feed.
+ */
+const PUSH_POLL_MS = 1000;
 
 /** The API settings of a configuration. */
 function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
@@ -197,8 +207,23 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     settings,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
-  // coinstackd's /sock WebSocket, beside any other upgrade handler of this server (the stream's)
-  const sockets = coinstackSockets(app, { dialect: coinstackDialect, log: deps.log, maxMessageBytes: (settings.txBodyLimit ?? defaultApiSettings.txBodyLimit) + 64 * 1024 });
+  // coinstackd's push feed, woken by the relay's feed channel (on a connection of its own: subscriber mode)
+  const subscriber = redis?.duplicate({ enableAutoPipelining: false });
+  subscriber?.on('error', () => {});
+  const push = startCoinstackPush({
+    db,
+    log: deps.log,
+    ...(subscriber ? { subscriber } : {}),
+    channel: feedChannel(settings.redisPrefix ?? deps.config.redisPrefix),
+    pollMs: deps.pushPollMs ?? PUSH_POLL_MS,
+    maxBufferedBytes: deps.config.wsMaxBufferedBytes,
+  });
+  const closePush = async () => {
+    await push.close();
+    subscriber?.disconnect();
+  };
+  // coinstackd's /sock and /websocket WebSockets, beside any other upgrade handler of this server (the stream's)
+  const sockets = coinstackSockets(app, { dialect: coinstackDialect, log: deps.log, maxMessageBytes: (settings.txBodyLimit ?? defaultApiSettings.txBodyLimit) + 64 * 1024, push });
   const detachSockets = addUpgradeHandler(app.server, sockets.handleUpgrade);
   try {
     await app.listen({ host: deps.config.host, port: deps.config.port });
@@ -207,6 +232,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     clearTimeout(timer);
     detachSockets();
     sockets.close();
+    await closePush();
     await closeOwn();
     throw err;
   }
@@ -223,6 +249,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
       clearTimeout(timer);
       detachSockets();
       sockets.close();
+      await closePush();
       await app.close();
       await closeOwn();
     },

@@ -14,10 +14,7 @@ export type FeedBatch = { from: bigint; to: bigint; items: FeedItem[] };
 
 type Wire = { v: 1; from: string; to: string; items: [string, string, string][] };
 
-/** The channel name under a Redis prefix. */
-export function feedChannel(prefix: string): string {
-  return `${prefix}-events`;
-}
+export { feedChannel } from '../src/net/feed-channel.js';
 
 export function encodeFeedBatch(b: FeedBatch): string {
   const wire: Wire = { v: 1, from: b.from.toString(), to: b.to.toString(), items: b.items.map((i) => [i.keyId.toString(), i.seq.toString(), i.json]) };

@@ -16,6 +16,7 @@ import { coinstackErrorBody, COINSTACK_KINDS, type CoinstackKind } from '../dial
 import { atoi } from '../whole-lists.js';
 import type { RouteModule } from '../dialect.js';
 import { NOT_A_HANDSHAKE, SOCK_PATH } from '../coinstack-sockets.js';
+import { WEBSOCKET_PATH } from '../coinstack-push.js';
 
 const NO_CONTRACTS = 'smart contract is not enabled';
 const NO_PERMISSIONS = 'Permission is not supported. Set privnetnodekey to use permission.';
@@ -61,9 +62,11 @@ export const coinstackOnlyRoutes: RouteModule = (app, deps, dialect) => {
     request.params.address === 'nodegroupkey' ? answer(reply, 'InternalServer', NO_CONTRACTS) : answer(reply, 'ResourceNotFound', 'not found'),
   );
 
-  // The socket's path asked without an upgrade (the upgrade itself: api/coinstack-sockets.ts,
-  // which authenticates it through this route)
-  app.get(SOCK_PATH, async (_request, reply) => reply.code(400).header('X-Content-Type-Options', 'nosniff').type('text/plain; charset=utf-8').send(NOT_A_HANDSHAKE));
+  // The sockets' paths asked without an upgrade (the upgrades themselves: api/coinstack-sockets.ts,
+  // which authenticates them through these routes)
+  for (const path of [SOCK_PATH, WEBSOCKET_PATH]) {
+    app.get(path, async (_request, reply) => reply.code(400).header('X-Content-Type-Options', 'nosniff').type('text/plain; charset=utf-8').send(NOT_A_HANDSHAKE));
+  }
 
   for (const path of ['/aliases', '/aliases/:alias', '/roles', '/roles/:address']) {
     app.get(path, async (_request, reply) => answer(reply, 'ServerUnavailable', NO_PERMISSIONS));

@@ -1,7 +1,8 @@
 /**
  * Blockwire on a real regtest Bitcoin Core for the Coinstack client tests: bitcoind (funded
  * descriptor wallet) → indexer → stamper (its wallet funded by Core) → API listening on a free
- * loopback port, with a server keyring for signing keys and the run's Redis for rate limits.
+ * loopback port, with a server keyring for signing keys and the run's Redis for rate limits;
+ * optionally the streams role (relay and stream) on the same server and Redis prefix.
  * `signingKey()` makes an access key and secret as `blockwire keys create --secret` does.
  */
 import { inject } from 'vitest';
@@ -14,6 +15,7 @@ import { silentLogger } from '../../../src/log.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { startIndexer } from '../../../indexer/main.js';
 import { startApi, type ApiHandle } from '../../../api/main.js';
+import { startStreams } from '../../../streams/main.js';
 import { startStamper } from '../../../stamp/stamper.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { newServerKeyLine, parseKeyring } from '../../../src/auth/secret-box.js';
@@ -38,7 +40,14 @@ export type CoreStack = {
   stop(): Promise<void>;
 };
 
-export async function startCoreStack(): Promise<CoreStack> {
+export type CoreStackOptions = {
+  /** Run the streams role (its relay publishes the feed) on the API's server and Redis prefix. */
+  streams?: boolean;
+  /** startApi's pushPollMs (how often /websocket reads the outbox without a feed message). */
+  pushPollMs?: number;
+};
+
+export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreStack> {
   const log = silentLogger();
   const stops: (() => Promise<unknown>)[] = [];
   const stop = async () => {
@@ -73,8 +82,26 @@ export async function startCoreStack(): Promise<CoreStack> {
     stops.push(async () => redis.disconnect());
     // One rate-limit window throughout: the SDK test counts a key's requests against its limit.
     const heldAt = Date.now();
-    const api = await startApi({ config, log, db: db.db, node, network: 'regtest', redis, redisPrefix: uniqueRedisPrefix('cs'), stamps: stamper.service, stampStatus: stamper.status, tipPollMs: 200, rateClock: () => heldAt });
+    const redisPrefix = uniqueRedisPrefix('cs');
+    const api = await startApi({
+      config,
+      log,
+      db: db.db,
+      node,
+      network: 'regtest',
+      redis,
+      redisPrefix,
+      stamps: stamper.service,
+      stampStatus: stamper.status,
+      tipPollMs: 200,
+      rateClock: () => heldAt,
+      ...(opts.pushPollMs !== undefined ? { pushPollMs: opts.pushPollMs } : {}),
+    });
     stops.push(() => api.close());
+    if (opts.streams) {
+      const streams = await startStreams({ config, log, db: db.db, databaseUrl: db.url, redisUrl: inject('redisUrl'), redisPrefix, server: api.app.server });
+      stops.push(() => streams.stop());
+    }
 
     const synced = async () => {
       const target = await core.tip();
