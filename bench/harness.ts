@@ -289,3 +289,31 @@ export async function importCorpus(dir: string, databaseUrl: string, nearTip: nu
     peakRssBytes: peak,
   };
 }
+
+export interface RpcSyncResult {
+  /** Indexer start to its tip at `target` in following mode. */
+  ms: number;
+  /** The bulk load and the index builds (null when the sync took the per-block path only). */
+  loadMs: number | null;
+  finishMs: number | null;
+  indexerCpuMs: number;
+  postgresCpuMs: number;
+}
+
+/**
+ * Initial sync over RPC/REST: the indexer role (bench/sync-indexer.ts) from `databaseUrl` (empty)
+ * to `target` on `node`, bulk path with blocks over REST, then per-block for the last 12.
+ */
+export async function syncOverRpc(pgs: BenchPostgres, databaseUrl: string, node: { rpcUrl: string; zmqUrl: string }, target: number, label = 'rpc'): Promise<RpcSyncResult> {
+  const cpu0 = childrenCpuMs();
+  const pg0 = pgs.cpuMs();
+  const child = spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl, target, env: { INDEXER_BULK_THRESHOLD: '20', INDEXER_BULK_NEAR_TIP: '12' } })], {});
+  echoProgress(child, label);
+  const code = await child.exited;
+  const res = child.lines.find((l) => l.startsWith('RESULT '));
+  if (code !== 0 || !res) throw new Error(`sync over RPC failed (${code}):\n${child.lines.slice(-20).join('\n')}`);
+  const r = JSON.parse(res.slice(7)) as { ms: number };
+  const done = logLines(child.lines, 'bulk load done')[0];
+  const finished = logLines(child.lines, 'bulk sync finished: indexes built')[0];
+  return { ms: round(r.ms), loadMs: done ? Number(done.ms) : null, finishMs: finished ? Number(finished.ms) : null, indexerCpuMs: childrenCpuMs() - cpu0, postgresCpuMs: pgs.cpuMs() - pg0 };
+}

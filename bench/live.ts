@@ -31,8 +31,21 @@ export interface LiveResult {
   indexHeightBefore: number;
 }
 
+/** A node whose tip the bench moves: the corpus devnode (`advance`) or bitcoind (`generateblock`). */
+export interface LiveNode {
+  readonly rpcUrl: string;
+  readonly zmqUrl: string;
+  /** Connects the next block (its ZMQ messages sent); resolves with the new tip. */
+  advance(): Promise<{ height: number; hash: string }>;
+}
+
+/** A corpus node as a LiveNode (one block per advance). */
+export function corpusLiveNode(node: CorpusNode): LiveNode {
+  return { rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl, advance: () => node.advance(1) };
+}
+
 /** Starts the indexer child in follow mode against `node` and `databaseUrl`. */
-export function startFollower(databaseUrl: string, node: CorpusNode, env: Record<string, string> = {}, nodeFlags: string[] = []): Child {
+export function startFollower(databaseUrl: string, node: Pick<LiveNode, 'rpcUrl' | 'zmqUrl'>, env: Record<string, string> = {}, nodeFlags: string[] = []): Child {
   return spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl, target: -1, follow: true, env: { INDEXER_BULK_THRESHOLD: '100000000', ...env } })], {}, nodeFlags);
 }
 
@@ -69,7 +82,7 @@ export function waitApplied(child: Child, hash: string, timeoutMs = 600_000): Pr
  * Announces the node's next `blocks` main-chain blocks one by one to a following indexer child
  * and measures each from ZMQ arrival (seen by this process) to the indexer's commit.
  */
-export async function measureLive(node: CorpusNode, follower: Child, blocks: number): Promise<LiveResult> {
+export async function measureLive(node: LiveNode, follower: Child, blocks: number): Promise<LiveResult> {
   const sub = new Subscriber();
   sub.connect(node.zmqUrl);
   sub.subscribe('hashblock');
@@ -79,12 +92,13 @@ export async function measureLive(node: CorpusNode, follower: Child, blocks: num
   })().catch(() => undefined);
   // Let the subscription reach the publisher (ZMQ's slow joiner).
   await new Promise((r) => setTimeout(r, 500));
-  const before = node.tip().height;
+  let before = -1;
   const latencies: number[] = [];
   const applyMs: number[] = [];
   let txs = 0;
   for (let i = 0; i < blocks; i++) {
-    const tip = await node.advance(1);
+    const tip = await node.advance();
+    if (before < 0) before = tip.height - 1;
     const applied = await waitApplied(follower, tip.hash, 120_000);
     const arrival = arrivals.get(tip.hash);
     if (arrival === undefined) throw new Error(`no ZMQ hashblock seen for ${tip.hash}`);
@@ -122,7 +136,7 @@ async function main(): Promise<void> {
     const prof = values['cpu-prof'];
     const follower = startFollower(url, node, {}, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
     try {
-      const r = await measureLive(node, follower, size.liveBlocks);
+      const r = await measureLive(corpusLiveNode(node), follower, size.liveBlocks);
       say(`| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms |\n|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} |`);
       const result = { live: r, machine: machine(), postgres: { ...PG_SETTINGS, ...pgOverrides() } };
       say(`RESULT ${JSON.stringify(result)}`);

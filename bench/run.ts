@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- --quick] [--only a,b] [--blocks N] [--txs-per-block N] [--results FILE]
  * [--readme FILE] [--render-only]`: runs every
- * benchmark (sync with live, decode, api, events, stamp, electrum), each as its own process, one after the
+ * benchmark (sync with live, decode, api, events, stamp, wallets, electrum, and core: the RPC/REST
+ * sync and live on a real regtest bitcoind beside the devnode), each as its own process, one after the
  * other; writes the machine-readable results (each bench's tables parsed from its output, its
  * RESULT line when it prints one, exit code, time, the load average before and after) and
  * regenerates the summary and tables in bench/README.md between its bench:results markers.
@@ -31,6 +32,7 @@ export const BENCHES: BenchDef[] = [
   { name: 'stamp', script: 'bench/stamp.ts', full: [], quick: ['--duration', '2', '--connections', '20', '--block-interval', '1'] },
   { name: 'wallets', script: 'bench/wallets.ts', full: [], quick: ['--quick'] },
   { name: 'electrum', script: 'bench/electrum.ts', full: [], quick: ['--subs', '200', '--connections', '20', '--paid', '20', '--blocks', '2'] },
+  { name: 'core', script: 'bench/core.ts', full: [], quick: ['--quick'] },
 ];
 
 export interface Table {
@@ -179,6 +181,12 @@ export function summary(runs: BenchRun[]): string {
   add('block → first WebSocket message, p99', firstWs === null ? '—' : `${fmt(firstWs)} ms`, `${fmt(clients)} clients`, '≤ 1,000 ms', firstWs === null ? null : firstWs <= 1000, 'events');
   const firstHook = cell(ev, /^block arrival → webhook/, /^first client p99/);
   add('block → first webhook delivered, p99', firstHook === null ? '—' : `${fmt(firstHook)} ms`, 'a chain subscription, local receiver', '≤ 1,000 ms', firstHook === null ? null : firstHook <= 1000, 'events');
+  // The same on a real regtest bitcoind, beside the devnode on the same blocks (bench/core).
+  const nodes = (by.get('core')?.result ?? {}) as Record<string, { sync?: { txPerSec?: number }; live?: { p50?: number; p99?: number; txsPerBlock?: number } } | undefined>;
+  const cl = nodes.core?.live;
+  const dl = nodes.devnode?.live;
+  add(`live on Bitcoin Core 30.0: ${fmt(val(cl?.txsPerBlock))}-tx block, ZMQ arrival → committed, p50`, `${fmt(val(cl?.p50))} ms`, `devnode, same blocks: ${fmt(val(dl?.p50))} ms`, '≤ 300 ms', all(cl?.p50) ? cl!.p50! <= 300 : null, 'core');
+  add('live on Bitcoin Core 30.0: same, p99', `${fmt(val(cl?.p99))} ms`, `devnode, same blocks: ${fmt(val(dl?.p99))} ms`, '≤ 600 ms', all(cl?.p99) ? cl!.p99! <= 600 : null, 'core');
 
   // 2. Size.
   const size = val(s.size?.ratio);
@@ -190,6 +198,7 @@ export function summary(runs: BenchRun[]): string {
   add('importer CPU per transaction (`blockwire import`, whole run: the finish mostly waits on PostgreSQL)', `${fmt(cpuPerTx, 1)} µs`, hashTps === null ? '' : `txid hashing ${fmt(1e6 / hashTps, 2)} µs/tx`, '≤ 8 µs', cpuPerTx === null ? null : cpuPerTx <= 8, 'sync');
   add('initial sync (`blockwire import`, load + index builds)', `${fmt(val(imp?.txPerSec))} tx/s, ${fmt(val(imp?.blocksPerSec), 1)} blocks/s`, `server-side COPY limit ${fmt(val(s.copyLimit?.txPerSec))} tx/s (load phase at ${fmt(val(s.copyLimit?.ratioLoad), 2)} of it)`, '≥ 1.6 × the previous code on the same VM', null, 'sync');
   add('initial sync over RPC/REST (indexer role)', `${fmt(val(s.rpc?.txPerSec))} tx/s`, '', '(reported)', null, 'sync');
+  add('initial sync over RPC/REST from Bitcoin Core 30.0 (bench/core chain)', `${fmt(val(nodes.core?.sync?.txPerSec))} tx/s`, `devnode, same blocks: ${fmt(val(nodes.devnode?.sync?.txPerSec))} tx/s`, '(reported)', null, 'core');
   const proj = val(s.projection?.hours);
   add('projected full mainnet sync (1.43 billion txs)', `${fmt(proj, 1)} h`, '', '≤ 6 h', proj === null ? null : proj <= 6, 'sync');
   const peak = val(imp?.peakRssBytes);

@@ -22,8 +22,8 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import { startCorpusNode } from '../devnode/corpus.js';
 import { corpusMainChain, loadCorpusManifest } from '../devnode/corpus-manifest.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { cacheDir, childrenCpuMs, echoProgress, importCorpus, logLines, machine, PG_SETTINGS, pgOverrides, round, runSize, say, spawnNode, startBenchPostgres, type BenchPostgres } from './harness.js';
-import { measureLive, startFollower, waitApplied } from './live.js';
+import { cacheDir, importCorpus, logLines, machine, PG_SETTINGS, pgOverrides, round, runSize, say, startBenchPostgres, syncOverRpc, type BenchPostgres } from './harness.js';
+import { corpusLiveNode, measureLive, startFollower, waitApplied } from './live.js';
 
 /** Mainnet today: transactions to project a full sync to. */
 const MAINNET_TXS = 1.43e9;
@@ -195,7 +195,7 @@ async function main(): Promise<void> {
       result.catchup = { blocks, txs, ms: round(ms), txPerSec: Math.round((txs * 1000) / ms), blocksPerSec: round((blocks * 1000) / ms, 2), applyMsP50: applyMs[Math.floor(blocks / 2)] };
       say(`catch-up (indexes live, per-block path): ${blocks} blocks, ${txs} txs in ${round(ms / 1000, 1)} s = ${Math.round((txs * 1000) / ms)} tx/s`);
       if (size.liveBlocks > 0) {
-        const live = await measureLive(node, follower, size.liveBlocks);
+        const live = await measureLive(corpusLiveNode(node), follower, size.liveBlocks);
         result.live = live;
         say(`live: ${live.blocks} blocks of ${live.txsPerBlock} txs on an index of ${live.indexHeightBefore} blocks: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`);
       }
@@ -209,19 +209,10 @@ async function main(): Promise<void> {
     if (!values['skip-rpc']) {
       const rpcUrl = await pgs.createDatabase('bw_rpc');
       const rnode = await startCorpusNode({ dir: corpus.dir, tip: initialTip });
-      const cpu0 = childrenCpuMs();
-      const pg0 = pgs.cpuMs();
-      const child = spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl: rpcUrl, rpcUrl: rnode.rpcUrl, zmqUrl: rnode.zmqUrl, target: initialTip, env: { INDEXER_BULK_THRESHOLD: '20', INDEXER_BULK_NEAR_TIP: '12' } })], {});
-      echoProgress(child, 'rpc');
-      const code = await child.exited;
+      const r = await syncOverRpc(pgs, rpcUrl, rnode, initialTip);
       await rnode.stop();
-      const res = child.lines.find((l) => l.startsWith('RESULT '));
-      if (code !== 0 || !res) throw new Error(`sync over RPC failed (${code}):\n${child.lines.slice(-20).join('\n')}`);
-      const r = JSON.parse(res.slice(7)) as { ms: number };
-      const done = logLines(child.lines, 'bulk load done')[0];
-      const finished = logLines(child.lines, 'bulk sync finished: indexes built')[0];
-      result.rpc = { ms: round(r.ms), txs: importTxs, txPerSec: Math.round(importTxs / (r.ms / 1000)), blocksPerSec: round(((initialTip + 1) * 1000) / r.ms, 1), loadMs: done ? Number(done.ms) : null, finishMs: finished ? Number(finished.ms) : null, indexerCpuMs: childrenCpuMs() - cpu0, postgresCpuMs: pgs.cpuMs() - pg0 };
-      say(`sync over RPC/REST: ${importTxs} txs in ${round(r.ms / 1000, 1)} s = ${Math.round(importTxs / (r.ms / 1000))} tx/s (load ${done ? round(Number(done.ms) / 1000, 1) : '?'} s, indexes ${finished ? round(Number(finished.ms) / 1000, 1) : '?'} s)`);
+      result.rpc = { ...r, txs: importTxs, txPerSec: Math.round(importTxs / (r.ms / 1000)), blocksPerSec: round(((initialTip + 1) * 1000) / r.ms, 1) };
+      say(`sync over RPC/REST: ${importTxs} txs in ${round(r.ms / 1000, 1)} s = ${Math.round(importTxs / (r.ms / 1000))} tx/s (load ${r.loadMs === null ? '?' : round(r.loadMs / 1000, 1)} s, indexes ${r.finishMs === null ? '?' : round(r.finishMs / 1000, 1)} s)`);
       await pgs.query('postgres', 'DROP DATABASE bw_rpc');
     }
 

@@ -139,7 +139,7 @@ interface AssembledBlock extends GenBlock {
 }
 
 /** Writes length-prefixed records into blk?????.dat files, obfuscated with the xor key. */
-class BlkWriter {
+export class BlkWriter {
   private fd = -1;
   private fileNo = -1;
   private pos = 0;
