@@ -43,7 +43,19 @@ export type StampHarness = {
   stopStamper(): Promise<void>;
   /** Pays `count` outputs of `sats` to the wallet's P2WPKH address, mines them, waits for the index. */
   fund(count: number, sats: bigint): Promise<void>;
-  mine(n?: number, opts?: { includeMempool?: boolean }): Promise<string[]>;
+  /**
+   * Mines `n` blocks and waits for the index. `includeMempool: false` leaves the mempool out (a
+   * miner that does not take the stamps), `txs` (raw hex) go into the first block: Core's
+   * `generateblock`, the devnode's `mine`.
+   */
+  mine(n?: number, opts?: { includeMempool?: boolean; txs?: string[] }): Promise<string[]>;
+  /** The node's mempool txids. */
+  mempool(): Promise<string[]>;
+  /**
+   * Replaces the top `depth` blocks by `depth + 1` blocks without their transactions, which go
+   * back to the mempool (Core: `invalidateblock` then empty `generateblock`s), and waits for the index.
+   */
+  reorg(depth: number): Promise<void>;
   /** Waits until the index holds the node's tip and has read its mempool. */
   synced(): Promise<void>;
   post(hash: string, opts?: { key?: string; idem?: string }): Promise<LightMyRequestResponse>;
@@ -144,10 +156,27 @@ export async function createStampHarness(configOverrides: Partial<Config> = {}, 
       await h.mine(1);
     },
     async mine(n = 1, opts = {}) {
-      if (core && Object.keys(opts).length > 0) throw new Error('mine options are the devnode\'s');
-      const hashes = devnode ? await devnode.mine(n, opts) : await core!.mine(n);
+      let hashes: string[];
+      if (devnode) hashes = await devnode.mine(n, opts);
+      else if (opts.includeMempool !== false && !opts.txs) hashes = await core!.mine(n);
+      else {
+        if (opts.includeMempool !== false) throw new Error('on Core, mine chosen transactions with includeMempool: false');
+        hashes = [];
+        const address = await core!.call<string>('getnewaddress', [], core!.wallet!);
+        for (let i = 0; i < n; i++) hashes.push((await core!.call<{ hash: string }>('generateblock', [address, i === 0 ? (opts.txs ?? []) : []])).hash);
+      }
       await synced();
       return hashes;
+    },
+    mempool: () => node.mempool(),
+    async reorg(depth) {
+      if (devnode) await devnode.reorg(depth, { keepTxs: false });
+      else {
+        const tip = await core!.tip();
+        await core!.call('invalidateblock', [await core!.call<string>('getblockhash', [tip.height - depth + 1])]);
+        await h.mine(depth + 1, { includeMempool: false });
+      }
+      await synced();
     },
     synced,
     post: (hash, opts = {}) =>

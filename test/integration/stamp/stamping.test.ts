@@ -1,10 +1,13 @@
 /**
- * Stamping end to end on the devnode, with the indexer following it: a wallet with no coins is
+ * Stamping end to end, with the indexer following the node, on the devnode and on a real regtest
+ * Bitcoin Core 30 (its wallet funding, `generateblock` for blocks a miner makes without the
+ * stamps or with a chosen transaction, `invalidateblock` for the reorg): a wallet with no coins is
  * refused clearly; 100 concurrent stamps over 20 coins end in few transactions, each hash in
  * exactly one OP_RETURN output equal to it, no coin spent twice, broadcast bytes = stored bytes;
  * Idempotency-Key and tenancy; a stamp stuck for 3 blocks is fee-bumped by replacement (BIP125)
  * and its old id tells the new one; a reorg makes confirmations fall back and recover, with
- * stamp.confirmed / stamp.unconfirmed events for the key that made the stamp.
+ * stamp.confirmed / stamp.unconfirmed events for the key that made the stamp. The stamp
+ * transactions are the node's mempool entries as stored (fee and vsize).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
@@ -18,16 +21,10 @@ import type { StampNode } from '../../../stamp/node.js';
 import { startStamper } from '../../../stamp/stamper.js';
 import { buildApi } from '../../../api/app.js';
 import { createStampHarness, randomHash, type StampHarness } from './harness.js';
+import { describeBitcoind } from '../../support/bitcoind.js';
 import { waitFor } from '../../support/wait.js';
 
 let h: StampHarness;
-
-beforeAll(async () => {
-  h = await createStampHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
 
 type StampTx = { txid: Buffer; raw: Buffer; fee: bigint; vsize: number; status: string; replaces: Buffer | null };
 
@@ -42,305 +39,319 @@ async function outboxFor(type: string, txid: Buffer): Promise<{ key_id: bigint; 
   return r.rows;
 }
 
-describe('stamping on the devnode', () => {
-  it('a wallet with no coins answers a clear error and accepts no stamp', async () => {
-    const empty = encodeWif(randomBytes(32), 'regtest');
-    const stamper = await h.startStamper({ config: { ...h.config, stampWalletWif: empty } });
-    const status = await stamper.status();
-    expect(status.can_pay).toBe(false);
-    expect(status.balance.spendable).toBe(0);
-    const res = await h.post(randomHash());
-    expect(res.statusCode).toBe(503);
-    expect(res.json()).toMatchObject({ error_code: 'ERR_STAMP_WALLET_EMPTY', error_message: 'stamping wallet cannot pay', retry: false });
-    expect(res.json().error_cause).toContain(status.address);
-    const n = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamps`.execute(h.t.db);
-    expect(n.rows[0]!.n).toBe('0');
-  });
+for (const core of [false, true]) {
+  (core ? describeBitcoind : describe)(`stamping on ${core ? 'a real bitcoind' : 'the devnode'}`, () => {
+    beforeAll(async () => {
+      h = await createStampHarness({}, { core });
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
 
-  it('100 concurrent stamps over 20 coins: few transactions, each hash in exactly one output, no coin spent twice', async () => {
-    const stamper = await h.startStamper();
-    await h.fund(20, 100_000n);
-    const status = await stamper.status();
-    expect(status.can_pay).toBe(true);
-    expect(status.balance.confirmed).toBe(2_000_000);
-    expect(status.addresses).toContain(status.address);
+    it('a wallet with no coins answers a clear error and accepts no stamp', async () => {
+      const empty = encodeWif(randomBytes(32), 'regtest');
+      const stamper = await h.startStamper({ config: { ...h.config, stampWalletWif: empty } });
+      const status = await stamper.status();
+      expect(status.can_pay).toBe(false);
+      expect(status.balance.spendable).toBe(0);
+      const res = await h.post(randomHash());
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toMatchObject({ error_code: 'ERR_STAMP_WALLET_EMPTY', error_message: 'stamping wallet cannot pay', retry: false });
+      expect(res.json().error_cause).toContain(status.address);
+      const n = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamps`.execute(h.t.db);
+      expect(n.rows[0]!.n).toBe('0');
+    });
 
-    const hashes = Array.from({ length: 100 }, randomHash);
-    const answers = await Promise.all(hashes.map((x) => h.post(x)));
-    for (const a of answers) expect(a.statusCode, a.body).toBe(200);
-    const ids = answers.map((a) => a.json().stampid as string);
-    expect(new Set(ids).size).toBe(100);
-    const txids = new Set(ids.map((id) => id.split('-')[0]!));
-    expect(txids.size).toBeLessThanOrEqual(3);
+    it('100 concurrent stamps over 20 coins: few transactions, each hash in exactly one output, no coin spent twice', async () => {
+      const stamper = await h.startStamper();
+      await h.fund(20, 100_000n);
+      const status = await stamper.status();
+      expect(status.can_pay).toBe(true);
+      expect(status.balance.confirmed).toBe(2_000_000);
+      expect(status.addresses).toContain(status.address);
 
-    const stored = await storedTxs();
-    expect(stored).toHaveLength(txids.size);
-    const seenPayloads = new Map<string, number>();
-    const spent = new Set<string>();
-    for (const tx of stored) {
-      // What the node holds is exactly what was stored before broadcast.
-      const fromNode = Buffer.from(await h.rpc.getRawTransaction(hashToHex(tx.txid)));
-      expect(fromNode.equals(tx.raw)).toBe(true);
-      const d = decodeTx(tx.raw);
-      for (const input of d.inputs) {
-        const k = `${hashToHex(input.prevTxid)}:${input.vout}`;
-        expect(spent.has(k)).toBe(false);
-        spent.add(k);
-      }
-      d.outputs.forEach((o) => {
-        const payload = nullData(o.script);
-        if (payload) seenPayloads.set(Buffer.from(payload).toString('hex'), (seenPayloads.get(Buffer.from(payload).toString('hex')) ?? 0) + 1);
-      });
-    }
-    expect([...seenPayloads.values()].every((n) => n === 1)).toBe(true);
-    expect([...seenPayloads.keys()].sort()).toEqual([...hashes].sort());
-    // Each stamp id names the output whose payload is its hash.
-    for (const [i, id] of ids.entries()) {
-      const [txid, vout] = id.split('-');
-      const tx = decodeTx(stored.find((s) => hashToHex(s.txid) === txid)!.raw);
-      expect(Buffer.from(nullData(tx.outputs[Number(vout)]!.script)!).toString('hex')).toBe(hashes[i]);
-    }
-
-    await h.mine(1);
-    await waitFor('stamps confirmed', async () => (await h.stamper!.track()) && (await storedTxs()).every((t) => t.status === 'confirmed'));
-    const g = await h.get(ids[0]!);
-    expect(g.statusCode).toBe(200);
-    expect(g.json()).toMatchObject({ tx: ids[0]!.split('-')[0], vout: Number(ids[0]!.split('-')[1]), confirmations: 1 });
-    expect(g.json().timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
-    // One stamp.confirmed event per stamp, for the key that made it.
-    let events = 0;
-    for (const txid of txids) {
-      const rows = await outboxFor('stamp.confirmed', Buffer.from(hexToHash(txid)));
-      events += rows.length;
-      for (const r of rows) expect(r.key_id).toBe(h.keyId);
-    }
-    expect(events).toBe(100);
-    await h.mine(2);
-    expect((await h.get(ids[99]!)).json().confirmations).toBe(3);
-  });
-
-  it('STAMP_MAX_TX_FEE splits a large batch into several transactions, none paying more', async () => {
-    await h.startStamper({ config: { ...h.config, stampMaxTxFee: 3000 } });
-    try {
-      const before = new Set((await storedTxs()).map((t) => t.txid.toString('hex')));
-      const answers = await Promise.all(Array.from({ length: 60 }, () => h.post(randomHash())));
+      const hashes = Array.from({ length: 100 }, randomHash);
+      const answers = await Promise.all(hashes.map((x) => h.post(x)));
       for (const a of answers) expect(a.statusCode, a.body).toBe(200);
-      const fresh = (await storedTxs()).filter((t) => !before.has(t.txid.toString('hex')));
-      expect(fresh.length).toBeGreaterThan(1);
-      for (const t of fresh) expect(t.fee).toBeLessThanOrEqual(3000n);
-      expect(new Set(answers.map((a) => (a.json().stampid as string).split('-')[0])).size).toBe(fresh.length);
-    } finally {
-      await h.startStamper();
-    }
-    await h.mine(1);
-  });
+      const ids = answers.map((a) => a.json().stampid as string);
+      expect(new Set(ids).size).toBe(100);
+      const txids = new Set(ids.map((id) => id.split('-')[0]!));
+      expect(txids.size).toBeLessThanOrEqual(3);
 
-  it('two stampers on one database (two processes) never spend the same coin', async () => {
-    const second = await startStamper({ db: h.t.db, log: h.log, config: h.config, network: 'regtest', node: h.rpc });
-    const app2 = await buildApi({ db: h.t.db, log: h.log, network: 'regtest', stamps: second.service });
-    try {
-      const before = new Set((await storedTxs()).map((t) => t.txid.toString('hex')));
-      const post2 = (hash: string) =>
-        app2.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: h.key, 'content-type': 'application/json' }, payload: { hash } });
-      // Several waves, so that batches of both overlap.
-      for (let wave = 0; wave < 3; wave++) {
-        const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? h.post(randomHash()) : post2(randomHash()))));
-        for (const a of answers) expect(a.statusCode, a.body).toBe(200);
-      }
-      const fresh = (await storedTxs()).filter((t) => !before.has(t.txid.toString('hex')));
-      expect(fresh.length).toBeGreaterThanOrEqual(2);
+      const stored = await storedTxs();
+      expect(stored).toHaveLength(txids.size);
+      const seenPayloads = new Map<string, number>();
       const spent = new Set<string>();
-      for (const t of fresh) {
-        for (const input of decodeTx(t.raw).inputs) {
+      for (const tx of stored) {
+        // What the node holds is exactly what was stored before broadcast.
+        const fromNode = Buffer.from(await h.rpc.getRawTransaction(hashToHex(tx.txid)));
+        expect(fromNode.equals(tx.raw)).toBe(true);
+        const entry = await h.rpc.getMempoolEntry(hashToHex(tx.txid));
+        expect([entry.vsize, Math.round(entry.fees.base * 1e8)]).toEqual([tx.vsize, Number(tx.fee)]);
+        const d = decodeTx(tx.raw);
+        for (const input of d.inputs) {
           const k = `${hashToHex(input.prevTxid)}:${input.vout}`;
-          expect(spent.has(k), `${k} spent twice`).toBe(false);
+          expect(spent.has(k)).toBe(false);
           spent.add(k);
         }
+        d.outputs.forEach((o) => {
+          const payload = nullData(o.script);
+          if (payload) seenPayloads.set(Buffer.from(payload).toString('hex'), (seenPayloads.get(Buffer.from(payload).toString('hex')) ?? 0) + 1);
+        });
       }
-      await waitFor('all in the mempool', async () => fresh.every((t) => h.node.mempool().includes(hashToHex(t.txid))));
-    } finally {
-      await app2.close();
-      await second.stop();
-    }
-    await h.mine(1);
-  });
+      expect([...seenPayloads.values()].every((n) => n === 1)).toBe(true);
+      expect([...seenPayloads.keys()].sort()).toEqual([...hashes].sort());
+      // Each stamp id names the output whose payload is its hash.
+      for (const [i, id] of ids.entries()) {
+        const [txid, vout] = id.split('-');
+        const tx = decodeTx(stored.find((s) => hashToHex(s.txid) === txid)!.raw);
+        expect(Buffer.from(nullData(tx.outputs[Number(vout)]!.script)!).toString('hex')).toBe(hashes[i]);
+      }
 
-  it('a wallet that pays for only some stamps places those and refuses the rest', async () => {
-    const poor = encodeWif(randomBytes(32), 'regtest');
-    const stamper = await h.startStamper({ config: { ...h.config, stampWalletWif: poor, stampAnswerTimeoutMs: 3000 } });
-    try {
-      await h.fund(1, 1000n);
-      const answers = await Promise.all(Array.from({ length: 20 }, () => h.post(randomHash())));
-      const placed = answers.filter((a) => a.statusCode === 200);
-      const refused = answers.filter((a) => a.statusCode !== 200);
-      expect(placed.length).toBeGreaterThan(0);
-      expect(refused.length).toBeGreaterThan(0);
-      for (const r of refused) expect(['ERR_STAMP_WALLET_EMPTY', 'ERR_STAMP_PENDING']).toContain(r.json().error_code);
-      const txids = new Set(placed.map((a) => (a.json().stampid as string).split('-')[0]));
-      expect(txids.size).toBe(1);
-      await h.mine(1);
-      // Once nothing of the wallet is pending, what it cannot pay for is dropped, never paid.
-      await waitFor('the unpaid stamps dropped', async () => {
-        await stamper.track();
-        const q = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamps WHERE status = 'queued'`.execute(h.t.db);
-        return q.rows[0]!.n === '0';
-      });
-      const after = await h.post(randomHash());
-      expect(after.statusCode).toBe(503);
-      expect(after.json().error_code).toBe('ERR_STAMP_WALLET_EMPTY');
-    } finally {
-      await h.startStamper();
-    }
-  });
-
-  it('Idempotency-Key returns the same stamp; another hash under it conflicts; keys see only their own stamps; ids are validated', async () => {
-    const hash = randomHash();
-    const a = await h.post(hash, { idem: 'order-1' });
-    const b = await h.post(hash, { idem: 'order-1' });
-    expect(a.statusCode).toBe(200);
-    expect(b.json().stampid).toBe(a.json().stampid);
-    const c = await h.post(randomHash(), { idem: 'order-1' });
-    expect(c.statusCode).toBe(409);
-    expect(c.json().error_code).toBe('ERR_IDEMPOTENCY_CONFLICT');
-    const other = await h.newKey();
-    // The same Idempotency-Key under another API key is another stamp.
-    const d = await h.post(hash, { idem: 'order-1', key: other.key });
-    expect(d.json().stampid).not.toBe(a.json().stampid);
-    const foreign = await h.get(a.json().stampid, other.key);
-    expect(foreign.statusCode).toBe(404);
-    expect(foreign.json().error_code).toBe('ERR_STAMP_NOT_FOUND');
-    expect((await h.get(`${'0'.repeat(64)}-0`)).statusCode).toBe(404);
-    const bad = await h.get('nothex-1');
-    expect(bad.statusCode).toBe(400);
-    expect(bad.json().error_code).toBe('ERR_INVALID_STAMP_ID');
-    const mine = await h.get(a.json().stampid);
-    expect(mine.json()).toMatchObject({ confirmations: 0 });
-    await h.mine(1);
-  });
-
-  it('a stamp unconfirmed for 3 blocks is fee-bumped by replacement; the old id tells the new one', async () => {
-    const hash = randomHash();
-    const res = await h.post(hash);
-    const oldId: string = res.json().stampid;
-    const [oldTxid, vout] = oldId.split('-');
-    const original = (await storedTxs()).find((t) => hashToHex(t.txid) === oldTxid)!;
-    expect(original.status).toBe('broadcast');
-    await h.mine(3, { includeMempool: false });
-    const replacement = await waitFor('a replacement', async () => {
-      await h.stamper!.track();
-      return (await storedTxs()).find((t) => t.replaces && hashToHex(t.replaces) === oldTxid && t.status === 'broadcast');
-    });
-    const newTxid = hashToHex(replacement.txid);
-    // BIP125: more absolute fee (rule 3) by at least the incremental relay fee for its size (rule 4), ≥ 25% more feerate.
-    const info = await h.rpc.getNetworkInfo();
-    expect(replacement.fee - original.fee).toBeGreaterThanOrEqual(BigInt(Math.ceil(info.incrementalfee * 1e5 * replacement.vsize)));
-    expect(rateOf(replacement.fee, replacement.vsize) * 100n).toBeGreaterThanOrEqual(rateOf(original.fee, original.vsize) * 125n);
-    expect(replacement.fee).toBeLessThanOrEqual(BigInt(h.config.stampMaxTxFee));
-    const pool = h.node.mempool();
-    expect(pool).toContain(newTxid);
-    expect(pool).not.toContain(oldTxid);
-    // Same OP_RETURN at the same vout.
-    const d = decodeTx(replacement.raw);
-    expect(Buffer.from(nullData(d.outputs[Number(vout)]!.script)!).toString('hex')).toBe(hash);
-    const viaOld = await h.get(oldId);
-    expect(viaOld.json()).toMatchObject({ tx: newTxid, vout: Number(vout), confirmations: 0 });
-    await h.mine(1);
-    await waitFor('the replacement confirmed', async () => (await h.stamper!.track()) && (await h.get(oldId)).json().confirmations === 1);
-    expect((await h.get(`${newTxid}-${vout}`)).json()).toMatchObject({ tx: newTxid, confirmations: 1 });
-    expect(await outboxFor('stamp.confirmed', replacement.txid)).toHaveLength(1);
-    expect(await outboxFor('stamp.confirmed', original.txid)).toHaveLength(0);
-  });
-
-  it('no bump above STAMP_MAX_FEE_RATE: the stuck transaction stays as it is', async () => {
-    await h.startStamper({ config: { ...h.config, stampMaxFeeRate: 2.2 } });
-    try {
-      const id: string = (await h.post(randomHash())).json().stampid;
-      const txid = id.split('-')[0]!;
-      await h.mine(3, { includeMempool: false });
-      for (let i = 0; i < 5; i++) await h.stamper!.track();
-      const rows = await storedTxs();
-      expect(rows.filter((t) => t.replaces && hashToHex(t.replaces) === txid)).toHaveLength(0);
-      expect(rows.find((t) => hashToHex(t.txid) === txid)!.status).toBe('broadcast');
-      expect(h.node.mempool()).toContain(txid);
-    } finally {
-      await h.startStamper();
-    }
-    await h.mine(1);
-  });
-
-  it('if the replaced version confirms instead of its replacement, the stamp follows it', async () => {
-    const hash = randomHash();
-    const oldId: string = (await h.post(hash)).json().stampid;
-    const [oldTxid, vout] = oldId.split('-');
-    const original = (await storedTxs()).find((t) => hashToHex(t.txid) === oldTxid)!;
-    await h.mine(3, { includeMempool: false });
-    const replacement = await waitFor('a replacement', async () => {
-      await h.stamper!.track();
-      return (await storedTxs()).find((t) => t.replaces && hashToHex(t.replaces) === oldTxid && t.status === 'broadcast');
-    });
-    // A miner that never saw the replacement mines the original.
-    await h.node.mine(1, { txs: [original.raw.toString('hex')], includeMempool: false });
-    await h.synced();
-    await waitFor('the family settled on the original', async () => {
-      await h.stamper!.track();
-      const rows = await storedTxs();
-      return rows.find((t) => t.txid.equals(original.txid))?.status === 'confirmed' && rows.find((t) => t.txid.equals(replacement.txid))?.status === 'replaced';
-    });
-    const newId = `${hashToHex(replacement.txid)}-${vout}`;
-    for (const id of [oldId, newId]) expect((await h.get(id)).json()).toMatchObject({ tx: oldTxid, vout: Number(vout), confirmations: 1 });
-    expect(await outboxFor('stamp.confirmed', original.txid)).toHaveLength(1);
-    expect(await outboxFor('stamp.confirmed', replacement.txid)).toHaveLength(0);
-    const placed = await sql<{ txid: Buffer }>`SELECT txid FROM stamps WHERE hash = ${Buffer.from(hash, 'hex')}`.execute(h.t.db);
-    expect(placed.rows.map((r) => hashToHex(r.txid))).toEqual([oldTxid]);
-  });
-
-  it('a node older than Core 30 gets one stamp per transaction', async () => {
-    const rpc = h.rpc;
-    const core29: StampNode = {
-      sendRawTransaction: (hex) => rpc.sendRawTransaction(hex),
-      estimateSmartFee: (n) => rpc.estimateSmartFee(n),
-      getNetworkInfo: async () => ({ ...(await rpc.getNetworkInfo()), version: 290100 }),
-    };
-    const stamper = await h.startStamper({ node: core29 });
-    try {
-      const hashes = Array.from({ length: 4 }, randomHash);
-      const ids = (await Promise.all(hashes.map((x) => h.post(x)))).map((r) => r.json().stampid as string);
-      expect(ids.every((id) => id.endsWith('-0'))).toBe(true);
-      const txids = new Set(ids.map((id) => id.split('-')[0]!));
-      expect(txids.size).toBe(4);
+      const [block] = await h.mine(1);
+      const mined = await h.rpc.call<{ tx: string[] }>('getblock', [block, 1]);
+      for (const tx of stored) expect(mined.tx).toContain(hashToHex(tx.txid));
+      await waitFor('stamps confirmed', async () => (await h.stamper!.track()) && (await storedTxs()).every((t) => t.status === 'confirmed'));
+      const g = await h.get(ids[0]!);
+      expect(g.statusCode).toBe(200);
+      expect(g.json()).toMatchObject({ tx: ids[0]!.split('-')[0], vout: Number(ids[0]!.split('-')[1]), confirmations: 1 });
+      expect(g.json().timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+      // One stamp.confirmed event per stamp, for the key that made it.
+      let events = 0;
       for (const txid of txids) {
-        const tx = decodeTx(Buffer.from(await rpc.getRawTransaction(txid)));
-        expect(tx.outputs.filter((o) => nullData(o.script) !== null)).toHaveLength(1);
-        expect(hashes).toContain(Buffer.from(nullData(tx.outputs[0]!.script)!).toString('hex'));
+        const rows = await outboxFor('stamp.confirmed', Buffer.from(hexToHash(txid)));
+        events += rows.length;
+        for (const r of rows) expect(r.key_id).toBe(h.keyId);
       }
-      expect((await stamper.status()).stamps_per_tx).toBe(1);
-    } finally {
-      await h.startStamper();
-    }
-    await h.mine(1);
+      expect(events).toBe(100);
+      await h.mine(2);
+      expect((await h.get(ids[99]!)).json().confirmations).toBe(3);
+    });
+
+    it('STAMP_MAX_TX_FEE splits a large batch into several transactions, none paying more', async () => {
+      await h.startStamper({ config: { ...h.config, stampMaxTxFee: 3000 } });
+      try {
+        const before = new Set((await storedTxs()).map((t) => t.txid.toString('hex')));
+        const answers = await Promise.all(Array.from({ length: 60 }, () => h.post(randomHash())));
+        for (const a of answers) expect(a.statusCode, a.body).toBe(200);
+        const fresh = (await storedTxs()).filter((t) => !before.has(t.txid.toString('hex')));
+        expect(fresh.length).toBeGreaterThan(1);
+        for (const t of fresh) expect(t.fee).toBeLessThanOrEqual(3000n);
+        expect(new Set(answers.map((a) => (a.json().stampid as string).split('-')[0])).size).toBe(fresh.length);
+      } finally {
+        await h.startStamper();
+      }
+      await h.mine(1);
+    });
+
+    it('two stampers on one database (two processes) never spend the same coin', async () => {
+      const second = await startStamper({ db: h.t.db, log: h.log, config: h.config, network: 'regtest', node: h.rpc });
+      const app2 = await buildApi({ db: h.t.db, log: h.log, network: 'regtest', stamps: second.service });
+      try {
+        const before = new Set((await storedTxs()).map((t) => t.txid.toString('hex')));
+        const post2 = (hash: string) =>
+          app2.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: h.key, 'content-type': 'application/json' }, payload: { hash } });
+        // Several waves, so that batches of both overlap.
+        for (let wave = 0; wave < 3; wave++) {
+          const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? h.post(randomHash()) : post2(randomHash()))));
+          for (const a of answers) expect(a.statusCode, a.body).toBe(200);
+        }
+        const fresh = (await storedTxs()).filter((t) => !before.has(t.txid.toString('hex')));
+        expect(fresh.length).toBeGreaterThanOrEqual(2);
+        const spent = new Set<string>();
+        for (const t of fresh) {
+          for (const input of decodeTx(t.raw).inputs) {
+            const k = `${hashToHex(input.prevTxid)}:${input.vout}`;
+            expect(spent.has(k), `${k} spent twice`).toBe(false);
+            spent.add(k);
+          }
+        }
+        await waitFor('all in the mempool', async () => {
+          const pool = await h.mempool();
+          return fresh.every((t) => pool.includes(hashToHex(t.txid)));
+        });
+      } finally {
+        await app2.close();
+        await second.stop();
+      }
+      await h.mine(1);
+    });
+
+    it('a wallet that pays for only some stamps places those and refuses the rest', async () => {
+      const poor = encodeWif(randomBytes(32), 'regtest');
+      const stamper = await h.startStamper({ config: { ...h.config, stampWalletWif: poor, stampAnswerTimeoutMs: 3000 } });
+      try {
+        await h.fund(1, 1000n);
+        const answers = await Promise.all(Array.from({ length: 20 }, () => h.post(randomHash())));
+        const placed = answers.filter((a) => a.statusCode === 200);
+        const refused = answers.filter((a) => a.statusCode !== 200);
+        expect(placed.length).toBeGreaterThan(0);
+        expect(refused.length).toBeGreaterThan(0);
+        for (const r of refused) expect(['ERR_STAMP_WALLET_EMPTY', 'ERR_STAMP_PENDING']).toContain(r.json().error_code);
+        const txids = new Set(placed.map((a) => (a.json().stampid as string).split('-')[0]));
+        expect(txids.size).toBe(1);
+        await h.mine(1);
+        // Once nothing of the wallet is pending, what it cannot pay for is dropped, never paid.
+        await waitFor('the unpaid stamps dropped', async () => {
+          await stamper.track();
+          const q = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamps WHERE status = 'queued'`.execute(h.t.db);
+          return q.rows[0]!.n === '0';
+        });
+        const after = await h.post(randomHash());
+        expect(after.statusCode).toBe(503);
+        expect(after.json().error_code).toBe('ERR_STAMP_WALLET_EMPTY');
+      } finally {
+        await h.startStamper();
+      }
+    });
+
+    it('Idempotency-Key returns the same stamp; another hash under it conflicts; keys see only their own stamps; ids are validated', async () => {
+      const hash = randomHash();
+      const a = await h.post(hash, { idem: 'order-1' });
+      const b = await h.post(hash, { idem: 'order-1' });
+      expect(a.statusCode).toBe(200);
+      expect(b.json().stampid).toBe(a.json().stampid);
+      const c = await h.post(randomHash(), { idem: 'order-1' });
+      expect(c.statusCode).toBe(409);
+      expect(c.json().error_code).toBe('ERR_IDEMPOTENCY_CONFLICT');
+      const other = await h.newKey();
+      // The same Idempotency-Key under another API key is another stamp.
+      const d = await h.post(hash, { idem: 'order-1', key: other.key });
+      expect(d.json().stampid).not.toBe(a.json().stampid);
+      const foreign = await h.get(a.json().stampid, other.key);
+      expect(foreign.statusCode).toBe(404);
+      expect(foreign.json().error_code).toBe('ERR_STAMP_NOT_FOUND');
+      expect((await h.get(`${'0'.repeat(64)}-0`)).statusCode).toBe(404);
+      const bad = await h.get('nothex-1');
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().error_code).toBe('ERR_INVALID_STAMP_ID');
+      const mine = await h.get(a.json().stampid);
+      expect(mine.json()).toMatchObject({ confirmations: 0 });
+      await h.mine(1);
+    });
+
+    it('a stamp unconfirmed for 3 blocks is fee-bumped by replacement; the old id tells the new one', async () => {
+      const hash = randomHash();
+      const res = await h.post(hash);
+      const oldId: string = res.json().stampid;
+      const [oldTxid, vout] = oldId.split('-');
+      const original = (await storedTxs()).find((t) => hashToHex(t.txid) === oldTxid)!;
+      expect(original.status).toBe('broadcast');
+      await h.mine(3, { includeMempool: false });
+      const replacement = await waitFor('a replacement', async () => {
+        await h.stamper!.track();
+        return (await storedTxs()).find((t) => t.replaces && hashToHex(t.replaces) === oldTxid && t.status === 'broadcast');
+      });
+      const newTxid = hashToHex(replacement.txid);
+      // BIP125: more absolute fee (rule 3) by at least the incremental relay fee for its size (rule 4), ≥ 25% more feerate.
+      const info = await h.rpc.getNetworkInfo();
+      expect(replacement.fee - original.fee).toBeGreaterThanOrEqual(BigInt(Math.ceil(info.incrementalfee * 1e5 * replacement.vsize)));
+      expect(rateOf(replacement.fee, replacement.vsize) * 100n).toBeGreaterThanOrEqual(rateOf(original.fee, original.vsize) * 125n);
+      expect(replacement.fee).toBeLessThanOrEqual(BigInt(h.config.stampMaxTxFee));
+      const pool = await h.mempool();
+      expect(pool).toContain(newTxid);
+      expect(pool).not.toContain(oldTxid);
+      // Same OP_RETURN at the same vout.
+      const d = decodeTx(replacement.raw);
+      expect(Buffer.from(nullData(d.outputs[Number(vout)]!.script)!).toString('hex')).toBe(hash);
+      const viaOld = await h.get(oldId);
+      expect(viaOld.json()).toMatchObject({ tx: newTxid, vout: Number(vout), confirmations: 0 });
+      await h.mine(1);
+      await waitFor('the replacement confirmed', async () => (await h.stamper!.track()) && (await h.get(oldId)).json().confirmations === 1);
+      expect((await h.get(`${newTxid}-${vout}`)).json()).toMatchObject({ tx: newTxid, confirmations: 1 });
+      expect(await outboxFor('stamp.confirmed', replacement.txid)).toHaveLength(1);
+      expect(await outboxFor('stamp.confirmed', original.txid)).toHaveLength(0);
+    });
+
+    it('no bump above STAMP_MAX_FEE_RATE: the stuck transaction stays as it is', async () => {
+      await h.startStamper({ config: { ...h.config, stampMaxFeeRate: 2.2 } });
+      try {
+        const id: string = (await h.post(randomHash())).json().stampid;
+        const txid = id.split('-')[0]!;
+        await h.mine(3, { includeMempool: false });
+        for (let i = 0; i < 5; i++) await h.stamper!.track();
+        const rows = await storedTxs();
+        expect(rows.filter((t) => t.replaces && hashToHex(t.replaces) === txid)).toHaveLength(0);
+        expect(rows.find((t) => hashToHex(t.txid) === txid)!.status).toBe('broadcast');
+        expect(await h.mempool()).toContain(txid);
+      } finally {
+        await h.startStamper();
+      }
+      await h.mine(1);
+    });
+
+    it('if the replaced version confirms instead of its replacement, the stamp follows it', async () => {
+      const hash = randomHash();
+      const oldId: string = (await h.post(hash)).json().stampid;
+      const [oldTxid, vout] = oldId.split('-');
+      const original = (await storedTxs()).find((t) => hashToHex(t.txid) === oldTxid)!;
+      await h.mine(3, { includeMempool: false });
+      const replacement = await waitFor('a replacement', async () => {
+        await h.stamper!.track();
+        return (await storedTxs()).find((t) => t.replaces && hashToHex(t.replaces) === oldTxid && t.status === 'broadcast');
+      });
+      // A miner that never saw the replacement mines the original.
+      await h.mine(1, { txs: [original.raw.toString('hex')], includeMempool: false });
+      await waitFor('the family settled on the original', async () => {
+        await h.stamper!.track();
+        const rows = await storedTxs();
+        return rows.find((t) => t.txid.equals(original.txid))?.status === 'confirmed' && rows.find((t) => t.txid.equals(replacement.txid))?.status === 'replaced';
+      });
+      const newId = `${hashToHex(replacement.txid)}-${vout}`;
+      for (const id of [oldId, newId]) expect((await h.get(id)).json()).toMatchObject({ tx: oldTxid, vout: Number(vout), confirmations: 1 });
+      expect(await outboxFor('stamp.confirmed', original.txid)).toHaveLength(1);
+      expect(await outboxFor('stamp.confirmed', replacement.txid)).toHaveLength(0);
+      const placed = await sql<{ txid: Buffer }>`SELECT txid FROM stamps WHERE hash = ${Buffer.from(hash, 'hex')}`.execute(h.t.db);
+      expect(placed.rows.map((r) => hashToHex(r.txid))).toEqual([oldTxid]);
+    });
+
+    it('a node older than Core 30 gets one stamp per transaction', async () => {
+      const rpc = h.rpc;
+      const core29: StampNode = {
+        sendRawTransaction: (hex) => rpc.sendRawTransaction(hex),
+        estimateSmartFee: (n) => rpc.estimateSmartFee(n),
+        getNetworkInfo: async () => ({ ...(await rpc.getNetworkInfo()), version: 290100 }),
+      };
+      const stamper = await h.startStamper({ node: core29 });
+      try {
+        const hashes = Array.from({ length: 4 }, randomHash);
+        const ids = (await Promise.all(hashes.map((x) => h.post(x)))).map((r) => r.json().stampid as string);
+        expect(ids.every((id) => id.endsWith('-0'))).toBe(true);
+        const txids = new Set(ids.map((id) => id.split('-')[0]!));
+        expect(txids.size).toBe(4);
+        for (const txid of txids) {
+          const tx = decodeTx(Buffer.from(await rpc.getRawTransaction(txid)));
+          expect(tx.outputs.filter((o) => nullData(o.script) !== null)).toHaveLength(1);
+          expect(hashes).toContain(Buffer.from(nullData(tx.outputs[0]!.script)!).toString('hex'));
+        }
+        expect((await stamper.status()).stamps_per_tx).toBe(1);
+      } finally {
+        await h.startStamper();
+      }
+      await h.mine(1);
+    });
+
+    it('after a reorg confirmations fall back and recover, with stamp.unconfirmed then stamp.confirmed', async () => {
+      const res = await h.post(randomHash());
+      const id: string = res.json().stampid;
+      const txid = Buffer.from(hexToHash(id.split('-')[0]!));
+      await h.mine(1);
+      await waitFor('confirmed', async () => (await h.stamper!.track()) && (await outboxFor('stamp.confirmed', txid)).length === 1);
+      expect((await h.get(id)).json().confirmations).toBe(1);
+
+      await h.reorg(1);
+      await waitFor('unconfirmed', async () => (await h.stamper!.track()) && (await outboxFor('stamp.unconfirmed', txid)).length === 1);
+      const back = await h.get(id);
+      expect(back.json()).toMatchObject({ tx: id.split('-')[0], confirmations: 0 });
+      await waitFor('back in the mempool', async () => (await h.mempool()).includes(id.split('-')[0]!));
+
+      await h.mine(1);
+      await waitFor('confirmed again', async () => (await h.stamper!.track()) && (await outboxFor('stamp.confirmed', txid)).length === 2);
+      expect((await h.get(id)).json().confirmations).toBe(1);
+      const [un] = await outboxFor('stamp.unconfirmed', txid);
+      expect(un!.key_id).toBe(h.keyId);
+      expect(un!.confirmations).toBe(0);
+      expect(un!.data.stampid).toBe(id);
+    });
   });
-
-  it('after a reorg confirmations fall back and recover, with stamp.unconfirmed then stamp.confirmed', async () => {
-    const res = await h.post(randomHash());
-    const id: string = res.json().stampid;
-    const txid = Buffer.from(hexToHash(id.split('-')[0]!));
-    await h.mine(1);
-    await waitFor('confirmed', async () => (await h.stamper!.track()) && (await outboxFor('stamp.confirmed', txid)).length === 1);
-    expect((await h.get(id)).json().confirmations).toBe(1);
-
-    await h.node.reorg(1, { keepTxs: false });
-    await h.synced();
-    await waitFor('unconfirmed', async () => (await h.stamper!.track()) && (await outboxFor('stamp.unconfirmed', txid)).length === 1);
-    const back = await h.get(id);
-    expect(back.json()).toMatchObject({ tx: id.split('-')[0], confirmations: 0 });
-    await waitFor('back in the mempool', async () => h.node.mempool().includes(id.split('-')[0]!));
-
-    await h.mine(1);
-    await waitFor('confirmed again', async () => (await h.stamper!.track()) && (await outboxFor('stamp.confirmed', txid)).length === 2);
-    expect((await h.get(id)).json().confirmations).toBe(1);
-    const [un] = await outboxFor('stamp.unconfirmed', txid);
-    expect(un!.key_id).toBe(h.keyId);
-    expect(un!.confirmations).toBe(0);
-    expect(un!.data.stampid).toBe(id);
-  });
-});
+}
