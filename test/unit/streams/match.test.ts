@@ -80,6 +80,14 @@ describe('decodeOutboxRow', () => {
     expect(ok.map((e) => e.seq)).toEqual([1n, 3n]);
     expect(bad).toEqual(['2']);
   });
+
+  it('passes over the mempool’s own events (mempool.added / mempool.removed): no subscription gets them, and they are not errors', () => {
+    const bad: string[] = [];
+    const mempoolRow = (seq: bigint, type: 'mempool.added' | 'mempool.removed') => row({ seq, type, addr_key: null, address: null, block_hash: null, height: null, confirmations: null, received: null, sent: null, data: { keys: [A] } });
+    const ok = decodeOutboxRows([mempoolRow(1n, 'mempool.added'), row({ seq: 2n }), mempoolRow(3n, 'mempool.removed')], (r) => bad.push(r.seq.toString()));
+    expect(ok.map((e) => [e.seq, e.type])).toEqual([[2n, 'tx.confirmed']]);
+    expect(bad).toEqual([]);
+  });
 });
 
 describe('matchEvent', () => {
