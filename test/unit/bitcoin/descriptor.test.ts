@@ -44,6 +44,20 @@ describe('BIP32 public derivation (vector 1)', () => {
   });
 });
 
+describe('public child keys', () => {
+  it("equal @scure/bip32's deriveChild for every index of a range, the last unhardened one and each key of a multisig", () => {
+    for (const desc of [`wpkh(${BIP84_ZPUB}/0/*)`, `sh(wsh(sortedmulti(2,${BIP44_XPUB}/1/*,${BIP86_XPUB}/0/*)))`]) {
+      const d = parseDescriptor(desc, 'main');
+      const deriver = new ScriptDeriver(d, 0);
+      const branchNodes = d.keys.map((k) => k.steps.reduce((n, step) => n.deriveChild(step), k.key.hd));
+      for (const index of [...Array.from({ length: 100 }, (_, i) => i), 1_000_000, 0x7fffffff]) {
+        const ours = deriver.publicKeys(index).map((k) => Buffer.from(k).toString('hex'));
+        expect(ours, `${desc} at ${index}`).toEqual(branchNodes.map((n) => Buffer.from(n.deriveChild(index).publicKey!).toString('hex')));
+      }
+    }
+  });
+});
+
 describe('BIP44/49/84/86 account keys', () => {
   it('BIP44: a bare xpub is pkh(xpub/<0;1>/*)', () => {
     const d = descriptorForExtendedKey(BIP44_XPUB, 'main');
