@@ -1,11 +1,12 @@
 /**
  * Key checks alongside a read route (api/key-check.ts): for a key the process verified
- * before, the address routes run while its revocation check does, and nothing — data, 404, 400
+ * before, the address routes and a wallet's balance run while its revocation check does, and nothing — data, 404, 400
  * or 429 — leaves before that check has passed; a refused key gets the ordinary 401 with no
  * rate-limit or Link header. Routes with side effects still check first. Then the real thing:
  * startApi's cached verifier, a key revoked through the keys command, refused on the very next
  * history request.
  */
+import { HDKey } from '@scure/bip32';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { createApiHarness, type ApiHarness } from './harness.js';
@@ -17,8 +18,10 @@ import { revokeApiKey, verifyApiKey, type ApiKeyPrincipal } from '../../../src/a
 import { startApi, type ApiHandle } from '../../../api/main.js';
 import { testConfig } from '../../../src/config.js';
 import { silentLogger } from '../../../src/log.js';
+import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
 
 const A = 'bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n';
+const DESC = `wpkh(${HDKey.fromMasterSeed(new Uint8Array(32).fill(5), bip32Versions('regtest')).derive("m/84'/1'/0'").publicExtendedKey}/<0;1>/*)`;
 
 /** A history of three confirmed transactions (with their txs rows) for address A. */
 async function seed(h: ApiHarness): Promise<void> {
@@ -36,6 +39,7 @@ describe('key checks alongside the address routes', () => {
   // The check of each request, answered by the test: verify(key) waits for `answer`.
   let answer: (p: ApiKeyPrincipal | null) => void = () => {};
   let checks = 0;
+  let wallet = '';
   beforeAll(async () => {
     h = await createApiHarness({
       peekKey: () => principal,
@@ -46,6 +50,11 @@ describe('key checks alongside the address routes', () => {
     });
     principal = (await verifyApiKey(h.t.db, h.key))!;
     await seed(h);
+    // (a write: its check comes first, answered here)
+    const created = h.app.inject({ method: 'POST', url: '/v1/wallets', headers: { apiKey: h.key }, payload: { descriptors: [DESC], gap_limit: 2 } });
+    await new Promise((r) => setTimeout(r, 150));
+    answer(principal);
+    wallet = ((await created).json() as { id: string }).id;
   });
   afterAll(async () => h?.close());
 
@@ -69,7 +78,7 @@ describe('key checks alongside the address routes', () => {
   };
 
   it('a read waits for the check, then answers', async () => {
-    for (const url of [`/v1/addresses/${A}/history?limit=1`, `/v1/addresses/${A}/balance`, `/v1/addresses/${A}/unspentoutputs`]) {
+    for (const url of [`/v1/addresses/${A}/history?limit=1`, `/v1/addresses/${A}/balance`, `/v1/addresses/${A}/unspentoutputs`, `/v1/wallets/${wallet}/balance`]) {
       const res = await held(url, principal);
       expect(res.statusCode, url).toBe(200);
       expect(res.headers['ratelimit-limit'], url).toBeDefined();
@@ -83,6 +92,8 @@ describe('key checks alongside the address routes', () => {
       `/v1/addresses/${A}/balance`,
       '/v1/addresses/bcrt1q6rhpng9evdsfnn833a4f4vej0asu6dk5srld6x/history', // unknown address: empty list
       `/v1/addresses/${A}/history?cursor=!!`, // bad cursor: 400
+      `/v1/wallets/${wallet}/balance`,
+      '/v1/wallets/wal_00000000000000000000/balance', // no such wallet: 404
     ];
     for (const url of urls) {
       const res = await held(url, null);
