@@ -37,6 +37,7 @@ import { witnessScript } from '../src/bitcoin/script.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { createApiKey } from '../src/auth/keys.js';
 import { encodeCursor, type Cursor } from '../api/cursor.js';
+import { apiBackendsCpuMs, backendsCpuDelta } from './harness.js';
 import { openLoop } from './open-loop.js';
 
 const { values: opts } = parseArgs({
@@ -68,33 +69,6 @@ const hotKey = addressKey(hotScript);
 function processCpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-}
-
-/**
- * CPU time (ms) of each PostgreSQL backend serving the API process (its pools and its key
- * LISTEN connection, by application_name), read from /proc; empty when the server is not on this
- * machine. Backends only: the server's own processes (autovacuum, checkpointer) are left out.
- */
-async function apiBackendsCpuMs(db: Kysely<Database>): Promise<Map<number, number>> {
-  const pids = await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'blockwire-api%' OR application_name = 'bench-api'`.execute(db);
-  const out = new Map<number, number>();
-  for (const { pid } of pids.rows) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      out.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
-    } catch {
-      // (not on this machine, or the backend ended)
-    }
-  }
-  return out;
-}
-
-/** CPU ms the API's backends spent between two readings (a backend that appeared counts whole). */
-function backendsCpuDelta(before: Map<number, number>, after: Map<number, number>): number | null {
-  if (after.size === 0) return null;
-  let ms = 0;
-  for (const [pid, t] of after) ms += t - (before.get(pid) ?? 0);
-  return ms;
 }
 
 function pct(sorted: number[], p: number): number {

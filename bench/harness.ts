@@ -10,6 +10,8 @@ import { chownSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../src/db/schema.js';
 import { startPostgres, type PostgresServer } from '../src/embedded/postgres.js';
 import { corpusBlocksDir } from '../devnode/corpus-manifest.js';
 import { DEFAULT_PARAMS, type CorpusParams } from './corpus/generate.js';
@@ -168,6 +170,29 @@ function postgresCpuMs(dataDir: string): number {
     const c = statFields(name);
     if (c && Number(c[1]) === pm) ms += (Number(c[11]) + Number(c[12])) * TICK_MS;
   }
+  return ms;
+}
+
+/**
+ * CPU time (ms) of each PostgreSQL backend serving the API process (its pools and its key
+ * LISTEN connection, by application_name), read from /proc; empty when the server is not on this
+ * machine. Backends only: the server's own processes (autovacuum, checkpointer) are left out.
+ */
+export async function apiBackendsCpuMs(db: Kysely<Database>): Promise<Map<number, number>> {
+  const pids = await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'blockwire-api%' OR application_name = 'bench-api'`.execute(db);
+  const out = new Map<number, number>();
+  for (const { pid } of pids.rows) {
+    const f = statFields(pid);
+    if (f) out.set(pid, (Number(f[11]) + Number(f[12])) * TICK_MS);
+  }
+  return out;
+}
+
+/** CPU ms the API's backends spent between two readings (a backend that appeared counts whole). */
+export function backendsCpuDelta(before: Map<number, number>, after: Map<number, number>): number | null {
+  if (after.size === 0) return null;
+  let ms = 0;
+  for (const [pid, t] of after) ms += t - (before.get(pid) ?? 0);
   return ms;
 }
 

@@ -237,6 +237,15 @@ export function summary(runs: BenchRun[]): string {
     const non2xx = cell(api, row, /^non-2xx/);
     add(`API ${label}, offered ${fmt(rate)} req/s (open loop)`, `${fmt(served)} req/s served, p99 ${fmt(p99, 1)} ms`, `${fmt(floor)} req/s`, `≥ ${fmt(rate)} req/s, p99 ≤ ${goal} ms`, served === null || p99 === null ? null : served >= rate * 0.99 && p99 <= goal && non2xx === 0, 'api');
   }
+
+  // 6. Wallets (bench/wallets), the balance beside one address's balance in the same run.
+  const w = (by.get('wallets')?.result ?? null) as { corpus?: { blocks?: number; txs?: number }; gapLimit?: number; connections?: number; creationMs?: Record<string, number>; balance?: { reqPerSec?: number; p99?: number }; addressBalance?: { reqPerSec?: number } } | null;
+  if (w) {
+    const created = Object.entries(w.creationMs ?? {}).map(([shape, ms]) => `${shape}: ${fmt(ms / 1000, 1)} s`).join('; ');
+    add(`wallet creation, 2 × ${fmt(val(w.gapLimit))} addresses, median of 3`, created || '—', `index of ${fmt(val(w.corpus?.blocks))} blocks (${fmt(val(w.corpus?.txs))} txs)`, '(reported)', null, 'wallets');
+    const rps = val(w.balance?.reqPerSec);
+    add(`wallet balance, 2 × 100 addresses (${fmt(val(w.connections))} connections, as fast as they go)`, `${fmt(rps)} req/s, p99 ${fmt(val(w.balance?.p99))} ms`, `one address's balance ${fmt(val(w.addressBalance?.reqPerSec))} req/s`, '≥ 1,000 req/s', rps === null ? null : rps >= 1000, 'wallets');
+  }
   return rows.join('\n');
 }
 
@@ -316,7 +325,7 @@ async function main(): Promise<number> {
     writeFileSync(target, spliceReadme(readFileSync(target, 'utf8'), readmeSection(data.runs, data.at, data.quick)));
     return 0;
   }
-  // Corpus size of bench/sync (default: its full size, 20,000 blocks).
+  // Corpus size of bench/sync and bench/wallets (default: the full size, 20,000 blocks).
   const syncArgs = [...(values.blocks ? ['--blocks', values.blocks] : []), ...(values['txs-per-block'] ? ['--txs-per-block', values['txs-per-block']] : [])];
   const quick = values.quick === true;
   const only = values.only ? new Set(values.only.split(',')) : null;
@@ -325,7 +334,8 @@ async function main(): Promise<number> {
   const runs: BenchRun[] = [];
   for (const def of BENCHES) {
     if (only && !only.has(def.name)) continue;
-    runs.push(await runOne(def, quick, def.name === 'sync' ? syncArgs : []));
+    // bench/wallets works on the same corpus as bench/sync (cached: generated once).
+    runs.push(await runOne(def, quick, def.name === 'sync' || def.name === 'wallets' ? syncArgs : []));
   }
   // With --only, the other benches' latest runs stay in the results (each carries its own load).
   if (only && existsSync(results)) {

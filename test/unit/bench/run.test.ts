@@ -116,6 +116,8 @@ describe('npm run bench -- --quick', () => {
       expect(md).toMatch(/\| peak memory of the import [^|]*\| [\d.]+ GiB \|/);
       expect(md).toMatch(/\| block → first WebSocket message, p99 \| [\d,]+ ms \|/);
       expect(md).toMatch(/\| block → first webhook delivered, p99 \| [\d,]+ ms \|/);
+      expect(md).toMatch(/\| wallet balance, 2 × 100 addresses \(\d+ connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms \| one address's balance [\d,]+ req\/s \|/);
+      expect(md).toMatch(/\| wallet creation, 2 × 100 addresses, median of 3 \| wpkh\(tpub\/<0;1>\/\*\): [\d.,]+ s; [^|]+\| index of [\d,]+ blocks \([\d,]+ txs\) \|/);
       expect(md).toMatch(/\| API history page \(a million-entry address, random depth\), offered 5,000 req\/s \(open loop\) \| [\d,]+ req\/s served, p99 [\d,.]+ ms \|/);
       expect(md).toMatch(/\| events: block arrival → WebSocket, p99 to the last of [\d,]+ clients \| [\d,]+ ms \|/);
       expect(md).toMatch(/\| webhook deliveries to a local receiver \(Standard Webhooks signatures\) \| [\d,]+ \/s \|/);
