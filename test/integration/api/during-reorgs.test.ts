@@ -61,7 +61,8 @@ describeFixtures('API reads during reorgs', () => {
     }
     expect((statuses.get(200) ?? 0) + (statuses.get(404) ?? 0)).toBeGreaterThan(200);
     expect(statuses.get(200) ?? 0).toBeGreaterThan(0);
-  });
+    // The whole recorded chain applied under three request loops: past 120 s at load 30-60.
+  }, 600_000);
 
   it('deep history pages from held chunks stay those of the index across the undone blocks', async () => {
     // A fresh index; an API holding chunks (`cached`) and one that never does (`plain`).

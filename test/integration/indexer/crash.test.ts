@@ -64,17 +64,34 @@ describeFixtures('kill -9 of the indexer at random points', () => {
     const timing = { ready: 0, kill: 0, check: 0 };
     // The next victims load their modules while the last one works and dies.
     const queue: Promise<Child>[] = [spawnChild(env), spawnChild(env), spawnChild(env)];
+    /** The bulk sync's mark (indexer/bulk.ts): active, and the height of its last committed batch. */
+    const bulkMark = async () => (await t.db.selectFrom('sync_state').select('value').where('key', '=', 'bulk').executeTakeFirst())?.value as { active: boolean; height: number } | undefined;
     const cycle = async (moving: boolean) => {
       if (moving) await move();
       const child = await queue.shift()!;
       queue.push(spawnChild(env));
       if (!(await child.loaded)) throw new Error(`crash child died while loading:\n${child.output.join('\n')}`);
+      const before = moving ? undefined : await bulkMark();
       const tg = performance.now();
       child.go();
       const ok = await child.ready;
       timing.ready += performance.now() - tg;
       if (!ok) throw new Error(`crash child exited before it was ready:\n${child.output.join('\n')}`);
       const recovering = rand() < 0.2;
+      if (!moving && !recovering) {
+        // In the bulk phase the kill lands in the bulk sync's work however slow the machine is
+        // (with a fixed delay after "ready", a run at load 30-80 saw none of its 60 bulk-phase
+        // kills inside the sync): the random delay starts once this child has begun the sync,
+        // committed a batch of it, or finished it.
+        let exited = false;
+        void child.exited.then(() => (exited = true));
+        await waitFor('the child to get on with the bulk sync', async () => {
+          if (exited) return true;
+          const m = await bulkMark();
+          if (before === undefined) return m?.active === true;
+          return !before.active || !m?.active || m.height > before.height;
+        }, 120_000, 20);
+      }
       await new Promise((r) => setTimeout(r, recovering ? rand() * 30 : 30 + rand() * 300));
       const tk = performance.now();
       await killChild(child);
