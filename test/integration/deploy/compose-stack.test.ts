@@ -1,0 +1,174 @@
+/**
+ * The compose stack brought up for real: the images built (scripts/build-compose-images.sh:
+ * Blockwire's from the Dockerfile, PostgreSQL, Redis and Bitcoin Core from Debian packages on a
+ * debootstrap'ed base, rebuilt only when their inputs change), compose.yaml run by Debian's
+ * docker-compose against podman's Docker API (deploy/local-images: the image override and the
+ * podman settings this machine needs) with the regtest profile and deploy/regtest.env, then the
+ * README's regtest steps: `keys create` through `exec`, the curl lines, and the regtest miner's
+ * blocks indexed. Skipped only where no container engine can run (podman missing, or not root);
+ * under CI=1 a missing engine fails.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { projectRoot } from '../../support/fixtures.js';
+import { freePort } from '../../../src/embedded/free-port.js';
+import { waitFor } from '../../support/wait.js';
+
+const run = promisify(execFile);
+
+const MINER_ADDRESS = 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080';
+const coreBin = process.env.BITCOIND_BIN ? join(process.env.BITCOIND_BIN, '..') : join(projectRoot, '..', 'shared', 'bitcoin-core', 'bin');
+const onPath = (cmd: string) => (process.env.PATH ?? '').split(':').some((d) => existsSync(join(d, cmd)));
+const engine = onPath('podman') && process.getuid?.() === 0;
+const containersConf = join(projectRoot, 'deploy/local-images/containers.conf');
+const project = `bwstack${process.pid}`;
+
+let dir = '';
+let service: ChildProcess | undefined;
+let env: NodeJS.ProcessEnv = {};
+let apiPort = 0;
+
+const podman = (args: string[], timeout = 120_000) => run('podman', args, { env, timeout, maxBuffer: 16 << 20 });
+const compose = (args: string[], timeout = 600_000) =>
+  run('docker-compose', ['-p', project, '-f', 'compose.yaml', '-f', 'deploy/local-images/compose.local.yaml', '--env-file', 'deploy/regtest.env', '--profile', 'regtest-miner', ...args], {
+    cwd: projectRoot,
+    env,
+    timeout,
+    maxBuffer: 16 << 20,
+  });
+
+type Container = { service: string; image: string; status: string };
+
+/** The project's containers, as podman lists them (status `Up …` while running, `Exited (code) …` after). */
+async function containers(): Promise<Container[]> {
+  const format = '{{index .Labels "com.docker.compose.service"}}\t{{.Image}}\t{{.Status}}';
+  const { stdout } = await podman(['ps', '-a', '--filter', `label=com.docker.compose.project=${project}`, '--format', format]);
+  return stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [service, image, status] = line.split('\t') as [string, string, string];
+      return { service, image, status };
+    });
+}
+
+/**
+ * podman runs healthchecks from systemd timers; without systemd (here) nothing runs them, and
+ * `depends_on: condition: service_healthy` would wait forever. So, while `up` waits, the test runs
+ * the checks of the services the roles wait for, one at a time, until each is healthy.
+ */
+async function driveHealthchecks(until: { done: boolean }): Promise<void> {
+  const pending = new Set(['bitcoind', 'postgres', 'redis']);
+  while (!until.done && pending.size > 0) {
+    for (const name of pending) {
+      const { stdout } = await podman(['ps', '-q', '--filter', `label=com.docker.compose.project=${project}`, '--filter', `label=com.docker.compose.service=${name}`]).catch(() => ({ stdout: '' }));
+      const id = stdout.trim().split('\n')[0];
+      if (id && (await podman(['healthcheck', 'run', id], 60_000).then(() => true, () => false))) pending.delete(name);
+    }
+    await new Promise((r) => setTimeout(r, 3_000));
+  }
+}
+
+describe.skipIf(!engine && process.env.CI !== '1')('the compose stack, up for real (podman, regtest profile)', () => {
+  beforeAll(async () => {
+    if (!engine) throw new Error('no container engine: podman is missing or this is not root (scripts/setup-test.sh installs podman)');
+    if (!existsSync(join(coreBin, 'bitcoind'))) throw new Error(`no Bitcoin Core binaries in ${coreBin} to build the bitcoind image from`);
+    // Fast when every image is current (a hash of each image's inputs); a full build takes minutes.
+    await run('nice', ['-n', '10', 'bash', 'scripts/build-compose-images.sh', coreBin], { cwd: projectRoot, timeout: 45 * 60_000, maxBuffer: 64 << 20 });
+    dir = await mkdtemp(join(tmpdir(), 'bw-compose-stack-'));
+    const socket = join(dir, 'podman.sock');
+    apiPort = await freePort();
+    env = {
+      ...process.env,
+      CONTAINERS_CONF: containersConf,
+      DOCKER_HOST: `unix://${socket}`,
+      BLOCKWIRE_IMAGE: 'localhost/blockwire:local',
+      API_PUBLISH: `127.0.0.1:${apiPort}`,
+      STREAM_PUBLISH: `127.0.0.1:${await freePort()}`,
+      COMPOSE_HTTP_TIMEOUT: '600',
+    };
+    service = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], { env, stdio: 'ignore' });
+    await waitFor('the podman API socket', () => existsSync(socket), 60_000, 100);
+    // Blocks until bitcoind, PostgreSQL and Redis are healthy and migrate has exited 0 (depends_on).
+    const up = { done: false };
+    const driving = driveHealthchecks(up);
+    try {
+      await compose(['up', '-d'], 15 * 60_000);
+    } finally {
+      up.done = true;
+      await driving;
+    }
+  }, 60 * 60_000);
+
+  afterAll(async () => {
+    if (service) {
+      await compose(['down', '-v', '--timeout', '10'], 300_000).catch((err: Error) => console.error(`compose down: ${err.message}`));
+      service.kill('SIGTERM');
+    }
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }, 360_000);
+
+  it('runs every role from the one image, as the non-root node user, beside bitcoind, PostgreSQL and Redis', async () => {
+    const all = await containers();
+    const running = new Map(all.filter((c) => c.status.startsWith('Up')).map((c) => [c.service, c.image]));
+    for (const role of ['indexer', 'api', 'streams', 'worker']) expect(running.get(role)).toBe('localhost/blockwire:local');
+    expect(running.get('bitcoind')).toBe('localhost/bw-bitcoind:30.0');
+    expect(running.get('regtest-miner')).toBe('localhost/bw-bitcoind:30.0');
+    expect(running.get('postgres')).toBe('localhost/bw-postgres:15');
+    expect(running.get('redis')).toBe('localhost/bw-redis:7.0');
+    const { stdout: user } = await compose(['exec', '-T', 'api', 'id', '-un'], 120_000);
+    expect(user.trim()).toBe('node');
+    expect(all.find((c) => c.service === 'migrate')?.status).toMatch(/^Exited \(0\)/);
+  }, 300_000);
+
+  it('keys create through exec, then the curl lines answer from the blocks the regtest miner mined', async () => {
+    const { stdout } = await compose(['exec', '-T', 'api', 'blockwire', 'keys', 'create', '--name', 'me'], 120_000);
+    const key = stdout.split('\n')[0]!.trim();
+    expect(key).toMatch(/^\S{20,}$/);
+    // The line of docs/operations.md, on the port the test published the API on.
+    const curl = async (path: string) => {
+      const { stdout: body } = await run('bash', ['-c', `curl -s -H "apiKey: $KEY" http://127.0.0.1:${apiPort}${path}`], { env: { ...env, KEY: key }, timeout: 60_000 });
+      return JSON.parse(body) as Record<string, unknown>;
+    };
+    const cli = async (...args: string[]) =>
+      (await compose(['exec', '-T', 'bitcoind', 'bitcoin-cli', '-chain=regtest', '-rpcport=8332', '-rpccookiefile=/home/bitcoin/cookie/.cookie', ...args], 120_000)).stdout.trim();
+    // The miner's 101 maturing blocks and then one more: the index holds bitcoind's tip.
+    const chain = await waitFor(
+      'the indexed tip past the miner’s first 101 blocks, equal to bitcoind’s',
+      async () => {
+        const info = (await curl('/v1/blockchain')) as { best_height?: number; best_block_hash?: string };
+        if (!(typeof info.best_height === 'number' && info.best_height > 101)) return undefined;
+        const hash = await cli('getblockhash', String(info.best_height));
+        return info.best_block_hash === hash ? { height: info.best_height, hash } : undefined;
+      },
+      600_000,
+      2_000,
+    );
+    expect(chain.height).toBeGreaterThan(101);
+    const history = await curl(`/v1/addresses/${MINER_ADDRESS}/history`);
+    const coinbase = await cli('getblock', chain.hash);
+    const coinbaseTxid = (JSON.parse(coinbase) as { tx: string[] }).tx[0]!;
+    expect(JSON.stringify(history)).toContain(coinbaseTxid);
+  }, 900_000);
+
+  it('every Blockwire role answers its healthcheck; the stack stops cleanly', async () => {
+    for (const role of ['indexer', 'api', 'streams', 'worker']) {
+      const { stdout } = await podman(['ps', '-q', '--filter', `label=com.docker.compose.service=${role}`, '--filter', `label=com.docker.compose.project=${project}`]);
+      const id = stdout.trim().split('\n')[0]!;
+      await waitFor(`${role} healthy`, () => podman(['healthcheck', 'run', id], 60_000).then(() => true), 300_000, 3_000);
+    }
+    await compose(['stop', '--timeout', '45'], 600_000);
+    const stopped = await containers();
+    for (const service of ['indexer', 'api', 'streams', 'worker', 'bitcoind', 'postgres', 'redis']) {
+      expect(stopped.find((c) => c.service === service)?.status, service).toMatch(/^Exited \(0\)/);
+    }
+    // The miner's shell ends on the SIGTERM its init forwards (143), not on the SIGKILL that ends
+    // the grace period (137).
+    expect(stopped.find((c) => c.service === 'regtest-miner')?.status).toMatch(/^Exited \((0|143)\)/);
+  }, 900_000);
+});
