@@ -26,6 +26,9 @@ export type RouteModule = (app: ApiInstance, deps: ResolvedApiDeps, dialect: Dia
 export type ResourceAnswer = { schema: Record<string, unknown>; load(deps: ResolvedApiDeps, hash: Buffer): Promise<object | undefined> };
 export type BlockAnswer = ResourceAnswer;
 export type TransactionAnswer = ResourceAnswer;
+/** How a dialect answers GET /stamps/{id}: its response schema, and the answer made of what the stamping role tells. */
+export type StampAnswer = { schema: Record<string, unknown>; show(deps: ResolvedApiDeps, stamp: StampRecord): Promise<object> };
+import type { StampRecord } from '../src/stamp-service.js';
 import type { JsonBodyParser } from './json-body.js';
 
 export type DialectName = 'v1' | 'coinstack';
@@ -56,8 +59,8 @@ export interface Dialect {
   /** How `request` presents its key (read in the authentication hook). */
   credentials(request: FastifyRequest): Credentials;
   readonly routes: DialectRoutes;
-  /** GET /blocks/{hash} and GET /transactions/{hash}: what the dialect loads and shows. */
-  readonly answers: { block: BlockAnswer; transaction: TransactionAnswer };
+  /** GET /blocks/{hash}, GET /transactions/{hash} and GET /stamps/{id}: what the dialect loads and shows. */
+  readonly answers: { block: BlockAnswer; transaction: TransactionAnswer; stamp: StampAnswer };
   readonly shapes: DialectShapes;
 }
 

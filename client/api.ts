@@ -330,7 +330,7 @@ export class BlockwireClient {
     return r.data.stampid;
   }
 
-  /** `GET /stamps/{id}`: where the stamp is and how deep. */
+  /** `GET /stamps/{id}`: where the stamp is and how deep, its hash and transaction and, once confirmed, its inclusion proof (check it offline with `verifyStampProof`). */
   async getStamp(id: string): Promise<StampStatus> {
     return (await this.http.request<StampStatus>('GET', `/stamps/${enc(id)}`)).data;
   }

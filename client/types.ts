@@ -74,8 +74,33 @@ export type Transaction = {
   addresses: string[];
 };
 
-/** `GET /stamps/{id}`. */
-export type StampStatus = { tx: string; vout: number; confirmations: number; timestamp: string | null };
+/** The inclusion proof of a stamp's transaction (`GET /stamps/{id}` once confirmed). */
+export type StampProof = {
+  block_hash: string;
+  block_height: number;
+  /** The block's 80-byte header, hex. */
+  header: string;
+  /** Sibling hashes from the transaction up to the Merkle root (display hex), Esplora's `merkle-proof`. */
+  merkle: string[];
+  /** The transaction's position in the block. */
+  pos: number;
+  /** Bitcoin Core's `gettxoutproof` bytes, hex (`bitcoin-cli verifytxoutproof` takes them). */
+  txoutproof: string;
+};
+
+/** `GET /stamps/{id}`: where the stamp is, the hash it carries, its transaction and, once confirmed, the proof (`verifyStampProof`). */
+export type StampStatus = {
+  tx: string;
+  vout: number;
+  confirmations: number;
+  timestamp: string | null;
+  /** The stamped SHA-256, hex. */
+  hash: string;
+  /** The signed transaction `tx`, hex. */
+  tx_hex: string;
+  /** Null while the stamp is unconfirmed. */
+  proof: StampProof | null;
+};
 
 /** A delivery target for events. */
 export type HookSpec =

@@ -11,7 +11,7 @@
 import { sql } from 'kysely';
 import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
 import { ServiceError } from '../src/errors.js';
-import type { StampService, StampStatus } from '../src/stamp-service.js';
+import type { StampRecord, StampService, StampStatus } from '../src/stamp-service.js';
 import { isoFromUnix, isoTime } from '../src/time.js';
 import type { Batcher } from './batcher.js';
 import { wasSent } from './ledger.js';
@@ -83,7 +83,7 @@ export function createStampService(deps: StampServiceDeps): StampService {
       return waitPlaced(row);
     },
 
-    async get(keyId, id): Promise<StampStatus> {
+    async get(keyId, id): Promise<StampRecord> {
       const m = ID_RE.exec(id);
       if (!m) throw new ServiceError('ERR_INVALID_STAMP_ID');
       const txid = Buffer.from(hexToHash(m[1]!));
@@ -95,13 +95,19 @@ export function createStampService(deps: StampServiceDeps): StampService {
         FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
         WHERE ${txidIn(sql.ref('t.txid'), txids)}`.execute(db);
       const confirmed = r.rows[0];
+      const s = loc.stamp;
+      let status: StampStatus & { txid: Buffer };
       if (confirmed) {
         const out = loc.outputs.find((o) => o.txid.equals(confirmed.txid))!;
-        return { tx: hashToHex(out.txid), vout: out.vout, confirmations: confirmed.tip - confirmed.height + 1, timestamp: isoFromUnix(confirmed.time) };
+        status = { txid: out.txid, tx: hashToHex(out.txid), vout: out.vout, confirmations: confirmed.tip - confirmed.height + 1, timestamp: isoFromUnix(confirmed.time) };
+      } else {
+        const cur = s.status === 'placed' && s.txid && s.vout !== null ? { txid: s.txid, vout: s.vout } : { txid, vout: Number(m[2]) };
+        status = { txid: cur.txid, tx: hashToHex(cur.txid), vout: cur.vout, confirmations: 0, timestamp: isoTime(s.created_at) };
       }
-      const s = loc.stamp;
-      const cur = s.status === 'placed' && s.txid && s.vout !== null ? { txid: s.txid, vout: s.vout } : { txid, vout: Number(m[2]) };
-      return { tx: hashToHex(cur.txid), vout: cur.vout, confirmations: 0, timestamp: isoTime(s.created_at) };
+      // (every transaction a stamp id names was stored, signed, before it was answered)
+      const stored = await db.selectFrom('stamp_txs').select('raw').where('txid', '=', status.txid).executeTakeFirstOrThrow();
+      const { txid: _txid, ...answer } = status;
+      return { ...answer, hash: s.hash.toString('hex'), raw: stored.raw };
     },
   };
 }

@@ -20,6 +20,7 @@ import { findBlockByHash, listBlockTxids } from '../../src/db/queries/api-chain.
 import type { BlockAnswer, Credentials, Dialect, TransactionAnswer } from '../dialect.js';
 import type { NetworkName } from '../../src/config.js';
 import { sendCoinstackError } from './coinstack-errors.js';
+import { specStampAnswer } from '../routes/stamps.js';
 import { coinstackMetadata } from './coinstack-assets.js';
 
 /** Query parameters coinstackd turns into headers before authenticating (browser SDK). */
@@ -150,7 +151,7 @@ export const coinstackDialect: Dialect = {
     },
     response: () => undefined,
   },
-  answers: { block: coinstackBlock, transaction: coinstackTransactionAnswer },
+  answers: { block: coinstackBlock, transaction: coinstackTransactionAnswer, stamp: specStampAnswer },
   shapes: {
     unspent: (u) => ({
       // internal byte order, as coinstackd's reverseEndianness writes it (both SDKs reverse it back)

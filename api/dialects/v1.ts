@@ -14,6 +14,7 @@ import { hashParams, minConfQuery, pageQuery } from '../schemas.js';
 import { toHex } from '../transaction-view.js';
 import { v1BlockAnswer } from '../routes/blocks.js';
 import { v1TransactionAnswer } from '../routes/transaction-reads.js';
+import { v1StampAnswer } from '../routes/stamps.js';
 import type { Dialect } from '../dialect.js';
 import { DEFAULT_CONFIRMATIONS } from '../routes/subscriptions.js';
 
@@ -55,7 +56,7 @@ export const v1Dialect: Dialect = {
     response: (schema) => ({ 200: schema }),
   },
   // (the spec's Block and Transaction with more: header fields; fee, sizes, replaceability)
-  answers: { block: v1BlockAnswer, transaction: v1TransactionAnswer },
+  answers: { block: v1BlockAnswer, transaction: v1TransactionAnswer, stamp: v1StampAnswer },
   shapes: {
     unspent: (u) => ({ transaction_hash: hashToHex(u.txid), index: u.vout, value: u.value.toString(), script: toHex(u.script), confirmations: u.confirmations }),
     broadcast: (txid) => ({ transaction_hash: txid }),

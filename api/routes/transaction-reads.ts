@@ -42,11 +42,52 @@ function leaves(txids: Buffer): Uint8Array[] {
   return out;
 }
 
-async function merkleData(deps: ResolvedApiDeps, txidHex: string) {
+/** The block of a confirmed transaction and its Merkle tree; undefined when the index has it in no block. */
+async function findMerkleData(deps: ResolvedApiDeps, txidHex: string) {
   const data = await getMerkleData(deps.readDb, Buffer.from(hexToHash(txidHex)));
-  if (!data) throw new ServiceError('ERR_TX_NOT_FOUND', { message: 'no confirmed transaction with this hash (a mempool transaction has no proof yet)' });
-  return { ...data, levels: merkleLevels(leaves(data.txids)) };
+  return data && { ...data, levels: merkleLevels(leaves(data.txids)) };
 }
+
+async function merkleData(deps: ResolvedApiDeps, txidHex: string) {
+  const data = await findMerkleData(deps, txidHex);
+  if (!data) throw new ServiceError('ERR_TX_NOT_FOUND', { message: 'no confirmed transaction with this hash (a mempool transaction has no proof yet)' });
+  return data;
+}
+
+/** Core's gettxoutproof bytes: the header and the partial Merkle tree of the one transaction. */
+const txOutProof = (d: NonNullable<Awaited<ReturnType<typeof findMerkleData>>>) => Buffer.concat([d.header, partialMerkleTree(d.levels, new Set([d.pos]))]);
+
+/**
+ * The whole inclusion proof of a confirmed transaction, as a stamp's answer carries it: the block
+ * (hash, height, 80-byte header), the branch and position (Esplora's `merkle`, `pos`) and Core's
+ * `gettxoutproof` bytes; undefined when the index has it in no block.
+ */
+export async function inclusionProof(deps: ResolvedApiDeps, txidHex: string) {
+  const d = await findMerkleData(deps, txidHex);
+  if (!d) return undefined;
+  return {
+    block_hash: hashToHex(d.block_hash),
+    block_height: d.height,
+    header: Buffer.from(d.header).toString('hex'),
+    merkle: merkleBranch(d.levels, d.pos).map(hashToHex),
+    pos: d.pos,
+    txoutproof: txOutProof(d).toString('hex'),
+  };
+}
+
+/** The schema of inclusionProof's answer. */
+export const inclusionProofSchema = {
+  type: 'object',
+  required: ['block_hash', 'block_height', 'header', 'merkle', 'pos', 'txoutproof'],
+  properties: {
+    block_hash: { type: 'string', description: 'the block holding the transaction (display hex)' },
+    block_height: { type: 'integer' },
+    header: { type: 'string', description: 'its 80-byte header, hex: hashes to block_hash, holds the Merkle root' },
+    merkle: { type: 'array', items: { type: 'string' }, description: 'the sibling hashes from the transaction up to the root (display hex), as GET /transactions/{hash}/merkle-proof' },
+    pos: { type: 'integer', description: 'the transaction\'s position in the block' },
+    txoutproof: { type: 'string', description: 'Core\'s gettxoutproof bytes (header and partial Merkle tree), hex: `bitcoin-cli verifytxoutproof` takes them' },
+  },
+} as const;
 
 /** /v1's transaction: the spec's with fee, sizes and replaceability (GET /transactions/{hash}, routes/transactions.ts). */
 export const v1TransactionAnswer: TransactionAnswer = {
@@ -107,9 +148,7 @@ export const transactionReadRoutes: RouteModule = (app, deps) => {
       },
     },
     async (request, reply) => {
-      const d = await merkleData(deps, request.params.hash);
-      const proof = Buffer.concat([d.header, partialMerkleTree(d.levels, new Set([d.pos]))]);
-      return reply.type('text/plain; charset=utf-8').send(proof.toString('hex'));
+      return reply.type('text/plain; charset=utf-8').send(txOutProof(await merkleData(deps, request.params.hash)).toString('hex'));
     },
   );
 };

@@ -8,21 +8,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHarness, type ApiHarness } from './harness.js';
 import { ServiceError } from '../../../src/errors.js';
-import type { StampService, StampStatus } from '../../../src/stamp-service.js';
+import type { StampRecord, StampService } from '../../../src/stamp-service.js';
 
 class MemoryStamps implements StampService {
-  readonly byKey = new Map<bigint, Map<string, StampStatus>>();
+  readonly byKey = new Map<bigint, Map<string, StampRecord>>();
   mode: 'ok' | 'throw' | 'slow' = 'ok';
   async create(keyId: bigint, hash: string): Promise<{ stampid: string }> {
     if (this.mode === 'throw') throw new Error('wallet file /secret/path.wif unreadable');
     if (this.mode === 'slow') await new Promise((r) => setTimeout(r, 3000));
     const id = `${hash}-${this.byKey.get(keyId)?.size ?? 0}`;
-    const mine = this.byKey.get(keyId) ?? new Map<string, StampStatus>();
-    mine.set(id, { tx: hash, vout: mine.size, confirmations: 0, timestamp: null });
+    const mine = this.byKey.get(keyId) ?? new Map<string, StampRecord>();
+    mine.set(id, { tx: hash, vout: mine.size, confirmations: 0, timestamp: null, hash, raw: Buffer.from('0200', 'hex') });
     this.byKey.set(keyId, mine);
     return { stampid: id };
   }
-  async get(keyId: bigint, id: string): Promise<StampStatus> {
+  async get(keyId: bigint, id: string): Promise<StampRecord> {
     const s = this.byKey.get(keyId)?.get(id);
     if (!s) throw new ServiceError('ERR_STAMP_NOT_FOUND');
     return s;
@@ -46,7 +46,8 @@ describe('stamp routes over a StampService', () => {
     expect(stampid).toBe(`${'ab'.repeat(32)}-0`);
     const mine = await h.get(`/v1/stamps/${stampid}`);
     expect(mine.statusCode).toBe(200);
-    expect(mine.json()).toEqual({ tx: 'ab'.repeat(32), vout: 0, confirmations: 0, timestamp: null });
+    // (unconfirmed: no proof yet)
+    expect(mine.json()).toEqual({ tx: 'ab'.repeat(32), vout: 0, confirmations: 0, timestamp: null, hash: 'ab'.repeat(32), tx_hex: '0200', proof: null });
     const theirs = await h.get(`/v1/stamps/${stampid}`, other);
     expect(theirs.statusCode).toBe(404);
     expect(theirs.json()).toMatchObject({ error_code: 'ERR_STAMP_NOT_FOUND' });

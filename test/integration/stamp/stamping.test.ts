@@ -7,7 +7,9 @@
  * Idempotency-Key and tenancy; a stamp stuck for 3 blocks is fee-bumped by replacement (BIP125)
  * and its old id tells the new one; a reorg makes confirmations fall back and recover, with
  * stamp.confirmed / stamp.unconfirmed events for the key that made the stamp. The stamp
- * transactions are the node's mempool entries as stored (fee and vsize).
+ * transactions are the node's mempool entries as stored (fee and vsize). On Core, a stamp's GET
+ * carries its transaction and, once mined, its inclusion proof (header, branch, gettxoutproof
+ * bytes) as Core makes them; the SDK verifies it offline and refuses each tampered link.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
@@ -23,6 +25,18 @@ import { buildApi } from '../../../api/app.js';
 import { createStampHarness, randomHash, type StampHarness } from './harness.js';
 import { describeBitcoind } from '../../support/bitcoind.js';
 import { waitFor } from '../../support/wait.js';
+import { BlockwireClient, StampProofError, verifyStampProof, type StampStatus } from '../../../client/index.js';
+
+/** The reason of the StampProofError `fn` throws (it must throw one). */
+function refusal(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof StampProofError) return err.reason;
+    throw err;
+  }
+  throw new Error('the proof was accepted');
+}
 
 let h: StampHarness;
 
@@ -352,6 +366,80 @@ for (const core of [false, true]) {
       expect(un!.key_id).toBe(h.keyId);
       expect(un!.confirmations).toBe(0);
       expect(un!.data.stampid).toBe(id);
+    });
+
+    // (Core only: the devnode has no gettxoutproof to compare with)
+    if (core)
+      it("GET /stamps/{id} answers the stamp's transaction and, once mined, its proof as Core makes it; the SDK verifies it offline and refuses every tampered link", async () => {
+      await h.startStamper();
+      await h.fund(2, 200_000n);
+      const hash = randomHash();
+      const other = randomHash();
+      const [a, b] = await Promise.all([h.post(hash), h.post(other)]);
+      expect(a.statusCode, a.body).toBe(200);
+      expect(b.statusCode, b.body).toBe(200);
+      const id = a.json().stampid as string;
+      const [txid, vout] = [id.split('-')[0]!, Number(id.split('-')[1])];
+
+      // Unconfirmed: the transaction as Core holds it, no proof yet; the SDK says so.
+      await h.synced();
+      const client = async () => {
+        await h.app.listen({ port: 0, host: '127.0.0.1' });
+        const { port } = h.app.server.address() as { port: number };
+        return new BlockwireClient({ url: `http://127.0.0.1:${port}`, apiKey: h.key, network: 'regtest' });
+      };
+      const sdk = await client();
+      const pending = await sdk.getStamp(id);
+      expect(pending).toEqual({ tx: txid, vout, confirmations: 0, timestamp: expect.any(String), hash, tx_hex: await h.rpc.call<string>('getrawtransaction', [txid]), proof: null });
+      expect(refusal(() => verifyStampProof(pending, hash))).toBe('unconfirmed');
+
+      // Mined: the proof's block, header and gettxoutproof bytes are Core's; Core verifies them.
+      const [block] = await h.mine(1);
+      const stamp = await sdk.getStamp(id);
+      const height = await h.rpc.getBlockCount();
+      const headerHex = await h.rpc.call<string>('getblockheader', [block, false]);
+      expect(stamp).toMatchObject({ tx: txid, vout, confirmations: 1, hash });
+      expect(stamp.proof).toMatchObject({ block_hash: block, block_height: height, header: headerHex, txoutproof: await h.rpc.call<string>('gettxoutproof', [[txid], block]) });
+      expect(await h.rpc.call<string[]>('verifytxoutproof', [stamp.proof!.txoutproof])).toEqual([txid]);
+      const coreBlock = await h.rpc.call<{ tx: string[]; merkleroot: string; time: number }>('getblock', [block, 1]);
+      expect(stamp.proof!.pos).toBe(coreBlock.tx.indexOf(txid));
+      const esplora = await h.app.inject({ method: 'GET', url: `/v1/transactions/${txid}/merkle-proof`, headers: { apiKey: h.key } });
+      expect(esplora.json()).toEqual({ block_height: height, merkle: stamp.proof!.merkle, pos: stamp.proof!.pos });
+      // The Coinstack dialect answers the spec's status object only.
+      const bare = await h.app.inject({ method: 'GET', url: `/stamps/${id}`, headers: { apiKey: h.key } });
+      expect(bare.statusCode, bare.body).toBe(200);
+      expect(bare.json()).toEqual({ tx: txid, vout, confirmations: 1, timestamp: stamp.timestamp });
+      await h.app.close();
+
+      // Offline (the server is closed): hash → OP_RETURN → txid → Merkle root → header.
+      const ok = verifyStampProof(stamp, hash, { header: headerHex });
+      expect(ok).toEqual({ hash, txid, vout, blockHash: block, blockHeight: height, merkleRoot: coreBlock.merkleroot, time: coreBlock.time, header: headerHex });
+      expect(verifyStampProof(stamp, hash.toUpperCase(), { blockHash: block }).txid).toBe(txid);
+      expect(verifyStampProof(stamp, hash).blockHash).toBe(block);
+
+      // Every tampered link fails, each with its reason.
+      const fails = (s: StampStatus, reason: string, docHash = hash, opts: Parameters<typeof verifyStampProof>[2] = { header: headerHex }) =>
+        expect(refusal(() => verifyStampProof(s, docHash, opts)), reason).toBe(reason);
+      const flip = (hex: string, at: number) => hex.slice(0, at) + ((parseInt(hex[at]!, 16) ^ 1).toString(16)) + hex.slice(at + 1);
+      const proof = stamp.proof!;
+      fails(stamp, 'hash', other); // another document
+      fails({ ...stamp, vout: vout === 0 ? 1 : 0 }, 'hash'); // another output of the transaction
+      // the transaction's OP_RETURN rewritten to the other document: its txid is no longer the proven one
+      const rewritten = stamp.tx_hex.replace(`6a20${hash}`, `6a20${other}`);
+      expect(rewritten).not.toBe(stamp.tx_hex);
+      fails({ ...stamp, tx_hex: rewritten }, 'txid', other);
+      fails({ ...stamp, tx_hex: flip(stamp.tx_hex, stamp.tx_hex.length - 1) }, 'txid'); // lock time
+      fails({ ...stamp, proof: { ...proof, merkle: [flip(proof.merkle[0]!, 5), ...proof.merkle.slice(1)] } }, 'merkle');
+      fails({ ...stamp, proof: { ...proof, pos: proof.pos ^ 1 } }, 'merkle');
+      fails({ ...stamp, proof: { ...proof, merkle: proof.merkle.slice(1) } }, proof.merkle.length > 1 ? 'merkle' : 'malformed');
+      fails({ ...stamp, proof: { ...proof, header: flip(proof.header, 36 * 2 + 3) } }, 'merkle'); // its Merkle root field
+      fails({ ...stamp, proof: { ...proof, header: flip(proof.header, 68 * 2 + 1) } }, 'header'); // its time: another hash
+      const parent = await h.rpc.call<string>('getblockheader', [await h.rpc.call<string>('getblockhash', [height - 1]), false]);
+      fails({ ...stamp, proof: { ...proof, header: parent, block_hash: await h.rpc.call<string>('getblockhash', [height - 1]) } }, 'merkle'); // a real header of another block
+      fails(stamp, 'header', hash, { header: parent }); // not the header the caller trusts
+      fails(stamp, 'header', hash, { blockHash: await h.rpc.call<string>('getblockhash', [0]) });
+      fails({ ...stamp, proof: { ...proof, header: proof.header.slice(0, 150) } }, 'malformed');
+      fails({ ...stamp, tx_hex: 'zz' }, 'malformed');
     });
   });
 }
