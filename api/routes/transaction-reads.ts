@@ -17,6 +17,7 @@ import type { RouteModule } from '../dialect.js';
 import type { TransactionAnswer } from '../dialect.js';
 import { loadTransactionView } from '../transaction-view.js';
 import { txViewSchema, withRawExtras } from '../transaction-extras.js';
+import { setTipHeaders, tipHeaders } from '../tip.js';
 
 const textResponse = (description: string) => ({ 200: { type: 'string', description } }) as const;
 
@@ -127,12 +128,14 @@ export const transactionReadRoutes: RouteModule = (app, deps) => {
             type: 'object',
             required: ['block_height', 'merkle', 'pos'],
             properties: { block_height: { type: 'integer' }, merkle: { type: 'array', items: { type: 'string' } }, pos: { type: 'integer' } },
+            headers: tipHeaders,
           },
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const d = await merkleData(deps, request.params.hash);
+      setTipHeaders(reply, { height: d.tip_height, hash: d.tip_hash });
       return { block_height: d.height, merkle: merkleBranch(d.levels, d.pos).map(hashToHex), pos: d.pos };
     },
   );
@@ -144,11 +147,13 @@ export const transactionReadRoutes: RouteModule = (app, deps) => {
         summary: "Core's gettxoutproof for the transaction: header and partial Merkle tree, hex (text/plain)",
         tags: ['transactions'],
         params: hashParams,
-        response: textResponse('CMerkleBlock, hex'),
+        response: { 200: { ...textResponse('CMerkleBlock, hex')[200], headers: tipHeaders } },
       },
     },
     async (request, reply) => {
-      return reply.type('text/plain; charset=utf-8').send(txOutProof(await merkleData(deps, request.params.hash)).toString('hex'));
+      const d = await merkleData(deps, request.params.hash);
+      setTipHeaders(reply, { height: d.tip_height, hash: d.tip_hash });
+      return reply.type('text/plain; charset=utf-8').send(txOutProof(d).toString('hex'));
     },
   );
 };

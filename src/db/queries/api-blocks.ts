@@ -59,6 +59,7 @@ export type MerkleData = {
   /** Every txid of the block in block order, 32 bytes each. */
   txids: Buffer;
   tip_height: number;
+  tip_hash: Buffer | null;
 };
 
 /**
@@ -70,7 +71,7 @@ export async function getMerkleData(db: Kysely<Database>, txid: Buffer): Promise
     SELECT ${sqlTxNumHeight(sql.ref('t.tx_num'))} AS height, ${sqlTxNumPosition(sql.ref('t.tx_num'))} AS pos, b.header, b.hash AS block_hash,
            (SELECT string_agg(a.txid, ''::bytea ORDER BY a.tx_num) FROM txs a
              WHERE a.tx_num >= ${sqlFirstTxNum(sqlTxNumHeight(sql.ref('t.tx_num')))} AND a.tx_num < ${sqlFirstTxNum(sql`${sqlTxNumHeight(sql.ref('t.tx_num'))} + 1`)}) AS txids,
-           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height
+           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height, (SELECT hash FROM chain_tip WHERE id = 1) AS tip_hash
       FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
      WHERE ${txidIs(sql.ref('t.txid'), txid)}
      ORDER BY t.tx_num DESC LIMIT 1`.execute(db);

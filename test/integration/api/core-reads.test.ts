@@ -85,6 +85,7 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
 
     it("transactions: fee, sizes and hex as getblock verbosity 2; proofs as gettxoutproof; pages as the block's list", async () => {
       let checked = 0;
+      const tipHash = await core.rpc.call<string>('getbestblockhash');
       for (const height of sampleBlocks(tip)) {
         const hash = (await core.rpc.call<string>('getblockhash', [height]));
         const block = await core.rpc.call<CoreBlock2>('getblock', [hash, 2]);
@@ -100,11 +101,15 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
           expect(hex.headers['content-type']).toMatch(/^text\/plain/);
           expect(hex.body).toBe(c.hex);
           expect((await h.get(`/v1/transactions/${c.txid}/raw`)).rawPayload).toEqual(Buffer.from(c.hex, 'hex'));
-          const proof = (await h.get(`/v1/transactions/${c.txid}/merkle-proof`)).json() as { block_height: number; merkle: string[]; pos: number };
+          const proofAnswer = await h.get(`/v1/transactions/${c.txid}/merkle-proof`);
+          expect([proofAnswer.headers['blockwire-tip-height'], proofAnswer.headers['blockwire-tip-hash']]).toEqual([String(tip), tipHash]);
+          const proof = proofAnswer.json() as { block_height: number; merkle: string[]; pos: number };
           expect(proof.block_height).toBe(height);
           expect(proof.pos).toBe(pos);
           expect(hashToHex(merkleRootFromBranch(hexToHash(c.txid), proof.merkle.map(hexToHash), proof.pos))).toBe(block.merkleroot);
-          const mb = (await h.get(`/v1/transactions/${c.txid}/merkleblock-proof`)).body;
+          const mbAnswer = await h.get(`/v1/transactions/${c.txid}/merkleblock-proof`);
+          expect(mbAnswer.headers['blockwire-tip-height']).toBe(String(tip));
+          const mb = mbAnswer.body;
           expect(mb).toBe(await core.rpc.call<string>('gettxoutproof', [[c.txid], hash]));
           expect(await core.rpc.call<string[]>('verifytxoutproof', [mb])).toEqual([c.txid]);
           checked++;
