@@ -45,4 +45,5 @@ service redis localhost/bw-redis:7.0 "$dir"
 context=$(mktemp -d)
 trap 'rm -rf "$context"' EXIT
 cp "$core_bin/bitcoind" "$core_bin/bitcoin-cli" "$dir/bitcoind-entrypoint.sh" "$context/"
-service bitcoind localhost/bw-bitcoind:30.0 "$context" "$context/bitcoind" "$context/bitcoin-cli"
+# The hash reads the binaries where they are (the context is a new directory each run).
+service bitcoind localhost/bw-bitcoind:30.0 "$context" "$core_bin/bitcoind" "$core_bin/bitcoin-cli"
