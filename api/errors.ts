@@ -5,7 +5,7 @@
  * Clients never see a stack trace: unknown errors become ERR_INTERNAL with a fixed message.
  * @module
  */
-import { clearAnswerHeaders, keyCheckPassed } from './key-check.js';
+import { clearAnswerHeaders, keyCheckPassed, keyRefusedSoFar } from './key-check.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dialect } from './dialect.js';
 import { ServiceError, ERROR_CODES, type ErrorCode } from '../src/errors.js';
@@ -85,8 +85,16 @@ function toApiError(err: unknown): ServiceError {
 export function installErrorHandling(app: FastifyInstance, dialect: Dialect): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     // A key still being checked alongside the route: its refusal comes first (api/key-check.ts).
+    // Past the request's time limit only a refusal already known counts: the check may be what
+    // hangs (a stalled database), and the time-out answer carries nothing.
+    const timedOut = (err as { code?: unknown }).code === 'FST_ERR_HANDLER_TIMEOUT';
     try {
-      await keyCheckPassed(request);
+      if (timedOut) {
+        const refusal = keyRefusedSoFar(request);
+        if (refusal !== undefined) throw refusal;
+      } else {
+        await keyCheckPassed(request);
+      }
     } catch (refusal) {
       clearAnswerHeaders(reply);
       return dialect.sendError(reply, toApiError(refusal));

@@ -12,17 +12,30 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-const pending = new WeakMap<FastifyRequest, Promise<void>>();
+type Check = { promise: Promise<void>; refusal?: unknown };
+const pending = new WeakMap<FastifyRequest, Check>();
 
 /** Records the check of `request`'s key (rejecting with the ServiceError to answer when it fails). */
 export function startKeyCheck(request: FastifyRequest, check: Promise<void>): void {
-  check.catch(() => {}); // awaited by whoever answers; never an unhandled rejection
-  pending.set(request, check);
+  const entry: Check = { promise: check };
+  // Awaited by whoever answers (never an unhandled rejection); the refusal is kept for `keyRefusedSoFar`.
+  check.catch((err: unknown) => (entry.refusal = err ?? new Error('key check failed')));
+  pending.set(request, entry);
 }
 
 /** Resolves once the request's key is known valid (at once when it was checked before the route). */
 export function keyCheckPassed(request: FastifyRequest): Promise<void> {
-  return pending.get(request) ?? Promise.resolve();
+  return pending.get(request)?.promise ?? Promise.resolve();
+}
+
+/**
+ * The key check's refusal when it has already failed, else undefined (passed, or still running).
+ * For an answer that carries nothing (the request's time limit passed): it must not wait for a
+ * check that hangs with the database, and a key whose check has not failed yet gets that answer
+ * just as it would on the ordinary path, where the check itself would have run out of time.
+ */
+export function keyRefusedSoFar(request: FastifyRequest): unknown {
+  return pending.get(request)?.refusal;
 }
 
 /** Headers a route or the hook may have set that a refused request must not carry. */

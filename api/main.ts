@@ -111,6 +111,12 @@ async function connected(redis: Redis, ms: number): Promise<void> {
   }).finally(() => clearTimeout(timer));
 }
 
+/**
+ * How long the tip poll waits for the node before calling it unreachable (a busy Core can hold
+ * getblockchaininfo a few seconds while it connects a large block; a stalled one never answers).
+ */
+const NODE_PROBE_MS = 5000;
+
 /** Starts the REST API; see the module comment. */
 export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   const log = deps.log.child({ component: 'api.main' });
@@ -120,20 +126,34 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   let indexHeight = -1;
   let stopped = false;
 
+  // One call of each kind in flight at most: a stalled database or node is not asked again and
+  // again, and a node that does not answer within NODE_PROBE_MS is unreachable until it does (a
+  // stalled node is down for /readyz, not "up at the last poll"); a stalled database does not
+  // hold the node's poll.
+  let indexRead: Promise<void> | undefined;
+  let nodeCall: Promise<void> | undefined;
+  const nodeDown = (err: unknown) => {
+    if (!nodeTip || !('error' in nodeTip)) log.warn({ err }, 'bitcoin node unreachable');
+    nodeTip = { error: err instanceof Error ? err.message : String(err), at: new Date() };
+  };
   async function poll() {
-    try {
-      indexHeight = (await getIndexTip(deps.db)).height;
-    } catch (err) {
-      log.warn({ err }, 'cannot read the index tip');
+    indexRead ??= getIndexTip(deps.db)
+      .then((t) => void (indexHeight = t.height))
+      .catch((err: unknown) => log.warn({ err }, 'cannot read the index tip'))
+      .finally(() => (indexRead = undefined));
+    const node = deps.node;
+    if (node) {
+      nodeCall ??= node
+        .getBlockchainInfo()
+        .then((info) => void (nodeTip = { height: info.blocks, hash: info.bestblockhash, at: new Date(), initialBlockDownload: info.initialblockdownload === true }))
+        .catch(nodeDown)
+        .finally(() => (nodeCall = undefined));
     }
-    if (!deps.node) return;
-    try {
-      const info = await deps.node.getBlockchainInfo();
-      nodeTip = { height: info.blocks, hash: info.bestblockhash, at: new Date(), initialBlockDownload: info.initialblockdownload === true };
-    } catch (err) {
-      if (!nodeTip || !('error' in nodeTip)) log.warn({ err }, 'bitcoin node unreachable');
-      nodeTip = { error: err instanceof Error ? err.message : String(err), at: new Date() };
-    }
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), NODE_PROBE_MS)));
+    const [, nodeAnswer] = await Promise.all([Promise.race([indexRead, late]), nodeCall ? Promise.race([nodeCall, late]) : undefined]);
+    clearTimeout(timer);
+    if (nodeAnswer === 'late') nodeDown(new Error(`the node did not answer within ${NODE_PROBE_MS} ms`));
   }
   await poll();
   const every = deps.tipPollMs ?? deps.config.pollIntervalMs;

@@ -33,6 +33,11 @@ import type { DeliveryJob, DeliveryQueues } from './queues.js';
 /** "BWRELAY1" as ASCII: the session advisory lock of the active relay. */
 const RELAY_LOCK = 0x4257_5245_4c41_5931n;
 
+/** How long the relay's lock session may sit idle before the server ends it (and frees the lock): never less than 15 s, nor than three polls. */
+function lockIdleMs(pollMs: number): number {
+  return Math.max(15_000, 3 * pollMs);
+}
+
 export type RelaySettings = {
   /** Outbox rows per batch. */
   batchSize: number;
@@ -165,6 +170,14 @@ export function startRelay(deps: RelayDeps): Relay {
       active = true;
       log.info('relay active');
       try {
+        // A relay that stops (a stopped process, a frozen host) must not hold the lock for good:
+        // its session open, the lock would stay with it and no standby could take over. The
+        // server ends the session, the lock with it, once it has been idle this long; a running
+        // relay reads the outbox every poll, so it never is.
+        const idle = String(lockIdleMs(settings.pollMs));
+        await sql`SELECT set_config('idle_session_timeout', ${idle}, false), set_config('idle_in_transaction_session_timeout', ${idle}, false)`
+          .execute(conn)
+          .catch((err: unknown) => log.warn({ err }, 'relay: the idle limit of the lock session was refused (PostgreSQL before 14?); a stopped relay then holds the lock until its connection closes'));
         let cursor = (await readStreamState(conn)).relay;
         lastHousekeeping = 0;
         while (!stopping.signal.aborted) {
@@ -176,6 +189,8 @@ export function startRelay(deps: RelayDeps): Relay {
       } finally {
         active = false;
         await sql`SELECT pg_advisory_unlock(${RELAY_LOCK.toString()}::int8)`.execute(conn).catch(() => undefined);
+        await sql`RESET idle_session_timeout`.execute(conn).catch(() => undefined);
+        await sql`RESET idle_in_transaction_session_timeout`.execute(conn).catch(() => undefined);
       }
       return true;
     });
