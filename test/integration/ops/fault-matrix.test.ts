@@ -1,0 +1,757 @@
+/**
+ * The fault matrix (docs/operations.md "Faults"): every dependency (the node, PostgreSQL, Redis,
+ * a webhook receiver, an SNS endpoint) and every role (indexer, api, streams with its relay,
+ * worker) killed or stalled in turn UNDER TRAFFIC — payments to a subscribed address mined block
+ * after block, REST requests in a loop, a readiness probe, two stream clients, a webhook and an
+ * SNS subscription — and what the docs promise checked row by row:
+ * - the answers served meanwhile: 200, or 503 with the error body naming the cause (never a
+ *   500, never a body outside the dialect), and no answer at all only while the API itself is
+ *   dead;
+ * - readiness (`/readyz`) false naming the dependency while it is down, true again after;
+ * - recovery without a hand: no Blockwire process restarted except the one a row kills (as the
+ *   container runtime would);
+ * - after each row, the books: every outbox event of the subscriptions up to that moment reached
+ *   the webhook receiver, the SNS topic and both stream clients, nothing else did, and a
+ *   duplicate only as the documented at-least-once (same id, same body).
+ * Real parts: PostgreSQL and redis-server owned by this file (so they can be killed), the devnode
+ * as a child process (SIGKILL and SIGSTOP of the node), `blockwire start --role …` children. The
+ * receiver and the SNS endpoint live in this process behind a TCP proxy that plays their death
+ * (connections reset, port closed) or their stall (accepted, never answered).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, get, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import pgClient from 'pg';
+import { startPostgres, type PostgresServer } from '../../../src/embedded/postgres.js';
+import { startRedis, type RedisServer } from '../../../src/embedded/redis.js';
+import { freePort } from '../../../src/embedded/free-port.js';
+import { createDb } from '../../../src/db/connect.js';
+import { migrateToLatest } from '../../../src/db/migrate.js';
+import { createApiKey } from '../../../src/auth/keys.js';
+import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { Key } from '../../../client/keys.js';
+import { startSnsEndpoint, type SnsEndpoint } from '../../support/sns-endpoint.js';
+import { startFaultProxy, type FaultProxy } from '../../support/fault-proxy.js';
+import { continueTree, stopTree } from '../../support/process-tree.js';
+import { portOf, processEnv, spawnBlockwire, type BlockwireProcess } from './processes.js';
+import { waitFor } from '../../support/wait.js';
+
+type Answer = { at: number; route: string; status?: number; code?: string; error?: string };
+type Ready = { at: number; status: number; state: string };
+type Received = { id: string; body: string };
+
+const TOPIC = 'arn:aws:sns:us-east-1:123456789012:fault-matrix';
+const CONFIRMATIONS = 1;
+
+let dir: string;
+let pg: PostgresServer;
+let redis: RedisServer;
+let db: ReturnType<typeof createDb>;
+let sns: SnsEndpoint;
+let hookServer: Server;
+let hookProxy: FaultProxy;
+let snsProxy: FaultProxy;
+let env: Record<string, string>;
+let devnode: BlockwireProcess;
+let devnodeArgs: string[];
+let rpcUrl: string;
+const roles: Record<'indexer' | 'api' | 'streamsA' | 'streamsB' | 'worker', BlockwireProcess | undefined> = { indexer: undefined, api: undefined, streamsA: undefined, streamsB: undefined, worker: undefined };
+const ports = { api: 0, streamsA: 0, streamsB: 0 };
+let key: string;
+const address = Key.random('regtest').address('p2wpkh');
+const subs = { hook: '', sns: '' };
+const webhooks: Received[] = [];
+const published: Received[] = [];
+const answers: Answer[] = [];
+const readiness: Ready[] = [];
+let traffic = true;
+let paying = true;
+const loops: Promise<void>[] = [];
+const clients: { name: string; events: { id: number; sub: string; body: string }[]; stop(): void }[] = [];
+
+async function rpc<T>(method: string, params: unknown[] = []): Promise<T> {
+  const u = new URL(rpcUrl);
+  const res = await fetch(`${u.protocol}//${u.host}/`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '1.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(5000),
+  });
+  const j = (await res.json()) as { result: T; error: { message: string } | null };
+  if (j.error) throw new Error(`${method}: ${j.error.message}`);
+  return j.result;
+}
+
+/** One GET on a new connection with a time limit: status and error code, or the socket error. */
+function getOnce(url: string, headers: Record<string, string> = {}): Promise<{ status?: number; body?: string; error?: string }> {
+  return new Promise((resolve) => {
+    const req = get(url, { agent: false, headers, timeout: 20_000 }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += String(d)));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', (err: NodeJS.ErrnoException) => resolve({ status: res.statusCode ?? 0, error: err.code ?? err.message }));
+    });
+    req.on('timeout', () => req.destroy(new Error('client timeout')));
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
+  });
+}
+
+const nap = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The devnode child; the first start mines 101 blocks, a restart continues the chain in its data dir. */
+function spawnDevnode(first = false): BlockwireProcess {
+  return spawnBlockwire('devnode', [...devnodeArgs, ...(first ? ['--initial-blocks', '101'] : [])], {});
+}
+
+async function devnodeReady(p: BlockwireProcess): Promise<void> {
+  await waitFor('the devnode ready', () => /devnode ready/.test(p.output()) || p.child.exitCode !== null, 120_000);
+  if (p.child.exitCode !== null) throw new Error(`devnode exited: ${p.output().slice(-2000)}`);
+}
+
+const ROLE_ARGS: Record<keyof typeof roles, string> = { indexer: 'indexer', api: 'api', streamsA: 'streams', streamsB: 'streams' , worker: 'worker' };
+const READY_LOG: Record<keyof typeof roles, string> = { indexer: 'indexer started', api: 'api listening', streamsA: 'streams started', streamsB: 'streams started', worker: 'delivery workers started' };
+
+/** Starts (or starts again, as a container runtime would) one role process on its fixed port. */
+async function startRole(name: keyof typeof roles): Promise<BlockwireProcess> {
+  const extra: Record<string, string> = name === 'api' ? { PORT: String(ports.api) } : name === 'streamsA' || name === 'streamsB' ? { BLOCKWIRE_STREAM_PORT: String(ports[name]) } : {};
+  const p = spawnBlockwire(name, ['start', '--role', ROLE_ARGS[name]], { ...env, ...extra });
+  roles[name] = p;
+  await p.waitForLog(READY_LOG[name], 120_000);
+  return p;
+}
+
+/** SIGKILL, and the exit seen. */
+async function sigkill(p: BlockwireProcess): Promise<void> {
+  p.child.kill('SIGKILL');
+  await p.exited;
+}
+
+/** The PostgreSQL postmaster (its backends are its children). */
+async function postmasterPid(): Promise<number> {
+  return Number((await readFile(join(pg.dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+}
+async function redisPid(): Promise<number> {
+  return Number((await readFile(join(dir, 'redis', 'child.pid'), 'utf8')).trim().split(' ')[0]);
+}
+
+/** A stream client that reconnects with `?after=` the last id it got, as the docs tell clients to. */
+function streamClient(name: 'streamsA' | 'streamsB') {
+  const events: { id: number; sub: string; body: string }[] = [];
+  let stopped = false;
+  let ws: WebSocket | undefined;
+  const connect = () => {
+    if (stopped) return;
+    const last = events.length ? events[events.length - 1]!.id : 0;
+    ws = new WebSocket(`ws://127.0.0.1:${ports[name]}/v1/stream?after=${last}`, { headers: { apiKey: key } });
+    ws.on('message', (m: Buffer) => {
+      const msg = JSON.parse(String(m)) as { id?: number; subscription_id?: string };
+      if (typeof msg.id === 'number' && msg.subscription_id) events.push({ id: msg.id, sub: msg.subscription_id, body: String(m) });
+    });
+    ws.on('error', () => undefined);
+    ws.on('close', () => setTimeout(connect, 300));
+  };
+  connect();
+  const c = { name, events, stop: () => ((stopped = true), ws?.close()) };
+  clients.push(c);
+  return c;
+}
+
+/** The outbox events of `sub` up to seq `upTo`, as the matching rules pick them (docs/events.md). */
+async function expectedIds(sub: string, upTo: bigint): Promise<number[]> {
+  const s = await db.selectFrom('subscriptions').select('start_seq').where('id', '=', sub).executeTakeFirstOrThrow();
+  const rows = await db
+    .selectFrom('outbox')
+    .select(['seq', 'type', 'confirmations'])
+    .where('address', '=', address)
+    .where('seq', '>', s.start_seq)
+    .where('seq', '<=', upTo)
+    .orderBy('seq')
+    .execute();
+  return rows.filter((r) => !(r.type === 'tx.confirmations' && (r.confirmations ?? 0) > CONFIRMATIONS)).map((r) => Number(r.seq));
+}
+
+/** Every delivery of `got` is an outbox event of `sub` (nothing invented), a duplicate is the same bytes, and all of `want` arrived. */
+function books(what: string, got: { id: number; sub: string; body: string }[], sub: string, want: number[], known: Set<number>): { missing: number[]; duplicates: number } {
+  const mine = got.filter((g) => g.sub === sub);
+  const bodies = new Map<number, string>();
+  let duplicates = 0;
+  for (const g of mine) {
+    expect(known.has(g.id), `${what}: event ${g.id} is not an outbox event of the subscription`).toBe(true);
+    const seen = bodies.get(g.id);
+    if (seen !== undefined) {
+      duplicates += 1;
+      if (what.startsWith('stream')) expect(JSON.parse(g.body)).toEqual(JSON.parse(seen));
+      else expect(g.body, `${what}: a duplicate of ${g.id} differs`).toBe(seen);
+    }
+    bodies.set(g.id, g.body);
+  }
+  return { missing: want.filter((id) => !bodies.has(id)), duplicates };
+}
+
+const asDeliveries = (list: Received[]) =>
+  list.map((r) => {
+    const dash = r.id.lastIndexOf('-');
+    return { id: Number(r.id.slice(dash + 1)), sub: r.id.slice(0, dash), body: r.body };
+  });
+
+/** After a row: every event up to now reached every channel, once or as a same-id duplicate. */
+async function balanceBooks(row: string): Promise<{ events: number; duplicates: Record<string, number> }> {
+  const upTo = BigInt((await db.selectFrom('outbox').select((eb) => eb.fn.max('seq').as('m')).executeTakeFirstOrThrow()).m ?? 0);
+  const wantHook = await expectedIds(subs.hook, upTo);
+  const wantSns = await expectedIds(subs.sns, upTo);
+  expect(wantHook.length, `${row}: no events to check`).toBeGreaterThan(0);
+  let last = '';
+  const check = () => {
+    const knownHook = new Set(wantHook);
+    const knownSns = new Set(wantSns);
+    // (events after upTo may arrive too: the next row checks them)
+    const result = [
+      ['webhook', books('webhook', asDeliveries(webhooks).filter((d) => d.id <= upTo), subs.hook, wantHook, knownHook)],
+      ['sns', books('sns', asDeliveries(published).filter((d) => d.id <= upTo), subs.sns, wantSns, knownSns)],
+      ...clients.flatMap((c) => [
+        [`stream ${c.name} (hook sub)`, books(`stream ${c.name}`, c.events.filter((e) => e.id <= upTo), subs.hook, wantHook, knownHook)],
+        [`stream ${c.name} (sns sub)`, books(`stream ${c.name}`, c.events.filter((e) => e.id <= upTo), subs.sns, wantSns, knownSns)],
+      ]),
+    ] as [string, { missing: number[]; duplicates: number }][];
+    last = result.map(([n, r]) => `${n}: ${r.missing.length} missing${r.missing.length ? ` (${r.missing.slice(0, 5).join(',')}…)` : ''}, ${r.duplicates} duplicates`).join('; ');
+    return result.every(([, r]) => r.missing.length === 0) ? result : false;
+  };
+  const result = await waitFor(`${row}: every event up to ${upTo} on every channel`, check, 120_000, 200).catch((err: Error) => {
+    throw new Error(`${err.message}\n${last}`);
+  });
+  // The delivery log agrees: every delivery of these events recorded delivered (the record follows the receiver's 200).
+  const undelivered = () => db.selectFrom('deliveries').select(['id', 'status', 'attempts', 'last_error']).where('subscription_id', 'in', [subs.hook, subs.sns]).where('event_id', '<=', upTo).where('status', '!=', 'delivered').execute();
+  await waitFor(`${row}: the delivery log all delivered`, async () => {
+    const left = await undelivered();
+    if (left.length) throw new Error(JSON.stringify(left.slice(0, 3)));
+    return true;
+  }, 60_000);
+  return { events: wantHook.length + wantSns.length, duplicates: Object.fromEntries(result.map(([n, r]) => [n, r.duplicates])) };
+}
+
+/** Every answer in [from, to): 200, or 503 with the error body and one of `codes`. */
+function answersBetween(from: number, to = Date.now()): Answer[] {
+  return answers.filter((a) => a.at >= from && a.at < to);
+}
+
+/** Answers and readiness samples counted by kind, for failure messages. */
+function summary(list: (Answer | Ready)[]): string {
+  const counts = new Map<string, number>();
+  for (const a of list) {
+    const k = 'route' in a ? `${a.route.replace(address, 'ADDR')} ${a.status ?? ''} ${a.code ?? ''} ${a.error ?? ''}` : `readyz ${a.status} ${a.state}`;
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  return [...counts].map(([k, n]) => `${n}× ${k.replace(/\s+/g, ' ').trim()}`).join('; ');
+}
+
+function bad(list: Answer[], allowed503: string[], allowErrors = false): Answer[] {
+  return list.filter((a) => {
+    if (a.error !== undefined) return !allowErrors;
+    if (a.status === 200) return false;
+    return !(a.status === 503 && a.code !== undefined && allowed503.includes(a.code));
+  });
+}
+
+async function waitReady(row: string, timeoutMs = 120_000): Promise<void> {
+  const t = Date.now();
+  await waitFor(`${row}: /readyz 200 again`, () => {
+    const last = readiness[readiness.length - 1];
+    if (last && last.status === 200 && Date.now() - last.at < 2000) return true;
+    throw new Error(summary(readiness.filter((r) => r.at >= t - 5000)));
+  }, timeoutMs);
+}
+
+/** A readiness answer since `from` with 503 and this state. */
+function sawNotReady(from: number, state: string): boolean {
+  if (readiness.some((r) => r.at >= from && r.status === 503 && r.state === state)) return true;
+  throw new Error(`no /readyz 503 ${state} yet: ${summary(readiness.filter((r) => r.at >= from))}`);
+}
+
+function sawAnswer(from: number, pred: (a: Answer) => boolean): boolean {
+  if (answers.some((a) => a.at >= from && pred(a))) return true;
+  throw new Error(`not the answer awaited yet: ${summary(answersBetween(from))}`);
+}
+
+/** No answer outside the promise: every one 200, or 503 with one of the codes (connection errors only when allowed). */
+function expectNoBadAnswers(row: string, from: number, allowed503: string[], allowErrors = false): void {
+  const wrong = bad(answersBetween(from), allowed503, allowErrors);
+  expect(wrong.length, `${row}: answers outside the promise: ${summary(wrong)}`).toBe(0);
+}
+
+/** A failed attempt of `sub` recorded since `since`. */
+const failedAttemptSince = async (sub: string, since: number) =>
+  db.selectFrom('deliveries').select(['attempts', 'last_error']).where('subscription_id', '=', sub).where('status', '=', 'pending').where('last_error', 'is not', null).where('updated_at', '>', new Date(since)).executeTakeFirst();
+
+function livingRolesUnchanged(before: Record<string, BlockwireProcess | undefined>, except: string[] = []): void {
+  for (const [name, p] of Object.entries(before)) {
+    if (except.includes(name)) continue;
+    expect(p!.child.exitCode, `${name} exited: ${p!.output().slice(-1500)}`).toBeNull();
+    expect(roles[name as keyof typeof roles], `${name} was replaced`).toBe(p);
+  }
+}
+
+/** Whether this streams process holds the relay lock now (its blockwire_relay_active gauge). */
+async function relayActive(p: BlockwireProcess): Promise<boolean> {
+  const port = portOf(await p.waitForLog('operations listener (/metrics, /healthz)'));
+  const r = await getOnce(`http://127.0.0.1:${port}/metrics`);
+  return /^blockwire_relay_active 1$/m.test(r.body ?? '');
+}
+async function activeRelay(): Promise<'streamsA' | 'streamsB'> {
+  return waitFor('one active relay', async () => {
+    const [a, b] = await Promise.all([relayActive(roles.streamsA!), relayActive(roles.streamsB!)]);
+    if (a && b) throw new Error('two active relays');
+    return a ? ('streamsA' as const) : b ? ('streamsB' as const) : undefined;
+  }, 60_000);
+}
+
+type Row = { dependency: string; fault: 'kill' | 'stall'; promise: string; run(row: string): Promise<void> };
+
+const rows: Row[] = [];
+let lastDuplicates: Record<string, number> = {};
+
+describe('fault matrix', () => {
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'bw-fault-matrix-'));
+    [pg, redis, sns] = await Promise.all([
+      startPostgres({ dataDir: join(dir, 'pg'), ephemeral: true }),
+      startRedis({ dir: join(dir, 'redis'), persist: true }),
+      startSnsEndpoint(),
+    ]);
+    sns.createTopic(TOPIC);
+    const admin = new pgClient.Client({ connectionString: pg.url });
+    await admin.connect();
+    await admin.query('CREATE DATABASE faults');
+    await admin.end();
+    db = createDb(pg.urlFor('faults'), { max: 4 });
+    await migrateToLatest(db);
+
+    hookServer = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += String(d)));
+      req.on('end', () => {
+        webhooks.push({ id: String(req.headers['webhook-id']), body });
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((r) => hookServer.listen(0, '127.0.0.1', r));
+    hookProxy = await startFaultProxy((hookServer.address() as { port: number }).port);
+    snsProxy = await startFaultProxy(Number(new URL(sns.url).port));
+
+    const [rpcPort, zmqPort] = [await freePort(), await freePort()];
+    devnodeArgs = ['devnode', '--rpc-port', String(rpcPort), '--zmq-port', String(zmqPort), '--data-dir', join(dir, 'devnode'), '--no-samples'];
+    devnode = spawnDevnode(true);
+    await devnodeReady(devnode);
+    rpcUrl = /rpc {3}(\S+)/.exec(devnode.output())![1]!;
+    for (const k of Object.keys(ports) as (keyof typeof ports)[]) ports[k] = await freePort();
+
+    env = {
+      ...processEnv({ databaseUrl: pg.urlFor('faults'), redisUrl: redis.url, redisPrefix: 'faults', rpcUrl, zmqUrl: `tcp://127.0.0.1:${zmqPort}` }),
+      BITCOIN_NETWORK: 'regtest',
+      BLOCKWIRE_WEBHOOK_TIMEOUT_MS: '2000',
+      BLOCKWIRE_WORKER_LOCK_MS: '3000',
+      BLOCKWIRE_DELIVERY_RESCUE_MS: '5000',
+      API_REQUEST_TIMEOUT_MS: '3000',
+      API_RATE_LIMIT: '10000000',
+      BLOCKWIRE_SNS_ENDPOINT: `http://127.0.0.1:${snsProxy.port}`,
+      AWS_ACCESS_KEY_ID: sns.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: sns.credentials.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+    };
+    await Promise.all((Object.keys(roles) as (keyof typeof roles)[]).map((r) => startRole(r)));
+
+    key = (await createApiKey(db, { name: 'faults' })).key;
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`http://127.0.0.1:${ports.api}${path}`, { method: 'POST', headers: { apiKey: key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const j = (await res.json()) as { id: string };
+      if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(j)}`);
+      return j;
+    };
+    const hook = await post('/v1/hooks', { type: 'http', url: `http://127.0.0.1:${hookProxy.port}/hook` });
+    const snsHook = await post('/v1/hooks', { type: 'sns', topic_arn: TOPIC });
+    subs.hook = (await post('/v1/subscriptions', { address, action: hook.id, confirmations: CONFIRMATIONS })).id;
+    subs.sns = (await post('/v1/subscriptions', { address, action: snsHook.id, confirmations: CONFIRMATIONS })).id;
+    streamClient('streamsA');
+    streamClient('streamsB');
+
+    // SNS messages as deliveries (id from the webhook-id attribute).
+    loops.push(
+      (async () => {
+        let seen = 0;
+        while (traffic) {
+          for (; seen < sns.messages.length; seen++) {
+            const m = sns.messages[seen]!;
+            published.push({ id: m.attributes['webhook-id']!, body: m.message });
+          }
+          await nap(50);
+        }
+      })(),
+    );
+    // Payments: one every ~300 ms, a block every ~1.5 s (the node may be down: then nothing).
+    const miner = await rpc<string>('getnewaddress');
+    loops.push(
+      (async () => {
+        for (let i = 0; paying; i++) {
+          try {
+            await rpc('sendtoaddress', [address, 0.001 + i / 1e8]);
+            if (i % 5 === 4) await rpc('generatetoaddress', [1, miner]);
+          } catch {
+            // the node is down or stalled: the row is about that
+          }
+          await nap(300);
+        }
+      })(),
+    );
+    // REST traffic: an address read (the index) and the chain summary, back to back.
+    for (const route of [`/v1/addresses/${address}/balance`, '/v1/blockchain']) {
+      loops.push(
+        (async () => {
+          while (traffic) {
+            const at = Date.now();
+            const r = await getOnce(`http://127.0.0.1:${ports.api}${route}`, { apiKey: key });
+            let code: string | undefined;
+            if (r.status !== undefined && r.status !== 200) {
+              try {
+                code = (JSON.parse(r.body ?? '') as { error_code?: string }).error_code;
+              } catch {
+                code = undefined;
+              }
+            }
+            answers.push({ at, route, ...(r.status !== undefined ? { status: r.status } : {}), ...(code ? { code } : {}), ...(r.error ? { error: r.error } : {}) });
+            if (r.error) await nap(100);
+          }
+        })(),
+      );
+    }
+    // Readiness, every 200 ms.
+    loops.push(
+      (async () => {
+        while (traffic) {
+          const at = Date.now();
+          const r = await getOnce(`http://127.0.0.1:${ports.api}/readyz`);
+          let state = r.error ?? '';
+          if (r.status !== undefined) {
+            try {
+              state = (JSON.parse(r.body ?? '') as { status: string }).status;
+            } catch {
+              state = `unparsable: ${(r.body ?? '').slice(0, 80)}`;
+            }
+          }
+          readiness.push({ at, status: r.status ?? 0, state });
+          await nap(200);
+        }
+      })(),
+    );
+    await activeRelay();
+    await waitReady('start');
+    await waitFor('the first events delivered', () => webhooks.length > 2 && published.length > 2, 120_000);
+  }, 300_000);
+
+  afterAll(async () => {
+    traffic = false;
+    paying = false;
+    for (const c of clients) c.stop();
+    await Promise.allSettled(loops);
+    await Promise.allSettled(Object.values(roles).map((p) => p?.stop()));
+    await devnode?.stop();
+    await hookProxy?.close();
+    await snsProxy?.close();
+    await new Promise((r) => hookServer?.close(r));
+    await sns?.close();
+    await db?.destroy();
+    await redis?.stop();
+    await pg?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }, 180_000);
+
+  for (const row of rows) {
+    it(`${row.dependency} × ${row.fault}: ${row.promise}`, async () => {
+      const name = `${row.dependency} × ${row.fault}`;
+      // Each row starts from a steady state: ready, the index at the node's tip.
+      await waitReady(`${name} (before)`);
+      const tip = await rpc<number>('getblockcount');
+      await waitFor(`${name} (before): the index at the node's tip`, async () => (await getIndexTip(db)).height >= tip, 120_000);
+      const t0 = Date.now();
+      await row.run(name);
+      const books = await balanceBooks(name);
+      const dup = Object.entries(books.duplicates).map(([n, d]) => `${n} +${d - (lastDuplicates[n] ?? 0)}`).join(', ');
+      lastDuplicates = books.duplicates;
+      console.info(`fault matrix | ${name} | ${Math.round((Date.now() - t0) / 100) / 10} s | ${books.events} events in the books; duplicates (same id, same body): ${dup}`);
+    }, 300_000);
+  }
+});
+
+// ————————————————————————————————————————————— the rows —————————————————————————————————————————————
+
+const DB_DOWN = ['ERR_DATABASE_UNAVAILABLE', 'ERR_REQUEST_TIMEOUT'];
+
+rows.push({
+  dependency: 'PostgreSQL',
+  fault: 'kill',
+  promise: '503 ERR_DATABASE_UNAVAILABLE and /readyz database_unreachable meanwhile; everything reconnects once it is back',
+  async run(row) {
+    const before = { ...roles };
+    const t = Date.now();
+    await pg.kill();
+    await waitFor(`${row}: /readyz database_unreachable and a 503 ERR_DATABASE_UNAVAILABLE`, () => sawNotReady(t, 'database_unreachable') && sawAnswer(t, (a) => a.code === 'ERR_DATABASE_UNAVAILABLE'), 60_000);
+    await pg.restart();
+    await waitReady(row);
+    await waitFor(`${row}: REST 200 again`, () => sawAnswer(Date.now() - 1000, (a) => a.status === 200 && a.route.includes('balance')), 60_000);
+    expectNoBadAnswers(row, t, DB_DOWN);
+    expect(readiness.filter((r) => r.at >= t && ![200, 503].includes(r.status))).toEqual([]);
+    livingRolesUnchanged(before);
+  },
+});
+
+rows.push({
+  dependency: 'PostgreSQL',
+  fault: 'stall',
+  promise: '503 within the request time limit and /readyz database_unreachable meanwhile; nothing to do once it answers again',
+  async run(row) {
+    const before = { ...roles };
+    const t = Date.now();
+    const stopped = stopTree(await postmasterPid());
+    try {
+      await waitFor(`${row}: /readyz database_unreachable and a 503 on an address read`, () => sawNotReady(t, 'database_unreachable') && sawAnswer(t, (a) => a.status === 503 && a.route.includes('balance')), 60_000);
+    } finally {
+      continueTree(stopped);
+    }
+    await waitReady(row);
+    expectNoBadAnswers(row, t, DB_DOWN);
+    livingRolesUnchanged(before);
+  },
+});
+
+rows.push({
+  dependency: 'Redis',
+  fault: 'kill',
+  promise: 'REST still 200 (local rate allowance), /readyz redis_unreachable; queued deliveries survive (append-only file) or are re-created from the delivery log',
+  async run(row) {
+    const before = { ...roles };
+    const t = Date.now();
+    await redis.kill();
+    await waitFor(`${row}: /readyz redis_unreachable`, () => sawNotReady(t, 'redis_unreachable'), 60_000);
+    await waitFor(`${row}: REST answers while Redis is down`, () => answersBetween(t).filter((a) => a.status === 200).length >= 5, 60_000);
+    await redis.restart();
+    await waitReady(row);
+    expectNoBadAnswers(row, t, []);
+    livingRolesUnchanged(before);
+  },
+});
+
+rows.push({
+  dependency: 'Redis',
+  fault: 'stall',
+  promise: 'REST still 200, /readyz redis_unreachable within its 2 s probe; nothing to do once it answers again',
+  async run(row) {
+    const before = { ...roles };
+    const pid = await redisPid();
+    const t = Date.now();
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await waitFor(`${row}: /readyz redis_unreachable`, () => sawNotReady(t, 'redis_unreachable'), 60_000);
+      await waitFor(`${row}: REST answers while Redis is stalled`, () => answersBetween(t).filter((a) => a.status === 200).length >= 5, 60_000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await waitReady(row);
+    expectNoBadAnswers(row, t, []);
+    livingRolesUnchanged(before);
+  },
+});
+
+const NODE_DOWN = ['ERR_NODE_UNAVAILABLE', 'ERR_REQUEST_TIMEOUT'];
+
+rows.push({
+  dependency: 'node',
+  fault: 'kill',
+  promise: 'index reads still 200, /readyz node_unreachable; the indexer follows the restarted node by itself',
+  async run(row) {
+    const before = { ...roles };
+    const t = Date.now();
+    devnode.child.kill('SIGKILL');
+    await devnode.exited;
+    await waitFor(`${row}: /readyz node_unreachable`, () => sawNotReady(t, 'node_unreachable'), 60_000);
+    await waitFor(`${row}: address reads answer while the node is down`, () => answersBetween(t).filter((a) => a.status === 200 && a.route.includes('balance')).length >= 3, 60_000);
+    devnode = spawnDevnode();
+    await devnodeReady(devnode);
+    await waitReady(row);
+    const tip = await rpc<number>('getblockcount');
+    await waitFor(`${row}: the index at the node's tip ${tip}`, async () => (await getIndexTip(db)).height >= tip, 60_000);
+    expectNoBadAnswers(row, t, NODE_DOWN);
+    livingRolesUnchanged(before);
+  },
+});
+
+rows.push({
+  dependency: 'node',
+  fault: 'stall',
+  promise: 'index reads still 200, /readyz node_unreachable within a poll time limit; nothing to do once it answers again',
+  async run(row) {
+    const before = { ...roles };
+    const pid = devnode.child.pid!;
+    const t = Date.now();
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await waitFor(`${row}: /readyz node_unreachable`, () => sawNotReady(t, 'node_unreachable'), 30_000);
+      await waitFor(`${row}: address reads answer while the node is stalled`, () => answersBetween(t).filter((a) => a.status === 200 && a.route.includes('balance')).length >= 3, 30_000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await waitReady(row);
+    expectNoBadAnswers(row, t, NODE_DOWN);
+    livingRolesUnchanged(before);
+  },
+});
+
+/** A receiver fault: deliveries fail (attempt recorded), readiness and REST untouched, retried on schedule. */
+function receiverRow(dependency: string, which: () => FaultProxy, sub: () => string, fault: 'kill' | 'stall'): Row {
+  return {
+    dependency,
+    fault,
+    promise: `REST and /readyz untouched; the failed attempts are retried on the schedule and every event arrives once it is back`,
+    async run(row) {
+      const before = { ...roles };
+      const t = Date.now();
+      const proxy = which();
+      if (fault === 'kill') await proxy.kill();
+      else proxy.stall();
+      try {
+        await waitFor(`${row}: a failed attempt recorded`, () => failedAttemptSince(sub(), t), 60_000);
+      } finally {
+        await proxy.restore();
+      }
+      await waitFor(`${row}: 200s meanwhile`, () => answersBetween(t).filter((a) => a.status === 200).length >= 3, 30_000);
+      expectNoBadAnswers(row, t, []);
+      expect(readiness.filter((r) => r.at >= t && r.status !== 200)).toEqual([]);
+      livingRolesUnchanged(before);
+    },
+  };
+}
+rows.push(receiverRow('webhook receiver', () => hookProxy, () => subs.hook, 'kill'));
+rows.push(receiverRow('webhook receiver', () => hookProxy, () => subs.hook, 'stall'));
+rows.push(receiverRow('SNS endpoint', () => snsProxy, () => subs.sns, 'kill'));
+rows.push(receiverRow('SNS endpoint', () => snsProxy, () => subs.sns, 'stall'));
+
+rows.push({
+  dependency: 'indexer role',
+  fault: 'kill',
+  promise: 'REST 200 (or 503 ERR_INDEX_SYNCING once the lag passes API_MAX_LAG_BLOCKS); the restarted indexer resumes from its last whole block',
+  async run(row) {
+    const before = { ...roles };
+    const t = Date.now();
+    await sigkill(roles.indexer!);
+    const height = (await getIndexTip(db)).height;
+    await waitFor(`${row}: a block the index has not got`, async () => (await rpc<number>('getblockcount')) > height, 60_000);
+    await startRole('indexer');
+    const tip = await rpc<number>('getblockcount');
+    await waitFor(`${row}: the index at the node's tip ${tip}`, async () => (await getIndexTip(db)).height >= tip, 120_000);
+    await waitReady(row);
+    expectNoBadAnswers(row, t, ['ERR_INDEX_SYNCING']);
+    livingRolesUnchanged(before, ['indexer']);
+  },
+});
+
+rows.push({
+  dependency: 'api role',
+  fault: 'kill',
+  promise: 'connections refused while it is dead, nothing else stops: deliveries go on; the restarted API answers',
+  async run(row) {
+    const before = { ...roles };
+    const t = Date.now();
+    await sigkill(roles.api!);
+    const hooksBefore = webhooks.length;
+    await waitFor(`${row}: webhooks delivered while the API is dead`, () => webhooks.length > hooksBefore, 60_000);
+    await startRole('api');
+    await waitReady(row);
+    expectNoBadAnswers(row, t, [], true);
+    livingRolesUnchanged(before, ['api']);
+  },
+});
+
+rows.push({
+  dependency: 'streams role (the active relay)',
+  fault: 'kill',
+  promise: 'the standby takes the relay over; its stream clients reconnect with ?after= and miss nothing',
+  async run(row) {
+    const before = { ...roles };
+    const active = await activeRelay();
+    const other = active === 'streamsA' ? 'streamsB' : 'streamsA';
+    const t = Date.now();
+    await sigkill(roles[active]!);
+    await waitFor(`${row}: the standby relays`, () => relayActive(roles[other]!), 60_000);
+    const hooksBefore = webhooks.length;
+    await waitFor(`${row}: webhooks relayed by the standby`, () => webhooks.length > hooksBefore, 60_000);
+    await startRole(active);
+    expectNoBadAnswers(row, t, []);
+    livingRolesUnchanged(before, [active]);
+  },
+});
+
+rows.push({
+  dependency: 'streams role (the active relay)',
+  fault: 'stall',
+  promise: 'the standby takes the relay over within a bounded time; the stalled one, resumed, stands by',
+  async run(row) {
+    const before = { ...roles };
+    const active = await activeRelay();
+    const other = active === 'streamsA' ? 'streamsB' : 'streamsA';
+    const pid = roles[active]!.child.pid!;
+    const t = Date.now();
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await waitFor(`${row}: the standby relays`, () => relayActive(roles[other]!), 60_000);
+      const hooksBefore = webhooks.length;
+      await waitFor(`${row}: webhooks relayed by the standby`, () => webhooks.length > hooksBefore, 60_000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expectNoBadAnswers(row, t, []);
+    livingRolesUnchanged(before);
+  },
+});
+
+rows.push({
+  dependency: 'worker role',
+  fault: 'kill',
+  promise: 'deliveries in flight run again on the restarted worker, under the same webhook-id',
+  async run(row) {
+    const before = { ...roles };
+    const t = Date.now();
+    hookProxy.stall();
+    const n = webhooks.length;
+    // A delivery in flight: the receiver took the request, the answer is held.
+    await waitFor(`${row}: a delivery in flight`, async () => (await db.selectFrom('deliveries').select('id').where('subscription_id', '=', subs.hook).where('status', '=', 'pending').executeTakeFirst()) !== undefined, 60_000);
+    await nap(300);
+    await sigkill(roles.worker!);
+    await hookProxy.restore();
+    await startRole('worker');
+    await waitFor(`${row}: webhooks again`, () => webhooks.length > n, 60_000);
+    expectNoBadAnswers(row, t, []);
+    livingRolesUnchanged(before, ['worker']);
+  },
+});
+
+rows.push({
+  dependency: 'worker role',
+  fault: 'stall',
+  promise: 'deliveries wait; once resumed the worker delivers them (a job whose lock lapsed may run twice, same webhook-id)',
+  async run(row) {
+    const before = { ...roles };
+    const pid = roles.worker!.child.pid!;
+    const t = Date.now();
+    const n = webhooks.length;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await waitFor(`${row}: events relayed meanwhile`, async () => (await db.selectFrom('deliveries').select('id').where('subscription_id', '=', subs.hook).where('status', '=', 'pending').where('created_at', '>', new Date(t)).executeTakeFirst()) !== undefined, 60_000);
+      await nap(4000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await waitFor(`${row}: webhooks again`, () => webhooks.length > n, 60_000);
+    expectNoBadAnswers(row, t, []);
+    livingRolesUnchanged(before);
+  },
+});
