@@ -2,7 +2,22 @@ import { defineConfig } from 'vitest/config';
 
 // Two projects: `unit` is pure (no services, no sockets beyond loopback fakes), `integration`
 // runs against a real PostgreSQL and Redis that test/support/global-setup.ts starts on free
-// loopback ports and tears down.
+// loopback ports and tears down. A third, `image` (the compose stack brought up with podman),
+// exists only when BLOCKWIRE_IMAGE_TESTS=1 (scripts/test-image.sh): building its images on a
+// fresh 2-core machine takes ~25 min, more than the whole suite may.
+const imageProject = {
+  test: {
+    name: 'image',
+    sequence: { groupOrder: 2 },
+    include: ['test/image/**/*.test.ts'],
+    environment: 'node',
+    testTimeout: 600_000,
+    hookTimeout: 3_600_000,
+    pool: 'forks',
+    maxWorkers: 1,
+  },
+};
+
 export default defineConfig({
   test: {
     projects: [
@@ -32,6 +47,7 @@ export default defineConfig({
           maxWorkers: 2,
         },
       },
+      ...(process.env.BLOCKWIRE_IMAGE_TESTS === '1' ? [imageProject] : []),
     ],
   },
 });

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what only the tests need, beyond what scripts/setup.sh installs to start Blockwire
 # (scripts/test.sh runs both): Debian's docker-compose, Chromium, Prometheus's promtool, Electrum,
-# redis-sentinel, and podman with what builds and runs the compose stack's images.
+# redis-sentinel. What builds and runs the compose stack's images: scripts/setup-image.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/apt.sh
@@ -21,14 +21,3 @@ apt_install electrum electrum 'the real Electrum client test'
 # Debian's redis-sentinel: three Sentinels watch a real primary and replica in the failover test
 # (test/integration/streams/redis-failover.test.ts).
 apt_install redis-sentinel redis-sentinel 'the Redis Sentinel failover test'
-# The compose stack brought up for real (test/integration/deploy/compose-stack.test.ts): podman
-# (its Docker API serves Debian's docker-compose), buildah and debootstrap to build the images
-# where no registry is reachable (scripts/build-compose-images.sh), runc (crun fails here),
-# catatonit for compose's `init: true`, and the CNI dnsname plugin so that services find each
-# other by name.
-apt_install podman podman 'the compose stack test'
-apt_install buildah buildah 'the compose stack test'
-apt_install debootstrap debootstrap 'the compose stack test'
-apt_install runc runc 'the compose stack test'
-apt_install catatonit catatonit 'the compose stack test'
-apt_install_libs 'the compose stack test (service names on the compose network)' golang-github-containernetworking-plugin-dnsname

@@ -5,8 +5,9 @@
  * docker-compose against podman's Docker API (deploy/local-images: the image override and the
  * podman settings this machine needs) with the regtest profile and deploy/regtest.env, then the
  * README's regtest steps: `keys create` through `exec`, the curl lines, and the regtest miner's
- * blocks indexed. Skipped only where no container engine can run (podman missing, or not root);
- * under CI=1 a missing engine fails.
+ * blocks indexed. Run by scripts/test-image.sh (the vitest project `image`, outside the 20-minute
+ * suite: a fresh build of the images takes ~25 min on 2 cores). Skipped only where no container
+ * engine can run (podman missing, or not root); under CI=1 a missing engine fails.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -15,9 +16,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { projectRoot } from '../../support/fixtures.js';
-import { freePort } from '../../../src/embedded/free-port.js';
-import { waitFor } from '../../support/wait.js';
+import { projectRoot } from '../support/fixtures.js';
+import { freePort } from '../../src/embedded/free-port.js';
+import { waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);
 
