@@ -169,6 +169,11 @@ export class BlockwireClient {
     return (await this.http.request<MerkleProof>('GET', `/transactions/${enc(hash)}/merkle-proof`)).data;
   }
 
+  /** `GET /transactions/{hash}/merkleblock-proof`: Bitcoin Core's `gettxoutproof` bytes for a confirmed transaction, hex (`verifytxoutproof` takes them). */
+  async getTxOutProof(hash: string): Promise<string> {
+    return (await this.http.request<string>('GET', `/transactions/${enc(hash)}/merkleblock-proof`, { text: true })).data;
+  }
+
   /** `GET /transactions/{hash}/outspends`: for each output, in order, whether and by which transaction and input it is spent. */
   async getOutspends(hash: string): Promise<Outspend[]> {
     return (await this.http.request<Outspend[]>('GET', `/transactions/${enc(hash)}/outspends`)).data;

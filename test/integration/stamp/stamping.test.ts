@@ -401,6 +401,8 @@ for (const core of [false, true]) {
       expect(stamp).toMatchObject({ tx: txid, vout, confirmations: 1, hash });
       expect(stamp.proof).toMatchObject({ block_hash: block, block_height: height, header: headerHex, txoutproof: await h.rpc.call<string>('gettxoutproof', [[txid], block]) });
       expect(await h.rpc.call<string[]>('verifytxoutproof', [stamp.proof!.txoutproof])).toEqual([txid]);
+      expect(await sdk.getTxOutProof(txid)).toBe(stamp.proof!.txoutproof);
+      expect(await sdk.getMerkleProof(txid)).toEqual({ block_height: stamp.proof!.block_height, merkle: stamp.proof!.merkle, pos: stamp.proof!.pos });
       const coreBlock = await h.rpc.call<{ tx: string[]; merkleroot: string; time: number }>('getblock', [block, 1]);
       expect(stamp.proof!.pos).toBe(coreBlock.tx.indexOf(txid));
       const esplora = await h.app.inject({ method: 'GET', url: `/v1/transactions/${txid}/merkle-proof`, headers: { apiKey: h.key } });
