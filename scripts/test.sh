@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what Blockwire needs (scripts/setup.sh) and what only its tests need
 # (scripts/setup-test.sh), then runs the whole suite: type check, lint (architecture rules, no
-# cycles) and every vitest project. The tests start their own PostgreSQL, Redis and bitcoind
-# stand-in on loopback ports. The compose stack brought up with podman has its own command,
-# scripts/test-image.sh (its images take ~25 min to build on a fresh 2-core machine).
+# cycles) and every vitest project. The tests start their own PostgreSQL, Redis, throwaway
+# regtest Bitcoin Core nodes (BITCOIND_BIN, else ../shared/bitcoin-core/bin/bitcoind; missing
+# under CI=1 fails the suite) and the devnode stand-in, on loopback ports. The compose stack
+# brought up with podman has its own command, scripts/test-image.sh (its images take ~25 min to
+# build on a fresh 2-core machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh

@@ -28,6 +28,8 @@ export type StampHarness = {
   node: Devnode;
   /** The real bitcoind when the harness runs on Core, else null. */
   core: Bitcoind | null;
+  /** The node's RPC URL (credentials in it), for processes started by a test. */
+  rpcUrl: string;
   rpc: BitcoindClient;
   indexer: IndexerHandle;
   config: Config;
@@ -68,11 +70,12 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export const randomHash = () => randomBytes(32).toString('hex');
 
-export async function createStampHarness(configOverrides: Partial<Config> = {}, opts: { core?: boolean } = {}): Promise<StampHarness> {
+/** `core`: run on a real bitcoind (`txindex`: with -txindex, so getrawtransaction finds confirmed transactions). */
+export async function createStampHarness(configOverrides: Partial<Config> = {}, opts: { core?: boolean; txindex?: boolean } = {}): Promise<StampHarness> {
   const level = process.env.BLOCKWIRE_TEST_LOG as 'debug' | 'info' | undefined;
   const log = level ? createLogger({ level, name: 'stamp-test' }) : silentLogger();
   const devnode = opts.core ? null : await startDevnode({ initialBlocks: 101 });
-  const core = opts.core ? await startBitcoind({ funded: true }) : null;
+  const core = opts.core ? await startBitcoind({ funded: true, txindex: opts.txindex }) : null;
   const node = {
     rpcUrl: devnode?.rpcUrl ?? core!.rpcUrl,
     zmqUrl: devnode?.zmqUrl ?? core!.zmqUrl,
@@ -119,6 +122,7 @@ export async function createStampHarness(configOverrides: Partial<Config> = {}, 
       return devnode;
     },
     core,
+    rpcUrl: node.rpcUrl,
     rpc,
     indexer,
     config,
