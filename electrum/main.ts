@@ -66,6 +66,7 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     rateLimit: config.electrumRateLimit,
     rateWindowMs: config.electrumRateWindowMs,
     idleTimeoutMs: config.electrumIdleTimeoutMs,
+    requestTimeoutMs: config.electrumRequestTimeoutMs,
     maxInFlight: 64,
     maxBufferedBytes: 16 * 1024 * 1024,
   };

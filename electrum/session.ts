@@ -4,7 +4,8 @@
  * array in request order), and notifications pushed by the tracker. Limits: a line longer than
  * `maxRequestBytes` closes the connection after an error; requests beyond `rateLimit` per
  * `rateWindowMs` are answered with an error; at most `maxInFlight` requests are worked on at
- * once (reading pauses meanwhile); a client that sends nothing for `idleTimeoutMs` is
+ * once (reading pauses meanwhile); a request not answered within `requestTimeoutMs` (PostgreSQL
+ * or the node stalled) gets an error instead of no answer; a client that sends nothing for `idleTimeoutMs` is
  * disconnected; one whose unread replies pass `maxBufferedBytes` is dropped as too slow.
  * @module
  */
@@ -18,6 +19,8 @@ export type SessionLimits = {
   rateLimit: number;
   rateWindowMs: number;
   idleTimeoutMs: number;
+  /** Time limit of one request; past it the client gets error -32603 "request timed out" (the work itself is not cancelled). */
+  requestTimeoutMs: number;
   maxInFlight: number;
   maxBufferedBytes: number;
 };
@@ -153,13 +156,27 @@ export class Session implements SessionState {
       return req.notification ? undefined : errorMessage(req.id, new RpcError(RPC_ERROR.RATE_LIMITED, `rate limit exceeded: ${this.deps.limits.rateLimit} requests per ${this.deps.limits.rateWindowMs / 1000} s; retry in ${retry} ms`));
     }
     try {
-      const result = await this.deps.call(this, req.method, req.params);
+      const result = await this.withinTimeLimit(this.deps.call(this, req.method, req.params), req.method);
       return req.notification ? undefined : resultMessage(req.id, result);
     } catch (err) {
       if (err instanceof RpcError) return req.notification ? undefined : errorMessage(req.id, err);
       this.deps.log.error({ err, method: req.method }, 'electrum request failed');
       return req.notification ? undefined : errorMessage(req.id, new RpcError(RPC_ERROR.INTERNAL, 'internal error'));
     }
+  }
+
+  /** `work`, or an RpcError once the request's time limit has passed (a stalled dependency must not leave the client waiting for good). */
+  private withinTimeLimit<T>(work: Promise<T>, method: string): Promise<T> {
+    const limitMs = this.deps.limits.requestTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        this.deps.log.warn({ method, limitMs }, 'electrum request timed out');
+        reject(new RpcError(RPC_ERROR.INTERNAL, `request timed out after ${limitMs} ms`));
+      }, limitMs);
+    });
+    work.catch(() => {});
+    return Promise.race([work, late]).finally(() => clearTimeout(timer));
   }
 
   private request(raw: unknown): Request | RpcError {

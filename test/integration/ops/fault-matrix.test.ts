@@ -1,9 +1,10 @@
 /**
  * The fault matrix (docs/operations.md "Faults"): every dependency (the node, PostgreSQL, Redis,
  * a webhook receiver, an SNS endpoint) and every role (indexer, api, streams with its relay,
- * worker) killed or stalled in turn UNDER TRAFFIC — payments to a subscribed address mined block
+ * worker, electrum) killed or stalled in turn UNDER TRAFFIC — payments to a subscribed address mined block
  * after block, REST requests in a loop, a readiness probe, two stream clients, a webhook and an
- * SNS subscription — and what the docs promise checked row by row:
+ * SNS subscription, an Electrum wallet subscribed to the headers and to the paid address's script
+ * hash — and what the docs promise checked row by row:
  * - the answers served meanwhile: 200, or 503 with the error body naming the cause (never a
  *   500, never a body outside the dialect), and no answer at all only while the API itself is
  *   dead;
@@ -12,13 +13,16 @@
  *   container runtime would);
  * - after each row, the books: every outbox event of the subscriptions up to that moment reached
  *   the webhook receiver, the SNS topic and both stream clients, nothing else did, and a
- *   duplicate only as the documented at-least-once (same id, same body).
+ *   duplicate only as the documented at-least-once (same id, same body);
+ * - after each row, the Electrum wallet: connected (again), its status of the script hash the one
+ *   the index's history gives, its tip the node's, and a payment and a block made then notified.
  * Real parts: PostgreSQL and redis-server owned by this file (so they can be killed), the devnode
  * as a child process (SIGKILL and SIGSTOP of the node), `blockwire start --role …` children. The
  * receiver and the SNS endpoint live in this process behind a TCP proxy that plays their death
  * (connections reset, port closed) or their stall (accepted, never answered).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, get, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -32,7 +36,9 @@ import { createDb } from '../../../src/db/connect.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { getIndexTip } from '../../../src/db/queries/api-chain.js';
-import { Key } from '../../../client/keys.js';
+import { hashToHex, sha256d } from '../../../src/bitcoin/hash.js';
+import { addressToScript, Key } from '../../../client/keys.js';
+import { connectElectrum, electrumScriptHash, ElectrumRpcError, type ElectrumTestClient } from '../../support/electrum-client.js';
 import { startSnsEndpoint, type SnsEndpoint } from '../../support/sns-endpoint.js';
 import { startFaultProxy, type FaultProxy } from '../../support/fault-proxy.js';
 import { continueTree, stopTree } from '../../support/process-tree.js';
@@ -58,8 +64,8 @@ let env: Record<string, string>;
 let devnode: BlockwireProcess;
 let devnodeArgs: string[];
 let rpcUrl: string;
-const roles: Record<'indexer' | 'api' | 'streamsA' | 'streamsB' | 'worker', BlockwireProcess | undefined> = { indexer: undefined, api: undefined, streamsA: undefined, streamsB: undefined, worker: undefined };
-const ports = { api: 0, streamsA: 0, streamsB: 0 };
+const roles: Record<'indexer' | 'api' | 'streamsA' | 'streamsB' | 'worker' | 'electrum', BlockwireProcess | undefined> = { indexer: undefined, api: undefined, streamsA: undefined, streamsB: undefined, worker: undefined, electrum: undefined };
+const ports = { api: 0, streamsA: 0, streamsB: 0, electrum: 0 };
 let key: string;
 const address = Key.random('regtest').address('p2wpkh');
 const subs = { hook: '', sns: '' };
@@ -69,6 +75,17 @@ const answers: Answer[] = [];
 const readiness: Ready[] = [];
 let traffic = true;
 let paying = true;
+/** Payments and blocks held (the Electrum check wants a still index for a moment). */
+let held = false;
+const scriptHash = electrumScriptHash(Buffer.from(addressToScript(address, 'regtest')).toString('hex'));
+/** The Electrum wallet: reconnects as wallets do, then subscribes again to the headers and the script hash. */
+const wallet: { client: ElectrumTestClient | undefined; connections: number; header: { hex: string; height: number } | undefined; status: string | null | undefined; stopped: boolean } = {
+  client: undefined,
+  connections: 0,
+  header: undefined,
+  status: undefined,
+  stopped: false,
+};
 const loops: Promise<void>[] = [];
 const clients: { name: string; events: { id: number; sub: string; body: string }[]; stop(): void }[] = [];
 
@@ -111,12 +128,13 @@ async function devnodeReady(p: BlockwireProcess): Promise<void> {
   if (p.child.exitCode !== null) throw new Error(`devnode exited: ${p.output().slice(-2000)}`);
 }
 
-const ROLE_ARGS: Record<keyof typeof roles, string> = { indexer: 'indexer', api: 'api', streamsA: 'streams', streamsB: 'streams' , worker: 'worker' };
-const READY_LOG: Record<keyof typeof roles, string> = { indexer: 'indexer started', api: 'api listening', streamsA: 'streams started', streamsB: 'streams started', worker: 'delivery workers started' };
+const ROLE_ARGS: Record<keyof typeof roles, string> = { indexer: 'indexer', api: 'api', streamsA: 'streams', streamsB: 'streams', worker: 'worker', electrum: 'electrum' };
+const READY_LOG: Record<keyof typeof roles, string> = { indexer: 'indexer started', api: 'api listening', streamsA: 'streams started', streamsB: 'streams started', worker: 'delivery workers started', electrum: 'Electrum server listening' };
 
 /** Starts (or starts again, as a container runtime would) one role process on its fixed port. */
 async function startRole(name: keyof typeof roles): Promise<BlockwireProcess> {
-  const extra: Record<string, string> = name === 'api' ? { PORT: String(ports.api) } : name === 'streamsA' || name === 'streamsB' ? { BLOCKWIRE_STREAM_PORT: String(ports[name]) } : {};
+  const extra: Record<string, string> =
+    name === 'api' ? { PORT: String(ports.api) } : name === 'streamsA' || name === 'streamsB' ? { BLOCKWIRE_STREAM_PORT: String(ports[name]) } : name === 'electrum' ? { ELECTRUM_TCP_PORT: String(ports.electrum) } : {};
   const p = spawnBlockwire(name, ['start', '--role', ROLE_ARGS[name]], { ...env, ...extra });
   roles[name] = p;
   await p.waitForLog(READY_LOG[name], 120_000);
@@ -157,6 +175,105 @@ function streamClient(name: 'streamsA' | 'streamsB') {
   const c = { name, events, stop: () => ((stopped = true), ws?.close()) };
   clients.push(c);
   return c;
+}
+
+/** The wallet's connection loop: connect, negotiate, subscribe; on a cut, again after 300 ms. */
+async function electrumWallet(): Promise<void> {
+  while (!wallet.stopped) {
+    try {
+      const c = await connectElectrum(ports.electrum);
+      try {
+        await c.request('server.version', ['fault-matrix', '1.4']);
+        wallet.header = await c.request<{ hex: string; height: number }>('blockchain.headers.subscribe');
+        wallet.status = await c.request<string | null>('blockchain.scripthash.subscribe', [scriptHash]);
+        wallet.client = c;
+        wallet.connections += 1;
+      } catch {
+        c.close();
+      }
+      await c.closed;
+    } catch {
+      // refused while the role is dead
+    }
+    wallet.client = undefined;
+    await nap(300);
+  }
+}
+
+/** The wallet's latest view: the subscription's answer, or a notification after it. */
+function walletView(c: ElectrumTestClient): { status: string | null | undefined; header: { hex: string; height: number } | undefined; notified: number } {
+  const statuses = c.notifications.filter((n) => n.method === 'blockchain.scripthash.subscribe' && n.params[0] === scriptHash);
+  const headers = c.notifications.filter((n) => n.method === 'blockchain.headers.subscribe');
+  return {
+    status: statuses.length ? (statuses[statuses.length - 1]!.params[1] as string | null) : wallet.status,
+    header: headers.length ? (headers[headers.length - 1]!.params[0] as { hex: string; height: number }) : wallet.header,
+    notified: statuses.length,
+  };
+}
+
+/** `p`, or a rejection after `ms` (a request that gets no answer is itself a finding). */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([p, nap(ms).then(() => Promise.reject(new Error(`${what}: no answer within ${ms} ms`)))]);
+}
+
+/** Status as the protocol defines it, from a history (computed here, not by the server). */
+function statusOf(history: { tx_hash: string; height: number }[]): string | null {
+  return history.length ? createHash('sha256').update(history.map((h) => `${h.tx_hash}:${h.height}:`).join('')).digest('hex') : null;
+}
+
+/**
+ * After a row, with payments held: the wallet is connected, its status is the one the index's
+ * history gives and its tip the node's; then a payment and a block made now are notified.
+ */
+async function electrumAgrees(row: string): Promise<void> {
+  held = true;
+  try {
+    let last = '';
+    const agree = async () => {
+      const c = wallet.client;
+      if (!c) throw new Error('the wallet is not connected');
+      const history = await within(c.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [scriptHash]), 20_000, 'get_history');
+      const view = walletView(c);
+      const [count, indexTip] = [await rpc<number>('getblockcount'), (await getIndexTip(db)).height];
+      const hash = view.header ? hashToHex(sha256d(Buffer.from(view.header.hex, 'hex'))) : '';
+      last = `status ${view.status} vs history ${statusOf(history)}; wallet tip ${view.header?.height} node ${count} index ${indexTip}`;
+      if (view.status !== statusOf(history) || view.header?.height !== count || indexTip !== count) throw new Error(last);
+      expect(hash, `${row}: the wallet's tip header is the node's block ${count}`).toBe(await rpc<string>('getblockhash', [count]));
+      return { c, history, notified: view.notified };
+    };
+    const { c, history } = await waitFor(`${row}: the Electrum wallet's status and tip agree with the index and the node`, agree, 120_000, 300).catch((err: Error) => {
+      throw new Error(`${err.message}\n${last}`);
+    });
+    expect(history.length, `${row}: the paid script hash has a history`).toBeGreaterThan(0);
+    // The event log path: a payment and a block now are notified to the same connection.
+    const txid = await rpc<string>('sendtoaddress', [address, 0.0007]);
+    await waitFor(`${row}: the wallet notified of payment ${txid}`, async () => {
+      const h = await within(c.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [scriptHash]), 20_000, 'get_history');
+      return h.some((x) => x.tx_hash === txid) && walletView(c).status === statusOf(h);
+    }, 60_000, 300);
+    const [hash] = await rpc<string[]>('generatetoaddress', [1, await rpc<string>('getnewaddress')]);
+    await waitFor(`${row}: the wallet notified of block ${hash}`, () => {
+      const h = walletView(c).header;
+      return h !== undefined && hashToHex(sha256d(Buffer.from(h.hex, 'hex'))) === hash;
+    }, 60_000, 200);
+    expect(wallet.client, `${row}: the same connection throughout`).toBe(c);
+  } finally {
+    held = false;
+  }
+}
+
+/** While a dependency is down or stalled: an Electrum request gets the protocol's error, in time — not a hang, not a cut. */
+async function electrumRefuses(row: string): Promise<void> {
+  const c = await connectElectrum(ports.electrum);
+  try {
+    await within(c.request('server.version', ['fault-matrix-probe', '1.4']), 20_000, `${row}: server.version`);
+    const err = await within(c.request('blockchain.scripthash.get_history', [scriptHash]).then(() => undefined, (e: unknown) => e), 30_000, `${row}: get_history`);
+    expect(err, `${row}: get_history answered an error`).toBeInstanceOf(ElectrumRpcError);
+    expect((err as ElectrumRpcError).code).toBe(-32603);
+    expect(await within(c.request('server.ping'), 20_000, `${row}: ping after the error`), `${row}: the connection stays usable`).toBeNull();
+  } finally {
+    c.close();
+  }
 }
 
 /** The outbox events of `sub` up to seq `upTo`, as the matching rules pick them (docs/events.md). */
@@ -355,6 +472,7 @@ describe('fault matrix', () => {
       BLOCKWIRE_DELIVERY_RESCUE_MS: '5000',
       API_REQUEST_TIMEOUT_MS: '3000',
       API_RATE_LIMIT: '10000000',
+      ELECTRUM_REQUEST_TIMEOUT_MS: '3000',
       BLOCKWIRE_SNS_ENDPOINT: `http://127.0.0.1:${snsProxy.port}`,
       AWS_ACCESS_KEY_ID: sns.credentials.accessKeyId,
       AWS_SECRET_ACCESS_KEY: sns.credentials.secretAccessKey,
@@ -375,6 +493,7 @@ describe('fault matrix', () => {
     subs.sns = (await post('/v1/subscriptions', { address, action: snsHook.id, confirmations: CONFIRMATIONS })).id;
     streamClient('streamsA');
     streamClient('streamsB');
+    loops.push(electrumWallet());
 
     // SNS messages as deliveries (id from the webhook-id attribute).
     loops.push(
@@ -395,8 +514,10 @@ describe('fault matrix', () => {
       (async () => {
         for (let i = 0; paying; i++) {
           try {
-            await rpc('sendtoaddress', [address, 0.001 + i / 1e8]);
-            if (i % 5 === 4) await rpc('generatetoaddress', [1, miner]);
+            if (!held) {
+              await rpc('sendtoaddress', [address, 0.001 + i / 1e8]);
+              if (i % 5 === 4) await rpc('generatetoaddress', [1, miner]);
+            }
           } catch {
             // the node is down or stalled: the row is about that
           }
@@ -447,11 +568,14 @@ describe('fault matrix', () => {
     await activeRelay();
     await waitReady('start');
     await waitFor('the first events delivered', () => webhooks.length > 2 && published.length > 2, 120_000);
+    await waitFor('the Electrum wallet subscribed', () => wallet.client !== undefined, 60_000);
   }, 300_000);
 
   afterAll(async () => {
     traffic = false;
     paying = false;
+    wallet.stopped = true;
+    wallet.client?.close();
     for (const c of clients) c.stop();
     await Promise.allSettled(loops);
     await Promise.allSettled(Object.values(roles).map((p) => p?.stop()));
@@ -476,6 +600,7 @@ describe('fault matrix', () => {
       const t0 = Date.now();
       await row.run(name);
       const books = await balanceBooks(name);
+      await electrumAgrees(name);
       const dup = Object.entries(books.duplicates).map(([n, d]) => `${n} +${d - (lastDuplicates[n] ?? 0)}`).join(', ');
       lastDuplicates = books.duplicates;
       console.info(`fault matrix | ${name} | ${Math.round((Date.now() - t0) / 100) / 10} s | ${books.events} events in the books; duplicates (same id, same body): ${dup}`);
@@ -496,6 +621,7 @@ rows.push({
     const t = Date.now();
     await pg.kill();
     await waitFor(`${row}: /readyz database_unreachable and a 503 ERR_DATABASE_UNAVAILABLE`, () => sawNotReady(t, 'database_unreachable') && sawAnswer(t, (a) => a.code === 'ERR_DATABASE_UNAVAILABLE'), 60_000);
+    await electrumRefuses(row);
     await pg.restart();
     await waitReady(row);
     await waitFor(`${row}: REST 200 again`, () => sawAnswer(Date.now() - 1000, (a) => a.status === 200 && a.route.includes('balance')), 60_000);
@@ -515,6 +641,7 @@ rows.push({
     const stopped = stopTree(await postmasterPid());
     try {
       await waitFor(`${row}: /readyz database_unreachable and a 503 on an address read`, () => sawNotReady(t, 'database_unreachable') && sawAnswer(t, (a) => a.status === 503 && a.route.includes('balance')), 60_000);
+      await electrumRefuses(row);
     } finally {
       continueTree(stopped);
     }
@@ -751,6 +878,52 @@ rows.push({
       process.kill(pid, 'SIGCONT');
     }
     await waitFor(`${row}: webhooks again`, () => webhooks.length > n, 60_000);
+    expectNoBadAnswers(row, t, []);
+    livingRolesUnchanged(before);
+  },
+});
+
+rows.push({
+  dependency: 'electrum role',
+  fault: 'kill',
+  promise: 'its wallets are cut, nothing else stops; the restarted server takes them back: they subscribe again, get the index\'s status and the node\'s tip, and are notified again',
+  async run(row) {
+    const before = { ...roles };
+    const t = Date.now();
+    const n = wallet.connections;
+    await sigkill(roles.electrum!);
+    await waitFor(`${row}: the wallet cut`, () => wallet.client === undefined, 60_000);
+    await startRole('electrum');
+    await waitFor(`${row}: the wallet connected and subscribed again`, () => wallet.connections > n && wallet.client !== undefined, 60_000);
+    expectNoBadAnswers(row, t, []);
+    expect(readiness.filter((r) => r.at >= t && r.status !== 200)).toEqual([]);
+    livingRolesUnchanged(before, ['electrum']);
+  },
+});
+
+rows.push({
+  dependency: 'electrum role',
+  fault: 'stall',
+  promise: 'its wallets wait on an open connection; once resumed the server answers what they asked and notifies what happened meanwhile, no reconnect needed',
+  async run(row) {
+    const before = { ...roles };
+    const pid = roles.electrum!.child.pid!;
+    const c = wallet.client!;
+    const n = wallet.connections;
+    const t = Date.now();
+    process.kill(pid, 'SIGSTOP');
+    let asked: Promise<unknown>;
+    try {
+      asked = c.request('blockchain.scripthash.get_history', [scriptHash]);
+      asked.catch(() => undefined);
+      const blocks = await rpc<number>('getblockcount');
+      await waitFor(`${row}: blocks mined while it is stopped`, async () => (await rpc<number>('getblockcount')) >= blocks + 2, 60_000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect(Array.isArray(await within(asked, 60_000, `${row}: the request made while stopped`))).toBe(true);
+    expect(wallet.connections, `${row}: no reconnect`).toBe(n);
+    expect(wallet.client).toBe(c);
     expectNoBadAnswers(row, t, []);
     livingRolesUnchanged(before);
   },
