@@ -2,7 +2,8 @@
  * The indexer end to end on a real Bitcoin Core 30 (regtest): a seeded random scenario of Core's
  * own wallets paying each other — every address type, P2PK and bare multisig included — with
  * bumpfee replacements, CPFP, full-RBF replacements of transactions that did not signal,
- * transactions expired from the mempool (mock time jumped past -mempoolexpiry), reorgs of depth
+ * transactions expired from the mempool (mock time jumped past -mempoolexpiry) and evicted from
+ * a full one (the node runs with -maxmempool=5, its minimum; a last case fills it), reorgs of depth
  * 1–6 by invalidateblock/reconsiderblock (shorter, equal and longer branches, some with a double
  * spend, some while the indexer is down), kill -9 of bitcoind (its unflushed blocks are lost with
  * it) and of the indexer, and ZMQ lost by restarting bitcoind on another ZMQ port (and back).
@@ -24,8 +25,10 @@
  * BLOCKWIRE_CORE_STEPS sets the number of steps (default 24: every kind of step once, then the
  * seed's choice), BLOCKWIRE_CRASH_SEED the seed; BLOCKWIRE_CORE_DEBUG=1 logs each comparison.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { sql } from 'kysely';
+import { Subscriber } from 'zeromq';
 import { Key } from '../../../client/keys.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { encodeTx } from '../../../src/bitcoin/encode.js';
@@ -34,6 +37,7 @@ import { addressKey } from '../../../src/db/address-key.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { testConfig } from '../../../src/config.js';
 import { silentLogger } from '../../../src/log.js';
+import { handleMessage, type SequenceHint } from '../../../indexer/notify.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { btcToSats } from '../../../src/rpc/types.js';
 import { startApi, type ApiHandle } from '../../../api/main.js';
@@ -149,7 +153,9 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
   };
 
   beforeAll(async () => {
-    node = await startBitcoind({ funded: true });
+    // The smallest mempool Core allows, so that the eviction case can fill it (the scenario's
+    // mempool stays far below it).
+    node = await startBitcoind({ funded: true, args: ['-maxmempool=5'] });
     // 30 more blocks: 31 mature coinbases to pay from.
     await node.mine(30);
     view = new CoreView(node);
@@ -624,5 +630,68 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
     await checkBlockEvents(t.db, await view.activeChain());
     process.stderr.write(`core e2e: ${JSON.stringify(done)}\n`);
     expect(Object.keys(done).length).toBe(plan.length);
+  });
+
+  it('evicts a low-fee payment from a full mempool: gone from the index, tx.dropped streamed', { timeout: 600_000 }, async () => {
+    // Core's own `sequence` stream, parsed as the indexer parses it: the eviction must come as an R.
+    const hints: SequenceHint[] = [];
+    const sub = new Subscriber({ receiveHighWaterMark: 100_000, linger: 0 });
+    sub.connect(node.zmqUrl);
+    sub.subscribe('sequence');
+    const counters = new Map<string, number>();
+    const zmqStats = { messages: 0, invalid: 0, gaps: 0, resets: 0, lastMessageAt: null };
+    const recording = (async () => {
+      for await (const frames of sub) handleMessage(frames, counters, zmqStats, { wake: () => undefined, gap: () => undefined, reset: () => undefined, sequence: (h) => hints.push(h) }, silentLogger());
+    })().catch(() => undefined);
+    try {
+      // Coins for the fillers (one confirmed coin each), and an empty mempool: what is evicted is
+      // then the victim and the cheapest fillers only.
+      const coins: Record<string, number> = {};
+      for (let i = 0; i < 60; i++) coins[await miner<string>('getnewaddress')] = 0.012;
+      await miner('sendmany', ['', coins]);
+      await mine(1);
+      await settle('the block before the eviction');
+      const relayFee = (await node.call<{ minrelaytxfee: number }>('getmempoolinfo')).minrelaytxfee;
+      // The victim: 1 sat/vB to a subscribed address of alice.
+      const victim = await pay(await destination('bech32'), 150_000n, { feeRate: 1 });
+      await settle('the low-fee payment');
+      expect((await node.call<{ fees: { base: number }; vsize: number }>('getmempoolentry', [victim])).vsize).toBeGreaterThan(0);
+
+      // Fillers: ~95 kvB each, 1,250 outputs to an uncompressed P2PK key nobody watches (76 vbytes
+      // and ~145 bytes of Core's mempool memory: a script over 36 bytes is allocated apart), from
+      // confirmed coins only (no chain of them hits the 101 kvB descendant limit), each at a
+      // higher fee rate than the one before (Core evicts the cheapest first; on a tie the newest,
+      // which would refuse the filler itself).
+      const nobody = hexToBytes(`4104${randomBytes(64).toString('hex')}ac`);
+      const outputs = Array.from({ length: 1250 }, () => ({ value: 700n, script: nobody }));
+      const unfunded = bytesToHex(encodeTx({ version: 2, inputs: [], outputs, locktime: 0 }));
+      let fillers = 0;
+      while ((await node.call<string[]>('getrawmempool')).includes(victim)) {
+        expect(fillers, 'fillers before Core evicted the victim').toBeLessThan(80);
+        const funded = await miner<{ hex: string }>('fundrawtransaction', [unfunded, { fee_rate: 3 + fillers / 10, minconf: 1 }]);
+        const signed = await miner<{ hex: string }>('signrawtransactionwithwallet', [funded.hex]);
+        await node.call<string>('sendrawtransaction', [signed.hex]);
+        fillers++;
+        if (process.env.BLOCKWIRE_CORE_DEBUG) process.stderr.write(`filler ${fillers}: usage ${(await node.call<{ usage: number }>('getmempoolinfo')).usage}\n`);
+      }
+      await expect(node.call('getmempoolentry', [victim])).rejects.toMatchObject({ code: -5, message: 'Transaction not in mempool' });
+      const info = await node.call<{ usage: number; maxmempool: number; mempoolminfee: number; minrelaytxfee: number }>('getmempoolinfo');
+      expect(info.maxmempool).toBe(5_000_000);
+      // The rolling minimum: the evicted fee rate plus the incremental relay fee, above the victim's.
+      expect(info.mempoolminfee, 'mempoolminfee rose').toBeGreaterThan(relayFee);
+      expect(info.mempoolminfee).toBeGreaterThan(0.00001);
+      process.stderr.write(`core e2e eviction: ${fillers} fillers, usage ${info.usage}, mempoolminfee ${info.mempoolminfee} BTC/kvB (relay ${relayFee})\n`);
+
+      await waitFor('Core\'s R for the evicted payment', () => hints.some((h) => h.label === 'R' && h.hash === victim), 30_000);
+      // The index and the stream against Core: the victim gone from the mempool rows, balances and
+      // unspent outputs equal to scantxoutset, history to the watch-only wallet's, its events ending.
+      await settle('the eviction');
+      const events = (stream.events() as unknown as StreamEvent[]).filter((e) => e.transaction_hash === victim);
+      expect(events.map((e) => e.type), 'the victim\'s events').toEqual(['tx.unconfirmed', 'tx.dropped']);
+      expect(events[1]!.address).toBe(events[0]!.address);
+    } finally {
+      sub.close();
+      await recording;
+    }
   });
 });
