@@ -4,6 +4,9 @@
  * `describeBitcoind` (fails under CI when bitcoind is missing, skips with a notice otherwise).
  */
 import { describe } from 'vitest';
+import { addressToScript } from '../../src/bitcoin/address.js';
+import { encodeTx } from '../../src/bitcoin/encode.js';
+import { bytesToHex } from '../../src/bitcoin/hash.js';
 import { startDevnode, type Devnode, type DevnodeOptions } from '../../devnode/index.js';
 import { describeBitcoind, rpcCall, startBitcoind, type Bitcoind, type BitcoindOptions } from './bitcoind.js';
 
@@ -24,6 +27,11 @@ export type TestNode = {
   tip(): Promise<{ height: number; hash: string }>;
   /** Pays `sats` to `address` from the funded wallet (sendtoaddress); returns the txid. */
   pay(address: string, sats: bigint): Promise<string>;
+  /**
+   * One transaction from the funded wallet paying each of `payments` (an address may come more
+   * than once: one output each); returns the txid. Regtest addresses.
+   */
+  payMany(payments: readonly { address: string; sats: bigint }[]): Promise<string>;
   stop(): Promise<void>;
   /** The underlying handle, for what only one of them has (fault injection, restart…). */
   readonly bitcoind: Bitcoind | null;
@@ -61,6 +69,14 @@ function fromBitcoind(b: Bitcoind): TestNode {
       if (!b.wallet) throw new Error('this bitcoind has no wallet: start it with funded: true');
       return b.call<string>('sendtoaddress', [address, btc(sats)], b.wallet);
     },
+    payMany: async (payments) => {
+      if (!b.wallet) throw new Error('this bitcoind has no wallet: start it with funded: true');
+      // sendmany and createrawtransaction refuse an address twice: the outputs are encoded here.
+      const outputs = payments.map((p) => ({ value: p.sats, script: addressToScript(p.address, 'regtest') }));
+      const funded = await b.call<{ hex: string }>('fundrawtransaction', [bytesToHex(encodeTx({ version: 2, inputs: [], outputs, locktime: 0 }))], b.wallet);
+      const signed = await b.call<{ hex: string; complete: boolean }>('signrawtransactionwithwallet', [funded.hex], b.wallet);
+      return b.call<string>('sendrawtransaction', [signed.hex]);
+    },
     stop: b.stop,
     bitcoind: b,
     devnode: null,
@@ -78,6 +94,10 @@ function fromDevnode(d: Devnode): TestNode {
     mine: (n = 1, address) => d.mine(n, address ? { address } : {}),
     tip: async () => d.tip(),
     pay: async (address, sats) => d.wallet.send(address, sats),
+    payMany: async ([first, ...rest]) => {
+      if (!first) throw new Error('payMany: no payment');
+      return d.wallet.send(first.address, first.sats, { outputs: rest.map((p) => ({ to: p.address, sats: p.sats })) });
+    },
     stop: () => d.stop(),
     bitcoind: null,
     devnode: d,
