@@ -65,6 +65,8 @@ export type ApiSettings = {
   corsOrigins: readonly string[];
   /** Bytes of history chunks held for paging (api/history-chunk-cache.ts); 0: none. */
   historyCacheBytes: number;
+  /** Bytes of confirmed transactions held as built (api/held-transactions.ts); 0: none. */
+  txCacheBytes: number;
 };
 
 export const defaultApiSettings: ApiSettings = {
@@ -84,6 +86,7 @@ export const defaultApiSettings: ApiSettings = {
   maxLagBlocks: 6,
   corsOrigins: [],
   historyCacheBytes: 64 * 1024 * 1024,
+  txCacheBytes: 16 * 1024 * 1024,
 };
 
 /** Everything `buildApi` takes. Only `db`, `log` and `network` are required. */

@@ -89,6 +89,7 @@ function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
     maxLagBlocks: config.apiMaxLagBlocks,
     corsOrigins: config.apiCorsOrigins,
     historyCacheBytes: config.apiHistoryCacheMb * 1024 * 1024,
+    txCacheBytes: config.apiTxCacheMb * 1024 * 1024,
   };
 }
 

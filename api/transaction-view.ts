@@ -28,6 +28,8 @@ import type { OutputAssets } from '../src/bitcoin/open-assets.js';
 import { decodeAssetColors } from '../src/db/asset-colors.js';
 import { isoFromUnix, isoTime, UNKNOWN_TIME } from '../src/time.js';
 import { batchPerTick } from './tick-batch.js';
+import { HeldTransactions } from './held-transactions.js';
+import type { ResolvedApiDeps } from './deps.js';
 
 export type TransactionJson = {
   transaction_hash: string;
@@ -131,20 +133,34 @@ export type TransactionView = TransactionJson & { fee: number | null };
  * the node's). The reads are separate queries; when a reorg lands between them, the whole read
  * is done again.
  */
-export async function loadTransactionView(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<{ view: TransactionView; mempoolRaw: Buffer | null; sizes: TxSizes | undefined } | undefined> {
-  const r = await loadIndexedTx(db, txid);
-  return r && { view: buildJson(network, r.tx), mempoolRaw: r.mempoolRaw, sizes: r.tx.sizes };
+export async function loadTransactionView(
+  db: Kysely<Database>,
+  network: NetworkName,
+  txid: Buffer,
+  held?: HeldTxs,
+): Promise<{ view: TransactionView; mempoolRaw: Buffer | null; sizes: TxSizes | undefined } | undefined> {
+  const r = await loadIndexedTx(db, txid, held);
+  if (!r) return undefined;
+  // (a held transaction with the same spend state is the same object: its view is built once)
+  const built = views.get(r.tx);
+  const view = built?.network === network ? built.view : buildJson(network, r.tx);
+  if (held && r.tx.block && built?.view !== view) views.set(r.tx, { network, view });
+  return { view, mempoolRaw: r.mempoolRaw, sizes: r.tx.sizes };
 }
+
+/** The /v1 views built of held transactions, by transaction object (a new spend state is a new object). */
+const views = new WeakMap<IndexedTx, { network: NetworkName; view: TransactionView }>();
 
 /**
  * A confirmed or mempool transaction as the index knows it, with its raw bytes when it is in
  * the mempool, or undefined when unknown. The reads are separate queries; when a reorg lands
- * between them, the whole read is done again.
+ * between them, the whole read is done again. With `held`, a confirmed transaction built before
+ * from the same row is taken from there instead of reading its prevouts again.
  */
-export async function loadIndexedTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: IndexedTx; mempoolRaw: Buffer | null } | undefined> {
+export async function loadIndexedTx(db: Kysely<Database>, txid: Buffer, held?: HeldTxs): Promise<{ tx: IndexedTx; mempoolRaw: Buffer | null } | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await readIndexedTx(db, txid);
+      return await readIndexedTx(db, txid, held);
     } catch (err) {
       if (!(err instanceof InconsistentRead) || attempt >= 3) throw err;
     }
@@ -157,6 +173,40 @@ export async function loadTransactionJson(db: Kysely<Database>, network: Network
   if (!r) return undefined;
   const { fee: _fee, ...json } = r.view;
   return json;
+}
+
+/**
+ * A held confirmed transaction (api/held-transactions.ts): everything but the spend state of its
+ * outputs, and the transaction with the spend state it was last asked with.
+ */
+type HeldTx = { base: Omit<IndexedTx, 'used'>; last: { unspent: number[]; mempoolSpent: number[]; tx: IndexedTx } };
+export type HeldTxs = HeldTransactions<HeldTx>;
+
+const heldByApp = new WeakMap<ResolvedApiDeps, HeldTxs | undefined>();
+
+/** The confirmed transactions an app holds (one for its /v1 and bare routes), or undefined when API_TX_CACHE_MB is 0. */
+export function heldTransactions(deps: ResolvedApiDeps): HeldTxs | undefined {
+  if (!heldByApp.has(deps)) heldByApp.set(deps, deps.settings.txCacheBytes > 0 ? new HeldTransactions<HeldTx>(deps.settings.txCacheBytes) : undefined);
+  return heldByApp.get(deps);
+}
+
+const sameNumbers = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** `tx` with the spend state of `row`. */
+function withSpendState(base: Omit<IndexedTx, 'used'>, row: Pick<ConfirmedRow, 'unspent_vouts' | 'mempool_spent_vouts'>): IndexedTx {
+  const unspent = new Set(row.unspent_vouts);
+  const mempoolSpent = new Set(row.mempool_spent_vouts);
+  return { ...base, used: (vout) => !unspent.has(vout) || mempoolSpent.has(vout) };
+}
+
+/** The held transaction of `row` with the row's spend state, when one built from an equal row is held. */
+function fromHeld(held: HeldTxs, row: ConfirmedTxRow): IndexedTx | undefined {
+  const h = held.get(row);
+  if (!h) return undefined;
+  if (!sameNumbers(h.last.unspent, row.unspent_vouts) || !sameNumbers(h.last.mempoolSpent, row.mempool_spent_vouts)) {
+    h.last = { unspent: row.unspent_vouts, mempoolSpent: row.mempool_spent_vouts, tx: withSpendState(h.base, row) };
+  }
+  return h.last.tx;
 }
 
 /** A confirmed `txs` row with the spend state of its outputs. */
@@ -191,9 +241,7 @@ async function confirmedTxs(db: Kysely<Database>, rows: readonly ConfirmedRow[],
   const ins = rows.map((r) => decodeIns(r.ins));
   const prevs = await lookups(db).prevTxs(ins.flat().map((i) => i.txNum));
   return rows.map((row, k) => {
-    const unspent = new Set(row.unspent_vouts);
-    const mempoolSpent = new Set(row.mempool_spent_vouts);
-    return {
+    const base = {
       txid: row.txid,
       coinbase: txNumPosition(row.tx_num) === 0,
       inputs: ins[k]!.map((i) => {
@@ -202,12 +250,12 @@ async function confirmedTxs(db: Kysely<Database>, rows: readonly ConfirmedRow[],
         return { prevTxid: prev.txid, vout: i.vout, prevout: decodeOut(prev.outs, i.vout) };
       }),
       outputs: decodeOuts(row.outs),
-      used: (vout) => !unspent.has(vout) || mempoolSpent.has(vout),
       block,
       firstSeen: row.first_seen,
       assets: row.asset_colors ? decodeAssetColors(row.asset_colors) : undefined,
       sizes: rowSizes(row),
     };
+    return withSpendState(base, row);
   });
 }
 
@@ -234,11 +282,18 @@ function lookups(db: Kysely<Database>) {
   return b;
 }
 
-async function readIndexedTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: IndexedTx; mempoolRaw: Buffer | null } | undefined> {
+async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs | undefined): Promise<{ tx: IndexedTx; mempoolRaw: Buffer | null } | undefined> {
   const confirmed = await lookups(db).confirmed(txid);
   if (confirmed) {
+    const kept = held && fromHeld(held, confirmed);
+    if (kept) return { tx: kept, mempoolRaw: null };
     const block = { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time };
-    return { tx: (await confirmedTxs(db, [confirmed], block))[0]!, mempoolRaw: null };
+    const tx = (await confirmedTxs(db, [confirmed], block))[0]!;
+    if (held) {
+      const { used: _used, ...base } = tx;
+      held.set(confirmed, tx.inputs.length + tx.outputs.length, { base, last: { unspent: confirmed.unspent_vouts, mempoolSpent: confirmed.mempool_spent_vouts, tx } });
+    }
+    return { tx, mempoolRaw: null };
   }
   const mempool = await findMempoolTx(db, txid);
   if (!mempool) return undefined;

@@ -9,7 +9,7 @@
  * the rate served and its p50/p99. (2) includes POST /v1/addresses/batch with the balances of
  * 1,000 random addresses per request.
  * Run: `node --import tsx bench/api.ts [--duration S] [--connections N] [--rate R] [--only TEXT]
- * [--skip-paging] [--skip-rate]` (DATABASE_URL and REDIS_URL optional: an ephemeral PostgreSQL and
+ * [--skip-paging] [--skip-rate]` (`--only floor,transaction`: the runs whose label contains any of the texts; DATABASE_URL and REDIS_URL optional: an ephemeral PostgreSQL and
  * redis-server are started otherwise; an index already built in DATABASE_URL is reused; `--rate`
  * caps (2) at R req/s).
  */
@@ -51,6 +51,8 @@ const { values: opts } = parseArgs({
   },
 });
 const DURATION = Number(opts.duration);
+/** `--only a,b`: the runs whose label contains any of the comma-separated texts (all without it). */
+const only = (label: string) => !opts.only || opts.only.split(',').some((t) => label.includes(t.trim()));
 const CONNECTIONS = Number(opts.connections);
 /** Connections of the target-rate runs: at 8,000 req/s, 128 connections carry a mean latency up to 16 ms. */
 const RATE_CONNECTIONS = 128;
@@ -221,6 +223,11 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       const batchBodies = Array.from({ length: 50 }, () => JSON.stringify({ addresses: Array.from({ length: 1000 }, () => rand(addresses)), include: ['balance'] }));
       let nextBody = 0;
       const batchBody = () => batchBodies[nextBody++ % batchBodies.length]!;
+      /** Paths requested once, 16 at a time, before a run: what it measures is lookups of things looked up before. */
+      const warmUp = async (paths: string[]) => {
+        let next = 0;
+        await autocannon({ url: base, connections: CONNECTIONS, amount: paths.length, headers: { apiKey: key }, requests: [{ setupRequest: (req) => ({ ...req, path: paths[next++ % paths.length]! }) }] });
+      };
       const scenarios: [string, () => string, (() => string)?][] = [
         ['floor: unknown route (fastify + sockets only: 404, no key, no database)', () => '/v1/floor'],
         ['balance (random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/balance`],
@@ -280,7 +287,10 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each, as fast as they go (server and load generator share the 2 cores):\n`);
       process.stdout.write("| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|\n");
       let floor = 0;
-      for (const [label, path, body] of scenarios.filter(([l]) => !opts.only || l.includes(opts.only))) {
+      for (const [label, path, body] of scenarios.filter(([l]) => only(l))) {
+        // (each payment once first: the API holds transactions it built, API_TX_CACHE_MB, and an SDK
+        // mostly asks again for transactions it asked for before; BENCH_API_TX_CACHE_MB=0 measures first lookups)
+        if (label.startsWith('transaction')) await warmUp(payTxids.map((t) => `/v1/transactions/${t}`));
         const { result, api, pg, gen, held } = await run(path, CONNECTIONS, opts.rate ? Number(opts.rate) : undefined, body);
         if (label.startsWith('floor')) floor = result.requests.average;
         const ratio = floor > 0 ? `${((100 * result.requests.average) / floor).toFixed(0)} %` : '-';
@@ -298,7 +308,7 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         ];
         process.stdout.write(`\nat the target rate: each route offered its target on a fixed schedule (open loop) over ${RATE_CONNECTIONS} connections, ${DURATION} s each:\n`);
         process.stdout.write("| at the target rate: route | offered req/s | served req/s | p50 ms | p99 ms | max ms | load generator's longest stall ms | goal | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-        for (const [label, path, rate, p99] of targets.filter(([l]) => !opts.only || l.includes(opts.only))) {
+        for (const [label, path, rate, p99] of targets.filter(([l]) => only(l))) {
           const { result: r, api, pg, gen, held } = await withCpu(
             () => openLoop({ host: '127.0.0.1', port, rate, durationMs: DURATION * 1000, connections: RATE_CONNECTIONS, headers: { apiKey: key }, path }),
             (x) => x.answered,

@@ -10,9 +10,10 @@
  *    receiver answering 200 (signed POSTs through BullMQ, delivery log in PostgreSQL).
  * Run: `node --import tsx bench/events.ts [--clients N] [--blocks B] [--events E]
  * [--stream-clients C] [--webhooks W] [--worker-processes P] [--no-devnode]` (DATABASE_URL / REDIS_URL optional:
- * an ephemeral PostgreSQL and a redis-server are started otherwise).
+ * an ephemeral PostgreSQL and a redis-server are started otherwise). `npm run bench` runs it with
+ * 10,000 clients; the soft limit of open files is raised for them when the hard limit allows.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -52,6 +53,27 @@ const EVENTS = Number(opts.events);
 const STREAM_CLIENTS = Number(opts['stream-clients']);
 const WEBHOOKS = Number(opts.webhooks);
 const WORKER_PROCESSES = Number(opts['worker-processes']);
+
+/**
+ * Each WebSocket client is a socket here and one in the server process (which inherits this
+ * process's limits): with the soft limit of open files below what the run needs and the hard
+ * limit above it, the bench runs itself again under a shell that raises the soft limit; above
+ * the hard limit it stops and says so (raising the hard limit needs root: `ulimit -Hn`).
+ */
+function ensureOpenFiles(clients: number): void {
+  const need = clients + 2048; // (PostgreSQL, Redis, the devnode and the stream clients besides)
+  const m = /^Max open files\s+(\S+)\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  if (!m) return;
+  const limit = (v: string) => (v === 'unlimited' ? Infinity : Number(v));
+  const [soft, hard] = [limit(m[1]!), limit(m[2]!)];
+  if (soft >= need) return;
+  if (hard < need || process.env.BENCH_OPEN_FILES_RAISED) throw new Error(`${clients} clients need ${need} open files; this process may open ${soft} (hard limit ${hard}): raise it (ulimit -n) or run fewer --clients`);
+  const raised = hard === Infinity ? need : hard;
+  process.stdout.write(`open files: soft limit ${soft} → ${raised} for ${clients} clients (the bench runs again under ulimit -n)\n`);
+  const r = spawnSync('sh', ['-c', `ulimit -n ${raised} && exec "$0" "$@"`, process.execPath, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, BENCH_OPEN_FILES_RAISED: '1' } });
+  process.exit(r.status ?? 1);
+}
+ensureOpenFiles(Number(opts.clients));
 
 /** CPU ms (user + system) of a process from /proc, 0 when it is gone. */
 function cpuMs(pid: number): number {

@@ -15,7 +15,7 @@ import { isoFromUnix, isoTime } from '../../src/time.js';
 import { describeOutput } from '../address-codec.js';
 import { checkBodyDigest } from '../signed-request.js';
 import { SESSION_HEADER } from '../socket-sessions.js';
-import { loadIndexedTx, toHex, type IndexedTx } from '../transaction-view.js';
+import { heldTransactions, loadIndexedTx, toHex, type IndexedTx } from '../transaction-view.js';
 import { findBlockByHash, listBlockTxids } from '../../src/db/queries/api-chain.js';
 import type { BlockAnswer, Credentials, Dialect, TransactionAnswer } from '../dialect.js';
 import type { NetworkName } from '../../src/config.js';
@@ -101,7 +101,7 @@ const coinstackBlock: BlockAnswer = {
 const coinstackTransactionAnswer: TransactionAnswer = {
   schema: {},
   async load(deps, txid) {
-    const r = await loadIndexedTx(deps.readDb, txid);
+    const r = await loadIndexedTx(deps.readDb, txid, heldTransactions(deps));
     return r && coinstackTransaction(r.tx, deps.network);
   },
 };

@@ -15,7 +15,7 @@ import { hashParams } from '../schemas.js';
 import type { ResolvedApiDeps } from '../deps.js';
 import type { RouteModule } from '../dialect.js';
 import type { TransactionAnswer } from '../dialect.js';
-import { loadTransactionView } from '../transaction-view.js';
+import { heldTransactions, loadTransactionView } from '../transaction-view.js';
 import { txViewSchema, withRawExtras } from '../transaction-extras.js';
 import { setTipHeaders, tipHeaders } from '../tip.js';
 
@@ -90,15 +90,25 @@ export const inclusionProofSchema = {
   },
 } as const;
 
+/**
+ * The answers built of confirmed views with their sizes (nothing asked of the node), by view: a
+ * held transaction's view is the same object while its rows are unchanged (api/held-transactions.ts).
+ */
+const confirmedAnswers = new WeakMap<object, object>();
+
 /** /v1's transaction: the spec's with fee, sizes and replaceability (GET /transactions/{hash}, routes/transactions.ts). */
 export const v1TransactionAnswer: TransactionAnswer = {
   schema: txViewSchema,
   async load(deps, txid) {
-    const r = await loadTransactionView(deps.readDb, deps.network, txid);
+    const r = await loadTransactionView(deps.readDb, deps.network, txid, heldTransactions(deps));
     if (!r) return undefined;
+    const kept = confirmedAnswers.get(r.view);
+    if (kept) return kept;
     const block = r.view.block_hash[0];
     const source = r.mempoolRaw ? ({ kind: 'mempool', raw: r.mempoolRaw } as const) : ({ kind: 'confirmed', blockHash: block!.block_hash, height: block!.block_height } as const);
-    return (await withRawExtras(deps, [{ view: r.view, sizes: r.sizes }], source))[0];
+    const answer = (await withRawExtras(deps, [{ view: r.view, sizes: r.sizes }], source))[0]!;
+    if (source.kind === 'confirmed' && r.sizes) confirmedAnswers.set(r.view, answer);
+    return answer;
   },
 };
 

@@ -8,18 +8,35 @@ import { ServiceError } from '../../src/errors.js';
 import { broadcastTransaction } from '../broadcast.js';
 import type { RouteModule } from '../dialect.js';
 import { sendTransactionHex } from './raw-hex.js';
+import { keyCheckPassed } from '../key-check.js';
+
+/** What fastify sends a serialized object as. */
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 export const transactionRoutes: RouteModule = (app, deps, dialect) => {
+  const bodies = new WeakMap<object, string>();
   const transaction = dialect.answers.transaction;
   app.get<{ Params: { hash: string } }>(
     '/transactions/:hash',
-    { schema: { summary: 'A confirmed or mempool transaction', tags: ['transactions'], params: dialect.routes.hashParams, response: dialect.routes.response(transaction.schema) } },
+    {
+      // (a read without side effects: the key's revocation check runs while it is read, api/key-check.ts)
+      config: { keyCheck: 'alongside' },
+      schema: { summary: 'A confirmed or mempool transaction', tags: ['transactions'], params: dialect.routes.hashParams, response: dialect.routes.response(transaction.schema) },
+    },
     async (request, reply) => {
       const txid = dialect.routes.parseHash(request.params.hash, 'ERR_TX_NOT_FOUND');
-      if (dialect.routes.wantsHex(request)) return sendTransactionHex(deps, txid, reply);
+      if (dialect.routes.wantsHex(request)) {
+        await keyCheckPassed(request);
+        return sendTransactionHex(deps, txid, reply);
+      }
       const tx = await transaction.load(deps, txid);
       if (!tx) throw new ServiceError('ERR_TX_NOT_FOUND');
-      return tx;
+      await keyCheckPassed(request);
+      // An answer the dialect gave before (a held transaction whose rows are unchanged) goes out
+      // as it was serialized then: the route's own serializer made those bytes.
+      let body = bodies.get(tx);
+      if (body === undefined) bodies.set(tx, (body = reply.serialize(tx) as string));
+      return reply.type(JSON_TYPE).send(body);
     },
   );
 

@@ -3,7 +3,8 @@
  * (7 reorgs, 17 blocks undone) while balance, history, unspent-output and transaction requests
  * run against it without pause. No request may fail with a 5xx or answer a malformed body;
  * an address or transaction that is momentarily absent is a clean 404. And deep history pages
- * answered from chunks the API holds stay equal to those Postgres cuts as blocks are undone.
+ * answered from chunks the API holds stay equal to those Postgres cuts as blocks are undone, and
+ * transaction answers from transactions it holds equal to those built afresh.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
@@ -64,18 +65,22 @@ describeFixtures('API reads during reorgs', () => {
     // The whole recorded chain applied under three request loops: past 120 s at load 30-60.
   }, 600_000);
 
-  it('deep history pages from held chunks stay those of the index across the undone blocks', async () => {
-    // A fresh index; an API holding chunks (`cached`) and one that never does (`plain`).
+  it('deep history pages from held chunks and held transactions stay those of the index across the undone blocks', async () => {
+    // A fresh index; an API holding chunks and transactions (`cached`) and one that never does (`plain`).
     const t2 = await createMigratedDatabase('apireorg2');
     const metrics = createMetrics({ db: t2.db, log: silentLogger(), roles: ['api'], processMetrics: false });
     const cached = await createApiHarness({ settings: { rateLimit: 10_000_000 }, metrics }, t2);
-    const plain = await createApiHarness({ settings: { rateLimit: 10_000_000, historyCacheBytes: 0 } }, t2);
+    const plain = await createApiHarness({ settings: { rateLimit: 10_000_000, historyCacheBytes: 0, txCacheBytes: 0 } }, t2);
     try {
       const chain = loadChainA();
       const busiest = Object.entries(chain.expected.addresses)
         .sort((a, b) => b[1].history.length - a[1].history.length)
         .slice(0, 2)
         .map(([a]) => a);
+      // Transactions of those addresses (their outputs get spent, their blocks undone and
+      // replaced), in both dialects: the held answer must be byte for byte the one built afresh.
+      const txids = [...new Set(busiest.flatMap((a) => chain.expected.addresses[a]!.history))].filter((_, i) => i % 4 === 0).slice(0, 8);
+      let heldAnswers = 0;
       const compare = async () => {
         for (const a of busiest) {
           const first = `/v1/addresses/${a}/history?limit=2`;
@@ -83,6 +88,14 @@ describeFixtures('API reads during reorgs', () => {
           const p = await walkPages(plain, first);
           const c = await walkPages(cached, first);
           expect(c, a).toEqual(p);
+        }
+        for (const txid of txids) {
+          for (const url of [`/v1/transactions/${txid}`, `/transactions/${txid}`]) {
+            const p = await plain.get(url);
+            const c = await cached.get(url);
+            expect({ status: c.statusCode, type: c.headers['content-type'], body: c.body }, url).toEqual({ status: p.statusCode, type: p.headers['content-type'], body: p.body });
+            if (c.statusCode === 200) heldAnswers++;
+          }
         }
       };
       expect((await applyBlock(t2.db, decodeBlock(chain.blocks.get(chain.main[0]!)!.raw), 0)).kind).toBe('applied');
@@ -98,6 +111,7 @@ describeFixtures('API reads during reorgs', () => {
       for (const a of busiest) expect((await walkPages(cached, `/v1/addresses/${a}/history?limit=2`)).items.reverse(), a).toEqual(chain.expected.addresses[a]!.history);
       const held = Number(/^blockwire_api_history_pages_total\{source="held"\} (\d+)$/m.exec(await metrics.render())![1]);
       expect(held).toBeGreaterThan(0);
+      expect(heldAnswers).toBeGreaterThan(0);
     } finally {
       await cached.close();
       await plain.close();

@@ -1,6 +1,6 @@
 /**
  * Key checks alongside a read route (api/key-check.ts): for a key the process verified
- * before, the address routes and a wallet's balance run while its revocation check does, and nothing — data, 404, 400
+ * before, the address routes, a wallet's balance and a transaction lookup run while its revocation check does, and nothing — data, 404, 400
  * or 429 — leaves before that check has passed; a refused key gets the ordinary 401 with no
  * rate-limit or Link header. Routes with side effects still check first. Then the real thing:
  * startApi's cached verifier, a key revoked through the keys command, refused on the very next
@@ -19,14 +19,26 @@ import { startApi, type ApiHandle } from '../../../api/main.js';
 import { testConfig } from '../../../src/config.js';
 import { silentLogger } from '../../../src/log.js';
 import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
+import { hashToHex } from '../../../src/bitcoin/hash.js';
+import { createHash } from 'node:crypto';
 
 const A = 'bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n';
 const DESC = `wpkh(${HDKey.fromMasterSeed(new Uint8Array(32).fill(5), bip32Versions('regtest')).derive("m/84'/1'/0'").publicExtendedKey}/<0;1>/*)`;
 
-/** A history of three confirmed transactions (with their txs rows) for address A. */
+/** Display hex of the txid `seed` gives tx_num `n` (sha256 of its 8 big-endian bytes). */
+const txidOf = (n: bigint) => {
+  const b = Buffer.alloc(8);
+  b.writeBigInt64BE(n);
+  return hashToHex(createHash('sha256').update(b).digest());
+};
+const TX = txidOf(txNum(2, 1));
+
+/** A history of three confirmed transactions (with their txs rows and blocks) for address A. */
 async function seed(h: ApiHarness): Promise<void> {
   const script = addressToScript(A, 'regtest');
   const nums = [txNum(1, 1), txNum(2, 1), txNum(3, 1)];
+  await sql`INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
+    SELECT h, sha256(('block' || h)::bytea), sha256(('block' || (h - 1))::bytea), '\\x00'::bytea, 1700000000 + h * 600, 2, 1000, 4000 FROM generate_series(1, 3) h`.execute(h.t.db);
   await h.t.db.insertInto('history').values({ addr_key: addressKey(script), ...encodeHistoryChunk(nums) }).execute();
   await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM unnest(${nums.map(String)}::int8[]) n`.execute(h.t.db);
   await h.t.db.insertInto('balances').values({ addr_key: addressKey(script), balance: 1000n, utxo_count: 1 }).execute();
@@ -78,7 +90,7 @@ describe('key checks alongside the address routes', () => {
   };
 
   it('a read waits for the check, then answers', async () => {
-    for (const url of [`/v1/addresses/${A}/history?limit=1`, `/v1/addresses/${A}/balance`, `/v1/addresses/${A}/unspentoutputs`, `/v1/wallets/${wallet}/balance`]) {
+    for (const url of [`/v1/addresses/${A}/history?limit=1`, `/v1/addresses/${A}/balance`, `/v1/addresses/${A}/unspentoutputs`, `/v1/wallets/${wallet}/balance`, `/v1/transactions/${TX}`, `/v1/transactions/${TX}`]) {
       const res = await held(url, principal);
       expect(res.statusCode, url).toBe(200);
       expect(res.headers['ratelimit-limit'], url).toBeDefined();
@@ -94,6 +106,8 @@ describe('key checks alongside the address routes', () => {
       `/v1/addresses/${A}/history?cursor=!!`, // bad cursor: 400
       `/v1/wallets/${wallet}/balance`,
       '/v1/wallets/wal_00000000000000000000/balance', // no such wallet: 404
+      `/v1/transactions/${TX}`, // (answered before, so its answer is held)
+      `/v1/transactions/${'ab'.repeat(32)}`, // no such transaction: 404
     ];
     for (const url of urls) {
       const res = await held(url, null);
