@@ -9,8 +9,16 @@
  *     PostgreSQL's autovacuum of the fresh import is done): req/s, p50, p99, CPU per request of
  *     the API process and of its PostgreSQL backends; the balance of one of its addresses
  *     (GET /v1/addresses/{address}/balance) the same way, as the same run's reference.
- * Run: `node --import tsx bench/wallets.ts [--quick] [--balance-only] [--blocks N] [--txs-per-block N]
- * [--duration S] [--connections N] [--cache-dir DIR]` (`--balance-only` skips (1)).
+ * (3) a wallet with a million transactions (docs/wallets.md "Performance"): 1,000,000 transactions
+ *     paying 1,000 of its derived addresses (900 receive, 100 change; 1,000 each) are written
+ *     into the corpus index straight in PostgreSQL (txs, utxos, history chunks, balances, at the
+ *     corpus's heights, positions past any of its blocks' transactions), then the wallet is
+ *     created with the default gap limit (so the gap is extended across all 1,000 used
+ *     addresses): wall time of the creation and of the first (and a second) balance, history
+ *     page, next history page and unspent-outputs page, each checked against what was written.
+ * Run: `node --import tsx bench/wallets.ts [--quick] [--balance-only] [--skip-million] [--blocks N]
+ * [--txs-per-block N] [--duration S] [--connections N] [--wallet-txs N] [--cache-dir DIR]`
+ * (`--balance-only` skips (1), `--skip-million` (3); `--wallet-txs` sizes (3)).
  * BENCH_SERVER_PROF=DIR writes the API process's V8 CPU profile there (bench/profile.ts reads it).
  */
 import { spawn } from 'node:child_process';
@@ -26,6 +34,12 @@ import { startRedis } from '../src/embedded/redis.js';
 import { createApiKey } from '../src/auth/keys.js';
 import { bip32Versions } from '../src/bitcoin/extended-key.js';
 import { RECOMPUTE_WALLET_BALANCES } from '../src/db/wallet-balances.js';
+import { parseDescriptor, ScriptDeriver } from '../src/bitcoin/descriptor.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import { addressKey } from '../src/db/address-key.js';
+import { encodeOuts } from '../src/db/packed.js';
+import { CHUNK_ENTRIES, SQL_HISTORY } from '../src/db/history-entries.js';
+import { TX_NUM_SPAN } from '../src/db/tx-num.js';
 import { ensureCorpus } from './corpus/generate.js';
 import { apiBackendsCpuMs, backendsCpuDelta, cacheDir, importCorpus, machine, processCpuMs, round, runSize, say, startBenchPostgres } from './harness.js';
 
@@ -33,6 +47,8 @@ const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     'balance-only': { type: 'boolean', default: false },
+    'skip-million': { type: 'boolean', default: false },
+    'wallet-txs': { type: 'string' },
     blocks: { type: 'string' },
     'txs-per-block': { type: 'string' },
     duration: { type: 'string' },
@@ -46,6 +62,9 @@ const CONNECTIONS = Number(values.connections ?? (values.quick ? 4 : 16));
 /** Autocannon's run before each measured one: JIT, pools, prepared statements, key cache. */
 const WARMUP = values.quick ? 1 : 3;
 const GAP = values.quick ? 100 : 1000;
+/** (3): the transactions paying the big wallet, over 9/10 receive and 1/10 change addresses. */
+const WALLET_TXS = Number(values['wallet-txs'] ?? (values.quick ? 20_000 : 1_000_000));
+const WALLET_ADDRESSES = values.quick && values['wallet-txs'] === undefined ? 100 : 1000;
 
 const { dir } = ensureCorpus(cacheDir(values['cache-dir']), size.corpus, say);
 const root = await mkdtemp(join(tmpdir(), 'bw-bench-wallets-'));
@@ -136,14 +155,121 @@ try {
   }
   const [wallet, reference] = measured;
   say(`load average ${machine().loadavg.join(' ')}`);
-  const result = { corpus: { blocks: imp.blocks, txs: imp.txs }, gapLimit: GAP, connections: CONNECTIONS, durationS: DURATION, creationMs: creation, balance: wallet, addressBalance: reference, autovacuumWaitS: vacuumS, machine: machine() };
+
+  // (3) a wallet with a million transactions
+  const million = values['skip-million'] ? null : await bigWallet(db, base, key, post, account(seed++));
+  const result = { corpus: { blocks: imp.blocks, txs: imp.txs }, gapLimit: GAP, connections: CONNECTIONS, durationS: DURATION, creationMs: creation, balance: wallet, addressBalance: reference, autovacuumWaitS: vacuumS, million, machine: machine() };
   say(`RESULT ${JSON.stringify(result)}`);
   await db.destroy();
 } finally {
-  server?.kill('SIGTERM');
+  if (server && server.exitCode === null) {
+    const exited = new Promise((resolve) => server!.once('exit', resolve));
+    server.kill('SIGTERM');
+    await exited;
+  }
   await redis.stop();
   await pgs.stop();
   await rm(root, { recursive: true, force: true });
+}
+
+/**
+ * (3): writes WALLET_TXS transactions paying the first addresses of `wpkh(tpub/<0;1>/*)` into
+ * the index (as the indexer stores them: txs, utxos, history chunks, balances), creates the
+ * wallet with the default gap limit, and times its first reads, checking each answer.
+ */
+async function bigWallet(db: ReturnType<typeof createDb>, base: string, key: string, post: (path: string, body: unknown) => Promise<{ id: string; chains: { addresses: number }[] }>, tpub: string) {
+  const descriptor = `wpkh(${tpub}/<0;1>/*)`;
+  const parsed = parseDescriptor(descriptor, 'regtest');
+  const receive = Math.round(WALLET_ADDRESSES * 0.9);
+  const perAddress = Math.ceil(WALLET_TXS / WALLET_ADDRESSES);
+  const scripts = [...Array.from({ length: receive }, (_, i) => [0, i] as const), ...Array.from({ length: WALLET_ADDRESSES - receive }, (_, i) => [1, i] as const)].map(([branch, i]) => Buffer.from(new ScriptDeriver(parsed, branch).derive(i).script));
+  const tip = (await sql<{ height: number }>`SELECT height FROM chain_tip`.execute(db)).rows[0]!.height;
+  // Transaction n of address j: at height 1 + (n × stride) mod span (spread over the chain),
+  // position 200,000 + j + 1,000 × ⌊n × stride / span⌋ (past every block's own transactions);
+  // one output of 1,000 sats, no inputs.
+  const span = Math.max(1, tip);
+  const stride = Math.max(1, Math.floor(span / perAddress));
+  if (200_000 + 1000 * (Math.floor(((perAddress - 1) * stride) / span) + 1) >= TX_NUM_SPAN || WALLET_ADDRESSES > 1000) throw new Error('--wallet-txs too large for the corpus');
+  say(`\na wallet with ${(perAddress * WALLET_ADDRESSES).toLocaleString('en-US')} transactions: ${receive} receive and ${WALLET_ADDRESSES - receive} change addresses of wpkh(tpub/<0;1>/*) paid ${perAddress} times each, written into the index of ${tip.toLocaleString('en-US')} blocks`);
+  const t0 = performance.now();
+  await sql`DROP TABLE IF EXISTS bench_wallet_txs`.execute(db);
+  await sql`
+    CREATE UNLOGGED TABLE bench_wallet_txs AS
+    SELECT k.addr_key, k.script, k.outs, ((1 + n * ${stride} % ${span})::int8 << 20) | (200000 + (k.j - 1) + 1000 * (n * ${stride} / ${span}))::int8 AS tx_num
+      FROM unnest(${scripts.map((s) => addressKey(s))}::uuid[], ${scripts}::bytea[], ${scripts.map((script) => encodeOuts([{ value: 1000n, script }]))}::bytea[]) WITH ORDINALITY AS k(addr_key, script, outs, j)
+      CROSS JOIN generate_series(0, ${perAddress - 1}) AS n`.execute(db);
+  await sql`INSERT INTO txs (tx_num, txid, outs, ins, size, weight) SELECT tx_num, sha256(int8send(tx_num) || '\\x77'::bytea), outs, '\\x'::bytea, 110, 440 FROM bench_wallet_txs`.execute(db);
+  await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT sha256(int8send(tx_num) || '\\x77'::bytea), 0, tx_num, addr_key, 1000, script FROM bench_wallet_txs`.execute(db);
+  await sql`
+    INSERT INTO history (addr_key, first_tx_num, rest)
+    SELECT addr_key, min(tx_num), ${sql.raw(SQL_HISTORY.slice(`string_agg(${SQL_HISTORY.entry('tx_num')}, ''::bytea ORDER BY tx_num)`, '1', 'count(*) - 1'))}
+      FROM (SELECT addr_key, tx_num, (row_number() OVER (PARTITION BY addr_key ORDER BY tx_num) - 1) / ${CHUNK_ENTRIES} AS chunk FROM bench_wallet_txs) s
+     GROUP BY addr_key, chunk`.execute(db);
+  await sql`INSERT INTO balances (addr_key, balance, utxo_count) SELECT addr_key, 1000 * count(*), count(*) FROM bench_wallet_txs GROUP BY addr_key`.execute(db);
+  const newest = (await sql<{ txid: Buffer }>`SELECT sha256(int8send(tx_num) || '\\x77'::bytea) AS txid FROM bench_wallet_txs ORDER BY tx_num DESC LIMIT 200`.execute(db)).rows.map((r) => hashToHex(r.txid));
+  await sql`DROP TABLE bench_wallet_txs`.execute(db);
+  await sql`ANALYZE txs, utxos, history, balances`.execute(db);
+  await sql`CHECKPOINT`.execute(db);
+  const written = perAddress * WALLET_ADDRESSES;
+  say(`(written in ${round((performance.now() - t0) / 1000, 1)} s)`);
+
+  const get = async (path: string) => {
+    const s0 = performance.now();
+    const r = await fetch(`${base}${path}`, { headers: { apiKey: key } });
+    const body = (await r.json()) as unknown;
+    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(body)}`);
+    const link = /<\/v1([^>]+)>; rel="next"/.exec(r.headers.get('link') ?? '')?.[1];
+    return { ms: performance.now() - s0, body, link };
+  };
+  const c0 = performance.now();
+  const w = await post('/wallets', { descriptors: [descriptor] });
+  const createMs = performance.now() - c0;
+  const derived = w.chains.map((c) => c.addresses);
+  if (derived[0] !== receive + 20 || derived[1] !== WALLET_ADDRESSES - receive + 20) throw new Error(`chains of ${derived.join(', ')} addresses, not the used ones + 20`);
+  const rows: { step: string; first: number; second: number }[] = [];
+  const row = (r: (typeof rows)[number]) => {
+    rows.push(r);
+    say(`| ${r.step} | ${round(r.first)} | ${Number.isNaN(r.second) ? '—' : round(r.second)} |`);
+  };
+  say(`| step | first ms | second ms |\n|---|---|---|`);
+  row({ step: `POST /v1/wallets (gap 20, extended to ${derived.join(' + ')} addresses)`, first: createMs, second: NaN });
+  const timed = async (step: string, path: string, check: (r: Awaited<ReturnType<typeof get>>) => void) => {
+    const a = await get(path);
+    check(a);
+    const b = await get(path);
+    row({ step, first: a.ms, second: b.ms });
+    return a;
+  };
+  await timed('GET …/balance', `/wallets/${w.id}/balance`, ({ body }) => {
+    const b = body as { confirmed: number; unconfirmed: number };
+    if (b.confirmed !== written * 1000 || b.unconfirmed !== 0) throw new Error(`balance ${JSON.stringify(b)}, not ${written * 1000}`);
+  });
+  const expectPage = (body: unknown, from: number) => {
+    const page = body as { transaction_hash: string; net: number }[];
+    const want = newest.slice(from, from + 100);
+    if (page.length !== 100 || page.some((e, i) => e.transaction_hash !== want[i] || e.net !== 1000)) throw new Error(`history page at ${from} is not the wallet's newest entries`);
+  };
+  const first = await timed('GET …/history (first page, 100 entries)', `/wallets/${w.id}/history`, ({ body, link }) => {
+    expectPage(body, 0);
+    if (!link) throw new Error('no next page');
+  });
+  await timed('GET …/history (second page, its cursor)', first.link!, ({ body }) => expectPage(body, 100));
+  await timed('GET …/unspentoutputs (first page, 100 outputs)', `/wallets/${w.id}/unspentoutputs?limit=100`, ({ body }) => {
+    if ((body as unknown[]).length !== 100) throw new Error('not 100 unspent outputs');
+  });
+  say(`load average ${machine().loadavg.join(' ')}`);
+  const at = (step: RegExp) => rows.find((r) => step.test(r.step))!;
+  return {
+    txs: written,
+    addresses: WALLET_ADDRESSES,
+    derived,
+    writeS: round((c0 - t0) / 1000, 1),
+    createMs: round(createMs),
+    balanceMs: round(at(/balance/).first),
+    historyMs: round(at(/first page, 100 entries/).first),
+    historyNextMs: round(at(/second page/).first),
+    unspentMs: round(at(/unspentoutputs/).first),
+  };
 }
 
 /** Resolves when no autovacuum worker has run for a few seconds (or after `maxMs`). */

@@ -67,6 +67,57 @@ export function decodeEntries(data: Uint8Array): bigint[] {
   return out;
 }
 
+/**
+ * The `limit` greatest distinct entries below `bound` of several chunks (each one's entries
+ * ascending, as historyChunkEntries gives them), greatest first. A merge from each chunk's end
+ * through a max-heap of the chunks: the cost is the chunks plus `limit` steps, not their entries
+ * (a page of a wallet whose addresses hold a million entries reads a hundred of them).
+ */
+export function newestEntries(chunks: readonly Uint8Array[], bound: bigint, limit: number): bigint[] {
+  type Cursor = { view: DataView; i: number; v: bigint };
+  const at = (c: Cursor) => c.view.getBigUint64(c.i * ENTRY_BYTES, false);
+  const heap: Cursor[] = [];
+  for (const data of chunks) {
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    // The number of entries below the bound (binary search: entries ascend).
+    let lo = 0;
+    let hi = data.length / ENTRY_BYTES;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (view.getBigUint64(mid * ENTRY_BYTES, false) < bound) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0) heap.push({ view, i: lo - 1, v: view.getBigUint64((lo - 1) * ENTRY_BYTES, false) });
+  }
+  const down = (k: number) => {
+    for (;;) {
+      const l = 2 * k + 1;
+      const r = l + 1;
+      let top = k;
+      if (l < heap.length && heap[l]!.v > heap[top]!.v) top = l;
+      if (r < heap.length && heap[r]!.v > heap[top]!.v) top = r;
+      if (top === k) return;
+      [heap[k], heap[top]] = [heap[top]!, heap[k]!];
+      k = top;
+    }
+  };
+  for (let k = (heap.length >>> 1) - 1; k >= 0; k--) down(k);
+  const out: bigint[] = [];
+  while (heap.length > 0 && out.length < limit) {
+    const c = heap[0]!;
+    if (out.length === 0 || out[out.length - 1] !== c.v) out.push(c.v);
+    if (c.i > 0) {
+      c.i -= 1;
+      c.v = at(c);
+    } else {
+      heap[0] = heap[heap.length - 1]!;
+      heap.pop();
+    }
+    down(0);
+  }
+  return out;
+}
+
 /** Ascending tx_nums per address key cut into chunks of at most CHUNK_ENTRIES. */
 export function historyChunks(history: ReadonlyMap<string, readonly number[]>): { key: string; first: number; entries: number[] }[] {
   const out: { key: string; first: number; entries: number[] }[] = [];

@@ -13,7 +13,7 @@ import { p2pkhScript } from '../../bitcoin/script.js';
 import { hash160 } from '../../bitcoin/hash.js';
 import { addressKey } from '../address-key.js';
 import { decodeIns, decodeOuts } from '../packed.js';
-import { decodeEntries, historyChunkEntries } from '../history-entries.js';
+import { historyChunkEntries, newestEntries } from '../history-entries.js';
 import type { Database } from '../schema.js';
 import { deriveAddresses, insertAddresses, settleChains } from '../wallet-chains.js';
 import { lockWallets } from '../wallet-lock.js';
@@ -197,7 +197,9 @@ export type WalletUnspentRow = {
  * The wallet's unspent outputs: confirmed outputs and mempool outputs, both left out when a
  * mempool transaction spends them; mempool ones first, then newest first by (tx_num, vout).
  * Paged by keyset below `before` (a confirmed position): the first page (`before` null) holds
- * every mempool output, and at most `limit` confirmed ones each page.
+ * every mempool output, and at most `limit` confirmed ones each page. Each address gives at most
+ * its newest `limit` outputs below the bound (an index range of utxos_addr), so a page reads
+ * addresses × `limit` rows at most, not every unspent output of the wallet.
  */
 export async function listWalletUnspent(db: Db, walletId: string, opts: { before: { txNum: bigint; vout: number } | null; limit: number }): Promise<WalletUnspentRow[]> {
   const mempool = opts.before
@@ -211,9 +213,13 @@ export async function listWalletUnspent(db: Db, walletId: string, opts: { before
     SELECT * FROM (
       ${mempool}
       (SELECT u.txid, u.vout, u.value, u.script, u.tx_num, k.address, k.path, k.chain, k.idx, 1 AS part
-         FROM k JOIN utxos u ON u.addr_key = k.addr_key
-        WHERE NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
-          ${opts.before ? sql`AND (u.tx_num, u.vout) < (${opts.before.txNum}, ${opts.before.vout})` : sql``}
+         FROM k CROSS JOIN LATERAL (
+              SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u
+               WHERE u.addr_key = k.addr_key
+                 AND NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = u.txid AND s.prev_vout = u.vout)
+                 ${opts.before ? sql`AND (u.tx_num, u.vout) < (${opts.before.txNum}, ${opts.before.vout})` : sql``}
+               ORDER BY u.tx_num DESC, u.vout DESC
+               LIMIT ${opts.limit}) u
         ORDER BY u.tx_num DESC, u.vout DESC
         LIMIT ${opts.limit})
     ) x
@@ -274,9 +280,7 @@ export async function listWalletHistory(
       FROM unnest(${keys}::uuid[]) AS k(addr_key)
       CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history h WHERE h.addr_key = k.addr_key AND h.first_tx_num < ${bound}
                            ORDER BY first_tx_num DESC LIMIT ${opts.limit}) c`.execute(db);
-  const nums = new Set<bigint>();
-  for (const c of chunks.rows) for (const n of decodeEntries(historyChunkEntries(c.first_tx_num, c.rest))) if (n < bound) nums.add(n);
-  const page = [...nums].sort((a, b) => (a < b ? 1 : a > b ? -1 : 0)).slice(0, opts.limit);
+  const page = newestEntries(chunks.rows.map((c) => historyChunkEntries(c.first_tx_num, c.rest)), bound, opts.limit);
   if (page.length > 0) {
     const txs = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer }>`
       SELECT tx_num, txid, outs, ins FROM txs WHERE tx_num = ANY(${page}::int8[])`.execute(db);

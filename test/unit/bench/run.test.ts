@@ -66,6 +66,12 @@ describe('npm run bench -- --quick', () => {
     expect(row('block → first webhook delivered')?.slice(2, 6)).toEqual(['1,200 ms', 'a chain subscription, local receiver', '≤ 1,000 ms', '**missed**']);
     // A bench that did not run leaves its targets without a verdict.
     expect(row('webhook deliveries')?.[5]).toBe('—');
+    const wallets = { corpus: { blocks: 20_001, txs: 6e7 }, gapLimit: 1000, connections: 16, creationMs: { wpkh: 1500 }, balance: { reqPerSec: 900, p99: 40 }, addressBalance: { reqPerSec: 2000 }, million: { txs: 1_000_000, addresses: 1000, createMs: 4200, balanceMs: 12, historyMs: 11_000, historyNextMs: 300, unspentMs: 900 } };
+    const mw = summary([run('wallets', '', wallets)]);
+    const wrow = (label: string) => mw.split('\n').find((l) => l.startsWith(`| ${label}`))?.split('|').map((c) => c.trim());
+    expect(wrow('wallet balance, 2 × 100')?.[5]).toBe('**missed**');
+    expect(wrow('wallet with 1,000,000 transactions: creation')?.slice(2, 6)).toEqual(['4.20 s', '1,000 used addresses, index of 20,001 blocks', 'seconds, not a rescan (≤ 10 s)', '**met**']);
+    expect(wrow('wallet with 1,000,000 transactions: first balance')?.[5]).toBe('**missed**'); // the first history page took 11 s
   });
 
   it(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { decodeIns, decodeOut, decodeOuts, encodeIns, encodeOuts } from '../../../src/db/packed.js';
-import { decodeEntries, encodeEntries, encodeHistoryChunk, historyChunkEntries } from '../../../src/db/history-entries.js';
+import { decodeEntries, encodeEntries, encodeHistoryChunk, historyChunkEntries, newestEntries } from '../../../src/db/history-entries.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { firstTxNum, txNum, txNumHeight, txNumPosition } from '../../../src/db/tx-num.js';
 
@@ -67,6 +67,18 @@ describe('history entries', () => {
       }),
     );
     expect(() => encodeHistoryChunk([])).toThrow('at least one entry');
+  });
+});
+
+describe('the newest entries of several chunks', () => {
+  it('are the greatest distinct entries below the bound, greatest first, as a full sort gives them', () => {
+    const chunk = fc.uniqueArray(fc.bigInt({ min: 0n, max: 5000n }), { maxLength: 60 }).map((a) => a.sort((x, y) => (x < y ? -1 : 1)));
+    fc.assert(
+      fc.property(fc.array(chunk, { maxLength: 12 }), fc.bigInt({ min: 0n, max: 5100n }), fc.integer({ min: 1, max: 80 }), (chunks, bound, limit) => {
+        const all = [...new Set(chunks.flat())].filter((n) => n < bound).sort((x, y) => (x < y ? 1 : -1));
+        expect(newestEntries(chunks.map((c) => encodeEntries(c)), bound, limit)).toEqual(all.slice(0, limit));
+      }),
+    );
   });
 });
 
