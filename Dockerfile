@@ -7,15 +7,21 @@
 # (non-root, no compiler, no sources): `node dist/cli/main.js <command>`.
 
 ARG NODE_IMAGE=node:20-bookworm-slim
+# Debian packages the build and deps stages install before `npm ci`: the toolchain that compiles a
+# native addon where no prebuilt binary fits. The addons (zeromq, msgpackr-extract) ship prebuilt
+# binaries for linux x64/arm64, so a base without apt-get (scripts/lib/image.sh assembles one from
+# the host's files) builds with `--build-arg BUILD_PACKAGES=`, which skips the step.
+ARG BUILD_PACKAGES="python3 make g++"
 
 # 1. Compile TypeScript with the full dependency tree.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
-# Native addons (zeromq, msgpackr-extract) ship prebuilt binaries for linux x64/arm64; the
-# toolchain is only a fallback for platforms without one.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
+ARG BUILD_PACKAGES
+RUN if [ -n "$BUILD_PACKAGES" ]; then \
+      apt-get update \
+      && apt-get install -y --no-install-recommends $BUILD_PACKAGES \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
 COPY package.json package-lock.json ./
 # --workspaces=false: the SDK (client/, the @blockwire/client workspace) is a package of its own;
 # the image leaves it out but for its network table and event kinds (client/network.ts,
@@ -39,9 +45,12 @@ RUN npx tsc -p tsconfig.build.json
 # 2. Production dependencies only.
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
+ARG BUILD_PACKAGES
+RUN if [ -n "$BUILD_PACKAGES" ]; then \
+      apt-get update \
+      && apt-get install -y --no-install-recommends $BUILD_PACKAGES \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund --workspaces=false && npm cache clean --force
 

@@ -1,22 +1,14 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `unit` is pure (no services, no sockets beyond loopback fakes), `integration`
+// Three projects: `unit` is pure (no services, no sockets beyond loopback fakes), `integration`
 // runs against a real PostgreSQL and Redis that test/support/global-setup.ts starts on free
-// loopback ports and tears down. A third, `image` (the compose stack brought up with podman),
-// exists only when BLOCKWIRE_IMAGE_TESTS=1 (scripts/test-image.sh): building its images on a
-// fresh 2-core machine takes ~25 min, more than the whole suite may.
-const imageProject = {
-  test: {
-    name: 'image',
-    sequence: { groupOrder: 2 },
-    include: ['test/image/**/*.test.ts'],
-    environment: 'node',
-    testTimeout: 600_000,
-    hookTimeout: 3_600_000,
-    pool: 'forks',
-    maxWorkers: 1,
-  },
-};
+// loopback ports and tears down, and `image` brings the compose stack up with podman (its images
+// built from this machine's files: ~3-4 min from nothing, nothing when they are current).
+// `image` shares `integration`'s group, so its one long file runs beside the integration files,
+// not after them: projects of one group share its workers (hence the same maxWorkers), and a
+// group's files start in project-name order, so `image` takes a worker first and the
+// integration files share the other until it ends.
+const sharedGroup = { groupOrder: 1, maxWorkers: 2 };
 
 export default defineConfig({
   test: {
@@ -36,7 +28,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: sharedGroup.groupOrder },
           include: ['test/integration/**/*.test.ts'],
           environment: 'node',
           globalSetup: ['test/support/global-setup.ts'],
@@ -44,10 +36,21 @@ export default defineConfig({
           hookTimeout: 180_000,
           pool: 'forks',
           // Two cores: more workers only make the services contend.
-          maxWorkers: 2,
+          maxWorkers: sharedGroup.maxWorkers,
         },
       },
-      ...(process.env.BLOCKWIRE_IMAGE_TESTS === '1' ? [imageProject] : []),
+      {
+        test: {
+          name: 'image',
+          sequence: { groupOrder: sharedGroup.groupOrder },
+          include: ['test/image/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 900_000,
+          hookTimeout: 3_600_000,
+          pool: 'forks',
+          maxWorkers: sharedGroup.maxWorkers,
+        },
+      },
     ],
   },
 });

@@ -3,9 +3,9 @@
 # (scripts/setup-test.sh), then runs the whole suite: type check, lint (architecture rules, no
 # cycles) and every vitest project. The tests start their own PostgreSQL, Redis, throwaway
 # regtest Bitcoin Core nodes (BITCOIND_BIN, else ../shared/bitcoin-core/bin/bitcoind; missing
-# under CI=1 fails the suite) and the devnode stand-in, on loopback ports. The compose stack
-# brought up with podman has its own command, scripts/test-image.sh (its images take ~25 min to
-# build on a fresh 2-core machine).
+# under CI=1 fails the suite) and the devnode stand-in, on loopback ports, and bring the compose
+# stack up with podman (its images built from this machine's files; scripts/test-image.sh runs
+# that test alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh

@@ -1,7 +1,7 @@
 #!/bin/sh
 # First start: initdb with POSTGRES_USER (password POSTGRES_PASSWORD, scram-sha-256 over the
-# network, trust on the local socket) and POSTGRES_DB; then the server, as `postgres`, listening
-# on every interface of the container.
+# network, trust on the local socket) and POSTGRES_DB (created in single-user mode); then the
+# server, as `postgres`, listening on every interface of the container.
 set -eu
 case "${1:-}" in -*) set -- postgres "$@" ;; esac
 if [ "${1:-}" != postgres ]; then exec "$@"; fi
@@ -21,10 +21,9 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   rm -f "$pwfile"
   echo 'host all all all scram-sha-256' >> "$PGDATA/pg_hba.conf"
   if [ "$db" != postgres ]; then
-    pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w start
-    createdb -U "$user" "$db"
-    pg_ctl -D "$PGDATA" -m fast -w stop
+    echo "CREATE DATABASE \"$db\" OWNER \"$user\"" | postgres --single -D "$PGDATA" postgres >/dev/null
   fi
 fi
 shift
-exec postgres -c listen_addresses='*' "$@"
+# The socket where Debian's client tools (pg_isready) look, as in the official image.
+exec postgres -c listen_addresses='*' -c unix_socket_directories=/var/run/postgresql "$@"

@@ -51,8 +51,8 @@ const NOT_HERE: [RegExp, string][] = [
   [/^curl /, 'a running deployment (the quick-start test runs the curl lines the banner prints)'],
   [/^docker build /, "Docker's engine (test/integration/ops/deploy.test.ts lints the Dockerfile, ops/dist.test.ts runs what it builds)"],
   [/^cp deploy\/\S+\.env /, 'a copy for the user to edit (the env file itself is validated with docker compose below)'],
-  [/^(CONTAINERS_CONF=\S+ )?podman /, 'root and a container engine: scripts/test-image.sh runs these steps (test/image/compose-stack.test.ts), outside the suite'],
-  [/^docker-compose -f compose\.yaml -f deploy\/local-images\//, 'the local images and podman: scripts/test-image.sh brings this stack up (test/image/compose-stack.test.ts), outside the suite'],
+  [/^(CONTAINERS_CONF=\S+ )?podman /, 'a container engine and the images: test/image/compose-stack.test.ts runs these steps (the vitest project `image`)'],
+  [/^docker-compose -f compose\.yaml -f deploy\/local-images\//, 'the local images and podman: test/image/compose-stack.test.ts brings this stack up (the vitest project `image`)'],
 ];
 
 let lines: Line[] = [];
