@@ -647,7 +647,7 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       // Coins for the fillers (one confirmed coin each), and an empty mempool: what is evicted is
       // then the victim and the cheapest fillers only.
       const coins: Record<string, number> = {};
-      for (let i = 0; i < 60; i++) coins[await miner<string>('getnewaddress')] = 0.012;
+      for (let i = 0; i < 60; i++) coins[await miner<string>('getnewaddress')] = 0.02;
       await miner('sendmany', ['', coins]);
       await mine(1);
       await settle('the block before the eviction');
@@ -655,6 +655,8 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       // The victim: 1 sat/vB to a subscribed address of alice.
       const victim = await pay(await destination('bech32'), 150_000n, { feeRate: 1 });
       await settle('the low-fee payment');
+      const apiTx = async () => (await fetch(`${api.url}/v1/transactions/${victim}`, { headers: { apiKey } })).status;
+      expect(await apiTx(), 'the API serves the victim').toBe(200);
       expect((await node.call<{ fees: { base: number }; vsize: number }>('getmempoolentry', [victim])).vsize).toBeGreaterThan(0);
 
       // Fillers: ~95 kvB each, 1,250 outputs to an uncompressed P2PK key nobody watches (76 vbytes
@@ -689,6 +691,7 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       const events = (stream.events() as unknown as StreamEvent[]).filter((e) => e.transaction_hash === victim);
       expect(events.map((e) => e.type), 'the victim\'s events').toEqual(['tx.unconfirmed', 'tx.dropped']);
       expect(events[1]!.address).toBe(events[0]!.address);
+      expect(await apiTx(), 'the API no longer knows the victim').toBe(404);
     } finally {
       sub.close();
       await recording;
