@@ -3,18 +3,19 @@
 #   blockwire start --role indexer | api | streams | worker | all
 #   blockwire migrate            (one-shot, before the roles start)
 #   blockwire status             (exit 0 healthy, 1 not)
-# Multi-stage: build (npm ci + tsc) → production dependencies (npm ci --omit=dev) → runtime
-# (non-root, no compiler, no sources): `node dist/cli/main.js <command>`.
+# Multi-stage: dependencies (one `npm ci`) → build (tsc) and, beside it, production dependencies
+# (the same install pruned of dev packages) → runtime (non-root, no compiler, no sources):
+# `node dist/cli/main.js <command>`.
 
 ARG NODE_IMAGE=node:20-bookworm-slim
-# Debian packages the build and deps stages install before `npm ci`: the toolchain that compiles a
-# native addon where no prebuilt binary fits. The addons (zeromq, msgpackr-extract) ship prebuilt
-# binaries for linux x64/arm64, so a base without apt-get (scripts/lib/image.sh assembles one from
-# the host's files) builds with `--build-arg BUILD_PACKAGES=`, which skips the step.
+# Debian packages installed before `npm ci`: the toolchain that compiles a native addon where no
+# prebuilt binary fits. The addons (zeromq, msgpackr-extract) ship prebuilt binaries for linux
+# x64/arm64, so a base without apt-get (scripts/lib/image.sh assembles one from the host's
+# files) builds with `--build-arg BUILD_PACKAGES=`, which skips the step.
 ARG BUILD_PACKAGES="python3 make g++"
 
-# 1. Compile TypeScript with the full dependency tree.
-FROM ${NODE_IMAGE} AS build
+# 1. Every dependency, the dev tools included, installed once.
+FROM ${NODE_IMAGE} AS modules
 WORKDIR /app
 ARG BUILD_PACKAGES
 RUN if [ -n "$BUILD_PACKAGES" ]; then \
@@ -28,6 +29,9 @@ COPY package.json package-lock.json ./
 # client/event-types.ts: data only), which the daemon shares so that both read an address the
 # same way and name the same events.
 RUN npm ci --no-audit --no-fund --workspaces=false
+
+# 2. Compile TypeScript.
+FROM modules AS build
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY indexer ./indexer
@@ -42,19 +46,12 @@ COPY client/network.ts ./client/network.ts
 COPY client/event-types.ts ./client/event-types.ts
 RUN npx tsc -p tsconfig.build.json
 
-# 2. Production dependencies only.
-FROM ${NODE_IMAGE} AS deps
-WORKDIR /app
-ARG BUILD_PACKAGES
-RUN if [ -n "$BUILD_PACKAGES" ]; then \
-      apt-get update \
-      && apt-get install -y --no-install-recommends $BUILD_PACKAGES \
-      && rm -rf /var/lib/apt/lists/*; \
-    fi
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund --workspaces=false && npm cache clean --force
+# 3. Production dependencies only: the same install without its dev packages (cheaper than a
+# second `npm ci --omit=dev`, and the same tree).
+FROM modules AS deps
+RUN npm prune --omit=dev --no-audit --no-fund --workspaces=false
 
-# 3. Runtime: node, production node_modules, compiled JavaScript. Runs as the unprivileged
+# 4. Runtime: node, production node_modules, compiled JavaScript. Runs as the unprivileged
 # `node` user (uid 1000).
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
