@@ -184,7 +184,10 @@ declare module 'fastify' {
   }
 }
 
-/** A key's events after an event id, as its stream carries them, waiting up to `waitMs` for the first. */
+/**
+ * A key's events after an event id, as its stream carries them, waiting up to `waitMs` for the
+ * first; with the indexed tip read together with the end of the log the answer covers.
+ */
 export type EventLogPoll = {
-  poll(keyId: bigint, after: bigint | undefined, opts: { waitMs: number; limit: number; signal?: AbortSignal }): Promise<{ events: string[]; next: bigint }>;
+  poll(keyId: bigint, after: bigint | undefined, opts: { waitMs: number; limit: number; signal?: AbortSignal }): Promise<{ events: string[]; next: bigint; tip: { height: number; hash: Uint8Array | null } }>;
 };

@@ -22,13 +22,18 @@ import type { ApiInstance, ResolvedApiDeps } from './deps.js';
  */
 export type RouteModule = (app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect) => void | Promise<void>;
 
-/** How a dialect answers one resource (a block, a transaction): its response schema and its loader. */
-export type ResourceAnswer = { schema: Record<string, unknown>; load(deps: ResolvedApiDeps, hash: Buffer): Promise<object | undefined> };
+/**
+ * How a dialect answers one resource (a block, a transaction): its response schema and its
+ * loader, which gives the answer with the indexed tip its index reads were made at (api/tip.ts:
+ * one snapshot), or undefined when the index has no such resource.
+ */
+export type ResourceAnswer = { schema: Record<string, unknown>; load(deps: ResolvedApiDeps, hash: Buffer): Promise<{ answer: object; tip: Tip } | undefined> };
 export type BlockAnswer = ResourceAnswer;
 export type TransactionAnswer = ResourceAnswer;
 /** How a dialect answers GET /stamps/{id}: its response schema, and the answer made of what the stamping role tells. */
 export type StampAnswer = { schema: Record<string, unknown>; show(deps: ResolvedApiDeps, stamp: StampRecord): Promise<object> };
 import type { StampRecord } from '../src/stamp-service.js';
+import type { Tip } from '../src/db/queries/api-chain.js';
 import type { JsonBodyParser } from './json-body.js';
 
 export type DialectName = 'v1' | 'coinstack';

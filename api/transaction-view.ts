@@ -20,6 +20,8 @@ import {
   getOutputSpendState,
   getTxsByNum,
   getTxsByTxid,
+  tipOfRow,
+  type Tip,
 } from '../src/db/queries/api-chain.js';
 import { decodeTx } from '../src/bitcoin/tx.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
@@ -29,6 +31,7 @@ import { decodeAssetColors } from '../src/db/asset-colors.js';
 import { isoFromUnix, isoTime, UNKNOWN_TIME } from '../src/time.js';
 import { batchPerTick } from './tick-batch.js';
 import { HeldTransactions } from './held-transactions.js';
+import { readAtTip } from './tip.js';
 import type { ResolvedApiDeps } from './deps.js';
 
 export type TransactionJson = {
@@ -138,14 +141,14 @@ export async function loadTransactionView(
   network: NetworkName,
   txid: Buffer,
   held?: HeldTxs,
-): Promise<{ view: TransactionView; mempoolRaw: Buffer | null; sizes: TxSizes | undefined } | undefined> {
+): Promise<{ view: TransactionView; mempoolRaw: Buffer | null; sizes: TxSizes | undefined; tip: Tip } | undefined> {
   const r = await loadIndexedTx(db, txid, held);
   if (!r) return undefined;
   // (a held transaction with the same spend state is the same object: its view is built once)
   const built = views.get(r.tx);
   const view = built?.network === network ? built.view : buildJson(network, r.tx);
   if (held && r.tx.block && built?.view !== view) views.set(r.tx, { network, view });
-  return { view, mempoolRaw: r.mempoolRaw, sizes: r.tx.sizes };
+  return { view, mempoolRaw: r.mempoolRaw, sizes: r.tx.sizes, tip: r.tip };
 }
 
 /** The /v1 views built of held transactions, by transaction object (a new spend state is a new object). */
@@ -157,7 +160,7 @@ const views = new WeakMap<IndexedTx, { network: NetworkName; view: TransactionVi
  * between them, the whole read is done again. With `held`, a confirmed transaction built before
  * from the same row is taken from there instead of reading its prevouts again.
  */
-export async function loadIndexedTx(db: Kysely<Database>, txid: Buffer, held?: HeldTxs): Promise<{ tx: IndexedTx; mempoolRaw: Buffer | null } | undefined> {
+export async function loadIndexedTx(db: Kysely<Database>, txid: Buffer, held?: HeldTxs): Promise<IndexedRead | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await readIndexedTx(db, txid, held);
@@ -282,19 +285,32 @@ function lookups(db: Kysely<Database>) {
   return b;
 }
 
-async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs | undefined): Promise<{ tx: IndexedTx; mempoolRaw: Buffer | null } | undefined> {
+/**
+ * An indexed transaction, its raw bytes when in the mempool, and the indexed tip it was read at:
+ * a confirmed one's from the statement that read its row, block and spend state (its prevouts do
+ * not change while its row stands), a mempool one's from the snapshot of its reads.
+ */
+type IndexedRead = { tx: IndexedTx; mempoolRaw: Buffer | null; tip: Tip };
+
+async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs | undefined): Promise<IndexedRead | undefined> {
   const confirmed = await lookups(db).confirmed(txid);
   if (confirmed) {
+    const tip = tipOfRow(confirmed);
     const kept = held && fromHeld(held, confirmed);
-    if (kept) return { tx: kept, mempoolRaw: null };
+    if (kept) return { tx: kept, mempoolRaw: null, tip };
     const block = { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time };
     const tx = (await confirmedTxs(db, [confirmed], block))[0]!;
     if (held) {
       const { used: _used, ...base } = tx;
       held.set(confirmed, tx.inputs.length + tx.outputs.length, { base, last: { unspent: confirmed.unspent_vouts, mempoolSpent: confirmed.mempool_spent_vouts, tx } });
     }
-    return { tx, mempoolRaw: null };
+    return { tx, mempoolRaw: null, tip };
   }
+  const { value, tip } = await readAtTip(db, (trx) => readMempoolTx(trx, txid));
+  return value && { ...value, tip };
+}
+
+async function readMempoolTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: IndexedTx; mempoolRaw: Buffer } | undefined> {
   const mempool = await findMempoolTx(db, txid);
   if (!mempool) return undefined;
   const tx = decodeTx(mempool.raw);

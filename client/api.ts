@@ -23,6 +23,7 @@ import type {
   AddressStats,
   Block,
   BlockHeaderFields,
+  MempoolRecentTransaction,
   MempoolSummary,
   MerkleProof,
   Outspend,
@@ -37,6 +38,7 @@ import type {
   Subscription,
   SubscriptionSpec,
   Transaction,
+  TransactionExtras,
   TransactionInput,
   TransactionOutput,
   UnspentOutput,
@@ -89,6 +91,9 @@ function parseTransaction(t: RawTransaction): Transaction {
     outputs: t.outputs.map((o) => ({ ...o, value: toSats(o.value) })),
   };
 }
+
+/** A /v1 transaction view (its extras kept as the server sent them). */
+const parseViewWithExtras = (t: RawTransaction & TransactionExtras): Transaction & TransactionExtras => parseTransaction(t) as Transaction & TransactionExtras;
 
 const enc = encodeURIComponent;
 
@@ -159,9 +164,33 @@ export class BlockwireClient {
     return (await this.http.request<(Omit<Block, 'transaction_list'> & BlockHeaderFields)[]>('GET', '/blocks', { query: { limit: opts.limit, start_height: opts.startHeight } })).data;
   }
 
+  /**
+   * One page of `GET /blocks/{hash}/txs`: the block's transactions in block order, each with
+   * /v1's fee, sizes and replaceability (`limit` per page, server default 25, max 100); pass
+   * `page.next` to `blockTransactionsPage` for the next.
+   */
+  async getBlockTransactions(hash: string, opts: PageOptions = {}): Promise<Page<Transaction & TransactionExtras>> {
+    return this.page(`/blocks/${enc(hash)}/txs`, { limit: opts.limit }, parseViewWithExtras);
+  }
+
+  /** The page at a `next` URL of a block's transaction page. */
+  async blockTransactionsPage(next: string): Promise<Page<Transaction & TransactionExtras>> {
+    return this.page(next, {}, parseViewWithExtras);
+  }
+
+  /** Every transaction of the block in block order, fetching pages as iteration goes. */
+  blockTransactions(hash: string, opts: PageOptions = {}): AsyncIterableIterator<Transaction & TransactionExtras> {
+    return iterateItems(() => this.getBlockTransactions(hash, opts), (next) => this.blockTransactionsPage(next));
+  }
+
   /** `GET /transactions/{hash}/hex`: the serialized transaction. */
   async getTransactionHex(hash: string): Promise<string> {
     return (await this.http.request<string>('GET', `/transactions/${enc(hash)}/hex`, { text: true })).data;
+  }
+
+  /** `GET /transactions/{hash}/raw`: the serialized transaction's bytes (witness included). */
+  async getTransactionRaw(hash: string): Promise<Uint8Array> {
+    return (await this.http.request<Uint8Array>('GET', `/transactions/${enc(hash)}/raw`, { bytes: true })).data;
   }
 
   /** `GET /transactions/{hash}/merkle-proof`: the branch from a confirmed transaction to its block's Merkle root. */
@@ -192,6 +221,11 @@ export class BlockwireClient {
   /** `GET /mempool`: count, vsize, total fee and the fee histogram of the mempool. */
   async getMempool(): Promise<MempoolSummary> {
     return (await this.http.request<MempoolSummary>('GET', '/mempool')).data;
+  }
+
+  /** `GET /mempool/recent`: the transactions the mempool took last, newest first (`limit` 1–100, server default 10). */
+  async getRecentMempool(opts: { limit?: number } = {}): Promise<MempoolRecentTransaction[]> {
+    return (await this.http.request<MempoolRecentTransaction[]>('GET', '/mempool/recent', { query: { limit: opts.limit } })).data;
   }
 
   // ---- addresses ---------------------------------------------------------------------------

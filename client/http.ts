@@ -34,6 +34,8 @@ export type HttpRequest = {
   headers?: Record<string, string>;
   /** The answer is text (e.g. a transaction's hex), not JSON: `data` is the body as is. */
   text?: boolean;
+  /** The answer is bytes (e.g. a raw transaction): `data` is the body as a Uint8Array. */
+  bytes?: boolean;
   /** This request's time limit in ms (default: the client's), e.g. a long poll's. */
   timeoutMs?: number;
 };
@@ -60,7 +62,7 @@ export function createHttp(opts: HttpOptions): Http {
   async function request<T>(method: string, pathOrUrl: string, req: HttpRequest = {}): Promise<HttpResponse<T>> {
     const url = resolveUrl(root, base.origin, pathOrUrl, req.query);
     const label = `${method} ${new URL(url).pathname}`;
-    const headers: Record<string, string> = { ...req.headers, apiKey: opts.apiKey, accept: req.text ? 'text/plain' : 'application/json' };
+    const headers: Record<string, string> = { ...req.headers, apiKey: opts.apiKey, accept: req.bytes ? 'application/octet-stream' : req.text ? 'text/plain' : 'application/json' };
     let body: string | undefined;
     if (req.body !== undefined) {
       headers['content-type'] = 'application/json';
@@ -73,9 +75,11 @@ export function createHttp(opts: HttpOptions): Http {
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
       throw new ConnectionError(timedOut ? `${label}: no answer within ${req.timeoutMs ?? timeoutMs} ms` : `${label}: ${describe(err)}`, { cause: err });
     }
-    const text = await res.text().catch((err: unknown) => {
+    const raw = await (req.bytes && res.ok ? res.arrayBuffer() : res.text()).catch((err: unknown) => {
       throw new ConnectionError(`${label}: the response body could not be read: ${describe(err)}`, { cause: err });
     });
+    if (typeof raw !== 'string') return { status: res.status, data: new Uint8Array(raw) as T, headers: res.headers, url };
+    const text = raw;
     if (!res.ok) throw new ApiError(res.status, errorBody(res.status, text), label, retryAfterMs(res.headers.get('retry-after')));
     let data: unknown = undefined;
     if (req.text) data = text;

@@ -221,6 +221,26 @@ export type MerkleProof = { block_height: number; merkle: string[]; pos: number 
 /** `GET /mempool`. */
 export type MempoolSummary = { count: number; vsize: number; total_fee: number; fee_histogram: [number, number][] };
 
+/** One of `GET /mempool/recent`: a transaction the mempool took last; `fee` null when an input's value is unknown. */
+export type MempoolRecentTransaction = { txid: string; fee: number | null; vsize: number; value: number };
+
+/**
+ * What /v1 adds to a transaction (`GET /transactions/{hash}`, `GET /blocks/{hash}/txs`); a field
+ * is null when the server could not tell (its node unreachable).
+ */
+export type TransactionExtras = {
+  /** sat: inputs less outputs (0 for a coinbase). */
+  fee: number | null;
+  /** sat/vB, two decimals. */
+  fee_rate: number | null;
+  size: number | null;
+  vsize: number | null;
+  weight: number | null;
+  /** A mempool transaction the node would let a higher-fee one replace (BIP125 or full-RBF); false once confirmed. */
+  replaceable: boolean | null;
+  bip125_replaceable: boolean | null;
+};
+
 /** Esplora's statistics of one part (chain or mempool) of an address or script; sums in sat. */
 export type TxoStats = { funded_txo_count: number; funded_txo_sum: number; spent_txo_count: number; spent_txo_sum: number; tx_count: number };
 

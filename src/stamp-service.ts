@@ -10,9 +10,10 @@ export type StampStatus = { tx: string; vout: number; confirmations: number; tim
 /**
  * What the stamping role tells of a stamp: its status, the document hash it carries (64 hex)
  * and the signed transaction `tx` names (the bytes stored before its first broadcast), from
- * which a client checks the stamp itself (the OP_RETURN output, the txid).
+ * which a client checks the stamp itself (the OP_RETURN output, the txid); and the indexed tip
+ * its confirmations were counted at (height -1, hash null while nothing is indexed).
  */
-export type StampRecord = StampStatus & { hash: string; raw: Uint8Array };
+export type StampRecord = StampStatus & { hash: string; raw: Uint8Array; tip: { height: number; hash: Uint8Array | null } };
 
 /**
  * The stamping service. Methods throw ServiceError (src/errors.ts) for expected failures, e.g.

@@ -90,16 +90,22 @@ export function createStampService(deps: StampServiceDeps): StampService {
       const loc = await findStampByOutput(db, keyId, txid, Number(m[2]));
       if (!loc) throw new ServiceError('ERR_STAMP_NOT_FOUND');
       const txids = [...new Set(loc.outputs.map((o) => o.txid.toString('hex')))].map((h) => Buffer.from(h, 'hex'));
-      const r = await sql<{ txid: Buffer; height: number; time: number; tip: number }>`
-        SELECT t.txid, b.height, b.time, (SELECT height FROM chain_tip WHERE id = 1) AS tip
-        FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
-        WHERE ${txidIn(sql.ref('t.txid'), txids)}`.execute(db);
-      const confirmed = r.rows[0];
+      // (the tip in the same statement: one row even when no version is in a block)
+      type Row = { txid: Buffer | null; height: number | null; time: number | null; tip: number | null; tip_hash: Buffer | null };
+      const r = await sql<Row>`
+        SELECT c.txid, c.height, c.time, t.height AS tip, t.hash AS tip_hash
+        FROM (SELECT 1) one LEFT JOIN chain_tip t ON t.id = 1
+        LEFT JOIN LATERAL (SELECT x.txid, b.height, b.time
+          FROM txs x JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('x.tx_num'))}
+          WHERE ${txidIn(sql.ref('x.txid'), txids)} LIMIT 1) c ON true`.execute(db);
+      const row = r.rows[0]!;
+      const tip = { height: row.tip ?? -1, hash: row.tip_hash };
+      const confirmed = row.txid === null ? undefined : { txid: row.txid, height: row.height!, time: row.time! };
       const s = loc.stamp;
       let status: StampStatus & { txid: Buffer };
       if (confirmed) {
         const out = loc.outputs.find((o) => o.txid.equals(confirmed.txid))!;
-        status = { txid: out.txid, tx: hashToHex(out.txid), vout: out.vout, confirmations: confirmed.tip - confirmed.height + 1, timestamp: isoFromUnix(confirmed.time) };
+        status = { txid: out.txid, tx: hashToHex(out.txid), vout: out.vout, confirmations: tip.height - confirmed.height + 1, timestamp: isoFromUnix(confirmed.time) };
       } else {
         const cur = s.status === 'placed' && s.txid && s.vout !== null ? { txid: s.txid, vout: s.vout } : { txid, vout: Number(m[2]) };
         status = { txid: cur.txid, tx: hashToHex(cur.txid), vout: cur.vout, confirmations: 0, timestamp: isoTime(s.created_at) };
@@ -107,7 +113,7 @@ export function createStampService(deps: StampServiceDeps): StampService {
       // (every transaction a stamp id names was stored, signed, before it was answered)
       const stored = await db.selectFrom('stamp_txs').select('raw').where('txid', '=', status.txid).executeTakeFirstOrThrow();
       const { txid: _txid, ...answer } = status;
-      return { ...answer, hash: s.hash.toString('hex'), raw: stored.raw };
+      return { ...answer, hash: s.hash.toString('hex'), raw: stored.raw, tip };
     },
   };
 }

@@ -45,6 +45,18 @@ export async function readStreamState(db: Kysely<Database>): Promise<{ relay: bi
   return { relay: get('relay'), pruned: get('pruned') };
 }
 
+/**
+ * The relay cursor and the indexed tip, in one statement: the state of the chain when the event
+ * log was read up to that cursor (the tip is -1 and its hash null while nothing is indexed).
+ */
+export async function readRelayAndTip(db: Kysely<Database>): Promise<{ relay: bigint; tip: { height: number; hash: Buffer | null } }> {
+  const r = await sql<{ relay: bigint | null; height: number | null; hash: Buffer | null }>`
+    SELECT (SELECT seq FROM stream_state WHERE name = 'relay') AS relay, t.height, t.hash
+      FROM (SELECT 1) one LEFT JOIN chain_tip t ON t.id = 1`.execute(db);
+  const row = r.rows[0]!;
+  return { relay: BigInt(row.relay ?? 0n), tip: { height: row.height ?? -1, hash: row.hash } };
+}
+
 /** The newest event id there is (recorded, or pruned since): a stream cannot resume after it. */
 export async function readNewestEventId(db: Kysely<Database>): Promise<bigint> {
   const r = await sql<{ newest: bigint }>`SELECT GREATEST((SELECT coalesce(max(seq), 0) FROM outbox), (SELECT coalesce(max(seq), 0) FROM stream_state)) AS newest`.execute(db);

@@ -12,11 +12,14 @@ import type { Logger } from '../src/log.js';
 import { ServiceError } from '../src/errors.js';
 import { decodeOutboxRows } from './events.js';
 import { deliveryJson, indexSubscriptions, matchEvents } from './match.js';
-import { readNewestEventId, readOutboxForKey, readStreamState } from './outbox.js';
+import { readNewestEventId, readOutboxForKey, readRelayAndTip, readStreamState } from './outbox.js';
 import { loadKeySubscriptions } from './subscriptions.js';
 
-/** Events of a key after `after` (JSON payloads, in order) and the id to resume after. */
-export type PollAnswer = { events: string[]; next: bigint };
+/**
+ * Events of a key after `after` (JSON payloads, in order), the id to resume after, and the
+ * indexed tip read with the relay cursor the answer was read up to.
+ */
+export type PollAnswer = { events: string[]; next: bigint; tip: { height: number; hash: Buffer | null } };
 
 export type EventPoll = {
   /**
@@ -74,7 +77,7 @@ export function createEventPoll(deps: { db: Kysely<Database>; log: Logger; tickM
       }
       const until = Date.now() + waitMs;
       for (;;) {
-        const upTo = (await readStreamState(db)).relay;
+        const { relay: upTo, tip } = await readRelayAndTip(db);
         if (upTo > cursor) {
           const subs = await loadKeySubscriptions(db, keyId);
           const index = indexSubscriptions(subs);
@@ -88,9 +91,9 @@ export function createEventPoll(deps: { db: Kysely<Database>; log: Logger; tickM
             for (const d of matchEvents(decoded, index)) if (d.keyId === keyId) events.push(deliveryJson(d));
             cursor = rows.length < limit ? upTo : rows[rows.length - 1]!.seq;
           }
-          if (events.length > 0) return { events, next: cursor };
+          if (events.length > 0) return { events, next: cursor, tip };
         }
-        if (Date.now() >= until || signal?.aborted || stopped) return { events: [], next: cursor };
+        if (Date.now() >= until || signal?.aborted || stopped) return { events: [], next: cursor, tip };
         await nextMove(until, signal);
       }
     },

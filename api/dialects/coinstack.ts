@@ -22,6 +22,7 @@ import type { NetworkName } from '../../src/config.js';
 import { sendCoinstackError } from './coinstack-errors.js';
 import { specStampAnswer } from '../routes/stamps.js';
 import { coinstackMetadata } from './coinstack-assets.js';
+import { readAtTip } from '../tip.js';
 
 /** Query parameters coinstackd turns into headers before authenticating (browser SDK). */
 const AUTH_QUERY = ['apikey', 'auth', 'md5', 'content-type'] as const;
@@ -84,10 +85,13 @@ function coinstackTransaction(tx: IndexedTx, network: NetworkName) {
 const coinstackBlock: BlockAnswer = {
   schema: {},
   async load(deps, hash) {
-    const block = await findBlockByHash(deps.readDb, hash);
-    if (!block) return undefined;
-    const txids = await listBlockTxids(deps.readDb, block.height);
-    return {
+    const { value: read, tip } = await readAtTip(deps.readDb, async (trx) => {
+      const block = await findBlockByHash(trx, hash);
+      return block && { block, txids: await listBlockTxids(trx, block.height) };
+    });
+    if (!read) return undefined;
+    const { block, txids } = read;
+    const answer = {
       block_hash: hashToHex(block.hash),
       height: block.height,
       confirmation_time: isoFromUnix(block.time),
@@ -95,6 +99,7 @@ const coinstackBlock: BlockAnswer = {
       ...(block.next_hash ? { children: [hashToHex(block.next_hash)] } : {}),
       transaction_list: txids.map((t) => hashToHex(t)),
     };
+    return { answer, tip };
   },
 };
 
@@ -102,7 +107,7 @@ const coinstackTransactionAnswer: TransactionAnswer = {
   schema: {},
   async load(deps, txid) {
     const r = await loadIndexedTx(deps.readDb, txid, heldTransactions(deps));
-    return r && coinstackTransaction(r.tx, deps.network);
+    return r && { answer: coinstackTransaction(r.tx, deps.network), tip: r.tip };
   },
 };
 

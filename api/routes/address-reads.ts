@@ -7,18 +7,15 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import type { Database } from '../../src/db/schema.js';
 import { readStatsIn, readUnspentMany, type StatsTarget, type TargetStats } from '../../src/db/queries/address-stats.js';
 import { getBalancePartsMany } from '../../src/db/queries/api-address.js';
-import { getIndexTip } from '../../src/db/queries/api-chain.js';
 import { readHistoriesIn, readScriptBalance, readScriptUnspent, scriptRef, scriptRefOf, type ScriptRef } from '../../src/db/queries/script-hash.js';
 import { txNumHeight } from '../../src/db/tx-num.js';
 import { ServiceError } from '../../src/errors.js';
 import type { RouteModule } from '../dialect.js';
 import { addressParams, unspentSchema } from '../schemas.js';
-import { setTipHeaders, tipHeaders } from '../tip.js';
+import { readAtTip, setTipHeaders, tipHeaders } from '../tip.js';
 import { assertNotSyncing, resolveAddress } from './addresses.js';
 
 /** Most addresses one batch may name. */
@@ -60,12 +57,6 @@ const scriptQuery = {
 } as const;
 
 type ScriptRequest = { Params: { hash: string }; Querystring: { script?: string } };
-type Trx = Transaction<Database>;
-
-/** `fn` in one read-only REPEATABLE READ snapshot. */
-function inSnapshot<T>(db: Kysely<Database>, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(fn);
-}
 
 const statsView = (s: TargetStats) => ({ chain_stats: s.chain, mempool_stats: s.mempool });
 
@@ -87,9 +78,9 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
     async (request, reply) => {
       const key = resolveAddress(deps, request.params.address);
       await assertNotSyncing(deps);
-      const r = await inSnapshot(deps.db, (trx) => readStatsIn(trx, [{ key }]));
+      const r = await readAtTip(deps.readDb, (trx) => readStatsIn(trx, [{ key }]));
       setTipHeaders(reply, r.tip);
-      return { address: request.params.address, ...statsView(r.stats[0]!) };
+      return { address: request.params.address, ...statsView(r.value.stats[0]!) };
     },
   );
 
@@ -123,9 +114,9 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
     async (request, reply) => {
       const ref = refOf(request.params.hash, request.query.script);
       await assertNotSyncing(deps);
-      const r = await inSnapshot(deps.db, (trx) => readStatsIn(trx, [ref]));
+      const r = await readAtTip(deps.readDb, (trx) => readStatsIn(trx, [ref]));
       setTipHeaders(reply, r.tip);
-      return { scripthash: request.params.hash.toLowerCase(), ...statsView(r.stats[0]!) };
+      return { scripthash: request.params.hash.toLowerCase(), ...statsView(r.value.stats[0]!) };
     },
   );
 
@@ -144,9 +135,9 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
     async (request, reply) => {
       const ref = refOf(request.params.hash, request.query.script);
       await assertNotSyncing(deps);
-      const r = await inSnapshot(deps.db, async (trx) => ({ b: await readScriptBalance(trx, ref), tip: await getIndexTip(trx) }));
-      setTipHeaders(reply, r.tip);
-      return { balance: Number(r.b.confirmed + r.b.unconfirmed), confirmed: Number(r.b.confirmed), unconfirmed: Number(r.b.unconfirmed) };
+      const { value: b, tip } = await readAtTip(deps.readDb, (trx) => readScriptBalance(trx, ref));
+      setTipHeaders(reply, tip);
+      return { balance: Number(b.confirmed + b.unconfirmed), confirmed: Number(b.confirmed), unconfirmed: Number(b.unconfirmed) };
     },
   );
 
@@ -165,11 +156,12 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
     async (request, reply) => {
       const ref = refOf(request.params.hash, request.query.script);
       await assertNotSyncing(deps);
-      const r = await inSnapshot(deps.db, async (trx) => ({ h: (await readHistoriesIn(trx, [ref], SCRIPT_HISTORY_MAX))[0]!, tip: await getIndexTip(trx) }));
-      if (r.h.kind === 'too_long') throw new ServiceError('ERR_INVALID_PARAMETER', { message: `the script's history holds more than ${SCRIPT_HISTORY_MAX} transactions`, errorCause: String(r.h.count) });
+      const r = await readAtTip(deps.readDb, async (trx) => ({ h: (await readHistoriesIn(trx, [ref], SCRIPT_HISTORY_MAX))[0]! }));
+      const { h } = r.value;
+      if (h.kind === 'too_long') throw new ServiceError('ERR_INVALID_PARAMETER', { message: `the script's history holds more than ${SCRIPT_HISTORY_MAX} transactions`, errorCause: String(h.count) });
       setTipHeaders(reply, r.tip);
-      const mempool = r.h.mempool.map((m) => hashToHex(m.txid)).sort();
-      return [...mempool, ...r.h.confirmed.map((c) => hashToHex(c.txid)).reverse()];
+      const mempool = h.mempool.map((m) => hashToHex(m.txid)).sort();
+      return [...mempool, ...h.confirmed.map((c) => hashToHex(c.txid)).reverse()];
     },
   );
 
@@ -188,14 +180,14 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
     async (request, reply) => {
       const ref = refOf(request.params.hash, request.query.script);
       await assertNotSyncing(deps);
-      const r = await inSnapshot(deps.db, async (trx) => ({ u: await readScriptUnspent(trx, ref, SCRIPT_HISTORY_MAX), tip: await getIndexTip(trx) }));
-      if (r.u.length > SCRIPT_HISTORY_MAX) throw new ServiceError('ERR_INVALID_PARAMETER', { message: `the script has more than ${SCRIPT_HISTORY_MAX} unspent outputs` });
-      setTipHeaders(reply, r.tip);
+      const { value: unspent, tip } = await readAtTip(deps.readDb, (trx) => readScriptUnspent(trx, ref, SCRIPT_HISTORY_MAX));
+      if (unspent.length > SCRIPT_HISTORY_MAX) throw new ServiceError('ERR_INVALID_PARAMETER', { message: `the script has more than ${SCRIPT_HISTORY_MAX} unspent outputs` });
+      setTipHeaders(reply, tip);
       // (readScriptUnspent: confirmed in chain order, then mempool; answered newest first, mempool first)
-      const mempool = r.u.filter((u) => u.height === 0);
-      const chain = r.u.filter((u) => u.height !== 0).reverse();
+      const mempool = unspent.filter((u) => u.height === 0);
+      const chain = unspent.filter((u) => u.height !== 0).reverse();
       return [...mempool, ...chain].map((u) =>
-        shapeUnspent({ txid: u.txid, vout: u.vout, value: u.value, script: u.script, confirmations: u.height === 0 ? 0 : Math.max(1, r.tip.height - u.height + 1) }),
+        shapeUnspent({ txid: u.txid, vout: u.vout, value: u.value, script: u.script, confirmations: u.height === 0 ? 0 : Math.max(1, tip.height - u.height + 1) }),
       );
     },
   );
@@ -249,19 +241,19 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
         }
       });
       await assertNotSyncing(deps);
-      const r = await inSnapshot(deps.db, async (trx) => {
+      const { value: r, tip } = await readAtTip(deps.readDb, async (trx) => {
         const balances = include.has('balance') ? await getBalancePartsMany(trx, keys) : undefined;
         const unspent = include.has('unspentoutputs') ? await readUnspentMany(trx, keys, BATCH_UNSPENT_MAX) : undefined;
-        const stats = await readStatsIn(trx, include.has('stats') ? keys.map((key): StatsTarget => ({ key })) : []);
-        return { balances, unspent, stats: include.has('stats') ? stats.stats : undefined, tip: stats.tip };
+        const stats = include.has('stats') ? (await readStatsIn(trx, keys.map((key): StatsTarget => ({ key })))).stats : undefined;
+        return { balances, unspent, stats };
       });
-      setTipHeaders(reply, r.tip);
+      setTipHeaders(reply, tip);
       return addresses.map((address, i) => {
         const out: Record<string, unknown> = { address };
         if (r.balances) out.balance = Number(r.balances[i]!.confirmed + r.balances[i]!.mempool);
         if (r.unspent) {
           const list = r.unspent[i]!;
-          out.unspentoutputs = list.slice(0, BATCH_UNSPENT_MAX).map((u) => shapeUnspent({ txid: u.txid, vout: u.vout, value: u.value, script: u.script, confirmations: confirmations(r.tip.height, u.txNum) }));
+          out.unspentoutputs = list.slice(0, BATCH_UNSPENT_MAX).map((u) => shapeUnspent({ txid: u.txid, vout: u.vout, value: u.value, script: u.script, confirmations: confirmations(tip.height, u.txNum) }));
           out.unspentoutputs_more = list.length > BATCH_UNSPENT_MAX;
         }
         if (r.stats) out.stats = statsView(r.stats[i]!);

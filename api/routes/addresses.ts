@@ -33,7 +33,7 @@ import type { Dialect } from '../dialect.js';
 import { addAssetColors, historyCut, immatureCoinbases, streamHistory, streamUnspent, unspentOutputs, atoi } from '../whole-lists.js';
 import { batchPerTick } from '../tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
-import { setTipHeaders } from '../tip.js';
+import { setTipHeaders, withTipHeaders } from '../tip.js';
 import { HistoryChunkCache } from '../history-chunk-cache.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
@@ -48,7 +48,7 @@ function pagedSchema(summary: string, body: Record<string, unknown>, querystring
     tags: ['addresses'],
     params: addressParams,
     querystring,
-    response: { 200: { ...body, headers: { Link: { type: 'string', description: '<url>; rel="next"' } } } },
+    response: { 200: withTipHeaders({ ...body, headers: { Link: { type: 'string', description: '<url>; rel="next"' } } }) },
   };
 }
 
@@ -134,7 +134,7 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
         tags: ['addresses'],
         params: addressParams,
         ...(routes.addressQuery.balance ? { querystring: routes.addressQuery.balance } : {}),
-        response: routes.response(balanceSchema),
+        response: routes.response(withTipHeaders(balanceSchema)),
       },
     },
     async (request, reply) => {
@@ -142,7 +142,7 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
       await assertNotSyncing(deps);
       const minConf = request.query.min_conf ?? 0;
       const parts = await balanceParts(addrKey);
-      setTipHeaders(reply, { height: parts.tipHeight, hash: null });
+      setTipHeaders(reply, { height: parts.tipHeight, hash: parts.tipHash });
       let balance = minConf === 0 ? parts.confirmed + parts.mempool : parts.confirmed - (await getBalanceExclusions(deps.readDb, addrKey, confBound(parts.tipHeight, minConf)));
       if (routes.matureCoinbaseOnly) balance -= await getImmatureCoinbase(deps.readDb, addrKey, immatureCoinbases(parts.tipHeight));
       await keyCheckPassed(request);
@@ -200,6 +200,7 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
       }
       // (entries and txids come from one statement's snapshot: every chain entry has its txid)
       const out = [...page.mempool.slice(0, inMempool).map((m) => hashToHex(m.txid)), ...page.chain.txidsHex(inChain)];
+      setTipHeaders(reply, page.tip);
       // Hex needs no escaping: the body is written here, not by the serializer (schema: historySchema).
       return reply.type('application/json; charset=utf-8').send(out.length === 0 ? '[]' : `["${out.join('","')}"]`);
     },
@@ -221,7 +222,7 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
         limit: want,
       });
       const tip = page.tipHeight;
-      setTipHeaders(reply, { height: tip, hash: null });
+      setTipHeaders(reply, { height: tip, hash: page.tipHash });
       const items = [...page.mempool, ...page.confirmed].slice(0, want);
       const next = cutPage(items, q.limit, (last) =>
         last.txNum !== undefined ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout } : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout },

@@ -1,7 +1,7 @@
 /**
  * /v1 block routes beside GET /blocks/{hash} (routes/chain.ts): a block by height, the recent
- * blocks, and a block's transactions paged in block order. Each answer is one statement's
- * snapshot of the index (the block's transactions: one more for their spent outputs).
+ * blocks, and a block's transactions paged in block order. Each answer is read in one snapshot of
+ * the index, whose tip it carries in the tip headers (api/tip.ts).
  * @module
  */
 import { findBlockHeader, listBlockTxs, listRecentBlocks } from '../../src/db/queries/api-blocks.js';
@@ -14,6 +14,8 @@ import { hashParams } from '../schemas.js';
 import { txViewSchema, withRawExtras } from '../transaction-extras.js';
 import type { RouteModule } from '../dialect.js';
 import type { BlockAnswer } from '../dialect.js';
+import type { ResolvedApiDeps } from '../deps.js';
+import { readAtTip, setTipHeaders, withTipHeaders } from '../tip.js';
 
 const heightParams = {
   type: 'object',
@@ -35,21 +37,27 @@ function decodeTxCursor(raw: string): number {
 /** /v1's block: the spec's with the header's fields (GET /blocks/{hash}, routes/chain.ts). */
 export const v1BlockAnswer: BlockAnswer = {
   schema: blockViewSchema,
-  async load(deps, hash) {
-    const row = await findBlockHeader(deps.readDb, { hash });
-    if (!row) return undefined;
-    return { ...blockSummary(row), transaction_list: (await listBlockTxids(deps.readDb, row.height)).map((t) => hashToHex(t)) };
-  },
+  load: (deps, hash) => loadBlockView(deps, { hash }),
 };
+
+/** The /v1 block view of a main-chain block by hash or height, and the tip it was read at. */
+async function loadBlockView(deps: ResolvedApiDeps, by: { hash: Buffer } | { height: number }) {
+  const { value, tip } = await readAtTip(deps.readDb, async (trx) => {
+    const row = await findBlockHeader(trx, by);
+    return row && { ...blockSummary(row), transaction_list: (await listBlockTxids(trx, row.height)).map((t) => hashToHex(t)) };
+  });
+  return value && { answer: value, tip };
+}
 
 export const blockRoutes: RouteModule = (app, deps) => {
   app.get<{ Params: { height: number } }>(
     '/blocks/height/:height',
-    { schema: { summary: 'The main-chain block at a height', tags: ['chain'], params: heightParams, response: { 200: blockViewSchema } } },
-    async (request) => {
-      const row = await findBlockHeader(deps.readDb, { height: request.params.height });
-      if (!row) throw new ServiceError('ERR_BLOCK_NOT_FOUND', { message: `no block at height ${request.params.height} on the indexed main chain` });
-      return { ...blockSummary(row), transaction_list: (await listBlockTxids(deps.readDb, row.height)).map((t) => hashToHex(t)) };
+    { schema: { summary: 'The main-chain block at a height', tags: ['chain'], params: heightParams, response: { 200: withTipHeaders(blockViewSchema) } } },
+    async (request, reply) => {
+      const r = await loadBlockView(deps, { height: request.params.height });
+      if (!r) throw new ServiceError('ERR_BLOCK_NOT_FOUND', { message: `no block at height ${request.params.height} on the indexed main chain` });
+      setTipHeaders(reply, r.tip);
+      return r.answer;
     },
   );
 
@@ -68,12 +76,13 @@ export const blockRoutes: RouteModule = (app, deps) => {
             start_height: { type: 'integer', minimum: 0, maximum: 2147483647, description: 'height of the first (newest) block listed' },
           },
         },
-        response: { 200: { type: 'array', items: blockSummarySchema } },
+        response: { 200: withTipHeaders({ type: 'array', items: blockSummarySchema }) },
       },
     },
-    async (request) => {
-      const { blocks } = await listRecentBlocks(deps.readDb, request.query.start_height ?? null, request.query.limit);
-      return blocks.map(blockSummary);
+    async (request, reply) => {
+      const { value, tip } = await readAtTip(deps.readDb, (trx) => listRecentBlocks(trx, request.query.start_height ?? null, request.query.limit));
+      setTipHeaders(reply, tip);
+      return value.blocks.map(blockSummary);
     },
   );
 
@@ -93,19 +102,24 @@ export const blockRoutes: RouteModule = (app, deps) => {
             cursor: { type: 'string', maxLength: 40, description: 'opaque cursor from the previous page\'s Link header' },
           },
         },
-        response: { 200: { type: 'array', items: txViewSchema, headers: { Link: { type: 'string' } } } },
+        response: { 200: withTipHeaders({ type: 'array', items: txViewSchema, headers: { Link: { type: 'string' } } }) },
       },
     },
     async (request, reply) => {
       const from = request.query.cursor === undefined ? 0 : decodeTxCursor(request.query.cursor);
-      const row = await findBlockHeader(deps.readDb, { hash: Buffer.from(hexToHash(request.params.hash)) });
-      if (!row) throw new ServiceError('ERR_BLOCK_NOT_FOUND');
       const limit = request.query.limit;
-      const txs = await listBlockTxs(deps.readDb, row.height, from, limit + 1);
-      const page = txs.slice(0, limit);
-      const views = await confirmedViews(deps.readDb, deps.network, page, { hash: row.hash, height: row.height, time: row.time });
-      const out = await withRawExtras(deps, views, { kind: 'block', hash: hashToHex(row.hash) });
-      if (txs.length > limit) {
+      const { value: read, tip } = await readAtTip(deps.readDb, async (trx) => {
+        const row = await findBlockHeader(trx, { hash: Buffer.from(hexToHash(request.params.hash)) });
+        if (!row) return undefined;
+        const txs = await listBlockTxs(trx, row.height, from, limit + 1);
+        const views = await confirmedViews(trx, deps.network, txs.slice(0, limit), { hash: row.hash, height: row.height, time: row.time });
+        return { row, views, more: txs.length > limit };
+      });
+      if (!read) throw new ServiceError('ERR_BLOCK_NOT_FOUND');
+      setTipHeaders(reply, tip);
+      // (sizes of rows indexed before the index kept them: from the node, outside the snapshot)
+      const out = await withRawExtras(deps, read.views, { kind: 'block', hash: hashToHex(read.row.hash) });
+      if (read.more) {
         const path = request.url.split('?')[0]!;
         reply.header('Link', `<${path}?limit=${limit}&cursor=${encodeTxCursor(from + limit)}>; rel="next"`);
       }

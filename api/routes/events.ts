@@ -2,11 +2,13 @@
  * GET /v1/events?after=ID&wait=SECONDS: the key's events by long polling, for hosts where
  * WebSockets are blocked. The same ordered event log, matching and JSON as the stream
  * (`/v1/stream`): the answer holds the events after `after` (at once when there are some, else
- * the first ones within `wait` seconds, else none) and `next`, the id to ask after next time.
+ * the first ones within `wait` seconds, else none) and `next`, the id to ask after next time. The
+ * tip headers (api/tip.ts) carry the indexed tip read with the end of the log the answer covers.
  * @module
  */
 import { ServiceError } from '../../src/errors.js';
 import type { RouteModule } from '../dialect.js';
+import { setTipHeaders, tipHeaders, TIP_HEIGHT_HEADER } from '../tip.js';
 
 /** Longest wait a poll may ask for, seconds. */
 const MAX_WAIT_S = 60;
@@ -35,6 +37,10 @@ export const eventRoutes: RouteModule = (app, deps) => {
             type: 'object',
             required: ['events', 'next'],
             properties: { events: { type: 'array', items: { type: 'object', additionalProperties: true } }, next: { type: 'integer', description: 'the event id to poll after next' } },
+            headers: {
+              ...tipHeaders,
+              [TIP_HEIGHT_HEADER]: { type: 'integer', description: 'height of the indexed tip read in one statement with the end of the event log this answer covers (-1 while nothing is indexed)' },
+            },
           },
         },
       },
@@ -45,6 +51,7 @@ export const eventRoutes: RouteModule = (app, deps) => {
       const gone = new AbortController();
       reply.raw.once('close', () => gone.abort());
       const r = await deps.events.poll(request.apiKey.id, q.after === undefined ? undefined : BigInt(q.after), { waitMs: q.wait * 1000, limit: q.limit, signal: gone.signal });
+      setTipHeaders(reply, r.tip);
       // (the payloads are the stream's JSON as is)
       return reply.type('application/json; charset=utf-8').send(`{"events":[${r.events.join(',')}],"next":${r.next}}`);
     },

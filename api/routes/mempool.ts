@@ -2,13 +2,15 @@
  * GET /v1/mempool (Esplora's shape: count, vsize, total_fee, fee_histogram) and
  * GET /v1/mempool/recent (the transactions seen last: txid, fee, vsize, value), from the indexed
  * mempool. The histogram is electrs's: transactions by fee rate, highest first, cut into bins of
- * more than 50,000 vB, each `[fee rate of its last transaction (sat/vB), its vsize]`.
+ * more than 50,000 vB, each `[fee rate of its last transaction (sat/vB), its vsize]`. Each
+ * answer carries the indexed tip its snapshot of the mempool was read at (api/tip.ts).
  * @module
  */
 import { listMempoolFees, listRecentMempool } from '../../src/db/queries/api-mempool.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { decodeTx } from '../../src/bitcoin/tx.js';
 import type { RouteModule } from '../dialect.js';
+import { readAtTip, setTipHeaders, tipHeaders } from '../tip.js';
 
 const BIN_VSIZE = 50_000;
 
@@ -46,12 +48,14 @@ export const mempoolRoutes: RouteModule = (app, deps) => {
               total_fee: { type: 'integer', description: 'sat' },
               fee_histogram: { type: 'array', items: { type: 'array', items: { type: 'number' } }, description: '[fee rate sat/vB, vsize vB] bins, highest rate first' },
             },
+            headers: tipHeaders,
           },
         },
       },
     },
-    async () => {
-      const fees = await listMempoolFees(deps.readDb);
+    async (_request, reply) => {
+      const { value: fees, tip } = await readAtTip(deps.readDb, (trx) => listMempoolFees(trx));
+      setTipHeaders(reply, tip);
       let vsize = 0;
       let total = 0n;
       for (const f of fees) {
@@ -77,16 +81,20 @@ export const mempoolRoutes: RouteModule = (app, deps) => {
               required: ['txid', 'fee', 'vsize', 'value'],
               properties: { txid: { type: 'string' }, fee: { type: ['integer', 'null'] }, vsize: { type: 'integer' }, value: { type: 'integer', description: 'sum of its outputs, sat' } },
             },
+            headers: tipHeaders,
           },
         },
       },
     },
-    async (request) =>
-      (await listRecentMempool(deps.readDb, request.query.limit)).map((m) => ({
+    async (request, reply) => {
+      const { value: recent, tip } = await readAtTip(deps.readDb, (trx) => listRecentMempool(trx, request.query.limit));
+      setTipHeaders(reply, tip);
+      return recent.map((m) => ({
         txid: hashToHex(m.txid),
         fee: m.fee === null ? null : Number(m.fee),
         vsize: m.vsize,
         value: Number(decodeTx(m.raw).outputs.reduce((s, o) => s + o.value, 0n)),
-      })),
+      }));
+    },
   );
 };

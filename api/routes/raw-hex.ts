@@ -28,5 +28,5 @@ export async function sendBlockHex(deps: ResolvedApiDeps, hash: Buffer, reply: F
 
 /** A transaction's bytes as hex text. */
 export async function sendTransactionHex(deps: ResolvedApiDeps, txid: Buffer, reply: FastifyReply): Promise<FastifyReply> {
-  return sendHex(reply, await rawTransaction(deps, hashToHex(txid)));
+  return sendHex(reply, (await rawTransaction(deps, hashToHex(txid))).bytes);
 }

@@ -12,6 +12,7 @@ import type { RouteModule } from '../dialect.js';
 import type { StampService } from '../../src/stamp-service.js';
 import type { StampAnswer } from '../dialect.js';
 import { inclusionProof, inclusionProofSchema } from './transaction-reads.js';
+import { setTipHeaders, withTipHeaders } from '../tip.js';
 
 const STAMP_ID_RE = /^[0-9a-f]{64}-(0|[1-9]\d{0,5})$/;
 
@@ -90,13 +91,16 @@ export const stampRoutes: RouteModule = (app, deps, dialect) => {
         tags: ['stamps'],
         params: { type: 'object', required: ['id'], properties: { id: { type: 'string', description: 'stamp id, <txid>-<vout>' } } },
         description: dialect.answers.stamp.schema.description as string | undefined,
-        response: { 200: dialect.answers.stamp.schema },
+        response: { 200: withTipHeaders(dialect.answers.stamp.schema) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const id = request.params.id.toLowerCase();
       if (!STAMP_ID_RE.test(id)) throw new ServiceError('ERR_INVALID_STAMP_ID');
-      return dialect.answers.stamp.show(deps, await service(deps).get(request.apiKey.id, id));
+      const stamp = await service(deps).get(request.apiKey.id, id);
+      // (the tip its confirmations were counted at, by the stamping role's statement)
+      setTipHeaders(reply, stamp.tip);
+      return dialect.answers.stamp.show(deps, stamp);
     },
   );
 };

@@ -18,19 +18,21 @@ import type { TransactionAnswer } from '../dialect.js';
 import { heldTransactions, loadTransactionView } from '../transaction-view.js';
 import { txViewSchema, withRawExtras } from '../transaction-extras.js';
 import { setTipHeaders, tipHeaders } from '../tip.js';
+import type { Tip } from '../../src/db/queries/api-chain.js';
 
-const textResponse = (description: string) => ({ 200: { type: 'string', description } }) as const;
+const textResponse = (description: string) => ({ 200: { type: 'string', description, headers: tipHeaders } }) as const;
 
-/** The serialized transaction, from the index (mempool) or the node (confirmed). */
-export async function rawTransaction(deps: ResolvedApiDeps, txidHex: string): Promise<Buffer> {
+/** The serialized transaction, from the index (mempool) or the node (confirmed), and the tip its place in the index was read at. */
+export async function rawTransaction(deps: ResolvedApiDeps, txidHex: string): Promise<{ bytes: Buffer; tip: Tip }> {
   const place = await findTxPlace(deps.readDb, Buffer.from(hexToHash(txidHex)));
   if (!place) throw new ServiceError('ERR_TX_NOT_FOUND');
-  if (place.raw) return place.raw;
+  const tip = { height: place.tip_height, hash: place.tip_hash };
+  if (place.raw) return { bytes: place.raw, tip };
   if (!deps.node?.getRawTransaction) throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no node is configured to read confirmed transactions from' });
   try {
     // (Core will not hand out the genesis coinbase as a transaction: it is the genesis block's)
-    if (place.height === 0 && deps.node.getBlockRaw) return Buffer.from(decodeBlock(await deps.node.getBlockRaw(hashToHex(place.block_hash))).txs[0]!.bytes);
-    return Buffer.from(await deps.node.getRawTransaction(txidHex, hashToHex(place.block_hash)));
+    if (place.height === 0 && deps.node.getBlockRaw) return { bytes: Buffer.from(decodeBlock(await deps.node.getBlockRaw(hashToHex(place.block_hash))).txs[0]!.bytes), tip };
+    return { bytes: Buffer.from(await deps.node.getRawTransaction(txidHex, hashToHex(place.block_hash))), tip };
   } catch (err) {
     throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: err });
   }
@@ -103,12 +105,13 @@ export const v1TransactionAnswer: TransactionAnswer = {
     const r = await loadTransactionView(deps.readDb, deps.network, txid, heldTransactions(deps));
     if (!r) return undefined;
     const kept = confirmedAnswers.get(r.view);
-    if (kept) return kept;
+    if (kept) return { answer: kept, tip: r.tip };
     const block = r.view.block_hash[0];
     const source = r.mempoolRaw ? ({ kind: 'mempool', raw: r.mempoolRaw } as const) : ({ kind: 'confirmed', blockHash: block!.block_hash, height: block!.block_height } as const);
+    // (what the node adds comes after the index's reads: a mempool entry's BIP125 flag, an old row's sizes)
     const answer = (await withRawExtras(deps, [{ view: r.view, sizes: r.sizes }], source))[0]!;
     if (source.kind === 'confirmed' && r.sizes) confirmedAnswers.set(r.view, answer);
-    return answer;
+    return { answer, tip: r.tip };
   },
 };
 
@@ -116,13 +119,28 @@ export const transactionReadRoutes: RouteModule = (app, deps) => {
   app.get<{ Params: { hash: string } }>(
     '/transactions/:hash/hex',
     { schema: { summary: 'The serialized transaction, hex (text/plain)', tags: ['transactions'], params: hashParams, response: textResponse('hex, witness included') } },
-    async (request, reply) => reply.type('text/plain; charset=utf-8').send((await rawTransaction(deps, request.params.hash)).toString('hex')),
+    async (request, reply) => {
+      const r = await rawTransaction(deps, request.params.hash);
+      setTipHeaders(reply, r.tip);
+      return reply.type('text/plain; charset=utf-8').send(r.bytes.toString('hex'));
+    },
   );
 
   app.get<{ Params: { hash: string } }>(
     '/transactions/:hash/raw',
-    { schema: { summary: 'The serialized transaction (application/octet-stream)', tags: ['transactions'], params: hashParams } },
-    async (request, reply) => reply.type('application/octet-stream').send(await rawTransaction(deps, request.params.hash)),
+    {
+      schema: {
+        summary: 'The serialized transaction (application/octet-stream)',
+        tags: ['transactions'],
+        params: hashParams,
+        response: { 200: { type: 'string', format: 'binary', description: 'the transaction\'s bytes, witness included', headers: tipHeaders } },
+      },
+    },
+    async (request, reply) => {
+      const r = await rawTransaction(deps, request.params.hash);
+      setTipHeaders(reply, r.tip);
+      return reply.type('application/octet-stream').send(r.bytes);
+    },
   );
 
   app.get<{ Params: { hash: string } }>(
@@ -157,7 +175,7 @@ export const transactionReadRoutes: RouteModule = (app, deps) => {
         summary: "Core's gettxoutproof for the transaction: header and partial Merkle tree, hex (text/plain)",
         tags: ['transactions'],
         params: hashParams,
-        response: { 200: { ...textResponse('CMerkleBlock, hex')[200], headers: tipHeaders } },
+        response: textResponse('CMerkleBlock, hex'),
       },
     },
     async (request, reply) => {

@@ -9,6 +9,7 @@ import { broadcastTransaction } from '../broadcast.js';
 import type { RouteModule } from '../dialect.js';
 import { sendTransactionHex } from './raw-hex.js';
 import { keyCheckPassed } from '../key-check.js';
+import { setTipHeaders, withTipHeaders } from '../tip.js';
 
 /** What fastify sends a serialized object as. */
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -21,7 +22,7 @@ export const transactionRoutes: RouteModule = (app, deps, dialect) => {
     {
       // (a read without side effects: the key's revocation check runs while it is read, api/key-check.ts)
       config: { keyCheck: 'alongside' },
-      schema: { summary: 'A confirmed or mempool transaction', tags: ['transactions'], params: dialect.routes.hashParams, response: dialect.routes.response(transaction.schema) },
+      schema: { summary: 'A confirmed or mempool transaction', tags: ['transactions'], params: dialect.routes.hashParams, response: dialect.routes.response(withTipHeaders(transaction.schema)) },
     },
     async (request, reply) => {
       const txid = dialect.routes.parseHash(request.params.hash, 'ERR_TX_NOT_FOUND');
@@ -29,9 +30,11 @@ export const transactionRoutes: RouteModule = (app, deps, dialect) => {
         await keyCheckPassed(request);
         return sendTransactionHex(deps, txid, reply);
       }
-      const tx = await transaction.load(deps, txid);
-      if (!tx) throw new ServiceError('ERR_TX_NOT_FOUND');
+      const r = await transaction.load(deps, txid);
+      if (!r) throw new ServiceError('ERR_TX_NOT_FOUND');
+      const tx = r.answer;
       await keyCheckPassed(request);
+      setTipHeaders(reply, r.tip);
       // An answer the dialect gave before (a held transaction whose rows are unchanged) goes out
       // as it was serialized then: the route's own serializer made those bytes.
       let body = bodies.get(tx);

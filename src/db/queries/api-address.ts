@@ -10,6 +10,7 @@ import type { Database } from '../schema.js';
 import { hashesToHex } from '../../bitcoin/hash.js';
 import { sqlFirstTxNum } from '../tx-num.js';
 import { SQL_HISTORY, sqlEntryAt } from '../history-entries.js';
+import { TIP_COLUMNS } from './api-chain.js';
 
 /** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
 const FIRST_SEEN_US = sql<bigint>`(extract(epoch FROM mt.first_seen) * 1000000)::int8`;
@@ -21,9 +22,12 @@ export type BalanceParts = {
   mempool: bigint;
   known: boolean;
   tipHeight: number;
+  /** The tip's hash (null while nothing is indexed). */
+  tipHash: Buffer | null;
 };
 
-type BalancePartsRow = { confirmed: bigint | null; mempool: bigint | null; known: boolean; tip_height: number };
+type BalancePartsRow = { confirmed: bigint | null; mempool: bigint | null; known: boolean; tip_height: number | null; tip_hash: Buffer | null };
+
 
 /** The columns of one address's balance parts; `key` is its addr_key (a parameter or a column). */
 const balancePartsColumns = (key: RawBuilder<string>) => sql`
@@ -31,9 +35,9 @@ const balancePartsColumns = (key: RawBuilder<string>) => sql`
   (SELECT sum(received - sent)::int8 FROM mempool_addresses WHERE addr_key = ${key}) AS mempool,
   (EXISTS (SELECT 1 FROM history WHERE addr_key = ${key})
     OR EXISTS (SELECT 1 FROM mempool_addresses WHERE addr_key = ${key})) AS known,
-  (SELECT height FROM chain_tip WHERE id = 1) AS tip_height`;
+  ${TIP_COLUMNS}`;
 
-const toBalanceParts = (row: BalancePartsRow): BalanceParts => ({ confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, known: row.known, tipHeight: row.tip_height });
+const toBalanceParts = (row: BalancePartsRow): BalanceParts => ({ confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, known: row.known, tipHeight: row.tip_height ?? -1, tipHash: row.tip_hash });
 
 /** The pieces of the min_conf=0 balance in one round trip, and whether the address is known. */
 export async function getBalanceParts(db: Kysely<Database>, addrKey: string): Promise<BalanceParts> {
@@ -126,6 +130,8 @@ export type HistoryPage = {
   chain: HistoryEntries;
   /** True when `chain` is the request's `held` one (its chunk was still that version). */
   fromHeld: boolean;
+  /** The indexed tip the statement saw (-1, null while nothing is indexed). */
+  tip: { height: number; hash: Buffer | null };
 };
 
 /**
@@ -163,7 +169,7 @@ export async function listHistoryPages(db: Kysely<Database>, requests: readonly 
     }
     const held = requests[x.k - 1]!.held;
     const chain = x.held && held ? held.chain : new HistoryEntries(x.txids ?? Buffer.alloc(0), x.positions ?? Buffer.alloc(0));
-    pages[x.k - 1] = { mempool, chain, fromHeld: x.held && held !== undefined };
+    pages[x.k - 1] = { mempool, chain, fromHeld: x.held && held !== undefined, tip: { height: x.tip_height ?? -1, hash: x.tip_hash } };
   }
   return pages;
 }
@@ -219,8 +225,10 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
     mempool_fs: Buffer | null;
     positions: Buffer | null;
     txids: Buffer | null;
+    tip_height: number | null;
+    tip_hash: Buffer | null;
   }>`
-    SELECT q.k::int4 AS k, hc.hit AS held, m.txids AS mempool_txids, m.fs AS mempool_fs, h.positions, h.txids
+    SELECT q.k::int4 AS k, hc.hit AS held, m.txids AS mempool_txids, m.fs AS mempool_fs, h.positions, h.txids, ${TIP_COLUMNS}
       FROM unnest(${requests.map((r) => r.addrKey)}::uuid[], ${requests.map((r) => r.before.toString())}::int8[],
                   ${requests.map((r) => r.at?.first.toString() ?? null)}::int8[], ${requests.map((r) => r.at?.index ?? null)}::int4[],
                   ${requests.map((r) => r.minConf)}::int4[], ${requests.map((r) => r.limit)}::int4[], ${requests.map(mempoolMode)}::int4[],
@@ -283,7 +291,7 @@ export async function listUnspentPage(
   db: Kysely<Database>,
   addrKey: string,
   opts: { mempoolAfter: MempoolCursor | undefined | null; before: { txNum: bigint; vout: number }; minConf: number; limit: number },
-): Promise<{ mempool: UnspentRow[]; confirmed: UnspentRow[]; tipHeight: number }> {
+): Promise<{ mempool: UnspentRow[]; confirmed: UnspentRow[]; tipHeight: number; tipHash: Buffer | null }> {
   const { mempoolAfter: after, before, minConf, limit } = opts;
   const mempoolPart =
     after === null
@@ -307,19 +315,22 @@ export async function listUnspentPage(
       ORDER BY u.tx_num DESC, u.vout DESC
       LIMIT ${limit})
     UNION ALL
-    -- the tip height rides in the vout column of a row of its own
-    (SELECT 2, NULL, height, NULL, NULL, NULL, NULL FROM chain_tip WHERE id = 1)`.execute(db);
+    -- the tip rides in the txid (its hash) and vout (its height) columns of a row of its own
+    (SELECT 2, hash, height, NULL, NULL, NULL, NULL FROM chain_tip WHERE id = 1)`.execute(db);
   const mempool: UnspentRow[] = [];
   const confirmed: UnspentRow[] = [];
   let tipHeight = -1;
+  let tipHash: Buffer | null = null;
   for (const x of r.rows) {
-    if (x.part === 2) tipHeight = x.vout;
-    else if (x.part === 0) mempool.push({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, firstSeenUs: x.fs! });
+    if (x.part === 2) {
+      tipHeight = x.vout;
+      tipHash = x.txid;
+    } else if (x.part === 0) mempool.push({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, firstSeenUs: x.fs! });
     else confirmed.push({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, txNum: x.tx_num! });
   }
   mempool.sort((a, b) => (a.firstSeenUs === b.firstSeenUs ? Buffer.compare(b.txid, a.txid) || b.vout - a.vout : a.firstSeenUs! < b.firstSeenUs! ? 1 : -1));
   confirmed.sort((a, b) => (a.txNum === b.txNum ? b.vout - a.vout : a.txNum! < b.txNum! ? 1 : -1));
-  return { mempool, confirmed, tipHeight };
+  return { mempool, confirmed, tipHeight, tipHash };
 }
 
 /**

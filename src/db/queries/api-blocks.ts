@@ -9,6 +9,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../schema.js';
 import { firstTxNum, sqlFirstTxNum, sqlTxNumHeight, sqlTxNumPosition } from '../tx-num.js';
 import { txidIs } from '../txid-key.js';
+import { TIP_COLUMNS } from './api-chain.js';
 
 export type BlockHeaderRow = {
   height: number;
@@ -71,7 +72,7 @@ export async function getMerkleData(db: Kysely<Database>, txid: Buffer): Promise
     SELECT ${sqlTxNumHeight(sql.ref('t.tx_num'))} AS height, ${sqlTxNumPosition(sql.ref('t.tx_num'))} AS pos, b.header, b.hash AS block_hash,
            (SELECT string_agg(a.txid, ''::bytea ORDER BY a.tx_num) FROM txs a
              WHERE a.tx_num >= ${sqlFirstTxNum(sqlTxNumHeight(sql.ref('t.tx_num')))} AND a.tx_num < ${sqlFirstTxNum(sql`${sqlTxNumHeight(sql.ref('t.tx_num'))} + 1`)}) AS txids,
-           (SELECT height FROM chain_tip WHERE id = 1) AS tip_height, (SELECT hash FROM chain_tip WHERE id = 1) AS tip_hash
+           ${TIP_COLUMNS}
       FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
      WHERE ${txidIs(sql.ref('t.txid'), txid)}
      ORDER BY t.tx_num DESC LIMIT 1`.execute(db);
@@ -103,17 +104,25 @@ export async function listBlockTxs(db: Kysely<Database>, height: number, fromPos
   return r.rows;
 }
 
-/** Where a transaction is: its block (hash, height, position) when confirmed, its raw bytes when in the mempool. */
-export type TxPlace = { block_hash: Buffer; height: number; pos: number; raw: null } | { block_hash: null; height: null; pos: null; raw: Buffer };
+/**
+ * Where a transaction is: its block (hash, height, position) when confirmed, its raw bytes when
+ * in the mempool; and the indexed tip the statement saw.
+ */
+export type TxPlace = ({ block_hash: Buffer; height: number; pos: number; raw: null } | { block_hash: null; height: null; pos: null; raw: Buffer }) & {
+  tip_height: number;
+  tip_hash: Buffer | null;
+};
 
 /** Finds a confirmed (latest, for BIP30's duplicates) or mempool transaction in one statement. */
 export async function findTxPlace(db: Kysely<Database>, txid: Buffer): Promise<TxPlace | undefined> {
   const r = await sql<TxPlace>`
-    (SELECT b.hash AS block_hash, b.height, ${sqlTxNumPosition(sql.ref('t.tx_num'))} AS pos, NULL::bytea AS raw
-       FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
-      WHERE ${txidIs(sql.ref('t.txid'), txid)} ORDER BY t.tx_num DESC LIMIT 1)
-    UNION ALL
-    (SELECT NULL, NULL, NULL, raw FROM mempool_txs WHERE txid = ${txid})
-    LIMIT 1`.execute(db);
-  return r.rows[0];
+    SELECT p.*, ${TIP_COLUMNS} FROM (
+      (SELECT b.hash AS block_hash, b.height, ${sqlTxNumPosition(sql.ref('t.tx_num'))} AS pos, NULL::bytea AS raw
+         FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
+        WHERE ${txidIs(sql.ref('t.txid'), txid)} ORDER BY t.tx_num DESC LIMIT 1)
+      UNION ALL
+      (SELECT NULL, NULL, NULL, raw FROM mempool_txs WHERE txid = ${txid})
+      LIMIT 1) p`.execute(db);
+  const row = r.rows[0];
+  return row && { ...row, tip_height: row.tip_height ?? -1 };
 }

@@ -11,6 +11,16 @@ import { txidIn, txidIs } from '../txid-key.js';
 
 export type Tip = { height: number; hash: Buffer | null };
 
+/**
+ * The indexed tip as two columns (`tip_height`, `tip_hash`) of any statement, so that an answer
+ * and the tip it was read at come from one snapshot (uncorrelated: read once per statement; null
+ * while nothing is indexed).
+ */
+export const TIP_COLUMNS = sql`(SELECT height FROM chain_tip WHERE id = 1) AS tip_height, (SELECT hash FROM chain_tip WHERE id = 1) AS tip_hash`;
+
+/** The tip of a row holding TIP_COLUMNS. */
+export const tipOfRow = (row: { tip_height: number | null; tip_hash: Buffer | null }): Tip => ({ height: row.tip_height ?? -1, hash: row.tip_hash });
+
 /** The indexed tip (height -1 and hash null while nothing is indexed). */
 export async function getIndexTip(db: Kysely<Database>): Promise<Tip> {
   const r = await db.selectFrom('chain_tip').select(['height', 'hash']).where('id', '=', 1).executeTakeFirst();
@@ -58,13 +68,16 @@ export type ConfirmedTxRow = {
   mempool_spent_vouts: number[];
   /** Open Assets colors of its outputs, when it carries a valid marker (src/db/asset-colors.ts). */
   asset_colors?: Buffer | null;
+  /** The indexed tip the statement saw (TIP_COLUMNS). */
+  tip_height: number | null;
+  tip_hash: Buffer | null;
 };
 
 /** The columns of ConfirmedTxRow for the `txs` row `t` joined with its block `b`. */
 const confirmedTxColumns = sql`t.tx_num, t.txid, t.outs, t.ins, t.first_seen, t.size, t.weight, b.hash AS block_hash, b.time AS block_time,
            ARRAY(SELECT vout FROM utxos WHERE txid = t.txid) AS unspent_vouts,
            ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts,
-           (SELECT colors FROM asset_txs WHERE tx_num = t.tx_num) AS asset_colors`;
+           (SELECT colors FROM asset_txs WHERE tx_num = t.tx_num) AS asset_colors, ${TIP_COLUMNS}`;
 
 /**
  * A confirmed transaction by txid, with its block's hash and time, its size and weight when

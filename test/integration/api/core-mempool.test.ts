@@ -20,6 +20,9 @@ import { silentLogger } from '../../../src/log.js';
 import { FEE_TARGETS, feeEstimates } from '../../../api/routes/fees.js';
 import { createApiHarness, type ApiHarness } from './harness.js';
 import { BlockwireClient, Key } from '../../../client/index.js';
+import { createEventPoll, type EventPoll } from '../../../streams/poll.js';
+import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { hashToHex } from '../../../src/bitcoin/hash.js';
 
 type Entry = { vsize: number; fees: { base: number }; 'bip125-replaceable': boolean };
 
@@ -28,13 +31,15 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
   let t: TestDatabase;
   let indexer: IndexerHandle;
   let h: ApiHarness;
+  let events: EventPoll;
   let mempool: string[] = [];
 
   beforeAll(async () => {
     core = await startBitcoind({ funded: true });
     t = await createMigratedDatabase('coremempool');
     indexer = await startIndexer({ config: indexerConfig(), log: silentLogger(), db: t.db, databaseUrl: t.url, rpcUrl: core.rpcUrl, zmqUrl: core.zmqUrl });
-    h = await createApiHarness({ node: new BitcoindClient({ url: core.rpcUrl, timeoutMs: 10_000 }), settings: { rateLimit: 10_000_000 } }, t);
+    events = createEventPoll({ db: t.db, log: silentLogger() });
+    h = await createApiHarness({ node: new BitcoindClient({ url: core.rpcUrl, timeoutMs: 10_000 }), events, settings: { rateLimit: 10_000_000 } }, t);
     const wallet = core.wallet!;
     for (const [i, rate] of [1, 2, 5, 12, 30, 75].entries()) {
       const address = await core.call<string>('getnewaddress', [], wallet);
@@ -49,6 +54,7 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     });
   });
   afterAll(async () => {
+    events?.stop();
     await h?.close();
     await indexer?.stop();
     await t?.drop();
@@ -143,6 +149,63 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     expect((await h.get('/v1/fee-estimates?mode=fast')).statusCode).toBe(400);
   });
 
+  it('every /v1 GET chain route of /openapi.json declares the tip headers and answers with the indexed tip, which is getbestblockhash', async () => {
+    const best = await core.call<string>('getbestblockhash');
+    await waitFor('the index to reach the node\'s tip', async () => hashToHex((await getIndexTip(t.db)).hash ?? new Uint8Array(32)) === best);
+    const height = await core.call<number>('getblockcount');
+    const block = await core.call<{ tx: string[] }>('getblock', [best, 1]);
+    const confirmed = block.tx[0]!;
+    const paid = await core.call<{ vout: { scriptPubKey: { address?: string; hex: string } }[] }>('getrawtransaction', [mempool[0], 1]);
+    const out = paid.vout.find((o) => o.scriptPubKey.address !== undefined)!.scriptPubKey;
+    const sha = createHash('sha256').update(Buffer.from(out.hex, 'hex')).digest('hex');
+    const sample: Record<string, string> = {
+      '/v1/blockchain': '/v1/blockchain',
+      '/v1/blocks/{hash}': `/v1/blocks/${best}`,
+      '/v1/blocks/height/{height}': `/v1/blocks/height/${height}`,
+      '/v1/blocks': '/v1/blocks?limit=3',
+      '/v1/blocks/{hash}/txs': `/v1/blocks/${best}/txs?limit=1`,
+      '/v1/transactions/{hash}': `/v1/transactions/${confirmed}`,
+      '/v1/transactions/{hash}/hex': `/v1/transactions/${mempool[0]}/hex`,
+      '/v1/transactions/{hash}/raw': `/v1/transactions/${confirmed}/raw`,
+      '/v1/transactions/{hash}/merkle-proof': `/v1/transactions/${confirmed}/merkle-proof`,
+      '/v1/transactions/{hash}/merkleblock-proof': `/v1/transactions/${confirmed}/merkleblock-proof`,
+      '/v1/transactions/{hash}/outspends': `/v1/transactions/${confirmed}/outspends`,
+      '/v1/transactions/{hash}/outspend/{vout}': `/v1/transactions/${confirmed}/outspend/0`,
+      '/v1/addresses/{address}/balance': `/v1/addresses/${out.address}/balance`,
+      '/v1/addresses/{address}/history': `/v1/addresses/${out.address}/history`,
+      '/v1/addresses/{address}/unspentoutputs': `/v1/addresses/${out.address}/unspentoutputs`,
+      '/v1/addresses/{address}/stats': `/v1/addresses/${out.address}/stats`,
+      '/v1/scripthash/{hash}/balance': `/v1/scripthash/${sha}/balance`,
+      '/v1/scripthash/{hash}/history': `/v1/scripthash/${sha}/history`,
+      '/v1/scripthash/{hash}/unspentoutputs': `/v1/scripthash/${sha}/unspentoutputs`,
+      '/v1/scripthash/{hash}/stats': `/v1/scripthash/${sha}/stats`,
+      '/v1/mempool': '/v1/mempool',
+      '/v1/mempool/recent': '/v1/mempool/recent',
+      '/v1/fee-estimates': '/v1/fee-estimates?mode=conservative',
+      '/v1/events': '/v1/events?wait=0',
+    };
+    // (not walked: a key's own records; a stamp's answer is walked by the stamping test, which runs a stamper)
+    const notWalked = /^\/v1\/(hooks|subscriptions|wallets)(\/|$)/;
+    const doc = (await h.get('/openapi.json', null)).json() as { paths: Record<string, { get?: { responses: Record<string, { headers?: Record<string, unknown> }> } }> };
+    const gets = Object.entries(doc.paths).filter(([p, ops]) => p.startsWith('/v1/') && ops.get !== undefined);
+    const walked: string[] = [];
+    for (const [path, ops] of gets) {
+      const stamp = path === '/v1/stamps/{id}';
+      if (notWalked.test(path)) continue;
+      expect(Object.keys(ops.get!.responses['200']!.headers ?? {}), path).toEqual(expect.arrayContaining(['Blockwire-Tip-Height', 'Blockwire-Tip-Hash']));
+      if (stamp) continue;
+      const url = sample[path];
+      expect(url, `a request for ${path}`).toBeDefined();
+      const r = await h.get(url!);
+      expect(r.statusCode, `${url}: ${r.body.slice(0, 200)}`).toBe(200);
+      expect([r.headers['blockwire-tip-height'], r.headers['blockwire-tip-hash']], url).toEqual([String(height), best]);
+      walked.push(path);
+    }
+    expect(walked.sort()).toEqual(Object.keys(sample).sort());
+    const batch = await h.app.inject({ method: 'POST', url: '/v1/addresses/batch', headers: { apiKey: h.key }, payload: { addresses: [out.address] } });
+    expect([batch.headers['blockwire-tip-height'], batch.headers['blockwire-tip-hash']]).toEqual([String(height), best]);
+  });
+
   it("the SDK: fee estimates, and a builder given no rate pays the server's estimate for 6 blocks (not its old fixed 2 sat/vB)", async () => {
     await h.app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = h.app.server.address() as { port: number };
@@ -160,6 +223,39 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     expect(tx.fee).toBeGreaterThanOrEqual(rate * BigInt(tx.vsize));
     expect(tx.fee).toBeLessThan((rate + 1n) * BigInt(tx.vsize));
     tx.release?.();
+  });
+
+  it("the SDK's block transactions (paged and iterated), recent mempool and raw bytes: as getblock, getmempoolentry and getrawtransaction give them", async () => {
+    const { port } = h.app.server.address() as { port: number };
+    const client = new BlockwireClient({ url: `http://127.0.0.1:${port}`, apiKey: h.key, network: 'regtest' });
+    // a block with several transactions: the SDK test before mined the payment and the mempool into one
+    const best = await core.call<string>('getbestblockhash');
+    await waitFor('the index to reach the node\'s tip', async () => (await client.getBlockchain()).best_block_hash === best);
+    const block = await core.call<{ tx: { txid: string; hex: string; vsize: number; weight: number; fee?: number }[] }>('getblock', [best, 2]);
+    expect(block.tx.length).toBeGreaterThan(2);
+    const first = await client.getBlockTransactions(best, { limit: 2 });
+    expect(first.items.map((x) => x.transaction_hash)).toEqual(block.tx.slice(0, 2).map((x) => x.txid));
+    expect(first.next).not.toBeNull();
+    expect((await client.blockTransactionsPage(first.next!)).items[0]!.transaction_hash).toBe(block.tx[2]!.txid);
+    const all = [];
+    for await (const x of client.blockTransactions(best, { limit: 2 })) all.push(x);
+    expect(all.map((x) => ({ txid: x.transaction_hash, vsize: x.vsize, weight: x.weight, fee: x.fee }))).toEqual(
+      block.tx.map((c) => ({ txid: c.txid, vsize: c.vsize, weight: c.weight, fee: c.fee === undefined ? 0 : Number(btcToSats(c.fee)) })),
+    );
+    for (const c of block.tx.slice(0, 3)) expect(Buffer.from(await client.getTransactionRaw(c.txid)).toString('hex')).toBe(c.hex);
+    // the mempool: a fresh payment is the newest
+    const txid = await core.call<string>('sendtoaddress', [Key.random('regtest').address('p2wpkh'), 0.01], core.wallet!);
+    await waitFor('the payment to reach the indexed mempool', async () => (await client.getRecentMempool({ limit: 1 }))[0]?.txid === txid);
+    const entry = await core.call<Entry>('getmempoolentry', [txid]);
+    const raw = await core.call<{ vout: { value: number }[] }>('getrawtransaction', [txid, 1]);
+    expect((await client.getRecentMempool({ limit: 5 }))[0]).toEqual({
+      txid,
+      fee: Number(btcToSats(entry.fees.base)),
+      vsize: entry.vsize,
+      value: raw.vout.reduce((sum, o) => sum + Number(btcToSats(o.value)), 0),
+    });
+    expect(Buffer.from(await client.getTransactionRaw(txid)).toString('hex')).toBe(await core.call<string>('getrawtransaction', [txid]));
+    await expect(client.getTransactionRaw('00'.repeat(32))).rejects.toMatchObject({ status: 404, code: 'ERR_TX_NOT_FOUND' });
   });
 
   it('the SDK gives a P2PKH input its previous transaction as PSBT non_witness_utxo: Core decodes it and accepts the signed transaction; a P2WPKH input goes without', async () => {

@@ -18,7 +18,7 @@ class MemoryStamps implements StampService {
     if (this.mode === 'slow') await new Promise((r) => setTimeout(r, 3000));
     const id = `${hash}-${this.byKey.get(keyId)?.size ?? 0}`;
     const mine = this.byKey.get(keyId) ?? new Map<string, StampRecord>();
-    mine.set(id, { tx: hash, vout: mine.size, confirmations: 0, timestamp: null, hash, raw: Buffer.from('0200', 'hex') });
+    mine.set(id, { tx: hash, vout: mine.size, confirmations: 0, timestamp: null, hash, raw: Buffer.from('0200', 'hex'), tip: { height: -1, hash: null } });
     this.byKey.set(keyId, mine);
     return { stampid: id };
   }

@@ -139,7 +139,10 @@ for (const core of [false, true]) {
       }
       expect(events).toBe(100);
       await h.mine(2);
-      expect((await h.get(ids[99]!)).json().confirmations).toBe(3);
+      const deep = await h.get(ids[99]!);
+      expect(deep.json().confirmations).toBe(3);
+      // the tip its confirmations were counted at: Core's
+      expect([deep.headers['blockwire-tip-height'], deep.headers['blockwire-tip-hash']]).toEqual([String(await h.rpc.call<number>('getblockcount')), await h.rpc.call<string>('getbestblockhash')]);
     });
 
     it('STAMP_MAX_TX_FEE splits a large batch into several transactions, none paying more', async () => {
