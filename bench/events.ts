@@ -11,9 +11,9 @@
  * Run: `node --import tsx bench/events.ts [--clients N] [--blocks B] [--events E]
  * [--stream-clients C] [--webhooks W] [--worker-processes P] [--no-devnode]` (DATABASE_URL / REDIS_URL optional:
  * an ephemeral PostgreSQL and a redis-server are started otherwise). `npm run bench` runs it with
- * 10,000 clients; the soft limit of open files is raised for them when the hard limit allows.
+ * 10,000 clients, and stops at once when the limit of open files is too low for them.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -55,23 +55,17 @@ const WEBHOOKS = Number(opts.webhooks);
 const WORKER_PROCESSES = Number(opts['worker-processes']);
 
 /**
- * Each WebSocket client is a socket here and one in the server process (which inherits this
- * process's limits): with the soft limit of open files below what the run needs and the hard
- * limit above it, the bench runs itself again under a shell that raises the soft limit; above
- * the hard limit it stops and says so (raising the hard limit needs root: `ulimit -Hn`).
+ * Each WebSocket client is a socket here and one in the server process. Node raises its soft
+ * limit of open files to the hard limit when it starts (and the server process inherits it), so
+ * the hard limit is what counts: below what the run needs, it stops at once and says so
+ * (raising it needs root: `ulimit -Hn`, or LimitNOFILE in a systemd unit).
  */
 function ensureOpenFiles(clients: number): void {
   const need = clients + 2048; // (PostgreSQL, Redis, the devnode and the stream clients besides)
   const m = /^Max open files\s+(\S+)\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
   if (!m) return;
-  const limit = (v: string) => (v === 'unlimited' ? Infinity : Number(v));
-  const [soft, hard] = [limit(m[1]!), limit(m[2]!)];
-  if (soft >= need) return;
-  if (hard < need || process.env.BENCH_OPEN_FILES_RAISED) throw new Error(`${clients} clients need ${need} open files; this process may open ${soft} (hard limit ${hard}): raise it (ulimit -n) or run fewer --clients`);
-  const raised = hard === Infinity ? need : hard;
-  process.stdout.write(`open files: soft limit ${soft} → ${raised} for ${clients} clients (the bench runs again under ulimit -n)\n`);
-  const r = spawnSync('sh', ['-c', `ulimit -n ${raised} && exec "$0" "$@"`, process.execPath, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, BENCH_OPEN_FILES_RAISED: '1' } });
-  process.exit(r.status ?? 1);
+  const soft = m[1] === 'unlimited' ? Infinity : Number(m[1]);
+  if (soft < need) throw new Error(`${clients} clients need ${need} open files; this process may open ${soft} (hard limit ${m[2]}): raise it (ulimit -n) or run fewer --clients`);
 }
 ensureOpenFiles(Number(opts.clients));
 
