@@ -5,7 +5,8 @@
  * from that bitcoind, and every answer is compared with Core's own: `getblockheader` and
  * `getblock` for the block view and the recent list, `getblock` verbosity 2 for each
  * transaction's fee, size, vsize, weight and hex, `gettxoutproof` byte for byte and
- * `verifytxoutproof` for the proofs, the header's merkleroot for Esplora's branch.
+ * `verifytxoutproof` for the proofs, the header's merkleroot for Esplora's branch; every answer's
+ * tip headers are getblockcount and getbestblockhash.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
@@ -47,6 +48,9 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
 
     it('every block by height and by hash: the header fields getblockheader and getblock give', async () => {
       const hashes = await core.rpc.batch<string>(Array.from({ length: tip + 1 }, (_, i) => ({ method: 'getblockhash', params: [i] })));
+      // every answer carries the tip it was read at: Core's
+      const atTip = [String(await core.rpc.call<number>('getblockcount')), await core.rpc.call<string>('getbestblockhash')];
+      const tipOf = (r: { headers: Record<string, unknown> }) => [r.headers['blockwire-tip-height'], r.headers['blockwire-tip-hash']];
       const headers = await core.rpc.batch<CoreHeader>(hashes.map((hash) => ({ method: 'getblockheader', params: [hash, true] })));
       const blocks = await core.rpc.batch<CoreHeader & { size: number; weight: number; tx: string[] }>(hashes.map((hash) => ({ method: 'getblock', params: [hash, 1] })));
       for (let i = 0; i <= tip; i++) {
@@ -73,9 +77,16 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
           weight: b.weight,
           transaction_list: b.tx,
         });
-        if (i % 50 === 0) expect((await h.get(`/v1/blocks/${c.hash}`)).json()).toEqual(v);
+        expect(tipOf(r)).toEqual(atTip);
+        if (i % 50 === 0) {
+          const byHash = await h.get(`/v1/blocks/${c.hash}`);
+          expect(byHash.json()).toEqual(v);
+          expect(tipOf(byHash)).toEqual(atTip);
+        }
       }
-      const recent = (await h.get('/v1/blocks?limit=15')).json() as { block_hash: string; height: number }[];
+      const recentAnswer = await h.get('/v1/blocks?limit=15');
+      expect(tipOf(recentAnswer)).toEqual(atTip);
+      const recent = recentAnswer.json() as { block_hash: string; height: number }[];
       expect(recent.map((b) => b.block_hash)).toEqual(hashes.slice(tip - 14).reverse());
       const older = (await h.get(`/v1/blocks?limit=3&start_height=${tip - 20}`)).json() as { height: number; transaction_list?: unknown }[];
       expect(older.map((b) => b.height)).toEqual([tip - 20, tip - 21, tip - 22]);
@@ -86,13 +97,18 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
     it("transactions: fee, sizes and hex as getblock verbosity 2; proofs as gettxoutproof; pages as the block's list", async () => {
       let checked = 0;
       const tipHash = await core.rpc.call<string>('getbestblockhash');
+      const atTip = [String(tip), tipHash];
+      const tipOf = (r: { headers: Record<string, unknown> }) => [r.headers['blockwire-tip-height'], r.headers['blockwire-tip-hash']];
       for (const height of sampleBlocks(tip)) {
         const hash = (await core.rpc.call<string>('getblockhash', [height]));
         const block = await core.rpc.call<CoreBlock2>('getblock', [hash, 2]);
         const page = (await walkPages(h, `/v1/blocks/${hash}/txs?limit=7`)).items as { transaction_hash: string; fee: number }[];
         expect(page.map((x) => x.transaction_hash)).toEqual(block.tx.map((x) => x.txid));
+        expect(tipOf(await h.get(`/v1/blocks/${hash}/txs?limit=7`))).toEqual(atTip);
         for (const [pos, c] of block.tx.entries()) {
-          const v = (await h.get(`/v1/transactions/${c.txid}`)).json();
+          const answer = await h.get(`/v1/transactions/${c.txid}`);
+          expect(tipOf(answer)).toEqual(atTip);
+          const v = answer.json();
           const fee = c.fee === undefined ? 0 : Number(btcToSats(c.fee));
           expect(v, c.txid).toMatchObject({ transaction_hash: c.txid, fee, size: c.size, vsize: c.vsize, weight: c.weight, replaceable: false, bip125_replaceable: false });
           expect(v.fee_rate).toBe(Math.round((fee / c.vsize) * 100) / 100);
@@ -100,7 +116,10 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
           const hex = await h.get(`/v1/transactions/${c.txid}/hex`);
           expect(hex.headers['content-type']).toMatch(/^text\/plain/);
           expect(hex.body).toBe(c.hex);
-          expect((await h.get(`/v1/transactions/${c.txid}/raw`)).rawPayload).toEqual(Buffer.from(c.hex, 'hex'));
+          expect(tipOf(hex)).toEqual(atTip);
+          const raw = await h.get(`/v1/transactions/${c.txid}/raw`);
+          expect(raw.rawPayload).toEqual(Buffer.from(c.hex, 'hex'));
+          expect(tipOf(raw)).toEqual(atTip);
           const proofAnswer = await h.get(`/v1/transactions/${c.txid}/merkle-proof`);
           expect([proofAnswer.headers['blockwire-tip-height'], proofAnswer.headers['blockwire-tip-hash']]).toEqual([String(tip), tipHash]);
           const proof = proofAnswer.json() as { block_height: number; merkle: string[]; pos: number };
