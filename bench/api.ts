@@ -9,9 +9,11 @@
  * the rate served and its p50/p99. (2) includes POST /v1/addresses/batch with the balances of
  * 1,000 random addresses per request.
  * Run: `node --import tsx bench/api.ts [--duration S] [--connections N] [--rate R] [--only TEXT]
- * [--skip-paging] [--skip-rate]` (`--only floor,transaction`: the runs whose label contains any of the texts; DATABASE_URL and REDIS_URL optional: an ephemeral PostgreSQL and
- * redis-server are started otherwise; an index already built in DATABASE_URL is reused; `--rate`
- * caps (2) at R req/s).
+ * [--skip-paging] [--skip-rate] [--hot-txs N] [--addresses N] [--payments N]` (`--only
+ * floor,transaction`: the runs whose label contains any of the texts; DATABASE_URL and
+ * REDIS_URL optional: an ephemeral PostgreSQL and redis-server are started otherwise; an index
+ * of the same size already built in DATABASE_URL is reused; `--rate` caps (2) at R req/s; the
+ * sizes default to the ones above, smaller ones make a quick run that still takes every step).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -48,6 +50,9 @@ const { values: opts } = parseArgs({
     'skip-rate': { type: 'boolean', default: false },
     only: { type: 'string' },
     'skip-paging': { type: 'boolean', default: false },
+    'hot-txs': { type: 'string', default: '1000000' },
+    addresses: { type: 'string', default: '200000' },
+    payments: { type: 'string', default: '10000' },
   },
 });
 const DURATION = Number(opts.duration);
@@ -56,10 +61,14 @@ const only = (label: string) => !opts.only || opts.only.split(',').some((t) => l
 const CONNECTIONS = Number(opts.connections);
 /** Connections of the target-rate runs: at 8,000 req/s, 128 connections carry a mean latency up to 16 ms. */
 const RATE_CONNECTIONS = 128;
-const HOT_TXS = 1_000_000;
 const PER_BLOCK = 1000;
-const ADDRESSES = 200_000;
-const PAYMENTS = 10_000;
+/** Transactions of the hot address: whole blocks of PER_BLOCK, at least 3 (the payments spend from them). */
+const HOT_TXS = Math.max(3, Math.ceil(Number(opts['hot-txs']) / PER_BLOCK)) * PER_BLOCK;
+const HOT_BLOCKS = HOT_TXS / PER_BLOCK;
+const ADDRESSES = Number(opts.addresses);
+const PAYMENTS = Number(opts.payments);
+/** 200000 → '200k', 10000 → '10k', 1000000 → '1M' (the labels of the tables). */
+const short = (n: number) => (n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
 
 const sha = (s: string) => createHash('sha256').update(s).digest();
 const program = (i: number) => sha(`addr-${i}`).subarray(0, 20);
@@ -100,14 +109,16 @@ async function main() {
   try {
     await migrateToLatest(db);
     const t0 = Date.now();
-    const built = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM balances WHERE addr_key = ${hotKey}::uuid`.execute(db)).rows[0]!.n > 0;
+    const hotBalance = (await sql<{ b: string }>`SELECT balance::text AS b FROM balances WHERE addr_key = ${hotKey}::uuid`.execute(db)).rows[0]?.b;
+    const built = hotBalance !== undefined;
+    if (built && hotBalance !== String(HOT_TXS * 1000)) throw new Error(`DATABASE_URL holds an index of another size (hot address balance ${hotBalance}, not ${HOT_TXS * 1000}): use an empty database`);
     if (!built) await buildIndex(db);
     // Write the build's dirty pages now: a checkpoint due mid-measurement (checkpoint_timeout)
     // stalled the runs it fell in (p99 195 ms at an offered 5,000 req/s against 29–66 without).
     await sql`CHECKPOINT`.execute(db);
     const addresses = Array.from({ length: ADDRESSES }, (_, i) => segwitAddress(0, program(i), 'regtest'));
     const payTxids = Array.from({ length: PAYMENTS }, (_, i) => hashToHex(sha(`pay-${i}`)));
-    const payH = HOT_TXS / PER_BLOCK + 1;
+    const payH = HOT_BLOCKS + 1;
     const key = (await createApiKey(db, { name: 'bench', rateLimit: 2_000_000_000 })).key;
     process.stdout.write(`load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} (2 cores)\n`);
     process.stdout.write(`index ${built ? 'reused' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s: hot address ${hotAddress} with ${HOT_TXS} txs, ${ADDRESSES} addresses, ${PAYMENTS} payments\n`);
@@ -122,14 +133,14 @@ async function main() {
 /** Writes the synthetic index (see the module comment). */
 async function buildIndex(db: Kysely<Database>): Promise<void> {
   {
-    const heights = HOT_TXS / PER_BLOCK + 2;
+    const heights = HOT_BLOCKS + 2;
     await sql`INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
       SELECT h, sha256(('block' || h)::bytea), sha256(('block' || (h - 1))::bytea), '\\x00'::bytea, 1700000000 + h * 600, ${PER_BLOCK}, 1000000, 4000000
       FROM generate_series(0, ${heights}) h`.execute(db);
     const hotOuts = encodeOuts([{ value: 1000n, script: hotScript }]);
     await sql`INSERT INTO txs (tx_num, txid, outs, ins, first_seen)
       SELECT n, sha256(int8send(n)), ${hotOuts}, '\\x'::bytea, NULL
-      FROM (SELECT ${sqlFirstTxNum(sql`h`)} | p AS n FROM generate_series(1, ${HOT_TXS / PER_BLOCK}) h, generate_series(1, ${PER_BLOCK}) p) s`.execute(db);
+      FROM (SELECT ${sqlFirstTxNum(sql`h`)} | p AS n FROM generate_series(1, ${HOT_BLOCKS}) h, generate_series(1, ${PER_BLOCK}) p) s`.execute(db);
     await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script)
       SELECT txid, 0, tx_num, ${hotKey}::uuid, 1000, ${Buffer.from(hotScript)} FROM txs`.execute(db);
     await sql`INSERT INTO history (addr_key, first_tx_num, rest)
@@ -140,10 +151,10 @@ async function buildIndex(db: Kysely<Database>): Promise<void> {
     for (let start = 0; start < ADDRESSES; start += 20_000) {
       const keys: string[] = [];
       const nums: string[] = [];
-      for (let i = start; i < start + 20_000; i++) {
+      for (let i = start; i < Math.min(ADDRESSES, start + 20_000); i++) {
         const script = witnessScript(0, program(i));
         keys.push(addressKey(script));
-        nums.push(String(txNum(1 + (i % (HOT_TXS / PER_BLOCK)), 1 + (i % PER_BLOCK))));
+        nums.push(String(txNum(1 + (i % HOT_BLOCKS), 1 + (i % PER_BLOCK))));
       }
       await sql`INSERT INTO balances (addr_key, balance, utxo_count) SELECT k, 5000, 1 FROM unnest(${keys}::uuid[]) k`.execute(db);
       await sql`INSERT INTO history (addr_key, first_tx_num, rest)
@@ -153,13 +164,13 @@ async function buildIndex(db: Kysely<Database>): Promise<void> {
     const payH = heights - 1;
     for (let start = 0; start < PAYMENTS; start += 5000) {
       const rows: { n: string; txid: Buffer; outs: Buffer; ins: Buffer }[] = [];
-      for (let i = start; i < start + 5000; i++) {
+      for (let i = start; i < Math.min(PAYMENTS, start + 5000); i++) {
         const txid = sha(`pay-${i}`);
         rows.push({
           n: String(txNum(payH, i + 1)),
           txid,
           outs: encodeOuts([{ value: 1500n, script: witnessScript(0, program(i)) }, { value: 400n, script: hotScript }]),
-          ins: encodeIns([{ txNum: txNum(1 + (i % 1000), 1 + (i % 997)), vout: 0 }, { txNum: txNum(2 + (i % 998), 2 + (i % 991)), vout: 0 }]),
+          ins: encodeIns([{ txNum: txNum(1 + (i % HOT_BLOCKS), 1 + (i % 997)), vout: 0 }, { txNum: txNum(2 + (i % (HOT_BLOCKS - 2)), 2 + (i % 991)), vout: 0 }]),
         });
       }
       // (size and weight of a two-P2WPKH-in, two-P2WPKH-out payment, as the indexer stores them)
@@ -193,8 +204,8 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         const asc = hotNums.length - 1 - d;
         return { kind: 'h', phase: 'c', txNum: hotNums[d]!, vout: 0, chunk: { first: hotNums[hotNums.length - 1 - Math.floor(asc / 1024) * 1024]!, index: asc % 1024 } };
       };
-      const depths: [string, number][] = opts['skip-paging'] ? [] : [['first page', 0], ['depth 500,000', 500_000], ['last page', HOT_TXS - 25]];
-      process.stdout.write('\npaging the 1M-transaction address (limit 25 and 1000, 200 sequential requests each):\n');
+      const depths: [string, number][] = opts['skip-paging'] ? [] : [['first page', 0], [`depth ${(HOT_TXS / 2).toLocaleString('en-US')}`, HOT_TXS / 2], ['last page', HOT_TXS - 25]];
+      process.stdout.write(`\npaging the ${short(HOT_TXS)}-transaction address (limit 25 and 1000, 200 sequential requests each):\n`);
       process.stdout.write('| list | position | limit | p50 ms | p99 ms |\n|---|---|---|---|---|\n');
       for (const kind of ['history', 'unspentoutputs'] as const) {
         for (const [label, d] of depths) {
@@ -218,7 +229,7 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       // (2) Throughput with autocannon.
       const rand = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!;
       const hotPage = (limit: number) => () => `/v1/addresses/${hotAddress}/history?limit=${limit}&cursor=${encodeCursor(historyCursor(Math.floor(Math.random() * hotNums.length)))}`;
-      // A batch body: 1,000 random addresses of the 200k, balances only (50 bodies made ahead, so
+      // A batch body: 1,000 random addresses of them all, balances only (50 bodies made ahead, so
       // the load generator does not spend its CPU building them).
       const batchBodies = Array.from({ length: 50 }, () => JSON.stringify({ addresses: Array.from({ length: 1000 }, () => rand(addresses)), include: ['balance'] }));
       let nextBody = 0;
@@ -230,13 +241,13 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       };
       const scenarios: [string, () => string, (() => string)?][] = [
         ['floor: unknown route (fastify + sockets only: 404, no key, no database)', () => '/v1/floor'],
-        ['balance (random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/balance`],
+        [`balance (random of ${short(ADDRESSES)} addresses)`, () => `/v1/addresses/${rand(addresses)}/balance`],
         ['history page (limit 25, hot address, random depth)', hotPage(25)],
-        ['history page (limit 25, random of 200k addresses)', () => `/v1/addresses/${rand(addresses)}/history?limit=25`],
-        ['transaction (random of 10k payments, 2 in / 2 out)', () => `/v1/transactions/${rand(payTxids)}`],
+        [`history page (limit 25, random of ${short(ADDRESSES)} addresses)`, () => `/v1/addresses/${rand(addresses)}/history?limit=25`],
+        [`transaction (random of ${short(PAYMENTS)} payments, 2 in / 2 out)`, () => `/v1/transactions/${rand(payTxids)}`],
         ['history page (limit 1, hot address, random depth)', hotPage(1)],
         ['history page (limit 100, hot address, random depth)', hotPage(100)],
-        ['batch: POST /v1/addresses/batch, balances of 1,000 random addresses of 200k', () => '/v1/addresses/batch', batchBody],
+        [`batch: POST /v1/addresses/batch, balances of 1,000 random addresses of ${short(ADDRESSES)}`, () => '/v1/addresses/batch', batchBody],
       ];
       /** One autocannon run against `path()`, with the CPU each process spent per request. */
       /** Runs a load and the CPU it cost per request (of `requests(result)`) in the API, its backends and the load generator. */
@@ -302,9 +313,9 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       // shows), over enough connections that a p99 within the goal can carry the rate.
       if (!opts['skip-rate']) {
         const targets: [string, () => string, number, number][] = [
-          ['balance (random of 200k addresses)', scenarios[1]![1], 8000, 10],
+          [scenarios[1]![0], scenarios[1]![1], 8000, 10],
           ['history page (limit 25, hot address, random depth)', scenarios[2]![1], 5000, 25],
-          ['history page (limit 25, random of 200k addresses)', scenarios[3]![1], 5000, 25],
+          [scenarios[3]![0], scenarios[3]![1], 5000, 25],
         ];
         process.stdout.write(`\nat the target rate: each route offered its target on a fixed schedule (open loop) over ${RATE_CONNECTIONS} connections, ${DURATION} s each:\n`);
         process.stdout.write("| at the target rate: route | offered req/s | served req/s | p50 ms | p99 ms | max ms | load generator's longest stall ms | goal | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -185,10 +185,12 @@ async function fanOut(clients: Client[], fire: () => Promise<number>, label: str
     const all = new Promise<void>((r) => (done = r));
     t0 = performance.now();
     target = await fire();
-    const timeout = sleep(30_000).then(() => {
-      throw new Error(`${label}: block ${target} reached ${got}/${clients.length} clients in 30 s`);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${label}: block ${target} reached ${got}/${clients.length} clients in 30 s`)), 30_000);
     });
-    await Promise.race([all, timeout]);
+    // (cleared once every client has it: a pending 30 s timer kept the finished bench alive)
+    await Promise.race([all, timeout]).finally(() => clearTimeout(timer));
     await sleep(300);
   }
   return Object.assign(latencies.sort((a, b) => a - b), { first: first.sort((a, b) => a - b) });
@@ -409,7 +411,8 @@ async function main(): Promise<void> {
     if (server && server.exitCode === null) {
       const exited = new Promise((r) => server!.once('exit', r));
       server.kill('SIGTERM');
-      await Promise.race([exited, sleep(5000)]);
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([exited, new Promise((r) => (grace = setTimeout(r, 5000)))]).finally(() => clearTimeout(grace));
       if (server.exitCode === null) server.kill('SIGKILL');
     }
     for (const s of started.reverse()) await s.stop().catch(() => undefined);

@@ -121,7 +121,10 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   clearInterval(timer);
   lag.disable();
   pump();
-  if (waiting.length > 0 || idle.length < conns.length) await Promise.race([done, new Promise((r) => setTimeout(r, 10_000))]);
+  if (waiting.length > 0 || idle.length < conns.length) {
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise((r) => (grace = setTimeout(r, 10_000)))]).finally(() => clearTimeout(grace));
+  }
   for (const c of conns) c.socket.destroy();
 
   latencies.sort((a, b) => a - b);

@@ -6,7 +6,7 @@
  * other; writes the machine-readable results (each bench's tables parsed from its output, its
  * RESULT line when it prints one, exit code, time, the load average before and after) and
  * regenerates the summary and tables in bench/README.md between its bench:results markers.
- * `--quick` runs tiny configurations (CI: test/unit/bench/run.test.ts) and by default writes
+ * `--quick` runs tiny configurations (CI: test/integration/bench/run.test.ts) and by default writes
  * bench/results/quick.json and leaves the README alone.
  * @module
  */
@@ -27,7 +27,7 @@ interface BenchDef {
 export const BENCHES: BenchDef[] = [
   { name: 'sync', script: 'bench/sync.ts', full: [], quick: ['--quick'] },
   { name: 'decode', script: 'bench/decode.ts', full: [], quick: ['--rounds', '3', '--scure-rounds', '1'] },
-  { name: 'api', script: 'bench/api.ts', full: [], quick: ['--duration', '1', '--connections', '4', '--skip-paging'] },
+  { name: 'api', script: 'bench/api.ts', full: [], quick: ['--duration', '1', '--connections', '4', '--skip-paging', '--hot-txs', '20000', '--addresses', '20000', '--payments', '2000'] },
   { name: 'events', script: 'bench/events.ts', full: ['--clients', '10000'], quick: ['--clients', '20', '--blocks', '3', '--events', '300', '--stream-clients', '2', '--webhooks', '100'] },
   { name: 'stamp', script: 'bench/stamp.ts', full: [], quick: ['--duration', '2', '--connections', '20', '--block-interval', '1'] },
   { name: 'wallets', script: 'bench/wallets.ts', full: [], quick: ['--quick'] },

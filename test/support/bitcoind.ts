@@ -180,6 +180,9 @@ export async function startBitcoind(opts: BitcoindOptions = {}): Promise<Bitcoin
       // Tests run several clients at once (indexer, mempool sync, assertions) on a loaded machine.
       '-rpcthreads=8',
       '-rpcworkqueue=256',
+      // A generateblock of a few hundred transactions outlasted the default 30 s at load 30 and
+      // the node closed the connection mid-call (bench/core in the suite).
+      '-rpcservertimeout=600',
       ...(auth === 'rpcauth' ? [`-rpcauth=${rpcauth(creds.user, creds.password)}`] : []),
       `-zmqpubsequence=${zmq}`,
       `-zmqpubhashblock=${zmq}`,
@@ -229,7 +232,10 @@ export async function startBitcoind(opts: BitcoindOptions = {}): Promise<Bitcoin
 
   const waitExit = async (c: ChildProcess, ms: number) => {
     if (exited(c)) return;
-    await Promise.race([new Promise((r) => c.once('exit', r)), new Promise((r) => setTimeout(r, ms))]);
+    let timer: NodeJS.Timeout | undefined;
+    // The timer is cleared once the node has exited: left running it kept a script that stopped
+    // its bitcoind (bench/core) alive for the rest of the 120 s.
+    await Promise.race([new Promise((r) => c.once('exit', r)), new Promise((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
   };
 
   const halt = async () => {
