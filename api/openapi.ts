@@ -74,11 +74,12 @@ function buildDocument(routes: Collected[], info: { title: string; version: stri
     const responses: Record<string, JsonSchema> = {};
     const resp = (s.response ?? {}) as Record<string, JsonSchema>;
     for (const [status, body] of Object.entries(resp)) {
-      const { description, headers, ...schema } = body as { description?: string; headers?: JsonSchema } & JsonSchema;
+      // (`contentMediaType`: what a route sends other than JSON, e.g. text/plain hex or bytes)
+      const { description, headers, contentMediaType, ...schema } = body as { description?: string; headers?: JsonSchema; contentMediaType?: string } & JsonSchema;
       responses[status] = {
         description: description ?? 'success',
         ...(headers ? { headers } : {}),
-        content: { 'application/json': { schema } },
+        content: { [contentMediaType ?? 'application/json']: { schema } },
       };
     }
     responses.default = { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };

@@ -20,7 +20,7 @@ import { txViewSchema, withRawExtras } from '../transaction-extras.js';
 import { setTipHeaders, tipHeaders } from '../tip.js';
 import type { Tip } from '../../src/db/queries/api-chain.js';
 
-const textResponse = (description: string) => ({ 200: { type: 'string', description, headers: tipHeaders } }) as const;
+const textResponse = (description: string) => ({ 200: { type: 'string', contentMediaType: 'text/plain', description, headers: tipHeaders } }) as const;
 
 /** The serialized transaction, from the index (mempool) or the node (confirmed), and the tip its place in the index was read at. */
 export async function rawTransaction(deps: ResolvedApiDeps, txidHex: string): Promise<{ bytes: Buffer; tip: Tip }> {
@@ -133,7 +133,7 @@ export const transactionReadRoutes: RouteModule = (app, deps) => {
         summary: 'The serialized transaction (application/octet-stream)',
         tags: ['transactions'],
         params: hashParams,
-        response: { 200: { type: 'string', format: 'binary', description: 'the transaction\'s bytes, witness included', headers: tipHeaders } },
+        response: { 200: { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream', description: 'the transaction\'s bytes, witness included', headers: tipHeaders } },
       },
     },
     async (request, reply) => {

@@ -202,6 +202,9 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
       walked.push(path);
     }
     expect(walked.sort()).toEqual(Object.keys(sample).sort());
+    // (what is not JSON is described as what it is)
+    const media = (p: string) => Object.keys((doc.paths[p]!.get!.responses['200'] as { content: object }).content);
+    expect([media('/v1/transactions/{hash}/hex'), media('/v1/transactions/{hash}/raw'), media('/v1/blocks/{hash}')]).toEqual([['text/plain'], ['application/octet-stream'], ['application/json']]);
     const batch = await h.app.inject({ method: 'POST', url: '/v1/addresses/batch', headers: { apiKey: h.key }, payload: { addresses: [out.address] } });
     expect([batch.headers['blockwire-tip-height'], batch.headers['blockwire-tip-hash']]).toEqual([String(height), best]);
   });
