@@ -5,11 +5,11 @@ import { LongestFirstSequencer } from './test/support/sequencer.js';
 // runs against a real PostgreSQL and Redis that test/support/global-setup.ts starts on free
 // loopback ports and tears down, and `image` brings the compose stack up with podman (its images
 // built from this machine's files: ~3-4 min from nothing, nothing when they are current).
-// `image` shares `integration`'s group, so its one long file runs beside the integration files,
-// not after them: projects of one group share its workers (hence the same maxWorkers), and a
-// group's files start longest first (test/support/sequencer.ts; a file test/durations.json
-// does not know yet, as `image`'s, first of all), so `image` takes a worker first and the
-// integration files share the other until it ends.
+// All three share one group, so that no project waits for another: projects of one group share
+// its workers (hence the same maxWorkers), and the group's files start longest first
+// (test/support/sequencer.ts, by test/durations.json; a file it does not know yet, as `image`'s,
+// first of all). So `image` and the benchmarks' quick run take the two workers first, the other
+// integration files follow, and the unit files, seconds each, fill the end.
 const sharedGroup = { groupOrder: 1, maxWorkers: 2 };
 
 export default defineConfig({
@@ -20,7 +20,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          sequence: { groupOrder: 0 },
+          sequence: { groupOrder: sharedGroup.groupOrder },
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
           // Generous: the suite must pass on a loaded machine (a timeout is a failure, not a speed target).
@@ -28,8 +28,7 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 120_000,
           pool: 'forks',
-          // Both cores (vitest's default leaves one to itself): this group holds up the next.
-          maxWorkers: 2,
+          maxWorkers: sharedGroup.maxWorkers,
         },
       },
       {

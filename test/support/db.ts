@@ -22,14 +22,14 @@ function replaceDatabase(url: string, name: string): string {
   return u.toString();
 }
 
-/** Creates an empty database with a unique name. */
-export async function createTestDatabase(prefix = 't'): Promise<TestDatabase> {
+/** Creates an empty database with a unique name (a copy of `template` when given). */
+export async function createTestDatabase(prefix = 't', template?: string): Promise<TestDatabase> {
   const admin = inject('pgUrl');
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
   try {
-    await client.query(`CREATE DATABASE ${name}`);
+    await client.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   } finally {
     await client.end();
   }
@@ -57,10 +57,14 @@ export function uniqueRedisPrefix(label = 'test'): string {
   return `${label}-${randomBytes(6).toString('hex')}`;
 }
 
-/** Creates an empty database and applies every migration. */
+/**
+ * Creates a database with every migration applied: a copy of the run's migrated template
+ * (global-setup.ts), then migrateToLatest, which finds nothing left to do unless a migration
+ * came after the template was made.
+ */
 export async function createMigratedDatabase(prefix = 't'): Promise<TestDatabase> {
   const { migrateToLatest } = await import('../../src/db/migrate.js');
-  const t = await createTestDatabase(prefix);
+  const t = await createTestDatabase(prefix, inject('pgTemplate'));
   await migrateToLatest(t.db);
   return t;
 }

@@ -1,8 +1,8 @@
 /**
- * The order test files start in: each group (unit, then integration) longest first, by the
- * seconds recorded in test/durations.json. Two workers share the integration files; a long file
- * that starts last leaves one of them idle for its whole length, so the long ones go first and
- * the short ones fill in behind them. Vitest's own order needs its local cache of the last run;
+ * The order test files start in: each group (vitest.config.ts puts every project in one)
+ * longest first, by the seconds recorded in test/durations.json. Two workers share the files; a
+ * long file that starts last leaves the other worker idle for its whole length, so the long ones
+ * go first and the short ones fill in behind them. Vitest's own order needs its local cache of the last run;
  * a fresh clone (CI) has none and falls back to file size, which put a 3-minute file near the
  * end. Files the record does not know (new ones) start first, as vitest runs unknown files
  * first; refresh the record with `node --import tsx scripts/test-durations.ts` after a full run.
