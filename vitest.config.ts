@@ -38,8 +38,10 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts'],
           environment: 'node',
           globalSetup: ['test/support/global-setup.ts'],
-          testTimeout: 120_000,
-          hookTimeout: 180_000,
+          // Limits are for hangs, not speed: at load 30 a beforeAll that starts a node, a database and
+          // an indexer and waits for a hundred blocks took over 3 minutes.
+          testTimeout: 300_000,
+          hookTimeout: 600_000,
           pool: 'forks',
           // Two cores: more workers only make the services contend.
           maxWorkers: sharedGroup.maxWorkers,

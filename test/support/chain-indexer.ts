@@ -19,7 +19,7 @@ import { nodeFeed, runBulk } from '../../indexer/bulk.js';
 import { FixtureChain } from './chain-fixture.js';
 import { keyOfAddress } from './chain-snapshot.js';
 import { createMigratedDatabase, type TestDatabase } from './db.js';
-import { waitFor } from './wait.js';
+import { waitFor, waitForProgress } from './wait.js';
 
 /** A config for indexer tests: fast polling and mempool checks, the bulk path for catch-ups over 50 blocks, the given overrides. */
 export function indexerConfig(overrides: Partial<Config> = {}): Config {
@@ -42,12 +42,17 @@ export async function startTestIndexer(
   });
 }
 
-/** Waits until the index tip is the node's tip. */
-export async function waitSynced(db: Kysely<Database>, node: Devnode, timeoutMs = 30_000): Promise<void> {
-  await waitFor(`the index to reach the node's tip ${node.tip().height}`, async () => {
+/**
+ * Waits until the index tip is the node's tip: fails when the index has not moved for
+ * `stallMs` (a loaded machine catches up slowly, a stuck indexer does not move at all).
+ */
+export async function waitSynced(db: Kysely<Database>, node: Devnode, stallMs = 30_000): Promise<void> {
+  let at = '';
+  await waitForProgress(`the index to reach the node's tip ${node.tip().height}`, async () => {
     const tip = await readTip(db);
+    at = `${tip.height} ${tip.hash ? hashToHex(tip.hash) : ''}`;
     return tip.hash !== null && hashToHex(tip.hash) === node.tip().hash;
-  }, timeoutMs);
+  }, () => at, stallMs);
 }
 
 /** Waits until the indexed mempool holds exactly the node's mempool. */

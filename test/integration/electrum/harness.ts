@@ -17,7 +17,7 @@ import { startElectrum, type ElectrumHandle } from '../../../electrum/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { startBitcoind, type Bitcoind } from '../../support/bitcoind.js';
 import { connectElectrum, type ElectrumTestClient } from '../../support/electrum-client.js';
-import { waitFor } from '../../support/wait.js';
+import { waitForProgress } from '../../support/wait.js';
 
 export type ElectrumStack = {
   node: Bitcoind;
@@ -69,18 +69,23 @@ export async function startElectrumStack(overrides: Partial<Config> = {}): Promi
     stops.push(() => electrum.stop());
 
     const synced = async () => {
-      await waitFor(
+      // Fails when the index (tip and mempool) has not moved for 60 s: at load 30 catching up a
+      // hundred blocks takes longer than that, but keeps moving.
+      let at = '';
+      await waitForProgress(
         'the index to hold the node\'s tip and mempool',
         async () => {
           const tip = await node.tip();
           const index = await getIndexTip(db.db);
+          const have = await db.db.selectFrom('mempool_txs').select('txid').execute();
+          at = `${index.height} ${index.hash ? hashToHex(index.hash) : ''} ${have.length}`;
           if (index.height !== tip.height || !index.hash || hashToHex(index.hash) !== tip.hash) throw new Error(`index at ${index.height}, node at ${tip.height}`);
           const pool = await node.call<string[]>('getrawmempool');
-          const have = await db.db.selectFrom('mempool_txs').select('txid').execute();
           const known = new Set(have.map((r) => hashToHex(r.txid)));
           if (pool.some((t) => !known.has(t)) || known.size !== pool.length) throw new Error('mempool not indexed yet');
           return true;
         },
+        () => at,
         60_000,
       );
     };

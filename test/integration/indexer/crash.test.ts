@@ -34,7 +34,7 @@ describeFixtures('kill -9 of the indexer at random points', () => {
     await Promise.all([t?.drop(), ref?.drop()]);
   });
 
-  it(`never leaves a half-applied block or a lost or doubled event (${KILLS} kills)`, { timeout: 900_000 }, async () => {
+  it(`never leaves a half-applied block or a lost or doubled event (${KILLS} kills)`, { timeout: 1_800_000 }, async () => {
     const rand = seededRandom(crashSeed('indexer crash test'));
     const env = {
       DATABASE_URL: t.url,

@@ -18,7 +18,10 @@ export type BlockwireProcess = {
   lines: LogLine[];
   /** Everything the process wrote (logs and the banner), for failure messages. */
   output(): string;
-  /** Resolves with the first log line whose `msg` matches (already seen or to come). */
+  /**
+   * Resolves with the first log line whose `msg` matches (already seen or to come). The default
+   * limit is long: seven children starting at once on 2 cores at load 30 took over 90 s.
+   */
   waitForLog(msg: string | RegExp, timeoutMs?: number): Promise<LogLine>;
   /** The exit code (or the signal's name) once it has exited. */
   readonly exited: Promise<number | string>;
@@ -79,7 +82,7 @@ export function spawnBlockwire(name: string, args: string[], env: Record<string,
     lines,
     output,
     exited,
-    waitForLog(msg, timeoutMs = 90_000) {
+    waitForLog(msg, timeoutMs = 300_000) {
       const match = (l: LogLine) => (typeof msg === 'string' ? l.msg === msg : msg.test(l.msg));
       const seen = lines.find(match);
       if (seen) return Promise.resolve(seen);

@@ -87,14 +87,14 @@ describe('several api, streams and worker processes on one Postgres and one Redi
     const pay = async (sats: bigint) => {
       const before = unconfirmed();
       await devnode.wallet.send(address, sats);
-      await waitFor('the payment in the mempool index', () => unconfirmed() > before, 90_000);
+      await waitFor('the payment in the mempool index', () => unconfirmed() > before, 300_000);
     };
     await pay(50_000n);
     await devnode.mine(1);
     await pay(60_000n);
     await pay(70_000n);
     for (let i = 0; i < 4; i++) await devnode.mine(1);
-    await waitFor('the index to reach the node', async () => (await getIndexTip(db.db)).height === devnode.tip().height, 90_000);
+    await waitFor('the index to reach the node', async () => (await getIndexTip(db.db)).height === devnode.tip().height, 300_000);
 
     // The truth: the deliveries the relay recorded for the subscription (one row per event).
     const expected = async () =>
@@ -102,7 +102,7 @@ describe('several api, streams and worker processes on one Postgres and one Redi
     await waitFor('every delivery to be delivered', async () => {
       const rows = await expected();
       return rows.length > 0 && rows.every((r) => r.status === 'delivered') && clients.every((c) => c.events.length >= rows.length);
-    }, 90_000);
+    }, 300_000);
     // Anything late (a duplicate) would arrive now.
     await new Promise((r) => setTimeout(r, 1000));
     const ids = (await expected()).map((r) => Number(r.event_id));
@@ -127,5 +127,5 @@ describe('several api, streams and worker processes on one Postgres and one Redi
     for (const c of clients) c.ws.close();
     const codes = await Promise.all(procs.map((p) => p.stop()));
     expect(codes, procs.map((p) => p.name).join(',')).toEqual(procs.map(() => 0));
-  }, 240_000);
+  }, 900_000);
 });

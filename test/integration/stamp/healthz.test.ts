@@ -22,7 +22,7 @@ import { createLogger, silentLogger } from '../../../src/log.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 import { randomHash } from './harness.js';
-import { waitFor } from '../../support/wait.js';
+import { waitFor, waitForProgress } from '../../support/wait.js';
 
 const REGTEST = { bech32: 'bcrt', pubKeyHash: 0x6f, scriptHash: 0xc4, wif: 0xef };
 
@@ -83,11 +83,14 @@ afterAll(async () => {
   await t?.drop();
 });
 
+/** The index at the node's tip: fails when it has not moved for 60 s (a loaded machine is slow, not stuck). */
 async function synced(): Promise<void> {
-  await waitFor('the index at the node tip', async () => {
+  let at = '';
+  await waitForProgress('the index at the node tip', async () => {
     const index = await getIndexTip(t.db);
+    at = `${index.height}`;
     return index.hash !== null && hashToHex(index.hash) === node.tip().hash;
-  });
+  }, () => at);
 }
 
 async function stamping(): Promise<Stamping> {
