@@ -11,19 +11,9 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/setup-test.sh
 export CI="${CI:-1}"
-# The type check and the lint are independent and each mostly one core: side by side on the
-# two cores (the type check's output follows the lint's; either failing fails the run).
-typecheck_log="$(mktemp)"
-trap 'rm -f "$typecheck_log"' EXIT
-npm run typecheck >"$typecheck_log" 2>&1 &
-typecheck=$!
-lint=0
-npm run lint || lint=$?
-typecheck_status=0
-wait "$typecheck" || typecheck_status=$?
-cat "$typecheck_log"
-if [ "$lint" -ne 0 ] || [ "$typecheck_status" -ne 0 ]; then
-  echo "test: type check exit $typecheck_status, lint exit $lint" >&2
-  exit 1
-fi
+# The type check and the lint one after the other: each already keeps ~1.5 cores busy (tsc's and
+# V8's helper threads), and side by side on two cores they took longer, not less (42.7 s against
+# 37.2 s one after the other, load 4-6).
+npm run typecheck
+npm run lint
 npx vitest run "$@"
