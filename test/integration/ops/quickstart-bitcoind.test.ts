@@ -43,7 +43,11 @@ afterAll(async () => {
 describeBitcoind('quick start on a real bitcoind', () => {
   it('runs a regtest Bitcoin Core, says so first, mines sample payments the index follows, restarts on the same chain', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'blockwire-quickstart-core-'));
-    const env = { BLOCKWIRE_DATA_DIR: dataDir, BITCOIND_BIN: bitcoindBin, BLOCKWIRE_DEVNODE_MINE_EVERY: '2' };
+    // Ports the system picks: ops/quickstart runs a quick start at the same time on the other
+    // worker, and the default ports (3000, 50001, 50002) free when this start checked them could
+    // be that one's by the time this one listens (a full run saw 50002 taken in between).
+    // The defaults and their busy fallback are ops/quickstart's subject.
+    const env = { BLOCKWIRE_DATA_DIR: dataDir, BITCOIND_BIN: bitcoindBin, BLOCKWIRE_DEVNODE_MINE_EVERY: '2', PORT: '0', ELECTRUM_TCP_PORT: '0', ELECTRUM_TLS_PORT: '0' };
     proc = spawnBlockwire('quickstart-core', ['start'], env);
     const first = await banner(proc, 480_000);
     const out = proc.output();

@@ -33,7 +33,13 @@ describe('setup scripts', () => {
   });
 
   it('setup-test.sh installs what only the tests use; test.sh runs both, start.sh only setup.sh', async () => {
-    expect(packages(await read('setup-test.sh'))).toEqual(['chromium', 'docker-compose', 'electrum', 'prometheus', 'redis-sentinel']);
+    const testOnly = await read('setup-test.sh');
+    expect(packages(testOnly)).toEqual([
+      'buildah', 'catatonit', 'chromium', 'docker-compose', 'electrum', 'golang-github-containernetworking-plugin-dnsname',
+      'podman', 'prometheus', 'redis-sentinel', 'runc',
+    ]);
+    // pg_isready for the PostgreSQL image's healthcheck, only when no PostgreSQL client is there
+    expect(testOnly).toMatch(/pg_isready[^\n]*postgresql-client/);
     const test = await read('test.sh');
     expect(test.indexOf('./scripts/setup.sh')).toBeGreaterThan(0);
     expect(test.indexOf('./scripts/setup-test.sh')).toBeGreaterThan(test.indexOf('./scripts/setup.sh'));
