@@ -1,7 +1,9 @@
 /**
  * bench/wallets: wallets on a corpus index (docs/wallets.md "Performance"). Imports a synthetic
  * corpus (bench/corpus, cached; by default the full 20,000-block one of bench/sync) with
- * `blockwire import`, starts the production API in its own process (bench/api-server.ts), then
+ * `blockwire import`, measures the index's size against the raw blocks it holds (bench/sync's
+ * measureSize: on the default corpus, the 20,000-block size step of the performance targets),
+ * starts the production API in its own process (bench/api-server.ts), then
  * (1) creates wallets of 2 × 1,000 addresses (`wpkh(tpub/<0;1>/*)` with gap_limit 1000, and a
  *     2-of-3 `wsh(sortedmulti)` the same size): wall time of POST /v1/wallets, 3 of each, median;
  * (2) the balance of a 2 × 100-address wallet (gap_limit 100) whose addresses hold confirmed
@@ -41,6 +43,8 @@ import { encodeOuts } from '../src/db/packed.js';
 import { CHUNK_ENTRIES, SQL_HISTORY } from '../src/db/history-entries.js';
 import { TX_NUM_SPAN } from '../src/db/tx-num.js';
 import { ensureCorpus } from './corpus/generate.js';
+import { corpusMainChain, loadCorpusManifest } from '../devnode/corpus-manifest.js';
+import { measureSize } from './sync.js';
 import { apiBackendsCpuMs, backendsCpuDelta, cacheDir, importCorpus, machine, processCpuMs, round, runSize, say, startBenchPostgres } from './harness.js';
 
 const { values } = parseArgs({
@@ -75,6 +79,13 @@ try {
   const url = await pgs.createDatabase('bw_wallets');
   const imp = await importCorpus(dir, url, 0, [], pgs);
   say(`index: ${imp.blocks} blocks, ${imp.txs} transactions imported in ${round(imp.wallMs / 1000, 1)} s`);
+  // The index's size against the raw blocks it holds, before any wallet is added: on the default
+  // corpus this is the 20,000-block size step (bench/sync measures its own, smaller import).
+  const rawBytes = corpusMainChain(await loadCorpusManifest(dir))
+    .slice(0, imp.tip + 1)
+    .reduce((s, b) => s + b.length, 0);
+  const indexSize = await measureSize(pgs, 'bw_wallets', rawBytes);
+  say(`size: database ${(indexSize.databaseBytes / 1e6).toFixed(1)} MB vs raw blocks ${(rawBytes / 1e6).toFixed(1)} MB = ${indexSize.ratio}; ${Object.entries(indexSize.tables).map(([k, v]) => `${k} ${(v / 1e6).toFixed(1)}`).join(', ')} MB`);
   const db = createDb(url, { max: 4, applicationName: 'bench-wallets' });
   const key = (await createApiKey(db, { name: 'bench', rateLimit: 100_000_000 })).key;
 
@@ -158,7 +169,7 @@ try {
 
   // (3) a wallet with a million transactions
   const million = values['skip-million'] ? null : await bigWallet(db, base, key, post, account(seed++));
-  const result = { corpus: { blocks: imp.blocks, txs: imp.txs }, gapLimit: GAP, connections: CONNECTIONS, durationS: DURATION, creationMs: creation, balance: wallet, addressBalance: reference, autovacuumWaitS: vacuumS, million, machine: machine() };
+  const result = { corpus: { blocks: imp.blocks, txs: imp.txs }, size: indexSize, import: { loadMs: imp.loadMs, finishMs: imp.finishMs, wallMs: imp.wallMs, peakRssBytes: imp.peakRssBytes }, gapLimit: GAP, connections: CONNECTIONS, durationS: DURATION, creationMs: creation, balance: wallet, addressBalance: reference, autovacuumWaitS: vacuumS, million, machine: machine() };
   say(`RESULT ${JSON.stringify(result)}`);
   await db.destroy();
 } finally {

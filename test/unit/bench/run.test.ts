@@ -58,5 +58,17 @@ describe('npm run bench -- --quick', () => {
     expect(wrow('wallet balance, 2 × 100')?.[5]).toBe('**missed**');
     expect(wrow('wallet with 1,000,000 transactions: creation')?.slice(2, 6)).toEqual(['4.20 s', '1,000 used addresses, index of 20,001 blocks', 'seconds, not a rescan (≤ 10 s)', '**met**']);
     expect(wrow('wallet with 1,000,000 transactions: first balance')?.[5]).toBe('**missed**'); // the first history page took 11 s
+    // The size target is set on the 20,000-block corpus: bench/wallets's index gives it, and the
+    // routine 2,000-block import of bench/sync is then reported beside it without a verdict.
+    const both = summary([run('sync', '', sync), run('wallets', '', { ...wallets, size: { ratio: 0.79, rawBlockBytes: 2.25e10, databaseBytes: 1.78e10 } })]);
+    const sizes = both.split('\n').filter((l) => l.startsWith('| database size')).map((l) => l.split('|').map((c) => c.trim()));
+    expect(sizes.map((r) => r.slice(2, 7))).toEqual([
+      ['0.790', 'raw blocks 22,500 MB, database 17,800 MB', '≤ 0.8', '**met**', 'wallets (its index)'],
+      ['0.900', 'raw blocks 1,000 MB', '(reported)', '—', 'sync'],
+    ]);
+    expect(sizes[0]![1]).toContain('20,001-block import');
+    // A wallets run on a smaller corpus leaves the verdict to bench/sync's row.
+    const small = summary([run('sync', '', sync), run('wallets', '', { ...wallets, corpus: { blocks: 601, txs: 1.8e6 }, size: { ratio: 0.7, rawBlockBytes: 7e8, databaseBytes: 4.9e8 } })]);
+    expect(small.split('\n').filter((l) => l.startsWith('| database size')).map((l) => l.split('|')[5]!.trim())).toEqual(['**missed**']);
   });
 });
