@@ -271,8 +271,14 @@ export interface ImportResult {
   /** CPU of the import process (JS) and of PostgreSQL during the command. */
   importerCpuMs: number;
   postgresCpuMs: number;
-  /** Peak resident memory of the import process (VmHWM, read every second until it exits); null off Linux. */
+  /**
+   * Peak resident memory of the import process: its own figure (getrusage's maxRSS, logged as
+   * it ends), else VmHWM read from /proc every second until it exits (an import that logs no
+   * figure, e.g. a baseline's older code); null when neither is there.
+   */
   peakRssBytes: number | null;
+  /** Its memory budget (IMPORT_MEMORY_MB), when it logs one. */
+  memoryMb: number | null;
 }
 
 /** Peak resident set (VmHWM) of a live process, bytes; null when /proc does not have it. */
@@ -300,6 +306,7 @@ export async function importCorpus(dir: string, databaseUrl: string, nearTip: nu
   if (code !== 0) throw new Error(`blockwire import exited with ${code}:\n${child.lines.slice(-20).join('\n')}`);
   const done = logLines(child.lines, 'bulk load done')[0];
   const finished = logLines(child.lines, 'bulk sync finished: indexes built')[0];
+  const own = logLines(child.lines, 'import peak memory')[0];
   if (!done || !finished) throw new Error(`blockwire import did not log its phases:\n${child.lines.slice(-20).join('\n')}`);
   return {
     tip: Number(done.tip),
@@ -311,7 +318,8 @@ export async function importCorpus(dir: string, databaseUrl: string, nearTip: nu
     finishSteps: (finished.steps ?? {}) as Record<string, number>,
     importerCpuMs: childrenCpuMs() - cpu0,
     postgresCpuMs: (pgs?.cpuMs() ?? 0) - pg0,
-    peakRssBytes: peak,
+    peakRssBytes: own ? Math.max(Number(own.peakRssBytes), peak ?? 0) : peak,
+    memoryMb: own ? Number(own.memoryMb) : null,
   };
 }
 

@@ -15,20 +15,22 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import { createLogger } from '../src/log.js';
 import { readTip } from '../indexer/chain-rows.js';
 import { blkFeed, scanBlocksDir } from '../indexer/blk-feed.js';
-import { runBulk } from '../indexer/bulk.js';
+import { cacheBound, runBulk } from '../indexer/bulk.js';
 import { createWriterLock } from '../indexer/writer-lock.js';
 
-const USAGE = `usage: blockwire import --blocks-dir DIR [--network main|test|testnet4|signet|regtest] [--near-tip N]
+const USAGE = `usage: blockwire import --blocks-dir DIR [--network main|test|testnet4|signet|regtest] [--near-tip N] [--memory-mb MB]
 
 Indexes the blocks in Bitcoin Core's blocks directory (blk*.dat, xor.dat) in bulk, up to N
 blocks (default 6) below the most-work tip found there. Uses DATABASE_URL, or the embedded
 PostgreSQL under BLOCKWIRE_DATA_DIR. Then run \`blockwire start\` to follow the node.
+--memory-mb bounds the import's memory (default IMPORT_MEMORY_MB, 4096): beyond it, spent
+outputs are read back from PostgreSQL instead of memory (slower, same index).
 `;
 
 export async function run(argv: string[]): Promise<number> {
   let args;
   try {
-    args = parseArgs({ args: argv, options: { 'blocks-dir': { type: 'string' }, network: { type: 'string' }, 'near-tip': { type: 'string' }, help: { type: 'boolean' } } });
+    args = parseArgs({ args: argv, options: { 'blocks-dir': { type: 'string' }, network: { type: 'string' }, 'near-tip': { type: 'string' }, 'memory-mb': { type: 'string' }, help: { type: 'boolean' } } });
   } catch (err) {
     process.stderr.write(`blockwire import: ${(err as Error).message}\n\n${USAGE}`);
     return 2;
@@ -50,6 +52,11 @@ export async function run(argv: string[]): Promise<number> {
   const nearTip = v['near-tip'] === undefined ? 6 : Number(v['near-tip']);
   if (!Number.isInteger(nearTip) || nearTip < 0) {
     process.stderr.write(`blockwire import: --near-tip must be a non-negative integer\n`);
+    return 2;
+  }
+  const memoryMb = v['memory-mb'] === undefined ? undefined : Number(v['memory-mb']);
+  if (memoryMb !== undefined && (!Number.isInteger(memoryMb) || memoryMb < 1)) {
+    process.stderr.write(`blockwire import: --memory-mb must be a positive integer (MiB)\n`);
     return 2;
   }
   const config = loadConfig(process.env);
@@ -75,7 +82,12 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
     const target = best - nearTip;
-    const r = await runBulk(handle.db, { databaseUrl: handle.url, log, batchTxs: config.indexerBulkBatchTxs, guardClient: lock.guardClient }, (from) => blkFeed(chain, from, target), target);
+    const memoryBytes = (memoryMb ?? config.importMemoryMb) * 2 ** 20;
+    const bound = cacheBound(memoryBytes, config.indexerBulkBatchTxs);
+    log.info({ memoryMb: memoryBytes / 2 ** 20, cacheMaxOutputs: bound.maxEntries, cacheMb: Math.round(bound.cacheBytes / 2 ** 20) }, 'memory budget');
+    const r = await runBulk(handle.db, { databaseUrl: handle.url, log, batchTxs: config.indexerBulkBatchTxs, memoryBytes, guardClient: lock.guardClient }, (from) => blkFeed(chain, from, target), target);
+    // Peak resident memory of this process (getrusage's ru_maxrss), against the budget.
+    log.info({ peakRssBytes: process.resourceUsage().maxRSS * 1024, memoryMb: memoryBytes / 2 ** 20 }, 'import peak memory');
     const txPerSec = r.ms > 0 ? Math.round((r.txs * 1000) / r.ms) : 0;
     process.stdout.write(`imported ${r.blocks} blocks (${r.txs} transactions) to height ${r.tip} in ${(r.ms / 1000).toFixed(1)} s (${txPerSec} tx/s)\n`);
     return 0;

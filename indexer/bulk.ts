@@ -35,7 +35,7 @@ import { scriptKeyBytes } from './address-keys.js';
 import type { ChainSource } from './chain-source.js';
 import { pgTypes } from '../src/db/connect.js';
 import { copyIn } from './copy-binary.js';
-import { OutpointCache } from './outpoint-cache.js';
+import { entriesWithin, OutpointCache } from './outpoint-cache.js';
 import type { BulkPath } from './run.js';
 
 /** A block of the chain to load, in height order. */
@@ -149,7 +149,42 @@ export interface BulkLoadDeps {
   signal?: AbortSignal;
   /** Progress line interval (ms). */
   progressMs?: number;
+  /**
+   * Memory budget of the bulk sync, bytes (IMPORT_MEMORY_MB); the outpoint cache gets what the
+   * process and two batches leave of it (`cacheBound`). Undefined: the cache is unbounded.
+   */
+  memoryBytes?: number;
 }
+
+/** What the process needs besides the outpoint cache: code, heap and pools (measured ~130 MB on a tiny import). */
+const BASE_BYTES = 256 * 2 ** 20;
+/** Two batches in memory (one derived, one being written): COPY rows, history groups, per transaction. */
+const BATCH_BYTES_PER_TX = 1024;
+
+/** The outpoint cache's bound under a memory budget: the most entries it may hold. */
+export function cacheBound(memoryBytes: number, batchTxs: number): { maxEntries: number; cacheBytes: number } {
+  const cacheBytes = Math.max(0, memoryBytes - BASE_BYTES - 2 * batchTxs * BATCH_BYTES_PER_TX);
+  return { maxEntries: entriesWithin(cacheBytes), cacheBytes };
+}
+
+/**
+ * The cache bound in force during a load. Once the cache is full, its oldest entries are
+ * dropped (they are in `utxos`, committed) and from then on `evicting` is set: a block's inputs
+ * the cache does not hold are read from `utxos` through an index on the outpoint, built the
+ * first time (`reader`, a connection of its own, since the main one is busy with COPY).
+ */
+interface Bound {
+  maxEntries: number;
+  evicting: boolean;
+  reader: pg.Client | null;
+  evictions: number;
+  evicted: number;
+  misses: number;
+  overWarned: boolean;
+}
+
+/** The index that lets a bounded bulk sync read evicted outputs back (gone with utxos at the finish, which rebuilds that table). */
+const OUTPOINT_INDEX = 'CREATE INDEX IF NOT EXISTS utxos_bulk_outpoint ON utxos (txid, vout)';
 
 export interface BulkResult {
   tip: number;
@@ -198,15 +233,25 @@ export async function beginBulk(client: pg.Client, deps: BulkLoadDeps, fromHeigh
   deps.log.info({ from: fromHeight }, 'bulk sync started: secondary indexes dropped until it finishes');
 }
 
-/** Loads `utxos` minus `bulk_spent` into a new outpoint cache (binary COPY out). */
-async function loadCache(client: pg.Client, log: Logger): Promise<OutpointCache> {
+/**
+ * Loads `utxos` minus `bulk_spent` into a new outpoint cache (binary COPY out). Under a bound
+ * too small for them all, the newest half of the bound is loaded and the rest is read back on
+ * demand (`bound.evicting`).
+ */
+async function loadCache(client: pg.Client, deps: BulkLoadDeps, bound: Bound | null): Promise<OutpointCache> {
+  const { log } = deps;
   const t0 = performance.now();
   const count = Number((await client.query<{ n: string }>('SELECT count(*)::text AS n FROM utxos')).rows[0]!.n);
-  const cache = new OutpointCache(Math.ceil((count * 4) / 3) + 1024);
+  const cache = new OutpointCache(Math.min(Math.ceil((count * 4) / 3) + 1024, bound ? Math.ceil((bound.maxEntries * 4) / 3) : Infinity));
   if (count === 0) return cache;
+  let limit = '';
+  if (bound && count > bound.maxEntries) {
+    await startEvicting(client, deps, bound);
+    limit = ` ORDER BY u.tx_num DESC LIMIT ${Math.floor(bound.maxEntries / 2)}`;
+  }
   const stream = client.query(
     copyTo(`COPY (SELECT u.txid, u.vout, u.tx_num, u.addr_key, CASE WHEN u.addr_key IS NULL THEN u.script END
-      FROM utxos u WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)) TO STDOUT (FORMAT binary)`),
+      FROM utxos u WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)${limit}) TO STDOUT (FORMAT binary)`),
   );
   let carry: Buffer = Buffer.alloc(0);
   let headerDone = false;
@@ -261,8 +306,81 @@ async function loadCache(client: pg.Client, log: Logger): Promise<OutpointCache>
     carry = Buffer.from(buf.subarray(p));
     buf = carry;
   }
-  log.info({ outputs: cache.size, ms: Math.round(performance.now() - t0), mb: Math.round(cache.bytes / 1e6) }, 'bulk sync: unspent outputs loaded into memory');
+  log.info({ outputs: cache.size, ms: Math.round(performance.now() - t0), mb: Math.round(cache.bytes / 1e6), evicting: bound?.evicting ?? false }, 'bulk sync: unspent outputs loaded into memory');
   return cache;
+}
+
+/** Builds the outpoint index on `utxos` and opens the reader: from now on misses are read back. */
+async function startEvicting(client: pg.Client, deps: BulkLoadDeps, bound: Bound): Promise<void> {
+  if (bound.evicting) return;
+  const t0 = performance.now();
+  await inTransaction(client, deps, () => client.query(OUTPOINT_INDEX));
+  bound.reader = await connect(deps.databaseUrl);
+  // One index probe per outpoint, never a scan of the whole table (see KEYED_PLANS in apply.ts).
+  await bound.reader.query('SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off');
+  bound.evicting = true;
+  deps.log.warn({ maxEntries: bound.maxEntries, ms: Math.round(performance.now() - t0) }, 'bulk sync: the outpoint cache reached its bound (IMPORT_MEMORY_MB); older outputs are dropped from memory and read back from PostgreSQL when spent');
+}
+
+/** Drops the cache's oldest entries down to half its bound (every entry is committed: no batch is in flight). */
+async function evict(client: pg.Client, deps: BulkLoadDeps, bound: Bound, cache: OutpointCache, room: number): Promise<void> {
+  await startEvicting(client, deps, bound);
+  const t0 = performance.now();
+  const keep = Math.floor(bound.maxEntries / 2);
+  let n = cache.evictTo(keep);
+  // A block larger than what is left: nothing kept (the block itself may still overflow the bound).
+  if (cache.size + room > bound.maxEntries) n += cache.evictTo(0);
+  bound.evictions++;
+  bound.evicted += n;
+  deps.log.info({ dropped: n, kept: cache.size, ms: Math.round(performance.now() - t0) }, 'bulk sync: outpoint cache trimmed');
+}
+
+/**
+ * Before a block is derived under an evicting bound: the outputs its inputs spend that the cache
+ * does not hold (evicted ones: committed in `utxos`) are read from PostgreSQL into the cache, and
+ * so are the outputs of its coinbase's txid (a BIP30 duplicate coinbase replaces one). Inputs
+ * spending the same block's outputs are left alone (those enter the cache as it is derived).
+ * An outpoint found nowhere stays missing: deriving the block throws MissingPrevoutError.
+ */
+async function readMisses(bound: Bound, cache: OutpointCache, block: DecodedBlock): Promise<void> {
+  const own = new Set<string>();
+  for (const tx of block.txs) own.add(Buffer.from(tx.txid.buffer, tx.txid.byteOffset, 32).toString('latin1'));
+  const txids: Buffer[] = [];
+  const vouts: number[] = [];
+  for (const [i, tx] of block.txs.entries()) {
+    if (i === 0 && tx.isCoinbase) {
+      for (let v = 0; v < tx.outputs.length; v++) {
+        if (cache.find(tx.txid, v) >= 0) continue;
+        txids.push(Buffer.from(tx.txid));
+        vouts.push(v);
+      }
+      continue;
+    }
+    for (const input of tx.inputs) {
+      if (cache.find(input.prevTxid, input.vout) >= 0) continue;
+      if (own.has(Buffer.from(input.prevTxid.buffer, input.prevTxid.byteOffset, 32).toString('latin1'))) continue;
+      txids.push(Buffer.from(input.prevTxid));
+      vouts.push(input.vout);
+    }
+  }
+  if (txids.length === 0) return;
+  const r = await bound.reader!.query<{ txid: Buffer; vout: number; tx_num: string; addr_key: Buffer | null; script: Buffer | null }>(
+    `SELECT u.txid, u.vout, u.tx_num::text AS tx_num, uuid_send(u.addr_key) AS addr_key, CASE WHEN u.addr_key IS NULL THEN u.script END AS script
+       FROM unnest($1::bytea[], $2::int4[]) AS m(txid, vout) JOIN utxos u ON u.txid = m.txid AND u.vout = m.vout`,
+    [txids, vouts],
+  );
+  for (const row of r.rows) {
+    const keys = row.addr_key ? Buffer.from(row.addr_key) : row.script ? scriptKeyBytes(row.script) : null;
+    cache.insert(row.txid, row.vout, Number(row.tx_num), keys, -1, -1);
+  }
+  bound.misses += r.rows.length;
+}
+
+/** Outputs and inputs of a block: the most entries deriving it can add to the cache (reads back included). */
+function blockEntries(block: DecodedBlock): number {
+  let n = 0;
+  for (const tx of block.txs) n += tx.outputs.length + tx.inputs.length;
+  return n;
 }
 
 /** Writes one batch in one transaction: the checkpoint. */
@@ -305,7 +423,7 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
  * Loads blocks from `feed` (which must start at tip + 1) up to `target` in batches. The bulk
  * sync must be active (beginBulk). Stops at a block that does not extend the previous one.
  */
-async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed, tip: Tip, target: number, cache: OutpointCache): Promise<BulkResult> {
+async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed, tip: Tip, target: number, cache: OutpointCache, bound: Bound | null): Promise<BulkResult> {
   const { log } = deps;
   const t0 = performance.now();
   let prevHash: Uint8Array | null = tip.hash;
@@ -319,35 +437,65 @@ async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed
   let lastLogTxs = 0;
   let lastLogBlocks = 0;
   const progressMs = deps.progressMs ?? 10_000;
+  // A block held over to the next batch: the cache had to be trimmed first.
+  let carried: { block: DecodedBlock; height: number } | null = null;
 
   let done = false;
   while (!done) {
     const b = new BulkBatch(++batchId, cache);
+    let trim = false;
     while (b.txCount < deps.batchTxs) {
       if (deps.signal?.aborted) {
         reason = 'stopped';
         done = true;
         break;
       }
-      if (height >= target) {
-        done = true;
-        break;
+      let block: DecodedBlock;
+      let blockHeight: number;
+      if (carried) {
+        ({ block, height: blockHeight } = carried);
+        carried = null;
+      } else {
+        if (height >= target) {
+          done = true;
+          break;
+        }
+        const fb = await feed.next();
+        if (fb === null) {
+          reason = 'end';
+          done = true;
+          break;
+        }
+        block = decodeBlock(fb.raw);
+        if (fb.height !== height + 1 || (prevHash !== null && !equalBytes(block.header.prevHash, prevHash)) || hashToHex(block.hash) !== fb.hash) {
+          log.warn({ height: fb.height, hash: fb.hash }, 'bulk sync: the chain changed under it; handing over to the per-block path');
+          reason = 'fork';
+          done = true;
+          break;
+        }
+        blockHeight = fb.height;
       }
-      const fb = await feed.next();
-      if (fb === null) {
-        reason = 'end';
-        done = true;
-        break;
+      if (bound) {
+        const room = blockEntries(block);
+        if (cache.size + room > bound.maxEntries) {
+          if (b.blockCount > 0) {
+            // Trimming drops entries that must be in PostgreSQL: this batch is written first.
+            carried = { block, height: blockHeight };
+            trim = true;
+            break;
+          }
+          if (pending) await pending;
+          pending = null;
+          await evict(client, deps, bound, cache, room);
+          if (cache.size + room > bound.maxEntries && !bound.overWarned) {
+            bound.overWarned = true;
+            log.warn({ height: blockHeight, entries: room, maxEntries: bound.maxEntries }, 'bulk sync: a block needs more outpoint cache entries than IMPORT_MEMORY_MB allows; the cache grows past its bound for it');
+          }
+        }
+        if (bound.evicting) await readMisses(bound, cache, block);
       }
-      const block: DecodedBlock = decodeBlock(fb.raw);
-      if (fb.height !== height + 1 || (prevHash !== null && !equalBytes(block.header.prevHash, prevHash)) || hashToHex(block.hash) !== fb.hash) {
-        log.warn({ height: fb.height, hash: fb.hash }, 'bulk sync: the chain changed under it; handing over to the per-block path');
-        reason = 'fork';
-        done = true;
-        break;
-      }
-      b.addBlock(block, fb.height);
-      height = fb.height;
+      b.addBlock(block, blockHeight);
+      height = blockHeight;
       prevHash = block.hash;
       // Let the COPY of the previous batch move while this one is derived.
       await new Promise<void>((r) => setImmediate(r));
@@ -356,7 +504,8 @@ async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed
         const s = (now - lastLog) / 1000;
         const bps = (totalBlocks + b.blockCount - lastLogBlocks) / s;
         const tps = (totalTxs + b.txCount - lastLogTxs) / s;
-        log.info({ height, target, blocksPerSec: Math.round(bps * 10) / 10, txPerSec: Math.round(tps), etaSec: bps > 0 ? Math.round((target - height) / bps) : null, cacheOutputs: cache.size }, 'bulk sync progress');
+        const memory = bound ? { cacheEvictions: bound.evictions, cacheReadBack: bound.misses } : {};
+        log.info({ height, target, blocksPerSec: Math.round(bps * 10) / 10, txPerSec: Math.round(tps), etaSec: bps > 0 ? Math.round((target - height) / bps) : null, cacheOutputs: cache.size, cacheMb: Math.round(cache.bytes / 1e6), ...memory }, 'bulk sync progress');
         lastLog = now;
         lastLogBlocks = totalBlocks + b.blockCount;
         lastLogTxs = totalTxs + b.txCount;
@@ -368,9 +517,13 @@ async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed
       totalTxs += b.txCount;
       totalBlocks += b.blockCount;
       pending = writeBatch(client, deps, b);
-      // Surface a failed write at once when nothing else is left to do.
-      if (done) await pending;
+      // Surface a failed write at once when nothing else is left to do; commit before a trim.
+      if (done || trim) {
+        await pending;
+        pending = null;
+      }
     }
+    if (trim) await evict(client, deps, bound!, cache, blockEntries(carried!.block));
   }
   if (pending) await pending;
   return { tip: height, blocks: totalBlocks, txs: totalTxs, ms: Math.round(performance.now() - t0), reason };
@@ -509,15 +662,21 @@ export async function runBulk(db: Kysely<Database>, deps: BulkLoadDeps, makeFeed
     } else {
       deps.log.info({ tip: tip.height, from: state.from }, 'resuming the bulk sync from its last checkpoint');
     }
-    const cache = await loadCache(client, deps.log);
-    const feed = makeFeed(tip.height + 1);
+    const bound: Bound | null = deps.memoryBytes === undefined ? null : { maxEntries: cacheBound(deps.memoryBytes, deps.batchTxs).maxEntries, evicting: false, reader: null, evictions: 0, evicted: 0, misses: 0, overWarned: false };
     let result: BulkResult;
     try {
-      result = await loadBlocks(client, deps, feed, tip, target, cache);
+      const cache = await loadCache(client, deps, bound);
+      const feed = makeFeed(tip.height + 1);
+      try {
+        result = await loadBlocks(client, deps, feed, tip, target, cache, bound);
+      } finally {
+        feed.close();
+      }
     } finally {
-      feed.close();
+      await bound?.reader?.end().catch(() => {});
     }
-    deps.log.info({ ...result, txPerSec: result.ms > 0 ? Math.round((result.txs * 1000) / result.ms) : null }, 'bulk load done');
+    const memory = bound ? { cacheMaxEntries: bound.maxEntries, cacheEvictions: bound.evictions, cacheDropped: bound.evicted, cacheReadBack: bound.misses } : {};
+    deps.log.info({ ...result, txPerSec: result.ms > 0 ? Math.round((result.txs * 1000) / result.ms) : null, ...memory }, 'bulk load done');
     if (result.reason !== 'stopped') await finishBulk(client, deps);
     return result;
   } finally {
@@ -532,7 +691,7 @@ export async function bulkActive(db: Kysely<Database>): Promise<boolean> {
 
 /** The bulk path of the run loop, over the node. */
 export function createBulkSync(deps: {
-  config: Pick<Config, 'indexerBulkThreshold' | 'indexerBulkNearTip' | 'indexerBulkBatchTxs'>;
+  config: Pick<Config, 'indexerBulkThreshold' | 'indexerBulkNearTip' | 'indexerBulkBatchTxs' | 'importMemoryMb'>;
   db: Kysely<Database>;
   databaseUrl: string;
   source: ChainSource;
@@ -554,7 +713,7 @@ export function createBulkSync(deps: {
       active = null;
       await runBulk(
         db,
-        { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}) },
+        { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, memoryBytes: config.importMemoryMb * 2 ** 20, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}) },
         (from) => nodeFeed(deps.source, from, target),
         target,
       );

@@ -5,6 +5,8 @@
  * no per-entry objects for the garbage collector) and backward-shift deletion (no tombstones).
  * Outpoints are keyed by the first 12 bytes of the txid and the vout: txids are hashes, so 96
  * bits never collide in practice (a full 180M-entry set has a ~2^-42 chance).
+ * The table can be bounded (IMPORT_MEMORY_MB): `evictTo` drops the oldest entries, which the
+ * bulk path then reads back from PostgreSQL when an input spends one (bulk.ts).
  * @module
  */
 import type { ScriptKeys } from './address-keys.js';
@@ -12,6 +14,24 @@ import type { ScriptKeys } from './address-keys.js';
 const F_USED = 1;
 const F_SINGLE = 2;
 const F_MULTI = 4;
+
+/** Bytes of one slot of the table (7 Int32 columns, the 16-byte key, the Float64 tx_num, flags). */
+export const SLOT_BYTES = 4 * 7 + 16 + 8 + 1;
+/** A multisig entry's keys live in a Map beside the table: its estimated cost per entry. */
+const MULTI_ENTRY_BYTES = 200;
+/** Largest share of the slots in use before the table grows (linear probing slows beyond). */
+const MAX_LOAD = 0.75;
+
+/**
+ * The most entries a table may hold within `bytes`, counting the moment it grows (the old
+ * and the new table, 1.5 × the new one's size, live at once): three quarters of the largest
+ * power-of-two capacity whose growth fits. At least 768 (the smallest table).
+ */
+export function entriesWithin(bytes: number): number {
+  let cap = 1 << 10;
+  while (cap * 2 * SLOT_BYTES * 1.5 <= bytes) cap *= 2;
+  return Math.floor(cap * MAX_LOAD);
+}
 
 function rd32(b: Uint8Array, p: number): number {
   return (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) | 0;
@@ -64,7 +84,35 @@ export class OutpointCache {
 
   /** Bytes held by the table. */
   get bytes(): number {
-    return this.cap * (4 * 7 + 16 + 8 + 1);
+    return this.cap * SLOT_BYTES + this.multi.size * MULTI_ENTRY_BYTES;
+  }
+
+  /**
+   * Drops the oldest entries (smallest tx_num: outputs far back in the chain are spent least
+   * often) until about `keep` are left; 0 drops every one. Returns how many were dropped. The
+   * table keeps its capacity.
+   */
+  evictTo(keep: number): number {
+    if (this.size <= keep) return 0;
+    let threshold = Infinity;
+    if (keep > 0) {
+      // The tx_num below which about size - keep entries lie, from an even sample of the table.
+      const sample: number[] = [];
+      const step = Math.max(1, Math.floor(this.cap / 8192));
+      for (let s = 0; s < this.cap; s += step) if (this.flags[s] !== 0) sample.push(this.txNum[s]!);
+      sample.sort((a, b) => a - b);
+      threshold = sample[Math.min(sample.length - 1, Math.floor((sample.length * (this.size - keep)) / this.size))] ?? Infinity;
+    }
+    const before = this.size;
+    // Backward-shift deletion moves later entries into the freed slot: look at it again. An
+    // entry moved from the table's start to its end (a probe chain that wraps) is met again by
+    // the second pass.
+    for (let pass = 0; pass < 2; pass++) {
+      for (let s = 0; s < this.cap; s++) {
+        while (this.flags[s] !== 0 && this.txNum[s]! < threshold) this.delete(s);
+      }
+    }
+    return before - this.size;
   }
 
   private home(k0: number, vout: number): number {
@@ -148,7 +196,7 @@ export class OutpointCache {
       old = { txNum: this.txNum[existing]!, batch: this.batch[existing]!, row: this.row[existing]! };
       this.delete(existing);
     }
-    if ((this.size + 1) * 4 > this.cap * 3) this.grow();
+    if (this.size + 1 > this.cap * MAX_LOAD) this.grow();
     const a = rd32(txid, 0);
     let i = this.home(a, vout);
     while (this.flags[i] !== 0) i = (i + 1) & this.mask;

@@ -1,11 +1,12 @@
 /**
  * The bulk path's outpoint cache against a Map model: random inserts, finds and deletes through
  * several growths (backward-shift deletion must keep every probe chain intact), single keys as
- * strings or bytes, multisig key lists, BIP30 overwrites.
+ * strings or bytes, multisig key lists, BIP30 overwrites; trimming to a bound keeps the newest
+ * entries, each still found.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { OutpointCache } from '../../../indexer/outpoint-cache.js';
+import { entriesWithin, OutpointCache, SLOT_BYTES } from '../../../indexer/outpoint-cache.js';
 import { seededRandom } from '../../support/chain-crash.js';
 
 describe('OutpointCache', () => {
@@ -69,5 +70,47 @@ describe('OutpointCache', () => {
     expect(cache.insert(txid, 0, 99, key, 4, 1)).toEqual({ txNum: 42, batch: 3, row: 9 });
     expect(cache.txNumAt(cache.find(txid, 0))).toBe(99);
     expect(cache.size).toBe(3);
+  });
+
+  it('evictTo drops the oldest entries down to about the number asked, and every kept one is still found', () => {
+    const rand = seededRandom(11);
+    const cache = new OutpointCache(16);
+    const all: { txid: Uint8Array; vout: number; txNum: number }[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const e = { txid: new Uint8Array(randomBytes(32)), vout: Math.floor(rand() * 3), txNum: i };
+      cache.insert(e.txid, e.vout, e.txNum, i % 7 === 0 ? [Buffer.alloc(16, 1), Buffer.alloc(16, 2)] : Buffer.alloc(16, i % 251), 1, i);
+      all.push(e);
+    }
+    const capBytes = cache.bytes;
+    const dropped = cache.evictTo(5_000);
+    expect(dropped + cache.size).toBe(20_000);
+    // The threshold comes from a sample: within a few per cent of the number asked.
+    expect(cache.size).toBeGreaterThan(4_500);
+    expect(cache.size).toBeLessThan(5_500);
+    const threshold = 20_000 - cache.size;
+    for (const e of all) {
+      const slot = cache.find(e.txid, e.vout);
+      if (e.txNum >= threshold) {
+        expect(slot).toBeGreaterThanOrEqual(0);
+        expect(cache.txNumAt(slot)).toBe(e.txNum);
+        if (e.txNum % 7 === 0) expect(cache.multiKeysAt(slot)).toHaveLength(2);
+      } else expect(slot).toBe(-1);
+    }
+    // The multisig keys of the dropped entries went with them.
+    expect(cache.bytes).toBeLessThan(capBytes);
+    const left = cache.size;
+    expect(cache.evictTo(0)).toBe(left);
+    expect(cache.size).toBe(0);
+    for (const e of all.slice(-100)) expect(cache.find(e.txid, e.vout)).toBe(-1);
+  });
+
+  it('entriesWithin: a table that fits with its growth (1.5 × its slots), at least the smallest', () => {
+    expect(entriesWithin(0)).toBe(768);
+    for (const mb of [8, 100, 3440]) {
+      const n = entriesWithin(mb * 2 ** 20);
+      const cap = Math.round(n / 0.75);
+      expect(cap * SLOT_BYTES * 1.5).toBeLessThanOrEqual(mb * 2 ** 20);
+      expect(cap * 2 * SLOT_BYTES * 1.5).toBeGreaterThan(mb * 2 ** 20);
+    }
   });
 });
