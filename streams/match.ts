@@ -118,19 +118,22 @@ export function hasBlockEvents(events: readonly ChainEvent[]): boolean {
 }
 
 /** Per event: its payload serialized once, with the two per-subscription fields as markers. */
-const templates = new WeakMap<ChainEvent, [string, string, string]>();
+const templates = new WeakMap<ChainEvent, readonly [string, string, string]>();
 const SUB_VALUE = '\u0000sub';
 const ACTION_VALUE = '\u0000action';
 const SUB_MARK = JSON.stringify(SUB_VALUE);
 const ACTION_MARK = JSON.stringify(ACTION_VALUE);
 
 /**
- * The JSON a delivery sends (the same bytes on every transport): `toPayload` serialized, built
- * from a per-event template so an event with many subscribers is serialized once.
+ * A delivery's JSON in three shared pieces and its two own fragments (the subscription id and
+ * the action, JSON-encoded): `t[0] + sub + t[1] + action + t[2]`. Every delivery of one event
+ * shares the same `t` (the same array), so a batch can carry it once. Undefined for a wallet
+ * delivery, whose body is the wallet's view of the event, built for it alone.
  */
-export function deliveryJson(d: Delivery): string {
-  // A wallet delivery's body is the wallet's view of the event: built for it alone.
-  if (d.wallet) return JSON.stringify(toPayload(d.event, d.subscription, d.wallet));
+export type DeliveryParts = { t: readonly [string, string, string]; sub: string; action: string };
+
+export function deliveryParts(d: Delivery): DeliveryParts | undefined {
+  if (d.wallet) return undefined;
   let t = templates.get(d.event);
   if (!t) {
     const json = JSON.stringify({ ...toPayload(d.event, null), subscription_id: SUB_VALUE, action: ACTION_VALUE });
@@ -140,7 +143,21 @@ export function deliveryJson(d: Delivery): string {
     templates.set(d.event, t);
   }
   const sub = d.subscription;
-  return `${t[0]}${sub ? JSON.stringify(sub.id) : 'null'}${t[1]}${sub?.hookId ? JSON.stringify(sub.hookId) : 'null'}${t[2]}`;
+  return { t, sub: sub ? JSON.stringify(sub.id) : 'null', action: sub?.hookId ? JSON.stringify(sub.hookId) : 'null' };
+}
+
+/** The JSON of delivery parts. */
+export function partsJson(p: DeliveryParts): string {
+  return `${p.t[0]}${p.sub}${p.t[1]}${p.action}${p.t[2]}`;
+}
+
+/**
+ * The JSON a delivery sends (the same bytes on every transport): `toPayload` serialized, built
+ * from a per-event template so an event with many subscribers is serialized once.
+ */
+export function deliveryJson(d: Delivery): string {
+  const p = deliveryParts(d);
+  return p ? partsJson(p) : JSON.stringify(toPayload(d.event, d.subscription, d.wallet));
 }
 
 /** A hook delivery's id: `<subscription id>-<event id>` (job id and `webhook-id`; never a ':'). */

@@ -24,7 +24,7 @@ import {
   type QueuedDelivery,
 } from '../src/db/queries/tenancy-deliveries.js';
 import { decodeOutboxRows } from './events.js';
-import { deliveryId, deliveryJson, indexSubscriptions, matchEvents } from './match.js';
+import { deliveryId, deliveryJson, deliveryParts, indexSubscriptions, matchEvents, partsJson } from './match.js';
 import { advanceRelayCursor, pruneOutbox, readOutbox, readStreamState } from './outbox.js';
 import { loadSubscriptionsFor } from './subscriptions.js';
 import { encodeFeedBatch, type FeedItem } from './feed-message.js';
@@ -102,8 +102,10 @@ export function startRelay(deps: RelayDeps): Relay {
     const hookRows: NewDelivery[] = [];
     const transports = new Map<string, 'http' | 'sns'>();
     for (const d of deliveries) {
-      const json = deliveryJson(d);
-      items.push({ keyId: d.keyId, seq: d.event.seq, json });
+      // (the feed message carries the parts: each event's JSON once, whatever its subscribers)
+      const parts = deliveryParts(d);
+      const json = parts ? partsJson(parts) : deliveryJson(d);
+      items.push(parts ? { keyId: d.keyId, seq: d.event.seq, json, parts } : { keyId: d.keyId, seq: d.event.seq, json });
       const sub = d.subscription;
       if (!sub || sub.hookId === null || sub.hookType === null) continue;
       const id = deliveryId(sub.id, d.event.seq);

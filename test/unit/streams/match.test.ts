@@ -1,11 +1,12 @@
 /**
  * Outbox rows → events → deliveries: decoding (display byte order, amounts, contract breaks)
- * and the matching rules of docs/events.md.
+ * and the matching rules of docs/events.md; the relay → hub feed message built from them.
  */
 import { describe, expect, it } from 'vitest';
 import { decodeOutboxRow, decodeOutboxRows, toPayload, type OutboxRow } from '../../../streams/events.js';
 import { buildWalletParts } from '../../../src/db/wallet-event.js';
-import { addressKeysOf, walletIdsOf, deliveryId, deliveryJson, indexSubscriptions, matchEvent, matchEvents, type SubscriptionRef } from '../../../streams/match.js';
+import { addressKeysOf, walletIdsOf, deliveryId, deliveryJson, deliveryParts, indexSubscriptions, matchEvent, matchEvents, partsJson, type SubscriptionRef } from '../../../streams/match.js';
+import { decodeFeedBatch, encodeFeedBatch, type FeedItem } from '../../../streams/feed-message.js';
 
 const TXID = Buffer.alloc(32, 0);
 TXID[0] = 0xaa; // internal order: display hex ends with "aa"
@@ -195,5 +196,61 @@ describe('wallet subscriptions (src/db/wallet-event.ts)', () => {
     // tx.confirmations above the wallet subscription's target are not delivered
     const deep = decodeOutboxRow(row({ type: 'tx.confirmations', confirmations: 9, data: d0 }));
     expect(matchEvent(deep, subs)).toEqual([]);
+  });
+});
+
+/*
+ * The feed message between the relay and the stream hubs: version 2 carries each event's JSON
+ * once (template + per-delivery fragments) and decodes to exactly the JSON every delivery sends;
+ * version 1 messages are still read; anything else is refused.
+ */
+describe('feed message', () => {
+  const subs = [
+    sub({ id: 'sub_a', keyId: 1n }),
+    sub({ id: 'sub_b', keyId: 2n, hookId: 'hook_b', hookType: 'http', hookActive: true }),
+    sub({ id: 'sub_c', keyId: 3n, kind: 'chain', addrKey: null }),
+    sub({ id: 'sub_d', keyId: 4n, kind: 'chain', addrKey: null, hookId: 'hook_"d"', hookType: 'http', hookActive: true }),
+    sub({ id: 'sub_w', keyId: 5n, kind: 'wallet', addrKey: null, walletId: 'wal_1' }),
+  ];
+  const [wallet] = buildWalletParts(
+    [{ type: 'tx.confirmed', addrKey: A, address: 'bcrt1qaddressa', txid: TXID, blockHash: BLOCK, height: 7, confirmations: 1, received: 5000n, sent: 0n }],
+    new Map([[A, [{ walletId: 'wal_1', path: '0/3' }]]]),
+  );
+  const events = [
+    decodeOutboxRow(row({ seq: 10n, data: wallet })),
+    decodeOutboxRow(row({ seq: 11n, type: 'block.connected', addr_key: null, address: null, txid: null, confirmations: null, received: null, sent: null })),
+    decodeOutboxRow(row({ seq: 12n, type: 'tx.unconfirmed', block_hash: null, height: null, confirmations: 0 })),
+  ];
+  const deliveries = matchEvents(events, indexSubscriptions(subs));
+  // As the relay builds them: parts where the delivery has them.
+  const items: FeedItem[] = deliveries.map((d) => {
+    const parts = deliveryParts(d);
+    return parts ? { keyId: d.keyId, seq: d.event.seq, json: partsJson(parts), parts } : { keyId: d.keyId, seq: d.event.seq, json: deliveryJson(d) };
+  });
+
+  it('decodes to the JSON every delivery sends, each event template carried once', () => {
+    expect(deliveries.some((d) => d.wallet)).toBe(true);
+    expect(items.filter((i) => i.parts).length).toBeGreaterThan(3);
+    const text = encodeFeedBatch({ from: 9n, to: 12n, items });
+    const wire = JSON.parse(text) as { v: number; templates: unknown[] };
+    expect(wire.v).toBe(2);
+    expect(wire.templates).toHaveLength(3);
+    const back = decodeFeedBatch(text);
+    expect(back.from).toBe(9n);
+    expect(back.to).toBe(12n);
+    expect(back.items.map((i) => [i.keyId, i.seq, i.json])).toEqual(deliveries.map((d) => [d.keyId, d.event.seq, deliveryJson(d)]));
+    for (const i of back.items) JSON.parse(i.json);
+  });
+
+  it('still reads version 1 messages', () => {
+    const v1 = JSON.stringify({ v: 1, from: '9', to: '12', items: items.map((i) => [i.keyId.toString(), i.seq.toString(), i.json]) });
+    expect(decodeFeedBatch(v1).items.map((i) => i.json)).toEqual(items.map((i) => i.json));
+  });
+
+  it('refuses what is not a feed batch', () => {
+    expect(() => decodeFeedBatch('{"v":3,"from":"1","to":"2","items":[]}')).toThrow(TypeError);
+    expect(() => decodeFeedBatch('{"v":2,"from":"1","to":"2","templates":[],"items":[["1","2",0,"null","null"]]}')).toThrow(TypeError);
+    expect(() => decodeFeedBatch('{"v":2,"from":"1","to":"2","templates":[["a","b"]],"items":[["1","2",0,"null","null"]]}')).toThrow(TypeError);
+    expect(() => decodeFeedBatch('{"v":2,"from":"1","to":"2","templates":[],"items":[[1,"2","{}"]]}')).toThrow(TypeError);
   });
 });
