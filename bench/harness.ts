@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
@@ -207,9 +207,9 @@ export interface Child {
   onLine(fn: (line: string, at: number) => void): void;
 }
 
-/** Spawns `node --import tsx <args>` with `env` added; stderr passes through. */
-export function spawnNode(args: string[], env: Record<string, string>, nodeFlags: string[] = []): Child {
-  const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+/** Spawns `node --import tsx <args>` with `env` added (in `cwd`, else this directory); stderr passes through. */
+export function spawnNode(args: string[], env: Record<string, string>, nodeFlags: string[] = [], cwd?: string): Child {
+  const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
   const lines: string[] = [];
   const fns: ((line: string, at: number) => void)[] = [];
   let carry = '';
@@ -291,12 +291,15 @@ function peakRss(pid: number | undefined): number | null {
   }
 }
 
-/** Runs `blockwire import --blocks-dir` on a corpus into `databaseUrl`, stopping `nearTip` below its tip. */
-export async function importCorpus(dir: string, databaseUrl: string, nearTip: number, nodeFlags: string[], pgs?: BenchPostgres): Promise<ImportResult> {
+/**
+ * Runs `blockwire import --blocks-dir` on a corpus into `databaseUrl`, stopping `nearTip` below
+ * its tip; `checkout` runs another checkout's command (a baseline, bench/baseline.ts).
+ */
+export async function importCorpus(dir: string, databaseUrl: string, nearTip: number, nodeFlags: string[], pgs?: BenchPostgres, checkout?: string): Promise<ImportResult> {
   const cpu0 = childrenCpuMs();
   const pg0 = pgs?.cpuMs() ?? 0;
   const t0 = performance.now();
-  const child = spawnNode(['bin/blockwire.js', 'import', '--blocks-dir', corpusBlocksDir(dir), '--network', 'regtest', '--near-tip', String(nearTip)], { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, nodeFlags);
+  const child = spawnNode(['bin/blockwire.js', 'import', '--blocks-dir', resolve(corpusBlocksDir(dir)), '--network', 'regtest', '--near-tip', String(nearTip)], { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, nodeFlags, checkout);
   echoProgress(child, 'import');
   // (VmHWM is the peak so far: the last reading before the exit is the peak within a second)
   let peak: number | null = null;

@@ -214,13 +214,31 @@ export function summary(runs: BenchRun[]): string {
   const imp = s.import;
   const cpuPerTx = all(imp?.importerCpuMs, imp?.txs) && imp!.txs! > 0 ? (imp!.importerCpuMs! * 1000) / imp!.txs! : null;
   add('importer CPU per transaction (`blockwire import`, whole run: the finish mostly waits on PostgreSQL)', `${fmt(cpuPerTx, 1)} µs`, hashTps === null ? '' : `txid hashing ${fmt(1e6 / hashTps, 2)} µs/tx`, '≤ 8 µs', cpuPerTx === null ? null : cpuPerTx <= 8, 'sync');
-  add('initial sync (`blockwire import`, load + index builds)', `${fmt(val(imp?.txPerSec))} tx/s, ${fmt(val(imp?.blocksPerSec), 1)} blocks/s`, `server-side COPY limit ${fmt(val(s.copyLimit?.txPerSec))} tx/s (load phase at ${fmt(val(s.copyLimit?.ratioLoad), 2)} of it)`, '≥ 1.6 × the previous code on the same VM', null, 'sync');
+  // The previous code's import of the same corpus into the same PostgreSQL (bench/sync --baseline).
+  const base = s.baseline as (Record<string, number> & { ref?: string }) | undefined;
+  const baseRatio = val(base?.ratio);
+  add(
+    'initial sync (`blockwire import`, load + index builds)',
+    `${fmt(val(imp?.txPerSec))} tx/s, ${fmt(val(imp?.blocksPerSec), 1)} blocks/s${baseRatio === null ? '' : ` = **${fmt(baseRatio, 2)} ×** the baseline (load phase ${fmt(val(base?.loadRatio), 2)} ×)`}`,
+    `${base ? `baseline ${String(base.ref)} ${fmt(val(base.txPerSec))} tx/s (load ${fmt(val(base.loadTxPerSec))}); ` : 'baseline not run; '}server-side COPY limit ${fmt(val(s.copyLimit?.txPerSec))} tx/s (load phase at ${fmt(val(s.copyLimit?.ratioLoad), 2)} of it)`,
+    '≥ 1.6 × the previous code on the same VM',
+    baseRatio === null ? null : baseRatio >= 1.6,
+    'sync',
+  );
   add('initial sync over RPC/REST (indexer role)', `${fmt(val(s.rpc?.txPerSec))} tx/s`, '', '(reported)', null, 'sync');
   add('initial sync over RPC/REST from Bitcoin Core 30.0 (bench/core chain)', `${fmt(val(nodes.core?.sync?.txPerSec))} tx/s`, `devnode, same blocks: ${fmt(val(nodes.devnode?.sync?.txPerSec))} tx/s`, '(reported)', null, 'core');
   const proj = val(s.projection?.hours);
   add('projected full mainnet sync (1.43 billion txs)', `${fmt(proj, 1)} h`, '', '≤ 6 h', proj === null ? null : proj <= 6, 'sync');
   const peak = val(imp?.peakRssBytes);
-  add('peak memory of the import (resident, the importer process)', peak === null ? '— (not reported)' : `${fmt(peak / 2 ** 30, 2)} GiB`, '', '≤ 4 GB by default', peak === null ? null : peak <= 4e9, 'sync');
+  const budget = val(imp?.memoryMb);
+  add(
+    'peak memory of the import (resident, the importer process), bounded by IMPORT_MEMORY_MB',
+    peak === null ? '— (not reported)' : `${fmt(peak / 2 ** 30, 2)} GiB`,
+    budget === null ? 'no budget logged' : `budget ${fmt(budget)} MiB (the outpoint cache's bound: docs/sync.md "Memory")`,
+    '≤ 4 GiB by default',
+    peak === null ? null : peak <= Math.min(4, (budget ?? Infinity) / 1024) * 2 ** 30,
+    'sync',
+  );
   add('catch-up with every index live (per-block path)', `${fmt(val(s.catchup?.txPerSec))} tx/s`, '', '(reported)', null, 'sync');
   const decRatio = cell(dec, /^all/, /decode \/ floor/);
   const decTps = cell(dec, /^all/, /decode tx\/s/);
@@ -285,6 +303,7 @@ export function syncDetails(r: SyncResult): string {
   const s = (x: unknown) => (typeof x === 'number' ? fmt(x / 1000, 1) : '—');
   const c = r.corpus ?? {};
   const i = r.import ?? {};
+  const b = r.baseline ?? {};
   const z = r.size ?? {};
   const l = r.copyLimit ?? {};
   const u = r.catchup ?? {};
@@ -298,6 +317,7 @@ export function syncDetails(r: SyncResult): string {
     '|---|---|',
     `| corpus | ${n(c.txs)} txs, ${mb(c.rawBytes)} MB, ${n(c.reorgs)} reorg(s), ${n(c.staleBlocks)} stale block(s); generated in ${s(c.generatedMs)} s |`,
     `| import (\`blockwire import --blocks-dir\`) | ${n(i.txs)} txs, ${n(i.blocks)} blocks: load ${s(i.loadMs)} s (**${n(i.loadTxPerSec)} tx/s**) + finish/index builds ${s(i.finishMs)} s = **${n(i.txPerSec)} tx/s**, ${n(i.blocksPerSec, 1)} blocks/s; command wall ${s(i.wallMs)} s; CPU importer ${s(i.importerCpuMs)} s, PostgreSQL ${s(i.postgresCpuMs)} s; importer peak RSS ${mb(i.peakRssBytes)} MB |`,
+    ...(r.baseline ? [`| baseline import (${String(b.ref ?? '—')}, same corpus, same PostgreSQL) | load ${s(b.loadMs)} s (**${n(b.loadTxPerSec)} tx/s**) + finish ${s(b.finishMs)} s = **${n(b.txPerSec)} tx/s**; CPU importer ${s(b.importerCpuMs)} s; peak RSS ${mb(b.peakRssBytes)} MB; current / baseline **${n(b.ratio, 2)} ×** (load ${n(b.loadRatio, 2)} ×, importer CPU ${n(b.cpuRatio, 2)} ×) |`] : []),
     `| size after VACUUM, CHECKPOINT | database ${mb(z.databaseBytes)} MB (empty schema ${mb(z.emptyDatabaseBytes)} MB) / raw blocks ${mb(z.rawBlockBytes)} MB = **${n(z.ratio, 3)}**; ${tables} MB |`,
     `| server-side COPY limit | ${n(l.rows)} rows, ${mb(l.fileBytes)} MB in ${s(l.ms)} s = ${n(l.rowsPerSec)} rows/s = ${n(l.txPerSec)} tx/s (${perTable}); import load phase at **${n(l.ratioLoad, 3)}**, with index builds ${n(l.ratioTotal, 3)} |`,
     `| catch-up, every index live | ${n(u.blocks)} blocks, ${n(u.txs)} txs in ${s(u.ms)} s = **${n(u.txPerSec)} tx/s**, ${n(u.blocksPerSec, 2)} blocks/s; per-block fetch → commit p50 ${n(u.applyMsP50)} ms |`,

@@ -10,8 +10,12 @@
  * 4. catch-up with every index live: the next blocks through the per-block path;
  * 5. bench/live on that index (4,000-transaction blocks, ZMQ arrival → committed);
  * 6. the same initial sync over RPC/REST from the corpus node (the indexer role's bulk path).
+ * After step 1, the same import by a baseline commit (`--baseline REF`, default the code of the
+ * first round's figures, bench/baseline.ts; `none` skips it, and `--quick` skips it unless
+ * asked) into a fresh database of the same PostgreSQL: the ratio of the two.
  * Run: `node --import tsx bench/sync.ts [--quick] [--blocks N] [--txs-per-block N]
- * [--catchup-blocks N] [--live-blocks N] [--skip-rpc] [--import-only] [--cpu-prof DIR] [--json FILE]`.
+ * [--catchup-blocks N] [--live-blocks N] [--skip-rpc] [--import-only] [--baseline REF|none]
+ * [--cpu-prof DIR] [--json FILE]`.
  * @module
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -23,6 +27,7 @@ import { startCorpusNode } from '../devnode/corpus.js';
 import { corpusMainChain, loadCorpusManifest } from '../devnode/corpus-manifest.js';
 import { ensureCorpus } from './corpus/generate.js';
 import { cacheDir, importCorpus, logLines, machine, PG_SETTINGS, pgOverrides, round, runSize, say, startBenchPostgres, syncOverRpc, type BenchPostgres } from './harness.js';
+import { checkoutBaseline, DEFAULT_BASELINE } from './baseline.js';
 import { corpusLiveNode, measureLive, startFollower, waitApplied } from './live.js';
 
 /** Mainnet today: transactions to project a full sync to. */
@@ -122,6 +127,7 @@ async function main(): Promise<void> {
       'skip-rpc': { type: 'boolean' },
       'import-only': { type: 'boolean' },
       'cpu-prof': { type: 'string' },
+      baseline: { type: 'string' },
       'cache-dir': { type: 'string' },
       json: { type: 'string' },
     },
@@ -160,6 +166,24 @@ async function main(): Promise<void> {
     result.import = { ...imp, txs: importTxs, loadTxPerSec: Math.round(loadTps), txPerSec: Math.round(totalTps), blocksPerSec: round((imp.blocks * 1000) / (imp.loadMs + imp.finishMs), 1), wallTxPerSec: Math.round(importTxs / (imp.wallMs / 1000)), jsShare: round(imp.importerCpuMs / (imp.importerCpuMs + imp.postgresCpuMs), 2) };
     say(`import: ${importTxs} txs, ${imp.blocks} blocks: load ${round(imp.loadMs / 1000, 1)} s (${Math.round(loadTps)} tx/s) + indexes ${round(imp.finishMs / 1000, 1)} s = ${Math.round(totalTps)} tx/s; wall ${round(imp.wallMs / 1000, 1)} s; CPU importer ${round(imp.importerCpuMs / 1000, 1)} s, PostgreSQL ${round(imp.postgresCpuMs / 1000, 1)} s`);
     say(`import finish steps (ms): ${Object.entries(imp.finishSteps).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+
+    // 1b. the same import by the baseline's code, same corpus, a fresh database of the same PostgreSQL
+    const baselineRef = values.baseline ?? (values.quick ? 'none' : DEFAULT_BASELINE);
+    if (baselineRef !== 'none') {
+      const base = checkoutBaseline(baselineRef, say);
+      try {
+        const baseUrl = await pgs.createDatabase('bw_baseline');
+        const bi = await importCorpus(corpus.dir, baseUrl, nearTip, [], pgs, base.dir);
+        if (bi.tip !== initialTip) throw new Error(`baseline import stopped at ${bi.tip}, expected ${initialTip}`);
+        const bLoad = importTxs / (bi.loadMs / 1000);
+        const bTotal = importTxs / ((bi.loadMs + bi.finishMs) / 1000);
+        result.baseline = { ref: baselineRef, commit: base.commit, deps: base.deps, ...bi, loadTxPerSec: Math.round(bLoad), txPerSec: Math.round(bTotal), ratio: round(totalTps / bTotal, 2), loadRatio: round(loadTps / bLoad, 2), cpuRatio: round(imp.importerCpuMs / bi.importerCpuMs, 2) };
+        say(`baseline ${baselineRef} (${base.commit.slice(0, 12)}): load ${round(bi.loadMs / 1000, 1)} s (${Math.round(bLoad)} tx/s) + indexes ${round(bi.finishMs / 1000, 1)} s = ${Math.round(bTotal)} tx/s; CPU importer ${round(bi.importerCpuMs / 1000, 1)} s; current / baseline: import ${round(totalTps / bTotal, 2)} ×, load ${round(loadTps / bLoad, 2)} ×`);
+        await pgs.query('postgres', 'DROP DATABASE bw_baseline');
+      } finally {
+        base.remove();
+      }
+    }
 
     if (values['import-only']) {
       say(`RESULT ${JSON.stringify(result)}`);
