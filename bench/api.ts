@@ -9,8 +9,9 @@
  * the rate served and its p50/p99. (2) includes POST /v1/addresses/batch with the balances of
  * 1,000 random addresses per request.
  * Run: `node --import tsx bench/api.ts [--duration S] [--connections N] [--rate R] [--only TEXT]
- * [--skip-paging] [--skip-rate] [--hot-txs N] [--addresses N] [--payments N]` (`--only
- * floor,transaction`: the runs whose label contains any of the texts; DATABASE_URL and
+ * [--skip-paging] [--skip-rate] [--hot-txs N] [--addresses N] [--payments N] [--rounds N]` (`--only
+ * floor,transaction`: the runs whose label contains any of the texts; `--rounds 3`: (2)'s runs
+ * three times in turn, on a shared machine the ratios of one round against its own floor; DATABASE_URL and
  * REDIS_URL optional: an ephemeral PostgreSQL and redis-server are started otherwise; an index
  * of the same size already built in DATABASE_URL is reused; `--rate` caps (2) at R req/s; the
  * sizes default to the ones above, smaller ones make a quick run that still takes every step).
@@ -53,6 +54,7 @@ const { values: opts } = parseArgs({
     'hot-txs': { type: 'string', default: '1000000' },
     addresses: { type: 'string', default: '200000' },
     payments: { type: 'string', default: '10000' },
+    rounds: { type: 'string', default: '1' },
   },
 });
 const DURATION = Number(opts.duration);
@@ -298,10 +300,16 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
       process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each, as fast as they go (server and load generator share the 2 cores):\n`);
       process.stdout.write("| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|\n");
       let floor = 0;
-      for (const [label, path, body] of scenarios.filter(([l]) => only(l))) {
+      let warmed = false;
+      // (`--rounds N`: the chosen runs N times in turn, each ratio against the floor of its own round)
+      const chosen = scenarios.filter(([l]) => only(l));
+      for (const [label, path, body] of Array.from({ length: Number(opts.rounds) }, () => chosen).flat()) {
         // (each payment once first: the API holds transactions it built, API_TX_CACHE_MB, and an SDK
         // mostly asks again for transactions it asked for before; BENCH_API_TX_CACHE_MB=0 measures first lookups)
-        if (label.startsWith('transaction')) await warmUp(payTxids.map((t) => `/v1/transactions/${t}`));
+        if (label.startsWith('transaction') && !warmed) {
+          await warmUp(payTxids.map((t) => `/v1/transactions/${t}`));
+          warmed = true;
+        }
         const { result, api, pg, gen, held } = await run(path, CONNECTIONS, opts.rate ? Number(opts.rate) : undefined, body);
         if (label.startsWith('floor')) floor = result.requests.average;
         const ratio = floor > 0 ? `${((100 * result.requests.average) / floor).toFixed(0)} %` : '-';
