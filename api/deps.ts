@@ -11,6 +11,7 @@ import type { Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { NetworkName } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
+import type { ChainChanges } from '../src/db/chain-changes.js';
 import type { Logger } from '../src/log.js';
 import type { ApiKeyPrincipal, Scope } from '../src/auth/keys.js';
 import type { HookUrlPolicy } from '../src/net/hook-url.js';
@@ -111,6 +112,12 @@ export type ApiDeps = {
   verifyKey?: (presented: string) => Promise<ApiKeyPrincipal | null>;
   /** The principal of a key the verifier remembers, without any check (lets the rate limit start early). */
   peekKey?: (presented: string) => ApiKeyPrincipal | undefined;
+  /**
+   * Chain changes of the database chain reads come from (startApi: the key verifier's LISTEN
+   * connection, without read replicas): a held transaction is answered without reading its row
+   * again while none came (api/held-transactions.ts). Without it every lookup reads its row.
+   */
+  chainChanges?: ChainChanges;
   /**
    * The server keys that open signing keys' secrets (src/auth/secret-box.ts), read on each signed
    * request (startApi re-reads the keyring file when it changed); without it signed requests fail.

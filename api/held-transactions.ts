@@ -13,9 +13,17 @@
  * a block or by a mempool transaction) moves without the row changing; it comes from the same
  * statement every time and is never held. So a held answer is always the answer the rows give
  * now. Least recently used transactions go first once `maxBytes` is reached.
+ *
+ * With `changes` (chain notifications, src/db/chain-changes.ts) a lookup need not read the row
+ * at all: the answer a statement gave is kept with the notification generation read before that
+ * statement was sent, and a lookup whose read barrier (started after the request arrived) finds
+ * the generation unchanged answers it as is — no write to any table that answer is read from
+ * (tip included) committed between that statement and the request, so a statement now would read
+ * the same rows.
  * @module
  */
 import type { ConfirmedTxRow } from '../src/db/queries/api-chain.js';
+import type { ChainChanges } from '../src/db/chain-changes.js';
 
 /** What a held transaction costs besides what `bytesOf` counts (map entry, records, key). */
 const OVERHEAD_BYTES = 400;
@@ -42,7 +50,11 @@ type Held<T> = { row: RowFields; value: T; bytes: number };
 export class HeldTransactions<T> {
   private readonly held = new Map<string, Held<T>>();
   private bytes = 0;
-  constructor(readonly maxBytes: number) {}
+  constructor(
+    readonly maxBytes: number,
+    /** Chain notifications, when the process receives them (see the module comment). */
+    readonly changes?: ChainChanges,
+  ) {}
 
   /** Transactions held, and the bytes counted for them. */
   get size(): { transactions: number; bytes: number } {
@@ -60,6 +72,16 @@ export class HeldTransactions<T> {
       return undefined;
     }
     this.held.set(key, h); // (most recently used last)
+    return h.value;
+  }
+
+  /** What is held for `txid`, unchecked (most recently used now); see the module comment for when it may be answered. */
+  peek(txid: Buffer): T | undefined {
+    const key = txid.toString('latin1');
+    const h = this.held.get(key);
+    if (!h) return undefined;
+    this.held.delete(key);
+    this.held.set(key, h);
     return h.value;
   }
 

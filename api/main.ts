@@ -188,7 +188,9 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
           connectTimeoutMs: Math.max(100, Math.floor(deps.config.apiRequestTimeoutMs / 4)),
         })
       : undefined;
-  const keys = await createKeyVerifier({ db, log, ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
+  // (chain changes on the keys' connection: held transactions answered without their row while none came;
+  // not with replicas, whose state the primary's notifications do not describe)
+  const keys = await createKeyVerifier({ db, log, chainChanges: !replicas, ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
   // Rate-limit counters on a connection of the API's own that sends concurrent requests' commands
   // in one write (auto-pipelining): one syscall per event-loop turn instead of one per request.
   const redis = deps.redis?.duplicate({ enableAutoPipelining: true });
@@ -225,6 +227,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     verifyKey: (k) => keys.verify(k),
     keyring: keyringGetter(deps.config, (err) => log.warn({ err }, 'server keys not read')),
     peekKey: (k) => keys.peek(k),
+    ...(keys.chain ? { chainChanges: keys.chain } : {}),
     settings,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });

@@ -182,14 +182,19 @@ export async function loadTransactionJson(db: Kysely<Database>, network: Network
  * A held confirmed transaction (api/held-transactions.ts): everything but the spend state of its
  * outputs, and the transaction with the spend state it was last asked with.
  */
-type HeldTx = { base: Omit<IndexedTx, 'used'>; last: { unspent: number[]; mempoolSpent: number[]; tx: IndexedTx } };
+type HeldTx = {
+  base: Omit<IndexedTx, 'used'>;
+  last: { unspent: number[]; mempoolSpent: number[]; tx: IndexedTx };
+  /** The answer of the last statement that read the row, with the chain generation read before it was sent. */
+  seen?: { generation: number; tx: IndexedTx; tip: Tip };
+};
 export type HeldTxs = HeldTransactions<HeldTx>;
 
 const heldByApp = new WeakMap<ResolvedApiDeps, HeldTxs | undefined>();
 
 /** The confirmed transactions an app holds (one for its /v1 and bare routes), or undefined when API_TX_CACHE_MB is 0. */
 export function heldTransactions(deps: ResolvedApiDeps): HeldTxs | undefined {
-  if (!heldByApp.has(deps)) heldByApp.set(deps, deps.settings.txCacheBytes > 0 ? new HeldTransactions<HeldTx>(deps.settings.txCacheBytes) : undefined);
+  if (!heldByApp.has(deps)) heldByApp.set(deps, deps.settings.txCacheBytes > 0 ? new HeldTransactions<HeldTx>(deps.settings.txCacheBytes, deps.chainChanges) : undefined);
   return heldByApp.get(deps);
 }
 
@@ -293,17 +298,27 @@ function lookups(db: Kysely<Database>) {
 type IndexedRead = { tx: IndexedTx; mempoolRaw: Buffer | null; tip: Tip };
 
 async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs | undefined): Promise<IndexedRead | undefined> {
+  // (read before the statement is sent: a change committed after this moves it, api/held-transactions.ts)
+  const generation = held?.changes?.generation;
+  if (generation !== undefined) {
+    const seen = held!.peek(txid)?.seen;
+    // No change since the statement that gave `seen`, up to a barrier started after the request came.
+    if (seen?.generation === generation && (await held!.changes!.settled()) && held!.changes!.generation === generation) return { tx: seen.tx, mempoolRaw: null, tip: seen.tip };
+  }
   const confirmed = await lookups(db).confirmed(txid);
   if (confirmed) {
     const tip = tipOfRow(confirmed);
-    const kept = held && fromHeld(held, confirmed);
-    if (kept) return { tx: kept, mempoolRaw: null, tip };
-    const block = { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time };
-    const tx = (await confirmedTxs(db, [confirmed], block))[0]!;
-    if (held) {
-      const { used: _used, ...base } = tx;
-      held.set(confirmed, tx.inputs.length + tx.outputs.length, { base, last: { unspent: confirmed.unspent_vouts, mempoolSpent: confirmed.mempool_spent_vouts, tx } });
+    let tx = held && fromHeld(held, confirmed);
+    if (!tx) {
+      const block = { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time };
+      tx = (await confirmedTxs(db, [confirmed], block))[0]!;
+      if (held) {
+        const { used: _used, ...base } = tx;
+        held.set(confirmed, tx.inputs.length + tx.outputs.length, { base, last: { unspent: confirmed.unspent_vouts, mempoolSpent: confirmed.mempool_spent_vouts, tx } });
+      }
     }
+    const entry = generation !== undefined ? held!.peek(txid) : undefined;
+    if (entry) entry.seen = { generation: generation!, tx, tip };
     return { tx, mempoolRaw: null, tip };
   }
   const { value, tip } = await readAtTip(db, (trx) => readMempoolTx(trx, txid));

@@ -36,6 +36,7 @@ import type { ChainSource } from './chain-source.js';
 import { pgTypes } from '../src/db/connect.js';
 import { copyIn } from './copy-binary.js';
 import { entriesWithin, OutpointCache } from './outpoint-cache.js';
+import { CHAIN_CHANNEL } from '../src/db/chain-changes.js';
 import type { BulkPath } from './run.js';
 
 /** A block of the chain to load, in height order. */
@@ -549,7 +550,8 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
          WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)
          ORDER BY u.addr_key, u.tx_num;
        DROP TABLE utxos;
-       ALTER TABLE utxos_live RENAME TO utxos;`,
+       ALTER TABLE utxos_live RENAME TO utxos;
+       NOTIFY ${CHAIN_CHANNEL};`, // (the new table has no trigger: src/db/chain-changes.ts)
     },
     {
       name: 'balances',
@@ -578,7 +580,8 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
                FROM (SELECT addr_key, min(first_tx_num) AS f, string_agg(${SQL_HISTORY.entries()}, ''::bytea ORDER BY first_tx_num) AS e
                      FROM history GROUP BY addr_key) a) c;
        DROP TABLE history;
-       ALTER TABLE history_merged RENAME TO history;`,
+       ALTER TABLE history_merged RENAME TO history;
+       NOTIFY ${CHAIN_CHANNEL};`, // (the new table has no trigger: src/db/chain-changes.ts)
     },
     ...indexSteps(HISTORY_INDEXES),
     {

@@ -20,6 +20,7 @@ import * as m0015 from './0015_wallet_balances.js';
 import * as m0016 from './0016_script_aliases.js';
 import * as m0017 from './0017_asset_colors.js';
 import * as m0018 from './0018_tx_sizes.js';
+import * as m0019 from './0019_chain_notify.js';
 import * as m0020 from './0020_streams.js';
 import * as m0030 from './0030_stamps.js';
 
@@ -40,6 +41,7 @@ export const migrations: Record<string, Migration> = {
   '0016_script_aliases': m0016,
   '0017_asset_colors': m0017,
   '0018_tx_sizes': m0018,
+  '0019_chain_notify': m0019,
   '0020_streams': m0020,
   '0030_stamps': m0030,
 };

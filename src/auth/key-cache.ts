@@ -8,7 +8,8 @@
  * requests share one barrier, so under load a key costs a fraction of a round trip and no pool
  * connection. While the LISTEN connection is down the cache is emptied and bypassed, and entries
  * expire after `ttlMs` anyway. Only successful verifications are cached; failures always take
- * the full, uniform path of `verifyApiKey`.
+ * the full, uniform path of `verifyApiKey`. With `chainChanges` the same connection also LISTENs
+ * for chain changes (src/db/chain-changes.ts) and lends them the same barrier (`chain`).
  * @module
  */
 import type pg from 'pg';
@@ -18,6 +19,7 @@ import type { Logger } from '../log.js';
 import { digestApiKey } from './api-key.js';
 import { verifyApiKey, type ApiKeyPrincipal } from './keys.js';
 import { listenKeyEvents, type KeyEvents } from './key-events.js';
+import type { ChainChanges } from '../db/chain-changes.js';
 
 export { KEY_CHANNEL } from './key-events.js';
 
@@ -27,6 +29,8 @@ export type KeyVerifier = {
   peek(presented: string): ApiKeyPrincipal | undefined;
   /** True while the LISTEN connection is up and verified keys are served from memory. */
   readonly caching: boolean;
+  /** Chain changes seen on the same connection (with `chainChanges`), sharing the keys' read barrier. */
+  readonly chain?: ChainChanges;
   close(): Promise<void>;
 };
 
@@ -39,6 +43,8 @@ export type KeyVerifierOptions = {
   ttlMs?: number;
   /** Most keys remembered (default 10,000; the oldest go first). */
   maxEntries?: number;
+  /** Also listen for chain changes (`chain`). */
+  chainChanges?: boolean;
 };
 
 /** Creates the verifier; resolves once the LISTEN connection is up (or failed: no cache). */
@@ -54,6 +60,8 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
   /** The barrier query in flight, and the one queued to start after it (shared by waiters). */
   let inflight: Promise<void> | null = null;
   let queued: Promise<void> | null = null;
+  /** Chain notifications seen, moved too when the connection goes or comes (see ChainChanges). */
+  let chainGeneration = 0;
 
   function runBarrier(c: pg.Client): Promise<void> {
     const p = c.query('SELECT 1').then(
@@ -95,24 +103,44 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
         generation++;
         dropKey(id);
       },
+      ...(opts.chainChanges ? { onChain: () => void chainGeneration++ } : {}),
       onUp: (c) => {
         client = c;
         cache.clear();
         generation++;
+        chainGeneration++;
         listening = true;
       },
       onDown: () => {
         client = undefined;
         listening = false;
+        chainGeneration++;
         cache.clear();
       },
     });
   }
 
+  const chain: ChainChanges = {
+    get generation() {
+      return chainGeneration;
+    },
+    async settled() {
+      const c = client;
+      if (!listening || !c) return false;
+      try {
+        await barrier(c);
+      } catch {
+        return false;
+      }
+      return listening && client === c;
+    },
+  };
+
   return {
     get caching() {
       return listening;
     },
+    ...(opts.chainChanges && opts.databaseUrl ? { chain } : {}),
     peek(presented) {
       return listening ? cache.get(digestApiKey(presented).toString('hex'))?.principal : undefined;
     },

@@ -10,6 +10,7 @@
  */
 import pg from 'pg';
 import type { Logger } from '../log.js';
+import { CHAIN_CHANNEL } from '../db/chain-changes.js';
 
 export const KEY_CHANNEL = 'blockwire_api_keys';
 
@@ -20,6 +21,8 @@ export type KeyEventsOptions = {
   log?: Logger;
   /** A key changed (its id, as text). */
   onChange(keyId: string): void;
+  /** With it, the connection also LISTENs for chain changes (src/db/chain-changes.ts) and calls it on each. */
+  onChain?(): void;
   /** Listening (first connect, or a reconnect after notifications may have been lost). */
   onUp?(client: pg.Client): void;
   /** The connection was lost: notifications are missed until onUp. */
@@ -65,13 +68,16 @@ export async function listenKeyEvents(opts: KeyEventsOptions): Promise<KeyEvents
     c.on('error', lost);
     c.on('end', () => lost());
     c.on('notification', (n) => {
-      if (n.channel !== KEY_CHANNEL || client !== c) return;
+      if (client !== c) return;
+      if (n.channel === CHAIN_CHANNEL) return opts.onChain?.();
+      if (n.channel !== KEY_CHANNEL) return;
       generation++;
       if (n.payload) opts.onChange(n.payload);
     });
     try {
       await c.connect();
       await c.query(`LISTEN ${KEY_CHANNEL}`);
+      if (opts.onChain) await c.query(`LISTEN ${CHAIN_CHANNEL}`);
       if (closed) {
         await c.end().catch(() => {});
         return;

@@ -4,7 +4,9 @@
  * run against it without pause. No request may fail with a 5xx or answer a malformed body;
  * an address or transaction that is momentarily absent is a clean 404. And deep history pages
  * answered from chunks the API holds stay equal to those Postgres cuts as blocks are undone, and
- * transaction answers from transactions it holds equal to those built afresh.
+ * transaction answers from transactions it holds equal to those built afresh — also when they
+ * are answered without reading their row (chain notifications: src/db/chain-changes.ts), right
+ * after a block is applied or undone or a mempool spend comes and goes.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
@@ -15,6 +17,8 @@ import { loadChainA } from '../../support/chain-fixture.js';
 import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
+import { createKeyVerifier } from '../../../src/auth/key-cache.js';
+import type { ChainChanges } from '../../../src/db/chain-changes.js';
 
 describeFixtures('API reads during reorgs', () => {
   let t: TestDatabase;
@@ -69,7 +73,20 @@ describeFixtures('API reads during reorgs', () => {
     // A fresh index; an API holding chunks and transactions (`cached`) and one that never does (`plain`).
     const t2 = await createMigratedDatabase('apireorg2');
     const metrics = createMetrics({ db: t2.db, log: silentLogger(), roles: ['api'], processMetrics: false });
-    const cached = await createApiHarness({ settings: { rateLimit: 10_000_000 }, metrics }, t2);
+    // (chain notifications as startApi has them: a held transaction is answered without its row while none came)
+    const keys = await createKeyVerifier({ db: t2.db, databaseUrl: t2.url, chainChanges: true });
+    let unread = 0;
+    const changes: ChainChanges = {
+      get generation() {
+        return keys.chain!.generation;
+      },
+      settled: async () => {
+        const ok = await keys.chain!.settled();
+        if (ok) unread++;
+        return ok;
+      },
+    };
+    const cached = await createApiHarness({ settings: { rateLimit: 10_000_000 }, metrics, chainChanges: changes }, t2);
     const plain = await createApiHarness({ settings: { rateLimit: 10_000_000, historyCacheBytes: 0, txCacheBytes: 0 } }, t2);
     try {
       const chain = loadChainA();
@@ -107,12 +124,25 @@ describeFixtures('API reads during reorgs', () => {
         if (step.label === 'D' || chain.steps[i + 1]?.label === 'D' || i % 25 === 0) await compare();
       }
       await compare();
+      // A mempool spend of a held transaction's output, and its end: each seen on the next lookup.
+      const u = (await t2.db.selectFrom('utxos').select(['txid', 'vout']).orderBy('tx_num', 'desc').limit(1).executeTakeFirstOrThrow());
+      const unspent = { txid: Buffer.from(u.txid).reverse().toString('hex'), vout: u.vout };
+      txids.push(unspent.txid);
+      await compare();
+      expect((await cached.get(`/v1/transactions/${unspent.txid}`)).json().outputs[unspent.vout].used).toBe(false);
+      await t2.db.insertInto('mempool_spends').values({ prev_txid: u.txid, prev_vout: u.vout, txid: Buffer.alloc(32, 9) }).execute();
+      await compare();
+      expect((await cached.get(`/v1/transactions/${unspent.txid}`)).json().outputs[unspent.vout].used).toBe(true);
+      await t2.db.deleteFrom('mempool_spends').execute();
+      await compare();
       // (expected.json lists history oldest first)
       for (const a of busiest) expect((await walkPages(cached, `/v1/addresses/${a}/history?limit=2`)).items.reverse(), a).toEqual(chain.expected.addresses[a]!.history);
       const held = Number(/^blockwire_api_history_pages_total\{source="held"\} (\d+)$/m.exec(await metrics.render())![1]);
       expect(held).toBeGreaterThan(0);
       expect(heldAnswers).toBeGreaterThan(0);
+      expect(unread).toBeGreaterThan(0);
     } finally {
+      await keys.close();
       await cached.close();
       await plain.close();
       await t2.drop();
