@@ -21,10 +21,13 @@
  */
 import { HistoryEntries, type HistoryChunk } from '../src/db/queries/api-address.js';
 
-/** The page a held chunk gives, and the version of the chunk the statement must still find. */
-export type HeldPage = { version: string; chain: HistoryEntries };
+/**
+ * The page a held chunk gives, the version of the chunk the statement must still find, and the
+ * chain generation (src/db/chain-changes.ts) read before the last statement that found it so.
+ */
+export type HeldPage = { version: string; chain: HistoryEntries; checked: number | undefined };
 
-type Held = HistoryChunk & { at: number };
+type Held = HistoryChunk & { at: number; checked?: number };
 
 /** What a held chunk costs besides its entries and txids (key, map entry, record), counted against maxBytes. */
 const OVERHEAD_BYTES = 160;
@@ -93,7 +96,13 @@ export class HistoryChunkCache {
       positions.writeBigInt64BE(first, k * 20 + 8);
       positions.writeInt32BE(i, k * 20 + 16);
     }
-    return { version: held.version, chain: new HistoryEntries(txids, positions) };
+    return { version: held.version, chain: new HistoryEntries(txids, positions), checked: held.checked };
+  }
+
+  /** A statement sent after chain generation `generation` was read found chunk `first` at `version`. */
+  checked(addrKey: string, first: bigint, version: string, generation: number): void {
+    const held = this.chunks.get(keyOf(addrKey, first));
+    if (held?.version === version) held.checked = generation;
   }
 
   /** Holds chunk `first` of the address as a statement read it. */

@@ -19,6 +19,7 @@ import {
   getImmatureCoinbase,
   listHistoryPages,
   readHistoryChunk,
+  type HistoryPage,
   type HistoryPageRequest,
   listUnspentPage,
 } from '../../src/db/queries/api-address.js';
@@ -34,7 +35,7 @@ import { addAssetColors, historyCut, immatureCoinbases, streamHistory, streamUns
 import { batchPerTick } from '../tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
 import { setTipHeaders, withTipHeaders } from '../tip.js';
-import { HistoryChunkCache } from '../history-chunk-cache.js';
+import { HistoryChunkCache, type HeldPage } from '../history-chunk-cache.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
 
@@ -119,6 +120,15 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
   // So do history pages (one statement for one page or many), with the chunks paging reads held.
   const chunks = heldChunks(deps);
   if (chunks) app.addHook('onClose', () => chunks.settled());
+  // With chain notifications (src/db/chain-changes.ts), a page of a held chunk that a statement
+  // found unchanged after generation g, while the generation is still g after a read barrier
+  // started after the request came, is answered without a statement: no write to `history`,
+  // `txs` or `chain_tip` committed since, so the chunk, its txids and the tip are still those.
+  // (only chain-part pages are held: a cursor in the chain part has no mempool part)
+  const changes = chunks && deps.chainChanges;
+  let lastTip: { generation: number; tip: HistoryPage['tip'] } | undefined;
+  const unchangedSince = async (held: HeldPage, generation: number | undefined) =>
+    generation !== undefined && held.checked === generation && lastTip?.generation === generation && (await changes!.settled()) && changes!.generation === generation;
   const historyPages = batchPerTick((requests: HistoryPageRequest[]) =>
     listHistoryPages(deps.readDb, requests).catch((err: unknown) => {
       chunks?.clear(); // the database may come back as another one (a restore): its chunks are not ours
@@ -169,15 +179,23 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
       // statement); otherwise the statement cuts it and the chunk is read for the next pages.
       const reusable = chunks !== undefined && at !== undefined && q.min_conf <= 1 && at.index > q.limit;
       const held = reusable ? chunks.page(addrKey, at.first, at.index, bound!.txNum, q.limit + 1) : undefined;
-      const page = await historyPages({
-        addrKey,
-        mempoolAfter: mempoolAfter(q, cursor),
-        before: bound ? bound.txNum : MAX_TX_NUM,
-        at,
-        minConf: q.min_conf,
-        limit: q.limit + 1,
-        held,
-      });
+      // (read before the statement is sent: a change committed after this moves it)
+      const generation = changes?.generation;
+      const page =
+        (held && (await unchangedSince(held, generation)) && { mempool: [], chain: held.chain, fromHeld: true, tip: lastTip!.tip }) ||
+        (await historyPages({
+          addrKey,
+          mempoolAfter: mempoolAfter(q, cursor),
+          before: bound ? bound.txNum : MAX_TX_NUM,
+          at,
+          minConf: q.min_conf,
+          limit: q.limit + 1,
+          held,
+        }));
+      if (generation !== undefined) {
+        lastTip = { generation, tip: page.tip };
+        if (page.fromHeld) chunks!.checked(addrKey, at!.first, held!.version, generation);
+      }
       // (read the chunk when it is not held or the statement found a newer version; a cursor
       // that names no entry of a held chunk gets no read)
       if (reusable && !page.fromHeld && (held !== undefined || !chunks.holds(addrKey, at.first))) chunks.want(addrKey, at.first);
