@@ -20,24 +20,21 @@ export type BalanceParts = {
   confirmed: bigint;
   /** Net change of the mempool: received − sent over the address's mempool transactions. */
   mempool: bigint;
-  known: boolean;
   tipHeight: number;
   /** The tip's hash (null while nothing is indexed). */
   tipHash: Buffer | null;
 };
 
-type BalancePartsRow = { confirmed: bigint | null; mempool: bigint | null; known: boolean; tip_height: number | null; tip_hash: Buffer | null };
+type BalancePartsRow = { confirmed: bigint | null; mempool: bigint | null; tip_height: number | null; tip_hash: Buffer | null };
 
 
 /** The columns of one address's balance parts; `key` is its addr_key (a parameter or a column). */
 const balancePartsColumns = (key: RawBuilder<string>) => sql`
   (SELECT balance FROM balances WHERE addr_key = ${key}) AS confirmed,
   (SELECT sum(received - sent)::int8 FROM mempool_addresses WHERE addr_key = ${key}) AS mempool,
-  (EXISTS (SELECT 1 FROM history WHERE addr_key = ${key})
-    OR EXISTS (SELECT 1 FROM mempool_addresses WHERE addr_key = ${key})) AS known,
   ${TIP_COLUMNS}`;
 
-const toBalanceParts = (row: BalancePartsRow): BalanceParts => ({ confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, known: row.known, tipHeight: row.tip_height ?? -1, tipHash: row.tip_hash });
+const toBalanceParts = (row: BalancePartsRow): BalanceParts => ({ confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, tipHeight: row.tip_height ?? -1, tipHash: row.tip_hash });
 
 /** The pieces of the min_conf=0 balance in one round trip, and whether the address is known. */
 export async function getBalanceParts(db: Kysely<Database>, addrKey: string): Promise<BalanceParts> {
