@@ -19,6 +19,7 @@ import { createMetrics } from '../../../src/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
 import { createKeyVerifier } from '../../../src/auth/key-cache.js';
 import type { ChainChanges } from '../../../src/db/chain-changes.js';
+import { waitFor } from '../../support/wait.js';
 
 describeFixtures('API reads during reorgs', () => {
   let t: TestDatabase;
@@ -86,6 +87,8 @@ describeFixtures('API reads during reorgs', () => {
         return ok;
       },
     };
+    // (its first connection may fail on a busy server: it retries every second)
+    await waitFor('the chain notifications connection', () => keys.caching, 120_000);
     const cached = await createApiHarness({ settings: { rateLimit: 10_000_000 }, metrics, chainChanges: changes }, t2);
     const plain = await createApiHarness({ settings: { rateLimit: 10_000_000, historyCacheBytes: 0, txCacheBytes: 0 } }, t2);
     try {
