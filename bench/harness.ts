@@ -279,6 +279,8 @@ export interface ImportResult {
   peakRssBytes: number | null;
   /** Its memory budget (IMPORT_MEMORY_MB), when it logs one. */
   memoryMb: number | null;
+  /** The outpoint cache's bound and, once reached, its trims and the outputs read back from PostgreSQL (null for code without a bound). */
+  cache: { maxEntries: number; evictions: number; dropped: number; readBack: number } | null;
 }
 
 /** Peak resident set (VmHWM) of a live process, bytes; null when /proc does not have it. */
@@ -323,6 +325,7 @@ export async function importCorpus(dir: string, databaseUrl: string, nearTip: nu
     postgresCpuMs: (pgs?.cpuMs() ?? 0) - pg0,
     peakRssBytes: own ? Math.max(Number(own.peakRssBytes), peak ?? 0) : peak,
     memoryMb: own ? Number(own.memoryMb) : null,
+    cache: done.cacheMaxEntries === undefined ? null : { maxEntries: Number(done.cacheMaxEntries), evictions: Number(done.cacheEvictions), dropped: Number(done.cacheDropped), readBack: Number(done.cacheReadBack) },
   };
 }
 

@@ -164,7 +164,7 @@ async function main(): Promise<void> {
     const loadTps = importTxs / (imp.loadMs / 1000);
     const totalTps = importTxs / ((imp.loadMs + imp.finishMs) / 1000);
     result.import = { ...imp, txs: importTxs, loadTxPerSec: Math.round(loadTps), txPerSec: Math.round(totalTps), blocksPerSec: round((imp.blocks * 1000) / (imp.loadMs + imp.finishMs), 1), wallTxPerSec: Math.round(importTxs / (imp.wallMs / 1000)), jsShare: round(imp.importerCpuMs / (imp.importerCpuMs + imp.postgresCpuMs), 2) };
-    say(`import: ${importTxs} txs, ${imp.blocks} blocks: load ${round(imp.loadMs / 1000, 1)} s (${Math.round(loadTps)} tx/s) + indexes ${round(imp.finishMs / 1000, 1)} s = ${Math.round(totalTps)} tx/s; wall ${round(imp.wallMs / 1000, 1)} s; CPU importer ${round(imp.importerCpuMs / 1000, 1)} s, PostgreSQL ${round(imp.postgresCpuMs / 1000, 1)} s`);
+    say(`import: ${importTxs} txs, ${imp.blocks} blocks: load ${round(imp.loadMs / 1000, 1)} s (${Math.round(loadTps)} tx/s) + indexes ${round(imp.finishMs / 1000, 1)} s = ${Math.round(totalTps)} tx/s; wall ${round(imp.wallMs / 1000, 1)} s; CPU importer ${round(imp.importerCpuMs / 1000, 1)} s, PostgreSQL ${round(imp.postgresCpuMs / 1000, 1)} s; peak RSS ${imp.peakRssBytes === null ? '?' : Math.round(imp.peakRssBytes / 2 ** 20)} MiB of ${imp.memoryMb ?? '?'}${imp.cache ? `; outpoint cache bound ${imp.cache.maxEntries}, ${imp.cache.evictions} trims, ${imp.cache.dropped} dropped, ${imp.cache.readBack} read back` : ''}`);
     say(`import finish steps (ms): ${Object.entries(imp.finishSteps).map(([k, v]) => `${k} ${v}`).join(', ')}`);
 
     // 1b. the same import by the baseline's code, same corpus, a fresh database of the same PostgreSQL
