@@ -303,7 +303,7 @@ async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs |
   if (generation !== undefined) {
     const seen = held!.peek(txid)?.seen;
     // No change since the statement that gave `seen`, up to a barrier started after the request came.
-    if (seen?.generation === generation && (await held!.changes!.settled()) && held!.changes!.generation === generation) return { tx: seen.tx, mempoolRaw: null, tip: seen.tip };
+    if (seen?.generation === generation && (await held!.changes!.unchangedSince(generation))) return { tx: seen.tx, mempoolRaw: null, tip: seen.tip };
   }
   const confirmed = await lookups(db).confirmed(txid);
   if (confirmed) {

@@ -119,6 +119,8 @@ function runOne(def: BenchDef, quick: boolean, extra: string[] = []): Promise<Be
 
 type Num = number | null | undefined;
 const fmt = (x: Num, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }));
+/** Bytes as MB (10^6), '—' when not a number. */
+const mb = (x: unknown, d = 0) => (typeof x === 'number' ? fmt(x / 1e6, d) : '—');
 const met = (ok: boolean | null) => (ok === null ? '—' : ok ? '**met**' : '**missed**');
 
 /** Cell of the first row of any table whose first cell matches `row` in the column whose header matches `col`. */
@@ -205,12 +207,11 @@ export function summary(runs: BenchRun[]): string {
   // (bench/sync's routine run imports 2,000); the smaller import's ratio is reported beside it.
   const size = val(s.size?.ratio);
   const fullSize = w?.size && (val(w.corpus?.blocks) ?? 0) >= 20_000 ? w.size : null;
-  const mbOf = (x: Num) => (typeof x === 'number' ? fmt(x / 1e6) : '—');
   if (fullSize) {
     const r = val(fullSize.ratio);
-    add(`database size / raw block bytes (after VACUUM, CHECKPOINT; ${fmt(val(w!.corpus?.blocks))}-block import)`, fmt(r, 3), `raw blocks ${mbOf(fullSize.rawBlockBytes)} MB, database ${mbOf(fullSize.databaseBytes)} MB`, '≤ 0.8', r === null ? null : r <= 0.8, 'wallets (its index)');
+    add(`database size / raw block bytes (after VACUUM, CHECKPOINT; ${fmt(val(w!.corpus?.blocks))}-block import)`, fmt(r, 3), `raw blocks ${mb(fullSize.rawBlockBytes)} MB, database ${mb(fullSize.databaseBytes)} MB`, '≤ 0.8', r === null ? null : r <= 0.8, 'wallets (its index)');
   }
-  add(`database size / raw block bytes (after VACUUM, CHECKPOINT; ${fmt(blocks)}-block import${fullSize ? '' : ', the target is set on 20,000'})`, fmt(size, 3), `raw blocks ${mbOf(s.size?.rawBlockBytes)} MB`, fullSize ? '(reported)' : '≤ 0.8', fullSize || size === null ? null : size <= 0.8, 'sync');
+  add(`database size / raw block bytes (after VACUUM, CHECKPOINT; ${fmt(blocks)}-block import${fullSize ? '' : ', the target is set on 20,000'})`, fmt(size, 3), `raw blocks ${mb(s.size?.rawBlockBytes)} MB`, fullSize ? '(reported)' : '≤ 0.8', fullSize || size === null ? null : size <= 0.8, 'sync');
 
   // 3. Initial sync.
   const imp = s.import;
@@ -302,7 +303,6 @@ type SyncResult = Record<string, Record<string, unknown> | undefined>;
 /** bench/sync's figures as one table (it prints lines, not tables). */
 export function syncDetails(r: SyncResult): string {
   const n = (x: unknown, d = 0) => (typeof x === 'number' ? fmt(x, d) : '—');
-  const mb = (x: unknown) => (typeof x === 'number' ? fmt(x / 1e6, 1) : '—');
   const s = (x: unknown) => (typeof x === 'number' ? fmt(x / 1000, 1) : '—');
   const c = r.corpus ?? {};
   const i = r.import ?? {};
@@ -313,16 +313,16 @@ export function syncDetails(r: SyncResult): string {
   const v = r.live ?? {};
   const p = r.rpc ?? {};
   const j = r.projection ?? {};
-  const tables = Object.entries((z.tables ?? {}) as Record<string, number>).map(([k, b]) => `${k} ${mb(b)}`).join(', ');
+  const tables = Object.entries((z.tables ?? {}) as Record<string, number>).map(([k, b]) => `${k} ${mb(b, 1)}`).join(', ');
   const perTable = Object.entries((l.perTable ?? {}) as Record<string, { rows: number; ms: number }>).map(([k, x]) => `${k} ${fmt(x.rows)} rows ${s(x.ms)} s`).join(', ');
   return [
     '| step | figures |',
     '|---|---|',
-    `| corpus | ${n(c.txs)} txs, ${mb(c.rawBytes)} MB, ${n(c.reorgs)} reorg(s), ${n(c.staleBlocks)} stale block(s); generated in ${s(c.generatedMs)} s |`,
-    `| import (\`blockwire import --blocks-dir\`) | ${n(i.txs)} txs, ${n(i.blocks)} blocks: load ${s(i.loadMs)} s (**${n(i.loadTxPerSec)} tx/s**) + finish/index builds ${s(i.finishMs)} s = **${n(i.txPerSec)} tx/s**, ${n(i.blocksPerSec, 1)} blocks/s; command wall ${s(i.wallMs)} s; CPU importer ${s(i.importerCpuMs)} s, PostgreSQL ${s(i.postgresCpuMs)} s; importer peak RSS ${mb(i.peakRssBytes)} MB |`,
-    ...(r.baseline ? [`| baseline import (${String(b.ref ?? '—')}, same corpus, same PostgreSQL) | load ${s(b.loadMs)} s (**${n(b.loadTxPerSec)} tx/s**) + finish ${s(b.finishMs)} s = **${n(b.txPerSec)} tx/s**; CPU importer ${s(b.importerCpuMs)} s; peak RSS ${mb(b.peakRssBytes)} MB; current / baseline **${n(b.ratio, 2)} ×** (load ${n(b.loadRatio, 2)} ×, importer CPU ${n(b.cpuRatio, 2)} ×) |`] : []),
-    `| size after VACUUM, CHECKPOINT | database ${mb(z.databaseBytes)} MB (empty schema ${mb(z.emptyDatabaseBytes)} MB) / raw blocks ${mb(z.rawBlockBytes)} MB = **${n(z.ratio, 3)}**; ${tables} MB |`,
-    `| server-side COPY limit | ${n(l.rows)} rows, ${mb(l.fileBytes)} MB in ${s(l.ms)} s = ${n(l.rowsPerSec)} rows/s = ${n(l.txPerSec)} tx/s (${perTable}); import load phase at **${n(l.ratioLoad, 3)}**, with index builds ${n(l.ratioTotal, 3)} |`,
+    `| corpus | ${n(c.txs)} txs, ${mb(c.rawBytes, 1)} MB, ${n(c.reorgs)} reorg(s), ${n(c.staleBlocks)} stale block(s); generated in ${s(c.generatedMs)} s |`,
+    `| import (\`blockwire import --blocks-dir\`) | ${n(i.txs)} txs, ${n(i.blocks)} blocks: load ${s(i.loadMs)} s (**${n(i.loadTxPerSec)} tx/s**) + finish/index builds ${s(i.finishMs)} s = **${n(i.txPerSec)} tx/s**, ${n(i.blocksPerSec, 1)} blocks/s; command wall ${s(i.wallMs)} s; CPU importer ${s(i.importerCpuMs)} s, PostgreSQL ${s(i.postgresCpuMs)} s; importer peak RSS ${mb(i.peakRssBytes, 1)} MB |`,
+    ...(r.baseline ? [`| baseline import (${String(b.ref ?? '—')}, same corpus, same PostgreSQL) | load ${s(b.loadMs)} s (**${n(b.loadTxPerSec)} tx/s**) + finish ${s(b.finishMs)} s = **${n(b.txPerSec)} tx/s**; CPU importer ${s(b.importerCpuMs)} s; peak RSS ${mb(b.peakRssBytes, 1)} MB; current / baseline **${n(b.ratio, 2)} ×** (load ${n(b.loadRatio, 2)} ×, importer CPU ${n(b.cpuRatio, 2)} ×) |`] : []),
+    `| size after VACUUM, CHECKPOINT | database ${mb(z.databaseBytes, 1)} MB (empty schema ${mb(z.emptyDatabaseBytes, 1)} MB) / raw blocks ${mb(z.rawBlockBytes, 1)} MB = **${n(z.ratio, 3)}**; ${tables} MB |`,
+    `| server-side COPY limit | ${n(l.rows)} rows, ${mb(l.fileBytes, 1)} MB in ${s(l.ms)} s = ${n(l.rowsPerSec)} rows/s = ${n(l.txPerSec)} tx/s (${perTable}); import load phase at **${n(l.ratioLoad, 3)}**, with index builds ${n(l.ratioTotal, 3)} |`,
     `| catch-up, every index live | ${n(u.blocks)} blocks, ${n(u.txs)} txs in ${s(u.ms)} s = **${n(u.txPerSec)} tx/s**, ${n(u.blocksPerSec, 2)} blocks/s; per-block fetch → commit p50 ${n(u.applyMsP50)} ms |`,
     `| live (4,000-tx blocks) | ${n(v.blocks)} blocks of ${n(v.txsPerBlock)} txs on an index of ${n(v.indexHeightBefore)} blocks: ZMQ arrival → committed p50 **${n(v.p50)} ms**, p99 **${n(v.p99)} ms**, max ${n(v.max)} ms; indexer fetch → commit p50 ${n(v.applyP50)} ms |`,
     `| initial sync over RPC/REST | ${n(p.txs)} txs in ${s(p.ms)} s = **${n(p.txPerSec)} tx/s** (bulk load ${s(p.loadMs)} s, index builds ${s(p.finishMs)} s); CPU indexer ${s(p.indexerCpuMs)} s, PostgreSQL ${s(p.postgresCpuMs)} s |`,

@@ -128,7 +128,7 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
   const changes = chunks && deps.chainChanges;
   let lastTip: { generation: number; tip: HistoryPage['tip'] } | undefined;
   const unchangedSince = async (held: HeldPage, generation: number | undefined) =>
-    generation !== undefined && held.checked === generation && lastTip?.generation === generation && (await changes!.settled()) && changes!.generation === generation;
+    generation !== undefined && held.checked === generation && lastTip?.generation === generation && (await changes!.unchangedSince(generation));
   const historyPages = batchPerTick((requests: HistoryPageRequest[]) =>
     listHistoryPages(deps.readDb, requests).catch((err: unknown) => {
       chunks?.clear(); // the database may come back as another one (a restore): its chunks are not ours

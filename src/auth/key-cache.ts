@@ -134,6 +134,9 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
       }
       return listening && client === c;
     },
+    async unchangedSince(generation) {
+      return (await chain.settled()) && chainGeneration === generation;
+    },
   };
 
   return {

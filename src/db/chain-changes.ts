@@ -22,4 +22,9 @@ export type ChainChanges = {
    * not listening or the barrier failed: nothing is known.
    */
   settled(): Promise<boolean>;
+  /**
+   * Resolves true when `generation` was read before the request came and nothing has changed
+   * since, up to a barrier started after the call: `settled()` and the generation still the same.
+   */
+  unchangedSince(generation: number): Promise<boolean>;
 };
