@@ -20,7 +20,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { projectRoot } from '../support/fixtures.js';
-import { freePort } from '../../src/embedded/free-port.js';
 import { waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);
@@ -101,14 +100,15 @@ describe.skipIf(!engine.runs && !(engine.missing && process.env.CI === '1'))('th
     console.log(`the compose stack's images built or found current in ${Math.round((Date.now() - started) / 1000)} s`);
     dir = await mkdtemp(join(tmpdir(), 'bw-compose-stack-'));
     const socket = join(dir, 'podman.sock');
-    apiPort = await freePort();
     env = {
       ...process.env,
       CONTAINERS_CONF: containersConf,
       DOCKER_HOST: `unix://${socket}`,
       BLOCKWIRE_IMAGE: 'localhost/blockwire:local',
-      API_PUBLISH: `127.0.0.1:${apiPort}`,
-      STREAM_PUBLISH: `127.0.0.1:${await freePort()}`,
+      // Host ports the engine picks when it binds them ("127.0.0.1::3000"): a port chosen here
+      // first could be taken by a test running beside this one before the engine binds it.
+      API_PUBLISH: '127.0.0.1:',
+      STREAM_PUBLISH: '127.0.0.1:',
       COMPOSE_HTTP_TIMEOUT: '600',
     };
     service = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], { env, stdio: 'ignore' });
@@ -124,6 +124,9 @@ describe.skipIf(!engine.runs && !(engine.missing && process.env.CI === '1'))('th
       await driving;
     }
     console.log(`the compose stack up in ${Math.round((Date.now() - upStarted) / 1000)} s`);
+    const published = (await compose(['port', 'api', '3000'], 60_000)).stdout.trim();
+    apiPort = Number(/:(\d+)$/.exec(published)?.[1]);
+    if (!(apiPort > 0)) throw new Error(`no published port for the api: ${JSON.stringify(published)}`);
   }, 60 * 60_000);
 
   afterAll(async () => {
