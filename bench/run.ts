@@ -27,7 +27,7 @@ interface BenchDef {
 export const BENCHES: BenchDef[] = [
   { name: 'sync', script: 'bench/sync.ts', full: [], quick: ['--quick'] },
   { name: 'decode', script: 'bench/decode.ts', full: [], quick: ['--rounds', '3', '--scure-rounds', '1'] },
-  { name: 'api', script: 'bench/api.ts', full: [], quick: ['--duration', '1', '--connections', '4', '--skip-paging', '--hot-txs', '20000', '--addresses', '20000', '--payments', '2000'] },
+  { name: 'api', script: 'bench/api.ts', full: [], quick: ['--duration', '1', '--warm-up', '1', '--connections', '4', '--skip-paging', '--hot-txs', '20000', '--addresses', '20000', '--payments', '2000'] },
   // Two delivery worker processes: one process running the relay, the stream and a worker used
   // 0.81 of a core at 3,107 deliveries/s while the machine had ~0.6 core free.
   { name: 'events', script: 'bench/events.ts', full: ['--clients', '10000', '--worker-processes', '2'], quick: ['--clients', '20', '--blocks', '3', '--events', '300', '--stream-clients', '2', '--webhooks', '100'] },
