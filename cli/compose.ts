@@ -174,7 +174,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
     deps.metrics?.track({
       indexer: out.indexer,
       streams: out.streams,
-      worker: out.worker?.workers.map((w, i) => ({ transport: WORKER_TRANSPORTS[i] ?? `transport${i}`, events: w.worker })),
+      worker: out.worker?.workers.map((w, i) => ({ transport: WORKER_TRANSPORTS[i] ?? `transport${i}`, events: w.events })),
     });
     return out;
   } catch (err) {

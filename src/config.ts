@@ -168,6 +168,8 @@ export const settings = {
   wsMaxBufferedBytes: setting<number>('BLOCKWIRE_WS_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 'Unread bytes a stream client may have queued before it is disconnected as a slow consumer (close code 4008).', int(1024)),
   webhookTimeoutMs: setting<number>('BLOCKWIRE_WEBHOOK_TIMEOUT_MS', 10_000, 'Time limit of one webhook POST (connect, send, answer), in milliseconds.', int(100, 120_000)),
   webhookConcurrency: setting<number>('BLOCKWIRE_WEBHOOK_CONCURRENCY', 64, 'Deliveries in flight per worker process and transport.', int(1, 10_000)),
+  deliveryBatchSize: setting<number>('BLOCKWIRE_DELIVERY_BATCH', 50, 'Most new deliveries of one hook from one relay batch carried by one queue job (sent over kept-alive connections, each keeping its own webhook-id, log row and retries); 1 = a job per delivery.', int(1, 1000)),
+  deliveryBatchConcurrency: setting<number>('BLOCKWIRE_DELIVERY_BATCH_CONCURRENCY', 4, 'Deliveries of one batch job in flight at once (within BLOCKWIRE_WEBHOOK_CONCURRENCY).', int(1, 1000)),
   workerLockMs: setting<number>('BLOCKWIRE_WORKER_LOCK_MS', 30_000, 'Delivery job lock; a job whose worker died runs again on another worker after about this long.', int(500, 600_000)),
   deliveryRescueMs: setting<number>('BLOCKWIRE_DELIVERY_RESCUE_MS', 120_000, 'A pending delivery this long overdue has its job checked and re-created if Redis lost it.', int(100, 86_400_000)),
   snsEndpoint: setting<string | undefined>('BLOCKWIRE_SNS_ENDPOINT', undefined, 'SNS endpoint override (LocalStack, a local test endpoint); AWS\'s regional endpoint when unset. Credentials come from the AWS SDK\'s usual sources (AWS_ACCESS_KEY_ID…).', url(['http:', 'https:'])),

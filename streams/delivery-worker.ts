@@ -1,23 +1,33 @@
 /**
- * A delivery worker: a BullMQ Worker on one queue (webhooks or sns) that sends each job through
- * its transport and records every attempt in the delivery log before the job ends. Outcomes:
- * delivered → job completes; permanent → `failed` in the log, UnrecoverableError (410 also
- * disables the hook); retryable → `pending` with the next attempt's time, or `dead` (the dead
- * letter) on the last attempt. The retry delay is computed here (streams/retry.ts) and handed to
- * BullMQ through the error, so the log shows exactly when the next attempt comes. A worker
- * killed mid-delivery leaves its job stalled; another worker re-runs it (same webhook-id). A
- * hook whose API key was revoked gets nothing more: its jobs end `failed` ("API key revoked").
+ * A delivery worker: a BullMQ Worker on one queue (webhooks or sns) that sends each delivery
+ * through its transport and records every attempt in the delivery log before the job ends.
+ * Outcomes: delivered → job completes; permanent → `failed` in the log, UnrecoverableError (410
+ * also disables the hook); retryable → `pending` with the next attempt's time, or `dead` (the
+ * dead letter) on the last attempt. The retry delay is computed here (streams/retry.ts) and
+ * handed to BullMQ through the error, so the log shows exactly when the next attempt comes.
+ *
+ * A batch job (streams/queues.ts) carries several deliveries of one hook: it reads their log
+ * rows, sends those still its own (pending, recorded with this job) a few at a time over the
+ * transport's kept-alive connections, and records each outcome. The first retryable failure
+ * stops it: that delivery leaves for a job of its own (id = delivery id) delayed by its retry
+ * delay, and the ones not yet sent leave for jobs of their own due now, so a failing receiver is
+ * tried delivery by delivery as before and every delivery keeps its own schedule.
+ *
+ * A worker killed mid-delivery leaves its job stalled; another worker re-runs it (same
+ * webhook-id; a batch skips what its log rows say was delivered). A hook whose API key was
+ * revoked gets nothing more: its deliveries end `failed` ("API key revoked").
  * @module
  */
+import { EventEmitter } from 'node:events';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { createRedis } from '../src/net/redis.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
 import { disableHook, findHookById, type HookRow } from '../src/db/queries/tenancy-hooks.js';
-import { recordOutcomes, type AttemptOutcome } from '../src/db/queries/tenancy-deliveries.js';
-import { BACKOFF_TYPE, QUEUE_NAMES, type DeliveryJobData, type Transport as TransportName } from './queues.js';
-import { retryDelay, retryDelayAfter } from './retry.js';
+import { readBatchedDeliveries, recordOutcomes, releaseToOwnJobs, type AttemptOutcome } from '../src/db/queries/tenancy-deliveries.js';
+import { BACKOFF_TYPE, BATCH_JOB_NAME, QUEUE_NAMES, createDeliveryQueues, type BatchJobData, type DeliveryJob, type DeliveryJobData, type Transport as TransportName } from './queues.js';
+import { MAX_ATTEMPTS, retryDelay, retryDelayAfter } from './retry.js';
 import type { SendResult, Transport } from './transport.js';
 
 /** A retryable failure carrying the delay the worker chose for the next attempt. */
@@ -49,7 +59,10 @@ export type DeliveryWorkerDeps = {
   transportName: TransportName;
   transport: Transport;
   log: Logger;
+  /** Deliveries in flight at most (over all jobs of this worker). */
   concurrency: number;
+  /** Deliveries of one batch job in flight at most. Default 4. */
+  batchConcurrency?: number;
   /** Job lock; a job whose worker died is re-run after about this long. */
   lockMs: number;
   /**
@@ -68,10 +81,42 @@ export type DeliveryWorkerDeps = {
 
 export type DeliveryWorker = {
   worker: Worker;
+  /**
+   * One event per delivery attempt that ends (whatever job carried it): `completed`, or `failed`
+   * with the error (UnrecoverableError: failed for good; else it is tried again).
+   */
+  events: EventEmitter;
   /** Drops what is cached of the key's hooks (a key notification: it may be revoked). */
   forgetKey(keyId: string): void;
   close(): Promise<void>;
 };
+
+/** What one attempt came to: its log row (`record` it), and for the job how it ends. */
+type Attempted = { outcome: AttemptOutcome } & (
+  | { end: 'done' }
+  | { end: 'failed'; error: string }
+  | { end: 'retry'; error: string; delayMs: number }
+);
+
+/** At most `n` holders at once; the others wait their turn in order. */
+function createGate(n: number) {
+  let free = n;
+  const waiting: (() => void)[] = [];
+  return {
+    async enter(): Promise<void> {
+      if (free > 0) {
+        free -= 1;
+        return;
+      }
+      await new Promise<void>((r) => waiting.push(r));
+    },
+    leave(): void {
+      const next = waiting.shift();
+      if (next) next();
+      else free += 1;
+    },
+  };
+}
 
 /** Outcomes written together: at most this many, or whatever arrived within FLUSH_MS. */
 const FLUSH_ROWS = 200;
@@ -108,6 +153,11 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const log = deps.log.child({ component: `streams.worker.${deps.transportName}` });
   const record = createOutcomeWriter(deps.db);
   const random = deps.random ?? Math.random;
+  const batchConcurrency = Math.max(1, deps.batchConcurrency ?? 4);
+  // Deliveries in flight, over own jobs and batches alike.
+  const gate = createGate(deps.concurrency);
+  // Where a batch's deliveries that must be tried again get jobs of their own.
+  const producer = createDeliveryQueues({ redisUrl: deps.redisUrl, prefix: deps.prefix });
   const hookCacheMs = deps.hookCacheMs ?? 1000;
   const hooks = new Map<string, { at: number; hook: (HookRow & { key_revoked: boolean }) | undefined }>();
 
@@ -119,53 +169,134 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     return hook;
   }
 
-  async function process(job: Job<DeliveryJobData>): Promise<void> {
-    const data = job.data;
-    const attempt = job.attemptsMade + 1;
-    const last = attempt >= (job.opts.attempts ?? 1);
-    const base = { id: data.delivery, redeliveries: seriesOf(job.id), attempts: attempt };
+  /** One attempt of one delivery (`base.attempts` = its number), its outcome not yet recorded. */
+  async function attempt(data: DeliveryJobData, base: { id: string; redeliveries: number; attempts: number }, last: boolean): Promise<Attempted> {
+    const failed = (lastError: string): Attempted => ({ end: 'done', outcome: { ...base, status: 'failed', lastStatus: null, lastError, nextAttemptAt: null } });
     const hook = await loadHook(data.hook);
-    if (!hook || hook.deleted_at) {
-      await record({ ...base, status: 'failed', lastStatus: null, lastError: 'hook deleted', nextAttemptAt: null });
-      return;
-    }
-    if (hook.key_revoked) {
-      await record({ ...base, status: 'failed', lastStatus: null, lastError: 'API key revoked', nextAttemptAt: null });
-      return;
-    }
-    if (hook.disabled_at) {
-      await record({ ...base, status: 'failed', lastStatus: null, lastError: `hook disabled: ${hook.disabled_reason ?? ''}`.trim(), nextAttemptAt: null });
-      return;
-    }
+    if (!hook || hook.deleted_at) return failed('hook deleted');
+    if (hook.key_revoked) return failed('API key revoked');
+    if (hook.disabled_at) return failed(`hook disabled: ${hook.disabled_reason ?? ''}`.trim());
     const r: SendResult = await deps.transport.send(hook, data);
     switch (r.kind) {
       case 'delivered':
-        await record({ ...base, status: 'delivered', lastStatus: r.status, lastError: null, nextAttemptAt: null });
-        return;
+        return { end: 'done', outcome: { ...base, status: 'delivered', lastStatus: r.status, lastError: null, nextAttemptAt: null } };
       case 'permanent':
         if (r.disableHook) {
+          // Disabled here at once: nothing more of this process starts for the hook meanwhile.
+          hooks.set(hook.id, { at: Date.now(), hook: { ...hook, disabled_at: new Date(), disabled_reason: r.disableHook } });
           await disableHook(deps.db, hook.id, r.disableHook);
-          hooks.delete(hook.id);
           log.warn({ hook: hook.id, reason: r.disableHook }, 'hook disabled');
         }
-        await record({ ...base, status: 'failed', lastStatus: r.status, lastError: r.error, nextAttemptAt: null });
-        throw new UnrecoverableError(r.error);
+        return { end: 'failed', error: r.error, outcome: { ...base, status: 'failed', lastStatus: r.status, lastError: r.error, nextAttemptAt: null } };
       case 'retry': {
         if (last) {
-          await record({ ...base, status: 'dead', lastStatus: r.status, lastError: r.error, nextAttemptAt: null });
-          log.warn({ delivery: data.delivery, attempts: attempt }, 'delivery dead-lettered after its last attempt');
-          throw new UnrecoverableError(r.error);
+          log.warn({ delivery: data.delivery, attempts: base.attempts }, 'delivery dead-lettered after its last attempt');
+          return { end: 'failed', error: r.error, outcome: { ...base, status: 'dead', lastStatus: r.status, lastError: r.error, nextAttemptAt: null } };
         }
-        const delayMs = retryDelayAfter(attempt, r.retryAfterMs, random);
-        await record({ ...base, status: 'pending', lastStatus: r.status, lastError: r.error, nextAttemptAt: new Date(Date.now() + delayMs) });
-        throw new RetryLaterError(r.error, delayMs);
+        const delayMs = retryDelayAfter(base.attempts, r.retryAfterMs, random);
+        return { end: 'retry', error: r.error, delayMs, outcome: { ...base, status: 'pending', lastStatus: r.status, lastError: r.error, nextAttemptAt: new Date(Date.now() + delayMs) } };
       }
     }
   }
 
+  /** A delivery's own job. */
+  async function processOne(job: Job<DeliveryJobData>): Promise<void> {
+    const data = job.data;
+    const base = { id: data.delivery, redeliveries: seriesOf(job.id), attempts: (data.attempted ?? 0) + job.attemptsMade + 1 };
+    await gate.enter();
+    let a: Attempted;
+    try {
+      a = await attempt(data, base, job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
+    } finally {
+      gate.leave();
+    }
+    await record(a.outcome);
+    if (a.end === 'failed') throw new UnrecoverableError(a.error);
+    if (a.end === 'retry') throw new RetryLaterError(a.error, a.delayMs);
+  }
+
+  /** A batch job: its deliveries still pending under this job, `batchConcurrency` at a time. */
+  async function processBatch(job: Job<BatchJobData>): Promise<void> {
+    const { hook, deliveries } = job.data;
+    const rows = new Map((await readBatchedDeliveries(deps.db, deliveries.map((d) => d.delivery))).map((r) => [r.id, r]));
+    const todo = deliveries.filter((d) => {
+      const r = rows.get(d.delivery);
+      return r !== undefined && r.status === 'pending' && r.job_id === job.id && r.redeliveries === 0;
+    });
+    const recorded: Promise<void>[] = [];
+    const keep = (p: Promise<void>, a?: Attempted) => {
+      p.then(() => a && ended(a)).catch(() => undefined); // (awaited below; handled now so that an early failure is not "unhandled")
+      recorded.push(p);
+    };
+    const retries: { data: DeliveryJobData; a: Attempted & { end: 'retry' } }[] = [];
+    let next = 0;
+    let stopped = false;
+    let broke: unknown;
+    const lane = async () => {
+      for (;;) {
+        await gate.enter();
+        // (taken only once it may go: after a stop, `todo.slice(next)` is exactly what was not sent)
+        if (stopped || next >= todo.length) {
+          gate.leave();
+          return;
+        }
+        const d = todo[next++]!;
+        const attempts = rows.get(d.delivery)!.attempts + 1;
+        const data = { ...d, hook };
+        let a: Attempted;
+        try {
+          a = await attempt(data, { id: d.delivery, redeliveries: 0, attempts }, attempts >= MAX_ATTEMPTS);
+        } catch (err) {
+          // (PostgreSQL away…: the job fails and runs again; this delivery is still the batch's)
+          broke ??= err;
+          stopped = true;
+          return;
+        } finally {
+          gate.leave();
+        }
+        if (a.end === 'retry') {
+          stopped = true;
+          retries.push({ data, a });
+        } else {
+          keep(record(a.outcome), a);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(batchConcurrency, todo.length) }, lane));
+    const unsent = todo.slice(next);
+    if (retries.length + unsent.length > 0) {
+      // Their own jobs first, then the log rows that hand them over: a crash in between sends
+      // one twice (the batch runs again), never zero times.
+      const own: DeliveryJob[] = [
+        ...retries.map(({ data, a }) => ({ ...data, transport: deps.transportName, redeliveries: 0, attempted: a.outcome.attempts, delayMs: a.delayMs })),
+        ...unsent.map((d) => ({ ...d, hook, transport: deps.transportName, redeliveries: 0, attempted: rows.get(d.delivery)!.attempts })),
+      ];
+      try {
+        await producer.enqueue(own);
+      } catch (err) {
+        await Promise.allSettled(recorded);
+        throw err;
+      }
+      for (const { a } of retries) keep(record({ ...a.outcome, ownJob: true }), a);
+      keep(releaseToOwnJobs(deps.db, unsent.map((d) => d.delivery), job.id!));
+    }
+    await Promise.all(recorded);
+    if (broke !== undefined) throw broke;
+  }
+
+  /** The `events` of one attempt of a batch (a delivery's own job reports through its job's end). */
+  function ended(a: Attempted): void {
+    if (a.end === 'done') events.emit('completed');
+    else if (a.end === 'failed') events.emit('failed', undefined, new UnrecoverableError(a.error));
+    else events.emit('failed', undefined, new RetryLaterError(a.error, a.delayMs));
+  }
+
+  const process = (job: Job<DeliveryJobData | BatchJobData>): Promise<void> =>
+    job.name === BATCH_JOB_NAME ? processBatch(job as Job<BatchJobData>) : processOne(job as Job<DeliveryJobData>);
+
   const connection = createRedis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: `blockwire-worker-${deps.transportName}` });
   connection.on('error', () => {});
-  const worker = new Worker<DeliveryJobData>(QUEUE_NAMES[deps.transportName], process, {
+  const worker = new Worker<DeliveryJobData | BatchJobData>(QUEUE_NAMES[deps.transportName], process, {
     connection,
     prefix: deps.prefix,
     concurrency: deps.concurrency,
@@ -173,6 +304,14 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     stalledInterval: Math.max(1000, Math.floor(deps.lockMs / 2)),
     maxStalledCount: 10,
     settings: { backoffStrategy: (attemptsMade, type, err) => (type === BACKOFF_TYPE ? deliveryBackoff(attemptsMade, type, err) : retryDelay(Math.max(1, attemptsMade))) },
+  });
+  const events = new EventEmitter();
+  worker.on('completed', (job) => {
+    if (job.name !== BATCH_JOB_NAME) events.emit('completed');
+  });
+  worker.on('failed', (job, err) => {
+    // (a batch job fails as a whole only when PostgreSQL or Redis did: its deliveries are tried again)
+    events.emit('failed', job, err);
   });
   let lastError = 0;
   worker.on('error', (err) => {
@@ -183,6 +322,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   });
   return {
     worker,
+    events,
     forgetKey(keyId) {
       for (const [id, e] of hooks) if (!e.hook || String(e.hook.key_id) === keyId) hooks.delete(id);
     },
@@ -192,6 +332,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
         await settlesWithin(worker.disconnect(), 1000);
       }
       await deps.transport.close?.();
+      await settlesWithin(producer.close(), 1000);
       connection.disconnect();
     },
   };

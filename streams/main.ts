@@ -138,6 +138,7 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
         log,
         settings: {
           batchSize: config.relayBatchSize,
+          deliveryBatchSize: config.deliveryBatchSize,
           pollMs: config.relayPollMs,
           standbyMs: 2000,
           channel,
@@ -233,7 +234,16 @@ export async function startWorker(deps: WorkerDeps): Promise<WorkerHandle> {
 
   // A delivery in flight ends within its webhook timeout; a close that takes much longer is stuck.
   const closeTimeoutMs = config.webhookTimeoutMs + 5000;
-  const common = { db, redisUrl: deps.redisUrl, prefix, log, concurrency: config.webhookConcurrency, lockMs: config.workerLockMs, closeTimeoutMs };
+  const common = {
+    db,
+    redisUrl: deps.redisUrl,
+    prefix,
+    log,
+    concurrency: config.webhookConcurrency,
+    batchConcurrency: config.deliveryBatchConcurrency,
+    lockMs: config.workerLockMs,
+    closeTimeoutMs,
+  };
   const http = createDeliveryWorker({
     ...common,
     transportName: 'http',

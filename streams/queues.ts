@@ -1,11 +1,18 @@
 /**
  * The BullMQ side of deliveries: queue names, job ids and data, and the producer the relay (and
- * the rescue of lost jobs) enqueues with. Job ids are the delivery ids (`<subscription>-<event>`,
- * never a ':'), so enqueuing the same delivery twice is a no-op; a manual redelivery gets a
- * suffixed id (`…-r<n>`) because the first job may still be kept as completed or failed.
+ * the rescue of lost jobs, and a worker splitting a batch) enqueues with. Two kinds of job:
+ * - a delivery's own job, whose id is the delivery id (`<subscription>-<event>`, never a ':'),
+ *   so enqueuing the same delivery twice is a no-op; a manual redelivery gets a suffixed id
+ *   (`…-r<n>`) because the first job may still be kept as completed or failed;
+ * - a batch job: the new deliveries of one hook from one relay batch (up to
+ *   BLOCKWIRE_DELIVERY_BATCH), id `batch-<hook>-<relay position>-<n>-<nonce>`, recorded in each
+ *   delivery's row (`deliveries.job_id`) for the rescue and for a replayed relay batch. BullMQ's
+ *   work per job (add, lock, finish) is then paid once per batch instead of once per delivery;
+ *   a delivery that must be tried again leaves the batch for a job of its own.
  * Producers fail fast when Redis is away (no offline queue): the caller retries from Postgres.
  * @module
  */
+import { randomBytes } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import { createRedis } from '../src/net/redis.js';
 import { RetryableError } from '../src/errors.js';
@@ -27,13 +34,38 @@ export type DeliveryJobData = {
   payload: string;
   /** Event type, for SNS message attributes and logs. */
   type: string;
+  /** Attempts made before this job (by the batch job it left); absent = none. */
+  attempted?: number;
 };
 
-/** A delivery ready to enqueue. */
-export type DeliveryJob = DeliveryJobData & { transport: Transport; redeliveries: number };
+/** A delivery ready to enqueue; `delayMs` holds its (first) run back. */
+export type DeliveryJob = DeliveryJobData & { transport: Transport; redeliveries: number; delayMs?: number };
 
-/** The BullMQ job id of a delivery (attempt series `redeliveries`). */
-function jobIdFor(delivery: string, redeliveries: number): string {
+/** What a batch job carries: deliveries of one hook (attempt series 0), sent in this order. */
+export type BatchJobData = {
+  hook: string;
+  deliveries: Omit<DeliveryJobData, 'hook' | 'attempted'>[];
+};
+
+/** A batch job ready to enqueue. */
+export type DeliveryBatch = BatchJobData & { transport: Transport; jobId: string };
+
+/** Name of batch jobs (a delivery's own job is named for its event type). */
+export const BATCH_JOB_NAME = 'batch';
+
+/**
+ * The job id of batch `n` of `hook` from the relay batch ending at outbox position `to`. The
+ * nonce keeps apart the batches of two runs over the same outbox rows (a replay after a crash
+ * names the rows it finds pending by the job recorded for them, not by a new id).
+ */
+export function batchJobId(hook: string, to: bigint, n: number, nonce: string = randomBytes(4).toString('hex')): string {
+  const id = `batch-${hook}-${to}-${n}-${nonce}`;
+  if (id.includes(':')) throw new TypeError(`batch job id must not contain ':' (${id})`);
+  return id;
+}
+
+/** The BullMQ job id of a delivery's own job (attempt series `redeliveries`). */
+export function jobIdFor(delivery: string, redeliveries: number): string {
   if (delivery.includes(':')) throw new TypeError(`delivery id must not contain ':' (${delivery})`);
   return redeliveries === 0 ? delivery : `${delivery}-r${redeliveries}`;
 }
@@ -60,8 +92,13 @@ export type DeliveryQueues = {
    * waiting job of the previous series, when there is one. Throws when Redis is unreachable.
    */
   enqueue(jobs: readonly DeliveryJob[], opts?: { replace?: boolean }): Promise<void>;
-  /** Whether the job of this delivery series is still to run (waiting, delayed or active). */
-  isLive(job: Pick<DeliveryJob, 'transport' | 'delivery' | 'redeliveries'>): Promise<boolean>;
+  /** Adds batch jobs (idempotent by job id: a batch whose job exists is left as it is). */
+  enqueueBatches(batches: readonly DeliveryBatch[]): Promise<void>;
+  /**
+   * Whether the job carrying this delivery series is still to run (waiting, delayed or active):
+   * the batch job `jobId` when given, else the delivery's own job.
+   */
+  isLive(job: Pick<DeliveryJob, 'transport' | 'delivery' | 'redeliveries'> & { jobId?: string | null }): Promise<boolean>;
   close(): Promise<void>;
 };
 
@@ -75,11 +112,14 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
     sns: new Queue(QUEUE_NAMES.sns, { connection, prefix: opts.prefix }),
   } satisfies Record<Transport, Queue>;
   for (const q of Object.values(queues)) q.on('error', () => {});
+  // A Queue made while Redis is away would wait for it: fail at once instead.
+  const assertReady = () => {
+    if (connection.status !== 'ready') throw new RetryableError('ERR_REDIS_UNAVAILABLE', `Redis is not reachable (${connection.status})`);
+  };
   return {
     queues,
     async enqueue(jobs, opts = {}) {
-      // A Queue made while Redis is away would wait for it: fail at once instead.
-      if (connection.status !== 'ready') throw new RetryableError('ERR_REDIS_UNAVAILABLE', `Redis is not reachable (${connection.status})`);
+      assertReady();
       for (const transport of Object.keys(queues) as Transport[]) {
         const mine = jobs.filter((j) => j.transport === transport);
         if (mine.length === 0) continue;
@@ -89,17 +129,33 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
           if (j.redeliveries > 0) await queue.remove(jobIdFor(j.delivery, j.redeliveries - 1));
         }
         await queue.addBulk(
-          mine.map((j) => ({
-            name: j.type,
-            data: { delivery: j.delivery, hook: j.hook, payload: j.payload, type: j.type } satisfies DeliveryJobData,
-            opts: { ...DELIVERY_JOB_OPTIONS, jobId: jobIdFor(j.delivery, j.redeliveries) },
+          mine.map((j) => {
+            const attempted = j.attempted ?? 0;
+            const data: DeliveryJobData = { delivery: j.delivery, hook: j.hook, payload: j.payload, type: j.type, ...(attempted > 0 ? { attempted } : {}) };
+            const o: JobsOptions = { ...DELIVERY_JOB_OPTIONS, attempts: Math.max(1, MAX_ATTEMPTS - attempted), jobId: jobIdFor(j.delivery, j.redeliveries) };
+            if (j.delayMs !== undefined && j.delayMs > 0) o.delay = j.delayMs;
+            return { name: j.type, data, opts: o };
+          }),
+        );
+      }
+    },
+    async enqueueBatches(batches) {
+      assertReady();
+      for (const transport of Object.keys(queues) as Transport[]) {
+        const mine = batches.filter((b) => b.transport === transport);
+        if (mine.length === 0) continue;
+        await queues[transport].addBulk(
+          mine.map((b) => ({
+            name: BATCH_JOB_NAME,
+            data: { hook: b.hook, deliveries: b.deliveries.map((d) => ({ delivery: d.delivery, payload: d.payload, type: d.type })) } satisfies BatchJobData,
+            opts: { ...DELIVERY_JOB_OPTIONS, jobId: b.jobId },
           })),
         );
       }
     },
     async isLive(job) {
-      if (connection.status !== 'ready') throw new RetryableError('ERR_REDIS_UNAVAILABLE', `Redis is not reachable (${connection.status})`);
-      const found = await queues[job.transport].getJob(jobIdFor(job.delivery, job.redeliveries));
+      assertReady();
+      const found = await queues[job.transport].getJob(job.jobId ?? jobIdFor(job.delivery, job.redeliveries));
       if (!found) return false;
       return LIVE_STATES.has(await found.getState());
     },

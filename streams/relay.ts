@@ -1,12 +1,14 @@
 /**
  * The relay: outbox → match → (delivery log + BullMQ jobs, Redis feed) → cursor. Each batch of
  * events with `seq > cursor` is matched to subscriptions; hook deliveries are written to
- * `deliveries` and enqueued with their delivery id as job id; the batch is published to the
- * stream hubs; only then does the cursor move. A crash anywhere repeats the batch: the delivery
- * log and job ids make the repeat a no-op, hubs drop what they already have (at-least-once,
- * stable ids). One relay is active: it holds a Postgres session advisory lock on the connection
- * it does all its work on; standbys retry the lock. The active relay also re-creates jobs Redis
- * lost (from the delivery log) and prunes events past the retention.
+ * `deliveries` and enqueued, a hook's new ones from one batch in batch jobs of up to
+ * `deliveryBatchSize` (the job recorded in each row), a lone one in a job of its own (job id =
+ * delivery id); the batch is published to the stream hubs; only then does the cursor move. A
+ * crash anywhere repeats the batch: the delivery log and the recorded job ids make the repeat a
+ * no-op, hubs drop what they already have (at-least-once, stable ids). One relay is active: it
+ * holds a Postgres session advisory lock on the connection it does all its work on; standbys
+ * retry the lock. The active relay also re-creates jobs Redis lost (from the delivery log) and
+ * prunes events past the retention.
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +30,7 @@ import { deliveryId, deliveryJson, deliveryParts, indexSubscriptions, matchEvent
 import { advanceRelayCursor, pruneOutbox, readOutbox, readStreamState } from './outbox.js';
 import { loadSubscriptionsFor } from './subscriptions.js';
 import { encodeFeedBatch, type FeedItem } from './feed-message.js';
-import type { DeliveryJob, DeliveryQueues } from './queues.js';
+import { batchJobId, type DeliveryBatch, type DeliveryJob, type DeliveryQueues } from './queues.js';
 
 /** "BWRELAY1" as ASCII: the session advisory lock of the active relay. */
 const RELAY_LOCK = 0x4257_5245_4c41_5931n;
@@ -41,6 +43,8 @@ function lockIdleMs(pollMs: number): number {
 export type RelaySettings = {
   /** Outbox rows per batch. */
   batchSize: number;
+  /** Most deliveries in one batch job (one hook, one relay batch); 1 = a job per delivery. */
+  deliveryBatchSize: number;
   /** Idle poll interval of the outbox. */
   pollMs: number;
   /** How often a standby tries to become the active relay. */
@@ -77,6 +81,29 @@ export type Relay = {
 
 function toJob(d: QueuedDelivery): DeliveryJob {
   return { transport: d.transport, delivery: d.id, hook: d.hook_id, payload: d.payload, type: d.event_type, redeliveries: d.redeliveries };
+}
+
+/**
+ * Gives the pending deliveries of each hook (in event order) batch job ids, `size` to a job; a
+ * delivery left alone keeps its own job (no id).
+ */
+export function assignBatchJobs(rows: NewDelivery[], size: number, to: bigint): void {
+  if (size < 2) return;
+  const byHook = new Map<string, NewDelivery[]>();
+  for (const r of rows) {
+    if (r.status !== 'pending') continue;
+    const list = byHook.get(r.hookId);
+    if (list) list.push(r);
+    else byHook.set(r.hookId, [r]);
+  }
+  for (const [hook, list] of byHook) {
+    for (let i = 0, n = 0; i < list.length; i += size, n++) {
+      const chunk = list.slice(i, i + size);
+      if (chunk.length < 2) continue;
+      const jobId = batchJobId(hook, to, n);
+      for (const r of chunk) r.jobId = jobId;
+    }
+  }
 }
 
 /** Starts the relay loop (standby until it gets the lock). */
@@ -122,15 +149,27 @@ export function startRelay(deps: RelayDeps): Relay {
         ...(sub.hookActive ? {} : { error: 'hook disabled' }),
       });
     }
+    assignBatchJobs(hookRows, settings.deliveryBatchSize, to);
     const pending = await upsertDeliveries(conn, hookRows);
     if (pending.length > 0) {
-      const byId = new Map(hookRows.map((h) => [h.id, h]));
-      await queues.enqueue(
-        pending.map((p) => {
-          const h = byId.get(p.id)!;
-          return { transport: transports.get(p.id)!, delivery: p.id, hook: h.hookId, payload: h.payload, type: h.eventType, redeliveries: p.redeliveries };
-        }),
-      );
+      // (a row that was already there keeps the job recorded for it: re-adding that job is a no-op while it exists)
+      const recorded = new Map(pending.map((p) => [p.id, p]));
+      const own: DeliveryJob[] = [];
+      const batches = new Map<string, DeliveryBatch>();
+      for (const h of hookRows) {
+        const p = recorded.get(h.id);
+        if (!p) continue;
+        const transport = transports.get(h.id)!;
+        if (p.jobId === null) {
+          own.push({ transport, delivery: h.id, hook: h.hookId, payload: h.payload, type: h.eventType, redeliveries: p.redeliveries });
+          continue;
+        }
+        let b = batches.get(p.jobId);
+        if (!b) batches.set(p.jobId, (b = { transport, jobId: p.jobId, hook: h.hookId, deliveries: [] }));
+        b.deliveries.push({ delivery: h.id, payload: h.payload, type: h.eventType });
+      }
+      if (own.length > 0) await queues.enqueue(own);
+      if (batches.size > 0) await queues.enqueueBatches([...batches.values()]);
     }
     await publisher.publish(settings.channel, encodeFeedBatch({ from: cursor, to, items }));
     await advanceRelayCursor(conn, to);
@@ -143,7 +182,7 @@ export function startRelay(deps: RelayDeps): Relay {
     const unqueued = await listUnqueuedDeliveries(conn, 500);
     if (unqueued.length > 0) {
       await queues.enqueue(unqueued.map(toJob));
-      await markEnqueued(conn, unqueued.map((d) => d.id));
+      await markEnqueued(conn, unqueued.map((d) => d.id), { ownJobs: true });
       log.info({ deliveries: unqueued.length }, 'delivery jobs created (redelivery or retried enqueue)');
     }
     const now = Date.now();
@@ -152,12 +191,25 @@ export function startRelay(deps: RelayDeps): Relay {
     const overdue = await listOverdueDeliveries(conn, new Date(now - settings.rescueAfterMs), 1000);
     if (overdue.length > 0) {
       const lost: QueuedDelivery[] = [];
-      for (const d of overdue) if (!(await queues.isLive(toJob(d)))) lost.push(d);
+      const live: string[] = [];
+      // (a batch job is asked about once for all its overdue deliveries)
+      const batchLive = new Map<string, boolean>();
+      for (const d of overdue) {
+        let ok = d.job_id === null ? undefined : batchLive.get(d.job_id);
+        if (ok === undefined) {
+          ok = await queues.isLive({ ...toJob(d), jobId: d.job_id });
+          if (d.job_id !== null) batchLive.set(d.job_id, ok);
+        }
+        if (ok) live.push(d.id);
+        else lost.push(d);
+      }
       if (lost.length > 0) {
+        // Each gets a job of its own (a batch job Redis lost is not re-created as a batch).
         await queues.enqueue(lost.map(toJob), { replace: true });
         log.warn({ deliveries: lost.length }, 'delivery jobs re-created: Redis had lost them');
       }
-      await markEnqueued(conn, overdue.map((d) => d.id));
+      await markEnqueued(conn, live);
+      await markEnqueued(conn, lost.map((d) => d.id), { ownJobs: true });
     }
     const pruned = await pruneOutbox(conn, new Date(now - settings.retentionMs));
     const logPruned = await pruneDeliveries(conn, new Date(now - settings.deliveryLogRetentionMs));

@@ -232,6 +232,8 @@ export interface DeliveriesTable {
   next_attempt_at: Date | null;
   /** Null while a pending delivery still needs a BullMQ job (new, manual redelivery, lost job). */
   enqueued_at: Date | null;
+  /** The BullMQ job of several deliveries that carries this one (0021); null = its own job (id = delivery id). */
+  job_id: string | null;
   delivered_at: Date | null;
   dead_at: Date | null;
 }

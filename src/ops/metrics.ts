@@ -35,7 +35,7 @@ export type StreamsSource = {
   relay: { readonly active: boolean; readonly relayed: number } | undefined;
 };
 
-/** A BullMQ worker's events (streams/delivery-worker.ts), structurally. */
+/** A delivery worker's events, one per delivery attempt that ends (streams/delivery-worker.ts), structurally. */
 export type WorkerEvents = {
   on(event: 'completed', listener: () => void): unknown;
   on(event: 'failed', listener: (job: unknown, err: Error) => void): unknown;
@@ -212,7 +212,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     setTotal(relayed, st.relay?.relayed ?? 0);
   }
 
-  // Worker role of this process: counted from the BullMQ workers' events.
+  // Worker role of this process: counted from the delivery workers' events (per delivery, batch jobs included).
   const jobs = c('blockwire_worker_deliveries_total', 'Delivery attempts finished by this worker process, by transport and outcome: completed (delivered, or dropped because the hook is gone), retry, failed (permanently or dead-lettered).', ['transport', 'outcome']);
 
   // API role of this process.

@@ -4,6 +4,8 @@
  * re-create jobs Redis lost. Writers: the relay inserts (pending, or failed for a disabled
  * hook), workers record each attempt, the API requests manual redeliveries. A row's
  * `redeliveries` names its current attempt series; outcomes of an older series are ignored.
+ * `job_id` names the batch job (several deliveries of one hook) that carries a pending delivery;
+ * null = its own job, whose id is the delivery id (streams/queues.ts).
  * @module
  */
 import { sql, type Kysely } from 'kysely';
@@ -28,28 +30,32 @@ export type NewDelivery = {
   /** `pending`, or `failed` with `error` when the hook cannot take it (disabled). */
   status: 'pending' | 'failed';
   error?: string;
+  /** The batch job that will carry it (pending only); absent = its own job. */
+  jobId?: string;
 };
 
-/** A pending delivery that needs a job, with its hook's transport. */
-export type QueuedDelivery = { id: string; hook_id: string; payload: string; event_type: string; redeliveries: number; transport: 'http' | 'sns' };
+/** A pending delivery that needs a job, with its hook's transport and the batch job that carries it (null: its own). */
+export type QueuedDelivery = { id: string; hook_id: string; payload: string; event_type: string; redeliveries: number; transport: 'http' | 'sns'; job_id: string | null };
 
 /**
  * Inserts deliveries (idempotent by id) and returns those that are still pending — new ones and
- * ones left pending by an earlier run — which are exactly the ones that need a job.
+ * ones left pending by an earlier run — which are exactly the ones that need a job, each with
+ * the batch job recorded for it (an earlier run's, for a row that was already there).
  */
-export async function upsertDeliveries(db: Kysely<Database>, rows: readonly NewDelivery[]): Promise<{ id: string; redeliveries: number }[]> {
+export async function upsertDeliveries(db: Kysely<Database>, rows: readonly NewDelivery[]): Promise<{ id: string; redeliveries: number; jobId: string | null }[]> {
   if (rows.length === 0) return [];
-  const r = await sql<{ id: string; redeliveries: number; status: DeliveryStatus }>`
-    INSERT INTO deliveries (id, hook_id, key_id, subscription_id, event_id, event_type, payload, status, last_error, next_attempt_at, enqueued_at)
+  const r = await sql<{ id: string; redeliveries: number; status: DeliveryStatus; job_id: string | null }>`
+    INSERT INTO deliveries (id, hook_id, key_id, subscription_id, event_id, event_type, payload, status, last_error, next_attempt_at, enqueued_at, job_id)
     SELECT u.id, u.hook_id, u.key_id, u.subscription_id, u.event_id, u.event_type, u.payload, u.status, u.last_error,
-           CASE WHEN u.status = 'pending' THEN now() END, CASE WHEN u.status = 'pending' THEN now() END
+           CASE WHEN u.status = 'pending' THEN now() END, CASE WHEN u.status = 'pending' THEN now() END, u.job_id
     FROM unnest(${rows.map((d) => d.id)}::text[], ${rows.map((d) => d.hookId)}::text[], ${rows.map((d) => d.keyId.toString())}::int8[],
                 ${rows.map((d) => d.subscriptionId)}::text[], ${rows.map((d) => d.eventId.toString())}::int8[], ${rows.map((d) => d.eventType)}::text[],
-                ${rows.map((d) => d.payload)}::text[], ${rows.map((d) => d.status)}::text[], ${rows.map((d) => d.error ?? null)}::text[])
-      AS u(id, hook_id, key_id, subscription_id, event_id, event_type, payload, status, last_error)
+                ${rows.map((d) => d.payload)}::text[], ${rows.map((d) => d.status)}::text[], ${rows.map((d) => d.error ?? null)}::text[],
+                ${rows.map((d) => (d.status === 'pending' ? (d.jobId ?? null) : null))}::text[])
+      AS u(id, hook_id, key_id, subscription_id, event_id, event_type, payload, status, last_error, job_id)
     ON CONFLICT (id) DO UPDATE SET enqueued_at = now() WHERE deliveries.status = 'pending'
-    RETURNING id, redeliveries, status`.execute(db);
-  return r.rows.filter((x) => x.status === 'pending').map((x) => ({ id: x.id, redeliveries: x.redeliveries }));
+    RETURNING id, redeliveries, status, job_id`.execute(db);
+  return r.rows.filter((x) => x.status === 'pending').map((x) => ({ id: x.id, redeliveries: x.redeliveries, jobId: x.job_id }));
 }
 
 /** The outcome of one attempt of series `redeliveries`. */
@@ -63,6 +69,8 @@ export type AttemptOutcome = {
   lastError: string | null;
   /** Pending only: when the next attempt is due. */
   nextAttemptAt: Date | null;
+  /** The delivery leaves its batch job for a job of its own (a retry of a batched delivery). */
+  ownJob?: boolean;
 };
 
 /**
@@ -80,15 +88,16 @@ export async function recordOutcomes(db: Kysely<Database>, outcomes: readonly At
       next_attempt_at = u.next_attempt_at,
       delivered_at = CASE WHEN u.status = 'delivered' THEN now() ELSE d.delivered_at END,
       dead_at = CASE WHEN u.status = 'dead' THEN now() END,
+      job_id = CASE WHEN u.own_job THEN NULL ELSE d.job_id END,
       updated_at = now()
     FROM unnest(${outcomes.map((o) => o.id)}::text[], ${outcomes.map((o) => o.redeliveries)}::int4[], ${outcomes.map((o) => o.status)}::text[],
                 ${outcomes.map((o) => o.attempts)}::int4[], ${outcomes.map((o) => o.lastStatus)}::int4[], ${outcomes.map((o) => o.lastError)}::text[],
-                ${outcomes.map((o) => o.nextAttemptAt?.toISOString() ?? null)}::timestamptz[])
-      AS u(id, redeliveries, status, attempts, last_status, last_error, next_attempt_at)
+                ${outcomes.map((o) => o.nextAttemptAt?.toISOString() ?? null)}::timestamptz[], ${outcomes.map((o) => o.ownJob === true)}::bool[])
+      AS u(id, redeliveries, status, attempts, last_status, last_error, next_attempt_at, own_job)
     WHERE d.id = u.id AND d.redeliveries = u.redeliveries AND NOT (d.status = 'delivered' AND u.status <> 'delivered')`.execute(db);
 }
 
-const queuedColumns = sql`d.id, d.hook_id, d.payload, d.event_type, d.redeliveries, h.type AS transport`;
+const queuedColumns = sql`d.id, d.hook_id, d.payload, d.event_type, d.redeliveries, h.type AS transport, d.job_id`;
 
 /** Pending deliveries that have no job yet (manual redeliveries, enqueues that failed). */
 export async function listUnqueuedDeliveries(db: Kysely<Database>, limit: number): Promise<QueuedDelivery[]> {
@@ -107,10 +116,33 @@ export async function listOverdueDeliveries(db: Kysely<Database>, dueBefore: Dat
   return r.rows;
 }
 
-/** Marks deliveries as having a job now (and pushes their overdue check forward). */
-export async function markEnqueued(db: Kysely<Database>, ids: readonly string[]): Promise<void> {
+/**
+ * Marks deliveries as having a job now (and pushes their overdue check forward); with
+ * `ownJobs`, that job is each one's own (a redelivery series, a job re-created after Redis lost it).
+ */
+export async function markEnqueued(db: Kysely<Database>, ids: readonly string[], opts: { ownJobs?: boolean } = {}): Promise<void> {
   if (ids.length === 0) return;
-  await sql`UPDATE deliveries SET enqueued_at = now(), next_attempt_at = now(), updated_at = now() WHERE id = ANY(${ids}::text[]) AND status = 'pending'`.execute(db);
+  const jobId = opts.ownJobs ? sql`NULL` : sql`job_id`;
+  await sql`UPDATE deliveries SET enqueued_at = now(), next_attempt_at = now(), job_id = ${jobId}, updated_at = now() WHERE id = ANY(${ids}::text[]) AND status = 'pending'`.execute(db);
+}
+
+/** What a batch job reads of its deliveries before sending: which are still its to send. */
+export type BatchedDelivery = { id: string; status: DeliveryStatus; attempts: number; redeliveries: number; job_id: string | null };
+
+export async function readBatchedDeliveries(db: Kysely<Database>, ids: readonly string[]): Promise<BatchedDelivery[]> {
+  if (ids.length === 0) return [];
+  const r = await sql<BatchedDelivery>`SELECT id, status, attempts, redeliveries, job_id FROM deliveries WHERE id = ANY(${ids}::text[])`.execute(db);
+  return r.rows;
+}
+
+/**
+ * Hands pending deliveries of batch job `jobId` over to jobs of their own (due now): a batch that
+ * stops sending after a failure leaves what it did not send this way.
+ */
+export async function releaseToOwnJobs(db: Kysely<Database>, ids: readonly string[], jobId: string): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`UPDATE deliveries SET job_id = NULL, next_attempt_at = now(), updated_at = now()
+    WHERE id = ANY(${ids}::text[]) AND job_id = ${jobId} AND status = 'pending'`.execute(db);
 }
 
 /** Deletes finished deliveries (not pending) last changed before `before`; returns how many. */
@@ -154,6 +186,7 @@ export async function requestRedelivery(db: Kysely<Database>, hookId: string, id
       redeliveries: eb('redeliveries', '+', 1),
       attempts: 0,
       enqueued_at: null,
+      job_id: null,
       next_attempt_at: new Date(),
       dead_at: null,
       updated_at: new Date(),

@@ -99,7 +99,8 @@ describe('crashes', () => {
     const addr = newAddress();
     const hook = await f.httpHook(k.id, r2.url);
     const sub = await f.subscribe(k.id, { ...addr, hookId: hook.id });
-    const relay: StreamsHandle = await startStreams({ config: streamsConfig(), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix });
+    // A job per delivery (every delivery in flight at once); batch jobs killed mid-batch: batches.test.ts.
+    const relay: StreamsHandle = await startStreams({ config: streamsConfig({ deliveryBatchSize: 1 }), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix });
     const w1 = await spawnRole('worker', f, CHILD_CONFIG);
     try {
       const seqs = await insertEvents(f.t.db, txEvents(addr, 20));

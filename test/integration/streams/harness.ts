@@ -127,7 +127,8 @@ export async function createStreamsFixture(redisUrl: string = inject('redisUrl')
   };
 }
 
-export type ReceivedWebhook = { id: string; timestamp: string; signature: string; body: string; headers: IncomingHttpHeaders; at: number };
+/** One request the receiver got; `port` = the sender's end of the connection (one per kept-alive socket). */
+export type ReceivedWebhook = { id: string; timestamp: string; signature: string; body: string; headers: IncomingHttpHeaders; at: number; port: number };
 
 export type Receiver = {
   url: string;
@@ -159,6 +160,7 @@ export async function startReceiver(): Promise<Receiver> {
         body: Buffer.concat(chunks).toString('utf8'),
         headers: req.headers,
         at: Date.now(),
+        port: req.socket.remotePort ?? 0,
       };
       r.received.push(w);
       void Promise.resolve(r.respond(w, res)).catch(() => res.destroy());
