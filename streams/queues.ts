@@ -65,7 +65,7 @@ export function batchJobId(hook: string, to: bigint, n: number, nonce: string = 
 }
 
 /** The BullMQ job id of a delivery's own job (attempt series `redeliveries`). */
-export function jobIdFor(delivery: string, redeliveries: number): string {
+function jobIdFor(delivery: string, redeliveries: number): string {
   if (delivery.includes(':')) throw new TypeError(`delivery id must not contain ':' (${delivery})`);
   return redeliveries === 0 ? delivery : `${delivery}-r${redeliveries}`;
 }
