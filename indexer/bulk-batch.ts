@@ -87,7 +87,7 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       this.insW.len = 0;
       this.outsW.len = 0;
       deriveTx(tx, i === 0 && tx.isCoinbase, this);
-      this.txs.row(6).int8(this.txNum).bytea(tx.txid).bytea(this.outsW.view(0, this.outsW.len)).bytea(this.insW.view(0, this.insW.len)).int4(tx.size).int4(tx.weight);
+      this.txs.row(6).int8(this.txNum).bytea(tx.txid).byteaRange(this.outsW.buf, 0, this.outsW.len).byteaRange(this.insW.buf, 0, this.insW.len).int4(tx.size).int4(tx.weight);
       if (i > 0 && hasAssetMarker(tx.outputs)) this.assetCandidates.push(this.txNum);
     }
     this.txCount += txs.length;

@@ -10,17 +10,26 @@ import { from as copyFrom } from 'pg-copy-streams';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
-/** Encodes rows of one COPY in binary format. */
+/** Byteas up to this length are copied byte by byte (a TypedArray#set call costs more for them). */
+const SHORT_BYTES = 64;
+
+/**
+ * Encodes rows of one COPY in binary format. The hot path of the bulk load (a dozen fields per
+ * transaction): big-endian numbers go through a DataView, which the JIT inlines, and short
+ * byteas are copied in a loop, so a field costs no call into the runtime.
+ */
 export class BinaryCopy {
   private buf: Buffer;
+  private dv: DataView;
   private len = 0;
   rows = 0;
 
   constructor(sizeHint = 1 << 16) {
     this.buf = Buffer.allocUnsafe(Math.max(sizeHint, 64));
+    this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
     SIGNATURE.copy(this.buf, 0);
-    this.buf.writeInt32BE(0, 11); // flags
-    this.buf.writeInt32BE(0, 15); // header extension length
+    this.dv.setInt32(11, 0); // flags
+    this.dv.setInt32(15, 0); // header extension length
     this.len = 19;
   }
 
@@ -31,12 +40,13 @@ export class BinaryCopy {
     const next = Buffer.allocUnsafe(size);
     this.buf.copy(next, 0, 0, this.len);
     this.buf = next;
+    this.dv = new DataView(next.buffer, next.byteOffset, next.length);
   }
 
   /** Starts a row of `fields` columns. */
   row(fields: number): this {
     this.ensure(2);
-    this.buf.writeInt16BE(fields, this.len);
+    this.dv.setInt16(this.len, fields);
     this.len += 2;
     this.rows++;
     return this;
@@ -44,14 +54,14 @@ export class BinaryCopy {
 
   null(): this {
     this.ensure(4);
-    this.buf.writeInt32BE(-1, this.len);
+    this.dv.setInt32(this.len, -1);
     this.len += 4;
     return this;
   }
 
   bool(v: boolean): this {
     this.ensure(5);
-    this.buf.writeInt32BE(1, this.len);
+    this.dv.setInt32(this.len, 1);
     this.buf[this.len + 4] = v ? 1 : 0;
     this.len += 5;
     return this;
@@ -59,16 +69,16 @@ export class BinaryCopy {
 
   int2(v: number): this {
     this.ensure(6);
-    this.buf.writeInt32BE(2, this.len);
-    this.buf.writeInt16BE(v, this.len + 4);
+    this.dv.setInt32(this.len, 2);
+    this.dv.setInt16(this.len + 4, v);
     this.len += 6;
     return this;
   }
 
   int4(v: number): this {
     this.ensure(8);
-    this.buf.writeInt32BE(4, this.len);
-    this.buf.writeInt32BE(v, this.len + 4);
+    this.dv.setInt32(this.len, 4);
+    this.dv.setInt32(this.len + 4, v);
     this.len += 8;
     return this;
   }
@@ -76,40 +86,54 @@ export class BinaryCopy {
   /** An int8 from a safe integer (tx_num, sats) or a bigint. */
   int8(v: number | bigint): this {
     this.ensure(12);
-    this.buf.writeInt32BE(8, this.len);
-    if (typeof v === 'bigint') this.buf.writeBigInt64BE(v, this.len + 4);
+    const dv = this.dv;
+    const p = this.len;
+    dv.setInt32(p, 8);
+    if (typeof v === 'bigint') dv.setBigInt64(p + 4, v);
     else {
       const hi = Math.floor(v / 0x100000000);
-      this.buf.writeInt32BE(hi | 0, this.len + 4);
-      this.buf.writeUInt32BE(v - hi * 0x100000000, this.len + 8);
+      dv.setInt32(p + 4, hi | 0);
+      dv.setUint32(p + 8, v - hi * 0x100000000);
     }
     this.len += 12;
     return this;
   }
 
   bytea(b: Uint8Array): this {
-    this.ensure(4 + b.length);
-    this.buf.writeInt32BE(b.length, this.len);
-    this.buf.set(b, this.len + 4);
-    this.len += 4 + b.length;
+    return this.byteaRange(b, 0, b.length);
+  }
+
+  /** A bytea of bytes [start, end) of `b` (no view of them is made). */
+  byteaRange(b: Uint8Array, start: number, end: number): this {
+    const n = end - start;
+    this.ensure(4 + n);
+    this.dv.setInt32(this.len, n);
+    const p = this.len + 4;
+    if (n <= SHORT_BYTES) {
+      const buf = this.buf;
+      for (let i = 0; i < n; i++) buf[p + i] = b[start + i]!;
+    } else this.buf.set(start === 0 && end === b.length ? b : b.subarray(start, end), p);
+    this.len = p + n;
     return this;
   }
 
   /** A uuid from its 8-4-4-4-12 text (or 32 hex characters). */
   uuid(text: string): this {
     this.ensure(20);
-    this.buf.writeInt32BE(16, this.len);
+    this.dv.setInt32(this.len, 16);
     const hex = text.length === 36 ? text.slice(0, 8) + text.slice(9, 13) + text.slice(14, 18) + text.slice(19, 23) + text.slice(24) : text;
     this.buf.write(hex, this.len + 4, 16, 'hex');
     this.len += 20;
     return this;
   }
 
-  /** A uuid from its 16 bytes. */
+  /** A uuid from its 16 bytes (the first 16 of `b`). */
   uuidBytes(b: Uint8Array): this {
     this.ensure(20);
-    this.buf.writeInt32BE(16, this.len);
-    this.buf.set(b.length === 16 ? b : b.subarray(0, 16), this.len + 4);
+    this.dv.setInt32(this.len, 16);
+    const buf = this.buf;
+    const p = this.len + 4;
+    for (let i = 0; i < 16; i++) buf[p + i] = b[i]!;
     this.len += 20;
     return this;
   }
@@ -117,13 +141,13 @@ export class BinaryCopy {
   /** A uuid from its 4 big-endian 32-bit words. */
   uuidWords(w0: number, w1: number, w2: number, w3: number): this {
     this.ensure(20);
-    const b = this.buf;
+    const dv = this.dv;
     const p = this.len;
-    b.writeInt32BE(16, p);
-    b.writeInt32BE(w0, p + 4);
-    b.writeInt32BE(w1, p + 8);
-    b.writeInt32BE(w2, p + 12);
-    b.writeInt32BE(w3, p + 16);
+    dv.setInt32(p, 16);
+    dv.setInt32(p + 4, w0);
+    dv.setInt32(p + 8, w1);
+    dv.setInt32(p + 12, w2);
+    dv.setInt32(p + 16, w3);
     this.len += 20;
     return this;
   }
@@ -150,7 +174,7 @@ export class BinaryCopy {
   text(s: string): this {
     const n = Buffer.byteLength(s);
     this.ensure(4 + n);
-    this.buf.writeInt32BE(n, this.len);
+    this.dv.setInt32(this.len, n);
     this.buf.write(s, this.len + 4, n, 'utf8');
     this.len += 4 + n;
     return this;
@@ -159,7 +183,7 @@ export class BinaryCopy {
   /** The complete COPY data (with the trailer). */
   finish(): Buffer {
     this.ensure(2);
-    this.buf.writeInt16BE(-1, this.len);
+    this.dv.setInt16(this.len, -1);
     this.len += 2;
     return this.buf.subarray(0, this.len);
   }
