@@ -6,7 +6,7 @@
  * prints them, so keys computed here and keys read back compare equal.
  * @module
  */
-import { addressKey, addressKeyBytes, canonicalScripts } from '../src/db/address-key.js';
+import { addressKey, addressKeyBytes, addressKeyInto, canonicalScripts } from '../src/db/address-key.js';
 
 export { canonicalScripts };
 
@@ -24,11 +24,19 @@ export function scriptKeys(script: Uint8Array): ScriptKeys {
   return [...new Set(c.map((x) => addressKey(x)))];
 }
 
-/** The same keys as 16-byte Buffers (the bulk path writes them to COPY without text). */
-export function scriptKeyBytes(script: Uint8Array): Buffer | readonly Buffer[] | null {
+/**
+ * The same keys as 16 bytes (the bulk path writes them to COPY without text). A single key is
+ * written into `single` when given (the caller's scratch, overwritten by its next call) instead
+ * of a new Buffer; a multisig's keys are always new Buffers.
+ */
+export function scriptKeyBytes(script: Uint8Array, single?: Uint8Array): Uint8Array | readonly Buffer[] | null {
   const c = canonicalScripts(script);
   if (c === null) return null;
-  if (c instanceof Uint8Array) return addressKeyBytes(c);
+  if (c instanceof Uint8Array) {
+    if (single === undefined) return addressKeyBytes(c);
+    addressKeyInto(c, single, 0);
+    return single;
+  }
   const seen = new Set<string>();
   const out: Buffer[] = [];
   for (const x of c) {

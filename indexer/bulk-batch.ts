@@ -10,7 +10,7 @@
  */
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../src/bitcoin/block.js';
-import type { TxInput } from '../src/bitcoin/tx.js';
+import { DecodedInput, type TxInput } from '../src/bitcoin/tx.js';
 import { PackedWriter } from '../src/db/packed.js';
 import { hasAssetMarker } from '../src/bitcoin/open-assets.js';
 import { scriptKeyBytes } from './address-keys.js';
@@ -50,6 +50,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   private txid: Uint8Array = new Uint8Array(32);
   /** A spent prevout's single key, as bytes (filled from the cache's words, read at once). */
   private readonly prevKey = new Uint8Array(16);
+  /** The current output's single key. */
+  private readonly outKey = new Uint8Array(16);
 
   constructor(
     readonly id: number,
@@ -100,7 +102,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   // finish), so amounts are ignored here.
 
   resolve(input: TxInput): number {
-    const slot = this.cache.find(input.prevTxid, input.vout);
+    // A decoded block's input is read in place (no view of its txid is made).
+    const slot = input instanceof DecodedInput ? this.cache.findAt(input.src, input.outpointAt, input.vout) : this.cache.find(input.prevTxid, input.vout);
     if (slot < 0) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
     return slot;
   }
@@ -136,7 +139,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   }
 
   outputKeys(script: Uint8Array): Keys<Uint8Array> {
-    return scriptKeyBytes(script);
+    // A single key lands in outKey: address() and unspent() copy it before the next output.
+    return scriptKeyBytes(script, this.outKey);
   }
 
   output(_vout: number, value: bigint, script: Uint8Array): void {

@@ -121,9 +121,14 @@ export class OutpointCache {
 
   /** The slot of an outpoint, or -1. */
   find(txid: Uint8Array, vout: number): number {
-    const a = rd32(txid, 0);
-    const b = rd32(txid, 4);
-    const c = rd32(txid, 8);
+    return this.findAt(txid, 0, vout);
+  }
+
+  /** The slot of the outpoint whose txid is at `bytes[at..at + 32)`, or -1. */
+  findAt(bytes: Uint8Array, at: number, vout: number): number {
+    const a = rd32(bytes, at);
+    const b = rd32(bytes, at + 4);
+    const c = rd32(bytes, at + 8);
     let i = this.home(a, vout);
     const f = this.flags;
     while (f[i] !== 0) {

@@ -8,7 +8,7 @@
  * @module
  */
 import { hash as nodeHash } from 'node:crypto';
-import { plain } from './hash.js';
+import { Sha256 } from './sha256-js.js';
 import { byteCount, compactSizeLength, need, ParseError, readCompactSize, u32le } from './wire.js';
 
 /** An output: `value` in satoshis (Core's int64 CAmount) and its scriptPubKey. */
@@ -46,29 +46,41 @@ function validatedCompactSize(b: Uint8Array, p: number): number {
   return u32le(b, p + 1);
 }
 
-/** A decoded input; its witness stack is built from the bytes on first access. */
-class DecodedInput implements TxInput {
-  #src: Uint8Array;
-  #witnessPos: number;
+/**
+ * A decoded input: its outpoint txid, scriptSig and witness stack are views built from the
+ * bytes on first access (the bulk sync reads the outpoint in place, `outpointAt`, and never
+ * the others).
+ */
+export class DecodedInput implements TxInput {
+  #prevTxid: Uint8Array | undefined = undefined;
+  #scriptSig: Uint8Array | undefined = undefined;
   #witness: readonly Uint8Array[] | undefined = undefined;
 
   constructor(
-    readonly prevTxid: Uint8Array,
+    /** The bytes the input was decoded from (the transaction's, or its block's). */
+    readonly src: Uint8Array,
+    /** Where in `src` the outpoint starts: the txid's 32 bytes, then the vout. */
+    readonly outpointAt: number,
     readonly vout: number,
-    readonly scriptSig: Uint8Array,
+    private readonly scriptAt: number,
+    private readonly scriptLength: number,
     readonly sequence: number,
-    src: Uint8Array,
-    witnessPos: number,
-  ) {
-    this.#src = src;
-    this.#witnessPos = witnessPos;
+    private readonly witnessAt: number,
+  ) {}
+
+  get prevTxid(): Uint8Array {
+    return (this.#prevTxid ??= new Uint8Array(this.src.buffer, this.src.byteOffset + this.outpointAt, 32));
+  }
+
+  get scriptSig(): Uint8Array {
+    return (this.#scriptSig ??= new Uint8Array(this.src.buffer, this.src.byteOffset + this.scriptAt, this.scriptLength));
   }
 
   get witness(): readonly Uint8Array[] {
     if (this.#witness !== undefined) return this.#witness;
-    const pos = this.#witnessPos;
+    const pos = this.witnessAt;
     if (pos < 0) return NO_WITNESS;
-    const b = this.#src;
+    const b = this.src;
     const n = validatedCompactSize(b, pos);
     let p = pos + compactSizeLength(b[pos]!);
     const items = new Array<Uint8Array>(n);
@@ -85,8 +97,17 @@ class DecodedInput implements TxInput {
 
 let scratch = new Uint8Array(0);
 
+const sha = new Sha256();
+
+/**
+ * Double SHA-256: the first round by node:crypto (fast per byte), the second, over its 32
+ * bytes, in JavaScript into a new array (one compression: cheaper than another runtime call
+ * and Buffer).
+ */
 function sha256dView(bytes: Uint8Array): Uint8Array {
-  return plain(nodeHash('sha256', nodeHash('sha256', bytes, 'buffer'), 'buffer'));
+  const id = new Uint8Array(32);
+  sha.hashInto(nodeHash('sha256', bytes, 'buffer'), 0, 32, id, 0);
+  return id;
 }
 
 function readValue(b: Uint8Array, p: number): bigint {
@@ -141,19 +162,17 @@ export class DecodedTx {
   get inputs(): readonly TxInput[] {
     if (this.#inputs !== undefined) return this.#inputs;
     const b = this.bytes;
-    const ab = b.buffer;
-    const base = b.byteOffset;
     const n = this.inputCount;
     const inputs = new Array<TxInput>(n);
     let p = this.#inputsPos;
     let w = this.#witnessStart;
     for (let i = 0; i < n; i++) {
-      const prevTxid = new Uint8Array(ab, base + p, 32);
+      const outpointAt = p;
       const vout = u32le(b, p + 32);
       p += 36;
       const len = validatedCompactSize(b, p);
       p += compactSizeLength(b[p]!);
-      const scriptSig = new Uint8Array(ab, base + p, len);
+      const scriptAt = p;
       p += len;
       let witnessPos = -1;
       if (w >= 0) {
@@ -166,7 +185,7 @@ export class DecodedTx {
           w += compactSizeLength(b[w]!) + l;
         }
       }
-      inputs[i] = new DecodedInput(prevTxid, vout, scriptSig, u32le(b, p), b, witnessPos);
+      inputs[i] = new DecodedInput(b, outpointAt, vout, scriptAt, len, u32le(b, p), witnessPos);
       p += 4;
     }
     this.#inputs = inputs;

@@ -8,12 +8,27 @@
  */
 import { hash } from 'node:crypto';
 import { hash160 } from '../bitcoin/hash.js';
+import { Sha256 } from '../bitcoin/sha256-js.js';
 import { classifyScript, decodeOutputScript, p2pkhScript } from '../bitcoin/script.js';
+
+const sha = new Sha256();
+const digest = new Uint8Array(32);
+
+/**
+ * Writes the 16-byte key of a canonical script at `out[at..at + 16)`. Hashed in JavaScript
+ * without allocating: for scripts of a few dozen bytes node:crypto's per-call cost (and its new
+ * Buffer per digest) outweighs the hashing, and the bulk sync derives one key per output.
+ */
+export function addressKeyInto(canonicalScript: Uint8Array, out: Uint8Array, at = 0): void {
+  sha.hashInto(canonicalScript, 0, canonicalScript.length, digest, 0);
+  for (let i = 0; i < 16; i++) out[at + i] = digest[i]!;
+}
 
 /** The 16-byte key of a canonical script. */
 export function addressKeyBytes(canonicalScript: Uint8Array): Buffer {
-  // One-shot hashing: per-call overhead dominates for short scripts.
-  return hash('sha256', canonicalScript, 'buffer').subarray(0, 16);
+  const out = Buffer.allocUnsafe(16);
+  addressKeyInto(canonicalScript, out, 0);
+  return out;
 }
 
 /** The key as Postgres prints a uuid (8-4-4-4-12 lower-case hex). */
