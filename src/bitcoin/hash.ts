@@ -11,7 +11,7 @@ import { createHash, hash as nodeHash } from 'node:crypto';
  * A plain Uint8Array view of a Buffer: results compare equal to other Uint8Arrays in tests, and
  * `.slice()` copies (Buffer#slice does not).
  */
-export function plain(b: Buffer): Uint8Array {
+function plain(b: Buffer): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 }
 
