@@ -23,6 +23,7 @@ import * as m0018 from './0018_tx_sizes.js';
 import * as m0019 from './0019_chain_notify.js';
 import * as m0020 from './0020_streams.js';
 import * as m0021 from './0021_delivery_batches.js';
+import * as m0022 from './0022_spent_groups_fast.js';
 import * as m0030 from './0030_stamps.js';
 
 export const migrations: Record<string, Migration> = {
@@ -45,5 +46,6 @@ export const migrations: Record<string, Migration> = {
   '0019_chain_notify': m0019,
   '0020_streams': m0020,
   '0021_delivery_batches': m0021,
+  '0022_spent_groups_fast': m0022,
   '0030_stamps': m0030,
 };
