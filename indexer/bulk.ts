@@ -8,9 +8,10 @@
  *    script aliases (script-aliases.ts), block.connected events, and the tip. Each commit is a checkpoint. Inputs resolve from an
  *    in-memory outpoint cache (outpoint-cache.ts), never from Postgres; JS derives batch N+1
  *    while Postgres ingests batch N;
- * 3. finish (finishBulk): two transactions at once on two connections (chain state: utxos
+ * 3. finish (finishBulk): three transactions at once on three connections (chain state: utxos
  *    without the spent rows, balances, bulk_spent cleared, their indexes; history: chunks re-cut,
- *    its key; script aliases: one of each, their key), then the bulk sync marked done. The per-block path takes over.
+ *    its key; script aliases: one of each, their key; the txs indexes), then the bulk sync marked
+ *    done. The per-block path takes over.
  * After a kill -9 anywhere, the next start sees the active mark, reloads the outpoint cache
  * from `utxos` minus `bulk_spent` and resumes after the last committed batch.
  * Per-address events are not emitted for bulk-loaded blocks (they are history, not news).
@@ -117,6 +118,8 @@ const CHAIN_INDEXES = [
   'ALTER TABLE utxos ADD PRIMARY KEY (txid, vout)',
   'CREATE INDEX utxos_addr ON utxos (addr_key, tx_num DESC, vout DESC) WHERE addr_key IS NOT NULL',
   'ALTER TABLE balances ADD PRIMARY KEY (addr_key)',
+];
+const TXS_INDEXES = [
   'ALTER TABLE txs ADD PRIMARY KEY (tx_num) WITH (fillfactor = 100)',
   'CREATE INDEX txs_txid_key ON txs (txid_key(txid))',
   // Who spent what (migrations/0008_spends.ts): the slowest build of the finish (PL/pgSQL decodes
@@ -531,14 +534,15 @@ async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed
 }
 
 /**
- * The finish's two independent parts, each one transaction on its own connection, run at the
+ * The finish's three independent parts, each one transaction on its own connection, run at the
  * same time (most of these statements run on one core in PostgreSQL; only B-tree builds use
- * parallel workers): chain state (utxos
- * rebuilt without the spent rows, balances recomputed from them, `bulk_spent` emptied, the
- * utxos, balances and txs indexes) and history (each address's per-batch chunks re-cut into full
- * chunks, its key). Each part writes utxos and history into new tables (the old ones go with
- * their indexes) and drops the balances and txs indexes before building them, so it is
- * idempotent: after a crash between the two commits the next finish simply runs both again.
+ * parallel workers): chain state (utxos rebuilt without the spent rows, balances recomputed from
+ * them, `bulk_spent` emptied, the utxos and balances indexes), history (each address's per-batch
+ * chunks re-cut into full chunks, its key, script aliases) and the txs indexes (the longest
+ * part: the spends GIN decodes every input). Each part writes utxos and history into new tables
+ * (the old ones go with their indexes) and drops the balances and txs indexes before building
+ * them, so it is idempotent: after a crash between the commits the next finish simply runs all
+ * three again.
  */
 const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
   [
@@ -561,7 +565,6 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
          SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
        TRUNCATE bulk_spent;`,
     },
-    { name: 'drop txs indexes', text: DROP_TXS_INDEXES },
     ...indexSteps(CHAIN_INDEXES),
   ],
   [
@@ -592,6 +595,7 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
        ALTER TABLE script_aliases ADD PRIMARY KEY (script_key);`,
     },
   ],
+  [{ name: 'drop txs indexes', text: DROP_TXS_INDEXES }, ...indexSteps(TXS_INDEXES)],
 ];
 
 /** Kysely over the bulk's own connection (opened with the pool's type parsing): its transactions run on that client. */
@@ -601,7 +605,7 @@ function onClient(client: pg.Client): Kysely<Database> {
 }
 
 /**
- * Ends a bulk sync: the two parts of FINISH_PARTS at once, each in its own transaction, then the
+ * Ends a bulk sync: the parts of FINISH_PARTS at once, each in its own transaction, then the
  * Open Assets colors of the transactions listed in bulk_asset_candidates, then the bulk mark
  * cleared. A crash before the mark leaves the sync active and the next run
  * finishes again.
@@ -609,8 +613,9 @@ function onClient(client: pg.Client): Kysely<Database> {
 export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise<void> {
   const t0 = performance.now();
   const ms: Record<string, number> = {};
-  const second = await connect(deps.databaseUrl);
+  const others: pg.Client[] = [];
   try {
+    for (let i = 1; i < FINISH_PARTS.length; i++) others.push(await connect(deps.databaseUrl));
     const run = async (c: pg.Client, steps: readonly { name: string; text: string }[]) => {
       let t = performance.now();
       await inTransaction(c, deps, async () => {
@@ -625,13 +630,12 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
         }
       });
     };
-    const parts = [run(client, FINISH_PARTS[0]!), run(second, FINISH_PARTS[1]!)];
-    const settled = await Promise.allSettled(parts);
+    const settled = await Promise.allSettled(FINISH_PARTS.map((steps, i) => run(i === 0 ? client : others[i - 1]!, steps)));
     const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed.length > 1) deps.log.warn({ err: failed[1]!.reason }, 'bulk finish: the other part failed too');
+    for (const f of failed.slice(1)) deps.log.warn({ err: f.reason }, 'bulk finish: another part failed too');
     if (failed.length > 0) throw failed[0]!.reason;
   } finally {
-    await second.end().catch(() => {});
+    await Promise.all(others.map((c) => c.end().catch(() => {})));
   }
   // Open Assets: the transactions the batches listed, colored in chain order now that txs has its key.
   const t1 = performance.now();

@@ -126,7 +126,7 @@ export function createWriterLock(opts: { databaseUrl: string; log: Logger }): Wr
     }
   }
 
-  // One reconnect at a time: transactions guarded at once (the bulk finish's two parts) share it,
+  // One reconnect at a time: transactions guarded at once (the bulk finish's parts) share it,
   // instead of the second finding the lock taken by the first's new session.
   let reconnecting: Promise<void> | null = null;
 

@@ -2,8 +2,8 @@
  * The bulk finish: its chain part drops the outputs later batches spent and recomputes balances;
  * its history part re-cuts each address's per-batch chunks into full chunks of CHUNK_ENTRIES
  * (entries and their order unchanged, every chunk full but an address's newest, `first_tx_num`
- * the chunk's first entry). The two run at once in separate transactions, so a crash can land
- * between their commits: finishing again must change nothing.
+ * the chunk's first entry); its txs part builds the txs indexes. The parts run at once in separate
+ * transactions, so a crash can land between their commits: finishing again must change nothing.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,7 +91,7 @@ describe('bulk finish: history chunks', () => {
     expect(s.active).toBe('false');
   });
 
-  it('finishing again (a crash between the two parts\' commits) changes nothing', async () => {
+  it('finishing again (a crash between the parts\' commits) changes nothing', async () => {
     const before = await state();
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'true'::jsonb) WHERE key = 'bulk'`);
     await finishBulk(client, { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 });
