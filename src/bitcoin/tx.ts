@@ -7,8 +7,7 @@
  * superfluous witness record and unknown optional data.
  * @module
  */
-import { hash as nodeHash } from 'node:crypto';
-import { Sha256 } from './sha256-js.js';
+import { sha256Into } from './hash.js';
 import { byteCount, compactSizeLength, need, ParseError, readCompactSize, u32le } from './wire.js';
 
 /** An output: `value` in satoshis (Core's int64 CAmount) and its scriptPubKey. */
@@ -97,16 +96,13 @@ export class DecodedInput implements TxInput {
 
 let scratch = new Uint8Array(0);
 
-const sha = new Sha256();
+const firstRound = new Uint8Array(32);
 
-/**
- * Double SHA-256: the first round by node:crypto (fast per byte), the second, over its 32
- * bytes, in JavaScript into a new array (one compression: cheaper than another runtime call
- * and Buffer).
- */
+/** Double SHA-256 into a new array, through no Buffer (hash.ts `sha256Into`). */
 function sha256dView(bytes: Uint8Array): Uint8Array {
+  sha256Into(bytes, firstRound, 0);
   const id = new Uint8Array(32);
-  sha.hashInto(nodeHash('sha256', bytes, 'buffer'), 0, 32, id, 0);
+  sha256Into(firstRound, id, 0);
   return id;
 }
 

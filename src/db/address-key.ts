@@ -7,21 +7,12 @@
  * @module
  */
 import { hash } from 'node:crypto';
-import { hash160 } from '../bitcoin/hash.js';
-import { Sha256 } from '../bitcoin/sha256-js.js';
+import { hash160, sha256Into } from '../bitcoin/hash.js';
 import { classifyScript, decodeOutputScript, p2pkhScript } from '../bitcoin/script.js';
 
-const sha = new Sha256();
-const digest = new Uint8Array(32);
-
-/**
- * Writes the 16-byte key of a canonical script at `out[at..at + 16)`. Hashed in JavaScript
- * without allocating: for scripts of a few dozen bytes node:crypto's per-call cost (and its new
- * Buffer per digest) outweighs the hashing, and the bulk sync derives one key per output.
- */
+/** Writes the 16-byte key of a canonical script at `out[at..at + 16)` (no Buffer: the bulk sync derives one per output). */
 export function addressKeyInto(canonicalScript: Uint8Array, out: Uint8Array, at = 0): void {
-  sha.hashInto(canonicalScript, 0, canonicalScript.length, digest, 0);
-  for (let i = 0; i < 16; i++) out[at + i] = digest[i]!;
+  sha256Into(canonicalScript, out, at, 16);
 }
 
 /** The 16-byte key of a canonical script. */

@@ -12,6 +12,7 @@ import {
   reverseBytes,
   sha256,
   sha256d,
+  sha256Into,
   sha256dParts,
   taggedHash,
 } from '../../../src/bitcoin/hash.js';
@@ -103,5 +104,21 @@ describe('hex and byte order', () => {
     expect(equalBytes(hexToBytes('0102'), new Uint8Array([1, 2]))).toBe(true);
     expect(equalBytes(hexToBytes('0102'), new Uint8Array([1, 3]))).toBe(false);
     expect(equalBytes(hexToBytes('01'), new Uint8Array([1, 0]))).toBe(false);
+  });
+});
+
+describe('sha256Into', () => {
+  it('writes sha256 (or its first n bytes) at an offset, for every length 0–300', () => {
+    const out = new Uint8Array(40);
+    for (let len = 0; len <= 300; len++) {
+      const m = new Uint8Array(len).map((_, i) => (i * 31 + len) & 0xff);
+      const want = sha256(m);
+      sha256Into(m, out, 3);
+      expect(bytesToHex(out.subarray(3, 35))).toBe(bytesToHex(want));
+      out.fill(0);
+      sha256Into(m, out, 5, 16);
+      expect(bytesToHex(out.subarray(5, 21))).toBe(bytesToHex(want.subarray(0, 16)));
+      expect(out[21]).toBe(0);
+    }
   });
 });
