@@ -21,6 +21,7 @@
 import { EventEmitter } from 'node:events';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { createRedis } from '../src/net/redis.js';
+import { ConcurrencyLimit } from '../src/rpc/limit.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
@@ -98,26 +99,6 @@ type Attempted = { outcome: AttemptOutcome } & (
   | { end: 'retry'; error: string; delayMs: number }
 );
 
-/** At most `n` holders at once; the others wait their turn in order. */
-function createGate(n: number) {
-  let free = n;
-  const waiting: (() => void)[] = [];
-  return {
-    async enter(): Promise<void> {
-      if (free > 0) {
-        free -= 1;
-        return;
-      }
-      await new Promise<void>((r) => waiting.push(r));
-    },
-    leave(): void {
-      const next = waiting.shift();
-      if (next) next();
-      else free += 1;
-    },
-  };
-}
-
 /** Outcomes written together: at most this many, or whatever arrived within FLUSH_MS. */
 const FLUSH_ROWS = 200;
 const FLUSH_MS = 5;
@@ -155,7 +136,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const random = deps.random ?? Math.random;
   const batchConcurrency = Math.max(1, deps.batchConcurrency ?? 4);
   // Deliveries in flight, over own jobs and batches alike.
-  const gate = createGate(deps.concurrency);
+  const gate = new ConcurrencyLimit(deps.concurrency);
   // Where a batch's deliveries that must be tried again get jobs of their own.
   const producer = createDeliveryQueues({ redisUrl: deps.redisUrl, prefix: deps.prefix });
   const hookCacheMs = deps.hookCacheMs ?? 1000;
@@ -203,13 +184,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   async function processOne(job: Job<DeliveryJobData>): Promise<void> {
     const data = job.data;
     const base = { id: data.delivery, redeliveries: seriesOf(job.id), attempts: (data.attempted ?? 0) + job.attemptsMade + 1 };
-    await gate.enter();
-    let a: Attempted;
-    try {
-      a = await attempt(data, base, job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
-    } finally {
-      gate.leave();
-    }
+    const a = await gate.run(() => attempt(data, base, job.attemptsMade + 1 >= (job.opts.attempts ?? 1)));
     await record(a.outcome);
     if (a.end === 'failed') throw new UnrecoverableError(a.error);
     if (a.end === 'retry') throw new RetryLaterError(a.error, a.delayMs);
@@ -232,35 +207,32 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     let next = 0;
     let stopped = false;
     let broke: unknown;
-    const lane = async () => {
-      for (;;) {
-        await gate.enter();
-        // (taken only once it may go: after a stop, `todo.slice(next)` is exactly what was not sent)
-        if (stopped || next >= todo.length) {
-          gate.leave();
-          return;
-        }
-        const d = todo[next++]!;
-        const attempts = rows.get(d.delivery)!.attempts + 1;
-        const data = { ...d, hook };
-        let a: Attempted;
-        try {
-          a = await attempt(data, { id: d.delivery, redeliveries: 0, attempts }, attempts >= MAX_ATTEMPTS);
-        } catch (err) {
-          // (PostgreSQL away…: the job fails and runs again; this delivery is still the batch's)
-          broke ??= err;
-          stopped = true;
-          return;
-        } finally {
-          gate.leave();
-        }
-        if (a.end === 'retry') {
-          stopped = true;
-          retries.push({ data, a });
-        } else {
-          keep(record(a.outcome), a);
-        }
+    /** One delivery of the batch within the worker's cap; false once there is nothing more to send. */
+    const sendNext = async (): Promise<boolean> => {
+      // (taken only once it may go: after a stop, `todo.slice(next)` is exactly what was not sent)
+      if (stopped || next >= todo.length) return false;
+      const d = todo[next++]!;
+      const attempts = rows.get(d.delivery)!.attempts + 1;
+      const data = { ...d, hook };
+      let a: Attempted;
+      try {
+        a = await attempt(data, { id: d.delivery, redeliveries: 0, attempts }, attempts >= MAX_ATTEMPTS);
+      } catch (err) {
+        // (PostgreSQL away…: the job fails and runs again; this delivery is still the batch's)
+        broke ??= err;
+        stopped = true;
+        return false;
       }
+      if (a.end === 'retry') {
+        stopped = true;
+        retries.push({ data, a });
+      } else {
+        keep(record(a.outcome), a);
+      }
+      return true;
+    };
+    const lane = async () => {
+      while (await gate.run(sendNext));
     };
     await Promise.all(Array.from({ length: Math.min(batchConcurrency, todo.length) }, lane));
     const unsent = todo.slice(next);
