@@ -256,7 +256,6 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         ['history page (limit 100, hot address, random depth)', hotPage(100)],
         [`batch: POST /v1/addresses/batch, balances of 1,000 random addresses of ${short(ADDRESSES)}`, () => '/v1/addresses/batch', batchBody],
       ];
-      /** One autocannon run against `path()`, with the CPU each process spent per request. */
       /** Runs a load and the CPU it cost per request (of `requests(result)`) in the API, its backends and the load generator. */
       /** History pages the API has answered so far, by source (blockwire_api_history_pages_total). */
       const historyPages = async () => {
@@ -284,22 +283,25 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           gen: ((genCpu.user + genCpu.system) / total).toFixed(0),
         };
       };
+      /** autocannon against `path()` (POSTing `body()` when given) for `duration` s. */
+      const load = (path: () => string, connections: number, duration: number, overallRate?: number, body?: () => string) =>
+        autocannon({
+          url: base,
+          connections,
+          duration,
+          ...(overallRate ? { overallRate } : {}),
+          headers: { apiKey: key },
+          requests: [
+            {
+              setupRequest: (req) =>
+                body ? { ...req, path: path(), method: 'POST', body: body(), headers: { ...req.headers, apiKey: key, 'content-type': 'application/json' } } : { ...req, path: path() },
+            },
+          ],
+        });
+      /** One autocannon run against `path()`, with the CPU each process spent per request. */
       const run = (path: () => string, connections: number, overallRate?: number, body?: () => string) =>
         withCpu(
-          () =>
-            autocannon({
-              url: base,
-              connections,
-              duration: DURATION,
-              ...(overallRate ? { overallRate } : {}),
-              headers: { apiKey: key },
-              requests: [
-                {
-                  setupRequest: (req) =>
-                    body ? { ...req, path: path(), method: 'POST', body: body(), headers: { ...req.headers, apiKey: key, 'content-type': 'application/json' } } : { ...req, path: path() },
-                },
-              ],
-            }),
+          () => load(path, connections, DURATION, overallRate, body),
           (r) => r.requests.total,
         );
       process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each${WARM_UP > 0 ? ` after ${WARM_UP} s of the same load not measured (and the million-entry address's chunks paged once)` : ', cold'}, as fast as they go (server and load generator share the 2 cores):\n`);
@@ -343,7 +345,7 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           hotWarmed = true;
         }
         // (a long-running API process: its code compiled and its connections open before the clock starts)
-        if (WARM_UP > 0) await autocannon({ url: base, connections: CONNECTIONS, duration: WARM_UP, headers: { apiKey: key }, requests: [{ setupRequest: (req) => (body ? { ...req, path: path(), method: 'POST', body: body(), headers: { ...req.headers, apiKey: key, 'content-type': 'application/json' } } : { ...req, path: path() }) }] });
+        if (WARM_UP > 0) await load(path, CONNECTIONS, WARM_UP, undefined, body);
         const { result, api, pg, gen, held } = await run(path, CONNECTIONS, opts.rate ? Number(opts.rate) : undefined, body);
         if (label.startsWith('floor')) floor = result.requests.average;
         const ratio = floor > 0 ? `${((100 * result.requests.average) / floor).toFixed(0)} %` : '-';
