@@ -12,53 +12,72 @@ import { LongestFirstSequencer } from './test/support/sequencer.js';
 // integration files follow, and the unit files, seconds each, fill the end.
 const sharedGroup = { groupOrder: 1, maxWorkers: 2 };
 
+// The benchmarks' quick run (`npm run bench -- --quick`, ~5 minutes) is not part of the default
+// suite: scripts/test.sh runs it as a step of its own, beside the suite, with
+// BLOCKWIRE_BENCH_SMOKE=1, which selects the `bench` project alone.
+const benchSmoke = process.env.BLOCKWIRE_BENCH_SMOKE === '1';
+
+const benchProject = {
+  test: {
+    name: 'bench',
+    include: ['test/bench/**/*.test.ts'],
+    environment: 'node',
+    testTimeout: 1_800_000,
+    hookTimeout: 600_000,
+    pool: 'forks' as const,
+    maxWorkers: 1,
+  },
+};
+
 export default defineConfig({
   test: {
     // Longest files first (test/durations.json): a fresh clone has no vitest cache to order by.
     sequence: { sequencer: LongestFirstSequencer },
-    projects: [
-      {
-        test: {
-          name: 'unit',
-          sequence: { groupOrder: sharedGroup.groupOrder },
-          include: ['test/unit/**/*.test.ts'],
-          environment: 'node',
-          // Generous: the suite must pass on a loaded machine (a timeout is a failure, not a speed target).
-          // Hooks too: a beforeEach that mines a devnode chain took over vitest's default 10 s at load 20.
-          testTimeout: 120_000,
-          hookTimeout: 120_000,
-          pool: 'forks',
-          maxWorkers: sharedGroup.maxWorkers,
-        },
-      },
-      {
-        test: {
-          name: 'integration',
-          sequence: { groupOrder: sharedGroup.groupOrder },
-          include: ['test/integration/**/*.test.ts'],
-          environment: 'node',
-          globalSetup: ['test/support/global-setup.ts'],
-          // Limits are for hangs, not speed: at load 30 a beforeAll that starts a node, a database and
-          // an indexer and waits for a hundred blocks took over 3 minutes.
-          testTimeout: 300_000,
-          hookTimeout: 600_000,
-          pool: 'forks',
-          // Two cores: more workers only make the services contend.
-          maxWorkers: sharedGroup.maxWorkers,
-        },
-      },
-      {
-        test: {
-          name: 'image',
-          sequence: { groupOrder: sharedGroup.groupOrder },
-          include: ['test/image/**/*.test.ts'],
-          environment: 'node',
-          testTimeout: 900_000,
-          hookTimeout: 3_600_000,
-          pool: 'forks',
-          maxWorkers: sharedGroup.maxWorkers,
-        },
-      },
-    ],
+    projects: benchSmoke
+      ? [benchProject]
+      : [
+          {
+            test: {
+              name: 'unit',
+              sequence: { groupOrder: sharedGroup.groupOrder },
+              include: ['test/unit/**/*.test.ts'],
+              environment: 'node',
+              // Generous: the suite must pass on a loaded machine (a timeout is a failure, not a speed target).
+              // Hooks too: a beforeEach that mines a devnode chain took over vitest's default 10 s at load 20.
+              testTimeout: 120_000,
+              hookTimeout: 120_000,
+              pool: 'forks',
+              maxWorkers: sharedGroup.maxWorkers,
+            },
+          },
+          {
+            test: {
+              name: 'integration',
+              sequence: { groupOrder: sharedGroup.groupOrder },
+              include: ['test/integration/**/*.test.ts'],
+              environment: 'node',
+              globalSetup: ['test/support/global-setup.ts'],
+              // Limits are for hangs, not speed: at load 30 a beforeAll that starts a node, a database and
+              // an indexer and waits for a hundred blocks took over 3 minutes.
+              testTimeout: 300_000,
+              hookTimeout: 600_000,
+              pool: 'forks',
+              // Two cores: more workers only make the services contend.
+              maxWorkers: sharedGroup.maxWorkers,
+            },
+          },
+          {
+            test: {
+              name: 'image',
+              sequence: { groupOrder: sharedGroup.groupOrder },
+              include: ['test/image/**/*.test.ts'],
+              environment: 'node',
+              testTimeout: 900_000,
+              hookTimeout: 3_600_000,
+              pool: 'forks',
+              maxWorkers: sharedGroup.maxWorkers,
+            },
+          },
+        ],
   },
 });

@@ -23,7 +23,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import { createHash } from 'node:crypto';
 import autocannon from 'autocannon';
 import { sql, type Kysely } from 'kysely';
@@ -45,7 +45,7 @@ import { encodeCursor, type Cursor } from '../api/cursor.js';
 import { apiBackendsCpuMs, backendsCpuDelta } from './harness.js';
 import { openLoop } from './open-loop.js';
 
-const { values: opts } = parseArgs({
+const { values: opts } = benchArgs(import.meta.url, {
   options: {
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '16' },

@@ -22,7 +22,7 @@
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import { startCorpusNode } from '../devnode/corpus.js';
 import { corpusBlocksDir, MANIFEST_FILE, type CorpusBlock, type CorpusManifest } from '../devnode/corpus-manifest.js';
 import { bytesToHex } from '../src/bitcoin/hash.js';
@@ -154,7 +154,7 @@ export function nodesTable(size: Size, chain: { blocks: number; txs: number; syn
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'live-txs': { type: 'string' }, seed: { type: 'string' }, 'cache-dir': { type: 'string' }, json: { type: 'string' } } });
+  const { values } = benchArgs(import.meta.url, { options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'live-txs': { type: 'string' }, seed: { type: 'string' }, 'cache-dir': { type: 'string' }, json: { type: 'string' } } });
   const q = values.quick === true;
   const num = (v: string | undefined, d: number) => (v === undefined ? d : Number(v));
   const size: Size = { blocks: num(values.blocks, q ? 3 : 50), txsPerBlock: num(values['txs-per-block'], q ? 150 : 2_000), liveBlocks: num(values['live-blocks'], q ? 2 : 10), liveTxs: num(values['live-txs'], q ? 300 : 4_000), seed: values.seed ?? 'core' };

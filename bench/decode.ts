@@ -16,7 +16,7 @@ import { hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import { RawTx, Transaction } from '@scure/btc-signer';
 import { outputAddresses } from '../src/bitcoin/address.js';
 import { decodeBlock } from '../src/bitcoin/block.js';
@@ -25,7 +25,7 @@ import { fixturesRoot } from '../test/support/fixtures.js';
 
 const HEIGHTS = [413567, 540107, 574200, 702861, 866342];
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '41' }, 'scure-rounds': { type: 'string', default: '3' } } });
+const { values } = benchArgs(import.meta.url, { options: { rounds: { type: 'string', default: '41' }, 'scure-rounds': { type: 'string', default: '3' } } });
 const rounds = Number(values.rounds);
 const scureRounds = Number(values['scure-rounds']);
 

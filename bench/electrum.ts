@@ -18,7 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { startPostgres } from '../src/embedded/postgres.js';
@@ -26,7 +26,7 @@ import { createDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { machine, pct, round, say } from './harness.js';
 
-const { values: opts } = parseArgs({
+const { values: opts } = benchArgs(import.meta.url, {
   options: {
     subs: { type: 'string', default: '10000' },
     connections: { type: 'string', default: '1000' },

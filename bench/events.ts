@@ -19,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
@@ -36,7 +36,7 @@ import { insertHook } from '../src/db/queries/tenancy-hooks.js';
 import { insertSubscription } from '../src/db/queries/tenancy-subscriptions.js';
 import { lockOutbox } from '../src/db/outbox-lock.js';
 
-const { values: opts } = parseArgs({
+const { values: opts } = benchArgs(import.meta.url, {
   options: {
     clients: { type: 'string', default: '1000' },
     blocks: { type: 'string', default: '20' },

@@ -11,7 +11,7 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import { Subscriber } from 'zeromq';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import type { CorpusNode } from '../devnode/corpus.js';
@@ -122,7 +122,7 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'cache-dir': { type: 'string' }, 'cpu-prof': { type: 'string' }, json: { type: 'string' } } });
+  const { values } = benchArgs(import.meta.url, { options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'cache-dir': { type: 'string' }, 'cpu-prof': { type: 'string' }, json: { type: 'string' } } });
   const size = runSize({ ...values, 'catchup-blocks': '0' });
   const { dir } = ensureCorpus(cacheDir(values['cache-dir']), size.corpus, say);
   const { startCorpusNode } = await import('../devnode/corpus.js');

@@ -7,7 +7,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 
 interface ProfileNode {
   id: number;
@@ -68,7 +68,7 @@ export function summarizeProfile(p: CpuProfile, top = 25): ProfileSummary {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values, positionals } = parseArgs({ options: { top: { type: 'string', default: '25' } }, allowPositionals: true });
+  const { values, positionals } = benchArgs(import.meta.url, { options: { top: { type: 'string', default: '25' } }, allowPositionals: true });
   const target = positionals[0];
   if (!target) {
     process.stderr.write('usage: profile.ts FILE.cpuprofile|DIR [--top N]\n');

@@ -6,14 +6,14 @@
  * other; writes the machine-readable results (each bench's tables parsed from its output, its
  * RESULT line when it prints one, exit code, time, the load average before and after) and
  * regenerates the summary and tables in bench/README.md between its bench:results markers.
- * `--quick` runs tiny configurations (CI: test/integration/bench/run.test.ts) and by default writes
+ * `--quick` runs tiny configurations (CI: test/bench/run.test.ts) and by default writes
  * bench/results/quick.json and leaves the README alone.
  * @module
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import { machine } from './harness.js';
 
 interface BenchDef {
@@ -356,7 +356,7 @@ export function spliceReadme(readme: string, section: string): string {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = benchArgs(import.meta.url, {
     options: {
       quick: { type: 'boolean' },
       only: { type: 'string' },

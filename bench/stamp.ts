@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { buildApi } from '../api/app.js';
@@ -30,7 +30,7 @@ import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { startStamper } from '../stamp/stamper.js';
 import { startIndexer } from '../indexer/main.js';
 
-const { values: opts } = parseArgs({
+const { values: opts } = benchArgs(import.meta.url, {
   options: {
     duration: { type: 'string', default: '30' },
     connections: { type: 'string', default: '500' },

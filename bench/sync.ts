@@ -20,7 +20,7 @@
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import { createDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { startCorpusNode } from '../devnode/corpus.js';
@@ -116,7 +116,7 @@ export async function measureCopyLimit(pgs: BenchPostgres, db: string): Promise<
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = benchArgs(import.meta.url, {
     options: {
       quick: { type: 'boolean' },
       blocks: { type: 'string' },

@@ -27,7 +27,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.js';
 import autocannon from 'autocannon';
 import { HDKey } from '@scure/bip32';
 import { sql } from 'kysely';
@@ -47,7 +47,7 @@ import { corpusMainChain, loadCorpusManifest } from '../devnode/corpus-manifest.
 import { measureSize } from './sync.js';
 import { apiBackendsCpuMs, backendsCpuDelta, cacheDir, importCorpus, machine, processCpuMs, round, runSize, say, startBenchPostgres } from './harness.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     quick: { type: 'boolean', default: false },
     'balance-only': { type: 'boolean', default: false },

@@ -21,3 +21,20 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   echo "setup: npm ci"
   npm ci --no-audit --no-fund
 fi
+
+# The commit-msg hook: a subject of at most 72 characters, the detail in the body
+# (scripts/commit-messages.ts; `npm run lint` checks the commits already made).
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  hooks="$(git rev-parse --git-path hooks)"
+  mkdir -p "$hooks"
+  hook='#!/bin/sh
+# Installed by scripts/setup.sh: checks the message against the repository'"'"'s rules.
+top="$(git rev-parse --show-toplevel)"
+[ -f "$top/scripts/commit-messages.ts" ] || exit 0
+cd "$top" && exec node --import tsx scripts/commit-messages.ts --file "$1"'
+  if [ ! -f "$hooks/commit-msg" ] || [ "$(cat "$hooks/commit-msg")" != "$hook" ]; then
+    printf '%s\n' "$hook" > "$hooks/commit-msg"
+    chmod +x "$hooks/commit-msg"
+    echo "setup: installed the commit-msg hook ($hooks/commit-msg)"
+  fi
+fi

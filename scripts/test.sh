@@ -16,4 +16,22 @@ export CI="${CI:-1}"
 # 37.2 s one after the other, load 4-6).
 npm run typecheck
 npm run lint
-npx vitest run "$@"
+# The whole suite runs the benchmarks' quick run (every bench script end to end, ~5 min) as a step
+# of its own (BLOCKWIRE_BENCH_SMOKE=1 selects it: vitest.config.ts), beside the suite as it ran
+# inside it before, its output printed after the suite's. With arguments (a file, a project),
+# only what they name runs.
+if [ "$#" -gt 0 ]; then
+  exec npx vitest run "$@"
+fi
+bench_log="$(mktemp -t blockwire-bench-smoke.XXXXXX)"
+BLOCKWIRE_BENCH_SMOKE=1 npx vitest run >"$bench_log" 2>&1 &
+bench_pid=$!
+status=0
+npx vitest run || status=$?
+bench_status=0
+wait "$bench_pid" || bench_status=$?
+echo "== the benchmarks' quick run (npm run bench -- --quick), exit $bench_status:"
+cat "$bench_log"
+rm -f "$bench_log"
+if [ "$status" -ne 0 ]; then exit "$status"; fi
+exit "$bench_status"

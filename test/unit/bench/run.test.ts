@@ -1,5 +1,5 @@
 // bench/run.ts's own logic: its table parser, the README splice and the summary of targets. The
-// benchmarks themselves run end to end in test/integration/bench/run.test.ts (they start
+// benchmarks themselves run end to end in test/bench/run.test.ts (they start
 // PostgreSQL, Redis and bitcoind, which unit tests do not).
 import { describe, expect, it } from 'vitest';
 import { parseTables, spliceReadme, summary, type BenchRun } from '../../../bench/run.js';

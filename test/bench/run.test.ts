@@ -9,8 +9,8 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BENCHES } from '../../../bench/run.js';
-import { bitcoindPresent } from '../../support/bitcoind.js';
+import { BENCHES } from '../../bench/run.js';
+import { bitcoindPresent } from '../support/bitcoind.js';
 
 // bench/core needs a real bitcoind: without one it is left out (and the run fails under CI).
 const withCore = bitcoindPresent || Boolean(process.env.CI);
