@@ -1,8 +1,9 @@
 /**
  * `npm run bench [-- --quick] [--only a,b] [--blocks N] [--txs-per-block N] [--results FILE]
  * [--readme FILE] [--render-only]`: runs every
- * benchmark (sync with live, decode, api, events, stamp, wallets, electrum, and core: the RPC/REST
- * sync and live on a real regtest bitcoind beside the devnode), each as its own process, one after the
+ * benchmark (sync with live, decode, api, events, stamp, wallets, electrum, core: the RPC/REST
+ * sync and live on a real regtest bitcoind beside the devnode, and small: small blocks caught up
+ * block by block on both), each as its own process, one after the
  * other; writes the machine-readable results (each bench's tables parsed from its output, its
  * RESULT line when it prints one, exit code, time, the load average before and after) and
  * regenerates the summary and tables in bench/README.md between its bench:results markers.
@@ -35,6 +36,7 @@ export const BENCHES: BenchDef[] = [
   { name: 'wallets', script: 'bench/wallets.ts', full: [], quick: ['--quick'] },
   { name: 'electrum', script: 'bench/electrum.ts', full: [], quick: ['--subs', '200', '--connections', '20', '--paid', '20', '--blocks', '2'] },
   { name: 'core', script: 'bench/core.ts', full: [], quick: ['--quick'] },
+  { name: 'small', script: 'bench/small.ts', full: [], quick: ['--quick'] },
 ];
 
 export interface Table {
@@ -191,6 +193,13 @@ export function summary(runs: BenchRun[]): string {
   const dl = nodes.devnode?.live;
   add(`live on Bitcoin Core 30.0: ${fmt(val(cl?.txsPerBlock))}-tx block, ZMQ arrival → committed, p50`, `${fmt(val(cl?.p50))} ms`, `devnode, same blocks: ${fmt(val(dl?.p50))} ms`, '≤ 300 ms', all(cl?.p50) ? cl!.p50! <= 300 : null, 'core');
   add('live on Bitcoin Core 30.0: same, p99', `${fmt(val(cl?.p99))} ms`, `devnode, same blocks: ${fmt(val(dl?.p99))} ms`, '≤ 600 ms', all(cl?.p99) ? cl!.p99! <= 600 : null, 'core');
+
+  // Small blocks caught up block by block (bench/small), on the devnode and on Core.
+  const sm = (by.get('small')?.result ?? {}) as Record<string, { perBlockP50?: number; perBlockP90?: number; blocks?: number; blocksPerSec?: number } | undefined>;
+  for (const [node, label] of [['devnode', 'the devnode'], ['core', 'Bitcoin Core 30.0']] as const) {
+    const r = sm[node];
+    add(`small blocks (1–10 txs) indexed block by block on ${label}: ms per block, median`, `${fmt(val(r?.perBlockP50), 1)} ms (p90 ${fmt(val(r?.perBlockP90), 1)})`, `${fmt(val(r?.blocks))} blocks, ${fmt(val(r?.blocksPerSec), 1)} blocks/s`, '≤ 10 ms', all(r?.perBlockP50) ? r!.perBlockP50! <= 10 : null, 'small');
+  }
 
   const w = (by.get('wallets')?.result ?? null) as {
     corpus?: { blocks?: number; txs?: number };

@@ -48,8 +48,32 @@ export type UndoResult = { kind: 'undone'; height: number; txs: number; events: 
  * @throws FatalError ERR_PREVOUT_MISSING when the index lacks an output the block spends.
  */
 export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, height: number, ctx: WriteContext = {}): Promise<ApplyResult> {
+  return (await applyBlocks(db, [{ block, height }], ctx))[0]!;
+}
+
+/**
+ * Applies consecutive blocks in one transaction, each exactly as `applyBlock` would (its rows,
+ * mempool removals, events and tip, in order), stopping at the first that is not applied
+ * ('already' or 'stale': the blocks before it stay applied). One transaction for several
+ * blocks while catching up saves each block its own commit (a WAL flush) and round trips; a
+ * crash still leaves a block boundary (all of them or none), so nothing else changes.
+ * Returns one result per block tried.
+ */
+export async function applyBlocks(db: Kysely<Database>, blocks: readonly { block: DecodedBlock; height: number }[], ctx: WriteContext = {}): Promise<ApplyResult[]> {
   return db.transaction().execute(async (trx) => {
     if (ctx.guard) await ctx.guard(trx);
+    const results: ApplyResult[] = [];
+    for (const { block, height } of blocks) {
+      const r = await applyInTransaction(trx, block, height, ctx);
+      results.push(r);
+      if (r.kind !== 'applied') break;
+    }
+    return results;
+  });
+}
+
+async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number, ctx: WriteContext): Promise<ApplyResult> {
+  {
     const tip = await lockTip(trx);
     if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
     const extendsTip = height === 0 ? tip.height === -1 : tip.height === height - 1 && tip.hash !== null && equalBytes(tip.hash, block.header.prevHash);
@@ -119,7 +143,7 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
     lap('events');
     if (ctx.log) ctx.log.debug({ height, txs: rows.txCount, ms }, 'apply phases');
     return { kind: 'applied', height, txs: rows.txCount, events: events.length };
-  });
+  }
 }
 
 /**

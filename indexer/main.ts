@@ -162,6 +162,7 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger): Promi
     maxReorgDepth: config.indexerMaxReorgDepth,
     zmqEnabled: zmqUrl !== undefined,
     prefetch: config.indexerPrefetch,
+    catchupBlocks: config.indexerCatchupBlocks,
   });
 
   let notifier: Notifier | null = null;

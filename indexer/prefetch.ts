@@ -12,10 +12,18 @@ export interface Prefetcher {
   get(hash: string): Promise<Uint8Array | null>;
   /** Starts fetching the blocks above `height`, up to `nodeHeight` and at most `depth` ahead. */
   after(height: number, nodeHeight: number): void;
+  /** Starts fetching these blocks (hashes already known), those not on their way yet. */
+  ahead(hashes: readonly string[]): void;
 }
 
 export function createPrefetcher(source: ChainSource, depth: number): Prefetcher {
   const prefetched = new Map<string, Promise<Uint8Array | null>>();
+  const fetch = (hash: string) => {
+    if (prefetched.has(hash)) return;
+    const p = source.getBlock(hash);
+    p.catch(() => undefined);
+    prefetched.set(hash, p);
+  };
   return {
     get(hash) {
       const p = prefetched.get(hash);
@@ -31,14 +39,14 @@ export function createPrefetcher(source: ChainSource, depth: number): Prefetcher
         void source
           .getBlockHash(h)
           .then((hash) => {
-            if (hash !== null && !prefetched.has(hash)) {
-              const p = source.getBlock(hash);
-              p.catch(() => undefined);
-              prefetched.set(hash, p);
-            }
+            if (hash !== null) fetch(hash);
           })
           .catch(() => undefined);
       }
+    },
+    ahead(hashes) {
+      if (prefetched.size > depth * 4) prefetched.clear();
+      for (const hash of hashes.slice(0, depth)) fetch(hash);
     },
   };
 }

@@ -14,7 +14,8 @@ import { FatalError, isRetryable } from '../src/errors.js';
 import { checkBlock } from './block-check.js';
 import { createPrefetcher } from './prefetch.js';
 import type { Logger } from '../src/log.js';
-import { applyBlock, undoBlock } from './apply.js';
+import { applyBlocks, undoBlock } from './apply.js';
+import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { readTip, type Tip } from './chain-rows.js';
 import type { ChainSource } from './chain-source.js';
 import { nextStep, type LocalChain } from './follow.js';
@@ -66,7 +67,12 @@ export interface RunDeps {
   zmqEnabled?: boolean;
   /** Blocks fetched ahead while catching up (≤ 16 requests in flight). */
   prefetch?: number;
+  /** Most blocks applied in one Postgres transaction while behind the node (default 1). */
+  catchupBlocks?: number;
 }
+
+/** A catch-up transaction stops taking blocks once it holds this many transactions. */
+const CATCHUP_MAX_TXS = 4_000;
 
 export interface RunLoop {
   wake(): void;
@@ -97,6 +103,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   const status: IndexerStatus = { mode: 'starting', tip: { height: -1, hash: null }, nodeTip: null, lag: null, lastError: null };
   const announced = new Set<string>();
   const prefetch = createPrefetcher(source, deps.prefetch ?? 8);
+  const catchupBlocks = Math.max(1, deps.catchupBlocks ?? 1);
   let wakeUp: (() => void) | null = null;
   let woken = false;
   let stopping = false;
@@ -166,6 +173,26 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     }
   }
 
+  /**
+   * The blocks to apply from `height` (whose hash the plan gave): that one alone when it is the
+   * node's tip, else up to `catchupBlocks` consecutive active-chain blocks (one RPC batch for
+   * their hashes). A reorg meanwhile makes one of them not extend the tip: applyBlocks stops
+   * there and the next turn re-plans.
+   */
+  async function plan(height: number, hash: string, nodeHeight: number): Promise<{ height: number; hash: string }[]> {
+    const planned = [{ height, hash }];
+    const last = Math.min(nodeHeight, height + catchupBlocks - 1);
+    if (last <= height) return planned;
+    const heights = Array.from({ length: last - height }, (_, i) => height + 1 + i);
+    const view = await source.getChainView(heights);
+    for (let i = 0; i < heights.length; i++) {
+      const h = view.hashes[i];
+      if (h === null || h === undefined) break;
+      planned.push({ height: heights[i]!, hash: h });
+    }
+    return planned;
+  }
+
   /** One step; true when it did something (so the loop steps again at once). */
   async function turn(): Promise<boolean> {
     const tip = await readTip(db);
@@ -184,23 +211,36 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     status.mode = 'following';
     if (step.kind === 'apply') {
       const t0 = performance.now();
-      const raw = await prefetch.get(step.hash);
-      if (raw === null) {
-        log.warn({ height: step.height, hash: step.hash }, 'node no longer serves the block it announced; re-planning');
-        return false;
+      const planned = await plan(step.height, step.hash, nodeHeight);
+      const batch: { block: DecodedBlock; height: number; hash: string }[] = [];
+      let txs = 0;
+      for (let i = 0; i < planned.length && txs < CATCHUP_MAX_TXS; i++) {
+        prefetch.ahead(planned.slice(i + 1).map((p) => p.hash));
+        const { height, hash } = planned[i]!;
+        const raw = await prefetch.get(hash);
+        if (raw === null) {
+          log.warn({ height, hash }, 'node no longer serves the block it announced; re-planning');
+          break;
+        }
+        const block = checkBlock(raw, hash);
+        batch.push({ block, height, hash });
+        txs += block.txs.length;
       }
-      const block = checkBlock(raw, step.hash);
-      if (nodeHeight > step.height) prefetch.after(step.height, nodeHeight);
-      const r = await applyBlock(db, block, step.height, ctx);
-      if (r.kind === 'applied') {
-        const ms = Math.round(performance.now() - t0);
-        progress(step.height, nodeHeight, r.txs);
+      if (batch.length === 0) return false;
+      const last = batch[batch.length - 1]!.height;
+      if (nodeHeight > last) prefetch.after(last, nodeHeight);
+      const results = await applyBlocks(db, batch, ctx);
+      const ms = Math.round(performance.now() - t0);
+      results.forEach((r, i) => {
+        if (r.kind !== 'applied') return;
+        const { height, hash } = batch[i]!;
+        progress(height, nodeHeight, r.txs);
         metrics.blocksApplied++;
         metrics.txsApplied += r.txs;
         metrics.lastApplyMs = ms;
-        if (deps.zmqEnabled && step.height > firstNodeHeight! && !announced.delete(step.hash)) unannounced.set(step.hash, Date.now());
-        log.info({ height: step.height, hash: step.hash, txs: r.txs, events: r.events, ms }, 'block applied');
-      }
+        if (deps.zmqEnabled && height > firstNodeHeight! && !announced.delete(hash)) unannounced.set(hash, Date.now());
+        log.info({ height, hash, txs: r.txs, events: r.events, ms, ...(batch.length > 1 ? { batch: batch.length } : {}) }, 'block applied');
+      });
       return true;
     }
     if (step.kind === 'undo') {

@@ -1,0 +1,165 @@
+/**
+ * bench/small: many small blocks indexed block by block (target: median ≤ 10 ms per block), on
+ * the devnode and on a real regtest Bitcoin Core, on chains of the same shape: 101 blocks
+ * mined to the node's wallet, then `--blocks` blocks of 1–10 wallet payments each (block i
+ * carries 1 + i mod 10). The indexer role then starts on an empty database with the bulk path
+ * off (every block through the per-block path, as after a day offline or on signet) and catches
+ * up to the tip. Reported per node: the median and p90 time per block while catching up (a
+ * catching up (the whole per-block cost: the node's answers, the plan, the fetch, the write
+ * transaction), the indexer's own fetch → commit median (`block applied` ms), blocks/s, and
+ * with `--phases` the medians of the write transaction's phases.
+ * Run: `node --import tsx bench/small.ts [--quick] [--blocks N] [--only devnode|core]
+ * [--phases] [--catchup-blocks N]` (INDEXER_CATCHUP_BLOCKS for the indexer; its default else) (a bitcoind: BITCOIND_BIN or the Core build beside the project).
+ * @module
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { benchArgs } from './args.js';
+import { startDevnode } from '../devnode/start.js';
+import { bitcoindBin, bitcoindPresent, startBitcoind } from '../test/support/bitcoind.js';
+import { cacheDir, logLines, machine, pct, round, say, startBenchPostgres, type BenchPostgres } from './harness.js';
+import { startFollower, waitApplied } from './live.js';
+
+interface SmallNode {
+  rpcUrl: string;
+  zmqUrl: string;
+  /** Pays `n` wallet payments and mines them in one block. */
+  block(n: number): Promise<void>;
+  tip(): Promise<{ height: number; hash: string }>;
+  stop(): Promise<void>;
+}
+
+export interface SmallResult {
+  blocks: number;
+  txs: number;
+  /** Per block while catching up: a commit's time since the previous one ÷ its blocks (ms). */
+  perBlockP50: number;
+  perBlockP90: number;
+  /** The indexer's plan → commit of the transaction holding each block (ms). */
+  commitP50: number;
+  blocksPerSec: number;
+  /** Medians of the write transaction's phases (ms), with --phases. */
+  phases: Record<string, number>;
+}
+
+const PREMINE = 101;
+
+async function devnodeChain(): Promise<SmallNode> {
+  const d = await startDevnode({ initialBlocks: PREMINE, samplePayments: false });
+  const to = d.wallet.address('p2wpkh');
+  return {
+    rpcUrl: d.rpcUrl,
+    zmqUrl: d.zmqUrl,
+    async block(n) {
+      for (let i = 0; i < n; i++) await d.wallet.send(to, 10_000n + BigInt(i));
+      await d.mine(1);
+    },
+    tip: async () => d.tip(),
+    stop: () => d.stop(),
+  };
+}
+
+async function coreChain(): Promise<SmallNode> {
+  const c = await startBitcoind({ funded: true });
+  const addr = await c.call<string>('getnewaddress', [], c.wallet!);
+  return {
+    rpcUrl: c.rpcUrl,
+    zmqUrl: c.zmqUrl,
+    async block(n) {
+      for (let i = 0; i < n; i++) await c.call('sendtoaddress', [addr, 0.0001 + i / 1e8], c.wallet!);
+      await c.mine(1, addr);
+    },
+    tip: () => c.tip(),
+    stop: () => c.stop(),
+  };
+}
+
+async function measure(name: string, pgs: BenchPostgres, start: () => Promise<SmallNode>, blocks: number, env: Record<string, string>): Promise<SmallResult> {
+  const node = await start();
+  try {
+    for (let i = 0; i < blocks; i++) {
+      await node.block(1 + (i % 10));
+      if ((i + 1) % 250 === 0) say(`  ${name}: ${i + 1}/${blocks} blocks mined`);
+    }
+    const tip = await node.tip();
+    const url = await pgs.createDatabase(`small_${name}`);
+    const follower = startFollower(url, node, env);
+    try {
+      const at: number[] = [];
+      follower.onLine((line, t) => {
+        if (line.includes('"block applied"')) at.push(t);
+      });
+      await waitApplied(follower, tip.hash, 1_800_000);
+      const applied = logLines(follower.lines, 'block applied');
+      // Steady state: from the first block above the premine (the indexer is warm by then).
+      // Blocks applied in one transaction log `batch: n` each; a commit's time since the
+      // previous commit is shared by its blocks.
+      const from = PREMINE + 1;
+      const perBlock: number[] = [];
+      let prev = at[from - 1]!;
+      for (let i = from; i < applied.length; ) {
+        const n = Math.min(Number(applied[i]!.batch ?? 1), applied.length - i);
+        const end = at[i + n - 1]!;
+        for (let k = 0; k < n; k++) perBlock.push((end - prev) / n);
+        prev = end;
+        i += n;
+      }
+      const span = (at[at.length - 1]! - at[from - 1]!) / 1000;
+      const byPhase = new Map<string, number[]>();
+      for (const l of logLines(follower.lines, 'apply phases').slice(from)) {
+        for (const [k, v] of Object.entries(l.ms as Record<string, number>)) byPhase.set(k, [...(byPhase.get(k) ?? []), v]);
+      }
+      return {
+        blocks: perBlock.length,
+        txs: applied.slice(from).reduce((s, l) => s + Number(l.txs), 0),
+        perBlockP50: round(pct(perBlock, 50), 2),
+        perBlockP90: round(pct(perBlock, 90), 2),
+        commitP50: pct(applied.slice(from).map((l) => Number(l.ms)), 50),
+        blocksPerSec: round(perBlock.length / span, 1),
+        phases: Object.fromEntries([...byPhase].map(([k, v]) => [k, pct(v, 50)])),
+      };
+    } finally {
+      follower.proc.kill('SIGTERM');
+      await follower.exited;
+    }
+  } finally {
+    await node.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = benchArgs(import.meta.url, { options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, only: { type: 'string' }, phases: { type: 'boolean' }, 'catchup-blocks': { type: 'string' }, 'cache-dir': { type: 'string' } } });
+  const env = { ...(values.phases ? { LOG_LEVEL: 'debug' } : {}), ...(values['catchup-blocks'] ? { INDEXER_CATCHUP_BLOCKS: values['catchup-blocks'] } : {}) };
+  const blocks = values.blocks !== undefined ? Number(values.blocks) : values.quick ? 30 : 1_000;
+  // Core is left out without a bitcoind (a notice; the Results row then shows '—').
+  const only = values.only?.split(',') ?? (bitcoindPresent ? ['devnode', 'core'] : ['devnode']);
+  if (!bitcoindPresent && only.includes('core')) throw new Error(`bench/small: no bitcoind (${bitcoindBin}); set BITCOIND_BIN or --only devnode`);
+  if (!bitcoindPresent) say('notice: bench/small without Bitcoin Core: bitcoind not found (set BITCOIND_BIN)');
+  const m0 = machine();
+  say(`bench/small: ${blocks} blocks of 1–10 payments indexed block by block, on ${only.join(' and ')}${only.includes('core') ? ` (${bitcoindBin})` : ''}; load ${m0.loadavg.join(' ')}`);
+  mkdirSync(cacheDir(values['cache-dir']), { recursive: true });
+  const root = mkdtempSync(join(cacheDir(values['cache-dir']), 'small-'));
+  const pgs = await startBenchPostgres(root);
+  const results: Record<string, SmallResult> = {};
+  try {
+    if (only.includes('devnode')) results.devnode = await measure('devnode', pgs, devnodeChain, blocks, env);
+    if (only.includes('core')) results.core = await measure('core', pgs, coreChain, blocks, env);
+  } finally {
+    await pgs.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+  const names = Object.keys(results);
+  const row = (label: string, f: (r: SmallResult) => string) => `| ${label} | ${names.map((n) => f(results[n]!)).join(' | ')} |`;
+  say('');
+  say(`| small blocks, block by block | ${names.join(' | ')} |`);
+  say(`|---|${names.map(() => '---:').join('|')}|`);
+  say(row('blocks (txs)', (r) => `${r.blocks} (${r.txs})`));
+  say(row('ms per block p50', (r) => String(r.perBlockP50)));
+  say(row('ms per block p90', (r) => String(r.perBlockP90)));
+  say(row('plan → commit p50 ms (per transaction)', (r) => String(r.commitP50)));
+  say(row('blocks/s', (r) => String(r.blocksPerSec)));
+  for (const k of new Set(names.flatMap((n) => Object.keys(results[n]!.phases)))) say(row(`phase ${k} p50 ms`, (r) => String(r.phases[k] ?? '—')));
+  say(`RESULT ${JSON.stringify({ blocks, ...results, machineStart: m0, machineEnd: machine() })}`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();

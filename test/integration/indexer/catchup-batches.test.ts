@@ -1,0 +1,126 @@
+/**
+ * Catching up block by block with several blocks per Postgres transaction (applyBlocks,
+ * INDEXER_CATCHUP_BLOCKS): the index and the outbox end exactly as with one transaction per
+ * block; a block that does not extend the tip ends the batch with the blocks before it applied;
+ * the run loop takes batches while behind the node and a single block at its tip.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
+import { decodeBlock } from '../../../src/bitcoin/block.js';
+import { hashToHex } from '../../../src/bitcoin/hash.js';
+import { createLogger } from '../../../src/log.js';
+import { applyBlock, applyBlocks } from '../../../indexer/apply.js';
+import { readTip } from '../../../indexer/chain-rows.js';
+import { startDevnode, type Devnode } from '../../../devnode/index.js';
+import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { describeFixtures } from '../../support/fixtures.js';
+import { loadChainA } from '../../support/chain-fixture.js';
+import { snapshotIndex } from '../../support/chain-snapshot.js';
+import { freshBulkIndexOf, readEvents, startTestIndexer, waitSynced, watchAddress } from '../../support/chain-indexer.js';
+
+const outboxOf = async (t: TestDatabase) => (await readEvents(t.db)).map(({ seq: _seq, ...e }) => e);
+
+describeFixtures('applyBlocks: several blocks in one transaction', () => {
+  let single: TestDatabase;
+  let batched: TestDatabase;
+
+  beforeAll(async () => {
+    [single, batched] = await Promise.all([createMigratedDatabase('cbs'), createMigratedDatabase('cbb')]);
+  });
+  afterAll(async () => {
+    await Promise.all([single?.drop(), batched?.drop()]);
+  });
+
+  it('leaves the same rows and events as one transaction per block', async () => {
+    const chain = loadChainA();
+    const blocks = chain.main.map((hash, height) => ({ block: decodeBlock(chain.blocks.get(hash)!.raw), height }));
+    for (const { block, height } of blocks) expect((await applyBlock(single.db, block, height)).kind).toBe('applied');
+    // Groups of 7: batches cross every kind of block of the chain (spends of outputs created in
+    // an earlier block of the same batch included).
+    for (let i = 0; i < blocks.length; i += 7) {
+      const results = await applyBlocks(batched.db, blocks.slice(i, i + 7));
+      expect(results.map((r) => r.kind)).toEqual(blocks.slice(i, i + 7).map(() => 'applied'));
+    }
+    expect(await snapshotIndex(batched.db)).toEqual(await snapshotIndex(single.db));
+    expect(await outboxOf(batched)).toEqual(await outboxOf(single));
+  });
+
+  it('stops at a block that does not extend the tip, the blocks before it applied', async () => {
+    const chain = loadChainA();
+    const t = await createMigratedDatabase('cbx');
+    try {
+      const at = (h: number) => ({ block: decodeBlock(chain.blocks.get(chain.main[h]!)!.raw), height: h });
+      expect((await applyBlocks(t.db, [at(0), at(1)])).map((r) => r.kind)).toEqual(['applied', 'applied']);
+      // Block 3 after block 2 is fine; block 5 in place of 4 does not extend 3.
+      const r = await applyBlocks(t.db, [at(2), at(3), { block: at(5).block, height: 4 }, at(5)]);
+      expect(r.map((x) => x.kind)).toEqual(['applied', 'applied', 'stale']);
+      const tip = await readTip(t.db);
+      expect(tip.height).toBe(3);
+      expect(hashToHex(tip.hash!)).toBe(chain.main[3]);
+      // A batch starting with the tip itself answers 'already' and writes nothing.
+      expect((await applyBlocks(t.db, [at(3), at(4)])).map((x) => x.kind)).toEqual(['already']);
+      expect((await readTip(t.db)).height).toBe(3);
+    } finally {
+      await t.drop();
+    }
+  });
+});
+
+describe('the run loop catching up', () => {
+  let node: Devnode;
+  let t: TestDatabase;
+  const lines: Record<string, unknown>[] = [];
+
+  beforeAll(async () => {
+    node = await startDevnode({ initialBlocks: 101 });
+    const to = node.wallet.address('p2wpkh');
+    for (let i = 0; i < 40; i++) {
+      for (let k = 0; k <= i % 4; k++) await node.wallet.send(to, 20_000n + BigInt(k));
+      await node.mine(1);
+    }
+    t = await createMigratedDatabase('cbl');
+  });
+  afterAll(async () => {
+    await node?.stop();
+    await t?.drop();
+  });
+
+  it('applies batches while behind, one block at the tip, and equals a fresh index', async () => {
+    await watchAddress(t.db, node.wallet.address('p2wpkh'), 1);
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString('utf8').split('\n')) if (l.includes('"block applied"')) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    const ix = await startTestIndexer(t, node, { config: { indexerBulkThreshold: 100_000, indexerCatchupBlocks: 16 }, log: createLogger({ level: 'info', format: 'json', destination }) });
+    try {
+      await waitSynced(t.db, node);
+      const batches = lines.map((l) => Number(l.batch ?? 1));
+      expect(Math.max(...batches)).toBe(16);
+      expect(lines.length).toBe(node.tip().height + 1);
+      // At the tip: a new block is a transaction of its own.
+      await node.wallet.send(node.wallet.address('p2wpkh'), 30_000n);
+      await node.mine(1);
+      await waitSynced(t.db, node);
+      expect(lines.at(-1)!.batch).toBeUndefined();
+      expect(lines.at(-1)!.height).toBe(node.tip().height);
+    } finally {
+      await ix.stop();
+    }
+    const ref = await freshBulkIndexOf(node);
+    try {
+      const [a, b] = await Promise.all([snapshotIndex(t.db), snapshotIndex(ref.db)]);
+      expect(a.utxos).toEqual(b.utxos);
+      expect(a.balances).toEqual(b.balances);
+      expect(a.txs).toEqual(b.txs);
+      expect(a.blocks).toEqual(b.blocks);
+    } finally {
+      await ref.drop();
+    }
+    // Every block's events: one block.connected per height, in order, and the watched address's
+    // tx.confirmed events of each block right after it.
+    const connected = (await readEvents(t.db, ['block.connected'])).map((e) => e.height);
+    expect(connected).toEqual(Array.from({ length: node.tip().height + 1 }, (_, h) => h));
+  });
+});
