@@ -71,9 +71,22 @@ export const esploraScriptRoutes: RouteModule<DialectEdge> = (app, deps) => {
       return { [kind]: request.params.x, chain_stats: esploraStats(s.chain), mempool_stats: esploraStats(s.mempool) };
     });
 
-    app.get<P>(`/${kind}/:x/txs`, async (request) => {
+    // `?after_txid=` is mempool.space's (its electrs, and mempool.js's getAddressTxs): what follows
+    // that transaction in the list, the mempool part first, then 25 confirmed; [] when it is not in the list.
+    app.get<P & { Querystring: { after_txid?: string } }>(`/${kind}/:x/txs`, async (request) => {
       const h = await historyOf(deps, scriptOf(deps, kind, request.params.x));
-      return transactions(deps, [...h.mempool.slice(0, MAX_MEMPOOL_TXS), ...h.confirmed.slice(0, CHAIN_TXS_PER_PAGE)]);
+      let mempool = h.mempool.slice(0, MAX_MEMPOOL_TXS);
+      let confirmed = h.confirmed;
+      const after = request.query.after_txid;
+      if (after !== undefined) {
+        const txid = /^[0-9a-fA-F]{64}$/.test(after) ? Buffer.from(after, 'hex').reverse() : undefined;
+        const inMempool = txid ? mempool.findIndex((t) => t.equals(txid)) : -1;
+        const inChain = txid && inMempool < 0 ? confirmed.findIndex((t) => t.equals(txid)) : -1;
+        if (inMempool < 0 && inChain < 0) return [];
+        mempool = inMempool < 0 ? [] : mempool.slice(inMempool + 1);
+        confirmed = confirmed.slice(inChain + 1);
+      }
+      return transactions(deps, [...mempool, ...confirmed.slice(0, CHAIN_TXS_PER_PAGE)]);
     });
 
     const chainPage = async (x: string, last: string | undefined) => {
