@@ -34,9 +34,10 @@ export function movePathKey(req: IncomingMessage): string {
   const m = KEYED_PATH.exec(url);
   if (!m) return url;
   const rest = url.slice(m[0].length);
-  (req as WithPathKey)[PATH_KEY] = decodeURIComponent(m[1]!);
+  // (keys are base64url: nothing in one is percent-encoded)
+  (req as WithPathKey)[PATH_KEY] = m[1]!;
   (req as WithPathKey).originalUrl = `${ESPLORA_PREFIX}/[redacted]${rest}`;
-  return `${ESPLORA_PREFIX}${rest === '' ? '' : rest}`;
+  return `${ESPLORA_PREFIX}${rest}`;
 }
 
 /** electrs's texts for what Blockwire refuses (rest.rs: HttpError messages and their statuses). */

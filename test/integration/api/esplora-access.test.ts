@@ -66,6 +66,9 @@ describe('Esplora base URLs, anonymous access and the request log', () => {
     expect([none.statusCode, none.headers['content-type'], none.body]).toEqual([401, 'text/plain', 'missing API key: give it in the base URL (/esplora/{key}/) or the apiKey header']);
     const wrong = await open.inject({ url: `/esplora/${key.slice(0, -2)}xx/mempool/txids` });
     expect(wrong.statusCode).toBe(401);
+    // (a segment that is no valid percent-encoding is taken as sent: a wrong key, not a failure)
+    const malformed = await open.inject({ url: '/esplora/bw_%zz/mempool/txids' });
+    expect([malformed.statusCode, malformed.body]).toEqual([401, 'invalid API key']);
     // A read key cannot broadcast.
     const reader = (await createApiKey(t.db, { name: 'reader', scopes: ['read'] })).key;
     expect((await open.inject({ method: 'POST', url: `/esplora/${reader}/tx`, payload: '00' })).statusCode).toBe(403);
