@@ -13,17 +13,23 @@ import { buildValidator } from './validation.js';
 import { boundedJsonParser, installJsonBodies } from './json-body.js';
 import { installErrorHandling } from './errors.js';
 import { collectRoutes } from './route-map.js';
-import type { Dialect } from './dialect.js';
+import type { DialectEdge, RouteModule } from './dialect.js';
 import { v1Dialect } from './dialects/v1.js';
 import { coinstackDialect } from './dialects/coinstack.js';
+import { esploraDialect, movePathKey } from './dialects/esplora.js';
 import { collectOpenApi, hideFromOpenApi } from './openapi.js';
 import { routeModules } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
 import { defaultApiSettings, type ApiDeps, type ResolvedApiDeps } from './deps.js';
 import { TIP_HASH_HEADER, TIP_HEIGHT_HEADER } from './tip.js';
 
-/** The dialects served, each under its prefix: Blockwire's own, and Coinstack's at the bare paths. */
-const DIALECTS: readonly Dialect[] = [v1Dialect, coinstackDialect];
+/** A dialect with the route modules it serves. */
+type Served<D extends DialectEdge> = { dialect: D; modules: readonly RouteModule<D>[] };
+const served = <D extends DialectEdge>(dialect: D, modules: readonly RouteModule<D>[]): Served<DialectEdge> => ({ dialect, modules: modules as readonly RouteModule<DialectEdge>[] });
+
+/** The dialects served, each under its prefix: Blockwire's own, Esplora's, and Coinstack's at the bare paths. */
+const SERVED: readonly Served<DialectEdge>[] = [served(v1Dialect, routeModules.v1), served(esploraDialect, routeModules.esplora), served(coinstackDialect, routeModules.coinstack)];
+const DIALECTS: readonly DialectEdge[] = SERVED.map((s) => s.dialect);
 
 const VERSION = '0.1.0';
 
@@ -48,7 +54,7 @@ function corsOptions(origins: readonly string[]): FastifyCorsOptions {
 const MAX_PARAM_LENGTH = 1024;
 
 /** The dialect whose prefix `path` is under (the bare paths' when none is). */
-function dialectOf(path: string): Dialect {
+function dialectOf(path: string): DialectEdge {
   return DIALECTS.find((d) => d.prefix !== '' && (path === d.prefix || path.startsWith(`${d.prefix}/`))) ?? DIALECTS.find((d) => d.prefix === '')!;
 }
 
@@ -66,6 +72,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     // Long enough that an overlong hash, address or id reaches its route and is refused by its
     // schema (400, after authentication); past it, 414 (after authentication too).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // An Esplora base URL may carry the key (`/esplora/{key}/…`): taken off the path before routing.
+    rewriteUrl: movePathKey,
     schemaController: { compilersFactory: { buildValidator } },
     frameworkErrors: frameworkErrorHandler(() => auth, dialectOf),
     clientErrorHandler: clientErrorHandler(deps.log.child({ component: 'api' })),
@@ -113,14 +121,14 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     routes: routes.index('/v1'),
   }));
 
-  for (const dialect of DIALECTS) {
+  for (const { dialect, modules } of SERVED) {
     await app.register(
       async (scope) => {
         if (!dialect.described) hideFromOpenApi(scope);
         dialect.install(scope, parseJson);
         installErrorHandling(scope, dialect);
         auth.install(scope, dialect);
-        for (const mod of routeModules[dialect.name]) await mod(scope, resolved, dialect);
+        for (const mod of modules) await mod(scope, resolved, dialect);
       },
       { prefix: dialect.prefix },
     );

@@ -15,16 +15,17 @@ import { createRateLimiter, type RateLimiter } from '../src/auth/rate-limit.js';
 import { createFailureLimiter } from '../src/auth/failure-limit.js';
 import { ServiceError } from '../src/errors.js';
 import { authenticateSigned } from './signed-request.js';
-import type { Credentials, Dialect } from './dialect.js';
+import type { Credentials, DialectEdge } from './dialect.js';
 import { startKeyCheck } from './key-check.js';
+import { anonymousPrincipal } from './anonymous.js';
 import type { ApiInstance, ResolvedApiDeps } from './deps.js';
 
 /** What installAuth gives buildApi. */
 export type Auth = {
   /** Installs the authentication hook (auth, scope, rate limit) on a dialect's scope. */
-  install(scope: ApiInstance, dialect: Dialect): void;
+  install(scope: ApiInstance, dialect: DialectEdge): void;
   /** Verifies the credentials of a request no route took (answered before routing), or throws ServiceError 401. */
-  check(request: FastifyRequest, dialect: Dialect): Promise<ApiKeyPrincipal>;
+  check(request: FastifyRequest, dialect: DialectEdge): Promise<ApiKeyPrincipal>;
 };
 
 /**
@@ -92,7 +93,16 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
     }
   };
 
-  const install = (scope: ApiInstance, dialect: Dialect): void => {
+  /**
+   * The principal of a request: its credentials', or, when it presents none and its dialect lets
+   * client addresses in without a key, the client address's own (api/anonymous.ts).
+   */
+  const principalIn = (request: FastifyRequest, dialect: DialectEdge, creds: Credentials, scope: Scope): Promise<ApiKeyPrincipal> => {
+    const anonymous = creds.kind === 'none' ? (dialect.anonymousRateLimit?.(deps) ?? 0) : 0;
+    return anonymous > 0 ? Promise.resolve(anonymousPrincipal(request.ip, anonymous)) : principalOf(request, creds, scope);
+  };
+
+  const install = (scope: ApiInstance, dialect: DialectEdge): void => {
     const answerRateLimit = (reply: FastifyReply, d: { allowed: boolean; limit: number; remaining: number; resetMs: number }): FastifyReply | undefined => {
       const resetS = Math.max(1, Math.ceil(d.resetMs / 1000));
       reply.header('RateLimit-Limit', String(d.limit));
@@ -131,7 +141,7 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
         return answerRateLimit(reply, d);
       }
       try {
-        principal = await principalOf(request, creds, scopeNeeded);
+        principal = await principalIn(request, dialect, creds, scopeNeeded);
       } catch (err) {
         await early;
         if (err instanceof ServiceError) return dialect.sendError(reply, err);
@@ -144,5 +154,5 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
       }
     });
   };
-  return { install, check: (request, dialect) => principalOf(request, dialect.credentials(request), 'read') };
+  return { install, check: (request, dialect) => principalIn(request, dialect, dialect.credentials(request), 'read') };
 }

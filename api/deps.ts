@@ -68,6 +68,8 @@ export type ApiSettings = {
   historyCacheBytes: number;
   /** Bytes of confirmed transactions held as built (api/held-transactions.ts); 0: none. */
   txCacheBytes: number;
+  /** Requests per rate window one client address may make to the Esplora dialect without a key; 0: a key is required. */
+  esploraAnonymousRateLimit: number;
 };
 
 export const defaultApiSettings: ApiSettings = {
@@ -88,6 +90,7 @@ export const defaultApiSettings: ApiSettings = {
   corsOrigins: [],
   historyCacheBytes: 64 * 1024 * 1024,
   txCacheBytes: 16 * 1024 * 1024,
+  esploraAnonymousRateLimit: 0,
 };
 
 /** Everything `buildApi` takes. Only `db`, `log` and `network` are required. */

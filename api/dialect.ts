@@ -20,7 +20,7 @@ import type { ApiInstance, ResolvedApiDeps } from './deps.js';
  * the dialect's prefix), answering in that dialect. Add new modules to `routeModules` in
  * api/routes/index.ts.
  */
-export type RouteModule = (app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect) => void | Promise<void>;
+export type RouteModule<D extends DialectEdge = Dialect> = (app: ApiInstance, deps: ResolvedApiDeps, dialect: D) => void | Promise<void>;
 
 /**
  * How a dialect answers one resource (a block, a transaction): its response schema and its
@@ -36,7 +36,7 @@ import type { StampRecord } from '../src/stamp-service.js';
 import type { Tip } from '../src/db/queries/api-chain.js';
 import type { JsonBodyParser } from './json-body.js';
 
-export type DialectName = 'v1' | 'coinstack';
+export type DialectName = 'v1' | 'coinstack' | 'esplora';
 
 /** How a request presents its key: a bearer token, or an HMAC signature over the request. */
 export type Credentials =
@@ -46,8 +46,12 @@ export type Credentials =
   /** A command of an open socket, which authenticated on its upgrade (api/socket-sessions.ts). */
   | { kind: 'session'; token: string };
 
-/** What a route module needs of the dialect it is registered in. */
-export interface Dialect {
+/**
+ * The edge of a dialect: its prefix, how a request presents its key, how errors and unknown paths
+ * are answered. A dialect whose routes are all its own (Esplora's) is no more than this; route
+ * modules that read nothing of the dialect (RouteModule<DialectEdge>) serve it too.
+ */
+export interface DialectEdge {
   readonly name: DialectName;
   /** Path prefix its routes are served under (`/v1`, or `''` for the bare paths). */
   readonly prefix: string;
@@ -63,6 +67,15 @@ export interface Dialect {
   sendError(reply: FastifyReply, err: ServiceError): FastifyReply;
   /** How `request` presents its key (read in the authentication hook). */
   credentials(request: FastifyRequest): Credentials;
+  /**
+   * Requests per rate window one client address may make without a key (each address counted as
+   * a key of its own); 0 or absent: a key is required.
+   */
+  anonymousRateLimit?(deps: ResolvedApiDeps): number;
+}
+
+/** What a route module shared by /v1 and the Coinstack dialect needs of the dialect it is registered in. */
+export interface Dialect extends DialectEdge {
   readonly routes: DialectRoutes;
   /** GET /blocks/{hash}, GET /transactions/{hash} and GET /stamps/{id}: what the dialect loads and shows. */
   readonly answers: { block: BlockAnswer; transaction: TransactionAnswer; stamp: StampAnswer };

@@ -7,7 +7,7 @@
  */
 import { clearAnswerHeaders, keyCheckPassed, keyRefusedSoFar } from './key-check.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Dialect } from './dialect.js';
+import type { DialectEdge } from './dialect.js';
 import { ServiceError, ERROR_CODES, type ErrorCode } from '../src/errors.js';
 
 /** JSON schema of ErrorBody, for route `response` schemas and /openapi.json. */
@@ -82,7 +82,7 @@ function toApiError(err: unknown): ServiceError {
  * Installs the error handler of a scope: every failure leaves as the dialect's error answer; 5xx
  * other than known unavailability is logged with the request id and hidden from the client.
  */
-export function installErrorHandling(app: FastifyInstance, dialect: Dialect): void {
+export function installErrorHandling(app: FastifyInstance, dialect: DialectEdge): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     // A key still being checked alongside the route: its refusal comes first (api/key-check.ts).
     // Past the request's time limit only a refusal already known counts: the check may be what

@@ -88,6 +88,7 @@ function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
     maxWalletsPerKey: config.apiMaxWalletsPerKey,
     maxLagBlocks: config.apiMaxLagBlocks,
     corsOrigins: config.apiCorsOrigins,
+    esploraAnonymousRateLimit: config.esploraAnonymousRateLimit,
     historyCacheBytes: config.apiHistoryCacheMb * 1024 * 1024,
     txCacheBytes: config.apiTxCacheMb * 1024 * 1024,
   };

@@ -16,11 +16,11 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
-import type { Dialect } from './dialect.js';
+import type { DialectEdge } from './dialect.js';
 import type { Auth } from './auth.js';
 
 /** fastify's `frameworkErrors`: routing failures, answered after the credentials are checked. */
-export function frameworkErrorHandler(auth: () => Auth, dialectOf: (path: string) => Dialect) {
+export function frameworkErrorHandler(auth: () => Auth, dialectOf: (path: string) => DialectEdge) {
   return async (err: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const raw = request.raw.url ?? '/';
     const q = raw.indexOf('?');

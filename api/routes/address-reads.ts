@@ -23,7 +23,7 @@ const BATCH_MAX = 1000;
 /** Most unspent outputs a batch lists per address (more: `unspentoutputs_more`, page them with GET /addresses/{a}/unspentoutputs). */
 const BATCH_UNSPENT_MAX = 1000;
 /** Most transactions a script hash's history is answered with (one answer, unpaged). */
-const SCRIPT_HISTORY_MAX = 10_000;
+export const SCRIPT_HISTORY_MAX = 10_000;
 
 const txoStats = {
   type: 'object',

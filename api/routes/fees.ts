@@ -11,7 +11,7 @@
  */
 import { ServiceError } from '../../src/errors.js';
 import type { ResolvedApiDeps } from '../deps.js';
-import type { RouteModule } from '../dialect.js';
+import type { DialectEdge, RouteModule } from '../dialect.js';
 import { getIndexTip, type Tip } from '../../src/db/queries/api-chain.js';
 import { setTipHeaders, tipHeaders, TIP_HEIGHT_HEADER } from '../tip.js';
 
@@ -57,7 +57,7 @@ async function readEstimates(deps: ResolvedApiDeps, mode: Mode): Promise<Estimat
   return { value: feeEstimates(answers.slice(0, FEE_TARGETS.length) as ({ feerate?: number } | Error)[], (info as { mempoolminfee: number }).mempoolminfee), tip: await tip };
 }
 
-export const feeRoutes: RouteModule = (app, deps) => {
+export const feeRoutes: RouteModule<DialectEdge> = (app, deps) => {
   const held = new Map<Mode, { at: number; value: Promise<Estimates> }>();
   app.get<{ Querystring: { mode: Mode } }>(
     '/fee-estimates',

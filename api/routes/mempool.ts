@@ -9,7 +9,7 @@
 import { listMempoolFees, listRecentMempool } from '../../src/db/queries/api-mempool.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { decodeTx } from '../../src/bitcoin/tx.js';
-import type { RouteModule } from '../dialect.js';
+import type { DialectEdge, RouteModule } from '../dialect.js';
 import { readAtTip, setTipHeaders, tipHeaders } from '../tip.js';
 
 const BIN_VSIZE = 50_000;
@@ -31,7 +31,7 @@ function feeHistogram(fees: readonly { fee: bigint | null; vsize: number }[]): [
   return bins;
 }
 
-export const mempoolRoutes: RouteModule = (app, deps) => {
+export const mempoolRoutes: RouteModule<DialectEdge> = (app, deps) => {
   app.get(
     '/mempool',
     {

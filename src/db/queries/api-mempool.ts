@@ -1,7 +1,7 @@
 /**
  * Mempool reads for the REST API, from the indexed mempool (`mempool_txs`): every transaction's
  * fee and vsize (the summary and the fee histogram are made from them) and the most recently
- * seen transactions. One statement each.
+ * seen transactions, and the txids of them all. One statement each.
  * @module
  */
 import { sql, type Kysely } from 'kysely';
@@ -17,4 +17,9 @@ export async function listMempoolFees(db: Kysely<Database>): Promise<{ fee: bigi
 /** The `limit` mempool transactions seen last, newest first: txid, fee, vsize and raw bytes. */
 export async function listRecentMempool(db: Kysely<Database>, limit: number): Promise<{ txid: Buffer; fee: bigint | null; vsize: number; raw: Buffer }[]> {
   return db.selectFrom('mempool_txs').select(['txid', 'fee', 'vsize', 'raw']).orderBy('first_seen', 'desc').orderBy('txid', 'desc').limit(limit).execute();
+}
+
+/** The txid of every indexed mempool transaction (in no particular order). */
+export async function listMempoolTxids(db: Kysely<Database>): Promise<Buffer[]> {
+  return (await db.selectFrom('mempool_txs').select('txid').execute()).map((r) => r.txid);
 }
