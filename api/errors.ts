@@ -8,7 +8,7 @@
 import { clearAnswerHeaders, keyCheckPassed, keyRefusedSoFar } from './key-check.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { DialectEdge } from './dialect.js';
-import { ServiceError, ERROR_CODES, type ErrorCode } from '../src/errors.js';
+import { isTransient, ServiceError, ERROR_CODES, type ErrorCode } from '../src/errors.js';
 
 /** JSON schema of ErrorBody, for route `response` schemas and /openapi.json. */
 export const errorBodySchema = {
@@ -28,17 +28,6 @@ export const errorBodySchema = {
 export function sendApiError(reply: FastifyReply, err: ServiceError): FastifyReply {
   for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
   return reply.code(err.status).type('application/json; charset=utf-8').send(err.toBody());
-}
-
-const PG_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004']);
-
-function isDatabaseUnavailable(err: unknown): boolean {
-  for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    const c = (e as { code?: unknown }).code;
-    if (typeof c === 'string' && PG_UNAVAILABLE.has(c)) return true;
-    if (/Connection terminated|timeout exceeded when trying to connect/.test(e.message)) return true;
-  }
-  return false;
 }
 
 /** Path parameters whose schema failure has its own code (the schema carries the pattern). */
@@ -74,7 +63,7 @@ function toApiError(err: unknown): ServiceError {
   // Body-parser failures (secure-json-parse, prototype poisoning) carry a 400 status.
   if (err instanceof SyntaxError || (fe.statusCode === 400 && typeof fe.code !== 'string')) return new ServiceError('ERR_INVALID_JSON');
   if (fe.statusCode === 400 && typeof fe.code === 'string' && fe.code.startsWith('FST_ERR_CTP')) return new ServiceError('ERR_INVALID_JSON');
-  if (isDatabaseUnavailable(err)) return new ServiceError('ERR_DATABASE_UNAVAILABLE', { cause: err });
+  if (isTransient(err)) return new ServiceError('ERR_DATABASE_UNAVAILABLE', { cause: err });
   return new ServiceError('ERR_INTERNAL', { cause: err });
 }
 

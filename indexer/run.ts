@@ -10,7 +10,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
-import { FatalError, isRetryable } from '../src/errors.js';
+import { FatalError, isRetryable, isTransient } from '../src/errors.js';
 import { checkBlock } from './block-check.js';
 import { createPrefetcher } from './prefetch.js';
 import type { Logger } from '../src/log.js';
@@ -85,17 +85,8 @@ export interface RunLoop {
   readonly metrics: IndexerMetrics;
 }
 
-/** Errors worth retrying besides RetryableError: Postgres or the network going away. */
-function isTransient(err: unknown): boolean {
-  if (isRetryable(err)) return true;
-  for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    if (e instanceof FatalError) return false;
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && (/^(08|57|53|40)/.test(code) || /^E(CONN|PIPE|TIMEDOUT|HOSTUNREACH|AI_AGAIN)/.test(code))) return true;
-    if (/Connection terminated|connection timeout|Client has encountered a connection error|socket hang up/i.test(e.message)) return true;
-  }
-  return false;
-}
+/** Errors worth retrying: a RetryableError, or Postgres or the network going away. */
+const worthRetrying = (err: unknown): boolean => isRetryable(err) || isTransient(err);
 
 export function createRunLoop(deps: RunDeps): RunLoop {
   const { db, source, log } = deps;
@@ -287,7 +278,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         if (stopping) break;
         failures++;
         status.lastError = (err as Error).message;
-        const transient = isTransient(err);
+        const transient = worthRetrying(err);
         if (!transient && (err instanceof FatalError || failures > 5)) {
           log.fatal({ err }, 'indexer stopped by an error it cannot recover from');
           throw err;

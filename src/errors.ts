@@ -42,6 +42,23 @@ export function isRetryable(err: unknown): boolean {
   return false;
 }
 
+/**
+ * True when `err` (or an error it wraps) is a connection-level failure that goes away by itself:
+ * PostgreSQL gone, restarting, out of connections or resources, a serialization failure
+ * (SQLSTATE classes 08, 57, 53, 40), a socket refused, reset, timed out or unreachable, a
+ * pool that could not connect. A FatalError on the chain is never transient. The one home of
+ * this rule: the indexer retries such failures, the API answers them 503 with `retry: true`.
+ */
+export function isTransient(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof FatalError) return false;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (/^(08|57|53|40)[0-9A-Z]{3}$/.test(code) || /^E(CONN|PIPE|TIMEDOUT|HOSTUNREACH|NETUNREACH|AI_AGAIN)/.test(code))) return true;
+    if (/Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|socket hang up/i.test(e.message)) return true;
+  }
+  return false;
+}
+
 /** The error categories clients can switch on (`error_type`). */
 export type ErrorType =
   | 'invalid_request'
@@ -107,6 +124,7 @@ export const ERROR_CODES = {
   ERR_HOOK_URL_REFUSED: code(400, 'invalid_request', false, 'webhook URL refused', 'The URL is malformed, not https on port 443/8443, or its host is (or resolves to) a private, loopback or link-local address; `error_message` says which.'),
   ERR_HOOK_IN_USE: code(409, 'conflict', false, 'hook is used by subscriptions', 'Subscriptions still push to this hook: delete them (or point them elsewhere) first.'),
   ERR_LIMIT_REACHED: code(409, 'conflict', false, 'per-key limit reached', 'The key already holds as many subscriptions (API_MAX_SUBSCRIPTIONS_PER_KEY), hooks (API_MAX_HOOKS_PER_KEY) or wallets (API_MAX_WALLETS_PER_KEY) as allowed; `error_message` says which. Delete some first.'),
+  ERR_UPGRADE_REQUIRED: code(426, 'invalid_request', false, 'connect with a WebSocket client to /v1/stream', 'A plain HTTP request reached the stream port, which serves only WebSocket upgrades.'),
   ERR_TOO_MANY_STREAMS: code(429, 'rate_limited', true, 'too many open streams', 'The key already has BLOCKWIRE_WS_MAX_CONNECTIONS_PER_KEY streams open on this stream process: close one, then connect again.'),
   ERR_SUBSCRIPTION_NOT_FOUND: code(404, 'not_found', false, 'subscription not found', 'No subscription with this id for this API key.'),
   ERR_DELIVERY_NOT_FOUND: code(404, 'not_found', false, 'delivery not found', 'No delivery with this id in this hook\'s log.'),

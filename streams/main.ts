@@ -14,7 +14,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
-import { FatalError } from '../src/errors.js';
+import { FatalError, ServiceError } from '../src/errors.js';
 import type { Resolver } from '../src/net/hook-url.js';
 import { startRelay, type Relay } from './relay.js';
 import { createDeliveryQueues } from './queues.js';
@@ -200,7 +200,7 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
     } else {
       const own = createServer((_req, res) => {
         res.writeHead(426, { 'content-type': 'application/json; charset=utf-8', upgrade: 'websocket' });
-        res.end(JSON.stringify({ error_type: 'invalid_request', error_code: 'ERR_UPGRADE_REQUIRED', error_message: 'connect with a WebSocket client to /v1/stream', retry: false, error_cause: null }));
+        res.end(JSON.stringify(new ServiceError('ERR_UPGRADE_REQUIRED').toBody()));
       });
       wsServer.attach(own);
       await new Promise<void>((resolve, reject) => {

@@ -79,6 +79,7 @@ const COINSTACK_ERRORS: Record<ErrorCode, Mapping> = {
   ERR_HOOK_URL_REFUSED: INVALID,
   ERR_HOOK_IN_USE: INVALID,
   ERR_LIMIT_REACHED: INVALID,
+  ERR_UPGRADE_REQUIRED: INVALID,
   ERR_TOO_MANY_STREAMS: { kind: 'ThroughputExceeded' },
   ERR_SUBSCRIPTION_NOT_FOUND: NOT_FOUND('Requested subscription not found.'),
   ERR_DELIVERY_NOT_FOUND: NOT_FOUND('not found'),
