@@ -9,7 +9,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import { installAuth } from './auth.js';
 import { clientErrorHandler, frameworkErrorHandler } from './protocol-errors.js';
-import { buildValidator } from './validation.js';
+import { buildValidator, rejectNulCharacters } from './validation.js';
 import { boundedJsonParser, installJsonBodies } from './json-body.js';
 import { installErrorHandling } from './errors.js';
 import { collectRoutes } from './route-map.js';
@@ -96,6 +96,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       delete request.headers['content-type'];
     }
   });
+  // After authentication (onRequest), before any schema or route sees the input.
+  app.addHook('preValidation', rejectNulCharacters);
   // Before authentication: a preflight carries no apiKey and is answered by the CORS hook.
   if (settings.corsOrigins.length > 0) await app.register(cors, corsOptions(settings.corsOrigins));
   const auth = installAuth(app, resolved);

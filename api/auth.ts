@@ -113,7 +113,9 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
 
     scope.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
       const cfg = request.routeOptions.config;
-      if (cfg?.auth === false || request.is404) return;
+      // A path no route takes is authenticated too: a caller without a valid key gets its 401,
+      // never the 404 or 405 (with Allow) that would draw it the route map.
+      if (cfg?.auth === false) return;
       const creds = dialect.credentials(request);
       let principal: ApiKeyPrincipal;
       // A key already known (cache) is counted while its revocation check runs, not after it.

@@ -58,6 +58,8 @@ export type ApiSettings = {
   maxHooksPerKey: number;
   /** Most live wallets per key (409 ERR_LIMIT_REACHED above). */
   maxWalletsPerKey: number;
+  /** Most BIP32 child keys one wallet request may derive (422 ERR_WALLET_TOO_LARGE above). */
+  walletMaxDerivations: number;
   /** Redis key prefix for rate-limit counters. */
   redisPrefix: string;
   /** Address routes answer 503 ERR_INDEX_SYNCING while the index is more blocks than this behind the node. */
@@ -85,6 +87,7 @@ export const defaultApiSettings: ApiSettings = {
   maxSubscriptionsPerKey: 10_000,
   maxHooksPerKey: 100,
   maxWalletsPerKey: 100,
+  walletMaxDerivations: 20_000,
   redisPrefix: 'bw',
   maxLagBlocks: 6,
   corsOrigins: [],

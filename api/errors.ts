@@ -88,6 +88,14 @@ export function installErrorHandling(app: FastifyInstance, dialect: DialectEdge)
       clearAnswerHeaders(reply);
       return dialect.sendError(reply, toApiError(refusal));
     }
+    // Timed out while the body is still arriving (a slow sender): the client's fault, answered
+    // as Node answers a request that does not arrive in time (408 ERR_CLIENT_TIMEOUT), and the
+    // connection closed once answered instead of kept reading the rest.
+    if (timedOut && !request.raw.complete) {
+      reply.header('Connection', 'close');
+      reply.raw.once('finish', () => request.raw.socket?.destroy());
+      return dialect.sendError(reply, new ServiceError('ERR_CLIENT_TIMEOUT'));
+    }
     const apiErr = toApiError(err);
     if (apiErr.code === 'ERR_INTERNAL') {
       request.log.error({ err }, 'request failed');

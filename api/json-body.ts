@@ -90,8 +90,12 @@ export function boundedJsonParser(app: FastifyInstance, limits: JsonShapeLimits)
   };
 }
 
-/** Replaces `app`'s application/json parser by the bounded one. */
+/**
+ * Replaces `app`'s application/json parser by the bounded one, and drops fastify's built-in
+ * text/plain parser: a JSON body sent as `text/plain` is 415 ERR_UNSUPPORTED_MEDIA_TYPE, not a
+ * string the body schema then refuses with 400.
+ */
 export function installJsonBodies(app: FastifyInstance, parse: JsonBodyParser): void {
-  app.removeContentTypeParser('application/json');
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => parse(request, body as string, done));
 }

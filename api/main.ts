@@ -4,6 +4,7 @@
  * HOST:PORT and returns a handle whose `close()` stops both. `blockwire start` calls it.
  * @module
  */
+import { setWalletDeriveThreads } from '../src/db/wallet-derive-pool.js';
 import { keyringGetter } from '../src/auth/server-keys.js';
 import type { FastifyInstance } from 'fastify';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -86,6 +87,7 @@ function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
     maxSubscriptionsPerKey: config.apiMaxSubscriptionsPerKey,
     maxHooksPerKey: config.apiMaxHooksPerKey,
     maxWalletsPerKey: config.apiMaxWalletsPerKey,
+    walletMaxDerivations: config.apiWalletMaxDerivations,
     maxLagBlocks: config.apiMaxLagBlocks,
     corsOrigins: config.apiCorsOrigins,
     esploraAnonymousRateLimit: config.esploraAnonymousRateLimit,
@@ -123,6 +125,7 @@ const NODE_PROBE_MS = 5000;
 export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   const log = deps.log.child({ component: 'api.main' });
   const network = await detectNetwork(deps);
+  setWalletDeriveThreads(deps.config.walletDeriveThreads);
   const settings = { ...apiSettingsFromConfig(deps.config), ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) };
   let nodeTip: NodeTip | undefined;
   let indexHeight = -1;

@@ -5,6 +5,7 @@
  * and reports status (tip, node tip, lag) for /healthz and metrics counters.
  * @module
  */
+import { setWalletDeriveThreads } from '../src/db/wallet-derive-pool.js';
 import type { Kysely } from 'kysely';
 import type { Config } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
@@ -66,6 +67,7 @@ const STANDBY_POLL_MS = 1000;
  */
 export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
   const log = deps.log.child({ component: 'indexer' });
+  setWalletDeriveThreads(deps.config.walletDeriveThreads);
   await assertSchemaCurrent(deps.db);
   const lock = createWriterLock({ databaseUrl: deps.databaseUrl, log });
   if (!deps.config.indexerStandby) {

@@ -86,6 +86,7 @@ const COINSTACK_ERRORS: Record<ErrorCode, Mapping> = {
   // (wallets are served under /v1 only; a subscription naming one may come through either dialect)
   ERR_WALLET_NOT_FOUND: NOT_FOUND('Requested wallet not found.'),
   ERR_INVALID_DESCRIPTOR: INVALID,
+  ERR_WALLET_TOO_LARGE: INVALID,
   ERR_URI_TOO_LONG: INVALID,
   ERR_HEADERS_TOO_LARGE: INVALID,
   ERR_BAD_REQUEST: INVALID,

@@ -26,6 +26,8 @@ import {
   type WalletRow,
 } from '../../src/db/queries/wallets.js';
 import { ServiceError } from '../../src/errors.js';
+import { DeriveBudget, walletTooLarge, type DeriveOptions } from '../../src/db/wallet-derive-pool.js';
+import { requestDeadline } from '../request-deadline.js';
 import { isoTime } from '../../src/time.js';
 import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';
 import type { ResolvedApiDeps } from '../deps.js';
@@ -94,6 +96,27 @@ function chainsOf(descriptors: readonly Descriptor[]): Chain[] {
   }
   if (new Set(out.map((c) => c.descriptor)).size !== out.length) throw new ServiceError('ERR_INVALID_DESCRIPTOR', { message: 'the same descriptor path is given twice' });
   return out;
+}
+
+/** Child keys per address summed over the chains of `descriptors` (a multipath descriptor is two chains). */
+function chainCost(descriptors: readonly Descriptor[]): number {
+  return descriptors.reduce((n, d) => n + d.keys.length * Math.min(d.branches, 2), 0);
+}
+
+/**
+ * Runs `work` with the request's derivation options: in the pool under its key's turn, within
+ * API_WALLET_MAX_DERIVATIONS, and abandoned (the thread terminated) when the request times out
+ * (503 ERR_REQUEST_TIMEOUT) or its client goes away.
+ */
+async function deriving<T>(deps: ResolvedApiDeps, request: FastifyRequest, reply: FastifyReply, work: (opts: DeriveOptions) => Promise<T>): Promise<T> {
+  const deadline = requestDeadline(reply, deps.settings.requestTimeoutMs);
+  try {
+    return await work({ owner: `key:${request.apiKey.id}`, budget: new DeriveBudget(deps.settings.walletMaxDerivations), signal: deadline.signal });
+  } catch (err) {
+    throw deadline.explain(err);
+  } finally {
+    deadline.done();
+  }
 }
 
 async function ownWallet(deps: ResolvedApiDeps, request: FastifyRequest<{ Params: { id: string } }>): Promise<WalletRow> {
@@ -176,15 +199,22 @@ export const walletRoutes: RouteModule = (app, deps) => {
         throw err;
       }
       const chains = chainsOf(parsed);
+      // Bounded in CPU before any work: every key of every chain's first gap_limit addresses.
+      const gapLimit = b.gap_limit ?? DEFAULT_GAP_LIMIT;
+      const cost = chainCost(parsed) * gapLimit;
+      const limit = deps.settings.walletMaxDerivations;
+      if (cost > limit) throw walletTooLarge(cost, limit);
       await assertNotSyncing(deps);
-      const w = await createWallet(deps.db, {
-        id: newId('wal'),
-        keyId: request.apiKey.id,
-        network: deps.network,
-        descriptors: parsed.map((d) => withChecksum(formatDescriptor(d))),
-        gapLimit: b.gap_limit ?? DEFAULT_GAP_LIMIT,
-        chains,
-      }, deps.settings.maxWalletsPerKey);
+      const w = await deriving(deps, request, reply, (opts) =>
+        createWallet(deps.db, {
+          id: newId('wal'),
+          keyId: request.apiKey.id,
+          network: deps.network,
+          descriptors: parsed.map((d) => withChecksum(formatDescriptor(d))),
+          gapLimit,
+          chains,
+        }, deps.settings.maxWalletsPerKey, opts),
+      );
       return reply.code(201).send(await toView(deps, w));
     },
   );
@@ -417,10 +447,10 @@ export const walletRoutes: RouteModule = (app, deps) => {
         response: { 200: { type: 'object', required: ['address', 'path', 'index', 'change'], properties: { address: { type: 'string' }, path: { type: 'string' }, index: { type: 'integer' }, change: { type: 'boolean' } } } },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const w = await ownWallet(deps, request);
       const change = request.body?.change ?? false;
-      const a = await nextAddress(deps.db, w.id, { change, reserve: request.body?.reserve ?? false });
+      const a = await deriving(deps, request, reply, (opts) => nextAddress(deps.db, w.id, { change, reserve: request.body?.reserve ?? false }, opts));
       const chains = await walletChains(deps.db, w.id);
       return { address: a.address, path: a.path, index: a.idx, change: chains.find((c) => c.chain === a.chain)?.change ?? false };
     },

@@ -11,42 +11,12 @@
  * @module
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { outputAddresses } from '../bitcoin/address.js';
-import { parseDescriptor, ScriptDeriver } from '../bitcoin/descriptor.js';
-import { getNetwork } from '../bitcoin/network.js';
-import { addressKey } from './address-key.js';
 import type { Database } from './schema.js';
+import type { DerivedAddress } from './wallet-derive.js';
+import { INDEXER_OWNER, walletDerivePool, type DeriveOptions } from './wallet-derive-pool.js';
 import { lockWallets } from './wallet-lock.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
-
-/** One derived address, as stored. */
-export type DerivedAddress = { idx: number; addrKey: string; address: string; path: string };
-
-const derivers = new Map<string, ScriptDeriver>();
-
-/** The deriver of a single-path descriptor on `network` (held: parsing derives the branch nodes). */
-function chainDeriver(descriptor: string, network: string): ScriptDeriver {
-  const k = `${network} ${descriptor}`;
-  let d = derivers.get(k);
-  if (!d) {
-    if (derivers.size >= 1000) derivers.delete(derivers.keys().next().value!);
-    d = new ScriptDeriver(parseDescriptor(descriptor, getNetwork(network)), 0);
-    derivers.set(k, d);
-  }
-  return d;
-}
-
-/** Addresses `from` … `to - 1` of a chain. */
-export function deriveAddresses(descriptor: string, network: string, from: number, to: number): DerivedAddress[] {
-  const d = chainDeriver(descriptor, network);
-  const out: DerivedAddress[] = [];
-  for (let i = from; i < to; i++) {
-    const { script } = d.derive(i);
-    out.push({ idx: i, addrKey: addressKey(script), address: outputAddresses(script, network as never)[0]!, path: d.path(i) });
-  }
-  return out;
-}
 
 /**
  * Inserts derived addresses of one chain and, in the same statement, adds to the wallet's balance
@@ -74,11 +44,12 @@ export async function insertAddresses(trx: Db, walletId: string, chain: number, 
 type ChainRef = { walletId: string; chain: number };
 
 /**
- * Brings `chains` to `derived = used_max + 1 + gap_limit`: derives and stores the missing
+ * Brings `chains` to `derived = used_max + 1 + gap_limit`: derives (in the derivation pool,
+ * src/db/wallet-derive-pool.ts, within `opts`' budget and signal) and stores the missing
  * addresses, raises `used_max` for those the index already shows used, and repeats until
  * nothing moves. The caller holds the wallet lock. Returns the number of addresses added.
  */
-export async function settleChains(trx: Db, chains: readonly ChainRef[]): Promise<number> {
+export async function settleChains(trx: Db, chains: readonly ChainRef[], opts: DeriveOptions = {}): Promise<number> {
   let added = 0;
   for (;;) {
     if (chains.length === 0) return added;
@@ -92,7 +63,7 @@ export async function settleChains(trx: Db, chains: readonly ChainRef[]): Promis
     if (r.rows.length === 0) return added;
     const fresh: (DerivedAddress & ChainRef)[] = [];
     for (const c of r.rows) {
-      const rows = deriveAddresses(c.descriptor, c.network, c.derived, c.target);
+      const rows = await walletDerivePool().derive(c.descriptor, c.network, c.derived, c.target, opts);
       await insertAddresses(trx, c.wallet_id, c.chain, rows);
       for (const a of rows) fresh.push({ ...a, walletId: c.wallet_id, chain: c.chain });
       added += rows.length;
@@ -127,7 +98,10 @@ async function markUsed(trx: Db, addresses: readonly (DerivedAddress & ChainRef)
  * For the indexer, inside a block's or mempool change's transaction, after its history or
  * mempool rows are written and before its events are built: takes the wallet lock, marks the
  * wallet addresses among `keys` (the change's address keys) used and extends their chains,
- * repeating while the new addresses are themselves used (in this change or earlier). Returns
+ * repeating while the new addresses are themselves used (in this change or earlier). The
+ * derivation runs in the pool ahead of every API key's (the indexer's event loop stays free
+ * while the transaction waits for it); it has no budget: the index decides how far a chain
+ * goes. Returns
  * the number of addresses added (0 when no wallet holds any of `keys`).
  */
 export async function extendWalletsFor(trx: Db, keys: readonly string[]): Promise<number> {
@@ -143,5 +117,5 @@ export async function extendWalletsFor(trx: Db, keys: readonly string[]): Promis
     UPDATE wallet_chains c SET used_max = q.idx
       FROM unnest(${hits.rows.map((h) => h.wallet_id)}::text[], ${hits.rows.map((h) => h.chain)}::int2[], ${hits.rows.map((h) => h.idx)}::int4[]) AS q(wallet_id, chain, idx)
      WHERE c.wallet_id = q.wallet_id AND c.chain = q.chain AND c.used_max < q.idx`.execute(trx);
-  return settleChains(trx, hits.rows.map((h) => ({ walletId: h.wallet_id, chain: h.chain })));
+  return settleChains(trx, hits.rows.map((h) => ({ walletId: h.wallet_id, chain: h.chain })), { owner: INDEXER_OWNER });
 }

@@ -15,7 +15,9 @@ import { addressKey } from '../address-key.js';
 import { decodeIns, decodeOuts } from '../packed.js';
 import { historyChunkEntries, newestEntries } from '../history-entries.js';
 import type { Database } from '../schema.js';
-import { deriveAddresses, insertAddresses, settleChains } from '../wallet-chains.js';
+import { insertAddresses, settleChains } from '../wallet-chains.js';
+import { walletDerivePool, type DeriveOptions } from '../wallet-derive-pool.js';
+import type { DerivedAddress } from '../wallet-derive.js';
 import { lockWallets } from '../wallet-lock.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -36,14 +38,15 @@ export type NewWallet = {
 };
 
 /**
- * Creates a wallet: its first `gap_limit` addresses per chain are derived before the
- * transaction; inside it (under the wallet lock) they are stored and the chains extended past
- * every address the index already shows used. No rescan: the index has every address. A key
- * already holding `max` live wallets gets ServiceError 409 ERR_LIMIT_REACHED (exact: creations
- * run one at a time under the wallet lock).
+ * Creates a wallet: its first `gap_limit` addresses per chain are derived (in the derivation
+ * pool, within `opts`' budget and signal) before the transaction; inside it (under the wallet
+ * lock) they are stored and the chains extended past every address the index already shows
+ * used. No rescan: the index has every address. A key already holding `max` live wallets gets
+ * ServiceError 409 ERR_LIMIT_REACHED (exact: creations run one at a time under the wallet lock).
  */
-export async function createWallet(db: Kysely<Database>, w: NewWallet, max = Infinity): Promise<WalletRow> {
-  const first = w.chains.map((c) => deriveAddresses(c.descriptor, w.network, 0, w.gapLimit));
+export async function createWallet(db: Kysely<Database>, w: NewWallet, max = Infinity, opts: DeriveOptions = {}): Promise<WalletRow> {
+  const first: DerivedAddress[][] = [];
+  for (const c of w.chains) first.push(await walletDerivePool().derive(c.descriptor, w.network, 0, w.gapLimit, opts));
   return db.transaction().execute(async (trx) => {
     await lockWallets(trx);
     const live = await trx.selectFrom('wallets').select((eb) => eb.fn.countAll<string>().as('n')).where('key_id', '=', w.keyId).where('deleted_at', 'is', null).executeTakeFirstOrThrow();
@@ -66,7 +69,7 @@ export async function createWallet(db: Kysely<Database>, w: NewWallet, max = Inf
                       OR EXISTS (SELECT 1 FROM mempool_addresses m WHERE m.addr_key = wa.addr_key))
                GROUP BY wa.chain) u
        WHERE c.wallet_id = ${w.id} AND c.chain = u.chain`.execute(trx);
-    await settleChains(trx, w.chains.map((_, chain) => ({ walletId: w.id, chain })));
+    await settleChains(trx, w.chains.map((_, chain) => ({ walletId: w.id, chain })), opts);
     return row;
   });
 }
@@ -151,7 +154,12 @@ export async function listWalletAddresses(
  * no later call answers it again). A wallet without a change chain answers change addresses from
  * its receive chain. Serialized with every other writer by the wallet lock.
  */
-export async function nextAddress(db: Kysely<Database>, walletId: string, opts: { change: boolean; reserve: boolean }): Promise<{ address: string; path: string; chain: number; idx: number }> {
+export async function nextAddress(
+  db: Kysely<Database>,
+  walletId: string,
+  opts: { change: boolean; reserve: boolean },
+  derive: DeriveOptions = {},
+): Promise<{ address: string; path: string; chain: number; idx: number }> {
   return db.transaction().execute(async (trx) => {
     await lockWallets(trx);
     const chains = await walletChains(trx, walletId);
@@ -167,13 +175,13 @@ export async function nextAddress(db: Kysely<Database>, walletId: string, opts: 
       if (!a) {
         // Every derived address is used or reserved (a gap the indexer has not extended yet): extend now.
         await trx.updateTable('wallet_chains').set({ used_max: sql`derived - 1` }).where('wallet_id', '=', walletId).where('chain', '=', chain.chain).execute();
-        await settleChains(trx, [{ walletId, chain: chain.chain }]);
+        await settleChains(trx, [{ walletId, chain: chain.chain }], derive);
         continue;
       }
       if (opts.reserve) {
         await trx.updateTable('wallet_addresses').set({ reserved_at: new Date() }).where('wallet_id', '=', walletId).where('chain', '=', chain.chain).where('idx', '=', a.idx).execute();
         await trx.updateTable('wallet_chains').set({ used_max: sql`greatest(used_max, ${a.idx})` }).where('wallet_id', '=', walletId).where('chain', '=', chain.chain).execute();
-        await settleChains(trx, [{ walletId, chain: chain.chain }]);
+        await settleChains(trx, [{ walletId, chain: chain.chain }], derive);
       }
       return { ...a, chain: chain.chain };
     }

@@ -107,6 +107,30 @@ describe('api authentication', () => {
   it('public routes need no key', async () => {
     expect((await h.get('/healthz', null)).statusCode).toBe(200);
     expect((await h.get('/openapi.json', null)).statusCode).toBe(200);
+    expect((await h.get('/v1', null)).statusCode).toBe(200);
+  });
+
+  it('without a valid key, an unknown route or a wrong method gets only the 401 (no 404, no 405 with Allow)', async () => {
+    for (const [method, url] of [
+      ['PUT', '/v1/blockchain'],
+      ['POST', '/v1/blockchain'],
+      ['GET', '/v1/no-such-route'],
+      ['DELETE', '/v1/addresses/x/balance/more'],
+    ] as const) {
+      for (const key of [undefined, 'bw_nonsense']) {
+        const r = await h.app.inject({ method, url, headers: key ? { apiKey: key } : {} });
+        expect(r.statusCode, `${method} ${url} ${key ?? 'no key'}`).toBe(401);
+        expect(r.headers.allow, `${method} ${url}`).toBeUndefined();
+        expect(r.json()).toMatchObject({ error_code: key ? 'ERR_API_KEY_INVALID' : 'ERR_API_KEY_MISSING' });
+      }
+    }
+    // The Coinstack paths: its 401 too, instead of its plain 404.
+    const bare = await h.app.inject({ method: 'GET', url: '/nothing/here' });
+    expect(bare.statusCode).toBe(401);
+    // With a key: 405 with Allow, and 404.
+    const wrong = await h.app.inject({ method: 'PUT', url: '/v1/blockchain', headers: { apiKey: h.key } });
+    expect([wrong.statusCode, wrong.headers.allow]).toEqual([405, 'GET, HEAD']);
+    expect((await h.get('/v1/no-such-route')).statusCode).toBe(404);
   });
 });
 

@@ -99,4 +99,27 @@ describe('errors before routing', () => {
     expect(r.status).toBe(408);
     expect(JSON.parse(r.body)).toEqual({ error_type: 'invalid_request', error_code: 'ERR_CLIENT_TIMEOUT', error_message: 'request not received in time', retry: true, error_cause: null });
   });
+
+  it('a body sent a byte at a time past the limit: 408 ERR_CLIENT_TIMEOUT, then the connection is closed while the client still sends', async () => {
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.on('error', () => undefined);
+    let raw = '';
+    socket.on('data', (d: Buffer) => (raw += String(d)));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write(`POST /v1/subscriptions HTTP/1.1\r\nHost: x\r\napiKey: ${h.key}\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{`);
+    // One byte every 200 ms (the limit is 1 s here) until the server closes: 60,000 bytes would take 3 hours.
+    let sent = 1;
+    const drip = setInterval(() => {
+      if (!socket.destroyed) socket.write(' ', () => undefined);
+      sent++;
+    }, 200);
+    await closed;
+    clearInterval(drip);
+    expect(sent).toBeLessThan(60_000);
+    const [head = '', body = ''] = raw.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 408 /);
+    expect(head.toLowerCase()).toContain('connection: close');
+    expect(JSON.parse(body)).toMatchObject({ error_code: 'ERR_CLIENT_TIMEOUT', retry: true });
+  });
 });
