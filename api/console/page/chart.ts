@@ -8,8 +8,8 @@ import { svg } from './dom.js';
 
 export type HookStats = { hook_id: string; since: string; delivered: number; failed: number; minutes: { minute: string; delivered: number; failed: number }[] };
 
-const W = 600;
-const H = 120;
+const W = 900;
+const H = 90;
 const PAD = 16;
 
 export function attemptsChart(stats: HookStats): SVGElement {

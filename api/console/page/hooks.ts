@@ -108,9 +108,13 @@ export function hooksView(api: Api, notify: (message: string) => void): View {
               h('td', {}, when(d.next_attempt_at)),
               h(
                 'td',
-                { class: 'actions' },
-                h('button', { type: 'button', 'data-key': `details-${d.id}`, onclick: () => void act(null, () => openExchange(hook, d)) }, 'Details'),
-                h('button', { type: 'button', 'data-key': `redeliver-${d.id}`, onclick: () => void act(null, async () => void (await api.post(`/v1/hooks/${hook.id}/deliveries/${d.id}/redeliver`))) }, 'Redeliver'),
+                {},
+                h(
+                  'div',
+                  { class: 'actions' },
+                  h('button', { type: 'button', 'data-key': `details-${d.id}`, onclick: () => void act(null, () => openExchange(hook, d)) }, 'Details'),
+                  h('button', { type: 'button', 'data-key': `redeliver-${d.id}`, onclick: () => void act(null, async () => void (await api.post(`/v1/hooks/${hook.id}/deliveries/${d.id}/redeliver`))) }, 'Redeliver'),
+                ),
               ),
             ),
           ),

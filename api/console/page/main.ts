@@ -91,6 +91,7 @@ async function open(key: string): Promise<void> {
   const views: View[] = [chainView(api), hooksView(api, notify), listsView(api, notify), tail];
   let current = views.find((v) => v.id === sessionStorage.getItem(SHOWN)) ?? views[0]!;
   let timer: number | undefined;
+  let closed = false;
   const tabs = views.map((v) =>
     h(
       'button',
@@ -108,6 +109,7 @@ async function open(key: string): Promise<void> {
 
   async function tick(): Promise<void> {
     const v = current;
+    if (closed) return;
     try {
       await v.refresh();
       if (notice.textContent?.startsWith('Refresh failed')) notify('');
@@ -115,7 +117,7 @@ async function open(key: string): Promise<void> {
       if (err instanceof ApiError && err.status === 401) return keyForm('The key was refused (revoked?).');
       notify(`Refresh failed: ${err instanceof Error ? err.message : String(err)}`);
     }
-    if (v === current && v.everyMs > 0) timer = window.setTimeout(() => void tick(), v.everyMs);
+    if (!closed && v === current && v.everyMs > 0) timer = window.setTimeout(() => void tick(), v.everyMs);
   }
 
   function show(v: View): void {
@@ -133,6 +135,7 @@ async function open(key: string): Promise<void> {
   notify('');
   tail.start();
   teardown = () => {
+    closed = true;
     clearTimeout(timer);
     tail.stop();
   };

@@ -15,13 +15,13 @@ type StreamEvent = { id: number; type: string; created_at: string; address: stri
 
 const AFTER = 'blockwire.console.after';
 /** Rows kept on screen. */
-const ROWS = 100;
+const ROWS = 200;
 /** Failed WebSocket openings in a row before the tail falls back to long polling. */
 const WS_TRIES = 2;
 
 export function tailView(api: Api, key: string): View & { start(): void; stop(): void } {
   const status = h('p', { id: 'tail-status', class: 'summary' }, 'Connecting…');
-  const log = h('ol', { id: 'tail', class: 'tail', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Events, newest first' });
+  const log = h('ol', { id: 'tail', class: 'tail', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Events, newest last' });
   const empty = h('li', { class: 'muted empty' }, 'No event yet: events of this key’s subscriptions appear here as they happen.');
   log.append(empty);
   const el = h('section', { 'aria-labelledby': 'tail-title' }, h('h2', { id: 'tail-title' }, 'Live tail'), status, log);
@@ -46,8 +46,17 @@ export function tailView(api: Api, key: string): View & { start(): void; stop():
       h('span', { class: 'num amount' }, e.received !== null || e.sent !== null ? btc(net) : ''),
       h('span', { class: 'conf' }, e.confirmations === null ? '' : `${e.confirmations} conf`),
     );
-    log.prepend(row);
-    while (log.children.length > ROWS) log.lastElementChild?.remove();
+    // Newest last, as `tail -f`: appended rows move nothing; the list follows them while it is
+    // scrolled to the end, and an old row leaving the top is paid for by the scroll position.
+    const following = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+    log.append(row);
+    while (log.children.length > ROWS) {
+      const first = log.firstElementChild as HTMLElement;
+      const height = first.offsetHeight;
+      first.remove();
+      log.scrollTop -= height;
+    }
+    if (following) log.scrollTop = log.scrollHeight;
   }
 
   function connect(): void {
@@ -67,7 +76,7 @@ export function tailView(api: Api, key: string): View & { start(): void; stop():
     socket.onmessage = (m) => {
       const msg = JSON.parse(String(m.data)) as StreamEvent | { type: string; error_code?: string };
       if ('id' in msg && typeof msg.id === 'number') add(msg);
-      else if (msg.type === 'stream.live') status.textContent = `Live — resumed after event ${after() ?? 'now'}`;
+      else if (msg.type === 'stream.live') status.textContent = a === null ? 'Live' : `Live — resumed after event ${a}`;
     };
     socket.onclose = (c) => {
       if (stopped) return;
