@@ -159,7 +159,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     if (hook.disabled_at) return failed(`hook disabled: ${hook.disabled_reason ?? ''}`.trim());
     const at = new Date();
     const r: SendResult = await deps.transport.send(hook, data);
-    const sent = { at, latencyMs: Date.now() - at.getTime(), response: r.response ?? null };
+    // (sent at: the timestamp the request was signed with, which the receiver saw, when there is one)
+    const sent = { at: r.signedAt !== undefined ? new Date(r.signedAt * 1000) : at, latencyMs: Date.now() - at.getTime(), response: r.response ?? null };
     switch (r.kind) {
       case 'delivered':
         return { end: 'done', outcome: { ...base, status: 'delivered', lastStatus: r.status, lastError: null, nextAttemptAt: null, sent } };

@@ -9,8 +9,11 @@ import type { HookRow } from '../src/db/queries/tenancy-hooks.js';
 import type { DeliveryJobData } from './queues.js';
 import { parseRetryAfter } from './retry.js';
 
-/** What a transport reports of the exchange besides its result: the answer's first bytes as text. */
-type Answered = { response?: string };
+/**
+ * What a transport reports of the exchange besides its result: the answer's first bytes as text,
+ * and the `webhook-timestamp` the request was signed with (unix seconds; http only).
+ */
+type Answered = { response?: string; signedAt?: number };
 
 export type SendResult = Answered &
   (

@@ -102,7 +102,8 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
       }
       const secrets = signingSecrets(hook, now());
       if (secrets.length === 0) return { kind: 'permanent', status: null, error: 'hook has no secret' };
-      return post(url, signedHeaders(secrets, job.delivery, Math.floor(now() / 1000), job.payload), job.payload);
+      const signedAt = Math.floor(now() / 1000);
+      return { ...(await post(url, signedHeaders(secrets, job.delivery, signedAt, job.payload), job.payload)), signedAt };
     },
     async close() {
       agents['http:'].destroy();
