@@ -20,6 +20,7 @@ import { esploraDialect, movePathKey } from './dialects/esplora.js';
 import { collectOpenApi, hideFromOpenApi } from './openapi.js';
 import { routeModules } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
+import { consoleRoutes } from './console/serve.js';
 import { defaultApiSettings, type ApiDeps, type ResolvedApiDeps } from './deps.js';
 import { TIP_HASH_HEADER, TIP_HEIGHT_HEADER } from './tip.js';
 
@@ -106,6 +107,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
   });
   healthRoutes(app, resolved);
+  consoleRoutes(app);
   if (deps.metrics) {
     const metrics = deps.metrics;
     app.addHook('onResponse', async (request, reply) => {

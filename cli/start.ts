@@ -502,6 +502,8 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>, opts: { hooksAllow
     if (s.apiKey) out.push(`  API key    ${s.apiKey}   (kept in ${s.apiKeyFile})`);
     else out.push(`  API key    create one with: ${cli} keys create --name NAME`);
     const base = s.blockwire.apiUrl.replace(/\/\/([^/:]+)/, (_, h: string) => `//${hostForUrl(h)}`);
+    // (the key in the fragment: the browser never sends it; the page takes it and clears the address bar)
+    out.push(`  console    ${base}/console${s.apiKey ? `#key=${s.apiKey}` : ''}   (docs/console.md)`);
     out.push('', 'Try:', `  curl -H 'apiKey: ${key}' ${base}/v1/blockchain`);
     if (s.exampleAddress) out.push(`  curl -H 'apiKey: ${key}' ${base}/v1/addresses/${s.exampleAddress}/history`);
   }

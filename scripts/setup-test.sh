@@ -10,9 +10,10 @@ source scripts/lib/apt.sh
 # Debian's docker-compose checks compose.yaml against the Compose Specification without a
 # Docker engine (scripts/validate-compose.sh, run by the tests).
 apt_install docker-compose docker-compose 'compose.yaml validation'
-# Debian's Chromium runs the SDK in a real browser (test/integration/client/browser.test.ts,
-# driven by playwright-core without a browser download).
-apt_install chromium chromium 'the SDK browser test'
+# Debian's Chromium runs the SDK and the console in a real browser
+# (test/integration/client/browser.test.ts, test/integration/api/console.test.ts), driven by
+# playwright-core without a browser download.
+apt_install chromium chromium 'the browser tests (SDK, console)'
 # promtool (Debian's prometheus package) checks the alert rules and the Prometheus configuration
 # of deploy/ (test/integration/ops/monitoring.test.ts).
 apt_install promtool prometheus 'alert rules validation'

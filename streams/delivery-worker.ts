@@ -157,10 +157,13 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     if (!hook || hook.deleted_at) return failed('hook deleted');
     if (hook.key_revoked) return failed('API key revoked');
     if (hook.disabled_at) return failed(`hook disabled: ${hook.disabled_reason ?? ''}`.trim());
+    const at = new Date();
     const r: SendResult = await deps.transport.send(hook, data);
+    // (sent at: the timestamp the request was signed with, which the receiver saw, when there is one)
+    const sent = { at: r.signedAt !== undefined ? new Date(r.signedAt * 1000) : at, latencyMs: Date.now() - at.getTime(), response: r.response ?? null };
     switch (r.kind) {
       case 'delivered':
-        return { end: 'done', outcome: { ...base, status: 'delivered', lastStatus: r.status, lastError: null, nextAttemptAt: null } };
+        return { end: 'done', outcome: { ...base, status: 'delivered', lastStatus: r.status, lastError: null, nextAttemptAt: null, sent } };
       case 'permanent':
         if (r.disableHook) {
           // Disabled here at once: nothing more of this process starts for the hook meanwhile.
@@ -168,14 +171,14 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
           await disableHook(deps.db, hook.id, r.disableHook);
           log.warn({ hook: hook.id, reason: r.disableHook }, 'hook disabled');
         }
-        return { end: 'failed', error: r.error, outcome: { ...base, status: 'failed', lastStatus: r.status, lastError: r.error, nextAttemptAt: null } };
+        return { end: 'failed', error: r.error, outcome: { ...base, status: 'failed', lastStatus: r.status, lastError: r.error, nextAttemptAt: null, sent } };
       case 'retry': {
         if (last) {
           log.warn({ delivery: data.delivery, attempts: base.attempts }, 'delivery dead-lettered after its last attempt');
-          return { end: 'failed', error: r.error, outcome: { ...base, status: 'dead', lastStatus: r.status, lastError: r.error, nextAttemptAt: null } };
+          return { end: 'failed', error: r.error, outcome: { ...base, status: 'dead', lastStatus: r.status, lastError: r.error, nextAttemptAt: null, sent } };
         }
         const delayMs = retryDelayAfter(base.attempts, r.retryAfterMs, random);
-        return { end: 'retry', error: r.error, delayMs, outcome: { ...base, status: 'pending', lastStatus: r.status, lastError: r.error, nextAttemptAt: new Date(Date.now() + delayMs) } };
+        return { end: 'retry', error: r.error, delayMs, outcome: { ...base, status: 'pending', lastStatus: r.status, lastError: r.error, nextAttemptAt: new Date(Date.now() + delayMs), sent } };
       }
     }
   }

@@ -20,6 +20,7 @@ import {
   listOverdueDeliveries,
   listUnqueuedDeliveries,
   markEnqueued,
+  pruneAttemptMinutes,
   pruneDeliveries,
   upsertDeliveries,
   type NewDelivery,
@@ -31,6 +32,9 @@ import { advanceRelayCursor, pruneOutbox, readOutbox, readStreamState } from './
 import { loadSubscriptionsFor } from './subscriptions.js';
 import { encodeFeedBatch, type FeedItem } from './feed-message.js';
 import { batchJobId, type DeliveryBatch, type DeliveryJob, type DeliveryQueues } from './queues.js';
+
+/** How long the per-minute attempt counts of hooks (the console's last-hour chart) are kept. */
+const ATTEMPT_MINUTES_KEPT_MS = 24 * 3600_000;
 
 /** "BWRELAY1" as ASCII: the session advisory lock of the active relay. */
 const RELAY_LOCK = 0x4257_5245_4c41_5931n;
@@ -213,6 +217,7 @@ export function startRelay(deps: RelayDeps): Relay {
     }
     const pruned = await pruneOutbox(conn, new Date(now - settings.retentionMs));
     const logPruned = await pruneDeliveries(conn, new Date(now - settings.deliveryLogRetentionMs));
+    await pruneAttemptMinutes(conn, new Date(now - ATTEMPT_MINUTES_KEPT_MS));
     if (pruned + logPruned > 0) log.info({ events: pruned, deliveries: logPruned }, 'pruned past retention');
   }
 

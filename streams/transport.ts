@@ -9,10 +9,21 @@ import type { HookRow } from '../src/db/queries/tenancy-hooks.js';
 import type { DeliveryJobData } from './queues.js';
 import { parseRetryAfter } from './retry.js';
 
-export type SendResult =
-  | { kind: 'delivered'; status: number | null }
-  | { kind: 'retry'; status: number | null; error: string; retryAfterMs?: number }
-  | { kind: 'permanent'; status: number | null; error: string; disableHook?: string };
+/**
+ * What a transport reports of the exchange besides its result: the answer's first bytes as text,
+ * and the `webhook-timestamp` the request was signed with (unix seconds; http only).
+ */
+type Answered = { response?: string; signedAt?: number };
+
+export type SendResult = Answered &
+  (
+    | { kind: 'delivered'; status: number | null }
+    | { kind: 'retry'; status: number | null; error: string; retryAfterMs?: number }
+    | { kind: 'permanent'; status: number | null; error: string; disableHook?: string }
+  );
+
+/** Bytes of a receiver's answer kept in the delivery log (`deliveries.last_response`). */
+export const RESPONSE_EXCERPT_BYTES = 2048;
 
 /** Sends one delivery to one hook. Never throws for a receiver's failure: it returns it. */
 export interface Transport {

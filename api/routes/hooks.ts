@@ -62,7 +62,7 @@ const hookView = {
 
 const deliveryView = {
   type: 'object',
-  required: ['id', 'event_id', 'type', 'subscription_id', 'status', 'attempts', 'redeliveries', 'last_status', 'last_error', 'created_at', 'updated_at', 'next_attempt_at', 'delivered_at', 'payload'],
+  required: ['id', 'event_id', 'type', 'subscription_id', 'status', 'attempts', 'redeliveries', 'last_status', 'last_error', 'last_attempt_at', 'last_latency_ms', 'created_at', 'updated_at', 'next_attempt_at', 'delivered_at', 'payload'],
   properties: {
     id: { type: 'string', description: 'the webhook-id header (and SNS message attribute) of every attempt' },
     event_id: { type: 'integer' },
@@ -73,6 +73,8 @@ const deliveryView = {
     redeliveries: { type: 'integer' },
     last_status: { type: ['integer', 'null'], description: 'HTTP status of the last attempt; null when no answer came' },
     last_error: { type: ['string', 'null'] },
+    last_attempt_at: { type: ['string', 'null'], format: 'date-time', description: 'when the last attempt was sent; null before the first' },
+    last_latency_ms: { type: ['integer', 'null'], description: 'how long the last attempt took until the answer (or the failure), ms' },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
     next_attempt_at: { type: ['string', 'null'], format: 'date-time' },
@@ -81,8 +83,8 @@ const deliveryView = {
   },
 } as const;
 
-const hookParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', pattern: ID_RE } } } as const;
-const deliveryParams = {
+export const hookParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', pattern: ID_RE } } } as const;
+export const deliveryParams = {
   type: 'object',
   required: ['id', 'delivery'],
   properties: { id: { type: 'string', pattern: ID_RE }, delivery: { type: 'string', pattern: `${ID_RE.slice(0, -1)}-\\d{1,19}$` } },
@@ -113,6 +115,8 @@ function toDeliveryView(d: DeliveryRow) {
     redeliveries: d.redeliveries,
     last_status: d.last_status,
     last_error: d.last_error,
+    last_attempt_at: opt(d.last_attempt_at),
+    last_latency_ms: d.last_latency_ms,
     created_at: isoTime(d.created_at),
     updated_at: isoTime(d.updated_at),
     next_attempt_at: d.status === 'pending' ? opt(d.next_attempt_at) : null,
@@ -131,7 +135,7 @@ function decodeDeliveryCursor(raw: string): DeliveryPosition {
   return { eventId: BigInt(m[1]!), id: m[2]! };
 }
 
-async function ownHook(deps: ResolvedApiDeps, request: FastifyRequest<{ Params: { id: string } }>): Promise<HookRow> {
+export async function ownHook(deps: ResolvedApiDeps, request: FastifyRequest<{ Params: { id: string } }>): Promise<HookRow> {
   const hook = await findHook(deps.db, request.apiKey.id, request.params.id);
   if (!hook) throw new ServiceError('ERR_HOOK_NOT_FOUND');
   return hook;

@@ -236,6 +236,20 @@ export interface DeliveriesTable {
   job_id: string | null;
   delivered_at: Date | null;
   dead_at: Date | null;
+  /** When the last attempt was sent: its `webhook-timestamp` (0041). */
+  last_attempt_at: Date | null;
+  /** How long the last attempt took, request sent to answer read (or failure), ms. */
+  last_latency_ms: number | null;
+  /** The first bytes of the receiver's last answer (RESPONSE_EXCERPT_BYTES), as text. */
+  last_response: string | null;
+}
+
+/** Attempts per hook and minute (0041): what the console's last-hour chart reads. */
+export interface HookAttemptMinutesTable {
+  hook_id: string;
+  minute: Date;
+  delivered: number;
+  failed: number;
 }
 
 /** A key's wallet (0012_wallets): its descriptors as answered (checksummed) and its gap limit. */
@@ -337,6 +351,7 @@ export interface Database {
   reorged_txs: ReorgedTxsTable;
   stream_state: StreamStateTable;
   deliveries: DeliveriesTable;
+  hook_attempt_minutes: HookAttemptMinutesTable;
   wallets: WalletsTable;
   wallet_chains: WalletChainsTable;
   wallet_addresses: WalletAddressesTable;

@@ -69,7 +69,7 @@ export function createSnsTransport(opts: SnsTransportOptions): Transport {
             ...(fifo ? { MessageGroupId: job.delivery.slice(0, job.delivery.lastIndexOf('-')), MessageDeduplicationId: job.delivery } : {}),
           }),
         );
-        return { kind: 'delivered', status: out.$metadata.httpStatusCode ?? 200 };
+        return { kind: 'delivered', status: out.$metadata.httpStatusCode ?? 200, ...(out.MessageId ? { response: `MessageId: ${out.MessageId}` } : {}) };
       } catch (err) {
         return classifySnsError(err);
       }

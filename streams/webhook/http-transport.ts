@@ -10,7 +10,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { HookUrlError, guardedLookup, parseHookUrl, type HookUrlPolicy } from '../../src/net/hook-url.js';
 import type { HookRow } from '../../src/db/queries/tenancy-hooks.js';
-import { classifyHttpStatus, type SendResult, type Transport } from '../transport.js';
+import { classifyHttpStatus, RESPONSE_EXCERPT_BYTES, type SendResult, type Transport } from '../transport.js';
 import type { DeliveryJobData } from '../queues.js';
 import { signedHeaders } from './sign.js';
 
@@ -67,12 +67,18 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
       }, opts.timeoutMs);
       req.on('response', (res) => {
         let seen = 0;
+        // The answer's first bytes are kept for the delivery log; the rest is read and thrown away.
+        const kept: Buffer[] = [];
         res.on('data', (chunk: Buffer) => {
+          if (seen < RESPONSE_EXCERPT_BYTES) kept.push(chunk.subarray(0, RESPONSE_EXCERPT_BYTES - seen));
           seen += chunk.length;
           if (seen > MAX_RESPONSE_BYTES) res.destroy();
         });
         const finish = () =>
-          done(classifyHttpStatus(res.statusCode ?? 0, { retryAfter: res.headers['retry-after'], location: res.headers.location }, now()));
+          done({
+            ...classifyHttpStatus(res.statusCode ?? 0, { retryAfter: res.headers['retry-after'], location: res.headers.location }, now()),
+            response: Buffer.concat(kept).toString('utf8'),
+          });
         res.on('end', finish);
         res.on('close', finish);
         res.on('error', finish);
@@ -96,7 +102,8 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
       }
       const secrets = signingSecrets(hook, now());
       if (secrets.length === 0) return { kind: 'permanent', status: null, error: 'hook has no secret' };
-      return post(url, signedHeaders(secrets, job.delivery, Math.floor(now() / 1000), job.payload), job.payload);
+      const signedAt = Math.floor(now() / 1000);
+      return { ...(await post(url, signedHeaders(secrets, job.delivery, signedAt, job.payload), job.payload)), signedAt };
     },
     async close() {
       agents['http:'].destroy();

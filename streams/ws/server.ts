@@ -1,7 +1,9 @@
 /**
  * The WebSocket endpoint `/v1/stream` (and the bare `/stream`): authenticates the upgrade with
  * the API's key check (`apiKey` header, or `?apiKey=` for browsers, which cannot set headers),
- * validates `?after=<event id>`, and hands the socket to the hub. Each upgrade is counted against
+ * or, for browser pages that must keep the key out of URLs (server logs, the console), the
+ * subprotocols `blockwire.v1` and `blockwire.key.<key>`: the server answers `blockwire.v1` and
+ * never echoes the key), validates `?after=<event id>`, and hands the socket to the hub. Each upgrade is counted against
  * the key's rate limit (the API's window in Redis: an upgrade is a request), and a key holds at
  * most `maxConnectionsPerKey` streams on this process (upgrades in progress included, so
  * concurrent ones cannot pass it). Refusals are plain HTTP answers with the API's error body
@@ -26,6 +28,18 @@ import { addUpgradeHandler, answerUpgrade } from '../../src/net/upgrades.js';
 
 /** Paths served. */
 const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
+
+/** The subprotocol a browser offers with `blockwire.key.<key>`, and the one the server answers. */
+const STREAM_PROTOCOL = 'blockwire.v1';
+const KEY_PROTOCOL_PREFIX = 'blockwire.key.';
+
+/** The key a client offered as a subprotocol (`Sec-WebSocket-Protocol: blockwire.v1, blockwire.key.<key>`), if any. */
+function protocolKey(req: IncomingMessage): string | undefined {
+  const offered = req.headers['sec-websocket-protocol'];
+  if (offered === undefined) return undefined;
+  const p = offered.split(',').map((x) => x.trim()).find((x) => x.startsWith(KEY_PROTOCOL_PREFIX));
+  return p?.slice(KEY_PROTOCOL_PREFIX.length);
+}
 
 /** Largest message a client may send (clients have nothing to say but pongs). */
 const MAX_CLIENT_MESSAGE = 4096;
@@ -67,7 +81,14 @@ export function createStreamServer(deps: {
   peekKey?: (presented: string) => ApiKeyPrincipal | undefined;
 }): StreamServer {
   const log = deps.log.child({ component: 'streams.ws' });
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE, perMessageDeflate: false, clientTracking: false });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_CLIENT_MESSAGE,
+    perMessageDeflate: false,
+    clientTracking: false,
+    // A browser fails the connection unless the server picks one of the subprotocols it offered.
+    handleProtocols: (offered) => (offered.has(STREAM_PROTOCOL) ? STREAM_PROTOCOL : false),
+  });
   const attached: (() => void)[] = [];
   const maxPerKey = deps.maxConnectionsPerKey ?? Infinity;
   /** Upgrades past authentication not yet held by the hub, per key. */
@@ -84,7 +105,7 @@ export function createStreamServer(deps: {
     const generation = deps.keyGeneration?.();
     try {
       after = parseAfter(url.searchParams.get('after'));
-      const presented = req.headers['apikey'] ?? url.searchParams.get('apiKey') ?? undefined;
+      const presented = req.headers['apikey'] ?? url.searchParams.get('apiKey') ?? protocolKey(req);
       const peer = req.socket.remoteAddress ?? '';
       const token = presentedKey(presented);
       const wait = token !== undefined && !deps.peekKey?.(token) ? deps.failures?.blocked(peer) : undefined;

@@ -69,32 +69,51 @@ export type AttemptOutcome = {
   lastError: string | null;
   /** Pending only: when the next attempt is due. */
   nextAttemptAt: Date | null;
+  /** The request this outcome is of, absent when none was sent (hook deleted, disabled, key revoked). */
+  sent?: SentAttempt;
   /** The delivery leaves its batch job for a job of its own (a retry of a batched delivery). */
   ownJob?: boolean;
 };
 
+/** One request sent to a receiver: when (its `webhook-timestamp`), how long it took, the answer's first bytes. */
+export type SentAttempt = { at: Date; latencyMs: number; response: string | null };
+
 /**
- * Records attempt outcomes in one statement. An outcome of an older series is ignored, and a
+ * Records attempt outcomes in one statement, with the attempts sent (delivered or not) counted
+ * per hook and minute in `hook_attempt_minutes` (the console's chart), in the order of that
+ * table's key so that concurrent writers lock its rows in one order. An outcome of an older series is ignored, and a
  * delivered row stays delivered (a duplicate job's late failure cannot undo it).
  */
 export async function recordOutcomes(db: Kysely<Database>, outcomes: readonly AttemptOutcome[]): Promise<void> {
   if (outcomes.length === 0) return;
   await sql`
-    UPDATE deliveries d SET
-      status = u.status,
-      attempts = GREATEST(d.attempts, u.attempts),
-      last_status = u.last_status,
-      last_error = u.last_error,
-      next_attempt_at = u.next_attempt_at,
-      delivered_at = CASE WHEN u.status = 'delivered' THEN now() ELSE d.delivered_at END,
-      dead_at = CASE WHEN u.status = 'dead' THEN now() END,
-      job_id = CASE WHEN u.own_job THEN NULL ELSE d.job_id END,
-      updated_at = now()
-    FROM unnest(${outcomes.map((o) => o.id)}::text[], ${outcomes.map((o) => o.redeliveries)}::int4[], ${outcomes.map((o) => o.status)}::text[],
-                ${outcomes.map((o) => o.attempts)}::int4[], ${outcomes.map((o) => o.lastStatus)}::int4[], ${outcomes.map((o) => o.lastError)}::text[],
-                ${outcomes.map((o) => o.nextAttemptAt?.toISOString() ?? null)}::timestamptz[], ${outcomes.map((o) => o.ownJob === true)}::bool[])
-      AS u(id, redeliveries, status, attempts, last_status, last_error, next_attempt_at, own_job)
-    WHERE d.id = u.id AND d.redeliveries = u.redeliveries AND NOT (d.status = 'delivered' AND u.status <> 'delivered')`.execute(db);
+    WITH done AS (
+      UPDATE deliveries d SET
+        status = u.status,
+        attempts = GREATEST(d.attempts, u.attempts),
+        last_status = u.last_status,
+        last_error = u.last_error,
+        next_attempt_at = u.next_attempt_at,
+        delivered_at = CASE WHEN u.status = 'delivered' THEN now() ELSE d.delivered_at END,
+        dead_at = CASE WHEN u.status = 'dead' THEN now() END,
+        job_id = CASE WHEN u.own_job THEN NULL ELSE d.job_id END,
+        last_attempt_at = COALESCE(u.sent_at, d.last_attempt_at),
+        last_latency_ms = CASE WHEN u.sent_at IS NULL THEN d.last_latency_ms ELSE u.latency_ms END,
+        last_response = CASE WHEN u.sent_at IS NULL THEN d.last_response ELSE u.response END,
+        updated_at = now()
+      FROM unnest(${outcomes.map((o) => o.id)}::text[], ${outcomes.map((o) => o.redeliveries)}::int4[], ${outcomes.map((o) => o.status)}::text[],
+                  ${outcomes.map((o) => o.attempts)}::int4[], ${outcomes.map((o) => o.lastStatus)}::int4[], ${outcomes.map((o) => o.lastError)}::text[],
+                  ${outcomes.map((o) => o.nextAttemptAt?.toISOString() ?? null)}::timestamptz[], ${outcomes.map((o) => o.ownJob === true)}::bool[],
+                  ${outcomes.map((o) => o.sent?.at.toISOString() ?? null)}::timestamptz[], ${outcomes.map((o) => o.sent?.latencyMs ?? null)}::int4[],
+                  ${outcomes.map((o) => o.sent?.response ?? null)}::text[])
+        AS u(id, redeliveries, status, attempts, last_status, last_error, next_attempt_at, own_job, sent_at, latency_ms, response)
+      WHERE d.id = u.id AND d.redeliveries = u.redeliveries AND NOT (d.status = 'delivered' AND u.status <> 'delivered')
+      RETURNING d.hook_id, u.status, u.sent_at
+    )
+    INSERT INTO hook_attempt_minutes (hook_id, minute, delivered, failed)
+    SELECT hook_id, date_trunc('minute', sent_at), count(*) FILTER (WHERE status = 'delivered'), count(*) FILTER (WHERE status <> 'delivered')
+    FROM done WHERE sent_at IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (hook_id, minute) DO UPDATE SET delivered = hook_attempt_minutes.delivered + EXCLUDED.delivered, failed = hook_attempt_minutes.failed + EXCLUDED.failed`.execute(db);
 }
 
 const queuedColumns = sql`d.id, d.hook_id, d.payload, d.event_type, d.redeliveries, h.type AS transport, d.job_id`;
@@ -149,6 +168,17 @@ export async function releaseToOwnJobs(db: Kysely<Database>, ids: readonly strin
 export async function pruneDeliveries(db: Kysely<Database>, before: Date): Promise<number> {
   const r = await db.deleteFrom('deliveries').where('status', '<>', 'pending').where('updated_at', '<', before).executeTakeFirst();
   return Number(r.numDeletedRows);
+}
+
+/** Deletes the per-minute attempt counts of minutes before `before`; returns how many rows. */
+export async function pruneAttemptMinutes(db: Kysely<Database>, before: Date): Promise<number> {
+  const r = await db.deleteFrom('hook_attempt_minutes').where('minute', '<', before).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** A hook's attempts per minute from `since` on (minutes without attempts absent), oldest first. */
+export async function readAttemptMinutes(db: Kysely<Database>, hookId: string, since: Date): Promise<{ minute: Date; delivered: number; failed: number }[]> {
+  return db.selectFrom('hook_attempt_minutes').select(['minute', 'delivered', 'failed']).where('hook_id', '=', hookId).where('minute', '>=', since).orderBy('minute').execute();
 }
 
 /** Keyset position in a hook's delivery log (newest event first). */

@@ -10,7 +10,6 @@
  * read the API's answers). The page must log no console error beyond the browser's notes on the
  * deliberate 401 and 404.
  */
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,17 +18,13 @@ import { join } from 'node:path';
 import { hex } from '@scure/base';
 import { build } from 'esbuild';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as node from '../../../client/index.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { buildClient, clientDir } from '../../support/client-build.js';
 import { projectRoot } from '../../support/fixtures.js';
 import { startStack, type Stack } from '../../support/stack.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-// Without the background-networking flags Chromium's own connections are refused on machines
-// without outside network (this project's CI included).
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+import { CHROMIUM, CHROMIUM_ARGS, describeBrowser } from '../../support/chromium.js';
 
 type Sdk = typeof node;
 /**
@@ -53,21 +48,6 @@ async function serve(bundle: string): Promise<Server> {
 }
 
 const originOf = (server: Server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
-/** Runs when Chromium is installed; without it, fails under CI and skips with a notice otherwise. */
-function describeBrowser(name: string, fn: () => void): void {
-  if (existsSync(CHROMIUM)) describe(name, fn);
-  else if (process.env.CI) {
-    describe(name, () => {
-      it('needs Chromium', () => {
-        throw new Error(`${CHROMIUM} not found; CI requires it (./scripts/setup-test.sh installs Debian's chromium)`);
-      });
-    });
-  } else {
-    process.stderr.write(`notice: skipping '${name}': ${CHROMIUM} not found (./scripts/setup-test.sh installs it)\n`);
-    describe.skip(name, fn);
-  }
-}
 
 describeBrowser('@blockwire/client in headless Chromium', () => {
   let stack: Stack;

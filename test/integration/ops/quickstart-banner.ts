@@ -9,7 +9,7 @@ import type { BlockwireProcess } from './processes.js';
 
 const execFileP = promisify(execFile);
 
-export type Banner = { apiBase: string; streamUrl: string; key: string; curls: string[] };
+export type Banner = { apiBase: string; streamUrl: string; key: string; consoleUrl: string; curls: string[] };
 
 /** Waits for the "Try:" banner on stdout and reads the URLs, the key and the curl lines from it. */
 export async function banner(proc: BlockwireProcess, timeoutMs: number): Promise<Banner> {
@@ -20,9 +20,10 @@ export async function banner(proc: BlockwireProcess, timeoutMs: number): Promise
   const api = /REST API {3}(http:\/\/\S+)\/v1\//.exec(out);
   const stream = /stream {5}(ws:\/\/\S+)/.exec(out);
   const key = /API key {4}(\S+)/.exec(out);
+  const consoleAt = /console {4}(http:\/\/\S+)/.exec(out);
   const curls = [...out.matchAll(/^ {2}(curl .*)$/gm)].map((m) => m[1]!);
-  if (!api || !stream || !key) throw new Error(`banner incomplete:\n${out.slice(-3000)}`);
-  return { apiBase: api[1]!, streamUrl: stream[1]!, key: key[1]!, curls };
+  if (!api || !stream || !key || !consoleAt) throw new Error(`banner incomplete:\n${out.slice(-3000)}`);
+  return { apiBase: api[1]!, streamUrl: stream[1]!, key: key[1]!, consoleUrl: consoleAt[1]!, curls };
 }
 
 /** Runs a printed curl line as a shell would (it is what the user copies). */

@@ -90,6 +90,10 @@ describe('quick start: blockwire start with embedded defaults', () => {
     });
     expect(hook.status, await hook.clone().text()).toBeLessThan(300);
     expect(first.streamUrl).toBe(`${first.apiBase.replace(/^http/, 'ws')}/v1/stream`);
+    // The console's address carries the key in its fragment (never sent: the page takes it).
+    expect(first.consoleUrl).toBe(`${first.apiBase}/console#key=${first.key}`);
+    const page = await fetch(first.consoleUrl);
+    expect([page.status, page.headers.get('content-security-policy')]).toEqual([200, expect.stringContaining("script-src 'self'")]);
     expect(first.curls.length).toBeGreaterThanOrEqual(2);
     expect(first.curls[0]).toBe(`curl -H 'apiKey: ${first.key}' ${first.apiBase}/v1/blockchain`);
 

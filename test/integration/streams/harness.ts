@@ -187,11 +187,12 @@ export type StreamClient = {
 };
 
 /** Connects a stream client; resolves once open (rejects with the HTTP status on refusal). */
-export function connectStream(url: string, key: string, opts: { after?: bigint | number; query?: boolean; autoPong?: boolean } = {}): Promise<StreamClient> {
+export function connectStream(url: string, key: string, opts: { after?: bigint | number; query?: boolean; protocol?: boolean; autoPong?: boolean } = {}): Promise<StreamClient> {
   const u = new URL(url);
   if (opts.after !== undefined) u.searchParams.set('after', String(opts.after));
   if (opts.query) u.searchParams.set('apiKey', key);
-  const ws = new WebSocket(u, { headers: opts.query ? {} : { apiKey: key }, autoPong: opts.autoPong ?? true });
+  // (`protocol`: the key as a subprotocol, as browser pages send it)
+  const ws = new WebSocket(u, opts.protocol ? ['blockwire.v1', `blockwire.key.${key}`] : [], { headers: opts.query || opts.protocol ? {} : { apiKey: key }, autoPong: opts.autoPong ?? true });
   const messages: Record<string, unknown>[] = [];
   ws.on('message', (data) => messages.push(JSON.parse(String(data)) as Record<string, unknown>));
   const closed = new Promise<{ code: number; reason: string }>((res) => ws.on('close', (code, reason) => res({ code, reason: String(reason) })));

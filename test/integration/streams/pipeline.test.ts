@@ -105,6 +105,20 @@ describe('streams pipeline', () => {
     cb.close();
   });
 
+  it('takes a browser\'s key as a subprotocol, answers blockwire.v1 and never echoes the key', async () => {
+    const k = await f.newKey();
+    const addr = newAddress();
+    await f.subscribe(k.id, addr);
+    const c = await connectStream(wsUrl, k.key, { protocol: true });
+    expect(c.ws.protocol).toBe('blockwire.v1');
+    await waitFor('live', () => c.messages.some((m) => m.type === 'stream.live'), 30_000);
+    const [seq] = await insertEvents(f.t.db, [{ type: 'tx.unconfirmed', ...addr }]);
+    await waitFor('the event', () => c.events().some((e) => e.id === Number(seq)), 10_000);
+    c.close();
+    const wrong = `${k.key.slice(0, -2)}${k.key.endsWith('AA') ? 'BB' : 'AA'}`;
+    await expect(connectStream(wsUrl, wrong, { protocol: true })).rejects.toMatchObject({ status: 401, body: expect.stringContaining('ERR_API_KEY_INVALID') });
+  });
+
   it('publishes the same JSON to SNS with the delivery id as an attribute', async () => {
     const k = await f.newKey();
     const addr = newAddress();
