@@ -128,6 +128,8 @@ export function startRelay(deps: RelayDeps): Relay {
     const items: FeedItem[] = [];
     const hookRows: NewDelivery[] = [];
     const transports = new Map<string, 'http' | 'sns'>();
+    // Hooks whose breaker is not closed: their batch jobs queue behind the others' (BACKLOG_PRIORITY).
+    const failing = new Set<string>();
     for (const d of deliveries) {
       // (the feed message carries the parts: each event's JSON once, whatever its subscribers)
       const parts = deliveryParts(d);
@@ -137,6 +139,7 @@ export function startRelay(deps: RelayDeps): Relay {
       if (!sub || sub.hookId === null || sub.hookType === null) continue;
       const id = deliveryId(sub.id, d.event.seq);
       transports.set(id, sub.hookType);
+      if (sub.hookFailing) failing.add(sub.hookId);
       hookRows.push({
         id,
         hookId: sub.hookId,
@@ -165,7 +168,7 @@ export function startRelay(deps: RelayDeps): Relay {
           continue;
         }
         let b = batches.get(p.jobId);
-        if (!b) batches.set(p.jobId, (b = { transport, jobId: p.jobId, hook: h.hookId, deliveries: [] }));
+        if (!b) batches.set(p.jobId, (b = { transport, jobId: p.jobId, hook: h.hookId, deliveries: [], ...(failing.has(h.hookId) ? { backlog: true } : {}) }));
         b.deliveries.push({ delivery: h.id, payload: h.payload, type: h.eventType });
       }
       if (own.length > 0) await queues.enqueue(own);
