@@ -155,6 +155,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   // Jobs parked in this process for their share, woken when a share frees (they ask again).
   let parked: (() => void)[] = [];
   let closing = false;
+  // Jobs in process() now (running, parked or being admitted): the worker's slots taken.
+  let inProcess = 0;
   const wake = () => {
     const woken = parked;
     parked = [];
@@ -307,6 +309,15 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
    * hook's breaker lets it send.
    */
   async function process(job: Job<DeliveryJobData | BatchJobData>, token?: string): Promise<void> {
+    inProcess += 1;
+    try {
+      return await admitted(job, token);
+    } finally {
+      inProcess -= 1;
+    }
+  }
+
+  async function admitted(job: Job<DeliveryJobData | BatchJobData>, token?: string): Promise<void> {
     const batch = job.name === BATCH_JOB_NAME;
     const run = (width: number) => (batch ? processBatch(job as Job<BatchJobData>, width) : processOne(job as Job<DeliveryJobData>));
     // (the row as last loaded, however old: admission needs its key, which never changes, and
@@ -320,7 +331,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     for (;;) {
       const now = Date.now();
       const deferrals = Math.max(0, (job.attemptsStarted ?? 1) - 1 - job.attemptsMade);
-      const { decision: d } = step(admit(fair, { key: String(hook.key_id), hook: hook.id, want, parked: wasParked, mayPark: !closing, deferrals }, now, policy), hook);
+      const { decision: d } = step(admit(fair, { key: String(hook.key_id), hook: hook.id, want, parked: wasParked, mayPark: !closing, deferrals, freeSlots: deps.concurrency - inProcess }, now, policy), hook);
       if (d.kind === 'run') {
         try {
           return await run(d.grant.width);

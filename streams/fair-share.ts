@@ -9,15 +9,17 @@
  *   (BLOCKWIRE_WEBHOOK_HOOK_CONCURRENCY, 1 while its breaker is not closed: streams/breaker.ts)
  *   and those of its API key within the key's (BLOCKWIRE_WEBHOOK_KEY_CONCURRENCY). The width is
  *   held until the job ends (`release`).
- * - `park`: its share is full but its hook is healthy and few of its key's jobs are parked
- *   (`parkPerKey`): it waits in the process for a share to free (a flood of one healthy hook
- *   keeps its pipe full without a round trip through Redis).
+ * - `park`: its share is full but its hook is healthy, and few of its key's jobs are parked
+ *   (`parkPerKey`) or the worker has more than `reserve` slots free besides: it waits in the
+ *   process for a share to free (a flood of one healthy hook keeps its pipe full without a
+ *   round trip through Redis, and without taking the slots kept for the other keys).
  * - `defer` until a time: its hook's breaker is open (until the end of the pause), or its share
  *   is full and it may not park (a hook being probed or slowed: until its one delivery in
  *   flight has surely ended). The worker moves the job back to the delayed set: it holds no
  *   worker slot while it waits, and it keeps its attempts.
- * A key thus holds at most `perKey` deliveries in flight and `parkPerKey` parked jobs of the
- * worker's slots, whatever its receivers do: the other keys keep the rest.
+ * A key thus holds at most `perKey` deliveries in flight, and parks `parkPerKey` jobs, or more
+ * only while `reserve` slots stay free: the other keys always find slots, whatever its
+ * receivers do.
  * @module
  */
 import type { Config } from '../src/config.js';
@@ -31,8 +33,13 @@ export type FairPolicy = {
   perKey: number;
   /** Deliveries of one hook in flight at most. */
   perHook: number;
-  /** Jobs of one key parked in the process at most (waiting for its share, holding a slot). */
+  /** Jobs of one key parked in the process (waiting for its share, holding a slot) at least allowed. */
   parkPerKey: number;
+  /**
+   * Worker slots kept free for the other keys: a key parks more than `parkPerKey` jobs only
+   * while more than this many slots are free.
+   */
+  reserve: number;
   /** How long a job deferred for a full share waits before it is tried again (the first time), in ms. */
   waitMs: number;
   /**
@@ -58,9 +65,10 @@ export const EMPTY_FAIR_STATE: FairState = { keys: new Map(), hooks: new Map(), 
 /**
  * A job asking to send: `parked` when it is parked already (asking again after a wake-up);
  * `mayPark: false` (the worker is closing) defers it rather than park it; `deferrals`: how
- * often it was deferred before (each doubles its next wait for a share, up to `probeMs`).
+ * often it was deferred before (each doubles its next wait for a share, up to `probeMs`);
+ * `freeSlots`: the worker's slots not taken by any job now (this one aside).
  */
-export type Ask = { key: string; hook: string; want: number; parked?: boolean; mayPark?: boolean; deferrals?: number };
+export type Ask = { key: string; hook: string; want: number; parked?: boolean; mayPark?: boolean; deferrals?: number; freeSlots?: number };
 
 /** What a job was granted: release it when the job ends. */
 export type Grant = { key: string; hook: string; width: number };
@@ -114,7 +122,8 @@ export function admit(s: FairState, ask: Ask, now: number, policy: FairPolicy): 
   }
   const reason = hookRoom > 0 ? 'key' : 'hook';
   const parkedOthers = (s.parked.get(ask.key) ?? 0) - (ask.parked ? 1 : 0);
-  if (ask.mayPark !== false && b.state === 'closed' && parkedOthers < policy.parkPerKey) {
+  const room = parkedOthers < policy.parkPerKey || (ask.freeSlots ?? 0) > policy.reserve;
+  if (ask.mayPark !== false && b.state === 'closed' && room) {
     return { state: ask.parked ? s : { ...s, parked: add(s.parked, ask.key, 1) }, decision: { kind: 'park' } };
   }
   const wait = b.state === 'closed' ? Math.min(policy.probeMs, policy.waitMs * 2 ** Math.min(ask.deferrals ?? 0, 20)) : policy.probeMs;
@@ -148,6 +157,7 @@ export function fairPolicy(c: Pick<Config, 'webhookConcurrency' | 'webhookKeySha
     perKey,
     perHook: Math.max(1, Math.floor(c.webhookConcurrency * c.webhookHookShare)),
     parkPerKey: Math.max(1, Math.floor(perKey / 2)),
+    reserve: perKey,
     waitMs: SHARE_WAIT_MS,
     probeMs: c.webhookTimeoutMs + 1000,
     breaker: { failures: c.webhookBreakerFailures, openMs: c.webhookBreakerOpenMs, maxOpenMs: Math.max(c.webhookBreakerOpenMs, c.webhookBreakerMaxOpenMs) },

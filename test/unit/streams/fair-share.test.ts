@@ -10,7 +10,7 @@ import { EMPTY_FAIR_STATE, admit, adopt, breakerOf, fairPolicy, observe, release
 import { testConfig } from '../../../src/config.js';
 
 const bp: BreakerPolicy = { failures: 3, openMs: 1000, maxOpenMs: 5000 };
-const policy: FairPolicy = { perKey: 4, perHook: 2, parkPerKey: 1, waitMs: 500, probeMs: 3000, breaker: bp };
+const policy: FairPolicy = { perKey: 4, perHook: 2, parkPerKey: 1, reserve: 4, waitMs: 500, probeMs: 3000, breaker: bp };
 
 describe('circuit breaker', () => {
   it('slows a failing hook to one delivery, opens after `failures` in a row, and a success closes it', () => {
@@ -71,8 +71,10 @@ describe('fair shares', () => {
     expect(r3.decision).toEqual({ kind: 'park' });
     s = r3.state;
     expect(s.parked.get('A')).toBe(1);
-    const r4 = admit(s, A('h4'), 0, policy);
+    const r4 = admit(s, A('h4', 1, { freeSlots: 4 }), 0, policy);
     expect(r4.decision).toEqual({ kind: 'defer', until: 500, reason: 'key' });
+    // More parked only while more than `reserve` slots stay free for the other keys.
+    expect(admit(s, A('h4', 1, { freeSlots: 5 }), 0, policy).decision).toEqual({ kind: 'park' });
     // Another key is not held back by A.
     const b = admit(r4.state, { key: 'B', hook: 'hb', want: 1 }, 0, policy);
     expect(b.decision).toEqual({ kind: 'run', grant: { key: 'B', hook: 'hb', width: 1 } });
@@ -139,7 +141,7 @@ describe('fair shares', () => {
 
   it('derives the shares from the configuration, at least one each', () => {
     const p = fairPolicy(testConfig({ webhookConcurrency: 64, webhookKeyShare: 0.25, webhookHookShare: 0.125, webhookTimeoutMs: 2000 }));
-    expect(p).toMatchObject({ perKey: 16, perHook: 8, parkPerKey: 8, probeMs: 3000 });
+    expect(p).toMatchObject({ perKey: 16, perHook: 8, parkPerKey: 8, reserve: 16, probeMs: 3000 });
     expect(fairPolicy(testConfig({ webhookConcurrency: 2, webhookKeyShare: 0.25, webhookHookShare: 0.125 }))).toMatchObject({ perKey: 1, perHook: 1, parkPerKey: 1 });
   });
 });
