@@ -174,7 +174,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
     deps.metrics?.track({
       indexer: out.indexer,
       streams: out.streams,
-      worker: out.worker?.workers.map((w, i) => ({ transport: WORKER_TRANSPORTS[i] ?? `transport${i}`, events: w.events })),
+      worker: out.worker?.workers.map((w, i) => ({ transport: WORKER_TRANSPORTS[i] ?? `transport${i}`, events: w.events, breakers: () => w.fairness().breakers })),
     });
     return out;
   } catch (err) {

@@ -117,6 +117,11 @@ export type Hook = {
   /** True after the receiver answered 410 Gone (or the SNS topic vanished); `enableHook` clears it. */
   disabled: boolean;
   disabled_reason: string | null;
+  /**
+   * The delivery circuit breaker: `closed`; `slowed` (failing: one delivery at a time); `open`
+   * (paused until `until`, deliveries kept); `half_open` (one probe at a time).
+   */
+  breaker: { state: 'closed' | 'slowed' | 'open' | 'half_open'; until: string | null };
   created_at: string;
   /** The Standard Webhooks secret (`whsec_…`), in the creation answer only. */
   secret?: string | null;

@@ -19,17 +19,19 @@
  * @module
  */
 import { EventEmitter } from 'node:events';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { createRedis } from '../src/net/redis.js';
 import { ConcurrencyLimit } from '../src/rpc/limit.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
-import { disableHook, findHookById, type HookRow } from '../src/db/queries/tenancy-hooks.js';
+import { disableHook, findHookById, setHookBreaker, type HookRow } from '../src/db/queries/tenancy-hooks.js';
 import { readBatchedDeliveries, recordOutcomes, releaseToOwnJobs, type AttemptOutcome } from '../src/db/queries/tenancy-deliveries.js';
-import { BACKOFF_TYPE, BATCH_JOB_NAME, QUEUE_NAMES, createDeliveryQueues, type BatchJobData, type DeliveryJob, type DeliveryJobData, type Transport as TransportName } from './queues.js';
+import { BACKLOG_PRIORITY, BACKOFF_TYPE, BATCH_JOB_NAME, QUEUE_NAMES, createDeliveryQueues, type BatchJobData, type DeliveryJob, type DeliveryJobData, type Transport as TransportName } from './queues.js';
 import { MAX_ATTEMPTS, retryDelay, retryDelayAfter } from './retry.js';
 import type { SendResult, Transport } from './transport.js';
+import { persisted, type AttemptVerdict, type Breaker } from './breaker.js';
+import { EMPTY_FAIR_STATE, admit, adopt, observe, release, type FairPolicy, type FairState, type Step } from './fair-share.js';
 
 /** A retryable failure carrying the delay the worker chose for the next attempt. */
 export class RetryLaterError extends Error {
@@ -64,6 +66,8 @@ export type DeliveryWorkerDeps = {
   concurrency: number;
   /** Deliveries of one batch job in flight at most. Default 4. */
   batchConcurrency?: number;
+  /** Shares of `concurrency` per key and hook, and the hooks' circuit breaker (streams/fair-share.ts). */
+  fairness: FairPolicy;
   /** Job lock; a job whose worker died is re-run after about this long. */
   lockMs: number;
   /**
@@ -84,9 +88,13 @@ export type DeliveryWorker = {
   worker: Worker;
   /**
    * One event per delivery attempt that ends (whatever job carried it): `completed`, or `failed`
-   * with the error (UnrecoverableError: failed for good; else it is tried again).
+   * with the error (UnrecoverableError: failed for good; else it is tried again). Besides:
+   * `deferred` (reason: `paused`, `hook`, `key`) per job moved back to wait for its share or
+   * its hook's breaker, and `breaker` (hook id, new state) per change of a hook's breaker.
    */
   events: EventEmitter;
+  /** The fair-share state now (deliveries in flight by key and hook, breakers not closed). */
+  fairness(): FairState;
   /** Drops what is cached of the key's hooks (a key notification: it may be revoked). */
   forgetKey(keyId: string): void;
   close(): Promise<void>;
@@ -141,6 +149,42 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const producer = createDeliveryQueues({ redisUrl: deps.redisUrl, prefix: deps.prefix });
   const hookCacheMs = deps.hookCacheMs ?? 1000;
   const hooks = new Map<string, { at: number; hook: (HookRow & { key_revoked: boolean }) | undefined }>();
+  const policy = deps.fairness;
+  // Who holds which share, and the breakers (pure steps: streams/fair-share.ts).
+  let fair: FairState = EMPTY_FAIR_STATE;
+  // Jobs parked in this process for their share, by key: woken when a share of the key frees
+  // (they ask again).
+  const parked = new Map<string, (() => void)[]>();
+  let closing = false;
+  // Jobs the worker holds at once (running or parked).
+  const jobSlots = deps.concurrency;
+  // Jobs in process() now (running, parked or being admitted): the worker's slots taken.
+  let inProcess = 0;
+  /** Wakes the jobs parked for the key's shares (all of them: every key). */
+  const wake = (key?: string) => {
+    for (const k of key === undefined ? [...parked.keys()] : [key]) {
+      const woken = parked.get(k) ?? [];
+      parked.delete(k);
+      for (const w of woken) w();
+    }
+  };
+
+  /** Applies a fair-share step; a breaker that changed is logged, counted, shown on the hook (persisted). */
+  function step<T extends object>(st: Step<T>, hook: HookRow): Step<T> {
+    fair = st.state;
+    if (st.breaker) breakerChanged(hook, st.breaker);
+    return st;
+  }
+
+  function breakerChanged(hook: HookRow, b: Breaker): void {
+    const p = persisted(b);
+    const hit = hooks.get(hook.id);
+    if (hit?.hook) hit.hook = { ...hit.hook, breaker_state: p.state, breaker_until: p.until };
+    if (b.state === 'open') log.warn({ hook: hook.id, until: p.until }, 'hook circuit breaker open: its deliveries wait (kept) until then');
+    else log.info({ hook: hook.id, breaker: b.state }, 'hook circuit breaker');
+    events.emit('breaker', hook.id, b.state);
+    setHookBreaker(deps.db, hook.id, p.state, p.until).catch((err: unknown) => log.warn({ err, hook: hook.id }, 'could not record the hook\'s breaker'));
+  }
 
   async function loadHook(id: string): Promise<(HookRow & { key_revoked: boolean }) | undefined> {
     const hit = hooks.get(id);
@@ -161,6 +205,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     const r: SendResult = await deps.transport.send(hook, data);
     // (sent at: the timestamp the request was signed with, which the receiver saw, when there is one)
     const sent = { at: r.signedAt !== undefined ? new Date(r.signedAt * 1000) : at, latencyMs: Date.now() - at.getTime(), response: r.response ?? null };
+    const verdict = verdictOf(r);
+    if (verdict) step(observe(fair, hook.id, verdict, Date.now(), policy), hook);
     switch (r.kind) {
       case 'delivered':
         return { end: 'done', outcome: { ...base, status: 'delivered', lastStatus: r.status, lastError: null, nextAttemptAt: null, sent } };
@@ -193,8 +239,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     if (a.end === 'retry') throw new RetryLaterError(a.error, a.delayMs);
   }
 
-  /** A batch job: its deliveries still pending under this job, `batchConcurrency` at a time. */
-  async function processBatch(job: Job<BatchJobData>): Promise<void> {
+  /** A batch job: its deliveries still pending under this job, `width` at a time. */
+  async function processBatch(job: Job<BatchJobData>, width: number): Promise<void> {
     const { hook, deliveries } = job.data;
     const rows = new Map((await readBatchedDeliveries(deps.db, deliveries.map((d) => d.delivery))).map((r) => [r.id, r]));
     const todo = deliveries.filter((d) => {
@@ -237,7 +283,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     const lane = async () => {
       while (await gate.run(sendNext));
     };
-    await Promise.all(Array.from({ length: Math.min(batchConcurrency, todo.length) }, lane));
+    await Promise.all(Array.from({ length: Math.min(width, todo.length) }, lane));
     const unsent = todo.slice(next);
     if (retries.length + unsent.length > 0) {
       // Their own jobs first, then the log rows that hand them over: a crash in between sends
@@ -266,15 +312,68 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     else events.emit('failed', undefined, new RetryLaterError(a.error, a.delayMs));
   }
 
-  const process = (job: Job<DeliveryJobData | BatchJobData>): Promise<void> =>
-    job.name === BATCH_JOB_NAME ? processBatch(job as Job<BatchJobData>) : processOne(job as Job<DeliveryJobData>);
+  /**
+   * A job within its fair share: run as wide as granted, parked in the process for a share, or
+   * moved back to the delayed set (no slot held, no attempt counted) until its share or its
+   * hook's breaker lets it send.
+   */
+  async function process(job: Job<DeliveryJobData | BatchJobData>, token?: string): Promise<void> {
+    inProcess += 1;
+    try {
+      return await admitted(job, token);
+    } finally {
+      inProcess -= 1;
+    }
+  }
+
+  async function admitted(job: Job<DeliveryJobData | BatchJobData>, token?: string): Promise<void> {
+    const batch = job.name === BATCH_JOB_NAME;
+    const run = (width: number) => (batch ? processBatch(job as Job<BatchJobData>, width) : processOne(job as Job<DeliveryJobData>));
+    // (the row as last loaded, however old: admission needs its key, which never changes, and
+    // its breaker; a fresh row is read before each send. A backlog deferred again costs no query.)
+    const hook = hooks.get(job.data.hook)?.hook ?? (await loadHook(job.data.hook));
+    // (nothing is sent for a hook that is gone, disabled or revoked: its deliveries just end)
+    if (!hook || hook.deleted_at || hook.disabled_at || hook.key_revoked) return run(batchConcurrency);
+    fair = adopt(fair, hook.id, { state: hook.breaker_state, until: hook.breaker_until }, Date.now()).state;
+    const want = batch ? Math.min(batchConcurrency, (job.data as BatchJobData).deliveries.length) : 1;
+    let wasParked = false;
+    for (;;) {
+      const now = Date.now();
+      const deferrals = Math.max(0, (job.attemptsStarted ?? 1) - 1 - job.attemptsMade);
+      const { decision: d } = step(admit(fair, { key: String(hook.key_id), hook: hook.id, want, parked: wasParked, mayPark: !closing, deferrals, freeSlots: jobSlots - inProcess }, now, policy), hook);
+      if (d.kind === 'run') {
+        try {
+          return await run(d.grant.width);
+        } finally {
+          fair = release(fair, d.grant);
+          wake(d.grant.key);
+        }
+      }
+      if (d.kind === 'park') {
+        wasParked = true;
+        const key = String(hook.key_id);
+        let waiting = parked.get(key);
+        if (!waiting) parked.set(key, (waiting = []));
+        const mine = waiting;
+        await new Promise<void>((resolve) => mine.push(resolve));
+        continue;
+      }
+      // Back with a priority: fresh jobs (no priority) go first, so a key's backlog of deferred
+      // jobs never stands in front of another key's new deliveries.
+      if (!job.priority) await job.changePriority({ priority: BACKLOG_PRIORITY });
+      // (spread out: the jobs of one paused hook do not all come back in the same instant)
+      await job.moveToDelayed(d.until + Math.floor(random() * Math.min(1000, Math.max(50, (d.until - now) / 10))), token);
+      events.emit('deferred', d.reason);
+      throw new DelayedError();
+    }
+  }
 
   const connection = createRedis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: `blockwire-worker-${deps.transportName}` });
   connection.on('error', () => {});
   const worker = new Worker<DeliveryJobData | BatchJobData>(QUEUE_NAMES[deps.transportName], process, {
     connection,
     prefix: deps.prefix,
-    concurrency: deps.concurrency,
+    concurrency: jobSlots,
     lockDuration: deps.lockMs,
     stalledInterval: Math.max(1000, Math.floor(deps.lockMs / 2)),
     maxStalledCount: 10,
@@ -298,10 +397,14 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   return {
     worker,
     events,
+    fairness: () => fair,
     forgetKey(keyId) {
       for (const [id, e] of hooks) if (!e.hook || String(e.hook.key_id) === keyId) hooks.delete(id);
     },
     async close() {
+      // Parked jobs go back to the queue rather than wait here for a share.
+      closing = true;
+      wake();
       if (!(await settlesWithin(worker.close(), deps.closeTimeoutMs))) {
         log.warn({ timeoutMs: deps.closeTimeoutMs }, 'delivery worker did not stop in time (Redis unreachable?): disconnecting; jobs it held run again when their locks expire');
         await settlesWithin(worker.disconnect(), 1000);
@@ -311,6 +414,12 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       connection.disconnect();
     },
   };
+}
+
+/** What an attempt's result says of the receiver: an answer (even a 4xx) or a failure; nothing when it was not reached. */
+function verdictOf(r: SendResult): AttemptVerdict | undefined {
+  if (r.kind === 'retry') return 'failed';
+  return r.kind === 'delivered' || r.status !== null ? 'answered' : undefined;
 }
 
 /** True when `p` settles (either way) within `ms`; a late rejection is swallowed. */

@@ -23,6 +23,7 @@ import { startFeed } from './ws/feed.js';
 import { createStreamHub, type HubStats } from './ws/hub.js';
 import { createStreamServer } from './ws/server.js';
 import { createDeliveryWorker, type DeliveryWorker } from './delivery-worker.js';
+import { fairPolicy } from './fair-share.js';
 import { createHttpTransport } from './webhook/http-transport.js';
 import { createSnsTransport, type SnsTransportOptions } from './sns/sns-transport.js';
 import { listenKeyEvents } from '../src/auth/key-events.js';
@@ -241,6 +242,7 @@ export async function startWorker(deps: WorkerDeps): Promise<WorkerHandle> {
     log,
     concurrency: config.webhookConcurrency,
     batchConcurrency: config.deliveryBatchConcurrency,
+    fairness: fairPolicy(config),
     lockMs: config.workerLockMs,
     closeTimeoutMs,
   };

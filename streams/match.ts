@@ -26,6 +26,8 @@ export type SubscriptionRef = {
   hookType: 'http' | 'sns' | null;
   /** False when the hook is disabled (deliveries are logged as failed, not attempted). */
   hookActive: boolean;
+  /** True when the hook's circuit breaker is not closed (its jobs queue behind the others': streams/breaker.ts). */
+  hookFailing?: boolean;
   /** Confirmation target: tx.confirmations events above it are not delivered. */
   confirmations: number;
   /** Events with a seq at or below this predate the subscription. */

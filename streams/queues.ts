@@ -47,8 +47,15 @@ export type BatchJobData = {
   deliveries: Omit<DeliveryJobData, 'hook' | 'attempted'>[];
 };
 
-/** A batch job ready to enqueue. */
-export type DeliveryBatch = BatchJobData & { transport: Transport; jobId: string };
+/** A batch job ready to enqueue (`backlog`: behind the jobs without it, BACKLOG_PRIORITY). */
+export type DeliveryBatch = BatchJobData & { transport: Transport; jobId: string; backlog?: boolean };
+
+/**
+ * BullMQ priority of the jobs of a hook that is failing (its circuit breaker not closed) and of
+ * jobs deferred for their share (streams/fair-share.ts): jobs without a priority are taken
+ * first, so a failing hook's backlog never stands in front of the other hooks' new deliveries.
+ */
+export const BACKLOG_PRIORITY = 1;
 
 /** Name of batch jobs (a delivery's own job is named for its event type). */
 export const BATCH_JOB_NAME = 'batch';
@@ -148,7 +155,7 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
           mine.map((b) => ({
             name: BATCH_JOB_NAME,
             data: { hook: b.hook, deliveries: b.deliveries.map((d) => ({ delivery: d.delivery, payload: d.payload, type: d.type })) } satisfies BatchJobData,
-            opts: { ...DELIVERY_JOB_OPTIONS, jobId: b.jobId },
+            opts: { ...DELIVERY_JOB_OPTIONS, jobId: b.jobId, ...(b.backlog ? { priority: BACKLOG_PRIORITY } : {}) },
           })),
         );
       }

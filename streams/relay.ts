@@ -31,6 +31,7 @@ import { deliveryId, deliveryJson, deliveryParts, indexSubscriptions, matchEvent
 import { advanceRelayCursor, pruneOutbox, readOutbox, readStreamState } from './outbox.js';
 import { loadSubscriptionsFor } from './subscriptions.js';
 import { encodeFeedBatch, type FeedItem } from './feed-message.js';
+import { roundRobin } from './fair-share.js';
 import { batchJobId, type DeliveryBatch, type DeliveryJob, type DeliveryQueues } from './queues.js';
 
 /** How long the per-minute attempt counts of hooks (the console's last-hour chart) are kept. */
@@ -132,6 +133,8 @@ export function startRelay(deps: RelayDeps): Relay {
     const items: FeedItem[] = [];
     const hookRows: NewDelivery[] = [];
     const transports = new Map<string, 'http' | 'sns'>();
+    // Hooks whose breaker is not closed: their batch jobs queue behind the others' (BACKLOG_PRIORITY).
+    const failing = new Set<string>();
     for (const d of deliveries) {
       // (the feed message carries the parts: each event's JSON once, whatever its subscribers)
       const parts = deliveryParts(d);
@@ -141,6 +144,7 @@ export function startRelay(deps: RelayDeps): Relay {
       if (!sub || sub.hookId === null || sub.hookType === null) continue;
       const id = deliveryId(sub.id, d.event.seq);
       transports.set(id, sub.hookType);
+      if (sub.hookFailing) failing.add(sub.hookId);
       hookRows.push({
         id,
         hookId: sub.hookId,
@@ -160,6 +164,7 @@ export function startRelay(deps: RelayDeps): Relay {
       const recorded = new Map(pending.map((p) => [p.id, p]));
       const own: DeliveryJob[] = [];
       const batches = new Map<string, DeliveryBatch>();
+      const batchKeys = new Map<string, string>();
       for (const h of hookRows) {
         const p = recorded.get(h.id);
         if (!p) continue;
@@ -169,11 +174,15 @@ export function startRelay(deps: RelayDeps): Relay {
           continue;
         }
         let b = batches.get(p.jobId);
-        if (!b) batches.set(p.jobId, (b = { transport, jobId: p.jobId, hook: h.hookId, deliveries: [] }));
+        if (!b) {
+          batches.set(p.jobId, (b = { transport, jobId: p.jobId, hook: h.hookId, deliveries: [], ...(failing.has(h.hookId) ? { backlog: true } : {}) }));
+          batchKeys.set(p.jobId, String(h.keyId));
+        }
         b.deliveries.push({ delivery: h.id, payload: h.payload, type: h.eventType });
       }
       if (own.length > 0) await queues.enqueue(own);
-      if (batches.size > 0) await queues.enqueueBatches([...batches.values()]);
+      // (in turns over the keys: one key's many hooks do not queue in front of another key's first job)
+      if (batches.size > 0) await queues.enqueueBatches(roundRobin([...batches.values()], (b) => batchKeys.get(b.jobId)!));
     }
     await publisher.publish(settings.channel, encodeFeedBatch({ from: cursor, to, items }));
     await advanceRelayCursor(conn, to);

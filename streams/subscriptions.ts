@@ -20,6 +20,7 @@ type Row = {
   hook_type: 'http' | 'sns' | null;
   hook_disabled: boolean | null;
   hook_deleted: boolean | null;
+  hook_failing: boolean | null;
   confirmations: number;
   start_seq: bigint;
 };
@@ -35,6 +36,7 @@ function toRef(r: Row): SubscriptionRef {
     hookId: r.hook_id,
     hookType: usable ? r.hook_type : null,
     hookActive: usable && r.hook_disabled === false,
+    hookFailing: r.hook_failing === true,
     confirmations: r.confirmations,
     startSeq: r.start_seq,
   };
@@ -56,6 +58,7 @@ function base(db: Kysely<Database>) {
       'h.type as hook_type',
       sql<boolean | null>`h.disabled_at IS NOT NULL`.as('hook_disabled'),
       sql<boolean | null>`h.deleted_at IS NOT NULL`.as('hook_deleted'),
+      sql<boolean | null>`h.breaker_state <> 'closed'`.as('hook_failing'),
       's.confirmations',
       's.start_seq',
     ])

@@ -47,7 +47,7 @@ export function newHookSecret(): string {
 
 const hookView = {
   type: 'object',
-  required: ['id', 'type', 'url', 'topic_arn', 'region', 'disabled', 'disabled_reason', 'created_at'],
+  required: ['id', 'type', 'url', 'topic_arn', 'region', 'disabled', 'disabled_reason', 'breaker', 'created_at'],
   properties: {
     id: { type: 'string' },
     type: { type: 'string', enum: ['http', 'sns'] },
@@ -56,6 +56,12 @@ const hookView = {
     region: { type: ['string', 'null'] },
     disabled: { type: 'boolean', description: 'true after the receiver answered 410 Gone (or the SNS topic vanished); POST /hooks/{id}/enable clears it' },
     disabled_reason: { type: ['string', 'null'] },
+    breaker: {
+      type: 'object',
+      required: ['state', 'until'],
+      description: 'the delivery circuit breaker (docs/events.md "Fair delivery"): closed; slowed (failing: one delivery at a time); open (paused until `until`, deliveries kept); half_open (one probe at a time)',
+      properties: { state: { type: 'string', enum: ['closed', 'slowed', 'open', 'half_open'] }, until: { type: ['string', 'null'], format: 'date-time' } },
+    },
     created_at: { type: 'string', format: 'date-time' },
   },
 } as const;
@@ -99,6 +105,7 @@ function toHookView(h: HookRow) {
     region: h.region,
     disabled: h.disabled_at !== null,
     disabled_reason: h.disabled_reason,
+    breaker: { state: h.breaker_state, until: h.breaker_until ? isoTime(h.breaker_until) : null },
     created_at: isoTime(h.created_at),
   };
 }

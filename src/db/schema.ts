@@ -168,6 +168,9 @@ export interface ApiKeysTable {
   secret_box: ColumnType<Buffer | null, Buffer | null | undefined, Buffer | null>;
 }
 
+/** A hook's delivery circuit breaker (streams/breaker.ts). */
+export type BreakerStateName = 'closed' | 'slowed' | 'open' | 'half_open';
+
 export interface HooksTable {
   id: string;
   key_id: bigint;
@@ -183,6 +186,9 @@ export interface HooksTable {
   /** The secret before the last rotation; deliveries are signed with both until `previous_secret_until`. */
   previous_secret: string | null;
   previous_secret_until: Date | null;
+  /** The delivery workers' circuit breaker (streams/breaker.ts); `breaker_until` = end of an `open` pause. */
+  breaker_state: Generated<BreakerStateName>;
+  breaker_until: Date | null;
 }
 
 export interface SubscriptionsTable {

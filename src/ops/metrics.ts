@@ -39,10 +39,15 @@ export type StreamsSource = {
 export type WorkerEvents = {
   on(event: 'completed', listener: () => void): unknown;
   on(event: 'failed', listener: (job: unknown, err: Error) => void): unknown;
+  on(event: 'deferred', listener: (reason: string) => void): unknown;
+  on(event: 'breaker', listener: (hook: string, state: string) => void): unknown;
 };
 
-/** The delivery workers of the worker role, each with its transport name. */
-export type WorkerSource = { transport: string; events: WorkerEvents }[];
+/**
+ * The delivery workers of the worker role, each with its transport name, and the circuit
+ * breakers of its hooks that are not closed (streams/fair-share.ts).
+ */
+export type WorkerSource = { transport: string; events: WorkerEvents; breakers?: () => ReadonlyMap<string, { state: string }> }[];
 
 export type MetricSources = {
   indexer?: IndexerSource | undefined;
@@ -213,6 +218,16 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   }
 
   // Worker role of this process: counted from the delivery workers' events (per delivery, batch jobs included).
+  const deferred = c('blockwire_worker_deferred_total', 'Delivery jobs this worker process moved back to wait without holding a slot, by transport and reason: paused (the hook\'s circuit breaker is open), hook or key (its share of BLOCKWIRE_WEBHOOK_CONCURRENCY was full).', ['transport', 'reason']);
+  const breakerChanges = c('blockwire_worker_breaker_transitions_total', 'Changes of hooks\' circuit breakers in this worker process, by transport and the state entered (slowed, open, half_open, closed).', ['transport', 'state']);
+  const breakersNow = new Gauge({ name: 'blockwire_worker_hook_breakers', help: 'Hooks whose circuit breaker in this worker process is not closed, by transport and state (slowed: one delivery at a time; open: paused; half_open: probing).', labelNames: ['transport', 'state'], registers: [registry], collect: () => collectBreakers() });
+  function collectBreakers(): void {
+    for (const w of sources.worker ?? []) {
+      const n: Record<string, number> = { slowed: 0, open: 0, half_open: 0 };
+      for (const b of w.breakers?.().values() ?? []) n[b.state] = (n[b.state] ?? 0) + 1;
+      for (const [state, v] of Object.entries(n)) breakersNow.set({ transport: w.transport, state }, v);
+    }
+  }
   const jobs = c('blockwire_worker_deliveries_total', 'Delivery attempts finished by this worker process, by transport and outcome: completed (delivered, or dropped because the hook is gone), retry, failed (permanently or dead-lettered).', ['transport', 'outcome']);
 
   // API role of this process.
@@ -247,6 +262,9 @@ export function createMetrics(deps: MetricsDeps): Metrics {
           w.events.on('completed', () => jobs.inc({ transport: w.transport, outcome: 'completed' }));
           // UnrecoverableError: failed for good (4xx, or dead-lettered after the last attempt).
           w.events.on('failed', (_job, err) => jobs.inc({ transport: w.transport, outcome: err?.name === 'UnrecoverableError' ? 'failed' : 'retry' }));
+          for (const reason of ['paused', 'hook', 'key']) deferred.inc({ transport: w.transport, reason }, 0);
+          w.events.on('deferred', (reason) => deferred.inc({ transport: w.transport, reason }));
+          w.events.on('breaker', (_hook, state) => breakerChanges.inc({ transport: w.transport, state }));
         }
       }
     },

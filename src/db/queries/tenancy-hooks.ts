@@ -5,11 +5,11 @@
  * @module
  */
 import { sql, type Kysely } from 'kysely';
-import type { Database, HooksTable } from '../schema.js';
+import type { BreakerStateName, Database, HooksTable } from '../schema.js';
 import { ServiceError } from '../../errors.js';
 import { lockApiKeyRow } from './api-keys.js';
 
-export type HookRow = Omit<HooksTable, 'created_at'> & { created_at: Date };
+export type HookRow = Omit<HooksTable, 'created_at' | 'breaker_state'> & { created_at: Date; breaker_state: BreakerStateName };
 
 /** A new hook (id and secret chosen by the caller). */
 export type NewHook =
@@ -119,4 +119,9 @@ export async function enableHook(db: Kysely<Database>, keyId: bigint, id: string
 /** Disables a hook (e.g. the receiver answered 410 Gone); no-op when already disabled. */
 export async function disableHook(db: Kysely<Database>, id: string, reason: string): Promise<void> {
   await db.updateTable('hooks').set({ disabled_at: new Date(), disabled_reason: reason }).where('id', '=', id).where('disabled_at', 'is', null).execute();
+}
+
+/** Records the delivery workers' breaker of a hook (shown on the hook; another worker adopts a pause). */
+export async function setHookBreaker(db: Kysely<Database>, id: string, state: BreakerStateName, until: Date | null): Promise<void> {
+  await db.updateTable('hooks').set({ breaker_state: state, breaker_until: until }).where('id', '=', id).execute();
 }

@@ -101,7 +101,8 @@ describe('crashes', () => {
     const sub = await f.subscribe(k.id, { ...addr, hookId: hook.id });
     // A job per delivery (every delivery in flight at once); batch jobs killed mid-batch: batches.test.ts.
     const relay: StreamsHandle = await startStreams({ config: streamsConfig({ deliveryBatchSize: 1 }), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix });
-    const w1 = await spawnRole('worker', f, CHILD_CONFIG);
+    // (the whole worker for this one hook and key: all 20 in flight at once)
+    const w1 = await spawnRole('worker', f, { ...CHILD_CONFIG, webhookKeyShare: 1, webhookHookShare: 1 });
     try {
       const seqs = await insertEvents(f.t.db, txEvents(addr, 20));
       // Every delivery is in flight at w1 (the receiver holds the answers), then w1 dies.

@@ -27,9 +27,13 @@ import { projectRoot } from '../../support/fixtures.js';
 import { waitFor } from '../../support/wait.js';
 
 
-/** Config for tests: loopback hooks allowed, fast polling, short rescue. */
+/**
+ * Config for tests: loopback hooks allowed, fast polling, short rescue. The circuit breaker
+ * opens only after 1,000 failures in a row (tests of the retry schedule fail one receiver on
+ * purpose); streams/breaker.test.ts sets it.
+ */
 export function streamsConfig(over: Partial<Config> = {}): Config {
-  return testConfig({ allowPrivateHooks: true, relayPollMs: 20, deliveryRescueMs: 2000, workerLockMs: 2000, webhookTimeoutMs: 2000, streamPort: 0, ...over });
+  return testConfig({ allowPrivateHooks: true, relayPollMs: 20, deliveryRescueMs: 2000, workerLockMs: 2000, webhookTimeoutMs: 2000, webhookBreakerFailures: 1000, streamPort: 0, ...over });
 }
 
 /** A random address key and a display address for it. */
