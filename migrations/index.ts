@@ -24,6 +24,7 @@ import * as m0019 from './0019_chain_notify.js';
 import * as m0020 from './0020_streams.js';
 import * as m0021 from './0021_delivery_batches.js';
 import * as m0022 from './0022_spent_groups_fast.js';
+import * as m0024 from './0024_redis_identity.js';
 import * as m0030 from './0030_stamps.js';
 
 export const migrations: Record<string, Migration> = {
@@ -47,5 +48,6 @@ export const migrations: Record<string, Migration> = {
   '0020_streams': m0020,
   '0021_delivery_batches': m0021,
   '0022_spent_groups_fast': m0022,
+  '0024_redis_identity': m0024,
   '0030_stamps': m0030,
 };
