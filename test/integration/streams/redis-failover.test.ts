@@ -19,13 +19,13 @@
  *   replication is asynchronous: counts the old primary took in its last instant may be lost
  *   once), and 429s once it is spent.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { Redis } from 'ioredis';
-import { silentLogger } from '../../../src/log.js';
+import { createLogger, silentLogger } from '../../../src/log.js';
 import { createRedis, redisTarget } from '../../../src/net/redis.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { startApi, type ApiHandle } from '../../../api/main.js';
@@ -51,6 +51,7 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
   let worker: WorkerHandle;
   let api: ApiHandle;
   let apiRedis: Redis;
+  const logLines: string[] = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bw-sentinel-'));
@@ -60,7 +61,8 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
     receiver = await startReceiver();
     // (a worker taking 4 jobs at a time, a hook's deliveries 5 to a job: most of a burst waits in the queue)
     const config = streamsConfig({ deliveryRescueMs: DELIVERY_RESCUE_MS, webhookConcurrency: 4, deliveryBatchSize: 5, apiRateLimit: RATE_LIMIT, apiRateWindowMs: 600_000, network: 'regtest', host: '127.0.0.1', port: 0 });
-    const deps = { config, log: silentLogger(), db: f.t.db, redisUrl: target, redisPrefix: f.prefix };
+    const log = createLogger({ level: 'info', destination: { write: (line: string) => void logLines.push(line) } });
+    const deps = { config, log, db: f.t.db, redisUrl: target, redisPrefix: f.prefix };
     streams = await startStreams(deps);
     worker = await startWorker(deps);
     apiRedis = createRedis(target, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
@@ -79,6 +81,17 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 120_000);
 
+  /** What the processes logged, and where the missing deliveries stand: written out when recovery fails. */
+  async function explain(missing: string[]): Promise<void> {
+    const rows = await f.t.db.selectFrom('deliveries').selectAll().where('id', 'in', missing.slice(0, 20)).execute();
+    const now = new Redis(group.replica.url, { maxRetriesPerRequest: 1 });
+    const q = `${f.prefix}:webhooks`;
+    const states = await Promise.all(rows.map(async (r) => `${r.id} ${r.status} job=${r.job_id ?? 'own'} attempts=${r.attempts} enqueued=${r.enqueued_at?.toISOString()} next=${r.next_attempt_at?.toISOString()} exists=${await now.exists(`${q}:${r.job_id ?? r.id}`)}`));
+    const lists = `wait=${await now.llen(`${q}:wait`)} active=${await now.llen(`${q}:active`)} delayed=${await now.zcard(`${q}:delayed`)} paused=${await now.llen(`${q}:paused`)}`;
+    now.disconnect();
+    process.stderr.write(`redis failover: ${missing.length} deliveries missing; ${lists}\n${states.join('\n')}\n`);
+  }
+
   /** The receiver's usual answer. */
   const answer = (_w: unknown, res: ServerResponse) => {
     res.writeHead(200);
@@ -86,6 +99,7 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
   };
 
   it('a primary killed before its last jobs replicated loses no event, lost jobs come back in seconds, duplicates only under the same webhook-id, clients resume, rate limits stay bounded', async () => {
+    onTestFailed(() => void process.stderr.write(`--- what the processes logged ---\n${logLines.join('')}\n`));
     const k = await f.newKey();
     const addr = newAddress();
     const hook = await f.httpHook(k.id, receiver.url);
@@ -167,7 +181,12 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
     const lost = (await Promise.all(jobsAtKill.map((j) => replica.exists(`${f.prefix}:webhooks:${j}`)))).filter((n) => n === 0).length;
     replica.disconnect();
     expect(lost, 'jobs lost in the failover').toBe(jobsAtKill.length);
-    await waitFor('every webhook of the events written before the kill, in seconds', () => beforeKill.every((id) => receiver.received.some((r) => r.id === id)), RECOVERY_BOUND_MS, 100);
+    try {
+      await waitFor('every webhook of the events written before the kill, in seconds', () => beforeKill.every((id) => receiver.received.some((r) => r.id === id)), RECOVERY_BOUND_MS, 100);
+    } catch (err) {
+      await explain(beforeKill.filter((id) => !receiver.received.some((r) => r.id === id)));
+      throw err;
+    }
     const firstAt = new Map<string, number>();
     for (const r of receiver.received) if (!firstAt.has(r.id)) firstAt.set(r.id, r.at);
     const lastAt = Math.max(...beforeKill.map((id) => firstAt.get(id)!));
