@@ -28,6 +28,25 @@ export type Auth = {
   check(request: FastifyRequest, dialect: DialectEdge): Promise<ApiKeyPrincipal>;
 };
 
+/** The rate limiter of the API's requests (none without Redis); the process's one when startApi made it. */
+export function apiRateLimiter(deps: Pick<ResolvedApiDeps, 'redis' | 'settings' | 'rateClock' | 'log'>): RateLimiter | undefined {
+  if (!deps.redis) return undefined;
+  let lastWarn = 0;
+  return createRateLimiter({
+    redis: deps.redis,
+    prefix: deps.settings.redisPrefix,
+    windowMs: deps.settings.rateWindowMs,
+    fallbackShare: deps.settings.rateFallbackShare,
+    ...(deps.rateClock ? { now: deps.rateClock } : {}),
+    onUnavailable: (err) => {
+      if (Date.now() - lastWarn > 10_000) {
+        lastWarn = Date.now();
+        deps.log.warn({ err }, 'rate limiter: redis did not answer in time, keys limited by the local allowance');
+      }
+    },
+  });
+}
+
 /**
  * Installs the `request.apiKey` decoration and returns the installer of the authentication
  * hook, called once per dialect on its scope: one rate limiter for all.
@@ -35,23 +54,7 @@ export type Auth = {
 export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
   const { settings } = deps;
   const verify = deps.verifyKey ?? ((k: string) => verifyApiKey(deps.db, k));
-  let limiter: RateLimiter | undefined;
-  if (deps.redis) {
-    let lastWarn = 0;
-    limiter = createRateLimiter({
-      redis: deps.redis,
-      prefix: settings.redisPrefix,
-      windowMs: settings.rateWindowMs,
-      fallbackShare: settings.rateFallbackShare,
-      ...(deps.rateClock ? { now: deps.rateClock } : {}),
-      onUnavailable: (err) => {
-        if (Date.now() - lastWarn > 10_000) {
-          lastWarn = Date.now();
-          deps.log.warn({ err }, 'rate limiter: redis did not answer in time, keys limited by the local allowance');
-        }
-      },
-    });
-  }
+  const limiter = deps.limiter ?? apiRateLimiter(deps);
 
   app.decorateRequest('apiKey', {
     getter(this: FastifyRequest & { _apiKey?: ApiKeyPrincipal }): ApiKeyPrincipal {

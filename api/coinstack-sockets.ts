@@ -15,6 +15,10 @@
  * The upgrade authenticates as `GET /sock` would (the Coinstack dialect's hook: APIKey header,
  * `?apikey=`, a signature over `GET /sock`, `?auth=`); a refusal is that answer (401 text, 403
  * JSON), and `GET /sock` without an upgrade is coinstackd's 400 `Not a websocket handshake`.
+ * A key holds at most `maxPerKey` of these sockets (both paths together) on this process: the
+ * upgrade above it is refused with the dialect's `ThroughputExceeded` error (400). A key's sockets
+ * are closed (1008 "API key revoked") once it is revoked: on its key notification (`checkKeys`)
+ * or within `keyCheckMs` (src/auth/key-sockets.ts).
  * @module
  */
 import type { IncomingMessage } from 'node:http';
@@ -24,8 +28,12 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Logger } from '../src/log.js';
 import { answerUpgrade, type UpgradeHandler } from '../src/net/upgrades.js';
 import { parseAuthorization } from './signed-request.js';
-import { openSocketSession, SESSION_HEADER, type SocketCredentials } from './socket-sessions.js';
-import { coinstackErrorBody, COINSTACK_KINDS, type CoinstackKind } from './dialects/coinstack-errors.js';
+import { openSocketSession, SESSION_HEADER, socketKeyOf, type SocketCredentials } from './socket-sessions.js';
+import { coinstackErrorAnswer, coinstackErrorBody, COINSTACK_KINDS, type CoinstackKind } from './dialects/coinstack-errors.js';
+import type { Kysely } from 'kysely';
+import type { Database } from '../src/db/schema.js';
+import { ServiceError } from '../src/errors.js';
+import { createKeySockets } from '../src/auth/key-sockets.js';
 import type { Dialect } from './dialect.js';
 import { WEBSOCKET_PATH, type CoinstackPush } from './coinstack-push.js';
 
@@ -134,9 +142,23 @@ function socketCredentials(dialect: Dialect, req: IncomingMessage, url: URL): So
  * with `push`, of coinstackd's push feed `/websocket` (api/coinstack-push.ts), both
  * authenticated as their REST path is.
  */
-export function coinstackSockets(app: FastifyInstance, deps: { dialect: Dialect; log: Logger; maxMessageBytes: number; push?: CoinstackPush }): { handleUpgrade: UpgradeHandler; close(): void } {
+export function coinstackSockets(
+  app: FastifyInstance,
+  deps: {
+    db: Kysely<Database>;
+    dialect: Dialect;
+    log: Logger;
+    maxMessageBytes: number;
+    push?: CoinstackPush;
+    /** Most sockets (both paths) one key holds open on this process. */
+    maxPerKey: number;
+    /** How often the keys of open sockets are checked for revocation besides `checkKeys`. */
+    keyCheckMs: number;
+  },
+): { handleUpgrade: UpgradeHandler; checkKeys(keyIds?: readonly bigint[]): Promise<void>; close(): void } {
   const log = deps.log.child({ component: 'api.sock' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxMessageBytes, perMessageDeflate: false, clientTracking: true });
+  const keys = createKeySockets({ db: deps.db, log, maxPerKey: deps.maxPerKey, checkMs: deps.keyCheckMs, revoked: { code: 1008, reason: 'API key revoked' } });
 
   async function run(token: string, host: string | undefined, c: Command): Promise<Answer> {
     const r = commandRequest(c);
@@ -186,18 +208,38 @@ export function coinstackSockets(app: FastifyInstance, deps: { dialect: Dialect;
     // dialect's hook let it through; anything else is the refusal, sent as it is.
     const check = await app.inject({ method: 'GET', url: req.url ?? path, remoteAddress: req.socket.remoteAddress ?? '127.0.0.1', headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== SESSION_HEADER)) as Record<string, string> });
     const creds = socketCredentials(deps.dialect, req, url);
-    if (check.statusCode !== 400 || check.body !== NOT_A_HANDSHAKE || !creds) {
+    const keyId = socketKeyOf(check.raw.req);
+    if (check.statusCode !== 400 || check.body !== NOT_A_HANDSHAKE || !creds || keyId === undefined) {
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(check.headers)) if (k !== 'content-length' && k !== 'connection' && k !== 'date' && v !== undefined) headers[k] = String(v);
       return answerUpgrade(socket, check.statusCode, headers, check.body);
     }
-    const push = deps.push;
-    if (path === WEBSOCKET_PATH && push) {
-      await push.open();
-      if (socket.destroyed) return;
-      wss.handleUpgrade(req, socket, head, (ws) => push.serve(ws));
-    } else if (socket.destroyed) return;
-    else wss.handleUpgrade(req, socket, head, (ws) => serve(ws, creds, req.headers.host));
+    const place = keys.take(keyId);
+    if (!place) {
+      const refusal = coinstackErrorAnswer(
+        new ServiceError('ERR_TOO_MANY_STREAMS', { message: `this key already has ${deps.maxPerKey} sockets open here (API_MAX_SOCKETS_PER_KEY): close one first` }),
+      );
+      return answerUpgrade(socket, refusal.status, refusal.headers, refusal.body);
+    }
+    let upgraded = false;
+    socket.once('close', () => {
+      if (!upgraded) place.release();
+    });
+    const upgradeTo = (serveIt: (ws: WebSocket) => void) =>
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        upgraded = true;
+        place.hold(ws);
+        serveIt(ws);
+      });
+    try {
+      const push = deps.push;
+      if (path === WEBSOCKET_PATH && push) {
+        await push.open();
+        if (!socket.destroyed) upgradeTo((ws) => push.serve(ws));
+      } else if (!socket.destroyed) upgradeTo((ws) => serve(ws, creds, req.headers.host));
+    } finally {
+      if (socket.destroyed && !upgraded) place.release();
+    }
   }
 
   return {
@@ -211,7 +253,9 @@ export function coinstackSockets(app: FastifyInstance, deps: { dialect: Dialect;
       });
       return true;
     },
+    checkKeys: (keyIds) => keys.checkKeys(keyIds),
     close() {
+      keys.close();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
     },

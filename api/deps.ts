@@ -9,6 +9,7 @@ import type { StampService } from '../src/stamp-service.js';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
+import type { RateLimiter } from '../src/auth/rate-limit.js';
 import type { NetworkName } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
 import type { ChainChanges } from '../src/db/chain-changes.js';
@@ -109,6 +110,12 @@ export type ApiDeps = {
   node?: NodeClient;
   /** Rate limits; without it no limit is applied (tests of other routes, tools). */
   redis?: Redis;
+  /**
+   * The process's rate limiter on `redis` (default: one made by the API): startApi makes it and
+   * lends it to the stream upgrades of the same process, so that REST requests and upgrades of
+   * a key share one local allowance while Redis does not answer.
+   */
+  limiter?: RateLimiter;
   /** The clock of the rate-limit windows, in ms (default Date.now; tests hold it so no window ends mid-test). */
   rateClock?: () => number;
   /**

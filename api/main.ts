@@ -16,6 +16,8 @@ import { getIndexTip } from '../src/db/queries/api-chain.js';
 import { FatalError } from '../src/errors.js';
 import { buildApi } from './app.js';
 import { coinstackSockets } from './coinstack-sockets.js';
+import { apiRateLimiter } from './auth.js';
+import type { RateLimiter } from '../src/auth/rate-limit.js';
 import { startCoinstackPush } from './coinstack-push.js';
 import { feedChannel } from '../src/net/feed-channel.js';
 import { coinstackDialect } from './dialects/coinstack.js';
@@ -31,6 +33,8 @@ export type ApiHandle = {
   /** `http://host:port` actually bound (PORT=0 picks a free port). */
   url: string;
   port: number;
+  /** The rate limiter of the process's requests (with Redis): lend it to the stream upgrades of this process (StreamsDeps.limiter). */
+  limiter: RateLimiter | undefined;
   close(): Promise<void>;
 };
 
@@ -71,6 +75,9 @@ export type StartApiDeps = {
  * streams role publishing the feed): the safety net under the feed.
  */
 const PUSH_POLL_MS = 1000;
+
+/** How often the keys of open Coinstack sockets are checked for revocation besides the key notifications. */
+const SOCKET_KEY_CHECK_MS = 5000;
 
 /** The API settings of a configuration. */
 function apiSettingsFromConfig(config: Config): Partial<ApiSettings> {
@@ -194,7 +201,9 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
       : undefined;
   // (chain changes on the keys' connection: held transactions answered without their row while none came;
   // not with replicas, whose state the primary's notifications do not describe)
-  const keys = await createKeyVerifier({ db, log, chainChanges: !replicas, ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
+  // (a key notification also closes the Coinstack sockets of a revoked key, once they are served)
+  let onKeyChange = (_keyId?: bigint): void => undefined;
+  const keys = await createKeyVerifier({ db, log, chainChanges: !replicas, onKeyChange: (id) => onKeyChange(id), ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
   // Rate-limit counters on a connection of the API's own that sends concurrent requests' commands
   // in one write (auto-pipelining): one syscall per event-loop turn instead of one per request.
   const redis = deps.redis?.duplicate({ enableAutoPipelining: true });
@@ -202,6 +211,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   // Ready (and /readyz true) from the first request when Redis is up; a Redis that is down
   // does not stop the API from starting: /readyz says so until it comes.
   if (redis) await connected(redis, 5000);
+  const limiter = apiRateLimiter({ ...(redis ? { redis } : {}), settings: { ...defaultApiSettings, ...settings }, log: deps.log, ...(deps.rateClock ? { rateClock: deps.rateClock } : {}) });
   const closeOwn = async () => {
     await keys.close();
     redis?.disconnect();
@@ -215,6 +225,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     network,
     ...(deps.node ? { node: deps.node } : {}),
     ...(redis ? { redis } : {}),
+    ...(limiter ? { limiter } : {}),
     ...(deps.rateClock ? { rateClock: deps.rateClock } : {}),
     ...(deps.stamps ? { stamps: deps.stamps } : {}),
     ...(deps.events ? { events: deps.events } : {}),
@@ -251,7 +262,16 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     subscriber?.disconnect();
   };
   // coinstackd's /sock and /websocket WebSockets, beside any other upgrade handler of this server (the stream's)
-  const sockets = coinstackSockets(app, { dialect: coinstackDialect, log: deps.log, maxMessageBytes: (settings.txBodyLimit ?? defaultApiSettings.txBodyLimit) + 64 * 1024, push });
+  const sockets = coinstackSockets(app, {
+    db,
+    dialect: coinstackDialect,
+    log: deps.log,
+    maxMessageBytes: (settings.txBodyLimit ?? defaultApiSettings.txBodyLimit) + 64 * 1024,
+    push,
+    maxPerKey: deps.config.apiMaxSocketsPerKey,
+    keyCheckMs: SOCKET_KEY_CHECK_MS,
+  });
+  onKeyChange = (id) => void sockets.checkKeys(id === undefined ? undefined : [id]).catch((err: unknown) => log.warn({ err }, 'socket key check failed'));
   const detachSockets = addUpgradeHandler(app.server, sockets.handleUpgrade);
   try {
     await app.listen({ host: deps.config.host, port: deps.config.port });
@@ -272,6 +292,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     app,
     url,
     port,
+    limiter,
     async close() {
       stopped = true;
       clearTimeout(timer);

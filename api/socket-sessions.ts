@@ -8,6 +8,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 
 /** The header an injected command carries its socket's session token in. */
 export const SESSION_HEADER = 'blockwire-socket-session';
@@ -22,6 +23,19 @@ export function openSocketSession(creds: SocketCredentials): { token: string; cl
   const token = randomBytes(32).toString('base64url');
   sessions.set(token, creds);
   return { token, close: () => void sessions.delete(token) };
+}
+
+/** The key each socket upgrade's check authenticated, by the check's request (read back by the upgrade). */
+const upgradeKeys = new WeakMap<IncomingMessage, bigint>();
+
+/** The route answering an upgrade's check (`GET /sock`, `GET /websocket`) records the key it authenticated. */
+export function noteSocketKey(raw: IncomingMessage, keyId: bigint): void {
+  upgradeKeys.set(raw, keyId);
+}
+
+/** The key the check request `raw` authenticated, once its route ran. */
+export function socketKeyOf(raw: IncomingMessage): bigint | undefined {
+  return upgradeKeys.get(raw);
 }
 
 /** The credentials of an open session, or undefined. */

@@ -152,6 +152,8 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
         redisUrl: deps.redisUrl!,
         ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}),
         ...(attach ? { server: attach } : {}),
+        // (one rate limiter for the process's REST requests and stream upgrades: one local allowance while Redis does not answer)
+        ...(out.api?.limiter ? { limiter: out.api.limiter } : {}),
       });
       const streams = out.streams;
       const base = attach ? out.apiUrl! : `http://${hostForUrl(config.host)}:${streams.port}`;

@@ -25,6 +25,7 @@ import * as m0020 from './0020_streams.js';
 import * as m0021 from './0021_delivery_batches.js';
 import * as m0022 from './0022_spent_groups_fast.js';
 import * as m0023 from './0023_hook_breaker.js';
+import * as m0024 from './0024_redis_identity.js';
 import * as m0030 from './0030_stamps.js';
 import * as m0041 from './0041_delivery_console.js';
 
@@ -50,6 +51,7 @@ export const migrations: Record<string, Migration> = {
   '0021_delivery_batches': m0021,
   '0022_spent_groups_fast': m0022,
   '0023_hook_breaker': m0023,
+  '0024_redis_identity': m0024,
   '0030_stamps': m0030,
   '0041_delivery_console': m0041,
 };

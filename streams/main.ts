@@ -28,7 +28,7 @@ import { createHttpTransport } from './webhook/http-transport.js';
 import { createSnsTransport, type SnsTransportOptions } from './sns/sns-transport.js';
 import { listenKeyEvents } from '../src/auth/key-events.js';
 import { createKeyVerifier } from '../src/auth/key-cache.js';
-import { createRateLimiter } from '../src/auth/rate-limit.js';
+import { createRateLimiter, type RateLimiter } from '../src/auth/rate-limit.js';
 import { createFailureLimiter } from '../src/auth/failure-limit.js';
 
 /** How often a stream process checks its connected keys for revocation besides the notifications. */
@@ -54,6 +54,12 @@ export type StreamsDeps = CommonDeps & {
   server?: Server;
   /** Run the relay here (default true); several stream processes may all run one: one is active, the others stand by. */
   relay?: boolean;
+  /**
+   * The rate limiter of the process's API (all-in-one): upgrades are counted with its REST
+   * requests, so a key gets one local allowance for both while Redis does not answer. Default:
+   * a limiter of the stream's own.
+   */
+  limiter?: RateLimiter;
 };
 
 export type StreamsHandle = {
@@ -180,7 +186,7 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
 
     // Upgrades are requests of the key: counted in the API's window (same Redis, same prefix),
     // the key verified from memory once known (revocations still exact: src/auth/key-cache.ts).
-    const limiter = createRateLimiter({ redis: publisher, prefix, windowMs: config.apiRateWindowMs, fallbackShare: config.apiRateFallbackShare, onUnavailable: () => undefined });
+    const limiter = deps.limiter ?? createRateLimiter({ redis: publisher, prefix, windowMs: config.apiRateWindowMs, fallbackShare: config.apiRateFallbackShare, onUnavailable: () => undefined });
     const keys = deps.databaseUrl ? await createKeyVerifier({ db, databaseUrl: deps.databaseUrl, log }) : undefined;
     if (keys) undo.push(() => keys.close());
     const wsServer = createStreamServer({

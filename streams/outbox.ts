@@ -2,7 +2,8 @@
  * Reading the outbox (docs/schema.md "Outbox") and the streams' own bookkeeping in
  * `stream_state`: the relay cursor (every event with `seq <=` it has been matched, enqueued and
  * published) and the pruning watermark (events with `seq <=` it are gone; resuming before it is
- * "cursor expired"). Because every outbox writer takes the ordering lock, rows with
+ * "cursor expired"), and the run id of the Redis server the delivery jobs were last enqueued on
+ * (a relay that finds another one re-creates the jobs it may have lost). Because every outbox writer takes the ordering lock, rows with
  * `seq > cursor` read in order never skip a late commit.
  * @module
  */
@@ -43,6 +44,17 @@ export async function readStreamState(db: Kysely<Database>): Promise<{ relay: bi
   const rows = await db.selectFrom('stream_state').select(['name', 'seq']).execute();
   const get = (n: string) => rows.find((r) => r.name === n)?.seq ?? 0n;
   return { relay: get('relay'), pruned: get('pruned') };
+}
+
+/** The run id of the Redis server delivery jobs were last enqueued on (null: none recorded yet). */
+export async function readRedisRunId(db: Kysely<Database>): Promise<string | null> {
+  const row = await db.selectFrom('stream_state').select('redis_run_id').where('name', '=', 'relay').executeTakeFirst();
+  return row?.redis_run_id ?? null;
+}
+
+/** Records the Redis server delivery jobs are enqueued on from now on. */
+export async function recordRedisRunId(db: Kysely<Database>, runId: string): Promise<void> {
+  await db.updateTable('stream_state').set({ redis_run_id: runId, updated_at: new Date() }).where('name', '=', 'relay').execute();
 }
 
 /**

@@ -14,6 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
+import { ReplyError } from 'ioredis';
 import { createRedis } from '../src/net/redis.js';
 import { RetryableError } from '../src/errors.js';
 import { MAX_ATTEMPTS } from './retry.js';
@@ -106,6 +107,12 @@ export type DeliveryQueues = {
    * the batch job `jobId` when given, else the delivery's own job.
    */
   isLive(job: Pick<DeliveryJob, 'transport' | 'delivery' | 'redeliveries'> & { jobId?: string | null }): Promise<boolean>;
+  /**
+   * The `run_id` of the Redis server the producer is connected to (asked once per connection):
+   * another one than before means a failover or a restart, which may have lost jobs. Undefined
+   * when the server does not tell (INFO refused). Throws when Redis is unreachable.
+   */
+  serverRunId(): Promise<string | undefined>;
   close(): Promise<void>;
 };
 
@@ -123,6 +130,13 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
   const assertReady = () => {
     if (connection.status !== 'ready') throw new RetryableError('ERR_REDIS_UNAVAILABLE', `Redis is not reachable (${connection.status})`);
   };
+  // (a connection's server stays the same until it reconnects, to the new primary after a failover)
+  let runId: Promise<string | undefined> | undefined;
+  const forgetRunId = () => {
+    runId = undefined;
+  };
+  connection.on('close', forgetRunId);
+  connection.on('ready', forgetRunId);
   return {
     queues,
     async enqueue(jobs, opts = {}) {
@@ -165,6 +179,18 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
       const found = await queues[job.transport].getJob(job.jobId ?? jobIdFor(job.delivery, job.redeliveries));
       if (!found) return false;
       return LIVE_STATES.has(await found.getState());
+    },
+    serverRunId() {
+      assertReady();
+      runId ??= connection.info('server').then(
+        (info) => /^run_id:(\w+)/m.exec(info)?.[1],
+        (err: unknown) => {
+          runId = undefined;
+          if (err instanceof ReplyError) return undefined;
+          throw err;
+        },
+      );
+      return runId;
     },
     async close() {
       await Promise.allSettled(Object.values(queues).map((q) => q.close()));

@@ -9,6 +9,15 @@
  * holds a Postgres session advisory lock on the connection it does all its work on; standbys
  * retry the lock. The active relay also re-creates jobs Redis lost (from the delivery log) and
  * prunes events past the retention.
+ *
+ * Lost jobs are found two ways. Before each batch the relay checks that Redis is still the
+ * server the jobs were last enqueued on (its `run_id`, recorded in `stream_state`): a Sentinel
+ * failover promotes a replica that may lack the primary's last writes (replication is
+ * asynchronous), and a restarted server may lack its last second (the append-only file is synced
+ * once a second). On another run id it reconciles at once: every pending delivery whose job
+ * Redis does not hold gets one of its own, in event order, before anything new is relayed. The
+ * age-based rescue (a delivery overdue by `rescueAfterMs`) stays as the safety net for whatever
+ * else loses a job.
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,17 +27,20 @@ import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
 import {
   listOverdueDeliveries,
+  listPendingDeliveries,
   listUnqueuedDeliveries,
   markEnqueued,
   pruneAttemptMinutes,
+  markRecreated,
   pruneDeliveries,
   upsertDeliveries,
+  type DeliveryPosition,
   type NewDelivery,
   type QueuedDelivery,
 } from '../src/db/queries/tenancy-deliveries.js';
 import { decodeOutboxRows } from './events.js';
 import { deliveryId, deliveryJson, deliveryParts, indexSubscriptions, matchEvents, partsJson } from './match.js';
-import { advanceRelayCursor, pruneOutbox, readOutbox, readStreamState } from './outbox.js';
+import { advanceRelayCursor, pruneOutbox, readOutbox, readRedisRunId, readStreamState, recordRedisRunId } from './outbox.js';
 import { loadSubscriptionsFor } from './subscriptions.js';
 import { encodeFeedBatch, type FeedItem } from './feed-message.js';
 import { roundRobin } from './fair-share.js';
@@ -84,8 +96,22 @@ export type Relay = {
   stop(): Promise<void>;
 };
 
-function toJob(d: QueuedDelivery): DeliveryJob {
-  return { transport: d.transport, delivery: d.id, hook: d.hook_id, payload: d.payload, type: d.event_type, redeliveries: d.redeliveries };
+/** Pending deliveries read per page when reconciling with a Redis that changed. */
+const RECONCILE_PAGE = 1000;
+
+/** The job of a delivery of the log, going on with its attempts and due when its next one is. */
+function toJob(d: QueuedDelivery, now = Date.now()): DeliveryJob {
+  const delayMs = d.next_attempt_at ? d.next_attempt_at.getTime() - now : 0;
+  return {
+    transport: d.transport,
+    delivery: d.id,
+    hook: d.hook_id,
+    payload: d.payload,
+    type: d.event_type,
+    redeliveries: d.redeliveries,
+    ...(d.attempts > 0 ? { attempted: d.attempts } : {}),
+    ...(delayMs > 0 ? { delayMs } : {}),
+  };
 }
 
 /**
@@ -119,6 +145,8 @@ export function startRelay(deps: RelayDeps): Relay {
   let active = false;
   let relayed = 0;
   let lastHousekeeping = 0;
+  /** The Redis run id this relay last found the same as the one recorded (checked again on a reconnect). */
+  let knownRunId: string | undefined;
 
   const nap = (ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined);
 
@@ -190,11 +218,69 @@ export function startRelay(deps: RelayDeps): Relay {
     return { rows: rows.length, to };
   }
 
+  /**
+   * Asks Redis for the job of each delivery (a batch job once for all its deliveries) and gives
+   * each one whose job is gone a job of its own (a batch job Redis lost is not re-created as a
+   * batch), in the order given. Returns the ids of those whose job was there, and of the others.
+   */
+  async function recreateLostJobs(conn: Kysely<Database>, rows: readonly QueuedDelivery[]): Promise<{ live: string[]; lost: string[] }> {
+    const jobOf = (d: QueuedDelivery) => `${d.transport}/${d.job_id ?? `${d.id}-r${d.redeliveries}`}`;
+    const asked = new Map<string, Promise<boolean>>();
+    for (const d of rows) if (!asked.has(jobOf(d))) asked.set(jobOf(d), queues.isLive({ ...d, delivery: d.id, jobId: d.job_id }));
+    const isLive = new Map(await Promise.all([...asked].map(async ([job, ok]) => [job, await ok] as const)));
+    const live: string[] = [];
+    const lost: QueuedDelivery[] = [];
+    for (const d of rows) {
+      if (isLive.get(jobOf(d))) live.push(d.id);
+      else lost.push(d);
+    }
+    if (lost.length > 0) {
+      const now = Date.now();
+      await queues.enqueue(lost.map((d) => toJob(d, now)), { replace: true });
+      await markRecreated(conn, lost.map((d) => d.id));
+    }
+    return { live, lost: lost.map((d) => d.id) };
+  }
+
+  /** Every pending delivery whose job Redis does not hold gets one, in event order. */
+  async function reconcile(conn: Kysely<Database>): Promise<{ pending: number; recreated: number }> {
+    let after: DeliveryPosition | null = null;
+    let pending = 0;
+    let recreated = 0;
+    for (;;) {
+      const page = await listPendingDeliveries(conn, after, RECONCILE_PAGE);
+      pending += page.length;
+      recreated += (await recreateLostJobs(conn, page)).lost.length;
+      if (page.length < RECONCILE_PAGE) return { pending, recreated };
+      const last = page[page.length - 1]!;
+      after = { eventId: last.event_id, id: last.id };
+    }
+  }
+
+  /**
+   * Reconciles with Redis when it is not the server (run id) the delivery jobs were last
+   * enqueued on: a failover or a restart may have lost some (see the module comment).
+   */
+  async function reconcileIfRedisChanged(conn: Kysely<Database>): Promise<void> {
+    const runId = await queues.serverRunId();
+    if (runId === undefined || runId === knownRunId) return;
+    const recorded = await readRedisRunId(conn);
+    if (recorded !== runId) {
+      const started = Date.now();
+      const r = await reconcile(conn);
+      await recordRedisRunId(conn, runId);
+      const fields = { runId, previous: recorded, ...r, ms: Date.now() - started };
+      if (recorded !== null) log.warn(fields, 'Redis is another server than before (failover or restart): pending deliveries reconciled, lost jobs re-created');
+      else log.info(fields, 'Redis server recorded');
+    }
+    knownRunId = runId;
+  }
+
   /** Jobs for redelivery requests, and (periodically) for overdue deliveries whose job Redis lost; pruning. */
   async function housekeeping(conn: Kysely<Database>): Promise<void> {
     const unqueued = await listUnqueuedDeliveries(conn, 500);
     if (unqueued.length > 0) {
-      await queues.enqueue(unqueued.map(toJob));
+      await queues.enqueue(unqueued.map((d) => toJob(d)));
       await markEnqueued(conn, unqueued.map((d) => d.id), { ownJobs: true });
       log.info({ deliveries: unqueued.length }, 'delivery jobs created (redelivery or retried enqueue)');
     }
@@ -203,26 +289,9 @@ export function startRelay(deps: RelayDeps): Relay {
     lastHousekeeping = now;
     const overdue = await listOverdueDeliveries(conn, new Date(now - settings.rescueAfterMs), 1000);
     if (overdue.length > 0) {
-      const lost: QueuedDelivery[] = [];
-      const live: string[] = [];
-      // (a batch job is asked about once for all its overdue deliveries)
-      const batchLive = new Map<string, boolean>();
-      for (const d of overdue) {
-        let ok = d.job_id === null ? undefined : batchLive.get(d.job_id);
-        if (ok === undefined) {
-          ok = await queues.isLive({ ...toJob(d), jobId: d.job_id });
-          if (d.job_id !== null) batchLive.set(d.job_id, ok);
-        }
-        if (ok) live.push(d.id);
-        else lost.push(d);
-      }
-      if (lost.length > 0) {
-        // Each gets a job of its own (a batch job Redis lost is not re-created as a batch).
-        await queues.enqueue(lost.map(toJob), { replace: true });
-        log.warn({ deliveries: lost.length }, 'delivery jobs re-created: Redis had lost them');
-      }
+      const { live, lost } = await recreateLostJobs(conn, overdue);
+      if (lost.length > 0) log.warn({ deliveries: lost.length }, 'delivery jobs re-created: Redis had lost them');
       await markEnqueued(conn, live);
-      await markEnqueued(conn, lost.map((d) => d.id), { ownJobs: true });
     }
     const pruned = await pruneOutbox(conn, new Date(now - settings.retentionMs));
     const logPruned = await pruneDeliveries(conn, new Date(now - settings.deliveryLogRetentionMs));
@@ -248,7 +317,9 @@ export function startRelay(deps: RelayDeps): Relay {
           .catch((err: unknown) => log.warn({ err }, 'relay: the idle limit of the lock session was refused (PostgreSQL before 14?); a stopped relay then holds the lock until its connection closes'));
         let cursor = (await readStreamState(conn)).relay;
         lastHousekeeping = 0;
+        knownRunId = undefined;
         while (!stopping.signal.aborted) {
+          await reconcileIfRedisChanged(conn);
           const r = await relayBatch(conn, cursor);
           cursor = r.to;
           await housekeeping(conn);

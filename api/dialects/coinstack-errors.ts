@@ -126,13 +126,18 @@ function toCoinstackError(err: ServiceError): { status: number; body: CoinstackE
   return { status: COINSTACK_KINDS[m.kind].status, body: coinstackErrorBody(m.kind, err.retry, cause) };
 }
 
-/** Sends `err` in the Coinstack dialect. */
-export function sendCoinstackError(reply: FastifyReply, err: ServiceError): FastifyReply {
-  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+/** The status, headers and body `err` is answered with in the Coinstack dialect (also outside Fastify: a refused socket upgrade). */
+export function coinstackErrorAnswer(err: ServiceError): { status: number; headers: Record<string, string>; body: string } {
   const out = toCoinstackError(err);
   if ('text' in out) {
     // go-hmacauth answers with http.Error: the message and a newline, as text.
-    return reply.code(401).header('X-Content-Type-Options', 'nosniff').type('text/plain; charset=utf-8').send(out.text === '' ? '' : `${out.text}\n`);
+    return { status: 401, headers: { ...err.headers, 'X-Content-Type-Options': 'nosniff', 'Content-Type': 'text/plain; charset=utf-8' }, body: out.text === '' ? '' : `${out.text}\n` };
   }
-  return reply.code(out.status).type('application/json; charset=utf-8').send(JSON.stringify(out.body));
+  return { status: out.status, headers: { ...err.headers, 'Content-Type': 'application/json; charset=utf-8' }, body: JSON.stringify(out.body) };
+}
+
+/** Sends `err` in the Coinstack dialect. */
+export function sendCoinstackError(reply: FastifyReply, err: ServiceError): FastifyReply {
+  const a = coinstackErrorAnswer(err);
+  return reply.code(a.status).headers(a.headers).send(a.body);
 }

@@ -17,6 +17,7 @@ import { atoi } from '../whole-lists.js';
 import type { RouteModule } from '../dialect.js';
 import { NOT_A_HANDSHAKE, SOCK_PATH } from '../coinstack-sockets.js';
 import { WEBSOCKET_PATH } from '../coinstack-push.js';
+import { noteSocketKey } from '../socket-sessions.js';
 
 const NO_CONTRACTS = 'smart contract is not enabled';
 const NO_PERMISSIONS = 'Permission is not supported. Set privnetnodekey to use permission.';
@@ -65,7 +66,10 @@ export const coinstackOnlyRoutes: RouteModule = (app, deps, dialect) => {
   // The sockets' paths asked without an upgrade (the upgrades themselves: api/coinstack-sockets.ts,
   // which authenticates them through these routes)
   for (const path of [SOCK_PATH, WEBSOCKET_PATH]) {
-    app.get(path, async (_request, reply) => reply.code(400).header('X-Content-Type-Options', 'nosniff').type('text/plain; charset=utf-8').send(NOT_A_HANDSHAKE));
+    app.get(path, async (request, reply) => {
+      noteSocketKey(request.raw, request.apiKey.id);
+      return reply.code(400).header('X-Content-Type-Options', 'nosniff').type('text/plain; charset=utf-8').send(NOT_A_HANDSHAKE);
+    });
   }
 
   for (const path of ['/aliases', '/aliases/:alias', '/roles', '/roles/:address']) {

@@ -45,6 +45,8 @@ export type KeyVerifierOptions = {
   maxEntries?: number;
   /** Also listen for chain changes (`chain`). */
   chainChanges?: boolean;
+  /** Called for each key notification (its id; every key, without one, after a reconnect): what the process holds for it is to be checked again. */
+  onKeyChange?: (keyId?: bigint) => void;
 };
 
 /** Creates the verifier; resolves once the LISTEN connection is up (or failed: no cache). */
@@ -102,6 +104,7 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
       onChange: (id) => {
         generation++;
         dropKey(id);
+        opts.onKeyChange?.(BigInt(id));
       },
       ...(opts.chainChanges ? { onChain: () => void chainGeneration++ } : {}),
       onUp: (c) => {
@@ -110,6 +113,7 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
         generation++;
         chainGeneration++;
         listening = true;
+        opts.onKeyChange?.();
       },
       onDown: () => {
         client = undefined;

@@ -212,6 +212,8 @@ export interface StreamStateTable {
   name: 'relay' | 'pruned';
   seq: bigint;
   updated_at: Timestamp;
+  /** `relay` row: the run_id of the Redis server delivery jobs were last enqueued on (migrations/0024). */
+  redis_run_id: string | null;
 }
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'dead'] as const;

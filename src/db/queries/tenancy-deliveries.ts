@@ -34,8 +34,21 @@ export type NewDelivery = {
   jobId?: string;
 };
 
-/** A pending delivery that needs a job, with its hook's transport and the batch job that carries it (null: its own). */
-export type QueuedDelivery = { id: string; hook_id: string; payload: string; event_type: string; redeliveries: number; transport: 'http' | 'sns'; job_id: string | null };
+/**
+ * A pending delivery that needs a job, with its hook's transport, the batch job that carries it
+ * (null: its own), the attempts of its series so far and when the next one is due.
+ */
+export type QueuedDelivery = {
+  id: string;
+  hook_id: string;
+  payload: string;
+  event_type: string;
+  redeliveries: number;
+  transport: 'http' | 'sns';
+  job_id: string | null;
+  attempts: number;
+  next_attempt_at: Date | null;
+};
 
 /**
  * Inserts deliveries (idempotent by id) and returns those that are still pending — new ones and
@@ -116,7 +129,7 @@ export async function recordOutcomes(db: Kysely<Database>, outcomes: readonly At
     ON CONFLICT (hook_id, minute) DO UPDATE SET delivered = hook_attempt_minutes.delivered + EXCLUDED.delivered, failed = hook_attempt_minutes.failed + EXCLUDED.failed`.execute(db);
 }
 
-const queuedColumns = sql`d.id, d.hook_id, d.payload, d.event_type, d.redeliveries, h.type AS transport, d.job_id`;
+const queuedColumns = sql`d.id, d.hook_id, d.payload, d.event_type, d.redeliveries, h.type AS transport, d.job_id, d.attempts, d.next_attempt_at`;
 
 /** Pending deliveries that have no job yet (manual redeliveries, enqueues that failed). */
 export async function listUnqueuedDeliveries(db: Kysely<Database>, limit: number): Promise<QueuedDelivery[]> {
@@ -133,6 +146,29 @@ export async function listOverdueDeliveries(db: Kysely<Database>, dueBefore: Dat
     WHERE d.status = 'pending' AND d.next_attempt_at < ${dueBefore.toISOString()}::timestamptz
     ORDER BY d.next_attempt_at LIMIT ${limit}`.execute(db);
   return r.rows;
+}
+
+/** A pending delivery with its place in event order. */
+export type PendingDelivery = QueuedDelivery & { event_id: bigint };
+
+/** A page of every pending delivery, in event order (then id), after `after`. */
+export async function listPendingDeliveries(db: Kysely<Database>, after: DeliveryPosition | null, limit: number): Promise<PendingDelivery[]> {
+  const from = after ? sql`AND (d.event_id, d.id) > (${after.eventId.toString()}::int8, ${after.id})` : sql``;
+  const r = await sql<PendingDelivery>`
+    SELECT ${queuedColumns}, d.event_id FROM deliveries d JOIN hooks h ON h.id = d.hook_id
+    WHERE d.status = 'pending' ${from}
+    ORDER BY d.event_id, d.id LIMIT ${limit}`.execute(db);
+  return r.rows;
+}
+
+/**
+ * Marks deliveries whose job was re-created (Redis had lost it) as carried by their own job,
+ * enqueued now; the next attempt keeps its time when that is still ahead (a retry's delay).
+ */
+export async function markRecreated(db: Kysely<Database>, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`UPDATE deliveries SET enqueued_at = now(), next_attempt_at = GREATEST(next_attempt_at, now()), job_id = NULL, updated_at = now()
+    WHERE id = ANY(${ids}::text[]) AND status = 'pending'`.execute(db);
 }
 
 /**
