@@ -54,19 +54,22 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
 /**
  * Applies consecutive blocks in one transaction, each exactly as `applyBlock` would (its rows,
  * mempool removals, events and tip, in order), stopping at the first that is not applied
- * ('already' or 'stale': the blocks before it stay applied). One transaction for several
- * blocks while catching up saves each block its own commit (a WAL flush) and round trips; a
- * crash still leaves a block boundary (all of them or none), so nothing else changes.
- * Returns one result per block tried.
+ * ('already' or 'stale': the blocks before it stay applied), and once `budgetMs` has passed
+ * since the first (the blocks not tried yet are left out of the results: the caller offers
+ * them again). One transaction for several blocks while catching up saves each block its own
+ * commit (a WAL flush) and round trips; a crash still leaves a block boundary (all of them or
+ * none), and the budget keeps a commit, so progress and the caught-up blocks' events, coming
+ * often. Returns one result per block tried.
  */
-export async function applyBlocks(db: Kysely<Database>, blocks: readonly { block: DecodedBlock; height: number }[], ctx: WriteContext = {}): Promise<ApplyResult[]> {
+export async function applyBlocks(db: Kysely<Database>, blocks: readonly { block: DecodedBlock; height: number }[], ctx: WriteContext = {}, budgetMs = Infinity): Promise<ApplyResult[]> {
   return db.transaction().execute(async (trx) => {
     if (ctx.guard) await ctx.guard(trx);
+    const start = performance.now();
     const results: ApplyResult[] = [];
     for (const { block, height } of blocks) {
       const r = await applyInTransaction(trx, block, height, ctx);
       results.push(r);
-      if (r.kind !== 'applied') break;
+      if (r.kind !== 'applied' || performance.now() - start >= budgetMs) break;
     }
     return results;
   });

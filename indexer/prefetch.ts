@@ -14,6 +14,8 @@ export interface Prefetcher {
   after(height: number, nodeHeight: number): void;
   /** Starts fetching these blocks (hashes already known), those not on their way yet. */
   ahead(hashes: readonly string[]): void;
+  /** Keeps a block fetched but not used yet, for the next `get` of its hash. */
+  keep(hash: string, raw: Uint8Array): void;
 }
 
 export function createPrefetcher(source: ChainSource, depth: number): Prefetcher {
@@ -43,6 +45,9 @@ export function createPrefetcher(source: ChainSource, depth: number): Prefetcher
           })
           .catch(() => undefined);
       }
+    },
+    keep(hash, raw) {
+      prefetched.set(hash, Promise.resolve(raw));
     },
     ahead(hashes) {
       if (prefetched.size > depth * 4) prefetched.clear();

@@ -71,8 +71,10 @@ export interface RunDeps {
   catchupBlocks?: number;
 }
 
-/** A catch-up transaction stops taking blocks once it holds this many transactions. */
+/** A catch-up transaction stops taking blocks once it holds this many transactions… */
 const CATCHUP_MAX_TXS = 4_000;
+/** …or once it has been writing for this long (a commit, and so progress, at least this often). */
+const CATCHUP_BUDGET_MS = 250;
 
 export interface RunLoop {
   wake(): void;
@@ -203,7 +205,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     if (step.kind === 'apply') {
       const t0 = performance.now();
       const planned = await plan(step.height, step.hash, nodeHeight);
-      const batch: { block: DecodedBlock; height: number; hash: string }[] = [];
+      const batch: { block: DecodedBlock; height: number; hash: string; raw: Uint8Array }[] = [];
       let txs = 0;
       for (let i = 0; i < planned.length && txs < CATCHUP_MAX_TXS; i++) {
         prefetch.ahead(planned.slice(i + 1).map((p) => p.hash));
@@ -214,13 +216,15 @@ export function createRunLoop(deps: RunDeps): RunLoop {
           break;
         }
         const block = checkBlock(raw, hash);
-        batch.push({ block, height, hash });
+        batch.push({ block, height, hash, raw });
         txs += block.txs.length;
       }
       if (batch.length === 0) return false;
       const last = batch[batch.length - 1]!.height;
       if (nodeHeight > last) prefetch.after(last, nodeHeight);
-      const results = await applyBlocks(db, batch, ctx);
+      const results = await applyBlocks(db, batch, ctx, CATCHUP_BUDGET_MS);
+      // Blocks the budget left out: fetched already, kept for the next turn.
+      for (const b of batch.slice(results.length)) prefetch.keep(b.hash, b.raw);
       const ms = Math.round(performance.now() - t0);
       results.forEach((r, i) => {
         if (r.kind !== 'applied') return;
