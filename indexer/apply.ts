@@ -151,12 +151,8 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
     }
     const u = deriveUndo(height, blockTxs, prevTxs, { touches: true });
 
-    for (let i = 0; i < u.createdOutpoints.length; i += 20_000) {
-      const part = u.createdOutpoints.slice(i, i + 20_000);
-      await sql`
-        DELETE FROM utxos u USING unnest(${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(txid, vout)
-        WHERE u.txid = s.txid AND u.vout = s.vout`.execute(trx);
-    }
+    // The outputs the block created and nothing spent since: the block's tx_num range of utxos_pkey.
+    await sql`DELETE FROM utxos WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);
     await insertUtxos(trx, u.restored);
     await addBalances(trx, u.balances, -1);
     await cutHistory(trx, u.keys, lo);

@@ -110,12 +110,12 @@ const DROP_INDEXES = `
   ${DROP_ALIASES_KEY}
 `;
 
-// txs only grows at its end (tx_num is chain order), so its primary key is built full: the
-// per-block path appends to the rightmost page, which splits without leaving room behind.
-// Random-key B-trees (utxos, history, balances) keep the default 90: a full one would split
-// nearly every page within days of live blocks (the txid key's too: txids are random).
+// txs and utxos only grow at their key's end (tx_num is chain order), so their primary keys are
+// built full: the per-block path appends to the rightmost page, which splits without leaving
+// room behind. Random-key B-trees (utxos_addr, history, balances) keep the default 90: a full one
+// would split nearly every page within days of live blocks (the txid key's too: txids are random).
 const CHAIN_INDEXES = [
-  'ALTER TABLE utxos ADD PRIMARY KEY (txid, vout)',
+  'ALTER TABLE utxos ADD PRIMARY KEY (tx_num, vout) WITH (fillfactor = 100)',
   'CREATE INDEX utxos_addr ON utxos (addr_key, tx_num DESC, vout DESC) WHERE addr_key IS NOT NULL',
   'ALTER TABLE balances ADD PRIMARY KEY (addr_key)',
 ];
