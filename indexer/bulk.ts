@@ -38,6 +38,7 @@ import { pgTypes } from '../src/db/connect.js';
 import { copyIn } from './copy-binary.js';
 import { entriesWithin, OutpointCache } from './outpoint-cache.js';
 import { CHAIN_CHANNEL } from '../src/db/chain-changes.js';
+import { CHAIN_INDEXES, chainIndexSql, createIndexSql, type ChainTable } from '../src/db/chain-indexes.js';
 import type { BulkPath } from './run.js';
 
 /** A block of the chain to load, in height order. */
@@ -94,40 +95,15 @@ export function nodeFeed(source: ChainSource, from: number, to: number, inFlight
   });
 }
 
-/** The indexes of txs and balances (dropped again by the finish, which rebuilds them). */
-const DROP_TXS_INDEXES = 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid_key; DROP INDEX IF EXISTS txs_spent_groups;';
-const DROP_BALANCES_KEY = 'ALTER TABLE balances DROP CONSTRAINT IF EXISTS balances_pkey;';
-/** Batches append script aliases as they come (a P2PK script paid twice, in two batches or one, gives two rows): the finish keeps one and builds the key. */
-const DROP_ALIASES_KEY = 'ALTER TABLE script_aliases DROP CONSTRAINT IF EXISTS script_aliases_pkey;';
-
-/** Index DDL the bulk path drops and rebuilds (the definitions of migrations/0001_chain.ts). */
-const DROP_INDEXES = `
-  ${DROP_TXS_INDEXES}
-  ALTER TABLE utxos DROP CONSTRAINT IF EXISTS utxos_pkey;
-  DROP INDEX IF EXISTS utxos_addr;
-  ALTER TABLE history DROP CONSTRAINT IF EXISTS history_pkey;
-  ${DROP_BALANCES_KEY}
-  ${DROP_ALIASES_KEY}
-`;
-
-// txs and utxos only grow at their key's end (tx_num is chain order), so their primary keys are
-// built full: the per-block path appends to the rightmost page, which splits without leaving
-// room behind. Random-key B-trees (utxos_addr, history, balances) keep the default 90: a full one
-// would split nearly every page within days of live blocks (the txid key's too: txids are random).
-const CHAIN_INDEXES = [
-  'ALTER TABLE utxos ADD PRIMARY KEY (tx_num, vout) WITH (fillfactor = 100)',
-  'CREATE INDEX utxos_addr ON utxos (addr_key, tx_num DESC, vout DESC) WHERE addr_key IS NOT NULL',
-  'ALTER TABLE balances ADD PRIMARY KEY (addr_key)',
-];
-const TXS_INDEXES = [
-  'ALTER TABLE txs ADD PRIMARY KEY (tx_num) WITH (fillfactor = 100)',
-  'CREATE INDEX txs_txid_key ON txs (txid_key(txid))',
-  // Who spent what (migrations/0008_spends.ts): the slowest build of the finish (PL/pgSQL decodes
-  // every input; a GIN build uses one core). docs/sync.md "Size" has its cost.
-  'CREATE INDEX txs_spent_groups ON txs USING gin (spent_tx_groups(ins)) WITH (fastupdate = on, gin_pending_list_limit = 1024) WHERE length(ins) > 0',
-];
-const HISTORY_INDEXES = ['ALTER TABLE history ADD PRIMARY KEY (addr_key, first_tx_num)'];
-const indexSteps = (ddl: readonly string[]) => ddl.map((text) => ({ name: text.split(' ').slice(0, 4).join(' '), text }));
+/**
+ * The chain tables' keys and indexes (src/db/chain-indexes.ts, the definitions the migrations
+ * use): dropped at the beginning of a bulk sync, built by its finish. The finish drops those of
+ * txs, balances and script_aliases again before building them (it may run twice after a crash);
+ * utxos and history are new tables by then.
+ */
+const dropIndexes = (tables: readonly ChainTable[]) => chainIndexSql('drop', tables).join(';\n');
+const indexSteps = (tables: readonly ChainTable[]) => CHAIN_INDEXES.filter((ix) => tables.includes(ix.table)).map((ix) => ({ name: ix.name, text: createIndexSql(ix) }));
+const DROP_INDEXES = dropIndexes(['txs', 'utxos', 'history', 'balances', 'script_aliases']);
 
 /** The bulk sync's mark in sync_state (absent or `active: false` outside a bulk sync). */
 export interface BulkState {
@@ -559,13 +535,13 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
     },
     {
       name: 'balances',
-      text: `${DROP_BALANCES_KEY}
+      text: `${dropIndexes(['balances'])};
        TRUNCATE balances;
        INSERT INTO balances (addr_key, balance, utxo_count)
          SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
        TRUNCATE bulk_spent;`,
     },
-    ...indexSteps(CHAIN_INDEXES),
+    ...indexSteps(['utxos', 'balances']),
   ],
   [
     // Each address's per-batch chunks concatenated in order and cut into full chunks of
@@ -586,16 +562,16 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
        ALTER TABLE history_merged RENAME TO history;
        NOTIFY ${CHAIN_CHANNEL};`, // (the new table has no trigger: src/db/chain-changes.ts)
     },
-    ...indexSteps(HISTORY_INDEXES),
+    ...indexSteps(['history']),
     {
       // Repeats are the same row (an alias depends on the script alone): one of each is kept.
       name: 'script aliases',
-      text: `${DROP_ALIASES_KEY}
-       DELETE FROM script_aliases a USING script_aliases b WHERE a.script_key = b.script_key AND a.ctid > b.ctid;
-       ALTER TABLE script_aliases ADD PRIMARY KEY (script_key);`,
+      text: `${dropIndexes(['script_aliases'])};
+       DELETE FROM script_aliases a USING script_aliases b WHERE a.script_key = b.script_key AND a.ctid > b.ctid;`,
     },
+    ...indexSteps(['script_aliases']),
   ],
-  [{ name: 'drop txs indexes', text: DROP_TXS_INDEXES }, ...indexSteps(TXS_INDEXES)],
+  [{ name: 'drop txs indexes', text: dropIndexes(['txs']) }, ...indexSteps(['txs'])],
 ];
 
 /** Kysely over the bulk's own connection (opened with the pool's type parsing): its transactions run on that client. */
