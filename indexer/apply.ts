@@ -16,6 +16,7 @@ import { txNum, txNumOf } from '../src/db/tx-num.js';
 import { FatalError } from '../src/errors.js';
 import { extendWalletsFor } from '../src/db/wallet-chains.js';
 import type { Logger } from '../src/log.js';
+import { PhaseTimer, type PhaseListener } from '../src/ops/phases.js';
 import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, MissingPrevoutError, type BlockRows, type StoredTx } from './derive.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from './events.js';
 import { toBuffer } from './mempool-rows.js';
@@ -31,6 +32,8 @@ export interface WriteContext {
   guard?: (trx: Trx) => Promise<void>;
   /** Debug lines with the time of each phase. */
   log?: Logger;
+  /** Receives each phase's time (the process's metrics: blockwire_indexer_phase_seconds). */
+  phases?: PhaseListener;
 }
 
 export type ApplyResult =
@@ -55,13 +58,8 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
     const extendsTip = height === 0 ? tip.height === -1 : tip.height === height - 1 && tip.hash !== null && equalBytes(tip.hash, block.header.prevHash);
     if (!extendsTip) return { kind: 'stale', tip };
 
-    const ms: Record<string, number> = {};
-    let t = performance.now();
-    const lap = (k: string) => {
-      const now = performance.now();
-      ms[k] = Math.round(now - t);
-      t = now;
-    };
+    const timer = new PhaseTimer('apply', ctx.phases);
+    const lap = (phase: string) => timer.lap(phase);
     const spending = spendUtxos(trx, externalOutpoints(block));
     // While Postgres deletes the spent outputs, hash every output's address key.
     const keys = outputKeys(block);
@@ -117,7 +115,7 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
     await appendEvents(trx, events);
     await setTip(trx, height, rows.hash);
     lap('events');
-    if (ctx.log) ctx.log.debug({ height, txs: rows.txCount, ms }, 'apply phases');
+    if (ctx.log) ctx.log.debug({ height, txs: rows.txCount, ms: timer.ms }, 'apply phases');
     return { kind: 'applied', height, txs: rows.txCount, events: events.length };
   });
 }
@@ -133,6 +131,7 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
     if (ctx.guard) await ctx.guard(trx);
     const tip = await lockTip(trx);
     if (tip.height !== height) return { kind: 'stale', tip };
+    const timer = new PhaseTimer('undo', ctx.phases);
     const block = await sql<{ hash: Buffer; prev_hash: Buffer }>`SELECT hash, prev_hash FROM blocks WHERE height = ${height}`.execute(trx);
     const b = block.rows[0];
     if (!b) throw new FatalError('ERR_INDEX_CORRUPT', `chain_tip is at ${height} but blocks has no row at that height`);
@@ -150,15 +149,20 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
       for (const r of pr.rows) prevTxs.set(Number(r.tx_num), { txNum: Number(r.tx_num), txid: r.txid, outs: r.outs, ins: Buffer.alloc(0) });
     }
     const u = deriveUndo(height, blockTxs, prevTxs, { touches: true });
+    timer.lap('derive');
 
     // The outputs the block created and nothing spent since: the block's tx_num range of utxos_pkey.
     await sql`DELETE FROM utxos WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);
     await insertUtxos(trx, u.restored);
+    timer.lap('utxos');
     await addBalances(trx, u.balances, -1);
+    timer.lap('balances');
     await cutHistory(trx, u.keys, lo);
+    timer.lap('history');
     await deleteAssetColors(trx, BigInt(lo), BigInt(hi));
     await sql`DELETE FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);
     await sql`DELETE FROM blocks WHERE height = ${height}`.execute(trx);
+    timer.lap('txs');
 
     const watched = await loadWatches(trx, (u.touches ?? []).map((t) => t.key));
     const events: OutboxEvent[] = [{ type: 'block.disconnected', blockHash: b.hash, height }];
@@ -171,6 +175,8 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
     await rememberReorged(trx, height, blockTxs, prevTxs, events);
     await appendEvents(trx, events);
     await setTip(trx, height - 1, height === 0 ? null : b.prev_hash);
+    timer.lap('events');
+    if (ctx.log) ctx.log.debug({ height, txs: blockTxs.length, ms: timer.ms }, 'undo phases');
     return { kind: 'undone', height, txs: blockTxs.length, events: events.length };
   });
 }

@@ -28,6 +28,7 @@ import { OUTBOX_LOCK } from '../src/db/outbox-lock.js';
 import { RECOMPUTE_WALLET_BALANCES } from '../src/db/wallet-balances.js';
 import { RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
+import { PhaseTimer, type PhaseListener } from '../src/ops/phases.js';
 import { readTip, type Tip } from './chain-rows.js';
 import { CHUNK_ENTRIES, SQL_HISTORY } from '../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
@@ -134,6 +135,8 @@ export interface BulkLoadDeps {
    * process and two batches leave of it (`cacheBound`). Undefined: the cache is unbounded.
    */
   memoryBytes?: number;
+  /** Receives each phase's time of the batches and the finish (the process's metrics). */
+  phases?: PhaseListener;
 }
 
 /** What the process needs besides the outpoint cache: code, heap and pools (measured ~130 MB on a tiny import). */
@@ -367,13 +370,8 @@ function blockEntries(block: DecodedBlock): number {
 async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): Promise<void> {
   const utxos = b.utxos();
   const history = b.history(CHUNK_ENTRIES);
-  const ms: Record<string, number> = {};
-  let t = performance.now();
-  const lap = (k: string) => {
-    const now = performance.now();
-    ms[k] = Math.round(now - t);
-    t = now;
-  };
+  const timer = new PhaseTimer('bulk_batch', deps.phases);
+  const lap = (phase: string) => timer.lap(phase);
   await inTransaction(client, deps, async () => {
     await copyIn(client, 'blocks (height, hash, prev_hash, header, time, tx_count, size, weight)', b.blocks.finish());
     await copyIn(client, 'txs (tx_num, txid, outs, ins, size, weight)', b.txs.finish());
@@ -396,7 +394,7 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{height}', to_jsonb($1::int4)), updated_at = now() WHERE key = 'bulk'`, [b.lastHeight]);
   });
   lap('commit');
-  deps.log.debug({ height: b.lastHeight, txs: b.txCount, rows: { utxos: utxos.rows, spent: b.spent.rows, history: history.rows }, ms }, 'bulk batch written');
+  deps.log.debug({ height: b.lastHeight, txs: b.txCount, rows: { utxos: utxos.rows, spent: b.spent.rows, history: history.rows }, ms: timer.ms }, 'bulk batch written');
 }
 
 /**
@@ -593,18 +591,17 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
   try {
     for (let i = 1; i < FINISH_PARTS.length; i++) others.push(await connect(deps.databaseUrl));
     const run = async (c: pg.Client, steps: readonly { name: string; text: string }[]) => {
-      let t = performance.now();
+      const timer = new PhaseTimer('bulk_finish', deps.phases);
       await inTransaction(c, deps, async () => {
         // Index builds sort in memory up to maintenance_work_mem: at least 512 MB for them.
         const mwm = (await c.query<{ kb: string }>("SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'")).rows[0]?.kb;
         if (mwm !== undefined && Number(mwm) < 512 * 1024) await c.query("SET LOCAL maintenance_work_mem = '512MB'");
         for (const s of steps) {
           await c.query(s.text);
-          const now = performance.now();
-          ms[s.name] = Math.round(now - t);
-          t = now;
+          timer.lap(s.name);
         }
       });
+      Object.assign(ms, timer.ms);
     };
     const settled = await Promise.allSettled(FINISH_PARTS.map((steps, i) => run(i === 0 ? client : others[i - 1]!, steps)));
     const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -614,7 +611,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     await Promise.all(others.map((c) => c.end().catch(() => {})));
   }
   // Open Assets: the transactions the batches listed, colored in chain order now that txs has its key.
-  const t1 = performance.now();
+  const assets = new PhaseTimer('bulk_finish', deps.phases);
   await onClient(client).transaction().execute(async (trx) => {
     if (deps.guardClient) await deps.guardClient(client);
     const candidates = await trx.selectFrom('bulk_asset_candidates').select('tx_num').execute();
@@ -622,7 +619,8 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     await colorConfirmed(trx, candidates.map((c) => c.tx_num));
     await trx.deleteFrom('bulk_asset_candidates').execute();
   });
-  ms.assets = Math.round(performance.now() - t1);
+  assets.lap('assets');
+  ms.assets = assets.ms.assets!;
   await inTransaction(client, deps, async () => {
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'false'::jsonb), updated_at = now() WHERE key = 'bulk'`);
     // The bulk path rebuilt balances and emptied the mempool tables: wallets' summaries follow.
@@ -680,6 +678,7 @@ export function createBulkSync(deps: {
   source: ChainSource;
   log: Logger;
   guardClient?: (client: pg.ClientBase) => Promise<void>;
+  phases?: PhaseListener;
 }): BulkPath {
   const { config, db } = deps;
   let nodeHeight = -1;
@@ -696,7 +695,7 @@ export function createBulkSync(deps: {
       active = null;
       await runBulk(
         db,
-        { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, memoryBytes: config.importMemoryMb * 2 ** 20, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}) },
+        { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, memoryBytes: config.importMemoryMb * 2 ** 20, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}), ...(deps.phases ? { phases: deps.phases } : {}) },
         (from) => nodeFeed(deps.source, from, target),
         target,
       );

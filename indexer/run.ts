@@ -14,6 +14,7 @@ import { FatalError, isRetryable } from '../src/errors.js';
 import { checkBlock } from './block-check.js';
 import { createPrefetcher } from './prefetch.js';
 import type { Logger } from '../src/log.js';
+import type { PhaseListener } from '../src/ops/phases.js';
 import { applyBlock, undoBlock } from './apply.js';
 import { readTip, type Tip } from './chain-rows.js';
 import type { ChainSource } from './chain-source.js';
@@ -59,6 +60,8 @@ export interface RunDeps {
   reorged?: ReorgedResolver;
   bulk?: BulkPath;
   guard?: (trx: Transaction<Database>) => Promise<void>;
+  /** Receives the phase times of each block applied or undone (the process's metrics). */
+  phases?: PhaseListener;
   pollIntervalMs: number;
   /** Deepest reorg undone automatically; deeper is ERR_REORG_TOO_DEEP. */
   maxReorgDepth: number;
@@ -108,7 +111,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   /** When reorged transactions were last looked at (reorged.ts). */
   let lastSettled = 0;
   const abort = new AbortController();
-  const ctx = { ...(deps.guard ? { guard: deps.guard } : {}), log };
+  const ctx = { ...(deps.guard ? { guard: deps.guard } : {}), ...(deps.phases ? { phases: deps.phases } : {}), log };
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
