@@ -685,10 +685,10 @@ export function createBulkSync(deps: {
   // Only this process starts or ends a bulk sync: after the first read the flag is known here.
   let active: boolean | null = null;
   return {
-    async shouldRun(tip, height) {
+    async shouldRun(tip, height, extendsTip) {
       nodeHeight = height;
       active ??= await bulkActive(db);
-      return active || height - tip.height > config.indexerBulkThreshold;
+      return active || (extendsTip && height - tip.height > config.indexerBulkThreshold);
     },
     async run(signal) {
       const target = Math.max(nodeHeight - config.indexerBulkNearTip, -1);

@@ -45,8 +45,13 @@ export interface IndexerStatus {
 
 /** The initial-sync path the loop hands over to while far behind (bulk.ts). */
 export interface BulkPath {
-  /** True when the bulk path should run now (far behind, or an interrupted bulk sync to resume). */
-  shouldRun(tip: Tip, nodeHeight: number): Promise<boolean>;
+  /**
+   * True when the bulk path should run now: an interrupted bulk sync to resume, or far behind
+   * on the node's chain (`extendsTip`: the node's next block builds on the tip). A tip the node
+   * reorged away is undone block by block first: a bulk sync from it would stop at its first
+   * block (the chain changed under it), finish, and begin again at once, forever.
+   */
+  shouldRun(tip: Tip, nodeHeight: number, extendsTip: boolean): Promise<boolean>;
   /** Syncs in bulk up to near the node's tip; resolves early when `signal` aborts. */
   run(signal: AbortSignal): Promise<void>;
 }
@@ -178,7 +183,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     firstNodeHeight ??= nodeHeight;
     countMissed();
     status.nodeTip = { height: nodeHeight, hash: step.node.bestHash };
-    if (deps.bulk && (await deps.bulk.shouldRun(tip, nodeHeight))) {
+    if (deps.bulk && (await deps.bulk.shouldRun(tip, nodeHeight, step.kind === 'apply'))) {
       status.mode = 'bulk';
       await deps.bulk.run(abort.signal);
       status.mode = 'following';
