@@ -5,6 +5,7 @@
  * real bitcoind).
  * @module
  */
+import { unspentAt } from '../src/db/txid-key.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { decodeTx } from '../src/bitcoin/tx.js';
@@ -124,7 +125,7 @@ async function missingOrSpent(deps: BroadcastDeps, inputs: readonly { prevTxid: 
   const [confirmed, mempoolOuts] = await Promise.all([getTxsByTxid(db, txids), getMempoolOutputs(db, inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout })))]);
   const unspent = await sql<{ txid: Buffer; vout: number }>`
     SELECT u.txid, u.vout FROM unnest(${txids}::bytea[], ${inputs.map((i) => i.vout)}::int4[]) AS q(txid, vout)
-    JOIN utxos u ON u.txid = q.txid AND u.vout = q.vout`.execute(db);
+    JOIN LATERAL (${unspentAt(sql.ref('q.txid'), sql.ref('q.vout'))}) u ON true`.execute(db);
   const unspentSet = new Set(unspent.rows.map((r) => `${r.txid.toString('hex')}:${r.vout}`));
   for (const i of inputs) {
     const hex = Buffer.from(i.prevTxid).toString('hex');

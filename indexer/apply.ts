@@ -16,6 +16,7 @@ import { txNum, txNumOf } from '../src/db/tx-num.js';
 import { FatalError } from '../src/errors.js';
 import { extendWalletsFor } from '../src/db/wallet-chains.js';
 import type { Logger } from '../src/log.js';
+import { PhaseTimer, type PhaseListener } from '../src/ops/phases.js';
 import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, MissingPrevoutError, type BlockRows, type StoredTx } from './derive.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from './events.js';
 import { toBuffer } from './mempool-rows.js';
@@ -31,6 +32,8 @@ export interface WriteContext {
   guard?: (trx: Trx) => Promise<void>;
   /** Debug lines with the time of each phase. */
   log?: Logger;
+  /** Receives each phase's time (the process's metrics: blockwire_indexer_phase_seconds). */
+  phases?: PhaseListener;
 }
 
 export type ApplyResult =
@@ -76,77 +79,70 @@ export async function applyBlocks(db: Kysely<Database>, blocks: readonly { block
 }
 
 async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number, ctx: WriteContext): Promise<ApplyResult> {
-  {
-    const tip = await lockTip(trx);
-    if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
-    const extendsTip = height === 0 ? tip.height === -1 : tip.height === height - 1 && tip.hash !== null && equalBytes(tip.hash, block.header.prevHash);
-    if (!extendsTip) return { kind: 'stale', tip };
+  const tip = await lockTip(trx);
+  if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
+  const extendsTip = height === 0 ? tip.height === -1 : tip.height === height - 1 && tip.hash !== null && equalBytes(tip.hash, block.header.prevHash);
+  if (!extendsTip) return { kind: 'stale', tip };
 
-    const ms: Record<string, number> = {};
-    let t = performance.now();
-    const lap = (k: string) => {
-      const now = performance.now();
-      ms[k] = Math.round(now - t);
-      t = now;
-    };
-    const spending = spendUtxos(trx, externalOutpoints(block));
-    // While Postgres deletes the spent outputs, hash every output's address key.
-    const keys = outputKeys(block);
-    const prevouts = await spending;
-    lap('spend');
-    let rows: BlockRows;
-    try {
-      // Per-address amounts are only needed for events: skip them when nothing is watched.
-      rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: await anyWatched(trx), outputKeys: keys });
-    } catch (err) {
-      if (err instanceof MissingPrevoutError) throw new FatalError('ERR_PREVOUT_MISSING', `cannot apply block ${height}: ${err.message}`, { cause: err });
-      throw err;
-    }
-    lap('derive');
-    await dropOverwrittenCoinbase(trx, rows);
-
-    await sql`
-      INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
-      VALUES (${height}, ${toBuffer(rows.hash)}, ${toBuffer(rows.prevHash)}, ${toBuffer(rows.header)}, ${rows.time}, ${rows.txCount}, ${rows.size}, ${rows.weight})`.execute(trx);
-    for (let i = 0; i < rows.txs.length; i += 10_000) {
-      const part = rows.txs.slice(i, i + 10_000);
-      await sql`
-        INSERT INTO txs (tx_num, txid, outs, ins, first_seen, size, weight)
-        SELECT u.tx_num, u.txid, u.outs, u.ins, m.first_seen, u.size, u.weight
-        FROM unnest(${int8s(part.map((t) => t.txNum))}::int8[], ${part.map((t) => toBuffer(t.txid))}::bytea[], ${part.map((t) => t.outs)}::bytea[], ${part.map((t) => t.ins)}::bytea[],
-                    ${part.map((t) => t.size)}::int4[], ${part.map((t) => t.weight)}::int4[])
-          AS u(tx_num, txid, outs, ins, size, weight)
-        LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
-    }
-    lap('txs');
-    await colorConfirmed(trx, assetCandidates(block).map((pos) => txNum(height, pos)));
-    lap('assets');
-    await insertUtxos(trx, rows.created);
-    lap('utxos');
-    await addBalances(trx, rows.balances, 1);
-    lap('balances');
-    await insertHistory(trx, rows.history);
-    lap('history');
-    await insertScriptAliases(trx, blockAliases(block));
-    // Wallet gap limits move before the events are built: an address the extension brings in
-    // is watched (its wallet's subscriptions) when this block's touches are matched.
-    await extendWalletsFor(trx, [...rows.history.keys()]);
-    lap('wallets');
-
-    const watched = await loadWatches(trx, (rows.touches ?? []).map((t) => t.key));
-    lap('watches');
-    const events: OutboxEvent[] = [{ type: 'block.connected', blockHash: rows.hash, height }];
-    events.push(...(await confirmationEvents(trx, rows, watched)));
-    lap('confirmations');
-    events.push(...(await removeFromMempool(trx, block, (keys) => loadWatches(trx, keys))));
-    lap('mempool');
-    await forgetReorged(trx, events);
-    await appendEvents(trx, events);
-    await setTip(trx, height, rows.hash);
-    lap('events');
-    if (ctx.log) ctx.log.debug({ height, txs: rows.txCount, ms }, 'apply phases');
-    return { kind: 'applied', height, txs: rows.txCount, events: events.length };
+  const timer = new PhaseTimer('apply', ctx.phases);
+  const lap = (phase: string) => timer.lap(phase);
+  const spending = spendUtxos(trx, externalOutpoints(block));
+  // While Postgres deletes the spent outputs, hash every output's address key.
+  const keys = outputKeys(block);
+  const prevouts = await spending;
+  lap('spend');
+  let rows: BlockRows;
+  try {
+    // Per-address amounts are only needed for events: skip them when nothing is watched.
+    rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: await anyWatched(trx), outputKeys: keys });
+  } catch (err) {
+    if (err instanceof MissingPrevoutError) throw new FatalError('ERR_PREVOUT_MISSING', `cannot apply block ${height}: ${err.message}`, { cause: err });
+    throw err;
   }
+  lap('derive');
+  await dropOverwrittenCoinbase(trx, rows);
+
+  await sql`
+    INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
+    VALUES (${height}, ${toBuffer(rows.hash)}, ${toBuffer(rows.prevHash)}, ${toBuffer(rows.header)}, ${rows.time}, ${rows.txCount}, ${rows.size}, ${rows.weight})`.execute(trx);
+  for (let i = 0; i < rows.txs.length; i += 10_000) {
+    const part = rows.txs.slice(i, i + 10_000);
+    await sql`
+      INSERT INTO txs (tx_num, txid, outs, ins, first_seen, size, weight)
+      SELECT u.tx_num, u.txid, u.outs, u.ins, m.first_seen, u.size, u.weight
+      FROM unnest(${int8s(part.map((t) => t.txNum))}::int8[], ${part.map((t) => toBuffer(t.txid))}::bytea[], ${part.map((t) => t.outs)}::bytea[], ${part.map((t) => t.ins)}::bytea[],
+                  ${part.map((t) => t.size)}::int4[], ${part.map((t) => t.weight)}::int4[])
+        AS u(tx_num, txid, outs, ins, size, weight)
+      LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
+  }
+  lap('txs');
+  await colorConfirmed(trx, assetCandidates(block).map((pos) => txNum(height, pos)));
+  lap('assets');
+  await insertUtxos(trx, rows.created);
+  lap('utxos');
+  await addBalances(trx, rows.balances, 1);
+  lap('balances');
+  await insertHistory(trx, rows.history);
+  lap('history');
+  await insertScriptAliases(trx, blockAliases(block));
+  // Wallet gap limits move before the events are built: an address the extension brings in
+  // is watched (its wallet's subscriptions) when this block's touches are matched.
+  await extendWalletsFor(trx, [...rows.history.keys()]);
+  lap('wallets');
+
+  const watched = await loadWatches(trx, (rows.touches ?? []).map((t) => t.key));
+  lap('watches');
+  const events: OutboxEvent[] = [{ type: 'block.connected', blockHash: rows.hash, height }];
+  events.push(...(await confirmationEvents(trx, rows, watched)));
+  lap('confirmations');
+  events.push(...(await removeFromMempool(trx, block, (keys) => loadWatches(trx, keys))));
+  lap('mempool');
+  await forgetReorged(trx, events);
+  await appendEvents(trx, events);
+  await setTip(trx, height, rows.hash);
+  lap('events');
+  if (ctx.log) ctx.log.debug({ height, txs: rows.txCount, ms: timer.ms }, 'apply phases');
+  return { kind: 'applied', height, txs: rows.txCount, events: events.length };
 }
 
 /**
@@ -160,6 +156,7 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
     if (ctx.guard) await ctx.guard(trx);
     const tip = await lockTip(trx);
     if (tip.height !== height) return { kind: 'stale', tip };
+    const timer = new PhaseTimer('undo', ctx.phases);
     const block = await sql<{ hash: Buffer; prev_hash: Buffer }>`SELECT hash, prev_hash FROM blocks WHERE height = ${height}`.execute(trx);
     const b = block.rows[0];
     if (!b) throw new FatalError('ERR_INDEX_CORRUPT', `chain_tip is at ${height} but blocks has no row at that height`);
@@ -177,19 +174,20 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
       for (const r of pr.rows) prevTxs.set(Number(r.tx_num), { txNum: Number(r.tx_num), txid: r.txid, outs: r.outs, ins: Buffer.alloc(0) });
     }
     const u = deriveUndo(height, blockTxs, prevTxs, { touches: true });
+    timer.lap('derive');
 
-    for (let i = 0; i < u.createdOutpoints.length; i += 20_000) {
-      const part = u.createdOutpoints.slice(i, i + 20_000);
-      await sql`
-        DELETE FROM utxos u USING unnest(${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(txid, vout)
-        WHERE u.txid = s.txid AND u.vout = s.vout`.execute(trx);
-    }
+    // The outputs the block created and nothing spent since: the block's tx_num range of utxos_pkey.
+    await sql`DELETE FROM utxos WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);
     await insertUtxos(trx, u.restored);
+    timer.lap('utxos');
     await addBalances(trx, u.balances, -1);
+    timer.lap('balances');
     await cutHistory(trx, u.keys, lo);
+    timer.lap('history');
     await deleteAssetColors(trx, BigInt(lo), BigInt(hi));
     await sql`DELETE FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);
     await sql`DELETE FROM blocks WHERE height = ${height}`.execute(trx);
+    timer.lap('txs');
 
     const watched = await loadWatches(trx, (u.touches ?? []).map((t) => t.key));
     const events: OutboxEvent[] = [{ type: 'block.disconnected', blockHash: b.hash, height }];
@@ -202,6 +200,8 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
     await rememberReorged(trx, height, blockTxs, prevTxs, events);
     await appendEvents(trx, events);
     await setTip(trx, height - 1, height === 0 ? null : b.prev_hash);
+    timer.lap('events');
+    if (ctx.log) ctx.log.debug({ height, txs: blockTxs.length, ms: timer.ms }, 'undo phases');
     return { kind: 'undone', height, txs: blockTxs.length, events: events.length };
   });
 }

@@ -28,6 +28,7 @@ import { OUTBOX_LOCK } from '../src/db/outbox-lock.js';
 import { RECOMPUTE_WALLET_BALANCES } from '../src/db/wallet-balances.js';
 import { RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
+import { PhaseTimer, type PhaseListener } from '../src/ops/phases.js';
 import { readTip, type Tip } from './chain-rows.js';
 import { CHUNK_ENTRIES, SQL_HISTORY } from '../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
@@ -38,6 +39,7 @@ import { pgTypes } from '../src/db/connect.js';
 import { copyIn } from './copy-binary.js';
 import { entriesWithin, OutpointCache } from './outpoint-cache.js';
 import { CHAIN_CHANNEL } from '../src/db/chain-changes.js';
+import { CHAIN_INDEXES, chainIndexSql, createIndexSql, type ChainTable } from '../src/db/chain-indexes.js';
 import type { BulkPath } from './run.js';
 
 /** A block of the chain to load, in height order. */
@@ -94,40 +96,15 @@ export function nodeFeed(source: ChainSource, from: number, to: number, inFlight
   });
 }
 
-/** The indexes of txs and balances (dropped again by the finish, which rebuilds them). */
-const DROP_TXS_INDEXES = 'ALTER TABLE txs DROP CONSTRAINT IF EXISTS txs_pkey; DROP INDEX IF EXISTS txs_txid_key; DROP INDEX IF EXISTS txs_spent_groups;';
-const DROP_BALANCES_KEY = 'ALTER TABLE balances DROP CONSTRAINT IF EXISTS balances_pkey;';
-/** Batches append script aliases as they come (a P2PK script paid twice, in two batches or one, gives two rows): the finish keeps one and builds the key. */
-const DROP_ALIASES_KEY = 'ALTER TABLE script_aliases DROP CONSTRAINT IF EXISTS script_aliases_pkey;';
-
-/** Index DDL the bulk path drops and rebuilds (the definitions of migrations/0001_chain.ts). */
-const DROP_INDEXES = `
-  ${DROP_TXS_INDEXES}
-  ALTER TABLE utxos DROP CONSTRAINT IF EXISTS utxos_pkey;
-  DROP INDEX IF EXISTS utxos_addr;
-  ALTER TABLE history DROP CONSTRAINT IF EXISTS history_pkey;
-  ${DROP_BALANCES_KEY}
-  ${DROP_ALIASES_KEY}
-`;
-
-// txs only grows at its end (tx_num is chain order), so its primary key is built full: the
-// per-block path appends to the rightmost page, which splits without leaving room behind.
-// Random-key B-trees (utxos, history, balances) keep the default 90: a full one would split
-// nearly every page within days of live blocks (the txid key's too: txids are random).
-const CHAIN_INDEXES = [
-  'ALTER TABLE utxos ADD PRIMARY KEY (txid, vout)',
-  'CREATE INDEX utxos_addr ON utxos (addr_key, tx_num DESC, vout DESC) WHERE addr_key IS NOT NULL',
-  'ALTER TABLE balances ADD PRIMARY KEY (addr_key)',
-];
-const TXS_INDEXES = [
-  'ALTER TABLE txs ADD PRIMARY KEY (tx_num) WITH (fillfactor = 100)',
-  'CREATE INDEX txs_txid_key ON txs (txid_key(txid))',
-  // Who spent what (migrations/0008_spends.ts): the slowest build of the finish (PL/pgSQL decodes
-  // every input; a GIN build uses one core). docs/sync.md "Size" has its cost.
-  'CREATE INDEX txs_spent_groups ON txs USING gin (spent_tx_groups(ins)) WITH (fastupdate = on, gin_pending_list_limit = 1024) WHERE length(ins) > 0',
-];
-const HISTORY_INDEXES = ['ALTER TABLE history ADD PRIMARY KEY (addr_key, first_tx_num)'];
-const indexSteps = (ddl: readonly string[]) => ddl.map((text) => ({ name: text.split(' ').slice(0, 4).join(' '), text }));
+/**
+ * The chain tables' keys and indexes (src/db/chain-indexes.ts, the definitions the migrations
+ * use): dropped at the beginning of a bulk sync, built by its finish. The finish drops those of
+ * txs, balances and script_aliases again before building them (it may run twice after a crash);
+ * utxos and history are new tables by then.
+ */
+const dropIndexes = (tables: readonly ChainTable[]) => chainIndexSql('drop', tables).join(';\n');
+const indexSteps = (tables: readonly ChainTable[]) => CHAIN_INDEXES.filter((ix) => tables.includes(ix.table)).map((ix) => ({ name: ix.name, text: createIndexSql(ix) }));
+const DROP_INDEXES = dropIndexes(['txs', 'utxos', 'history', 'balances', 'script_aliases']);
 
 /** The bulk sync's mark in sync_state (absent or `active: false` outside a bulk sync). */
 export interface BulkState {
@@ -158,6 +135,8 @@ export interface BulkLoadDeps {
    * process and two batches leave of it (`cacheBound`). Undefined: the cache is unbounded.
    */
   memoryBytes?: number;
+  /** Receives each phase's time of the batches and the finish (the process's metrics). */
+  phases?: PhaseListener;
 }
 
 /** What the process needs besides the outpoint cache: code, heap and pools (measured ~130 MB on a tiny import). */
@@ -391,13 +370,8 @@ function blockEntries(block: DecodedBlock): number {
 async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): Promise<void> {
   const utxos = b.utxos();
   const history = b.history(CHUNK_ENTRIES);
-  const ms: Record<string, number> = {};
-  let t = performance.now();
-  const lap = (k: string) => {
-    const now = performance.now();
-    ms[k] = Math.round(now - t);
-    t = now;
-  };
+  const timer = new PhaseTimer('bulk_batch', deps.phases);
+  const lap = (phase: string) => timer.lap(phase);
   await inTransaction(client, deps, async () => {
     await copyIn(client, 'blocks (height, hash, prev_hash, header, time, tx_count, size, weight)', b.blocks.finish());
     await copyIn(client, 'txs (tx_num, txid, outs, ins, size, weight)', b.txs.finish());
@@ -420,7 +394,7 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{height}', to_jsonb($1::int4)), updated_at = now() WHERE key = 'bulk'`, [b.lastHeight]);
   });
   lap('commit');
-  deps.log.debug({ height: b.lastHeight, txs: b.txCount, rows: { utxos: utxos.rows, spent: b.spent.rows, history: history.rows }, ms }, 'bulk batch written');
+  deps.log.debug({ height: b.lastHeight, txs: b.txCount, rows: { utxos: utxos.rows, spent: b.spent.rows, history: history.rows }, ms: timer.ms }, 'bulk batch written');
 }
 
 /**
@@ -559,13 +533,13 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
     },
     {
       name: 'balances',
-      text: `${DROP_BALANCES_KEY}
+      text: `${dropIndexes(['balances'])};
        TRUNCATE balances;
        INSERT INTO balances (addr_key, balance, utxo_count)
          SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
        TRUNCATE bulk_spent;`,
     },
-    ...indexSteps(CHAIN_INDEXES),
+    ...indexSteps(['utxos', 'balances']),
   ],
   [
     // Each address's per-batch chunks concatenated in order and cut into full chunks of
@@ -586,16 +560,16 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
        ALTER TABLE history_merged RENAME TO history;
        NOTIFY ${CHAIN_CHANNEL};`, // (the new table has no trigger: src/db/chain-changes.ts)
     },
-    ...indexSteps(HISTORY_INDEXES),
+    ...indexSteps(['history']),
     {
       // Repeats are the same row (an alias depends on the script alone): one of each is kept.
       name: 'script aliases',
-      text: `${DROP_ALIASES_KEY}
-       DELETE FROM script_aliases a USING script_aliases b WHERE a.script_key = b.script_key AND a.ctid > b.ctid;
-       ALTER TABLE script_aliases ADD PRIMARY KEY (script_key);`,
+      text: `${dropIndexes(['script_aliases'])};
+       DELETE FROM script_aliases a USING script_aliases b WHERE a.script_key = b.script_key AND a.ctid > b.ctid;`,
     },
+    ...indexSteps(['script_aliases']),
   ],
-  [{ name: 'drop txs indexes', text: DROP_TXS_INDEXES }, ...indexSteps(TXS_INDEXES)],
+  [{ name: 'drop txs indexes', text: dropIndexes(['txs']) }, ...indexSteps(['txs'])],
 ];
 
 /** Kysely over the bulk's own connection (opened with the pool's type parsing): its transactions run on that client. */
@@ -617,18 +591,17 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
   try {
     for (let i = 1; i < FINISH_PARTS.length; i++) others.push(await connect(deps.databaseUrl));
     const run = async (c: pg.Client, steps: readonly { name: string; text: string }[]) => {
-      let t = performance.now();
+      const timer = new PhaseTimer('bulk_finish', deps.phases);
       await inTransaction(c, deps, async () => {
         // Index builds sort in memory up to maintenance_work_mem: at least 512 MB for them.
         const mwm = (await c.query<{ kb: string }>("SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'")).rows[0]?.kb;
         if (mwm !== undefined && Number(mwm) < 512 * 1024) await c.query("SET LOCAL maintenance_work_mem = '512MB'");
         for (const s of steps) {
           await c.query(s.text);
-          const now = performance.now();
-          ms[s.name] = Math.round(now - t);
-          t = now;
+          timer.lap(s.name);
         }
       });
+      Object.assign(ms, timer.ms);
     };
     const settled = await Promise.allSettled(FINISH_PARTS.map((steps, i) => run(i === 0 ? client : others[i - 1]!, steps)));
     const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -638,7 +611,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     await Promise.all(others.map((c) => c.end().catch(() => {})));
   }
   // Open Assets: the transactions the batches listed, colored in chain order now that txs has its key.
-  const t1 = performance.now();
+  const assets = new PhaseTimer('bulk_finish', deps.phases);
   await onClient(client).transaction().execute(async (trx) => {
     if (deps.guardClient) await deps.guardClient(client);
     const candidates = await trx.selectFrom('bulk_asset_candidates').select('tx_num').execute();
@@ -646,7 +619,8 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     await colorConfirmed(trx, candidates.map((c) => c.tx_num));
     await trx.deleteFrom('bulk_asset_candidates').execute();
   });
-  ms.assets = Math.round(performance.now() - t1);
+  assets.lap('assets');
+  ms.assets = assets.ms.assets!;
   await inTransaction(client, deps, async () => {
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'false'::jsonb), updated_at = now() WHERE key = 'bulk'`);
     // The bulk path rebuilt balances and emptied the mempool tables: wallets' summaries follow.
@@ -704,23 +678,24 @@ export function createBulkSync(deps: {
   source: ChainSource;
   log: Logger;
   guardClient?: (client: pg.ClientBase) => Promise<void>;
+  phases?: PhaseListener;
 }): BulkPath {
   const { config, db } = deps;
   let nodeHeight = -1;
   // Only this process starts or ends a bulk sync: after the first read the flag is known here.
   let active: boolean | null = null;
   return {
-    async shouldRun(tip, height) {
+    async shouldRun(tip, height, extendsTip) {
       nodeHeight = height;
       active ??= await bulkActive(db);
-      return active || height - tip.height > config.indexerBulkThreshold;
+      return active || (extendsTip && height - tip.height > config.indexerBulkThreshold);
     },
     async run(signal) {
       const target = Math.max(nodeHeight - config.indexerBulkNearTip, -1);
       active = null;
       await runBulk(
         db,
-        { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, memoryBytes: config.importMemoryMb * 2 ** 20, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}) },
+        { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, memoryBytes: config.importMemoryMb * 2 ** 20, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}), ...(deps.phases ? { phases: deps.phases } : {}) },
         (from) => nodeFeed(deps.source, from, target),
         target,
       );

@@ -11,6 +11,7 @@ import { addWalletDeltas } from '../src/db/wallet-balances.js';
 import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../src/db/history-entries.js';
 import { hashKey, type BlockRows, type Delta, type Prevout, type UtxoRow } from './derive.js';
 import { toBuffer } from './mempool-rows.js';
+import { txidIs } from '../src/db/txid-key.js';
 
 export type Trx = Transaction<Database>;
 
@@ -85,7 +86,7 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
   await addWalletDeltas(trx, 'confirmed', keys.map((key, i) => ({ key, sats: BigInt(sats[i]!) })));
 }
 
-/** Inserts unspent outputs. */
+/** Inserts unspent outputs, in the key's order: a block's new outputs append at the right edge of `utxos_pkey` (tx_num, vout). */
 export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 20_000) {
     const part = rows.slice(i, i + 20_000);
@@ -93,7 +94,7 @@ export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<v
       INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script)
       SELECT * FROM unnest(${part.map((r) => toBuffer(r.txid))}::bytea[], ${part.map((r) => r.vout)}::int4[], ${int8s(part.map((r) => r.txNum))}::int8[],
         ${part.map((r) => r.key)}::uuid[], ${part.map((r) => r.value.toString())}::int8[], ${part.map((r) => toBuffer(r.script))}::bytea[]) AS u(txid, vout, tx_num, addr_key, value, script)
-      ORDER BY txid, vout`.execute(trx);
+      ORDER BY tx_num, vout`.execute(trx);
   }
 }
 
@@ -118,7 +119,9 @@ export async function dropOverwrittenCoinbase(trx: Trx, rows: BlockRows): Promis
   const coinbase = rows.txs[0];
   if (!coinbase) return;
   const r = await sql<{ addr_key: string | null; value: bigint }>`
-    DELETE FROM utxos WHERE txid = ${toBuffer(coinbase.txid)} AND tx_num <> ${coinbase.txNum.toString()}::int8 RETURNING addr_key, value`.execute(trx);
+    DELETE FROM utxos u USING txs t
+    WHERE ${txidIs(sql.ref('t.txid'), toBuffer(coinbase.txid))} AND t.tx_num <> ${coinbase.txNum.toString()}::int8 AND u.tx_num = t.tx_num
+    RETURNING u.addr_key, u.value`.execute(trx);
   for (const old of r.rows) {
     if (old.addr_key === null) continue;
     const d = rows.balances.get(old.addr_key);
@@ -129,14 +132,23 @@ export async function dropOverwrittenCoinbase(trx: Trx, rows: BlockRows): Promis
   }
 }
 
-/** Deletes the spent outputs and returns them as prevouts keyed by `hashKey(txid):vout`. */
+/**
+ * Deletes the spent outputs and returns them as prevouts keyed by `hashKey(txid):vout`. Each
+ * outpoint's txid is turned into its tx_num through `txs_txid_key` (utxos is keyed by tx_num),
+ * then the rows are deleted in `utxos_pkey` order. A txid two txs rows share (BIP30's duplicate
+ * coinbases) gives two candidates, of which at most one is still unspent.
+ */
 export async function spendUtxos(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number }[]): Promise<Map<string, Prevout>> {
   const found = new Map<string, Prevout>();
   for (let i = 0; i < outpoints.length; i += 20_000) {
     const part = outpoints.slice(i, i + 20_000);
     const r = await sql<{ txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null }>`
-      DELETE FROM utxos u USING (SELECT * FROM unnest(${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(txid, vout) ORDER BY txid, vout) AS s
-      WHERE u.txid = s.txid AND u.vout = s.vout
+      DELETE FROM utxos u USING (
+        SELECT t.tx_num, s.vout
+          FROM (SELECT * FROM unnest(${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(txid, vout) ORDER BY txid) AS s
+          JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('s.txid'))}
+         ORDER BY t.tx_num, s.vout) AS s
+      WHERE u.tx_num = s.tx_num AND u.vout = s.vout
       RETURNING u.txid, u.vout, u.tx_num, u.value, CASE WHEN u.addr_key IS NULL THEN u.script ELSE ''::bytea END AS script, u.addr_key`.execute(trx);
     for (const x of r.rows) {
       found.set(`${hashKey(x.txid)}:${x.vout}`, { txNum: Number(x.tx_num), value: x.value, script: x.script, ...(x.addr_key !== null ? { keys: x.addr_key } : {}) });

@@ -358,8 +358,6 @@ export interface StoredTx {
 }
 
 export interface UndoRows {
-  /** Spendable outputs the block created (delete those still unspent). */
-  readonly createdOutpoints: { txid: Uint8Array; vout: number }[];
   /** Outputs of earlier blocks that the block spent: unspent again after the undo. */
   readonly restored: UtxoRow[];
   /** The block's balance deltas (undo subtracts them). */
@@ -381,7 +379,6 @@ interface StoredPrevout {
 
 /** The undo sink: prevouts from the stored rows, outputs' keys computed once per outpoint. */
 class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPrevout> {
-  readonly createdOutpoints: { txid: Uint8Array; vout: number }[] = [];
   readonly restored: UtxoRow[] = [];
   private readonly decodedOuts = new Map<number, PackedOut[]>();
   private readonly keysCache = new Map<string, ScriptKeys>();
@@ -443,10 +440,8 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
 
   output(): void {}
 
-  unspent(vout: number): void {
-    // Outputs spent inside the block are not in utxos either; deleting them is a no-op.
-    this.createdOutpoints.push({ txid: this.tx!.txid, vout });
-  }
+  /** The block's own outputs leave utxos by their tx_num range (apply.ts undoBlock). */
+  unspent(): void {}
 }
 
 /**
@@ -462,7 +457,7 @@ export function deriveUndo(height: number, blockTxs: readonly StoredTx[], prevTx
     // A coinbase's packed inputs are empty.
     deriveTx({ inputs: decodeIns(t.ins), outputs: sink.outsOf(t) }, false, sink);
   }
-  return { createdOutpoints: sink.createdOutpoints, restored: sink.restored, balances: sink.balances, keys: [...sink.history.keys()], touches: sink.touches };
+  return { restored: sink.restored, balances: sink.balances, keys: [...sink.history.keys()], touches: sink.touches };
 }
 
 /** A prevout of a mempool transaction: a confirmed unspent output or a mempool output. */

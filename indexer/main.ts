@@ -12,6 +12,7 @@ import type { Database } from '../src/db/schema.js';
 import { assertSchemaCurrent } from '../src/db/migrate.js';
 import { FatalError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
+import { PhaseFeed } from '../src/ops/phases.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { BitcoindRest } from '../src/rpc/rest.js';
 import { createBulkSync } from './bulk.js';
@@ -53,6 +54,8 @@ export interface IndexerHandle {
   stop(): Promise<void>;
   status(): IndexerStatus & { zmq: ZmqHealth | null };
   metrics(): IndexerMetrics & { zmq: NotifyStats | null; mempool: MempoolStats; reorged: ReorgedStats };
+  /** The phase times of every write (blocks applied and undone, bulk batches, the bulk finish), as they happen. */
+  readonly phases: PhaseFeed;
   /** Settles when the indexer stops; rejects with the FatalError that stopped it. */
   readonly done: Promise<void>;
 }
@@ -70,11 +73,12 @@ export async function startIndexer(deps: IndexerDeps): Promise<IndexerHandle> {
   setWalletDeriveThreads(deps.config.walletDeriveThreads);
   await assertSchemaCurrent(deps.db);
   const lock = createWriterLock({ databaseUrl: deps.databaseUrl, log });
+  const phases = new PhaseFeed();
   if (!deps.config.indexerStandby) {
     await lock.acquire();
-    return activate(deps, lock, log);
+    return activate(deps, lock, log, phases);
   }
-  return startStandby(deps, lock, log);
+  return startStandby(deps, lock, log, phases);
 }
 
 const idleMetrics = (): ReturnType<IndexerHandle['metrics']> => ({
@@ -91,7 +95,7 @@ const idleMetrics = (): ReturnType<IndexerHandle['metrics']> => ({
 });
 
 /** A handle that waits for the writer lock, then is the active indexer's. */
-function startStandby(deps: IndexerDeps, lock: WriterLock, log: Logger): IndexerHandle {
+function startStandby(deps: IndexerDeps, lock: WriterLock, log: Logger, phases: PhaseFeed): IndexerHandle {
   const abort = new AbortController();
   let active: IndexerHandle | null = null;
   let stopped = false;
@@ -103,7 +107,7 @@ function startStandby(deps: IndexerDeps, lock: WriterLock, log: Logger): Indexer
       return null;
     }
     log.info({ waitedMs: Date.now() - since }, 'standby: writer lock taken, taking over');
-    active = await activate(deps, lock, log);
+    active = await activate(deps, lock, log, phases);
     return active;
   })();
   const done = activated.then(
@@ -124,11 +128,12 @@ function startStandby(deps: IndexerDeps, lock: WriterLock, log: Logger): Indexer
     },
     status: () => active?.status() ?? { mode: 'standby', tip: { height: -1, hash: null }, nodeTip: null, lag: null, lastError: null, zmq: null },
     metrics: () => active?.metrics() ?? idleMetrics(),
+    phases,
   };
 }
 
 /** The indexer proper, once `lock` is held. */
-async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger): Promise<IndexerHandle> {
+async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases: PhaseFeed): Promise<IndexerHandle> {
   const { config, db } = deps;
   let source = deps.source;
   if (!source) {
@@ -151,7 +156,7 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger): Promi
     graceMs: deps.reorgGraceMs ?? config.indexerReorgGraceMs,
     nodeHolds: () => mempool.requestResync('the node holds a reorged transaction'),
   });
-  const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, source, log: deps.log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient });
+  const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, source, log: deps.log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient, phases: phases.emit });
   const loop = createRunLoop({
     db,
     source,
@@ -160,6 +165,7 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger): Promi
     reorged,
     bulk,
     guard,
+    phases: phases.emit,
     pollIntervalMs: config.pollIntervalMs,
     maxReorgDepth: config.indexerMaxReorgDepth,
     zmqEnabled: zmqUrl !== undefined,
@@ -228,5 +234,6 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger): Promi
     },
     status: () => ({ ...loop.status(), zmq: checkZmq() }),
     metrics: () => ({ ...loop.metrics, zmq: notifier ? { ...notifier.stats } : null, mempool: { ...mempool.stats }, reorged: { ...reorged.stats } }),
+    phases,
   };
 }

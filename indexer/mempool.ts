@@ -15,6 +15,7 @@
  * neither side changing in between, means hints were lost, and the mempool is reseeded.
  * @module
  */
+import { unspentAt } from '../src/db/txid-key.js';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { decodeTx, type DecodedTx } from '../src/bitcoin/tx.js';
 import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
@@ -101,7 +102,7 @@ async function loadPrevouts(trx: Trx, outpoints: readonly { txid: Uint8Array; vo
   const r = await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer; addr_key: string | null }>`
     SELECT u.txid, u.vout, u.value, u.script, u.addr_key
       FROM unnest(${outpoints.map((o) => toBuffer(o.txid))}::bytea[], ${outpoints.map((o) => o.vout)}::int4[]) AS q(txid, vout)
-      JOIN utxos u ON u.txid = q.txid AND u.vout = q.vout
+      JOIN LATERAL (${unspentAt(sql.ref('q.txid'), sql.ref('q.vout'))}) u ON true
     UNION ALL
     SELECT o.txid, o.vout, o.value, o.script, o.addr_key
       FROM unnest(${outpoints.map((o) => toBuffer(o.txid))}::bytea[], ${outpoints.map((o) => o.vout)}::int4[]) AS q(txid, vout)

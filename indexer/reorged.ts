@@ -24,7 +24,7 @@ import type { MempoolSource } from './chain-source.js';
 import { txNumOf } from '../src/db/tx-num.js';
 import { appendEvents, loadWatches, type Watch } from './events.js';
 import { addMempoolReplacers, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
-import { txidIn, txidIs } from '../src/db/txid-key.js';
+import { txidIn, txidIs, unspentAt } from '../src/db/txid-key.js';
 
 type Trx = Transaction<Database>;
 
@@ -82,7 +82,7 @@ async function confirmedSpenders(trx: Trx, victims: readonly Row[]): Promise<Map
     SELECT q.i::text AS i, t.tx_num
     FROM unnest(${ops.map((o) => toBuffer(o.txid))}::bytea[], ${ops.map((o) => o.vout)}::int4[]) WITH ORDINALITY AS q(txid, vout, i)
     JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}
-    WHERE NOT EXISTS (SELECT 1 FROM utxos u WHERE u.txid = q.txid AND u.vout = q.vout)`.execute(trx);
+    WHERE NOT EXISTS (${unspentAt(sql.ref('q.txid'), sql.ref('q.vout'))})`.execute(trx);
   if (spent.rows.length === 0) return found;
   const wanted = new Map<string, Row[]>();
   let from = Infinity;

@@ -14,6 +14,7 @@ import { FatalError, isRetryable, isTransient } from '../src/errors.js';
 import { checkBlock } from './block-check.js';
 import { createPrefetcher } from './prefetch.js';
 import type { Logger } from '../src/log.js';
+import type { PhaseListener } from '../src/ops/phases.js';
 import { applyBlocks, undoBlock } from './apply.js';
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { readTip, type Tip } from './chain-rows.js';
@@ -45,8 +46,13 @@ export interface IndexerStatus {
 
 /** The initial-sync path the loop hands over to while far behind (bulk.ts). */
 export interface BulkPath {
-  /** True when the bulk path should run now (far behind, or an interrupted bulk sync to resume). */
-  shouldRun(tip: Tip, nodeHeight: number): Promise<boolean>;
+  /**
+   * True when the bulk path should run now: an interrupted bulk sync to resume, or far behind
+   * on the node's chain (`extendsTip`: the node's next block builds on the tip). A tip the node
+   * reorged away is undone block by block first: a bulk sync from it would stop at its first
+   * block (the chain changed under it), finish, and begin again at once, forever.
+   */
+  shouldRun(tip: Tip, nodeHeight: number, extendsTip: boolean): Promise<boolean>;
   /** Syncs in bulk up to near the node's tip; resolves early when `signal` aborts. */
   run(signal: AbortSignal): Promise<void>;
 }
@@ -60,6 +66,8 @@ export interface RunDeps {
   reorged?: ReorgedResolver;
   bulk?: BulkPath;
   guard?: (trx: Transaction<Database>) => Promise<void>;
+  /** Receives the phase times of each block applied or undone (the process's metrics). */
+  phases?: PhaseListener;
   pollIntervalMs: number;
   /** Deepest reorg undone automatically; deeper is ERR_REORG_TOO_DEEP. */
   maxReorgDepth: number;
@@ -108,7 +116,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   /** When reorged transactions were last looked at (reorged.ts). */
   let lastSettled = 0;
   const abort = new AbortController();
-  const ctx = { ...(deps.guard ? { guard: deps.guard } : {}), log };
+  const ctx = { ...(deps.guard ? { guard: deps.guard } : {}), ...(deps.phases ? { phases: deps.phases } : {}), log };
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -195,7 +203,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     firstNodeHeight ??= nodeHeight;
     countMissed();
     status.nodeTip = { height: nodeHeight, hash: step.node.bestHash };
-    if (deps.bulk && (await deps.bulk.shouldRun(tip, nodeHeight))) {
+    if (deps.bulk && (await deps.bulk.shouldRun(tip, nodeHeight, step.kind === 'apply'))) {
       status.mode = 'bulk';
       await deps.bulk.run(abort.signal);
       status.mode = 'following';

@@ -12,6 +12,7 @@ import * as m0005 from './0005_reorged_txs.js';
 import * as m0006 from './0006_history_rest.js';
 import * as m0007 from './0007_txid_key.js';
 import * as m0008 from './0008_spends.js';
+import * as m0009 from './0009_utxos_tx_num.js';
 import * as m0010 from './0010_api_key_events.js';
 import * as m0011 from './0011_api_key_secrets.js';
 import * as m0012 from './0012_wallets.js';
@@ -38,6 +39,7 @@ export const migrations: Record<string, Migration> = {
   '0006_history_rest': m0006,
   '0007_txid_key': m0007,
   '0008_spends': m0008,
+  '0009_utxos_tx_num': m0009,
   '0010_api_key_events': m0010,
   '0011_api_key_secrets': m0011,
   '0012_wallets': m0012,

@@ -12,6 +12,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../log.js';
 import { readDeploymentState, type DeploymentState } from './state.js';
+import type { PhaseListener } from './phases.js';
 
 /** What metrics read from the indexer role (indexer/main.ts IndexerHandle, structurally). */
 export type IndexerSource = {
@@ -27,6 +28,8 @@ export type IndexerSource = {
     zmq: { messages: number; gaps: number; resets: number } | null;
     reorged?: { replaced: number; dropped: number };
   };
+  /** The phase times of the indexer's writes as they happen (src/ops/phases.ts). */
+  phases?: { on(listener: PhaseListener): unknown };
 };
 
 /** What metrics read from the streams role (streams/main.ts StreamsHandle, structurally). */
@@ -80,6 +83,12 @@ export type Metrics = {
   /** Starts reading these role handles (call once the roles have started). */
   track(sources: MetricSources): void;
 };
+
+/**
+ * Buckets of the indexer's phase histogram, in seconds: 1 ms (a block's small phases) to 30 min
+ * (a bulk finish's index builds on mainnet).
+ */
+const PHASE_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
 
 /** Buckets of the API latency histogram, in seconds (1 ms … 10 s). */
 const API_LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -230,6 +239,17 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   }
   const jobs = c('blockwire_worker_deliveries_total', 'Delivery attempts finished by this worker process, by transport and outcome: completed (delivered, or dropped because the hook is gone), retry, failed (permanently or dead-lettered).', ['transport', 'outcome']);
 
+  // Indexer role of this process: each write's phases (a block applied: spend, derive, txs,
+  // utxos, balances, history…; undone; a bulk batch; the bulk finish's steps), observed as they end.
+  const phaseSeconds = new Histogram({
+    name: 'blockwire_indexer_phase_seconds',
+    help: 'Time of each phase of the indexer\'s writes, by path (apply, undo, bulk_batch, bulk_finish) and phase.',
+    labelNames: ['path', 'phase'],
+    buckets: PHASE_BUCKETS,
+    registers: [registry],
+  });
+  let phasesOf: IndexerSource['phases'] | undefined;
+
   // API role of this process.
   const latency = new Histogram({
     name: 'blockwire_api_request_duration_seconds',
@@ -254,6 +274,10 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     },
     track(s) {
       if (s.indexer) sources.indexer = s.indexer;
+      if (s.indexer?.phases && s.indexer.phases !== phasesOf) {
+        phasesOf = s.indexer.phases;
+        phasesOf.on((path, phase, seconds) => phaseSeconds.observe({ path, phase }, seconds));
+      }
       if (s.streams) sources.streams = s.streams;
       if (s.worker) {
         sources.worker = s.worker;

@@ -18,6 +18,7 @@
  * (spent), `mempool_addresses` (transactions).
  * @module
  */
+import { unspentAt } from '../txid-key.js';
 import { hash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../schema.js';
@@ -66,7 +67,7 @@ async function addressParts(trx: Trx, keys: readonly string[]): Promise<Parts[]>
       CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(sum(o.value), 0) AS v FROM mempool_outputs o WHERE o.addr_key = q.k) mf
       CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(sum(coalesce(u.value, o.value)), 0) AS v
                             FROM mempool_spends sp
-                            LEFT JOIN utxos u ON u.txid = sp.prev_txid AND u.vout = sp.prev_vout
+                            LEFT JOIN LATERAL (${unspentAt(sql.ref('sp.prev_txid'), sql.ref('sp.prev_vout'))}) u ON true
                             LEFT JOIN mempool_outputs o ON o.txid = sp.prev_txid AND o.vout = sp.prev_vout
                            WHERE sp.txid IN (SELECT ma.txid FROM mempool_addresses ma WHERE ma.addr_key = q.k)
                              AND coalesce(u.addr_key, o.addr_key) = q.k) ms`.execute(trx);

@@ -5,6 +5,7 @@
  * so any depth costs the same. Addresses are given by their addr_key (src/db/address-key.ts).
  * @module
  */
+import { unspentAt } from '../txid-key.js';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../schema.js';
 import { hashesToHex } from '../../bitcoin/hash.js';
@@ -61,7 +62,7 @@ export async function getBalanceExclusions(db: Kysely<Database>, addrKey: string
     SELECT (SELECT sum(u.value)::int8
               FROM mempool_addresses ma
               JOIN mempool_spends s ON s.txid = ma.txid
-              JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
+              JOIN LATERAL (${unspentAt(sql.ref('s.prev_txid'), sql.ref('s.prev_vout'))}) u ON true
              WHERE ma.addr_key = ${addrKey} AND u.addr_key = ${addrKey}) AS spent,
            (SELECT sum(u.value)::int8 FROM utxos u
              WHERE u.addr_key = ${addrKey} AND u.tx_num >= ${fromTxNum}

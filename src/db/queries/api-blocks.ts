@@ -96,7 +96,7 @@ export type BlockTxRow = {
 export async function listBlockTxs(db: Kysely<Database>, height: number, fromPos: number, limit: number): Promise<BlockTxRow[]> {
   const r = await sql<BlockTxRow>`
     SELECT t.tx_num, t.txid, t.outs, t.ins, t.first_seen, t.size, t.weight,
-           ARRAY(SELECT vout FROM utxos WHERE txid = t.txid) AS unspent_vouts,
+           ARRAY(SELECT vout FROM utxos WHERE tx_num = t.tx_num) AS unspent_vouts,
            ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts
       FROM txs t
      WHERE t.tx_num >= ${firstTxNum(height) + BigInt(fromPos)} AND t.tx_num < ${firstTxNum(height + 1)}

@@ -75,7 +75,7 @@ export type ConfirmedTxRow = {
 
 /** The columns of ConfirmedTxRow for the `txs` row `t` joined with its block `b`. */
 const confirmedTxColumns = sql`t.tx_num, t.txid, t.outs, t.ins, t.first_seen, t.size, t.weight, b.hash AS block_hash, b.time AS block_time,
-           ARRAY(SELECT vout FROM utxos WHERE txid = t.txid) AS unspent_vouts,
+           ARRAY(SELECT vout FROM utxos WHERE tx_num = t.tx_num) AS unspent_vouts,
            ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts,
            (SELECT colors FROM asset_txs WHERE tx_num = t.tx_num) AS asset_colors, ${TIP_COLUMNS}`;
 
@@ -165,7 +165,7 @@ export async function getMempoolOutputs(db: Kysely<Database>, outpoints: readonl
  */
 export async function getOutputSpendState(db: Kysely<Database>, txid: Buffer): Promise<{ unspent: Set<number>; mempoolSpent: Set<number> }> {
   const r = await sql<{ vout: number; src: string }>`
-    SELECT vout, 'u' AS src FROM utxos WHERE txid = ${txid}
+    SELECT u.vout, 'u' AS src FROM txs t JOIN utxos u ON u.tx_num = t.tx_num WHERE ${txidIs(sql.ref('t.txid'), txid)}
     UNION ALL
     SELECT prev_vout AS vout, 's' AS src FROM mempool_spends WHERE prev_txid = ${txid}`.execute(db);
   const unspent = new Set<number>();

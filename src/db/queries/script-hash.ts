@@ -10,6 +10,7 @@
  * and mempool parts come from one snapshot.
  * @module
  */
+import { unspentAt } from '../txid-key.js';
 import { hash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../schema.js';
@@ -131,7 +132,7 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
       JOIN mempool_txs mt ON mt.txid = ma.txid
      WHERE EXISTS (SELECT 1 FROM mempool_outputs o WHERE o.txid = ma.txid AND sha256(o.script) = q.s)
         OR EXISTS (SELECT 1 FROM mempool_spends s
-                     LEFT JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
+                     LEFT JOIN LATERAL (${unspentAt(sql.ref('s.prev_txid'), sql.ref('s.prev_vout'))}) u ON true
                      LEFT JOIN mempool_outputs o ON o.txid = s.prev_txid AND o.vout = s.prev_vout
                     WHERE s.txid = ma.txid AND sha256(coalesce(u.script, o.script)) = q.s)`.execute(trx);
   const mempoolOf: MempoolEntry[][] = rs.map(() => []);
@@ -244,7 +245,7 @@ async function confirmedOutputs(trx: Trx, r: Resolved): Promise<RawBuilder<unkno
   if (r.keyed) return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u WHERE u.addr_key = ${r.key} AND sha256(u.script) = ${r.sha}`;
   const chunks = await sql<{ first_tx_num: bigint; rest: Buffer }>`SELECT first_tx_num, rest FROM history WHERE addr_key = ${r.key}`.execute(trx);
   const nums = chunks.rows.flatMap((c) => decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
-  return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM txs t JOIN utxos u ON u.txid = t.txid AND u.tx_num = t.tx_num
+  return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM txs t JOIN utxos u ON u.tx_num = t.tx_num
               WHERE t.tx_num = ANY(${nums.map(String)}::int8[]) AND u.addr_key IS NULL AND sha256(u.script) = ${r.sha}`;
 }
 
@@ -270,7 +271,7 @@ export async function readScriptTotals(db: Kysely<Database>, ref: ScriptRef): Pr
              (SELECT count(*)::int4 AS n, coalesce(sum(o.value), 0)::int8 AS v FROM (${mempoolOutputs(r)}) o) f,
              (SELECT count(*)::int4 AS n, coalesce(sum(coalesce(u.value, o.value)), 0)::int8 AS v
                 FROM mempool_spends s
-                LEFT JOIN utxos u ON u.txid = s.prev_txid AND u.vout = s.prev_vout
+                LEFT JOIN LATERAL (${unspentAt(sql.ref('s.prev_txid'), sql.ref('s.prev_vout'))}) u ON true
                 LEFT JOIN mempool_outputs o ON o.txid = s.prev_txid AND o.vout = s.prev_vout
                WHERE s.txid IN (SELECT txid FROM mempool_addresses WHERE addr_key = ${r.key})
                  AND sha256(coalesce(u.script, o.script)) = ${r.sha}) s`.execute(trx);

@@ -97,7 +97,9 @@ describe('the run loop catching up', () => {
     try {
       await waitSynced(t.db, node);
       const batches = lines.map((l) => Number(l.batch ?? 1));
-      expect(Math.max(...batches)).toBe(16);
+      // Batches of up to 16 blocks (fewer when a transaction's 250 ms writing budget ends it).
+      expect(Math.max(...batches)).toBeGreaterThan(1);
+      expect(Math.max(...batches)).toBeLessThanOrEqual(16);
       expect(lines.length).toBe(node.tip().height + 1);
       // At the tip: a new block is a transaction of its own.
       await node.wallet.send(node.wallet.address('p2wpkh'), 30_000n);
