@@ -19,6 +19,7 @@ import { ConfigError, loadConfig, settings, type Config } from '../src/config.js
 import { createLogger, type Logger } from '../src/log.js';
 import { createShutdown, installSignalHandlers } from '../src/lifecycle.js';
 import { rememberQuickStartNode } from './quickstart-node.js';
+import { InstanceRunningError, lockDataDir, type InstanceLock } from './instance-lock.js';
 import { checkPorts, type PortClaim, type ResolvedPort } from '../src/ops/ports.js';
 import { checkDependencies } from '../src/ops/dependencies.js';
 import { DependencyError, explainDependencyFailure } from '../src/ops/dependency-error.js';
@@ -113,6 +114,22 @@ export async function run(argv: string[]): Promise<number> {
       return 2;
     }
   }
+  // What keeps its files in the data directory (the quick start's node, embedded PostgreSQL or
+  // Redis) runs once per directory: a second start refuses now, naming the first, and changes nothing.
+  let lock: InstanceLock | undefined;
+  if (quickStart || quickNode || (needsRedisFor(roles) && !redisTarget(config))) {
+    try {
+      lock = await lockDataDir(resolve(config.dataDir));
+    } catch (err) {
+      if (!(err instanceof InstanceRunningError)) throw err;
+      process.stderr.write(`blockwire start: ${err.message}\n`);
+      return 1;
+    }
+  }
+  const unlocked = async (code: number) => {
+    await lock?.release();
+    return code;
+  };
   // The quick start serves Electrum wallets on the protocol's usual ports (free ones when busy).
   if (quickStart && !nodeConfigured && roles.has('electrum') && config.electrumTcpPort === undefined && config.electrumTlsPort === undefined) {
     config = Object.freeze({ ...config, electrumTcpPort: QUICKSTART_ELECTRUM_TCP, electrumTlsPort: QUICKSTART_ELECTRUM_TLS });
@@ -120,7 +137,7 @@ export async function run(argv: string[]): Promise<number> {
   const ports = await checkPorts(portClaims(config, roles, quickNode?.kind === 'devnode'), { takeFreeWhenDefault: quickStart });
   if (ports.problems.length > 0) {
     process.stderr.write(`blockwire start: ports unavailable:\n  ${ports.problems.join('\n  ')}\n`);
-    return 2;
+    return unlocked(2);
   }
   const replaced = ports.ports.filter((p) => p.replaced);
   for (const p of replaced) {
@@ -148,9 +165,11 @@ export async function run(argv: string[]): Promise<number> {
   });
   if (deps.failures.length > 0) {
     process.stderr.write(`blockwire start: cannot use what is configured:\n  ${deps.failures.map((f) => f.message).join('\n  ')}\n`);
-    return 1;
+    return unlocked(1);
   }
   const shutdown = createShutdown(log);
+  // Registered first, so released last: the directory is free once everything in it has stopped.
+  if (lock) shutdown.add('data-directory lock', () => lock.release());
   // A graceful stop that hangs (a peer that never answers) must not keep the process forever.
   shutdown.signal.addEventListener('abort', () => {
     setTimeout(() => {
@@ -166,6 +185,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), shutdown.signal, deps.nodeNotYet, quickNode);
     printWhereToGo(started, roles, { hooksAllowed: hooksAllowedByQuickStart, replaced });
+    if (started.blockwire.apiUrl) await lock?.announce(started.blockwire.apiUrl);
     // A role that stops on its own (a FatalError in the indexer) stops the process non-zero.
     started.blockwire.indexer?.done.catch((err: unknown) => {
       log.fatal({ err }, 'indexer stopped');
