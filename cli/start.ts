@@ -183,7 +183,10 @@ export async function run(argv: string[]): Promise<number> {
   });
 
   try {
-    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), shutdown.signal, deps.nodeNotYet, quickNode);
+    // The quick start's default ports that were free at the check: one taken before it is bound
+    // (another instance starting beside this one) is replaced by a free port then.
+    const takeable: PortTaker = { claims: ports.ports.filter((p) => quickStart && !p.explicit && !p.replaced && p.port !== 0), replaced };
+    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), shutdown.signal, deps.nodeNotYet, quickNode, takeable);
     printWhereToGo(started, roles, { hooksAllowed: hooksAllowedByQuickStart, replaced });
     if (started.blockwire.apiUrl) await lock?.announce(started.blockwire.apiUrl);
     // A role that stops on its own (a FatalError in the indexer) stops the process non-zero.
@@ -203,6 +206,41 @@ export async function run(argv: string[]): Promise<number> {
     return 1;
   }
   return finished;
+}
+
+/** The quick start's default ports that were free at the check, and the list of those replaced (for the banner). */
+type PortTaker = { claims: ResolvedPort[]; replaced: ResolvedPort[] };
+
+/** The port of an EADDRINUSE error: net's `port`, or the end of zeromq's `address`. */
+function takenPort(err: unknown): number | undefined {
+  const e = err as { code?: unknown; port?: unknown; address?: unknown };
+  if (e?.code !== 'EADDRINUSE') return undefined;
+  if (typeof e.port === 'number') return e.port;
+  const m = /:(\d+)$/.exec(String(e.address ?? ''));
+  return m ? Number(m[1]) : undefined;
+}
+
+/**
+ * Runs a step that listens (it cleans up after itself when it fails). When it fails because one of
+ * the quick start's default ports was taken after the check — another instance started beside
+ * this one — that port is replaced by a free one (0), said in the log and the banner, and the step
+ * runs again. Any other failure, or a port the user chose, is thrown as is.
+ */
+async function onFreePortWhenTaken<T>(taker: PortTaker, config: Config, log: Logger, step: (config: Config) => Promise<T>): Promise<{ value: T; config: Config }> {
+  for (;;) {
+    try {
+      return { value: await step(config), config };
+    } catch (err) {
+      const port = takenPort(err);
+      const claim = taker.claims.find((c) => c.port === port);
+      const key = claim && PORT_SETTINGS[claim.setting];
+      if (!claim || !key || config[key] !== port) throw err;
+      taker.claims.splice(taker.claims.indexOf(claim), 1);
+      taker.replaced.push({ ...claim, port: 0, replaced: true });
+      log.warn({ setting: claim.setting }, `${claim.setting} ${claim.requested} was taken while starting (another instance beside this one?): ${claim.what} takes a free port instead (set ${claim.setting} to choose one)`);
+      config = Object.freeze({ ...config, [key]: 0 });
+    }
+  }
 }
 
 /** Config keys of the ports the quick start may replace, by setting name. */
@@ -260,6 +298,7 @@ async function startEverything(
   signal: AbortSignal,
   nodeNotYet: DependencyError | undefined,
   quickNode: QuickNode | undefined,
+  takeable: PortTaker,
 ): Promise<Started> {
   const stopping = () => signal.aborted;
   const dataDir = resolve(config.dataDir);
@@ -285,13 +324,17 @@ async function startEverything(
   } else if (quickNode?.kind === 'devnode') {
     const { startDevnode } = await import('../devnode/index.js');
     await mkdir(dataDir, { recursive: true });
-    devnode = await startDevnode({
-      dataDir: join(dataDir, 'devnode'),
-      rpcPort: config.devnodeRpcPort,
-      zmqPort: config.devnodeZmqPort,
-      ...(config.devnodeMineEvery > 0 ? { mineEvery: config.devnodeMineEvery, samplePayments: true } : {}),
-      log: log.child({ component: 'devnode' }),
-    });
+    const started = await onFreePortWhenTaken(takeable, config, log, (c) =>
+      startDevnode({
+        dataDir: join(dataDir, 'devnode'),
+        rpcPort: c.devnodeRpcPort,
+        zmqPort: c.devnodeZmqPort,
+        ...(c.devnodeMineEvery > 0 ? { mineEvery: c.devnodeMineEvery, samplePayments: true } : {}),
+        log: log.child({ component: 'devnode' }),
+      }),
+    );
+    config = started.config;
+    devnode = started.value;
     const node = devnode;
     onStop('devnode', () => node.stop());
     // Coinbase outputs mature after 100 blocks: give the stand-in's wallet coins to pay with.
@@ -352,8 +395,8 @@ async function startEverything(
     });
     onStop('ops-server', () => ops.close());
   }
-  const blockwire = await startBlockwire({
-    config: effective,
+  const { value: blockwire } = await onFreePortWhenTaken(takeable, effective, log, (c) => startBlockwire({
+    config: c,
     log,
     roles,
     db: handle.db,
@@ -363,7 +406,7 @@ async function startEverything(
     ...(redisUrl ? { redisUrl } : {}),
     ...(rpcUrl ? { rpcUrl } : {}),
     ...(zmqUrl !== undefined ? { zmqUrl } : {}),
-  });
+  }));
   onStop('blockwire', () => blockwire.stop());
   current.bw = blockwire;
   // Runs first on SIGTERM: /healthz already answers 503; keep serving while balancers notice.

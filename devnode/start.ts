@@ -227,7 +227,11 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     warmup: () => (warm ? WARMUP_MESSAGE : null),
     restEnabled: opts.rest ?? true,
   });
-  const port = await http.listen(host, opts.rpcPort ?? 0);
+  // A busy RPC port: the ZMQ port is given back, so that a caller can try again on other ports.
+  const port = await http.listen(host, opts.rpcPort ?? 0).catch(async (err: unknown) => {
+    await zmq.stop();
+    throw err;
+  });
 
   const defaultPayout = () => regtestScript(wallet.address('p2wpkh'))!;
   const payoutFor = (address?: string) => {

@@ -1,5 +1,8 @@
 /**
  * The quick start run twice, as a newcomer does:
+ * - two quick starts at once, each on its own data directory (two checkouts): both check the
+ *   default ports while neither listens yet and both find them free; the one that binds second
+ *   finds its port taken and must take a free one instead of dying with EADDRINUSE (issue 35.14);
  * - `./scripts/start.sh` again in the same checkout while the first runs: refused at once, naming
  *   the running instance (pid, API address), and nothing of the first changed — its node file
  *   still points at its node, so the faucet still pays through it (issue 35.15). The lock file
@@ -9,9 +12,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { loadConfig } from '../../../src/config.js';
 import { quickStartNodeFile } from '../../../cli/quickstart-node.js';
 import { projectRoot } from '../../support/fixtures.js';
 import { spawnBlockwire, type BlockwireProcess } from './processes.js';
@@ -26,14 +31,38 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 }, 120_000);
 
+/** True when nothing listens on 127.0.0.1:`port` now. */
+function free(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
+  });
+}
+
 describe('the quick start started twice', () => {
-  it('a second one on the same data directory refuses and changes nothing', async () => {
+  it('two at once both start; a second one on the same data directory refuses and changes nothing', async () => {
+    const defaults = loadConfig({});
+    // The ports both will want and only one can have (a devnode's are bound early, the API's and
+    // Electrum's only after PostgreSQL and the index: both check those while neither listens).
+    const contested = [];
+    for (const port of [defaults.port, 50001, 50002]) if (await free(port)) contested.push(port);
+    expect(contested.length, 'none of 3000, 50001, 50002 is free on this machine: nothing to contend for').toBeGreaterThan(0);
+
     const path = (process.env.PATH ?? '/usr/bin:/bin').split(':').filter((d) => d && !existsSync(join(d, 'bitcoind')));
     const envFor = (dataDir: string) => ({ BLOCKWIRE_DATA_DIR: dataDir, BLOCKWIRE_DEVNODE_MINE_EVERY: '0', PATH: path.join(':') });
-    dirs.push(await mkdtemp(join(tmpdir(), 'blockwire-twice-')));
-    const one = spawnBlockwire('quickstart-a', ['start'], envFor(dirs[0]!));
-    procs.push(one);
-    const a = await banner(one, 600_000);
+    for (let i = 0; i < 2; i++) dirs.push(await mkdtemp(join(tmpdir(), `blockwire-twice-${i}-`)));
+    const [one, two] = [spawnBlockwire('quickstart-a', ['start'], envFor(dirs[0]!)), spawnBlockwire('quickstart-b', ['start'], envFor(dirs[1]!))];
+    procs.push(one, two);
+    const [a, b] = await Promise.all([banner(one, 600_000), banner(two, 600_000)]);
+    expect(one.child.exitCode, one.output().slice(-3000)).toBeNull();
+    expect(two.child.exitCode, two.output().slice(-3000)).toBeNull();
+    expect(a.apiBase).not.toBe(b.apiBase);
+    // One of them found a port taken after its check and says so, in the log and the banner.
+    const late = [one, two].filter((p) => p.lines.some((l) => /was taken while starting/.test(l.msg)));
+    expect(late.length, `${one.output().slice(-2000)}\n${two.output().slice(-2000)}`).toBeGreaterThan(0);
+    expect(late[0]!.output()).toMatch(/ {2}note {7}\S+ \d+ was in use: .* took a free port/);
+    for (const banners of [a, b]) expect(((await runCurl(banners.curls[0]!)) as { best_height: number }).best_height).toBeGreaterThanOrEqual(101);
 
     // The same checkout again, while the first runs.
     const nodeFile = quickStartNodeFile(dirs[0]!);
@@ -55,5 +84,6 @@ describe('the quick start started twice', () => {
 
     expect(await one.stop()).toBe(0);
     expect(existsSync(join(dirs[0]!, 'instance.json'))).toBe(false);
+    expect(await two.stop()).toBe(0);
   }, 1_200_000);
 });
