@@ -205,8 +205,18 @@ export async function run(argv: string[]): Promise<number> {
     await shutdown.run('start failed');
     return 1;
   }
-  return finished;
+  const code = await finished;
+  // Everything has stopped ("stopped" is logged): nothing is left to keep the process. When
+  // something still does (a timer or socket a role forgot), say what, and exit anyway.
+  setTimeout(() => {
+    log.warn({ waitingFor: process.getActiveResourcesInfo() }, 'stopped, but the process is still held by what is listed: exiting');
+    process.exit(code);
+  }, STOPPED_EXIT_GRACE_MS).unref();
+  return code;
 }
+
+/** How long the process may live after "stopped" before it says what holds it and exits. */
+const STOPPED_EXIT_GRACE_MS = 1000;
 
 /** The quick start's default ports that were free at the check, and the list of those replaced (for the banner). */
 type PortTaker = { claims: ResolvedPort[]; replaced: ResolvedPort[] };
