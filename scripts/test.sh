@@ -5,7 +5,8 @@
 # regtest Bitcoin Core nodes (BITCOIND_BIN, else ../shared/bitcoin-core/bin/bitcoind; missing
 # under CI=1 fails the suite) and the devnode stand-in, on loopback ports, and bring the compose
 # stack up with podman (its images built from this machine's files; scripts/test-image.sh runs
-# that test alone).
+# that test alone). The whole suite (no arguments) then runs the unit tests, the quick start and the
+# SDK examples once more on Node 24 (scripts/test-node24.sh), so a Node-24-only break fails too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -17,3 +18,4 @@ export CI="${CI:-1}"
 npm run typecheck
 npm run lint
 npx vitest run "$@"
+if [ "$#" -eq 0 ]; then ./scripts/test-node24.sh; fi
