@@ -1,5 +1,5 @@
 /**
- * `blockwire start [--role all|indexer,api,streams,worker]`: resolves the endpoints, starting
+ * `blockwire start [--role all|indexer,api,streams,worker,electrum]`: resolves the endpoints, starting
  * embedded ones for what is not configured — PostgreSQL under BLOCKWIRE_DATA_DIR when
  * DATABASE_URL is unset, a redis-server child when REDIS_URL is unset, and, when no bitcoind is
  * configured, a regtest node: a real bitcoind child when Bitcoin Core is installed
@@ -39,7 +39,7 @@ import { preflight } from '../src/ops/preflight.js';
 import { createMetrics, type Metrics } from '../src/ops/metrics.js';
 import { startOpsServer } from '../src/ops/ops-server.js';
 
-const USAGE = `usage: blockwire start [--role all|indexer,api,streams,worker]
+const USAGE = `usage: blockwire start [--role all|indexer,api,streams,worker,electrum]
 
 Starts Blockwire. Configuration comes from the environment (docs/configuration.md). With nothing
 configured it runs everything on one machine: an embedded PostgreSQL and a redis-server child

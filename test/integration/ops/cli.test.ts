@@ -1,6 +1,7 @@
 /**
  * The command line as a newcomer tries it: `--version`; `--help` on every command and every
- * `keys` action prints its usage on stdout and exits 0 (without touching a database); output piped
+ * `keys` action prints its usage on stdout and exits 0 (without touching a database); `start
+ * --help` names every role; output piped
  * into a reader that stops early (`| head -1`) ends quietly, with no EPIPE stack trace.
  */
 import { execFile } from 'node:child_process';
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { commands } from '../../../cli/main.js';
+import { CONCRETE_ROLES } from '../../../cli/compose.js';
 import { projectRoot } from '../../support/fixtures.js';
 
 const run = promisify(execFile);
@@ -43,6 +45,12 @@ describe('blockwire command line', () => {
       expect(r.stderr, args.join(' ')).toBe('');
     }
   }, 600_000);
+
+  it('start --help names every role', async () => {
+    const r = await blockwire(['start', '--help']);
+    const roles = /--role all\|([\w,]+)\]/.exec(r.stdout)?.[1]?.split(',');
+    expect(roles?.sort()).toEqual([...CONCRETE_ROLES].sort());
+  });
 
   it('piped into a reader that stops early, output ends without an EPIPE stack trace', async () => {
     // `true` reads nothing and exits at once: every write of the command meets a closed pipe.
