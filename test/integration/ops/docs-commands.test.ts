@@ -90,6 +90,12 @@ describe('the commands of README.md and docs/*.md', () => {
     expect(lines.some((l) => l.file === 'README.md' && l.text === './scripts/start.sh')).toBe(true);
   });
 
+  it('the README links every page of docs/', async () => {
+    const readme = await readFile(join(projectRoot, 'README.md'), 'utf8');
+    const docs = (await readdir(join(projectRoot, 'docs'))).filter((f) => f.endsWith('.md'));
+    expect(docs.filter((f) => !readme.includes(`(docs/${f})`))).toEqual([]);
+  });
+
   it('blockwire commands exist and accept every option the docs give them', () => {
     const seen = lines.filter((l) => blockwireArgs(l.text));
     expect(seen.length).toBeGreaterThan(5);
