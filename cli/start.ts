@@ -578,7 +578,7 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>, opts: { hooksAllow
     out.push('', 'Try:', `  curl -H 'apiKey: ${key}' ${base}/v1/blockchain`);
     if (s.exampleAddress) out.push(`  curl -H 'apiKey: ${key}' ${base}/v1/addresses/${s.exampleAddress}/history`);
   }
-  if (e?.tcpPort !== undefined) out.push(`  electrum ${s.devnode || s.bitcoind ? '--regtest ' : ''}--oneserver --server ${hostForUrl(s.electrumHost)}:${e.tcpPort}:t   (docs/electrum.md)`);
+  if (e?.tcpPort !== undefined) out.push(`  electrum ${s.devnode || s.bitcoind ? '--regtest ' : ''}-D DIR daemon -d --oneserver --server ${hostForUrl(s.electrumHost)}:${e.tcpPort}:t   (headless; make a wallet first: docs/electrum.md)`);
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -9,8 +9,9 @@
  * - scripts: exist and are executable (the quick-start and CI tests run them);
  * - `curl` lines to http://127.0.0.1:3000 run, as written, against a quick start started here
  *   (`blockwire start`, nothing configured; its API key as `KEY`, and the `id` or `stampid` an
- *   example answers as `WALLET` or `STAMP` for the lines after it), each answering 2xx;
- * - what needs something that is not here (a browser-less Electrum wallet, Docker's engine for
+ *   example answers as `WALLET` or `STAMP` for the lines after it), each answering 2xx; so do
+ *   the headless Electrum lines (Debian's electrum, which scripts/setup-test.sh installs);
+ * - what needs something that is not here (Electrum's GUI, Docker's engine for
  *   build/run) is listed by name below, and any other command fails the test until it is
  *   classified.
  * client/README.md is read too; its SDK examples are run by test/integration/client/readme.test.ts.
@@ -54,7 +55,7 @@ function commandLines(file: string, markdown: string): Line[] {
 
 /** Commands that need what this machine does not have, with the reason. */
 const NOT_HERE: [RegExp, string][] = [
-  [/^electrum /, 'the Electrum wallet (test/integration/electrum runs a protocol client instead)'],
+  [/^electrum (?!--regtest -D )/, "Electrum's Qt GUI, which needs a display (the headless lines are run against the quick start below)"],
   [/^docker build /, "Docker's engine (test/integration/ops/deploy.test.ts lints the Dockerfile, ops/dist.test.ts runs what it builds)"],
   [/^cp deploy\/\S+\.env /, 'a copy for the user to edit (the env file itself is validated with docker compose below)'],
   [/^(CONTAINERS_CONF=\S+ )?podman /, 'a container engine and the images: test/image/compose-stack.test.ts runs these steps (the vitest project `image`)'],
@@ -137,7 +138,7 @@ describe('the commands of README.md and docs/*.md', () => {
 
   it('every other command is a script of the checkout or is listed with what it needs', () => {
     for (const l of lines) {
-      if (blockwireArgs(l.text) || /^docker compose /.test(l.text) || QUICK_START_CURL.test(l.text)) continue;
+      if (blockwireArgs(l.text) || /^docker compose /.test(l.text) || QUICK_START_CURL.test(l.text) || QUICK_START_ELECTRUM.test(l.text)) continue;
       if (/^\.\/scripts\/[\w-]+\.sh$/.test(l.text)) {
         const script = join(projectRoot, l.text);
         expect(existsSync(script), l.text).toBe(true);
@@ -153,8 +154,10 @@ describe('the commands of README.md and docs/*.md', () => {
 /** A curl line the quick start serves: its API's address as the docs write it. */
 const QUICK_START_CURL = /^curl .*http:\/\/127\.0\.0\.1:3000\//;
 const QUICK_START_API = 'http://127.0.0.1:3000';
+/** A headless Electrum line for the quick start's regtest server (docs/electrum.md). */
+const QUICK_START_ELECTRUM = /^electrum --regtest -D /;
 
-describe('the curl examples of README.md, docs/*.md and client/README.md, against a quick start', () => {
+describe('the curl and Electrum examples of README.md, docs/*.md and client/README.md, against a quick start', () => {
   let proc: BlockwireProcess | undefined;
   let dataDir: string | undefined;
   afterAll(async () => {
@@ -184,5 +187,25 @@ describe('the curl examples of README.md, docs/*.md and client/README.md, agains
       if (typeof body.stampid === 'string') vars.STAMP = body.stampid;
     }
     expect(Object.keys(vars).sort()).toEqual(['KEY', 'STAMP', 'WALLET']);
+
+    // Debian's Electrum, headless, as docs/electrum.md writes it (HOME a directory of its own; the
+    // server address the quick start's when 50001 was busy).
+    const electrumLines = lines.filter((l) => QUICK_START_ELECTRUM.test(l.text));
+    expect(electrumLines.map((l) => l.text.split(' ')[4])).toEqual(['--offline', 'daemon', 'load_wallet', 'getbalance', 'stop']);
+    const port = /electrum {3}tcp \S+:(\d+)/.exec(proc.output())![1]!;
+    const home = await mkdtemp(join(tmpdir(), 'blockwire-electrum-'));
+    try {
+      const answers: string[] = [];
+      for (const l of electrumLines) {
+        const text = l.text.replace('127.0.0.1:50001:t', `127.0.0.1:${port}:t`);
+        const r = await run('sh', ['-c', text], { env: { PATH: process.env.PATH ?? '', HOME: home }, timeout: 120_000 });
+        answers.push(r.stdout);
+      }
+      expect(JSON.parse(answers[0]!)).toMatchObject({ seed: expect.any(String) });
+      expect(JSON.parse(answers[3]!)).toMatchObject({ confirmed: '0' });
+    } finally {
+      await run('sh', ['-c', 'electrum --regtest -D ~/.electrum-blockwire stop'], { env: { PATH: process.env.PATH ?? '', HOME: home } }).catch(() => undefined);
+      await rm(home, { recursive: true, force: true });
+    }
   }, 900_000);
 });
