@@ -21,7 +21,7 @@ import { createShutdown, installSignalHandlers } from '../src/lifecycle.js';
 import { rememberQuickStartNode } from './quickstart-node.js';
 import { InstanceRunningError, lockDataDir, type InstanceLock } from './instance-lock.js';
 import { checkPorts, type PortClaim, type ResolvedPort } from '../src/ops/ports.js';
-import { checkDependencies } from '../src/ops/dependencies.js';
+import { checkDependencies, dependencyTargets, describeDependencyFailures } from '../src/ops/dependencies.js';
 import { DependencyError, explainDependencyFailure } from '../src/ops/dependency-error.js';
 import { openDatabase, type DatabaseHandle } from '../src/db/open.js';
 import { assertSchemaCurrent, migrateToLatest } from '../src/db/migrate.js';
@@ -158,13 +158,9 @@ export async function run(argv: string[]): Promise<number> {
   if (hooksAllowedByQuickStart) log.info(`quick start: webhooks to loopback and private addresses are allowed (set ${settings.allowPrivateHooks.env}=0 to refuse them)`);
 
   // The configured dependencies, probed all at once: every one that is wrong is named now.
-  const deps = await checkDependencies({
-    databaseUrl: config.databaseUrl,
-    ...(needsRedisFor(roles) ? { redisUrl: redisTarget(config) } : {}),
-    ...(needsNodeFor(roles) ? { rpcUrl: config.bitcoindRpcUrl, cookieFile: config.bitcoindCookieFile } : {}),
-  });
+  const deps = await checkDependencies(dependencyTargets(config, roles));
   if (deps.failures.length > 0) {
-    process.stderr.write(`blockwire start: cannot use what is configured:\n  ${deps.failures.map((f) => f.message).join('\n  ')}\n`);
+    process.stderr.write(`blockwire start: ${describeDependencyFailures(deps.failures)}\n`);
     return unlocked(1);
   }
   const shutdown = createShutdown(log);
