@@ -36,6 +36,7 @@ import { startQuickStartBitcoind, type QuickStartBitcoind } from './quickstart-b
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { CONCRETE_ROLES, hostForUrl, parseRoles, startBlockwire, type Blockwire, type ConcreteRole } from './compose.js';
 import { preflight } from '../src/ops/preflight.js';
+import { assertIndexOnNodeChain, OtherChainError } from '../src/ops/chain-binding.js';
 import { createMetrics, type Metrics } from '../src/ops/metrics.js';
 import { startOpsServer } from '../src/ops/ops-server.js';
 
@@ -197,7 +198,7 @@ export async function run(argv: string[]): Promise<number> {
       await shutdown.run('interrupted while starting');
       return shutdown.signal.reason === 'SIGINT' ? 130 : 0;
     }
-    log.fatal({ err }, err instanceof DependencyError ? err.message : 'blockwire failed to start');
+    log.fatal({ err }, err instanceof DependencyError || err instanceof OtherChainError ? err.message : 'blockwire failed to start');
     await shutdown.run('start failed');
     return 1;
   }
@@ -367,6 +368,12 @@ async function startEverything(
     if (ran.length) log.info({ migrations: ran }, 'migrations applied');
   } else {
     await assertSchemaCurrent(handle.db);
+  }
+
+  // The index belongs to the chain it followed: another node's chain is refused, not undone.
+  if (roles.has('indexer') && rpcUrl) {
+    const node = new BitcoindClient({ url: rpcUrl, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), log });
+    await assertIndexOnNodeChain(handle.db, node, handle.embedded ? `data directory ${dataDir}` : 'DATABASE_URL');
   }
 
   // 3. Redis.
