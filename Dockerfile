@@ -7,7 +7,7 @@
 # (the same install pruned of dev packages) → runtime (non-root, no compiler, no sources):
 # `node dist/cli/main.js <command>`.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 # Debian packages installed before `npm ci`: the toolchain that compiles a native addon where no
 # prebuilt binary fits. The addons (zeromq, msgpackr-extract) ship prebuilt binaries for linux
 # x64/arm64, so a base without apt-get (scripts/lib/image.sh assembles one from the host's

@@ -8,12 +8,15 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, ROLES, configMarkdown, loadConfig, settings } from '../src/config.js';
 import { preflight, type PreflightRoles } from '../src/ops/preflight.js';
+import { checkDependencies, dependencyTargets, describeDependencyFailures } from '../src/ops/dependencies.js';
 
 const USAGE = `usage: blockwire config [--markdown | --check [--role all|indexer,api,streams,worker]]
 
   (no option)   every setting and its value in this environment (secrets masked)
   --markdown    the configuration reference (docs/configuration.md)
-  --check       validate the environment as \`blockwire start\` does; exit 2 on a problem
+  --check       validate the environment as \`blockwire start\` does, and reach the configured
+                database, Redis and node with its messages; exit 2 on a problem of the
+                values, 1 when something configured cannot be reached
 `;
 
 /** Settings whose values are secrets (masked when printed). */
@@ -61,7 +64,9 @@ environment (compose.yaml does, through one anchor).
 
 - \`blockwire config\` prints every setting and the value it takes here (secrets masked).
 - \`blockwire config --check [--role …]\` validates the environment the way \`start\` does and
-  exits 2 naming every problem.
+  exits 2 naming every problem; then it reaches the configured PostgreSQL, Redis and node (not
+  ZMQ: a subscriber connects without an answer; \`blockwire status\` warns when ZMQ is silent) and
+  exits 1 naming each one it cannot use, with \`start\`'s messages.
 - An unset variable takes its default; an empty one counts as unset.
 
 ## Checked at start
@@ -108,10 +113,19 @@ export async function run(argv: string[]): Promise<number> {
   }
   let problems: string[] = [];
   let warnings: string[] = [];
+  let unreachable: string | undefined;
   try {
     const config = loadConfig(process.env);
     if (values.check) {
-      ({ problems, warnings } = preflight(config, rolesOf(values.role ?? ['all'])));
+      const roles = rolesOf(values.role ?? ['all']);
+      ({ problems, warnings } = preflight(config, roles));
+      // What is configured is reached as `start` reaches it, with the same messages (what is not
+      // configured is started by `start` itself: nothing to reach).
+      if (problems.length === 0) {
+        const deps = await checkDependencies(dependencyTargets(config, roles));
+        const failures = [...deps.failures, ...(deps.nodeNotYet ? [deps.nodeNotYet] : [])];
+        if (failures.length > 0) unreachable = describeDependencyFailures(failures);
+      }
     }
   } catch (err) {
     if (!(err instanceof ConfigError)) {
@@ -131,6 +145,10 @@ export async function run(argv: string[]): Promise<number> {
   if (problems.length > 0) {
     process.stderr.write(`blockwire config: invalid configuration:\n  ${problems.join('\n  ')}\n`);
     return 2;
+  }
+  if (unreachable) {
+    process.stderr.write(`blockwire config: ${unreachable}\n`);
+    return 1;
   }
   if (values.check) process.stdout.write('configuration OK\n');
   return 0;

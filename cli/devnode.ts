@@ -4,6 +4,7 @@
  * @module
  */
 import { createLogger } from '../src/log.js';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { createShutdown, installSignalHandlers } from '../src/lifecycle.js';
 import { startCorpusNode } from '../devnode/corpus.js';
 import { startDevnode, type DevnodeOptions } from '../devnode/start.js';
@@ -107,7 +108,16 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`blockwire devnode: ${parsed.error}\n\n${USAGE}`);
     return 2;
   }
-  const log = createLogger({ name: 'devnode', level: parsed.logLevel as 'info' });
+  // LOG_FORMAT as for every command (pretty on a terminal, JSON otherwise, unless set).
+  let format;
+  try {
+    format = loadConfig(process.env).logFormat;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`blockwire devnode: ${err.message}\n`);
+    return 2;
+  }
+  const log = createLogger({ name: 'devnode', level: parsed.logLevel as 'info', format });
   if (parsed.corpus) return runCorpus(parsed.corpus, parsed.opts, log);
   log.warn('THIS IS THE BLOCKWIRE DEVNODE: a regtest stand-in for Bitcoin Core, NOT bitcoind. Do not use it with real funds.');
   const node = await startDevnode({ ...parsed.opts, log });

@@ -4,7 +4,8 @@
  * payment confirms. The node is the configured one (BITCOIND_RPC_URL, a real regtest bitcoind
  * with a wallet) or the one the quick start runs (its RPC URL kept in the data directory). Refuses
  * any chain but regtest. A wallet short of coins first mines 101 blocks to itself (coinbase
- * outputs mature after 100).
+ * outputs mature after 100). It pays its own fee rate, so a node without `-fallbackfee` (as Core
+ * ships) can pay too.
  * @module
  */
 import { resolve } from 'node:path';
@@ -23,6 +24,8 @@ BITCOIND_RPC_URL when set (a regtest bitcoind with a wallet), otherwise the one 
 `;
 
 const SATS_PER_BTC = 100_000_000n;
+/** The faucet's fee rate: above every node's minimum relay fee (Core's default 0.1 sat/vB since 29.1, 1 before). */
+const FEE_RATE_SAT_VB = 2;
 
 /** `0.5` → 50_000_000n; undefined when not a positive amount with at most 8 decimals. */
 export function parseBtc(text: string): bigint | undefined {
@@ -90,7 +93,11 @@ export async function run(argv: string[]): Promise<number> {
       // Coins to pay with: 101 blocks to the wallet make the first coinbase spendable.
       await wallet.call('generatetoaddress', [101, await wallet.call<string>('getnewaddress')]);
     }
-    const txid = await wallet.call<string>('sendtoaddress', [address, btc(sats)]);
+    // Our own fee rate: a regtest chain has no fee estimates, and Core ships without -fallbackfee,
+    // so a wallet left to estimate refuses (`Fee estimation failed. Fallbackfee is disabled`).
+    // Positional: address, amount, comment, comment_to, subtractfeefromamount, replaceable,
+    // conf_target, estimate_mode, avoid_reuse, fee_rate (sat/vB).
+    const txid = await wallet.call<string>('sendtoaddress', [address, btc(sats), '', '', false, true, null, 'unset', null, FEE_RATE_SAT_VB]);
     process.stdout.write(`${txid}\n`);
     if (!parsed.values['no-mine']) {
       const [hash] = await wallet.call<string[]>('generatetoaddress', [1, await wallet.call<string>('getnewaddress')]);

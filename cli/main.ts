@@ -15,7 +15,7 @@ export type Command = {
 
 /** Every subcommand. Later issues add entries here; each module exports `run(argv)`. */
 export const commands: Record<string, Command> = {
-  start: { summary: 'run Blockwire (all roles, or --role indexer,api,streams,worker)', load: () => import('./start.js') },
+  start: { summary: 'run Blockwire (all roles, or --role indexer,api,streams,worker,electrum)', load: () => import('./start.js') },
   migrate: { summary: 'apply or revert database migrations (latest | down | status)', load: () => import('./migrate.js') },
   devnode: { summary: 'run the regtest stand-in for Bitcoin Core (RPC, REST, ZMQ; NOT bitcoind)', load: () => import('./devnode.js') },
   keys: { summary: 'manage API keys (create --name NAME | list | revoke ID|PREFIX)', load: () => import('./keys.js') },

@@ -1,5 +1,5 @@
 /**
- * `blockwire start [--role all|indexer,api,streams,worker]`: resolves the endpoints, starting
+ * `blockwire start [--role all|indexer,api,streams,worker,electrum]`: resolves the endpoints, starting
  * embedded ones for what is not configured — PostgreSQL under BLOCKWIRE_DATA_DIR when
  * DATABASE_URL is unset, a redis-server child when REDIS_URL is unset, and, when no bitcoind is
  * configured, a regtest node: a real bitcoind child when Bitcoin Core is installed
@@ -19,8 +19,9 @@ import { ConfigError, loadConfig, settings, type Config } from '../src/config.js
 import { createLogger, type Logger } from '../src/log.js';
 import { createShutdown, installSignalHandlers } from '../src/lifecycle.js';
 import { rememberQuickStartNode } from './quickstart-node.js';
+import { InstanceRunningError, lockDataDir, type InstanceLock } from './instance-lock.js';
 import { checkPorts, type PortClaim, type ResolvedPort } from '../src/ops/ports.js';
-import { checkDependencies } from '../src/ops/dependencies.js';
+import { checkDependencies, dependencyTargets, describeDependencyFailures } from '../src/ops/dependencies.js';
 import { DependencyError, explainDependencyFailure } from '../src/ops/dependency-error.js';
 import { openDatabase, type DatabaseHandle } from '../src/db/open.js';
 import { assertSchemaCurrent, migrateToLatest } from '../src/db/migrate.js';
@@ -35,10 +36,11 @@ import { startQuickStartBitcoind, type QuickStartBitcoind } from './quickstart-b
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { CONCRETE_ROLES, hostForUrl, parseRoles, startBlockwire, type Blockwire, type ConcreteRole } from './compose.js';
 import { preflight } from '../src/ops/preflight.js';
+import { assertIndexOnNodeChain, OtherChainError } from '../src/ops/chain-binding.js';
 import { createMetrics, type Metrics } from '../src/ops/metrics.js';
 import { startOpsServer } from '../src/ops/ops-server.js';
 
-const USAGE = `usage: blockwire start [--role all|indexer,api,streams,worker]
+const USAGE = `usage: blockwire start [--role all|indexer,api,streams,worker,electrum]
 
 Starts Blockwire. Configuration comes from the environment (docs/configuration.md). With nothing
 configured it runs everything on one machine: an embedded PostgreSQL and a redis-server child
@@ -113,6 +115,22 @@ export async function run(argv: string[]): Promise<number> {
       return 2;
     }
   }
+  // What keeps its files in the data directory (the quick start's node, embedded PostgreSQL or
+  // Redis) runs once per directory: a second start refuses now, naming the first, and changes nothing.
+  let lock: InstanceLock | undefined;
+  if (quickStart || quickNode || (needsRedisFor(roles) && !redisTarget(config))) {
+    try {
+      lock = await lockDataDir(resolve(config.dataDir));
+    } catch (err) {
+      if (!(err instanceof InstanceRunningError)) throw err;
+      process.stderr.write(`blockwire start: ${err.message}\n`);
+      return 1;
+    }
+  }
+  const unlocked = async (code: number) => {
+    await lock?.release();
+    return code;
+  };
   // The quick start serves Electrum wallets on the protocol's usual ports (free ones when busy).
   if (quickStart && !nodeConfigured && roles.has('electrum') && config.electrumTcpPort === undefined && config.electrumTlsPort === undefined) {
     config = Object.freeze({ ...config, electrumTcpPort: QUICKSTART_ELECTRUM_TCP, electrumTlsPort: QUICKSTART_ELECTRUM_TLS });
@@ -120,7 +138,7 @@ export async function run(argv: string[]): Promise<number> {
   const ports = await checkPorts(portClaims(config, roles, quickNode?.kind === 'devnode'), { takeFreeWhenDefault: quickStart });
   if (ports.problems.length > 0) {
     process.stderr.write(`blockwire start: ports unavailable:\n  ${ports.problems.join('\n  ')}\n`);
-    return 2;
+    return unlocked(2);
   }
   const replaced = ports.ports.filter((p) => p.replaced);
   for (const p of replaced) {
@@ -141,16 +159,14 @@ export async function run(argv: string[]): Promise<number> {
   if (hooksAllowedByQuickStart) log.info(`quick start: webhooks to loopback and private addresses are allowed (set ${settings.allowPrivateHooks.env}=0 to refuse them)`);
 
   // The configured dependencies, probed all at once: every one that is wrong is named now.
-  const deps = await checkDependencies({
-    databaseUrl: config.databaseUrl,
-    ...(needsRedisFor(roles) ? { redisUrl: redisTarget(config) } : {}),
-    ...(needsNodeFor(roles) ? { rpcUrl: config.bitcoindRpcUrl, cookieFile: config.bitcoindCookieFile } : {}),
-  });
+  const deps = await checkDependencies(dependencyTargets(config, roles));
   if (deps.failures.length > 0) {
-    process.stderr.write(`blockwire start: cannot use what is configured:\n  ${deps.failures.map((f) => f.message).join('\n  ')}\n`);
-    return 1;
+    process.stderr.write(`blockwire start: ${describeDependencyFailures(deps.failures)}\n`);
+    return unlocked(1);
   }
   const shutdown = createShutdown(log);
+  // Registered first, so released last: the directory is free once everything in it has stopped.
+  if (lock) shutdown.add('data-directory lock', () => lock.release());
   // A graceful stop that hangs (a peer that never answers) must not keep the process forever.
   shutdown.signal.addEventListener('abort', () => {
     setTimeout(() => {
@@ -164,8 +180,12 @@ export async function run(argv: string[]): Promise<number> {
   });
 
   try {
-    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), shutdown.signal, deps.nodeNotYet, quickNode);
+    // The quick start's default ports that were free at the check: one taken before it is bound
+    // (another instance starting beside this one) is replaced by a free port then.
+    const takeable: PortTaker = { claims: ports.ports.filter((p) => quickStart && !p.explicit && !p.replaced && p.port !== 0), replaced };
+    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), shutdown.signal, deps.nodeNotYet, quickNode, takeable);
     printWhereToGo(started, roles, { hooksAllowed: hooksAllowedByQuickStart, replaced });
+    if (started.blockwire.apiUrl) await lock?.announce(started.blockwire.apiUrl);
     // A role that stops on its own (a FatalError in the indexer) stops the process non-zero.
     started.blockwire.indexer?.done.catch((err: unknown) => {
       log.fatal({ err }, 'indexer stopped');
@@ -178,11 +198,56 @@ export async function run(argv: string[]): Promise<number> {
       await shutdown.run('interrupted while starting');
       return shutdown.signal.reason === 'SIGINT' ? 130 : 0;
     }
-    log.fatal({ err }, err instanceof DependencyError ? err.message : 'blockwire failed to start');
+    log.fatal({ err }, err instanceof DependencyError || err instanceof OtherChainError ? err.message : 'blockwire failed to start');
     await shutdown.run('start failed');
     return 1;
   }
-  return finished;
+  const code = await finished;
+  // Everything has stopped ("stopped" is logged): nothing is left to keep the process. When
+  // something still does (a timer or socket a role forgot), say what, and exit anyway.
+  setTimeout(() => {
+    log.warn({ waitingFor: process.getActiveResourcesInfo() }, 'stopped, but the process is still held by what is listed: exiting');
+    process.exit(code);
+  }, STOPPED_EXIT_GRACE_MS).unref();
+  return code;
+}
+
+/** How long the process may live after "stopped" before it says what holds it and exits. */
+const STOPPED_EXIT_GRACE_MS = 1000;
+
+/** The quick start's default ports that were free at the check, and the list of those replaced (for the banner). */
+type PortTaker = { claims: ResolvedPort[]; replaced: ResolvedPort[] };
+
+/** The port of an EADDRINUSE error: net's `port`, or the end of zeromq's `address`. */
+function takenPort(err: unknown): number | undefined {
+  const e = err as { code?: unknown; port?: unknown; address?: unknown };
+  if (e?.code !== 'EADDRINUSE') return undefined;
+  if (typeof e.port === 'number') return e.port;
+  const m = /:(\d+)$/.exec(String(e.address ?? ''));
+  return m ? Number(m[1]) : undefined;
+}
+
+/**
+ * Runs a step that listens (it cleans up after itself when it fails). When it fails because one of
+ * the quick start's default ports was taken after the check — another instance started beside
+ * this one — that port is replaced by a free one (0), said in the log and the banner, and the step
+ * runs again. Any other failure, or a port the user chose, is thrown as is.
+ */
+async function onFreePortWhenTaken<T>(taker: PortTaker, config: Config, log: Logger, step: (config: Config) => Promise<T>): Promise<{ value: T; config: Config }> {
+  for (;;) {
+    try {
+      return { value: await step(config), config };
+    } catch (err) {
+      const port = takenPort(err);
+      const claim = taker.claims.find((c) => c.port === port);
+      const key = claim && PORT_SETTINGS[claim.setting];
+      if (!claim || !key || config[key] !== port) throw err;
+      taker.claims.splice(taker.claims.indexOf(claim), 1);
+      taker.replaced.push({ ...claim, port: 0, replaced: true });
+      log.warn({ setting: claim.setting }, `${claim.setting} ${claim.requested} was taken while starting (another instance beside this one?): ${claim.what} takes a free port instead (set ${claim.setting} to choose one)`);
+      config = Object.freeze({ ...config, [key]: 0 });
+    }
+  }
 }
 
 /** Config keys of the ports the quick start may replace, by setting name. */
@@ -240,6 +305,7 @@ async function startEverything(
   signal: AbortSignal,
   nodeNotYet: DependencyError | undefined,
   quickNode: QuickNode | undefined,
+  takeable: PortTaker,
 ): Promise<Started> {
   const stopping = () => signal.aborted;
   const dataDir = resolve(config.dataDir);
@@ -265,13 +331,17 @@ async function startEverything(
   } else if (quickNode?.kind === 'devnode') {
     const { startDevnode } = await import('../devnode/index.js');
     await mkdir(dataDir, { recursive: true });
-    devnode = await startDevnode({
-      dataDir: join(dataDir, 'devnode'),
-      rpcPort: config.devnodeRpcPort,
-      zmqPort: config.devnodeZmqPort,
-      ...(config.devnodeMineEvery > 0 ? { mineEvery: config.devnodeMineEvery, samplePayments: true } : {}),
-      log: log.child({ component: 'devnode' }),
-    });
+    const started = await onFreePortWhenTaken(takeable, config, log, (c) =>
+      startDevnode({
+        dataDir: join(dataDir, 'devnode'),
+        rpcPort: c.devnodeRpcPort,
+        zmqPort: c.devnodeZmqPort,
+        ...(c.devnodeMineEvery > 0 ? { mineEvery: c.devnodeMineEvery, samplePayments: true } : {}),
+        log: log.child({ component: 'devnode' }),
+      }),
+    );
+    config = started.config;
+    devnode = started.value;
     const node = devnode;
     onStop('devnode', () => node.stop());
     // Coinbase outputs mature after 100 blocks: give the stand-in's wallet coins to pay with.
@@ -298,6 +368,12 @@ async function startEverything(
     if (ran.length) log.info({ migrations: ran }, 'migrations applied');
   } else {
     await assertSchemaCurrent(handle.db);
+  }
+
+  // The index belongs to the chain it followed: another node's chain is refused, not undone.
+  if (roles.has('indexer') && rpcUrl) {
+    const node = new BitcoindClient({ url: rpcUrl, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), log });
+    await assertIndexOnNodeChain(handle.db, node, handle.embedded ? `data directory ${dataDir}` : 'DATABASE_URL');
   }
 
   // 3. Redis.
@@ -332,8 +408,8 @@ async function startEverything(
     });
     onStop('ops-server', () => ops.close());
   }
-  const blockwire = await startBlockwire({
-    config: effective,
+  const { value: blockwire } = await onFreePortWhenTaken(takeable, effective, log, (c) => startBlockwire({
+    config: c,
     log,
     roles,
     db: handle.db,
@@ -343,7 +419,7 @@ async function startEverything(
     ...(redisUrl ? { redisUrl } : {}),
     ...(rpcUrl ? { rpcUrl } : {}),
     ...(zmqUrl !== undefined ? { zmqUrl } : {}),
-  });
+  }));
   onStop('blockwire', () => blockwire.stop());
   current.bw = blockwire;
   // Runs first on SIGTERM: /healthz already answers 503; keep serving while balancers notice.
@@ -507,7 +583,7 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>, opts: { hooksAllow
     out.push('', 'Try:', `  curl -H 'apiKey: ${key}' ${base}/v1/blockchain`);
     if (s.exampleAddress) out.push(`  curl -H 'apiKey: ${key}' ${base}/v1/addresses/${s.exampleAddress}/history`);
   }
-  if (e?.tcpPort !== undefined) out.push(`  electrum ${s.devnode || s.bitcoind ? '--regtest ' : ''}--oneserver --server ${hostForUrl(s.electrumHost)}:${e.tcpPort}:t   (docs/electrum.md)`);
+  if (e?.tcpPort !== undefined) out.push(`  electrum ${s.devnode || s.bitcoind ? '--regtest ' : ''}-D DIR daemon -d --oneserver --server ${hostForUrl(s.electrumHost)}:${e.tcpPort}:t   (headless; make a wallet first: docs/electrum.md)`);
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -74,9 +74,13 @@ export function formatStatus(s: DeploymentState, v: Verdict, now = new Date()): 
   const tipAge = (now.getTime() - s.index.updatedAt.getTime()) / 1000;
   const lines = [
     `index tip     ${s.index.height}${s.index.hash ? `  ${s.index.hash}` : ''}  (updated ${ago(tipAge)})`,
-    hb
-      ? `node tip      ${hb.nodeHeight ?? 'unreachable'}${hb.nodeHash ? `  ${hb.nodeHash}` : ''}  (indexer ${hb.mode}, pid ${hb.pid} on ${hb.host}, heartbeat ${ago(hb.ageSeconds)})`
-      : 'node tip      unknown  (no indexer heartbeat)',
+    // The node's tip is the heartbeat's (every few seconds): older than the index tip when a
+    // block was indexed since. Then it is at least the index's, not the heartbeat's lower one.
+    hb && hb.nodeHeight !== null && hb.nodeHeight < s.index.height
+      ? `node tip      ${s.index.height} or more  (the heartbeat's ${hb.nodeHeight} is older than the index tip; indexer ${hb.mode}, pid ${hb.pid} on ${hb.host}, heartbeat ${ago(hb.ageSeconds)})`
+      : hb
+        ? `node tip      ${hb.nodeHeight ?? 'unreachable'}${hb.nodeHash ? `  ${hb.nodeHash}` : ''}  (indexer ${hb.mode}, pid ${hb.pid} on ${hb.host}, heartbeat ${ago(hb.ageSeconds)})`
+        : 'node tip      unknown  (no indexer heartbeat)',
     `lag           ${hb && hb.nodeHeight !== null ? `${Math.max(0, hb.nodeHeight - s.index.height)} blocks` : 'unknown'}`,
     `outbox        ${s.outbox.pending} events pending${s.outbox.pending ? `, oldest ${Math.round(s.outbox.oldestPendingSeconds)} s` : ''}  (relay cursor ${s.outbox.cursor}, newest event ${s.outbox.newest})`,
     `deliveries    ${s.deliveries.pending} pending, ${s.deliveries.failed24h} failed and ${s.deliveries.dead24h} dead in the last 24 h`,

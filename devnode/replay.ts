@@ -106,6 +106,8 @@ export class Replayer {
     private readonly plan: ReplayPlan,
     private readonly persist: Parameters<typeof applyReplayEvent>[3],
     private readonly onError: (err: unknown) => void,
+    /** Called after each event applied, with the node's tip then. */
+    private readonly onEvent: (ev: ReplayEvent, tip: { height: number; hash: string }) => void = () => {},
   ) {
     this.done = new Promise((resolve, reject) => {
       this.resolveDone = resolve;
@@ -127,8 +129,11 @@ export class Replayer {
     this.node.verifyScripts = false;
     try {
       while (k < n && this.applied < this.plan.events.length) {
-        applyReplayEvent(this.node, this.plan, this.plan.events[this.applied]!, this.persist);
+        const ev = this.plan.events[this.applied]!;
+        applyReplayEvent(this.node, this.plan, ev, this.persist);
         this.applied++;
+        const tip = this.node.chain.tip();
+        this.onEvent(ev, { height: tip.height, hash: tip.hash });
         k++;
       }
     } catch (err) {

@@ -227,7 +227,11 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     warmup: () => (warm ? WARMUP_MESSAGE : null),
     restEnabled: opts.rest ?? true,
   });
-  const port = await http.listen(host, opts.rpcPort ?? 0);
+  // A busy RPC port: the ZMQ port is given back, so that a caller can try again on other ports.
+  const port = await http.listen(host, opts.rpcPort ?? 0).catch(async (err: unknown) => {
+    await zmq.stop();
+    throw err;
+  });
 
   const defaultPayout = () => regtestScript(wallet.address('p2wpkh'))!;
   const payoutFor = (address?: string) => {
@@ -251,14 +255,19 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     const plan = loadReplay(opts.replay.dir);
     const lag = Math.floor(Date.now() / 1000) - plan.maxTime;
     if (lag > 6 * 3600) node.setClockOffset(-(lag - 60));
-    replayer = new Replayer(node, plan, persist, (err) => log.error({ err }, 'devnode: replay failed'));
     const pace = opts.replay.pace ?? 'all';
+    // A paced replay says what each event did (all at once: only at debug level, and a summary).
+    const level = typeof pace === 'number' ? 'info' : 'debug';
+    const onEvent = (ev: { label: 'C' | 'D'; hash: string }, tip: { height: number; hash: string }) =>
+      log[level]({ block: ev.hash, tip: tip.height }, ev.label === 'C' ? `devnode: replay connected block ${tip.height}` : `devnode: replay disconnected block ${ev.hash} (tip now ${tip.height})`);
+    replayer = new Replayer(node, plan, persist, (err) => log.error({ err }, 'devnode: replay failed'), onEvent);
     if (node.chain.tip().hash === plan.final.hash) {
       // Restarted on a data dir that already holds the replayed chain.
       replayer.markDone();
     } else if (pace === 'all') {
       replayer.runAll();
       await replayer.done;
+      log.info({ events: plan.events.length, height: node.chain.height(), hash: node.chain.tip().hash }, 'devnode: replay applied');
     } else if (typeof pace === 'number') replayer.startPaced(pace);
   }
 

@@ -65,7 +65,12 @@ export class ZmqPublisher implements ZmqFaults {
   /** Binds tcp://host:port (port 0 = a free port) and returns the endpoint. */
   async start(host: string, port: number): Promise<string> {
     const sock = new Publisher({ sendHighWaterMark: 1000, linger: 0 });
-    await sock.bind(`tcp://${host}:${port === 0 ? '*' : port}`);
+    try {
+      await sock.bind(`tcp://${host}:${port === 0 ? '*' : port}`);
+    } catch (err) {
+      sock.close();
+      throw err;
+    }
     this.sock = sock;
     this.endpoint = sock.lastEndpoint ?? `tcp://${host}:${port}`;
     return this.endpoint;

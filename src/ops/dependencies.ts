@@ -6,7 +6,8 @@
  * @module
  */
 import pg from 'pg';
-import { createRedis } from '../net/redis.js';
+import type { Config } from '../config.js';
+import { createRedis, redisTarget } from '../net/redis.js';
 import { BitcoindClient } from '../rpc/bitcoind.js';
 import { explainDependencyFailure, type DependencyError } from './dependency-error.js';
 
@@ -46,6 +47,24 @@ async function probeNode(url: string, cookieFile?: string): Promise<{ chain: str
 }
 
 export type DependencyTargets = { databaseUrl?: string | undefined; redisUrl?: string | undefined; rpcUrl?: string | undefined; cookieFile?: string | undefined };
+
+type Role = 'indexer' | 'api' | 'streams' | 'worker' | 'electrum';
+
+/** What a process running `roles` uses of the configuration: the node for the roles that read it, Redis for those that queue or limit. */
+export function dependencyTargets(config: Pick<Config, 'databaseUrl' | 'bitcoindRpcUrl' | 'bitcoindCookieFile' | 'redisUrl' | 'redisSentinels' | 'redisSentinelName'>, roles: ReadonlySet<Role>): DependencyTargets {
+  const node = roles.has('indexer') || roles.has('api') || roles.has('electrum');
+  const redis = roles.has('api') || roles.has('streams') || roles.has('worker');
+  return {
+    databaseUrl: config.databaseUrl,
+    ...(redis ? { redisUrl: redisTarget(config) } : {}),
+    ...(node ? { rpcUrl: config.bitcoindRpcUrl, cookieFile: config.bitcoindCookieFile } : {}),
+  };
+}
+
+/** The report of failed probes, as `start` and `config --check` print it. */
+export function describeDependencyFailures(failures: readonly DependencyError[]): string {
+  return `cannot use what is configured:\n  ${failures.map((f) => f.message).join('\n  ')}`;
+}
 
 /**
  * Probes the given targets in parallel. `failures`: what is misconfigured or down for good;

@@ -237,7 +237,10 @@ export function createStreamHub(deps: HubDeps): StreamHub {
       clearInterval(sweep);
       const closed = [...all].map((c) => new Promise<void>((r) => (c.ws.readyState >= 2 ? r() : c.ws.once('close', () => r()))));
       for (const c of all) closeConn(c, CLOSE_CODES.shutdown, 'server shutting down');
-      await Promise.race([Promise.all(closed), new Promise((r) => setTimeout(r, settings.closeGraceMs + 100))]);
+      // The grace timer goes once every client has closed: left running, it held the process ~5 s after "stopped".
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(closed), new Promise((r) => (grace = setTimeout(r, settings.closeGraceMs + 100)))]);
+      clearTimeout(grace);
     },
   };
 }

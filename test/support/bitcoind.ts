@@ -2,7 +2,7 @@
  * Real Bitcoin Core in the tests: finds `bitcoind` (BITCOIND_BIN, else ../shared/bitcoin-core/
  * bin/bitcoind beside the project, read in place) and starts throwaway regtest nodes — their own
  * temporary datadir, free loopback ports, REST, every ZMQ topic on one endpoint, rpcauth (or the
- * cookie) and `-fallbackfee`, a descriptor wallet created and funded by 101 blocks when asked.
+ * cookie) and `-fallbackfee` (unless told not to), a descriptor wallet created and funded by 101 blocks when asked.
  * The handle restarts the node (on the same or other ports), kills it with SIGKILL and stops it.
  *
  * When bitcoind is missing, `describeBitcoind` fails the suite under CI and skips it with a
@@ -84,6 +84,8 @@ export type BitcoindOptions = {
   funded?: boolean;
   /** Run with `-txindex` (getrawtransaction of confirmed transactions without a block hash). */
   txindex?: boolean;
+  /** Start with `-fallbackfee` (default true); false leaves it unset as Core ships: a wallet then needs a fee rate from the caller or an estimate. */
+  fallbackFee?: boolean;
   /** More command-line arguments, e.g. `-maxmempool=5` or `-mempoolexpiry=1`. */
   args?: string[];
   /** Keep the node's stdout/stderr lines (debug.log stays in the datadir either way). */
@@ -189,7 +191,7 @@ export async function startBitcoind(opts: BitcoindOptions = {}): Promise<Bitcoin
       `-zmqpubrawblock=${zmq}`,
       `-zmqpubhashtx=${zmq}`,
       `-zmqpubrawtx=${zmq}`,
-      '-fallbackfee=0.0002',
+      ...(opts.fallbackFee === false ? [] : ['-fallbackfee=0.0002']),
     ];
   };
 

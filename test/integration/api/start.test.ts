@@ -114,6 +114,26 @@ describe('startApi', () => {
     }
   });
 
+  it('never answers a negative lag: an index past the last poll of the node asks the node again', async () => {
+    const slow = await startApi({ config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest' }), log: silentLogger(), db: t.db, node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 30_000 }), tipPollMs: 3_600_000 });
+    const height = node.tip().height;
+    try {
+      // Polled once at start; since then a block was mined and indexed (the next poll is an hour away).
+      await node.mine(1);
+      await t.db.updateTable('chain_tip').set({ height: height + 1, hash: Buffer.from(hexToHash(node.blockHash(height + 1))) }).execute();
+      const h = await (await fetch(`${slow.url}/healthz`)).json();
+      expect(h).toMatchObject({ index: { height: height + 1 }, node: { height: height + 1, hash: node.blockHash(height + 1) }, lag: 0 });
+      expect(h.node.below_index).toBeUndefined();
+      // A node still below the index when asked again (its chain got shorter): lag 0, and said.
+      await t.db.updateTable('chain_tip').set({ height: height + 3 }).execute();
+      const below = await (await fetch(`${slow.url}/healthz`)).json();
+      expect(below).toMatchObject({ index: { height: height + 3 }, node: { height: height + 1, below_index: true }, lag: 0 });
+    } finally {
+      await slow.close();
+      await t.db.updateTable('chain_tip').set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) }).execute();
+    }
+  });
+
   it('reports the node unreachable (readyz 503) and recovers', async () => {
     await node.faults.down();
     try {

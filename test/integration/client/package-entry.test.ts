@@ -1,6 +1,6 @@
 /**
  * The SDK as a user gets it. client/ is its own package, @blockwire/client: `npm pack` builds it
- * (its prepare script) from a copy of its folder, and the tarball is installed into a scratch
+ * (its prepack script) from a copy of its folder, and the tarball is installed into a scratch
  * project outside the repository with `npm install <tarball>`. There, in plain Node (no tsx, no
  * loader flags), `import … from '@blockwire/client'` works; esbuild bundles it for browsers from
  * the scratch project's node_modules alone, and the bundle runs with the web platform's globals
@@ -25,12 +25,13 @@ let work: string;
 let app: string;
 let tarball: string;
 let packedFiles: string[] = [];
+let installed: { stdout: string; stderr: string };
 const env = { ...process.env };
 delete env.NODE_OPTIONS; // vitest's loader hooks must not help
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'bw-client-pack-'));
-  // Pack a copy, so that its prepare (tsc) never rewrites client/dist under another test's feet;
+  // Pack a copy, so that its prepack (tsc) never rewrites client/dist under another test's feet;
   // the copy finds TypeScript and the @scure/@noble declarations through the project's modules.
   const pkg = join(work, 'client');
   await cp(clientDir, pkg, { recursive: true, filter: (src) => !['dist', 'node_modules'].some((d) => src === join(clientDir, d) || src.startsWith(join(clientDir, d, '/'))) });
@@ -44,7 +45,7 @@ beforeAll(async () => {
   await mkdir(app);
   await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
   // The dependencies come from npm's cache, filled by the project's own npm ci.
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: app, env, timeout: 300_000 });
+  installed = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: app, env, timeout: 300_000 });
 }, 480_000);
 
 afterAll(async () => {
@@ -58,6 +59,13 @@ describe('@blockwire/client, packed and installed into a scratch project', () =>
     expect(packedFiles).toContain('dist/index.js');
     expect(packedFiles).toContain('dist/index.d.ts');
     for (const f of packedFiles) expect(f).toMatch(/^(package\.json|README\.md|dist\/[\w-]+\.(js|d\.ts|js\.map))$/);
+  });
+
+  it('installs with no script to run: the built files are in the tarball', async () => {
+    const manifest = JSON.parse(await readFile(join(app, 'node_modules', '@blockwire', 'client', 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    const installScripts = ['preinstall', 'install', 'postinstall', 'prepare'].filter((s) => manifest.scripts?.[s] !== undefined);
+    expect(installScripts).toEqual([]);
+    expect(`${installed.stdout}${installed.stderr}`).not.toMatch(/allowScripts|install scripts/i);
   });
 
   it('depends on @scure and @noble only; nothing of the server is installed', async () => {

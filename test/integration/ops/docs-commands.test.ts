@@ -7,17 +7,25 @@
  * - `docker compose …`: the same flags, env files and profiles, with `config -q` instead of
  *   `up -d` (Debian's docker-compose, no engine needed);
  * - scripts: exist and are executable (the quick-start and CI tests run them);
- * - what needs something that is not here (a browser-less Electrum wallet, a running deployment
- *   for curl, Docker's engine for build/run) is listed by name below, and any other command
- *   fails the test until it is classified.
- * The SDK's examples (client/README.md) are run by test/integration/client/readme.test.ts.
+ * - `curl` lines to http://127.0.0.1:3000 run, as written, against a quick start started here
+ *   (`blockwire start`, nothing configured; its API key as `KEY`, and the `id` or `stampid` an
+ *   example answers as `WALLET` or `STAMP` for the lines after it), each answering 2xx; so do
+ *   the headless Electrum lines (Debian's electrum, which scripts/setup-test.sh installs);
+ * - what needs something that is not here (Electrum's GUI, Docker's engine for
+ *   build/run) is listed by name below, and any other command fails the test until it is
+ *   classified.
+ * client/README.md is read too; its SDK examples are run by test/integration/client/readme.test.ts.
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { spawnBlockwire, type BlockwireProcess } from './processes.js';
+import { banner } from './quickstart-banner.js';
 import { commands } from '../../../cli/main.js';
 import { projectRoot } from '../../support/fixtures.js';
 
@@ -47,8 +55,7 @@ function commandLines(file: string, markdown: string): Line[] {
 
 /** Commands that need what this machine does not have, with the reason. */
 const NOT_HERE: [RegExp, string][] = [
-  [/^electrum /, 'the Electrum wallet (test/integration/electrum runs a protocol client instead)'],
-  [/^curl /, 'a running deployment (the quick-start test runs the curl lines the banner prints)'],
+  [/^electrum (?!--regtest -D )/, "Electrum's Qt GUI, which needs a display (the headless lines are run against the quick start below)"],
   [/^docker build /, "Docker's engine (test/integration/ops/deploy.test.ts lints the Dockerfile, ops/dist.test.ts runs what it builds)"],
   [/^cp deploy\/\S+\.env /, 'a copy for the user to edit (the env file itself is validated with docker compose below)'],
   [/^(CONTAINERS_CONF=\S+ )?podman /, 'a container engine and the images: test/image/compose-stack.test.ts runs these steps (the vitest project `image`)'],
@@ -66,7 +73,7 @@ function blockwireArgs(text: string): string[] | undefined {
 
 beforeAll(async () => {
   const docs = (await readdir(join(projectRoot, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => join('docs', f));
-  for (const f of ['README.md', ...docs]) lines.push(...commandLines(f, await readFile(join(projectRoot, f), 'utf8')));
+  for (const f of ['README.md', ...docs, join('client', 'README.md')]) lines.push(...commandLines(f, await readFile(join(projectRoot, f), 'utf8')));
   lines = lines.filter((l) => !l.text.startsWith('export '));
   // The usage of every command the docs run (`--help`), read once.
   usage = new Map();
@@ -82,6 +89,12 @@ describe('the commands of README.md and docs/*.md', () => {
   it('finds the documented commands', () => {
     expect(lines.length).toBeGreaterThan(15);
     expect(lines.some((l) => l.file === 'README.md' && l.text === './scripts/start.sh')).toBe(true);
+  });
+
+  it('the README links every page of docs/', async () => {
+    const readme = await readFile(join(projectRoot, 'README.md'), 'utf8');
+    const docs = (await readdir(join(projectRoot, 'docs'))).filter((f) => f.endsWith('.md'));
+    expect(docs.filter((f) => !readme.includes(`(docs/${f})`))).toEqual([]);
   });
 
   it('blockwire commands exist and accept every option the docs give them', () => {
@@ -125,7 +138,7 @@ describe('the commands of README.md and docs/*.md', () => {
 
   it('every other command is a script of the checkout or is listed with what it needs', () => {
     for (const l of lines) {
-      if (blockwireArgs(l.text) || /^docker compose /.test(l.text)) continue;
+      if (blockwireArgs(l.text) || /^docker compose /.test(l.text) || QUICK_START_CURL.test(l.text) || QUICK_START_ELECTRUM.test(l.text)) continue;
       if (/^\.\/scripts\/[\w-]+\.sh$/.test(l.text)) {
         const script = join(projectRoot, l.text);
         expect(existsSync(script), l.text).toBe(true);
@@ -136,4 +149,63 @@ describe('the commands of README.md and docs/*.md', () => {
       expect(why, `${l.file}: '${l.text}' is neither run here nor listed in NOT_HERE`).toBeDefined();
     }
   });
+});
+
+/** A curl line the quick start serves: its API's address as the docs write it. */
+const QUICK_START_CURL = /^curl .*http:\/\/127\.0\.0\.1:3000\//;
+const QUICK_START_API = 'http://127.0.0.1:3000';
+/** A headless Electrum line for the quick start's regtest server (docs/electrum.md). */
+const QUICK_START_ELECTRUM = /^electrum --regtest -D /;
+
+describe('the curl and Electrum examples of README.md, docs/*.md and client/README.md, against a quick start', () => {
+  let proc: BlockwireProcess | undefined;
+  let dataDir: string | undefined;
+  afterAll(async () => {
+    await proc?.stop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('each runs as written and answers 2xx', async () => {
+    const curls = lines.filter((l) => QUICK_START_CURL.test(l.text));
+    expect(curls.map((l) => l.file)).toEqual(expect.arrayContaining(['docs/wallets.md', 'docs/stamps.md', 'docs/operations.md']));
+    dataDir = await mkdtemp(join(tmpdir(), 'blockwire-docs-'));
+    // The stand-in (no bitcoind on the PATH), blocks only when a line asks for them.
+    const path = (process.env.PATH ?? '/usr/bin:/bin').split(':').filter((d) => d && !existsSync(join(d, 'bitcoind')));
+    proc = spawnBlockwire('docs-quickstart', ['start'], { BLOCKWIRE_DATA_DIR: dataDir, BLOCKWIRE_DEVNODE_MINE_EVERY: '0', PATH: path.join(':') });
+    const started = await banner(proc, 480_000);
+    // The docs' address is the quick start's when 3000 is free; on a busy machine it took another port.
+    const vars: Record<string, string> = { KEY: started.key };
+    for (const l of curls) {
+      const text = l.text.replaceAll(QUICK_START_API, started.apiBase);
+      const r = await run('sh', ['-c', `${text} --silent --show-error --fail-with-body`], { env: { PATH: process.env.PATH ?? '', ...vars }, timeout: 60_000 }).then(
+        (ok) => ({ code: 0, out: ok.stdout, err: ok.stderr }),
+        (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout, err: err.stderr }),
+      );
+      expect(r, `${l.file}: ${l.text}`).toMatchObject({ code: 0, err: '' });
+      const body = JSON.parse(r.out) as Record<string, unknown>;
+      if (typeof body.id === 'string' && body.id.startsWith('wal_')) vars.WALLET = body.id;
+      if (typeof body.stampid === 'string') vars.STAMP = body.stampid;
+    }
+    expect(Object.keys(vars).sort()).toEqual(['KEY', 'STAMP', 'WALLET']);
+
+    // Debian's Electrum, headless, as docs/electrum.md writes it (HOME a directory of its own; the
+    // server address the quick start's when 50001 was busy).
+    const electrumLines = lines.filter((l) => QUICK_START_ELECTRUM.test(l.text));
+    expect(electrumLines.map((l) => l.text.split(' ')[4])).toEqual(['--offline', 'daemon', 'load_wallet', 'getbalance', 'stop']);
+    const port = /electrum {3}tcp \S+:(\d+)/.exec(proc.output())![1]!;
+    const home = await mkdtemp(join(tmpdir(), 'blockwire-electrum-'));
+    try {
+      const answers: string[] = [];
+      for (const l of electrumLines) {
+        const text = l.text.replace('127.0.0.1:50001:t', `127.0.0.1:${port}:t`);
+        const r = await run('sh', ['-c', text], { env: { PATH: process.env.PATH ?? '', HOME: home }, timeout: 120_000 });
+        answers.push(r.stdout);
+      }
+      expect(JSON.parse(answers[0]!)).toMatchObject({ seed: expect.any(String) });
+      expect(JSON.parse(answers[3]!)).toMatchObject({ confirmed: '0' });
+    } finally {
+      await run('sh', ['-c', 'electrum --regtest -D ~/.electrum-blockwire stop'], { env: { PATH: process.env.PATH ?? '', HOME: home } }).catch(() => undefined);
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 900_000);
 });

@@ -108,7 +108,7 @@ describe('quick start: blockwire start with embedded defaults', () => {
     const electrum = /electrum {3}tcp 127\.0\.0\.1:(\d+) {2}tls 127\.0\.0\.1:(\d+) {3}\(certificate: (\S+)\)/.exec(out);
     expect(electrum, out.slice(-3000)).not.toBeNull();
     expect(electrum![3]!.startsWith(dataDir)).toBe(true);
-    expect(out).toContain(`electrum --regtest --oneserver --server 127.0.0.1:${electrum![1]}:t`);
+    expect(out).toContain(`electrum --regtest -D DIR daemon -d --oneserver --server 127.0.0.1:${electrum![1]}:t`);
     for (const [port, tls] of [[Number(electrum![1]), false], [Number(electrum![2]), true]] as const) {
       const e = await connectElectrum(port, { tls });
       const tip = await e.request<{ height: number }>('blockchain.headers.subscribe');

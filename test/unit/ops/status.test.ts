@@ -32,6 +32,13 @@ describe('blockwire status verdict', () => {
     expect(text).toContain('status        HEALTHY');
   });
 
+  it('never shows the node below the index when the heartbeat is older than the index tip', () => {
+    const s = state({ heartbeat: { nodeHeight: 119 } });
+    const text = formatStatus(s, assessHealth(s, T), new Date('2026-01-02T03:04:05Z'));
+    expect(text).toContain("node tip      120 or more  (the heartbeat's 119 is older than the index tip; indexer following");
+    expect(text).toContain('lag           0 blocks');
+  });
+
   it('names each reason it is unhealthy', () => {
     const lagging = assessHealth(state({ heartbeat: { nodeHeight: 130 } }), T);
     expect(lagging.problems).toEqual(['the index is 10 blocks behind the node (more than 6)']);
