@@ -25,6 +25,7 @@ import * as m0020 from './0020_streams.js';
 import * as m0021 from './0021_delivery_batches.js';
 import * as m0022 from './0022_spent_groups_fast.js';
 import * as m0030 from './0030_stamps.js';
+import * as m0043 from './0043_genesis_output.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0021_delivery_batches': m0021,
   '0022_spent_groups_fast': m0022,
   '0030_stamps': m0030,
+  '0043_genesis_output': m0043,
 };
