@@ -16,6 +16,7 @@ import { Session, type SessionLimits } from './session.js';
 import { Tracker, type TrackerStats } from './tracker.js';
 import { loadTlsMaterial } from './tls-cert.js';
 import { ConnectionCaps } from './connection-limits.js';
+import { SyncGate } from './sync-gate.js';
 
 export type ElectrumDeps = {
   config: Config;
@@ -49,6 +50,15 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     batchSize: 500,
   });
   await tracker.start();
+  // Answers that read the index wait for it to reach the node's tip (the node read before the listeners open).
+  const gate = new SyncGate({
+    nodeHeight: () => deps.node.call<number>('getblockcount'),
+    indexHeight: () => tracker.tip()?.height ?? -1,
+    maxLagBlocks: config.electrumMaxLagBlocks,
+    pollMs: config.pollIntervalMs,
+    log,
+  });
+  await gate.start();
 
   const hosts: MethodSettings['hosts'] = {};
   const settings: MethodSettings = {
@@ -62,7 +72,7 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     maxHeaders: 2016,
     requireApiKey: config.electrumRequireApiKey,
   };
-  const methods = createMethods({ db, node: deps.node, tracker, settings });
+  const methods = createMethods({ db, node: deps.node, tracker, settings, syncing: () => gate.behind() });
   const limits: SessionLimits = {
     maxRequestBytes: config.electrumMaxRequestBytes,
     rateLimit: config.electrumRateLimit,
@@ -122,6 +132,7 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     }
   } catch (err) {
     for (const s of servers) s.close();
+    gate.stop();
     await tracker.stop();
     throw err;
   }
@@ -140,6 +151,7 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     stats: () => ({ ...tracker.stats, connections: sessions.size, refusedConnections: caps.refused.total + caps.refused.perAddress }),
     async stop() {
       clearInterval(sweep);
+      gate.stop();
       const closed = servers.map((s) => new Promise<void>((r) => s.close(() => r())));
       for (const s of sessions) s.close('server stopping');
       await Promise.all(closed);

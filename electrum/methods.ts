@@ -48,7 +48,14 @@ export type SessionState = Subscriber & {
   closeAfterReply: boolean;
 };
 
-export type MethodDeps = { db: Kysely<Database>; node: ElectrumNode; tracker: Tracker; settings: MethodSettings };
+export type MethodDeps = {
+  db: Kysely<Database>;
+  node: ElectrumNode;
+  tracker: Tracker;
+  settings: MethodSettings;
+  /** Undefined while the index is at the node's tip, else why answers that read it are refused (sync-gate.ts). */
+  syncing?: () => string | undefined;
+};
 
 type Handler = (s: SessionState, params: unknown) => Promise<unknown>;
 
@@ -67,6 +74,22 @@ const SINCE: Record<string, [string, string | undefined]> = {
   'blockchain.transaction.broadcast_package': ['1.6', undefined],
 };
 const speaks16 = (s: SessionState) => s.version !== undefined && compareVersions(s.version, '1.6') >= 0;
+
+/** Methods answered from the index: refused while it is catching up with the node (the others come from settings or the node). */
+const READS_INDEX = new Set([
+  'blockchain.headers.subscribe',
+  'blockchain.block.header',
+  'blockchain.block.headers',
+  'blockchain.scripthash.get_balance',
+  'blockchain.scripthash.get_history',
+  'blockchain.scripthash.get_mempool',
+  'blockchain.scripthash.listunspent',
+  'blockchain.scripthash.subscribe',
+  'blockchain.transaction.get',
+  'blockchain.transaction.get_merkle',
+  'blockchain.transaction.id_from_pos',
+  'mempool.get_fee_histogram',
+]);
 
 /** Methods allowed before authentication when an API key is required. */
 const OPEN_METHODS = new Set(['server.version', 'server.ping', 'server.features', 'server.banner', 'blockwire.authenticate']);
@@ -358,6 +381,10 @@ export function createMethods(deps: MethodDeps): {
       }
       if (!handler) throw new RpcError(RPC_ERROR.METHOD_NOT_FOUND, `unknown method '${method}'`);
       if (settings.requireApiKey && !s.authenticated && !OPEN_METHODS.has(method)) throw new RpcError(RPC_ERROR.UNAUTHORIZED, 'this server requires an API key: call blockwire.authenticate first');
+      if (READS_INDEX.has(method)) {
+        const behind = deps.syncing?.();
+        if (behind !== undefined) throw badRequest(behind);
+      }
       return handler(s, params);
     },
   };
