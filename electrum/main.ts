@@ -59,6 +59,7 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     log,
   });
   await gate.start();
+  tracker.nodeHeight = () => gate.nodeHeightNow();
 
   const hosts: MethodSettings['hosts'] = {};
   const settings: MethodSettings = {

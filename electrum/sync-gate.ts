@@ -29,9 +29,9 @@ export class SyncGate {
 
   constructor(private readonly deps: SyncGateDeps) {}
 
-  /** Reads the node's tip once, then every pollMs. */
+  /** Reads the node's tip once (waiting at most 10 s: a stalled node must not hold the listeners for good), then every pollMs. */
   async start(): Promise<void> {
-    await this.poll();
+    await this.atMost(10_000, this.poll());
     const loop = () => {
       if (this.stopped) return;
       this.timer = setTimeout(() => void this.poll().finally(loop), this.deps.pollMs);
@@ -44,6 +44,20 @@ export class SyncGate {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+  }
+
+  /** The node's block count read now (undefined when it does not answer within 5 s). */
+  async nodeHeightNow(): Promise<number | undefined> {
+    return (await this.atMost(5000, this.poll())) ? this.nodeAt : undefined;
+  }
+
+  /** Whether `work` settled within `ms`. */
+  private async atMost(ms: number, work: Promise<void>): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    const done = await Promise.race([work.then(() => true as const), late]);
+    clearTimeout(timer);
+    return done;
   }
 
   /** Undefined when answers are final; else what to tell the client. */
