@@ -66,7 +66,7 @@ async function coreChain(): Promise<SmallNode> {
     rpcUrl: c.rpcUrl,
     zmqUrl: c.zmqUrl,
     async block(n) {
-      for (let i = 0; i < n; i++) await c.call('sendtoaddress', [addr, 0.0001 + i / 1e8], c.wallet!);
+      for (let i = 0; i < n; i++) await c.call('sendtoaddress', [addr, ((10_000 + i) / 1e8).toFixed(8)], c.wallet!);
       await c.mine(1, addr);
     },
     tip: () => c.tip(),
@@ -143,6 +143,7 @@ async function main(): Promise<void> {
   const results: Record<string, SmallResult> = {};
   try {
     if (only.includes('devnode')) results.devnode = await measure('devnode', pgs, devnodeChain, blocks, env);
+    if (results.devnode) say(`  devnode: ${JSON.stringify(results.devnode)}`);
     if (only.includes('core')) results.core = await measure('core', pgs, coreChain, blocks, env);
   } finally {
     await pgs.stop();

@@ -1,5 +1,5 @@
 /**
- * The Electrum role: an Electrum protocol 1.4 server over TCP and TLS (either or both, on the
+ * The Electrum role: an Electrum protocol server (1.4 to 1.6) over TCP and TLS (either or both, on the
  * ports the settings give) answering from the index, with notifications from the outbox and
  * the indexed mempool (tracker.ts). `startElectrum` listens and returns the ports and `stop()`;
  * nothing runs at import.
@@ -15,6 +15,8 @@ import { createMethods, type ElectrumNode, type MethodSettings } from './methods
 import { Session, type SessionLimits } from './session.js';
 import { Tracker, type TrackerStats } from './tracker.js';
 import { loadTlsMaterial } from './tls-cert.js';
+import { ConnectionCaps } from './connection-limits.js';
+import { SyncGate } from './sync-gate.js';
 
 export type ElectrumDeps = {
   config: Config;
@@ -33,7 +35,7 @@ export type ElectrumHandle = {
   tlsCertFile: string | undefined;
   /** Open connections. */
   connections(): number;
-  stats(): TrackerStats & { connections: number };
+  stats(): TrackerStats & { connections: number; refusedConnections: number };
   stop(): Promise<void>;
 };
 
@@ -48,6 +50,16 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     batchSize: 500,
   });
   await tracker.start();
+  // Answers that read the index wait for it to reach the node's tip (the node read before the listeners open).
+  const gate = new SyncGate({
+    nodeHeight: () => deps.node.call<number>('getblockcount'),
+    indexHeight: () => tracker.tip()?.height ?? -1,
+    maxLagBlocks: config.electrumMaxLagBlocks,
+    pollMs: config.pollIntervalMs,
+    log,
+  });
+  await gate.start();
+  tracker.nodeHeight = () => gate.nodeHeightNow();
 
   const hosts: MethodSettings['hosts'] = {};
   const settings: MethodSettings = {
@@ -57,10 +69,11 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     hosts,
     maxHistory: config.electrumMaxHistory,
     maxSubscriptions: config.electrumMaxSubscriptions,
+    maxSubscriptionsTotal: config.electrumMaxSubscriptionsTotal,
     maxHeaders: 2016,
     requireApiKey: config.electrumRequireApiKey,
   };
-  const methods = createMethods({ db, node: deps.node, tracker, settings });
+  const methods = createMethods({ db, node: deps.node, tracker, settings, syncing: () => gate.behind() });
   const limits: SessionLimits = {
     maxRequestBytes: config.electrumMaxRequestBytes,
     rateLimit: config.electrumRateLimit,
@@ -71,7 +84,10 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     maxBufferedBytes: 16 * 1024 * 1024,
   };
   const sessions = new Set<Session>();
-  const accept = (socket: Socket) => {
+  const caps = new ConnectionCaps({ maxTotal: config.electrumMaxConnections, maxPerAddress: config.electrumMaxConnectionsPerIp });
+  /** A connection becomes a session (a plain-TCP one once the caps admit it; a TLS one was admitted before its handshake). */
+  const accept = (socket: Socket, admitted: boolean) => {
+    if (!admitted && !caps.admit(socket, true)) return;
     const session = new Session({
       socket,
       limits,
@@ -80,6 +96,7 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
       onClose: (s) => {
         sessions.delete(s);
         tracker.drop(s, s.subscribed);
+        methods.release(s);
       },
     });
     sessions.add(session);
@@ -88,7 +105,6 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
   const servers: Server[] = [];
   const listen = (server: Server, port: number) =>
     new Promise<number>((resolve, reject) => {
-      server.maxConnections = config.electrumMaxConnections;
       server.once('error', reject);
       server.listen(port, config.electrumHost, () => {
         server.off('error', reject);
@@ -101,20 +117,23 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
   let tlsCertFile: string | undefined;
   try {
     if (config.electrumTcpPort !== undefined) {
-      tcpPort = await listen(createTcpServer(accept), config.electrumTcpPort);
+      tcpPort = await listen(createTcpServer((socket) => accept(socket, false)), config.electrumTcpPort);
       hosts[config.electrumHost] = { ...hosts[config.electrumHost], tcp_port: tcpPort };
     }
     if (config.electrumTlsPort !== undefined) {
       const tls = await loadTlsMaterial({ certFile: config.electrumTlsCert, keyFile: config.electrumTlsKey, dataDir: config.dataDir });
       if (tls.generated) log.info({ cert: tls.certFile }, 'self-signed Electrum TLS certificate generated');
       tlsCertFile = tls.certFile;
-      const server = createTlsServer({ cert: tls.cert, key: tls.key }, accept);
+      const server = createTlsServer({ cert: tls.cert, key: tls.key }, (socket) => accept(socket, true));
+      // counted from the TCP accept, before the handshake costs anything
+      server.on('connection', (raw: Socket) => void caps.admit(raw, false));
       server.on('tlsClientError', () => {});
       tlsPort = await listen(server, config.electrumTlsPort);
       hosts[config.electrumHost] = { ...hosts[config.electrumHost], ssl_port: tlsPort };
     }
   } catch (err) {
     for (const s of servers) s.close();
+    gate.stop();
     await tracker.stop();
     throw err;
   }
@@ -130,9 +149,10 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     tlsPort,
     tlsCertFile,
     connections: () => sessions.size,
-    stats: () => ({ ...tracker.stats, connections: sessions.size }),
+    stats: () => ({ ...tracker.stats, connections: sessions.size, refusedConnections: caps.refused.total + caps.refused.perAddress }),
     async stop() {
       clearInterval(sweep);
+      gate.stop();
       const closed = servers.map((s) => new Promise<void>((r) => s.close(() => r())));
       for (const s of sessions) s.close('server stopping');
       await Promise.all(closed);

@@ -1,7 +1,8 @@
 /**
- * The Electrum protocol's JSON-RPC layer: error codes (JSON-RPC's own, and electrs's 1 "bad
+ * The Electrum protocol's JSON-RPC layer: error codes (JSON-RPC's own, and ElectrumX's 1 "bad
  * request" / 2 "daemon error", which wallets show as the message), parameter checks with exact
- * messages, and the encoding of replies and notifications (one JSON object per line).
+ * messages (a malformed parameter is a bad request, code 1, as ElectrumX answers it), and the
+ * encoding of replies and notifications (one JSON object per line).
  * @module
  */
 
@@ -12,9 +13,9 @@ export const RPC_ERROR = {
   METHOD_NOT_FOUND: -32601,
   INVALID_PARAMS: -32602,
   INTERNAL: -32603,
-  /** A request the server refuses (electrs, ElectrumX): unknown height, history too large… */
+  /** A request the server refuses (ElectrumX's BAD_REQUEST): a malformed parameter, unknown height, history too large, a broadcast the node rejected… */
   BAD_REQUEST: 1,
-  /** The node refused (broadcast): Core's message is passed on. */
+  /** The node failed to answer (ElectrumX's DAEMON_ERROR). */
   DAEMON_ERROR: 2,
   /** Too many requests in the rate window (this server). */
   RATE_LIMITED: -32000,
@@ -34,34 +35,43 @@ export class RpcError extends Error {
 }
 
 export const badRequest = (message: string) => new RpcError(RPC_ERROR.BAD_REQUEST, message);
-export const invalidParams = (message: string) => new RpcError(RPC_ERROR.INVALID_PARAMS, message);
 
 /** Positional parameters (named ones are mapped through `names`, as the protocol's method signatures name them). */
 export function positional(params: unknown, names: readonly string[]): unknown[] {
   if (params === undefined || params === null) return [];
   if (Array.isArray(params)) return params;
   if (typeof params === 'object') return names.map((n) => (params as Record<string, unknown>)[n]);
-  throw invalidParams('params must be an array or an object');
+  throw new RpcError(RPC_ERROR.INVALID_PARAMS, 'params must be an array or an object');
 }
 
 /** A non-negative integer parameter (`fallback` when absent). */
 export function uintParam(value: unknown, name: string, fallback?: number): number {
   if (value === undefined && fallback !== undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw invalidParams(`${name} must be a non-negative integer`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw badRequest(`${name} must be a non-negative integer`);
   return value;
+}
+
+/** Highest height a block can have in the index (PostgreSQL int4). */
+const MAX_HEIGHT = 2 ** 31 - 1;
+
+/** A block height parameter: a non-negative integer; one no chain can reach is out of range (ElectrumX's message). */
+export function heightParam(value: unknown, name: string, fallback?: number): number {
+  const h = uintParam(value, name, fallback);
+  if (h > MAX_HEIGHT) throw badRequest(`${name} ${h.toLocaleString('en-US')} out of range`);
+  return h;
 }
 
 const HASH_HEX = /^[0-9a-fA-F]{64}$/;
 
 /** A 32-byte hash given as 64 hex digits (display order); returned as given, lower-cased. */
 export function hashParam(value: unknown, name: string): string {
-  if (typeof value !== 'string' || !HASH_HEX.test(value)) throw invalidParams(`${name} must be 64 hexadecimal characters`);
+  if (typeof value !== 'string' || !HASH_HEX.test(value)) throw badRequest(`${name} must be 64 hexadecimal characters`);
   return value.toLowerCase();
 }
 
 export function boolParam(value: unknown, name: string, fallback: boolean): boolean {
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'boolean') throw invalidParams(`${name} must be true or false`);
+  if (typeof value !== 'boolean') throw badRequest(`${name} must be true or false`);
   return value;
 }
 

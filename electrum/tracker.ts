@@ -47,6 +47,8 @@ export type TrackerSettings = {
   maxHistory: number;
   /** Scripts per status batch. */
   batchSize: number;
+  /** Longest a reorg's notifications are held while the index is below the node's tip (default 10 s). */
+  reorgHoldMs?: number;
 };
 
 export type TrackerStats = {
@@ -73,6 +75,10 @@ export class Tracker {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private ticking: Promise<void> = Promise.resolve();
+  /** Since when a reorg's notifications are held (undefined: none is): its blocks undone, the new branch not all applied yet. */
+  private reorgSince: number | undefined;
+  /** The node's block count read now, to tell a reorg in progress from one applied (set by main.ts; unset: never held). */
+  nodeHeight: (() => Promise<number | undefined>) | undefined;
   private readonly log: Logger;
   readonly proofs: HeaderProofs;
   readonly stats: TrackerStats = { scripthashes: 0, keys: 0, notifications: 0, statusComputed: 0, fingerprintScans: 0 };
@@ -216,6 +222,14 @@ export class Tracker {
     }, this.settings.pollMs);
   }
 
+  /** True while a reorg's new branch is not all indexed (the index below the node's tip), for at most reorgHoldMs. */
+  private async reorgInProgress(): Promise<boolean> {
+    if (this.reorgSince === undefined || !this.nodeHeight) return false;
+    if (Date.now() - this.reorgSince > (this.settings.reorgHoldMs ?? 10_000)) return false;
+    const [node, index] = await Promise.all([this.nodeHeight(), readTipHeader(this.db)]);
+    return node !== undefined && (index?.height ?? -1) < node;
+  }
+
   /**
    * One turn: the outbox's events after the cursor (blocks, and the mempool's transactions with
    * the address keys they touch), the fingerprints of every subscribed key after a block or when
@@ -243,6 +257,17 @@ export class Tracker {
         } else if ('keys' in e) for (const k of e.keys) touched.add(k);
       }
       if (r.read < 1000) break;
+    }
+    // A reorg is applied block by block (each undo and each new block its own transaction): until
+    // the index reaches the node's tip again, notifications would tell the intermediate lower tip
+    // and statuses that change again. They are held (at most reorgHoldMs) and, once the reorg is
+    // applied, every subscribed key is looked at once: one header and one status notification.
+    if (all) this.reorgSince ??= Date.now();
+    if (this.reorgSince !== undefined) {
+      if (await this.reorgInProgress()) return;
+      this.reorgSince = undefined;
+      all = true;
+      blocks = Math.max(blocks, 1);
     }
     if (blocks > 0) {
       const tip = await readTipHeader(this.db);

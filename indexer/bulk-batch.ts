@@ -17,7 +17,7 @@ import { scriptKeyBytes } from './address-keys.js';
 import { BinaryCopy } from './copy-binary.js';
 import { scriptAlias } from './script-aliases.js';
 import { MissingPrevoutError } from './derive.js';
-import { deriveTx, type Keys, type TxSink } from './derive-tx.js';
+import { deriveTx, txKindAt, type Keys, type TxSink } from './derive-tx.js';
 import { txNumOf } from '../src/db/tx-num.js';
 import { HistoryGroups } from './history-groups.js';
 import type { OutpointCache } from './outpoint-cache.js';
@@ -88,7 +88,7 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       this.txid = tx.txid;
       this.insW.len = 0;
       this.outsW.len = 0;
-      deriveTx(tx, i === 0 && tx.isCoinbase, this);
+      deriveTx(tx, txKindAt(height, i, tx.isCoinbase), this);
       this.txs.row(6).int8(this.txNum).bytea(tx.txid).byteaRange(this.outsW.buf, 0, this.outsW.len).byteaRange(this.insW.buf, 0, this.insW.len).int4(tx.size).int4(tx.weight);
       if (i > 0 && hasAssetMarker(tx.outputs)) this.assetCandidates.push(this.txNum);
     }

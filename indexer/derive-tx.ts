@@ -9,7 +9,11 @@
  * - keys: a single address (P2PKH, P2SH, segwit, P2PK as its P2PKH) carries the amount (history
  *   entry, balance delta, received/sent) and is the output's balance key; each key of a bare
  *   multisig gets a history entry and a touch but no amount, and the output no balance key; an
- *   OP_RETURN or nonstandard script has no key.
+ *   OP_RETURN or nonstandard script has no key;
+ * - the genesis block's coinbase pays nobody: Core never adds its output to the UTXO set (it can
+ *   never be spent), so its outputs are recorded (the block's transaction stays readable) but
+ *   enter no unspent set, balance or history — as ElectrumX indexes the genesis block. This is
+ *   the one place the rule lives: every path (block, bulk, undo) derives through here.
  * Where the results go and how a prevout is found differ per path: that is the `TxSink`.
  * @module
  */
@@ -52,9 +56,21 @@ export interface TxSink<I, K, P> {
   cosigner(key: K): void;
 }
 
-/** Derives one transaction into `sink`. `coinbase`: its inputs spend nothing. */
-export function deriveTx<I, K, P>(tx: TxShape<I>, coinbase: boolean, sink: TxSink<I, K, P>): void {
-  if (!coinbase) {
+/**
+ * What a transaction is to the derivation: `spends` resolves its inputs; a `coinbase`'s inputs
+ * spend nothing; the `genesis` coinbase (position 0 of height 0) also pays nobody.
+ */
+export type TxKind = 'spends' | 'coinbase' | 'genesis';
+
+/** The kind of the transaction at `pos` in the block at `height` (`coinbase`: it has the coinbase input). */
+export function txKindAt(height: number, pos: number, coinbase: boolean): TxKind {
+  if (pos !== 0 || !coinbase) return 'spends';
+  return height === 0 ? 'genesis' : 'coinbase';
+}
+
+/** Derives one transaction of kind `kind` into `sink`. */
+export function deriveTx<I, K, P>(tx: TxShape<I>, kind: TxKind, sink: TxSink<I, K, P>): void {
+  if (kind === 'spends') {
     const inputs = tx.inputs;
     for (let i = 0; i < inputs.length; i++) {
       const input = inputs[i]!;
@@ -70,6 +86,7 @@ export function deriveTx<I, K, P>(tx: TxShape<I>, coinbase: boolean, sink: TxSin
     const out = outputs[v]!;
     const keys = sink.outputKeys(out.script, v);
     sink.output(v, out.value, out.script);
+    if (kind === 'genesis') continue;
     touch(sink, keys, out.value, 1);
     if (!isUnspendable(out.script)) sink.unspent(v, keys, balanceKey(keys), out.value, out.script);
   }

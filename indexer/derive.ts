@@ -15,7 +15,7 @@ import type { DecodedTx, TxInput } from '../src/bitcoin/tx.js';
 import { decodeIns, decodeOuts, PackedWriter, type PackedIn, type PackedOut } from '../src/db/packed.js';
 import { TX_NUM_SPAN, txNumOf } from '../src/db/tx-num.js';
 import { scriptKeys, type ScriptKeys } from './address-keys.js';
-import { deriveTx, type TxSink } from './derive-tx.js';
+import { deriveTx, txKindAt, type TxSink } from './derive-tx.js';
 import type { MempoolTxRow } from './mempool-rows.js';
 
 /** An output an input spends, as the index (or the node's spenttxouts) knows it. */
@@ -304,7 +304,7 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
     sink.begin(i);
     insAt[i] = sink.insW.len;
     outsAt[i] = sink.outsW.len;
-    deriveTx(tx, i === 0 && tx.isCoinbase, sink);
+    deriveTx(tx, txKindAt(height, i, tx.isCoinbase), sink);
     insAt[i + 1] = sink.insW.len;
     outsAt[i + 1] = sink.outsW.len;
     sink.end();
@@ -454,8 +454,8 @@ export function deriveUndo(height: number, blockTxs: readonly StoredTx[], prevTx
   for (const t of blockTxs) {
     if (t.txNum < base || t.txNum >= base + TX_NUM_SPAN) throw new RangeError(`tx_num ${t.txNum} is not in block ${height}`);
     sink.begin(t);
-    // A coinbase's packed inputs are empty.
-    deriveTx({ inputs: decodeIns(t.ins), outputs: sink.outsOf(t) }, false, sink);
+    // A coinbase's packed inputs are empty: derived as spending none.
+    deriveTx({ inputs: decodeIns(t.ins), outputs: sink.outsOf(t) }, txKindAt(height, t.txNum - base, t.ins.length === 0), sink);
   }
   return { restored: sink.restored, balances: sink.balances, keys: [...sink.history.keys()], touches: sink.touches };
 }
@@ -509,7 +509,7 @@ class MempoolSink extends Accumulator implements TxSink<TxInput, string, Mempool
  */
 export function deriveMempoolTx(tx: DecodedTx, lookup: (txid: Uint8Array, vout: number) => MempoolPrevout | undefined, firstSeen: Date): MempoolTxRow {
   const sink = new MempoolSink(tx.txid, lookup);
-  deriveTx(tx, false, sink);
+  deriveTx(tx, 'spends', sink);
   return {
     txid: tx.txid,
     raw: tx.bytes,

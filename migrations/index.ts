@@ -29,6 +29,7 @@ import * as m0023 from './0023_hook_breaker.js';
 import * as m0024 from './0024_redis_identity.js';
 import * as m0030 from './0030_stamps.js';
 import * as m0041 from './0041_delivery_console.js';
+import * as m0043 from './0043_genesis_output.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '0024_redis_identity': m0024,
   '0030_stamps': m0030,
   '0041_delivery_console': m0041,
+  '0043_genesis_output': m0043,
 };

@@ -30,10 +30,11 @@ export type ElectrumTestClient = {
   close(): void;
 };
 
-export async function connectElectrum(port: number, opts: { tls?: boolean; host?: string; ca?: string } = {}): Promise<ElectrumTestClient> {
+export async function connectElectrum(port: number, opts: { tls?: boolean; host?: string; ca?: string; localAddress?: string } = {}): Promise<ElectrumTestClient> {
   const host = opts.host ?? '127.0.0.1';
+  const local = opts.localAddress ? { localAddress: opts.localAddress } : {};
   const socket: Socket = await new Promise((resolve, reject) => {
-    const s = opts.tls ? tlsConnect({ host, port, ...(opts.ca ? { ca: opts.ca, servername: 'localhost' } : { rejectUnauthorized: false }) }, () => resolve(s)) : tcpConnect({ host, port }, () => resolve(s));
+    const s = opts.tls ? tlsConnect({ host, port, ...local, ...(opts.ca ? { ca: opts.ca, servername: 'localhost' } : { rejectUnauthorized: false }) }, () => resolve(s)) : tcpConnect({ host, port, ...local }, () => resolve(s));
     s.once('error', reject);
   });
   socket.on('error', () => {});

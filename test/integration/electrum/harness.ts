@@ -33,6 +33,8 @@ export type ElectrumStack = {
   connect(opts?: { tls?: boolean; port?: number }): Promise<ElectrumTestClient>;
   /** Another Electrum server over the same index, with these settings; stopped with the stack. */
   electrumOn(overrides: Partial<Config>): Promise<ElectrumHandle>;
+  /** Starts an indexer again (after `indexer.stop()`), with the stack's settings; stopped with the stack. */
+  restartIndexer(): Promise<IndexerHandle>;
   stop(): Promise<void>;
 };
 
@@ -108,6 +110,11 @@ export async function startElectrumStack(overrides: Partial<Config> = {}): Promi
         const c = await connectElectrum(port, { tls: opts.tls ?? false });
         stops.push(async () => c.close());
         return c;
+      },
+      async restartIndexer() {
+        const again = await startIndexer({ config, log, db: db.db, databaseUrl: db.url, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl });
+        stops.push(() => again.stop());
+        return again;
       },
       async electrumOn(o) {
         const e = await startElectrum({ config: { ...config, electrumTlsPort: undefined, ...o }, log, db: db.db, node: client });

@@ -95,20 +95,86 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     await s?.stop();
   });
 
-  it('server.version negotiates 1.4 … 1.4.2 and closes on a version it does not speak', async () => {
-    expect(await c.request('server.version', ['electrum/4.3.4', '1.4'])).toEqual(['blockwire/0.1', '1.4']);
-    expect(await c.request('server.version', ['x', ['1.4', '1.4.2']])).toEqual(['blockwire/0.1', '1.4.2']);
-    const other = await s.connect();
-    const err = await other.request('server.version', ['old', '1.2']).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ElectrumRpcError);
-    expect((err as ElectrumRpcError).code).toBe(1);
-    await other.closed;
+  it('server.version negotiates 1.4 … 1.6 (the highest both speak), once per connection, and closes on a version it does not speak', async () => {
+    // (c negotiated 1.4 when the suite started) only the first server.version counts (ElectrumX: error 1); the connection stays
+    await expect(c.request('server.version', ['x', ['1.4', '1.6']])).rejects.toMatchObject({ code: 1, rpcMessage: 'server.version already sent' });
+    expect(await c.request('server.ping')).toBeNull();
+    const negotiated = async (params: unknown[]) => (await s.connect()).request('server.version', params);
+    expect(await negotiated(['electrum/4.3.4', '1.4'])).toEqual(['blockwire/0.1', '1.4']);
+    expect(await negotiated(['x', ['1.4', '1.4.2']])).toEqual(['blockwire/0.1', '1.4.2']);
+    expect(await negotiated(['electrum/4.6.2', ['1.4', '1.6']])).toEqual(['blockwire/0.1', '1.6']);
+    expect(await negotiated(['x', '1.6'])).toEqual(['blockwire/0.1', '1.6']);
+    expect(await negotiated(['x', ['1.4', '1.5']])).toEqual(['blockwire/0.1', '1.4.2']);
+    expect(await negotiated(['x', ['1.4', '1.7']])).toEqual(['blockwire/0.1', '1.6']);
+    // 1.6: extraneous arguments are ignored
+    expect(await negotiated(['electrum/4.6.2', ['1.4', '1.6'], 'trailing_garbage1', 9999.9, { dd: {} }])).toEqual(['blockwire/0.1', '1.6']);
+    for (const v of ['1.2', '1.5', ['1.7', '1.8']]) {
+      const other = await s.connect();
+      const err = await other.request('server.version', ['old', v]).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ElectrumRpcError);
+      expect((err as ElectrumRpcError).code).toBe(1);
+      await other.closed;
+    }
+  });
+
+  it('protocol 1.6: block.headers as a list, mempool.get_info, estimatefee with a mode, relayfee removed; 1.4 keeps its own', async () => {
+    const v16 = await s.connect();
+    expect(await v16.request('server.version', ['x', ['1.4', '1.6']])).toEqual(['blockwire/0.1', '1.6']);
+    const tip = await s.node.tip();
+    const headers: string[] = [];
+    for (let h = 3; h < 6; h++) headers.push(await call<string>('getblockheader', [await call<string>('getblockhash', [h]), false]));
+    expect(await v16.request('blockchain.block.headers', [3, 3])).toEqual({ count: 3, headers, max: 2016 });
+    expect(await c.request('blockchain.block.headers', [3, 3])).toEqual({ count: 3, hex: headers.join(''), max: 2016 });
+    const cp = tip.height;
+    const proved = await v16.request<{ headers: string[]; root: string; branch: string[] }>('blockchain.block.headers', [3, 3, cp]);
+    expect(proved.headers).toEqual(headers);
+    expect(proved.root).toBe((await c.request<{ root: string }>('blockchain.block.headers', [3, 3, cp])).root);
+    const info = await call<{ mempoolminfee: number; minrelaytxfee: number; incrementalrelayfee: number }>('getmempoolinfo');
+    expect(await v16.request('mempool.get_info')).toEqual({ mempoolminfee: info.mempoolminfee, minrelaytxfee: info.minrelaytxfee, incrementalrelayfee: info.incrementalrelayfee });
+    for (const mode of ['ECONOMICAL', 'conservative']) {
+      const est = await call<{ feerate?: number }>('estimatesmartfee', [2, mode.toUpperCase()]);
+      expect(await v16.request('blockchain.estimatefee', [2, mode])).toBe(est.feerate ?? -1);
+    }
+    await expect(v16.request('blockchain.estimatefee', [2, 'FAST'])).rejects.toMatchObject({ code: 1, rpcMessage: 'unknown estimatefee mode: FAST' });
+    await expect(v16.request('blockchain.relayfee')).rejects.toMatchObject({ code: -32601 });
+    // 1.4: relayfee is there, the 1.6 methods are not
+    await expect(c.request('mempool.get_info')).rejects.toMatchObject({ code: -32601 });
+    await expect(c.request('blockchain.transaction.broadcast_package', [[]])).rejects.toMatchObject({ code: -32601 });
+    // a connection that never negotiated speaks 1.4
+    await expect((await s.connect()).request('mempool.get_info')).rejects.toMatchObject({ code: -32601 });
+  });
+
+  it('protocol 1.6: broadcast_package submits a child with its parent through Core (submitpackage); a package Core refuses is error 1 with its message', async () => {
+    const v16 = await s.connect();
+    await v16.request('server.version', ['x', '1.6']);
+    // a parent paying the wallet, and a child spending it, neither in the mempool
+    const mid = await call<string>('getnewaddress', [], W);
+    const parentRaw = await call<{ hex: string }>('fundrawtransaction', [await call('createrawtransaction', [[], [{ [mid]: 0.5 }]]), { feeRate: 0.0002, changePosition: 1 }], W);
+    const parent = await call<{ hex: string }>('signrawtransactionwithwallet', [parentRaw.hex], W);
+    const parentTxid = (await call<{ txid: string }>('decoderawtransaction', [parent.hex])).txid;
+    const dest = await call<string>('getnewaddress', [], W);
+    const childRaw = await call<string>('createrawtransaction', [[{ txid: parentTxid, vout: 0 }], [{ [dest]: 0.499 }]]);
+    const child = await call<{ hex: string; complete: boolean }>('signrawtransactionwithwallet', [childRaw, [{ txid: parentTxid, vout: 0, scriptPubKey: (await call<{ scriptPubKey: string }>('getaddressinfo', [mid], W)).scriptPubKey, amount: 0.5 }]], W);
+    expect(child.complete).toBe(true);
+    const childTxid = (await call<{ txid: string }>('decoderawtransaction', [child.hex])).txid;
+    expect(await v16.request('blockchain.transaction.broadcast_package', [[parent.hex, child.hex]])).toEqual({ success: true });
+    expect(await call<string[]>('getrawmempool')).toEqual(expect.arrayContaining([parentTxid, childTxid]));
+    // verbose: Core's own answer
+    const verbose = await v16.request<{ package_msg: string; 'tx-results': Record<string, { txid: string }> }>('blockchain.transaction.broadcast_package', [[parent.hex, child.hex], true]);
+    expect(verbose.package_msg).toBe('success');
+    expect(Object.values(verbose['tx-results']).map((r) => r.txid).sort()).toEqual([parentTxid, childTxid].sort());
+    // two unrelated transactions are no package: Core's refusal, ElectrumX's wording
+    const coreMsg = await coreRefusal(call('submitpackage', [[child.hex, parent.hex]]));
+    await expect(v16.request('blockchain.transaction.broadcast_package', [[child.hex, parent.hex]])).rejects.toMatchObject({ code: 1, rpcMessage: `the tx package was rejected by network rules.\n\n${coreMsg}.` });
+    await expect(v16.request('blockchain.transaction.broadcast_package', ['00'])).rejects.toMatchObject({ code: 1 });
+    await expect(v16.request('blockchain.transaction.broadcast_package', [['xyz']])).rejects.toMatchObject({ code: 1 });
+    await s.synced();
   });
 
   it('server.features, banner, donation_address, ping and peers.subscribe', async () => {
     const f = await c.request<Record<string, unknown>>('server.features');
     expect(f.genesis_hash).toBe(await call<string>('getblockhash', [0]));
-    expect(f).toMatchObject({ hash_function: 'sha256', pruning: null, protocol_min: '1.4', protocol_max: '1.4.2', server_version: 'blockwire/0.1' });
+    expect(f).toMatchObject({ hash_function: 'sha256', pruning: null, protocol_min: '1.4', protocol_max: '1.6', server_version: 'blockwire/0.1' });
     expect(f.hosts).toEqual({ '127.0.0.1': { tcp_port: s.electrum.tcpPort, ssl_port: s.electrum.tlsPort } });
     expect(await c.request('server.banner')).toBe(s.config.electrumBanner);
     expect(await c.request('server.donation_address')).toBe('');
@@ -143,7 +209,13 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     expect(rootFromBranch(hashes[cp]!, ph.branch, cp)).toBe(root);
     await expect(c.request('blockchain.block.header', [5, 3])).rejects.toMatchObject({ code: 1 });
     await expect(c.request('blockchain.block.header', [tip.height + 1])).rejects.toMatchObject({ code: 1 });
-    await expect(c.request('blockchain.block.header', [-1])).rejects.toMatchObject({ code: -32602 });
+    // malformed parameters are bad requests (error 1), as ElectrumX answers them
+    await expect(c.request('blockchain.block.header', [-1])).rejects.toMatchObject({ code: 1 });
+    await expect(c.request('blockchain.block.header', ['x'])).rejects.toMatchObject({ code: 1 });
+    // a height no chain reaches: out of range, not an internal error
+    await expect(c.request('blockchain.block.header', [10_000_000_000])).rejects.toMatchObject({ code: 1, rpcMessage: 'height 10,000,000,000 out of range' });
+    await expect(c.request('blockchain.block.headers', [10_000_000_000, 1])).rejects.toMatchObject({ code: 1 });
+    await expect(c.request('blockchain.transaction.id_from_pos', [10_000_000_000, 0])).rejects.toMatchObject({ code: 1 });
   });
 
   it('estimatefee and relayfee are Core’s (BTC/kvB, -1 without an estimate)', async () => {
@@ -168,7 +240,7 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     expect(await c.request('blockchain.scripthash.subscribe', [unused])).toBeNull();
     expect(await c.request('blockchain.scripthash.unsubscribe', [unused])).toBe(true);
     expect(await c.request('blockchain.scripthash.unsubscribe', [unused])).toBe(false);
-    await expect(c.request('blockchain.scripthash.get_history', ['zz'])).rejects.toMatchObject({ code: -32602 });
+    await expect(c.request('blockchain.scripthash.get_history', ['zz'])).rejects.toMatchObject({ code: 1 });
   });
 
   it('get_balance and listunspent equal Core’s UTXO set (scantxoutset) plus the mempool', async () => {
@@ -217,7 +289,7 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     for (let i = 1; i < hist.length; i++) expect(hist[i]![0]).toBeLessThanOrEqual(hist[i - 1]![0]);
   });
 
-  it('transaction.broadcast relays through Core; Core’s refusal comes back as error 2 with its message', async () => {
+  it('transaction.broadcast relays through Core; Core’s refusal comes back as error 1 with its message, worded as ElectrumX words it', async () => {
     const dest = await call<string>('getnewaddress', [], W);
     const funded = await call<{ hex: string }>('fundrawtransaction', [await call('createrawtransaction', [[], [{ [dest]: 0.1 }]]), { feeRate: 0.0002 }], W);
     const signed = await call<{ hex: string }>('signrawtransactionwithwallet', [funded.hex], W);
@@ -225,8 +297,8 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     expect(txid).toBe((await call<{ txid: string }>('decoderawtransaction', [signed.hex])).txid);
     expect(await call<string[]>('getrawmempool')).toContain(txid);
     const coreMsg = await coreRefusal(call('sendrawtransaction', ['00']));
-    await expect(c.request('blockchain.transaction.broadcast', ['00'])).rejects.toMatchObject({ code: 2, rpcMessage: coreMsg });
-    await expect(c.request('blockchain.transaction.broadcast', ['xyz'])).rejects.toMatchObject({ code: -32602 });
+    await expect(c.request('blockchain.transaction.broadcast', ['00'])).rejects.toMatchObject({ code: 1, rpcMessage: `the transaction was rejected by network rules.\n\n${coreMsg}\n[00]` });
+    await expect(c.request('blockchain.transaction.broadcast', ['xyz'])).rejects.toMatchObject({ code: 1 });
     await s.synced();
   });
 

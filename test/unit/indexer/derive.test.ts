@@ -7,13 +7,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
-import { addressToScript } from '../../../src/bitcoin/address.js';
+import { addressToScript, pubkeyToP2pkhAddress } from '../../../src/bitcoin/address.js';
 import { classifyScript } from '../../../src/bitcoin/script.js';
 import { hashKey, deriveBlock, deriveMempoolTx, deriveUndo, externalOutpoints, type Prevout, type StoredTx } from '../../../indexer/derive.js';
 import { txNumOf } from '../../../src/db/tx-num.js';
 import { isUnspendable, scriptKeys } from '../../../indexer/address-keys.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { encodeOuts } from '../../../src/db/packed.js';
+import { decodeOuts, encodeOuts } from '../../../src/db/packed.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { loadMainnet600 } from '../../support/chain-fixture.js';
 
@@ -129,13 +129,23 @@ describeFixtures('deriveBlock', () => {
     });
   });
 
-  it('indexes the genesis P2PK coinbase under its P2PKH address', () => {
-    const [genesis] = loadMainnet600();
-    const rows = deriveBlock(decodeBlock(genesis!.raw), 0, () => undefined);
-    const key = addressKey(addressToScript('1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa', 'main'));
+  it('indexes a P2PK coinbase under its P2PKH address (block 1); the genesis coinbase under none', () => {
+    const [genesis, first] = loadMainnet600();
+    const block1 = decodeBlock(first!.raw);
+    const rows = deriveBlock(block1, 1, () => undefined);
+    // <65-byte public key> OP_CHECKSIG, counted under that key's P2PKH address
+    const key = addressKey(addressToScript(pubkeyToP2pkhAddress(block1.txs[0]!.outputs[0]!.script.subarray(1, 66), 'main'), 'main'));
     expect(rows.balances.get(key)).toEqual({ sats: 5_000_000_000n, count: 1 });
-    expect(rows.history.get(key)).toEqual([0]);
+    expect(rows.history.get(key)).toEqual([txNumOf(1, 0)]);
     expect(rows.created[0]!.key).toBe(key);
+    // Core never puts the genesis coinbase in its UTXO set: no balance, unspent output or history,
+    // while the block keeps its transaction and its output.
+    const g = deriveBlock(decodeBlock(genesis!.raw), 0, () => undefined);
+    expect(g.balances.size).toBe(0);
+    expect(g.history.size).toBe(0);
+    expect(g.created).toEqual([]);
+    expect(g.txs).toHaveLength(1);
+    expect(decodeOuts(g.txs[0]!.outs)[0]!.value).toBe(5_000_000_000n);
   });
 
   it('puts bare multisig outputs in each key\'s history but in no balance', () => {
