@@ -269,7 +269,9 @@ async function electrumRefuses(row: string): Promise<void> {
     await within(c.request('server.version', ['fault-matrix-probe', '1.4']), 20_000, `${row}: server.version`);
     const err = await within(c.request('blockchain.scripthash.get_history', [scriptHash]).then(() => undefined, (e: unknown) => e), 30_000, `${row}: get_history`);
     expect(err, `${row}: get_history answered an error`).toBeInstanceOf(ElectrumRpcError);
-    expect((err as ElectrumRpcError).code).toBe(-32603);
+    // -32603 (internal error, or the request's time limit), or 1 when the node has mined on
+    // meanwhile and the index, held by the fault, is behind it (the sync gate: docs/electrum.md).
+    expect([-32603, 1], `${row}: get_history's error code`).toContain((err as ElectrumRpcError).code);
     expect(await within(c.request('server.ping'), 20_000, `${row}: ping after the error`), `${row}: the connection stays usable`).toBeNull();
   } finally {
     c.close();
