@@ -91,7 +91,9 @@ export function installErrorHandling(app: FastifyInstance, dialect: DialectEdge)
     // Timed out while the body is still arriving (a slow sender): the client's fault, answered
     // as Node answers a request that does not arrive in time (408 ERR_CLIENT_TIMEOUT), and the
     // connection closed once answered instead of kept reading the rest.
-    if (timedOut && !request.raw.complete) {
+    // (a parsed body, even under inject() where `complete` stays false, has arrived)
+    const bodyArriving = request.body === undefined && !request.raw.complete && (Number(request.headers['content-length'] ?? 0) > 0 || request.headers['transfer-encoding'] !== undefined);
+    if (timedOut && bodyArriving) {
       reply.header('Connection', 'close');
       reply.raw.once('finish', () => request.raw.socket?.destroy());
       return dialect.sendError(reply, new ServiceError('ERR_CLIENT_TIMEOUT'));

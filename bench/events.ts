@@ -231,7 +231,8 @@ async function main(): Promise<void> {
         let buf = '';
         child.stdout!.on('data', (d: Buffer) => {
           buf += d.toString();
-          const line = buf.split('\n').find((l) => l.startsWith('{'));
+          // (the server's own line, not a log line its roles printed before it)
+          const line = buf.split('\n').find((l) => l.startsWith('{"port"'));
           if (line) resolve(JSON.parse(line));
         });
         child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));

@@ -168,8 +168,8 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
     // worker's fair shares with a priority or a delay: docs/events.md "Fair delivery")
     const waiting = new Set([
       ...(await primary.lrange(`${f.prefix}:webhooks:wait`, 0, -1)),
-      ...(await primary.zrange(`${f.prefix}:webhooks:prioritized`, 0, -1)),
-      ...(await primary.zrange(`${f.prefix}:webhooks:delayed`, 0, -1)),
+      ...(await primary.zrange(`${f.prefix}:webhooks:prioritized`, '0', '-1')),
+      ...(await primary.zrange(`${f.prefix}:webhooks:delayed`, '0', '-1')),
     ]);
     primary.disconnect();
     expect(jobsAtKill.filter((j) => waiting.has(j)).length, 'jobs of the burst waiting in the queue').toBeGreaterThan(0);
