@@ -78,6 +78,10 @@ describeBrowser('the console in headless Chromium', () => {
       if (m.type() === 'error') consoleErrors.push(m.text());
     });
     page.on('pageerror', (err) => pageErrors.push(String(err)));
+    // (a failed load is logged by Chromium without its URL: record which request it was)
+    page.on('response', (r) => {
+      if (r.status() >= 500) consoleErrors.push(`${r.request().method()} ${new URL(r.url()).pathname} answered ${r.status()}`);
+    });
   }, 180_000);
 
   afterAll(async () => {
