@@ -1,5 +1,5 @@
 /**
- * An index bound to the chain it followed (issue 35.16): the quick start's data directory moved
+ * An index bound to the chain it followed: the quick start's data directory moved
  * from the stand-in to another regtest node (both regtest: the same genesis, different blocks
  * from height 1) is refused before the indexer starts, naming both blocks and asking for a new
  * data directory, instead of undoing the whole index as a reorg. The same node, an empty index and

@@ -164,7 +164,7 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
     expect(code, proc.output().slice(-3000)).toBe(0);
     expect(proc.lines.some((l) => l.msg === 'stopped')).toBe(true);
     // Nothing held the process after "stopped" (the stream's close left a 5 s timer running, and
-    // Ctrl-C took 7 s to give the shell back): had anything, it would say what (issue 38.4).
+    // Ctrl-C took 7 s to give the shell back): had anything, it would say what.
     expect(proc.lines.filter((l) => /still held by/.test(l.msg))).toEqual([]);
     // Every request sent before the balancer saw 503 got a whole answer (a JSON body, no 5xx).
     // (History answers 404 until the first payment is indexed.)

@@ -1,5 +1,5 @@
 /**
- * A noisy neighbour on `/websocket` (issue 35's fault matrix row): key A floods a listening API
+ * A noisy neighbour on `/websocket` (a fault-matrix row: one tenant must not slow another): key A floods a listening API
  * (startApi, the run's PostgreSQL and Redis) with upgrades, 20 at a time, past its cap
  * (API_MAX_SOCKETS_PER_KEY, here 50: the rest refused ThroughputExceeded), keeping what it got
  * open, while key B makes REST requests. B's p99 over 200 requests with the flood stays within

@@ -2,10 +2,10 @@
  * The quick start run twice, as a newcomer does:
  * - two quick starts at once, each on its own data directory (two checkouts): both check the
  *   default ports while neither listens yet and both find them free; the one that binds second
- *   finds its port taken and must take a free one instead of dying with EADDRINUSE (issue 35.14);
+ *   finds its port taken and must take a free one instead of dying with EADDRINUSE;
  * - `./scripts/start.sh` again in the same checkout while the first runs: refused at once, naming
  *   the running instance (pid, API address), and nothing of the first changed — its node file
- *   still points at its node, so the faucet still pays through it (issue 35.15). The lock file
+ *   still points at its node, so the faucet still pays through it. The lock file
  *   goes when the first stops.
  */
 import { afterAll, describe, expect, it } from 'vitest';
