@@ -25,7 +25,7 @@ export const int8s = (xs: readonly (number | bigint)[]) => xs.map((x) => x.toStr
  * server). A block's keys are hashes, so in arrival order each of its ~40,000 index entries
  * lands on a random leaf; in key order consecutive entries descend through the same inner pages
  * and often the same leaf, which PostgreSQL finds warm in the CPU caches. Measured on a
- * 600-block index (bench/README.md "Misses: profiles and next steps"): history insert -30 %,
+ * 600-block index (commit 78f71a8): history insert -30 %,
  * balances MERGE -10–40 %, utxos insert and spend delete -15–35 %. `txs` keeps tx_num order: its
  * primary key then grows at its right edge (full pages), which a txid order would split.
  */

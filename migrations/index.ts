@@ -1,7 +1,7 @@
 /**
  * The static list of migrations, in order. Register a new migration here; never edit one that
- * has been applied. Number ranges: 0001–0009 chain (indexer), 0010–0019 API, 0020–0029
- * streams, 0030–0039 stamping, 0040+ operations.
+ * has been applied. The number is only the order: a new migration takes the next number after
+ * the highest here, whichever role its tables serve (gaps are numbers never used).
  */
 import type { Migration } from 'kysely';
 import * as m0001 from './0001_chain.js';

@@ -43,8 +43,8 @@ import { deliveryId, deliveryJson, deliveryParts, indexSubscriptions, matchEvent
 import { advanceRelayCursor, pruneOutbox, readOutbox, readRedisRunId, readStreamState, recordRedisRunId } from './outbox.js';
 import { loadSubscriptionsFor } from './subscriptions.js';
 import { encodeFeedBatch, type FeedItem } from './feed-message.js';
-import { roundRobin } from './fair-share.js';
-import { batchJobId, type DeliveryBatch, type DeliveryJob, type DeliveryQueues } from './queues.js';
+import { assignBatchJobs, relayJobs } from './relay-jobs.js';
+import type { DeliveryJob, DeliveryQueues } from './queues.js';
 
 /** How long the per-minute attempt counts of hooks (the console's last-hour chart) are kept. */
 const ATTEMPT_MINUTES_KEPT_MS = 24 * 3600_000;
@@ -114,29 +114,6 @@ function toJob(d: QueuedDelivery, now = Date.now()): DeliveryJob {
   };
 }
 
-/**
- * Gives the pending deliveries of each hook (in event order) batch job ids, `size` to a job; a
- * delivery left alone keeps its own job (no id).
- */
-export function assignBatchJobs(rows: NewDelivery[], size: number, to: bigint): void {
-  if (size < 2) return;
-  const byHook = new Map<string, NewDelivery[]>();
-  for (const r of rows) {
-    if (r.status !== 'pending') continue;
-    const list = byHook.get(r.hookId);
-    if (list) list.push(r);
-    else byHook.set(r.hookId, [r]);
-  }
-  for (const [hook, list] of byHook) {
-    for (let i = 0, n = 0; i < list.length; i += size, n++) {
-      const chunk = list.slice(i, i + size);
-      if (chunk.length < 2) continue;
-      const jobId = batchJobId(hook, to, n);
-      for (const r of chunk) r.jobId = jobId;
-    }
-  }
-}
-
 /** Starts the relay loop (standby until it gets the lock). */
 export function startRelay(deps: RelayDeps): Relay {
   const { db, publisher, queues, settings } = deps;
@@ -188,29 +165,9 @@ export function startRelay(deps: RelayDeps): Relay {
     assignBatchJobs(hookRows, settings.deliveryBatchSize, to);
     const pending = await upsertDeliveries(conn, hookRows);
     if (pending.length > 0) {
-      // (a row that was already there keeps the job recorded for it: re-adding that job is a no-op while it exists)
-      const recorded = new Map(pending.map((p) => [p.id, p]));
-      const own: DeliveryJob[] = [];
-      const batches = new Map<string, DeliveryBatch>();
-      const batchKeys = new Map<string, string>();
-      for (const h of hookRows) {
-        const p = recorded.get(h.id);
-        if (!p) continue;
-        const transport = transports.get(h.id)!;
-        if (p.jobId === null) {
-          own.push({ transport, delivery: h.id, hook: h.hookId, payload: h.payload, type: h.eventType, redeliveries: p.redeliveries });
-          continue;
-        }
-        let b = batches.get(p.jobId);
-        if (!b) {
-          batches.set(p.jobId, (b = { transport, jobId: p.jobId, hook: h.hookId, deliveries: [], ...(failing.has(h.hookId) ? { backlog: true } : {}) }));
-          batchKeys.set(p.jobId, String(h.keyId));
-        }
-        b.deliveries.push({ delivery: h.id, payload: h.payload, type: h.eventType });
-      }
+      const { own, batches } = relayJobs(hookRows, pending, transports, failing);
       if (own.length > 0) await queues.enqueue(own);
-      // (in turns over the keys: one key's many hooks do not queue in front of another key's first job)
-      if (batches.size > 0) await queues.enqueueBatches(roundRobin([...batches.values()], (b) => batchKeys.get(b.jobId)!));
+      if (batches.length > 0) await queues.enqueueBatches(batches);
     }
     await publisher.publish(settings.channel, encodeFeedBatch({ from: cursor, to, items }));
     await advanceRelayCursor(conn, to);

@@ -1,9 +1,9 @@
 // `npm run bench -- --quick` runs every benchmark script end to end in a tiny configuration, so
 // none of them can rot: each must exit 0 and print its tables, bench/sync must report every
 // figure the sync targets name, and the README section must be regenerated from the results. No
-// timing is asserted (figures from a shared 2-core machine are not test material). An
-// integration test: the benches start their own PostgreSQL, Redis and bitcoind, and in this
-// group the run shares the machine with the other integration files instead of holding them up.
+// timing is asserted (figures from a shared 2-core machine are not test material). The benches
+// start their own PostgreSQL, Redis and bitcoind; the run is a step of its own (the vitest project
+// `bench`, selected alone by BLOCKWIRE_BENCH_SMOKE=1), which scripts/test.sh runs beside the suite.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

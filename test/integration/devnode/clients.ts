@@ -3,7 +3,9 @@
  * parsed body and text, as a client sees them), REST GETs, and a ZMQ subscriber collecting every
  * message with its frames.
  */
+import { randomBytes } from 'node:crypto';
 import { Subscriber } from 'zeromq';
+import { waitFor } from '../../support/wait.js';
 
 /** Where a node answers RPC and REST (a Devnode, a Bitcoind or a TestNode). */
 export type NodeAddress = { readonly rpc: { host: string; port: number; user: string; password: string } };
@@ -92,6 +94,22 @@ export async function collectZmq(url: string, topics: string[] = []): Promise<{ 
     },
   };
 }
+
+/**
+ * Waits until `zmq` has every message the devnode published so far: publishes a marker through
+ * the same socket, after everything queued, and waits for it (one socket keeps its order), then
+ * takes it out of the messages. For the devnode only (bitcoind has no way to send one).
+ */
+export async function zmqSentinel(node: { faults: { zmq: { publishRaw(frames: (string | Uint8Array)[]): Promise<void> } } }, zmq: { messages: ZmqMessage[] }): Promise<void> {
+  const body = new Uint8Array(randomBytes(16));
+  const isMarker = (m: ZmqMessage) => m.topic === SENTINEL_TOPIC && Buffer.from(m.body).equals(body);
+  await node.faults.zmq.publishRaw([SENTINEL_TOPIC, body, new Uint8Array(4)]);
+  await waitFor('the ZMQ sentinel', () => zmq.messages.some(isMarker), 30_000);
+  zmq.messages.splice(zmq.messages.findIndex(isMarker), 1);
+}
+
+/** Starts with `hashblock`: a subscriber gets a topic by its prefix, and every collector here takes hashblock. */
+const SENTINEL_TOPIC = 'hashblock-test-sentinel';
 
 /** `topic` plus, for `sequence`, its label and mempool sequence: the pattern of a message stream. */
 export function zmqPattern(m: { topic: string; body: Uint8Array }): string {

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { classifyScript } from '../../../src/bitcoin/script.js';
-import { collectZmq, rawRpc, restGet } from './clients.js';
+import { collectZmq, rawRpc, restGet, zmqSentinel } from './clients.js';
 import { waitFor } from '../../support/wait.js';
 
 describe('devnode fault injection', () => {
@@ -30,7 +30,7 @@ describe('devnode fault injection', () => {
     const before = node.faults.zmq.sent().filter((m) => m.topic === 'hashblock').length;
     node.faults.zmq.drop('hashblock', 2);
     await node.mine(4);
-    await zmq.settle();
+    await zmqSentinel(node, zmq);
     const seqs = seqsOf('hashblock');
     expect(seqs).toHaveLength(2);
     expect(seqs[1]! - seqs[0]!).toBe(1);
@@ -44,26 +44,30 @@ describe('devnode fault injection', () => {
     zmq.messages.length = 0;
     node.faults.zmq.silence(true);
     await node.mine(20);
-    await new Promise((r) => setTimeout(r, 200));
-    expect(zmq.messages).toHaveLength(0);
     node.faults.zmq.silence(false);
-    await node.mine(1);
-    await zmq.settle();
+    const [tip] = await node.mine(1);
+    // The new block's hashblock is the sentinel: one socket keeps its order, so a message of the
+    // twenty silent blocks would have come before it.
+    const hashOf = (m: (typeof zmq.messages)[number]) => Buffer.from(m.body).toString('hex');
+    await waitFor('the hashblock of the block mined after the silence', () => zmq.messages.some((m) => m.topic === 'hashblock' && hashOf(m) === tip));
     const hb = zmq.messages.filter((m) => m.topic === 'hashblock');
-    expect(hb).toHaveLength(1);
+    expect(hb.map(hashOf)).toEqual([tip]);
     expect(hb[0]!.seq).toBe(node.faults.zmq.counter('hashblock') - 1);
+    const upToSentinel = zmq.messages.slice(0, zmq.messages.indexOf(hb[0]!) + 1);
+    // (the new block's coinbase hashtx and rawtx and its sequence C come first)
+    expect(upToSentinel.map((m) => m.topic)).toEqual(['hashtx', 'rawtx', 'sequence', 'hashblock']);
   });
 
   it('reorders the next messages and resets counters to 0 as a restart does', async () => {
     zmq.messages.length = 0;
     node.faults.zmq.reorderNext(5);
     await node.mine(1); // coinbase hashtx, rawtx, sequence C, hashblock, rawblock — sent reversed
-    await zmq.settle();
+    await zmqSentinel(node, zmq);
     expect(zmq.messages.map((m) => m.topic)).toEqual(['rawblock', 'hashblock', 'sequence', 'rawtx', 'hashtx']);
     zmq.messages.length = 0;
     node.faults.zmq.resetCounters();
     await node.mine(1);
-    await zmq.settle();
+    await zmqSentinel(node, zmq);
     expect(zmq.messages.map((m) => m.seq)).toEqual([0, 0, 0, 0, 0]);
   });
 
@@ -76,7 +80,7 @@ describe('devnode fault injection', () => {
     await node.faults.zmq.publishRaw(['hashblockx', hash, new Uint8Array(4)]);
     await node.faults.zmq.publishRaw(['sequence', new Uint8Array([...hash, 0x58]), new Uint8Array(4)]);
     await node.faults.zmq.publishRaw(['rawtx', new Uint8Array([1, 2, 3])]);
-    await zmq.settle();
+    await zmqSentinel(node, zmq);
     expect(zmq.messages.map((m) => [m.topic, m.body.length, m.frames])).toEqual([
       ['hashblock', 32, 3],
       ['hashblock', 31, 3],
@@ -92,7 +96,7 @@ describe('devnode fault injection', () => {
     zmq.messages.length = 0;
     await node.mine(1);
     await node.faults.zmq.repeatLast(2);
-    await zmq.settle();
+    await zmqSentinel(node, zmq);
     const hb = zmq.messages.filter((m) => m.topic === 'hashblock');
     expect(hb).toHaveLength(2);
     expect(hb[1]!.seq).toBe(hb[0]!.seq);
@@ -178,7 +182,7 @@ describe('devnode fault injection', () => {
     const sub = await collectZmq(node.zmqUrl);
     try {
       await node.mine(1);
-      await sub.settle();
+      await zmqSentinel(node, sub);
       expect(sub.messages.find((m) => m.topic === 'hashblock')?.seq).toBe(0);
     } finally {
       sub.close();

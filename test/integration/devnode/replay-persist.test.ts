@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { loadReplay } from '../../../devnode/replay.js';
 import { describeFixtures, fixturePath, projectRoot, readFixtureJson } from '../../support/fixtures.js';
-import { collectZmq, rawRpc, restGet, rpcResult } from './clients.js';
+import { collectZmq, rawRpc, restGet, rpcResult, zmqSentinel } from './clients.js';
 import { waitFor } from '../../support/wait.js';
 
 // bitcoin-core is CommonJS (`export =`); this project compiles without esModuleInterop.
@@ -66,8 +66,7 @@ describeFixtures('devnode replay of regtest-chain-a', () => {
         await new Promise((r) => setTimeout(r, 20));
       }
       await node.replay!.done;
-      await node.faults.zmq.flush();
-      await zmq.settle(300);
+      await zmqSentinel(node, zmq);
       const cd = zmq.messages
         .filter((m) => m.topic === 'sequence' && m.body.length === 33)
         .map((m) => `${String.fromCharCode(m.body[32]!)}${Buffer.from(m.body.subarray(0, 32)).toString('hex')}`);

@@ -103,9 +103,16 @@ describe('several api, streams and worker processes on one Postgres and one Redi
       const rows = await expected();
       return rows.length > 0 && rows.every((r) => r.status === 'delivered') && clients.every((c) => c.events.length >= rows.length);
     }, 300_000);
-    // Anything late (a duplicate) would arrive now.
-    await new Promise((r) => setTimeout(r, 1000));
+    // Anything late (a duplicate) must show before a sentinel: one more payment, whose event is the
+    // newest. Stream frames come in event order, so a late frame reaches a client before the
+    // sentinel's; and the sentinel's webhook goes out after every earlier delivery was done, so
+    // the workers have passed whatever was queued before it.
+    const sentinelTx = await devnode.wallet.send(address, 80_000n);
+    const sentinelOf = (c: (typeof clients)[number]) => c.events.find((e) => e.transaction_hash === sentinelTx);
+    const sentinel = (await waitFor('the sentinel on every client', () => clients.every(sentinelOf) && sentinelOf(clients[0]!), 300_000)).id;
+    await waitFor('the sentinel delivered', async () => receiver.received.some((r) => r.event.id === sentinel) && (await expected()).every((r) => r.status === 'delivered'), 300_000);
     const ids = (await expected()).map((r) => Number(r.event_id));
+    expect(ids[ids.length - 1]).toBe(sentinel);
     const types = new Set(clients[0]!.events.map((e) => e.type));
     for (const t of ['tx.unconfirmed', 'tx.confirmed', 'tx.confirmations']) expect(types).toContain(t);
     expect(ids.length).toBeGreaterThanOrEqual(3 * 4);

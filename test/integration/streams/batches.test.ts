@@ -250,10 +250,13 @@ describe('delivery batches', () => {
     try {
       await waitFor('all delivered', async () => (await rows(sub)).every((r) => r.status === 'delivered'), 30_000);
       await waitFor('the relay passed them', async () => (await readStreamState(f.t.db)).relay >= seqs.at(-1)!, 30_000);
-      await new Promise((r) => setTimeout(r, 500));
+      // The sentinel: one more event for the address, relayed after the replayed batch; a send of
+      // the delivered one or a second send of the others would be queued before its job.
+      const [after] = await insertEvents(f.t.db, txEvents(addr, 1));
+      await waitFor('the sentinel delivered', () => receiver.received.some((r) => r.id === `${sub}-${after}`), 30_000);
       expect(receiver.received.filter((r) => r.id === logged[0]!.id)).toHaveLength(0);
       for (const d of logged.slice(1)) expect(receiver.received.filter((r) => r.id === d.id)).toHaveLength(1);
-      expect((await rows(sub)).every((r) => r.job_id === jobId)).toBe(true);
+      expect((await rows(sub)).filter((r) => logged.some((d) => d.id === r.id)).map((r) => r.job_id)).toEqual(logged.map(() => jobId));
     } finally {
       await run.stop();
       await receiver.close();
@@ -284,7 +287,12 @@ describe('delivery batches', () => {
     const workerOnly = await start({}, { relay: false });
     try {
       await waitFor('all delivered', async () => (await rows(sub)).every((r) => r.status === 'delivered'), 30_000);
-      await new Promise((r) => setTimeout(r, 500));
+      // The sentinel: one more delivery in a job of its own, queued after the others; a second
+      // job for any of them was queued before it, and is taken first.
+      const [extra] = madeUp(k.id, hook.id, sub, [910_006]);
+      await upsertDeliveries(f.t.db, [extra!]);
+      await producer.enqueue([{ transport: 'http', delivery: extra!.id, hook: hook.id, payload: extra!.payload, type: extra!.eventType, redeliveries: 0 }]);
+      await waitFor('the sentinel delivered', () => receiver.received.some((r) => r.id === extra!.id), 30_000);
       for (const d of [...lost, ...live]) expect(receiver.received.filter((r) => r.id === d.id)).toHaveLength(1);
     } finally {
       await workerOnly.stop();

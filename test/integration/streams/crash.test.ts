@@ -150,7 +150,12 @@ describe('crashes', () => {
     const worker = await startWorker(deps);
     try {
       await waitFor('both delivered', () => [`${subA}-${seqA}`, `${subB}-${seqB}`].every((id) => r3.received.some((x) => x.id === id)), 15_000);
-      await new Promise((r) => setTimeout(r, 500));
+      // The sentinel: an event for a third subscription of the same hook, relayed after the
+      // replayed batch; a second job for A or B would be queued before its job, and taken first.
+      const c = newAddress();
+      const subC = await f.subscribe(k.id, { ...c, hookId: hook.id });
+      const [seqC] = await insertEvents(f.t.db, txEvents(c, 1));
+      await waitFor('the sentinel delivered', () => r3.received.some((x) => x.id === `${subC}-${seqC}`), 15_000);
       // One delivery each: the replayed batch found A pending and enqueued it, and B's job id was taken.
       expect(r3.received.filter((x) => x.id === `${subA}-${seqA}`)).toHaveLength(1);
       expect(r3.received.filter((x) => x.id === `${subB}-${seqB}`)).toHaveLength(1);

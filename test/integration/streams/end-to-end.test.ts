@@ -52,8 +52,11 @@ describe('events end to end on the devnode', () => {
     const [h1] = await stack.mine(1);
     await stack.mine(3);
     await waitFor('tx.confirmations', () => eventsFor(txid).length >= 4, 20_000);
-    await new Promise((r) => setTimeout(r, 300));
-    const evs = eventsFor(txid);
+    // The sentinel: one more block, whose block.connected on the chain subscription comes after
+    // every event of the blocks before it (the fourth confirmation, past the target, included).
+    const [next] = await stack.mine(1);
+    const sentinel = await waitFor('the next block on the stream', () => client.events().find((e) => e.type === 'block.connected' && (e.block as { hash: string }).hash === next), 20_000);
+    const evs = eventsFor(txid).filter((e) => e.id < sentinel.id);
     expect(evs.map((e) => [e.type, e.confirmations])).toEqual([
       ['tx.unconfirmed', 0],
       ['tx.confirmed', 1],

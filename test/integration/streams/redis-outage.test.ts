@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startRedis, type RedisServer } from '../../../src/embedded/redis.js';
-import { silentLogger } from '../../../src/log.js';
+import { createLogger, silentLogger } from '../../../src/log.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { createDeliveryQueues } from '../../../streams/queues.js';
 import { readStreamState } from '../../../streams/outbox.js';
@@ -25,13 +25,15 @@ describe('Redis outage', () => {
   let receiver: Receiver;
   let streams: StreamsHandle;
   let worker: WorkerHandle;
+  const logLines: string[] = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bw-redis-outage-'));
     redis = await startRedis({ dir });
     f = await createStreamsFixture(redis.url);
     receiver = await startReceiver();
-    const deps = { config: streamsConfig({ deliveryRescueMs: 1500 }), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
+    const log = createLogger({ level: 'warn', destination: { write: (line: string) => void logLines.push(line) } });
+    const deps = { config: streamsConfig({ deliveryRescueMs: 1500 }), log, db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
     streams = await startStreams(deps);
     worker = await startWorker(deps);
   });
@@ -72,7 +74,11 @@ describe('Redis outage', () => {
     await producer.close();
 
     const whileDown = await insertEvents(f.t.db, txEvents(addr, 30));
-    await new Promise((r) => setTimeout(r, 1000));
+    // The sentinel: two of the relay's failed tries begun after those rows were committed (it
+    // reads every row after its cursor, so they were in them).
+    const failed = () => logLines.filter((l) => l.includes('relay batch failed')).length;
+    const failedBefore = failed();
+    await waitFor('two failed relay batches with the new rows', () => failed() >= failedBefore + 2, 30_000);
     // The relay cannot publish: the new events stay behind its cursor.
     expect((await readStreamState(f.t.db)).relay).toBeLessThan(whileDown[0]!);
     expect((await readStreamState(f.t.db)).relay).toBeGreaterThanOrEqual(cursorBefore);

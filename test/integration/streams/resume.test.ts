@@ -60,10 +60,12 @@ describe('stream resume', () => {
     // Events keep coming while it catches up.
     const live: bigint[] = [];
     for (let i = 0; i < 5; i++) live.push(...(await insertEvents(f.t.db, txEvents(addr, 20))));
-    await waitFor(`1100 events (got ${back.events().length})`, () => back.events().length >= 1100, 20_000);
-    await new Promise((r) => setTimeout(r, 300));
+    // The sentinel: one more event after them; frames come in event order, so a repeat or a
+    // stray frame would come before it.
+    const [sentinel] = await insertEvents(f.t.db, txEvents(addr, 1));
+    await waitFor(`the sentinel event (got ${back.events().length})`, () => back.events().some((e) => e.id === Number(sentinel)), 20_000);
     const ids = back.events().map((e) => e.id);
-    expect(ids).toEqual([...missed, ...live].map(Number));
+    expect(ids).toEqual([...missed, ...live, sentinel].map(Number));
     expect(new Set(ids).size).toBe(ids.length);
     expect(back.messages.filter((m) => m.type === 'stream.live')).toHaveLength(1);
     back.close();

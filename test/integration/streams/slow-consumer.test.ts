@@ -81,9 +81,12 @@ describe('slow consumers and heartbeats', () => {
     expect(closed.code).toBe(1006);
     expect(took).toBeGreaterThanOrEqual(HEARTBEAT_MS);
     expect(s.stats().heartbeatTimeouts).toBe(before + 1);
-    // The client that answers pings stays.
-    await new Promise((r) => setTimeout(r, 3 * HEARTBEAT_MS));
+    // The client that answers pings stays: three more heartbeats (pings it answered), still open.
+    let pings = 0;
+    polite.ws.on('ping', () => void (pings += 1));
+    await waitFor('three more heartbeats', () => pings >= 3 || polite.ws.readyState !== polite.ws.OPEN, 30_000);
     expect(polite.ws.readyState).toBe(polite.ws.OPEN);
+    expect(pings).toBeGreaterThanOrEqual(3);
     polite.close();
   });
 });

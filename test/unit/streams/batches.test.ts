@@ -1,10 +1,10 @@
 /**
- * How the relay groups deliveries into batch jobs (streams/relay.ts `assignBatchJobs`) and the
+ * How the relay groups deliveries into batch jobs (streams/relay-jobs.ts `assignBatchJobs`) and the
  * shape of batch job ids (streams/queues.ts): per hook, in event order, `size` to a job, a lone
  * delivery in a job of its own, a delivery to a disabled hook in none.
  */
 import { describe, expect, it } from 'vitest';
-import { assignBatchJobs } from '../../../streams/relay.js';
+import { assignBatchJobs } from '../../../streams/relay-jobs.js';
 import { batchJobId } from '../../../streams/queues.js';
 import { seriesOf } from '../../../streams/delivery-worker.js';
 import type { NewDelivery } from '../../../src/db/queries/tenancy-deliveries.js';
