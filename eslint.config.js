@@ -48,7 +48,6 @@ export default tseslint.config(
   },
   {
     files: ['src/bitcoin/**/*.ts'],
-    ignores: ['src/bitcoin/blk-file.ts'],
     rules: restrict([
       { regex: '^(?!@scure/|@noble/|micro-packed|node:crypto$|\\.\\./\\.\\./client/network\\.js$|\\.{1,2}/[^.]).*', message: 'src/bitcoin is pure: only @scure, @noble, micro-packed, node:crypto (hashing), the SDK\'s network table and its own modules.' },
     ]),

@@ -156,11 +156,11 @@ export type ApiDeps = {
   /** Webhook URL policy of POST /hooks (src/net/hook-url.ts); default: public https only. */
   hookUrls?: HookUrlPolicy;
   settings?: Partial<ApiSettings>;
-  /** Prometheus metrics (src/ops/metrics.ts): request latency is recorded and GET /metrics served. */
+  /** Prometheus metrics (cli/ops/metrics.ts): request latency is recorded and GET /metrics served. */
   metrics?: ApiMetrics;
 };
 
-/** What the API needs of the process's metrics registry (src/ops/metrics.ts `Metrics`). */
+/** What the API needs of the process's metrics registry (cli/ops/metrics.ts `Metrics`). */
 export type ApiMetrics = {
   readonly contentType: string;
   render(): Promise<string>;

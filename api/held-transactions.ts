@@ -22,7 +22,7 @@
  * the same rows.
  * @module
  */
-import type { ConfirmedTxRow } from '../src/db/queries/api-chain.js';
+import type { ConfirmedTxRow } from './queries/chain.js';
 import type { ChainChanges } from '../src/db/chain-changes.js';
 
 /** What a held transaction costs besides what `bytesOf` counts (map entry, records, key). */

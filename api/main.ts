@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import { NETWORKS, type Config, type NetworkName } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
-import { getIndexTip } from '../src/db/queries/api-chain.js';
+import { getIndexTip } from './queries/chain.js';
 import { FatalError } from '../src/errors.js';
 import { buildApi } from './app.js';
 import { coinstackSockets } from './coinstack-sockets.js';
@@ -60,7 +60,7 @@ export type StartApiDeps = {
   databaseUrl?: string;
   /** Redis key prefix of the rate-limit counters (default `bw`); one per deployment sharing a Redis. */
   redisPrefix?: string;
-  /** Prometheus metrics of the process (src/ops/metrics.ts): latency recorded, GET /metrics served. */
+  /** Prometheus metrics of the process (cli/ops/metrics.ts): latency recorded, GET /metrics served. */
   metrics?: ApiMetrics;
   /** Read replicas of chain reads (default config.databaseReadUrls, DATABASE_READ_URL). */
   readUrls?: readonly string[];

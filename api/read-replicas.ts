@@ -16,7 +16,7 @@ import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } f
 import type pg from 'pg';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
-import { getIndexTip } from '../src/db/queries/api-chain.js';
+import { getIndexTip } from './queries/chain.js';
 import { ServiceError } from '../src/errors.js';
 import { createApiPool } from './api-db.js';
 

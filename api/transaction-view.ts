@@ -22,7 +22,7 @@ import {
   getTxsByTxid,
   tipOfRow,
   type Tip,
-} from '../src/db/queries/api-chain.js';
+} from './queries/chain.js';
 import { decodeTx } from '../src/bitcoin/tx.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { describeOutput } from './address-codec.js';

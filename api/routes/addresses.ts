@@ -22,7 +22,7 @@ import {
   type HistoryPage,
   type HistoryPageRequest,
   listUnspentPage,
-} from '../../src/db/queries/api-address.js';
+} from '../queries/address.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { parseAddressParam } from '../address-codec.js';
 import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';

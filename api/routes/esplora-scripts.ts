@@ -9,8 +9,8 @@
  * Histories and unspent lists are read whole, up to SCRIPT_HISTORY_MAX entries (more: 400).
  * @module
  */
-import { readStatsIn } from '../../src/db/queries/address-stats.js';
-import { findBlockHeader } from '../../src/db/queries/api-blocks.js';
+import { readStatsIn } from '../queries/address-stats.js';
+import { findBlockHeader } from '../queries/blocks.js';
 import { readHistoriesIn, readScriptUnspent, scriptRef, scriptRefOf, type ScriptRef } from '../../src/db/queries/script-hash.js';
 import { ServiceError } from '../../src/errors.js';
 import { parseAddressParam } from '../address-codec.js';

@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiDb } from '../../../api/api-db.js';
 import { createHash } from 'node:crypto';
-import { HistoryEntries, historyPagesQuery, listHistoryPage, listHistoryPages, readHistoryChunk } from '../../../src/db/queries/api-address.js';
+import { HistoryEntries, historyPagesQuery, listHistoryPage, listHistoryPages, readHistoryChunk } from '../../../api/queries/address.js';
 import { HistoryChunkCache } from '../../../api/history-chunk-cache.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 

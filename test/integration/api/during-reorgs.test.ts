@@ -15,7 +15,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { loadChainA } from '../../support/chain-fixture.js';
 import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
-import { createMetrics } from '../../../src/ops/metrics.js';
+import { createMetrics } from '../../../cli/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
 import { createKeyVerifier } from '../../../src/auth/key-cache.js';
 import type { ChainChanges } from '../../../src/db/chain-changes.js';

@@ -8,12 +8,12 @@
  * @module
  */
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../schema.js';
-import { decodeIns, decodeOuts } from '../packed.js';
-import { txidIs } from '../txid-key.js';
-import { decodeTx } from '../../bitcoin/tx.js';
-import { equalBytes } from '../../bitcoin/hash.js';
-import { txNumHeight } from '../tx-num.js';
+import type { Database } from '../../src/db/schema.js';
+import { decodeIns, decodeOuts } from '../../src/db/packed.js';
+import { txidIs } from '../../src/db/txid-key.js';
+import { decodeTx } from '../../src/bitcoin/tx.js';
+import { equalBytes } from '../../src/bitcoin/hash.js';
+import { txNumHeight } from '../../src/db/tx-num.js';
 
 /** One output's spender: the transaction and its input, and its block when confirmed. */
 export type Spend = { txid: Buffer; vin: number; block: { height: number; hash: Buffer; time: number } | null };

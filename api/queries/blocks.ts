@@ -6,10 +6,10 @@
  * @module
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Database } from '../schema.js';
-import { firstTxNum, sqlFirstTxNum, sqlTxNumHeight, sqlTxNumPosition } from '../tx-num.js';
-import { txidIs } from '../txid-key.js';
-import { TIP_COLUMNS } from './api-chain.js';
+import type { Database } from '../../src/db/schema.js';
+import { firstTxNum, sqlFirstTxNum, sqlTxNumHeight, sqlTxNumPosition } from '../../src/db/tx-num.js';
+import { txidIs } from '../../src/db/txid-key.js';
+import { TIP_COLUMNS } from './chain.js';
 
 export type BlockHeaderRow = {
   height: number;

@@ -7,10 +7,10 @@
 import { join } from 'node:path';
 import pg from 'pg';
 import type { Kysely } from 'kysely';
-import type { Config } from '../config.js';
-import { createDb, type DbOptions } from './connect.js';
-import type { Database } from './schema.js';
-import { findRunningPostgres, startPostgres, type PostgresServer } from '../embedded/postgres.js';
+import type { Config } from '../src/config.js';
+import { createDb, type DbOptions } from '../src/db/connect.js';
+import type { Database } from '../src/db/schema.js';
+import { findRunningPostgres, startPostgres, type PostgresServer } from './embedded/postgres.js';
 
 export type DatabaseHandle = {
   db: Kysely<Database>;

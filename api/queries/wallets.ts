@@ -7,18 +7,18 @@
  * addr_key (two descriptors may derive the same address; it counts once, under its first chain).
  * @module
  */
-import { ServiceError } from '../../errors.js';
+import { ServiceError } from '../../src/errors.js';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { p2pkhScript } from '../../bitcoin/script.js';
-import { hash160 } from '../../bitcoin/hash.js';
-import { addressKey } from '../address-key.js';
-import { decodeIns, decodeOuts } from '../packed.js';
-import { historyChunkEntries, newestEntries } from '../history-entries.js';
-import type { Database } from '../schema.js';
-import { insertAddresses, settleChains } from '../wallet-chains.js';
-import { walletDerivePool, type DeriveOptions } from '../wallet-derive-pool.js';
-import type { DerivedAddress } from '../wallet-derive.js';
-import { lockWallets } from '../wallet-lock.js';
+import { p2pkhScript } from '../../src/bitcoin/script.js';
+import { hash160 } from '../../src/bitcoin/hash.js';
+import { addressKey } from '../../src/db/address-key.js';
+import { decodeIns, decodeOuts } from '../../src/db/packed.js';
+import { historyChunkEntries, newestEntries } from '../../src/db/history-entries.js';
+import type { Database } from '../../src/db/schema.js';
+import { insertAddresses, settleChains } from '../../src/db/wallet-chains.js';
+import { walletDerivePool, type DeriveOptions } from '../../src/db/wallet-derive-pool.js';
+import type { DerivedAddress } from '../../src/db/wallet-derive.js';
+import { lockWallets } from '../../src/db/wallet-lock.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -111,7 +111,7 @@ const walletKeys = (walletId: string) => sql`
     WHERE wallet_id = ${walletId} ORDER BY addr_key, chain, idx)`;
 
 /**
- * The balance summaries (src/db/wallet-balances.ts) of several (key, wallet) requests in one
+ * The balance summaries (indexer/wallet-balances.ts) of several (key, wallet) requests in one
  * statement, one index probe each: null where the key has no such live wallet. Balance requests
  * arriving together share it (api/tick-batch.ts).
  */

@@ -5,13 +5,13 @@
  * so any depth costs the same. Addresses are given by their addr_key (src/db/address-key.ts).
  * @module
  */
-import { unspentAt } from '../txid-key.js';
+import { unspentAt } from '../../src/db/txid-key.js';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Database } from '../schema.js';
-import { hashesToHex } from '../../bitcoin/hash.js';
-import { sqlFirstTxNum } from '../tx-num.js';
-import { SQL_HISTORY, sqlEntryAt } from '../history-entries.js';
-import { TIP_COLUMNS } from './api-chain.js';
+import type { Database } from '../../src/db/schema.js';
+import { hashesToHex } from '../../src/bitcoin/hash.js';
+import { sqlFirstTxNum } from '../../src/db/tx-num.js';
+import { SQL_HISTORY, sqlEntryAt } from '../../src/db/history-entries.js';
+import { TIP_COLUMNS } from './chain.js';
 
 /** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
 const FIRST_SEEN_US = sql<bigint>`(extract(epoch FROM mt.first_seen) * 1000000)::int8`;

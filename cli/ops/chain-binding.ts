@@ -9,8 +9,8 @@
  * @module
  */
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.js';
-import { hashToHex } from '../bitcoin/hash.js';
+import type { Database } from '../../src/db/schema.js';
+import { hashToHex } from '../../src/bitcoin/hash.js';
 
 /** What is needed of the node: its block count and the hash of a block by height. */
 export type ChainNode = { call<T>(method: string, params?: unknown[]): Promise<T> };

@@ -4,7 +4,7 @@
  * returns a DependencyError (a FatalError) or, for a node that may still be starting, says so.
  * @module
  */
-import { FatalError } from '../errors.js';
+import { FatalError } from '../../src/errors.js';
 
 export type Dependency = 'node' | 'database' | 'redis';
 

@@ -5,9 +5,9 @@
  * @module
  */
 import { sql, type Kysely } from 'kysely';
-import type { Database, SubscriptionsTable } from '../schema.js';
-import { ServiceError } from '../../errors.js';
-import { lockApiKeyRow } from './api-keys.js';
+import type { Database, SubscriptionsTable } from '../../src/db/schema.js';
+import { ServiceError } from '../../src/errors.js';
+import { lockApiKeyRow } from '../../src/db/queries/api-keys.js';
 
 export type SubscriptionRow = Omit<SubscriptionsTable, 'created_at' | 'confirmations' | 'start_seq'> & {
   created_at: Date;

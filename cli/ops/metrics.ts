@@ -9,10 +9,10 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.js';
-import type { Logger } from '../log.js';
+import type { Database } from '../../src/db/schema.js';
+import type { Logger } from '../../src/log.js';
 import { readDeploymentState, type DeploymentState } from './state.js';
-import type { PhaseListener } from './phases.js';
+import type { PhaseListener } from '../../src/ops/phases.js';
 
 /** What metrics read from the indexer role (indexer/main.ts IndexerHandle, structurally). */
 export type IndexerSource = {

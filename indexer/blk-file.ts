@@ -2,14 +2,14 @@
  * Reading Bitcoin Core's blocks directory from disk: blk?????.dat files in number order,
  * de-obfuscated with blocks/xor.dat when present (Core ≥ 28), streamed in chunks so that memory
  * stays near one chunk plus one block whatever the size of the directory. Record parsing and XOR
- * are in blk.ts (pure).
+ * are in src/bitcoin/blk.ts (pure).
  * @module
  */
 import { type FileHandle, open, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { blkMagic, type BlkRecord, parseBlkRecords, xorBlockData } from './blk.js';
-import type { Network, NetworkName } from './network.js';
-import { ParseError } from './wire.js';
+import { blkMagic, type BlkRecord, parseBlkRecords, xorBlockData } from '../src/bitcoin/blk.js';
+import type { Network, NetworkName } from '../src/bitcoin/network.js';
+import { ParseError } from '../src/bitcoin/wire.js';
 
 /** A record read from a block file, with the file it came from. */
 export interface BlkFileRecord extends BlkRecord {

@@ -8,9 +8,9 @@
  */
 import type { Kysely } from 'kysely';
 import type { WebSocket } from 'ws';
-import type { Database } from '../db/schema.js';
-import type { Logger } from '../log.js';
-import { liveApiKeyIds } from '../db/queries/api-keys.js';
+import type { Database } from '../src/db/schema.js';
+import type { Logger } from '../src/log.js';
+import { liveApiKeyIds } from '../src/db/queries/api-keys.js';
 
 /** A place taken for one connection of a key: `hold` it once upgraded, or `release` it. */
 export type SocketPlace = {

@@ -9,11 +9,11 @@
  * no handler for (bare 404: REST off, or spenttxouts before Core 30) is `ERR_REST_UNSUPPORTED`.
  * @module
  */
-import { hashToHex } from '../bitcoin/hash.js';
-import { compactSizeLength, need, readCompactSize } from '../bitcoin/wire.js';
-import { AppError, RetryableError } from '../errors.js';
-import { ConcurrencyLimit } from './limit.js';
-import type { BlockchainInfo, MempoolWithSequence } from './types.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import { compactSizeLength, need, readCompactSize } from '../src/bitcoin/wire.js';
+import { AppError, RetryableError } from '../src/errors.js';
+import { ConcurrencyLimit } from '../src/rpc/limit.js';
+import type { BlockchainInfo, MempoolWithSequence } from '../src/rpc/types.js';
 
 /** An output a block's transaction spent, as `/rest/spenttxouts` gives it. */
 export type SpentOutput = { value: bigint; script: Uint8Array };

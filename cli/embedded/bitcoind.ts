@@ -12,7 +12,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { delimiter, join, resolve } from 'node:path';
-import { BitcoindClient } from '../rpc/bitcoind.js';
+import { BitcoindClient } from '../../src/rpc/bitcoind.js';
 import { freePort } from './free-port.js';
 import { processAlive } from './process-alive.js';
 

@@ -3,7 +3,7 @@
  * Only entrypoints call `installSignalHandlers`.
  * @module
  */
-import type { Logger } from './log.js';
+import type { Logger } from '../src/log.js';
 
 export type Shutdown = {
   /** Registers a hook; hooks run in reverse order of registration (last started, first stopped). */

@@ -5,7 +5,7 @@
  * @module
  */
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../schema.js';
+import type { Database } from '../../src/db/schema.js';
 
 /** Fee and vsize of every indexed mempool transaction, highest fee rate first (fee null when neither the node nor the index knew it: last). */
 export async function listMempoolFees(db: Kysely<Database>): Promise<{ fee: bigint | null; vsize: number }[]> {

@@ -5,9 +5,9 @@
  * @module
  */
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../schema.js';
-import { firstTxNum, sqlTxNumHeight } from '../tx-num.js';
-import { txidIn, txidIs } from '../txid-key.js';
+import type { Database } from '../../src/db/schema.js';
+import { firstTxNum, sqlTxNumHeight } from '../../src/db/tx-num.js';
+import { txidIn, txidIs } from '../../src/db/txid-key.js';
 
 export type Tip = { height: number; hash: Buffer | null };
 

@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../src/log.js';
 import type { Metrics } from './metrics.js';
 
 export type OpsServerDeps = {

@@ -18,15 +18,15 @@
  * (spent), `mempool_addresses` (transactions).
  * @module
  */
-import { unspentAt } from '../txid-key.js';
+import { unspentAt } from '../../src/db/txid-key.js';
 import { hash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../schema.js';
-import { addressKey, canonicalScripts } from '../address-key.js';
-import { decodeOuts } from '../packed.js';
-import { decodeEntries, historyChunkEntries } from '../history-entries.js';
-import { readHistoriesIn, readScriptTotals, resolveScriptRefs, type ResolvedScriptRef, type ScriptRef } from './script-hash.js';
-import { getIndexTip } from './api-chain.js';
+import type { Database } from '../../src/db/schema.js';
+import { addressKey, canonicalScripts } from '../../src/db/address-key.js';
+import { decodeOuts } from '../../src/db/packed.js';
+import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
+import { readHistoriesIn, readScriptTotals, resolveScriptRefs, type ResolvedScriptRef, type ScriptRef } from '../../src/db/queries/script-hash.js';
+import { getIndexTip } from './chain.js';
 
 /** Esplora's per-part statistics (sats). */
 export type TxoStats = { funded_txo_count: number; funded_txo_sum: number; spent_txo_count: number; spent_txo_sum: number; tx_count: number };

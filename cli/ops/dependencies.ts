@@ -6,9 +6,9 @@
  * @module
  */
 import pg from 'pg';
-import type { Config } from '../config.js';
-import { createRedis, redisTarget } from '../net/redis.js';
-import { BitcoindClient } from '../rpc/bitcoind.js';
+import type { Config } from '../../src/config.js';
+import { createRedis, redisTarget } from '../../src/net/redis.js';
+import { BitcoindClient } from '../../src/rpc/bitcoind.js';
 import { explainDependencyFailure, type DependencyError } from './dependency-error.js';
 
 const PROBE_TIMEOUT_MS = 10_000;

@@ -7,7 +7,7 @@
  * BullMQ): what the restart gives back is the endpoint they were configured with.
  * @module
  */
-import type { Logger } from '../log.js';
+import type { Logger } from '../../src/log.js';
 
 /** A child that can report its unexpected deaths and be started again. */
 export type Restartable = {

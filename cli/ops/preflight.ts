@@ -7,8 +7,8 @@
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import type { Config } from '../config.js';
-import { redisTarget } from '../net/redis.js';
+import type { Config } from '../../src/config.js';
+import { redisTarget } from '../../src/net/redis.js';
 
 export type PreflightResult = { problems: string[]; warnings: string[] };
 

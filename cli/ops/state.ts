@@ -6,8 +6,8 @@
  * @module
  */
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/schema.js';
-import { hashToHex } from '../bitcoin/hash.js';
+import type { Database } from '../../src/db/schema.js';
+import { hashToHex } from '../../src/bitcoin/hash.js';
 import { HEARTBEAT_KEY, type Heartbeat } from './heartbeat.js';
 
 /** Counts stop here: a backlog of a million events is reported as 1,000,000. */

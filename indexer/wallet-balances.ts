@@ -15,8 +15,8 @@
  * @module
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database } from './schema.js';
-import { LOCK_WALLETS_SQL, lockWallets } from './wallet-lock.js';
+import type { Database } from '../src/db/schema.js';
+import { LOCK_WALLETS_SQL, lockWallets } from '../src/db/wallet-lock.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
