@@ -150,7 +150,7 @@ const ENTRY_AT = sqlEntryAt;
 
 /**
  * Pages of addresses' history, one per request, in one round trip (requests arriving together
- * share it: api/tick-batch.ts). A page holds the address's mempool transactions newest first
+ * share it: api/cache/tick-batch.ts). A page holds the address's mempool transactions newest first
  * (after `mempoolAfter`; none when it is null), then its confirmed entries newest first below
  * `before` (and, with `minConf` > 1, below the first tx_num without that many confirmations),
  * with their txids, at most `limit` of each. The entries are cut out of the history chunks by
@@ -181,7 +181,7 @@ export type HistoryPageOptions = { mempoolAfter: MempoolCursor | undefined | nul
 export type HistoryPageRequest = HistoryPageOptions & {
   addrKey: string;
   /**
-   * The page's confirmed entries as a chunk the caller holds gives them (api/history-chunk-cache.ts),
+   * The page's confirmed entries as a chunk the caller holds gives them (api/cache/history-chunk-cache.ts),
    * and the version of chunk `at.first` they were read from: the statement only checks that the
    * chunk's row is still that version, and the page's chain part is `chain`; when it is not, the
    * page is cut as without it.
@@ -262,7 +262,7 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
 
 /**
  * Chunk `first` of the address as one statement reads it, for the API to hold
- * (api/history-chunk-cache.ts): its row version, every entry and every entry's txid.
+ * (api/cache/history-chunk-cache.ts): its row version, every entry and every entry's txid.
  */
 export async function readHistoryChunk(db: Kysely<Database>, addrKey: string, first: bigint): Promise<HistoryChunk | undefined> {
   const r = await sql<{ version: string; e: Buffer; txids: Buffer }>`

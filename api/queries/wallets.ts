@@ -113,7 +113,7 @@ const walletKeys = (walletId: string) => sql`
 /**
  * The balance summaries (indexer/wallet-balances.ts) of several (key, wallet) requests in one
  * statement, one index probe each: null where the key has no such live wallet. Balance requests
- * arriving together share it (api/tick-batch.ts).
+ * arriving together share it (api/cache/tick-batch.ts).
  */
 export async function walletBalances(db: Db, requests: readonly { keyId: bigint; id: string }[]): Promise<({ confirmed: bigint; unconfirmed: bigint } | null)[]> {
   const r = await sql<{ i: number; confirmed: bigint; unconfirmed: bigint }>`

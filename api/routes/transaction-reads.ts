@@ -94,7 +94,7 @@ export const inclusionProofSchema = {
 
 /**
  * The answers built of confirmed views with their sizes (nothing asked of the node), by view: a
- * held transaction's view is the same object while its rows are unchanged (api/held-transactions.ts).
+ * held transaction's view is the same object while its rows are unchanged (api/cache/held-transactions.ts).
  */
 const confirmedAnswers = new WeakMap<object, object>();
 

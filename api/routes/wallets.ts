@@ -34,7 +34,7 @@ import type { ResolvedApiDeps } from '../deps.js';
 import type { RouteModule } from '../dialect.js';
 import { assertNotSyncing } from './addresses.js';
 import { newId } from './hooks.js';
-import { batchPerTick } from '../tick-batch.js';
+import { batchPerTick } from '../cache/tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
 
 /** Gap limit when the body gives none (BIP44's), and the largest accepted. */

@@ -259,7 +259,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     registers: [registry],
   });
 
-  const historyPages = c('blockwire_api_history_pages_total', 'History pages answered, by where their entries came from: held (a chunk this API process holds, api/history-chunk-cache.ts) or cut (by PostgreSQL).', ['source']);
+  const historyPages = c('blockwire_api_history_pages_total', 'History pages answered, by where their entries came from: held (a chunk this API process holds, api/cache/history-chunk-cache.ts) or cut (by PostgreSQL).', ['source']);
   for (const source of ['held', 'cut']) historyPages.inc({ source }, 0);
 
   return {

@@ -19,7 +19,7 @@
  * `ttlMs` (a transaction id repeats only after 2^32 transactions, far beyond any ttl).
  * @module
  */
-import { HistoryEntries, type HistoryChunk } from './queries/address.js';
+import { HistoryEntries, type HistoryChunk } from '../queries/address.js';
 
 /**
  * The page a held chunk gives, the version of the chunk the statement must still find, and the

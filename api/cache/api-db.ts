@@ -15,8 +15,8 @@
 import { createHash } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import type pg from 'pg';
-import { createPool, type DbOptions } from '../src/db/connect.js';
-import type { Database } from '../src/db/schema.js';
+import { createPool, type DbOptions } from '../../src/db/connect.js';
+import type { Database } from '../../src/db/schema.js';
 
 /** Distinct statement texts prepared at most (per process). */
 const MAX_PREPARED = 512;

@@ -22,8 +22,8 @@
  * the same rows.
  * @module
  */
-import type { ConfirmedTxRow } from './queries/chain.js';
-import type { ChainChanges } from '../src/db/chain-changes.js';
+import type { ConfirmedTxRow } from '../queries/chain.js';
+import type { ChainChanges } from '../../src/db/chain-changes.js';
 
 /** What a held transaction costs besides what `bytesOf` counts (map entry, records, key). */
 const OVERHEAD_BYTES = 400;

@@ -14,10 +14,10 @@
  */
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
-import type { Database } from '../src/db/schema.js';
-import type { Logger } from '../src/log.js';
-import { getIndexTip } from './queries/chain.js';
-import { ServiceError } from '../src/errors.js';
+import type { Database } from '../../src/db/schema.js';
+import type { Logger } from '../../src/log.js';
+import { getIndexTip } from '../queries/chain.js';
+import { ServiceError } from '../../src/errors.js';
 import { createApiPool } from './api-db.js';
 
 /** What one replica looked like at the last poll or connect. */
