@@ -1,8 +1,8 @@
 // Architecture rules. The top level reads as the system:
 // - roles, peers that never import one another: indexer/, api/, streams/, stamp/, electrum/ (they meet in
 //   Postgres tables, and `blockwire start` wires them together);
-// - the kernel src/ (bitcoin, db, rpc, config, auth, net, ops, log, errors…) that every role may
-//   use and that uses no role;
+// - the kernel src/ (bitcoin, db, rpc, config, auth, net, log, errors…) that every role may
+//   use and that uses no role; it holds only what two roles share (scripts/kernel-users.ts);
 // - cli/, the one composition root: it owns every command and alone imports the roles;
 // - devnode/, a tool (the Bitcoin Core stand-in): only the CLI's `devnode` command and the quick
 //   start (cli/) import it from the product; tests and benches use it freely;
@@ -48,7 +48,6 @@ export default tseslint.config(
   },
   {
     files: ['src/bitcoin/**/*.ts'],
-    ignores: ['src/bitcoin/blk-file.ts'],
     rules: restrict([
       { regex: '^(?!@scure/|@noble/|micro-packed|node:crypto$|\\.\\./\\.\\./client/network\\.js$|\\.{1,2}/[^.]).*', message: 'src/bitcoin is pure: only @scure, @noble, micro-packed, node:crypto (hashing), the SDK\'s network table and its own modules.' },
     ]),

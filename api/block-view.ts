@@ -7,7 +7,7 @@
 import { bitsToDifficulty, decodeHeader } from '../src/bitcoin/block.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { isoFromUnix } from '../src/time.js';
-import type { BlockHeaderRow } from '../src/db/queries/api-blocks.js';
+import type { BlockHeaderRow } from './queries/blocks.js';
 
 /** Header fields of a block row (everything but the transaction list). */
 export function blockSummary(row: BlockHeaderRow) {

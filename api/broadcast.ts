@@ -10,7 +10,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { decodeTx } from '../src/bitcoin/tx.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
-import { getMempoolOutputs, getTxsByTxid, txKnown } from '../src/db/queries/api-chain.js';
+import { getMempoolOutputs, getTxsByTxid, txKnown } from './queries/chain.js';
 import { sql } from 'kysely';
 import { ServiceError, type ErrorCode } from '../src/errors.js';
 import type { NodeClient, NodeTip } from './deps.js';

@@ -27,7 +27,7 @@ import type { Logger } from '../src/log.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { isoFromUnix } from '../src/time.js';
 import { readChainEvents, readNewestSeq } from '../src/db/queries/electrum-chain.js';
-import { findBlockByHash } from '../src/db/queries/api-chain.js';
+import { findBlockByHash } from './queries/chain.js';
 
 export const WEBSOCKET_PATH = '/websocket';
 

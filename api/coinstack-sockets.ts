@@ -18,7 +18,7 @@
  * A key holds at most `maxPerKey` of these sockets (both paths together) on this process: the
  * upgrade above it is refused with the dialect's `ThroughputExceeded` error (400). A key's sockets
  * are closed (1008 "API key revoked") once it is revoked: on its key notification (`checkKeys`)
- * or within `keyCheckMs` (src/auth/key-sockets.ts).
+ * or within `keyCheckMs` (api/key-sockets.ts).
  * @module
  */
 import type { IncomingMessage } from 'node:http';
@@ -33,7 +33,7 @@ import { coinstackErrorAnswer, coinstackErrorBody, COINSTACK_KINDS, type Coinsta
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { ServiceError } from '../src/errors.js';
-import { createKeySockets } from '../src/auth/key-sockets.js';
+import { createKeySockets } from './key-sockets.js';
 import type { Dialect } from './dialect.js';
 import { WEBSOCKET_PATH, type CoinstackPush } from './coinstack-push.js';
 

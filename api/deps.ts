@@ -67,9 +67,9 @@ export type ApiSettings = {
   maxLagBlocks: number;
   /** Browser origins given CORS headers (`*` for any); empty: none. */
   corsOrigins: readonly string[];
-  /** Bytes of history chunks held for paging (api/history-chunk-cache.ts); 0: none. */
+  /** Bytes of history chunks held for paging (api/cache/history-chunk-cache.ts); 0: none. */
   historyCacheBytes: number;
-  /** Bytes of confirmed transactions held as built (api/held-transactions.ts); 0: none. */
+  /** Bytes of confirmed transactions held as built (api/cache/held-transactions.ts); 0: none. */
   txCacheBytes: number;
   /** Requests per rate window one client address may make to the Esplora dialect without a key; 0: a key is required. */
   esploraAnonymousRateLimit: number;
@@ -101,7 +101,7 @@ export const defaultApiSettings: ApiSettings = {
 export type ApiDeps = {
   /** The primary: writes, keys, and every read that must see them. */
   db: Kysely<Database>;
-  /** Chain reads (blocks, transactions, addresses, mempool): read replicas (api/read-replicas.ts); default `db`. */
+  /** Chain reads (blocks, transactions, addresses, mempool): read replicas (api/cache/read-replicas.ts); default `db`. */
   readDb?: Kysely<Database>;
   log: Logger;
   /** The node's network: addresses of another network are refused (ERR_WRONG_NETWORK). */
@@ -128,7 +128,7 @@ export type ApiDeps = {
   /**
    * Chain changes of the database chain reads come from (startApi: the key verifier's LISTEN
    * connection, without read replicas): a held transaction is answered without reading its row
-   * again while none came (api/held-transactions.ts). Without it every lookup reads its row.
+   * again while none came (api/cache/held-transactions.ts). Without it every lookup reads its row.
    */
   chainChanges?: ChainChanges;
   /**
@@ -156,11 +156,11 @@ export type ApiDeps = {
   /** Webhook URL policy of POST /hooks (src/net/hook-url.ts); default: public https only. */
   hookUrls?: HookUrlPolicy;
   settings?: Partial<ApiSettings>;
-  /** Prometheus metrics (src/ops/metrics.ts): request latency is recorded and GET /metrics served. */
+  /** Prometheus metrics (cli/ops/metrics.ts): request latency is recorded and GET /metrics served. */
   metrics?: ApiMetrics;
 };
 
-/** What the API needs of the process's metrics registry (src/ops/metrics.ts `Metrics`). */
+/** What the API needs of the process's metrics registry (cli/ops/metrics.ts `Metrics`). */
 export type ApiMetrics = {
   readonly contentType: string;
   render(): Promise<string>;

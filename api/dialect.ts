@@ -11,7 +11,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceError } from '../src/errors.js';
-import type { SubscriptionRow } from '../src/db/queries/tenancy-subscriptions.js';
+import type { SubscriptionRow } from './queries/tenancy-subscriptions.js';
 import type { OutputAssets } from '../src/bitcoin/open-assets.js';
 import type { ApiInstance, ResolvedApiDeps } from './deps.js';
 
@@ -33,7 +33,7 @@ export type TransactionAnswer = ResourceAnswer;
 /** How a dialect answers GET /stamps/{id}: its response schema, and the answer made of what the stamping role tells. */
 export type StampAnswer = { schema: Record<string, unknown>; show(deps: ResolvedApiDeps, stamp: StampRecord): Promise<object> };
 import type { StampRecord } from '../src/stamp-service.js';
-import type { Tip } from '../src/db/queries/api-chain.js';
+import type { Tip } from './queries/chain.js';
 import type { JsonBodyParser } from './json-body.js';
 
 export type DialectName = 'v1' | 'coinstack' | 'esplora';

@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import { NETWORKS, type Config, type NetworkName } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
-import { getIndexTip } from '../src/db/queries/api-chain.js';
+import { getIndexTip } from './queries/chain.js';
 import { FatalError } from '../src/errors.js';
 import { buildApi } from './app.js';
 import { coinstackSockets } from './coinstack-sockets.js';
@@ -23,8 +23,9 @@ import { feedChannel } from '../src/net/feed-channel.js';
 import { coinstackDialect } from './dialects/coinstack.js';
 import { addUpgradeHandler } from '../src/net/upgrades.js';
 import { createKeyVerifier } from '../src/auth/key-cache.js';
-import { createApiPool } from './api-db.js';
-import { createReadReplicas } from './read-replicas.js';
+import { listenChainChanges } from './cache/chain-changes.js';
+import { createApiPool } from './cache/api-db.js';
+import { createReadReplicas } from './cache/read-replicas.js';
 import { defaultApiSettings, type ApiMetrics, type ApiSettings, type EventLogPoll, type NodeClient, type NodeTip } from './deps.js';
 import type { StampService } from '../src/stamp-service.js';
 
@@ -60,7 +61,7 @@ export type StartApiDeps = {
   databaseUrl?: string;
   /** Redis key prefix of the rate-limit counters (default `bw`); one per deployment sharing a Redis. */
   redisPrefix?: string;
-  /** Prometheus metrics of the process (src/ops/metrics.ts): latency recorded, GET /metrics served. */
+  /** Prometheus metrics of the process (cli/ops/metrics.ts): latency recorded, GET /metrics served. */
   metrics?: ApiMetrics;
   /** Read replicas of chain reads (default config.databaseReadUrls, DATABASE_READ_URL). */
   readUrls?: readonly string[];
@@ -199,11 +200,13 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
           connectTimeoutMs: Math.max(100, Math.floor(deps.config.apiRequestTimeoutMs / 4)),
         })
       : undefined;
-  // (chain changes on the keys' connection: held transactions answered without their row while none came;
-  // not with replicas, whose state the primary's notifications do not describe)
   // (a key notification also closes the Coinstack sockets of a revoked key, once they are served)
   let onKeyChange = (_keyId?: bigint): void => undefined;
-  const keys = await createKeyVerifier({ db, log, chainChanges: !replicas, onKeyChange: (id) => onKeyChange(id), ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
+  const keys = await createKeyVerifier({ db, log, onKeyChange: (id) => onKeyChange(id), ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
+  // Chain changes, handed to the caches (api/cache/): held transactions and history chunks answered
+  // without a statement while none came; not with replicas, whose state the primary's
+  // notifications do not describe.
+  const chainChanges = deps.databaseUrl && !replicas ? await listenChainChanges({ databaseUrl: deps.databaseUrl, log }) : undefined;
   // Rate-limit counters on a connection of the API's own that sends concurrent requests' commands
   // in one write (auto-pipelining): one syscall per event-loop turn instead of one per request.
   const redis = deps.redis?.duplicate({ enableAutoPipelining: true });
@@ -214,6 +217,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   const limiter = apiRateLimiter({ ...(redis ? { redis } : {}), settings: { ...defaultApiSettings, ...settings }, log: deps.log, ...(deps.rateClock ? { rateClock: deps.rateClock } : {}) });
   const closeOwn = async () => {
     await keys.close();
+    await chainChanges?.close();
     redis?.disconnect();
     await replicas?.close();
     if (db !== deps.db) await db.destroy();
@@ -242,7 +246,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     verifyKey: (k) => keys.verify(k),
     keyring: keyringGetter(deps.config, (err) => log.warn({ err }, 'server keys not read')),
     peekKey: (k) => keys.peek(k),
-    ...(keys.chain ? { chainChanges: keys.chain } : {}),
+    ...(chainChanges ? { chainChanges } : {}),
     settings,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });

@@ -9,7 +9,7 @@
 import type { FastifyReply } from 'fastify';
 import type { Kysely, Transaction } from 'kysely';
 import { hashToHex } from '../src/bitcoin/hash.js';
-import { getIndexTip, type Tip } from '../src/db/queries/api-chain.js';
+import { getIndexTip, type Tip } from './queries/chain.js';
 import type { Database } from '../src/db/schema.js';
 
 export const TIP_HEIGHT_HEADER = 'Blockwire-Tip-Height';

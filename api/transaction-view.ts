@@ -22,17 +22,17 @@ import {
   getTxsByTxid,
   tipOfRow,
   type Tip,
-} from '../src/db/queries/api-chain.js';
+} from './queries/chain.js';
 import { decodeTx } from '../src/bitcoin/tx.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { describeOutput } from './address-codec.js';
 import type { OutputAssets } from '../src/bitcoin/open-assets.js';
 import { decodeAssetColors } from '../src/db/asset-colors.js';
 import { isoFromUnix, isoTime, UNKNOWN_TIME } from '../src/time.js';
-import { batchPerTick } from './tick-batch.js';
-import { HeldTransactions } from './held-transactions.js';
+import { batchPerTick } from './cache/tick-batch.js';
+import { HeldTransactions } from './cache/held-transactions.js';
+import { perApp } from './cache/per-app.js';
 import { readAtTip } from './tip.js';
-import type { ResolvedApiDeps } from './deps.js';
 
 export type TransactionJson = {
   transaction_hash: string;
@@ -179,7 +179,7 @@ export async function loadTransactionJson(db: Kysely<Database>, network: Network
 }
 
 /**
- * A held confirmed transaction (api/held-transactions.ts): everything but the spend state of its
+ * A held confirmed transaction (api/cache/held-transactions.ts): everything but the spend state of its
  * outputs, and the transaction with the spend state it was last asked with.
  */
 type HeldTx = {
@@ -190,13 +190,10 @@ type HeldTx = {
 };
 export type HeldTxs = HeldTransactions<HeldTx>;
 
-const heldByApp = new WeakMap<ResolvedApiDeps, HeldTxs | undefined>();
-
 /** The confirmed transactions an app holds (one for its /v1 and bare routes), or undefined when API_TX_CACHE_MB is 0. */
-export function heldTransactions(deps: ResolvedApiDeps): HeldTxs | undefined {
-  if (!heldByApp.has(deps)) heldByApp.set(deps, deps.settings.txCacheBytes > 0 ? new HeldTransactions<HeldTx>(deps.settings.txCacheBytes, deps.chainChanges) : undefined);
-  return heldByApp.get(deps);
-}
+export const heldTransactions = perApp((deps): HeldTxs | undefined =>
+  deps.settings.txCacheBytes > 0 ? new HeldTransactions<HeldTx>(deps.settings.txCacheBytes, deps.chainChanges) : undefined,
+);
 
 const sameNumbers = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
@@ -270,7 +267,7 @@ async function confirmedTxs(db: Kysely<Database>, rows: readonly ConfirmedRow[],
 type PrevTxs = Map<bigint, { txid: Buffer; outs: Buffer }>;
 
 /**
- * The lookups of one turn of the event loop in one statement each (api/tick-batch.ts): confirmed
+ * The lookups of one turn of the event loop in one statement each (api/cache/tick-batch.ts): confirmed
  * transactions by txid, then the transactions their inputs spend, one batcher each per database.
  */
 const batchers = new WeakMap<Kysely<Database>, { confirmed: (txid: Buffer) => Promise<ConfirmedTxRow | undefined>; prevTxs: (nums: bigint[]) => Promise<PrevTxs> }>();
@@ -298,7 +295,7 @@ function lookups(db: Kysely<Database>) {
 type IndexedRead = { tx: IndexedTx; mempoolRaw: Buffer | null; tip: Tip };
 
 async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs | undefined): Promise<IndexedRead | undefined> {
-  // (read before the statement is sent: a change committed after this moves it, api/held-transactions.ts)
+  // (read before the statement is sent: a change committed after this moves it, api/cache/held-transactions.ts)
   const generation = held?.changes?.generation;
   if (generation !== undefined) {
     const seen = held!.peek(txid)?.seen;

@@ -10,11 +10,12 @@
  */
 import { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
+import { hashToHex } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { firstTxNum, txNumHeight, txNumPosition } from '../src/db/tx-num.js';
-import { listHistoryPage, listUnspentPage, MAX_TX_NUM_BOUND, seekHistory, type MempoolCursor, type UnspentRow } from '../src/db/queries/api-address.js';
+import { listHistoryPage, listUnspentPage, MAX_TX_NUM_BOUND, seekHistory, type MempoolCursor, type UnspentRow } from './queries/address.js';
 import { ServiceError } from '../src/errors.js';
-import { getAssetColors } from '../src/db/queries/api-chain.js';
+import { getAssetColors } from './queries/chain.js';
 import { decodeAssetColors } from '../src/db/asset-colors.js';
 import type { UnspentView } from './dialect.js';
 
@@ -72,7 +73,7 @@ async function* historyTxids(db: Kysely<Database>, addrKey: string, cut: History
           skip--;
           continue;
         }
-        yield `"${Buffer.from(m.txid).reverse().toString('hex')}"`;
+        yield `"${hashToHex(m.txid)}"`;
         if (--left === 0) return;
       }
       if (part.length < PAGE) break;

@@ -10,7 +10,7 @@ import { createDb } from '../src/db/connect.js';
 import { startApi } from '../api/main.js';
 import { testConfig } from '../src/config.js';
 import { silentLogger } from '../src/log.js';
-import { createMetrics } from '../src/ops/metrics.js';
+import { createMetrics } from '../cli/ops/metrics.js';
 
 const [dbUrl, redisUrl] = process.argv.slice(2);
 if (!dbUrl || !redisUrl) throw new Error('usage: api-server.ts DATABASE_URL REDIS_URL');

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { startPostgres } from '../src/embedded/postgres.js';
+import { startPostgres } from '../cli/embedded/postgres.js';
 import { createDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { machine, pct, round, say } from './harness.js';

@@ -27,13 +27,13 @@ import { WebSocket } from 'ws';
 import pg from 'pg';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
-import { startPostgres } from '../src/embedded/postgres.js';
-import { startRedis } from '../src/embedded/redis.js';
+import { startPostgres } from '../cli/embedded/postgres.js';
+import { startRedis } from '../cli/embedded/redis.js';
 import { createDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createApiKey } from '../src/auth/keys.js';
 import { insertHook } from '../src/db/queries/tenancy-hooks.js';
-import { insertSubscription } from '../src/db/queries/tenancy-subscriptions.js';
+import { insertSubscription } from '../api/queries/tenancy-subscriptions.js';
 import { lockOutbox } from '../src/db/outbox-lock.js';
 
 const { values: opts } = benchArgs(import.meta.url, {

@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
-import { startPostgres, type PostgresServer } from '../src/embedded/postgres.js';
+import { startPostgres, type PostgresServer } from '../cli/embedded/postgres.js';
 import { corpusBlocksDir } from '../devnode/corpus-manifest.js';
 import { DEFAULT_PARAMS, type CorpusParams } from './corpus/generate.js';
 

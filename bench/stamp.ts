@@ -24,7 +24,7 @@ import { testConfig } from '../src/config.js';
 import { createDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { startDevnode } from '../devnode/index.js';
-import { startPostgres } from '../src/embedded/postgres.js';
+import { startPostgres } from '../cli/embedded/postgres.js';
 import { createLogger, silentLogger } from '../src/log.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { startStamper } from '../stamp/stamper.js';

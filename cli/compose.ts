@@ -20,8 +20,8 @@ import { startIndexer, type IndexerHandle } from '../indexer/main.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../streams/main.js';
 import { createEventPoll } from '../streams/poll.js';
 import { startElectrum, type ElectrumHandle } from '../electrum/main.js';
-import type { Metrics } from '../src/ops/metrics.js';
-import { startHeartbeat } from '../src/ops/heartbeat.js';
+import type { Metrics } from './ops/metrics.js';
+import { startHeartbeat } from './ops/heartbeat.js';
 
 /** The roles a process can run; `all` expands to every one of them. */
 export type ConcreteRole = Exclude<Role, 'all'>;
@@ -53,7 +53,7 @@ export type ComposeDeps = {
   rpcUrl?: string;
   zmqUrl?: string | null;
   network?: NetworkName;
-  /** The process's metrics (src/ops/metrics.ts): the API serves /metrics, the roles are tracked. */
+  /** The process's metrics (cli/ops/metrics.ts): the API serves /metrics, the roles are tracked. */
   metrics?: Metrics;
   /** Interval of the indexer heartbeat in sync_state (default 5 s). */
   heartbeatMs?: number;

@@ -7,8 +7,8 @@
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, ROLES, configMarkdown, loadConfig, settings } from '../src/config.js';
-import { preflight, type PreflightRoles } from '../src/ops/preflight.js';
-import { checkDependencies, dependencyTargets, describeDependencyFailures } from '../src/ops/dependencies.js';
+import { preflight, type PreflightRoles } from './ops/preflight.js';
+import { checkDependencies, dependencyTargets, describeDependencyFailures } from './ops/dependencies.js';
 
 const USAGE = `usage: blockwire config [--markdown | --check [--role all|indexer,api,streams,worker]]
 

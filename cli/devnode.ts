@@ -5,7 +5,7 @@
  */
 import { createLogger } from '../src/log.js';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { createShutdown, installSignalHandlers } from '../src/lifecycle.js';
+import { createShutdown, installSignalHandlers } from './lifecycle.js';
 import { startCorpusNode } from '../devnode/corpus.js';
 import { startDevnode, type DevnodeOptions } from '../devnode/start.js';
 

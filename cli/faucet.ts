@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { BitcoindClient, RpcError } from '../src/rpc/bitcoind.js';
-import { explainDependencyFailure } from '../src/ops/dependency-error.js';
+import { explainDependencyFailure } from './ops/dependency-error.js';
 import { quickStartNodeFile, readQuickStartNode } from './quickstart-node.js';
 
 const USAGE = `usage: blockwire faucet ADDRESS AMOUNT [--no-mine]

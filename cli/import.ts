@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { isNetworkName, type NetworkName } from '../src/bitcoin/network.js';
-import { openDatabase } from '../src/db/open.js';
+import { openDatabase } from './open-database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createLogger } from '../src/log.js';
 import { readTip } from '../indexer/chain-rows.js';

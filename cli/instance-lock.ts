@@ -11,7 +11,7 @@
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { processAlive } from '../src/embedded/process-alive.js';
+import { processAlive } from './embedded/process-alive.js';
 
 const FILE = 'instance.json';
 

@@ -12,7 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/open.js';
+import { openDatabase } from './open-database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createApiKey, listApiKeys, resealSecrets, revokeApiKey, SCOPES, type Scope } from '../src/auth/keys.js';
 import { KeyringError, newServerKeyLine, type Keyring } from '../src/auth/secret-box.js';

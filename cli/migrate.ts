@@ -4,7 +4,7 @@
  * @module
  */
 import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/open.js';
+import { openDatabase } from './open-database.js';
 import { migrateDown, migrateToLatest, migrationStatus } from '../src/db/migrate.js';
 
 const USAGE = `usage: blockwire migrate [latest|down|status]

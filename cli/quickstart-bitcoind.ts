@@ -1,5 +1,5 @@
 /**
- * The quick start on a real Bitcoin Core: a regtest bitcoind child (src/embedded/bitcoind.ts)
+ * The quick start on a real Bitcoin Core: a regtest bitcoind child (cli/embedded/bitcoind.ts)
  * with its datadir under the data directory, a descriptor wallet `blockwire` loaded on every start,
  * 101 blocks to it on a new chain (coinbase outputs mature after 100), and, every `mineEvery`
  * seconds, a block after a few sample payments from the wallet to its own new addresses of every
@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import type { Logger } from '../src/log.js';
 import { BitcoindClient, RpcError } from '../src/rpc/bitcoind.js';
-import { startRegtestBitcoind, type RegtestBitcoind } from '../src/embedded/bitcoind.js';
+import { startRegtestBitcoind, type RegtestBitcoind } from './embedded/bitcoind.js';
 
 const QUICKSTART_WALLET = 'blockwire';
 

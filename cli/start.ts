@@ -5,7 +5,7 @@
  * configured, a regtest node: a real bitcoind child when Bitcoin Core is installed
  * (quickstart-bitcoind.ts), else the devnode (the stand-in, said loudly) — then starts the roles
  * (compose.ts), prints where the API and the stream are, and stops gracefully on SIGTERM/SIGINT.
- * The children it starts are supervised (src/embedded/supervise.ts): one that dies is started
+ * The children it starts are supervised (cli/embedded/supervise.ts): one that dies is started
  * again on the same port and data, with backoff (bitcoind included); the devnode runs inside
  * this process.
  * @module
@@ -17,28 +17,28 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, settings, type Config } from '../src/config.js';
 import { createLogger, type Logger } from '../src/log.js';
-import { createShutdown, installSignalHandlers } from '../src/lifecycle.js';
+import { createShutdown, installSignalHandlers } from './lifecycle.js';
 import { rememberQuickStartNode } from './quickstart-node.js';
 import { InstanceRunningError, lockDataDir, type InstanceLock } from './instance-lock.js';
-import { checkPorts, type PortClaim, type ResolvedPort } from '../src/ops/ports.js';
-import { checkDependencies, dependencyTargets, describeDependencyFailures } from '../src/ops/dependencies.js';
-import { DependencyError, explainDependencyFailure } from '../src/ops/dependency-error.js';
-import { openDatabase, type DatabaseHandle } from '../src/db/open.js';
+import { checkPorts, type PortClaim, type ResolvedPort } from './ops/ports.js';
+import { checkDependencies, dependencyTargets, describeDependencyFailures } from './ops/dependencies.js';
+import { DependencyError, explainDependencyFailure } from './ops/dependency-error.js';
+import { openDatabase, type DatabaseHandle } from './open-database.js';
 import { assertSchemaCurrent, migrateToLatest } from '../src/db/migrate.js';
-import { startRedis, type RedisServer } from '../src/embedded/redis.js';
+import { startRedis, type RedisServer } from './embedded/redis.js';
 import { redisTarget } from '../src/net/redis.js';
-import { supervise } from '../src/embedded/supervise.js';
+import { supervise } from './embedded/supervise.js';
 import { createApiKey } from '../src/auth/keys.js';
 import { encodeWif } from '../src/bitcoin/wif.js';
 import type { Devnode } from '../devnode/index.js';
-import { findBitcoind } from '../src/embedded/bitcoind.js';
+import { findBitcoind } from './embedded/bitcoind.js';
 import { startQuickStartBitcoind, type QuickStartBitcoind } from './quickstart-bitcoind.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { CONCRETE_ROLES, hostForUrl, parseRoles, startBlockwire, type Blockwire, type ConcreteRole } from './compose.js';
-import { preflight } from '../src/ops/preflight.js';
-import { assertIndexOnNodeChain, OtherChainError } from '../src/ops/chain-binding.js';
-import { createMetrics, type Metrics } from '../src/ops/metrics.js';
-import { startOpsServer } from '../src/ops/ops-server.js';
+import { preflight } from './ops/preflight.js';
+import { assertIndexOnNodeChain, OtherChainError } from './ops/chain-binding.js';
+import { createMetrics, type Metrics } from './ops/metrics.js';
+import { startOpsServer } from './ops/ops-server.js';
 
 const USAGE = `usage: blockwire start [--role all|indexer,api,streams,worker,electrum]
 

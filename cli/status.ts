@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../src/config.js';
 import { createDb } from '../src/db/connect.js';
-import { findRunningPostgres } from '../src/embedded/postgres.js';
-import { readDeploymentState, type DeploymentState } from '../src/ops/state.js';
+import { findRunningPostgres } from './embedded/postgres.js';
+import { readDeploymentState, type DeploymentState } from './ops/state.js';
 
 const USAGE = `usage: blockwire status [--json] [--max-lag N] [--max-relay-delay SECONDS] [--max-heartbeat-age SECONDS] [--fail-on-dead]
 

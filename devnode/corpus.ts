@@ -11,7 +11,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { xorBlockData } from '../src/bitcoin/blk.js';
-import { hexToBytes } from '../src/bitcoin/hash.js';
+import { hexToBytes, hexToHash } from '../src/bitcoin/hash.js';
 import { silentLogger, type Logger } from '../src/log.js';
 import { corpusBlocksDir, loadCorpusManifest, type CorpusBlock, type CorpusManifest } from './corpus-manifest.js';
 import { DevnodeHttpServer, RPC_ERR, RpcError, type RestReply, type RpcMethod } from './rpc-server.js';
@@ -163,7 +163,7 @@ export async function startCorpusNode(opts: CorpusNodeOptions): Promise<CorpusNo
       const hash = active[h]!.hash;
       if (mm[2] === 'json') return { status: 200, type: 'application/json', body: `${JSON.stringify({ blockhash: hash })}\n` };
       if (mm[2] === 'hex') return { status: 200, type: 'text/plain', body: `${hash}\n` };
-      return { status: 200, type: 'application/octet-stream', body: hexToBytes(hash).reverse() };
+      return { status: 200, type: 'application/octet-stream', body: hexToHash(hash) };
     }
     if (p === '/rest/mempool/info.json') return { status: 200, type: 'application/json', body: '{"loaded":true,"size":0,"bytes":0,"usage":0}\n' };
     if (p === '/rest/mempool/contents.json') return { status: 200, type: 'application/json', body: /mempool_sequence=true/.test(path) ? '{"txids":[],"mempool_sequence":1}\n' : '{}\n' };

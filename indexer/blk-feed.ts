@@ -8,7 +8,7 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { xorBlockData } from '../src/bitcoin/blk.js';
-import { listBlkFiles, loadXorKey } from '../src/bitcoin/blk-file.js';
+import { listBlkFiles, loadXorKey } from './blk-file.js';
 import { decodeHeader } from '../src/bitcoin/block.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { NETWORKS, type NetworkName } from '../src/bitcoin/network.js';

@@ -25,7 +25,7 @@ import { equalBytes, hashToHex } from '../src/bitcoin/hash.js';
 import type { Config } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
 import { OUTBOX_LOCK } from '../src/db/outbox-lock.js';
-import { RECOMPUTE_WALLET_BALANCES } from '../src/db/wallet-balances.js';
+import { RECOMPUTE_WALLET_BALANCES } from './wallet-balances.js';
 import { RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import { PhaseTimer, type PhaseListener } from '../src/ops/phases.js';

@@ -7,7 +7,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../src/db/schema.js';
-import { addWalletDeltas } from '../src/db/wallet-balances.js';
+import { addWalletDeltas } from './wallet-balances.js';
 import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../src/db/history-entries.js';
 import { hashKey, type BlockRows, type Delta, type Prevout, type UtxoRow } from './derive.js';
 import { toBuffer } from './mempool-rows.js';

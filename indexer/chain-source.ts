@@ -6,7 +6,7 @@
  * @module
  */
 import { RpcError, RPC_CODES, type BitcoindClient } from '../src/rpc/bitcoind.js';
-import type { BitcoindRest, SpentOutput } from '../src/rpc/rest.js';
+import type { BitcoindRest, SpentOutput } from './node-rest.js';
 import { btcToSats } from '../src/rpc/types.js';
 
 /** The node's tip and the hashes of its active chain at some heights, read in one round trip. */

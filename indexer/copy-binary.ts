@@ -7,6 +7,7 @@
  */
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { uuidHex } from '../src/db/address-key.js';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
@@ -121,8 +122,7 @@ export class BinaryCopy {
   uuid(text: string): this {
     this.ensure(20);
     this.dv.setInt32(this.len, 16);
-    const hex = text.length === 36 ? text.slice(0, 8) + text.slice(9, 13) + text.slice(14, 18) + text.slice(19, 23) + text.slice(24) : text;
-    this.buf.write(hex, this.len + 4, 16, 'hex');
+    this.buf.write(uuidHex(text), this.len + 4, 16, 'hex');
     this.len += 20;
     return this;
   }

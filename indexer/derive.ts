@@ -11,6 +11,7 @@
  */
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../src/bitcoin/block.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
 import type { DecodedTx, TxInput } from '../src/bitcoin/tx.js';
 import { decodeIns, decodeOuts, PackedWriter, type PackedIn, type PackedOut } from '../src/db/packed.js';
 import { TX_NUM_SPAN, txNumOf } from '../src/db/tx-num.js';
@@ -38,7 +39,7 @@ export class MissingPrevoutError extends RangeError {
     readonly vout: number,
     readonly spender: Uint8Array,
   ) {
-    super(`prevout ${Buffer.from(txid).reverse().toString('hex')}:${vout} spent by ${Buffer.from(spender).reverse().toString('hex')} is not in the index`);
+    super(`prevout ${hashToHex(txid)}:${vout} spent by ${hashToHex(spender)} is not in the index`);
   }
 }
 

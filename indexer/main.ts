@@ -14,7 +14,7 @@ import { FatalError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import { PhaseFeed } from '../src/ops/phases.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
-import { BitcoindRest } from '../src/rpc/rest.js';
+import { BitcoindRest } from './node-rest.js';
 import { createBulkSync } from './bulk.js';
 import { createNodeSource, type ChainSource, type MempoolSource } from './chain-source.js';
 import { createMempoolSync, type MempoolStats } from './mempool.js';

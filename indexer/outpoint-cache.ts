@@ -9,6 +9,7 @@
  * bulk path then reads back from PostgreSQL when an input spends one (bulk.ts).
  * @module
  */
+import { uuidHex, uuidText, uuidTextOfBytes } from '../src/db/address-key.js';
 import type { ScriptKeys } from './address-keys.js';
 
 const F_USED = 1;
@@ -173,9 +174,9 @@ export class OutpointCache {
       const k = this.key;
       const o = slot * 4;
       const h = hex8(k[o]!) + hex8(k[o + 1]!) + hex8(k[o + 2]!) + hex8(k[o + 3]!);
-      return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+      return uuidText(h);
     }
-    if (fl & F_MULTI) return (this.multi.get(this.multiId(slot)) ?? []).map((k) => (typeof k === 'string' ? k : uuidOf(k)));
+    if (fl & F_MULTI) return (this.multi.get(this.multiId(slot)) ?? []).map((k) => (typeof k === 'string' ? k : uuidTextOfBytes(k)));
     return null;
   }
 
@@ -222,7 +223,7 @@ export class OutpointCache {
       this.key[o + 3] = rd32be(keys, 12);
     } else if (typeof keys === 'string') {
       fl |= F_SINGLE;
-      const h = keys.length === 36 ? keys.slice(0, 8) + keys.slice(9, 13) + keys.slice(14, 18) + keys.slice(19, 23) + keys.slice(24) : keys;
+      const h = uuidHex(keys);
       this.key[o] = parseInt(h.slice(0, 8), 16) | 0;
       this.key[o + 1] = parseInt(h.slice(8, 16), 16) | 0;
       this.key[o + 2] = parseInt(h.slice(16, 24), 16) | 0;
@@ -288,11 +289,6 @@ export class OutpointCache {
 
 function rd32be(b: Uint8Array, p: number): number {
   return ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) | 0;
-}
-
-function uuidOf(b: Uint8Array): string {
-  const h = Buffer.from(b.buffer, b.byteOffset, 16).toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 function hex8(v: number): string {

@@ -1,26 +1,25 @@
 /**
- * Exactly one writer: the indexer holds a session-level Postgres advisory
- * lock on a connection of its own for as long as it runs; a second indexer is refused at start.
+ * Exactly one writer: the indexer holds the indexer's leader lock (src/db/leader-lock.ts) on a
+ * connection of its own for as long as it runs; a second indexer is refused at start.
  * Every write transaction calls `guard`, which proves the lock is still held by our lock
- * session; if that session died (Postgres restarted) it takes the lock again, and if another
- * indexer took it meanwhile it stops this one (FatalError), so two writers never interleave.
- * A standby (`acquire` with `wait`) keeps one connection and tries the lock on it every
- * `pollMs` until the holder's session ends: a killed process's socket closes at once, so
- * Postgres frees the lock at once; a host that vanished is found by the TCP keepalives the lock
- * session sets (KEEPALIVE below), after about half a minute.
+ * session; if that session died (Postgres restarted, or the server ended it) it takes the lock
+ * again, and if another indexer took it meanwhile it stops this one (FatalError), so two writers
+ * never interleave. A standby (`acquire` with `wait`) keeps one connection and tries the lock on
+ * it every `pollMs` until the holder's session ends: at once for a killed process, after about
+ * half a minute for a vanished host (TCP keepalives), after the idle limit for a stopped one
+ * (the lock session gets a beat every BEAT_MS while the process runs).
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { sql, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
+import { holdsLeaderLock, INDEXER_LEADER, leaderIdleMs, releaseLeaderLock, sqlOn, sqlOnClient, tryLeaderLock } from '../src/db/leader-lock.js';
 import type { Database } from '../src/db/schema.js';
 import { FatalError, RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 
-/** "BWINDEXR" as ASCII, as a signed int8. */
-const INDEXER_LOCK = 0x4257494e44455852n;
-const CLASS_ID = Number(INDEXER_LOCK >> 32n);
-const OBJ_ID = Number(INDEXER_LOCK & 0xffffffffn);
+/** How often the lock session is used while the process runs: a stopped process's session goes after leaderIdleMs(BEAT_MS). */
+const BEAT_MS = 5000;
 
 /** How a standby waits for the lock. */
 export type LockWait = {
@@ -31,12 +30,6 @@ export type LockWait = {
   /** Called once, when the first try finds the lock held. */
   onWaiting?: () => void;
 };
-
-/**
- * Server-side TCP keepalives of the lock session (seconds): a holder whose host vanished without
- * closing its socket loses the lock after about idle + interval × count.
- */
-const KEEPALIVE = { idle: 10, interval: 5, count: 3 } as const;
 
 export interface WriterLock {
   /**
@@ -55,6 +48,9 @@ export function createWriterLock(opts: { databaseUrl: string; log: Logger }): Wr
   let client: pg.Client | null = null;
   let pid: number | null = null;
   let lost = false;
+  let beat: NodeJS.Timeout | null = null;
+  /** The beat in flight: one statement at a time on the lock session. */
+  let beating: Promise<unknown> | null = null;
 
   async function open(): Promise<pg.Client> {
     const c = new pg.Client({ connectionString: opts.databaseUrl, application_name: 'blockwire-indexer-lock', keepAlive: true });
@@ -67,7 +63,6 @@ export function createWriterLock(opts: { databaseUrl: string; log: Logger }): Wr
     });
     try {
       await c.connect();
-      await c.query(`SET tcp_keepalives_idle = ${KEEPALIVE.idle}; SET tcp_keepalives_interval = ${KEEPALIVE.interval}; SET tcp_keepalives_count = ${KEEPALIVE.count}`);
     } catch (err) {
       await c.end().catch(() => {});
       throw new RetryableError('ERR_DB_UNAVAILABLE', `cannot connect to Postgres for the indexer lock: ${(err as Error).message}`, { cause: err });
@@ -77,11 +72,17 @@ export function createWriterLock(opts: { databaseUrl: string; log: Logger }): Wr
 
   /** Tries the lock on `c`; on success `c` becomes the lock session. */
   async function tryLock(c: pg.Client): Promise<boolean> {
-    const r = await c.query<{ ok: boolean; pid: number }>('SELECT pg_try_advisory_lock($1::int8) AS ok, pg_backend_pid() AS pid', [INDEXER_LOCK.toString()]);
-    if (!r.rows[0]!.ok) return false;
+    const got = await tryLeaderLock(sqlOnClient(c), INDEXER_LEADER, leaderIdleMs(BEAT_MS), (err) =>
+      opts.log.warn({ err }, 'indexer lock: a setting that ends a dead holder\'s session was refused (idle_session_timeout needs PostgreSQL 14)'),
+    );
+    if (got === null) return false;
     client = c;
-    pid = r.rows[0]!.pid;
+    pid = got;
     lost = false;
+    beat ??= setInterval(() => {
+      const c = client;
+      if (c && !beating) beating = c.query('SELECT 1').catch(() => undefined).finally(() => (beating = null));
+    }, BEAT_MS).unref();
     return true;
   }
 
@@ -156,26 +157,19 @@ export function createWriterLock(opts: { databaseUrl: string; log: Logger }): Wr
       opts.log.info({ pid }, 'indexer lock taken');
     },
     guard(trx) {
-      return check(async (p) => {
-        const r = await sql<{ held: boolean }>`
-          SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = ${p} AND classid = ${CLASS_ID} AND objid = ${OBJ_ID} AND objsubid = 1 AND granted) AS held`.execute(trx);
-        return r.rows[0]!.held;
-      });
+      return check((p) => holdsLeaderLock(sqlOn(trx), INDEXER_LEADER, p));
     },
     guardClient(c) {
-      return check(async (p) => {
-        const r = await c.query<{ held: boolean }>(
-          "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = $1 AND classid = $2 AND objid = $3 AND objsubid = 1 AND granted) AS held",
-          [p, CLASS_ID, OBJ_ID],
-        );
-        return r.rows[0]!.held;
-      });
+      return check((p) => holdsLeaderLock(sqlOnClient(c), INDEXER_LEADER, p));
     },
     async release() {
+      if (beat) clearInterval(beat);
+      beat = null;
+      await beating;
       const c = client;
       client = null;
       if (c) {
-        await c.query('SELECT pg_advisory_unlock($1::int8)', [INDEXER_LOCK.toString()]).catch(() => {});
+        await releaseLeaderLock(sqlOnClient(c), INDEXER_LEADER);
         await c.end().catch(() => {});
       }
     },

@@ -1,5 +1,5 @@
 /**
- * Each wallet's balance summary on its row (src/db/wallet-balances.ts): `confirmed`, the sum of
+ * Each wallet's balance summary on its row (indexer/wallet-balances.ts): `confirmed`, the sum of
  * `balances` over its distinct address keys, and `unconfirmed`, the mempool's net change over
  * them, kept by every writer in the transaction that changes either side; a balance request
  * reads one row. Existing wallets are summed here.

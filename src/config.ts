@@ -278,7 +278,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return Object.freeze(out) as Config;
 }
 
-/** Checks between settings (each parsed alone above); pure, no I/O (src/ops/preflight.ts does the I/O checks). */
+/** Checks between settings (each parsed alone above); pure, no I/O (cli/ops/preflight.ts does the I/O checks). */
 function crossFieldProblems(c: Record<string, unknown>, env: Record<string, string | undefined>): string[] {
   const p: string[] = [];
   const rpc = c.bitcoindRpcUrl as string | undefined;

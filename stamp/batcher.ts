@@ -82,7 +82,7 @@ export function createBatcher(deps: BatcherDeps): Batcher {
   };
 
   const phase = async (p: StampPhase, txs: readonly BuiltTx[]) => {
-    if (deps.onPhase) await deps.onPhase(p, { txids: txs.map((t) => Buffer.from(t.txid).reverse().toString('hex')) });
+    if (deps.onPhase) await deps.onPhase(p, { txids: txs.map((t) => hashToHex(t.txid)) });
   };
 
   /** Picks coins for `payloads` from `pool`, leasing those not created by this batch. */
@@ -194,7 +194,7 @@ export function createBatcher(deps: BatcherDeps): Batcher {
         const outcome = await broadcastRaw(deps.node, b.raw);
         if (outcome.kind === 'accepted') await markAccepted(db, { txid: b.txid, replaces: null }, tip);
         else if (outcome.kind !== 'in-chain') {
-          log.warn({ txid: Buffer.from(b.txid).reverse().toString('hex'), outcome: outcome.kind, message: outcome.message }, 'stamp transaction not accepted yet; the tracker will rebroadcast it');
+          log.warn({ txid: hashToHex(b.txid), outcome: outcome.kind, message: outcome.message }, 'stamp transaction not accepted yet; the tracker will rebroadcast it');
           await recordBroadcastError(db, b.txid, outcome.message);
         }
       }

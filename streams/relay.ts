@@ -21,8 +21,9 @@
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
+import { leaderIdleMs, RELAY_LEADER, releaseLeaderLock, sqlOn, tryLeaderLock } from '../src/db/leader-lock.js';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
 import {
@@ -48,14 +49,6 @@ import type { DeliveryJob, DeliveryQueues } from './queues.js';
 
 /** How long the per-minute attempt counts of hooks (the console's last-hour chart) are kept. */
 const ATTEMPT_MINUTES_KEPT_MS = 24 * 3600_000;
-
-/** "BWRELAY1" as ASCII: the session advisory lock of the active relay. */
-const RELAY_LOCK = 0x4257_5245_4c41_5931n;
-
-/** How long the relay's lock session may sit idle before the server ends it (and frees the lock): never less than 15 s, nor than three polls. */
-function lockIdleMs(pollMs: number): number {
-  return Math.max(15_000, 3 * pollMs);
-}
 
 export type RelaySettings = {
   /** Outbox rows per batch. */
@@ -259,19 +252,16 @@ export function startRelay(deps: RelayDeps): Relay {
   /** Holds the lock on one connection and relays until stopped or an error. False: not leader. */
   async function lead(): Promise<boolean> {
     return db.connection().execute(async (conn) => {
-      const got = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${RELAY_LOCK.toString()}::int8) AS ok`.execute(conn);
-      if (!got.rows[0]?.ok) return false;
+      // The relay leader lock (src/db/leader-lock.ts): a running relay reads the outbox on the
+      // lock session every poll, so only a stopped one leaves it idle past the limit.
+      const run = sqlOn(conn);
+      const got = await tryLeaderLock(run, RELAY_LEADER, leaderIdleMs(settings.pollMs), (err) =>
+        log.warn({ err }, 'relay: a setting that ends a dead holder\'s session was refused (idle_session_timeout needs PostgreSQL 14)'),
+      );
+      if (got === null) return false;
       active = true;
       log.info('relay active');
       try {
-        // A relay that stops (a stopped process, a frozen host) must not hold the lock for good:
-        // its session open, the lock would stay with it and no standby could take over. The
-        // server ends the session, the lock with it, once it has been idle this long; a running
-        // relay reads the outbox every poll, so it never is.
-        const idle = String(lockIdleMs(settings.pollMs));
-        await sql`SELECT set_config('idle_session_timeout', ${idle}, false), set_config('idle_in_transaction_session_timeout', ${idle}, false)`
-          .execute(conn)
-          .catch((err: unknown) => log.warn({ err }, 'relay: the idle limit of the lock session was refused (PostgreSQL before 14?); a stopped relay then holds the lock until its connection closes'));
         let cursor = (await readStreamState(conn)).relay;
         lastHousekeeping = 0;
         knownRunId = undefined;
@@ -284,9 +274,7 @@ export function startRelay(deps: RelayDeps): Relay {
         }
       } finally {
         active = false;
-        await sql`SELECT pg_advisory_unlock(${RELAY_LOCK.toString()}::int8)`.execute(conn).catch(() => undefined);
-        await sql`RESET idle_session_timeout`.execute(conn).catch(() => undefined);
-        await sql`RESET idle_in_transaction_session_timeout`.execute(conn).catch(() => undefined);
+        await releaseLeaderLock(run, RELAY_LEADER);
       }
       return true;
     });

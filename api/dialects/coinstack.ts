@@ -16,7 +16,7 @@ import { describeOutput } from '../address-codec.js';
 import { checkBodyDigest } from '../signed-request.js';
 import { SESSION_HEADER } from '../socket-sessions.js';
 import { heldTransactions, loadIndexedTx, toHex, type IndexedTx } from '../transaction-view.js';
-import { findBlockByHash, listBlockTxids } from '../../src/db/queries/api-chain.js';
+import { findBlockByHash, listBlockTxids } from '../queries/chain.js';
 import type { BlockAnswer, Credentials, Dialect, TransactionAnswer } from '../dialect.js';
 import type { NetworkName } from '../../src/config.js';
 import { sendCoinstackError } from './coinstack-errors.js';

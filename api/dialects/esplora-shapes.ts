@@ -11,9 +11,9 @@ import { bitsToDifficulty, decodeHeader } from '../../src/bitcoin/block.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import type { DecodedTx } from '../../src/bitcoin/tx.js';
 import type { NetworkName } from '../../src/config.js';
-import type { BlockHeaderRow } from '../../src/db/queries/api-blocks.js';
-import type { TxoStats } from '../../src/db/queries/address-stats.js';
-import type { Spend } from '../../src/db/queries/spends.js';
+import type { BlockHeaderRow } from '../queries/blocks.js';
+import type { TxoStats } from '../queries/address-stats.js';
+import type { Spend } from '../queries/spends.js';
 import { innerScripts, scriptAddress, scriptAsm, scriptType } from './esplora-script.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');

@@ -8,8 +8,8 @@
  */
 import { createHash } from 'node:crypto';
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import { readStatsIn, readUnspentMany, type StatsTarget, type TargetStats } from '../../src/db/queries/address-stats.js';
-import { getBalancePartsMany } from '../../src/db/queries/api-address.js';
+import { readStatsIn, readUnspentMany, type StatsTarget, type TargetStats } from '../queries/address-stats.js';
+import { getBalancePartsMany } from '../queries/address.js';
 import { readHistoriesIn, readScriptBalance, readScriptUnspent, scriptRef, scriptRefOf, type ScriptRef } from '../../src/db/queries/script-hash.js';
 import { txNumHeight } from '../../src/db/tx-num.js';
 import { ServiceError } from '../../src/errors.js';

@@ -22,7 +22,7 @@ import {
   type HistoryPage,
   type HistoryPageRequest,
   listUnspentPage,
-} from '../../src/db/queries/api-address.js';
+} from '../queries/address.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { parseAddressParam } from '../address-codec.js';
 import { decodeCursor, encodeCursor, type Cursor } from '../cursor.js';
@@ -32,10 +32,11 @@ import type { ApiInstance, ResolvedApiDeps } from '../deps.js';
 import type { RouteModule } from '../dialect.js';
 import type { Dialect } from '../dialect.js';
 import { addAssetColors, historyCut, immatureCoinbases, streamHistory, streamUnspent, unspentOutputs, atoi } from '../whole-lists.js';
-import { batchPerTick } from '../tick-batch.js';
+import { batchPerTick } from '../cache/tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
 import { setTipHeaders, withTipHeaders } from '../tip.js';
-import { HistoryChunkCache, type HeldPage } from '../history-chunk-cache.js';
+import { HistoryChunkCache, type HeldPage } from '../cache/history-chunk-cache.js';
+import { perApp } from '../cache/per-app.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
 
@@ -100,22 +101,17 @@ function setNextLink(request: FastifyRequest, reply: FastifyReply, q: PageQuery[
   reply.header('Link', `<${path}?${params.toString()}>; rel="next"`);
 }
 
-const caches = new WeakMap<ResolvedApiDeps, HistoryChunkCache | undefined>();
-
 /** The held chunks of an app (one cache for its /v1 and bare routes, which register separately). */
-function heldChunks(deps: ResolvedApiDeps): HistoryChunkCache | undefined {
-  if (!caches.has(deps)) {
-    const bytes = deps.settings.historyCacheBytes;
-    const load = (a: string, f: bigint) => readHistoryChunk(deps.readDb, a, f);
-    const onLoadError = (err: unknown) => deps.log.warn({ err }, 'history chunk not read for the cache');
-    caches.set(deps, bytes > 0 ? new HistoryChunkCache({ maxBytes: bytes, load, onLoadError }) : undefined);
-  }
-  return caches.get(deps);
-}
+const heldChunks = perApp((deps): HistoryChunkCache | undefined => {
+  const bytes = deps.settings.historyCacheBytes;
+  const load = (a: string, f: bigint) => readHistoryChunk(deps.readDb, a, f);
+  const onLoadError = (err: unknown) => deps.log.warn({ err }, 'history chunk not read for the cache');
+  return bytes > 0 ? new HistoryChunkCache({ maxBytes: bytes, load, onLoadError }) : undefined;
+});
 
 export const addressRoutes: RouteModule = (app, deps, dialect) => {
   const { routes } = dialect;
-  // Balance requests arriving together share one query (api/tick-batch.ts).
+  // Balance requests arriving together share one query (api/cache/tick-batch.ts).
   const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.readDb, keys[0]!)] : getBalancePartsMany(deps.readDb, keys)));
   // So do history pages (one statement for one page or many), with the chunks paging reads held.
   const chunks = heldChunks(deps);

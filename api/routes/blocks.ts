@@ -4,8 +4,8 @@
  * the index, whose tip it carries in the tip headers (api/tip.ts).
  * @module
  */
-import { findBlockHeader, listBlockTxs, listRecentBlocks } from '../../src/db/queries/api-blocks.js';
-import { listBlockTxids } from '../../src/db/queries/api-chain.js';
+import { findBlockHeader, listBlockTxs, listRecentBlocks } from '../queries/blocks.js';
+import { listBlockTxids } from '../queries/chain.js';
 import { hashToHex, hexToHash } from '../../src/bitcoin/hash.js';
 import { ServiceError } from '../../src/errors.js';
 import { blockSummary, blockSummarySchema, blockViewSchema } from '../block-view.js';

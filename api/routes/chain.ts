@@ -4,7 +4,7 @@
  * raw bytes as hex text, from the node.
  * @module
  */
-import { getIndexTip } from '../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../queries/chain.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { ServiceError } from '../../src/errors.js';
 import { blockchainStatusSchema } from '../schemas.js';

@@ -8,7 +8,7 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { findBlockByHash, listBlockTxids } from '../../src/db/queries/api-chain.js';
+import { findBlockByHash, listBlockTxids } from '../queries/chain.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { ServiceError } from '../../src/errors.js';
 import { sql } from 'kysely';

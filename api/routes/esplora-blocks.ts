@@ -7,8 +7,8 @@
  */
 import { decodeBlock } from '../../src/bitcoin/block.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import { findBlockHeader, listRecentBlocks } from '../../src/db/queries/api-blocks.js';
-import { getIndexTip, listBlockTxids } from '../../src/db/queries/api-chain.js';
+import { findBlockHeader, listRecentBlocks } from '../queries/blocks.js';
+import { getIndexTip, listBlockTxids } from '../queries/chain.js';
 import { ServiceError } from '../../src/errors.js';
 import type { ResolvedApiDeps } from '../deps.js';
 import type { DialectEdge, RouteModule } from '../dialect.js';

@@ -5,7 +5,7 @@
  * @module
  */
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import { listMempoolTxids } from '../../src/db/queries/api-mempool.js';
+import { listMempoolTxids } from '../queries/mempool.js';
 import type { DialectEdge, RouteModule } from '../dialect.js';
 
 export const esploraMempoolRoutes: RouteModule<DialectEdge> = (app, deps) => {

@@ -9,9 +9,10 @@
  * Histories and unspent lists are read whole, up to SCRIPT_HISTORY_MAX entries (more: 400).
  * @module
  */
-import { readStatsIn } from '../../src/db/queries/address-stats.js';
-import { findBlockHeader } from '../../src/db/queries/api-blocks.js';
+import { readStatsIn } from '../queries/address-stats.js';
+import { findBlockHeader } from '../queries/blocks.js';
 import { readHistoriesIn, readScriptUnspent, scriptRef, scriptRefOf, type ScriptRef } from '../../src/db/queries/script-hash.js';
+import { hexToHash } from '../../src/bitcoin/hash.js';
 import { ServiceError } from '../../src/errors.js';
 import { parseAddressParam } from '../address-codec.js';
 import type { ResolvedApiDeps } from '../deps.js';
@@ -79,7 +80,7 @@ export const esploraScriptRoutes: RouteModule<DialectEdge> = (app, deps) => {
       let confirmed = h.confirmed;
       const after = request.query.after_txid;
       if (after !== undefined) {
-        const txid = /^[0-9a-fA-F]{64}$/.test(after) ? Buffer.from(after, 'hex').reverse() : undefined;
+        const txid = /^[0-9a-fA-F]{64}$/.test(after) ? hexToHash(after) : undefined;
         const inMempool = txid ? mempool.findIndex((t) => t.equals(txid)) : -1;
         const inChain = txid && inMempool < 0 ? confirmed.findIndex((t) => t.equals(txid)) : -1;
         if (inMempool < 0 && inChain < 0) return [];
@@ -92,7 +93,7 @@ export const esploraScriptRoutes: RouteModule<DialectEdge> = (app, deps) => {
     const chainPage = async (x: string, last: string | undefined) => {
       const h = await historyOf(deps, scriptOf(deps, kind, x));
       // (electrs: a last_seen_txid that is no txid counts as none; one not in the history ends the list)
-      const lastTxid = last !== undefined && /^[0-9a-fA-F]{64}$/.test(last) ? Buffer.from(last, 'hex').reverse() : undefined;
+      const lastTxid = last !== undefined && /^[0-9a-fA-F]{64}$/.test(last) ? hexToHash(last) : undefined;
       const from = lastTxid === undefined ? 0 : h.confirmed.findIndex((t) => t.equals(lastTxid)) + 1;
       return from === 0 && lastTxid !== undefined ? [] : transactions(deps, h.confirmed.slice(from, from + CHAIN_TXS_PER_PAGE));
     };

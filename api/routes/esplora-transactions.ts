@@ -10,7 +10,7 @@
  */
 import { hashToHex, hexToHash } from '../../src/bitcoin/hash.js';
 import { decodeTx, type DecodedTx } from '../../src/bitcoin/tx.js';
-import { getOutspends } from '../../src/db/queries/spends.js';
+import { getOutspends } from '../queries/spends.js';
 import { ServiceError } from '../../src/errors.js';
 import { broadcastTransaction } from '../broadcast.js';
 import type { ResolvedApiDeps } from '../deps.js';

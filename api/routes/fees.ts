@@ -12,7 +12,7 @@
 import { ServiceError } from '../../src/errors.js';
 import type { ResolvedApiDeps } from '../deps.js';
 import type { DialectEdge, RouteModule } from '../dialect.js';
-import { getIndexTip, type Tip } from '../../src/db/queries/api-chain.js';
+import { getIndexTip, type Tip } from '../queries/chain.js';
 import { setTipHeaders, tipHeaders, TIP_HEIGHT_HEADER } from '../tip.js';
 
 export const FEE_TARGETS = [...Array.from({ length: 25 }, (_, i) => i + 1), 144, 504, 1008] as const;

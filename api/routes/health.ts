@@ -10,7 +10,7 @@
  * @module
  */
 import type { Redis } from 'ioredis';
-import { getIndexTip } from '../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../queries/chain.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { presentedKey } from '../../src/auth/authenticate.js';
 import { verifyApiKey } from '../../src/auth/keys.js';

@@ -6,7 +6,7 @@
  * answer carries the indexed tip its snapshot of the mempool was read at (api/tip.ts).
  * @module
  */
-import { listMempoolFees, listRecentMempool } from '../../src/db/queries/api-mempool.js';
+import { listMempoolFees, listRecentMempool } from '../queries/mempool.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { decodeTx } from '../../src/bitcoin/tx.js';
 import type { DialectEdge, RouteModule } from '../dialect.js';

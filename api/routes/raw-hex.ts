@@ -4,7 +4,7 @@
  * @module
  */
 import type { FastifyReply } from 'fastify';
-import { findBlockByHash } from '../../src/db/queries/api-chain.js';
+import { findBlockByHash } from '../queries/chain.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { ServiceError } from '../../src/errors.js';
 import type { ResolvedApiDeps } from '../deps.js';

@@ -1,12 +1,12 @@
 /**
  * GET /transactions/{hash}/outspends and /outspend/{vout} (/v1, Esplora's shapes): for each
  * output, whether a block or a mempool transaction spends it, which transaction and input, and
- * that transaction's block. From the index (src/db/queries/spends.ts), one statement per answer,
+ * that transaction's block. From the index (api/queries/spends.ts), one statement per answer,
  * its tip in the tip headers.
  * @module
  */
 import { hashToHex, hexToHash } from '../../src/bitcoin/hash.js';
-import { getOutspends, type Spend } from '../../src/db/queries/spends.js';
+import { getOutspends, type Spend } from '../queries/spends.js';
 import { ServiceError } from '../../src/errors.js';
 import type { RouteModule } from '../dialect.js';
 import { hashParams } from '../schemas.js';

@@ -9,9 +9,9 @@
  * @module
  */
 import { findHook } from '../../src/db/queries/tenancy-hooks.js';
-import { deleteSubscription, insertSubscription, listSubscriptions, type SubscriptionPosition } from '../../src/db/queries/tenancy-subscriptions.js';
+import { deleteSubscription, insertSubscription, listSubscriptions, type SubscriptionPosition } from '../queries/tenancy-subscriptions.js';
 import { ServiceError } from '../../src/errors.js';
-import { findWallet } from '../../src/db/queries/wallets.js';
+import { findWallet } from '../queries/wallets.js';
 import { resolveAddress } from './addresses.js';
 import { newId } from './hooks.js';
 import type { RouteModule } from '../dialect.js';

@@ -6,7 +6,7 @@
  * both made from the index's header and txids of the block.
  * @module
  */
-import { getMerkleData, findTxPlace } from '../../src/db/queries/api-blocks.js';
+import { getMerkleData, findTxPlace } from '../queries/blocks.js';
 import { decodeBlock } from '../../src/bitcoin/block.js';
 import { hashToHex, hexToHash } from '../../src/bitcoin/hash.js';
 import { merkleBranch, merkleLevels, partialMerkleTree } from '../../src/bitcoin/merkle.js';
@@ -18,7 +18,7 @@ import type { TransactionAnswer } from '../dialect.js';
 import { heldTransactions, loadTransactionView } from '../transaction-view.js';
 import { txViewSchema, withRawExtras } from '../transaction-extras.js';
 import { setTipHeaders, tipHeaders } from '../tip.js';
-import type { Tip } from '../../src/db/queries/api-chain.js';
+import type { Tip } from '../queries/chain.js';
 
 const textResponse = (description: string) => ({ 200: { type: 'string', contentMediaType: 'text/plain', description, headers: tipHeaders } }) as const;
 
@@ -94,7 +94,7 @@ export const inclusionProofSchema = {
 
 /**
  * The answers built of confirmed views with their sizes (nothing asked of the node), by view: a
- * held transaction's view is the same object while its rows are unchanged (api/held-transactions.ts).
+ * held transaction's view is the same object while its rows are unchanged (api/cache/held-transactions.ts).
  */
 const confirmedAnswers = new WeakMap<object, object>();
 

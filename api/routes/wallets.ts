@@ -24,7 +24,7 @@ import {
   walletBalances,
   walletChains,
   type WalletRow,
-} from '../../src/db/queries/wallets.js';
+} from '../queries/wallets.js';
 import { ServiceError } from '../../src/errors.js';
 import { DeriveBudget, walletTooLarge, type DeriveOptions } from '../../src/db/wallet-derive-pool.js';
 import { requestDeadline } from '../request-deadline.js';
@@ -34,7 +34,7 @@ import type { ResolvedApiDeps } from '../deps.js';
 import type { RouteModule } from '../dialect.js';
 import { assertNotSyncing } from './addresses.js';
 import { newId } from './hooks.js';
-import { batchPerTick } from '../tick-batch.js';
+import { batchPerTick } from '../cache/tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
 
 /** Gap limit when the body gives none (BIP44's), and the largest accepted. */
@@ -250,7 +250,7 @@ export const walletRoutes: RouteModule = (app, deps) => {
     },
     async (request) => {
       // The wallet's row carries its balance summary, kept by the indexer with the rows
-      // (src/db/wallet-balances.ts): one probe whatever the wallet's size, batched per tick.
+      // (indexer/wallet-balances.ts): one probe whatever the wallet's size, batched per tick.
       const b = await balances({ keyId: request.apiKey.id, id: request.params.id });
       if (!b) throw new ServiceError('ERR_WALLET_NOT_FOUND');
       await assertNotSyncing(deps);

@@ -8,8 +8,7 @@
  * requests share one barrier, so under load a key costs a fraction of a round trip and no pool
  * connection. While the LISTEN connection is down the cache is emptied and bypassed, and entries
  * expire after `ttlMs` anyway. Only successful verifications are cached; failures always take
- * the full, uniform path of `verifyApiKey`. With `chainChanges` the same connection also LISTENs
- * for chain changes (src/db/chain-changes.ts) and lends them the same barrier (`chain`).
+ * the full, uniform path of `verifyApiKey`.
  * @module
  */
 import type pg from 'pg';
@@ -19,7 +18,7 @@ import type { Logger } from '../log.js';
 import { digestApiKey } from './api-key.js';
 import { verifyApiKey, type ApiKeyPrincipal } from './keys.js';
 import { listenKeyEvents, type KeyEvents } from './key-events.js';
-import type { ChainChanges } from '../db/chain-changes.js';
+import { createReadBarrier } from '../db/listen.js';
 
 export { KEY_CHANNEL } from './key-events.js';
 
@@ -29,8 +28,6 @@ export type KeyVerifier = {
   peek(presented: string): ApiKeyPrincipal | undefined;
   /** True while the LISTEN connection is up and verified keys are served from memory. */
   readonly caching: boolean;
-  /** Chain changes seen on the same connection (with `chainChanges`), sharing the keys' read barrier. */
-  readonly chain?: ChainChanges;
   close(): Promise<void>;
 };
 
@@ -43,8 +40,6 @@ export type KeyVerifierOptions = {
   ttlMs?: number;
   /** Most keys remembered (default 10,000; the oldest go first). */
   maxEntries?: number;
-  /** Also listen for chain changes (`chain`). */
-  chainChanges?: boolean;
   /** Called for each key notification (its id; every key, without one, after a reconnect): what the process holds for it is to be checked again. */
   onKeyChange?: (keyId?: bigint) => void;
 };
@@ -59,37 +54,8 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
   let listening = false;
   /** Bumped by every notification: a lookup that overlapped one is not cached. */
   let generation = 0;
-  /** The barrier query in flight, and the one queued to start after it (shared by waiters). */
-  let inflight: Promise<void> | null = null;
-  let queued: Promise<void> | null = null;
-  /** Chain notifications seen, moved too when the connection goes or comes (see ChainChanges). */
-  let chainGeneration = 0;
-
-  function runBarrier(c: pg.Client): Promise<void> {
-    const p = c.query('SELECT 1').then(
-      () => {
-        if (inflight === p) inflight = null;
-      },
-      (err: unknown) => {
-        if (inflight === p) inflight = null;
-        throw err;
-      },
-    );
-    return p;
-  }
-
   /** Resolves once every notification committed before this call has been processed. */
-  function barrier(c: pg.Client): Promise<void> {
-    if (!inflight) return (inflight = runBarrier(c));
-    // The query in flight may have started before this call: wait for the next one.
-    queued ??= inflight
-      .catch(() => {})
-      .then(() => {
-        queued = null;
-        return (inflight = runBarrier(c));
-      });
-    return queued;
-  }
+  const barrier = createReadBarrier();
 
   const dropKey = (id: string) => {
     for (const [digest, e] of cache) if (String(e.principal.id) === id) cache.delete(digest);
@@ -106,48 +72,25 @@ export async function createKeyVerifier(opts: KeyVerifierOptions): Promise<KeyVe
         dropKey(id);
         opts.onKeyChange?.(BigInt(id));
       },
-      ...(opts.chainChanges ? { onChain: () => void chainGeneration++ } : {}),
       onUp: (c) => {
         client = c;
         cache.clear();
         generation++;
-        chainGeneration++;
         listening = true;
         opts.onKeyChange?.();
       },
       onDown: () => {
         client = undefined;
         listening = false;
-        chainGeneration++;
         cache.clear();
       },
     });
   }
 
-  const chain: ChainChanges = {
-    get generation() {
-      return chainGeneration;
-    },
-    async settled() {
-      const c = client;
-      if (!listening || !c) return false;
-      try {
-        await barrier(c);
-      } catch {
-        return false;
-      }
-      return listening && client === c;
-    },
-    async unchangedSince(generation) {
-      return (await chain.settled()) && chainGeneration === generation;
-    },
-  };
-
   return {
     get caching() {
       return listening;
     },
-    ...(opts.chainChanges && opts.databaseUrl ? { chain } : {}),
     peek(presented) {
       return listening ? cache.get(digestApiKey(presented).toString('hex'))?.principal : undefined;
     },

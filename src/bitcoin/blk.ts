@@ -3,7 +3,7 @@
  * a 4-byte little-endian length and a serialized block. Core ≥ 28 obfuscates the files with the
  * 8-byte key in blocks/xor.dat, applied by file offset (byte i of a file is XORed with
  * key[i % 8]); an all-zero key means none. Core preallocates files, so a file can end in zeros.
- * File I/O lives in blk-file.ts.
+ * File I/O lives in indexer/blk-file.ts (the indexer reads Core's blocks directory).
  * @module
  */
 import { bytesToHex } from './hash.js';

@@ -22,16 +22,27 @@ export function addressKeyBytes(canonicalScript: Uint8Array): Buffer {
   return out;
 }
 
-/** The key as Postgres prints a uuid (8-4-4-4-12 lower-case hex). */
-function addressKeyFromBytes(bytes: Uint8Array): string {
-  const h = Buffer.from(bytes).toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+/**
+ * The key's text form, as Postgres prints a uuid (8-4-4-4-12 lower-case hex), from the hex of its
+ * bytes (the first 32 characters of `hex`). The one place that writes the form; `uuidHex` reads it.
+ */
+export function uuidText(hex: string): string {
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** The text form of the key held in the first 16 bytes of `bytes`. */
+export function uuidTextOfBytes(bytes: Uint8Array): string {
+  return uuidText(Buffer.from(bytes.buffer, bytes.byteOffset, 16).toString('hex'));
+}
+
+/** The 32 hex characters of a key given in its text form (8-4-4-4-12), or given as 32 hex already. */
+export function uuidHex(text: string): string {
+  return text.length === 36 ? text.slice(0, 8) + text.slice(9, 13) + text.slice(14, 18) + text.slice(19, 23) + text.slice(24) : text;
 }
 
 /** The uuid-formatted key of a canonical script. */
 export function addressKey(canonicalScript: Uint8Array): string {
-  const h = hash('sha256', canonicalScript, 'hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+  return uuidText(hash('sha256', canonicalScript, 'hex'));
 }
 
 /**
@@ -93,5 +104,5 @@ export function keptUnder(script: Uint8Array): { canonical: Uint8Array; keyed: b
  * script's outputs plus, for P2PKH, the P2PK and bare multisig outputs of the same public key.
  */
 export function addressKeyOfScriptSha(sha: Uint8Array): string {
-  return addressKeyFromBytes(sha.subarray(0, 16));
+  return uuidTextOfBytes(sha);
 }

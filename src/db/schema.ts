@@ -269,7 +269,7 @@ export interface WalletsTable {
   gap_limit: number;
   created_at: Generated<Date>;
   deleted_at: Date | null;
-  /** Sum of `balances` over its distinct address keys (0015_wallet_balances, src/db/wallet-balances.ts). */
+  /** Sum of `balances` over its distinct address keys (0015_wallet_balances, indexer/wallet-balances.ts). */
   confirmed: Generated<bigint>;
   /** The mempool's net change (received − sent) over them. */
   unconfirmed: Generated<bigint>;

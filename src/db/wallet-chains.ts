@@ -20,7 +20,7 @@ type Db = Kysely<Database> | Transaction<Database>;
 
 /**
  * Inserts derived addresses of one chain and, in the same statement, adds to the wallet's balance
- * summary (src/db/wallet-balances.ts) the balance and mempool change of the address keys the
+ * summary (indexer/wallet-balances.ts) the balance and mempool change of the address keys the
  * wallet did not hold yet (the statement's reads see the wallet's addresses before the insert).
  * The caller holds the wallet lock. One index probe per new address (as subqueries: the API's
  * generic plans could otherwise pick a hash join over the whole balances table).

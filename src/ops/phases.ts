@@ -2,7 +2,7 @@
  * The phases of the indexer's writes, timed one way: a `PhaseTimer` per write (a block applied
  * or undone, a bulk batch, a part of the bulk finish) whose `lap(name)` ends a phase. Each lap
  * goes to the process's listeners (`PhaseFeed`): the metrics registry turns them into the
- * `blockwire_indexer_phase_seconds{path, phase}` histogram (src/ops/metrics.ts), so the live
+ * `blockwire_indexer_phase_seconds{path, phase}` histogram (cli/ops/metrics.ts), so the live
  * block's profile is read from /metrics; the timer's `ms` map feeds the debug log lines.
  * @module
  */

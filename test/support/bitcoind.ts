@@ -15,7 +15,7 @@ import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe } from 'vitest';
-import { freePort } from '../../src/embedded/free-port.js';
+import { freePort } from '../../cli/embedded/free-port.js';
 import { projectRoot } from './fixtures.js';
 
 /** Where bitcoind is looked for: BITCOIND_BIN, else the Core build beside the project. */

@@ -11,7 +11,7 @@ import { testConfig, type Config } from '../../src/config.js';
 import { silentLogger, type Logger } from '../../src/log.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { createApiKey } from '../../src/auth/keys.js';
-import { insertSubscription } from '../../src/db/queries/tenancy-subscriptions.js';
+import { insertSubscription } from '../../api/queries/tenancy-subscriptions.js';
 import type { Devnode } from '../../devnode/index.js';
 import { startIndexer, type IndexerHandle } from '../../indexer/main.js';
 import { readTip } from '../../indexer/chain-rows.js';

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../src/embedded/free-port.js';
+import { freePort } from '../../cli/embedded/free-port.js';
 import { BitcoindClient } from '../../src/rpc/bitcoind.js';
 import { bitcoindBin } from './bitcoind.js';
 import { waitFor } from './wait.js';

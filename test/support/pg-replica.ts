@@ -1,5 +1,5 @@
 /**
- * A real PostgreSQL streaming replica of a server started with src/embedded/postgres.ts, from the
+ * A real PostgreSQL streaming replica of a server started with cli/embedded/postgres.ts, from the
  * same (embedded) binaries. The base backup is PostgreSQL's low-level one: `pg_backup_start` on a
  * session of the primary, a copy of the data directory (without pg_wal, the replication slots and
  * the postmaster files), `pg_backup_stop`, whose label file goes into the copy; then
@@ -13,7 +13,7 @@ import { cp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { userInfo } from 'node:os';
 import pg from 'pg';
-import { startPostgres, type PostgresServer } from '../../src/embedded/postgres.js';
+import { startPostgres, type PostgresServer } from '../../cli/embedded/postgres.js';
 
 /** Files and directories of a data directory a base backup leaves out (PostgreSQL's list, abridged). */
 const LEFT_OUT = new Set(['postmaster.pid', 'postmaster.opts', 'blockwire.owner', 'pg_wal', 'pg_replslot', 'pg_stat_tmp', 'pg_dynshmem', 'pg_notify', 'pg_serial', 'pg_snapshots', 'pg_subtrans']);

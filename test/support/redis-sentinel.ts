@@ -10,8 +10,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '../../src/embedded/free-port.js';
-import { startRedis, type RedisServer } from '../../src/embedded/redis.js';
+import { freePort } from '../../cli/embedded/free-port.js';
+import { startRedis, type RedisServer } from '../../cli/embedded/redis.js';
 import { waitFor } from './wait.js';
 
 const SENTINEL_BIN = '/usr/bin/redis-sentinel';

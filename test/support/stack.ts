@@ -18,7 +18,7 @@ import { startApi, type ApiHandle } from '../../api/main.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerDeps, type WorkerHandle } from '../../streams/main.js';
 import { startStamper, type Stamper } from '../../stamp/stamper.js';
 import { createApiKey } from '../../src/auth/keys.js';
-import { getIndexTip } from '../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../../api/queries/chain.js';
 import { Key } from '../../client/keys.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import type { BitcoindOptions } from './bitcoind.js';

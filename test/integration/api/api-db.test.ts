@@ -1,5 +1,5 @@
 /**
- * The API's database pool (api/api-db.ts): parameterized queries run as named prepared
+ * The API's database pool (api/cache/api-db.ts): parameterized queries run as named prepared
  * statements, and its connections plan them generically (plan_cache_mode), so Postgres neither
  * parses nor plans the API's few query shapes again on every request. And the history page
  * statement (listHistoryPages), which relies on a nested loop's order under its LIMIT instead of
@@ -8,10 +8,10 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createApiDb } from '../../../api/api-db.js';
+import { createApiDb } from '../../../api/cache/api-db.js';
 import { createHash } from 'node:crypto';
-import { HistoryEntries, historyPagesQuery, listHistoryPage, listHistoryPages, readHistoryChunk } from '../../../src/db/queries/api-address.js';
-import { HistoryChunkCache } from '../../../api/history-chunk-cache.js';
+import { HistoryEntries, historyPagesQuery, listHistoryPage, listHistoryPages, readHistoryChunk } from '../../../api/queries/address.js';
+import { HistoryChunkCache } from '../../../api/cache/history-chunk-cache.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 let t: TestDatabase;

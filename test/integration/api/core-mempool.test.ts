@@ -21,7 +21,7 @@ import { FEE_TARGETS, feeEstimates } from '../../../api/routes/fees.js';
 import { createApiHarness, type ApiHarness } from './harness.js';
 import { BlockwireClient, Key } from '../../../client/index.js';
 import { createEventPoll, type EventPoll } from '../../../streams/poll.js';
-import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../../../api/queries/chain.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 
 type Entry = { vsize: number; fees: { base: number }; 'bip125-replaceable': boolean };

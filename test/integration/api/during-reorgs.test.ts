@@ -15,9 +15,9 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { loadChainA } from '../../support/chain-fixture.js';
 import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
-import { createMetrics } from '../../../src/ops/metrics.js';
+import { createMetrics } from '../../../cli/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
-import { createKeyVerifier } from '../../../src/auth/key-cache.js';
+import { listenChainChanges } from '../../../api/cache/chain-changes.js';
 import type { ChainChanges } from '../../../src/db/chain-changes.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -75,22 +75,22 @@ describeFixtures('API reads during reorgs', () => {
     const t2 = await createMigratedDatabase('apireorg2');
     const metrics = createMetrics({ db: t2.db, log: silentLogger(), roles: ['api'], processMetrics: false });
     // (chain notifications as startApi has them: a held transaction is answered without its row while none came)
-    const keys = await createKeyVerifier({ db: t2.db, databaseUrl: t2.url, chainChanges: true });
+    const listener = await listenChainChanges({ databaseUrl: t2.url });
     let unread = 0;
     const changes: ChainChanges = {
       get generation() {
-        return keys.chain!.generation;
+        return listener.generation;
       },
-      settled: () => keys.chain!.settled(),
+      settled: () => listener.settled(),
       // (counts the answers given without a statement)
       unchangedSince: async (generation) => {
-        const ok = await keys.chain!.unchangedSince(generation);
+        const ok = await listener.unchangedSince(generation);
         if (ok) unread++;
         return ok;
       },
     };
     // (its first connection may fail on a busy server: it retries every second)
-    await waitFor('the chain notifications connection', () => keys.caching, 120_000);
+    await waitFor('the chain notifications connection', () => listener.settled(), 120_000);
     const cached = await createApiHarness({ settings: { rateLimit: 10_000_000 }, metrics, chainChanges: changes }, t2);
     const plain = await createApiHarness({ settings: { rateLimit: 10_000_000, historyCacheBytes: 0, txCacheBytes: 0 } }, t2);
     try {
@@ -147,7 +147,7 @@ describeFixtures('API reads during reorgs', () => {
       expect(heldAnswers).toBeGreaterThan(0);
       expect(unread).toBeGreaterThan(0);
     } finally {
-      await keys.close();
+      await listener.close();
       await cached.close();
       await plain.close();
       await t2.drop();

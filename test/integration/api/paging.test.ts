@@ -12,7 +12,7 @@ import { encodeOuts } from '../../../src/db/packed.js';
 import { encodeHistoryChunk } from '../../../src/db/history-entries.js';
 import { txNum } from '../../../src/db/tx-num.js';
 import { decodeCursor, encodeCursor } from '../../../api/cursor.js';
-import { createMetrics } from '../../../src/ops/metrics.js';
+import { createMetrics } from '../../../cli/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
 import { waitFor } from '../../support/wait.js';
 

@@ -19,7 +19,7 @@ import pg from 'pg';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import * as btc from '@scure/btc-signer';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
-import { startPostgres, type PostgresServer } from '../../../src/embedded/postgres.js';
+import { startPostgres, type PostgresServer } from '../../../cli/embedded/postgres.js';
 import { createDb } from '../../../src/db/connect.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
 import type { Database } from '../../../src/db/schema.js';

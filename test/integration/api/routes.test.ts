@@ -9,8 +9,8 @@ import { A, B, blockHash, blockTime, c0, c1, insertMiniChain, m1, t1 } from './m
 import { ERROR_CODES } from '../../../src/errors.js';
 import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { getBalanceParts, getBalancePartsMany } from '../../../src/db/queries/api-address.js';
-import { findConfirmedTx, findConfirmedTxs } from '../../../src/db/queries/api-chain.js';
+import { getBalanceParts, getBalancePartsMany } from '../../../api/queries/address.js';
+import { findConfirmedTx, findConfirmedTxs } from '../../../api/queries/chain.js';
 import { sql } from 'kysely';
 
 const hex = (b: Buffer) => Buffer.from(b).reverse().toString('hex');

@@ -12,7 +12,7 @@ import WebSocket from 'ws';
 import { startBlockwire, type Blockwire } from '../../../cli/compose.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { testConfig } from '../../../src/config.js';
-import { startRedis, type RedisServer } from '../../../src/embedded/redis.js';
+import { startRedis, type RedisServer } from '../../../cli/embedded/redis.js';
 import { silentLogger } from '../../../src/log.js';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection, createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
-import { startRedis, type RedisServer } from '../../../src/embedded/redis.js';
+import { startRedis, type RedisServer } from '../../../cli/embedded/redis.js';
 import { createRateLimiter, leaseCap } from '../../../src/auth/rate-limit.js';
 import { waitFor } from '../../support/wait.js';
 

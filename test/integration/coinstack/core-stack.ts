@@ -19,7 +19,7 @@ import { startStreams } from '../../../streams/main.js';
 import { startStamper } from '../../../stamp/stamper.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { newServerKeyLine, parseKeyring } from '../../../src/auth/secret-box.js';
-import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../../../api/queries/chain.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { Key } from '../../../client/keys.js';
 

@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byteByByte } from '../../../migrations/0022_spent_groups_fast.js';
 import { decodeIns, encodeIns, type PackedInInput } from '../../../src/db/packed.js';
-import { getOutspends, outspendsStatement } from '../../../src/db/queries/spends.js';
+import { getOutspends, outspendsStatement } from '../../../api/queries/spends.js';
 import { seededRandom } from '../../support/chain-crash.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 

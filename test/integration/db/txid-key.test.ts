@@ -7,7 +7,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { txidIn, txidIs } from '../../../src/db/txid-key.js';
-import { findConfirmedTx, getTxsByTxid, txKnown } from '../../../src/db/queries/api-chain.js';
+import { findConfirmedTx, getTxsByTxid, txKnown } from '../../../api/queries/chain.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 const txid = (i: number, prefix?: number) => {

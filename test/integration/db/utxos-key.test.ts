@@ -15,7 +15,7 @@ import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import type { Database } from '../../../src/db/schema.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
-import { findConfirmedTxs, getOutputSpendState } from '../../../src/db/queries/api-chain.js';
+import { findConfirmedTxs, getOutputSpendState } from '../../../api/queries/chain.js';
 import { silentLogger } from '../../../src/log.js';
 import { migrations } from '../../../migrations/index.js';
 import { applyBlock, undoBlock } from '../../../indexer/apply.js';

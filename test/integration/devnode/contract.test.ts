@@ -16,7 +16,7 @@ import { bytesToHex, hashToHex, hexToBytes, hexToHash } from '../../../src/bitco
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { regtestScript } from '../../../devnode/address.js';
 import type { Devnode } from '../../../devnode/index.js';
-import { decodeSpentTxOuts } from '../../../src/rpc/rest.js';
+import { decodeSpentTxOuts } from '../../../indexer/node-rest.js';
 import { fixturesPresent } from '../../support/fixtures.js';
 import { describeNodes, type TestNode } from '../../support/nodes.js';
 import { loadRecording, type RecordedRpc } from '../../unit/devnode/recording.js';

@@ -11,7 +11,7 @@ import { testConfig, type Config } from '../../../src/config.js';
 import { silentLogger, createLogger, type Logger } from '../../../src/log.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
-import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../../../api/queries/chain.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
 import { startElectrum, type ElectrumHandle } from '../../../electrum/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';

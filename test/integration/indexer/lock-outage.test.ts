@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createDb } from '../../../src/db/connect.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
-import { startPostgres } from '../../../src/embedded/postgres.js';
+import { startPostgres } from '../../../cli/embedded/postgres.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { freshBulkIndexOf, startTestIndexer, waitSynced } from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';

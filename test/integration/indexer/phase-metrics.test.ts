@@ -1,13 +1,13 @@
 /**
  * The phases of the indexer's writes are read from /metrics: blocks applied (and a block undone
  * by a reorg) on a real indexer following the devnode leave counts in
- * `blockwire_indexer_phase_seconds{path, phase}` (src/ops/phases.ts, src/ops/metrics.ts), one
+ * `blockwire_indexer_phase_seconds{path, phase}` (src/ops/phases.ts, cli/ops/metrics.ts), one
  * per block and phase.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { silentLogger } from '../../../src/log.js';
-import { createMetrics, type Metrics } from '../../../src/ops/metrics.js';
+import { createMetrics, type Metrics } from '../../../cli/ops/metrics.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { startTestIndexer, waitSynced } from '../../support/chain-indexer.js';

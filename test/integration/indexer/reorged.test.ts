@@ -16,7 +16,7 @@ import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { silentLogger } from '../../../src/log.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { createMetrics } from '../../../src/ops/metrics.js';
+import { createMetrics } from '../../../cli/ops/metrics.js';
 import { indexerConfig, readEvents, waitMempoolSynced, waitSynced, watchAddress } from '../../support/chain-indexer.js';
 import { waitFor } from '../../support/wait.js';
 

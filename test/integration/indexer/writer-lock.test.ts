@@ -1,7 +1,12 @@
 /**
  * The writer lock after its session died: transactions guarded at the same moment (the bulk
- * finish runs two) share one reconnect and both go on, and the lock stays exclusive.
+ * finish runs two) share one reconnect and both go on, and the lock stays exclusive. A holder
+ * whose process is stopped (SIGSTOP: its socket open, its kernel answering keepalives) loses the
+ * lock to a standby once its session has been idle past the limit.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { resolve } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWriterLock, type WriterLock } from '../../../indexer/writer-lock.js';
@@ -50,5 +55,30 @@ describe('writer lock', () => {
     expect(sessions.rows[0]!.n).toBe(1);
     const other = createWriterLock({ databaseUrl: t.url, log: silentLogger() });
     await expect(other.acquire()).rejects.toMatchObject({ code: 'ERR_INDEXER_LOCKED' });
+  });
+
+  it('a standby takes the lock from a stopped holder', async () => {
+    await lock.release();
+    const child = spawn(process.execPath, ['--import', 'tsx', resolve('test/integration/indexer/writer-lock-child.ts')], {
+      env: { ...process.env, DATABASE_URL: t.url },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      await waitFor('the child to hold the lock', () => out.includes('locked'), 60_000);
+      const standby = createWriterLock({ databaseUrl: t.url, log: silentLogger() });
+      await expect(standby.acquire()).rejects.toMatchObject({ code: 'ERR_INDEXER_LOCKED' });
+      child.kill('SIGSTOP');
+      const waiting = AbortSignal.timeout(90_000);
+      await standby.acquire({ pollMs: 250, signal: waiting });
+      const admin = await client();
+      const holders = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()");
+      expect(holders.rows[0]!.n).toBe(1);
+      await standby.release();
+    } finally {
+      child.kill('SIGKILL');
+      if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
+    }
   });
 });

@@ -13,7 +13,7 @@ import { Publisher } from 'zeromq';
 import { startBlockwire, type Blockwire } from '../../../cli/compose.js';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { testConfig } from '../../../src/config.js';
-import { freePort } from '../../../src/embedded/free-port.js';
+import { freePort } from '../../../cli/embedded/free-port.js';
 import { silentLogger } from '../../../src/log.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { projectRoot } from '../../support/fixtures.js';

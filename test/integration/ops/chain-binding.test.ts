@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { hexToHash } from '../../../src/bitcoin/hash.js';
-import { assertIndexOnNodeChain, OtherChainError } from '../../../src/ops/chain-binding.js';
+import { assertIndexOnNodeChain, OtherChainError } from '../../../cli/ops/chain-binding.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 let indexed: Devnode;

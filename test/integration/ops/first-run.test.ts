@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Publisher } from 'zeromq';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
-import { freePort } from '../../../src/embedded/free-port.js';
+import { freePort } from '../../../cli/embedded/free-port.js';
 import { spawnBlockwire } from './processes.js';
 
 let db: TestDatabase;

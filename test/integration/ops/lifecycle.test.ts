@@ -19,7 +19,7 @@ import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '..
 import { projectRoot } from '../../support/fixtures.js';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createApiKey } from '../../../src/auth/keys.js';
-import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../../../api/queries/chain.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { Key } from '../../../client/keys.js';
 import { portOf, processEnv, spawnBlockwire, startHookReceiver, type BlockwireProcess } from './processes.js';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createMetrics } from '../../../src/ops/metrics.js';
+import { createMetrics } from '../../../cli/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { projectRoot } from '../../support/fixtures.js';

@@ -20,7 +20,7 @@ import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '..
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
-import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../../../api/queries/chain.js';
 import { connectElectrum, type ElectrumTestClient } from '../../support/electrum-client.js';
 import { portOf, processEnv, spawnBlockwire, type BlockwireProcess } from './processes.js';
 import { waitFor } from '../../support/wait.js';

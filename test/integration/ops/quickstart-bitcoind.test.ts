@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
 import { readQuickStartNode } from '../../../cli/quickstart-node.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
-import { processAlive } from '../../../src/embedded/process-alive.js';
+import { processAlive } from '../../../cli/embedded/process-alive.js';
 import { bitcoindBin, describeBitcoind } from '../../support/bitcoind.js';
 import { projectRoot } from '../../support/fixtures.js';
 import { waitFor } from '../../support/wait.js';

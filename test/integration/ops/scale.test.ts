@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createApiKey } from '../../../src/auth/keys.js';
-import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../../../api/queries/chain.js';
 import { Key } from '../../../client/keys.js';
 import { portOf, processEnv, spawnBlockwire, startHookReceiver, type BlockwireProcess } from './processes.js';
 import { waitFor } from '../../support/wait.js';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
-import { processAlive } from '../../../src/embedded/process-alive.js';
+import { processAlive } from '../../../cli/embedded/process-alive.js';
 import { spawnBlockwire, type BlockwireProcess } from './processes.js';
 import { waitFor } from '../../support/wait.js';
 

@@ -10,7 +10,7 @@ import { decodeBlock, decodeHeader } from '../../../src/bitcoin/block.js';
 import { bytesToHex, hashToHex } from '../../../src/bitcoin/hash.js';
 import { isRetryable } from '../../../src/errors.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
-import { BitcoindRest, decodeSpentTxOuts } from '../../../src/rpc/rest.js';
+import { BitcoindRest, decodeSpentTxOuts } from '../../../indexer/node-rest.js';
 import { btcToSats, type TxInfo } from '../../../src/rpc/types.js';
 import { describeFixtures, readFixtureJsonl } from '../../support/fixtures.js';
 import { describeNodes, type TestNode } from '../../support/nodes.js';

@@ -15,7 +15,7 @@ import * as btc from '@scure/btc-signer';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { startBlockwire, type Blockwire } from '../../../cli/compose.js';
 import { testConfig } from '../../../src/config.js';
-import { getIndexTip } from '../../../src/db/queries/api-chain.js';
+import { getIndexTip } from '../../../api/queries/chain.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createLogger, silentLogger } from '../../../src/log.js';

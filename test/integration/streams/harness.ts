@@ -18,7 +18,7 @@ import type { Kysely } from 'kysely';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { insertHook } from '../../../src/db/queries/tenancy-hooks.js';
-import { insertSubscription } from '../../../src/db/queries/tenancy-subscriptions.js';
+import { insertSubscription } from '../../../api/queries/tenancy-subscriptions.js';
 import { lockOutbox } from '../../../src/db/outbox-lock.js';
 import type { Database, EventType } from '../../../src/db/schema.js';
 import { testConfig, type Config } from '../../../src/config.js';

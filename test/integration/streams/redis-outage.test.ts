@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startRedis, type RedisServer } from '../../../src/embedded/redis.js';
+import { startRedis, type RedisServer } from '../../../cli/embedded/redis.js';
 import { createLogger, silentLogger } from '../../../src/log.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { createDeliveryQueues } from '../../../streams/queues.js';

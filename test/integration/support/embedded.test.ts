@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { startPostgres } from '../../../src/embedded/postgres.js';
-import { startRedis } from '../../../src/embedded/redis.js';
-import { processAlive } from '../../../src/embedded/process-alive.js';
+import { startPostgres } from '../../../cli/embedded/postgres.js';
+import { startRedis } from '../../../cli/embedded/redis.js';
+import { processAlive } from '../../../cli/embedded/process-alive.js';
 import { projectRoot } from '../../support/fixtures.js';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../cli/open-database.js';
 import { testConfig } from '../../../src/config.js';
 import { createApiKey, verifyApiKey } from '../../../src/auth/keys.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
@@ -29,7 +29,7 @@ async function query(url: string, text: string): Promise<unknown[]> {
 /** Runs startPostgres in a separate Node process; resolves once it is ready. */
 async function postgresInChild(dataDir: string) {
   const script = `
-    const { startPostgres } = await import(${JSON.stringify(join(projectRoot, 'src/embedded/postgres.ts'))});
+    const { startPostgres } = await import(${JSON.stringify(join(projectRoot, 'cli/embedded/postgres.ts'))});
     const s = await startPostgres({ dataDir: ${JSON.stringify(dataDir)} });
     process.stdout.write('ready\\n');
     process.on('SIGTERM', async () => { await s.stop(); process.exit(0); });

@@ -19,7 +19,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
 import { withChecksum } from '../../../src/bitcoin/descriptor.js';
-import { walletSumsFromIndex } from '../../../src/db/wallet-balances.js';
+import { walletSumsFromIndex } from '../../../indexer/wallet-balances.js';
 import { btcToSats } from '../../../src/rpc/types.js';
 import { readTip } from '../../../indexer/chain-rows.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';

@@ -1,11 +1,11 @@
 /**
- * HeldTransactions (api/held-transactions.ts): a held value comes back only for a row equal in
+ * HeldTransactions (api/cache/held-transactions.ts): a held value comes back only for a row equal in
  * every field it was built from (a changed block hash, outputs, inputs, first-seen time, sizes or
  * colors drops it), the least recently used go first past the byte bound, and nothing larger
  * than the bound is held.
  */
 import { describe, expect, it } from 'vitest';
-import { HeldTransactions } from '../../../api/held-transactions.js';
+import { HeldTransactions } from '../../../api/cache/held-transactions.js';
 
 const row = (over: Record<string, unknown> = {}) => ({
   txid: Buffer.alloc(32, 1),

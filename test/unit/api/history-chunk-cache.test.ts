@@ -1,11 +1,11 @@
 /**
- * The API's held history chunks (api/history-chunk-cache.ts): which pages a held chunk gives
+ * The API's held history chunks (api/cache/history-chunk-cache.ts): which pages a held chunk gives
  * (only those wholly below a cursor that still names its entry), least recently used chunks
  * leaving first at the byte limit, and entries expiring.
  */
 import { describe, expect, it } from 'vitest';
-import { HistoryChunkCache } from '../../../api/history-chunk-cache.js';
-import type { HistoryChunk } from '../../../src/db/queries/api-address.js';
+import { HistoryChunkCache } from '../../../api/cache/history-chunk-cache.js';
+import type { HistoryChunk } from '../../../api/queries/address.js';
 
 const ADDR = '00000000-0000-4000-8000-0000000000aa';
 /** A chunk of `count` entries first, first + 3, first + 6 … as the statement hands it over (txid k: 32 bytes of k % 256). */

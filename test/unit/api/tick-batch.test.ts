@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchPerTick } from '../../../api/tick-batch.js';
+import { batchPerTick } from '../../../api/cache/tick-batch.js';
 
 describe('batchPerTick', () => {
   it('answers lookups of the same turn with one load, each caller its own value', async () => {

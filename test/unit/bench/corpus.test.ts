@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
-import { readBlocksDir } from '../../../src/bitcoin/blk-file.js';
+import { readBlocksDir } from '../../../indexer/blk-file.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { blockMerkleRoot, checkWitnessCommitment } from '../../../src/bitcoin/merkle.js';
 import { checkProofOfWork, REGTEST } from '../../../devnode/consensus.js';

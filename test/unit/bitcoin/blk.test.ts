@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseBlkRecords, readBlkRecords, xorBlockData } from '../../../src/bitcoin/blk.js';
-import { listBlkFiles, loadXorKey, readBlkFile, readBlocksDir } from '../../../src/bitcoin/blk-file.js';
+import { listBlkFiles, loadXorKey, readBlkFile, readBlocksDir } from '../../../indexer/blk-file.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../../src/bitcoin/hash.js';
 import { NETWORKS } from '../../../src/bitcoin/network.js';

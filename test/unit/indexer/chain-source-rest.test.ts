@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createNodeSource } from '../../../indexer/chain-source.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
-import { BitcoindRest } from '../../../src/rpc/rest.js';
+import { BitcoindRest } from '../../../indexer/node-rest.js';
 
 const HASH = '11'.repeat(32);
 

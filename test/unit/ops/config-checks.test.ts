@@ -3,7 +3,7 @@ import { mkdtemp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../../src/config.js';
-import { preflight } from '../../../src/ops/preflight.js';
+import { preflight } from '../../../cli/ops/preflight.js';
 import { configurationDoc, maskValue } from '../../../cli/config.js';
 import { projectRoot } from '../../support/fixtures.js';
 

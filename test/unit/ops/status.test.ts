@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { assessHealth, formatStatus, type Thresholds } from '../../../cli/status.js';
-import type { DeploymentState } from '../../../src/ops/state.js';
+import type { DeploymentState } from '../../../cli/ops/state.js';
 
 const T: Thresholds = { maxLag: 6, maxRelayDelaySeconds: 60, maxHeartbeatAgeSeconds: 60, failOnDead: false };
 const HASH = '0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206';

@@ -1,0 +1,61 @@
+/**
+ * Each wallet's balance summary (`wallets.confirmed`, `wallets.unconfirmed`): the sum of
+ * `balances` and of the mempool's net change (`mempool_addresses`: received − sent) over the
+ * wallet's distinct address keys, kept by every writer in the transaction that changes either
+ * side, so that GET /wallets/{id}/balance reads one row whatever the wallet's size:
+ * - the indexer, where `balances` (block applied: +, undone: −) and `mempool_addresses`
+ *   (inserted: +, deleted: −) change: `addWalletDeltas` with the same per-address deltas;
+ * - insertAddresses (wallet creation, reservation, gap extension): a newly derived address
+ *   brings its current balance and mempool change (`addNewAddresses` in wallet-chains.ts);
+ * - the bulk path, which rebuilds `balances` and empties the mempool tables: recomputed for every
+ *   wallet when it ends (`RECOMPUTE_WALLET_BALANCES`).
+ * Deltas are applied under the wallet lock, so a wallet created concurrently either sees the
+ * change's rows when it sums its first addresses or is seen by the change's delta: never both,
+ * never neither. Exact under reorgs: an undone block subtracts exactly what it added.
+ * @module
+ */
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../src/db/schema.js';
+import { LOCK_WALLETS_SQL, lockWallets } from '../src/db/wallet-lock.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** Which summary a delta goes to: `balances` changes are confirmed, `mempool_addresses` ones unconfirmed. */
+export type WalletBalancePart = 'confirmed' | 'unconfirmed';
+
+/**
+ * Adds per-address deltas (sats; keys may repeat) to the summaries of the wallets holding those
+ * address keys (each wallet once per key, however many of its chains derive it). Takes the
+ * wallet lock; one statement more when no wallet exists.
+ */
+export async function addWalletDeltas(trx: Db, part: WalletBalancePart, deltas: readonly { key: string; sats: bigint }[]): Promise<void> {
+  const nonZero = deltas.filter((d) => d.sats !== 0n);
+  await lockWallets(trx);
+  if (nonZero.length === 0) return;
+  const column = sql.ref(part);
+  await sql`
+    UPDATE wallets w SET ${column} = w.${column} + s.sats
+      FROM (SELECT wk.wallet_id, sum(d.sats)::int8 AS sats
+              FROM (SELECT addr_key, sum(sats) AS sats FROM unnest(${nonZero.map((d) => d.key)}::uuid[], ${nonZero.map((d) => d.sats.toString())}::int8[]) AS d(addr_key, sats)
+                     GROUP BY addr_key) d
+              CROSS JOIN LATERAL (SELECT DISTINCT wa.wallet_id FROM wallet_addresses wa WHERE wa.addr_key = d.addr_key) wk
+             GROUP BY wk.wallet_id) s
+     WHERE w.id = s.wallet_id`.execute(trx);
+}
+
+/** Both sums of the wallet whose id is the SQL expression `id`, from the index (what the summary must equal). */
+const SUMS = (id: string) => `
+  (SELECT coalesce(sum((SELECT b.balance FROM balances b WHERE b.addr_key = k.addr_key)), 0)::int8
+     FROM (SELECT DISTINCT addr_key FROM wallet_addresses WHERE wallet_id = ${id}) k) AS confirmed,
+  (SELECT coalesce(sum((SELECT sum(m.received - m.sent) FROM mempool_addresses m WHERE m.addr_key = k.addr_key)), 0)::int8
+     FROM (SELECT DISTINCT addr_key FROM wallet_addresses WHERE wallet_id = ${id}) k) AS unconfirmed`;
+
+/** Every live wallet's summary recomputed from the index, under the wallet lock (the bulk path's end). */
+export const RECOMPUTE_WALLET_BALANCES = `${LOCK_WALLETS_SQL};
+  UPDATE wallets w SET (confirmed, unconfirmed) = (SELECT ${SUMS('w.id')}) WHERE w.deleted_at IS NULL`;
+
+/** A wallet's two sums recomputed from the index, without touching its summary (tests compare the two). */
+export async function walletSumsFromIndex(db: Db, walletId: string): Promise<{ confirmed: bigint; unconfirmed: bigint }> {
+  const r = await sql<{ confirmed: bigint; unconfirmed: bigint }>`SELECT ${sql.raw(SUMS('q.id'))} FROM (SELECT ${walletId}::text AS id) q`.execute(db);
+  return r.rows[0]!;
+}
