@@ -35,6 +35,8 @@ import { createApiKey } from '../src/auth/keys.js';
 import { insertHook } from '../src/db/queries/tenancy-hooks.js';
 import { insertSubscription } from '../src/db/queries/tenancy-subscriptions.js';
 import { lockOutbox } from '../src/db/outbox-lock.js';
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
 
 const { values: opts } = benchArgs(import.meta.url, {
   options: {
@@ -256,6 +258,16 @@ async function main(): Promise<void> {
         redis: () => processTree('redis-server', `:${redisPort}`),
         postgres: () => processTree('postgres', pgDir),
       });
+    // PostgreSQL transactions (every process's) and Redis commands, between two calls: what a
+    // delivery costs in round trips, beside its CPU.
+    const redisStats = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redisStats.connect();
+    started.push({ stop: async () => void redisStats.disconnect() });
+    const countOps = async () => {
+      const pgTx = await sql<{ n: string }>`SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = current_database()`.execute(db);
+      const redisCmds = /^total_commands_processed:(\d+)/m.exec(await redisStats.info('stats'))?.[1];
+      return { pg: Number(pgTx.rows[0]?.n ?? 0), redis: Number(redisCmds ?? 0) };
+    };
     const cpuLine = (m: Record<string, number>, n: number) =>
       Object.entries(m)
         .map(([k, v]) => `${k} ${(v / n).toFixed(3)}`)
@@ -384,12 +396,17 @@ async function main(): Promise<void> {
     const hookAddrKey = `${randomBytes(4).toString('hex')}-0000-4000-8000-${randomBytes(6).toString('hex')}`;
     await insertSubscription(db, { id: newId('sub'), keyId: k.id, kind: 'address', address, addrKey: hookAddrKey, hookId: hook.id, confirmations: 6 });
     const m4 = meter();
+    const ops4 = await countOps();
     const t4 = performance.now();
     for (let i = 0; i < WEBHOOKS; i += 1000) await insertOutbox(db, Array.from({ length: Math.min(1000, WEBHOOKS - i) }, () => ({ type: 'tx.unconfirmed' as const, addrKey: hookAddrKey, address })));
     await hooksDone;
     const took4 = performance.now() - t4;
     const cpu4 = m4();
-    results.push(`| webhook deliveries to a local receiver (${WORKER_PROCESSES} worker process${WORKER_PROCESSES > 1 ? 'es' : ''}) | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)} |`);
+    // (PostgreSQL's counts reach its statistics up to a second late)
+    await sleep(1500);
+    const ops = await countOps();
+    const perDelivery = (n: number) => (n / WEBHOOKS).toFixed(3);
+    results.push(`| webhook deliveries to a local receiver (${WORKER_PROCESSES} worker process${WORKER_PROCESSES > 1 ? 'es' : ''}) | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)}, all ${(Object.values(cpu4).reduce((a, b) => a + b, 0) / WEBHOOKS).toFixed(3)}; per delivery ${perDelivery(ops.pg - ops4.pg)} PostgreSQL transactions, ${perDelivery(ops.redis - ops4.redis)} Redis commands |`);
 
     const [l1, l5] = readFileSync('/proc/loadavg', 'utf8').split(' ');
     process.stdout.write(
