@@ -1,7 +1,8 @@
 /**
  * bench/events: event delivery. A server process (bench/events-server.ts: a
  * devnode, the indexer, the relay + WebSocket stream, the delivery workers) and this process
- * (the clients, a webhook receiver, the clock) measure:
+ * (the clients, the clock; a webhook receiver in a process of its own, bench/webhook-receiver.ts)
+ * measure:
  * 1. block arrival → WebSocket: `generatetoaddress 1` on the devnode until each of N clients
  *    (one key each, a chain subscription) has the block's block.connected — p50/p99/max;
  * 2. outbox → WebSocket fan-out: the same, from the commit of an outbox row (no indexer);
@@ -35,6 +36,8 @@ import { createApiKey } from '../src/auth/keys.js';
 import { insertHook } from '../src/db/queries/tenancy-hooks.js';
 import { insertSubscription } from '../api/queries/tenancy-subscriptions.js';
 import { lockOutbox } from '../src/db/outbox-lock.js';
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
 
 const { values: opts } = benchArgs(import.meta.url, {
   options: {
@@ -249,13 +252,24 @@ async function main(): Promise<void> {
     }
     const url = `ws://127.0.0.1:${info.port}/v1/stream`;
     const redisPort = new URL(redisUrl).port;
-    const meter = () =>
+    const meter = (more: Record<string, () => number[]> = {}) =>
       cpuMeter({
         server: () => [server!.pid!, ...extras.map((e) => e.pid!)],
         bench: () => [process.pid],
         redis: () => processTree('redis-server', `:${redisPort}`),
         postgres: () => processTree('postgres', pgDir),
+        ...more,
       });
+    // PostgreSQL transactions (every process's) and Redis commands, between two calls: what a
+    // delivery costs in round trips, beside its CPU.
+    const redisStats = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redisStats.connect();
+    started.push({ stop: async () => void redisStats.disconnect() });
+    const countOps = async () => {
+      const pgTx = await sql<{ n: string }>`SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = current_database()`.execute(db);
+      const redisCmds = /^total_commands_processed:(\d+)/m.exec(await redisStats.info('stats'))?.[1];
+      return { pg: Number(pgTx.rows[0]?.n ?? 0), redis: Number(redisCmds ?? 0) };
+    };
     const cpuLine = (m: Record<string, number>, n: number) =>
       Object.entries(m)
         .map(([k, v]) => `${k} ${(v / n).toFixed(3)}`)
@@ -361,35 +375,37 @@ async function main(): Promise<void> {
     results.push(`| events through relay → WebSocket (${STREAM_CLIENTS} clients) | ${EVENTS} events in ${ms(took3)} ms (inserted in ${ms(inserted3)} ms) | **${Math.round(EVENTS / (took3 / 1000))} events/s**, ${Math.round((EVENTS * STREAM_CLIENTS) / (took3 / 1000))} messages/s | ${cpuLine(cpu3, EVENTS)} |`);
     for (const c of streamClients) c.ws.close();
 
-    // 4: webhook deliveries/s to a local receiver.
-    const seen = new Set<string>();
-    let requests = 0;
-    let allHooks: () => void = () => undefined;
-    const hooksDone = new Promise<void>((r) => (allHooks = r));
-    const receiver = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        requests += 1;
-        seen.add(String(req.headers['webhook-id']));
-        res.writeHead(200);
-        res.end();
-        if (seen.size === WEBHOOKS) allHooks();
-      });
+    // 4: webhook deliveries/s to a local receiver (a process of its own: bench/webhook-receiver.ts).
+    const receiver = spawn(process.execPath, ['--import', 'tsx', 'bench/webhook-receiver.ts', String(WEBHOOKS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    started.push({ stop: async () => void receiver.kill('SIGKILL') });
+    const receiverLines: ((line: { port?: number; requests?: number }) => void)[] = [];
+    let receiverBuf = '';
+    receiver.stdout!.on('data', (d: Buffer) => {
+      receiverBuf += d.toString();
+      const lines = receiverBuf.split('\n');
+      receiverBuf = lines.pop()!;
+      for (const l of lines) if (l.startsWith('{')) for (const f of receiverLines) f(JSON.parse(l));
     });
-    receiver.keepAliveTimeout = 60_000;
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-    started.push({ stop: () => new Promise<void>((r) => (receiver.closeAllConnections(), receiver.close(() => r()))) });
+    const receiverExit = new Promise<never>((_, reject) => receiver.once('exit', (code) => reject(new Error(`webhook receiver exited with ${code}`))));
+    receiverExit.catch(() => undefined);
+    const receiverPort = await Promise.race([new Promise<number>((r) => receiverLines.push((l) => l.port !== undefined && r(l.port))), receiverExit]);
+    const hooksDone = new Promise<number>((r) => receiverLines.push((l) => l.requests !== undefined && r(l.requests)));
     const k = await createApiKey(db, { name: 'bench-hooks' });
-    const hook = await insertHook(db, { id: newId('hook'), keyId: k.id, type: 'http', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, secret: `whsec_${randomBytes(32).toString('base64')}` });
+    const hook = await insertHook(db, { id: newId('hook'), keyId: k.id, type: 'http', url: `http://127.0.0.1:${receiverPort}/hook`, secret: `whsec_${randomBytes(32).toString('base64')}` });
     const hookAddrKey = `${randomBytes(4).toString('hex')}-0000-4000-8000-${randomBytes(6).toString('hex')}`;
     await insertSubscription(db, { id: newId('sub'), keyId: k.id, kind: 'address', address, addrKey: hookAddrKey, hookId: hook.id, confirmations: 6 });
-    const m4 = meter();
+    const m4 = meter({ receiver: () => [receiver.pid!] });
+    const ops4 = await countOps();
     const t4 = performance.now();
     for (let i = 0; i < WEBHOOKS; i += 1000) await insertOutbox(db, Array.from({ length: Math.min(1000, WEBHOOKS - i) }, () => ({ type: 'tx.unconfirmed' as const, addrKey: hookAddrKey, address })));
-    await hooksDone;
+    const requests = await Promise.race([hooksDone, receiverExit]);
     const took4 = performance.now() - t4;
     const cpu4 = m4();
-    results.push(`| webhook deliveries to a local receiver (${WORKER_PROCESSES} worker process${WORKER_PROCESSES > 1 ? 'es' : ''}) | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)} |`);
+    // (PostgreSQL's counts reach its statistics up to a second late)
+    await sleep(1500);
+    const ops = await countOps();
+    const perDelivery = (n: number) => (n / WEBHOOKS).toFixed(3);
+    results.push(`| webhook deliveries to a local receiver (${WORKER_PROCESSES} worker process${WORKER_PROCESSES > 1 ? 'es' : ''}) | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)}, all ${(Object.values(cpu4).reduce((a, b) => a + b, 0) / WEBHOOKS).toFixed(3)}; per delivery ${perDelivery(ops.pg - ops4.pg)} PostgreSQL transactions, ${perDelivery(ops.redis - ops4.redis)} Redis commands |`);
 
     const [l1, l5] = readFileSync('/proc/loadavg', 'utf8').split(' ');
     process.stdout.write(

@@ -107,34 +107,38 @@ type Attempted = { outcome: AttemptOutcome } & (
   | { end: 'retry'; error: string; delayMs: number }
 );
 
-/** Outcomes written together: at most this many, or whatever arrived within FLUSH_MS. */
-const FLUSH_ROWS = 200;
-const FLUSH_MS = 5;
+/** Outcomes written in one statement at most. */
+const FLUSH_ROWS = 500;
 
 /**
- * Group-commits attempt outcomes (one UPDATE for many deliveries, instead of one each): each
- * `record` resolves once its row is written, so a job still ends only after its log row.
+ * Group-commits attempt outcomes (one UPDATE for many deliveries, instead of one each): one
+ * statement at a time, and what arrives while it runs goes into the next, so the busier the
+ * worker the more rows each statement carries (and no two of this process's statements wait on
+ * each other's locks of the per-minute counts). Each `record` resolves once its row is written,
+ * so a job still ends only after its log row.
  */
 function createOutcomeWriter(db: Kysely<Database>) {
-  let pending: { o: AttemptOutcome; resolve: () => void; reject: (e: unknown) => void }[] = [];
-  let timer: NodeJS.Timeout | undefined;
+  const pending: { o: AttemptOutcome; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  let writing = false;
   const flush = async () => {
-    clearTimeout(timer);
-    timer = undefined;
-    const batch = pending;
-    pending = [];
-    try {
-      await recordOutcomes(db, batch.map((p) => p.o));
-      for (const p of batch) p.resolve();
-    } catch (err) {
-      for (const p of batch) p.reject(err);
+    while (pending.length > 0) {
+      const batch = pending.splice(0, FLUSH_ROWS);
+      try {
+        await recordOutcomes(db, batch.map((p) => p.o));
+        for (const p of batch) p.resolve();
+      } catch (err) {
+        for (const p of batch) p.reject(err);
+      }
     }
+    writing = false;
   };
   return (o: AttemptOutcome) =>
     new Promise<void>((resolve, reject) => {
       pending.push({ o, resolve, reject });
-      if (pending.length >= FLUSH_ROWS) void flush();
-      else timer ??= setTimeout(() => void flush(), FLUSH_MS);
+      if (writing) return;
+      writing = true;
+      // (after this turn of the event loop: the outcomes it produced go together)
+      setImmediate(() => void flush());
     });
 }
 
@@ -239,8 +243,12 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     if (a.end === 'retry') throw new RetryLaterError(a.error, a.delayMs);
   }
 
-  /** A batch job: its deliveries still pending under this job, `width` at a time. */
-  async function processBatch(job: Job<BatchJobData>, width: number): Promise<void> {
+  /**
+   * A batch job: its deliveries still pending under this job, `width` at a time. `sent()` is
+   * called once nothing of it is in flight any more (its log rows may still be being written):
+   * its share is free for the hook's next job from then.
+   */
+  async function processBatch(job: Job<BatchJobData>, width: number, sent: () => void): Promise<void> {
     const { hook, deliveries } = job.data;
     const rows = new Map((await readBatchedDeliveries(deps.db, deliveries.map((d) => d.delivery))).map((r) => [r.id, r]));
     const todo = deliveries.filter((d) => {
@@ -284,6 +292,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       while (await gate.run(sendNext));
     };
     await Promise.all(Array.from({ length: Math.min(width, todo.length) }, lane));
+    sent();
     const unsent = todo.slice(next);
     if (retries.length + unsent.length > 0) {
       // Their own jobs first, then the log rows that hand them over: a crash in between sends
@@ -328,7 +337,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
 
   async function admitted(job: Job<DeliveryJobData | BatchJobData>, token?: string): Promise<void> {
     const batch = job.name === BATCH_JOB_NAME;
-    const run = (width: number) => (batch ? processBatch(job as Job<BatchJobData>, width) : processOne(job as Job<DeliveryJobData>));
+    const run = (width: number, sent: () => void = () => undefined) => (batch ? processBatch(job as Job<BatchJobData>, width, sent) : processOne(job as Job<DeliveryJobData>));
     // (the row as last loaded, however old: admission needs its key, which never changes, and
     // its breaker; a fresh row is read before each send. A backlog deferred again costs no query.)
     const hook = hooks.get(job.data.hook)?.hook ?? (await loadHook(job.data.hook));
@@ -342,11 +351,19 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       const deferrals = Math.max(0, (job.attemptsStarted ?? 1) - 1 - job.attemptsMade);
       const { decision: d } = step(admit(fair, { key: String(hook.key_id), hook: hook.id, want, parked: wasParked, mayPark: !closing, deferrals, freeSlots: jobSlots - inProcess }, now, policy), hook);
       if (d.kind === 'run') {
+        const grant = d.grant;
+        let held = true;
+        // (once: when a batch has nothing in flight any more, or when the job ends)
+        const free = () => {
+          if (!held) return;
+          held = false;
+          fair = release(fair, grant);
+          wake(grant.key);
+        };
         try {
-          return await run(d.grant.width);
+          return await run(grant.width, free);
         } finally {
-          fair = release(fair, d.grant);
-          wake(d.grant.key);
+          free();
         }
       }
       if (d.kind === 'park') {
