@@ -28,7 +28,7 @@ if (args.devnode) {
   address = node.wallet.newAddress('p2wpkh').address!;
   await startIndexer({ config, log, db, databaseUrl: args.databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl });
 }
-const streams = args.workerOnly ? undefined : await startStreams({ config, log, db, redisUrl: args.redisUrl });
+const streams = args.workerOnly ? undefined : await startStreams({ config, log, db, databaseUrl: args.databaseUrl, redisUrl: args.redisUrl });
 await startWorker({ config, log, db, redisUrl: args.redisUrl });
 // SIGTERM exits at once (and lets --cpu-prof write its profile).
 process.on('SIGTERM', () => process.exit(0));

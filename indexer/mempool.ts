@@ -31,6 +31,7 @@ import { forgetReorged } from './reorg-bookkeeping.js';
 import { addMempoolReplacers, deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
 import type { SequenceHint } from './notify.js';
 import { colorMempool } from './asset-rows.js';
+import { afterHints, afterResync, initialSyncState, judgeCheck, nextWork, planResync, planVerified, receiveHint, requestResync, startCheck, takeDue, takeHints, type SyncPolicy } from './mempool-plan.js';
 
 type Trx = Transaction<Database>;
 
@@ -84,8 +85,6 @@ async function storedSummary(db: Kysely<Database>): Promise<MempoolSummary | nul
   const row = r.rows[0]!;
   return row.with_fee === row.n ? { size: row.n, fee: BigInt(row.fee) } : null;
 }
-
-const sameSummary = (a: MempoolSummary, b: MempoolSummary) => a.size === b.size && a.fee === b.fee;
 
 async function storedTxids(db: Kysely<Database> | Trx): Promise<Set<string>> {
   const r = await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(db);
@@ -233,35 +232,19 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
   return { added: rows.length, removed: removedNow.count + conflictCount, unresolved };
 }
 
-/** Creates the mempool sync; call `step()` from the run loop when the chain is at the node's tip. */
+/**
+ * Creates the mempool sync; call `step()` from the run loop when the chain is at the node's tip.
+ * Its decisions are the pure steps of indexer/mempool-plan.ts over one explicit state; this is
+ * their I/O (the node, the tables, the log). The state is read and replaced only between awaits,
+ * so a hint that arrives during a step is kept.
+ */
 export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
   const { db, source, log } = deps;
-  const maxHints = deps.maxHints ?? 100_000;
+  const policy: SyncPolicy = { maxHints: deps.maxHints ?? 100_000, graceMs: deps.removalGraceMs ?? 1000, checkMs: deps.checkMs ?? null };
   const stats: MempoolStats = { resyncs: 0, added: 0, removed: 0, ignoredHints: 0, drifts: 0 };
-  const checkMs = deps.checkMs ?? null;
-  let nextCheckAt = checkMs === null ? Infinity : Date.now() + checkMs;
-  /** The difference the last idle check saw (both sides), to be confirmed by the next. */
-  let suspect: { node: MempoolSummary; ours: MempoolSummary } | null = null;
-  /** Sequence hints received since the last idle check (a moving mempool: no check then). */
-  let hintsSinceCheck = 0;
+  let state = initialSyncState(policy, Date.now());
+  /** When the idle check last failed (its warning is logged at most every ten minutes). */
   let checkFailedAt = 0;
-  let needResync = true;
-  let seq: bigint | null = null;
-  let hints: SequenceHint[] = [];
-  const graceMs = deps.removalGraceMs ?? 1000;
-  /** Verified removals waiting for their grace period: txid → when they are due. */
-  const deferred = new Map<string, number>();
-  const due = (): Set<string> => {
-    const now = Date.now();
-    const out = new Set<string>();
-    for (const [txid, at] of deferred) if (at <= now) out.add(txid);
-    return out;
-  };
-  const takeDue = (): Set<string> => {
-    const d = due();
-    for (const txid of d) deferred.delete(txid);
-    return d;
-  };
 
   const commit = async (change: Change) =>
     db.transaction().execute(async (trx) => {
@@ -271,36 +254,24 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
 
   async function resync(): Promise<void> {
     const snap = await source.getMempoolSnapshot();
-    const ours = await storedTxids(db);
-    const theirs = new Set(snap.txids);
-    const missing = snap.txids.filter((t) => !ours.has(t));
-    const gone = new Set([...ours].filter((t) => !theirs.has(t)));
+    const { missing, gone } = planResync(await storedTxids(db), snap.txids);
     const fetched = await source.getMempoolTxs(missing);
-    // The snapshot settles every deferred removal: present ones stay, absent ones go now.
-    deferred.clear();
+    // (the snapshot settles every deferred removal: present ones stay, absent ones go now)
     const r = await commit({ add: fetched, remove: gone });
     stats.resyncs++;
     stats.added += r.added;
     stats.removed += r.removed;
     // The snapshot's sequence is the next one the node will assign: hints from it on are newer.
-    seq = BigInt(snap.sequence);
-    hints = hints.filter((h) => h.mempoolSeq !== null && h.mempoolSeq >= seq!);
     // Inputs not known yet (the node is a block ahead of the index): try again next turn.
-    needResync = r.unresolved.length > 0;
+    state = afterResync(state, BigInt(snap.sequence), r.unresolved.length);
     log.info({ size: snap.txids.length, added: r.added, removed: r.removed, unresolved: r.unresolved.length, sequence: snap.sequence }, 'mempool resynced');
   }
 
   /** The idle check; true when it found the index unlike the node twice and asked for a reseed. */
   async function check(): Promise<boolean> {
-    nextCheckAt = Date.now() + checkMs!;
-    // While hints keep coming the mempool is moving (and a lost message shows as the next one's
-    // counter gap); removals in their grace period are a known difference. Look again later.
-    const moving = hintsSinceCheck > 0 || deferred.size > 0;
-    hintsSinceCheck = 0;
-    if (moving) {
-      suspect = null;
-      return false;
-    }
+    const started = startCheck(state, Date.now(), policy);
+    state = started.state;
+    if (!started.compare) return false;
     let node: MempoolSummary | null;
     let ours: MempoolSummary | null;
     try {
@@ -311,93 +282,65 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
       checkFailedAt = Date.now();
       return false;
     }
-    // Hints that arrived meanwhile explain any difference: look again next time.
-    if (node === null || ours === null || sameSummary(node, ours) || hints.length > 0 || needResync) {
-      suspect = null;
-      return false;
-    }
-    if (suspect && sameSummary(suspect.node, node) && sameSummary(suspect.ours, ours)) {
-      suspect = null;
+    const judged = judgeCheck(state, node, ours);
+    state = judged.state;
+    if (judged.drift) {
       stats.drifts++;
       log.warn({ node, index: ours }, 'mempool unlike the node with no message to explain it (zmq messages lost): full reconcile');
-      needResync = true;
-      return true;
     }
-    suspect = { node, ours };
-    return false;
+    return judged.drift;
   }
 
   async function applyHints(): Promise<void> {
-    const batch = hints;
-    hints = [];
-    const intent = new Map<string, 'A' | 'R'>();
-    for (const h of batch) {
-      if (seq !== null && h.mempoolSeq !== null && h.mempoolSeq < seq) continue;
-      intent.set(h.hash, h.label as 'A' | 'R');
-      if (h.mempoolSeq !== null) seq = h.mempoolSeq + 1n;
-    }
-    if (intent.size === 0) return;
+    const batch = state.hints.length;
+    const taken = takeHints(state);
+    state = taken.state;
+    if (taken.intent.size === 0) return;
     // Verify every hint with the node: present in its mempool or not, now.
-    const present = await source.getMempoolTxs([...intent.keys()]);
-    const add = new Map<string, NodeMempoolTx>();
-    const now = Date.now();
-    for (const [txid, label] of intent) {
-      const p = present.get(txid);
-      if (p) {
-        if (label === 'R') stats.ignoredHints++; // the node still has it: the hint lied
-        add.set(txid, p);
-        deferred.delete(txid);
-      } else {
-        // Gone from the node (an R, or an A already mined or replaced): leave after the grace
-        // period, unless an addition replaces it first (then it leaves as tx.replaced).
-        if (!deferred.has(txid)) deferred.set(txid, now + graceMs);
-      }
-    }
-    const remove = takeDue();
-    const r = await commit({ add, remove });
+    const present = await source.getMempoolTxs([...taken.intent.keys()]);
+    const plan = planVerified(state, taken.intent, new Set(present.keys()), Date.now(), policy);
+    state = plan.state;
+    stats.ignoredHints += plan.ignored;
+    const r = await commit({ add: new Map(plan.add.map((txid) => [txid, present.get(txid)!])), remove: plan.remove });
     stats.added += r.added;
     stats.removed += r.removed;
-    if (r.unresolved.length > 0) needResync = true;
-    log.debug({ hints: batch.length, added: r.added, removed: r.removed, unresolved: r.unresolved.length }, 'mempool hints applied');
+    state = afterHints(state, r.unresolved.length);
+    log.debug({ hints: batch, added: r.added, removed: r.removed, unresolved: r.unresolved.length }, 'mempool hints applied');
   }
 
   return {
     stats,
     get pending() {
-      return needResync || hints.length > 0 || due().size > 0 || Date.now() >= nextCheckAt;
+      return nextWork(state, Date.now()) !== 'idle';
     },
     hint(h) {
-      if (h.label !== 'A' && h.label !== 'R') return;
-      hintsSinceCheck++;
-      log.debug({ label: h.label, txid: h.hash, seq: h.mempoolSeq?.toString() }, 'mempool hint');
-      if (hints.length >= maxHints) {
-        hints = [];
-        needResync = true;
-        return;
-      }
-      hints.push(h);
+      if (h.label === 'A' || h.label === 'R') log.debug({ label: h.label, txid: h.hash, seq: h.mempoolSeq?.toString() }, 'mempool hint');
+      state = receiveHint(state, h, policy);
     },
     requestResync(reason) {
-      if (!needResync) log.info({ reason }, 'mempool resync requested');
-      needResync = true;
+      if (!state.needResync) log.info({ reason }, 'mempool resync requested');
+      state = requestResync(state);
     },
     async step() {
-      if (needResync) {
-        await resync();
-        return true;
+      switch (nextWork(state, Date.now())) {
+        case 'resync':
+          await resync();
+          return true;
+        case 'hints':
+          await applyHints();
+          return true;
+        case 'remove': {
+          const due = takeDue(state, Date.now());
+          state = due.state;
+          const r = await commit({ add: new Map(), remove: due.remove });
+          stats.removed += r.removed;
+          return true;
+        }
+        case 'check':
+          return check();
+        case 'idle':
+          return false;
       }
-      if (hints.length > 0) {
-        await applyHints();
-        return true;
-      }
-      const remove = takeDue();
-      if (remove.size > 0) {
-        const r = await commit({ add: new Map(), remove });
-        stats.removed += r.removed;
-        return true;
-      }
-      if (Date.now() >= nextCheckAt) return check();
-      return false;
     },
   };
 }

@@ -27,6 +27,7 @@ import * as m0021 from './0021_delivery_batches.js';
 import * as m0022 from './0022_spent_groups_fast.js';
 import * as m0023 from './0023_hook_breaker.js';
 import * as m0024 from './0024_redis_identity.js';
+import * as m0025 from './0025_outbox_notify.js';
 import * as m0030 from './0030_stamps.js';
 import * as m0041 from './0041_delivery_console.js';
 import * as m0043 from './0043_genesis_output.js';
@@ -55,6 +56,7 @@ export const migrations: Record<string, Migration> = {
   '0022_spent_groups_fast': m0022,
   '0023_hook_breaker': m0023,
   '0024_redis_identity': m0024,
+  '0025_outbox_notify': m0025,
   '0030_stamps': m0030,
   '0041_delivery_console': m0041,
   '0043_genesis_output': m0043,

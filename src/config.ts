@@ -163,7 +163,7 @@ export const settings = {
   eventRetentionSeconds: setting<number>('BLOCKWIRE_EVENT_RETENTION_SECONDS', 604_800, 'How long events stay in the outbox for stream resumes (`?after=`); older cursors get "cursor expired". Default 7 days.', int(60)),
   deliveryLogDays: setting<number>('BLOCKWIRE_DELIVERY_LOG_DAYS', 30, 'Days finished webhook/SNS deliveries (delivered, failed, dead) stay in the delivery log.', int(1, 3650)),
   relayBatchSize: setting<number>('BLOCKWIRE_RELAY_BATCH', 500, 'Outbox events the relay reads per batch.', int(1, 10_000)),
-  relayPollMs: setting<number>('BLOCKWIRE_RELAY_POLL_MS', 100, 'Idle poll interval of the relay on the outbox, in milliseconds.', int(5, 60_000)),
+  relayPollMs: setting<number>('BLOCKWIRE_RELAY_POLL_MS', 1000, 'Safety net: interval at which the relay reads the outbox when nothing told it of new events, in milliseconds. New events wake it as their transaction commits (PostgreSQL NOTIFY); this catches what a lost listening connection missed.', int(5, 60_000)),
   wsHeartbeatMs: setting<number>('BLOCKWIRE_WS_HEARTBEAT_MS', 30_000, 'WebSocket ping interval; a client that has not answered the previous ping is disconnected.', int(100, 600_000)),
   wsMaxConnectionsPerKey: setting<number>('BLOCKWIRE_WS_MAX_CONNECTIONS_PER_KEY', 100, 'Most WebSocket streams one API key may hold open on one stream process; an upgrade above it is answered 429 ERR_TOO_MANY_STREAMS.', int(1, 1_000_000)),
   wsMaxBufferedBytes: setting<number>('BLOCKWIRE_WS_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 'Unread bytes a stream client may have queued before it is disconnected as a slow consumer (close code 4008).', int(1024)),

@@ -19,6 +19,7 @@ import type { StampDb } from './tables.js';
 import type { StampWallet } from './wallet.js';
 import { nullDataScript } from '../src/bitcoin/script.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
+import { chooseCoins, type Cut, nextCut, poolAfter, windowWaitMs } from './batch-plan.js';
 
 /** Points a batch passes; tests kill the process at one of them. */
 export type StampPhase = 'claimed' | 'reserved' | 'persisted' | 'broadcast' | 'answered';
@@ -89,21 +90,10 @@ export function createBatcher(deps: BatcherDeps): Batcher {
   async function fund(owner: string, pool: Coin[], fresh: Set<string>, leased: Set<string>, stamps: ClaimedStamp[], fee: FeeContext): Promise<Funded | null> {
     const payloads = stamps.map((s) => s.hash);
     const scripts = [...payloads.map((p) => nullDataScript(p)), wallet.change.script];
-    const usable = () => pool.filter((c) => c.depth < settings.maxChain);
+    const need = (chosen: readonly Coin[]) => feeFor(fee.ratePerKvB, estimateVsize(wallet, [...chosen], scripts)) + dustThreshold(wallet.change.type);
     for (let attempt = 0; attempt < 4; attempt++) {
-      const chosen: Coin[] = [];
-      let total = 0n;
-      let enough = false;
-      for (const c of usable()) {
-        chosen.push(c);
-        total += c.value;
-        const need = feeFor(fee.ratePerKvB, estimateVsize(wallet, chosen, scripts)) + dustThreshold(wallet.change.type);
-        if (total >= need) {
-          enough = true;
-          break;
-        }
-      }
-      if (!enough) return null;
+      const chosen = chooseCoins(pool, settings.maxChain, need);
+      if (!chosen) return null;
       const toLease = chosen.filter((c) => !fresh.has(coinKey(c)) && !leased.has(coinKey(c)));
       const got = await leaseCoins(db, owner, toLease, settings.leaseMs);
       for (const k of got) leased.add(k);
@@ -124,12 +114,10 @@ export function createBatcher(deps: BatcherDeps): Batcher {
           maxFee: fee.maxFee,
           changeOutputs: freeAfter + 1 < settings.targetCoins ? 2 : 1,
         });
-        const used = new Set(chosen.map(coinKey));
         const depth = Math.max(...chosen.map((c) => c.depth)) + 1;
         const change = built.change.map((o) => ({ txid: built.txid, vout: o.vout, value: o.value, script: o.script, depth }));
         for (const c of change) fresh.add(coinKey(c));
-        pool.splice(0, pool.length, ...pool.filter((c) => !used.has(coinKey(c))), ...change);
-        pool.sort((a, b) => a.depth - b.depth || (a.value > b.value ? -1 : a.value < b.value ? 1 : 0));
+        pool.splice(0, pool.length, ...poolAfter(pool, chosen, change));
         return { built, stamps };
       } catch (err) {
         // Too little money, or more fee than STAMP_MAX_TX_FEE: the caller tries fewer stamps.
@@ -159,19 +147,15 @@ export function createBatcher(deps: BatcherDeps): Batcher {
       const unfunded: ClaimedStamp[] = [];
       // One transaction per `perTx` stamps; when coins or STAMP_MAX_TX_FEE do not allow that
       // many, halve the size and go on: as many stamps as can be paid for.
+      let cut: Cut | null = { next: 0, size: fee.perTx };
       let i = 0;
-      let size = fee.perTx;
-      while (i < claimed.length) {
-        const group = claimed.slice(i, i + size);
+      while (cut && cut.next < claimed.length) {
+        i = cut.next;
+        const group = claimed.slice(cut.next, cut.next + cut.size);
         const f = await fund(owner, pool, fresh, leased, group, fee);
-        if (f) {
-          funded.push(f);
-          i += group.length;
-        } else if (group.length > 1) {
-          size = Math.floor(group.length / 2);
-        } else {
-          break;
-        }
+        if (f) funded.push(f);
+        cut = nextCut(cut, group.length, f !== null);
+        if (cut) i = cut.next;
       }
       unfunded.push(...claimed.slice(i));
       const built = funded.map((f) => f.built);
@@ -250,12 +234,7 @@ export function createBatcher(deps: BatcherDeps): Batcher {
         };
       });
       if (stopped) break;
-      if (byRequest) {
-        // Under steady load batches follow one another a window apart (stamps that came during a
-        // batch go into the next one); after a quiet spell the first stamp opens a whole window.
-        const since = Date.now() - lastStart;
-        await new Promise((r) => setTimeout(r, since < 2 * settings.windowMs ? Math.max(0, settings.windowMs - since) : settings.windowMs));
-      }
+      if (byRequest) await new Promise((r) => setTimeout(r, windowWaitMs(Date.now(), lastStart, settings.windowMs)));
       woken = false;
       lastStart = Date.now();
       try {

@@ -17,6 +17,7 @@ import type { Logger } from '../src/log.js';
 import { FatalError, ServiceError } from '../src/errors.js';
 import type { Resolver } from '../src/net/hook-url.js';
 import { startRelay, type Relay } from './relay.js';
+import { listenOutbox } from './outbox-wakeup.js';
 import { createDeliveryQueues } from './queues.js';
 import { feedChannel } from './feed-message.js';
 import { startFeed } from './ws/feed.js';
@@ -41,7 +42,8 @@ type CommonDeps = {
   /**
    * The database URL, for a connection LISTENing to API key changes: a revoked key's streams are
    * closed and its hooks' deliveries refused at once. Without it, within `keyCheckMs` (streams)
-   * and the hook cache's life (workers).
+   * and the hook cache's life (workers). The relay LISTENs for new events on another (without
+   * it, it polls the outbox every `relayPollMs`).
    */
   databaseUrl?: string;
   redisUrl: string;
@@ -138,11 +140,15 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
     if (deps.relay !== false) {
       const queues = createDeliveryQueues({ redisUrl: deps.redisUrl, prefix });
       undo.push(() => queues.close());
+      // New events wake the relay as their transaction commits; without a database URL it polls.
+      const wakeup = deps.databaseUrl ? await listenOutbox({ databaseUrl: deps.databaseUrl, applicationName: 'blockwire-relay-wakeup', log }) : undefined;
+      if (wakeup) undo.push(() => wakeup.close());
       const r = startRelay({
         db,
         publisher,
         queues,
         log,
+        ...(wakeup ? { wakeup } : {}),
         settings: {
           batchSize: config.relayBatchSize,
           deliveryBatchSize: config.deliveryBatchSize,

@@ -46,6 +46,7 @@ import { loadSubscriptionsFor } from './subscriptions.js';
 import { encodeFeedBatch, type FeedItem } from './feed-message.js';
 import { assignBatchJobs, relayJobs } from './relay-jobs.js';
 import type { DeliveryJob, DeliveryQueues } from './queues.js';
+import type { OutboxWakeup } from './outbox-wakeup.js';
 
 /** How long the per-minute attempt counts of hooks (the console's last-hour chart) are kept. */
 const ATTEMPT_MINUTES_KEPT_MS = 24 * 3600_000;
@@ -55,7 +56,7 @@ export type RelaySettings = {
   batchSize: number;
   /** Most deliveries in one batch job (one hook, one relay batch); 1 = a job per delivery. */
   deliveryBatchSize: number;
-  /** Idle poll interval of the outbox. */
+  /** Idle poll interval of the outbox (with a wakeup: the safety net for lost notifications). */
   pollMs: number;
   /** How often a standby tries to become the active relay. */
   standbyMs: number;
@@ -78,6 +79,11 @@ export type RelayDeps = {
   queues: DeliveryQueues;
   log: Logger;
   settings: RelaySettings;
+  /**
+   * What tells the relay of new outbox rows (streams/outbox-wakeup.ts): its wait ends at a
+   * notification, the poll only the safety net. Without it the relay polls every `pollMs`.
+   */
+  wakeup?: Pick<OutboxWakeup, 'wait'>;
 };
 
 export type Relay = {
@@ -119,6 +125,8 @@ export function startRelay(deps: RelayDeps): Relay {
   let knownRunId: string | undefined;
 
   const nap = (ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined);
+  /** Until new rows are told of, or the poll interval. */
+  const untilTold = deps.wakeup ? (ms: number) => deps.wakeup!.wait(ms, stopping.signal) : nap;
 
   /** One batch; returns how many outbox rows it covered. */
   async function relayBatch(conn: Kysely<Database>, cursor: bigint): Promise<{ rows: number; to: bigint }> {
@@ -270,7 +278,7 @@ export function startRelay(deps: RelayDeps): Relay {
           const r = await relayBatch(conn, cursor);
           cursor = r.to;
           await housekeeping(conn);
-          if (r.rows < settings.batchSize) await nap(settings.pollMs);
+          if (r.rows < settings.batchSize) await untilTold(settings.pollMs);
         }
       } finally {
         active = false;

@@ -36,6 +36,7 @@ import { assertNotSyncing } from './addresses.js';
 import { newId } from './hooks.js';
 import { batchPerTick } from '../cache/tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
+import { cutPage, unspentPage } from '../wallet-pages.js';
 
 /** Gap limit when the body gives none (BIP44's), and the largest accepted. */
 const DEFAULT_GAP_LIMIT = 20;
@@ -299,14 +300,12 @@ export const walletRoutes: RouteModule = (app, deps) => {
           limit: limit + 1,
         }),
       ]);
-      let next: Cursor | undefined;
-      if (entries.length > limit) {
-        entries.length = limit;
-        const last = entries[limit - 1]!;
-        next = last.txNum === null ? { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: 0 } : { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0 };
-      }
+      const page = cutPage(entries, limit);
+      const last = page.last;
+      const next: Cursor | undefined =
+        last === undefined ? undefined : last.txNum === null ? { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: 0 } : { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0 };
       setNext(request, reply, limit, next && encodeCursor(next));
-      return entries.map((e) => ({
+      return page.rows.map((e) => ({
         transaction_hash: hashToHex(e.txid),
         height: e.txNum === null ? null : txNumHeight(e.txNum),
         confirmations: confirmationsAt(tip, e.txNum),
@@ -353,22 +352,14 @@ export const walletRoutes: RouteModule = (app, deps) => {
       const cursor = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor, 'u');
       if (cursor && cursor.phase !== 'c') throw new ServiceError('ERR_INVALID_CURSOR');
       await assertNotSyncing(deps);
-      const [tip, chains, rows] = await Promise.all([
+      const [tip, chains, read] = await Promise.all([
         tipHeight(deps),
         walletChains(deps.db, w.id),
         listWalletUnspent(deps.db, w.id, { before: cursor ? { txNum: cursor.txNum, vout: cursor.vout } : null, limit: limit + 1 }),
       ]);
       // The first page carries every mempool output (even beyond `limit`), then confirmed ones up to `limit` in all.
-      const inMempool = rows.findIndex((u) => u.txNum !== null);
-      const mempoolCount = inMempool < 0 ? rows.length : inMempool;
-      const room = Math.max(0, limit - mempoolCount);
-      let next: string | undefined;
-      if (rows.length - mempoolCount > room) {
-        rows.length = mempoolCount + room;
-        const last = room > 0 ? rows[rows.length - 1]! : undefined;
-        next = encodeCursor({ kind: 'u', phase: 'c', txNum: last ? last.txNum! : 1n << 62n, vout: last ? last.vout : 0 });
-      }
-      setNext(request, reply, limit, next);
+      const { rows, next } = unspentPage(read, limit);
+      setNext(request, reply, limit, next && encodeCursor({ kind: 'u', phase: 'c', ...next }));
       const change = new Map(chains.map((c) => [c.chain, c.change]));
       return rows.map((u) => ({
         transaction_hash: hashToHex(u.txid),
@@ -416,16 +407,12 @@ export const walletRoutes: RouteModule = (app, deps) => {
       const w = await ownWallet(deps, request);
       const q = request.query;
       const after = q.cursor === undefined ? undefined : decodeAfter(q.cursor);
-      const [chains, rows] = await Promise.all([
+      const [chains, read] = await Promise.all([
         walletChains(deps.db, w.id),
         listWalletAddresses(deps.db, w.id, { ...(q.used !== undefined ? { used: q.used } : {}), ...(q.change !== undefined ? { change: q.change } : {}), ...(after ? { after } : {}), limit: q.limit + 1 }),
       ]);
-      let next: string | undefined;
-      if (rows.length > q.limit) {
-        rows.length = q.limit;
-        next = encodeAfter(rows[q.limit - 1]!.chain, rows[q.limit - 1]!.idx);
-      }
-      setNext(request, reply, q.limit, next);
+      const { rows, last } = cutPage(read, q.limit);
+      setNext(request, reply, q.limit, last && encodeAfter(last.chain, last.idx));
       const change = new Map(chains.map((c) => [c.chain, c.change]));
       return rows.map((a) => ({ address: a.address, path: a.path, change: change.get(a.chain) ?? false, index: a.idx, used: a.used, reserved: a.reserved }));
     },

@@ -1,6 +1,6 @@
 /**
  * A LISTEN connection of its own, and the read barrier it gives. `listenChannels` LISTENs on the
- * given channels, reconnecting every second while the connection is lost; while it is down
+ * given channels, reconnecting every `retryMs` (1 s) while the connection is lost; while it is down
  * notifications are lost, so `onDown` tells the user to stop trusting what it remembers and
  * `onUp` (after a reconnect as after the first connect) to look again.
  *
@@ -21,7 +21,9 @@ export type ListenOptions = {
   channels: readonly string[];
   /** What is lost, for the logs ("api key notifications"). */
   what: string;
-  log?: Logger;
+  log?: Logger | undefined;
+  /** Delay between connection attempts while it is lost (default 1000 ms). */
+  retryMs?: number | undefined;
   onNotification(channel: string, payload: string | undefined): void;
   /** Listening (first connect, or a reconnect after notifications may have been lost). */
   onUp?(client: pg.Client): void;
@@ -38,6 +40,7 @@ export type Listener = {
 /** Starts listening; resolves once the first attempt connected or failed (it keeps retrying). */
 export async function listenChannels(opts: ListenOptions): Promise<Listener> {
   const { log } = opts;
+  const retryMs = opts.retryMs ?? 1000;
   let client: pg.Client | undefined;
   let listening = false;
   let closed = false;
@@ -45,7 +48,7 @@ export async function listenChannels(opts: ListenOptions): Promise<Listener> {
 
   const later = () => {
     if (closed) return;
-    retry = setTimeout(() => void connect(), 1000);
+    retry = setTimeout(() => void connect(), retryMs);
     retry.unref();
   };
 
