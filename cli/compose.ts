@@ -21,7 +21,7 @@ import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from
 import { createEventPoll } from '../streams/poll.js';
 import { startElectrum, type ElectrumHandle } from '../electrum/main.js';
 import type { Metrics } from './ops/metrics.js';
-import { startHeartbeat } from './ops/heartbeat.js';
+import { startHeartbeat } from '../src/ops/heartbeat.js';
 
 /** The roles a process can run; `all` expands to every one of them. */
 export type ConcreteRole = Exclude<Role, 'all'>;

@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../src/config.js';
 import { createDb } from '../src/db/connect.js';
 import { findRunningPostgres } from './embedded/postgres.js';
-import { readDeploymentState, type DeploymentState } from './ops/state.js';
+import { readDeploymentState, stuckStampReason, type DeploymentState } from '../src/ops/state.js';
 
 const USAGE = `usage: blockwire status [--json] [--max-lag N] [--max-relay-delay SECONDS] [--max-heartbeat-age SECONDS] [--fail-on-dead]
 
@@ -58,6 +58,7 @@ export function assessHealth(s: DeploymentState, t: Thresholds): Verdict {
     if (t.failOnDead) problems.push(msg);
     else warnings.push(msg);
   }
+  if (s.stamps.stuck) problems.push(stuckStampReason(s.stamps.stuck));
   if (s.deliveries.failed24h > 0) warnings.push(`${s.deliveries.failed24h} deliveries failed permanently in the last 24 h (receiver answered 4xx)`);
   return { healthy: problems.length === 0, problems, warnings };
 }
@@ -84,7 +85,7 @@ export function formatStatus(s: DeploymentState, v: Verdict, now = new Date()): 
     `lag           ${hb && hb.nodeHeight !== null ? `${Math.max(0, hb.nodeHeight - s.index.height)} blocks` : 'unknown'}`,
     `outbox        ${s.outbox.pending} events pending${s.outbox.pending ? `, oldest ${Math.round(s.outbox.oldestPendingSeconds)} s` : ''}  (relay cursor ${s.outbox.cursor}, newest event ${s.outbox.newest})`,
     `deliveries    ${s.deliveries.pending} pending, ${s.deliveries.failed24h} failed and ${s.deliveries.dead24h} dead in the last 24 h`,
-    `stamps        ${s.stamps.queued} queued, ${s.stamps.unconfirmedTxs} transactions unconfirmed`,
+    `stamps        ${s.stamps.queued} queued, ${s.stamps.unconfirmedTxs} transactions unconfirmed${s.stamps.stuck ? `, 1 stuck (${s.stamps.stuck.txid})` : ''}`,
     '',
     v.healthy ? 'status        HEALTHY' : 'status        UNHEALTHY',
     ...v.problems.map((p) => `  - ${p}`),

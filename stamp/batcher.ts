@@ -213,7 +213,9 @@ export function createBatcher(deps: BatcherDeps): Batcher {
       return;
     }
     const dropped = await dropUnpayableStamps(db, owner, stamps.map((s) => s.id));
+    await releaseStampClaims(db, owner, stamps.map((s) => s.id).filter((id) => !dropped.includes(id)));
     const reason = `stamping wallet cannot pay: no spendable coins at ${wallet.change.address}`;
+    if (dropped.length === 0) return;
     log.error({ address: wallet.change.address, stamps: dropped.length }, 'stamping wallet cannot pay; stamps refused');
     for (const id of dropped) settle(id, { kind: 'unpayable', reason });
   }

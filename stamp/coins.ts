@@ -12,6 +12,7 @@ import type { Coin } from './build.js';
 import type { StampDb, StampTrx } from './tables.js';
 import type { StampWallet } from './wallet.js';
 import { sqlTxNumHeight, sqlTxNumPosition } from '../src/db/tx-num.js';
+import { txidIs, unspentAt } from '../src/db/txid-key.js';
 
 /** Core's COINBASE_MATURITY. */
 const COINBASE_MATURITY = 100;
@@ -53,6 +54,38 @@ export function chainDepths(parents: ReadonlyMap<string, readonly string[]>): Ma
   return depth;
 }
 
+/**
+ * Our live transactions (hex txids) that can no longer confirm because a coin they spend left the
+ * index's chain — a reorg took away the block that made it, or another transaction spent it —
+ * and those spending their change. By the index: an input that is neither an unspent output in
+ * `utxos` nor change of a live transaction of ours, of a transaction not itself in a block of the
+ * index (a confirmed one spent its inputs). Their change is no coin, and the tracker abandons them
+ * when the node says their inputs are missing: their stamps go into new transactions.
+ */
+export async function txsWithGoneInputs(db: StampDb | StampTrx): Promise<Set<string>> {
+  const r = await sql<{ txid: Buffer }>`
+    SELECT DISTINCT t.txid FROM stamp_txs t JOIN stamp_tx_inputs i ON i.txid = t.txid
+    WHERE t.status IN ('signed', 'broadcast')
+      AND NOT EXISTS (SELECT 1 FROM stamp_txs p WHERE p.txid = i.prev_txid AND p.status IN ('signed', 'broadcast'))
+      AND NOT EXISTS (${unspentAt(sql.ref('i.prev_txid'), sql.ref('i.prev_vout'))})
+      AND NOT EXISTS (SELECT 1 FROM txs x WHERE ${txidIs(sql.ref('x.txid'), sql.ref('t.txid'))})`.execute(db);
+  const gone = new Set(r.rows.map((x) => x.txid.toString('hex')));
+  if (gone.size === 0) return gone;
+  // Their descendants among our live transactions go with them.
+  const parents = await liveParents(db);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [tx, ps] of parents) {
+      if (!gone.has(tx) && ps.some((p) => gone.has(p))) {
+        gone.add(tx);
+        grew = true;
+      }
+    }
+  }
+  return gone;
+}
+
 /** Coins no lock holds, largest first within each depth, confirmed first. */
 export async function loadFreeCoins(db: StampDb | StampTrx, wallet: StampWallet, tipHeight: number): Promise<Coin[]> {
   const keys = [...wallet.addrKeys];
@@ -70,6 +103,7 @@ export async function loadFreeCoins(db: StampDb | StampTrx, wallet: StampWallet,
       AND NOT EXISTS (SELECT 1 FROM stamp_coin_locks l WHERE l.txid = c.txid AND l.vout = c.vout AND (l.lease_until IS NULL OR l.lease_until > now()))
       AND NOT EXISTS (SELECT 1 FROM stamp_txs r WHERE r.replaces = t.txid AND r.status = 'signed')`.execute(db);
   const depths = own.rows.length > 0 ? chainDepths(await liveParents(db)) : new Map<string, number>();
+  const gone = own.rows.length > 0 ? await txsWithGoneInputs(db) : new Set<string>();
   const seen = new Set<string>();
   const coins: Coin[] = [];
   for (const r of confirmed.rows) {
@@ -78,6 +112,7 @@ export async function loadFreeCoins(db: StampDb | StampTrx, wallet: StampWallet,
   }
   for (const r of own.rows) {
     if (seen.has(`${r.txid.toString('hex')}:${r.vout}`)) continue; // confirmed already; the tracker has not caught up
+    if (gone.has(r.txid.toString('hex'))) continue; // change of a transaction that can no longer confirm
     coins.push({ ...r, depth: depths.get(r.txid.toString('hex')) ?? 1 });
   }
   return coins.sort((a, b) => a.depth - b.depth || (a.value > b.value ? -1 : a.value < b.value ? 1 : 0));

@@ -35,10 +35,21 @@ export class LeaseLostError extends Error {
 export async function storeSignedTxs(trx: StampTrx, owner: string, planned: readonly PlannedTx[], leased: ReadonlySet<string>): Promise<void> {
   for (const p of planned) {
     const { built } = p;
-    await trx
+    // The same bytes may have been signed before and abandoned (their coins left the chain and
+    // came back, or the node refused an identical bump): that row lives again. A live one means
+    // two batches took the same coins, which the locks below refuse.
+    const stored = await trx
       .insertInto('stamp_txs')
       .values({ txid: built.txid, family: p.family, replaces: p.replaces, raw: built.raw, fee: built.fee, vsize: built.vsize, status: 'signed' })
-      .execute();
+      .onConflict((oc) =>
+        oc
+          .column('txid')
+          .doUpdateSet({ status: 'signed', family: p.family, replaces: p.replaces, created_at: sql<Date>`clock_timestamp()`, broadcast_at: null, last_broadcast_at: null, broadcast_height: null, confirmed_height: null, confirmed_hash: null, last_error: null, refusals: 0, refused_since: null })
+          .where('stamp_txs.status', '=', 'abandoned'),
+      )
+      .returning(sql<boolean>`xmax <> 0`.as('again'))
+      .executeTakeFirst();
+    if (!stored) throw new LeaseLostError(`transaction ${built.txid.toString('hex')} is already stored and live`);
     const fromLease = built.inputs.filter((c) => leased.has(coinKey(c)));
     if (!(await lockLeasedCoins(trx, owner, p.family, fromLease))) throw new LeaseLostError('a coin lease expired before the transaction was stored');
     const others = built.inputs.filter((c) => !leased.has(coinKey(c)));
@@ -51,16 +62,24 @@ export async function storeSignedTxs(trx: StampTrx, owner: string, planned: read
         RETURNING 1`.execute(trx);
       if (r.rows.length !== 1) throw new LeaseLostError(`coin ${c.txid.toString('hex')}:${c.vout} is held by another transaction`);
     }
-    await trx
-      .insertInto('stamp_tx_inputs')
-      .values(built.inputs.map((c: Coin, vin) => ({ txid: built.txid, vin, prev_txid: c.txid, prev_vout: c.vout, value: c.value, script: c.script })))
-      .execute();
-    if (built.change.length > 0) {
-      await trx.insertInto('stamp_change').values(built.change.map((c) => ({ txid: built.txid, vout: c.vout, value: c.value, script: c.script }))).execute();
-    }
     if (p.stampIds.length !== built.dataCount) throw new RangeError(`${p.stampIds.length} stamps for ${built.dataCount} OP_RETURN outputs`);
+    if (!stored.again) {
+      await trx
+        .insertInto('stamp_tx_inputs')
+        .values(built.inputs.map((c: Coin, vin) => ({ txid: built.txid, vin, prev_txid: c.txid, prev_vout: c.vout, value: c.value, script: c.script })))
+        .execute();
+      if (built.change.length > 0) {
+        await trx.insertInto('stamp_change').values(built.change.map((c) => ({ txid: built.txid, vout: c.vout, value: c.value, script: c.script }))).execute();
+      }
+    }
     if (p.stampIds.length > 0) {
-      await trx.insertInto('stamp_outputs').values(p.stampIds.map((stamp_id, vout) => ({ txid: built.txid, vout, stamp_id }))).execute();
+      // Same txid, same inputs and outputs; an OP_RETURN output of the earlier signing names the
+      // stamp whose hash it carries, now perhaps another request with the same hash.
+      await trx
+        .insertInto('stamp_outputs')
+        .values(p.stampIds.map((stamp_id, vout) => ({ txid: built.txid, vout, stamp_id })))
+        .onConflict((oc) => oc.columns(['txid', 'vout']).doUpdateSet({ stamp_id: (eb) => eb.ref('excluded.stamp_id') }))
+        .execute();
     }
     if (p.replaces === null) {
       const r = await sql<{ n: string }>`
@@ -117,7 +136,7 @@ export async function markAccepted(db: StampDb, tx: { txid: Buffer; replaces: Bu
     if (cur.status === 'signed') {
       await trx
         .updateTable('stamp_txs')
-        .set({ status: 'broadcast', broadcast_at: new Date(), last_broadcast_at: new Date(), broadcast_height: tipHeight, last_error: null })
+        .set({ status: 'broadcast', broadcast_at: new Date(), last_broadcast_at: new Date(), broadcast_height: tipHeight, last_error: null, refusals: 0, refused_since: null })
         .where('txid', '=', tx.txid)
         .execute();
       if (tx.replaces) {
@@ -125,14 +144,23 @@ export async function markAccepted(db: StampDb, tx: { txid: Buffer; replaces: Bu
         await repointStamps(trx, tx.txid);
       }
     } else if (cur.status === 'broadcast') {
-      await trx.updateTable('stamp_txs').set({ last_broadcast_at: new Date(), last_error: null }).where('txid', '=', tx.txid).execute();
+      await trx.updateTable('stamp_txs').set({ last_broadcast_at: new Date(), last_error: null, refusals: 0, refused_since: null }).where('txid', '=', tx.txid).execute();
     }
   });
 }
 
-/** Notes why the node refused `txid` (kept for logs and /healthz; the tracker tries again). */
-export async function recordBroadcastError(db: StampDb, txid: Buffer, message: string): Promise<void> {
-  await db.updateTable('stamp_txs').set({ last_error: message.slice(0, 500), last_broadcast_at: new Date() }).where('txid', '=', txid).execute();
+/**
+ * Notes why the node refused `txid` (kept for logs and /healthz; the tracker tries again) and
+ * counts the refusals in a row. Returns that count (0 when the row is gone).
+ */
+export async function recordBroadcastError(db: StampDb, txid: Buffer, message: string): Promise<number> {
+  const r = await db
+    .updateTable('stamp_txs')
+    .set((eb) => ({ last_error: message.slice(0, 500), last_broadcast_at: new Date(), refusals: eb('refusals', '+', 1), refused_since: eb.fn.coalesce('refused_since', sql<Date>`now()`) }))
+    .where('txid', '=', txid)
+    .returning('refusals')
+    .executeTakeFirst();
+  return r?.refusals ?? 0;
 }
 
 /** Points every stamp of the version `txid` at it (a bump took effect, or this version confirmed). */

@@ -79,7 +79,16 @@ export async function releaseStampClaims(db: StampDb | StampTrx, owner: string, 
 /** Drops claimed stamps the wallet cannot pay for: they were never accepted. Returns the ids dropped. */
 export async function dropUnpayableStamps(db: StampDb, owner: string, ids: readonly bigint[]): Promise<bigint[]> {
   if (ids.length === 0) return [];
-  const r = await db.deleteFrom('stamps').where('id', 'in', [...ids]).where('lease_owner', '=', owner).where('status', '=', 'queued').returning('id').execute();
+  // A stamp that was placed before (queued again when its transaction could no longer confirm)
+  // was accepted: it waits for coins, it is never dropped.
+  const r = await db
+    .deleteFrom('stamps')
+    .where('id', 'in', [...ids])
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'queued')
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('stamp_outputs as o').select('o.txid').whereRef('o.stamp_id', '=', 'stamps.id'))))
+    .returning('id')
+    .execute();
   return r.map((x) => x.id);
 }
 

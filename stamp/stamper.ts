@@ -22,6 +22,7 @@ import { createStampService } from './service.js';
 import { stampDb, type StampDb } from './tables.js';
 import { createTracker } from './tracker.js';
 import { loadStampWallet } from './wallet.js';
+import { readStuckStampTx, stuckStampReason } from '../src/ops/state.js';
 
 /** The STAMP_* part of the configuration. */
 export type StampConfig = Pick<
@@ -64,6 +65,8 @@ export type StamperStatus = {
   pending_txs: { signed: number; broadcast: number };
   fee_rate_sat_vb: number | null;
   stamps_per_tx: number | null;
+  /** Why the stamper cannot make progress (a transaction the node keeps refusing), or null. */
+  stuck: string | null;
 };
 
 export type Stamper = {
@@ -159,6 +162,7 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
       .transaction()
       .setIsolationLevel('repeatable read')
       .execute(async (trx) => [await loadWalletBalance(trx, wallet, await tipHeight(trx)), await countQueuedStamps(trx), await countPendingTxs(trx)] as const);
+    const stuck = await readStuckStampTx(deps.db);
     return {
       address: wallet.change.address,
       addresses: wallet.scripts.map((s) => s.address),
@@ -168,6 +172,7 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
       pending_txs: pending,
       fee_rate_sat_vb: rate ? Number(rate.value) / 1000 : null,
       stamps_per_tx: policy ? policy.value.perTx : null,
+      stuck: stuck ? stuckStampReason(stuck) : null,
     };
   };
 

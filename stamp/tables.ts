@@ -31,6 +31,9 @@ export interface StampTxsTable {
   confirmed_height: number | null;
   confirmed_hash: Buffer | null;
   last_error: string | null;
+  /** Sends the node refused in a row (0 once it accepts); `refused_since` is the first of them. */
+  refusals: Generated<number>;
+  refused_since: Date | null;
 }
 
 export interface StampsTable {

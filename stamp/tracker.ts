@@ -22,7 +22,9 @@ import {
   repointStamps,
   type StampTxRow,
 } from './ledger.js';
+import { txsWithGoneInputs } from './coins.js';
 import { broadcastRaw } from './node.js';
+import { STAMP_STUCK_REFUSALS } from '../src/ops/state.js';
 import type { StampDb } from './tables.js';
 import { txidIn } from '../src/db/txid-key.js';
 import { sqlTxNumHeight } from '../src/db/tx-num.js';
@@ -89,7 +91,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
   let firstTurn = true;
   let stopped = false;
 
-  async function send(v: StampTxRow, tip: Tip): Promise<void> {
+  /** Sends `v`'s stored bytes; false when it was abandoned (it can never confirm). */
+  async function send(v: StampTxRow, tip: Tip): Promise<boolean> {
     const row = await db.selectFrom('stamp_txs').select('raw').where('txid', '=', v.txid).executeTakeFirstOrThrow();
     const outcome = await broadcastRaw(deps.node, row.raw);
     const txid = hashToHex(v.txid);
@@ -97,12 +100,12 @@ export function createTracker(deps: TrackerDeps): Tracker {
       case 'accepted':
         await markAccepted(db, v, tip.height);
         if (v.status === 'signed') log.info({ txid, replaces: v.replaces ? hashToHex(v.replaces) : undefined }, 'stored stamp transaction broadcast');
-        return;
+        return true;
       case 'in-chain':
-        return; // the index will show it
+        return true; // the index will show it
       case 'unavailable':
         log.warn({ txid, message: outcome.message }, 'node unavailable; stamp transaction will be sent again');
-        return;
+        return true;
       case 'missing-inputs': {
         const deadParent = await db
           .selectFrom('stamp_tx_inputs as i')
@@ -114,21 +117,35 @@ export function createTracker(deps: TrackerDeps): Tracker {
         if (deadParent) {
           const gone = await db.transaction().execute((trx) => abandonTxs(trx, [v.txid]));
           log.warn({ txid, abandoned: gone.map(hashToHex) }, 'stamp transaction spends a version that lost; abandoned, its stamps are queued again');
-          return;
+          return false;
         }
-        await recordBroadcastError(db, v.txid, outcome.message);
-        log.warn({ txid, message: outcome.message }, 'stamp transaction inputs missing; will retry');
-        return;
+        if ((await txsWithGoneInputs(db)).has(v.txid.toString('hex'))) {
+          // The index agrees: a coin it spends left the chain (a reorg) or was spent by another
+          // transaction. It can never confirm: its stamps go into a transaction of good coins.
+          const gone = await db.transaction().execute((trx) => abandonTxs(trx, [v.txid]));
+          log.warn({ txid, abandoned: gone.map(hashToHex) }, 'stamp transaction spends a coin that left the chain; abandoned, its stamps are queued again');
+          return false;
+        }
+        // The index has not seen what the node saw yet (it follows the node): sent again later.
+        refused(txid, await recordBroadcastError(db, v.txid, outcome.message), outcome.message, 'stamp transaction inputs missing at the node; will retry');
+        return true;
       }
       case 'rejected':
         if (v.replaces && v.status === 'signed') {
           await db.transaction().execute((trx) => abandonTxs(trx, [v.txid]));
           log.warn({ txid, message: outcome.message }, 'stored fee bump refused by the node; the original stays');
-          return;
+          return false;
         }
-        await recordBroadcastError(db, v.txid, outcome.message);
-        log.error({ txid, message: outcome.message }, 'node refuses a stamp transaction; will retry');
+        refused(txid, await recordBroadcastError(db, v.txid, outcome.message), outcome.message, 'node refuses a stamp transaction; will retry');
     }
+    return true;
+  }
+
+  /** Logs a refusal when it starts and when it makes the stamper stuck, not at every retry. */
+  function refused(txid: string, times: number, message: string, what: string): void {
+    if (times === 1) log.warn({ txid, message }, what);
+    else if (times === STAMP_STUCK_REFUSALS) log.error({ txid, message, refusals: times }, 'stamp transaction refused by the node again and again: the stamper cannot make progress (see /healthz)');
+    else log.debug({ txid, message, refusals: times }, what);
   }
 
   // Every transition is a compare-and-set on the state this turn read: should two processes
@@ -190,7 +207,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const now = Date.now();
     for (const v of live) {
       const lost = !mempool.has(v.txid.toString('hex')) && (firstTurn || !v.last_broadcast_at || now - v.last_broadcast_at.getTime() >= settings.rebroadcastMs);
-      if (v.status === 'signed' || lost) await send(v, tip);
+      if ((v.status === 'signed' || lost) && !(await send(v, tip))) return; // abandoned: nothing to bump
     }
     if (live.some((v) => v.status === 'signed')) return; // a stored replacement still waits for the node
     for (const v of live) {

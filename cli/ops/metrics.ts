@@ -11,7 +11,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import type { Logger } from '../../src/log.js';
-import { readDeploymentState, type DeploymentState } from './state.js';
+import { readDeploymentState, type DeploymentState } from '../../src/ops/state.js';
 import type { PhaseListener } from '../../src/ops/phases.js';
 
 /** What metrics read from the indexer role (indexer/main.ts IndexerHandle, structurally). */
@@ -140,6 +140,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   const deliveries = new Gauge({ name: 'blockwire_deliveries', help: 'Webhook/SNS deliveries by status: pending now; failed and dead (dead-lettered) in the last 24 h.', labelNames: ['status'], registers: [registry], collect: fill });
   const stamps = new Gauge({ name: 'blockwire_stamps_queued', help: 'Stamps accepted and not yet placed in a signed transaction.', registers: [registry], collect: fill });
   const stampTxs = new Gauge({ name: 'blockwire_stamp_txs_unconfirmed', help: 'Stamp transactions signed or broadcast and not yet confirmed.', registers: [registry], collect: fill });
+  const stampStuck = new Gauge({ name: 'blockwire_stamper_stuck', help: 'Refusals in a row of the stamp transaction the node keeps refusing (0 when none is stuck): the stamper cannot make progress.', registers: [registry], collect: fill });
 
   // The collect of the first gauge fills all of them (prom-client calls collect per metric).
   async function collectDeployment(): Promise<void> {
@@ -164,6 +165,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     deliveries.set({ status: 'dead' }, s.deliveries.dead24h);
     stamps.set(s.stamps.queued);
     stampTxs.set(s.stamps.unconfirmedTxs);
+    stampStuck.set(s.stamps.stuck?.refusals ?? 0);
   }
 
   // Indexer role of this process.

@@ -16,6 +16,11 @@
  *   duplicate only as the documented at-least-once (same id, same body);
  * - after each row, the Electrum wallet: connected (again), its status of the script hash the one
  *   the index's history gives, its tip the node's, and a payment and a block made then notified.
+ * Then the noisy-neighbour rows, under the same traffic: one tenant (a key of its own) creates
+ * huge wallets, hangs 100 webhook receivers, floods Electrum with connections or /websocket with
+ * upgrades, and the matrix's key (its REST answers, its webhook latency) and another Electrum
+ * client's ping stay within bounds relative to the window just before (see "noisy-neighbour
+ * rows" below).
  * Real parts: PostgreSQL and redis-server owned by this file (so they can be killed), the devnode
  * as a child process (SIGKILL and SIGSTOP of the node), `blockwire start --role …` children. The
  * receiver and the SNS endpoint live in this process behind a TCP proxy that plays their death
@@ -24,7 +29,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
 import { createServer, get, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import { HDKey } from '@scure/bip32';
+import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -45,9 +54,9 @@ import { continueTree, stopTree } from '../../support/process-tree.js';
 import { portOf, processEnv, spawnBlockwire, type BlockwireProcess } from './processes.js';
 import { waitFor } from '../../support/wait.js';
 
-type Answer = { at: number; route: string; status?: number; code?: string; error?: string };
+type Answer = { at: number; ms: number; route: string; status?: number; code?: string; error?: string };
 type Ready = { at: number; status: number; state: string };
-type Received = { id: string; body: string };
+type Received = { id: string; body: string; at: number };
 
 const TOPIC = 'arn:aws:sns:us-east-1:123456789012:fault-matrix';
 const CONFIRMATIONS = 1;
@@ -72,6 +81,8 @@ const subs = { hook: '', sns: '' };
 const webhooks: Received[] = [];
 const published: Received[] = [];
 const answers: Answer[] = [];
+/** The other Electrum client's pings. */
+const pings: { at: number; ms: number; error?: string }[] = [];
 const readiness: Ready[] = [];
 let traffic = true;
 let paying = true;
@@ -196,6 +207,37 @@ async function electrumWallet(): Promise<void> {
       // refused while the role is dead
     }
     wallet.client = undefined;
+    await nap(300);
+  }
+}
+
+/**
+ * Another Electrum client, from another address (127.0.0.2): a `server.ping` every 100 ms, each
+ * timed (an error or a cut is a sample too); it reconnects after 300 ms.
+ */
+async function electrumPinger(): Promise<void> {
+  while (!wallet.stopped) {
+    try {
+      const c = await connectElectrum(ports.electrum, { localAddress: '127.0.0.2' });
+      try {
+        await c.request('server.version', ['fault-matrix-pinger', '1.4']);
+        while (!wallet.stopped) {
+          const at = Date.now();
+          const t = performance.now();
+          const error = await within(c.request('server.ping'), 20_000, 'ping').then(
+            () => undefined,
+            (err: Error) => err.message,
+          );
+          pings.push({ at, ms: performance.now() - t, ...(error ? { error } : {}) });
+          if (error) break;
+          await nap(100);
+        }
+      } finally {
+        c.close();
+      }
+    } catch {
+      // refused while the role is dead
+    }
     await nap(300);
   }
 }
@@ -426,7 +468,7 @@ async function activeRelay(): Promise<'streamsA' | 'streamsB'> {
   }, 60_000);
 }
 
-type Row = { dependency: string; fault: 'kill' | 'stall'; promise: string; run(row: string): Promise<void> };
+type Row = { dependency: string; fault: string; promise: string; run(row: string): Promise<void> };
 
 const rows: Row[] = [];
 let lastDuplicates: Record<string, number> = {};
@@ -453,7 +495,7 @@ describe('fault matrix', () => {
       let body = '';
       req.on('data', (d: Buffer) => (body += String(d)));
       req.on('end', () => {
-        webhooks.push({ id: String(req.headers['webhook-id']), body });
+        webhooks.push({ id: String(req.headers['webhook-id']), body, at: Date.now() });
         res.writeHead(200).end('ok');
       });
     });
@@ -498,6 +540,7 @@ describe('fault matrix', () => {
     streamClient('streamsA');
     streamClient('streamsB');
     loops.push(electrumWallet());
+    loops.push(electrumPinger());
 
     // SNS messages as deliveries (id from the webhook-id attribute).
     loops.push(
@@ -506,7 +549,7 @@ describe('fault matrix', () => {
         while (traffic) {
           for (; seen < sns.messages.length; seen++) {
             const m = sns.messages[seen]!;
-            published.push({ id: m.attributes['webhook-id']!, body: m.message });
+            published.push({ id: m.attributes['webhook-id']!, body: m.message, at: Date.now() });
           }
           await nap(50);
         }
@@ -535,7 +578,9 @@ describe('fault matrix', () => {
         (async () => {
           while (traffic) {
             const at = Date.now();
+            const t = performance.now();
             const r = await getOnce(`http://127.0.0.1:${ports.api}${route}`, { apiKey: key });
+            const ms = performance.now() - t;
             let code: string | undefined;
             if (r.status !== undefined && r.status !== 200) {
               try {
@@ -544,7 +589,7 @@ describe('fault matrix', () => {
                 code = undefined;
               }
             }
-            answers.push({ at, route, ...(r.status !== undefined ? { status: r.status } : {}), ...(code ? { code } : {}), ...(r.error ? { error: r.error } : {}) });
+            answers.push({ at, ms, route, ...(r.status !== undefined ? { status: r.status } : {}), ...(code ? { code } : {}), ...(r.error ? { error: r.error } : {}) });
             if (r.error) await nap(100);
           }
         })(),
@@ -932,3 +977,277 @@ rows.push({
     livingRolesUnchanged(before);
   },
 });
+
+// ——————————————————————————————————————— noisy-neighbour rows ———————————————————————————————————————
+// One tenant (key A, made for the row) loads the stack while the matrix's traffic runs; the
+// matrix's key is "another key". Its REST answers (the traffic's loop), its webhook latency
+// (outbox event recorded → the receiver has it) and another Electrum client's ping (from another
+// address) are compared with the window just before, the same traffic without the neighbour —
+// bounds relative to the same run, never an absolute speed:
+// - REST p99 and ping p99 within NOISY_FACTOR × the quiet p99 + NOISY_SLACK_MS (the slack: one
+//   scheduling quantum of a loaded 2-core machine over a baseline of a few milliseconds);
+// - the slowest webhook within HOOK_FACTOR × the quiet slowest + HOOK_SLACK_MS (well under one
+//   webhook timeout: another key never waits on a hanging attempt);
+// - every ping answered, every REST answer a 200.
+
+const NOISY_FACTOR = 10;
+const NOISY_SLACK_MS = 250;
+const HOOK_FACTOR = 4;
+const HOOK_SLACK_MS = 1500;
+/** Samples each window gathers at least (a sentinel, not a duration). */
+const WINDOW = { rest: 100, ping: 50, hook: 8 };
+
+const p99 = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length * 0.99) - 1)] ?? 0;
+
+type Window = { rest: number[]; ping: number[]; pingErrors: string[]; hook: number[] };
+
+/** The other key's and the other client's figures in [from, to). */
+async function windowFigures(from: number, to: number): Promise<Window> {
+  const rest = answers.filter((a) => a.at >= from && a.at < to && a.status === 200).map((a) => a.ms);
+  const inWindow = pings.filter((p) => p.at >= from && p.at < to);
+  // Webhook latency: the first arrival of each event of the matrix's hook against its outbox row.
+  const first = new Map<number, number>();
+  for (const d of webhooks) {
+    if (d.at < from || d.at >= to) continue;
+    const dash = d.id.lastIndexOf('-');
+    if (d.id.slice(0, dash) !== subs.hook) continue;
+    const seq = Number(d.id.slice(dash + 1));
+    if (!first.has(seq)) first.set(seq, d.at);
+  }
+  const recorded = first.size
+    ? await db.selectFrom('outbox').select(['seq', 'created_at']).where('seq', 'in', [...first.keys()].map(BigInt)).execute()
+    : [];
+  const hook = recorded.map((r) => first.get(Number(r.seq))! - r.created_at.getTime());
+  return { rest, ping: inWindow.filter((p) => !p.error).map((p) => p.ms), pingErrors: inWindow.flatMap((p) => (p.error ? [p.error] : [])), hook };
+}
+
+/** Waits until the window opened at `from` holds enough samples (and `also` holds). */
+async function fillWindow(what: string, from: number, also: () => boolean | Promise<boolean> = () => true): Promise<number> {
+  let last = '';
+  await waitFor(what, async () => {
+    const w = await windowFigures(from, Date.now());
+    last = `${w.rest.length} REST, ${w.ping.length} pings, ${w.hook.length} webhooks`;
+    return w.rest.length >= WINDOW.rest && w.ping.length >= WINDOW.ping && w.hook.length >= WINDOW.hook && (await also());
+  }, 240_000, 200).catch((err: Error) => {
+    throw new Error(`${err.message} (${last})`);
+  });
+  return Date.now();
+}
+
+type Neighbour = { name: string; promise: string; start(row: string): Promise<{ on(): boolean | Promise<boolean>; stop(): Promise<void>; check?(): void }> };
+
+function noisyRow(n: Neighbour): Row {
+  return {
+    dependency: 'noisy neighbour',
+    fault: n.name,
+    promise: `${n.promise}; meanwhile another key's REST p99 and another Electrum client's ping p99 stay within ${NOISY_FACTOR} × their quiet p99 + ${NOISY_SLACK_MS} ms and its slowest webhook within ${HOOK_FACTOR} × the quiet slowest + ${HOOK_SLACK_MS} ms`,
+    async run(row) {
+      const before = { ...roles };
+      const t0 = Date.now();
+      const t1 = await fillWindow(`${row}: the quiet window`, t0);
+      const neighbour = await n.start(row);
+      let t2: number;
+      try {
+        t2 = await fillWindow(`${row}: the window with the neighbour`, t1, () => neighbour.on());
+        neighbour.check?.();
+      } finally {
+        await neighbour.stop();
+      }
+      const [quiet, noisy] = [await windowFigures(t0, t1), await windowFigures(t1, t2)];
+      const figures = {
+        restP99: [quiet.rest, noisy.rest].map((x) => Math.round(p99(x))),
+        pingP99: [quiet.ping, noisy.ping].map((x) => Math.round(p99(x))),
+        hookMax: [quiet.hook, noisy.hook].map((x) => Math.max(...x)),
+        samples: [noisy.rest.length, noisy.ping.length, noisy.hook.length],
+      };
+      console.info(`fault matrix | ${row} | quiet → with the neighbour: ${JSON.stringify(figures)}`);
+      expect(noisy.pingErrors, `${row}: pings not answered`).toEqual([]);
+      expect(p99(noisy.rest), `${row}: REST p99 ${JSON.stringify(figures)}`).toBeLessThanOrEqual(NOISY_FACTOR * p99(quiet.rest) + NOISY_SLACK_MS);
+      expect(p99(noisy.ping), `${row}: ping p99 ${JSON.stringify(figures)}`).toBeLessThanOrEqual(NOISY_FACTOR * p99(quiet.ping) + NOISY_SLACK_MS);
+      expect(Math.max(...noisy.hook), `${row}: slowest webhook ${JSON.stringify(figures)}`).toBeLessThanOrEqual(HOOK_FACTOR * Math.max(...quiet.hook) + HOOK_SLACK_MS);
+      expectNoBadAnswers(row, t0, []);
+      expect(readiness.filter((r) => r.at >= t0 && r.status !== 200)).toEqual([]);
+      livingRolesUnchanged(before);
+    },
+  };
+}
+
+/** A REST call of key A (the neighbour) on the API role. */
+async function asNeighbour(apiKey: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: { id?: string; error_code?: string } }> {
+  const res = await fetch(`http://127.0.0.1:${ports.api}${path}`, {
+    method,
+    headers: { apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as { id?: string; error_code?: string }) : {} };
+}
+
+const versions = bip32Versions('regtest');
+const tpubs = Array.from({ length: 16 }, (_, i) => HDKey.fromMasterSeed(new Uint8Array(32).fill(i + 1), versions).derive("m/48'/1'/0'/2'").publicExtendedKey);
+const multisig = (keys: readonly string[]) => `wsh(sortedmulti(1,${keys.map((k) => `${k}/<0;1>/*`).join(',')}))`;
+
+rows.push(
+  noisyRow({
+    name: 'huge wallet creations',
+    promise: "key A creates, back to back, the largest wallet API_WALLET_MAX_DERIVATIONS allows (16-key multisig, 2 chains, gap 600: 19,200 child keys; each ends created or at the request's time limit), one over the cap is refused at once",
+    async start(row) {
+      const a = (await createApiKey(db, { name: 'noisy-wallets' })).key;
+      const over = await asNeighbour(a, 'POST', '/v1/wallets', { descriptors: [multisig(tpubs)], gap_limit: 1000 });
+      expect([over.status, over.body.error_code], `${row}: over the cap`).toEqual([422, 'ERR_WALLET_TOO_LARGE']);
+      const outcomes: string[] = [];
+      let running = true;
+      const loop = (async () => {
+        while (running) {
+          const r = await asNeighbour(a, 'POST', '/v1/wallets', { descriptors: [multisig(tpubs)], gap_limit: 600 });
+          outcomes.push(r.status === 201 ? 'created' : `${r.status} ${r.body.error_code ?? ''}`);
+        }
+      })();
+      return {
+        on: () => outcomes.length >= 1,
+        check: () => expect(outcomes.filter((o) => o !== 'created' && o !== '503 ERR_REQUEST_TIMEOUT'), `${row}: the creations' answers`).toEqual([]),
+        async stop() {
+          running = false;
+          await loop;
+        },
+      };
+    },
+  }),
+);
+
+rows.push(
+  noisyRow({
+    name: '100 hanging webhook receivers',
+    promise: 'key A has 100 hooks, each with a chain subscription, to a receiver that accepts and never answers; the worker tries them (and their breakers open)',
+    async start(row) {
+      const a = (await createApiKey(db, { name: 'noisy-hooks' })).key;
+      const sockets = new Set<import('node:net').Socket>();
+      let accepted = 0;
+      const hanging = createNetServer((sock) => {
+        accepted += 1;
+        sockets.add(sock);
+        sock.on('error', () => undefined);
+        sock.on('close', () => sockets.delete(sock));
+      });
+      await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', () => r()));
+      const url = `http://127.0.0.1:${(hanging.address() as { port: number }).port}`;
+      const made: { hook: string; sub: string }[] = [];
+      for (let i = 0; i < 100; i++) {
+        const hook = await asNeighbour(a, 'POST', '/v1/hooks', { type: 'http', url: `${url}/hook/${i}` });
+        expect(hook.status, `${row}: hook ${i}`).toBe(201);
+        const sub = await asNeighbour(a, 'POST', '/v1/subscriptions', { type: 'chain', action: hook.body.id });
+        expect([200, 201], `${row}: subscription ${i}: ${sub.status}`).toContain(sub.status);
+        made.push({ hook: hook.body.id!, sub: sub.body.id! });
+      }
+      return {
+        // On once the worker has tried them: every hook's first attempt reached the hanging receiver.
+        on: () => accepted >= 100,
+        async stop() {
+          for (const m of made) {
+            await asNeighbour(a, 'DELETE', `/v1/subscriptions/${m.sub}`);
+            await asNeighbour(a, 'DELETE', `/v1/hooks/${m.hook}`);
+          }
+          for (const sock of sockets) sock.destroy();
+          await new Promise<void>((r) => hanging.close(() => r()));
+        },
+      };
+    },
+  }),
+);
+
+/**
+ * The flooder, a process of its own: `count` sockets from 127.0.0.1, each reopened 100 ms after
+ * it closes. It prints "held refused": sockets open for a second without the server's refusal
+ * (error -32000, then the close), and refusals so far.
+ */
+const FLOODER = `
+const net = require('node:net');
+const [port, count] = process.argv.slice(1).map(Number);
+const open = new Map();
+let refused = 0;
+const connect = () => {
+  const s = net.connect({ host: '127.0.0.1', port, localAddress: '127.0.0.1' });
+  open.set(s, { since: Date.now(), refused: false });
+  s.on('data', (d) => { if (String(d).includes('too many connections')) { open.get(s).refused = true; refused++; } });
+  s.on('error', () => {});
+  s.on('close', () => { open.delete(s); setTimeout(connect, 100); });
+};
+for (let i = 0; i < count; i++) connect();
+setInterval(() => {
+  let held = 0;
+  for (const v of open.values()) if (!v.refused && Date.now() - v.since >= 1000) held++;
+  process.stdout.write(held + ' ' + refused + '\\n');
+}, 200);
+`;
+
+rows.push(
+  noisyRow({
+    name: 'Electrum connection flood',
+    promise: 'a process opens 400 Electrum connections from one address and reopens each as soon as it closes; the server holds ELECTRUM_MAX_CONNECTIONS_PER_IP of them and refuses the rest',
+    async start() {
+      const flooder = spawn(process.execPath, ['-e', FLOODER, String(ports.electrum), '400'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const state = { held: 0, refused: 0, most: 0 };
+      flooder.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        const last = chunk.trim().split('\n').pop();
+        if (last) [state.held, state.refused] = last.split(' ').map(Number) as [number, number];
+        state.most = Math.max(state.most, state.held);
+      });
+      const exited = new Promise((r) => flooder.once('exit', r));
+      return {
+        // On once the flood holds its address's cap (50, the wallet's connection among them) and is refused.
+        on: () => state.held >= 40 && state.refused >= 100,
+        check: () => expect(state.most, "the flood never holds more than its address's cap").toBeLessThanOrEqual(50),
+        async stop() {
+          flooder.kill('SIGKILL');
+          await exited;
+        },
+      };
+    },
+  }),
+);
+
+rows.push(
+  noisyRow({
+    name: '/websocket flood',
+    promise: 'key A opens Coinstack /websocket connections, 20 at a time, keeping each it gets: API_MAX_SOCKETS_PER_KEY (100) are held, the rest refused',
+    async start(row) {
+      const a = (await createApiKey(db, { name: 'noisy-websocket' })).key;
+      const held: WebSocket[] = [];
+      const refused: number[] = [];
+      let flooding = true;
+      const upgrade = () =>
+        new Promise<WebSocket | number>((resolve) => {
+          const ws = new WebSocket(`ws://127.0.0.1:${ports.api}/websocket?apikey=${a}`);
+          ws.once('open', () => resolve(ws));
+          ws.once('unexpected-response', (_req, res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          ws.once('error', () => resolve(0));
+        });
+      const flood = Promise.all(
+        Array.from({ length: 20 }, async () => {
+          while (flooding) {
+            const r = await upgrade();
+            if (typeof r === 'number') {
+              refused.push(r);
+              await nap(20);
+            } else held.push(r);
+          }
+        }),
+      );
+      return {
+        on: () => held.length >= 100 && refused.length > 0,
+        check() {
+          expect(held.length, `${row}: key A holds its cap`).toBe(100);
+          expect(new Set(refused), `${row}: the refusals`).toEqual(new Set([400]));
+        },
+        async stop() {
+          flooding = false;
+          await flood;
+          for (const ws of held) ws.terminate();
+        },
+      };
+    },
+  }),
+);

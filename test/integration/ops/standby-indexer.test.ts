@@ -15,7 +15,7 @@ import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 import { readEvents, startTestIndexer, waitSynced, watchAddress } from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
-import { HEARTBEAT_KEY } from '../../../cli/ops/heartbeat.js';
+import { HEARTBEAT_KEY } from '../../../src/ops/heartbeat.js';
 import { processEnv, spawnBlockwire, type BlockwireProcess } from './processes.js';
 import { waitFor } from '../../support/wait.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { assessHealth, formatStatus, type Thresholds } from '../../../cli/status.js';
-import type { DeploymentState } from '../../../cli/ops/state.js';
+import type { DeploymentState } from '../../../src/ops/state.js';
 
 const T: Thresholds = { maxLag: 6, maxRelayDelaySeconds: 60, maxHeartbeatAgeSeconds: 60, failOnDead: false };
 const HASH = '0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206';
@@ -15,7 +15,7 @@ function state(over: { heartbeat?: Partial<NonNullable<DeploymentState['heartbea
         : { pid: 42, host: 'idx', mode: 'following', indexHeight: 120, nodeHeight: 120, nodeHash: HASH, lag: 0, lastError: null, startedAt: '2026-01-02T00:00:00Z', ageSeconds: 2, ...heartbeat },
     outbox: { cursor: 900n, newest: 900n, pending: 0, oldestPendingSeconds: 0 },
     deliveries: { pending: 0, failed24h: 0, dead24h: 0 },
-    stamps: { queued: 0, unconfirmedTxs: 0 },
+    stamps: { queued: 0, unconfirmedTxs: 0, stuck: null },
     ...rest,
   };
 }
@@ -49,6 +49,9 @@ describe('blockwire status verdict', () => {
     const stuck = assessHealth(state({ outbox: { cursor: 900n, newest: 950n, pending: 50, oldestPendingSeconds: 600 } }), T);
     expect(stuck.problems).toEqual(['50 events wait in the outbox, the oldest for 600 s: is a streams process (the relay) running?']);
     expect(assessHealth(state({ index: { height: -1, hash: null, updatedAt: new Date() }, heartbeat: { nodeHeight: 0 } }), T).problems).toContain('nothing is indexed yet');
+    const refused = state({ stamps: { queued: 2, unconfirmedTxs: 1, stuck: { txid: HASH, refusals: 5, seconds: 42.4, error: 'insufficient fee' } } });
+    expect(assessHealth(refused, T).problems).toEqual([`the stamper cannot make progress: the node refused stamp transaction ${HASH} 5 times in a row over 42 s (insufficient fee)`]);
+    expect(formatStatus(refused, assessHealth(refused, T))).toContain(`stamps        2 queued, 1 transactions unconfirmed, 1 stuck (${HASH})`);
   });
 
   it('reports dead deliveries as a warning, or as a problem with --fail-on-dead', () => {

@@ -1,17 +1,43 @@
 /**
  * The deployment's state as Postgres holds it, read in one round trip: index tip, the indexer's
  * heartbeat (node tip, mode, last error; heartbeat.ts writes it), the relay's backlog in the
- * outbox, deliveries by status and stamps waiting. Shared by /metrics and `blockwire status`.
+ * outbox, deliveries by status, stamps waiting and a stamp transaction the node keeps refusing. Shared by /metrics and `blockwire status`.
  * Every count uses a partial index or a bounded range, so a scrape stays cheap on a big index.
  * @module
  */
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../../src/db/schema.js';
-import { hashToHex } from '../../src/bitcoin/hash.js';
+import type { Database } from '../db/schema.js';
+import { hashToHex } from '../bitcoin/hash.js';
 import { HEARTBEAT_KEY, type Heartbeat } from './heartbeat.js';
 
 /** Counts stop here: a backlog of a million events is reported as 1,000,000. */
 const COUNT_CAP = 1_000_000;
+
+/**
+ * Sends of one stamp transaction the node refused in a row after which the stamper is stuck: it
+ * cannot make progress by itself (the transaction keeps its stamps and coins). A refusal that
+ * clears (the node accepts it, or the tracker abandons a transaction whose coins left the chain
+ * and rebuilds its stamps from good coins) resets the count.
+ */
+export const STAMP_STUCK_REFUSALS = 5;
+
+/** The live stamp transaction the node has refused longest, when it is stuck. */
+export type StuckStampTx = { txid: string; refusals: number; seconds: number; error: string | null };
+
+/** Why the stamper cannot make progress, in one line (/healthz, `blockwire status`). */
+export function stuckStampReason(s: StuckStampTx): string {
+  return `the stamper cannot make progress: the node refused stamp transaction ${s.txid} ${s.refusals} times in a row over ${Math.round(s.seconds)} s (${s.error ?? 'no reason given'})`;
+}
+
+/** The stuck stamp transaction refused longest (at least STAMP_STUCK_REFUSALS times in a row), or null. */
+export async function readStuckStampTx(db: Kysely<Database>): Promise<StuckStampTx | null> {
+  const r = await sql<{ txid: Buffer; refusals: number; seconds: number; error: string | null }>`
+    SELECT txid, refusals, extract(epoch FROM now() - refused_since)::float8 AS seconds, last_error AS error
+    FROM stamp_txs WHERE status IN ('signed', 'broadcast') AND refusals >= ${STAMP_STUCK_REFUSALS}
+    ORDER BY refused_since LIMIT 1`.execute(db);
+  const row = r.rows[0];
+  return row ? { txid: hashToHex(row.txid), refusals: row.refusals, seconds: Math.max(0, row.seconds), error: row.error } : null;
+}
 
 export type DeploymentState = {
   index: { height: number; hash: string | null; updatedAt: Date };
@@ -28,7 +54,7 @@ export type DeploymentState = {
     oldestPendingSeconds: number;
   };
   deliveries: { pending: number; failed24h: number; dead24h: number };
-  stamps: { queued: number; unconfirmedTxs: number };
+  stamps: { queued: number; unconfirmedTxs: number; stuck: StuckStampTx | null };
 };
 
 type Row = {
@@ -70,6 +96,7 @@ export async function readDeploymentState(db: Kysely<Database>): Promise<Deploym
   `.execute(db);
   const row = r.rows[0];
   if (!row) throw new Error('chain_tip has no row: run `blockwire migrate`');
+  const stuck = await readStuckStampTx(db);
   return {
     index: { height: row.tip_height, hash: row.tip_hash ? hashToHex(row.tip_hash) : null, updatedAt: row.tip_updated },
     heartbeat: row.hb ? { ...row.hb, ageSeconds: Math.max(0, row.hb_age ?? 0) } : null,
@@ -80,6 +107,6 @@ export async function readDeploymentState(db: Kysely<Database>): Promise<Deploym
       oldestPendingSeconds: Math.max(0, row.oldest_age ?? 0),
     },
     deliveries: { pending: Number(row.d_pending), failed24h: Number(row.d_failed), dead24h: Number(row.d_dead) },
-    stamps: { queued: Number(row.s_queued), unconfirmedTxs: Number(row.s_txs) },
+    stamps: { queued: Number(row.s_queued), unconfirmedTxs: Number(row.s_txs), stuck },
   };
 }

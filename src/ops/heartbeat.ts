@@ -8,8 +8,8 @@
  */
 import { hostname } from 'node:os';
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../../src/db/schema.js';
-import type { Logger } from '../../src/log.js';
+import type { Database } from '../db/schema.js';
+import type { Logger } from '../log.js';
 
 /** sync_state key of the heartbeat. */
 export const HEARTBEAT_KEY = 'ops.indexer';
