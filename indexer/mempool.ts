@@ -22,15 +22,15 @@ import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { extendWalletsFor } from '../src/db/wallet-chains.js';
 import type { Logger } from '../src/log.js';
-import { deriveMempoolTx, type MempoolPrevout } from './derive.js';
+import { deriveMempoolTx, type MempoolPrevout } from './writer/derive.js';
 import type { MempoolSource, MempoolSummary, NodeMempoolTx } from './chain-source.js';
 import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
-import { removalEvents } from './block-events.js';
-import { KEYED_PLANS } from './chain-rows.js';
-import { forgetReorged } from './reorg-bookkeeping.js';
+import { removalEvents } from './writer/block-events.js';
+import { KEYED_PLANS } from './writer/chain-rows.js';
+import { forgetReorged } from './writer/reorg-bookkeeping.js';
 import { addMempoolReplacers, deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
 import type { SequenceHint } from './notify.js';
-import { colorMempool } from './asset-rows.js';
+import { colorMempool } from './writer/asset-rows.js';
 
 type Trx = Transaction<Database>;
 

@@ -9,9 +9,9 @@
  * @module
  */
 import { sql, type Transaction } from 'kysely';
-import { addressKeyBytes, keptUnder } from '../src/db/address-key.js';
-import type { Database } from '../src/db/schema.js';
-import type { DecodedBlock } from '../src/bitcoin/block.js';
+import { addressKeyBytes, keptUnder } from '../../src/db/address-key.js';
+import type { Database } from '../../src/db/schema.js';
+import type { DecodedBlock } from '../../src/bitcoin/block.js';
 
 /** The own key of a script kept under another key, that key, and whether its outputs carry it (P2PK) or not (bare multisig). */
 export type ScriptAlias = { scriptKey: Buffer; addrKey: Buffer; keyed: boolean };

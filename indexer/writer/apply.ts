@@ -8,18 +8,18 @@
  * @module
  */
 import { sql, type Kysely } from 'kysely';
-import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { equalBytes } from '../src/bitcoin/hash.js';
-import type { Database } from '../src/db/schema.js';
-import { decodeIns } from '../src/db/packed.js';
-import { txNum, txNumOf } from '../src/db/tx-num.js';
-import { FatalError } from '../src/errors.js';
-import { extendWalletsFor } from '../src/db/wallet-chains.js';
-import type { Logger } from '../src/log.js';
-import { PhaseTimer, type PhaseListener } from '../src/ops/phases.js';
+import type { DecodedBlock } from '../../src/bitcoin/block.js';
+import { equalBytes } from '../../src/bitcoin/hash.js';
+import type { Database } from '../../src/db/schema.js';
+import { decodeIns } from '../../src/db/packed.js';
+import { txNum, txNumOf } from '../../src/db/tx-num.js';
+import { FatalError } from '../../src/errors.js';
+import { extendWalletsFor } from '../../src/db/wallet-chains.js';
+import type { Logger } from '../../src/log.js';
+import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
 import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, MissingPrevoutError, type BlockRows, type StoredTx } from './derive.js';
-import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from './events.js';
-import { toBuffer } from './mempool-rows.js';
+import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from '../events.js';
+import { toBuffer } from '../mempool-rows.js';
 import { type Trx, type Tip, int8s, lockTip, setTip, addBalances, insertUtxos, insertHistory, dropOverwrittenCoinbase, spendUtxos, cutHistory } from './chain-rows.js';
 import { removeFromMempool, confirmationEvents } from './block-events.js';
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';

@@ -14,14 +14,14 @@
  * @module
  */
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../src/db/schema.js';
-import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { decodeTx } from '../src/bitcoin/tx.js';
-import { colorOutputs, hasAssetMarker, type InputAssets } from '../src/bitcoin/open-assets.js';
-import { decodeAssetColors, encodeAssetColors } from '../src/db/asset-colors.js';
-import { decodeIns, decodeOut, decodeOuts } from '../src/db/packed.js';
-import { txNumPosition } from '../src/db/tx-num.js';
-import { txidIn } from '../src/db/txid-key.js';
+import type { Database } from '../../src/db/schema.js';
+import type { DecodedBlock } from '../../src/bitcoin/block.js';
+import { decodeTx } from '../../src/bitcoin/tx.js';
+import { colorOutputs, hasAssetMarker, type InputAssets } from '../../src/bitcoin/open-assets.js';
+import { decodeAssetColors, encodeAssetColors } from '../../src/db/asset-colors.js';
+import { decodeIns, decodeOut, decodeOuts } from '../../src/db/packed.js';
+import { txNumPosition } from '../../src/db/tx-num.js';
+import { txidIn } from '../../src/db/txid-key.js';
 
 type Trx = Transaction<Database>;
 

@@ -8,17 +8,17 @@
  * the whole indexes the two paths build.
  * @module
  */
-import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { HEADER_BYTES } from '../src/bitcoin/block.js';
-import { DecodedInput, type TxInput } from '../src/bitcoin/tx.js';
-import { PackedWriter } from '../src/db/packed.js';
-import { hasAssetMarker } from '../src/bitcoin/open-assets.js';
+import type { DecodedBlock } from '../../src/bitcoin/block.js';
+import { HEADER_BYTES } from '../../src/bitcoin/block.js';
+import { DecodedInput, type TxInput } from '../../src/bitcoin/tx.js';
+import { PackedWriter } from '../../src/db/packed.js';
+import { hasAssetMarker } from '../../src/bitcoin/open-assets.js';
 import { scriptKeyBytes } from './address-keys.js';
 import { BinaryCopy } from './copy-binary.js';
 import { scriptAlias } from './script-aliases.js';
 import { MissingPrevoutError } from './derive.js';
 import { deriveTx, txKindAt, type Keys, type TxSink } from './derive-tx.js';
-import { txNumOf } from '../src/db/tx-num.js';
+import { txNumOf } from '../../src/db/tx-num.js';
 import { HistoryGroups } from './history-groups.js';
 import type { OutpointCache } from './outpoint-cache.js';
 

@@ -9,14 +9,14 @@
  * rows (outputs, spends, per-address amounts, fee). No I/O.
  * @module
  */
-import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { HEADER_BYTES } from '../src/bitcoin/block.js';
-import type { DecodedTx, TxInput } from '../src/bitcoin/tx.js';
-import { decodeIns, decodeOuts, PackedWriter, type PackedIn, type PackedOut } from '../src/db/packed.js';
-import { TX_NUM_SPAN, txNumOf } from '../src/db/tx-num.js';
+import type { DecodedBlock } from '../../src/bitcoin/block.js';
+import { HEADER_BYTES } from '../../src/bitcoin/block.js';
+import type { DecodedTx, TxInput } from '../../src/bitcoin/tx.js';
+import { decodeIns, decodeOuts, PackedWriter, type PackedIn, type PackedOut } from '../../src/db/packed.js';
+import { TX_NUM_SPAN, txNumOf } from '../../src/db/tx-num.js';
 import { scriptKeys, type ScriptKeys } from './address-keys.js';
 import { deriveTx, txKindAt, type TxSink } from './derive-tx.js';
-import type { MempoolTxRow } from './mempool-rows.js';
+import type { MempoolTxRow } from '../mempool-rows.js';
 
 /** An output an input spends, as the index (or the node's spenttxouts) knows it. */
 export interface Prevout {
