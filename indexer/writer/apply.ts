@@ -23,8 +23,8 @@ import { toBuffer } from '../mempool-rows.js';
 import { type Trx, type Tip, int8s, lockTip, setTip, addBalances, insertUtxos, insertHistory, dropOverwrittenCoinbase, spendUtxos, cutHistory } from './chain-rows.js';
 import { removeFromMempool, confirmationEvents } from './block-events.js';
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
-import { blockAliases, insertScriptAliases } from './script-aliases.js';
-import { assetCandidates, colorConfirmed, deleteAssetColors } from './asset-rows.js';
+import { insertScriptAliases } from './script-aliases.js';
+import { colorConfirmed, deleteAssetColors } from './asset-rows.js';
 
 /** Hooks the run loop gives the writers. */
 export interface WriteContext {
@@ -116,7 +116,7 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
       LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
   }
   lap('txs');
-  await colorConfirmed(trx, assetCandidates(block).map((pos) => txNum(height, pos)));
+  await colorConfirmed(trx, rows.assetCandidates.map((pos) => txNum(height, pos)));
   lap('assets');
   await insertUtxos(trx, rows.created);
   lap('utxos');
@@ -124,7 +124,7 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
   lap('balances');
   await insertHistory(trx, rows.history);
   lap('history');
-  await insertScriptAliases(trx, blockAliases(block));
+  await insertScriptAliases(trx, rows.aliases);
   // Wallet gap limits move before the events are built: an address the extension brings in
   // is watched (its wallet's subscriptions) when this block's touches are matched.
   await extendWalletsFor(trx, [...rows.history.keys()]);
