@@ -129,6 +129,7 @@ export function createPrefetcher(source: ChainSource, depth: number): Prefetcher
       // block as that answer gives it (not after an undo, a reorg there) and agree with its tip.
       if (have.get(first.height) !== first.hash || (have.has(nodeTip.height) && have.get(nodeTip.height) !== nodeTip.hash)) have.clear();
       const planned = [first];
+      lastPlan = new Map([[first.height, first.hash]]);
       if (last <= first.height) return planned;
       const missing: number[] = [];
       for (let h = first.height + 1; h <= last; h++) if (!have.has(h)) missing.push(h);
