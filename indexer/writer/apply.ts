@@ -1,5 +1,6 @@
 /**
- * The per-block path's two write transactions. `applyBlock` writes one block's rows, its outbox
+ * The writer's per-block mode (its other mode, bulk loading, is bulk.ts; both derive rows
+ * through derive-tx.ts): two write transactions. `applyBlock` writes one block's rows, its outbox
  * events and the new tip in ONE Postgres transaction, after checking that the block extends the
  * stored tip; `undoBlock` is its exact inverse, computed from rows the index holds (no node
  * call), also one transaction. A crash at any point leaves a block boundary. What they write is

@@ -1,5 +1,7 @@
 /**
- * Initial sync in bulk, for an index far behind the node (or fed from blk*.dat by `import`):
+ * The writer's bulk mode (its other mode, per block, is apply.ts; both derive rows through
+ * derive-tx.ts, here with the BulkBatch sink): initial sync in bulk, for an index far behind the
+ * node (fed by the block prefetcher, ../bulk-sync.ts) or fed from blk*.dat by `import`:
  * 1. begin (one transaction): drop the secondary indexes and primary keys of txs, utxos,
  *    history, balances and script_aliases, empty the mempool tables, mark the bulk sync active;
  * 2. load: blocks in height order, many per Postgres transaction (a batch of ~INDEXER_BULK_BATCH_TXS
@@ -11,7 +13,7 @@
  * 3. finish (finishBulk): three transactions at once on three connections (chain state: utxos
  *    without the spent rows, balances, bulk_spent cleared, their indexes; history: chunks re-cut,
  *    its key; script aliases: one of each, their key; the txs indexes), then the bulk sync marked
- *    done. The per-block path takes over.
+ *    done. The per-block mode takes over.
  * After a kill -9 anywhere, the next start sees the active mark, reloads the outpoint cache
  * from `utxos` minus `bulk_spent` and resumes after the last committed batch.
  * Per-address events are not emitted for bulk-loaded blocks (they are history, not news).
