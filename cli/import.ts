@@ -13,9 +13,9 @@ import { isNetworkName, type NetworkName } from '../src/bitcoin/network.js';
 import { openDatabase } from './open-database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createLogger } from '../src/log.js';
-import { readTip } from '../indexer/chain-rows.js';
+import { readTip } from '../indexer/writer/chain-rows.js';
 import { blkFeed, scanBlocksDir } from '../indexer/blk-feed.js';
-import { cacheBound, runBulk } from '../indexer/bulk.js';
+import { cacheBound, runBulk } from '../indexer/writer/bulk.js';
 import { createWriterLock } from '../indexer/writer-lock.js';
 
 const USAGE = `usage: blockwire import --blocks-dir DIR [--network main|test|testnet4|signet|regtest] [--near-tip N] [--memory-mb MB]

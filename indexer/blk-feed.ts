@@ -12,7 +12,7 @@ import { listBlkFiles, loadXorKey } from './blk-file.js';
 import { decodeHeader } from '../src/bitcoin/block.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { NETWORKS, type NetworkName } from '../src/bitcoin/network.js';
-import { prefetchFeed, type BlockFeed } from './bulk.js';
+import { prefetchFeed, type BlockFeed } from './prefetch.js';
 
 /** Where one block lives. */
 export interface BlkLocation {

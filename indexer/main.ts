@@ -15,7 +15,8 @@ import type { Logger } from '../src/log.js';
 import { PhaseFeed } from '../src/ops/phases.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { BitcoindRest } from './node-rest.js';
-import { createBulkSync } from './bulk.js';
+import { createBulkSync } from './bulk-sync.js';
+import { createPrefetcher } from './prefetch.js';
 import { createNodeSource, type ChainSource, type MempoolSource } from './chain-source.js';
 import { createMempoolSync, type MempoolStats } from './mempool.js';
 import { createReorgedResolver, type ReorgedStats } from './reorged.js';
@@ -156,7 +157,9 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
     graceMs: deps.reorgGraceMs ?? config.indexerReorgGraceMs,
     nodeHolds: () => mempool.requestResync('the node holds a reorged transaction'),
   });
-  const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, source, log: deps.log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient, phases: phases.emit });
+  // One block prefetcher for both modes of the writer: blocks read ahead of the bulk load and of the per-block catch-up.
+  const blocks = createPrefetcher(source, config.indexerPrefetch);
+  const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, blocks, log: deps.log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient, phases: phases.emit });
   const loop = createRunLoop({
     db,
     source,
@@ -169,7 +172,7 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
     pollIntervalMs: config.pollIntervalMs,
     maxReorgDepth: config.indexerMaxReorgDepth,
     zmqEnabled: zmqUrl !== undefined,
-    prefetch: config.indexerPrefetch,
+    prefetcher: blocks,
     catchupBlocks: config.indexerCatchupBlocks,
   });
 

@@ -8,7 +8,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { addWalletDeltas } from './wallet-balances.js';
-import { aliasesOf, insertScriptAliases } from './script-aliases.js';
+import { aliasesOf, insertScriptAliases } from './writer/script-aliases.js';
 
 type Trx = Transaction<Database>;
 

@@ -19,7 +19,8 @@ import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { decodeIns } from '../src/db/packed.js';
 import type { Logger } from '../src/log.js';
-import { removalEvents } from './block-events.js';
+import { removalEvents } from './writer/block-events.js';
+import { settleReorged } from './writer/reorg-bookkeeping.js';
 import type { MempoolSource } from './chain-source.js';
 import { txNumOf } from '../src/db/tx-num.js';
 import { appendEvents, loadWatches, type Watch } from './events.js';
@@ -160,7 +161,7 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
         }
         const touches: RemovedTouch[] = endRows.map((r) => ({ txid: r.txid, key: r.addr_key, received: r.received, sent: r.sent }));
         const events = removalEvents(touches, addressed, (txid) => replacedBy.get(hashToHex(txid)));
-        await sql`DELETE FROM reorged_txs WHERE txid = ANY(${resolved.map((h) => toBuffer(hexToHash(h)))}::bytea[])`.execute(trx);
+        await settleReorged(trx, resolved.map((h) => toBuffer(hexToHash(h))));
         await appendEvents(trx, events);
         const counts = { replaced: replacedBy.size, dropped: ended.size - replacedBy.size };
         return { resolved: resolved.length, events: events.length, waiting, counts };

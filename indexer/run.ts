@@ -12,12 +12,12 @@ import { hashToHex } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { FatalError, isRetryable, isTransient } from '../src/errors.js';
 import { checkBlock } from './block-check.js';
-import { createPrefetcher } from './prefetch.js';
+import { createPrefetcher, type Prefetcher } from './prefetch.js';
 import type { Logger } from '../src/log.js';
 import type { PhaseListener } from '../src/ops/phases.js';
-import { applyBlocks, undoBlock } from './apply.js';
+import { applyBlocks, undoBlock } from './writer/apply.js';
 import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { readTip, type Tip } from './chain-rows.js';
+import { readTip, type Tip } from './writer/chain-rows.js';
 import type { ChainSource } from './chain-source.js';
 import { nextStep, type LocalChain } from './follow.js';
 import type { MempoolSync } from './mempool.js';
@@ -73,8 +73,8 @@ export interface RunDeps {
   maxReorgDepth: number;
   /** Whether block announcements are expected (ZMQ configured), for the missed-blocks metric. */
   zmqEnabled?: boolean;
-  /** Blocks fetched ahead while catching up (≤ 16 requests in flight). */
-  prefetch?: number;
+  /** The block prefetcher (prefetch.ts), shared with the bulk path; default: 8 blocks ahead. */
+  prefetcher?: Prefetcher;
   /** Most blocks applied in one Postgres transaction while behind the node (default 1). */
   catchupBlocks?: number;
 }
@@ -103,7 +103,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   const metrics: IndexerMetrics = { blocksApplied: 0, blocksUndone: 0, reorgs: 0, txsApplied: 0, zmqMissedBlocks: 0, retries: 0, lastApplyMs: 0 };
   const status: IndexerStatus = { mode: 'starting', tip: { height: -1, hash: null }, nodeTip: null, lag: null, lastError: null };
   const announced = new Set<string>();
-  const prefetch = createPrefetcher(source, deps.prefetch ?? 8);
+  const prefetch = deps.prefetcher ?? createPrefetcher(source, 8);
   const catchupBlocks = Math.max(1, deps.catchupBlocks ?? 1);
   let wakeUp: (() => void) | null = null;
   let woken = false;
@@ -176,22 +176,12 @@ export function createRunLoop(deps: RunDeps): RunLoop {
 
   /**
    * The blocks to apply from `height` (whose hash the plan gave): that one alone when it is the
-   * node's tip, else up to `catchupBlocks` consecutive active-chain blocks (one RPC batch for
-   * their hashes). A reorg meanwhile makes one of them not extend the tip: applyBlocks stops
-   * there and the next turn re-plans.
+   * node's tip, else up to `catchupBlocks` consecutive active-chain blocks (their hashes from the
+   * prefetcher: learned ahead last turn, or one RPC batch). A reorg meanwhile makes one of them
+   * not extend the tip: applyBlocks stops there and the next turn re-plans.
    */
-  async function plan(height: number, hash: string, nodeHeight: number): Promise<{ height: number; hash: string }[]> {
-    const planned = [{ height, hash }];
-    const last = Math.min(nodeHeight, height + catchupBlocks - 1);
-    if (last <= height) return planned;
-    const heights = Array.from({ length: last - height }, (_, i) => height + 1 + i);
-    const view = await source.getChainView(heights);
-    for (let i = 0; i < heights.length; i++) {
-      const h = view.hashes[i];
-      if (h === null || h === undefined) break;
-      planned.push({ height: heights[i]!, hash: h });
-    }
-    return planned;
+  function plan(height: number, hash: string, node: { height: number; bestHash: string }): Promise<{ height: number; hash: string }[]> {
+    return prefetch.hashes({ height, hash }, Math.min(node.height, height + catchupBlocks - 1), { height: node.height, hash: node.bestHash });
   }
 
   /** One step; true when it did something (so the loop steps again at once). */
@@ -212,7 +202,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     status.mode = 'following';
     if (step.kind === 'apply') {
       const t0 = performance.now();
-      const planned = await plan(step.height, step.hash, nodeHeight);
+      const planned = await plan(step.height, step.hash, step.node);
       const batch: { block: DecodedBlock; height: number; hash: string; raw: Uint8Array }[] = [];
       let txs = 0;
       for (let i = 0; i < planned.length && txs < CATCHUP_MAX_TXS; i++) {
@@ -232,7 +222,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       if (nodeHeight > last) prefetch.after(last, nodeHeight);
       const results = await applyBlocks(db, batch, ctx, CATCHUP_BUDGET_MS);
       // Blocks the budget left out: fetched already, kept for the next turn.
-      for (const b of batch.slice(results.length)) prefetch.keep(b.hash, b.raw);
+      for (const b of batch.slice(results.length)) prefetch.keep(b, b.raw);
       const ms = Math.round(performance.now() - t0);
       results.forEach((r, i) => {
         if (r.kind !== 'applied') return;

@@ -1,5 +1,5 @@
 /**
- * The genesis block's coinbase pays nobody (indexer/derive-tx.ts): Core never adds its output to
+ * The genesis block's coinbase pays nobody (indexer/writer/derive-tx.ts): Core never adds its output to
  * the UTXO set, so it can never be spent. An index written before that rule holds the output as
  * unspent under its P2PK key's P2PKH address — in `utxos`, in that address's `balances` row and
  * `history`, and in the summary of any wallet deriving that address. This removes exactly those

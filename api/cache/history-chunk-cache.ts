@@ -6,7 +6,7 @@
  * statement, that the chunk's row is still the version it was read from (its `xmin`: every insert
  * or update of a row gives the new version the writing transaction's id, and vacuum's freezing
  * keeps it). The txids stay right with it: `txs` rows change only when their block is undone, and
- * the same transaction cuts every history chunk holding an entry of that block (indexer/apply.ts
+ * the same transaction cuts every history chunk holding an entry of that block (indexer/writer/apply.ts
  * `undoBlock`), so a chunk whose version is unchanged still names the same transactions. The
  * version is the xmin with the server's start time (`pg_postmaster_start_time()`): a restore,
  * point-in-time recovery or failover, which can hand out transaction ids again, is a restart.

@@ -1,7 +1,7 @@
 /**
  * The keys and indexes of the chain tables that a bulk sync drops and rebuilds: one definition
  * each, used by the migration that brings an existing index to it (migrations/0009_utxos_tx_num.ts)
- * and by the bulk sync (indexer/bulk.ts: dropped at its beginning, built by its finish).
+ * and by the bulk sync (indexer/writer/bulk.ts: dropped at its beginning, built by its finish).
  * test/integration/db/chain-indexes.test.ts compares what the bulk finish builds with what the
  * migrations leave (pg_indexes, pg_constraint). Changing a definition here needs a migration
  * that moves existing indexes to it.

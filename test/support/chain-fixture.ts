@@ -12,7 +12,7 @@ import type { ChainSource, ChainView } from '../../indexer/chain-source.js';
 import { fixturePath } from './fixtures.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
-import { applyBlock, undoBlock } from '../../indexer/apply.js';
+import { applyBlock, undoBlock } from '../../indexer/writer/apply.js';
 
 export interface FixtureBlock {
   height: number;

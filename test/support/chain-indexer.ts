@@ -14,8 +14,9 @@ import { createApiKey } from '../../src/auth/keys.js';
 import { insertSubscription } from '../../api/queries/tenancy-subscriptions.js';
 import type { Devnode } from '../../devnode/index.js';
 import { startIndexer, type IndexerHandle } from '../../indexer/main.js';
-import { readTip } from '../../indexer/chain-rows.js';
-import { nodeFeed, runBulk } from '../../indexer/bulk.js';
+import { readTip } from '../../indexer/writer/chain-rows.js';
+import { runBulk } from '../../indexer/writer/bulk.js';
+import { createPrefetcher } from '../../indexer/prefetch.js';
 import { FixtureChain } from './chain-fixture.js';
 import { keyOfAddress } from './chain-snapshot.js';
 import { createMigratedDatabase, type TestDatabase } from './db.js';
@@ -122,7 +123,7 @@ export async function freshBulkIndexOf(node: Devnode): Promise<TestDatabase> {
   const chain = new FixtureChain(blocks);
   chain.setActive(hashes);
   const t = await createMigratedDatabase('refb');
-  await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 5000 }, (from) => nodeFeed(chain, from, tip.height), tip.height);
+  await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 5000 }, (from) => createPrefetcher(chain, 8).feed(from, tip.height), tip.height);
   return t;
 }
 

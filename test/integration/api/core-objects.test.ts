@@ -12,7 +12,7 @@ import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { GENESIS_HEX } from '../../../devnode/index.js';
 import { btcToSats } from '../../../src/rpc/types.js';
-import { applyBlock } from '../../../indexer/apply.js';
+import { applyBlock } from '../../../indexer/writer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures, readFixtureJsonl } from '../../support/fixtures.js';
 import { createApiHarness, type ApiHarness } from './harness.js';

@@ -13,7 +13,7 @@ import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { hexToHash, hashToHex } from '../../../src/bitcoin/hash.js';
 import { merkleRootFromBranch } from '../../../src/bitcoin/merkle.js';
 import { btcToSats } from '../../../src/rpc/types.js';
-import { applyBlock } from '../../../indexer/apply.js';
+import { applyBlock } from '../../../indexer/writer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { loadChainA, loadMainnet600 } from '../../support/chain-fixture.js';

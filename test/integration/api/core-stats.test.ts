@@ -13,7 +13,7 @@ import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { outputAddresses } from '../../../src/bitcoin/address.js';
 import { classifyScript } from '../../../src/bitcoin/script.js';
 import { btcToSats } from '../../../src/rpc/types.js';
-import { applyBlock } from '../../../indexer/apply.js';
+import { applyBlock } from '../../../indexer/writer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { loadChainA, loadMainnet600 } from '../../support/chain-fixture.js';

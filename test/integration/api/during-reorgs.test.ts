@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
-import { applyBlock, undoBlock } from '../../../indexer/apply.js';
+import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { loadChainA } from '../../support/chain-fixture.js';

@@ -22,7 +22,7 @@ import { silentLogger } from '../../../src/log.js';
 import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { walletSumsFromIndex } from '../../../indexer/wallet-balances.js';
-import { applyBlock } from '../../../indexer/apply.js';
+import { applyBlock } from '../../../indexer/writer/apply.js';
 import { startElectrum, type ElectrumHandle } from '../../../electrum/main.js';
 import { up as migrate0043 } from '../../../migrations/0043_genesis_output.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';

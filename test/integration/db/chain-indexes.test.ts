@@ -12,7 +12,7 @@ import { migrateToLatest } from '../../../src/db/migrate.js';
 import { CHAIN_INDEXES } from '../../../src/db/chain-indexes.js';
 import { silentLogger } from '../../../src/log.js';
 import { migrations } from '../../../migrations/index.js';
-import { beginBulk, finishBulk } from '../../../indexer/bulk.js';
+import { beginBulk, finishBulk } from '../../../indexer/writer/bulk.js';
 import { createMigratedDatabase, createTestDatabase, type TestDatabase } from '../../support/db.js';
 
 const TABLES = [...new Set(CHAIN_INDEXES.map((ix) => ix.table))];

@@ -8,7 +8,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHUNK_ENTRIES } from '../../../src/db/history-entries.js';
-import { beginBulk, finishBulk } from '../../../indexer/bulk.js';
+import { beginBulk, finishBulk } from '../../../indexer/writer/bulk.js';
 import { encodeHistoryChunk, historyChunkEntries, decodeEntries } from '../../../src/db/history-entries.js';
 import { silentLogger } from '../../../src/log.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';

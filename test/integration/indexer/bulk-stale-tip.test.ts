@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
-import { readTip } from '../../../indexer/chain-rows.js';
+import { readTip } from '../../../indexer/writer/chain-rows.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { freshBulkIndexOf, startTestIndexer, waitSynced } from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';

@@ -8,9 +8,10 @@ import * as btc from '@scure/btc-signer';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { silentLogger } from '../../../src/log.js';
-import { applyBlock, undoBlock } from '../../../indexer/apply.js';
-import { readTip } from '../../../indexer/chain-rows.js';
-import { bulkActive, nodeFeed, runBulk } from '../../../indexer/bulk.js';
+import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
+import { readTip } from '../../../indexer/writer/chain-rows.js';
+import { bulkActive, runBulk } from '../../../indexer/writer/bulk.js';
+import { createPrefetcher } from '../../../indexer/prefetch.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { FixtureChain, loadChainA, loadMainnet600, type FixtureBlock } from '../../support/chain-fixture.js';
@@ -51,7 +52,7 @@ describeFixtures('bulk sync', () => {
   it('indexes regtest-chain-a like the per-block path, across many batches', async () => {
     const t = await make();
     const chain = chainOf(chainA);
-    const r = await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 300 }, (from) => nodeFeed(chain, from, 264), 264);
+    const r = await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 300 }, (from) => createPrefetcher(chain, 8).feed(from, 264), 264);
     expect(r.reason).toBe('target');
     expect(r.blocks).toBe(265);
     expect(await bulkActive(t.db)).toBe(false);
@@ -66,7 +67,7 @@ describeFixtures('bulk sync', () => {
   it('hands over to the per-block path, which can undo bulk-loaded blocks', async () => {
     const t = await make();
     const chain = chainOf(chainA);
-    await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 }, (from) => nodeFeed(chain, from, 200), 200);
+    await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 }, (from) => createPrefetcher(chain, 8).feed(from, 200), 200);
     for (let h = 201; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
     expect(await snapshotIndex(t.db)).toEqual(await snapshotIndex(referenceA.db));
     // Undo into the bulk-loaded range (history chunks there straddle block boundaries) and redo.
@@ -79,7 +80,7 @@ describeFixtures('bulk sync', () => {
   it('indexes mainnet 0–599 (P2PK coinbases, the first spends) like the per-block path', async () => {
     const [bulk, ref] = [await make(), await make()];
     const chain = chainOf(mainnet);
-    await runBulk(bulk.db, { databaseUrl: bulk.url, log: silentLogger(), batchTxs: 50 }, (from) => nodeFeed(chain, from, 599), 599);
+    await runBulk(bulk.db, { databaseUrl: bulk.url, log: silentLogger(), batchTxs: 50 }, (from) => createPrefetcher(chain, 8).feed(from, 599), 599);
     await perBlock(ref, mainnet);
     const snapshot = await snapshotIndex(bulk.db);
     expect(snapshot).toEqual(await snapshotIndex(ref.db));

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
-import { applyBlock, undoBlock } from '../../../indexer/apply.js';
-import { readTip } from '../../../indexer/chain-rows.js';
+import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
+import { readTip } from '../../../indexer/writer/chain-rows.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { loadChainA } from '../../support/chain-fixture.js';

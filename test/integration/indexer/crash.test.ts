@@ -13,7 +13,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { snapshotIndex, utxoSetHash } from '../../support/chain-snapshot.js';
 import { checkBlockEvents, checkBoundary, cleanupChildren, crashSeed, killChild, seededRandom, spawnChild, startChild, type Child } from '../../support/chain-crash.js';
-import { bulkActive } from '../../../indexer/bulk.js';
+import { bulkActive } from '../../../indexer/writer/bulk.js';
 import { freshBulkIndexOf, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -64,7 +64,7 @@ describeFixtures('kill -9 of the indexer at random points', () => {
     const timing = { ready: 0, kill: 0, check: 0 };
     // The next victims load their modules while the last one works and dies.
     const queue: Promise<Child>[] = [spawnChild(env), spawnChild(env), spawnChild(env)];
-    /** The bulk sync's mark (indexer/bulk.ts): active, and the height of its last committed batch. */
+    /** The bulk sync's mark (indexer/writer/bulk.ts): active, and the height of its last committed batch. */
     const bulkMark = async () => (await t.db.selectFrom('sync_state').select('value').where('key', '=', 'bulk').executeTakeFirst())?.value as { active: boolean; height: number } | undefined;
     const cycle = async (moving: boolean) => {
       if (moving) await move();

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PARAMS, generateCorpus } from '../../../bench/corpus/generate.js';
 import { corpusBlocksDir } from '../../../devnode/corpus-manifest.js';
-import { readTip } from '../../../indexer/chain-rows.js';
+import { readTip } from '../../../indexer/writer/chain-rows.js';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { projectRoot } from '../../support/fixtures.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { createHash } from 'node:crypto';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { KEYED_PLANS } from '../../../indexer/chain-rows.js';
+import { KEYED_PLANS } from '../../../indexer/writer/chain-rows.js';
 import { txidIs } from '../../../src/db/txid-key.js';
 
 const ROWS = 300_000;

@@ -4,7 +4,7 @@
  * announced twice or out of order (ZMQ reordered), ZMQ messages dropped, and node restarts.
  * The index ends equal to a fresh index of the final chain, and the outbox's block events
  * replay to exactly that chain (one connected or disconnected event per step, none twice).
- * Script aliases are the one exception, by design (indexer/script-aliases.ts): a P2PK or bare
+ * Script aliases are the one exception, by design (indexer/writer/script-aliases.ts): a P2PK or bare
  * multisig payment seen only in the mempool or on a branch that lost leaves its alias, which
  * depends on the script alone and is never removed, so the index holds the fresh index's aliases
  * plus, at most, those of the scripts this test paid.
@@ -16,7 +16,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { checkBlockEvents, crashSeed, seededRandom } from '../../support/chain-crash.js';
 import { freshBulkIndexOf, startTestIndexer, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
-import { aliasesOf } from '../../../indexer/script-aliases.js';
+import { aliasesOf } from '../../../indexer/writer/script-aliases.js';
 
 const ROUNDS = Number(process.env.BLOCKWIRE_FORK_ROUNDS ?? 40);
 

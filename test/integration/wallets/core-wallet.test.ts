@@ -21,7 +21,7 @@ import { bip32Versions } from '../../../src/bitcoin/extended-key.js';
 import { withChecksum } from '../../../src/bitcoin/descriptor.js';
 import { walletSumsFromIndex } from '../../../indexer/wallet-balances.js';
 import { btcToSats } from '../../../src/rpc/types.js';
-import { readTip } from '../../../indexer/chain-rows.js';
+import { readTip } from '../../../indexer/writer/chain-rows.js';
 import { startIndexer, type IndexerHandle } from '../../../indexer/main.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { silentLogger } from '../../../src/log.js';

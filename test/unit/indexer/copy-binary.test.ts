@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { BinaryCopy } from '../../../indexer/copy-binary.js';
+import { BinaryCopy } from '../../../indexer/writer/copy-binary.js';
 import { seededRandom } from '../../support/chain-crash.js';
 
 /** The reference encoder: each field with Buffer's write methods, concatenated. */

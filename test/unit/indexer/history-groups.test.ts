@@ -6,7 +6,7 @@
  * and enough entries to grow the arrays. The COPY rows are decoded and compared row by row.
  */
 import { describe, expect, it } from 'vitest';
-import { HistoryGroups } from '../../../indexer/history-groups.js';
+import { HistoryGroups } from '../../../indexer/writer/history-groups.js';
 import { seededRandom } from '../../support/chain-crash.js';
 
 type Row = { key: string; first: number; rest: number[] };

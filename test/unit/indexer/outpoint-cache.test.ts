@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { entriesWithin, OutpointCache, SLOT_BYTES } from '../../../indexer/outpoint-cache.js';
+import { entriesWithin, OutpointCache, SLOT_BYTES } from '../../../indexer/writer/outpoint-cache.js';
 import { seededRandom } from '../../support/chain-crash.js';
 
 describe('OutpointCache', () => {

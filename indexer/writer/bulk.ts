@@ -1,5 +1,7 @@
 /**
- * Initial sync in bulk, for an index far behind the node (or fed from blk*.dat by `import`):
+ * The writer's bulk mode (its other mode, per block, is apply.ts; both derive rows through
+ * derive-tx.ts, here with the BulkBatch sink): initial sync in bulk, for an index far behind the
+ * node (fed by the block prefetcher, ../bulk-sync.ts) or fed from blk*.dat by `import`:
  * 1. begin (one transaction): drop the secondary indexes and primary keys of txs, utxos,
  *    history, balances and script_aliases, empty the mempool tables, mark the bulk sync active;
  * 2. load: blocks in height order, many per Postgres transaction (a batch of ~INDEXER_BULK_BATCH_TXS
@@ -11,7 +13,7 @@
  * 3. finish (finishBulk): three transactions at once on three connections (chain state: utxos
  *    without the spent rows, balances, bulk_spent cleared, their indexes; history: chunks re-cut,
  *    its key; script aliases: one of each, their key; the txs indexes), then the bulk sync marked
- *    done. The per-block path takes over.
+ *    done. The per-block mode takes over.
  * After a kill -9 anywhere, the next start sees the active mark, reloads the outpoint cache
  * from `utxos` minus `bulk_spent` and resumes after the last committed batch.
  * Per-address events are not emitted for bulk-loaded blocks (they are history, not news).
@@ -20,81 +22,25 @@
 import pg from 'pg';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import { to as copyTo } from 'pg-copy-streams';
-import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
-import { equalBytes, hashToHex } from '../src/bitcoin/hash.js';
-import type { Config } from '../src/config.js';
-import type { Database } from '../src/db/schema.js';
-import { OUTBOX_LOCK } from '../src/db/outbox-lock.js';
-import { RECOMPUTE_WALLET_BALANCES } from './wallet-balances.js';
-import { RetryableError } from '../src/errors.js';
-import type { Logger } from '../src/log.js';
-import { PhaseTimer, type PhaseListener } from '../src/ops/phases.js';
+import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
+import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
+import type { Database } from '../../src/db/schema.js';
+import { OUTBOX_LOCK } from '../../src/db/outbox-lock.js';
+import { RECOMPUTE_WALLET_BALANCES } from '../wallet-balances.js';
+import { RetryableError } from '../../src/errors.js';
+import type { Logger } from '../../src/log.js';
+import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
 import { readTip, type Tip } from './chain-rows.js';
-import { CHUNK_ENTRIES, SQL_HISTORY } from '../src/db/history-entries.js';
+import { CHUNK_ENTRIES, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
 import { colorConfirmed } from './asset-rows.js';
 import { scriptKeyBytes } from './address-keys.js';
-import type { ChainSource } from './chain-source.js';
-import { pgTypes } from '../src/db/connect.js';
+import { pgTypes } from '../../src/db/connect.js';
 import { copyIn } from './copy-binary.js';
 import { entriesWithin, OutpointCache } from './outpoint-cache.js';
-import { CHAIN_CHANNEL } from '../src/db/chain-changes.js';
-import { CHAIN_INDEXES, chainIndexSql, createIndexSql, type ChainTable } from '../src/db/chain-indexes.js';
-import type { BulkPath } from './run.js';
-
-/** A block of the chain to load, in height order. */
-export interface FeedBlock {
-  height: number;
-  hash: string;
-  raw: Uint8Array;
-}
-
-/** Blocks in height order from a start height; null at the end. */
-export interface BlockFeed {
-  next(): Promise<FeedBlock | null>;
-  close(): void;
-}
-
-/**
- * A feed of heights `from..to` with up to `ahead` blocks requested in advance; `fetch` gives
- * the block at a height (null ends the feed there).
- */
-export function prefetchFeed(from: number, to: number, ahead: number, fetch: (height: number) => Promise<FeedBlock | null>, onClose?: () => void): BlockFeed {
-  const queue: Promise<FeedBlock | null>[] = [];
-  let nextHeight = from;
-  let closed = false;
-  const fill = () => {
-    while (!closed && queue.length < ahead && nextHeight <= to) {
-      const p = fetch(nextHeight++);
-      p.catch(() => undefined);
-      queue.push(p);
-    }
-  };
-  return {
-    async next() {
-      fill();
-      const p = queue.shift();
-      if (!p) return null;
-      const b = await p;
-      fill();
-      return b;
-    },
-    close() {
-      closed = true;
-      onClose?.();
-    },
-  };
-}
-
-/** Blocks `from..to` from the node, at most `inFlight` requests open. */
-export function nodeFeed(source: ChainSource, from: number, to: number, inFlight = 8): BlockFeed {
-  return prefetchFeed(from, to, inFlight, async (height) => {
-    const hash = await source.getBlockHash(height);
-    if (hash === null) return null;
-    const raw = await source.getBlock(hash);
-    return raw === null ? null : { height, hash, raw };
-  });
-}
+import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
+import { CHAIN_INDEXES, chainIndexSql, createIndexSql, type ChainTable } from '../../src/db/chain-indexes.js';
+import type { BlockFeed } from '../prefetch.js';
 
 /**
  * The chain tables' keys and indexes (src/db/chain-indexes.ts, the definitions the migrations
@@ -669,37 +615,3 @@ export async function runBulk(db: Kysely<Database>, deps: BulkLoadDeps, makeFeed
 export async function bulkActive(db: Kysely<Database>): Promise<boolean> {
   return (await readBulkState(db))?.active === true;
 }
-
-/** The bulk path of the run loop, over the node. */
-export function createBulkSync(deps: {
-  config: Pick<Config, 'indexerBulkThreshold' | 'indexerBulkNearTip' | 'indexerBulkBatchTxs' | 'importMemoryMb'>;
-  db: Kysely<Database>;
-  databaseUrl: string;
-  source: ChainSource;
-  log: Logger;
-  guardClient?: (client: pg.ClientBase) => Promise<void>;
-  phases?: PhaseListener;
-}): BulkPath {
-  const { config, db } = deps;
-  let nodeHeight = -1;
-  // Only this process starts or ends a bulk sync: after the first read the flag is known here.
-  let active: boolean | null = null;
-  return {
-    async shouldRun(tip, height, extendsTip) {
-      nodeHeight = height;
-      active ??= await bulkActive(db);
-      return active || (extendsTip && height - tip.height > config.indexerBulkThreshold);
-    },
-    async run(signal) {
-      const target = Math.max(nodeHeight - config.indexerBulkNearTip, -1);
-      active = null;
-      await runBulk(
-        db,
-        { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, memoryBytes: config.importMemoryMb * 2 ** 20, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}), ...(deps.phases ? { phases: deps.phases } : {}) },
-        (from) => nodeFeed(deps.source, from, target),
-        target,
-      );
-    },
-  };
-}
-

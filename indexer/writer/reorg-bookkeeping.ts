@@ -1,16 +1,16 @@
 /**
  * Reorg bookkeeping in the write transactions: undo remembers the tx.reorged transactions of
- * watched addresses in `reorged_txs`; apply and the mempool sync forget those whose story goes on.
- * reorged.ts settles the rest.
+ * watched addresses in `reorged_txs`; apply and the mempool sync forget those whose story goes on;
+ * indexer/reorged.ts decides how the rest end and forgets them here (`settleReorged`).
  * @module
  */
 import { sql } from 'kysely';
-import { decodeIns } from '../src/db/packed.js';
-import { txNumOf } from '../src/db/tx-num.js';
-import { FatalError } from '../src/errors.js';
+import { decodeIns } from '../../src/db/packed.js';
+import { txNumOf } from '../../src/db/tx-num.js';
+import { FatalError } from '../../src/errors.js';
 import { hashKey, type StoredTx } from './derive.js';
-import type { OutboxEvent } from './events.js';
-import { toBuffer } from './mempool-rows.js';
+import type { OutboxEvent } from '../events.js';
+import { toBuffer } from '../mempool-rows.js';
 import type { Trx } from './chain-rows.js';
 
 /**
@@ -56,6 +56,11 @@ export async function rememberReorged(trx: Trx, height: number, blockTxs: readon
 export async function forgetReorged(trx: Trx, events: readonly OutboxEvent[]): Promise<void> {
   const ids = new Map<string, Buffer>();
   for (const e of events) if ((e.type === 'tx.confirmed' || e.type === 'tx.unconfirmed') && e.txid) ids.set(hashKey(e.txid), toBuffer(e.txid));
-  if (ids.size === 0) return;
-  await sql`DELETE FROM reorged_txs WHERE txid = ANY(${[...ids.values()]}::bytea[])`.execute(trx);
+  await settleReorged(trx, [...ids.values()]);
+}
+
+/** Forgets the reorged transactions `txids` (every address's row): their story has ended (reorged.ts) or goes on. */
+export async function settleReorged(trx: Trx, txids: readonly Buffer[]): Promise<void> {
+  if (txids.length === 0) return;
+  await sql`DELETE FROM reorged_txs WHERE txid = ANY(${txids}::bytea[])`.execute(trx);
 }

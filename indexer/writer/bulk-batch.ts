@@ -8,17 +8,16 @@
  * the whole indexes the two paths build.
  * @module
  */
-import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { HEADER_BYTES } from '../src/bitcoin/block.js';
-import { DecodedInput, type TxInput } from '../src/bitcoin/tx.js';
-import { PackedWriter } from '../src/db/packed.js';
-import { hasAssetMarker } from '../src/bitcoin/open-assets.js';
+import type { DecodedBlock } from '../../src/bitcoin/block.js';
+import { HEADER_BYTES } from '../../src/bitcoin/block.js';
+import { DecodedInput, type TxInput } from '../../src/bitcoin/tx.js';
+import { PackedWriter } from '../../src/db/packed.js';
 import { scriptKeyBytes } from './address-keys.js';
 import { BinaryCopy } from './copy-binary.js';
-import { scriptAlias } from './script-aliases.js';
+import type { ScriptAlias } from './script-aliases.js';
 import { MissingPrevoutError } from './derive.js';
 import { deriveTx, txKindAt, type Keys, type TxSink } from './derive-tx.js';
-import { txNumOf } from '../src/db/tx-num.js';
+import { txNumOf } from '../../src/db/tx-num.js';
 import { HistoryGroups } from './history-groups.js';
 import type { OutpointCache } from './outpoint-cache.js';
 
@@ -90,7 +89,6 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       this.outsW.len = 0;
       deriveTx(tx, txKindAt(height, i, tx.isCoinbase), this);
       this.txs.row(6).int8(this.txNum).bytea(tx.txid).byteaRange(this.outsW.buf, 0, this.outsW.len).byteaRange(this.insW.buf, 0, this.insW.len).int4(tx.size).int4(tx.weight);
-      if (i > 0 && hasAssetMarker(tx.outputs)) this.assetCandidates.push(this.txNum);
     }
     this.txCount += txs.length;
     this.lastHash = block.hash;
@@ -145,8 +143,14 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
 
   output(_vout: number, value: bigint, script: Uint8Array): void {
     this.outsW.packOut(value, script);
-    const alias = scriptAlias(script);
-    if (alias !== null) this.aliases.row(3).uuidBytes(alias.scriptKey).uuidBytes(alias.addrKey).bool(alias.keyed);
+  }
+
+  alias(alias: ScriptAlias): void {
+    this.aliases.row(3).uuidBytes(alias.scriptKey).uuidBytes(alias.addrKey).bool(alias.keyed);
+  }
+
+  assetMarker(): void {
+    this.assetCandidates.push(this.txNum);
   }
 
   unspent(vout: number, keys: Keys<Uint8Array>, key: Uint8Array | null, value: bigint, script: Uint8Array): void {

@@ -6,12 +6,12 @@
  * @module
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database } from '../src/db/schema.js';
-import { addWalletDeltas } from './wallet-balances.js';
-import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../src/db/history-entries.js';
+import type { Database } from '../../src/db/schema.js';
+import { addWalletDeltas } from '../wallet-balances.js';
+import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { hashKey, type BlockRows, type Delta, type Prevout, type UtxoRow } from './derive.js';
-import { toBuffer } from './mempool-rows.js';
-import { txidIs } from '../src/db/txid-key.js';
+import { toBuffer } from '../mempool-rows.js';
+import { txidIs } from '../../src/db/txid-key.js';
 
 export type Trx = Transaction<Database>;
 

@@ -1,7 +1,8 @@
 /**
  * Open Assets colors of indexed transactions (src/bitcoin/open-assets.ts rules; stored as
  * src/db/asset-colors.ts packs them), computed once, when the transaction is indexed, from the
- * colors the index already holds for the outputs its inputs spend:
+ * colors the index already holds for the outputs its inputs spend. Which confirmed transactions
+ * carry a marker is part of the one derivation (derive-tx.ts `assetMarker`), for both modes:
  * - a block's transactions carrying a marker are colored in its apply transaction, after its
  *   `txs` rows are written (a transaction spending an earlier one of the same block sees its
  *   colors), and their rows are deleted with the block's tx_num range when it is undone;
@@ -14,28 +15,18 @@
  * @module
  */
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../src/db/schema.js';
-import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { decodeTx } from '../src/bitcoin/tx.js';
-import { colorOutputs, hasAssetMarker, type InputAssets } from '../src/bitcoin/open-assets.js';
-import { decodeAssetColors, encodeAssetColors } from '../src/db/asset-colors.js';
-import { decodeIns, decodeOut, decodeOuts } from '../src/db/packed.js';
-import { txNumPosition } from '../src/db/tx-num.js';
-import { txidIn } from '../src/db/txid-key.js';
+import type { Database } from '../../src/db/schema.js';
+import { decodeTx } from '../../src/bitcoin/tx.js';
+import { colorOutputs, hasAssetMarker, type InputAssets } from '../../src/bitcoin/open-assets.js';
+import { decodeAssetColors, encodeAssetColors } from '../../src/db/asset-colors.js';
+import { decodeIns, decodeOut, decodeOuts } from '../../src/db/packed.js';
+import { txNumPosition } from '../../src/db/tx-num.js';
+import { txidIn } from '../../src/db/txid-key.js';
 
 type Trx = Transaction<Database>;
 
 /** `OA` and version 1.0: the start of every marker's payload. */
 const MARKER_TAG = Buffer.from([0x4f, 0x41, 0x01, 0x00]);
-
-/** Positions in `block` of the transactions carrying a marker. */
-export function assetCandidates(block: DecodedBlock): number[] {
-  const out: number[] = [];
-  block.txs.forEach((tx, i) => {
-    if (i > 0 && hasAssetMarker(tx.outputs)) out.push(i);
-  });
-  return out;
-}
 
 /** What an input brings: the color of output `vout` in a stored record, if any. */
 function inputColor(colors: Buffer | null | undefined, vout: number): InputAssets {

@@ -1,5 +1,6 @@
 /**
- * The per-block path's two write transactions. `applyBlock` writes one block's rows, its outbox
+ * The writer's per-block mode (its other mode, bulk loading, is bulk.ts; both derive rows
+ * through derive-tx.ts): two write transactions. `applyBlock` writes one block's rows, its outbox
  * events and the new tip in ONE Postgres transaction, after checking that the block extends the
  * stored tip; `undoBlock` is its exact inverse, computed from rows the index holds (no node
  * call), also one transaction. A crash at any point leaves a block boundary. What they write is
@@ -8,23 +9,23 @@
  * @module
  */
 import { sql, type Kysely } from 'kysely';
-import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { equalBytes } from '../src/bitcoin/hash.js';
-import type { Database } from '../src/db/schema.js';
-import { decodeIns } from '../src/db/packed.js';
-import { txNum, txNumOf } from '../src/db/tx-num.js';
-import { FatalError } from '../src/errors.js';
-import { extendWalletsFor } from '../src/db/wallet-chains.js';
-import type { Logger } from '../src/log.js';
-import { PhaseTimer, type PhaseListener } from '../src/ops/phases.js';
+import type { DecodedBlock } from '../../src/bitcoin/block.js';
+import { equalBytes } from '../../src/bitcoin/hash.js';
+import type { Database } from '../../src/db/schema.js';
+import { decodeIns } from '../../src/db/packed.js';
+import { txNum, txNumOf } from '../../src/db/tx-num.js';
+import { FatalError } from '../../src/errors.js';
+import { extendWalletsFor } from '../../src/db/wallet-chains.js';
+import type { Logger } from '../../src/log.js';
+import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
 import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, MissingPrevoutError, type BlockRows, type StoredTx } from './derive.js';
-import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from './events.js';
-import { toBuffer } from './mempool-rows.js';
+import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from '../events.js';
+import { toBuffer } from '../mempool-rows.js';
 import { type Trx, type Tip, int8s, lockTip, setTip, addBalances, insertUtxos, insertHistory, dropOverwrittenCoinbase, spendUtxos, cutHistory } from './chain-rows.js';
 import { removeFromMempool, confirmationEvents } from './block-events.js';
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
-import { blockAliases, insertScriptAliases } from './script-aliases.js';
-import { assetCandidates, colorConfirmed, deleteAssetColors } from './asset-rows.js';
+import { insertScriptAliases } from './script-aliases.js';
+import { colorConfirmed, deleteAssetColors } from './asset-rows.js';
 
 /** Hooks the run loop gives the writers. */
 export interface WriteContext {
@@ -116,7 +117,7 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
       LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
   }
   lap('txs');
-  await colorConfirmed(trx, assetCandidates(block).map((pos) => txNum(height, pos)));
+  await colorConfirmed(trx, rows.assetCandidates.map((pos) => txNum(height, pos)));
   lap('assets');
   await insertUtxos(trx, rows.created);
   lap('utxos');
@@ -124,7 +125,7 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
   lap('balances');
   await insertHistory(trx, rows.history);
   lap('history');
-  await insertScriptAliases(trx, blockAliases(block));
+  await insertScriptAliases(trx, rows.aliases);
   // Wallet gap limits move before the events are built: an address the extension brings in
   // is watched (its wallet's subscriptions) when this block's touches are matched.
   await extendWalletsFor(trx, [...rows.history.keys()]);

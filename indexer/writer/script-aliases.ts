@@ -9,9 +9,8 @@
  * @module
  */
 import { sql, type Transaction } from 'kysely';
-import { addressKeyBytes, keptUnder } from '../src/db/address-key.js';
-import type { Database } from '../src/db/schema.js';
-import type { DecodedBlock } from '../src/bitcoin/block.js';
+import { addressKeyBytes, keptUnder } from '../../src/db/address-key.js';
+import type { Database } from '../../src/db/schema.js';
 
 /** The own key of a script kept under another key, that key, and whether its outputs carry it (P2PK) or not (bare multisig). */
 export type ScriptAlias = { scriptKey: Buffer; addrKey: Buffer; keyed: boolean };
@@ -51,11 +50,4 @@ export async function insertScriptAliases(trx: Transaction<Database>, aliases: r
     SELECT encode(s, 'hex')::uuid, encode(a, 'hex')::uuid, k
       FROM unnest(${sorted.map((x) => x.scriptKey)}::bytea[], ${sorted.map((x) => x.addrKey)}::bytea[], ${sorted.map((x) => x.keyed)}::bool[]) AS d(s, a, k)
     ON CONFLICT (script_key) DO NOTHING`.execute(trx);
-}
-
-/** The aliases of every output of a block. */
-export function blockAliases(block: DecodedBlock): ScriptAlias[] {
-  const scripts: Uint8Array[] = [];
-  for (const tx of block.txs) for (const o of tx.outputs) scripts.push(o.script);
-  return aliasesOf(scripts);
 }

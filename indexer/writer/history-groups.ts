@@ -10,7 +10,7 @@
  * per-batch open-addressing table, whose random probes and growth were a fifth of the load's CPU.
  * @module
  */
-import { ENTRY_BYTES, writeEntry } from '../src/db/history-entries.js';
+import { ENTRY_BYTES, writeEntry } from '../../src/db/history-entries.js';
 import { BinaryCopy } from './copy-binary.js';
 
 const RADIX_BITS = 16;

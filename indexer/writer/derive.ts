@@ -9,15 +9,16 @@
  * rows (outputs, spends, per-address amounts, fee). No I/O.
  * @module
  */
-import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { HEADER_BYTES } from '../src/bitcoin/block.js';
-import { hashToHex } from '../src/bitcoin/hash.js';
-import type { DecodedTx, TxInput } from '../src/bitcoin/tx.js';
-import { decodeIns, decodeOuts, PackedWriter, type PackedIn, type PackedOut } from '../src/db/packed.js';
-import { TX_NUM_SPAN, txNumOf } from '../src/db/tx-num.js';
+import type { DecodedBlock } from '../../src/bitcoin/block.js';
+import { HEADER_BYTES } from '../../src/bitcoin/block.js';
+import { hashToHex } from '../../src/bitcoin/hash.js';
+import type { DecodedTx, TxInput } from '../../src/bitcoin/tx.js';
+import { decodeIns, decodeOuts, PackedWriter, type PackedIn, type PackedOut } from '../../src/db/packed.js';
+import { TX_NUM_SPAN, txNumOf } from '../../src/db/tx-num.js';
 import { scriptKeys, type ScriptKeys } from './address-keys.js';
 import { deriveTx, txKindAt, type TxSink } from './derive-tx.js';
-import type { MempoolTxRow } from './mempool-rows.js';
+import type { MempoolTxRow } from '../mempool-rows.js';
+import type { ScriptAlias } from './script-aliases.js';
 
 /** An output an input spends, as the index (or the node's spenttxouts) knows it. */
 export interface Prevout {
@@ -106,6 +107,10 @@ export interface BlockRows {
   readonly history: Map<string, number[]>;
   /** Per (address, transaction), when asked for with `touches: true`. */
   readonly touches: Touch[] | undefined;
+  /** The script aliases of its outputs, each once. */
+  readonly aliases: ScriptAlias[];
+  /** Positions of its transactions carrying an Open Assets marker. */
+  readonly assetCandidates: number[];
 }
 
 export interface DeriveOptions {
@@ -203,6 +208,11 @@ class Accumulator {
   amountOf(p: SinkPrevout): bigint {
     return p.value;
   }
+
+  /** Undo and the mempool leave aliases and asset markers to others (script aliases are never removed; undo deletes colors by range; the mempool colors its own). */
+  assetMarker(): void {}
+
+  alias(_alias: ScriptAlias): void {}
 }
 
 /** The per-block sink: in-block prevouts first, then `lookup`; one writer each for packed outs and ins. */
@@ -221,6 +231,9 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   private txid: Uint8Array = new Uint8Array(32);
   private keys: ScriptKeys[] = [];
   private given: readonly ScriptKeys[] | undefined;
+  /** Aliases by own key (hex): a script repeated in the block gives one row. */
+  readonly aliases = new Map<string, ScriptAlias>();
+  readonly assetCandidates: number[] = [];
 
   constructor(
     private readonly block: DecodedBlock,
@@ -283,6 +296,14 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     this.unspentRows.push({ txid: this.txid, vout, txNum: this.txNum, key, keys, value, script });
   }
 
+  override assetMarker(): void {
+    this.assetCandidates.push(this.pos);
+  }
+
+  override alias(alias: ScriptAlias): void {
+    this.aliases.set(alias.scriptKey.toString('hex'), alias);
+  }
+
   /** The outputs left unspent at the end of the block. */
   created(): UtxoRow[] {
     return this.unspentRows.filter((r) => this.spentHere[r.txNum - this.base]?.[r.vout] !== 1);
@@ -332,6 +353,8 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
     balances: sink.balances,
     history: sink.history,
     touches: sink.touches,
+    aliases: [...sink.aliases.values()],
+    assetCandidates: sink.assetCandidates,
   };
 }
 

@@ -6,11 +6,11 @@
  * @module
  */
 import { sql } from 'kysely';
-import type { DecodedBlock } from '../src/bitcoin/block.js';
-import { sqlTxNumHeight, txNumHeight, txNumOf } from '../src/db/tx-num.js';
+import type { DecodedBlock } from '../../src/bitcoin/block.js';
+import { sqlTxNumHeight, txNumHeight, txNumOf } from '../../src/db/tx-num.js';
 import { hashKey, type BlockRows, type Touch } from './derive.js';
-import type { OutboxEvent, Watch } from './events.js';
-import { deleteMempoolTxs, mempoolDescendants, mempoolSpendersOf, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
+import type { OutboxEvent, Watch } from '../events.js';
+import { deleteMempoolTxs, mempoolDescendants, mempoolSpendersOf, mempoolTxidsAmong, toBuffer, type RemovedTouch } from '../mempool-rows.js';
 import { int8s, type Trx } from './chain-rows.js';
 
 /** Confirmation targets are at most 100 (subscriptions CHECK); watched_txs keeps this many blocks. */

@@ -10,6 +10,10 @@
  *   entry, balance delta, received/sent) and is the output's balance key; each key of a bare
  *   multisig gets a history entry and a touch but no amount, and the output no balance key; an
  *   OP_RETURN or nonstandard script has no key;
+ * - an output whose script the index keeps under another key (P2PK, bare multisig) gives its
+ *   script alias (script-aliases.ts), the genesis coinbase's included;
+ * - a transaction that spends and carries an Open Assets marker is a candidate for coloring
+ *   (asset-rows.ts);
  * - the genesis block's coinbase pays nobody: Core never adds its output to the UTXO set (it can
  *   never be spent), so its outputs are recorded (the block's transaction stays readable) but
  *   enter no unspent set, balance or history — as ElectrumX indexes the genesis block. This is
@@ -17,7 +21,9 @@
  * Where the results go and how a prevout is found differ per path: that is the `TxSink`.
  * @module
  */
+import { hasAssetMarker } from '../../src/bitcoin/open-assets.js';
 import { isUnspendable } from './address-keys.js';
+import { scriptAlias, type ScriptAlias } from './script-aliases.js';
 
 /** No address, one address, or the keys of a bare multisig, in a path's representation `K`. */
 export type Keys<K> = null | K | readonly K[];
@@ -32,8 +38,8 @@ export interface TxShape<I> {
  * A path's side of the derivation. `K` is its address-key representation (uuid strings, or
  * 16-byte binaries on the bulk path), `P` its handle of a resolved prevout (a row, a cache slot).
  * Calls come in transaction order: per input resolve, keysOf, amountOf, spend, then `address`
- * or `cosigner` per key; per output outputKeys, output, `address` or `cosigner` per key, then
- * unspent when spendable.
+ * or `cosigner` per key; `assetMarker` when the transaction carries one; per output outputKeys,
+ * output, `alias` when it has one, `address` or `cosigner` per key, then unspent when spendable.
  */
 export interface TxSink<I, K, P> {
   /** The output `input` spends; throws when the path does not know it (the index is inconsistent). */
@@ -54,6 +60,10 @@ export interface TxSink<I, K, P> {
   address(key: K, value: bigint, dir: 1 | -1): void;
   /** A key of a bare multisig takes part (received or sent), with no amount. */
   cosigner(key: K): void;
+  /** The transaction (one that spends) carries an Open Assets marker: its outputs may be colored. */
+  assetMarker(): void;
+  /** The current output's script is kept under another key: its alias. */
+  alias(alias: ScriptAlias): void;
 }
 
 /**
@@ -80,12 +90,15 @@ export function deriveTx<I, K, P>(tx: TxShape<I>, kind: TxKind, sink: TxSink<I, 
       sink.spend(prevout, input);
       touch(sink, keys, value, -1);
     }
+    if (hasAssetMarker(tx.outputs)) sink.assetMarker();
   }
   const outputs = tx.outputs;
   for (let v = 0; v < outputs.length; v++) {
     const out = outputs[v]!;
     const keys = sink.outputKeys(out.script, v);
     sink.output(v, out.value, out.script);
+    const alias = scriptAlias(out.script);
+    if (alias !== null) sink.alias(alias);
     if (kind === 'genesis') continue;
     touch(sink, keys, out.value, 1);
     if (!isUnspendable(out.script)) sink.unspent(v, keys, balanceKey(keys), out.value, out.script);

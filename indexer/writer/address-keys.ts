@@ -6,7 +6,7 @@
  * prints them, so keys computed here and keys read back compare equal.
  * @module
  */
-import { addressKey, addressKeyBytes, addressKeyInto, canonicalScripts } from '../src/db/address-key.js';
+import { addressKey, addressKeyBytes, addressKeyInto, canonicalScripts } from '../../src/db/address-key.js';
 
 export { canonicalScripts };
 
