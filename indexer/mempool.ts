@@ -26,7 +26,7 @@ import { deriveMempoolTx, type MempoolPrevout } from './writer/derive.js';
 import type { MempoolSource, MempoolSummary, NodeMempoolTx } from './chain-source.js';
 import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
 import { removalEvents } from './writer/block-events.js';
-import { KEYED_PLANS } from './writer/chain-rows.js';
+import { preferIndexLookups } from './planner-hints.js';
 import { forgetReorged } from './writer/reorg-bookkeeping.js';
 import { addMempoolReplacers, deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
 import type { SequenceHint } from './notify.js';
@@ -136,7 +136,7 @@ function mempoolEvents(added: readonly MempoolTxRow[], removed: readonly Removed
 
 /** Applies one verified change in one transaction; returns txids it could not add yet. */
 async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ added: number; removed: number; unresolved: string[] }> {
-  await sql`SELECT ${KEYED_PLANS}`.execute(trx);
+  await preferIndexLookups(trx);
   const stored = await storedTxids(trx);
   const events: OutboxEvent[] = [];
 

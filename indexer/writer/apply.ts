@@ -22,6 +22,7 @@ import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, Missin
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from '../events.js';
 import { toBuffer } from '../mempool-rows.js';
 import { type Trx, type Tip, int8s, lockTip, setTip, addBalances, insertUtxos, insertHistory, dropOverwrittenCoinbase, spendUtxos, cutHistory } from './chain-rows.js';
+import { preferIndexLookups } from '../planner-hints.js';
 import { removeFromMempool, confirmationEvents } from './block-events.js';
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
 import { insertScriptAliases } from './script-aliases.js';
@@ -80,6 +81,7 @@ export async function applyBlocks(db: Kysely<Database>, blocks: readonly { block
 }
 
 async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number, ctx: WriteContext): Promise<ApplyResult> {
+  await preferIndexLookups(trx);
   const tip = await lockTip(trx);
   if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
   const extendsTip = height === 0 ? tip.height === -1 : tip.height === height - 1 && tip.hash !== null && equalBytes(tip.hash, block.header.prevHash);
@@ -155,7 +157,8 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
 export async function undoBlock(db: Kysely<Database>, height: number, ctx: WriteContext = {}): Promise<UndoResult> {
   return db.transaction().execute(async (trx) => {
     if (ctx.guard) await ctx.guard(trx);
-    const tip = await lockTip(trx);
+    await preferIndexLookups(trx);
+  const tip = await lockTip(trx);
     if (tip.height !== height) return { kind: 'stale', tip };
     const timer = new PhaseTimer('undo', ctx.phases);
     const block = await sql<{ hash: Buffer; prev_hash: Buffer }>`SELECT hash, prev_hash FROM blocks WHERE height = ${height}`.execute(trx);

@@ -245,7 +245,7 @@ async function startEvicting(client: pg.Client, deps: BulkLoadDeps, bound: Bound
   const t0 = performance.now();
   await inTransaction(client, deps, () => client.query(OUTPOINT_INDEX));
   bound.reader = await connect(deps.databaseUrl);
-  // One index probe per outpoint, never a scan of the whole table (as KEYED_PLANS in chain-rows.ts does for the per-block statements).
+  // One index probe per outpoint, never a scan of the whole table (as preferIndexLookups, indexer/planner-hints.ts, does for the per-block statements).
   await bound.reader.query('SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off');
   bound.evicting = true;
   deps.log.warn({ maxEntries: bound.maxEntries, ms: Math.round(performance.now() - t0) }, 'bulk sync: the outpoint cache reached its bound (IMPORT_MEMORY_MB); older outputs are dropped from memory and read back from PostgreSQL when spent');

@@ -36,23 +36,9 @@ export async function readTip(db: Kysely<Database> | Trx): Promise<Tip> {
   return r ?? { height: -1, hash: null };
 }
 
-/**
- * Select-list items that turn hash and merge joins off for the rest of the transaction. Every
- * per-block statement joins a few thousand keys (an unnest of the block's outpoints, addresses…)
- * to a large table; PostgreSQL's estimate puts a hash join over a sequential scan of the whole
- * table (every unspent output, every balance) close to, and often below, the index lookups. At a
- * million rows that scan made deleting 8,000 spent outputs ~0.9 s instead of ~0.13 s (bench/README.md
- * "Live"); the planner only turns to the index once the table dwarfs the keys. SET LOCAL: the bulk
- * path and the API keep the planner's choice.
- */
-export const KEYED_PLANS = sql`set_config('enable_hashjoin', 'off', true) AS _hj, set_config('enable_mergejoin', 'off', true) AS _mj`;
-
-/**
- * Locks the tip for a block transaction and, in the same round trip, pins its join plans to
- * index lookups (see `KEYED_PLANS`).
- */
+/** Locks the tip for a block transaction (the writer's one lock on the chain). */
 export async function lockTip(trx: Trx): Promise<Tip> {
-  const r = await sql<Tip>`SELECT height, hash, ${KEYED_PLANS} FROM chain_tip WHERE id = 1 FOR UPDATE`.execute(trx);
+  const r = await sql<Tip>`SELECT height, hash FROM chain_tip WHERE id = 1 FOR UPDATE`.execute(trx);
   return r.rows[0] ?? { height: -1, hash: null };
 }
 

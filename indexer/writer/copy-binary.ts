@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { uuidHex } from '../src/db/address-key.js';
+import { uuidHex } from '../../src/db/address-key.js';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 

@@ -9,7 +9,7 @@
  * bulk path then reads back from PostgreSQL when an input spends one (bulk.ts).
  * @module
  */
-import { uuidHex, uuidText, uuidTextOfBytes } from '../src/db/address-key.js';
+import { uuidHex, uuidText, uuidTextOfBytes } from '../../src/db/address-key.js';
 import type { ScriptKeys } from './address-keys.js';
 
 const F_USED = 1;

@@ -1,16 +1,16 @@
 /**
  * The per-block statements join a block's keys (thousands of outpoints or addresses) to tables
  * of millions of rows. Left to itself PostgreSQL often picks a hash join over a sequential scan
- * of the whole table for them; `KEYED_PLANS` (set with the tip lock of every block transaction
- * and in every mempool change) keeps them on index lookups. Checked on the real statements'
+ * of the whole table for them; `preferIndexLookups` (indexer/planner-hints.ts: called before the tip lock of every block
+ * transaction and in every mempool change) keeps them on index lookups. Checked on the real statements'
  * shapes against a real PostgreSQL: the planner's own choice first (so the test shows the
- * setting matters), then the choice inside a transaction that selected KEYED_PLANS.
+ * setting matters), then the choice inside a transaction that called preferIndexLookups.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { createHash } from 'node:crypto';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { KEYED_PLANS } from '../../../indexer/writer/chain-rows.js';
+import { preferIndexLookups } from '../../../indexer/planner-hints.js';
 import { txidIs } from '../../../src/db/txid-key.js';
 
 const ROWS = 300_000;
@@ -42,11 +42,11 @@ afterAll(async () => {
   await t?.drop();
 });
 
-/** EXPLAIN (no execution) of the block statements' shapes, with or without KEYED_PLANS first. */
+/** EXPLAIN (no execution) of the block statements' shapes, with or without preferIndexLookups first. */
 async function plans(keyed: boolean): Promise<{ spend: string; balances: string }> {
   const picks = Array.from({ length: KEYS }, (_, k) => 1 + ((k * 37) % ROWS));
   return t.db.transaction().execute(async (trx) => {
-    if (keyed) await sql`SELECT ${KEYED_PLANS}`.execute(trx);
+    if (keyed) await preferIndexLookups(trx);
     const spend = await sql<{ 'QUERY PLAN': string }>`
       EXPLAIN DELETE FROM utxos u USING (
         SELECT t.tx_num, s.vout
@@ -73,7 +73,7 @@ describe('per-block join plans', () => {
     expect(p.balances).toMatch(/Seq Scan on balances/);
   });
 
-  it('KEYED_PLANS turns them into index lookups', async () => {
+  it('preferIndexLookups turns them into index lookups', async () => {
     const p = await plans(true);
     expect(p.spend).toMatch(/Index Scan using utxos_pkey on utxos/);
     expect(p.spend).toMatch(/Index Scan using txs_txid_key on txs/);
