@@ -33,12 +33,17 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts', 'migrations/**/*.ts'],
     ignores: ['src/bitcoin/**'],
-    rules: restrict([...ROLES.map((r) => notRole(r, 'src/ is the kernel: it never imports a role (indexer, api, streams, stamp).')), ...NO_TOOLS]),
+    rules: restrict([
+      ...ROLES.map((r) => notRole(r, 'src/ is the kernel: it never imports a role (indexer, api, streams, stamp).')),
+      ...NO_TOOLS,
+    ]),
   },
   ...ROLES.map((role) => ({
     files: [`${role}/**/*.ts`],
     rules: restrict([
-      ...ROLES.filter((r) => r !== role).map((r) => notRole(r, `roles are peers: ${role}/ never imports ${r}/ (they meet in Postgres tables; cli/ wires them).`)),
+      ...ROLES.filter((r) => r !== role).map((r) =>
+        notRole(r, `roles are peers: ${role}/ never imports ${r}/ (they meet in Postgres tables; cli/ wires them).`),
+      ),
       ...NO_TOOLS,
     ]),
   })),
@@ -49,14 +54,35 @@ export default tseslint.config(
   {
     files: ['src/bitcoin/**/*.ts'],
     rules: restrict([
-      { regex: '^(?!@scure/|@noble/|micro-packed|node:crypto$|\\.\\./\\.\\./client/network\\.js$|\\.{1,2}/[^.]).*', message: 'src/bitcoin is pure: only @scure, @noble, micro-packed, node:crypto (hashing), the SDK\'s network table and its own modules.' },
+      {
+        regex: '^(?!@scure/|@noble/|micro-packed|node:crypto$|\\.\\./\\.\\./client/network\\.js$|\\.{1,2}/[^.]).*',
+        message:
+          "src/bitcoin is pure: only @scure, @noble, micro-packed, node:crypto (hashing), the SDK's network table and its own modules.",
+      },
     ]),
   },
   {
     files: ['client/**/*.ts'],
     rules: restrict([
       { regex: '^node:', message: 'client/ runs in browsers too: no node: modules.' },
-      { group: ['**/src/**', '**/api/**', '**/indexer/**', '**/streams/**', '**/stamp/**', '**/devnode/**', '**/cli/**', 'pg', 'kysely', 'fastify', 'ioredis', 'bullmq', 'zeromq'], message: 'client/ must not pull server code.' },
+      {
+        group: [
+          '**/src/**',
+          '**/api/**',
+          '**/indexer/**',
+          '**/streams/**',
+          '**/stamp/**',
+          '**/devnode/**',
+          '**/cli/**',
+          'pg',
+          'kysely',
+          'fastify',
+          'ioredis',
+          'bullmq',
+          'zeromq',
+        ],
+        message: 'client/ must not pull server code.',
+      },
     ]),
   },
 );

@@ -16,7 +16,10 @@ export type AddressProblem = 'invalid' | 'wrong_network';
  * addressToScript), or why it is refused: `invalid` (not an address: encoding, checksum,
  * length), or `wrong_network` (it decodes for another network), with a message fit for users.
  */
-export function parseAddressParam(address: string, network: NetworkName): { script: Uint8Array } | { problem: AddressProblem; message: string } {
+export function parseAddressParam(
+  address: string,
+  network: NetworkName,
+): { script: Uint8Array } | { problem: AddressProblem; message: string } {
   try {
     return { script: decodeAddress(address, network).script };
   } catch (err) {

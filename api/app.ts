@@ -26,10 +26,17 @@ import { TIP_HASH_HEADER, TIP_HEIGHT_HEADER } from './tip.js';
 
 /** A dialect with the route modules it serves. */
 type Served<D extends DialectEdge> = { dialect: D; modules: readonly RouteModule<D>[] };
-const served = <D extends DialectEdge>(dialect: D, modules: readonly RouteModule<D>[]): Served<DialectEdge> => ({ dialect, modules: modules as readonly RouteModule<DialectEdge>[] });
+const served = <D extends DialectEdge>(dialect: D, modules: readonly RouteModule<D>[]): Served<DialectEdge> => ({
+  dialect,
+  modules: modules as readonly RouteModule<DialectEdge>[],
+});
 
 /** The dialects served, each under its prefix: Blockwire's own, Esplora's, and Coinstack's at the bare paths. */
-const SERVED: readonly Served<DialectEdge>[] = [served(v1Dialect, routeModules.v1), served(esploraDialect, routeModules.esplora), served(coinstackDialect, routeModules.coinstack)];
+const SERVED: readonly Served<DialectEdge>[] = [
+  served(v1Dialect, routeModules.v1),
+  served(esploraDialect, routeModules.esplora),
+  served(coinstackDialect, routeModules.coinstack),
+];
 const DIALECTS: readonly DialectEdge[] = SERVED.map((s) => s.dialect);
 
 const VERSION = '0.1.0';
@@ -44,7 +51,15 @@ function corsOptions(origins: readonly string[]): FastifyCorsOptions {
     origin: origins.includes('*') ? '*' : [...origins],
     methods: ['GET', 'POST', 'DELETE'],
     allowedHeaders: ['apiKey', 'Content-Type', 'Idempotency-Key'],
-    exposedHeaders: ['Link', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', TIP_HEIGHT_HEADER, TIP_HASH_HEADER],
+    exposedHeaders: [
+      'Link',
+      'Retry-After',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+      TIP_HEIGHT_HEADER,
+      TIP_HASH_HEADER,
+    ],
     credentials: false,
     maxAge: 600,
     strictPreflight: true,
@@ -56,7 +71,10 @@ const MAX_PARAM_LENGTH = 1024;
 
 /** The dialect whose prefix `path` is under (the bare paths' when none is). */
 function dialectOf(path: string): DialectEdge {
-  return DIALECTS.find((d) => d.prefix !== '' && (path === d.prefix || path.startsWith(`${d.prefix}/`))) ?? DIALECTS.find((d) => d.prefix === '')!;
+  return (
+    DIALECTS.find((d) => d.prefix !== '' && (path === d.prefix || path.startsWith(`${d.prefix}/`))) ??
+    DIALECTS.find((d) => d.prefix === '')!
+  );
 }
 
 /** Builds the app (not listening). Await `app.ready()` or `inject` before use. */
@@ -84,7 +102,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const openApiDocument = collectOpenApi(app, {
     title: 'Blockwire',
     version: VERSION,
-    description: 'Address index, transactions, broadcast, stamps and subscriptions beside a Bitcoin Core node, under /v1. The bare paths speak the Coinstack dialect (docs/coinstack.md) and are not described here.',
+    description:
+      'Address index, transactions, broadcast, stamps and subscriptions beside a Bitcoin Core node, under /v1. The bare paths speak the Coinstack dialect (docs/coinstack.md) and are not described here.',
   });
   installErrorHandling(app, v1Dialect);
   const parseJson = boundedJsonParser(app, { maxDepth: settings.bodyMaxDepth, maxItems: settings.bodyMaxItems });
@@ -93,7 +112,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // A DELETE sent with `Content-Type: application/json` and no body (what many HTTP clients do)
   // has nothing to parse: it is taken as a bodiless DELETE, not refused as empty JSON.
   app.addHook('onRequest', async (request) => {
-    if (request.method === 'DELETE' && request.headers['transfer-encoding'] === undefined && (request.headers['content-length'] ?? '0') === '0') {
+    if (
+      request.method === 'DELETE' &&
+      request.headers['transfer-encoding'] === undefined &&
+      (request.headers['content-length'] ?? '0') === '0'
+    ) {
       delete request.headers['content-type'];
     }
   });
@@ -104,7 +127,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const auth = installAuth(app, resolved);
 
   app.addHook('onResponse', async (request, reply) => {
-    request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+    request.log.debug(
+      { method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      'request',
+    );
   });
   healthRoutes(app, resolved);
   consoleRoutes(app);
@@ -113,7 +139,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     app.addHook('onResponse', async (request, reply) => {
       metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     });
-    app.get('/metrics', { config: { auth: false }, schema: { hide: true } }, async (_req, reply) => reply.type(metrics.contentType).send(await metrics.render()));
+    app.get('/metrics', { config: { auth: false }, schema: { hide: true } }, async (_req, reply) =>
+      reply.type(metrics.contentType).send(await metrics.render()),
+    );
   }
   app.get('/openapi.json', { config: { auth: false }, schema: { hide: true } }, async () => openApiDocument());
   // The versioned root: where to go from here (no data, so no key needed).

@@ -63,7 +63,11 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
     },
   });
 
-  const failures = createFailureLimiter({ limit: settings.authFailureLimit, windowMs: settings.rateWindowMs, ...(deps.rateClock ? { now: deps.rateClock } : {}) });
+  const failures = createFailureLimiter({
+    limit: settings.authFailureLimit,
+    windowMs: settings.rateWindowMs,
+    ...(deps.rateClock ? { now: deps.rateClock } : {}),
+  });
 
   /** The principal behind an open socket's session, its key checked again (api/socket-sessions.ts). */
   const sessionPrincipal = async (token: string, scope: Scope): Promise<ApiKeyPrincipal> => {
@@ -72,7 +76,8 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
     if (s.kind === 'token') return authenticate(deps.db, s.key, scope, verify);
     const found = await findSigningKey(deps.db, deps.keyring?.(), s.accessKey);
     if (!found) throw new ServiceError('ERR_API_KEY_INVALID');
-    if (!found.principal.scopes.includes(scope)) throw new ServiceError('ERR_SCOPE', { message: `this API key lacks the '${scope}' scope` });
+    if (!found.principal.scopes.includes(scope))
+      throw new ServiceError('ERR_SCOPE', { message: `this API key lacks the '${scope}' scope` });
     return found.principal;
   };
 
@@ -86,10 +91,15 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
     const exempt = creds.kind === 'token' && (token === undefined || (deps.peekKey?.(token) ?? false));
     const wait = exempt ? undefined : failures.blocked(request.ip);
     if (wait !== undefined) {
-      throw new ServiceError('ERR_RATE_LIMITED', { message: 'too many requests with invalid API keys from this address', headers: { 'Retry-After': String(Math.max(1, Math.ceil(wait / 1000))) } });
+      throw new ServiceError('ERR_RATE_LIMITED', {
+        message: 'too many requests with invalid API keys from this address',
+        headers: { 'Retry-After': String(Math.max(1, Math.ceil(wait / 1000))) },
+      });
     }
     try {
-      return creds.kind === 'token' ? await authenticate(deps.db, creds.key, scope, verify) : await authenticateSigned(deps, request, creds.authorization, scope);
+      return creds.kind === 'token'
+        ? await authenticate(deps.db, creds.key, scope, verify)
+        : await authenticateSigned(deps, request, creds.authorization, scope);
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'ERR_API_KEY_INVALID') failures.note(request.ip);
       throw err;
@@ -106,12 +116,17 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
   };
 
   const install = (scope: ApiInstance, dialect: DialectEdge): void => {
-    const answerRateLimit = (reply: FastifyReply, d: { allowed: boolean; limit: number; remaining: number; resetMs: number }): FastifyReply | undefined => {
+    const answerRateLimit = (
+      reply: FastifyReply,
+      d: { allowed: boolean; limit: number; remaining: number; resetMs: number },
+    ): FastifyReply | undefined => {
       const resetS = Math.max(1, Math.ceil(d.resetMs / 1000));
       reply.header('RateLimit-Limit', String(d.limit));
       reply.header('RateLimit-Remaining', String(d.remaining));
       reply.header('RateLimit-Reset', String(resetS));
-      return d.allowed ? undefined : dialect.sendError(reply, new ServiceError('ERR_RATE_LIMITED', { headers: { 'Retry-After': String(resetS) } }));
+      return d.allowed
+        ? undefined
+        : dialect.sendError(reply, new ServiceError('ERR_RATE_LIMITED', { headers: { 'Retry-After': String(resetS) } }));
     };
 
     scope.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -154,7 +169,8 @@ export function installAuth(app: ApiInstance, deps: ResolvedApiDeps): Auth {
       }
       (request as FastifyRequest & { _apiKey?: ApiKeyPrincipal })._apiKey = principal;
       if (limiter) {
-        const d = early && known!.id === principal.id ? await early : await limiter.take(principal.id, principal.rateLimit ?? settings.rateLimit);
+        const d =
+          early && known!.id === principal.id ? await early : await limiter.take(principal.id, principal.rateLimit ?? settings.rateLimit);
         return answerRateLimit(reply, d);
       }
     });

@@ -35,7 +35,10 @@ export function blockSummary(row: BlockHeaderRow) {
 const headerProperties = {
   version: { type: 'integer' },
   timestamp: { type: 'integer', description: 'header time, unix seconds' },
-  mediantime: { type: 'integer', description: 'median time past (the middle of the sorted times of this block and the ten before it), unix seconds' },
+  mediantime: {
+    type: 'integer',
+    description: 'median time past (the middle of the sorted times of this block and the ten before it), unix seconds',
+  },
   bits: { type: 'integer', description: 'compact target (nBits)' },
   nonce: { type: 'integer' },
   difficulty: { type: 'number' },

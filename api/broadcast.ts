@@ -34,7 +34,14 @@ const TEMPORARY_REJECTIONS: [RegExp, ErrorCode][] = [
   [/^non-(BIP68-)?final/, 'ERR_TX_NOT_FINAL'],
 ];
 
-const CONFLICTS: RegExp[] = [/^txn-mempool-conflict/, /^insufficient fee/, /^replacement-adds-unconfirmed/, /^too many potential replacements/, /^txn-same-nonwitness-data-in-mempool/, /^bip125-replacement-disallowed/];
+const CONFLICTS: RegExp[] = [
+  /^txn-mempool-conflict/,
+  /^insufficient fee/,
+  /^replacement-adds-unconfirmed/,
+  /^too many potential replacements/,
+  /^txn-same-nonwitness-data-in-mempool/,
+  /^bip125-replacement-disallowed/,
+];
 
 /**
  * Classifies a node error of sendrawtransaction by Core's code and message. Pure; the
@@ -93,7 +100,9 @@ async function parentsCanAppear(deps: BroadcastDeps, parents: readonly Uint8Arra
   if (sending) return `its parent ${hashToHex(sending)} is being broadcast`;
   const tip = deps.nodeTip?.();
   if (tip && 'initialBlockDownload' in tip && tip.initialBlockDownload) return 'the node is still in its initial block download';
-  const r = await sql<{ txid: Buffer }>`SELECT DISTINCT txid FROM reorged_txs WHERE txid = ANY(${parents.map((p) => Buffer.from(p))}::bytea[])`.execute(deps.db);
+  const r = await sql<{
+    txid: Buffer;
+  }>`SELECT DISTINCT txid FROM reorged_txs WHERE txid = ANY(${parents.map((p) => Buffer.from(p))}::bytea[])`.execute(deps.db);
   if (r.rows[0]) return `its parent ${hashToHex(r.rows[0].txid)} left the chain in a reorg and may come back`;
   return undefined;
 }
@@ -103,7 +112,10 @@ async function parentsCanAppear(deps: BroadcastDeps, parents: readonly Uint8Arra
  * has unspent (`gettxout`, mempool included): spent in a block the index has not indexed yet,
  * since the index follows the node. Undefined when the node has them all, or cannot be asked.
  */
-async function spentAheadOfIndex<I extends { prevTxid: Uint8Array; vout: number }>(deps: BroadcastDeps, inputs: readonly I[]): Promise<I | undefined> {
+async function spentAheadOfIndex<I extends { prevTxid: Uint8Array; vout: number }>(
+  deps: BroadcastDeps,
+  inputs: readonly I[],
+): Promise<I | undefined> {
   const node = deps.node;
   if (inputs.length === 0 || !node?.batch) return undefined;
   const calls = inputs.map((i) => ({ method: 'gettxout', params: [hashToHex(i.prevTxid), i.vout, true] }));
@@ -119,10 +131,20 @@ async function spentAheadOfIndex<I extends { prevTxid: Uint8Array; vout: number 
  * it can still appear (parentsCanAppear); else the transaction spends coins that do not exist,
  * and no retry helps.
  */
-async function missingOrSpent(deps: BroadcastDeps, inputs: readonly { prevTxid: Uint8Array; vout: number }[], nodeMessage: string): Promise<ServiceError> {
+async function missingOrSpent(
+  deps: BroadcastDeps,
+  inputs: readonly { prevTxid: Uint8Array; vout: number }[],
+  nodeMessage: string,
+): Promise<ServiceError> {
   const { db } = deps;
   const txids = inputs.map((i) => Buffer.from(i.prevTxid));
-  const [confirmed, mempoolOuts] = await Promise.all([getTxsByTxid(db, txids), getMempoolOutputs(db, inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout })))]);
+  const [confirmed, mempoolOuts] = await Promise.all([
+    getTxsByTxid(db, txids),
+    getMempoolOutputs(
+      db,
+      inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout })),
+    ),
+  ]);
   const unspent = await sql<{ txid: Buffer; vout: number }>`
     SELECT u.txid, u.vout FROM unnest(${txids}::bytea[], ${inputs.map((i) => i.vout)}::int4[]) AS q(txid, vout)
     JOIN LATERAL (${unspentAt(sql.ref('q.txid'), sql.ref('q.vout'))}) u ON true`.execute(db);
@@ -132,14 +154,26 @@ async function missingOrSpent(deps: BroadcastDeps, inputs: readonly { prevTxid: 
     const k = `${hex}:${i.vout}`;
     const parentKnown = confirmed.has(hex) || [...mempoolOuts.keys()].some((m) => m.startsWith(`${hex}:`));
     if (parentKnown && !unspentSet.has(k) && !mempoolOuts.has(k)) {
-      return new ServiceError('ERR_TX_CONFLICT', { message: `input ${hashToHex(i.prevTxid)}:${i.vout} is already spent`, errorCause: nodeMessage });
+      return new ServiceError('ERR_TX_CONFLICT', {
+        message: `input ${hashToHex(i.prevTxid)}:${i.vout} is already spent`,
+        errorCause: nodeMessage,
+      });
     }
   }
-  const lagging = await spentAheadOfIndex(deps, inputs.filter((i) => unspentSet.has(`${Buffer.from(i.prevTxid).toString('hex')}:${i.vout}`)));
+  const lagging = await spentAheadOfIndex(
+    deps,
+    inputs.filter((i) => unspentSet.has(`${Buffer.from(i.prevTxid).toString('hex')}:${i.vout}`)),
+  );
   if (lagging) {
-    return new ServiceError('ERR_TX_CONFLICT', { message: `input ${hashToHex(lagging.prevTxid)}:${lagging.vout} is already spent in a block the index has not indexed yet`, errorCause: nodeMessage });
+    return new ServiceError('ERR_TX_CONFLICT', {
+      message: `input ${hashToHex(lagging.prevTxid)}:${lagging.vout} is already spent in a block the index has not indexed yet`,
+      errorCause: nodeMessage,
+    });
   }
-  const why = await parentsCanAppear(deps, inputs.map((i) => i.prevTxid));
+  const why = await parentsCanAppear(
+    deps,
+    inputs.map((i) => i.prevTxid),
+  );
   if (why) return new ServiceError('ERR_TX_INPUTS_MISSING', { message: `transaction inputs are unknown; ${why}`, errorCause: nodeMessage });
   return new ServiceError('ERR_TX_INPUTS_UNKNOWN', { errorCause: nodeMessage });
 }

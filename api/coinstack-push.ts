@@ -64,14 +64,30 @@ function goTime(d: Date): string {
 
 /** The frame of a connected block. */
 function blockMessage(b: { hash: Buffer; height: number; time: number; prevHash: Buffer }): string {
-  const payload = { block_hash: hashToHex(b.hash), height: b.height, confirmation_time: isoFromUnix(b.time), parent: hashToHex(b.prevHash), transaction_list: null };
+  const payload = {
+    block_hash: hashToHex(b.hash),
+    height: b.height,
+    confirmation_time: isoFromUnix(b.time),
+    parent: hashToHex(b.prevHash),
+    transaction_list: null,
+  };
   return JSON.stringify({ Type: BLOCK_MESSAGE, Payload: payload });
 }
 
 /** The frame of a transaction that entered the mempool at `at`. */
 function txMessage(txid: Buffer, at: Date): string {
   const t = goTime(at);
-  const payload = { transaction_hash: hashToHex(txid), block_hash: null, coinbase: false, is_deleted: false, inputs: null, outputs: null, time: t, broadcast_time: t, addresses: null };
+  const payload = {
+    transaction_hash: hashToHex(txid),
+    block_hash: null,
+    coinbase: false,
+    is_deleted: false,
+    inputs: null,
+    outputs: null,
+    time: t,
+    broadcast_time: t,
+    addresses: null,
+  };
   return JSON.stringify({ Type: TX_MESSAGE, Payload: payload });
 }
 
@@ -173,7 +189,8 @@ export function startCoinstackPush(deps: PushDeps): CoinstackPush {
       clients.add(ws);
       ws.on('error', () => undefined);
       ws.on('message', (_data, isBinary) => {
-        if (isBinary && ws.readyState === WebSocket.OPEN) ws.send(Buffer.from(JSON.stringify({ Type: PONG_MESSAGE, Payload: {} })), { binary: true });
+        if (isBinary && ws.readyState === WebSocket.OPEN)
+          ws.send(Buffer.from(JSON.stringify({ Type: PONG_MESSAGE, Payload: {} })), { binary: true });
       });
       ws.on('close', () => {
         clients.delete(ws);

@@ -46,7 +46,15 @@ export const NOT_A_HANDSHAKE = 'Not a websocket handshake\n';
 const MAX_WAITING = 64;
 
 /** A command as coinstackd's WebsocketInput reads it (absent fields: zero values). */
-type Command = { ti: number; cmd: number; blockhash: string; txhash: string; address: string; rawtx: string; query: { type: string; body: unknown } };
+type Command = {
+  ti: number;
+  cmd: number;
+  blockhash: string;
+  txhash: string;
+  address: string;
+  rawtx: string;
+  query: { type: string; body: unknown };
+};
 
 type Answer = { ti: number; st: number; result: unknown };
 
@@ -55,7 +63,8 @@ class BadMessage extends Error {}
 function intField(o: Record<string, unknown>, name: string): number {
   const v = o[name];
   if (v === undefined || v === null) return 0;
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw new BadMessage(`json: cannot unmarshal ${JSON.stringify(v)} into field ${name} of type int`);
+  if (typeof v !== 'number' || !Number.isInteger(v))
+    throw new BadMessage(`json: cannot unmarshal ${JSON.stringify(v)} into field ${name} of type int`);
   return v;
 }
 
@@ -78,7 +87,8 @@ function parseCommand(data: string): Command {
   if (typeof v !== 'object' || Array.isArray(v)) throw new BadMessage('the message is not a JSON object');
   const o = v as Record<string, unknown>;
   const q = o.query;
-  if (q !== undefined && q !== null && (typeof q !== 'object' || Array.isArray(q))) throw new BadMessage('json: cannot unmarshal query: not an object');
+  if (q !== undefined && q !== null && (typeof q !== 'object' || Array.isArray(q)))
+    throw new BadMessage('json: cannot unmarshal query: not an object');
   const query = (q ?? {}) as Record<string, unknown>;
   return {
     ti: intField(o, 'ti'),
@@ -158,15 +168,26 @@ export function coinstackSockets(
 ): { handleUpgrade: UpgradeHandler; checkKeys(keyIds?: readonly bigint[]): Promise<void>; close(): void } {
   const log = deps.log.child({ component: 'api.sock' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxMessageBytes, perMessageDeflate: false, clientTracking: true });
-  const keys = createKeySockets({ db: deps.db, log, maxPerKey: deps.maxPerKey, checkMs: deps.keyCheckMs, revoked: { code: 1008, reason: 'API key revoked' } });
+  const keys = createKeySockets({
+    db: deps.db,
+    log,
+    maxPerKey: deps.maxPerKey,
+    checkMs: deps.keyCheckMs,
+    revoked: { code: 1008, reason: 'API key revoked' },
+  });
 
   async function run(token: string, host: string | undefined, c: Command): Promise<Answer> {
     const r = commandRequest(c);
-    if ('kind' in r) return { ti: c.ti, st: COINSTACK_KINDS[r.kind].status, result: coinstackErrorBody(r.kind, COINSTACK_KINDS[r.kind].retry, r.cause) };
+    if ('kind' in r)
+      return { ti: c.ti, st: COINSTACK_KINDS[r.kind].status, result: coinstackErrorBody(r.kind, COINSTACK_KINDS[r.kind].retry, r.cause) };
     const res = await app.inject({
       method: r.method,
       url: r.url,
-      headers: { [SESSION_HEADER]: token, ...(host ? { host } : {}), ...(r.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        [SESSION_HEADER]: token,
+        ...(host ? { host } : {}),
+        ...(r.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       ...(r.body !== undefined ? { payload: JSON.stringify(r.body) } : {}),
     });
     let result: unknown = res.body;
@@ -188,7 +209,11 @@ export function coinstackSockets(
       chain = chain.then(async () => {
         try {
           if (ws.readyState !== WebSocket.OPEN) return;
-          const answer = await run(session.token, host, parseCommand(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8')));
+          const answer = await run(
+            session.token,
+            host,
+            parseCommand(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8')),
+          );
           if (ws.readyState === WebSocket.OPEN) ws.send(`${JSON.stringify(answer)}\n`);
         } catch (err) {
           if (err instanceof BadMessage) ws.close(1007, err.message.slice(0, 120));
@@ -206,18 +231,26 @@ export function coinstackSockets(
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL, path: string): Promise<void> {
     // Authenticated as the REST request GET <path>: the route answers NOT_A_HANDSHAKE once the
     // dialect's hook let it through; anything else is the refusal, sent as it is.
-    const check = await app.inject({ method: 'GET', url: req.url ?? path, remoteAddress: req.socket.remoteAddress ?? '127.0.0.1', headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== SESSION_HEADER)) as Record<string, string> });
+    const check = await app.inject({
+      method: 'GET',
+      url: req.url ?? path,
+      remoteAddress: req.socket.remoteAddress ?? '127.0.0.1',
+      headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== SESSION_HEADER)) as Record<string, string>,
+    });
     const creds = socketCredentials(deps.dialect, req, url);
     const keyId = socketKeyOf(check.raw.req);
     if (check.statusCode !== 400 || check.body !== NOT_A_HANDSHAKE || !creds || keyId === undefined) {
       const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(check.headers)) if (k !== 'content-length' && k !== 'connection' && k !== 'date' && v !== undefined) headers[k] = String(v);
+      for (const [k, v] of Object.entries(check.headers))
+        if (k !== 'content-length' && k !== 'connection' && k !== 'date' && v !== undefined) headers[k] = String(v);
       return answerUpgrade(socket, check.statusCode, headers, check.body);
     }
     const place = keys.take(keyId);
     if (!place) {
       const refusal = coinstackErrorAnswer(
-        new ServiceError('ERR_TOO_MANY_STREAMS', { message: `this key already has ${deps.maxPerKey} sockets open here (API_MAX_SOCKETS_PER_KEY): close one first` }),
+        new ServiceError('ERR_TOO_MANY_STREAMS', {
+          message: `this key already has ${deps.maxPerKey} sockets open here (API_MAX_SOCKETS_PER_KEY): close one first`,
+        }),
       );
       return answerUpgrade(socket, refusal.status, refusal.headers, refusal.body);
     }

@@ -51,7 +51,13 @@ export function decodeCursor(raw: string, kind: CursorKind): Cursor {
     const [, k, n, vout, first, index] = m;
     if (k !== kind || BigInt(n!) > MAX_I64 || Number(vout) > 0x7fffffff) throw bad();
     if (first !== undefined && BigInt(first) > MAX_I64) throw bad();
-    return { kind, phase: 'c', txNum: BigInt(n!), vout: Number(vout), ...(first !== undefined ? { chunk: { first: BigInt(first), index: Number(index) } } : {}) };
+    return {
+      kind,
+      phase: 'c',
+      txNum: BigInt(n!),
+      vout: Number(vout),
+      ...(first !== undefined ? { chunk: { first: BigInt(first), index: Number(index) } } : {}),
+    };
   }
   throw bad();
 }

@@ -175,7 +175,6 @@ export type NodeTip = { height: number; hash: string; at: Date; initialBlockDown
 /** The fastify instance routes are registered on. */
 export type ApiInstance = FastifyInstance;
 
-
 /** ApiDeps with settings filled in. */
 export type ResolvedApiDeps = Omit<ApiDeps, 'settings' | 'readDb'> & { settings: ApiSettings; readDb: Kysely<Database> };
 
@@ -209,5 +208,9 @@ declare module 'fastify' {
  * first; with the indexed tip read together with the end of the log the answer covers.
  */
 export type EventLogPoll = {
-  poll(keyId: bigint, after: bigint | undefined, opts: { waitMs: number; limit: number; signal?: AbortSignal }): Promise<{ events: string[]; next: bigint; tip: { height: number; hash: Uint8Array | null } }>;
+  poll(
+    keyId: bigint,
+    after: bigint | undefined,
+    opts: { waitMs: number; limit: number; signal?: AbortSignal },
+  ): Promise<{ events: string[]; next: bigint; tip: { height: number; hash: Uint8Array | null } }>;
 };

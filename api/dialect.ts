@@ -27,7 +27,10 @@ export type RouteModule<D extends DialectEdge = Dialect> = (app: ApiInstance, de
  * loader, which gives the answer with the indexed tip its index reads were made at (api/tip.ts:
  * one snapshot), or undefined when the index has no such resource.
  */
-export type ResourceAnswer = { schema: Record<string, unknown>; load(deps: ResolvedApiDeps, hash: Buffer): Promise<{ answer: object; tip: Tip } | undefined> };
+export type ResourceAnswer = {
+  schema: Record<string, unknown>;
+  load(deps: ResolvedApiDeps, hash: Buffer): Promise<{ answer: object; tip: Tip } | undefined>;
+};
 export type BlockAnswer = ResourceAnswer;
 export type TransactionAnswer = ResourceAnswer;
 /** How a dialect answers GET /stamps/{id}: its response schema, and the answer made of what the stamping role tells. */
@@ -83,7 +86,15 @@ export interface Dialect extends DialectEdge {
 }
 
 /** An unspent output of an address as the index knows it. */
-export type UnspentView = { txid: Uint8Array; vout: number; value: bigint; script: Uint8Array; confirmations: number; txNum?: bigint | undefined; assets?: OutputAssets | undefined };
+export type UnspentView = {
+  txid: Uint8Array;
+  vout: number;
+  value: bigint;
+  script: Uint8Array;
+  confirmations: number;
+  txNum?: bigint | undefined;
+  assets?: OutputAssets | undefined;
+};
 
 /** How address lists are read: pages with a cursor in a Link header, or whole lists cut by skip/limit. */
 export type Listing = 'cursor' | 'whole';

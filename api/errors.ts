@@ -62,7 +62,8 @@ function toApiError(err: unknown): ServiceError {
   }
   // Body-parser failures (secure-json-parse, prototype poisoning) carry a 400 status.
   if (err instanceof SyntaxError || (fe.statusCode === 400 && typeof fe.code !== 'string')) return new ServiceError('ERR_INVALID_JSON');
-  if (fe.statusCode === 400 && typeof fe.code === 'string' && fe.code.startsWith('FST_ERR_CTP')) return new ServiceError('ERR_INVALID_JSON');
+  if (fe.statusCode === 400 && typeof fe.code === 'string' && fe.code.startsWith('FST_ERR_CTP'))
+    return new ServiceError('ERR_INVALID_JSON');
   if (isTransient(err)) return new ServiceError('ERR_DATABASE_UNAVAILABLE', { cause: err });
   return new ServiceError('ERR_INTERNAL', { cause: err });
 }
@@ -92,7 +93,10 @@ export function installErrorHandling(app: FastifyInstance, dialect: DialectEdge)
     // as Node answers a request that does not arrive in time (408 ERR_CLIENT_TIMEOUT), and the
     // connection closed once answered instead of kept reading the rest.
     // (a parsed body, even under inject() where `complete` stays false, has arrived)
-    const bodyArriving = request.body === undefined && !request.raw.complete && (Number(request.headers['content-length'] ?? 0) > 0 || request.headers['transfer-encoding'] !== undefined);
+    const bodyArriving =
+      request.body === undefined &&
+      !request.raw.complete &&
+      (Number(request.headers['content-length'] ?? 0) > 0 || request.headers['transfer-encoding'] !== undefined);
     if (timedOut && bodyArriving) {
       reply.header('Connection', 'close');
       reply.raw.once('finish', () => request.raw.socket?.destroy());
@@ -107,4 +111,3 @@ export function installErrorHandling(app: FastifyInstance, dialect: DialectEdge)
     return dialect.sendError(reply, apiErr);
   });
 }
-

@@ -40,7 +40,7 @@ export function jsonShapeProblem(text: string, limits: JsonShapeLimits): string 
     if (c === QUOTE) {
       // Skip the string to its closing quote (one not escaped by an odd run of backslashes);
       // an unterminated one is the parser's to refuse.
-      for (let j = i; ; ) {
+      for (let j = i; ;) {
         j = text.indexOf('"', j + 1);
         if (j < 0) {
           i = text.length;

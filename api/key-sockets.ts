@@ -59,7 +59,10 @@ export function createKeySockets(deps: {
     }
   }
 
-  const sweep = setInterval(() => void checkKeys().catch((err: unknown) => deps.log.warn({ err }, 'socket key check failed')), deps.checkMs);
+  const sweep = setInterval(
+    () => void checkKeys().catch((err: unknown) => deps.log.warn({ err }, 'socket key check failed')),
+    deps.checkMs,
+  );
   sweep.unref();
 
   return {

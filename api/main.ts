@@ -158,7 +158,15 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     if (node) {
       nodeCall ??= node
         .getBlockchainInfo()
-        .then((info) => void (nodeTip = { height: info.blocks, hash: info.bestblockhash, at: new Date(), initialBlockDownload: info.initialblockdownload === true }))
+        .then(
+          (info) =>
+            void (nodeTip = {
+              height: info.blocks,
+              hash: info.bestblockhash,
+              at: new Date(),
+              initialBlockDownload: info.initialblockdownload === true,
+            }),
+        )
         .catch(nodeDown)
         .finally(() => (nodeCall = undefined));
     }
@@ -202,7 +210,12 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
       : undefined;
   // (a key notification also closes the Coinstack sockets of a revoked key, once they are served)
   let onKeyChange = (_keyId?: bigint): void => undefined;
-  const keys = await createKeyVerifier({ db, log, onKeyChange: (id) => onKeyChange(id), ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}) });
+  const keys = await createKeyVerifier({
+    db,
+    log,
+    onKeyChange: (id) => onKeyChange(id),
+    ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}),
+  });
   // Chain changes, handed to the caches (api/cache/): held transactions and history chunks answered
   // without a statement while none came; not with replicas, whose state the primary's
   // notifications do not describe.
@@ -214,7 +227,12 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   // Ready (and /readyz true) from the first request when Redis is up; a Redis that is down
   // does not stop the API from starting: /readyz says so until it comes.
   if (redis) await connected(redis, 5000);
-  const limiter = apiRateLimiter({ ...(redis ? { redis } : {}), settings: { ...defaultApiSettings, ...settings }, log: deps.log, ...(deps.rateClock ? { rateClock: deps.rateClock } : {}) });
+  const limiter = apiRateLimiter({
+    ...(redis ? { redis } : {}),
+    settings: { ...defaultApiSettings, ...settings },
+    log: deps.log,
+    ...(deps.rateClock ? { rateClock: deps.rateClock } : {}),
+  });
   const closeOwn = async () => {
     await keys.close();
     await chainChanges?.close();
@@ -275,7 +293,8 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
     maxPerKey: deps.config.apiMaxSocketsPerKey,
     keyCheckMs: SOCKET_KEY_CHECK_MS,
   });
-  onKeyChange = (id) => void sockets.checkKeys(id === undefined ? undefined : [id]).catch((err: unknown) => log.warn({ err }, 'socket key check failed'));
+  onKeyChange = (id) =>
+    void sockets.checkKeys(id === undefined ? undefined : [id]).catch((err: unknown) => log.warn({ err }, 'socket key check failed'));
   const detachSockets = addUpgradeHandler(app.server, sockets.handleUpgrade);
   try {
     await app.listen({ host: deps.config.host, port: deps.config.port });

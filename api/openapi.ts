@@ -75,7 +75,11 @@ function buildDocument(routes: Collected[], info: { title: string; version: stri
     const resp = (s.response ?? {}) as Record<string, JsonSchema>;
     for (const [status, body] of Object.entries(resp)) {
       // (`contentMediaType`: what a route sends other than JSON, e.g. text/plain hex or bytes)
-      const { description, headers, contentMediaType, ...schema } = body as { description?: string; headers?: JsonSchema; contentMediaType?: string } & JsonSchema;
+      const { description, headers, contentMediaType, ...schema } = body as {
+        description?: string;
+        headers?: JsonSchema;
+        contentMediaType?: string;
+      } & JsonSchema;
       responses[status] = {
         description: description ?? 'success',
         ...(headers ? { headers } : {}),

@@ -38,7 +38,10 @@ export function frameworkErrorHandler(auth: () => Auth, dialectOf: (path: string
       dialect.sendError(reply, new ServiceError('ERR_DATABASE_UNAVAILABLE'));
       return;
     }
-    const answer = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new ServiceError('ERR_URI_TOO_LONG') : new ServiceError('ERR_INVALID_PARAMETER', { message: 'the path is not a valid URL' });
+    const answer =
+      err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? new ServiceError('ERR_URI_TOO_LONG')
+        : new ServiceError('ERR_INVALID_PARAMETER', { message: 'the path is not a valid URL' });
     dialect.sendError(reply, answer);
   };
 }
@@ -58,7 +61,9 @@ export function clientErrorHandler(log: Logger) {
     log.debug({ code: err.code, answer: e.code }, 'client error');
     if (socket.writable) {
       const body = JSON.stringify(e.toBody());
-      socket.write(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.write(
+        `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
     }
     socket.destroy();
   };

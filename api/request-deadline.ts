@@ -24,10 +24,13 @@ export type RequestDeadline = {
 export function requestDeadline(reply: FastifyReply, timeoutMs: number): RequestDeadline {
   const ac = new AbortController();
   let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    ac.abort(new ServiceError('ERR_REQUEST_TIMEOUT'));
-  }, Math.max(0, timeoutMs - reply.elapsedTime));
+  const timer = setTimeout(
+    () => {
+      timedOut = true;
+      ac.abort(new ServiceError('ERR_REQUEST_TIMEOUT'));
+    },
+    Math.max(0, timeoutMs - reply.elapsedTime),
+  );
   const onClose = () => ac.abort(new Error('the client went away'));
   reply.raw.once('close', onClose);
   return {

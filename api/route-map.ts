@@ -35,7 +35,8 @@ export function collectRoutes(app: FastifyInstance): RouteMap {
   app.addHook('onRoute', (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const schema = route.schema as { summary?: string; hide?: boolean } | undefined;
-    for (const method of methods) known.push({ pattern: patternOf(route.url), path: route.url, method, summary: schema?.summary, hidden: schema?.hide === true });
+    for (const method of methods)
+      known.push({ pattern: patternOf(route.url), path: route.url, method, summary: schema?.summary, hidden: schema?.hide === true });
   });
   const map: RouteMap = {
     methodsFor(path) {
@@ -58,5 +59,8 @@ export function notFoundAnswer(request: FastifyRequest): ServiceError {
   const map = (request.server as unknown as Record<symbol, RouteMap | undefined>)[ROUTES];
   const allowed = map?.methodsFor(request.url) ?? [];
   if (allowed.length === 0) return new ServiceError('ERR_ROUTE_NOT_FOUND');
-  return new ServiceError('ERR_METHOD_NOT_ALLOWED', { message: `${request.method} is not served here; use ${allowed.join(', ')}`, headers: { Allow: allowed.join(', ') } });
+  return new ServiceError('ERR_METHOD_NOT_ALLOWED', {
+    message: `${request.method} is not served here; use ${allowed.join(', ')}`,
+    headers: { Allow: allowed.join(', ') },
+  });
 }

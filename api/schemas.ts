@@ -15,7 +15,9 @@ export const hashParams = {
 export const addressParams = {
   type: 'object',
   required: ['address'],
-  properties: { address: { type: 'string', minLength: 1, maxLength: 120, description: 'a Base58Check or bech32/bech32m address of the node\'s network' } },
+  properties: {
+    address: { type: 'string', minLength: 1, maxLength: 120, description: "a Base58Check or bech32/bech32m address of the node's network" },
+  },
 } as const;
 
 export const blockchainStatusSchema = {
@@ -71,7 +73,11 @@ export const transactionSchema = {
     transaction_hash: { type: 'string' },
     block_hash: {
       type: 'array',
-      items: { type: 'object', required: ['block_hash', 'block_height'], properties: { block_hash: { type: 'string' }, block_height: { type: 'integer' } } },
+      items: {
+        type: 'object',
+        required: ['block_hash', 'block_height'],
+        properties: { block_hash: { type: 'string' }, block_height: { type: 'integer' } },
+      },
     },
     coinbase: { type: 'boolean' },
     inputs: {
@@ -115,7 +121,13 @@ export const pageQuery = {
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: 10000, default: 1000, description: 'items per page (default 1000, max 10000)' },
     cursor: { type: 'string', maxLength: 200, description: 'opaque cursor from the previous page\'s Link rel="next" header' },
-    min_conf: { type: 'integer', minimum: 0, maximum: 1000000, default: 0, description: 'only outputs/transactions with at least this many confirmations (0 includes the mempool)' },
+    min_conf: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 1000000,
+      default: 0,
+      description: 'only outputs/transactions with at least this many confirmations (0 includes the mempool)',
+    },
   },
 } as const;
 

@@ -64,7 +64,14 @@ function timestampProblem(ts: string, now: number): string | undefined {
 }
 
 /** The string a signature covers. */
-function stringToSign(r: { method: string; host: string; path: string; timestamp: string; contentMd5: string; contentType: string }): string {
+function stringToSign(r: {
+  method: string;
+  host: string;
+  path: string;
+  timestamp: string;
+  contentMd5: string;
+  contentType: string;
+}): string {
   return `${r.method}\n${r.host}\n${r.path}\n${r.timestamp}\n${r.contentMd5}\n${r.contentType}\n`;
 }
 
@@ -97,7 +104,13 @@ const expectedMd5 = new WeakMap<FastifyRequest, string>();
  * Checks a signed request (everything but its body) and returns the key's principal, or throws
  * ServiceError 401 with go-hmacauth's message (403 when the key lacks the route's scope).
  */
-export async function authenticateSigned(deps: ResolvedApiDeps, request: FastifyRequest, authorization: string, scope: Scope, now = Date.now()): Promise<ApiKeyPrincipal> {
+export async function authenticateSigned(
+  deps: ResolvedApiDeps,
+  request: FastifyRequest,
+  authorization: string,
+  scope: Scope,
+  now = Date.now(),
+): Promise<ApiKeyPrincipal> {
   const parts = parseAuthorization(authorization);
   if (typeof parts === 'string') throw refuse(parts);
   const problem = timestampProblem(parts.Timestamp, now);

@@ -17,12 +17,19 @@ export const TIP_HASH_HEADER = 'Blockwire-Tip-Hash';
 
 /** The headers' descriptions for a route's response schema (/openapi.json). */
 export const tipHeaders = {
-  [TIP_HEIGHT_HEADER]: { type: 'integer', description: 'height of the indexed tip the answer was read at, in the same database snapshot as the answer (-1 while nothing is indexed)' },
+  [TIP_HEIGHT_HEADER]: {
+    type: 'integer',
+    description:
+      'height of the indexed tip the answer was read at, in the same database snapshot as the answer (-1 while nothing is indexed)',
+  },
   [TIP_HASH_HEADER]: { type: 'string', description: 'hash of that tip, display hex (absent while nothing is indexed)' },
 } as const;
 
 /** `schema` (a 200 response's) with the tip headers described. */
-export const withTipHeaders = <S extends object>(schema: S) => ({ ...schema, headers: { ...(schema as { headers?: object }).headers, ...tipHeaders } });
+export const withTipHeaders = <S extends object>(schema: S) => ({
+  ...schema,
+  headers: { ...(schema as { headers?: object }).headers, ...tipHeaders },
+});
 
 /** Sets the tip headers of `reply`. */
 export function setTipHeaders(reply: FastifyReply, tip: { height: number; hash: Uint8Array | null }): void {

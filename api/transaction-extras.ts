@@ -28,16 +28,18 @@ export type RawExtras = {
 
 /** Where the serialized transactions come from. */
 export type RawSource =
-  | { kind: 'block'; hash: string }
-  | { kind: 'confirmed'; blockHash: string; height: number }
-  | { kind: 'mempool'; raw: Uint8Array };
+  { kind: 'block'; hash: string } | { kind: 'confirmed'; blockHash: string; height: number } | { kind: 'mempool'; raw: Uint8Array };
 
 /** sat/vB with two decimals, as fee-rate tools print it. */
 function feeRate(fee: number, vsize: number): number {
   return Math.round((fee / vsize) * 100) / 100;
 }
 
-function extras(view: TransactionView, sizes: TxSizes | undefined, replace: { replaceable: boolean | null; bip125: boolean | null }): RawExtras {
+function extras(
+  view: TransactionView,
+  sizes: TxSizes | undefined,
+  replace: { replaceable: boolean | null; bip125: boolean | null },
+): RawExtras {
   const vsize = sizes && Math.ceil(sizes.weight / 4);
   return {
     fee: view.fee,
@@ -66,7 +68,11 @@ async function fromNode<T>(deps: ResolvedApiDeps, call: () => Promise<T> | undef
 export type SizedView = { view: TransactionView; sizes: TxSizes | undefined };
 
 /** The views with their /v1 fields. */
-export async function withRawExtras(deps: ResolvedApiDeps, views: readonly SizedView[], source: RawSource): Promise<(TransactionView & RawExtras)[]> {
+export async function withRawExtras(
+  deps: ResolvedApiDeps,
+  views: readonly SizedView[],
+  source: RawSource,
+): Promise<(TransactionView & RawExtras)[]> {
   const node = deps.node;
   if (source.kind === 'block') {
     const unsized = views.some((v) => !v.sizes);
@@ -94,7 +100,10 @@ export async function withRawExtras(deps: ResolvedApiDeps, views: readonly Sized
   );
   const entry = answers?.[0];
   const info = answers?.[1];
-  const bip125 = entry && !(entry instanceof Error) && typeof entry['bip125-replaceable'] === 'boolean' ? (entry['bip125-replaceable'] as boolean) : null;
+  const bip125 =
+    entry && !(entry instanceof Error) && typeof entry['bip125-replaceable'] === 'boolean'
+      ? (entry['bip125-replaceable'] as boolean)
+      : null;
   const fullRbf = info && !(info instanceof Error) ? info.fullrbf === true : null;
   const replaceable = fullRbf === true ? true : bip125 !== null && fullRbf !== null ? bip125 : null;
   return [{ ...view, ...extras(view, tx, { replaceable, bip125 }) }];
@@ -113,7 +122,13 @@ export const txViewSchema = {
     size: { ...nullableInt, description: 'serialized bytes, witness included (null while the node cannot be reached)' },
     vsize: { ...nullableInt, description: 'virtual size, vB (BIP141)' },
     weight: { ...nullableInt, description: 'weight units (BIP141)' },
-    replaceable: { type: ['boolean', 'null'], description: 'a mempool transaction the node would let a higher-fee one replace (BIP125 signal or full-RBF); false once confirmed' },
-    bip125_replaceable: { type: ['boolean', 'null'], description: 'it or an unconfirmed ancestor signals BIP125 (Core\'s mempool entry); false once confirmed' },
+    replaceable: {
+      type: ['boolean', 'null'],
+      description: 'a mempool transaction the node would let a higher-fee one replace (BIP125 signal or full-RBF); false once confirmed',
+    },
+    bip125_replaceable: {
+      type: ['boolean', 'null'],
+      description: "it or an unconfirmed ancestor signals BIP125 (Core's mempool entry); false once confirmed",
+    },
   },
 } as const;

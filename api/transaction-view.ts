@@ -84,7 +84,12 @@ function buildJson(network: NetworkName, tx: IndexedTx): TransactionJson & { fee
     : tx.inputs.map((i) => {
         const address = i.prevout ? describeOutput(i.prevout.script, network).addresses : [];
         for (const a of address) addresses.add(a);
-        return { transaction_hash: hashToHex(i.prevTxid), output_index: i.vout, address, value: i.prevout ? i.prevout.value.toString() : '' };
+        return {
+          transaction_hash: hashToHex(i.prevTxid),
+          output_index: i.vout,
+          address,
+          value: i.prevout ? i.prevout.value.toString() : '',
+        };
       });
   const outputs = tx.outputs.map((o, index) => {
     const view = describeOutput(o.script, network);
@@ -242,7 +247,11 @@ export async function confirmedViews(
 }
 
 /** Indexed transactions of one block (`rows` from one statement), their spent outputs read in one more round trip. */
-async function confirmedTxs(db: Kysely<Database>, rows: readonly ConfirmedRow[], block: { hash: Uint8Array; height: number; time: number }): Promise<IndexedTx[]> {
+async function confirmedTxs(
+  db: Kysely<Database>,
+  rows: readonly ConfirmedRow[],
+  block: { hash: Uint8Array; height: number; time: number },
+): Promise<IndexedTx[]> {
   const ins = rows.map((r) => decodeIns(r.ins));
   const prevs = await lookups(db).prevTxs(ins.flat().map((i) => i.txNum));
   return rows.map((row, k) => {
@@ -270,12 +279,17 @@ type PrevTxs = Map<bigint, { txid: Buffer; outs: Buffer }>;
  * The lookups of one turn of the event loop in one statement each (api/cache/tick-batch.ts): confirmed
  * transactions by txid, then the transactions their inputs spend, one batcher each per database.
  */
-const batchers = new WeakMap<Kysely<Database>, { confirmed: (txid: Buffer) => Promise<ConfirmedTxRow | undefined>; prevTxs: (nums: bigint[]) => Promise<PrevTxs> }>();
+const batchers = new WeakMap<
+  Kysely<Database>,
+  { confirmed: (txid: Buffer) => Promise<ConfirmedTxRow | undefined>; prevTxs: (nums: bigint[]) => Promise<PrevTxs> }
+>();
 function lookups(db: Kysely<Database>) {
   let b = batchers.get(db);
   if (!b) {
     b = {
-      confirmed: batchPerTick(async (txids: Buffer[]) => (txids.length === 1 ? [await findConfirmedTx(db, txids[0]!)] : findConfirmedTxs(db, txids))),
+      confirmed: batchPerTick(async (txids: Buffer[]) =>
+        txids.length === 1 ? [await findConfirmedTx(db, txids[0]!)] : findConfirmedTxs(db, txids),
+      ),
       // (every caller gets the map of the whole batch: it reads only its own tx_nums from it)
       prevTxs: batchPerTick(async (lists: bigint[][]) => {
         const all = await getTxsByNum(db, lists.flat());
@@ -300,7 +314,8 @@ async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs |
   if (generation !== undefined) {
     const seen = held!.peek(txid)?.seen;
     // No change since the statement that gave `seen`, up to a barrier started after the request came.
-    if (seen?.generation === generation && (await held!.changes!.unchangedSince(generation))) return { tx: seen.tx, mempoolRaw: null, tip: seen.tip };
+    if (seen?.generation === generation && (await held!.changes!.unchangedSince(generation)))
+      return { tx: seen.tx, mempoolRaw: null, tip: seen.tip };
   }
   const confirmed = await lookups(db).confirmed(txid);
   if (confirmed) {
@@ -311,7 +326,10 @@ async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs |
       tx = (await confirmedTxs(db, [confirmed], block))[0]!;
       if (held) {
         const { used: _used, ...base } = tx;
-        held.set(confirmed, tx.inputs.length + tx.outputs.length, { base, last: { unspent: confirmed.unspent_vouts, mempoolSpent: confirmed.mempool_spent_vouts, tx } });
+        held.set(confirmed, tx.inputs.length + tx.outputs.length, {
+          base,
+          last: { unspent: confirmed.unspent_vouts, mempoolSpent: confirmed.mempool_spent_vouts, tx },
+        });
       }
     }
     const entry = generation !== undefined ? held!.peek(txid) : undefined;
@@ -329,7 +347,10 @@ async function readMempoolTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: 
   const prevTxids = tx.inputs.map((i) => Buffer.from(i.prevTxid));
   const [confirmedPrev, mempoolPrev, spend] = await Promise.all([
     getTxsByTxid(db, prevTxids),
-    getMempoolOutputs(db, tx.inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout }))),
+    getMempoolOutputs(
+      db,
+      tx.inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout })),
+    ),
     getOutputSpendState(db, txid),
   ]);
   const indexed: IndexedTx = {

@@ -27,7 +27,8 @@ const DECIMAL_INTEGER = /^-?[0-9]+$/;
 
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; items?: Schema };
 
-const isInteger = (s: Schema | undefined) => s !== undefined && (s.type === 'integer' || (Array.isArray(s.type) && s.type.includes('integer')));
+const isInteger = (s: Schema | undefined) =>
+  s !== undefined && (s.type === 'integer' || (Array.isArray(s.type) && s.type.includes('integer')));
 
 /** The properties of an object schema that take integers (or arrays of them). */
 function integerProperties(schema: Schema | undefined): string[] {
@@ -46,7 +47,9 @@ function withIntegerCheck(validate: Validate, names: readonly string[], part: st
       const v = values[name];
       for (const s of Array.isArray(v) ? v : [v]) {
         if (typeof s === 'string' && !DECIMAL_INTEGER.test(s)) {
-          return { error: new ServiceError('ERR_INVALID_PARAMETER', { message: `${part} '${name}' must be an integer in decimal digits` }) };
+          return {
+            error: new ServiceError('ERR_INVALID_PARAMETER', { message: `${part} '${name}' must be an integer in decimal digits` }),
+          };
         }
       }
     }
@@ -67,7 +70,11 @@ export const buildValidator: BuildValidator = (externalSchemas) => {
     const validate = text(route);
     const names = integerProperties(route.schema as Schema);
     if (names.length === 0) return validate;
-    return withIntegerCheck(validate as Validate, names, route.httpPart === 'querystring' ? 'query parameter' : 'path parameter') as ReturnType<typeof text>;
+    return withIntegerCheck(
+      validate as Validate,
+      names,
+      route.httpPart === 'querystring' ? 'query parameter' : 'path parameter',
+    ) as ReturnType<typeof text>;
   };
 };
 
@@ -82,6 +89,7 @@ function holdsNul(value: unknown): boolean {
 
 /** preValidation hook: refuses NUL characters in path parameters, query values and JSON bodies. */
 export async function rejectNulCharacters(request: FastifyRequest): Promise<void> {
-  if (holdsNul(request.params) || holdsNul(request.query)) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'a path or query parameter holds a NUL character' });
+  if (holdsNul(request.params) || holdsNul(request.query))
+    throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'a path or query parameter holds a NUL character' });
   if (holdsNul(request.body)) throw new ServiceError('ERR_INVALID_BODY', { message: 'a string of the body holds a NUL character' });
 }

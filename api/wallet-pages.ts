@@ -25,7 +25,10 @@ const ABOVE_ALL = 1n << 62n;
  * up to `limit` rows in all; `next` when confirmed outputs are left over (a page that the mempool
  * filled resumes at the newest confirmed output).
  */
-export function unspentPage<T extends { txNum: bigint | null; vout: number }>(rows: readonly T[], limit: number): { rows: T[]; next: UnspentAfter | undefined } {
+export function unspentPage<T extends { txNum: bigint | null; vout: number }>(
+  rows: readonly T[],
+  limit: number,
+): { rows: T[]; next: UnspentAfter | undefined } {
   const inMempool = rows.findIndex((u) => u.txNum !== null);
   const mempoolCount = inMempool < 0 ? rows.length : inMempool;
   const room = Math.max(0, limit - mempoolCount);

@@ -18,7 +18,19 @@ const db = createDb(dbUrl, { max: 8, applicationName: 'bench-api' });
 const redis = new Redis(redisUrl);
 // (metrics as `blockwire start` has them: GET /metrics, which bench/api.ts reads for held history pages)
 const metrics = createMetrics({ db, log: silentLogger(), roles: ['api'], processMetrics: false });
-const api = await startApi({ config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest', ...(process.env.BENCH_API_TX_CACHE_MB ? { apiTxCacheMb: Number(process.env.BENCH_API_TX_CACHE_MB) } : {}) }), log: silentLogger(), db, redis, databaseUrl: dbUrl, metrics });
+const api = await startApi({
+  config: testConfig({
+    host: '127.0.0.1',
+    port: 0,
+    network: 'regtest',
+    ...(process.env.BENCH_API_TX_CACHE_MB ? { apiTxCacheMb: Number(process.env.BENCH_API_TX_CACHE_MB) } : {}),
+  }),
+  log: silentLogger(),
+  db,
+  redis,
+  databaseUrl: dbUrl,
+  metrics,
+});
 process.stdout.write(`port ${api.port}\n`);
 process.on('SIGTERM', () => {
   void api.close().then(async () => {

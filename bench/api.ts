@@ -99,7 +99,11 @@ async function main() {
   let dbUrl = process.env.DATABASE_URL;
   let redisUrl = process.env.REDIS_URL;
   if (!dbUrl) {
-    const server = await startPostgres({ dataDir: join(scratch, 'pg'), ephemeral: true, settings: { shared_buffers: '1GB', max_wal_size: '8GB' } });
+    const server = await startPostgres({
+      dataDir: join(scratch, 'pg'),
+      ephemeral: true,
+      settings: { shared_buffers: '1GB', max_wal_size: '8GB' },
+    });
     started.push(server);
     const c = new pg.Client({ connectionString: server.url });
     await c.connect();
@@ -116,9 +120,13 @@ async function main() {
   try {
     await migrateToLatest(db);
     const t0 = Date.now();
-    const hotBalance = (await sql<{ b: string }>`SELECT balance::text AS b FROM balances WHERE addr_key = ${hotKey}::uuid`.execute(db)).rows[0]?.b;
+    const hotBalance = (await sql<{ b: string }>`SELECT balance::text AS b FROM balances WHERE addr_key = ${hotKey}::uuid`.execute(db))
+      .rows[0]?.b;
     const built = hotBalance !== undefined;
-    if (built && hotBalance !== String(HOT_TXS * 1000)) throw new Error(`DATABASE_URL holds an index of another size (hot address balance ${hotBalance}, not ${HOT_TXS * 1000}): use an empty database`);
+    if (built && hotBalance !== String(HOT_TXS * 1000))
+      throw new Error(
+        `DATABASE_URL holds an index of another size (hot address balance ${hotBalance}, not ${HOT_TXS * 1000}): use an empty database`,
+      );
     if (!built) await buildIndex(db);
     // Write the build's dirty pages now: a checkpoint due mid-measurement (checkpoint_timeout)
     // stalled the runs it fell in (p99 195 ms at an offered 5,000 req/s against 29–66 without).
@@ -127,8 +135,14 @@ async function main() {
     const payTxids = Array.from({ length: PAYMENTS }, (_, i) => hashToHex(sha(`pay-${i}`)));
     const payH = HOT_BLOCKS + 1;
     const key = (await createApiKey(db, { name: 'bench', rateLimit: 2_000_000_000 })).key;
-    process.stdout.write(`load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} (2 cores)\n`);
-    process.stdout.write(`index ${built ? 'reused' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s: hot address ${hotAddress} with ${HOT_TXS} txs, ${ADDRESSES} addresses, ${PAYMENTS} payments\n`);
+    process.stdout.write(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')} (2 cores)\n`,
+    );
+    process.stdout.write(
+      `index ${built ? 'reused' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s: hot address ${hotAddress} with ${HOT_TXS} txs, ${ADDRESSES} addresses, ${PAYMENTS} payments\n`,
+    );
     await measure(db, dbUrl, redisUrl, key, addresses, payTxids, payH);
   } finally {
     await db.destroy();
@@ -147,12 +161,16 @@ async function buildIndex(db: Kysely<Database>): Promise<void> {
     const hotOuts = encodeOuts([{ value: 1000n, script: hotScript }]);
     await sql`INSERT INTO txs (tx_num, txid, outs, ins, first_seen)
       SELECT n, sha256(int8send(n)), ${hotOuts}, '\\x'::bytea, NULL
-      FROM (SELECT ${sqlFirstTxNum(sql`h`)} | p AS n FROM generate_series(1, ${HOT_BLOCKS}) h, generate_series(1, ${PER_BLOCK}) p) s`.execute(db);
+      FROM (SELECT ${sqlFirstTxNum(sql`h`)} | p AS n FROM generate_series(1, ${HOT_BLOCKS}) h, generate_series(1, ${PER_BLOCK}) p) s`.execute(
+      db,
+    );
     await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script)
       SELECT txid, 0, tx_num, ${hotKey}::uuid, 1000, ${Buffer.from(hotScript)} FROM txs`.execute(db);
     await sql`INSERT INTO history (addr_key, first_tx_num, rest)
       SELECT ${hotKey}::uuid, min(n), ${sql.raw(SQL_HISTORY.slice(`string_agg(${SQL_HISTORY.entry('n')}, ''::bytea ORDER BY n)`, '1', 'count(*) - 1'))}
-      FROM (SELECT n, (row_number() OVER (ORDER BY n) - 1) / ${CHUNK_ENTRIES} AS chunk FROM (SELECT tx_num AS n FROM txs) a) s GROUP BY chunk`.execute(db);
+      FROM (SELECT n, (row_number() OVER (ORDER BY n) - 1) / ${CHUNK_ENTRIES} AS chunk FROM (SELECT tx_num AS n FROM txs) a) s GROUP BY chunk`.execute(
+      db,
+    );
     await sql`INSERT INTO balances (addr_key, balance, utxo_count) VALUES (${hotKey}::uuid, ${HOT_TXS * 1000}, ${HOT_TXS})`.execute(db);
     // Ordinary addresses: a balance row and one history entry each.
     for (let start = 0; start < ADDRESSES; start += 20_000) {
@@ -176,12 +194,20 @@ async function buildIndex(db: Kysely<Database>): Promise<void> {
         rows.push({
           n: String(txNum(payH, i + 1)),
           txid,
-          outs: encodeOuts([{ value: 1500n, script: witnessScript(0, program(i)) }, { value: 400n, script: hotScript }]),
-          ins: encodeIns([{ txNum: txNum(1 + (i % HOT_BLOCKS), 1 + (i % 997)), vout: 0 }, { txNum: txNum(2 + (i % (HOT_BLOCKS - 2)), 2 + (i % 991)), vout: 0 }]),
+          outs: encodeOuts([
+            { value: 1500n, script: witnessScript(0, program(i)) },
+            { value: 400n, script: hotScript },
+          ]),
+          ins: encodeIns([
+            { txNum: txNum(1 + (i % HOT_BLOCKS), 1 + (i % 997)), vout: 0 },
+            { txNum: txNum(2 + (i % (HOT_BLOCKS - 2)), 2 + (i % 991)), vout: 0 },
+          ]),
         });
       }
       // (size and weight of a two-P2WPKH-in, two-P2WPKH-out payment, as the indexer stores them)
-      await sql`INSERT INTO txs (tx_num, txid, outs, ins, size, weight) SELECT *, 370, 832 FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => r.txid)}::bytea[], ${rows.map((r) => r.outs)}::bytea[], ${rows.map((r) => r.ins)}::bytea[])`.execute(db);
+      await sql`INSERT INTO txs (tx_num, txid, outs, ins, size, weight) SELECT *, 370, 832 FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => r.txid)}::bytea[], ${rows.map((r) => r.outs)}::bytea[], ${rows.map((r) => r.ins)}::bytea[])`.execute(
+        db,
+      );
     }
     await sql`UPDATE chain_tip SET height = ${payH}, hash = sha256(('block' || ${payH})::bytea)`.execute(db);
     await sql`VACUUM ANALYZE`.execute(db);
@@ -189,10 +215,28 @@ async function buildIndex(db: Kysely<Database>): Promise<void> {
 }
 
 /** Starts the API process and runs both measurements. */
-async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, key: string, addresses: string[], payTxids: string[], payH: number): Promise<void> {
+async function measure(
+  db: Kysely<Database>,
+  dbUrl: string,
+  redisUrl: string,
+  key: string,
+  addresses: string[],
+  payTxids: string[],
+  payH: number,
+): Promise<void> {
   {
-
-    const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_PROF}`] : []), '--import', 'tsx', 'bench/api-server.ts', dbUrl, redisUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      [
+        ...(process.env.BENCH_SERVER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_PROF}`] : []),
+        '--import',
+        'tsx',
+        'bench/api-server.ts',
+        dbUrl,
+        redisUrl,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const port = await new Promise<number>((res, rej) => {
       child.stdout.on('data', (d: Buffer) => {
         const m = /port (\d+)/.exec(d.toString());
@@ -204,20 +248,38 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
     try {
       // (1) Paging depth: sequential requests, each a full HTTP round trip.
       // (a typed array: a million heap BigInts made the load generator's own GC pauses show in p99)
-      const hotNums = BigInt64Array.from((await sql<{ tx_num: bigint }>`SELECT tx_num FROM txs WHERE tx_num < ${txNum(payH, 0)} ORDER BY tx_num DESC`.execute(db)).rows, (r) => r.tx_num);
+      const hotNums = BigInt64Array.from(
+        (await sql<{ tx_num: bigint }>`SELECT tx_num FROM txs WHERE tx_num < ${txNum(payH, 0)} ORDER BY tx_num DESC`.execute(db)).rows,
+        (r) => r.tx_num,
+      );
       // The cursor a client gets in the Link header after entry `d` (newest first): the build
       // above chunks the ascending tx_nums 1024 at a time.
       const historyCursor = (d: number): Cursor => {
         const asc = hotNums.length - 1 - d;
-        return { kind: 'h', phase: 'c', txNum: hotNums[d]!, vout: 0, chunk: { first: hotNums[hotNums.length - 1 - Math.floor(asc / 1024) * 1024]!, index: asc % 1024 } };
+        return {
+          kind: 'h',
+          phase: 'c',
+          txNum: hotNums[d]!,
+          vout: 0,
+          chunk: { first: hotNums[hotNums.length - 1 - Math.floor(asc / 1024) * 1024]!, index: asc % 1024 },
+        };
       };
-      const depths: [string, number][] = opts['skip-paging'] ? [] : [['first page', 0], [`depth ${(HOT_TXS / 2).toLocaleString('en-US')}`, HOT_TXS / 2], ['last page', HOT_TXS - 25]];
+      const depths: [string, number][] = opts['skip-paging']
+        ? []
+        : [
+            ['first page', 0],
+            [`depth ${(HOT_TXS / 2).toLocaleString('en-US')}`, HOT_TXS / 2],
+            ['last page', HOT_TXS - 25],
+          ];
       process.stdout.write(`\npaging the ${short(HOT_TXS)}-transaction address (limit 25 and 1000, 200 sequential requests each):\n`);
       process.stdout.write('| list | position | limit | p50 ms | p99 ms |\n|---|---|---|---|---|\n');
       for (const kind of ['history', 'unspentoutputs'] as const) {
         for (const [label, d] of depths) {
           for (const limit of [25, 1000]) {
-            const cursor = d === 0 ? '' : `&cursor=${encodeCursor(kind === 'history' ? historyCursor(d - 1) : { kind: 'u', phase: 'c', txNum: hotNums[d - 1]!, vout: 0 })}`;
+            const cursor =
+              d === 0
+                ? ''
+                : `&cursor=${encodeCursor(kind === 'history' ? historyCursor(d - 1) : { kind: 'u', phase: 'c', txNum: hotNums[d - 1]!, vout: 0 })}`;
             const url = `${base}/v1/addresses/${hotAddress}/${kind}?limit=${limit}${cursor}`;
             const times: number[] = [];
             for (let i = 0; i < 200; i++) {
@@ -235,16 +297,25 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
 
       // (2) Throughput with autocannon.
       const rand = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!;
-      const hotPage = (limit: number) => () => `/v1/addresses/${hotAddress}/history?limit=${limit}&cursor=${encodeCursor(historyCursor(Math.floor(Math.random() * hotNums.length)))}`;
+      const hotPage = (limit: number) => () =>
+        `/v1/addresses/${hotAddress}/history?limit=${limit}&cursor=${encodeCursor(historyCursor(Math.floor(Math.random() * hotNums.length)))}`;
       // A batch body: 1,000 random addresses of them all, balances only (50 bodies made ahead, so
       // the load generator does not spend its CPU building them).
-      const batchBodies = Array.from({ length: 50 }, () => JSON.stringify({ addresses: Array.from({ length: 1000 }, () => rand(addresses)), include: ['balance'] }));
+      const batchBodies = Array.from({ length: 50 }, () =>
+        JSON.stringify({ addresses: Array.from({ length: 1000 }, () => rand(addresses)), include: ['balance'] }),
+      );
       let nextBody = 0;
       const batchBody = () => batchBodies[nextBody++ % batchBodies.length]!;
       /** Paths requested once, 16 at a time, before a run: what it measures is lookups of things looked up before. */
       const warmUp = async (paths: string[]) => {
         let next = 0;
-        await autocannon({ url: base, connections: CONNECTIONS, amount: paths.length, headers: { apiKey: key }, requests: [{ setupRequest: (req) => ({ ...req, path: paths[next++ % paths.length]! }) }] });
+        await autocannon({
+          url: base,
+          connections: CONNECTIONS,
+          amount: paths.length,
+          headers: { apiKey: key },
+          requests: [{ setupRequest: (req) => ({ ...req, path: paths[next++ % paths.length]! }) }],
+        });
       };
       const scenarios: [string, () => string, (() => string)?][] = [
         ['floor: unknown route (fastify + sockets only: 404, no key, no database)', () => '/v1/floor'],
@@ -254,13 +325,18 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         [`transaction (random of ${short(PAYMENTS)} payments, 2 in / 2 out)`, () => `/v1/transactions/${rand(payTxids)}`],
         ['history page (limit 1, hot address, random depth)', hotPage(1)],
         ['history page (limit 100, hot address, random depth)', hotPage(100)],
-        [`batch: POST /v1/addresses/batch, balances of 1,000 random addresses of ${short(ADDRESSES)}`, () => '/v1/addresses/batch', batchBody],
+        [
+          `batch: POST /v1/addresses/batch, balances of 1,000 random addresses of ${short(ADDRESSES)}`,
+          () => '/v1/addresses/batch',
+          batchBody,
+        ],
       ];
       /** Runs a load and the CPU it cost per request (of `requests(result)`) in the API, its backends and the load generator. */
       /** History pages the API has answered so far, by source (blockwire_api_history_pages_total). */
       const historyPages = async () => {
         const text = await (await fetch(`${base}/metrics`)).text();
-        const count = (source: string) => Number(new RegExp(`^blockwire_api_history_pages_total\\{source="${source}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+        const count = (source: string) =>
+          Number(new RegExp(`^blockwire_api_history_pages_total\\{source="${source}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
         return { held: count('held'), cut: count('cut') };
       };
       const withCpu = async <T>(load: () => Promise<T>, requests: (result: T) => number) => {
@@ -294,7 +370,15 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           requests: [
             {
               setupRequest: (req) =>
-                body ? { ...req, path: path(), method: 'POST', body: body(), headers: { ...req.headers, apiKey: key, 'content-type': 'application/json' } } : { ...req, path: path() },
+                body
+                  ? {
+                      ...req,
+                      path: path(),
+                      method: 'POST',
+                      body: body(),
+                      headers: { ...req.headers, apiKey: key, 'content-type': 'application/json' },
+                    }
+                  : { ...req, path: path() },
             },
           ],
         });
@@ -304,8 +388,12 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           () => load(path, connections, DURATION, overallRate, body),
           (r) => r.requests.total,
         );
-      process.stdout.write(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each${WARM_UP > 0 ? ` after ${WARM_UP} s of the same load not measured (and the million-entry address's chunks paged once)` : ', cold'}, as fast as they go (server and load generator share the 2 cores):\n`);
-      process.stdout.write("| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|\n");
+      process.stdout.write(
+        `\nautocannon, ${CONNECTIONS} connections, ${DURATION} s each${WARM_UP > 0 ? ` after ${WARM_UP} s of the same load not measured (and the million-entry address's chunks paged once)` : ', cold'}, as fast as they go (server and load generator share the 2 cores):\n`,
+      );
+      process.stdout.write(
+        "| route | req/s | of floor | p50 ms | p99 ms | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|\n",
+      );
       let floor = 0;
       let warmed = false;
       let hotWarmed = false;
@@ -317,7 +405,11 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
        * chunk not held asks for it in the background, a few loads at a time.
        */
       const warmHotChunks = async () => {
-        const paths = Array.from({ length: Math.ceil(hotNums.length / 256) }, (_, i) => `/v1/addresses/${hotAddress}/history?limit=25&cursor=${encodeCursor(historyCursor(Math.min(hotNums.length - 1, i * 256 + 128)))}`);
+        const paths = Array.from(
+          { length: Math.ceil(hotNums.length / 256) },
+          (_, i) =>
+            `/v1/addresses/${hotAddress}/history?limit=25&cursor=${encodeCursor(historyCursor(Math.min(hotNums.length - 1, i * 256 + 128)))}`,
+        );
         for (let pass = 1; pass <= 20; pass++) {
           const before = await historyPages();
           await warmUp(paths);
@@ -349,9 +441,14 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
         const { result, api, pg, gen, held } = await run(path, CONNECTIONS, opts.rate ? Number(opts.rate) : undefined, body);
         if (label.startsWith('floor')) floor = result.requests.average;
         const ratio = floor > 0 ? `${((100 * result.requests.average) / floor).toFixed(0)} %` : '-';
-        process.stdout.write(`| ${label} | ${Math.round(result.requests.average)} | ${ratio} | ${result.latency.p50} | ${result.latency.p99} | ${api} | ${pg} | ${gen} | ${result.non2xx} | ${held} |\n`);
+        process.stdout.write(
+          `| ${label} | ${Math.round(result.requests.average)} | ${ratio} | ${result.latency.p50} | ${result.latency.p99} | ${api} | ${pg} | ${gen} | ${result.non2xx} | ${held} |\n`,
+        );
       }
-      if (hotPasses.length > 0) process.stdout.write(`(the million-entry address paged at every 256th entry before its first run: ${hotPasses.length} passes, pages held ${hotPasses.join(', ')})\n`);
+      if (hotPasses.length > 0)
+        process.stdout.write(
+          `(the million-entry address paged at every 256th entry before its first run: ${hotPasses.length} passes, pages held ${hotPasses.join(', ')})\n`,
+        );
 
       // (3) The targets as stated: each route offered its target rate on a fixed
       // schedule (bench/open-loop.ts: latency from each request's scheduled time, so queueing
@@ -362,16 +459,42 @@ async function measure(db: Kysely<Database>, dbUrl: string, redisUrl: string, ke
           ['history page (limit 25, hot address, random depth)', scenarios[2]![1], 5000, 25],
           [scenarios[3]![0], scenarios[3]![1], 5000, 25],
         ];
-        process.stdout.write(`\nat the target rate: each route offered its target on a fixed schedule (open loop) over ${RATE_CONNECTIONS} connections, ${DURATION} s each:\n`);
-        process.stdout.write("| at the target rate: route | offered req/s | served req/s | p50 ms | p99 ms | max ms | load generator's longest stall ms | goal | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        process.stdout.write(
+          `\nat the target rate: each route offered its target on a fixed schedule (open loop) over ${RATE_CONNECTIONS} connections, ${DURATION} s each:\n`,
+        );
+        process.stdout.write(
+          "| at the target rate: route | offered req/s | served req/s | p50 ms | p99 ms | max ms | load generator's longest stall ms | goal | API CPU µs/req | PostgreSQL CPU µs/req (the API's backends) | load generator CPU µs/req | non-2xx | history pages from held chunks |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        );
         for (const [label, path, rate, p99] of targets.filter(([l]) => only(l))) {
-          const { result: r, api, pg, gen, held } = await withCpu(
-            () => openLoop({ host: '127.0.0.1', port, rate, durationMs: DURATION * 1000, connections: RATE_CONNECTIONS, headers: { apiKey: key }, path }),
+          const {
+            result: r,
+            api,
+            pg,
+            gen,
+            held,
+          } = await withCpu(
+            () =>
+              openLoop({
+                host: '127.0.0.1',
+                port,
+                rate,
+                durationMs: DURATION * 1000,
+                connections: RATE_CONNECTIONS,
+                headers: { apiKey: key },
+                path,
+              }),
             (x) => x.answered,
           );
           const ok = r.served >= rate * 0.99 && r.p99 <= p99 && r.non2xx === 0;
           const cells = [
-            `at ${rate}/s: ${label}`, rate, Math.round(r.served), r.p50.toFixed(1), r.p99.toFixed(1), r.max.toFixed(0), r.generatorLag.toFixed(0), `≥ ${rate} req/s, p99 ≤ ${p99} ms: ${ok ? 'met' : 'missed'}`,
+            `at ${rate}/s: ${label}`,
+            rate,
+            Math.round(r.served),
+            r.p50.toFixed(1),
+            r.p99.toFixed(1),
+            r.max.toFixed(0),
+            r.generatorLag.toFixed(0),
+            `≥ ${rate} req/s, p99 ≤ ${p99} ms: ${ok ? 'met' : 'missed'}`,
             api,
             pg,
             gen,

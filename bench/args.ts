@@ -15,13 +15,21 @@ export function headerComment(source: string): string {
   const block = /^\s*\/\*\*?([\s\S]*?)\*\//.exec(source);
   const text = block
     ? block[1]!.split('\n').map((l) => l.replace(/^\s*\* ?/, ''))
-    : source.split('\n').filter((l, i, all) => all.slice(0, i + 1).every((x) => x.trimStart().startsWith('//'))).map((l) => l.replace(/^\s*\/\/ ?/, ''));
-  return text.filter((l) => !l.startsWith('@module')).join('\n').trim();
+    : source
+        .split('\n')
+        .filter((l, i, all) => all.slice(0, i + 1).every((x) => x.trimStart().startsWith('//')))
+        .map((l) => l.replace(/^\s*\/\/ ?/, ''));
+  return text
+    .filter((l) => !l.startsWith('@module'))
+    .join('\n')
+    .trim();
 }
 
 function usage(moduleUrl: string, options: Options): string {
   const path = fileURLToPath(moduleUrl);
-  const names = Object.entries(options).map(([name, o]) => `  --${name}${o.type === 'string' ? ' VALUE' : ''}${o.default !== undefined ? ` (default ${String(o.default)})` : ''}`);
+  const names = Object.entries(options).map(
+    ([name, o]) => `  --${name}${o.type === 'string' ? ' VALUE' : ''}${o.default !== undefined ? ` (default ${String(o.default)})` : ''}`,
+  );
   return `${headerComment(readFileSync(path, 'utf8'))}\n\nOptions:\n${names.join('\n')}\n  --help, -h  this text\n`;
 }
 

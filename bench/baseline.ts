@@ -32,7 +32,9 @@ type Lock = { packages?: Record<string, { version?: string; dependencies?: Recor
 /** Direct dependencies of the lockfile's root whose resolved version differs between two lockfiles. */
 export function differingDeps(theirs: Lock, ours: Lock): string[] {
   const root = theirs.packages?.['']?.dependencies ?? {};
-  return Object.keys(root).filter((name) => theirs.packages?.[`node_modules/${name}`]?.version !== ours.packages?.[`node_modules/${name}`]?.version);
+  return Object.keys(root).filter(
+    (name) => theirs.packages?.[`node_modules/${name}`]?.version !== ours.packages?.[`node_modules/${name}`]?.version,
+  );
 }
 
 /** Checks out `ref` into a temporary worktree ready to run `bin/blockwire.js`. */

@@ -51,7 +51,11 @@ function trKey(key: number): TrKey {
   const tweak = taggedHash('TapTweak', NUMS, leaf);
   const p = secp256k1.Point.fromBytes(Uint8Array.from([0x02, ...NUMS]));
   const q = p.add(secp256k1.Point.BASE.multiply(BigInt(`0x${bytesToHex(tweak)}`))).toBytes(true);
-  return { output: Uint8Array.from([0x51, 0x20, ...q.subarray(1)]), script, control: Uint8Array.from([0xc0 | (q[0] === 0x03 ? 1 : 0), ...NUMS]) };
+  return {
+    output: Uint8Array.from([0x51, 0x20, ...q.subarray(1)]),
+    script,
+    control: Uint8Array.from([0xc0 | (q[0] === 0x03 ? 1 : 0), ...NUMS]),
+  };
 }
 
 interface Coin {

@@ -29,7 +29,18 @@ import { bytesToHex } from '../src/bitcoin/hash.js';
 import { bitcoindBin, startBitcoind, type Bitcoind } from '../test/support/bitcoind.js';
 import { COINBASE_DESCRIPTOR, CoreChainBuilder, type BuiltTx } from './core-chain.js';
 import { BlkWriter } from './corpus/generate.js';
-import { cacheDir, machine, PG_SETTINGS, pgOverrides, round, say, startBenchPostgres, syncOverRpc, type BenchPostgres, type RpcSyncResult } from './harness.js';
+import {
+  cacheDir,
+  machine,
+  PG_SETTINGS,
+  pgOverrides,
+  round,
+  say,
+  startBenchPostgres,
+  syncOverRpc,
+  type BenchPostgres,
+  type RpcSyncResult,
+} from './harness.js';
 import { corpusLiveNode, measureLive, startFollower, waitApplied, type LiveNode, type LiveResult } from './live.js';
 
 /** Blocks mined before the chain: their first 20 coinbases are mature when it starts. */
@@ -89,7 +100,15 @@ async function exportCorpus(core: Bitcoind, dir: string, params: Size): Promise<
       if (!res.ok) throw new Error(`REST block ${hash}: HTTP ${res.status}`);
       const bytes = new Uint8Array(await res.arrayBuffer());
       const at = writer.write(bytes);
-      blocks.push({ height: h, hash, prev: header.previousblockhash ?? '00'.repeat(32), file: at.file, offset: at.offset, length: bytes.length, txs: header.nTx });
+      blocks.push({
+        height: h,
+        hash,
+        prev: header.previousblockhash ?? '00'.repeat(32),
+        file: at.file,
+        offset: at.offset,
+        length: bytes.length,
+        txs: header.nTx,
+      });
       txs += header.nTx;
       rawBytes += bytes.length;
     }
@@ -117,7 +136,15 @@ async function exportCorpus(core: Bitcoind, dir: string, params: Size): Promise<
 }
 
 /** Initial sync over RPC/REST to `target`, then the live blocks, on one node. */
-async function measureNode(label: string, pgs: BenchPostgres, node: LiveNode, target: number, syncTxs: number, warmUp: () => Promise<string>, liveBlocks: number): Promise<NodeFigures> {
+async function measureNode(
+  label: string,
+  pgs: BenchPostgres,
+  node: LiveNode,
+  target: number,
+  syncTxs: number,
+  warmUp: () => Promise<string>,
+  liveBlocks: number,
+): Promise<NodeFigures> {
   const db = await pgs.createDatabase(`bw_${label}`);
   const s = await syncOverRpc(pgs, db, node, target, label);
   const sync = { ...s, txPerSec: Math.round(syncTxs / (s.ms / 1000)) };
@@ -127,7 +154,9 @@ async function measureNode(label: string, pgs: BenchPostgres, node: LiveNode, ta
     // A small block first: the follower is subscribed and at the tip before anything is timed.
     await waitApplied(follower, await warmUp());
     const live = await measureLive(node, follower, liveBlocks);
-    say(`${label}: live: ${live.blocks} blocks of ${live.txsPerBlock} txs: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`);
+    say(
+      `${label}: live: ${live.blocks} blocks of ${live.txsPerBlock} txs: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`,
+    );
     return { sync, live };
   } finally {
     follower.proc.kill('SIGTERM');
@@ -136,7 +165,12 @@ async function measureNode(label: string, pgs: BenchPostgres, node: LiveNode, ta
 }
 
 /** The side-by-side table. */
-export function nodesTable(size: Size, chain: { blocks: number; txs: number; syncTxs: number }, devnode: NodeFigures, core: NodeFigures): string {
+export function nodesTable(
+  size: Size,
+  chain: { blocks: number; txs: number; syncTxs: number },
+  devnode: NodeFigures,
+  core: NodeFigures,
+): string {
   const f = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
   const row = (what: string, a: string, b: string) => `| ${what} | ${a} | ${b} |`;
   return [
@@ -154,12 +188,31 @@ export function nodesTable(size: Size, chain: { blocks: number; txs: number; syn
 }
 
 async function main(): Promise<void> {
-  const { values } = benchArgs(import.meta.url, { options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'live-txs': { type: 'string' }, seed: { type: 'string' }, 'cache-dir': { type: 'string' }, json: { type: 'string' } } });
+  const { values } = benchArgs(import.meta.url, {
+    options: {
+      quick: { type: 'boolean' },
+      blocks: { type: 'string' },
+      'txs-per-block': { type: 'string' },
+      'live-blocks': { type: 'string' },
+      'live-txs': { type: 'string' },
+      seed: { type: 'string' },
+      'cache-dir': { type: 'string' },
+      json: { type: 'string' },
+    },
+  });
   const q = values.quick === true;
   const num = (v: string | undefined, d: number) => (v === undefined ? d : Number(v));
-  const size: Size = { blocks: num(values.blocks, q ? 3 : 50), txsPerBlock: num(values['txs-per-block'], q ? 150 : 2_000), liveBlocks: num(values['live-blocks'], q ? 2 : 10), liveTxs: num(values['live-txs'], q ? 300 : 4_000), seed: values.seed ?? 'core' };
+  const size: Size = {
+    blocks: num(values.blocks, q ? 3 : 50),
+    txsPerBlock: num(values['txs-per-block'], q ? 150 : 2_000),
+    liveBlocks: num(values['live-blocks'], q ? 2 : 10),
+    liveTxs: num(values['live-txs'], q ? 300 : 4_000),
+    seed: values.seed ?? 'core',
+  };
   const startMachine = machine();
-  say(`bench/core: ${size.blocks} blocks × ${size.txsPerBlock} txs, then ${size.liveBlocks} live blocks × ${size.liveTxs} txs, on ${bitcoindBin} and the devnode; load ${startMachine.loadavg.join(' ')}`);
+  say(
+    `bench/core: ${size.blocks} blocks × ${size.txsPerBlock} txs, then ${size.liveBlocks} live blocks × ${size.liveTxs} txs, on ${bitcoindBin} and the devnode; load ${startMachine.loadavg.join(' ')}`,
+  );
   const root = mkdtempSync(join(cacheDir(values['cache-dir']), 'core-'));
   const pgs = await startBenchPostgres(root);
   let core: Bitcoind | null = await startBitcoind();
@@ -180,9 +233,12 @@ async function main(): Promise<void> {
       if ((i + 1) % 10 === 0) say(`  chain: ${i + 1}/${size.blocks} blocks on Core, ${b.built} txs`);
     }
     const target = (await core.tip()).height;
-    for (let h = 0; h <= target; h++) syncTxs += (await core.call<{ nTx: number }>('getblockheader', [await core.call<string>('getblockhash', [h])])).nTx;
+    for (let h = 0; h <= target; h++)
+      syncTxs += (await core.call<{ nTx: number }>('getblockheader', [await core.call<string>('getblockhash', [h])])).nTx;
     const buildMs = performance.now() - t0;
-    say(`chain: ${target + 1} blocks, ${syncTxs} txs built and mined on Core in ${round(buildMs / 1000, 1)} s (${Math.round((b.built * 1000) / buildMs)} tx/s with generateblock)`);
+    say(
+      `chain: ${target + 1} blocks, ${syncTxs} txs built and mined on Core in ${round(buildMs / 1000, 1)} s (${Math.round((b.built * 1000) / buildMs)} tx/s with generateblock)`,
+    );
     const warm = blockTxs(b, 20);
     const live = Array.from({ length: size.liveBlocks }, () => blockTxs(b, size.liveTxs));
 
@@ -215,7 +271,15 @@ async function main(): Promise<void> {
     const chain = { blocks: target + 1, txs: syncTxs, syncTxs };
     say('');
     say(nodesTable(size, chain, devFigures, coreFigures));
-    const result = { size, chain: { ...chain, totalTxs: m.txs, rawBytes: m.rawBytes, buildMs: round(buildMs) }, devnode: devFigures, core: coreFigures, machineStart: startMachine, machineEnd: machine(), postgres: { ...PG_SETTINGS, ...pgOverrides() } };
+    const result = {
+      size,
+      chain: { ...chain, totalTxs: m.txs, rawBytes: m.rawBytes, buildMs: round(buildMs) },
+      devnode: devFigures,
+      core: coreFigures,
+      machineStart: startMachine,
+      machineEnd: machine(),
+      postgres: { ...PG_SETTINGS, ...pgOverrides() },
+    };
     if (values.json) writeFileSync(values.json, JSON.stringify(result, null, 2));
     say(`RESULT ${JSON.stringify(result)}`);
   } finally {

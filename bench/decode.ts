@@ -25,7 +25,9 @@ import { fixturesRoot } from '../test/support/fixtures.js';
 
 const HEIGHTS = [413567, 540107, 574200, 702861, 866342];
 
-const { values } = benchArgs(import.meta.url, { options: { rounds: { type: 'string', default: '41' }, 'scure-rounds': { type: 'string', default: '3' } } });
+const { values } = benchArgs(import.meta.url, {
+  options: { rounds: { type: 'string', default: '41' }, 'scure-rounds': { type: 'string', default: '3' } },
+});
 const rounds = Number(values.rounds);
 const scureRounds = Number(values['scure-rounds']);
 
@@ -112,11 +114,17 @@ for (const height of HEIGHTS) {
   for (let r = 0; r < scureRounds; r++) {
     samples.scureTxid!.push(
       time(() => {
-        for (const t of txBytes) sink ^= Transaction.fromRaw(t, { allowUnknownOutputs: true, allowUnknownInputs: true, disableScriptCheck: true }).id.length;
+        for (const t of txBytes)
+          sink ^= Transaction.fromRaw(t, { allowUnknownOutputs: true, allowUnknownInputs: true, disableScriptCheck: true }).id.length;
       }),
     );
   }
-  rows.push({ height, bytes: bytes.length, txs: txBytes.length, ms: Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)])) });
+  rows.push({
+    height,
+    bytes: bytes.length,
+    txs: txBytes.length,
+    ms: Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)])),
+  });
 }
 
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
@@ -124,9 +132,13 @@ const mbps = (bytes: number, ms: number) => bytes / 1e6 / (ms / 1000);
 const txps = (txs: number, ms: number) => txs / (ms / 1000);
 
 console.log(
-  `decode benchmark — node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}, wall/CPU ${(wallTotal / cpuTotal).toFixed(2)}, median CPU ms of ${rounds} rounds (scure with txids: ${scureRounds})\n`,
+  `decode benchmark — node ${process.version}, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}, wall/CPU ${(wallTotal / cpuTotal).toFixed(2)}, median CPU ms of ${rounds} rounds (scure with txids: ${scureRounds})\n`,
 );
-console.log('| block | txs | MB | floor ms | decode ms | decode / floor | decode tx/s | decode MB/s | all fields ms | + addresses ms | scure RawTx ms | scure txid ms | scure txid tx/s |');
+console.log(
+  '| block | txs | MB | floor ms | decode ms | decode / floor | decode tx/s | decode MB/s | all fields ms | + addresses ms | scure RawTx ms | scure txid ms | scure txid tx/s |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 const total = { bytes: 0, txs: 0, ms: {} as Record<string, number> };
 for (const r of rows) {

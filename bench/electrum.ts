@@ -59,7 +59,13 @@ class Conn {
       this.buf += d;
       let nl: number;
       while ((nl = this.buf.indexOf('\n')) >= 0) {
-        const m = JSON.parse(this.buf.slice(0, nl)) as { id?: number; result?: unknown; error?: unknown; method?: string; params?: unknown[] };
+        const m = JSON.parse(this.buf.slice(0, nl)) as {
+          id?: number;
+          result?: unknown;
+          error?: unknown;
+          method?: string;
+          params?: unknown[];
+        };
         this.buf = this.buf.slice(nl + 1);
         if (m.method === 'blockchain.scripthash.subscribe') this.statusAt.set(m.params![0] as string, now());
         else if (m.method === 'blockchain.headers.subscribe') this.headerAt = now();
@@ -108,7 +114,11 @@ async function main() {
     await migrateToLatest(db);
     await db.destroy();
 
-    server = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', 'bench/electrum-server.ts', JSON.stringify({ databaseUrl: dbUrl })], { stdio: ['pipe', 'pipe', 'inherit'] });
+    server = spawn(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', 'bench/electrum-server.ts', JSON.stringify({ databaseUrl: dbUrl })],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     type Reply = { port: number; pid: number; at: number; indexedAt: number; rss: number; heapUsed: number };
     const lines: ((v: Reply) => void)[] = [];
     let ready: (v: Reply) => void = () => {};
@@ -141,7 +151,11 @@ async function main() {
       }
     };
     const base = await command({ cmd: 'mem' });
-    say(`# bench/electrum: ${SUBS} script hashes on 1 connection and on ${CONNECTIONS} connections; ${PAID} paid per block; load ${machine().loadavg.map((x) => x.toFixed(2)).join(' ')} (shared machine: 2 cores, other work running)`);
+    say(
+      `# bench/electrum: ${SUBS} script hashes on 1 connection and on ${CONNECTIONS} connections; ${PAID} paid per block; load ${machine()
+        .loadavg.map((x) => x.toFixed(2))
+        .join(' ')} (shared machine: 2 cores, other work running)`,
+    );
 
     // 1. one connection, S subscriptions
     const scripts = Array.from({ length: SUBS }, script);
@@ -181,11 +195,13 @@ async function main() {
       const c = await Conn.open(port);
       conns.push({ c, scripts: Array.from({ length: per }, script) });
     }
-    await Promise.all(conns.map(async ({ c, scripts: ss }) => {
-      await c.request('server.version', ['bench', '1.4']);
-      await c.request('blockchain.headers.subscribe');
-      await Promise.all(ss.map((s) => c.request('blockchain.scripthash.subscribe', [s.sh])));
-    }));
+    await Promise.all(
+      conns.map(async ({ c, scripts: ss }) => {
+        await c.request('server.version', ['bench', '1.4']);
+        await c.request('blockchain.headers.subscribe');
+        await Promise.all(ss.map((s) => c.request('blockchain.scripthash.subscribe', [s.sh])));
+      }),
+    );
     const connMs = performance.now() - t0;
     const afterMany = await command({ cmd: 'mem' });
     const latC: number[] = [];
@@ -198,7 +214,10 @@ async function main() {
       await waitUntil(() => conns.every((x) => x.c.statusAt.has(x.scripts[b % per]!.sh)), 'mempool notifications (many)');
       for (const x of conns) x.c.statusAt.clear();
       const mined = await command({ cmd: 'mine' });
-      await waitUntil(() => conns.every((x) => x.c.statusAt.has(x.scripts[b % per]!.sh) && x.c.headerAt >= mined.at!), 'block notifications (many)');
+      await waitUntil(
+        () => conns.every((x) => x.c.statusAt.has(x.scripts[b % per]!.sh) && x.c.headerAt >= mined.at!),
+        'block notifications (many)',
+      );
       latC.push(Math.max(...conns.map((x) => x.c.statusAt.get(x.scripts[b % per]!.sh)!)) - mined.at!);
       headC.push(Math.max(...conns.map((x) => x.c.headerAt)) - mined.at!);
     }
@@ -206,20 +225,30 @@ async function main() {
 
     const mb = (b: number) => round(b / 1048576, 1);
     say('');
-    say('| run | subscribe | server RSS | block → last header notification p50 / max | block → last status notification p50 / max | payment → last mempool notification p50 |');
+    say(
+      '| run | subscribe | server RSS | block → last header notification p50 / max | block → last status notification p50 / max | payment → last mempool notification p50 |',
+    );
     say('|---|---|---|---|---|---|');
-    say(`| ${SUBS} script hashes, 1 connection | ${round(subMs)} ms (${round((SUBS / subMs) * 1000)}/s) | ${mb(base.rss!)} → ${mb(afterOne.rss!)} MB | ${round(pct(head1, 50))} / ${round(Math.max(...head1))} ms | ${round(pct(lat1, 50))} / ${round(Math.max(...lat1))} ms (${PAID} statuses) | ${round(pct(mem1, 50))} ms |`);
-    say(`| ${CONNECTIONS * per} script hashes, ${CONNECTIONS} connections | ${round(connMs)} ms (${round(((CONNECTIONS * per) / connMs) * 1000)}/s, connecting included) | ${mb(before.rss!)} → ${mb(afterMany.rss!)} MB | ${round(pct(headC, 50))} / ${round(Math.max(...headC))} ms | ${round(pct(latC, 50))} / ${round(Math.max(...latC))} ms (${CONNECTIONS} statuses) | — |`);
+    say(
+      `| ${SUBS} script hashes, 1 connection | ${round(subMs)} ms (${round((SUBS / subMs) * 1000)}/s) | ${mb(base.rss!)} → ${mb(afterOne.rss!)} MB | ${round(pct(head1, 50))} / ${round(Math.max(...head1))} ms | ${round(pct(lat1, 50))} / ${round(Math.max(...lat1))} ms (${PAID} statuses) | ${round(pct(mem1, 50))} ms |`,
+    );
+    say(
+      `| ${CONNECTIONS * per} script hashes, ${CONNECTIONS} connections | ${round(connMs)} ms (${round(((CONNECTIONS * per) / connMs) * 1000)}/s, connecting included) | ${mb(before.rss!)} → ${mb(afterMany.rss!)} MB | ${round(pct(headC, 50))} / ${round(Math.max(...headC))} ms | ${round(pct(latC, 50))} / ${round(Math.max(...latC))} ms (${CONNECTIONS} statuses) | — |`,
+    );
     say('');
     say('| memory per connection (RSS growth / connections, each with its subscriptions) | heap growth / connections |');
     say('|---|---|');
-    say(`| ${round((afterMany.rss! - before.rss!) / CONNECTIONS / 1024, 1)} KB | ${round((afterMany.heapUsed! - before.heapUsed!) / CONNECTIONS / 1024, 1)} KB |`);
-    say(`RESULT ${JSON.stringify({
-      subscribePerSec: round((SUBS / subMs) * 1000),
-      oneConnBlockToLastStatusP50Ms: round(pct(lat1, 50)),
-      manyConnBlockToLastStatusP50Ms: round(pct(latC, 50)),
-      rssPerConnectionKb: round((afterMany.rss! - before.rss!) / CONNECTIONS / 1024, 1),
-    })}`);
+    say(
+      `| ${round((afterMany.rss! - before.rss!) / CONNECTIONS / 1024, 1)} KB | ${round((afterMany.heapUsed! - before.heapUsed!) / CONNECTIONS / 1024, 1)} KB |`,
+    );
+    say(
+      `RESULT ${JSON.stringify({
+        subscribePerSec: round((SUBS / subMs) * 1000),
+        oneConnBlockToLastStatusP50Ms: round(pct(lat1, 50)),
+        manyConnBlockToLastStatusP50Ms: round(pct(latC, 50)),
+        rssPerConnectionKb: round((afterMany.rss! - before.rss!) / CONNECTIONS / 1024, 1),
+      })}`,
+    );
   } finally {
     server?.kill('SIGTERM');
     for (const s of stops.reverse()) await s().catch(() => {});

@@ -17,7 +17,14 @@ type Args = { databaseUrl: string; redisUrl: string; devnode: boolean; workerOnl
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 
 // BLOCKWIRE_* tunables from the environment apply (e.g. BLOCKWIRE_WEBHOOK_CONCURRENCY).
-const config = loadConfig({ ...process.env, BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1', BLOCKWIRE_STREAM_PORT: '0', LOG_LEVEL: 'warn', BITCOIN_NETWORK: 'regtest', NODE_ENV: 'development' });
+const config = loadConfig({
+  ...process.env,
+  BLOCKWIRE_ALLOW_PRIVATE_HOOKS: '1',
+  BLOCKWIRE_STREAM_PORT: '0',
+  LOG_LEVEL: 'warn',
+  BITCOIN_NETWORK: 'regtest',
+  NODE_ENV: 'development',
+});
 const log = createLogger({ level: 'warn', name: 'bench-events' });
 const db = createDb(args.databaseUrl, { max: 8 });
 let rpcUrl: string | null = null;
@@ -28,7 +35,9 @@ if (args.devnode) {
   address = node.wallet.newAddress('p2wpkh').address!;
   await startIndexer({ config, log, db, databaseUrl: args.databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl });
 }
-const streams = args.workerOnly ? undefined : await startStreams({ config, log, db, databaseUrl: args.databaseUrl, redisUrl: args.redisUrl });
+const streams = args.workerOnly
+  ? undefined
+  : await startStreams({ config, log, db, databaseUrl: args.databaseUrl, redisUrl: args.redisUrl });
 await startWorker({ config, log, db, redisUrl: args.redisUrl });
 // SIGTERM exits at once (and lets --cpu-prof write its profile).
 process.on('SIGTERM', () => process.exit(0));

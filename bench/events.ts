@@ -68,7 +68,10 @@ function ensureOpenFiles(clients: number): void {
   const m = /^Max open files\s+(\S+)\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
   if (!m) return;
   const soft = m[1] === 'unlimited' ? Infinity : Number(m[1]);
-  if (soft < need) throw new Error(`${clients} clients need ${need} open files; this process may open ${soft} (hard limit ${m[2]}): raise it (ulimit -n) or run fewer --clients`);
+  if (soft < need)
+    throw new Error(
+      `${clients} clients need ${need} open files; this process may open ${soft} (hard limit ${m[2]}): raise it (ulimit -n) or run fewer --clients`,
+    );
 }
 ensureOpenFiles(Number(opts.clients));
 
@@ -84,10 +87,16 @@ function cpuMs(pid: number): number {
 
 /** Processes whose command line contains every needle, and their children. */
 function processTree(...needles: string[]): number[] {
-  const procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+  const procs = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number);
   const info = procs.map((pid) => {
     try {
-      return { pid, cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8'), ppid: Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) };
+      return {
+        pid,
+        cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8'),
+        ppid: Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]),
+      };
     } catch {
       return { pid, cmd: '', ppid: -1 };
     }
@@ -111,7 +120,11 @@ const ms = (n: number) => n.toFixed(1);
 const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 const newId = (p: string) => `${p}_${randomBytes(10).toString('hex')}`;
 
-type Client = { ws: WebSocket; onEvent: (e: { id: number; type: string; block: { height: number } | null }, at: number) => void; live: Promise<void> };
+type Client = {
+  ws: WebSocket;
+  onEvent: (e: { id: number; type: string; block: { height: number } | null }, at: number) => void;
+  live: Promise<void>;
+};
 
 function connect(url: string, key: string): Promise<Client> {
   return new Promise((resolve, reject) => {
@@ -132,13 +145,20 @@ function connect(url: string, key: string): Promise<Client> {
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
   const u = new URL(url);
   const auth = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
-  const res = await fetch(`${u.protocol}//${u.host}/`, { method: 'POST', headers: { authorization: `Basic ${auth}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '1.0', id: 1, method, params }) });
+  const res = await fetch(`${u.protocol}//${u.host}/`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${auth}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '1.0', id: 1, method, params }),
+  });
   const body = (await res.json()) as { result: unknown; error: unknown };
   if (body.error) throw new Error(`rpc ${method}: ${JSON.stringify(body.error)}`);
   return body.result;
 }
 
-async function insertOutbox(db: Kysely<Database>, rows: { type: 'block.connected' | 'tx.unconfirmed'; height?: number; addrKey?: string; address?: string }[]): Promise<void> {
+async function insertOutbox(
+  db: Kysely<Database>,
+  rows: { type: 'block.connected' | 'tx.unconfirmed'; height?: number; addrKey?: string; address?: string }[],
+): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await lockOutbox(trx);
     await trx
@@ -196,7 +216,10 @@ async function fanOut(clients: Client[], fire: () => Promise<number>, label: str
     await Promise.race([all, timeout]).finally(() => clearTimeout(timer));
     await sleep(300);
   }
-  return Object.assign(latencies.sort((a, b) => a - b), { first: first.sort((a, b) => a - b) });
+  return Object.assign(
+    latencies.sort((a, b) => a - b),
+    { first: first.sort((a, b) => a - b) },
+  );
 }
 
 async function main(): Promise<void> {
@@ -229,7 +252,17 @@ async function main(): Promise<void> {
 
     const devnode = !opts['no-devnode'];
     const spawnServer = (args: Record<string, unknown>) => {
-      const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_PROF}`] : []), '--import', 'tsx', 'bench/events-server.ts', JSON.stringify({ databaseUrl: dbUrl, redisUrl, ...args })], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(
+        process.execPath,
+        [
+          ...(process.env.BENCH_SERVER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_PROF}`] : []),
+          '--import',
+          'tsx',
+          'bench/events-server.ts',
+          JSON.stringify({ databaseUrl: dbUrl, redisUrl, ...args }),
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       const ready = new Promise<{ port: number; rpcUrl: string | null; address: string | null }>((resolve, reject) => {
         let buf = '';
         child.stdout!.on('data', (d: Buffer) => {
@@ -266,7 +299,9 @@ async function main(): Promise<void> {
     await redisStats.connect();
     started.push({ stop: async () => void redisStats.disconnect() });
     const countOps = async () => {
-      const pgTx = await sql<{ n: string }>`SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = current_database()`.execute(db);
+      const pgTx = await sql<{
+        n: string;
+      }>`SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = current_database()`.execute(db);
       const redisCmds = /^total_commands_processed:(\d+)/m.exec(await redisStats.info('stats'))?.[1];
       return { pg: Number(pgTx.rows[0]?.n ?? 0), redis: Number(redisCmds ?? 0) };
     };
@@ -282,7 +317,15 @@ async function main(): Promise<void> {
       const batch = await Promise.all(
         Array.from({ length: Math.min(50, CLIENTS - i) }, async () => {
           const k = await createApiKey(db, { name: 'bench' });
-          await insertSubscription(db, { id: newId('sub'), keyId: k.id, kind: 'chain', address: null, addrKey: null, hookId: null, confirmations: 6 });
+          await insertSubscription(db, {
+            id: newId('sub'),
+            keyId: k.id,
+            kind: 'chain',
+            address: null,
+            addrKey: null,
+            hookId: null,
+            confirmations: 6,
+          });
           return connect(url, k.key);
         }),
       );
@@ -308,7 +351,8 @@ async function main(): Promise<void> {
           const at = performance.now();
           try {
             const e = JSON.parse(body) as { type?: string; block?: { height?: number } | null };
-            if (e.type === 'block.connected' && typeof e.block?.height === 'number' && !hookAt.has(e.block.height)) hookAt.set(e.block.height, at);
+            if (e.type === 'block.connected' && typeof e.block?.height === 'number' && !hookAt.has(e.block.height))
+              hookAt.set(e.block.height, at);
           } catch {
             // (not an event)
           }
@@ -319,32 +363,63 @@ async function main(): Promise<void> {
       await new Promise<void>((r) => blockReceiver.listen(0, '127.0.0.1', () => r()));
       started.push({ stop: () => new Promise<void>((r) => (blockReceiver.closeAllConnections(), blockReceiver.close(() => r()))) });
       const hookKey = await createApiKey(db, { name: 'bench-block-hook' });
-      const blockHook = await insertHook(db, { id: newId('hook'), keyId: hookKey.id, type: 'http', url: `http://127.0.0.1:${(blockReceiver.address() as AddressInfo).port}/block`, secret: `whsec_${randomBytes(32).toString('base64')}` });
-      await insertSubscription(db, { id: newId('sub'), keyId: hookKey.id, kind: 'chain', address: null, addrKey: null, hookId: blockHook.id, confirmations: 6 });
+      const blockHook = await insertHook(db, {
+        id: newId('hook'),
+        keyId: hookKey.id,
+        type: 'http',
+        url: `http://127.0.0.1:${(blockReceiver.address() as AddressInfo).port}/block`,
+        secret: `whsec_${randomBytes(32).toString('base64')}`,
+      });
+      await insertSubscription(db, {
+        id: newId('sub'),
+        keyId: hookKey.id,
+        kind: 'chain',
+        address: null,
+        addrKey: null,
+        hookId: blockHook.id,
+        confirmations: 6,
+      });
       const firedAt = new Map<number, number>();
-      const lat = await fanOut(clients, async () => {
-        const t0 = performance.now();
-        await rpc(info.rpcUrl!, 'generatetoaddress', [1, info.address]);
-        const h = (await rpc(info.rpcUrl!, 'getblockcount', [])) as number;
-        firedAt.set(h, t0);
-        return h;
-      }, 'block arrival');
-      results.push(`| block arrival (devnode → indexer → relay → WebSocket) | ${CLIENTS} | ${BLOCKS} | ${ms(pct(lat, 50))} | ${ms(pct(lat, 99))} | ${ms(lat[lat.length - 1]!)} | ${ms(pct(lat.first, 50))} | ${ms(pct(lat.first, 99))} |`);
+      const lat = await fanOut(
+        clients,
+        async () => {
+          const t0 = performance.now();
+          await rpc(info.rpcUrl!, 'generatetoaddress', [1, info.address]);
+          const h = (await rpc(info.rpcUrl!, 'getblockcount', [])) as number;
+          firedAt.set(h, t0);
+          return h;
+        },
+        'block arrival',
+      );
+      results.push(
+        `| block arrival (devnode → indexer → relay → WebSocket) | ${CLIENTS} | ${BLOCKS} | ${ms(pct(lat, 50))} | ${ms(pct(lat, 99))} | ${ms(lat[lat.length - 1]!)} | ${ms(pct(lat.first, 50))} | ${ms(pct(lat.first, 99))} |`,
+      );
       const hooksBy = Date.now() + 30_000;
       while ([...firedAt.keys()].some((h) => !hookAt.has(h)) && Date.now() < hooksBy) await sleep(100);
-      const hookLat = [...firedAt].filter(([h]) => hookAt.has(h)).map(([h, t0]) => hookAt.get(h)! - t0).sort((a, b) => a - b);
+      const hookLat = [...firedAt]
+        .filter(([h]) => hookAt.has(h))
+        .map(([h, t0]) => hookAt.get(h)! - t0)
+        .sort((a, b) => a - b);
       const missing = firedAt.size - hookLat.length;
       if (hookLat.length > 0) {
-        results.push(`| block arrival → webhook delivered (1 chain subscription, local receiver${missing ? `; ${missing} block(s) not delivered in 30 s` : ''}) | 1 | ${hookLat.length} | ${ms(pct(hookLat, 50))} | ${ms(pct(hookLat, 99))} | ${ms(hookLat[hookLat.length - 1]!)} | ${ms(pct(hookLat, 50))} | ${ms(pct(hookLat, 99))} |`);
+        results.push(
+          `| block arrival → webhook delivered (1 chain subscription, local receiver${missing ? `; ${missing} block(s) not delivered in 30 s` : ''}) | 1 | ${hookLat.length} | ${ms(pct(hookLat, 50))} | ${ms(pct(hookLat, 99))} | ${ms(hookLat[hookLat.length - 1]!)} | ${ms(pct(hookLat, 50))} | ${ms(pct(hookLat, 99))} |`,
+        );
       }
     }
     let fake = 50_000_000;
-    const lat2 = await fanOut(clients, async () => {
-      fake += 1;
-      await insertOutbox(db, [{ type: 'block.connected', height: fake }]);
-      return fake;
-    }, 'outbox');
-    results.push(`| outbox commit → relay → WebSocket | ${CLIENTS} | ${BLOCKS} | ${ms(pct(lat2, 50))} | ${ms(pct(lat2, 99))} | ${ms(lat2[lat2.length - 1]!)} | ${ms(pct(lat2.first, 50))} | ${ms(pct(lat2.first, 99))} |`);
+    const lat2 = await fanOut(
+      clients,
+      async () => {
+        fake += 1;
+        await insertOutbox(db, [{ type: 'block.connected', height: fake }]);
+        return fake;
+      },
+      'outbox',
+    );
+    results.push(
+      `| outbox commit → relay → WebSocket | ${CLIENTS} | ${BLOCKS} | ${ms(pct(lat2, 50))} | ${ms(pct(lat2, 99))} | ${ms(lat2[lat2.length - 1]!)} | ${ms(pct(lat2.first, 50))} | ${ms(pct(lat2.first, 99))} |`,
+    );
     for (const c of clients) c.onEvent = () => undefined;
 
     // 3: events/s through relay → WebSocket.
@@ -367,16 +442,24 @@ async function main(): Promise<void> {
     }
     const m3 = meter();
     const t3 = performance.now();
-    for (let i = 0; i < EVENTS; i += 1000) await insertOutbox(db, Array.from({ length: Math.min(1000, EVENTS - i) }, () => ({ type: 'tx.unconfirmed' as const, addrKey, address })));
+    for (let i = 0; i < EVENTS; i += 1000)
+      await insertOutbox(
+        db,
+        Array.from({ length: Math.min(1000, EVENTS - i) }, () => ({ type: 'tx.unconfirmed' as const, addrKey, address })),
+      );
     const inserted3 = performance.now() - t3;
     await allReceived;
     const took3 = performance.now() - t3;
     const cpu3 = m3();
-    results.push(`| events through relay → WebSocket (${STREAM_CLIENTS} clients) | ${EVENTS} events in ${ms(took3)} ms (inserted in ${ms(inserted3)} ms) | **${Math.round(EVENTS / (took3 / 1000))} events/s**, ${Math.round((EVENTS * STREAM_CLIENTS) / (took3 / 1000))} messages/s | ${cpuLine(cpu3, EVENTS)} |`);
+    results.push(
+      `| events through relay → WebSocket (${STREAM_CLIENTS} clients) | ${EVENTS} events in ${ms(took3)} ms (inserted in ${ms(inserted3)} ms) | **${Math.round(EVENTS / (took3 / 1000))} events/s**, ${Math.round((EVENTS * STREAM_CLIENTS) / (took3 / 1000))} messages/s | ${cpuLine(cpu3, EVENTS)} |`,
+    );
     for (const c of streamClients) c.ws.close();
 
     // 4: webhook deliveries/s to a local receiver (a process of its own: bench/webhook-receiver.ts).
-    const receiver = spawn(process.execPath, ['--import', 'tsx', 'bench/webhook-receiver.ts', String(WEBHOOKS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const receiver = spawn(process.execPath, ['--import', 'tsx', 'bench/webhook-receiver.ts', String(WEBHOOKS)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     started.push({ stop: async () => void receiver.kill('SIGKILL') });
     const receiverLines: ((line: { port?: number; requests?: number }) => void)[] = [];
     let receiverBuf = '';
@@ -386,18 +469,41 @@ async function main(): Promise<void> {
       receiverBuf = lines.pop()!;
       for (const l of lines) if (l.startsWith('{')) for (const f of receiverLines) f(JSON.parse(l));
     });
-    const receiverExit = new Promise<never>((_, reject) => receiver.once('exit', (code) => reject(new Error(`webhook receiver exited with ${code}`))));
+    const receiverExit = new Promise<never>((_, reject) =>
+      receiver.once('exit', (code) => reject(new Error(`webhook receiver exited with ${code}`))),
+    );
     receiverExit.catch(() => undefined);
-    const receiverPort = await Promise.race([new Promise<number>((r) => receiverLines.push((l) => l.port !== undefined && r(l.port))), receiverExit]);
+    const receiverPort = await Promise.race([
+      new Promise<number>((r) => receiverLines.push((l) => l.port !== undefined && r(l.port))),
+      receiverExit,
+    ]);
     const hooksDone = new Promise<number>((r) => receiverLines.push((l) => l.requests !== undefined && r(l.requests)));
     const k = await createApiKey(db, { name: 'bench-hooks' });
-    const hook = await insertHook(db, { id: newId('hook'), keyId: k.id, type: 'http', url: `http://127.0.0.1:${receiverPort}/hook`, secret: `whsec_${randomBytes(32).toString('base64')}` });
+    const hook = await insertHook(db, {
+      id: newId('hook'),
+      keyId: k.id,
+      type: 'http',
+      url: `http://127.0.0.1:${receiverPort}/hook`,
+      secret: `whsec_${randomBytes(32).toString('base64')}`,
+    });
     const hookAddrKey = `${randomBytes(4).toString('hex')}-0000-4000-8000-${randomBytes(6).toString('hex')}`;
-    await insertSubscription(db, { id: newId('sub'), keyId: k.id, kind: 'address', address, addrKey: hookAddrKey, hookId: hook.id, confirmations: 6 });
+    await insertSubscription(db, {
+      id: newId('sub'),
+      keyId: k.id,
+      kind: 'address',
+      address,
+      addrKey: hookAddrKey,
+      hookId: hook.id,
+      confirmations: 6,
+    });
     const m4 = meter({ receiver: () => [receiver.pid!] });
     const ops4 = await countOps();
     const t4 = performance.now();
-    for (let i = 0; i < WEBHOOKS; i += 1000) await insertOutbox(db, Array.from({ length: Math.min(1000, WEBHOOKS - i) }, () => ({ type: 'tx.unconfirmed' as const, addrKey: hookAddrKey, address })));
+    for (let i = 0; i < WEBHOOKS; i += 1000)
+      await insertOutbox(
+        db,
+        Array.from({ length: Math.min(1000, WEBHOOKS - i) }, () => ({ type: 'tx.unconfirmed' as const, addrKey: hookAddrKey, address })),
+      );
     const requests = await Promise.race([hooksDone, receiverExit]);
     const took4 = performance.now() - t4;
     const cpu4 = m4();
@@ -405,7 +511,9 @@ async function main(): Promise<void> {
     await sleep(1500);
     const ops = await countOps();
     const perDelivery = (n: number) => (n / WEBHOOKS).toFixed(3);
-    results.push(`| webhook deliveries to a local receiver (${WORKER_PROCESSES} worker process${WORKER_PROCESSES > 1 ? 'es' : ''}) | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)}, all ${(Object.values(cpu4).reduce((a, b) => a + b, 0) / WEBHOOKS).toFixed(3)}; per delivery ${perDelivery(ops.pg - ops4.pg)} PostgreSQL transactions, ${perDelivery(ops.redis - ops4.redis)} Redis commands |`);
+    results.push(
+      `| webhook deliveries to a local receiver (${WORKER_PROCESSES} worker process${WORKER_PROCESSES > 1 ? 'es' : ''}) | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)}, all ${(Object.values(cpu4).reduce((a, b) => a + b, 0) / WEBHOOKS).toFixed(3)}; per delivery ${perDelivery(ops.pg - ops4.pg)} PostgreSQL transactions, ${perDelivery(ops.redis - ops4.redis)} Redis commands |`,
+    );
 
     const [l1, l5] = readFileSync('/proc/loadavg', 'utf8').split(' ');
     process.stdout.write(

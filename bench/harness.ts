@@ -28,10 +28,21 @@ export interface RunSize {
 /** The full run (≈ 20,000 blocks of 2,000–4,000 transactions). */
 export const FULL_SIZE: RunSize = { corpus: { ...DEFAULT_PARAMS, tailBlocks: 40, tailTxs: 4000 }, catchupBlocks: 200, liveBlocks: 40 };
 /** CI's size: every step runs, in seconds. */
-export const QUICK_SIZE: RunSize = { corpus: { ...DEFAULT_PARAMS, blocks: 60, txsPerBlock: 150, tailBlocks: 3, tailTxs: 4000, seed: 'quick' }, catchupBlocks: 5, liveBlocks: 3 };
+export const QUICK_SIZE: RunSize = {
+  corpus: { ...DEFAULT_PARAMS, blocks: 60, txsPerBlock: 150, tailBlocks: 3, tailTxs: 4000, seed: 'quick' },
+  catchupBlocks: 5,
+  liveBlocks: 3,
+};
 
 /** Run size from flags over the full or quick defaults. */
-export function runSize(v: { quick?: boolean | undefined; blocks?: string | undefined; 'txs-per-block'?: string | undefined; seed?: string | undefined; 'catchup-blocks'?: string | undefined; 'live-blocks'?: string | undefined }): RunSize {
+export function runSize(v: {
+  quick?: boolean | undefined;
+  blocks?: string | undefined;
+  'txs-per-block'?: string | undefined;
+  seed?: string | undefined;
+  'catchup-blocks'?: string | undefined;
+  'live-blocks'?: string | undefined;
+}): RunSize {
   const base = v.quick ? QUICK_SIZE : FULL_SIZE;
   const live = v['live-blocks'] !== undefined ? Number(v['live-blocks']) : base.liveBlocks;
   return {
@@ -56,7 +67,11 @@ export const say = (s: string): void => void process.stdout.write(`${s}\n`);
 
 /** The machine's state when a figure was taken. */
 export function machine(): { loadavg: number[]; cpus: number; node: string } {
-  return { loadavg: loadavg().map((x) => Math.round(x * 100) / 100), cpus: readFileSync('/proc/cpuinfo', 'utf8').split('\nprocessor').length, node: process.version };
+  return {
+    loadavg: loadavg().map((x) => Math.round(x * 100) / 100),
+    cpus: readFileSync('/proc/cpuinfo', 'utf8').split('\nprocessor').length,
+    node: process.version,
+  };
 }
 
 /** PostgreSQL settings of the benchmarks. */
@@ -179,7 +194,9 @@ function postgresCpuMs(dataDir: string): number {
  * machine. Backends only: the server's own processes (autovacuum, checkpointer) are left out.
  */
 export async function apiBackendsCpuMs(db: Kysely<Database>): Promise<Map<number, number>> {
-  const pids = await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'blockwire-api%' OR application_name = 'bench-api'`.execute(db);
+  const pids = await sql<{
+    pid: number;
+  }>`SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'blockwire-api%' OR application_name = 'bench-api'`.execute(db);
   const out = new Map<number, number>();
   for (const { pid } of pids.rows) {
     const f = statFields(pid);
@@ -209,7 +226,11 @@ export interface Child {
 
 /** Spawns `node --import tsx <args>` with `env` added (in `cwd`, else this directory); stderr passes through. */
 export function spawnNode(args: string[], env: Record<string, string>, nodeFlags: string[] = [], cwd?: string): Child {
-  const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'], ...(cwd ? { cwd } : {}) });
+  const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    ...(cwd ? { cwd } : {}),
+  });
   const lines: string[] = [];
   const fns: ((line: string, at: number) => void)[] = [];
   let carry = '';
@@ -245,7 +266,8 @@ export function logLines(lines: readonly string[], msg: string): Record<string, 
 export function echoProgress(child: Child, label: string): void {
   child.onLine((line) => {
     const f = logLines([line], 'bulk sync progress')[0];
-    if (f) say(`  ${label}: height ${String(f.height)}/${String(f.target)}, ${String(f.txPerSec)} tx/s, ${String(f.blocksPerSec)} blocks/s`);
+    if (f)
+      say(`  ${label}: height ${String(f.height)}/${String(f.target)}, ${String(f.txPerSec)} tx/s, ${String(f.blocksPerSec)} blocks/s`);
   });
 }
 
@@ -297,11 +319,23 @@ function peakRss(pid: number | undefined): number | null {
  * Runs `blockwire import --blocks-dir` on a corpus into `databaseUrl`, stopping `nearTip` below
  * its tip; `checkout` runs another checkout's command (a baseline, bench/baseline.ts).
  */
-export async function importCorpus(dir: string, databaseUrl: string, nearTip: number, nodeFlags: string[], pgs?: BenchPostgres, checkout?: string): Promise<ImportResult> {
+export async function importCorpus(
+  dir: string,
+  databaseUrl: string,
+  nearTip: number,
+  nodeFlags: string[],
+  pgs?: BenchPostgres,
+  checkout?: string,
+): Promise<ImportResult> {
   const cpu0 = childrenCpuMs();
   const pg0 = pgs?.cpuMs() ?? 0;
   const t0 = performance.now();
-  const child = spawnNode(['bin/blockwire.js', 'import', '--blocks-dir', resolve(corpusBlocksDir(dir)), '--network', 'regtest', '--near-tip', String(nearTip)], { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, nodeFlags, checkout);
+  const child = spawnNode(
+    ['bin/blockwire.js', 'import', '--blocks-dir', resolve(corpusBlocksDir(dir)), '--network', 'regtest', '--near-tip', String(nearTip)],
+    { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' },
+    nodeFlags,
+    checkout,
+  );
   echoProgress(child, 'import');
   // (VmHWM is the peak so far: the last reading before the exit is the peak within a second)
   let peak: number | null = null;
@@ -325,7 +359,15 @@ export async function importCorpus(dir: string, databaseUrl: string, nearTip: nu
     postgresCpuMs: (pgs?.cpuMs() ?? 0) - pg0,
     peakRssBytes: own ? Math.max(Number(own.peakRssBytes), peak ?? 0) : peak,
     memoryMb: own ? Number(own.memoryMb) : null,
-    cache: done.cacheMaxEntries === undefined ? null : { maxEntries: Number(done.cacheMaxEntries), evictions: Number(done.cacheEvictions), dropped: Number(done.cacheDropped), readBack: Number(done.cacheReadBack) },
+    cache:
+      done.cacheMaxEntries === undefined
+        ? null
+        : {
+            maxEntries: Number(done.cacheMaxEntries),
+            evictions: Number(done.cacheEvictions),
+            dropped: Number(done.cacheDropped),
+            readBack: Number(done.cacheReadBack),
+          },
   };
 }
 
@@ -343,10 +385,28 @@ export interface RpcSyncResult {
  * Initial sync over RPC/REST: the indexer role (bench/sync-indexer.ts) from `databaseUrl` (empty)
  * to `target` on `node`, bulk path with blocks over REST, then per-block for the last 12.
  */
-export async function syncOverRpc(pgs: BenchPostgres, databaseUrl: string, node: { rpcUrl: string; zmqUrl: string }, target: number, label = 'rpc'): Promise<RpcSyncResult> {
+export async function syncOverRpc(
+  pgs: BenchPostgres,
+  databaseUrl: string,
+  node: { rpcUrl: string; zmqUrl: string },
+  target: number,
+  label = 'rpc',
+): Promise<RpcSyncResult> {
   const cpu0 = childrenCpuMs();
   const pg0 = pgs.cpuMs();
-  const child = spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl, target, env: { INDEXER_BULK_THRESHOLD: '20', INDEXER_BULK_NEAR_TIP: '12' } })], {});
+  const child = spawnNode(
+    [
+      'bench/sync-indexer.ts',
+      JSON.stringify({
+        databaseUrl,
+        rpcUrl: node.rpcUrl,
+        zmqUrl: node.zmqUrl,
+        target,
+        env: { INDEXER_BULK_THRESHOLD: '20', INDEXER_BULK_NEAR_TIP: '12' },
+      }),
+    ],
+    {},
+  );
   echoProgress(child, label);
   const code = await child.exited;
   const res = child.lines.find((l) => l.startsWith('RESULT '));
@@ -354,5 +414,11 @@ export async function syncOverRpc(pgs: BenchPostgres, databaseUrl: string, node:
   const r = JSON.parse(res.slice(7)) as { ms: number };
   const done = logLines(child.lines, 'bulk load done')[0];
   const finished = logLines(child.lines, 'bulk sync finished: indexes built')[0];
-  return { ms: round(r.ms), loadMs: done ? Number(done.ms) : null, finishMs: finished ? Number(finished.ms) : null, indexerCpuMs: childrenCpuMs() - cpu0, postgresCpuMs: pgs.cpuMs() - pg0 };
+  return {
+    ms: round(r.ms),
+    loadMs: done ? Number(done.ms) : null,
+    finishMs: finished ? Number(finished.ms) : null,
+    indexerCpuMs: childrenCpuMs() - cpu0,
+    postgresCpuMs: pgs.cpuMs() - pg0,
+  };
 }

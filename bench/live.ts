@@ -16,7 +16,21 @@ import { Subscriber } from 'zeromq';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import type { CorpusNode } from '../devnode/corpus.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { cacheDir, importCorpus, logLines, machine, PG_SETTINGS, pgOverrides, pct, round, runSize, say, spawnNode, startBenchPostgres, type Child } from './harness.js';
+import {
+  cacheDir,
+  importCorpus,
+  logLines,
+  machine,
+  PG_SETTINGS,
+  pgOverrides,
+  pct,
+  round,
+  runSize,
+  say,
+  spawnNode,
+  startBenchPostgres,
+  type Child,
+} from './harness.js';
 
 export interface LiveResult {
   blocks: number;
@@ -45,8 +59,27 @@ export function corpusLiveNode(node: CorpusNode): LiveNode {
 }
 
 /** Starts the indexer child in follow mode against `node` and `databaseUrl`. */
-export function startFollower(databaseUrl: string, node: Pick<LiveNode, 'rpcUrl' | 'zmqUrl'>, env: Record<string, string> = {}, nodeFlags: string[] = []): Child {
-  return spawnNode(['bench/sync-indexer.ts', JSON.stringify({ databaseUrl, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl, target: -1, follow: true, env: { INDEXER_BULK_THRESHOLD: '100000000', ...env } })], {}, nodeFlags);
+export function startFollower(
+  databaseUrl: string,
+  node: Pick<LiveNode, 'rpcUrl' | 'zmqUrl'>,
+  env: Record<string, string> = {},
+  nodeFlags: string[] = [],
+): Child {
+  return spawnNode(
+    [
+      'bench/sync-indexer.ts',
+      JSON.stringify({
+        databaseUrl,
+        rpcUrl: node.rpcUrl,
+        zmqUrl: node.zmqUrl,
+        target: -1,
+        follow: true,
+        env: { INDEXER_BULK_THRESHOLD: '100000000', ...env },
+      }),
+    ],
+    {},
+    nodeFlags,
+  );
 }
 
 /** Waits until the child has logged `block applied` for `hash`; resolves with the line's time and fields. */
@@ -122,7 +155,17 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
 }
 
 async function main(): Promise<void> {
-  const { values } = benchArgs(import.meta.url, { options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, 'live-blocks': { type: 'string' }, 'cache-dir': { type: 'string' }, 'cpu-prof': { type: 'string' }, json: { type: 'string' } } });
+  const { values } = benchArgs(import.meta.url, {
+    options: {
+      quick: { type: 'boolean' },
+      blocks: { type: 'string' },
+      'txs-per-block': { type: 'string' },
+      'live-blocks': { type: 'string' },
+      'cache-dir': { type: 'string' },
+      'cpu-prof': { type: 'string' },
+      json: { type: 'string' },
+    },
+  });
   const size = runSize({ ...values, 'catchup-blocks': '0' });
   const { dir } = ensureCorpus(cacheDir(values['cache-dir']), size.corpus, say);
   const { startCorpusNode } = await import('../devnode/corpus.js');
@@ -137,7 +180,9 @@ async function main(): Promise<void> {
     const follower = startFollower(url, node, {}, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
     try {
       const r = await measureLive(corpusLiveNode(node), follower, size.liveBlocks);
-      say(`| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms |\n|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} |`);
+      say(
+        `| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms |\n|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} |`,
+      );
       const result = { live: r, machine: machine(), postgres: { ...PG_SETTINGS, ...pgOverrides() } };
       say(`RESULT ${JSON.stringify(result)}`);
     } finally {

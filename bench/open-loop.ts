@@ -128,7 +128,8 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   for (const c of conns) c.socket.destroy();
 
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) => (latencies.length === 0 ? NaN : latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!);
+  const pct = (p: number) =>
+    latencies.length === 0 ? NaN : latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
   return {
     sent,
     answered: latencies.length,

@@ -68,16 +68,25 @@ export function summarizeProfile(p: CpuProfile, top = 25): ProfileSummary {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values, positionals } = benchArgs(import.meta.url, { options: { top: { type: 'string', default: '25' } }, allowPositionals: true });
+  const { values, positionals } = benchArgs(import.meta.url, {
+    options: { top: { type: 'string', default: '25' } },
+    allowPositionals: true,
+  });
   const target = positionals[0];
   if (!target) {
     process.stderr.write('usage: profile.ts FILE.cpuprofile|DIR [--top N]\n');
     process.exit(2);
   }
-  const files = statSync(target).isDirectory() ? readdirSync(target).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(target, f)) : [target];
+  const files = statSync(target).isDirectory()
+    ? readdirSync(target)
+        .filter((f) => f.endsWith('.cpuprofile'))
+        .map((f) => join(target, f))
+    : [target];
   for (const f of files) {
     const s = summarizeProfile(JSON.parse(readFileSync(f, 'utf8')) as CpuProfile, Number(values.top));
-    process.stdout.write(`\n${f}: ${s.totalMs} ms sampled, idle ${s.idleMs} ms (${Math.round((s.idleMs / s.totalMs) * 100)} %), GC ${s.gcMs} ms\n\n| self ms | % | function |\n|---|---|---|\n`);
+    process.stdout.write(
+      `\n${f}: ${s.totalMs} ms sampled, idle ${s.idleMs} ms (${Math.round((s.idleMs / s.totalMs) * 100)} %), GC ${s.gcMs} ms\n\n| self ms | % | function |\n|---|---|---|\n`,
+    );
     for (const x of s.functions) process.stdout.write(`| ${x.ms} | ${x.share} | ${x.name} |\n`);
     process.stdout.write('\n| self ms | % | file |\n|---|---|---|\n');
     for (const x of s.files) process.stdout.write(`| ${x.ms} | ${x.share} | ${x.file} |\n`);

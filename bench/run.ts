@@ -28,13 +28,42 @@ interface BenchDef {
 export const BENCHES: BenchDef[] = [
   { name: 'sync', script: 'bench/sync.ts', full: [], quick: ['--quick'] },
   { name: 'decode', script: 'bench/decode.ts', full: [], quick: ['--rounds', '3', '--scure-rounds', '1'] },
-  { name: 'api', script: 'bench/api.ts', full: [], quick: ['--duration', '1', '--warm-up', '1', '--connections', '4', '--skip-paging', '--hot-txs', '20000', '--addresses', '20000', '--payments', '2000'] },
+  {
+    name: 'api',
+    script: 'bench/api.ts',
+    full: [],
+    quick: [
+      '--duration',
+      '1',
+      '--warm-up',
+      '1',
+      '--connections',
+      '4',
+      '--skip-paging',
+      '--hot-txs',
+      '20000',
+      '--addresses',
+      '20000',
+      '--payments',
+      '2000',
+    ],
+  },
   // Two delivery worker processes: one process running the relay, the stream and a worker used
   // 0.81 of a core at 3,107 deliveries/s while the machine had ~0.6 core free.
-  { name: 'events', script: 'bench/events.ts', full: ['--clients', '10000', '--worker-processes', '2'], quick: ['--clients', '20', '--blocks', '3', '--events', '300', '--stream-clients', '2', '--webhooks', '100'] },
+  {
+    name: 'events',
+    script: 'bench/events.ts',
+    full: ['--clients', '10000', '--worker-processes', '2'],
+    quick: ['--clients', '20', '--blocks', '3', '--events', '300', '--stream-clients', '2', '--webhooks', '100'],
+  },
   { name: 'stamp', script: 'bench/stamp.ts', full: [], quick: ['--duration', '2', '--connections', '20', '--block-interval', '1'] },
   { name: 'wallets', script: 'bench/wallets.ts', full: [], quick: ['--quick'] },
-  { name: 'electrum', script: 'bench/electrum.ts', full: [], quick: ['--subs', '200', '--connections', '20', '--paid', '20', '--blocks', '2'] },
+  {
+    name: 'electrum',
+    script: 'bench/electrum.ts',
+    full: [],
+    quick: ['--subs', '200', '--connections', '20', '--paid', '20', '--blocks', '2'],
+  },
   { name: 'core', script: 'bench/core.ts', full: [], quick: ['--quick'] },
   { name: 'small', script: 'bench/small.ts', full: [], quick: ['--quick'] },
 ];
@@ -61,7 +90,12 @@ export interface BenchRun {
 export function parseTables(text: string): Table[] {
   const tables: Table[] = [];
   const lines = text.split('\n');
-  const cells = (l: string) => l.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim());
+  const cells = (l: string) =>
+    l
+      .trim()
+      .replace(/^\||\|$/g, '')
+      .split('|')
+      .map((c) => c.trim());
   for (let i = 0; i + 1 < lines.length; i++) {
     if (!lines[i]!.trim().startsWith('|') || !/^\s*\|[\s\-:|]+\|\s*$/.test(lines[i + 1]!)) continue;
     const header = cells(lines[i]!);
@@ -120,7 +154,10 @@ function runOne(def: BenchDef, quick: boolean, extra: string[] = []): Promise<Be
 }
 
 type Num = number | null | undefined;
-const fmt = (x: Num, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }));
+const fmt = (x: Num, d = 0) =>
+  x === null || x === undefined || Number.isNaN(x)
+    ? '—'
+    : x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 /** Bytes as MB (10^6), '—' when not a number. */
 const mb = (x: unknown, d = 0) => (typeof x === 'number' ? fmt(x / 1e6, d) : '—');
 const met = (ok: boolean | null) => (ok === null ? '—' : ok ? '**met**' : '**missed**');
@@ -162,7 +199,8 @@ export function summary(runs: BenchRun[]): string {
   const by = new Map(runs.map((r) => [r.name, r]));
   const s = (by.get('sync')?.result ?? {}) as Record<string, Record<string, number> | undefined>;
   const rows: string[] = ['| target | figure | floor or peer (same run) | goal | | bench |', '|---|---|---|---|---|---|'];
-  const add = (what: string, fig: string, floor: string, goal: string, ok: boolean | null, bench: string) => rows.push(`| ${what} | ${fig} | ${floor} | ${goal} | ${met(ok)} | ${bench} |`);
+  const add = (what: string, fig: string, floor: string, goal: string, ok: boolean | null, bench: string) =>
+    rows.push(`| ${what} | ${fig} | ${floor} | ${goal} | ${met(ok)} | ${bench} |`);
   const val = (x: Num) => (typeof x === 'number' ? x : null);
   const all = (...xs: Num[]) => xs.every((x) => typeof x === 'number' && !Number.isNaN(x));
 
@@ -173,32 +211,97 @@ export function summary(runs: BenchRun[]): string {
   const hashTps = floorMs !== null && floorTxs !== null && floorMs > 0 ? (floorTxs * 1000) / floorMs : null;
   const api = by.get('api');
   const floor = cell(api, /^floor/, /^req\/s/);
-  add('VM speed class: txid hashing (double SHA-256 of every transaction of 5 mainnet blocks, one core)', `${fmt(hashTps)} tx/s`, '(the floor)', '(reported)', null, 'decode');
-  add('VM speed class: bare fastify (unknown route, no key, no database; 16 connections)', `${fmt(floor)} req/s`, '(the floor)', '(reported)', null, 'api');
+  add(
+    'VM speed class: txid hashing (double SHA-256 of every transaction of 5 mainnet blocks, one core)',
+    `${fmt(hashTps)} tx/s`,
+    '(the floor)',
+    '(reported)',
+    null,
+    'decode',
+  );
+  add(
+    'VM speed class: bare fastify (unknown route, no key, no database; 16 connections)',
+    `${fmt(floor)} req/s`,
+    '(the floor)',
+    '(reported)',
+    null,
+    'api',
+  );
 
   // 1. Live block.
   const live = s.live;
   const blocks = val(s.import?.blocks);
-  add('live: 4,000-tx block, ZMQ arrival → committed with its events, p50', `${fmt(val(live?.p50))} ms`, `index of ${fmt(val(live?.indexHeightBefore))} blocks`, '≤ 300 ms', all(live?.p50) ? live!.p50! <= 300 : null, 'sync (live)');
+  add(
+    'live: 4,000-tx block, ZMQ arrival → committed with its events, p50',
+    `${fmt(val(live?.p50))} ms`,
+    `index of ${fmt(val(live?.indexHeightBefore))} blocks`,
+    '≤ 300 ms',
+    all(live?.p50) ? live!.p50! <= 300 : null,
+    'sync (live)',
+  );
   add('live: same, p99', `${fmt(val(live?.p99))} ms`, '', '≤ 600 ms', all(live?.p99) ? live!.p99! <= 600 : null, 'sync (live)');
   const ev = by.get('events');
   const clients = cell(ev, /^block arrival/, /^clients$/);
   const firstWs = cell(ev, /^block arrival/, /^first client p99/);
-  add('block → first WebSocket message, p99', firstWs === null ? '—' : `${fmt(firstWs)} ms`, `${fmt(clients)} clients`, '≤ 1,000 ms', firstWs === null ? null : firstWs <= 1000, 'events');
+  add(
+    'block → first WebSocket message, p99',
+    firstWs === null ? '—' : `${fmt(firstWs)} ms`,
+    `${fmt(clients)} clients`,
+    '≤ 1,000 ms',
+    firstWs === null ? null : firstWs <= 1000,
+    'events',
+  );
   const firstHook = cell(ev, /^block arrival → webhook/, /^first client p99/);
-  add('block → first webhook delivered, p99', firstHook === null ? '—' : `${fmt(firstHook)} ms`, 'a chain subscription, local receiver', '≤ 1,000 ms', firstHook === null ? null : firstHook <= 1000, 'events');
+  add(
+    'block → first webhook delivered, p99',
+    firstHook === null ? '—' : `${fmt(firstHook)} ms`,
+    'a chain subscription, local receiver',
+    '≤ 1,000 ms',
+    firstHook === null ? null : firstHook <= 1000,
+    'events',
+  );
   // The same on a real regtest bitcoind, beside the devnode on the same blocks (bench/core).
-  const nodes = (by.get('core')?.result ?? {}) as Record<string, { sync?: { txPerSec?: number }; live?: { p50?: number; p99?: number; txsPerBlock?: number } } | undefined>;
+  const nodes = (by.get('core')?.result ?? {}) as Record<
+    string,
+    { sync?: { txPerSec?: number }; live?: { p50?: number; p99?: number; txsPerBlock?: number } } | undefined
+  >;
   const cl = nodes.core?.live;
   const dl = nodes.devnode?.live;
-  add(`live on Bitcoin Core 30.0: ${fmt(val(cl?.txsPerBlock))}-tx block, ZMQ arrival → committed, p50`, `${fmt(val(cl?.p50))} ms`, `devnode, same blocks: ${fmt(val(dl?.p50))} ms`, '≤ 300 ms', all(cl?.p50) ? cl!.p50! <= 300 : null, 'core');
-  add('live on Bitcoin Core 30.0: same, p99', `${fmt(val(cl?.p99))} ms`, `devnode, same blocks: ${fmt(val(dl?.p99))} ms`, '≤ 600 ms', all(cl?.p99) ? cl!.p99! <= 600 : null, 'core');
+  add(
+    `live on Bitcoin Core 30.0: ${fmt(val(cl?.txsPerBlock))}-tx block, ZMQ arrival → committed, p50`,
+    `${fmt(val(cl?.p50))} ms`,
+    `devnode, same blocks: ${fmt(val(dl?.p50))} ms`,
+    '≤ 300 ms',
+    all(cl?.p50) ? cl!.p50! <= 300 : null,
+    'core',
+  );
+  add(
+    'live on Bitcoin Core 30.0: same, p99',
+    `${fmt(val(cl?.p99))} ms`,
+    `devnode, same blocks: ${fmt(val(dl?.p99))} ms`,
+    '≤ 600 ms',
+    all(cl?.p99) ? cl!.p99! <= 600 : null,
+    'core',
+  );
 
   // Small blocks caught up block by block (bench/small), on the devnode and on Core.
-  const sm = (by.get('small')?.result ?? {}) as Record<string, { perBlockP50?: number; perBlockP90?: number; blocks?: number; blocksPerSec?: number } | undefined>;
-  for (const [node, label] of [['devnode', 'the devnode'], ['core', 'Bitcoin Core 30.0']] as const) {
+  const sm = (by.get('small')?.result ?? {}) as Record<
+    string,
+    { perBlockP50?: number; perBlockP90?: number; blocks?: number; blocksPerSec?: number } | undefined
+  >;
+  for (const [node, label] of [
+    ['devnode', 'the devnode'],
+    ['core', 'Bitcoin Core 30.0'],
+  ] as const) {
     const r = sm[node];
-    add(`small blocks (1–10 txs) indexed block by block on ${label}: ms per block, median`, `${fmt(val(r?.perBlockP50), 1)} ms (p90 ${fmt(val(r?.perBlockP90), 1)})`, `${fmt(val(r?.blocks))} blocks, ${fmt(val(r?.blocksPerSec), 1)} blocks/s`, '≤ 10 ms', all(r?.perBlockP50) ? r!.perBlockP50! <= 10 : null, 'small');
+    add(
+      `small blocks (1–10 txs) indexed block by block on ${label}: ms per block, median`,
+      `${fmt(val(r?.perBlockP50), 1)} ms (p90 ${fmt(val(r?.perBlockP90), 1)})`,
+      `${fmt(val(r?.blocks))} blocks, ${fmt(val(r?.blocksPerSec), 1)} blocks/s`,
+      '≤ 10 ms',
+      all(r?.perBlockP50) ? r!.perBlockP50! <= 10 : null,
+      'small',
+    );
   }
 
   const w = (by.get('wallets')?.result ?? null) as {
@@ -209,7 +312,15 @@ export function summary(runs: BenchRun[]): string {
     creationMs?: Record<string, number>;
     balance?: { reqPerSec?: number; p99?: number };
     addressBalance?: { reqPerSec?: number };
-    million?: { txs?: number; addresses?: number; createMs?: number; balanceMs?: number; historyMs?: number; historyNextMs?: number; unspentMs?: number } | null;
+    million?: {
+      txs?: number;
+      addresses?: number;
+      createMs?: number;
+      balanceMs?: number;
+      historyMs?: number;
+      historyNextMs?: number;
+      unspentMs?: number;
+    } | null;
   } | null;
 
   // 2. Size: the target is set on the 20,000-block corpus, which bench/wallets imports whole
@@ -218,14 +329,35 @@ export function summary(runs: BenchRun[]): string {
   const fullSize = w?.size && (val(w.corpus?.blocks) ?? 0) >= 20_000 ? w.size : null;
   if (fullSize) {
     const r = val(fullSize.ratio);
-    add(`database size / raw block bytes (after VACUUM, CHECKPOINT; ${fmt(val(w!.corpus?.blocks))}-block import)`, fmt(r, 3), `raw blocks ${mb(fullSize.rawBlockBytes)} MB, database ${mb(fullSize.databaseBytes)} MB`, '≤ 0.8', r === null ? null : r <= 0.8, 'wallets (its index)');
+    add(
+      `database size / raw block bytes (after VACUUM, CHECKPOINT; ${fmt(val(w!.corpus?.blocks))}-block import)`,
+      fmt(r, 3),
+      `raw blocks ${mb(fullSize.rawBlockBytes)} MB, database ${mb(fullSize.databaseBytes)} MB`,
+      '≤ 0.8',
+      r === null ? null : r <= 0.8,
+      'wallets (its index)',
+    );
   }
-  add(`database size / raw block bytes (after VACUUM, CHECKPOINT; ${fmt(blocks)}-block import${fullSize ? '' : ', the target is set on 20,000'})`, fmt(size, 3), `raw blocks ${mb(s.size?.rawBlockBytes)} MB`, fullSize ? '(reported)' : '≤ 0.8', fullSize || size === null ? null : size <= 0.8, 'sync');
+  add(
+    `database size / raw block bytes (after VACUUM, CHECKPOINT; ${fmt(blocks)}-block import${fullSize ? '' : ', the target is set on 20,000'})`,
+    fmt(size, 3),
+    `raw blocks ${mb(s.size?.rawBlockBytes)} MB`,
+    fullSize ? '(reported)' : '≤ 0.8',
+    fullSize || size === null ? null : size <= 0.8,
+    'sync',
+  );
 
   // 3. Initial sync.
   const imp = s.import;
   const cpuPerTx = all(imp?.importerCpuMs, imp?.txs) && imp!.txs! > 0 ? (imp!.importerCpuMs! * 1000) / imp!.txs! : null;
-  add('importer CPU per transaction (`blockwire import`, whole run: the finish mostly waits on PostgreSQL)', `${fmt(cpuPerTx, 1)} µs`, hashTps === null ? '' : `txid hashing ${fmt(1e6 / hashTps, 2)} µs/tx`, '≤ 8 µs', cpuPerTx === null ? null : cpuPerTx <= 8, 'sync');
+  add(
+    'importer CPU per transaction (`blockwire import`, whole run: the finish mostly waits on PostgreSQL)',
+    `${fmt(cpuPerTx, 1)} µs`,
+    hashTps === null ? '' : `txid hashing ${fmt(1e6 / hashTps, 2)} µs/tx`,
+    '≤ 8 µs',
+    cpuPerTx === null ? null : cpuPerTx <= 8,
+    'sync',
+  );
   // The previous code's import of the same corpus into the same PostgreSQL (bench/sync --baseline).
   const base = s.baseline as (Record<string, number> & { ref?: string }) | undefined;
   const baseRatio = val(base?.ratio);
@@ -238,7 +370,14 @@ export function summary(runs: BenchRun[]): string {
     'sync',
   );
   add('initial sync over RPC/REST (indexer role)', `${fmt(val(s.rpc?.txPerSec))} tx/s`, '', '(reported)', null, 'sync');
-  add('initial sync over RPC/REST from Bitcoin Core 30.0 (bench/core chain)', `${fmt(val(nodes.core?.sync?.txPerSec))} tx/s`, `devnode, same blocks: ${fmt(val(nodes.devnode?.sync?.txPerSec))} tx/s`, '(reported)', null, 'core');
+  add(
+    'initial sync over RPC/REST from Bitcoin Core 30.0 (bench/core chain)',
+    `${fmt(val(nodes.core?.sync?.txPerSec))} tx/s`,
+    `devnode, same blocks: ${fmt(val(nodes.devnode?.sync?.txPerSec))} tx/s`,
+    '(reported)',
+    null,
+    'core',
+  );
   const proj = val(s.projection?.hours);
   add('projected full mainnet sync (1.43 billion txs)', `${fmt(proj, 1)} h`, '', '≤ 6 h', proj === null ? null : proj <= 6, 'sync');
   const peak = val(imp?.peakRssBytes);
@@ -254,14 +393,39 @@ export function summary(runs: BenchRun[]): string {
   add('catch-up with every index live (per-block path)', `${fmt(val(s.catchup?.txPerSec))} tx/s`, '', '(reported)', null, 'sync');
   const decRatio = cell(dec, /^all/, /decode \/ floor/);
   const decTps = cell(dec, /^all/, /decode tx\/s/);
-  add('decode vs txid floor (5 mainnet blocks)', `${fmt(decRatio, 2)}, ${fmt(decTps)} tx/s`, `${fmt(hashTps)} tx/s`, '≥ 0.8 and ≥ 200,000 tx/s', decRatio === null || decTps === null ? null : decRatio >= 0.8 && decTps >= 200_000, 'decode');
+  add(
+    'decode vs txid floor (5 mainnet blocks)',
+    `${fmt(decRatio, 2)}, ${fmt(decTps)} tx/s`,
+    `${fmt(hashTps)} tx/s`,
+    '≥ 0.8 and ≥ 200,000 tx/s',
+    decRatio === null || decTps === null ? null : decRatio >= 0.8 && decTps >= 200_000,
+    'decode',
+  );
 
   // 4. Fan-out and delivery.
   const fanP99 = cell(ev, /^block arrival/, /^p99/);
-  add(`events: block arrival → WebSocket, p99 to the last of ${fmt(clients)} clients`, `${fmt(fanP99)} ms`, '', '≤ 1,000 ms at 10,000 clients', fanP99 === null || clients === null ? null : fanP99 <= 1000 && clients >= 10_000, 'events');
+  add(
+    `events: block arrival → WebSocket, p99 to the last of ${fmt(clients)} clients`,
+    `${fmt(fanP99)} ms`,
+    '',
+    '≤ 1,000 ms at 10,000 clients',
+    fanP99 === null || clients === null ? null : fanP99 <= 1000 && clients >= 10_000,
+    'events',
+  );
   const hooks = leadingNumber(ev, /^webhook deliveries/, /^rate$/);
-  const hookProcs = ev?.tables.flatMap((t) => t.rows).find((r) => /^webhook deliveries/.test(r[0] ?? ''))?.[0]?.match(/\((\d+ worker process(?:es)?)\)/)?.[1] ?? '';
-  add('webhook deliveries to a local receiver (Standard Webhooks signatures)', `${fmt(hooks)} /s`, hookProcs, '≥ 5,000 /s', hooks === null ? null : hooks >= 5000, 'events');
+  const hookProcs =
+    ev?.tables
+      .flatMap((t) => t.rows)
+      .find((r) => /^webhook deliveries/.test(r[0] ?? ''))?.[0]
+      ?.match(/\((\d+ worker process(?:es)?)\)/)?.[1] ?? '';
+  add(
+    'webhook deliveries to a local receiver (Standard Webhooks signatures)',
+    `${fmt(hooks)} /s`,
+    hookProcs,
+    '≥ 5,000 /s',
+    hooks === null ? null : hooks >= 5000,
+    'events',
+  );
 
   // 5. API against its own floor (16 connections, as fast as they go), p99 as before.
   const share = (x: number | null) => (x === null || floor === null || floor <= 0 ? null : x / floor);
@@ -276,32 +440,80 @@ export function summary(runs: BenchRun[]): string {
     const p99 = cell(api, row, /^p99/);
     const r = share(rps);
     const ok = r === null || p99 === null ? null : r >= goal && (p99Goal === null || p99 <= p99Goal);
-    add(`${label} (16 connections, as fast as they go)`, `${fmt(rps)} req/s, p99 ${fmt(p99)} ms = ${fmt(r, 2)} × floor`, `${fmt(floor)} req/s`, `≥ ${goal} × floor${p99Goal === null ? '' : `, p99 ≤ ${p99Goal} ms`}`, ok, 'api');
+    add(
+      `${label} (16 connections, as fast as they go)`,
+      `${fmt(rps)} req/s, p99 ${fmt(p99)} ms = ${fmt(r, 2)} × floor`,
+      `${fmt(floor)} req/s`,
+      `≥ ${goal} × floor${p99Goal === null ? '' : `, p99 ≤ ${p99Goal} ms`}`,
+      ok,
+      'api',
+    );
   }
   // The earlier absolute targets, offered at their rate on a fixed schedule (bench/open-loop.ts).
-  for (const [label, route, rate, goal] of [['balance', 'balance', 8000, 10], ['history page (a million-entry address, random depth)', 'history page \\(limit 25, hot address', 5000, 25], ['history page (random addresses)', 'history page \\(limit 25, random of', 5000, 25]] as const) {
+  for (const [label, route, rate, goal] of [
+    ['balance', 'balance', 8000, 10],
+    ['history page (a million-entry address, random depth)', 'history page \\(limit 25, hot address', 5000, 25],
+    ['history page (random addresses)', 'history page \\(limit 25, random of', 5000, 25],
+  ] as const) {
     const row = new RegExp(`^at ${rate}/s: ${route}`);
     const served = cell(api, row, /^served req\/s/);
     const p99 = cell(api, row, /^p99 ms/);
     const non2xx = cell(api, row, /^non-2xx/);
-    add(`API ${label}, offered ${fmt(rate)} req/s (open loop)`, `${fmt(served)} req/s served, p99 ${fmt(p99, 1)} ms`, `${fmt(floor)} req/s`, `≥ ${fmt(rate)} req/s, p99 ≤ ${goal} ms`, served === null || p99 === null ? null : served >= rate * 0.99 && p99 <= goal && non2xx === 0, 'api');
+    add(
+      `API ${label}, offered ${fmt(rate)} req/s (open loop)`,
+      `${fmt(served)} req/s served, p99 ${fmt(p99, 1)} ms`,
+      `${fmt(floor)} req/s`,
+      `≥ ${fmt(rate)} req/s, p99 ≤ ${goal} ms`,
+      served === null || p99 === null ? null : served >= rate * 0.99 && p99 <= goal && non2xx === 0,
+      'api',
+    );
   }
 
   // 6. Wallets (bench/wallets), the balance beside one address's balance in the same run.
   if (w) {
-    const created = Object.entries(w.creationMs ?? {}).map(([shape, ms]) => `${shape}: ${fmt(ms / 1000, 1)} s`).join('; ');
-    add(`wallet creation, 2 × ${fmt(val(w.gapLimit))} addresses, median of 3`, created || '—', `index of ${fmt(val(w.corpus?.blocks))} blocks (${fmt(val(w.corpus?.txs))} txs)`, '(reported)', null, 'wallets');
+    const created = Object.entries(w.creationMs ?? {})
+      .map(([shape, ms]) => `${shape}: ${fmt(ms / 1000, 1)} s`)
+      .join('; ');
+    add(
+      `wallet creation, 2 × ${fmt(val(w.gapLimit))} addresses, median of 3`,
+      created || '—',
+      `index of ${fmt(val(w.corpus?.blocks))} blocks (${fmt(val(w.corpus?.txs))} txs)`,
+      '(reported)',
+      null,
+      'wallets',
+    );
     const rps = val(w.balance?.reqPerSec);
-    add(`wallet balance, 2 × 100 addresses (${fmt(val(w.connections))} connections, as fast as they go)`, `${fmt(rps)} req/s, p99 ${fmt(val(w.balance?.p99))} ms`, `one address's balance ${fmt(val(w.addressBalance?.reqPerSec))} req/s`, '≥ 1,000 req/s', rps === null ? null : rps >= 1000, 'wallets');
+    add(
+      `wallet balance, 2 × 100 addresses (${fmt(val(w.connections))} connections, as fast as they go)`,
+      `${fmt(rps)} req/s, p99 ${fmt(val(w.balance?.p99))} ms`,
+      `one address's balance ${fmt(val(w.addressBalance?.reqPerSec))} req/s`,
+      '≥ 1,000 req/s',
+      rps === null ? null : rps >= 1000,
+      'wallets',
+    );
     // A wallet whose addresses carry a million transactions: created and read in seconds (the
     // index has every address), taken here as at most 10 s each.
     const m = w.million;
     if (m) {
       const secs = (x: Num) => (typeof x === 'number' ? `${fmt(x / 1000, 2)} s` : '—');
       const where = `${fmt(val(m.addresses))} used addresses, index of ${fmt(val(w.corpus?.blocks))} blocks`;
-      add(`wallet with ${fmt(val(m.txs))} transactions: creation (gap 20, extended past every used address)`, secs(m.createMs), where, 'seconds, not a rescan (≤ 10 s)', all(m.createMs) ? m.createMs! <= 10_000 : null, 'wallets');
+      add(
+        `wallet with ${fmt(val(m.txs))} transactions: creation (gap 20, extended past every used address)`,
+        secs(m.createMs),
+        where,
+        'seconds, not a rescan (≤ 10 s)',
+        all(m.createMs) ? m.createMs! <= 10_000 : null,
+        'wallets',
+      );
       const reads = [m.balanceMs, m.historyMs, m.historyNextMs, m.unspentMs];
-      add(`wallet with ${fmt(val(m.txs))} transactions: first balance; first and second history page; first unspent-outputs page`, reads.map(secs).join('; '), where, 'seconds (≤ 10 s each)', all(...reads) ? reads.every((x) => x! <= 10_000) : null, 'wallets');
+      add(
+        `wallet with ${fmt(val(m.txs))} transactions: first balance; first and second history page; first unspent-outputs page`,
+        reads.map(secs).join('; '),
+        where,
+        'seconds (≤ 10 s each)',
+        all(...reads) ? reads.every((x) => x! <= 10_000) : null,
+        'wallets',
+      );
     }
   }
   return rows.join('\n');
@@ -322,14 +534,22 @@ export function syncDetails(r: SyncResult): string {
   const v = r.live ?? {};
   const p = r.rpc ?? {};
   const j = r.projection ?? {};
-  const tables = Object.entries((z.tables ?? {}) as Record<string, number>).map(([k, b]) => `${k} ${mb(b, 1)}`).join(', ');
-  const perTable = Object.entries((l.perTable ?? {}) as Record<string, { rows: number; ms: number }>).map(([k, x]) => `${k} ${fmt(x.rows)} rows ${s(x.ms)} s`).join(', ');
+  const tables = Object.entries((z.tables ?? {}) as Record<string, number>)
+    .map(([k, b]) => `${k} ${mb(b, 1)}`)
+    .join(', ');
+  const perTable = Object.entries((l.perTable ?? {}) as Record<string, { rows: number; ms: number }>)
+    .map(([k, x]) => `${k} ${fmt(x.rows)} rows ${s(x.ms)} s`)
+    .join(', ');
   return [
     '| step | figures |',
     '|---|---|',
     `| corpus | ${n(c.txs)} txs, ${mb(c.rawBytes, 1)} MB, ${n(c.reorgs)} reorg(s), ${n(c.staleBlocks)} stale block(s); generated in ${s(c.generatedMs)} s |`,
     `| import (\`blockwire import --blocks-dir\`) | ${n(i.txs)} txs, ${n(i.blocks)} blocks: load ${s(i.loadMs)} s (**${n(i.loadTxPerSec)} tx/s**) + finish/index builds ${s(i.finishMs)} s = **${n(i.txPerSec)} tx/s**, ${n(i.blocksPerSec, 1)} blocks/s; command wall ${s(i.wallMs)} s; CPU importer ${s(i.importerCpuMs)} s, PostgreSQL ${s(i.postgresCpuMs)} s; importer peak RSS ${mb(i.peakRssBytes, 1)} MB |`,
-    ...(r.baseline ? [`| baseline import (${String(b.ref ?? '—')}, same corpus, same PostgreSQL) | load ${s(b.loadMs)} s (**${n(b.loadTxPerSec)} tx/s**) + finish ${s(b.finishMs)} s = **${n(b.txPerSec)} tx/s**; CPU importer ${s(b.importerCpuMs)} s; peak RSS ${mb(b.peakRssBytes, 1)} MB; current / baseline **${n(b.ratio, 2)} ×** (load ${n(b.loadRatio, 2)} ×, importer CPU ${n(b.cpuRatio, 2)} ×) |`] : []),
+    ...(r.baseline
+      ? [
+          `| baseline import (${String(b.ref ?? '—')}, same corpus, same PostgreSQL) | load ${s(b.loadMs)} s (**${n(b.loadTxPerSec)} tx/s**) + finish ${s(b.finishMs)} s = **${n(b.txPerSec)} tx/s**; CPU importer ${s(b.importerCpuMs)} s; peak RSS ${mb(b.peakRssBytes, 1)} MB; current / baseline **${n(b.ratio, 2)} ×** (load ${n(b.loadRatio, 2)} ×, importer CPU ${n(b.cpuRatio, 2)} ×) |`,
+        ]
+      : []),
     `| size after VACUUM, CHECKPOINT | database ${mb(z.databaseBytes, 1)} MB (empty schema ${mb(z.emptyDatabaseBytes, 1)} MB) / raw blocks ${mb(z.rawBlockBytes, 1)} MB = **${n(z.ratio, 3)}**; ${tables} MB |`,
     `| server-side COPY limit | ${n(l.rows)} rows, ${mb(l.fileBytes, 1)} MB in ${s(l.ms)} s = ${n(l.rowsPerSec)} rows/s = ${n(l.txPerSec)} tx/s (${perTable}); import load phase at **${n(l.ratioLoad, 3)}**, with index builds ${n(l.ratioTotal, 3)} |`,
     `| catch-up, every index live | ${n(u.blocks)} blocks, ${n(u.txs)} txs in ${s(u.ms)} s = **${n(u.txPerSec)} tx/s**, ${n(u.blocksPerSec, 2)} blocks/s; per-block fetch → commit p50 ${n(u.applyMsP50)} ms |`,
@@ -344,12 +564,27 @@ const END = '<!-- bench:results:end -->';
 
 /** The README section: when and where, the summary, then each bench's tables as it printed them. */
 export function readmeSection(runs: BenchRun[], at: string, quick: boolean): string {
-  const parts = [START, '', `Last \`npm run bench${quick ? ' -- --quick' : ''}\`: ${at}, ${machine().cpus} vCPU, node ${process.version}. Load average before/after each bench below (other engineers' tests share the 2 cores).`, '', summary(runs), ''];
+  const parts = [
+    START,
+    '',
+    `Last \`npm run bench${quick ? ' -- --quick' : ''}\`: ${at}, ${machine().cpus} vCPU, node ${process.version}. Load average before/after each bench below (other engineers' tests share the 2 cores).`,
+    '',
+    summary(runs),
+    '',
+  ];
   for (const r of runs) {
-    parts.push(`#### ${r.name} — \`${r.command}\` (${(r.ms / 1000).toFixed(0)} s, exit ${r.exitCode}, load ${r.loadBefore.join(' ')} → ${r.loadAfter.join(' ')})`, '');
+    parts.push(
+      `#### ${r.name} — \`${r.command}\` (${(r.ms / 1000).toFixed(0)} s, exit ${r.exitCode}, load ${r.loadBefore.join(' ')} → ${r.loadAfter.join(' ')})`,
+      '',
+    );
     if (r.name === 'sync' && r.result) parts.push(syncDetails(r.result as SyncResult), '');
     for (const t of r.tables) {
-      parts.push(`| ${t.header.join(' | ')} |`, `|${t.header.map(() => '---').join('|')}|`, ...t.rows.map((x) => `| ${x.join(' | ')} |`), '');
+      parts.push(
+        `| ${t.header.join(' | ')} |`,
+        `|${t.header.map(() => '---').join('|')}|`,
+        ...t.rows.map((x) => `| ${x.join(' | ')} |`),
+        '',
+      );
     }
   }
   parts.push(END);
@@ -385,7 +620,10 @@ async function main(): Promise<number> {
     return 0;
   }
   // Corpus size of bench/sync and bench/wallets (default: the full size, 20,000 blocks).
-  const syncArgs = [...(values.blocks ? ['--blocks', values.blocks] : []), ...(values['txs-per-block'] ? ['--txs-per-block', values['txs-per-block']] : [])];
+  const syncArgs = [
+    ...(values.blocks ? ['--blocks', values.blocks] : []),
+    ...(values['txs-per-block'] ? ['--txs-per-block', values['txs-per-block']] : []),
+  ];
   const quick = values.quick === true;
   const only = values.only ? new Set(values.only.split(',')) : null;
   const results = values.results ?? join('bench', 'results', quick ? 'quick.json' : 'latest.json');
@@ -399,7 +637,9 @@ async function main(): Promise<number> {
   // With --only, the other benches' latest runs stay in the results (each carries its own load).
   if (only && existsSync(results)) {
     const prev = JSON.parse(readFileSync(results, 'utf8')) as { runs: BenchRun[] };
-    const merged = BENCHES.map((d) => runs.find((r) => r.name === d.name) ?? prev.runs.find((r) => r.name === d.name)).filter((r): r is BenchRun => r !== undefined);
+    const merged = BENCHES.map((d) => runs.find((r) => r.name === d.name) ?? prev.runs.find((r) => r.name === d.name)).filter(
+      (r): r is BenchRun => r !== undefined,
+    );
     runs.splice(0, runs.length, ...merged);
   }
   const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');

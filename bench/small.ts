@@ -74,7 +74,13 @@ async function coreChain(): Promise<SmallNode> {
   };
 }
 
-async function measure(name: string, pgs: BenchPostgres, start: () => Promise<SmallNode>, blocks: number, env: Record<string, string>): Promise<SmallResult> {
+async function measure(
+  name: string,
+  pgs: BenchPostgres,
+  start: () => Promise<SmallNode>,
+  blocks: number,
+  env: Record<string, string>,
+): Promise<SmallResult> {
   const node = await start();
   try {
     for (let i = 0; i < blocks; i++) {
@@ -97,7 +103,7 @@ async function measure(name: string, pgs: BenchPostgres, start: () => Promise<Sm
       const from = PREMINE + 1;
       const perBlock: number[] = [];
       let prev = at[from - 1]!;
-      for (let i = from; i < applied.length; ) {
+      for (let i = from; i < applied.length;) {
         const n = Math.min(Number(applied[i]!.batch ?? 1), applied.length - i);
         const end = at[i + n - 1]!;
         for (let k = 0; k < n; k++) perBlock.push((end - prev) / n);
@@ -114,7 +120,10 @@ async function measure(name: string, pgs: BenchPostgres, start: () => Promise<Sm
         txs: applied.slice(from).reduce((s, l) => s + Number(l.txs), 0),
         perBlockP50: round(pct(perBlock, 50), 2),
         perBlockP90: round(pct(perBlock, 90), 2),
-        commitP50: pct(applied.slice(from).map((l) => Number(l.ms)), 50),
+        commitP50: pct(
+          applied.slice(from).map((l) => Number(l.ms)),
+          50,
+        ),
         blocksPerSec: round(perBlock.length / span, 1),
         phases: Object.fromEntries([...byPhase].map(([k, v]) => [k, pct(v, 50)])),
       };
@@ -128,15 +137,30 @@ async function measure(name: string, pgs: BenchPostgres, start: () => Promise<Sm
 }
 
 async function main(): Promise<void> {
-  const { values } = benchArgs(import.meta.url, { options: { quick: { type: 'boolean' }, blocks: { type: 'string' }, only: { type: 'string' }, phases: { type: 'boolean' }, 'catchup-blocks': { type: 'string' }, 'cache-dir': { type: 'string' } } });
-  const env = { ...(values.phases ? { LOG_LEVEL: 'debug' } : {}), ...(values['catchup-blocks'] ? { INDEXER_CATCHUP_BLOCKS: values['catchup-blocks'] } : {}) };
+  const { values } = benchArgs(import.meta.url, {
+    options: {
+      quick: { type: 'boolean' },
+      blocks: { type: 'string' },
+      only: { type: 'string' },
+      phases: { type: 'boolean' },
+      'catchup-blocks': { type: 'string' },
+      'cache-dir': { type: 'string' },
+    },
+  });
+  const env = {
+    ...(values.phases ? { LOG_LEVEL: 'debug' } : {}),
+    ...(values['catchup-blocks'] ? { INDEXER_CATCHUP_BLOCKS: values['catchup-blocks'] } : {}),
+  };
   const blocks = values.blocks !== undefined ? Number(values.blocks) : values.quick ? 30 : 1_000;
   // Core is left out without a bitcoind (a notice; the Results row then shows '—').
   const only = values.only?.split(',') ?? (bitcoindPresent ? ['devnode', 'core'] : ['devnode']);
-  if (!bitcoindPresent && only.includes('core')) throw new Error(`bench/small: no bitcoind (${bitcoindBin}); set BITCOIND_BIN or --only devnode`);
+  if (!bitcoindPresent && only.includes('core'))
+    throw new Error(`bench/small: no bitcoind (${bitcoindBin}); set BITCOIND_BIN or --only devnode`);
   if (!bitcoindPresent) say('notice: bench/small without Bitcoin Core: bitcoind not found (set BITCOIND_BIN)');
   const m0 = machine();
-  say(`bench/small: ${blocks} blocks of 1–10 payments indexed block by block, on ${only.join(' and ')}${only.includes('core') ? ` (${bitcoindBin})` : ''}; load ${m0.loadavg.join(' ')}`);
+  say(
+    `bench/small: ${blocks} blocks of 1–10 payments indexed block by block, on ${only.join(' and ')}${only.includes('core') ? ` (${bitcoindBin})` : ''}; load ${m0.loadavg.join(' ')}`,
+  );
   mkdirSync(cacheDir(values['cache-dir']), { recursive: true });
   const root = mkdtempSync(join(cacheDir(values['cache-dir']), 'small-'));
   const pgs = await startBenchPostgres(root);
@@ -159,7 +183,8 @@ async function main(): Promise<void> {
   say(row('ms per block p90', (r) => String(r.perBlockP90)));
   say(row('plan → commit p50 ms (per transaction)', (r) => String(r.commitP50)));
   say(row('blocks/s', (r) => String(r.blocksPerSec)));
-  for (const k of new Set(names.flatMap((n) => Object.keys(results[n]!.phases)))) say(row(`phase ${k} p50 ms`, (r) => String(r.phases[k] ?? '—')));
+  for (const k of new Set(names.flatMap((n) => Object.keys(results[n]!.phases))))
+    say(row(`phase ${k} p50 ms`, (r) => String(r.phases[k] ?? '—')));
   say(`RESULT ${JSON.stringify({ blocks, ...results, machineStart: m0, machineEnd: machine() })}`);
 }
 

@@ -91,7 +91,9 @@ async function main() {
 
   const miner = setInterval(() => void node.mine(1), blockInterval * 1000);
   const started = new Date();
-  say(`stamping: window ${windowMs} ms, ${connections} connections, ${duration} s, a block every ${blockInterval} s (load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores)`);
+  say(
+    `stamping: window ${windowMs} ms, ${connections} connections, ${duration} s, a block every ${blockInterval} s (load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores)`,
+  );
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/v1/stamps`,
     method: 'POST',
@@ -109,7 +111,9 @@ async function main() {
   await node.mine(1);
 
   // Every answered stamp sits in a stored transaction; fee of the winning versions per stamp.
-  const placed = await sql<{ n: string }>`SELECT count(*)::text AS n FROM stamps WHERE status = 'placed' AND created_at BETWEEN ${started} AND ${ended}`.execute(db);
+  const placed = await sql<{
+    n: string;
+  }>`SELECT count(*)::text AS n FROM stamps WHERE status = 'placed' AND created_at BETWEEN ${started} AND ${ended}`.execute(db);
   const txs = await sql<{ txs: string; fee: string; vsize: string; stamps: string }>`
     SELECT count(*)::text AS txs, sum(t.fee)::text AS fee, sum(t.vsize)::text AS vsize, sum(c.n)::text AS stamps
     FROM stamp_txs t JOIN LATERAL (SELECT count(*) AS n FROM stamps s WHERE s.txid = t.txid) c ON true
@@ -126,7 +130,9 @@ async function main() {
   say(`| answer latency p50 / p99 | ${result.latency.p50} ms / ${result.latency.p99} ms |`);
   say(`| stamps placed in the run (database; includes requests in flight at the end) | ${placed.rows[0]!.n} |`);
   say(`| transactions carrying them | ${row.txs} (${(stamps / Number(row.txs)).toFixed(1)} stamps each; ${bumps.rows[0]!.n} fee bumps) |`);
-  say(`| fee per stamp | ${(Number(row.fee) / stamps).toFixed(1)} sat (${(Number(row.vsize) / stamps).toFixed(1)} vB per stamp, at ${(Number(row.fee) / Number(row.vsize)).toFixed(2)} sat/vB) |`);
+  say(
+    `| fee per stamp | ${(Number(row.fee) / stamps).toFixed(1)} sat (${(Number(row.vsize) / stamps).toFixed(1)} vB per stamp, at ${(Number(row.fee) / Number(row.vsize)).toFixed(2)} sat/vB) |`,
+  );
 
   await app.close();
   await stamper.stop();

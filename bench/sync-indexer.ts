@@ -38,7 +38,14 @@ const indexer = await startIndexer({ config, log, db, databaseUrl: args.database
 let failed: unknown = null;
 indexer.done.catch((err: unknown) => (failed = err));
 if (args.follow) {
-  process.on('SIGTERM', () => void indexer.stop().then(() => db.destroy()).then(() => process.exit(0)));
+  process.on(
+    'SIGTERM',
+    () =>
+      void indexer
+        .stop()
+        .then(() => db.destroy())
+        .then(() => process.exit(0)),
+  );
 } else {
   for (;;) {
     const s = indexer.status();
@@ -50,5 +57,7 @@ if (args.follow) {
   const m = indexer.metrics();
   await indexer.stop();
   await db.destroy();
-  process.stdout.write(`RESULT ${JSON.stringify({ ms, tip: indexer.status().tip.height, blocksApplied: m.blocksApplied, txsApplied: m.txsApplied, blocksUndone: m.blocksUndone, reorgs: m.reorgs })}\n`);
+  process.stdout.write(
+    `RESULT ${JSON.stringify({ ms, tip: indexer.status().tip.height, blocksApplied: m.blocksApplied, txsApplied: m.txsApplied, blocksUndone: m.blocksUndone, reorgs: m.reorgs })}\n`,
+  );
 }

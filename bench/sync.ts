@@ -26,7 +26,20 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import { startCorpusNode } from '../devnode/corpus.js';
 import { corpusMainChain, loadCorpusManifest } from '../devnode/corpus-manifest.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { cacheDir, importCorpus, logLines, machine, PG_SETTINGS, pgOverrides, round, runSize, say, startBenchPostgres, syncOverRpc, type BenchPostgres } from './harness.js';
+import {
+  cacheDir,
+  importCorpus,
+  logLines,
+  machine,
+  PG_SETTINGS,
+  pgOverrides,
+  round,
+  runSize,
+  say,
+  startBenchPostgres,
+  syncOverRpc,
+  type BenchPostgres,
+} from './harness.js';
 import { checkoutBaseline, DEFAULT_BASELINE } from './baseline.js';
 import { corpusLiveNode, measureLive, startFollower, waitApplied } from './live.js';
 
@@ -49,8 +62,11 @@ export async function measureSize(pgs: BenchPostgres, db: string, rawBlockBytes:
   await pgs.query(db, 'VACUUM ANALYZE');
   await pgs.query('postgres', 'CHECKPOINT');
   const size = Number((await pgs.query<{ n: string }>(db, 'SELECT pg_database_size(current_database())::text AS n')).rows[0]!.n);
-  const t = await pgs.query<{ name: string; n: string }>(db, `SELECT c.relname AS name, pg_total_relation_size(c.oid)::text AS n FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-    WHERE s.nspname = 'public' AND c.relkind = 'r' ORDER BY pg_total_relation_size(c.oid) DESC`);
+  const t = await pgs.query<{ name: string; n: string }>(
+    db,
+    `SELECT c.relname AS name, pg_total_relation_size(c.oid)::text AS n FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+    WHERE s.nspname = 'public' AND c.relkind = 'r' ORDER BY pg_total_relation_size(c.oid) DESC`,
+  );
   const tables: Record<string, number> = {};
   for (const r of t.rows) if (Number(r.n) > 64 * 1024) tables[r.name] = Number(r.n);
   // A freshly migrated database, for reference (catalogs and empty tables).
@@ -87,11 +103,14 @@ export async function measureCopyLimit(pgs: BenchPostgres, db: string): Promise<
   const ldb = createDb(url);
   await migrateToLatest(ldb);
   await ldb.destroy();
-  await pgs.query('bw_limit', `
+  await pgs.query(
+    'bw_limit',
+    `
     ALTER TABLE blocks DROP CONSTRAINT blocks_pkey; DROP INDEX blocks_hash;
     ALTER TABLE txs DROP CONSTRAINT txs_pkey; DROP INDEX txs_txid_key; DROP INDEX txs_spent_groups;
     ALTER TABLE utxos DROP CONSTRAINT utxos_pkey; DROP INDEX utxos_addr;
-    ALTER TABLE history DROP CONSTRAINT history_pkey;`);
+    ALTER TABLE history DROP CONSTRAINT history_pkey;`,
+  );
   await pgs.query('postgres', 'CHECKPOINT');
   const { default: pg } = await import('pg');
   const c = new pg.Client({ connectionString: url });
@@ -134,7 +153,9 @@ async function main(): Promise<void> {
   });
   const size = runSize(values);
   const startMachine = machine();
-  say(`bench/sync: ${size.corpus.blocks} blocks × ~${size.corpus.txsPerBlock} txs (seed ${size.corpus.seed}), catch-up ${size.catchupBlocks}, live ${size.liveBlocks}; load ${startMachine.loadavg.join(' ')}`);
+  say(
+    `bench/sync: ${size.corpus.blocks} blocks × ~${size.corpus.txsPerBlock} txs (seed ${size.corpus.seed}), catch-up ${size.catchupBlocks}, live ${size.liveBlocks}; load ${startMachine.loadavg.join(' ')}`,
+  );
   const cache = cacheDir(values['cache-dir']);
   const g0 = performance.now();
   const corpus = ensureCorpus(cache, size.corpus, say);
@@ -145,11 +166,27 @@ async function main(): Promise<void> {
   const initialTip = m.tip.height - nearTip;
   const rawBytes = main.slice(0, initialTip + 1).reduce((s, b) => s + b.length, 0);
   const initialTxs = main.slice(0, initialTip + 1).reduce((s, b) => s + b.txs, 0);
-  say(`corpus ${corpus.generated ? 'generated' : 'cached'}: ${corpus.dir} (${m.txs} txs, ${(m.rawBytes / 1e6).toFixed(0)} MB, ${m.reorgs} reorgs; generated in ${(m.generatedMs / 1000).toFixed(1)} s)`);
+  say(
+    `corpus ${corpus.generated ? 'generated' : 'cached'}: ${corpus.dir} (${m.txs} txs, ${(m.rawBytes / 1e6).toFixed(0)} MB, ${m.reorgs} reorgs; generated in ${(m.generatedMs / 1000).toFixed(1)} s)`,
+  );
 
   const root = mkdtempSync(join(cache, 'sync-'));
   const pgs = await startBenchPostgres(root);
-  const result: Record<string, unknown> = { size, corpus: { key: m.key, txs: m.txs, rawBytes: m.rawBytes, reorgs: m.reorgs, staleBlocks: m.staleBlocks, generatedMs: m.generatedMs, generatedNow: corpus.generated, genMs: round(genMs) }, machineStart: startMachine, postgres: { ...PG_SETTINGS, ...pgOverrides() } };
+  const result: Record<string, unknown> = {
+    size,
+    corpus: {
+      key: m.key,
+      txs: m.txs,
+      rawBytes: m.rawBytes,
+      reorgs: m.reorgs,
+      staleBlocks: m.staleBlocks,
+      generatedMs: m.generatedMs,
+      generatedNow: corpus.generated,
+      genMs: round(genMs),
+    },
+    machineStart: startMachine,
+    postgres: { ...PG_SETTINGS, ...pgOverrides() },
+  };
   try {
     // 1. blockwire import --blocks-dir
     const importUrl = await pgs.createDatabase('bw_import');
@@ -163,9 +200,23 @@ async function main(): Promise<void> {
     const importTxs = initialTxs; // genesis included (the import indexes it too)
     const loadTps = importTxs / (imp.loadMs / 1000);
     const totalTps = importTxs / ((imp.loadMs + imp.finishMs) / 1000);
-    result.import = { ...imp, txs: importTxs, loadTxPerSec: Math.round(loadTps), txPerSec: Math.round(totalTps), blocksPerSec: round((imp.blocks * 1000) / (imp.loadMs + imp.finishMs), 1), wallTxPerSec: Math.round(importTxs / (imp.wallMs / 1000)), jsShare: round(imp.importerCpuMs / (imp.importerCpuMs + imp.postgresCpuMs), 2) };
-    say(`import: ${importTxs} txs, ${imp.blocks} blocks: load ${round(imp.loadMs / 1000, 1)} s (${Math.round(loadTps)} tx/s) + indexes ${round(imp.finishMs / 1000, 1)} s = ${Math.round(totalTps)} tx/s; wall ${round(imp.wallMs / 1000, 1)} s; CPU importer ${round(imp.importerCpuMs / 1000, 1)} s, PostgreSQL ${round(imp.postgresCpuMs / 1000, 1)} s; peak RSS ${imp.peakRssBytes === null ? '?' : Math.round(imp.peakRssBytes / 2 ** 20)} MiB of ${imp.memoryMb ?? '?'}${imp.cache ? `; outpoint cache bound ${imp.cache.maxEntries}, ${imp.cache.evictions} trims, ${imp.cache.dropped} dropped, ${imp.cache.readBack} read back` : ''}`);
-    say(`import finish steps (ms): ${Object.entries(imp.finishSteps).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    result.import = {
+      ...imp,
+      txs: importTxs,
+      loadTxPerSec: Math.round(loadTps),
+      txPerSec: Math.round(totalTps),
+      blocksPerSec: round((imp.blocks * 1000) / (imp.loadMs + imp.finishMs), 1),
+      wallTxPerSec: Math.round(importTxs / (imp.wallMs / 1000)),
+      jsShare: round(imp.importerCpuMs / (imp.importerCpuMs + imp.postgresCpuMs), 2),
+    };
+    say(
+      `import: ${importTxs} txs, ${imp.blocks} blocks: load ${round(imp.loadMs / 1000, 1)} s (${Math.round(loadTps)} tx/s) + indexes ${round(imp.finishMs / 1000, 1)} s = ${Math.round(totalTps)} tx/s; wall ${round(imp.wallMs / 1000, 1)} s; CPU importer ${round(imp.importerCpuMs / 1000, 1)} s, PostgreSQL ${round(imp.postgresCpuMs / 1000, 1)} s; peak RSS ${imp.peakRssBytes === null ? '?' : Math.round(imp.peakRssBytes / 2 ** 20)} MiB of ${imp.memoryMb ?? '?'}${imp.cache ? `; outpoint cache bound ${imp.cache.maxEntries}, ${imp.cache.evictions} trims, ${imp.cache.dropped} dropped, ${imp.cache.readBack} read back` : ''}`,
+    );
+    say(
+      `import finish steps (ms): ${Object.entries(imp.finishSteps)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
 
     // 1b. the same import by the baseline's code, same corpus, a fresh database of the same PostgreSQL
     const baselineRef = values.baseline ?? (values.quick ? 'none' : DEFAULT_BASELINE);
@@ -177,8 +228,20 @@ async function main(): Promise<void> {
         if (bi.tip !== initialTip) throw new Error(`baseline import stopped at ${bi.tip}, expected ${initialTip}`);
         const bLoad = importTxs / (bi.loadMs / 1000);
         const bTotal = importTxs / ((bi.loadMs + bi.finishMs) / 1000);
-        result.baseline = { ref: baselineRef, commit: base.commit, deps: base.deps, ...bi, loadTxPerSec: Math.round(bLoad), txPerSec: Math.round(bTotal), ratio: round(totalTps / bTotal, 2), loadRatio: round(loadTps / bLoad, 2), cpuRatio: round(imp.importerCpuMs / bi.importerCpuMs, 2) };
-        say(`baseline ${baselineRef} (${base.commit.slice(0, 12)}): load ${round(bi.loadMs / 1000, 1)} s (${Math.round(bLoad)} tx/s) + indexes ${round(bi.finishMs / 1000, 1)} s = ${Math.round(bTotal)} tx/s; CPU importer ${round(bi.importerCpuMs / 1000, 1)} s; current / baseline: import ${round(totalTps / bTotal, 2)} ×, load ${round(loadTps / bLoad, 2)} ×`);
+        result.baseline = {
+          ref: baselineRef,
+          commit: base.commit,
+          deps: base.deps,
+          ...bi,
+          loadTxPerSec: Math.round(bLoad),
+          txPerSec: Math.round(bTotal),
+          ratio: round(totalTps / bTotal, 2),
+          loadRatio: round(loadTps / bLoad, 2),
+          cpuRatio: round(imp.importerCpuMs / bi.importerCpuMs, 2),
+        };
+        say(
+          `baseline ${baselineRef} (${base.commit.slice(0, 12)}): load ${round(bi.loadMs / 1000, 1)} s (${Math.round(bLoad)} tx/s) + indexes ${round(bi.finishMs / 1000, 1)} s = ${Math.round(bTotal)} tx/s; CPU importer ${round(bi.importerCpuMs / 1000, 1)} s; current / baseline: import ${round(totalTps / bTotal, 2)} ×, load ${round(loadTps / bLoad, 2)} ×`,
+        );
         await pgs.query('postgres', 'DROP DATABASE bw_baseline');
       } finally {
         base.remove();
@@ -192,13 +255,26 @@ async function main(): Promise<void> {
     // 2. size
     const sz = await measureSize(pgs, 'bw_import', rawBytes);
     result.size = sz;
-    say(`size: database ${(sz.databaseBytes / 1e6).toFixed(1)} MB (empty ${(sz.emptyDatabaseBytes / 1e6).toFixed(1)} MB) vs raw blocks ${(rawBytes / 1e6).toFixed(1)} MB = ${sz.ratio}; ${Object.entries(sz.tables).map(([k, v]) => `${k} ${(v / 1e6).toFixed(1)}`).join(', ')} MB`);
+    say(
+      `size: database ${(sz.databaseBytes / 1e6).toFixed(1)} MB (empty ${(sz.emptyDatabaseBytes / 1e6).toFixed(1)} MB) vs raw blocks ${(rawBytes / 1e6).toFixed(1)} MB = ${sz.ratio}; ${Object.entries(
+        sz.tables,
+      )
+        .map(([k, v]) => `${k} ${(v / 1e6).toFixed(1)}`)
+        .join(', ')} MB`,
+    );
 
     // 3. the physical limit
     const lim = await measureCopyLimit(pgs, 'bw_import');
     const ratio = lim.ms / imp.loadMs;
-    result.copyLimit = { ...lim, txPerSec: Math.round(importTxs / (lim.ms / 1000)), ratioLoad: round(ratio, 3), ratioTotal: round(lim.ms / (imp.loadMs + imp.finishMs), 3) };
-    say(`COPY limit: ${lim.rows} rows (${(lim.fileBytes / 1e6).toFixed(0)} MB) in ${round(lim.ms / 1000, 2)} s = ${lim.rowsPerSec} rows/s, ${Math.round(importTxs / (lim.ms / 1000))} tx/s; import load phase at ${round(ratio, 3)} of it (${round(lim.ms / (imp.loadMs + imp.finishMs), 3)} with index builds)`);
+    result.copyLimit = {
+      ...lim,
+      txPerSec: Math.round(importTxs / (lim.ms / 1000)),
+      ratioLoad: round(ratio, 3),
+      ratioTotal: round(lim.ms / (imp.loadMs + imp.finishMs), 3),
+    };
+    say(
+      `COPY limit: ${lim.rows} rows (${(lim.fileBytes / 1e6).toFixed(0)} MB) in ${round(lim.ms / 1000, 2)} s = ${lim.rowsPerSec} rows/s, ${Math.round(importTxs / (lim.ms / 1000))} tx/s; import load phase at ${round(ratio, 3)} of it (${round(lim.ms / (imp.loadMs + imp.finishMs), 3)} with index builds)`,
+    );
 
     // 4. catch-up with every index live, then 5. live blocks
     const node = await startCorpusNode({ dir: corpus.dir, tip: initialTip + size.catchupBlocks });
@@ -216,12 +292,23 @@ async function main(): Promise<void> {
       const blocks = appliedAt.length;
       const ms = lastAt - (first.at - Number(first.f.ms));
       const applyMs = appliedAt.map((x) => Number(x.f.ms)).sort((a, b) => a - b);
-      result.catchup = { blocks, txs, ms: round(ms), txPerSec: Math.round((txs * 1000) / ms), blocksPerSec: round((blocks * 1000) / ms, 2), applyMsP50: applyMs[Math.floor(blocks / 2)] };
-      say(`catch-up (indexes live, per-block path): ${blocks} blocks, ${txs} txs in ${round(ms / 1000, 1)} s = ${Math.round((txs * 1000) / ms)} tx/s`);
+      result.catchup = {
+        blocks,
+        txs,
+        ms: round(ms),
+        txPerSec: Math.round((txs * 1000) / ms),
+        blocksPerSec: round((blocks * 1000) / ms, 2),
+        applyMsP50: applyMs[Math.floor(blocks / 2)],
+      };
+      say(
+        `catch-up (indexes live, per-block path): ${blocks} blocks, ${txs} txs in ${round(ms / 1000, 1)} s = ${Math.round((txs * 1000) / ms)} tx/s`,
+      );
       if (size.liveBlocks > 0) {
         const live = await measureLive(corpusLiveNode(node), follower, size.liveBlocks);
         result.live = live;
-        say(`live: ${live.blocks} blocks of ${live.txsPerBlock} txs on an index of ${live.indexHeightBefore} blocks: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`);
+        say(
+          `live: ${live.blocks} blocks of ${live.txsPerBlock} txs on an index of ${live.indexHeightBefore} blocks: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`,
+        );
       }
     } finally {
       follower.proc.kill('SIGTERM');
@@ -235,8 +322,15 @@ async function main(): Promise<void> {
       const rnode = await startCorpusNode({ dir: corpus.dir, tip: initialTip });
       const r = await syncOverRpc(pgs, rpcUrl, rnode, initialTip);
       await rnode.stop();
-      result.rpc = { ...r, txs: importTxs, txPerSec: Math.round(importTxs / (r.ms / 1000)), blocksPerSec: round(((initialTip + 1) * 1000) / r.ms, 1) };
-      say(`sync over RPC/REST: ${importTxs} txs in ${round(r.ms / 1000, 1)} s = ${Math.round(importTxs / (r.ms / 1000))} tx/s (load ${r.loadMs === null ? '?' : round(r.loadMs / 1000, 1)} s, indexes ${r.finishMs === null ? '?' : round(r.finishMs / 1000, 1)} s)`);
+      result.rpc = {
+        ...r,
+        txs: importTxs,
+        txPerSec: Math.round(importTxs / (r.ms / 1000)),
+        blocksPerSec: round(((initialTip + 1) * 1000) / r.ms, 1),
+      };
+      say(
+        `sync over RPC/REST: ${importTxs} txs in ${round(r.ms / 1000, 1)} s = ${Math.round(importTxs / (r.ms / 1000))} tx/s (load ${r.loadMs === null ? '?' : round(r.loadMs / 1000, 1)} s, indexes ${r.finishMs === null ? '?' : round(r.finishMs / 1000, 1)} s)`,
+      );
       await pgs.query('postgres', 'DROP DATABASE bw_rpc');
     }
 
@@ -244,9 +338,17 @@ async function main(): Promise<void> {
     const n = importTxs;
     const sortFactor = Math.log(MAINNET_TXS) / Math.log(n);
     const projLoadH = MAINNET_TXS / loadTps / 3600;
-    const projIndexH = (imp.finishMs / 1000) * (MAINNET_TXS / n) * sortFactor / 3600;
-    result.projection = { mainnetTxs: MAINNET_TXS, loadHours: round(projLoadH, 2), indexHours: round(projIndexH, 2), hours: round(projLoadH + projIndexH, 2), sortFactor: round(sortFactor, 2) };
-    say(`projection for ${MAINNET_TXS / 1e9} billion mainnet transactions: load ${round(projLoadH, 1)} h + index builds ${round(projIndexH, 1)} h = ${round(projLoadH + projIndexH, 1)} h`);
+    const projIndexH = ((imp.finishMs / 1000) * (MAINNET_TXS / n) * sortFactor) / 3600;
+    result.projection = {
+      mainnetTxs: MAINNET_TXS,
+      loadHours: round(projLoadH, 2),
+      indexHours: round(projIndexH, 2),
+      hours: round(projLoadH + projIndexH, 2),
+      sortFactor: round(sortFactor, 2),
+    };
+    say(
+      `projection for ${MAINNET_TXS / 1e9} billion mainnet transactions: load ${round(projLoadH, 1)} h + index builds ${round(projIndexH, 1)} h = ${round(projLoadH + projIndexH, 1)} h`,
+    );
   } finally {
     await pgs.stop();
     rmSync(root, { recursive: true, force: true });

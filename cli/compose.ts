@@ -30,7 +30,10 @@ export const CONCRETE_ROLES: readonly ConcreteRole[] = ['indexer', 'api', 'strea
 /** Parses `--role` values (`all`, or a comma-separated list) into concrete roles. */
 export function parseRoles(values: readonly string[]): Set<ConcreteRole> {
   const roles = new Set<ConcreteRole>();
-  for (const v of values.flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean)) {
+  for (const v of values
+    .flatMap((x) => x.split(','))
+    .map((x) => x.trim())
+    .filter(Boolean)) {
     if (v === 'all') CONCRETE_ROLES.forEach((r) => roles.add(r));
     else if ((CONCRETE_ROLES as readonly string[]).includes(v)) roles.add(v as ConcreteRole);
     else throw new TypeError(`unknown role '${v}': expected all, ${CONCRETE_ROLES.join(', ')}`);
@@ -92,7 +95,17 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
   if (needsRedis && !deps.redisUrl) throw new TypeError('roles api, streams and worker need a Redis URL');
   const rpcUrl = deps.rpcUrl ?? config.bitcoindRpcUrl;
 
-  const out: Blockwire = { indexer: undefined, api: undefined, stamper: undefined, streams: undefined, worker: undefined, electrum: undefined, apiUrl: undefined, streamUrl: undefined, stop };
+  const out: Blockwire = {
+    indexer: undefined,
+    api: undefined,
+    stamper: undefined,
+    streams: undefined,
+    worker: undefined,
+    electrum: undefined,
+    apiUrl: undefined,
+    streamUrl: undefined,
+    stop,
+  };
   try {
     if (roles.has('indexer')) {
       out.indexer = await startIndexer({
@@ -110,7 +123,9 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
     }
 
     if (roles.has('api')) {
-      const node = rpcUrl ? new BitcoindClient({ url: rpcUrl, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), log }) : undefined;
+      const node = rpcUrl
+        ? new BitcoindClient({ url: rpcUrl, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), log })
+        : undefined;
       const network = deps.network ?? config.network ?? (node ? await detectChain(node) : undefined);
       if (isStampingConfigured(config)) {
         if (!node || !network) throw new TypeError('stamping needs a node (BITCOIND_RPC_URL)');
@@ -162,13 +177,24 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
     }
 
     if (roles.has('worker')) {
-      out.worker = await startWorker({ config, log, db, databaseUrl: deps.databaseUrl, redisUrl: deps.redisUrl!, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) });
+      out.worker = await startWorker({
+        config,
+        log,
+        db,
+        databaseUrl: deps.databaseUrl,
+        redisUrl: deps.redisUrl!,
+        ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}),
+      });
       const worker = out.worker;
       stops.push({ name: 'worker', stop: () => worker.stop() });
     }
     if (roles.has('electrum') && (config.electrumTcpPort !== undefined || config.electrumTlsPort !== undefined)) {
       if (!rpcUrl) throw new TypeError('the electrum role needs a node (BITCOIND_RPC_URL)');
-      const node = new BitcoindClient({ url: rpcUrl, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), log });
+      const node = new BitcoindClient({
+        url: rpcUrl,
+        ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}),
+        log,
+      });
       out.electrum = await startElectrum({ config, log, db, node });
       const electrum = out.electrum;
       stops.push({ name: 'electrum', stop: () => electrum.stop() });
@@ -176,7 +202,11 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
     deps.metrics?.track({
       indexer: out.indexer,
       streams: out.streams,
-      worker: out.worker?.workers.map((w, i) => ({ transport: WORKER_TRANSPORTS[i] ?? `transport${i}`, events: w.events, breakers: () => w.fairness().breakers })),
+      worker: out.worker?.workers.map((w, i) => ({
+        transport: WORKER_TRANSPORTS[i] ?? `transport${i}`,
+        events: w.events,
+        breakers: () => w.fairness().breakers,
+      })),
     });
     return out;
   } catch (err) {

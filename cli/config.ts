@@ -26,7 +26,11 @@ const SECRET = /WIF|DESCRIPTOR|PASSWORD|SECRET/;
 export function maskValue(env: string, value: string): string {
   if (SECRET.test(env)) return value ? '********' : value;
   // A list of URLs (DATABASE_READ_URL): each one masked.
-  if (value.includes(',')) return value.split(',').map((v) => maskValue(env, v)).join(',');
+  if (value.includes(','))
+    return value
+      .split(',')
+      .map((v) => maskValue(env, v))
+      .join(',');
   try {
     const u = new URL(value);
     if (u.password) {
@@ -43,7 +47,10 @@ export function maskValue(env: string, value: string): string {
 function rolesOf(values: string[]): PreflightRoles {
   const concrete = ROLES.filter((r) => r !== 'all');
   const out = new Set<(typeof concrete)[number]>();
-  for (const v of values.flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean)) {
+  for (const v of values
+    .flatMap((x) => x.split(','))
+    .map((x) => x.trim())
+    .filter(Boolean)) {
     if (v === 'all') concrete.forEach((r) => out.add(r));
     else if ((concrete as string[]).includes(v)) out.add(v as (typeof concrete)[number]);
     else throw new ConfigError([`--role: unknown role '${v}' (expected all, ${concrete.join(', ')})`]);
@@ -98,7 +105,16 @@ ${configMarkdown()}`;
 export async function run(argv: string[]): Promise<number> {
   let values: { markdown?: boolean; check?: boolean; role?: string[]; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: { markdown: { type: 'boolean' }, check: { type: 'boolean' }, role: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        markdown: { type: 'boolean' },
+        check: { type: 'boolean' },
+        role: { type: 'string', multiple: true },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }));
   } catch (err) {
     process.stderr.write(`blockwire config: ${(err as Error).message}\n\n${USAGE}`);
     return 2;
@@ -137,7 +153,8 @@ export async function run(argv: string[]): Promise<number> {
   if (!values.check) {
     for (const s of Object.values(settings)) {
       const raw = process.env[s.env];
-      const shown = raw === undefined || raw === '' ? `${s.default === undefined ? '' : String(s.default)}   (default)` : maskValue(s.env, raw);
+      const shown =
+        raw === undefined || raw === '' ? `${s.default === undefined ? '' : String(s.default)}   (default)` : maskValue(s.env, raw);
       process.stdout.write(`${s.env}=${shown}\n`);
     }
   }

@@ -67,7 +67,13 @@ export function txJson(tx: DecodedTx, network: Network): TxJson {
     inputs: tx.inputs.map((i) => ({ txid: hashToHex(i.prevTxid), vout: i.vout })),
     outputs: tx.outputs.map((o, index) => {
       const type = classifyScript(o.script);
-      const out: OutputJson = { index, value: o.value.toString(), script: bytesToHex(o.script), type, address: outputAddresses(o.script, network) };
+      const out: OutputJson = {
+        index,
+        value: o.value.toString(),
+        script: bytesToHex(o.script),
+        type,
+        address: outputAddresses(o.script, network),
+      };
       if (type === 'nulldata') out.data = bytesToHex(nullData(o.script)!);
       return out;
     }),
@@ -153,7 +159,11 @@ export async function run(argv: string[]): Promise<number> {
   });
   let args: ReturnType<typeof parse>;
   function parse() {
-    return parseArgs({ args: argv, allowPositionals: true, options: { network: { type: 'string', short: 'n' }, help: { type: 'boolean', short: 'h' } } });
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { network: { type: 'string', short: 'n' }, help: { type: 'boolean', short: 'h' } },
+    });
   }
   try {
     args = parse();

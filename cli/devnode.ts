@@ -20,7 +20,9 @@ ZMQ rawblock/hashblock/rawtx/hashtx/sequence on --zmq-port (28332).
 `;
 
 /** Parsed command line, or an error message. */
-export function parseDevnodeArgs(argv: string[]): { opts: DevnodeOptions; logLevel: string; corpus?: { dir: string; tip?: number } } | { error: string } | { help: true } {
+export function parseDevnodeArgs(
+  argv: string[],
+): { opts: DevnodeOptions; logLevel: string; corpus?: { dir: string; tip?: number } } | { error: string } | { help: true } {
   const opts: DevnodeOptions = { rpcPort: 18443, zmqPort: 28332 };
   let pace: number | 'all' = 'all';
   let replayDir: string | undefined;
@@ -142,12 +144,32 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 /** `--corpus DIR`: serves a generated corpus (corpus.ts) until SIGINT/SIGTERM or the `stop` RPC. */
-async function runCorpus(corpus: { dir: string; tip?: number }, opts: DevnodeOptions, log: ReturnType<typeof createLogger>): Promise<number> {
-  const node = await startCorpusNode({ dir: corpus.dir, ...(corpus.tip !== undefined ? { tip: corpus.tip } : {}), rpcPort: opts.rpcPort ?? 0, zmqPort: opts.zmqPort ?? 0, ...(opts.host ? { host: opts.host } : {}), ...(opts.rpcUser ? { rpcUser: opts.rpcUser } : {}), ...(opts.rpcPassword ? { rpcPassword: opts.rpcPassword } : {}), log });
+async function runCorpus(
+  corpus: { dir: string; tip?: number },
+  opts: DevnodeOptions,
+  log: ReturnType<typeof createLogger>,
+): Promise<number> {
+  const node = await startCorpusNode({
+    dir: corpus.dir,
+    ...(corpus.tip !== undefined ? { tip: corpus.tip } : {}),
+    rpcPort: opts.rpcPort ?? 0,
+    zmqPort: opts.zmqPort ?? 0,
+    ...(opts.host ? { host: opts.host } : {}),
+    ...(opts.rpcUser ? { rpcUser: opts.rpcUser } : {}),
+    ...(opts.rpcPassword ? { rpcPassword: opts.rpcPassword } : {}),
+    log,
+  });
   const shutdown = createShutdown(log);
   shutdown.add('devnode', () => node.stop());
   process.stdout.write(
-    ['devnode ready (a regtest stand-in serving a block corpus, NOT bitcoind)', `  rpc   ${node.rpcUrl}`, `  rest  ${node.restUrl}`, `  zmq   ${node.zmqUrl}   (sequence hashblock rawblock)`, `  tip   ${node.tip().height} ${node.tip().hash}`, ''].join('\n'),
+    [
+      'devnode ready (a regtest stand-in serving a block corpus, NOT bitcoind)',
+      `  rpc   ${node.rpcUrl}`,
+      `  rest  ${node.restUrl}`,
+      `  zmq   ${node.zmqUrl}   (sequence hashblock rawblock)`,
+      `  tip   ${node.tip().height} ${node.tip().hash}`,
+      '',
+    ].join('\n'),
   );
   return new Promise<number>((resolve) => installSignalHandlers(shutdown, resolve));
 }

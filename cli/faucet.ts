@@ -40,17 +40,27 @@ const btc = (sats: bigint) => `${sats / SATS_PER_BTC}.${String(sats % SATS_PER_B
 /** The node to pay from: the configured one, else the quick start's. */
 async function findNode(): Promise<{ rpcUrl: string; cookieFile?: string; source: string } | string> {
   const config = loadConfig(process.env);
-  if (config.bitcoindRpcUrl) return { rpcUrl: config.bitcoindRpcUrl, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), source: 'BITCOIND_RPC_URL' };
+  if (config.bitcoindRpcUrl)
+    return {
+      rpcUrl: config.bitcoindRpcUrl,
+      ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}),
+      source: 'BITCOIND_RPC_URL',
+    };
   const dataDir = resolve(config.dataDir);
   const saved = await readQuickStartNode(dataDir);
-  if (!saved) return `no node: BITCOIND_RPC_URL is unset and no quick start ran with BLOCKWIRE_DATA_DIR ${dataDir} (start one with ./scripts/start.sh, or set BITCOIND_RPC_URL)`;
+  if (!saved)
+    return `no node: BITCOIND_RPC_URL is unset and no quick start ran with BLOCKWIRE_DATA_DIR ${dataDir} (start one with ./scripts/start.sh, or set BITCOIND_RPC_URL)`;
   return { rpcUrl: saved.rpcUrl, source: `the quick start's node (${quickStartNodeFile(dataDir)})` };
 }
 
 export async function run(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { 'no-mine': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { 'no-mine': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    });
   } catch (err) {
     process.stderr.write(`blockwire faucet: ${(err as Error).message}\n\n${USAGE}`);
     return 2;
@@ -62,7 +72,9 @@ export async function run(argv: string[]): Promise<number> {
   const [address, amountText] = parsed.positionals;
   const sats = amountText === undefined ? undefined : parseBtc(amountText);
   if (!address || sats === undefined || parsed.positionals.length !== 2) {
-    process.stderr.write(`blockwire faucet: ${!address ? 'give an ADDRESS and an AMOUNT' : `AMOUNT must be a positive number of bitcoin with at most 8 decimals, got '${amountText ?? ''}'`}\n\n${USAGE}`);
+    process.stderr.write(
+      `blockwire faucet: ${!address ? 'give an ADDRESS and an AMOUNT' : `AMOUNT must be a positive number of bitcoin with at most 8 decimals, got '${amountText ?? ''}'`}\n\n${USAGE}`,
+    );
     return 2;
   }
 
@@ -97,7 +109,18 @@ export async function run(argv: string[]): Promise<number> {
     // so a wallet left to estimate refuses (`Fee estimation failed. Fallbackfee is disabled`).
     // Positional: address, amount, comment, comment_to, subtractfeefromamount, replaceable,
     // conf_target, estimate_mode, avoid_reuse, fee_rate (sat/vB).
-    const txid = await wallet.call<string>('sendtoaddress', [address, btc(sats), '', '', false, true, null, 'unset', null, FEE_RATE_SAT_VB]);
+    const txid = await wallet.call<string>('sendtoaddress', [
+      address,
+      btc(sats),
+      '',
+      '',
+      false,
+      true,
+      null,
+      'unset',
+      null,
+      FEE_RATE_SAT_VB,
+    ]);
     process.stdout.write(`${txid}\n`);
     if (!parsed.values['no-mine']) {
       const [hash] = await wallet.call<string[]>('generatetoaddress', [1, await wallet.call<string>('getnewaddress')]);
@@ -113,14 +136,17 @@ export async function run(argv: string[]): Promise<number> {
       return 1;
     }
     const explained = explainDependencyFailure('node', node.rpcUrl, err).error;
-    process.stderr.write(`blockwire faucet: ${node.source === 'BITCOIND_RPC_URL' ? explained.message : `${node.source} does not answer (is the quick start running?): ${explained.problem}`}\n`);
+    process.stderr.write(
+      `blockwire faucet: ${node.source === 'BITCOIND_RPC_URL' ? explained.message : `${node.source} does not answer (is the quick start running?): ${explained.problem}`}\n`,
+    );
     return 1;
   }
 }
 
 /** The node's wallet: the one loaded, else `blockwire` loaded or created (a fresh regtest bitcoind has none). */
 async function openWallet(rpc: BitcoindClient, node: { rpcUrl: string; cookieFile?: string }): Promise<BitcoindClient> {
-  const forWallet = (name: string) => new BitcoindClient({ url: node.rpcUrl, wallet: name, ...(node.cookieFile ? { cookieFile: node.cookieFile } : {}) });
+  const forWallet = (name: string) =>
+    new BitcoindClient({ url: node.rpcUrl, wallet: name, ...(node.cookieFile ? { cookieFile: node.cookieFile } : {}) });
   const loaded = await rpc.call<string[]>('listwallets');
   if (loaded.length > 0) return forWallet(loaded[0]!);
   try {

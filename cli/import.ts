@@ -30,7 +30,16 @@ outputs are read back from PostgreSQL instead of memory (slower, same index).
 export async function run(argv: string[]): Promise<number> {
   let args;
   try {
-    args = parseArgs({ args: argv, options: { 'blocks-dir': { type: 'string' }, network: { type: 'string' }, 'near-tip': { type: 'string' }, 'memory-mb': { type: 'string' }, help: { type: 'boolean' } } });
+    args = parseArgs({
+      args: argv,
+      options: {
+        'blocks-dir': { type: 'string' },
+        network: { type: 'string' },
+        'near-tip': { type: 'string' },
+        'memory-mb': { type: 'string' },
+        help: { type: 'boolean' },
+      },
+    });
   } catch (err) {
     process.stderr.write(`blockwire import: ${(err as Error).message}\n\n${USAGE}`);
     return 2;
@@ -84,12 +93,22 @@ export async function run(argv: string[]): Promise<number> {
     const target = best - nearTip;
     const memoryBytes = (memoryMb ?? config.importMemoryMb) * 2 ** 20;
     const bound = cacheBound(memoryBytes, config.indexerBulkBatchTxs);
-    log.info({ memoryMb: memoryBytes / 2 ** 20, cacheMaxOutputs: bound.maxEntries, cacheMb: Math.round(bound.cacheBytes / 2 ** 20) }, 'memory budget');
-    const r = await runBulk(handle.db, { databaseUrl: handle.url, log, batchTxs: config.indexerBulkBatchTxs, memoryBytes, guardClient: lock.guardClient }, (from) => blkFeed(chain, from, target), target);
+    log.info(
+      { memoryMb: memoryBytes / 2 ** 20, cacheMaxOutputs: bound.maxEntries, cacheMb: Math.round(bound.cacheBytes / 2 ** 20) },
+      'memory budget',
+    );
+    const r = await runBulk(
+      handle.db,
+      { databaseUrl: handle.url, log, batchTxs: config.indexerBulkBatchTxs, memoryBytes, guardClient: lock.guardClient },
+      (from) => blkFeed(chain, from, target),
+      target,
+    );
     // Peak resident memory of this process (getrusage's ru_maxrss), against the budget.
     log.info({ peakRssBytes: process.resourceUsage().maxRSS * 1024, memoryMb: memoryBytes / 2 ** 20 }, 'import peak memory');
     const txPerSec = r.ms > 0 ? Math.round((r.txs * 1000) / r.ms) : 0;
-    process.stdout.write(`imported ${r.blocks} blocks (${r.txs} transactions) to height ${r.tip} in ${(r.ms / 1000).toFixed(1)} s (${txPerSec} tx/s)\n`);
+    process.stdout.write(
+      `imported ${r.blocks} blocks (${r.txs} transactions) to height ${r.tip} in ${(r.ms / 1000).toFixed(1)} s (${txPerSec} tx/s)\n`,
+    );
     return 0;
   } finally {
     await lock.release();

@@ -33,7 +33,9 @@ export class InstanceRunningError extends Error {
     readonly other: Instance,
   ) {
     const where = other.apiUrl ? `API ${other.apiUrl}` : 'still starting';
-    super(`another Blockwire is running on the data directory ${dataDir} (pid ${other.pid}, ${where}): stop it first (Ctrl-C in its terminal, or kill ${other.pid}), or set BLOCKWIRE_DATA_DIR to another directory`);
+    super(
+      `another Blockwire is running on the data directory ${dataDir} (pid ${other.pid}, ${where}): stop it first (Ctrl-C in its terminal, or kill ${other.pid}), or set BLOCKWIRE_DATA_DIR to another directory`,
+    );
     this.name = 'InstanceRunningError';
   }
 }

@@ -46,7 +46,13 @@ export async function run(argv: string[]): Promise<number> {
     parsed = parseArgs({
       args: rest,
       allowPositionals: true,
-      options: { name: { type: 'string' }, scope: { type: 'string', multiple: true }, 'rate-limit': { type: 'string' }, secret: { type: 'boolean' }, rotate: { type: 'boolean' } },
+      options: {
+        name: { type: 'string' },
+        scope: { type: 'string', multiple: true },
+        'rate-limit': { type: 'string' },
+        secret: { type: 'boolean' },
+        rotate: { type: 'boolean' },
+      },
     });
   } catch (err) {
     return fail((err as Error).message);
@@ -72,12 +78,17 @@ export async function run(argv: string[]): Promise<number> {
   if (action === 'server-key') {
     if (!values.rotate) {
       process.stdout.write(`${newServerKeyLine()}\n`);
-      process.stderr.write('put this line first in BLOCKWIRE_SERVER_SECRET_KEYS (keep the old keys after it), restart, then run `blockwire keys reseal`\n');
+      process.stderr.write(
+        'put this line first in BLOCKWIRE_SERVER_SECRET_KEYS (keep the old keys after it), restart, then run `blockwire keys reseal`\n',
+      );
       return 0;
     }
-    if (config.serverSecretKeys !== undefined) return fail('the server keys come from BLOCKWIRE_SERVER_SECRET_KEYS: rotate by changing it (see `keys server-key`)');
+    if (config.serverSecretKeys !== undefined)
+      return fail('the server keys come from BLOCKWIRE_SERVER_SECRET_KEYS: rotate by changing it (see `keys server-key`)');
     const id = rotateKeyringFile(config);
-    process.stderr.write(`server key ${id} now seals new secrets (${serverKeyFile(config)}); run \`blockwire keys reseal\` to seal the stored ones with it\n`);
+    process.stderr.write(
+      `server key ${id} now seals new secrets (${serverKeyFile(config)}); run \`blockwire keys reseal\` to seal the stored ones with it\n`,
+    );
     return 0;
   }
   let keyring: Keyring | undefined;
@@ -87,29 +98,47 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof KeyringError) return fail(`server keys: ${err.message}`);
     throw err;
   }
-  if (action === 'reseal' && !keyring) return fail('no server keys (BLOCKWIRE_SERVER_SECRET_KEYS unset and no keyring file): nothing to reseal');
+  if (action === 'reseal' && !keyring)
+    return fail('no server keys (BLOCKWIRE_SERVER_SECRET_KEYS unset and no keyring file): nothing to reseal');
   const handle = await openDatabase(config, { quiet: true, max: 2 });
   try {
     // The embedded quick-start database may be brand new: keys need the tenancy tables.
     if (!config.databaseUrl) await migrateToLatest(handle.db);
     if (action === 'create') {
-      const created = await createApiKey(handle.db, { name: values.name!, ...(scopes ? { scopes } : {}), rateLimit, ...(values.secret && keyring ? { secret: { keyring } } : {}) });
+      const created = await createApiKey(handle.db, {
+        name: values.name!,
+        ...(scopes ? { scopes } : {}),
+        rateLimit,
+        ...(values.secret && keyring ? { secret: { keyring } } : {}),
+      });
       process.stdout.write(created.secret === undefined ? `${created.key}\n` : `${created.key}\n${created.secret}\n`);
       const what = created.secret === undefined ? 'it is' : 'access key and secret key; the secret is';
-      process.stderr.write(`created key ${created.id} (${created.prefix}…, scopes ${created.scopes.join(',')}); ${what} shown only this once\n`);
+      process.stderr.write(
+        `created key ${created.id} (${created.prefix}…, scopes ${created.scopes.join(',')}); ${what} shown only this once\n`,
+      );
       return 0;
     }
     if (action === 'reseal') {
       const r = await resealSecrets(handle.db, keyring!);
       process.stderr.write(`resealed ${r.resealed} secret${r.resealed === 1 ? '' : 's'} under server key ${keyring!.current.id}\n`);
       if (r.unopened.length === 0) return 0;
-      process.stderr.write(`blockwire keys: the secrets of keys ${r.unopened.join(', ')} open with no server key given: keep the key that sealed them\n`);
+      process.stderr.write(
+        `blockwire keys: the secrets of keys ${r.unopened.join(', ')} open with no server key given: keep the key that sealed them\n`,
+      );
       return 1;
     }
     if (action === 'list') {
       process.stdout.write(`${KEY_COLUMNS.join('\t')}\n`);
       for (const k of await listApiKeys(handle.db)) {
-        const cols = [String(k.id), k.prefix, k.name, k.scopes.join(','), k.rate_limit ?? '-', k.created_at.toISOString(), k.revoked_at ? `revoked ${k.revoked_at.toISOString()}` : 'active'];
+        const cols = [
+          String(k.id),
+          k.prefix,
+          k.name,
+          k.scopes.join(','),
+          k.rate_limit ?? '-',
+          k.created_at.toISOString(),
+          k.revoked_at ? `revoked ${k.revoked_at.toISOString()}` : 'active',
+        ];
         process.stdout.write(`${cols.join('\t')}\n`);
       }
       return 0;

@@ -20,9 +20,15 @@ export const commands: Record<string, Command> = {
   devnode: { summary: 'run the regtest stand-in for Bitcoin Core (RPC, REST, ZMQ; NOT bitcoind)', load: () => import('./devnode.js') },
   keys: { summary: 'manage API keys (create --name NAME | list | revoke ID|PREFIX)', load: () => import('./keys.js') },
   import: { summary: 'index Bitcoin Core blk*.dat files in bulk for the first sync (--blocks-dir DIR)', load: () => import('./import.js') },
-  status: { summary: 'print index tip, node tip, lag, outbox backlog, delivery failures; exit 1 when unhealthy', load: () => import('./status.js') },
-  config: { summary: 'print the settings (--markdown: the reference, --check: validate the environment)', load: () => import('./config.js') },
-  faucet: { summary: 'regtest only: pay ADDRESS AMOUNT (BTC) from the node\'s wallet and mine a block', load: () => import('./faucet.js') },
+  status: {
+    summary: 'print index tip, node tip, lag, outbox backlog, delivery failures; exit 1 when unhealthy',
+    load: () => import('./status.js'),
+  },
+  config: {
+    summary: 'print the settings (--markdown: the reference, --check: validate the environment)',
+    load: () => import('./config.js'),
+  },
+  faucet: { summary: "regtest only: pay ADDRESS AMOUNT (BTC) from the node's wallet and mine a block", load: () => import('./faucet.js') },
   decode: { summary: 'decode a raw block or transaction to JSON (FILE|HEX|- [--network NAME])', load: () => import('./decode.js') },
 };
 

@@ -28,7 +28,10 @@ const EMBEDDED_DB = 'blockwire';
  * keys`, `migrate` and `status` work beside it — and `server` is undefined (not ours to stop);
  * otherwise starts the server.
  */
-async function ensureEmbeddedDatabase(dataDir: string, onLog?: (line: string) => void): Promise<{ server: PostgresServer | undefined; url: string }> {
+async function ensureEmbeddedDatabase(
+  dataDir: string,
+  onLog?: (line: string) => void,
+): Promise<{ server: PostgresServer | undefined; url: string }> {
   const pgDir = join(dataDir, 'postgres');
   const running = await findRunningPostgres(pgDir);
   const server = running?.ownedByOther ? undefined : await startPostgres({ dataDir: pgDir, ...(onLog ? { onLog } : {}) });
@@ -44,7 +47,10 @@ async function ensureEmbeddedDatabase(dataDir: string, onLog?: (line: string) =>
   return { server, url: server ? server.urlFor(EMBEDDED_DB) : running!.urlFor(EMBEDDED_DB) };
 }
 
-export async function openDatabase(config: Config, opts: DbOptions & { quiet?: boolean; onLog?: (line: string) => void } = {}): Promise<DatabaseHandle> {
+export async function openDatabase(
+  config: Config,
+  opts: DbOptions & { quiet?: boolean; onLog?: (line: string) => void } = {},
+): Promise<DatabaseHandle> {
   let url = config.databaseUrl;
   let embedded: PostgresServer | undefined;
   if (!url) {

@@ -47,9 +47,18 @@ async function openWallet(rpc: BitcoindClient): Promise<void> {
   }
 }
 
-export async function startQuickStartBitcoind(opts: { bin: string; dataDir: string; mineEvery: number; log: Logger }): Promise<QuickStartBitcoind> {
+export async function startQuickStartBitcoind(opts: {
+  bin: string;
+  dataDir: string;
+  mineEvery: number;
+  log: Logger;
+}): Promise<QuickStartBitcoind> {
   const { log } = opts;
-  const node = await startRegtestBitcoind({ bin: opts.bin, datadir: join(opts.dataDir, 'bitcoind'), onLog: (l) => log.debug({ component: 'bitcoind' }, l.trim()) });
+  const node = await startRegtestBitcoind({
+    bin: opts.bin,
+    datadir: join(opts.dataDir, 'bitcoind'),
+    onLog: (l) => log.debug({ component: 'bitcoind' }, l.trim()),
+  });
   const rpc = new BitcoindClient({ url: node.rpcUrl });
   const wallet = new BitcoindClient({ url: node.rpcUrl, wallet: QUICKSTART_WALLET });
   try {
@@ -68,7 +77,8 @@ export async function startQuickStartBitcoind(opts: { bin: string; dataDir: stri
     for (let i = 0; i < 3; i++, round++) {
       const to = await wallet.call<string>('getnewaddress', ['', SAMPLE_TYPES[round % SAMPLE_TYPES.length]]);
       const amount = btc(BigInt(10_000 + ((round * 7919) % 990_000)));
-      if (round % 4 === 3) await wallet.call('send', [[{ [to]: amount }, { data: Buffer.from(`blockwire quick start sample ${round}`).toString('hex') }]]);
+      if (round % 4 === 3)
+        await wallet.call('send', [[{ [to]: amount }, { data: Buffer.from(`blockwire quick start sample ${round}`).toString('hex') }]]);
       else await wallet.call('sendtoaddress', [to, amount]);
     }
   };

@@ -69,14 +69,21 @@ function chooseQuickNode(config: Config): QuickNode {
   if (config.quickStartNode === 'devnode') return { kind: 'devnode' };
   const bin = findBitcoind(config.bitcoindBin);
   if (bin) return { kind: 'bitcoind', bin };
-  if (config.quickStartNode === 'bitcoind') throw new Error(`${settings.quickStartNode.env}=bitcoind but no bitcoind was found: set ${settings.bitcoindBin.env} or put Bitcoin Core's bitcoind on the PATH`);
+  if (config.quickStartNode === 'bitcoind')
+    throw new Error(
+      `${settings.quickStartNode.env}=bitcoind but no bitcoind was found: set ${settings.bitcoindBin.env} or put Bitcoin Core's bitcoind on the PATH`,
+    );
   return { kind: 'devnode' };
 }
 
 export async function run(argv: string[]): Promise<number> {
   let roles: Set<ConcreteRole>;
   try {
-    const { values } = parseArgs({ args: argv, options: { role: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } }, strict: true });
+    const { values } = parseArgs({
+      args: argv,
+      options: { role: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    });
     if (values.help) {
       process.stdout.write(USAGE);
       return 0;
@@ -132,7 +139,13 @@ export async function run(argv: string[]): Promise<number> {
     return code;
   };
   // The quick start serves Electrum wallets on the protocol's usual ports (free ones when busy).
-  if (quickStart && !nodeConfigured && roles.has('electrum') && config.electrumTcpPort === undefined && config.electrumTlsPort === undefined) {
+  if (
+    quickStart &&
+    !nodeConfigured &&
+    roles.has('electrum') &&
+    config.electrumTcpPort === undefined &&
+    config.electrumTlsPort === undefined
+  ) {
     config = Object.freeze({ ...config, electrumTcpPort: QUICKSTART_ELECTRUM_TCP, electrumTlsPort: QUICKSTART_ELECTRUM_TLS });
   }
   const ports = await checkPorts(portClaims(config, roles, quickNode?.kind === 'devnode'), { takeFreeWhenDefault: quickStart });
@@ -147,16 +160,28 @@ export async function run(argv: string[]): Promise<number> {
   }
   // The quick start is for trying things on one machine: webhooks to a receiver on this machine
   // (loopback, private addresses) are allowed unless the user said otherwise or runs production.
-  const hooksAllowedByQuickStart = quickStart && !config.allowPrivateHooks && !isSet(settings.allowPrivateHooks.env) && config.nodeEnv !== 'production';
+  const hooksAllowedByQuickStart =
+    quickStart && !config.allowPrivateHooks && !isSet(settings.allowPrivateHooks.env) && config.nodeEnv !== 'production';
   if (hooksAllowedByQuickStart) config = Object.freeze({ ...config, allowPrivateHooks: true });
 
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
   // First, which node this runs on.
   if (quickNode?.kind === 'devnode') for (const line of DEVNODE_BANNER) log.warn(line);
-  if (quickNode?.kind === 'bitcoind') log.info({ bitcoind: quickNode.bin, datadir: join(resolve(config.dataDir), 'bitcoind') }, `no node configured: running Bitcoin Core (${quickNode.bin}) as a regtest node for the quick start`);
+  if (quickNode?.kind === 'bitcoind')
+    log.info(
+      { bitcoind: quickNode.bin, datadir: join(resolve(config.dataDir), 'bitcoind') },
+      `no node configured: running Bitcoin Core (${quickNode.bin}) as a regtest node for the quick start`,
+    );
   for (const w of checked.warnings) log.warn(w);
-  for (const p of replaced) log.warn({ setting: p.setting }, `${p.setting} ${p.requested} is in use: ${p.what} takes a free port instead (set ${p.setting} to choose one)`);
-  if (hooksAllowedByQuickStart) log.info(`quick start: webhooks to loopback and private addresses are allowed (set ${settings.allowPrivateHooks.env}=0 to refuse them)`);
+  for (const p of replaced)
+    log.warn(
+      { setting: p.setting },
+      `${p.setting} ${p.requested} is in use: ${p.what} takes a free port instead (set ${p.setting} to choose one)`,
+    );
+  if (hooksAllowedByQuickStart)
+    log.info(
+      `quick start: webhooks to loopback and private addresses are allowed (set ${settings.allowPrivateHooks.env}=0 to refuse them)`,
+    );
 
   // The configured dependencies, probed all at once: every one that is wrong is named now.
   const deps = await checkDependencies(dependencyTargets(config, roles));
@@ -183,7 +208,16 @@ export async function run(argv: string[]): Promise<number> {
     // The quick start's default ports that were free at the check: one taken before it is bound
     // (another instance starting beside this one) is replaced by a free port then.
     const takeable: PortTaker = { claims: ports.ports.filter((p) => quickStart && !p.explicit && !p.replaced && p.port !== 0), replaced };
-    const started = await startEverything(config, log, roles, shutdown.add.bind(shutdown), shutdown.signal, deps.nodeNotYet, quickNode, takeable);
+    const started = await startEverything(
+      config,
+      log,
+      roles,
+      shutdown.add.bind(shutdown),
+      shutdown.signal,
+      deps.nodeNotYet,
+      quickNode,
+      takeable,
+    );
     printWhereToGo(started, roles, { hooksAllowed: hooksAllowedByQuickStart, replaced });
     if (started.blockwire.apiUrl) await lock?.announce(started.blockwire.apiUrl);
     // A role that stops on its own (a FatalError in the indexer) stops the process non-zero.
@@ -233,7 +267,12 @@ function takenPort(err: unknown): number | undefined {
  * this one — that port is replaced by a free one (0), said in the log and the banner, and the step
  * runs again. Any other failure, or a port the user chose, is thrown as is.
  */
-async function onFreePortWhenTaken<T>(taker: PortTaker, config: Config, log: Logger, step: (config: Config) => Promise<T>): Promise<{ value: T; config: Config }> {
+async function onFreePortWhenTaken<T>(
+  taker: PortTaker,
+  config: Config,
+  log: Logger,
+  step: (config: Config) => Promise<T>,
+): Promise<{ value: T; config: Config }> {
   for (;;) {
     try {
       return { value: await step(config), config };
@@ -244,7 +283,10 @@ async function onFreePortWhenTaken<T>(taker: PortTaker, config: Config, log: Log
       if (!claim || !key || config[key] !== port) throw err;
       taker.claims.splice(taker.claims.indexOf(claim), 1);
       taker.replaced.push({ ...claim, port: 0, replaced: true });
-      log.warn({ setting: claim.setting }, `${claim.setting} ${claim.requested} was taken while starting (another instance beside this one?): ${claim.what} takes a free port instead (set ${claim.setting} to choose one)`);
+      log.warn(
+        { setting: claim.setting },
+        `${claim.setting} ${claim.requested} was taken while starting (another instance beside this one?): ${claim.what} takes a free port instead (set ${claim.setting} to choose one)`,
+      );
       config = Object.freeze({ ...config, [key]: 0 });
     }
   }
@@ -327,7 +369,10 @@ async function startEverything(
     rpcUrl = node.node.rpcUrl;
     zmqUrl = node.node.zmqUrl;
     await rememberQuickStartNode(dataDir, { rpcUrl, kind: 'bitcoind' });
-    log.info({ version: node.node.version, rpc: rpcUrl.replace(/\/\/[^@]*@/, '//'), zmq: zmqUrl, datadir: node.node.datadir }, 'bitcoind (Bitcoin Core, regtest) running');
+    log.info(
+      { version: node.node.version, rpc: rpcUrl.replace(/\/\/[^@]*@/, '//'), zmq: zmqUrl, datadir: node.node.datadir },
+      'bitcoind (Bitcoin Core, regtest) running',
+    );
   } else if (quickNode?.kind === 'devnode') {
     const { startDevnode } = await import('../devnode/index.js');
     await mkdir(dataDir, { recursive: true });
@@ -379,7 +424,11 @@ async function startEverything(
   // 3. Redis.
   let redisUrl = redisTarget(config);
   if (needsRedis && !redisUrl) {
-    const redis: RedisServer = await startRedis({ dir: join(dataDir, 'redis'), persist: true, onLog: (l) => log.debug({ component: 'redis' }, l.trim()) });
+    const redis: RedisServer = await startRedis({
+      dir: join(dataDir, 'redis'),
+      persist: true,
+      onLog: (l) => log.debug({ component: 'redis' }, l.trim()),
+    });
     onStop('redis', () => redis.stop());
     const supervisor = supervise(redis, { name: 'redis-server', log });
     onStop('redis-supervisor', async () => supervisor.stop());
@@ -408,18 +457,20 @@ async function startEverything(
     });
     onStop('ops-server', () => ops.close());
   }
-  const { value: blockwire } = await onFreePortWhenTaken(takeable, effective, log, (c) => startBlockwire({
-    config: c,
-    log,
-    roles,
-    db: handle.db,
-    databaseUrl: handle.url,
-    redisPrefix: config.redisPrefix,
-    metrics,
-    ...(redisUrl ? { redisUrl } : {}),
-    ...(rpcUrl ? { rpcUrl } : {}),
-    ...(zmqUrl !== undefined ? { zmqUrl } : {}),
-  }));
+  const { value: blockwire } = await onFreePortWhenTaken(takeable, effective, log, (c) =>
+    startBlockwire({
+      config: c,
+      log,
+      roles,
+      db: handle.db,
+      databaseUrl: handle.url,
+      redisPrefix: config.redisPrefix,
+      metrics,
+      ...(redisUrl ? { redisUrl } : {}),
+      ...(rpcUrl ? { rpcUrl } : {}),
+      ...(zmqUrl !== undefined ? { zmqUrl } : {}),
+    }),
+  );
   onStop('blockwire', () => blockwire.stop());
   current.bw = blockwire;
   // Runs first on SIGTERM: /healthz already answers 503; keep serving while balancers notice.
@@ -510,7 +561,6 @@ async function waitForIndex(node: QuickChain, blockwire: Blockwire, log: Logger,
   }
 }
 
-
 /** Reads a secret kept in the data directory, creating it (mode 0600) on first use. */
 async function loadOrCreate(file: string, create: () => string | Promise<string>): Promise<string> {
   if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
@@ -538,7 +588,11 @@ async function waitForNode(rpcUrl: string, config: Config, log: Logger, signal: 
       if ((err as { code?: unknown }).code === 'ERR_RPC_WARMUP') continue;
       const explained = explainDependencyFailure('node', rpcUrl, err);
       if (!explained.transient) throw explained.error;
-      if (attempt % 10 === 0) log.warn({ setting: explained.error.setting, node: explained.error.target }, `still waiting for bitcoind: ${explained.error.message}`);
+      if (attempt % 10 === 0)
+        log.warn(
+          { setting: explained.error.setting, node: explained.error.target },
+          `still waiting for bitcoind: ${explained.error.message}`,
+        );
     }
   }
 }
@@ -553,24 +607,33 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>, opts: { hooksAllow
   const cli = cliName();
   const out: string[] = [''];
   if (s.devnode) out.push('Blockwire is running on the built-in regtest stand-in (devnode), NOT on Bitcoin Core.');
-  else if (s.bitcoind) out.push(`Blockwire is running on Bitcoin Core (${s.bitcoind.node.version}, regtest), a node started for the quick start.`);
+  else if (s.bitcoind)
+    out.push(`Blockwire is running on Bitcoin Core (${s.bitcoind.node.version}, regtest), a node started for the quick start.`);
   else out.push('Blockwire is running.');
-  if (s.blockwire.apiUrl) out.push(`  REST API   ${s.blockwire.apiUrl}/v1/   (OpenAPI: ${s.blockwire.apiUrl}/openapi.json, health: ${s.blockwire.apiUrl}/healthz)`);
+  if (s.blockwire.apiUrl)
+    out.push(
+      `  REST API   ${s.blockwire.apiUrl}/v1/   (OpenAPI: ${s.blockwire.apiUrl}/openapi.json, health: ${s.blockwire.apiUrl}/healthz)`,
+    );
   if (s.blockwire.streamUrl) out.push(`  stream     ${s.blockwire.streamUrl}`);
   const e = s.blockwire.electrum;
   if (e) {
     const host = hostForUrl(s.electrumHost);
-    const parts = [e.tcpPort !== undefined && `tcp ${host}:${e.tcpPort}`, e.tlsPort !== undefined && `tls ${host}:${e.tlsPort}`].filter(Boolean).join('  ');
+    const parts = [e.tcpPort !== undefined && `tcp ${host}:${e.tcpPort}`, e.tlsPort !== undefined && `tls ${host}:${e.tlsPort}`]
+      .filter(Boolean)
+      .join('  ');
     out.push(`  electrum   ${parts}${e.tlsCertFile ? `   (certificate: ${e.tlsCertFile})` : ''}`);
   }
   if (s.devnode) out.push(`  devnode    ${s.devnode.rpcUrl}  zmq ${s.devnode.zmqUrl}`);
   if (s.bitcoind) {
     const n = s.bitcoind.node;
     out.push(`  bitcoind   ${n.bin} -regtest -datadir=${n.datadir}   rpc 127.0.0.1:${n.rpcPort}  zmq ${n.zmqUrl}`);
-    out.push(`             (bitcoin-cli -regtest -datadir=${n.datadir} -rpcport=${n.rpcPort} -rpcuser=blockwire -rpcpassword=${new URL(n.rpcUrl).password} getblockchaininfo)`);
+    out.push(
+      `             (bitcoin-cli -regtest -datadir=${n.datadir} -rpcport=${n.rpcPort} -rpcuser=blockwire -rpcpassword=${new URL(n.rpcUrl).password} getblockchaininfo)`,
+    );
   }
   if (s.stampAddress) out.push(`  stamping   wallet ${s.stampAddress} (funded by the ${s.devnode ? 'devnode' : "node's wallet"})`);
-  if (s.devnode || s.bitcoind) out.push(`  coins      ${cli} faucet ADDRESS 0.5   (regtest: pays ADDRESS from the node's wallet and mines a block)`);
+  if (s.devnode || s.bitcoind)
+    out.push(`  coins      ${cli} faucet ADDRESS 0.5   (regtest: pays ADDRESS from the node's wallet and mines a block)`);
   if (opts.hooksAllowed) out.push('  webhooks   receivers on this machine (loopback, private addresses) are allowed in the quick start');
   for (const p of opts.replaced) out.push(`  note       ${p.setting} ${p.requested} was in use: ${p.what} took a free port (shown above)`);
   if (roles.has('api') && s.blockwire.apiUrl) {
@@ -583,7 +646,10 @@ function printWhereToGo(s: Started, roles: Set<ConcreteRole>, opts: { hooksAllow
     out.push('', 'Try:', `  curl -H 'apiKey: ${key}' ${base}/v1/blockchain`);
     if (s.exampleAddress) out.push(`  curl -H 'apiKey: ${key}' ${base}/v1/addresses/${s.exampleAddress}/history`);
   }
-  if (e?.tcpPort !== undefined) out.push(`  electrum ${s.devnode || s.bitcoind ? '--regtest ' : ''}-D DIR daemon -d --oneserver --server ${hostForUrl(s.electrumHost)}:${e.tcpPort}:t   (headless; make a wallet first: docs/electrum.md)`);
+  if (e?.tcpPort !== undefined)
+    out.push(
+      `  electrum ${s.devnode || s.bitcoind ? '--regtest ' : ''}-D DIR daemon -d --oneserver --server ${hostForUrl(s.electrumHost)}:${e.tcpPort}:t   (headless; make a wallet first: docs/electrum.md)`,
+    );
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -39,7 +39,8 @@ export function assessHealth(s: DeploymentState, t: Thresholds): Verdict {
   if (!hb) problems.push('no indexer has ever reported to this database (is `blockwire start --role indexer` running?)');
   else {
     if (hb.mode === 'stopped') problems.push(`the indexer stopped (pid ${hb.pid} on ${hb.host}, ${Math.round(hb.ageSeconds)} s ago)`);
-    else if (hb.ageSeconds > t.maxHeartbeatAgeSeconds) problems.push(`the indexer's last heartbeat is ${Math.round(hb.ageSeconds)} s old (pid ${hb.pid} on ${hb.host}): is it running?`);
+    else if (hb.ageSeconds > t.maxHeartbeatAgeSeconds)
+      problems.push(`the indexer's last heartbeat is ${Math.round(hb.ageSeconds)} s old (pid ${hb.pid} on ${hb.host}): is it running?`);
     if (hb.nodeHeight === null) problems.push(`the indexer cannot reach the node${hb.lastError ? `: ${hb.lastError}` : ''}`);
     else {
       const lag = Math.max(0, hb.nodeHeight - s.index.height);
@@ -47,11 +48,15 @@ export function assessHealth(s: DeploymentState, t: Thresholds): Verdict {
     }
     if (hb.lastError && hb.nodeHeight !== null) warnings.push(`indexer's last error: ${hb.lastError}`);
     if (hb.zmqSilent && hb.mode !== 'stopped') {
-      warnings.push(`ZMQ at ${hb.zmqSilent.url} is silent: ${hb.zmqSilent.blocks} blocks arrived that no message announced (check BITCOIND_ZMQ_URL and bitcoind's -zmqpub… options; blocks are found by polling meanwhile)`);
+      warnings.push(
+        `ZMQ at ${hb.zmqSilent.url} is silent: ${hb.zmqSilent.blocks} blocks arrived that no message announced (check BITCOIND_ZMQ_URL and bitcoind's -zmqpub… options; blocks are found by polling meanwhile)`,
+      );
     }
   }
   if (s.outbox.pending > 0 && s.outbox.oldestPendingSeconds > t.maxRelayDelaySeconds) {
-    problems.push(`${s.outbox.pending} events wait in the outbox, the oldest for ${Math.round(s.outbox.oldestPendingSeconds)} s: is a streams process (the relay) running?`);
+    problems.push(
+      `${s.outbox.pending} events wait in the outbox, the oldest for ${Math.round(s.outbox.oldestPendingSeconds)} s: is a streams process (the relay) running?`,
+    );
   }
   if (s.deliveries.dead24h > 0) {
     const msg = `${s.deliveries.dead24h} deliveries were dead-lettered in the last 24 h (GET /hooks/{id}/deliveries; redeliver when the receiver is back)`;
@@ -59,7 +64,8 @@ export function assessHealth(s: DeploymentState, t: Thresholds): Verdict {
     else warnings.push(msg);
   }
   if (s.stamps.stuck) problems.push(stuckStampReason(s.stamps.stuck));
-  if (s.deliveries.failed24h > 0) warnings.push(`${s.deliveries.failed24h} deliveries failed permanently in the last 24 h (receiver answered 4xx)`);
+  if (s.deliveries.failed24h > 0)
+    warnings.push(`${s.deliveries.failed24h} deliveries failed permanently in the last 24 h (receiver answered 4xx)`);
   return { healthy: problems.length === 0, problems, warnings };
 }
 

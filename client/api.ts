@@ -93,7 +93,8 @@ function parseTransaction(t: RawTransaction): Transaction {
 }
 
 /** A /v1 transaction view (its extras kept as the server sent them). */
-const parseViewWithExtras = (t: RawTransaction & TransactionExtras): Transaction & TransactionExtras => parseTransaction(t) as Transaction & TransactionExtras;
+const parseViewWithExtras = (t: RawTransaction & TransactionExtras): Transaction & TransactionExtras =>
+  parseTransaction(t) as Transaction & TransactionExtras;
 
 const enc = encodeURIComponent;
 
@@ -160,8 +161,14 @@ export class BlockwireClient {
   }
 
   /** `GET /blocks?limit&start_height`: recent blocks, newest first (no transaction lists). */
-  async getRecentBlocks(opts: { limit?: number; startHeight?: number } = {}): Promise<(Omit<Block, 'transaction_list'> & BlockHeaderFields)[]> {
-    return (await this.http.request<(Omit<Block, 'transaction_list'> & BlockHeaderFields)[]>('GET', '/blocks', { query: { limit: opts.limit, start_height: opts.startHeight } })).data;
+  async getRecentBlocks(
+    opts: { limit?: number; startHeight?: number } = {},
+  ): Promise<(Omit<Block, 'transaction_list'> & BlockHeaderFields)[]> {
+    return (
+      await this.http.request<(Omit<Block, 'transaction_list'> & BlockHeaderFields)[]>('GET', '/blocks', {
+        query: { limit: opts.limit, start_height: opts.startHeight },
+      })
+    ).data;
   }
 
   /**
@@ -180,7 +187,10 @@ export class BlockwireClient {
 
   /** Every transaction of the block in block order, fetching pages as iteration goes. */
   blockTransactions(hash: string, opts: PageOptions = {}): AsyncIterableIterator<Transaction & TransactionExtras> {
-    return iterateItems(() => this.getBlockTransactions(hash, opts), (next) => this.blockTransactionsPage(next));
+    return iterateItems(
+      () => this.getBlockTransactions(hash, opts),
+      (next) => this.blockTransactionsPage(next),
+    );
   }
 
   /** `GET /transactions/{hash}/hex`: the serialized transaction. */
@@ -250,7 +260,10 @@ export class BlockwireClient {
 
   /** Every transaction hash of the address, newest first, fetching pages as iteration goes. */
   history(address: string, opts: PageOptions = {}): AsyncIterableIterator<string> {
-    return iterateItems(() => this.getHistory(address, opts), (next) => this.historyPage(next));
+    return iterateItems(
+      () => this.getHistory(address, opts),
+      (next) => this.historyPage(next),
+    );
   }
 
   /**
@@ -261,7 +274,12 @@ export class BlockwireClient {
    */
   async listUnspentOutputs(address: string, opts: UnspentOptions = {}): Promise<UnspentOutput[]> {
     const all: UnspentOutput[] = [];
-    const first = () => this.page<UnspentOutput, RawUnspent>(`/addresses/${enc(address)}/unspentoutputs`, { limit: opts.limit, min_conf: opts.minConf }, parseUnspent);
+    const first = () =>
+      this.page<UnspentOutput, RawUnspent>(
+        `/addresses/${enc(address)}/unspentoutputs`,
+        { limit: opts.limit, min_conf: opts.minConf },
+        parseUnspent,
+      );
     try {
       for await (const u of iterateItems(first, (next) => this.page<UnspentOutput, RawUnspent>(next, {}, parseUnspent))) all.push(u);
     } catch (err) {
@@ -271,7 +289,11 @@ export class BlockwireClient {
     return all;
   }
 
-  private async page<T, R = T>(pathOrUrl: string, query: Record<string, string | number | undefined>, parse: (r: R) => T): Promise<Page<T>> {
+  private async page<T, R = T>(
+    pathOrUrl: string,
+    query: Record<string, string | number | undefined>,
+    parse: (r: R) => T,
+  ): Promise<Page<T>> {
     const r = await this.http.request<R[]>('GET', pathOrUrl, { query });
     if (!Array.isArray(r.data)) throw new TypeError(`Expected a JSON array from ${pathOrUrl}`);
     const link = nextLink(r.headers.get('link'));
@@ -288,13 +310,18 @@ export class BlockwireClient {
    * `POST /addresses/batch`: balances, unspent outputs and statistics of up to 1,000 addresses in
    * one request (one snapshot), in the order given. `include` defaults to the balance.
    */
-  async getAddressBatch(addresses: readonly string[], include: readonly ('balance' | 'unspentoutputs' | 'stats')[] = ['balance']): Promise<AddressBatchEntry[]> {
+  async getAddressBatch(
+    addresses: readonly string[],
+    include: readonly ('balance' | 'unspentoutputs' | 'stats')[] = ['balance'],
+  ): Promise<AddressBatchEntry[]> {
     type Raw = { address: string; balance?: number; unspentoutputs?: RawUnspent[]; unspentoutputs_more?: boolean; stats?: AddressStats };
     const r = await this.http.request<Raw[]>('POST', '/addresses/batch', { body: { addresses, include } });
     return r.data.map((x) => ({
       address: x.address,
       ...(x.balance !== undefined ? { balance: toSats(x.balance) } : {}),
-      ...(x.unspentoutputs ? { unspentOutputs: x.unspentoutputs.map(parseUnspent), unspentOutputsMore: x.unspentoutputs_more === true } : {}),
+      ...(x.unspentoutputs
+        ? { unspentOutputs: x.unspentoutputs.map(parseUnspent), unspentOutputsMore: x.unspentoutputs_more === true }
+        : {}),
       ...(x.stats ? { stats: x.stats } : {}),
     }));
   }
@@ -312,7 +339,11 @@ export class BlockwireClient {
 
   /** `GET /scripthash/{hash}/balance`: confirmed, unconfirmed (mempool net) and their sum, sat. */
   async getScriptBalance(script: ScriptArg): Promise<{ balance: bigint; confirmed: bigint; unconfirmed: bigint }> {
-    const r = (await this.http.request<{ balance: number; confirmed: number; unconfirmed: number }>('GET', scriptPath(script, 'balance'), { query: scriptQuery(script) })).data;
+    const r = (
+      await this.http.request<{ balance: number; confirmed: number; unconfirmed: number }>('GET', scriptPath(script, 'balance'), {
+        query: scriptQuery(script),
+      })
+    ).data;
     return { balance: toSats(r.balance), confirmed: toSats(r.confirmed), unconfirmed: toSats(r.unconfirmed) };
   }
 
@@ -323,7 +354,9 @@ export class BlockwireClient {
 
   /** `GET /scripthash/{hash}/unspentoutputs`: the script's unspent outputs (mempool ones with 0 confirmations), named as `listUnspentOutputs` names them. */
   async getScriptUnspentOutputs(script: ScriptArg): Promise<UnspentOutput[]> {
-    return (await this.http.request<RawUnspent[]>('GET', scriptPath(script, 'unspentoutputs'), { query: scriptQuery(script) })).data.map(parseUnspent);
+    return (await this.http.request<RawUnspent[]>('GET', scriptPath(script, 'unspentoutputs'), { query: scriptQuery(script) })).data.map(
+      parseUnspent,
+    );
   }
 
   /**
@@ -398,7 +431,9 @@ export class BlockwireClient {
 
   /** `POST /hooks/{id}/rotate-secret`: a new secret; the previous one stays valid until the time given. */
   async rotateHookSecret(id: string): Promise<{ id: string; secret: string; previous_secret_expires_at: string }> {
-    return (await this.http.request<{ id: string; secret: string; previous_secret_expires_at: string }>('POST', `/hooks/${enc(id)}/rotate-secret`)).data;
+    return (
+      await this.http.request<{ id: string; secret: string; previous_secret_expires_at: string }>('POST', `/hooks/${enc(id)}/rotate-secret`)
+    ).data;
   }
 
   /** `POST /hooks/{id}/enable`: re-enables a hook disabled by a 410 answer. */
@@ -413,7 +448,10 @@ export class BlockwireClient {
 
   /** Every delivery of the hook, fetching pages as iteration goes. */
   hookDeliveries(id: string, opts: PageOptions & { status?: DeliveryStatus } = {}): AsyncIterableIterator<HookDelivery> {
-    return iterateItems(() => this.getHookDeliveries(id, opts), (next) => this.page<HookDelivery>(next, {}, (x) => x));
+    return iterateItems(
+      () => this.getHookDeliveries(id, opts),
+      (next) => this.page<HookDelivery>(next, {}, (x) => x),
+    );
   }
 
   /** `GET /hooks/{id}/deliveries/{delivery}`. */
@@ -482,7 +520,10 @@ export class BlockwireClient {
       }
       if (Date.now() >= deadline) {
         const state = seen === undefined ? 'not indexed' : `${seen} confirmation${seen === 1 ? '' : 's'}`;
-        throw new BlockwireError('ERR_TIMEOUT', `Transaction ${txid} has ${state} after ${opts.timeoutMs ?? 120_000} ms; waiting for ${want}`);
+        throw new BlockwireError(
+          'ERR_TIMEOUT',
+          `Transaction ${txid} has ${state} after ${opts.timeoutMs ?? 120_000} ms; waiting for ${want}`,
+        );
       }
       await sleep(opts.intervalMs ?? 1_000, opts.signal);
     }
@@ -497,7 +538,12 @@ export class BlockwireClient {
   stream(opts: Omit<StreamOptions, 'url' | 'apiKey'> = {}): EventStream {
     const root = new URL(this.http.root);
     root.protocol = root.protocol === 'https:' ? 'wss:' : 'ws:';
-    return new EventStream({ WebSocket: this.options.WebSocket, ...opts, url: `${root.toString().replace(/\/$/, '')}/stream`, apiKey: this.options.apiKey });
+    return new EventStream({
+      WebSocket: this.options.WebSocket,
+      ...opts,
+      url: `${root.toString().replace(/\/$/, '')}/stream`,
+      apiKey: this.options.apiKey,
+    });
   }
 }
 

@@ -15,7 +15,15 @@ import { hex } from '@scure/base';
 import { BlockwireError } from './errors.js';
 import { TransactionBuilder, type BuilderClient, type BuiltTransaction, type PartialTransaction } from './builder.js';
 import { addressToScript, type AddressType } from './keys.js';
-import { assetIdFromScript, colorTransaction, decodeAssetId, encodeAssetId, findMarkerCandidates, markerScript, type OutputColor } from './open-assets.js';
+import {
+  assetIdFromScript,
+  colorTransaction,
+  decodeAssetId,
+  encodeAssetId,
+  findMarkerCandidates,
+  markerScript,
+  type OutputColor,
+} from './open-assets.js';
 import type { Candidate } from './plan.js';
 import { keySource, type KeyInput, type SpendSource } from './sources.js';
 import type { Transaction, UnspentOutput } from './types.js';
@@ -90,7 +98,10 @@ export class ColoringEngine {
       const tx = fetched.get(id)!;
       const outputs = [...tx.outputs].sort((a, b) => a.index - b.index);
       if (tx.coinbase || tx.inputs.length === 0 || findMarkerCandidates(outputs).length === 0) {
-        this.store(id, outputs.map((o) => ({ assetId: null, quantity: 0n, kind: 'uncolored', value: o.value, script: o.script })));
+        this.store(
+          id,
+          outputs.map((o) => ({ assetId: null, quantity: 0n, kind: 'uncolored', value: o.value, script: o.script })),
+        );
         stack.pop();
         continue;
       }
@@ -102,7 +113,8 @@ export class ColoringEngine {
       }
       const prev = tx.inputs.map((i) => {
         const o = this.cache.get(i.transaction_hash)![i.output_index];
-        if (!o) throw new BlockwireError('ERR_BAD_TRANSACTION', `Input ${i.transaction_hash}:${i.output_index} of ${id} spends no such output`);
+        if (!o)
+          throw new BlockwireError('ERR_BAD_TRANSACTION', `Input ${i.transaction_hash}:${i.output_index} of ${id} spends no such output`);
         return o;
       });
       const colors = colorTransaction({ coinbase: false, inputs: prev, firstInputScript: prev[0]!.script, outputs });
@@ -203,7 +215,12 @@ export class OpenAssets {
     const by = new Map<string, AssetBalance>();
     for (const u of await this.coloredUnspentOutputs(address)) {
       if (u.assetId === null) continue;
-      const b = by.get(u.assetId) ?? { assetId: encodeAssetId(u.assetId, this.client.network), assetIdHash: u.assetId, quantity: 0n, outputs: [] };
+      const b = by.get(u.assetId) ?? {
+        assetId: encodeAssetId(u.assetId, this.client.network),
+        assetIdHash: u.assetId,
+        quantity: 0n,
+        outputs: [],
+      };
       b.quantity += u.quantity;
       b.outputs.push(u);
       by.set(u.assetId, b);
@@ -230,7 +247,12 @@ export class OpenAssets {
     if (opts.quantity <= 0n) throw new RangeError('Issue a positive quantity');
     const issuer = this.source(opts.issuer, opts.type);
     const metadata = typeof opts.metadata === 'string' ? new TextEncoder().encode(opts.metadata) : (opts.metadata ?? new Uint8Array());
-    const tx = await new TransactionBuilder(this.client, { feeRate: opts.feeRate, shuffleOutputs: false, changeAddress: issuer.address, candidateFilter: this.uncoloredOnly })
+    const tx = await new TransactionBuilder(this.client, {
+      feeRate: opts.feeRate,
+      shuffleOutputs: false,
+      changeAddress: issuer.address,
+      candidateFilter: this.uncoloredOnly,
+    })
       .fromSource(issuer)
       .addOutput({ script: addressToScript(opts.to ?? issuer.address, this.client.network), amount: opts.assetOutputValue ?? 600n })
       .addOutput({ script: markerScript({ quantities: [opts.quantity], metadata }), amount: 0n, data: metadata })
@@ -264,7 +286,10 @@ export class OpenAssets {
       units += u.quantity;
     }
     if (units < opts.quantity) {
-      throw new BlockwireError('ERR_INSUFFICIENT_ASSET', `${from.address} holds ${units} unreserved units of ${opts.assetId}; ${opts.quantity} requested`);
+      throw new BlockwireError(
+        'ERR_INSUFFICIENT_ASSET',
+        `${from.address} holds ${units} unreserved units of ${opts.assetId}; ${opts.quantity} requested`,
+      );
     }
     const value = opts.assetOutputValue ?? 600n;
     const change = units - opts.quantity;

@@ -283,7 +283,8 @@ export class TransactionBuilder {
     const book = this.client.reservations;
     const required = this.requiredInputs.map((r) => r.utxo);
     for (const r of required) {
-      if (book.isReserved(outpoint(r.txid, r.vout))) throw new Error(`Output ${r.txid}:${r.vout} is reserved by another transaction of this client`);
+      if (book.isReserved(outpoint(r.txid, r.vout)))
+        throw new Error(`Output ${r.txid}:${r.vout} is reserved by another transaction of this client`);
     }
     const free = all.filter((c) => !book.isReserved(outpoint(c.txid, c.vout)));
     const first = this.sources[0] ?? required[0]!.source;
@@ -302,7 +303,11 @@ export class TransactionBuilder {
       });
     } catch (err) {
       if (err instanceof InsufficientFundsError && free.length < all.length) {
-        throw new InsufficientFundsError(err.required, err.available, `${all.length - free.length} more outputs are reserved by other transactions of this client`);
+        throw new InsufficientFundsError(
+          err.required,
+          err.available,
+          `${all.length - free.length} more outputs are reserved by other transactions of this client`,
+        );
       }
       throw err;
     }
@@ -336,7 +341,8 @@ function isLegacy(source: SpendSource): boolean {
   if (s.length === 25 && s[0] === 0x76 && s[1] === 0xa9) return true;
   if (s.length === 23 && s[0] === 0xa9) {
     const r = source.fields.redeemScript;
-    const witnessProgram = r !== undefined && r.length >= 4 && r.length <= 42 && (r[0] === 0x00 || (r[0]! >= 0x51 && r[0]! <= 0x60)) && r[1] === r.length - 2;
+    const witnessProgram =
+      r !== undefined && r.length >= 4 && r.length <= 42 && (r[0] === 0x00 || (r[0]! >= 0x51 && r[0]! <= 0x60)) && r[1] === r.length - 2;
     return !witnessProgram;
   }
   return false;

@@ -62,7 +62,11 @@ export function createHttp(opts: HttpOptions): Http {
   async function request<T>(method: string, pathOrUrl: string, req: HttpRequest = {}): Promise<HttpResponse<T>> {
     const url = resolveUrl(root, base.origin, pathOrUrl, req.query);
     const label = `${method} ${new URL(url).pathname}`;
-    const headers: Record<string, string> = { ...req.headers, apiKey: opts.apiKey, accept: req.bytes ? 'application/octet-stream' : req.text ? 'text/plain' : 'application/json' };
+    const headers: Record<string, string> = {
+      ...req.headers,
+      apiKey: opts.apiKey,
+      accept: req.bytes ? 'application/octet-stream' : req.text ? 'text/plain' : 'application/json',
+    };
     let body: string | undefined;
     if (req.body !== undefined) {
       headers['content-type'] = 'application/json';
@@ -73,7 +77,9 @@ export function createHttp(opts: HttpOptions): Http {
       res = await fetchImpl!(url, { method, headers, body, signal: AbortSignal.timeout(req.timeoutMs ?? timeoutMs), redirect: 'error' });
     } catch (err) {
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-      throw new ConnectionError(timedOut ? `${label}: no answer within ${req.timeoutMs ?? timeoutMs} ms` : `${label}: ${describe(err)}`, { cause: err });
+      throw new ConnectionError(timedOut ? `${label}: no answer within ${req.timeoutMs ?? timeoutMs} ms` : `${label}: ${describe(err)}`, {
+        cause: err,
+      });
     }
     const raw = await (req.bytes && res.ok ? res.arrayBuffer() : res.text()).catch((err: unknown) => {
       throw new ConnectionError(`${label}: the response body could not be read: ${describe(err)}`, { cause: err });
@@ -87,7 +93,11 @@ export function createHttp(opts: HttpOptions): Http {
       try {
         data = JSON.parse(text);
       } catch {
-        throw new ApiError(res.status, synthesized(res.status, 'ERR_BAD_RESPONSE', `the response is not JSON: ${text.slice(0, 120)}`), label);
+        throw new ApiError(
+          res.status,
+          synthesized(res.status, 'ERR_BAD_RESPONSE', `the response is not JSON: ${text.slice(0, 120)}`),
+          label,
+        );
       }
     }
     return { status: res.status, data: data as T, headers: res.headers, url };

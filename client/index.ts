@@ -68,7 +68,18 @@ export {
   type IssueOptions,
   type TransferOptions,
 } from './assets.js';
-export { WalletsApi, deriveAtPath, type Wallet, type WalletSpec, type WalletBalance, type WalletHistoryEntry, type WalletUnspentOutput, type WalletAddress, type WalletPayment, type WalletPaymentRequest } from './wallets.js';
+export {
+  WalletsApi,
+  deriveAtPath,
+  type Wallet,
+  type WalletSpec,
+  type WalletBalance,
+  type WalletHistoryEntry,
+  type WalletUnspentOutput,
+  type WalletAddress,
+  type WalletPayment,
+  type WalletPaymentRequest,
+} from './wallets.js';
 export { StampProofError, verifyStampProof, type StampProofFailure, type VerifiedStamp, type VerifyStampOptions } from './stamp-proof.js';
 export type * from './types.js';
 export { EVENT_TYPES } from './event-types.js';

@@ -94,7 +94,11 @@ export function xOnly(publicKey: Uint8Array): Uint8Array {
 }
 
 /** The payment (script, address, redeem script) of a public key as address `type`. */
-export function keyPayment(publicKey: Uint8Array, type: AddressType, network: NetworkName | Network = 'main'): {
+export function keyPayment(
+  publicKey: Uint8Array,
+  type: AddressType,
+  network: NetworkName | Network = 'main',
+): {
   script: Uint8Array;
   address: string;
   redeemScript?: Uint8Array;

@@ -64,7 +64,8 @@ export function createMultisig(opts: MultisigOptions): MultisigAccount {
   if (n > maxN) throw new RangeError(`A ${type} multisig holds at most ${maxN} keys, got ${n}`);
   const seen = new Set<string>();
   for (const k of keys) {
-    if (k.length !== 33 || (k[0] !== 2 && k[0] !== 3)) throw new TypeError('Multisig public keys must be compressed (33 bytes, 02/03 prefix)');
+    if (k.length !== 33 || (k[0] !== 2 && k[0] !== 3))
+      throw new TypeError('Multisig public keys must be compressed (33 bytes, 02/03 prefix)');
     const h = hex.encode(k);
     if (seen.has(h)) throw new TypeError(`Public key ${h} appears twice`);
     seen.add(h);

@@ -33,23 +33,38 @@ const network = (n: Omit<Network, 'magic'> & { magic: number[] }): Network => Ob
 /** Every network, by name. */
 export const NETWORKS: Readonly<Record<NetworkName, Network>> = Object.freeze({
   main: network({
-    name: 'main', bech32: 'bc', pubKeyHash: 0x00, scriptHash: 0x05, wif: 0x80, assetId: 23, magic: [0xf9, 0xbe, 0xb4, 0xd9],
+    name: 'main',
+    bech32: 'bc',
+    pubKeyHash: 0x00,
+    scriptHash: 0x05,
+    wif: 0x80,
+    assetId: 23,
+    magic: [0xf9, 0xbe, 0xb4, 0xd9],
     genesisHash: '000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f',
   }),
   test: network({
-    name: 'test', ...testLike, magic: [0x0b, 0x11, 0x09, 0x07],
+    name: 'test',
+    ...testLike,
+    magic: [0x0b, 0x11, 0x09, 0x07],
     genesisHash: '000000000933ea01ad0ee984209779baaec3ced90fa3f408719526f8d77f4943',
   }),
   testnet4: network({
-    name: 'testnet4', ...testLike, magic: [0x1c, 0x16, 0x3f, 0x28],
+    name: 'testnet4',
+    ...testLike,
+    magic: [0x1c, 0x16, 0x3f, 0x28],
     genesisHash: '00000000da84f2bafbbc53dee25a72ae507ff4914b867c565be350b0da8bf043',
   }),
   signet: network({
-    name: 'signet', ...testLike, magic: [0x0a, 0x03, 0xcf, 0x40],
+    name: 'signet',
+    ...testLike,
+    magic: [0x0a, 0x03, 0xcf, 0x40],
     genesisHash: '00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6',
   }),
   regtest: network({
-    name: 'regtest', ...testLike, bech32: 'bcrt', magic: [0xfa, 0xbf, 0xb5, 0xda],
+    name: 'regtest',
+    ...testLike,
+    bech32: 'bcrt',
+    magic: [0xfa, 0xbf, 0xb5, 0xda],
     genesisHash: '0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206',
   }),
 });

@@ -160,7 +160,8 @@ export function decodeAssetId(id: string, network: NetworkName | Network = 'main
   } catch {
     throw new TypeError(`Invalid asset ID "${id}"`);
   }
-  if (data.length !== 21 || data[0] !== getNetwork(network).assetId) throw new TypeError(`Invalid asset ID "${id}" for ${getNetwork(network).name}`);
+  if (data.length !== 21 || data[0] !== getNetwork(network).assetId)
+    throw new TypeError(`Invalid asset ID "${id}" for ${getNetwork(network).name}`);
   return data.slice(1);
 }
 

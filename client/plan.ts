@@ -131,7 +131,11 @@ export function planTransaction(req: PlanRequest): Plan {
   const wanted = req.outputs.reduce((s, o) => s + o.amount, 0n);
   if (!result) {
     const available = [...candidates, ...required].reduce((s, c) => s + c.value, 0n);
-    throw new InsufficientFundsError(wanted, available, `${candidates.length + required.length} spendable outputs, fee rate ${req.feeRate} sat/vB`);
+    throw new InsufficientFundsError(
+      wanted,
+      available,
+      `${candidates.length + required.length} spendable outputs, fee rate ${req.feeRate} sat/vB`,
+    );
   }
   const inputs = result.inputs.map((i) => byKey.get(`${hex.encode(i.txid!)}:${i.index}`)!);
   // scure's estimate leaves out the empty witness (1 WU) each legacy input carries in a segwit
@@ -162,7 +166,11 @@ export function planTransaction(req: PlanRequest): Plan {
   const totalIn = inputs.reduce((s, c) => s + c.value, 0n);
   const totalOut = outputs.reduce((s, o) => s + o.amount, 0n);
   if (totalIn - totalOut < req.feeRate * BigInt(estimatedVsize) - req.feeRate) {
-    throw new InsufficientFundsError(wanted, totalIn, `the selected outputs leave ${totalIn - totalOut} sat for a fee of about ${req.feeRate * BigInt(estimatedVsize)} sat`);
+    throw new InsufficientFundsError(
+      wanted,
+      totalIn,
+      `the selected outputs leave ${totalIn - totalOut} sat for a fee of about ${req.feeRate * BigInt(estimatedVsize)} sat`,
+    );
   }
   return { inputs, outputs, changeIndex, fee: totalIn - totalOut, estimatedVsize };
 }

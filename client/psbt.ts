@@ -111,7 +111,12 @@ export function signPsbt(psbt: PsbtInput, keys: KeyInput | readonly KeyInput[], 
 /** Merges PSBTs of the same transaction signed by different parties (BIP174 Combiner). */
 export function combinePsbts(psbts: readonly PsbtInput[]): string {
   if (psbts.length === 0) throw new RangeError('combinePsbts needs at least one PSBT');
-  return base64.encode(btc.PSBTCombine(psbts.map((p) => (typeof p === 'string' ? base64.decode(p.trim()) : p)), TX_OPTIONS));
+  return base64.encode(
+    btc.PSBTCombine(
+      psbts.map((p) => (typeof p === 'string' ? base64.decode(p.trim()) : p)),
+      TX_OPTIONS,
+    ),
+  );
 }
 
 /** Signature progress of a PSBT: per input, and whether it can be finalized. */

@@ -33,7 +33,12 @@ function signedTransactionHex(tx: SignedTransaction): string {
     throw new TypeError('The transaction is not valid hex');
   }
   try {
-    ScureTransaction.fromRaw(raw, { allowUnknownInputs: true, allowUnknownOutputs: true, allowUnknownVersion: true, disableScriptCheck: true });
+    ScureTransaction.fromRaw(raw, {
+      allowUnknownInputs: true,
+      allowUnknownOutputs: true,
+      allowUnknownVersion: true,
+      disableScriptCheck: true,
+    });
   } catch (err) {
     throw new TypeError(`The transaction does not decode: ${err instanceof Error ? err.message : String(err)}`);
   }

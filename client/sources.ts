@@ -63,7 +63,8 @@ export function multisigSource(account: MultisigAccount, keys: readonly KeyInput
   const privs = keys.map((k) => signingKey(k, account.network));
   const members = new Set(account.publicKeys.map((p) => hex.encode(p)));
   for (const p of privs) {
-    if (!members.has(hex.encode(new Key(p, account.network).publicKey))) throw new TypeError('A signing key is not one of the multisig public keys');
+    if (!members.has(hex.encode(new Key(p, account.network).publicKey)))
+      throw new TypeError('A signing key is not one of the multisig public keys');
   }
   return Object.freeze({ address: account.address, script: account.script, fields, keys: privs, required: account.m, multisig: account });
 }

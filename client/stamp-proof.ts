@@ -115,7 +115,8 @@ export function verifyStampProof(stamp: StampStatus, documentHash: string, opts:
   } catch (err) {
     return fail('malformed', `tx_hex is not a transaction: ${(err as Error).message}`);
   }
-  if (!Number.isInteger(stamp.vout) || stamp.vout < 0 || stamp.vout >= tx.outputsLength) fail('hash', `the transaction has no output ${stamp.vout}`);
+  if (!Number.isInteger(stamp.vout) || stamp.vout < 0 || stamp.vout >= tx.outputsLength)
+    fail('hash', `the transaction has no output ${stamp.vout}`);
   const script = tx.getOutput(stamp.vout).script;
   let ops: readonly unknown[] = [];
   try {
@@ -124,34 +125,41 @@ export function verifyStampProof(stamp: StampStatus, documentHash: string, opts:
     ops = [];
   }
   const data = ops.length === 2 && ops[0] === 'RETURN' && ops[1] instanceof Uint8Array ? ops[1] : undefined;
-  if (!data || hex.encode(data) !== documentHash.toLowerCase()) fail('hash', `output ${stamp.vout} is not an OP_RETURN carrying the document hash`);
+  if (!data || hex.encode(data) !== documentHash.toLowerCase())
+    fail('hash', `output ${stamp.vout} is not an OP_RETURN carrying the document hash`);
 
   // 2. transaction → txid (double SHA-256 of its bytes without witness). A 64-byte "transaction"
   // could be an inner node of a Merkle tree posing as a leaf; a parsed stamp is longer.
   const stripped = tx.toBytes(true, false);
   if (stripped.length === 64) fail('malformed', 'a 64-byte transaction cannot be told from a Merkle node');
   const txid = sha256d(stripped);
-  if (typeof stamp.tx !== 'string' || !HEX64.test(stamp.tx) || display(txid) !== stamp.tx.toLowerCase()) fail('txid', 'the transaction does not hash to the stamp\'s txid');
+  if (typeof stamp.tx !== 'string' || !HEX64.test(stamp.tx) || display(txid) !== stamp.tx.toLowerCase())
+    fail('txid', "the transaction does not hash to the stamp's txid");
 
   // 3. txid → Merkle root through the branch
-  if (!Array.isArray(proof.merkle) || !proof.merkle.every((h) => typeof h === 'string' && HEX64.test(h))) fail('malformed', 'merkle must be a list of 64-hex hashes');
-  if (!Number.isInteger(proof.pos) || proof.pos < 0 || proof.merkle.length > 32 || proof.pos >= 2 ** proof.merkle.length) fail('malformed', 'pos is outside the tree the branch describes');
+  if (!Array.isArray(proof.merkle) || !proof.merkle.every((h) => typeof h === 'string' && HEX64.test(h)))
+    fail('malformed', 'merkle must be a list of 64-hex hashes');
+  if (!Number.isInteger(proof.pos) || proof.pos < 0 || proof.merkle.length > 32 || proof.pos >= 2 ** proof.merkle.length)
+    fail('malformed', 'pos is outside the tree the branch describes');
   const root = rootFromBranch(txid, proof.merkle.map(internal), proof.pos);
 
   // 4. root → header → block hash (and the header's proof of work)
   const header = bytesOf('header', proof.header);
   if (header.length !== 80) fail('malformed', 'the header must be 80 bytes');
-  if (hex.encode(header.subarray(36, 68)) !== hex.encode(root)) fail('merkle', 'the branch does not lead to the header\'s Merkle root');
+  if (hex.encode(header.subarray(36, 68)) !== hex.encode(root)) fail('merkle', "the branch does not lead to the header's Merkle root");
   const blockHash = sha256d(header);
-  if (typeof proof.block_hash !== 'string' || display(blockHash) !== proof.block_hash.toLowerCase()) fail('header', 'the header does not hash to the proof\'s block hash');
+  if (typeof proof.block_hash !== 'string' || display(blockHash) !== proof.block_hash.toLowerCase())
+    fail('header', "the header does not hash to the proof's block hash");
   const view = new DataView(header.buffer, header.byteOffset, 80);
   const target = targetOf(view.getUint32(72, true));
-  if (target === null || BigInt(`0x${display(blockHash)}`) > target) fail('work', 'the header\'s hash does not meet the target its bits set');
+  if (target === null || BigInt(`0x${display(blockHash)}`) > target)
+    fail('work', "the header's hash does not meet the target its bits set");
   if (opts.header !== undefined) {
     const trusted = typeof opts.header === 'string' ? bytesOf('the trusted header', opts.header) : opts.header;
-    if (hex.encode(trusted) !== hex.encode(header)) fail('header', 'the proof\'s header is not the trusted header');
+    if (hex.encode(trusted) !== hex.encode(header)) fail('header', "the proof's header is not the trusted header");
   }
-  if (opts.blockHash !== undefined && display(blockHash) !== opts.blockHash.toLowerCase()) fail('header', 'the proof\'s header is not the trusted block');
+  if (opts.blockHash !== undefined && display(blockHash) !== opts.blockHash.toLowerCase())
+    fail('header', "the proof's header is not the trusted block");
 
   return {
     hash: documentHash.toLowerCase(),

@@ -24,7 +24,11 @@ export type WebSocketLike = {
 };
 
 /** A WebSocket constructor; `ws` also takes `{ headers }` as third argument. */
-export type WebSocketConstructor = new (url: string, protocols?: string | string[], options?: { headers?: Record<string, string> }) => WebSocketLike;
+export type WebSocketConstructor = new (
+  url: string,
+  protocols?: string | string[],
+  options?: { headers?: Record<string, string> },
+) => WebSocketLike;
 
 /** Connection state of a stream. */
 export type StreamState = 'connecting' | 'open' | 'reconnecting' | 'paused' | 'closed';
@@ -192,7 +196,9 @@ export class EventStream implements AsyncIterable<StreamEvent> {
       clearTimeout(this.idleTimer);
       if (this.current === 'closed' || this.current === 'paused') return;
       if (lastError && FATAL_HTTP.test(lastError.message)) {
-        return this.fail(new BlockwireError('ERR_STREAM_REFUSED', `The stream refused the connection: ${lastError.message}`, { cause: lastError }));
+        return this.fail(
+          new BlockwireError('ERR_STREAM_REFUSED', `The stream refused the connection: ${lastError.message}`, { cause: lastError }),
+        );
       }
       if (ev.code === 1008 || (ev.code >= 4400 && ev.code < 4500)) {
         return this.fail(new BlockwireError('ERR_STREAM_REFUSED', `The stream closed the connection: ${ev.code} ${ev.reason}`));

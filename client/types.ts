@@ -103,9 +103,7 @@ export type StampStatus = {
 };
 
 /** A delivery target for events. */
-export type HookSpec =
-  | { type: 'http'; url: string; secret?: string }
-  | { type: 'sns'; topic_arn: string; region: string };
+export type HookSpec = { type: 'http'; url: string; secret?: string } | { type: 'sns'; topic_arn: string; region: string };
 
 /** A registered hook as the server lists it (`secret` only in the answer to its creation). */
 export type Hook = {
@@ -247,7 +245,13 @@ export type TransactionExtras = {
 };
 
 /** Esplora's statistics of one part (chain or mempool) of an address or script; sums in sat. */
-export type TxoStats = { funded_txo_count: number; funded_txo_sum: number; spent_txo_count: number; spent_txo_sum: number; tx_count: number };
+export type TxoStats = {
+  funded_txo_count: number;
+  funded_txo_sum: number;
+  spent_txo_count: number;
+  spent_txo_sum: number;
+  tx_count: number;
+};
 
 /** `GET /addresses/{address}/stats`, `/scripthash/{hash}/stats`: confirmed and mempool parts. */
 export type AddressStats = { chain_stats: TxoStats; mempool_stats: TxoStats };

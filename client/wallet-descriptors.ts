@@ -28,7 +28,13 @@ export function bip32VersionsOf(network: Network): { public: number; private: nu
 function parseKey(text: string, network: Network): DescriptorKey {
   const m = /^(?:\[([0-9a-f]{8})((?:\/\d+[h']?)*)\])?([1-9A-HJ-NP-Za-km-z]+)((?:\/\d+)*)\/\*$/.exec(text);
   if (!m) throw new TypeError(`Unsupported key expression in a wallet descriptor: ${text}`);
-  const steps = (s: string) => (s ? s.slice(1).split('/').map((p) => (/[h']$/.test(p) ? Number(p.slice(0, -1)) + HARDENED : Number(p))) : []);
+  const steps = (s: string) =>
+    s
+      ? s
+          .slice(1)
+          .split('/')
+          .map((p) => (/[h']$/.test(p) ? Number(p.slice(0, -1)) + HARDENED : Number(p)))
+      : [];
   return {
     fingerprint: m[1] ? Number.parseInt(m[1], 16) : null,
     origin: steps(m[2] ?? ''),

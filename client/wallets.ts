@@ -39,7 +39,14 @@ export type WalletSpec = ({ descriptors: string[] } | { xpub: string }) & { gap_
 
 export type WalletBalance = { confirmed: bigint; unconfirmed: bigint };
 
-export type WalletHistoryEntry = { transaction_hash: string; height: number | null; confirmations: number; received: bigint; sent: bigint; net: bigint };
+export type WalletHistoryEntry = {
+  transaction_hash: string;
+  height: number | null;
+  confirmations: number;
+  received: bigint;
+  sent: bigint;
+  net: bigint;
+};
 
 /**
  * An unspent output of a wallet: the SDK's one `UnspentOutput` (`txid`/`vout`, as
@@ -138,7 +145,10 @@ function walletSource(u: WalletUnspentOutput, roots: readonly HDKey[], chains: r
     const account = multisigAt(chain, u.address_index);
     if (hex.encode(account.script) === u.script) return multisigSource(account, cosignerKeys(chain, u.address_index, roots));
   }
-  throw new BlockwireError('ERR_WALLET_KEY_MISMATCH', `Output ${u.txid}:${u.vout} (${u.path}) is paid to no key given nor to a multisig chain of the wallet`);
+  throw new BlockwireError(
+    'ERR_WALLET_KEY_MISMATCH',
+    `Output ${u.txid}:${u.vout} (${u.path}) is paid to no key given nor to a multisig chain of the wallet`,
+  );
 }
 
 /** The wallet routes of one client (`client.wallets`). */
@@ -173,13 +183,24 @@ export class WalletsApi {
   /** One page of the merged history (newest first); pass `page.next` back as `next`. */
   async history(id: string, opts: { limit?: number; next?: string } = {}): Promise<Page<WalletHistoryEntry>> {
     type Raw = Omit<WalletHistoryEntry, 'received' | 'sent' | 'net'> & { received: number; sent: number; net: number };
-    return this.page<Raw, WalletHistoryEntry>(opts.next ?? `/wallets/${enc(id)}/history`, opts.next ? {} : { limit: opts.limit }, (e) => ({ ...e, received: toSats(e.received), sent: toSats(e.sent), net: toSats(e.net) }));
+    return this.page<Raw, WalletHistoryEntry>(opts.next ?? `/wallets/${enc(id)}/history`, opts.next ? {} : { limit: opts.limit }, (e) => ({
+      ...e,
+      received: toSats(e.received),
+      sent: toSats(e.sent),
+      net: toSats(e.net),
+    }));
   }
 
   /** Every unspent output of the wallet (all pages). */
   async unspentOutputs(id: string): Promise<WalletUnspentOutput[]> {
     type Raw = RawUnspent & Pick<WalletUnspentOutput, 'address' | 'path' | 'change' | 'address_index'>;
-    const parse = (u: Raw): WalletUnspentOutput => ({ ...parseUnspent(u), address: u.address, path: u.path, change: u.change, address_index: u.address_index });
+    const parse = (u: Raw): WalletUnspentOutput => ({
+      ...parseUnspent(u),
+      address: u.address,
+      path: u.path,
+      change: u.change,
+      address_index: u.address_index,
+    });
     const all: WalletUnspentOutput[] = [];
     let page = await this.page<Raw, WalletUnspentOutput>(`/wallets/${enc(id)}/unspentoutputs`, { limit: 10_000 }, parse);
     for (;;) {
@@ -190,14 +211,32 @@ export class WalletsApi {
   }
 
   /** One page of the wallet's addresses. */
-  async addresses(id: string, opts: { used?: boolean; change?: boolean; limit?: number; next?: string } = {}): Promise<Page<WalletAddress>> {
-    const query = opts.next ? {} : { used: opts.used === undefined ? undefined : String(opts.used), change: opts.change === undefined ? undefined : String(opts.change), limit: opts.limit };
+  async addresses(
+    id: string,
+    opts: { used?: boolean; change?: boolean; limit?: number; next?: string } = {},
+  ): Promise<Page<WalletAddress>> {
+    const query = opts.next
+      ? {}
+      : {
+          used: opts.used === undefined ? undefined : String(opts.used),
+          change: opts.change === undefined ? undefined : String(opts.change),
+          limit: opts.limit,
+        };
     return this.page<WalletAddress, WalletAddress>(opts.next ?? `/wallets/${enc(id)}/addresses`, query, (a) => a);
   }
 
   /** `POST /wallets/{id}/next-address`: the first unused receive (or change) address; `reserve` keeps it from any later call. */
-  async nextAddress(id: string, opts: { change?: boolean; reserve?: boolean } = {}): Promise<{ address: string; path: string; index: number; change: boolean }> {
-    return (await this.http.request<{ address: string; path: string; index: number; change: boolean }>('POST', `/wallets/${enc(id)}/next-address`, { body: { change: opts.change ?? false, reserve: opts.reserve ?? false } })).data;
+  async nextAddress(
+    id: string,
+    opts: { change?: boolean; reserve?: boolean } = {},
+  ): Promise<{ address: string; path: string; index: number; change: boolean }> {
+    return (
+      await this.http.request<{ address: string; path: string; index: number; change: boolean }>(
+        'POST',
+        `/wallets/${enc(id)}/next-address`,
+        { body: { change: opts.change ?? false, reserve: opts.reserve ?? false } },
+      )
+    ).data;
   }
 
   /**
@@ -208,11 +247,14 @@ export class WalletsApi {
    */
   async pay(id: string, req: WalletPaymentRequest): Promise<WalletPayment> {
     const net = getNetwork(this.network);
-    const roots = (Array.isArray(req.key) ? req.key : [req.key]).map((k: HDKey | string) => (typeof k === 'string' ? HDKey.fromExtendedKey(k, bip32VersionsOf(net)) : k));
+    const roots = (Array.isArray(req.key) ? req.key : [req.key]).map((k: HDKey | string) =>
+      typeof k === 'string' ? HDKey.fromExtendedKey(k, bip32VersionsOf(net)) : k,
+    );
     const minConf = req.minConf ?? 0;
     const utxos = (await this.unspentOutputs(id)).filter((u) => u.confirmations >= minConf);
     const wallet = await this.get(id);
-    const multisig = (change: boolean) => wallet.chains.filter((c) => c.change === change).flatMap((c) => parseMultisigChain(c.descriptor, net) ?? []);
+    const multisig = (change: boolean) =>
+      wallet.chains.filter((c) => c.change === change).flatMap((c) => parseMultisigChain(c.descriptor, net) ?? []);
     const chains = { receive: multisig(false), change: multisig(true) };
     const candidates: Candidate[] = utxos.map((u) => ({
       txid: u.txid,
@@ -221,9 +263,20 @@ export class WalletsApi {
       confirmations: u.confirmations,
       source: walletSource(u, roots, u.change ? chains.change : chains.receive, net),
     }));
-    const outputs: PlannedOutput[] = req.outputs.map((o) => ({ script: decodeAddress(o.address, net).script, amount: o.amount, address: o.address }));
+    const outputs: PlannedOutput[] = req.outputs.map((o) => ({
+      script: decodeAddress(o.address, net).script,
+      amount: o.amount,
+      address: o.address,
+    }));
     const change = await this.nextAddress(id, { change: true, reserve: true });
-    const plan = planTransaction({ outputs, candidates, feeRate: req.feeRate, changeAddress: change.address, network: net, ...(req.shuffleOutputs !== undefined ? { shuffleOutputs: req.shuffleOutputs } : {}) });
+    const plan = planTransaction({
+      outputs,
+      candidates,
+      feeRate: req.feeRate,
+      changeAddress: change.address,
+      network: net,
+      ...(req.shuffleOutputs !== undefined ? { shuffleOutputs: req.shuffleOutputs } : {}),
+    });
     const tx: BtcSigner.Transaction = assembleTransaction(plan, { rbf: req.rbf ?? true });
     const paths = plan.inputs.map((c) => utxos.find((u) => u.txid === c.txid && u.vout === c.vout)!.path);
     let signed: WalletPayment['signed'] = null;
@@ -233,7 +286,13 @@ export class WalletsApi {
       // Finalized when the keys given complete every input; else the PSBT carries the partial signatures.
       if (inputSignatures(tx).every((s) => s.present >= s.required)) signed = finalizeTransaction(tx);
     }
-    return { psbt: toPsbt(tx), plan, change: plan.changeIndex === null ? null : { address: change.address, path: change.path }, paths, signed };
+    return {
+      psbt: toPsbt(tx),
+      plan,
+      change: plan.changeIndex === null ? null : { address: change.address, path: change.path },
+      paths,
+      signed,
+    };
   }
 
   private async page<R, T>(pathOrUrl: string, query: Record<string, string | number | undefined>, parse: (r: R) => T): Promise<Page<T>> {

@@ -42,8 +42,13 @@ export function contextualCheckBlock(block: DecodedBlock, prev: BlockEntry, now:
   const height = prev.height + 1;
   if (h.bits !== REGTEST.bits) throw new BlockInvalid('bad-diffbits', 'incorrect proof of work');
   if (h.time <= prev.mtp) throw new BlockInvalid('time-too-old', "block's timestamp is too early");
-  if (now !== null && h.time > now + REGTEST.maxFutureBlockTime) throw new BlockInvalid('time-too-new', 'block timestamp too far in the future');
-  if (h.version >= 0 && h.version < 4) throw new BlockInvalid(`bad-version(0x${(h.version >>> 0).toString(16).padStart(8, '0')})`, `rejected nVersion=0x${(h.version >>> 0).toString(16).padStart(8, '0')} block`);
+  if (now !== null && h.time > now + REGTEST.maxFutureBlockTime)
+    throw new BlockInvalid('time-too-new', 'block timestamp too far in the future');
+  if (h.version >= 0 && h.version < 4)
+    throw new BlockInvalid(
+      `bad-version(0x${(h.version >>> 0).toString(16).padStart(8, '0')})`,
+      `rejected nVersion=0x${(h.version >>> 0).toString(16).padStart(8, '0')} block`,
+    );
 
   for (const tx of block.txs) {
     if (!isFinalTx(tx, height, prev.mtp)) throw new BlockInvalid('bad-txns-nonfinal', 'non-final transaction');
@@ -56,9 +61,11 @@ export function contextualCheckBlock(block: DecodedBlock, prev: BlockEntry, now:
   const commitment = witnessCommitment(block.txs[0]!);
   if (commitment) {
     const reserved = block.txs[0]!.inputs[0]!.witness;
-    if (reserved.length !== 1 || reserved[0]!.length !== 32) throw new BlockInvalid('bad-witness-nonce-size', 'CheckWitnessMalleation : invalid witness reserved value size');
+    if (reserved.length !== 1 || reserved[0]!.length !== 32)
+      throw new BlockInvalid('bad-witness-nonce-size', 'CheckWitnessMalleation : invalid witness reserved value size');
     const expected = computeWitnessCommitment(witnessMerkleRoot(block.txs), reserved[0]!);
-    if (!equalBytes(expected, commitment)) throw new BlockInvalid('bad-witness-merkle-match', 'CheckWitnessMalleation : witness merkle commitment mismatch');
+    if (!equalBytes(expected, commitment))
+      throw new BlockInvalid('bad-witness-merkle-match', 'CheckWitnessMalleation : witness merkle commitment mismatch');
   } else if (block.txs.some((t) => t.hasWitness)) {
     throw new BlockInvalid('unexpected-witness', 'ContextualCheckBlock : unexpected witness data found');
   }

@@ -126,7 +126,7 @@ export class Chain {
     const known = this.blocks.get(hash);
     if (known) return known;
     const prevHash = hashToHex(block.header.prevHash);
-    const prev = this.blocks.size === 0 ? null : this.blocks.get(prevHash) ?? null;
+    const prev = this.blocks.size === 0 ? null : (this.blocks.get(prevHash) ?? null);
     if (this.blocks.size > 0 && prev === null) throw new BlockInvalid('prev-blk-not-found', `previous block ${prevHash} not found`);
     const times: number[] = [block.header.time];
     for (let p = prev, i = 0; p && i < 10; p = p.prev, i++) times.push(p.block.header.time);
@@ -180,7 +180,8 @@ export class Chain {
       if (height > 0) {
         for (let v = 0; v < tx.outputs.length; v++) {
           const key = outpointKey(txid, v);
-          if ((this.utxo.has(key) && !spent.has(key)) || added.has(key)) throw new BlockInvalid('bad-txns-BIP30', 'tried to overwrite transaction');
+          if ((this.utxo.has(key) && !spent.has(key)) || added.has(key))
+            throw new BlockInvalid('bad-txns-BIP30', 'tried to overwrite transaction');
         }
       }
       if (t > 0) {
@@ -189,7 +190,7 @@ export class Chain {
         let valueIn = 0n;
         for (let i = 0; i < tx.inputs.length; i++) {
           const key = outpointKey(prevTxidOf(tx, i), tx.inputs[i]!.vout);
-          const coin = spent.has(key) ? undefined : added.get(key) ?? this.utxo.get(key);
+          const coin = spent.has(key) ? undefined : (added.get(key) ?? this.utxo.get(key));
           if (!coin) throw new BlockInvalid('bad-txns-inputs-missingorspent', 'CheckTxInputs: inputs missing/spent');
           if (coin.coinbase && height - coin.height < REGTEST.coinbaseMaturity) {
             throw new BlockInvalid('bad-txns-premature-spend-of-coinbase', `tried to spend coinbase at depth ${height - coin.height}`);

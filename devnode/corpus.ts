@@ -78,7 +78,8 @@ export async function startCorpusNode(opts: CorpusNodeOptions): Promise<CorpusNo
     const [kind, i] = m.events[cursor++]!;
     const b = m.blocks[i]!;
     if (kind === 'C') {
-      if (active.length !== b.height) throw new Error(`corpus event ${cursor - 1}: connect ${b.hash} at ${b.height} onto a chain of ${active.length}`);
+      if (active.length !== b.height)
+        throw new Error(`corpus event ${cursor - 1}: connect ${b.hash} at ${b.height} onto a chain of ${active.length}`);
       active.push(b);
     } else {
       if (active[active.length - 1] !== b) throw new Error(`corpus event ${cursor - 1}: disconnect ${b.hash} that is not the tip`);
@@ -114,7 +115,16 @@ export async function startCorpusNode(opts: CorpusNodeOptions): Promise<CorpusNo
   };
   const chainInfo = () => {
     const t = tip();
-    return { chain: 'regtest', blocks: t.height, headers: t.height, bestblockhash: t.hash, initialblockdownload: false, verificationprogress: 1, pruned: false, warnings: [] };
+    return {
+      chain: 'regtest',
+      blocks: t.height,
+      headers: t.height,
+      bestblockhash: t.hash,
+      initialblockdownload: false,
+      verificationprogress: 1,
+      pruned: false,
+      warnings: [],
+    };
   };
 
   const methods = new Map<string, RpcMethod>();
@@ -123,7 +133,8 @@ export async function startCorpusNode(opts: CorpusNodeOptions): Promise<CorpusNo
   def('getbestblockhash', [], () => tip().hash);
   def('getblockchaininfo', [], chainInfo);
   def('getblockhash', ['height'], ([h]) => {
-    if (typeof h !== 'number' || !Number.isInteger(h) || h < 0 || h >= active.length) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Block height out of range');
+    if (typeof h !== 'number' || !Number.isInteger(h) || h < 0 || h >= active.length)
+      throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Block height out of range');
     return active[h]!.hash;
   });
   def('getblock', ['blockhash', 'verbosity'], ([hash, verbosity]) => {
@@ -144,7 +155,9 @@ export async function startCorpusNode(opts: CorpusNodeOptions): Promise<CorpusNo
   def('uptime', [], () => Math.round(process.uptime()));
   def('estimatesmartfee', [], () => ({ errors: ['Insufficient data or no feerate found'], blocks: 2 }));
   // Not a Core method: moves the corpus forward by n events (or to a main-chain height).
-  def('advancecorpus', ['n', 'height'], ([n, height]) => (typeof height === 'number' ? advanceTo(height) : advance(typeof n === 'number' ? n : 1)));
+  def('advancecorpus', ['n', 'height'], ([n, height]) =>
+    typeof height === 'number' ? advanceTo(height) : advance(typeof n === 'number' ? n : 1),
+  );
 
   const rest = (path: string): RestReply => {
     const p = path.split('?')[0]!;
@@ -155,7 +168,9 @@ export async function startCorpusNode(opts: CorpusNodeOptions): Promise<CorpusNo
       const b = byHash.get(mm[1]!);
       if (!b) return notFound(mm[1]!);
       const raw = readBlock(b);
-      return mm[2] === 'bin' ? { status: 200, type: 'application/octet-stream', body: raw } : { status: 200, type: 'text/plain', body: `${Buffer.from(raw).toString('hex')}\n` };
+      return mm[2] === 'bin'
+        ? { status: 200, type: 'application/octet-stream', body: raw }
+        : { status: 200, type: 'text/plain', body: `${Buffer.from(raw).toString('hex')}\n` };
     }
     if ((mm = /^\/rest\/blockhashbyheight\/(\d+)\.(json|hex|bin)$/.exec(p))) {
       const h = Number(mm[1]);
@@ -165,8 +180,14 @@ export async function startCorpusNode(opts: CorpusNodeOptions): Promise<CorpusNo
       if (mm[2] === 'hex') return { status: 200, type: 'text/plain', body: `${hash}\n` };
       return { status: 200, type: 'application/octet-stream', body: hexToHash(hash) };
     }
-    if (p === '/rest/mempool/info.json') return { status: 200, type: 'application/json', body: '{"loaded":true,"size":0,"bytes":0,"usage":0}\n' };
-    if (p === '/rest/mempool/contents.json') return { status: 200, type: 'application/json', body: /mempool_sequence=true/.test(path) ? '{"txids":[],"mempool_sequence":1}\n' : '{}\n' };
+    if (p === '/rest/mempool/info.json')
+      return { status: 200, type: 'application/json', body: '{"loaded":true,"size":0,"bytes":0,"usage":0}\n' };
+    if (p === '/rest/mempool/contents.json')
+      return {
+        status: 200,
+        type: 'application/json',
+        body: /mempool_sequence=true/.test(path) ? '{"txids":[],"mempool_sequence":1}\n' : '{}\n',
+      };
     return { status: 404, type: 'text/plain', body: '' };
   };
 

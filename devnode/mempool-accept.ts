@@ -173,7 +173,8 @@ export function acceptToMempool(ctx: AcceptContext, tx: DecodedTx, opts: AcceptO
     valueIn += c.value;
   }
   const valueOut = tx.outputs.reduce((s, o) => s + o.value, 0n);
-  if (valueIn < valueOut) return reject('consensus', 'bad-txns-in-belowout', `value in (${formatMoney(valueIn)}) < value out (${formatMoney(valueOut)})`);
+  if (valueIn < valueOut)
+    return reject('consensus', 'bad-txns-in-belowout', `value in (${formatMoney(valueIn)}) < value out (${formatMoney(valueOut)})`);
   const fee = valueIn - valueOut;
   const prevouts: Prevout[] = coins.map((c) => ({ value: c.value, script: c.script }));
 
@@ -210,7 +211,11 @@ export function acceptToMempool(ctx: AcceptContext, tx: DecodedTx, opts: AcceptO
       const e = mempool.get(c)!;
       const oldRate = feeRatePerKvB(e.fee, e.vsize);
       if (newRate <= oldRate) {
-        return reject('reconsiderable', 'insufficient fee', `rejecting replacement ${txid}; new feerate ${formatFeeRate(newRate)} <= old feerate ${formatFeeRate(oldRate)}`);
+        return reject(
+          'reconsiderable',
+          'insufficient fee',
+          `rejecting replacement ${txid}; new feerate ${formatFeeRate(newRate)} <= old feerate ${formatFeeRate(oldRate)}`,
+        );
       }
     }
     const all = new Set<string>();
@@ -219,7 +224,11 @@ export function acceptToMempool(ctx: AcceptContext, tx: DecodedTx, opts: AcceptO
       for (const d of mempool.descendants(c)) all.add(d);
     }
     if (all.size > POLICY.maxReplacementCandidates) {
-      return reject('policy', 'too many potential replacements', `rejecting replacement ${txid}; too many potential replacements (${all.size} > ${POLICY.maxReplacementCandidates})\n`);
+      return reject(
+        'policy',
+        'too many potential replacements',
+        `rejecting replacement ${txid}; too many potential replacements (${all.size} > ${POLICY.maxReplacementCandidates})\n`,
+      );
     }
     const parentsOfConflicts = new Set<string>();
     for (const c of conflicts) {
@@ -228,16 +237,25 @@ export function acceptToMempool(ctx: AcceptContext, tx: DecodedTx, opts: AcceptO
     }
     for (let i = 0; i < tx.inputs.length; i++) {
       const p = prevTxidOf(tx, i);
-      if (!parentsOfConflicts.has(p) && mempool.has(p)) return reject('policy', 'replacement-adds-unconfirmed', `replacement ${txid} adds unconfirmed input, idx ${i}`);
+      if (!parentsOfConflicts.has(p) && mempool.has(p))
+        return reject('policy', 'replacement-adds-unconfirmed', `replacement ${txid} adds unconfirmed input, idx ${i}`);
     }
     let originalFees = 0n;
     for (const c of all) originalFees += mempool.get(c)!.fee;
     if (fee < originalFees) {
-      return reject('reconsiderable', 'insufficient fee', `rejecting replacement ${txid}, less fees than conflicting txs; ${formatMoney(fee)} < ${formatMoney(originalFees)}`);
+      return reject(
+        'reconsiderable',
+        'insufficient fee',
+        `rejecting replacement ${txid}, less fees than conflicting txs; ${formatMoney(fee)} < ${formatMoney(originalFees)}`,
+      );
     }
     const relay = feeForSize(POLICY.incrementalRelayFeePerKvB, vsize);
     if (fee - originalFees < relay) {
-      return reject('reconsiderable', 'insufficient fee', `rejecting replacement ${txid}, not enough additional fees to relay; ${formatMoney(fee - originalFees)} < ${formatMoney(relay)}`);
+      return reject(
+        'reconsiderable',
+        'insufficient fee',
+        `rejecting replacement ${txid}, not enough additional fees to relay; ${formatMoney(fee - originalFees)} < ${formatMoney(relay)}`,
+      );
     }
     allConflicts = mempool.topological(all);
   }

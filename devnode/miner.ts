@@ -128,4 +128,3 @@ export function assembleBlock(node: Node, opts: BlockTemplateOptions): DecodedBl
   }
   return decodeBlock(raw);
 }
-

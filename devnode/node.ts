@@ -109,7 +109,8 @@ export class Node {
         now: () => this.now(),
         verifyScripts: this.verifyScripts,
         fullRbf: this.fullRbf,
-        onUnchecked: (txid, inputs) => this.log.debug({ txid, inputs }, 'devnode: input scripts outside the checked templates accepted unevaluated'),
+        onUnchecked: (txid, inputs) =>
+          this.log.debug({ txid, inputs }, 'devnode: input scripts outside the checked templates accepted unevaluated'),
       },
       tx,
       opts,

@@ -69,7 +69,7 @@ export function applyReplayEvent(
   if (!block) throw new Error(`replay: block ${ev.hash} is not in blocks.jsonl`);
   // Connect missing ancestors first (a recording that starts late, or lost C lines).
   const path: DecodedBlock[] = [block];
-  for (let prev = prevOf(block); ; ) {
+  for (let prev = prevOf(block); ;) {
     const e = chain.get(prev);
     if (e && chain.contains(e)) {
       while (chain.tip() !== e) {
@@ -166,7 +166,7 @@ export class Replayer {
   /** `eventsPerSecond` events per second in the background. */
   startPaced(eventsPerSecond: number): void {
     const interval = Math.max(1, Math.round(1000 / eventsPerSecond));
-    const perTick = Math.max(1, Math.round(eventsPerSecond / 1000 * interval));
+    const perTick = Math.max(1, Math.round((eventsPerSecond / 1000) * interval));
     this.timer = setInterval(() => {
       try {
         this.step(perTick);

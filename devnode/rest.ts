@@ -53,7 +53,6 @@ function isHash(s: string): boolean {
   return /^[0-9a-fA-F]{64}$/.test(s);
 }
 
-
 function varint(n: number): Uint8Array {
   const b = new Uint8Array(compactSizeBytes(n));
   writeCompactSize(b, 0, n);
@@ -157,14 +156,16 @@ export function createRest(ctx: DevnodeContext): RestHandler {
     if (verbose !== 'true' && verbose !== 'false') return err(400, 'The "verbose" query parameter must be either "true" or "false".');
     const seq = query(uri, 'mempool_sequence') ?? 'false';
     if (seq !== 'true' && seq !== 'false') return err(400, 'The "mempool_sequence" query parameter must be either "true" or "false".');
-    if (verbose === 'true' && seq === 'true') return err(400, 'Verbose results cannot contain mempool sequence values. (hint: set "verbose=false")');
+    if (verbose === 'true' && seq === 'true')
+      return err(400, 'Verbose results cannot contain mempool sequence values. (hint: set "verbose=false")');
     return json(mempoolJson(node, verbose === 'true', seq === 'true'));
   };
 
   const blockHashByHeight = (uriPart: string): RestReply => {
     const { param, fmt } = parseFormat(uriPart);
     const h = /^-?\d+$/.test(param) ? Number(param) : NaN;
-    if (!Number.isInteger(h) || h < 0 || h > 0x7fffffff) return err(400, `Invalid height: ${param.replace(/[^0-9A-Za-z .,;\-_/:?@()]/g, '')}`);
+    if (!Number.isInteger(h) || h < 0 || h > 0x7fffffff)
+      return err(400, `Invalid height: ${param.replace(/[^0-9A-Za-z .,;\-_/:?@()]/g, '')}`);
     if (h > node.chain.height()) return err(404, 'Block height out of range');
     const hash = node.chain.active[h]!.hash;
     if (fmt === 'json') return json({ blockhash: hash });
@@ -191,7 +192,7 @@ export function createRest(ctx: DevnodeContext): RestHandler {
     const coins: Coin[] = [];
     for (const [t, n] of outpoints) {
       let coin: Coin | undefined;
-      if (checkMempool) coin = node.mempool.spender(t, n) ? undefined : node.mempool.coin(t, n, 0x7fffffff) ?? node.chain.coin(t, n);
+      if (checkMempool) coin = node.mempool.spender(t, n) ? undefined : (node.mempool.coin(t, n, 0x7fffffff) ?? node.chain.coin(t, n));
       else coin = node.chain.coin(t, n);
       hits.push(coin !== undefined);
       if (coin) coins.push(coin);
@@ -211,18 +212,20 @@ export function createRest(ctx: DevnodeContext): RestHandler {
     });
     const height = new Uint8Array(4);
     new DataView(height.buffer).setInt32(0, tip.height, true);
-    const body = concatBytes(...[
-      height,
-      hexToHash(tip.hash),
-      varint(bitmap.length),
-      bitmap,
-      varint(coins.length),
-      ...coins.flatMap((c) => {
-        const h = new Uint8Array(8);
-        new DataView(h.buffer).setUint32(4, c.height, true);
-        return [h, txOut(c)];
-      }),
-    ]);
+    const body = concatBytes(
+      ...[
+        height,
+        hexToHash(tip.hash),
+        varint(bitmap.length),
+        bitmap,
+        varint(coins.length),
+        ...coins.flatMap((c) => {
+          const h = new Uint8Array(8);
+          new DataView(h.buffer).setUint32(4, c.height, true);
+          return [h, txOut(c)];
+        }),
+      ],
+    );
     return binary(body, fmt);
   };
 

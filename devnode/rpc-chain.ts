@@ -44,7 +44,10 @@ function outputScript(s: string, what: 'address' | 'descriptor' | 'either'): Uin
     const script = m[1] === 'addr' ? regtestScript(m[2]!) : null;
     if (script) return script;
   }
-  throw new RpcError(RPC_ERR.INVALID_ADDRESS_OR_KEY, what === 'either' ? 'Error: Invalid address or descriptor' : 'Invalid descriptor (the devnode derives raw() and addr() only)');
+  throw new RpcError(
+    RPC_ERR.INVALID_ADDRESS_OR_KEY,
+    what === 'either' ? 'Error: Invalid address or descriptor' : 'Invalid descriptor (the devnode derives raw() and addr() only)',
+  );
 }
 
 /** The blockchain and mining methods. */
@@ -129,7 +132,10 @@ export function chainMethods(ctx: DevnodeContext): Record<string, RpcMethod> {
           try {
             return decodeTx(hexToBytes(s));
           } catch {
-            throw new RpcError(RPC_ERR.DESERIALIZATION_ERROR, `Transaction decode failed for ${s}. Make sure the tx has at least one input.`);
+            throw new RpcError(
+              RPC_ERR.DESERIALIZATION_ERROR,
+              `Transaction decode failed for ${s}. Make sure the tx has at least one input.`,
+            );
           }
         });
         const submit = absent(params[2]) ? true : argBool(params[2]);
@@ -152,7 +158,8 @@ export function chainMethods(ctx: DevnodeContext): Record<string, RpcMethod> {
         } catch {
           throw new RpcError(RPC_ERR.DESERIALIZATION_ERROR, 'Block decode failed');
         }
-        if (block.txs.length === 0 || !block.txs[0]!.isCoinbase) throw new RpcError(RPC_ERR.DESERIALIZATION_ERROR, 'Block does not start with a coinbase');
+        if (block.txs.length === 0 || !block.txs[0]!.isCoinbase)
+          throw new RpcError(RPC_ERR.DESERIALIZATION_ERROR, 'Block does not start with a coinbase');
         const r = ctx.submitBlock(block);
         switch (r.status) {
           case 'accepted':

@@ -57,7 +57,11 @@ export function miscMethods(ctx: DevnodeContext, methodNames: () => string[]): R
     getzmqnotifications: {
       args: [],
       run: () =>
-        ['pubhashblock', 'pubhashtx', 'pubrawblock', 'pubrawtx', 'pubsequence'].map((type) => ({ type, address: ctx.zmqEndpoint(), hwm: 1000 })),
+        ['pubhashblock', 'pubhashtx', 'pubrawblock', 'pubrawtx', 'pubsequence'].map((type) => ({
+          type,
+          address: ctx.zmqEndpoint(),
+          hwm: 1000,
+        })),
     },
     getconnectioncount: { args: [], run: () => 0 },
     getpeerinfo: { args: [], run: () => [] },
@@ -101,7 +105,19 @@ export function miscMethods(ctx: DevnodeContext, methodNames: () => string[]): R
     },
     getbalance: { args: ['dummy', 'minconf', 'include_watchonly', 'avoid_reuse'], run: () => amount(ctx.wallet.balance()) },
     sendtoaddress: {
-      args: ['address', 'amount', 'comment', 'comment_to', 'subtractfeefromamount', 'replaceable', 'conf_target', 'estimate_mode', 'avoid_reuse', 'fee_rate', 'verbose'],
+      args: [
+        'address',
+        'amount',
+        'comment',
+        'comment_to',
+        'subtractfeefromamount',
+        'replaceable',
+        'conf_target',
+        'estimate_mode',
+        'avoid_reuse',
+        'fee_rate',
+        'verbose',
+      ],
       run: ({ params }) => {
         const address = argString(params[0]);
         if (!regtestScript(address)) throw new RpcError(RPC_ERR.INVALID_ADDRESS_OR_KEY, 'Invalid address');

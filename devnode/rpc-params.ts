@@ -23,7 +23,10 @@ function typeError(v: unknown, expected: string): RpcError {
 /** Throws Core's usage error unless `min <= params.length <= max`. */
 export function arity(method: string, params: unknown[], min: number, max: number, usage: string): void {
   if (params.length < min || params.length > max) {
-    throw new RpcError(RPC_ERR.MISC_ERROR, `${method} ${usage}\n\nArguments do not match the devnode's ${method} (see Bitcoin Core's help).`);
+    throw new RpcError(
+      RPC_ERR.MISC_ERROR,
+      `${method} ${usage}\n\nArguments do not match the devnode's ${method} (see Bitcoin Core's help).`,
+    );
   }
 }
 
@@ -80,7 +83,7 @@ export function argAmount(v: unknown): bigint {
   else if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v)) text = v;
   else throw new RpcError(RPC_ERR.TYPE_ERROR, 'Amount is not a number or string');
   const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text);
-  if (!m || (m[3]?.length ?? 0) > 8 && !/^0+$/.test(m[3]!.slice(8))) throw new RpcError(RPC_ERR.TYPE_ERROR, 'Invalid amount');
+  if (!m || ((m[3]?.length ?? 0) > 8 && !/^0+$/.test(m[3]!.slice(8)))) throw new RpcError(RPC_ERR.TYPE_ERROR, 'Invalid amount');
   const frac = (m[3] ?? '').slice(0, 8).padEnd(8, '0');
   const sats = BigInt(m[2]!) * 100_000_000n + BigInt(frac);
   if (m[1]) throw new RpcError(RPC_ERR.TYPE_ERROR, 'Amount out of range');

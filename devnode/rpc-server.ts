@@ -80,18 +80,28 @@ function parseRequest(req: unknown): ParsedRequest {
   const hasId = 'id' in r;
   let version: JsonRpcVersion = 'legacy';
   if ('jsonrpc' in r) {
-    if (typeof r.jsonrpc !== 'string') throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'jsonrpc field must be a string'), { id: r.id });
+    if (typeof r.jsonrpc !== 'string')
+      throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'jsonrpc field must be a string'), { id: r.id });
     if (r.jsonrpc === '2.0') version = 'v2';
-    else if (r.jsonrpc !== '1.0') throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'JSON-RPC version not supported'), { id: r.id });
+    else if (r.jsonrpc !== '1.0')
+      throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'JSON-RPC version not supported'), { id: r.id });
   }
-  if (r.method === undefined || r.method === null) throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'Missing method'), { id: r.id, version });
-  if (typeof r.method !== 'string') throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'Method must be a string'), { id: r.id, version });
+  if (r.method === undefined || r.method === null)
+    throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'Missing method'), { id: r.id, version });
+  if (typeof r.method !== 'string')
+    throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'Method must be a string'), { id: r.id, version });
   const p = r.params;
-  if (p !== undefined && p !== null && typeof p !== 'object') throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'Params must be an array or object'), { id: r.id, version });
+  if (p !== undefined && p !== null && typeof p !== 'object')
+    throw Object.assign(new RpcError(RPC_ERR.INVALID_REQUEST, 'Params must be an array or object'), { id: r.id, version });
   return { id: r.id, hasId, version, method: r.method, params: p ?? [] };
 }
 
-function replyObject(result: unknown, error: { code: number; message: string } | null, id: unknown, version: JsonRpcVersion): Record<string, unknown> {
+function replyObject(
+  result: unknown,
+  error: { code: number; message: string } | null,
+  id: unknown,
+  version: JsonRpcVersion,
+): Record<string, unknown> {
   const o: Record<string, unknown> = {};
   if (version === 'v2') o.jsonrpc = '2.0';
   if (error === null) {
@@ -210,7 +220,9 @@ export class DevnodeHttpServer {
           return;
         }
         const warm = this.deps.warmup();
-        const reply = warm ? { status: 503, type: 'text/plain', body: `Service temporarily unavailable: ${warm}\r\n` } : this.deps.rest(url);
+        const reply = warm
+          ? { status: 503, type: 'text/plain', body: `Service temporarily unavailable: ${warm}\r\n` }
+          : this.deps.rest(url);
         // Drain the body (getutxos may post one) before answering.
         for await (const _ of req) void _;
         res.writeHead(reply.status, { 'Content-Type': reply.type });
@@ -275,7 +287,10 @@ export class DevnodeHttpServer {
       return { status: 200, body: writeCoreJson(replies) };
     }
     if (value === null || typeof value !== 'object') {
-      return { status: 500, body: writeCoreJson(replyObject(null, { code: RPC_ERR.PARSE_ERROR, message: 'Top-level object parse error' }, null, 'legacy')) };
+      return {
+        status: 500,
+        body: writeCoreJson(replyObject(null, { code: RPC_ERR.PARSE_ERROR, message: 'Top-level object parse error' }, null, 'legacy')),
+      };
     }
     let parsed: ParsedRequest;
     try {
@@ -291,7 +306,10 @@ export class DevnodeHttpServer {
     return { status, body: writeCoreJson(reply.object) };
   }
 
-  private async execute(p: ParsedRequest, walletPath: string | null): Promise<{ object: Record<string, unknown>; error: { code: number; message: string } | null }> {
+  private async execute(
+    p: ParsedRequest,
+    walletPath: string | null,
+  ): Promise<{ object: Record<string, unknown>; error: { code: number; message: string } | null }> {
     const warm = this.deps.warmup();
     let error: { code: number; message: string } | null = null;
     let result: unknown = null;

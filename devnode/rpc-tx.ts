@@ -56,7 +56,7 @@ function getTransaction(ctx: DevnodeContext, txid: string, block: BlockEntry | n
 function undoFor(e: BlockEntry, tx: DecodedTx): Coin[] | null {
   if (!e.undo || tx.isCoinbase) return null;
   const i = e.block.txs.indexOf(tx);
-  return i > 0 ? e.undo[i - 1] ?? null : null;
+  return i > 0 ? (e.undo[i - 1] ?? null) : null;
 }
 
 /**
@@ -82,7 +82,8 @@ function estimateSmartFee(ctx: DevnodeContext, target: number): Record<string, u
 /** Sets (or with null clears) the estimate estimatesmartfee answers with (sat/kvB, horizon in blocks). */
 export function setFeeEstimate(state: DevnodeContext['feeEstimate'], perKvB: bigint | null, blocks = 2): void {
   if (perKvB !== null && perKvB < 0n) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid fee_rate: must not be negative');
-  if (!Number.isInteger(blocks) || blocks < 2 || blocks > 1008) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid blocks, must be between 2 and 1008');
+  if (!Number.isInteger(blocks) || blocks < 2 || blocks > 1008)
+    throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid blocks, must be between 2 and 1008');
   state.perKvB = perKvB;
   state.blocks = blocks;
 }
@@ -95,7 +96,8 @@ const cliValue = (v: unknown): unknown => (v === 'null' ? null : typeof v === 's
  * as Core's fee_rate arguments) or BTC/kvB (an amount, as estimatesmartfee prints it).
  */
 function argEstimateRate(v: unknown, unit: string): bigint {
-  if (unit !== 'sat/vb' && unit !== 'btc/kvb') throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid unit, must be one of: "sat/vB", "BTC/kvB"');
+  if (unit !== 'sat/vb' && unit !== 'btc/kvb')
+    throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid unit, must be one of: "sat/vB", "BTC/kvB"');
   if (typeof v !== 'number' || !Number.isFinite(v)) throw new RpcError(RPC_ERR.TYPE_ERROR, 'Amount is not a number or string');
   if (v < 0) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid fee_rate: must not be negative');
   return unit === 'btc/kvb' ? argAmount(v) : BigInt(Math.round(v * 1000));
@@ -111,7 +113,10 @@ export function txMethods(ctx: DevnodeContext): Record<string, RpcMethod> {
         arity('getrawtransaction', params, 1, 3, '"txid" ( verbosity "blockhash" )');
         const txid = argHash(params[0], 'parameter 1');
         if (txid === GENESIS_MERKLE) {
-          throw new RpcError(RPC_ERR.INVALID_ADDRESS_OR_KEY, 'The genesis block coinbase is not considered an ordinary transaction and cannot be retrieved');
+          throw new RpcError(
+            RPC_ERR.INVALID_ADDRESS_OR_KEY,
+            'The genesis block coinbase is not considered an ordinary transaction and cannot be retrieved',
+          );
         }
         const verbosity = argVerbosity(params[1], 0);
         let block: BlockEntry | null = null;
@@ -127,7 +132,7 @@ export function txMethods(ctx: DevnodeContext): Record<string, RpcMethod> {
         if (verbosity <= 0) return bytesToHex(found.tx.bytes);
         const out: Record<string, unknown> = {};
         if (block) out.in_active_chain = node.chain.contains(block);
-        const index = block ?? (found.blockHash ? node.chain.get(found.blockHash) ?? null : null);
+        const index = block ?? (found.blockHash ? (node.chain.get(found.blockHash) ?? null) : null);
         const undo = verbosity >= 2 && index ? undoFor(index, found.tx) : null;
         Object.assign(out, txJson(found.tx, { undo, prevouts: true }));
         if (found.blockHash) {
@@ -170,8 +175,10 @@ export function txMethods(ctx: DevnodeContext): Record<string, RpcMethod> {
       run: ({ params }) => {
         arity('testmempoolaccept', params, 1, 2, '["rawtx",...] ( maxfeerate )');
         const raws = argArray(params[0]);
-        if (raws.length < 1 || raws.length > 25) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Array must contain between 1 and 25 transactions.');
-        if (raws.length > 1) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'The devnode tests one transaction at a time (no package validation).');
+        if (raws.length < 1 || raws.length > 25)
+          throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Array must contain between 1 and 25 transactions.');
+        if (raws.length > 1)
+          throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'The devnode tests one transaction at a time (no package validation).');
         const maxRate = argFeeRate(params[1], POLICY.defaultMaxFeeRatePerKvB);
         return raws.map((raw) => {
           const tx = decodeHexTx(raw, `TX decode failed: ${String(raw)} Make sure the tx has at least one input.`);
@@ -250,7 +257,10 @@ export function txMethods(ctx: DevnodeContext): Record<string, RpcMethod> {
         const target = argInt(params[0]);
         if (target < 1 || target > 1008) throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid conf_target, must be between 1 and 1008');
         if (!absent(params[1]) && !['unset', 'economical', 'conservative'].includes(argString(params[1]).toLowerCase())) {
-          throw new RpcError(RPC_ERR.INVALID_PARAMETER, 'Invalid estimate_mode parameter, must be one of: "unset", "economical", "conservative"');
+          throw new RpcError(
+            RPC_ERR.INVALID_PARAMETER,
+            'Invalid estimate_mode parameter, must be one of: "unset", "economical", "conservative"',
+          );
         }
         return estimateSmartFee(ctx, target);
       },
@@ -269,4 +279,3 @@ export function txMethods(ctx: DevnodeContext): Record<string, RpcMethod> {
     },
   };
 }
-

@@ -102,7 +102,11 @@ function checkEcdsa(ctx: Context, sig: Uint8Array, key: Uint8Array, scriptCode: 
   const tx = ctx.sighashTx();
   const msg =
     version === 'base'
-      ? (tx as unknown as { preimageLegacy(i: number, s: Uint8Array, h: number): Uint8Array }).preimageLegacy(ctx.index, scriptCode, hashType)
+      ? (tx as unknown as { preimageLegacy(i: number, s: Uint8Array, h: number): Uint8Array }).preimageLegacy(
+          ctx.index,
+          scriptCode,
+          hashType,
+        )
       : tx.preimageWitnessV0(ctx.index, scriptCode, hashType, ctx.prevouts[ctx.index]!.value);
   let ok = false;
   try {
@@ -281,7 +285,10 @@ export function verifyTxScripts(tx: DecodedTx, prevouts: readonly Prevout[]): { 
 }
 
 /** As verifyTxScripts, also listing the inputs that were not evaluated. */
-export function verifyTxScriptsDetailed(tx: DecodedTx, prevouts: readonly Prevout[]): { failure: { index: number; error: string } | null; unchecked: number[] } {
+export function verifyTxScriptsDetailed(
+  tx: DecodedTx,
+  prevouts: readonly Prevout[],
+): { failure: { index: number; error: string } | null; unchecked: number[] } {
   let sighashTx: Transaction | undefined;
   const getTx = () => {
     sighashTx ??= Transaction.fromRaw(tx.bytes, {

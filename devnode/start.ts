@@ -143,7 +143,8 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
         log.debug({ err }, 'devnode: saved mempool transaction not reloaded');
       }
     }
-    if (node.chain.height() > 0) log.info({ height: node.chain.height(), hash: node.chain.tip().hash }, 'devnode: chain loaded from data dir');
+    if (node.chain.height() > 0)
+      log.info({ height: node.chain.height(), hash: node.chain.tip().hash }, 'devnode: chain loaded from data dir');
   }
 
   const zmq = new ZmqPublisher(log);
@@ -214,7 +215,8 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     mine,
     requestStop: () => setImmediate(() => stopRequested?.()),
   };
-  for (const [name, m] of Object.entries({ ...chainMethods(ctx), ...txMethods(ctx), ...miscMethods(ctx, () => [...methods.keys()]) })) methods.set(name, m);
+  for (const [name, m] of Object.entries({ ...chainMethods(ctx), ...txMethods(ctx), ...miscMethods(ctx, () => [...methods.keys()]) }))
+    methods.set(name, m);
 
   const cookie = store?.writeCookie();
   const http = new DevnodeHttpServer({
@@ -259,7 +261,12 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     // A paced replay says what each event did (all at once: only at debug level, and a summary).
     const level = typeof pace === 'number' ? 'info' : 'debug';
     const onEvent = (ev: { label: 'C' | 'D'; hash: string }, tip: { height: number; hash: string }) =>
-      log[level]({ block: ev.hash, tip: tip.height }, ev.label === 'C' ? `devnode: replay connected block ${tip.height}` : `devnode: replay disconnected block ${ev.hash} (tip now ${tip.height})`);
+      log[level](
+        { block: ev.hash, tip: tip.height },
+        ev.label === 'C'
+          ? `devnode: replay connected block ${tip.height}`
+          : `devnode: replay disconnected block ${ev.hash} (tip now ${tip.height})`,
+      );
     replayer = new Replayer(node, plan, persist, (err) => log.error({ err }, 'devnode: replay failed'), onEvent);
     if (node.chain.tip().hash === plan.final.hash) {
       // Restarted on a data dir that already holds the replayed chain.
@@ -337,11 +344,20 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
     },
     mine: async (n = 1, o = {}) => {
       const txs = decodeTxs(o.txs);
-      return mine(n, payoutFor(o.address), { ...(txs ? { txs } : {}), useMempool: o.includeMempool ?? true, ...(o.time !== undefined ? { time: o.time } : {}) });
+      return mine(n, payoutFor(o.address), {
+        ...(txs ? { txs } : {}),
+        useMempool: o.includeMempool ?? true,
+        ...(o.time !== undefined ? { time: o.time } : {}),
+      });
     },
     mineOn: async (parentHash, n = 1, o = {}) => {
       const txs = decodeTxs(o.txs);
-      return mine(n, payoutFor(o.address), { parent: entryOf(parentHash), ...(txs ? { txs } : {}), useMempool: false, ...(o.time !== undefined ? { time: o.time } : {}) });
+      return mine(n, payoutFor(o.address), {
+        parent: entryOf(parentHash),
+        ...(txs ? { txs } : {}),
+        useMempool: false,
+        ...(o.time !== undefined ? { time: o.time } : {}),
+      });
     },
     invalidate: async (hash) => ctx.invalidate(entryOf(hash)),
     reconsider: async (hash) => ctx.reconsider(entryOf(hash)),
@@ -390,7 +406,13 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
       },
       outage: async (ms) => {
         await http.close();
-        setTimeout(() => void (http.listening ? undefined : http.listen(host, http.port).catch((err: unknown) => log.error({ err }, 'devnode: could not come back'))), ms).unref();
+        setTimeout(
+          () =>
+            void (http.listening
+              ? undefined
+              : http.listen(host, http.port).catch((err: unknown) => log.error({ err }, 'devnode: could not come back'))),
+          ms,
+        ).unref();
       },
       restart: async () => {
         await http.close();
@@ -404,9 +426,7 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
       },
       setFeeEstimate: (perKvB, blocks = 2) => setFeeEstimate(feeEstimate, perKvB, blocks),
     },
-    replay: replayer
-      ? { done: replayer.done, step: (n) => replayer!.step(n), position: () => replayer!.position() }
-      : null,
+    replay: replayer ? { done: replayer.done, step: (n) => replayer!.step(n), position: () => replayer!.position() } : null,
     stats: () => ({ ...http.stats }),
     onStopRequest: (listener) => {
       stopListener = listener;
@@ -416,5 +436,3 @@ export async function startDevnode(opts: DevnodeOptions = {}): Promise<Devnode> 
   stopRequested = () => (stopListener ? stopListener() : void stop());
   return handle;
 }
-
-

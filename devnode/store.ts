@@ -72,7 +72,9 @@ export class DevnodeStore {
 
   readMempool(): string[] {
     if (!existsSync(this.mempoolPath)) return [];
-    return readFileSync(this.mempoolPath, 'utf8').split('\n').filter((l) => l.trim() !== '');
+    return readFileSync(this.mempoolPath, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '');
   }
 
   writeMempool(hexes: string[]): void {

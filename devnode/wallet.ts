@@ -19,7 +19,16 @@ import type { Node } from './node.js';
 import { POLICY } from './policy.js';
 import { NETWORKS } from '../src/bitcoin/network.js';
 
-export const ADDRESS_TYPES = ['p2pkh', 'p2sh-p2wpkh', 'p2wpkh', 'p2tr', 'p2pk', 'p2sh-multisig', 'p2wsh-multisig', 'bare-multisig'] as const;
+export const ADDRESS_TYPES = [
+  'p2pkh',
+  'p2sh-p2wpkh',
+  'p2wpkh',
+  'p2tr',
+  'p2pk',
+  'p2sh-multisig',
+  'p2wsh-multisig',
+  'bare-multisig',
+] as const;
 export type AddressType = (typeof ADDRESS_TYPES)[number];
 
 const REGTEST_NET = NETWORKS.regtest;
@@ -37,7 +46,15 @@ type Owned = {
 };
 
 /** A spendable output of the wallet. */
-export type WalletCoin = { txid: string; vout: number; value: bigint; script: Uint8Array; confirmations: number; coinbase: boolean; owned: Owned };
+export type WalletCoin = {
+  txid: string;
+  vout: number;
+  value: bigint;
+  script: Uint8Array;
+  confirmations: number;
+  coinbase: boolean;
+  owned: Owned;
+};
 
 export type PaymentTarget = string | { script: string };
 
@@ -222,7 +239,12 @@ export class Wallet {
   }
 
   private sign(inputs: WalletCoin[], outputs: { script: Uint8Array; value: bigint }[], rbf: boolean): DecodedTx {
-    const tx = new btc.Transaction({ allowLegacyWitnessUtxo: true, allowUnknownOutputs: true, disableScriptCheck: true, lockTime: this.node.chain.height() });
+    const tx = new btc.Transaction({
+      allowLegacyWitnessUtxo: true,
+      allowUnknownOutputs: true,
+      disableScriptCheck: true,
+      lockTime: this.node.chain.height(),
+    });
     for (const c of inputs) {
       tx.addInput({
         txid: hexToBytes(c.txid),
@@ -293,9 +315,10 @@ export class Wallet {
     const tx = entry.tx;
     const inputs: WalletCoin[] = tx.inputs.map((input, i) => {
       const ptxid = prevTxidOf(tx, i);
-      const coin = this.node.mempool.coin(ptxid, input.vout, this.node.chain.height() + 1) ?? this.node.chain.utxo.get(outpointKey(ptxid, input.vout));
+      const coin =
+        this.node.mempool.coin(ptxid, input.vout, this.node.chain.height() + 1) ?? this.node.chain.utxo.get(outpointKey(ptxid, input.vout));
       const owned = coin && this.owned.get(bytesToHex(coin.script));
-      if (!coin || !owned) throw new Error('Transaction contains inputs that don\'t belong to this wallet');
+      if (!coin || !owned) throw new Error("Transaction contains inputs that don't belong to this wallet");
       return { txid: ptxid, vout: input.vout, value: coin.value, script: coin.script, confirmations: 0, coinbase: coin.coinbase, owned };
     });
     const outputs = tx.outputs.map((o) => ({ script: o.script, value: o.value }));
@@ -303,7 +326,12 @@ export class Wallet {
     if (changeIdx < 0) throw new Error('Transaction has no change output to reduce');
     const oldRate = Number(entry.fee) / entry.vsize;
     const rate = opts.feeRate ?? oldRate + 1;
-    const newFee = BigInt(Math.max(Math.ceil(entry.vsize * rate), Number(entry.fee) + Math.ceil(entry.vsize * Number(POLICY.incrementalRelayFeePerKvB) / 1000) + 1));
+    const newFee = BigInt(
+      Math.max(
+        Math.ceil(entry.vsize * rate),
+        Number(entry.fee) + Math.ceil((entry.vsize * Number(POLICY.incrementalRelayFeePerKvB)) / 1000) + 1,
+      ),
+    );
     outputs[changeIdx]!.value -= newFee - entry.fee;
     if (outputs[changeIdx]!.value < 546n) throw new Error('Change output too small to bump the fee');
     const replacement = this.sign(inputs, outputs, true);
@@ -336,4 +364,3 @@ function changeType(scripts: Uint8Array[]): AddressType {
 export function randomSeed(): Uint8Array {
   return secp256k1.utils.randomSecretKey();
 }
-

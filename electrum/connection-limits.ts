@@ -22,7 +22,10 @@ export function addressGroup(address: string | undefined): string {
   const h = head === '' ? [] : head.split(':');
   const t = tail === '' ? [] : tail.split(':');
   const groups = address.includes('::') ? [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t] : h;
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 export class ConnectionCaps {

@@ -117,7 +117,10 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
   let tlsCertFile: string | undefined;
   try {
     if (config.electrumTcpPort !== undefined) {
-      tcpPort = await listen(createTcpServer((socket) => accept(socket, false)), config.electrumTcpPort);
+      tcpPort = await listen(
+        createTcpServer((socket) => accept(socket, false)),
+        config.electrumTcpPort,
+      );
       hosts[config.electrumHost] = { ...hosts[config.electrumHost], tcp_port: tcpPort };
     }
     if (config.electrumTlsPort !== undefined) {
@@ -137,10 +140,13 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     await tracker.stop();
     throw err;
   }
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const s of sessions) s.closeIfIdle(now);
-  }, Math.min(10_000, Math.max(100, Math.floor(config.electrumIdleTimeoutMs / 4))));
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const s of sessions) s.closeIfIdle(now);
+    },
+    Math.min(10_000, Math.max(100, Math.floor(config.electrumIdleTimeoutMs / 4))),
+  );
   sweep.unref();
   log.info({ tcpPort, tlsPort, host: config.electrumHost }, 'Electrum server listening');
 

@@ -168,7 +168,10 @@ export function createMethods(deps: MethodDeps): {
     if (h.kind !== 'ok') throw tooLarge(h.count);
     return h;
   };
-  const tooLarge = (count?: number) => badRequest(`history too large${count !== undefined ? `: ${count} transactions` : ''}, this server answers at most ${settings.maxHistory}`);
+  const tooLarge = (count?: number) =>
+    badRequest(
+      `history too large${count !== undefined ? `: ${count} transactions` : ''}, this server answers at most ${settings.maxHistory}`,
+    );
   const tipHeight = () => tracker.tip()?.height ?? -1;
   const proofOf = async (height: number, cp: number) => {
     if (cp > tipHeight()) throw badRequest(`cp_height ${cp} is above the tip (${tipHeight()})`);
@@ -197,12 +200,15 @@ export function createMethods(deps: MethodDeps): {
       let min = PROTOCOL_MIN;
       let max = PROTOCOL_MIN;
       if (typeof requested === 'string') min = max = requested;
-      else if (Array.isArray(requested) && requested.length === 2 && requested.every((v) => typeof v === 'string')) [min, max] = requested as [string, string];
+      else if (Array.isArray(requested) && requested.length === 2 && requested.every((v) => typeof v === 'string'))
+        [min, max] = requested as [string, string];
       else if (requested !== undefined) throw badRequest('protocol_version must be a version string or [min, max]');
       const chosen = [...SPOKEN].reverse().find((v) => compareVersions(v, min) >= 0 && compareVersions(v, max) <= 0);
       if (!chosen) {
         s.closeAfterReply = true;
-        throw badRequest(`unsupported protocol version: ${JSON.stringify(requested)}; this server speaks ${PROTOCOL_MIN} to ${PROTOCOL_MAX}`);
+        throw badRequest(
+          `unsupported protocol version: ${JSON.stringify(requested)}; this server speaks ${PROTOCOL_MIN} to ${PROTOCOL_MAX}`,
+        );
       }
       s.version = chosen;
       return [settings.serverVersion, chosen];
@@ -250,7 +256,8 @@ export function createMethods(deps: MethodDeps): {
       const start = heightParam(st, 'start_height');
       const count = uintParam(n, 'count');
       const cp = heightParam(c, 'cp_height', 0);
-      if (cp !== 0 && count > 0 && start + count - 1 > cp) throw badRequest(`start_height + count - 1 (${start + count - 1}) is above cp_height ${cp}`);
+      if (cp !== 0 && count > 0 && start + count - 1 > cp)
+        throw badRequest(`start_height + count - 1 (${start + count - 1}) is above cp_height ${cp}`);
       const headers = await readHeaders(db, start, Math.min(count, settings.maxHeaders));
       // 1.6: a list of headers; before: one concatenated hex string
       const out: Record<string, unknown> = speaks16(s)
@@ -264,7 +271,8 @@ export function createMethods(deps: MethodDeps): {
       const target = uintParam(n, 'number');
       // 1.6's mode, passed to estimatesmartfee (ElectrumX's list: absent, CONSERVATIVE, ECONOMICAL)
       const mode = typeof m === 'string' ? m.toUpperCase() : m === undefined || m === null ? undefined : m;
-      if (mode !== undefined && mode !== 'CONSERVATIVE' && mode !== 'ECONOMICAL') throw badRequest(`unknown estimatefee mode: ${String(m)}`);
+      if (mode !== undefined && mode !== 'CONSERVATIVE' && mode !== 'ECONOMICAL')
+        throw badRequest(`unknown estimatefee mode: ${String(m)}`);
       const blocks = Math.max(1, Math.min(target, 1008));
       const key = `${blocks}:${mode ?? ''}`;
       let get = estimates.get(key);
@@ -294,8 +302,12 @@ export function createMethods(deps: MethodDeps): {
     'blockchain.scripthash.subscribe': async (s, params) => {
       const { hex, ref } = scripthash(params);
       if (!s.subscribed.has(hex)) {
-        if (s.subscribed.size >= settings.maxSubscriptions) throw badRequest(`too many subscriptions: this server allows ${settings.maxSubscriptions} per connection`);
-        if (subscriptions >= settings.maxSubscriptionsTotal) throw badRequest(`server subscription budget reached: ${settings.maxSubscriptionsTotal} subscriptions across all connections; try again later or another server`);
+        if (s.subscribed.size >= settings.maxSubscriptions)
+          throw badRequest(`too many subscriptions: this server allows ${settings.maxSubscriptions} per connection`);
+        if (subscriptions >= settings.maxSubscriptionsTotal)
+          throw badRequest(
+            `server subscription budget reached: ${settings.maxSubscriptionsTotal} subscriptions across all connections; try again later or another server`,
+          );
       }
       try {
         subscribed(s, hex);
@@ -316,15 +328,20 @@ export function createMethods(deps: MethodDeps): {
       const [raw] = positional(params, ['raw_tx']);
       if (typeof raw !== 'string' || !HEX.test(raw)) throw badRequest('raw_tx must be a transaction in hexadecimal');
       // a rejection is a bad request with Core's message, worded as ElectrumX words it (Electrum matches Core's messages in it)
-      return callNode<string>(node, 'sendrawtransaction', [raw], (m) => badRequest(`the transaction was rejected by network rules.\n\n${m}\n[${raw}]`));
+      return callNode<string>(node, 'sendrawtransaction', [raw], (m) =>
+        badRequest(`the transaction was rejected by network rules.\n\n${m}\n[${raw}]`),
+      );
     },
     'blockchain.transaction.broadcast_package': async (_s, params) => {
       const [txs, v] = positional(params, ['raw_txs', 'verbose']);
       if (!Array.isArray(txs)) throw badRequest('raw_txs must be a list of transactions in hexadecimal');
-      if (!txs.every((t) => typeof t === 'string' && HEX.test(t))) throw badRequest('raw_txs must be a list of transactions in hexadecimal');
+      if (!txs.every((t) => typeof t === 'string' && HEX.test(t)))
+        throw badRequest('raw_txs must be a list of transactions in hexadecimal');
       const verbose = boolParam(v, 'verbose', false);
       type Package = { package_msg: string; 'tx-results'?: Record<string, { txid?: string; error?: string }> };
-      const r = await callNode<Package>(node, 'submitpackage', [txs], (m) => badRequest(`the tx package was rejected by network rules.\n\n${m}.`));
+      const r = await callNode<Package>(node, 'submitpackage', [txs], (m) =>
+        badRequest(`the tx package was rejected by network rules.\n\n${m}.`),
+      );
       if (verbose) return r;
       const errors = Object.values(r['tx-results'] ?? {})
         .filter((t) => t.error)
@@ -380,7 +397,8 @@ export function createMethods(deps: MethodDeps): {
         if (compareVersions(v, range[0]) < 0 || (range[1] !== undefined && compareVersions(v, range[1]) >= 0)) handler = undefined;
       }
       if (!handler) throw new RpcError(RPC_ERROR.METHOD_NOT_FOUND, `unknown method '${method}'`);
-      if (settings.requireApiKey && !s.authenticated && !OPEN_METHODS.has(method)) throw new RpcError(RPC_ERROR.UNAUTHORIZED, 'this server requires an API key: call blockwire.authenticate first');
+      if (settings.requireApiKey && !s.authenticated && !OPEN_METHODS.has(method))
+        throw new RpcError(RPC_ERROR.UNAUTHORIZED, 'this server requires an API key: call blockwire.authenticate first');
       if (READS_INDEX.has(method)) {
         const behind = deps.syncing?.();
         if (behind !== undefined) throw badRequest(behind);

@@ -153,7 +153,15 @@ export class Session implements SessionState {
     if (req instanceof RpcError) return errorMessage(idOf(raw), req);
     if (!this.take()) {
       const retry = Math.ceil(this.deps.limits.rateWindowMs / this.deps.limits.rateLimit);
-      return req.notification ? undefined : errorMessage(req.id, new RpcError(RPC_ERROR.RATE_LIMITED, `rate limit exceeded: ${this.deps.limits.rateLimit} requests per ${this.deps.limits.rateWindowMs / 1000} s; retry in ${retry} ms`));
+      return req.notification
+        ? undefined
+        : errorMessage(
+            req.id,
+            new RpcError(
+              RPC_ERROR.RATE_LIMITED,
+              `rate limit exceeded: ${this.deps.limits.rateLimit} requests per ${this.deps.limits.rateWindowMs / 1000} s; retry in ${retry} ms`,
+            ),
+          );
     }
     try {
       const result = await this.withinTimeLimit(this.deps.call(this, req.method, req.params), req.method);
@@ -180,11 +188,13 @@ export class Session implements SessionState {
   }
 
   private request(raw: unknown): Request | RpcError {
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return new RpcError(RPC_ERROR.INVALID_REQUEST, 'a request is a JSON object');
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      return new RpcError(RPC_ERROR.INVALID_REQUEST, 'a request is a JSON object');
     const r = raw as Record<string, unknown>;
     if (typeof r.method !== 'string') return new RpcError(RPC_ERROR.INVALID_REQUEST, 'method must be a string');
     const id = r.id;
-    if (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'number') return new RpcError(RPC_ERROR.INVALID_REQUEST, 'id must be a string, a number or null');
+    if (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'number')
+      return new RpcError(RPC_ERROR.INVALID_REQUEST, 'id must be a string, a number or null');
     return { id: (id ?? null) as RequestId, method: r.method, params: r.params, notification: !('id' in r) };
   }
 

@@ -76,7 +76,7 @@ export class SyncGate {
         this.failing = false;
       })
       .catch((err: unknown) => {
-        if (!this.failing) this.deps.log.warn({ err }, 'electrum: cannot read the node\'s tip; answering without the sync check');
+        if (!this.failing) this.deps.log.warn({ err }, "electrum: cannot read the node's tip; answering without the sync check");
         this.failing = true;
         this.nodeAt = undefined;
       })

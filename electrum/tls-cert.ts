@@ -13,9 +13,19 @@ import { generate } from 'selfsigned';
 export type TlsMaterial = { cert: string; key: string; certFile: string; generated: boolean };
 
 /** Reads the configured certificate and key, or loads (creating it the first time) the self-signed one in `dataDir`. */
-export async function loadTlsMaterial(opts: { certFile?: string | undefined; keyFile?: string | undefined; dataDir: string; hostnames?: readonly string[] }): Promise<TlsMaterial> {
+export async function loadTlsMaterial(opts: {
+  certFile?: string | undefined;
+  keyFile?: string | undefined;
+  dataDir: string;
+  hostnames?: readonly string[];
+}): Promise<TlsMaterial> {
   if (opts.certFile && opts.keyFile) {
-    return { cert: await readFile(opts.certFile, 'utf8'), key: await readFile(opts.keyFile, 'utf8'), certFile: opts.certFile, generated: false };
+    return {
+      cert: await readFile(opts.certFile, 'utf8'),
+      key: await readFile(opts.keyFile, 'utf8'),
+      certFile: opts.certFile,
+      generated: false,
+    };
   }
   const dir = join(opts.dataDir, 'electrum-tls');
   const certFile = join(dir, 'cert.pem');
@@ -38,7 +48,11 @@ export async function loadTlsMaterial(opts: { certFile?: string | undefined; key
       { name: 'extKeyUsage', serverAuth: true },
       {
         name: 'subjectAltName',
-        altNames: [...names.filter((n) => !/^[\d.:]+$/.test(n)).map((value) => ({ type: 2 as const, value })), { type: 7 as const, ip: '127.0.0.1' }, ...names.filter((n) => /^[\d.]+$/.test(n) && n !== '127.0.0.1').map((ip) => ({ type: 7 as const, ip }))],
+        altNames: [
+          ...names.filter((n) => !/^[\d.:]+$/.test(n)).map((value) => ({ type: 2 as const, value })),
+          { type: 7 as const, ip: '127.0.0.1' },
+          ...names.filter((n) => /^[\d.]+$/.test(n) && n !== '127.0.0.1').map((ip) => ({ type: 7 as const, ip })),
+        ],
       },
     ],
   });

@@ -16,7 +16,14 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
-import { keysAmong, keysTouchedByBlocks, readMempoolMarks, readScriptHistories, type ScriptHistory, type ScriptRef } from '../src/db/queries/script-hash.js';
+import {
+  keysAmong,
+  keysTouchedByBlocks,
+  readMempoolMarks,
+  readScriptHistories,
+  type ScriptHistory,
+  type ScriptRef,
+} from '../src/db/queries/script-hash.js';
 import { readBlockHashes, readChainEvents, readNewestSeq, readTipHeader } from '../src/db/queries/electrum-chain.js';
 import { HeaderProofs } from './header-proof.js';
 import { historyItems, statusHash } from './status.js';
@@ -181,7 +188,8 @@ export class Tracker {
     const h = await this.history(sub.ref);
     this.stats.statusComputed++;
     if (h.kind !== 'ok') {
-      if (sub.status !== undefined) this.log.warn({ scripthash: sub.hex, count: h.count }, 'subscribed history grew past the limit: status kept');
+      if (sub.status !== undefined)
+        this.log.warn({ scripthash: sub.hex, count: h.count }, 'subscribed history grew past the limit: status kept');
       return;
     }
     const status = statusHash(historyItems(h));
@@ -202,7 +210,11 @@ export class Tracker {
       while (this.queue.length > 0) {
         const jobs = this.queue.splice(0, this.settings.batchSize);
         try {
-          const hs = await readScriptHistories(this.db, jobs.map((j) => j.ref), this.settings.maxHistory);
+          const hs = await readScriptHistories(
+            this.db,
+            jobs.map((j) => j.ref),
+            this.settings.maxHistory,
+          );
           jobs.forEach((j, i) => j.resolve(hs[i]!));
         } catch (err) {
           for (const j of jobs) j.reject(err);
@@ -301,10 +313,12 @@ export class Tracker {
     }
     const subs: Sub[] = [];
     for (const k of all ? keys : dirty) for (const sub of this.byKey.get(k) ?? []) subs.push(sub);
-    await Promise.all(subs.map(async (sub) => {
-      if (sub.first) await sub.first.catch(() => {});
-      await this.compute(sub);
-    }));
+    await Promise.all(
+      subs.map(async (sub) => {
+        if (sub.first) await sub.first.catch(() => {});
+        await this.compute(sub);
+      }),
+    );
     this.stats.scripthashes = this.subs.size;
     this.stats.keys = this.byKey.size;
   }

@@ -70,7 +70,8 @@ export async function scanBlocksDir(dir: string, network?: NetworkName): Promise
         if (head[0] === 0 && head[1] === 0 && head[2] === 0 && head[3] === 0) break; // preallocated tail
         const magic = head.subarray(0, 4);
         if (net === undefined) {
-          net = (Object.values(NETWORKS).find((n) => Buffer.compare(Buffer.from(n.magic), Buffer.from(magic)) === 0)?.name ?? undefined) as NetworkName | undefined;
+          net = (Object.values(NETWORKS).find((n) => Buffer.compare(Buffer.from(n.magic), Buffer.from(magic)) === 0)?.name ?? undefined) as
+            NetworkName | undefined;
           if (net === undefined) throw new Error(`${f.path}: unknown network magic ${Buffer.from(magic).toString('hex')}`);
         }
         if (Buffer.compare(Buffer.from(NETWORKS[net].magic), Buffer.from(magic)) !== 0) {
@@ -122,7 +123,7 @@ export async function scanBlocksDir(dir: string, network?: NetworkName): Promise
   }
   if (best === null) throw new Error(`no chain from the genesis block in ${dir}`);
   const chain: BlkLocation[] = [];
-  for (let h: string | null = best; h !== null; ) {
+  for (let h: string | null = best; h !== null;) {
     const loc: BlkLocation = byHash.get(h)!;
     chain.push(loc);
     h = /^0+$/.test(loc.prevHash) ? null : loc.prevHash;

@@ -100,7 +100,14 @@ export async function* readBlkFile(path: string, options: BlkReadOptions): Async
 }
 
 /** Checks that a file holds only (de-obfuscated) zeros from `pos` to its end: preallocated space. */
-async function expectZerosToEnd(fh: FileHandle, path: string, pos: number, size: number, key: Uint8Array | null, chunk: number): Promise<void> {
+async function expectZerosToEnd(
+  fh: FileHandle,
+  path: string,
+  pos: number,
+  size: number,
+  key: Uint8Array | null,
+  chunk: number,
+): Promise<void> {
   const buf = new Uint8Array(Math.min(chunk, Math.max(size - pos, 0)));
   while (pos < size) {
     const n = Math.min(buf.length, size - pos);
@@ -108,7 +115,11 @@ async function expectZerosToEnd(fh: FileHandle, path: string, pos: number, size:
     if (bytesRead !== n) throw new Error(`${path}: short read at offset ${pos} (${bytesRead} of ${n} bytes)`);
     if (key) xorBlockData(buf.subarray(0, n), key, pos);
     const z = buf.subarray(0, n).findIndex((b) => b !== 0);
-    if (z >= 0) throw new ParseError(`non-zero byte 0x${buf[z]!.toString(16).padStart(2, '0')} after zero padding at file offset ${pos + z}`, pos + z);
+    if (z >= 0)
+      throw new ParseError(
+        `non-zero byte 0x${buf[z]!.toString(16).padStart(2, '0')} after zero padding at file offset ${pos + z}`,
+        pos + z,
+      );
     pos += n;
   }
 }

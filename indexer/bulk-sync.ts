@@ -41,11 +41,18 @@ export function createBulkSync(deps: {
       active = null;
       await runBulk(
         db,
-        { databaseUrl: deps.databaseUrl, log: deps.log, batchTxs: config.indexerBulkBatchTxs, memoryBytes: config.importMemoryMb * 2 ** 20, signal, ...(deps.guardClient ? { guardClient: deps.guardClient } : {}), ...(deps.phases ? { phases: deps.phases } : {}) },
+        {
+          databaseUrl: deps.databaseUrl,
+          log: deps.log,
+          batchTxs: config.indexerBulkBatchTxs,
+          memoryBytes: config.importMemoryMb * 2 ** 20,
+          signal,
+          ...(deps.guardClient ? { guardClient: deps.guardClient } : {}),
+          ...(deps.phases ? { phases: deps.phases } : {}),
+        },
         (from) => deps.blocks.feed(from, target),
         target,
       );
     },
   };
 }
-

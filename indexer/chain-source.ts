@@ -62,7 +62,8 @@ export type NodeSourceOptions = {
   restMode: 'auto' | 'on' | 'off';
 };
 
-const isNotFound = (err: unknown) => err instanceof RpcError && (err.code === RPC_CODES.INVALID_ADDRESS_OR_KEY || err.code === RPC_CODES.INVALID_PARAMETER);
+const isNotFound = (err: unknown) =>
+  err instanceof RpcError && (err.code === RPC_CODES.INVALID_ADDRESS_OR_KEY || err.code === RPC_CODES.INVALID_PARAMETER);
 
 /** ChainSource and MempoolSource over a bitcoind (or the devnode). */
 export function createNodeSource(opts: NodeSourceOptions): ChainSource & MempoolSource {
@@ -164,4 +165,3 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
     },
   };
 }
-

@@ -67,7 +67,9 @@ export async function nextStep(local: LocalChain, node: NodeChain): Promise<Sync
   const [theirs, next] = view.hashes;
   if (theirs !== null && theirs === local.hash) {
     // No block above ours although the best differs: the node is mid-reorg; look again next turn.
-    return next === null || next === undefined ? { kind: 'idle', node: view } : { kind: 'apply', height: local.height + 1, hash: next, node: view };
+    return next === null || next === undefined
+      ? { kind: 'idle', node: view }
+      : { kind: 'apply', height: local.height + 1, hash: next, node: view };
   }
   return { kind: 'undo', forkHeight: await findForkHeight(local, node, local.height - 1), node: view };
 }

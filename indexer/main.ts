@@ -102,7 +102,11 @@ function startStandby(deps: IndexerDeps, lock: WriterLock, log: Logger, phases: 
   let stopped = false;
   const since = Date.now();
   const activated = (async () => {
-    await lock.acquire({ pollMs: STANDBY_POLL_MS, signal: abort.signal, onWaiting: () => log.info('standby: another indexer holds the writer lock; waiting to take over') });
+    await lock.acquire({
+      pollMs: STANDBY_POLL_MS,
+      signal: abort.signal,
+      onWaiting: () => log.info('standby: another indexer holds the writer lock; waiting to take over'),
+    });
     if (stopped) {
       await lock.release();
       return null;
@@ -127,7 +131,8 @@ function startStandby(deps: IndexerDeps, lock: WriterLock, log: Logger, phases: 
       const a = await activated.catch(() => null);
       await a?.stop();
     },
-    status: () => active?.status() ?? { mode: 'standby', tip: { height: -1, hash: null }, nodeTip: null, lag: null, lastError: null, zmq: null },
+    status: () =>
+      active?.status() ?? { mode: 'standby', tip: { height: -1, hash: null }, nodeTip: null, lag: null, lastError: null, zmq: null },
     metrics: () => active?.metrics() ?? idleMetrics(),
     phases,
   };
@@ -148,7 +153,13 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
   }
   const guard = lock.guard;
   const zmqUrl = deps.zmqUrl === undefined ? config.bitcoindZmqUrl : (deps.zmqUrl ?? undefined);
-  const mempool = createMempoolSync({ db, source, log: deps.log.child({ component: 'indexer.mempool' }), guard, checkMs: zmqUrl ? config.mempoolCheckMs : null });
+  const mempool = createMempoolSync({
+    db,
+    source,
+    log: deps.log.child({ component: 'indexer.mempool' }),
+    guard,
+    checkMs: zmqUrl ? config.mempoolCheckMs : null,
+  });
   const reorged = createReorgedResolver({
     db,
     source,
@@ -159,7 +170,15 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
   });
   // One block prefetcher for both modes of the writer: blocks read ahead of the bulk load and of the per-block catch-up.
   const blocks = createPrefetcher(source, config.indexerPrefetch);
-  const bulk = createBulkSync({ config, db, databaseUrl: deps.databaseUrl, blocks, log: deps.log.child({ component: 'indexer.bulk' }), guardClient: lock.guardClient, phases: phases.emit });
+  const bulk = createBulkSync({
+    config,
+    db,
+    databaseUrl: deps.databaseUrl,
+    blocks,
+    log: deps.log.child({ component: 'indexer.bulk' }),
+    guardClient: lock.guardClient,
+    phases: phases.emit,
+  });
   const loop = createRunLoop({
     db,
     source,
@@ -209,7 +228,11 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
     if (notifier.stats.messages !== zmq.messages) missedAtLastMessage = missed;
     const unannounced = missed - missedAtLastMessage;
     const silent = unannounced >= SILENT_AFTER_BLOCKS;
-    if (silent && !zmq.silent) log.warn({ setting: 'BITCOIND_ZMQ_URL', url: zmqUrl, blocks: unannounced, messages: notifier.stats.messages }, `ZMQ at ${zmqUrl} is silent: ${unannounced} blocks arrived that no message announced. Check BITCOIND_ZMQ_URL against bitcoind's -zmqpubsequence/-zmqpubhashblock; meanwhile blocks are found by polling every ${config.pollIntervalMs} ms`);
+    if (silent && !zmq.silent)
+      log.warn(
+        { setting: 'BITCOIND_ZMQ_URL', url: zmqUrl, blocks: unannounced, messages: notifier.stats.messages },
+        `ZMQ at ${zmqUrl} is silent: ${unannounced} blocks arrived that no message announced. Check BITCOIND_ZMQ_URL against bitcoind's -zmqpubsequence/-zmqpubhashblock; meanwhile blocks are found by polling every ${config.pollIntervalMs} ms`,
+      );
     if (!silent && zmq.silent) log.info({ url: zmqUrl }, 'ZMQ speaks again');
     zmq = { url: zmqUrl!, silent, messages: notifier.stats.messages, unannouncedBlocks: unannounced };
     return zmq;
@@ -236,7 +259,12 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
       await close();
     },
     status: () => ({ ...loop.status(), zmq: checkZmq() }),
-    metrics: () => ({ ...loop.metrics, zmq: notifier ? { ...notifier.stats } : null, mempool: { ...mempool.stats }, reorged: { ...reorged.stats } }),
+    metrics: () => ({
+      ...loop.metrics,
+      zmq: notifier ? { ...notifier.stats } : null,
+      mempool: { ...mempool.stats },
+      reorged: { ...reorged.stats },
+    }),
     phases,
   };
 }

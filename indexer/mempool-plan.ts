@@ -40,7 +40,15 @@ export type SyncWork = 'resync' | 'hints' | 'remove' | 'check' | 'idle';
 
 /** The state of a sync that has just started: a reseed first. */
 export function initialSyncState(policy: SyncPolicy, now: number): SyncState {
-  return { needResync: true, seq: null, hints: [], deferred: new Map(), hintsSinceCheck: 0, nextCheckAt: policy.checkMs === null ? Infinity : now + policy.checkMs, suspect: null };
+  return {
+    needResync: true,
+    seq: null,
+    hints: [],
+    deferred: new Map(),
+    hintsSinceCheck: 0,
+    nextCheckAt: policy.checkMs === null ? Infinity : now + policy.checkMs,
+    suspect: null,
+  };
 }
 
 /** Removals whose grace period is over at `now`. */
@@ -81,7 +89,13 @@ export function planResync(ours: ReadonlySet<string>, theirs: readonly string[])
  * inputs were unknown (the node a block ahead of the index) call for another reseed.
  */
 export function afterResync(s: SyncState, sequence: bigint, unresolved: number): SyncState {
-  return { ...s, seq: sequence, hints: s.hints.filter((h) => h.mempoolSeq !== null && h.mempoolSeq >= sequence), deferred: new Map(), needResync: unresolved > 0 };
+  return {
+    ...s,
+    seq: sequence,
+    hints: s.hints.filter((h) => h.mempoolSeq !== null && h.mempoolSeq >= sequence),
+    deferred: new Map(),
+    needResync: unresolved > 0,
+  };
 }
 
 /** Takes the queued hints: the last intent per txid among those not older than the sequence, and the sequence after them. */
@@ -110,7 +124,13 @@ export function takeDue(s: SyncState, now: number): { state: SyncState; remove: 
  * added (an R for it was a lie: `ignored`), an absent one leaves after the grace period unless an
  * addition replaces it first; `remove` is every deferred removal now due.
  */
-export function planVerified(s: SyncState, intent: ReadonlyMap<string, 'A' | 'R'>, present: ReadonlySet<string>, now: number, policy: SyncPolicy): { state: SyncState; add: string[]; remove: Set<string>; ignored: number } {
+export function planVerified(
+  s: SyncState,
+  intent: ReadonlyMap<string, 'A' | 'R'>,
+  present: ReadonlySet<string>,
+  now: number,
+  policy: SyncPolicy,
+): { state: SyncState; add: string[]; remove: Set<string>; ignored: number } {
   const deferred = new Map(s.deferred);
   const add: string[] = [];
   let ignored = 0;
@@ -150,7 +170,9 @@ const sameSummary = (a: MempoolSummary, b: MempoolSummary) => a.size === b.size 
  * without a fingerprint, or hints that came meanwhile (they explain it) forget it.
  */
 export function judgeCheck(s: SyncState, node: MempoolSummary | null, ours: MempoolSummary | null): { state: SyncState; drift: boolean } {
-  if (node === null || ours === null || sameSummary(node, ours) || s.hints.length > 0 || s.needResync) return { state: { ...s, suspect: null }, drift: false };
-  if (s.suspect && sameSummary(s.suspect.node, node) && sameSummary(s.suspect.ours, ours)) return { state: { ...s, suspect: null, needResync: true }, drift: true };
+  if (node === null || ours === null || sameSummary(node, ours) || s.hints.length > 0 || s.needResync)
+    return { state: { ...s, suspect: null }, drift: false };
+  if (s.suspect && sameSummary(s.suspect.node, node) && sameSummary(s.suspect.ours, ours))
+    return { state: { ...s, suspect: null, needResync: true }, drift: true };
   return { state: { ...s, suspect: { node, ours } }, drift: false };
 }

@@ -54,7 +54,9 @@ export async function insertMempoolTxs(trx: Trx, txs: readonly MempoolTxRow[]): 
   if (spends.length > 0) {
     await sql`
       INSERT INTO mempool_spends (prev_txid, prev_vout, txid)
-      SELECT * FROM unnest(${spends.map((s) => toBuffer(s.prevTxid))}::bytea[], ${spends.map((s) => s.prevVout)}::int4[], ${spends.map((s) => toBuffer(s.txid))}::bytea[])`.execute(trx);
+      SELECT * FROM unnest(${spends.map((s) => toBuffer(s.prevTxid))}::bytea[], ${spends.map((s) => s.prevVout)}::int4[], ${spends.map((s) => toBuffer(s.txid))}::bytea[])`.execute(
+      trx,
+    );
   }
   const addrs = txs.flatMap((t) => t.addresses.map((a) => ({ txid: t.txid, ...a })));
   if (addrs.length > 0) {
@@ -62,7 +64,11 @@ export async function insertMempoolTxs(trx: Trx, txs: readonly MempoolTxRow[]): 
       INSERT INTO mempool_addresses (addr_key, txid, received, sent)
       SELECT * FROM unnest(${addrs.map((a) => a.key)}::uuid[], ${addrs.map((a) => toBuffer(a.txid))}::bytea[],
         ${addrs.map((a) => a.received.toString())}::int8[], ${addrs.map((a) => a.sent.toString())}::int8[])`.execute(trx);
-    await addWalletDeltas(trx, 'unconfirmed', addrs.map((a) => ({ key: a.key, sats: a.received - a.sent })));
+    await addWalletDeltas(
+      trx,
+      'unconfirmed',
+      addrs.map((a) => ({ key: a.key, sats: a.received - a.sent })),
+    );
   }
 }
 
@@ -75,8 +81,15 @@ export async function deleteMempoolTxs(trx: Trx, txids: readonly Uint8Array[]): 
   await sql`DELETE FROM mempool_spends WHERE txid = ANY(${ids}::bytea[])`.execute(trx);
   const r = await sql<{ txid: Buffer; addr_key: string; received: bigint; sent: bigint }>`
     DELETE FROM mempool_addresses WHERE txid = ANY(${ids}::bytea[]) RETURNING txid, addr_key, received, sent`.execute(trx);
-  await addWalletDeltas(trx, 'unconfirmed', r.rows.map((x) => ({ key: x.addr_key, sats: x.sent - x.received })));
-  return { count: Number(gone.numAffectedRows ?? 0n), touches: r.rows.map((x) => ({ txid: x.txid, key: x.addr_key, received: x.received, sent: x.sent })) };
+  await addWalletDeltas(
+    trx,
+    'unconfirmed',
+    r.rows.map((x) => ({ key: x.addr_key, sats: x.sent - x.received })),
+  );
+  return {
+    count: Number(gone.numAffectedRows ?? 0n),
+    touches: r.rows.map((x) => ({ txid: x.txid, key: x.addr_key, received: x.received, sent: x.sent })),
+  };
 }
 
 /** Which of `txids` are in the mempool tables. */
@@ -87,7 +100,10 @@ export async function mempoolTxidsAmong(trx: Trx, txids: readonly Uint8Array[]):
 }
 
 /** Mempool transactions spending any of `outpoints`: spender txid with the outpoint it spends. */
-export async function mempoolSpendersOf(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number }[]): Promise<{ txid: Buffer; prevTxid: Buffer; prevVout: number }[]> {
+export async function mempoolSpendersOf(
+  trx: Trx,
+  outpoints: readonly { txid: Uint8Array; vout: number }[],
+): Promise<{ txid: Buffer; prevTxid: Buffer; prevVout: number }[]> {
   if (outpoints.length === 0) return [];
   const r = await sql<{ txid: Buffer; prev_txid: Buffer; prev_vout: number }>`
     SELECT s.txid, s.prev_txid, s.prev_vout
@@ -101,7 +117,11 @@ export async function mempoolSpendersOf(trx: Trx, outpoints: readonly { txid: Ui
  * `replacedBy` the mempool transaction that spends one of those outpoints now: its replacement.
  * A victim already in `replacedBy` keeps its entry.
  */
-export async function addMempoolReplacers(trx: Trx, victims: readonly { victim: string; txid: Uint8Array; vout: number }[], replacedBy: Map<string, Uint8Array>): Promise<void> {
+export async function addMempoolReplacers(
+  trx: Trx,
+  victims: readonly { victim: string; txid: Uint8Array; vout: number }[],
+  replacedBy: Map<string, Uint8Array>,
+): Promise<void> {
   if (victims.length === 0) return;
   const victimOf = new Map(victims.map((o) => [`${Buffer.from(o.txid).toString('hex')}:${o.vout}`, o.victim]));
   for (const s of await mempoolSpendersOf(trx, victims)) {

@@ -28,10 +28,33 @@ import { appendEvents, loadWatches, type OutboxEvent } from './events.js';
 import { removalEvents } from './writer/block-events.js';
 import { preferIndexLookups } from './planner-hints.js';
 import { forgetReorged } from './writer/reorg-bookkeeping.js';
-import { addMempoolReplacers, deleteMempoolTxs, insertMempoolTxs, mempoolDescendants, mempoolSpendersOf, toBuffer, type MempoolTxRow, type RemovedTouch } from './mempool-rows.js';
+import {
+  addMempoolReplacers,
+  deleteMempoolTxs,
+  insertMempoolTxs,
+  mempoolDescendants,
+  mempoolSpendersOf,
+  toBuffer,
+  type MempoolTxRow,
+  type RemovedTouch,
+} from './mempool-rows.js';
 import type { SequenceHint } from './notify.js';
 import { colorMempool } from './writer/asset-rows.js';
-import { afterHints, afterResync, initialSyncState, judgeCheck, nextWork, planResync, planVerified, receiveHint, requestResync, startCheck, takeDue, takeHints, type SyncPolicy } from './mempool-plan.js';
+import {
+  afterHints,
+  afterResync,
+  initialSyncState,
+  judgeCheck,
+  nextWork,
+  planResync,
+  planVerified,
+  receiveHint,
+  requestResync,
+  startCheck,
+  takeDue,
+  takeHints,
+  type SyncPolicy,
+} from './mempool-plan.js';
 
 type Trx = Transaction<Database>;
 
@@ -92,7 +115,8 @@ async function storedTxids(db: Kysely<Database> | Trx): Promise<Set<string>> {
 }
 
 /** An outpoint as a Map key: `txidhex:vout`. */
-const outpointId = (txid: Uint8Array, vout: number): string => `${Buffer.from(txid.buffer, txid.byteOffset, txid.byteLength).toString('hex')}:${vout}`;
+const outpointId = (txid: Uint8Array, vout: number): string =>
+  `${Buffer.from(txid.buffer, txid.byteOffset, txid.byteLength).toString('hex')}:${vout}`;
 
 /** Prevouts of `outpoints` from utxos and mempool_outputs, keyed by `outpointId`. */
 async function loadPrevouts(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number }[]): Promise<Map<string, MempoolPrevout>> {
@@ -106,7 +130,8 @@ async function loadPrevouts(trx: Trx, outpoints: readonly { txid: Uint8Array; vo
     SELECT o.txid, o.vout, o.value, o.script, o.addr_key
       FROM unnest(${outpoints.map((o) => toBuffer(o.txid))}::bytea[], ${outpoints.map((o) => o.vout)}::int4[]) AS q(txid, vout)
       JOIN mempool_outputs o ON o.txid = q.txid AND o.vout = q.vout`.execute(trx);
-  for (const x of r.rows) out.set(outpointId(x.txid, x.vout), { value: x.value, script: x.script, ...(x.addr_key !== null ? { keys: x.addr_key } : {}) });
+  for (const x of r.rows)
+    out.set(outpointId(x.txid, x.vout), { value: x.value, script: x.script, ...(x.addr_key !== null ? { keys: x.addr_key } : {}) });
   return out;
 }
 
@@ -116,7 +141,11 @@ async function loadPrevouts(trx: Trx, outpoints: readonly { txid: Uint8Array; vo
  * inputs), each with the address keys it touches in `data.keys`. The Electrum server and
  * coinstackd's `/websocket` push the mempool from these.
  */
-function mempoolEvents(added: readonly MempoolTxRow[], removed: readonly RemovedTouch[], replacedBy: ReadonlyMap<string, Uint8Array>): OutboxEvent[] {
+function mempoolEvents(
+  added: readonly MempoolTxRow[],
+  removed: readonly RemovedTouch[],
+  replacedBy: ReadonlyMap<string, Uint8Array>,
+): OutboxEvent[] {
   const events: OutboxEvent[] = [];
   const gone = new Map<string, { txid: Buffer; keys: Set<string> }>();
   for (const t of removed) {
@@ -210,11 +239,18 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
   await insertMempoolTxs(trx, rows);
   await colorMempool(trx, rows);
   // Wallet gap limits move before the events are built (as for blocks: src/db/wallet-chains.ts).
-  await extendWalletsFor(trx, rows.flatMap((r) => r.addresses.map((a) => a.key)));
+  await extendWalletsFor(
+    trx,
+    rows.flatMap((r) => r.addresses.map((a) => a.key)),
+  );
 
   // replaced_by for the removals: whoever spends their outpoints now.
   const replacedBy = new Map<string, Uint8Array>(conflictBy);
-  await addMempoolReplacers(trx, [...removedSpends].flatMap(([txid, list]) => list.map((o) => ({ ...o, victim: txid }))), replacedBy);
+  await addMempoolReplacers(
+    trx,
+    [...removedSpends].flatMap(([txid, list]) => list.map((o) => ({ ...o, victim: txid }))),
+    replacedBy,
+  );
 
   const allRemoved = [...removed, ...conflictRemoved];
   const watchKeys = [...allRemoved.map((r) => r.key), ...rows.flatMap((r) => r.addresses.map((a) => a.key))];
@@ -222,7 +258,16 @@ async function commitChange(trx: Trx, change: Change, log: Logger): Promise<{ ad
   for (const r of rows) {
     for (const a of r.addresses) {
       const w = watched.get(a.key);
-      if (w) events.push({ type: 'tx.unconfirmed', addrKey: a.key, address: w.address, txid: r.txid, confirmations: 0, received: a.received, sent: a.sent });
+      if (w)
+        events.push({
+          type: 'tx.unconfirmed',
+          addrKey: a.key,
+          address: w.address,
+          txid: r.txid,
+          confirmations: 0,
+          received: a.received,
+          sent: a.sent,
+        });
     }
   }
   events.push(...removalEvents(allRemoved, watched, (txid) => replacedBy.get(txid.toString('hex'))));
@@ -264,7 +309,10 @@ export function createMempoolSync(deps: MempoolSyncDeps): MempoolSync {
     // The snapshot's sequence is the next one the node will assign: hints from it on are newer.
     // Inputs not known yet (the node is a block ahead of the index): try again next turn.
     state = afterResync(state, BigInt(snap.sequence), r.unresolved.length);
-    log.info({ size: snap.txids.length, added: r.added, removed: r.removed, unresolved: r.unresolved.length, sequence: snap.sequence }, 'mempool resynced');
+    log.info(
+      { size: snap.txids.length, added: r.added, removed: r.removed, unresolved: r.unresolved.length, sequence: snap.sequence },
+      'mempool resynced',
+    );
   }
 
   /** The idle check; true when it found the index unlike the node twice and asked for a reseed. */

@@ -92,9 +92,14 @@ export class BitcoindRest {
   private check(r: Reply, path: string): Reply | null {
     if (r.status === 200) return r;
     const text = Buffer.from(r.body).toString('utf8').trim();
-    if (r.status === 404 && r.type.startsWith('text/plain') && (text.endsWith('not found') || text === 'Block height out of range')) return null;
+    if (r.status === 404 && r.type.startsWith('text/plain') && (text.endsWith('not found') || text === 'Block height out of range'))
+      return null;
     // No handler for the path (a node without -rest, or one older than the endpoint, e.g. spenttxouts before Core 30).
-    if (r.status === 404 && text === '') throw new AppError('ERR_REST_UNSUPPORTED', `bitcoind does not serve REST ${path} (started without -rest, or too old for this endpoint)`);
+    if (r.status === 404 && text === '')
+      throw new AppError(
+        'ERR_REST_UNSUPPORTED',
+        `bitcoind does not serve REST ${path} (started without -rest, or too old for this endpoint)`,
+      );
     if (r.status === 503) throw new RetryableError('ERR_REST_WARMUP', `bitcoind REST not ready: ${text}`);
     if (r.status === 400) throw new AppError('ERR_REST_BAD_REQUEST', `bitcoind REST refused ${path}: ${text}`);
     throw new RetryableError('ERR_REST_UNAVAILABLE', `bitcoind REST ${path} answered HTTP ${r.status}${text ? `: ${text}` : ''}`);

@@ -52,7 +52,7 @@ export type CounterCheck = 'first' | 'next' | 'gap' | 'reset';
 /** Classifies counter `got` after `last` (undefined before the first message). */
 export function checkCounter(last: number | undefined, got: number): CounterCheck {
   if (last === undefined) return 'first';
-  if (got === ((last + 1) >>> 0)) return 'next';
+  if (got === (last + 1) >>> 0) return 'next';
   if (got === 0) return 'reset';
   return 'gap';
 }
@@ -74,7 +74,13 @@ export function parseSequenceBody(body: Uint8Array): SequenceHint | null {
  * Classifies one ZMQ message and updates `counters`; calls the handlers. Exposed for tests;
  * `startNotifier` feeds it from the socket.
  */
-export function handleMessage(frames: readonly Uint8Array[], counters: Map<string, number>, stats: NotifyStats, h: NotifyHandlers, log: Logger): void {
+export function handleMessage(
+  frames: readonly Uint8Array[],
+  counters: Map<string, number>,
+  stats: NotifyStats,
+  h: NotifyHandlers,
+  log: Logger,
+): void {
   stats.messages++;
   stats.lastMessageAt = new Date();
   if (frames.length !== 3 || frames[2]!.length !== 4) {

@@ -36,7 +36,13 @@ export interface BlockFeed {
  * A feed of heights `from..to` with up to `ahead` blocks requested in advance; `fetch` gives
  * the block at a height (null ends the feed there).
  */
-export function prefetchFeed(from: number, to: number, ahead: number, fetch: (height: number) => Promise<FeedBlock | null>, onClose?: () => void): BlockFeed {
+export function prefetchFeed(
+  from: number,
+  to: number,
+  ahead: number,
+  fetch: (height: number) => Promise<FeedBlock | null>,
+  onClose?: () => void,
+): BlockFeed {
   const queue: Promise<FeedBlock | null>[] = [];
   let nextHeight = from;
   let closed = false;

@@ -60,7 +60,16 @@ export interface ReorgedResolver {
   readonly stats: ReorgedStats;
 }
 
-type Row = { txid: Buffer; addr_key: string; address: string; received: bigint; sent: bigint; spends: Buffer; since_height: number; due: boolean };
+type Row = {
+  txid: Buffer;
+  addr_key: string;
+  address: string;
+  received: bigint;
+  sent: bigint;
+  spends: Buffer;
+  since_height: number;
+  due: boolean;
+};
 type Outpoint = { txid: Buffer; vout: number };
 
 const outpointsOf = (spends: Buffer): Outpoint[] => {
@@ -145,14 +154,23 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
         const replacedBy = await confirmedSpenders(trx, open);
         // Past the grace period and not in the node's mempool: replaced by a mempool spender, else dropped.
         const gone = open.filter((r) => !replacedBy.has(hashToHex(r.txid)) && r.due && absent.has(hashToHex(r.txid)));
-        await addMempoolReplacers(trx, gone.flatMap((r) => outpointsOf(r.spends).map((o) => ({ ...o, victim: hashToHex(r.txid) }))), replacedBy);
+        await addMempoolReplacers(
+          trx,
+          gone.flatMap((r) => outpointsOf(r.spends).map((o) => ({ ...o, victim: hashToHex(r.txid) }))),
+          replacedBy,
+        );
         const ended = new Set([...replacedBy.keys(), ...gone.map((r) => hashToHex(r.txid))]);
         const resolved = [...settled, ...ended];
-        const waiting = open.filter((r) => r.due && !ended.has(hashToHex(r.txid)) && !absent.has(hashToHex(r.txid))).map((r) => hashToHex(r.txid));
+        const waiting = open
+          .filter((r) => r.due && !ended.has(hashToHex(r.txid)) && !absent.has(hashToHex(r.txid)))
+          .map((r) => hashToHex(r.txid));
         if (resolved.length === 0) return { resolved: 0, events: 0, waiting, counts: { replaced: 0, dropped: 0 } };
 
         const endRows = rows.filter((r) => ended.has(hashToHex(r.txid)));
-        const watched = await loadWatches(trx, endRows.map((r) => r.addr_key));
+        const watched = await loadWatches(
+          trx,
+          endRows.map((r) => r.addr_key),
+        );
         // The address text as its tx.reorged carried it, for addresses still watched.
         const addressed = new Map<string, Watch>();
         for (const r of endRows) {
@@ -161,7 +179,10 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
         }
         const touches: RemovedTouch[] = endRows.map((r) => ({ txid: r.txid, key: r.addr_key, received: r.received, sent: r.sent }));
         const events = removalEvents(touches, addressed, (txid) => replacedBy.get(hashToHex(txid)));
-        await settleReorged(trx, resolved.map((h) => toBuffer(hexToHash(h))));
+        await settleReorged(
+          trx,
+          resolved.map((h) => toBuffer(hexToHash(h))),
+        );
         await appendEvents(trx, events);
         const counts = { replaced: replacedBy.size, dropped: ended.size - replacedBy.size };
         return { resolved: resolved.length, events: events.length, waiting, counts };

@@ -100,7 +100,15 @@ const worthRetrying = (err: unknown): boolean => isRetryable(err) || isTransient
 
 export function createRunLoop(deps: RunDeps): RunLoop {
   const { db, source, log } = deps;
-  const metrics: IndexerMetrics = { blocksApplied: 0, blocksUndone: 0, reorgs: 0, txsApplied: 0, zmqMissedBlocks: 0, retries: 0, lastApplyMs: 0 };
+  const metrics: IndexerMetrics = {
+    blocksApplied: 0,
+    blocksUndone: 0,
+    reorgs: 0,
+    txsApplied: 0,
+    zmqMissedBlocks: 0,
+    retries: 0,
+    lastApplyMs: 0,
+  };
   const status: IndexerStatus = { mode: 'starting', tip: { height: -1, hash: null }, nodeTip: null, lag: null, lastError: null };
   const announced = new Set<string>();
   const prefetch = deps.prefetcher ?? createPrefetcher(source, 8);
@@ -140,7 +148,11 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     hash: tip.hash === null ? null : hashToHex(tip.hash),
     async hashesAt(heights) {
       if (heights.length === 0) return [];
-      const rows = await db.selectFrom('blocks').select(['height', 'hash']).where('height', 'in', [...heights]).execute();
+      const rows = await db
+        .selectFrom('blocks')
+        .select(['height', 'hash'])
+        .where('height', 'in', [...heights])
+        .execute();
       const by = new Map(rows.map((r) => [r.height, hashToHex(r.hash)]));
       return heights.map((h) => by.get(h) ?? null);
     },
@@ -156,7 +168,16 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     const s = (now - prog.at) / 1000;
     const bps = prog.blocks / s;
     if (nodeHeight - height > 1) {
-      log.info({ height, nodeHeight, blocksPerSec: Math.round(bps * 10) / 10, txPerSec: Math.round(prog.txs / s), etaSec: Math.round((nodeHeight - height) / bps) }, 'catching up');
+      log.info(
+        {
+          height,
+          nodeHeight,
+          blocksPerSec: Math.round(bps * 10) / 10,
+          txPerSec: Math.round(prog.txs / s),
+          etaSec: Math.round((nodeHeight - height) / bps),
+        },
+        'catching up',
+      );
     }
     prog.at = now;
     prog.blocks = 0;
@@ -181,7 +202,10 @@ export function createRunLoop(deps: RunDeps): RunLoop {
    * not extend the tip: applyBlocks stops there and the next turn re-plans.
    */
   function plan(height: number, hash: string, node: { height: number; bestHash: string }): Promise<{ height: number; hash: string }[]> {
-    return prefetch.hashes({ height, hash }, Math.min(node.height, height + catchupBlocks - 1), { height: node.height, hash: node.bestHash });
+    return prefetch.hashes({ height, hash }, Math.min(node.height, height + catchupBlocks - 1), {
+      height: node.height,
+      hash: node.bestHash,
+    });
   }
 
   /** One step; true when it did something (so the loop steps again at once). */
@@ -238,11 +262,17 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     }
     if (step.kind === 'undo') {
       if (step.forkHeight < 0) {
-        throw new FatalError('ERR_NO_COMMON_BLOCK', "the node's chain shares no block with the index (another network or a reset regtest node?); re-create the database to follow it");
+        throw new FatalError(
+          'ERR_NO_COMMON_BLOCK',
+          "the node's chain shares no block with the index (another network or a reset regtest node?); re-create the database to follow it",
+        );
       }
       const depth = tip.height - step.forkHeight;
       if (depth > deps.maxReorgDepth) {
-        throw new FatalError('ERR_REORG_TOO_DEEP', `reorg of ${depth} blocks (fork at ${step.forkHeight}) exceeds the limit of ${deps.maxReorgDepth}`);
+        throw new FatalError(
+          'ERR_REORG_TOO_DEEP',
+          `reorg of ${depth} blocks (fork at ${step.forkHeight}) exceeds the limit of ${deps.maxReorgDepth}`,
+        );
       }
       log.warn({ fork: step.forkHeight, depth, tip: tip.height }, 'reorg: undoing blocks above the fork');
       metrics.reorgs++;
@@ -287,7 +317,10 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         }
         metrics.retries++;
         const delay = Math.min(30_000, 250 * 2 ** Math.min(failures, 7));
-        log[transient ? 'warn' : 'error']({ err, retryInMs: delay, failures }, transient ? 'indexer waiting for the node or Postgres' : 'indexer step failed; retrying');
+        log[transient ? 'warn' : 'error'](
+          { err, retryInMs: delay, failures },
+          transient ? 'indexer waiting for the node or Postgres' : 'indexer step failed; retrying',
+        );
         await sleep(delay);
       }
     }

@@ -56,6 +56,9 @@ export const RECOMPUTE_WALLET_BALANCES = `${LOCK_WALLETS_SQL};
 
 /** A wallet's two sums recomputed from the index, without touching its summary (tests compare the two). */
 export async function walletSumsFromIndex(db: Db, walletId: string): Promise<{ confirmed: bigint; unconfirmed: bigint }> {
-  const r = await sql<{ confirmed: bigint; unconfirmed: bigint }>`SELECT ${sql.raw(SUMS('q.id'))} FROM (SELECT ${walletId}::text AS id) q`.execute(db);
+  const r = await sql<{
+    confirmed: bigint;
+    unconfirmed: bigint;
+  }>`SELECT ${sql.raw(SUMS('q.id'))} FROM (SELECT ${walletId}::text AS id) q`.execute(db);
   return r.rows[0]!;
 }

@@ -13,7 +13,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Transaction } from 'kysely';
-import { holdsLeaderLock, INDEXER_LEADER, leaderIdleMs, releaseLeaderLock, sqlOn, sqlOnClient, tryLeaderLock } from '../src/db/leader-lock.js';
+import {
+  holdsLeaderLock,
+  INDEXER_LEADER,
+  leaderIdleMs,
+  releaseLeaderLock,
+  sqlOn,
+  sqlOnClient,
+  tryLeaderLock,
+} from '../src/db/leader-lock.js';
 import type { Database } from '../src/db/schema.js';
 import { FatalError, RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
@@ -65,7 +73,9 @@ export function createWriterLock(opts: { databaseUrl: string; log: Logger }): Wr
       await c.connect();
     } catch (err) {
       await c.end().catch(() => {});
-      throw new RetryableError('ERR_DB_UNAVAILABLE', `cannot connect to Postgres for the indexer lock: ${(err as Error).message}`, { cause: err });
+      throw new RetryableError('ERR_DB_UNAVAILABLE', `cannot connect to Postgres for the indexer lock: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     return c;
   }
@@ -73,7 +83,10 @@ export function createWriterLock(opts: { databaseUrl: string; log: Logger }): Wr
   /** Tries the lock on `c`; on success `c` becomes the lock session. */
   async function tryLock(c: pg.Client): Promise<boolean> {
     const got = await tryLeaderLock(sqlOnClient(c), INDEXER_LEADER, leaderIdleMs(BEAT_MS), (err) =>
-      opts.log.warn({ err }, 'indexer lock: a setting that ends a dead holder\'s session was refused (idle_session_timeout needs PostgreSQL 14)'),
+      opts.log.warn(
+        { err },
+        "indexer lock: a setting that ends a dead holder's session was refused (idle_session_timeout needs PostgreSQL 14)",
+      ),
     );
     if (got === null) return false;
     client = c;
@@ -81,19 +94,28 @@ export function createWriterLock(opts: { databaseUrl: string; log: Logger }): Wr
     lost = false;
     beat ??= setInterval(() => {
       const c = client;
-      if (c && !beating) beating = c.query('SELECT 1').catch(() => undefined).finally(() => (beating = null));
+      if (c && !beating)
+        beating = c
+          .query('SELECT 1')
+          .catch(() => undefined)
+          .finally(() => (beating = null));
     }, BEAT_MS).unref();
     return true;
   }
 
   async function connect(): Promise<void> {
     const c = await open();
-    if (!(await tryLock(c).catch(async (err: unknown) => {
+    if (
+      !(await tryLock(c).catch(async (err: unknown) => {
+        await c.end().catch(() => {});
+        throw new RetryableError('ERR_DB_UNAVAILABLE', `cannot take the indexer lock: ${(err as Error).message}`, { cause: err });
+      }))
+    ) {
       await c.end().catch(() => {});
-      throw new RetryableError('ERR_DB_UNAVAILABLE', `cannot take the indexer lock: ${(err as Error).message}`, { cause: err });
-    }))) {
-      await c.end().catch(() => {});
-      throw new FatalError('ERR_INDEXER_LOCKED', 'another indexer holds the indexer lock on this database; only one may run (INDEXER_STANDBY=true makes a second one wait and take over)');
+      throw new FatalError(
+        'ERR_INDEXER_LOCKED',
+        'another indexer holds the indexer lock on this database; only one may run (INDEXER_STANDBY=true makes a second one wait and take over)',
+      );
     }
   }
 

@@ -15,7 +15,11 @@ import { sql, type Kysely } from 'kysely';
 import { chainIndex, createIndexSql, dropIndexSql } from '../src/db/chain-indexes.js';
 
 const bulkActive = async (db: Kysely<unknown>) =>
-  (await sql<{ active: boolean }>`SELECT coalesce((value->>'active')::boolean, false) AS active FROM sync_state WHERE key = 'bulk'`.execute(db)).rows[0]?.active === true;
+  (
+    await sql<{
+      active: boolean;
+    }>`SELECT coalesce((value->>'active')::boolean, false) AS active FROM sync_state WHERE key = 'bulk'`.execute(db)
+  ).rows[0]?.active === true;
 
 const UTXOS_KEY = chainIndex('utxos_pkey');
 const TXS_KEY = chainIndex('txs_pkey');

@@ -35,10 +35,18 @@ const FAST_BYTES = 9;
 const upTo = (n: number) => Array.from({ length: n }, (_, j) => j);
 const byteAt = (base: string, j: number) => (j === 0 ? `get_byte(ins, ${base})` : `get_byte(ins, ${base} + ${j})`);
 /** The length of the varint at `base` (1 to FAST_BYTES), else `longer`. */
-const varintLength = (base: string, longer: string) => `CASE ${upTo(FAST_BYTES).map((j) => `WHEN ${byteAt(base, j)} < 128 THEN ${j + 1}`).join(' ')} ELSE ${longer} END`;
+const varintLength = (base: string, longer: string) =>
+  `CASE ${upTo(FAST_BYTES)
+    .map((j) => `WHEN ${byteAt(base, j)} < 128 THEN ${j + 1}`)
+    .join(' ')} ELSE ${longer} END`;
 /** The value of the k-byte varint at i: 0008's `v | ((b & 127)::int8 << s)` over its bytes. */
 const varintValue = `CASE k ${upTo(FAST_BYTES)
-  .map((last) => `WHEN ${last + 1} THEN ${upTo(last + 1).map((j) => `((${byteAt('i', j)} & 127)::int8 << ${7 * j})`).join(' | ')}`)
+  .map(
+    (last) =>
+      `WHEN ${last + 1} THEN ${upTo(last + 1)
+        .map((j) => `((${byteAt('i', j)} & 127)::int8 << ${7 * j})`)
+        .join(' | ')}`,
+  )
   .join(' ')} END`;
 
 export const SPENT_TX_GROUPS = `

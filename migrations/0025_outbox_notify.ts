@@ -9,7 +9,9 @@
 import { sql, type Kysely } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`CREATE FUNCTION blockwire_outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('blockwire_outbox', ''); RETURN NULL; END $$`.execute(db);
+  await sql`CREATE FUNCTION blockwire_outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('blockwire_outbox', ''); RETURN NULL; END $$`.execute(
+    db,
+  );
   await sql`CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION blockwire_outbox_notify()`.execute(db);
 }
 

@@ -26,7 +26,8 @@ export function messageProblems(message: string): string[] {
   const subject = lines[0] ?? '';
   const problems: string[] = [];
   if (subject === '') problems.push('the subject line is empty');
-  if (subject.length > SUBJECT_MAX) problems.push(`the subject has ${subject.length} characters (at most ${SUBJECT_MAX}); put the detail in the body`);
+  if (subject.length > SUBJECT_MAX)
+    problems.push(`the subject has ${subject.length} characters (at most ${SUBJECT_MAX}); put the detail in the body`);
   if (lines.length > 1 && lines[1] !== '') problems.push('a blank line must separate the subject from the body');
   return problems;
 }
@@ -46,7 +47,10 @@ function commitsToCheck(): string[] | null {
   if (added === undefined) return []; // not committed yet: the rule starts with its commit
   const parents = git(['rev-list', '--parents', '-n', '1', added]).trim().split(' ').slice(1);
   const range = parents.length > 0 ? [`HEAD`, ...parents.map((p) => `^${p}`)] : ['HEAD'];
-  return git(['rev-list', ...range]).trim().split('\n').filter(Boolean);
+  return git(['rev-list', ...range])
+    .trim()
+    .split('\n')
+    .filter(Boolean);
 }
 
 function main(argv: string[]): number {

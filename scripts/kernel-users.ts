@@ -81,7 +81,8 @@ export function kernelProblems(users: ReadonlyMap<string, ReadonlySet<string>>, 
   const problems: string[] = [];
   for (const [m, roles] of [...users].sort(([a], [b]) => a.localeCompare(b))) {
     const named = roles.size === 0 ? 'no role' : `only ${[...roles].join(', ')}`;
-    if (roles.size < 2 && !allowed.has(m)) problems.push(`${m}: used by ${named}: move it into its role, or name it in ALLOWED with the reason it is kernel`);
+    if (roles.size < 2 && !allowed.has(m))
+      problems.push(`${m}: used by ${named}: move it into its role, or name it in ALLOWED with the reason it is kernel`);
     if (roles.size >= 2 && allowed.has(m)) problems.push(`${m}: used by ${[...roles].join(', ')} now: take it off ALLOWED`);
   }
   for (const m of allowed.keys()) if (!users.has(m)) problems.push(`${m}: on ALLOWED but no such kernel module`);
@@ -109,7 +110,8 @@ function main(argv: string[]): number {
   }
   const users = roleUsers(imports);
   if (argv.includes('--report')) {
-    for (const [m, roles] of [...users].sort(([a], [b]) => a.localeCompare(b))) process.stdout.write(`${roles.size} ${m}: ${[...roles].join(' ')}\n`);
+    for (const [m, roles] of [...users].sort(([a], [b]) => a.localeCompare(b)))
+      process.stdout.write(`${roles.size} ${m}: ${[...roles].join(' ')}\n`);
     return 0;
   }
   const problems = kernelProblems(users, at >= 0 ? new Map() : ALLOWED);

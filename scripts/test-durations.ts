@@ -28,5 +28,8 @@ for (const [key, r] of cache.results.sort((a, b) => (b[1].duration ?? 0) - (a[1]
   if (r.duration !== undefined && existsSync(join(root, path))) files[key] = Math.round(r.duration / 100) / 10;
 }
 const out = join(root, 'test/durations.json');
-writeFileSync(out, `${JSON.stringify({ about: 'Seconds per test file of a full run (scripts/test-durations.ts); the order files start in (test/support/sequencer.ts).', files }, null, 2)}\n`);
+writeFileSync(
+  out,
+  `${JSON.stringify({ about: 'Seconds per test file of a full run (scripts/test-durations.ts); the order files start in (test/support/sequencer.ts).', files }, null, 2)}\n`,
+);
 process.stdout.write(`${out}: ${Object.keys(files).length} files from ${caches[0]}\n`);

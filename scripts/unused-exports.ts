@@ -25,16 +25,15 @@ const PUBLIC = new Set(['client/index.ts', 'cli/main.ts']);
  * is named here until its first importer lands; then it must leave this list (an entry that is
  * imported, or no longer exported, fails too).
  */
-const PENDING = new Set([
-  'api/schemas.ts:blockSchema',
-  'api/transaction-view.ts:loadTransactionJson',
-]);
+const PENDING = new Set(['api/schemas.ts:blockSchema', 'api/transaction-view.ts:loadTransactionJson']);
 
 const configPath = ts.findConfigFile(root, ts.sys.fileExists, 'tsconfig.json')!;
 const config = ts.parseJsonConfigFileContent(ts.readConfigFile(configPath, ts.sys.readFile).config, ts.sys, root);
 const program = ts.createProgram({ rootNames: config.fileNames, options: { ...config.options, noEmit: true } });
 const checker = program.getTypeChecker();
-const ours = program.getSourceFiles().filter((f) => !f.isDeclarationFile && !f.fileName.includes('/node_modules/') && !relative(root, f.fileName).startsWith('..'));
+const ours = program
+  .getSourceFiles()
+  .filter((f) => !f.isDeclarationFile && !f.fileName.includes('/node_modules/') && !relative(root, f.fileName).startsWith('..'));
 
 const resolveAlias = (s: ts.Symbol): ts.Symbol => (s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s);
 const used = new Set<ts.Symbol>();
@@ -54,16 +53,18 @@ for (const f of ours) {
       }
       const b = c.namedBindings;
       if (b && ts.isNamespaceImport(b)) markAll(n.moduleSpecifier);
-      else if (b) for (const el of b.elements) {
-        const s = checker.getSymbolAtLocation(el.name);
-        if (s) used.add(resolveAlias(s));
-      }
+      else if (b)
+        for (const el of b.elements) {
+          const s = checker.getSymbolAtLocation(el.name);
+          if (s) used.add(resolveAlias(s));
+        }
     } else if (ts.isExportDeclaration(n) && n.moduleSpecifier) {
       if (!n.exportClause || ts.isNamespaceExport(n.exportClause)) markAll(n.moduleSpecifier);
-      else for (const el of n.exportClause.elements) {
-        const s = checker.getSymbolAtLocation(el.name);
-        if (s) used.add(resolveAlias(s));
-      }
+      else
+        for (const el of n.exportClause.elements) {
+          const s = checker.getSymbolAtLocation(el.name);
+          if (s) used.add(resolveAlias(s));
+        }
     } else if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword) {
       markAll(n.arguments[0]);
     } else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument)) {
@@ -96,7 +97,12 @@ for (const f of ours) {
 
 for (const p of PENDING) unused.push(`${p.replace(':', ': ')} is on PENDING but not exported`);
 if (unused.length > 0) {
-  process.stderr.write(`exports nothing imports (remove them, or stop exporting what only their own module uses):\n${unused.sort().map((u) => `  ${u}`).join('\n')}\n`);
+  process.stderr.write(
+    `exports nothing imports (remove them, or stop exporting what only their own module uses):\n${unused
+      .sort()
+      .map((u) => `  ${u}`)
+      .join('\n')}\n`,
+  );
   process.exit(1);
 }
 process.stdout.write(`unused exports: none (${ours.length} files)\n`);

@@ -33,7 +33,9 @@ function dedupeBindings(child: Logger): void {
 }
 
 /** Creates the root logger. `silent` is what tests use. */
-export function createLogger(opts: { level?: LevelWithSilent; name?: string; format?: LogFormat; destination?: DestinationStream } = {}): Logger {
+export function createLogger(
+  opts: { level?: LevelWithSilent; name?: string; format?: LogFormat; destination?: DestinationStream } = {},
+): Logger {
   const pretty = isPretty(opts.format ?? 'auto');
   const options = {
     name: opts.name ?? 'blockwire',
@@ -44,7 +46,20 @@ export function createLogger(opts: { level?: LevelWithSilent; name?: string; for
     onChild: dedupeBindings,
     // Keys of every kind must never reach a log line.
     redact: {
-      paths: ['apikey', 'apiKey', 'headers.apikey', 'req.headers.apikey', 'headers.authorization', 'req.headers.authorization', '*.password', '*.secret', 'secret', 'wif', 'serverSecretKeys', '*.serverSecretKeys'],
+      paths: [
+        'apikey',
+        'apiKey',
+        'headers.apikey',
+        'req.headers.apikey',
+        'headers.authorization',
+        'req.headers.authorization',
+        '*.password',
+        '*.secret',
+        'secret',
+        'wif',
+        'serverSecretKeys',
+        '*.serverSecretKeys',
+      ],
       censor: '[redacted]',
     },
   };

@@ -40,7 +40,9 @@ export function chooseCoins(pool: readonly Coin[], maxChain: number, need: (chos
 /** The pool after a transaction spent `spent` and created `change`: shallowest first, then largest. */
 export function poolAfter(pool: readonly Coin[], spent: readonly Coin[], change: readonly Coin[]): Coin[] {
   const used = new Set(spent.map(coinKey));
-  return [...pool.filter((c) => !used.has(coinKey(c))), ...change].sort((a, b) => a.depth - b.depth || (a.value > b.value ? -1 : a.value < b.value ? 1 : 0));
+  return [...pool.filter((c) => !used.has(coinKey(c))), ...change].sort(
+    (a, b) => a.depth - b.depth || (a.value > b.value ? -1 : a.value < b.value ? 1 : 0),
+  );
 }
 
 /** Where the cutting of claimed stamps into transactions stands: the next stamp, the group size. */

@@ -87,10 +87,18 @@ export function createBatcher(deps: BatcherDeps): Batcher {
   };
 
   /** Picks coins for `payloads` from `pool`, leasing those not created by this batch. */
-  async function fund(owner: string, pool: Coin[], fresh: Set<string>, leased: Set<string>, stamps: ClaimedStamp[], fee: FeeContext): Promise<Funded | null> {
+  async function fund(
+    owner: string,
+    pool: Coin[],
+    fresh: Set<string>,
+    leased: Set<string>,
+    stamps: ClaimedStamp[],
+    fee: FeeContext,
+  ): Promise<Funded | null> {
     const payloads = stamps.map((s) => s.hash);
     const scripts = [...payloads.map((p) => nullDataScript(p)), wallet.change.script];
-    const need = (chosen: readonly Coin[]) => feeFor(fee.ratePerKvB, estimateVsize(wallet, [...chosen], scripts)) + dustThreshold(wallet.change.type);
+    const need = (chosen: readonly Coin[]) =>
+      feeFor(fee.ratePerKvB, estimateVsize(wallet, [...chosen], scripts)) + dustThreshold(wallet.change.type);
     for (let attempt = 0; attempt < 4; attempt++) {
       const chosen = chooseCoins(pool, settings.maxChain, need);
       if (!chosen) return null;
@@ -162,23 +170,40 @@ export function createBatcher(deps: BatcherDeps): Batcher {
       const t2 = Date.now();
       await phase('reserved', built);
       if (funded.length > 0) {
-        const planned: PlannedTx[] = funded.map((f) => ({ built: f.built, family: f.built.txid, replaces: null, stampIds: f.stamps.map((s) => s.id) }));
+        const planned: PlannedTx[] = funded.map((f) => ({
+          built: f.built,
+          family: f.built.txid,
+          replaces: null,
+          stampIds: f.stamps.map((s) => s.id),
+        }));
         await db.transaction().execute((trx) => storeSignedTxs(trx, owner, planned, leased));
         log.info(
-          { txs: built.length, stamps: claimed.length - unfunded.length, fee: built.reduce((s, b) => s + b.fee, 0n).toString(), claimMs: t1 - t0, buildMs: t2 - t1, storeMs: Date.now() - t2 },
+          {
+            txs: built.length,
+            stamps: claimed.length - unfunded.length,
+            fee: built.reduce((s, b) => s + b.fee, 0n).toString(),
+            claimMs: t1 - t0,
+            buildMs: t2 - t1,
+            storeMs: Date.now() - t2,
+          },
           'stamp transactions signed and stored',
         );
         await phase('persisted', built);
       }
       const spent = new Set(built.flatMap((b) => b.inputs.map(coinKey)));
-      const unused = [...leased].filter((k) => !spent.has(k)).map((k) => ({ txid: Buffer.from(k.split(':')[0]!, 'hex'), vout: Number(k.split(':')[1]) }));
+      const unused = [...leased]
+        .filter((k) => !spent.has(k))
+        .map((k) => ({ txid: Buffer.from(k.split(':')[0]!, 'hex'), vout: Number(k.split(':')[1]) }));
       await releaseLeases(db, owner, unused);
       await handleUnfunded(owner, unfunded, funded.length > 0);
       for (const b of built) {
         const outcome = await broadcastRaw(deps.node, b.raw);
         if (outcome.kind === 'accepted') await markAccepted(db, { txid: b.txid, replaces: null }, tip);
         else if (outcome.kind !== 'in-chain') {
-          log.warn({ txid: hashToHex(b.txid), outcome: outcome.kind, message: outcome.message }, 'stamp transaction not accepted yet; the tracker will rebroadcast it');
+          log.warn(
+            { txid: hashToHex(b.txid), outcome: outcome.kind, message: outcome.message },
+            'stamp transaction not accepted yet; the tracker will rebroadcast it',
+          );
           await recordBroadcastError(db, b.txid, outcome.message);
         }
       }
@@ -196,7 +221,11 @@ export function createBatcher(deps: BatcherDeps): Batcher {
         log.warn({ err }, 'stamp batch lost a lease; its stamps stay queued');
         return true;
       }
-      if (err instanceof FeeTooHighError) log.error({ fee: err.fee.toString(), maxFee: err.maxFee.toString() }, 'stamp transaction fee above STAMP_MAX_TX_FEE; lower STAMP_MAX_PER_TX or raise the limit');
+      if (err instanceof FeeTooHighError)
+        log.error(
+          { fee: err.fee.toString(), maxFee: err.maxFee.toString() },
+          'stamp transaction fee above STAMP_MAX_TX_FEE; lower STAMP_MAX_PER_TX or raise the limit',
+        );
       else throw err;
       return false;
     }
@@ -209,11 +238,23 @@ export function createBatcher(deps: BatcherDeps): Batcher {
     if (placedSome || pending.signed + pending.broadcast > 0 || (await hasLiveLeases(db))) {
       // Change of our unconfirmed transactions will come back, or another batch holds coins it may
       // not spend: try again later.
-      await releaseStampClaims(db, owner, stamps.map((s) => s.id));
+      await releaseStampClaims(
+        db,
+        owner,
+        stamps.map((s) => s.id),
+      );
       return;
     }
-    const dropped = await dropUnpayableStamps(db, owner, stamps.map((s) => s.id));
-    await releaseStampClaims(db, owner, stamps.map((s) => s.id).filter((id) => !dropped.includes(id)));
+    const dropped = await dropUnpayableStamps(
+      db,
+      owner,
+      stamps.map((s) => s.id),
+    );
+    await releaseStampClaims(
+      db,
+      owner,
+      stamps.map((s) => s.id).filter((id) => !dropped.includes(id)),
+    );
     const reason = `stamping wallet cannot pay: no spendable coins at ${wallet.change.address}`;
     if (dropped.length === 0) return;
     log.error({ address: wallet.change.address, stamps: dropped.length }, 'stamping wallet cannot pay; stamps refused');

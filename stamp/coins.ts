@@ -122,7 +122,12 @@ export async function loadFreeCoins(db: StampDb | StampTrx, wallet: StampWallet,
  * Leases coins to `owner` for `leaseMs`. Returns the ones obtained: a coin another batch holds
  * (or a family spends) is left out.
  */
-export async function leaseCoins(db: StampDb | StampTrx, owner: string, coins: readonly { txid: Buffer; vout: number }[], leaseMs: number): Promise<Set<string>> {
+export async function leaseCoins(
+  db: StampDb | StampTrx,
+  owner: string,
+  coins: readonly { txid: Buffer; vout: number }[],
+  leaseMs: number,
+): Promise<Set<string>> {
   if (coins.length === 0) return new Set();
   const r = await sql<{ txid: Buffer; vout: number }>`
     INSERT INTO stamp_coin_locks (txid, vout, owner, lease_until)
@@ -140,7 +145,11 @@ export function coinKey(c: { txid: Buffer; vout: number }): string {
 }
 
 /** Drops the leases `owner` still holds (all, or those given). */
-export async function releaseLeases(db: StampDb | StampTrx, owner: string, coins?: readonly { txid: Buffer; vout: number }[]): Promise<void> {
+export async function releaseLeases(
+  db: StampDb | StampTrx,
+  owner: string,
+  coins?: readonly { txid: Buffer; vout: number }[],
+): Promise<void> {
   if (coins && coins.length === 0) return;
   if (!coins) {
     await db.deleteFrom('stamp_coin_locks').where('owner', '=', owner).where('lease_until', 'is not', null).execute();
@@ -156,7 +165,12 @@ export async function releaseLeases(db: StampDb | StampTrx, owner: string, coins
  * Turns `owner`'s live leases on `coins` into locks held by `family`. Returns false (and changes
  * nothing it could not) when a lease expired and someone else took the coin: the caller aborts.
  */
-export async function lockLeasedCoins(trx: StampTrx, owner: string, family: Buffer, coins: readonly { txid: Buffer; vout: number }[]): Promise<boolean> {
+export async function lockLeasedCoins(
+  trx: StampTrx,
+  owner: string,
+  family: Buffer,
+  coins: readonly { txid: Buffer; vout: number }[],
+): Promise<boolean> {
   if (coins.length === 0) return true;
   const r = await sql<{ n: string }>`
     WITH done AS (
@@ -170,7 +184,12 @@ export async function lockLeasedCoins(trx: StampTrx, owner: string, family: Buff
 
 /** True while some batch or bump holds a coin lease (its coins may come back). */
 export async function hasLiveLeases(db: StampDb | StampTrx): Promise<boolean> {
-  const r = await db.selectFrom('stamp_coin_locks').select('txid').where('lease_until', '>', sql<Date>`now()`).limit(1).executeTakeFirst();
+  const r = await db
+    .selectFrom('stamp_coin_locks')
+    .select('txid')
+    .where('lease_until', '>', sql<Date>`now()`)
+    .limit(1)
+    .executeTakeFirst();
   return r !== undefined;
 }
 
@@ -192,7 +211,11 @@ export type WalletBalance = {
 
 export async function loadWalletBalance(db: StampDb, wallet: StampWallet, tipHeight: number): Promise<WalletBalance> {
   const free = await loadFreeCoins(db, wallet, tipHeight);
-  const bal = await db.selectFrom('balances').select((eb) => eb.fn.coalesce(eb.fn.sum<string>('balance'), sql<string>`0`).as('b')).where('addr_key', 'in', [...wallet.addrKeys]).executeTakeFirst();
+  const bal = await db
+    .selectFrom('balances')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('balance'), sql<string>`0`).as('b'))
+    .where('addr_key', 'in', [...wallet.addrKeys])
+    .executeTakeFirst();
   const change = await sql<{ v: string }>`
     SELECT coalesce(sum(c.value), 0)::text AS v FROM stamp_change c JOIN stamp_txs t ON t.txid = c.txid
     WHERE t.status IN ('signed', 'broadcast')`.execute(db);

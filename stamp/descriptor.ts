@@ -49,7 +49,9 @@ export function decodeExtendedPrivateKey(text: string, network: NetworkName): Ex
   const version = new DataView(payload.buffer, payload.byteOffset).getUint32(0, false);
   const want = XPRV_VERSION[network === 'main' ? 'main' : 'test'];
   if (version !== want) {
-    throw new TypeError(`Invalid extended key: version 0x${version.toString(16).padStart(8, '0')} is not a ${network === 'main' ? 'xprv' : 'tprv'} (0x${want.toString(16).padStart(8, '0')})`);
+    throw new TypeError(
+      `Invalid extended key: version 0x${version.toString(16).padStart(8, '0')} is not a ${network === 'main' ? 'xprv' : 'tprv'} (0x${want.toString(16).padStart(8, '0')})`,
+    );
   }
   if (payload[45] !== 0) throw new TypeError('Invalid extended key: not a private key');
   const privateKey = payload.slice(46, 78);
@@ -80,7 +82,10 @@ export function parsePath(path: string): number[] {
     .split('/')
     .map((step) => {
       const m = /^(\d+)(['hH]?)$/.exec(step);
-      if (!m) throw new TypeError(step === '*' ? 'Ranged descriptors (*) are not supported: give a fixed path' : `Invalid derivation step '${step}'`);
+      if (!m)
+        throw new TypeError(
+          step === '*' ? 'Ranged descriptors (*) are not supported: give a fixed path' : `Invalid derivation step '${step}'`,
+        );
       const n = Number(m[1]);
       if (n >= HARDENED) throw new TypeError(`Derivation step ${n} out of range`);
       return m[2] ? n + HARDENED : n;
@@ -105,7 +110,8 @@ export function parseWalletDescriptor(descriptor: string, network: NetworkName):
     for (const index of parsePath(path)) key = deriveChild(key, index);
     return { privateKey: key.privateKey, compressed: true, changeType };
   }
-  if (/^[xt]pub/.test(keyText)) throw new TypeError('Invalid descriptor: the stamping wallet needs a private key (xprv/tprv or WIF), not a public one');
+  if (/^[xt]pub/.test(keyText))
+    throw new TypeError('Invalid descriptor: the stamping wallet needs a private key (xprv/tprv or WIF), not a public one');
   if (path !== '') throw new TypeError('Invalid descriptor: a WIF key takes no derivation path');
   const wif = decodeWif(keyText, network);
   if (changeType === 'p2wpkh' && !wif.compressed) throw new TypeError('Invalid descriptor: wpkh() needs a compressed key');

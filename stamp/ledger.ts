@@ -32,7 +32,12 @@ export class LeaseLostError extends Error {
  * an earlier transaction of the same batch is locked directly) and, for new stamps, their
  * placement. Throws LeaseLostError when a lease was lost.
  */
-export async function storeSignedTxs(trx: StampTrx, owner: string, planned: readonly PlannedTx[], leased: ReadonlySet<string>): Promise<void> {
+export async function storeSignedTxs(
+  trx: StampTrx,
+  owner: string,
+  planned: readonly PlannedTx[],
+  leased: ReadonlySet<string>,
+): Promise<void> {
   for (const p of planned) {
     const { built } = p;
     // The same bytes may have been signed before and abandoned (their coins left the chain and
@@ -40,18 +45,40 @@ export async function storeSignedTxs(trx: StampTrx, owner: string, planned: read
     // two batches took the same coins, which the locks below refuse.
     const stored = await trx
       .insertInto('stamp_txs')
-      .values({ txid: built.txid, family: p.family, replaces: p.replaces, raw: built.raw, fee: built.fee, vsize: built.vsize, status: 'signed' })
+      .values({
+        txid: built.txid,
+        family: p.family,
+        replaces: p.replaces,
+        raw: built.raw,
+        fee: built.fee,
+        vsize: built.vsize,
+        status: 'signed',
+      })
       .onConflict((oc) =>
         oc
           .column('txid')
-          .doUpdateSet({ status: 'signed', family: p.family, replaces: p.replaces, created_at: sql<Date>`clock_timestamp()`, broadcast_at: null, last_broadcast_at: null, broadcast_height: null, confirmed_height: null, confirmed_hash: null, last_error: null, refusals: 0, refused_since: null })
+          .doUpdateSet({
+            status: 'signed',
+            family: p.family,
+            replaces: p.replaces,
+            created_at: sql<Date>`clock_timestamp()`,
+            broadcast_at: null,
+            last_broadcast_at: null,
+            broadcast_height: null,
+            confirmed_height: null,
+            confirmed_hash: null,
+            last_error: null,
+            refusals: 0,
+            refused_since: null,
+          })
           .where('stamp_txs.status', '=', 'abandoned'),
       )
       .returning(sql<boolean>`xmax <> 0`.as('again'))
       .executeTakeFirst();
     if (!stored) throw new LeaseLostError(`transaction ${built.txid.toString('hex')} is already stored and live`);
     const fromLease = built.inputs.filter((c) => leased.has(coinKey(c)));
-    if (!(await lockLeasedCoins(trx, owner, p.family, fromLease))) throw new LeaseLostError('a coin lease expired before the transaction was stored');
+    if (!(await lockLeasedCoins(trx, owner, p.family, fromLease)))
+      throw new LeaseLostError('a coin lease expired before the transaction was stored');
     const others = built.inputs.filter((c) => !leased.has(coinKey(c)));
     for (const c of others) {
       // Change of a transaction stored just before (same batch), or a coin the family already holds (a bump).
@@ -66,10 +93,22 @@ export async function storeSignedTxs(trx: StampTrx, owner: string, planned: read
     if (!stored.again) {
       await trx
         .insertInto('stamp_tx_inputs')
-        .values(built.inputs.map((c: Coin, vin) => ({ txid: built.txid, vin, prev_txid: c.txid, prev_vout: c.vout, value: c.value, script: c.script })))
+        .values(
+          built.inputs.map((c: Coin, vin) => ({
+            txid: built.txid,
+            vin,
+            prev_txid: c.txid,
+            prev_vout: c.vout,
+            value: c.value,
+            script: c.script,
+          })),
+        )
         .execute();
       if (built.change.length > 0) {
-        await trx.insertInto('stamp_change').values(built.change.map((c) => ({ txid: built.txid, vout: c.vout, value: c.value, script: c.script }))).execute();
+        await trx
+          .insertInto('stamp_change')
+          .values(built.change.map((c) => ({ txid: built.txid, vout: c.vout, value: c.value, script: c.script })))
+          .execute();
       }
     }
     if (p.stampIds.length > 0) {
@@ -89,7 +128,8 @@ export async function storeSignedTxs(trx: StampTrx, owner: string, planned: read
           WHERE s.id = x.id AND s.status = 'queued' AND s.lease_owner = ${owner}::uuid
           RETURNING 1)
         SELECT count(*)::text AS n FROM done`.execute(trx);
-      if (Number(r.rows[0]?.n ?? 0) !== p.stampIds.length) throw new LeaseLostError('a stamp claim expired before the transaction was stored');
+      if (Number(r.rows[0]?.n ?? 0) !== p.stampIds.length)
+        throw new LeaseLostError('a stamp claim expired before the transaction was stored');
     }
   }
 }
@@ -97,7 +137,19 @@ export async function storeSignedTxs(trx: StampTrx, owner: string, planned: read
 /** A stored transaction as the broadcaster and tracker see it (no raw bytes: read when sent). */
 export type StampTxRow = Pick<Selectable<StampTxsTable>, (typeof TX_COLUMNS)[number]>;
 
-const TX_COLUMNS = ['txid', 'family', 'replaces', 'fee', 'vsize', 'status', 'created_at', 'last_broadcast_at', 'broadcast_height', 'confirmed_height', 'confirmed_hash'] as const;
+const TX_COLUMNS = [
+  'txid',
+  'family',
+  'replaces',
+  'fee',
+  'vsize',
+  'status',
+  'created_at',
+  'last_broadcast_at',
+  'broadcast_height',
+  'confirmed_height',
+  'confirmed_hash',
+] as const;
 
 /** Every version of every family the tracker must still watch (oldest first). */
 export async function loadWatchedTxs(db: StampDb, tipHeight: number, finalityDepth: number): Promise<StampTxRow[]> {
@@ -136,15 +188,32 @@ export async function markAccepted(db: StampDb, tx: { txid: Buffer; replaces: Bu
     if (cur.status === 'signed') {
       await trx
         .updateTable('stamp_txs')
-        .set({ status: 'broadcast', broadcast_at: new Date(), last_broadcast_at: new Date(), broadcast_height: tipHeight, last_error: null, refusals: 0, refused_since: null })
+        .set({
+          status: 'broadcast',
+          broadcast_at: new Date(),
+          last_broadcast_at: new Date(),
+          broadcast_height: tipHeight,
+          last_error: null,
+          refusals: 0,
+          refused_since: null,
+        })
         .where('txid', '=', tx.txid)
         .execute();
       if (tx.replaces) {
-        await trx.updateTable('stamp_txs').set({ status: 'replaced' }).where('txid', '=', tx.replaces).where('status', 'in', ['signed', 'broadcast']).execute();
+        await trx
+          .updateTable('stamp_txs')
+          .set({ status: 'replaced' })
+          .where('txid', '=', tx.replaces)
+          .where('status', 'in', ['signed', 'broadcast'])
+          .execute();
         await repointStamps(trx, tx.txid);
       }
     } else if (cur.status === 'broadcast') {
-      await trx.updateTable('stamp_txs').set({ last_broadcast_at: new Date(), last_error: null, refusals: 0, refused_since: null }).where('txid', '=', tx.txid).execute();
+      await trx
+        .updateTable('stamp_txs')
+        .set({ last_broadcast_at: new Date(), last_error: null, refusals: 0, refused_since: null })
+        .where('txid', '=', tx.txid)
+        .execute();
     }
   });
 }
@@ -156,7 +225,12 @@ export async function markAccepted(db: StampDb, tx: { txid: Buffer; replaces: Bu
 export async function recordBroadcastError(db: StampDb, txid: Buffer, message: string): Promise<number> {
   const r = await db
     .updateTable('stamp_txs')
-    .set((eb) => ({ last_error: message.slice(0, 500), last_broadcast_at: new Date(), refusals: eb('refusals', '+', 1), refused_since: eb.fn.coalesce('refused_since', sql<Date>`now()`) }))
+    .set((eb) => ({
+      last_error: message.slice(0, 500),
+      last_broadcast_at: new Date(),
+      refusals: eb('refusals', '+', 1),
+      refused_since: eb.fn.coalesce('refused_since', sql<Date>`now()`),
+    }))
     .where('txid', '=', txid)
     .returning('refusals')
     .executeTakeFirst();
@@ -168,11 +242,16 @@ export async function repointStamps(trx: StampTrx, txid: Buffer): Promise<void> 
   await sql`
     UPDATE stamps s SET txid = o.txid, vout = o.vout
     FROM stamp_outputs o
-    WHERE o.txid = ${txid} AND o.stamp_id = s.id AND s.status = 'placed' AND (s.txid IS DISTINCT FROM o.txid OR s.vout IS DISTINCT FROM o.vout)`.execute(trx);
+    WHERE o.txid = ${txid} AND o.stamp_id = s.id AND s.status = 'placed' AND (s.txid IS DISTINCT FROM o.txid OR s.vout IS DISTINCT FROM o.vout)`.execute(
+    trx,
+  );
 }
 
 /** The stamps a version carries, with the key that made each (for events). */
-export async function stampsOfTx(trx: StampTrx | StampDb, txid: Buffer): Promise<{ stamp_id: bigint; key_id: bigint; hash: Buffer; vout: number }[]> {
+export async function stampsOfTx(
+  trx: StampTrx | StampDb,
+  txid: Buffer,
+): Promise<{ stamp_id: bigint; key_id: bigint; hash: Buffer; vout: number }[]> {
   return trx
     .selectFrom('stamp_outputs as o')
     .innerJoin('stamps as s', 's.id', 'o.stamp_id')
@@ -209,7 +288,11 @@ export async function abandonTxs(trx: StampTrx, txids: readonly Buffer[]): Promi
       .innerJoin('stamp_txs as t', 't.txid', 'i.txid')
       .select('t.txid')
       .distinct()
-      .where('i.prev_txid', 'in', rows.map((r) => r.txid))
+      .where(
+        'i.prev_txid',
+        'in',
+        rows.map((r) => r.txid),
+      )
       .where('t.status', 'in', ['signed', 'broadcast'])
       .execute();
     frontier = children.map((c) => c.txid);
@@ -223,7 +306,12 @@ export async function abandonTxs(trx: StampTrx, txids: readonly Buffer[]): Promi
  * extra input of a refused bump).
  */
 async function settleFamily(trx: StampTrx, family: Buffer): Promise<void> {
-  const live = await trx.selectFrom('stamp_txs').select('txid').where('family', '=', family).where('status', 'in', ['signed', 'broadcast', 'confirmed']).executeTakeFirst();
+  const live = await trx
+    .selectFrom('stamp_txs')
+    .select('txid')
+    .where('family', '=', family)
+    .where('status', 'in', ['signed', 'broadcast', 'confirmed'])
+    .executeTakeFirst();
   if (live) {
     await pruneFamilyLocks(trx, family);
     return;
@@ -240,7 +328,9 @@ export async function pruneFamilyLocks(trx: StampTrx, family: Buffer): Promise<v
   await sql`
     DELETE FROM stamp_coin_locks l WHERE l.family = ${family} AND NOT EXISTS (
       SELECT 1 FROM stamp_tx_inputs i JOIN stamp_txs t ON t.txid = i.txid
-      WHERE i.prev_txid = l.txid AND i.prev_vout = l.vout AND t.family = ${family} AND t.status IN ('signed', 'broadcast', 'confirmed'))`.execute(trx);
+      WHERE i.prev_txid = l.txid AND i.prev_vout = l.vout AND t.family = ${family} AND t.status IN ('signed', 'broadcast', 'confirmed'))`.execute(
+    trx,
+  );
 }
 
 /** Live transactions (signed or broadcast) that spend an output of `txid`. */

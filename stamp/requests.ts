@@ -24,7 +24,10 @@ const COLUMNS = ['id', 'key_id', 'hash', 'status', 'txid', 'vout', 'created_at']
  * Persists a request. With an idempotency key already used by this API key, returns the existing
  * stamp instead (`created: false`); the caller compares hashes.
  */
-export async function insertStampRequest(db: StampDb, req: { keyId: bigint; hash: Buffer; idempotencyKey?: string | undefined }): Promise<{ row: StampRow; created: boolean }> {
+export async function insertStampRequest(
+  db: StampDb,
+  req: { keyId: bigint; hash: Buffer; idempotencyKey?: string | undefined },
+): Promise<{ row: StampRow; created: boolean }> {
   const idem = req.idempotencyKey ?? null;
   const inserted = await db
     .insertInto('stamps')
@@ -68,7 +71,11 @@ export async function claimQueuedStamps(db: StampDb, owner: string, leaseMs: num
 
 /** Gives back claims (the stamps stay queued for the next batch). */
 export async function releaseStampClaims(db: StampDb | StampTrx, owner: string, ids?: readonly bigint[]): Promise<void> {
-  let q = db.updateTable('stamps').set({ lease_owner: null, lease_until: null }).where('lease_owner', '=', owner).where('status', '=', 'queued');
+  let q = db
+    .updateTable('stamps')
+    .set({ lease_owner: null, lease_until: null })
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'queued');
   if (ids) {
     if (ids.length === 0) return;
     q = q.where('id', 'in', [...ids]);
@@ -86,7 +93,9 @@ export async function dropUnpayableStamps(db: StampDb, owner: string, ids: reado
     .where('id', 'in', [...ids])
     .where('lease_owner', '=', owner)
     .where('status', '=', 'queued')
-    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('stamp_outputs as o').select('o.txid').whereRef('o.stamp_id', '=', 'stamps.id'))))
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('stamp_outputs as o').select('o.txid').whereRef('o.stamp_id', '=', 'stamps.id'))),
+    )
     .returning('id')
     .execute();
   return r.map((x) => x.id);
@@ -94,7 +103,11 @@ export async function dropUnpayableStamps(db: StampDb, owner: string, ids: reado
 
 /** Counts of stamps waiting for a transaction. */
 export async function countQueuedStamps(db: StampDb): Promise<number> {
-  const r = await db.selectFrom('stamps').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'queued').executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('stamps')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('status', '=', 'queued')
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 

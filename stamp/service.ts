@@ -105,7 +105,13 @@ export function createStampService(deps: StampServiceDeps): StampService {
       let status: StampStatus & { txid: Buffer };
       if (confirmed) {
         const out = loc.outputs.find((o) => o.txid.equals(confirmed.txid))!;
-        status = { txid: out.txid, tx: hashToHex(out.txid), vout: out.vout, confirmations: tip.height - confirmed.height + 1, timestamp: isoFromUnix(confirmed.time) };
+        status = {
+          txid: out.txid,
+          tx: hashToHex(out.txid),
+          vout: out.vout,
+          confirmations: tip.height - confirmed.height + 1,
+          timestamp: isoFromUnix(confirmed.time),
+        };
       } else {
         const cur = s.status === 'placed' && s.txid && s.vout !== null ? { txid: s.txid, vout: s.vout } : { txid, vout: Number(m[2]) };
         status = { txid: cur.txid, tx: hashToHex(cur.txid), vout: cur.vout, confirmations: 0, timestamp: isoTime(s.created_at) };

@@ -98,19 +98,26 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
   let policy: { value: NodePolicy; at: number } | undefined;
   let rate: { value: bigint; at: number } | undefined;
   const nodePolicy = async (): Promise<NodePolicy> => {
-    if (!policy || Date.now() - policy.at > 600_000) policy = { value: await loadNodePolicy(deps.node, config.stampMaxPerTx), at: Date.now() };
+    if (!policy || Date.now() - policy.at > 600_000)
+      policy = { value: await loadNodePolicy(deps.node, config.stampMaxPerTx), at: Date.now() };
     return policy.value;
   };
   const feeRate = async (): Promise<bigint> => {
     if (!rate || Date.now() - rate.at > 30_000) {
       const p = await nodePolicy();
-      const r = await estimateFeeRate(deps.node, { confTarget: config.stampConfTarget, fallbackPerKvB, maxPerKvB, relayPerKvB: p.relayPerKvB });
+      const r = await estimateFeeRate(deps.node, {
+        confTarget: config.stampConfTarget,
+        fallbackPerKvB,
+        maxPerKvB,
+        relayPerKvB: p.relayPerKvB,
+      });
       rate = { value: r.ratePerKvB, at: Date.now() };
     }
     return rate.value;
   };
   const fees = async (): Promise<FeeContext> => ({ perTx: (await nodePolicy()).perTx, ratePerKvB: await feeRate(), maxFee: maxTxFee });
-  const tipHeight = async (q: StampDb = db) => (await q.selectFrom('chain_tip').select('height').where('id', '=', 1).executeTakeFirst())?.height ?? -1;
+  const tipHeight = async (q: StampDb = db) =>
+    (await q.selectFrom('chain_tip').select('height').where('id', '=', 1).executeTakeFirst())?.height ?? -1;
 
   // A positive answer is cached for a second and concurrent checks share one query (a burst of
   // requests costs one); a negative one is checked afresh, so a wallet just funded is seen at once.
@@ -137,7 +144,12 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
     log,
     wallet,
     node: deps.node,
-    settings: { windowMs: config.stampBatchWindowMs, leaseMs: config.stampLeaseMs, maxChain: config.stampMaxChain, targetCoins: config.stampTargetCoins },
+    settings: {
+      windowMs: config.stampBatchWindowMs,
+      leaseMs: config.stampLeaseMs,
+      maxChain: config.stampMaxChain,
+      targetCoins: config.stampTargetCoins,
+    },
     fees,
     tipHeight,
     onPhase: deps.onPhase,
@@ -161,7 +173,10 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
     const [b, queued, pending] = await db
       .transaction()
       .setIsolationLevel('repeatable read')
-      .execute(async (trx) => [await loadWalletBalance(trx, wallet, await tipHeight(trx)), await countQueuedStamps(trx), await countPendingTxs(trx)] as const);
+      .execute(
+        async (trx) =>
+          [await loadWalletBalance(trx, wallet, await tipHeight(trx)), await countQueuedStamps(trx), await countPendingTxs(trx)] as const,
+      );
     const stuck = await readStuckStampTx(deps.db);
     return {
       address: wallet.change.address,
@@ -178,7 +193,14 @@ export async function startStamper(deps: StamperDeps): Promise<Stamper> {
 
   try {
     const s = await status();
-    const line = { address: s.address, addresses: s.addresses, confirmed: s.balance.confirmed, spendable: s.balance.spendable, queued: s.queued_stamps, pending: s.pending_txs };
+    const line = {
+      address: s.address,
+      addresses: s.addresses,
+      confirmed: s.balance.confirmed,
+      spendable: s.balance.spendable,
+      queued: s.queued_stamps,
+      pending: s.pending_txs,
+    };
     if (s.can_pay) log.info(line, 'stamping wallet ready');
     else log.warn(line, 'stamping wallet has no spendable coins: fund its address; POST /stamps answers ERR_STAMP_WALLET_EMPTY until then');
   } catch (err) {

@@ -99,7 +99,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
     switch (outcome.kind) {
       case 'accepted':
         await markAccepted(db, v, tip.height);
-        if (v.status === 'signed') log.info({ txid, replaces: v.replaces ? hashToHex(v.replaces) : undefined }, 'stored stamp transaction broadcast');
+        if (v.status === 'signed')
+          log.info({ txid, replaces: v.replaces ? hashToHex(v.replaces) : undefined }, 'stored stamp transaction broadcast');
         return true;
       case 'in-chain':
         return true; // the index will show it
@@ -116,18 +117,29 @@ export function createTracker(deps: TrackerDeps): Tracker {
           .executeTakeFirst();
         if (deadParent) {
           const gone = await db.transaction().execute((trx) => abandonTxs(trx, [v.txid]));
-          log.warn({ txid, abandoned: gone.map(hashToHex) }, 'stamp transaction spends a version that lost; abandoned, its stamps are queued again');
+          log.warn(
+            { txid, abandoned: gone.map(hashToHex) },
+            'stamp transaction spends a version that lost; abandoned, its stamps are queued again',
+          );
           return false;
         }
         if ((await txsWithGoneInputs(db)).has(v.txid.toString('hex'))) {
           // The index agrees: a coin it spends left the chain (a reorg) or was spent by another
           // transaction. It can never confirm: its stamps go into a transaction of good coins.
           const gone = await db.transaction().execute((trx) => abandonTxs(trx, [v.txid]));
-          log.warn({ txid, abandoned: gone.map(hashToHex) }, 'stamp transaction spends a coin that left the chain; abandoned, its stamps are queued again');
+          log.warn(
+            { txid, abandoned: gone.map(hashToHex) },
+            'stamp transaction spends a coin that left the chain; abandoned, its stamps are queued again',
+          );
           return false;
         }
         // The index has not seen what the node saw yet (it follows the node): sent again later.
-        refused(txid, await recordBroadcastError(db, v.txid, outcome.message), outcome.message, 'stamp transaction inputs missing at the node; will retry');
+        refused(
+          txid,
+          await recordBroadcastError(db, v.txid, outcome.message),
+          outcome.message,
+          'stamp transaction inputs missing at the node; will retry',
+        );
         return true;
       }
       case 'rejected':
@@ -136,7 +148,12 @@ export function createTracker(deps: TrackerDeps): Tracker {
           log.warn({ txid, message: outcome.message }, 'stored fee bump refused by the node; the original stays');
           return false;
         }
-        refused(txid, await recordBroadcastError(db, v.txid, outcome.message), outcome.message, 'node refuses a stamp transaction; will retry');
+        refused(
+          txid,
+          await recordBroadcastError(db, v.txid, outcome.message),
+          outcome.message,
+          'node refuses a stamp transaction; will retry',
+        );
     }
     return true;
   }
@@ -144,7 +161,11 @@ export function createTracker(deps: TrackerDeps): Tracker {
   /** Logs a refusal when it starts and when it makes the stamper stuck, not at every retry. */
   function refused(txid: string, times: number, message: string, what: string): void {
     if (times === 1) log.warn({ txid, message }, what);
-    else if (times === STAMP_STUCK_REFUSALS) log.error({ txid, message, refusals: times }, 'stamp transaction refused by the node again and again: the stamper cannot make progress (see /healthz)');
+    else if (times === STAMP_STUCK_REFUSALS)
+      log.error(
+        { txid, message, refusals: times },
+        'stamp transaction refused by the node again and again: the stamper cannot make progress (see /healthz)',
+      );
     else log.debug({ txid, message, refusals: times }, what);
   }
 
@@ -164,7 +185,12 @@ export function createTracker(deps: TrackerDeps): Tracker {
       if (conf.status === 'confirmed') await appendStampEvents(trx, 'stamp.unconfirmed', conf.txid, null, 0);
       const losers = versions.filter((v) => v !== conf && (v.status === 'signed' || v.status === 'broadcast')).map((v) => v.txid);
       if (losers.length > 0) {
-        await trx.updateTable('stamp_txs').set({ status: 'replaced' }).where('txid', 'in', losers).where('status', 'in', ['signed', 'broadcast']).execute();
+        await trx
+          .updateTable('stamp_txs')
+          .set({ status: 'replaced' })
+          .where('txid', 'in', losers)
+          .where('status', 'in', ['signed', 'broadcast'])
+          .execute();
         const children = (await Promise.all(losers.map((l) => liveChildren(trx, l)))).flat();
         if (children.length > 0) await abandonTxs(trx, children);
         await pruneFamilyLocks(trx, conf.family);
@@ -191,10 +217,21 @@ export function createTracker(deps: TrackerDeps): Tracker {
     });
     if (!done) return;
     log.warn({ txid: hashToHex(was.txid), height: was.confirmed_height }, 'stamp transaction left the main chain (reorg)');
-    Object.assign(was, { status: 'broadcast', broadcast_height: tip.height, last_broadcast_at: null, confirmed_height: null, confirmed_hash: null });
+    Object.assign(was, {
+      status: 'broadcast',
+      broadcast_height: tip.height,
+      last_broadcast_at: null,
+      confirmed_height: null,
+      confirmed_hash: null,
+    });
   }
 
-  async function trackFamily(versions: StampTxRow[], confirmed: Map<string, { height: number; hash: Buffer }>, mempool: Set<string>, tip: Tip): Promise<void> {
+  async function trackFamily(
+    versions: StampTxRow[],
+    confirmed: Map<string, { height: number; hash: Buffer }>,
+    mempool: Set<string>,
+    tip: Tip,
+  ): Promise<void> {
     const conf = versions.find((v) => confirmed.has(v.txid.toString('hex')));
     if (conf) {
       const at = confirmed.get(conf.txid.toString('hex'))!;
@@ -206,7 +243,9 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const live = versions.filter((v) => v.status === 'signed' || v.status === 'broadcast');
     const now = Date.now();
     for (const v of live) {
-      const lost = !mempool.has(v.txid.toString('hex')) && (firstTurn || !v.last_broadcast_at || now - v.last_broadcast_at.getTime() >= settings.rebroadcastMs);
+      const lost =
+        !mempool.has(v.txid.toString('hex')) &&
+        (firstTurn || !v.last_broadcast_at || now - v.last_broadcast_at.getTime() >= settings.rebroadcastMs);
       if ((v.status === 'signed' || lost) && !(await send(v, tip))) return; // abandoned: nothing to bump
     }
     if (live.some((v) => v.status === 'signed')) return; // a stored replacement still waits for the node

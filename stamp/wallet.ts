@@ -42,7 +42,8 @@ export type WalletSource = { wif?: string | undefined; descriptor?: string | und
  * @throws AppError `ERR_STAMP_WALLET_CONFIG` with a message that names the problem, never the key.
  */
 export function loadStampWallet(source: WalletSource, network: NetworkName): StampWallet {
-  if (source.wif && source.descriptor) throw new AppError('ERR_STAMP_WALLET_CONFIG', 'set STAMP_WALLET_WIF or STAMP_WALLET_DESCRIPTOR, not both');
+  if (source.wif && source.descriptor)
+    throw new AppError('ERR_STAMP_WALLET_CONFIG', 'set STAMP_WALLET_WIF or STAMP_WALLET_DESCRIPTOR, not both');
   let privateKey: Uint8Array;
   let compressed: boolean;
   let changeType: WalletScriptType;
@@ -66,15 +67,28 @@ export function loadStampWallet(source: WalletSource, network: NetworkName): Sta
   }
   if (!compressed) {
     // Every wallet since 2012 uses compressed keys; the signer (@scure/btc-signer) signs only those.
-    throw new AppError('ERR_STAMP_WALLET_CONFIG', `${source.wif ? 'STAMP_WALLET_WIF' : 'STAMP_WALLET_DESCRIPTOR'} holds an uncompressed key: use a compressed-key WIF`);
+    throw new AppError(
+      'ERR_STAMP_WALLET_CONFIG',
+      `${source.wif ? 'STAMP_WALLET_WIF' : 'STAMP_WALLET_DESCRIPTOR'} holds an uncompressed key: use a compressed-key WIF`,
+    );
   }
   const publicKey = publicKeyOf(privateKey, compressed);
   const keyHash = hash160(publicKey);
   const scripts: WalletScript[] = [];
   const p2pkh = Buffer.from(p2pkhScript(keyHash));
-  const legacy: WalletScript = { type: 'p2pkh', script: p2pkh, address: pubkeyToP2pkhAddress(publicKey, network), addrKey: addressKey(p2pkh) };
+  const legacy: WalletScript = {
+    type: 'p2pkh',
+    script: p2pkh,
+    address: pubkeyToP2pkhAddress(publicKey, network),
+    addrKey: addressKey(p2pkh),
+  };
   const p2wpkh = Buffer.from(witnessScript(0, keyHash));
-  const segwit: WalletScript = { type: 'p2wpkh', script: p2wpkh, address: pubkeyToP2wpkhAddress(publicKey, network), addrKey: addressKey(p2wpkh) };
+  const segwit: WalletScript = {
+    type: 'p2wpkh',
+    script: p2wpkh,
+    address: pubkeyToP2wpkhAddress(publicKey, network),
+    addrKey: addressKey(p2wpkh),
+  };
   scripts.push(...(changeType === 'p2wpkh' ? [segwit, legacy] : [legacy, segwit]));
   const byHex = new Map(scripts.map((s) => [s.script.toString('hex'), s.type]));
   return {

@@ -27,7 +27,17 @@ import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
 import { disableHook, findHookById, setHookBreaker, type HookRow } from '../src/db/queries/tenancy-hooks.js';
 import { readBatchedDeliveries, recordOutcomes, releaseToOwnJobs, type AttemptOutcome } from '../src/db/queries/tenancy-deliveries.js';
-import { BACKLOG_PRIORITY, BACKOFF_TYPE, BATCH_JOB_NAME, QUEUE_NAMES, createDeliveryQueues, type BatchJobData, type DeliveryJob, type DeliveryJobData, type Transport as TransportName } from './queues.js';
+import {
+  BACKLOG_PRIORITY,
+  BACKOFF_TYPE,
+  BATCH_JOB_NAME,
+  QUEUE_NAMES,
+  createDeliveryQueues,
+  type BatchJobData,
+  type DeliveryJob,
+  type DeliveryJobData,
+  type Transport as TransportName,
+} from './queues.js';
 import { MAX_ATTEMPTS, retryDelay, retryDelayAfter } from './retry.js';
 import type { SendResult, Transport } from './transport.js';
 import { persisted, type AttemptVerdict, type Breaker } from './breaker.js';
@@ -102,9 +112,7 @@ export type DeliveryWorker = {
 
 /** What one attempt came to: its log row (`record` it), and for the job how it ends. */
 type Attempted = { outcome: AttemptOutcome } & (
-  | { end: 'done' }
-  | { end: 'failed'; error: string }
-  | { end: 'retry'; error: string; delayMs: number }
+  { end: 'done' } | { end: 'failed'; error: string } | { end: 'retry'; error: string; delayMs: number }
 );
 
 /** Outcomes written in one statement at most. */
@@ -124,7 +132,10 @@ function createOutcomeWriter(db: Kysely<Database>) {
     while (pending.length > 0) {
       const batch = pending.splice(0, FLUSH_ROWS);
       try {
-        await recordOutcomes(db, batch.map((p) => p.o));
+        await recordOutcomes(
+          db,
+          batch.map((p) => p.o),
+        );
         for (const p of batch) p.resolve();
       } catch (err) {
         for (const p of batch) p.reject(err);
@@ -187,7 +198,9 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     if (b.state === 'open') log.warn({ hook: hook.id, until: p.until }, 'hook circuit breaker open: its deliveries wait (kept) until then');
     else log.info({ hook: hook.id, breaker: b.state }, 'hook circuit breaker');
     events.emit('breaker', hook.id, b.state);
-    setHookBreaker(deps.db, hook.id, p.state, p.until).catch((err: unknown) => log.warn({ err, hook: hook.id }, 'could not record the hook\'s breaker'));
+    setHookBreaker(deps.db, hook.id, p.state, p.until).catch((err: unknown) =>
+      log.warn({ err, hook: hook.id }, "could not record the hook's breaker"),
+    );
   }
 
   async function loadHook(id: string): Promise<(HookRow & { key_revoked: boolean }) | undefined> {
@@ -199,8 +212,15 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   }
 
   /** One attempt of one delivery (`base.attempts` = its number), its outcome not yet recorded. */
-  async function attempt(data: DeliveryJobData, base: { id: string; redeliveries: number; attempts: number }, last: boolean): Promise<Attempted> {
-    const failed = (lastError: string): Attempted => ({ end: 'done', outcome: { ...base, status: 'failed', lastStatus: null, lastError, nextAttemptAt: null } });
+  async function attempt(
+    data: DeliveryJobData,
+    base: { id: string; redeliveries: number; attempts: number },
+    last: boolean,
+  ): Promise<Attempted> {
+    const failed = (lastError: string): Attempted => ({
+      end: 'done',
+      outcome: { ...base, status: 'failed', lastStatus: null, lastError, nextAttemptAt: null },
+    });
     const hook = await loadHook(data.hook);
     if (!hook || hook.deleted_at) return failed('hook deleted');
     if (hook.key_revoked) return failed('API key revoked');
@@ -208,7 +228,11 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     const at = new Date();
     const r: SendResult = await deps.transport.send(hook, data);
     // (sent at: the timestamp the request was signed with, which the receiver saw, when there is one)
-    const sent = { at: r.signedAt !== undefined ? new Date(r.signedAt * 1000) : at, latencyMs: Date.now() - at.getTime(), response: r.response ?? null };
+    const sent = {
+      at: r.signedAt !== undefined ? new Date(r.signedAt * 1000) : at,
+      latencyMs: Date.now() - at.getTime(),
+      response: r.response ?? null,
+    };
     const verdict = verdictOf(r);
     if (verdict) step(observe(fair, hook.id, verdict, Date.now(), policy), hook);
     switch (r.kind) {
@@ -221,14 +245,34 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
           await disableHook(deps.db, hook.id, r.disableHook);
           log.warn({ hook: hook.id, reason: r.disableHook }, 'hook disabled');
         }
-        return { end: 'failed', error: r.error, outcome: { ...base, status: 'failed', lastStatus: r.status, lastError: r.error, nextAttemptAt: null, sent } };
+        return {
+          end: 'failed',
+          error: r.error,
+          outcome: { ...base, status: 'failed', lastStatus: r.status, lastError: r.error, nextAttemptAt: null, sent },
+        };
       case 'retry': {
         if (last) {
           log.warn({ delivery: data.delivery, attempts: base.attempts }, 'delivery dead-lettered after its last attempt');
-          return { end: 'failed', error: r.error, outcome: { ...base, status: 'dead', lastStatus: r.status, lastError: r.error, nextAttemptAt: null, sent } };
+          return {
+            end: 'failed',
+            error: r.error,
+            outcome: { ...base, status: 'dead', lastStatus: r.status, lastError: r.error, nextAttemptAt: null, sent },
+          };
         }
         const delayMs = retryDelayAfter(base.attempts, r.retryAfterMs, random);
-        return { end: 'retry', error: r.error, delayMs, outcome: { ...base, status: 'pending', lastStatus: r.status, lastError: r.error, nextAttemptAt: new Date(Date.now() + delayMs), sent } };
+        return {
+          end: 'retry',
+          error: r.error,
+          delayMs,
+          outcome: {
+            ...base,
+            status: 'pending',
+            lastStatus: r.status,
+            lastError: r.error,
+            nextAttemptAt: new Date(Date.now() + delayMs),
+            sent,
+          },
+        };
       }
     }
   }
@@ -250,7 +294,14 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
    */
   async function processBatch(job: Job<BatchJobData>, width: number, sent: () => void): Promise<void> {
     const { hook, deliveries } = job.data;
-    const rows = new Map((await readBatchedDeliveries(deps.db, deliveries.map((d) => d.delivery))).map((r) => [r.id, r]));
+    const rows = new Map(
+      (
+        await readBatchedDeliveries(
+          deps.db,
+          deliveries.map((d) => d.delivery),
+        )
+      ).map((r) => [r.id, r]),
+    );
     const todo = deliveries.filter((d) => {
       const r = rows.get(d.delivery);
       return r !== undefined && r.status === 'pending' && r.job_id === job.id && r.redeliveries === 0;
@@ -298,7 +349,13 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       // Their own jobs first, then the log rows that hand them over: a crash in between sends
       // one twice (the batch runs again), never zero times.
       const own: DeliveryJob[] = [
-        ...retries.map(({ data, a }) => ({ ...data, transport: deps.transportName, redeliveries: 0, attempted: a.outcome.attempts, delayMs: a.delayMs })),
+        ...retries.map(({ data, a }) => ({
+          ...data,
+          transport: deps.transportName,
+          redeliveries: 0,
+          attempted: a.outcome.attempts,
+          delayMs: a.delayMs,
+        })),
         ...unsent.map((d) => ({ ...d, hook, transport: deps.transportName, redeliveries: 0, attempted: rows.get(d.delivery)!.attempts })),
       ];
       try {
@@ -308,7 +365,13 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
         throw err;
       }
       for (const { a } of retries) keep(record({ ...a.outcome, ownJob: true }), a);
-      keep(releaseToOwnJobs(deps.db, unsent.map((d) => d.delivery), job.id!));
+      keep(
+        releaseToOwnJobs(
+          deps.db,
+          unsent.map((d) => d.delivery),
+          job.id!,
+        ),
+      );
     }
     await Promise.all(recorded);
     if (broke !== undefined) throw broke;
@@ -337,7 +400,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
 
   async function admitted(job: Job<DeliveryJobData | BatchJobData>, token?: string): Promise<void> {
     const batch = job.name === BATCH_JOB_NAME;
-    const run = (width: number, sent: () => void = () => undefined) => (batch ? processBatch(job as Job<BatchJobData>, width, sent) : processOne(job as Job<DeliveryJobData>));
+    const run = (width: number, sent: () => void = () => undefined) =>
+      batch ? processBatch(job as Job<BatchJobData>, width, sent) : processOne(job as Job<DeliveryJobData>);
     // (the row as last loaded, however old: admission needs its key, which never changes, and
     // its breaker; a fresh row is read before each send. A backlog deferred again costs no query.)
     const hook = hooks.get(job.data.hook)?.hook ?? (await loadHook(job.data.hook));
@@ -349,7 +413,23 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     for (;;) {
       const now = Date.now();
       const deferrals = Math.max(0, (job.attemptsStarted ?? 1) - 1 - job.attemptsMade);
-      const { decision: d } = step(admit(fair, { key: String(hook.key_id), hook: hook.id, want, parked: wasParked, mayPark: !closing, deferrals, freeSlots: jobSlots - inProcess }, now, policy), hook);
+      const { decision: d } = step(
+        admit(
+          fair,
+          {
+            key: String(hook.key_id),
+            hook: hook.id,
+            want,
+            parked: wasParked,
+            mayPark: !closing,
+            deferrals,
+            freeSlots: jobSlots - inProcess,
+          },
+          now,
+          policy,
+        ),
+        hook,
+      );
       if (d.kind === 'run') {
         const grant = d.grant;
         let held = true;
@@ -394,7 +474,10 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     lockDuration: deps.lockMs,
     stalledInterval: Math.max(1000, Math.floor(deps.lockMs / 2)),
     maxStalledCount: 10,
-    settings: { backoffStrategy: (attemptsMade, type, err) => (type === BACKOFF_TYPE ? deliveryBackoff(attemptsMade, type, err) : retryDelay(Math.max(1, attemptsMade))) },
+    settings: {
+      backoffStrategy: (attemptsMade, type, err) =>
+        type === BACKOFF_TYPE ? deliveryBackoff(attemptsMade, type, err) : retryDelay(Math.max(1, attemptsMade)),
+    },
   });
   const events = new EventEmitter();
   worker.on('completed', (job) => {
@@ -423,7 +506,10 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       closing = true;
       wake();
       if (!(await settlesWithin(worker.close(), deps.closeTimeoutMs))) {
-        log.warn({ timeoutMs: deps.closeTimeoutMs }, 'delivery worker did not stop in time (Redis unreachable?): disconnecting; jobs it held run again when their locks expire');
+        log.warn(
+          { timeoutMs: deps.closeTimeoutMs },
+          'delivery worker did not stop in time (Redis unreachable?): disconnecting; jobs it held run again when their locks expire',
+        );
         await settlesWithin(worker.disconnect(), 1000);
       }
       await deps.transport.close?.();
@@ -447,7 +533,13 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
     timer.unref();
   });
   try {
-    return await Promise.race([p.then(() => true as const, () => true as const), late]);
+    return await Promise.race([
+      p.then(
+        () => true as const,
+        () => true as const,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }

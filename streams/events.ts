@@ -186,7 +186,15 @@ export function toPayload(event: ChainEvent, sub: { id: string; hookId: string |
         sent: safeNumber(event.sent, 'sent'),
         ...(event.replacedBy !== null ? { replaced_by: event.replacedBy } : {}),
         ...(wallet
-          ? { address: wallet.address, received: wallet.received, sent: wallet.sent, wallet: wallet.id, path: wallet.path, net: wallet.net, addresses: wallet.addresses }
+          ? {
+              address: wallet.address,
+              received: wallet.received,
+              sent: wallet.sent,
+              wallet: wallet.id,
+              path: wallet.path,
+              net: wallet.net,
+              addresses: wallet.addresses,
+            }
           : {}),
       };
   }

@@ -23,7 +23,17 @@
  * @module
  */
 import type { Config } from '../src/config.js';
-import { CLOSED, breakerAdopt, breakerAfter, breakerGate, breakerStart, type AttemptVerdict, type Breaker, type BreakerPolicy, type PersistedBreaker } from './breaker.js';
+import {
+  CLOSED,
+  breakerAdopt,
+  breakerAfter,
+  breakerGate,
+  breakerStart,
+  type AttemptVerdict,
+  type Breaker,
+  type BreakerPolicy,
+  type PersistedBreaker,
+} from './breaker.js';
 
 /** How long a job waits, out of the worker, for a full share of a healthy hook or key. */
 const SHARE_WAIT_MS = 500;
@@ -74,9 +84,7 @@ export type Ask = { key: string; hook: string; want: number; parked?: boolean; m
 export type Grant = { key: string; hook: string; width: number };
 
 export type Decision =
-  | { kind: 'run'; grant: Grant }
-  | { kind: 'park' }
-  | { kind: 'defer'; until: number; reason: 'paused' | 'hook' | 'key' };
+  { kind: 'run'; grant: Grant } | { kind: 'park' } | { kind: 'defer'; until: number; reason: 'paused' | 'hook' | 'key' };
 
 /** A step's new state; `breaker` when the hook's breaker changed state (to persist and show). */
 export type Step<T> = { state: FairState } & T & { breaker?: Breaker };
@@ -118,7 +126,11 @@ export function admit(s: FairState, ask: Ask, now: number, policy: FairPolicy): 
       hooks: add(s.hooks, ask.hook, width),
       breakers: started === b ? s.breakers : withBreaker(s.breakers, ask.hook, started),
     };
-    return { state, decision: { kind: 'run', grant: { key: ask.key, hook: ask.hook, width } }, ...(started === b ? {} : { breaker: started }) };
+    return {
+      state,
+      decision: { kind: 'run', grant: { key: ask.key, hook: ask.hook, width } },
+      ...(started === b ? {} : { breaker: started }),
+    };
   }
   const reason = hookRoom > 0 ? 'key' : 'hook';
   const parkedOthers = (s.parked.get(ask.key) ?? 0) - (ask.parked ? 1 : 0);
@@ -139,7 +151,8 @@ export function release(s: FairState, g: Grant): FairState {
 export function observe(s: FairState, hook: string, verdict: AttemptVerdict, now: number, policy: FairPolicy): Step<object> {
   const b = breakerOf(s, hook);
   const next = breakerAfter(b, verdict, now, policy.breaker);
-  if (next === b || (next.state === b.state && next.state !== 'open')) return { state: next === b ? s : { ...s, breakers: withBreaker(s.breakers, hook, next) } };
+  if (next === b || (next.state === b.state && next.state !== 'open'))
+    return { state: next === b ? s : { ...s, breakers: withBreaker(s.breakers, hook, next) } };
   return { state: { ...s, breakers: withBreaker(s.breakers, hook, next) }, breaker: next };
 }
 
@@ -170,7 +183,18 @@ export function roundRobin<T>(items: readonly T[], keyOf: (item: T) => string): 
 }
 
 /** The policy of a worker process from the configuration (shares of `concurrency` at least 1). */
-export function fairPolicy(c: Pick<Config, 'webhookConcurrency' | 'webhookKeyShare' | 'webhookHookShare' | 'webhookTimeoutMs' | 'webhookBreakerFailures' | 'webhookBreakerOpenMs' | 'webhookBreakerMaxOpenMs'>): FairPolicy {
+export function fairPolicy(
+  c: Pick<
+    Config,
+    | 'webhookConcurrency'
+    | 'webhookKeyShare'
+    | 'webhookHookShare'
+    | 'webhookTimeoutMs'
+    | 'webhookBreakerFailures'
+    | 'webhookBreakerOpenMs'
+    | 'webhookBreakerMaxOpenMs'
+  >,
+): FairPolicy {
   const perKey = Math.max(1, Math.floor(c.webhookConcurrency * c.webhookKeyShare));
   return {
     perKey,
@@ -179,6 +203,10 @@ export function fairPolicy(c: Pick<Config, 'webhookConcurrency' | 'webhookKeySha
     reserve: perKey,
     waitMs: SHARE_WAIT_MS,
     probeMs: c.webhookTimeoutMs + 1000,
-    breaker: { failures: c.webhookBreakerFailures, openMs: c.webhookBreakerOpenMs, maxOpenMs: Math.max(c.webhookBreakerOpenMs, c.webhookBreakerMaxOpenMs) },
+    breaker: {
+      failures: c.webhookBreakerFailures,
+      openMs: c.webhookBreakerOpenMs,
+      maxOpenMs: Math.max(c.webhookBreakerOpenMs, c.webhookBreakerMaxOpenMs),
+    },
   };
 }

@@ -22,7 +22,9 @@ export type FeedBatch = { from: bigint; to: bigint; items: FeedItem[] };
 
 /** An item on the wire: [key, seq, json], or [key, seq, template index, sub, action] (version 2). */
 type WireItem = [string, string, string] | [string, string, number, string, string];
-type Wire = { v: 1; from: string; to: string; items: [string, string, string][] } | { v: 2; from: string; to: string; templates: (readonly [string, string, string])[]; items: WireItem[] };
+type Wire =
+  | { v: 1; from: string; to: string; items: [string, string, string][] }
+  | { v: 2; from: string; to: string; templates: (readonly [string, string, string])[]; items: WireItem[] };
 
 export { feedChannel } from '../src/net/feed-channel.js';
 
@@ -47,7 +49,8 @@ const isText = (x: unknown): x is string => typeof x === 'string';
 /** Decodes a channel message; throws a TypeError for anything else. */
 export function decodeFeedBatch(text: string): FeedBatch {
   const w = JSON.parse(text) as Partial<Wire> & { templates?: unknown };
-  if ((w.v !== 1 && w.v !== 2) || typeof w.from !== 'string' || typeof w.to !== 'string' || !Array.isArray(w.items)) throw new TypeError('not a feed batch');
+  if ((w.v !== 1 && w.v !== 2) || typeof w.from !== 'string' || typeof w.to !== 'string' || !Array.isArray(w.items))
+    throw new TypeError('not a feed batch');
   const templates = w.v === 2 && Array.isArray(w.templates) ? (w.templates as unknown[]) : [];
   return {
     from: BigInt(w.from),
@@ -57,7 +60,8 @@ export function decodeFeedBatch(text: string): FeedBatch {
       if (!isText(k) || !isText(s)) throw new TypeError('not a feed batch');
       if (isText(x) && item.length === 3) return { keyId: BigInt(k), seq: BigInt(s), json: x };
       const t = typeof x === 'number' ? templates[x] : undefined;
-      if (!Array.isArray(t) || t.length !== 3 || !t.every(isText) || !isText(sub) || !isText(action)) throw new TypeError('not a feed batch');
+      if (!Array.isArray(t) || t.length !== 3 || !t.every(isText) || !isText(sub) || !isText(action))
+        throw new TypeError('not a feed batch');
       return { keyId: BigInt(k), seq: BigInt(s), json: partsJson({ t: t as [string, string, string], sub, action }) };
     }),
   };

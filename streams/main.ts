@@ -97,7 +97,10 @@ async function assertRedisNoEviction(redis: Redis, log: Logger): Promise<void> {
     return;
   }
   if (policy !== undefined && policy !== 'noeviction') {
-    throw new FatalError('ERR_REDIS_EVICTION', `Redis maxmemory-policy is '${policy}': set it to 'noeviction', or queued deliveries can be evicted`);
+    throw new FatalError(
+      'ERR_REDIS_EVICTION',
+      `Redis maxmemory-policy is '${policy}': set it to 'noeviction', or queued deliveries can be evicted`,
+    );
   }
 }
 
@@ -141,7 +144,9 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
       const queues = createDeliveryQueues({ redisUrl: deps.redisUrl, prefix });
       undo.push(() => queues.close());
       // New events wake the relay as their transaction commits; without a database URL it polls.
-      const wakeup = deps.databaseUrl ? await listenOutbox({ databaseUrl: deps.databaseUrl, applicationName: 'blockwire-relay-wakeup', log }) : undefined;
+      const wakeup = deps.databaseUrl
+        ? await listenOutbox({ databaseUrl: deps.databaseUrl, applicationName: 'blockwire-relay-wakeup', log })
+        : undefined;
       if (wakeup) undo.push(() => wakeup.close());
       const r = startRelay({
         db,
@@ -170,7 +175,13 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
       db,
       log,
       position: () => feedPosition(),
-      settings: { heartbeatMs: config.wsHeartbeatMs, maxBufferedBytes: config.wsMaxBufferedBytes, catchUpPage: 500, closeGraceMs: 5000, keyCheckMs: KEY_CHECK_MS },
+      settings: {
+        heartbeatMs: config.wsHeartbeatMs,
+        maxBufferedBytes: config.wsMaxBufferedBytes,
+        catchUpPage: 500,
+        closeGraceMs: 5000,
+        keyCheckMs: KEY_CHECK_MS,
+      },
     });
     undo.push(() => hub.close());
     const keyEvents = deps.databaseUrl
@@ -192,7 +203,15 @@ export async function startStreams(deps: StreamsDeps): Promise<StreamsHandle> {
 
     // Upgrades are requests of the key: counted in the API's window (same Redis, same prefix),
     // the key verified from memory once known (revocations still exact: src/auth/key-cache.ts).
-    const limiter = deps.limiter ?? createRateLimiter({ redis: publisher, prefix, windowMs: config.apiRateWindowMs, fallbackShare: config.apiRateFallbackShare, onUnavailable: () => undefined });
+    const limiter =
+      deps.limiter ??
+      createRateLimiter({
+        redis: publisher,
+        prefix,
+        windowMs: config.apiRateWindowMs,
+        fallbackShare: config.apiRateFallbackShare,
+        onUnavailable: () => undefined,
+      });
     const keys = deps.databaseUrl ? await createKeyVerifier({ db, databaseUrl: deps.databaseUrl, log }) : undefined;
     if (keys) undo.push(() => keys.close());
     const wsServer = createStreamServer({

@@ -88,7 +88,8 @@ export function matchEvent(event: ChainEvent, index: SubscriptionIndex): Deliver
       const subs = index.byAddress.get(event.addrKey) ?? [];
       const out: Delivery[] = subs.filter((s) => wants(s, event)).map((s) => ({ event, keyId: s.keyId, subscription: s }));
       for (const wallet of readWalletParts(event.data)) {
-        for (const s of index.byWallet.get(wallet.id) ?? []) if (wants(s, event)) out.push({ event, keyId: s.keyId, subscription: s, wallet });
+        for (const s of index.byWallet.get(wallet.id) ?? [])
+          if (wants(s, event)) out.push({ event, keyId: s.keyId, subscription: s, wallet });
       }
       return out;
     }

@@ -22,7 +22,11 @@ export async function readOutbox(db: Kysely<Database>, opts: { after: bigint; up
 export type KeyFilter = { keyId: bigint; addrKeys: readonly string[]; chain: boolean };
 
 /** Like `readOutbox`, restricted to rows that can concern one key (matching still decides). */
-export async function readOutboxForKey(db: Kysely<Database>, filter: KeyFilter, opts: { after: bigint; upTo: bigint; limit: number }): Promise<OutboxRow[]> {
+export async function readOutboxForKey(
+  db: Kysely<Database>,
+  filter: KeyFilter,
+  opts: { after: bigint; upTo: bigint; limit: number },
+): Promise<OutboxRow[]> {
   return db
     .selectFrom('outbox')
     .selectAll()
@@ -71,7 +75,9 @@ export async function readRelayAndTip(db: Kysely<Database>): Promise<{ relay: bi
 
 /** The newest event id there is (recorded, or pruned since): a stream cannot resume after it. */
 export async function readNewestEventId(db: Kysely<Database>): Promise<bigint> {
-  const r = await sql<{ newest: bigint }>`SELECT GREATEST((SELECT coalesce(max(seq), 0) FROM outbox), (SELECT coalesce(max(seq), 0) FROM stream_state)) AS newest`.execute(db);
+  const r = await sql<{
+    newest: bigint;
+  }>`SELECT GREATEST((SELECT coalesce(max(seq), 0) FROM outbox), (SELECT coalesce(max(seq), 0) FROM stream_state)) AS newest`.execute(db);
   return BigInt(r.rows[0]?.newest ?? 0n);
 }
 

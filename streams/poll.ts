@@ -72,8 +72,16 @@ export function createEventPoll(deps: { db: Kysely<Database>; log: Logger; tickM
       let cursor = after ?? state.relay;
       if (after !== undefined) {
         const newest = await readNewestEventId(db);
-        if (after > newest) throw new ServiceError('ERR_INVALID_CURSOR', { message: `after ${after} is beyond the newest event, ${newest}: resume from an event id you received, or poll without after`, errorCause: String(newest) });
-        if (after < state.pruned) throw new ServiceError('ERR_INVALID_CURSOR', { message: `cursor expired: events up to ${state.pruned} are past the retention; resume from ${state.pruned} or later, or poll without after`, errorCause: String(state.pruned) });
+        if (after > newest)
+          throw new ServiceError('ERR_INVALID_CURSOR', {
+            message: `after ${after} is beyond the newest event, ${newest}: resume from an event id you received, or poll without after`,
+            errorCause: String(newest),
+          });
+        if (after < state.pruned)
+          throw new ServiceError('ERR_INVALID_CURSOR', {
+            message: `cursor expired: events up to ${state.pruned} are past the retention; resume from ${state.pruned} or later, or poll without after`,
+            errorCause: String(state.pruned),
+          });
       }
       const until = Date.now() + waitMs;
       for (;;) {
@@ -81,7 +89,11 @@ export function createEventPoll(deps: { db: Kysely<Database>; log: Logger; tickM
         if (upTo > cursor) {
           const subs = await loadKeySubscriptions(db, keyId);
           const index = indexSubscriptions(subs);
-          const filter = { keyId, addrKeys: [...new Set(subs.flatMap((s) => (s.addrKey ? [s.addrKey] : [])))], chain: subs.some((s) => s.kind === 'chain') };
+          const filter = {
+            keyId,
+            addrKeys: [...new Set(subs.flatMap((s) => (s.addrKey ? [s.addrKey] : [])))],
+            chain: subs.some((s) => s.kind === 'chain'),
+          };
           const events: string[] = [];
           // (rows of the key's addresses or its own; each row read is consumed, however many of
           // the key's subscriptions it matches)

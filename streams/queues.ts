@@ -118,7 +118,11 @@ export type DeliveryQueues = {
 
 /** Opens the producer side of both queues on its own fail-fast Redis connection. */
 export function createDeliveryQueues(opts: { redisUrl: string; prefix: string }): DeliveryQueues {
-  const connection = createRedis(opts.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: 'blockwire-producer' });
+  const connection = createRedis(opts.redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectionName: 'blockwire-producer',
+  });
   // Errors surface on the commands that fail; the connection reconnects by itself.
   connection.on('error', () => {});
   const queues = {
@@ -152,8 +156,18 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
         await queue.addBulk(
           mine.map((j) => {
             const attempted = j.attempted ?? 0;
-            const data: DeliveryJobData = { delivery: j.delivery, hook: j.hook, payload: j.payload, type: j.type, ...(attempted > 0 ? { attempted } : {}) };
-            const o: JobsOptions = { ...DELIVERY_JOB_OPTIONS, attempts: Math.max(1, MAX_ATTEMPTS - attempted), jobId: jobIdFor(j.delivery, j.redeliveries) };
+            const data: DeliveryJobData = {
+              delivery: j.delivery,
+              hook: j.hook,
+              payload: j.payload,
+              type: j.type,
+              ...(attempted > 0 ? { attempted } : {}),
+            };
+            const o: JobsOptions = {
+              ...DELIVERY_JOB_OPTIONS,
+              attempts: Math.max(1, MAX_ATTEMPTS - attempted),
+              jobId: jobIdFor(j.delivery, j.redeliveries),
+            };
             if (j.delayMs !== undefined && j.delayMs > 0) o.delay = j.delayMs;
             return { name: j.type, data, opts: o };
           }),
@@ -168,7 +182,10 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
         await queues[transport].addBulk(
           mine.map((b) => ({
             name: BATCH_JOB_NAME,
-            data: { hook: b.hook, deliveries: b.deliveries.map((d) => ({ delivery: d.delivery, payload: d.payload, type: d.type })) } satisfies BatchJobData,
+            data: {
+              hook: b.hook,
+              deliveries: b.deliveries.map((d) => ({ delivery: d.delivery, payload: d.payload, type: d.type })),
+            } satisfies BatchJobData,
             opts: { ...DELIVERY_JOB_OPTIONS, jobId: b.jobId, ...(b.backlog ? { priority: BACKLOG_PRIORITY } : {}) },
           })),
         );

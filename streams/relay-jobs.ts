@@ -63,7 +63,10 @@ export function relayJobs(
     }
     let b = batches.get(p.jobId);
     if (!b) {
-      batches.set(p.jobId, (b = { transport, jobId: p.jobId, hook: h.hookId, deliveries: [], ...(failing.has(h.hookId) ? { backlog: true } : {}) }));
+      batches.set(
+        p.jobId,
+        (b = { transport, jobId: p.jobId, hook: h.hookId, deliveries: [], ...(failing.has(h.hookId) ? { backlog: true } : {}) }),
+      );
       batchKeys.set(p.jobId, String(h.keyId));
     }
     b.deliveries.push({ delivery: h.id, payload: h.payload, type: h.eventType });

@@ -133,7 +133,9 @@ export function startRelay(deps: RelayDeps): Relay {
     const rows = await readOutbox(conn, { after: cursor, limit: settings.batchSize });
     if (rows.length === 0) return { rows: 0, to: cursor };
     const to = rows[rows.length - 1]!.seq;
-    const events = decodeOutboxRows(rows, (row, err) => log.error({ seq: row.seq.toString(), type: row.type, err }, 'outbox row skipped: it breaks the outbox contract'));
+    const events = decodeOutboxRows(rows, (row, err) =>
+      log.error({ seq: row.seq.toString(), type: row.type, err }, 'outbox row skipped: it breaks the outbox contract'),
+    );
     const deliveries = matchEvents(events, indexSubscriptions(await loadSubscriptionsFor(conn, events)));
 
     const items: FeedItem[] = [];
@@ -194,8 +196,14 @@ export function startRelay(deps: RelayDeps): Relay {
     }
     if (lost.length > 0) {
       const now = Date.now();
-      await queues.enqueue(lost.map((d) => toJob(d, now)), { replace: true });
-      await markRecreated(conn, lost.map((d) => d.id));
+      await queues.enqueue(
+        lost.map((d) => toJob(d, now)),
+        { replace: true },
+      );
+      await markRecreated(
+        conn,
+        lost.map((d) => d.id),
+      );
     }
     return { live, lost: lost.map((d) => d.id) };
   }
@@ -228,7 +236,8 @@ export function startRelay(deps: RelayDeps): Relay {
       const r = await reconcile(conn);
       await recordRedisRunId(conn, runId);
       const fields = { runId, previous: recorded, ...r, ms: Date.now() - started };
-      if (recorded !== null) log.warn(fields, 'Redis is another server than before (failover or restart): pending deliveries reconciled, lost jobs re-created');
+      if (recorded !== null)
+        log.warn(fields, 'Redis is another server than before (failover or restart): pending deliveries reconciled, lost jobs re-created');
       else log.info(fields, 'Redis server recorded');
     }
     knownRunId = runId;
@@ -239,7 +248,11 @@ export function startRelay(deps: RelayDeps): Relay {
     const unqueued = await listUnqueuedDeliveries(conn, 500);
     if (unqueued.length > 0) {
       await queues.enqueue(unqueued.map((d) => toJob(d)));
-      await markEnqueued(conn, unqueued.map((d) => d.id), { ownJobs: true });
+      await markEnqueued(
+        conn,
+        unqueued.map((d) => d.id),
+        { ownJobs: true },
+      );
       log.info({ deliveries: unqueued.length }, 'delivery jobs created (redelivery or retried enqueue)');
     }
     const now = Date.now();
@@ -264,7 +277,7 @@ export function startRelay(deps: RelayDeps): Relay {
       // lock session every poll, so only a stopped one leaves it idle past the limit.
       const run = sqlOn(conn);
       const got = await tryLeaderLock(run, RELAY_LEADER, leaderIdleMs(settings.pollMs), (err) =>
-        log.warn({ err }, 'relay: a setting that ends a dead holder\'s session was refused (idle_session_timeout needs PostgreSQL 14)'),
+        log.warn({ err }, "relay: a setting that ends a dead holder's session was refused (idle_session_timeout needs PostgreSQL 14)"),
       );
       if (got === null) return false;
       active = true;

@@ -43,26 +43,28 @@ function toRef(r: Row): SubscriptionRef {
 }
 
 function base(db: Kysely<Database>) {
-  return db
-    .selectFrom('subscriptions as s')
-    // A revoked key's subscriptions match nothing: no delivery is logged or queued for it.
-    .innerJoin('api_keys as k', (j) => j.onRef('k.id', '=', 's.key_id').on('k.revoked_at', 'is', null))
-    .leftJoin('hooks as h', 'h.id', 's.hook_id')
-    .select([
-      's.id',
-      's.key_id',
-      's.kind',
-      's.addr_key',
-      's.wallet_id',
-      's.hook_id',
-      'h.type as hook_type',
-      sql<boolean | null>`h.disabled_at IS NOT NULL`.as('hook_disabled'),
-      sql<boolean | null>`h.deleted_at IS NOT NULL`.as('hook_deleted'),
-      sql<boolean | null>`h.breaker_state <> 'closed'`.as('hook_failing'),
-      's.confirmations',
-      's.start_seq',
-    ])
-    .where('s.deleted_at', 'is', null);
+  return (
+    db
+      .selectFrom('subscriptions as s')
+      // A revoked key's subscriptions match nothing: no delivery is logged or queued for it.
+      .innerJoin('api_keys as k', (j) => j.onRef('k.id', '=', 's.key_id').on('k.revoked_at', 'is', null))
+      .leftJoin('hooks as h', 'h.id', 's.hook_id')
+      .select([
+        's.id',
+        's.key_id',
+        's.kind',
+        's.addr_key',
+        's.wallet_id',
+        's.hook_id',
+        'h.type as hook_type',
+        sql<boolean | null>`h.disabled_at IS NOT NULL`.as('hook_disabled'),
+        sql<boolean | null>`h.deleted_at IS NOT NULL`.as('hook_deleted'),
+        sql<boolean | null>`h.breaker_state <> 'closed'`.as('hook_failing'),
+        's.confirmations',
+        's.start_seq',
+      ])
+      .where('s.deleted_at', 'is', null)
+  );
 }
 
 /** The live subscriptions that events of this batch can match. */

@@ -34,10 +34,16 @@ export interface Transport {
 /** The result of an HTTP answer with status `status`. */
 export function classifyHttpStatus(status: number, headers: { retryAfter?: string; location?: string } = {}, now = Date.now()): SendResult {
   if (status >= 200 && status < 300) return { kind: 'delivered', status };
-  if (status === 410) return { kind: 'permanent', status, error: 'receiver answered 410 Gone: hook disabled', disableHook: 'receiver answered 410 Gone' };
+  if (status === 410)
+    return { kind: 'permanent', status, error: 'receiver answered 410 Gone: hook disabled', disableHook: 'receiver answered 410 Gone' };
   if (status === 429) {
     const retryAfterMs = parseRetryAfter(headers.retryAfter, now);
-    return { kind: 'retry', status, error: 'receiver answered 429 Too Many Requests', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+    return {
+      kind: 'retry',
+      status,
+      error: 'receiver answered 429 Too Many Requests',
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    };
   }
   if (status === 408) return { kind: 'retry', status, error: 'receiver answered 408 Request Timeout' };
   if (status >= 400 && status < 500) return { kind: 'permanent', status, error: `receiver answered ${status}` };

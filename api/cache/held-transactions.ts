@@ -31,7 +31,10 @@ const OVERHEAD_BYTES = 400;
 const PER_ITEM_BYTES = 160;
 
 /** The fields of a confirmed row a held transaction must find unchanged. */
-type RowFields = Pick<ConfirmedTxRow, 'tx_num' | 'outs' | 'ins' | 'first_seen' | 'size' | 'weight' | 'block_hash' | 'block_time' | 'asset_colors'>;
+type RowFields = Pick<
+  ConfirmedTxRow,
+  'tx_num' | 'outs' | 'ins' | 'first_seen' | 'size' | 'weight' | 'block_hash' | 'block_time' | 'asset_colors'
+>;
 
 const sameBytes = (a: Buffer | null | undefined, b: Buffer | null | undefined) => (a == null || b == null ? a == b : a.equals(b));
 const sameRow = (a: RowFields, b: RowFields) =>

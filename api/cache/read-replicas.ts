@@ -119,7 +119,9 @@ export async function createReadReplicas(opts: ReadReplicaOptions): Promise<Read
         }
       }
       if (replicas.some((r) => r.up)) {
-        throw new ServiceError('ERR_INDEX_SYNCING', { message: `every read replica is more than ${opts.maxLagBlocks} blocks behind the primary's index` });
+        throw new ServiceError('ERR_INDEX_SYNCING', {
+          message: `every read replica is more than ${opts.maxLagBlocks} blocks behind the primary's index`,
+        });
       }
       if (opts.fallback) {
         if (!fellBack) log.warn('no read replica can be reached; the primary serves chain reads');

@@ -16,19 +16,21 @@ export function batchPerTick<K, V>(load: (keys: K[]) => Promise<V[]>, max = 256)
     for (let i = 0; i < batch.length; i += max) {
       const part = batch.slice(i, i + max);
       // Through a promise: a load that throws at once rejects its callers, not the event loop.
-      Promise.resolve(part.map((p) => p.key)).then(load).then(
-        (values) => {
-          if (values.length !== part.length) {
-            const err = new Error(`batch load answered ${values.length} values for ${part.length} keys`);
+      Promise.resolve(part.map((p) => p.key))
+        .then(load)
+        .then(
+          (values) => {
+            if (values.length !== part.length) {
+              const err = new Error(`batch load answered ${values.length} values for ${part.length} keys`);
+              for (const p of part) p.reject(err);
+              return;
+            }
+            part.forEach((p, j) => p.resolve(values[j]!));
+          },
+          (err: unknown) => {
             for (const p of part) p.reject(err);
-            return;
-          }
-          part.forEach((p, j) => p.resolve(values[j]!));
-        },
-        (err: unknown) => {
-          for (const p of part) p.reject(err);
-        },
-      );
+          },
+        );
     }
   };
   return (key) =>

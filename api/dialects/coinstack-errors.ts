@@ -14,11 +14,41 @@ import { ERROR_CODES, type ErrorCode, type ServiceError } from '../../src/errors
 /** The six kinds of coinstack/client/errors.go, with their code, status, fixed message and retry flag. */
 export const COINSTACK_KINDS = {
   AccessDenied: { code: 3001, status: 400, type: 'io.coinstack#AccessDeniedError', message: 'Access Denied', retry: false },
-  ThroughputExceeded: { code: 3002, status: 400, type: 'io.coinstack#ThroughputExceededError', message: 'Rate of requests exceeds the allowed throughput.', retry: true },
-  ResourceNotFound: { code: 3003, status: 404, type: 'io.coinstack#ResourceNotFoundError', message: 'Requested resource not found.', retry: false },
-  ValidationFailed: { code: 3004, status: 400, type: 'io.coinstack#ValidationFailed', message: 'The request could not be processed.', retry: false },
-  InternalServer: { code: 4001, status: 500, type: 'io.coinstack#InternalServerError', message: 'The server encountered an internal error trying to fulfill the request.', retry: true },
-  ServerUnavailable: { code: 4002, status: 503, type: 'io.coinstack#ServerUnavailableError', message: 'The service is currently unavailable or busy.', retry: true },
+  ThroughputExceeded: {
+    code: 3002,
+    status: 400,
+    type: 'io.coinstack#ThroughputExceededError',
+    message: 'Rate of requests exceeds the allowed throughput.',
+    retry: true,
+  },
+  ResourceNotFound: {
+    code: 3003,
+    status: 404,
+    type: 'io.coinstack#ResourceNotFoundError',
+    message: 'Requested resource not found.',
+    retry: false,
+  },
+  ValidationFailed: {
+    code: 3004,
+    status: 400,
+    type: 'io.coinstack#ValidationFailed',
+    message: 'The request could not be processed.',
+    retry: false,
+  },
+  InternalServer: {
+    code: 4001,
+    status: 500,
+    type: 'io.coinstack#InternalServerError',
+    message: 'The server encountered an internal error trying to fulfill the request.',
+    retry: true,
+  },
+  ServerUnavailable: {
+    code: 4002,
+    status: 503,
+    type: 'io.coinstack#ServerUnavailableError',
+    message: 'The service is currently unavailable or busy.',
+    retry: true,
+  },
 } as const;
 
 export type CoinstackKind = keyof typeof COINSTACK_KINDS;
@@ -131,9 +161,17 @@ export function coinstackErrorAnswer(err: ServiceError): { status: number; heade
   const out = toCoinstackError(err);
   if ('text' in out) {
     // go-hmacauth answers with http.Error: the message and a newline, as text.
-    return { status: 401, headers: { ...err.headers, 'X-Content-Type-Options': 'nosniff', 'Content-Type': 'text/plain; charset=utf-8' }, body: out.text === '' ? '' : `${out.text}\n` };
+    return {
+      status: 401,
+      headers: { ...err.headers, 'X-Content-Type-Options': 'nosniff', 'Content-Type': 'text/plain; charset=utf-8' },
+      body: out.text === '' ? '' : `${out.text}\n`,
+    };
   }
-  return { status: out.status, headers: { ...err.headers, 'Content-Type': 'application/json; charset=utf-8' }, body: JSON.stringify(out.body) };
+  return {
+    status: out.status,
+    headers: { ...err.headers, 'Content-Type': 'application/json; charset=utf-8' },
+    body: JSON.stringify(out.body),
+  };
 }
 
 /** Sends `err` in the Coinstack dialect. */

@@ -43,7 +43,10 @@ function coinstackCredentials(request: FastifyRequest): Credentials {
 const HASH_RE = /^[0-9a-fA-F]{64}$/;
 
 /** Query parameters coinstackd reads with strconv.Atoi: any string; the route parses it. */
-const atoiQuery = (names: string[]) => ({ type: 'object', properties: Object.fromEntries(names.map((n) => [n, { type: 'string', maxLength: 40 }])) });
+const atoiQuery = (names: string[]) => ({
+  type: 'object',
+  properties: Object.fromEntries(names.map((n) => [n, { type: 'string', maxLength: 40 }])),
+});
 
 /** coinstackd's Transaction (model.go), from the index's view of the transaction. */
 function coinstackTransaction(tx: IndexedTx, network: NetworkName) {
@@ -51,7 +54,12 @@ function coinstackTransaction(tx: IndexedTx, network: NetworkName) {
     ? []
     : tx.inputs.map((i) => {
         const first = i.prevout ? describeOutput(i.prevout.script, network).addresses[0] : undefined;
-        return { transaction_hash: hashToHex(i.prevTxid), output_index: i.vout, address: first === undefined ? null : [first], value: i.prevout ? i.prevout.value.toString() : '0' };
+        return {
+          transaction_hash: hashToHex(i.prevTxid),
+          output_index: i.vout,
+          address: first === undefined ? null : [first],
+          value: i.prevout ? i.prevout.value.toString() : '0',
+        };
       });
   const addresses: string[] = [];
   const outputs = tx.outputs.map((o, index) => {

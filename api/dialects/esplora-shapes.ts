@@ -23,7 +23,9 @@ export type BlockRef = { hash: Uint8Array; height: number; time: number };
 
 /** `status` of a transaction: `{confirmed: false}` in the mempool. */
 export function txStatus(block: BlockRef | undefined) {
-  return block ? { confirmed: true, block_height: block.height, block_hash: hashToHex(block.hash), block_time: block.time } : { confirmed: false };
+  return block
+    ? { confirmed: true, block_height: block.height, block_hash: hashToHex(block.hash), block_time: block.time }
+    : { confirmed: false };
 }
 
 /** An output as electrs's TxOutValue. */
@@ -104,7 +106,9 @@ export function esploraBlock(row: BlockHeaderRow) {
 
 /** A block's status: on the main chain with its height and successor, else `in_best_chain: false`. */
 export function blockStatus(row: { height: number; next_hash: Uint8Array | null } | undefined) {
-  return row ? { in_best_chain: true, height: row.height, next_best: row.next_hash ? hashToHex(row.next_hash) : null } : { in_best_chain: false, height: null, next_best: null };
+  return row
+    ? { in_best_chain: true, height: row.height, next_best: row.next_hash ? hashToHex(row.next_hash) : null }
+    : { in_best_chain: false, height: null, next_best: null };
 }
 
 /** An unspent output as electrs's UtxoValue. */
@@ -120,5 +124,11 @@ export function esploraOutspend(s: Spend | null) {
 
 /** `chain_stats` / `mempool_stats` in electrs's ScriptStats order. */
 export function esploraStats(s: TxoStats) {
-  return { tx_count: s.tx_count, funded_txo_count: s.funded_txo_count, spent_txo_count: s.spent_txo_count, funded_txo_sum: s.funded_txo_sum, spent_txo_sum: s.spent_txo_sum };
+  return {
+    tx_count: s.tx_count,
+    funded_txo_count: s.funded_txo_count,
+    spent_txo_count: s.spent_txo_count,
+    funded_txo_sum: s.funded_txo_sum,
+    spent_txo_sum: s.spent_txo_sum,
+  };
 }

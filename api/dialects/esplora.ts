@@ -68,7 +68,8 @@ function esploraErrorText(err: ServiceError): [number, string] {
   const node = NODE_CODES[err.code];
   if (node !== undefined) {
     // (a body that is no transaction never reaches the node: Core's text for what it would say)
-    const message = err.code === 'ERR_TX_DECODE' ? 'TX decode failed. Make sure the tx has at least one input.' : (err.errorCause ?? err.message);
+    const message =
+      err.code === 'ERR_TX_DECODE' ? 'TX decode failed. Make sure the tx has at least one input.' : (err.errorCause ?? err.message);
     return [400, `sendrawtransaction RPC error: ${JSON.stringify({ code: node, message })}`];
   }
   const fixed = TEXTS[err.code];
@@ -93,7 +94,10 @@ export const esploraDialect: DialectEdge = {
     scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
     scope.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0]!.slice(ESPLORA_PREFIX.length) || '/';
-      return reply.code(404).type('text/plain').send(`endpoint does not exist ${JSON.stringify(path)}`);
+      return reply
+        .code(404)
+        .type('text/plain')
+        .send(`endpoint does not exist ${JSON.stringify(path)}`);
     });
   },
   sendError: sendEsploraError,

@@ -46,11 +46,26 @@ export const v1Dialect: Dialect = {
       type: 'object',
       additionalProperties: false,
       properties: {
-        type: { type: 'string', enum: ['address', 'chain', 'wallet'], description: 'address (default), chain (block.connected / block.disconnected, no address) or wallet (every address of a wallet; default when `wallet` is given)' },
+        type: {
+          type: 'string',
+          enum: ['address', 'chain', 'wallet'],
+          description:
+            'address (default), chain (block.connected / block.disconnected, no address) or wallet (every address of a wallet; default when `wallet` is given)',
+        },
         address: { type: 'string', maxLength: 100 },
-        wallet: { type: 'string', maxLength: 40, description: 'a wallet id of the same key: its events carry `wallet`, `path`, `net` and the wallet\'s amounts' },
+        wallet: {
+          type: 'string',
+          maxLength: 40,
+          description: "a wallet id of the same key: its events carry `wallet`, `path`, `net` and the wallet's amounts",
+        },
         action: { type: ['string', 'null'], maxLength: 40, description: 'hook id (the "external service id") to push events to' },
-        confirmations: { type: 'integer', minimum: 1, maximum: 100, default: DEFAULT_CONFIRMATIONS, description: 'tx.confirmations events up to this depth' },
+        confirmations: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100,
+          default: DEFAULT_CONFIRMATIONS,
+          description: 'tx.confirmations events up to this depth',
+        },
       },
     },
     response: (schema) => ({ 200: schema }),
@@ -58,9 +73,23 @@ export const v1Dialect: Dialect = {
   // (the spec's Block and Transaction with more: header fields; fee, sizes, replaceability)
   answers: { block: v1BlockAnswer, transaction: v1TransactionAnswer, stamp: v1StampAnswer },
   shapes: {
-    unspent: (u) => ({ transaction_hash: hashToHex(u.txid), index: u.vout, value: u.value.toString(), script: toHex(u.script), confirmations: u.confirmations }),
+    unspent: (u) => ({
+      transaction_hash: hashToHex(u.txid),
+      index: u.vout,
+      value: u.value.toString(),
+      script: toHex(u.script),
+      confirmations: u.confirmations,
+    }),
     broadcast: (txid) => ({ transaction_hash: txid }),
-    subscription: (s) => ({ id: s.id, type: s.kind, address: s.address, wallet: s.wallet_id, action: s.hook_id, confirmations: s.confirmations, created_at: isoTime(s.created_at) }),
+    subscription: (s) => ({
+      id: s.id,
+      type: s.kind,
+      address: s.address,
+      wallet: s.wallet_id,
+      action: s.hook_id,
+      confirmations: s.confirmations,
+      created_at: isoTime(s.created_at),
+    }),
     deleted: (reply) => reply.code(204).send(),
   },
 };

@@ -25,11 +25,23 @@ import type { Database } from '../../src/db/schema.js';
 import { addressKey, canonicalScripts } from '../../src/db/address-key.js';
 import { decodeOuts } from '../../src/db/packed.js';
 import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
-import { readHistoriesIn, readScriptTotals, resolveScriptRefs, type ResolvedScriptRef, type ScriptRef } from '../../src/db/queries/script-hash.js';
+import {
+  readHistoriesIn,
+  readScriptTotals,
+  resolveScriptRefs,
+  type ResolvedScriptRef,
+  type ScriptRef,
+} from '../../src/db/queries/script-hash.js';
 import { getIndexTip } from './chain.js';
 
 /** Esplora's per-part statistics (sats). */
-export type TxoStats = { funded_txo_count: number; funded_txo_sum: number; spent_txo_count: number; spent_txo_sum: number; tx_count: number };
+export type TxoStats = {
+  funded_txo_count: number;
+  funded_txo_sum: number;
+  spent_txo_count: number;
+  spent_txo_sum: number;
+  tx_count: number;
+};
 export type TargetStats = { chain: TxoStats; mempool: TxoStats };
 /** An address key, or one script (a ScriptRef: its SHA-256 and the key it falls under, aliases followed). */
 export type StatsTarget = { key: string; sha?: undefined } | ScriptRef;
@@ -39,7 +51,13 @@ type Trx = Transaction<Database>;
 const sha256 = (b: Uint8Array): Buffer => hash('sha256', b, 'buffer');
 
 /** What a target's statistics are made of besides its funded chain outputs. */
-type Parts = { unspent: { count: number; sum: bigint }; mempoolFunded: { count: number; sum: bigint }; mempoolSpent: { count: number; sum: bigint }; chainTxs: number; mempoolTxs: number };
+type Parts = {
+  unspent: { count: number; sum: bigint };
+  mempoolFunded: { count: number; sum: bigint };
+  mempoolSpent: { count: number; sum: bigint };
+  chainTxs: number;
+  mempoolTxs: number;
+};
 
 type AddressPartsRow = {
   i: number;
@@ -107,9 +125,17 @@ export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Pr
   if (targets.length === 0) return { stats: [], tip };
   const addrIdx = targets.flatMap((t, i) => (t.sha === undefined ? [i] : []));
   const scriptIdx = targets.flatMap((t, i) => (t.sha === undefined ? [] : [i]));
-  const scripts = await resolveScriptRefs(trx, scriptIdx.map((i) => targets[i] as ScriptRef));
+  const scripts = await resolveScriptRefs(
+    trx,
+    scriptIdx.map((i) => targets[i] as ScriptRef),
+  );
   const parts = new Array<Parts>(targets.length);
-  (await addressParts(trx, addrIdx.map((i) => targets[i]!.key))).forEach((p, j) => (parts[addrIdx[j]!] = p));
+  (
+    await addressParts(
+      trx,
+      addrIdx.map((i) => targets[i]!.key),
+    )
+  ).forEach((p, j) => (parts[addrIdx[j]!] = p));
   (await scriptParts(trx, scripts)).forEach((p, j) => (parts[scriptIdx[j]!] = p));
   // (the key whose history holds each target's transactions: a script's after its alias)
   const keys = targets.map((t) => t.key);
@@ -125,7 +151,10 @@ export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Pr
   const nums = [...new Set(entries.flat())];
   const outs = new Map<bigint, Buffer>();
   if (nums.length > 0) {
-    const r = await sql<{ tx_num: bigint; outs: Buffer }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${nums.map(String)}::int8[])`.execute(trx);
+    const r = await sql<{
+      tx_num: bigint;
+      outs: Buffer;
+    }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${nums.map(String)}::int8[])`.execute(trx);
     for (const row of r.rows) outs.set(row.tx_num, row.outs);
   }
 
@@ -144,7 +173,13 @@ export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Pr
     }
     const p = parts[i]!;
     return {
-      chain: { funded_txo_count: count, funded_txo_sum: Number(sum), spent_txo_count: count - p.unspent.count, spent_txo_sum: Number(sum - p.unspent.sum), tx_count: p.chainTxs },
+      chain: {
+        funded_txo_count: count,
+        funded_txo_sum: Number(sum),
+        spent_txo_count: count - p.unspent.count,
+        spent_txo_sum: Number(sum - p.unspent.sum),
+        tx_count: p.chainTxs,
+      },
       mempool: {
         funded_txo_count: p.mempoolFunded.count,
         funded_txo_sum: Number(p.mempoolFunded.sum),
@@ -174,7 +209,16 @@ export type BatchUnspent = { txid: Buffer; vout: number; value: bigint; script: 
 export async function readUnspentMany(trx: Trx, keys: readonly string[], limit: number): Promise<BatchUnspent[][]> {
   const out: BatchUnspent[][] = keys.map(() => []);
   if (keys.length === 0) return out;
-  const r = await sql<{ i: number; part: number; txid: Buffer; vout: number; value: bigint; script: Buffer; tx_num: bigint | null; fs: bigint | null }>`
+  const r = await sql<{
+    i: number;
+    part: number;
+    txid: Buffer;
+    vout: number;
+    value: bigint;
+    script: Buffer;
+    tx_num: bigint | null;
+    fs: bigint | null;
+  }>`
     SELECT q.i::int4 AS i, x.* FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)
      CROSS JOIN LATERAL (
        (SELECT 0 AS part, o.txid, o.vout, o.value, o.script, NULL::int8 AS tx_num, (extract(epoch FROM mt.first_seen) * 1000000)::int8 AS fs

@@ -28,14 +28,18 @@ export type BalanceParts = {
 
 type BalancePartsRow = { confirmed: bigint | null; mempool: bigint | null; tip_height: number | null; tip_hash: Buffer | null };
 
-
 /** The columns of one address's balance parts; `key` is its addr_key (a parameter or a column). */
 const balancePartsColumns = (key: RawBuilder<string>) => sql`
   (SELECT balance FROM balances WHERE addr_key = ${key}) AS confirmed,
   (SELECT sum(received - sent)::int8 FROM mempool_addresses WHERE addr_key = ${key}) AS mempool,
   ${TIP_COLUMNS}`;
 
-const toBalanceParts = (row: BalancePartsRow): BalanceParts => ({ confirmed: row.confirmed ?? 0n, mempool: row.mempool ?? 0n, tipHeight: row.tip_height ?? -1, tipHash: row.tip_hash });
+const toBalanceParts = (row: BalancePartsRow): BalanceParts => ({
+  confirmed: row.confirmed ?? 0n,
+  mempool: row.mempool ?? 0n,
+  tipHeight: row.tip_height ?? -1,
+  tipHash: row.tip_hash,
+});
 
 /** The pieces of the min_conf=0 balance in one round trip, and whether the address is known. */
 export async function getBalanceParts(db: Kysely<Database>, addrKey: string): Promise<BalanceParts> {
@@ -163,7 +167,8 @@ export async function listHistoryPages(db: Kysely<Database>, requests: readonly 
   for (const x of r.rows) {
     const mempool: { txid: Buffer; firstSeenUs: bigint }[] = [];
     if (x.mempool_txids && x.mempool_fs) {
-      for (let j = 0; j < x.mempool_fs.length / 8; j++) mempool.push({ txid: x.mempool_txids.subarray(j * 32, j * 32 + 32), firstSeenUs: x.mempool_fs.readBigInt64BE(j * 8) });
+      for (let j = 0; j < x.mempool_fs.length / 8; j++)
+        mempool.push({ txid: x.mempool_txids.subarray(j * 32, j * 32 + 32), firstSeenUs: x.mempool_fs.readBigInt64BE(j * 8) });
     }
     const held = requests[x.k - 1]!.held;
     const chain = x.held && held ? held.chain : new HistoryEntries(x.txids ?? Buffer.alloc(0), x.positions ?? Buffer.alloc(0));
@@ -177,7 +182,13 @@ export async function listHistoryPage(db: Kysely<Database>, addrKey: string, opt
   return (await listHistoryPages(db, [{ ...opts, addrKey }]))[0]!;
 }
 
-export type HistoryPageOptions = { mempoolAfter: MempoolCursor | undefined | null; before: bigint; at?: { first: bigint; index: number } | undefined; minConf: number; limit: number };
+export type HistoryPageOptions = {
+  mempoolAfter: MempoolCursor | undefined | null;
+  before: bigint;
+  at?: { first: bigint; index: number } | undefined;
+  minConf: number;
+  limit: number;
+};
 export type HistoryPageRequest = HistoryPageOptions & {
   addrKey: string;
   /**
@@ -271,7 +282,9 @@ export async function readHistoryChunk(db: Kysely<Database>, addrKey: string, fi
               FROM generate_series(0, length(x.e) / 8 - 1) AS g(i)
               LEFT JOIN txs t ON t.tx_num = ${ENTRY_AT('x.e', 'g.i')}) AS txids
       -- (OFFSET 0: pulled up, the chunk would be read out of TOAST again for every entry)
-      FROM (SELECT ${ROW_VERSION} AS v, ${ENTRIES} AS e FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(db);
+      FROM (SELECT ${ROW_VERSION} AS v, ${ENTRIES} AS e FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(
+    db,
+  );
   const row = r.rows[0];
   return row ? { version: row.version, entries: row.e, txids: row.txids } : undefined;
 }
@@ -302,7 +315,15 @@ export async function listUnspentPage(
           ORDER BY fs DESC, o.txid DESC, o.vout DESC
           LIMIT ${limit})
          UNION ALL`;
-  const r = await sql<{ part: number; txid: Buffer; vout: number; value: bigint; script: Buffer; tx_num: bigint | null; fs: bigint | null }>`
+  const r = await sql<{
+    part: number;
+    txid: Buffer;
+    vout: number;
+    value: bigint;
+    script: Buffer;
+    tx_num: bigint | null;
+    fs: bigint | null;
+  }>`
     ${mempoolPart}
     (SELECT 1 AS part, u.txid, u.vout, u.value, u.script, u.tx_num, NULL::int8 AS fs
        FROM utxos u
@@ -326,7 +347,9 @@ export async function listUnspentPage(
     } else if (x.part === 0) mempool.push({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, firstSeenUs: x.fs! });
     else confirmed.push({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, txNum: x.tx_num! });
   }
-  mempool.sort((a, b) => (a.firstSeenUs === b.firstSeenUs ? Buffer.compare(b.txid, a.txid) || b.vout - a.vout : a.firstSeenUs! < b.firstSeenUs! ? 1 : -1));
+  mempool.sort((a, b) =>
+    a.firstSeenUs === b.firstSeenUs ? Buffer.compare(b.txid, a.txid) || b.vout - a.vout : a.firstSeenUs! < b.firstSeenUs! ? 1 : -1,
+  );
   confirmed.sort((a, b) => (a.txNum === b.txNum ? b.vout - a.vout : a.txNum! < b.txNum! ? 1 : -1));
   return { mempool, confirmed, tipHeight, tipHash };
 }

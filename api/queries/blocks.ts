@@ -36,18 +36,26 @@ const BLOCK_COLUMNS = sql`b.height, b.hash, b.prev_hash, b.header, b.time, b.tx_
   (SELECT height FROM chain_tip WHERE id = 1) AS tip_height`;
 
 /** A main-chain block by hash or height. */
-export async function findBlockHeader(db: Kysely<Database>, by: { hash: Buffer } | { height: number }): Promise<BlockHeaderRow | undefined> {
+export async function findBlockHeader(
+  db: Kysely<Database>,
+  by: { hash: Buffer } | { height: number },
+): Promise<BlockHeaderRow | undefined> {
   const where = 'hash' in by ? sql`b.hash = ${by.hash}` : sql`b.height = ${by.height}`;
   const r = await sql<BlockHeaderRow>`SELECT ${BLOCK_COLUMNS} FROM blocks b WHERE ${where}`.execute(db);
   return r.rows[0];
 }
 
 /** Up to `limit` main-chain blocks at or below `fromHeight` (the tip when null), newest first. */
-export async function listRecentBlocks(db: Kysely<Database>, fromHeight: number | null, limit: number): Promise<{ tipHeight: number; blocks: BlockHeaderRow[] }> {
+export async function listRecentBlocks(
+  db: Kysely<Database>,
+  fromHeight: number | null,
+  limit: number,
+): Promise<{ tipHeight: number; blocks: BlockHeaderRow[] }> {
   const from = fromHeight === null ? sql`(SELECT height FROM chain_tip WHERE id = 1)` : sql`${fromHeight}::int4`;
   const r = await sql<BlockHeaderRow>`
     SELECT ${BLOCK_COLUMNS} FROM blocks b WHERE b.height <= ${from} ORDER BY b.height DESC LIMIT ${limit}`.execute(db);
-  const tip = r.rows[0]?.tip_height ?? (await db.selectFrom('chain_tip').select('height').where('id', '=', 1).executeTakeFirst())?.height ?? -1;
+  const tip =
+    r.rows[0]?.tip_height ?? (await db.selectFrom('chain_tip').select('height').where('id', '=', 1).executeTakeFirst())?.height ?? -1;
   return { tipHeight: tip, blocks: r.rows };
 }
 
@@ -108,7 +116,9 @@ export async function listBlockTxs(db: Kysely<Database>, height: number, fromPos
  * Where a transaction is: its block (hash, height, position) when confirmed, its raw bytes when
  * in the mempool; and the indexed tip the statement saw.
  */
-export type TxPlace = ({ block_hash: Buffer; height: number; pos: number; raw: null } | { block_hash: null; height: null; pos: null; raw: Buffer }) & {
+export type TxPlace = (
+  { block_hash: Buffer; height: number; pos: number; raw: null } | { block_hash: null; height: null; pos: null; raw: Buffer }
+) & {
   tip_height: number;
   tip_hash: Buffer | null;
 };

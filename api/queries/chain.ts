@@ -19,7 +19,10 @@ export type Tip = { height: number; hash: Buffer | null };
 export const TIP_COLUMNS = sql`(SELECT height FROM chain_tip WHERE id = 1) AS tip_height, (SELECT hash FROM chain_tip WHERE id = 1) AS tip_hash`;
 
 /** The tip of a row holding TIP_COLUMNS. */
-export const tipOfRow = (row: { tip_height: number | null; tip_hash: Buffer | null }): Tip => ({ height: row.tip_height ?? -1, hash: row.tip_hash });
+export const tipOfRow = (row: { tip_height: number | null; tip_hash: Buffer | null }): Tip => ({
+  height: row.tip_height ?? -1,
+  hash: row.tip_hash,
+});
 
 /** The indexed tip (height -1 and hash null while nothing is indexed). */
 export async function getIndexTip(db: Kysely<Database>): Promise<Tip> {
@@ -135,12 +138,25 @@ export async function findMempoolTx(db: Kysely<Database>, txid: Buffer): Promise
  * Open Assets colors (src/db/asset-colors.ts) of confirmed transactions by tx_num and of mempool
  * ones by txid (hex, internal order); only colored transactions are in the maps.
  */
-export async function getAssetColors(db: Kysely<Database>, q: { txNums: readonly bigint[]; txids: readonly Buffer[] }): Promise<{ byNum: Map<bigint, Buffer>; byTxid: Map<string, Buffer> }> {
+export async function getAssetColors(
+  db: Kysely<Database>,
+  q: { txNums: readonly bigint[]; txids: readonly Buffer[] },
+): Promise<{ byNum: Map<bigint, Buffer>; byTxid: Map<string, Buffer> }> {
   const byNum = new Map<bigint, Buffer>();
   const byTxid = new Map<string, Buffer>();
   const [confirmed, mempool] = await Promise.all([
-    q.txNums.length === 0 ? { rows: [] } : sql<{ tx_num: bigint; colors: Buffer }>`SELECT tx_num, colors FROM asset_txs WHERE tx_num = ANY(${[...new Set(q.txNums)].map(String)}::int8[])`.execute(db),
-    q.txids.length === 0 ? { rows: [] } : sql<{ txid: Buffer; assets: Buffer }>`SELECT txid, assets FROM mempool_txs WHERE txid = ANY(${q.txids}::bytea[]) AND assets IS NOT NULL`.execute(db),
+    q.txNums.length === 0
+      ? { rows: [] }
+      : sql<{
+          tx_num: bigint;
+          colors: Buffer;
+        }>`SELECT tx_num, colors FROM asset_txs WHERE tx_num = ANY(${[...new Set(q.txNums)].map(String)}::int8[])`.execute(db),
+    q.txids.length === 0
+      ? { rows: [] }
+      : sql<{
+          txid: Buffer;
+          assets: Buffer;
+        }>`SELECT txid, assets FROM mempool_txs WHERE txid = ANY(${q.txids}::bytea[]) AND assets IS NOT NULL`.execute(db),
   ]);
   for (const r of confirmed.rows) byNum.set(r.tx_num, r.colors);
   for (const r of mempool.rows) byTxid.set(r.txid.toString('hex'), r.assets);
@@ -148,7 +164,10 @@ export async function getAssetColors(db: Kysely<Database>, q: { txNums: readonly
 }
 
 /** Outputs of mempool transactions by outpoint (prevouts of a mempool tx spending another). */
-export async function getMempoolOutputs(db: Kysely<Database>, outpoints: readonly { txid: Buffer; vout: number }[]): Promise<Map<string, { value: bigint; script: Buffer }>> {
+export async function getMempoolOutputs(
+  db: Kysely<Database>,
+  outpoints: readonly { txid: Buffer; vout: number }[],
+): Promise<Map<string, { value: bigint; script: Buffer }>> {
   const out = new Map<string, { value: bigint; script: Buffer }>();
   if (outpoints.length === 0) return out;
   const r = await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer }>`
@@ -163,7 +182,10 @@ export async function getMempoolOutputs(db: Kysely<Database>, outpoints: readonl
  * Which outputs of transaction `txid` are still unspent by any block (present in `utxos`) and
  * which are spent by a mempool transaction.
  */
-export async function getOutputSpendState(db: Kysely<Database>, txid: Buffer): Promise<{ unspent: Set<number>; mempoolSpent: Set<number> }> {
+export async function getOutputSpendState(
+  db: Kysely<Database>,
+  txid: Buffer,
+): Promise<{ unspent: Set<number>; mempoolSpent: Set<number> }> {
   const r = await sql<{ vout: number; src: string }>`
     SELECT u.vout, 'u' AS src FROM txs t JOIN utxos u ON u.tx_num = t.tx_num WHERE ${txidIs(sql.ref('t.txid'), txid)}
     UNION ALL

@@ -15,8 +15,17 @@ export async function listMempoolFees(db: Kysely<Database>): Promise<{ fee: bigi
 }
 
 /** The `limit` mempool transactions seen last, newest first: txid, fee, vsize and raw bytes. */
-export async function listRecentMempool(db: Kysely<Database>, limit: number): Promise<{ txid: Buffer; fee: bigint | null; vsize: number; raw: Buffer }[]> {
-  return db.selectFrom('mempool_txs').select(['txid', 'fee', 'vsize', 'raw']).orderBy('first_seen', 'desc').orderBy('txid', 'desc').limit(limit).execute();
+export async function listRecentMempool(
+  db: Kysely<Database>,
+  limit: number,
+): Promise<{ txid: Buffer; fee: bigint | null; vsize: number; raw: Buffer }[]> {
+  return db
+    .selectFrom('mempool_txs')
+    .select(['txid', 'fee', 'vsize', 'raw'])
+    .orderBy('first_seen', 'desc')
+    .orderBy('txid', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 /** The txid of every indexed mempool transaction (in no particular order). */

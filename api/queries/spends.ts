@@ -25,7 +25,15 @@ export type Outspends = {
   tip: { height: number; hash: Buffer | null };
 };
 
-type Row = { part: number; n: bigint | null; txid: Buffer | null; data: Buffer | null; hash: Buffer | null; time: number | null; vout: number | null };
+type Row = {
+  part: number;
+  n: bigint | null;
+  txid: Buffer | null;
+  data: Buffer | null;
+  hash: Buffer | null;
+  time: number | null;
+  vout: number | null;
+};
 
 /**
  * The spends of every output of `txid` (internal byte order), or undefined when neither a block
@@ -77,7 +85,8 @@ function assemble(rows: readonly Row[], txid: Buffer): Outspends | undefined {
     const n = target.n!;
     for (const c of candidates) {
       decodeIns(c.data!).forEach((ref, vin) => {
-        if (ref.txNum === n && ref.vout < outputs) spends[ref.vout] = { txid: c.txid!, vin, block: { height: txNumHeight(c.n!), hash: c.hash!, time: c.time! } };
+        if (ref.txNum === n && ref.vout < outputs)
+          spends[ref.vout] = { txid: c.txid!, vin, block: { height: txNumHeight(c.n!), hash: c.hash!, time: c.time! } };
       });
     }
   }

@@ -52,7 +52,9 @@ export async function insertSubscription(db: Kysely<Database>, s: NewSubscriptio
       .executeTakeFirst();
     if (existing) return existing;
     if ((await countLiveSubscriptions(tx, s.keyId)) >= max) {
-      throw new ServiceError('ERR_LIMIT_REACHED', { message: `this key already has ${max} subscriptions (API_MAX_SUBSCRIPTIONS_PER_KEY): delete some first` });
+      throw new ServiceError('ERR_LIMIT_REACHED', {
+        message: `this key already has ${max} subscriptions (API_MAX_SUBSCRIPTIONS_PER_KEY): delete some first`,
+      });
     }
     return tx
       .insertInto('subscriptions')
@@ -74,7 +76,12 @@ export async function insertSubscription(db: Kysely<Database>, s: NewSubscriptio
 }
 
 async function countLiveSubscriptions(db: Kysely<Database>, keyId: bigint): Promise<number> {
-  const r = await db.selectFrom('subscriptions').select((eb) => eb.fn.countAll<string>().as('n')).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('subscriptions')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('key_id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -85,7 +92,11 @@ export type SubscriptionPosition = { createdAt: Date; id: string };
  * Up to `limit` of the key's live subscriptions, oldest first, after `after` when given. The
  * order is the creation time to the millisecond (what a JavaScript Date holds), then the id.
  */
-export async function listSubscriptions(db: Kysely<Database>, keyId: bigint, page: { limit: number; after?: SubscriptionPosition }): Promise<SubscriptionRow[]> {
+export async function listSubscriptions(
+  db: Kysely<Database>,
+  keyId: bigint,
+  page: { limit: number; after?: SubscriptionPosition },
+): Promise<SubscriptionRow[]> {
   const at = sql`date_trunc('milliseconds', created_at)`;
   let q = db.selectFrom('subscriptions').selectAll().where('key_id', '=', keyId).where('deleted_at', 'is', null);
   if (page.after) q = q.where(sql<boolean>`(${at}, id) > (${page.after.createdAt}::timestamptz, ${page.after.id}::text)`);

@@ -49,15 +49,34 @@ export async function createWallet(db: Kysely<Database>, w: NewWallet, max = Inf
   for (const c of w.chains) first.push(await walletDerivePool().derive(c.descriptor, w.network, 0, w.gapLimit, opts));
   return db.transaction().execute(async (trx) => {
     await lockWallets(trx);
-    const live = await trx.selectFrom('wallets').select((eb) => eb.fn.countAll<string>().as('n')).where('key_id', '=', w.keyId).where('deleted_at', 'is', null).executeTakeFirstOrThrow();
-    if (Number(live.n) >= max) throw new ServiceError('ERR_LIMIT_REACHED', { message: `this key already has ${max} wallets (API_MAX_WALLETS_PER_KEY): delete some first` });
+    const live = await trx
+      .selectFrom('wallets')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('key_id', '=', w.keyId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    if (Number(live.n) >= max)
+      throw new ServiceError('ERR_LIMIT_REACHED', {
+        message: `this key already has ${max} wallets (API_MAX_WALLETS_PER_KEY): delete some first`,
+      });
     const row = await trx
       .insertInto('wallets')
       .values({ id: w.id, key_id: w.keyId, network: w.network, descriptors: w.descriptors, gap_limit: w.gapLimit, deleted_at: null })
       .returning(WALLET_COLUMNS)
       .executeTakeFirstOrThrow();
     for (const [chain, c] of w.chains.entries()) {
-      await trx.insertInto('wallet_chains').values({ wallet_id: w.id, chain, descriptor: c.descriptor, change: c.change, gap_limit: w.gapLimit, derived: w.gapLimit, used_max: -1 }).execute();
+      await trx
+        .insertInto('wallet_chains')
+        .values({
+          wallet_id: w.id,
+          chain,
+          descriptor: c.descriptor,
+          change: c.change,
+          gap_limit: w.gapLimit,
+          derived: w.gapLimit,
+          used_max: -1,
+        })
+        .execute();
       await insertAddresses(trx, w.id, chain, first[chain]!);
     }
     // Used addresses among the first ones raise used_max; settleChains derives past them.
@@ -69,24 +88,46 @@ export async function createWallet(db: Kysely<Database>, w: NewWallet, max = Inf
                       OR EXISTS (SELECT 1 FROM mempool_addresses m WHERE m.addr_key = wa.addr_key))
                GROUP BY wa.chain) u
        WHERE c.wallet_id = ${w.id} AND c.chain = u.chain`.execute(trx);
-    await settleChains(trx, w.chains.map((_, chain) => ({ walletId: w.id, chain })), opts);
+    await settleChains(
+      trx,
+      w.chains.map((_, chain) => ({ walletId: w.id, chain })),
+      opts,
+    );
     return row;
   });
 }
 
 /** The key's live wallets, oldest first. */
 export async function listWallets(db: Db, keyId: bigint): Promise<WalletRow[]> {
-  return db.selectFrom('wallets').select(WALLET_COLUMNS).where('key_id', '=', keyId).where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute();
+  return db
+    .selectFrom('wallets')
+    .select(WALLET_COLUMNS)
+    .where('key_id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
 /** One live wallet of the key, or undefined. */
 export async function findWallet(db: Db, keyId: bigint, id: string): Promise<WalletRow | undefined> {
-  return db.selectFrom('wallets').select(WALLET_COLUMNS).where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
+  return db
+    .selectFrom('wallets')
+    .select(WALLET_COLUMNS)
+    .where('id', '=', id)
+    .where('key_id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
 }
 
 /** The chains of a wallet, in order. */
 export async function walletChains(db: Db, walletId: string): Promise<WalletChainRow[]> {
-  return db.selectFrom('wallet_chains').select(['chain', 'descriptor', 'change', 'derived', 'used_max']).where('wallet_id', '=', walletId).orderBy('chain').execute();
+  return db
+    .selectFrom('wallet_chains')
+    .select(['chain', 'descriptor', 'change', 'derived', 'used_max'])
+    .where('wallet_id', '=', walletId)
+    .orderBy('chain')
+    .execute();
 }
 
 /**
@@ -96,9 +137,20 @@ export async function walletChains(db: Db, walletId: string): Promise<WalletChai
 export async function deleteWallet(db: Kysely<Database>, keyId: bigint, id: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     await lockWallets(trx);
-    const r = await trx.updateTable('wallets').set({ deleted_at: new Date() }).where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
+    const r = await trx
+      .updateTable('wallets')
+      .set({ deleted_at: new Date() })
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
     if (r.numUpdatedRows === 0n) return false;
-    await trx.updateTable('subscriptions').set({ deleted_at: new Date() }).where('wallet_id', '=', id).where('deleted_at', 'is', null).execute();
+    await trx
+      .updateTable('subscriptions')
+      .set({ deleted_at: new Date() })
+      .where('wallet_id', '=', id)
+      .where('deleted_at', 'is', null)
+      .execute();
     await trx.deleteFrom('wallet_addresses').where('wallet_id', '=', id).execute();
     await trx.deleteFrom('wallet_chains').where('wallet_id', '=', id).execute();
     return true;
@@ -115,11 +167,16 @@ const walletKeys = (walletId: string) => sql`
  * statement, one index probe each: null where the key has no such live wallet. Balance requests
  * arriving together share it (api/cache/tick-batch.ts).
  */
-export async function walletBalances(db: Db, requests: readonly { keyId: bigint; id: string }[]): Promise<({ confirmed: bigint; unconfirmed: bigint } | null)[]> {
+export async function walletBalances(
+  db: Db,
+  requests: readonly { keyId: bigint; id: string }[],
+): Promise<({ confirmed: bigint; unconfirmed: bigint } | null)[]> {
   const r = await sql<{ i: number; confirmed: bigint; unconfirmed: bigint }>`
     SELECT q.i::int4 AS i, w.confirmed, w.unconfirmed
       FROM unnest(${requests.map((q) => q.keyId.toString())}::int8[], ${requests.map((q) => q.id)}::text[]) WITH ORDINALITY AS q(key_id, id, i)
-      CROSS JOIN LATERAL (SELECT confirmed, unconfirmed FROM wallets w WHERE w.id = q.id AND w.key_id = q.key_id AND w.deleted_at IS NULL) w`.execute(db);
+      CROSS JOIN LATERAL (SELECT confirmed, unconfirmed FROM wallets w WHERE w.id = q.id AND w.key_id = q.key_id AND w.deleted_at IS NULL) w`.execute(
+    db,
+  );
   const out = new Array<{ confirmed: bigint; unconfirmed: bigint } | null>(requests.length).fill(null);
   for (const row of r.rows) out[row.i - 1] = { confirmed: row.confirmed, unconfirmed: row.unconfirmed };
   return out;
@@ -174,13 +231,29 @@ export async function nextAddress(
       const a = r.rows[0];
       if (!a) {
         // Every derived address is used or reserved (a gap the indexer has not extended yet): extend now.
-        await trx.updateTable('wallet_chains').set({ used_max: sql`derived - 1` }).where('wallet_id', '=', walletId).where('chain', '=', chain.chain).execute();
+        await trx
+          .updateTable('wallet_chains')
+          .set({ used_max: sql`derived - 1` })
+          .where('wallet_id', '=', walletId)
+          .where('chain', '=', chain.chain)
+          .execute();
         await settleChains(trx, [{ walletId, chain: chain.chain }], derive);
         continue;
       }
       if (opts.reserve) {
-        await trx.updateTable('wallet_addresses').set({ reserved_at: new Date() }).where('wallet_id', '=', walletId).where('chain', '=', chain.chain).where('idx', '=', a.idx).execute();
-        await trx.updateTable('wallet_chains').set({ used_max: sql`greatest(used_max, ${a.idx})` }).where('wallet_id', '=', walletId).where('chain', '=', chain.chain).execute();
+        await trx
+          .updateTable('wallet_addresses')
+          .set({ reserved_at: new Date() })
+          .where('wallet_id', '=', walletId)
+          .where('chain', '=', chain.chain)
+          .where('idx', '=', a.idx)
+          .execute();
+        await trx
+          .updateTable('wallet_chains')
+          .set({ used_max: sql`greatest(used_max, ${a.idx})` })
+          .where('wallet_id', '=', walletId)
+          .where('chain', '=', chain.chain)
+          .execute();
         await settleChains(trx, [{ walletId, chain: chain.chain }], derive);
       }
       return { ...a, chain: chain.chain };
@@ -209,7 +282,11 @@ export type WalletUnspentRow = {
  * its newest `limit` outputs below the bound (an index range of utxos_addr), so a page reads
  * addresses × `limit` rows at most, not every unspent output of the wallet.
  */
-export async function listWalletUnspent(db: Db, walletId: string, opts: { before: { txNum: bigint; vout: number } | null; limit: number }): Promise<WalletUnspentRow[]> {
+export async function listWalletUnspent(
+  db: Db,
+  walletId: string,
+  opts: { before: { txNum: bigint; vout: number } | null; limit: number },
+): Promise<WalletUnspentRow[]> {
   const mempool = opts.before
     ? sql``
     : sql`(SELECT o.txid, o.vout, o.value, o.script, NULL::int8 AS tx_num, k.address, k.path, k.chain, k.idx, 0 AS part
@@ -232,7 +309,17 @@ export async function listWalletUnspent(db: Db, walletId: string, opts: { before
         LIMIT ${opts.limit})
     ) x
     ORDER BY part, tx_num DESC, txid DESC, vout DESC`.execute(db);
-  return r.rows.map((x) => ({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, txNum: x.tx_num, address: x.address, path: x.path, chain: x.chain, idx: x.idx }));
+  return r.rows.map((x) => ({
+    txid: x.txid,
+    vout: x.vout,
+    value: x.value,
+    script: x.script,
+    txNum: x.tx_num,
+    address: x.address,
+    path: x.path,
+    chain: x.chain,
+    idx: x.idx,
+  }));
 }
 
 export type WalletHistoryEntry = {
@@ -246,7 +333,10 @@ export type WalletHistoryEntry = {
 
 /** The canonical script an output counts under (a P2PK output under its key's P2PKH script). */
 function canonicalKey(script: Uint8Array): string {
-  if ((script.length === 35 && script[0] === 33 && script[34] === 0xac) || (script.length === 67 && script[0] === 65 && script[66] === 0xac)) {
+  if (
+    (script.length === 35 && script[0] === 33 && script[34] === 0xac) ||
+    (script.length === 67 && script[0] === 65 && script[66] === 0xac)
+  ) {
     return addressKey(p2pkhScript(hash160(script.subarray(1, script.length - 1))));
   }
   return addressKey(script);
@@ -265,7 +355,9 @@ export async function listWalletHistory(
   walletId: string,
   opts: { mempoolAfter: { firstSeenUs: bigint; txid: Buffer } | undefined | null; before: bigint | null; limit: number },
 ): Promise<WalletHistoryEntry[]> {
-  const keys = (await sql<{ addr_key: string }>`SELECT DISTINCT addr_key FROM wallet_addresses WHERE wallet_id = ${walletId}`.execute(db)).rows.map((r) => r.addr_key);
+  const keys = (
+    await sql<{ addr_key: string }>`SELECT DISTINCT addr_key FROM wallet_addresses WHERE wallet_id = ${walletId}`.execute(db)
+  ).rows.map((r) => r.addr_key);
   const mine = new Set(keys);
   const out: WalletHistoryEntry[] = [];
   if (opts.mempoolAfter !== null) {
@@ -282,13 +374,17 @@ export async function listWalletHistory(
       out.push({ txid: x.txid, txNum: null, firstSeenUs: x.fs, received: x.received, sent: x.sent });
     }
   }
-  const bound = opts.before ?? (1n << 62n);
+  const bound = opts.before ?? 1n << 62n;
   const chunks = await sql<{ first_tx_num: bigint; rest: Buffer }>`
     SELECT c.first_tx_num, c.rest
       FROM unnest(${keys}::uuid[]) AS k(addr_key)
       CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history h WHERE h.addr_key = k.addr_key AND h.first_tx_num < ${bound}
                            ORDER BY first_tx_num DESC LIMIT ${opts.limit}) c`.execute(db);
-  const page = newestEntries(chunks.rows.map((c) => historyChunkEntries(c.first_tx_num, c.rest)), bound, opts.limit);
+  const page = newestEntries(
+    chunks.rows.map((c) => historyChunkEntries(c.first_tx_num, c.rest)),
+    bound,
+    opts.limit,
+  );
   if (page.length > 0) {
     const txs = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer }>`
       SELECT tx_num, txid, outs, ins FROM txs WHERE tx_num = ANY(${page}::int8[])`.execute(db);
@@ -297,7 +393,10 @@ export async function listWalletHistory(
     for (const t of txs.rows) for (const ref of decodeIns(t.ins)) prevNums.add(ref.txNum);
     const prev = new Map<bigint, Buffer>();
     if (prevNums.size > 0) {
-      const p = await sql<{ tx_num: bigint; outs: Buffer }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${[...prevNums]}::int8[])`.execute(db);
+      const p = await sql<{
+        tx_num: bigint;
+        outs: Buffer;
+      }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${[...prevNums]}::int8[])`.execute(db);
       for (const x of p.rows) prev.set(x.tx_num, x.outs);
     }
     for (const n of page) {

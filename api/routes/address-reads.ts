@@ -10,7 +10,14 @@ import { createHash } from 'node:crypto';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { readStatsIn, readUnspentMany, type StatsTarget, type TargetStats } from '../queries/address-stats.js';
 import { getBalancePartsMany } from '../queries/address.js';
-import { readHistoriesIn, readScriptBalance, readScriptUnspent, scriptRef, scriptRefOf, type ScriptRef } from '../../src/db/queries/script-hash.js';
+import {
+  readHistoriesIn,
+  readScriptBalance,
+  readScriptUnspent,
+  scriptRef,
+  scriptRefOf,
+  type ScriptRef,
+} from '../../src/db/queries/script-hash.js';
 import { txNumHeight } from '../../src/db/tx-num.js';
 import { ServiceError } from '../../src/errors.js';
 import type { RouteModule } from '../dialect.js';
@@ -39,21 +46,40 @@ const txoStats = {
 
 const statsProperties = {
   chain_stats: { ...txoStats, description: 'confirmed: outputs created in blocks, spends made in blocks' },
-  mempool_stats: { ...txoStats, description: 'the mempool: outputs its transactions create, and its spends of any output (confirmed or not)' },
+  mempool_stats: {
+    ...txoStats,
+    description: 'the mempool: outputs its transactions create, and its spends of any output (confirmed or not)',
+  },
 } as const;
 
 const statsDescription =
-  'Esplora\'s shape. Chain: spent = funded − still unspent, so funded_txo_sum − spent_txo_sum is the confirmed balance. An address counts the outputs of its balance (a P2PKH address also its key\'s P2PK outputs; a bare multisig output counts for nobody, its transaction is in tx_count as in the history); a script hash counts exactly its script, P2PK and bare multisig included.';
+  "Esplora's shape. Chain: spent = funded − still unspent, so funded_txo_sum − spent_txo_sum is the confirmed balance. An address counts the outputs of its balance (a P2PKH address also its key's P2PK outputs; a bare multisig output counts for nobody, its transaction is in tx_count as in the history); a script hash counts exactly its script, P2PK and bare multisig included.";
 
 const scriptParams = {
   type: 'object',
   required: ['hash'],
-  properties: { hash: { type: 'string', pattern: '^[0-9a-fA-F]{64}$', description: 'SHA-256 of the output script, 64 hex characters in its natural byte order (Esplora\'s; Electrum\'s script hash is the same bytes reversed)' } },
+  properties: {
+    hash: {
+      type: 'string',
+      pattern: '^[0-9a-fA-F]{64}$',
+      description:
+        "SHA-256 of the output script, 64 hex characters in its natural byte order (Esplora's; Electrum's script hash is the same bytes reversed)",
+    },
+  },
 } as const;
 
 const scriptQuery = {
   type: 'object',
-  properties: { script: { type: 'string', minLength: 2, maxLength: 20000, pattern: '^([0-9a-fA-F]{2})+$', description: 'the output script itself, hex (optional; its SHA-256 must be the hash): names where a P2PK or bare multisig script\'s outputs are kept without the alias the index records for it (P2PK outputs spent before the aliases existed are found only so)' } },
+  properties: {
+    script: {
+      type: 'string',
+      minLength: 2,
+      maxLength: 20000,
+      pattern: '^([0-9a-fA-F]{2})+$',
+      description:
+        "the output script itself, hex (optional; its SHA-256 must be the hash): names where a P2PK or bare multisig script's outputs are kept without the alias the index records for it (P2PK outputs spent before the aliases existed are found only so)",
+    },
+  },
 } as const;
 
 type ScriptRequest = { Params: { hash: string }; Querystring: { script?: string } };
@@ -72,7 +98,14 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
         description: statsDescription,
         tags: ['addresses'],
         params: addressParams,
-        response: { 200: { type: 'object', required: ['address', 'chain_stats', 'mempool_stats'], properties: { address: { type: 'string' }, ...statsProperties }, headers: tipHeaders } },
+        response: {
+          200: {
+            type: 'object',
+            required: ['address', 'chain_stats', 'mempool_stats'],
+            properties: { address: { type: 'string' }, ...statsProperties },
+            headers: tipHeaders,
+          },
+        },
       },
     },
     async (request, reply) => {
@@ -93,9 +126,11 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
     const sha = Buffer.from(hash, 'hex');
     if (scriptHex === undefined) return scriptRef(sha);
     const script = Buffer.from(scriptHex, 'hex');
-    if (!createHash('sha256').update(script).digest().equals(sha)) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'script: its SHA-256 is not the hash in the path' });
+    if (!createHash('sha256').update(script).digest().equals(sha))
+      throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'script: its SHA-256 is not the hash in the path' });
     const ref = scriptRefOf(script);
-    if (ref === null) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'script: OP_RETURN and nonstandard outputs are not indexed' });
+    if (ref === null)
+      throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'script: OP_RETURN and nonstandard outputs are not indexed' });
     return ref;
   };
 
@@ -108,7 +143,14 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
         tags: ['scripthash'],
         params: scriptParams,
         querystring: scriptQuery,
-        response: { 200: { type: 'object', required: ['scripthash', 'chain_stats', 'mempool_stats'], properties: { scripthash: { type: 'string' }, ...statsProperties }, headers: tipHeaders } },
+        response: {
+          200: {
+            type: 'object',
+            required: ['scripthash', 'chain_stats', 'mempool_stats'],
+            properties: { scripthash: { type: 'string' }, ...statsProperties },
+            headers: tipHeaders,
+          },
+        },
       },
     },
     async (request, reply) => {
@@ -125,11 +167,19 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
     {
       schema: {
         summary: 'Balance of one output script: its unspent outputs, mempool included',
-        description: '`confirmed`: outputs of the script no block spends; `unconfirmed`: what mempool transactions pay to it minus what they spend from it; `balance` their sum.',
+        description:
+          '`confirmed`: outputs of the script no block spends; `unconfirmed`: what mempool transactions pay to it minus what they spend from it; `balance` their sum.',
         tags: ['scripthash'],
         params: scriptParams,
         querystring: scriptQuery,
-        response: { 200: { type: 'object', required: ['balance', 'confirmed', 'unconfirmed'], properties: { balance: { type: 'integer' }, confirmed: { type: 'integer' }, unconfirmed: { type: 'integer' } }, headers: tipHeaders } },
+        response: {
+          200: {
+            type: 'object',
+            required: ['balance', 'confirmed', 'unconfirmed'],
+            properties: { balance: { type: 'integer' }, confirmed: { type: 'integer' }, unconfirmed: { type: 'integer' } },
+            headers: tipHeaders,
+          },
+        },
       },
     },
     async (request, reply) => {
@@ -158,7 +208,11 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
       await assertNotSyncing(deps);
       const r = await readAtTip(deps.readDb, async (trx) => ({ h: (await readHistoriesIn(trx, [ref], SCRIPT_HISTORY_MAX))[0]! }));
       const { h } = r.value;
-      if (h.kind === 'too_long') throw new ServiceError('ERR_INVALID_PARAMETER', { message: `the script's history holds more than ${SCRIPT_HISTORY_MAX} transactions`, errorCause: String(h.count) });
+      if (h.kind === 'too_long')
+        throw new ServiceError('ERR_INVALID_PARAMETER', {
+          message: `the script's history holds more than ${SCRIPT_HISTORY_MAX} transactions`,
+          errorCause: String(h.count),
+        });
       setTipHeaders(reply, r.tip);
       const mempool = h.mempool.map((m) => hashToHex(m.txid)).sort();
       return [...mempool, ...h.confirmed.map((c) => hashToHex(c.txid)).reverse()];
@@ -169,7 +223,8 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
     '/scripthash/:hash/unspentoutputs',
     {
       schema: {
-        summary: 'Unspent outputs of one output script (mempool outputs with 0 confirmations first, outputs spent by the mempool left out), newest first',
+        summary:
+          'Unspent outputs of one output script (mempool outputs with 0 confirmations first, outputs spent by the mempool left out), newest first',
         description: `One answer, unpaged: a script with more than ${SCRIPT_HISTORY_MAX} unspent outputs is refused (ERR_INVALID_PARAMETER).`,
         tags: ['scripthash'],
         params: scriptParams,
@@ -181,13 +236,20 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
       const ref = refOf(request.params.hash, request.query.script);
       await assertNotSyncing(deps);
       const { value: unspent, tip } = await readAtTip(deps.readDb, (trx) => readScriptUnspent(trx, ref, SCRIPT_HISTORY_MAX));
-      if (unspent.length > SCRIPT_HISTORY_MAX) throw new ServiceError('ERR_INVALID_PARAMETER', { message: `the script has more than ${SCRIPT_HISTORY_MAX} unspent outputs` });
+      if (unspent.length > SCRIPT_HISTORY_MAX)
+        throw new ServiceError('ERR_INVALID_PARAMETER', { message: `the script has more than ${SCRIPT_HISTORY_MAX} unspent outputs` });
       setTipHeaders(reply, tip);
       // (readScriptUnspent: confirmed in chain order, then mempool; answered newest first, mempool first)
       const mempool = unspent.filter((u) => u.height === 0);
       const chain = unspent.filter((u) => u.height !== 0).reverse();
       return [...mempool, ...chain].map((u) =>
-        shapeUnspent({ txid: u.txid, vout: u.vout, value: u.value, script: u.script, confirmations: u.height === 0 ? 0 : Math.max(1, tip.height - u.height + 1) }),
+        shapeUnspent({
+          txid: u.txid,
+          vout: u.vout,
+          value: u.value,
+          script: u.script,
+          confirmations: u.height === 0 ? 0 : Math.max(1, tip.height - u.height + 1),
+        }),
       );
     },
   );
@@ -207,7 +269,13 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
           required: ['addresses'],
           properties: {
             addresses: { type: 'array', minItems: 1, maxItems: BATCH_MAX, items: { type: 'string', minLength: 1, maxLength: 120 } },
-            include: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: ['balance', 'unspentoutputs', 'stats'] }, default: ['balance'] },
+            include: {
+              type: 'array',
+              minItems: 1,
+              uniqueItems: true,
+              items: { type: 'string', enum: ['balance', 'unspentoutputs', 'stats'] },
+              default: ['balance'],
+            },
           },
         },
         response: {
@@ -236,7 +304,8 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
         try {
           return resolveAddress(deps, a);
         } catch (err) {
-          if (err instanceof ServiceError) throw new ServiceError(err.code, { message: `addresses[${i}]: ${err.message}`, errorCause: String(i) });
+          if (err instanceof ServiceError)
+            throw new ServiceError(err.code, { message: `addresses[${i}]: ${err.message}`, errorCause: String(i) });
           throw err;
         }
       });
@@ -244,7 +313,14 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
       const { value: r, tip } = await readAtTip(deps.readDb, async (trx) => {
         const balances = include.has('balance') ? await getBalancePartsMany(trx, keys) : undefined;
         const unspent = include.has('unspentoutputs') ? await readUnspentMany(trx, keys, BATCH_UNSPENT_MAX) : undefined;
-        const stats = include.has('stats') ? (await readStatsIn(trx, keys.map((key): StatsTarget => ({ key })))).stats : undefined;
+        const stats = include.has('stats')
+          ? (
+              await readStatsIn(
+                trx,
+                keys.map((key): StatsTarget => ({ key })),
+              )
+            ).stats
+          : undefined;
         return { balances, unspent, stats };
       });
       setTipHeaders(reply, tip);
@@ -253,7 +329,15 @@ export const addressReadRoutes: RouteModule = (app, deps, dialect) => {
         if (r.balances) out.balance = Number(r.balances[i]!.confirmed + r.balances[i]!.mempool);
         if (r.unspent) {
           const list = r.unspent[i]!;
-          out.unspentoutputs = list.slice(0, BATCH_UNSPENT_MAX).map((u) => shapeUnspent({ txid: u.txid, vout: u.vout, value: u.value, script: u.script, confirmations: confirmations(tip.height, u.txNum) }));
+          out.unspentoutputs = list.slice(0, BATCH_UNSPENT_MAX).map((u) =>
+            shapeUnspent({
+              txid: u.txid,
+              vout: u.vout,
+              value: u.value,
+              script: u.script,
+              confirmations: confirmations(tip.height, u.txNum),
+            }),
+          );
           out.unspentoutputs_more = list.length > BATCH_UNSPENT_MAX;
         }
         if (r.stats) out.stats = statsView(r.stats[i]!);

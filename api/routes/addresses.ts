@@ -46,7 +46,8 @@ type AddressParams = { Params: { address: string } };
 function pagedSchema(summary: string, body: Record<string, unknown>, querystring: object) {
   return {
     summary,
-    description: 'Newest first. Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header (absent on the last page).',
+    description:
+      'Newest first. Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header (absent on the last page).',
     tags: ['addresses'],
     params: addressParams,
     querystring,
@@ -112,7 +113,9 @@ const heldChunks = perApp((deps): HistoryChunkCache | undefined => {
 export const addressRoutes: RouteModule = (app, deps, dialect) => {
   const { routes } = dialect;
   // Balance requests arriving together share one query (api/cache/tick-batch.ts).
-  const balanceParts = batchPerTick(async (keys: string[]) => (keys.length === 1 ? [await getBalanceParts(deps.readDb, keys[0]!)] : getBalancePartsMany(deps.readDb, keys)));
+  const balanceParts = batchPerTick(async (keys: string[]) =>
+    keys.length === 1 ? [await getBalanceParts(deps.readDb, keys[0]!)] : getBalancePartsMany(deps.readDb, keys),
+  );
   // So do history pages (one statement for one page or many), with the chunks paging reads held.
   const chunks = heldChunks(deps);
   if (chunks) app.addHook('onClose', () => chunks.settled());
@@ -124,7 +127,10 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
   const changes = chunks && deps.chainChanges;
   let lastTip: { generation: number; tip: HistoryPage['tip'] } | undefined;
   const unchangedSince = async (held: HeldPage, generation: number | undefined) =>
-    generation !== undefined && held.checked === generation && lastTip?.generation === generation && (await changes!.unchangedSince(generation));
+    generation !== undefined &&
+    held.checked === generation &&
+    lastTip?.generation === generation &&
+    (await changes!.unchangedSince(generation));
   const historyPages = batchPerTick((requests: HistoryPageRequest[]) =>
     listHistoryPages(deps.readDb, requests).catch((err: unknown) => {
       chunks?.clear(); // the database may come back as another one (a restore): its chunks are not ours
@@ -136,7 +142,7 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
     {
       config: { keyCheck: 'alongside' },
       schema: {
-        summary: 'Balance: the sum of the address\'s unspent outputs (mempool included unless min_conf ≥ 1)',
+        summary: "Balance: the sum of the address's unspent outputs (mempool included unless min_conf ≥ 1)",
         tags: ['addresses'],
         params: addressParams,
         ...(routes.addressQuery.balance ? { querystring: routes.addressQuery.balance } : {}),
@@ -149,7 +155,10 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
       const minConf = request.query.min_conf ?? 0;
       const parts = await balanceParts(addrKey);
       setTipHeaders(reply, { height: parts.tipHeight, hash: parts.tipHash });
-      let balance = minConf === 0 ? parts.confirmed + parts.mempool : parts.confirmed - (await getBalanceExclusions(deps.readDb, addrKey, confBound(parts.tipHeight, minConf)));
+      let balance =
+        minConf === 0
+          ? parts.confirmed + parts.mempool
+          : parts.confirmed - (await getBalanceExclusions(deps.readDb, addrKey, confBound(parts.tipHeight, minConf)));
       if (routes.matureCoinbaseOnly) balance -= await getImmatureCoinbase(deps.readDb, addrKey, immatureCoinbases(parts.tipHeight));
       await keyCheckPassed(request);
       return { balance: Number(balance) };
@@ -163,7 +172,14 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
 
   app.get<AddressParams & PageQuery>(
     '/addresses/:address/history',
-    { config: { keyCheck: 'alongside' }, schema: pagedSchema('Transaction hashes of the address, newest first (mempool first), paged', historySchema, routes.addressQuery.history) },
+    {
+      config: { keyCheck: 'alongside' },
+      schema: pagedSchema(
+        'Transaction hashes of the address, newest first (mempool first), paged',
+        historySchema,
+        routes.addressQuery.history,
+      ),
+    },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
@@ -222,7 +238,14 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
 
   app.get<AddressParams & PageQuery>(
     '/addresses/:address/unspentoutputs',
-    { config: { keyCheck: 'alongside' }, schema: pagedSchema('Outputs of the address spent by no block or mempool transaction (mempool outputs with 0 confirmations), paged', unspentSchema, routes.addressQuery.unspent) },
+    {
+      config: { keyCheck: 'alongside' },
+      schema: pagedSchema(
+        'Outputs of the address spent by no block or mempool transaction (mempool outputs with 0 confirmations), paged',
+        unspentSchema,
+        routes.addressQuery.unspent,
+      ),
+    },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const q = request.query;
@@ -239,7 +262,9 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
       setTipHeaders(reply, { height: tip, hash: page.tipHash });
       const items = [...page.mempool, ...page.confirmed].slice(0, want);
       const next = cutPage(items, q.limit, (last) =>
-        last.txNum !== undefined ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout } : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout },
+        last.txNum !== undefined
+          ? { kind: 'u', phase: 'c', txNum: last.txNum, vout: last.vout }
+          : { kind: 'u', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: last.vout },
       );
       await keyCheckPassed(request);
       setNextLink(request, reply, q, next);
@@ -262,7 +287,15 @@ function wholeLists(app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect): 
   const { routes } = dialect;
   app.get<AddressParams & { Querystring: Record<string, string | undefined> }>(
     '/addresses/:address/history',
-    { config: { keyCheck: 'alongside' }, schema: { summary: 'Transaction hashes of the address, mempool first, newest first', tags: ['addresses'], params: addressParams, querystring: routes.addressQuery.history } },
+    {
+      config: { keyCheck: 'alongside' },
+      schema: {
+        summary: 'Transaction hashes of the address, mempool first, newest first',
+        tags: ['addresses'],
+        params: addressParams,
+        querystring: routes.addressQuery.history,
+      },
+    },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const cut = historyCut(request.query);
@@ -274,13 +307,25 @@ function wholeLists(app: ApiInstance, deps: ResolvedApiDeps, dialect: Dialect): 
 
   app.get<AddressParams & { Querystring: Record<string, string | undefined> }>(
     '/addresses/:address/unspentoutputs',
-    { config: { keyCheck: 'alongside' }, schema: { summary: 'Unspent outputs of the address, until their values reach amount', tags: ['addresses'], params: addressParams, querystring: routes.addressQuery.unspent } },
+    {
+      config: { keyCheck: 'alongside' },
+      schema: {
+        summary: 'Unspent outputs of the address, until their values reach amount',
+        tags: ['addresses'],
+        params: addressParams,
+        querystring: routes.addressQuery.unspent,
+      },
+    },
     async (request, reply) => {
       const addrKey = resolveAddress(deps, request.params.address);
       const amount = BigInt(Math.max(0, atoi(request.query.amount) ?? 0));
       await assertNotSyncing(deps);
       await keyCheckPassed(request);
-      const outputs = unspentOutputs(deps.readDb, addrKey, { amount, matureOnly: routes.matureCoinbaseOnly, decorate: (rows) => addAssetColors(deps.readDb, rows) });
+      const outputs = unspentOutputs(deps.readDb, addrKey, {
+        amount,
+        matureOnly: routes.matureCoinbaseOnly,
+        decorate: (rows) => addAssetColors(deps.readDb, rows),
+      });
       return reply.type('application/json; charset=utf-8').send(streamUnspent(outputs, dialect.shapes.unspent));
     },
   );

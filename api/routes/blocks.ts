@@ -52,10 +52,18 @@ async function loadBlockView(deps: ResolvedApiDeps, by: { hash: Buffer } | { hei
 export const blockRoutes: RouteModule = (app, deps) => {
   app.get<{ Params: { height: number } }>(
     '/blocks/height/:height',
-    { schema: { summary: 'The main-chain block at a height', tags: ['chain'], params: heightParams, response: { 200: withTipHeaders(blockViewSchema) } } },
+    {
+      schema: {
+        summary: 'The main-chain block at a height',
+        tags: ['chain'],
+        params: heightParams,
+        response: { 200: withTipHeaders(blockViewSchema) },
+      },
+    },
     async (request, reply) => {
       const r = await loadBlockView(deps, { height: request.params.height });
-      if (!r) throw new ServiceError('ERR_BLOCK_NOT_FOUND', { message: `no block at height ${request.params.height} on the indexed main chain` });
+      if (!r)
+        throw new ServiceError('ERR_BLOCK_NOT_FOUND', { message: `no block at height ${request.params.height} on the indexed main chain` });
       setTipHeaders(reply, r.tip);
       return r.answer;
     },
@@ -80,7 +88,9 @@ export const blockRoutes: RouteModule = (app, deps) => {
       },
     },
     async (request, reply) => {
-      const { value, tip } = await readAtTip(deps.readDb, (trx) => listRecentBlocks(trx, request.query.start_height ?? null, request.query.limit));
+      const { value, tip } = await readAtTip(deps.readDb, (trx) =>
+        listRecentBlocks(trx, request.query.start_height ?? null, request.query.limit),
+      );
       setTipHeaders(reply, tip);
       return value.blocks.map(blockSummary);
     },
@@ -91,7 +101,8 @@ export const blockRoutes: RouteModule = (app, deps) => {
     {
       schema: {
         summary: "A block's transactions in block order, paged",
-        description: 'Transaction views (fee, size, vsize, weight as for GET /transactions/{hash}); the next page\'s URL is in the `Link: <…>; rel="next"` header.',
+        description:
+          'Transaction views (fee, size, vsize, weight as for GET /transactions/{hash}); the next page\'s URL is in the `Link: <…>; rel="next"` header.',
         tags: ['chain'],
         params: hashParams,
         querystring: {
@@ -99,7 +110,7 @@ export const blockRoutes: RouteModule = (app, deps) => {
           additionalProperties: false,
           properties: {
             limit: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
-            cursor: { type: 'string', maxLength: 40, description: 'opaque cursor from the previous page\'s Link header' },
+            cursor: { type: 'string', maxLength: 40, description: "opaque cursor from the previous page's Link header" },
           },
         },
         response: { 200: withTipHeaders({ type: 'array', items: txViewSchema, headers: { Link: { type: 'string' } } }) },

@@ -15,7 +15,13 @@ import { setTipHeaders, withTipHeaders } from '../tip.js';
 export const chainRoutes: RouteModule = (app, deps, dialect) => {
   app.get(
     '/blockchain',
-    { schema: { summary: 'Chain status: the indexed tip', tags: ['chain'], response: dialect.routes.response(withTipHeaders(blockchainStatusSchema)) } },
+    {
+      schema: {
+        summary: 'Chain status: the indexed tip',
+        tags: ['chain'],
+        response: dialect.routes.response(withTipHeaders(blockchainStatusSchema)),
+      },
+    },
     async (_request, reply) => {
       const tip = await getIndexTip(deps.readDb);
       if (tip.height < 0 || !tip.hash) throw new ServiceError('ERR_INDEX_SYNCING', { message: 'nothing is indexed yet' });
@@ -27,7 +33,14 @@ export const chainRoutes: RouteModule = (app, deps, dialect) => {
   const block = dialect.answers.block;
   app.get<{ Params: { hash: string } }>(
     '/blocks/:hash',
-    { schema: { summary: 'A block of the main chain', tags: ['chain'], params: dialect.routes.hashParams, response: dialect.routes.response(withTipHeaders(block.schema)) } },
+    {
+      schema: {
+        summary: 'A block of the main chain',
+        tags: ['chain'],
+        params: dialect.routes.hashParams,
+        response: dialect.routes.response(withTipHeaders(block.schema)),
+      },
+    },
     async (request, reply) => {
       const hash = dialect.routes.parseHash(request.params.hash, 'ERR_BLOCK_NOT_FOUND');
       if (dialect.routes.wantsHex(request)) return sendBlockHex(deps, hash, reply);

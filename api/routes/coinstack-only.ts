@@ -24,7 +24,10 @@ const NO_PERMISSIONS = 'Permission is not supported. Set privnetnodekey to use p
 
 /** coinstackd's answer for a feature that is off: the kind's status and retry flag, with `cause`. */
 function answer(reply: FastifyReply, kind: CoinstackKind, cause: string): FastifyReply {
-  return reply.code(COINSTACK_KINDS[kind].status).type('application/json; charset=utf-8').send(JSON.stringify(coinstackErrorBody(kind, COINSTACK_KINDS[kind].retry, cause)));
+  return reply
+    .code(COINSTACK_KINDS[kind].status)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(coinstackErrorBody(kind, COINSTACK_KINDS[kind].retry, cause)));
 }
 
 /**
@@ -34,7 +37,10 @@ function answer(reply: FastifyReply, kind: CoinstackKind, cause: string): Fastif
 function answerMaybeText(reply: FastifyReply, contentType: string | undefined, kind: CoinstackKind, cause: string): FastifyReply {
   if (contentType === 'application/json') return answer(reply, kind, cause);
   const k = COINSTACK_KINDS[kind];
-  return reply.code(k.status).type('text/plain; charset=utf-8').send(`error_code:${k.code}\nerror_message:${k.message}\nerror_cause:${cause}`);
+  return reply
+    .code(k.status)
+    .type('text/plain; charset=utf-8')
+    .send(`error_code:${k.code}\nerror_message:${k.message}\nerror_cause:${cause}`);
 }
 
 export const coinstackOnlyRoutes: RouteModule = (app, deps, dialect) => {
@@ -57,10 +63,14 @@ export const coinstackOnlyRoutes: RouteModule = (app, deps, dialect) => {
   app.post('/contracts/:address/query', async (_request, reply) => answer(reply, 'InternalServer', NO_CONTRACTS));
   app.get('/contracts/:address/grantees', async () => []);
   for (const what of ['source', 'functions']) {
-    app.get(`/contracts/:address/${what}`, async (request, reply) => answerMaybeText(reply, request.headers['content-type'], 'InternalServer', NO_CONTRACTS));
+    app.get(`/contracts/:address/${what}`, async (request, reply) =>
+      answerMaybeText(reply, request.headers['content-type'], 'InternalServer', NO_CONTRACTS),
+    );
   }
   app.get<{ Params: { address: string } }>('/contracts/:address', async (request, reply) =>
-    request.params.address === 'nodegroupkey' ? answer(reply, 'InternalServer', NO_CONTRACTS) : answer(reply, 'ResourceNotFound', 'not found'),
+    request.params.address === 'nodegroupkey'
+      ? answer(reply, 'InternalServer', NO_CONTRACTS)
+      : answer(reply, 'ResourceNotFound', 'not found'),
   );
 
   // The sockets' paths asked without an upgrade (the upgrades themselves: api/coinstack-sockets.ts,

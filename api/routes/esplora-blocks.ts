@@ -73,10 +73,16 @@ export const esploraBlockRoutes: RouteModule<DialectEdge> = (app, deps) => {
   });
 
   app.get<HashParams>('/block/:hash', async (request) => esploraBlock(await blockRow(deps, request.params.hash)));
-  app.get<HashParams>('/block/:hash/header', async (request, reply) => reply.type('text/plain').send((await blockRow(deps, request.params.hash)).header.toString('hex')));
+  app.get<HashParams>('/block/:hash/header', async (request, reply) =>
+    reply.type('text/plain').send((await blockRow(deps, request.params.hash)).header.toString('hex')),
+  );
   // (electrs answers a block it does not have on its best chain as orphaned, 200)
-  app.get<HashParams>('/block/:hash/status', async (request) => blockStatus(await findBlockHeader(deps.readDb, { hash: parseHashParam(request.params.hash) })));
-  app.get<HashParams>('/block/:hash/txids', async (request) => (await blockTxids(deps, request.params.hash)).txids.map((t) => hashToHex(t)));
+  app.get<HashParams>('/block/:hash/status', async (request) =>
+    blockStatus(await findBlockHeader(deps.readDb, { hash: parseHashParam(request.params.hash) })),
+  );
+  app.get<HashParams>('/block/:hash/txids', async (request) =>
+    (await blockTxids(deps, request.params.hash)).txids.map((t) => hashToHex(t)),
+  );
 
   app.get<HashParams & { Params: { index: string } }>('/block/:hash/txid/:index', async (request, reply) => {
     const { txids } = await blockTxids(deps, request.params.hash);
@@ -90,7 +96,8 @@ export const esploraBlockRoutes: RouteModule<DialectEdge> = (app, deps) => {
     // (electrs: a start index that is no number counts as 0)
     const start = rawStart !== undefined && /^[0-9]{1,10}$/.test(rawStart) ? Number(rawStart) : 0;
     if (start >= txids.length) throw new ServiceError('ERR_TX_NOT_FOUND', { message: 'start index out of range' });
-    if (start % CHAIN_TXS_PER_PAGE !== 0) throw new ServiceError('ERR_INVALID_PARAMETER', { message: `start index must be a multipication of ${CHAIN_TXS_PER_PAGE}` });
+    if (start % CHAIN_TXS_PER_PAGE !== 0)
+      throw new ServiceError('ERR_INVALID_PARAMETER', { message: `start index must be a multipication of ${CHAIN_TXS_PER_PAGE}` });
     const page = txids.slice(start, start + CHAIN_TXS_PER_PAGE);
     const block = decodeBlock(await blockBytes(deps, row.hash));
     const decoded = new Map(block.txs.slice(start, start + CHAIN_TXS_PER_PAGE).map((tx) => [hashToHex(tx.txid), tx] as const));
@@ -99,7 +106,9 @@ export const esploraBlockRoutes: RouteModule<DialectEdge> = (app, deps) => {
     return txs;
   };
   app.get<HashParams>('/block/:hash/txs', async (request) => blockTxs(request.params.hash, undefined));
-  app.get<HashParams & { Params: { start: string } }>('/block/:hash/txs/:start', async (request) => blockTxs(request.params.hash, request.params.start));
+  app.get<HashParams & { Params: { start: string } }>('/block/:hash/txs/:start', async (request) =>
+    blockTxs(request.params.hash, request.params.start),
+  );
 
   app.get<HashParams>('/block/:hash/raw', async (request, reply) => {
     const row = await blockRow(deps, request.params.hash);

@@ -47,7 +47,8 @@ function scriptOf(deps: ResolvedApiDeps, kind: Kind, raw: string): ScriptRef {
 async function historyOf(deps: ResolvedApiDeps, ref: ScriptRef) {
   await assertNotSyncing(deps);
   const { value: h } = await readAtTip(deps.readDb, async (trx) => (await readHistoriesIn(trx, [ref], SCRIPT_HISTORY_MAX))[0]!);
-  if (h.kind === 'too_long') throw new ServiceError('ERR_INVALID_PARAMETER', { message: `Too many history entries: more than ${SCRIPT_HISTORY_MAX}` });
+  if (h.kind === 'too_long')
+    throw new ServiceError('ERR_INVALID_PARAMETER', { message: `Too many history entries: more than ${SCRIPT_HISTORY_MAX}` });
   return {
     mempool: h.mempool.map((m) => m.txid).sort(Buffer.compare),
     confirmed: h.confirmed.map((c) => c.txid).reverse(),
@@ -116,9 +117,9 @@ export const esploraScriptRoutes: RouteModule<DialectEdge> = (app, deps) => {
         for (const r of rows) if (r) blocks.set(r.height, { hash: r.hash, height: r.height, time: r.time });
         return { unspent, blocks };
       });
-      if (value.unspent.length > SCRIPT_HISTORY_MAX) throw new ServiceError('ERR_INVALID_PARAMETER', { message: `Too many unspent outputs: more than ${SCRIPT_HISTORY_MAX}` });
+      if (value.unspent.length > SCRIPT_HISTORY_MAX)
+        throw new ServiceError('ERR_INVALID_PARAMETER', { message: `Too many unspent outputs: more than ${SCRIPT_HISTORY_MAX}` });
       return value.unspent.map((u) => esploraUtxo(u, u.height > 0 ? value.blocks.get(u.height) : undefined));
     });
   }
 };
-

@@ -34,7 +34,10 @@ export function parseIndexParam(raw: string): number {
 }
 
 /** The serialized bytes of confirmed transactions from the node: one batch of getrawtransaction (with the block, so no -txindex is needed). */
-async function confirmedBytes(deps: ResolvedApiDeps, wanted: readonly { txid: string; block: { hash: Uint8Array; height: number } }[]): Promise<Uint8Array[]> {
+async function confirmedBytes(
+  deps: ResolvedApiDeps,
+  wanted: readonly { txid: string; block: { hash: Uint8Array; height: number } }[],
+): Promise<Uint8Array[]> {
   if (wanted.length === 0) return [];
   const node = deps.node;
   const single = async (w: (typeof wanted)[number]) => (await rawTransaction(deps, w.txid)).bytes;
@@ -42,7 +45,10 @@ async function confirmedBytes(deps: ResolvedApiDeps, wanted: readonly { txid: st
   if (!node?.batch || wanted.some((w) => w.block.height === 0)) return Promise.all(wanted.map(single));
   let answers: unknown[];
   try {
-    answers = await node.batch.call(node, wanted.map((w) => ({ method: 'getrawtransaction', params: [w.txid, 0, hashToHex(w.block.hash)] })));
+    answers = await node.batch.call(
+      node,
+      wanted.map((w) => ({ method: 'getrawtransaction', params: [w.txid, 0, hashToHex(w.block.hash)] })),
+    );
   } catch (err) {
     throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: err });
   }
@@ -73,7 +79,12 @@ export async function esploraTxs(deps: ResolvedApiDeps, txids: readonly Buffer[]
     if (!r) return undefined;
     const b = bytes.get(i)!;
     const tx = b instanceof Uint8Array ? decodeTx(b) : b;
-    return esploraTransaction(tx, r.tx.inputs.map((input) => input.prevout), r.tx.block, deps.network);
+    return esploraTransaction(
+      tx,
+      r.tx.inputs.map((input) => input.prevout),
+      r.tx.block,
+      deps.network,
+    );
   });
 }
 
@@ -114,7 +125,9 @@ export const esploraTransactionRoutes: RouteModule<DialectEdge> = (app, deps) =>
     const p = await proof(request.params.txid);
     return { block_height: p.block_height, merkle: p.merkle, pos: p.pos };
   });
-  app.get<TxParams>('/tx/:txid/merkleblock-proof', async (request, reply) => reply.type('text/plain').send((await proof(request.params.txid)).txoutproof));
+  app.get<TxParams>('/tx/:txid/merkleblock-proof', async (request, reply) =>
+    reply.type('text/plain').send((await proof(request.params.txid)).txoutproof),
+  );
 
   // (electrs answers an output of a transaction it does not have, or past its last, as unspent)
   app.get<TxParams & { Params: { vout: string } }>('/tx/:txid/outspend/:vout', async (request) => {
@@ -130,8 +143,12 @@ export const esploraTransactionRoutes: RouteModule<DialectEdge> = (app, deps) =>
     return r.spends.map(esploraOutspend);
   });
 
-  app.post<{ Body: string | undefined }>('/tx', { bodyLimit: deps.settings.txBodyLimit, config: { scope: 'write' } }, async (request, reply) => {
-    const hex = (typeof request.body === 'string' ? request.body : '').trim();
-    return reply.type('text/plain').send(await broadcastTransaction(deps, hex));
-  });
+  app.post<{ Body: string | undefined }>(
+    '/tx',
+    { bodyLimit: deps.settings.txBodyLimit, config: { scope: 'write' } },
+    async (request, reply) => {
+      const hex = (typeof request.body === 'string' ? request.body : '').trim();
+      return reply.type('text/plain').send(await broadcastTransaction(deps, hex));
+    },
+  );
 };

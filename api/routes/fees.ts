@@ -26,7 +26,10 @@ const satPerVb = (btcPerKvb: number) => Math.round(btcPerKvb * 1e8) / 1e3;
  * The map from Core's answers: `estimates[i]` is estimatesmartfee's result for FEE_TARGETS[i]
  * (feerate in BTC/kvB, or errors), `minFee` getmempoolinfo's mempoolminfee (BTC/kvB).
  */
-export function feeEstimates(estimates: readonly ({ feerate?: number } | Error | undefined)[], minFeeBtcPerKvb: number): Record<string, number> {
+export function feeEstimates(
+  estimates: readonly ({ feerate?: number } | Error | undefined)[],
+  minFeeBtcPerKvb: number,
+): Record<string, number> {
   const floor = satPerVb(minFeeBtcPerKvb);
   const out: Record<string, number> = {};
   let previous: number | undefined;
@@ -47,14 +50,23 @@ async function readEstimates(deps: ResolvedApiDeps, mode: Mode): Promise<Estimat
   let answers: unknown[];
   const tip = getIndexTip(deps.readDb);
   try {
-    answers = await batch.call(deps.node, [...FEE_TARGETS.map((t) => ({ method: 'estimatesmartfee', params: [t, mode] })), { method: 'getmempoolinfo', params: [] }]);
+    answers = await batch.call(deps.node, [
+      ...FEE_TARGETS.map((t) => ({ method: 'estimatesmartfee', params: [t, mode] })),
+      { method: 'getmempoolinfo', params: [] },
+    ]);
   } catch (err) {
     tip.catch(() => undefined);
     throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: err });
   }
   const info = answers[FEE_TARGETS.length];
   if (!info || info instanceof Error) throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: info });
-  return { value: feeEstimates(answers.slice(0, FEE_TARGETS.length) as ({ feerate?: number } | Error)[], (info as { mempoolminfee: number }).mempoolminfee), tip: await tip };
+  return {
+    value: feeEstimates(
+      answers.slice(0, FEE_TARGETS.length) as ({ feerate?: number } | Error)[],
+      (info as { mempoolminfee: number }).mempoolminfee,
+    ),
+    tip: await tip,
+  };
 }
 
 export const feeRoutes: RouteModule<DialectEdge> = (app, deps) => {
@@ -67,7 +79,11 @@ export const feeRoutes: RouteModule<DialectEdge> = (app, deps) => {
         description:
           "From the node's estimatesmartfee; never below the mempool's minimum fee; a target without an estimate takes the nearest shorter one's, else the minimum fee. Held for a few seconds. The tip headers carry the index's tip read together with the node's answer (the node's own tip may be ahead by the index's lag).",
         tags: ['fees'],
-        querystring: { type: 'object', additionalProperties: false, properties: { mode: { type: 'string', enum: ['economical', 'conservative'], default: 'economical' } } },
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { mode: { type: 'string', enum: ['economical', 'conservative'], default: 'economical' } },
+        },
         response: {
           200: {
             type: 'object',
@@ -75,7 +91,10 @@ export const feeRoutes: RouteModule<DialectEdge> = (app, deps) => {
             description: '{"<blocks>": sat/vB}',
             headers: {
               ...tipHeaders,
-              [TIP_HEIGHT_HEADER]: { type: 'integer', description: "height of the index's tip read together with the node's estimates (-1 while nothing is indexed)" },
+              [TIP_HEIGHT_HEADER]: {
+                type: 'integer',
+                description: "height of the index's tip read together with the node's estimates (-1 while nothing is indexed)",
+              },
             },
           },
         },

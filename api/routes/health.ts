@@ -53,7 +53,11 @@ const healthSchema = {
         initial_block_download: { type: 'boolean' },
         error: { type: 'string' },
         checked_at: { type: 'string' },
-        below_index: { type: 'boolean', description: "true when the node's tip, asked again, is still below the index's (the node's chain got shorter: the index undoes blocks next)" },
+        below_index: {
+          type: 'boolean',
+          description:
+            "true when the node's tip, asked again, is still below the index's (the node's chain got shorter: the index undoes blocks next)",
+        },
       },
     },
     lag: { type: ['integer', 'null'], minimum: 0, description: 'node height minus index height, never negative' },
@@ -71,7 +75,10 @@ export type Health = {
   network: string;
   /** null when the database cannot be read. */
   index: { height: number; hash: string | null } | null;
-  node: { height: number; hash: string; initial_block_download: boolean; checked_at: string; below_index?: true } | { error: string; checked_at: string } | null;
+  node:
+    | { height: number; hash: string; initial_block_download: boolean; checked_at: string; below_index?: true }
+    | { error: string; checked_at: string }
+    | null;
   lag: number | null;
   dependencies: { database: DependencyState; redis: DependencyState; node: DependencyState };
   stamping?: Record<string, unknown>;
@@ -80,7 +87,10 @@ export type Health = {
 /** `p`, or a rejection after `ms`. */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** Redis answers a PING now (a connection that is not ready is down without waiting). */
@@ -114,7 +124,12 @@ async function readHealth(deps: ResolvedApiDeps, opts: { wallet?: boolean } = {}
   if (tip && !('error' in tip) && index && tip.height < index.height && deps.node) {
     const polled = tip;
     tip = await within(deps.node.getBlockchainInfo(), PROBE_TIMEOUT_MS, 'node').then(
-      (info): NodeTip => ({ height: info.blocks, hash: info.bestblockhash, at: new Date(), initialBlockDownload: info.initialblockdownload === true }),
+      (info): NodeTip => ({
+        height: info.blocks,
+        hash: info.bestblockhash,
+        at: new Date(),
+        initialBlockDownload: info.initialblockdownload === true,
+      }),
       () => polled,
     );
   }
@@ -133,7 +148,14 @@ async function readHealth(deps: ResolvedApiDeps, opts: { wallet?: boolean } = {}
   else if (!tip) status = deps.node ? 'node_unknown' : 'ok';
   else if ('error' in tip) status = 'node_unreachable';
   else if (tip.initialBlockDownload || (lag !== null && lag > deps.settings.maxLagBlocks)) status = 'syncing';
-  const health: Health = { status, network: deps.network, index: index ? { height: index.height, hash: index.hash ? hashToHex(index.hash) : null } : null, node, lag, dependencies };
+  const health: Health = {
+    status,
+    network: deps.network,
+    index: index ? { height: index.height, hash: index.hash ? hashToHex(index.hash) : null } : null,
+    node,
+    lag,
+    dependencies,
+  };
   if (deps.stampStatus && opts.wallet === false) {
     health.stamping = { enabled: true };
   } else if (deps.stampStatus && index) {
@@ -158,12 +180,26 @@ async function hasValidKey(deps: ResolvedApiDeps, header: string | string[] | un
 export function healthRoutes(app: ApiInstance, deps: ResolvedApiDeps): void {
   app.get(
     '/healthz',
-    { config: { auth: false }, schema: { summary: 'Liveness (200 while the process runs), index tip, node tip, lag and the state of each dependency', tags: ['operations'], response: { 200: healthSchema } } },
+    {
+      config: { auth: false },
+      schema: {
+        summary: 'Liveness (200 while the process runs), index tip, node tip, lag and the state of each dependency',
+        tags: ['operations'],
+        response: { 200: healthSchema },
+      },
+    },
     async (req) => readHealth(deps, { wallet: await hasValidKey(deps, req.headers['apikey']) }),
   );
   app.get(
     '/readyz',
-    { config: { auth: false }, schema: { summary: 'Readiness: database and Redis up, node reachable, index caught up (503 otherwise)', tags: ['operations'], response: { 200: healthSchema, 503: healthSchema } } },
+    {
+      config: { auth: false },
+      schema: {
+        summary: 'Readiness: database and Redis up, node reachable, index caught up (503 otherwise)',
+        tags: ['operations'],
+        response: { 200: healthSchema, 503: healthSchema },
+      },
+    },
     async (req, reply) => {
       const h = await readHealth(deps, { wallet: await hasValidKey(deps, req.headers['apikey']) });
       return reply.code(h.status === 'ok' ? 200 : 503).send(h);

@@ -46,18 +46,23 @@ const exchangeView = {
     request: {
       type: 'object',
       required: ['method', 'url', 'headers', 'body'],
-      description: 'what every attempt sends: the same body and webhook-id; the signature (from the hook\'s secret and the timestamp) is not kept',
+      description:
+        "what every attempt sends: the same body and webhook-id; the signature (from the hook's secret and the timestamp) is not kept",
       properties: {
         method: { type: 'string' },
         url: { type: 'string', description: 'the webhook URL, or the SNS topic ARN' },
-        headers: { type: 'object', additionalProperties: { type: 'string' }, description: 'webhook-id and, once sent, the webhook-timestamp of the last attempt (http); the message attributes (sns)' },
+        headers: {
+          type: 'object',
+          additionalProperties: { type: 'string' },
+          description: 'webhook-id and, once sent, the webhook-timestamp of the last attempt (http); the message attributes (sns)',
+        },
         body: { type: 'string', description: 'the exact JSON sent (docs/events.md)' },
       },
     },
     response: {
       type: ['object', 'null'],
       required: ['sent_at', 'status', 'latency_ms', 'body', 'error'],
-      description: 'the last attempt\'s outcome; null before the first',
+      description: "the last attempt's outcome; null before the first",
       properties: {
         sent_at: { type: 'string', format: 'date-time' },
         status: { type: ['integer', 'null'], description: 'HTTP status; null when no answer came' },
@@ -72,7 +77,14 @@ const exchangeView = {
 export const hookActivityRoutes: RouteModule = (app, deps) => {
   app.get<{ Params: { id: string } }>(
     '/hooks/:id/stats',
-    { schema: { summary: 'The hook\'s delivery attempts per minute over the last hour', tags: ['subscriptions'], params: hookParams, response: { 200: statsView } } },
+    {
+      schema: {
+        summary: "The hook's delivery attempts per minute over the last hour",
+        tags: ['subscriptions'],
+        params: hookParams,
+        response: { 200: statsView },
+      },
+    },
     async (request) => {
       const hook = await ownHook(deps, request);
       const first = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS - (STATS_MINUTES - 1) * MINUTE_MS;
@@ -89,7 +101,14 @@ export const hookActivityRoutes: RouteModule = (app, deps) => {
 
   app.get<{ Params: { id: string; delivery: string } }>(
     '/hooks/:id/deliveries/:delivery/exchange',
-    { schema: { summary: 'A delivery\'s request and its receiver\'s last answer', tags: ['subscriptions'], params: deliveryParams, response: { 200: exchangeView } } },
+    {
+      schema: {
+        summary: "A delivery's request and its receiver's last answer",
+        tags: ['subscriptions'],
+        params: deliveryParams,
+        response: { 200: exchangeView },
+      },
+    },
     async (request) => {
       const hook = await ownHook(deps, request);
       const d = await findDelivery(deps.db, hook.id, request.params.delivery);
@@ -97,13 +116,24 @@ export const hookActivityRoutes: RouteModule = (app, deps) => {
       const sentAt = d.last_attempt_at;
       const headers: Record<string, string> =
         hook.type === 'http'
-          ? { 'content-type': 'application/json', 'webhook-id': d.id, ...(sentAt ? { 'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)) } : {}) }
+          ? {
+              'content-type': 'application/json',
+              'webhook-id': d.id,
+              ...(sentAt ? { 'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)) } : {}),
+            }
           : { 'webhook-id': d.id, 'event-type': d.event_type };
       return {
         delivery_id: d.id,
         attempts: d.attempts,
-        request: { method: hook.type === 'http' ? 'POST' : 'Publish', url: (hook.type === 'http' ? hook.url : hook.topic_arn) ?? '', headers, body: d.payload },
-        response: sentAt ? { sent_at: isoTime(sentAt), status: d.last_status, latency_ms: d.last_latency_ms, body: d.last_response, error: d.last_error } : null,
+        request: {
+          method: hook.type === 'http' ? 'POST' : 'Publish',
+          url: (hook.type === 'http' ? hook.url : hook.topic_arn) ?? '',
+          headers,
+          body: d.payload,
+        },
+        response: sentAt
+          ? { sent_at: isoTime(sentAt), status: d.last_status, latency_ms: d.last_latency_ms, body: d.last_response, error: d.last_error }
+          : null,
       };
     },
   );

@@ -20,7 +20,13 @@ import {
   rotateHookSecret,
   type HookRow,
 } from '../../src/db/queries/tenancy-hooks.js';
-import { findDelivery, listDeliveries, requestRedelivery, type DeliveryPosition, type DeliveryRow } from '../../src/db/queries/tenancy-deliveries.js';
+import {
+  findDelivery,
+  listDeliveries,
+  requestRedelivery,
+  type DeliveryPosition,
+  type DeliveryRow,
+} from '../../src/db/queries/tenancy-deliveries.js';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../src/db/schema.js';
 import { ServiceError } from '../../src/errors.js';
 import { isoTime } from '../../src/time.js';
@@ -54,13 +60,20 @@ const hookView = {
     url: { type: ['string', 'null'] },
     topic_arn: { type: ['string', 'null'] },
     region: { type: ['string', 'null'] },
-    disabled: { type: 'boolean', description: 'true after the receiver answered 410 Gone (or the SNS topic vanished); POST /hooks/{id}/enable clears it' },
+    disabled: {
+      type: 'boolean',
+      description: 'true after the receiver answered 410 Gone (or the SNS topic vanished); POST /hooks/{id}/enable clears it',
+    },
     disabled_reason: { type: ['string', 'null'] },
     breaker: {
       type: 'object',
       required: ['state', 'until'],
-      description: 'the delivery circuit breaker (docs/events.md "Fair delivery"): closed; slowed (failing: one delivery at a time); open (paused until `until`, deliveries kept); half_open (one probe at a time)',
-      properties: { state: { type: 'string', enum: ['closed', 'slowed', 'open', 'half_open'] }, until: { type: ['string', 'null'], format: 'date-time' } },
+      description:
+        'the delivery circuit breaker (docs/events.md "Fair delivery"): closed; slowed (failing: one delivery at a time); open (paused until `until`, deliveries kept); half_open (one probe at a time)',
+      properties: {
+        state: { type: 'string', enum: ['closed', 'slowed', 'open', 'half_open'] },
+        until: { type: ['string', 'null'], format: 'date-time' },
+      },
     },
     created_at: { type: 'string', format: 'date-time' },
   },
@@ -68,18 +81,43 @@ const hookView = {
 
 const deliveryView = {
   type: 'object',
-  required: ['id', 'event_id', 'type', 'subscription_id', 'status', 'attempts', 'redeliveries', 'last_status', 'last_error', 'last_attempt_at', 'last_latency_ms', 'created_at', 'updated_at', 'next_attempt_at', 'delivered_at', 'payload'],
+  required: [
+    'id',
+    'event_id',
+    'type',
+    'subscription_id',
+    'status',
+    'attempts',
+    'redeliveries',
+    'last_status',
+    'last_error',
+    'last_attempt_at',
+    'last_latency_ms',
+    'created_at',
+    'updated_at',
+    'next_attempt_at',
+    'delivered_at',
+    'payload',
+  ],
   properties: {
     id: { type: 'string', description: 'the webhook-id header (and SNS message attribute) of every attempt' },
     event_id: { type: 'integer' },
     type: { type: 'string' },
     subscription_id: { type: 'string' },
-    status: { type: 'string', enum: [...DELIVERY_STATUSES], description: 'pending (being tried), delivered, failed (permanent answer or disabled hook), dead (retries exhausted)' },
+    status: {
+      type: 'string',
+      enum: [...DELIVERY_STATUSES],
+      description: 'pending (being tried), delivered, failed (permanent answer or disabled hook), dead (retries exhausted)',
+    },
     attempts: { type: 'integer' },
     redeliveries: { type: 'integer' },
     last_status: { type: ['integer', 'null'], description: 'HTTP status of the last attempt; null when no answer came' },
     last_error: { type: ['string', 'null'] },
-    last_attempt_at: { type: ['string', 'null'], format: 'date-time', description: 'when the last attempt was sent; null before the first' },
+    last_attempt_at: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'when the last attempt was sent; null before the first',
+    },
     last_latency_ms: { type: ['integer', 'null'], description: 'how long the last attempt took until the answer (or the failure), ms' },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
@@ -150,7 +188,10 @@ export async function ownHook(deps: ResolvedApiDeps, request: FastifyRequest<{ P
 
 type CreateBody = { type: 'http' | 'sns'; url?: string; secret?: string; topic_arn?: string; region?: string };
 
-async function validateCreate(deps: ResolvedApiDeps, b: CreateBody): Promise<{ type: 'http'; url: string; secret: string } | { type: 'sns'; topicArn: string; region: string }> {
+async function validateCreate(
+  deps: ResolvedApiDeps,
+  b: CreateBody,
+): Promise<{ type: 'http'; url: string; secret: string } | { type: 'sns'; topicArn: string; region: string }> {
   const bad = (message: string) => new ServiceError('ERR_INVALID_BODY', { message });
   if (b.type === 'http') {
     if (b.topic_arn !== undefined || b.region !== undefined) throw bad('topic_arn and region belong to sns hooks');
@@ -181,7 +222,7 @@ export const hookRoutes: RouteModule = (app, deps, dialect) => {
       config: { scope: 'write' },
       schema: {
         summary: 'Register a delivery target (HTTP webhook or SNS topic)',
-        description: 'An http hook\'s secret (`whsec_…`, Standard Webhooks) is in this answer only; keep it to verify `webhook-signature`.',
+        description: "An http hook's secret (`whsec_…`, Standard Webhooks) is in this answer only; keep it to verify `webhook-signature`.",
         tags: ['subscriptions'],
         body: {
           type: 'object',
@@ -192,22 +233,34 @@ export const hookRoutes: RouteModule = (app, deps, dialect) => {
             url: { type: 'string', maxLength: 2048, description: 'http: https URL receiving POSTs' },
             secret: { type: 'string', maxLength: 100, description: 'http: your own whsec_ secret; one is generated when absent' },
             topic_arn: { type: 'string', maxLength: 300, description: 'sns: topic ARN' },
-            region: { type: 'string', maxLength: 30, description: 'sns: the topic\'s region (default: from the ARN)' },
+            region: { type: 'string', maxLength: 30, description: "sns: the topic's region (default: from the ARN)" },
           },
         },
-        response: { 201: { ...hookView, required: [...hookView.required], properties: { ...hookView.properties, secret: { type: ['string', 'null'] } } } },
+        response: {
+          201: {
+            ...hookView,
+            required: [...hookView.required],
+            properties: { ...hookView.properties, secret: { type: ['string', 'null'] } },
+          },
+        },
       },
     },
     async (request, reply) => {
       const v = await validateCreate(deps, request.body);
       const id = newId('hook');
-      const row = await insertHook(deps.db, v.type === 'http' ? { id, keyId: request.apiKey.id, ...v } : { id, keyId: request.apiKey.id, ...v }, deps.settings.maxHooksPerKey);
+      const row = await insertHook(
+        deps.db,
+        v.type === 'http' ? { id, keyId: request.apiKey.id, ...v } : { id, keyId: request.apiKey.id, ...v },
+        deps.settings.maxHooksPerKey,
+      );
       return reply.code(201).send({ ...toHookView(row), secret: row.secret });
     },
   );
 
-  app.get('/hooks', { schema: { summary: 'The key\'s hooks', tags: ['subscriptions'], response: { 200: { type: 'array', items: hookView } } } }, async (request) =>
-    (await listHooks(deps.db, request.apiKey.id)).map(toHookView),
+  app.get(
+    '/hooks',
+    { schema: { summary: "The key's hooks", tags: ['subscriptions'], response: { 200: { type: 'array', items: hookView } } } },
+    async (request) => (await listHooks(deps.db, request.apiKey.id)).map(toHookView),
   );
 
   app.get<{ Params: { id: string } }>(
@@ -222,7 +275,10 @@ export const hookRoutes: RouteModule = (app, deps, dialect) => {
     async (request, reply) => {
       const hook = await ownHook(deps, request);
       const users = await countHookSubscriptions(deps.db, hook.id);
-      if (users > 0) throw new ServiceError('ERR_HOOK_IN_USE', { message: `hook is used by ${users} subscription${users === 1 ? '' : 's'}; delete them first` });
+      if (users > 0)
+        throw new ServiceError('ERR_HOOK_IN_USE', {
+          message: `hook is used by ${users} subscription${users === 1 ? '' : 's'}; delete them first`,
+        });
       if (!(await deleteHook(deps.db, request.apiKey.id, hook.id))) throw new ServiceError('ERR_HOOK_NOT_FOUND');
       return dialect.shapes.deleted(reply);
     },
@@ -233,11 +289,22 @@ export const hookRoutes: RouteModule = (app, deps, dialect) => {
     {
       config: { scope: 'write' },
       schema: {
-        summary: 'Replace an http hook\'s secret',
-        description: 'Answers the new secret once. For 24 hours deliveries carry two signatures (new and old), so receivers can switch without losing one.',
+        summary: "Replace an http hook's secret",
+        description:
+          'Answers the new secret once. For 24 hours deliveries carry two signatures (new and old), so receivers can switch without losing one.',
         tags: ['subscriptions'],
         params: hookParams,
-        response: { 200: { type: 'object', required: ['id', 'secret', 'previous_secret_expires_at'], properties: { id: { type: 'string' }, secret: { type: 'string' }, previous_secret_expires_at: { type: 'string', format: 'date-time' } } } },
+        response: {
+          200: {
+            type: 'object',
+            required: ['id', 'secret', 'previous_secret_expires_at'],
+            properties: {
+              id: { type: 'string' },
+              secret: { type: 'string' },
+              previous_secret_expires_at: { type: 'string', format: 'date-time' },
+            },
+          },
+        },
       },
     },
     async (request) => {
@@ -252,7 +319,10 @@ export const hookRoutes: RouteModule = (app, deps, dialect) => {
 
   app.post<{ Params: { id: string } }>(
     '/hooks/:id/enable',
-    { config: { scope: 'write' }, schema: { summary: 'Re-enable a disabled hook', tags: ['subscriptions'], params: hookParams, response: { 200: hookView } } },
+    {
+      config: { scope: 'write' },
+      schema: { summary: 'Re-enable a disabled hook', tags: ['subscriptions'], params: hookParams, response: { 200: hookView } },
+    },
     async (request) => {
       await ownHook(deps, request);
       const row = await enableHook(deps.db, request.apiKey.id, request.params.id);
@@ -265,8 +335,9 @@ export const hookRoutes: RouteModule = (app, deps, dialect) => {
     '/hooks/:id/deliveries',
     {
       schema: {
-        summary: 'The hook\'s delivery log, newest event first',
-        description: 'Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header. `status=dead` lists the dead letters.',
+        summary: "The hook's delivery log, newest event first",
+        description:
+          'Paged by `limit` and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header. `status=dead` lists the dead letters.',
         tags: ['subscriptions'],
         params: hookParams,
         querystring: {
@@ -285,11 +356,19 @@ export const hookRoutes: RouteModule = (app, deps, dialect) => {
       const hook = await ownHook(deps, request);
       const q = request.query;
       const after = q.cursor === undefined ? undefined : decodeDeliveryCursor(q.cursor);
-      const rows = await listDeliveries(deps.db, hook.id, { ...(q.status ? { status: q.status } : {}), ...(after ? { after } : {}), limit: q.limit + 1 });
+      const rows = await listDeliveries(deps.db, hook.id, {
+        ...(q.status ? { status: q.status } : {}),
+        ...(after ? { after } : {}),
+        limit: q.limit + 1,
+      });
       if (rows.length > q.limit) {
         rows.length = q.limit;
         const last = rows[rows.length - 1]!;
-        const params = new URLSearchParams({ limit: String(q.limit), ...(q.status ? { status: q.status } : {}), cursor: encodeDeliveryCursor({ eventId: last.event_id, id: last.id }) });
+        const params = new URLSearchParams({
+          limit: String(q.limit),
+          ...(q.status ? { status: q.status } : {}),
+          cursor: encodeDeliveryCursor({ eventId: last.event_id, id: last.id }),
+        });
         reply.header('Link', `<${request.url.split('?')[0]!}?${params.toString()}>; rel="next"`);
       }
       return rows.map(toDeliveryView);

@@ -29,7 +29,23 @@ import { hookActivityRoutes } from './hook-activity.js';
 
 export const routeModules: { v1: RouteModule[]; coinstack: RouteModule[]; esplora: RouteModule<DialectEdge>[] } = {
   // (/v1's block and transaction answers, richer than the spec's, come with the dialect: api/dialects/v1.ts)
-  v1: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, hookRoutes, subscriptionRoutes, blockRoutes, transactionReadRoutes, walletRoutes, mempoolRoutes, feeRoutes, spendRoutes, addressReadRoutes, eventRoutes, hookActivityRoutes],
+  v1: [
+    chainRoutes,
+    addressRoutes,
+    transactionRoutes,
+    stampRoutes,
+    hookRoutes,
+    subscriptionRoutes,
+    blockRoutes,
+    transactionReadRoutes,
+    walletRoutes,
+    mempoolRoutes,
+    feeRoutes,
+    spendRoutes,
+    addressReadRoutes,
+    eventRoutes,
+    hookActivityRoutes,
+  ],
   // coinstackd has no hooks; they are served here too, so that a signing key (Coinstack's SDKs
   // sign every request) can make the hooks its subscriptions' `action` names.
   coinstack: [chainRoutes, addressRoutes, transactionRoutes, stampRoutes, hookRoutes, subscriptionRoutes, coinstackOnlyRoutes],

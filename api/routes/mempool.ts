@@ -44,9 +44,13 @@ export const mempoolRoutes: RouteModule<DialectEdge> = (app, deps) => {
             required: ['count', 'vsize', 'total_fee', 'fee_histogram'],
             properties: {
               count: { type: 'integer' },
-              vsize: { type: 'integer', description: 'sum of the transactions\' vsize, vB' },
+              vsize: { type: 'integer', description: "sum of the transactions' vsize, vB" },
               total_fee: { type: 'integer', description: 'sat' },
-              fee_histogram: { type: 'array', items: { type: 'array', items: { type: 'number' } }, description: '[fee rate sat/vB, vsize vB] bins, highest rate first' },
+              fee_histogram: {
+                type: 'array',
+                items: { type: 'array', items: { type: 'number' } },
+                description: '[fee rate sat/vB, vsize vB] bins, highest rate first',
+              },
             },
             headers: tipHeaders,
           },
@@ -72,14 +76,23 @@ export const mempoolRoutes: RouteModule<DialectEdge> = (app, deps) => {
       schema: {
         summary: 'The mempool transactions seen last, newest first',
         tags: ['mempool'],
-        querystring: { type: 'object', additionalProperties: false, properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 10 } } },
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 10 } },
+        },
         response: {
           200: {
             type: 'array',
             items: {
               type: 'object',
               required: ['txid', 'fee', 'vsize', 'value'],
-              properties: { txid: { type: 'string' }, fee: { type: ['integer', 'null'] }, vsize: { type: 'integer' }, value: { type: 'integer', description: 'sum of its outputs, sat' } },
+              properties: {
+                txid: { type: 'string' },
+                fee: { type: ['integer', 'null'] },
+                vsize: { type: 'integer' },
+                value: { type: 'integer', description: 'sum of its outputs, sat' },
+              },
             },
             headers: tipHeaders,
           },

@@ -26,17 +26,26 @@ const outspendSchema = {
         confirmed: { type: 'boolean' },
         block_height: { type: 'integer' },
         block_hash: { type: 'string' },
-        block_time: { type: 'integer', description: 'the block header\'s time, Unix seconds' },
+        block_time: { type: 'integer', description: "the block header's time, Unix seconds" },
       },
     },
   },
 } as const;
 
-type Outspend = { spent: false } | { spent: true; txid: string; vin: number; status: { confirmed: boolean; block_height?: number; block_hash?: string; block_time?: number } };
+type Outspend =
+  | { spent: false }
+  | {
+      spent: true;
+      txid: string;
+      vin: number;
+      status: { confirmed: boolean; block_height?: number; block_hash?: string; block_time?: number };
+    };
 
 function view(s: Spend | null): Outspend {
   if (s === null) return { spent: false };
-  const status = s.block ? { confirmed: true, block_height: s.block.height, block_hash: hashToHex(s.block.hash), block_time: s.block.time } : { confirmed: false };
+  const status = s.block
+    ? { confirmed: true, block_height: s.block.height, block_hash: hashToHex(s.block.hash), block_time: s.block.time }
+    : { confirmed: false };
   return { spent: true, txid: hashToHex(s.txid), vin: s.vin, status };
 }
 
@@ -52,7 +61,8 @@ export const spendRoutes: RouteModule = (app, deps) => {
     {
       schema: {
         summary: 'Spend status of every output of a transaction (Esplora shape)',
-        description: 'One entry per output, in order: `{spent: false}`, or the spending transaction, its input and its block (`status.confirmed` false while it is in the mempool).',
+        description:
+          'One entry per output, in order: `{spent: false}`, or the spending transaction, its input and its block (`status.confirmed` false while it is in the mempool).',
         tags: ['transactions'],
         params: hashParams,
         response: { 200: { type: 'array', items: outspendSchema, headers: tipHeaders } },
@@ -71,14 +81,21 @@ export const spendRoutes: RouteModule = (app, deps) => {
       schema: {
         summary: 'Spend status of one output (Esplora shape)',
         tags: ['transactions'],
-        params: { type: 'object', required: ['hash', 'vout'], properties: { ...hashParams.properties, vout: { type: 'integer', minimum: 0, maximum: 1000000 } } },
+        params: {
+          type: 'object',
+          required: ['hash', 'vout'],
+          properties: { ...hashParams.properties, vout: { type: 'integer', minimum: 0, maximum: 1000000 } },
+        },
         response: { 200: { ...outspendSchema, headers: tipHeaders } },
       },
     },
     async (request, reply) => {
       const r = await load(request.params.hash);
       const vout = request.params.vout;
-      if (vout >= r.spends.length) throw new ServiceError('ERR_OUTPUT_NOT_FOUND', { message: `the transaction has ${r.spends.length} outputs; there is no output ${vout}` });
+      if (vout >= r.spends.length)
+        throw new ServiceError('ERR_OUTPUT_NOT_FOUND', {
+          message: `the transaction has ${r.spends.length} outputs; there is no output ${vout}`,
+        });
       setTipHeaders(reply, r.tip);
       return view(r.spends[vout]!);
     },

@@ -20,7 +20,11 @@ const statusProperties = {
   tx: { type: 'string', description: 'the transaction holding the stamp' },
   vout: { type: 'integer', description: 'its OP_RETURN output carrying the hash' },
   confirmations: { type: 'integer' },
-  timestamp: { type: ['string', 'null'], format: 'date-time', description: 'the block\'s time once confirmed, else when the stamp was requested' },
+  timestamp: {
+    type: ['string', 'null'],
+    format: 'date-time',
+    description: "the block's time once confirmed, else when the stamp was requested",
+  },
 } as const;
 
 /** The spec's stamp status object: where the stamp is, how deep, since when. */
@@ -38,7 +42,7 @@ export const v1StampAnswer: StampAnswer = {
   schema: {
     type: 'object',
     description:
-      'Checked offline (the SDK\'s verifyStampProof): the document\'s SHA-256 is the single push of the OP_RETURN output `vout` of `tx_hex`; the double SHA-256 of `tx_hex` without its witness is the txid; folding `merkle` from the txid by the bits of `pos` gives the Merkle root in bytes 36–68 of `header`; the double SHA-256 of `header` is `block_hash`, a block of the chain the client trusts. `proof` is null while the stamp is unconfirmed.',
+      "Checked offline (the SDK's verifyStampProof): the document's SHA-256 is the single push of the OP_RETURN output `vout` of `tx_hex`; the double SHA-256 of `tx_hex` without its witness is the txid; folding `merkle` from the txid by the bits of `pos` gives the Merkle root in bytes 36–68 of `header`; the double SHA-256 of `header` is `block_hash`, a block of the chain the client trusts. `proof` is null while the stamp is unconfirmed.",
     required: ['tx', 'vout', 'confirmations', 'timestamp', 'hash', 'tx_hex', 'proof'],
     properties: {
       ...statusProperties,
@@ -49,7 +53,15 @@ export const v1StampAnswer: StampAnswer = {
   },
   async show(deps, s) {
     const proof = s.confirmations > 0 ? ((await inclusionProof(deps, s.tx)) ?? null) : null;
-    return { tx: s.tx, vout: s.vout, confirmations: s.confirmations, timestamp: s.timestamp, hash: s.hash, tx_hex: Buffer.from(s.raw).toString('hex'), proof };
+    return {
+      tx: s.tx,
+      vout: s.vout,
+      confirmations: s.confirmations,
+      timestamp: s.timestamp,
+      hash: s.hash,
+      tx_hex: Buffer.from(s.raw).toString('hex'),
+      proof,
+    };
   },
 };
 
@@ -66,14 +78,26 @@ export const stampRoutes: RouteModule = (app, deps, dialect) => {
       schema: {
         summary: 'Stamp a document hash into an OP_RETURN output',
         tags: ['stamps'],
-        headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', minLength: 1, maxLength: 200, description: 'repeat a request safely: the same key returns the same stamp' } } },
+        headers: {
+          type: 'object',
+          properties: {
+            'idempotency-key': {
+              type: 'string',
+              minLength: 1,
+              maxLength: 200,
+              description: 'repeat a request safely: the same key returns the same stamp',
+            },
+          },
+        },
         body: {
           type: 'object',
           additionalProperties: false,
           required: ['hash'],
           properties: { hash: { type: 'string', pattern: '^[0-9a-fA-F]{64}$', description: 'SHA-256 of the document, 64 hex characters' } },
         },
-        response: { 200: { type: 'object', required: ['stampid'], properties: { stampid: { type: 'string', description: '<txid>-<vout>' } } } },
+        response: {
+          200: { type: 'object', required: ['stampid'], properties: { stampid: { type: 'string', description: '<txid>-<vout>' } } },
+        },
       },
     },
     async (request) => {

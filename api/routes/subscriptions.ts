@@ -48,7 +48,13 @@ const subscriptionView = {
   },
 } as const;
 
-type CreateBody = { type?: 'address' | 'chain' | 'wallet'; address?: string; wallet?: string; action?: string | null; confirmations?: number };
+type CreateBody = {
+  type?: 'address' | 'chain' | 'wallet';
+  address?: string;
+  wallet?: string;
+  action?: string | null;
+  confirmations?: number;
+};
 
 export const subscriptionRoutes: RouteModule = (app, deps, dialect) => {
   app.post<{ Body: CreateBody }>(
@@ -57,7 +63,7 @@ export const subscriptionRoutes: RouteModule = (app, deps, dialect) => {
       config: { scope: 'write' },
       schema: {
         summary: 'Subscribe to an address (or to the chain)',
-        description: 'Events recorded after this call are delivered to the key\'s WebSocket streams and, with `action`, to that hook.',
+        description: "Events recorded after this call are delivered to the key's WebSocket streams and, with `action`, to that hook.",
         tags: ['subscriptions'],
         body: dialect.routes.subscriptionBody,
         response: { 200: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } },
@@ -70,11 +76,13 @@ export const subscriptionRoutes: RouteModule = (app, deps, dialect) => {
       let address: string | null = null;
       let addrKey: string | null = null;
       let walletId: string | null = null;
-      if (kind !== 'wallet' && b.wallet !== undefined) throw new ServiceError('ERR_INVALID_BODY', { message: `a ${kind} subscription has no wallet` });
+      if (kind !== 'wallet' && b.wallet !== undefined)
+        throw new ServiceError('ERR_INVALID_BODY', { message: `a ${kind} subscription has no wallet` });
       if (kind === 'wallet') {
         if (b.wallet === undefined) throw new ServiceError('ERR_INVALID_BODY', { message: "body must have required property 'wallet'" });
         if (b.address !== undefined) throw new ServiceError('ERR_INVALID_BODY', { message: 'a wallet subscription has no address' });
-        if (!(await findWallet(deps.db, keyId, b.wallet))) throw new ServiceError('ERR_WALLET_NOT_FOUND', { message: `wallet ${b.wallet}: no such wallet` });
+        if (!(await findWallet(deps.db, keyId, b.wallet)))
+          throw new ServiceError('ERR_WALLET_NOT_FOUND', { message: `wallet ${b.wallet}: no such wallet` });
         walletId = b.wallet;
       } else if (kind === 'address') {
         if (b.address === undefined) throw new ServiceError('ERR_INVALID_BODY', { message: "body must have required property 'address'" });
@@ -84,10 +92,15 @@ export const subscriptionRoutes: RouteModule = (app, deps, dialect) => {
         throw new ServiceError('ERR_INVALID_BODY', { message: 'a chain subscription has no address' });
       }
       const hookId = b.action ?? null;
-      if (hookId !== null && !(await findHook(deps.db, keyId, hookId))) throw new ServiceError('ERR_HOOK_NOT_FOUND', { message: `action ${hookId}: no such hook` });
+      if (hookId !== null && !(await findHook(deps.db, keyId, hookId)))
+        throw new ServiceError('ERR_HOOK_NOT_FOUND', { message: `action ${hookId}: no such hook` });
       const confirmations = b.confirmations ?? DEFAULT_CONFIRMATIONS;
       // The same subscription again (even concurrently) is the existing one: a unique index decides.
-      const row = await insertSubscription(deps.db, { id: newId('sub'), keyId, kind, address, addrKey, walletId, hookId, confirmations }, deps.settings.maxSubscriptionsPerKey);
+      const row = await insertSubscription(
+        deps.db,
+        { id: newId('sub'), keyId, kind, address, addrKey, walletId, hookId, confirmations },
+        deps.settings.maxSubscriptionsPerKey,
+      );
       return { id: row.id };
     },
   );
@@ -96,13 +109,17 @@ export const subscriptionRoutes: RouteModule = (app, deps, dialect) => {
     '/subscriptions',
     {
       schema: {
-        summary: 'The key\'s subscriptions',
-        description: 'Oldest first, paged by `limit` (default and most 1,000) and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header.',
+        summary: "The key's subscriptions",
+        description:
+          'Oldest first, paged by `limit` (default and most 1,000) and `cursor`; the next page\'s URL is in the `Link: <…>; rel="next"` header.',
         tags: ['subscriptions'],
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: MAX_PAGE }, cursor: { type: 'string', maxLength: 200 } },
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: MAX_PAGE },
+            cursor: { type: 'string', maxLength: 200 },
+          },
         },
         response: dialect.routes.response({ type: 'array', items: subscriptionView, headers: { Link: { type: 'string' } } }),
       },
@@ -114,7 +131,10 @@ export const subscriptionRoutes: RouteModule = (app, deps, dialect) => {
       if (rows.length > q.limit) {
         rows.length = q.limit;
         const last = rows[rows.length - 1]!;
-        const params = new URLSearchParams({ limit: String(q.limit), cursor: encodeSubscriptionCursor({ createdAt: last.created_at, id: last.id }) });
+        const params = new URLSearchParams({
+          limit: String(q.limit),
+          cursor: encodeSubscriptionCursor({ createdAt: last.created_at, id: last.id }),
+        });
         reply.header('Link', `<${request.url.split('?')[0]!}?${params.toString()}>; rel="next"`);
       }
       return rows.map(dialect.shapes.subscription);
@@ -125,7 +145,11 @@ export const subscriptionRoutes: RouteModule = (app, deps, dialect) => {
     '/subscriptions/:id',
     {
       config: { scope: 'write' },
-      schema: { summary: 'Delete a subscription', tags: ['subscriptions'], params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 40 } } } },
+      schema: {
+        summary: 'Delete a subscription',
+        tags: ['subscriptions'],
+        params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 40 } } },
+      },
     },
     async (request, reply) => {
       if (!(await deleteSubscription(deps.db, request.apiKey.id, request.params.id))) throw new ServiceError('ERR_SUBSCRIPTION_NOT_FOUND');

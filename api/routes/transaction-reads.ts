@@ -20,7 +20,8 @@ import { txViewSchema, withRawExtras } from '../transaction-extras.js';
 import { setTipHeaders, tipHeaders } from '../tip.js';
 import type { Tip } from '../queries/chain.js';
 
-const textResponse = (description: string) => ({ 200: { type: 'string', contentMediaType: 'text/plain', description, headers: tipHeaders } }) as const;
+const textResponse = (description: string) =>
+  ({ 200: { type: 'string', contentMediaType: 'text/plain', description, headers: tipHeaders } }) as const;
 
 /** The serialized transaction, from the index (mempool) or the node (confirmed), and the tip its place in the index was read at. */
 export async function rawTransaction(deps: ResolvedApiDeps, txidHex: string): Promise<{ bytes: Buffer; tip: Tip }> {
@@ -28,10 +29,12 @@ export async function rawTransaction(deps: ResolvedApiDeps, txidHex: string): Pr
   if (!place) throw new ServiceError('ERR_TX_NOT_FOUND');
   const tip = { height: place.tip_height, hash: place.tip_hash };
   if (place.raw) return { bytes: place.raw, tip };
-  if (!deps.node?.getRawTransaction) throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no node is configured to read confirmed transactions from' });
+  if (!deps.node?.getRawTransaction)
+    throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no node is configured to read confirmed transactions from' });
   try {
     // (Core will not hand out the genesis coinbase as a transaction: it is the genesis block's)
-    if (place.height === 0 && deps.node.getBlockRaw) return { bytes: Buffer.from(decodeBlock(await deps.node.getBlockRaw(hashToHex(place.block_hash))).txs[0]!.bytes), tip };
+    if (place.height === 0 && deps.node.getBlockRaw)
+      return { bytes: Buffer.from(decodeBlock(await deps.node.getBlockRaw(hashToHex(place.block_hash))).txs[0]!.bytes), tip };
     return { bytes: Buffer.from(await deps.node.getRawTransaction(txidHex, hashToHex(place.block_hash))), tip };
   } catch (err) {
     throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: err });
@@ -53,12 +56,16 @@ async function findMerkleData(deps: ResolvedApiDeps, txidHex: string) {
 
 async function merkleData(deps: ResolvedApiDeps, txidHex: string) {
   const data = await findMerkleData(deps, txidHex);
-  if (!data) throw new ServiceError('ERR_TX_NOT_FOUND', { message: 'no confirmed transaction with this hash (a mempool transaction has no proof yet)' });
+  if (!data)
+    throw new ServiceError('ERR_TX_NOT_FOUND', {
+      message: 'no confirmed transaction with this hash (a mempool transaction has no proof yet)',
+    });
   return data;
 }
 
 /** Core's gettxoutproof bytes: the header and the partial Merkle tree of the one transaction. */
-const txOutProof = (d: NonNullable<Awaited<ReturnType<typeof findMerkleData>>>) => Buffer.concat([d.header, partialMerkleTree(d.levels, new Set([d.pos]))]);
+const txOutProof = (d: NonNullable<Awaited<ReturnType<typeof findMerkleData>>>) =>
+  Buffer.concat([d.header, partialMerkleTree(d.levels, new Set([d.pos]))]);
 
 /**
  * The whole inclusion proof of a confirmed transaction, as a stamp's answer carries it: the block
@@ -86,9 +93,16 @@ export const inclusionProofSchema = {
     block_hash: { type: 'string', description: 'the block holding the transaction (display hex)' },
     block_height: { type: 'integer' },
     header: { type: 'string', description: 'its 80-byte header, hex: hashes to block_hash, holds the Merkle root' },
-    merkle: { type: 'array', items: { type: 'string' }, description: 'the sibling hashes from the transaction up to the root (display hex), as GET /transactions/{hash}/merkle-proof' },
-    pos: { type: 'integer', description: 'the transaction\'s position in the block' },
-    txoutproof: { type: 'string', description: 'Core\'s gettxoutproof bytes (header and partial Merkle tree), hex: `bitcoin-cli verifytxoutproof` takes them' },
+    merkle: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'the sibling hashes from the transaction up to the root (display hex), as GET /transactions/{hash}/merkle-proof',
+    },
+    pos: { type: 'integer', description: "the transaction's position in the block" },
+    txoutproof: {
+      type: 'string',
+      description: "Core's gettxoutproof bytes (header and partial Merkle tree), hex: `bitcoin-cli verifytxoutproof` takes them",
+    },
   },
 } as const;
 
@@ -107,7 +121,9 @@ export const v1TransactionAnswer: TransactionAnswer = {
     const kept = confirmedAnswers.get(r.view);
     if (kept) return { answer: kept, tip: r.tip };
     const block = r.view.block_hash[0];
-    const source = r.mempoolRaw ? ({ kind: 'mempool', raw: r.mempoolRaw } as const) : ({ kind: 'confirmed', blockHash: block!.block_hash, height: block!.block_height } as const);
+    const source = r.mempoolRaw
+      ? ({ kind: 'mempool', raw: r.mempoolRaw } as const)
+      : ({ kind: 'confirmed', blockHash: block!.block_hash, height: block!.block_height } as const);
     // (what the node adds comes after the index's reads: a mempool entry's BIP125 flag, an old row's sizes)
     const answer = (await withRawExtras(deps, [{ view: r.view, sizes: r.sizes }], source))[0]!;
     if (source.kind === 'confirmed' && r.sizes) confirmedAnswers.set(r.view, answer);
@@ -118,7 +134,14 @@ export const v1TransactionAnswer: TransactionAnswer = {
 export const transactionReadRoutes: RouteModule = (app, deps) => {
   app.get<{ Params: { hash: string } }>(
     '/transactions/:hash/hex',
-    { schema: { summary: 'The serialized transaction, hex (text/plain)', tags: ['transactions'], params: hashParams, response: textResponse('hex, witness included') } },
+    {
+      schema: {
+        summary: 'The serialized transaction, hex (text/plain)',
+        tags: ['transactions'],
+        params: hashParams,
+        response: textResponse('hex, witness included'),
+      },
+    },
     async (request, reply) => {
       const r = await rawTransaction(deps, request.params.hash);
       setTipHeaders(reply, r.tip);
@@ -133,7 +156,15 @@ export const transactionReadRoutes: RouteModule = (app, deps) => {
         summary: 'The serialized transaction (application/octet-stream)',
         tags: ['transactions'],
         params: hashParams,
-        response: { 200: { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream', description: 'the transaction\'s bytes, witness included', headers: tipHeaders } },
+        response: {
+          200: {
+            type: 'string',
+            format: 'binary',
+            contentMediaType: 'application/octet-stream',
+            description: "the transaction's bytes, witness included",
+            headers: tipHeaders,
+          },
+        },
       },
     },
     async (request, reply) => {
@@ -155,7 +186,11 @@ export const transactionReadRoutes: RouteModule = (app, deps) => {
           200: {
             type: 'object',
             required: ['block_height', 'merkle', 'pos'],
-            properties: { block_height: { type: 'integer' }, merkle: { type: 'array', items: { type: 'string' } }, pos: { type: 'integer' } },
+            properties: {
+              block_height: { type: 'integer' },
+              merkle: { type: 'array', items: { type: 'string' } },
+              pos: { type: 'integer' },
+            },
             headers: tipHeaders,
           },
         },

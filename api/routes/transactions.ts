@@ -22,7 +22,12 @@ export const transactionRoutes: RouteModule = (app, deps, dialect) => {
     {
       // (a read without side effects: the key's revocation check runs while it is read, api/key-check.ts)
       config: { keyCheck: 'alongside' },
-      schema: { summary: 'A confirmed or mempool transaction', tags: ['transactions'], params: dialect.routes.hashParams, response: dialect.routes.response(withTipHeaders(transaction.schema)) },
+      schema: {
+        summary: 'A confirmed or mempool transaction',
+        tags: ['transactions'],
+        params: dialect.routes.hashParams,
+        response: dialect.routes.response(withTipHeaders(transaction.schema)),
+      },
     },
     async (request, reply) => {
       const txid = dialect.routes.parseHash(request.params.hash, 'ERR_TX_NOT_FOUND');
@@ -50,10 +55,15 @@ export const transactionRoutes: RouteModule = (app, deps, dialect) => {
       config: { scope: 'write' },
       schema: {
         summary: 'Broadcast a signed transaction',
-        description: 'Errors carry `retry: true` only when sending the same transaction again can succeed (missing parent that can still appear, not final yet, mempool limits, node unreachable).',
+        description:
+          'Errors carry `retry: true` only when sending the same transaction again can succeed (missing parent that can still appear, not final yet, mempool limits, node unreachable).',
         tags: ['transactions'],
         body: dialect.routes.broadcastBody,
-        response: dialect.routes.response({ type: 'object', required: ['transaction_hash'], properties: { transaction_hash: { type: 'string' } } }),
+        response: dialect.routes.response({
+          type: 'object',
+          required: ['transaction_hash'],
+          properties: { transaction_hash: { type: 'string' } },
+        }),
       },
     },
     async (request) => dialect.shapes.broadcast(await broadcastTransaction(deps, request.body.tx)),

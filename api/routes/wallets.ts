@@ -9,7 +9,15 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { descriptorForExtendedKey, DescriptorError, expandDescriptor, formatDescriptor, parseDescriptor, withChecksum, type Descriptor } from '../../src/bitcoin/descriptor.js';
+import {
+  descriptorForExtendedKey,
+  DescriptorError,
+  expandDescriptor,
+  formatDescriptor,
+  parseDescriptor,
+  withChecksum,
+  type Descriptor,
+} from '../../src/bitcoin/descriptor.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { txNumHeight } from '../../src/db/tx-num.js';
 import {
@@ -58,7 +66,11 @@ const walletView = {
   required: ['id', 'descriptors', 'gap_limit', 'created_at', 'chains'],
   properties: {
     id: { type: 'string' },
-    descriptors: { type: 'array', items: { type: 'string' }, description: 'as tracked, normalized and checksummed as Bitcoin Core prints them' },
+    descriptors: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'as tracked, normalized and checksummed as Bitcoin Core prints them',
+    },
     gap_limit: { type: 'integer' },
     created_at: { type: 'string', format: 'date-time' },
     chains: {
@@ -87,7 +99,8 @@ type Chain = { descriptor: string; change: boolean };
 function chainsOf(descriptors: readonly Descriptor[]): Chain[] {
   const out: Chain[] = [];
   for (const d of descriptors) {
-    if (d.branches > 2) throw new ServiceError('ERR_INVALID_DESCRIPTOR', { message: 'a multipath descriptor of a wallet has two paths: <receive;change>' });
+    if (d.branches > 2)
+      throw new ServiceError('ERR_INVALID_DESCRIPTOR', { message: 'a multipath descriptor of a wallet has two paths: <receive;change>' });
     const expanded = expandDescriptor(d);
     if (expanded.length === 2) out.push({ descriptor: expanded[0]!, change: false }, { descriptor: expanded[1]!, change: true });
     else {
@@ -95,7 +108,8 @@ function chainsOf(descriptors: readonly Descriptor[]): Chain[] {
       out.push({ descriptor: expanded[0]!, change: steps[steps.length - 1] === 1 });
     }
   }
-  if (new Set(out.map((c) => c.descriptor)).size !== out.length) throw new ServiceError('ERR_INVALID_DESCRIPTOR', { message: 'the same descriptor path is given twice' });
+  if (new Set(out.map((c) => c.descriptor)).size !== out.length)
+    throw new ServiceError('ERR_INVALID_DESCRIPTOR', { message: 'the same descriptor path is given twice' });
   return out;
 }
 
@@ -109,10 +123,19 @@ function chainCost(descriptors: readonly Descriptor[]): number {
  * API_WALLET_MAX_DERIVATIONS, and abandoned (the thread terminated) when the request times out
  * (503 ERR_REQUEST_TIMEOUT) or its client goes away.
  */
-async function deriving<T>(deps: ResolvedApiDeps, request: FastifyRequest, reply: FastifyReply, work: (opts: DeriveOptions) => Promise<T>): Promise<T> {
+async function deriving<T>(
+  deps: ResolvedApiDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: (opts: DeriveOptions) => Promise<T>,
+): Promise<T> {
   const deadline = requestDeadline(reply, deps.settings.requestTimeoutMs);
   try {
-    return await work({ owner: `key:${request.apiKey.id}`, budget: new DeriveBudget(deps.settings.walletMaxDerivations), signal: deadline.signal });
+    return await work({
+      owner: `key:${request.apiKey.id}`,
+      budget: new DeriveBudget(deps.settings.walletMaxDerivations),
+      signal: deadline.signal,
+    });
   } catch (err) {
     throw deadline.explain(err);
   } finally {
@@ -133,7 +156,12 @@ async function toView(deps: ResolvedApiDeps, w: WalletRow) {
     descriptors: w.descriptors,
     gap_limit: w.gap_limit,
     created_at: isoTime(w.created_at),
-    chains: chains.map((c) => ({ descriptor: c.descriptor, change: c.change, addresses: c.derived, last_used_index: c.used_max < 0 ? null : c.used_max })),
+    chains: chains.map((c) => ({
+      descriptor: c.descriptor,
+      change: c.change,
+      addresses: c.derived,
+      last_used_index: c.used_max < 0 ? null : c.used_max,
+    })),
   };
 }
 
@@ -141,7 +169,8 @@ function setNext(request: FastifyRequest, reply: FastifyReply, limit: number, cu
   if (cursor === undefined) return;
   const path = request.url.split('?')[0]!;
   const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(request.query as Record<string, unknown>)) if (k !== 'cursor' && k !== 'limit' && v !== undefined) params.set(k, String(v));
+  for (const [k, v] of Object.entries(request.query as Record<string, unknown>))
+    if (k !== 'cursor' && k !== 'limit' && v !== undefined) params.set(k, String(v));
   params.set('limit', String(limit));
   params.set('cursor', cursor);
   reply.header('Link', `<${path}?${params.toString()}>; rel="next"`);
@@ -175,15 +204,26 @@ export const walletRoutes: RouteModule = (app, deps) => {
       schema: {
         summary: 'Track a wallet: output descriptors, or a bare xpub/ypub/zpub',
         description:
-          'Descriptors: pkh, wpkh, sh(wpkh), tr (key path), wsh(multi|sortedmulti), sh(wsh(…)), sh(multi|sortedmulti) over extended public keys ending in /0/*, /1/* or /<0;1>/*; a given checksum must be Core\'s. A bare key maps to the descriptor its prefix implies (xpub/tpub → pkh, ypub/upub → sh(wpkh), zpub/vpub → wpkh) over /<0;1>/*. No rescan: the wallet answers at once from the index.',
+          "Descriptors: pkh, wpkh, sh(wpkh), tr (key path), wsh(multi|sortedmulti), sh(wsh(…)), sh(multi|sortedmulti) over extended public keys ending in /0/*, /1/* or /<0;1>/*; a given checksum must be Core's. A bare key maps to the descriptor its prefix implies (xpub/tpub → pkh, ypub/upub → sh(wpkh), zpub/vpub → wpkh) over /<0;1>/*. No rescan: the wallet answers at once from the index.",
         tags: ['wallets'],
         body: {
           type: 'object',
           additionalProperties: false,
           properties: {
             descriptors: { type: 'array', minItems: 1, maxItems: 20, items: { type: 'string', minLength: 1, maxLength: 4000 } },
-            xpub: { type: 'string', minLength: 1, maxLength: 200, description: 'a bare extended public key (xpub, ypub, zpub, tpub, upub, vpub)' },
-            gap_limit: { type: 'integer', minimum: 1, maximum: MAX_GAP_LIMIT, default: DEFAULT_GAP_LIMIT, description: 'unused addresses kept derived past the last used one, per chain' },
+            xpub: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 200,
+              description: 'a bare extended public key (xpub, ypub, zpub, tpub, upub, vpub)',
+            },
+            gap_limit: {
+              type: 'integer',
+              minimum: 1,
+              maximum: MAX_GAP_LIMIT,
+              default: DEFAULT_GAP_LIMIT,
+              description: 'unused addresses kept derived past the last used one, per chain',
+            },
           },
         },
         response: { 201: walletView },
@@ -191,10 +231,14 @@ export const walletRoutes: RouteModule = (app, deps) => {
     },
     async (request, reply) => {
       const b = request.body;
-      if ((b.descriptors === undefined) === (b.xpub === undefined)) throw new ServiceError('ERR_INVALID_BODY', { message: "body must have exactly one of 'descriptors' and 'xpub'" });
+      if ((b.descriptors === undefined) === (b.xpub === undefined))
+        throw new ServiceError('ERR_INVALID_BODY', { message: "body must have exactly one of 'descriptors' and 'xpub'" });
       let parsed: Descriptor[];
       try {
-        parsed = b.xpub !== undefined ? [descriptorForExtendedKey(b.xpub, deps.network)] : b.descriptors!.map((d) => parseDescriptor(d, deps.network));
+        parsed =
+          b.xpub !== undefined
+            ? [descriptorForExtendedKey(b.xpub, deps.network)]
+            : b.descriptors!.map((d) => parseDescriptor(d, deps.network));
       } catch (err) {
         if (err instanceof DescriptorError) throw new ServiceError('ERR_INVALID_DESCRIPTOR', { message: err.message });
         throw err;
@@ -207,29 +251,45 @@ export const walletRoutes: RouteModule = (app, deps) => {
       if (cost > limit) throw walletTooLarge(cost, limit);
       await assertNotSyncing(deps);
       const w = await deriving(deps, request, reply, (opts) =>
-        createWallet(deps.db, {
-          id: newId('wal'),
-          keyId: request.apiKey.id,
-          network: deps.network,
-          descriptors: parsed.map((d) => withChecksum(formatDescriptor(d))),
-          gapLimit,
-          chains,
-        }, deps.settings.maxWalletsPerKey, opts),
+        createWallet(
+          deps.db,
+          {
+            id: newId('wal'),
+            keyId: request.apiKey.id,
+            network: deps.network,
+            descriptors: parsed.map((d) => withChecksum(formatDescriptor(d))),
+            gapLimit,
+            chains,
+          },
+          deps.settings.maxWalletsPerKey,
+          opts,
+        ),
       );
       return reply.code(201).send(await toView(deps, w));
     },
   );
 
-  app.get('/wallets', { schema: { summary: 'The key\'s wallets', tags: ['wallets'], response: { 200: { type: 'array', items: walletView } } } }, async (request) => {
-    const rows = await listWallets(deps.db, request.apiKey.id);
-    return Promise.all(rows.map((w) => toView(deps, w)));
-  });
+  app.get(
+    '/wallets',
+    { schema: { summary: "The key's wallets", tags: ['wallets'], response: { 200: { type: 'array', items: walletView } } } },
+    async (request) => {
+      const rows = await listWallets(deps.db, request.apiKey.id);
+      return Promise.all(rows.map((w) => toView(deps, w)));
+    },
+  );
 
-  app.get<IdRequest>('/wallets/:id', { schema: { summary: 'A wallet', tags: ['wallets'], params: idParams, response: { 200: walletView } } }, async (request) => toView(deps, await ownWallet(deps, request)));
+  app.get<IdRequest>(
+    '/wallets/:id',
+    { schema: { summary: 'A wallet', tags: ['wallets'], params: idParams, response: { 200: walletView } } },
+    async (request) => toView(deps, await ownWallet(deps, request)),
+  );
 
   app.delete<IdRequest>(
     '/wallets/:id',
-    { config: { scope: 'write' }, schema: { summary: 'Stop tracking a wallet (its subscriptions end with it)', tags: ['wallets'], params: idParams } },
+    {
+      config: { scope: 'write' },
+      schema: { summary: 'Stop tracking a wallet (its subscriptions end with it)', tags: ['wallets'], params: idParams },
+    },
     async (request, reply) => {
       if (!(await deleteWallet(deps.db, request.apiKey.id, request.params.id))) throw new ServiceError('ERR_WALLET_NOT_FOUND');
       return reply.code(204).send();
@@ -243,10 +303,16 @@ export const walletRoutes: RouteModule = (app, deps) => {
       // read, and the answer waits for it (api/key-check.ts) — one round trip instead of two.
       config: { keyCheck: 'alongside' },
       schema: {
-        summary: 'Balance: confirmed, and the mempool\'s net change (confirmed + unconfirmed = the sum of the unspent outputs)',
+        summary: "Balance: confirmed, and the mempool's net change (confirmed + unconfirmed = the sum of the unspent outputs)",
         tags: ['wallets'],
         params: idParams,
-        response: { 200: { type: 'object', required: ['confirmed', 'unconfirmed'], properties: { confirmed: { type: 'integer' }, unconfirmed: { type: 'integer' } } } },
+        response: {
+          200: {
+            type: 'object',
+            required: ['confirmed', 'unconfirmed'],
+            properties: { confirmed: { type: 'integer' }, unconfirmed: { type: 'integer' } },
+          },
+        },
       },
     },
     async (request) => {
@@ -264,7 +330,7 @@ export const walletRoutes: RouteModule = (app, deps) => {
     '/wallets/:id/history',
     {
       schema: {
-        summary: 'The wallet\'s transactions, merged, newest first (mempool first), with the wallet\'s amounts; paged',
+        summary: "The wallet's transactions, merged, newest first (mempool first), with the wallet's amounts; paged",
         tags: ['wallets'],
         params: idParams,
         querystring: pageQuery(100, 1000),
@@ -278,8 +344,8 @@ export const walletRoutes: RouteModule = (app, deps) => {
                 transaction_hash: { type: 'string' },
                 height: { type: ['integer', 'null'], description: 'null while in the mempool' },
                 confirmations: { type: 'integer' },
-                received: { type: 'integer', description: 'sats paid to the wallet\'s addresses' },
-                sent: { type: 'integer', description: 'sats spent from the wallet\'s addresses' },
+                received: { type: 'integer', description: "sats paid to the wallet's addresses" },
+                sent: { type: 'integer', description: "sats spent from the wallet's addresses" },
                 net: { type: 'integer', description: 'received − sent' },
               },
             },
@@ -295,7 +361,8 @@ export const walletRoutes: RouteModule = (app, deps) => {
       const [tip, entries] = await Promise.all([
         tipHeight(deps),
         listWalletHistory(deps.db, w.id, {
-          mempoolAfter: cursor === undefined ? undefined : cursor.phase === 'm' ? { firstSeenUs: cursor.firstSeenUs, txid: cursor.txid } : null,
+          mempoolAfter:
+            cursor === undefined ? undefined : cursor.phase === 'm' ? { firstSeenUs: cursor.firstSeenUs, txid: cursor.txid } : null,
           before: cursor?.phase === 'c' ? cursor.txNum : null,
           limit: limit + 1,
         }),
@@ -303,7 +370,11 @@ export const walletRoutes: RouteModule = (app, deps) => {
       const page = cutPage(entries, limit);
       const last = page.last;
       const next: Cursor | undefined =
-        last === undefined ? undefined : last.txNum === null ? { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: 0 } : { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0 };
+        last === undefined
+          ? undefined
+          : last.txNum === null
+            ? { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs!, txid: last.txid, vout: 0 }
+            : { kind: 'h', phase: 'c', txNum: last.txNum, vout: 0 };
       setNext(request, reply, limit, next && encodeCursor(next));
       return page.rows.map((e) => ({
         transaction_hash: hashToHex(e.txid),
@@ -320,7 +391,7 @@ export const walletRoutes: RouteModule = (app, deps) => {
     '/wallets/:id/unspentoutputs',
     {
       schema: {
-        summary: 'The wallet\'s unspent outputs (mempool ones with 0 confirmations first), with address and derivation path; paged',
+        summary: "The wallet's unspent outputs (mempool ones with 0 confirmations first), with address and derivation path; paged",
         tags: ['wallets'],
         params: idParams,
         querystring: pageQuery(1000, 10000),
@@ -337,7 +408,11 @@ export const walletRoutes: RouteModule = (app, deps) => {
                 script: { type: 'string' },
                 confirmations: { type: 'integer' },
                 address: { type: 'string' },
-                path: { type: 'string', description: 'from the master key when the descriptor gives the key origin (m/84h/0h/0h/0/5), else from the extended key (0/5)' },
+                path: {
+                  type: 'string',
+                  description:
+                    'from the master key when the descriptor gives the key origin (m/84h/0h/0h/0/5), else from the extended key (0/5)',
+                },
                 change: { type: 'boolean' },
                 address_index: { type: 'integer' },
               },
@@ -379,7 +454,7 @@ export const walletRoutes: RouteModule = (app, deps) => {
     '/wallets/:id/addresses',
     {
       schema: {
-        summary: 'The wallet\'s derived addresses, used or not; paged',
+        summary: "The wallet's derived addresses, used or not; paged",
         tags: ['wallets'],
         params: idParams,
         querystring: {
@@ -397,7 +472,14 @@ export const walletRoutes: RouteModule = (app, deps) => {
             items: {
               type: 'object',
               required: ['address', 'path', 'change', 'index', 'used', 'reserved'],
-              properties: { address: { type: 'string' }, path: { type: 'string' }, change: { type: 'boolean' }, index: { type: 'integer' }, used: { type: 'boolean' }, reserved: { type: 'boolean' } },
+              properties: {
+                address: { type: 'string' },
+                path: { type: 'string' },
+                change: { type: 'boolean' },
+                index: { type: 'integer' },
+                used: { type: 'boolean' },
+                reserved: { type: 'boolean' },
+              },
             },
           },
         },
@@ -409,12 +491,24 @@ export const walletRoutes: RouteModule = (app, deps) => {
       const after = q.cursor === undefined ? undefined : decodeAfter(q.cursor);
       const [chains, read] = await Promise.all([
         walletChains(deps.db, w.id),
-        listWalletAddresses(deps.db, w.id, { ...(q.used !== undefined ? { used: q.used } : {}), ...(q.change !== undefined ? { change: q.change } : {}), ...(after ? { after } : {}), limit: q.limit + 1 }),
+        listWalletAddresses(deps.db, w.id, {
+          ...(q.used !== undefined ? { used: q.used } : {}),
+          ...(q.change !== undefined ? { change: q.change } : {}),
+          ...(after ? { after } : {}),
+          limit: q.limit + 1,
+        }),
       ]);
       const { rows, last } = cutPage(read, q.limit);
       setNext(request, reply, q.limit, last && encodeAfter(last.chain, last.idx));
       const change = new Map(chains.map((c) => [c.chain, c.change]));
-      return rows.map((a) => ({ address: a.address, path: a.path, change: change.get(a.chain) ?? false, index: a.idx, used: a.used, reserved: a.reserved }));
+      return rows.map((a) => ({
+        address: a.address,
+        path: a.path,
+        change: change.get(a.chain) ?? false,
+        index: a.idx,
+        used: a.used,
+        reserved: a.reserved,
+      }));
     },
   );
 
@@ -431,13 +525,21 @@ export const walletRoutes: RouteModule = (app, deps) => {
           additionalProperties: false,
           properties: { change: { type: 'boolean', default: false }, reserve: { type: 'boolean', default: false } },
         },
-        response: { 200: { type: 'object', required: ['address', 'path', 'index', 'change'], properties: { address: { type: 'string' }, path: { type: 'string' }, index: { type: 'integer' }, change: { type: 'boolean' } } } },
+        response: {
+          200: {
+            type: 'object',
+            required: ['address', 'path', 'index', 'change'],
+            properties: { address: { type: 'string' }, path: { type: 'string' }, index: { type: 'integer' }, change: { type: 'boolean' } },
+          },
+        },
       },
     },
     async (request, reply) => {
       const w = await ownWallet(deps, request);
       const change = request.body?.change ?? false;
-      const a = await deriving(deps, request, reply, (opts) => nextAddress(deps.db, w.id, { change, reserve: request.body?.reserve ?? false }, opts));
+      const a = await deriving(deps, request, reply, (opts) =>
+        nextAddress(deps.db, w.id, { change, reserve: request.body?.reserve ?? false }, opts),
+      );
       const chains = await walletChains(deps.db, w.id);
       return { address: a.address, path: a.path, index: a.idx, change: chains.find((c) => c.chain === a.chain)?.change ?? false };
     },

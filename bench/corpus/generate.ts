@@ -22,7 +22,15 @@ import { bytesToHex, hashToHex } from '../../src/bitcoin/hash.js';
 import { merkleRoot } from '../../src/bitcoin/merkle.js';
 import { NETWORKS } from '../../src/bitcoin/network.js';
 import { writeCompactSize } from '../../src/bitcoin/wire.js';
-import { blockSubsidy, genesisBytes, GENESIS_HASH, grindHeader, REGTEST, scriptNumPush, witnessCommitmentScript } from '../../devnode/consensus.js';
+import {
+  blockSubsidy,
+  genesisBytes,
+  GENESIS_HASH,
+  grindHeader,
+  REGTEST,
+  scriptNumPush,
+  witnessCommitmentScript,
+} from '../../devnode/consensus.js';
 import { MANIFEST_FILE, type CorpusBlock, type CorpusEvent, type CorpusManifest } from '../../devnode/corpus-manifest.js';
 import { Rng } from './rng.js';
 
@@ -190,7 +198,13 @@ export class CorpusGenerator {
   private readonly txBuf = new Uint8Array(TX_BUF);
   private readonly scratch = new Uint8Array(TX_BUF);
   private body = new Uint8Array(4 << 20);
-  private readonly pick = { idx: new Int32Array(128), type: new Uint8Array(128), value: new Float64Array(128), txid: new Uint8Array(128 * 32), vout: new Uint32Array(128) };
+  private readonly pick = {
+    idx: new Int32Array(128),
+    type: new Uint8Array(128),
+    value: new Float64Array(128),
+    txid: new Uint8Array(128 * 32),
+    vout: new Uint32Array(128),
+  };
   private time = 1_700_000_000;
 
   constructor(readonly params: CorpusParams) {
@@ -288,7 +302,13 @@ export class CorpusGenerator {
    * Writes one transaction at `out[p]`, registers its outputs in the pool, and returns its end,
    * txid, wtxid and fee (txid/wtxid into `ids` at `idOff` / `idOff + 32`); -1 when no input is left.
    */
-  private writeTx(out: Uint8Array, p: number, ids: Uint8Array, idOff: number, height: number): { end: number; fee: number; weight: number; outputs: number } | null {
+  private writeTx(
+    out: Uint8Array,
+    p: number,
+    ids: Uint8Array,
+    idOff: number,
+    height: number,
+  ): { end: number; fee: number; weight: number; outputs: number } | null {
     const rng = this.rng;
     // Shape: inputs and payment outputs.
     const r = rng.float();
@@ -487,7 +507,13 @@ export class CorpusGenerator {
   }
 
   /** Builds the coinbase: BIP34 height, `outputs` payouts splitting `value`, the witness commitment. */
-  private coinbase(height: number, value: number, outputs: number, witnessRoot: Uint8Array, tag: number): { raw: Uint8Array; txid: Uint8Array } {
+  private coinbase(
+    height: number,
+    value: number,
+    outputs: number,
+    witnessRoot: Uint8Array,
+    tag: number,
+  ): { raw: Uint8Array; txid: Uint8Array } {
     const extra = new Uint8Array(8);
     new DataView(extra.buffer).setUint32(0, tag, true);
     this.rng.fill(extra, 4, 4);
@@ -552,7 +578,18 @@ export class CorpusGenerator {
     return this.assemble(block.height, prev, body, block.ids, k, 0, 1, tag, block.bodyEnds.slice(0, k), true);
   }
 
-  private assemble(height: number, prev: Uint8Array, body: Uint8Array, ids: Uint8Array, n: number, fees: number, cbOutputs: number, tag: number, ends: number[], stale = false): AssembledBlock {
+  private assemble(
+    height: number,
+    prev: Uint8Array,
+    body: Uint8Array,
+    ids: Uint8Array,
+    n: number,
+    fees: number,
+    cbOutputs: number,
+    tag: number,
+    ends: number[],
+    stale = false,
+  ): AssembledBlock {
     const wtxids: Uint8Array[] = [new Uint8Array(32)];
     const txids: Uint8Array[] = [];
     for (let i = 1; i <= n; i++) {
@@ -561,13 +598,21 @@ export class CorpusGenerator {
     }
     const { raw: cb, txid: cbTxid } = this.coinbase(height, Number(blockSubsidy(height)) + fees, cbOutputs, merkleRoot(wtxids), tag);
     const cbValue = Number(blockSubsidy(height)) + fees;
-    if (!stale) for (let v = 0; v < cbOutputs; v++) this.pool.add(cbTxid, 0, v, v % 2 === 0 ? WPKH : TR, coinbaseShare(cbValue, cbOutputs, v));
+    if (!stale)
+      for (let v = 0; v < cbOutputs; v++) this.pool.add(cbTxid, 0, v, v % 2 === 0 ? WPKH : TR, coinbaseShare(cbValue, cbOutputs, v));
     const ownIds = new Uint8Array(ids.length);
     ownIds.set(ids);
     ownIds.set(cbTxid, 0);
     const root = merkleRoot([cbTxid, ...txids]);
     this.time += stale ? 1 : 600;
-    const { header, hash } = grindHeader({ version: REGTEST.blockVersion, prevHash: prev, merkleRoot: root, time: this.time, bits: REGTEST.bits, nonce: 0 });
+    const { header, hash } = grindHeader({
+      version: REGTEST.blockVersion,
+      prevHash: prev,
+      merkleRoot: root,
+      time: this.time,
+      bits: REGTEST.bits,
+      nonce: 0,
+    });
     const countLen = n + 1 < 0xfd ? 1 : n + 1 <= 0xffff ? 3 : 5;
     const bytes = new Uint8Array(80 + countLen + cb.length + body.length);
     bytes.set(header, 0);
@@ -662,7 +707,16 @@ export function generateCorpus(opts: GenerateOptions): CorpusManifest {
   let staleBlocks = 0;
   const emit = (b: GenBlock) => {
     const at = writer.write(b.bytes);
-    records.push({ height: b.height, hash: hashToHex(b.hash), prev: hashToHex(b.prev), file: at.file, offset: at.offset, length: b.bytes.length, txs: b.txs, ...(b.stale ? { stale: true } : {}) });
+    records.push({
+      height: b.height,
+      hash: hashToHex(b.hash),
+      prev: hashToHex(b.prev),
+      file: at.file,
+      offset: at.offset,
+      length: b.bytes.length,
+      txs: b.txs,
+      ...(b.stale ? { stale: true } : {}),
+    });
     if (!b.stale) {
       txs += b.txs;
       rawBytes += b.bytes.length;
@@ -672,7 +726,14 @@ export function generateCorpus(opts: GenerateOptions): CorpusManifest {
 
   // Genesis: Core's regtest genesis block.
   const genesis = genesisBytes();
-  const gi = emit({ height: 0, bytes: genesis, hash: Uint8Array.from(Buffer.from(GENESIS_HASH, 'hex').reverse()), prev: new Uint8Array(32), txs: 1, stale: false });
+  const gi = emit({
+    height: 0,
+    bytes: genesis,
+    hash: Uint8Array.from(Buffer.from(GENESIS_HASH, 'hex').reverse()),
+    prev: new Uint8Array(32),
+    txs: 1,
+    stale: false,
+  });
   events.push(['C', gi]);
   const prev = records[gi]!.hash;
   let prevBytes: Uint8Array = Uint8Array.from(Buffer.from(prev, 'hex').reverse());
@@ -724,7 +785,9 @@ export function generateCorpus(opts: GenerateOptions): CorpusManifest {
     }
     const now = performance.now();
     if (now - lastLog > 5000) {
-      log(`corpus: block ${h - 1}/${p.blocks}, ${txs} txs, ${(rawBytes / 1e6).toFixed(0)} MB, ${(((h - 1) * 1000) / (now - t0)).toFixed(1)} blocks/s`);
+      log(
+        `corpus: block ${h - 1}/${p.blocks}, ${txs} txs, ${(rawBytes / 1e6).toFixed(0)} MB, ${(((h - 1) * 1000) / (now - t0)).toFixed(1)} blocks/s`,
+      );
       lastLog = now;
     }
   }
@@ -742,14 +805,19 @@ export function generateCorpus(opts: GenerateOptions): CorpusManifest {
     rawBytes,
     reorgs,
     staleBlocks,
-    hot: gen.hot.map((x) => ({ address: CorpusGenerator.address(x.type, x.program), script: bytesToHex(CorpusGenerator.script(x.type, x.program)) })),
+    hot: gen.hot.map((x) => ({
+      address: CorpusGenerator.address(x.type, x.program),
+      script: bytesToHex(CorpusGenerator.script(x.type, x.program)),
+    })),
     xor: bytesToHex(key),
     generatedMs: Math.round(performance.now() - t0),
   };
   writeFileSync(join(tmp, MANIFEST_FILE), JSON.stringify(manifest));
   rmSync(opts.out, { recursive: true, force: true });
   renameSync(tmp, opts.out);
-  log(`corpus: ${p.blocks} blocks, ${txs} txs, ${(rawBytes / 1e6).toFixed(0)} MB in ${(manifest.generatedMs / 1000).toFixed(1)} s -> ${opts.out}`);
+  log(
+    `corpus: ${p.blocks} blocks, ${txs} txs, ${(rawBytes / 1e6).toFixed(0)} MB in ${(manifest.generatedMs / 1000).toFixed(1)} s -> ${opts.out}`,
+  );
   return manifest;
 }
 
@@ -763,7 +831,15 @@ export function ensureCorpus(cacheDir: string, params: CorpusParams, log?: (line
 }
 
 /** Parameters from command-line flags over the defaults. */
-export function paramsFrom(values: { blocks?: string | undefined; 'txs-per-block'?: string | undefined; seed?: string | undefined; 'tail-blocks'?: string | undefined }, base: CorpusParams = DEFAULT_PARAMS): CorpusParams {
+export function paramsFrom(
+  values: {
+    blocks?: string | undefined;
+    'txs-per-block'?: string | undefined;
+    seed?: string | undefined;
+    'tail-blocks'?: string | undefined;
+  },
+  base: CorpusParams = DEFAULT_PARAMS,
+): CorpusParams {
   return {
     ...base,
     ...(values.blocks !== undefined ? { blocks: Number(values.blocks) } : {}),
@@ -774,7 +850,15 @@ export function paramsFrom(values: { blocks?: string | undefined; 'txs-per-block
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { out: { type: 'string' }, blocks: { type: 'string' }, 'txs-per-block': { type: 'string' }, seed: { type: 'string' }, 'tail-blocks': { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      out: { type: 'string' },
+      blocks: { type: 'string' },
+      'txs-per-block': { type: 'string' },
+      seed: { type: 'string' },
+      'tail-blocks': { type: 'string' },
+    },
+  });
   if (!values.out) {
     process.stderr.write('usage: generate.ts --out DIR [--blocks N] [--txs-per-block N] [--seed S] [--tail-blocks N]\n');
     process.exit(2);

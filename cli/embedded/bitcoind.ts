@@ -79,7 +79,11 @@ async function stopPrevious(datadir: string): Promise<void> {
 }
 
 /** Starts `bin` as a regtest node on `datadir`; resolves when its RPC answers past warm-up. */
-export async function startRegtestBitcoind(opts: { bin: string; datadir: string; onLog?: (line: string) => void }): Promise<RegtestBitcoind> {
+export async function startRegtestBitcoind(opts: {
+  bin: string;
+  datadir: string;
+  onLog?: (line: string) => void;
+}): Promise<RegtestBitcoind> {
   const datadir = resolve(opts.datadir);
   await mkdir(datadir, { recursive: true });
   await stopPrevious(datadir);
@@ -134,7 +138,10 @@ export async function startRegtestBitcoind(opts: { bin: string; datadir: string;
     // Ready when RPC answers past the warm-up (-28: loading the block index, verifying blocks).
     const deadline = Date.now() + 300_000;
     for (;;) {
-      if (exited(c)) throw new Error(`bitcoind exited (${c.exitCode ?? c.signalCode}) while starting: ${tail.trim() || `see ${join(datadir, 'regtest', 'debug.log')}`}`);
+      if (exited(c))
+        throw new Error(
+          `bitcoind exited (${c.exitCode ?? c.signalCode}) while starting: ${tail.trim() || `see ${join(datadir, 'regtest', 'debug.log')}`}`,
+        );
       if (Date.now() > deadline) {
         c.kill('SIGKILL');
         throw new Error('bitcoind did not answer RPC within 5 minutes');

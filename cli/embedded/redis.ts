@@ -73,7 +73,6 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-
 /** Stops a redis-server that a killed Blockwire left running in `dir` (pid file `child.pid`: "redis owner"). */
 async function clearPrevious(dir: string): Promise<void> {
   const file = join(dir, 'child.pid');
@@ -90,7 +89,9 @@ async function clearPrevious(dir: string): Promise<void> {
  * a restart after a crash finds the queued deliveries again. `args`: more redis-server options
  * (a replica's `--replicaof host port`).
  */
-export async function startRedis(opts: { dir: string; port?: number; persist?: boolean; onLog?: (line: string) => void; args?: readonly string[] } = { dir: '.' }): Promise<RedisServer> {
+export async function startRedis(
+  opts: { dir: string; port?: number; persist?: boolean; onLog?: (line: string) => void; args?: readonly string[] } = { dir: '.' },
+): Promise<RedisServer> {
   const bin = ensureRedisServerBinary();
   const dir = resolve(opts.dir);
   await mkdir(dir, { recursive: true });
@@ -103,7 +104,22 @@ export async function startRedis(opts: { dir: string; port?: number; persist?: b
 
   const launch = async () => {
     const persistence = opts.persist ? ['--appendonly', 'yes', '--appendfsync', 'everysec'] : ['--appendonly', 'no'];
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--maxmemory-policy', 'noeviction', '--dir', dir, '--protected-mode', 'yes', ...(opts.args ?? [])];
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      ...persistence,
+      '--maxmemory-policy',
+      'noeviction',
+      '--dir',
+      dir,
+      '--protected-mode',
+      'yes',
+      ...(opts.args ?? []),
+    ];
     const c = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child = c;
     c.once('exit', (code, signal) => {

@@ -27,7 +27,14 @@ async function probeDatabase(url: string): Promise<void> {
 
 /** Connects to Redis and sends PING, without retrying. */
 async function probeRedis(url: string): Promise<void> {
-  const redis = createRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: PROBE_TIMEOUT_MS, retryStrategy: () => null, sentinelRetryStrategy: () => null });
+  const redis = createRedis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    connectTimeout: PROBE_TIMEOUT_MS,
+    retryStrategy: () => null,
+    sentinelRetryStrategy: () => null,
+  });
   let lastError: unknown;
   redis.on('error', (err) => (lastError = err));
   try {
@@ -46,12 +53,20 @@ async function probeNode(url: string, cookieFile?: string): Promise<{ chain: str
   return client.call<{ chain: string; blocks: number }>('getblockchaininfo', []);
 }
 
-export type DependencyTargets = { databaseUrl?: string | undefined; redisUrl?: string | undefined; rpcUrl?: string | undefined; cookieFile?: string | undefined };
+export type DependencyTargets = {
+  databaseUrl?: string | undefined;
+  redisUrl?: string | undefined;
+  rpcUrl?: string | undefined;
+  cookieFile?: string | undefined;
+};
 
 type Role = 'indexer' | 'api' | 'streams' | 'worker' | 'electrum';
 
 /** What a process running `roles` uses of the configuration: the node for the roles that read it, Redis for those that queue or limit. */
-export function dependencyTargets(config: Pick<Config, 'databaseUrl' | 'bitcoindRpcUrl' | 'bitcoindCookieFile' | 'redisUrl' | 'redisSentinels' | 'redisSentinelName'>, roles: ReadonlySet<Role>): DependencyTargets {
+export function dependencyTargets(
+  config: Pick<Config, 'databaseUrl' | 'bitcoindRpcUrl' | 'bitcoindCookieFile' | 'redisUrl' | 'redisSentinels' | 'redisSentinelName'>,
+  roles: ReadonlySet<Role>,
+): DependencyTargets {
   const node = roles.has('indexer') || roles.has('api') || roles.has('electrum');
   const redis = roles.has('api') || roles.has('streams') || roles.has('worker');
   return {
@@ -70,7 +85,9 @@ export function describeDependencyFailures(failures: readonly DependencyError[])
  * Probes the given targets in parallel. `failures`: what is misconfigured or down for good;
  * `nodeNotYet`: the node does not listen (yet) — it may be starting.
  */
-export async function checkDependencies(t: DependencyTargets): Promise<{ failures: DependencyError[]; nodeNotYet: DependencyError | undefined }> {
+export async function checkDependencies(
+  t: DependencyTargets,
+): Promise<{ failures: DependencyError[]; nodeNotYet: DependencyError | undefined }> {
   const failures: DependencyError[] = [];
   let nodeNotYet: DependencyError | undefined;
   await Promise.all([

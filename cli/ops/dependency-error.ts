@@ -81,13 +81,20 @@ function hostPortOf(url: string): string {
  * Explains a failure to reach a dependency. `transient` is true when waiting may help (nothing
  * listens yet: a node still starting), false when the configuration itself is wrong.
  */
-export function explainDependencyFailure(dependency: Dependency, url: string, err: unknown): { error: DependencyError; transient: boolean } {
+export function explainDependencyFailure(
+  dependency: Dependency,
+  url: string,
+  err: unknown,
+): { error: DependencyError; transient: boolean } {
   const setting = SETTING[dependency];
   const target = redactUrl(url);
   const hostPort = hostPortOf(url);
   const code = errorCode(err) ?? ((err as Error)?.name === 'TimeoutError' ? 'TimeoutError' : undefined);
   const message = err instanceof Error ? err.message : String(err);
-  const make = (problem: string, fix: string, transient = false) => ({ error: new DependencyError(dependency, setting, target, problem, fix, err), transient });
+  const make = (problem: string, fix: string, transient = false) => ({
+    error: new DependencyError(dependency, setting, target, problem, fix, err),
+    transient,
+  });
 
   if (dependency === 'node') {
     if (code?.startsWith('HPE_') || /without JSON|unexpected reply/.test(message)) {
@@ -97,25 +104,47 @@ export function explainDependencyFailure(dependency: Dependency, url: string, er
       );
     }
     if ((err as { code?: unknown })?.code === 'ERR_RPC_AUTH' || /rejected the credentials/.test(message)) {
-      return make('bitcoind rejected the credentials', 'Give rpcuser:rpcpassword in the URL (http://user:password@host:port) or the path of its .cookie in BITCOIND_COOKIE_FILE.');
+      return make(
+        'bitcoind rejected the credentials',
+        'Give rpcuser:rpcpassword in the URL (http://user:password@host:port) or the path of its .cookie in BITCOIND_COOKIE_FILE.',
+      );
     }
     const problem = transportProblem(code, hostPort) ?? message;
-    return make(problem, 'Is bitcoind running with -server, and is this its -rpcport? Unset BITCOIND_RPC_URL to use the built-in regtest stand-in instead.', code === 'ECONNREFUSED' || code === 'TimeoutError' || code === 'ETIMEDOUT');
+    return make(
+      problem,
+      'Is bitcoind running with -server, and is this its -rpcport? Unset BITCOIND_RPC_URL to use the built-in regtest stand-in instead.',
+      code === 'ECONNREFUSED' || code === 'TimeoutError' || code === 'ETIMEDOUT',
+    );
   }
   if (dependency === 'database') {
     switch (code) {
       case '28P01':
       case '28000':
-        return make('PostgreSQL rejected the user or password', 'Correct the user and password in DATABASE_URL (postgres://user:password@host:port/database).');
+        return make(
+          'PostgreSQL rejected the user or password',
+          'Correct the user and password in DATABASE_URL (postgres://user:password@host:port/database).',
+        );
       case '3D000':
-        return make(`the database does not exist (${message})`, 'Create it (createdb NAME, or CREATE DATABASE) or name an existing one in DATABASE_URL.');
+        return make(
+          `the database does not exist (${message})`,
+          'Create it (createdb NAME, or CREATE DATABASE) or name an existing one in DATABASE_URL.',
+        );
     }
     const problem = transportProblem(code, hostPort) ?? message;
-    return make(problem, 'Is PostgreSQL running there and listening on that port? Unset DATABASE_URL to use the embedded PostgreSQL instead.');
+    return make(
+      problem,
+      'Is PostgreSQL running there and listening on that port? Unset DATABASE_URL to use the embedded PostgreSQL instead.',
+    );
   }
   if (/NOAUTH|WRONGPASS|invalid password/i.test(message)) {
-    return make('Redis refused the password', 'Give the password in the URL (redis://:password@host:port) or unset REDIS_URL to start a redis-server child.');
+    return make(
+      'Redis refused the password',
+      'Give the password in the URL (redis://:password@host:port) or unset REDIS_URL to start a redis-server child.',
+    );
   }
   const problem = transportProblem(code, hostPort) ?? message;
-  return make(problem, 'Is redis-server running there and listening on that port? Unset REDIS_URL to have Blockwire start a redis-server child instead.');
+  return make(
+    problem,
+    'Is redis-server running there and listening on that port? Unset REDIS_URL to have Blockwire start a redis-server child instead.',
+  );
 }

@@ -113,7 +113,12 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   const windowMs = deps.rateWindowMs ?? 60_000;
   const samples: { at: number; blocks: number }[] = [];
 
-  new Gauge({ name: 'blockwire_process_info', help: 'Always 1; labels tell the roles this process runs.', labelNames: ['roles'], registers: [registry] }).set({ roles: [...deps.roles].sort().join(',') }, 1);
+  new Gauge({
+    name: 'blockwire_process_info',
+    help: 'Always 1; labels tell the roles this process runs.',
+    labelNames: ['roles'],
+    registers: [registry],
+  }).set({ roles: [...deps.roles].sort().join(',') }, 1);
 
   // Deployment-wide, from Postgres (one read per scrape, shared by the gauges below).
   let pending: Promise<DeploymentState | null> | null = null;
@@ -131,16 +136,67 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     (filling ??= collectDeployment().finally(() => {
       setTimeout(() => (filling = null), 0);
     }));
-  const dbUp = new Gauge({ name: 'blockwire_database_up', help: '1 when Postgres answered the last scrape, 0 otherwise.', registers: [registry], collect: fill });
-  const indexHeight = new Gauge({ name: 'blockwire_index_height', help: 'Height of the index tip (blocks applied).', registers: [registry], collect: fill });
-  const nodeHeight = new Gauge({ name: 'blockwire_node_height', help: "Height of the node's best block, as last seen by the indexer.", registers: [registry], collect: fill });
-  const lag = new Gauge({ name: 'blockwire_index_lag_blocks', help: 'Blocks the index is behind the node.', registers: [registry], collect: fill });
-  const heartbeatAge = new Gauge({ name: 'blockwire_indexer_heartbeat_age_seconds', help: 'Seconds since the indexer last reported (stale: the indexer is down).', registers: [registry], collect: fill });
-  const outboxPending = new Gauge({ name: 'blockwire_outbox_pending_events', help: 'Events in the outbox the relay has not delivered to streams and queues yet.', registers: [registry], collect: fill });
-  const deliveries = new Gauge({ name: 'blockwire_deliveries', help: 'Webhook/SNS deliveries by status: pending now; failed and dead (dead-lettered) in the last 24 h.', labelNames: ['status'], registers: [registry], collect: fill });
-  const stamps = new Gauge({ name: 'blockwire_stamps_queued', help: 'Stamps accepted and not yet placed in a signed transaction.', registers: [registry], collect: fill });
-  const stampTxs = new Gauge({ name: 'blockwire_stamp_txs_unconfirmed', help: 'Stamp transactions signed or broadcast and not yet confirmed.', registers: [registry], collect: fill });
-  const stampStuck = new Gauge({ name: 'blockwire_stamper_stuck', help: 'Refusals in a row of the stamp transaction the node keeps refusing (0 when none is stuck): the stamper cannot make progress.', registers: [registry], collect: fill });
+  const dbUp = new Gauge({
+    name: 'blockwire_database_up',
+    help: '1 when Postgres answered the last scrape, 0 otherwise.',
+    registers: [registry],
+    collect: fill,
+  });
+  const indexHeight = new Gauge({
+    name: 'blockwire_index_height',
+    help: 'Height of the index tip (blocks applied).',
+    registers: [registry],
+    collect: fill,
+  });
+  const nodeHeight = new Gauge({
+    name: 'blockwire_node_height',
+    help: "Height of the node's best block, as last seen by the indexer.",
+    registers: [registry],
+    collect: fill,
+  });
+  const lag = new Gauge({
+    name: 'blockwire_index_lag_blocks',
+    help: 'Blocks the index is behind the node.',
+    registers: [registry],
+    collect: fill,
+  });
+  const heartbeatAge = new Gauge({
+    name: 'blockwire_indexer_heartbeat_age_seconds',
+    help: 'Seconds since the indexer last reported (stale: the indexer is down).',
+    registers: [registry],
+    collect: fill,
+  });
+  const outboxPending = new Gauge({
+    name: 'blockwire_outbox_pending_events',
+    help: 'Events in the outbox the relay has not delivered to streams and queues yet.',
+    registers: [registry],
+    collect: fill,
+  });
+  const deliveries = new Gauge({
+    name: 'blockwire_deliveries',
+    help: 'Webhook/SNS deliveries by status: pending now; failed and dead (dead-lettered) in the last 24 h.',
+    labelNames: ['status'],
+    registers: [registry],
+    collect: fill,
+  });
+  const stamps = new Gauge({
+    name: 'blockwire_stamps_queued',
+    help: 'Stamps accepted and not yet placed in a signed transaction.',
+    registers: [registry],
+    collect: fill,
+  });
+  const stampTxs = new Gauge({
+    name: 'blockwire_stamp_txs_unconfirmed',
+    help: 'Stamp transactions signed or broadcast and not yet confirmed.',
+    registers: [registry],
+    collect: fill,
+  });
+  const stampStuck = new Gauge({
+    name: 'blockwire_stamper_stuck',
+    help: 'Refusals in a row of the stamp transaction the node keeps refusing (0 when none is stuck): the stamper cannot make progress.',
+    registers: [registry],
+    collect: fill,
+  });
 
   // The collect of the first gauge fills all of them (prom-client calls collect per metric).
   async function collectDeployment(): Promise<void> {
@@ -170,17 +226,45 @@ export function createMetrics(deps: MetricsDeps): Metrics {
 
   // Indexer role of this process.
   const c = (name: string, help: string, labelNames: string[] = []) => new Counter({ name, help, labelNames, registers: [registry] });
-  const blocksApplied = new Counter({ name: 'blockwire_indexer_blocks_applied_total', help: 'Blocks applied by this indexer since it started.', registers: [registry], collect: () => collectIndexer() });
+  const blocksApplied = new Counter({
+    name: 'blockwire_indexer_blocks_applied_total',
+    help: 'Blocks applied by this indexer since it started.',
+    registers: [registry],
+    collect: () => collectIndexer(),
+  });
   const blocksUndone = c('blockwire_indexer_blocks_undone_total', 'Blocks undone (reorgs) by this indexer since it started.');
   const reorgs = c('blockwire_indexer_reorgs_total', 'Reorgs handled by this indexer since it started.');
   const txs = c('blockwire_indexer_txs_applied_total', 'Transactions applied by this indexer since it started.');
-  const zmqMissed = c('blockwire_indexer_zmq_missed_blocks_total', 'Blocks applied that no ZMQ message announced (ZMQ lossy, late or absent; the poll found them).');
+  const zmqMissed = c(
+    'blockwire_indexer_zmq_missed_blocks_total',
+    'Blocks applied that no ZMQ message announced (ZMQ lossy, late or absent; the poll found them).',
+  );
   const zmqGaps = c('blockwire_zmq_sequence_gaps_total', 'Gaps and resets in the ZMQ sequence counters (each forces a full reconcile).');
-  const reorgedEnded = c('blockwire_indexer_reorged_txs_ended_total', 'Watched transactions a reorg took out that never came back, by how they ended (tx.replaced by a double spend, tx.dropped).', ['outcome']);
-  const retries = c('blockwire_indexer_retries_total', 'Turns of the indexer loop that failed and were retried (node or Postgres unavailable).');
-  const blocksPerSecond = new Gauge({ name: 'blockwire_indexer_blocks_per_second', help: 'Blocks applied per second over the last minute.', registers: [registry] });
-  const lastApply = new Gauge({ name: 'blockwire_indexer_last_apply_seconds', help: 'Time the last block took to apply.', registers: [registry] });
-  const following = new Gauge({ name: 'blockwire_indexer_mode', help: '1 for the mode the indexer is in (standby, starting, bulk, following, stopped).', labelNames: ['mode'], registers: [registry] });
+  const reorgedEnded = c(
+    'blockwire_indexer_reorged_txs_ended_total',
+    'Watched transactions a reorg took out that never came back, by how they ended (tx.replaced by a double spend, tx.dropped).',
+    ['outcome'],
+  );
+  const retries = c(
+    'blockwire_indexer_retries_total',
+    'Turns of the indexer loop that failed and were retried (node or Postgres unavailable).',
+  );
+  const blocksPerSecond = new Gauge({
+    name: 'blockwire_indexer_blocks_per_second',
+    help: 'Blocks applied per second over the last minute.',
+    registers: [registry],
+  });
+  const lastApply = new Gauge({
+    name: 'blockwire_indexer_last_apply_seconds',
+    help: 'Time the last block took to apply.',
+    registers: [registry],
+  });
+  const following = new Gauge({
+    name: 'blockwire_indexer_mode',
+    help: '1 for the mode the indexer is in (standby, starting, bulk, following, stopped).',
+    labelNames: ['mode'],
+    registers: [registry],
+  });
   function collectIndexer(): void {
     const ix = sources.indexer;
     if (!ix) return;
@@ -211,10 +295,19 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   }
 
   // Streams role of this process.
-  const wsClients = new Gauge({ name: 'blockwire_stream_clients', help: 'WebSocket stream clients connected to this process.', registers: [registry], collect: () => collectStreams() });
+  const wsClients = new Gauge({
+    name: 'blockwire_stream_clients',
+    help: 'WebSocket stream clients connected to this process.',
+    registers: [registry],
+    collect: () => collectStreams(),
+  });
   const wsSent = c('blockwire_stream_events_sent_total', 'Events sent to WebSocket clients by this process.');
   const wsDropped = c('blockwire_stream_disconnects_total', 'Stream clients this process disconnected, by reason.', ['reason']);
-  const relayActive = new Gauge({ name: 'blockwire_relay_active', help: '1 when this process holds the relay lock (one relay is active per deployment).', registers: [registry] });
+  const relayActive = new Gauge({
+    name: 'blockwire_relay_active',
+    help: '1 when this process holds the relay lock (one relay is active per deployment).',
+    registers: [registry],
+  });
   const relayed = c('blockwire_relay_events_total', 'Outbox events relayed by this process.');
   function collectStreams(): void {
     const st = sources.streams;
@@ -229,9 +322,23 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   }
 
   // Worker role of this process: counted from the delivery workers' events (per delivery, batch jobs included).
-  const deferred = c('blockwire_worker_deferred_total', 'Delivery jobs this worker process moved back to wait without holding a slot, by transport and reason: paused (the hook\'s circuit breaker is open), hook or key (its share of BLOCKWIRE_WEBHOOK_CONCURRENCY was full).', ['transport', 'reason']);
-  const breakerChanges = c('blockwire_worker_breaker_transitions_total', 'Changes of hooks\' circuit breakers in this worker process, by transport and the state entered (slowed, open, half_open, closed).', ['transport', 'state']);
-  const breakersNow = new Gauge({ name: 'blockwire_worker_hook_breakers', help: 'Hooks whose circuit breaker in this worker process is not closed, by transport and state (slowed: one delivery at a time; open: paused; half_open: probing).', labelNames: ['transport', 'state'], registers: [registry], collect: () => collectBreakers() });
+  const deferred = c(
+    'blockwire_worker_deferred_total',
+    "Delivery jobs this worker process moved back to wait without holding a slot, by transport and reason: paused (the hook's circuit breaker is open), hook or key (its share of BLOCKWIRE_WEBHOOK_CONCURRENCY was full).",
+    ['transport', 'reason'],
+  );
+  const breakerChanges = c(
+    'blockwire_worker_breaker_transitions_total',
+    "Changes of hooks' circuit breakers in this worker process, by transport and the state entered (slowed, open, half_open, closed).",
+    ['transport', 'state'],
+  );
+  const breakersNow = new Gauge({
+    name: 'blockwire_worker_hook_breakers',
+    help: 'Hooks whose circuit breaker in this worker process is not closed, by transport and state (slowed: one delivery at a time; open: paused; half_open: probing).',
+    labelNames: ['transport', 'state'],
+    registers: [registry],
+    collect: () => collectBreakers(),
+  });
   function collectBreakers(): void {
     for (const w of sources.worker ?? []) {
       const n: Record<string, number> = { slowed: 0, open: 0, half_open: 0 };
@@ -239,13 +346,17 @@ export function createMetrics(deps: MetricsDeps): Metrics {
       for (const [state, v] of Object.entries(n)) breakersNow.set({ transport: w.transport, state }, v);
     }
   }
-  const jobs = c('blockwire_worker_deliveries_total', 'Delivery attempts finished by this worker process, by transport and outcome: completed (delivered, or dropped because the hook is gone), retry, failed (permanently or dead-lettered).', ['transport', 'outcome']);
+  const jobs = c(
+    'blockwire_worker_deliveries_total',
+    'Delivery attempts finished by this worker process, by transport and outcome: completed (delivered, or dropped because the hook is gone), retry, failed (permanently or dead-lettered).',
+    ['transport', 'outcome'],
+  );
 
   // Indexer role of this process: each write's phases (a block applied: spend, derive, txs,
   // utxos, balances, history…; undone; a bulk batch; the bulk finish's steps), observed as they end.
   const phaseSeconds = new Histogram({
     name: 'blockwire_indexer_phase_seconds',
-    help: 'Time of each phase of the indexer\'s writes, by path (apply, undo, bulk_batch, bulk_finish) and phase.',
+    help: "Time of each phase of the indexer's writes, by path (apply, undo, bulk_batch, bulk_finish) and phase.",
     labelNames: ['path', 'phase'],
     buckets: PHASE_BUCKETS,
     registers: [registry],
@@ -261,7 +372,11 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     registers: [registry],
   });
 
-  const historyPages = c('blockwire_api_history_pages_total', 'History pages answered, by where their entries came from: held (a chunk this API process holds, api/cache/history-chunk-cache.ts) or cut (by PostgreSQL).', ['source']);
+  const historyPages = c(
+    'blockwire_api_history_pages_total',
+    'History pages answered, by where their entries came from: held (a chunk this API process holds, api/cache/history-chunk-cache.ts) or cut (by PostgreSQL).',
+    ['source'],
+  );
   for (const source of ['held', 'cut']) historyPages.inc({ source }, 0);
 
   return {
@@ -287,7 +402,9 @@ export function createMetrics(deps: MetricsDeps): Metrics {
           for (const outcome of ['completed', 'retry', 'failed']) jobs.inc({ transport: w.transport, outcome }, 0);
           w.events.on('completed', () => jobs.inc({ transport: w.transport, outcome: 'completed' }));
           // UnrecoverableError: failed for good (4xx, or dead-lettered after the last attempt).
-          w.events.on('failed', (_job, err) => jobs.inc({ transport: w.transport, outcome: err?.name === 'UnrecoverableError' ? 'failed' : 'retry' }));
+          w.events.on('failed', (_job, err) =>
+            jobs.inc({ transport: w.transport, outcome: err?.name === 'UnrecoverableError' ? 'failed' : 'retry' }),
+          );
           for (const reason of ['paused', 'hook', 'key']) deferred.inc({ transport: w.transport, reason }, 0);
           w.events.on('deferred', (reason) => deferred.inc({ transport: w.transport, reason }));
           w.events.on('breaker', (_hook, state) => breakerChanges.inc({ transport: w.transport, state }));

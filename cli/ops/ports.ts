@@ -44,7 +44,10 @@ function why(code: string): string {
  * (`replaced`) when `takeFreeWhenDefault`; any other busy port, and two claims of one port, are
  * problems naming the setting and the fix.
  */
-export async function checkPorts(claims: readonly PortClaim[], opts: { takeFreeWhenDefault: boolean }): Promise<{ ports: ResolvedPort[]; problems: string[] }> {
+export async function checkPorts(
+  claims: readonly PortClaim[],
+  opts: { takeFreeWhenDefault: boolean },
+): Promise<{ ports: ResolvedPort[]; problems: string[] }> {
   const problems: string[] = [];
   const ports: ResolvedPort[] = [];
   const seen = new Map<number, PortClaim>();
@@ -61,8 +64,12 @@ export async function checkPorts(claims: readonly PortClaim[], opts: { takeFreeW
     seen.set(c.port, c);
     const code = await probePort(c.host, c.port);
     if (code === null) ports.push({ ...c, replaced: false, requested: c.port });
-    else if (opts.takeFreeWhenDefault && !c.explicit && code === 'EADDRINUSE') ports.push({ ...c, port: 0, replaced: true, requested: c.port });
-    else problems.push(`${c.setting} ${c.port} on ${c.host} (${c.what}) ${why(code)}: stop what holds it or set ${c.setting} to a free port (0 = any free port)`);
+    else if (opts.takeFreeWhenDefault && !c.explicit && code === 'EADDRINUSE')
+      ports.push({ ...c, port: 0, replaced: true, requested: c.port });
+    else
+      problems.push(
+        `${c.setting} ${c.port} on ${c.host} (${c.what}) ${why(code)}: stop what holds it or set ${c.setting} to a free port (0 = any free port)`,
+      );
   }
   return { ports, problems };
 }

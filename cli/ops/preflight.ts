@@ -44,7 +44,10 @@ export function preflight(config: Config, roles: PreflightRoles, env: Record<str
   const needsRedis = roles.has('api') || roles.has('streams') || roles.has('worker');
 
   if (roles.has('electrum')) {
-    for (const [name, file] of [['ELECTRUM_TLS_CERT', config.electrumTlsCert], ['ELECTRUM_TLS_KEY', config.electrumTlsKey]] as const) {
+    for (const [name, file] of [
+      ['ELECTRUM_TLS_CERT', config.electrumTlsCert],
+      ['ELECTRUM_TLS_KEY', config.electrumTlsKey],
+    ] as const) {
       if (file && !canAccess(file, constants.R_OK)) problems.push(`${name} ${file} cannot be read by this user`);
     }
   }
@@ -52,14 +55,17 @@ export function preflight(config: Config, roles: PreflightRoles, env: Record<str
   const cookie = config.bitcoindCookieFile;
   if (cookie && needsNode) {
     if (existsSync(cookie)) {
-      if (statSync(cookie).isDirectory()) problems.push(`BITCOIND_COOKIE_FILE ${cookie} is a directory: give the path of the .cookie file itself`);
+      if (statSync(cookie).isDirectory())
+        problems.push(`BITCOIND_COOKIE_FILE ${cookie} is a directory: give the path of the .cookie file itself`);
       else if (!canAccess(cookie, constants.R_OK)) {
         problems.push(
           `BITCOIND_COOKIE_FILE ${cookie} is not readable by this user (uid ${process.getuid?.() ?? '?'}): start bitcoind with -rpccookieperms=group (or all), or run Blockwire as bitcoind's user`,
         );
       }
     } else if (!existsSync(dirname(cookie))) {
-      problems.push(`BITCOIND_COOKIE_FILE ${cookie}: directory ${dirname(cookie)} does not exist (bitcoind writes .cookie in its data directory, per network: ~/.bitcoin/signet/.cookie)`);
+      problems.push(
+        `BITCOIND_COOKIE_FILE ${cookie}: directory ${dirname(cookie)} does not exist (bitcoind writes .cookie in its data directory, per network: ~/.bitcoin/signet/.cookie)`,
+      );
     } else {
       warnings.push(`BITCOIND_COOKIE_FILE ${cookie} does not exist yet: waiting for bitcoind to write it`);
     }
@@ -69,13 +75,23 @@ export function preflight(config: Config, roles: PreflightRoles, env: Record<str
   if (embedsSomething) {
     const base = existingAncestor(config.dataDir);
     if (!canAccess(base, constants.W_OK)) {
-      const what = [!config.databaseUrl && 'PostgreSQL (DATABASE_URL unset)', needsRedis && !redisTarget(config) && 'Redis (REDIS_URL unset)', needsNode && !config.bitcoindRpcUrl && 'the devnode (BITCOIND_RPC_URL unset)'].filter(Boolean).join(', ');
-      problems.push(`BLOCKWIRE_DATA_DIR ${resolve(config.dataDir)} is not writable (${base}), and ${what} would keep its data there: set BLOCKWIRE_DATA_DIR or configure the service`);
+      const what = [
+        !config.databaseUrl && 'PostgreSQL (DATABASE_URL unset)',
+        needsRedis && !redisTarget(config) && 'Redis (REDIS_URL unset)',
+        needsNode && !config.bitcoindRpcUrl && 'the devnode (BITCOIND_RPC_URL unset)',
+      ]
+        .filter(Boolean)
+        .join(', ');
+      problems.push(
+        `BLOCKWIRE_DATA_DIR ${resolve(config.dataDir)} is not writable (${base}), and ${what} would keep its data there: set BLOCKWIRE_DATA_DIR or configure the service`,
+      );
     }
   }
 
   if (needsRedis && !redisTarget(config) && !onPath('redis-server', env)) {
-    problems.push('REDIS_URL is unset and redis-server is not installed: set REDIS_URL=redis://host:6379, or install redis-server (scripts/setup.sh does on Debian)');
+    problems.push(
+      'REDIS_URL is unset and redis-server is not installed: set REDIS_URL=redis://host:6379, or install redis-server (scripts/setup.sh does on Debian)',
+    );
   }
   return { problems, warnings };
 }

@@ -18,10 +18,31 @@ import { FatalError } from '../../src/errors.js';
 import { extendWalletsFor } from '../../src/db/wallet-chains.js';
 import type { Logger } from '../../src/log.js';
 import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
-import { deriveBlock, deriveUndo, externalOutpoints, hashKey, outputKeys, MissingPrevoutError, type BlockRows, type StoredTx } from './derive.js';
+import {
+  deriveBlock,
+  deriveUndo,
+  externalOutpoints,
+  hashKey,
+  outputKeys,
+  MissingPrevoutError,
+  type BlockRows,
+  type StoredTx,
+} from './derive.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from '../events.js';
 import { toBuffer } from '../mempool-rows.js';
-import { type Trx, type Tip, int8s, lockTip, setTip, addBalances, insertUtxos, insertHistory, dropOverwrittenCoinbase, spendUtxos, cutHistory } from './chain-rows.js';
+import {
+  type Trx,
+  type Tip,
+  int8s,
+  lockTip,
+  setTip,
+  addBalances,
+  insertUtxos,
+  insertHistory,
+  dropOverwrittenCoinbase,
+  spendUtxos,
+  cutHistory,
+} from './chain-rows.js';
 import { preferIndexLookups } from '../planner-hints.js';
 import { removeFromMempool, confirmationEvents } from './block-events.js';
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
@@ -66,7 +87,12 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
  * none), and the budget keeps a commit, so progress and the caught-up blocks' events, coming
  * often. Returns one result per block tried.
  */
-export async function applyBlocks(db: Kysely<Database>, blocks: readonly { block: DecodedBlock; height: number }[], ctx: WriteContext = {}, budgetMs = Infinity): Promise<ApplyResult[]> {
+export async function applyBlocks(
+  db: Kysely<Database>,
+  blocks: readonly { block: DecodedBlock; height: number }[],
+  ctx: WriteContext = {},
+  budgetMs = Infinity,
+): Promise<ApplyResult[]> {
   return db.transaction().execute(async (trx) => {
     if (ctx.guard) await ctx.guard(trx);
     const start = performance.now();
@@ -84,7 +110,8 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
   await preferIndexLookups(trx);
   const tip = await lockTip(trx);
   if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
-  const extendsTip = height === 0 ? tip.height === -1 : tip.height === height - 1 && tip.hash !== null && equalBytes(tip.hash, block.header.prevHash);
+  const extendsTip =
+    height === 0 ? tip.height === -1 : tip.height === height - 1 && tip.hash !== null && equalBytes(tip.hash, block.header.prevHash);
   if (!extendsTip) return { kind: 'stale', tip };
 
   const timer = new PhaseTimer('apply', ctx.phases);
@@ -97,9 +124,13 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
   let rows: BlockRows;
   try {
     // Per-address amounts are only needed for events: skip them when nothing is watched.
-    rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: await anyWatched(trx), outputKeys: keys });
+    rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), {
+      touches: await anyWatched(trx),
+      outputKeys: keys,
+    });
   } catch (err) {
-    if (err instanceof MissingPrevoutError) throw new FatalError('ERR_PREVOUT_MISSING', `cannot apply block ${height}: ${err.message}`, { cause: err });
+    if (err instanceof MissingPrevoutError)
+      throw new FatalError('ERR_PREVOUT_MISSING', `cannot apply block ${height}: ${err.message}`, { cause: err });
     throw err;
   }
   lap('derive');
@@ -107,7 +138,9 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
 
   await sql`
     INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
-    VALUES (${height}, ${toBuffer(rows.hash)}, ${toBuffer(rows.prevHash)}, ${toBuffer(rows.header)}, ${rows.time}, ${rows.txCount}, ${rows.size}, ${rows.weight})`.execute(trx);
+    VALUES (${height}, ${toBuffer(rows.hash)}, ${toBuffer(rows.prevHash)}, ${toBuffer(rows.header)}, ${rows.time}, ${rows.txCount}, ${rows.size}, ${rows.weight})`.execute(
+    trx,
+  );
   for (let i = 0; i < rows.txs.length; i += 10_000) {
     const part = rows.txs.slice(i, i + 10_000);
     await sql`
@@ -119,7 +152,10 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
       LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
   }
   lap('txs');
-  await colorConfirmed(trx, rows.assetCandidates.map((pos) => txNum(height, pos)));
+  await colorConfirmed(
+    trx,
+    rows.assetCandidates.map((pos) => txNum(height, pos)),
+  );
   lap('assets');
   await insertUtxos(trx, rows.created);
   lap('utxos');
@@ -133,7 +169,10 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
   await extendWalletsFor(trx, [...rows.history.keys()]);
   lap('wallets');
 
-  const watched = await loadWatches(trx, (rows.touches ?? []).map((t) => t.key));
+  const watched = await loadWatches(
+    trx,
+    (rows.touches ?? []).map((t) => t.key),
+  );
   lap('watches');
   const events: OutboxEvent[] = [{ type: 'block.connected', blockHash: rows.hash, height }];
   events.push(...(await confirmationEvents(trx, rows, watched)));
@@ -158,7 +197,7 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
   return db.transaction().execute(async (trx) => {
     if (ctx.guard) await ctx.guard(trx);
     await preferIndexLookups(trx);
-  const tip = await lockTip(trx);
+    const tip = await lockTip(trx);
     if (tip.height !== height) return { kind: 'stale', tip };
     const timer = new PhaseTimer('undo', ctx.phases);
     const block = await sql<{ hash: Buffer; prev_hash: Buffer }>`SELECT hash, prev_hash FROM blocks WHERE height = ${height}`.execute(trx);
@@ -167,7 +206,9 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
     const lo = txNumOf(height, 0);
     const hi = txNumOf(height + 1, 0);
     const txRows = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer }>`
-      SELECT tx_num, txid, outs, ins FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8 ORDER BY tx_num`.execute(trx);
+      SELECT tx_num, txid, outs, ins FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8 ORDER BY tx_num`.execute(
+      trx,
+    );
     const blockTxs: StoredTx[] = txRows.rows.map((r) => ({ txNum: Number(r.tx_num), txid: r.txid, outs: r.outs, ins: r.ins }));
     const prevNums = new Set<number>();
     for (const t of blockTxs) for (const ref of decodeIns(t.ins)) if (Number(ref.txNum) < lo) prevNums.add(Number(ref.txNum));
@@ -193,12 +234,25 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
     await sql`DELETE FROM blocks WHERE height = ${height}`.execute(trx);
     timer.lap('txs');
 
-    const watched = await loadWatches(trx, (u.touches ?? []).map((t) => t.key));
+    const watched = await loadWatches(
+      trx,
+      (u.touches ?? []).map((t) => t.key),
+    );
     const events: OutboxEvent[] = [{ type: 'block.disconnected', blockHash: b.hash, height }];
     for (const t of u.touches ?? []) {
       const w = watched.get(t.key);
       if (!w) continue;
-      events.push({ type: 'tx.reorged', addrKey: t.key, address: w.address, txid: blockTxs[t.pos]!.txid, blockHash: b.hash, height, confirmations: 0, received: t.received, sent: t.sent });
+      events.push({
+        type: 'tx.reorged',
+        addrKey: t.key,
+        address: w.address,
+        txid: blockTxs[t.pos]!.txid,
+        blockHash: b.hash,
+        height,
+        confirmations: 0,
+        received: t.received,
+        sent: t.sent,
+      });
     }
     await sql`DELETE FROM watched_txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);
     await rememberReorged(trx, height, blockTxs, prevTxs, events);

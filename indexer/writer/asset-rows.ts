@@ -99,7 +99,11 @@ async function colorMempoolTx(trx: Trx, txid: Uint8Array, tx: ReturnType<typeof 
     sql<{ txid: Buffer; outs: Buffer; colors: Buffer | null }>`
       SELECT t.txid, t.outs, a.colors FROM txs t LEFT JOIN asset_txs a ON a.tx_num = t.tx_num
        WHERE ${txidIn(sql.ref('t.txid'), parents)}`.execute(trx),
-    sql<{ txid: Buffer; raw: Buffer; assets: Buffer | null }>`SELECT txid, raw, assets FROM mempool_txs WHERE txid = ANY(${parents}::bytea[])`.execute(trx),
+    sql<{
+      txid: Buffer;
+      raw: Buffer;
+      assets: Buffer | null;
+    }>`SELECT txid, raw, assets FROM mempool_txs WHERE txid = ANY(${parents}::bytea[])`.execute(trx),
   ]);
   // each parent's output scripts (for the issuance's asset ID) and stored colors
   const prevScript = new Map<string, (vout: number) => Uint8Array | undefined>();

@@ -10,7 +10,14 @@ import type { DecodedBlock } from '../../src/bitcoin/block.js';
 import { sqlTxNumHeight, txNumHeight, txNumOf } from '../../src/db/tx-num.js';
 import { hashKey, type BlockRows, type Touch } from './derive.js';
 import type { OutboxEvent, Watch } from '../events.js';
-import { deleteMempoolTxs, mempoolDescendants, mempoolSpendersOf, mempoolTxidsAmong, toBuffer, type RemovedTouch } from '../mempool-rows.js';
+import {
+  deleteMempoolTxs,
+  mempoolDescendants,
+  mempoolSpendersOf,
+  mempoolTxidsAmong,
+  toBuffer,
+  type RemovedTouch,
+} from '../mempool-rows.js';
 import { int8s, type Trx } from './chain-rows.js';
 
 /** Confirmation targets are at most 100 (subscriptions CHECK); watched_txs keeps this many blocks. */
@@ -18,7 +25,11 @@ const WATCH_KEEP_BLOCKS = 1100;
 const MAX_TARGET = 100;
 
 /** Mempool transactions that the block mined or conflicted with leave the mempool tables. */
-export async function removeFromMempool(trx: Trx, block: DecodedBlock, watches: (keys: string[]) => Promise<Map<string, Watch>>): Promise<OutboxEvent[]> {
+export async function removeFromMempool(
+  trx: Trx,
+  block: DecodedBlock,
+  watches: (keys: string[]) => Promise<Map<string, Watch>>,
+): Promise<OutboxEvent[]> {
   // Catching up, the mempool tables are empty: skip the lookups.
   if ((await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM mempool_txs) AS any`.execute(trx)).rows[0]?.any !== true) return [];
   const txids = block.txs.map((t) => t.txid);
@@ -47,7 +58,11 @@ export async function removeFromMempool(trx: Trx, block: DecodedBlock, watches: 
 }
 
 /** tx.replaced (when `replacedBy` names the replacement) or tx.dropped for watched addresses. */
-export function removalEvents(removed: readonly RemovedTouch[], watched: ReadonlyMap<string, Watch>, replacedBy: (txid: Buffer) => Uint8Array | undefined): OutboxEvent[] {
+export function removalEvents(
+  removed: readonly RemovedTouch[],
+  watched: ReadonlyMap<string, Watch>,
+  replacedBy: (txid: Buffer) => Uint8Array | undefined,
+): OutboxEvent[] {
   const events: OutboxEvent[] = [];
   for (const r of removed) {
     const w = watched.get(r.key);
@@ -88,7 +103,16 @@ export async function confirmationEvents(trx: Trx, rows: BlockRows, watched: Rea
   }
   if (rows.height >= 1) {
     const from = txNumOf(Math.max(0, rows.height - MAX_TARGET + 1), 0);
-    const r = await sql<{ tx_num: bigint; addr_key: string; txid: Buffer; received: bigint; sent: bigint; target: number; address: string; block_hash: Buffer }>`
+    const r = await sql<{
+      tx_num: bigint;
+      addr_key: string;
+      txid: Buffer;
+      received: bigint;
+      sent: bigint;
+      target: number;
+      address: string;
+      block_hash: Buffer;
+    }>`
       SELECT t.tx_num, t.addr_key, t.txid, t.received, t.sent, w.confirmations AS target, w.address, b.hash AS block_hash
       FROM watched_txs t
       JOIN watched_addresses w ON w.addr_key = t.addr_key
@@ -99,7 +123,17 @@ export async function confirmationEvents(trx: Trx, rows: BlockRows, watched: Rea
       const h = txNumHeight(x.tx_num);
       const conf = rows.height - h + 1;
       if (conf < 2 || conf > x.target) continue;
-      events.push({ type: 'tx.confirmations', addrKey: x.addr_key, address: x.address, txid: x.txid, blockHash: x.block_hash, height: h, confirmations: conf, received: x.received, sent: x.sent });
+      events.push({
+        type: 'tx.confirmations',
+        addrKey: x.addr_key,
+        address: x.address,
+        txid: x.txid,
+        blockHash: x.block_hash,
+        height: h,
+        confirmations: conf,
+        received: x.received,
+        sent: x.sent,
+      });
     }
   }
   if (mine.length > 0) {
@@ -109,6 +143,7 @@ export async function confirmationEvents(trx: Trx, rows: BlockRows, watched: Rea
         ${mine.map((t) => toBuffer(rows.txs[t.pos]!.txid))}::bytea[], ${mine.map((t) => t.received.toString())}::int8[], ${mine.map((t) => t.sent.toString())}::int8[])
       ON CONFLICT DO NOTHING`.execute(trx);
   }
-  if (rows.height > WATCH_KEEP_BLOCKS) await sql`DELETE FROM watched_txs WHERE tx_num < ${txNumOf(rows.height - WATCH_KEEP_BLOCKS, 0).toString()}::int8`.execute(trx);
+  if (rows.height > WATCH_KEEP_BLOCKS)
+    await sql`DELETE FROM watched_txs WHERE tx_num < ${txNumOf(rows.height - WATCH_KEEP_BLOCKS, 0).toString()}::int8`.execute(trx);
   return events;
 }

@@ -77,7 +77,16 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   /** Adds the block at `height`. @throws MissingPrevoutError when an input's output is unknown. */
   addBlock(block: DecodedBlock, height: number): void {
     const header = block.bytes.subarray(0, HEADER_BYTES);
-    this.blocks.row(8).int4(height).bytea(block.hash).bytea(block.header.prevHash).bytea(header).int4(block.header.time).int4(block.txs.length).int4(block.size).int4(block.weight);
+    this.blocks
+      .row(8)
+      .int4(height)
+      .bytea(block.hash)
+      .bytea(block.header.prevHash)
+      .bytea(header)
+      .int4(block.header.time)
+      .int4(block.txs.length)
+      .int4(block.size)
+      .int4(block.weight);
     this.blockHashes.push(Buffer.from(block.hash));
     this.heights.push(height);
     const txs = block.txs;
@@ -88,7 +97,14 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       this.insW.len = 0;
       this.outsW.len = 0;
       deriveTx(tx, txKindAt(height, i, tx.isCoinbase), this);
-      this.txs.row(6).int8(this.txNum).bytea(tx.txid).byteaRange(this.outsW.buf, 0, this.outsW.len).byteaRange(this.insW.buf, 0, this.insW.len).int4(tx.size).int4(tx.weight);
+      this.txs
+        .row(6)
+        .int8(this.txNum)
+        .bytea(tx.txid)
+        .byteaRange(this.outsW.buf, 0, this.outsW.len)
+        .byteaRange(this.insW.buf, 0, this.insW.len)
+        .int4(tx.size)
+        .int4(tx.weight);
     }
     this.txCount += txs.length;
     this.lastHash = block.hash;
@@ -101,7 +117,10 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
 
   resolve(input: TxInput): number {
     // A decoded block's input is read in place (no view of its txid is made).
-    const slot = input instanceof DecodedInput ? this.cache.findAt(input.src, input.outpointAt, input.vout) : this.cache.find(input.prevTxid, input.vout);
+    const slot =
+      input instanceof DecodedInput
+        ? this.cache.findAt(input.src, input.outpointAt, input.vout)
+        : this.cache.find(input.prevTxid, input.vout);
     if (slot < 0) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
     return slot;
   }

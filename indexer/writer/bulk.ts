@@ -49,7 +49,8 @@ import type { BlockFeed } from '../prefetch.js';
  * utxos and history are new tables by then.
  */
 const dropIndexes = (tables: readonly ChainTable[]) => chainIndexSql('drop', tables).join(';\n');
-const indexSteps = (tables: readonly ChainTable[]) => CHAIN_INDEXES.filter((ix) => tables.includes(ix.table)).map((ix) => ({ name: ix.name, text: createIndexSql(ix) }));
+const indexSteps = (tables: readonly ChainTable[]) =>
+  CHAIN_INDEXES.filter((ix) => tables.includes(ix.table)).map((ix) => ({ name: ix.name, text: createIndexSql(ix) }));
 const DROP_INDEXES = dropIndexes(['txs', 'utxos', 'history', 'balances', 'script_aliases']);
 
 /** The bulk sync's mark in sync_state (absent or `active: false` outside a bulk sync). */
@@ -130,7 +131,9 @@ async function connect(url: string): Promise<pg.Client> {
   try {
     await client.connect();
   } catch (err) {
-    throw new RetryableError('ERR_DB_UNAVAILABLE', `cannot connect to Postgres for the bulk sync: ${(err as Error).message}`, { cause: err });
+    throw new RetryableError('ERR_DB_UNAVAILABLE', `cannot connect to Postgres for the bulk sync: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   return client;
 }
@@ -235,7 +238,10 @@ async function loadCache(client: pg.Client, deps: BulkLoadDeps, bound: Bound | n
     carry = Buffer.from(buf.subarray(p));
     buf = carry;
   }
-  log.info({ outputs: cache.size, ms: Math.round(performance.now() - t0), mb: Math.round(cache.bytes / 1e6), evicting: bound?.evicting ?? false }, 'bulk sync: unspent outputs loaded into memory');
+  log.info(
+    { outputs: cache.size, ms: Math.round(performance.now() - t0), mb: Math.round(cache.bytes / 1e6), evicting: bound?.evicting ?? false },
+    'bulk sync: unspent outputs loaded into memory',
+  );
   return cache;
 }
 
@@ -248,7 +254,10 @@ async function startEvicting(client: pg.Client, deps: BulkLoadDeps, bound: Bound
   // One index probe per outpoint, never a scan of the whole table (as preferIndexLookups, indexer/planner-hints.ts, does for the per-block statements).
   await bound.reader.query('SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off');
   bound.evicting = true;
-  deps.log.warn({ maxEntries: bound.maxEntries, ms: Math.round(performance.now() - t0) }, 'bulk sync: the outpoint cache reached its bound (IMPORT_MEMORY_MB); older outputs are dropped from memory and read back from PostgreSQL when spent');
+  deps.log.warn(
+    { maxEntries: bound.maxEntries, ms: Math.round(performance.now() - t0) },
+    'bulk sync: the outpoint cache reached its bound (IMPORT_MEMORY_MB); older outputs are dropped from memory and read back from PostgreSQL when spent',
+  );
 }
 
 /** Drops the cache's oldest entries down to half its bound (every entry is committed: no batch is in flight). */
@@ -326,7 +335,8 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
     lap('utxos');
     if (b.spent.rows > 0) await copyIn(client, 'bulk_spent (tx_num, vout)', b.spent.finish());
     lap('spent');
-    if (b.assetCandidates.length > 0) await client.query('INSERT INTO bulk_asset_candidates (tx_num) SELECT unnest($1::int8[])', [b.assetCandidates.map(String)]);
+    if (b.assetCandidates.length > 0)
+      await client.query('INSERT INTO bulk_asset_candidates (tx_num) SELECT unnest($1::int8[])', [b.assetCandidates.map(String)]);
     if (history.rows > 0) await copyIn(client, 'history (addr_key, first_tx_num, rest)', history.finish());
     lap('history');
     if (b.aliases.rows > 0) await copyIn(client, 'script_aliases (script_key, addr_key, keyed)', b.aliases.finish());
@@ -336,18 +346,35 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
        SELECT 'block.connected', h, n FROM unnest($1::bytea[], $2::int4[]) WITH ORDINALITY AS u(h, n, ord) ORDER BY ord`,
       [b.blockHashes, b.heights],
     );
-    await client.query('UPDATE chain_tip SET height = $1, hash = $2, updated_at = now() WHERE id = 1', [b.lastHeight, Buffer.from(b.lastHash!)]);
-    await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{height}', to_jsonb($1::int4)), updated_at = now() WHERE key = 'bulk'`, [b.lastHeight]);
+    await client.query('UPDATE chain_tip SET height = $1, hash = $2, updated_at = now() WHERE id = 1', [
+      b.lastHeight,
+      Buffer.from(b.lastHash!),
+    ]);
+    await client.query(
+      `UPDATE sync_state SET value = jsonb_set(value, '{height}', to_jsonb($1::int4)), updated_at = now() WHERE key = 'bulk'`,
+      [b.lastHeight],
+    );
   });
   lap('commit');
-  deps.log.debug({ height: b.lastHeight, txs: b.txCount, rows: { utxos: utxos.rows, spent: b.spent.rows, history: history.rows }, ms: timer.ms }, 'bulk batch written');
+  deps.log.debug(
+    { height: b.lastHeight, txs: b.txCount, rows: { utxos: utxos.rows, spent: b.spent.rows, history: history.rows }, ms: timer.ms },
+    'bulk batch written',
+  );
 }
 
 /**
  * Loads blocks from `feed` (which must start at tip + 1) up to `target` in batches. The bulk
  * sync must be active (beginBulk). Stops at a block that does not extend the previous one.
  */
-async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed, tip: Tip, target: number, cache: OutpointCache, bound: Bound | null): Promise<BulkResult> {
+async function loadBlocks(
+  client: pg.Client,
+  deps: BulkLoadDeps,
+  feed: BlockFeed,
+  tip: Tip,
+  target: number,
+  cache: OutpointCache,
+  bound: Bound | null,
+): Promise<BulkResult> {
   const { log } = deps;
   const t0 = performance.now();
   let prevHash: Uint8Array | null = tip.hash;
@@ -391,7 +418,11 @@ async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed
           break;
         }
         block = decodeBlock(fb.raw);
-        if (fb.height !== height + 1 || (prevHash !== null && !equalBytes(block.header.prevHash, prevHash)) || hashToHex(block.hash) !== fb.hash) {
+        if (
+          fb.height !== height + 1 ||
+          (prevHash !== null && !equalBytes(block.header.prevHash, prevHash)) ||
+          hashToHex(block.hash) !== fb.hash
+        ) {
           log.warn({ height: fb.height, hash: fb.hash }, 'bulk sync: the chain changed under it; handing over to the per-block path');
           reason = 'fork';
           done = true;
@@ -413,7 +444,10 @@ async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed
           await evict(client, deps, bound, cache, room);
           if (cache.size + room > bound.maxEntries && !bound.overWarned) {
             bound.overWarned = true;
-            log.warn({ height: blockHeight, entries: room, maxEntries: bound.maxEntries }, 'bulk sync: a block needs more outpoint cache entries than IMPORT_MEMORY_MB allows; the cache grows past its bound for it');
+            log.warn(
+              { height: blockHeight, entries: room, maxEntries: bound.maxEntries },
+              'bulk sync: a block needs more outpoint cache entries than IMPORT_MEMORY_MB allows; the cache grows past its bound for it',
+            );
           }
         }
         if (bound.evicting) await readMisses(bound, cache, block);
@@ -429,7 +463,19 @@ async function loadBlocks(client: pg.Client, deps: BulkLoadDeps, feed: BlockFeed
         const bps = (totalBlocks + b.blockCount - lastLogBlocks) / s;
         const tps = (totalTxs + b.txCount - lastLogTxs) / s;
         const memory = bound ? { cacheEvictions: bound.evictions, cacheReadBack: bound.misses } : {};
-        log.info({ height, target, blocksPerSec: Math.round(bps * 10) / 10, txPerSec: Math.round(tps), etaSec: bps > 0 ? Math.round((target - height) / bps) : null, cacheOutputs: cache.size, cacheMb: Math.round(cache.bytes / 1e6), ...memory }, 'bulk sync progress');
+        log.info(
+          {
+            height,
+            target,
+            blocksPerSec: Math.round(bps * 10) / 10,
+            txPerSec: Math.round(tps),
+            etaSec: bps > 0 ? Math.round((target - height) / bps) : null,
+            cacheOutputs: cache.size,
+            cacheMb: Math.round(cache.bytes / 1e6),
+            ...memory,
+          },
+          'bulk sync progress',
+        );
         lastLog = now;
         lastLogBlocks = totalBlocks + b.blockCount;
         lastLogTxs = totalTxs + b.txCount;
@@ -540,7 +586,8 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
       const timer = new PhaseTimer('bulk_finish', deps.phases);
       await inTransaction(c, deps, async () => {
         // Index builds sort in memory up to maintenance_work_mem: at least 512 MB for them.
-        const mwm = (await c.query<{ kb: string }>("SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'")).rows[0]?.kb;
+        const mwm = (await c.query<{ kb: string }>("SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'")).rows[0]
+          ?.kb;
         if (mwm !== undefined && Number(mwm) < 512 * 1024) await c.query("SET LOCAL maintenance_work_mem = '512MB'");
         for (const s of steps) {
           await c.query(s.text);
@@ -558,13 +605,18 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
   }
   // Open Assets: the transactions the batches listed, colored in chain order now that txs has its key.
   const assets = new PhaseTimer('bulk_finish', deps.phases);
-  await onClient(client).transaction().execute(async (trx) => {
-    if (deps.guardClient) await deps.guardClient(client);
-    const candidates = await trx.selectFrom('bulk_asset_candidates').select('tx_num').execute();
-    if (candidates.length === 0) return;
-    await colorConfirmed(trx, candidates.map((c) => c.tx_num));
-    await trx.deleteFrom('bulk_asset_candidates').execute();
-  });
+  await onClient(client)
+    .transaction()
+    .execute(async (trx) => {
+      if (deps.guardClient) await deps.guardClient(client);
+      const candidates = await trx.selectFrom('bulk_asset_candidates').select('tx_num').execute();
+      if (candidates.length === 0) return;
+      await colorConfirmed(
+        trx,
+        candidates.map((c) => c.tx_num),
+      );
+      await trx.deleteFrom('bulk_asset_candidates').execute();
+    });
   assets.lap('assets');
   ms.assets = assets.ms.assets!;
   await inTransaction(client, deps, async () => {
@@ -577,7 +629,12 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
 }
 
 /** Runs a whole bulk sync from the stored tip with `feed` up to `target`, resuming one in progress. */
-export async function runBulk(db: Kysely<Database>, deps: BulkLoadDeps, makeFeed: (from: number) => BlockFeed, target: number): Promise<BulkResult> {
+export async function runBulk(
+  db: Kysely<Database>,
+  deps: BulkLoadDeps,
+  makeFeed: (from: number) => BlockFeed,
+  target: number,
+): Promise<BulkResult> {
   const client = await connect(deps.databaseUrl);
   try {
     let state = await readBulkState(db);
@@ -589,7 +646,18 @@ export async function runBulk(db: Kysely<Database>, deps: BulkLoadDeps, makeFeed
     } else {
       deps.log.info({ tip: tip.height, from: state.from }, 'resuming the bulk sync from its last checkpoint');
     }
-    const bound: Bound | null = deps.memoryBytes === undefined ? null : { maxEntries: cacheBound(deps.memoryBytes, deps.batchTxs).maxEntries, evicting: false, reader: null, evictions: 0, evicted: 0, misses: 0, overWarned: false };
+    const bound: Bound | null =
+      deps.memoryBytes === undefined
+        ? null
+        : {
+            maxEntries: cacheBound(deps.memoryBytes, deps.batchTxs).maxEntries,
+            evicting: false,
+            reader: null,
+            evictions: 0,
+            evicted: 0,
+            misses: 0,
+            overWarned: false,
+          };
     let result: BulkResult;
     try {
       const cache = await loadCache(client, deps, bound);
@@ -602,7 +670,9 @@ export async function runBulk(db: Kysely<Database>, deps: BulkLoadDeps, makeFeed
     } finally {
       await bound?.reader?.end().catch(() => {});
     }
-    const memory = bound ? { cacheMaxEntries: bound.maxEntries, cacheEvictions: bound.evictions, cacheDropped: bound.evicted, cacheReadBack: bound.misses } : {};
+    const memory = bound
+      ? { cacheMaxEntries: bound.maxEntries, cacheEvictions: bound.evictions, cacheDropped: bound.evicted, cacheReadBack: bound.misses }
+      : {};
     deps.log.info({ ...result, txPerSec: result.ms > 0 ? Math.round((result.txs * 1000) / result.ms) : null, ...memory }, 'bulk load done');
     if (result.reason !== 'stopped') await finishBulk(client, deps);
     return result;

@@ -43,7 +43,9 @@ export async function lockTip(trx: Trx): Promise<Tip> {
 }
 
 export async function setTip(trx: Trx, height: number, hash: Uint8Array | null): Promise<void> {
-  await sql`UPDATE chain_tip SET height = ${height}, hash = ${hash === null ? null : toBuffer(hash)}, updated_at = now() WHERE id = 1`.execute(trx);
+  await sql`UPDATE chain_tip SET height = ${height}, hash = ${hash === null ? null : toBuffer(hash)}, updated_at = now() WHERE id = 1`.execute(
+    trx,
+  );
 }
 
 /**
@@ -69,7 +71,11 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
     WHEN MATCHED AND b.balance + d.sats = 0 AND b.utxo_count + d.n = 0 THEN DELETE
     WHEN MATCHED THEN UPDATE SET balance = b.balance + d.sats, utxo_count = b.utxo_count + d.n
     WHEN NOT MATCHED THEN INSERT (addr_key, balance, utxo_count) VALUES (d.addr_key, d.sats, d.n)`.execute(trx);
-  await addWalletDeltas(trx, 'confirmed', keys.map((key, i) => ({ key, sats: BigInt(sats[i]!) })));
+  await addWalletDeltas(
+    trx,
+    'confirmed',
+    keys.map((key, i) => ({ key, sats: BigInt(sats[i]!) })),
+  );
 }
 
 /** Inserts unspent outputs, in the key's order: a block's new outputs append at the right edge of `utxos_pkey` (tx_num, vout). */
@@ -135,9 +141,16 @@ export async function spendUtxos(trx: Trx, outpoints: readonly { txid: Uint8Arra
           JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('s.txid'))}
          ORDER BY t.tx_num, s.vout) AS s
       WHERE u.tx_num = s.tx_num AND u.vout = s.vout
-      RETURNING u.txid, u.vout, u.tx_num, u.value, CASE WHEN u.addr_key IS NULL THEN u.script ELSE ''::bytea END AS script, u.addr_key`.execute(trx);
+      RETURNING u.txid, u.vout, u.tx_num, u.value, CASE WHEN u.addr_key IS NULL THEN u.script ELSE ''::bytea END AS script, u.addr_key`.execute(
+      trx,
+    );
     for (const x of r.rows) {
-      found.set(`${hashKey(x.txid)}:${x.vout}`, { txNum: Number(x.tx_num), value: x.value, script: x.script, ...(x.addr_key !== null ? { keys: x.addr_key } : {}) });
+      found.set(`${hashKey(x.txid)}:${x.vout}`, {
+        txNum: Number(x.tx_num),
+        value: x.value,
+        script: x.script,
+        ...(x.addr_key !== null ? { keys: x.addr_key } : {}),
+      });
     }
   }
   return found;

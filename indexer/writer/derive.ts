@@ -334,7 +334,14 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
   const rows: TxRow[] = new Array(n);
   for (let i = 0; i < n; i++) {
     const tx = txs[i]!;
-    rows[i] = { txNum: sink.base + i, txid: tx.txid, outs: sink.outsW.view(outsAt[i]!, outsAt[i + 1]!), ins: sink.insW.view(insAt[i]!, insAt[i + 1]!), size: tx.size, weight: tx.weight };
+    rows[i] = {
+      txNum: sink.base + i,
+      txid: tx.txid,
+      outs: sink.outsW.view(outsAt[i]!, outsAt[i + 1]!),
+      ins: sink.insW.view(insAt[i]!, insAt[i + 1]!),
+      size: tx.size,
+      weight: tx.weight,
+    };
   }
 
   const header = block.bytes.subarray(0, HEADER_BYTES);
@@ -455,7 +462,16 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
 
   spend(p: StoredPrevout): void {
     const k = p.keys;
-    if (p.txNum < this.base) this.restored.push({ txid: p.txid, vout: p.vout, txNum: p.txNum, key: typeof k === 'string' ? k : null, keys: k, value: p.value, script: p.script });
+    if (p.txNum < this.base)
+      this.restored.push({
+        txid: p.txid,
+        vout: p.vout,
+        txNum: p.txNum,
+        key: typeof k === 'string' ? k : null,
+        keys: k,
+        value: p.value,
+        script: p.script,
+      });
   }
 
   outputKeys(script: Uint8Array, vout: number): ScriptKeys {
@@ -472,7 +488,12 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
  * The exact inverse data of a block from its stored transactions (`blockTxs`, in position
  * order) and the stored transactions their inputs reference (`prevTxs`, by tx_num).
  */
-export function deriveUndo(height: number, blockTxs: readonly StoredTx[], prevTxs: ReadonlyMap<number, StoredTx>, opts: DeriveOptions = {}): UndoRows {
+export function deriveUndo(
+  height: number,
+  blockTxs: readonly StoredTx[],
+  prevTxs: ReadonlyMap<number, StoredTx>,
+  opts: DeriveOptions = {},
+): UndoRows {
   const base = txNumOf(height, 0);
   const sink = new UndoSink(height, base, blockTxs, prevTxs, opts.touches === true);
   for (const t of blockTxs) {
@@ -531,7 +552,11 @@ class MempoolSink extends Accumulator implements TxSink<TxInput, string, Mempool
  * outputs and mempool outputs). The fee is inputs minus outputs.
  * @throws MissingPrevoutError when `lookup` does not know a prevout.
  */
-export function deriveMempoolTx(tx: DecodedTx, lookup: (txid: Uint8Array, vout: number) => MempoolPrevout | undefined, firstSeen: Date): MempoolTxRow {
+export function deriveMempoolTx(
+  tx: DecodedTx,
+  lookup: (txid: Uint8Array, vout: number) => MempoolPrevout | undefined,
+  firstSeen: Date,
+): MempoolTxRow {
   const sink = new MempoolSink(tx.txid, lookup);
   deriveTx(tx, 'spends', sink);
   return {

@@ -73,7 +73,7 @@ export class HistoryGroups {
       a[count[k[e * 4]! >>> 16]!++] = e;
     }
     // Runs of one first word holding more than one key: ordered by the other words (stable).
-    for (let i = 0; i < n; ) {
+    for (let i = 0; i < n;) {
       const w0 = k[a[i]! * 4]!;
       let j = i + 1;
       let mixed = false;
@@ -101,7 +101,7 @@ export class HistoryGroups {
     const num = this.num;
     let nums = new Float64Array(1024);
     let scratch = Buffer.allocUnsafe(max * ENTRY_BYTES);
-    for (let i = 0; i < n; ) {
+    for (let i = 0; i < n;) {
       const first = order[i]!;
       // The key's entries without repeats.
       let m = 0;
@@ -122,7 +122,11 @@ export class HistoryGroups {
         if (scratch.length < len * ENTRY_BYTES) scratch = Buffer.allocUnsafe(len * ENTRY_BYTES);
         // `rest`: the entries after the first (the first is the row's first_tx_num).
         for (let x = 1; x < len; x++) writeEntry(scratch, (x - 1) * ENTRY_BYTES, nums[c + x]!);
-        out.row(3).uuidWords(k[o]!, k[o + 1]!, k[o + 2]!, k[o + 3]!).int8(nums[c]!).bytea(scratch.subarray(0, (len - 1) * ENTRY_BYTES));
+        out
+          .row(3)
+          .uuidWords(k[o]!, k[o + 1]!, k[o + 2]!, k[o + 3]!)
+          .int8(nums[c]!)
+          .bytea(scratch.subarray(0, (len - 1) * ENTRY_BYTES));
       }
       i = j;
     }
@@ -152,5 +156,5 @@ function prefix(count: Uint32Array): void {
 }
 
 function be32(b: Uint8Array, p: number): number {
-  return ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) | 0;
+  return (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]! | 0;
 }

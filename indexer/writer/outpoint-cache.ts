@@ -35,7 +35,7 @@ export function entriesWithin(bytes: number): number {
 }
 
 function rd32(b: Uint8Array, p: number): number {
-  return (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) | 0;
+  return b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24) | 0;
 }
 
 /** A found entry's values. */
@@ -266,7 +266,18 @@ export class OutpointCache {
   }
 
   private grow(): void {
-    const old = { k0: this.k0, k1: this.k1, k2: this.k2, vout: this.vout, key: this.key, batch: this.batch, row: this.row, txNum: this.txNum, flags: this.flags, cap: this.cap };
+    const old = {
+      k0: this.k0,
+      k1: this.k1,
+      k2: this.k2,
+      vout: this.vout,
+      key: this.key,
+      batch: this.batch,
+      row: this.row,
+      txNum: this.txNum,
+      flags: this.flags,
+      cap: this.cap,
+    };
     this.cap *= 2;
     this.mask = this.cap - 1;
     this.alloc(this.cap);
@@ -288,7 +299,7 @@ export class OutpointCache {
 }
 
 function rd32be(b: Uint8Array, p: number): number {
-  return ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) | 0;
+  return (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]! | 0;
 }
 
 function hex8(v: number): string {

@@ -18,7 +18,13 @@ import type { Trx } from './chain-rows.js';
  * until indexer/reorged.ts knows their end, and lowers the fork bound of rows already waiting:
  * a conflicting spend in the new branch is at or above the lowest height undone since.
  */
-export async function rememberReorged(trx: Trx, height: number, blockTxs: readonly StoredTx[], prevTxs: ReadonlyMap<number, StoredTx>, events: readonly OutboxEvent[]): Promise<void> {
+export async function rememberReorged(
+  trx: Trx,
+  height: number,
+  blockTxs: readonly StoredTx[],
+  prevTxs: ReadonlyMap<number, StoredTx>,
+  events: readonly OutboxEvent[],
+): Promise<void> {
   await sql`UPDATE reorged_txs SET since_height = ${height} WHERE since_height > ${height}`.execute(trx);
   const reorged = events.filter((e) => e.type === 'tx.reorged');
   if (reorged.length === 0) return;
@@ -55,7 +61,8 @@ export async function rememberReorged(trx: Trx, height: number, blockTxs: readon
  */
 export async function forgetReorged(trx: Trx, events: readonly OutboxEvent[]): Promise<void> {
   const ids = new Map<string, Buffer>();
-  for (const e of events) if ((e.type === 'tx.confirmed' || e.type === 'tx.unconfirmed') && e.txid) ids.set(hashKey(e.txid), toBuffer(e.txid));
+  for (const e of events)
+    if ((e.type === 'tx.confirmed' || e.type === 'tx.unconfirmed') && e.txid) ids.set(hashKey(e.txid), toBuffer(e.txid));
   await settleReorged(trx, [...ids.values()]);
 }
 

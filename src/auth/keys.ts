@@ -10,7 +10,15 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { findApiKeyByHash, insertApiKey, listApiKeyRows, listSecretBoxes, revokeApiKeyRows, updateSecretBox, type ApiKeyRow } from '../db/queries/api-keys.js';
+import {
+  findApiKeyByHash,
+  insertApiKey,
+  listApiKeyRows,
+  listSecretBoxes,
+  revokeApiKeyRows,
+  updateSecretBox,
+  type ApiKeyRow,
+} from '../db/queries/api-keys.js';
 import { boxKeyId, openSecret, sealSecret, type Keyring } from './secret-box.js';
 import { digestApiKey, displayPrefix, generateApiKey, isWellFormedApiKey } from './api-key.js';
 
@@ -47,7 +55,8 @@ export async function createApiKey(
   if (scopes.length === 0 || scopes.some((s) => !(SCOPES as readonly string[]).includes(s))) {
     throw new RangeError(`scopes must be a non-empty subset of ${SCOPES.join(', ')}`);
   }
-  if (opts.rateLimit != null && (!Number.isInteger(opts.rateLimit) || opts.rateLimit < 1)) throw new RangeError('rate limit must be a positive integer');
+  if (opts.rateLimit != null && (!Number.isInteger(opts.rateLimit) || opts.rateLimit < 1))
+    throw new RangeError('rate limit must be a positive integer');
   const key = generateApiKey();
   const prefix = displayPrefix(key);
   const keyHash = digestApiKey(key);
@@ -82,7 +91,11 @@ export async function verifyApiKey(db: Kysely<Database>, presented: string): Pro
  * The principal and secret of a signing key named by its access key, or null when the access
  * key is unknown, malformed, revoked, a bearer key, or its secret does not open with `keyring`.
  */
-export async function findSigningKey(db: Kysely<Database>, keyring: Keyring | undefined, accessKey: string): Promise<{ principal: ApiKeyPrincipal; secret: string } | null> {
+export async function findSigningKey(
+  db: Kysely<Database>,
+  keyring: Keyring | undefined,
+  accessKey: string,
+): Promise<{ principal: ApiKeyPrincipal; secret: string } | null> {
   const digest = digestApiKey(accessKey);
   const row = await findApiKeyByHash(db, digest);
   const same = timingSafeEqual(row?.key_hash.length === 32 ? row.key_hash : EMPTY_DIGEST, digest);

@@ -30,14 +30,20 @@ export class KeyringError extends Error {
 
 /** A fresh server key with a dated id (`sk-YYYYMMDDhhmmss-<6 hex>`), as a keyring line. */
 export function newServerKeyLine(now = new Date()): string {
-  const id = `sk-${now.toISOString().replace(/[-:TZ]/g, '').slice(0, 14)}-${randomBytes(3).toString('hex')}`;
+  const id = `sk-${now
+    .toISOString()
+    .replace(/[-:TZ]/g, '')
+    .slice(0, 14)}-${randomBytes(3).toString('hex')}`;
   return `${id}:${randomBytes(32).toString('base64')}`;
 }
 
 /** Parses keyring text (see the module comment); throws KeyringError naming the bad line. */
 export function parseKeyring(text: string): Keyring {
   const keys: ServerKey[] = [];
-  const entries = text.split('\n').filter((l) => !l.trim().startsWith('#')).flatMap((l) => l.split(','));
+  const entries = text
+    .split('\n')
+    .filter((l) => !l.trim().startsWith('#'))
+    .flatMap((l) => l.split(','));
   for (const [i, raw] of entries.entries()) {
     const line = raw.trim();
     if (line === '') continue;

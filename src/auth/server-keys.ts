@@ -19,7 +19,8 @@ export function serverKeyFile(source: ServerKeySource): string {
   return join(source.dataDir, 'server-keys');
 }
 
-const HEADER = '# Blockwire server keys: they seal the secrets of signing API keys. The first seals, all open.\n# Keep this file private (mode 0600) and back it up with the database: without it, secrets cannot be read.\n';
+const HEADER =
+  '# Blockwire server keys: they seal the secrets of signing API keys. The first seals, all open.\n# Keep this file private (mode 0600) and back it up with the database: without it, secrets cannot be read.\n';
 
 /**
  * The keyring, or undefined when there is none yet (no setting, no file). With `create`, a
@@ -43,7 +44,11 @@ export function loadKeyring(source: ServerKeySource, opts: { create?: boolean } 
  */
 export function rotateKeyringFile(source: ServerKeySource): string {
   const file = serverKeyFile(source);
-  const old = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')) : [];
+  const old = existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '' && !l.startsWith('#'))
+    : [];
   const line = newServerKeyLine();
   mkdirSync(source.dataDir, { recursive: true });
   writeFileSync(file, `${HEADER}${[line, ...old].join('\n')}\n`, { mode: 0o600 });

@@ -87,7 +87,8 @@ export function outputAddresses(script: Uint8Array, network: NetworkName | Netwo
 
 /** A decoded address: its kind and the output script it pays to. */
 export interface DecodedAddress {
-  readonly type: 'pubkeyhash' | 'scripthash' | 'witness_v0_keyhash' | 'witness_v0_scripthash' | 'witness_v1_taproot' | 'anchor' | 'witness_unknown';
+  readonly type:
+    'pubkeyhash' | 'scripthash' | 'witness_v0_keyhash' | 'witness_v0_scripthash' | 'witness_v1_taproot' | 'anchor' | 'witness_unknown';
   readonly script: Uint8Array;
 }
 
@@ -109,7 +110,9 @@ function decodeBase58Address(address: string, net: Network): DecodedAddress {
   if (version === net.pubKeyHash || version === net.scriptHash) {
     if (payload.length !== 21) throw new AddressError('Invalid length for Base58 address (P2PKH or P2SH)');
     const hash = payload.subarray(1);
-    return version === net.pubKeyHash ? { type: 'pubkeyhash', script: p2pkhScript(hash) } : { type: 'scripthash', script: p2shScript(hash) };
+    return version === net.pubKeyHash
+      ? { type: 'pubkeyhash', script: p2pkhScript(hash) }
+      : { type: 'scripthash', script: p2shScript(hash) };
   }
   const others = Object.values(NETWORKS).filter((n) => payload.length === 21 && (n.pubKeyHash === version || n.scriptHash === version));
   if (others.length > 0) {
@@ -138,7 +141,8 @@ function decodeSegwitAddress(address: string, net: Network): DecodedAddress {
     throw new AddressError(`Invalid Bech32 v0 address program size (${sizeWord(program.length)}), per BIP141`);
   }
   if (version > 16) throw new AddressError('Invalid Bech32 address witness version');
-  if (program.length < 2 || program.length > 40) throw new AddressError(`Invalid Bech32 address program size (${sizeWord(program.length)})`);
+  if (program.length < 2 || program.length > 40)
+    throw new AddressError(`Invalid Bech32 address program size (${sizeWord(program.length)})`);
   const script = witnessScript(version, program);
   return { type: classifyScript(script) as DecodedAddress['type'], script };
 }

@@ -58,14 +58,20 @@ export function parseBlkRecords(
       let z = p;
       while (z < n && buf[z] === 0) z++;
       if (z === n) return { records, consumed: p, padding: true };
-      throw new ParseError(`non-zero byte 0x${buf[z]!.toString(16).padStart(2, '0')} after zero padding at file offset ${fileOffset + z}`, fileOffset + z);
+      throw new ParseError(
+        `non-zero byte 0x${buf[z]!.toString(16).padStart(2, '0')} after zero padding at file offset ${fileOffset + z}`,
+        fileOffset + z,
+      );
     }
     if (p + 8 > n) {
       if (!final) break;
       throw new ParseError(`truncated record header at file offset ${fileOffset + p}: ${n - p} of 8 bytes`, fileOffset + p);
     }
     if (buf[p] !== magic[0] || buf[p + 1] !== magic[1] || buf[p + 2] !== magic[2] || buf[p + 3] !== magic[3]) {
-      throw new ParseError(`bad magic ${bytesToHex(buf.subarray(p, p + 4))} at file offset ${fileOffset + p} (expected ${bytesToHex(magic)})`, fileOffset + p);
+      throw new ParseError(
+        `bad magic ${bytesToHex(buf.subarray(p, p + 4))} at file offset ${fileOffset + p} (expected ${bytesToHex(magic)})`,
+        fileOffset + p,
+      );
     }
     const len = u32le(buf, p + 4);
     if (len < 81 || len > MAX_COMPACT_SIZE) {
@@ -92,7 +98,8 @@ export function readBlkRecords(file: Uint8Array, network: NetworkName | Network 
  */
 export function xorBlockData(data: Uint8Array, key: Uint8Array, fileOffset: number): void {
   if (!(key instanceof Uint8Array) || key.length !== 8) throw new TypeError('XOR key must be 8 bytes');
-  if (!Number.isSafeInteger(fileOffset) || fileOffset < 0) throw new RangeError(`file offset must be a non-negative integer, got ${fileOffset}`);
+  if (!Number.isSafeInteger(fileOffset) || fileOffset < 0)
+    throw new RangeError(`file offset must be a non-negative integer, got ${fileOffset}`);
   if (key.every((b) => b === 0)) return;
   const n = data.length;
   let i = 0;

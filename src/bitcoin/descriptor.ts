@@ -142,7 +142,8 @@ function parseStep(elem: string, state: { apostrophe: boolean }, hardenedAllowed
     state.apostrophe = last === "'";
   }
   if (!/^\d{1,10}$/.test(body) || Number(body) >= HARDENED) throw new DescriptorError(`Key path value '${elem}' is not a valid uint32`);
-  if (hardened && !hardenedAllowed) throw new DescriptorError(`Key path value '${elem}' is hardened: an extended public key cannot derive hardened children`);
+  if (hardened && !hardenedAllowed)
+    throw new DescriptorError(`Key path value '${elem}' is hardened: an extended public key cannot derive hardened children`);
   return hardened ? Number(body) + HARDENED : Number(body);
 }
 
@@ -164,7 +165,9 @@ function parseKey(text: string, network: NetworkName | Network): KeyExpression {
   const split = rest.split('/');
   const keyText = split[0]!;
   if (/^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128}|[0-9a-fA-F]{64})$/.test(keyText)) {
-    throw new DescriptorError(`key '${keyText.slice(0, 16)}…' is a single public key: a wallet descriptor needs extended public keys (xpub/tpub…) with a '/*' range`);
+    throw new DescriptorError(
+      `key '${keyText.slice(0, 16)}…' is a single public key: a wallet descriptor needs extended public keys (xpub/tpub…) with a '/*' range`,
+    );
   }
   let key: ExtendedPublicKey;
   try {
@@ -175,7 +178,8 @@ function parseKey(text: string, network: NetworkName | Network): KeyExpression {
   }
   const elems = split.slice(1);
   if (elems[elems.length - 1] !== '*') {
-    if (elems[elems.length - 1] === "*'" || elems[elems.length - 1] === '*h') throw new DescriptorError('hardened ranges (*\' or *h) need the private key: a watch-only wallet cannot derive them');
+    if (elems[elems.length - 1] === "*'" || elems[elems.length - 1] === '*h')
+      throw new DescriptorError("hardened ranges (*' or *h) need the private key: a watch-only wallet cannot derive them");
     throw new DescriptorError(`key '${keyText.slice(0, 12)}…' is not ranged: a wallet descriptor ends each key with '/*'`);
   }
   const steps: number[] = [];
@@ -184,9 +188,13 @@ function parseKey(text: string, network: NetworkName | Network): KeyExpression {
     if (elem === '*') throw new DescriptorError("'*' may only appear as last element in a derivation path");
     if (elem.startsWith('<') && elem.endsWith('>')) {
       if (multipath) throw new DescriptorError('Multiple multipath key path specifiers found');
-      const values = elem.slice(1, -1).split(';').map((v) => parseStep(v, state, false));
+      const values = elem
+        .slice(1, -1)
+        .split(';')
+        .map((v) => parseStep(v, state, false));
       if (values.length < 2) throw new DescriptorError(`Multipath key path specifiers must have at least two items`);
-      if (new Set(values).size !== values.length) throw new DescriptorError(`Duplicated key path value ${values.find((v, j) => values.indexOf(v) !== j)} in multipath specifier`);
+      if (new Set(values).size !== values.length)
+        throw new DescriptorError(`Duplicated key path value ${values.find((v, j) => values.indexOf(v) !== j)} in multipath specifier`);
       multipath = { at: i, values };
       steps.push(-1);
     } else steps.push(parseStep(elem, state, false));
@@ -194,18 +202,28 @@ function parseKey(text: string, network: NetworkName | Network): KeyExpression {
   return { origin, key, steps, multipath, apostrophe: state.apostrophe };
 }
 
-function parseMulti(text: string, network: NetworkName | Network, maxKeys: number, where: string): Pick<Descriptor, 'keys' | 'threshold' | 'sorted'> {
+function parseMulti(
+  text: string,
+  network: NetworkName | Network,
+  maxKeys: number,
+  where: string,
+): Pick<Descriptor, 'keys' | 'threshold' | 'sorted'> {
   const c = call(text);
-  if (!c || (c.name !== 'multi' && c.name !== 'sortedmulti')) throw new DescriptorError(`${where} takes multi(…) or sortedmulti(…) here, got '${text.slice(0, 30)}'`);
+  if (!c || (c.name !== 'multi' && c.name !== 'sortedmulti'))
+    throw new DescriptorError(`${where} takes multi(…) or sortedmulti(…) here, got '${text.slice(0, 30)}'`);
   const args = splitTop(c.inner);
   const k = args[0]!;
   if (!/^\d{1,3}$/.test(k)) throw new DescriptorError(`Multi threshold '${k}' is not valid`);
   const threshold = Number(k);
   const keyTexts = args.slice(1);
   if (keyTexts.length === 0) throw new DescriptorError('Multisig descriptor has no keys');
-  if (keyTexts.length > maxKeys) throw new DescriptorError(`Cannot have ${keyTexts.length} keys in multisig; must have between 1 and ${maxKeys} keys, inclusive`);
+  if (keyTexts.length > maxKeys)
+    throw new DescriptorError(`Cannot have ${keyTexts.length} keys in multisig; must have between 1 and ${maxKeys} keys, inclusive`);
   if (threshold < 1) throw new DescriptorError(`Multisig threshold cannot be ${threshold}, must be at least 1`);
-  if (threshold > keyTexts.length) throw new DescriptorError(`Multisig threshold cannot be larger than the number of keys; threshold is ${threshold} but only ${keyTexts.length} keys specified`);
+  if (threshold > keyTexts.length)
+    throw new DescriptorError(
+      `Multisig threshold cannot be larger than the number of keys; threshold is ${threshold} but only ${keyTexts.length} keys specified`,
+    );
   return { keys: keyTexts.map((t) => parseKey(t, network)), threshold, sorted: c.name === 'sortedmulti' };
 }
 
@@ -229,7 +247,10 @@ export function parseDescriptor(input: string, network: NetworkName | Network): 
   if (!top) throw new DescriptorError(`'${body.slice(0, 40)}' is not a descriptor`);
   let d: Omit<Descriptor, 'branches'>;
   const single = (kind: DescriptorKind, inner: string): Omit<Descriptor, 'branches'> => {
-    if (splitTop(inner).length !== 1) throw new DescriptorError(kind === 'tr' ? 'tr() with a script tree is not supported: only the key path (tr(KEY))' : `${kind}() takes one key`);
+    if (splitTop(inner).length !== 1)
+      throw new DescriptorError(
+        kind === 'tr' ? 'tr() with a script tree is not supported: only the key path (tr(KEY))' : `${kind}() takes one key`,
+      );
     return { kind, keys: [parseKey(inner, network)], threshold: null, sorted: false };
   };
   switch (top.name) {
@@ -249,11 +270,14 @@ export function parseDescriptor(input: string, network: NetworkName | Network): 
       break;
     }
     default:
-      throw new DescriptorError(`'${top.name}()' descriptors are not supported: use pkh, wpkh, sh(wpkh), tr, wsh(multi|sortedmulti), sh(wsh(…)) or sh(multi|sortedmulti)`);
+      throw new DescriptorError(
+        `'${top.name}()' descriptors are not supported: use pkh, wpkh, sh(wpkh), tr, wsh(multi|sortedmulti), sh(wsh(…)) or sh(multi|sortedmulti)`,
+      );
   }
   const counts = new Set(d.keys.map((k) => k.multipath?.values.length ?? 1));
   const multi = [...counts].filter((n) => n > 1);
-  if (multi.length > 1 || (multi.length === 1 && counts.has(1) && d.keys.length > 1)) throw new DescriptorError('Multipath subscripts have mismatched lengths');
+  if (multi.length > 1 || (multi.length === 1 && counts.has(1) && d.keys.length > 1))
+    throw new DescriptorError('Multipath subscripts have mismatched lengths');
   return { ...d, branches: multi[0] ?? 1 };
 }
 
@@ -265,7 +289,11 @@ function formatPath(path: readonly number[], apostrophe: boolean): string {
 
 function formatKey(k: KeyExpression, branch: number | null): string {
   const origin = k.origin ? `[${k.origin.fingerprint}${formatPath(k.origin.path, k.apostrophe)}]` : '';
-  const steps = k.steps.map((s, i) => (i === k.multipath?.at ? (branch === null ? `/<${k.multipath.values.join(';')}>` : `/${k.multipath.values[branch]}`) : `/${s}`)).join('');
+  const steps = k.steps
+    .map((s, i) =>
+      i === k.multipath?.at ? (branch === null ? `/<${k.multipath.values.join(';')}>` : `/${k.multipath.values[branch]}`) : `/${s}`,
+    )
+    .join('');
   return `${origin}${k.key.xpub}${steps}/*`;
 }
 
@@ -314,8 +342,17 @@ export function descriptorForExtendedKey(text: string, network: NetworkName | Ne
     throw err;
   }
   const kind = key.implied;
-  if (kind === 'wsh-multi' || kind === 'sh-wsh-multi') throw new DescriptorError(`a ${key.prefix} key is one co-signer of a multisig wallet: give the descriptor with every key (wsh(sortedmulti(…)))`);
-  return { kind, keys: [{ origin: null, key, steps: [-1], multipath: { at: 0, values: [0, 1] }, apostrophe: false }], threshold: null, sorted: false, branches: 2 };
+  if (kind === 'wsh-multi' || kind === 'sh-wsh-multi')
+    throw new DescriptorError(
+      `a ${key.prefix} key is one co-signer of a multisig wallet: give the descriptor with every key (wsh(sortedmulti(…)))`,
+    );
+  return {
+    kind,
+    keys: [{ origin: null, key, steps: [-1], multipath: { at: 0, values: [0, 1] }, apostrophe: false }],
+    threshold: null,
+    sorted: false,
+    branches: 2,
+  };
 }
 
 // ---------------------------------------------------------------- derivation

@@ -147,7 +147,10 @@ export function encodeHeader(header: BlockHeaderData): Uint8Array {
 }
 
 /** Serializes a block; `witness: false` strips witness data from every transaction. */
-export function encodeBlock(block: { readonly header: BlockHeaderData; readonly txs: readonly TxData[] }, options: EncodeOptions = {}): Uint8Array {
+export function encodeBlock(
+  block: { readonly header: BlockHeaderData; readonly txs: readonly TxData[] },
+  options: EncodeOptions = {},
+): Uint8Array {
   const forms = block.txs.map((tx) => options.witness !== false && hasAnyWitness(tx));
   let size = HEADER_BYTES + compactSizeBytes(block.txs.length);
   block.txs.forEach((tx, i) => (size += txSize(tx, forms[i]!)));

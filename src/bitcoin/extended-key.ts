@@ -27,7 +27,9 @@ const PUBLIC_VERSIONS = new Map<number, Version>([
   [0x024289ef, { prefix: 'Upub', mainnet: false, type: 'sh-wsh-multi' }],
   [0x02575483, { prefix: 'Vpub', mainnet: false, type: 'wsh-multi' }],
 ]);
-const PRIVATE_VERSIONS = new Set([0x0488ade4, 0x049d7878, 0x04b2430c, 0x0295b005, 0x02aa7a99, 0x04358394, 0x044a4e28, 0x045f18bc, 0x024285b5, 0x02575048]);
+const PRIVATE_VERSIONS = new Set([
+  0x0488ade4, 0x049d7878, 0x04b2430c, 0x0295b005, 0x02aa7a99, 0x04358394, 0x044a4e28, 0x045f18bc, 0x024285b5, 0x02575048,
+]);
 
 const XPUB = 0x0488b21e;
 const TPUB = 0x043587cf;
@@ -61,11 +63,15 @@ export function decodeExtendedPublicKey(text: string, network: NetworkName | Net
   const payload = base58CheckDecode(text);
   if (typeof payload === 'string' || payload.length !== 78) throw new ExtendedKeyError(`key '${text}' is not valid`);
   const version = new DataView(payload.buffer, payload.byteOffset, 4).getUint32(0, false);
-  if (PRIVATE_VERSIONS.has(version)) throw new ExtendedKeyError('private extended keys are not accepted: give the extended public key (xpub/tpub)');
+  if (PRIVATE_VERSIONS.has(version))
+    throw new ExtendedKeyError('private extended keys are not accepted: give the extended public key (xpub/tpub)');
   const v = PUBLIC_VERSIONS.get(version);
   if (!v) throw new ExtendedKeyError(`key '${text}' is not valid`);
   const net = getNetwork(network);
-  if (v.mainnet !== (net.name === 'main')) throw new ExtendedKeyError(`key '${text.slice(0, 12)}…' (${v.prefix}) is for ${v.mainnet ? 'mainnet' : 'a test network'}, not ${net.name}`);
+  if (v.mainnet !== (net.name === 'main'))
+    throw new ExtendedKeyError(
+      `key '${text.slice(0, 12)}…' (${v.prefix}) is for ${v.mainnet ? 'mainnet' : 'a test network'}, not ${net.name}`,
+    );
   const plain = new Uint8Array(payload);
   new DataView(plain.buffer).setUint32(0, v.mainnet ? XPUB : TPUB, false);
   const xpub = base58CheckEncode(plain);

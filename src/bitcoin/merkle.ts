@@ -103,7 +103,7 @@ export function checkWitnessCommitment(block: DecodedBlock): boolean | null {
 export function merkleLevels(hashes: readonly Uint8Array[]): Uint8Array[][] {
   if (hashes.length === 0) throw new RangeError('a Merkle tree needs at least one hash');
   const levels: Uint8Array[][] = [[...hashes]];
-  for (let level = levels[0]!; level.length > 1; ) {
+  for (let level = levels[0]!; level.length > 1;) {
     const next: Uint8Array[] = [];
     for (let i = 0; i < level.length; i += 2) {
       const right = level[i + 1] ?? level[i]!;
@@ -121,7 +121,8 @@ export function merkleLevels(hashes: readonly Uint8Array[]): Uint8Array[][] {
  */
 export function merkleBranch(levels: readonly (readonly Uint8Array[])[], pos: number): Uint8Array[] {
   const leaves = levels[0]!;
-  if (!Number.isInteger(pos) || pos < 0 || pos >= leaves.length) throw new RangeError(`position ${pos} is outside the ${leaves.length} leaves`);
+  if (!Number.isInteger(pos) || pos < 0 || pos >= leaves.length)
+    throw new RangeError(`position ${pos} is outside the ${leaves.length} leaves`);
   const branch: Uint8Array[] = [];
   for (let h = 0, p = pos; h < levels.length - 1; h++, p >>= 1) {
     const level = levels[h]!;
@@ -166,7 +167,9 @@ export function partialMerkleTree(levels: readonly (readonly Uint8Array[])[], ma
   bits.forEach((b, i) => {
     if (b) flagBytes[i >> 3]! |= 1 << (i & 7);
   });
-  const out = Buffer.alloc(4 + compactSizeBytes(hashes.length) + 32 * hashes.length + compactSizeBytes(flagBytes.length) + flagBytes.length);
+  const out = Buffer.alloc(
+    4 + compactSizeBytes(hashes.length) + 32 * hashes.length + compactSizeBytes(flagBytes.length) + flagBytes.length,
+  );
   let o = out.writeUInt32LE(count, 0);
   o = writeCompactSize(out, o, hashes.length);
   for (const h of hashes) o += Buffer.from(h).copy(out, o);

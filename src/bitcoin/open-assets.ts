@@ -45,7 +45,8 @@ function parseAssetMarker(script: Uint8Array): AssetMarker | undefined {
   if (script[0] !== OP_RETURN) return undefined;
   const { ops } = parseScript(script);
   const payload = ops[1]?.data;
-  if (!payload || payload.length < 6 || payload[0] !== 0x4f || payload[1] !== 0x41 || payload[2] !== 0x01 || payload[3] !== 0x00) return undefined;
+  if (!payload || payload.length < 6 || payload[0] !== 0x4f || payload[1] !== 0x41 || payload[2] !== 0x01 || payload[3] !== 0x00)
+    return undefined;
   try {
     let p = 4;
     const count = readCompactSize(payload, p, payload.length, 'asset quantity count');
@@ -84,7 +85,12 @@ const UNCOLORED: OutputAssets = Object.freeze({ kind: 'UNCOLORED', assetId: null
  * The colors of a transaction's outputs, or undefined when it has no record (see the module
  * comment). `firstInputScript` is the script of the output the first input spends.
  */
-export function colorOutputs(tx: { coinbase: boolean; inputs: readonly InputAssets[]; firstInputScript: Uint8Array | null; outputs: readonly { script: Uint8Array }[] }): OutputAssets[] | undefined {
+export function colorOutputs(tx: {
+  coinbase: boolean;
+  inputs: readonly InputAssets[];
+  firstInputScript: Uint8Array | null;
+  outputs: readonly { script: Uint8Array }[];
+}): OutputAssets[] | undefined {
   if (tx.coinbase || tx.inputs.length === 0 || tx.outputs.length < 2) return undefined;
   for (let m = 0; m < tx.outputs.length; m++) {
     const marker = parseAssetMarker(tx.outputs[m]!.script);
@@ -96,7 +102,11 @@ export function colorOutputs(tx: { coinbase: boolean; inputs: readonly InputAsse
   return undefined;
 }
 
-function assign(tx: { inputs: readonly InputAssets[]; firstInputScript: Uint8Array | null; outputs: readonly unknown[] }, m: number, marker: AssetMarker): OutputAssets[] | undefined {
+function assign(
+  tx: { inputs: readonly InputAssets[]; firstInputScript: Uint8Array | null; outputs: readonly unknown[] },
+  m: number,
+  marker: AssetMarker,
+): OutputAssets[] | undefined {
   const issued = tx.firstInputScript ? hash160(tx.firstInputScript) : null;
   const out: OutputAssets[] = [];
   for (let i = 0; i < m; i++) {

@@ -102,7 +102,7 @@ export type ScriptOp = { op: number; data?: Uint8Array };
 export function parseScript(script: Uint8Array): { ops: ScriptOp[]; error: boolean } {
   const ops: ScriptOp[] = [];
   const op: Op = { code: 0, start: 0, end: 0 };
-  for (let p = 0; p < script.length; ) {
+  for (let p = 0; p < script.length;) {
     p = readOp(script, p, op);
     if (p < 0) return { ops, error: true };
     ops.push(op.code <= OP.OP_PUSHDATA4 ? { op: op.code, data: script.subarray(op.start, op.end) } : { op: op.code });
@@ -129,7 +129,14 @@ function witnessVersion(s: Uint8Array): number {
 }
 
 function isP2pkh(s: Uint8Array): boolean {
-  return s.length === 25 && s[0] === OP.OP_DUP && s[1] === OP.OP_HASH160 && s[2] === 20 && s[23] === OP.OP_EQUALVERIFY && s[24] === OP.OP_CHECKSIG;
+  return (
+    s.length === 25 &&
+    s[0] === OP.OP_DUP &&
+    s[1] === OP.OP_HASH160 &&
+    s[2] === 20 &&
+    s[23] === OP.OP_EQUALVERIFY &&
+    s[24] === OP.OP_CHECKSIG
+  );
 }
 
 function isP2sh(s: Uint8Array): boolean {
@@ -283,7 +290,14 @@ function checkLength(b: Uint8Array, lengths: readonly number[], what: string): v
 /** Encodes a push of `data` with the smallest push opcode (as CScript << data). */
 export function pushData(data: Uint8Array): Uint8Array {
   const n = data.length;
-  const head = n < OP.OP_PUSHDATA1 ? [n] : n <= 0xff ? [OP.OP_PUSHDATA1, n] : n <= 0xffff ? [OP.OP_PUSHDATA2, n & 0xff, n >>> 8] : [OP.OP_PUSHDATA4, n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, n >>> 24];
+  const head =
+    n < OP.OP_PUSHDATA1
+      ? [n]
+      : n <= 0xff
+        ? [OP.OP_PUSHDATA1, n]
+        : n <= 0xffff
+          ? [OP.OP_PUSHDATA2, n & 0xff, n >>> 8]
+          : [OP.OP_PUSHDATA4, n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, n >>> 24];
   const out = new Uint8Array(head.length + n);
   out.set(head, 0);
   out.set(data, head.length);
@@ -311,7 +325,8 @@ export function p2pkScript(pubkey: Uint8Array): Uint8Array {
 /** A witness program output: OP_version <program> (version 0–16, program 2–40 bytes). */
 export function witnessScript(version: number, program: Uint8Array): Uint8Array {
   if (!Number.isInteger(version) || version < 0 || version > 16) throw new RangeError(`witness version must be 0..16, got ${version}`);
-  if (!(program instanceof Uint8Array) || program.length < 2 || program.length > 40) throw new TypeError('witness program must be 2 to 40 bytes');
+  if (!(program instanceof Uint8Array) || program.length < 2 || program.length > 40)
+    throw new TypeError('witness program must be 2 to 40 bytes');
   if (version === 0 && program.length !== 20 && program.length !== 32) throw new TypeError('witness v0 program must be 20 or 32 bytes');
   return new Uint8Array([version === 0 ? OP.OP_0 : version + 0x50, program.length, ...program]);
 }

@@ -372,7 +372,10 @@ export function decodeTxAt(bytes: Uint8Array, offset: number, end: number = byte
     flags ^= 1;
   }
   if (flags !== 0) {
-    throw new ParseError(`unknown transaction optional data (flags 0x${flagByte.toString(16).padStart(2, '0')}) at offset ${start + 5}`, start + 5);
+    throw new ParseError(
+      `unknown transaction optional data (flags 0x${flagByte.toString(16).padStart(2, '0')}) at offset ${start + 5}`,
+      start + 5,
+    );
   }
   need(p, 4, end, 'transaction locktime');
   const locktime = u32le(b, p);

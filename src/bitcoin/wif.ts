@@ -42,7 +42,9 @@ export function decodeWif(wif: string, network: NetworkName | Network): WifKey {
   if (payload === 'checksum') throw new TypeError('Invalid WIF: bad checksum');
   if (payload.length !== 33 && payload.length !== 34) throw new TypeError(`Invalid WIF: ${payload.length} bytes, expected 33 or 34`);
   if (payload[0] !== net.wif) {
-    throw new TypeError(`Invalid WIF: version 0x${payload[0]!.toString(16).padStart(2, '0')} is not ${net.name}'s (0x${net.wif.toString(16).padStart(2, '0')})`);
+    throw new TypeError(
+      `Invalid WIF: version 0x${payload[0]!.toString(16).padStart(2, '0')} is not ${net.name}'s (0x${net.wif.toString(16).padStart(2, '0')})`,
+    );
   }
   if (payload.length === 34 && payload[33] !== 1) throw new TypeError('Invalid WIF: compression flag must be 0x01');
   const privateKey = payload.slice(1, 33);

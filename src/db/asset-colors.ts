@@ -30,7 +30,12 @@ export function decodeAssetColors(b: Uint8Array): OutputAssets[] {
     const kind = ASSET_KINDS[buf[o]!];
     if (kind === undefined) throw new RangeError(`unknown asset kind ${buf[o]}`);
     const hasId = kind === 'ISSUANCE' || kind === 'TRANSFER';
-    out.push({ kind, version: [buf[o + 1]!, buf[o + 2]!], quantity: buf.readBigUInt64BE(o + 3), assetId: hasId ? new Uint8Array(buf.subarray(o + 11, o + ENTRY)) : null });
+    out.push({
+      kind,
+      version: [buf[o + 1]!, buf[o + 2]!],
+      quantity: buf.readBigUInt64BE(o + 3),
+      assetId: hasId ? new Uint8Array(buf.subarray(o + 11, o + ENTRY)) : null,
+    });
   }
   return out;
 }

@@ -35,7 +35,13 @@ export const CHAIN_INDEXES: readonly ChainIndex[] = [
   { table: 'txs', name: 'txs_txid_key', index: '(txid_key(txid))' },
   // Who spent what (migrations/0008_spends.ts): the slowest build of the bulk finish (PL/pgSQL
   // decodes every input; a GIN build uses one core). docs/sync.md "Size" has its cost.
-  { table: 'txs', name: 'txs_spent_groups', index: 'USING gin (spent_tx_groups(ins))', with: 'fastupdate = on, gin_pending_list_limit = 1024', where: 'length(ins) > 0' },
+  {
+    table: 'txs',
+    name: 'txs_spent_groups',
+    index: 'USING gin (spent_tx_groups(ins))',
+    with: 'fastupdate = on, gin_pending_list_limit = 1024',
+    where: 'length(ins) > 0',
+  },
   { table: 'utxos', name: 'utxos_pkey', primaryKey: '(tx_num, vout)', with: 'fillfactor = 100' },
   { table: 'utxos', name: 'utxos_addr', index: '(addr_key, tx_num DESC, vout DESC)', where: 'addr_key IS NOT NULL' },
   { table: 'history', name: 'history_pkey', primaryKey: '(addr_key, first_tx_num)' },

@@ -142,11 +142,13 @@ export const SQL_HISTORY = {
   /** The bytes of entry `i` (0-based) of `e`. */
   entryBytesAt: (e: string, i: string): string => `substring(${e} FROM (${i}) * ${ENTRY_BYTES} + 1 FOR ${ENTRY_BYTES})`,
   /** Entry `i` (0-based) of `e`, as int8. */
-  entryAt: (e: string, i: string): string => `('x' || encode(substring(${e} FROM (${i}) * ${ENTRY_BYTES} + 1 FOR ${ENTRY_BYTES}), 'hex'))::bit(64)::int8`,
+  entryAt: (e: string, i: string): string =>
+    `('x' || encode(substring(${e} FROM (${i}) * ${ENTRY_BYTES} + 1 FOR ${ENTRY_BYTES}), 'hex'))::bit(64)::int8`,
   /** The last entry of a non-empty `e`, as int8. */
   lastEntry: (e: string): string => `('x' || encode(substring(${e} FROM length(${e}) - ${ENTRY_BYTES - 1}), 'hex'))::bit(64)::int8`,
   /** `count` entries of `e` from entry `from` (0-based). */
-  slice: (e: string, from: string, count: string): string => `substring(${e} FROM ((${from}) * ${ENTRY_BYTES} + 1)::int4 FOR ((${count}) * ${ENTRY_BYTES})::int4)`,
+  slice: (e: string, from: string, count: string): string =>
+    `substring(${e} FROM ((${from}) * ${ENTRY_BYTES} + 1)::int4 FOR ((${count}) * ${ENTRY_BYTES})::int4)`,
   /** The number of entries of `e`. */
   count: (e: string): string => `(length(${e}) / ${ENTRY_BYTES})`,
 } as const;

@@ -57,12 +57,18 @@ export function leaderIdleMs(beatMs: number): number {
  * idle_session_timeout): the lock is held all the same, with that detection missing.
  */
 export async function tryLeaderLock(run: LockSql, key: bigint, idleMs: number, onUnset: (err: unknown) => void): Promise<number | null> {
-  const r = await run<{ ok: boolean; pid: number }>('SELECT pg_try_advisory_lock($1::int8) AS ok, pg_backend_pid() AS pid', [key.toString()]);
+  const r = await run<{ ok: boolean; pid: number }>('SELECT pg_try_advisory_lock($1::int8) AS ok, pg_backend_pid() AS pid', [
+    key.toString(),
+  ]);
   const row = r.rows[0];
   if (!row?.ok) return null;
-  await run(`SET tcp_keepalives_idle = ${LOCK_KEEPALIVE.idle}; SET tcp_keepalives_interval = ${LOCK_KEEPALIVE.interval}; SET tcp_keepalives_count = ${LOCK_KEEPALIVE.count}`).catch(onUnset);
+  await run(
+    `SET tcp_keepalives_idle = ${LOCK_KEEPALIVE.idle}; SET tcp_keepalives_interval = ${LOCK_KEEPALIVE.interval}; SET tcp_keepalives_count = ${LOCK_KEEPALIVE.count}`,
+  ).catch(onUnset);
   const idle = String(Math.round(idleMs));
-  await run("SELECT set_config('idle_session_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $1, false)", [idle]).catch(onUnset);
+  await run("SELECT set_config('idle_session_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $1, false)", [
+    idle,
+  ]).catch(onUnset);
   return row.pid;
 }
 
@@ -78,7 +84,13 @@ export async function holdsLeaderLock(run: LockSql, key: bigint, pid: number): P
 /** Gives the lock back and the session's settings with it (a pooled session returns to its pool as it came). Never throws. */
 export async function releaseLeaderLock(run: LockSql, key: bigint): Promise<void> {
   await run('SELECT pg_advisory_unlock($1::int8)', [key.toString()]).catch(() => undefined);
-  for (const setting of ['idle_session_timeout', 'idle_in_transaction_session_timeout', 'tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count']) {
+  for (const setting of [
+    'idle_session_timeout',
+    'idle_in_transaction_session_timeout',
+    'tcp_keepalives_idle',
+    'tcp_keepalives_interval',
+    'tcp_keepalives_count',
+  ]) {
     await run(`RESET ${setting}`).catch(() => undefined);
   }
 }

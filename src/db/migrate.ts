@@ -22,7 +22,9 @@ function migrator(db: Kysely<unknown>): Migrator {
 
 function check(result: MigrationResultSet, what: string): string[] {
   if (result.error) {
-    throw new FatalError('ERR_MIGRATION', `${what} failed: ${(result.error as Error).message ?? String(result.error)}`, { cause: result.error });
+    throw new FatalError('ERR_MIGRATION', `${what} failed: ${(result.error as Error).message ?? String(result.error)}`, {
+      cause: result.error,
+    });
   }
   return (result.results ?? []).map((r) => `${r.direction} ${r.migrationName}`);
 }
@@ -54,12 +56,20 @@ export async function assertSchemaCurrent<T>(db: Kysely<T>): Promise<void> {
   const status = await migrationStatus(db);
   const pending = status.filter((s) => !s.executedAt).map((s) => s.name);
   const known = new Set(status.map((s) => s.name));
-  const applied = await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(db).catch(() => ({ rows: [] as { name: string }[] }));
+  const applied = await sql<{ name: string }>`SELECT name FROM schema_migrations`
+    .execute(db)
+    .catch(() => ({ rows: [] as { name: string }[] }));
   const unknown = applied.rows.map((r) => r.name).filter((n) => !known.has(n));
   if (unknown.length > 0) {
-    throw new FatalError('ERR_SCHEMA_AHEAD', `database schema is ahead of the code: unknown migrations ${unknown.join(', ')}; run a newer Blockwire`);
+    throw new FatalError(
+      'ERR_SCHEMA_AHEAD',
+      `database schema is ahead of the code: unknown migrations ${unknown.join(', ')}; run a newer Blockwire`,
+    );
   }
   if (pending.length > 0) {
-    throw new FatalError('ERR_SCHEMA_BEHIND', `database schema is behind the code: pending migrations ${pending.join(', ')}; run \`blockwire migrate\``);
+    throw new FatalError(
+      'ERR_SCHEMA_BEHIND',
+      `database schema is behind the code: pending migrations ${pending.join(', ')}; run \`blockwire migrate\``,
+    );
   }
 }

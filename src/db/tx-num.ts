@@ -17,7 +17,8 @@ const POSITIONS = 1n << BigInt(TX_NUM_SHIFT);
 /** The tx_num of position `pos` in the block at `height`. */
 export function txNum(height: number, pos: number): bigint {
   if (!Number.isInteger(height) || height < 0) throw new RangeError(`height must be a non-negative integer, got ${height}`);
-  if (!Number.isInteger(pos) || pos < 0 || pos >= Number(POSITIONS)) throw new RangeError(`position must be in [0, ${POSITIONS}), got ${pos}`);
+  if (!Number.isInteger(pos) || pos < 0 || pos >= Number(POSITIONS))
+    throw new RangeError(`position must be in [0, ${POSITIONS}), got ${pos}`);
   return (BigInt(height) << BigInt(TX_NUM_SHIFT)) | BigInt(pos);
 }
 

@@ -117,5 +117,9 @@ export async function extendWalletsFor(trx: Db, keys: readonly string[]): Promis
     UPDATE wallet_chains c SET used_max = q.idx
       FROM unnest(${hits.rows.map((h) => h.wallet_id)}::text[], ${hits.rows.map((h) => h.chain)}::int2[], ${hits.rows.map((h) => h.idx)}::int4[]) AS q(wallet_id, chain, idx)
      WHERE c.wallet_id = q.wallet_id AND c.chain = q.chain AND c.used_max < q.idx`.execute(trx);
-  return settleChains(trx, hits.rows.map((h) => ({ walletId: h.wallet_id, chain: h.chain })), { owner: INDEXER_OWNER });
+  return settleChains(
+    trx,
+    hits.rows.map((h) => ({ walletId: h.wallet_id, chain: h.chain })),
+    { owner: INDEXER_OWNER },
+  );
 }

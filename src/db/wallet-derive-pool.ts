@@ -57,7 +57,13 @@ export type DeriveOptions = {
 };
 
 type Job = { descriptor: string; network: string; from: number; to: number };
-type Pending = Job & { owner: string; signal: AbortSignal | undefined; resolve: (rows: DerivedAddress[]) => void; reject: (err: unknown) => void; thread?: Thread };
+type Pending = Job & {
+  owner: string;
+  signal: AbortSignal | undefined;
+  resolve: (rows: DerivedAddress[]) => void;
+  reject: (err: unknown) => void;
+  thread?: Thread;
+};
 type Thread = { worker: Worker; job: (Pending & { id: number }) | null };
 
 /** A new derivation thread: the compiled worker beside this module, or the TypeScript source through tsx. */
@@ -66,7 +72,9 @@ function spawnWorker(): Worker {
   if (!here.endsWith('.ts')) return new Worker(new URL('./wallet-derive-worker.js', here));
   const tsx = import.meta.resolve('tsx/esm/api');
   const source = new URL('./wallet-derive-worker.ts', here).href;
-  return new Worker(`import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(source)}); })`, { eval: true });
+  return new Worker(`import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(source)}); })`, {
+    eval: true,
+  });
 }
 
 function abortReason(signal: AbortSignal): unknown {
@@ -91,7 +99,12 @@ class WalletDerivePool {
   status(): { threads: number; busy: number; waiting: number; terminated: number } {
     let waiting = 0;
     for (const q of this.waiting.values()) waiting += q.length;
-    return { threads: this.threads.length, busy: this.threads.filter((t) => t.job !== null).length, waiting, terminated: this.terminatedCount };
+    return {
+      threads: this.threads.length,
+      busy: this.threads.filter((t) => t.job !== null).length,
+      waiting,
+      terminated: this.terminatedCount,
+    };
   }
 
   /** Addresses `from` … `to - 1` of a chain, derived in the pool job by job. */

@@ -78,7 +78,15 @@ export function buildWalletParts(rows: readonly WalletEventRow[], members: Walle
     }
     for (const [id, w] of byWallet) {
       const lead = w.addresses[0]!;
-      const part: WalletPart = { id, address: lead.address, path: lead.path, received: Number(w.received), sent: Number(w.sent), net: Number(w.received - w.sent), addresses: w.addresses };
+      const part: WalletPart = {
+        id,
+        address: lead.address,
+        path: lead.path,
+        received: Number(w.received),
+        sent: Number(w.sent),
+        net: Number(w.received - w.sent),
+        addresses: w.addresses,
+      };
       const d = data[w.lead];
       if (d) d.wallets.push(part);
       else data[w.lead] = { wallets: [part] };
@@ -92,5 +100,8 @@ export function readWalletParts(data: unknown): WalletPart[] {
   if (typeof data !== 'object' || data === null) return [];
   const wallets = (data as { wallets?: unknown }).wallets;
   if (!Array.isArray(wallets)) return [];
-  return wallets.filter((w): w is WalletPart => typeof w === 'object' && w !== null && typeof (w as WalletPart).id === 'string' && typeof (w as WalletPart).net === 'number');
+  return wallets.filter(
+    (w): w is WalletPart =>
+      typeof w === 'object' && w !== null && typeof (w as WalletPart).id === 'string' && typeof (w as WalletPart).net === 'number',
+  );
 }

@@ -14,7 +14,10 @@ import { ServiceError } from '../errors.js';
 /** Takes an upgrade request (returns true) or leaves it to the next handler (false). */
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 
-const routers = new WeakMap<Server, { handlers: UpgradeHandler[]; listener: (req: IncomingMessage, socket: Duplex, head: Buffer) => void }>();
+const routers = new WeakMap<
+  Server,
+  { handlers: UpgradeHandler[]; listener: (req: IncomingMessage, socket: Duplex, head: Buffer) => void }
+>();
 
 /** Answers an upgrade request with a plain HTTP response and closes the socket. */
 export function answerUpgrade(socket: Duplex, status: number, headers: Record<string, string>, body: string): void {
@@ -30,7 +33,12 @@ export function addUpgradeHandler(server: Server, handler: UpgradeHandler): () =
     const listener = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => undefined);
       for (const h of handlers) if (h(req, socket, head)) return;
-      answerUpgrade(socket, 404, { 'Content-Type': 'application/json; charset=utf-8' }, JSON.stringify(new ServiceError('ERR_ROUTE_NOT_FOUND').toBody()));
+      answerUpgrade(
+        socket,
+        404,
+        { 'Content-Type': 'application/json; charset=utf-8' },
+        JSON.stringify(new ServiceError('ERR_ROUTE_NOT_FOUND').toBody()),
+      );
     };
     r = { handlers, listener };
     routers.set(server, r);

@@ -52,7 +52,12 @@ async function writeHeartbeat(db: Kysely<Database>, beat: Heartbeat): Promise<vo
 }
 
 /** Starts writing heartbeats every `intervalMs` (default 5 s); `stop()` writes a last one with mode `stopped`. */
-export function startHeartbeat(deps: { db: Kysely<Database>; log: Logger; indexer: HeartbeatSource; intervalMs?: number }): HeartbeatHandle {
+export function startHeartbeat(deps: {
+  db: Kysely<Database>;
+  log: Logger;
+  indexer: HeartbeatSource;
+  intervalMs?: number;
+}): HeartbeatHandle {
   const log = deps.log.child({ component: 'ops.heartbeat' });
   const startedAt = new Date().toISOString();
   const every = deps.intervalMs ?? 5000;

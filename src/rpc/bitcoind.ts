@@ -98,7 +98,10 @@ export class BitcoindClient {
   constructor(private readonly opts: BitcoindClientOptions) {
     const u = new URL(opts.url);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new TypeError(`bitcoind RPC URL must be http(s), got ${u.protocol}`);
-    this.authHeader = u.username || u.password ? `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}` : null;
+    this.authHeader =
+      u.username || u.password
+        ? `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`
+        : null;
     u.username = '';
     u.password = '';
     this.origin = `${u.protocol}//${u.host}`;
@@ -122,7 +125,9 @@ export class BitcoindClient {
       const text = (await readFile(this.opts.cookieFile, 'utf8')).trim();
       return `Basic ${Buffer.from(text).toString('base64')}`;
     } catch (err) {
-      throw new RetryableError('ERR_RPC_UNAVAILABLE', `cannot read bitcoind cookie file ${this.opts.cookieFile}: ${causeCode(err)}`, { cause: err });
+      throw new RetryableError('ERR_RPC_UNAVAILABLE', `cannot read bitcoind cookie file ${this.opts.cookieFile}: ${causeCode(err)}`, {
+        cause: err,
+      });
     }
   }
 
@@ -150,7 +155,9 @@ export class BitcoindClient {
             staleRetried = true;
             continue;
           }
-          throw new RetryableError('ERR_RPC_UNAVAILABLE', `bitcoind RPC unreachable at ${this.origin} (${label}): ${causeCode(err)}`, { cause: err });
+          throw new RetryableError('ERR_RPC_UNAVAILABLE', `bitcoind RPC unreachable at ${this.origin} (${label}): ${causeCode(err)}`, {
+            cause: err,
+          });
         }
         if (res.status === 401 || res.status === 403) {
           await res.arrayBuffer().catch(() => undefined);
@@ -165,7 +172,10 @@ export class BitcoindClient {
         const text = await res.text();
         const json = res.headers.get('content-type')?.includes('application/json') ? safeParse(text) : undefined;
         if (json === undefined) {
-          throw new RetryableError('ERR_RPC_UNAVAILABLE', `bitcoind RPC at ${this.origin} answered HTTP ${res.status} without JSON (${label}): ${text.slice(0, 200)}`);
+          throw new RetryableError(
+            'ERR_RPC_UNAVAILABLE',
+            `bitcoind RPC at ${this.origin} answered HTTP ${res.status} without JSON (${label}): ${text.slice(0, 200)}`,
+          );
         }
         return json;
       }
@@ -175,7 +185,9 @@ export class BitcoindClient {
   private unwrap<T>(reply: RpcReply, method: string): T {
     if (reply.error) {
       if (reply.error.code === RPC_CODES.IN_WARMUP) {
-        throw new RetryableError('ERR_RPC_WARMUP', `bitcoind is starting: ${reply.error.message}`, { cause: new RpcError(reply.error.code, reply.error.message, method) });
+        throw new RetryableError('ERR_RPC_WARMUP', `bitcoind is starting: ${reply.error.message}`, {
+          cause: new RpcError(reply.error.code, reply.error.message, method),
+        });
       }
       throw new RpcError(reply.error.code, reply.error.message, method);
     }
@@ -201,7 +213,8 @@ export class BitcoindClient {
     this.nextId += calls.length;
     const body = calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, method: c.method, params: c.params ?? [] }));
     const replies = await this.post(body, `batch of ${calls.length}`);
-    if (!Array.isArray(replies)) throw new RetryableError('ERR_RPC_UNAVAILABLE', `bitcoind RPC at ${this.origin} answered a batch with a non-array`);
+    if (!Array.isArray(replies))
+      throw new RetryableError('ERR_RPC_UNAVAILABLE', `bitcoind RPC at ${this.origin} answered a batch with a non-array`);
     const byId = new Map<unknown, RpcReply>();
     for (const r of replies as RpcReply[]) byId.set(r.id, r);
     return calls.map((c, i) => {

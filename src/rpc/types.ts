@@ -80,7 +80,12 @@ export type TxInfo = {
 
 export type BlockInfo<T = string> = BlockHeaderInfo & { strippedsize: number; size: number; weight: number; tx: T[] };
 
-export type ChainTip = { height: number; hash: string; branchlen: number; status: 'active' | 'valid-fork' | 'valid-headers' | 'headers-only' | 'invalid' | string };
+export type ChainTip = {
+  height: number;
+  hash: string;
+  branchlen: number;
+  status: 'active' | 'valid-fork' | 'valid-headers' | 'headers-only' | 'invalid' | string;
+};
 
 export type MempoolEntryInfo = {
   vsize: number;
@@ -129,4 +134,11 @@ export type SmartFeeEstimate = { feerate?: number; errors?: string[]; blocks: nu
 
 export type ZmqNotification = { type: string; address: string; hwm: number };
 
-export type NetworkInfo = { version: number; subversion: string; protocolversion: number; relayfee: number; incrementalfee: number; warnings: string[] | string } & Record<string, unknown>;
+export type NetworkInfo = {
+  version: number;
+  subversion: string;
+  protocolversion: number;
+  relayfee: number;
+  incrementalfee: number;
+  warnings: string[] | string;
+} & Record<string, unknown>;

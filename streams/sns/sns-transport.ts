@@ -19,7 +19,15 @@ export type SnsTransportOptions = {
   timeoutMs: number;
 };
 
-const RETRYABLE_CODES = new Set(['Throttling', 'ThrottlingException', 'ThrottledException', 'KMSThrottlingException', 'InternalError', 'InternalFailure', 'ServiceUnavailable']);
+const RETRYABLE_CODES = new Set([
+  'Throttling',
+  'ThrottlingException',
+  'ThrottledException',
+  'KMSThrottlingException',
+  'InternalError',
+  'InternalFailure',
+  'ServiceUnavailable',
+]);
 const GONE_CODES = new Set(['NotFound', 'NotFoundException']);
 
 type AwsError = Error & { name: string; Code?: string; $fault?: 'client' | 'server'; $metadata?: { httpStatusCode?: number } };
@@ -54,7 +62,8 @@ export function createSnsTransport(opts: SnsTransportOptions): Transport {
 
   return {
     async send(hook: HookRow, job: DeliveryJobData): Promise<SendResult> {
-      if (hook.type !== 'sns' || !hook.topic_arn || !hook.region) return { kind: 'permanent', status: null, error: 'hook has no SNS topic' };
+      if (hook.type !== 'sns' || !hook.topic_arn || !hook.region)
+        return { kind: 'permanent', status: null, error: 'hook has no SNS topic' };
       const attributes: Record<string, MessageAttributeValue> = {
         'webhook-id': { DataType: 'String', StringValue: job.delivery },
         'event-type': { DataType: 'String', StringValue: job.type },
@@ -69,7 +78,11 @@ export function createSnsTransport(opts: SnsTransportOptions): Transport {
             ...(fifo ? { MessageGroupId: job.delivery.slice(0, job.delivery.lastIndexOf('-')), MessageDeduplicationId: job.delivery } : {}),
           }),
         );
-        return { kind: 'delivered', status: out.$metadata.httpStatusCode ?? 200, ...(out.MessageId ? { response: `MessageId: ${out.MessageId}` } : {}) };
+        return {
+          kind: 'delivered',
+          status: out.$metadata.httpStatusCode ?? 200,
+          ...(out.MessageId ? { response: `MessageId: ${out.MessageId}` } : {}),
+        };
       } catch (err) {
         return classifySnsError(err);
       }

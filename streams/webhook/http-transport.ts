@@ -59,7 +59,12 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
       const req = mod.request(url, {
         method: 'POST',
         agent: agents[url.protocol as 'http:' | 'https:'],
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': userAgent },
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          'user-agent': userAgent,
+        },
       });
       const timer = setTimeout(() => {
         req.destroy();

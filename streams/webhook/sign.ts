@@ -24,7 +24,12 @@ export function signatureV1(secret: string, id: string, timestampS: number, body
 }
 
 /** The three Standard Webhooks headers of one delivery, signed by every given secret. */
-export function signedHeaders(secrets: readonly string[], id: string, timestampS: number, body: string): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+export function signedHeaders(
+  secrets: readonly string[],
+  id: string,
+  timestampS: number,
+  body: string,
+): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
   if (secrets.length === 0) throw new RangeError('at least one secret is needed to sign');
   if (!Number.isInteger(timestampS)) throw new RangeError('timestamp must be whole seconds');
   return {

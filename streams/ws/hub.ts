@@ -85,7 +85,14 @@ export function createStreamHub(deps: HubDeps): StreamHub {
   const log = deps.log.child({ component: 'streams.hub' });
   const byKey = new Map<bigint, Set<Conn>>();
   const all = new Set<Conn>();
-  const stats = { sent: 0, slowConsumerDisconnects: 0, heartbeatTimeouts: 0, expiredCursors: 0, revokedKeyDisconnects: 0, maxBufferedSeen: 0 };
+  const stats = {
+    sent: 0,
+    slowConsumerDisconnects: 0,
+    heartbeatTimeouts: 0,
+    expiredCursors: 0,
+    revokedKeyDisconnects: 0,
+    maxBufferedSeen: 0,
+  };
 
   function closeConn(conn: Conn, code: number, reason: string): void {
     if (conn.closing) return;
@@ -201,7 +208,14 @@ export function createStreamHub(deps: HubDeps): StreamHub {
           const pruned = (await readStreamState(db)).pruned;
           if (after < pruned) {
             stats.expiredCursors += 1;
-            send(conn, JSON.stringify({ type: 'stream.error', error_code: 'ERR_CURSOR_EXPIRED', error_message: `cursor expired: events up to ${pruned} are past the retention; resume from ${pruned} or later, or reconnect without after` }));
+            send(
+              conn,
+              JSON.stringify({
+                type: 'stream.error',
+                error_code: 'ERR_CURSOR_EXPIRED',
+                error_message: `cursor expired: events up to ${pruned} are past the retention; resume from ${pruned} or later, or reconnect without after`,
+              }),
+            );
             closeConn(conn, CLOSE_CODES.cursorExpired, 'cursor expired');
             return;
           }

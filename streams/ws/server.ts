@@ -37,7 +37,10 @@ const KEY_PROTOCOL_PREFIX = 'blockwire.key.';
 function protocolKey(req: IncomingMessage): string | undefined {
   const offered = req.headers['sec-websocket-protocol'];
   if (offered === undefined) return undefined;
-  const p = offered.split(',').map((x) => x.trim()).find((x) => x.startsWith(KEY_PROTOCOL_PREFIX));
+  const p = offered
+    .split(',')
+    .map((x) => x.trim())
+    .find((x) => x.startsWith(KEY_PROTOCOL_PREFIX));
   return p?.slice(KEY_PROTOCOL_PREFIX.length);
 }
 
@@ -51,7 +54,8 @@ function refuse(socket: Duplex, err: ServiceError): void {
 /** `after` as an event id, undefined when absent; throws ServiceError 400 when malformed. */
 function parseAfter(raw: string | null): bigint | undefined {
   if (raw === null) return undefined;
-  if (!/^\d{1,18}$/.test(raw)) throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'after must be an event id (a non-negative integer)' });
+  if (!/^\d{1,18}$/.test(raw))
+    throw new ServiceError('ERR_INVALID_PARAMETER', { message: 'after must be an event id (a non-negative integer)' });
   return BigInt(raw);
 }
 
@@ -110,7 +114,10 @@ export function createStreamServer(deps: {
       const token = presentedKey(presented);
       const wait = token !== undefined && !deps.peekKey?.(token) ? deps.failures?.blocked(peer) : undefined;
       if (wait !== undefined) {
-        throw new ServiceError('ERR_RATE_LIMITED', { message: 'too many requests with invalid API keys from this address', headers: { 'Retry-After': String(Math.max(1, Math.ceil(wait / 1000))) } });
+        throw new ServiceError('ERR_RATE_LIMITED', {
+          message: 'too many requests with invalid API keys from this address',
+          headers: { 'Retry-After': String(Math.max(1, Math.ceil(wait / 1000))) },
+        });
       }
       const principal = await authenticate(deps.db, presented, 'read', deps.verifyKey).catch((err: unknown) => {
         if (err instanceof ServiceError && err.code === 'ERR_API_KEY_INVALID') deps.failures?.note(peer);
@@ -119,13 +126,17 @@ export function createStreamServer(deps: {
       keyId = principal.id;
       if (deps.limiter) {
         const d = await deps.limiter.take(keyId, principal.rateLimit ?? deps.rateLimit ?? Infinity);
-        if (!d.allowed) throw new ServiceError('ERR_RATE_LIMITED', { headers: { 'Retry-After': String(Math.max(1, Math.ceil(d.resetMs / 1000))) } });
+        if (!d.allowed)
+          throw new ServiceError('ERR_RATE_LIMITED', { headers: { 'Retry-After': String(Math.max(1, Math.ceil(d.resetMs / 1000))) } });
       }
       if (after !== undefined) {
         // A resume point from the future would wait, silently, for events that are not its own.
         const newest = await readNewestEventId(deps.db);
         if (after > newest) {
-          throw new ServiceError('ERR_INVALID_CURSOR', { message: `after ${after} is beyond the newest event, ${newest}: resume from an event id you received, or connect without after`, errorCause: String(newest) });
+          throw new ServiceError('ERR_INVALID_CURSOR', {
+            message: `after ${after} is beyond the newest event, ${newest}: resume from an event id you received, or connect without after`,
+            errorCause: String(newest),
+          });
         }
       }
     } catch (err) {
@@ -137,7 +148,12 @@ export function createStreamServer(deps: {
     // Checked and counted in one synchronous step: concurrent upgrades of a key cannot pass the bound.
     const held = deps.hub.connections(keyId) + (opening.get(keyId) ?? 0);
     if (held >= maxPerKey) {
-      return refuse(socket, new ServiceError('ERR_TOO_MANY_STREAMS', { message: `this key already has ${maxPerKey} streams open here (BLOCKWIRE_WS_MAX_CONNECTIONS_PER_KEY): close one first` }));
+      return refuse(
+        socket,
+        new ServiceError('ERR_TOO_MANY_STREAMS', {
+          message: `this key already has ${maxPerKey} streams open here (BLOCKWIRE_WS_MAX_CONNECTIONS_PER_KEY): close one first`,
+        }),
+      );
     }
     opening.set(keyId, (opening.get(keyId) ?? 0) + 1);
     let handed = false;
@@ -149,7 +165,8 @@ export function createStreamServer(deps: {
       release(keyId);
       deps.hub.accept(ws, keyId, after);
       // Revoked after it was read and before the hub held the socket: the notification found nothing to close.
-      if (generation !== deps.keyGeneration?.()) void deps.hub.checkKeys([keyId]).catch((err: unknown) => log.warn({ err }, 'stream key check failed'));
+      if (generation !== deps.keyGeneration?.())
+        void deps.hub.checkKeys([keyId]).catch((err: unknown) => log.warn({ err }, 'stream key check failed'));
     });
   }
 

@@ -21,64 +21,85 @@ const dir = mkdtempSync(join(tmpdir(), 'bw-bench-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('npm run bench -- --quick', () => {
-  it(
-    'runs every benchmark, writes the results file and the README tables',
-    () => {
-      const results = join(dir, 'quick.json');
-      const readme = join(dir, 'README.md');
-      copyFileSync('bench/README.md', readme);
-      const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--results', results, '--readme', readme, '--only', names.join(',')], { encoding: 'utf8', timeout: 1_500_000, maxBuffer: 64 << 20 });
-      const out = `${r.stdout}\n${r.stderr}`;
-      const data = JSON.parse(readFileSync(results, 'utf8')) as { quick: boolean; runs: { name: string; exitCode: number; tables: unknown[]; result: Record<string, Record<string, number>> | null; tail: string[] }[] };
-      expect(data.quick).toBe(true);
-      expect(data.runs.map((x) => x.name)).toEqual(names);
-      expect(names.slice(0, 7)).toEqual(['sync', 'decode', 'api', 'events', 'stamp', 'wallets', 'electrum']);
-      for (const run of data.runs) {
-        expect(run.exitCode, `${run.name}:\n${run.tail.join('\n')}`).toBe(0);
-        if (run.name !== 'sync') expect(run.tables.length, run.name).toBeGreaterThan(0);
+  it('runs every benchmark, writes the results file and the README tables', () => {
+    const results = join(dir, 'quick.json');
+    const readme = join(dir, 'README.md');
+    copyFileSync('bench/README.md', readme);
+    const r = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'bench/run.ts', '--quick', '--results', results, '--readme', readme, '--only', names.join(',')],
+      { encoding: 'utf8', timeout: 1_500_000, maxBuffer: 64 << 20 },
+    );
+    const out = `${r.stdout}\n${r.stderr}`;
+    const data = JSON.parse(readFileSync(results, 'utf8')) as {
+      quick: boolean;
+      runs: { name: string; exitCode: number; tables: unknown[]; result: Record<string, Record<string, number>> | null; tail: string[] }[];
+    };
+    expect(data.quick).toBe(true);
+    expect(data.runs.map((x) => x.name)).toEqual(names);
+    expect(names.slice(0, 7)).toEqual(['sync', 'decode', 'api', 'events', 'stamp', 'wallets', 'electrum']);
+    for (const run of data.runs) {
+      expect(run.exitCode, `${run.name}:\n${run.tail.join('\n')}`).toBe(0);
+      if (run.name !== 'sync') expect(run.tables.length, run.name).toBeGreaterThan(0);
+    }
+    expect(r.status, out.slice(-3000)).toBe(0);
+    const sync = data.runs[0]!.result!;
+    expect(sync.import!.txPerSec).toBeGreaterThan(0);
+    expect(sync.import!.txs).toBeGreaterThan(1000);
+    expect(sync.size!.databaseBytes).toBeGreaterThan(sync.size!.emptyDatabaseBytes!);
+    expect(sync.copyLimit!.rows).toBeGreaterThan(sync.import!.txs!);
+    expect(sync.catchup!.blocks).toBeGreaterThanOrEqual(5);
+    expect(sync.live!.blocks).toBe(3);
+    expect(sync.live!.txsPerBlock).toBeGreaterThan(3000);
+    expect(sync.rpc!.txPerSec).toBeGreaterThan(0);
+    expect(sync.projection!.hours).toBeGreaterThan(0);
+    // bench/core: both nodes measured on the same chain.
+    if (withCore) {
+      const core = data.runs.find((x) => x.name === 'core')!.result!;
+      for (const node of ['core', 'devnode']) {
+        expect(core[node]!.sync, node).toMatchObject({ txPerSec: expect.any(Number) });
+        expect((core[node]!.live as unknown as { blocks: number }).blocks, node).toBe(2);
       }
-      expect(r.status, out.slice(-3000)).toBe(0);
-      const sync = data.runs[0]!.result!;
-      expect(sync.import!.txPerSec).toBeGreaterThan(0);
-      expect(sync.import!.txs).toBeGreaterThan(1000);
-      expect(sync.size!.databaseBytes).toBeGreaterThan(sync.size!.emptyDatabaseBytes!);
-      expect(sync.copyLimit!.rows).toBeGreaterThan(sync.import!.txs!);
-      expect(sync.catchup!.blocks).toBeGreaterThanOrEqual(5);
-      expect(sync.live!.blocks).toBe(3);
-      expect(sync.live!.txsPerBlock).toBeGreaterThan(3000);
-      expect(sync.rpc!.txPerSec).toBeGreaterThan(0);
-      expect(sync.projection!.hours).toBeGreaterThan(0);
-      // bench/core: both nodes measured on the same chain.
-      if (withCore) {
-        const core = data.runs.find((x) => x.name === 'core')!.result!;
-        for (const node of ['core', 'devnode']) {
-          expect(core[node]!.sync, node).toMatchObject({ txPerSec: expect.any(Number) });
-          expect((core[node]!.live as unknown as { blocks: number }).blocks, node).toBe(2);
-        }
-        expect(core.chain!.txs).toBeGreaterThan(400);
-      }
-      const md = readFileSync(readme, 'utf8');
-      expect(md).toContain('<!-- bench:results:start -->');
-      expect(md).toMatch(/\| initial sync \(`blockwire import`/);
-      // Every target row has a figure (a parsing slip would show '—').
-      expect(md).toMatch(/\| API balance \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms = [\d.]+ × floor \| [\d,]+ req\/s \|/);
-      expect(md).toMatch(/\| API transaction lookup \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms = [\d.]+ × floor \|/);
-      expect(md).toMatch(/\| VM speed class: txid hashing [^|]*\| [\d,]+ tx\/s \|/);
-      expect(md).toMatch(/\| VM speed class: bare fastify [^|]*\| [\d,]+ req\/s \|/);
-      expect(md).toMatch(/\| importer CPU per transaction [^|]*\| [\d.]+ µs \|/);
-      expect(md).toMatch(/\| peak memory of the import [^|]*\| [\d.]+ GiB \|/);
-      expect(md).toMatch(/\| block → first WebSocket message, p99 \| [\d,]+ ms \|/);
-      expect(md).toMatch(/\| block → first webhook delivered, p99 \| [\d,]+ ms \|/);
-      expect(md).toMatch(/\| wallet balance, 2 × 100 addresses \(\d+ connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms \| one address's balance [\d,]+ req\/s \|/);
-      expect(md).toMatch(/\| wallet creation, 2 × 100 addresses, median of 3 \| wpkh\(tpub\/<0;1>\/\*\): [\d.,]+ s; [^|]+\| index of [\d,]+ blocks \([\d,]+ txs\) \|/);
-      expect(md).toMatch(/\| API history page \(a million-entry address, random depth\), offered 5,000 req\/s \(open loop\) \| [\d,]+ req\/s served, p99 [\d,.]+ ms \|/);
-      expect(md).toMatch(/\| events: block arrival → WebSocket, p99 to the last of [\d,]+ clients \| [\d,]+ ms \|/);
-      expect(md).toMatch(/\| webhook deliveries to a local receiver \(Standard Webhooks signatures\) \| [\d,]+ \/s \|/);
-      expect(md).toContain('## decode');
-      if (withCore) expect(md).toMatch(/\| live on Bitcoin Core 30\.0: [\d,]+-tx block, ZMQ arrival → committed, p50 \| [\d,]+ ms \| devnode, same blocks: [\d,]+ ms \|/);
-      expect(md).toMatch(/\| small blocks \(1–10 txs\) indexed block by block on the devnode: ms per block, median \| [\d.,]+ ms \(p90 [\d.,]+\) \| [\d,]+ blocks, [\d.,]+ blocks\/s \|/);
-      if (withCore) expect(md).toMatch(/\| small blocks \(1–10 txs\) indexed block by block on Bitcoin Core 30\.0: ms per block, median \| [\d.,]+ ms \(p90 [\d.,]+\) \|/);
-    },
-    1_600_000,
-  );
+      expect(core.chain!.txs).toBeGreaterThan(400);
+    }
+    const md = readFileSync(readme, 'utf8');
+    expect(md).toContain('<!-- bench:results:start -->');
+    expect(md).toMatch(/\| initial sync \(`blockwire import`/);
+    // Every target row has a figure (a parsing slip would show '—').
+    expect(md).toMatch(
+      /\| API balance \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms = [\d.]+ × floor \| [\d,]+ req\/s \|/,
+    );
+    expect(md).toMatch(
+      /\| API transaction lookup \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms = [\d.]+ × floor \|/,
+    );
+    expect(md).toMatch(/\| VM speed class: txid hashing [^|]*\| [\d,]+ tx\/s \|/);
+    expect(md).toMatch(/\| VM speed class: bare fastify [^|]*\| [\d,]+ req\/s \|/);
+    expect(md).toMatch(/\| importer CPU per transaction [^|]*\| [\d.]+ µs \|/);
+    expect(md).toMatch(/\| peak memory of the import [^|]*\| [\d.]+ GiB \|/);
+    expect(md).toMatch(/\| block → first WebSocket message, p99 \| [\d,]+ ms \|/);
+    expect(md).toMatch(/\| block → first webhook delivered, p99 \| [\d,]+ ms \|/);
+    expect(md).toMatch(
+      /\| wallet balance, 2 × 100 addresses \(\d+ connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms \| one address's balance [\d,]+ req\/s \|/,
+    );
+    expect(md).toMatch(
+      /\| wallet creation, 2 × 100 addresses, median of 3 \| wpkh\(tpub\/<0;1>\/\*\): [\d.,]+ s; [^|]+\| index of [\d,]+ blocks \([\d,]+ txs\) \|/,
+    );
+    expect(md).toMatch(
+      /\| API history page \(a million-entry address, random depth\), offered 5,000 req\/s \(open loop\) \| [\d,]+ req\/s served, p99 [\d,.]+ ms \|/,
+    );
+    expect(md).toMatch(/\| events: block arrival → WebSocket, p99 to the last of [\d,]+ clients \| [\d,]+ ms \|/);
+    expect(md).toMatch(/\| webhook deliveries to a local receiver \(Standard Webhooks signatures\) \| [\d,]+ \/s \|/);
+    expect(md).toContain('## decode');
+    if (withCore)
+      expect(md).toMatch(
+        /\| live on Bitcoin Core 30\.0: [\d,]+-tx block, ZMQ arrival → committed, p50 \| [\d,]+ ms \| devnode, same blocks: [\d,]+ ms \|/,
+      );
+    expect(md).toMatch(
+      /\| small blocks \(1–10 txs\) indexed block by block on the devnode: ms per block, median \| [\d.,]+ ms \(p90 [\d.,]+\) \| [\d,]+ blocks, [\d.,]+ blocks\/s \|/,
+    );
+    if (withCore)
+      expect(md).toMatch(
+        /\| small blocks \(1–10 txs\) indexed block by block on Bitcoin Core 30\.0: ms per block, median \| [\d.,]+ ms \(p90 [\d.,]+\) \|/,
+      );
+  }, 1_600_000);
 });

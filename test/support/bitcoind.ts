@@ -57,11 +57,19 @@ export class BitcoindRpcError extends Error {
  * One JSON-RPC 1.0 call (as bitcoin-cli sends it) to the node at `rpc`; throws BitcoindRpcError
  * with the node's code and message. `wallet` sends it to `/wallet/<name>`.
  */
-export async function rpcCall<T = unknown>(rpc: { host: string; port: number; user: string; password: string }, method: string, params: unknown[] = [], wallet?: string): Promise<T> {
+export async function rpcCall<T = unknown>(
+  rpc: { host: string; port: number; user: string; password: string },
+  method: string,
+  params: unknown[] = [],
+  wallet?: string,
+): Promise<T> {
   const path = wallet === undefined ? '/' : `/wallet/${encodeURIComponent(wallet)}`;
   const res = await fetch(`http://${rpc.host}:${rpc.port}${path}`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${rpc.user}:${rpc.password}`).toString('base64')}`, 'content-type': 'application/json' },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${rpc.user}:${rpc.password}`).toString('base64')}`,
+      'content-type': 'application/json',
+    },
     body: JSON.stringify({ jsonrpc: '1.0', id: method, method, params }),
   });
   const text = await res.text();
@@ -195,7 +203,8 @@ export async function startBitcoind(opts: BitcoindOptions = {}): Promise<Bitcoin
     ];
   };
 
-  const call = <T>(method: string, params: unknown[] = [], wallet?: string): Promise<T> => rpcCall<T>({ host: '127.0.0.1', port: ports.rpc, ...creds }, method, params, wallet);
+  const call = <T>(method: string, params: unknown[] = [], wallet?: string): Promise<T> =>
+    rpcCall<T>({ host: '127.0.0.1', port: ports.rpc, ...creds }, method, params, wallet);
 
   const exited = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
 
@@ -237,7 +246,9 @@ export async function startBitcoind(opts: BitcoindOptions = {}): Promise<Bitcoin
     let timer: NodeJS.Timeout | undefined;
     // The timer is cleared once the node has exited: left running it kept a script that stopped
     // its bitcoind (bench/core) alive for the rest of the 120 s.
-    await Promise.race([new Promise((r) => c.once('exit', r)), new Promise((r) => (timer = setTimeout(r, ms)))]).finally(() => clearTimeout(timer));
+    await Promise.race([new Promise((r) => c.once('exit', r)), new Promise((r) => (timer = setTimeout(r, ms)))]).finally(() =>
+      clearTimeout(timer),
+    );
   };
 
   const halt = async () => {

@@ -45,7 +45,16 @@ export function crashChildCommand(): Promise<string[]> {
       const dir = join(projectRoot, 'node_modules', '.cache', 'blockwire');
       await mkdir(dir, { recursive: true });
       const out = join(dir, `crash-child-${process.pid}.mjs`);
-      await esbuild.build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile: out, target: 'node20', logLevel: 'silent' });
+      await esbuild.build({
+        entryPoints: [entry],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        packages: 'external',
+        outfile: out,
+        target: 'node20',
+        logLevel: 'silent',
+      });
       if (existsSync(out)) return [out];
     } catch {
       // esbuild is a dependency of tsx and vite; without it, run the sources through tsx.
@@ -129,16 +138,23 @@ export async function killChild(c: Child): Promise<void> {
 export async function waitChildSessionsGone(db: Kysely<Database>): Promise<void> {
   const gone = async () => {
     const r = await sql<{ n: string }>`
-      SELECT count(*)::text AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = ANY(${CHILD_SESSIONS}::text[])`.execute(db);
+      SELECT count(*)::text AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = ANY(${CHILD_SESSIONS}::text[])`.execute(
+      db,
+    );
     return r.rows[0]!.n === '0';
   };
   try {
     await waitFor('the sessions of a killed child to end', gone, 10_000, 20);
   } catch {
     const left = await sql<{ application_name: string; state: string; wait_event: string | null; query: string }>`
-      SELECT application_name, state, wait_event, left(query, 120) AS query FROM pg_stat_activity WHERE datname = current_database()`.execute(db);
+      SELECT application_name, state, wait_event, left(query, 120) AS query FROM pg_stat_activity WHERE datname = current_database()`.execute(
+      db,
+    );
     const { execFileSync } = await import('node:child_process');
-    const ps = execFileSync('ps', ['-o', 'pid,ppid,etime,args', '-C', 'node']).toString().split('\n').filter((l) => l.includes('crash-child'));
+    const ps = execFileSync('ps', ['-o', 'pid,ppid,etime,args', '-C', 'node'])
+      .toString()
+      .split('\n')
+      .filter((l) => l.includes('crash-child'));
     throw new Error(`sessions of a killed child are still open after 10 s: ${JSON.stringify(left.rows)}\n${ps.join('\n')}`);
   }
 }
@@ -151,26 +167,43 @@ export async function waitChildSessionsGone(db: Kysely<Database>): Promise<void>
 export async function checkBoundary(db0: Kysely<Database>): Promise<{ height: number; bulk: boolean }> {
   await waitChildSessionsGone(db0);
   // One snapshot for every query below.
-  return db0.transaction().setIsolationLevel('repeatable read').execute((db) => boundaryIn(db));
+  return db0
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute((db) => boundaryIn(db));
 }
 
 async function boundaryIn(db: Kysely<Database>): Promise<{ height: number; bulk: boolean }> {
   const tip = (await sql<{ height: number; hash: Buffer | null }>`SELECT height, hash FROM chain_tip WHERE id = 1`.execute(db)).rows[0]!;
-  const top = (await sql<{ height: number; hash: Buffer }>`SELECT height, hash FROM blocks ORDER BY height DESC LIMIT 1`.execute(db)).rows[0];
+  const top = (await sql<{ height: number; hash: Buffer }>`SELECT height, hash FROM blocks ORDER BY height DESC LIMIT 1`.execute(db))
+    .rows[0];
   const count = Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM blocks`.execute(db)).rows[0]!.n);
-  if (tip.height !== (top?.height ?? -1) || count !== tip.height + 1) throw new Error(`tip ${tip.height} but blocks top ${top?.height} count ${count}`);
+  if (tip.height !== (top?.height ?? -1) || count !== tip.height + 1)
+    throw new Error(`tip ${tip.height} but blocks top ${top?.height} count ${count}`);
   if (top && hashToHex(top.hash) !== hashToHex(tip.hash!)) throw new Error(`tip hash differs from the top block's at ${tip.height}`);
-  const txs = (await sql<{ a: string; b: string }>`SELECT (SELECT coalesce(sum(tx_count), 0)::text FROM blocks) AS a, (SELECT count(*)::text FROM txs) AS b`.execute(db)).rows[0]!;
+  const txs = (
+    await sql<{
+      a: string;
+      b: string;
+    }>`SELECT (SELECT coalesce(sum(tx_count), 0)::text FROM blocks) AS a, (SELECT count(*)::text FROM txs) AS b`.execute(db)
+  ).rows[0]!;
   if (txs.a !== txs.b) throw new Error(`blocks hold ${txs.a} transactions, txs has ${txs.b}`);
-  const ev = (await sql<{ c: string; d: string }>`
-    SELECT count(*) FILTER (WHERE type = 'block.connected')::text AS c, count(*) FILTER (WHERE type = 'block.disconnected')::text AS d FROM outbox`.execute(db)).rows[0]!;
-  if (Number(ev.c) - Number(ev.d) !== tip.height + 1) throw new Error(`block events net ${Number(ev.c) - Number(ev.d)} for ${tip.height + 1} blocks`);
+  const ev = (
+    await sql<{ c: string; d: string }>`
+    SELECT count(*) FILTER (WHERE type = 'block.connected')::text AS c, count(*) FILTER (WHERE type = 'block.disconnected')::text AS d FROM outbox`.execute(
+      db,
+    )
+  ).rows[0]!;
+  if (Number(ev.c) - Number(ev.d) !== tip.height + 1)
+    throw new Error(`block events net ${Number(ev.c) - Number(ev.d)} for ${tip.height + 1} blocks`);
   const state = (await sql<{ value: { active?: boolean } }>`SELECT value FROM sync_state WHERE key = 'bulk'`.execute(db)).rows[0]?.value;
   const bulk = state?.active === true;
   if (!bulk) {
-    const bad = (await sql<{ n: string }>`
+    const bad = (
+      await sql<{ n: string }>`
       SELECT count(*)::text AS n FROM (SELECT addr_key, sum(value)::int8 AS s, count(*)::int4 AS c FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key) u
-      FULL JOIN balances b USING (addr_key) WHERE u.s IS DISTINCT FROM b.balance OR u.c IS DISTINCT FROM b.utxo_count`.execute(db)).rows[0]!.n;
+      FULL JOIN balances b USING (addr_key) WHERE u.s IS DISTINCT FROM b.balance OR u.c IS DISTINCT FROM b.utxo_count`.execute(db)
+    ).rows[0]!.n;
     if (bad !== '0') throw new Error(`${bad} balances differ from their unspent outputs`);
   }
   return { height: tip.height, bulk };
@@ -187,9 +220,11 @@ export async function checkBlockEvents(db: Kysely<Database>, finalChain: readonl
       if (r.height !== stack.length) throw new Error(`block.connected ${h} at ${r.height} on a chain of ${stack.length}`);
       stack.push(h);
     } else {
-      if (stack[stack.length - 1] !== h || r.height !== stack.length - 1) throw new Error(`block.disconnected ${h} at ${r.height} is not the tip`);
+      if (stack[stack.length - 1] !== h || r.height !== stack.length - 1)
+        throw new Error(`block.disconnected ${h} at ${r.height} is not the tip`);
       stack.pop();
     }
   }
-  if (stack.length !== finalChain.length || stack.some((h, i) => h !== finalChain[i])) throw new Error('block events do not end on the final chain');
+  if (stack.length !== finalChain.length || stack.some((h, i) => h !== finalChain[i]))
+    throw new Error('block events do not end on the final chain');
 }

@@ -154,7 +154,8 @@ export async function indexChainA(db: Kysely<Database>): Promise<ChainA> {
   for (const step of chain.steps) {
     const b = chain.blocks.get(step.hash)!;
     const r = step.label === 'C' ? await applyBlock(db, decodeBlock(b.raw), b.height) : await undoBlock(db, b.height);
-    if (r.kind !== (step.label === 'C' ? 'applied' : 'undone')) throw new Error(`chain-a ${step.label} ${b.height} ${step.hash}: ${r.kind}`);
+    if (r.kind !== (step.label === 'C' ? 'applied' : 'undone'))
+      throw new Error(`chain-a ${step.label} ${b.height} ${step.hash}: ${r.kind}`);
   }
   return chain;
 }

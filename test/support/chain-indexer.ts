@@ -24,7 +24,14 @@ import { waitFor, waitForProgress } from './wait.js';
 
 /** A config for indexer tests: fast polling and mempool checks, the bulk path for catch-ups over 50 blocks, the given overrides. */
 export function indexerConfig(overrides: Partial<Config> = {}): Config {
-  return testConfig({ pollIntervalMs: 200, mempoolResyncMs: 60_000, mempoolCheckMs: 2000, indexerBulkThreshold: 50, indexerBulkNearTip: 5, ...overrides });
+  return testConfig({
+    pollIntervalMs: 200,
+    mempoolResyncMs: 60_000,
+    mempoolCheckMs: 2000,
+    indexerBulkThreshold: 50,
+    indexerBulkNearTip: 5,
+    ...overrides,
+  });
 }
 
 /** Starts the indexer on `t` following `node` (its ZMQ too unless `zmq: false`). */
@@ -49,28 +56,45 @@ export async function startTestIndexer(
  */
 export async function waitSynced(db: Kysely<Database>, node: Devnode, stallMs = 30_000): Promise<void> {
   let at = '';
-  await waitForProgress(`the index to reach the node's tip ${node.tip().height}`, async () => {
-    const tip = await readTip(db);
-    at = `${tip.height} ${tip.hash ? hashToHex(tip.hash) : ''}`;
-    return tip.hash !== null && hashToHex(tip.hash) === node.tip().hash;
-  }, () => at, stallMs);
+  await waitForProgress(
+    `the index to reach the node's tip ${node.tip().height}`,
+    async () => {
+      const tip = await readTip(db);
+      at = `${tip.height} ${tip.hash ? hashToHex(tip.hash) : ''}`;
+      return tip.hash !== null && hashToHex(tip.hash) === node.tip().hash;
+    },
+    () => at,
+    stallMs,
+  );
 }
 
 /** Waits until the indexed mempool holds exactly the node's mempool. */
 export async function waitMempoolSynced(db: Kysely<Database>, node: Devnode, timeoutMs = 30_000): Promise<void> {
-  await waitFor('the indexed mempool to equal the node\'s', async () => {
-    const r = await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(db);
-    const ours = r.rows.map((x) => hashToHex(x.txid)).sort();
-    const theirs = [...node.mempool()].sort();
-    return ours.length === theirs.length && ours.every((t, i) => t === theirs[i]);
-  }, timeoutMs);
+  await waitFor(
+    "the indexed mempool to equal the node's",
+    async () => {
+      const r = await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(db);
+      const ours = r.rows.map((x) => hashToHex(x.txid)).sort();
+      const theirs = [...node.mempool()].sort();
+      return ours.length === theirs.length && ours.every((t, i) => t === theirs[i]);
+    },
+    timeoutMs,
+  );
 }
 
 /** Subscribes `address` (regtest) with a confirmation target, as the API would. */
 export async function watchAddress(db: Kysely<Database>, address: string, confirmations = 6): Promise<string> {
   const key = await createApiKey(db, { name: `watch-${randomUUID().slice(0, 8)}` });
   const id = randomUUID();
-  await insertSubscription(db, { id, keyId: key.id, kind: 'address', address, addrKey: keyOfAddress(address, 'regtest'), hookId: null, confirmations });
+  await insertSubscription(db, {
+    id,
+    keyId: key.id,
+    kind: 'address',
+    address,
+    addrKey: keyOfAddress(address, 'regtest'),
+    hookId: null,
+    confirmations,
+  });
   return id;
 }
 
@@ -123,7 +147,12 @@ export async function freshBulkIndexOf(node: Devnode): Promise<TestDatabase> {
   const chain = new FixtureChain(blocks);
   chain.setActive(hashes);
   const t = await createMigratedDatabase('refb');
-  await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 5000 }, (from) => createPrefetcher(chain, 8).feed(from, tip.height), tip.height);
+  await runBulk(
+    t.db,
+    { databaseUrl: t.url, log: silentLogger(), batchTxs: 5000 },
+    (from) => createPrefetcher(chain, 8).feed(from, tip.height),
+    tip.height,
+  );
   return t;
 }
 

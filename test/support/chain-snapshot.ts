@@ -33,18 +33,45 @@ export interface IndexSnapshot {
 /** Every chain table as sorted text rows (the outbox is not part of index state). */
 export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot> {
   const tip = (await db.selectFrom('chain_tip').selectAll().executeTakeFirstOrThrow()) as { height: number; hash: Buffer | null };
-  const blocks = (await sql<{ height: number; hash: Buffer; prev_hash: Buffer; header: Buffer; time: number; tx_count: number; size: number; weight: number }>`SELECT * FROM blocks ORDER BY height`.execute(db)).rows.map(
-    (b) => `${b.height} ${hex(b.hash)} ${hex(b.prev_hash)} ${hex(b.header)} ${b.time} ${b.tx_count} ${b.size} ${b.weight}`,
-  );
-  const txs = (await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer; size: number | null; weight: number | null }>`SELECT tx_num, txid, outs, ins, size, weight FROM txs ORDER BY tx_num`.execute(db)).rows.map(
-    (t) => `${t.tx_num} ${hex(t.txid)} ${hex(t.outs)} ${hex(t.ins)} ${t.size} ${t.weight}`,
-  );
-  const utxos = (await sql<{ txid: Buffer; vout: number; tx_num: bigint; addr_key: string | null; value: bigint; script: Buffer }>`SELECT * FROM utxos ORDER BY txid, vout`.execute(db)).rows.map(
-    (u) => `${hex(u.txid)}:${u.vout} ${u.tx_num} ${u.addr_key} ${u.value} ${hex(u.script)}`,
-  );
-  const balances = (await sql<{ addr_key: string; balance: bigint; utxo_count: number }>`SELECT * FROM balances ORDER BY addr_key`.execute(db)).rows.map((b) => `${b.addr_key} ${b.balance} ${b.utxo_count}`);
+  const blocks = (
+    await sql<{
+      height: number;
+      hash: Buffer;
+      prev_hash: Buffer;
+      header: Buffer;
+      time: number;
+      tx_count: number;
+      size: number;
+      weight: number;
+    }>`SELECT * FROM blocks ORDER BY height`.execute(db)
+  ).rows.map((b) => `${b.height} ${hex(b.hash)} ${hex(b.prev_hash)} ${hex(b.header)} ${b.time} ${b.tx_count} ${b.size} ${b.weight}`);
+  const txs = (
+    await sql<{
+      tx_num: bigint;
+      txid: Buffer;
+      outs: Buffer;
+      ins: Buffer;
+      size: number | null;
+      weight: number | null;
+    }>`SELECT tx_num, txid, outs, ins, size, weight FROM txs ORDER BY tx_num`.execute(db)
+  ).rows.map((t) => `${t.tx_num} ${hex(t.txid)} ${hex(t.outs)} ${hex(t.ins)} ${t.size} ${t.weight}`);
+  const utxos = (
+    await sql<{
+      txid: Buffer;
+      vout: number;
+      tx_num: bigint;
+      addr_key: string | null;
+      value: bigint;
+      script: Buffer;
+    }>`SELECT * FROM utxos ORDER BY txid, vout`.execute(db)
+  ).rows.map((u) => `${hex(u.txid)}:${u.vout} ${u.tx_num} ${u.addr_key} ${u.value} ${hex(u.script)}`);
+  const balances = (
+    await sql<{ addr_key: string; balance: bigint; utxo_count: number }>`SELECT * FROM balances ORDER BY addr_key`.execute(db)
+  ).rows.map((b) => `${b.addr_key} ${b.balance} ${b.utxo_count}`);
   const hist = new Map<string, bigint[]>();
-  for (const c of (await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`SELECT * FROM history ORDER BY addr_key, first_tx_num`.execute(db)).rows) {
+  for (const c of (
+    await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`SELECT * FROM history ORDER BY addr_key, first_tx_num`.execute(db)
+  ).rows) {
     const e = decodeEntries(historyChunkEntries(c.first_tx_num, c.rest));
     if (e.some((n, i) => i > 0 && n <= e[i - 1]!)) throw new Error(`history chunk ${c.addr_key}/${c.first_tx_num} is not ascending`);
     const list = hist.get(c.addr_key) ?? [];
@@ -54,14 +81,23 @@ export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot
   }
   const history = [...hist].map(([k, l]) => `${k} ${l.join(',')}`);
   const mempool = (await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs ORDER BY txid`.execute(db)).rows.map((m) => hex(m.txid)!);
-  const aliases = (await sql<{ script_key: string; addr_key: string; keyed: boolean }>`SELECT * FROM script_aliases ORDER BY script_key`.execute(db)).rows.map((a) => `${a.script_key} ${a.addr_key} ${a.keyed}`);
-  const assets = (await sql<{ tx_num: bigint; colors: Buffer }>`SELECT tx_num, colors FROM asset_txs ORDER BY tx_num`.execute(db)).rows.map((a) => `${a.tx_num} ${hex(a.colors)}`);
+  const aliases = (
+    await sql<{ script_key: string; addr_key: string; keyed: boolean }>`SELECT * FROM script_aliases ORDER BY script_key`.execute(db)
+  ).rows.map((a) => `${a.script_key} ${a.addr_key} ${a.keyed}`);
+  const assets = (await sql<{ tx_num: bigint; colors: Buffer }>`SELECT tx_num, colors FROM asset_txs ORDER BY tx_num`.execute(db)).rows.map(
+    (a) => `${a.tx_num} ${hex(a.colors)}`,
+  );
   return { tip: { height: tip.height, hash: hex(tip.hash) }, blocks, txs, utxos, balances, history, mempool, aliases, assets };
 }
 
 /** SHA-256 over the sorted UTXO set (outpoint, value, script). */
 export async function utxoSetHash(db: Kysely<Database>): Promise<string> {
-  const rows = await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer }>`SELECT txid, vout, value, script FROM utxos ORDER BY txid, vout`.execute(db);
+  const rows = await sql<{
+    txid: Buffer;
+    vout: number;
+    value: bigint;
+    script: Buffer;
+  }>`SELECT txid, vout, value, script FROM utxos ORDER BY txid, vout`.execute(db);
   const h = createHash('sha256');
   for (const r of rows.rows) h.update(`${hex(r.txid)}:${r.vout}:${r.value}:${hex(r.script)}\n`);
   return h.digest('hex');
@@ -90,7 +126,10 @@ export async function readAddress(db: Kysely<Database>, key: string): Promise<Ad
  */
 export async function readAddresses(db: Kysely<Database>, keys: readonly string[]): Promise<Map<string, AddressView>> {
   const out = new Map<string, AddressView>(keys.map((k) => [k, { balance: 0n, history: [], unspent: [] }]));
-  const bal = await sql<{ addr_key: string; balance: bigint }>`SELECT addr_key, balance FROM balances WHERE addr_key = ANY(${keys}::uuid[])`.execute(db);
+  const bal = await sql<{
+    addr_key: string;
+    balance: bigint;
+  }>`SELECT addr_key, balance FROM balances WHERE addr_key = ANY(${keys}::uuid[])`.execute(db);
   for (const b of bal.rows) out.get(b.addr_key)!.balance = b.balance;
   const chunks = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`
     SELECT addr_key, first_tx_num, rest FROM history WHERE addr_key = ANY(${keys}::uuid[]) ORDER BY addr_key, first_tx_num`.execute(db);
@@ -103,12 +142,17 @@ export async function readAddresses(db: Kysely<Database>, keys: readonly string[
   const all = [...new Set([...numsOf.values()].flat())];
   const txid = new Map<bigint, string>();
   if (all.length > 0) {
-    const r = await sql<{ tx_num: bigint; txid: Buffer }>`SELECT tx_num, txid FROM txs WHERE tx_num = ANY(${all.map(String)}::int8[])`.execute(db);
+    const r = await sql<{
+      tx_num: bigint;
+      txid: Buffer;
+    }>`SELECT tx_num, txid FROM txs WHERE tx_num = ANY(${all.map(String)}::int8[])`.execute(db);
     for (const t of r.rows) txid.set(t.tx_num, hashToHex(t.txid));
   }
   for (const [k, nums] of numsOf) out.get(k)!.history = nums.filter((n) => txid.has(n)).map((n) => txid.get(n)!);
   const un = await sql<{ addr_key: string; txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer }>`
-    SELECT addr_key, txid, vout, tx_num, value, script FROM utxos WHERE addr_key = ANY(${keys}::uuid[]) ORDER BY addr_key, tx_num, vout`.execute(db);
+    SELECT addr_key, txid, vout, tx_num, value, script FROM utxos WHERE addr_key = ANY(${keys}::uuid[]) ORDER BY addr_key, tx_num, vout`.execute(
+    db,
+  );
   for (const u of un.rows) {
     out.get(u.addr_key)!.unspent.push({
       transaction_hash: hashToHex(u.txid),

@@ -9,7 +9,16 @@ import { describe, it } from 'vitest';
 export const CHROMIUM = '/usr/bin/chromium';
 // Without the background-networking flags Chromium's own connections are refused on machines
 // without outside network (this project's CI included).
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Runs when Chromium is installed; without it, fails under CI and skips with a notice otherwise. */
 export function describeBrowser(name: string, fn: () => void): void {

@@ -29,7 +29,10 @@ export async function buildClient(timeoutMs = 180_000): Promise<void> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       // A lock left by a killed run: a build never takes this long.
-      const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      const age = await stat(lock).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
       if (age > timeoutMs) await rm(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`another client build held ${lock} for ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 200));
@@ -52,7 +55,9 @@ export async function buildClient(timeoutMs = 180_000): Promise<void> {
 /** Names, sizes and modification times of what the client build reads. */
 async function sourcesStamp(): Promise<string> {
   const h = createHash('sha256');
-  const files = (await readdir(clientDir, { recursive: true })).filter((f) => !f.startsWith('dist') && (f.endsWith('.ts') || f.endsWith('.json'))).sort();
+  const files = (await readdir(clientDir, { recursive: true }))
+    .filter((f) => !f.startsWith('dist') && (f.endsWith('.ts') || f.endsWith('.json')))
+    .sort();
   for (const f of files.map((x) => join('client', x))) {
     const st = await stat(join(projectRoot, f));
     h.update(`${f} ${st.size} ${st.mtimeMs}\n`);

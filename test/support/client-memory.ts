@@ -52,7 +52,11 @@ export function memoryClient(network: NetworkName = 'regtest'): MemoryClient {
     },
     spend(outpoints) {
       const gone = new Set(outpoints);
-      for (const [a, list] of utxos) utxos.set(a, list.filter((u) => !gone.has(`${u.txid}:${u.vout}`)));
+      for (const [a, list] of utxos)
+        utxos.set(
+          a,
+          list.filter((u) => !gone.has(`${u.txid}:${u.vout}`)),
+        );
     },
     async listUnspentOutputs(address) {
       calls.listUnspent++;

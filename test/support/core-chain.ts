@@ -29,7 +29,21 @@ export async function startCoreWithBlocks(chain: 'main' | 'regtest', blocks: rea
   const port = await freePort();
   const child: ChildProcess = spawn(
     bitcoindBin,
-    [`-chain=${chain}`, `-datadir=${datadir}`, '-server', '-rest', '-listen=0', '-connect=0', '-dnsseed=0', '-fixedseeds=0', '-txindex=0', '-printtoconsole=0', '-rpcbind=127.0.0.1', '-rpcallowip=127.0.0.1', `-rpcport=${port}`],
+    [
+      `-chain=${chain}`,
+      `-datadir=${datadir}`,
+      '-server',
+      '-rest',
+      '-listen=0',
+      '-connect=0',
+      '-dnsseed=0',
+      '-fixedseeds=0',
+      '-txindex=0',
+      '-printtoconsole=0',
+      '-rpcbind=127.0.0.1',
+      '-rpcallowip=127.0.0.1',
+      `-rpcport=${port}`,
+    ],
     { stdio: 'ignore' },
   );
   let exited = false;

@@ -28,7 +28,13 @@ export class CoreView {
 
   private addTx(t: VerboseTx): TxView {
     const outs = t.vout.map((o) => ({ script: o.scriptPubKey.hex, value: btcToSats(o.value) }));
-    const ins = t.vin.filter((i) => i.coinbase === undefined).map((i) => ({ txid: i.txid!, vout: i.vout!, prev: i.prevout ? { script: i.prevout.scriptPubKey.hex, value: btcToSats(i.prevout.value) } : null }));
+    const ins = t.vin
+      .filter((i) => i.coinbase === undefined)
+      .map((i) => ({
+        txid: i.txid!,
+        vout: i.vout!,
+        prev: i.prevout ? { script: i.prevout.scriptPubKey.hex, value: btcToSats(i.prevout.value) } : null,
+      }));
     const v = { txid: t.txid, ins, outs };
     this.txs.set(t.txid, v);
     return v;
@@ -38,8 +44,24 @@ export class CoreView {
   async block(hash: string): Promise<BlockView> {
     const known = this.blocks.get(hash);
     if (known) return known;
-    const b = await this.node.call<{ hash: string; height: number; previousblockhash?: string; time: number; size: number; weight: number; tx: VerboseTx[] }>('getblock', [hash, 3]);
-    const view = { hash, height: b.height, prev: b.previousblockhash ?? null, time: b.time, size: b.size, weight: b.weight, txs: b.tx.map((t) => this.addTx(t)) };
+    const b = await this.node.call<{
+      hash: string;
+      height: number;
+      previousblockhash?: string;
+      time: number;
+      size: number;
+      weight: number;
+      tx: VerboseTx[];
+    }>('getblock', [hash, 3]);
+    const view = {
+      hash,
+      height: b.height,
+      prev: b.previousblockhash ?? null,
+      time: b.time,
+      size: b.size,
+      weight: b.weight,
+      txs: b.tx.map((t) => this.addTx(t)),
+    };
     this.blocks.set(hash, view);
     return view;
   }

@@ -30,11 +30,18 @@ export type ElectrumTestClient = {
   close(): void;
 };
 
-export async function connectElectrum(port: number, opts: { tls?: boolean; host?: string; ca?: string; localAddress?: string } = {}): Promise<ElectrumTestClient> {
+export async function connectElectrum(
+  port: number,
+  opts: { tls?: boolean; host?: string; ca?: string; localAddress?: string } = {},
+): Promise<ElectrumTestClient> {
   const host = opts.host ?? '127.0.0.1';
   const local = opts.localAddress ? { localAddress: opts.localAddress } : {};
   const socket: Socket = await new Promise((resolve, reject) => {
-    const s = opts.tls ? tlsConnect({ host, port, ...local, ...(opts.ca ? { ca: opts.ca, servername: 'localhost' } : { rejectUnauthorized: false }) }, () => resolve(s)) : tcpConnect({ host, port, ...local }, () => resolve(s));
+    const s = opts.tls
+      ? tlsConnect({ host, port, ...local, ...(opts.ca ? { ca: opts.ca, servername: 'localhost' } : { rejectUnauthorized: false }) }, () =>
+          resolve(s),
+        )
+      : tcpConnect({ host, port, ...local }, () => resolve(s));
     s.once('error', reject);
   });
   socket.on('error', () => {});
@@ -94,5 +101,7 @@ export async function connectElectrum(port: number, opts: { tls?: boolean; host?
 
 /** Electrum's script hash of an output script (hex): its SHA-256, byte-reversed, as hex. */
 export function electrumScriptHash(scriptHex: string): string {
-  return Buffer.from(createHash('sha256').update(Buffer.from(scriptHex, 'hex')).digest()).reverse().toString('hex');
+  return Buffer.from(createHash('sha256').update(Buffer.from(scriptHex, 'hex')).digest())
+    .reverse()
+    .toString('hex');
 }

@@ -19,7 +19,9 @@ export const fixturesPresent = existsSync(fixturesRoot);
 export function fixturePath(...parts: string[]): string {
   const p = join(fixturesRoot, ...parts);
   if (!existsSync(p)) {
-    throw new Error(`fixture missing: ${p} (the shared fixtures must sit at ../shared/fixtures beside the project, or set BLOCKWIRE_FIXTURES)`);
+    throw new Error(
+      `fixture missing: ${p} (the shared fixtures must sit at ../shared/fixtures beside the project, or set BLOCKWIRE_FIXTURES)`,
+    );
   }
   return p;
 }
@@ -35,7 +37,10 @@ export async function readFixtureJson<T = unknown>(...parts: string[]): Promise<
 /** Parses a .jsonl fixture into objects. */
 export async function readFixtureJsonl<T = unknown>(...parts: string[]): Promise<T[]> {
   const text = (await readFile(fixturePath(...parts))).toString('utf8');
-  return text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as T);
+  return text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as T);
 }
 
 /**

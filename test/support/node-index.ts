@@ -51,7 +51,16 @@ export function nodeIndex(node: TestNode): NodeIndex {
       outputs.push({ index: i, address: address ? [address] : [], script, value: o.amount!, used: false });
       if (address) unspent.set(`${tx.id}:${i}`, { txid: tx.id, vout: i, value: o.amount!, script, confirmations: 0, address });
     }
-    txs.set(tx.id, { transaction_hash: tx.id, block_hash: [], coinbase, inputs, outputs, time: null, broadcast_time: '0001-01-01T00:00:00Z', addresses: [] });
+    txs.set(tx.id, {
+      transaction_hash: tx.id,
+      block_hash: [],
+      coinbase,
+      inputs,
+      outputs,
+      time: null,
+      broadcast_time: '0001-01-01T00:00:00Z',
+      addresses: [],
+    });
     return tx.id;
   }
 

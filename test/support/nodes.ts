@@ -73,7 +73,11 @@ function fromBitcoind(b: Bitcoind): TestNode {
       if (!b.wallet) throw new Error('this bitcoind has no wallet: start it with funded: true');
       // sendmany and createrawtransaction refuse an address twice: the outputs are encoded here.
       const outputs = payments.map((p) => ({ value: p.sats, script: addressToScript(p.address, 'regtest') }));
-      const funded = await b.call<{ hex: string }>('fundrawtransaction', [bytesToHex(encodeTx({ version: 2, inputs: [], outputs, locktime: 0 }))], b.wallet);
+      const funded = await b.call<{ hex: string }>(
+        'fundrawtransaction',
+        [bytesToHex(encodeTx({ version: 2, inputs: [], outputs, locktime: 0 }))],
+        b.wallet,
+      );
       const signed = await b.call<{ hex: string; complete: boolean }>('signrawtransactionwithwallet', [funded.hex], b.wallet);
       return b.call<string>('sendrawtransaction', [signed.hex]);
     },
@@ -109,7 +113,10 @@ export type NodeEntry = { name: NodeKind; start(opts?: NodeStartOptions): Promis
 /** The two nodes a contract runs against: real Bitcoin Core first, then the stand-in. */
 export const nodes: readonly NodeEntry[] = [
   { name: 'bitcoind', start: async (o = {}) => fromBitcoind(await startBitcoind({ funded: o.funded, ...o.bitcoind })) },
-  { name: 'devnode', start: async (o = {}) => fromDevnode(await startDevnode({ ...(o.funded ? { initialBlocks: 101 } : {}), ...o.devnode })) },
+  {
+    name: 'devnode',
+    start: async (o = {}) => fromDevnode(await startDevnode({ ...(o.funded ? { initialBlocks: 101 } : {}), ...o.devnode })),
+  },
 ];
 
 /**

@@ -16,7 +16,19 @@ import pg from 'pg';
 import { startPostgres, type PostgresServer } from '../../cli/embedded/postgres.js';
 
 /** Files and directories of a data directory a base backup leaves out (PostgreSQL's list, abridged). */
-const LEFT_OUT = new Set(['postmaster.pid', 'postmaster.opts', 'blockwire.owner', 'pg_wal', 'pg_replslot', 'pg_stat_tmp', 'pg_dynshmem', 'pg_notify', 'pg_serial', 'pg_snapshots', 'pg_subtrans']);
+const LEFT_OUT = new Set([
+  'postmaster.pid',
+  'postmaster.opts',
+  'blockwire.owner',
+  'pg_wal',
+  'pg_replslot',
+  'pg_stat_tmp',
+  'pg_dynshmem',
+  'pg_notify',
+  'pg_serial',
+  'pg_snapshots',
+  'pg_subtrans',
+]);
 
 export type Replica = PostgresServer & {
   /** The slot on the primary this replica streams through. */
@@ -45,8 +57,21 @@ export async function startReplica(primary: PostgresServer, dataDir: string, nam
   try {
     await session.query('SELECT pg_backup_start($1, true)', [`replica ${name}`]);
     await rm(dataDir, { recursive: true, force: true });
-    await cp(primary.dataDir, dataDir, { recursive: true, filter: (src) => src === primary.dataDir || !LEFT_OUT.has(basename(src)) || !isTopLevel(primary.dataDir, src) });
-    for (const d of ['pg_wal/archive_status', 'pg_replslot', 'pg_stat_tmp', 'pg_dynshmem', 'pg_notify', 'pg_serial', 'pg_snapshots', 'pg_subtrans']) await mkdir(join(dataDir, d), { recursive: true });
+    await cp(primary.dataDir, dataDir, {
+      recursive: true,
+      filter: (src) => src === primary.dataDir || !LEFT_OUT.has(basename(src)) || !isTopLevel(primary.dataDir, src),
+    });
+    for (const d of [
+      'pg_wal/archive_status',
+      'pg_replslot',
+      'pg_stat_tmp',
+      'pg_dynshmem',
+      'pg_notify',
+      'pg_serial',
+      'pg_snapshots',
+      'pg_subtrans',
+    ])
+      await mkdir(join(dataDir, d), { recursive: true });
     const stop = await session.query<{ labelfile: string }>('SELECT labelfile FROM pg_backup_stop(true)');
     await writeFile(join(dataDir, 'backup_label'), stop.rows[0]!.labelfile);
   } finally {

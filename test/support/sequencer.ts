@@ -26,6 +26,11 @@ export function longestFirst<T>(specs: T[], group: (s: T) => number, key: (s: T)
 export class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const root = this.ctx.config.root;
-    return longestFirst(files, (f) => f.project.config.sequence.groupOrder, (f) => `${f.project.name}:${relative(root, f.moduleId)}`, recordedDurations());
+    return longestFirst(
+      files,
+      (f) => f.project.config.sequence.groupOrder,
+      (f) => `${f.project.name}:${relative(root, f.moduleId)}`,
+      recordedDurations(),
+    );
   }
 }

@@ -8,7 +8,14 @@ import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type SnsMessage = { topicArn: string; message: string; attributes: Record<string, string>; messageId: string; groupId?: string; dedupId?: string };
+export type SnsMessage = {
+  topicArn: string;
+  message: string;
+  attributes: Record<string, string>;
+  messageId: string;
+  groupId?: string;
+  dedupId?: string;
+};
 
 export type SnsFailure = { status: number; code: string; message: string; type?: 'Sender' | 'Receiver' };
 
@@ -34,13 +41,23 @@ const hmac = (key: Buffer | string, s: string) => createHmac('sha256', key).upda
 /** Verifies an AWS SigV4 Authorization header for a request with this body. */
 function signatureValid(req: IncomingMessage, body: Buffer, secretAccessKey: string, accessKeyId: string): boolean {
   const auth = req.headers.authorization ?? '';
-  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/sns\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(auth);
+  const m =
+    /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/sns\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(
+      auth,
+    );
   if (!m) return false;
   const [, akid, date, region, signedHeaders, signature] = m;
   if (akid !== accessKeyId) return false;
   const amzDate = String(req.headers['x-amz-date'] ?? '');
   const names = signedHeaders!.split(';');
-  const canonicalHeaders = names.map((n) => `${n}:${String(req.headers[n] ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
+  const canonicalHeaders = names
+    .map(
+      (n) =>
+        `${n}:${String(req.headers[n] ?? '')
+          .trim()
+          .replace(/\s+/g, ' ')}\n`,
+    )
+    .join('');
   const url = new URL(req.url ?? '/', 'http://x');
   const canonical = [req.method, url.pathname, url.searchParams.toString(), canonicalHeaders, signedHeaders, sha256hex(body)].join('\n');
   const scope = `${date}/${region}/sns/aws4_request`;
@@ -79,11 +96,17 @@ export async function startSnsEndpoint(): Promise<SnsEndpoint> {
       const body = Buffer.concat(chunks);
       if (!signatureValid(req, body, credentials.secretAccessKey, credentials.accessKeyId)) {
         badSignatures += 1;
-        return error(res, { status: 403, code: 'SignatureDoesNotMatch', message: 'The request signature we calculated does not match the signature you provided.' });
+        return error(res, {
+          status: 403,
+          code: 'SignatureDoesNotMatch',
+          message: 'The request signature we calculated does not match the signature you provided.',
+        });
       }
       const form = new URLSearchParams(body.toString('utf8'));
-      if (form.get('Version') !== '2010-03-31') return error(res, { status: 400, code: 'InvalidParameter', message: 'Invalid or missing Version' });
-      if (form.get('Action') !== 'Publish') return error(res, { status: 400, code: 'InvalidAction', message: `Unsupported action ${form.get('Action')}` });
+      if (form.get('Version') !== '2010-03-31')
+        return error(res, { status: 400, code: 'InvalidParameter', message: 'Invalid or missing Version' });
+      if (form.get('Action') !== 'Publish')
+        return error(res, { status: 400, code: 'InvalidAction', message: `Unsupported action ${form.get('Action')}` });
       const topicArn = form.get('TopicArn') ?? '';
       const message = form.get('Message');
       if (message === null) return error(res, { status: 400, code: 'InvalidParameter', message: 'Invalid parameter: Message' });
@@ -93,7 +116,14 @@ export async function startSnsEndpoint(): Promise<SnsEndpoint> {
       const messageId = randomUUID();
       const groupId = form.get('MessageGroupId') ?? undefined;
       const dedupId = form.get('MessageDeduplicationId') ?? undefined;
-      messages.push({ topicArn, message, attributes: attributesOf(form), messageId, ...(groupId ? { groupId } : {}), ...(dedupId ? { dedupId } : {}) });
+      messages.push({
+        topicArn,
+        message,
+        attributes: attributesOf(form),
+        messageId,
+        ...(groupId ? { groupId } : {}),
+        ...(dedupId ? { dedupId } : {}),
+      });
       res.writeHead(200, { 'content-type': 'text/xml' });
       res.end(
         `<PublishResponse xmlns="${XMLNS}"><PublishResult><MessageId>${messageId}</MessageId></PublishResult>` +

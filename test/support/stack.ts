@@ -84,11 +84,13 @@ export async function startStack<K extends NodeKind = 'devnode'>(opts: StackOpti
   try {
     const kind: NodeKind = opts.node ?? 'devnode';
     if (opts.mineEvery && kind !== 'devnode') throw new Error('startStack: mineEvery is a devnode option');
-    const node = await nodes.find((n) => n.name === kind)!.start({
-      funded: true,
-      devnode: { ...opts.devnode, ...(opts.mineEvery ? { mineEvery: opts.mineEvery, samplePayments: false } : {}) },
-      ...(opts.bitcoind ? { bitcoind: opts.bitcoind } : {}),
-    });
+    const node = await nodes
+      .find((n) => n.name === kind)!
+      .start({
+        funded: true,
+        devnode: { ...opts.devnode, ...(opts.mineEvery ? { mineEvery: opts.mineEvery, samplePayments: false } : {}) },
+        ...(opts.bitcoind ? { bitcoind: opts.bitcoind } : {}),
+      });
     stops.push(() => node.stop());
     const db = await createMigratedDatabase('stack');
     stops.push(() => db.drop());
@@ -114,7 +116,14 @@ export async function startStack<K extends NodeKind = 'devnode'>(opts: StackOpti
       ...opts.config,
     });
 
-    const indexer: IndexerHandle = await startIndexer({ config, log, db: db.db, databaseUrl: db.url, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl });
+    const indexer: IndexerHandle = await startIndexer({
+      config,
+      log,
+      db: db.db,
+      databaseUrl: db.url,
+      rpcUrl: node.rpcUrl,
+      zmqUrl: node.zmqUrl,
+    });
     stops.push(() => indexer.stop());
 
     const client = new BitcoindClient({ url: node.rpcUrl, log });
@@ -123,27 +132,64 @@ export async function startStack<K extends NodeKind = 'devnode'>(opts: StackOpti
       stamper = await startStamper({ db: db.db, log, config: { ...config, stampWalletWif: stampWif }, network: 'regtest', node: client });
       stops.push(() => stamper!.stop());
       // Fund every address of the wallet with a few coins and confirm them.
-      for (const a of stamper.addresses) await node.payMany([{ address: a, sats: 2_000_000n }, { address: a, sats: 2_000_000n }]);
+      for (const a of stamper.addresses)
+        await node.payMany([
+          { address: a, sats: 2_000_000n },
+          { address: a, sats: 2_000_000n },
+        ]);
       await node.mine(1);
     }
 
-    const api: ApiHandle = await startApi({ config, log, db: db.db, node: client, network: 'regtest', ...(stamper ? { stamps: stamper.service, stampStatus: stamper.status } : {}), tipPollMs: 200 });
+    const api: ApiHandle = await startApi({
+      config,
+      log,
+      db: db.db,
+      node: client,
+      network: 'regtest',
+      ...(stamper ? { stamps: stamper.service, stampStatus: stamper.status } : {}),
+      tipPollMs: 200,
+    });
     stops.push(() => api.close());
-    const streams: StreamsHandle = await startStreams({ config, log, db: db.db, databaseUrl: db.url, redisUrl, redisPrefix, server: api.app.server });
+    const streams: StreamsHandle = await startStreams({
+      config,
+      log,
+      db: db.db,
+      databaseUrl: db.url,
+      redisUrl,
+      redisPrefix,
+      server: api.app.server,
+    });
     stops.push(() => streams.stop());
     if (opts.worker !== false) {
-      const worker: WorkerHandle = await startWorker({ config, log, db: db.db, databaseUrl: db.url, redisUrl, redisPrefix, ...(opts.sns ? { sns: opts.sns } : {}) });
+      const worker: WorkerHandle = await startWorker({
+        config,
+        log,
+        db: db.db,
+        databaseUrl: db.url,
+        redisUrl,
+        redisPrefix,
+        ...(opts.sns ? { sns: opts.sns } : {}),
+      });
       stops.push(() => worker.stop());
     }
 
     const apiKey = (await createApiKey(db.db, { name: 'stack' })).key;
     const synced = async (timeoutMs = 30_000) => {
       const target = (await node.tip()).height;
-      await waitFor(`stack: the index at height ${target} or above, on the node's chain`, async () => {
-        const index = await getIndexTip(db.db);
-        const tip = await node.tip();
-        return index.height >= target && index.height <= tip.height && index.hash !== null && hashToHex(index.hash) === (await node.call<string>('getblockhash', [index.height]));
-      }, timeoutMs);
+      await waitFor(
+        `stack: the index at height ${target} or above, on the node's chain`,
+        async () => {
+          const index = await getIndexTip(db.db);
+          const tip = await node.tip();
+          return (
+            index.height >= target &&
+            index.height <= tip.height &&
+            index.hash !== null &&
+            hashToHex(index.hash) === (await node.call<string>('getblockhash', [index.height]))
+          );
+        },
+        timeoutMs,
+      );
     };
     await synced(60_000);
     return {

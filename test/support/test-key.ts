@@ -34,7 +34,13 @@ export function testKey(): TestKey {
     script: pay.script,
     spend(inputs, outputs, opts = {}) {
       const tx = new btc.Transaction({ version: 2, lockTime: opts.lockTime ?? 0, allowUnknownOutputs: true });
-      for (const c of inputs) tx.addInput({ txid: c.txid, index: c.vout, sequence: opts.sequence ?? 0xfffffffd, witnessUtxo: { script: pay.script, amount: c.sats } });
+      for (const c of inputs)
+        tx.addInput({
+          txid: c.txid,
+          index: c.vout,
+          sequence: opts.sequence ?? 0xfffffffd,
+          witnessUtxo: { script: pay.script, amount: c.sats },
+        });
       for (const o of outputs) {
         if ('address' in o) tx.addOutputAddress(o.address, o.sats, NETWORKS.regtest);
         else tx.addOutput({ script: o.script, amount: o.sats });
@@ -47,7 +53,10 @@ export function testKey(): TestKey {
       const txids: string[] = [];
       for (const a of amounts) txids.push(await node.pay(key.address, a));
       const [hash] = await node.mine(1);
-      const block = await node.call<{ tx: { txid: string; vout: { value: number; n: number; scriptPubKey: { hex: string } }[] }[] }>('getblock', [hash, 2]);
+      const block = await node.call<{ tx: { txid: string; vout: { value: number; n: number; scriptPubKey: { hex: string } }[] }[] }>(
+        'getblock',
+        [hash, 2],
+      );
       const mine = Buffer.from(pay.script).toString('hex');
       return txids.map((txid, i) => {
         const tx = block.tx.find((t) => t.txid === txid);

@@ -8,7 +8,13 @@ import type { Api } from './api.js';
 import { duration, h, replace, short, when } from './dom.js';
 import type { View } from './view.js';
 
-type Health = { status: string; network: string; index: { height: number } | null; node: { height: number } | { error: string } | null; lag: number | null };
+type Health = {
+  status: string;
+  network: string;
+  index: { height: number } | null;
+  node: { height: number } | { error: string } | null;
+  lag: number | null;
+};
 type Block = { block_hash: string; height: number; confirmation_time: string; tx_count: number; size: number };
 
 /** Heights seen, for the rate: kept over this window. */
@@ -27,7 +33,28 @@ export function chainView(api: Api): View {
     bar,
     rate,
     h('h3', {}, 'Last blocks'),
-    h('div', { class: 'scroll' }, h('table', { id: 'blocks' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Height'), h('th', { scope: 'col' }, 'Hash'), h('th', { scope: 'col' }, 'Time'), h('th', { scope: 'col' }, 'Transactions'), h('th', { scope: 'col' }, 'Size'))), blocks)),
+    h(
+      'div',
+      { class: 'scroll' },
+      h(
+        'table',
+        { id: 'blocks' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'col' }, 'Height'),
+            h('th', { scope: 'col' }, 'Hash'),
+            h('th', { scope: 'col' }, 'Time'),
+            h('th', { scope: 'col' }, 'Transactions'),
+            h('th', { scope: 'col' }, 'Size'),
+          ),
+        ),
+        blocks,
+      ),
+    ),
   );
   const samples: { at: number; height: number }[] = [];
 
@@ -45,10 +72,28 @@ export function chainView(api: Api): View {
     summary.textContent = `${health.network}: index at ${index < 0 ? 'nothing yet' : `block ${index.toLocaleString()}`}, node at ${node === null ? 'unknown' : `block ${node.toLocaleString()}`} — ${synced ? 'in sync' : behind === null ? health.status : `${behind.toLocaleString()} behind`}`;
     const first = samples[0]!;
     const perSecond = now > first.at ? ((index - first.height) * 1000) / (now - first.at) : 0;
-    rate.textContent = synced || behind === null ? '\u00a0' : perSecond > 0 ? `${perSecond.toFixed(1)} blocks/s — about ${duration(behind / perSecond)} left` : 'measuring the rate…';
+    rate.textContent =
+      synced || behind === null
+        ? '\u00a0'
+        : perSecond > 0
+          ? `${perSecond.toFixed(1)} blocks/s — about ${duration(behind / perSecond)} left`
+          : 'measuring the rate…';
     if (index >= 0) {
       const list = await api.get<Block[]>('/v1/blocks?limit=8');
-      replace(blocks, ...list.map((b) => h('tr', {}, h('td', {}, b.height.toLocaleString()), h('td', { class: 'mono', title: b.block_hash }, short(b.block_hash, 16)), h('td', {}, when(b.confirmation_time)), h('td', {}, b.tx_count), h('td', {}, `${b.size.toLocaleString()} B`))));
+      replace(
+        blocks,
+        ...list.map((b) =>
+          h(
+            'tr',
+            {},
+            h('td', {}, b.height.toLocaleString()),
+            h('td', { class: 'mono', title: b.block_hash }, short(b.block_hash, 16)),
+            h('td', {}, when(b.confirmation_time)),
+            h('td', {}, b.tx_count),
+            h('td', {}, `${b.size.toLocaleString()} B`),
+          ),
+        ),
+      );
     }
   }
   return { id: 'chain', title: 'Chain', el, refresh, everyMs: 2000 };

@@ -40,7 +40,10 @@ function append(el: Element, children: Child[]): void {
  * `data-key` when one had it (a poll that redraws a list must not throw a keyboard user out).
  */
 export function replace(container: Element, ...nodes: Child[]): void {
-  const focused = document.activeElement instanceof HTMLElement && container.contains(document.activeElement) ? document.activeElement.dataset.key : undefined;
+  const focused =
+    document.activeElement instanceof HTMLElement && container.contains(document.activeElement)
+      ? document.activeElement.dataset.key
+      : undefined;
   container.replaceChildren();
   append(container, nodes);
   if (focused !== undefined) container.querySelector<HTMLElement>(`[data-key="${CSS.escape(focused)}"]`)?.focus();

@@ -39,7 +39,11 @@ function keyForm(message?: string): void {
       },
     },
     h('h2', {}, 'Open the console'),
-    h('p', {}, 'Enter an API key. It stays in this tab (session storage) and is sent only in the apiKey header of this server’s API; you see what the key may see.'),
+    h(
+      'p',
+      {},
+      'Enter an API key. It stays in this tab (session storage) and is sent only in the apiKey header of this server’s API; you see what the key may see.',
+    ),
     h('label', { for: 'key' }, 'API key'),
     input,
     h('button', { type: 'submit' }, 'Open'),
@@ -84,7 +88,11 @@ async function open(key: string): Promise<void> {
     await api.get('/v1/subscriptions?limit=1');
   } catch (err) {
     storeKey(null);
-    return keyForm(err instanceof ApiError && err.status === 401 ? 'That key is not valid here.' : `The API did not answer: ${err instanceof Error ? err.message : String(err)}`);
+    return keyForm(
+      err instanceof ApiError && err.status === 401
+        ? 'That key is not valid here.'
+        : `The API did not answer: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   storeKey(key);
   const tail = tailView(api, key);

@@ -11,7 +11,17 @@ import { btc, h, replace, short } from './dom.js';
 import type { Api } from './api.js';
 import type { View } from './view.js';
 
-type StreamEvent = { id: number; type: string; created_at: string; address: string | null; transaction_hash: string | null; block: { hash: string; height: number } | null; confirmations: number | null; received: number | null; sent: number | null };
+type StreamEvent = {
+  id: number;
+  type: string;
+  created_at: string;
+  address: string | null;
+  transaction_hash: string | null;
+  block: { hash: string; height: number } | null;
+  confirmations: number | null;
+  received: number | null;
+  sent: number | null;
+};
 
 const AFTER = 'blockwire.console.after';
 /** Rows kept on screen. */
@@ -21,7 +31,14 @@ const WS_TRIES = 2;
 
 export function tailView(api: Api, key: string): View & { start(): void; stop(): void } {
   const status = h('p', { id: 'tail-status', class: 'summary' }, 'Connecting…');
-  const log = h('ol', { id: 'tail', class: 'tail', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Events, newest last' });
+  const log = h('ol', {
+    id: 'tail',
+    class: 'tail',
+    role: 'log',
+    'aria-live': 'polite',
+    'aria-relevant': 'additions',
+    'aria-label': 'Events, newest last',
+  });
   const empty = h('li', { class: 'muted empty' }, 'No event yet: events of this key’s subscriptions appear here as they happen.');
   log.append(empty);
   const el = h('section', { 'aria-labelledby': 'tail-title' }, h('h2', { id: 'tail-title' }, 'Live tail'), status, log);
@@ -41,7 +58,11 @@ export function tailView(api: Api, key: string): View & { start(): void; stop():
       { class: 'event', 'data-type': e.type, 'data-tx': e.transaction_hash ?? '' },
       h('span', { class: 'seq' }, `#${e.id}`),
       h('span', { class: `badge ${e.type.replace('.', '-')}` }, e.type),
-      h('span', { class: 'mono what', title: e.transaction_hash ?? e.block?.hash ?? '' }, e.transaction_hash ? short(e.transaction_hash) : e.block ? `block ${e.block.height}` : ''),
+      h(
+        'span',
+        { class: 'mono what', title: e.transaction_hash ?? e.block?.hash ?? '' },
+        e.transaction_hash ? short(e.transaction_hash) : e.block ? `block ${e.block.height}` : '',
+      ),
       h('span', { class: 'mono addr', title: e.address ?? '' }, e.address ? short(e.address, 12) : ''),
       h('span', { class: 'num amount' }, e.received !== null || e.sent !== null ? btc(net) : ''),
       h('span', { class: 'conf' }, e.confirmations === null ? '' : `${e.confirmations} conf`),

@@ -23,14 +23,25 @@ export async function insertApiKey(
 ): Promise<bigint> {
   const r = await db
     .insertInto('api_keys')
-    .values({ name: row.name, key_hash: row.keyHash, prefix: row.prefix, scopes: row.scopes, rate_limit: row.rateLimit, revoked_at: null, secret_box: row.secretBox ?? null })
+    .values({
+      name: row.name,
+      key_hash: row.keyHash,
+      prefix: row.prefix,
+      scopes: row.scopes,
+      rate_limit: row.rateLimit,
+      revoked_at: null,
+      secret_box: row.secretBox ?? null,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return r.id;
 }
 
 /** The row whose digest is `keyHash` (revoked or not), with the stored digest for comparison and its sealed secret. */
-export async function findApiKeyByHash(db: Kysely<Database>, keyHash: Buffer): Promise<(ApiKeyRow & { key_hash: Buffer; secret_box: Buffer | null }) | undefined> {
+export async function findApiKeyByHash(
+  db: Kysely<Database>,
+  keyHash: Buffer,
+): Promise<(ApiKeyRow & { key_hash: Buffer; secret_box: Buffer | null }) | undefined> {
   return db
     .selectFrom('api_keys')
     .select(['id', 'name', 'prefix', 'scopes', 'rate_limit', 'created_at', 'revoked_at', 'key_hash', 'secret_box'])
@@ -41,7 +52,11 @@ export async function findApiKeyByHash(db: Kysely<Database>, keyHash: Buffer): P
 
 /** Every key, oldest first (no digests). */
 export async function listApiKeyRows(db: Kysely<Database>): Promise<ApiKeyRow[]> {
-  return db.selectFrom('api_keys').select(['id', 'name', 'prefix', 'scopes', 'rate_limit', 'created_at', 'revoked_at']).orderBy('id').execute();
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'name', 'prefix', 'scopes', 'rate_limit', 'created_at', 'revoked_at'])
+    .orderBy('id')
+    .execute();
 }
 
 /** Marks keys revoked, selected by id or by display prefix; returns the ids revoked now. */
@@ -54,7 +69,12 @@ export async function revokeApiKeyRows(db: Kysely<Database>, by: { id: bigint } 
 
 /** The sealed secrets of every signing key (to seal them again under another server key). */
 export async function listSecretBoxes(db: Kysely<Database>): Promise<{ id: bigint; key_hash: Buffer; secret_box: Buffer }[]> {
-  const rows = await db.selectFrom('api_keys').select(['id', 'key_hash', 'secret_box']).where('secret_box', 'is not', null).orderBy('id').execute();
+  const rows = await db
+    .selectFrom('api_keys')
+    .select(['id', 'key_hash', 'secret_box'])
+    .where('secret_box', 'is not', null)
+    .orderBy('id')
+    .execute();
   return rows.map((r) => ({ id: r.id, key_hash: r.key_hash, secret_box: r.secret_box! }));
 }
 
@@ -66,7 +86,12 @@ export async function updateSecretBox(db: Kysely<Database>, id: bigint, box: Buf
 /** Which of `ids` are keys that exist and are not revoked. */
 export async function liveApiKeyIds(db: Kysely<Database>, ids: readonly bigint[]): Promise<Set<bigint>> {
   if (ids.length === 0) return new Set();
-  const rows = await db.selectFrom('api_keys').select('id').where('id', 'in', [...ids]).where('revoked_at', 'is', null).execute();
+  const rows = await db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('id', 'in', [...ids])
+    .where('revoked_at', 'is', null)
+    .execute();
   return new Set(rows.map((r) => r.id));
 }
 

@@ -65,7 +65,9 @@ export async function findTxPlace(db: Kysely<Database>, txid: Buffer): Promise<T
 
 /** Fee (sat) and virtual size of every indexed mempool transaction whose fee is known. */
 export async function readMempoolFees(db: Kysely<Database>): Promise<{ fee: bigint; vsize: number }[]> {
-  return db.selectFrom('mempool_txs').select(['fee', 'vsize']).where('fee', 'is not', null).execute() as Promise<{ fee: bigint; vsize: number }[]>;
+  return db.selectFrom('mempool_txs').select(['fee', 'vsize']).where('fee', 'is not', null).execute() as Promise<
+    { fee: bigint; vsize: number }[]
+  >;
 }
 
 /** A chain event of the outbox, or a mempool event with the address keys it touches. */
@@ -85,8 +87,20 @@ export async function readNewestSeq(db: Kysely<Database>): Promise<bigint> {
  * takes the ordering lock (src/db/outbox-lock.ts): a later commit never has a smaller seq.
  * `read` counts the rows read (fewer than `limit`: nothing more for now).
  */
-export async function readChainEvents(db: Kysely<Database>, after: bigint, limit: number): Promise<{ events: ChainEvent[]; upTo: bigint; read: number }> {
-  const r = await sql<{ seq: bigint; type: string; created_at: Date; height: number | null; block_hash: Buffer | null; txid: Buffer | null; data: unknown }>`
+export async function readChainEvents(
+  db: Kysely<Database>,
+  after: bigint,
+  limit: number,
+): Promise<{ events: ChainEvent[]; upTo: bigint; read: number }> {
+  const r = await sql<{
+    seq: bigint;
+    type: string;
+    created_at: Date;
+    height: number | null;
+    block_hash: Buffer | null;
+    txid: Buffer | null;
+    data: unknown;
+  }>`
     SELECT seq, type, created_at, height, block_hash, txid, CASE WHEN type LIKE 'mempool.%' THEN data END AS data
       FROM outbox WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`.execute(db);
   let upTo = after;
@@ -97,7 +111,13 @@ export async function readChainEvents(db: Kysely<Database>, after: bigint, limit
       events.push({ seq: row.seq, type: row.type, height: row.height, hash: row.block_hash });
     } else if ((row.type === 'mempool.added' || row.type === 'mempool.removed') && row.txid) {
       const keys = (row.data as { keys?: unknown } | null)?.keys;
-      events.push({ seq: row.seq, type: row.type, txid: row.txid, keys: Array.isArray(keys) ? keys.filter((k): k is string => typeof k === 'string') : [], at: row.created_at });
+      events.push({
+        seq: row.seq,
+        type: row.type,
+        txid: row.txid,
+        keys: Array.isArray(keys) ? keys.filter((k): k is string => typeof k === 'string') : [],
+        at: row.created_at,
+      });
     }
   }
   return { events, upTo, read: r.rows.length };

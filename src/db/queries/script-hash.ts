@@ -176,7 +176,8 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
   });
   if (unsure.length > 0) await settleSpends(trx, rs, unsure, confirmedOf);
 
-  for (let j = 0; j < rs.length; j++) out[readable[j]!] = { kind: 'ok', confirmed: confirmedOf[j]!.map((e) => ({ txid: e.txid, height: e.height })), mempool: mempoolOf[j]! };
+  for (let j = 0; j < rs.length; j++)
+    out[readable[j]!] = { kind: 'ok', confirmed: confirmedOf[j]!.map((e) => ({ txid: e.txid, height: e.height })), mempool: mempoolOf[j]! };
   return out;
 }
 
@@ -194,14 +195,22 @@ function holdsForeign(script: Uint8Array, sha: Buffer, key: string): boolean {
 }
 
 /** Adds to each script's confirmed history the unsure entries that spend one of its outputs, in chain order. */
-async function settleSpends(trx: Trx, rs: readonly ScriptRef[], unsure: { j: number; entry: Located }[], confirmedOf: Located[][]): Promise<void> {
+async function settleSpends(
+  trx: Trx,
+  rs: readonly ScriptRef[],
+  unsure: { j: number; entry: Located }[],
+  confirmedOf: Located[][],
+): Promise<void> {
   const ins = await sql<{ tx_num: bigint; ins: Buffer }>`
     SELECT tx_num, ins FROM txs WHERE tx_num = ANY(${[...new Set(unsure.map((u) => u.entry.num))].map(String)}::int8[])`.execute(trx);
   const insOf = new Map(ins.rows.map((r) => [r.tx_num, decodeIns(r.ins)]));
   const prevNums = [...new Set([...insOf.values()].flat().map((i) => i.txNum))];
   const prev = new Map<bigint, Buffer>();
   if (prevNums.length > 0) {
-    const r = await sql<{ tx_num: bigint; outs: Buffer }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${prevNums.map(String)}::int8[])`.execute(trx);
+    const r = await sql<{
+      tx_num: bigint;
+      outs: Buffer;
+    }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${prevNums.map(String)}::int8[])`.execute(trx);
     for (const row of r.rows) prev.set(row.tx_num, row.outs);
   }
   const touched = new Set<number>();
@@ -242,8 +251,12 @@ async function readOne<T>(db: Kysely<Database>, ref: ScriptRef, read: (trx: Trx,
  * found through the transactions of its key's history.
  */
 async function confirmedOutputs(trx: Trx, r: Resolved): Promise<RawBuilder<unknown>> {
-  if (r.keyed) return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u WHERE u.addr_key = ${r.key} AND sha256(u.script) = ${r.sha}`;
-  const chunks = await sql<{ first_tx_num: bigint; rest: Buffer }>`SELECT first_tx_num, rest FROM history WHERE addr_key = ${r.key}`.execute(trx);
+  if (r.keyed)
+    return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u WHERE u.addr_key = ${r.key} AND sha256(u.script) = ${r.sha}`;
+  const chunks = await sql<{
+    first_tx_num: bigint;
+    rest: Buffer;
+  }>`SELECT first_tx_num, rest FROM history WHERE addr_key = ${r.key}`.execute(trx);
   const nums = chunks.rows.flatMap((c) => decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
   return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM txs t JOIN utxos u ON u.tx_num = t.tx_num
               WHERE t.tx_num = ANY(${nums.map(String)}::int8[]) AND u.addr_key IS NULL AND sha256(u.script) = ${r.sha}`;
@@ -276,7 +289,11 @@ export async function readScriptTotals(db: Kysely<Database>, ref: ScriptRef): Pr
                WHERE s.txid IN (SELECT txid FROM mempool_addresses WHERE addr_key = ${r.key})
                  AND sha256(coalesce(u.script, o.script)) = ${r.sha}) s`.execute(trx);
     const x = res.rows[0]!;
-    return { unspent: { count: x.un, sum: BigInt(x.uv) }, mempoolFunded: { count: x.fn, sum: BigInt(x.fv) }, mempoolSpent: { count: x.sn, sum: BigInt(x.sv) } };
+    return {
+      unspent: { count: x.un, sum: BigInt(x.uv) },
+      mempoolFunded: { count: x.fn, sum: BigInt(x.fv) },
+      mempoolSpent: { count: x.sn, sum: BigInt(x.sv) },
+    };
   });
 }
 
@@ -306,8 +323,18 @@ export async function readScriptUnspent(db: Kysely<Database>, ref: ScriptRef, li
       (SELECT 1, o.txid, o.vout, o.value, o.script, NULL FROM (${mempoolOutputs(r)}) o
         WHERE NOT EXISTS (SELECT 1 FROM mempool_spends s WHERE s.prev_txid = o.txid AND s.prev_vout = o.vout)
         ORDER BY o.txid, o.vout LIMIT ${limit + 1})`.execute(trx);
-    const rows = res.rows.sort((a, b) => a.part - b.part || (a.part === 0 ? cmp(a.tx_num!, b.tx_num!) || a.vout - b.vout : Buffer.compare(a.txid, b.txid) || a.vout - b.vout));
-    return rows.slice(0, limit + 1).map((x) => ({ txid: x.txid, vout: x.vout, value: x.value, script: x.script, height: x.tx_num === null ? 0 : txNumHeight(x.tx_num) }));
+    const rows = res.rows.sort(
+      (a, b) =>
+        a.part - b.part ||
+        (a.part === 0 ? cmp(a.tx_num!, b.tx_num!) || a.vout - b.vout : Buffer.compare(a.txid, b.txid) || a.vout - b.vout),
+    );
+    return rows.slice(0, limit + 1).map((x) => ({
+      txid: x.txid,
+      vout: x.vout,
+      value: x.value,
+      script: x.script,
+      height: x.tx_num === null ? 0 : txNumHeight(x.tx_num),
+    }));
   });
 }
 
@@ -344,7 +371,12 @@ export async function keysAmong(db: Kysely<Database>, keys: readonly string[], t
 }
 
 /** Of `keys` (script keys, aliases followed), those with a history chunk beginning in blocks `fromHeight` … `toHeight` (what a block applied there touched). */
-export async function keysTouchedByBlocks(db: Kysely<Database>, keys: readonly string[], fromHeight: number, toHeight: number): Promise<Set<string>> {
+export async function keysTouchedByBlocks(
+  db: Kysely<Database>,
+  keys: readonly string[],
+  fromHeight: number,
+  toHeight: number,
+): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
   const lo = firstTxNum(fromHeight);
   const hi = firstTxNum(toHeight + 1);

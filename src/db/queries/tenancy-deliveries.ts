@@ -55,7 +55,10 @@ export type QueuedDelivery = {
  * ones left pending by an earlier run — which are exactly the ones that need a job, each with
  * the batch job recorded for it (an earlier run's, for a row that was already there).
  */
-export async function upsertDeliveries(db: Kysely<Database>, rows: readonly NewDelivery[]): Promise<{ id: string; redeliveries: number; jobId: string | null }[]> {
+export async function upsertDeliveries(
+  db: Kysely<Database>,
+  rows: readonly NewDelivery[],
+): Promise<{ id: string; redeliveries: number; jobId: string | null }[]> {
   if (rows.length === 0) return [];
   const r = await sql<{ id: string; redeliveries: number; status: DeliveryStatus; job_id: string | null }>`
     INSERT INTO deliveries (id, hook_id, key_id, subscription_id, event_id, event_type, payload, status, last_error, next_attempt_at, enqueued_at, job_id)
@@ -126,7 +129,9 @@ export async function recordOutcomes(db: Kysely<Database>, outcomes: readonly At
     INSERT INTO hook_attempt_minutes (hook_id, minute, delivered, failed)
     SELECT hook_id, date_trunc('minute', sent_at), count(*) FILTER (WHERE status = 'delivered'), count(*) FILTER (WHERE status <> 'delivered')
     FROM done WHERE sent_at IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2
-    ON CONFLICT (hook_id, minute) DO UPDATE SET delivered = hook_attempt_minutes.delivered + EXCLUDED.delivered, failed = hook_attempt_minutes.failed + EXCLUDED.failed`.execute(db);
+    ON CONFLICT (hook_id, minute) DO UPDATE SET delivered = hook_attempt_minutes.delivered + EXCLUDED.delivered, failed = hook_attempt_minutes.failed + EXCLUDED.failed`.execute(
+    db,
+  );
 }
 
 const queuedColumns = sql`d.id, d.hook_id, d.payload, d.event_type, d.redeliveries, h.type AS transport, d.job_id, d.attempts, d.next_attempt_at`;
@@ -152,7 +157,11 @@ export async function listOverdueDeliveries(db: Kysely<Database>, dueBefore: Dat
 export type PendingDelivery = QueuedDelivery & { event_id: bigint };
 
 /** A page of every pending delivery, in event order (then id), after `after`. */
-export async function listPendingDeliveries(db: Kysely<Database>, after: DeliveryPosition | null, limit: number): Promise<PendingDelivery[]> {
+export async function listPendingDeliveries(
+  db: Kysely<Database>,
+  after: DeliveryPosition | null,
+  limit: number,
+): Promise<PendingDelivery[]> {
   const from = after ? sql`AND (d.event_id, d.id) > (${after.eventId.toString()}::int8, ${after.id})` : sql``;
   const r = await sql<PendingDelivery>`
     SELECT ${queuedColumns}, d.event_id FROM deliveries d JOIN hooks h ON h.id = d.hook_id
@@ -178,7 +187,9 @@ export async function markRecreated(db: Kysely<Database>, ids: readonly string[]
 export async function markEnqueued(db: Kysely<Database>, ids: readonly string[], opts: { ownJobs?: boolean } = {}): Promise<void> {
   if (ids.length === 0) return;
   const jobId = opts.ownJobs ? sql`NULL` : sql`job_id`;
-  await sql`UPDATE deliveries SET enqueued_at = now(), next_attempt_at = now(), job_id = ${jobId}, updated_at = now() WHERE id = ANY(${ids}::text[]) AND status = 'pending'`.execute(db);
+  await sql`UPDATE deliveries SET enqueued_at = now(), next_attempt_at = now(), job_id = ${jobId}, updated_at = now() WHERE id = ANY(${ids}::text[]) AND status = 'pending'`.execute(
+    db,
+  );
 }
 
 /** What a batch job reads of its deliveries before sending: which are still its to send. */
@@ -186,7 +197,10 @@ export type BatchedDelivery = { id: string; status: DeliveryStatus; attempts: nu
 
 export async function readBatchedDeliveries(db: Kysely<Database>, ids: readonly string[]): Promise<BatchedDelivery[]> {
   if (ids.length === 0) return [];
-  const r = await sql<BatchedDelivery>`SELECT id, status, attempts, redeliveries, job_id FROM deliveries WHERE id = ANY(${ids}::text[])`.execute(db);
+  const r =
+    await sql<BatchedDelivery>`SELECT id, status, attempts, redeliveries, job_id FROM deliveries WHERE id = ANY(${ids}::text[])`.execute(
+      db,
+    );
   return r.rows;
 }
 
@@ -213,8 +227,18 @@ export async function pruneAttemptMinutes(db: Kysely<Database>, before: Date): P
 }
 
 /** A hook's attempts per minute from `since` on (minutes without attempts absent), oldest first. */
-export async function readAttemptMinutes(db: Kysely<Database>, hookId: string, since: Date): Promise<{ minute: Date; delivered: number; failed: number }[]> {
-  return db.selectFrom('hook_attempt_minutes').select(['minute', 'delivered', 'failed']).where('hook_id', '=', hookId).where('minute', '>=', since).orderBy('minute').execute();
+export async function readAttemptMinutes(
+  db: Kysely<Database>,
+  hookId: string,
+  since: Date,
+): Promise<{ minute: Date; delivered: number; failed: number }[]> {
+  return db
+    .selectFrom('hook_attempt_minutes')
+    .select(['minute', 'delivered', 'failed'])
+    .where('hook_id', '=', hookId)
+    .where('minute', '>=', since)
+    .orderBy('minute')
+    .execute();
 }
 
 /** Keyset position in a hook's delivery log (newest event first). */

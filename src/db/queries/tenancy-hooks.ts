@@ -23,8 +23,16 @@ export type NewHook =
 export async function insertHook(db: Kysely<Database>, h: NewHook, max = Infinity): Promise<HookRow> {
   return db.transaction().execute(async (tx) => {
     await lockApiKeyRow(tx, h.keyId);
-    const live = await tx.selectFrom('hooks').select((eb) => eb.fn.countAll<string>().as('n')).where('key_id', '=', h.keyId).where('deleted_at', 'is', null).executeTakeFirstOrThrow();
-    if (Number(live.n) >= max) throw new ServiceError('ERR_LIMIT_REACHED', { message: `this key already has ${max} hooks (API_MAX_HOOKS_PER_KEY): delete some first` });
+    const live = await tx
+      .selectFrom('hooks')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('key_id', '=', h.keyId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    if (Number(live.n) >= max)
+      throw new ServiceError('ERR_LIMIT_REACHED', {
+        message: `this key already has ${max} hooks (API_MAX_HOOKS_PER_KEY): delete some first`,
+      });
     return insertHookRow(tx, h);
   });
 }
@@ -52,12 +60,25 @@ async function insertHookRow(db: Kysely<Database>, h: NewHook): Promise<HookRow>
 
 /** The key's live hooks, oldest first. */
 export async function listHooks(db: Kysely<Database>, keyId: bigint): Promise<HookRow[]> {
-  return db.selectFrom('hooks').selectAll().where('key_id', '=', keyId).where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute();
+  return db
+    .selectFrom('hooks')
+    .selectAll()
+    .where('key_id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
 /** One live hook of the key, or undefined (unknown, deleted or another key's). */
 export async function findHook(db: Kysely<Database>, keyId: bigint, id: string): Promise<HookRow | undefined> {
-  return db.selectFrom('hooks').selectAll().where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
+  return db
+    .selectFrom('hooks')
+    .selectAll()
+    .where('id', '=', id)
+    .where('key_id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
 }
 
 /** A hook by id whatever its key or state (delivery workers), with whether its key is revoked. */
@@ -84,7 +105,13 @@ export async function countHookSubscriptions(db: Kysely<Database>, hookId: strin
 
 /** Soft-deletes the key's hook; false when it was not found. */
 export async function deleteHook(db: Kysely<Database>, keyId: bigint, id: string): Promise<boolean> {
-  const r = await db.updateTable('hooks').set({ deleted_at: new Date() }).where('id', '=', id).where('key_id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst();
+  const r = await db
+    .updateTable('hooks')
+    .set({ deleted_at: new Date() })
+    .where('id', '=', id)
+    .where('key_id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
 
@@ -92,7 +119,13 @@ export async function deleteHook(db: Kysely<Database>, keyId: bigint, id: string
  * Replaces an http hook's secret; the old one keeps signing (second signature) until `graceUntil`.
  * Returns the updated row, or undefined when not found.
  */
-export async function rotateHookSecret(db: Kysely<Database>, keyId: bigint, id: string, secret: string, graceUntil: Date): Promise<HookRow | undefined> {
+export async function rotateHookSecret(
+  db: Kysely<Database>,
+  keyId: bigint,
+  id: string,
+  secret: string,
+  graceUntil: Date,
+): Promise<HookRow | undefined> {
   return db
     .updateTable('hooks')
     .set((eb) => ({ previous_secret: eb.ref('secret'), previous_secret_until: graceUntil, secret }))
@@ -118,7 +151,12 @@ export async function enableHook(db: Kysely<Database>, keyId: bigint, id: string
 
 /** Disables a hook (e.g. the receiver answered 410 Gone); no-op when already disabled. */
 export async function disableHook(db: Kysely<Database>, id: string, reason: string): Promise<void> {
-  await db.updateTable('hooks').set({ disabled_at: new Date(), disabled_reason: reason }).where('id', '=', id).where('disabled_at', 'is', null).execute();
+  await db
+    .updateTable('hooks')
+    .set({ disabled_at: new Date(), disabled_reason: reason })
+    .where('id', '=', id)
+    .where('disabled_at', 'is', null)
+    .execute();
 }
 
 /** Records the delivery workers' breaker of a hook (shown on the hook; another worker adopts a pause). */

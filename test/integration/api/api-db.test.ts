@@ -30,7 +30,9 @@ it('runs parameterized queries as prepared statements on connections that use ge
     const mode = await sql<{ plan_cache_mode: string }>`SHOW plan_cache_mode`.execute(db);
     expect(mode.rows[0]!.plan_cache_mode).toBe('force_generic_plan');
     const prepared = await sql<{ statement: string; generic_plans: string; custom_plans: string }>`
-      SELECT statement, generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE name LIKE 'bw_%' AND statement LIKE '%FROM chain_tip WHERE id = $1%'`.execute(db);
+      SELECT statement, generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE name LIKE 'bw_%' AND statement LIKE '%FROM chain_tip WHERE id = $1%'`.execute(
+      db,
+    );
     expect(prepared.rows).toHaveLength(1);
     expect(Number(prepared.rows[0]!.custom_plans)).toBe(0);
     expect(Number(prepared.rows[0]!.generic_plans)).toBeGreaterThanOrEqual(1);
@@ -80,16 +82,32 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
       { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 1001 },
       { mempoolAfter: null, before: 150n * 1024n + 500n, minConf: 3, limit: 26 },
       // the page from a held chunk
-      { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26, held: { version, chain: (await listHistoryPage(apiDb, heavy, { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26 })).chain } },
+      {
+        mempoolAfter: null,
+        before: 150n * 1024n + 500n,
+        at,
+        minConf: 0,
+        limit: 26,
+        held: {
+          version,
+          chain: (await listHistoryPage(apiDb, heavy, { mempoolAfter: null, before: 150n * 1024n + 500n, at, minConf: 0, limit: 26 }))
+            .chain,
+        },
+      },
     ];
     const requests = variants.map((v) => ({ ...v, addrKey: heavy }));
     for (const batch of [...requests.map((r) => [r]), requests]) {
-      for (const [plans, db] of [['generic', apiDb], ['custom', t.db]] as const) {
+      for (const [plans, db] of [
+        ['generic', apiDb],
+        ['custom', t.db],
+      ] as const) {
         const q = historyPagesQuery(batch);
         const r = await sql<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>`EXPLAIN (FORMAT JSON) ${q}`.execute(db);
         // (a Result node passes its input's rows on in order: the one-time filter of a held page)
         const paths = pathsToLimit(r.rows[0]!['QUERY PLAN'][0].Plan).map((path) => path.filter((node) => node !== 'Result'));
-        expect(paths, `${plans} plan, ${JSON.stringify(batch, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`).toEqual([['Nested Loop']]);
+        expect(paths, `${plans} plan, ${JSON.stringify(batch, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`).toEqual([
+          ['Nested Loop'],
+        ]);
       }
     }
     // And the pages themselves: the newest entries below the bound, newest first (the heavy
@@ -113,10 +131,19 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
   const first = 5000n;
   const entries = (base: bigint) => Array.from({ length: 1024 }, (_, k) => base + BigInt(k) * 2n);
   const bytes = (nums: bigint[]) => Buffer.concat(nums.map((n) => Buffer.from(n.toString(16).padStart(16, '0'), 'hex')));
-  const txidsOf = (nums: bigint[]) => Buffer.concat(nums.map((n) => createHash('sha256').update(bytes([n])).digest()));
+  const txidsOf = (nums: bigint[]) =>
+    Buffer.concat(
+      nums.map((n) =>
+        createHash('sha256')
+          .update(bytes([n]))
+          .digest(),
+      ),
+    );
   const original = entries(first);
   await sql`INSERT INTO history (addr_key, first_tx_num, rest) VALUES (${addr}::uuid, ${first}, ${bytes(original.slice(1))})`.execute(t.db);
-  await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM generate_series(5000::int8, 9000::int8) n`.execute(t.db);
+  await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM generate_series(5000::int8, 9000::int8) n`.execute(
+    t.db,
+  );
   const apiDb = createApiDb(t.url, { max: 1 });
   try {
     const at = { first, index: 700 };
@@ -130,9 +157,16 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     const version = chunk.version;
     // The version: the row's xmin and the server's start time (a restore, PITR or failover, after
     // which transaction ids can repeat, restarts the server).
-    const server = await sql<{ x: string; s: string }>`SELECT xmin::text AS x, (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8::text AS s FROM history WHERE addr_key = ${addr}::uuid AND first_tx_num = ${first}`.execute(t.db);
+    const server = await sql<{
+      x: string;
+      s: string;
+    }>`SELECT xmin::text AS x, (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8::text AS s FROM history WHERE addr_key = ${addr}::uuid AND first_tx_num = ${first}`.execute(
+      t.db,
+    );
     expect(version).toBe(`${server.rows[0]!.x}@${server.rows[0]!.s}`);
-    const [otherServer] = await listHistoryPages(apiDb, [{ ...base, held: { version: `${server.rows[0]!.x}@1`, chain: new HistoryEntries(Buffer.alloc(32, 7), Buffer.alloc(20, 1)) } }]);
+    const [otherServer] = await listHistoryPages(apiDb, [
+      { ...base, held: { version: `${server.rows[0]!.x}@1`, chain: new HistoryEntries(Buffer.alloc(32, 7), Buffer.alloc(20, 1)) } },
+    ]);
     expect(otherServer!.fromHeld).toBe(false);
     // Held at that version: the page is the caller's (here made up, to show the statement added
     // nothing to it).
@@ -151,7 +185,9 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     expect(fromCache.chain.txidsHex(26)).toEqual(plain!.chain.txidsHex(26));
     // A held version the row no longer has (a block appended, a reorg rewrote it): cut afresh.
     const rewritten = entries(first).map((n, k) => (k >= 680 ? n + 1n : n));
-    await sql`UPDATE history SET rest = ${bytes(rewritten.slice(1))} WHERE addr_key = ${addr}::uuid AND first_tx_num = ${first}`.execute(t.db);
+    await sql`UPDATE history SET rest = ${bytes(rewritten.slice(1))} WHERE addr_key = ${addr}::uuid AND first_tx_num = ${first}`.execute(
+      t.db,
+    );
     const [fresh] = await listHistoryPages(apiDb, [{ ...base, held: fromCache }]);
     expect(fresh!.fromHeld).toBe(false);
     expect(fresh!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());

@@ -15,7 +15,19 @@ import { digestApiKey } from '../../../src/auth/api-key.js';
 const ZERO32 = Buffer.alloc(32, 7);
 
 async function seedTip(h: ApiHarness) {
-  await h.t.db.insertInto('blocks').values({ height: 0, hash: ZERO32, prev_hash: Buffer.alloc(32), header: Buffer.alloc(80), time: 1296688602, tx_count: 0, size: 285, weight: 1140 }).execute();
+  await h.t.db
+    .insertInto('blocks')
+    .values({
+      height: 0,
+      hash: ZERO32,
+      prev_hash: Buffer.alloc(32),
+      header: Buffer.alloc(80),
+      time: 1296688602,
+      tx_count: 0,
+      size: 285,
+      weight: 1140,
+    })
+    .execute();
   await h.t.db.updateTable('chain_tip').set({ height: 0, hash: ZERO32 }).execute();
 }
 
@@ -43,12 +55,23 @@ describe('api authentication', () => {
   it('401 ERR_API_KEY_MISSING without the header', async () => {
     const r = await h.get('/v1/blockchain', null);
     expect(r.statusCode).toBe(401);
-    expect(r.json()).toEqual({ error_type: 'authentication', error_code: 'ERR_API_KEY_MISSING', error_message: 'missing apiKey header', retry: false, error_cause: null });
+    expect(r.json()).toEqual({
+      error_type: 'authentication',
+      error_code: 'ERR_API_KEY_MISSING',
+      error_message: 'missing apiKey header',
+      retry: false,
+      error_cause: null,
+    });
   });
 
   it('one identical 401 for unknown, malformed, wrong-checksum, wrong-prefix, truncated and revoked keys', async () => {
     const revoked = await h.newKey({ name: 'to revoke' });
-    expect(await revokeApiKey(h.t.db, (await h.t.db.selectFrom('api_keys').select('id').where('key_hash', '=', digestApiKey(revoked)).executeTakeFirstOrThrow()).id)).toBe(1);
+    expect(
+      await revokeApiKey(
+        h.t.db,
+        (await h.t.db.selectFrom('api_keys').select('id').where('key_hash', '=', digestApiKey(revoked)).executeTakeFirstOrThrow()).id,
+      ),
+    ).toBe(1);
     const bad = [
       await h.newKey().then((k) => flip(k, k.length - 1)), // wrong last character
       flip(h.key, 10), // wrong character in the body (checksum fails)
@@ -66,7 +89,15 @@ describe('api authentication', () => {
       expect(r.statusCode, k.slice(0, 20)).toBe(401);
       bodies.add(r.body);
     }
-    expect([...bodies]).toEqual([JSON.stringify({ error_type: 'authentication', error_code: 'ERR_API_KEY_INVALID', error_message: 'invalid API key', retry: false, error_cause: null })]);
+    expect([...bodies]).toEqual([
+      JSON.stringify({
+        error_type: 'authentication',
+        error_code: 'ERR_API_KEY_INVALID',
+        error_message: 'invalid API key',
+        retry: false,
+        error_cause: null,
+      }),
+    ]);
   });
 
   it('a revoked key is refused on the very next request', async () => {
@@ -151,7 +182,12 @@ describe('keys never reach the logs', () => {
       await h.get('/v1/blockchain');
       await h.get('/v1/blockchain', wrong);
       await h.get('/v1/blocks/zz');
-      await h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: h.key, 'content-type': 'application/json' }, payload: '{"tx":' });
+      await h.app.inject({
+        method: 'POST',
+        url: '/v1/transactions',
+        headers: { apiKey: h.key, 'content-type': 'application/json' },
+        payload: '{"tx":',
+      });
       expect(lines.length).toBeGreaterThan(0);
       const all = lines.join('');
       expect(all).not.toContain(h.key);

@@ -27,16 +27,30 @@ describeNodes('broadcast', (entry) => {
   let h: ApiHarness;
   let key: TestKey;
   let coins: Coin[];
-  const post = (tx: string, k = h.key) => h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: k }, payload: { tx } });
+  const post = (tx: string, k = h.key) =>
+    h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: k }, payload: { tx } });
   /** Pays `sats` to PAYEE from `coin`, the rest back to the key less `fee`. */
   const payment = (coin: Coin, sats: bigint, fee = 2n * VSIZE, opts: { sequence?: number; lockTime?: number } = {}) =>
-    key.spend([coin], [{ address: PAYEE, sats }, { address: key.address, sats: coin.sats - sats - fee }], opts);
+    key.spend(
+      [coin],
+      [
+        { address: PAYEE, sats },
+        { address: key.address, sats: coin.sats - sats - fee },
+      ],
+      opts,
+    );
   const take = () => {
     const c = coins.shift();
     if (!c) throw new Error('out of test coins');
     return c;
   };
-  const expectError = (r: { statusCode: number; json(): Record<string, unknown> }, status: number, code: string, retry: boolean, cause?: string | RegExp) => {
+  const expectError = (
+    r: { statusCode: number; json(): Record<string, unknown> },
+    status: number,
+    code: string,
+    retry: boolean,
+    cause?: string | RegExp,
+  ) => {
     expect([r.statusCode, r.json().error_code, r.json().retry], JSON.stringify(r.json())).toEqual([status, code, retry]);
     if (typeof cause === 'string') expect(r.json().error_cause).toBe(cause);
     else if (cause) expect(r.json().error_cause).toMatch(cause);
@@ -45,7 +59,10 @@ describeNodes('broadcast', (entry) => {
   beforeAll(async () => {
     node = await entry.start({ funded: true });
     key = testKey();
-    coins = await key.fund(node, Array.from({ length: 17 }, () => COIN));
+    coins = await key.fund(
+      node,
+      Array.from({ length: 17 }, () => COIN),
+    );
     h = await createApiHarness({ node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 5000 }) });
   });
   afterAll(async () => {
@@ -65,7 +82,10 @@ describeNodes('broadcast', (entry) => {
     const tx = payment(take(), 50_000n);
     expect((await post(tx.hex)).statusCode).toBe(200);
     await node.mine(1);
-    await expect(node.call('sendrawtransaction', [tx.hex])).rejects.toMatchObject({ code: -27, message: 'Transaction outputs already in utxo set' });
+    await expect(node.call('sendrawtransaction', [tx.hex])).rejects.toMatchObject({
+      code: -27,
+      message: 'Transaction outputs already in utxo set',
+    });
     const r = await post(tx.hex);
     expect([r.statusCode, r.json()]).toEqual([200, { transaction_hash: tx.txid }]);
   });
@@ -86,7 +106,13 @@ describeNodes('broadcast', (entry) => {
   });
 
   it('a fee above maxfeerate → 400 ERR_TX_FEE_TOO_HIGH, retry false', async () => {
-    expectError(await post(payment(take(), 100_000n, COIN / 2n).hex), 400, 'ERR_TX_FEE_TOO_HIGH', false, 'Fee exceeds maximum configured by user (e.g. -maxtxfee, maxfeerate)');
+    expectError(
+      await post(payment(take(), 100_000n, COIN / 2n).hex),
+      400,
+      'ERR_TX_FEE_TOO_HIGH',
+      false,
+      'Fee exceeds maximum configured by user (e.g. -maxtxfee, maxfeerate)',
+    );
   });
 
   it('a lock time not reached → 409 ERR_TX_NOT_FINAL, retry true; the same bytes are accepted once it is', async () => {
@@ -114,7 +140,13 @@ describeNodes('broadcast', (entry) => {
       coin = tx.outputs[0]!;
     }
     const last = key.spend([coin], [{ address: key.address, sats: coin.sats - 2n * 110n }]);
-    expectError(await post(last.hex), 503, 'ERR_TX_MEMPOOL_LIMIT', true, 'too-long-mempool-chain, too many unconfirmed ancestors [limit: 25]');
+    expectError(
+      await post(last.hex),
+      503,
+      'ERR_TX_MEMPOOL_LIMIT',
+      true,
+      'too-long-mempool-chain, too many unconfirmed ancestors [limit: 25]',
+    );
     await node.mine(1);
     expect((await post(last.hex)).json()).toEqual({ transaction_hash: last.txid });
   });
@@ -125,7 +157,18 @@ describeNodes('broadcast', (entry) => {
     expectError(await post(child.hex), 400, 'ERR_TX_INPUTS_UNKNOWN', false, 'bad-txns-inputs-missingorspent');
     // The same parent, taken out of the chain by a reorg and not settled yet: it may come back.
     const parentKey = Buffer.from(parent.txid, 'hex').reverse();
-    await h.t.db.insertInto('reorged_txs').values({ txid: parentKey, addr_key: '00000000-0000-0000-0000-000000000001', address: 'x', received: 1n, sent: 0n, spends: Buffer.alloc(0), since_height: 1 }).execute();
+    await h.t.db
+      .insertInto('reorged_txs')
+      .values({
+        txid: parentKey,
+        addr_key: '00000000-0000-0000-0000-000000000001',
+        address: 'x',
+        received: 1n,
+        sent: 0n,
+        spends: Buffer.alloc(0),
+        since_height: 1,
+      })
+      .execute();
     try {
       const again = await post(child.hex);
       expectError(again, 409, 'ERR_TX_INPUTS_MISSING', true);
@@ -160,9 +203,19 @@ describeNodes('broadcast', (entry) => {
       h.t,
     );
     try {
-      const sendParent = slow.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: slow.key }, payload: { tx: parent.hex } });
+      const sendParent = slow.app.inject({
+        method: 'POST',
+        url: '/v1/transactions',
+        headers: { apiKey: slow.key },
+        payload: { tx: parent.hex },
+      });
       await parentAtNode;
-      const r = await slow.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: slow.key }, payload: { tx: child.hex } });
+      const r = await slow.app.inject({
+        method: 'POST',
+        url: '/v1/transactions',
+        headers: { apiKey: slow.key },
+        payload: { tx: child.hex },
+      });
       expectError(r, 409, 'ERR_TX_INPUTS_MISSING', true);
       release();
       expect((await sendParent).statusCode).toBe(200);
@@ -181,7 +234,16 @@ describeNodes('broadcast', (entry) => {
     expect((await post(payment(coin, 20_000n).hex)).statusCode).toBe(200);
     await node.mine(1);
     const second = payment(coin, 30_000n);
-    await h.t.db.insertInto('txs').values({ tx_num: 5n, txid: Buffer.from(coin.txid, 'hex').reverse(), outs: Buffer.from([0x01, 0x00]), ins: Buffer.alloc(0), first_seen: null }).execute();
+    await h.t.db
+      .insertInto('txs')
+      .values({
+        tx_num: 5n,
+        txid: Buffer.from(coin.txid, 'hex').reverse(),
+        outs: Buffer.from([0x01, 0x00]),
+        ins: Buffer.alloc(0),
+        first_seen: null,
+      })
+      .execute();
     try {
       expectError(await post(second.hex), 409, 'ERR_TX_CONFLICT', false, 'bad-txns-inputs-missingorspent');
     } finally {
@@ -195,11 +257,26 @@ describeNodes('broadcast', (entry) => {
     const coin = take();
     const fine = take();
     const internal = (c: Coin) => Buffer.from(c.txid, 'hex').reverse();
-    const indexed = [coin, fine].map((c, n) => ({ tx_num: 6n + BigInt(n), txid: internal(c), outs: Buffer.from([0x01, 0x00]), ins: Buffer.alloc(0), first_seen: null }));
+    const indexed = [coin, fine].map((c, n) => ({
+      tx_num: 6n + BigInt(n),
+      txid: internal(c),
+      outs: Buffer.from([0x01, 0x00]),
+      ins: Buffer.alloc(0),
+      first_seen: null,
+    }));
     await h.t.db.insertInto('txs').values(indexed).execute();
     await h.t.db
       .insertInto('utxos')
-      .values([coin, fine].map((c, n) => ({ txid: internal(c), vout: c.vout, tx_num: 6n + BigInt(n), addr_key: null, value: c.sats, script: Buffer.from(key.script) })))
+      .values(
+        [coin, fine].map((c, n) => ({
+          txid: internal(c),
+          vout: c.vout,
+          tx_num: 6n + BigInt(n),
+          addr_key: null,
+          value: c.sats,
+          script: Buffer.from(key.script),
+        })),
+      )
       .execute();
     try {
       expect((await post(payment(coin, 20_000n).hex)).statusCode).toBe(200);

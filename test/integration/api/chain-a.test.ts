@@ -43,10 +43,13 @@ describeFixtures('REST API over regtest-chain-a', () => {
 
   it('GET /blockchain is the expected tip', async () => {
     const { expected } = loadChainA();
-    expect((await h.get('/v1/blockchain')).json()).toEqual({ best_block_hash: expected.best_block_hash, best_height: expected.best_height });
+    expect((await h.get('/v1/blockchain')).json()).toEqual({
+      best_block_hash: expected.best_block_hash,
+      best_height: expected.best_height,
+    });
   });
 
-  it('every address: balance, history and unspent outputs equal Bitcoin Core\'s', async () => {
+  it("every address: balance, history and unspent outputs equal Bitcoin Core's", async () => {
     const { expected } = loadChainA();
     const tip = expected.best_height;
     const entries = Object.entries(expected.addresses);
@@ -62,10 +65,19 @@ describeFixtures('REST API over regtest-chain-a', () => {
       const key = (u: { transaction_hash: string; index: number }) => `${u.transaction_hash}:${u.index}`;
       const got = unspent.map((u) => ({ ...u })).sort((a, b) => key(a).localeCompare(key(b)));
       const exp = want.unspent
-        .map((u) => ({ transaction_hash: u.transaction_hash, index: u.index, value: u.value, script: u.script, confirmations: tip - u.height + 1 }))
+        .map((u) => ({
+          transaction_hash: u.transaction_hash,
+          index: u.index,
+          value: u.value,
+          script: u.script,
+          confirmations: tip - u.height + 1,
+        }))
         .sort((a, b) => key(a).localeCompare(key(b)));
       expect(got, address).toEqual(exp);
-      expect(unspent.reduce((s, u) => s + BigInt(u.value), 0n), address).toBe(BigInt(want.balance));
+      expect(
+        unspent.reduce((s, u) => s + BigInt(u.value), 0n),
+        address,
+      ).toBe(BigInt(want.balance));
       checked++;
     };
     for (let i = 0; i < entries.length; i += 8) await Promise.all(entries.slice(i, i + 8).map(check));

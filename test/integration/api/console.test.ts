@@ -70,7 +70,12 @@ describeBrowser('the console in headless Chromium', () => {
     [good, bad] = await Promise.all([receiver(200), receiver(500)]);
     stack = await startStack({ stamping: false, config: { deliveryRescueMs: 3_600_000 } });
     profile = await mkdtemp(join(tmpdir(), 'blockwire-console-'));
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, viewport: { width: 1200, height: 900 } });
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS,
+      headless: true,
+      viewport: { width: 1200, height: 900 },
+    });
     page = context.pages()[0] ?? (await context.newPage());
     page.on('request', (r) => requests.push(r.url()));
     page.on('websocket', (w) => requests.push(w.url()));
@@ -114,7 +119,10 @@ describeBrowser('the console in headless Chromium', () => {
     const tip = stack.devnode.tip();
     expect(await page.textContent('#chain-summary')).toContain(`index at block ${tip.height.toLocaleString('en-US')}`);
     expect(await page.$$eval('#blocks tbody tr', (rows) => rows.length)).toBe(8);
-    expect(await page.$eval('#chain-progress', (p) => [(p as HTMLProgressElement).value, (p as HTMLProgressElement).max])).toEqual([tip.height, tip.height]);
+    expect(await page.$eval('#chain-progress', (p) => [(p as HTMLProgressElement).value, (p as HTMLProgressElement).max])).toEqual([
+      tip.height,
+      tip.height,
+    ]);
     await shot('chain');
   });
 
@@ -166,7 +174,8 @@ describeBrowser('the console in headless Chromium', () => {
       const w = window as unknown as { shift: number };
       w.shift = 0;
       new PerformanceObserver((list) => {
-        for (const e of list.getEntries() as (PerformanceEntry & { value: number; hadRecentInput: boolean })[]) if (!e.hadRecentInput) w.shift += e.value;
+        for (const e of list.getEntries() as (PerformanceEntry & { value: number; hadRecentInput: boolean })[])
+          if (!e.hadRecentInput) w.shift += e.value;
       }).observe({ type: 'layout-shift', buffered: false });
     });
     const paid = await stack.devnode.wallet.send(toGood!, 150_000n);
@@ -188,11 +197,15 @@ describeBrowser('the console in headless Chromium', () => {
     await page.goto(`${stack.url}/console`);
     await page.waitForSelector(`#tail li[data-type="tx.confirmations"][data-tx="${paid}"]`, { timeout: 30_000 });
     await page.waitForFunction((s) => document.querySelector('#tail-status')?.textContent === `Live — resumed after event ${s}`, seq);
-    expect(await page.$$eval('#tail li[data-tx]', (rows) => Math.min(...rows.map((r) => Number(r.querySelector('.seq')!.textContent!.slice(1)))))).toBeGreaterThan(Number(seq));
+    expect(
+      await page.$$eval('#tail li[data-tx]', (rows) =>
+        Math.min(...rows.map((r) => Number(r.querySelector('.seq')!.textContent!.slice(1)))),
+      ),
+    ).toBeGreaterThan(Number(seq));
     (globalThis as { txids?: string[] }).txids = [paid, failing];
   });
 
-  it('shows the receiving hook\'s deliveries delivered and the failing one\'s attempts, then redelivers it once it answers', async () => {
+  it("shows the receiving hook's deliveries delivered and the failing one's attempts, then redelivers it once it answers", async () => {
     const [paid, failing] = (globalThis as { txids?: string[] }).txids!;
     await tab('hooks');
     const goodRow = `[data-hook="${hookIds[0]}"] tr[data-status="delivered"]:has(small[title="${paid}"])`;
@@ -202,7 +215,10 @@ describeBrowser('the console in headless Chromium', () => {
     await page.waitForSelector(badRow, { timeout: 30_000 });
     const cells = await page.$$eval(`${badRow} td`, (tds) => tds.map((td) => td.textContent));
     expect(cells.slice(1, 4)).toEqual(['pending', expect.stringMatching(/^[1-9]\d*$/), '500']);
-    await page.waitForFunction((id) => document.querySelector(`[data-hook="${id}"] figcaption`)?.textContent?.match(/[1-9]\d* failed/), hookIds[1]);
+    await page.waitForFunction(
+      (id) => document.querySelector(`[data-hook="${id}"] figcaption`)?.textContent?.match(/[1-9]\d* failed/),
+      hookIds[1],
+    );
     await shot('hooks');
 
     // The request and the receiver's answer, in a dialog.
@@ -223,7 +239,7 @@ describeBrowser('the console in headless Chromium', () => {
     expect(await page.textContent(`[data-hook="${hookIds[1]}"] tr[data-delivery="${id}"]`)).toContain('200');
   });
 
-  it('is usable on a phone\'s screen: nothing wider than the viewport', async () => {
+  it("is usable on a phone's screen: nothing wider than the viewport", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     for (const v of ['chain', 'hooks', 'lists', 'tail']) {
       await tab(v);
@@ -247,7 +263,7 @@ describeBrowser('the console in headless Chromium', () => {
     await shot('other-key');
   });
 
-  it('sent every request to the API\'s origin, never with the key in a URL, and logged no error', () => {
+  it("sent every request to the API's origin, never with the key in a URL, and logged no error", () => {
     const ws = stack.url.replace('http:', 'ws:');
     expect(requests.length).toBeGreaterThan(10);
     for (const url of requests) {

@@ -37,18 +37,32 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
   beforeAll(async () => {
     core = await startBitcoind({ funded: true });
     t = await createMigratedDatabase('coremempool');
-    indexer = await startIndexer({ config: indexerConfig(), log: silentLogger(), db: t.db, databaseUrl: t.url, rpcUrl: core.rpcUrl, zmqUrl: core.zmqUrl });
+    indexer = await startIndexer({
+      config: indexerConfig(),
+      log: silentLogger(),
+      db: t.db,
+      databaseUrl: t.url,
+      rpcUrl: core.rpcUrl,
+      zmqUrl: core.zmqUrl,
+    });
     events = createEventPoll({ db: t.db, log: silentLogger() });
-    h = await createApiHarness({ node: new BitcoindClient({ url: core.rpcUrl, timeoutMs: 10_000 }), events, settings: { rateLimit: 10_000_000 } }, t);
+    h = await createApiHarness(
+      { node: new BitcoindClient({ url: core.rpcUrl, timeoutMs: 10_000 }), events, settings: { rateLimit: 10_000_000 } },
+      t,
+    );
     const wallet = core.wallet!;
     for (const [i, rate] of [1, 2, 5, 12, 30, 75].entries()) {
       const address = await core.call<string>('getnewaddress', [], wallet);
       // the first payment (spending confirmed coins) does not signal BIP125: only full-RBF makes it replaceable
-      await core.call('sendtoaddress', [address, Number((0.1 + i / 100).toFixed(2)), '', '', false, i > 0, null, 'unset', null, rate], wallet);
+      await core.call(
+        'sendtoaddress',
+        [address, Number((0.1 + i / 100).toFixed(2)), '', '', false, i > 0, null, 'unset', null, rate],
+        wallet,
+      );
     }
     mempool = await core.call<string[]>('getrawmempool');
     expect(mempool.length).toBe(6);
-    await waitFor('the indexed mempool to hold the node\'s', async () => {
+    await waitFor("the indexed mempool to hold the node's", async () => {
       const r = await sql<{ n: number }>`SELECT count(*)::int4 AS n FROM mempool_txs`.execute(t.db);
       return r.rows[0]!.n === mempool.length;
     });
@@ -64,7 +78,11 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
   it('GET /v1/mempool: count, vsize and total fee of getmempoolinfo; the histogram covers every vbyte', async () => {
     const info = await core.call<{ size: number; bytes: number; total_fee: number }>('getmempoolinfo');
     const m = (await h.get('/v1/mempool')).json() as { count: number; vsize: number; total_fee: number; fee_histogram: [number, number][] };
-    expect({ count: m.count, vsize: m.vsize, total_fee: m.total_fee }).toEqual({ count: info.size, vsize: info.bytes, total_fee: Number(btcToSats(info.total_fee)) });
+    expect({ count: m.count, vsize: m.vsize, total_fee: m.total_fee }).toEqual({
+      count: info.size,
+      vsize: info.bytes,
+      total_fee: Number(btcToSats(info.total_fee)),
+    });
     expect(m.fee_histogram.reduce((s, [, v]) => s + v, 0)).toBe(info.bytes);
     const recent = (await h.get('/v1/mempool/recent?limit=3')).json() as { txid: string; fee: number; vsize: number }[];
     expect(recent).toHaveLength(3);
@@ -74,7 +92,7 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     }
   });
 
-  it("mempool_stats of every address and script the mempool touches, as getrawtransaction and gettxout give its outputs and the outputs it spends", async () => {
+  it('mempool_stats of every address and script the mempool touches, as getrawtransaction and gettxout give its outputs and the outputs it spends', async () => {
     type Out = { value: number; scriptPubKey: { hex: string; address?: string } };
     type RawTx = { txid: string; vin: { txid: string; vout: number }[]; vout: Out[] };
     const txs = new Map<string, RawTx>();
@@ -83,7 +101,11 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     const byScript = new Map<string, Tally>();
     const tally = (o: Out) => {
       let t = byScript.get(o.scriptPubKey.hex);
-      if (!t) byScript.set(o.scriptPubKey.hex, (t = { fc: 0, fs: 0, sc: 0, ss: 0, txs: new Set(), ...(o.scriptPubKey.address ? { address: o.scriptPubKey.address } : {}) }));
+      if (!t)
+        byScript.set(
+          o.scriptPubKey.hex,
+          (t = { fc: 0, fs: 0, sc: 0, ss: 0, txs: new Set(), ...(o.scriptPubKey.address ? { address: o.scriptPubKey.address } : {}) }),
+        );
       return t;
     };
     for (const tx of txs.values()) {
@@ -102,11 +124,26 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
         t.txs.add(tx.txid);
       }
     }
-    const expected = (t: Tally) => ({ funded_txo_count: t.fc, funded_txo_sum: t.fs, spent_txo_count: t.sc, spent_txo_sum: t.ss, tx_count: t.txs.size });
+    const expected = (t: Tally) => ({
+      funded_txo_count: t.fc,
+      funded_txo_sum: t.fs,
+      spent_txo_count: t.sc,
+      spent_txo_sum: t.ss,
+      tx_count: t.txs.size,
+    });
     const withAddress = [...byScript.values()].filter((t) => t.address !== undefined);
     expect(withAddress.some((t) => t.sc > 0) && withAddress.some((t) => t.fc > 0)).toBe(true);
-    const r = await h.app.inject({ method: 'POST', url: '/v1/addresses/batch', headers: { apiKey: h.key }, payload: { addresses: withAddress.map((t) => t.address), include: ['stats', 'balance'] } });
-    const got = r.json() as { address: string; balance: number; stats: { chain_stats: { funded_txo_sum: number; spent_txo_sum: number }; mempool_stats: unknown } }[];
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/v1/addresses/batch',
+      headers: { apiKey: h.key },
+      payload: { addresses: withAddress.map((t) => t.address), include: ['stats', 'balance'] },
+    });
+    const got = r.json() as {
+      address: string;
+      balance: number;
+      stats: { chain_stats: { funded_txo_sum: number; spent_txo_sum: number }; mempool_stats: unknown };
+    }[];
     for (const [i, t] of withAddress.entries()) {
       expect(got[i]!.stats.mempool_stats, t.address).toEqual(expected(t));
       const c = got[i]!.stats.chain_stats;
@@ -128,7 +165,13 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
       const e = await core.call<Entry>('getmempoolentry', [txid]);
       const v = (await h.get(`/v1/transactions/${txid}`)).json();
       const fee = Number(btcToSats(e.fees.base));
-      expect(v, txid).toMatchObject({ fee, vsize: e.vsize, bip125_replaceable: e['bip125-replaceable'], replaceable: fullrbf || e['bip125-replaceable'], fee_rate: Math.round((fee / e.vsize) * 100) / 100 });
+      expect(v, txid).toMatchObject({
+        fee,
+        vsize: e.vsize,
+        bip125_replaceable: e['bip125-replaceable'],
+        replaceable: fullrbf || e['bip125-replaceable'],
+        fee_rate: Math.round((fee / e.vsize) * 100) / 100,
+      });
       if (e['bip125-replaceable']) signalling++;
     }
     // both kinds were compared
@@ -141,17 +184,25 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     for (const mode of ['economical', 'conservative'] as const) {
       const answers = await Promise.all(FEE_TARGETS.map((n) => core.call<{ feerate?: number }>('estimatesmartfee', [n, mode])));
       const got = (await h.get(`/v1/fee-estimates?mode=${mode}`)).json() as Record<string, number>;
-      expect(Object.keys(got).map(Number).sort((a, b) => a - b)).toEqual([...FEE_TARGETS]);
+      expect(
+        Object.keys(got)
+          .map(Number)
+          .sort((a, b) => a - b),
+      ).toEqual([...FEE_TARGETS]);
       expect(got).toEqual(feeEstimates(answers, mempoolminfee));
       // regtest with six transactions gives Core no data: every target falls back to the minimum fee
-      if (answers.every((a) => a.feerate === undefined)) for (const v of Object.values(got)) expect(v).toBe(Math.round(mempoolminfee * 1e8) / 1e3);
+      if (answers.every((a) => a.feerate === undefined))
+        for (const v of Object.values(got)) expect(v).toBe(Math.round(mempoolminfee * 1e8) / 1e3);
     }
     expect((await h.get('/v1/fee-estimates?mode=fast')).statusCode).toBe(400);
   });
 
   it('every /v1 GET chain route of /openapi.json declares the tip headers and answers with the indexed tip, which is getbestblockhash', async () => {
     const best = await core.call<string>('getbestblockhash');
-    await waitFor('the index to reach the node\'s tip', async () => hashToHex((await getIndexTip(t.db)).hash ?? new Uint8Array(32)) === best);
+    await waitFor(
+      "the index to reach the node's tip",
+      async () => hashToHex((await getIndexTip(t.db)).hash ?? new Uint8Array(32)) === best,
+    );
     const height = await core.call<number>('getblockcount');
     const block = await core.call<{ tx: string[] }>('getblock', [best, 1]);
     const confirmed = block.tx[0]!;
@@ -186,13 +237,17 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     };
     // (not walked: a key's own records; a stamp's answer is walked by the stamping test, which runs a stamper)
     const notWalked = /^\/v1\/(hooks|subscriptions|wallets)(\/|$)/;
-    const doc = (await h.get('/openapi.json', null)).json() as { paths: Record<string, { get?: { responses: Record<string, { headers?: Record<string, unknown> }> } }> };
+    const doc = (await h.get('/openapi.json', null)).json() as {
+      paths: Record<string, { get?: { responses: Record<string, { headers?: Record<string, unknown> }> } }>;
+    };
     const gets = Object.entries(doc.paths).filter(([p, ops]) => p.startsWith('/v1/') && ops.get !== undefined);
     const walked: string[] = [];
     for (const [path, ops] of gets) {
       const stamp = path === '/v1/stamps/{id}';
       if (notWalked.test(path)) continue;
-      expect(Object.keys(ops.get!.responses['200']!.headers ?? {}), path).toEqual(expect.arrayContaining(['Blockwire-Tip-Height', 'Blockwire-Tip-Hash']));
+      expect(Object.keys(ops.get!.responses['200']!.headers ?? {}), path).toEqual(
+        expect.arrayContaining(['Blockwire-Tip-Height', 'Blockwire-Tip-Hash']),
+      );
       if (stamp) continue;
       const url = sample[path];
       expect(url, `a request for ${path}`).toBeDefined();
@@ -204,8 +259,17 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     expect(walked.sort()).toEqual(Object.keys(sample).sort());
     // (what is not JSON is described as what it is)
     const media = (p: string) => Object.keys((doc.paths[p]!.get!.responses['200'] as { content: object }).content);
-    expect([media('/v1/transactions/{hash}/hex'), media('/v1/transactions/{hash}/raw'), media('/v1/blocks/{hash}')]).toEqual([['text/plain'], ['application/octet-stream'], ['application/json']]);
-    const batch = await h.app.inject({ method: 'POST', url: '/v1/addresses/batch', headers: { apiKey: h.key }, payload: { addresses: [out.address] } });
+    expect([media('/v1/transactions/{hash}/hex'), media('/v1/transactions/{hash}/raw'), media('/v1/blocks/{hash}')]).toEqual([
+      ['text/plain'],
+      ['application/octet-stream'],
+      ['application/json'],
+    ]);
+    const batch = await h.app.inject({
+      method: 'POST',
+      url: '/v1/addresses/batch',
+      headers: { apiKey: h.key },
+      payload: { addresses: [out.address] },
+    });
     expect([batch.headers['blockwire-tip-height'], batch.headers['blockwire-tip-hash']]).toEqual([String(height), best]);
   });
 
@@ -219,7 +283,10 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     const payer = Key.random('regtest');
     await core.call('sendtoaddress', [payer.address('p2wpkh'), 0.5], core.wallet!);
     await core.mine(1);
-    await waitFor('the payment to be indexed', async () => (await client.getBalance(payer.address('p2wpkh'), { minConf: 1 })) === 50_000_000n);
+    await waitFor(
+      'the payment to be indexed',
+      async () => (await client.getBalance(payer.address('p2wpkh'), { minConf: 1 })) === 50_000_000n,
+    );
     const rate = BigInt(Math.ceil(estimates['6']!));
     expect(rate).toBeLessThan(2n);
     const tx = await client.transaction().to(Key.random('regtest').address('p2tr'), 10_000n).from(payer, 'p2wpkh').build();
@@ -233,8 +300,11 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     const client = new BlockwireClient({ url: `http://127.0.0.1:${port}`, apiKey: h.key, network: 'regtest' });
     // a block with several transactions: the SDK test before mined the payment and the mempool into one
     const best = await core.call<string>('getbestblockhash');
-    await waitFor('the index to reach the node\'s tip', async () => (await client.getBlockchain()).best_block_hash === best);
-    const block = await core.call<{ tx: { txid: string; hex: string; vsize: number; weight: number; fee?: number }[] }>('getblock', [best, 2]);
+    await waitFor("the index to reach the node's tip", async () => (await client.getBlockchain()).best_block_hash === best);
+    const block = await core.call<{ tx: { txid: string; hex: string; vsize: number; weight: number; fee?: number }[] }>('getblock', [
+      best,
+      2,
+    ]);
     expect(block.tx.length).toBeGreaterThan(2);
     const first = await client.getBlockTransactions(best, { limit: 2 });
     expect(first.items.map((x) => x.transaction_hash)).toEqual(block.tx.slice(0, 2).map((x) => x.txid));
@@ -268,7 +338,12 @@ describeBitcoind('/v1 mempool and fee reads against Bitcoin Core', () => {
     const legacyFunding = await core.call<string>('sendtoaddress', [payer.address('p2pkh'), 0.2], core.wallet!);
     await core.call('sendtoaddress', [payer.address('p2wpkh'), 0.2], core.wallet!);
     await core.mine(1);
-    await waitFor('the payments to be indexed', async () => (await client.getBalance(payer.address('p2pkh'), { minConf: 1 })) === 20_000_000n && (await client.getBalance(payer.address('p2wpkh'), { minConf: 1 })) === 20_000_000n);
+    await waitFor(
+      'the payments to be indexed',
+      async () =>
+        (await client.getBalance(payer.address('p2pkh'), { minConf: 1 })) === 20_000_000n &&
+        (await client.getBalance(payer.address('p2wpkh'), { minConf: 1 })) === 20_000_000n,
+    );
     const to = Key.random('regtest').address('p2tr');
     const partial = await client.transaction().to(to, 30_000_000n).from(payer, ['p2pkh', 'p2wpkh']).buildPsbt();
     type Decoded = { tx: { vin: { txid: string }[] }; inputs: { non_witness_utxo?: { txid: string }; witness_utxo?: unknown }[] };

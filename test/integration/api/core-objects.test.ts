@@ -19,9 +19,21 @@ import { createApiHarness, type ApiHarness } from './harness.js';
 
 type RpcLine = { step: string; request: { method: string; params: unknown[] } | unknown[]; response: { result: unknown; error: unknown } };
 type CoreVout = { value: number; n: number; scriptPubKey: { hex: string; asm: string; type: string; address?: string } };
-type CoreVin = { txid?: string; vout?: number; coinbase?: string; prevout?: { value: number; scriptPubKey: { address?: string; type: string } } };
+type CoreVin = {
+  txid?: string;
+  vout?: number;
+  coinbase?: string;
+  prevout?: { value: number; scriptPubKey: { address?: string; type: string } };
+};
 type CoreTx = { txid: string; vin: CoreVin[]; vout: CoreVout[]; blockhash?: string; blocktime?: number };
-type CoreBlock = { hash: string; height: number; time: number; previousblockhash?: string; nextblockhash?: string; tx: (string | { txid: string })[] };
+type CoreBlock = {
+  hash: string;
+  height: number;
+  time: number;
+  previousblockhash?: string;
+  nextblockhash?: string;
+  tx: (string | { txid: string })[];
+};
 
 const iso = (unix: number) => new Date(unix * 1000).toISOString().replace('.000Z', 'Z');
 
@@ -37,10 +49,16 @@ describeFixtures('block and transaction JSON against recorded Bitcoin Core answe
 
   beforeAll(async () => {
     const rpc = await readFixtureJsonl<RpcLine>('bitcoind', 'rpc.jsonl');
-    const calls = rpc.filter((l) => !Array.isArray(l.request) && l.response.result) as (RpcLine & { request: { method: string; params: unknown[] } })[];
+    const calls = rpc.filter((l) => !Array.isArray(l.request) && l.response.result) as (RpcLine & {
+      request: { method: string; params: unknown[] };
+    })[];
     const best = calls.filter((l) => l.request.method === 'getbestblockhash').at(-1)!.response.result as string;
-    blocks = calls.filter((l) => l.request.method === 'getblock' && [1, 2, 3].includes(l.request.params[1] as number)).map((l) => l.response.result as CoreBlock);
-    txs = calls.filter((l) => l.request.method === 'getrawtransaction' && [true, 1, 2].includes(l.request.params[1] as number | boolean)).map((l) => l.response.result as CoreTx);
+    blocks = calls
+      .filter((l) => l.request.method === 'getblock' && [1, 2, 3].includes(l.request.params[1] as number))
+      .map((l) => l.response.result as CoreBlock);
+    txs = calls
+      .filter((l) => l.request.method === 'getrawtransaction' && [true, 1, 2].includes(l.request.params[1] as number | boolean))
+      .map((l) => l.response.result as CoreTx);
 
     // Every block the node announced, by hash; walk back from the final best block.
     const raw = new Map<string, Uint8Array>();
@@ -52,7 +70,7 @@ describeFixtures('block and transaction JSON against recorded Bitcoin Core answe
       raw.set(hashToHex(decodeBlock(bytes).hash), bytes);
     }
     const chain: string[] = [];
-    for (let at: string | undefined = best; at !== undefined; ) {
+    for (let at: string | undefined = best; at !== undefined;) {
       chain.unshift(at);
       const prev = hashToHex(decodeBlock(raw.get(at)!).header.prevHash);
       at = /^0+$/.test(prev) ? undefined : prev;

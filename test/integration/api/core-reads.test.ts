@@ -21,11 +21,30 @@ import { startCoreWithBlocks, type CoreChain } from '../../support/core-chain.js
 import { describeBitcoind } from '../../support/bitcoind.js';
 import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
 
-type CoreHeader = { hash: string; height: number; version: number; merkleroot: string; time: number; mediantime: number; nonce: number; bits: string; difficulty: number; nTx: number; previousblockhash?: string; nextblockhash?: string };
+type CoreHeader = {
+  hash: string;
+  height: number;
+  version: number;
+  merkleroot: string;
+  time: number;
+  mediantime: number;
+  nonce: number;
+  bits: string;
+  difficulty: number;
+  nTx: number;
+  previousblockhash?: string;
+  nextblockhash?: string;
+};
 type CoreTx = { txid: string; hex: string; size: number; vsize: number; weight: number; fee?: number };
 type CoreBlock2 = CoreHeader & { size: number; weight: number; tx: CoreTx[] };
 
-function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[], network: 'main' | 'regtest', sampleBlocks: (tip: number) => number[]) {
+function suite(
+  name: string,
+  chain: 'main' | 'regtest',
+  load: () => Uint8Array[],
+  network: 'main' | 'regtest',
+  sampleBlocks: (tip: number) => number[],
+) {
   describeBitcoind(name, () => {
     let t: TestDatabase;
     let h: ApiHarness;
@@ -52,7 +71,9 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
       const atTip = [String(await core.rpc.call<number>('getblockcount')), await core.rpc.call<string>('getbestblockhash')];
       const tipOf = (r: { headers: Record<string, unknown> }) => [r.headers['blockwire-tip-height'], r.headers['blockwire-tip-hash']];
       const headers = await core.rpc.batch<CoreHeader>(hashes.map((hash) => ({ method: 'getblockheader', params: [hash, true] })));
-      const blocks = await core.rpc.batch<CoreHeader & { size: number; weight: number; tx: string[] }>(hashes.map((hash) => ({ method: 'getblock', params: [hash, 1] })));
+      const blocks = await core.rpc.batch<CoreHeader & { size: number; weight: number; tx: string[] }>(
+        hashes.map((hash) => ({ method: 'getblock', params: [hash, 1] })),
+      );
       for (let i = 0; i <= tip; i++) {
         const c = headers[i] as CoreHeader;
         const b = blocks[i] as CoreHeader & { size: number; weight: number; tx: string[] };
@@ -100,7 +121,7 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
       const atTip = [String(tip), tipHash];
       const tipOf = (r: { headers: Record<string, unknown> }) => [r.headers['blockwire-tip-height'], r.headers['blockwire-tip-hash']];
       for (const height of sampleBlocks(tip)) {
-        const hash = (await core.rpc.call<string>('getblockhash', [height]));
+        const hash = await core.rpc.call<string>('getblockhash', [height]);
         const block = await core.rpc.call<CoreBlock2>('getblock', [hash, 2]);
         const page = (await walkPages(h, `/v1/blocks/${hash}/txs?limit=7`)).items as { transaction_hash: string; fee: number }[];
         expect(page.map((x) => x.transaction_hash)).toEqual(block.tx.map((x) => x.txid));
@@ -110,7 +131,15 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
           expect(tipOf(answer)).toEqual(atTip);
           const v = answer.json();
           const fee = c.fee === undefined ? 0 : Number(btcToSats(c.fee));
-          expect(v, c.txid).toMatchObject({ transaction_hash: c.txid, fee, size: c.size, vsize: c.vsize, weight: c.weight, replaceable: false, bip125_replaceable: false });
+          expect(v, c.txid).toMatchObject({
+            transaction_hash: c.txid,
+            fee,
+            size: c.size,
+            vsize: c.vsize,
+            weight: c.weight,
+            replaceable: false,
+            bip125_replaceable: false,
+          });
           expect(v.fee_rate).toBe(Math.round((fee / c.vsize) * 100) / 100);
           expect(page[pos]).toEqual(v);
           const hex = await h.get(`/v1/transactions/${c.txid}/hex`);
@@ -141,10 +170,22 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
 
 describeFixtures('/v1 reads against Bitcoin Core', () => {
   // regtest-chain-a's final chain: payments of every address type, RBF, OP_RETURN, spends.
-  suite('regtest-chain-a', 'regtest', () => {
-    const c = loadChainA();
-    return c.main.map((hash) => c.blocks.get(hash)!.raw);
-  }, 'regtest', (tip) => [0, 1, 111, 112, 150, 200, tip - 1, tip]);
+  suite(
+    'regtest-chain-a',
+    'regtest',
+    () => {
+      const c = loadChainA();
+      return c.main.map((hash) => c.blocks.get(hash)!.raw);
+    },
+    'regtest',
+    (tip) => [0, 1, 111, 112, 150, 200, tip - 1, tip],
+  );
   // Real mainnet blocks from genesis (block 170: the first spend; P2PK coinbases throughout).
-  suite('mainnet blocks 0–599', 'main', () => loadMainnet600().map((b) => b.raw), 'main', () => [0, 1, 170, 181, 182, 183, 248, 496, 546]);
+  suite(
+    'mainnet blocks 0–599',
+    'main',
+    () => loadMainnet600().map((b) => b.raw),
+    'main',
+    () => [0, 1, 170, 181, 182, 183, 248, 496, 546],
+  );
 });

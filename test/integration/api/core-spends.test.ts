@@ -30,21 +30,39 @@ import { BlockwireClient } from '../../../client/index.js';
 
 type CoreTx = { txid: string; vin: { txid?: string; vout?: number; coinbase?: string }[]; vout: unknown[] };
 type CoreBlock = { hash: string; height: number; time: number; tx: CoreTx[] };
-type Outspend = { spent: boolean; txid?: string; vin?: number; status?: { confirmed: boolean; block_height?: number; block_hash?: string; block_time?: number } };
+type Outspend = {
+  spent: boolean;
+  txid?: string;
+  vin?: number;
+  status?: { confirmed: boolean; block_height?: number; block_hash?: string; block_time?: number };
+};
 
 /** Each transaction's outspends as Core's blocks say (every block from genesis to the tip). */
 async function expectedFromCore(core: CoreChain): Promise<{ blocks: CoreBlock[]; outspends: Map<string, Outspend[]> }> {
   const tip = await core.rpc.call<number>('getblockcount');
   const hashes = await core.rpc.batch<string>(Array.from({ length: tip + 1 }, (_, i) => ({ method: 'getblockhash', params: [i] })));
   const blocks: CoreBlock[] = [];
-  for (let i = 0; i < hashes.length; i += 50) blocks.push(...((await core.rpc.batch<CoreBlock>(hashes.slice(i, i + 50).map((h) => ({ method: 'getblock', params: [h, 2] })))) as CoreBlock[]));
+  for (let i = 0; i < hashes.length; i += 50)
+    blocks.push(
+      ...((await core.rpc.batch<CoreBlock>(hashes.slice(i, i + 50).map((h) => ({ method: 'getblock', params: [h, 2] })))) as CoreBlock[]),
+    );
   const outspends = new Map<string, Outspend[]>();
-  for (const b of blocks) for (const tx of b.tx) outspends.set(tx.txid, tx.vout.map(() => ({ spent: false })));
+  for (const b of blocks)
+    for (const tx of b.tx)
+      outspends.set(
+        tx.txid,
+        tx.vout.map(() => ({ spent: false })),
+      );
   for (const b of blocks) {
     for (const tx of b.tx) {
       tx.vin.forEach((input, vin) => {
         if (input.coinbase !== undefined) return;
-        outspends.get(input.txid!)![input.vout!] = { spent: true, txid: tx.txid, vin, status: { confirmed: true, block_height: b.height, block_hash: b.hash, block_time: b.time } };
+        outspends.get(input.txid!)![input.vout!] = {
+          spent: true,
+          txid: tx.txid,
+          vin,
+          status: { confirmed: true, block_height: b.height, block_hash: b.hash, block_time: b.time },
+        };
       });
     }
   }
@@ -52,7 +70,13 @@ async function expectedFromCore(core: CoreChain): Promise<{ blocks: CoreBlock[];
 }
 
 /** `undo`: how many top blocks to undo (enough for them to spend earlier outputs). */
-function suite(name: string, chain: 'main' | 'regtest', network: 'main' | 'regtest', undo: number, build: (t: TestDatabase) => Promise<Uint8Array[]>) {
+function suite(
+  name: string,
+  chain: 'main' | 'regtest',
+  network: 'main' | 'regtest',
+  undo: number,
+  build: (t: TestDatabase) => Promise<Uint8Array[]>,
+) {
   describeBitcoind(name, () => {
     let t: TestDatabase;
     let h: ApiHarness;
@@ -71,7 +95,7 @@ function suite(name: string, chain: 'main' | 'regtest', network: 'main' | 'regte
       await core?.stop();
     });
 
-    it('every transaction: outspends as Core\'s blocks give them, unspent outputs as gettxout', async () => {
+    it("every transaction: outspends as Core's blocks give them, unspent outputs as gettxout", async () => {
       const { blocks, outspends } = await expectedFromCore(core);
       const tip = blocks.length - 1;
       let spent = 0;
@@ -109,9 +133,17 @@ function suite(name: string, chain: 'main' | 'regtest', network: 'main' | 'regte
     it('undone blocks take their spends with them (as invalidateblock does in Core); reconnected, they are back', async () => {
       const tip = await core.rpc.call<number>('getblockcount');
       const heights = Array.from({ length: undo }, (_, i) => tip - i);
-      const top = await Promise.all(heights.map((height) => core.rpc.call<string>('getblockhash', [height]).then((hash) => core.rpc.call<CoreBlock>('getblock', [hash, 2]))));
+      const top = await Promise.all(
+        heights.map((height) =>
+          core.rpc.call<string>('getblockhash', [height]).then((hash) => core.rpc.call<CoreBlock>('getblock', [hash, 2])),
+        ),
+      );
       const inTop = new Set(top.flatMap((b) => b.tx.map((tx) => tx.txid)));
-      const spentInTop = top.flatMap((b) => b.tx.flatMap((tx) => tx.vin.filter((i) => i.coinbase === undefined && !inTop.has(i.txid!)).map((i) => ({ txid: i.txid!, vout: i.vout! }))));
+      const spentInTop = top.flatMap((b) =>
+        b.tx.flatMap((tx) =>
+          tx.vin.filter((i) => i.coinbase === undefined && !inTop.has(i.txid!)).map((i) => ({ txid: i.txid!, vout: i.vout! })),
+        ),
+      );
       expect(spentInTop.length).toBeGreaterThan(0);
       for (const height of heights) expect((await undoBlock(t.db, height)).kind).toBe('undone');
       const lowest = top[top.length - 1]!;
@@ -125,7 +157,8 @@ function suite(name: string, chain: 'main' | 'regtest', network: 'main' | 'regte
       expect((await h.get(`/v1/transactions/${spentInTop[0]!.txid}/outspends`)).headers['blockwire-tip-height']).toBe(String(tip - undo));
 
       await core.rpc.call('reconsiderblock', [lowest.hash]);
-      for (const height of [...heights].reverse()) expect((await applyBlock(t.db, decodeBlock(main[height]!), height)).kind).toBe('applied');
+      for (const height of [...heights].reverse())
+        expect((await applyBlock(t.db, decodeBlock(main[height]!), height)).kind).toBe('applied');
       const { outspends } = await expectedFromCore(core);
       for (const o of spentInTop.slice(0, 40)) {
         const r = (await h.get(`/v1/transactions/${o.txid}/outspend/${o.vout}`)).json() as Outspend;
@@ -171,7 +204,14 @@ describeBitcoind('/v1 outspends on a live Bitcoin Core: mempool, replacement, co
   beforeAll(async () => {
     core = await startBitcoind({ funded: true });
     t = await createMigratedDatabase('livespends');
-    indexer = await startIndexer({ config: indexerConfig(), log: silentLogger(), db: t.db, databaseUrl: t.url, rpcUrl: core.rpcUrl, zmqUrl: core.zmqUrl });
+    indexer = await startIndexer({
+      config: indexerConfig(),
+      log: silentLogger(),
+      db: t.db,
+      databaseUrl: t.url,
+      rpcUrl: core.rpcUrl,
+      zmqUrl: core.zmqUrl,
+    });
     h = await createApiHarness({ settings: { rateLimit: 10_000_000 } }, t);
   });
   afterAll(async () => {
@@ -181,13 +221,18 @@ describeBitcoind('/v1 outspends on a live Bitcoin Core: mempool, replacement, co
     await core?.stop();
   });
 
-  const inMempool = (txid: string) => sql<{ n: number }>`SELECT count(*)::int4 AS n FROM mempool_txs WHERE txid = ${Buffer.from(txid, 'hex').reverse()}`.execute(t.db).then((r) => r.rows[0]!.n === 1);
+  const inMempool = (txid: string) =>
+    sql<{ n: number }>`SELECT count(*)::int4 AS n FROM mempool_txs WHERE txid = ${Buffer.from(txid, 'hex').reverse()}`
+      .execute(t.db)
+      .then((r) => r.rows[0]!.n === 1);
   const indexedTip = () => sql<{ height: number }>`SELECT height FROM chain_tip WHERE id = 1`.execute(t.db).then((r) => r.rows[0]!.height);
   type Vin = { txid: string; vout: number };
   /** Every input of `txid`, checked against Core's gettxspendingprevout and this API. */
   async function expectMempoolSpends(txid: string): Promise<Vin[]> {
     const tx = await core.call<{ vin: Vin[] }>('getrawtransaction', [txid, true]);
-    const core_ = await core.call<{ txid: string; vout: number; spendingtxid?: string }[]>('gettxspendingprevout', [tx.vin.map((i) => ({ txid: i.txid, vout: i.vout }))]);
+    const core_ = await core.call<{ txid: string; vout: number; spendingtxid?: string }[]>('gettxspendingprevout', [
+      tx.vin.map((i) => ({ txid: i.txid, vout: i.vout })),
+    ]);
     for (const [vin, input] of tx.vin.entries()) {
       expect(core_[vin]!.spendingtxid).toBe(txid);
       const r = await h.get(`/v1/transactions/${input.txid}/outspend/${input.vout}`);
@@ -198,20 +243,29 @@ describeBitcoind('/v1 outspends on a live Bitcoin Core: mempool, replacement, co
 
   it('a payment in the mempool, its replacement, a child, the confirming block and its undoing', async () => {
     const wallet = core.wallet!;
-    await waitFor('the index at the node\'s tip', async () => (await indexedTip()) === (await core.call<number>('getblockcount')));
-    const a = await core.call<string>('sendtoaddress', [await core.call<string>('getnewaddress', [], wallet), 1.5, '', '', false, true], wallet);
+    await waitFor("the index at the node's tip", async () => (await indexedTip()) === (await core.call<number>('getblockcount')));
+    const a = await core.call<string>(
+      'sendtoaddress',
+      [await core.call<string>('getnewaddress', [], wallet), 1.5, '', '', false, true],
+      wallet,
+    );
     await waitFor('the payment in the indexed mempool', () => inMempool(a));
     const spentByA = await expectMempoolSpends(a);
 
     // BIP125 replacement: the same outpoints now name the replacement
     const { txid: b } = await core.call<{ txid: string }>('bumpfee', [a], wallet);
     await waitFor('the replacement indexed', async () => (await inMempool(b)) && !(await inMempool(a)));
-    expect((await expectMempoolSpends(b)).map((i) => `${i.txid}:${i.vout}`).sort()).toEqual(spentByA.map((i) => `${i.txid}:${i.vout}`).sort());
+    expect((await expectMempoolSpends(b)).map((i) => `${i.txid}:${i.vout}`).sort()).toEqual(
+      spentByA.map((i) => `${i.txid}:${i.vout}`).sort(),
+    );
     expect((await h.get(`/v1/transactions/${a}/outspends`)).statusCode).toBe(404);
 
     // a child spending the replacement's output 0 (a mempool transaction's outspends)
     const bTx = await core.call<{ vout: { value: number }[] }>('getrawtransaction', [b, true]);
-    const raw = await core.call<string>('createrawtransaction', [[{ txid: b, vout: 0 }], [{ [await core.call<string>('getnewaddress', [], wallet)]: Number((bTx.vout[0]!.value - 0.0001).toFixed(8)) }]]);
+    const raw = await core.call<string>('createrawtransaction', [
+      [{ txid: b, vout: 0 }],
+      [{ [await core.call<string>('getnewaddress', [], wallet)]: Number((bTx.vout[0]!.value - 0.0001).toFixed(8)) }],
+    ]);
     const signed = await core.call<{ hex: string }>('signrawtransactionwithwallet', [raw], wallet);
     const c = await core.call<string>('sendrawtransaction', [signed.hex]);
     await waitFor('the child indexed', () => inMempool(c));
@@ -227,14 +281,18 @@ describeBitcoind('/v1 outspends on a live Bitcoin Core: mempool, replacement, co
     await waitFor('the block indexed', async () => (await indexedTip()) === mined.height);
     const status = { confirmed: true, block_height: mined.height, block_hash: mined.hash, block_time: mined.time };
     const bIn = await core.call<{ vin: Vin[] }>('getrawtransaction', [b, true, mined.hash]);
-    for (const [vin, i] of bIn.vin.entries()) expect((await h.get(`/v1/transactions/${i.txid}/outspend/${i.vout}`)).json()).toEqual({ spent: true, txid: b, vin, status });
+    for (const [vin, i] of bIn.vin.entries())
+      expect((await h.get(`/v1/transactions/${i.txid}/outspend/${i.vout}`)).json()).toEqual({ spent: true, txid: b, vin, status });
     const confirmed = await h.get(`/v1/transactions/${b}/outspend/0`);
     expect(confirmed.json()).toEqual({ spent: true, txid: c, vin: 0, status });
     expect(confirmed.headers['blockwire-tip-hash']).toBe(mined.hash);
 
     // the block disconnected: Core puts both back in its mempool, and so does the index
     await core.call('invalidateblock', [mined.hash]);
-    await waitFor('the undo and the mempool indexed again', async () => (await indexedTip()) === mined.height - 1 && (await inMempool(b)) && (await inMempool(c)));
+    await waitFor(
+      'the undo and the mempool indexed again',
+      async () => (await indexedTip()) === mined.height - 1 && (await inMempool(b)) && (await inMempool(c)),
+    );
     await expectMempoolSpends(b);
     await expectMempoolSpends(c);
 

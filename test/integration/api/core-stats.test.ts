@@ -25,7 +25,11 @@ import { BlockwireClient } from '../../../client/index.js';
 type Script = { hex: string };
 type CoreBlock3 = {
   height: number;
-  tx: { txid: string; vin: { coinbase?: string; txid?: string; vout?: number; prevout?: { value: number; scriptPubKey: Script } }[]; vout: { n: number; value: number; scriptPubKey: Script }[] }[];
+  tx: {
+    txid: string;
+    vin: { coinbase?: string; txid?: string; vout?: number; prevout?: { value: number; scriptPubKey: Script } }[];
+    vout: { n: number; value: number; scriptPubKey: Script }[];
+  }[];
 };
 type Stats = { funded_txo_count: number; funded_txo_sum: number; spent_txo_count: number; spent_txo_sum: number; tx_count: number };
 type Tally = { funded: Map<string, bigint>; spent: Set<string>; txs: string[]; script?: string };
@@ -49,7 +53,13 @@ function statsOf(t: Tally): Stats {
     sum += v;
     if (t.spent.has(o)) spentSum += v;
   }
-  return { funded_txo_count: t.funded.size, funded_txo_sum: Number(sum), spent_txo_count: t.spent.size, spent_txo_sum: Number(spentSum), tx_count: t.txs.length };
+  return {
+    funded_txo_count: t.funded.size,
+    funded_txo_sum: Number(sum),
+    spent_txo_count: t.spent.size,
+    spent_txo_sum: Number(spentSum),
+    tx_count: t.txs.length,
+  };
 }
 
 function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[], network: 'main' | 'regtest') {
@@ -118,10 +128,21 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
       let spentSeen = 0;
       for (let i = 0; i < addresses.length; i += 1000) {
         const part = addresses.slice(i, i + 1000);
-        const r = await h.app.inject({ method: 'POST', url: '/v1/addresses/batch', headers: { apiKey: h.key }, payload: { addresses: part, include: ['balance', 'unspentoutputs', 'stats'] } });
+        const r = await h.app.inject({
+          method: 'POST',
+          url: '/v1/addresses/batch',
+          headers: { apiKey: h.key },
+          payload: { addresses: part, include: ['balance', 'unspentoutputs', 'stats'] },
+        });
         expect(r.statusCode).toBe(200);
         expect(Number(r.headers['blockwire-tip-height'])).toBe(tip);
-        const got = r.json() as { address: string; balance: number; unspentoutputs: { transaction_hash: string; index: number; value: string }[]; unspentoutputs_more: boolean; stats: { chain_stats: Stats; mempool_stats: Stats } }[];
+        const got = r.json() as {
+          address: string;
+          balance: number;
+          unspentoutputs: { transaction_hash: string; index: number; value: string }[];
+          unspentoutputs_more: boolean;
+          stats: { chain_stats: Stats; mempool_stats: Stats };
+        }[];
         expect(got.map((g) => g.address)).toEqual(part);
         for (const [j, g] of got.entries()) {
           const e = statsOf(byAddress.get(part[j]!)!);
@@ -146,10 +167,17 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
 
     it('by script hash: stats, balance, history and unspent outputs of each script as getblock 3 gives them (P2PK by its hash alone, through its alias, and with its script)', async () => {
       let p2pk = 0;
-      const scripts = [...byScript].filter(([s]) => !['nulldata', 'nonstandard', 'multisig'].includes(classifyScript(Buffer.from(s, 'hex'))));
+      const scripts = [...byScript].filter(
+        ([s]) => !['nulldata', 'nonstandard', 'multisig'].includes(classifyScript(Buffer.from(s, 'hex'))),
+      );
       // every script of a small chain; of a larger one every k-th and the three busiest
       const k = Math.ceil(scripts.length / 150);
-      const busiest = new Set([...scripts].sort((a, b) => b[1].txs.length - a[1].txs.length).slice(0, 3).map(([s]) => s));
+      const busiest = new Set(
+        [...scripts]
+          .sort((a, b) => b[1].txs.length - a[1].txs.length)
+          .slice(0, 3)
+          .map(([s]) => s),
+      );
       for (const [i, [script, tally]] of scripts.entries()) {
         if (i % k !== 0 && !busiest.has(script)) continue;
         const type = classifyScript(Buffer.from(script, 'hex'));
@@ -162,9 +190,17 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
           const balance = e.funded_txo_sum - e.spent_txo_sum;
           expect((await h.get(`${base}/balance${q}`)).json()).toEqual({ balance, confirmed: balance, unconfirmed: 0 });
           expect((await h.get(`${base}/history${q}`)).json()).toEqual([...tally.txs].reverse());
-          const unspent = (await h.get(`${base}/unspentoutputs${q}`)).json() as { transaction_hash: string; index: number; value: string; script: string }[];
-          expect(unspent.map((u) => `${u.transaction_hash}:${u.index}`).sort()).toEqual([...tally.funded.keys()].filter((o) => !tally.spent.has(o)).sort());
-          for (const u of unspent) expect(u).toMatchObject({ script, value: tally.funded.get(`${u.transaction_hash}:${u.index}`)!.toString() });
+          const unspent = (await h.get(`${base}/unspentoutputs${q}`)).json() as {
+            transaction_hash: string;
+            index: number;
+            value: string;
+            script: string;
+          }[];
+          expect(unspent.map((u) => `${u.transaction_hash}:${u.index}`).sort()).toEqual(
+            [...tally.funded.keys()].filter((o) => !tally.spent.has(o)).sort(),
+          );
+          for (const u of unspent)
+            expect(u).toMatchObject({ script, value: tally.funded.get(`${u.transaction_hash}:${u.index}`)!.toString() });
         }
       }
       if (chain === 'main') expect(p2pk).toBeGreaterThan(100);
@@ -183,35 +219,51 @@ function suite(name: string, chain: 'main' | 'regtest', load: () => Uint8Array[]
         expect(batch[i]!.unspentOutputs).toEqual(await client.listUnspentOutputs(a));
         if (i % 10 === 0) expect(await client.getAddressStats(a)).toEqual(batch[i]!.stats);
       }
-      const [script, tally] = [...byScript].find(([s]) => classifyScript(Buffer.from(s, 'hex')) === (network === 'main' ? 'pubkey' : 'witness_v0_keyhash'))!;
+      const [script, tally] = [...byScript].find(
+        ([s]) => classifyScript(Buffer.from(s, 'hex')) === (network === 'main' ? 'pubkey' : 'witness_v0_keyhash'),
+      )!;
       const e = statsOf(tally);
       expect(await client.getScriptStats({ script })).toEqual({ chain_stats: e, mempool_stats: ZERO });
       expect((await client.getScriptBalance({ script })).balance).toBe(BigInt(e.funded_txo_sum - e.spent_txo_sum));
       expect(await client.getScriptHistory({ script })).toEqual([...tally.txs].reverse());
-      expect((await client.getScriptUnspentOutputs({ script })).map((u) => `${u.txid}:${u.vout}`).sort()).toEqual([...tally.funded.keys()].filter((o) => !tally.spent.has(o)).sort());
+      expect((await client.getScriptUnspentOutputs({ script })).map((u) => `${u.txid}:${u.vout}`).sort()).toEqual(
+        [...tally.funded.keys()].filter((o) => !tally.spent.has(o)).sort(),
+      );
       if (network !== 'main') expect(await client.getScriptHistory({ hash: sha256hex(script) })).toEqual([...tally.txs].reverse());
     });
 
     it('bad input: an address of another network, a script not matching its hash, OP_RETURN, too large a batch', async () => {
-      const post = (payload: unknown) => h.app.inject({ method: 'POST', url: '/v1/addresses/batch', headers: { apiKey: h.key }, payload: payload as object });
+      const post = (payload: unknown) =>
+        h.app.inject({ method: 'POST', url: '/v1/addresses/batch', headers: { apiKey: h.key }, payload: payload as object });
       const some = [...byAddress.keys()][0]!;
       const other = network === 'main' ? 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080' : '1BoatSLRHtKNngkdXEeobR76b53LETtpyT';
       const wrong = await post({ addresses: [some, other] });
       expect(wrong.statusCode).toBe(400);
       expect(wrong.json()).toMatchObject({ error_code: 'ERR_WRONG_NETWORK', error_cause: '1' });
-      expect((await post({ addresses: Array.from({ length: 1001 }, () => some) })).json()).toMatchObject({ error_code: 'ERR_INVALID_BODY' });
+      expect((await post({ addresses: Array.from({ length: 1001 }, () => some) })).json()).toMatchObject({
+        error_code: 'ERR_INVALID_BODY',
+      });
       expect((await post({ addresses: [some], include: ['balance', 'nope'] })).statusCode).toBe(400);
-      expect((await h.get(`/v1/scripthash/${'ab'.repeat(32)}/stats?script=51`)).json()).toMatchObject({ error_code: 'ERR_INVALID_PARAMETER' });
-      expect((await h.get(`/v1/scripthash/${sha256hex('6a0101')}/stats?script=6a0101`)).json()).toMatchObject({ error_code: 'ERR_INVALID_PARAMETER' });
+      expect((await h.get(`/v1/scripthash/${'ab'.repeat(32)}/stats?script=51`)).json()).toMatchObject({
+        error_code: 'ERR_INVALID_PARAMETER',
+      });
+      expect((await h.get(`/v1/scripthash/${sha256hex('6a0101')}/stats?script=6a0101`)).json()).toMatchObject({
+        error_code: 'ERR_INVALID_PARAMETER',
+      });
       expect((await h.get('/v1/scripthash/abc/stats')).json()).toMatchObject({ error_code: 'ERR_INVALID_HASH' });
     });
   });
 }
 
 describeFixtures('/v1 address statistics, script hashes and batches against Bitcoin Core', () => {
-  suite('regtest-chain-a', 'regtest', () => {
-    const c = loadChainA();
-    return c.main.map((hash) => c.blocks.get(hash)!.raw);
-  }, 'regtest');
+  suite(
+    'regtest-chain-a',
+    'regtest',
+    () => {
+      const c = loadChainA();
+      return c.main.map((hash) => c.blocks.get(hash)!.raw);
+    },
+    'regtest',
+  );
   suite('mainnet blocks 0–599', 'main', () => loadMainnet600().map((b) => b.raw), 'main');
 });

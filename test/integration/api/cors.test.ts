@@ -23,7 +23,11 @@ describe('CORS', () => {
   });
 
   const preflight = (h: ApiHarness, origin: string, headers = 'apikey,content-type') =>
-    h.app.inject({ method: 'OPTIONS', url: '/v1/blockchain', headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': headers } });
+    h.app.inject({
+      method: 'OPTIONS',
+      url: '/v1/blockchain',
+      headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': headers },
+    });
 
   it('sends no CORS headers unless origins are configured', async () => {
     const res = await off.app.inject({ method: 'GET', url: '/v1/subscriptions', headers: { apiKey: off.key, origin: APP } });
@@ -38,7 +42,12 @@ describe('CORS', () => {
     const res = await preflight(on, APP, 'apikey,content-type,idempotency-key');
     expect(res.statusCode).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBe(APP);
-    expect(String(res.headers['access-control-allow-headers']).toLowerCase().split(',').map((x) => x.trim())).toEqual(expect.arrayContaining(['apikey', 'content-type', 'idempotency-key']));
+    expect(
+      String(res.headers['access-control-allow-headers'])
+        .toLowerCase()
+        .split(',')
+        .map((x) => x.trim()),
+    ).toEqual(expect.arrayContaining(['apikey', 'content-type', 'idempotency-key']));
     expect(String(res.headers['access-control-allow-methods'])).toContain('POST');
     expect(res.headers['access-control-allow-credentials']).toBeUndefined();
   });
@@ -60,7 +69,11 @@ describe('CORS', () => {
   });
 
   it('gives another origin no CORS headers', async () => {
-    const res = await on.app.inject({ method: 'GET', url: '/v1/subscriptions', headers: { apiKey: on.key, origin: 'https://evil.example' } });
+    const res = await on.app.inject({
+      method: 'GET',
+      url: '/v1/subscriptions',
+      headers: { apiKey: on.key, origin: 'https://evil.example' },
+    });
     expect(res.headers['access-control-allow-origin']).toBeUndefined();
     const pre = await preflight(on, 'https://evil.example');
     expect(pre.headers['access-control-allow-origin']).toBeUndefined();

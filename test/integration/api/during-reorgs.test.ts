@@ -42,7 +42,12 @@ describeFixtures('API reads during reorgs', () => {
     const reader = async (seed: number) => {
       for (let i = seed; !done; i++) {
         const a = addresses[i % addresses.length]!;
-        const urls = [`/v1/addresses/${a}/balance`, `/v1/addresses/${a}/history?limit=5`, `/v1/addresses/${a}/unspentoutputs?limit=5`, `/v1/transactions/${txids[i % txids.length]}`];
+        const urls = [
+          `/v1/addresses/${a}/balance`,
+          `/v1/addresses/${a}/history?limit=5`,
+          `/v1/addresses/${a}/unspentoutputs?limit=5`,
+          `/v1/transactions/${txids[i % txids.length]}`,
+        ];
         const url = urls[i % urls.length]!;
         const r = await h.get(url);
         statuses.set(r.statusCode, (statuses.get(r.statusCode) ?? 0) + 1);
@@ -50,7 +55,8 @@ describeFixtures('API reads during reorgs', () => {
         const body = r.json() as unknown;
         if (r.statusCode === 404) expect(body).toMatchObject({ error_type: 'not_found' });
         else if (url.includes('/history')) expect((body as string[]).every((x) => /^[0-9a-f]{64}$/.test(x))).toBe(true);
-        else if (url.includes('/transactions/')) expect((body as { transaction_hash: string }).transaction_hash).toBe(txids[i % txids.length]);
+        else if (url.includes('/transactions/'))
+          expect((body as { transaction_hash: string }).transaction_hash).toBe(txids[i % txids.length]);
       }
     };
     const readers = [0, 1, 2].map((s) => reader(s * 1000));
@@ -115,7 +121,11 @@ describeFixtures('API reads during reorgs', () => {
           for (const url of [`/v1/transactions/${txid}`, `/transactions/${txid}`]) {
             const p = await plain.get(url);
             const c = await cached.get(url);
-            expect({ status: c.statusCode, type: c.headers['content-type'], body: c.body }, url).toEqual({ status: p.statusCode, type: p.headers['content-type'], body: p.body });
+            expect({ status: c.statusCode, type: c.headers['content-type'], body: c.body }, url).toEqual({
+              status: p.statusCode,
+              type: p.headers['content-type'],
+              body: p.body,
+            });
             if (c.statusCode === 200) heldAnswers++;
           }
         }
@@ -130,18 +140,24 @@ describeFixtures('API reads during reorgs', () => {
       }
       await compare();
       // A mempool spend of a held transaction's output, and its end: each seen on the next lookup.
-      const u = (await t2.db.selectFrom('utxos').select(['txid', 'vout']).orderBy('tx_num', 'desc').limit(1).executeTakeFirstOrThrow());
+      const u = await t2.db.selectFrom('utxos').select(['txid', 'vout']).orderBy('tx_num', 'desc').limit(1).executeTakeFirstOrThrow();
       const unspent = { txid: Buffer.from(u.txid).reverse().toString('hex'), vout: u.vout };
       txids.push(unspent.txid);
       await compare();
       expect((await cached.get(`/v1/transactions/${unspent.txid}`)).json().outputs[unspent.vout].used).toBe(false);
-      await t2.db.insertInto('mempool_spends').values({ prev_txid: u.txid, prev_vout: u.vout, txid: Buffer.alloc(32, 9) }).execute();
+      await t2.db
+        .insertInto('mempool_spends')
+        .values({ prev_txid: u.txid, prev_vout: u.vout, txid: Buffer.alloc(32, 9) })
+        .execute();
       await compare();
       expect((await cached.get(`/v1/transactions/${unspent.txid}`)).json().outputs[unspent.vout].used).toBe(true);
       await t2.db.deleteFrom('mempool_spends').execute();
       await compare();
       // (expected.json lists history oldest first)
-      for (const a of busiest) expect((await walkPages(cached, `/v1/addresses/${a}/history?limit=2`)).items.reverse(), a).toEqual(chain.expected.addresses[a]!.history);
+      for (const a of busiest)
+        expect((await walkPages(cached, `/v1/addresses/${a}/history?limit=2`)).items.reverse(), a).toEqual(
+          chain.expected.addresses[a]!.history,
+        );
       const held = Number(/^blockwire_api_history_pages_total\{source="held"\} (\d+)$/m.exec(await metrics.render())![1]);
       expect(held).toBeGreaterThan(0);
       expect(heldAnswers).toBeGreaterThan(0);

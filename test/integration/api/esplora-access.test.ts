@@ -36,7 +36,14 @@ describe('Esplora base URLs, anonymous access and the request log', () => {
       }),
     });
     const heldAt = Date.now();
-    const app = await buildApi({ db: t.db, log, network: 'regtest', redis, rateClock: () => heldAt, settings: { redisPrefix: uniqueRedisPrefix('esplora'), ...settings } });
+    const app = await buildApi({
+      db: t.db,
+      log,
+      network: 'regtest',
+      redis,
+      rateClock: () => heldAt,
+      settings: { redisPrefix: uniqueRedisPrefix('esplora'), ...settings },
+    });
     // (every answered request also logged with fastify's request serializer: method, url, host…)
     app.addHook('onResponse', async (request) => request.log.info({ req: request }, 'answered'));
     await app.ready();
@@ -63,7 +70,11 @@ describe('Esplora base URLs, anonymous access and the request log', () => {
     const inHeader = await open.inject({ url: '/esplora/mempool/txids', headers: { apiKey: key } });
     expect([inHeader.statusCode, inHeader.json()]).toEqual([200, []]);
     const none = await open.inject({ url: '/esplora/mempool/txids' });
-    expect([none.statusCode, none.headers['content-type'], none.body]).toEqual([401, 'text/plain', 'missing API key: give it in the base URL (/esplora/{key}/) or the apiKey header']);
+    expect([none.statusCode, none.headers['content-type'], none.body]).toEqual([
+      401,
+      'text/plain',
+      'missing API key: give it in the base URL (/esplora/{key}/) or the apiKey header',
+    ]);
     const wrong = await open.inject({ url: `/esplora/${key.slice(0, -2)}xx/mempool/txids` });
     expect(wrong.statusCode).toBe(401);
     // (a segment that is no valid percent-encoding is taken as sent: a wrong key, not a failure)

@@ -25,7 +25,14 @@ import { hashToHex, sha256 } from '../../../src/bitcoin/hash.js';
 
 const sat = (v: number) => Math.round(v * 1e8);
 type CoreBlock = { hash: string; height: number; time: number; nTx: number; tx: string[]; nextblockhash?: string; merkleroot: string };
-type CoreTx = { txid: string; size: number; weight: number; fee?: number; vout: { value: number; n: number; scriptPubKey: { hex: string; address?: string } }[]; blockhash?: string };
+type CoreTx = {
+  txid: string;
+  size: number;
+  weight: number;
+  fee?: number;
+  vout: { value: number; n: number; scriptPubKey: { hex: string; address?: string } }[];
+  blockhash?: string;
+};
 
 describeBitcoind('real Esplora clients on Blockwire (Core 30)', () => {
   let s: Stack<'bitcoind'>;
@@ -64,37 +71,67 @@ describeBitcoind('real Esplora clients on Blockwire (Core 30)', () => {
     expect(await blocks.getBlockTxids({ hash: fundHash })).toEqual(fundBlock.tx);
     expect(await blocks.getBlockTxid({ hash: fundHash, index: 1 })).toBe(fundBlock.tx[1]);
     // (its type says one transaction; the answer is the list)
-    expect(((await blocks.getBlockTxs({ hash: fundHash, start_index: 0 })) as unknown as { txid: string }[]).map((t) => t.txid)).toEqual(fundBlock.tx);
+    expect(((await blocks.getBlockTxs({ hash: fundHash, start_index: 0 })) as unknown as { txid: string }[]).map((t) => t.txid)).toEqual(
+      fundBlock.tx,
+    );
     expect(await blocks.getBlockHeader({ hash: fundHash })).toBe(await call<string>('getblockheader', [fundHash, false]));
     // (axios decodes the bytes as UTF-8 text: compared as Core's bytes decoded alike)
-    expect(await blocks.getBlockRaw({ hash: fundHash })).toBe(Buffer.from(await call<string>('getblock', [fundHash, 0]), 'hex').toString('utf8'));
+    expect(await blocks.getBlockRaw({ hash: fundHash })).toBe(
+      Buffer.from(await call<string>('getblock', [fundHash, 0]), 'hex').toString('utf8'),
+    );
 
     const funding = coins[1]!.txid;
     const core = await call<CoreTx>('getrawtransaction', [funding, 1, fundHash]);
     const tx = await transactions.getTx({ txid: funding });
     expect([tx.txid, tx.size, tx.weight]).toEqual([core.txid, core.size, core.weight]);
     expect(tx.vout.map((o) => [o.scriptpubkey, o.value])).toEqual(core.vout.map((o) => [o.scriptPubKey.hex, sat(o.value)]));
-    expect(await transactions.getTxStatus({ txid: funding })).toEqual({ confirmed: true, block_height: fundBlock.height, block_hash: fundHash, block_time: fundBlock.time });
+    expect(await transactions.getTxStatus({ txid: funding })).toEqual({
+      confirmed: true,
+      block_height: fundBlock.height,
+      block_hash: fundHash,
+      block_time: fundBlock.time,
+    });
     expect(await transactions.getTxHex({ txid: funding })).toBe(await call<string>('getrawtransaction', [funding, 0, fundHash]));
-    expect(await transactions.getTxRaw({ txid: funding })).toBe(Buffer.from(await call<string>('getrawtransaction', [funding, 0, fundHash]), 'hex').toString('utf8'));
+    expect(await transactions.getTxRaw({ txid: funding })).toBe(
+      Buffer.from(await call<string>('getrawtransaction', [funding, 0, fundHash]), 'hex').toString('utf8'),
+    );
     expect(await transactions.getTxMerkleBlockProof({ txid: funding })).toBe(await call<string>('gettxoutproof', [[funding], fundHash]));
     const proof = await transactions.getTxMerkleProof({ txid: funding });
     expect([proof.block_height, proof.pos]).toEqual([fundBlock.height, fundBlock.tx.indexOf(funding)]);
-    expect(await transactions.getTxOutspend({ txid: coins[0]!.txid, vout: coins[0]!.vout })).toEqual({ spent: true, txid: pay.txid, vin: 0, status: { confirmed: false } });
+    expect(await transactions.getTxOutspend({ txid: coins[0]!.txid, vout: coins[0]!.vout })).toEqual({
+      spent: true,
+      txid: pay.txid,
+      vin: 0,
+      status: { confirmed: false },
+    });
     const outspends = await transactions.getTxOutspends({ txid: funding });
-    for (const o of core.vout) expect(outspends[o.n]!.spent, `output ${o.n}`).toBe((await call<unknown>('gettxout', [funding, o.n, true])) === null);
+    for (const o of core.vout)
+      expect(outspends[o.n]!.spent, `output ${o.n}`).toBe((await call<unknown>('gettxout', [funding, o.n, true])) === null);
 
     const stats = await addresses.getAddress({ address: key.address });
     expect(stats.chain_stats.funded_txo_sum).toBe(1_200_000);
-    expect(stats.mempool_stats).toEqual({ tx_count: 1, funded_txo_count: 1, spent_txo_count: 1, funded_txo_sum: 299_000, spent_txo_sum: 300_000 });
+    expect(stats.mempool_stats).toEqual({
+      tx_count: 1,
+      funded_txo_count: 1,
+      spent_txo_count: 1,
+      funded_txo_sum: 299_000,
+      spent_txo_sum: 300_000,
+    });
     const txs = await addresses.getAddressTxs({ address: key.address });
-    expect(txs.map((t) => t.txid)).toEqual([pay.txid, ...[...coins].reverse().map((c) => c.txid).sort((a, b) => fundBlock.tx.indexOf(b) - fundBlock.tx.indexOf(a))]);
+    expect(txs.map((t) => t.txid)).toEqual([
+      pay.txid,
+      ...[...coins]
+        .reverse()
+        .map((c) => c.txid)
+        .sort((a, b) => fundBlock.tx.indexOf(b) - fundBlock.tx.indexOf(a)),
+    ]);
     expect(await addresses.getAddressTxs({ address: key.address, after_txid: txs[1]!.txid })).toHaveLength(2);
     expect((await addresses.getAddressTxsChain({ address: key.address })).map((t) => t.txid)).toEqual(txs.slice(1).map((t) => t.txid));
     expect((await addresses.getAddressTxsMempool({ address: key.address })).map((t) => t.txid)).toEqual([pay.txid]);
     const utxo = await addresses.getAddressTxsUtxo({ address: key.address });
     const unspent = [];
-    for (const c of [...coins, { txid: pay.txid, vout: 0, sats: 299_000n }]) if ((await call<unknown>('gettxout', [c.txid, c.vout, true])) !== null) unspent.push(`${c.txid}:${c.vout}`);
+    for (const c of [...coins, { txid: pay.txid, vout: 0, sats: 299_000n }])
+      if ((await call<unknown>('gettxout', [c.txid, c.vout, true])) !== null) unspent.push(`${c.txid}:${c.vout}`);
     expect(utxo.map((u) => `${u.txid}:${u.vout}`).sort()).toEqual(unspent.sort());
 
     const info = await call<{ size: number; bytes: number }>('getmempoolinfo');
@@ -104,20 +141,26 @@ describeBitcoind('real Esplora clients on Blockwire (Core 30)', () => {
     expect((await mempool.getMempoolRecent()).map((r) => r.txid)).toContain(pay.txid);
   });
 
-  it('bitcoinerlab\'s EsploraExplorer: height, block status, address and script-hash stats, history, transaction hex, fee estimates', async () => {
+  it("bitcoinerlab's EsploraExplorer: height, block status, address and script-hash stats, history, transaction hex, fee estimates", async () => {
     const explorer = new EsploraExplorer({ url: base, irrevConfThresh: 3 });
     await explorer.connect();
     expect(await explorer.isConnected()).toBe(true);
     const tip = await s.node.tip();
     expect(await explorer.fetchBlockHeight()).toBe(tip.height);
     const header = await call<{ hash: string; time: number }>('getblockheader', [await call<string>('getblockhash', [tip.height - 1])]);
-    expect(await explorer.fetchBlockStatus(tip.height - 1)).toMatchObject({ blockHeight: tip.height - 1, blockHash: header.hash, blockTime: header.time });
+    expect(await explorer.fetchBlockStatus(tip.height - 1)).toMatchObject({
+      blockHeight: tip.height - 1,
+      blockHash: header.hash,
+      blockTime: header.time,
+    });
     const byAddress = await explorer.fetchAddress(key.address);
     // (Electrum's script hash: the script's SHA-256 reversed)
     const electrumHash = Buffer.from(sha256(key.script)).reverse().toString('hex');
     expect(await explorer.fetchScriptHash(electrumHash)).toEqual(byAddress);
     const history = await explorer.fetchTxHistory({ address: key.address });
-    expect(history.map((h) => h.txId).sort()).toEqual((await (await fetch(`${base}/address/${key.address}/txs`)).json() as { txid: string }[]).map((t) => t.txid).sort());
+    expect(history.map((h) => h.txId).sort()).toEqual(
+      ((await (await fetch(`${base}/address/${key.address}/txs`)).json()) as { txid: string }[]).map((t) => t.txid).sort(),
+    );
     for (const h of history) {
       const hex = await explorer.fetchTx(h.txId);
       expect(hashToHex(decodeTx(Buffer.from(hex, 'hex')).txid)).toBe(h.txId);
@@ -127,7 +170,7 @@ describeBitcoind('real Esplora clients on Blockwire (Core 30)', () => {
     await explorer.close();
   });
 
-  it('a descriptor wallet synced through the explorer pays Core; its balance is Core\'s wallet\'s for the same descriptors', async () => {
+  it("a descriptor wallet synced through the explorer pays Core; its balance is Core's wallet's for the same descriptors", async () => {
     const VERSIONS = { private: 0x04358394, public: 0x043587cf };
     const account = HDKey.fromMasterSeed(randomBytes(32), VERSIONS).derive("m/84'/1'/0'");
     const branch = (change: 0 | 1) => account.deriveChild(change);
@@ -203,7 +246,11 @@ describeBitcoind('real Esplora clients on Blockwire (Core 30)', () => {
     expect(await explorer.push(tx.hex)).toBe(tx.id);
     expect(await call<string[]>('getrawmempool')).toContain(tx.id);
     await waitFor('the index holds the payment', async () => (await fetch(`${base}/tx/${tx.id}`)).status === 200, 30_000);
-    await waitFor('Core\'s wallet sees the payment', async () => (await call<{ txid: string }[]>('listtransactions', ['*', 100, 0, true], 'esplora_watch')).some((t) => t.txid === tx.id), 30_000);
+    await waitFor(
+      "Core's wallet sees the payment",
+      async () => (await call<{ txid: string }[]>('listtransactions', ['*', 100, 0, true], 'esplora_watch')).some((t) => t.txid === tx.id),
+      30_000,
+    );
 
     const sent = await sync();
     expect(sent.confirmed + sent.pending).toBe(3_500_000 - 1_200_000 - 2_000);

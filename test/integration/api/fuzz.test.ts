@@ -10,13 +10,26 @@ import { createApiHarness, type ApiHarness } from './harness.js';
 import { A, insertMiniChain } from './mini-chain.js';
 
 const hexChar = fc.constantFrom(...'0123456789abcdefABCDEFxyz-%'.split(''));
-const hashLike = fc.oneof(fc.string({ minLength: 60, maxLength: 68, unit: hexChar }), fc.string({ maxLength: 120 }), fc.constant('a'.repeat(64)));
+const hashLike = fc.oneof(
+  fc.string({ minLength: 60, maxLength: 68, unit: hexChar }),
+  fc.string({ maxLength: 120 }),
+  fc.constant('a'.repeat(64)),
+);
 const addressLike = fc.oneof(
   fc.string({ maxLength: 130 }),
-  fc.string({ minLength: 20, maxLength: 95, unit: fc.constantFrom(...'bcrt1qpzry9x8gf2tvdw0s3jn54khce6mua7l123456789ABCDEFGHJKLMNPQRSTUVWXYZ'.split('')) }),
+  fc.string({
+    minLength: 20,
+    maxLength: 95,
+    unit: fc.constantFrom(...'bcrt1qpzry9x8gf2tvdw0s3jn54khce6mua7l123456789ABCDEFGHJKLMNPQRSTUVWXYZ'.split('')),
+  }),
   fc.nat(A.length - 1).map((i) => A.slice(0, i) + (A[i] === 'q' ? 'p' : 'q') + A.slice(i + 1)),
 );
-const queryValue = fc.oneof(fc.integer({ min: -5, max: 20_000 }).map(String), fc.string({ maxLength: 40 }), fc.constant('1e3'), fc.constant('0x10'));
+const queryValue = fc.oneof(
+  fc.integer({ min: -5, max: 20_000 }).map(String),
+  fc.string({ maxLength: 40 }),
+  fc.constant('1e3'),
+  fc.constant('0x10'),
+);
 
 /** Nesting `n` deep, as text (a deep value would overflow fast-check's reporter). */
 function deep(n: number): string {
@@ -63,22 +76,32 @@ describe('api fuzzing: 4xx, never 5xx', () => {
 
   it('path parameters', async () => {
     await fc.assert(
-      fc.asyncProperty(hashLike, addressLike, fc.constantFrom('blocks', 'transactions', 'stamps'), fc.constantFrom('balance', 'history', 'unspentoutputs'), async (hash, address, res, kind) => {
-        const u1 = `/v1/${res}/${encodeURIComponent(hash)}`;
-        check(await h.get(u1), u1);
-        const u2 = `/v1/addresses/${encodeURIComponent(address)}/${kind}`;
-        check(await h.get(u2), u2);
-      }),
+      fc.asyncProperty(
+        hashLike,
+        addressLike,
+        fc.constantFrom('blocks', 'transactions', 'stamps'),
+        fc.constantFrom('balance', 'history', 'unspentoutputs'),
+        async (hash, address, res, kind) => {
+          const u1 = `/v1/${res}/${encodeURIComponent(hash)}`;
+          check(await h.get(u1), u1);
+          const u2 = `/v1/addresses/${encodeURIComponent(address)}/${kind}`;
+          check(await h.get(u2), u2);
+        },
+      ),
       { numRuns: 150 },
     );
   });
 
   it('paging parameters', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.dictionary(fc.constantFrom('limit', 'cursor', 'min_conf', 'x'), queryValue, { maxKeys: 4 }), fc.constantFrom('history', 'unspentoutputs', 'balance'), async (q, kind) => {
-        const u = `/v1/addresses/${A}/${kind}?${new URLSearchParams(q).toString()}`;
-        check(await h.get(u), u);
-      }),
+      fc.asyncProperty(
+        fc.dictionary(fc.constantFrom('limit', 'cursor', 'min_conf', 'x'), queryValue, { maxKeys: 4 }),
+        fc.constantFrom('history', 'unspentoutputs', 'balance'),
+        async (q, kind) => {
+          const u = `/v1/addresses/${A}/${kind}?${new URLSearchParams(q).toString()}`;
+          check(await h.get(u), u);
+        },
+      ),
       { numRuns: 150 },
     );
   });

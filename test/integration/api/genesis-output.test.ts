@@ -34,10 +34,14 @@ import { startElectrumStack, type ElectrumStack } from '../electrum/harness.js';
 import { createApiHarness, type ApiHarness } from './harness.js';
 
 /** The genesis coinbase's output script: this public key, OP_CHECKSIG (every Bitcoin network's genesis pays it). */
-const GENESIS_PUBKEY = '04678afdb0fe5548271967f1a67130b7105cd6a828e03909a67962e0ea1f61deb649f6bc3f4cef38c4f35504e51ec112de5c384df7ba0b8d578a4c702b6bf11d5f';
+const GENESIS_PUBKEY =
+  '04678afdb0fe5548271967f1a67130b7105cd6a828e03909a67962e0ea1f61deb649f6bc3f4cef38c4f35504e51ec112de5c384df7ba0b8d578a4c702b6bf11d5f';
 const GENESIS_SCRIPT = `41${GENESIS_PUBKEY}ac`;
 const GENESIS_TXID = '4a5e1e4baab89f3a32518a88c31bc87f618f76673e2cc77ab2127b7afdeda33b';
-const p2pkhScript = (pubkey: string) => `76a914${createHash('ripemd160').update(createHash('sha256').update(Buffer.from(pubkey, 'hex')).digest()).digest('hex')}88ac`;
+const p2pkhScript = (pubkey: string) =>
+  `76a914${createHash('ripemd160')
+    .update(createHash('sha256').update(Buffer.from(pubkey, 'hex')).digest())
+    .digest('hex')}88ac`;
 const GENESIS_KEY = addressKey(Buffer.from(p2pkhScript(GENESIS_PUBKEY), 'hex'));
 const sha256Hex = (hex: string) => createHash('sha256').update(Buffer.from(hex, 'hex')).digest('hex');
 
@@ -74,7 +78,9 @@ async function electrumView(c: ElectrumTestClient, script: string) {
 
 /** The rows an index written before the rule held for the genesis output (per-block shape: a chunk of its own). */
 async function insertOldGenesisRows(db: Kysely<unknown>, opts: { bulkChunk: boolean }): Promise<void> {
-  await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) VALUES (${Buffer.from(hexToHash(GENESIS_TXID))}, 0, 0, ${GENESIS_KEY}::uuid, 5000000000, ${Buffer.from(GENESIS_SCRIPT, 'hex')})`.execute(db);
+  await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) VALUES (${Buffer.from(hexToHash(GENESIS_TXID))}, 0, 0, ${GENESIS_KEY}::uuid, 5000000000, ${Buffer.from(GENESIS_SCRIPT, 'hex')})`.execute(
+    db,
+  );
   await sql`INSERT INTO balances (addr_key, balance, utxo_count) VALUES (${GENESIS_KEY}::uuid, 5000000000, 1)
             ON CONFLICT (addr_key) DO UPDATE SET balance = balances.balance + 5000000000, utxo_count = balances.utxo_count + 1`.execute(db);
   if (!opts.bulkChunk) {
@@ -87,7 +93,8 @@ async function insertOldGenesisRows(db: Kysely<unknown>, opts: { bulkChunk: bool
 
 /** Everything the index holds for the genesis key (compared before the old rows and after the migration). */
 async function keyRows(db: Kysely<unknown>) {
-  const q = async (table: string) => (await sql.raw<Record<string, unknown>>(`SELECT * FROM ${table} WHERE addr_key = '${GENESIS_KEY}' ORDER BY 1, 2`).execute(db)).rows;
+  const q = async (table: string) =>
+    (await sql.raw<Record<string, unknown>>(`SELECT * FROM ${table} WHERE addr_key = '${GENESIS_KEY}' ORDER BY 1, 2`).execute(db)).rows;
   return { utxos: await q('utxos'), balances: await q('balances'), history: await q('history') };
 }
 
@@ -95,7 +102,12 @@ async function electrumOver(t: TestDatabase, network: 'main' | 'regtest'): Promi
   const dir = await mkdtemp(join(tmpdir(), 'bw-genesis-'));
   // The methods read here never reach the node (a client of an address nothing listens on).
   const config = testConfig({ network, databaseUrl: t.url, dataDir: dir, electrumTcpPort: 0, electrumPollMs: 50 });
-  const electrum = await startElectrum({ config, log: silentLogger(), db: t.db, node: new BitcoindClient({ url: 'http://u:p@127.0.0.1:1', log: silentLogger() }) });
+  const electrum = await startElectrum({
+    config,
+    log: silentLogger(),
+    db: t.db,
+    node: new BitcoindClient({ url: 'http://u:p@127.0.0.1:1', log: silentLogger() }),
+  });
   return { electrum, dir };
 }
 
@@ -124,9 +136,27 @@ describeFixtures('the genesis output on mainnet blocks 0–9', () => {
 
   it('the genesis key has no balance, unspent output or history: /v1, Coinstack, script hash, Electrum', async () => {
     expect(pubkeyToP2pkhAddress(Buffer.from(GENESIS_PUBKEY, 'hex'), 'main')).toBe(ADDRESS);
-    expect(await restView(h, ADDRESS)).toEqual({ v1Balance: 0, v1Unspent: [], v1History: [], coinstackBalance: 0, coinstackUnspent: 0, p2pkBalance: 0, p2pkUnspent: [] });
-    expect(await electrumView(c, GENESIS_SCRIPT)).toEqual({ balance: { confirmed: 0, unconfirmed: 0 }, unspent: [], history: [], status: null });
-    expect(await electrumView(c, p2pkhScript(GENESIS_PUBKEY))).toEqual({ balance: { confirmed: 0, unconfirmed: 0 }, unspent: [], history: [], status: null });
+    expect(await restView(h, ADDRESS)).toEqual({
+      v1Balance: 0,
+      v1Unspent: [],
+      v1History: [],
+      coinstackBalance: 0,
+      coinstackUnspent: 0,
+      p2pkBalance: 0,
+      p2pkUnspent: [],
+    });
+    expect(await electrumView(c, GENESIS_SCRIPT)).toEqual({
+      balance: { confirmed: 0, unconfirmed: 0 },
+      unspent: [],
+      history: [],
+      status: null,
+    });
+    expect(await electrumView(c, p2pkhScript(GENESIS_PUBKEY))).toEqual({
+      balance: { confirmed: 0, unconfirmed: 0 },
+      unspent: [],
+      history: [],
+      status: null,
+    });
     // the genesis block keeps its transaction
     expect((await h.get('/v1/blocks/height/0')).json().transaction_list).toEqual([GENESIS_TXID]);
     expect(await c.request('blockchain.transaction.id_from_pos', [0, 0])).toBe(GENESIS_TXID);
@@ -135,18 +165,33 @@ describeFixtures('the genesis output on mainnet blocks 0–9', () => {
   it('migration 0043 removes the rows an earlier index held, and a wallet deriving the address is corrected', async () => {
     const before = await keyRows(t.db as Kysely<unknown>);
     // A wallet (a real BIP32 key) that also derives the genesis address: the summary the old rows gave it.
-    const created = await h.app.inject({ method: 'POST', url: '/v1/wallets', headers: { apiKey: h.key }, payload: { xpub: 'xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8' } });
+    const created = await h.app.inject({
+      method: 'POST',
+      url: '/v1/wallets',
+      headers: { apiKey: h.key },
+      payload: { xpub: 'xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8' },
+    });
     expect(created.statusCode, created.body).toBe(201);
     const id = created.json().id as string;
     await insertOldGenesisRows(t.db as Kysely<unknown>, { bulkChunk: false });
-    await sql`INSERT INTO wallet_addresses (wallet_id, chain, idx, addr_key, address, path) VALUES (${id}, 0, 100000, ${GENESIS_KEY}::uuid, ${ADDRESS}, 'm/0/100000')`.execute(t.db);
+    await sql`INSERT INTO wallet_addresses (wallet_id, chain, idx, addr_key, address, path) VALUES (${id}, 0, 100000, ${GENESIS_KEY}::uuid, ${ADDRESS}, 'm/0/100000')`.execute(
+      t.db,
+    );
     await sql`UPDATE wallets SET confirmed = confirmed + 5000000000 WHERE id = ${id}`.execute(t.db);
     expect((await restView(h, ADDRESS)).v1Balance).toBe(5_000_000_000);
     expect((await h.get(`/v1/wallets/${id}/balance`)).json().confirmed).toBe(5_000_000_000);
 
     await migrate0043(t.db as unknown as Kysely<unknown>);
     expect(await keyRows(t.db as Kysely<unknown>)).toEqual(before);
-    expect(await restView(h, ADDRESS)).toEqual({ v1Balance: 0, v1Unspent: [], v1History: [], coinstackBalance: 0, coinstackUnspent: 0, p2pkBalance: 0, p2pkUnspent: [] });
+    expect(await restView(h, ADDRESS)).toEqual({
+      v1Balance: 0,
+      v1Unspent: [],
+      v1History: [],
+      coinstackBalance: 0,
+      coinstackUnspent: 0,
+      p2pkBalance: 0,
+      p2pkUnspent: [],
+    });
     const wallet = (await h.get(`/v1/wallets/${id}/balance`)).json();
     expect(wallet.confirmed).toBe(0);
     expect(BigInt(wallet.confirmed)).toBe((await walletSumsFromIndex(t.db, id)).confirmed);
@@ -177,20 +222,36 @@ describeBitcoind('the genesis output on Bitcoin Core 30 (regtest)', () => {
     await s?.stop();
   });
 
-  it('balances and unspent outputs are Core\'s UTXO set: the payment, never the genesis output', async () => {
-    const scan = async (desc: string) => s.node.call<{ total_amount: number; unspents: { txid: string }[] }>('scantxoutset', ['start', [desc]]);
+  it("balances and unspent outputs are Core's UTXO set: the payment, never the genesis output", async () => {
+    const scan = async (desc: string) =>
+      s.node.call<{ total_amount: number; unspents: { txid: string }[] }>('scantxoutset', ['start', [desc]]);
     const p2pk = await scan(`raw(${GENESIS_SCRIPT})`);
     const p2pkh = await scan(`addr(${address})`);
     expect(p2pk.unspents).toEqual([]);
     expect(p2pkh.unspents.map((u) => u.txid)).toEqual([paid]);
     const sats = Math.round((p2pk.total_amount + p2pkh.total_amount) * 1e8);
-    expect(await restView(h, address)).toEqual({ v1Balance: sats, v1Unspent: [paid], v1History: [paid], coinstackBalance: sats, coinstackUnspent: 1, p2pkBalance: 0, p2pkUnspent: [] });
-    expect(await electrumView(c, GENESIS_SCRIPT)).toEqual({ balance: { confirmed: 0, unconfirmed: 0 }, unspent: [], history: [], status: null });
+    expect(await restView(h, address)).toEqual({
+      v1Balance: sats,
+      v1Unspent: [paid],
+      v1History: [paid],
+      coinstackBalance: sats,
+      coinstackUnspent: 1,
+      p2pkBalance: 0,
+      p2pkUnspent: [],
+    });
+    expect(await electrumView(c, GENESIS_SCRIPT)).toEqual({
+      balance: { confirmed: 0, unconfirmed: 0 },
+      unspent: [],
+      history: [],
+      status: null,
+    });
     const viaP2pkh = await electrumView(c, p2pkhScript(GENESIS_PUBKEY));
     expect(viaP2pkh.balance).toEqual({ confirmed: sats, unconfirmed: 0 });
     expect((viaP2pkh.unspent as { tx_hash: string }[]).map((u) => u.tx_hash)).toEqual([paid]);
     expect((viaP2pkh.history as { tx_hash: string }[]).map((u) => u.tx_hash)).toEqual([paid]);
-    expect(await c.request('blockchain.transaction.id_from_pos', [0, 0])).toBe(hashToHex((await s.db.db.selectFrom('txs').select('txid').where('tx_num', '=', 0n).executeTakeFirstOrThrow()).txid));
+    expect(await c.request('blockchain.transaction.id_from_pos', [0, 0])).toBe(
+      hashToHex((await s.db.db.selectFrom('txs').select('txid').where('tx_num', '=', 0n).executeTakeFirstOrThrow()).txid),
+    );
   });
 
   it('migration 0043 corrects an index whose bulk-loaded history chunk starts with the genesis entry', async () => {

@@ -39,7 +39,13 @@ export async function createApiHarness(extra: Partial<ApiDeps> = {}, existing?: 
   });
   await app.ready();
   const newKey = async (opts: { scopes?: Scope[]; rateLimit?: number | null; name?: string } = {}) =>
-    (await createApiKey(t.db, { name: opts.name ?? 'test', ...(opts.scopes ? { scopes: opts.scopes } : {}), rateLimit: opts.rateLimit ?? null })).key;
+    (
+      await createApiKey(t.db, {
+        name: opts.name ?? 'test',
+        ...(opts.scopes ? { scopes: opts.scopes } : {}),
+        rateLimit: opts.rateLimit ?? null,
+      })
+    ).key;
   const key = await newKey();
   return {
     t,
@@ -60,7 +66,11 @@ export async function createApiHarness(extra: Partial<ApiDeps> = {}, existing?: 
  * Follows the `Link: <…>; rel="next"` header from `first` to the last page (each answer 200):
  * every item in order, and every next-page URL. `between` runs once, after the first page.
  */
-export async function walkPages(h: ApiHarness, first: string, between?: () => Promise<void>): Promise<{ items: unknown[]; links: string[] }> {
+export async function walkPages(
+  h: ApiHarness,
+  first: string,
+  between?: () => Promise<void>,
+): Promise<{ items: unknown[]; links: string[] }> {
   const items: unknown[] = [];
   const links: string[] = [];
   let url: string | undefined = first;

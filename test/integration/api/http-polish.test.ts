@@ -41,22 +41,43 @@ describe('HTTP polish', () => {
       const body = r.json() as { links: Record<string, string>; routes: { method: string; path: string; summary?: string }[] };
       expect(body.links).toEqual({ openapi: '/openapi.json', health: '/healthz', stream: '/v1/stream' });
       const routes = body.routes.map((x) => `${x.method} ${x.path}`);
-      for (const expected of ['GET /v1/blockchain', 'GET /v1/addresses/:address/balance', 'POST /v1/transactions', 'POST /v1/subscriptions', 'DELETE /v1/subscriptions/:id', 'POST /v1/stamps']) expect(routes).toContain(expected);
+      for (const expected of [
+        'GET /v1/blockchain',
+        'GET /v1/addresses/:address/balance',
+        'POST /v1/transactions',
+        'POST /v1/subscriptions',
+        'DELETE /v1/subscriptions/:id',
+        'POST /v1/stamps',
+      ])
+        expect(routes).toContain(expected);
       expect(routes.every((x) => !x.startsWith('HEAD'))).toBe(true);
       expect(body.routes.filter((x) => x.summary).length).toBeGreaterThan(5);
     }
   });
 
   it('DELETE with Content-Type: application/json and no body is accepted', async () => {
-    const created = await h.app.inject({ method: 'POST', url: '/v1/subscriptions', headers: { apiKey: h.key, 'content-type': 'application/json' }, payload: JSON.stringify({ address: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080' }) });
+    const created = await h.app.inject({
+      method: 'POST',
+      url: '/v1/subscriptions',
+      headers: { apiKey: h.key, 'content-type': 'application/json' },
+      payload: JSON.stringify({ address: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080' }),
+    });
     expect(created.statusCode, created.body).toBeLessThan(300);
     const { id } = created.json() as { id: string };
-    const deleted = await h.app.inject({ method: 'DELETE', url: `/v1/subscriptions/${id}`, headers: { apiKey: h.key, 'content-type': 'application/json' } });
+    const deleted = await h.app.inject({
+      method: 'DELETE',
+      url: `/v1/subscriptions/${id}`,
+      headers: { apiKey: h.key, 'content-type': 'application/json' },
+    });
     expect(deleted.statusCode, deleted.body).toBeLessThan(300);
     const list = (await h.get('/v1/subscriptions')).json() as { id: string }[];
     expect(list.map((s) => s.id)).not.toContain(id);
     // A POST with the same headers and no body is still an error: it needs one.
-    const empty = await h.app.inject({ method: 'POST', url: '/v1/subscriptions', headers: { apiKey: h.key, 'content-type': 'application/json' } });
+    const empty = await h.app.inject({
+      method: 'POST',
+      url: '/v1/subscriptions',
+      headers: { apiKey: h.key, 'content-type': 'application/json' },
+    });
     expect(empty.statusCode).toBe(400);
   });
 
@@ -100,11 +121,21 @@ describe('HTTP polish', () => {
 
   it('a JSON body sent as text/plain is 415 ERR_UNSUPPORTED_MEDIA_TYPE', async () => {
     const payload = JSON.stringify({ address: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080' });
-    const r = await h.app.inject({ method: 'POST', url: '/v1/subscriptions', headers: { apiKey: h.key, 'content-type': 'text/plain' }, payload });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/v1/subscriptions',
+      headers: { apiKey: h.key, 'content-type': 'text/plain' },
+      payload,
+    });
     expect(r.statusCode, r.body).toBe(415);
     expect(r.json()).toMatchObject({ error_code: 'ERR_UNSUPPORTED_MEDIA_TYPE', error_type: 'unsupported_media_type' });
     // And application/json still works.
-    const ok = await h.app.inject({ method: 'POST', url: '/v1/subscriptions', headers: { apiKey: h.key, 'content-type': 'application/json' }, payload });
+    const ok = await h.app.inject({
+      method: 'POST',
+      url: '/v1/subscriptions',
+      headers: { apiKey: h.key, 'content-type': 'application/json' },
+      payload,
+    });
     expect(ok.statusCode, ok.body).toBeLessThan(300);
   });
 

@@ -38,11 +38,24 @@ async function seed(h: ApiHarness): Promise<void> {
   const script = addressToScript(A, 'regtest');
   const nums = [txNum(1, 1), txNum(2, 1), txNum(3, 1)];
   await sql`INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
-    SELECT h, sha256(('block' || h)::bytea), sha256(('block' || (h - 1))::bytea), '\\x00'::bytea, 1700000000 + h * 600, 2, 1000, 4000 FROM generate_series(1, 3) h`.execute(h.t.db);
-  await h.t.db.insertInto('history').values({ addr_key: addressKey(script), ...encodeHistoryChunk(nums) }).execute();
-  await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM unnest(${nums.map(String)}::int8[]) n`.execute(h.t.db);
-  await h.t.db.insertInto('balances').values({ addr_key: addressKey(script), balance: 1000n, utxo_count: 1 }).execute();
-  await h.t.db.updateTable('chain_tip').set({ height: 3, hash: Buffer.alloc(32, 1) }).execute();
+    SELECT h, sha256(('block' || h)::bytea), sha256(('block' || (h - 1))::bytea), '\\x00'::bytea, 1700000000 + h * 600, 2, 1000, 4000 FROM generate_series(1, 3) h`.execute(
+    h.t.db,
+  );
+  await h.t.db
+    .insertInto('history')
+    .values({ addr_key: addressKey(script), ...encodeHistoryChunk(nums) })
+    .execute();
+  await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM unnest(${nums.map(String)}::int8[]) n`.execute(
+    h.t.db,
+  );
+  await h.t.db
+    .insertInto('balances')
+    .values({ addr_key: addressKey(script), balance: 1000n, utxo_count: 1 })
+    .execute();
+  await h.t.db
+    .updateTable('chain_tip')
+    .set({ height: 3, hash: Buffer.alloc(32, 1) })
+    .execute();
 }
 
 describe('key checks alongside the address routes', () => {
@@ -63,7 +76,12 @@ describe('key checks alongside the address routes', () => {
     principal = (await verifyApiKey(h.t.db, h.key))!;
     await seed(h);
     // (a write: its check comes first, answered here)
-    const created = h.app.inject({ method: 'POST', url: '/v1/wallets', headers: { apiKey: h.key }, payload: { descriptors: [DESC], gap_limit: 2 } });
+    const created = h.app.inject({
+      method: 'POST',
+      url: '/v1/wallets',
+      headers: { apiKey: h.key },
+      payload: { descriptors: [DESC], gap_limit: 2 },
+    });
     await new Promise((r) => setTimeout(r, 150));
     answer(principal);
     wallet = ((await created).json() as { id: string }).id;
@@ -90,7 +108,14 @@ describe('key checks alongside the address routes', () => {
   };
 
   it('a read waits for the check, then answers', async () => {
-    for (const url of [`/v1/addresses/${A}/history?limit=1`, `/v1/addresses/${A}/balance`, `/v1/addresses/${A}/unspentoutputs`, `/v1/wallets/${wallet}/balance`, `/v1/transactions/${TX}`, `/v1/transactions/${TX}`]) {
+    for (const url of [
+      `/v1/addresses/${A}/history?limit=1`,
+      `/v1/addresses/${A}/balance`,
+      `/v1/addresses/${A}/unspentoutputs`,
+      `/v1/wallets/${wallet}/balance`,
+      `/v1/transactions/${TX}`,
+      `/v1/transactions/${TX}`,
+    ]) {
       const res = await held(url, principal);
       expect(res.statusCode, url).toBe(200);
       expect(res.headers['ratelimit-limit'], url).toBeDefined();
@@ -138,7 +163,13 @@ describe('with the cached verifier of startApi', () => {
   beforeAll(async () => {
     h = await createApiHarness();
     await seed(h);
-    api = await startApi({ config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest' }), log: silentLogger(), db: h.t.db, redis: h.redis, databaseUrl: h.t.url });
+    api = await startApi({
+      config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest' }),
+      log: silentLogger(),
+      db: h.t.db,
+      redis: h.redis,
+      databaseUrl: h.t.url,
+    });
   });
   afterAll(async () => {
     await api?.close();

@@ -66,11 +66,16 @@ describe('per-key caps and paged subscriptions', () => {
 
   it('6 hooks sent at once: exactly 3 made, the others 409', async () => {
     const key = await h.newKey({ name: 'hooks' });
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => send('POST', '/v1/hooks', key, { type: 'sns', topic_arn: arn(i) })));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => send('POST', '/v1/hooks', key, { type: 'sns', topic_arn: arn(i) })),
+    );
     expect(answers.filter((r) => r.statusCode === 201)).toHaveLength(3);
     for (const r of answers.filter((x) => x.statusCode !== 201)) {
       expect(r.statusCode).toBe(409);
-      expect(r.json()).toMatchObject({ error_code: 'ERR_LIMIT_REACHED', error_message: 'this key already has 3 hooks (API_MAX_HOOKS_PER_KEY): delete some first' });
+      expect(r.json()).toMatchObject({
+        error_code: 'ERR_LIMIT_REACHED',
+        error_message: 'this key already has 3 hooks (API_MAX_HOOKS_PER_KEY): delete some first',
+      });
     }
     const hooks = (await send('GET', '/v1/hooks', key)).json() as { id: string }[];
     expect(hooks).toHaveLength(3);
@@ -80,12 +85,21 @@ describe('per-key caps and paged subscriptions', () => {
 
   it('5 wallets sent at once: exactly 2 made, the others 409', async () => {
     const key = await h.newKey({ name: 'wallets' });
-    const xpub = (seed: number) => HDKey.fromMasterSeed(new Uint8Array(32).fill(seed), bip32Versions('regtest')).derive("m/84'/1'/0'").publicExtendedKey;
-    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => send('POST', '/v1/wallets', key, { xpub: xpub(i + 1), gap_limit: 2 })));
-    expect(answers.filter((r) => r.statusCode === 201), answers.map((r) => r.body).join()).toHaveLength(2);
+    const xpub = (seed: number) =>
+      HDKey.fromMasterSeed(new Uint8Array(32).fill(seed), bip32Versions('regtest')).derive("m/84'/1'/0'").publicExtendedKey;
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => send('POST', '/v1/wallets', key, { xpub: xpub(i + 1), gap_limit: 2 })),
+    );
+    expect(
+      answers.filter((r) => r.statusCode === 201),
+      answers.map((r) => r.body).join(),
+    ).toHaveLength(2);
     for (const r of answers.filter((x) => x.statusCode !== 201)) {
       expect(r.statusCode).toBe(409);
-      expect(r.json()).toMatchObject({ error_code: 'ERR_LIMIT_REACHED', error_message: 'this key already has 2 wallets (API_MAX_WALLETS_PER_KEY): delete some first' });
+      expect(r.json()).toMatchObject({
+        error_code: 'ERR_LIMIT_REACHED',
+        error_message: 'this key already has 2 wallets (API_MAX_WALLETS_PER_KEY): delete some first',
+      });
     }
   });
 
@@ -93,7 +107,15 @@ describe('per-key caps and paged subscriptions', () => {
     const key = await h.newKey({ name: 'paging' });
     const keyId = (await verifyApiKey(h.t.db, key))!.id;
     // Seven rows: four created in the same millisecond (microseconds apart), the others later.
-    const times = ['2026-01-01T00:00:00.123456Z', '2026-01-01T00:00:00.123457Z', '2026-01-01T00:00:00.123999Z', '2026-01-01T00:00:00.123001Z', '2026-01-01T00:00:00.124Z', '2026-01-02T00:00:00Z', '2026-01-03T00:00:00Z'];
+    const times = [
+      '2026-01-01T00:00:00.123456Z',
+      '2026-01-01T00:00:00.123457Z',
+      '2026-01-01T00:00:00.123999Z',
+      '2026-01-01T00:00:00.123001Z',
+      '2026-01-01T00:00:00.124Z',
+      '2026-01-02T00:00:00Z',
+      '2026-01-03T00:00:00Z',
+    ];
     for (const [i, at] of times.entries()) {
       await sql`INSERT INTO subscriptions (id, key_id, kind, confirmations, created_at, start_seq)
                 VALUES (${`sub_${String(i).padStart(20, '0')}`}, ${keyId}, 'chain', ${i + 1}, ${at}::timestamptz, 0)`.execute(h.t.db);

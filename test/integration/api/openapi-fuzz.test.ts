@@ -46,7 +46,18 @@ const SEED = Number(process.env.BLOCKWIRE_FUZZ_SEED ?? 20261126);
 const RUNS = Number(process.env.BLOCKWIRE_FUZZ_RUNS ?? 25);
 
 /** Values of the mini chain, so that generated requests also reach found objects. */
-const KNOWN = [A, B, c0.hex, t1.hex, m1.hex, ...blockHash.map((h) => hashToHex(h)), '0', '1', 'wal_00000000000000000000', 'hook_00000000000000000000'];
+const KNOWN = [
+  A,
+  B,
+  c0.hex,
+  t1.hex,
+  m1.hex,
+  ...blockHash.map((h) => hashToHex(h)),
+  '0',
+  '1',
+  'wal_00000000000000000000',
+  'hook_00000000000000000000',
+];
 
 /** A value valid for `s` (as far as a schema says; semantic checks may still refuse it). */
 function valid(s: Schema, depth = 0): fc.Arbitrary<unknown> {
@@ -69,12 +80,19 @@ function validOfType(t: string, s: Schema, depth: number): fc.Arbitrary<unknown>
     case 'string': {
       const max = Math.min(s.maxLength ?? 100, 300);
       const min = s.minLength ?? 0;
-      if (s.pattern) return fc.stringMatching(new RegExp(s.pattern)).filter((x) => x.length >= min && x.length <= (s.maxLength ?? Infinity));
+      if (s.pattern)
+        return fc.stringMatching(new RegExp(s.pattern)).filter((x) => x.length >= min && x.length <= (s.maxLength ?? Infinity));
       if (s.format === 'date-time') return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
-      return fc.oneof(fc.string({ minLength: min, maxLength: Math.max(min, max) }), fc.constantFrom(...KNOWN.filter((k) => k.length >= min && k.length <= max)));
+      return fc.oneof(
+        fc.string({ minLength: min, maxLength: Math.max(min, max) }),
+        fc.constantFrom(...KNOWN.filter((k) => k.length >= min && k.length <= max)),
+      );
     }
     case 'array':
-      return fc.array(depth > 3 ? fc.constant(null) : valid(s.items ?? {}, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 5, 5) });
+      return fc.array(depth > 3 ? fc.constant(null) : valid(s.items ?? {}, depth + 1), {
+        minLength: s.minItems ?? 0,
+        maxLength: Math.min(s.maxItems ?? 5, 5),
+      });
     default: {
       const props = s.properties ?? {};
       const model: Record<string, fc.Arbitrary<unknown>> = {};
@@ -102,7 +120,7 @@ const junk: fc.Arbitrary<unknown> = fc.oneof(
 
 /** A parameter's value as text: valid for its schema, a known value, or junk. */
 function paramText(p: Parameter): fc.Arbitrary<string | undefined> {
-  const text = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'null');
+  const text = (v: unknown) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 'null'));
   return fc.oneof(
     { weight: 5, arbitrary: valid(p.schema).map(text) },
     { weight: 1, arbitrary: fc.constantFrom(...KNOWN) },
@@ -145,15 +163,27 @@ describe('fuzzing every OpenAPI operation', () => {
   beforeAll(async () => {
     h = await createApiHarness({
       settings: { rateLimit: 100_000_000 },
-      hookUrls: { allowPrivate: false, resolve: async () => { throw Object.assign(new Error('no such name'), { code: 'ENOTFOUND' }); } },
+      hookUrls: {
+        allowPrivate: false,
+        resolve: async () => {
+          throw Object.assign(new Error('no such name'), { code: 'ENOTFOUND' });
+        },
+      },
     });
     await insertMiniChain(h.t.db);
-    const doc = (await h.get('/openapi.json', null)).json() as { paths: Record<string, Record<string, { parameters?: Parameter[]; requestBody?: { content: Record<string, { schema: Schema }> } }>> };
+    const doc = (await h.get('/openapi.json', null)).json() as {
+      paths: Record<string, Record<string, { parameters?: Parameter[]; requestBody?: { content: Record<string, { schema: Schema }> } }>>;
+    };
     ops = [];
     for (const [path, byMethod] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(byMethod)) {
         const body = op.requestBody?.content['application/json']?.schema;
-        ops.push({ method: method.toUpperCase(), path, parameters: (op.parameters ?? []).filter((p) => p.in !== 'header'), ...(body ? { body } : {}) });
+        ops.push({
+          method: method.toUpperCase(),
+          path,
+          parameters: (op.parameters ?? []).filter((p) => p.in !== 'header'),
+          ...(body ? { body } : {}),
+        });
       }
     }
   });
@@ -163,7 +193,15 @@ describe('fuzzing every OpenAPI operation', () => {
 
   it('the description lists the routes (reads, writes, hooks, subscriptions, wallets)', () => {
     const listed = new Set(ops.map((o) => `${o.method} ${o.path}`));
-    for (const r of ['GET /v1/blocks/{hash}', 'POST /v1/transactions', 'POST /v1/stamps', 'POST /v1/hooks', 'POST /v1/subscriptions', 'POST /v1/wallets', 'GET /v1/addresses/{address}/history']) {
+    for (const r of [
+      'GET /v1/blocks/{hash}',
+      'POST /v1/transactions',
+      'POST /v1/stamps',
+      'POST /v1/hooks',
+      'POST /v1/subscriptions',
+      'POST /v1/wallets',
+      'GET /v1/addresses/{address}/history',
+    ]) {
       expect(listed.has(r), r).toBe(true);
     }
     expect(ops.length).toBeGreaterThan(40);
@@ -206,7 +244,10 @@ describe('fuzzing every OpenAPI operation', () => {
             expect(typeof b.error_type, what).toBe('string');
             expect(typeof b.error_message, what).toBe('string');
             expect(typeof b.retry, what).toBe('boolean');
-            if (r.statusCode >= 500) expect(r.statusCode === 503 && NOT_RUN.has(b.error_code as string), `${what} → ${r.statusCode} ${r.body.slice(0, 300)}`).toBe(true);
+            if (r.statusCode >= 500)
+              expect(r.statusCode === 503 && NOT_RUN.has(b.error_code as string), `${what} → ${r.statusCode} ${r.body.slice(0, 300)}`).toBe(
+                true,
+              );
           }
         }),
         { seed: SEED + i, numRuns: RUNS, endOnFailure: true },

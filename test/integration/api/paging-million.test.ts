@@ -42,20 +42,35 @@ describe('an address with a million transactions', () => {
     const db = h.t.db;
     await sql`INSERT INTO txs (tx_num, txid, outs, ins)
       SELECT n, sha256(int8send(n)), ${encodeOuts([{ value: 1000n, script }])}, '\\x'::bytea
-      FROM (SELECT ${sqlFirstTxNum(sql`h`)} | p AS n FROM generate_series(1, ${BLOCKS}) h, generate_series(0, ${PER_BLOCK - 1}) p) s`.execute(db);
-    await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT txid, 0, tx_num, ${key}::uuid, 1000, ${Buffer.from(script)} FROM txs`.execute(db);
+      FROM (SELECT ${sqlFirstTxNum(sql`h`)} | p AS n FROM generate_series(1, ${BLOCKS}) h, generate_series(0, ${PER_BLOCK - 1}) p) s`.execute(
+      db,
+    );
+    await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT txid, 0, tx_num, ${key}::uuid, 1000, ${Buffer.from(script)} FROM txs`.execute(
+      db,
+    );
     await sql`INSERT INTO history (addr_key, first_tx_num, rest)
       SELECT ${key}::uuid, min(n), substring(string_agg(int8send(n), ''::bytea ORDER BY n) FROM 9)
       FROM (SELECT tx_num AS n, (row_number() OVER (ORDER BY tx_num) - 1) / 1024 AS c FROM txs) s GROUP BY c`.execute(db);
-    await db.insertInto('balances').values({ addr_key: key, balance: BigInt(BLOCKS * PER_BLOCK * 1000), utxo_count: BLOCKS * PER_BLOCK }).execute();
-    await db.updateTable('chain_tip').set({ height: BLOCKS, hash: Buffer.alloc(32, 1) }).execute();
+    await db
+      .insertInto('balances')
+      .values({ addr_key: key, balance: BigInt(BLOCKS * PER_BLOCK * 1000), utxo_count: BLOCKS * PER_BLOCK })
+      .execute();
+    await db
+      .updateTable('chain_tip')
+      .set({ height: BLOCKS, hash: Buffer.alloc(32, 1) })
+      .execute();
     await sql`ANALYZE txs, utxos, history`.execute(db);
     expected = newestFirst();
   }, 300_000);
   afterAll(async () => h?.close());
 
   it('is stored as 977 history chunks of up to 1024 entries', async () => {
-    const r = await sql<{ chunks: number; entries: string }>`SELECT count(*)::int4 AS chunks, sum(1 + length(rest) / 8)::text AS entries FROM history WHERE addr_key = ${key}::uuid`.execute(h.t.db);
+    const r = await sql<{
+      chunks: number;
+      entries: string;
+    }>`SELECT count(*)::int4 AS chunks, sum(1 + length(rest) / 8)::text AS entries FROM history WHERE addr_key = ${key}::uuid`.execute(
+      h.t.db,
+    );
     expect(r.rows[0]).toEqual({ chunks: 977, entries: '1000000' });
     expect((await h.get(`/v1/addresses/${C}/balance`)).json()).toEqual({ balance: 1_000_000_000 });
   });

@@ -36,13 +36,26 @@ describe('paging across chunks', () => {
     for (const size of sizes) {
       const part = nums.slice(at, at + size);
       at += size;
-      await h.t.db.insertInto('history').values({ addr_key: key, ...encodeHistoryChunk(part) }).execute();
+      await h.t.db
+        .insertInto('history')
+        .values({ addr_key: key, ...encodeHistoryChunk(part) })
+        .execute();
     }
     const outs = encodeOuts([{ value: 1000n, script }]);
-    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${nums.map(String)}::int8[], ${nums.map(txidOf)}::bytea[], ${nums.map(() => outs)}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[])`.execute(h.t.db);
-    await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT t, v, n, ${key}::uuid, 1000, ${Buffer.from(script)} FROM unnest(${nums.map(txidOf)}::bytea[], ${nums.map(String)}::int8[]) AS q(t, n), generate_series(0, 1) v`.execute(h.t.db);
-    await h.t.db.insertInto('balances').values({ addr_key: key, balance: BigInt(nums.length * 2000), utxo_count: nums.length * 2 }).execute();
-    await h.t.db.updateTable('chain_tip').set({ height: 40, hash: Buffer.alloc(32, 1) }).execute();
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${nums.map(String)}::int8[], ${nums.map(txidOf)}::bytea[], ${nums.map(() => outs)}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[])`.execute(
+      h.t.db,
+    );
+    await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT t, v, n, ${key}::uuid, 1000, ${Buffer.from(script)} FROM unnest(${nums.map(txidOf)}::bytea[], ${nums.map(String)}::int8[]) AS q(t, n), generate_series(0, 1) v`.execute(
+      h.t.db,
+    );
+    await h.t.db
+      .insertInto('balances')
+      .values({ addr_key: key, balance: BigInt(nums.length * 2000), utxo_count: nums.length * 2 })
+      .execute();
+    await h.t.db
+      .updateTable('chain_tip')
+      .set({ height: 40, hash: Buffer.alloc(32, 1) })
+      .execute();
   });
   afterAll(async () => h?.close());
 
@@ -65,9 +78,16 @@ describe('paging across chunks', () => {
     const want = expected.slice(600, 1200);
     expect((await h.get(`/v1/addresses/${C}/history?limit=600&cursor=${raw}`)).json()).toEqual(want);
     if (cursor.phase !== 'c') throw new Error('chain cursor expected');
-    for (const chunk of [{ first: cursor.chunk!.first, index: cursor.chunk!.index + 1 }, { first: cursor.chunk!.first, index: 99_999 }, { first: 12345n, index: 0 }]) {
+    for (const chunk of [
+      { first: cursor.chunk!.first, index: cursor.chunk!.index + 1 },
+      { first: cursor.chunk!.first, index: 99_999 },
+      { first: 12345n, index: 0 },
+    ]) {
       const forged = encodeCursor({ ...cursor, chunk });
-      expect((await h.get(`/v1/addresses/${C}/history?limit=600&cursor=${forged}`)).json(), JSON.stringify(chunk, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).toEqual(want);
+      expect(
+        (await h.get(`/v1/addresses/${C}/history?limit=600&cursor=${forged}`)).json(),
+        JSON.stringify(chunk, (_k, v) => (typeof v === 'bigint' ? String(v) : v)),
+      ).toEqual(want);
     }
   });
 
@@ -79,7 +99,8 @@ describe('paging across chunks', () => {
     const cached = await createApiHarness({ metrics }, h.t);
     const pagesBy = async () => {
       const text = await metrics.render();
-      const count = (source: string) => Number(new RegExp(`^blockwire_api_history_pages_total\\{source="${source}"\\} (\\d+)$`, 'm').exec(text)![1]);
+      const count = (source: string) =>
+        Number(new RegExp(`^blockwire_api_history_pages_total\\{source="${source}"\\} (\\d+)$`, 'm').exec(text)![1]);
       return { held: count('held'), cut: count('cut') };
     };
     try {
@@ -90,11 +111,16 @@ describe('paging across chunks', () => {
       };
       /** Asks for `url` (a page inside a chunk) until it is answered from a held chunk: the chunk is read in the background. */
       const untilHeld = (url: string) =>
-        waitFor(`${url} answered from a held chunk`, async () => {
-          const n = (await pagesBy()).held;
-          await page(cached, url);
-          return (await pagesBy()).held > n;
-        }, 20_000, 10);
+        waitFor(
+          `${url} answered from a held chunk`,
+          async () => {
+            const n = (await pagesBy()).held;
+            await page(cached, url);
+            return (await pagesBy()).held > n;
+          },
+          20_000,
+          10,
+        );
       // Every 25-entry page of the chunk of entries 1024 … 2047, from its cursor: a page of a chunk
       // not held is cut and has the chunk read, later ones are answered from it.
       const links = (await walkPages(cached, `/v1/addresses/${C}/history?limit=25`)).links;
@@ -119,9 +145,18 @@ describe('paging across chunks', () => {
       const url = inChunk.find((l) => index(l) >= 896 + 25 && index(l) <= 960)!;
       const before = await page(cached, url);
       const rewritten = nums.slice(1024, 2048).map((n, k) => (k >= 896 && k < 960 ? n + 1000n : n));
-      await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM unnest(${rewritten.filter((n, k) => n !== nums[1024 + k]).map(String)}::int8[]) n`.execute(h.t.db);
-      const original = await sql<{ rest: Buffer }>`SELECT rest FROM history WHERE addr_key = ${key}::uuid AND first_tx_num = ${nums[1024]!}`.execute(h.t.db);
-      await h.t.db.updateTable('history').set(encodeHistoryChunk(rewritten)).where('addr_key', '=', key).where('first_tx_num', '=', nums[1024]!).execute();
+      await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM unnest(${rewritten.filter((n, k) => n !== nums[1024 + k]).map(String)}::int8[]) n`.execute(
+        h.t.db,
+      );
+      const original = await sql<{
+        rest: Buffer;
+      }>`SELECT rest FROM history WHERE addr_key = ${key}::uuid AND first_tx_num = ${nums[1024]!}`.execute(h.t.db);
+      await h.t.db
+        .updateTable('history')
+        .set(encodeHistoryChunk(rewritten))
+        .where('addr_key', '=', key)
+        .where('first_tx_num', '=', nums[1024]!)
+        .execute();
       try {
         const counted = await pagesBy();
         const after = await page(cached, url);
@@ -135,7 +170,12 @@ describe('paging across chunks', () => {
         for (const u of inChunk) expect(await page(cached, u), u).toEqual(await page(plain, u));
         expect((await pagesBy()).held).toBe(reread.held + unchanged.length);
       } finally {
-        await h.t.db.updateTable('history').set({ rest: original.rows[0]!.rest }).where('addr_key', '=', key).where('first_tx_num', '=', nums[1024]!).execute();
+        await h.t.db
+          .updateTable('history')
+          .set({ rest: original.rows[0]!.rest })
+          .where('addr_key', '=', key)
+          .where('first_tx_num', '=', nums[1024]!)
+          .execute();
       }
       expect(await page(cached, url)).toEqual(before);
     } finally {
@@ -148,7 +188,10 @@ describe('paging across chunks', () => {
     const expected = [...nums].reverse().flatMap((n) => [`${display(n)}:1`, `${display(n)}:0`]);
     for (const limit of [37, 1000, 10000]) {
       const seen = (await walk(h, `/v1/addresses/${C}/unspentoutputs?limit=${limit}`)) as { transaction_hash: string; index: number }[];
-      expect(seen.map((u) => `${u.transaction_hash}:${u.index}`), `limit ${limit}`).toEqual(expected);
+      expect(
+        seen.map((u) => `${u.transaction_hash}:${u.index}`),
+        `limit ${limit}`,
+      ).toEqual(expected);
     }
   });
 
@@ -156,8 +199,14 @@ describe('paging across chunks', () => {
     const expected = [...nums].reverse().map(display);
     const newNum = txNum(41, 0);
     const seen = await walk(h, `/v1/addresses/${C}/history?limit=500`, async () => {
-      await h.t.db.insertInto('txs').values({ tx_num: newNum, txid: txidOf(newNum), outs: Buffer.alloc(0), ins: Buffer.alloc(0), first_seen: null }).execute();
-      await h.t.db.insertInto('history').values({ addr_key: key, ...encodeHistoryChunk([newNum]) }).execute();
+      await h.t.db
+        .insertInto('txs')
+        .values({ tx_num: newNum, txid: txidOf(newNum), outs: Buffer.alloc(0), ins: Buffer.alloc(0), first_seen: null })
+        .execute();
+      await h.t.db
+        .insertInto('history')
+        .values({ addr_key: key, ...encodeHistoryChunk([newNum]) })
+        .execute();
       await h.t.db.updateTable('chain_tip').set({ height: 41 }).execute();
     });
     expect(seen).toEqual(expected);
@@ -165,10 +214,19 @@ describe('paging across chunks', () => {
   });
 
   it('mempool part: first seen newest first (ties by txid), paged into the chain part', async () => {
-    const seen = [Date.parse('2026-01-01T00:00:05Z'), Date.parse('2026-01-01T00:00:09Z'), Date.parse('2026-01-01T00:00:07Z'), Date.parse('2026-01-01T00:00:07Z'), Date.parse('2026-01-01T00:00:01Z')];
+    const seen = [
+      Date.parse('2026-01-01T00:00:05Z'),
+      Date.parse('2026-01-01T00:00:09Z'),
+      Date.parse('2026-01-01T00:00:07Z'),
+      Date.parse('2026-01-01T00:00:07Z'),
+      Date.parse('2026-01-01T00:00:01Z'),
+    ];
     const txids = seen.map((_, i) => createHash('sha256').update(`mempool-${i}`).digest());
     for (const [i, txid] of txids.entries()) {
-      await h.t.db.insertInto('mempool_txs').values({ txid, raw: Buffer.from('00', 'hex'), first_seen: new Date(seen[i]!), fee: 1n, vsize: 1 }).execute();
+      await h.t.db
+        .insertInto('mempool_txs')
+        .values({ txid, raw: Buffer.from('00', 'hex'), first_seen: new Date(seen[i]!), fee: 1n, vsize: 1 })
+        .execute();
       await h.t.db.insertInto('mempool_addresses').values({ addr_key: key, txid, received: 1n, sent: 0n }).execute();
     }
     const order = txids
@@ -186,7 +244,16 @@ describe('paging across chunks', () => {
   it('history pages requested at once (one statement for all of them) are the pages requested one by one', async () => {
     const txids = [3, 1, 2].map((i) => createHash('sha256').update(`together-${i}`).digest());
     for (const [i, txid] of txids.entries()) {
-      await h.t.db.insertInto('mempool_txs').values({ txid, raw: Buffer.from('00', 'hex'), first_seen: new Date(Date.parse('2026-01-02T00:00:00Z') + i * 1000), fee: 1n, vsize: 1 }).execute();
+      await h.t.db
+        .insertInto('mempool_txs')
+        .values({
+          txid,
+          raw: Buffer.from('00', 'hex'),
+          first_seen: new Date(Date.parse('2026-01-02T00:00:00Z') + i * 1000),
+          fee: 1n,
+          vsize: 1,
+        })
+        .execute();
       await h.t.db.insertInto('mempool_addresses').values({ addr_key: key, txid, received: 1n, sent: 0n }).execute();
     }
     try {
@@ -226,8 +293,16 @@ describe('paging across chunks', () => {
   it('min_conf bounds the chain part by height', async () => {
     // tip 41: min_conf=3 keeps heights ≤ 39.
     const seen = await walk(h, `/v1/addresses/${C}/history?limit=10000&min_conf=3`);
-    expect(seen).toEqual([...nums].filter((n) => n < txNum(40, 0)).reverse().map(display));
-    const unspent = (await walk(h, `/v1/addresses/${C}/unspentoutputs?limit=1000&min_conf=3`)) as { transaction_hash: string; confirmations: number }[];
+    expect(seen).toEqual(
+      [...nums]
+        .filter((n) => n < txNum(40, 0))
+        .reverse()
+        .map(display),
+    );
+    const unspent = (await walk(h, `/v1/addresses/${C}/unspentoutputs?limit=1000&min_conf=3`)) as {
+      transaction_hash: string;
+      confirmations: number;
+    }[];
     expect(unspent.length).toBe(nums.filter((n) => n < txNum(40, 0)).length * 2);
     expect(Math.min(...unspent.map((u) => u.confirmations))).toBe(3);
     expect((await h.get(`/v1/addresses/${C}/unspentoutputs?min_conf=100`)).json()).toEqual([]);

@@ -62,9 +62,11 @@ describe('API reads from streaming replicas', () => {
     }
   };
   const primaryHeight = async () => (await db.selectFrom('chain_tip').select('height').executeTakeFirstOrThrow()).height;
-  const caughtUp = (r: Replica) => waitFor(`replica ${r.slot} to catch up`, async () => (await replicaHeight(r)) === (await primaryHeight()), 120_000, 200);
+  const caughtUp = (r: Replica) =>
+    waitFor(`replica ${r.slot} to catch up`, async () => (await replicaHeight(r)) === (await primaryHeight()), 120_000, 200);
   const pay = async (blocks: number) => {
-    for (let i = 0; i < blocks; i++) await devnode.mine(1, { txs: [devnode.wallet.createTx(address, 20_000n + BigInt(i))], includeMempool: false });
+    for (let i = 0; i < blocks; i++)
+      await devnode.mine(1, { txs: [devnode.wallet.createTx(address, 20_000n + BigInt(i))], includeMempool: false });
     await waitSynced(db, devnode, 90_000);
   };
   /** Every page of a paged list, `limit` at a time, alternating the API each page is asked of. */
@@ -99,7 +101,14 @@ describe('API reads from streaming replicas', () => {
     indexer = await startTestIndexer({ url: primary.urlFor(DB), name: DB, db, drop: async () => undefined }, devnode);
     await pay(12);
     const config = testConfig({ host: '127.0.0.1', port: 0, network: 'regtest', apiMaxLagBlocks: MAX_LAG });
-    viaReplicas = await startApi({ config, log: silentLogger(), db, databaseUrl: primary.urlFor(DB), readUrls: replicas.map((r) => r.urlFor(DB)), tipPollMs: 100 });
+    viaReplicas = await startApi({
+      config,
+      log: silentLogger(),
+      db,
+      databaseUrl: primary.urlFor(DB),
+      readUrls: replicas.map((r) => r.urlFor(DB)),
+      tipPollMs: 100,
+    });
     viaPrimary = await startApi({ config, log: silentLogger(), db, databaseUrl: primary.urlFor(DB), tipPollMs: 100 });
   }, 240_000);
 
@@ -117,7 +126,12 @@ describe('API reads from streaming replicas', () => {
   it('after catch-up the replicas answer as the primary, and a cursor of one serves on the other', async () => {
     for (const r of replicas) await caughtUp(r);
     const height = await primaryHeight();
-    for (const path of ['/v1/blockchain', `/v1/blocks/height/${height - 5}`, `/v1/addresses/${address}/balance`, `/v1/addresses/${address}/balance?min_conf=3`]) {
+    for (const path of [
+      '/v1/blockchain',
+      `/v1/blocks/height/${height - 5}`,
+      `/v1/addresses/${address}/balance`,
+      `/v1/addresses/${address}/balance?min_conf=3`,
+    ]) {
       const [a, b] = [await get(viaReplicas, path), await get(viaPrimary, path)];
       expect(a.status, path).toBe(200);
       expect(a.body, path).toEqual(b.body);
@@ -134,7 +148,7 @@ describe('API reads from streaming replicas', () => {
     }
   });
 
-  it('answers carry the replica\'s own tip; past API_MAX_LAG_BLOCKS a replica is skipped, every one past it: ERR_INDEX_SYNCING', async () => {
+  it("answers carry the replica's own tip; past API_MAX_LAG_BLOCKS a replica is skipped, every one past it: ERR_INDEX_SYNCING", async () => {
     const before = await primaryHeight();
     for (const r of replicas) await r.pauseReplay();
     await pay(2);
@@ -150,10 +164,15 @@ describe('API reads from streaming replicas', () => {
 
     // Past it: every replica lags, so chain reads answer 503 ERR_INDEX_SYNCING.
     await pay(2);
-    const syncing = await waitFor('ERR_INDEX_SYNCING from the lagging replicas', async () => {
-      const r = await get(viaReplicas, `/v1/addresses/${address}/balance`);
-      return r.status === 503 ? r : undefined;
-    }, 30_000, 100);
+    const syncing = await waitFor(
+      'ERR_INDEX_SYNCING from the lagging replicas',
+      async () => {
+        const r = await get(viaReplicas, `/v1/addresses/${address}/balance`);
+        return r.status === 503 ? r : undefined;
+      },
+      30_000,
+      100,
+    );
     expect((syncing.body as { error_code: string }).error_code).toBe('ERR_INDEX_SYNCING');
 
     // One replica replays again: it alone serves, at the primary's tip; the other is skipped.

@@ -35,12 +35,22 @@ describe('readiness with a dependency down', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bw-readiness-'));
-    [pgServer, redisServer] = await Promise.all([startPostgres({ dataDir: join(dir, 'pg'), ephemeral: true }), startRedis({ dir: join(dir, 'redis') })]);
+    [pgServer, redisServer] = await Promise.all([
+      startPostgres({ dataDir: join(dir, 'pg'), ephemeral: true }),
+      startRedis({ dir: join(dir, 'redis') }),
+    ]);
     const setup = db();
     await migrateToLatest(setup);
     redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
     redis.on('error', () => undefined);
-    api = await startApi({ config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest' }), log: silentLogger(), db: setup, redis, databaseUrl: pgServer.url, tipPollMs: 100 });
+    api = await startApi({
+      config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest' }),
+      log: silentLogger(),
+      db: setup,
+      redis,
+      databaseUrl: pgServer.url,
+      tipPollMs: 100,
+    });
   });
   afterAll(async () => {
     await api?.close();

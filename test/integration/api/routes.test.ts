@@ -92,7 +92,9 @@ describe('api routes on a hand-written index', () => {
     const txids = [t1.txid, c0.txid, Buffer.from(unknown, 'hex'), c1.txid, t1.txid].map((t) => Buffer.from(t));
     const many = await findConfirmedTxs(h.t.db, txids);
     expect(many).toEqual(await Promise.all(txids.map((t) => findConfirmedTx(h.t.db, t))));
-    expect(many.map((r) => r?.txid.toString('hex'))).toEqual([t1.txid, c0.txid, undefined, c1.txid, t1.txid].map((t) => t && Buffer.from(t).toString('hex')));
+    expect(many.map((r) => r?.txid.toString('hex'))).toEqual(
+      [t1.txid, c0.txid, undefined, c1.txid, t1.txid].map((t) => t && Buffer.from(t).toString('hex')),
+    );
   });
 
   it('a confirmed transaction with the size and weight the indexer keeps: sizes, vsize and fee rate without the node', async () => {
@@ -109,8 +111,17 @@ describe('api routes on a hand-written index', () => {
   it('unspent outputs: mempool with 0 confirmations, mempool-spent outputs left out; sum = balance', async () => {
     const a = (await h.get(`/v1/addresses/${A}/unspentoutputs`)).json();
     expect(a).toEqual([{ transaction_hash: m1.hex, index: 1, value: String(1_999_000_000), script: '0014' + A_PROGRAM, confirmations: 0 }]);
-    const b = (await h.get(`/v1/addresses/${B}/unspentoutputs`)).json() as { value: string; confirmations: number; transaction_hash: string; index: number }[];
-    expect(b.map((u) => [u.transaction_hash, u.index, u.confirmations])).toEqual([[m1.hex, 0, 0], [t1.hex, 1, 1], [c1.hex, 0, 1]]);
+    const b = (await h.get(`/v1/addresses/${B}/unspentoutputs`)).json() as {
+      value: string;
+      confirmations: number;
+      transaction_hash: string;
+      index: number;
+    }[];
+    expect(b.map((u) => [u.transaction_hash, u.index, u.confirmations])).toEqual([
+      [m1.hex, 0, 0],
+      [t1.hex, 1, 1],
+      [c1.hex, 0, 1],
+    ]);
     expect(b.reduce((s, u) => s + Number(u.value), 0)).toBe(7_999_990_000);
     expect((await h.get(`/v1/addresses/${A}/unspentoutputs?min_conf=1`)).json()).toEqual([]);
   });
@@ -161,7 +172,7 @@ describe('api routes on a hand-written index', () => {
     });
   });
 
-  it('a coinbase transaction: the spec\'s coinbase input and the year-0001 broadcast_time', async () => {
+  it("a coinbase transaction: the spec's coinbase input and the year-0001 broadcast_time", async () => {
     const r = (await h.get(`/v1/transactions/${c0.hex}`)).json();
     expect(r).toMatchObject({
       coinbase: true,
@@ -203,9 +214,14 @@ describe('api routes on a hand-written index', () => {
     it('bad address → 400 ERR_INVALID_ADDRESS; another network → 400 ERR_WRONG_NETWORK', async () => {
       const badChecksum = A.slice(0, -1) + (A.endsWith('8') ? '9' : '8');
       for (const bad of ['hello', badChecksum, 'bcrt1qqqqq', '1'.repeat(40), A.toUpperCase().slice(0, 20) + A.slice(20)]) {
-        for (const kind of ['balance', 'history', 'unspentoutputs']) expectError(await h.get(`/v1/addresses/${encodeURIComponent(bad)}/${kind}`), 'ERR_INVALID_ADDRESS');
+        for (const kind of ['balance', 'history', 'unspentoutputs'])
+          expectError(await h.get(`/v1/addresses/${encodeURIComponent(bad)}/${kind}`), 'ERR_INVALID_ADDRESS');
       }
-      for (const other of ['bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq', 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', '1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2']) {
+      for (const other of [
+        'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq',
+        'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx',
+        '1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2',
+      ]) {
         const r = await h.get(`/v1/addresses/${other}/balance`);
         expectError(r, 'ERR_WRONG_NETWORK');
       }
@@ -232,7 +248,8 @@ describe('api routes on a hand-written index', () => {
       expectError(await h.get('/v1/nothing-here'), 'ERR_ROUTE_NOT_FOUND');
     });
     it('oversized body → 413; bad JSON → 400; wrong content type → 415; unknown field → 400', async () => {
-      const post = (payload: string, type = 'application/json', url = '/v1/stamps') => h.app.inject({ method: 'POST', url, headers: { apiKey: h.key, 'content-type': type }, payload });
+      const post = (payload: string, type = 'application/json', url = '/v1/stamps') =>
+        h.app.inject({ method: 'POST', url, headers: { apiKey: h.key, 'content-type': type }, payload });
       expectError(await post(JSON.stringify({ hash: 'a'.repeat(64), pad: 'x'.repeat(70_000) })), 'ERR_BODY_TOO_LARGE');
       expectError(await post(JSON.stringify({ tx: 'ab'.repeat(1_100_000) }), 'application/json', '/v1/transactions'), 'ERR_BODY_TOO_LARGE');
       expectError(await post('{"hash":'), 'ERR_INVALID_JSON');
@@ -241,30 +258,57 @@ describe('api routes on a hand-written index', () => {
       expectError(await post(JSON.stringify({ hash: 'xyz' })), 'ERR_INVALID_BODY');
     });
     it('stamping without a service → 503; malformed stamp id → 400', async () => {
-      expectError(await h.app.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: h.key }, payload: { hash: 'a'.repeat(64) } }), 'ERR_STAMPING_NOT_CONFIGURED');
+      expectError(
+        await h.app.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: h.key }, payload: { hash: 'a'.repeat(64) } }),
+        'ERR_STAMPING_NOT_CONFIGURED',
+      );
       expectError(await h.get('/v1/stamps/nope'), 'ERR_INVALID_STAMP_ID');
       expectError(await h.get(`/v1/stamps/${'a'.repeat(64)}-0`), 'ERR_STAMPING_NOT_CONFIGURED');
     });
     it('broadcast without a node → 503 ERR_NODE_UNAVAILABLE (retry); undecodable → 400 ERR_TX_DECODE', async () => {
-      const r = await h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: h.key }, payload: { tx: m1.raw.toString('hex') } });
+      const r = await h.app.inject({
+        method: 'POST',
+        url: '/v1/transactions',
+        headers: { apiKey: h.key },
+        payload: { tx: m1.raw.toString('hex') },
+      });
       expectError(r, 'ERR_NODE_UNAVAILABLE');
       expect(r.json()).toMatchObject({ retry: true });
-      expectError(await h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: h.key }, payload: { tx: '00' } }), 'ERR_TX_DECODE');
+      expectError(
+        await h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: h.key }, payload: { tx: '00' } }),
+        'ERR_TX_DECODE',
+      );
     });
     it('a read-only key cannot broadcast or stamp (403), but can read', async () => {
       const readKey = await h.newKey({ scopes: ['read'] });
       expect((await h.get('/v1/blockchain', readKey)).statusCode).toBe(200);
-      expectError(await h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: readKey }, payload: { tx: '00' } }), 'ERR_SCOPE');
-      expectError(await h.app.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: readKey }, payload: { hash: 'a'.repeat(64) } }), 'ERR_SCOPE');
+      expectError(
+        await h.app.inject({ method: 'POST', url: '/v1/transactions', headers: { apiKey: readKey }, payload: { tx: '00' } }),
+        'ERR_SCOPE',
+      );
+      expectError(
+        await h.app.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: readKey }, payload: { hash: 'a'.repeat(64) } }),
+        'ERR_SCOPE',
+      );
     });
   });
 
   it('/openapi.json describes every route with its parameters and responses', async () => {
-    const doc = (await h.get('/openapi.json', null)).json() as { openapi: string; paths: Record<string, Record<string, { parameters: { name: string }[]; responses: Record<string, unknown>; security: unknown[] }>> };
+    const doc = (await h.get('/openapi.json', null)).json() as {
+      openapi: string;
+      paths: Record<string, Record<string, { parameters: { name: string }[]; responses: Record<string, unknown>; security: unknown[] }>>;
+    };
     expect(doc.openapi).toBe('3.0.3');
     const expected = [
-      ['get', '/blockchain'], ['get', '/blocks/{hash}'], ['get', '/addresses/{address}/balance'], ['get', '/addresses/{address}/history'],
-      ['get', '/addresses/{address}/unspentoutputs'], ['get', '/transactions/{hash}'], ['post', '/transactions'], ['post', '/stamps'], ['get', '/stamps/{id}'],
+      ['get', '/blockchain'],
+      ['get', '/blocks/{hash}'],
+      ['get', '/addresses/{address}/balance'],
+      ['get', '/addresses/{address}/history'],
+      ['get', '/addresses/{address}/unspentoutputs'],
+      ['get', '/transactions/{hash}'],
+      ['post', '/transactions'],
+      ['post', '/stamps'],
+      ['get', '/stamps/{id}'],
     ];
     for (const [method, path] of expected) {
       const op = doc.paths[`/v1${path}`]?.[method!];
@@ -274,7 +318,12 @@ describe('api routes on a hand-written index', () => {
       // the bare paths speak Coinstack's dialect, described in docs/coinstack.md
       expect(doc.paths[path!], path).toBeUndefined();
     }
-    expect(doc.paths['/v1/addresses/{address}/history']!.get!.parameters.map((p) => p.name).sort()).toEqual(['address', 'cursor', 'limit', 'min_conf']);
+    expect(doc.paths['/v1/addresses/{address}/history']!.get!.parameters.map((p) => p.name).sort()).toEqual([
+      'address',
+      'cursor',
+      'limit',
+      'min_conf',
+    ]);
     expect(doc.paths['/healthz']!.get!.security).toEqual([]);
   });
 

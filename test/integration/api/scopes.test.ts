@@ -40,9 +40,22 @@ describe('scopes of every registered route', () => {
       }
     }
     // broadcast, stamps, hooks and subscriptions (the bare paths, Coinstack's dialect, are not in /openapi.json)
-    expect(writes).toEqual(expect.arrayContaining(['post /v1/transactions', 'post /v1/stamps', 'post /v1/hooks', 'post /v1/subscriptions', 'delete /v1/subscriptions/{id}']));
+    expect(writes).toEqual(
+      expect.arrayContaining([
+        'post /v1/transactions',
+        'post /v1/stamps',
+        'post /v1/hooks',
+        'post /v1/subscriptions',
+        'delete /v1/subscriptions/{id}',
+      ]),
+    );
     expect((await h.get('/v1/hooks', readKey)).statusCode).toBe(200);
-    const batch = await h.app.inject({ method: 'POST', url: '/v1/addresses/batch', headers: { apiKey: readKey }, payload: { addresses: ['bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080'] } });
+    const batch = await h.app.inject({
+      method: 'POST',
+      url: '/v1/addresses/batch',
+      headers: { apiKey: readKey },
+      payload: { addresses: ['bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080'] },
+    });
     expect(batch.statusCode, batch.body).toBe(200);
   });
 });

@@ -18,7 +18,15 @@ class MemoryStamps implements StampService {
     if (this.mode === 'slow') await new Promise((r) => setTimeout(r, 3000));
     const id = `${hash}-${this.byKey.get(keyId)?.size ?? 0}`;
     const mine = this.byKey.get(keyId) ?? new Map<string, StampRecord>();
-    mine.set(id, { tx: hash, vout: mine.size, confirmations: 0, timestamp: null, hash, raw: Buffer.from('0200', 'hex'), tip: { height: -1, hash: null } });
+    mine.set(id, {
+      tx: hash,
+      vout: mine.size,
+      confirmations: 0,
+      timestamp: null,
+      hash,
+      raw: Buffer.from('0200', 'hex'),
+      tip: { height: -1, hash: null },
+    });
     this.byKey.set(keyId, mine);
     return { stampid: id };
   }
@@ -32,7 +40,8 @@ class MemoryStamps implements StampService {
 describe('stamp routes over a StampService', () => {
   let h: ApiHarness;
   const stamps = new MemoryStamps();
-  const post = (key: string, hash: string) => h.app.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: key }, payload: { hash } });
+  const post = (key: string, hash: string) =>
+    h.app.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: key }, payload: { hash } });
   beforeAll(async () => {
     h = await createApiHarness({ stamps });
   });
@@ -47,7 +56,15 @@ describe('stamp routes over a StampService', () => {
     const mine = await h.get(`/v1/stamps/${stampid}`);
     expect(mine.statusCode).toBe(200);
     // (unconfirmed: no proof yet)
-    expect(mine.json()).toEqual({ tx: 'ab'.repeat(32), vout: 0, confirmations: 0, timestamp: null, hash: 'ab'.repeat(32), tx_hex: '0200', proof: null });
+    expect(mine.json()).toEqual({
+      tx: 'ab'.repeat(32),
+      vout: 0,
+      confirmations: 0,
+      timestamp: null,
+      hash: 'ab'.repeat(32),
+      tx_hex: '0200',
+      proof: null,
+    });
     const theirs = await h.get(`/v1/stamps/${stampid}`, other);
     expect(theirs.statusCode).toBe(404);
     expect(theirs.json()).toMatchObject({ error_code: 'ERR_STAMP_NOT_FOUND' });
@@ -59,13 +76,18 @@ describe('stamp routes over a StampService', () => {
     try {
       const r = await post(h.key, 'ef'.repeat(32));
       expect(r.statusCode).toBe(500);
-      expect(r.json()).toEqual({ error_type: 'internal', error_code: 'ERR_INTERNAL', error_message: 'internal error', retry: false, error_cause: null });
+      expect(r.json()).toEqual({
+        error_type: 'internal',
+        error_code: 'ERR_INTERNAL',
+        error_message: 'internal error',
+        retry: false,
+        error_cause: null,
+      });
       expect(r.body).not.toContain('secret');
     } finally {
       stamps.mode = 'ok';
     }
   });
-
 });
 
 describe('request timeout', () => {

@@ -18,7 +18,6 @@ import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '..
 import { hexToHash } from '../../../src/bitcoin/hash.js';
 import { waitFor } from '../../support/wait.js';
 
-
 describe('startApi', () => {
   let node: Devnode;
   let t: TestDatabase;
@@ -39,7 +38,17 @@ describe('startApi', () => {
     expect(config.network).toBeUndefined();
     // One rate-limit window throughout: the limit test counts requests.
     const heldAt = Date.now();
-    api = await startApi({ config, log: silentLogger(), db: t.db, redis, node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 30_000 }), databaseUrl: t.url, tipPollMs: 50, redisPrefix: uniqueRedisPrefix('start'), rateClock: () => heldAt });
+    api = await startApi({
+      config,
+      log: silentLogger(),
+      db: t.db,
+      redis,
+      node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 30_000 }),
+      databaseUrl: t.url,
+      tipPollMs: 50,
+      redisPrefix: uniqueRedisPrefix('start'),
+      rateClock: () => heldAt,
+    });
   });
   afterAll(async () => {
     await api?.close();
@@ -51,7 +60,13 @@ describe('startApi', () => {
   it('listens, detects regtest from the node, and reports a lagging index', async () => {
     expect(api.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const h = await (await get('/healthz', null)).json();
-    expect(h).toMatchObject({ status: 'syncing', network: 'regtest', index: { height: -1, hash: null }, node: { height: 5, hash: node.tip().hash, initial_block_download: false }, lag: 6 });
+    expect(h).toMatchObject({
+      status: 'syncing',
+      network: 'regtest',
+      index: { height: -1, hash: null },
+      node: { height: 5, hash: node.tip().hash, initial_block_download: false },
+      lag: 6,
+    });
     expect((await get('/readyz', null)).status).toBe(503);
     const r = await get('/v1/addresses/bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n/balance');
     expect(r.status).toBe(503);
@@ -59,7 +74,10 @@ describe('startApi', () => {
   });
 
   it('is ready once the index is within API_MAX_LAG_BLOCKS of the node', async () => {
-    await t.db.updateTable('chain_tip').set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) }).execute();
+    await t.db
+      .updateTable('chain_tip')
+      .set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) })
+      .execute();
     const h = await waitFor('healthz ok', async () => {
       const v = await (await get('/healthz', null)).json();
       return v.status === 'ok' && v;
@@ -81,9 +99,13 @@ describe('startApi', () => {
       stampStatus: async () => ({ address: 'bcrt1qexample', can_pay: true, balance: { confirmed: 5 } }),
     });
     try {
-      const balance = () => fetch(`${slow.url}/v1/addresses/bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n/balance`, { headers: { apiKey: key } });
+      const balance = () =>
+        fetch(`${slow.url}/v1/addresses/bcrt1qa5pzh3yzt94etaygkd4zlxkru7kkl6ssecgx6n/balance`, { headers: { apiKey: key } });
       expect((await balance()).status).toBe(503); // index at 4, node at 5, no lag allowed
-      await t.db.updateTable('chain_tip').set({ height: 5, hash: Buffer.from(hexToHash(node.blockHash(5))) }).execute();
+      await t.db
+        .updateTable('chain_tip')
+        .set({ height: 5, hash: Buffer.from(hexToHash(node.blockHash(5))) })
+        .execute();
       expect((await balance()).status).toBe(200); // the next poll is an hour away
       const h = await (await fetch(`${slow.url}/healthz`, { headers: { apiKey: key } })).json();
       expect(h.stamping).toEqual({ address: 'bcrt1qexample', can_pay: true, balance: { confirmed: 5 } });
@@ -91,7 +113,10 @@ describe('startApi', () => {
       expect(anonymous.stamping).toEqual({ enabled: true }); // the wallet is shown to a valid key only
     } finally {
       await slow.close();
-      await t.db.updateTable('chain_tip').set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) }).execute();
+      await t.db
+        .updateTable('chain_tip')
+        .set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) })
+        .execute();
     }
   });
 
@@ -115,22 +140,37 @@ describe('startApi', () => {
   });
 
   it('never answers a negative lag: an index past the last poll of the node asks the node again', async () => {
-    const slow = await startApi({ config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest' }), log: silentLogger(), db: t.db, node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 30_000 }), tipPollMs: 3_600_000 });
+    const slow = await startApi({
+      config: testConfig({ host: '127.0.0.1', port: 0, network: 'regtest' }),
+      log: silentLogger(),
+      db: t.db,
+      node: new BitcoindClient({ url: node.rpcUrl, timeoutMs: 30_000 }),
+      tipPollMs: 3_600_000,
+    });
     const height = node.tip().height;
     try {
       // Polled once at start; since then a block was mined and indexed (the next poll is an hour away).
       await node.mine(1);
-      await t.db.updateTable('chain_tip').set({ height: height + 1, hash: Buffer.from(hexToHash(node.blockHash(height + 1))) }).execute();
+      await t.db
+        .updateTable('chain_tip')
+        .set({ height: height + 1, hash: Buffer.from(hexToHash(node.blockHash(height + 1))) })
+        .execute();
       const h = await (await fetch(`${slow.url}/healthz`)).json();
       expect(h).toMatchObject({ index: { height: height + 1 }, node: { height: height + 1, hash: node.blockHash(height + 1) }, lag: 0 });
       expect(h.node.below_index).toBeUndefined();
       // A node still below the index when asked again (its chain got shorter): lag 0, and said.
-      await t.db.updateTable('chain_tip').set({ height: height + 3 }).execute();
+      await t.db
+        .updateTable('chain_tip')
+        .set({ height: height + 3 })
+        .execute();
       const below = await (await fetch(`${slow.url}/healthz`)).json();
       expect(below).toMatchObject({ index: { height: height + 3 }, node: { height: height + 1, below_index: true }, lag: 0 });
     } finally {
       await slow.close();
-      await t.db.updateTable('chain_tip').set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) }).execute();
+      await t.db
+        .updateTable('chain_tip')
+        .set({ height: 4, hash: Buffer.from(hexToHash(node.blockHash(4))) })
+        .execute();
     }
   });
 

@@ -38,7 +38,13 @@ describe('wrong keys, limited per address', () => {
     }
     const limited = await get(WRONG, '10.0.0.1');
     expect(limited.statusCode).toBe(429);
-    expect(limited.json()).toEqual({ error_type: 'rate_limited', error_code: 'ERR_RATE_LIMITED', error_message: 'too many requests with invalid API keys from this address', retry: true, error_cause: null });
+    expect(limited.json()).toEqual({
+      error_type: 'rate_limited',
+      error_code: 'ERR_RATE_LIMITED',
+      error_message: 'too many requests with invalid API keys from this address',
+      retry: true,
+      error_cause: null,
+    });
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
     // A valid key this process has not verified yet waits too (it cannot be told from a guess without a lookup).
     expect((await get(fresh, '10.0.0.1')).statusCode).toBe(429);

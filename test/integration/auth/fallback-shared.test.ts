@@ -47,7 +47,16 @@ describe('the local rate allowance while Redis is down', () => {
     redis = await startRedis({ dir });
     t = await createMigratedDatabase('fallback');
     const config = testConfig({ redisUrl: redis.url, host: '127.0.0.1', port: 0, apiRateWindowMs: 600_000, apiRateFallbackShare: 1 });
-    bw = await startBlockwire({ config, log: silentLogger(), roles: new Set(['api', 'streams']), db: t.db, databaseUrl: t.url, redisUrl: redis.url, redisPrefix: uniqueRedisPrefix('fallback'), network: 'regtest' });
+    bw = await startBlockwire({
+      config,
+      log: silentLogger(),
+      roles: new Set(['api', 'streams']),
+      db: t.db,
+      databaseUrl: t.url,
+      redisUrl: redis.url,
+      redisPrefix: uniqueRedisPrefix('fallback'),
+      network: 'regtest',
+    });
   }, 60_000);
   afterAll(async () => {
     await bw?.stop();

@@ -90,7 +90,9 @@ describe('cached key verifier', () => {
   it('falls back to the database while the LISTEN connection is gone, and comes back', async () => {
     const k = await createApiKey(t.db, { name: 'fallback' });
     expect(await v.verify(k.key)).not.toBeNull();
-    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'blockwire-api-keys' AND datname = current_database()`.execute(t.db);
+    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'blockwire-api-keys' AND datname = current_database()`.execute(
+      t.db,
+    );
     await waitFor('caching off', () => !v.caching, 10_000);
     await other.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [String(k.id)]);
     expect(await v.verify(k.key)).toBeNull();

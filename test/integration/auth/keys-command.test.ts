@@ -17,9 +17,14 @@ import { boxKeyId, parseKeyring } from '../../../src/auth/secret-box.js';
 
 function blockwire(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [join(projectRoot, 'bin', 'blockwire.js'), ...args],
+      { env: { ...process.env, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -44,7 +49,15 @@ describe('blockwire keys', () => {
     expect(list.code).toBe(0);
     const [header, ...rows] = list.stdout.trimEnd().split('\n');
     expect(header).toBe('id\tprefix\tname\tscopes\trate_limit\tcreated\tstatus');
-    expect(rows.find((r) => r.includes(principal!.prefix))!.split('\t')).toEqual([expect.stringMatching(/^\d+$/), principal!.prefix, 'ops key', 'read', '-', expect.stringMatching(/^\d{4}-/), 'active']);
+    expect(rows.find((r) => r.includes(principal!.prefix))!.split('\t')).toEqual([
+      expect.stringMatching(/^\d+$/),
+      principal!.prefix,
+      'ops key',
+      'read',
+      '-',
+      expect.stringMatching(/^\d{4}-/),
+      'active',
+    ]);
     expect(list.stdout).toContain(principal!.prefix);
     expect(list.stdout).toContain('ops key');
     expect(list.stdout).not.toContain(key);
@@ -87,11 +100,16 @@ describe('blockwire keys', () => {
     expect(resealed.stderr).toContain('resealed 1 secret');
     const row = await t.db.selectFrom('api_keys').select('secret_box').where('name', '=', 'signer').executeTakeFirstOrThrow();
     expect(boxKeyId(row.secret_box!)).toBe(ring2.current.id);
-    expect(await findSigningKey(t.db, parseKeyring(`${ring2.current.id}:${ring2.byId.get(ring2.current.id)!.toString('base64')}`), access)).toMatchObject({ secret });
+    expect(
+      await findSigningKey(t.db, parseKeyring(`${ring2.current.id}:${ring2.byId.get(ring2.current.id)!.toString('base64')}`), access),
+    ).toMatchObject({ secret });
 
     // the setting instead of the file: the key line `server-key` prints
     const line = (await blockwire(['keys', 'server-key'], env)).stdout.trim();
-    const withSetting = await blockwire(['keys', 'create', '--name', 'signer2', '--secret'], { ...env, BLOCKWIRE_SERVER_SECRET_KEYS: line });
+    const withSetting = await blockwire(['keys', 'create', '--name', 'signer2', '--secret'], {
+      ...env,
+      BLOCKWIRE_SERVER_SECRET_KEYS: line,
+    });
     expect(withSetting.code, withSetting.stderr).toBe(0);
     const [access2, secret2] = withSetting.stdout.split('\n') as [string, string];
     expect(await findSigningKey(t.db, parseKeyring(line), access2)).toMatchObject({ secret: secret2 });
@@ -99,7 +117,13 @@ describe('blockwire keys', () => {
   });
 
   it('usage errors exit 2 without touching the database', async () => {
-    for (const args of [['keys'], ['keys', 'create'], ['keys', 'create', '--name', 'x', '--scope', 'admin'], ['keys', 'nope'], ['keys', 'revoke']]) {
+    for (const args of [
+      ['keys'],
+      ['keys', 'create'],
+      ['keys', 'create', '--name', 'x', '--scope', 'admin'],
+      ['keys', 'nope'],
+      ['keys', 'revoke'],
+    ]) {
       const r = await blockwire(args, { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stdout).not.toMatch(/^bw_/);

@@ -33,7 +33,10 @@ async function delayingProxy(redisUrl: string, delayMs: number) {
         if (down.writable) down.write(d);
       }, state.delayMs);
     });
-    const close = () => { down.destroy(); up.destroy(); };
+    const close = () => {
+      down.destroy();
+      up.destroy();
+    };
     down.on('error', close).on('close', close);
     up.on('error', close).on('close', close);
   });
@@ -84,7 +87,7 @@ describe('redis rate limiter', () => {
     expect(d.resetMs).toBeLessThanOrEqual(10_000);
     expect((await two.take(8n, 4)).allowed).toBe(true);
     now += 10_000;
-    expect((await one.take(7n, 4))).toMatchObject({ allowed: true, remaining: 3 });
+    expect(await one.take(7n, 4)).toMatchObject({ allowed: true, remaining: 3 });
     expect(await a.pttl(`rl-test:rl:7:${Math.floor(now / 10_000)}`)).toBeGreaterThan(0);
   });
 
@@ -142,7 +145,14 @@ describe('redis rate limiter', () => {
       const now = Date.now();
       const window = Math.floor(now / 60_000);
       // A time limit no loaded machine reaches for the first part (the answers are not late).
-      const patient = createRateLimiter({ redis: slow, prefix: 'rl-slow', windowMs: 60_000, timeoutMs: 60_000, now: () => now, onUnavailable: (e) => problems.push(e) });
+      const patient = createRateLimiter({
+        redis: slow,
+        prefix: 'rl-slow',
+        windowMs: 60_000,
+        timeoutMs: 60_000,
+        now: () => now,
+        onUnavailable: (e) => problems.push(e),
+      });
       const all = await Promise.all(Array.from({ length: 50 }, () => patient.take(1n, 150)));
       expect(all.every((d) => d.allowed)).toBe(true);
       expect(problems).toEqual([]);
@@ -150,12 +160,23 @@ describe('redis rate limiter', () => {
 
       // Replies held 5 s against a 250 ms time limit: late whatever the load.
       p.delayMs = 5_000;
-      const limiter = createRateLimiter({ redis: slow, prefix: 'rl-slow', windowMs: 60_000, timeoutMs: 250, now: () => now, onUnavailable: (e) => problems.push(e) });
+      const limiter = createRateLimiter({
+        redis: slow,
+        prefix: 'rl-slow',
+        windowMs: 60_000,
+        timeoutMs: 250,
+        now: () => now,
+        onUnavailable: (e) => problems.push(e),
+      });
       const late = await limiter.take(2n, 100_000);
       expect(late.allowed).toBe(true);
       expect(problems.length).toBe(1);
       // Counted by Redis and its reply let through (held is also 0 between SCRIPT LOAD's reply and the EVALSHA).
-      await waitFor('the late answer counted and delivered', async () => Number(await a.get(`rl-slow:rl:2:${window}`)) === 1 && p.held === 0, 60_000);
+      await waitFor(
+        'the late answer counted and delivered',
+        async () => Number(await a.get(`rl-slow:rl:2:${window}`)) === 1 && p.held === 0,
+        60_000,
+      );
       p.delayMs = 0;
       const before = await scriptCalls();
       // The late answer's token paid for the request let through without Redis: the next one asks.
@@ -175,7 +196,14 @@ describe('redis rate limiter', () => {
     try {
       const now = Date.now();
       const problems: unknown[] = [];
-      const limiter = createRateLimiter({ redis: proxy.client, prefix: 'rl-bounded', windowMs: 60_000, timeoutMs: 250, now: () => now, onUnavailable: (e) => problems.push(e) });
+      const limiter = createRateLimiter({
+        redis: proxy.client,
+        prefix: 'rl-bounded',
+        windowMs: 60_000,
+        timeoutMs: 250,
+        now: () => now,
+        onUnavailable: (e) => problems.push(e),
+      });
       let allowed = 0;
       for (let wave = 0; wave < 10; wave++) {
         const ds = await Promise.all(Array.from({ length: 10 }, () => limiter.take(7n, 30)));
@@ -219,7 +247,14 @@ describe('redis rate limiter', () => {
   it('when Redis is gone, lets a key through up to what its window had left, then 429, and says so', async () => {
     const problems: unknown[] = [];
     const now = Date.now();
-    const limiter = createRateLimiter({ redis: a, prefix: 'rl-down', windowMs: 3_600_000, timeoutMs: 200, now: () => now, onUnavailable: (e) => problems.push(e) });
+    const limiter = createRateLimiter({
+      redis: a,
+      prefix: 'rl-down',
+      windowMs: 3_600_000,
+      timeoutMs: 200,
+      now: () => now,
+      onUnavailable: (e) => problems.push(e),
+    });
     expect((await limiter.take(1n, 3)).allowed).toBe(true);
     await server.kill();
     try {

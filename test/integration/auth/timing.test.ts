@@ -17,7 +17,7 @@ type Verify = (key: string) => Promise<unknown>;
 function auc(a: number[], b: number[]): number {
   const all = [...a.map((v) => ({ v, g: 0 })), ...b.map((v) => ({ v, g: 1 }))].sort((x, y) => x.v - y.v);
   let sumA = 0;
-  for (let i = 0; i < all.length; ) {
+  for (let i = 0; i < all.length;) {
     let j = i;
     while (j < all.length && all[j]!.v === all[i]!.v) j++;
     const avg = (i + 1 + j) / 2;
@@ -33,7 +33,10 @@ async function sample(verify: Verify, keyA: string, keyB: string, n: number): Pr
   for (let i = 0; i < 30; i++) await verify(i % 2 ? keyA : keyB); // warm-up: pool connections, JIT
   for (let i = 0; i < n; i++) {
     const order = Math.random() < 0.5 ? ([keyA, a, keyB, b] as const) : ([keyB, b, keyA, a] as const);
-    for (const [k, out] of [[order[0], order[1]], [order[2], order[3]]] as const) {
+    for (const [k, out] of [
+      [order[0], order[1]],
+      [order[2], order[3]],
+    ] as const) {
       const t = process.hrtime.bigint();
       await verify(k);
       out.push(Number(process.hrtime.bigint() - t));

@@ -99,7 +99,10 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
 
   it('bundles the built package for the browser from its own files and @scure/@noble only; the page has no Node globals', async () => {
     expect(bundleInputs.length).toBeGreaterThan(1);
-    for (const input of bundleInputs) expect(input).toMatch(/^(client\/dist\/[\w-]+\.js|node_modules\/(@scure\/(base|bip32|btc-signer)|@noble\/(curves|hashes)|micro-packed)\/)/);
+    for (const input of bundleInputs)
+      expect(input).toMatch(
+        /^(client\/dist\/[\w-]+\.js|node_modules\/(@scure\/(base|bip32|btc-signer)|@noble\/(curves|hashes)|micro-packed)\/)/,
+      );
     const env = await page.evaluate(() => ({
       userAgent: navigator.userAgent,
       globals: ['process', 'Buffer', 'require', 'global', 'setImmediate'].filter((n) => n in globalThis),
@@ -140,7 +143,11 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
       { secretHex: hex.encode(secret) },
     );
     const key = new node.Key(secret, 'regtest');
-    expect(fromPage.given).toEqual({ wif: key.toWif(), addresses: node.ADDRESS_TYPES.map((t) => key.address(t)), mainWif: node.encodeWif(secret, 'main') });
+    expect(fromPage.given).toEqual({
+      wif: key.toWif(),
+      addresses: node.ADDRESS_TYPES.map((t) => key.address(t)),
+      mainWif: node.encodeWif(secret, 'main'),
+    });
     expect(fromPage.given.mainWif).toMatch(/^[KL]/);
 
     const random = node.Key.fromWif(fromPage.random.wif, 'regtest');
@@ -162,7 +169,9 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
     /** The same computation, run in the page and in Node with the SDK passed in. */
     const compute = async (sdk: Sdk, args: { wifs: string[]; txid: string; payee: string }) => {
       const ks = args.wifs.map((w) => sdk.Key.fromWif(w, 'regtest'));
-      const multisig = sdk.MULTISIG_TYPES.map((type) => sdk.createMultisig({ m: 2, publicKeys: ks.map((k) => k.publicKey), type, network: 'regtest' }).address);
+      const multisig = sdk.MULTISIG_TYPES.map(
+        (type) => sdk.createMultisig({ m: 2, publicKeys: ks.map((k) => k.publicKey), type, network: 'regtest' }).address,
+      );
       const source = sdk.keySource(ks[0]!, 'p2wpkh', 'regtest');
       const candidate = { txid: args.txid, vout: 1, value: 100_000n, confirmations: 3, source };
       const plan = sdk.planTransaction({
@@ -175,12 +184,23 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
       });
       let dust = '';
       try {
-        sdk.planTransaction({ outputs: [{ script: source.script, amount: 1n }], candidates: [candidate], feeRate: 1n, changeAddress: source.address, network: sdk.getNetwork('regtest') });
+        sdk.planTransaction({
+          outputs: [{ script: source.script, amount: 1n }],
+          candidates: [candidate],
+          feeRate: 1n,
+          changeAddress: source.address,
+          network: sdk.getNetwork('regtest'),
+        });
       } catch (err) {
         dust = err instanceof sdk.DustError ? err.code : String(err);
       }
       // A builder with no server: the output is given, the key signs, nothing is sent.
-      const offline = { network: sdk.getNetwork('regtest'), reservations: new sdk.Reservations(), listUnspentOutputs: async () => [], sendTransaction: async () => '' };
+      const offline = {
+        network: sdk.getNetwork('regtest'),
+        reservations: new sdk.Reservations(),
+        listUnspentOutputs: async () => [],
+        sendTransaction: async () => '',
+      };
       const signed = await sdk
         .createTransactionBuilder(offline, { feeRate: 2, shuffleOutputs: false })
         .spend({ txid: args.txid, vout: 1, value: 100_000n, confirmations: 3 }, source)
@@ -188,7 +208,13 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
         .build();
       return {
         multisig,
-        plan: { inputs: plan.inputs.map((i) => `${i.txid}:${i.vout}`), fee: String(plan.fee), changeIndex: plan.changeIndex, vsize: plan.estimatedVsize, outputs: plan.outputs.map((o) => String(o.amount)) },
+        plan: {
+          inputs: plan.inputs.map((i) => `${i.txid}:${i.vout}`),
+          fee: String(plan.fee),
+          changeIndex: plan.changeIndex,
+          vsize: plan.estimatedVsize,
+          outputs: plan.outputs.map((o) => String(o.amount)),
+        },
         dust,
         signed: { txid: signed.txid, hex: signed.hex, fee: String(signed.fee) },
       };
@@ -196,12 +222,18 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
     const args = { wifs, txid: utxo.txid, payee };
     const inPage = await page.evaluate(
       // The page gets the function's source: it runs against the bundled SDK there.
-      ({ fn, a }) => (new Function('sdk', 'a', `return (${fn})(sdk, a)`) as (s: Sdk, x: typeof args) => Promise<unknown>)((window as unknown as PageGlobals).sdk, a),
+      ({ fn, a }) =>
+        (new Function('sdk', 'a', `return (${fn})(sdk, a)`) as (s: Sdk, x: typeof args) => Promise<unknown>)(
+          (window as unknown as PageGlobals).sdk,
+          a,
+        ),
       { fn: compute.toString(), a: args },
     );
     const inNode = await compute(node, args);
     expect(inPage).toEqual(inNode);
-    expect(inNode.multisig.map((a) => a.slice(0, 6))).toEqual(node.MULTISIG_TYPES.map((t) => (t === 'p2sh' || t === 'p2sh-p2wsh' ? expect.stringMatching(/^2/) : 'bcrt1q')));
+    expect(inNode.multisig.map((a) => a.slice(0, 6))).toEqual(
+      node.MULTISIG_TYPES.map((t) => (t === 'p2sh' || t === 'p2sh-p2wsh' ? expect.stringMatching(/^2/) : 'bcrt1q')),
+    );
     expect(inNode.plan.inputs).toEqual([`${utxo.txid}:1`]);
     expect(inNode.dust).toBe('ERR_DUST_OUTPUT');
     expect(inNode.signed.hex).toMatch(/^02000000000101/); // version 2, segwit marker, one input
@@ -224,7 +256,14 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
             return null;
           } catch (err) {
             const e = err as InstanceType<Sdk['ApiError']>;
-            return { apiError: err instanceof sdk.ApiError, blockwireError: err instanceof sdk.BlockwireError, status: e.status, code: e.code, retry: e.retry, bodyRetry: e.body?.retry };
+            return {
+              apiError: err instanceof sdk.ApiError,
+              blockwireError: err instanceof sdk.BlockwireError,
+              status: e.status,
+              code: e.code,
+              retry: e.retry,
+              bodyRetry: e.body?.retry,
+            };
           }
         };
         return {
@@ -240,8 +279,22 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
     expect(read.chain).toEqual({ best_block_hash: tip.hash, best_height: tip.height });
     expect(read.balance).toBe('100000');
     expect(read.unspent).toEqual(['100000']);
-    expect(read.unknownKey).toEqual({ apiError: true, blockwireError: true, status: 401, code: expect.any(String), retry: false, bodyRetry: false });
-    expect(read.unknownTx).toEqual({ apiError: true, blockwireError: true, status: 404, code: 'ERR_TX_NOT_FOUND', retry: false, bodyRetry: false });
+    expect(read.unknownKey).toEqual({
+      apiError: true,
+      blockwireError: true,
+      status: 401,
+      code: expect.any(String),
+      retry: false,
+      bodyRetry: false,
+    });
+    expect(read.unknownTx).toEqual({
+      apiError: true,
+      blockwireError: true,
+      status: 404,
+      code: 'ERR_TX_NOT_FOUND',
+      retry: false,
+      bodyRetry: false,
+    });
 
     // The page subscribes, opens the stream (the platform WebSocket, the key as a query
     // parameter) and pays the watched address from the payer's key, signed in the page.
@@ -277,7 +330,12 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
     const mine = events.filter((e) => e.transaction_hash === sent.txid);
     expect(mine.at(-1)).toMatchObject({ type: 'tx.confirmed', address: watched, received: 12_345, confirmations: 1 });
     const after = await page.evaluate(
-      async ({ url, apiKey, address }) => String(await new ((window as unknown as PageGlobals).sdk.BlockwireClient)({ url, apiKey, network: 'regtest' }).getBalance(address, { minConf: 1 })),
+      async ({ url, apiKey, address }) =>
+        String(
+          await new (window as unknown as PageGlobals).sdk.BlockwireClient({ url, apiKey, network: 'regtest' }).getBalance(address, {
+            minConf: 1,
+          }),
+        ),
       { url: stack.url, apiKey: stack.apiKey, address: watched },
     );
     expect(after).toBe('12345');
@@ -289,12 +347,20 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
     try {
       await page2.goto(`${originOf(other)}/`);
       const r = await page2.evaluate(
-        async ({ url, apiKey }) => fetch(`${url}/v1/blockchain`, { headers: { apiKey } }).then((res) => `read ${res.status}`, (err: Error) => err.name),
+        async ({ url, apiKey }) =>
+          fetch(`${url}/v1/blockchain`, { headers: { apiKey } }).then(
+            (res) => `read ${res.status}`,
+            (err: Error) => err.name,
+          ),
         { url: stack.url, apiKey: stack.apiKey },
       );
       expect(r).toBe('TypeError'); // the browser refused the answer: no Access-Control-Allow-Origin for it
       const mine = await page.evaluate(
-        async ({ url, apiKey }) => fetch(`${url}/v1/blockchain`, { headers: { apiKey } }).then((res) => `read ${res.status}`, (err: Error) => err.name),
+        async ({ url, apiKey }) =>
+          fetch(`${url}/v1/blockchain`, { headers: { apiKey } }).then(
+            (res) => `read ${res.status}`,
+            (err: Error) => err.name,
+          ),
         { url: stack.url, apiKey: stack.apiKey },
       );
       expect(mine).toBe('read 200');
@@ -308,6 +374,10 @@ describeBrowser('@blockwire/client in headless Chromium', () => {
   it('the page logged no errors but the browser’s notes on the deliberate 401 and 404', () => {
     expect(pageErrors).toEqual([]);
     const deliberate = new Set([`${stack.url}/v1/blockchain`, `${stack.url}/v1/transactions/${'00'.repeat(32)}`]);
-    expect(consoleErrors.filter((e) => !(deliberate.has(e.url) && /^Failed to load resource: the server responded with a status of (401|404)\b/.test(e.text)))).toEqual([]);
+    expect(
+      consoleErrors.filter(
+        (e) => !(deliberate.has(e.url) && /^Failed to load resource: the server responded with a status of (401|404)\b/.test(e.text)),
+      ),
+    ).toEqual([]);
   });
 });

@@ -65,7 +65,8 @@ describeNodes('the SDK end to end', (entry) => {
     );
   }
 
-  const balance = (address: string) => client.getBalance(address).catch((err: unknown) => (err instanceof ApiError && err.status === 404 ? 0n : Promise.reject(err)));
+  const balance = (address: string) =>
+    client.getBalance(address).catch((err: unknown) => (err instanceof ApiError && err.status === 404 ? 0n : Promise.reject(err)));
 
   describe('reading the index', () => {
     it('blockchain, blocks, transactions and paged address lists match the node', async () => {
@@ -117,7 +118,12 @@ describeNodes('the SDK end to end', (entry) => {
       await fund([{ address: payer.address('p2wpkh'), sats: 50_000n }]);
       const small = Key.random('regtest').address('p2wpkh');
       await expect(client.transaction().to(small, 400n).from(payer, 'p2wpkh').build()).rejects.toThrow(DustError);
-      const tx = await client.transaction({ allowDustyOutputs: true, shuffleOutputs: false }).to(small, 400n).data('blockwire e2e').from(payer, 'p2wpkh').send();
+      const tx = await client
+        .transaction({ allowDustyOutputs: true, shuffleOutputs: false })
+        .to(small, 400n)
+        .data('blockwire e2e')
+        .from(payer, 'p2wpkh')
+        .send();
       await confirm(tx);
       expect(await client.getBalance(small)).toBe(400n);
       const api = await client.getTransaction(tx.txid);
@@ -129,7 +135,9 @@ describeNodes('the SDK end to end', (entry) => {
       const payer = Key.random('regtest');
       await fund(Array.from({ length: 6 }, () => ({ address: payer.address('p2wpkh'), sats: 20_000n })));
       const payee = Key.random('regtest').address('p2wpkh');
-      const txs = await Promise.all(Array.from({ length: 5 }, () => client.transaction({ feeRate: 1 }).to(payee, 15_000n).from(payer, 'p2wpkh').send()));
+      const txs = await Promise.all(
+        Array.from({ length: 5 }, () => client.transaction({ feeRate: 1 }).to(payee, 15_000n).from(payer, 'p2wpkh').send()),
+      );
       const inputs = txs.flatMap((t) => t.inputs.map((i) => `${i.txid}:${i.vout}`));
       expect(new Set(inputs).size).toBe(inputs.length);
       await stack.mine(1);
@@ -139,7 +147,10 @@ describeNodes('the SDK end to end', (entry) => {
 
     it('sendTransaction resubmits while retry (not final yet) and never a faulty transaction (unknown parent, conflict)', async () => {
       const payer = Key.random('regtest');
-      await fund([{ address: payer.address('p2wpkh'), sats: 100_000n }, { address: payer.address('p2wpkh'), sats: 50_000n }]);
+      await fund([
+        { address: payer.address('p2wpkh'), sats: 100_000n },
+        { address: payer.address('p2wpkh'), sats: 50_000n },
+      ]);
       const mid = Key.random('regtest');
       const parent = await client.transaction({ shuffleOutputs: false }).to(mid.address('p2wpkh'), 60_000n).from(payer, 'p2wpkh').build();
       const child = await client
@@ -149,11 +160,19 @@ describeNodes('the SDK end to end', (entry) => {
         .build();
       // A parent nothing says will come: refused once, never resent.
       let orphanAttempts = 0;
-      await expect(client.sendTransaction(child, { initialDelayMs: 50, onRetry: () => orphanAttempts++ })).rejects.toMatchObject({ status: 400, code: 'ERR_TX_INPUTS_UNKNOWN', retry: false });
+      await expect(client.sendTransaction(child, { initialDelayMs: 50, onRetry: () => orphanAttempts++ })).rejects.toMatchObject({
+        status: 400,
+        code: 'ERR_TX_INPUTS_UNKNOWN',
+        retry: false,
+      });
       expect(orphanAttempts).toBe(0);
       // Locked until the next block: resent until a block makes it final.
       const tip = (await stack.node.tip()).height;
-      const locked = await client.transaction({ lockTime: tip + 1 }).to(Key.random('regtest').address('p2wpkh'), 10_000n).from(payer, 'p2wpkh').build();
+      const locked = await client
+        .transaction({ lockTime: tip + 1 })
+        .to(Key.random('regtest').address('p2wpkh'), 10_000n)
+        .from(payer, 'p2wpkh')
+        .build();
       const retries: string[] = [];
       const lockedId = await client.sendTransaction(locked, {
         initialDelayMs: 50,
@@ -173,9 +192,17 @@ describeNodes('the SDK end to end', (entry) => {
       // A second client, blind to the first one's reservations, spends a spent output: refused once, never resent.
       const other = new BlockwireClient({ url: stack.url, apiKey: stack.apiKey, network: 'regtest' });
       const spent = parent.inputs[0]!;
-      const conflict = await other.transaction().to(payer.address('p2tr'), 10_000n).spend(spent, keySource(payer, 'p2wpkh', 'regtest')).build();
+      const conflict = await other
+        .transaction()
+        .to(payer.address('p2tr'), 10_000n)
+        .spend(spent, keySource(payer, 'p2wpkh', 'regtest'))
+        .build();
       let attempts = 0;
-      await expect(other.sendTransaction(conflict, { onRetry: () => attempts++ })).rejects.toMatchObject({ status: 409, code: 'ERR_TX_CONFLICT', retry: false });
+      await expect(other.sendTransaction(conflict, { onRetry: () => attempts++ })).rejects.toMatchObject({
+        status: 409,
+        code: 'ERR_TX_CONFLICT',
+        retry: false,
+      });
       expect(attempts).toBe(0);
     });
   });
@@ -219,7 +246,12 @@ describeNodes('the SDK end to end', (entry) => {
         { address: vault.address, sats: 30_000n },
       ]);
       const assets = client.openAssets;
-      const { assetId, tx: issue } = await assets.issue({ issuer, quantity: 21_000n, to: alice.address('p2tr'), metadata: 'u=https://example.com/a.json' });
+      const { assetId, tx: issue } = await assets.issue({
+        issuer,
+        quantity: 21_000n,
+        to: alice.address('p2tr'),
+        metadata: 'u=https://example.com/a.json',
+      });
       await issue.send();
       await confirm(issue);
       expect((await assets.getBalances(alice.address('p2tr'))).map((x) => [x.assetId, x.quantity])).toEqual([[assetId, 21_000n]]);
@@ -268,7 +300,9 @@ describeNodes('the SDK end to end', (entry) => {
         req.on('data', (c: Buffer) => (body += c.toString()));
         req.on('end', () => {
           const h = (n: string) => String(req.headers[n]);
-          const mac = createHmac('sha256', Buffer.from(secret.slice(6), 'base64')).update(`${h('webhook-id')}.${h('webhook-timestamp')}.${body}`).digest('base64');
+          const mac = createHmac('sha256', Buffer.from(secret.slice(6), 'base64'))
+            .update(`${h('webhook-id')}.${h('webhook-timestamp')}.${body}`)
+            .digest('base64');
           const ok = h('webhook-signature').split(' ').includes(`v1,${mac}`);
           if (ok) delivered.push(JSON.parse(body) as Record<string, unknown>);
           res.writeHead(ok ? 204 : 401).end();
@@ -285,12 +319,23 @@ describeNodes('the SDK end to end', (entry) => {
       expect((await client.listHooks()).map((h) => h.id)).toContain(hook.id);
       const watched = Key.random('regtest').address('p2wpkh');
       const sub = await client.createSubscription({ address: watched, action: hook.id, confirmations: 2 });
-      expect((await client.listSubscriptions()).find((s) => s.id === sub)).toMatchObject({ address: watched, action: hook.id, confirmations: 2 });
+      expect((await client.listSubscriptions()).find((s) => s.id === sub)).toMatchObject({
+        address: watched,
+        action: hook.id,
+        confirmations: 2,
+      });
       const txid = await stack.node.pay(watched, 33_000n);
       await stack.mine(2);
-      await expect.poll(() => delivered.filter((e) => e.transaction_hash === txid).map((e) => e.type), { timeout: 30_000 }).toContain('tx.confirmations');
+      await expect
+        .poll(() => delivered.filter((e) => e.transaction_hash === txid).map((e) => e.type), { timeout: 30_000 })
+        .toContain('tx.confirmations');
       const mine = delivered.filter((e) => e.transaction_hash === txid);
-      expect(mine.find((e) => e.type === 'tx.confirmed')).toMatchObject({ address: watched, received: 33_000, subscription_id: sub, action: hook.id });
+      expect(mine.find((e) => e.type === 'tx.confirmed')).toMatchObject({
+        address: watched,
+        received: 33_000,
+        subscription_id: sub,
+        action: hook.id,
+      });
       const log: string[] = [];
       for await (const d of client.hookDeliveries(hook.id, { limit: 1 })) log.push(`${d.type}:${d.status}`);
       expect(log).toContain('tx.confirmed:delivered');

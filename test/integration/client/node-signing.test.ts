@@ -67,7 +67,10 @@ describeNodes('SDK transactions', (entry) => {
       const key = Key.random('regtest');
       watchKey(key);
       await index.fund([{ address: key.address(type), sats: 40_000n }]);
-      const built = await new TransactionBuilder(index, { feeRate: 3 }).to(Key.random('regtest').address('p2pkh'), 10_000n).from(key, type).send();
+      const built = await new TransactionBuilder(index, { feeRate: 3 })
+        .to(Key.random('regtest').address('p2pkh'), 10_000n)
+        .from(key, type)
+        .send();
       expect(built.outputs[built.changeIndex!]!.address).toBe(key.address(type));
       await mineAndCompare(built);
     });
@@ -114,7 +117,12 @@ describeNodes('SDK transactions', (entry) => {
       const issuer = Key.random('regtest');
       const alice = Key.random('regtest');
       const [m1, m2, m3] = [Key.random('regtest'), Key.random('regtest'), Key.random('regtest')];
-      const vault = createMultisig({ m: 2, publicKeys: [m1.publicKey, m2.publicKey, m3.publicKey], type: 'p2sh-p2wsh', network: 'regtest' });
+      const vault = createMultisig({
+        m: 2,
+        publicKeys: [m1.publicKey, m2.publicKey, m3.publicKey],
+        type: 'p2sh-p2wsh',
+        network: 'regtest',
+      });
       const bob = Key.random('regtest').address('p2pkh');
       for (const k of [issuer, alice]) watchKey(k);
       index.watch(vault.address, vault.script);
@@ -135,7 +143,10 @@ describeNodes('SDK transactions', (entry) => {
       await sendAndMine(await assets.transfer({ from: alice, type: 'p2tr', assetId, quantity: 300n, to: vault.address }));
       const partial = await assets.transferPsbt({ from: multisigSource(vault, [m3]), assetId, quantity: 120n, to: bob });
       const final = finalizePsbt(signPsbt(partial.psbt, m1, 'regtest'));
-      expect(parseMarkerScript(hex.encode(btc.Transaction.fromRaw(hex.decode(final.hex), { allowUnknownOutputs: true }).getOutput(0).script!))!.quantities).toEqual([120n, 180n]);
+      expect(
+        parseMarkerScript(hex.encode(btc.Transaction.fromRaw(hex.decode(final.hex), { allowUnknownOutputs: true }).getOutput(0).script!))!
+          .quantities,
+      ).toEqual([120n, 180n]);
       await index.sendTransaction(final);
       partial.commit();
       await mineAndCompare(final);

@@ -34,7 +34,10 @@ beforeAll(async () => {
   // Pack a copy, so that its prepack (tsc) never rewrites client/dist under another test's feet;
   // the copy finds TypeScript and the @scure/@noble declarations through the project's modules.
   const pkg = join(work, 'client');
-  await cp(clientDir, pkg, { recursive: true, filter: (src) => !['dist', 'node_modules'].some((d) => src === join(clientDir, d) || src.startsWith(join(clientDir, d, '/'))) });
+  await cp(clientDir, pkg, {
+    recursive: true,
+    filter: (src) => !['dist', 'node_modules'].some((d) => src === join(clientDir, d) || src.startsWith(join(clientDir, d, '/'))),
+  });
   await symlink(join(projectRoot, 'node_modules'), join(pkg, 'node_modules'));
   const packed = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: pkg, env, timeout: 180_000 });
   const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
@@ -62,14 +65,19 @@ describe('@blockwire/client, packed and installed into a scratch project', () =>
   });
 
   it('installs with no script to run: the built files are in the tarball', async () => {
-    const manifest = JSON.parse(await readFile(join(app, 'node_modules', '@blockwire', 'client', 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    const manifest = JSON.parse(await readFile(join(app, 'node_modules', '@blockwire', 'client', 'package.json'), 'utf8')) as {
+      scripts?: Record<string, string>;
+    };
     const installScripts = ['preinstall', 'install', 'postinstall', 'prepare'].filter((s) => manifest.scripts?.[s] !== undefined);
     expect(installScripts).toEqual([]);
     expect(`${installed.stdout}${installed.stderr}`).not.toMatch(/allowScripts|install scripts/i);
   });
 
   it('depends on @scure and @noble only; nothing of the server is installed', async () => {
-    const manifest = JSON.parse(await readFile(join(app, 'node_modules', '@blockwire', 'client', 'package.json'), 'utf8')) as { name: string; dependencies: Record<string, string> };
+    const manifest = JSON.parse(await readFile(join(app, 'node_modules', '@blockwire', 'client', 'package.json'), 'utf8')) as {
+      name: string;
+      dependencies: Record<string, string>;
+    };
     expect(manifest.name).toBe('@blockwire/client');
     expect(Object.keys(manifest.dependencies).sort()).toEqual(SDK_DEPENDENCIES);
     const installed = (await readdir(join(app, 'node_modules'))).filter((n) => !n.startsWith('.'));
@@ -83,7 +91,10 @@ describe('@blockwire/client, packed and installed into a scratch project', () =>
     expect(files).toContain('index.js');
     for (const f of files) {
       const src = await readFile(join(dist, f), 'utf8');
-      const specifiers = [...src.matchAll(/^(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm), ...src.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1]!);
+      const specifiers = [
+        ...src.matchAll(/^(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm),
+        ...src.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
+      ].map((m) => m[1]!);
       for (const s of specifiers) expect(s, `${f} imports ${s}`).toMatch(allowed);
       expect(src, f).not.toMatch(/\b(process\.\w|Buffer\.\w|require\()/);
     }
@@ -131,9 +142,24 @@ describe('@blockwire/client, packed and installed into a scratch project', () =>
     });
     const inputs = Object.keys(bundled.metafile.inputs).filter((i) => i !== 'entry.js');
     expect(inputs.length).toBeGreaterThan(10);
-    for (const input of inputs) expect(input).toMatch(/^node_modules\/(@blockwire\/client\/dist\/[\w-]+\.js|@scure\/(base|bip32|btc-signer)\/|@noble\/(curves|hashes)\/|micro-packed\/)/);
+    for (const input of inputs)
+      expect(input).toMatch(
+        /^node_modules\/(@blockwire\/client\/dist\/[\w-]+\.js|@scure\/(base|bip32|btc-signer)\/|@noble\/(curves|hashes)\/|micro-packed\/)/,
+      );
     // A context with what a page offers the SDK (fetch, crypto, TextEncoder, URL…), nothing of Node.
-    const page = { crypto: globalThis.crypto, TextEncoder, TextDecoder, URL, URLSearchParams, AbortSignal, AbortController, fetch, console, setTimeout, clearTimeout };
+    const page = {
+      crypto: globalThis.crypto,
+      TextEncoder,
+      TextDecoder,
+      URL,
+      URLSearchParams,
+      AbortSignal,
+      AbortController,
+      fetch,
+      console,
+      setTimeout,
+      clearTimeout,
+    };
     const out = runInNewContext(
       `${bundled.outputFiles[0]!.text}
        const k = sdk.Key.random('regtest');

@@ -40,7 +40,10 @@ function extractExamples(markdown: string): Omit<Example, 'file'>[] {
 }
 
 const markdown = await readFile(join(projectRoot, 'client', 'README.md'), 'utf8');
-const examples: Example[] = extractExamples(markdown).map((e, n) => ({ ...e, file: join(dir, `example-${String(n + 1).padStart(2, '0')}.ts`) }));
+const examples: Example[] = extractExamples(markdown).map((e, n) => ({
+  ...e,
+  file: join(dir, `example-${String(n + 1).padStart(2, '0')}.ts`),
+}));
 let stack: Stack;
 let client: BlockwireClient;
 
@@ -60,7 +63,9 @@ afterAll(async () => {
 async function fundedKey(): Promise<Key> {
   const key = Key.random('regtest');
   const address = key.address('p2wpkh');
-  const txid = await stack.devnode.wallet.send(address, 1_000_000n, { outputs: Array.from({ length: 4 }, () => ({ to: address, sats: 1_000_000n })) });
+  const txid = await stack.devnode.wallet.send(address, 1_000_000n, {
+    outputs: Array.from({ length: 4 }, () => ({ to: address, sats: 1_000_000n })),
+  });
   await client.waitForTransaction(txid, { confirmations: 1, intervalMs: 200, timeoutMs: 60_000 });
   return key;
 }
@@ -93,12 +98,22 @@ describe('client/README.md examples', () => {
 
   it('every example type-checks against the published declarations', async () => {
     const tsconfig = {
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: ['node'],
+      },
       include: ['*.ts'],
     };
     await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig));
     const tsc = join(projectRoot, 'node_modules', '.bin', 'tsc');
-    const result = await run(tsc, ['-p', join(dir, 'tsconfig.json')], { cwd: projectRoot, timeout: 120_000 }).catch((err: { stdout: string }) => err);
+    const result = await run(tsc, ['-p', join(dir, 'tsconfig.json')], { cwd: projectRoot, timeout: 120_000 }).catch(
+      (err: { stdout: string }) => err,
+    );
     expect(result.stdout).toBe('');
   }, 180_000);
 

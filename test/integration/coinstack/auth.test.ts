@@ -36,7 +36,11 @@ describe('Coinstack dialect: authentication', () => {
     return h.app.inject({
       method: 'GET',
       url: path + (opts.query ?? ''),
-      headers: { host: opts.host ?? host, 'content-type': 'application/json', authorization: `APIKey=${access},Signature=${sig},Timestamp=${ts}` },
+      headers: {
+        host: opts.host ?? host,
+        'content-type': 'application/json',
+        authorization: `APIKey=${access},Signature=${sig},Timestamp=${ts}`,
+      },
     });
   };
   const text401 = (r: LightMyRequestResponse, message: string) => {
@@ -48,7 +52,9 @@ describe('Coinstack dialect: authentication', () => {
   it('the secret is stored sealed: neither the secret nor the access key is in the row', async () => {
     const row = await h.t.db.selectFrom('api_keys').selectAll().where('name', '=', 'signing').executeTakeFirstOrThrow();
     expect(row.secret_box).not.toBeNull();
-    const stored = JSON.stringify(row, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('latin1') : typeof v === 'bigint' ? String(v) : v));
+    const stored = JSON.stringify(row, (_k, v: unknown) =>
+      Buffer.isBuffer(v) ? v.toString('latin1') : typeof v === 'bigint' ? String(v) : v,
+    );
     expect(stored.includes(secret)).toBe(false);
     expect(stored.includes(access)).toBe(false);
     expect(row.secret_box!.includes(Buffer.from(secret))).toBe(false);
@@ -83,15 +89,27 @@ describe('Coinstack dialect: authentication', () => {
     const withAuth = (authorization: string) => h.app.inject({ method: 'GET', url: '/blockchain', headers: { host, authorization } });
     text401(await withAuth(`APIKey=${access},Signature=x`), 'Missing parameter in header string');
     text401(await withAuth(`APIKey=${access},Signature=x,Timestamp=${ts},Foo=1`), 'Invalid parameter in header string');
-    text401(await withAuth(`APIKey=${access},APIKey=${access},Signature=x,Timestamp=${ts}`), 'Repeated parameter: "APIKey" in header string');
+    text401(
+      await withAuth(`APIKey=${access},APIKey=${access},Signature=x,Timestamp=${ts}`),
+      'Repeated parameter: "APIKey" in header string',
+    );
     text401(await withAuth(`APIKey,Signature=x,Timestamp=${ts}`), 'Invalid parameter in header string');
     text401(await withAuth(`APIKey=${access},Signature=x,Timestamp=yesterday`), 'Invalid timestamp. Requires RFC3339 format.');
     text401(await signedGet('/blockchain', { ts: timestamp(new Date(Date.now() - 16 * 60_000)) }), 'Signature expired');
     text401(await signedGet('/blockchain', { ts: timestamp(new Date(Date.now() + 16 * 60_000)) }), 'Timestamp out of range');
     expect((await signedGet('/blockchain', { ts: timestamp(new Date(Date.now() - 14 * 60_000)) })).statusCode).not.toBe(401);
     text401(await withAuth(`APIKey=${h.key},Signature=x,Timestamp=${ts}`), 'Invalid APIKey'); // a bearer key cannot sign
-    text401(await signedGet('/blockchain', { sig: sign('wrong secret', { method: 'GET', host, path: '/blockchain', ts, type: 'application/json' }), ts }), 'Invalid Signature');
-    text401(await signedGet('/blocks', { signHost: host, ts }).then(() => signedGet('/blockchain', { signHost: 'other.example:3000' })), 'Invalid Signature');
+    text401(
+      await signedGet('/blockchain', {
+        sig: sign('wrong secret', { method: 'GET', host, path: '/blockchain', ts, type: 'application/json' }),
+        ts,
+      }),
+      'Invalid Signature',
+    );
+    text401(
+      await signedGet('/blocks', { signHost: host, ts }).then(() => signedGet('/blockchain', { signHost: 'other.example:3000' })),
+      'Invalid Signature',
+    );
   });
 
   it('an access key alone is no bearer token', async () => {
@@ -104,13 +122,17 @@ describe('Coinstack dialect: authentication', () => {
     const body = JSON.stringify({ tx: '00' });
     const md5 = createHash('md5').update(body).digest('base64');
     const ts = timestamp(new Date());
-    const post = (headers: Record<string, string>, payload = body, url = '/transactions') => h.app.inject({ method: 'POST', url, headers: { host, ...headers }, payload });
+    const post = (headers: Record<string, string>, payload = body, url = '/transactions') =>
+      h.app.inject({ method: 'POST', url, headers: { host, ...headers }, payload });
     // signed without a Content-Type: passes authentication and reaches the route (400: not a transaction)
     const sig = sign(secret, { method: 'POST', host, path: '/transactions', ts, md5 });
     const ok = await post({ authorization: `APIKey=${access},Signature=${sig},Timestamp=${ts}`, 'content-md5': md5 });
     expect(ok.statusCode).toBe(400);
     expect(ok.json()).toMatchObject({ error_type: 'io.coinstack#ValidationFailed', error_code: 3004 });
-    text401(await post({ authorization: `APIKey=${access},Signature=${sig},Timestamp=${ts}`, 'content-md5': md5 }, JSON.stringify({ tx: '01' })), 'Invalid Content-MD5 for body');
+    text401(
+      await post({ authorization: `APIKey=${access},Signature=${sig},Timestamp=${ts}`, 'content-md5': md5 }, JSON.stringify({ tx: '01' })),
+      'Invalid Content-MD5 for body',
+    );
     const noMd5 = sign(secret, { method: 'POST', host, path: '/transactions', ts });
     text401(await post({ authorization: `APIKey=${access},Signature=${noMd5},Timestamp=${ts}` }), 'Missing Content-MD5 for body');
     // the browser SDK: everything in the query, the real Content-Type replaced by ?content-type=
@@ -127,14 +149,31 @@ describe('Coinstack dialect: authentication', () => {
     const md5 = createHash('md5').update(body).digest('base64');
     const ts = timestamp(new Date());
     const sig = sign(k.secret!, { method: 'POST', host, path: '/transactions', ts, md5 });
-    const r = await h.app.inject({ method: 'POST', url: '/transactions', headers: { host, authorization: `APIKey=${k.key},Signature=${sig},Timestamp=${ts}`, 'content-md5': md5 }, payload: body });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/transactions',
+      headers: { host, authorization: `APIKey=${k.key},Signature=${sig},Timestamp=${ts}`, 'content-md5': md5 },
+      payload: body,
+    });
     expect(r.statusCode).toBe(400);
-    expect(r.json()).toEqual({ error_type: 'io.coinstack#AccessDeniedError', error_code: 3001, error_message: 'Access Denied', retry: false, error_cause: "this API key lacks the 'write' scope" });
+    expect(r.json()).toEqual({
+      error_type: 'io.coinstack#AccessDeniedError',
+      error_code: 3001,
+      error_message: 'Access Denied',
+      retry: false,
+      error_cause: "this API key lacks the 'write' scope",
+    });
   });
 
   it('a bad bearer key is 401; /v1 keeps its own error body', async () => {
     text401(await h.app.inject({ method: 'GET', url: '/blockchain', headers: { apiKey: 'bw_nope' } }), 'Invalid APIKey');
     const v1 = await h.get('/v1/blockchain', 'bw_nope');
-    expect(v1.json()).toEqual({ error_type: 'authentication', error_code: 'ERR_API_KEY_INVALID', error_message: 'invalid API key', retry: false, error_cause: null });
+    expect(v1.json()).toEqual({
+      error_type: 'authentication',
+      error_code: 'ERR_API_KEY_INVALID',
+      error_message: 'invalid API key',
+      retry: false,
+      error_cause: null,
+    });
   });
 });

@@ -99,7 +99,15 @@ export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreS
     });
     stops.push(() => api.close());
     if (opts.streams) {
-      const streams = await startStreams({ config, log, db: db.db, databaseUrl: db.url, redisUrl: inject('redisUrl'), redisPrefix, server: api.app.server });
+      const streams = await startStreams({
+        config,
+        log,
+        db: db.db,
+        databaseUrl: db.url,
+        redisUrl: inject('redisUrl'),
+        redisPrefix,
+        server: api.app.server,
+      });
       stops.push(() => streams.stop());
     }
 
@@ -123,12 +131,25 @@ export async function startCoreStack(opts: CoreStackOptions = {}): Promise<CoreS
       db,
       endpoint: api.url.replace(/^http:\/\//, ''),
       async signingKey(opts = {}) {
-        const k = await createApiKey(db.db, { name: 'sdk', secret: { keyring }, ...(opts.scopes ? { scopes: opts.scopes } : {}), rateLimit: opts.rateLimit ?? null });
+        const k = await createApiKey(db.db, {
+          name: 'sdk',
+          secret: { keyring },
+          ...(opts.scopes ? { scopes: opts.scopes } : {}),
+          rateLimit: opts.rateLimit ?? null,
+        });
         return { access: k.key, secret: k.secret! };
       },
       synced,
       async inMempool(txid) {
-        await waitFor(`index mempool holding ${txid}`, async () => (await db.db.selectFrom('mempool_txs').select('txid').where('txid', '=', Buffer.from(txid, 'hex').reverse()).executeTakeFirst()) !== undefined);
+        await waitFor(
+          `index mempool holding ${txid}`,
+          async () =>
+            (await db.db
+              .selectFrom('mempool_txs')
+              .select('txid')
+              .where('txid', '=', Buffer.from(txid, 'hex').reverse())
+              .executeTakeFirst()) !== undefined,
+        );
       },
       mine,
       fund,

@@ -42,11 +42,19 @@ describe('the Coinstack dialect on a hand-written index', () => {
   const host = 'blockwire.example:3000';
   const get = (url: string) => h.app.inject({ method: 'GET', url, headers: { apikey: h.key } });
   const java = (method: 'GET' | 'POST' | 'DELETE', path: string, body?: string) =>
-    h.app.inject({ method, url: path, headers: javaHeaders(access, secret, { method, host, path, ...(body !== undefined ? { body } : {}) }), ...(body !== undefined ? { payload: body } : {}) });
+    h.app.inject({
+      method,
+      url: path,
+      headers: javaHeaders(access, secret, { method, host, path, ...(body !== undefined ? { body } : {}) }),
+      ...(body !== undefined ? { payload: body } : {}),
+    });
 
   beforeAll(async () => {
     // (the hooks' host resolves to a public address without asking DNS)
-    h = await createApiHarness({ keyring: () => ring, hookUrls: { allowPrivate: false, resolve: async () => [{ address: '93.184.216.34', family: 4 }] } });
+    h = await createApiHarness({
+      keyring: () => ring,
+      hookUrls: { allowPrivate: false, resolve: async () => [{ address: '93.184.216.34', family: 4 }] },
+    });
     await insertMiniChain(h.t.db);
     const k = await createApiKey(h.t.db, { name: 'java', secret: { keyring: ring } });
     access = k.key;
@@ -57,9 +65,24 @@ describe('the Coinstack dialect on a hand-written index', () => {
   it('GET /blocks/{hash}: model.go Block, children only below the tip; Java reads children[0], parent, confirmation_time', async () => {
     const b0 = await java('GET', `/blocks/${hex(blockHash[0]!)}`);
     expect(b0.statusCode).toBe(200);
-    expect(b0.body).toBe(JSON.stringify({ block_hash: hex(blockHash[0]!), height: 0, confirmation_time: iso(blockTime[0]!), parent: '0'.repeat(64), children: [hex(blockHash[1]!)], transaction_list: [c0.hex] }));
+    expect(b0.body).toBe(
+      JSON.stringify({
+        block_hash: hex(blockHash[0]!),
+        height: 0,
+        confirmation_time: iso(blockTime[0]!),
+        parent: '0'.repeat(64),
+        children: [hex(blockHash[1]!)],
+        transaction_list: [c0.hex],
+      }),
+    );
     const b1 = (await get(`/blocks/${hex(blockHash[1]!)}`)).json();
-    expect(b1).toEqual({ block_hash: hex(blockHash[1]!), height: 1, confirmation_time: iso(blockTime[1]!), parent: hex(blockHash[0]!), transaction_list: [c1.hex, t1.hex] });
+    expect(b1).toEqual({
+      block_hash: hex(blockHash[1]!),
+      height: 1,
+      confirmation_time: iso(blockTime[1]!),
+      parent: hex(blockHash[0]!),
+      transaction_list: [c1.hex, t1.hex],
+    });
     expectCoinstackError(await get(`/blocks/${'ab'.repeat(32)}`), 404, 3003, 'Requested block not found.');
     expectCoinstackError(await get('/blocks/xyz'), 404, 3003, 'Requested block not found.');
     expect((await get(`/blocks/height/1`)).json()).toEqual([hex(blockHash[1]!)]);
@@ -80,8 +103,20 @@ describe('the Coinstack dialect on a hand-written index', () => {
         is_deleted: false,
         inputs: [{ transaction_hash: c0.hex, output_index: 0, address: [A], value: String(50 * BTC) }],
         outputs: [
-          { index: 0, address: [A], value: String(30 * BTC), script: (r.json() as { outputs: { script: string }[] }).outputs[0]!.script, used: true },
-          { index: 1, address: [B], value: '1999990000', script: (r.json() as { outputs: { script: string }[] }).outputs[1]!.script, used: false },
+          {
+            index: 0,
+            address: [A],
+            value: String(30 * BTC),
+            script: (r.json() as { outputs: { script: string }[] }).outputs[0]!.script,
+            used: true,
+          },
+          {
+            index: 1,
+            address: [B],
+            value: '1999990000',
+            script: (r.json() as { outputs: { script: string }[] }).outputs[1]!.script,
+            used: false,
+          },
           { index: 2, value: '0', script: '6a0568656c6c6f', used: false },
         ],
         time: iso(blockTime[1]!),
@@ -112,14 +147,22 @@ describe('the Coinstack dialect on a hand-written index', () => {
   });
 
   it('unspent outputs: internal byte order, mempool first, immature coinbase and mempool-spent outputs left out, amount', async () => {
-    const b = (await java('GET', `/addresses/${B}/unspentoutputs`)).json() as { transaction_hash: string; index: number; value: string; confirmations: number; script: string }[];
+    const b = (await java('GET', `/addresses/${B}/unspentoutputs`)).json() as {
+      transaction_hash: string;
+      index: number;
+      value: string;
+      confirmations: number;
+      script: string;
+    }[];
     expect(b.map((u) => [u.transaction_hash, u.index, u.value, u.confirmations])).toEqual([
       [internal(m1.hex), 0, String(10 * BTC), 0],
       [internal(t1.hex), 1, '1999990000', 1],
     ]);
     expect(Object.keys(b[0]!)).toEqual(['transaction_hash', 'index', 'value', 'script', 'confirmations']);
     // A's t1:0 is spent by m1 in the mempool
-    expect(((await get(`/addresses/${A}/unspentoutputs`)).json() as { transaction_hash: string }[]).map((u) => u.transaction_hash)).toEqual([internal(m1.hex)]);
+    expect(((await get(`/addresses/${A}/unspentoutputs`)).json() as { transaction_hash: string }[]).map((u) => u.transaction_hash)).toEqual(
+      [internal(m1.hex)],
+    );
     // amount: stop once the running sum reaches it
     expect((await get(`/addresses/${B}/unspentoutputs?amount=5`)).json()).toHaveLength(1);
     expect((await get(`/addresses/${B}/unspentoutputs?amount=${10 * BTC + 1}`)).json()).toHaveLength(2);
@@ -156,13 +199,25 @@ describe('the Coinstack dialect on a hand-written index', () => {
     const hookRes = await java('POST', '/hooks', JSON.stringify({ type: 'http', url: 'https://hooks.example.com/java' }));
     expect(hookRes.statusCode).toBe(201);
     const hook = hookRes.json() as { id: string };
-    const otherHook = (await h.app.inject({ method: 'POST', url: '/v1/hooks', headers: { apiKey: h.key }, payload: { type: 'http', url: 'https://hooks.example.com/other' } })).json() as { id: string };
+    const otherHook = (
+      await h.app.inject({
+        method: 'POST',
+        url: '/v1/hooks',
+        headers: { apiKey: h.key },
+        payload: { type: 'http', url: 'https://hooks.example.com/other' },
+      })
+    ).json() as { id: string };
     const created = await java('POST', '/subscriptions', JSON.stringify({ action: hook.id, address: A }));
     expect(created.statusCode).toBe(200);
     const id = (created.json() as { id: string }).id;
     expect(typeof id).toBe('string');
     // another key's hook is no action of this key
-    expectCoinstackError(await java('POST', '/subscriptions', JSON.stringify({ action: otherHook.id, address: A })), 404, 3003, 'Requested action not found.');
+    expectCoinstackError(
+      await java('POST', '/subscriptions', JSON.stringify({ action: otherHook.id, address: A })),
+      404,
+      3003,
+      'Requested action not found.',
+    );
     const list = await java('GET', '/subscriptions');
     expect(list.statusCode).toBe(200);
     expect(list.json()).toEqual([{ id, address: A, action: hook.id }]);
@@ -176,11 +231,22 @@ describe('the Coinstack dialect on a hand-written index', () => {
 
   it('routes coinstackd has and Blockwire does not serve answer its error shape; unknown paths its plain 404', async () => {
     expectCoinstackError(await get(`/contracts/${A}/status`), 500, 4001, 'smart contract is not enabled');
-    expect(await h.app.inject({ method: 'POST', url: `/contracts/${A}/query`, headers: { apikey: h.key }, payload: { query: { type: 'LSC', body: 'eA==' } } }).then((r) => r.statusCode)).toBe(500);
+    expect(
+      await h.app
+        .inject({
+          method: 'POST',
+          url: `/contracts/${A}/query`,
+          headers: { apikey: h.key },
+          payload: { query: { type: 'LSC', body: 'eA==' } },
+        })
+        .then((r) => r.statusCode),
+    ).toBe(500);
     expect((await get(`/contracts/${A}/grantees`)).json()).toEqual([]);
     const source = await get(`/contracts/${A}/source`);
     expect(source.statusCode).toBe(500);
-    expect(source.body).toBe('error_code:4001\nerror_message:The server encountered an internal error trying to fulfill the request.\nerror_cause:smart contract is not enabled');
+    expect(source.body).toBe(
+      'error_code:4001\nerror_message:The server encountered an internal error trying to fulfill the request.\nerror_cause:smart contract is not enabled',
+    );
     expectCoinstackError(await get('/contracts/whatever'), 404, 3003, 'not found');
     for (const p of ['/aliases', '/aliases/x', '/roles', '/roles/enabled', `/roles/${A}`]) {
       expectCoinstackError(await get(p), 503, 4002, 'Permission is not supported. Set privnetnodekey to use permission.');
@@ -190,6 +256,8 @@ describe('the Coinstack dialect on a hand-written index', () => {
     expect(unknown.headers['content-type']).toMatch(/^text\/plain/);
     expect(unknown.body).toBe('404 page not found');
     // /v1 keeps its own answers
-    expect((await h.app.inject({ method: 'GET', url: '/v1/nothing', headers: { apiKey: h.key } })).json()).toMatchObject({ error_code: 'ERR_ROUTE_NOT_FOUND' });
+    expect((await h.app.inject({ method: 'GET', url: '/v1/nothing', headers: { apiKey: h.key } })).json()).toMatchObject({
+      error_code: 'ERR_ROUTE_NOT_FOUND',
+    });
   });
 });

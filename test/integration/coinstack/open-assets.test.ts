@@ -18,7 +18,9 @@ import { startStack, type Stack } from '../../support/stack.js';
 import { waitFor } from '../../support/wait.js';
 import { coinstackAssetId } from '../../../api/dialects/coinstack-assets.js';
 
-type Meta = { openassets: { output_type: string; version: { major_version: number; minor_version: number }; asset_id?: string; quantity: number } };
+type Meta = {
+  openassets: { output_type: string; version: { major_version: number; minor_version: number }; asset_id?: string; quantity: number };
+};
 type CsTx = { outputs: { index: number; value: string; metadata?: Meta }[] };
 
 describe('Open Assets metadata from the indexer', () => {
@@ -45,7 +47,12 @@ describe('Open Assets metadata from the indexer', () => {
     for (const o of tx.outputs) {
       const c = await engine.colorOutput(txid, o.index);
       expect(o.metadata, `${txid}:${o.index}`).toBeDefined();
-      const kind = c.kind === 'issuance' && c.assetId === null ? 'UNCOLORED' : c.kind === 'transfer' && c.assetId === null ? 'UNCOLORED' : c.kind.toUpperCase();
+      const kind =
+        c.kind === 'issuance' && c.assetId === null
+          ? 'UNCOLORED'
+          : c.kind === 'transfer' && c.assetId === null
+            ? 'UNCOLORED'
+            : c.kind.toUpperCase();
       expect(o.metadata!.openassets.output_type, `${txid}:${o.index}`).toBe(kind);
       expect(o.metadata!.openassets.quantity).toBe(Number(c.quantity));
       expect(o.metadata!.openassets.asset_id).toBe(c.assetId === null ? undefined : coinstackAssetId(Buffer.from(c.assetId, 'hex')));
@@ -70,7 +77,12 @@ describe('Open Assets metadata from the indexer', () => {
     const marker = pending.outputs.find((o) => o.metadata?.openassets.output_type === 'MARKER')!;
     expect(marker.metadata!.openassets).toEqual({ output_type: 'MARKER', version: { major_version: 1, minor_version: 0 }, quantity: 0 });
     const issued = pending.outputs.find((o) => o.metadata?.openassets.output_type === 'ISSUANCE')!;
-    expect(issued.metadata!.openassets).toEqual({ output_type: 'ISSUANCE', version: { major_version: 0, minor_version: 0 }, asset_id: coinstackAssetId(decodeAssetId(assetId, 'regtest')), quantity: 21_000 });
+    expect(issued.metadata!.openassets).toEqual({
+      output_type: 'ISSUANCE',
+      version: { major_version: 0, minor_version: 0 },
+      asset_id: coinstackAssetId(decodeAssetId(assetId, 'regtest')),
+      quantity: 21_000,
+    });
     await stack.mine(1);
     expect((await expectMetadataMatchesEngine(issue.txid)).outputs.filter((o) => o.metadata).length).toBe(pending.outputs.length);
 
@@ -83,7 +95,11 @@ describe('Open Assets metadata from the indexer', () => {
 
     const bobUnspent = await get<{ transaction_hash: string; index: number; metadata?: Meta }[]>(`/addresses/${bob}/unspentoutputs`);
     expect(bobUnspent).toHaveLength(1);
-    expect(bobUnspent[0]!.metadata!.openassets).toMatchObject({ output_type: 'TRANSFER', quantity: 5_000, asset_id: coinstackAssetId(decodeAssetId(assetId, 'regtest')) });
+    expect(bobUnspent[0]!.metadata!.openassets).toMatchObject({
+      output_type: 'TRANSFER',
+      quantity: 5_000,
+      asset_id: coinstackAssetId(decodeAssetId(assetId, 'regtest')),
+    });
     // a plain payment has no metadata at all
     const plain = await get<CsTx>(`/transactions/${(await get<string[]>(`/addresses/${issuer.address('p2wpkh')}/history`)).at(-1)}`);
     expect(plain.outputs.every((o) => o.metadata === undefined)).toBe(true);

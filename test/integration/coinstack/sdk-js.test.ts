@@ -16,15 +16,32 @@ import { startCoreStack, type CoreStack } from './core-stack.js';
 
 type SdkError = Error & { errorType?: string; errorCode?: number; status?: number; retry?: boolean; cause?: string };
 type SdkTx = { sign(wif: string): void; serialize(): string; getHash(): string };
-type SdkBuilder = { setInput(a: string): void; addOutput(a: string, sats: number): SdkBuilder; setDataOutput(hex: string): SdkBuilder; setFee(sats: number): SdkBuilder; buildTransaction(): Promise<{ tx: SdkTx; balance: unknown }> };
+type SdkBuilder = {
+  setInput(a: string): void;
+  addOutput(a: string, sats: number): SdkBuilder;
+  setDataOutput(hex: string): SdkBuilder;
+  setFee(sats: number): SdkBuilder;
+  buildTransaction(): Promise<{ tx: SdkTx; balance: unknown }>;
+};
 type Sdk = {
   isBrowser: boolean;
   getBlockchainStatus(): Promise<{ best_block_hash: string; best_height: number }>;
   getBlock(id: string): Promise<Record<string, unknown>>;
-  getTransaction(id: string): Promise<{ transaction_hash: string; block_hash: { block_hash: string; block_height: number }[]; inputs: Record<string, unknown>[]; outputs: { index: number; value: string; script: string; used: boolean; address?: string[]; data?: string }[]; time: string; coinbase: boolean; is_deleted: boolean; addresses: string[] }>;
+  getTransaction(id: string): Promise<{
+    transaction_hash: string;
+    block_hash: { block_hash: string; block_height: number }[];
+    inputs: Record<string, unknown>[];
+    outputs: { index: number; value: string; script: string; used: boolean; address?: string[]; data?: string }[];
+    time: string;
+    coinbase: boolean;
+    is_deleted: boolean;
+    addresses: string[];
+  }>;
   getBalance(address: string): Promise<number>;
   getTransactions(address: string, opts?: { limit?: number; skip?: number }): Promise<string[]>;
-  getUnspentOutputs(address: string): Promise<{ transaction_hash: string; index: number; value: string; script: string; confirmations: number }[]>;
+  getUnspentOutputs(
+    address: string,
+  ): Promise<{ transaction_hash: string; index: number; value: string; script: string; confirmations: number }[]>;
   sendTransaction(hex: string): Promise<{ status: string }>;
   stampDocument(hash: string): Promise<string>;
   getStamp(id: string): Promise<{ tx: string; vout: number; confirmations: number; timestamp: string | null }>;
@@ -34,10 +51,17 @@ type Sdk = {
 };
 type BitcoinJs = {
   ECKey: { fromWIF(wif: string): unknown };
-  TransactionBuilder: new () => { addInput(txid: string, vout: number): void; addOutput(address: string, sats: number): void; sign(i: number, key: unknown): void; build(): { toHex(): string } };
+  TransactionBuilder: new () => {
+    addInput(txid: string, vout: number): void;
+    addOutput(address: string, sats: number): void;
+    sign(i: number, key: unknown): void;
+    build(): { toHex(): string };
+  };
 };
 const require = createRequire(import.meta.url);
-const CoinStack = require('coinstack-sdk-js') as (new (apiKey: string, secretKey: string, endpoint: string, protocol: string) => Sdk) & { Util: { bitcoin(): BitcoinJs } };
+const CoinStack = require('coinstack-sdk-js') as (new (apiKey: string, secretKey: string, endpoint: string, protocol: string) => Sdk) & {
+  Util: { bitcoin(): BitcoinJs };
+};
 
 /** A transaction spending `txid:vout` with `wif`, built with the bitcoinjs-lib the SDK ships. */
 function spend(wif: string, txid: string, vout: number, to: string, sats: number): string {
@@ -85,7 +109,10 @@ describeBitcoind('coinstack-sdk-js 1.1.19, unmodified, against Blockwire on Bitc
     const status = await sdk.getBlockchainStatus();
     expect(status).toEqual({ best_block_hash: (await s.core.tip()).hash, best_height: (await s.core.tip()).height });
     const tip = await sdk.getBlock(status.best_block_hash);
-    const core = await s.core.call<{ hash: string; height: number; time: number; previousblockhash: string; tx: string[] }>('getblock', [status.best_block_hash, 1]);
+    const core = await s.core.call<{ hash: string; height: number; time: number; previousblockhash: string; tx: string[] }>('getblock', [
+      status.best_block_hash,
+      1,
+    ]);
     expect(tip).toEqual({
       block_hash: core.hash,
       height: core.height,
@@ -109,7 +136,10 @@ describeBitcoind('coinstack-sdk-js 1.1.19, unmodified, against Blockwire on Bitc
     expect(utxos.map((u) => u.value).sort()).toEqual(['100000000', '30000000', '5000000']);
     for (const u of utxos) {
       // internal byte order: reversed, it is a txid Core knows, and the output pays the address
-      const out = await s.core.call<{ vout: { n: number; scriptPubKey: { hex: string; address?: string } }[] }>('getrawtransaction', [reversed(u.transaction_hash), 1]);
+      const out = await s.core.call<{ vout: { n: number; scriptPubKey: { hex: string; address?: string } }[] }>('getrawtransaction', [
+        reversed(u.transaction_hash),
+        1,
+      ]);
       expect(out.vout[u.index]!.scriptPubKey.address).toBe(payerAddress);
       expect(out.vout[u.index]!.scriptPubKey.hex).toBe(u.script);
     }
@@ -173,10 +203,25 @@ describeBitcoind('coinstack-sdk-js 1.1.19, unmodified, against Blockwire on Bitc
 
   it('every error path reaches the application with its numeric code', async () => {
     const notFound = await rejection(sdk.getTransaction('ab'.repeat(32)));
-    expect(notFound).toMatchObject({ errorType: 'io.coinstack#ResourceNotFoundError', errorCode: 3003, status: 404, retry: false, cause: 'Requested transaction not found.' });
-    expect(await rejection(sdk.getBlock('cd'.repeat(32)))).toMatchObject({ errorCode: 3003, status: 404, cause: 'Requested block not found.' });
+    expect(notFound).toMatchObject({
+      errorType: 'io.coinstack#ResourceNotFoundError',
+      errorCode: 3003,
+      status: 404,
+      retry: false,
+      cause: 'Requested transaction not found.',
+    });
+    expect(await rejection(sdk.getBlock('cd'.repeat(32)))).toMatchObject({
+      errorCode: 3003,
+      status: 404,
+      cause: 'Requested block not found.',
+    });
     expect(await rejection(sdk.getBlock('nothex'))).toMatchObject({ errorCode: 3003, status: 404 });
-    expect(await rejection(sdk.getBalance('not-an-address'))).toMatchObject({ errorType: 'io.coinstack#ValidationFailed', errorCode: 3004, status: 400, retry: false });
+    expect(await rejection(sdk.getBalance('not-an-address'))).toMatchObject({
+      errorType: 'io.coinstack#ValidationFailed',
+      errorCode: 3004,
+      status: 400,
+      retry: false,
+    });
     expect(await rejection(sdk.getStamp('bad-id'))).toMatchObject({ errorCode: 3004, status: 400 });
     expect(await rejection(sdk.getStamp(`${'00'.repeat(32)}-0`))).toMatchObject({ errorCode: 3003, status: 404 });
     expect(await rejection(sdk.stampDocument('xyz'))).toMatchObject({ errorCode: 3004, status: 400 });
@@ -184,7 +229,9 @@ describeBitcoind('coinstack-sdk-js 1.1.19, unmodified, against Blockwire on Bitc
     expect(await rejection(sdk.sendTransaction('0100'))).toMatchObject({ errorCode: 3004, status: 400, retry: false });
     // an output `paid` spent, spent again: refused for good (the index knows it spent)
     const spentInput = (await sdk.getTransaction(paid)).inputs[0]!;
-    const doubleSpend = await rejection(sdk.sendTransaction(spend(payer.toWif(), spentInput.transaction_hash as string, spentInput.output_index as number, unused, 1_000)));
+    const doubleSpend = await rejection(
+      sdk.sendTransaction(spend(payer.toWif(), spentInput.transaction_hash as string, spentInput.output_index as number, unused, 1_000)),
+    );
     expect(doubleSpend).toMatchObject({ errorCode: 3004, status: 400, retry: false });
     expect(doubleSpend.cause).toMatch(/missingorspent/);
     // an output of a transaction that exists nowhere: refused for good too
@@ -199,7 +246,12 @@ describeBitcoind('coinstack-sdk-js 1.1.19, unmodified, against Blockwire on Bitc
     const bad = await rejection(sdk.sendTransaction(again.serialize()));
     expect(bad).toMatchObject({ errorCode: 3004, status: 400, retry: false });
     expect(bad.cause).toMatch(/script|signature/i);
-    expect(await rejection(sdk.getContractStatus(payerAddress))).toMatchObject({ errorType: 'io.coinstack#InternalServerError', errorCode: 4001, status: 500, cause: 'smart contract is not enabled' });
+    expect(await rejection(sdk.getContractStatus(payerAddress))).toMatchObject({
+      errorType: 'io.coinstack#InternalServerError',
+      errorCode: 4001,
+      status: 500,
+      cause: 'smart contract is not enabled',
+    });
     expect(await rejection(sdk.queryContract(payerAddress, 'LSC', 'return 1'))).toMatchObject({ errorCode: 4001, status: 500 });
     // a wrong secret: coinstackd's 401 is text, so the SDK has only the status
     const k = await s.signingKey();
@@ -209,11 +261,21 @@ describeBitcoind('coinstack-sdk-js 1.1.19, unmodified, against Blockwire on Bitc
     expect(denied.errorCode).toBeUndefined();
     // a read-only key on a write route, and a key over its rate limit
     const reader = await s.signingKey({ scopes: ['read'] });
-    expect(await rejection(new CoinStack(reader.access, reader.secret, s.endpoint, 'http').sendTransaction('00'))).toMatchObject({ errorType: 'io.coinstack#AccessDeniedError', errorCode: 3001, status: 400, retry: false });
+    expect(await rejection(new CoinStack(reader.access, reader.secret, s.endpoint, 'http').sendTransaction('00'))).toMatchObject({
+      errorType: 'io.coinstack#AccessDeniedError',
+      errorCode: 3001,
+      status: 400,
+      retry: false,
+    });
     const slow = await s.signingKey({ rateLimit: 1 });
     const limited = new CoinStack(slow.access, slow.secret, s.endpoint, 'http');
     await limited.getBlockchainStatus();
-    expect(await rejection(limited.getBlockchainStatus())).toMatchObject({ errorType: 'io.coinstack#ThroughputExceededError', errorCode: 3002, status: 400, retry: true });
+    expect(await rejection(limited.getBlockchainStatus())).toMatchObject({
+      errorType: 'io.coinstack#ThroughputExceededError',
+      errorCode: 3002,
+      status: 400,
+      retry: true,
+    });
   });
 
   it('in browser mode (credentials in the query, the real Content-Type replaced) it reads and broadcasts the same', async () => {

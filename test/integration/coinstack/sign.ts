@@ -13,7 +13,10 @@ export function timestamp(at: Date, offsetMinutes = 540, millis = false): string
   return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
 }
 
-export function sign(secret: string, parts: { method: string; host: string; path: string; ts: string; md5?: string; type?: string }): string {
+export function sign(
+  secret: string,
+  parts: { method: string; host: string; path: string; ts: string; md5?: string; type?: string },
+): string {
   const text = [parts.method, parts.host, parts.path, parts.ts, parts.md5 ?? '', parts.type ?? ''].map((l) => `${l}\n`).join('');
   return createHmac('sha256', secret).update(text).digest('base64');
 }
@@ -26,10 +29,21 @@ export const md5 = (body: string) => createHash('md5').update(body).digest('base
  * Content-MD5 with a body, a joda-time timestamp (milliseconds, local offset), the Host signed as
  * the URI's host without its port (one of its versions).
  */
-export function javaHeaders(access: string, secret: string, r: { method: string; host: string; path: string; body?: string; contentType?: string }): Record<string, string> {
+export function javaHeaders(
+  access: string,
+  secret: string,
+  r: { method: string; host: string; path: string; body?: string; contentType?: string },
+): Record<string, string> {
   const ts = timestamp(new Date(), 540, true);
   const contentMd5 = r.body === undefined ? undefined : md5(r.body);
-  const signature = sign(secret, { method: r.method, host: r.host.replace(/:\d+$/, ''), path: r.path, ts, ...(contentMd5 ? { md5: contentMd5 } : {}), ...(r.contentType ? { type: r.contentType } : {}) });
+  const signature = sign(secret, {
+    method: r.method,
+    host: r.host.replace(/:\d+$/, ''),
+    path: r.path,
+    ts,
+    ...(contentMd5 ? { md5: contentMd5 } : {}),
+    ...(r.contentType ? { type: r.contentType } : {}),
+  });
   return {
     host: r.host,
     authorization: `APIKey=${access},Signature=${signature},Timestamp=${ts}`,

@@ -20,7 +20,10 @@ import { hashToHex } from '../../../src/bitcoin/hash.js';
 type Answer = { ti: number; st: number; result: unknown };
 
 /** A connected socket with a reader of its answers in arrival order. */
-async function connect(url: string, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; next(): Promise<Answer>; ask(msg: unknown): Promise<Answer>; closed: Promise<number> }> {
+async function connect(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ ws: WebSocket; next(): Promise<Answer>; ask(msg: unknown): Promise<Answer>; closed: Promise<number> }> {
   const ws = new WebSocket(url, { headers });
   const queue: Answer[] = [];
   const waiters: ((a: Answer) => void)[] = [];
@@ -81,7 +84,10 @@ describe('coinstackd /sock on a running stack', () => {
     const k = await createApiKey(stack.db.db, { name: 'signer', secret: { keyring: parseKeyring(keyLine) } });
     const ts = timestamp(new Date());
     const bad = sign(k.secret!, { method: 'GET', host, path: '/blockchain', ts, type: '' });
-    expect(await refused(`${base}/sock`, { authorization: `APIKey=${k.key},Signature=${bad},Timestamp=${ts}` })).toEqual({ status: 401, body: 'Invalid Signature\n' });
+    expect(await refused(`${base}/sock`, { authorization: `APIKey=${k.key},Signature=${bad},Timestamp=${ts}` })).toEqual({
+      status: 401,
+      body: 'Invalid Signature\n',
+    });
   });
 
   it('answers every command with the REST answer of its route, in order; coinstackd errors for empty fields and unknown commands', async () => {
@@ -93,24 +99,70 @@ describe('coinstackd /sock on a running stack', () => {
     try {
       const tip = await rest('/blockchain');
       expect(await s.ask({ ti: 1, cmd: 1 })).toEqual({ ti: 1, st: 200, result: tip.body });
-      expect(await s.ask({ ti: 2, cmd: 3, blockhash: blockHash })).toEqual({ ti: 2, st: 200, result: (await rest(`/blocks/${blockHash}`)).body });
-      expect(await s.ask({ ti: 3, cmd: 2, blockhash: blockHash })).toEqual({ ti: 3, st: 200, result: (await rest(`/blocks/${blockHash}/transactions`)).body });
+      expect(await s.ask({ ti: 2, cmd: 3, blockhash: blockHash })).toEqual({
+        ti: 2,
+        st: 200,
+        result: (await rest(`/blocks/${blockHash}`)).body,
+      });
+      expect(await s.ask({ ti: 3, cmd: 2, blockhash: blockHash })).toEqual({
+        ti: 3,
+        st: 200,
+        result: (await rest(`/blocks/${blockHash}/transactions`)).body,
+      });
       expect(await s.ask({ ti: 4, cmd: 4, txhash: paid })).toEqual({ ti: 4, st: 200, result: (await rest(`/transactions/${paid}`)).body });
       expect(await s.ask({ ti: 5, cmd: 5, address: payer })).toEqual({ ti: 5, st: 200, result: [paid] });
       expect(await s.ask({ ti: 6, cmd: 6, address: payer })).toEqual({ ti: 6, st: 200, result: { balance: 70_000 } });
-      expect(await s.ask({ ti: 7, cmd: 7, address: payer })).toEqual({ ti: 7, st: 200, result: (await rest(`/addresses/${payer}/unspentoutputs`)).body });
+      expect(await s.ask({ ti: 7, cmd: 7, address: payer })).toEqual({
+        ti: 7,
+        st: 200,
+        result: (await rest(`/addresses/${payer}/unspentoutputs`)).body,
+      });
       expect(await s.ask({ ti: 8, cmd: 6, address: unused })).toEqual({ ti: 8, st: 200, result: { balance: 0 } });
 
-      const cs = (kind: string, code: number, cause: string, retry = false) => ({ error_type: `io.coinstack#${kind}`, error_code: code, error_message: expect.any(String), retry, error_cause: cause });
+      const cs = (kind: string, code: number, cause: string, retry = false) => ({
+        error_type: `io.coinstack#${kind}`,
+        error_code: code,
+        error_message: expect.any(String),
+        retry,
+        error_cause: cause,
+      });
       expect(await s.ask({ ti: 10, cmd: 4 })).toEqual({ ti: 10, st: 400, result: cs('ValidationFailed', 3004, 'a txhash field is empty') });
-      expect(await s.ask({ ti: 11, cmd: 3, blockhash: '' })).toEqual({ ti: 11, st: 400, result: cs('ValidationFailed', 3004, 'a blockhash field is empty') });
-      expect(await s.ask({ ti: 12, cmd: 7 })).toEqual({ ti: 12, st: 400, result: cs('ValidationFailed', 3004, 'a address field is empty') });
+      expect(await s.ask({ ti: 11, cmd: 3, blockhash: '' })).toEqual({
+        ti: 11,
+        st: 400,
+        result: cs('ValidationFailed', 3004, 'a blockhash field is empty'),
+      });
+      expect(await s.ask({ ti: 12, cmd: 7 })).toEqual({
+        ti: 12,
+        st: 400,
+        result: cs('ValidationFailed', 3004, 'a address field is empty'),
+      });
       expect(await s.ask({ ti: 13, cmd: 8 })).toEqual({ ti: 13, st: 400, result: cs('ValidationFailed', 3004, 'a rawtx field is empty') });
-      expect(await s.ask({ ti: 14, cmd: 10, address: 'x' })).toEqual({ ti: 14, st: 400, result: cs('ValidationFailed', 3004, 'a query field is empty') });
-      expect(await s.ask({ ti: 15, cmd: 99 })).toEqual({ ti: 15, st: 500, result: cs('InternalServerError', 4001, 'unsupported type of cmd', true) });
-      expect(await s.ask({ ti: 16 })).toEqual({ ti: 16, st: 500, result: cs('InternalServerError', 4001, 'unsupported type of cmd', true) });
-      expect(await s.ask({ ti: 17, cmd: 4, txhash: '00'.repeat(32) })).toEqual({ ti: 17, st: 404, result: cs('ResourceNotFoundError', 3003, 'Requested transaction not found.') });
-      expect(await s.ask({ ti: 18, cmd: 9, address: payer })).toEqual({ ti: 18, st: 500, result: cs('InternalServerError', 4001, 'smart contract is not enabled', true) });
+      expect(await s.ask({ ti: 14, cmd: 10, address: 'x' })).toEqual({
+        ti: 14,
+        st: 400,
+        result: cs('ValidationFailed', 3004, 'a query field is empty'),
+      });
+      expect(await s.ask({ ti: 15, cmd: 99 })).toEqual({
+        ti: 15,
+        st: 500,
+        result: cs('InternalServerError', 4001, 'unsupported type of cmd', true),
+      });
+      expect(await s.ask({ ti: 16 })).toEqual({
+        ti: 16,
+        st: 500,
+        result: cs('InternalServerError', 4001, 'unsupported type of cmd', true),
+      });
+      expect(await s.ask({ ti: 17, cmd: 4, txhash: '00'.repeat(32) })).toEqual({
+        ti: 17,
+        st: 404,
+        result: cs('ResourceNotFoundError', 3003, 'Requested transaction not found.'),
+      });
+      expect(await s.ask({ ti: 18, cmd: 9, address: payer })).toEqual({
+        ti: 18,
+        st: 500,
+        result: cs('InternalServerError', 4001, 'smart contract is not enabled', true),
+      });
       // a path separator in a field stays inside its parameter
       expect((await s.ask({ ti: 19, cmd: 6, address: '../blockchain' })).st).toBe(400);
       expect(await s.ask({ ti: 20, cmd: 8, rawtx: 'zz' })).toMatchObject({ ti: 20, st: 400, result: { error_code: 3004, retry: false } });
@@ -145,7 +197,11 @@ describe('coinstackd /sock on a running stack', () => {
     const readOnly = await createApiKey(stack.db.db, { name: 'reader', scopes: ['read'] });
     const r = await connect(`${base}/sock`, { apikey: readOnly.key });
     try {
-      expect(await r.ask({ ti: 1, cmd: 8, rawtx: '00' })).toMatchObject({ ti: 1, st: 400, result: { error_type: 'io.coinstack#AccessDeniedError', error_code: 3001 } });
+      expect(await r.ask({ ti: 1, cmd: 8, rawtx: '00' })).toMatchObject({
+        ti: 1,
+        st: 400,
+        result: { error_type: 'io.coinstack#AccessDeniedError', error_code: 3001 },
+      });
       expect((await r.ask({ ti: 2, cmd: 1 })).st).toBe(200);
       await revokeApiKey(stack.db.db, readOnly.id);
       expect(await r.ask({ ti: 3, cmd: 1 })).toMatchObject({ ti: 3, st: 401 });
@@ -171,4 +227,3 @@ describe('coinstackd /sock on a running stack', () => {
     expect(await refused(`${base}/nowhere`, { apikey: stack.apiKey })).toMatchObject({ status: 404 });
   });
 });
-

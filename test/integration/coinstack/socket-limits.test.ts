@@ -24,12 +24,20 @@ type Refused = { status: number; contentType: string; body: string };
 function connect(url: string): Promise<Opened | Refused> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url);
-    const closed = new Promise<{ code: number; reason: string }>((r) => ws.once('close', (code, reason) => r({ code, reason: reason.toString() })));
+    const closed = new Promise<{ code: number; reason: string }>((r) =>
+      ws.once('close', (code, reason) => r({ code, reason: reason.toString() })),
+    );
     ws.once('open', () => resolve({ ws, closed }));
     ws.once('unexpected-response', (_req, res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type']), body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: String(res.headers['content-type']),
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
     });
     ws.once('error', (err) => {
       if (!('message' in err) || !/Unexpected server response/.test(err.message)) reject(err);
@@ -91,10 +99,15 @@ describe('Coinstack sockets per key', () => {
     // A place freed by a close is taken again.
     held[0]!.ws.close();
     await held[0]!.closed;
-    const again = await waitFor('a place for the key again', async () => {
-      const r = await connect(`${base}/sock?apikey=${a}`);
-      return 'ws' in r ? r : undefined;
-    }, 10_000, 50);
+    const again = await waitFor(
+      'a place for the key again',
+      async () => {
+        const r = await connect(`${base}/sock?apikey=${a}`);
+        return 'ws' in r ? r : undefined;
+      },
+      10_000,
+      50,
+    );
     open.push(again.ws);
   });
 

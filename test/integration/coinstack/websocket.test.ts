@@ -53,7 +53,9 @@ describeBitcoind('coinstackd /websocket on Bitcoin Core', () => {
   it('pushes a new transaction and the block mining it as coinstackd frames them; a binary frame gets the pong', async () => {
     const frames: Frame[] = [];
     const ws = new WebSocket(`${base}/websocket?apikey=${key}`);
-    ws.on('message', (data, isBinary) => frames.push({ binary: isBinary, text: Buffer.isBuffer(data) ? data.toString('utf8') : String(data) }));
+    ws.on('message', (data, isBinary) =>
+      frames.push({ binary: isBinary, text: Buffer.isBuffer(data) ? data.toString('utf8') : String(data) }),
+    );
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('error', reject);
@@ -68,7 +70,12 @@ describeBitcoind('coinstackd /websocket on Bitcoin Core', () => {
       const address = await s.core.call<string>('getnewaddress', [], s.core.wallet!);
       const txid = await s.fund(address, 150_000n);
       await waitFor('the TxMessage of the payment', () => frames.some((f) => f.text.includes(`"transaction_hash":"${txid}"`)), 60_000);
-      const row = await s.db.db.selectFrom('outbox').select('created_at').where('type', '=', 'mempool.added').where('txid', '=', Buffer.from(hexToHash(txid))).executeTakeFirstOrThrow();
+      const row = await s.db.db
+        .selectFrom('outbox')
+        .select('created_at')
+        .where('type', '=', 'mempool.added')
+        .where('txid', '=', Buffer.from(hexToHash(txid)))
+        .executeTakeFirstOrThrow();
       const t = goTime(row.created_at);
       const txFrame = frames.find((f) => f.text.includes(`"transaction_hash":"${txid}"`))!;
       expect(txFrame).toEqual({

@@ -19,7 +19,9 @@ const TABLES = [...new Set(CHAIN_INDEXES.map((ix) => ix.table))];
 
 async function schemaOf(db: Kysely<Database>) {
   const indexes = await sql<{ tablename: string; indexname: string; indexdef: string }>`
-    SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = ANY(${TABLES}::text[]) ORDER BY 1, 2`.execute(db);
+    SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = ANY(${TABLES}::text[]) ORDER BY 1, 2`.execute(
+    db,
+  );
   const constraints = await sql<{ rel: string; conname: string; contype: string; def: string }>`
     SELECT conrelid::regclass::text AS rel, conname, contype, pg_get_constraintdef(oid) AS def
       FROM pg_constraint WHERE conrelid::regclass::text = ANY(${TABLES}::text[]) ORDER BY 1, 2`.execute(db);
@@ -34,7 +36,13 @@ describe('chain indexes: the bulk finish builds what the migrations define', () 
     migrated = await createMigratedDatabase('ci');
     upgraded = await createTestDatabase('ciup');
     const today = Object.fromEntries(Object.entries(migrations).filter(([name]) => name !== '0009_utxos_tx_num'));
-    const r = await new Migrator({ db: upgraded.db as Kysely<unknown>, provider: { getMigrations: async () => today }, migrationTableName: 'schema_migrations', migrationLockTableName: 'schema_migrations_lock', allowUnorderedMigrations: true }).migrateToLatest();
+    const r = await new Migrator({
+      db: upgraded.db as Kysely<unknown>,
+      provider: { getMigrations: async () => today },
+      migrationTableName: 'schema_migrations',
+      migrationLockTableName: 'schema_migrations_lock',
+      allowUnorderedMigrations: true,
+    }).migrateToLatest();
     if (r.error) throw r.error;
     await migrateToLatest(upgraded.db);
     bulk = await createMigratedDatabase('cibk');
@@ -56,11 +64,15 @@ describe('chain indexes: the bulk finish builds what the migrations define', () 
   it('every defined index exists after the migrations, with its definition', async () => {
     const s = await schemaOf(migrated.db);
     expect(s.indexes.map((i) => i.indexname).sort()).toEqual(CHAIN_INDEXES.map((ix) => ix.name).sort());
-    expect(s.indexes.find((i) => i.indexname === 'utxos_pkey')!.indexdef).toBe("CREATE UNIQUE INDEX utxos_pkey ON public.utxos USING btree (tx_num, vout) WITH (fillfactor='100')");
-    expect(s.indexes.find((i) => i.indexname === 'txs_pkey')!.indexdef).toBe("CREATE UNIQUE INDEX txs_pkey ON public.txs USING btree (tx_num) WITH (fillfactor='100')");
+    expect(s.indexes.find((i) => i.indexname === 'utxos_pkey')!.indexdef).toBe(
+      "CREATE UNIQUE INDEX utxos_pkey ON public.utxos USING btree (tx_num, vout) WITH (fillfactor='100')",
+    );
+    expect(s.indexes.find((i) => i.indexname === 'txs_pkey')!.indexdef).toBe(
+      "CREATE UNIQUE INDEX txs_pkey ON public.txs USING btree (tx_num) WITH (fillfactor='100')",
+    );
   });
 
-  it('an index upgraded from today\'s migrations has the same indexes and constraints', async () => {
+  it("an index upgraded from today's migrations has the same indexes and constraints", async () => {
     expect(await schemaOf(upgraded.db)).toEqual(await schemaOf(migrated.db));
   });
 

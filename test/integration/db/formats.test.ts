@@ -19,11 +19,19 @@ describe('storage formats: SQL fragments agree with the JS codecs', () => {
   });
 
   it('tx_num: height, position and first tx_num', async () => {
-    const cases: [number, number][] = [[0, 0], [1, 1], [840_000, 4_999], [2 ** 31 - 1, 2 ** 20 - 1], [123_456, 0]];
+    const cases: [number, number][] = [
+      [0, 0],
+      [1, 1],
+      [840_000, 4_999],
+      [2 ** 31 - 1, 2 ** 20 - 1],
+      [123_456, 0],
+    ];
     for (const [h, p] of cases) {
       const n = txNum(h, p);
       const r = await sql<{ h: number; p: number; f: string }>`
-        SELECT ${sqlTxNumHeight(sql`${n.toString()}::int8`)} AS h, ${sqlTxNumPosition(sql`${n.toString()}::int8`)} AS p, ${sqlFirstTxNum(sql`${h}::int4`)}::text AS f`.execute(t.db);
+        SELECT ${sqlTxNumHeight(sql`${n.toString()}::int8`)} AS h, ${sqlTxNumPosition(sql`${n.toString()}::int8`)} AS p, ${sqlFirstTxNum(sql`${h}::int4`)}::text AS f`.execute(
+        t.db,
+      );
       expect(r.rows[0]).toEqual({ h: txNumHeight(n), p: txNumPosition(n), f: txNum(h, 0).toString() });
       expect([txNumHeight(n), txNumPosition(n)]).toEqual([h, p]);
     }
@@ -34,7 +42,8 @@ describe('storage formats: SQL fragments agree with the JS codecs', () => {
     const e = encodeEntries(nums);
     // The safe-integer encoder writes the same bytes as the bigint one.
     expect(encodeEntries(nums.map(Number).filter((n) => Number.isSafeInteger(n)))).toEqual(e);
-    const one = async (frag: string) => (await sql<{ v: unknown }>`SELECT (${sql.raw(frag)}) AS v FROM (SELECT ${e}::bytea AS e) x`.execute(t.db)).rows[0]!.v;
+    const one = async (frag: string) =>
+      (await sql<{ v: unknown }>`SELECT (${sql.raw(frag)}) AS v FROM (SELECT ${e}::bytea AS e) x`.execute(t.db)).rows[0]!.v;
     for (let i = 0; i < nums.length; i++) expect(BigInt(String(await one(SQL_HISTORY.entryAt('x.e', String(i)))))).toBe(nums[i]);
     expect(await one(SQL_HISTORY.entryBytesAt('x.e', '2'))).toEqual(e.subarray(16, 24));
     expect(BigInt(String(await one(SQL_HISTORY.lastEntry('x.e'))))).toBe(nums[nums.length - 1]);
@@ -44,7 +53,11 @@ describe('storage formats: SQL fragments agree with the JS codecs', () => {
     expect(await one(SQL_HISTORY.count('x.e'))).toBe(nums.length);
     expect(await one(SQL_HISTORY.entry(`${(2n ** 32n).toString()}::int8`))).toEqual(encodeEntries([2n ** 32n]));
     const row = encodeHistoryChunk(nums);
-    const r = await sql<{ v: Buffer }>`SELECT ${sql.raw(SQL_HISTORY.entries('h'))} AS v FROM (SELECT ${row.first_tx_num.toString()}::int8 AS first_tx_num, ${row.rest}::bytea AS rest) h`.execute(t.db);
+    const r = await sql<{
+      v: Buffer;
+    }>`SELECT ${sql.raw(SQL_HISTORY.entries('h'))} AS v FROM (SELECT ${row.first_tx_num.toString()}::int8 AS first_tx_num, ${row.rest}::bytea AS rest) h`.execute(
+      t.db,
+    );
     expect(r.rows[0]!.v).toEqual(historyChunkEntries(row.first_tx_num, row.rest));
     expect(r.rows[0]!.v).toEqual(e);
   });

@@ -48,7 +48,9 @@ describe('leader lock', () => {
     expect(refused).toEqual([]);
     expect(await show(a, 'idle_session_timeout')).toBe('20s');
     expect(await show(a, 'idle_in_transaction_session_timeout')).toBe('20s');
-    expect([await show(a, 'tcp_keepalives_idle'), await show(a, 'tcp_keepalives_interval'), await show(a, 'tcp_keepalives_count')]).toEqual(['10', '5', '3']);
+    expect([await show(a, 'tcp_keepalives_idle'), await show(a, 'tcp_keepalives_interval'), await show(a, 'tcp_keepalives_count')]).toEqual(
+      ['10', '5', '3'],
+    );
     // The one that lost the race keeps its session as it was.
     expect(await show(b, 'idle_session_timeout')).toBe('0');
 
@@ -66,7 +68,12 @@ describe('leader lock', () => {
     expect(pid).not.toBeNull();
     // The holder issues nothing more, as a stopped process would; its socket stays open.
     let took: number | null = null;
-    await waitFor('the standby to take the lock', async () => (took = await tryLeaderLock(sqlOnClient(standby), KEY, 20_000, onUnset)) !== null, 30_000, 200);
+    await waitFor(
+      'the standby to take the lock',
+      async () => (took = await tryLeaderLock(sqlOnClient(standby), KEY, 20_000, onUnset)) !== null,
+      30_000,
+      200,
+    );
     expect(took).toBe(pidOf(standby));
     expect(await holdsLeaderLock(sqlOnClient(standby), KEY, pid!)).toBe(false);
     await expect(stopped.query('SELECT 1')).rejects.toThrow();

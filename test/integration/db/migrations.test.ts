@@ -27,7 +27,9 @@ describe('migrations', () => {
     const ran = await migrateToLatest(t.db);
     expect(ran).toEqual(Object.keys(migrations).map((m) => `Up ${m}`));
     const first = await tables(t);
-    expect(first).toEqual(expect.arrayContaining(['blocks', 'txs', 'utxos', 'balances', 'history', 'outbox', 'api_keys', 'subscriptions', 'watched_addresses']));
+    expect(first).toEqual(
+      expect.arrayContaining(['blocks', 'txs', 'utxos', 'balances', 'history', 'outbox', 'api_keys', 'subscriptions', 'watched_addresses']),
+    );
     await assertSchemaCurrent(t.db);
 
     await migrateDown(t.db);
@@ -57,7 +59,13 @@ describe('migrations', () => {
       [single, 9n, []],
     ]);
     await m.down!(t.db);
-    const back = await sql<{ addr_key: string; first_tx_num: bigint; last_tx_num: bigint; n: number; entries: Buffer }>`SELECT * FROM history ORDER BY addr_key`.execute(t.db);
+    const back = await sql<{
+      addr_key: string;
+      first_tx_num: bigint;
+      last_tx_num: bigint;
+      n: number;
+      entries: Buffer;
+    }>`SELECT * FROM history ORDER BY addr_key`.execute(t.db);
     expect(back.rows.map((r) => [r.addr_key, r.first_tx_num, r.last_tx_num, r.n, decodeEntries(r.entries)])).toEqual([
       [key, 5n, nums[2], 3, nums],
       [single, 9n, 9n, 1, [9n]],

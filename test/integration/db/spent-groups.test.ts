@@ -26,17 +26,28 @@ describe('spent_tx_groups', () => {
     await t?.drop();
   });
 
-  it('decodes what encodeIns writes: each input\'s prevout tx_num >> 4', async () => {
+  it("decodes what encodeIns writes: each input's prevout tx_num >> 4", async () => {
     const cases = [
       [],
       [{ txNum: 0, vout: 0 }],
-      [{ txNum: 127, vout: 128 }, { txNum: 128, vout: 16_383 }, { txNum: 16_384, vout: 70_000 }],
-      [{ txNum: (900_000n << 20n) + 24_999n, vout: 3 }, { txNum: (2n ** 43n) - 1n, vout: 1 }, { txNum: 1n << 20n, vout: 0 }],
+      [
+        { txNum: 127, vout: 128 },
+        { txNum: 128, vout: 16_383 },
+        { txNum: 16_384, vout: 70_000 },
+      ],
+      [
+        { txNum: (900_000n << 20n) + 24_999n, vout: 3 },
+        { txNum: 2n ** 43n - 1n, vout: 1 },
+        { txNum: 1n << 20n, vout: 0 },
+      ],
     ];
     for (const ins of cases) {
       const packed = encodeIns(ins);
       const r = await sql<{ g: string[] }>`SELECT spent_tx_groups(${packed})::text[] AS g`.execute(t.db);
-      expect(r.rows[0]!.g, JSON.stringify(ins, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).toEqual(groups(packed));
+      expect(
+        r.rows[0]!.g,
+        JSON.stringify(ins, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)),
+      ).toEqual(groups(packed));
     }
   });
 
@@ -50,15 +61,24 @@ describe('spent_tx_groups', () => {
       return v;
     };
     const count = () => (rand() < 0.9 ? Math.floor(rand() * 4) : Math.floor(rand() * 400));
-    const inputs = Array.from({ length: 3_000 }, () => encodeIns(Array.from({ length: count() }, (): PackedInInput => ({ txNum: bits(63), vout: Number(bits(32)) }))));
-    const r = await sql<{ g: string[] }>`SELECT spent_tx_groups(x)::text[] AS g FROM unnest(${inputs}::bytea[]) WITH ORDINALITY AS u(x, o) ORDER BY o`.execute(t.db);
+    const inputs = Array.from({ length: 3_000 }, () =>
+      encodeIns(Array.from({ length: count() }, (): PackedInInput => ({ txNum: bits(63), vout: Number(bits(32)) }))),
+    );
+    const r = await sql<{
+      g: string[];
+    }>`SELECT spent_tx_groups(x)::text[] AS g FROM unnest(${inputs}::bytea[]) WITH ORDINALITY AS u(x, o) ORDER BY o`.execute(t.db);
     expect(r.rows.map((row) => row.g)).toEqual(inputs.map(groups));
   });
 
   it('reads a value stored compressed (a transaction with 1,500 inputs)', async () => {
-    const ins = encodeIns(Array.from({ length: 1_500 }, (_, i) => ({ txNum: (BigInt(700 + (i % 5)) << 20n) + BigInt(i % 3), vout: i % 2 })));
+    const ins = encodeIns(
+      Array.from({ length: 1_500 }, (_, i) => ({ txNum: (BigInt(700 + (i % 5)) << 20n) + BigInt(i % 3), vout: i % 2 })),
+    );
     await sql`INSERT INTO txs (tx_num, txid, outs, ins) VALUES (7, ${Buffer.alloc(32, 7)}, '\\x'::bytea, ${ins})`.execute(t.db);
-    const r = await sql<{ c: string | null; g: string[] }>`SELECT pg_column_compression(ins) AS c, spent_tx_groups(ins)::text[] AS g FROM txs WHERE tx_num = 7`.execute(t.db);
+    const r = await sql<{
+      c: string | null;
+      g: string[];
+    }>`SELECT pg_column_compression(ins) AS c, spent_tx_groups(ins)::text[] AS g FROM txs WHERE tx_num = 7`.execute(t.db);
     expect(r.rows[0]!.c).not.toBeNull();
     expect(r.rows[0]!.g).toEqual(groups(ins));
     await sql`DELETE FROM txs WHERE tx_num = 7`.execute(t.db);
@@ -113,9 +133,14 @@ describe('spent_tx_groups', () => {
   });
 
   it('the outspends statement uses the index with generic plans', async () => {
-    const rows = Array.from({ length: 5_000 }, (_, i) => ({ n: String((BigInt(1 + (i >> 5)) << 20n) + BigInt(i & 31)), ins: encodeIns([{ txNum: Math.max(0, i - 7), vout: i & 1 }]) }));
+    const rows = Array.from({ length: 5_000 }, (_, i) => ({
+      n: String((BigInt(1 + (i >> 5)) << 20n) + BigInt(i & 31)),
+      ins: encodeIns([{ txNum: Math.max(0, i - 7), vout: i & 1 }]),
+    }));
     const txid = (n: string) => Buffer.from(BigInt(n).toString(16).padStart(64, '0'), 'hex');
-    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, x, '\\x'::bytea, i FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => txid(r.n))}::bytea[], ${rows.map((r) => r.ins)}::bytea[]) AS u(n, x, i)`.execute(t.db);
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, x, '\\x'::bytea, i FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => txid(r.n))}::bytea[], ${rows.map((r) => r.ins)}::bytea[]) AS u(n, x, i)`.execute(
+      t.db,
+    );
     await sql`ANALYZE txs`.execute(t.db);
     const plan = await t.db.connection().execute(async (c) => {
       await sql`SET plan_cache_mode = force_generic_plan`.execute(c);

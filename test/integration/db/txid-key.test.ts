@@ -13,7 +13,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 const txid = (i: number, prefix?: number) => {
   const b = Buffer.alloc(32);
   b.writeUInt32BE(i, 28);
-  b.writeBigUInt64BE(BigInt(prefix ?? i) * 0x9e3779b97f4a7c15n % (1n << 64n), 0);
+  b.writeBigUInt64BE((BigInt(prefix ?? i) * 0x9e3779b97f4a7c15n) % (1n << 64n), 0);
   return b;
 };
 
@@ -22,10 +22,17 @@ describe('txs by txid key', () => {
   beforeAll(async () => {
     t = await createMigratedDatabase('tk');
     await sql`INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
-      SELECT h, decode(lpad(to_hex(h), 64, '0'), 'hex'), decode(lpad(to_hex(h - 1), 64, '0'), 'hex'), '\\x00'::bytea, 0, 1, 1, 4 FROM generate_series(0, 199) h`.execute(t.db);
+      SELECT h, decode(lpad(to_hex(h), 64, '0'), 'hex'), decode(lpad(to_hex(h - 1), 64, '0'), 'hex'), '\\x00'::bytea, 0, 1, 1, 4 FROM generate_series(0, 199) h`.execute(
+      t.db,
+    );
     // 20,000 transactions; 3 of them share their first 8 bytes with another.
-    const rows = Array.from({ length: 20_000 }, (_, i) => ({ tx_num: String(BigInt(i % 200) * (1n << 20n) + BigInt(i)), txid: i >= 19_997 ? txid(i, i - 10) : txid(i) }));
-    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, x, '\\x'::bytea, '\\x'::bytea FROM unnest(${rows.map((r) => r.tx_num)}::int8[], ${rows.map((r) => r.txid)}::bytea[]) AS u(n, x)`.execute(t.db);
+    const rows = Array.from({ length: 20_000 }, (_, i) => ({
+      tx_num: String(BigInt(i % 200) * (1n << 20n) + BigInt(i)),
+      txid: i >= 19_997 ? txid(i, i - 10) : txid(i),
+    }));
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, x, '\\x'::bytea, '\\x'::bytea FROM unnest(${rows.map((r) => r.tx_num)}::int8[], ${rows.map((r) => r.txid)}::bytea[]) AS u(n, x)`.execute(
+      t.db,
+    );
     await sql`ANALYZE txs`.execute(t.db);
   });
   afterAll(async () => {
@@ -34,7 +41,9 @@ describe('txs by txid key', () => {
 
   it('finds exactly the asked txids, also when another shares the key', async () => {
     for (const i of [5, 19_997, 19_998, 19_999 - 10]) {
-      const r = await sql<{ txid: Buffer }>`SELECT txid FROM txs WHERE ${txidIs(sql.ref('txid'), txid(i, i >= 19_997 ? i - 10 : i))}`.execute(t.db);
+      const r = await sql<{
+        txid: Buffer;
+      }>`SELECT txid FROM txs WHERE ${txidIs(sql.ref('txid'), txid(i, i >= 19_997 ? i - 10 : i))}`.execute(t.db);
       expect(r.rows.map((x) => x.txid.readUInt32BE(28))).toEqual([i]);
     }
     const ask = [txid(7), txid(19_998, 19_988), txid(19_988), txid(123_456)];
@@ -58,13 +67,17 @@ describe('txs by txid key', () => {
     };
     await explain(sql`SELECT tx_num FROM txs WHERE ${txidIs(sql.ref('txid'), txid(3))}`);
     await explain(sql`SELECT tx_num FROM txs WHERE ${txidIn(sql.ref('txid'), [txid(3), txid(4)])}`);
-    await explain(sql`SELECT t.tx_num FROM unnest(${[txid(3), txid(4)]}::bytea[]) AS q(txid) JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}`);
+    await explain(
+      sql`SELECT t.tx_num FROM unnest(${[txid(3), txid(4)]}::bytea[]) AS q(txid) JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}`,
+    );
     // The API's sessions plan generically (api-db.ts): the key of a parameter still reaches the index.
     await t.db.connection().execute(async (c) => {
       await sql`SET plan_cache_mode = force_generic_plan`.execute(c);
       await sql`SET enable_seqscan = off`.execute(c);
       await sql`PREPARE by_txid(bytea) AS SELECT tx_num FROM txs WHERE txid_key(txid) = txid_key($1) AND txid = $1`.execute(c);
-      const r = await sql<{ 'QUERY PLAN': string }>`EXPLAIN EXECUTE by_txid(${sql.raw(`'\\x${txid(3).toString('hex')}'::bytea`)})`.execute(c);
+      const r = await sql<{ 'QUERY PLAN': string }>`EXPLAIN EXECUTE by_txid(${sql.raw(`'\\x${txid(3).toString('hex')}'::bytea`)})`.execute(
+        c,
+      );
       plans.push(r.rows.map((x) => x['QUERY PLAN']).join('\n'));
       await sql`DEALLOCATE by_txid`.execute(c);
       await sql`RESET enable_seqscan`.execute(c);

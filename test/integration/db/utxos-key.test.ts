@@ -40,14 +40,19 @@ async function migrateAsToday(db: Kysely<Database>): Promise<void> {
 }
 
 async function utxosKey(db: Kysely<Database>): Promise<string | null> {
-  const r = await sql<{ def: string }>`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'utxos'::regclass AND contype = 'p'`.execute(db);
+  const r = await sql<{
+    def: string;
+  }>`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'utxos'::regclass AND contype = 'p'`.execute(db);
   return r.rows[0]?.def ?? null;
 }
 
 /** What the readers answer: the rows, Core's view of each address, each transaction's unspent outputs. */
 async function answers(db: Kysely<Database>, chain: ChainA) {
   const addresses = Object.keys(chain.expected.addresses);
-  const views = await readAddresses(db, addresses.map((a) => keyOfAddress(a, 'regtest')));
+  const views = await readAddresses(
+    db,
+    addresses.map((a) => keyOfAddress(a, 'regtest')),
+  );
   const txids = (await sql<{ txid: Buffer }>`SELECT txid FROM txs ORDER BY tx_num`.execute(db)).rows.map((r) => r.txid);
   const txs = await findConfirmedTxs(db, txids);
   const spendState = await Promise.all(txids.map(async (txid) => [...(await getOutputSpendState(db, txid)).unspent].sort((a, b) => a - b)));
@@ -78,11 +83,16 @@ describeFixtures('migration 0009: utxos keyed by (tx_num, vout)', () => {
     await fresh?.drop();
   });
 
-  it('the index built on today\'s layout answers as Core does', () => {
+  it("the index built on today's layout answers as Core does", () => {
     for (const [address, want] of Object.entries(chain.expected.addresses)) {
-      const view = before.addresses.find(([a]) => a === address)![1] as { balance: bigint; unspent: { transaction_hash: string; index: number }[] };
+      const view = before.addresses.find(([a]) => a === address)![1] as {
+        balance: bigint;
+        unspent: { transaction_hash: string; index: number }[];
+      };
       expect(view.balance, address).toBe(BigInt(want.balance));
-      expect(view.unspent.map((u) => `${u.transaction_hash}:${u.index}`).sort(), address).toEqual(want.unspent.map((u) => `${u.transaction_hash}:${u.index}`).sort());
+      expect(view.unspent.map((u) => `${u.transaction_hash}:${u.index}`).sort(), address).toEqual(
+        want.unspent.map((u) => `${u.transaction_hash}:${u.index}`).sort(),
+      );
     }
     expect(before.snapshot.utxos.length).toBeGreaterThan(0);
   });
@@ -97,7 +107,8 @@ describeFixtures('migration 0009: utxos keyed by (tx_num, vout)', () => {
   it('the migrated index undoes and applies blocks as one built on the new layout', async () => {
     const tip = chain.expected.best_height;
     for (let h = tip; h > tip - 12; h--) expect((await undoBlock(old.db, h)).kind).toBe('undone');
-    for (let h = tip - 11; h <= tip; h++) expect((await applyBlock(old.db, decodeBlock(chain.blocks.get(chain.main[h]!)!.raw), h)).kind).toBe('applied');
+    for (let h = tip - 11; h <= tip; h++)
+      expect((await applyBlock(old.db, decodeBlock(chain.blocks.get(chain.main[h]!)!.raw), h)).kind).toBe('applied');
     expect(await snapshotIndex(old.db)).toEqual(await snapshotIndex(fresh.db));
   });
 });
@@ -110,7 +121,10 @@ it('during a bulk sync the migration leaves the key to the bulk finish', async (
     await client.connect();
     const deps = { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 };
     await beginBulk(client, deps, -1);
-    await client.query('INSERT INTO utxos (txid, vout, tx_num, value, script) VALUES ($1, 0, 1, 500, $2)', [Buffer.alloc(32, 1), Buffer.from([0x51])]);
+    await client.query('INSERT INTO utxos (txid, vout, tx_num, value, script) VALUES ($1, 0, 1, 500, $2)', [
+      Buffer.alloc(32, 1),
+      Buffer.from([0x51]),
+    ]);
     await migrateToLatest(t.db);
     expect(await utxosKey(t.db)).toBeNull();
     await finishBulk(client, deps);

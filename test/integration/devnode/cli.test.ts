@@ -16,7 +16,22 @@ afterAll(() => {
 describeFixtures('blockwire devnode on its own', () => {
   it('logs pretty lines with LOG_FORMAT=pretty and each replayed block', async () => {
     const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', LOG_FORMAT: 'pretty' };
-    child = spawn(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'devnode', '--replay', fixturePath('regtest-chain-a'), '--pace', '20', '--rpc-port', '0', '--zmq-port', '0'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(
+      process.execPath,
+      [
+        join(projectRoot, 'bin', 'blockwire.js'),
+        'devnode',
+        '--replay',
+        fixturePath('regtest-chain-a'),
+        '--pace',
+        '20',
+        '--rpc-port',
+        '0',
+        '--zmq-port',
+        '0',
+      ],
+      { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += String(d)));
     child.stderr!.on('data', (d: Buffer) => (out += String(d)));

@@ -10,7 +10,11 @@ import { waitFor } from '../../support/wait.js';
 /** Where a node answers RPC and REST (a Devnode, a Bitcoind or a TestNode). */
 export type NodeAddress = { readonly rpc: { host: string; port: number; user: string; password: string } };
 
-export type RawRpcReply = { status: number; body: { result: unknown; error: { code: number; message: string } | null; id: unknown }; text: string };
+export type RawRpcReply = {
+  status: number;
+  body: { result: unknown; error: { code: number; message: string } | null; id: unknown };
+  text: string;
+};
 
 /**
  * fetch, tried once more when a kept-alive connection turns out closed by a server that just
@@ -56,7 +60,10 @@ export async function restGet(node: NodeAddress, path: string): Promise<RestRepl
 export type ZmqMessage = { topic: string; body: Uint8Array; seq: number | null; frames: number };
 
 /** Subscribes to `topics` (default: all) and records messages until `close()`. */
-export async function collectZmq(url: string, topics: string[] = []): Promise<{ messages: ZmqMessage[]; settle: (quietMs?: number) => Promise<void>; close: () => void }> {
+export async function collectZmq(
+  url: string,
+  topics: string[] = [],
+): Promise<{ messages: ZmqMessage[]; settle: (quietMs?: number) => Promise<void>; close: () => void }> {
   const sub = new Subscriber();
   sub.connect(url);
   sub.subscribe(...topics);
@@ -100,7 +107,10 @@ export async function collectZmq(url: string, topics: string[] = []): Promise<{ 
  * the same socket, after everything queued, and waits for it (one socket keeps its order), then
  * takes it out of the messages. For the devnode only (bitcoind has no way to send one).
  */
-export async function zmqSentinel(node: { faults: { zmq: { publishRaw(frames: (string | Uint8Array)[]): Promise<void> } } }, zmq: { messages: ZmqMessage[] }): Promise<void> {
+export async function zmqSentinel(
+  node: { faults: { zmq: { publishRaw(frames: (string | Uint8Array)[]): Promise<void> } } },
+  zmq: { messages: ZmqMessage[] },
+): Promise<void> {
   const body = new Uint8Array(randomBytes(16));
   const isMarker = (m: ZmqMessage) => m.topic === SENTINEL_TOPIC && Buffer.from(m.body).equals(body);
   await node.faults.zmq.publishRaw([SENTINEL_TOPIC, body, new Uint8Array(4)]);

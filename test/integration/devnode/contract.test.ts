@@ -46,18 +46,23 @@ const WALLET_METHODS = new Set([
  * empty or both not, and their first elements match.
  */
 function shapeDiff(actual: unknown, recorded: unknown, path = '$'): string | null {
-  if (recorded === null || actual === null) return actual === recorded ? null : `${path}: ${JSON.stringify(actual)} where Core had ${JSON.stringify(recorded)}`;
+  if (recorded === null || actual === null)
+    return actual === recorded ? null : `${path}: ${JSON.stringify(actual)} where Core had ${JSON.stringify(recorded)}`;
   if (typeof actual !== typeof recorded) return `${path}: ${typeof actual} where Core had ${typeof recorded}`;
   if (Array.isArray(recorded)) {
     if (!Array.isArray(actual)) return `${path}: not an array`;
     if (actual.length !== recorded.length) {
-      if ((actual.length > 0) !== (recorded.length > 0)) return `${path}: ${actual.length} elements where Core had ${recorded.length}`;
+      if (actual.length > 0 !== recorded.length > 0) return `${path}: ${actual.length} elements where Core had ${recorded.length}`;
       return actual.length ? shapeDiff(actual[0], recorded[0], `${path}[0]`) : null;
     }
     const unused = new Set(recorded.keys());
     for (let i = 0; i < actual.length; i++) {
       const match = [...unused].find((j) => shapeDiff(actual[i], recorded[j], `${path}[${i}]`) === null);
-      if (match === undefined) return shapeDiff(actual[i], recorded[unused.has(i) ? i : [...unused][0]!], `${path}[${i}]`) ?? `${path}[${i}]: matches no element of Core's left`;
+      if (match === undefined)
+        return (
+          shapeDiff(actual[i], recorded[unused.has(i) ? i : [...unused][0]!], `${path}[${i}]`) ??
+          `${path}[${i}]: matches no element of Core's left`
+        );
       unused.delete(match);
     }
     return null;
@@ -90,7 +95,8 @@ const EXT = {
   p2shMulti: '2NBaG4feh6qf8JQDmtjsJcn7rVy9BJHZgop',
   p2wshMulti: 'bcrt1qaaxwj2kdpv8cz8gngswxpcume7q3n9vqy0rg0rhdh5092madpm8qps8x3y',
   p2pk: '2102e2df18d80052665b8251269a0fa0e0dd5655ce750e9e31995e25878cbc7b72c7ac',
-  bareMulti: '512102e2df18d80052665b8251269a0fa0e0dd5655ce750e9e31995e25878cbc7b72c72103415d2f0d221833c2c6ffa70bcc57cac3b8b30aa60578fc7536fe69262c7be92452ae',
+  bareMulti:
+    '512102e2df18d80052665b8251269a0fa0e0dd5655ce750e9e31995e25878cbc7b72c72103415d2f0d221833c2c6ffa70bcc57cac3b8b30aa60578fc7536fe69262c7be92452ae',
 };
 
 type MiningType = 'p2wpkh' | 'p2pkh' | 'p2sh-p2wpkh';
@@ -126,7 +132,8 @@ type WalletActor = {
 const btc = (sats: bigint) => Number(sats) / 1e8;
 
 /** A transaction without inputs paying `outputs`, for fundrawtransaction (as the recording built them). */
-const unfunded = (outputs: { value: bigint; script: Uint8Array }[]) => bytesToHex(encodeTx({ version: 2, inputs: [], outputs, locktime: 0 }));
+const unfunded = (outputs: { value: bigint; script: Uint8Array }[]) =>
+  bytesToHex(encodeTx({ version: 2, inputs: [], outputs, locktime: 0 }));
 
 function coreActor(node: TestNode): WalletActor {
   const w = <T>(method: string, params: unknown[] = []) => node.call<T>(method, params, 'w');
@@ -146,11 +153,20 @@ function coreActor(node: TestNode): WalletActor {
     address: (type) => addr[type],
     payments: async () => {
       const out: string[] = [];
-      for (const [to, sats] of [[EXT.legacy, 50_000_000n], [EXT.p2shSegwit, 60_000_000n], [EXT.bech32, 70_000_000n], [EXT.bech32m, 80_000_000n]] as const) out.push(await w<string>('sendtoaddress', [to, btc(sats)]));
+      for (const [to, sats] of [
+        [EXT.legacy, 50_000_000n],
+        [EXT.p2shSegwit, 60_000_000n],
+        [EXT.bech32, 70_000_000n],
+        [EXT.bech32m, 80_000_000n],
+      ] as const)
+        out.push(await w<string>('sendtoaddress', [to, btc(sats)]));
       return out;
     },
     // createrawtransaction takes one `data` output at most: the recording funded a hand-made transaction.
-    dataTx: async (payloads) => fundAndSign(unfunded(payloads.map((p) => ({ value: 0n, script: hexToBytes(`6a${(p.length / 2).toString(16).padStart(2, '0')}${p}`) })))),
+    dataTx: async (payloads) =>
+      fundAndSign(
+        unfunded(payloads.map((p) => ({ value: 0n, script: hexToBytes(`6a${(p.length / 2).toString(16).padStart(2, '0')}${p}`) }))),
+      ),
     multisig: () => w<string>('sendmany', ['', { [EXT.p2shMulti]: 0.2, [EXT.p2wshMulti]: 0.3 }]),
     pkTx: () =>
       fundAndSign(
@@ -177,7 +193,12 @@ function coreActor(node: TestNode): WalletActor {
     conflictTx: async (txid, to) => {
       const tx = await node.call<{ vin: { txid: string; vout: number }[] }>('getrawtransaction', [txid, true]);
       const input = tx.vin[0]!;
-      return signed(await node.call<string>('createrawtransaction', [[{ txid: input.txid, vout: input.vout, sequence: 0xfffffffd }], [{ [to]: btc(10_000n) }]]));
+      return signed(
+        await node.call<string>('createrawtransaction', [
+          [{ txid: input.txid, vout: input.vout, sequence: 0xfffffffd }],
+          [{ [to]: btc(10_000n) }],
+        ]),
+      );
     },
     // bitcoind publishes as it goes; the collector's settle() waits for the quiet that follows.
     flushZmq: async () => undefined,
@@ -211,8 +232,14 @@ function devnodeActor(node: Devnode): WalletActor {
       last = hashToHex(decodeTx(hexToBytes(hex)).txid);
       return hex;
     },
-    multisig: () => chain(w.send(EXT.p2wshMulti, 30_000_000n, { outputs: [{ to: EXT.p2shMulti, sats: 20_000_000n }], from: [changeOf(last)] })),
-    pkTx: async () => w.createTx({ script: EXT.p2pk }, 100_000n, { outputs: [{ to: { script: EXT.bareMulti }, sats: 100_000n }], from: [changeOf(last)], changePosition: 1 }),
+    multisig: () =>
+      chain(w.send(EXT.p2wshMulti, 30_000_000n, { outputs: [{ to: EXT.p2shMulti, sats: 20_000_000n }], from: [changeOf(last)] })),
+    pkTx: async () =>
+      w.createTx({ script: EXT.p2pk }, 100_000n, {
+        outputs: [{ to: { script: EXT.bareMulti }, sats: 100_000n }],
+        from: [changeOf(last)],
+        changePosition: 1,
+      }),
     send: (to, sats) => w.send(to, sats),
     sendLocked: (to, sats) => w.send(to, sats),
     bump: (txid) => w.bumpFee(txid),
@@ -242,7 +269,10 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
   const compared = new Map<number, 'exact' | 'shape'>();
   /** Recorded REST paths compared so far (the last test checks none was left out). */
   const restCompared = new Set<string>();
-  const tx = {} as Record<'p1' | 'p2' | 'p3' | 'p4' | 'data' | 'multi' | 'pk' | 'rbf' | 'rbf2' | 'r1' | 'r1b' | 'r3' | 'late' | 'last', string>;
+  const tx = {} as Record<
+    'p1' | 'p2' | 'p3' | 'p4' | 'data' | 'multi' | 'pk' | 'rbf' | 'rbf2' | 'r1' | 'r1b' | 'r3' | 'late' | 'last',
+    string
+  >;
   const blk = {} as Record<'data' | 'stale', string>;
 
   /** Sends the devnode the equivalent of recorded call `id` and compares the answer. */
@@ -271,7 +301,8 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
     const got = await restGet(node, path);
     expect(got.status, path).toBe(want.http_status);
     expect(got.type, path).toBe(want.content_type);
-    if (mode === 'exact') expect(want.body.hex !== undefined ? bytesToHex(got.bytes) : got.text, path).toBe(want.body.hex ?? want.body.text);
+    if (mode === 'exact')
+      expect(want.body.hex !== undefined ? bytesToHex(got.bytes) : got.text, path).toBe(want.body.hex ?? want.body.text);
     if (mode === 'shape') {
       expect(got.text.endsWith('\n'), path).toBe(true);
       sameShape(JSON.parse(got.text), JSON.parse(want.body.text!), path);
@@ -306,7 +337,13 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
     expect(zmqs.every((z) => z.address === node.zmqUrl && z.hwm === 1000)).toBe(true);
 
     const genesis = '0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206';
-    for (const p of [`/rest/block/${genesis}.bin`, `/rest/block/${genesis}.json`, '/rest/blockhashbyheight/0.hex', `/rest/headers/1/${genesis}.hex`]) await restLike(p, p, 'exact');
+    for (const p of [
+      `/rest/block/${genesis}.bin`,
+      `/rest/block/${genesis}.json`,
+      '/rest/blockhashbyheight/0.hex',
+      `/rest/headers/1/${genesis}.hex`,
+    ])
+      await restLike(p, p, 'exact');
     await restLike('/rest/chaininfo.json', '/rest/chaininfo.json', 'shape');
   });
 
@@ -316,7 +353,8 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
       '/rest/block/abababababababababababababababababababababababababababababababab.bin',
       '/rest/tx/abababababababababababababababababababababababababababababababab.hex',
       '/rest/blockhashbyheight/999.hex',
-    ]) await restLike(p, p, 'exact');
+    ])
+      await restLike(p, p, 'exact');
   });
 
   it('wallet step: 101 blocks to a wallet address', async () => {
@@ -346,7 +384,10 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
   });
 
   it('OP_RETURN, multisig, P2PK and bare multisig outputs; the block that mines them in every format', async () => {
-    const dataHex = await wallet.dataTx(['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', '5354414d50000000000000000000000000000000000000000000000000000000']);
+    const dataHex = await wallet.dataTx([
+      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      '5354414d50000000000000000000000000000000000000000000000000000000',
+    ]);
     const accept = resultOf<{ allowed: boolean }[]>(await replay(49, [[dataHex]], 'shape'));
     expect(accept[0]!.allowed).toBe(true);
     tx.data = resultOf<string>(await replay(50, [dataHex], 'shape'));
@@ -356,8 +397,18 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
     const [hash] = resultOf<string[]>(await replay(59, [1, wallet.address('p2wpkh')], 'shape'));
     blk.data = hash!;
     expect(resultOf<string>(await replay(60, [hash, 0], 'shape'))).toMatch(/^[0-9a-f]+$/);
-    for (const [id, v] of [[61, 1], [62, 2], [63, 3]] as const) await replay(id, [hash, v], 'shape');
-    const pairs: [number, string][] = [[64, tx.data], [66, tx.multi], [68, tx.pk], [70, tx.p2]];
+    for (const [id, v] of [
+      [61, 1],
+      [62, 2],
+      [63, 3],
+    ] as const)
+      await replay(id, [hash, v], 'shape');
+    const pairs: [number, string][] = [
+      [64, tx.data],
+      [66, tx.multi],
+      [68, tx.pk],
+      [70, tx.p2],
+    ];
     for (const [id, txid] of pairs) {
       await replay(id, [txid, true], 'shape');
       const v2 = resultOf<{ fee: number; vin: { prevout?: unknown }[] }>(await replay(id + 1, [txid, 2, hash], 'shape'));
@@ -378,9 +429,13 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
 
   it('RBF: replacement, the mempool sequence shows the removal, the replaced tx is gone', async () => {
     tx.rbf = await wallet.send(EXT.bech32m, 25_000_000n);
-    expect(resultOf<{ mempool_sequence: number }>(await replay(73, null, 'shape')).mempool_sequence).toBe(recorded<{ mempool_sequence: number }>(73).mempool_sequence);
+    expect(resultOf<{ mempool_sequence: number }>(await replay(73, null, 'shape')).mempool_sequence).toBe(
+      recorded<{ mempool_sequence: number }>(73).mempool_sequence,
+    );
     tx.rbf2 = await wallet.bump(tx.rbf);
-    expect(resultOf<{ mempool_sequence: number }>(await replay(75, null, 'shape')).mempool_sequence).toBe(recorded<{ mempool_sequence: number }>(75).mempool_sequence);
+    expect(resultOf<{ mempool_sequence: number }>(await replay(75, null, 'shape')).mempool_sequence).toBe(
+      recorded<{ mempool_sequence: number }>(75).mempool_sequence,
+    );
     const r = await replay(76, [tx.rbf], 'shape');
     expect(r.body.error).toEqual({ code: -5, message: 'Transaction not in mempool' });
     await replay(77, [1, wallet.address('p2wpkh')], 'shape');
@@ -391,15 +446,23 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
     const [stale] = resultOf<string[]>(await replay(79, [1, wallet.address('p2wpkh')], 'shape'));
     blk.stale = stale!;
     await replay(80, [stale], 'exact');
-    expect(resultOf<{ mempool_sequence: number; txids: string[] }>(await replay(81, null, 'shape'))).toEqual({ txids: [tx.r1], mempool_sequence: recorded<{ mempool_sequence: number }>(81).mempool_sequence });
+    expect(resultOf<{ mempool_sequence: number; txids: string[] }>(await replay(81, null, 'shape'))).toEqual({
+      txids: [tx.r1],
+      mempool_sequence: recorded<{ mempool_sequence: number }>(81).mempool_sequence,
+    });
     tx.r1b = await wallet.bump(tx.r1);
     const [n1] = resultOf<string[]>(await replay(83, [2, wallet.address('p2pkh')], 'shape'));
     await replay(84, [stale], 'exact');
     const tips = resultOf<{ height: number; branchlen: number; status: string }[]>(await replay(85, null, 'shape'));
-    expect(tips.map((t) => [t.height, t.branchlen, t.status])).toEqual(recorded<{ height: number; branchlen: number; status: string }[]>(85).map((t) => [t.height, t.branchlen, t.status]));
+    expect(tips.map((t) => [t.height, t.branchlen, t.status])).toEqual(
+      recorded<{ height: number; branchlen: number; status: string }[]>(85).map((t) => [t.height, t.branchlen, t.status]),
+    );
     expect(resultOf<{ confirmations: number }>(await replay(86, [stale, 1], 'shape')).confirmations).toBe(-1);
     await replay(87, [stale, true], 'shape');
-    expect(resultOf<{ confirmations: number; blockhash: string }>(await replay(88, [tx.r1, true], 'shape'))).toMatchObject({ confirmations: 0, blockhash: stale });
+    expect(resultOf<{ confirmations: number; blockhash: string }>(await replay(88, [tx.r1, true], 'shape'))).toMatchObject({
+      confirmations: 0,
+      blockhash: stale,
+    });
     expect(resultOf<{ in_active_chain: boolean }>(await replay(89, [tx.r1, true, stale], 'shape')).in_active_chain).toBe(false);
     await replay(90, [n1, 1], 'shape');
   });
@@ -409,13 +472,31 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
     const three = resultOf<string[]>(await replay(92, [3, wallet.address('p2wpkh')], 'shape'));
     tx.late = await wallet.sendLocked(EXT.p2shSegwit, 12_000_000n);
     await replay(94, [three[0]], 'exact');
-    expect(resultOf<{ mempool_sequence: number; txids: string[] }>(await replay(95, null, 'shape'))).toEqual({ txids: [tx.r3], mempool_sequence: recorded<{ mempool_sequence: number }>(95).mempool_sequence });
+    expect(resultOf<{ mempool_sequence: number; txids: string[] }>(await replay(95, null, 'shape'))).toEqual({
+      txids: [tx.r3],
+      mempool_sequence: recorded<{ mempool_sequence: number }>(95).mempool_sequence,
+    });
     await replay(96, [4, wallet.address('p2sh-p2wpkh')], 'shape');
     const tips = resultOf<{ height: number; branchlen: number; status: string }[]>(await replay(97, null, 'shape'));
-    expect(tips.map((t) => [t.height, t.branchlen, t.status])).toEqual(recorded<{ height: number; branchlen: number; status: string }[]>(97).map((t) => [t.height, t.branchlen, t.status]));
+    expect(tips.map((t) => [t.height, t.branchlen, t.status])).toEqual(
+      recorded<{ height: number; branchlen: number; status: string }[]>(97).map((t) => [t.height, t.branchlen, t.status]),
+    );
     const info = resultOf<Record<string, unknown>>(await replay(98, null, 'shape'));
     const want = recorded<Record<string, unknown>>(98);
-    for (const k of ['chain', 'blocks', 'headers', 'bits', 'target', 'difficulty', 'verificationprogress', 'initialblockdownload', 'chainwork', 'pruned', 'warnings']) expect(info[k], k).toEqual(want[k]);
+    for (const k of [
+      'chain',
+      'blocks',
+      'headers',
+      'bits',
+      'target',
+      'difficulty',
+      'verificationprogress',
+      'initialblockdownload',
+      'chainwork',
+      'pruned',
+      'warnings',
+    ])
+      expect(info[k], k).toEqual(want[k]);
   });
 
   it('broadcast failures: confirmed, undecodable, dust, missing inputs, fee above maxfeerate; resubmission; fee estimate', async () => {
@@ -475,7 +556,9 @@ describeContract('node contract: the recorded Bitcoin Core 30.0 session', (entry
     // Bodies: display-order hashes, raw transactions whose txid is the preceding hashtx.
     for (let i = 0; i < got.length; i++) {
       const m = got[i]!;
-      expect(m.body.length, m.topic).toBe(hexToBytes(want[i]!.body_hex).length > 100 ? m.body.length : hexToBytes(want[i]!.body_hex).length);
+      expect(m.body.length, m.topic).toBe(
+        hexToBytes(want[i]!.body_hex).length > 100 ? m.body.length : hexToBytes(want[i]!.body_hex).length,
+      );
       if (m.topic === 'rawtx') expect(hashToHex(decodeTx(m.body).txid)).toBe(bytesToHex(got[i - 1]!.body));
       if (m.topic === 'rawblock') expect(hashToHex(decodeBlock(m.body).hash)).toBe(bytesToHex(got[i - 1]!.body));
     }

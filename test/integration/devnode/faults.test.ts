@@ -49,7 +49,9 @@ describe('devnode fault injection', () => {
     // The new block's hashblock is the sentinel: one socket keeps its order, so a message of the
     // twenty silent blocks would have come before it.
     const hashOf = (m: (typeof zmq.messages)[number]) => Buffer.from(m.body).toString('hex');
-    await waitFor('the hashblock of the block mined after the silence', () => zmq.messages.some((m) => m.topic === 'hashblock' && hashOf(m) === tip));
+    await waitFor('the hashblock of the block mined after the silence', () =>
+      zmq.messages.some((m) => m.topic === 'hashblock' && hashOf(m) === tip),
+    );
     const hb = zmq.messages.filter((m) => m.topic === 'hashblock');
     expect(hb.map(hashOf)).toEqual([tip]);
     expect(hb[0]!.seq).toBe(node.faults.zmq.counter('hashblock') - 1);
@@ -148,7 +150,10 @@ describe('devnode fault injection', () => {
     node.faults.setFeeEstimate(3_500n);
     expect((await rawRpc(node, 'estimatesmartfee', [6])).body.result).toEqual({ feerate: 0.000035, blocks: 6 });
 
-    expect((await rawRpc(node, 'setfeeestimate', [-1])).body.error).toEqual({ code: -8, message: 'Invalid fee_rate: must not be negative' });
+    expect((await rawRpc(node, 'setfeeestimate', [-1])).body.error).toEqual({
+      code: -8,
+      message: 'Invalid fee_rate: must not be negative',
+    });
     expect((await rawRpc(node, 'setfeeestimate', [5, 1])).body.error?.code).toBe(-8);
     expect((await rawRpc(node, 'setfeeestimate', [5, 2, 'sat/B'])).body.error?.code).toBe(-8);
     expect((await rawRpc(node, 'setfeeestimate', ['five'])).body.error?.code).toBe(-3);
@@ -168,7 +173,16 @@ describe('devnode fault injection', () => {
     expect((await rawRpc(node, 'getblockcount')).body.result).toBe(node.tip().height);
     await node.faults.outage(300);
     await expect(rawRpc(node, 'getblockcount')).rejects.toThrow();
-    await waitFor('the RPC port answering again', () => rawRpc(node, 'getblockcount').then(() => true, () => false), 30_000, 100);
+    await waitFor(
+      'the RPC port answering again',
+      () =>
+        rawRpc(node, 'getblockcount').then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+      100,
+    );
   });
 
   it('restarts like bitcoind: ZMQ counters and the mempool sequence start again', async () => {
@@ -201,7 +215,16 @@ describe('devnode background mining (the quick start)', () => {
       for (const e of node.node.chain.active.slice(start + 1)) {
         for (const tx of e.block.txs.slice(1)) for (const o of tx.outputs) types.add(classifyScript(o.script));
       }
-      for (const t of ['pubkeyhash', 'scripthash', 'witness_v0_keyhash', 'witness_v1_taproot', 'pubkey', 'witness_v0_scripthash', 'multisig', 'nulldata']) {
+      for (const t of [
+        'pubkeyhash',
+        'scripthash',
+        'witness_v0_keyhash',
+        'witness_v1_taproot',
+        'pubkey',
+        'witness_v0_scripthash',
+        'multisig',
+        'nulldata',
+      ]) {
         expect(types.has(t), t).toBe(true);
       }
     } finally {

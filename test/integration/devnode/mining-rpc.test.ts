@@ -27,7 +27,14 @@ describeNodes('mining RPCs', (entry) => {
   it('generateblock takes mempool txids and raw transactions, in order, and nothing else', async () => {
     const key = testKey();
     const coins = await key.fund(node, [2_000_000n, 2_000_000n, 3_000_000n]);
-    const pay = (i: number) => key.spend([coins[i]!], [{ address: PAYEE, sats: 1_000_000n }, { address: key.address, sats: coins[i]!.sats - 1_000_000n - 400n }]);
+    const pay = (i: number) =>
+      key.spend(
+        [coins[i]!],
+        [
+          { address: PAYEE, sats: 1_000_000n },
+          { address: key.address, sats: coins[i]!.sats - 1_000_000n - 400n },
+        ],
+      );
     const [inMempool, other, raw] = [pay(0), pay(1), pay(2)];
     for (const t of [inMempool, other]) await rpcResult(node, 'sendrawtransaction', [t.hex]);
     const { hash } = await rpcResult<{ hash: string }>(node, 'generateblock', [PAYEE, [inMempool.txid, raw.hex]]);
@@ -42,7 +49,10 @@ describeNodes('mining RPCs', (entry) => {
     expect((await node.tip()).hash).toBe(hash);
     const [d] = await rpcResult<string[]>(node, 'generatetodescriptor', [1, 'raw(51)']);
     expect((await node.tip()).hash).toBe(d);
-    expect((await rawRpc(node, 'generatetoaddress', [1, 'notanaddress'])).body.error).toEqual({ code: -5, message: 'Error: Invalid address' });
+    expect((await rawRpc(node, 'generatetoaddress', [1, 'notanaddress'])).body.error).toEqual({
+      code: -5,
+      message: 'Error: Invalid address',
+    });
   });
 
   it('submitblock answers null, duplicate, inconclusive and reject reasons as Core does', async () => {
@@ -88,6 +98,8 @@ describe('devnode reorg helper', () => {
     expect(connected).toHaveLength(3);
     expect(node.tip().hash).toBe(connected[2]);
     expect((await rpcResult<{ blockhash: string }>(node, 'getrawtransaction', [txid, 1])).blockhash).toBe(connected[0]);
-    expect((await rpcResult<{ hash: string; status: string }[]>(node, 'getchaintips')).find((t) => t.hash === disconnected[1])?.status).toBe('valid-fork');
+    expect(
+      (await rpcResult<{ hash: string; status: string }[]>(node, 'getchaintips')).find((t) => t.hash === disconnected[1])?.status,
+    ).toBe('valid-fork');
   });
 });

@@ -142,7 +142,9 @@ describeFixtures('devnode replay under a data dir', () => {
         expect(node.tip()).toEqual(tip);
         expect(node.replay!.position()).toEqual({ applied: 298, total: 298 });
         expect(node.faults.zmq.sent()).toHaveLength(0);
-        expect(await rpcResult<{ status: string }[]>(node, 'getchaintips')).toEqual(expect.arrayContaining([expect.objectContaining({ status: 'valid-fork' })]));
+        expect(await rpcResult<{ status: string }[]>(node, 'getchaintips')).toEqual(
+          expect.arrayContaining([expect.objectContaining({ status: 'valid-fork' })]),
+        );
       } finally {
         await node.stop();
       }
@@ -154,10 +156,27 @@ describeFixtures('devnode replay under a data dir', () => {
 
 describe('blockwire devnode command and existing clients', () => {
   it('prints its URLs when ready, answers RPC, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'devnode', '--rpc-port', '0', '--zmq-port', '0', '--initial-blocks', '2', '--rpc-user', 'u', '--rpc-password', 'p'], {
-      cwd: projectRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        join(projectRoot, 'bin', 'blockwire.js'),
+        'devnode',
+        '--rpc-port',
+        '0',
+        '--zmq-port',
+        '0',
+        '--initial-blocks',
+        '2',
+        '--rpc-user',
+        'u',
+        '--rpc-password',
+        'p',
+      ],
+      {
+        cwd: projectRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -18,7 +18,8 @@ describeNodes('REST block .hex', (entry) => {
   beforeAll(async () => {
     node = await entry.start({ funded: true, devnode: { walletSeed: '22'.repeat(32) } });
     const wallet = node.kind === 'bitcoind' ? 'miner' : undefined;
-    for (const type of ['bech32m', 'legacy']) await node.call('sendtoaddress', [await node.call<string>('getnewaddress', ['', type], wallet), 0.01], wallet);
+    for (const type of ['bech32m', 'legacy'])
+      await node.call('sendtoaddress', [await node.call<string>('getnewaddress', ['', type], wallet), 0.01], wallet);
     withTxs = (await node.mine(1))[0]!;
   });
 

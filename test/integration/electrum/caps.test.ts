@@ -39,7 +39,10 @@ describeBitcoind('Electrum caps across connections', () => {
     const port = e.tcpPort!;
     const first = [await open(port, '127.0.0.1'), await open(port, '127.0.0.1'), await open(port, '127.0.0.1')];
     for (const c of first) expect(await c.request('server.ping')).toBeNull();
-    expect(await refusal(await open(port, '127.0.0.1'))).toEqual({ code: -32000, message: 'too many connections from your address: at most 3' });
+    expect(await refusal(await open(port, '127.0.0.1'))).toEqual({
+      code: -32000,
+      message: 'too many connections from your address: at most 3',
+    });
     // another address is not locked out
     const other = await open(port, '127.0.0.2');
     expect(await other.request('server.version', ['other', ['1.4', '1.6']])).toEqual(['blockwire/0.1', '1.6']);
@@ -55,7 +58,12 @@ describeBitcoind('Electrum caps across connections', () => {
     const e: ElectrumHandle = await s.electrumOn({ electrumTlsPort: 0, electrumMaxConnectionsPerIp: 10, electrumMaxConnections: 4 });
     const tcp = e.tcpPort!;
     const tls = e.tlsPort!;
-    const held = [await open(tcp, '127.0.0.1'), await open(tcp, '127.0.0.2'), await open(tls, '127.0.0.1', true), await open(tls, '127.0.0.2', true)];
+    const held = [
+      await open(tcp, '127.0.0.1'),
+      await open(tcp, '127.0.0.2'),
+      await open(tls, '127.0.0.1', true),
+      await open(tls, '127.0.0.2', true),
+    ];
     for (const c of held) expect(await c.request('server.ping')).toBeNull();
     expect(await refusal(await open(tcp, '127.0.0.3'))).toEqual({ code: -32000, message: 'server busy: 4 connections open' });
     const tlsRefused = await connectElectrum(tls, { localAddress: '127.0.0.3', tls: true }).then(
@@ -85,7 +93,10 @@ describeBitcoind('Electrum caps across connections', () => {
     expect(await b.request('blockchain.scripthash.subscribe', [sh(1)])).toBeNull();
     const err = await b.request('blockchain.scripthash.subscribe', [sh(3)]).catch((x: unknown) => x);
     expect(err).toBeInstanceOf(ElectrumRpcError);
-    expect(err).toMatchObject({ code: 1, rpcMessage: 'server subscription budget reached: 3 subscriptions across all connections; try again later or another server' });
+    expect(err).toMatchObject({
+      code: 1,
+      rpcMessage: 'server subscription budget reached: 3 subscriptions across all connections; try again later or another server',
+    });
     // an unsubscribe gives one back
     expect(await a.request('blockchain.scripthash.unsubscribe', [sh(2)])).toBe(true);
     expect(await b.request('blockchain.scripthash.subscribe', [sh(3)])).toBeNull();

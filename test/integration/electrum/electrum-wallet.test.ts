@@ -53,7 +53,10 @@ describeElectrum('the real Electrum client on Blockwire', () => {
 
   /** One Electrum command (the CLI talks to the running daemon unless `offline`); JSON output parsed. */
   const electrum = async <T = unknown>(args: string[], offline = false): Promise<T> => {
-    const { stdout } = await execFileP(ELECTRUM, ['--regtest', '-D', dir, ...(offline ? ['--offline'] : []), ...args], { timeout: 120_000, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await execFileP(ELECTRUM, ['--regtest', '-D', dir, ...(offline ? ['--offline'] : []), ...args], {
+      timeout: 120_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     const text = stdout.trim();
     try {
       return JSON.parse(text) as T;
@@ -79,7 +82,9 @@ describeElectrum('the real Electrum client on Blockwire', () => {
       for (const e of h.mempool) history.set(hashToHex(e.txid), e.height);
     }
     const unspent: string[] = [];
-    for (const [i, r] of refs.entries()) for (const u of await readScriptUnspent(s.db.db, r, 10_000)) unspent.push(`${hashToHex(u.txid)}:${u.vout}:${u.value}:${u.height}:${addresses[i]}`);
+    for (const [i, r] of refs.entries())
+      for (const u of await readScriptUnspent(s.db.db, r, 10_000))
+        unspent.push(`${hashToHex(u.txid)}:${u.vout}:${u.value}:${u.height}:${addresses[i]}`);
     return { confirmed, unconfirmed, history, unspent: unspent.sort() };
   };
 
@@ -87,7 +92,11 @@ describeElectrum('the real Electrum client on Blockwire', () => {
   const electrumView = async (wallet: string) => {
     const bal = await electrum<{ confirmed: string; unconfirmed?: string; unmatured?: string }>(['getbalance', '-w', wallet]);
     const hist = await electrum<{ transactions: { txid: string; height: number }[] }>(['onchain_history', '-w', wallet]);
-    const utxos = await electrum<{ prevout_hash: string; prevout_n: number; value: string; height: number; address: string }[]>(['listunspent', '-w', wallet]);
+    const utxos = await electrum<{ prevout_hash: string; prevout_n: number; value: string; height: number; address: string }[]>([
+      'listunspent',
+      '-w',
+      wallet,
+    ]);
     return {
       confirmed: sat(bal.confirmed),
       unconfirmed: sat(bal.unconfirmed ?? 0),
@@ -106,7 +115,14 @@ describeElectrum('the real Electrum client on Blockwire', () => {
     const addresses = await electrum<string[]>(['listaddresses', '-w', wallet]);
     const [e, i] = [await electrumView(wallet), await indexView(addresses)];
     const iHistory = new Map([...i.history].map(([t, h]) => [t, Math.max(h, h < 0 ? -1 : 0)]));
-    return { e, i, same: e.confirmed + e.unconfirmed === i.confirmed + i.unconfirmed && JSON.stringify([...e.history].sort()) === JSON.stringify([...iHistory].sort()) && JSON.stringify(e.unspent) === JSON.stringify(i.unspent) };
+    return {
+      e,
+      i,
+      same:
+        e.confirmed + e.unconfirmed === i.confirmed + i.unconfirmed &&
+        JSON.stringify([...e.history].sort()) === JSON.stringify([...iHistory].sort()) &&
+        JSON.stringify(e.unspent) === JSON.stringify(i.unspent),
+    };
   };
 
   const synced = async (wallet: string) => {
@@ -137,12 +153,16 @@ describeElectrum('the real Electrum client on Blockwire', () => {
     expect(vpub).toMatch(/^vpub/);
     await electrum(['restore', vpub, '-w', xpubWallet()], true);
 
-    daemon = spawn(ELECTRUM, ['--regtest', '-D', dir, 'daemon', '--oneserver', '--server', `127.0.0.1:${s.electrum.tcpPort}:t`], { stdio: 'ignore' });
+    daemon = spawn(ELECTRUM, ['--regtest', '-D', dir, 'daemon', '--oneserver', '--server', `127.0.0.1:${s.electrum.tcpPort}:t`], {
+      stdio: 'ignore',
+    });
     const tip = await s.node.tip();
     await waitFor(
-      'the Electrum daemon connected to Blockwire at the node\'s tip',
+      "the Electrum daemon connected to Blockwire at the node's tip",
       async () => {
-        const info = await electrum<{ connected?: boolean; blockchain_height?: number; server?: string }>(['getinfo']).catch(() => undefined);
+        const info = await electrum<{ connected?: boolean; blockchain_height?: number; server?: string }>(['getinfo']).catch(
+          () => undefined,
+        );
         return info?.connected === true && info.blockchain_height === tip.height;
       },
       120_000,
@@ -154,7 +174,9 @@ describeElectrum('the real Electrum client on Blockwire', () => {
   afterAll(async () => {
     if (daemon && daemon.exitCode === null) {
       await electrum(['stop']).catch(() => {});
-      await waitFor('the Electrum daemon to exit', () => daemon!.exitCode !== null || daemon!.signalCode !== null, 30_000).catch(() => daemon!.kill('SIGKILL'));
+      await waitFor('the Electrum daemon to exit', () => daemon!.exitCode !== null || daemon!.signalCode !== null, 30_000).catch(() =>
+        daemon!.kill('SIGKILL'),
+      );
     }
     await s?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -211,7 +233,12 @@ describeElectrum('the real Electrum client on Blockwire', () => {
     await synced(seedWallet());
     // A longer branch confirms it again.
     await s.mine(2);
-    await waitFor('Electrum to see the payment confirmed on the new branch', async () => (await electrumView(seedWallet())).history.get(txid) === height, 120_000, 500);
+    await waitFor(
+      'Electrum to see the payment confirmed on the new branch',
+      async () => (await electrumView(seedWallet())).history.get(txid) === height,
+      120_000,
+      500,
+    );
     await synced(seedWallet());
   }, 600_000);
 });

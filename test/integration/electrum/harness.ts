@@ -75,13 +75,14 @@ export async function startElectrumStack(overrides: Partial<Config> = {}): Promi
       // hundred blocks takes longer than that, but keeps moving.
       let at = '';
       await waitForProgress(
-        'the index to hold the node\'s tip and mempool',
+        "the index to hold the node's tip and mempool",
         async () => {
           const tip = await node.tip();
           const index = await getIndexTip(db.db);
           const have = await db.db.selectFrom('mempool_txs').select('txid').execute();
           at = `${index.height} ${index.hash ? hashToHex(index.hash) : ''} ${have.length}`;
-          if (index.height !== tip.height || !index.hash || hashToHex(index.hash) !== tip.hash) throw new Error(`index at ${index.height}, node at ${tip.height}`);
+          if (index.height !== tip.height || !index.hash || hashToHex(index.hash) !== tip.hash)
+            throw new Error(`index at ${index.height}, node at ${tip.height}`);
           const pool = await node.call<string[]>('getrawmempool');
           const known = new Set(have.map((r) => hashToHex(r.txid)));
           if (pool.some((t) => !known.has(t)) || known.size !== pool.length) throw new Error('mempool not indexed yet');

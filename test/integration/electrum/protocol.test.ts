@@ -27,7 +27,9 @@ const sat = (btcAmount: number) => Math.round(btcAmount * 1e8);
 /** Status as the protocol defines it, computed here independently of the server. */
 function expectedStatus(items: { tx_hash: string; height: number }[]): string | null {
   if (items.length === 0) return null;
-  return createHash('sha256').update(items.map((i) => `${i.tx_hash}:${i.height}:`).join('')).digest('hex');
+  return createHash('sha256')
+    .update(items.map((i) => `${i.tx_hash}:${i.height}:`).join(''))
+    .digest('hex');
 }
 
 /** The root a Merkle branch (display hex, deepest first) leads to from `leaf` (display hex) at `pos`. */
@@ -97,7 +99,10 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
 
   it('server.version negotiates 1.4 … 1.6 (the highest both speak), once per connection, and closes on a version it does not speak', async () => {
     // (c negotiated 1.4 when the suite started) only the first server.version counts (ElectrumX: error 1); the connection stays
-    await expect(c.request('server.version', ['x', ['1.4', '1.6']])).rejects.toMatchObject({ code: 1, rpcMessage: 'server.version already sent' });
+    await expect(c.request('server.version', ['x', ['1.4', '1.6']])).rejects.toMatchObject({
+      code: 1,
+      rpcMessage: 'server.version already sent',
+    });
     expect(await c.request('server.ping')).toBeNull();
     const negotiated = async (params: unknown[]) => (await s.connect()).request('server.version', params);
     expect(await negotiated(['electrum/4.3.4', '1.4'])).toEqual(['blockwire/0.1', '1.4']);
@@ -130,12 +135,19 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     expect(proved.headers).toEqual(headers);
     expect(proved.root).toBe((await c.request<{ root: string }>('blockchain.block.headers', [3, 3, cp])).root);
     const info = await call<{ mempoolminfee: number; minrelaytxfee: number; incrementalrelayfee: number }>('getmempoolinfo');
-    expect(await v16.request('mempool.get_info')).toEqual({ mempoolminfee: info.mempoolminfee, minrelaytxfee: info.minrelaytxfee, incrementalrelayfee: info.incrementalrelayfee });
+    expect(await v16.request('mempool.get_info')).toEqual({
+      mempoolminfee: info.mempoolminfee,
+      minrelaytxfee: info.minrelaytxfee,
+      incrementalrelayfee: info.incrementalrelayfee,
+    });
     for (const mode of ['ECONOMICAL', 'conservative']) {
       const est = await call<{ feerate?: number }>('estimatesmartfee', [2, mode.toUpperCase()]);
       expect(await v16.request('blockchain.estimatefee', [2, mode])).toBe(est.feerate ?? -1);
     }
-    await expect(v16.request('blockchain.estimatefee', [2, 'FAST'])).rejects.toMatchObject({ code: 1, rpcMessage: 'unknown estimatefee mode: FAST' });
+    await expect(v16.request('blockchain.estimatefee', [2, 'FAST'])).rejects.toMatchObject({
+      code: 1,
+      rpcMessage: 'unknown estimatefee mode: FAST',
+    });
     await expect(v16.request('blockchain.relayfee')).rejects.toMatchObject({ code: -32601 });
     // 1.4: relayfee is there, the 1.6 methods are not
     await expect(c.request('mempool.get_info')).rejects.toMatchObject({ code: -32601 });
@@ -149,23 +161,51 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     await v16.request('server.version', ['x', '1.6']);
     // a parent paying the wallet, and a child spending it, neither in the mempool
     const mid = await call<string>('getnewaddress', [], W);
-    const parentRaw = await call<{ hex: string }>('fundrawtransaction', [await call('createrawtransaction', [[], [{ [mid]: 0.5 }]]), { feeRate: 0.0002, changePosition: 1 }], W);
+    const parentRaw = await call<{ hex: string }>(
+      'fundrawtransaction',
+      [await call('createrawtransaction', [[], [{ [mid]: 0.5 }]]), { feeRate: 0.0002, changePosition: 1 }],
+      W,
+    );
     const parent = await call<{ hex: string }>('signrawtransactionwithwallet', [parentRaw.hex], W);
     const parentTxid = (await call<{ txid: string }>('decoderawtransaction', [parent.hex])).txid;
     const dest = await call<string>('getnewaddress', [], W);
     const childRaw = await call<string>('createrawtransaction', [[{ txid: parentTxid, vout: 0 }], [{ [dest]: 0.499 }]]);
-    const child = await call<{ hex: string; complete: boolean }>('signrawtransactionwithwallet', [childRaw, [{ txid: parentTxid, vout: 0, scriptPubKey: (await call<{ scriptPubKey: string }>('getaddressinfo', [mid], W)).scriptPubKey, amount: 0.5 }]], W);
+    const child = await call<{ hex: string; complete: boolean }>(
+      'signrawtransactionwithwallet',
+      [
+        childRaw,
+        [
+          {
+            txid: parentTxid,
+            vout: 0,
+            scriptPubKey: (await call<{ scriptPubKey: string }>('getaddressinfo', [mid], W)).scriptPubKey,
+            amount: 0.5,
+          },
+        ],
+      ],
+      W,
+    );
     expect(child.complete).toBe(true);
     const childTxid = (await call<{ txid: string }>('decoderawtransaction', [child.hex])).txid;
     expect(await v16.request('blockchain.transaction.broadcast_package', [[parent.hex, child.hex]])).toEqual({ success: true });
     expect(await call<string[]>('getrawmempool')).toEqual(expect.arrayContaining([parentTxid, childTxid]));
     // verbose: Core's own answer
-    const verbose = await v16.request<{ package_msg: string; 'tx-results': Record<string, { txid: string }> }>('blockchain.transaction.broadcast_package', [[parent.hex, child.hex], true]);
+    const verbose = await v16.request<{ package_msg: string; 'tx-results': Record<string, { txid: string }> }>(
+      'blockchain.transaction.broadcast_package',
+      [[parent.hex, child.hex], true],
+    );
     expect(verbose.package_msg).toBe('success');
-    expect(Object.values(verbose['tx-results']).map((r) => r.txid).sort()).toEqual([parentTxid, childTxid].sort());
+    expect(
+      Object.values(verbose['tx-results'])
+        .map((r) => r.txid)
+        .sort(),
+    ).toEqual([parentTxid, childTxid].sort());
     // two unrelated transactions are no package: Core's refusal, ElectrumX's wording
     const coreMsg = await coreRefusal(call('submitpackage', [[child.hex, parent.hex]]));
-    await expect(v16.request('blockchain.transaction.broadcast_package', [[child.hex, parent.hex]])).rejects.toMatchObject({ code: 1, rpcMessage: `the tx package was rejected by network rules.\n\n${coreMsg}.` });
+    await expect(v16.request('blockchain.transaction.broadcast_package', [[child.hex, parent.hex]])).rejects.toMatchObject({
+      code: 1,
+      rpcMessage: `the tx package was rejected by network rules.\n\n${coreMsg}.`,
+    });
     await expect(v16.request('blockchain.transaction.broadcast_package', ['00'])).rejects.toMatchObject({ code: 1 });
     await expect(v16.request('blockchain.transaction.broadcast_package', [['xyz']])).rejects.toMatchObject({ code: 1 });
     await s.synced();
@@ -174,7 +214,13 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
   it('server.features, banner, donation_address, ping and peers.subscribe', async () => {
     const f = await c.request<Record<string, unknown>>('server.features');
     expect(f.genesis_hash).toBe(await call<string>('getblockhash', [0]));
-    expect(f).toMatchObject({ hash_function: 'sha256', pruning: null, protocol_min: '1.4', protocol_max: '1.6', server_version: 'blockwire/0.1' });
+    expect(f).toMatchObject({
+      hash_function: 'sha256',
+      pruning: null,
+      protocol_min: '1.4',
+      protocol_max: '1.6',
+      server_version: 'blockwire/0.1',
+    });
     expect(f.hosts).toEqual({ '127.0.0.1': { tcp_port: s.electrum.tcpPort, ssl_port: s.electrum.tlsPort } });
     expect(await c.request('server.banner')).toBe(s.config.electrumBanner);
     expect(await c.request('server.donation_address')).toBe('');
@@ -184,10 +230,14 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
 
   it('headers: headers.subscribe, block.header and block.headers equal Core’s, with cp_height proofs to the root of Core’s block hashes', async () => {
     const tip = await s.node.tip();
-    expect(await c.request('blockchain.headers.subscribe')).toEqual({ hex: await call('getblockheader', [tip.hash, false]), height: tip.height });
+    expect(await c.request('blockchain.headers.subscribe')).toEqual({
+      hex: await call('getblockheader', [tip.hash, false]),
+      height: tip.height,
+    });
     const hashes: string[] = [];
     for (let h = 0; h <= tip.height; h++) hashes.push(await call<string>('getblockhash', [h]));
-    for (const h of [0, 1, 57, tip.height]) expect(await c.request('blockchain.block.header', [h])).toBe(await call('getblockheader', [hashes[h], false]));
+    for (const h of [0, 1, 57, tip.height])
+      expect(await c.request('blockchain.block.header', [h])).toBe(await call('getblockheader', [hashes[h], false]));
     const headers = await c.request<{ count: number; hex: string; max: number }>('blockchain.block.headers', [10, 5]);
     let hex = '';
     for (let h = 10; h < 15; h++) hex += await call<string>('getblockheader', [hashes[h], false]);
@@ -213,7 +263,10 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     await expect(c.request('blockchain.block.header', [-1])).rejects.toMatchObject({ code: 1 });
     await expect(c.request('blockchain.block.header', ['x'])).rejects.toMatchObject({ code: 1 });
     // a height no chain reaches: out of range, not an internal error
-    await expect(c.request('blockchain.block.header', [10_000_000_000])).rejects.toMatchObject({ code: 1, rpcMessage: 'height 10,000,000,000 out of range' });
+    await expect(c.request('blockchain.block.header', [10_000_000_000])).rejects.toMatchObject({
+      code: 1,
+      rpcMessage: 'height 10,000,000,000 out of range',
+    });
     await expect(c.request('blockchain.block.headers', [10_000_000_000, 1])).rejects.toMatchObject({ code: 1 });
     await expect(c.request('blockchain.transaction.id_from_pos', [10_000_000_000, 0])).rejects.toMatchObject({ code: 1 });
   });
@@ -235,7 +288,9 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     expect(await c.request('blockchain.scripthash.get_mempool', [a.sh])).toEqual([{ tx_hash: tx3, height: 0, fee: fee3 }]);
     expect(await c.request('blockchain.scripthash.subscribe', [a.sh])).toBe(expectedStatus(expected));
     // never used: empty history, null status
-    const unused = electrumScriptHash((await call<{ scriptPubKey: string }>('getaddressinfo', [await call<string>('getnewaddress', [], W)], W)).scriptPubKey);
+    const unused = electrumScriptHash(
+      (await call<{ scriptPubKey: string }>('getaddressinfo', [await call<string>('getnewaddress', [], W)], W)).scriptPubKey,
+    );
     expect(await c.request('blockchain.scripthash.get_history', [unused])).toEqual([]);
     expect(await c.request('blockchain.scripthash.subscribe', [unused])).toBeNull();
     expect(await c.request('blockchain.scripthash.unsubscribe', [unused])).toBe(true);
@@ -245,13 +300,21 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
 
   it('get_balance and listunspent equal Core’s UTXO set (scantxoutset) plus the mempool', async () => {
     for (const a of [addr.legacy!, addr.bech32!]) {
-      const scan = await call<{ total_amount: number; unspents: { txid: string; vout: number; amount: number; height: number }[] }>('scantxoutset', ['start', [`addr(${a.address})`]]);
+      const scan = await call<{ total_amount: number; unspents: { txid: string; vout: number; amount: number; height: number }[] }>(
+        'scantxoutset',
+        ['start', [`addr(${a.address})`]],
+      );
       const bal = await c.request<{ confirmed: number; unconfirmed: number }>('blockchain.scripthash.get_balance', [a.sh]);
       expect(bal.confirmed).toBe(sat(scan.total_amount));
-      const unspent = await c.request<{ tx_hash: string; tx_pos: number; height: number; value: number }[]>('blockchain.scripthash.listunspent', [a.sh]);
+      const unspent = await c.request<{ tx_hash: string; tx_pos: number; height: number; value: number }[]>(
+        'blockchain.scripthash.listunspent',
+        [a.sh],
+      );
       const confirmed = unspent.filter((u) => u.height > 0);
       expect(confirmed.sort((x, y) => x.tx_hash.localeCompare(y.tx_hash))).toEqual(
-        scan.unspents.map((u) => ({ tx_hash: u.txid, tx_pos: u.vout, height: u.height, value: sat(u.amount) })).sort((x, y) => x.tx_hash.localeCompare(y.tx_hash)),
+        scan.unspents
+          .map((u) => ({ tx_hash: u.txid, tx_pos: u.vout, height: u.height, value: sat(u.amount) }))
+          .sort((x, y) => x.tx_hash.localeCompare(y.tx_hash)),
       );
       if (a === addr.bech32) {
         expect(bal.unconfirmed).toBe(sat(0.25));
@@ -291,13 +354,20 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
 
   it('transaction.broadcast relays through Core; Core’s refusal comes back as error 1 with its message, worded as ElectrumX words it', async () => {
     const dest = await call<string>('getnewaddress', [], W);
-    const funded = await call<{ hex: string }>('fundrawtransaction', [await call('createrawtransaction', [[], [{ [dest]: 0.1 }]]), { feeRate: 0.0002 }], W);
+    const funded = await call<{ hex: string }>(
+      'fundrawtransaction',
+      [await call('createrawtransaction', [[], [{ [dest]: 0.1 }]]), { feeRate: 0.0002 }],
+      W,
+    );
     const signed = await call<{ hex: string }>('signrawtransactionwithwallet', [funded.hex], W);
     const txid = await c.request<string>('blockchain.transaction.broadcast', [signed.hex]);
     expect(txid).toBe((await call<{ txid: string }>('decoderawtransaction', [signed.hex])).txid);
     expect(await call<string[]>('getrawmempool')).toContain(txid);
     const coreMsg = await coreRefusal(call('sendrawtransaction', ['00']));
-    await expect(c.request('blockchain.transaction.broadcast', ['00'])).rejects.toMatchObject({ code: 1, rpcMessage: `the transaction was rejected by network rules.\n\n${coreMsg}\n[00]` });
+    await expect(c.request('blockchain.transaction.broadcast', ['00'])).rejects.toMatchObject({
+      code: 1,
+      rpcMessage: `the transaction was rejected by network rules.\n\n${coreMsg}\n[00]`,
+    });
     await expect(c.request('blockchain.transaction.broadcast', ['xyz'])).rejects.toMatchObject({ code: 1 });
     await s.synced();
   });
@@ -311,8 +381,14 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     const byOutpoint = (a: Unspent, b: Unspent) => a.tx_hash.localeCompare(b.tx_hash) || a.tx_pos - b.tx_pos;
     /** Core's UTXO set for one script: scantxoutset raw(…). */
     const coreUtxos = async (script: string) => {
-      const r = await call<{ total_amount: number; unspents: { txid: string; vout: number; amount: number; height: number }[] }>('scantxoutset', ['start', [`raw(${script})`]]);
-      return { confirmed: sat(r.total_amount), unspent: r.unspents.map((u) => ({ tx_hash: u.txid, tx_pos: u.vout, height: u.height, value: sat(u.amount) })).sort(byOutpoint) };
+      const r = await call<{ total_amount: number; unspents: { txid: string; vout: number; amount: number; height: number }[] }>(
+        'scantxoutset',
+        ['start', [`raw(${script})`]],
+      );
+      return {
+        confirmed: sat(r.total_amount),
+        unspent: r.unspents.map((u) => ({ tx_hash: u.txid, tx_pos: u.vout, height: u.height, value: sat(u.amount) })).sort(byOutpoint),
+      };
     };
     /** Outpoints spent by the mempool at this point of the test. */
     let mempoolSpent = new Set<string>();
@@ -323,7 +399,9 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
         expect((await c.request<{ confirmed: number }>('blockchain.scripthash.get_balance', [sh[k]])).confirmed, k).toBe(core.confirmed);
         // listunspent leaves out what the mempool spends; Core's UTXO set is the chain's.
         const listed = await c.request<Unspent[]>('blockchain.scripthash.listunspent', [sh[k]]);
-        expect(listed.filter((u) => u.height > 0).sort(byOutpoint), k).toEqual(core.unspent.filter((u) => !mempoolSpent.has(`${u.tx_hash}:${u.tx_pos}`)));
+        expect(listed.filter((u) => u.height > 0).sort(byOutpoint), k).toEqual(
+          core.unspent.filter((u) => !mempoolSpent.has(`${u.tx_hash}:${u.tx_pos}`)),
+        );
       }
     };
 
@@ -338,7 +416,13 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       return r.json() as T;
     };
     type Stats = { funded_txo_count: number; funded_txo_sum: number; spent_txo_count: number; spent_txo_sum: number; tx_count: number };
-    const st = (funded: number, fundedSum: number, spent: number, spentSum: number, txs: number): Stats => ({ funded_txo_count: funded, funded_txo_sum: fundedSum, spent_txo_count: spent, spent_txo_sum: spentSum, tx_count: txs });
+    const st = (funded: number, fundedSum: number, spent: number, spentSum: number, txs: number): Stats => ({
+      funded_txo_count: funded,
+      funded_txo_sum: fundedSum,
+      spent_txo_count: spent,
+      spent_txo_sum: spentSum,
+      tx_count: txs,
+    });
     const none = st(0, 0, 0, 0, 0);
     const expectRest = async (expected: Record<(typeof kinds)[number], { chain: Stats; mempool: Stats }>) => {
       for (const k of kinds) {
@@ -355,13 +439,30 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
             confirmed: core.confirmed,
             unconfirmed: e.mempool.funded_txo_sum - e.mempool.spent_txo_sum,
           });
-          const unspent = await rest<{ transaction_hash: string; index: number; value: string; script: string; confirmations: number }[]>(`${base}/unspentoutputs${q}`);
+          const unspent = await rest<{ transaction_hash: string; index: number; value: string; script: string; confirmations: number }[]>(
+            `${base}/unspentoutputs${q}`,
+          );
           expect(
-            unspent.filter((u) => u.confirmations > 0).map((u) => ({ tx_hash: u.transaction_hash, tx_pos: u.index, value: Number(u.value) })),
+            unspent
+              .filter((u) => u.confirmations > 0)
+              .map((u) => ({ tx_hash: u.transaction_hash, tx_pos: u.index, value: Number(u.value) })),
             k + q,
-          ).toEqual(core.unspent.filter((u) => !mempoolSpent.has(`${u.tx_hash}:${u.tx_pos}`)).map((u) => ({ tx_hash: u.tx_hash, tx_pos: u.tx_pos, value: u.value })));
+          ).toEqual(
+            core.unspent
+              .filter((u) => !mempoolSpent.has(`${u.tx_hash}:${u.tx_pos}`))
+              .map((u) => ({ tx_hash: u.tx_hash, tx_pos: u.tx_pos, value: u.value })),
+          );
           for (const u of unspent) expect(u.script, k + q).toBe(scripts[k]);
-          expect(await rest(`${base}/history${q}`), k + q).toEqual([...history.filter((x) => x.height <= 0).map((x) => x.tx_hash).sort(), ...history.filter((x) => x.height > 0).map((x) => x.tx_hash).reverse()]);
+          expect(await rest(`${base}/history${q}`), k + q).toEqual([
+            ...history
+              .filter((x) => x.height <= 0)
+              .map((x) => x.tx_hash)
+              .sort(),
+            ...history
+              .filter((x) => x.height > 0)
+              .map((x) => x.tx_hash)
+              .reverse(),
+          ]);
         }
       }
     };
@@ -384,7 +485,8 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     const n = await s.connect();
     await n.request('server.version', ['aliases', '1.4']);
     for (const k of kinds) expect(await n.request('blockchain.scripthash.subscribe', [sh[k]]), k).toBeNull();
-    const lastStatus = (k: (typeof kinds)[number]) => [...n.notifications].reverse().find((x) => x.method === 'blockchain.scripthash.subscribe' && x.params[0] === sh[k])?.params[1];
+    const lastStatus = (k: (typeof kinds)[number]) =>
+      [...n.notifications].reverse().find((x) => x.method === 'blockchain.scripthash.subscribe' && x.params[0] === sh[k])?.params[1];
 
     // Core funds and signs one transaction paying the three scripts (a raw transaction without
     // inputs takes outputs as scripts; fundrawtransaction adds inputs and change).
@@ -399,7 +501,9 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       const sc = Buffer.from(script, 'hex');
       return Buffer.concat([v, Buffer.from([sc.length]), sc]);
     });
-    const unfunded = Buffer.concat([Buffer.from('02000000', 'hex'), Buffer.from([0, outs.length]), ...outBytes, Buffer.alloc(4)]).toString('hex');
+    const unfunded = Buffer.concat([Buffer.from('02000000', 'hex'), Buffer.from([0, outs.length]), ...outBytes, Buffer.alloc(4)]).toString(
+      'hex',
+    );
     const funded = await call<{ hex: string }>('fundrawtransaction', [unfunded, { changePosition: 3 }, false], W);
     const signed = await call<{ hex: string; complete: boolean }>('signrawtransactionwithwallet', [funded.hex], W);
     expect(signed.complete).toBe(true);
@@ -414,8 +518,14 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toEqual([{ tx_hash: txP, height: mhP, fee: feeP }]);
       expect(await c.request('blockchain.scripthash.get_mempool', [sh[k]]), k).toEqual([{ tx_hash: txP, height: mhP, fee: feeP }]);
       expect(await c.request('blockchain.scripthash.get_balance', [sh[k]]), k).toEqual({ confirmed: 0, unconfirmed: outs[i]![1] });
-      expect(await c.request('blockchain.scripthash.listunspent', [sh[k]]), k).toEqual([{ tx_hash: txP, tx_pos: i, height: 0, value: outs[i]![1] }]);
-      await waitFor(`the ${k} status of the payment in the mempool`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: mhP }]), 30_000);
+      expect(await c.request('blockchain.scripthash.listunspent', [sh[k]]), k).toEqual([
+        { tx_hash: txP, tx_pos: i, height: 0, value: outs[i]![1] },
+      ]);
+      await waitFor(
+        `the ${k} status of the payment in the mempool`,
+        () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: mhP }]),
+        30_000,
+      );
     }
     await expectRest(stage('mempool', 'no'));
 
@@ -424,15 +534,27 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     const hP = (await s.node.tip()).height;
     for (const [i, k] of kinds.entries()) {
       expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toEqual([{ tx_hash: txP, height: hP }]);
-      expect(await c.request('blockchain.scripthash.listunspent', [sh[k]]), k).toEqual([{ tx_hash: txP, tx_pos: i, height: hP, value: outs[i]![1] }]);
-      await waitFor(`the ${k} status of the confirmed payment`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }]), 30_000);
+      expect(await c.request('blockchain.scripthash.listunspent', [sh[k]]), k).toEqual([
+        { tx_hash: txP, tx_pos: i, height: hP, value: outs[i]![1] },
+      ]);
+      await waitFor(
+        `the ${k} status of the confirmed payment`,
+        () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }]),
+        30_000,
+      );
     }
     await expectCoreUtxos();
     await expectRest(stage('chain', 'no'));
 
     // Core signs a spend of the P2PK and the bare multisig outputs with the key (not the P2PKH one).
     const dest = await call<string>('getnewaddress', [], W);
-    const unsigned = await call<string>('createrawtransaction', [[{ txid: txP, vout: 0 }, { txid: txP, vout: 1 }], [{ [dest]: 0.3999 }]]);
+    const unsigned = await call<string>('createrawtransaction', [
+      [
+        { txid: txP, vout: 0 },
+        { txid: txP, vout: 1 },
+      ],
+      [{ [dest]: 0.3999 }],
+    ]);
     const spend = await call<{ hex: string; complete: boolean }>('signrawtransactionwithkey', [
       unsigned,
       [encodeWif(key, 'regtest')],
@@ -449,9 +571,16 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     const inMempool = { tx_hash: txS, height: 0, fee: sat(entryS.fees.base) };
     for (const [i, k] of (['pk', 'ms'] as const).entries()) {
       expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toEqual([{ tx_hash: txP, height: hP }, inMempool]);
-      expect(await c.request('blockchain.scripthash.get_balance', [sh[k]]), k).toEqual({ confirmed: outs[i]![1], unconfirmed: -outs[i]![1] });
+      expect(await c.request('blockchain.scripthash.get_balance', [sh[k]]), k).toEqual({
+        confirmed: outs[i]![1],
+        unconfirmed: -outs[i]![1],
+      });
       expect(await c.request('blockchain.scripthash.listunspent', [sh[k]]), k).toEqual([]);
-      await waitFor(`the ${k} status of the spend in the mempool`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, inMempool]), 30_000);
+      await waitFor(
+        `the ${k} status of the spend in the mempool`,
+        () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, inMempool]),
+        30_000,
+      );
     }
     await expectCoreUtxos();
     await expectRest(stage('chain', 'mempool'));
@@ -479,8 +608,20 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     expect(await call<string[]>('getrawmempool')).toContain(txS);
     mempoolSpent = new Set([`${txP}:0`, `${txP}:1`]);
     for (const k of ['pk', 'ms'] as const) {
-      expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toMatchObject([{ tx_hash: txP, height: hP }, { tx_hash: txS, height: 0 }]);
-      await waitFor(`the ${k} status after the reorg`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, { tx_hash: txS, height: 0 }]), 30_000);
+      expect(await c.request('blockchain.scripthash.get_history', [sh[k]]), k).toMatchObject([
+        { tx_hash: txP, height: hP },
+        { tx_hash: txS, height: 0 },
+      ]);
+      await waitFor(
+        `the ${k} status after the reorg`,
+        () =>
+          lastStatus(k) ===
+          expectedStatus([
+            { tx_hash: txP, height: hP },
+            { tx_hash: txS, height: 0 },
+          ]),
+        30_000,
+      );
     }
     await expectCoreUtxos();
     await expectRest(stage('chain', 'mempool'));
@@ -488,7 +629,16 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     await s.synced();
     mempoolSpent = new Set();
     for (const k of ['pk', 'ms'] as const) {
-      await waitFor(`the ${k} status after the block is back`, () => lastStatus(k) === expectedStatus([{ tx_hash: txP, height: hP }, { tx_hash: txS, height: hS }]), 30_000);
+      await waitFor(
+        `the ${k} status after the block is back`,
+        () =>
+          lastStatus(k) ===
+          expectedStatus([
+            { tx_hash: txP, height: hP },
+            { tx_hash: txS, height: hS },
+          ]),
+        30_000,
+      );
     }
     await expectCoreUtxos();
     await expectRest(stage('chain', 'chain'));
@@ -497,11 +647,13 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
 
   it('batches are answered as one array in request order', async () => {
     const before = c.loose.length;
-    c.raw(`${JSON.stringify([
-      { jsonrpc: '2.0', id: 'a', method: 'server.ping', params: [] },
-      { jsonrpc: '2.0', id: 'b', method: 'blockchain.block.header', params: [0] },
-      { jsonrpc: '2.0', id: 'c', method: 'no.such.method', params: [] },
-    ])}\n`);
+    c.raw(
+      `${JSON.stringify([
+        { jsonrpc: '2.0', id: 'a', method: 'server.ping', params: [] },
+        { jsonrpc: '2.0', id: 'b', method: 'blockchain.block.header', params: [0] },
+        { jsonrpc: '2.0', id: 'c', method: 'no.such.method', params: [] },
+      ])}\n`,
+    );
     await waitFor('the batch reply', () => c.loose.length === before + 1, 10_000);
     const replies = c.loose[before] as { id: string; result?: unknown; error?: { code: number } }[];
     expect(replies.map((r) => r.id)).toEqual(['a', 'b', 'c']);
@@ -525,9 +677,13 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     const a = addr['p2sh-segwit']!;
     expect(await n.request('blockchain.scripthash.subscribe', [a.sh])).toBeNull();
     await n.request('blockchain.headers.subscribe');
-    const statusOf = async () => expectedStatus(await n.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [a.sh]));
-    const lastStatus = () => [...n.notifications].reverse().find((x) => x.method === 'blockchain.scripthash.subscribe' && x.params[0] === a.sh)?.params[1];
-    const lastHeader = () => [...n.notifications].reverse().find((x) => x.method === 'blockchain.headers.subscribe')?.params[0] as { hex: string; height: number } | undefined;
+    const statusOf = async () =>
+      expectedStatus(await n.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [a.sh]));
+    const lastStatus = () =>
+      [...n.notifications].reverse().find((x) => x.method === 'blockchain.scripthash.subscribe' && x.params[0] === a.sh)?.params[1];
+    const lastHeader = () =>
+      [...n.notifications].reverse().find((x) => x.method === 'blockchain.headers.subscribe')?.params[0] as
+        { hex: string; height: number } | undefined;
 
     // a payment enters the mempool
     const pay = await call<string>('sendtoaddress', [a.address, 0.3, '', '', false, true], W);
@@ -570,7 +726,8 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     expect(await n.request('blockchain.scripthash.subscribe', [sh])).toBeNull();
     // The first turn after the subscription compares its fingerprint once; none after that while no block comes.
     await waitFor('the first fingerprint comparison', () => e.stats().fingerprintScans === 1, 30_000);
-    const lastStatus = () => [...n.notifications].reverse().find((x) => x.method === 'blockchain.scripthash.subscribe' && x.params[0] === sh)?.params[1];
+    const lastStatus = () =>
+      [...n.notifications].reverse().find((x) => x.method === 'blockchain.scripthash.subscribe' && x.params[0] === sh)?.params[1];
 
     const pay = await call<string>('sendtoaddress', [address, 0.2, '', '', false, true], W);
     await waitFor('the status of the payment in the mempool', () => lastStatus() === expectedStatus([{ tx_hash: pay, height: 0 }]), 30_000);
@@ -586,7 +743,11 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
       .selectFrom('outbox')
       .select(['type', 'txid', 'replaced_by'])
       .where('type', 'in', ['mempool.added', 'mempool.removed'])
-      .where('txid', 'in', [hexToHash(pay), hexToHash(bumped)].map((h) => Buffer.from(h)))
+      .where(
+        'txid',
+        'in',
+        [hexToHash(pay), hexToHash(bumped)].map((h) => Buffer.from(h)),
+      )
       .orderBy('seq')
       .execute();
     expect(rows.map((r) => [r.type, hashToHex(r.txid!), r.replaced_by ? hashToHex(r.replaced_by) : null])).toEqual([
@@ -622,13 +783,23 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     const cs = await s.connect({ port: subs.tcpPort! });
     await cs.request('blockchain.scripthash.subscribe', [addr.legacy!.sh]);
     await cs.request('blockchain.scripthash.subscribe', [addr['p2sh-segwit']!.sh]);
-    await expect(cs.request('blockchain.scripthash.subscribe', [a.sh])).rejects.toMatchObject({ code: 1, rpcMessage: 'too many subscriptions: this server allows 2 per connection' });
+    await expect(cs.request('blockchain.scripthash.subscribe', [a.sh])).rejects.toMatchObject({
+      code: 1,
+      rpcMessage: 'too many subscriptions: this server allows 2 per connection',
+    });
     expect(await cs.request('blockchain.scripthash.unsubscribe', [addr.legacy!.sh])).toBe(true);
-    expect(await cs.request('blockchain.scripthash.subscribe', [a.sh])).toBe(expectedStatus(await cs.request('blockchain.scripthash.get_history', [a.sh])));
+    expect(await cs.request('blockchain.scripthash.subscribe', [a.sh])).toBe(
+      expectedStatus(await cs.request('blockchain.scripthash.get_history', [a.sh])),
+    );
 
     const small = await s.electrumOn({ electrumMaxHistory: 1 });
     const ch = await s.connect({ port: small.tcpPort! });
-    for (const m of ['blockchain.scripthash.get_history', 'blockchain.scripthash.get_mempool', 'blockchain.scripthash.subscribe', 'blockchain.scripthash.listunspent']) {
+    for (const m of [
+      'blockchain.scripthash.get_history',
+      'blockchain.scripthash.get_mempool',
+      'blockchain.scripthash.subscribe',
+      'blockchain.scripthash.listunspent',
+    ]) {
       await expect(ch.request(m, [a.sh]), m).rejects.toMatchObject({ code: 1, rpcMessage: expect.stringMatching(/^history too large/) });
     }
     expect(await ch.request('blockchain.scripthash.get_history', [addr.legacy!.sh])).toEqual([{ tx_hash: tx1, height: h1 }]);
@@ -643,7 +814,10 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     const rated = await s.electrumOn({ electrumRateLimit: 5, electrumRateWindowMs: 600_000 });
     const cr = await s.connect({ port: rated.tcpPort! });
     for (let i = 0; i < 5; i++) expect(await cr.request('server.ping')).toBeNull();
-    await expect(cr.request('server.ping')).rejects.toMatchObject({ code: -32000, rpcMessage: expect.stringMatching(/^rate limit exceeded: 5 requests per 600 s/) });
+    await expect(cr.request('server.ping')).rejects.toMatchObject({
+      code: -32000,
+      rpcMessage: expect.stringMatching(/^rate limit exceeded: 5 requests per 600 s/),
+    });
 
     const idle = await s.electrumOn({ electrumIdleTimeoutMs: 1000 });
     const ci = await s.connect({ port: idle.tcpPort! });
@@ -658,7 +832,10 @@ describeBitcoind('Electrum protocol methods against Bitcoin Core', () => {
     expect(await g.request('server.version', ['gate', '1.4'])).toEqual(['blockwire/0.1', '1.4']);
     await expect(g.request('blockchain.scripthash.get_balance', [addr.legacy!.sh])).rejects.toMatchObject({ code: -32001 });
     await expect(g.request('blockchain.headers.subscribe')).rejects.toMatchObject({ code: -32001 });
-    await expect(g.request('blockwire.authenticate', ['bw_not_a_key'])).rejects.toMatchObject({ code: -32001, rpcMessage: 'invalid API key' });
+    await expect(g.request('blockwire.authenticate', ['bw_not_a_key'])).rejects.toMatchObject({
+      code: -32001,
+      rpcMessage: 'invalid API key',
+    });
     const { key } = await createApiKey(s.db.db, { name: 'electrum-gate' });
     expect(await g.request('blockwire.authenticate', [key])).toBe(true);
     expect((await g.request<{ confirmed: number }>('blockchain.scripthash.get_balance', [addr.legacy!.sh])).confirmed).toBe(sat(1.0));

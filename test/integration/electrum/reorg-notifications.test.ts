@@ -37,10 +37,17 @@ describeBitcoind('Electrum notifications across a reorg', () => {
   it('a 2-block reorg: one header notification (the new tip), one status notification per changed script hash', async () => {
     const W = s.node.wallet!;
     for (const w of ['dest', 'payer']) await s.node.call('createwallet', [w]);
-    const pay = (address: string, amount: number) => s.node.call('send', [[{ [address]: amount }], null, 'unset', null, { locktime: 0 }], 'payer');
+    const pay = (address: string, amount: number) =>
+      s.node.call('send', [[{ [address]: amount }], null, 'unset', null, { locktime: 0 }], 'payer');
     const newAddress = (wallet: string) => s.node.call<string>('getnewaddress', [], wallet);
-    const shOf = async (address: string) => electrumScriptHash((await s.node.call<{ scriptPubKey: string }>('getaddressinfo', [address], 'dest')).scriptPubKey);
-    const [moved0, moved1, kept, sentinel] = [await newAddress('dest'), await newAddress('dest'), await newAddress('dest'), await newAddress('dest')];
+    const shOf = async (address: string) =>
+      electrumScriptHash((await s.node.call<{ scriptPubKey: string }>('getaddressinfo', [address], 'dest')).scriptPubKey);
+    const [moved0, moved1, kept, sentinel] = [
+      await newAddress('dest'),
+      await newAddress('dest'),
+      await newAddress('dest'),
+      await newAddress('dest'),
+    ];
     // the payer's coins and a payment the reorg does not touch, confirmed below it
     await s.node.call('send', [[{ [await newAddress('payer')]: 1 }, { [await newAddress('payer')]: 1 }, { [kept]: 0.1 }]], W);
     await s.mine(1);
@@ -52,13 +59,22 @@ describeBitcoind('Electrum notifications across a reorg', () => {
     const before = await s.node.tip();
 
     const probe = await s.connect();
-    await waitFor('the server to tell the pre-reorg tip', async () => (await probe.request<Header>('blockchain.headers.subscribe')).height === before.height);
+    await waitFor(
+      'the server to tell the pre-reorg tip',
+      async () => (await probe.request<Header>('blockchain.headers.subscribe')).height === before.height,
+    );
     const c: ElectrumTestClient = await s.connect();
     await c.request('server.version', ['reorg', ['1.4', '1.6']]);
     expect((await c.request<Header>('blockchain.headers.subscribe')).height).toBe(before.height);
-    const [moved0Sh, moved1Sh, keptSh, sentinelSh] = (await Promise.all([moved0, moved1, kept, sentinel].map(shOf))) as [string, string, string, string];
+    const [moved0Sh, moved1Sh, keptSh, sentinelSh] = (await Promise.all([moved0, moved1, kept, sentinel].map(shOf))) as [
+      string,
+      string,
+      string,
+      string,
+    ];
     const statusBefore = new Map<string, string | null>();
-    for (const h of [moved0Sh, moved1Sh, keptSh, sentinelSh]) statusBefore.set(h, await c.request<string | null>('blockchain.scripthash.subscribe', [h]));
+    for (const h of [moved0Sh, moved1Sh, keptSh, sentinelSh])
+      statusBefore.set(h, await c.request<string | null>('blockchain.scripthash.subscribe', [h]));
 
     await s.indexer.stop();
     await s.node.call('invalidateblock', [await s.node.call<string>('getblockhash', [before.height - 1])]);
@@ -73,16 +89,23 @@ describeBitcoind('Electrum notifications across a reorg', () => {
 
     // the sentinel: its notification comes after everything the reorg caused
     await s.node.call('sendtoaddress', [sentinel, 0.1], W);
-    await waitFor('the sentinel\'s notification', () => c.notifications.some((n) => n.method === 'blockchain.scripthash.subscribe' && n.params[0] === sentinelSh));
+    await waitFor("the sentinel's notification", () =>
+      c.notifications.some((n) => n.method === 'blockchain.scripthash.subscribe' && n.params[0] === sentinelSh),
+    );
 
     const all = JSON.stringify(c.notifications);
     const headers = c.notifications.filter((n) => n.method === 'blockchain.headers.subscribe');
-    expect(headers, all).toEqual([{ method: 'blockchain.headers.subscribe', params: [{ height: after.height, hex: await s.node.call('getblockheader', [after.hash, false]) }] }]);
+    expect(headers, all).toEqual([
+      {
+        method: 'blockchain.headers.subscribe',
+        params: [{ height: after.height, hex: await s.node.call('getblockheader', [after.hash, false]) }],
+      },
+    ]);
     for (const h of [moved0Sh, moved1Sh, keptSh]) {
       const told = c.notifications.filter((n) => n.method === 'blockchain.scripthash.subscribe' && n.params[0] === h);
       const status = await c.request<string | null>('blockchain.scripthash.subscribe', [h]);
       const changed = status !== statusBefore.get(h);
-      expect(changed, `${h === keptSh ? 'the kept payment\'s' : 'a moved payment\'s'} status changed`).toBe(h !== keptSh);
+      expect(changed, `${h === keptSh ? "the kept payment's" : "a moved payment's"} status changed`).toBe(h !== keptSh);
       expect(told, all).toEqual(changed ? [{ method: 'blockchain.scripthash.subscribe', params: [h, status] }] : []);
     }
   });

@@ -19,7 +19,7 @@ describeBitcoind('Electrum while the index is syncing', () => {
   }, 240_000);
   afterAll(async () => s?.stop());
 
-  it('refuses what reads the index until the index reaches the node\'s tip, then answers as Core', async () => {
+  it("refuses what reads the index until the index reaches the node's tip, then answers as Core", async () => {
     const W = s.node.wallet!;
     const address = await s.node.call<string>('getnewaddress', [], W);
     const sh = electrumScriptHash((await s.node.call<{ scriptPubKey: string }>('getaddressinfo', [address], W)).scriptPubKey);
@@ -50,13 +50,21 @@ describeBitcoind('Electrum while the index is syncing', () => {
       }
 
       await s.restartIndexer();
-      await waitFor('the index to catch up and the gate to open', () => c.request('blockchain.scripthash.get_balance', [sh]).then(() => true, () => false));
+      await waitFor('the index to catch up and the gate to open', () =>
+        c.request('blockchain.scripthash.get_balance', [sh]).then(
+          () => true,
+          () => false,
+        ),
+      );
       // (the gate opens within ELECTRUM_MAX_LAG_BLOCKS of the tip: the answers compared are at the tip)
       await s.synced();
       const balance = await c.request<{ confirmed: number; unconfirmed: number }>('blockchain.scripthash.get_balance', [sh]);
       const scan = await s.node.call<{ total_amount: number }>('scantxoutset', ['start', [`addr(${address})`]]);
       expect(balance).toEqual({ confirmed: Math.round(scan.total_amount * 1e8), unconfirmed: 0 });
-      await waitFor('the server to follow the index to the tip', async () => (await c.request<{ height: number }>('blockchain.headers.subscribe')).height === nodeAt);
+      await waitFor(
+        'the server to follow the index to the tip',
+        async () => (await c.request<{ height: number }>('blockchain.headers.subscribe')).height === nodeAt,
+      );
     } finally {
       c.close();
     }

@@ -38,7 +38,13 @@ describe('bulk finish: history chunks', () => {
     await beginBulk(client, deps, 0);
     // Two outputs of key 1, one of key 2; a later batch spent key 1's first.
     for (const [i, k] of [key(1), key(1), key(2)].entries()) {
-      await client.query('INSERT INTO utxos (txid, vout, tx_num, value, script, addr_key) VALUES ($1, 0, $2, $3, $4, $5)', [Buffer.alloc(32, i + 1), String(i + 1), String(1000 * (i + 1)), Buffer.from([0x51]), k]);
+      await client.query('INSERT INTO utxos (txid, vout, tx_num, value, script, addr_key) VALUES ($1, 0, $2, $3, $4, $5)', [
+        Buffer.alloc(32, i + 1),
+        String(i + 1),
+        String(1000 * (i + 1)),
+        Buffer.from([0x51]),
+        k,
+      ]);
     }
     await client.query('INSERT INTO bulk_spent (tx_num, vout) VALUES (1, 0)');
     for (const [k, chunks] of batches) {
@@ -55,7 +61,11 @@ describe('bulk finish: history chunks', () => {
   });
 
   it('keeps every entry in order, in full chunks but the newest', async () => {
-    const rows = (await client.query<{ addr_key: string; first_tx_num: string; rest: Buffer }>('SELECT addr_key, first_tx_num::text, rest FROM history ORDER BY addr_key, first_tx_num')).rows;
+    const rows = (
+      await client.query<{ addr_key: string; first_tx_num: string; rest: Buffer }>(
+        'SELECT addr_key, first_tx_num::text, rest FROM history ORDER BY addr_key, first_tx_num',
+      )
+    ).rows;
     for (const [k, chunks] of batches) {
       const all = chunks.flat();
       const mine = rows.filter((r) => r.addr_key === k);
@@ -75,7 +85,11 @@ describe('bulk finish: history chunks', () => {
     utxos: (await client.query('SELECT tx_num::text, vout, value::text, addr_key FROM utxos ORDER BY tx_num')).rows,
     balances: (await client.query('SELECT addr_key, balance::text, utxo_count FROM balances ORDER BY addr_key')).rows,
     spent: (await client.query('SELECT count(*)::int AS n FROM bulk_spent')).rows[0].n as number,
-    indexes: (await client.query(`SELECT tablename, indexname FROM pg_indexes WHERE tablename IN ('txs', 'utxos', 'balances', 'history') ORDER BY 1, 2`)).rows,
+    indexes: (
+      await client.query(
+        `SELECT tablename, indexname FROM pg_indexes WHERE tablename IN ('txs', 'utxos', 'balances', 'history') ORDER BY 1, 2`,
+      )
+    ).rows,
     active: (await client.query(`SELECT value->>'active' AS a FROM sync_state WHERE key = 'bulk'`)).rows[0].a as string,
   });
 
@@ -87,11 +101,19 @@ describe('bulk finish: history chunks', () => {
       { addr_key: key(2), balance: '3000', utxo_count: 1 },
     ]);
     expect(s.spent).toBe(0);
-    expect(s.indexes.map((i) => i.indexname)).toEqual(['balances_pkey', 'history_pkey', 'txs_pkey', 'txs_spent_groups', 'txs_txid_key', 'utxos_addr', 'utxos_pkey']);
+    expect(s.indexes.map((i) => i.indexname)).toEqual([
+      'balances_pkey',
+      'history_pkey',
+      'txs_pkey',
+      'txs_spent_groups',
+      'txs_txid_key',
+      'utxos_addr',
+      'utxos_pkey',
+    ]);
     expect(s.active).toBe('false');
   });
 
-  it('finishing again (a crash between the parts\' commits) changes nothing', async () => {
+  it("finishing again (a crash between the parts' commits) changes nothing", async () => {
     const before = await state();
     await client.query(`UPDATE sync_state SET value = jsonb_set(value, '{active}', 'true'::jsonb) WHERE key = 'bulk'`);
     await finishBulk(client, { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 });
@@ -113,7 +135,10 @@ describe('bulk finish: one part committed, the other not', () => {
     await client.connect();
     const deps = { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 };
     await beginBulk(client, deps, 0);
-    await client.query('INSERT INTO utxos (txid, vout, tx_num, value, script, addr_key) VALUES ($1, 0, 1, 500, $2, $3), ($4, 0, 2, 700, $2, $3)', [Buffer.alloc(32, 1), Buffer.from([0x51]), key(9), Buffer.alloc(32, 2)]);
+    await client.query(
+      'INSERT INTO utxos (txid, vout, tx_num, value, script, addr_key) VALUES ($1, 0, 1, 500, $2, $3), ($4, 0, 2, 700, $2, $3)',
+      [Buffer.alloc(32, 1), Buffer.from([0x51]), key(9), Buffer.alloc(32, 2)],
+    );
     await client.query('INSERT INTO bulk_spent (tx_num, vout) VALUES (1, 0)');
     const chunks = [nums(0, 600), nums(600, 600)];
     for (const c of chunks) {
@@ -129,12 +154,17 @@ describe('bulk finish: one part committed, the other not', () => {
     expect((await client.query('SELECT count(*)::int AS n FROM bulk_spent')).rows[0].n).toBe(1);
     await client.query('DROP TABLE utxos_live');
     await finishBulk(client, deps);
-    const rows = (await client.query<{ first_tx_num: string; rest: Buffer }>('SELECT first_tx_num::text, rest FROM history ORDER BY first_tx_num')).rows;
+    const rows = (
+      await client.query<{ first_tx_num: string; rest: Buffer }>('SELECT first_tx_num::text, rest FROM history ORDER BY first_tx_num')
+    ).rows;
     expect(rows.flatMap((r) => decodeEntries(historyChunkEntries(BigInt(r.first_tx_num), r.rest)))).toEqual(chunks.flat());
     expect(rows.map((r) => r.rest.length / 8 + 1)).toEqual([CHUNK_ENTRIES, 1200 - CHUNK_ENTRIES]);
     expect((await client.query('SELECT tx_num::text FROM utxos')).rows).toEqual([{ tx_num: '2' }]);
     expect((await client.query('SELECT balance::text, utxo_count FROM balances')).rows).toEqual([{ balance: '700', utxo_count: 1 }]);
     expect((await client.query(`SELECT value->>'active' AS a FROM sync_state WHERE key = 'bulk'`)).rows[0].a).toBe('false');
-    expect((await client.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE tablename IN ('txs', 'utxos', 'balances', 'history')`)).rows[0].n).toBe(7);
+    expect(
+      (await client.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE tablename IN ('txs', 'utxos', 'balances', 'history')`)).rows[0]
+        .n,
+    ).toBe(7);
   });
 });

@@ -52,7 +52,12 @@ describeFixtures('bulk sync', () => {
   it('indexes regtest-chain-a like the per-block path, across many batches', async () => {
     const t = await make();
     const chain = chainOf(chainA);
-    const r = await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 300 }, (from) => createPrefetcher(chain, 8).feed(from, 264), 264);
+    const r = await runBulk(
+      t.db,
+      { databaseUrl: t.url, log: silentLogger(), batchTxs: 300 },
+      (from) => createPrefetcher(chain, 8).feed(from, 264),
+      264,
+    );
     expect(r.reason).toBe('target');
     expect(r.blocks).toBe(265);
     expect(await bulkActive(t.db)).toBe(false);
@@ -67,7 +72,12 @@ describeFixtures('bulk sync', () => {
   it('hands over to the per-block path, which can undo bulk-loaded blocks', async () => {
     const t = await make();
     const chain = chainOf(chainA);
-    await runBulk(t.db, { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 }, (from) => createPrefetcher(chain, 8).feed(from, 200), 200);
+    await runBulk(
+      t.db,
+      { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 },
+      (from) => createPrefetcher(chain, 8).feed(from, 200),
+      200,
+    );
     for (let h = 201; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
     expect(await snapshotIndex(t.db)).toEqual(await snapshotIndex(referenceA.db));
     // Undo into the bulk-loaded range (history chunks there straddle block boundaries) and redo.
@@ -80,7 +90,12 @@ describeFixtures('bulk sync', () => {
   it('indexes mainnet 0–599 (P2PK coinbases, the first spends) like the per-block path', async () => {
     const [bulk, ref] = [await make(), await make()];
     const chain = chainOf(mainnet);
-    await runBulk(bulk.db, { databaseUrl: bulk.url, log: silentLogger(), batchTxs: 50 }, (from) => createPrefetcher(chain, 8).feed(from, 599), 599);
+    await runBulk(
+      bulk.db,
+      { databaseUrl: bulk.url, log: silentLogger(), batchTxs: 50 },
+      (from) => createPrefetcher(chain, 8).feed(from, 599),
+      599,
+    );
     await perBlock(ref, mainnet);
     const snapshot = await snapshotIndex(bulk.db);
     expect(snapshot).toEqual(await snapshotIndex(ref.db));

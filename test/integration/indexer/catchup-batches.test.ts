@@ -89,11 +89,15 @@ describe('the run loop catching up', () => {
     await watchAddress(t.db, node.wallet.address('p2wpkh'), 1);
     const destination = new Writable({
       write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString('utf8').split('\n')) if (l.includes('"block applied"')) lines.push(JSON.parse(l) as Record<string, unknown>);
+        for (const l of chunk.toString('utf8').split('\n'))
+          if (l.includes('"block applied"')) lines.push(JSON.parse(l) as Record<string, unknown>);
         done();
       },
     });
-    const ix = await startTestIndexer(t, node, { config: { indexerBulkThreshold: 100_000, indexerCatchupBlocks: 16 }, log: createLogger({ level: 'info', format: 'json', destination }) });
+    const ix = await startTestIndexer(t, node, {
+      config: { indexerBulkThreshold: 100_000, indexerCatchupBlocks: 16 },
+      log: createLogger({ level: 'info', format: 'json', destination }),
+    });
     try {
       await waitSynced(t.db, node);
       const batches = lines.map((l) => Number(l.batch ?? 1));

@@ -52,13 +52,20 @@ describeFixtures('regtest-chain-a applied block by block', () => {
     const entries = Object.entries(chain.expected.addresses);
     expect(entries.length).toBe(5301);
     let checked = 0;
-    const index = await readAddresses(replayed.db, entries.map(([address]) => keyOfAddress(address, 'regtest')));
+    const index = await readAddresses(
+      replayed.db,
+      entries.map(([address]) => keyOfAddress(address, 'regtest')),
+    );
     for (const [address, want] of entries) {
       const got = index.get(keyOfAddress(address, 'regtest'))!;
       expect(got.balance, address).toBe(BigInt(want.balance));
       expect(got.history, address).toEqual(want.history);
-      const sortKey = (u: { height: number; transaction_hash: string; index: number }) => `${String(u.height).padStart(8, '0')}${u.transaction_hash}${u.index}`;
-      expect([...got.unspent].sort((a, b) => sortKey(a).localeCompare(sortKey(b))), address).toEqual([...want.unspent].sort((a, b) => sortKey(a).localeCompare(sortKey(b))));
+      const sortKey = (u: { height: number; transaction_hash: string; index: number }) =>
+        `${String(u.height).padStart(8, '0')}${u.transaction_hash}${u.index}`;
+      expect(
+        [...got.unspent].sort((a, b) => sortKey(a).localeCompare(sortKey(b))),
+        address,
+      ).toEqual([...want.unspent].sort((a, b) => sortKey(a).localeCompare(sortKey(b))));
       checked++;
     }
     expect(checked).toBe(5301);
@@ -83,7 +90,9 @@ describeFixtures('regtest-chain-a applied block by block', () => {
     const s1 = await snapshotIndex(fresh.db);
     expect(s1.tip.height).toBe(tip.height - 1);
     expect((await undoBlock(fresh.db, tip.height - 1)).kind).toBe('undone');
-    expect((await applyBlock(fresh.db, decodeBlock(chain.blocks.get(chain.main[tip.height - 1]!)!.raw), tip.height - 1)).kind).toBe('applied');
+    expect((await applyBlock(fresh.db, decodeBlock(chain.blocks.get(chain.main[tip.height - 1]!)!.raw), tip.height - 1)).kind).toBe(
+      'applied',
+    );
     expect(await snapshotIndex(fresh.db)).toEqual(s1);
     expect((await applyBlock(fresh.db, decodeBlock(top.raw), tip.height)).kind).toBe('applied');
     expect(await snapshotIndex(fresh.db)).toEqual(s2);

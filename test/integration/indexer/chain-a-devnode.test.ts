@@ -41,20 +41,30 @@ describeFixtures('regtest-chain-a followed from the devnode', () => {
     expect(node.tip()).toEqual({ height: chain.expected.best_height, hash: chain.expected.best_block_hash });
     const blocks = await readEvents(t.db, ['block.connected', 'block.disconnected']);
     // Genesis first, then the node's own sequence of C and D.
-    expect(blocks.map((e) => `${e.type === 'block.connected' ? 'C' : 'D'} ${e.block}`)).toEqual([`C ${chain.main[0]}`, ...chain.steps.map((s) => `${s.label} ${s.hash}`)]);
+    expect(blocks.map((e) => `${e.type === 'block.connected' ? 'C' : 'D'} ${e.block}`)).toEqual([
+      `C ${chain.main[0]}`,
+      ...chain.steps.map((s) => `${s.label} ${s.hash}`),
+    ]);
     expect(ix.metrics().reorgs).toBeGreaterThanOrEqual(7);
   });
 
   it('answers every address as Bitcoin Core does', async () => {
     const chain = loadChainA();
     const entries = Object.entries(chain.expected.addresses);
-    const index = await readAddresses(t.db, entries.map(([address]) => keyOfAddress(address, 'regtest')));
+    const index = await readAddresses(
+      t.db,
+      entries.map(([address]) => keyOfAddress(address, 'regtest')),
+    );
     for (const [address, want] of entries) {
       const got = index.get(keyOfAddress(address, 'regtest'))!;
       expect(got.balance, address).toBe(BigInt(want.balance));
       expect(got.history, address).toEqual(want.history);
-      const key = (u: { height: number; transaction_hash: string; index: number }) => `${String(u.height).padStart(8, '0')}${u.transaction_hash}${u.index}`;
-      expect([...got.unspent].sort((a, b) => key(a).localeCompare(key(b))), address).toEqual([...want.unspent].sort((a, b) => key(a).localeCompare(key(b))));
+      const key = (u: { height: number; transaction_hash: string; index: number }) =>
+        `${String(u.height).padStart(8, '0')}${u.transaction_hash}${u.index}`;
+      expect(
+        [...got.unspent].sort((a, b) => key(a).localeCompare(key(b))),
+        address,
+      ).toEqual([...want.unspent].sort((a, b) => key(a).localeCompare(key(b))));
     }
   });
 });

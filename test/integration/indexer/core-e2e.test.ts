@@ -43,7 +43,15 @@ import { btcToSats } from '../../../src/rpc/types.js';
 import { startApi, type ApiHandle } from '../../../api/main.js';
 import { startStreams, type StreamsHandle } from '../../../streams/main.js';
 import { describeBitcoind, startBitcoind, type Bitcoind } from '../../support/bitcoind.js';
-import { checkBlockEvents, cleanupChildren, crashSeed, killChild, seededRandom, startChild, type Child } from '../../support/chain-crash.js';
+import {
+  checkBlockEvents,
+  cleanupChildren,
+  crashSeed,
+  killChild,
+  seededRandom,
+  startChild,
+  type Child,
+} from '../../support/chain-crash.js';
 import { readAddress } from '../../support/chain-snapshot.js';
 import { CoreView, type TxView } from '../../support/core-view.js';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
@@ -80,7 +88,10 @@ function same(what: string, ours: Map<string, unknown> | Set<string>, core: Map<
   const [a, b] = [items(ours), items(core)];
   const extra = [...a].filter((x) => !b.has(x));
   const missing = [...b].filter((x) => !a.has(x));
-  if (extra.length || missing.length) throw new Error(`${what}: ${extra.length} not in Core's answer ${JSON.stringify(extra.slice(0, 5))}, ${missing.length} missing ${JSON.stringify(missing.slice(0, 5))}`);
+  if (extra.length || missing.length)
+    throw new Error(
+      `${what}: ${extra.length} not in Core's answer ${JSON.stringify(extra.slice(0, 5))}, ${missing.length} missing ${JSON.stringify(missing.slice(0, 5))}`,
+    );
 }
 
 const btc = (sats: bigint) => Number(sats) / 1e8;
@@ -97,7 +108,11 @@ function indexKeys(script: string): { keys: string[]; balance: boolean } {
   const pk = /^(?:21((?:02|03)[0-9a-f]{64})|41(04[0-9a-f]{128}))ac$/.exec(script);
   if (pk) return { keys: [p2pkh(pk[1] ?? pk[2]!)], balance: true };
   const multi = /^(5[1-9a-f]|60)((?:21(?:02|03)[0-9a-f]{64}|4104[0-9a-f]{128})+)(5[1-9a-f]|60)ae$/.exec(script);
-  if (multi) return { keys: [...multi[2]!.matchAll(/21((?:02|03)[0-9a-f]{64})|41(04[0-9a-f]{128})/g)].map((m) => p2pkh(m[1] ?? m[2]!)), balance: false };
+  if (multi)
+    return {
+      keys: [...multi[2]!.matchAll(/21((?:02|03)[0-9a-f]{64})|41(04[0-9a-f]{128})/g)].map((m) => p2pkh(m[1] ?? m[2]!)),
+      balance: false,
+    };
   return { keys: [keyOfScript(script)], balance: true };
 }
 
@@ -129,7 +144,11 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
   const alice = <T>(method: string, params: unknown[] = []) => node.call<T>(method, params, 'alice');
 
   const post = async (path: string, body: unknown) => {
-    const r = await fetch(`${api.url}${path}`, { method: 'POST', headers: { apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${api.url}${path}`, {
+      method: 'POST',
+      headers: { apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(r.status, `POST ${path}`).toBe(200);
   };
   /** Subscribes `address` through the API, and imports it (labelled) into the watch-only wallet. */
@@ -169,17 +188,38 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
     const keys = Array.from({ length: 6 }, () => Key.random('regtest'));
     const [k1, k2, k3, k4, k5, k6] = keys.map((k) => k.toWif()) as [string, string, string, string, string, string];
     const [p1, p2, p3, p4, p5, p6] = keys.map((k) => bytesToHex(k.publicKey)) as [string, string, string, string, string, string];
-    const privates = { 'sh-multi': `sh(multi(2,${k1},${k2},${k3}))`, 'wsh-multi': `wsh(multi(2,${k1},${k2},${k3}))`, pk: `pk(${k4})`, 'bare-multi': `multi(1,${k5},${k6})` };
+    const privates = {
+      'sh-multi': `sh(multi(2,${k1},${k2},${k3}))`,
+      'wsh-multi': `wsh(multi(2,${k1},${k2},${k3}))`,
+      pk: `pk(${k4})`,
+      'bare-multi': `multi(1,${k5},${k6})`,
+    };
     const withChecksum = async (d: string) => `${d}#${(await node.call<{ checksum: string }>('getdescriptorinfo', [d])).checksum}`;
-    const imported = await alice<{ success: boolean }[]>('importdescriptors', [await Promise.all(Object.values(privates).map(async (d) => ({ desc: await withChecksum(d), timestamp: 'now' })))]);
+    const imported = await alice<{ success: boolean }[]>('importdescriptors', [
+      await Promise.all(Object.values(privates).map(async (d) => ({ desc: await withChecksum(d), timestamp: 'now' }))),
+    ]);
     expect(imported.every((r) => r.success)).toBe(true);
     const aliceDescs = (await alice<{ descriptors: { desc: string; range?: [number, number] }[] }>('listdescriptors')).descriptors;
     for (const d of aliceDescs) {
       if (!d.range) continue;
       for (const a of await node.call<string[]>('deriveaddresses', [d.desc, [0, DERIVED - 1]])) aliceScripts.add(scriptOf(a));
     }
-    fixed['sh-multi'] = { address: (await node.call<string[]>('deriveaddresses', [(await node.call<{ descriptor: string }>('getdescriptorinfo', [`sh(multi(2,${p1},${p2},${p3}))`])).descriptor]))[0]!, script: '' };
-    fixed['wsh-multi'] = { address: (await node.call<string[]>('deriveaddresses', [(await node.call<{ descriptor: string }>('getdescriptorinfo', [`wsh(multi(2,${p1},${p2},${p3}))`])).descriptor]))[0]!, script: '' };
+    fixed['sh-multi'] = {
+      address: (
+        await node.call<string[]>('deriveaddresses', [
+          (await node.call<{ descriptor: string }>('getdescriptorinfo', [`sh(multi(2,${p1},${p2},${p3}))`])).descriptor,
+        ])
+      )[0]!,
+      script: '',
+    };
+    fixed['wsh-multi'] = {
+      address: (
+        await node.call<string[]>('deriveaddresses', [
+          (await node.call<{ descriptor: string }>('getdescriptorinfo', [`wsh(multi(2,${p1},${p2},${p3}))`])).descriptor,
+        ])
+      )[0]!,
+      script: '',
+    };
     fixed['sh-multi'].script = scriptOf(fixed['sh-multi'].address!);
     fixed['wsh-multi'].script = scriptOf(fixed['wsh-multi'].address!);
     fixed.pk = { address: null, script: `21${p4}ac` };
@@ -243,15 +283,33 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
   };
 
   /** The miner pays `sats` to `to`; returns the txid (a script-only destination goes through a funded raw transaction). */
-  const pay = async (to: { address: string | null; script: string }, sats: bigint, opts: { replaceable?: boolean; feeRate?: number } = {}): Promise<string> => {
+  const pay = async (
+    to: { address: string | null; script: string },
+    sats: bigint,
+    opts: { replaceable?: boolean; feeRate?: number } = {},
+  ): Promise<string> => {
     const feeRate = opts.feeRate ?? 2;
     let txid: string;
     if (to.address) {
-      txid = await miner<string>('sendtoaddress', [to.address, btc(sats), '', '', false, opts.replaceable ?? true, null, 'unset', false, feeRate]);
+      txid = await miner<string>('sendtoaddress', [
+        to.address,
+        btc(sats),
+        '',
+        '',
+        false,
+        opts.replaceable ?? true,
+        null,
+        'unset',
+        false,
+        feeRate,
+      ]);
     } else {
       // createrawtransaction takes addresses only: the unfunded transaction is made here.
       const hex = bytesToHex(encodeTx({ version: 2, inputs: [], outputs: [{ value: sats, script: hexToBytes(to.script) }], locktime: 0 }));
-      const funded = await miner<{ hex: string }>('fundrawtransaction', [hex, { fee_rate: feeRate, replaceable: opts.replaceable ?? true }]);
+      const funded = await miner<{ hex: string }>('fundrawtransaction', [
+        hex,
+        { fee_rate: feeRate, replaceable: opts.replaceable ?? true },
+      ]);
       const signed = await miner<{ hex: string }>('signrawtransactionwithwallet', [funded.hex]);
       txid = await node.call<string>('sendrawtransaction', [signed.hex]);
     }
@@ -295,7 +353,13 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       const odd = coins.filter((c) => c.desc.startsWith('pk(') || c.desc.startsWith('multi('));
       const coin = odd.length && rand() < 0.6 ? odd[Math.floor(rand() * odd.length)]! : coins[Math.floor(rand() * coins.length)]!;
       const to = rand() < 0.5 ? await miner<string>('getnewaddress') : (await destination(PAY_TO[Math.floor(rand() * 4)]!)).address!;
-      await alice('send', [{ [to]: coin.amount }, null, 'unset', 3, { inputs: [{ txid: coin.txid, vout: coin.vout }], add_inputs: false, subtract_fee_from_outputs: [0] }]);
+      await alice('send', [
+        { [to]: coin.amount },
+        null,
+        'unset',
+        3,
+        { inputs: [{ txid: coin.txid, vout: coin.vout }], add_inputs: false, subtract_fee_from_outputs: [0] },
+      ]);
       return coin.desc.replace(/\(.*/, '');
     },
     mine: async (rand: () => number) => void (await mine(1 + Math.floor(rand() * 3))),
@@ -321,19 +385,31 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       const coins = await alice<{ txid: string; vout: number; amount: number }[]>('listunspent', [0, 0]);
       const coin = coins.find((c) => c.txid === parent)!;
       expect(coin, 'the low-fee parent pays alice').toBeDefined();
-      const r = await alice<{ txid: string }>('send', [{ [await miner<string>('getnewaddress')]: coin.amount }, null, 'unset', 50, { inputs: [{ txid: coin.txid, vout: coin.vout }], add_inputs: false, subtract_fee_from_outputs: [0] }]);
+      const r = await alice<{ txid: string }>('send', [
+        { [await miner<string>('getnewaddress')]: coin.amount },
+        null,
+        'unset',
+        50,
+        { inputs: [{ txid: coin.txid, vout: coin.vout }], add_inputs: false, subtract_fee_from_outputs: [0] },
+      ]);
       const entry = await node.call<{ ancestorcount: number }>('getmempoolentry', [r.txid]);
       expect(entry.ancestorcount).toBe(2);
     },
     fullRbf: async () => {
       const original = await pay(await destination('bech32m'), 3_000_000n, { replaceable: false });
       const tx = await node.call<{ vin: { txid: string; vout: number; sequence: number }[] }>('getrawtransaction', [original, 1]);
-      expect(tx.vin.every((i) => i.sequence >= 0xfffffffe), 'the original does not signal BIP125').toBe(true);
+      expect(
+        tx.vin.every((i) => i.sequence >= 0xfffffffe),
+        'the original does not signal BIP125',
+      ).toBe(true);
       let total = 0n;
       for (const i of tx.vin) total += btcToSats((await node.call<{ value: number }>('gettxout', [i.txid, i.vout, false])).value);
       const fee = btcToSats((await node.call<{ fees: { base: number } }>('getmempoolentry', [original])).fees.base);
       const to = await destination('p2sh-segwit');
-      const raw = await node.call<string>('createrawtransaction', [tx.vin.map((i) => ({ txid: i.txid, vout: i.vout })), [{ [to.address!]: btc(total - fee - 10_000n) }]]);
+      const raw = await node.call<string>('createrawtransaction', [
+        tx.vin.map((i) => ({ txid: i.txid, vout: i.vout })),
+        [{ [to.address!]: btc(total - fee - 10_000n) }],
+      ]);
       const signed = await miner<{ hex: string }>('signrawtransactionwithwallet', [raw]);
       const replacement = await node.call<string>('sendrawtransaction', [signed.hex]);
       minerToAlice.push(replacement);
@@ -351,7 +427,10 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
         await node.call('setmocktime', [0]);
       }
       const after = new Set(await node.call<string[]>('getrawmempool'));
-      expect(before.filter((x) => after.has(x)), 'every earlier mempool transaction expired').toEqual([]);
+      expect(
+        before.filter((x) => after.has(x)),
+        'every earlier mempool transaction expired',
+      ).toEqual([]);
       // The wallets still count the expired payments' inputs as spent until they are abandoned.
       await walletsCaughtUp();
       for (const w of ['miner', 'alice']) {
@@ -377,8 +456,16 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       if (victim && rand() < 0.5) {
         const tx = await node.call<{ vin: { txid: string; vout: number }[] }>('getrawtransaction', [victim, 1]);
         let total = 0n;
-        for (const i of tx.vin) total += (view.prevOut({ ...i, prev: null }) ?? { value: btcToSats((await node.call<{ value: number }>('gettxout', [i.txid, i.vout, false])).value) }).value;
-        const raw = await node.call<string>('createrawtransaction', [tx.vin.map((i) => ({ txid: i.txid, vout: i.vout })), [{ [await miner<string>('getnewaddress')]: btc(total - 20_000n) }]]);
+        for (const i of tx.vin)
+          total += (
+            view.prevOut({ ...i, prev: null }) ?? {
+              value: btcToSats((await node.call<{ value: number }>('gettxout', [i.txid, i.vout, false])).value),
+            }
+          ).value;
+        const raw = await node.call<string>('createrawtransaction', [
+          tx.vin.map((i) => ({ txid: i.txid, vout: i.vout })),
+          [{ [await miner<string>('getnewaddress')]: btc(total - 20_000n) }],
+        ]);
         const signed = await miner<{ hex: string }>('signrawtransactionwithwallet', [raw]);
         hashes.push((await node.call<{ hash: string }>('generateblock', [await miner<string>('getnewaddress'), [signed.hex]])).hash);
         doubleSpend = true;
@@ -426,46 +513,82 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
     if (!(await node.call<string[]>('getrawmempool')).every((x) => view.txs.has(x))) throw new Error('mempool moved while reading it');
 
     // Blocks.
-    const rows = (await sql<{ height: number; hash: Buffer; prev_hash: Buffer; time: number; tx_count: number; size: number; weight: number }>`
-      SELECT height, hash, prev_hash, time, tx_count, size, weight FROM blocks ORDER BY height`.execute(t.db)).rows;
+    const rows = (
+      await sql<{ height: number; hash: Buffer; prev_hash: Buffer; time: number; tx_count: number; size: number; weight: number }>`
+      SELECT height, hash, prev_hash, time, tx_count, size, weight FROM blocks ORDER BY height`.execute(t.db)
+    ).rows;
     const indexed = rows.map((r) => hashToHex(r.hash));
-    if (indexed[indexed.length - 1] !== tipHash) throw new Error(`index tip ${indexed.length - 1} ${indexed[indexed.length - 1]}, Core's ${chain.length - 1} ${tipHash}`);
-    expect(indexed, 'the indexed chain is Core\'s active chain').toEqual(chain);
+    if (indexed[indexed.length - 1] !== tipHash)
+      throw new Error(`index tip ${indexed.length - 1} ${indexed[indexed.length - 1]}, Core's ${chain.length - 1} ${tipHash}`);
+    expect(indexed, "the indexed chain is Core's active chain").toEqual(chain);
     for (const r of rows) {
       const hash = hashToHex(r.hash);
       if (headersChecked.has(hash)) continue;
       const b = await view.block(hash);
-      expect({ prev: r.height === 0 ? null : hashToHex(r.prev_hash), time: r.time, txs: r.tx_count, size: r.size, weight: r.weight }, `block ${r.height} ${hash}`).toEqual({ prev: b.prev, time: b.time, txs: b.txs.length, size: b.size, weight: b.weight });
+      expect(
+        { prev: r.height === 0 ? null : hashToHex(r.prev_hash), time: r.time, txs: r.tx_count, size: r.size, weight: r.weight },
+        `block ${r.height} ${hash}`,
+      ).toEqual({ prev: b.prev, time: b.time, txs: b.txs.length, size: b.size, weight: b.weight });
       headersChecked.add(hash);
     }
 
     // The mempool.
     const indexedPool = (await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(t.db)).rows.map((r) => hashToHex(r.txid)).sort();
-    if (indexedPool.join() !== [...mempool].sort().join()) throw new Error(`indexed mempool (${indexedPool.length}) differs from Core's (${mempool.length})`);
+    if (indexedPool.join() !== [...mempool].sort().join())
+      throw new Error(`indexed mempool (${indexedPool.length}) differs from Core's (${mempool.length})`);
 
     // Unspent outputs and balances: scantxoutset over alice's descriptors.
     // Only the addresses handed out so far (scanning the whole keypool costs seconds).
-    const listed = (await alice<{ descriptors: { desc: string; range?: [number, number]; next_index?: number }[] }>('listdescriptors')).descriptors;
+    const listed = (await alice<{ descriptors: { desc: string; range?: [number, number]; next_index?: number }[] }>('listdescriptors'))
+      .descriptors;
     expect(Math.max(...listed.map((d) => d.next_index ?? 0)), 'addresses used within those compared').toBeLessThan(DERIVED);
     const descs = listed.map((d) => (d.range ? { desc: d.desc, range: [0, (d.next_index ?? 0) + 2] } : d.desc));
-    const scan = await node.call<{ success: boolean; height: number; unspents: { txid: string; vout: number; scriptPubKey: string; amount: number; height: number }[] }>('scantxoutset', ['start', descs]);
+    const scan = await node.call<{
+      success: boolean;
+      height: number;
+      unspents: { txid: string; vout: number; scriptPubKey: string; amount: number; height: number }[];
+    }>('scantxoutset', ['start', descs]);
     expect(scan.success).toBe(true);
     expect(scan.height).toBe(chain.length - 1);
     const coreUtxos = scan.unspents.map((u) => `${u.txid}:${u.vout} ${u.scriptPubKey} ${btcToSats(u.amount)} ${u.height}`).sort();
-    const allUtxos = (await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer; tx_num: bigint }>`SELECT txid, vout, value, script, tx_num FROM utxos`.execute(t.db)).rows;
-    const ourUtxos = allUtxos.filter((u) => aliceScripts.has(u.script.toString('hex'))).map((u) => `${hashToHex(u.txid)}:${u.vout} ${u.script.toString('hex')} ${u.value} ${Number(u.tx_num >> 20n)}`).sort();
-    same('unspent outputs of alice\'s scripts against scantxoutset', new Set(ourUtxos), new Set(coreUtxos));
+    const allUtxos = (
+      await sql<{
+        txid: Buffer;
+        vout: number;
+        value: bigint;
+        script: Buffer;
+        tx_num: bigint;
+      }>`SELECT txid, vout, value, script, tx_num FROM utxos`.execute(t.db)
+    ).rows;
+    const ourUtxos = allUtxos
+      .filter((u) => aliceScripts.has(u.script.toString('hex')))
+      .map((u) => `${hashToHex(u.txid)}:${u.vout} ${u.script.toString('hex')} ${u.value} ${Number(u.tx_num >> 20n)}`)
+      .sort();
+    same("unspent outputs of alice's scripts against scantxoutset", new Set(ourUtxos), new Set(coreUtxos));
     const coreBalance = new Map<string, bigint>();
     for (const u of scan.unspents) {
-      const { keys: [k], balance } = indexKeys(u.scriptPubKey);
+      const {
+        keys: [k],
+        balance,
+      } = indexKeys(u.scriptPubKey);
       if (balance) coreBalance.set(k!, (coreBalance.get(k!) ?? 0n) + btcToSats(u.amount));
     }
     const keys = [...new Set([...aliceScripts].flatMap((x) => indexKeys(x).keys))];
-    const balances = (await sql<{ addr_key: string; balance: bigint }>`SELECT addr_key::text, balance FROM balances WHERE addr_key = ANY(${keys}::uuid[]) AND balance <> 0`.execute(t.db)).rows;
+    const balances = (
+      await sql<{
+        addr_key: string;
+        balance: bigint;
+      }>`SELECT addr_key::text, balance FROM balances WHERE addr_key = ANY(${keys}::uuid[]) AND balance <> 0`.execute(t.db)
+    ).rows;
     same('balances against scantxoutset', new Map(balances.map((b) => [b.addr_key, b.balance])), coreBalance);
 
     // Per key: transactions of the active chain (getblock verbosity 3) and of the mempool.
-    const keysTouched = (tx: TxView) => new Set([...tx.outs.map((o) => o.script), ...tx.ins.map((i) => view.prevOut(i)?.script ?? '')].filter((x) => aliceScripts.has(x)).flatMap((x) => indexKeys(x).keys));
+    const keysTouched = (tx: TxView) =>
+      new Set(
+        [...tx.outs.map((o) => o.script), ...tx.ins.map((i) => view.prevOut(i)?.script ?? '')]
+          .filter((x) => aliceScripts.has(x))
+          .flatMap((x) => indexKeys(x).keys),
+      );
     const truth = new Map<string, string[]>();
     for (const hash of chain) {
       for (const tx of (await view.block(hash)).txs) {
@@ -473,24 +596,35 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
         for (const k of touched) truth.set(k, [...(truth.get(k) ?? []), tx.txid]);
       }
     }
-    const historyKeys = (await sql<{ addr_key: string }>`SELECT DISTINCT addr_key::text FROM history WHERE addr_key = ANY(${keys}::uuid[])`.execute(t.db)).rows.map((r) => r.addr_key);
+    const historyKeys = (
+      await sql<{ addr_key: string }>`SELECT DISTINCT addr_key::text FROM history WHERE addr_key = ANY(${keys}::uuid[])`.execute(t.db)
+    ).rows.map((r) => r.addr_key);
     same('keys with a history', new Set(historyKeys), new Set(truth.keys()));
     for (const [k, txids] of truth) expect((await readAddress(t.db, k)).history, `history of ${k}`).toEqual(txids);
     const poolTruth = new Set<string>();
     for (const txid of mempool) for (const k of keysTouched(view.txs.get(txid)!)) poolTruth.add(`${k} ${txid}`);
-    const poolIndexed = (await sql<{ addr_key: string; txid: Buffer }>`SELECT addr_key::text, txid FROM mempool_addresses WHERE addr_key = ANY(${keys}::uuid[])`.execute(t.db)).rows.map((r) => `${r.addr_key} ${hashToHex(r.txid)}`);
+    const poolIndexed = (
+      await sql<{
+        addr_key: string;
+        txid: Buffer;
+      }>`SELECT addr_key::text, txid FROM mempool_addresses WHERE addr_key = ANY(${keys}::uuid[])`.execute(t.db)
+    ).rows.map((r) => `${r.addr_key} ${hashToHex(r.txid)}`);
     same('mempool transactions per key', new Set(poolIndexed), poolTruth);
 
     // The watch-only wallet's confirmed transactions (it imported the subscribed addresses).
     await walletsCaughtUp();
-    const since = await node.call<{ transactions: { txid: string; confirmations: number; blockhash?: string }[] }>('listsinceblock', ['', 1, true], 'watch');
+    const since = await node.call<{ transactions: { txid: string; confirmations: number; blockhash?: string }[] }>(
+      'listsinceblock',
+      ['', 1, true],
+      'watch',
+    );
     const walletConfirmed = new Map(since.transactions.filter((x) => x.confirmations > 0).map((x) => [x.txid, x.blockhash!]));
     const subscribedKeys = new Set([...subscribed.values()].map(keyOfScript));
     const indexedConfirmed = new Map<string, string>();
     for (const k of subscribedKeys) {
       for (const txid of (await readAddress(t.db, k)).history) indexedConfirmed.set(txid, chainTx(chain, txid) ?? 'not in the chain');
     }
-    same('confirmed transactions of the subscribed addresses against the watch-only wallet\'s', indexedConfirmed, walletConfirmed);
+    same("confirmed transactions of the subscribed addresses against the watch-only wallet's", indexedConfirmed, walletConfirmed);
 
     await checkEvents(chain, new Set(mempool));
     return true;
@@ -499,18 +633,25 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
   /** The stream's events against what happened (see the module comment). */
   const checkEvents = async (chain: string[], mempool: Set<string>) => {
     // The stream carries exactly the outbox's events of our subscriptions.
-    const outbox = (await sql<{ seq: string; type: string }>`
+    const outbox = (
+      await sql<{ seq: string; type: string }>`
       SELECT o.seq::text, o.type FROM outbox o JOIN subscriptions s
         ON s.deleted_at IS NULL AND o.seq > s.start_seq AND ((s.kind = 'chain' AND o.type LIKE 'block.%') OR (s.kind = 'address' AND o.addr_key = s.addr_key AND o.type LIKE 'tx.%'))
-      ORDER BY o.seq`.execute(t.db)).rows;
+      ORDER BY o.seq`.execute(t.db)
+    ).rows;
     const events = stream.events() as unknown as StreamEvent[];
     if (events.length < outbox.length) throw new Error(`the stream has ${events.length} events of the outbox's ${outbox.length}`);
-    expect(events.map((e) => `${e.id} ${e.type}`), 'the stream = the outbox').toEqual(outbox.map((r) => `${r.seq} ${r.type}`));
+    expect(
+      events.map((e) => `${e.id} ${e.type}`),
+      'the stream = the outbox',
+    ).toEqual(outbox.map((r) => `${r.seq} ${r.type}`));
 
     const heightOf = new Map(chain.map((h, i) => [h, i]));
     const tip = chain.length - 1;
     const groups = new Map<string, StreamEvent[]>();
-    for (const e of events) if (e.type.startsWith('tx.')) groups.set(`${e.address} ${e.transaction_hash}`, [...(groups.get(`${e.address} ${e.transaction_hash}`) ?? []), e]);
+    for (const e of events)
+      if (e.type.startsWith('tx.'))
+        groups.set(`${e.address} ${e.transaction_hash}`, [...(groups.get(`${e.address} ${e.transaction_hash}`) ?? []), e]);
     const isAncestor = (a: string, b: string) => {
       for (let h: string | null = b; h; h = view.blocks.get(h)?.prev ?? null) if (h === a) return true;
       return false;
@@ -536,7 +677,10 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
           expect(e.block, where).toEqual({ hash: confirmedIn, height: view.blocks.get(confirmedIn!)!.height });
           expect(e.confirmations!, where).toBeLessThanOrEqual(TARGET);
           const top = view.blocks.get(confirmedIn!)!.height + e.confirmations! - 1;
-          expect([...view.blocks.values()].some((b) => b.height === top && isAncestor(confirmedIn!, b.hash)), `${where}: Core made a block at ${top} on that branch`).toBe(true);
+          expect(
+            [...view.blocks.values()].some((b) => b.height === top && isAncestor(confirmedIn!, b.hash)),
+            `${where}: Core made a block at ${top} on that branch`,
+          ).toBe(true);
         } else if (e.type === 'tx.reorged') {
           expect(e.block?.hash, `${where}: the block it was confirmed in`).toBe(confirmedIn);
           confirmedIn = null;
@@ -544,18 +688,23 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
           expect(confirmedIn, `${where}: not while confirmed`).toBeNull();
           if (e.type === 'tx.replaced' && view.txs.has(e.replaced_by!) && view.txs.has(txid)) {
             const spends = new Set(view.txs.get(txid)!.ins.map((i) => `${i.txid}:${i.vout}`));
-            expect(view.txs.get(e.replaced_by!)!.ins.some((i) => spends.has(`${i.txid}:${i.vout}`)), `${where}: replaced_by spends one of its inputs`).toBe(true);
+            expect(
+              view.txs.get(e.replaced_by!)!.ins.some((i) => spends.has(`${i.txid}:${i.vout}`)),
+              `${where}: replaced_by spends one of its inputs`,
+            ).toBe(true);
           }
         } else throw new Error(`unexpected event ${where}`);
       }
       const last = evs.filter((e) => e.type !== 'tx.confirmations').at(-1)!;
       const blockNow = chainTx(chain, txid);
       if (blockNow) {
-        if (last.type !== 'tx.confirmed' || last.block!.hash !== blockNow) throw new Error(`${txid} for ${address}: in block ${blockNow}, last event ${last.type} ${last.block?.hash ?? ''}`);
+        if (last.type !== 'tx.confirmed' || last.block!.hash !== blockNow)
+          throw new Error(`${txid} for ${address}: in block ${blockNow}, last event ${last.type} ${last.block?.hash ?? ''}`);
         // Every confirmation count due was announced (a reorg above the block may have taken back a later one).
         const want = Math.min(TARGET, tip - heightOf.get(blockNow)! + 1);
         const announced = new Set(evs.slice(evs.indexOf(last) + 1).map((e) => e.confirmations!));
-        for (let c = 2; c <= want; c++) if (!announced.has(c)) throw new Error(`${txid} for ${address}: confirmation ${c} of ${want} not announced`);
+        for (let c = 2; c <= want; c++)
+          if (!announced.has(c)) throw new Error(`${txid} for ${address}: confirmation ${c} of ${want} not announced`);
       } else if (mempool.has(txid)) {
         if (last.type !== 'tx.unconfirmed') throw new Error(`${txid} for ${address}: in the mempool, last event ${last.type}`);
       } else if (last.type !== 'tx.replaced' && last.type !== 'tx.dropped') {
@@ -564,9 +713,19 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
     }
     // Nothing missed: every transaction of a subscribed address in the chain or the mempool has its events.
     const subscribedScripts = new Map([...subscribed].map(([a, s]) => [s, a]));
-    const touched = (tx: TxView) => [...new Set([...tx.outs.map((o) => o.script), ...tx.ins.map((i) => view.prevOut(i)?.script ?? '')])].filter((s) => subscribedScripts.has(s));
-    for (const hash of chain) for (const tx of view.blocks.get(hash)!.txs) for (const s of touched(tx)) if (!groups.has(`${subscribedScripts.get(s)} ${tx.txid}`)) throw new Error(`no events for ${tx.txid} (block ${hash}) for ${subscribedScripts.get(s)}`);
-    for (const txid of mempool) for (const s of touched(view.txs.get(txid)!)) if (!groups.has(`${subscribedScripts.get(s)} ${txid}`)) throw new Error(`no events for mempool ${txid} for ${subscribedScripts.get(s)}`);
+    const touched = (tx: TxView) =>
+      [...new Set([...tx.outs.map((o) => o.script), ...tx.ins.map((i) => view.prevOut(i)?.script ?? '')])].filter((s) =>
+        subscribedScripts.has(s),
+      );
+    for (const hash of chain)
+      for (const tx of view.blocks.get(hash)!.txs)
+        for (const s of touched(tx))
+          if (!groups.has(`${subscribedScripts.get(s)} ${tx.txid}`))
+            throw new Error(`no events for ${tx.txid} (block ${hash}) for ${subscribedScripts.get(s)}`);
+    for (const txid of mempool)
+      for (const s of touched(view.txs.get(txid)!))
+        if (!groups.has(`${subscribedScripts.get(s)} ${txid}`))
+          throw new Error(`no events for mempool ${txid} for ${subscribedScripts.get(s)}`);
   };
 
   /** The active-chain block holding `txid`, if any. */
@@ -618,11 +777,15 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
         move = plan.find(([w]) => (r -= w) < 0)?.[1] ?? 'mine';
       }
       const t0 = performance.now();
-      const result = move.startsWith('reorg') ? await moves.reorg(rand, move === 'reorg-down' || rand() < 0.4) : await (moves as unknown as Record<string, (r: () => number) => Promise<unknown>>)[move]!(rand);
+      const result = move.startsWith('reorg')
+        ? await moves.reorg(rand, move === 'reorg-down' || rand() < 0.4)
+        : await (moves as unknown as Record<string, (r: () => number) => Promise<unknown>>)[move]!(rand);
       count(move.replace('-down', ''));
       const t1 = performance.now();
       await settle(`step ${step} (${move})`);
-      process.stderr.write(`core e2e step ${step}: ${move}${typeof result === 'string' ? ` (${result})` : ''}, ${Math.round(t1 - t0)} ms, settled in ${Math.round(performance.now() - t1)} ms\n`);
+      process.stderr.write(
+        `core e2e step ${step}: ${move}${typeof result === 'string' ? ` (${result})` : ''}, ${Math.round(t1 - t0)} ms, settled in ${Math.round(performance.now() - t1)} ms\n`,
+      );
     }
     // A last block confirms what waited, then the block events of the whole run replay to Core's chain.
     await mine(TARGET);
@@ -641,7 +804,14 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
     const counters = new Map<string, number>();
     const zmqStats = { messages: 0, invalid: 0, gaps: 0, resets: 0, lastMessageAt: null };
     const recording = (async () => {
-      for await (const frames of sub) handleMessage(frames, counters, zmqStats, { wake: () => undefined, gap: () => undefined, reset: () => undefined, sequence: (h) => hints.push(h) }, silentLogger());
+      for await (const frames of sub)
+        handleMessage(
+          frames,
+          counters,
+          zmqStats,
+          { wake: () => undefined, gap: () => undefined, reset: () => undefined, sequence: (h) => hints.push(h) },
+          silentLogger(),
+        );
     })().catch(() => undefined);
     try {
       // Coins for the fillers (one confirmed coin each), and an empty mempool: what is evicted is
@@ -674,7 +844,8 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
         const signed = await miner<{ hex: string }>('signrawtransactionwithwallet', [funded.hex]);
         await node.call<string>('sendrawtransaction', [signed.hex]);
         fillers++;
-        if (process.env.BLOCKWIRE_CORE_DEBUG) process.stderr.write(`filler ${fillers}: usage ${(await node.call<{ usage: number }>('getmempoolinfo')).usage}\n`);
+        if (process.env.BLOCKWIRE_CORE_DEBUG)
+          process.stderr.write(`filler ${fillers}: usage ${(await node.call<{ usage: number }>('getmempoolinfo')).usage}\n`);
       }
       await expect(node.call('getmempoolentry', [victim])).rejects.toMatchObject({ code: -5, message: 'Transaction not in mempool' });
       const info = await node.call<{ usage: number; maxmempool: number; mempoolminfee: number; minrelaytxfee: number }>('getmempoolinfo');
@@ -682,14 +853,19 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       // The rolling minimum: the evicted fee rate plus the incremental relay fee, above the victim's.
       expect(info.mempoolminfee, 'mempoolminfee rose').toBeGreaterThan(relayFee);
       expect(info.mempoolminfee).toBeGreaterThan(0.00001);
-      process.stderr.write(`core e2e eviction: ${fillers} fillers, usage ${info.usage}, mempoolminfee ${info.mempoolminfee} BTC/kvB (relay ${relayFee})\n`);
+      process.stderr.write(
+        `core e2e eviction: ${fillers} fillers, usage ${info.usage}, mempoolminfee ${info.mempoolminfee} BTC/kvB (relay ${relayFee})\n`,
+      );
 
-      await waitFor('Core\'s R for the evicted payment', () => hints.some((h) => h.label === 'R' && h.hash === victim), 30_000);
+      await waitFor("Core's R for the evicted payment", () => hints.some((h) => h.label === 'R' && h.hash === victim), 30_000);
       // The index and the stream against Core: the victim gone from the mempool rows, balances and
       // unspent outputs equal to scantxoutset, history to the watch-only wallet's, its events ending.
       await settle('the eviction');
       const events = (stream.events() as unknown as StreamEvent[]).filter((e) => e.transaction_hash === victim);
-      expect(events.map((e) => e.type), 'the victim\'s events').toEqual(['tx.unconfirmed', 'tx.dropped']);
+      expect(
+        events.map((e) => e.type),
+        "the victim's events",
+      ).toEqual(['tx.unconfirmed', 'tx.dropped']);
       expect(events[1]!.address).toBe(events[0]!.address);
       expect(await apiTx(), 'the API no longer knows the victim').toBe(404);
     } finally {

@@ -12,7 +12,17 @@ import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { snapshotIndex, utxoSetHash } from '../../support/chain-snapshot.js';
-import { checkBlockEvents, checkBoundary, cleanupChildren, crashSeed, killChild, seededRandom, spawnChild, startChild, type Child } from '../../support/chain-crash.js';
+import {
+  checkBlockEvents,
+  checkBoundary,
+  cleanupChildren,
+  crashSeed,
+  killChild,
+  seededRandom,
+  spawnChild,
+  startChild,
+  type Child,
+} from '../../support/chain-crash.js';
 import { bulkActive } from '../../../indexer/writer/bulk.js';
 import { freshBulkIndexOf, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
 import { waitFor } from '../../support/wait.js';
@@ -55,7 +65,8 @@ describeFixtures('kill -9 of the indexer at random points', () => {
       const r = rand();
       if (r < 0.15) await node.reorg(1 + Math.floor(rand() * 3), { newBlocks: 2 + Math.floor(rand() * 3), keepTxs: rand() < 0.7 });
       else if (r < 0.8) {
-        for (const type of ['p2pkh', 'p2sh-p2wpkh', 'p2wpkh', 'p2tr'] as const) if (rand() < 0.5) await node.wallet.send(node.wallet.newAddress(type).address!, 5_000n + BigInt(Math.floor(rand() * 1e6)));
+        for (const type of ['p2pkh', 'p2sh-p2wpkh', 'p2wpkh', 'p2tr'] as const)
+          if (rand() < 0.5) await node.wallet.send(node.wallet.newAddress(type).address!, 5_000n + BigInt(Math.floor(rand() * 1e6)));
         await node.mine(1 + Math.floor(rand() * 2));
       }
     };
@@ -65,7 +76,9 @@ describeFixtures('kill -9 of the indexer at random points', () => {
     // The next victims load their modules while the last one works and dies.
     const queue: Promise<Child>[] = [spawnChild(env), spawnChild(env), spawnChild(env)];
     /** The bulk sync's mark (indexer/writer/bulk.ts): active, and the height of its last committed batch. */
-    const bulkMark = async () => (await t.db.selectFrom('sync_state').select('value').where('key', '=', 'bulk').executeTakeFirst())?.value as { active: boolean; height: number } | undefined;
+    const bulkMark = async () =>
+      (await t.db.selectFrom('sync_state').select('value').where('key', '=', 'bulk').executeTakeFirst())?.value as
+        { active: boolean; height: number } | undefined;
     const cycle = async (moving: boolean) => {
       if (moving) await move();
       const child = await queue.shift()!;
@@ -85,12 +98,17 @@ describeFixtures('kill -9 of the indexer at random points', () => {
         // committed a batch of it, or finished it.
         let exited = false;
         void child.exited.then(() => (exited = true));
-        await waitFor('the child to get on with the bulk sync', async () => {
-          if (exited) return true;
-          const m = await bulkMark();
-          if (before === undefined) return m?.active === true;
-          return !before.active || !m?.active || m.height > before.height;
-        }, 120_000, 20);
+        await waitFor(
+          'the child to get on with the bulk sync',
+          async () => {
+            if (exited) return true;
+            const m = await bulkMark();
+            if (before === undefined) return m?.active === true;
+            return !before.active || !m?.active || m.height > before.height;
+          },
+          120_000,
+          20,
+        );
       }
       await new Promise((r) => setTimeout(r, recovering ? rand() * 30 : 30 + rand() * 300));
       const tk = performance.now();
@@ -136,6 +154,9 @@ describeFixtures('kill -9 of the indexer at random points', () => {
     const [got, want] = await Promise.all([snapshotIndex(t.db), snapshotIndex(ref.db)]);
     expect({ ...got, mempool: [] }).toEqual(want);
     const tip = node.tip();
-    await checkBlockEvents(t.db, Array.from({ length: tip.height + 1 }, (_, h) => node.blockHash(h)));
+    await checkBlockEvents(
+      t.db,
+      Array.from({ length: tip.height + 1 }, (_, h) => node.blockHash(h)),
+    );
   });
 });

@@ -12,7 +12,15 @@ import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js'
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { freshIndexOf, readEvents, startTestIndexer, waitMempoolSynced, waitSynced, watchAddress, type EventRow } from '../../support/chain-indexer.js';
+import {
+  freshIndexOf,
+  readEvents,
+  startTestIndexer,
+  waitMempoolSynced,
+  waitSynced,
+  watchAddress,
+  type EventRow,
+} from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -26,7 +34,8 @@ describe('per-address events on the devnode', () => {
   let own: string;
   const dbs: TestDatabase[] = [];
 
-  const eventsOf = async (txid: string, who = addr): Promise<EventRow[]> => (await readEvents(t.db)).filter((e) => e.txid === txid && e.address === who);
+  const eventsOf = async (txid: string, who = addr): Promise<EventRow[]> =>
+    (await readEvents(t.db)).filter((e) => e.txid === txid && e.address === who);
   const voutTo = async (txid: string, address: string) => {
     const raw = await fetchRaw(node, txid);
     const script = Buffer.from(addressToScript(address, 'regtest')).toString('hex');
@@ -111,7 +120,9 @@ describe('per-address events on the devnode', () => {
     const conflict = node.wallet.createTx(node.wallet.newAddress('p2pkh').address!, 10_000n, { from: coin });
     await node.mine(1, { txs: [conflict], includeMempool: false });
     await waitSynced(t.db, node);
-    const c = Buffer.from(decodeTx(Buffer.from(conflict, 'hex')).txid).reverse().toString('hex');
+    const c = Buffer.from(decodeTx(Buffer.from(conflict, 'hex')).txid)
+      .reverse()
+      .toString('hex');
     await waitFor('replaced and dropped', async () => (await eventsOf(a, own)).length === 2 && (await eventsOf(b, own)).length === 2);
     expect((await eventsOf(a, own)).map((e) => e.type)).toEqual(['tx.unconfirmed', 'tx.replaced']);
     expect((await eventsOf(a, own))[1]!.replacedBy).toBe(c);

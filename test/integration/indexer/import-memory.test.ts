@@ -34,7 +34,10 @@ describe('blockwire import under a memory bound', () => {
 
   beforeAll(() => {
     const dir = join(root, 'corpus');
-    generateCorpus({ out: dir, params: { ...DEFAULT_PARAMS, blocks: 40, txsPerBlock: 150, tailBlocks: 0, seed: 'memory', hotShare: 0.05 } });
+    generateCorpus({
+      out: dir,
+      params: { ...DEFAULT_PARAMS, blocks: 40, txsPerBlock: 150, tailBlocks: 0, seed: 'memory', hotShare: 0.05 },
+    });
     blocksDir = corpusBlocksDir(dir);
   });
   afterAll(async () => {
@@ -43,10 +46,14 @@ describe('blockwire import under a memory bound', () => {
   });
 
   const importInto = async (db: TestDatabase, args: string[]) => {
-    const { stdout } = await run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'import', '--blocks-dir', blocksDir, '--network', 'regtest', '--near-tip', '0', ...args], {
-      env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'info', LOG_FORMAT: 'json', INDEXER_BULK_BATCH_TXS: '700' },
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [join(projectRoot, 'bin', 'blockwire.js'), 'import', '--blocks-dir', blocksDir, '--network', 'regtest', '--near-tip', '0', ...args],
+      {
+        env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'info', LOG_FORMAT: 'json', INDEXER_BULK_BATCH_TXS: '700' },
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
     return stdout;
   };
 
@@ -72,7 +79,11 @@ describe('blockwire import under a memory bound', () => {
     expect(a.utxos.length).toBeGreaterThan(2000);
     expect(a).toEqual(b);
     // The index used to read dropped outputs back went with the rebuilt utxos table.
-    const idx = await bounded.db.selectFrom('pg_indexes' as never).select('indexname' as never).where('tablename' as never, '=', 'utxos' as never).execute();
+    const idx = await bounded.db
+      .selectFrom('pg_indexes' as never)
+      .select('indexname' as never)
+      .where('tablename' as never, '=', 'utxos' as never)
+      .execute();
     expect((idx as { indexname: string }[]).map((r) => r.indexname).sort()).toEqual(['utxos_addr', 'utxos_pkey']);
   });
 
@@ -80,9 +91,24 @@ describe('blockwire import under a memory bound', () => {
     const twice = await createTestDatabase('impmem2');
     const free = await createTestDatabase('impfree2');
     dbs.push(twice, free);
-    const first = await run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'import', '--blocks-dir', blocksDir, '--network', 'regtest', '--near-tip', '15', '--memory-mb', '1'], {
-      env: { ...process.env, DATABASE_URL: twice.url, LOG_LEVEL: 'warn', INDEXER_BULK_BATCH_TXS: '700' },
-    });
+    const first = await run(
+      process.execPath,
+      [
+        join(projectRoot, 'bin', 'blockwire.js'),
+        'import',
+        '--blocks-dir',
+        blocksDir,
+        '--network',
+        'regtest',
+        '--near-tip',
+        '15',
+        '--memory-mb',
+        '1',
+      ],
+      {
+        env: { ...process.env, DATABASE_URL: twice.url, LOG_LEVEL: 'warn', INDEXER_BULK_BATCH_TXS: '700' },
+      },
+    );
     expect(first.stdout).toMatch(/to height 25 /);
     const out = await importInto(twice, ['--memory-mb', '1']);
     const loaded = logLine(out, 'bulk sync: unspent outputs loaded into memory');
@@ -94,6 +120,8 @@ describe('blockwire import under a memory bound', () => {
   });
 
   it('refuses a --memory-mb that is not a positive integer', async () => {
-    await expect(run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'import', '--blocks-dir', root, '--memory-mb', '0'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--memory-mb must be a positive integer') });
+    await expect(
+      run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'import', '--blocks-dir', root, '--memory-mb', '0']),
+    ).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--memory-mb must be a positive integer') });
   });
 });

@@ -44,7 +44,10 @@ describeFixtures('blockwire import', () => {
     const sib = decodeBlock(blocks[500]!);
     const stale = encodeBlock({ header: { ...sib.header, nonce: (sib.header.nonce + 1) >>> 0 }, txs: sib.txs });
     // Out of height order across files, as Core writes blocks received out of order.
-    const files = [frame([...blocks.slice(0, 250), ...blocks.slice(300, 310)]), frame([...blocks.slice(250, 300), stale, ...blocks.slice(310)])];
+    const files = [
+      frame([...blocks.slice(0, 250), ...blocks.slice(300, 310)]),
+      frame([...blocks.slice(250, 300), stale, ...blocks.slice(310)]),
+    ];
     const key = Uint8Array.from([0x51, 0x0f, 0xa3, 0x7e, 0x00, 0xc4, 0x99, 0x12]);
     for (const [i, f] of files.entries()) {
       xorBlockData(f, key, 0);
@@ -61,9 +64,13 @@ describeFixtures('blockwire import', () => {
     const imported = await createTestDatabase('imp');
     const ref = await createMigratedDatabase('impref');
     dbs.push(imported, ref);
-    const { stdout } = await run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'import', '--blocks-dir', dir, '--near-tip', '0'], {
-      env: { ...process.env, DATABASE_URL: imported.url, LOG_LEVEL: 'warn', INDEXER_BULK_BATCH_TXS: '100' },
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [join(projectRoot, 'bin', 'blockwire.js'), 'import', '--blocks-dir', dir, '--near-tip', '0'],
+      {
+        env: { ...process.env, DATABASE_URL: imported.url, LOG_LEVEL: 'warn', INDEXER_BULK_BATCH_TXS: '100' },
+      },
+    );
     expect(stdout).toMatch(/^imported 600 blocks \(616 transactions\) to height 599/);
     const chain = loadMainnet600();
     for (const b of chain) expect((await applyBlock(ref.db, decodeBlock(b.raw), b.height)).kind).toBe('applied');
@@ -72,6 +79,9 @@ describeFixtures('blockwire import', () => {
   });
 
   it('refuses a missing directory argument with usage', async () => {
-    await expect(run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'import'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--blocks-dir is required') });
+    await expect(run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'import'])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--blocks-dir is required'),
+    });
   });
 });

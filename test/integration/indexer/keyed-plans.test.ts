@@ -32,7 +32,9 @@ beforeAll(async () => {
   await sql`
     INSERT INTO txs (tx_num, txid, outs, ins)
     SELECT i, sha256(i::text::bytea), ''::bytea, ''::bytea FROM generate_series(1, ${ROWS}) i`.execute(t.db);
-  await sql`INSERT INTO balances (addr_key, balance, utxo_count) SELECT md5(i::text)::uuid, 1000, 1 FROM generate_series(1, ${ROWS}) i`.execute(t.db);
+  await sql`INSERT INTO balances (addr_key, balance, utxo_count) SELECT md5(i::text)::uuid, 1000, 1 FROM generate_series(1, ${ROWS}) i`.execute(
+    t.db,
+  );
   await sql`ANALYZE utxos`.execute(t.db);
   await sql`ANALYZE txs`.execute(t.db);
   await sql`ANALYZE balances`.execute(t.db);

@@ -85,7 +85,14 @@ describe('one writer; outages', () => {
     const db = createDb(url, { max: 4 });
     cleanups.push(() => db.destroy());
     await migrateToLatest(db);
-    const ix = await startIndexer({ config: indexerConfig(), log: silentLogger(), db, databaseUrl: url, rpcUrl: n.rpcUrl, zmqUrl: n.zmqUrl });
+    const ix = await startIndexer({
+      config: indexerConfig(),
+      log: silentLogger(),
+      db,
+      databaseUrl: url,
+      rpcUrl: n.rpcUrl,
+      zmqUrl: n.zmqUrl,
+    });
     cleanups.push(() => ix.stop());
     await waitSynced(db, n, 60_000);
     await server.stop();
@@ -96,6 +103,8 @@ describe('one writer; outages', () => {
     await waitSynced(db, n, 60_000);
     await equalsFresh({ db }, n);
     // The lock was taken again: a second indexer is still refused.
-    await expect(startIndexer({ config: indexerConfig(), log: silentLogger(), db, databaseUrl: url, rpcUrl: n.rpcUrl, zmqUrl: null })).rejects.toMatchObject({ code: 'ERR_INDEXER_LOCKED' });
+    await expect(
+      startIndexer({ config: indexerConfig(), log: silentLogger(), db, databaseUrl: url, rpcUrl: n.rpcUrl, zmqUrl: null }),
+    ).rejects.toMatchObject({ code: 'ERR_INDEXER_LOCKED' });
   });
 });

@@ -83,20 +83,35 @@ describe('mempool sync', () => {
     const txid = await node.wallet.send(to, 40_000n);
     await waitMempoolSynced(t.db, node);
     const key = keyOfAddress(to, 'regtest');
-    const hist = await sql<{ txid: Buffer; received: bigint; sent: bigint }>`SELECT txid, received, sent FROM mempool_addresses WHERE addr_key = ${key}::uuid`.execute(t.db);
+    const hist = await sql<{
+      txid: Buffer;
+      received: bigint;
+      sent: bigint;
+    }>`SELECT txid, received, sent FROM mempool_addresses WHERE addr_key = ${key}::uuid`.execute(t.db);
     expect(hist.rows.map((r) => [hashToHex(r.txid), r.received, r.sent])).toEqual([[txid, 40_000n, 0n]]);
-    const outs = await sql<{ txid: Buffer; value: bigint; script: Buffer }>`SELECT txid, value, script FROM mempool_outputs WHERE addr_key = ${key}::uuid`.execute(t.db);
+    const outs = await sql<{
+      txid: Buffer;
+      value: bigint;
+      script: Buffer;
+    }>`SELECT txid, value, script FROM mempool_outputs WHERE addr_key = ${key}::uuid`.execute(t.db);
     expect(outs.rows).toHaveLength(1);
     expect(outs.rows[0]!.value).toBe(40_000n);
     expect(Buffer.compare(outs.rows[0]!.script, Buffer.from(addressToScript(to, 'regtest')))).toBe(0);
-    const entry = await sql<{ fee: bigint; vsize: number }>`SELECT fee, vsize FROM mempool_txs WHERE txid = ${Buffer.from(hexToHash(txid))}`.execute(t.db);
+    const entry = await sql<{
+      fee: bigint;
+      vsize: number;
+    }>`SELECT fee, vsize FROM mempool_txs WHERE txid = ${Buffer.from(hexToHash(txid))}`.execute(t.db);
     expect(entry.rows[0]!.fee).toBeGreaterThan(0n);
     // Confirmation moves it to the chain tables in the block's transaction.
     await node.mine(1);
     await waitSynced(t.db, node);
     expect((await sql`SELECT 1 FROM mempool_addresses WHERE addr_key = ${key}::uuid`.execute(t.db)).rows).toHaveLength(0);
-    expect((await sql<{ balance: bigint }>`SELECT balance FROM balances WHERE addr_key = ${key}::uuid`.execute(t.db)).rows[0]!.balance).toBe(40_000n);
-    const first = await sql<{ first_seen: Date | null }>`SELECT first_seen FROM txs WHERE txid = ${Buffer.from(hexToHash(txid))}`.execute(t.db);
+    expect(
+      (await sql<{ balance: bigint }>`SELECT balance FROM balances WHERE addr_key = ${key}::uuid`.execute(t.db)).rows[0]!.balance,
+    ).toBe(40_000n);
+    const first = await sql<{ first_seen: Date | null }>`SELECT first_seen FROM txs WHERE txid = ${Buffer.from(hexToHash(txid))}`.execute(
+      t.db,
+    );
     expect(first.rows[0]!.first_seen).toBeInstanceOf(Date);
   });
 });

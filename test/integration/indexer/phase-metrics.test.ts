@@ -12,7 +12,20 @@ import type { IndexerHandle } from '../../../indexer/main.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { startTestIndexer, waitSynced } from '../../support/chain-indexer.js';
 
-const APPLY_PHASES = ['spend', 'derive', 'txs', 'assets', 'utxos', 'balances', 'history', 'wallets', 'watches', 'confirmations', 'mempool', 'events'];
+const APPLY_PHASES = [
+  'spend',
+  'derive',
+  'txs',
+  'assets',
+  'utxos',
+  'balances',
+  'history',
+  'wallets',
+  'watches',
+  'confirmations',
+  'mempool',
+  'events',
+];
 const UNDO_PHASES = ['derive', 'utxos', 'balances', 'history', 'txs', 'events'];
 
 let node: Devnode;
@@ -36,7 +49,9 @@ afterAll(async () => {
 
 /** The count of `blockwire_indexer_phase_seconds` for a path and phase (0 when absent). */
 async function count(path: string, phase: string): Promise<number> {
-  const m = (await metrics.render()).match(new RegExp(`^blockwire_indexer_phase_seconds_count\\{path="${path}",phase="${phase}"\\} (\\d+)$`, 'm'));
+  const m = (await metrics.render()).match(
+    new RegExp(`^blockwire_indexer_phase_seconds_count\\{path="${path}",phase="${phase}"\\} (\\d+)$`, 'm'),
+  );
   return m ? Number(m[1]) : 0;
 }
 

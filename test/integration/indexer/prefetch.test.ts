@@ -57,7 +57,15 @@ describeFixtures('block prefetcher', () => {
     const counted = new CountingChain(blocks);
     counted.setActive(blocks.map((b) => b.hash));
     // Turns of up to 5 blocks, 3 read ahead: planned blocks outrun the read-ahead.
-    const loop = createRunLoop({ db: t.db, source: node, log: silentLogger(), pollIntervalMs: 50, maxReorgDepth: 100, prefetcher: createPrefetcher(counted, 3), catchupBlocks: 5 });
+    const loop = createRunLoop({
+      db: t.db,
+      source: node,
+      log: silentLogger(),
+      pollIntervalMs: 50,
+      maxReorgDepth: 100,
+      prefetcher: createPrefetcher(counted, 3),
+      catchupBlocks: 5,
+    });
     const running = loop.run();
     try {
       const last = blocks.length - 1;

@@ -89,5 +89,8 @@ it(`ends equal to a fresh index after ${ROUNDS} random rounds of forks and fault
   expect(got.aliases.filter((a) => !want.aliases.includes(a) && !ours.has(a))).toEqual([]);
   expect(want.aliases.filter((a) => !got.aliases.includes(a))).toEqual([]);
   const tip = node.tip();
-  await checkBlockEvents(t.db, Array.from({ length: tip.height + 1 }, (_, h) => node.blockHash(h)));
+  await checkBlockEvents(
+    t.db,
+    Array.from({ length: tip.height + 1 }, (_, h) => node.blockHash(h)),
+  );
 });

@@ -20,7 +20,14 @@ import type { IndexerHandle } from '../../../indexer/main.js';
 import { applyBlock } from '../../../indexer/writer/apply.js';
 import { readTip } from '../../../indexer/writer/chain-rows.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { freshBulkIndexOf, readEvents, startTestIndexer, waitMempoolSynced, waitSynced, watchAddress } from '../../support/chain-indexer.js';
+import {
+  freshBulkIndexOf,
+  readEvents,
+  startTestIndexer,
+  waitMempoolSynced,
+  waitSynced,
+  watchAddress,
+} from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -33,11 +40,13 @@ describe('reorgs on the devnode', () => {
 
   const rawTx = async (txid: string) => Buffer.from(await (await fetch(`${node.restUrl}/tx/${txid}.bin`)).arrayBuffer()).toString('hex');
   const rawBlock = async (hash: string) => new Uint8Array(await (await fetch(`${node.restUrl}/block/${hash}.bin`)).arrayBuffer());
-  const txEvents = async (txid: string) => (await readEvents(t.db)).filter((e) => e.txid === txid && e.address === watched).map((e) => [e.type, e.block]);
+  const txEvents = async (txid: string) =>
+    (await readEvents(t.db)).filter((e) => e.txid === txid && e.address === watched).map((e) => [e.type, e.block]);
   /** Some traffic of every address type, mined into `blocks` blocks. */
   const traffic = async (blocks: number) => {
     for (let i = 0; i < blocks; i++) {
-      for (const type of ['p2pkh', 'p2sh-p2wpkh', 'p2wpkh', 'p2tr'] as const) await node.wallet.send(node.wallet.newAddress(type).address!, 10_000n + BigInt(i));
+      for (const type of ['p2pkh', 'p2sh-p2wpkh', 'p2wpkh', 'p2tr'] as const)
+        await node.wallet.send(node.wallet.newAddress(type).address!, 10_000n + BigInt(i));
       await node.mine(1);
     }
   };

@@ -32,13 +32,22 @@ describe('reorged transactions that do not come back', () => {
 
   const start = async (db: TestDatabase, reorgGraceMs: number) => {
     // The grace period through the setting operators use (INDEXER_REORG_GRACE_MS).
-    const h = await startIndexer({ config: indexerConfig({ indexerReorgGraceMs: reorgGraceMs }), log: silentLogger(), db: db.db, databaseUrl: db.url, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl });
+    const h = await startIndexer({
+      config: indexerConfig({ indexerReorgGraceMs: reorgGraceMs }),
+      log: silentLogger(),
+      db: db.db,
+      databaseUrl: db.url,
+      rpcUrl: node.rpcUrl,
+      zmqUrl: node.zmqUrl,
+    });
     handles.push(h);
     return h;
   };
-  const eventsOf = async (db: Kysely<Database>, txid: string, who: string) => (await readEvents(db)).filter((e) => e.txid === txid && e.address === who);
+  const eventsOf = async (db: Kysely<Database>, txid: string, who: string) =>
+    (await readEvents(db)).filter((e) => e.txid === txid && e.address === who);
   const typesOf = async (db: Kysely<Database>, txid: string, who: string) => (await eventsOf(db, txid, who)).map((e) => e.type);
-  const pendingOf = async (db: Kysely<Database>) => (await sql<{ txid: Buffer }>`SELECT txid FROM reorged_txs`.execute(db)).rows.map((r) => hashToHex(r.txid));
+  const pendingOf = async (db: Kysely<Database>) =>
+    (await sql<{ txid: Buffer }>`SELECT txid FROM reorged_txs`.execute(db)).rows.map((r) => hashToHex(r.txid));
   const txidOfHex = (hex: string) => hashToHex(decodeTx(Buffer.from(hex, 'hex')).txid);
   const coinsOf = async (txid: string) => decodeTx(await fetchRaw(node, txid)).inputs.map((i) => `${hashToHex(i.prevTxid)}:${i.vout}`);
   const voutTo = async (txid: string, address: string) => {

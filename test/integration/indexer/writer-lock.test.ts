@@ -43,7 +43,9 @@ describe('writer lock', () => {
     expect(killed.rows[0]!.n).toBe(1);
     // pg_terminate_backend only signals: wait until the session is gone (its lock with it).
     await waitFor('the lock session to end', async () => {
-      const r = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'blockwire-indexer-lock' AND datname = current_database()");
+      const r = await admin.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'blockwire-indexer-lock' AND datname = current_database()",
+      );
       return r.rows[0]!.n === 0;
     });
     await a.query('BEGIN');
@@ -51,7 +53,9 @@ describe('writer lock', () => {
     await expect(Promise.all([lock.guardClient(a), lock.guardClient(b)])).resolves.toBeDefined();
     await a.query('ROLLBACK');
     await b.query('ROLLBACK');
-    const sessions = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'blockwire-indexer-lock' AND datname = current_database()");
+    const sessions = await admin.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'blockwire-indexer-lock' AND datname = current_database()",
+    );
     expect(sessions.rows[0]!.n).toBe(1);
     const other = createWriterLock({ databaseUrl: t.url, log: silentLogger() });
     await expect(other.acquire()).rejects.toMatchObject({ code: 'ERR_INDEXER_LOCKED' });
@@ -73,7 +77,9 @@ describe('writer lock', () => {
       const waiting = AbortSignal.timeout(90_000);
       await standby.acquire({ pollMs: 250, signal: waiting });
       const admin = await client();
-      const holders = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()");
+      const holders = await admin.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+      );
       expect(holders.rows[0]!.n).toBe(1);
       await standby.release();
     } finally {

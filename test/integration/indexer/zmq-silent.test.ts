@@ -27,15 +27,28 @@ let bw: Blockwire;
 let mute: Publisher;
 let muteUrl: string;
 
-
 beforeAll(async () => {
   node = await startDevnode({ initialBlocks: 101 });
   t = await createMigratedDatabase('zmqsilent');
   mute = new Publisher();
   muteUrl = `tcp://127.0.0.1:${await freePort()}`;
   await mute.bind(muteUrl);
-  const config = testConfig({ network: 'regtest', bitcoindRpcUrl: node.rpcUrl, bitcoindZmqUrl: muteUrl, databaseUrl: t.url, pollIntervalMs: 200 });
-  bw = await startBlockwire({ config, log: silentLogger(), roles: new Set(['indexer']), db: t.db, databaseUrl: t.url, zmqUrl: muteUrl, heartbeatMs: 200 });
+  const config = testConfig({
+    network: 'regtest',
+    bitcoindRpcUrl: node.rpcUrl,
+    bitcoindZmqUrl: muteUrl,
+    databaseUrl: t.url,
+    pollIntervalMs: 200,
+  });
+  bw = await startBlockwire({
+    config,
+    log: silentLogger(),
+    roles: new Set(['indexer']),
+    db: t.db,
+    databaseUrl: t.url,
+    zmqUrl: muteUrl,
+    heartbeatMs: 200,
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -54,20 +67,30 @@ describe('a silent ZMQ endpoint', () => {
       await node.mine(1);
       await waitFor('the index at the new tip', () => bw.indexer!.status().tip.hash === node.tip().hash);
     }
-    const zmq = await waitFor('ZMQ marked silent', () => {
-      const z = bw.indexer!.status().zmq;
-      return z?.silent ? z : undefined;
-    }, 120_000);
+    const zmq = await waitFor(
+      'ZMQ marked silent',
+      () => {
+        const z = bw.indexer!.status().zmq;
+        return z?.silent ? z : undefined;
+      },
+      120_000,
+    );
     expect(zmq.messages).toBe(0);
     expect(zmq.unannouncedBlocks).toBeGreaterThanOrEqual(2);
 
     const env = { ...process.env, DATABASE_URL: t.url, LOG_LEVEL: 'silent' };
     const status = await waitFor('the warning in blockwire status', async () => {
-      const r = await run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'status'], { env, timeout: 60_000 }).catch((err: { code: number; stdout: string }) => ({ ...err, stdout: err.stdout }));
+      const r = await run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'status'], { env, timeout: 60_000 }).catch(
+        (err: { code: number; stdout: string }) => ({ ...err, stdout: err.stdout }),
+      );
       return r.stdout.includes('is silent') ? r : undefined;
     });
     expect('code' in status ? status.code : 0).toBe(0);
     expect(status.stdout).toContain('status        HEALTHY');
-    expect(status.stdout).toMatch(new RegExp(`warning: ZMQ at ${muteUrl.replace(/[.]/g, '\\.')} is silent: \\d+ blocks arrived that no message announced \\(check BITCOIND_ZMQ_URL`));
+    expect(status.stdout).toMatch(
+      new RegExp(
+        `warning: ZMQ at ${muteUrl.replace(/[.]/g, '\\.')} is silent: \\d+ blocks arrived that no message announced \\(check BITCOIND_ZMQ_URL`,
+      ),
+    );
   });
 });

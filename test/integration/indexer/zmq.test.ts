@@ -84,7 +84,11 @@ describe('ZMQ faults', () => {
     node.faults.zmq.resetCounters();
     await node.mine(2);
     await waitSynced(t.db, node, POLL_MS - 1000);
-    await waitFor('reset seen and mempool reseeded', () => ix.metrics().zmq!.resets > resets && ix.metrics().mempool.resyncs > resyncs, POLL_MS - 1000);
+    await waitFor(
+      'reset seen and mempool reseeded',
+      () => ix.metrics().zmq!.resets > resets && ix.metrics().mempool.resyncs > resyncs,
+      POLL_MS - 1000,
+    );
     await onePerBlock();
     await equalsFresh();
   });

@@ -32,14 +32,20 @@ describe('the index and the node it follows', () => {
     await expect(assertIndexOnNodeChain(t.db, client(other), 'data directory D')).resolves.toBeUndefined();
   });
 
-  it("passes on the chain it indexed and refuses another, naming both blocks", async () => {
+  it('passes on the chain it indexed and refuses another, naming both blocks', async () => {
     for (const height of [0, 1, 2]) {
       const hash = Buffer.from(hexToHash(indexed.blockHash(height)));
-      await t.db.insertInto('blocks').values({ height, hash, prev_hash: Buffer.alloc(32), header: Buffer.alloc(80), time: 0, tx_count: 1, size: 0, weight: 0 }).execute();
+      await t.db
+        .insertInto('blocks')
+        .values({ height, hash, prev_hash: Buffer.alloc(32), header: Buffer.alloc(80), time: 0, tx_count: 1, size: 0, weight: 0 })
+        .execute();
     }
     await expect(assertIndexOnNodeChain(t.db, client(indexed), 'data directory D')).resolves.toBeUndefined();
     expect(other.blockHash(1)).not.toBe(indexed.blockHash(1));
-    const refused = await assertIndexOnNodeChain(t.db, client(other), 'data directory D').then(() => null, (err: unknown) => err);
+    const refused = await assertIndexOnNodeChain(t.db, client(other), 'data directory D').then(
+      () => null,
+      (err: unknown) => err,
+    );
     expect(refused).toBeInstanceOf(OtherChainError);
     expect((refused as Error).message).toBe(
       `the index (data directory D) follows another chain than this node's: its block 1 is ${indexed.blockHash(1)}, the node's is ${other.blockHash(1)}. ` +

@@ -37,7 +37,15 @@ describe('blockwire command line', () => {
   it('--help on every command and keys action exits 0 with its usage on stdout', async () => {
     const names = Object.keys(commands);
     expect(names).toContain('faucet');
-    const cases = [['--help'], ...names.map((n) => [n, '--help']), ['decode', '-h'], ['keys', 'create', '--help'], ['keys', 'list', '--help'], ['keys', 'revoke', '-h'], ['migrate', 'status', '--help']];
+    const cases = [
+      ['--help'],
+      ...names.map((n) => [n, '--help']),
+      ['decode', '-h'],
+      ['keys', 'create', '--help'],
+      ['keys', 'list', '--help'],
+      ['keys', 'revoke', '-h'],
+      ['migrate', 'status', '--help'],
+    ];
     for (const args of cases) {
       const r = await blockwire(args);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
@@ -53,7 +61,11 @@ describe('blockwire command line', () => {
     expect(check.stdout).toBe('');
     const said = check.stderr.split('\n');
     expect(said[0]).toBe('blockwire config: cannot use what is configured:');
-    for (const setting of ['DATABASE_URL', 'REDIS_URL', 'BITCOIND_RPC_URL']) expect(said.filter((l) => l.startsWith(`  ${setting} `)), check.stderr).toHaveLength(1);
+    for (const setting of ['DATABASE_URL', 'REDIS_URL', 'BITCOIND_RPC_URL'])
+      expect(
+        said.filter((l) => l.startsWith(`  ${setting} `)),
+        check.stderr,
+      ).toHaveLength(1);
     // start says the same of the database and Redis (the node it would wait for).
     const start = await blockwire(['start'], unreachable);
     expect(start.code).toBe(1);
@@ -71,7 +83,10 @@ describe('blockwire command line', () => {
   it('piped into a reader that stops early, output ends without an EPIPE stack trace', async () => {
     // `true` reads nothing and exits at once: every write of the command meets a closed pipe.
     for (const args of ['config --markdown', 'config', '--help', 'status --help']) {
-      const r = await run('bash', ['-c', `set -o pipefail; "${process.execPath}" "${bin}" ${args} | true; echo "exit $?"`], { env, timeout: 60_000 });
+      const r = await run('bash', ['-c', `set -o pipefail; "${process.execPath}" "${bin}" ${args} | true; echo "exit $?"`], {
+        env,
+        timeout: 60_000,
+      });
       expect(r.stderr, args).toBe('');
       expect(r.stdout.trim(), args).toBe('exit 0');
     }

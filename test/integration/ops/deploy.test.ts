@@ -41,7 +41,9 @@ const ENV_FILES = ['regtest', 'signet', 'mainnet'] as const;
 const CHAIN = { regtest: 'regtest', signet: 'signet', mainnet: 'main' } as const;
 
 async function resolved(envFile: string): Promise<Compose> {
-  const { stdout } = await run('docker-compose', ['--env-file', envFile, '-f', 'compose.yaml', '--profile', 'regtest-miner', 'config'], { cwd: projectRoot });
+  const { stdout } = await run('docker-compose', ['--env-file', envFile, '-f', 'compose.yaml', '--profile', 'regtest-miner', 'config'], {
+    cwd: projectRoot,
+  });
   return parse(stdout) as Compose;
 }
 
@@ -59,12 +61,20 @@ describe('compose.yaml', () => {
   it('the validator refuses a broken file (unknown key, dependency on a missing service)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'bw-compose-'));
     const good = await readFile(join(projectRoot, 'compose.yaml'), 'utf8');
-    const cases = [good.replace('    stop_grace_period: 60s\n', '    stop_grace_periodd: 60s\n'), good.replace('      migrate:\n        condition: service_completed_successfully\n      bitcoind:', '      migrat:\n        condition: service_completed_successfully\n      bitcoind:')];
+    const cases = [
+      good.replace('    stop_grace_period: 60s\n', '    stop_grace_periodd: 60s\n'),
+      good.replace(
+        '      migrate:\n        condition: service_completed_successfully\n      bitcoind:',
+        '      migrat:\n        condition: service_completed_successfully\n      bitcoind:',
+      ),
+    ];
     for (const [i, text] of cases.entries()) {
       expect(text).not.toBe(good);
       const f = join(dir, `bad-${i}.yaml`);
       await writeFile(f, text);
-      await expect(run('bash', [join(projectRoot, 'scripts/validate-compose.sh'), f], { cwd: projectRoot })).rejects.toMatchObject({ code: 1 });
+      await expect(run('bash', [join(projectRoot, 'scripts/validate-compose.sh'), f], { cwd: projectRoot })).rejects.toMatchObject({
+        code: 1,
+      });
     }
   });
 
@@ -77,7 +87,14 @@ describe('compose.yaml', () => {
       expect(major).toBeGreaterThanOrEqual(28);
       const args = bitcoind.command as string[];
       expect(args).toContain(`-chain=${CHAIN[name]}`);
-      for (const a of ['-server=1', '-rest=1', '-zmqpubsequence=tcp://0.0.0.0:28332', '-zmqpubhashblock=tcp://0.0.0.0:28332', '-zmqpubrawtx=tcp://0.0.0.0:28332']) expect(args).toContain(a);
+      for (const a of [
+        '-server=1',
+        '-rest=1',
+        '-zmqpubsequence=tcp://0.0.0.0:28332',
+        '-zmqpubhashblock=tcp://0.0.0.0:28332',
+        '-zmqpubrawtx=tcp://0.0.0.0:28332',
+      ])
+        expect(args).toContain(a);
       expect(args.some((a) => /^-txindex=1/.test(a) || /^-prune=[1-9]/.test(a))).toBe(false);
       expect(bitcoind.healthcheck?.test).toContain('getblockchaininfo');
 
@@ -131,7 +148,10 @@ describe('Dockerfile', () => {
     const df = DockerfileParser.parse(text);
     const stages = df.getFROMs();
     expect(stages.length).toBeGreaterThanOrEqual(3);
-    const runs = df.getInstructions().filter((i) => i.getKeyword() === 'RUN').map((i) => i.getArgumentsContent() ?? '');
+    const runs = df
+      .getInstructions()
+      .filter((i) => i.getKeyword() === 'RUN')
+      .map((i) => i.getArgumentsContent() ?? '');
     expect(runs.some((r) => /npm ci --no-audit/.test(r))).toBe(true);
     expect(runs.some((r) => /npm prune --omit=dev/.test(r))).toBe(true);
     expect(runs.some((r) => /tsc -p tsconfig\.build\.json/.test(r))).toBe(true);
@@ -139,7 +159,10 @@ describe('Dockerfile', () => {
     // The last stage: what the image runs.
     const lastFrom = stages.at(-1)!.getRange().start.line;
     const last = df.getInstructions().filter((i) => i.getRange().start.line > lastFrom);
-    const user = last.filter((i) => i.getKeyword() === 'USER').at(-1)?.getArgumentsContent();
+    const user = last
+      .filter((i) => i.getKeyword() === 'USER')
+      .at(-1)
+      ?.getArgumentsContent();
     expect(user).toBe('node');
     expect(last.find((i) => i.getKeyword() === 'ENTRYPOINT')?.getArgumentsContent()).toBe('["node", "/app/dist/cli/main.js"]');
     expect(last.some((i) => i.getKeyword() === 'HEALTHCHECK')).toBe(true);
@@ -151,8 +174,13 @@ describe('Dockerfile', () => {
       .filter((l) => l.startsWith('!'))
       .map((l) => l.slice(1).replace(/\/$/, ''));
     const lines = text.split('\n');
-    for (const copy of df.getInstructions().filter((i) => i.getKeyword() === 'COPY' && !/--from=/.test(lines[i.getRange().start.line] ?? ''))) {
-      const args = copy.getArguments().map((a) => a.getValue()).filter((a) => !a.startsWith('--'));
+    for (const copy of df
+      .getInstructions()
+      .filter((i) => i.getKeyword() === 'COPY' && !/--from=/.test(lines[i.getRange().start.line] ?? ''))) {
+      const args = copy
+        .getArguments()
+        .map((a) => a.getValue())
+        .filter((a) => !a.startsWith('--'));
       for (const src of args.slice(0, -1)) {
         expect(existsSync(join(projectRoot, src)), `COPY ${src}`).toBe(true);
         expect(allowed, `.dockerignore keeps ${src} out`).toContain(src.replace(/\/$/, ''));

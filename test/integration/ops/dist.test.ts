@@ -29,7 +29,10 @@ describe('the built dist (what the image runs)', () => {
     app = await mkdtemp(join(tmpdir(), 'bw-dist-'));
     // tsc exits non-zero on a type error anywhere but still writes the files; the type check
     // itself is the suite's `npm run typecheck`. What matters here is that the output runs.
-    await run(join(projectRoot, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')], { cwd: projectRoot, timeout: 240_000 }).catch((err: { stdout?: string }) => {
+    await run(join(projectRoot, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')], {
+      cwd: projectRoot,
+      timeout: 240_000,
+    }).catch((err: { stdout?: string }) => {
       if (!existsSync(join(app, 'dist', 'cli', 'main.js'))) throw new Error(`tsc wrote no dist: ${err.stdout ?? ''}`);
     });
     await cp(join(projectRoot, 'package.json'), join(app, 'package.json'));
@@ -46,10 +49,14 @@ describe('the built dist (what the image runs)', () => {
   });
 
   it('has no sources, and main.js and bin/blockwire.js both run the compiled CLI', async () => {
-    for (const d of ['src', 'indexer', 'api', 'streams', 'stamp', 'devnode', 'cli', 'migrations']) expect(existsSync(join(app, d)), d).toBe(false);
+    for (const d of ['src', 'indexer', 'api', 'streams', 'stamp', 'devnode', 'cli', 'migrations'])
+      expect(existsSync(join(app, d)), d).toBe(false);
     const direct = await run(process.execPath, [join(app, 'dist', 'cli', 'main.js'), '--help'], { cwd: app });
     for (const c of ['start', 'migrate', 'status', 'config']) expect(direct.stdout).toContain(`  ${c} `);
-    const viaBin = await run(process.execPath, [join(app, 'bin', 'blockwire.js'), 'config', '--check'], { cwd: app, env: { PATH: process.env.PATH ?? '' } });
+    const viaBin = await run(process.execPath, [join(app, 'bin', 'blockwire.js'), 'config', '--check'], {
+      cwd: app,
+      env: { PATH: process.env.PATH ?? '' },
+    });
     expect(viaBin.stdout).toBe('configuration OK\n');
   });
 
@@ -71,13 +78,25 @@ describe('the built dist (what the image runs)', () => {
     );
     try {
       const migrated = await proc.waitForLog('migrations applied');
-      expect(migrated.migrations).toEqual(Object.keys(migrations).sort().map((name) => `Up ${name}`));
+      expect(migrated.migrations).toEqual(
+        Object.keys(migrations)
+          .sort()
+          .map((name) => `Up ${name}`),
+      );
       const port = portOf(await proc.waitForLog('api listening'));
       const tip = devnode.tip();
-      const health = await waitFor('healthz at the node tip', async () => {
-        const h = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { status?: string; index?: { height: number; hash: string } };
-        return h.index?.hash === tip.hash && h;
-      }, 60_000, 200);
+      const health = await waitFor(
+        'healthz at the node tip',
+        async () => {
+          const h = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as {
+            status?: string;
+            index?: { height: number; hash: string };
+          };
+          return h.index?.hash === tip.hash && h;
+        },
+        60_000,
+        200,
+      );
       expect(health).toMatchObject({ status: 'ok', index: { height: tip.height, hash: tip.hash } });
     } finally {
       expect(await proc.stop()).toBe(0);

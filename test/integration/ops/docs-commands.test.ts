@@ -58,8 +58,14 @@ const NOT_HERE: [RegExp, string][] = [
   [/^electrum (?!--regtest -D )/, "Electrum's Qt GUI, which needs a display (the headless lines are run against the quick start below)"],
   [/^docker build /, "Docker's engine (test/integration/ops/deploy.test.ts lints the Dockerfile, ops/dist.test.ts runs what it builds)"],
   [/^cp deploy\/\S+\.env /, 'a copy for the user to edit (the env file itself is validated with docker compose below)'],
-  [/^(CONTAINERS_CONF=\S+ )?podman /, 'a container engine and the images: test/image/compose-stack.test.ts runs these steps (the vitest project `image`)'],
-  [/^docker-compose -f compose\.yaml -f deploy\/local-images\//, 'the local images and podman: test/image/compose-stack.test.ts brings this stack up (the vitest project `image`)'],
+  [
+    /^(CONTAINERS_CONF=\S+ )?podman /,
+    'a container engine and the images: test/image/compose-stack.test.ts runs these steps (the vitest project `image`)',
+  ],
+  [
+    /^docker-compose -f compose\.yaml -f deploy\/local-images\//,
+    'the local images and podman: test/image/compose-stack.test.ts brings this stack up (the vitest project `image`)',
+  ],
 ];
 
 let lines: Line[] = [];
@@ -73,11 +79,14 @@ function blockwireArgs(text: string): string[] | undefined {
 
 beforeAll(async () => {
   const docs = (await readdir(join(projectRoot, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => join('docs', f));
-  for (const f of ['README.md', ...docs, join('client', 'README.md')]) lines.push(...commandLines(f, await readFile(join(projectRoot, f), 'utf8')));
+  for (const f of ['README.md', ...docs, join('client', 'README.md')])
+    lines.push(...commandLines(f, await readFile(join(projectRoot, f), 'utf8')));
   lines = lines.filter((l) => !l.text.startsWith('export '));
   // The usage of every command the docs run (`--help`), read once.
   usage = new Map();
-  const names = new Set(lines.map((l) => blockwireArgs(l.text)?.find((a) => !a.startsWith('-'))).filter((n): n is string => n !== undefined));
+  const names = new Set(
+    lines.map((l) => blockwireArgs(l.text)?.find((a) => !a.startsWith('-'))).filter((n): n is string => n !== undefined),
+  );
   for (const name of names) {
     if (!(name in commands)) continue;
     const r = await run(process.execPath, [bin, name, '--help'], { env: quietEnv, timeout: 120_000 });
@@ -124,10 +133,15 @@ describe('the commands of README.md and docs/*.md', () => {
     const compose = lines.filter((l) => /^docker compose /.test(l.text) && !/ exec /.test(l.text));
     expect(compose.length).toBeGreaterThan(3);
     for (const l of compose) {
-      const args = l.text.replace(/^docker compose /, '').replace(/\s+(up -d|config)$/, '').split(/\s+/).filter(Boolean);
+      const args = l.text
+        .replace(/^docker compose /, '')
+        .replace(/\s+(up -d|config)$/, '')
+        .split(/\s+/)
+        .filter(Boolean);
       const envAt = args.indexOf('--env-file');
       // The user's copy of an env file (`cp deploy/signet.env .env.signet`) is the file it copies.
-      if (envAt >= 0 && !existsSync(join(projectRoot, args[envAt + 1]!))) args[envAt + 1] = args[envAt + 1]!.replace(/^\.env\.(\w+)$/, 'deploy/$1.env');
+      if (envAt >= 0 && !existsSync(join(projectRoot, args[envAt + 1]!)))
+        args[envAt + 1] = args[envAt + 1]!.replace(/^\.env\.(\w+)$/, 'deploy/$1.env');
       const r = await run('docker-compose', [...args, '-f', 'compose.yaml', 'config', '-q'], { cwd: projectRoot, timeout: 120_000 }).then(
         () => 0,
         (err: { code: number; stderr: string }) => `${err.code}: ${err.stderr}`,
@@ -138,7 +152,8 @@ describe('the commands of README.md and docs/*.md', () => {
 
   it('every other command is a script of the checkout or is listed with what it needs', () => {
     for (const l of lines) {
-      if (blockwireArgs(l.text) || /^docker compose /.test(l.text) || QUICK_START_CURL.test(l.text) || QUICK_START_ELECTRUM.test(l.text)) continue;
+      if (blockwireArgs(l.text) || /^docker compose /.test(l.text) || QUICK_START_CURL.test(l.text) || QUICK_START_ELECTRUM.test(l.text))
+        continue;
       if (/^\.\/scripts\/[\w-]+\.sh$/.test(l.text)) {
         const script = join(projectRoot, l.text);
         expect(existsSync(script), l.text).toBe(true);
@@ -171,13 +186,20 @@ describe('the curl and Electrum examples of README.md, docs/*.md and client/READ
     dataDir = await mkdtemp(join(tmpdir(), 'blockwire-docs-'));
     // The stand-in (no bitcoind on the PATH), blocks only when a line asks for them.
     const path = (process.env.PATH ?? '/usr/bin:/bin').split(':').filter((d) => d && !existsSync(join(d, 'bitcoind')));
-    proc = spawnBlockwire('docs-quickstart', ['start'], { BLOCKWIRE_DATA_DIR: dataDir, BLOCKWIRE_DEVNODE_MINE_EVERY: '0', PATH: path.join(':') });
+    proc = spawnBlockwire('docs-quickstart', ['start'], {
+      BLOCKWIRE_DATA_DIR: dataDir,
+      BLOCKWIRE_DEVNODE_MINE_EVERY: '0',
+      PATH: path.join(':'),
+    });
     const started = await banner(proc, 480_000);
     // The docs' address is the quick start's when 3000 is free; on a busy machine it took another port.
     const vars: Record<string, string> = { KEY: started.key };
     for (const l of curls) {
       const text = l.text.replaceAll(QUICK_START_API, started.apiBase);
-      const r = await run('sh', ['-c', `${text} --silent --show-error --fail-with-body`], { env: { PATH: process.env.PATH ?? '', ...vars }, timeout: 60_000 }).then(
+      const r = await run('sh', ['-c', `${text} --silent --show-error --fail-with-body`], {
+        env: { PATH: process.env.PATH ?? '', ...vars },
+        timeout: 60_000,
+      }).then(
         (ok) => ({ code: 0, out: ok.stdout, err: ok.stderr }),
         (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout, err: err.stderr }),
       );
@@ -204,7 +226,9 @@ describe('the curl and Electrum examples of README.md, docs/*.md and client/READ
       expect(JSON.parse(answers[0]!)).toMatchObject({ seed: expect.any(String) });
       expect(JSON.parse(answers[3]!)).toMatchObject({ confirmed: '0' });
     } finally {
-      await run('sh', ['-c', 'electrum --regtest -D ~/.electrum-blockwire stop'], { env: { PATH: process.env.PATH ?? '', HOME: home } }).catch(() => undefined);
+      await run('sh', ['-c', 'electrum --regtest -D ~/.electrum-blockwire stop'], {
+        env: { PATH: process.env.PATH ?? '', HOME: home },
+      }).catch(() => undefined);
       await rm(home, { recursive: true, force: true });
     }
   }, 900_000);

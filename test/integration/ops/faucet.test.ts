@@ -23,11 +23,22 @@ describeBitcoind('blockwire faucet on a bitcoind without -fallbackfee', () => {
     node = await startBitcoind({ fallbackFee: false, wallet: 'miner' });
     // As Core ships: the wallet itself cannot send without a fee rate.
     await node.mine(101);
-    await expect(node.call('sendtoaddress', ['bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080', 0.1], 'miner')).rejects.toThrow(/Fallbackfee is disabled/);
+    await expect(node.call('sendtoaddress', ['bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080', 0.1], 'miner')).rejects.toThrow(
+      /Fallbackfee is disabled/,
+    );
 
     const payee = 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080';
-    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', BITCOIND_RPC_URL: node.rpcUrl, BITCOIND_ZMQ_URL: node.zmqUrl };
-    const paid = await run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'faucet', payee, '0.5'], { cwd: projectRoot, env, timeout: 120_000 }).catch((err: { stderr: string }) => {
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/root',
+      BITCOIND_RPC_URL: node.rpcUrl,
+      BITCOIND_ZMQ_URL: node.zmqUrl,
+    };
+    const paid = await run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'faucet', payee, '0.5'], {
+      cwd: projectRoot,
+      env,
+      timeout: 120_000,
+    }).catch((err: { stderr: string }) => {
       throw new Error(`faucet failed: ${err.stderr}`);
     });
     const txid = paid.stdout.trim();

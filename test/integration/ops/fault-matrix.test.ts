@@ -73,7 +73,14 @@ let env: Record<string, string>;
 let devnode: BlockwireProcess;
 let devnodeArgs: string[];
 let rpcUrl: string;
-const roles: Record<'indexer' | 'api' | 'streamsA' | 'streamsB' | 'worker' | 'electrum', BlockwireProcess | undefined> = { indexer: undefined, api: undefined, streamsA: undefined, streamsB: undefined, worker: undefined, electrum: undefined };
+const roles: Record<'indexer' | 'api' | 'streamsA' | 'streamsB' | 'worker' | 'electrum', BlockwireProcess | undefined> = {
+  indexer: undefined,
+  api: undefined,
+  streamsA: undefined,
+  streamsB: undefined,
+  worker: undefined,
+  electrum: undefined,
+};
 const ports = { api: 0, streamsA: 0, streamsB: 0, electrum: 0 };
 let key: string;
 const address = Key.random('regtest').address('p2wpkh');
@@ -90,7 +97,13 @@ let paying = true;
 let held = false;
 const scriptHash = electrumScriptHash(Buffer.from(addressToScript(address, 'regtest')).toString('hex'));
 /** The Electrum wallet: reconnects as wallets do, then subscribes again to the headers and the script hash. */
-const wallet: { client: ElectrumTestClient | undefined; connections: number; header: { hex: string; height: number } | undefined; status: string | null | undefined; stopped: boolean } = {
+const wallet: {
+  client: ElectrumTestClient | undefined;
+  connections: number;
+  header: { hex: string; height: number } | undefined;
+  status: string | null | undefined;
+  stopped: boolean;
+} = {
   client: undefined,
   connections: 0,
   header: undefined,
@@ -104,7 +117,10 @@ async function rpc<T>(method: string, params: unknown[] = []): Promise<T> {
   const u = new URL(rpcUrl);
   const res = await fetch(`${u.protocol}//${u.host}/`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`, 'content-type': 'application/json' },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`,
+      'content-type': 'application/json',
+    },
     body: JSON.stringify({ jsonrpc: '1.0', id: 1, method, params }),
     signal: AbortSignal.timeout(5000),
   });
@@ -139,13 +155,33 @@ async function devnodeReady(p: BlockwireProcess): Promise<void> {
   if (p.child.exitCode !== null) throw new Error(`devnode exited: ${p.output().slice(-2000)}`);
 }
 
-const ROLE_ARGS: Record<keyof typeof roles, string> = { indexer: 'indexer', api: 'api', streamsA: 'streams', streamsB: 'streams', worker: 'worker', electrum: 'electrum' };
-const READY_LOG: Record<keyof typeof roles, string> = { indexer: 'indexer started', api: 'api listening', streamsA: 'streams started', streamsB: 'streams started', worker: 'delivery workers started', electrum: 'Electrum server listening' };
+const ROLE_ARGS: Record<keyof typeof roles, string> = {
+  indexer: 'indexer',
+  api: 'api',
+  streamsA: 'streams',
+  streamsB: 'streams',
+  worker: 'worker',
+  electrum: 'electrum',
+};
+const READY_LOG: Record<keyof typeof roles, string> = {
+  indexer: 'indexer started',
+  api: 'api listening',
+  streamsA: 'streams started',
+  streamsB: 'streams started',
+  worker: 'delivery workers started',
+  electrum: 'Electrum server listening',
+};
 
 /** Starts (or starts again, as a container runtime would) one role process on its fixed port. */
 async function startRole(name: keyof typeof roles): Promise<BlockwireProcess> {
   const extra: Record<string, string> =
-    name === 'api' ? { PORT: String(ports.api) } : name === 'streamsA' || name === 'streamsB' ? { BLOCKWIRE_STREAM_PORT: String(ports[name]) } : name === 'electrum' ? { ELECTRUM_TCP_PORT: String(ports.electrum) } : {};
+    name === 'api'
+      ? { PORT: String(ports.api) }
+      : name === 'streamsA' || name === 'streamsB'
+        ? { BLOCKWIRE_STREAM_PORT: String(ports[name]) }
+        : name === 'electrum'
+          ? { ELECTRUM_TCP_PORT: String(ports.electrum) }
+          : {};
   const p = spawnBlockwire(name, ['start', '--role', ROLE_ARGS[name]], { ...env, ...extra });
   roles[name] = p;
   await p.waitForLog(READY_LOG[name], 120_000);
@@ -243,7 +279,11 @@ async function electrumPinger(): Promise<void> {
 }
 
 /** The wallet's latest view: the subscription's answer, or a notification after it. */
-function walletView(c: ElectrumTestClient): { status: string | null | undefined; header: { hex: string; height: number } | undefined; notified: number } {
+function walletView(c: ElectrumTestClient): {
+  status: string | null | undefined;
+  header: { hex: string; height: number } | undefined;
+  notified: number;
+} {
   const statuses = c.notifications.filter((n) => n.method === 'blockchain.scripthash.subscribe' && n.params[0] === scriptHash);
   const headers = c.notifications.filter((n) => n.method === 'blockchain.headers.subscribe');
   return {
@@ -260,7 +300,11 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 
 /** Status as the protocol defines it, from a history (computed here, not by the server). */
 function statusOf(history: { tx_hash: string; height: number }[]): string | null {
-  return history.length ? createHash('sha256').update(history.map((h) => `${h.tx_hash}:${h.height}:`).join('')).digest('hex') : null;
+  return history.length
+    ? createHash('sha256')
+        .update(history.map((h) => `${h.tx_hash}:${h.height}:`).join(''))
+        .digest('hex')
+    : null;
 }
 
 /**
@@ -274,7 +318,11 @@ async function electrumAgrees(row: string): Promise<void> {
     const agree = async () => {
       const c = wallet.client;
       if (!c) throw new Error('the wallet is not connected');
-      const history = await within(c.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [scriptHash]), 20_000, 'get_history');
+      const history = await within(
+        c.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [scriptHash]),
+        20_000,
+        'get_history',
+      );
       const view = walletView(c);
       const [count, indexTip] = [await rpc<number>('getblockcount'), (await getIndexTip(db)).height];
       const hash = view.header ? hashToHex(sha256d(Buffer.from(view.header.hex, 'hex'))) : '';
@@ -283,21 +331,40 @@ async function electrumAgrees(row: string): Promise<void> {
       expect(hash, `${row}: the wallet's tip header is the node's block ${count}`).toBe(await rpc<string>('getblockhash', [count]));
       return { c, history, notified: view.notified };
     };
-    const { c, history } = await waitFor(`${row}: the Electrum wallet's status and tip agree with the index and the node`, agree, 120_000, 300).catch((err: Error) => {
+    const { c, history } = await waitFor(
+      `${row}: the Electrum wallet's status and tip agree with the index and the node`,
+      agree,
+      120_000,
+      300,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\n${last}`);
     });
     expect(history.length, `${row}: the paid script hash has a history`).toBeGreaterThan(0);
     // The event log path: a payment and a block now are notified to the same connection.
     const txid = await rpc<string>('sendtoaddress', [address, 0.0007]);
-    await waitFor(`${row}: the wallet notified of payment ${txid}`, async () => {
-      const h = await within(c.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [scriptHash]), 20_000, 'get_history');
-      return h.some((x) => x.tx_hash === txid) && walletView(c).status === statusOf(h);
-    }, 60_000, 300);
+    await waitFor(
+      `${row}: the wallet notified of payment ${txid}`,
+      async () => {
+        const h = await within(
+          c.request<{ tx_hash: string; height: number }[]>('blockchain.scripthash.get_history', [scriptHash]),
+          20_000,
+          'get_history',
+        );
+        return h.some((x) => x.tx_hash === txid) && walletView(c).status === statusOf(h);
+      },
+      60_000,
+      300,
+    );
     const [hash] = await rpc<string[]>('generatetoaddress', [1, await rpc<string>('getnewaddress')]);
-    await waitFor(`${row}: the wallet notified of block ${hash}`, () => {
-      const h = walletView(c).header;
-      return h !== undefined && hashToHex(sha256d(Buffer.from(h.hex, 'hex'))) === hash;
-    }, 60_000, 200);
+    await waitFor(
+      `${row}: the wallet notified of block ${hash}`,
+      () => {
+        const h = walletView(c).header;
+        return h !== undefined && hashToHex(sha256d(Buffer.from(h.hex, 'hex'))) === hash;
+      },
+      60_000,
+      200,
+    );
     expect(wallet.client, `${row}: the same connection throughout`).toBe(c);
   } finally {
     held = false;
@@ -309,12 +376,22 @@ async function electrumRefuses(row: string): Promise<void> {
   const c = await connectElectrum(ports.electrum);
   try {
     await within(c.request('server.version', ['fault-matrix-probe', '1.4']), 20_000, `${row}: server.version`);
-    const err = await within(c.request('blockchain.scripthash.get_history', [scriptHash]).then(() => undefined, (e: unknown) => e), 30_000, `${row}: get_history`);
+    const err = await within(
+      c.request('blockchain.scripthash.get_history', [scriptHash]).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      30_000,
+      `${row}: get_history`,
+    );
     expect(err, `${row}: get_history answered an error`).toBeInstanceOf(ElectrumRpcError);
     // -32603 (internal error, or the request's time limit), or 1 when the node has mined on
     // meanwhile and the index, held by the fault, is behind it (the sync gate: docs/electrum.md).
     expect([-32603, 1], `${row}: get_history's error code`).toContain((err as ElectrumRpcError).code);
-    expect(await within(c.request('server.ping'), 20_000, `${row}: ping after the error`), `${row}: the connection stays usable`).toBeNull();
+    expect(
+      await within(c.request('server.ping'), 20_000, `${row}: ping after the error`),
+      `${row}: the connection stays usable`,
+    ).toBeNull();
   } finally {
     c.close();
   }
@@ -335,7 +412,13 @@ async function expectedIds(sub: string, upTo: bigint): Promise<number[]> {
 }
 
 /** Every delivery of `got` is an outbox event of `sub` (nothing invented), a duplicate is the same bytes, and all of `want` arrived. */
-function books(what: string, got: { id: number; sub: string; body: string }[], sub: string, want: number[], known: Set<number>): { missing: number[]; duplicates: number } {
+function books(
+  what: string,
+  got: { id: number; sub: string; body: string }[],
+  sub: string,
+  want: number[],
+  known: Set<number>,
+): { missing: number[]; duplicates: number } {
   const mine = got.filter((g) => g.sub === sub);
   const bodies = new Map<number, string>();
   let duplicates = 0;
@@ -360,7 +443,14 @@ const asDeliveries = (list: Received[]) =>
 
 /** After a row: every event up to now reached every channel, once or as a same-id duplicate. */
 async function balanceBooks(row: string): Promise<{ events: number; duplicates: Record<string, number> }> {
-  const upTo = BigInt((await db.selectFrom('outbox').select((eb) => eb.fn.max('seq').as('m')).executeTakeFirstOrThrow()).m ?? 0);
+  const upTo = BigInt(
+    (
+      await db
+        .selectFrom('outbox')
+        .select((eb) => eb.fn.max('seq').as('m'))
+        .executeTakeFirstOrThrow()
+    ).m ?? 0,
+  );
   const wantHook = await expectedIds(subs.hook, upTo);
   const wantSns = await expectedIds(subs.sns, upTo);
   expect(wantHook.length, `${row}: no events to check`).toBeGreaterThan(0);
@@ -370,26 +460,78 @@ async function balanceBooks(row: string): Promise<{ events: number; duplicates: 
     const knownSns = new Set(wantSns);
     // (events after upTo may arrive too: the next row checks them)
     const result = [
-      ['webhook', books('webhook', asDeliveries(webhooks).filter((d) => d.id <= upTo), subs.hook, wantHook, knownHook)],
-      ['sns', books('sns', asDeliveries(published).filter((d) => d.id <= upTo), subs.sns, wantSns, knownSns)],
+      [
+        'webhook',
+        books(
+          'webhook',
+          asDeliveries(webhooks).filter((d) => d.id <= upTo),
+          subs.hook,
+          wantHook,
+          knownHook,
+        ),
+      ],
+      [
+        'sns',
+        books(
+          'sns',
+          asDeliveries(published).filter((d) => d.id <= upTo),
+          subs.sns,
+          wantSns,
+          knownSns,
+        ),
+      ],
       ...clients.flatMap((c) => [
-        [`stream ${c.name} (hook sub)`, books(`stream ${c.name}`, c.events.filter((e) => e.id <= upTo), subs.hook, wantHook, knownHook)],
-        [`stream ${c.name} (sns sub)`, books(`stream ${c.name}`, c.events.filter((e) => e.id <= upTo), subs.sns, wantSns, knownSns)],
+        [
+          `stream ${c.name} (hook sub)`,
+          books(
+            `stream ${c.name}`,
+            c.events.filter((e) => e.id <= upTo),
+            subs.hook,
+            wantHook,
+            knownHook,
+          ),
+        ],
+        [
+          `stream ${c.name} (sns sub)`,
+          books(
+            `stream ${c.name}`,
+            c.events.filter((e) => e.id <= upTo),
+            subs.sns,
+            wantSns,
+            knownSns,
+          ),
+        ],
       ]),
     ] as [string, { missing: number[]; duplicates: number }][];
-    last = result.map(([n, r]) => `${n}: ${r.missing.length} missing${r.missing.length ? ` (${r.missing.slice(0, 5).join(',')}…)` : ''}, ${r.duplicates} duplicates`).join('; ');
+    last = result
+      .map(
+        ([n, r]) =>
+          `${n}: ${r.missing.length} missing${r.missing.length ? ` (${r.missing.slice(0, 5).join(',')}…)` : ''}, ${r.duplicates} duplicates`,
+      )
+      .join('; ');
     return result.every(([, r]) => r.missing.length === 0) ? result : false;
   };
   const result = await waitFor(`${row}: every event up to ${upTo} on every channel`, check, 120_000, 200).catch((err: Error) => {
     throw new Error(`${err.message}\n${last}`);
   });
   // The delivery log agrees: every delivery of these events recorded delivered (the record follows the receiver's 200).
-  const undelivered = () => db.selectFrom('deliveries').select(['id', 'status', 'attempts', 'last_error']).where('subscription_id', 'in', [subs.hook, subs.sns]).where('event_id', '<=', upTo).where('status', '!=', 'delivered').execute();
-  await waitFor(`${row}: the delivery log all delivered`, async () => {
-    const left = await undelivered();
-    if (left.length) throw new Error(JSON.stringify(left.slice(0, 3)));
-    return true;
-  }, 60_000);
+  const undelivered = () =>
+    db
+      .selectFrom('deliveries')
+      .select(['id', 'status', 'attempts', 'last_error'])
+      .where('subscription_id', 'in', [subs.hook, subs.sns])
+      .where('event_id', '<=', upTo)
+      .where('status', '!=', 'delivered')
+      .execute();
+  await waitFor(
+    `${row}: the delivery log all delivered`,
+    async () => {
+      const left = await undelivered();
+      if (left.length) throw new Error(JSON.stringify(left.slice(0, 3)));
+      return true;
+    },
+    60_000,
+  );
   return { events: wantHook.length + wantSns.length, duplicates: Object.fromEntries(result.map(([n, r]) => [n, r.duplicates])) };
 }
 
@@ -402,7 +544,10 @@ function answersBetween(from: number, to = Date.now()): Answer[] {
 function summary(list: (Answer | Ready)[]): string {
   const counts = new Map<string, number>();
   for (const a of list) {
-    const k = 'route' in a ? `${a.route.replace(address, 'ADDR')} ${a.status ?? ''} ${a.code ?? ''} ${a.error ?? ''}` : `readyz ${a.status} ${a.state}`;
+    const k =
+      'route' in a
+        ? `${a.route.replace(address, 'ADDR')} ${a.status ?? ''} ${a.code ?? ''} ${a.error ?? ''}`
+        : `readyz ${a.status} ${a.state}`;
     counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   return [...counts].map(([k, n]) => `${n}× ${k.replace(/\s+/g, ' ').trim()}`).join('; ');
@@ -418,11 +563,15 @@ function bad(list: Answer[], allowed503: string[], allowErrors = false): Answer[
 
 async function waitReady(row: string, timeoutMs = 120_000): Promise<void> {
   const t = Date.now();
-  await waitFor(`${row}: /readyz 200 again`, () => {
-    const last = readiness[readiness.length - 1];
-    if (last && last.status === 200 && Date.now() - last.at < 2000) return true;
-    throw new Error(summary(readiness.filter((r) => r.at >= t - 5000)));
-  }, timeoutMs);
+  await waitFor(
+    `${row}: /readyz 200 again`,
+    () => {
+      const last = readiness[readiness.length - 1];
+      if (last && last.status === 200 && Date.now() - last.at < 2000) return true;
+      throw new Error(summary(readiness.filter((r) => r.at >= t - 5000)));
+    },
+    timeoutMs,
+  );
 }
 
 /** A readiness answer since `from` with 503 and this state. */
@@ -444,7 +593,14 @@ function expectNoBadAnswers(row: string, from: number, allowed503: string[], all
 
 /** A failed attempt of `sub` recorded since `since`. */
 const failedAttemptSince = async (sub: string, since: number) =>
-  db.selectFrom('deliveries').select(['attempts', 'last_error']).where('subscription_id', '=', sub).where('status', '=', 'pending').where('last_error', 'is not', null).where('updated_at', '>', new Date(since)).executeTakeFirst();
+  db
+    .selectFrom('deliveries')
+    .select(['attempts', 'last_error'])
+    .where('subscription_id', '=', sub)
+    .where('status', '=', 'pending')
+    .where('last_error', 'is not', null)
+    .where('updated_at', '>', new Date(since))
+    .executeTakeFirst();
 
 function livingRolesUnchanged(before: Record<string, BlockwireProcess | undefined>, except: string[] = []): void {
   for (const [name, p] of Object.entries(before)) {
@@ -461,11 +617,15 @@ async function relayActive(p: BlockwireProcess): Promise<boolean> {
   return /^blockwire_relay_active 1$/m.test(r.body ?? '');
 }
 async function activeRelay(): Promise<'streamsA' | 'streamsB'> {
-  return waitFor('one active relay', async () => {
-    const [a, b] = await Promise.all([relayActive(roles.streamsA!), relayActive(roles.streamsB!)]);
-    if (a && b) throw new Error('two active relays');
-    return a ? ('streamsA' as const) : b ? ('streamsB' as const) : undefined;
-  }, 60_000);
+  return waitFor(
+    'one active relay',
+    async () => {
+      const [a, b] = await Promise.all([relayActive(roles.streamsA!), relayActive(roles.streamsB!)]);
+      if (a && b) throw new Error('two active relays');
+      return a ? ('streamsA' as const) : b ? ('streamsB' as const) : undefined;
+    },
+    60_000,
+  );
 }
 
 type Row = { dependency: string; fault: string; promise: string; run(row: string): Promise<void> };
@@ -504,14 +664,29 @@ describe('fault matrix', () => {
     snsProxy = await startFaultProxy(Number(new URL(sns.url).port));
 
     const [rpcPort, zmqPort] = [await freePort(), await freePort()];
-    devnodeArgs = ['devnode', '--rpc-port', String(rpcPort), '--zmq-port', String(zmqPort), '--data-dir', join(dir, 'devnode'), '--no-samples'];
+    devnodeArgs = [
+      'devnode',
+      '--rpc-port',
+      String(rpcPort),
+      '--zmq-port',
+      String(zmqPort),
+      '--data-dir',
+      join(dir, 'devnode'),
+      '--no-samples',
+    ];
     devnode = spawnDevnode(true);
     await devnodeReady(devnode);
     rpcUrl = /rpc {3}(\S+)/.exec(devnode.output())![1]!;
     for (const k of Object.keys(ports) as (keyof typeof ports)[]) ports[k] = await freePort();
 
     env = {
-      ...processEnv({ databaseUrl: pg.urlFor('faults'), redisUrl: redis.url, redisPrefix: 'faults', rpcUrl, zmqUrl: `tcp://127.0.0.1:${zmqPort}` }),
+      ...processEnv({
+        databaseUrl: pg.urlFor('faults'),
+        redisUrl: redis.url,
+        redisPrefix: 'faults',
+        rpcUrl,
+        zmqUrl: `tcp://127.0.0.1:${zmqPort}`,
+      }),
       BITCOIN_NETWORK: 'regtest',
       BLOCKWIRE_WEBHOOK_TIMEOUT_MS: '2000',
       BLOCKWIRE_WORKER_LOCK_MS: '3000',
@@ -528,7 +703,11 @@ describe('fault matrix', () => {
 
     key = (await createApiKey(db, { name: 'faults' })).key;
     const post = async (path: string, body: unknown) => {
-      const res = await fetch(`http://127.0.0.1:${ports.api}${path}`, { method: 'POST', headers: { apiKey: key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`http://127.0.0.1:${ports.api}${path}`, {
+        method: 'POST',
+        headers: { apiKey: key, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       const j = (await res.json()) as { id: string };
       if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(j)}`);
       return j;
@@ -589,7 +768,14 @@ describe('fault matrix', () => {
                 code = undefined;
               }
             }
-            answers.push({ at, ms, route, ...(r.status !== undefined ? { status: r.status } : {}), ...(code ? { code } : {}), ...(r.error ? { error: r.error } : {}) });
+            answers.push({
+              at,
+              ms,
+              route,
+              ...(r.status !== undefined ? { status: r.status } : {}),
+              ...(code ? { code } : {}),
+              ...(r.error ? { error: r.error } : {}),
+            });
             if (r.error) await nap(100);
           }
         })(),
@@ -650,9 +836,13 @@ describe('fault matrix', () => {
       await row.run(name);
       const books = await balanceBooks(name);
       await electrumAgrees(name);
-      const dup = Object.entries(books.duplicates).map(([n, d]) => `${n} +${d - (lastDuplicates[n] ?? 0)}`).join(', ');
+      const dup = Object.entries(books.duplicates)
+        .map(([n, d]) => `${n} +${d - (lastDuplicates[n] ?? 0)}`)
+        .join(', ');
       lastDuplicates = books.duplicates;
-      console.info(`fault matrix | ${name} | ${Math.round((Date.now() - t0) / 100) / 10} s | ${books.events} events in the books; duplicates (same id, same body): ${dup}`);
+      console.info(
+        `fault matrix | ${name} | ${Math.round((Date.now() - t0) / 100) / 10} s | ${books.events} events in the books; duplicates (same id, same body): ${dup}`,
+      );
     }, 300_000);
   }
 });
@@ -669,11 +859,19 @@ rows.push({
     const before = { ...roles };
     const t = Date.now();
     await pg.kill();
-    await waitFor(`${row}: /readyz database_unreachable and a 503 ERR_DATABASE_UNAVAILABLE`, () => sawNotReady(t, 'database_unreachable') && sawAnswer(t, (a) => a.code === 'ERR_DATABASE_UNAVAILABLE'), 60_000);
+    await waitFor(
+      `${row}: /readyz database_unreachable and a 503 ERR_DATABASE_UNAVAILABLE`,
+      () => sawNotReady(t, 'database_unreachable') && sawAnswer(t, (a) => a.code === 'ERR_DATABASE_UNAVAILABLE'),
+      60_000,
+    );
     await electrumRefuses(row);
     await pg.restart();
     await waitReady(row);
-    await waitFor(`${row}: REST 200 again`, () => sawAnswer(Date.now() - 1000, (a) => a.status === 200 && a.route.includes('balance')), 60_000);
+    await waitFor(
+      `${row}: REST 200 again`,
+      () => sawAnswer(Date.now() - 1000, (a) => a.status === 200 && a.route.includes('balance')),
+      60_000,
+    );
     expectNoBadAnswers(row, t, DB_DOWN);
     expect(readiness.filter((r) => r.at >= t && ![200, 503].includes(r.status))).toEqual([]);
     livingRolesUnchanged(before);
@@ -689,7 +887,11 @@ rows.push({
     const t = Date.now();
     const stopped = stopTree(await postmasterPid());
     try {
-      await waitFor(`${row}: /readyz database_unreachable and a 503 on an address read`, () => sawNotReady(t, 'database_unreachable') && sawAnswer(t, (a) => a.status === 503 && a.route.includes('balance')), 60_000);
+      await waitFor(
+        `${row}: /readyz database_unreachable and a 503 on an address read`,
+        () => sawNotReady(t, 'database_unreachable') && sawAnswer(t, (a) => a.status === 503 && a.route.includes('balance')),
+        60_000,
+      );
       await electrumRefuses(row);
     } finally {
       continueTree(stopped);
@@ -703,7 +905,8 @@ rows.push({
 rows.push({
   dependency: 'Redis',
   fault: 'kill',
-  promise: 'REST still 200 (local rate allowance), /readyz redis_unreachable; queued deliveries survive (append-only file) or are re-created from the delivery log',
+  promise:
+    'REST still 200 (local rate allowance), /readyz redis_unreachable; queued deliveries survive (append-only file) or are re-created from the delivery log',
   async run(row) {
     const before = { ...roles };
     const t = Date.now();
@@ -728,7 +931,11 @@ rows.push({
     process.kill(pid, 'SIGSTOP');
     try {
       await waitFor(`${row}: /readyz redis_unreachable`, () => sawNotReady(t, 'redis_unreachable'), 60_000);
-      await waitFor(`${row}: REST answers while Redis is stalled`, () => answersBetween(t).filter((a) => a.status === 200).length >= 5, 60_000);
+      await waitFor(
+        `${row}: REST answers while Redis is stalled`,
+        () => answersBetween(t).filter((a) => a.status === 200).length >= 5,
+        60_000,
+      );
     } finally {
       process.kill(pid, 'SIGCONT');
     }
@@ -750,7 +957,11 @@ rows.push({
     devnode.child.kill('SIGKILL');
     await devnode.exited;
     await waitFor(`${row}: /readyz node_unreachable`, () => sawNotReady(t, 'node_unreachable'), 60_000);
-    await waitFor(`${row}: address reads answer while the node is down`, () => answersBetween(t).filter((a) => a.status === 200 && a.route.includes('balance')).length >= 3, 60_000);
+    await waitFor(
+      `${row}: address reads answer while the node is down`,
+      () => answersBetween(t).filter((a) => a.status === 200 && a.route.includes('balance')).length >= 3,
+      60_000,
+    );
     devnode = spawnDevnode();
     await devnodeReady(devnode);
     await waitReady(row);
@@ -772,7 +983,11 @@ rows.push({
     process.kill(pid, 'SIGSTOP');
     try {
       await waitFor(`${row}: /readyz node_unreachable`, () => sawNotReady(t, 'node_unreachable'), 30_000);
-      await waitFor(`${row}: address reads answer while the node is stalled`, () => answersBetween(t).filter((a) => a.status === 200 && a.route.includes('balance')).length >= 3, 30_000);
+      await waitFor(
+        `${row}: address reads answer while the node is stalled`,
+        () => answersBetween(t).filter((a) => a.status === 200 && a.route.includes('balance')).length >= 3,
+        30_000,
+      );
     } finally {
       process.kill(pid, 'SIGCONT');
     }
@@ -806,15 +1021,44 @@ function receiverRow(dependency: string, which: () => FaultProxy, sub: () => str
     },
   };
 }
-rows.push(receiverRow('webhook receiver', () => hookProxy, () => subs.hook, 'kill'));
-rows.push(receiverRow('webhook receiver', () => hookProxy, () => subs.hook, 'stall'));
-rows.push(receiverRow('SNS endpoint', () => snsProxy, () => subs.sns, 'kill'));
-rows.push(receiverRow('SNS endpoint', () => snsProxy, () => subs.sns, 'stall'));
+rows.push(
+  receiverRow(
+    'webhook receiver',
+    () => hookProxy,
+    () => subs.hook,
+    'kill',
+  ),
+);
+rows.push(
+  receiverRow(
+    'webhook receiver',
+    () => hookProxy,
+    () => subs.hook,
+    'stall',
+  ),
+);
+rows.push(
+  receiverRow(
+    'SNS endpoint',
+    () => snsProxy,
+    () => subs.sns,
+    'kill',
+  ),
+);
+rows.push(
+  receiverRow(
+    'SNS endpoint',
+    () => snsProxy,
+    () => subs.sns,
+    'stall',
+  ),
+);
 
 rows.push({
   dependency: 'indexer role',
   fault: 'kill',
-  promise: 'REST 200 (or 503 ERR_INDEX_SYNCING once the lag passes API_MAX_LAG_BLOCKS); the restarted indexer resumes from its last whole block',
+  promise:
+    'REST 200 (or 503 ERR_INDEX_SYNCING once the lag passes API_MAX_LAG_BLOCKS); the restarted indexer resumes from its last whole block',
   async run(row) {
     const before = { ...roles };
     const t = Date.now();
@@ -899,7 +1143,17 @@ rows.push({
     hookProxy.stall();
     const n = webhooks.length;
     // A delivery in flight: the receiver took the request, the answer is held.
-    await waitFor(`${row}: a delivery in flight`, async () => (await db.selectFrom('deliveries').select('id').where('subscription_id', '=', subs.hook).where('status', '=', 'pending').executeTakeFirst()) !== undefined, 60_000);
+    await waitFor(
+      `${row}: a delivery in flight`,
+      async () =>
+        (await db
+          .selectFrom('deliveries')
+          .select('id')
+          .where('subscription_id', '=', subs.hook)
+          .where('status', '=', 'pending')
+          .executeTakeFirst()) !== undefined,
+      60_000,
+    );
     await nap(300);
     await sigkill(roles.worker!);
     await hookProxy.restore();
@@ -921,7 +1175,18 @@ rows.push({
     const n = webhooks.length;
     process.kill(pid, 'SIGSTOP');
     try {
-      await waitFor(`${row}: events relayed meanwhile`, async () => (await db.selectFrom('deliveries').select('id').where('subscription_id', '=', subs.hook).where('status', '=', 'pending').where('created_at', '>', new Date(t)).executeTakeFirst()) !== undefined, 60_000);
+      await waitFor(
+        `${row}: events relayed meanwhile`,
+        async () =>
+          (await db
+            .selectFrom('deliveries')
+            .select('id')
+            .where('subscription_id', '=', subs.hook)
+            .where('status', '=', 'pending')
+            .where('created_at', '>', new Date(t))
+            .executeTakeFirst()) !== undefined,
+        60_000,
+      );
       await nap(4000);
     } finally {
       process.kill(pid, 'SIGCONT');
@@ -935,7 +1200,8 @@ rows.push({
 rows.push({
   dependency: 'electrum role',
   fault: 'kill',
-  promise: 'its wallets are cut, nothing else stops; the restarted server takes them back: they subscribe again, get the index\'s status and the node\'s tip, and are notified again',
+  promise:
+    "its wallets are cut, nothing else stops; the restarted server takes them back: they subscribe again, get the index's status and the node's tip, and are notified again",
   async run(row) {
     const before = { ...roles };
     const t = Date.now();
@@ -953,7 +1219,8 @@ rows.push({
 rows.push({
   dependency: 'electrum role',
   fault: 'stall',
-  promise: 'its wallets wait on an open connection; once resumed the server answers what they asked and notifies what happened meanwhile, no reconnect needed',
+  promise:
+    'its wallets wait on an open connection; once resumed the server answers what they asked and notifies what happened meanwhile, no reconnect needed',
   async run(row) {
     const before = { ...roles };
     const pid = roles.electrum!.child.pid!;
@@ -1015,26 +1282,44 @@ async function windowFigures(from: number, to: number): Promise<Window> {
     if (!first.has(seq)) first.set(seq, d.at);
   }
   const recorded = first.size
-    ? await db.selectFrom('outbox').select(['seq', 'created_at']).where('seq', 'in', [...first.keys()].map(BigInt)).execute()
+    ? await db
+        .selectFrom('outbox')
+        .select(['seq', 'created_at'])
+        .where('seq', 'in', [...first.keys()].map(BigInt))
+        .execute()
     : [];
   const hook = recorded.map((r) => first.get(Number(r.seq))! - r.created_at.getTime());
-  return { rest, ping: inWindow.filter((p) => !p.error).map((p) => p.ms), pingErrors: inWindow.flatMap((p) => (p.error ? [p.error] : [])), hook };
+  return {
+    rest,
+    ping: inWindow.filter((p) => !p.error).map((p) => p.ms),
+    pingErrors: inWindow.flatMap((p) => (p.error ? [p.error] : [])),
+    hook,
+  };
 }
 
 /** Waits until the window opened at `from` holds enough samples (and `also` holds). */
 async function fillWindow(what: string, from: number, also: () => boolean | Promise<boolean> = () => true): Promise<number> {
   let last = '';
-  await waitFor(what, async () => {
-    const w = await windowFigures(from, Date.now());
-    last = `${w.rest.length} REST, ${w.ping.length} pings, ${w.hook.length} webhooks`;
-    return w.rest.length >= WINDOW.rest && w.ping.length >= WINDOW.ping && w.hook.length >= WINDOW.hook && (await also());
-  }, 240_000, 200).catch((err: Error) => {
+  await waitFor(
+    what,
+    async () => {
+      const w = await windowFigures(from, Date.now());
+      last = `${w.rest.length} REST, ${w.ping.length} pings, ${w.hook.length} webhooks`;
+      return w.rest.length >= WINDOW.rest && w.ping.length >= WINDOW.ping && w.hook.length >= WINDOW.hook && (await also());
+    },
+    240_000,
+    200,
+  ).catch((err: Error) => {
     throw new Error(`${err.message} (${last})`);
   });
   return Date.now();
 }
 
-type Neighbour = { name: string; promise: string; start(row: string): Promise<{ on(): boolean | Promise<boolean>; stop(): Promise<void>; check?(): void }> };
+type Neighbour = {
+  name: string;
+  promise: string;
+  start(row: string): Promise<{ on(): boolean | Promise<boolean>; stop(): Promise<void>; check?(): void }>;
+};
 
 function noisyRow(n: Neighbour): Row {
   return {
@@ -1062,9 +1347,15 @@ function noisyRow(n: Neighbour): Row {
       };
       console.info(`fault matrix | ${row} | quiet → with the neighbour: ${JSON.stringify(figures)}`);
       expect(noisy.pingErrors, `${row}: pings not answered`).toEqual([]);
-      expect(p99(noisy.rest), `${row}: REST p99 ${JSON.stringify(figures)}`).toBeLessThanOrEqual(NOISY_FACTOR * p99(quiet.rest) + NOISY_SLACK_MS);
-      expect(p99(noisy.ping), `${row}: ping p99 ${JSON.stringify(figures)}`).toBeLessThanOrEqual(NOISY_FACTOR * p99(quiet.ping) + NOISY_SLACK_MS);
-      expect(Math.max(...noisy.hook), `${row}: slowest webhook ${JSON.stringify(figures)}`).toBeLessThanOrEqual(HOOK_FACTOR * Math.max(...quiet.hook) + HOOK_SLACK_MS);
+      expect(p99(noisy.rest), `${row}: REST p99 ${JSON.stringify(figures)}`).toBeLessThanOrEqual(
+        NOISY_FACTOR * p99(quiet.rest) + NOISY_SLACK_MS,
+      );
+      expect(p99(noisy.ping), `${row}: ping p99 ${JSON.stringify(figures)}`).toBeLessThanOrEqual(
+        NOISY_FACTOR * p99(quiet.ping) + NOISY_SLACK_MS,
+      );
+      expect(Math.max(...noisy.hook), `${row}: slowest webhook ${JSON.stringify(figures)}`).toBeLessThanOrEqual(
+        HOOK_FACTOR * Math.max(...quiet.hook) + HOOK_SLACK_MS,
+      );
       expectNoBadAnswers(row, t0, []);
       expect(readiness.filter((r) => r.at >= t0 && r.status !== 200)).toEqual([]);
       livingRolesUnchanged(before);
@@ -1073,7 +1364,12 @@ function noisyRow(n: Neighbour): Row {
 }
 
 /** A REST call of key A (the neighbour) on the API role. */
-async function asNeighbour(apiKey: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: { id?: string; error_code?: string } }> {
+async function asNeighbour(
+  apiKey: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: { id?: string; error_code?: string } }> {
   const res = await fetch(`http://127.0.0.1:${ports.api}${path}`, {
     method,
     headers: { apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -1084,13 +1380,17 @@ async function asNeighbour(apiKey: string, method: string, path: string, body?: 
 }
 
 const versions = bip32Versions('regtest');
-const tpubs = Array.from({ length: 16 }, (_, i) => HDKey.fromMasterSeed(new Uint8Array(32).fill(i + 1), versions).derive("m/48'/1'/0'/2'").publicExtendedKey);
+const tpubs = Array.from(
+  { length: 16 },
+  (_, i) => HDKey.fromMasterSeed(new Uint8Array(32).fill(i + 1), versions).derive("m/48'/1'/0'/2'").publicExtendedKey,
+);
 const multisig = (keys: readonly string[]) => `wsh(sortedmulti(1,${keys.map((k) => `${k}/<0;1>/*`).join(',')}))`;
 
 rows.push(
   noisyRow({
     name: 'huge wallet creations',
-    promise: "key A creates, back to back, the largest wallet API_WALLET_MAX_DERIVATIONS allows (16-key multisig, 2 chains, gap 600: 19,200 child keys; each ends created or at the request's time limit), one over the cap is refused at once",
+    promise:
+      "key A creates, back to back, the largest wallet API_WALLET_MAX_DERIVATIONS allows (16-key multisig, 2 chains, gap 600: 19,200 child keys; each ends created or at the request's time limit), one over the cap is refused at once",
     async start(row) {
       const a = (await createApiKey(db, { name: 'noisy-wallets' })).key;
       const over = await asNeighbour(a, 'POST', '/v1/wallets', { descriptors: [multisig(tpubs)], gap_limit: 1000 });
@@ -1105,7 +1405,11 @@ rows.push(
       })();
       return {
         on: () => outcomes.length >= 1,
-        check: () => expect(outcomes.filter((o) => o !== 'created' && o !== '503 ERR_REQUEST_TIMEOUT'), `${row}: the creations' answers`).toEqual([]),
+        check: () =>
+          expect(
+            outcomes.filter((o) => o !== 'created' && o !== '503 ERR_REQUEST_TIMEOUT'),
+            `${row}: the creations' answers`,
+          ).toEqual([]),
         async stop() {
           running = false;
           await loop;
@@ -1118,7 +1422,8 @@ rows.push(
 rows.push(
   noisyRow({
     name: '100 hanging webhook receivers',
-    promise: 'key A has 100 hooks, each with a chain subscription, to a receiver that accepts and never answers; the worker tries them (and their breakers open)',
+    promise:
+      'key A has 100 hooks, each with a chain subscription, to a receiver that accepts and never answers; the worker tries them (and their breakers open)',
     async start(row) {
       const a = (await createApiKey(db, { name: 'noisy-hooks' })).key;
       const sockets = new Set<import('node:net').Socket>();
@@ -1183,7 +1488,8 @@ setInterval(() => {
 rows.push(
   noisyRow({
     name: 'Electrum connection flood',
-    promise: 'a process opens 400 Electrum connections from one address and reopens each as soon as it closes; the server holds ELECTRUM_MAX_CONNECTIONS_PER_IP of them and refuses the rest',
+    promise:
+      'a process opens 400 Electrum connections from one address and reopens each as soon as it closes; the server holds ELECTRUM_MAX_CONNECTIONS_PER_IP of them and refuses the rest',
     async start() {
       const flooder = spawn(process.execPath, ['-e', FLOODER, String(ports.electrum), '400'], { stdio: ['ignore', 'pipe', 'inherit'] });
       const state = { held: 0, refused: 0, most: 0 };
@@ -1209,7 +1515,8 @@ rows.push(
 rows.push(
   noisyRow({
     name: '/websocket flood',
-    promise: 'key A opens Coinstack /websocket connections, 20 at a time, keeping each it gets: API_MAX_SOCKETS_PER_KEY (100) are held, the rest refused',
+    promise:
+      'key A opens Coinstack /websocket connections, 20 at a time, keeping each it gets: API_MAX_SOCKETS_PER_KEY (100) are held, the rest refused',
     async start(row) {
       const a = (await createApiKey(db, { name: 'noisy-websocket' })).key;
       const held: WebSocket[] = [];

@@ -39,7 +39,9 @@ describe('blockwire start: first-run failures name the setting and the fix', () 
     });
     expect(await proc.exited).toBe(2);
     const out = proc.output();
-    expect(out).toContain(`PORT ${busyPort} on 127.0.0.1 (the REST API and stream) is in use by another process: stop what holds it or set PORT to a free port`);
+    expect(out).toContain(
+      `PORT ${busyPort} on 127.0.0.1 (the REST API and stream) is in use by another process: stop what holds it or set PORT to a free port`,
+    );
     expect(proc.lines).toEqual([]); // no log line: nothing was started
   });
 
@@ -58,10 +60,16 @@ describe('blockwire start: first-run failures name the setting and the fix', () 
       expect(await proc.exited).toBe(1);
       const out = proc.output();
       expect(out).toContain('blockwire start: cannot use what is configured:');
-      expect(out).toContain(`BITCOIND_RPC_URL http://user:***@127.0.0.1:${zmqPort}: what answers at 127.0.0.1:${zmqPort} is not bitcoind's JSON-RPC (HPE_INVALID_CONSTANT)`);
+      expect(out).toContain(
+        `BITCOIND_RPC_URL http://user:***@127.0.0.1:${zmqPort}: what answers at 127.0.0.1:${zmqPort} is not bitcoind's JSON-RPC (HPE_INVALID_CONSTANT)`,
+      );
       expect(out).toMatch(/Point BITCOIND_RPC_URL at bitcoind's -rpcport/);
-      expect(out).toContain(`DATABASE_URL postgres://blockwire:***@127.0.0.1:${pgPort}/blockwire: nothing listens at 127.0.0.1:${pgPort} (connection refused). Is PostgreSQL running there`);
-      expect(out).toContain(`REDIS_URL redis://127.0.0.1:${redisPort}: nothing listens at 127.0.0.1:${redisPort} (connection refused). Is redis-server running there`);
+      expect(out).toContain(
+        `DATABASE_URL postgres://blockwire:***@127.0.0.1:${pgPort}/blockwire: nothing listens at 127.0.0.1:${pgPort} (connection refused). Is PostgreSQL running there`,
+      );
+      expect(out).toContain(
+        `REDIS_URL redis://127.0.0.1:${redisPort}: nothing listens at 127.0.0.1:${redisPort} (connection refused). Is redis-server running there`,
+      );
       expect(out).not.toContain('hunter2');
       expect(out).not.toContain('secret');
       expect(out).not.toMatch(/\n\s+at .*\.(ts|js):\d+/); // no stack trace

@@ -48,7 +48,9 @@ function getOnce(url: string, key: string): Promise<{ status?: number; error?: s
         }
         resolve({ status: res.statusCode ?? 0, complete });
       });
-      res.on('error', (err: NodeJS.ErrnoException) => resolve({ status: res.statusCode ?? 0, error: err.code ?? err.message, complete: false }));
+      res.on('error', (err: NodeJS.ErrnoException) =>
+        resolve({ status: res.statusCode ?? 0, error: err.code ?? err.message, complete: false }),
+      );
     });
     req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message, complete: false }));
   });
@@ -56,7 +58,10 @@ function getOnce(url: string, key: string): Promise<{ status?: number; error?: s
 
 async function status(env: Record<string, string>, ...args: string[]): Promise<{ code: number; out: string }> {
   try {
-    const { stdout } = await execFileP(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'status', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, cwd: projectRoot });
+    const { stdout } = await execFileP(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'status', ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      cwd: projectRoot,
+    });
     return { code: 0, out: stdout };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -80,7 +85,13 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
 
   it('exits 0 on SIGTERM with requests, deliveries and blocks in flight, and loses nothing', async () => {
     const env = {
-      ...processEnv({ databaseUrl: db.url, redisUrl: inject('redisUrl'), redisPrefix: uniqueRedisPrefix('life'), rpcUrl: devnode.rpcUrl, zmqUrl: devnode.zmqUrl }),
+      ...processEnv({
+        databaseUrl: db.url,
+        redisUrl: inject('redisUrl'),
+        redisPrefix: uniqueRedisPrefix('life'),
+        rpcUrl: devnode.rpcUrl,
+        zmqUrl: devnode.zmqUrl,
+      }),
       SHUTDOWN_DRAIN_MS: '1500',
     };
     proc = spawnBlockwire('all-in-one', ['start'], env);
@@ -90,7 +101,11 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
     const base = `http://127.0.0.1:${port}`;
     const key = (await createApiKey(db.db, { name: 'life' })).key;
     const post = async (path: string, body: unknown) => {
-      const res = await fetch(`${base}${path}`, { method: 'POST', headers: { apiKey: key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { apiKey: key, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       expect(res.ok, path).toBe(true);
       return (await res.json()) as { id: string };
     };
@@ -106,7 +121,12 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
         if (typeof msg.id === 'number' && msg.subscription_id) streamed.push(msg);
       });
       ws.on('error', () => undefined);
-      return new Promise<WebSocket>((resolve, reject) => (ws.once('open', () => resolve(ws)), ws.once('unexpected-response', () => reject(new Error('stream refused')))));
+      return new Promise<WebSocket>(
+        (resolve, reject) => (
+          ws.once('open', () => resolve(ws)),
+          ws.once('unexpected-response', () => reject(new Error('stream refused')))
+        ),
+      );
     };
     await connect(0);
 
@@ -121,7 +141,16 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
     expect(metrics).toMatch(new RegExp(`^blockwire_index_height ${devnode.tip().height}$`, 'm'));
     expect(metrics).toMatch(/^blockwire_index_lag_blocks 0$/m);
     expect(metrics).toMatch(/^blockwire_api_request_duration_seconds_count\{method="GET",route="\/v1\/blockchain",status="2xx"\} [1-9]/m);
-    for (const name of ['blockwire_node_height', 'blockwire_indexer_blocks_per_second', 'blockwire_indexer_reorgs_total', 'blockwire_indexer_zmq_missed_blocks_total', 'blockwire_outbox_pending_events', 'blockwire_deliveries{status="dead"}', 'blockwire_stamps_queued', 'blockwire_stream_clients 1']) {
+    for (const name of [
+      'blockwire_node_height',
+      'blockwire_indexer_blocks_per_second',
+      'blockwire_indexer_reorgs_total',
+      'blockwire_indexer_zmq_missed_blocks_total',
+      'blockwire_outbox_pending_events',
+      'blockwire_deliveries{status="dead"}',
+      'blockwire_stamps_queued',
+      'blockwire_stream_clients 1',
+    ]) {
       expect(metrics).toContain(name);
     }
     expect((await fetch(`http://127.0.0.1:${opsPort}/healthz`)).status).toBe(200);
@@ -187,14 +216,24 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
     proc = spawnBlockwire('all-in-one-again', ['start'], env);
     const port2 = portOf(await proc.waitForLog('api listening'));
     const base2 = `http://127.0.0.1:${port2}`;
-    await waitFor('the index at the tip again', async () => {
-      const t = await getIndexTip(db.db);
-      return t.height === devnode.tip().height && t.hash !== null && hashToHex(t.hash) === devnode.tip().hash;
-    }, 90_000);
+    await waitFor(
+      'the index at the tip again',
+      async () => {
+        const t = await getIndexTip(db.db);
+        return t.height === devnode.tip().height && t.hash !== null && hashToHex(t.hash) === devnode.tip().hash;
+      },
+      90_000,
+    );
     const res = await fetch(`${base2}/v1/addresses/${address}/balance`, { headers: { apiKey: key } });
     expect(await res.json()).toEqual({ balance: Number(paid) });
 
-    const ids = async () => (await db.db.selectFrom('deliveries').select(['event_id', 'status']).where('subscription_id', '=', sub.id).orderBy('event_id').execute());
+    const ids = async () =>
+      await db.db
+        .selectFrom('deliveries')
+        .select(['event_id', 'status'])
+        .where('subscription_id', '=', sub.id)
+        .orderBy('event_id')
+        .execute();
     const ws = await new Promise<WebSocket>((resolve, reject) => {
       const w = new WebSocket(`ws://127.0.0.1:${port2}/v1/stream?after=${before}`, { headers: { apiKey: key } });
       w.on('message', (m: Buffer) => {
@@ -209,15 +248,26 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
     // event order, so anything missed or sent twice shows before the sentinel's frame; the
     // webhooks are counted once every delivery up to the sentinel is recorded delivered.
     const sentinelTx = await devnode.wallet.send(address, 9_000n);
-    const sentinel = (await waitFor('the stream to resume to the sentinel', () => streamed.find((e) => e.transaction_hash === sentinelTx), 90_000)).id;
-    await waitFor('every delivery up to the sentinel delivered', async () => {
-      const rows = (await ids()).filter((r) => Number(r.event_id) <= sentinel);
-      return rows.some((r) => Number(r.event_id) === sentinel) && rows.every((r) => r.status === 'delivered');
-    }, 90_000);
+    const sentinel = (
+      await waitFor('the stream to resume to the sentinel', () => streamed.find((e) => e.transaction_hash === sentinelTx), 90_000)
+    ).id;
+    await waitFor(
+      'every delivery up to the sentinel delivered',
+      async () => {
+        const rows = (await ids()).filter((r) => Number(r.event_id) <= sentinel);
+        return rows.some((r) => Number(r.event_id) === sentinel) && rows.every((r) => r.status === 'delivered');
+      },
+      90_000,
+    );
     const expected = (await ids()).map((r) => Number(r.event_id)).filter((id) => id <= sentinel);
     ws.close();
     expect(streamed.map((e) => e.id).filter((id) => id <= sentinel)).toEqual(expected);
-    expect(webhooks.map((w) => w.event.id).filter((id) => id <= sentinel).sort((a, b) => a - b)).toEqual(expected);
+    expect(
+      webhooks
+        .map((w) => w.event.id)
+        .filter((id) => id <= sentinel)
+        .sort((a, b) => a - b),
+    ).toEqual(expected);
     expect(new Set(webhooks.map((w) => w.webhookId)).size).toBe(webhooks.length);
     expect(await proc.stop()).toBe(0);
     proc = undefined;

@@ -35,10 +35,24 @@ process.once('exit', () => {
 });
 
 /** Spawns `node <entry> start …args` with `env` on top of a clean environment. */
-export function spawnBlockwire(name: string, args: string[], env: Record<string, string>, opts: { entry?: string; cwd?: string } = {}): BlockwireProcess {
+export function spawnBlockwire(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  opts: { entry?: string; cwd?: string } = {},
+): BlockwireProcess {
   const entry = opts.entry ?? join(projectRoot, 'bin', 'blockwire.js');
-  const base: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LOG_LEVEL: 'info', NODE_ENV: 'test' };
-  const child = spawn(process.execPath, [entry, ...args], { cwd: opts.cwd ?? projectRoot, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const base: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/root',
+    LOG_LEVEL: 'info',
+    NODE_ENV: 'test',
+  };
+  const child = spawn(process.execPath, [entry, ...args], {
+    cwd: opts.cwd ?? projectRoot,
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   live.add(child);
   const lines: LogLine[] = [];
   const waiters: { match: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
@@ -87,7 +101,10 @@ export function spawnBlockwire(name: string, args: string[], env: Record<string,
       const seen = lines.find(match);
       if (seen) return Promise.resolve(seen);
       return new Promise<LogLine>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${name}: no log '${String(msg)}' within ${timeoutMs} ms; output:\n${raw.slice(-4000)}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`${name}: no log '${String(msg)}' within ${timeoutMs} ms; output:\n${raw.slice(-4000)}`)),
+          timeoutMs,
+        );
         const w = {
           match,
           resolve: (l: LogLine) => {
@@ -124,9 +141,14 @@ export function portOf(line: LogLine): number {
   return Number(m[1]);
 }
 
-
 /** The environment every ops test gives its processes: the run's Postgres database and Redis, the devnode, free ports, fast polling. */
-export function processEnv(deps: { databaseUrl: string; redisUrl: string; redisPrefix: string; rpcUrl: string; zmqUrl: string }): Record<string, string> {
+export function processEnv(deps: {
+  databaseUrl: string;
+  redisUrl: string;
+  redisPrefix: string;
+  rpcUrl: string;
+  zmqUrl: string;
+}): Record<string, string> {
   return {
     DATABASE_URL: deps.databaseUrl,
     REDIS_URL: deps.redisUrl,
@@ -144,7 +166,11 @@ export function processEnv(deps: { databaseUrl: string; redisUrl: string; redisP
 }
 
 /** A webhook receiver on 127.0.0.1 answering 200 and recording each POST's webhook-id and event. */
-export async function startHookReceiver(): Promise<{ url: string; received: { webhookId: string; event: { id: number } }[]; close(): Promise<void> }> {
+export async function startHookReceiver(): Promise<{
+  url: string;
+  received: { webhookId: string; event: { id: number } }[];
+  close(): Promise<void>;
+}> {
   const received: { webhookId: string; event: { id: number } }[] = [];
   const server: Server = createServer((req, res) => {
     let body = '';
@@ -155,5 +181,9 @@ export async function startHookReceiver(): Promise<{ url: string; received: { we
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    received,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }

@@ -13,7 +13,11 @@ export type Banner = { apiBase: string; streamUrl: string; key: string; consoleU
 
 /** Waits for the "Try:" banner on stdout and reads the URLs, the key and the curl lines from it. */
 export async function banner(proc: BlockwireProcess, timeoutMs: number): Promise<Banner> {
-  await waitFor('the quick-start banner', () => /\nTry:\n(?:  curl .*\n)+/.test(proc.output()) || proc.child.exitCode !== null, timeoutMs).catch((err: Error) => {
+  await waitFor(
+    'the quick-start banner',
+    () => /\nTry:\n(?:  curl .*\n)+/.test(proc.output()) || proc.child.exitCode !== null,
+    timeoutMs,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}; output:\n${proc.output().slice(-4000)}`);
   });
   const out = proc.output();

@@ -47,7 +47,14 @@ describeBitcoind('quick start on a real bitcoind', () => {
     // worker, and the default ports (3000, 50001, 50002) free when this start checked them could
     // be that one's by the time this one listens (a full run saw 50002 taken in between).
     // The defaults and their busy fallback are ops/quickstart's subject.
-    const env = { BLOCKWIRE_DATA_DIR: dataDir, BITCOIND_BIN: bitcoindBin, BLOCKWIRE_DEVNODE_MINE_EVERY: '2', PORT: '0', ELECTRUM_TCP_PORT: '0', ELECTRUM_TLS_PORT: '0' };
+    const env = {
+      BLOCKWIRE_DATA_DIR: dataDir,
+      BITCOIND_BIN: bitcoindBin,
+      BLOCKWIRE_DEVNODE_MINE_EVERY: '2',
+      PORT: '0',
+      ELECTRUM_TCP_PORT: '0',
+      ELECTRUM_TLS_PORT: '0',
+    };
     proc = spawnBlockwire('quickstart-core', ['start'], env);
     const first = await banner(proc, 480_000);
     const out = proc.output();
@@ -74,7 +81,11 @@ describeBitcoind('quick start on a real bitcoind', () => {
     expect(((await runCurl(first.curls[1]!)) as unknown[]).length).toBeGreaterThan(0);
 
     // The background loop mines blocks holding sample payments; the index shows them as Core does.
-    type CoreBlock = { hash: string; height: number; tx: { txid: string; vout: { value: number; scriptPubKey: { address?: string } }[] }[] };
+    type CoreBlock = {
+      hash: string;
+      height: number;
+      tx: { txid: string; vout: { value: number; scriptPubKey: { address?: string } }[] }[];
+    };
     let sampled: CoreBlock | undefined;
     await waitFor(
       'a block of sample payments mined by the quick start',
@@ -86,7 +97,11 @@ describeBitcoind('quick start on a real bitcoind', () => {
       240_000,
     );
     const payment = sampled!.tx[1]!;
-    await waitFor('the index at the sampled block', async () => ((await getJson(`${first.apiBase}/v1/blockchain`, first.key)).body.best_height as number) >= sampled!.height, 240_000);
+    await waitFor(
+      'the index at the sampled block',
+      async () => ((await getJson(`${first.apiBase}/v1/blockchain`, first.key)).body.best_height as number) >= sampled!.height,
+      240_000,
+    );
     for (const o of payment.vout.filter((v) => v.scriptPubKey.address)) {
       const history = await fetch(`${first.apiBase}/v1/addresses/${o.scriptPubKey.address}/history`, { headers: { apiKey: first.key } });
       expect(JSON.stringify(await history.json()), o.scriptPubKey.address).toContain(payment.txid);
@@ -94,11 +109,21 @@ describeBitcoind('quick start on a real bitcoind', () => {
 
     // The faucet pays from Core's wallet; the index shows the payment confirmed.
     const payee = 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080';
-    const paid = await execFileP(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'faucet', payee, '0.5'], { cwd: projectRoot, env: { PATH: process.env.PATH ?? '', BLOCKWIRE_DATA_DIR: dataDir }, timeout: 120_000 });
+    const paid = await execFileP(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'faucet', payee, '0.5'], {
+      cwd: projectRoot,
+      env: { PATH: process.env.PATH ?? '', BLOCKWIRE_DATA_DIR: dataDir },
+      timeout: 120_000,
+    });
     expect(paid.stderr).toMatch(/^paid 0\.50000000 BTC to bcrt1q\w+ in [0-9a-f]{64}, confirmed in block \d+\n$/);
     const coreWallet = new BitcoindClient({ url: recorded.rpcUrl, wallet: 'blockwire' });
-    expect((await coreWallet.call<{ confirmations: number }>('gettransaction', [paid.stdout.trim()])).confirmations).toBeGreaterThanOrEqual(1);
-    await waitFor('the faucet payment in the index', async () => (await getJson(`${first.apiBase}/v1/addresses/${payee}/balance?min_conf=1`, first.key)).body.balance === 50_000_000, 120_000);
+    expect((await coreWallet.call<{ confirmations: number }>('gettransaction', [paid.stdout.trim()])).confirmations).toBeGreaterThanOrEqual(
+      1,
+    );
+    await waitFor(
+      'the faucet payment in the index',
+      async () => (await getJson(`${first.apiBase}/v1/addresses/${payee}/balance?min_conf=1`, first.key)).body.balance === 50_000_000,
+      120_000,
+    );
 
     // SIGTERM: Blockwire exits 0 and stops its bitcoind.
     const height = await rpc.call<number>('getblockcount');
@@ -134,9 +159,15 @@ describeBitcoind('quick start on a real bitcoind', () => {
       const wrong = spawnBlockwire('quickstart-bad-bin', ['start'], { BLOCKWIRE_DATA_DIR: dir, BITCOIND_BIN: join(dir, 'no-bitcoind') });
       expect(await wrong.exited).toBe(2);
       expect(wrong.output()).toContain(`blockwire start: BITCOIND_BIN=${join(dir, 'no-bitcoind')} is not an executable file`);
-      const none = spawnBlockwire('quickstart-no-bin', ['start'], { BLOCKWIRE_DATA_DIR: dir, BLOCKWIRE_QUICKSTART_NODE: 'bitcoind', PATH: '/usr/bin:/bin' });
+      const none = spawnBlockwire('quickstart-no-bin', ['start'], {
+        BLOCKWIRE_DATA_DIR: dir,
+        BLOCKWIRE_QUICKSTART_NODE: 'bitcoind',
+        PATH: '/usr/bin:/bin',
+      });
       expect(await none.exited).toBe(2);
-      expect(none.output()).toContain("blockwire start: BLOCKWIRE_QUICKSTART_NODE=bitcoind but no bitcoind was found: set BITCOIND_BIN or put Bitcoin Core's bitcoind on the PATH");
+      expect(none.output()).toContain(
+        "blockwire start: BLOCKWIRE_QUICKSTART_NODE=bitcoind but no bitcoind was found: set BITCOIND_BIN or put Bitcoin Core's bitcoind on the PATH",
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -52,7 +52,10 @@ describe('the quick start started twice', () => {
     const path = (process.env.PATH ?? '/usr/bin:/bin').split(':').filter((d) => d && !existsSync(join(d, 'bitcoind')));
     const envFor = (dataDir: string) => ({ BLOCKWIRE_DATA_DIR: dataDir, BLOCKWIRE_DEVNODE_MINE_EVERY: '0', PATH: path.join(':') });
     for (let i = 0; i < 2; i++) dirs.push(await mkdtemp(join(tmpdir(), `blockwire-twice-${i}-`)));
-    const [one, two] = [spawnBlockwire('quickstart-a', ['start'], envFor(dirs[0]!)), spawnBlockwire('quickstart-b', ['start'], envFor(dirs[1]!))];
+    const [one, two] = [
+      spawnBlockwire('quickstart-a', ['start'], envFor(dirs[0]!)),
+      spawnBlockwire('quickstart-b', ['start'], envFor(dirs[1]!)),
+    ];
     procs.push(one, two);
     const [a, b] = await Promise.all([banner(one, 600_000), banner(two, 600_000)]);
     expect(one.child.exitCode, one.output().slice(-3000)).toBeNull();
@@ -62,11 +65,16 @@ describe('the quick start started twice', () => {
     const late = [one, two].filter((p) => p.lines.some((l) => /was taken while starting/.test(l.msg)));
     expect(late.length, `${one.output().slice(-2000)}\n${two.output().slice(-2000)}`).toBeGreaterThan(0);
     expect(late[0]!.output()).toMatch(/ {2}note {7}\S+ \d+ was in use: .* took a free port/);
-    for (const banners of [a, b]) expect(((await runCurl(banners.curls[0]!)) as { best_height: number }).best_height).toBeGreaterThanOrEqual(101);
+    for (const banners of [a, b])
+      expect(((await runCurl(banners.curls[0]!)) as { best_height: number }).best_height).toBeGreaterThanOrEqual(101);
 
     // The same checkout again, while the first runs.
     const nodeFile = quickStartNodeFile(dirs[0]!);
-    const before = { node: await readFile(nodeFile, 'utf8'), mtime: (await stat(nodeFile)).mtimeMs, key: await readFile(join(dirs[0]!, 'quickstart-api-key'), 'utf8') };
+    const before = {
+      node: await readFile(nodeFile, 'utf8'),
+      mtime: (await stat(nodeFile)).mtimeMs,
+      key: await readFile(join(dirs[0]!, 'quickstart-api-key'), 'utf8'),
+    };
     const again = spawnBlockwire('quickstart-again', ['start'], envFor(dirs[0]!));
     procs.push(again);
     expect(await again.exited).toBe(1);
@@ -78,7 +86,11 @@ describe('the quick start started twice', () => {
     expect((await stat(nodeFile)).mtimeMs).toBe(before.mtime);
     expect(await readFile(join(dirs[0]!, 'quickstart-api-key'), 'utf8')).toBe(before.key);
     // The faucet still reaches the first instance's node.
-    const paid = await execFileP(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'faucet', 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080', '0.1'], { cwd: projectRoot, env: { PATH: process.env.PATH ?? '', BLOCKWIRE_DATA_DIR: dirs[0]! }, timeout: 120_000 });
+    const paid = await execFileP(
+      process.execPath,
+      [join(projectRoot, 'bin', 'blockwire.js'), 'faucet', 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080', '0.1'],
+      { cwd: projectRoot, env: { PATH: process.env.PATH ?? '', BLOCKWIRE_DATA_DIR: dirs[0]! }, timeout: 120_000 },
+    );
     expect(paid.stdout).toMatch(/^[0-9a-f]{64}\n$/);
     expect(((await runCurl(a.curls[0]!)) as { best_height: number }).best_height).toBeGreaterThanOrEqual(101);
 

@@ -66,9 +66,16 @@ describe('quick start: blockwire start with embedded defaults', () => {
     const out = proc.output();
     expect(out).toContain('NO BITCOIND CONFIGURED: using the built-in regtest stand-in (devnode)');
     // Said first: the first log lines are the stand-in's banner.
-    expect(proc.lines.slice(0, 2).map((l) => l.msg)).toEqual(['*'.repeat(72), '*  NO BITCOIND CONFIGURED: using the built-in regtest stand-in (devnode) *']);
+    expect(proc.lines.slice(0, 2).map((l) => l.msg)).toEqual([
+      '*'.repeat(72),
+      '*  NO BITCOIND CONFIGURED: using the built-in regtest stand-in (devnode) *',
+    ]);
     expect(out).toContain('NOT on Bitcoin Core');
-    for (const [setting, port] of [['PORT', defaults.port], ['BLOCKWIRE_DEVNODE_RPC_PORT', defaults.devnodeRpcPort], ['BLOCKWIRE_DEVNODE_ZMQ_PORT', defaults.devnodeZmqPort]] as const) {
+    for (const [setting, port] of [
+      ['PORT', defaults.port],
+      ['BLOCKWIRE_DEVNODE_RPC_PORT', defaults.devnodeRpcPort],
+      ['BLOCKWIRE_DEVNODE_ZMQ_PORT', defaults.devnodeZmqPort],
+    ] as const) {
       expect(out).toContain(`  note       ${setting} ${port} was in use:`);
     }
     expect(new URL(first.apiBase).port).not.toBe(String(defaults.port));
@@ -77,10 +84,18 @@ describe('quick start: blockwire start with embedded defaults', () => {
 
     // The faucet pays an address from the quick start's devnode; the index shows it confirmed.
     const payee = 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080';
-    const paid = await execFileP(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'faucet', payee, '0.5'], { cwd: projectRoot, env: { PATH: process.env.PATH ?? '', BLOCKWIRE_DATA_DIR: dataDir }, timeout: 120_000 });
+    const paid = await execFileP(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'faucet', payee, '0.5'], {
+      cwd: projectRoot,
+      env: { PATH: process.env.PATH ?? '', BLOCKWIRE_DATA_DIR: dataDir },
+      timeout: 120_000,
+    });
     expect(paid.stdout).toMatch(/^[0-9a-f]{64}\n$/);
     expect(paid.stderr).toMatch(/^paid 0\.50000000 BTC to bcrt1q\w+ in [0-9a-f]{64}, confirmed in block \d+\n$/);
-    await waitFor('the faucet payment in the index', async () => (await getJson(`${first.apiBase}/v1/addresses/${payee}/balance?min_conf=1`, first.key)).body.balance === 50_000_000, 120_000);
+    await waitFor(
+      'the faucet payment in the index',
+      async () => (await getJson(`${first.apiBase}/v1/addresses/${payee}/balance?min_conf=1`, first.key)).body.balance === 50_000_000,
+      120_000,
+    );
 
     // A webhook to a receiver on this machine is accepted in the quick start.
     const hook = await fetch(`${first.apiBase}/v1/hooks`, {
@@ -109,7 +124,10 @@ describe('quick start: blockwire start with embedded defaults', () => {
     expect(electrum, out.slice(-3000)).not.toBeNull();
     expect(electrum![3]!.startsWith(dataDir)).toBe(true);
     expect(out).toContain(`electrum --regtest -D DIR daemon -d --oneserver --server 127.0.0.1:${electrum![1]}:t`);
-    for (const [port, tls] of [[Number(electrum![1]), false], [Number(electrum![2]), true]] as const) {
+    for (const [port, tls] of [
+      [Number(electrum![1]), false],
+      [Number(electrum![2]), true],
+    ] as const) {
       const e = await connectElectrum(port, { tls });
       const tip = await e.request<{ height: number }>('blockchain.headers.subscribe');
       expect(tip.height).toBeGreaterThanOrEqual(chain.best_height);

@@ -50,7 +50,13 @@ describe('several api, streams and worker processes on one Postgres and one Redi
 
   it('delivers every event to every stream client exactly once and every webhook once', async () => {
     const env = {
-      ...processEnv({ databaseUrl: db.url, redisUrl: inject('redisUrl'), redisPrefix: uniqueRedisPrefix('scale'), rpcUrl: devnode.rpcUrl, zmqUrl: devnode.zmqUrl }),
+      ...processEnv({
+        databaseUrl: db.url,
+        redisUrl: inject('redisUrl'),
+        redisPrefix: uniqueRedisPrefix('scale'),
+        rpcUrl: devnode.rpcUrl,
+        zmqUrl: devnode.zmqUrl,
+      }),
       BITCOIN_NETWORK: 'regtest',
     };
     const roles = ['indexer', 'api', 'api', 'streams', 'streams', 'worker', 'worker'];
@@ -98,26 +104,44 @@ describe('several api, streams and worker processes on one Postgres and one Redi
 
     // The truth: the deliveries the relay recorded for the subscription (one row per event).
     const expected = async () =>
-      (await db.db.selectFrom('deliveries').select(['event_id', 'status']).where('subscription_id', '=', String(sub.id)).orderBy('event_id').execute());
-    await waitFor('every delivery to be delivered', async () => {
-      const rows = await expected();
-      return rows.length > 0 && rows.every((r) => r.status === 'delivered') && clients.every((c) => c.events.length >= rows.length);
-    }, 300_000);
+      await db.db
+        .selectFrom('deliveries')
+        .select(['event_id', 'status'])
+        .where('subscription_id', '=', String(sub.id))
+        .orderBy('event_id')
+        .execute();
+    await waitFor(
+      'every delivery to be delivered',
+      async () => {
+        const rows = await expected();
+        return rows.length > 0 && rows.every((r) => r.status === 'delivered') && clients.every((c) => c.events.length >= rows.length);
+      },
+      300_000,
+    );
     // Anything late (a duplicate) must show before a sentinel: one more payment, whose event is the
     // newest. Stream frames come in event order, so a late frame reaches a client before the
     // sentinel's; and the sentinel's webhook goes out after every earlier delivery was done, so
     // the workers have passed whatever was queued before it.
     const sentinelTx = await devnode.wallet.send(address, 80_000n);
     const sentinelOf = (c: (typeof clients)[number]) => c.events.find((e) => e.transaction_hash === sentinelTx);
-    const sentinel = (await waitFor('the sentinel on every client', () => clients.every(sentinelOf) && sentinelOf(clients[0]!), 300_000)).id;
-    await waitFor('the sentinel delivered', async () => receiver.received.some((r) => r.event.id === sentinel) && (await expected()).every((r) => r.status === 'delivered'), 300_000);
+    const sentinel = (await waitFor('the sentinel on every client', () => clients.every(sentinelOf) && sentinelOf(clients[0]!), 300_000))
+      .id;
+    await waitFor(
+      'the sentinel delivered',
+      async () => receiver.received.some((r) => r.event.id === sentinel) && (await expected()).every((r) => r.status === 'delivered'),
+      300_000,
+    );
     const ids = (await expected()).map((r) => Number(r.event_id));
     expect(ids[ids.length - 1]).toBe(sentinel);
     const types = new Set(clients[0]!.events.map((e) => e.type));
     for (const t of ['tx.unconfirmed', 'tx.confirmed', 'tx.confirmations']) expect(types).toContain(t);
     expect(ids.length).toBeGreaterThanOrEqual(3 * 4);
 
-    for (const [i, c] of clients.entries()) expect(c.events.map((e) => e.id), `stream client ${i}`).toEqual(ids);
+    for (const [i, c] of clients.entries())
+      expect(
+        c.events.map((e) => e.id),
+        `stream client ${i}`,
+      ).toEqual(ids);
     const received = receiver.received;
     const webhookIds = received.map((r) => r.webhookId);
     expect(new Set(webhookIds).size, 'no webhook delivered twice').toBe(webhookIds.length);

@@ -46,7 +46,13 @@ describe('standby indexer: kill -9 of the active one', () => {
     const watched = devnode.wallet.newAddress('p2wpkh').address!;
     await watchAddress(db.db, watched, 3);
     const env = {
-      ...processEnv({ databaseUrl: db.url, redisUrl: inject('redisUrl'), redisPrefix: uniqueRedisPrefix('standby'), rpcUrl: devnode.rpcUrl, zmqUrl: devnode.zmqUrl }),
+      ...processEnv({
+        databaseUrl: db.url,
+        redisUrl: inject('redisUrl'),
+        redisPrefix: uniqueRedisPrefix('standby'),
+        rpcUrl: devnode.rpcUrl,
+        zmqUrl: devnode.zmqUrl,
+      }),
       INDEXER_STANDBY: 'true',
     };
     const a = spawnBlockwire('indexer-a', ['start', '--role', 'indexer'], env);

@@ -61,10 +61,14 @@ describe('quick start supervision', () => {
     const redisPidFile = join(dataDir, 'redis', 'child.pid');
     const redisPid = await pidIn(redisPidFile);
     process.kill(redisPid, 'SIGKILL');
-    await waitFor('redis restarted and the API ready again', async () => {
-      const r = await readyz();
-      return r.status === 200 && (await pidIn(redisPidFile)) !== redisPid;
-    }, 60_000);
+    await waitFor(
+      'redis restarted and the API ready again',
+      async () => {
+        const r = await readyz();
+        return r.status === 200 && (await pidIn(redisPidFile)) !== redisPid;
+      },
+      60_000,
+    );
     expect(processAlive(await pidIn(redisPidFile))).toBe(true);
     await proc.waitForLog('redis-server restarted', 10_000);
 
@@ -72,15 +76,23 @@ describe('quick start supervision', () => {
     const pgPidFile = join(dataDir, 'postgres', 'postmaster.pid');
     const pgPid = await pidIn(pgPidFile);
     process.kill(pgPid, 'SIGKILL');
-    await waitFor('PostgreSQL restarted and the API ready again', async () => {
-      const r = await readyz();
-      return r.status === 200 && (await pidIn(pgPidFile).catch(() => pgPid)) !== pgPid;
-    }, 120_000);
+    await waitFor(
+      'PostgreSQL restarted and the API ready again',
+      async () => {
+        const r = await readyz();
+        return r.status === 200 && (await pidIn(pgPidFile).catch(() => pgPid)) !== pgPid;
+      },
+      120_000,
+    );
     await proc.waitForLog('embedded PostgreSQL restarted', 10_000);
     expect(answers.filter((a) => !/^(200|503) \{"status":/.test(a))).toEqual([]);
 
     // Everything works again: a chain subscription's stream receives the next block.
-    const sub = await fetch(`${api}/v1/subscriptions`, { method: 'POST', headers: { apiKey: key, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'chain' }) });
+    const sub = await fetch(`${api}/v1/subscriptions`, {
+      method: 'POST',
+      headers: { apiKey: key, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'chain' }),
+    });
     expect(sub.status).toBe(200);
     const ws = new WebSocket(`${api.replace(/^http/, 'ws')}/v1/stream`, { headers: { apiKey: key } });
     const heights: number[] = [];

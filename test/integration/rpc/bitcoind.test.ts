@@ -37,7 +37,13 @@ describeNodes('BitcoindClient', (entry) => {
   let coins: Coin[];
   const pay = (sats: bigint) => {
     const c = coins.shift()!;
-    return key.spend([c], [{ address: PAYEE, sats }, { address: key.address, sats: c.sats - sats - 500n }]);
+    return key.spend(
+      [c],
+      [
+        { address: PAYEE, sats },
+        { address: key.address, sats: c.sats - sats - 500n },
+      ],
+    );
   };
 
   beforeAll(async () => {
@@ -74,7 +80,13 @@ describeNodes('BitcoindClient', (entry) => {
     expect(await caught(rpc.call('nosuchmethod'))).toMatchObject({ code: -32601, message: 'Method not found' });
     expect(await caught(rpc.getMempoolEntry('ab'.repeat(32)))).toMatchObject({ code: -5, message: 'Transaction not in mempool' });
     const c = coins[0]!;
-    const dust = key.spend([c], [{ address: PAYEE, sats: 100n }, { address: key.address, sats: c.sats - 100n - 500n }]);
+    const dust = key.spend(
+      [c],
+      [
+        { address: PAYEE, sats: 100n },
+        { address: key.address, sats: c.sats - 100n - 500n },
+      ],
+    );
     expect(await caught(rpc.sendRawTransaction(dust.hex))).toMatchObject({ code: -26, message: 'dust, tx with dust output must be 0-fee' });
     expect(await caught(rpc.sendRawTransaction('00'))).toMatchObject({ code: -22 });
   });

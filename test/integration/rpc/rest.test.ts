@@ -33,7 +33,10 @@ describeNodes('BitcoindRest', (entry) => {
       }
       await d.mine(1);
       // Spend everything just received, so the next block's spent outputs cover every type.
-      const received = d.node.chain.tip().block.txs.slice(1).flatMap((t) => t.outputs.flatMap((o, v) => (o.value === 3_000_000n ? [`${hashToHex(t.txid)}:${v}`] : [])));
+      const received = d.node.chain
+        .tip()
+        .block.txs.slice(1)
+        .flatMap((t) => t.outputs.flatMap((o, v) => (o.value === 3_000_000n ? [`${hashToHex(t.txid)}:${v}`] : [])));
       expect(received).toHaveLength(8);
       await d.wallet.send(d.wallet.address('p2wpkh'), 23_900_000n, { from: received });
       await d.mine(1);
@@ -50,7 +53,11 @@ describeNodes('BitcoindRest', (entry) => {
         coins.push({ txid, vout: tx.details.find((x) => x.address === address && x.category === 'receive')!.vout });
       }
       await node.mine(1);
-      await node.call('send', [{ [await node.call<string>('getnewaddress', [], w)]: 0.119 }, null, 'unset', null, { inputs: coins, add_inputs: false }], w);
+      await node.call(
+        'send',
+        [{ [await node.call<string>('getnewaddress', [], w)]: 0.119 }, null, 'unset', null, { inputs: coins, add_inputs: false }],
+        w,
+      );
       await node.mine(1);
       // pubkeyhash, scripthash (P2SH-P2WPKH), witness_v0_keyhash, witness_v1_taproot.
       spentTypes = 4;
@@ -172,7 +179,9 @@ describeFixtures('decodeSpentTxOuts on the recorded Core 30 answer', () => {
     const json = rest.find((r) => r.path.includes('/spenttxouts/') && r.path.endsWith('.json'))!;
     const decoded = decodeSpentTxOuts(Uint8Array.from(Buffer.from(bin.body.hex!, 'hex')));
     const want = JSON.parse(json.body.text!) as { value: number; scriptPubKey: { hex: string } }[][];
-    expect(decoded.map((l) => l.map((o) => [o.value, bytesToHex(o.script)]))).toEqual(want.map((l) => l.map((o) => [btcToSats(o.value), o.scriptPubKey.hex])));
+    expect(decoded.map((l) => l.map((o) => [o.value, bytesToHex(o.script)]))).toEqual(
+      want.map((l) => l.map((o) => [btcToSats(o.value), o.scriptPubKey.hex])),
+    );
     expect(decoded[0]).toEqual([]);
     expect(decoded).toHaveLength(8);
   });

@@ -67,11 +67,13 @@ export type StampHarness = {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
 export const randomHash = () => randomBytes(32).toString('hex');
 
 /** `core`: run on a real bitcoind (`txindex`: with -txindex, so getrawtransaction finds confirmed transactions). */
-export async function createStampHarness(configOverrides: Partial<Config> = {}, opts: { core?: boolean; txindex?: boolean } = {}): Promise<StampHarness> {
+export async function createStampHarness(
+  configOverrides: Partial<Config> = {},
+  opts: { core?: boolean; txindex?: boolean } = {},
+): Promise<StampHarness> {
   const level = process.env.BLOCKWIRE_TEST_LOG as 'debug' | 'info' | undefined;
   const log = level ? createLogger({ level, name: 'stamp-test' }) : silentLogger();
   const devnode = opts.core ? null : await startDevnode({ initialBlocks: 101 });
@@ -167,7 +169,8 @@ export async function createStampHarness(configOverrides: Partial<Config> = {}, 
         if (opts.includeMempool !== false) throw new Error('on Core, mine chosen transactions with includeMempool: false');
         hashes = [];
         const address = await core!.call<string>('getnewaddress', [], core!.wallet!);
-        for (let i = 0; i < n; i++) hashes.push((await core!.call<{ hash: string }>('generateblock', [address, i === 0 ? (opts.txs ?? []) : []])).hash);
+        for (let i = 0; i < n; i++)
+          hashes.push((await core!.call<{ hash: string }>('generateblock', [address, i === 0 ? (opts.txs ?? []) : []])).hash);
       }
       await synced();
       return hashes;

@@ -86,11 +86,15 @@ afterAll(async () => {
 /** The index at the node's tip: fails when it has not moved for 60 s (a loaded machine is slow, not stuck). */
 async function synced(): Promise<void> {
   let at = '';
-  await waitForProgress('the index at the node tip', async () => {
-    const index = await getIndexTip(t.db);
-    at = `${index.height}`;
-    return index.hash !== null && hashToHex(index.hash) === node.tip().hash;
-  }, () => at);
+  await waitForProgress(
+    'the index at the node tip',
+    async () => {
+      const index = await getIndexTip(t.db);
+      at = `${index.height}`;
+      return index.hash !== null && hashToHex(index.hash) === node.tip().hash;
+    },
+    () => at,
+  );
 }
 
 async function stamping(): Promise<Stamping> {
@@ -103,7 +107,9 @@ async function stamping(): Promise<Stamping> {
 
 /** What the devnode's UTXO set holds at the wallet's two addresses (sat). */
 function paidByDevnode(): number {
-  const scripts = new Set([expected.p2wpkh, expected.p2pkh].map((a) => Buffer.from(btc.OutScript.encode(btc.Address(REGTEST).decode(a))).toString('hex')));
+  const scripts = new Set(
+    [expected.p2wpkh, expected.p2pkh].map((a) => Buffer.from(btc.OutScript.encode(btc.Address(REGTEST).decode(a))).toString('hex')),
+  );
   let sum = 0n;
   for (const coin of node.node.chain.utxo.values()) if (scripts.has(Buffer.from(coin.script).toString('hex'))) sum += coin.value;
   return Number(sum);
@@ -116,7 +122,8 @@ describe('/healthz stamping on a started stack', () => {
         const res = await fetch(`${bw.apiUrl}${path}`, { headers });
         const text = await res.text();
         expect((JSON.parse(text) as { stamping?: unknown }).stamping, path).toEqual({ enabled: true });
-        for (const secret of [expected.p2wpkh, expected.p2pkh, 'balance', 'address', 'can_pay']) expect(text, `${path} ${secret}`).not.toContain(secret);
+        for (const secret of [expected.p2wpkh, expected.p2pkh, 'balance', 'address', 'can_pay'])
+          expect(text, `${path} ${secret}`).not.toContain(secret);
       }
     }
   });
@@ -130,7 +137,12 @@ describe('/healthz stamping on a started stack', () => {
   });
 
   it('the balance is what the devnode paid to those addresses, then falls by the fee of a mined stamp', async () => {
-    await node.wallet.send(expected.p2wpkh, 1_000_000n, { outputs: [{ to: expected.p2wpkh, sats: 700_000n }, { to: expected.p2pkh, sats: 450_000n }] });
+    await node.wallet.send(expected.p2wpkh, 1_000_000n, {
+      outputs: [
+        { to: expected.p2wpkh, sats: 700_000n },
+        { to: expected.p2pkh, sats: 450_000n },
+      ],
+    });
     await node.mine(1);
     await synced();
     const paid = paidByDevnode();

@@ -35,13 +35,29 @@ for (const core of [false, true]) {
     const tx = async (txid: Buffer): Promise<TxRow> =>
       (await sql<TxRow>`SELECT txid, status, last_error, refusals FROM stamp_txs WHERE txid = ${txid}`.execute(h.t.db)).rows[0]!;
     const stampRow = async (id: string) =>
-      (await sql<{ status: string; txid: Buffer | null }>`SELECT s.status, s.txid FROM stamps s JOIN stamp_outputs o ON o.stamp_id = s.id WHERE o.txid = ${Buffer.from(hexToHash(id.split('-')[0]!))} AND o.vout = ${Number(id.split('-')[1])}`.execute(h.t.db)).rows[0];
+      (
+        await sql<{
+          status: string;
+          txid: Buffer | null;
+        }>`SELECT s.status, s.txid FROM stamps s JOIN stamp_outputs o ON o.stamp_id = s.id WHERE o.txid = ${Buffer.from(hexToHash(id.split('-')[0]!))} AND o.vout = ${Number(id.split('-')[1])}`.execute(
+          h.t.db,
+        )
+      ).rows[0];
     const inputsOf = async (txid: Buffer) =>
-      (await sql<{ prev_txid: Buffer; prev_vout: number; value: bigint; script: Buffer }>`SELECT prev_txid, prev_vout, value, script FROM stamp_tx_inputs WHERE txid = ${txid} ORDER BY vin`.execute(h.t.db)).rows;
+      (
+        await sql<{
+          prev_txid: Buffer;
+          prev_vout: number;
+          value: bigint;
+          script: Buffer;
+        }>`SELECT prev_txid, prev_vout, value, script FROM stamp_tx_inputs WHERE txid = ${txid} ORDER BY vin`.execute(h.t.db)
+      ).rows;
     const wallet = () => loadStampWallet({ wif: h.wif }, 'regtest');
-    const tipHeight = async () => (await sql<{ height: number }>`SELECT height FROM chain_tip WHERE id = 1`.execute(h.t.db)).rows[0]!.height;
+    const tipHeight = async () =>
+      (await sql<{ height: number }>`SELECT height FROM chain_tip WHERE id = 1`.execute(h.t.db)).rows[0]!.height;
     /** Another process leads the tracker (the stamper's own tracker sits out) until `release`. */
-    const holdTracker = () => sql`UPDATE stamp_leader SET owner = gen_random_uuid(), until = now() + interval '1 hour' WHERE id = 1`.execute(h.t.db);
+    const holdTracker = () =>
+      sql`UPDATE stamp_leader SET owner = gen_random_uuid(), until = now() + interval '1 hour' WHERE id = 1`.execute(h.t.db);
     const releaseTracker = () => sql`UPDATE stamp_leader SET owner = NULL, until = NULL WHERE id = 1`.execute(h.t.db);
 
     /** A coinbase paying the stamping wallet, matured by 100 blocks; returns its block hash. */
@@ -75,7 +91,7 @@ for (const core of [false, true]) {
       return { cb, id, t1: Buffer.from(hexToHash(id.split('-')[0]!)) };
     }
 
-    it("a stamp on a coin a reorg took away: its change is no coin, the stamp moves to good coins, nothing is refused again", async () => {
+    it('a stamp on a coin a reorg took away: its change is no coin, the stamp moves to good coins, nothing is refused again', async () => {
       const { cb, id, t1 } = await stampOnCoinbase();
       const cbTxid = (await h.rpc.call<{ tx: string[] }>('getblock', [cb])).tx[0]!;
       expect((await inputsOf(t1)).map((i) => hashToHex(i.prev_txid))).toEqual([cbTxid]);
@@ -106,7 +122,9 @@ for (const core of [false, true]) {
 
       // Turns later, nothing is refused and every live transaction is in the node's mempool.
       for (let i = 0; i < 3; i++) expect(await h.stamper!.track()).toBe(true);
-      const live = (await sql<TxRow>`SELECT txid, status, last_error, refusals FROM stamp_txs WHERE status IN ('signed', 'broadcast')`.execute(h.t.db)).rows;
+      const live = (
+        await sql<TxRow>`SELECT txid, status, last_error, refusals FROM stamp_txs WHERE status IN ('signed', 'broadcast')`.execute(h.t.db)
+      ).rows;
       expect(live.map((r) => [hashToHex(r.txid), r.last_error, r.refusals])).toEqual([[hashToHex(moved), null, 0]]);
       expect((await h.stamper!.status()).stuck).toBeNull();
     });
@@ -121,7 +139,10 @@ for (const core of [false, true]) {
       await reconsider(cb);
       await h.synced();
       expect(await blockHash((await h.rpc.call<{ height: number }>('getblockheader', [cb])).height)).toBe(cb);
-      await waitFor('the same transaction in the mempool again', async () => (await tx(t1)).status === 'broadcast' && (await h.mempool()).includes(hashToHex(t1)));
+      await waitFor(
+        'the same transaction in the mempool again',
+        async () => (await tx(t1)).status === 'broadcast' && (await h.mempool()).includes(hashToHex(t1)),
+      );
       expect(await stampRow(id)).toEqual({ status: 'placed', txid: t1 });
     });
 
@@ -134,20 +155,38 @@ for (const core of [false, true]) {
       const t1 = Buffer.from(hexToHash((res.json().stampid as string).split('-')[0]!));
       // Another holder of the wallet key spends the same coin, paying more: the node replaces ours.
       const [coin] = await inputsOf(t1);
-      const other = buildStampTx({ wallet: wallet(), inputs: [{ txid: coin!.prev_txid, vout: coin!.prev_vout, value: coin!.value, script: coin!.script, depth: 0 }], payloads: [Buffer.from(randomHash(), 'hex')], feeRatePerKvB: 100_000n, maxFee: 100_000n });
+      const other = buildStampTx({
+        wallet: wallet(),
+        inputs: [{ txid: coin!.prev_txid, vout: coin!.prev_vout, value: coin!.value, script: coin!.script, depth: 0 }],
+        payloads: [Buffer.from(randomHash(), 'hex')],
+        feeRatePerKvB: 100_000n,
+        maxFee: 100_000n,
+      });
       await h.rpc.call('sendrawtransaction', [other.raw.toString('hex')]);
       await h.synced();
       expect(await h.mempool()).not.toContain(hashToHex(t1));
 
       const stuck = await waitFor('the stamper to report it is stuck', async () => (await h.stamper!.status()).stuck);
       // The count and the time grow while it stays stuck; the rest of the reason does not.
-      const reason = new RegExp(`^the stamper cannot make progress: the node refused stamp transaction ${hashToHex(t1)} \\d+ times in a row over \\d+ s \\(.+\\)$`);
+      const reason = new RegExp(
+        `^the stamper cannot make progress: the node refused stamp transaction ${hashToHex(t1)} \\d+ times in a row over \\d+ s \\(.+\\)$`,
+      );
       expect(stuck).toMatch(reason);
       expect((await tx(t1)).refusals).toBeGreaterThanOrEqual(5);
       const state = await readDeploymentState(h.t.db);
       expect(state.stamps.stuck?.txid).toBe(hashToHex(t1));
-      expect(assessHealth(state, { maxLag: 6, maxRelayDelaySeconds: 60, maxHeartbeatAgeSeconds: 60, failOnDead: false }).problems.filter((p) => reason.test(p))).toHaveLength(1);
-      const app = await buildApi({ db: h.t.db, log: h.log, network: 'regtest', stamps: h.stamper!.service, stampStatus: h.stamper!.status });
+      expect(
+        assessHealth(state, { maxLag: 6, maxRelayDelaySeconds: 60, maxHeartbeatAgeSeconds: 60, failOnDead: false }).problems.filter((p) =>
+          reason.test(p),
+        ),
+      ).toHaveLength(1);
+      const app = await buildApi({
+        db: h.t.db,
+        log: h.log,
+        network: 'regtest',
+        stamps: h.stamper!.service,
+        stampStatus: h.stamper!.status,
+      });
       try {
         const health = await app.inject({ method: 'GET', url: '/healthz', headers: { apiKey: h.key } });
         expect(health.json().stamping.stuck).toMatch(reason);

@@ -47,7 +47,10 @@ async function storedTxs(): Promise<StampTx[]> {
   return r.rows;
 }
 
-async function outboxFor(type: string, txid: Buffer): Promise<{ key_id: bigint; confirmations: number; data: { stampid: string; hash: string } }[]> {
+async function outboxFor(
+  type: string,
+  txid: Buffer,
+): Promise<{ key_id: bigint; confirmations: number; data: { stampid: string; hash: string } }[]> {
   const r = await sql<{ key_id: bigint; confirmations: number; data: { stampid: string; hash: string } }>`
     SELECT key_id, confirmations, data FROM outbox WHERE type = ${type} AND txid = ${txid} ORDER BY seq`.execute(h.t.db);
   return r.rows;
@@ -110,7 +113,8 @@ for (const core of [false, true]) {
         }
         d.outputs.forEach((o) => {
           const payload = nullData(o.script);
-          if (payload) seenPayloads.set(Buffer.from(payload).toString('hex'), (seenPayloads.get(Buffer.from(payload).toString('hex')) ?? 0) + 1);
+          if (payload)
+            seenPayloads.set(Buffer.from(payload).toString('hex'), (seenPayloads.get(Buffer.from(payload).toString('hex')) ?? 0) + 1);
         });
       }
       expect([...seenPayloads.values()].every((n) => n === 1)).toBe(true);
@@ -125,7 +129,10 @@ for (const core of [false, true]) {
       const [block] = await h.mine(1);
       const mined = await h.rpc.call<{ tx: string[] }>('getblock', [block, 1]);
       for (const tx of stored) expect(mined.tx).toContain(hashToHex(tx.txid));
-      await waitFor('stamps confirmed', async () => (await h.stamper!.track()) && (await storedTxs()).every((t) => t.status === 'confirmed'));
+      await waitFor(
+        'stamps confirmed',
+        async () => (await h.stamper!.track()) && (await storedTxs()).every((t) => t.status === 'confirmed'),
+      );
       const g = await h.get(ids[0]!);
       expect(g.statusCode).toBe(200);
       expect(g.json()).toMatchObject({ tx: ids[0]!.split('-')[0], vout: Number(ids[0]!.split('-')[1]), confirmations: 1 });
@@ -142,7 +149,10 @@ for (const core of [false, true]) {
       const deep = await h.get(ids[99]!);
       expect(deep.json().confirmations).toBe(3);
       // the tip its confirmations were counted at: Core's
-      expect([deep.headers['blockwire-tip-height'], deep.headers['blockwire-tip-hash']]).toEqual([String(await h.rpc.call<number>('getblockcount')), await h.rpc.call<string>('getbestblockhash')]);
+      expect([deep.headers['blockwire-tip-height'], deep.headers['blockwire-tip-hash']]).toEqual([
+        String(await h.rpc.call<number>('getblockcount')),
+        await h.rpc.call<string>('getbestblockhash'),
+      ]);
     });
 
     it('STAMP_MAX_TX_FEE splits a large batch into several transactions, none paying more', async () => {
@@ -167,7 +177,12 @@ for (const core of [false, true]) {
       try {
         const before = new Set((await storedTxs()).map((t) => t.txid.toString('hex')));
         const post2 = (hash: string) =>
-          app2.inject({ method: 'POST', url: '/v1/stamps', headers: { apiKey: h.key, 'content-type': 'application/json' }, payload: { hash } });
+          app2.inject({
+            method: 'POST',
+            url: '/v1/stamps',
+            headers: { apiKey: h.key, 'content-type': 'application/json' },
+            payload: { hash },
+          });
         // Several waves, so that batches of both overlap.
         for (let wave = 0; wave < 3; wave++) {
           const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? h.post(randomHash()) : post2(randomHash()))));
@@ -312,10 +327,14 @@ for (const core of [false, true]) {
       await waitFor('the family settled on the original', async () => {
         await h.stamper!.track();
         const rows = await storedTxs();
-        return rows.find((t) => t.txid.equals(original.txid))?.status === 'confirmed' && rows.find((t) => t.txid.equals(replacement.txid))?.status === 'replaced';
+        return (
+          rows.find((t) => t.txid.equals(original.txid))?.status === 'confirmed' &&
+          rows.find((t) => t.txid.equals(replacement.txid))?.status === 'replaced'
+        );
       });
       const newId = `${hashToHex(replacement.txid)}-${vout}`;
-      for (const id of [oldId, newId]) expect((await h.get(id)).json()).toMatchObject({ tx: oldTxid, vout: Number(vout), confirmations: 1 });
+      for (const id of [oldId, newId])
+        expect((await h.get(id)).json()).toMatchObject({ tx: oldTxid, vout: Number(vout), confirmations: 1 });
       expect(await outboxFor('stamp.confirmed', original.txid)).toHaveLength(1);
       expect(await outboxFor('stamp.confirmed', replacement.txid)).toHaveLength(0);
       const placed = await sql<{ txid: Buffer }>`SELECT txid FROM stamps WHERE hash = ${Buffer.from(hash, 'hex')}`.execute(h.t.db);
@@ -374,77 +393,114 @@ for (const core of [false, true]) {
     // (Core only: the devnode has no gettxoutproof to compare with)
     if (core)
       it("GET /stamps/{id} answers the stamp's transaction and, once mined, its proof as Core makes it; the SDK verifies it offline and refuses every tampered link", async () => {
-      await h.startStamper();
-      await h.fund(2, 200_000n);
-      const hash = randomHash();
-      const other = randomHash();
-      const [a, b] = await Promise.all([h.post(hash), h.post(other)]);
-      expect(a.statusCode, a.body).toBe(200);
-      expect(b.statusCode, b.body).toBe(200);
-      const id = a.json().stampid as string;
-      const [txid, vout] = [id.split('-')[0]!, Number(id.split('-')[1])];
+        await h.startStamper();
+        await h.fund(2, 200_000n);
+        const hash = randomHash();
+        const other = randomHash();
+        const [a, b] = await Promise.all([h.post(hash), h.post(other)]);
+        expect(a.statusCode, a.body).toBe(200);
+        expect(b.statusCode, b.body).toBe(200);
+        const id = a.json().stampid as string;
+        const [txid, vout] = [id.split('-')[0]!, Number(id.split('-')[1])];
 
-      // Unconfirmed: the transaction as Core holds it, no proof yet; the SDK says so.
-      await h.synced();
-      const client = async () => {
-        await h.app.listen({ port: 0, host: '127.0.0.1' });
-        const { port } = h.app.server.address() as { port: number };
-        return new BlockwireClient({ url: `http://127.0.0.1:${port}`, apiKey: h.key, network: 'regtest' });
-      };
-      const sdk = await client();
-      const pending = await sdk.getStamp(id);
-      expect(pending).toEqual({ tx: txid, vout, confirmations: 0, timestamp: expect.any(String), hash, tx_hex: await h.rpc.call<string>('getrawtransaction', [txid]), proof: null });
-      expect(refusal(() => verifyStampProof(pending, hash))).toBe('unconfirmed');
+        // Unconfirmed: the transaction as Core holds it, no proof yet; the SDK says so.
+        await h.synced();
+        const client = async () => {
+          await h.app.listen({ port: 0, host: '127.0.0.1' });
+          const { port } = h.app.server.address() as { port: number };
+          return new BlockwireClient({ url: `http://127.0.0.1:${port}`, apiKey: h.key, network: 'regtest' });
+        };
+        const sdk = await client();
+        const pending = await sdk.getStamp(id);
+        expect(pending).toEqual({
+          tx: txid,
+          vout,
+          confirmations: 0,
+          timestamp: expect.any(String),
+          hash,
+          tx_hex: await h.rpc.call<string>('getrawtransaction', [txid]),
+          proof: null,
+        });
+        expect(refusal(() => verifyStampProof(pending, hash))).toBe('unconfirmed');
 
-      // Mined: the proof's block, header and gettxoutproof bytes are Core's; Core verifies them.
-      const [block] = await h.mine(1);
-      const stamp = await sdk.getStamp(id);
-      const height = await h.rpc.getBlockCount();
-      const headerHex = await h.rpc.call<string>('getblockheader', [block, false]);
-      expect(stamp).toMatchObject({ tx: txid, vout, confirmations: 1, hash });
-      expect(stamp.proof).toMatchObject({ block_hash: block, block_height: height, header: headerHex, txoutproof: await h.rpc.call<string>('gettxoutproof', [[txid], block]) });
-      expect(await h.rpc.call<string[]>('verifytxoutproof', [stamp.proof!.txoutproof])).toEqual([txid]);
-      expect(await sdk.getTxOutProof(txid)).toBe(stamp.proof!.txoutproof);
-      expect(await sdk.getMerkleProof(txid)).toEqual({ block_height: stamp.proof!.block_height, merkle: stamp.proof!.merkle, pos: stamp.proof!.pos });
-      const coreBlock = await h.rpc.call<{ tx: string[]; merkleroot: string; time: number }>('getblock', [block, 1]);
-      expect(stamp.proof!.pos).toBe(coreBlock.tx.indexOf(txid));
-      const esplora = await h.app.inject({ method: 'GET', url: `/v1/transactions/${txid}/merkle-proof`, headers: { apiKey: h.key } });
-      expect(esplora.json()).toEqual({ block_height: height, merkle: stamp.proof!.merkle, pos: stamp.proof!.pos });
-      // The Coinstack dialect answers the spec's status object only.
-      const bare = await h.app.inject({ method: 'GET', url: `/stamps/${id}`, headers: { apiKey: h.key } });
-      expect(bare.statusCode, bare.body).toBe(200);
-      expect(bare.json()).toEqual({ tx: txid, vout, confirmations: 1, timestamp: stamp.timestamp });
-      await h.app.close();
+        // Mined: the proof's block, header and gettxoutproof bytes are Core's; Core verifies them.
+        const [block] = await h.mine(1);
+        const stamp = await sdk.getStamp(id);
+        const height = await h.rpc.getBlockCount();
+        const headerHex = await h.rpc.call<string>('getblockheader', [block, false]);
+        expect(stamp).toMatchObject({ tx: txid, vout, confirmations: 1, hash });
+        expect(stamp.proof).toMatchObject({
+          block_hash: block,
+          block_height: height,
+          header: headerHex,
+          txoutproof: await h.rpc.call<string>('gettxoutproof', [[txid], block]),
+        });
+        expect(await h.rpc.call<string[]>('verifytxoutproof', [stamp.proof!.txoutproof])).toEqual([txid]);
+        expect(await sdk.getTxOutProof(txid)).toBe(stamp.proof!.txoutproof);
+        expect(await sdk.getMerkleProof(txid)).toEqual({
+          block_height: stamp.proof!.block_height,
+          merkle: stamp.proof!.merkle,
+          pos: stamp.proof!.pos,
+        });
+        const coreBlock = await h.rpc.call<{ tx: string[]; merkleroot: string; time: number }>('getblock', [block, 1]);
+        expect(stamp.proof!.pos).toBe(coreBlock.tx.indexOf(txid));
+        const esplora = await h.app.inject({ method: 'GET', url: `/v1/transactions/${txid}/merkle-proof`, headers: { apiKey: h.key } });
+        expect(esplora.json()).toEqual({ block_height: height, merkle: stamp.proof!.merkle, pos: stamp.proof!.pos });
+        // The Coinstack dialect answers the spec's status object only.
+        const bare = await h.app.inject({ method: 'GET', url: `/stamps/${id}`, headers: { apiKey: h.key } });
+        expect(bare.statusCode, bare.body).toBe(200);
+        expect(bare.json()).toEqual({ tx: txid, vout, confirmations: 1, timestamp: stamp.timestamp });
+        await h.app.close();
 
-      // Offline (the server is closed): hash → OP_RETURN → txid → Merkle root → header.
-      const ok = verifyStampProof(stamp, hash, { header: headerHex });
-      expect(ok).toEqual({ hash, txid, vout, blockHash: block, blockHeight: height, merkleRoot: coreBlock.merkleroot, time: coreBlock.time, header: headerHex });
-      expect(verifyStampProof(stamp, hash.toUpperCase(), { blockHash: block }).txid).toBe(txid);
-      expect(verifyStampProof(stamp, hash).blockHash).toBe(block);
+        // Offline (the server is closed): hash → OP_RETURN → txid → Merkle root → header.
+        const ok = verifyStampProof(stamp, hash, { header: headerHex });
+        expect(ok).toEqual({
+          hash,
+          txid,
+          vout,
+          blockHash: block,
+          blockHeight: height,
+          merkleRoot: coreBlock.merkleroot,
+          time: coreBlock.time,
+          header: headerHex,
+        });
+        expect(verifyStampProof(stamp, hash.toUpperCase(), { blockHash: block }).txid).toBe(txid);
+        expect(verifyStampProof(stamp, hash).blockHash).toBe(block);
 
-      // Every tampered link fails, each with its reason.
-      const fails = (s: StampStatus, reason: string, docHash = hash, opts: Parameters<typeof verifyStampProof>[2] = { header: headerHex }) =>
-        expect(refusal(() => verifyStampProof(s, docHash, opts)), reason).toBe(reason);
-      const flip = (hex: string, at: number) => hex.slice(0, at) + ((parseInt(hex[at]!, 16) ^ 1).toString(16)) + hex.slice(at + 1);
-      const proof = stamp.proof!;
-      fails(stamp, 'hash', other); // another document
-      fails({ ...stamp, vout: vout === 0 ? 1 : 0 }, 'hash'); // another output of the transaction
-      // the transaction's OP_RETURN rewritten to the other document: its txid is no longer the proven one
-      const rewritten = stamp.tx_hex.replace(`6a20${hash}`, `6a20${other}`);
-      expect(rewritten).not.toBe(stamp.tx_hex);
-      fails({ ...stamp, tx_hex: rewritten }, 'txid', other);
-      fails({ ...stamp, tx_hex: flip(stamp.tx_hex, stamp.tx_hex.length - 1) }, 'txid'); // lock time
-      fails({ ...stamp, proof: { ...proof, merkle: [flip(proof.merkle[0]!, 5), ...proof.merkle.slice(1)] } }, 'merkle');
-      fails({ ...stamp, proof: { ...proof, pos: proof.pos ^ 1 } }, 'merkle');
-      fails({ ...stamp, proof: { ...proof, merkle: proof.merkle.slice(1) } }, proof.merkle.length > 1 ? 'merkle' : 'malformed');
-      fails({ ...stamp, proof: { ...proof, header: flip(proof.header, 36 * 2 + 3) } }, 'merkle'); // its Merkle root field
-      fails({ ...stamp, proof: { ...proof, header: flip(proof.header, 68 * 2 + 1) } }, 'header'); // its time: another hash
-      const parent = await h.rpc.call<string>('getblockheader', [await h.rpc.call<string>('getblockhash', [height - 1]), false]);
-      fails({ ...stamp, proof: { ...proof, header: parent, block_hash: await h.rpc.call<string>('getblockhash', [height - 1]) } }, 'merkle'); // a real header of another block
-      fails(stamp, 'header', hash, { header: parent }); // not the header the caller trusts
-      fails(stamp, 'header', hash, { blockHash: await h.rpc.call<string>('getblockhash', [0]) });
-      fails({ ...stamp, proof: { ...proof, header: proof.header.slice(0, 150) } }, 'malformed');
-      fails({ ...stamp, tx_hex: 'zz' }, 'malformed');
-    });
+        // Every tampered link fails, each with its reason.
+        const fails = (
+          s: StampStatus,
+          reason: string,
+          docHash = hash,
+          opts: Parameters<typeof verifyStampProof>[2] = { header: headerHex },
+        ) =>
+          expect(
+            refusal(() => verifyStampProof(s, docHash, opts)),
+            reason,
+          ).toBe(reason);
+        const flip = (hex: string, at: number) => hex.slice(0, at) + (parseInt(hex[at]!, 16) ^ 1).toString(16) + hex.slice(at + 1);
+        const proof = stamp.proof!;
+        fails(stamp, 'hash', other); // another document
+        fails({ ...stamp, vout: vout === 0 ? 1 : 0 }, 'hash'); // another output of the transaction
+        // the transaction's OP_RETURN rewritten to the other document: its txid is no longer the proven one
+        const rewritten = stamp.tx_hex.replace(`6a20${hash}`, `6a20${other}`);
+        expect(rewritten).not.toBe(stamp.tx_hex);
+        fails({ ...stamp, tx_hex: rewritten }, 'txid', other);
+        fails({ ...stamp, tx_hex: flip(stamp.tx_hex, stamp.tx_hex.length - 1) }, 'txid'); // lock time
+        fails({ ...stamp, proof: { ...proof, merkle: [flip(proof.merkle[0]!, 5), ...proof.merkle.slice(1)] } }, 'merkle');
+        fails({ ...stamp, proof: { ...proof, pos: proof.pos ^ 1 } }, 'merkle');
+        fails({ ...stamp, proof: { ...proof, merkle: proof.merkle.slice(1) } }, proof.merkle.length > 1 ? 'merkle' : 'malformed');
+        fails({ ...stamp, proof: { ...proof, header: flip(proof.header, 36 * 2 + 3) } }, 'merkle'); // its Merkle root field
+        fails({ ...stamp, proof: { ...proof, header: flip(proof.header, 68 * 2 + 1) } }, 'header'); // its time: another hash
+        const parent = await h.rpc.call<string>('getblockheader', [await h.rpc.call<string>('getblockhash', [height - 1]), false]);
+        fails(
+          { ...stamp, proof: { ...proof, header: parent, block_hash: await h.rpc.call<string>('getblockhash', [height - 1]) } },
+          'merkle',
+        ); // a real header of another block
+        fails(stamp, 'header', hash, { header: parent }); // not the header the caller trusts
+        fails(stamp, 'header', hash, { blockHash: await h.rpc.call<string>('getblockhash', [0]) });
+        fails({ ...stamp, proof: { ...proof, header: proof.header.slice(0, 150) } }, 'malformed');
+        fails({ ...stamp, tx_hex: 'zz' }, 'malformed');
+      });
   });
 }

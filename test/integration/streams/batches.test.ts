@@ -21,7 +21,17 @@ import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from
 import { batchJobId, createDeliveryQueues, type DeliveryQueues } from '../../../streams/queues.js';
 import { readStreamState } from '../../../streams/outbox.js';
 import { startSnsEndpoint } from '../../support/sns-endpoint.js';
-import { createStreamsFixture, insertEvents, newAddress, promoteDelayed, spawnRole, startReceiver, streamsConfig, txEvents, type StreamsFixture } from './harness.js';
+import {
+  createStreamsFixture,
+  insertEvents,
+  newAddress,
+  promoteDelayed,
+  spawnRole,
+  startReceiver,
+  streamsConfig,
+  txEvents,
+  type StreamsFixture,
+} from './harness.js';
 import { waitFor } from '../../support/wait.js';
 
 describe('delivery batches', () => {
@@ -37,14 +47,24 @@ describe('delivery batches', () => {
   });
 
   /** Relay (unless `relay: false`) and worker in this process, with batches of up to 50 sent 2 at a time. */
-  async function start(over: Partial<Config> = {}, opts: { relay?: boolean; worker?: boolean; sns?: Awaited<ReturnType<typeof startSnsEndpoint>> } = {}) {
-    const config = streamsConfig({ deliveryBatchSize: 50, deliveryBatchConcurrency: 2, deliveryRescueMs: 3_600_000, ...(opts.sns ? { snsEndpoint: opts.sns.url } : {}), ...over });
+  async function start(
+    over: Partial<Config> = {},
+    opts: { relay?: boolean; worker?: boolean; sns?: Awaited<ReturnType<typeof startSnsEndpoint>> } = {},
+  ) {
+    const config = streamsConfig({
+      deliveryBatchSize: 50,
+      deliveryBatchConcurrency: 2,
+      deliveryRescueMs: 3_600_000,
+      ...(opts.sns ? { snsEndpoint: opts.sns.url } : {}),
+      ...over,
+    });
     const deps = { config, log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
     let streams: StreamsHandle | undefined;
     let worker: WorkerHandle | undefined;
     try {
       if (opts.relay !== false) streams = await startStreams(deps);
-      if (opts.worker !== false) worker = await startWorker({ ...deps, ...(opts.sns ? { sns: { credentials: opts.sns.credentials } } : {}) });
+      if (opts.worker !== false)
+        worker = await startWorker({ ...deps, ...(opts.sns ? { sns: { credentials: opts.sns.credentials } } : {}) });
     } catch (err) {
       await streams?.stop();
       throw err;
@@ -57,7 +77,8 @@ describe('delivery batches', () => {
     };
   }
 
-  const rows = (sub: string) => f.t.db.selectFrom('deliveries').selectAll().where('subscription_id', '=', sub).orderBy('event_id').execute();
+  const rows = (sub: string) =>
+    f.t.db.selectFrom('deliveries').selectAll().where('subscription_id', '=', sub).orderBy('event_id').execute();
 
   async function hooked(url: string) {
     const k = await f.newKey();
@@ -83,10 +104,15 @@ describe('delivery batches', () => {
   }
 
   function asBatch(hook: string, jobId: string, ds: NewDelivery[]) {
-    return { transport: 'http' as const, jobId, hook, deliveries: ds.map((d) => ({ delivery: d.id, payload: d.payload, type: d.eventType })) };
+    return {
+      transport: 'http' as const,
+      jobId,
+      hook,
+      deliveries: ds.map((d) => ({ delivery: d.id, payload: d.payload, type: d.eventType })),
+    };
   }
 
-  it('sends a hook\'s deliveries of one relay batch as one job: own webhook-ids, signatures and log rows, kept-alive connections, 2 at a time', async () => {
+  it("sends a hook's deliveries of one relay batch as one job: own webhook-ids, signatures and log rows, kept-alive connections, 2 at a time", async () => {
     const receiver = await startReceiver();
     let inFlight = 0;
     let most = 0;
@@ -103,7 +129,11 @@ describe('delivery batches', () => {
     try {
       // 120 events in one transaction: one relay batch, so batches of 50, 50 and 20.
       const seqs = await insertEvents(f.t.db, txEvents(addr, 120));
-      await waitFor('every delivery logged delivered', async () => (await rows(sub)).filter((r) => r.status === 'delivered').length === 120, 60_000);
+      await waitFor(
+        'every delivery logged delivered',
+        async () => (await rows(sub)).filter((r) => r.status === 'delivered').length === 120,
+        60_000,
+      );
       const log = await rows(sub);
       expect(log.map((r) => r.id)).toEqual(seqs.map((s) => `${sub}-${s}`));
       expect(log.every((r) => r.attempts === 1 && r.last_status === 200 && r.redeliveries === 0)).toBe(true);
@@ -115,7 +145,9 @@ describe('delivery batches', () => {
       expect(receiver.received.map((r) => r.id).sort()).toEqual(log.map((r) => r.id).sort());
       const wh = new Webhook(hook.secret);
       for (const r of receiver.received) {
-        const payload = wh.verify(r.body, { 'webhook-id': r.id, 'webhook-timestamp': r.timestamp, 'webhook-signature': r.signature }) as { id: number };
+        const payload = wh.verify(r.body, { 'webhook-id': r.id, 'webhook-timestamp': r.timestamp, 'webhook-signature': r.signature }) as {
+          id: number;
+        };
         expect(r.id).toBe(`${sub}-${payload.id}`);
       }
       // Bounded: two in flight per batch job, at most three batch jobs at once.
@@ -139,24 +171,34 @@ describe('delivery batches', () => {
         res.writeHead(w.id === failing ? 500 : 200);
         res.end();
       };
-      await waitFor('nine delivered, one waiting for its retry', async () => {
-        const log = await rows(sub);
-        return log.filter((r) => r.status === 'delivered').length === 9 && log.find((r) => r.id === failing)?.attempts === 1 ? log : undefined;
-      }, 30_000);
+      await waitFor(
+        'nine delivered, one waiting for its retry',
+        async () => {
+          const log = await rows(sub);
+          return log.filter((r) => r.status === 'delivered').length === 9 && log.find((r) => r.id === failing)?.attempts === 1
+            ? log
+            : undefined;
+        },
+        30_000,
+      );
       const failed = (await rows(sub)).find((r) => r.id === failing)!;
       expect(failed).toMatchObject({ status: 'pending', attempts: 1, last_status: 500, last_error: 'receiver answered 500', job_id: null });
       // Its own job: id = delivery id, delayed by the delay the log shows; the rescue's check sees it live.
-      const delays = await waitFor('its delayed job', async () => {
-        const connection = new Redis(f.redisUrl, { maxRetriesPerRequest: 1 });
-        const q = new Queue('webhooks', { connection, prefix: f.prefix });
-        try {
-          const job = await q.getJob(failing);
-          return job && (await job.getState()) === 'delayed' ? [Number(job.delay)] : undefined;
-        } finally {
-          await q.close();
-          connection.disconnect();
-        }
-      }, 10_000);
+      const delays = await waitFor(
+        'its delayed job',
+        async () => {
+          const connection = new Redis(f.redisUrl, { maxRetriesPerRequest: 1 });
+          const q = new Queue('webhooks', { connection, prefix: f.prefix });
+          try {
+            const job = await q.getJob(failing);
+            return job && (await job.getState()) === 'delayed' ? [Number(job.delay)] : undefined;
+          } finally {
+            await q.close();
+            connection.disconnect();
+          }
+        },
+        10_000,
+      );
       expect(Math.abs(failed.next_attempt_at!.getTime() - failed.updated_at.getTime() - delays[0]!)).toBeLessThan(1000);
       expect(delays[0]).toBeGreaterThanOrEqual(8000);
       expect(await producer.isLive({ transport: 'http', delivery: failing, redeliveries: 0 })).toBe(true);
@@ -187,14 +229,20 @@ describe('delivery batches', () => {
         res.writeHead(w.id === notFound ? 404 : w.id === gone ? 410 : 200);
         res.end();
       };
-      await waitFor('every delivery finished', async () => {
-        const log = await rows(sub);
-        return log.length === 12 && log.every((r) => r.status !== 'pending');
-      }, 30_000);
+      await waitFor(
+        'every delivery finished',
+        async () => {
+          const log = await rows(sub);
+          return log.length === 12 && log.every((r) => r.status !== 'pending');
+        },
+        30_000,
+      );
       const log = await rows(sub);
       expect(log.find((r) => r.id === notFound)).toMatchObject({ status: 'failed', last_status: 404, last_error: 'receiver answered 404' });
       expect(log.find((r) => r.id === gone)).toMatchObject({ status: 'failed', last_status: 410 });
-      expect((await f.t.db.selectFrom('hooks').select('disabled_reason').where('id', '=', hook.id).executeTakeFirst())?.disabled_reason).toBe('receiver answered 410 Gone');
+      expect(
+        (await f.t.db.selectFrom('hooks').select('disabled_reason').where('id', '=', hook.id).executeTakeFirst())?.disabled_reason,
+      ).toBe('receiver answered 410 Gone');
       // Before the 410: delivered but the 404. After it: what was already in flight (one, two at a time) was sent, nothing else.
       for (const r of log.slice(0, 5)) if (r.id !== notFound) expect(r).toMatchObject({ status: 'delivered', attempts: 1 });
       const after = log.slice(6);
@@ -222,10 +270,18 @@ describe('delivery batches', () => {
     await upsertDeliveries(f.t.db, [...rr, ...rd]);
     expect(await revokeApiKey(f.t.db, revoked.k.id)).toBe(1);
     await f.t.db.updateTable('hooks').set({ deleted_at: new Date() }).where('id', '=', deleted.hook.id).execute();
-    await waitFor('batches enqueued', () => producer.enqueueBatches([asBatch(revoked.hook.id, jr, rr), asBatch(deleted.hook.id, jd, rd)]).then(() => true), 30_000);
+    await waitFor(
+      'batches enqueued',
+      () => producer.enqueueBatches([asBatch(revoked.hook.id, jr, rr), asBatch(deleted.hook.id, jd, rd)]).then(() => true),
+      30_000,
+    );
     const run = await start({}, { relay: false });
     try {
-      await waitFor('all failed', async () => [...(await rows(revoked.sub)), ...(await rows(deleted.sub))].every((r) => r.status === 'failed'), 30_000);
+      await waitFor(
+        'all failed',
+        async () => [...(await rows(revoked.sub)), ...(await rows(deleted.sub))].every((r) => r.status === 'failed'),
+        30_000,
+      );
       for (const r of await rows(revoked.sub)) expect(r).toMatchObject({ last_error: 'API key revoked', attempts: 1 });
       for (const r of await rows(deleted.sub)) expect(r).toMatchObject({ last_error: 'hook deleted', attempts: 1 });
       expect(receiver.received).toHaveLength(0);
@@ -244,7 +300,9 @@ describe('delivery batches', () => {
     const jobId = batchJobId(hook.id, seqs.at(-1)!, 0);
     const logged = madeUp(k.id, hook.id, sub, seqs.map(Number), jobId);
     await upsertDeliveries(f.t.db, logged);
-    await recordOutcomes(f.t.db, [{ id: logged[0]!.id, redeliveries: 0, status: 'delivered', attempts: 1, lastStatus: 200, lastError: null, nextAttemptAt: null }]);
+    await recordOutcomes(f.t.db, [
+      { id: logged[0]!.id, redeliveries: 0, status: 'delivered', attempts: 1, lastStatus: 200, lastError: null, nextAttemptAt: null },
+    ]);
     await waitFor('batch enqueued', () => producer.enqueueBatches([asBatch(hook.id, jobId, logged)]).then(() => true), 30_000);
     const run = await start();
     try {
@@ -276,7 +334,11 @@ describe('delivery batches', () => {
     await waitFor('live batch enqueued', () => producer.enqueueBatches([asBatch(hook.id, liveJob, live)]).then(() => true), 30_000);
     const relayOnly = await start({ deliveryRescueMs: 300 }, { worker: false });
     try {
-      await waitFor('the rescue checked them all', async () => (await rows(sub)).every((r) => r.next_attempt_at!.getTime() > Date.now() - 600_000), 30_000);
+      await waitFor(
+        'the rescue checked them all',
+        async () => (await rows(sub)).every((r) => r.next_attempt_at!.getTime() > Date.now() - 600_000),
+        30_000,
+      );
       for (const d of lost) expect(await producer.isLive({ transport: 'http', delivery: d.id, redeliveries: 0 })).toBe(true);
       for (const d of live) expect(await producer.isLive({ transport: 'http', delivery: d.id, redeliveries: 0 })).toBe(false);
       const log = await rows(sub);
@@ -291,7 +353,9 @@ describe('delivery batches', () => {
       // job for any of them was queued before it, and is taken first.
       const [extra] = madeUp(k.id, hook.id, sub, [910_006]);
       await upsertDeliveries(f.t.db, [extra!]);
-      await producer.enqueue([{ transport: 'http', delivery: extra!.id, hook: hook.id, payload: extra!.payload, type: extra!.eventType, redeliveries: 0 }]);
+      await producer.enqueue([
+        { transport: 'http', delivery: extra!.id, hook: hook.id, payload: extra!.payload, type: extra!.eventType, redeliveries: 0 },
+      ]);
       await waitFor('the sentinel delivered', () => receiver.received.some((r) => r.id === extra!.id), 30_000);
       for (const d of [...lost, ...live]) expect(receiver.received.filter((r) => r.id === d.id)).toHaveLength(1);
     } finally {
@@ -321,7 +385,11 @@ describe('delivery batches', () => {
     try {
       const seqs = await insertEvents(f.t.db, txEvents(addr, 20));
       const ids = seqs.map((s) => `${sub}-${s}`);
-      await waitFor('six delivered, two held in flight', async () => (await rows(sub)).filter((r) => r.status === 'delivered').length >= 6 && receiver.received.length >= 8, 30_000);
+      await waitFor(
+        'six delivered, two held in flight',
+        async () => (await rows(sub)).filter((r) => r.status === 'delivered').length >= 6 && receiver.received.length >= 8,
+        30_000,
+      );
       await w1.kill();
       const deliveredBefore = (await rows(sub)).filter((r) => r.status === 'delivered').map((r) => r.id);
       expect(deliveredBefore.length).toBeGreaterThanOrEqual(6);
@@ -330,7 +398,8 @@ describe('delivery batches', () => {
       await waitFor('all delivered', async () => (await rows(sub)).filter((r) => r.status === 'delivered').length === 20, 60_000);
       expect(new Set((await rows(sub)).map((r) => r.job_id)).size).toBe(1);
       const wh = new Webhook(hook.secret);
-      for (const r of receiver.received) wh.verify(r.body, { 'webhook-id': r.id, 'webhook-timestamp': r.timestamp, 'webhook-signature': r.signature });
+      for (const r of receiver.received)
+        wh.verify(r.body, { 'webhook-id': r.id, 'webhook-timestamp': r.timestamp, 'webhook-signature': r.signature });
       for (const id of ids) {
         const n = receiver.received.filter((r) => r.id === id).length;
         if (deliveredBefore.includes(id)) expect(n, id).toBe(1);
@@ -356,7 +425,11 @@ describe('delivery batches', () => {
     const run = await start({}, { sns });
     try {
       const seqs = await insertEvents(f.t.db, txEvents(addr, 8));
-      await waitFor('all delivered', async () => (await rows(sub)).every((r) => r.status === 'delivered') && (await rows(sub)).length === 8, 30_000);
+      await waitFor(
+        'all delivered',
+        async () => (await rows(sub)).every((r) => r.status === 'delivered') && (await rows(sub)).length === 8,
+        30_000,
+      );
       const log = await rows(sub);
       expect(new Set(log.map((r) => r.job_id)).size).toBe(1);
       expect(log[0]!.job_id).toMatch(/^batch-/);

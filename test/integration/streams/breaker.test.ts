@@ -10,7 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
 import { buildApi } from '../../../api/app.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
-import { createStreamsFixture, insertEvents, newAddress, startReceiver, streamsConfig, txEvents, type Receiver, type StreamsFixture } from './harness.js';
+import {
+  createStreamsFixture,
+  insertEvents,
+  newAddress,
+  startReceiver,
+  streamsConfig,
+  txEvents,
+  type Receiver,
+  type StreamsFixture,
+} from './harness.js';
 import { waitFor } from '../../support/wait.js';
 
 describe('hook circuit breaker', () => {
@@ -23,7 +32,13 @@ describe('hook circuit breaker', () => {
   beforeAll(async () => {
     f = await createStreamsFixture();
     // One delivery of the hook at a time (8 × 0.125), two timeouts open the breaker for 3 s.
-    const config = streamsConfig({ webhookTimeoutMs: 500, webhookConcurrency: 8, webhookBreakerFailures: 2, webhookBreakerOpenMs: OPEN_MS, deliveryRescueMs: 3_600_000 });
+    const config = streamsConfig({
+      webhookTimeoutMs: 500,
+      webhookConcurrency: 8,
+      webhookBreakerFailures: 2,
+      webhookBreakerOpenMs: OPEN_MS,
+      deliveryRescueMs: 3_600_000,
+    });
     const deps = { config, log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
     streams = await startStreams(deps);
     worker = await startWorker(deps);
@@ -48,16 +63,27 @@ describe('hook circuit breaker', () => {
     const seqs = await insertEvents(f.t.db, txEvents(addr, 6));
     const ids = seqs.map((s) => `${sub}-${s}`);
 
-    const opened = await waitFor('the breaker open', async () => {
-      const h = await f.t.db.selectFrom('hooks').select(['breaker_state', 'breaker_until']).where('id', '=', hook.id).executeTakeFirstOrThrow();
-      return h.breaker_state === 'open' ? h : undefined;
-    }, 60_000);
+    const opened = await waitFor(
+      'the breaker open',
+      async () => {
+        const h = await f.t.db
+          .selectFrom('hooks')
+          .select(['breaker_state', 'breaker_until'])
+          .where('id', '=', hook.id)
+          .executeTakeFirstOrThrow();
+        return h.breaker_state === 'open' ? h : undefined;
+      },
+      60_000,
+    );
     const until = opened.breaker_until!.getTime();
     expect(worker.workers[0]!.fairness().breakers.get(hook.id)).toMatchObject({ state: 'open', until });
     // Shown on the hook (the pause is 3 s: still open).
     const res = await api.inject({ method: 'GET', url: `/v1/hooks/${hook.id}`, headers: { apiKey: k.key } });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ id: hook.id, breaker: { state: 'open', until: `${opened.breaker_until!.toISOString().slice(0, 19)}Z` } });
+    expect(res.json()).toMatchObject({
+      id: hook.id,
+      breaker: { state: 'open', until: `${opened.breaker_until!.toISOString().slice(0, 19)}Z` },
+    });
 
     // The receiver answers from now on; what it got before were attempts that timed out.
     const hung = receiver.received.length;
@@ -67,14 +93,22 @@ describe('hook circuit breaker', () => {
     };
 
     // The probe after the pause closes it, and every delivery arrives.
-    await waitFor('the breaker closed', async () => {
-      const h = await f.t.db.selectFrom('hooks').select('breaker_state').where('id', '=', hook.id).executeTakeFirstOrThrow();
-      return h.breaker_state === 'closed';
-    }, 60_000);
-    const rows = await waitFor('every delivery delivered', async () => {
-      const r = await f.t.db.selectFrom('deliveries').selectAll().where('subscription_id', '=', sub).execute();
-      return r.length === ids.length && r.every((d) => d.status === 'delivered') ? r : undefined;
-    }, 120_000);
+    await waitFor(
+      'the breaker closed',
+      async () => {
+        const h = await f.t.db.selectFrom('hooks').select('breaker_state').where('id', '=', hook.id).executeTakeFirstOrThrow();
+        return h.breaker_state === 'closed';
+      },
+      60_000,
+    );
+    const rows = await waitFor(
+      'every delivery delivered',
+      async () => {
+        const r = await f.t.db.selectFrom('deliveries').selectAll().where('subscription_id', '=', sub).execute();
+        return r.length === ids.length && r.every((d) => d.status === 'delivered') ? r : undefined;
+      },
+      120_000,
+    );
     expect(worker.workers[0]!.fairness().breakers.has(hook.id)).toBe(false);
 
     // Nothing was sent during the pause: two attempts (one at a time: the hook's share is 1)
@@ -88,7 +122,12 @@ describe('hook circuit breaker', () => {
       bodies.set(w.id, w.body);
     }
     const timedOut = receiver.received.slice(0, hung).map((w) => w.id);
-    expect(receiver.received.slice(hung).map((w) => w.id).sort()).toEqual([...ids].sort());
+    expect(
+      receiver.received
+        .slice(hung)
+        .map((w) => w.id)
+        .sort(),
+    ).toEqual([...ids].sort());
     // The pause cost no attempt: each delivery's attempts are its timed-out ones and the one that got through.
     // (at most: a job whose lock lapsed on a loaded machine runs again under the same attempt number)
     for (const d of rows) expect(d.attempts).toBeLessThanOrEqual(1 + timedOut.filter((id) => id === d.id).length);

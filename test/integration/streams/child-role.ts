@@ -12,7 +12,14 @@ type Args = { role: 'streams' | 'worker' | 'both'; databaseUrl: string; redisUrl
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const db = createDb(args.databaseUrl, { max: 4 });
-const deps = { config: testConfig(args.config), log: silentLogger(), db, databaseUrl: args.databaseUrl, redisUrl: args.redisUrl, redisPrefix: args.prefix };
+const deps = {
+  config: testConfig(args.config),
+  log: silentLogger(),
+  db,
+  databaseUrl: args.databaseUrl,
+  redisUrl: args.redisUrl,
+  redisPrefix: args.prefix,
+};
 if (args.role !== 'worker') await startStreams(deps);
 if (args.role !== 'streams') await startWorker(deps);
 process.stdout.write(`ready ${process.pid}\n`);

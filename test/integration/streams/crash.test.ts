@@ -17,24 +17,46 @@ import { createDeliveryQueues } from '../../../streams/queues.js';
 import { upsertDeliveries } from '../../../src/db/queries/tenancy-deliveries.js';
 import { readStreamState } from '../../../streams/outbox.js';
 import { crashSeed, seededRandom } from '../../support/chain-crash.js';
-import { createStreamsFixture, insertEvents, newAddress, spawnRole, startReceiver, txEvents, streamsConfig, type Receiver, type StreamsFixture } from './harness.js';
+import {
+  createStreamsFixture,
+  insertEvents,
+  newAddress,
+  spawnRole,
+  startReceiver,
+  txEvents,
+  streamsConfig,
+  type Receiver,
+  type StreamsFixture,
+} from './harness.js';
 import { waitFor } from '../../support/wait.js';
 
 const CHILD_CONFIG = { relayPollMs: 10, relayBatchSize: 7, workerLockMs: 1500, deliveryRescueMs: 1500, webhookTimeoutMs: 3000 };
 
-async function expectEveryEventDelivered(f: StreamsFixture, receiver: Receiver, sub: string, secret: string, seqs: bigint[]): Promise<void> {
+async function expectEveryEventDelivered(
+  f: StreamsFixture,
+  receiver: Receiver,
+  sub: string,
+  secret: string,
+  seqs: bigint[],
+): Promise<void> {
   const want = new Set(seqs.map((s) => `${sub}-${s}`));
   await waitFor('every event at the receiver', () => [...want].every((id) => receiver.received.some((r) => r.id === id)), 60_000);
-  await waitFor('delivery log all delivered', async () => {
-    const rows = await f.t.db.selectFrom('deliveries').select(['id', 'status']).where('subscription_id', '=', sub).execute();
-    return rows.length === want.size && rows.every((r) => r.status === 'delivered');
-  }, 30_000);
+  await waitFor(
+    'delivery log all delivered',
+    async () => {
+      const rows = await f.t.db.selectFrom('deliveries').select(['id', 'status']).where('subscription_id', '=', sub).execute();
+      return rows.length === want.size && rows.every((r) => r.status === 'delivered');
+    },
+    30_000,
+  );
   const wh = new Webhook(secret);
   const bodies = new Map<string, string>();
   for (const r of receiver.received) {
     // No webhook without an outbox row (of this subscription).
     expect(want.has(r.id), r.id).toBe(true);
-    const payload = wh.verify(r.body, { 'webhook-id': r.id, 'webhook-timestamp': r.timestamp, 'webhook-signature': r.signature }) as { id: number };
+    const payload = wh.verify(r.body, { 'webhook-id': r.id, 'webhook-timestamp': r.timestamp, 'webhook-signature': r.signature }) as {
+      id: number;
+    };
     expect(`${sub}-${payload.id}`).toBe(r.id);
     const seen = bodies.get(r.id);
     if (seen !== undefined) expect(r.body).toBe(seen);
@@ -100,7 +122,13 @@ describe('crashes', () => {
     const hook = await f.httpHook(k.id, r2.url);
     const sub = await f.subscribe(k.id, { ...addr, hookId: hook.id });
     // A job per delivery (every delivery in flight at once); batch jobs killed mid-batch: batches.test.ts.
-    const relay: StreamsHandle = await startStreams({ config: streamsConfig({ deliveryBatchSize: 1 }), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix });
+    const relay: StreamsHandle = await startStreams({
+      config: streamsConfig({ deliveryBatchSize: 1 }),
+      log: silentLogger(),
+      db: f.t.db,
+      redisUrl: f.redisUrl,
+      redisPrefix: f.prefix,
+    });
     // (the whole worker for this one hook and key: all 20 in flight at once)
     const w1 = await spawnRole('worker', f, { ...CHILD_CONFIG, webhookKeyShare: 1, webhookHookShare: 1 });
     try {
@@ -135,12 +163,28 @@ describe('crashes', () => {
     const [seqB] = await insertEvents(f.t.db, txEvents(b, 1));
     const cursor = (await readStreamState(f.t.db)).relay;
     expect(cursor).toBeLessThan(seqA!);
-    const row = (sub: string, seq: bigint) => ({ id: `${sub}-${seq}`, hookId: hook.id, keyId: k.id, subscriptionId: sub, eventId: seq, eventType: 'tx.unconfirmed', payload: '{"stale":true}', status: 'pending' as const });
+    const row = (sub: string, seq: bigint) => ({
+      id: `${sub}-${seq}`,
+      hookId: hook.id,
+      keyId: k.id,
+      subscriptionId: sub,
+      eventId: seq,
+      eventType: 'tx.unconfirmed',
+      payload: '{"stale":true}',
+      status: 'pending' as const,
+    });
     // What a relay killed mid-batch leaves behind: A's delivery logged but never enqueued;
     // B's logged and enqueued; the cursor not moved for either.
     await upsertDeliveries(f.t.db, [row(subA, seqA!), row(subB, seqB!)]);
     const producer = createDeliveryQueues({ redisUrl: f.redisUrl, prefix: f.prefix });
-    const jobB = { transport: 'http' as const, delivery: `${subB}-${seqB}`, hook: hook.id, payload: '{"stale":true}', type: 'tx.unconfirmed', redeliveries: 0 };
+    const jobB = {
+      transport: 'http' as const,
+      delivery: `${subB}-${seqB}`,
+      hook: hook.id,
+      payload: '{"stale":true}',
+      type: 'tx.unconfirmed',
+      redeliveries: 0,
+    };
     // (Until its connection is up the producer refuses, as it does while Redis is away.)
     await waitFor('enqueue', () => producer.enqueue([jobB]).then(() => true), 30_000);
     await producer.close();
@@ -149,7 +193,11 @@ describe('crashes', () => {
     const streams = await startStreams(deps);
     const worker = await startWorker(deps);
     try {
-      await waitFor('both delivered', () => [`${subA}-${seqA}`, `${subB}-${seqB}`].every((id) => r3.received.some((x) => x.id === id)), 15_000);
+      await waitFor(
+        'both delivered',
+        () => [`${subA}-${seqA}`, `${subB}-${seqB}`].every((id) => r3.received.some((x) => x.id === id)),
+        15_000,
+      );
       // The sentinel: an event for a third subscription of the same hook, relayed after the
       // replayed batch; a second job for A or B would be queued before its job, and taken first.
       const c = newAddress();

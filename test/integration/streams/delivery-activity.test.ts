@@ -12,7 +12,17 @@ import { silentLogger } from '../../../src/log.js';
 import { buildApi } from '../../../api/app.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { RESPONSE_EXCERPT_BYTES } from '../../../streams/transport.js';
-import { createStreamsFixture, insertEvents, newAddress, promoteDelayed, startReceiver, streamsConfig, txEvents, type Receiver, type StreamsFixture } from './harness.js';
+import {
+  createStreamsFixture,
+  insertEvents,
+  newAddress,
+  promoteDelayed,
+  startReceiver,
+  streamsConfig,
+  txEvents,
+  type Receiver,
+  type StreamsFixture,
+} from './harness.js';
 import { waitFor } from '../../support/wait.js';
 
 describe('delivery attempts as the console reads them', () => {
@@ -24,7 +34,13 @@ describe('delivery attempts as the console reads them', () => {
 
   beforeAll(async () => {
     f = await createStreamsFixture();
-    const deps = { config: streamsConfig({ deliveryRescueMs: 3_600_000 }), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
+    const deps = {
+      config: streamsConfig({ deliveryRescueMs: 3_600_000 }),
+      log: silentLogger(),
+      db: f.t.db,
+      redisUrl: f.redisUrl,
+      redisPrefix: f.prefix,
+    };
     streams = await startStreams(deps);
     worker = await startWorker(deps);
     receiver = await startReceiver();
@@ -40,7 +56,7 @@ describe('delivery attempts as the console reads them', () => {
 
   const get = (url: string, key: string) => app.inject({ method: 'GET', url, headers: { apiKey: key } });
 
-  it('records the last attempt\'s time, latency and answer, and counts attempts per minute', async () => {
+  it("records the last attempt's time, latency and answer, and counts attempts per minute", async () => {
     const k = await f.newKey();
     const other = await f.newKey();
     const addr = newAddress();
@@ -53,10 +69,20 @@ describe('delivery attempts as the console reads them', () => {
     };
     const [seq] = await insertEvents(f.t.db, txEvents(addr, 1));
     const id = `${sub}-${seq}`;
-    await waitFor('the failed attempt', async () => (await get(`/v1/hooks/${hook.id}/deliveries/${id}`, k.key)).json().attempts === 1, 10_000);
+    await waitFor(
+      'the failed attempt',
+      async () => (await get(`/v1/hooks/${hook.id}/deliveries/${id}`, k.key)).json().attempts === 1,
+      10_000,
+    );
 
     const failed = (await get(`/v1/hooks/${hook.id}/deliveries`, k.key)).json()[0];
-    expect(failed).toMatchObject({ id, status: 'pending', last_status: 500, last_latency_ms: expect.any(Number), last_attempt_at: expect.any(String) });
+    expect(failed).toMatchObject({
+      id,
+      status: 'pending',
+      last_status: 500,
+      last_latency_ms: expect.any(Number),
+      last_attempt_at: expect.any(String),
+    });
     const sentTs = receiver.received.find((r) => r.id === id)!.timestamp;
     const ex = await get(`/v1/hooks/${hook.id}/deliveries/${id}/exchange`, k.key);
     expect(ex.statusCode).toBe(200);
@@ -67,7 +93,12 @@ describe('delivery attempts as the console reads them', () => {
       headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': sentTs },
       body: receiver.received.find((r) => r.id === id)!.body,
     });
-    expect(exchange.response).toMatchObject({ status: 500, error: 'receiver answered 500', latency_ms: failed.last_latency_ms, sent_at: failed.last_attempt_at });
+    expect(exchange.response).toMatchObject({
+      status: 500,
+      error: 'receiver answered 500',
+      latency_ms: failed.last_latency_ms,
+      sent_at: failed.last_attempt_at,
+    });
     expect(exchange.response.body).toBe(`down for maintenance ${long}`.slice(0, RESPONSE_EXCERPT_BYTES));
 
     let stats = (await get(`/v1/hooks/${hook.id}/stats`, k.key)).json();
@@ -81,7 +112,11 @@ describe('delivery attempts as the console reads them', () => {
       res.end('thanks');
     };
     await promoteDelayed(f.redisUrl, f.prefix, 'webhooks', 1);
-    await waitFor('delivered', async () => (await get(`/v1/hooks/${hook.id}/deliveries/${id}`, k.key)).json().status === 'delivered', 10_000);
+    await waitFor(
+      'delivered',
+      async () => (await get(`/v1/hooks/${hook.id}/deliveries/${id}`, k.key)).json().status === 'delivered',
+      10_000,
+    );
     const after = (await get(`/v1/hooks/${hook.id}/deliveries/${id}/exchange`, k.key)).json();
     expect(after.response).toMatchObject({ status: 200, body: 'thanks', error: null });
     expect(after.request.headers['webhook-timestamp']).toBe(receiver.received.filter((r) => r.id === id).at(-1)!.timestamp);

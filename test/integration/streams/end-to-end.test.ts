@@ -22,7 +22,11 @@ describe('events end to end on the devnode', () => {
   let hookId: string;
 
   const post = async (path: string, body: unknown) => {
-    const r = await fetch(`${stack.url}${path}`, { method: 'POST', headers: { apiKey: stack.apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${stack.url}${path}`, {
+      method: 'POST',
+      headers: { apiKey: stack.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: r.status, body: (await r.json()) as Record<string, string> };
   };
   const eventsFor = (txid: string) => client.events().filter((e) => e.transaction_hash === txid);
@@ -55,7 +59,11 @@ describe('events end to end on the devnode', () => {
     // The sentinel: one more block, whose block.connected on the chain subscription comes after
     // every event of the blocks before it (the fourth confirmation, past the target, included).
     const [next] = await stack.mine(1);
-    const sentinel = await waitFor('the next block on the stream', () => client.events().find((e) => e.type === 'block.connected' && (e.block as { hash: string }).hash === next), 20_000);
+    const sentinel = await waitFor(
+      'the next block on the stream',
+      () => client.events().find((e) => e.type === 'block.connected' && (e.block as { hash: string }).hash === next),
+      20_000,
+    );
     const evs = eventsFor(txid).filter((e) => e.id < sentinel.id);
     expect(evs.map((e) => [e.type, e.confirmations])).toEqual([
       ['tx.unconfirmed', 0],
@@ -85,13 +93,21 @@ describe('events end to end on the devnode', () => {
     await waitFor('tx.confirmed', () => eventsFor(txid).length === 2, 20_000);
     const r = await stack.devnode.reorg(1, { newBlocks: 2, keepTxs: true });
     await stack.synced();
-    await waitFor('reorged and reconfirmed', () => eventsFor(txid).some((e) => e.type === 'tx.reorged') && eventsFor(txid).filter((e) => e.type === 'tx.confirmed').length === 2, 20_000);
+    await waitFor(
+      'reorged and reconfirmed',
+      () => eventsFor(txid).some((e) => e.type === 'tx.reorged') && eventsFor(txid).filter((e) => e.type === 'tx.confirmed').length === 2,
+      20_000,
+    );
     const types = eventsFor(txid).map((e) => e.type);
     expect(types.slice(0, 4)).toEqual(['tx.unconfirmed', 'tx.confirmed', 'tx.reorged', 'tx.confirmed']);
     const evs = eventsFor(txid);
     expect((evs[2]!.block as { hash: string }).hash).toBe(r.disconnected[0]);
     expect((evs[3]!.block as { hash: string }).hash).toBe(r.connected[0]);
-    await waitFor('block.disconnected', () => client.events().some((e) => e.type === 'block.disconnected' && (e.block as { hash: string }).hash === r.disconnected[0]), 10_000);
+    await waitFor(
+      'block.disconnected',
+      () => client.events().some((e) => e.type === 'block.disconnected' && (e.block as { hash: string }).hash === r.disconnected[0]),
+      10_000,
+    );
   });
 
   it('RBF: tx.replaced naming the replacement', async () => {

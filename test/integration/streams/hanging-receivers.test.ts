@@ -60,7 +60,11 @@ describe('hanging receivers within the webhook timeout', () => {
   it('ends an https attempt whose server reads the ClientHello and never answers it', async () => {
     let hello = 0;
     const port = await listen(createTcpServer((s) => s.on('data', (d: Buffer) => (hello += d.length))));
-    expect(await transport.send(hookFor(`https://127.0.0.1:${port}/hook`), job)).toMatchObject({ kind: 'retry', status: null, error: `no answer within ${TIMEOUT_MS} ms` });
+    expect(await transport.send(hookFor(`https://127.0.0.1:${port}/hook`), job)).toMatchObject({
+      kind: 'retry',
+      status: null,
+      error: `no answer within ${TIMEOUT_MS} ms`,
+    });
     expect(hello).toBeGreaterThan(0);
   });
 
@@ -71,6 +75,10 @@ describe('hanging receivers within the webhook timeout', () => {
         res.write('partial');
       }),
     );
-    expect(await transport.send(hookFor(`http://127.0.0.1:${port}/hook`), job)).toMatchObject({ kind: 'retry', status: null, error: `no answer within ${TIMEOUT_MS} ms` });
+    expect(await transport.send(hookFor(`http://127.0.0.1:${port}/hook`), job)).toMatchObject({
+      kind: 'retry',
+      status: null,
+      error: `no answer within ${TIMEOUT_MS} ms`,
+    });
   });
 });

@@ -26,20 +26,31 @@ import { newHookSecret, newId } from '../../../api/routes/hooks.js';
 import { projectRoot } from '../../support/fixtures.js';
 import { waitFor } from '../../support/wait.js';
 
-
 /**
  * Config for tests: loopback hooks allowed, fast polling, short rescue. The circuit breaker
  * opens only after 1,000 failures in a row (tests of the retry schedule fail one receiver on
  * purpose); streams/breaker.test.ts sets it.
  */
 export function streamsConfig(over: Partial<Config> = {}): Config {
-  return testConfig({ allowPrivateHooks: true, relayPollMs: 20, deliveryRescueMs: 2000, workerLockMs: 2000, webhookTimeoutMs: 2000, webhookBreakerFailures: 1000, streamPort: 0, ...over });
+  return testConfig({
+    allowPrivateHooks: true,
+    relayPollMs: 20,
+    deliveryRescueMs: 2000,
+    workerLockMs: 2000,
+    webhookTimeoutMs: 2000,
+    webhookBreakerFailures: 1000,
+    streamPort: 0,
+    ...over,
+  });
 }
 
 /** A random address key and a display address for it. */
 export function newAddress(): { addrKey: string; address: string } {
   const h = randomBytes(16).toString('hex');
-  return { addrKey: `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`, address: `bcrt1q${randomBytes(19).toString('hex')}` };
+  return {
+    addrKey: `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`,
+    address: `bcrt1q${randomBytes(19).toString('hex')}`,
+  };
 }
 
 export type OutboxInput = {
@@ -92,7 +103,10 @@ export type StreamsFixture = {
   newKey(): Promise<{ id: bigint; key: string }>;
   httpHook(keyId: bigint, url: string): Promise<{ id: string; secret: string }>;
   snsHook(keyId: bigint, topicArn: string): Promise<{ id: string }>;
-  subscribe(keyId: bigint, opts: { addrKey?: string; address?: string; hookId?: string | null; confirmations?: number; chain?: boolean }): Promise<string>;
+  subscribe(
+    keyId: bigint,
+    opts: { addrKey?: string; address?: string; hookId?: string | null; confirmations?: number; chain?: boolean },
+  ): Promise<string>;
   drop(): Promise<void>;
 };
 
@@ -132,7 +146,15 @@ export async function createStreamsFixture(redisUrl: string = inject('redisUrl')
 }
 
 /** One request the receiver got; `port` = the sender's end of the connection (one per kept-alive socket). */
-export type ReceivedWebhook = { id: string; timestamp: string; signature: string; body: string; headers: IncomingHttpHeaders; at: number; port: number };
+export type ReceivedWebhook = {
+  id: string;
+  timestamp: string;
+  signature: string;
+  body: string;
+  headers: IncomingHttpHeaders;
+  at: number;
+  port: number;
+};
 
 export type Receiver = {
   url: string;
@@ -191,15 +213,24 @@ export type StreamClient = {
 };
 
 /** Connects a stream client; resolves once open (rejects with the HTTP status on refusal). */
-export function connectStream(url: string, key: string, opts: { after?: bigint | number; query?: boolean; protocol?: boolean; autoPong?: boolean } = {}): Promise<StreamClient> {
+export function connectStream(
+  url: string,
+  key: string,
+  opts: { after?: bigint | number; query?: boolean; protocol?: boolean; autoPong?: boolean } = {},
+): Promise<StreamClient> {
   const u = new URL(url);
   if (opts.after !== undefined) u.searchParams.set('after', String(opts.after));
   if (opts.query) u.searchParams.set('apiKey', key);
   // (`protocol`: the key as a subprotocol, as browser pages send it)
-  const ws = new WebSocket(u, opts.protocol ? ['blockwire.v1', `blockwire.key.${key}`] : [], { headers: opts.query || opts.protocol ? {} : { apiKey: key }, autoPong: opts.autoPong ?? true });
+  const ws = new WebSocket(u, opts.protocol ? ['blockwire.v1', `blockwire.key.${key}`] : [], {
+    headers: opts.query || opts.protocol ? {} : { apiKey: key },
+    autoPong: opts.autoPong ?? true,
+  });
   const messages: Record<string, unknown>[] = [];
   ws.on('message', (data) => messages.push(JSON.parse(String(data)) as Record<string, unknown>));
-  const closed = new Promise<{ code: number; reason: string }>((res) => ws.on('close', (code, reason) => res({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((res) =>
+    ws.on('close', (code, reason) => res({ code, reason: String(reason) })),
+  );
   return new Promise((resolve, reject) => {
     ws.once('open', () =>
       resolve({
@@ -213,7 +244,15 @@ export function connectStream(url: string, key: string, opts: { after?: bigint |
     ws.once('unexpected-response', (_req, res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') })));
+      res.on('end', () =>
+        reject(
+          Object.assign(new Error(`HTTP ${res.statusCode}`), {
+            status: res.statusCode,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        ),
+      );
     });
     ws.once('error', reject);
   });
@@ -227,10 +266,14 @@ export async function promoteDelayed(redisUrl: string, prefix: string, queue: 'w
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   const q = new Queue(queue, { connection, prefix });
   try {
-    const jobs = await waitFor(`${count} delayed ${queue} job(s)`, async () => {
-      const d = await q.getDelayed();
-      return d.length >= count ? d : undefined;
-    }, 15_000);
+    const jobs = await waitFor(
+      `${count} delayed ${queue} job(s)`,
+      async () => {
+        const d = await q.getDelayed();
+        return d.length >= count ? d : undefined;
+      },
+      15_000,
+    );
     const delays = jobs.map((j) => Number(j.delay));
     for (const j of jobs) await j.promote();
     return delays;
@@ -252,7 +295,16 @@ function roleChildCommand(): Promise<string[]> {
       const esbuild = await import('esbuild');
       const out = join(projectRoot, 'node_modules', '.cache', 'blockwire', `streams-child-${process.pid}.mjs`);
       await mkdir(dirname(out), { recursive: true });
-      await esbuild.build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile: out, target: 'node20', logLevel: 'silent' });
+      await esbuild.build({
+        entryPoints: [entry],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        packages: 'external',
+        outfile: out,
+        target: 'node20',
+        logLevel: 'silent',
+      });
       return [out];
     } catch {
       return ['--import', 'tsx', entry];
@@ -263,7 +315,13 @@ function roleChildCommand(): Promise<string[]> {
 
 /** Starts a streams role in a child process (child-role.ts) and waits for it to be ready. */
 export async function spawnRole(role: 'streams' | 'worker' | 'both', f: StreamsFixture, config: Partial<Config>): Promise<Child> {
-  const arg = JSON.stringify({ role, databaseUrl: f.t.url, redisUrl: f.redisUrl, prefix: f.prefix, config: { allowPrivateHooks: true, streamPort: 0, ...config } });
+  const arg = JSON.stringify({
+    role,
+    databaseUrl: f.t.url,
+    redisUrl: f.redisUrl,
+    prefix: f.prefix,
+    config: { allowPrivateHooks: true, streamPort: 0, ...config },
+  });
   const child = spawn(process.execPath, [...(await roleChildCommand()), arg], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));

@@ -106,7 +106,9 @@ describe('GET /v1/events: long polling', () => {
     const seqs = await insertEvents(f.t.db, txEvents(addr, 2));
     const got = await waiting;
     const rest = got.events.length < 2 ? await client.pollEvents({ after: got.next, wait: 20 }) : { events: [], next: got.next };
-    expect([...got.events, ...rest.events].map((e) => [e.id, e.type, e.address])).toEqual(seqs.map((s) => [Number(s), 'tx.unconfirmed', addr.address]));
+    expect([...got.events, ...rest.events].map((e) => [e.id, e.type, e.address])).toEqual(
+      seqs.map((s) => [Number(s), 'tx.unconfirmed', addr.address]),
+    );
   });
 
   it('refuses a cursor beyond the newest event (with it in error_cause), a malformed one and too long a wait', async () => {

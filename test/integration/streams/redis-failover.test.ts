@@ -31,7 +31,17 @@ import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from
 import { startApi, type ApiHandle } from '../../../api/main.js';
 import { createApiKey } from '../../../src/auth/keys.js';
 import { startSentinelGroup, sentinelInstalled, type SentinelGroup } from '../../support/redis-sentinel.js';
-import { connectStream, createStreamsFixture, insertEvents, newAddress, startReceiver, streamsConfig, txEvents, type Receiver, type StreamsFixture } from './harness.js';
+import {
+  connectStream,
+  createStreamsFixture,
+  insertEvents,
+  newAddress,
+  startReceiver,
+  streamsConfig,
+  txEvents,
+  type Receiver,
+  type StreamsFixture,
+} from './harness.js';
 import { waitFor } from '../../support/wait.js';
 import { readStreamState } from '../../../streams/outbox.js';
 
@@ -61,7 +71,18 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
     receiver = await startReceiver();
     // (a worker taking 4 jobs at a time, a hook's deliveries 5 to a job: most of a burst waits in
     // the queue; the one hook gets the whole worker, as fair shares are not this test's subject)
-    const config = streamsConfig({ deliveryRescueMs: DELIVERY_RESCUE_MS, webhookConcurrency: 4, webhookKeyShare: 1, webhookHookShare: 1, deliveryBatchSize: 5, apiRateLimit: RATE_LIMIT, apiRateWindowMs: 600_000, network: 'regtest', host: '127.0.0.1', port: 0 });
+    const config = streamsConfig({
+      deliveryRescueMs: DELIVERY_RESCUE_MS,
+      webhookConcurrency: 4,
+      webhookKeyShare: 1,
+      webhookHookShare: 1,
+      deliveryBatchSize: 5,
+      apiRateLimit: RATE_LIMIT,
+      apiRateWindowMs: 600_000,
+      network: 'regtest',
+      host: '127.0.0.1',
+      port: 0,
+    });
     const log = createLogger({ level: 'info', destination: { write: (line: string) => void logLines.push(line) } });
     const deps = { config, log, db: f.t.db, redisUrl: target, redisPrefix: f.prefix };
     streams = await startStreams(deps);
@@ -87,7 +108,12 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
     const rows = await f.t.db.selectFrom('deliveries').selectAll().where('id', 'in', missing.slice(0, 20)).execute();
     const now = new Redis(group.replica.url, { maxRetriesPerRequest: 1 });
     const q = `${f.prefix}:webhooks`;
-    const states = await Promise.all(rows.map(async (r) => `${r.id} ${r.status} job=${r.job_id ?? 'own'} attempts=${r.attempts} enqueued=${r.enqueued_at?.toISOString()} next=${r.next_attempt_at?.toISOString()} exists=${await now.exists(`${q}:${r.job_id ?? r.id}`)}`));
+    const states = await Promise.all(
+      rows.map(
+        async (r) =>
+          `${r.id} ${r.status} job=${r.job_id ?? 'own'} attempts=${r.attempts} enqueued=${r.enqueued_at?.toISOString()} next=${r.next_attempt_at?.toISOString()} exists=${await now.exists(`${q}:${r.job_id ?? r.id}`)}`,
+      ),
+    );
     const lists = `wait=${await now.llen(`${q}:wait`)} active=${await now.llen(`${q}:active`)} delayed=${await now.zcard(`${q}:delayed`)} paused=${await now.llen(`${q}:paused`)}`;
     now.disconnect();
     process.stderr.write(`redis failover: ${missing.length} deliveries missing; ${lists}\n${states.join('\n')}\n`);
@@ -111,7 +137,11 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
 
     const all: bigint[] = [];
     all.push(...(await insertEvents(f.t.db, txEvents(addr, 20))));
-    await waitFor('the first 20 delivered and streamed', () => new Set(receiver.received.map((r) => r.id)).size === 20 && client.events().length === 20, 30_000);
+    await waitFor(
+      'the first 20 delivered and streamed',
+      () => new Set(receiver.received.map((r) => r.id)).size === 20 && client.events().length === 20,
+      30_000,
+    );
     // The replica holds what the primary holds before it goes.
     await waitFor('the replica in sync', async () => {
       const r = new Redis(group.replica.url, { maxRetriesPerRequest: 1 });
@@ -158,9 +188,20 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
     const burst = await insertEvents(f.t.db, txEvents(addr, 50));
     all.push(...burst);
     const lastBurst = burst[burst.length - 1]!;
-    await waitFor('the burst relayed to jobs (on the primary alone)', async () => (await readStreamState(f.t.db)).relay >= lastBurst, 10_000, 20);
+    await waitFor(
+      'the burst relayed to jobs (on the primary alone)',
+      async () => (await readStreamState(f.t.db)).relay >= lastBurst,
+      10_000,
+      20,
+    );
     // (the jobs of the burst's deliveries still pending: all added after the replica was cut off)
-    const pendingRows = await f.t.db.selectFrom('deliveries').select(['id', 'job_id']).where('subscription_id', '=', sub).where('status', '=', 'pending').where('event_id', '>=', burst[0]!).execute();
+    const pendingRows = await f.t.db
+      .selectFrom('deliveries')
+      .select(['id', 'job_id'])
+      .where('subscription_id', '=', sub)
+      .where('status', '=', 'pending')
+      .where('event_id', '>=', burst[0]!)
+      .execute();
     const jobsAtKill = [...new Set(pendingRows.map((r) => r.job_id ?? r.id))];
     const primary = new Redis(group.primary.url, { maxRetriesPerRequest: 1 });
     const onPrimary = (await Promise.all(jobsAtKill.map((j) => primary.exists(`${f.prefix}:webhooks:${j}`)))).filter((n) => n === 1).length;
@@ -188,7 +229,12 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
     replica.disconnect();
     expect(lost, 'jobs lost in the failover').toBe(jobsAtKill.length);
     try {
-      await waitFor('every webhook of the events written before the kill, in seconds', () => beforeKill.every((id) => receiver.received.some((r) => r.id === id)), RECOVERY_BOUND_MS, 100);
+      await waitFor(
+        'every webhook of the events written before the kill, in seconds',
+        () => beforeKill.every((id) => receiver.received.some((r) => r.id === id)),
+        RECOVERY_BOUND_MS,
+        100,
+      );
     } catch (err) {
       await explain(beforeKill.filter((id) => !receiver.received.some((r) => r.id === id)));
       throw err;
@@ -212,18 +258,30 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
 
     // Webhooks: every event, and nothing but the deliveries' own ids.
     const want = new Set(all.map((s) => `${sub}-${s}`));
-    await waitFor('every webhook after the failover', () => [...want].every((id) => receiver.received.some((r) => r.id === id)), 120_000, 200);
+    await waitFor(
+      'every webhook after the failover',
+      () => [...want].every((id) => receiver.received.some((r) => r.id === id)),
+      120_000,
+      200,
+    );
     for (const r of receiver.received) {
       expect(want.has(r.id), `unexpected webhook-id ${r.id}`).toBe(true);
       expect(r.headers['webhook-id']).toBe(r.id);
       expect((JSON.parse(r.body) as { id: number }).id).toBe(Number(r.id.slice(sub.length + 1)));
     }
     const repeats = receiver.received.length - new Set(receiver.received.map((r) => r.id)).size;
-    process.stderr.write(`redis failover: ${all.length} events, ${receiver.received.length} webhook POSTs (${repeats} repeats under the same webhook-id)\n`);
-    await waitFor('the delivery log', async () => {
-      const rows = await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).execute();
-      return rows.length === all.length && rows.every((r) => r.status === 'delivered');
-    }, 60_000, 200);
+    process.stderr.write(
+      `redis failover: ${all.length} events, ${receiver.received.length} webhook POSTs (${repeats} repeats under the same webhook-id)\n`,
+    );
+    await waitFor(
+      'the delivery log',
+      async () => {
+        const rows = await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).execute();
+        return rows.length === all.length && rows.every((r) => r.status === 'delivered');
+      },
+      60_000,
+      200,
+    );
 
     // The stream client connected throughout: every event once, in order.
     await waitFor('every event on the stream', () => client.events().length >= all.length, 60_000, 200);
@@ -238,7 +296,9 @@ describe.skipIf(!sentinelInstalled() && !process.env.CI)('Redis failover through
 
     // Rate limit: bounded across the failover, and refusing once spent.
     const ok = statuses.filter((s) => s === 200).length;
-    process.stderr.write(`redis failover: rate limit ${RATE_LIMIT}/window, ${ok} requests allowed, ${statuses.filter((s) => s === 429).length} refused, others ${statuses.filter((s) => s !== 200 && s !== 429).length}\n`);
+    process.stderr.write(
+      `redis failover: rate limit ${RATE_LIMIT}/window, ${ok} requests allowed, ${statuses.filter((s) => s === 429).length} refused, others ${statuses.filter((s) => s !== 200 && s !== 429).length}\n`,
+    );
     expect(ok).toBeGreaterThanOrEqual(Math.min(RATE_LIMIT, 20));
     expect(ok).toBeLessThan(2 * RATE_LIMIT);
     expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);

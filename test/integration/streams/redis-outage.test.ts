@@ -15,7 +15,17 @@ import { createLogger, silentLogger } from '../../../src/log.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { createDeliveryQueues } from '../../../streams/queues.js';
 import { readStreamState } from '../../../streams/outbox.js';
-import { connectStream, createStreamsFixture, insertEvents, newAddress, startReceiver, streamsConfig, txEvents, type Receiver, type StreamsFixture } from './harness.js';
+import {
+  connectStream,
+  createStreamsFixture,
+  insertEvents,
+  newAddress,
+  startReceiver,
+  streamsConfig,
+  txEvents,
+  type Receiver,
+  type StreamsFixture,
+} from './harness.js';
 import { waitFor } from '../../support/wait.js';
 
 describe('Redis outage', () => {
@@ -70,7 +80,11 @@ describe('Redis outage', () => {
 
     // Producers fail fast instead of queueing in memory.
     const producer = createDeliveryQueues({ redisUrl: f.redisUrl, prefix: f.prefix });
-    await expect(producer.enqueue([{ transport: 'http', delivery: `${sub}-999999`, hook: hook.id, payload: '{}', type: 'tx.unconfirmed', redeliveries: 0 }])).rejects.toThrow();
+    await expect(
+      producer.enqueue([
+        { transport: 'http', delivery: `${sub}-999999`, hook: hook.id, payload: '{}', type: 'tx.unconfirmed', redeliveries: 0 },
+      ]),
+    ).rejects.toThrow();
     await producer.close();
 
     const whileDown = await insertEvents(f.t.db, txEvents(addr, 30));
@@ -86,10 +100,14 @@ describe('Redis outage', () => {
     await redis.restart();
     const all = [...before, ...during, ...whileDown];
     await waitFor('every webhook after the outage', () => all.every((s) => receiver.received.some((r) => r.id === `${sub}-${s}`)), 30_000);
-    await waitFor('delivery log', async () => {
-      const rows = await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).execute();
-      return rows.length === all.length && rows.every((r) => r.status === 'delivered');
-    }, 30_000);
+    await waitFor(
+      'delivery log',
+      async () => {
+        const rows = await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).execute();
+        return rows.length === all.length && rows.every((r) => r.status === 'delivered');
+      },
+      30_000,
+    );
     // The stream client, connected throughout, got every event once, in order.
     await waitFor('stream events after the outage', () => client.events().length >= all.length, 15_000);
     expect(client.events().map((e) => e.id)).toEqual(all.map(Number));
@@ -97,11 +115,20 @@ describe('Redis outage', () => {
   });
 
   it('a worker stopped while Redis is down still stops (bounded close, BullMQ #4656)', async () => {
-    const deps = { config: streamsConfig({ webhookTimeoutMs: 500 }), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
+    const deps = {
+      config: streamsConfig({ webhookTimeoutMs: 500 }),
+      log: silentLogger(),
+      db: f.t.db,
+      redisUrl: f.redisUrl,
+      redisPrefix: f.prefix,
+    };
     const second = await startWorker(deps);
     await redis.stop();
     try {
-      const stopped = await Promise.race([second.stop().then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still closing after 20 s'), 20_000))]);
+      const stopped = await Promise.race([
+        second.stop().then(() => 'stopped'),
+        new Promise((r) => setTimeout(() => r('still closing after 20 s'), 20_000)),
+      ]);
       expect(stopped).toBe('stopped');
     } finally {
       await redis.restart();
@@ -113,7 +140,9 @@ describe('Redis outage', () => {
     try {
       await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
       const deps = { config: streamsConfig(), log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
-      await expect(startWorker(deps)).rejects.toThrow("Redis maxmemory-policy is 'allkeys-lru': set it to 'noeviction', or queued deliveries can be evicted");
+      await expect(startWorker(deps)).rejects.toThrow(
+        "Redis maxmemory-policy is 'allkeys-lru': set it to 'noeviction', or queued deliveries can be evicted",
+      );
       await expect(startStreams(deps)).rejects.toMatchObject({ code: 'ERR_REDIS_EVICTION' });
     } finally {
       await admin.config('SET', 'maxmemory-policy', 'noeviction');

@@ -77,7 +77,11 @@ describe('stream resume', () => {
     await f.subscribe(k.id, addr);
     const ca = await connectStream(urlA, k.key);
     const cb = await connectStream(urlB, k.key);
-    await waitFor('both streams live', () => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'), 30_000);
+    await waitFor(
+      'both streams live',
+      () => ca.messages.some((m) => m.type === 'stream.live') && cb.messages.some((m) => m.type === 'stream.live'),
+      30_000,
+    );
     const seqs = await insertEvents(f.t.db, txEvents(addr, 50));
     await waitFor('both processes', () => ca.events().length === 50 && cb.events().length === 50, 10_000);
     expect(ca.events().map((e) => e.id)).toEqual(seqs.map(Number));
@@ -93,8 +97,23 @@ describe('stream resume', () => {
     const addr = newAddress();
     await f.subscribe(k.id, addr);
     const old = await insertEvents(f.t.db, txEvents(addr, 3));
-    await waitFor('relay past the old events', () => (a.relay?.active ? a : b).relay!.relayed >= 1 && f.t.db.selectFrom('stream_state').select('seq').where('name', '=', 'relay').executeTakeFirst().then((r) => r!.seq >= old[2]!), 10_000);
-    await f.t.db.updateTable('outbox').set({ created_at: new Date(Date.now() - 8 * 86_400_000) }).where('seq', '<=', old[1]!).execute();
+    await waitFor(
+      'relay past the old events',
+      () =>
+        (a.relay?.active ? a : b).relay!.relayed >= 1 &&
+        f.t.db
+          .selectFrom('stream_state')
+          .select('seq')
+          .where('name', '=', 'relay')
+          .executeTakeFirst()
+          .then((r) => r!.seq >= old[2]!),
+      10_000,
+    );
+    await f.t.db
+      .updateTable('outbox')
+      .set({ created_at: new Date(Date.now() - 8 * 86_400_000) })
+      .where('seq', '<=', old[1]!)
+      .execute();
     expect(await pruneOutbox(f.t.db, new Date(Date.now() - 7 * 86_400_000))).toBeGreaterThanOrEqual(2);
 
     const c = await connectStream(urlA, k.key, { after: old[0]! - 1n });
@@ -111,9 +130,18 @@ describe('stream resume', () => {
 
   it('refuses upgrades without a valid key or with a malformed cursor, with the API error body', async () => {
     const k = await f.newKey();
-    await expect(connectStream(urlA, 'bw_nope')).rejects.toMatchObject({ status: 401, body: expect.stringContaining('"error_code":"ERR_API_KEY_INVALID"') });
-    await expect(connectStream(urlA, '', { query: true })).rejects.toMatchObject({ status: 401, body: expect.stringContaining('ERR_API_KEY_MISSING') });
-    await expect(connectStream(urlA, k.key, { after: 'x' as unknown as number })).rejects.toMatchObject({ status: 400, body: expect.stringContaining('after must be an event id') });
+    await expect(connectStream(urlA, 'bw_nope')).rejects.toMatchObject({
+      status: 401,
+      body: expect.stringContaining('"error_code":"ERR_API_KEY_INVALID"'),
+    });
+    await expect(connectStream(urlA, '', { query: true })).rejects.toMatchObject({
+      status: 401,
+      body: expect.stringContaining('ERR_API_KEY_MISSING'),
+    });
+    await expect(connectStream(urlA, k.key, { after: 'x' as unknown as number })).rejects.toMatchObject({
+      status: 400,
+      body: expect.stringContaining('after must be an event id'),
+    });
     await expect(connectStream(urlA.replace('/v1/stream', '/v1/other'), k.key)).rejects.toMatchObject({ status: 404 });
   });
 

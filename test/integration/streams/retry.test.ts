@@ -14,7 +14,17 @@ import { buildApi } from '../../../api/app.js';
 import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../../../streams/main.js';
 import { MAX_ATTEMPTS, MIN_RETRY_WINDOW_MS, RETRY_JITTER, nominalDelay } from '../../../streams/retry.js';
 import type { Resolver } from '../../../src/net/hook-url.js';
-import { createStreamsFixture, insertEvents, newAddress, promoteDelayed, startReceiver, streamsConfig, txEvents, type Receiver, type StreamsFixture } from './harness.js';
+import {
+  createStreamsFixture,
+  insertEvents,
+  newAddress,
+  promoteDelayed,
+  startReceiver,
+  streamsConfig,
+  txEvents,
+  type Receiver,
+  type StreamsFixture,
+} from './harness.js';
 import { waitFor } from '../../support/wait.js';
 
 type Setup = { f: StreamsFixture; streams: StreamsHandle; worker: WorkerHandle };
@@ -69,10 +79,14 @@ describe('retries and terminal states', () => {
     const id = `${sub}-${seq}`;
     const delays: number[] = [];
     for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
-      const r = await waitFor(`attempt ${attempt}`, async () => {
-        const x = await row(s.f, id);
-        return x?.attempts === attempt ? x : undefined;
-      }, 10_000);
+      const r = await waitFor(
+        `attempt ${attempt}`,
+        async () => {
+          const x = await row(s.f, id);
+          return x?.attempts === attempt ? x : undefined;
+        },
+        10_000,
+      );
       expect(r).toMatchObject({ status: 'pending', last_status: 500, last_error: 'receiver answered 500' });
       const [d] = await promoteDelayed(s.f.redisUrl, s.f.prefix, 'webhooks', 1);
       // The log shows when the next attempt comes: the delay BullMQ holds the job for.
@@ -125,7 +139,12 @@ describe('retries and terminal states', () => {
     const sub = await s.f.subscribe(k.id, { ...addr, hookId: hook.id });
     const seqs = await insertEvents(s.f.t.db, txEvents(addr, 3));
     const ids = seqs.map((q) => `${sub}-${q}`);
-    await waitFor('refused attempts', async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.attempts === 1 && /ECONNREFUSED/.test(r.last_error ?? '')), 10_000);
+    await waitFor(
+      'refused attempts',
+      async () =>
+        (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.attempts === 1 && /ECONNREFUSED/.test(r.last_error ?? '')),
+      10_000,
+    );
 
     // Back up on the same port, answering 500 first.
     const port = Number(new URL(url).port);
@@ -136,7 +155,12 @@ describe('retries and terminal states', () => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
-        got.push({ id: String(req.headers['webhook-id']), body, ts: String(req.headers['webhook-timestamp']), sig: String(req.headers['webhook-signature']) });
+        got.push({
+          id: String(req.headers['webhook-id']),
+          body,
+          ts: String(req.headers['webhook-timestamp']),
+          sig: String(req.headers['webhook-signature']),
+        });
         res.writeHead(answer);
         res.end();
       });
@@ -144,10 +168,18 @@ describe('retries and terminal states', () => {
     await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
     try {
       await promoteDelayed(s.f.redisUrl, s.f.prefix, 'webhooks', 3);
-      await waitFor('500 attempts', async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.attempts === 2 && r.last_status === 500), 10_000);
+      await waitFor(
+        '500 attempts',
+        async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.attempts === 2 && r.last_status === 500),
+        10_000,
+      );
       answer = 200;
       await promoteDelayed(s.f.redisUrl, s.f.prefix, 'webhooks', 3);
-      await waitFor('delivered', async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.status === 'delivered'), 10_000);
+      await waitFor(
+        'delivered',
+        async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.status === 'delivered'),
+        10_000,
+      );
       const wh = new Webhook(hook.secret);
       for (const id of ids) {
         const mine = got.filter((g) => g.id === id);
@@ -204,12 +236,20 @@ describe('retries and terminal states', () => {
       const seqs = new Map<string, bigint>();
       for (const x of [limited, gone, moved, missing]) seqs.set(x.sub, (await insertEvents(s.f.t.db, txEvents(x.addr, 1)))[0]!);
       const id = (x: { sub: string }) => `${x.sub}-${seqs.get(x.sub)}`;
-      await waitFor('first attempts', async () => (await Promise.all([limited, gone, moved, missing].map((x) => row(s.f, id(x))))).every((r) => r && r.attempts === 1), 10_000);
+      await waitFor(
+        'first attempts',
+        async () => (await Promise.all([limited, gone, moved, missing].map((x) => row(s.f, id(x))))).every((r) => r && r.attempts === 1),
+        10_000,
+      );
 
       const l = (await row(s.f, id(limited)))!;
       expect(l).toMatchObject({ status: 'pending', last_status: 429 });
       expect(l.next_attempt_at!.getTime() - l.updated_at.getTime()).toBeGreaterThanOrEqual(119_000);
-      expect(await row(s.f, id(gone))).toMatchObject({ status: 'failed', last_status: 410, last_error: 'receiver answered 410 Gone: hook disabled' });
+      expect(await row(s.f, id(gone))).toMatchObject({
+        status: 'failed',
+        last_status: 410,
+        last_error: 'receiver answered 410 Gone: hook disabled',
+      });
       const hookRow = await s.f.t.db.selectFrom('hooks').selectAll().where('id', '=', gone.hook.id).executeTakeFirstOrThrow();
       expect(hookRow.disabled_reason).toBe('receiver answered 410 Gone');
       expect(await row(s.f, id(moved))).toMatchObject({ status: 'pending', last_status: 302 });
@@ -253,7 +293,12 @@ describe('SSRF at delivery', () => {
     // Registered while the name looked public (as the registration test shows), it now rebinds to loopback.
     dns['rebind.example.com'] = '127.0.0.1';
     const k = await s.f.newKey();
-    const cases = ['https://rebind.example.com/hook', 'https://127.0.0.1/hook', 'https://[::ffff:169.254.169.254]/hook', `http://127.0.0.1:${new URL(receiver.url).port}/hook`];
+    const cases = [
+      'https://rebind.example.com/hook',
+      'https://127.0.0.1/hook',
+      'https://[::ffff:169.254.169.254]/hook',
+      `http://127.0.0.1:${new URL(receiver.url).port}/hook`,
+    ];
     const ids: string[] = [];
     for (const url of cases) {
       const addr = newAddress();
@@ -264,7 +309,9 @@ describe('SSRF at delivery', () => {
     }
     await waitFor('refusals', async () => (await Promise.all(ids.map((i) => row(s.f, i)))).every((r) => r?.status === 'failed'), 10_000);
     const rows = await Promise.all(ids.map((i) => row(s.f, i)));
-    expect(rows[0]!.last_error).toBe('refused at delivery: url host rebind.example.com resolves to 127.0.0.1, a private, loopback or reserved address');
+    expect(rows[0]!.last_error).toBe(
+      'refused at delivery: url host rebind.example.com resolves to 127.0.0.1, a private, loopback or reserved address',
+    );
     expect(rows[1]!.last_error).toBe('refused at delivery: url host 127.0.0.1 is a private, loopback or reserved address');
     expect(rows[2]!.last_error).toMatch(/^refused at delivery: url host \[::ffff:a9fe:a9fe\] is a private/);
     expect(rows[3]!.last_error).toBe('refused at delivery: url must use https');

@@ -68,12 +68,20 @@ describe('key revocation', () => {
     for (const c of clients) await waitFor('stream live', () => c.messages.some((m) => m.type === 'stream.live'), 10_000);
     const [first] = await insertEvents(f.t.db, [{ type: 'tx.unconfirmed', ...addr }]);
     for (const c of clients) await waitFor('the first event on both streams', () => c.events().some((e) => e.id === Number(first)), 10_000);
-    await waitFor('the first attempt at the leaked key\'s hook', () => leaked.received.length === 1, 10_000);
-    await waitFor('the other key\'s delivery', () => other.received.length === 1, 10_000);
-    await waitFor('the retry scheduled', async () => {
-      const d = await f.t.db.selectFrom('deliveries').select(['status', 'attempts']).where('id', '=', `${sub}-${first}`).executeTakeFirst();
-      return d?.status === 'pending' && d.attempts === 1;
-    }, 10_000);
+    await waitFor("the first attempt at the leaked key's hook", () => leaked.received.length === 1, 10_000);
+    await waitFor("the other key's delivery", () => other.received.length === 1, 10_000);
+    await waitFor(
+      'the retry scheduled',
+      async () => {
+        const d = await f.t.db
+          .selectFrom('deliveries')
+          .select(['status', 'attempts'])
+          .where('id', '=', `${sub}-${first}`)
+          .executeTakeFirst();
+        return d?.status === 'pending' && d.attempts === 1;
+      },
+      10_000,
+    );
     leaked.respond = (_req, res) => {
       res.writeHead(200);
       res.end('ok');
@@ -83,7 +91,7 @@ describe('key revocation', () => {
     expect(await revokeApiKey(f.t.db, k.id)).toBe(1);
     const closes = await Promise.race([
       Promise.all(clients.map((c) => c.closed)),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the revoked key\'s streams are still open 10 s later')), 10_000)),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("the revoked key's streams are still open 10 s later")), 10_000)),
     ]);
     // A notification, not the periodic check (every 5 s), closed them.
     expect(Date.now() - revokedAt).toBeLessThan(4000);
@@ -97,16 +105,28 @@ describe('key revocation', () => {
       { type: 'tx.unconfirmed', ...addr },
       { type: 'tx.unconfirmed', ...addr },
     ]);
-    await waitFor('the other key\'s deliveries of the later events', () => later.every((s) => other.received.some((r) => r.id === `${sub2}-${s}`)), 15_000);
+    await waitFor(
+      "the other key's deliveries of the later events",
+      () => later.every((s) => other.received.some((r) => r.id === `${sub2}-${s}`)),
+      15_000,
+    );
     const logged = await f.t.db.selectFrom('deliveries').select('id').where('subscription_id', '=', sub).execute();
     expect(logged.map((d) => d.id)).toEqual([`${sub}-${first}`]);
 
     // The retry already queued runs now: the worker refuses to send it.
     await promoteDelayed(f.redisUrl, f.prefix, 'webhooks', 1);
-    await waitFor('the queued retry failed as revoked', async () => {
-      const d = await f.t.db.selectFrom('deliveries').select(['status', 'last_error']).where('id', '=', `${sub}-${first}`).executeTakeFirst();
-      return d?.status === 'failed' && d.last_error === 'API key revoked';
-    }, 15_000);
+    await waitFor(
+      'the queued retry failed as revoked',
+      async () => {
+        const d = await f.t.db
+          .selectFrom('deliveries')
+          .select(['status', 'last_error'])
+          .where('id', '=', `${sub}-${first}`)
+          .executeTakeFirst();
+        return d?.status === 'failed' && d.last_error === 'API key revoked';
+      },
+      15_000,
+    );
     expect(leaked.received).toHaveLength(1);
   });
 });

@@ -11,7 +11,11 @@ import { segwitAddress } from '../../../src/bitcoin/address.js';
 import { upsertDeliveries } from '../../../src/db/queries/tenancy-deliveries.js';
 import type { Resolver } from '../../../src/net/hook-url.js';
 
-const dns: Record<string, string[]> = { 'hooks.example.com': ['93.184.216.34'], 'rebind.example.com': ['127.0.0.1'], 'meta.example.com': ['169.254.169.254'] };
+const dns: Record<string, string[]> = {
+  'hooks.example.com': ['93.184.216.34'],
+  'rebind.example.com': ['127.0.0.1'],
+  'meta.example.com': ['169.254.169.254'],
+};
 const resolve: Resolver = async (h) => {
   const list = dns[h];
   if (!list) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
@@ -52,13 +56,27 @@ describe('hook and subscription routes', () => {
     expect(r.json().secret).toBe(secret);
     const bad = await send('POST', '/v1/hooks', { type: 'http', url: 'https://hooks.example.com/own', secret: 'hunter2' });
     expect(bad.statusCode).toBe(400);
-    expect(bad.json()).toMatchObject({ error_code: 'ERR_INVALID_BODY', error_message: 'secret must be whsec_ followed by the base64 of 24 to 64 bytes', retry: false });
+    expect(bad.json()).toMatchObject({
+      error_code: 'ERR_INVALID_BODY',
+      error_message: 'secret must be whsec_ followed by the base64 of 24 to 64 bytes',
+      retry: false,
+    });
   });
 
   it.each([
-    'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://2130706433/x', 'https://0x7f.1/x', 'https://169.254.169.254/latest/meta-data/',
-    'https://10.0.0.5/x', 'https://[::ffff:127.0.0.1]/x', 'https://rebind.example.com/x', 'https://meta.example.com/x', 'http://hooks.example.com/x',
-    'https://hooks.example.com:8080/x', 'https://nowhere.example.com/x',
+    'https://127.0.0.1/x',
+    'https://localhost/x',
+    'https://[::1]/x',
+    'https://2130706433/x',
+    'https://0x7f.1/x',
+    'https://169.254.169.254/latest/meta-data/',
+    'https://10.0.0.5/x',
+    'https://[::ffff:127.0.0.1]/x',
+    'https://rebind.example.com/x',
+    'https://meta.example.com/x',
+    'http://hooks.example.com/x',
+    'https://hooks.example.com:8080/x',
+    'https://nowhere.example.com/x',
   ])('refuses %s at registration', async (url) => {
     const r = await send('POST', '/v1/hooks', { type: 'http', url });
     expect(r.statusCode).toBe(400);
@@ -71,8 +89,11 @@ describe('hook and subscription routes', () => {
     expect(ok.statusCode).toBe(201);
     expect(ok.json()).toMatchObject({ type: 'sns', topic_arn: arn, region: 'eu-west-1', url: null, secret: null });
     const cases: [unknown, string][] = [
-      [{ type: 'sns', topic_arn: 'arn:aws:sqs:eu-west-1:123456789012:q' }, 'topic_arn must be an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)'],
-      [{ type: 'sns', topic_arn: arn, region: 'us-east-1' }, 'region us-east-1 differs from the topic\'s region eu-west-1'],
+      [
+        { type: 'sns', topic_arn: 'arn:aws:sqs:eu-west-1:123456789012:q' },
+        'topic_arn must be an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)',
+      ],
+      [{ type: 'sns', topic_arn: arn, region: 'us-east-1' }, "region us-east-1 differs from the topic's region eu-west-1"],
       [{ type: 'sns', topic_arn: arn, url: 'https://hooks.example.com/' }, 'url and secret belong to http hooks'],
       [{ type: 'sns' }, "body must have required property 'topic_arn'"],
       [{ type: 'http' }, "body must have required property 'url'"],
@@ -111,7 +132,10 @@ describe('hook and subscription routes', () => {
 
     const inUse = await send('DELETE', `/v1/hooks/${hook.id}`);
     expect(inUse.statusCode).toBe(409);
-    expect(inUse.json()).toMatchObject({ error_code: 'ERR_HOOK_IN_USE', error_message: 'hook is used by 1 subscription; delete them first' });
+    expect(inUse.json()).toMatchObject({
+      error_code: 'ERR_HOOK_IN_USE',
+      error_message: 'hook is used by 1 subscription; delete them first',
+    });
     expect((await send('DELETE', `/v1/subscriptions/${a.json().id}`)).statusCode).toBe(204);
     expect((await send('DELETE', `/v1/subscriptions/${a.json().id}`)).statusCode).toBe(404);
     expect((await send('DELETE', `/v1/hooks/${hook.id}`)).statusCode).toBe(204);
@@ -128,11 +152,16 @@ describe('hook and subscription routes', () => {
       const live = (await send('GET', '/v1/subscriptions')).json() as { id: string }[];
       expect(live.filter((s) => ids.has(s.id))).toHaveLength(1);
     }
-    const rows = await h.t.db.selectFrom('subscriptions').select('id').where('address', '=', addr).where('deleted_at', 'is', null).execute();
+    const rows = await h.t.db
+      .selectFrom('subscriptions')
+      .select('id')
+      .where('address', '=', addr)
+      .where('deleted_at', 'is', null)
+      .execute();
     expect(rows).toHaveLength(1);
   });
 
-  it('validates subscription bodies with the API\'s error body', async () => {
+  it("validates subscription bodies with the API's error body", async () => {
     const cases: [unknown, number, string][] = [
       [{}, 400, 'ERR_INVALID_BODY'],
       [{ address: 'not-an-address' }, 400, 'ERR_INVALID_ADDRESS'],
@@ -168,7 +197,10 @@ describe('hook and subscription routes', () => {
       expect(bare.statusCode, JSON.stringify(body)).toBe(400);
       expect(bare.json(), JSON.stringify(body)).toMatchObject({ error_code: 3004 });
     }
-    for (const body of [{ type: 'http', url: ['https://hooks.example.com/x'] }, { type: 'http', url: 'https://hooks.example.com/x', secret: 12 }]) {
+    for (const body of [
+      { type: 'http', url: ['https://hooks.example.com/x'] },
+      { type: 'http', url: 'https://hooks.example.com/x', secret: 12 },
+    ]) {
       expect((await send('POST', '/v1/hooks', body)).json(), JSON.stringify(body)).toMatchObject({ error_code: 'ERR_INVALID_BODY' });
     }
     const tx = await send('POST', '/v1/transactions', { tx: ['00'] });
@@ -180,7 +212,7 @@ describe('hook and subscription routes', () => {
     expect((await send('GET', `/v1/hooks/${hook.id}/deliveries?limit=five`)).json()).toMatchObject({ error_code: 'ERR_INVALID_PARAMETER' });
   });
 
-  it('shows a key only its own hooks, subscriptions and deliveries (404 for the others\')', async () => {
+  it("shows a key only its own hooks, subscriptions and deliveries (404 for the others')", async () => {
     const hook = (await send('POST', '/v1/hooks', { type: 'http', url: 'https://hooks.example.com/mine' })).json();
     const sub = (await send('POST', '/v1/subscriptions', { address: address(), action: hook.id })).json();
     expect((await send('GET', '/v1/hooks', undefined, other)).json()).toEqual([]);
@@ -200,7 +232,9 @@ describe('hook and subscription routes', () => {
     const stolen = await send('POST', '/v1/subscriptions', { address: address(), action: hook.id }, other);
     expect(stolen.statusCode).toBe(404);
     const readOnly = await h.newKey({ scopes: ['read'] });
-    expect((await send('POST', '/v1/hooks', { type: 'http', url: 'https://hooks.example.com/x' }, readOnly)).json().error_code).toBe('ERR_SCOPE');
+    expect((await send('POST', '/v1/hooks', { type: 'http', url: 'https://hooks.example.com/x' }, readOnly)).json().error_code).toBe(
+      'ERR_SCOPE',
+    );
     expect((await send('POST', '/v1/subscriptions', { type: 'chain' }, readOnly)).statusCode).toBe(403);
   });
 
@@ -212,8 +246,15 @@ describe('hook and subscription routes', () => {
     const row = await h.t.db.selectFrom('hooks').selectAll().where('id', '=', hook.id).executeTakeFirstOrThrow();
     expect(row.previous_secret).toBe(hook.secret);
     expect(row.previous_secret_until!.getTime()).toBeGreaterThan(Date.now() + 23 * 3600_000);
-    await h.t.db.updateTable('hooks').set({ disabled_at: new Date(), disabled_reason: 'receiver answered 410 Gone' }).where('id', '=', hook.id).execute();
-    expect((await send('GET', `/v1/hooks/${hook.id}`)).json()).toMatchObject({ disabled: true, disabled_reason: 'receiver answered 410 Gone' });
+    await h.t.db
+      .updateTable('hooks')
+      .set({ disabled_at: new Date(), disabled_reason: 'receiver answered 410 Gone' })
+      .where('id', '=', hook.id)
+      .execute();
+    expect((await send('GET', `/v1/hooks/${hook.id}`)).json()).toMatchObject({
+      disabled: true,
+      disabled_reason: 'receiver answered 410 Gone',
+    });
     expect((await send('POST', `/v1/hooks/${hook.id}/enable`)).json()).toMatchObject({ disabled: false, disabled_reason: null });
   });
 
@@ -232,7 +273,11 @@ describe('hook and subscription routes', () => {
       status: 'pending' as const,
     }));
     await upsertDeliveries(h.t.db, rows);
-    await h.t.db.updateTable('deliveries').set({ status: 'dead', dead_at: new Date(), attempts: 27, last_status: 500, last_error: 'receiver answered 500' }).where('id', '=', `${sub.id}-2`).execute();
+    await h.t.db
+      .updateTable('deliveries')
+      .set({ status: 'dead', dead_at: new Date(), attempts: 27, last_status: 500, last_error: 'receiver answered 500' })
+      .where('id', '=', `${sub.id}-2`)
+      .execute();
 
     const first = await send('GET', `/v1/hooks/${hook.id}/deliveries?limit=2`);
     expect(first.statusCode).toBe(200);
@@ -244,7 +289,15 @@ describe('hook and subscription routes', () => {
     expect((await send('GET', `/v1/hooks/${hook.id}/deliveries?cursor=bm9wZQ`)).json().error_code).toBe('ERR_INVALID_CURSOR');
 
     const dead = (await send('GET', `/v1/hooks/${hook.id}/deliveries?status=dead`)).json();
-    expect(dead).toEqual([expect.objectContaining({ id: `${sub.id}-2`, status: 'dead', attempts: 27, last_status: 500, payload: { id: 2, type: 'tx.confirmed' } })]);
+    expect(dead).toEqual([
+      expect.objectContaining({
+        id: `${sub.id}-2`,
+        status: 'dead',
+        attempts: 27,
+        last_status: 500,
+        payload: { id: 2, type: 'tx.confirmed' },
+      }),
+    ]);
 
     const re = await send('POST', `/v1/hooks/${hook.id}/deliveries/${sub.id}-2/redeliver`);
     expect(re.statusCode).toBe(202);
@@ -252,6 +305,9 @@ describe('hook and subscription routes', () => {
     const row = await h.t.db.selectFrom('deliveries').selectAll().where('id', '=', `${sub.id}-2`).executeTakeFirstOrThrow();
     expect(row.enqueued_at).toBeNull();
     expect((await send('POST', `/v1/hooks/${hook.id}/deliveries/${sub.id}-99/redeliver`)).json().error_code).toBe('ERR_DELIVERY_NOT_FOUND');
-    expect((await send('GET', `/v1/hooks/${hook.id}/deliveries/${sub.id}-3`)).json()).toMatchObject({ id: `${sub.id}-3`, status: 'pending' });
+    expect((await send('GET', `/v1/hooks/${hook.id}/deliveries/${sub.id}-3`)).json()).toMatchObject({
+      id: `${sub.id}-3`,
+      status: 'pending',
+    });
   });
 });

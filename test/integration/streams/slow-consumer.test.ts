@@ -44,7 +44,11 @@ describe('slow consumers and heartbeats', () => {
     await f.subscribe(k.id, addr);
     const slow = await connectStream(url, k.key);
     const fast = await connectStream(url, k.key);
-    await waitFor('both streams live', () => slow.messages.some((m) => m.type === 'stream.live') && fast.messages.some((m) => m.type === 'stream.live'), 30_000);
+    await waitFor(
+      'both streams live',
+      () => slow.messages.some((m) => m.type === 'stream.live') && fast.messages.some((m) => m.type === 'stream.live'),
+      30_000,
+    );
     // Stop reading: the kernel buffers fill, then the server's send buffer grows.
     slow.ws.pause();
 
@@ -64,7 +68,12 @@ describe('slow consumers and heartbeats', () => {
     expect(closed.reason).toBe(`slow consumer: more than ${MAX_BUFFERED} bytes unread`);
     // What it did get is an in-order prefix: it can resume from its last id.
     const ids = slow.events().map((e) => e.id);
-    expect(ids).toEqual(fast.events().slice(0, ids.length).map((e) => e.id));
+    expect(ids).toEqual(
+      fast
+        .events()
+        .slice(0, ids.length)
+        .map((e) => e.id),
+    );
     expect(fast.ws.readyState).toBe(fast.ws.OPEN);
     fast.close();
   });

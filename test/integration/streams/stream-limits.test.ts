@@ -24,7 +24,14 @@ describe('stream bounds per key', () => {
 
   beforeAll(async () => {
     f = await createStreamsFixture();
-    s = await startStreams({ config: streamsConfig({ wsMaxConnectionsPerKey: 3, apiAuthFailureLimit: 3 }), log: silentLogger(), db: f.t.db, databaseUrl: f.t.url, redisUrl: f.redisUrl, redisPrefix: f.prefix });
+    s = await startStreams({
+      config: streamsConfig({ wsMaxConnectionsPerKey: 3, apiAuthFailureLimit: 3 }),
+      log: silentLogger(),
+      db: f.t.db,
+      databaseUrl: f.t.url,
+      redisUrl: f.redisUrl,
+      redisPrefix: f.prefix,
+    });
     url = `ws://127.0.0.1:${s.port}/v1/stream`;
   });
   afterAll(async () => {
@@ -51,15 +58,19 @@ describe('stream bounds per key', () => {
     const theirs = await connectStream(url, other.key);
     open[0]!.close();
     await open[0]!.closed;
-    const again = await waitFor('a place freed', async () => {
-      const r = await refusalOf(connectStream(url, k.key));
-      return isOpen(r) ? r : undefined;
-    }, 15_000);
+    const again = await waitFor(
+      'a place freed',
+      async () => {
+        const r = await refusalOf(connectStream(url, k.key));
+        return isOpen(r) ? r : undefined;
+      },
+      15_000,
+    );
     expect((await refusalOf(connectStream(url, k.key))) as Refusal).toMatchObject({ status: 429 });
     for (const c of [...open.slice(1), again, theirs]) c.close();
   });
 
-  it('each upgrade counts against the key\'s rate limit: 429 ERR_RATE_LIMITED with Retry-After above it', async () => {
+  it("each upgrade counts against the key's rate limit: 429 ERR_RATE_LIMITED with Retry-After above it", async () => {
     const k = await createApiKey(f.t.db, { name: 'stream-rate', rateLimit: 3 });
     for (let i = 0; i < 3; i++) {
       const c = await connectStream(url, k.key);
@@ -80,7 +91,10 @@ describe('stream bounds per key', () => {
     for (let i = 0; i < 3; i++) expect(((await refusalOf(connectStream(url, `bw_${'y'.repeat(39)}${i}`))) as Refusal).status).toBe(401);
     const refused = (await refusalOf(connectStream(url, `bw_${'y'.repeat(40)}`))) as Refusal;
     expect(refused.status).toBe(429);
-    expect(JSON.parse(refused.body)).toMatchObject({ error_code: 'ERR_RATE_LIMITED', error_message: 'too many requests with invalid API keys from this address' });
+    expect(JSON.parse(refused.body)).toMatchObject({
+      error_code: 'ERR_RATE_LIMITED',
+      error_message: 'too many requests with invalid API keys from this address',
+    });
     const fresh = await f.newKey();
     expect(((await refusalOf(connectStream(url, fresh.key))) as Refusal).status).toBe(429);
     const again = await connectStream(url, known.key);

@@ -35,7 +35,14 @@ describe('relay wake-up: a committed outbox row reaches a stream client without 
 
   beforeAll(async () => {
     f = await createStreamsFixture();
-    streams = await startStreams({ config: streamsConfig({ relayPollMs: LONG_POLL_MS }), log: silentLogger(), db: f.t.db, databaseUrl: f.t.url, redisUrl: f.redisUrl, redisPrefix: f.prefix });
+    streams = await startStreams({
+      config: streamsConfig({ relayPollMs: LONG_POLL_MS }),
+      log: silentLogger(),
+      db: f.t.db,
+      databaseUrl: f.t.url,
+      redisUrl: f.redisUrl,
+      redisPrefix: f.prefix,
+    });
   });
   afterAll(async () => {
     await streams?.stop();
@@ -104,7 +111,8 @@ describe('relay wake-up: a lost listening connection', () => {
     return { relay, wakeup };
   }
 
-  const cursor = async () => (await f.t.db.selectFrom('stream_state').select('seq').where('name', '=', 'relay').executeTakeFirstOrThrow()).seq;
+  const cursor = async () =>
+    (await f.t.db.selectFrom('stream_state').select('seq').where('name', '=', 'relay').executeTakeFirstOrThrow()).seq;
 
   it('still relays by polling while notifications are lost', async () => {
     // No reconnect within the test: only the poll can relay what follows the kill.

@@ -28,7 +28,11 @@ describeBitcoind('throwaway regtest bitcoind', () => {
     const wallet = await node.call<{ descriptors: boolean; walletname: string }>('getwalletinfo', [], 'miner');
     expect(wallet).toMatchObject({ descriptors: true, walletname: 'miner' });
     expect(await node.call<number>('getbalance', [], 'miner')).toBe(50);
-    await expect(node.call('getblockhash', [500])).rejects.toMatchObject({ code: -8, message: 'Block height out of range', httpStatus: 500 });
+    await expect(node.call('getblockhash', [500])).rejects.toMatchObject({
+      code: -8,
+      message: 'Block height out of range',
+      httpStatus: 500,
+    });
     await expect(node.call('getblockhash', [500])).rejects.toBeInstanceOf(BitcoindRpcError);
   });
 
@@ -43,7 +47,11 @@ describeBitcoind('throwaway regtest bitcoind', () => {
     try {
       const txid = await node.call<string>('sendtoaddress', [await node.call<string>('getnewaddress', [], 'miner'), 1], 'miner');
       const [hash] = await node.mine(1);
-      await waitFor('hashblock of the new block', () => sub.messages.some((m) => m.topic === 'hashblock' && Buffer.from(m.body).toString('hex') === hash), 60_000);
+      await waitFor(
+        'hashblock of the new block',
+        () => sub.messages.some((m) => m.topic === 'hashblock' && Buffer.from(m.body).toString('hex') === hash),
+        60_000,
+      );
       const topics = new Set(sub.messages.map((m) => m.topic));
       expect([...topics].sort()).toEqual(['hashblock', 'hashtx', 'rawblock', 'rawtx', 'sequence']);
       expect(sub.messages.some((m) => m.topic === 'hashtx' && Buffer.from(m.body).toString('hex') === txid)).toBe(true);

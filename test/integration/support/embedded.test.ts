@@ -25,7 +25,6 @@ async function query(url: string, text: string): Promise<unknown[]> {
   }
 }
 
-
 /** Runs startPostgres in a separate Node process; resolves once it is ready. */
 async function postgresInChild(dataDir: string) {
   const script = `
@@ -34,7 +33,10 @@ async function postgresInChild(dataDir: string) {
     process.stdout.write('ready\\n');
     process.on('SIGTERM', async () => { await s.stop(); process.exit(0); });
     setInterval(() => {}, 1000);`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: projectRoot,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise<void>((res, rej) => {
     child.stdout.on('data', (d) => String(d).includes('ready') && res());
     child.on('exit', (code) => rej(new Error(`child exited ${code}`)));

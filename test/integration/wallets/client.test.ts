@@ -57,7 +57,17 @@ describe('SDK wallets', () => {
     expect(utxos.map((u) => u.path).sort()).toEqual(['m/44h/1h/0h/0/0', 'm/49h/1h/0h/0/0', 'm/84h/1h/0h/0/0', 'm/86h/1h/0h/0/0']);
     // One naming across the SDK: a wallet's output is the address list's output (txid/vout) plus where the wallet derives it.
     for (const u of utxos) {
-      expect(Object.keys(u).sort()).toEqual(['address', 'address_index', 'change', 'confirmations', 'path', 'script', 'txid', 'value', 'vout']);
+      expect(Object.keys(u).sort()).toEqual([
+        'address',
+        'address_index',
+        'change',
+        'confirmations',
+        'path',
+        'script',
+        'txid',
+        'value',
+        'vout',
+      ]);
       const { address, path, change, address_index, ...plain } = u;
       expect([address_index, change, path.endsWith(`/0/${address_index}`)]).toEqual([0, false, true]);
       expect(await client.listUnspentOutputs(address)).toEqual([plain]);
@@ -72,7 +82,9 @@ describe('SDK wallets', () => {
     expect(payment.change).toMatchObject({ path: expect.stringMatching(/^m\/44h\/1h\/0h\/1\/0$/) });
     const txid = await client.sendTransaction(payment.signed!.hex);
     expect(txid).toBe(payment.signed!.txid);
-    await waitFor('the payment in the wallet history', async () => (await client.wallets.history(id)).items.some((e) => e.transaction_hash === txid));
+    await waitFor('the payment in the wallet history', async () =>
+      (await client.wallets.history(id)).items.some((e) => e.transaction_hash === txid),
+    );
     const entry = (await client.wallets.history(id)).items.find((e) => e.transaction_hash === txid)!;
     expect(entry.net).toBe(-(1_500_000n + payment.signed!.fee));
     await s.mine(1);
@@ -87,7 +99,11 @@ describe('SDK wallets', () => {
   it('an account xpub builds the same kind of PSBT, unsigned (absolute paths are taken from its depth on)', async () => {
     // (the only output left is the pkh change: the pkh account's xpub derives its key)
     const watch = HDKey.fromExtendedKey(account(44), bip32Versions('regtest'));
-    const p = await client.wallets.pay(id, { outputs: [{ address: s.devnode.wallet.address('p2tr'), amount: 10_000n }], feeRate: 2n, key: watch });
+    const p = await client.wallets.pay(id, {
+      outputs: [{ address: s.devnode.wallet.address('p2tr'), amount: 10_000n }],
+      feeRate: 2n,
+      key: watch,
+    });
     expect(p.signed).toBeNull();
     const tx = parsePsbt(p.psbt);
     expect(tx.inputsLength).toBe(1);

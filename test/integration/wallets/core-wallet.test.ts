@@ -50,17 +50,22 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
     expect(r.statusCode, url).toBe(200);
     return r.json();
   };
-  const post = async (url: string, body: unknown) => h.app.inject({ method: 'POST', url, headers: { apiKey: h.key }, payload: body as object });
+  const post = async (url: string, body: unknown) =>
+    h.app.inject({ method: 'POST', url, headers: { apiKey: h.key }, payload: body as object });
 
   /** The index has Core's tip and exactly Core's mempool. */
   async function synced(): Promise<void> {
-    await waitFor('the index to have Core\'s tip and mempool', async () => {
-      const [best, pool] = await Promise.all([core.call<string>('getbestblockhash'), core.call<string[]>('getrawmempool')]);
-      const tip = await readTip(t.db);
-      if (tip.hash === null || hashToHex(tip.hash) !== best) return false;
-      const ours = (await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(t.db)).rows.map((r) => hashToHex(r.txid)).sort();
-      return JSON.stringify(ours) === JSON.stringify([...pool].sort());
-    }, 60_000);
+    await waitFor(
+      "the index to have Core's tip and mempool",
+      async () => {
+        const [best, pool] = await Promise.all([core.call<string>('getbestblockhash'), core.call<string[]>('getrawmempool')]);
+        const tip = await readTip(t.db);
+        if (tip.hash === null || hashToHex(tip.hash) !== best) return false;
+        const ours = (await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs`.execute(t.db)).rows.map((r) => hashToHex(r.txid)).sort();
+        return JSON.stringify(ours) === JSON.stringify([...pool].sort());
+      },
+      60_000,
+    );
   }
 
   /** Every comparison, for every tracked wallet. */
@@ -69,7 +74,12 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
     for (const w of wallets) {
       const label = `${what} (${w.core})`;
       const coreUtxos = await core.call<Unspent[]>('listunspent', [0, 9_999_999, [], true], w.core);
-      const ours = (await json(`/v1/wallets/${w.blockwire}/unspentoutputs?limit=10000`)) as { transaction_hash: string; index: number; value: number; confirmations: number }[];
+      const ours = (await json(`/v1/wallets/${w.blockwire}/unspentoutputs?limit=10000`)) as {
+        transaction_hash: string;
+        index: number;
+        value: number;
+        confirmations: number;
+      }[];
       expect(ours.map((u) => `${u.transaction_hash}:${u.index}=${u.value}/${u.confirmations}`).sort(), label).toEqual(
         coreUtxos.map((u) => `${u.txid}:${u.vout}=${btcToSats(u.amount)}/${u.confirmations}`).sort(),
       );
@@ -87,11 +97,21 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
       const pool = new Set(await core.call<string[]>('getrawmempool'));
       // Core keeps replaced and conflicted transactions listed (0 or negative confirmations): count
       // the confirmed ones and the unconfirmed ones still in its mempool.
-      const expected = [...new Set(listed.filter((x) => x.confirmations > 0 || (x.confirmations === 0 && pool.has(x.txid))).map((x) => x.txid))].sort();
-      const history = (await json(`/v1/wallets/${w.blockwire}/history?limit=1000`)) as { transaction_hash: string; net: number; confirmations: number }[];
+      const expected = [
+        ...new Set(listed.filter((x) => x.confirmations > 0 || (x.confirmations === 0 && pool.has(x.txid))).map((x) => x.txid)),
+      ].sort();
+      const history = (await json(`/v1/wallets/${w.blockwire}/history?limit=1000`)) as {
+        transaction_hash: string;
+        net: number;
+        confirmations: number;
+      }[];
       expect(history.map((e) => e.transaction_hash).sort(), label).toEqual(expected);
       for (const e of history) {
-        const tx = await core.call<{ amount: number; fee?: number; confirmations: number }>('gettransaction', [e.transaction_hash, true], w.core);
+        const tx = await core.call<{ amount: number; fee?: number; confirmations: number }>(
+          'gettransaction',
+          [e.transaction_hash, true],
+          w.core,
+        );
         expect(e.net, `${label} net of ${e.transaction_hash}`).toBe(Number(btcToSats(tx.amount + (tx.fee ?? 0))));
         expect(e.confirmations, `${label} confirmations of ${e.transaction_hash}`).toBe(tx.confirmations);
       }
@@ -101,7 +121,14 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
   beforeAll(async () => {
     core = await startBitcoind({ funded: true });
     t = await createMigratedDatabase('corewallet');
-    indexer = await startIndexer({ config: indexerConfig(), log: silentLogger(), db: t.db, databaseUrl: t.url, rpcUrl: core.rpcUrl, zmqUrl: core.zmqUrl });
+    indexer = await startIndexer({
+      config: indexerConfig(),
+      log: silentLogger(),
+      db: t.db,
+      databaseUrl: t.url,
+      rpcUrl: core.rpcUrl,
+      zmqUrl: core.zmqUrl,
+    });
     h = await createApiHarness({ settings: { rateLimit: 10_000_000 } }, t);
 
     // alice: a Core wallet with keys; Blockwire tracks its public descriptors.
@@ -121,10 +148,16 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
     const keys = [1, 2].map((n) => HDKey.fromMasterSeed(new Uint8Array(32).fill(40 + n), v).derive("m/48'/1'/0'/2'").publicExtendedKey);
     const branch = (b: number) => withChecksum(`wsh(sortedmulti(2,${keys[0]}/${b}/*,${keys[1]}/${b}/*))`);
     await core.call('createwallet', ['multi', true, true]);
-    const imported = await core.call<{ success: boolean }[]>('importdescriptors', [[
-      { desc: branch(0), timestamp: 'now', range: [0, 19], active: true, internal: false },
-      { desc: branch(1), timestamp: 'now', range: [0, 19], active: true, internal: true },
-    ]], 'multi');
+    const imported = await core.call<{ success: boolean }[]>(
+      'importdescriptors',
+      [
+        [
+          { desc: branch(0), timestamp: 'now', range: [0, 19], active: true, internal: false },
+          { desc: branch(1), timestamp: 'now', range: [0, 19], active: true, internal: true },
+        ],
+      ],
+      'multi',
+    );
     expect(imported.every((r) => r.success)).toBe(true);
     const m = await post('/v1/wallets', { descriptors: [`wsh(sortedmulti(2,${keys[0]}/<0;1>/*,${keys[1]}/<0;1>/*))`] });
     expect(m.statusCode).toBe(201);
@@ -140,8 +173,14 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
 
   it('payments in: to every address type of alice and to the multisig, in the mempool and then confirmed', async () => {
     const outputs: Record<string, number> = {};
-    for (const type of ['legacy', 'p2sh-segwit', 'bech32', 'bech32m', 'bech32', 'bech32']) outputs[await core.call<string>('getnewaddress', ['', type], 'alice')] = 1.25;
-    const multiAddresses = await core.call<string[]>('deriveaddresses', [(await core.call<{ descriptors: { desc: string; internal: boolean }[] }>('listdescriptors', [], 'multi')).descriptors.find((d) => !d.internal)!.desc, [0, 2]]);
+    for (const type of ['legacy', 'p2sh-segwit', 'bech32', 'bech32m', 'bech32', 'bech32'])
+      outputs[await core.call<string>('getnewaddress', ['', type], 'alice')] = 1.25;
+    const multiAddresses = await core.call<string[]>('deriveaddresses', [
+      (await core.call<{ descriptors: { desc: string; internal: boolean }[] }>('listdescriptors', [], 'multi')).descriptors.find(
+        (d) => !d.internal,
+      )!.desc,
+      [0, 2],
+    ]);
     for (const a of multiAddresses) outputs[a] = 0.5;
     await core.call('sendmany', ['', outputs], miner());
     await compare('payments in the mempool');
@@ -164,7 +203,7 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
     await compare('spends confirmed');
   });
 
-  it('a replacement: bumpfee replaces alice\'s payment; the replaced one leaves', async () => {
+  it("a replacement: bumpfee replaces alice's payment; the replaced one leaves", async () => {
     const dest = await core.call<string>('getnewaddress', [], miner());
     const txid = await core.call<string>('sendtoaddress', [dest, 0.7], 'alice');
     await compare('before the bump');
@@ -175,7 +214,7 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
     await compare('replacement confirmed');
   });
 
-  it('a reorg: the block holding alice\'s payments is invalidated (they return to the mempool), then a longer branch confirms them again', async () => {
+  it("a reorg: the block holding alice's payments is invalidated (they return to the mempool), then a longer branch confirms them again", async () => {
     const dest = await core.call<string>('getnewaddress', [], miner());
     await core.call('sendtoaddress', [dest, 0.4], 'alice');
     const incoming = await core.call<string>('getnewaddress', ['', 'bech32m'], 'alice');
@@ -188,21 +227,29 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
     await compare('after the longer branch');
   });
 
-  it('the SDK pays from multisig wallets (wsh(multi), sh(wsh(sortedmulti)), sh(multi), and the 2-of-2 Core watches), signed with the cosigners\' keys; Core accepts the transactions', async () => {
+  it("the SDK pays from multisig wallets (wsh(multi), sh(wsh(sortedmulti)), sh(multi), and the 2-of-2 Core watches), signed with the cosigners' keys; Core accepts the transactions", async () => {
     const address = h.app.server.address();
     if (address === null || typeof address !== 'object') await h.app.listen({ host: '127.0.0.1', port: 0 });
     const port = (h.app.server.address() as { port: number }).port;
     const client = new BlockwireClient({ url: `http://127.0.0.1:${port}`, apiKey: h.key, network: 'regtest' });
-    const accept = async (hex: string) => (await core.call<{ allowed: boolean; 'reject-reason'?: string }[]>('testmempoolaccept', [[hex]]))[0]!;
+    const accept = async (hex: string) =>
+      (await core.call<{ allowed: boolean; 'reject-reason'?: string }[]>('testmempoolaccept', [[hex]]))[0]!;
 
     // A 2-of-3 wallet of the three wrappings, each key with its origin (signed from the master keys).
     const v = bip32Versions('regtest');
     const masters = [61, 62, 63].map((n) => HDKey.fromMasterSeed(new Uint8Array(32).fill(n), v));
-    const cosigners = masters.map((m) => `[${m.fingerprint.toString(16).padStart(8, '0')}/48h/1h/0h/2h]${m.derive("m/48'/1'/0'/2'").publicExtendedKey}/<0;1>/*`).join(',');
-    const created = await post('/v1/wallets', { descriptors: [`wsh(multi(2,${cosigners}))`, `sh(wsh(sortedmulti(2,${cosigners})))`, `sh(multi(2,${cosigners}))`], gap_limit: 5 });
+    const cosigners = masters
+      .map((m) => `[${m.fingerprint.toString(16).padStart(8, '0')}/48h/1h/0h/2h]${m.derive("m/48'/1'/0'/2'").publicExtendedKey}/<0;1>/*`)
+      .join(',');
+    const created = await post('/v1/wallets', {
+      descriptors: [`wsh(multi(2,${cosigners}))`, `sh(wsh(sortedmulti(2,${cosigners})))`, `sh(multi(2,${cosigners}))`],
+      gap_limit: 5,
+    });
     expect(created.statusCode).toBe(201);
     const id = (created.json() as { id: string }).id;
-    const receive = ((await json(`/v1/wallets/${id}/addresses?change=false&limit=100`)) as { address: string; index: number }[]).filter((a) => a.index === 0);
+    const receive = ((await json(`/v1/wallets/${id}/addresses?change=false&limit=100`)) as { address: string; index: number }[]).filter(
+      (a) => a.index === 0,
+    );
     expect(receive).toHaveLength(3);
     for (const a of receive) await core.call('sendtoaddress', [a.address, 0.5], miner());
     await core.mine(1);
@@ -213,13 +260,21 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
     // One cosigner here: the PSBT carries its signature on every input; the second signs it elsewhere.
     const partial = await client.wallets.pay(id, { outputs: [{ address: dest, amount: 120_000_000n }], feeRate: 2n, key: [masters[0]!] });
     expect(partial.signed).toBeNull();
-    expect(psbtStatus(partial.psbt).inputs.map((i) => [i.present, i.required])).toEqual([[1, 2], [1, 2], [1, 2]]);
+    expect(psbtStatus(partial.psbt).inputs.map((i) => [i.present, i.required])).toEqual([
+      [1, 2],
+      [1, 2],
+      [1, 2],
+    ]);
     const second = [...new Set(partial.paths)].map((p) => masters[1]!.derive(p.replace(/h/g, "'")).privateKey!);
     const cosigned = finalizePsbt(signPsbt(partial.psbt, second, 'regtest'));
     expect(await accept(cosigned.hex)).toMatchObject({ allowed: true });
 
     // Two cosigners here: signed and finalized at once; Core takes it, and the balance follows.
-    const payment = await client.wallets.pay(id, { outputs: [{ address: dest, amount: 120_000_000n }], feeRate: 2n, key: [masters[1]!, masters[2]!] });
+    const payment = await client.wallets.pay(id, {
+      outputs: [{ address: dest, amount: 120_000_000n }],
+      feeRate: 2n,
+      key: [masters[1]!, masters[2]!],
+    });
     expect(payment.signed).not.toBeNull();
     expect(await accept(payment.signed!.hex)).toMatchObject({ allowed: true });
     expect(await core.call<string>('sendrawtransaction', [payment.signed!.hex])).toBe(payment.signed!.txid);
@@ -230,7 +285,11 @@ describeBitcoind('wallets against Bitcoin Core descriptor wallets', () => {
     // The 2-of-2 that Core's watch-only wallet tracks, spent from the account keys (no key origin):
     // Core's wallet sees the spend and the change exactly as Blockwire does.
     const accounts = [1, 2].map((n) => HDKey.fromMasterSeed(new Uint8Array(32).fill(40 + n), v).derive("m/48'/1'/0'/2'"));
-    const spend = await client.wallets.pay(multi.blockwire, { outputs: [{ address: dest, amount: 50_000_000n }], feeRate: 2n, key: accounts });
+    const spend = await client.wallets.pay(multi.blockwire, {
+      outputs: [{ address: dest, amount: 50_000_000n }],
+      feeRate: 2n,
+      key: accounts,
+    });
     expect(spend.signed).not.toBeNull();
     expect(spend.change).not.toBeNull();
     expect(await core.call<string>('sendrawtransaction', [spend.signed!.hex])).toBe(spend.signed!.txid);

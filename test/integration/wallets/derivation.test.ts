@@ -17,9 +17,16 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { waitFor } from '../../support/wait.js';
 
 const versions = bip32Versions('regtest');
-const tpubs = Array.from({ length: 16 }, (_, i) => HDKey.fromMasterSeed(new Uint8Array(32).fill(i + 1), versions).derive("m/48'/1'/0'/2'").publicExtendedKey);
+const tpubs = Array.from(
+  { length: 16 },
+  (_, i) => HDKey.fromMasterSeed(new Uint8Array(32).fill(i + 1), versions).derive("m/48'/1'/0'/2'").publicExtendedKey,
+);
 /** A multipath `wsh(sortedmulti(1, n keys))`: each address costs n child keys, on two chains. */
-const multisig = (n: number, offset = 0) => `wsh(sortedmulti(1,${tpubs.slice(offset, offset + n).map((k) => `${k}/<0;1>/*`).join(',')}))`;
+const multisig = (n: number, offset = 0) =>
+  `wsh(sortedmulti(1,${tpubs
+    .slice(offset, offset + n)
+    .map((k) => `${k}/<0;1>/*`)
+    .join(',')}))`;
 
 type Json = Record<string, unknown>;
 
@@ -46,8 +53,14 @@ describe('wallet derivation runs in worker threads, bounded per request', () => 
   });
 
   const post = (base: string, key: string, path: string, body: unknown, signal?: AbortSignal) =>
-    fetch(`${base}/v1${path}`, { method: 'POST', headers: { apiKey: key, 'content-type': 'application/json' }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });
-  const walletCount = async (key: string) => ((await (await fetch(`${url}/v1/wallets`, { headers: { apiKey: key } })).json()) as unknown[]).length;
+    fetch(`${base}/v1${path}`, {
+      method: 'POST',
+      headers: { apiKey: key, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      ...(signal ? { signal } : {}),
+    });
+  const walletCount = async (key: string) =>
+    ((await (await fetch(`${url}/v1/wallets`, { headers: { apiKey: key } })).json()) as unknown[]).length;
 
   it('a large creation leaves the event loop free: another key is answered meanwhile', async () => {
     const a = await h.newKey({ name: 'a' });
@@ -84,7 +97,11 @@ describe('wallet derivation runs in worker threads, bounded per request', () => 
     const a = await h.newKey({ name: 'cap' });
     const before = walletDerivePool().status();
     // 20 descriptors × 16 keys × 2 chains × 1,000 = 640,000 child keys (the probe's 11-minute freeze).
-    const descriptors = Array.from({ length: 20 }, (_, i) => `wsh(${i < 16 ? 'multi' : 'sortedmulti'}(1,${[...tpubs.slice(i % 16), ...tpubs.slice(0, i % 16)].map((k) => `${k}/<0;1>/*`).join(',')}))`);
+    const descriptors = Array.from(
+      { length: 20 },
+      (_, i) =>
+        `wsh(${i < 16 ? 'multi' : 'sortedmulti'}(1,${[...tpubs.slice(i % 16), ...tpubs.slice(0, i % 16)].map((k) => `${k}/<0;1>/*`).join(',')}))`,
+    );
     const r = await post(url, a, '/wallets', { descriptors, gap_limit: 1000 });
     const body = (await r.json()) as Json;
     expect(r.status, JSON.stringify(body)).toBe(422);

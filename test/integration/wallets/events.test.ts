@@ -45,7 +45,10 @@ describe('wallet events', () => {
     return { status: res.status, body: await res.json() };
   };
   const receiveAddress = async (index: number) => {
-    const list = (await call('GET', `/wallets/${walletId}/addresses?change=false&limit=10000`)).body as { index: number; address: string }[];
+    const list = (await call('GET', `/wallets/${walletId}/addresses?change=false&limit=10000`)).body as {
+      index: number;
+      address: string;
+    }[];
     const a = list.find((x) => x.index === index);
     if (!a) throw new Error(`receive address ${index} not derived`);
     return a.address;
@@ -90,7 +93,18 @@ describe('wallet events', () => {
     const txid = await s.devnode.wallet.send(a19, 50_000n, { outputs: [{ to: a20, sats: 60_000n }] });
     await waitFor('tx.unconfirmed for the wallet', () => walletEvents(txid).length === 1, 20_000);
     const [ev] = walletEvents(txid);
-    expect(ev).toMatchObject({ type: 'tx.unconfirmed', wallet: walletId, action: hookId, address: a19, path: '0/19', received: 110_000, sent: 0, net: 110_000, confirmations: 0, block: null });
+    expect(ev).toMatchObject({
+      type: 'tx.unconfirmed',
+      wallet: walletId,
+      action: hookId,
+      address: a19,
+      path: '0/19',
+      received: 110_000,
+      sent: 0,
+      net: 110_000,
+      confirmations: 0,
+      block: null,
+    });
     expect(ev!.addresses).toEqual([
       { address: a19, path: '0/19', received: 50_000, sent: 0 },
       { address: a20, path: '0/20', received: 60_000, sent: 0 },
@@ -103,7 +117,11 @@ describe('wallet events', () => {
       ['tx.confirmations', 2, 110_000],
     ]);
     // The webhook got the same deliveries (one per event: one wallet subscription).
-    await waitFor('webhooks', () => walletEvents(txid).every((e) => receiver.received.filter((r) => JSON.parse(r.body).id === e.id).length >= 1), 20_000);
+    await waitFor(
+      'webhooks',
+      () => walletEvents(txid).every((e) => receiver.received.filter((r) => JSON.parse(r.body).id === e.id).length >= 1),
+      20_000,
+    );
     for (const e of walletEvents(txid)) expect(JSON.parse(receiver.received.find((r) => JSON.parse(r.body).id === e.id)!.body)).toEqual(e);
   });
 
@@ -124,7 +142,7 @@ describe('wallet events', () => {
     expect((await call('GET', `/wallets/${walletId}/balance`)).body).toEqual({ confirmed: 260_000, unconfirmed: 0 });
   });
 
-  it('RBF: tx.replaced with replaced_by, and the replacement\'s tx.unconfirmed, each once for the wallet', async () => {
+  it("RBF: tx.replaced with replaced_by, and the replacement's tx.unconfirmed, each once for the wallet", async () => {
     const a = await receiveAddress(42);
     const txid = await s.devnode.wallet.send(a, 30_000n);
     await waitFor('tx.unconfirmed', () => walletEvents(txid).length === 1, 20_000);
@@ -144,11 +162,20 @@ describe('wallet events', () => {
     expect(before.unconfirmed).toBe(0);
     const r = await s.devnode.reorg(1, { newBlocks: 2, keepTxs: true });
     await s.synced();
-    await waitFor('reorged, then confirmed again', () => walletEvents(txid).some((e) => e.type === 'tx.reorged') && walletEvents(txid).filter((e) => e.type === 'tx.confirmed').length === 2, 30_000);
+    await waitFor(
+      'reorged, then confirmed again',
+      () =>
+        walletEvents(txid).some((e) => e.type === 'tx.reorged') && walletEvents(txid).filter((e) => e.type === 'tx.confirmed').length === 2,
+      30_000,
+    );
     const reorged = walletEvents(txid).filter((e) => e.type === 'tx.reorged');
     expect(reorged).toHaveLength(1);
     expect(reorged[0]).toMatchObject({ path: '0/43', net: 40_000, block: expect.objectContaining({ hash: r.disconnected[0] }) });
-    expect(walletEvents(txid).filter((e) => e.type === 'tx.confirmed')[1]).toMatchObject({ path: '0/43', net: 40_000, block: expect.objectContaining({ hash: r.connected[0] }) });
+    expect(walletEvents(txid).filter((e) => e.type === 'tx.confirmed')[1]).toMatchObject({
+      path: '0/43',
+      net: 40_000,
+      block: expect.objectContaining({ hash: r.connected[0] }),
+    });
     // The summary went through the undo (−) and the new branch (+): the same balance again.
     expect((await call('GET', `/wallets/${walletId}/balance`)).body).toEqual(before);
   });
@@ -157,21 +184,45 @@ describe('wallet events', () => {
     const [a44, a45] = [await receiveAddress(44), await receiveAddress(45)];
     const pay = await s.devnode.wallet.send(a44, 200_000n);
     // The child spends the payment's change (the devnode wallet's) and pays the wallet again.
-    const payTx = await rpcResult<{ vin: { txid: string; vout: number }[]; vout: { n: number; scriptPubKey: { hex: string } }[] }>(s.devnode, 'getrawtransaction', [pay, true]);
+    const payTx = await rpcResult<{ vin: { txid: string; vout: number }[]; vout: { n: number; scriptPubKey: { hex: string } }[] }>(
+      s.devnode,
+      'getrawtransaction',
+      [pay, true],
+    );
     const change = payTx.vout.find((o) => s.devnode.wallet.owns(o.scriptPubKey.hex))!.n;
     const child = await s.devnode.wallet.send(a45, 150_000n, { from: [`${pay}:${change}`] });
     await waitFor('tx.unconfirmed of both', () => walletEvents(pay).length === 1 && walletEvents(child).length === 1, 20_000);
     // A block the mempool never saw spends the payment's coins elsewhere: the node takes the
     // payment out as a conflict and its child with it, as Core does on connecting such a block.
-    const conflict = s.devnode.wallet.createTx(s.devnode.wallet.newAddress('p2pkh').address!, 10_000n, { from: payTx.vin.map((i) => `${i.txid}:${i.vout}`) });
+    const conflict = s.devnode.wallet.createTx(s.devnode.wallet.newAddress('p2pkh').address!, 10_000n, {
+      from: payTx.vin.map((i) => `${i.txid}:${i.vout}`),
+    });
     const [hash] = await s.devnode.mine(1, { txs: [conflict], includeMempool: false });
     await s.synced();
     const mined = await rpcResult<{ tx: string[] }>(s.devnode, 'getblock', [hash, 1]);
     expect(mined.tx).not.toContain(pay);
     expect(s.devnode.mempool()).not.toContain(child);
     await waitFor('tx.replaced and tx.dropped', () => walletEvents(pay).length === 2 && walletEvents(child).length === 2, 20_000);
-    expect(walletEvents(pay)[1]).toMatchObject({ type: 'tx.replaced', replaced_by: mined.tx[1], wallet: walletId, address: a44, path: '0/44', received: 200_000, sent: 0, net: 200_000 });
-    expect(walletEvents(child)[1]).toMatchObject({ type: 'tx.dropped', wallet: walletId, address: a45, path: '0/45', received: 150_000, sent: 0, net: 150_000, confirmations: 0 });
+    expect(walletEvents(pay)[1]).toMatchObject({
+      type: 'tx.replaced',
+      replaced_by: mined.tx[1],
+      wallet: walletId,
+      address: a44,
+      path: '0/44',
+      received: 200_000,
+      sent: 0,
+      net: 200_000,
+    });
+    expect(walletEvents(child)[1]).toMatchObject({
+      type: 'tx.dropped',
+      wallet: walletId,
+      address: a45,
+      path: '0/45',
+      received: 150_000,
+      sent: 0,
+      net: 150_000,
+      confirmations: 0,
+    });
     expect(walletEvents(child)[1]).not.toHaveProperty('replaced_by');
     expect((await call('GET', `/wallets/${walletId}/balance`)).body).toMatchObject({ unconfirmed: 0 });
   });
@@ -181,9 +232,18 @@ describe('wallet events', () => {
     const bySns = deliveries(snsHookId);
     expect([...new Set(byHook.map((e) => e.type))].sort()).toEqual([...TX_KINDS].sort());
     expect(bySns.map((e) => [e.id, e.type])).toEqual(byHook.map((e) => [e.id, e.type]));
-    const posted = (e: Ev) => receiver.received.map((r) => JSON.parse(r.body) as Ev).find((b) => b.id === e.id && b.subscription_id === e.subscription_id);
-    const published = (e: Ev) => sns.messages.filter((m) => m.topicArn === TOPIC).map((m) => JSON.parse(m.message) as Ev).find((b) => b.id === e.id && b.subscription_id === e.subscription_id);
-    await waitFor('every delivery posted and published', () => byHook.every((e) => posted(e) !== undefined) && bySns.every((e) => published(e) !== undefined), 30_000);
+    const posted = (e: Ev) =>
+      receiver.received.map((r) => JSON.parse(r.body) as Ev).find((b) => b.id === e.id && b.subscription_id === e.subscription_id);
+    const published = (e: Ev) =>
+      sns.messages
+        .filter((m) => m.topicArn === TOPIC)
+        .map((m) => JSON.parse(m.message) as Ev)
+        .find((b) => b.id === e.id && b.subscription_id === e.subscription_id);
+    await waitFor(
+      'every delivery posted and published',
+      () => byHook.every((e) => posted(e) !== undefined) && bySns.every((e) => published(e) !== undefined),
+      30_000,
+    );
     for (const e of byHook) expect(posted(e), `${e.type} ${String(e.transaction_hash)}`).toEqual(e);
     for (const e of bySns) expect(published(e), `${e.type} ${String(e.transaction_hash)}`).toEqual(e);
     expect(sns.badSignatures).toBe(0);
@@ -192,9 +252,15 @@ describe('wallet events', () => {
   /** Receive address `index`, derived from the descriptor by a throwaway wallet of another key (the subscribed wallet has not derived it yet). */
   async function addressOf(index: number): Promise<string> {
     const other = await s.newApiKey(`probe-${index}`);
-    const res = await fetch(`${s.url}/v1/wallets`, { method: 'POST', headers: { apiKey: other, 'content-type': 'application/json' }, body: JSON.stringify({ descriptors: [DESC], gap_limit: index + 1 }) });
+    const res = await fetch(`${s.url}/v1/wallets`, {
+      method: 'POST',
+      headers: { apiKey: other, 'content-type': 'application/json' },
+      body: JSON.stringify({ descriptors: [DESC], gap_limit: index + 1 }),
+    });
     const w = (await res.json()) as { id: string };
-    const list = (await (await fetch(`${s.url}/v1/wallets/${w.id}/addresses?change=false&limit=10000`, { headers: { apiKey: other } })).json()) as { index: number; address: string }[];
+    const list = (await (
+      await fetch(`${s.url}/v1/wallets/${w.id}/addresses?change=false&limit=10000`, { headers: { apiKey: other } })
+    ).json()) as { index: number; address: string }[];
     await fetch(`${s.url}/v1/wallets/${w.id}`, { method: 'DELETE', headers: { apiKey: other } });
     return list.find((x) => x.index === index)!.address;
   }

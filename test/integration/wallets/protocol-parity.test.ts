@@ -47,7 +47,7 @@ const BRANCHES: Branch[] = [
 type View = { confirmed: number; unconfirmed: number; utxos: string[] };
 type CoreUnspent = { txid: string; vout: number; amount: number; confirmations: number };
 
-describeBitcoind('Esplora and Electrum wallets see Core\'s wallet for the same descriptors (Core 30)', () => {
+describeBitcoind("Esplora and Electrum wallets see Core's wallet for the same descriptors (Core 30)", () => {
   let s: Stack<'bitcoind'>;
   let electrum: ElectrumHandle;
   let esplora: EsploraExplorer;
@@ -57,7 +57,10 @@ describeBitcoind('Esplora and Electrum wallets see Core\'s wallet for the same d
   // The accounts: Core gets their private descriptors, the clients their public keys only.
   const master = HDKey.fromMasterSeed(randomBytes(32), VERSIONS);
   const accounts = { wpkh: master.derive("m/84'/1'/0'"), tr: master.derive("m/86'/1'/0'") };
-  const watch = { wpkh: HDKey.fromExtendedKey(accounts.wpkh.publicExtendedKey, VERSIONS), tr: HDKey.fromExtendedKey(accounts.tr.publicExtendedKey, VERSIONS) };
+  const watch = {
+    wpkh: HDKey.fromExtendedKey(accounts.wpkh.publicExtendedKey, VERSIONS),
+    tr: HDKey.fromExtendedKey(accounts.tr.publicExtendedKey, VERSIONS),
+  };
   const outputAt = (b: Branch, i: number) => {
     const pub = watch[b.kind].deriveChild(b.change).deriveChild(i).publicKey!;
     return b.kind === 'wpkh' ? btc.p2wpkh(pub, NETWORKS.regtest) : btc.p2tr(pub.slice(1), undefined, NETWORKS.regtest);
@@ -100,12 +103,16 @@ describeBitcoind('Esplora and Electrum wallets see Core\'s wallet for the same d
 
   /** Waits until the index holds Core's tip and exactly Core's mempool, and Core's wallet has caught up with both. */
   const settled = async () => {
-    await waitFor('the index at Core\'s tip and mempool', async () => {
-      const [tip, pool] = await Promise.all([s.node.tip(), call<string[]>('getrawmempool')]);
-      const ours = (await (await fetch(`${s.url}/esplora/${s.apiKey}/mempool/txids`)).json()) as string[];
-      const hash = await (await fetch(`${s.url}/esplora/${s.apiKey}/blocks/tip/hash`)).text();
-      return hash === tip.hash && ours.length === pool.length && pool.every((t) => ours.includes(t));
-    }, 60_000);
+    await waitFor(
+      "the index at Core's tip and mempool",
+      async () => {
+        const [tip, pool] = await Promise.all([s.node.tip(), call<string[]>('getrawmempool')]);
+        const ours = (await (await fetch(`${s.url}/esplora/${s.apiKey}/mempool/txids`)).json()) as string[];
+        const hash = await (await fetch(`${s.url}/esplora/${s.apiKey}/blocks/tip/hash`)).text();
+        return hash === tip.hash && ours.length === pool.length && pool.every((t) => ours.includes(t));
+      },
+      60_000,
+    );
     await call('syncwithvalidationinterfacequeue');
   };
 
@@ -115,28 +122,39 @@ describeBitcoind('Esplora and Electrum wallets see Core\'s wallet for the same d
    * used one; balances from the server; unspent outputs from the transactions of the history.
    */
   const sync = async (client: Explorer): Promise<View> => {
-    const found = await Promise.all(BRANCHES.map(async (b) => {
-      const used: { script: Uint8Array; hash: string; info: Awaited<ReturnType<Explorer['fetchScriptHash']>> }[] = [];
-      for (let next = 0, last = -1; next - last - 1 < GAP; next += GAP) {
-        const window = Array.from({ length: GAP }, (_, k) => next + k).map((i) => ({ i, script: scriptAt(b, i), hash: electrumHash(scriptAt(b, i)) }));
-        const infos = await Promise.all(window.map((w) => client.fetchScriptHash(w.hash)));
-        infos.forEach((info, k) => {
-          if (info.txCount + info.unconfirmedTxCount === 0) return;
-          last = window[k]!.i;
-          used.push({ ...window[k]!, info });
-        });
-      }
-      return used;
-    }));
+    const found = await Promise.all(
+      BRANCHES.map(async (b) => {
+        const used: { script: Uint8Array; hash: string; info: Awaited<ReturnType<Explorer['fetchScriptHash']>> }[] = [];
+        for (let next = 0, last = -1; next - last - 1 < GAP; next += GAP) {
+          const window = Array.from({ length: GAP }, (_, k) => next + k).map((i) => ({
+            i,
+            script: scriptAt(b, i),
+            hash: electrumHash(scriptAt(b, i)),
+          }));
+          const infos = await Promise.all(window.map((w) => client.fetchScriptHash(w.hash)));
+          infos.forEach((info, k) => {
+            if (info.txCount + info.unconfirmedTxCount === 0) return;
+            last = window[k]!.i;
+            used.push({ ...window[k]!, info });
+          });
+        }
+        return used;
+      }),
+    );
     const used = found.flat();
     const mine = new Set(used.map((u) => Buffer.from(u.script).toString('hex')));
     const heights = new Map<string, number>();
-    for (const history of await Promise.all(used.map((u) => client.fetchTxHistory({ scriptHash: u.hash })))) for (const h of history) heights.set(h.txId, h.blockHeight);
+    for (const history of await Promise.all(used.map((u) => client.fetchTxHistory({ scriptHash: u.hash }))))
+      for (const h of history) heights.set(h.txId, h.blockHeight);
     const txs = await Promise.all([...heights.keys()].map(async (t) => decodeTx(Buffer.from(await client.fetchTx(t), 'hex'))));
     const spent = new Set(txs.flatMap((t) => t.inputs.map((i) => `${hashToHex(i.prevTxid)}:${i.vout}`)));
     const utxos = txs.flatMap((t) => {
       const txid = hashToHex(t.txid);
-      return t.outputs.flatMap((o, vout) => (mine.has(Buffer.from(o.script).toString('hex')) && !spent.has(`${txid}:${vout}`) ? [`${txid}:${vout} ${o.value} ${heights.get(txid)! > 0}`] : []));
+      return t.outputs.flatMap((o, vout) =>
+        mine.has(Buffer.from(o.script).toString('hex')) && !spent.has(`${txid}:${vout}`)
+          ? [`${txid}:${vout} ${o.value} ${heights.get(txid)! > 0}`]
+          : [],
+      );
     });
     return {
       confirmed: used.reduce((a, u) => a + u.info.balance, 0),
@@ -164,16 +182,23 @@ describeBitcoind('Esplora and Electrum wallets see Core\'s wallet for the same d
     const byEsplora = await sync(esplora);
     const byElectrum = await sync(electrumClient);
     expect(want.utxos.length, `${step}: Core's wallet has coins`).toBeGreaterThan(0);
-    for (const [name, view] of [['Esplora', byEsplora], ['Electrum', byElectrum]] as const) {
+    for (const [name, view] of [
+      ['Esplora', byEsplora],
+      ['Electrum', byElectrum],
+    ] as const) {
       expect(view.utxos, `${step}: ${name}'s unspent outputs`).toEqual(want.utxos);
       expect(view.confirmed + view.unconfirmed, `${step}: ${name}'s balance`).toBe(want.total);
-      if (split) expect({ confirmed: view.confirmed, unconfirmed: view.unconfirmed }, `${step}: ${name}'s parts`).toEqual({ confirmed: want.trusted, unconfirmed: want.pending });
+      if (split)
+        expect({ confirmed: view.confirmed, unconfirmed: view.unconfirmed }, `${step}: ${name}'s parts`).toEqual({
+          confirmed: want.trusted,
+          unconfirmed: want.pending,
+        });
     }
     expect(byElectrum, `${step}: Electrum's view is Esplora's`).toEqual(byEsplora);
     return want;
   };
 
-  it('received, paid, confirmed, reorganised, confirmed again: the same balance and coins as Core\'s wallet', async () => {
+  it("received, paid, confirmed, reorganised, confirmed again: the same balance and coins as Core's wallet", async () => {
     // Coins at receive indexes within the gap limit of both accounts; one left unconfirmed.
     await s.node.pay(addressAt({ kind: 'wpkh', change: 0 }, 0), 1_000_000n);
     await s.node.pay(addressAt({ kind: 'wpkh', change: 0 }, 6), 2_000_000n);
@@ -187,7 +212,11 @@ describeBitcoind('Esplora and Electrum wallets see Core\'s wallet for the same d
     const to = await call<string>('getnewaddress', [], 'miner');
     const payment = await call<string>('sendtoaddress', [to, 0.022], WALLET);
     await compare('payment in the mempool', false);
-    const paymentTx = await call<{ decoded: { vout: { scriptPubKey: { address: string } }[] } }>('gettransaction', [payment, false, true], WALLET);
+    const paymentTx = await call<{ decoded: { vout: { scriptPubKey: { address: string } }[] } }>(
+      'gettransaction',
+      [payment, false, true],
+      WALLET,
+    );
     const change = paymentTx.decoded.vout.map((o) => o.scriptPubKey.address).filter((a) => a !== to);
     const changeAddresses = BRANCHES.filter((b) => b.change === 1).flatMap((b) => [0, 1, 2].map((i) => addressAt(b, i)));
     expect(change.length, 'the payment has change').toBe(1);

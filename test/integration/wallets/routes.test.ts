@@ -63,11 +63,17 @@ describe('wallets API', () => {
     const id = wallet.id as string;
     const a4 = await addressAt(id, false, 4);
     const tx1 = await s.devnode.wallet.send(a4, 50_000n);
-    await waitFor('the receive chain extended to 10', async () => ((await call('GET', `/wallets/${id}`)).body.chains[0].addresses as number) === 10);
+    await waitFor(
+      'the receive chain extended to 10',
+      async () => ((await call('GET', `/wallets/${id}`)).body.chains[0].addresses as number) === 10,
+    );
     // The 6th receive address (index 5) exists only because index 4 was used; pay it.
     const a5 = await addressAt(id, false, 5);
     const tx2 = await s.devnode.wallet.send(a5, 70_000n);
-    await waitFor('both payments in the unconfirmed balance', async () => (await call('GET', `/wallets/${id}/balance`)).body.unconfirmed === 120_000);
+    await waitFor(
+      'both payments in the unconfirmed balance',
+      async () => (await call('GET', `/wallets/${id}/balance`)).body.unconfirmed === 120_000,
+    );
     expect((await call('GET', `/wallets/${id}/balance`)).body).toEqual({ confirmed: 0, unconfirmed: 120_000 });
     const h = await call('GET', `/wallets/${id}/history`);
     expect(new Set((h.body as Json[]).map((e) => e.transaction_hash))).toEqual(new Set([tx1, tx2]));
@@ -76,10 +82,18 @@ describe('wallets API', () => {
     await s.mine(1);
     expect((await call('GET', `/wallets/${id}/balance`)).body).toEqual({ confirmed: 120_000, unconfirmed: 0 });
     const hist = (await call('GET', `/wallets/${id}/history`)).body as Json[];
-    expect(hist.map((e) => [e.transaction_hash, e.confirmations, e.net]).sort()).toEqual([[tx1, 1, 50_000], [tx2, 1, 70_000]].sort());
+    expect(hist.map((e) => [e.transaction_hash, e.confirmations, e.net]).sort()).toEqual(
+      [
+        [tx1, 1, 50_000],
+        [tx2, 1, 70_000],
+      ].sort(),
+    );
     const utxos = (await call('GET', `/wallets/${id}/unspentoutputs`)).body as Json[];
     expect(utxos.map((u) => [u.transaction_hash, u.value, u.address, u.path, u.change, u.address_index]).sort()).toEqual(
-      [[tx1, 50_000, a4, 'm/84h/1h/0h/0/4', false, 4], [tx2, 70_000, a5, 'm/84h/1h/0h/0/5', false, 5]].sort(),
+      [
+        [tx1, 50_000, a4, 'm/84h/1h/0h/0/4', false, 4],
+        [tx2, 70_000, a5, 'm/84h/1h/0h/0/5', false, 5],
+      ].sort(),
     );
     expect((await call('GET', `/wallets/${id}`)).body.chains[0]).toMatchObject({ addresses: 11, last_used_index: 5 });
     const used = (await call('GET', `/wallets/${id}/addresses?used=true`)).body as Json[];
@@ -88,13 +102,21 @@ describe('wallets API', () => {
 
   it('next-address: the lowest unused; reservations never hand the same address twice, even at once', async () => {
     const id = wallet.id as string;
-    expect((await call('POST', `/wallets/${id}/next-address`, {})).body).toMatchObject({ index: 0, change: false, path: 'm/84h/1h/0h/0/0' });
+    expect((await call('POST', `/wallets/${id}/next-address`, {})).body).toMatchObject({
+      index: 0,
+      change: false,
+      path: 'm/84h/1h/0h/0/0',
+    });
     const many = await Promise.all(Array.from({ length: 12 }, () => call('POST', `/wallets/${id}/next-address`, { reserve: true })));
     const got = many.map((r) => r.body.index as number).sort((a, b) => a - b);
     expect(got).toEqual([0, 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13]);
     // Reserving counts as use: the chain stays gap_limit past the last reservation.
     expect((await call('GET', `/wallets/${id}`)).body.chains[0]).toMatchObject({ last_used_index: 13, addresses: 19 });
-    expect((await call('POST', `/wallets/${id}/next-address`, { change: true })).body).toMatchObject({ index: 0, change: true, path: 'm/84h/1h/0h/1/0' });
+    expect((await call('POST', `/wallets/${id}/next-address`, { change: true })).body).toMatchObject({
+      index: 0,
+      change: true,
+      path: 'm/84h/1h/0h/1/0',
+    });
   });
 
   it('history and unspent outputs page by Link: one item a page gives the whole list, in order', async () => {
@@ -102,7 +124,9 @@ describe('wallets API', () => {
     // one more payment, left in the mempool, so that pages cross from the mempool part to the chain part
     const a6 = await addressAt(id, false, 6);
     const tx3 = await s.devnode.wallet.send(a6, 20_000n);
-    await waitFor('the mempool payment in the history', async () => ((await call('GET', `/wallets/${id}/history`)).body as Json[]).some((e) => e.transaction_hash === tx3));
+    await waitFor('the mempool payment in the history', async () =>
+      ((await call('GET', `/wallets/${id}/history`)).body as Json[]).some((e) => e.transaction_hash === tx3),
+    );
     for (const list of ['history', 'unspentoutputs']) {
       const whole = (await call('GET', `/wallets/${id}/${list}?limit=1000`)).body as Json[];
       const paged: Json[] = [];
@@ -143,7 +167,10 @@ describe('wallets API', () => {
 
     const bad = await call('POST', '/wallets', { descriptors: [`${DESC}#qqqqqqqq`] });
     expect(bad.status).toBe(400);
-    expect(bad.body).toMatchObject({ error_code: 'ERR_INVALID_DESCRIPTOR', error_message: expect.stringMatching(/^Provided checksum 'qqqqqqqq' does not match computed checksum '[a-z0-9]{8}'$/) });
+    expect(bad.body).toMatchObject({
+      error_code: 'ERR_INVALID_DESCRIPTOR',
+      error_message: expect.stringMatching(/^Provided checksum 'qqqqqqqq' does not match computed checksum '[a-z0-9]{8}'$/),
+    });
     expect((await call('POST', '/wallets', { descriptors: [DESC], gap_limit: 1001 })).body.error_code).toBe('ERR_INVALID_BODY');
     expect((await call('POST', '/wallets', {})).body.error_code).toBe('ERR_INVALID_BODY');
 

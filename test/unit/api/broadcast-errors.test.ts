@@ -10,10 +10,16 @@ type RpcLine = { step: string; request: { method: string }; response: { error: {
 
 describeFixtures('broadcast errors recorded from Bitcoin Core', () => {
   it('every recorded sendrawtransaction error has a mapping', async () => {
-    const lines = (await readFixtureJsonl<RpcLine>('bitcoind', 'rpc.jsonl')).filter((l) => l.request.method === 'sendrawtransaction' && l.response.error);
+    const lines = (await readFixtureJsonl<RpcLine>('bitcoind', 'rpc.jsonl')).filter(
+      (l) => l.request.method === 'sendrawtransaction' && l.response.error,
+    );
     const seen = lines.map((l) => {
       const o = classifyBroadcastError(l.response.error!.code, l.response.error!.message);
-      return [l.response.error!.code, l.response.error!.message, o.kind === 'error' ? `${o.error.code}:${o.error.retry}:${o.error.status}` : o.kind];
+      return [
+        l.response.error!.code,
+        l.response.error!.message,
+        o.kind === 'error' ? `${o.error.code}:${o.error.retry}:${o.error.status}` : o.kind,
+      ];
     });
     expect(seen).toEqual([
       [-27, 'Transaction outputs already in utxo set', 'already_confirmed'],

@@ -25,8 +25,10 @@ describe('console assets', () => {
     expect(CONSOLE_JS).not.toMatch(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
   });
 
-  it('the policy allows only the page\'s own scripts and this origin\'s connections', () => {
-    expect(consolePolicy('127.0.0.1:3000')).toBe("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self' ws://127.0.0.1:3000 wss://127.0.0.1:3000; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+  it("the policy allows only the page's own scripts and this origin's connections", () => {
+    expect(consolePolicy('127.0.0.1:3000')).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self' ws://127.0.0.1:3000 wss://127.0.0.1:3000; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
     expect(consolePolicy('[::1]:8080')).toContain("connect-src 'self' ws://[::1]:8080 wss://[::1]:8080;");
     // A Host header that is not one (a smuggled directive) stays out of the policy.
     expect(consolePolicy("evil.example; script-src 'unsafe-inline'")).toContain("connect-src 'self';");

@@ -11,11 +11,21 @@ import { digestApiKey, generateApiKey, isWellFormedApiKey, KEY_LENGTH } from '..
 describe('cursors', () => {
   it('round-trip both phases and both kinds', () => {
     fc.assert(
-      fc.property(fc.constantFrom('h' as const, 'u' as const), fc.bigInt({ min: 0n, max: (1n << 62n) - 1n }), fc.nat(0x7fffffff), fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.boolean(), fc.option(fc.record({ first: fc.bigInt({ min: 0n, max: (1n << 62n) - 1n }), index: fc.nat(1_000_000) }), { nil: undefined }), (kind, n, vout, txid, chain, chunk) => {
-        const c: Cursor = chain ? { kind, phase: 'c', txNum: n, vout, ...(chunk ? { chunk } : {}) } : { kind, phase: 'm', firstSeenUs: n, txid: Buffer.from(txid), vout };
-        expect(decodeCursor(encodeCursor(c), kind)).toEqual(c);
-        expect(() => decodeCursor(encodeCursor(c), kind === 'h' ? 'u' : 'h')).toThrow(ServiceError);
-      }),
+      fc.property(
+        fc.constantFrom('h' as const, 'u' as const),
+        fc.bigInt({ min: 0n, max: (1n << 62n) - 1n }),
+        fc.nat(0x7fffffff),
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.boolean(),
+        fc.option(fc.record({ first: fc.bigInt({ min: 0n, max: (1n << 62n) - 1n }), index: fc.nat(1_000_000) }), { nil: undefined }),
+        (kind, n, vout, txid, chain, chunk) => {
+          const c: Cursor = chain
+            ? { kind, phase: 'c', txNum: n, vout, ...(chunk ? { chunk } : {}) }
+            : { kind, phase: 'm', firstSeenUs: n, txid: Buffer.from(txid), vout };
+          expect(decodeCursor(encodeCursor(c), kind)).toEqual(c);
+          expect(() => decodeCursor(encodeCursor(c), kind === 'h' ? 'u' : 'h')).toThrow(ServiceError);
+        },
+      ),
     );
   });
   it('anything else is ERR_INVALID_CURSOR', () => {

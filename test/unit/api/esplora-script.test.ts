@@ -17,7 +17,10 @@ describe('Esplora script views', () => {
   it('assembly as rust-bitcoin prints it', () => {
     const cases: [string, string][] = [
       [`76a914${key20}88ac`, `OP_DUP OP_HASH160 OP_PUSHBYTES_20 ${key20} OP_EQUALVERIFY OP_CHECKSIG`],
-      ['5120727da28731cccc6f227d0200b43c384ae06e717f6f14f62f31145a8cbb145048', 'OP_PUSHNUM_1 OP_PUSHBYTES_32 727da28731cccc6f227d0200b43c384ae06e717f6f14f62f31145a8cbb145048'],
+      [
+        '5120727da28731cccc6f227d0200b43c384ae06e717f6f14f62f31145a8cbb145048',
+        'OP_PUSHNUM_1 OP_PUSHBYTES_32 727da28731cccc6f227d0200b43c384ae06e717f6f14f62f31145a8cbb145048',
+      ],
       [`0014${key20}`, `OP_0 OP_PUSHBYTES_20 ${key20}`],
       ['6a4c03aabbcc', 'OP_RETURN OP_PUSHDATA1 aabbcc'],
       ['6a4d0200aabb', 'OP_RETURN OP_PUSHDATA2 aabb'],
@@ -64,7 +67,10 @@ describe('Esplora script views', () => {
     const wsh = h(`0020${'22'.repeat(32)}`);
     const witnessScript = h(`${'21' + pub33}ac`);
     expect(innerScripts(h(`a914${key20}87`), h(`16${wpkh.toString('hex')}`), [h('30'), h(pub33)])).toEqual({ redeem: wpkh });
-    expect(innerScripts(h(`a914${key20}87`), h(`22${wsh.toString('hex')}`), [h('30'), witnessScript])).toEqual({ redeem: wsh, witness: witnessScript });
+    expect(innerScripts(h(`a914${key20}87`), h(`22${wsh.toString('hex')}`), [h('30'), witnessScript])).toEqual({
+      redeem: wsh,
+      witness: witnessScript,
+    });
     expect(innerScripts(wsh, h(''), [h('30'), witnessScript])).toEqual({ witness: witnessScript });
     expect(innerScripts(wpkh, h(''), [h('30'), h(pub33)])).toEqual({});
     // (a scriptSig ending with an opcode that is no push reveals no redeem script)

@@ -26,7 +26,14 @@ describe('HistoryChunkCache', () => {
     // entry 500 is 100 + 1500; the page is entries 499 … 474, with their txids and places
     const page = c.page(ADDR, 100n, 500, 1600n, 26)!;
     expect(page.version).toBe('42');
-    expect(page.chain.all()).toEqual(Array.from({ length: 26 }, (_, k) => ({ n: 100n + BigInt(499 - k) * 3n, first: 100n, index: 499 - k, txid: Buffer.alloc(32, (499 - k) % 256) })));
+    expect(page.chain.all()).toEqual(
+      Array.from({ length: 26 }, (_, k) => ({
+        n: 100n + BigInt(499 - k) * 3n,
+        first: 100n,
+        index: 499 - k,
+        txid: Buffer.alloc(32, (499 - k) % 256),
+      })),
+    );
     expect(c.page(ADDR, 100n, 26, 178n, 26)!.chain.at(25)).toEqual({ n: 100n, first: 100n, index: 0, txid: null }); // txid 0: none (absent)
   });
 
@@ -110,7 +117,11 @@ describe('HistoryChunkCache', () => {
     await c.settled();
     expect(c.size.chunks).toBe(0);
     const errors: unknown[] = [];
-    const failing = new HistoryChunkCache({ maxBytes: 1 << 20, load: () => Promise.reject(new Error('database down')), onLoadError: (e) => errors.push(e) });
+    const failing = new HistoryChunkCache({
+      maxBytes: 1 << 20,
+      load: () => Promise.reject(new Error('database down')),
+      onLoadError: (e) => errors.push(e),
+    });
     failing.want(ADDR, 100n);
     await failing.settled();
     expect(failing.size.chunks).toBe(0);

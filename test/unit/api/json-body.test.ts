@@ -23,7 +23,10 @@ function shape(v: unknown): { depth: number; items: number } {
 }
 
 const tricky = fc.string({ unit: fc.constantFrom('"', '\\', '[', ']', '{', '}', ',', 'a', ' ', '\n') });
-const value = fc.oneof(fc.jsonValue({ maxDepth: 6 }), fc.array(fc.dictionary(tricky, fc.oneof(tricky, fc.array(tricky))), { maxLength: 5 }));
+const value = fc.oneof(
+  fc.jsonValue({ maxDepth: 6 }),
+  fc.array(fc.dictionary(tricky, fc.oneof(tricky, fc.array(tricky))), { maxLength: 5 }),
+);
 
 describe('JSON body shape', () => {
   it('refuses exactly what is too deep or holds too many items', () => {

@@ -17,7 +17,16 @@ import { DEFAULT_PARAMS, generateCorpus, type CorpusParams } from '../../../benc
 const root = mkdtempSync(join(tmpdir(), 'bw-corpus-test-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const params: CorpusParams = { ...DEFAULT_PARAMS, blocks: 40, txsPerBlock: 150, tailBlocks: 2, tailTxs: 200, seed: 'unit', reorgsPerThousand: 50, hotShare: 0.05 };
+const params: CorpusParams = {
+  ...DEFAULT_PARAMS,
+  blocks: 40,
+  txsPerBlock: 150,
+  tailBlocks: 2,
+  tailTxs: 200,
+  seed: 'unit',
+  reorgsPerThousand: 50,
+  hotShare: 0.05,
+};
 
 describe('bench corpus generator', () => {
   it('writes the same bytes for the same seed, other bytes for another seed', () => {

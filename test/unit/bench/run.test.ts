@@ -8,7 +8,13 @@ describe('npm run bench -- --quick', () => {
   it('parses markdown tables and replaces only the results section of a README', () => {
     const t = parseTables('text\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\nmore\n| x |\n|:-:|\n| y |\n');
     expect(t).toEqual([
-      { header: ['a', 'b'], rows: [['1', '2'], ['3', '4']] },
+      {
+        header: ['a', 'b'],
+        rows: [
+          ['1', '2'],
+          ['3', '4'],
+        ],
+      },
       { header: ['x'], rows: [['y']] },
     ]);
     const first = spliceReadme('# Benchmarks\n\nintro\n', '<!-- bench:results:start -->\nA\n<!-- bench:results:end -->');
@@ -20,7 +26,17 @@ describe('npm run bench -- --quick', () => {
   });
 
   it('the summary sets each target against the floor measured in the same run', () => {
-    const run = (name: string, text: string, result: unknown = null): BenchRun => ({ name, command: name, exitCode: 0, ms: 1, loadBefore: [], loadAfter: [], tables: parseTables(text), result, tail: [] });
+    const run = (name: string, text: string, result: unknown = null): BenchRun => ({
+      name,
+      command: name,
+      exitCode: 0,
+      ms: 1,
+      loadBefore: [],
+      loadAfter: [],
+      tables: parseTables(text),
+      result,
+      tail: [],
+    });
     const api = [
       '| route | req/s | of floor | p50 ms | p99 ms |',
       '|---|---|---|---|---|',
@@ -30,14 +46,31 @@ describe('npm run bench -- --quick', () => {
       '| history page (limit 25, random of 200k addresses) | 8000 | 40 % | 1 | 4 |',
       '| transaction (random of 10k payments, 2 in / 2 out) | 7000 | 35 % | 1 | 5 |',
     ].join('\n');
-    const decode = '| block | txs | floor ms | decode / floor | decode tx/s |\n|---|---|---|---|---|\n| all 5 | 10000 | 25 | 0.9 | 360000 |';
-    const events = '| fan-out | clients | blocks | p50 ms | p99 ms | max ms | first client p50 ms | first client p99 ms |\n|---|---|---|---|---|---|---|---|\n| block arrival (devnode) | 10000 | 20 | 500 | 900 | 950 | 100 | 200 |\n| block arrival → webhook delivered (1 chain subscription) | 1 | 20 | 300 | 1200 | 1300 | 300 | 1200 |';
-    const sync = { import: { txs: 1_000_000, importerCpuMs: 7_000, txPerSec: 60_000, peakRssBytes: 2 ** 31 }, live: { p50: 290, p99: 650 }, projection: { hours: 5.5 }, size: { ratio: 0.9, rawBlockBytes: 1e9 } };
+    const decode =
+      '| block | txs | floor ms | decode / floor | decode tx/s |\n|---|---|---|---|---|\n| all 5 | 10000 | 25 | 0.9 | 360000 |';
+    const events =
+      '| fan-out | clients | blocks | p50 ms | p99 ms | max ms | first client p50 ms | first client p99 ms |\n|---|---|---|---|---|---|---|---|\n| block arrival (devnode) | 10000 | 20 | 500 | 900 | 950 | 100 | 200 |\n| block arrival → webhook delivered (1 chain subscription) | 1 | 20 | 300 | 1200 | 1300 | 300 | 1200 |';
+    const sync = {
+      import: { txs: 1_000_000, importerCpuMs: 7_000, txPerSec: 60_000, peakRssBytes: 2 ** 31 },
+      live: { p50: 290, p99: 650 },
+      projection: { hours: 5.5 },
+      size: { ratio: 0.9, rawBlockBytes: 1e9 },
+    };
     const md = summary([run('sync', '', sync), run('decode', decode), run('api', api), run('events', events)]);
-    const row = (label: string) => md.split('\n').find((l) => l.startsWith(`| ${label}`))?.split('|').map((c) => c.trim());
+    const row = (label: string) =>
+      md
+        .split('\n')
+        .find((l) => l.startsWith(`| ${label}`))
+        ?.split('|')
+        .map((c) => c.trim());
     expect(row('VM speed class: txid hashing')?.[2]).toBe('400,000 tx/s');
     expect(row('VM speed class: bare fastify')?.[2]).toBe('20,000 req/s');
-    expect(row('API balance (16')?.slice(2, 6)).toEqual(['10,000 req/s, p99 4 ms = 0.50 × floor', '20,000 req/s', '≥ 0.5 × floor, p99 ≤ 10 ms', '**met**']);
+    expect(row('API balance (16')?.slice(2, 6)).toEqual([
+      '10,000 req/s, p99 4 ms = 0.50 × floor',
+      '20,000 req/s',
+      '≥ 0.5 × floor, p99 ≤ 10 ms',
+      '**met**',
+    ]);
     expect(row('API history page (a million-entry address, random depth) (16')?.[5]).toBe('**missed**'); // 0.30 × and p99 30 ms
     expect(row('API history page (random addresses) (16')?.[5]).toBe('**met**');
     expect(row('API transaction lookup')?.[5]).toBe('**met**');
@@ -48,35 +81,95 @@ describe('npm run bench -- --quick', () => {
     expect(row('peak memory of the import')?.slice(2, 6)).toEqual(['2.00 GiB', 'no budget logged', '≤ 4 GiB by default', '**met**']);
     // The baseline's import of the same corpus in the same run gives the ratio its verdict.
     expect(row('initial sync (`blockwire import`')?.[5]).toBe('—');
-    const withBase = { ...sync, import: { ...sync.import, memoryMb: 1024, peakRssBytes: 1.5 * 2 ** 30 }, baseline: { ref: 'f8b0377', txPerSec: 40_000, loadTxPerSec: 50_000, ratio: 1.5, loadRatio: 1.7 } };
+    const withBase = {
+      ...sync,
+      import: { ...sync.import, memoryMb: 1024, peakRssBytes: 1.5 * 2 ** 30 },
+      baseline: { ref: 'f8b0377', txPerSec: 40_000, loadTxPerSec: 50_000, ratio: 1.5, loadRatio: 1.7 },
+    };
     const mb = summary([run('sync', '', withBase)]);
-    const brow = (label: string) => mb.split('\n').find((l) => l.startsWith(`| ${label}`))?.split('|').map((c) => c.trim());
-    expect(brow('initial sync (`blockwire import`')?.slice(2, 6)).toEqual(['60,000 tx/s, — blocks/s = **1.50 ×** the baseline (load phase 1.70 ×)', 'baseline f8b0377 40,000 tx/s (load 50,000); server-side COPY limit — tx/s (load phase at — of it)', '≥ 1.6 × the previous code on the same VM', '**missed**']);
+    const brow = (label: string) =>
+      mb
+        .split('\n')
+        .find((l) => l.startsWith(`| ${label}`))
+        ?.split('|')
+        .map((c) => c.trim());
+    expect(brow('initial sync (`blockwire import`')?.slice(2, 6)).toEqual([
+      '60,000 tx/s, — blocks/s = **1.50 ×** the baseline (load phase 1.70 ×)',
+      'baseline f8b0377 40,000 tx/s (load 50,000); server-side COPY limit — tx/s (load phase at — of it)',
+      '≥ 1.6 × the previous code on the same VM',
+      '**missed**',
+    ]);
     // Over its own budget (1,024 MiB) the peak misses, though under 4 GiB.
-    expect(brow('peak memory of the import')?.slice(2, 6)).toEqual(['1.50 GiB', 'budget 1,024 MiB (the outpoint cache\'s bound: docs/sync.md "Memory")', '≤ 4 GiB by default', '**missed**']);
+    expect(brow('peak memory of the import')?.slice(2, 6)).toEqual([
+      '1.50 GiB',
+      'budget 1,024 MiB (the outpoint cache\'s bound: docs/sync.md "Memory")',
+      '≤ 4 GiB by default',
+      '**missed**',
+    ]);
     expect(row('projected full mainnet sync')?.[5]).toBe('**met**');
     expect(row('database size')?.[5]).toBe('**missed**');
     expect(row('events: block arrival → WebSocket, p99 to the last of 10,000 clients')?.[5]).toBe('**met**');
-    expect(row('block → first webhook delivered')?.slice(2, 6)).toEqual(['1,200 ms', 'a chain subscription, local receiver', '≤ 1,000 ms', '**missed**']);
+    expect(row('block → first webhook delivered')?.slice(2, 6)).toEqual([
+      '1,200 ms',
+      'a chain subscription, local receiver',
+      '≤ 1,000 ms',
+      '**missed**',
+    ]);
     // A bench that did not run leaves its targets without a verdict.
     expect(row('webhook deliveries')?.[5]).toBe('—');
-    const wallets = { corpus: { blocks: 20_001, txs: 6e7 }, gapLimit: 1000, connections: 16, creationMs: { wpkh: 1500 }, balance: { reqPerSec: 900, p99: 40 }, addressBalance: { reqPerSec: 2000 }, million: { txs: 1_000_000, addresses: 1000, createMs: 4200, balanceMs: 12, historyMs: 11_000, historyNextMs: 300, unspentMs: 900 } };
+    const wallets = {
+      corpus: { blocks: 20_001, txs: 6e7 },
+      gapLimit: 1000,
+      connections: 16,
+      creationMs: { wpkh: 1500 },
+      balance: { reqPerSec: 900, p99: 40 },
+      addressBalance: { reqPerSec: 2000 },
+      million: { txs: 1_000_000, addresses: 1000, createMs: 4200, balanceMs: 12, historyMs: 11_000, historyNextMs: 300, unspentMs: 900 },
+    };
     const mw = summary([run('wallets', '', wallets)]);
-    const wrow = (label: string) => mw.split('\n').find((l) => l.startsWith(`| ${label}`))?.split('|').map((c) => c.trim());
+    const wrow = (label: string) =>
+      mw
+        .split('\n')
+        .find((l) => l.startsWith(`| ${label}`))
+        ?.split('|')
+        .map((c) => c.trim());
     expect(wrow('wallet balance, 2 × 100')?.[5]).toBe('**missed**');
-    expect(wrow('wallet with 1,000,000 transactions: creation')?.slice(2, 6)).toEqual(['4.20 s', '1,000 used addresses, index of 20,001 blocks', 'seconds, not a rescan (≤ 10 s)', '**met**']);
+    expect(wrow('wallet with 1,000,000 transactions: creation')?.slice(2, 6)).toEqual([
+      '4.20 s',
+      '1,000 used addresses, index of 20,001 blocks',
+      'seconds, not a rescan (≤ 10 s)',
+      '**met**',
+    ]);
     expect(wrow('wallet with 1,000,000 transactions: first balance')?.[5]).toBe('**missed**'); // the first history page took 11 s
     // The size target is set on the 20,000-block corpus: bench/wallets's index gives it, and the
     // routine 2,000-block import of bench/sync is then reported beside it without a verdict.
-    const both = summary([run('sync', '', sync), run('wallets', '', { ...wallets, size: { ratio: 0.79, rawBlockBytes: 2.25e10, databaseBytes: 1.78e10 } })]);
-    const sizes = both.split('\n').filter((l) => l.startsWith('| database size')).map((l) => l.split('|').map((c) => c.trim()));
+    const both = summary([
+      run('sync', '', sync),
+      run('wallets', '', { ...wallets, size: { ratio: 0.79, rawBlockBytes: 2.25e10, databaseBytes: 1.78e10 } }),
+    ]);
+    const sizes = both
+      .split('\n')
+      .filter((l) => l.startsWith('| database size'))
+      .map((l) => l.split('|').map((c) => c.trim()));
     expect(sizes.map((r) => r.slice(2, 7))).toEqual([
       ['0.790', 'raw blocks 22,500 MB, database 17,800 MB', '≤ 0.8', '**met**', 'wallets (its index)'],
       ['0.900', 'raw blocks 1,000 MB', '(reported)', '—', 'sync'],
     ]);
     expect(sizes[0]![1]).toContain('20,001-block import');
     // A wallets run on a smaller corpus leaves the verdict to bench/sync's row.
-    const small = summary([run('sync', '', sync), run('wallets', '', { ...wallets, corpus: { blocks: 601, txs: 1.8e6 }, size: { ratio: 0.7, rawBlockBytes: 7e8, databaseBytes: 4.9e8 } })]);
-    expect(small.split('\n').filter((l) => l.startsWith('| database size')).map((l) => l.split('|')[5]!.trim())).toEqual(['**missed**']);
+    const small = summary([
+      run('sync', '', sync),
+      run('wallets', '', {
+        ...wallets,
+        corpus: { blocks: 601, txs: 1.8e6 },
+        size: { ratio: 0.7, rawBlockBytes: 7e8, databaseBytes: 4.9e8 },
+      }),
+    ]);
+    expect(
+      small
+        .split('\n')
+        .filter((l) => l.startsWith('| database size'))
+        .map((l) => l.split('|')[5]!.trim()),
+    ).toEqual(['**missed**']);
   });
 });

@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { base58, bech32, bech32m } from '@scure/base';
 import { describe, expect, it } from 'vitest';
-import { AddressError, addressToScript, decodeAddress, outputAddresses, pubkeyToP2pkhAddress, pubkeyToP2trAddress, pubkeyToP2wpkhAddress } from '../../../src/bitcoin/address.js';
+import {
+  AddressError,
+  addressToScript,
+  decodeAddress,
+  outputAddresses,
+  pubkeyToP2pkhAddress,
+  pubkeyToP2trAddress,
+  pubkeyToP2wpkhAddress,
+} from '../../../src/bitcoin/address.js';
 import { base58CheckDecode, base58CheckEncode, base58Encode } from '../../../src/bitcoin/base58.js';
 import { decodeBech32, wordsToBytes } from '../../../src/bitcoin/bech32.js';
 import { bytesToHex, hexToBytes } from '../../../src/bitcoin/hash.js';
@@ -24,7 +32,17 @@ function sameBase58(chain: NetworkName): NetworkName[] {
 
 /** Turns bitcoinjs script ASM (only the opcodes its address vectors use) into hex. */
 function asmToHex(asm: string): string {
-  const ops: Record<string, string> = { OP_DUP: '76', OP_HASH160: 'a9', OP_EQUALVERIFY: '88', OP_CHECKSIG: 'ac', OP_EQUAL: '87', OP_0: '00', OP_TRUE: '51', OP_RETURN: '6a', OP_CHECKMULTISIG: 'ae' };
+  const ops: Record<string, string> = {
+    OP_DUP: '76',
+    OP_HASH160: 'a9',
+    OP_EQUALVERIFY: '88',
+    OP_CHECKSIG: 'ac',
+    OP_EQUAL: '87',
+    OP_0: '00',
+    OP_TRUE: '51',
+    OP_RETURN: '6a',
+    OP_CHECKMULTISIG: 'ae',
+  };
   return asm
     .split(' ')
     .map((t) => {
@@ -57,7 +75,13 @@ describeFixtures("Core's key_io vectors", () => {
       expect(() => decodeWif(text, meta.chain)).toThrow(TypeError);
       // Not valid on networks with other prefixes.
       for (const other of NETWORK_NAMES) {
-        const shares = text.startsWith('bcrt') ? other === 'regtest' : text.toLowerCase().startsWith('tb1') ? ['test', 'testnet4', 'signet'].includes(other) : text.toLowerCase().startsWith('bc1') ? other === 'main' : sameBase58(meta.chain).includes(other);
+        const shares = text.startsWith('bcrt')
+          ? other === 'regtest'
+          : text.toLowerCase().startsWith('tb1')
+            ? ['test', 'testnet4', 'signet'].includes(other)
+            : text.toLowerCase().startsWith('bc1')
+              ? other === 'main'
+              : sameBase58(meta.chain).includes(other);
         if (!shares) expect(() => addressToScript(text, other)).toThrow(AddressError);
       }
     }
@@ -79,13 +103,33 @@ describe('address error messages', () => {
     ['', 'main', 'Invalid address: empty'],
     ['1BgGZ9tcN4rm9KBzDn7KprQz87SZ26SAMI', 'main', 'Invalid or unsupported Segwit (Bech32) or Base58 encoding.'],
     ['1BgGZ9tcN4rm9KBzDn7KprQz87SZ26SAMJ', 'main', 'Invalid checksum or length of Base58 address (P2PKH or P2SH)'],
-    ['1BgGZ9tcN4rm9KBzDn7KprQz87SZ26SAMH', 'test', 'Address is for another network: Base58 version 0x00 belongs to main, not test (expected 0x6f or 0xc4)'],
-    ['mrCDrCybB6J1vRfbwM5hemdJz73FwDBC8r', 'main', 'Address is for another network: Base58 version 0x6f belongs to test/testnet4/signet/regtest, not main (expected 0x00 or 0x05)'],
+    [
+      '1BgGZ9tcN4rm9KBzDn7KprQz87SZ26SAMH',
+      'test',
+      'Address is for another network: Base58 version 0x00 belongs to main, not test (expected 0x6f or 0xc4)',
+    ],
+    [
+      'mrCDrCybB6J1vRfbwM5hemdJz73FwDBC8r',
+      'main',
+      'Address is for another network: Base58 version 0x6f belongs to test/testnet4/signet/regtest, not main (expected 0x00 or 0x05)',
+    ],
     ['bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t5', 'main', 'Invalid checksum'],
     ['bc1qw508d6qejxtdg4y5r3zarvaRY0c5xw7kv8f3t4', 'main', 'Invalid character or mixed case'],
-    ['bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4', 'regtest', 'Invalid or unsupported prefix for Segwit (Bech32) address (expected bcrt, got bc).'],
-    ['BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4', 'test', 'Invalid or unsupported prefix for Segwit (Bech32) address (expected tb, got bc).'],
-    ['tb1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3q0sl5k7', 'main', 'Invalid or unsupported prefix for Segwit (Bech32) address (expected bc, got tb).'],
+    [
+      'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4',
+      'regtest',
+      'Invalid or unsupported prefix for Segwit (Bech32) address (expected bcrt, got bc).',
+    ],
+    [
+      'BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4',
+      'test',
+      'Invalid or unsupported prefix for Segwit (Bech32) address (expected tb, got bc).',
+    ],
+    [
+      'tb1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3q0sl5k7',
+      'main',
+      'Invalid or unsupported prefix for Segwit (Bech32) address (expected bc, got tb).',
+    ],
     // A v1 program with a bech32 checksum, and a v0 program with a bech32m checksum (BIP350 vectors).
     ['bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7vqh2y7hd', 'main', 'Version 1+ witness address must use Bech32m checksum'],
     ['tb1z0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7vqglt7rf', 'test', 'Version 1+ witness address must use Bech32m checksum'],
@@ -100,7 +144,11 @@ describe('address error messages', () => {
     [bech32m.encode('bc', [1, ...bech32m.toWords(new Uint8Array([0x75]))]), 'main', 'Invalid Bech32 address program size (1 byte)'],
     [bech32m.encode('bc', [2, ...bech32m.toWords(new Uint8Array(41))]), 'main', 'Invalid Bech32 address program size (41 bytes)'],
     [bech32m.encode('bc', [17, ...bech32m.toWords(new Uint8Array(32))]), 'main', 'Invalid Bech32 address witness version'],
-    [bech32m.encode('bc', [1, ...bech32m.toWords(new Uint8Array(32)).map((w, i, a) => (i === a.length - 1 ? w | 1 : w))]), 'main', 'Invalid padding in Bech32 data section'],
+    [
+      bech32m.encode('bc', [1, ...bech32m.toWords(new Uint8Array(32)).map((w, i, a) => (i === a.length - 1 ? w | 1 : w))]),
+      'main',
+      'Invalid padding in Bech32 data section',
+    ],
     [bech32.encode('tb', [0, ...bech32.toWords(new Uint8Array(20)), 0]), 'test', 'Invalid padding in Bech32 data section'],
     ['bc1gmk9yu', 'main', 'Empty Bech32 data section'],
     ['bc1', 'main', 'Invalid separator position'],
@@ -123,7 +171,10 @@ describe('address error messages', () => {
 describeFixtures('bitcoinjs address vectors', () => {
   type Standard = { network: string; base58check?: string; bech32?: string; script: string };
   type BadAddress = { address: string; network?: unknown; paymentException?: string };
-  const v = vectors<{ standard: Standard[]; invalid: { toOutputScript: BadAddress[]; fromOutputScript: { script: string; description?: string }[] } }>('address_script_bitcoinjs.json');
+  const v = vectors<{
+    standard: Standard[];
+    invalid: { toOutputScript: BadAddress[]; fromOutputScript: { script: string; description?: string }[] };
+  }>('address_script_bitcoinjs.json');
   const networkOf: Record<string, NetworkName> = { bitcoin: 'main', testnet: 'test', regtest: 'regtest' };
 
   it('maps every Bitcoin address to its script and back', () => {
@@ -201,7 +252,11 @@ describeFixtures('Base58 and bech32 codecs', () => {
 
   it('passes the BIP173/BIP350 bech32 and bech32m vectors', () => {
     type V = { string?: string; stringHex?: string; prefix?: string; words?: number[]; limit?: number };
-    const v = vectors<{ bech32: { valid: V[]; invalid: V[] }; bech32m: { valid: V[]; invalid: V[] }; fromWords: { invalid: { words: number[] }[] } }>('bip173_bip350_bech32_bitcoinjs.json');
+    const v = vectors<{
+      bech32: { valid: V[]; invalid: V[] };
+      bech32m: { valid: V[]; invalid: V[] };
+      fromWords: { invalid: { words: number[] }[] };
+    }>('bip173_bip350_bech32_bitcoinjs.json');
     for (const variant of ['bech32', 'bech32m'] as const) {
       for (const c of v[variant].valid) {
         const d = decodeBech32(c.string!, c.limit ?? 90);
@@ -231,7 +286,9 @@ describe('key helpers', () => {
     one[31] = 1;
     expect(publicKeyOf(one)).toEqual(pubkey);
     expect(publicKeyOf(one, false).length).toBe(65);
-    expect(() => pubkeyToP2wpkhAddress(publicKeyOf(one, false), 'main')).toThrow(new TypeError('P2WPKH needs a 33-byte compressed public key'));
+    expect(() => pubkeyToP2wpkhAddress(publicKeyOf(one, false), 'main')).toThrow(
+      new TypeError('P2WPKH needs a 33-byte compressed public key'),
+    );
   });
 
   it('rejects WIF keys for the wrong network, with bad checksums or out-of-range keys', () => {

@@ -71,13 +71,19 @@ describeFixtures('blk files in memory', () => {
     const bad = file.slice(0, 300);
     bad.set([0xff, 0xff, 0xff, 0x7f], 4);
     expect(parseError(() => readBlkRecords(bad, 'main')).message).toBe('bad block length 2147483647 at file offset 4');
-    expect(parseError(() => readBlkRecords(file.subarray(0, 200), 'main')).message).toBe('truncated block at file offset 8: 192 of 285 bytes');
-    expect(parseError(() => readBlkRecords(file.subarray(0, 5), 'main')).message).toBe('truncated record header at file offset 0: 5 of 8 bytes');
+    expect(parseError(() => readBlkRecords(file.subarray(0, 200), 'main')).message).toBe(
+      'truncated block at file offset 8: 192 of 285 bytes',
+    );
+    expect(parseError(() => readBlkRecords(file.subarray(0, 5), 'main')).message).toBe(
+      'truncated record header at file offset 0: 5 of 8 bytes',
+    );
     const padded = new Uint8Array(file.length + 100);
     padded.set(file);
     expect(readBlkRecords(padded, 'main').length).toBe(300);
     padded[file.length + 50] = 7;
-    expect(parseError(() => readBlkRecords(padded, 'main')).message).toBe(`non-zero byte 0x07 after zero padding at file offset ${file.length + 50}`);
+    expect(parseError(() => readBlkRecords(padded, 'main')).message).toBe(
+      `non-zero byte 0x07 after zero padding at file offset ${file.length + 50}`,
+    );
   });
 
   it('stops before an incomplete record when more data may follow', () => {
@@ -150,7 +156,8 @@ describeFixtures('blocks directory on disk (XOR-obfuscated, preallocated)', () =
     const expected = plain.flatMap((f) => readBlkRecords(f, 'main'));
     for (const chunkBytes of [4096, 1 << 20]) {
       const got: { file: number; offset: number; block: Uint8Array }[] = [];
-      for await (const r of readBlocksDir(dir, { network: 'main', chunkBytes })) got.push({ file: r.fileNumber, offset: r.offset, block: r.block });
+      for await (const r of readBlocksDir(dir, { network: 'main', chunkBytes }))
+        got.push({ file: r.fileNumber, offset: r.offset, block: r.block });
       expect(got.length).toBe(600);
       expect(got.every((r, i) => equalBytes(r.block, expected[i]!.block) && r.offset === expected[i]!.offset)).toBe(true);
       expect(got.filter((r) => r.file === 1).length).toBe(300);
@@ -172,9 +179,11 @@ describeFixtures('blocks directory on disk (XOR-obfuscated, preallocated)', () =
     padded[padded.length - 1] = 1;
     await writeFile(path, padded);
     const records = readBlkFile(path, { network: 'main', chunkBytes: 4096 });
-    await expect((async () => {
-      for await (const _ of records) void _;
-    })()).rejects.toThrow(`non-zero byte 0x01 after zero padding at file offset ${padded.length - 1}`);
+    await expect(
+      (async () => {
+        for await (const _ of records) void _;
+      })(),
+    ).rejects.toThrow(`non-zero byte 0x01 after zero padding at file offset ${padded.length - 1}`);
   });
 
   it('reads a block larger than a chunk', async () => {

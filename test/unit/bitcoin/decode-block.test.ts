@@ -41,7 +41,13 @@ function describeScure(bytes: Uint8Array): string {
     version: raw.version,
     locktime: raw.lockTime,
     segwit: raw.segwitFlag === true,
-    inputs: raw.inputs.map((r, i) => [bytesToHex(r.txid), r.index, bytesToHex(r.finalScriptSig), r.sequence, (raw.witnesses?.[i] ?? []).map(bytesToHex)]),
+    inputs: raw.inputs.map((r, i) => [
+      bytesToHex(r.txid),
+      r.index,
+      bytesToHex(r.finalScriptSig),
+      r.sequence,
+      (raw.witnesses?.[i] ?? []).map(bytesToHex),
+    ]),
     outputs: raw.outputs.map((o) => [o.amount.toString(), bytesToHex(o.script)]),
     txid: bytesToHex(nobleSha256d(legacy).reverse()),
     wtxid: bytesToHex(nobleSha256d(bytes).reverse()),
@@ -71,7 +77,9 @@ describeFixtures('decodeBlock on the mainnet fixture blocks', () => {
         const stripped = encodeBlock(block, { witness: false });
         expect(stripped.length).toBe(block.strippedSize);
         expect(block.weight).toBe(block.strippedSize * 3 + block.size);
-        const bad = block.txs.filter((tx) => !equalBytes(encodeTx(tx), tx.bytes) || !equalBytes(bytes.subarray(tx.offset, tx.offset + tx.size), tx.bytes));
+        const bad = block.txs.filter(
+          (tx) => !equalBytes(encodeTx(tx), tx.bytes) || !equalBytes(bytes.subarray(tx.offset, tx.offset + tx.size), tx.bytes),
+        );
         expect(bad.map((tx) => tx.offset)).toEqual([]);
         expect(block.txs.map((tx) => tx.offset + tx.size).slice(0, -1)).toEqual(block.txs.slice(1).map((tx) => tx.offset));
       });
@@ -166,8 +174,22 @@ describeFixtures('decodeTx', () => {
 
 describeFixtures('other networks and regtest chains', () => {
   it('decodes the signet, testnet4 and recent mainnet blocks recorded from Core', () => {
-    type Rpc = { hash: string; height: number; merkleroot: string; previousblockhash: string; tx: (string | { txid: string })[]; block: string; size: number; weight?: number; strippedsize?: number };
-    for (const name of ['electrumx_block_signet_h31500.json', 'electrumx_block_testnet4_h40000.json', 'electrumx_getblock_v1_plus_raw_mainnet_h951658.json']) {
+    type Rpc = {
+      hash: string;
+      height: number;
+      merkleroot: string;
+      previousblockhash: string;
+      tx: (string | { txid: string })[];
+      block: string;
+      size: number;
+      weight?: number;
+      strippedsize?: number;
+    };
+    for (const name of [
+      'electrumx_block_signet_h31500.json',
+      'electrumx_block_testnet4_h40000.json',
+      'electrumx_getblock_v1_plus_raw_mainnet_h951658.json',
+    ]) {
       const rpc = readRpcFixture<Rpc>(name);
       const block = decodeBlock(hexToBytes(rpc.block));
       expect(hashToHex(block.hash)).toBe(rpc.hash);
@@ -229,7 +251,11 @@ describeFixtures('headers', () => {
 
 describe('witnessCommitment', () => {
   it('is null for a coinbase without the commitment output', () => {
-    const tx = decodeTx(hexToBytes('01000000010000000000000000000000000000000000000000000000000000000000000000ffffffff0100ffffffff0100f2052a010000000151' + '00000000'));
+    const tx = decodeTx(
+      hexToBytes(
+        '01000000010000000000000000000000000000000000000000000000000000000000000000ffffffff0100ffffffff0100f2052a010000000151' + '00000000',
+      ),
+    );
     expect(witnessCommitment(tx)).toBeNull();
   });
 });

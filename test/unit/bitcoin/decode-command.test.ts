@@ -18,15 +18,26 @@ interface Run {
 /** Runs the real CLI (`node bin/blockwire.js decode …`), optionally with stdin. */
 function decode(args: string[], stdin?: string): Promise<Run> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), 'decode', ...args], { cwd: projectRoot, maxBuffer: 256 << 20 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    const child = execFile(
+      process.execPath,
+      [join(projectRoot, 'bin', 'blockwire.js'), 'decode', ...args],
+      { cwd: projectRoot, maxBuffer: 256 << 20 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
     if (stdin !== undefined) child.stdin!.end(stdin);
     else child.stdin!.end();
   });
 }
 
-type TxJson = { txid: string; wtxid: string; coinbase: boolean; inputs: { txid: string; vout: number }[]; outputs: { index: number; value: string; script: string; type: string; address: string[]; data?: string }[] };
+type TxJson = {
+  txid: string;
+  wtxid: string;
+  coinbase: boolean;
+  inputs: { txid: string; vout: number }[];
+  outputs: { index: number; value: string; script: string; type: string; address: string[]; data?: string }[];
+};
 type BlockJson = { hash: string; prev_hash: string; merkle_root: string; time: string; height: number | null; transactions: TxJson[] };
 
 describeFixtures('blockwire decode (the real command)', () => {
@@ -39,7 +50,15 @@ describeFixtures('blockwire decode (the real command)', () => {
   });
 
   it('decodes a raw block file: the fields Core gives for signet 31500, with addresses for --network signet', async () => {
-    const rpc = readRpcFixture<{ hash: string; height: number; merkleroot: string; previousblockhash: string; time: number; tx: string[]; block: string }>('electrumx_block_signet_h31500.json');
+    const rpc = readRpcFixture<{
+      hash: string;
+      height: number;
+      merkleroot: string;
+      previousblockhash: string;
+      time: number;
+      tx: string[];
+      block: string;
+    }>('electrumx_block_signet_h31500.json');
     const raw = join(dir, 'signet.raw');
     await writeFile(raw, hexToBytes(rpc.block));
     const hexFile = join(dir, 'signet.hex');
@@ -68,7 +87,9 @@ describeFixtures('blockwire decode (the real command)', () => {
 
   it('decodes a transaction given as hex: outputs as getblock verbosity 2 shows them', async () => {
     type Vout = { value: number; n: number; scriptPubKey: { hex: string; type: string; addresses?: string[] } };
-    const rpc = readRpcFixture<{ tx: { txid: string; hash: string; hex: string; vin: { txid?: string; vout?: number }[]; vout: Vout[] }[] }>('etl_getblock_v2_mainnet_h50001.json');
+    const rpc = readRpcFixture<{
+      tx: { txid: string; hash: string; hex: string; vin: { txid?: string; vout?: number }[]; vout: Vout[] }[];
+    }>('etl_getblock_v2_mainnet_h50001.json');
     const t = rpc.tx[1]!;
     const run = await decode([t.hex]);
     expect(run.code).toBe(0);
@@ -78,7 +99,13 @@ describeFixtures('blockwire decode (the real command)', () => {
     expect(tx.coinbase).toBe(false);
     expect(tx.inputs).toEqual(t.vin.map((i) => ({ txid: i.txid, vout: i.vout })));
     expect(tx.outputs).toEqual(
-      t.vout.map((v) => ({ index: v.n, value: String(Math.round(v.value * 1e8)), script: v.scriptPubKey.hex, type: v.scriptPubKey.type, address: v.scriptPubKey.addresses ?? [] })),
+      t.vout.map((v) => ({
+        index: v.n,
+        value: String(Math.round(v.value * 1e8)),
+        script: v.scriptPubKey.hex,
+        type: v.scriptPubKey.type,
+        address: v.scriptPubKey.addresses ?? [],
+      })),
     );
   });
 
@@ -92,7 +119,10 @@ describeFixtures('blockwire decode (the real command)', () => {
       ],
       locktime: 0,
     });
-    const [viaStdin, framed] = await Promise.all([decode(['-', '--network', 'regtest'], bytesToHex(tx)), decode([fixturePath('mainnet', 'blocks', 'mainnet_h277647.blkframed.dat')])]);
+    const [viaStdin, framed] = await Promise.all([
+      decode(['-', '--network', 'regtest'], bytesToHex(tx)),
+      decode([fixturePath('mainnet', 'blocks', 'mainnet_h277647.blkframed.dat')]),
+    ]);
     expect(viaStdin.code).toBe(0);
     const out = (JSON.parse(viaStdin.stdout) as TxJson).outputs;
     expect(out[0]).toEqual({ index: 0, value: '0', script: '6a04deadbeef02cafe', type: 'nulldata', address: [], data: 'deadbeefcafe' });

@@ -9,7 +9,8 @@ const OUTPOINT = '11'.repeat(32) + '00000000';
 /** Version 1, one input (empty scriptSig), one OP_TRUE output of 1 sat, locktime 0. */
 const LEGACY = '01000000' + '01' + OUTPOINT + '00' + 'ffffffff' + '01' + '0100000000000000' + '0151' + '00000000';
 /** The same input with a two-item witness, in BIP144 form. */
-const SEGWIT = '01000000' + '0001' + '01' + OUTPOINT + '00' + 'ffffffff' + '01' + '0100000000000000' + '0151' + '02' + '01aa' + '00' + '00000000';
+const SEGWIT =
+  '01000000' + '0001' + '01' + OUTPOINT + '00' + 'ffffffff' + '01' + '0100000000000000' + '0151' + '02' + '01aa' + '00' + '00000000';
 const HEADER = '01000000' + '00'.repeat(32) + '22'.repeat(32) + '29ab5f49' + 'ffff001d' + '1dac2b7c';
 
 function parseError(fn: () => unknown): ParseError {
@@ -45,7 +46,9 @@ describe('decodeTx on malformed input', () => {
   it('names what is truncated and where', () => {
     expect(parseError(() => decodeTx(new Uint8Array(0))).message).toBe('truncated transaction version: needs 4 bytes at offset 0, 0 left');
     const noLocktime = hexToBytes(LEGACY.slice(0, -8));
-    expect(parseError(() => decodeTx(noLocktime)).message).toBe(`truncated transaction locktime: needs 4 bytes at offset ${noLocktime.length}, 0 left`);
+    expect(parseError(() => decodeTx(noLocktime)).message).toBe(
+      `truncated transaction locktime: needs 4 bytes at offset ${noLocktime.length}, 0 left`,
+    );
     const shortScript = hexToBytes(LEGACY.replace('0151' + '00000000', '0651' + '00000000'));
     expect(parseError(() => decodeTx(shortScript)).message).toBe('truncated output script: needs 6 bytes at offset 56, 5 left');
   });
@@ -61,22 +64,38 @@ describe('decodeTx on malformed input', () => {
       'input count 65535 needs at least 2686935 bytes at offset 7, 50 left',
     );
     const manyOutputs = LEGACY.replace('ffffffff' + '01' + '01000000', 'ffffffff' + 'fe00000002' + '01000000');
-    expect(parseError(() => decodeTx(hexToBytes(manyOutputs))).message).toBe('output count 33554432 needs at least 301989888 bytes at offset 51, 14 left');
+    expect(parseError(() => decodeTx(hexToBytes(manyOutputs))).message).toBe(
+      'output count 33554432 needs at least 301989888 bytes at offset 51, 14 left',
+    );
     const manyItems = SEGWIT.replace('02' + '01aa' + '00' + '00000000', 'fd0001' + '01aa' + '00' + '00000000');
-    expect(parseError(() => decodeTx(hexToBytes(manyItems))).message).toBe('witness item count 256 needs at least 256 bytes at offset 62, 7 left');
+    expect(parseError(() => decodeTx(hexToBytes(manyItems))).message).toBe(
+      'witness item count 256 needs at least 256 bytes at offset 62, 7 left',
+    );
   });
 
   it('rejects non-canonical and oversized compact sizes as Core does', () => {
-    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'fd0100' + '00'.repeat(60)))).message).toBe('non-canonical compact size for input count at offset 4');
-    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'fe00010000' + '00'.repeat(60)))).message).toBe('non-canonical compact size for input count at offset 4');
-    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'ff0000000001000000' + '00'.repeat(60)))).message).toBe('compact size for input count too large at offset 4');
-    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'ff0000000000000000' + '00'.repeat(60)))).message).toBe('non-canonical compact size for input count at offset 4');
-    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'fe01000002' + '00'.repeat(60)))).message).toBe('compact size for input count too large at offset 4');
+    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'fd0100' + '00'.repeat(60)))).message).toBe(
+      'non-canonical compact size for input count at offset 4',
+    );
+    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'fe00010000' + '00'.repeat(60)))).message).toBe(
+      'non-canonical compact size for input count at offset 4',
+    );
+    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'ff0000000001000000' + '00'.repeat(60)))).message).toBe(
+      'compact size for input count too large at offset 4',
+    );
+    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'ff0000000000000000' + '00'.repeat(60)))).message).toBe(
+      'non-canonical compact size for input count at offset 4',
+    );
+    expect(parseError(() => decodeTx(hexToBytes('01000000' + 'fe01000002' + '00'.repeat(60)))).message).toBe(
+      'compact size for input count too large at offset 4',
+    );
   });
 
   it('rejects a witness record whose stacks are all empty, and unknown flags', () => {
     const empty = SEGWIT.replace('02' + '01aa' + '00' + '00000000', '00' + '00000000');
-    expect(parseError(() => decodeTx(hexToBytes(empty))).message).toBe('superfluous witness record (every witness stack is empty) at offset 59');
+    expect(parseError(() => decodeTx(hexToBytes(empty))).message).toBe(
+      'superfluous witness record (every witness stack is empty) at offset 59',
+    );
     const flag2 = SEGWIT.replace('0001', '0002');
     expect(parseError(() => decodeTx(hexToBytes(flag2))).message).toBe('unknown transaction optional data (flags 0x02) at offset 5');
     const flag3 = SEGWIT.replace('0001', '0003');
@@ -115,11 +134,19 @@ describe('decodeBlock on malformed input', () => {
   });
 
   it('rejects a short header, a missing count, an oversized count and trailing data', () => {
-    expect(parseError(() => decodeBlock(hexToBytes(HEADER.slice(0, 100)))).message).toBe('truncated block header: needs 80 bytes at offset 0, 50 left');
-    expect(parseError(() => decodeBlock(hexToBytes(HEADER))).message).toBe('truncated transaction count: needs 1 byte at offset 80, 0 left');
-    expect(parseError(() => decodeBlock(hexToBytes(HEADER + 'fd0010' + LEGACY))).message).toBe('transaction count 4096 needs at least 40960 bytes at offset 83, 61 left');
+    expect(parseError(() => decodeBlock(hexToBytes(HEADER.slice(0, 100)))).message).toBe(
+      'truncated block header: needs 80 bytes at offset 0, 50 left',
+    );
+    expect(parseError(() => decodeBlock(hexToBytes(HEADER))).message).toBe(
+      'truncated transaction count: needs 1 byte at offset 80, 0 left',
+    );
+    expect(parseError(() => decodeBlock(hexToBytes(HEADER + 'fd0010' + LEGACY))).message).toBe(
+      'transaction count 4096 needs at least 40960 bytes at offset 83, 61 left',
+    );
     const e = parseError(() => decodeBlock(hexToBytes(block + 'abcd')));
     expect(e.message).toBe('2 bytes of trailing data after the last transaction at offset 142');
-    expect(parseError(() => decodeBlock(hexToBytes(HEADER + '02' + LEGACY))).message).toBe('truncated transaction version: needs 4 bytes at offset 142, 0 left');
+    expect(parseError(() => decodeBlock(hexToBytes(HEADER + '02' + LEGACY))).message).toBe(
+      'truncated transaction version: needs 4 bytes at offset 142, 0 left',
+    );
   });
 });

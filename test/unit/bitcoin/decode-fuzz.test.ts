@@ -39,13 +39,27 @@ type Mutation = { kind: 'set' | 'truncate' | 'insert' | 'delete'; at: number; by
 
 describeFixtures('fuzzing the decoder with mutations of real blocks', () => {
   const chain = readBlkRecords(new Uint8Array(readFileSync(fixturePath('mainnet', 'chain', 'mainnet_blk_h000000-000299.dat'))), 'main');
-  const seeds = [readFixtureBlock('mainnet_h482683.raw'), readFixtureBlock('testnet3_h924634.raw'), readFixtureBlock('mainnet_h169482.raw'), chain[170]!.block.slice()];
+  const seeds = [
+    readFixtureBlock('mainnet_h482683.raw'),
+    readFixtureBlock('testnet3_h924634.raw'),
+    readFixtureBlock('mainnet_h169482.raw'),
+    chain[170]!.block.slice(),
+  ];
 
   const mutation: fc.Arbitrary<Mutation> = fc.oneof(
     // overwrite bytes
     fc.record({ kind: fc.constant('set' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 9 }) }),
     // a huge compact size anywhere
-    fc.record({ kind: fc.constant('set' as const), at: fc.nat(), bytes: fc.constantFrom(new Uint8Array([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]), new Uint8Array([0xfe, 0xff, 0xff, 0xff, 0x01]), new Uint8Array([0xfd, 0xff, 0xff]), new Uint8Array([0x00, 0x01])) }),
+    fc.record({
+      kind: fc.constant('set' as const),
+      at: fc.nat(),
+      bytes: fc.constantFrom(
+        new Uint8Array([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]),
+        new Uint8Array([0xfe, 0xff, 0xff, 0xff, 0x01]),
+        new Uint8Array([0xfd, 0xff, 0xff]),
+        new Uint8Array([0x00, 0x01]),
+      ),
+    }),
     fc.record({ kind: fc.constant('truncate' as const), at: fc.nat() }),
     fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }) }),
     fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }) }),
@@ -113,7 +127,13 @@ describe('random valid transactions', () => {
   const txArb: fc.Arbitrary<TxData> = fc.record({
     version: fc.integer({ min: -0x80000000, max: 0x7fffffff }),
     inputs: fc.array(
-      fc.record({ prevTxid: fc.uint8Array({ minLength: 32, maxLength: 32 }), vout: u32, scriptSig: bytes(300), sequence: u32, witness: fc.array(bytes(90), { maxLength: 4 }) }),
+      fc.record({
+        prevTxid: fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        vout: u32,
+        scriptSig: bytes(300),
+        sequence: u32,
+        witness: fc.array(bytes(90), { maxLength: 4 }),
+      }),
       { minLength: 1, maxLength: 5 },
     ),
     outputs: fc.array(fc.record({ value: fc.bigInt({ min: -(1n << 63n), max: (1n << 64n) - 1n }), script: bytes(260) }), { maxLength: 5 }),
@@ -128,10 +148,20 @@ describe('random valid transactions', () => {
         expect(equalBytes(encodeTx(tx), encoded)).toBe(true);
         expect(tx.version).toBe(data.version);
         expect(tx.locktime).toBe(data.locktime);
-        expect(tx.inputs.map((i) => [bytesToHex(i.prevTxid), i.vout, bytesToHex(i.scriptSig), i.sequence, i.witness.map(bytesToHex)])).toEqual(
-          data.inputs.map((i) => [bytesToHex(i.prevTxid), i.vout, bytesToHex(i.scriptSig), i.sequence, tx.hasWitness ? (i.witness ?? []).map(bytesToHex) : []]),
+        expect(
+          tx.inputs.map((i) => [bytesToHex(i.prevTxid), i.vout, bytesToHex(i.scriptSig), i.sequence, i.witness.map(bytesToHex)]),
+        ).toEqual(
+          data.inputs.map((i) => [
+            bytesToHex(i.prevTxid),
+            i.vout,
+            bytesToHex(i.scriptSig),
+            i.sequence,
+            tx.hasWitness ? (i.witness ?? []).map(bytesToHex) : [],
+          ]),
         );
-        expect(tx.outputs.map((o) => [o.value, bytesToHex(o.script)])).toEqual(data.outputs.map((o) => [BigInt.asIntN(64, o.value), bytesToHex(o.script)]));
+        expect(tx.outputs.map((o) => [o.value, bytesToHex(o.script)])).toEqual(
+          data.outputs.map((o) => [BigInt.asIntN(64, o.value), bytesToHex(o.script)]),
+        );
         const legacy = encodeTx(data, { witness: false });
         expect(bytesToHex(tx.txid)).toBe(bytesToHex(nobleSha256(nobleSha256(legacy))));
         expect(bytesToHex(tx.wtxid)).toBe(bytesToHex(nobleSha256(nobleSha256(encoded))));

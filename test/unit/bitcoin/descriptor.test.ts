@@ -34,12 +34,22 @@ function addresses(d: Descriptor, branch: number, n: number, network: NetworkNam
 
 describe('BIP32 public derivation (vector 1)', () => {
   it('derives m/0H/1/2H/2 and m/0H/1/2H/2/1000000000 from the xpub of m/0H/1/2H', () => {
-    const parent = decodeExtendedPublicKey('xpub6D4BDPcP2GT577Vvch3R8wDkScZWzQzMMUm3PWbmWvVJrZwQY4VUNgqFJPMM3No2dFDFGTsxxpG5uJh7n7epu4trkrX7x7DogT5Uv6fcLW5', 'main').hd;
+    const parent = decodeExtendedPublicKey(
+      'xpub6D4BDPcP2GT577Vvch3R8wDkScZWzQzMMUm3PWbmWvVJrZwQY4VUNgqFJPMM3No2dFDFGTsxxpG5uJh7n7epu4trkrX7x7DogT5Uv6fcLW5',
+      'main',
+    ).hd;
     const child = parent.deriveChild(2);
-    expect(child.publicExtendedKey).toBe('xpub6FHa3pjLCk84BayeJxFW2SP4XRrFd1JYnxeLeU8EqN3vDfZmbqBqaGJAyiLjTAwm6ZLRQUMv1ZACTj37sR62cfN7fe5JnJ7dh8zL4fiyLHV');
-    expect(child.deriveChild(1000000000).publicExtendedKey).toBe('xpub6H1LXWLaKsWFhvm6RVpEL9P4KfRZSW7abD2ttkWP3SSQvnyA8FSVqNTEcYFgJS2UaFcxupHiYkro49S8yGasTvXEYBVPamhGW6cFJodrTHy');
+    expect(child.publicExtendedKey).toBe(
+      'xpub6FHa3pjLCk84BayeJxFW2SP4XRrFd1JYnxeLeU8EqN3vDfZmbqBqaGJAyiLjTAwm6ZLRQUMv1ZACTj37sR62cfN7fe5JnJ7dh8zL4fiyLHV',
+    );
+    expect(child.deriveChild(1000000000).publicExtendedKey).toBe(
+      'xpub6H1LXWLaKsWFhvm6RVpEL9P4KfRZSW7abD2ttkWP3SSQvnyA8FSVqNTEcYFgJS2UaFcxupHiYkro49S8yGasTvXEYBVPamhGW6cFJodrTHy',
+    );
     // The same key through a descriptor: pkh(xpub(m/0H/1/2H)/2/*) at index 1000000000.
-    const d = parseDescriptor('pkh(xpub6D4BDPcP2GT577Vvch3R8wDkScZWzQzMMUm3PWbmWvVJrZwQY4VUNgqFJPMM3No2dFDFGTsxxpG5uJh7n7epu4trkrX7x7DogT5Uv6fcLW5/2/*)', 'main');
+    const d = parseDescriptor(
+      'pkh(xpub6D4BDPcP2GT577Vvch3R8wDkScZWzQzMMUm3PWbmWvVJrZwQY4VUNgqFJPMM3No2dFDFGTsxxpG5uJh7n7epu4trkrX7x7DogT5Uv6fcLW5/2/*)',
+      'main',
+    );
     expect(outputAddresses(new ScriptDeriver(d, 0).derive(1000000000).script, 'main')).toEqual(['1LZiqrop2HGR4qrH1ULZPyBpU6AUP49Uam']);
   });
 });
@@ -79,7 +89,10 @@ describe('BIP44/49/84/86 account keys', () => {
   it('BIP84: a bare zpub is wpkh(xpub/<0;1>/*)', () => {
     const d = descriptorForExtendedKey(BIP84_ZPUB, 'main');
     expect(d.kind).toBe('wpkh');
-    expect(addresses(d, 0, 2, 'main')).toEqual(['bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', 'bc1qnjg0jd8228aq7egyzacy8cys3knf9xvrerkf9g']);
+    expect(addresses(d, 0, 2, 'main')).toEqual([
+      'bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu',
+      'bc1qnjg0jd8228aq7egyzacy8cys3knf9xvrerkf9g',
+    ]);
     expect(addresses(d, 1, 1, 'main')).toEqual(['bc1q8c6fshw2dlwun7ekn9qwf37cu2rn755upcp6el']);
   });
 
@@ -102,27 +115,36 @@ describe('BIP44/49/84/86 account keys', () => {
 });
 
 describe('checksums (BIP380)', () => {
-  it('computes Core\'s checksum and checks a given one', () => {
+  it("computes Core's checksum and checks a given one", () => {
     expect(descriptorChecksum('raw(deadbeef)')).toBe('89f8spxm');
     const d = `wpkh(${decodeExtendedPublicKey(BIP84_ZPUB, 'main').xpub}/0/*)`;
     const full = withChecksum(d);
     expect(formatDescriptor(parseDescriptor(full, 'main'))).toBe(d);
     const wrong = full.slice(0, -1) + (full.endsWith('q') ? 'p' : 'q');
-    expect(() => parseDescriptor(wrong, 'main')).toThrow(`Provided checksum '${wrong.split('#')[1]}' does not match computed checksum '${full.split('#')[1]}'`);
+    expect(() => parseDescriptor(wrong, 'main')).toThrow(
+      `Provided checksum '${wrong.split('#')[1]}' does not match computed checksum '${full.split('#')[1]}'`,
+    );
     expect(() => parseDescriptor(`${d}#abc`, 'main')).toThrow('Expected 8 character checksum, not 3 characters');
     expect(() => parseDescriptor(`${d}#a#b`, 'main')).toThrow("Multiple '#' symbols");
   });
 
   it('expands a multipath descriptor into its checksummed branches', () => {
     const xpub = decodeExtendedPublicKey(BIP84_ZPUB, 'main').xpub;
-    expect(expandDescriptor(parseDescriptor(`wpkh(${xpub}/<0;1>/*)`, 'main'))).toEqual([withChecksum(`wpkh(${xpub}/0/*)`), withChecksum(`wpkh(${xpub}/1/*)`)]);
+    expect(expandDescriptor(parseDescriptor(`wpkh(${xpub}/<0;1>/*)`, 'main'))).toEqual([
+      withChecksum(`wpkh(${xpub}/0/*)`),
+      withChecksum(`wpkh(${xpub}/1/*)`),
+    ]);
   });
 });
 
 describe('what a wallet refuses', () => {
   const xpub = decodeExtendedPublicKey(BIP84_ZPUB, 'main').xpub;
   const cases: [string, string, RegExp][] = [
-    ['private key', 'wpkh(xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi/0/*)', /private extended keys are not accepted/],
+    [
+      'private key',
+      'wpkh(xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi/0/*)',
+      /private extended keys are not accepted/,
+    ],
     ['another network', `wpkh(${xpub}/0/*)`, /is for mainnet, not regtest/],
     ['not ranged', `wpkh(${xpub}/0)`, /not ranged/],
     ['hardened range', `wpkh(${xpub}/0/*')`, /hardened ranges/],

@@ -6,7 +6,15 @@ import { decodeTx } from '../../../src/bitcoin/tx.js';
 
 const tx: TxData = {
   version: 2,
-  inputs: [{ prevTxid: new Uint8Array(32).fill(0x11), vout: 1, scriptSig: new Uint8Array(0), sequence: 0xfffffffd, witness: [hexToBytes('aa'), new Uint8Array(0)] }],
+  inputs: [
+    {
+      prevTxid: new Uint8Array(32).fill(0x11),
+      vout: 1,
+      scriptSig: new Uint8Array(0),
+      sequence: 0xfffffffd,
+      witness: [hexToBytes('aa'), new Uint8Array(0)],
+    },
+  ],
   outputs: [{ value: 1000n, script: hexToBytes('0014' + '22'.repeat(20)) }],
   locktime: 500,
 };
@@ -39,16 +47,31 @@ describe('encodeTx', () => {
   it('rejects out-of-range fields with exact messages', () => {
     expect(() => encodeTx({ ...tx, locktime: -1 })).toThrow(new RangeError('locktime must be an integer in [0, 2^32), got -1'));
     expect(() => encodeTx({ ...tx, version: 2 ** 32 })).toThrow(new RangeError('version must be a 32-bit integer, got 4294967296'));
-    expect(() => encodeTx({ ...tx, outputs: [{ value: 1n << 64n, script: new Uint8Array(0) }] })).toThrow(new RangeError('output 0 value must be a bigint in [-2^63, 2^64)'));
-    expect(() => encodeTx({ ...tx, outputs: [{ value: 5 as unknown as bigint, script: new Uint8Array(0) }] })).toThrow(new RangeError('output 0 value must be a bigint in [-2^63, 2^64)'));
-    expect(() => encodeTx({ ...tx, inputs: [{ ...tx.inputs[0]!, prevTxid: new Uint8Array(31) }] })).toThrow(new RangeError('input 0 prevTxid must be 32 bytes'));
-    expect(() => encodeTx({ ...tx, inputs: [{ ...tx.inputs[0]!, vout: 1.5 }] })).toThrow(new RangeError('input 0 vout must be an integer in [0, 2^32), got 1.5'));
+    expect(() => encodeTx({ ...tx, outputs: [{ value: 1n << 64n, script: new Uint8Array(0) }] })).toThrow(
+      new RangeError('output 0 value must be a bigint in [-2^63, 2^64)'),
+    );
+    expect(() => encodeTx({ ...tx, outputs: [{ value: 5 as unknown as bigint, script: new Uint8Array(0) }] })).toThrow(
+      new RangeError('output 0 value must be a bigint in [-2^63, 2^64)'),
+    );
+    expect(() => encodeTx({ ...tx, inputs: [{ ...tx.inputs[0]!, prevTxid: new Uint8Array(31) }] })).toThrow(
+      new RangeError('input 0 prevTxid must be 32 bytes'),
+    );
+    expect(() => encodeTx({ ...tx, inputs: [{ ...tx.inputs[0]!, vout: 1.5 }] })).toThrow(
+      new RangeError('input 0 vout must be an integer in [0, 2^32), got 1.5'),
+    );
   });
 });
 
 describe('encodeBlock / encodeHeader', () => {
   it('builds a block that decodes back to the same header and transactions', () => {
-    const header = { version: 0x20000000, prevHash: new Uint8Array(32).fill(1), merkleRoot: new Uint8Array(32).fill(2), time: 1_700_000_000, bits: 0x207fffff, nonce: 7 };
+    const header = {
+      version: 0x20000000,
+      prevHash: new Uint8Array(32).fill(1),
+      merkleRoot: new Uint8Array(32).fill(2),
+      time: 1_700_000_000,
+      bits: 0x207fffff,
+      nonce: 7,
+    };
     expect(encodeHeader(header).length).toBe(80);
     const bytes = encodeBlock({ header, txs: [tx, tx] });
     const block = decodeBlock(bytes);

@@ -23,9 +23,7 @@ const GENESIS_HASH = '000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a
 
 describe('hash', () => {
   it('sha256 matches the FIPS 180-2 "abc" vector', () => {
-    expect(bytesToHex(sha256(new TextEncoder().encode('abc')))).toBe(
-      'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
-    );
+    expect(bytesToHex(sha256(new TextEncoder().encode('abc')))).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 
   it('sha256d of the genesis header is the genesis block hash (display order reversed)', () => {

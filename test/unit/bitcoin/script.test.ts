@@ -127,7 +127,18 @@ describeFixtures('output types and addresses against real data', () => {
       }
     };
     (await readFixtureJsonl('bitcoind', 'rpc.jsonl')).forEach(walk);
-    expect(new Set(seen.map((s) => s.type))).toEqual(new Set(['pubkey', 'pubkeyhash', 'scripthash', 'multisig', 'nulldata', 'witness_v0_keyhash', 'witness_v0_scripthash', 'witness_v1_taproot']));
+    expect(new Set(seen.map((s) => s.type))).toEqual(
+      new Set([
+        'pubkey',
+        'pubkeyhash',
+        'scripthash',
+        'multisig',
+        'nulldata',
+        'witness_v0_keyhash',
+        'witness_v0_scripthash',
+        'witness_v1_taproot',
+      ]),
+    );
     for (const spk of seen) {
       const script = hexToBytes(spk.hex);
       expect(classifyScript(script), spk.hex).toBe(spk.type);
@@ -160,7 +171,15 @@ describeFixtures('output types and addresses against real data', () => {
   });
 
   it('agrees with @scure/btc-signer on the type and address of every output of every fixture block', () => {
-    const scureType: Record<string, OutputType> = { pkh: 'pubkeyhash', sh: 'scripthash', wpkh: 'witness_v0_keyhash', wsh: 'witness_v0_scripthash', tr: 'witness_v1_taproot', pk: 'pubkey', ms: 'multisig' };
+    const scureType: Record<string, OutputType> = {
+      pkh: 'pubkeyhash',
+      sh: 'scripthash',
+      wpkh: 'witness_v0_keyhash',
+      wsh: 'witness_v0_scripthash',
+      tr: 'witness_v1_taproot',
+      pk: 'pubkey',
+      ms: 'multisig',
+    };
     const mismatches: string[] = [];
     let compared = 0;
     for (const f of FIXTURE_BLOCKS) {
@@ -173,11 +192,13 @@ describeFixtures('output types and addresses against real data', () => {
           const theirs = scureType[decoded.type];
           if (theirs === undefined) {
             // scure's 'unknown' covers OP_RETURN and nonstandard scripts: neither has an address.
-            if (['pubkeyhash', 'scripthash', 'witness_v0_keyhash', 'witness_v0_scripthash', 'witness_v1_taproot'].includes(ours)) mismatches.push(`${bytesToHex(o.script)}: ${ours} vs ${decoded.type}`);
+            if (['pubkeyhash', 'scripthash', 'witness_v0_keyhash', 'witness_v0_scripthash', 'witness_v1_taproot'].includes(ours))
+              mismatches.push(`${bytesToHex(o.script)}: ${ours} vs ${decoded.type}`);
             continue;
           }
           // scure's multisig matcher is stricter (1..16 keys, keys as valid points); Core's is the reference.
-          if (theirs !== ours && !(decoded.type === 'ms' && ours === 'nonstandard')) mismatches.push(`${bytesToHex(o.script)}: ${ours} vs ${theirs}`);
+          if (theirs !== ours && !(decoded.type === 'ms' && ours === 'nonstandard'))
+            mismatches.push(`${bytesToHex(o.script)}: ${ours} vs ${theirs}`);
           if (decoded.type === 'pk' || decoded.type === 'ms') continue;
           const address = Address(net).encode(decoded as Parameters<ReturnType<typeof Address>['encode']>[0]);
           const mine = outputAddresses(o.script, f.network);
@@ -197,7 +218,8 @@ describeFixtures('output types and addresses against real data', () => {
     for (const row of rows) {
       // The genesis coinbase never enters Core's UTXO set, so Core reports no address for it.
       if (!row.main || row.height === 0) continue;
-      for (const tx of decodeBlock(hexToBytes(row.hex)).txs) for (const o of tx.outputs) for (const a of outputAddresses(o.script, 'regtest')) found.add(a);
+      for (const tx of decodeBlock(hexToBytes(row.hex)).txs)
+        for (const o of tx.outputs) for (const a of outputAddresses(o.script, 'regtest')) found.add(a);
     }
     expect([...found].sort()).toEqual(Object.keys(expected.addresses).sort());
   });
@@ -217,7 +239,10 @@ describe('parseScript', () => {
     expect(r.error).toBe(false);
     expect(r.ops.map((o) => o.op)).toEqual([0x76, 0xa9, 0x14, 0x88, 0xac]);
     expect(Array.from(r.ops[2]!.data!)).toEqual(new Array(20).fill(7));
-    expect(parseScript(Uint8Array.from([0x4c, 0x02, 0xaa, 0xbb, 0x00])).ops.map((o) => [o.op, o.data?.length])).toEqual([[0x4c, 2], [0x00, 0]]);
+    expect(parseScript(Uint8Array.from([0x4c, 0x02, 0xaa, 0xbb, 0x00])).ops.map((o) => [o.op, o.data?.length])).toEqual([
+      [0x4c, 2],
+      [0x00, 0],
+    ]);
     const cut = parseScript(Uint8Array.from([0x51, 0x4d, 0x05, 0x00, 0x01]));
     expect(cut).toEqual({ ops: [{ op: 0x51 }], error: true });
   });

@@ -28,7 +28,10 @@ describeFixtures('address → script: the kernel and the SDK', () => {
     for (const [text] of [...valid, ...invalid]) {
       for (const network of NETWORK_NAMES) {
         const kernel = outcome(() => addressToScript(text, network), AddressError);
-        expect(outcome(() => sdkAddressToScript(text, network), TypeError), `${text} on ${network}`).toBe(kernel);
+        expect(
+          outcome(() => sdkAddressToScript(text, network), TypeError),
+          `${text} on ${network}`,
+        ).toBe(kernel);
         if (kernel !== 'refused') scripts++;
       }
     }

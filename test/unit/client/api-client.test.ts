@@ -37,7 +37,13 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      seen.push({ method: req.method!, url: req.url!, apiKey: req.headers['apikey'] as string | undefined, body, idem: req.headers['idempotency-key'] as string | undefined });
+      seen.push({
+        method: req.method!,
+        url: req.url!,
+        apiKey: req.headers['apikey'] as string | undefined,
+        body,
+        idem: req.headers['idempotency-key'] as string | undefined,
+      });
       if (req.headers['apikey'] !== 'bw_test') return apiError(res, 401, 'ERR_API_KEY_INVALID', false);
       handler(req, body, res);
     });
@@ -87,13 +93,26 @@ describe('BlockwireClient routes', () => {
         const from = Number(u.searchParams.get('cursor') ?? 0);
         const limit = Number(u.searchParams.get('limit') ?? 1000);
         const page = all.slice(from, from + limit);
-        const next: Record<string, string> = from + limit < all.length ? { Link: `</v1/addresses/a1/history?limit=${limit}&cursor=${from + limit}>; rel="next"` } : {};
+        const next: Record<string, string> =
+          from + limit < all.length ? { Link: `</v1/addresses/a1/history?limit=${limit}&cursor=${from + limit}>; rel="next"` } : {};
         return json(res, 200, page, next);
       }
       if (u.pathname === '/v1/addresses/a1/unspentoutputs' || u.pathname === `/v1/scripthash/${SCRIPT_HASH}/unspentoutputs`)
         return json(res, 200, [{ transaction_hash: TXID, index: 1, value: '1234', script: '51', confirmations: 0 }]);
       if (u.pathname === '/v1/wallets/w1/unspentoutputs')
-        return json(res, 200, [{ transaction_hash: TXID, index: 1, value: 1234, script: '51', confirmations: 0, address: 'a1', path: 'm/84h/1h/0h/0/3', change: false, address_index: 3 }]);
+        return json(res, 200, [
+          {
+            transaction_hash: TXID,
+            index: 1,
+            value: 1234,
+            script: '51',
+            confirmations: 0,
+            address: 'a1',
+            path: 'm/84h/1h/0h/0/3',
+            change: false,
+            address_index: 3,
+          },
+        ]);
       if (u.pathname.startsWith('/v1/addresses/fresh/')) return apiError(res, 404, 'ERR_ADDRESS_NOT_FOUND', false);
       apiError(res, 404, 'ERR_ROUTE_NOT_FOUND', false);
     };
@@ -107,13 +126,33 @@ describe('BlockwireClient routes', () => {
     expect(iterated).toEqual(all);
     expect(await c.listUnspentOutputs('a1')).toEqual([{ txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0 }]);
     // One method per target (an address; a script hash), one naming: UnspentOutput's txid/vout.
-    expect(Object.getOwnPropertyNames(BlockwireClient.prototype).filter((m) => /unspent/i.test(m)).sort()).toEqual(['getScriptUnspentOutputs', 'listUnspentOutputs']);
-    expect(await c.getScriptUnspentOutputs({ hash: SCRIPT_HASH })).toEqual([{ txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0 }]);
+    expect(
+      Object.getOwnPropertyNames(BlockwireClient.prototype)
+        .filter((m) => /unspent/i.test(m))
+        .sort(),
+    ).toEqual(['getScriptUnspentOutputs', 'listUnspentOutputs']);
+    expect(await c.getScriptUnspentOutputs({ hash: SCRIPT_HASH })).toEqual([
+      { txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0 },
+    ]);
     expect(await c.listUnspentOutputs('fresh')).toEqual([]);
     // A wallet's outputs carry the same naming, plus where the wallet derives them.
-    expect(await c.wallets.unspentOutputs('w1')).toEqual([{ txid: TXID, vout: 1, value: 1234n, script: '51', confirmations: 0, address: 'a1', path: 'm/84h/1h/0h/0/3', change: false, address_index: 3 }]);
+    expect(await c.wallets.unspentOutputs('w1')).toEqual([
+      {
+        txid: TXID,
+        vout: 1,
+        value: 1234n,
+        script: '51',
+        confirmations: 0,
+        address: 'a1',
+        path: 'm/84h/1h/0h/0/3',
+        change: false,
+        address_index: 3,
+      },
+    ]);
     await expect(c.getBalance('fresh')).rejects.toMatchObject({ status: 404, code: 'ERR_ADDRESS_NOT_FOUND' });
-    await expect(c.historyPage('http://evil.example/v1/addresses/a1/history')).rejects.toThrow('Refusing to send the API key to another origin: http://evil.example');
+    await expect(c.historyPage('http://evil.example/v1/addresses/a1/history')).rejects.toThrow(
+      'Refusing to send the API key to another origin: http://evil.example',
+    );
   });
 
   it('throws ApiError with the server body and status; synthesizes one for a non-JSON answer', async () => {
@@ -122,18 +161,29 @@ describe('BlockwireClient routes', () => {
       res.writeHead(502, { 'content-type': 'text/plain' });
       res.end('bad gateway');
     };
-    const err = await client().getBlock('x').catch((e: unknown) => e);
+    const err = await client()
+      .getBlock('x')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
-    expect(err).toMatchObject({ status: 400, code: 'ERR_INVALID_HASH', retry: false, body: { error_cause: 'node said no', error_message: 'ERR_INVALID_HASH message' } });
+    expect(err).toMatchObject({
+      status: 400,
+      code: 'ERR_INVALID_HASH',
+      retry: false,
+      body: { error_cause: 'node said no', error_message: 'ERR_INVALID_HASH message' },
+    });
     expect((err as Error).message).toBe('GET /v1/blocks/x failed with HTTP 400 ERR_INVALID_HASH: ERR_INVALID_HASH message');
     await expect(client().getBlock('y')).rejects.toMatchObject({ status: 502, code: 'HTTP_502', body: { error_message: 'bad gateway' } });
-    await expect(new BlockwireClient({ url, apiKey: 'wrong' }).getBlockchain()).rejects.toMatchObject({ status: 401, code: 'ERR_API_KEY_INVALID' });
+    await expect(new BlockwireClient({ url, apiKey: 'wrong' }).getBlockchain()).rejects.toMatchObject({
+      status: 401,
+      code: 'ERR_API_KEY_INVALID',
+    });
   });
 
   it('posts stamps (with an Idempotency-Key), hooks and subscriptions with their bodies', async () => {
     handler = (req, body, res) => {
       if (req.method === 'POST' && req.url === '/v1/stamps') return json(res, 200, { stampid: `${TXID}-0` });
-      if (req.method === 'POST' && req.url === '/v1/hooks') return json(res, 200, { id: 'h1', type: 'http', url: JSON.parse(body).url, secret: 'whsec_x' });
+      if (req.method === 'POST' && req.url === '/v1/hooks')
+        return json(res, 200, { id: 'h1', type: 'http', url: JSON.parse(body).url, secret: 'whsec_x' });
       if (req.method === 'POST' && req.url === '/v1/subscriptions') return json(res, 200, { id: 's1' });
       if (req.method === 'DELETE') return res.writeHead(204).end();
       apiError(res, 404, 'ERR_ROUTE_NOT_FOUND', false);
@@ -167,7 +217,10 @@ describe('sendTransaction', () => {
     handler = (_req, _b, res) => answers.shift()!(res);
     const hex = await signedHex();
     const retries: [number, string][] = [];
-    const txid = await client().sendTransaction(hex, { initialDelayMs: 5, onRetry: (e, n) => retries.push([n, e instanceof ApiError ? e.code : e.message]) });
+    const txid = await client().sendTransaction(hex, {
+      initialDelayMs: 5,
+      onRetry: (e, n) => retries.push([n, e instanceof ApiError ? e.code : e.message]),
+    });
     expect(txid).toBe(TXID);
     expect(retries).toEqual([
       [1, 'ERR_TX_MEMPOOL_LIMIT'],
@@ -190,7 +243,9 @@ describe('sendTransaction', () => {
       posts++;
       apiError(res, 503, 'ERR_NODE_UNAVAILABLE', true);
     };
-    await expect(client().sendTransaction(hex, { initialDelayMs: 1, maxAttempts: 3 })).rejects.toMatchObject({ code: 'ERR_NODE_UNAVAILABLE' });
+    await expect(client().sendTransaction(hex, { initialDelayMs: 1, maxAttempts: 3 })).rejects.toMatchObject({
+      code: 'ERR_NODE_UNAVAILABLE',
+    });
     expect(posts).toBe(3);
     // Malformed bytes are refused before anything is sent.
     posts = 0;
@@ -201,7 +256,9 @@ describe('sendTransaction', () => {
   it('retries when nothing answers (connection refused) and reports a ConnectionError', async () => {
     const dead = new BlockwireClient({ url: 'http://127.0.0.1:1', apiKey: 'bw_test' });
     const errors: unknown[] = [];
-    const err = await dead.sendTransaction(await signedHex(), { initialDelayMs: 1, maxAttempts: 2, onRetry: (e) => errors.push(e) }).catch((e: unknown) => e);
+    const err = await dead
+      .sendTransaction(await signedHex(), { initialDelayMs: 1, maxAttempts: 2, onRetry: (e) => errors.push(e) })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
     expect(errors).toHaveLength(1);
   });

@@ -14,7 +14,13 @@ const regtest = getNetwork('regtest');
 
 function candidates(key: Key, values: bigint[], type: 'p2wpkh' | 'p2pkh' | 'p2tr' | 'p2sh-p2wpkh' = 'p2wpkh'): Candidate[] {
   const source = keySource(key, type, regtest);
-  return values.map((value, i) => ({ txid: hex.encode(sha256(Uint8Array.of(i, values.length))), vout: i, value, confirmations: 1, source }));
+  return values.map((value, i) => ({
+    txid: hex.encode(sha256(Uint8Array.of(i, values.length))),
+    vout: i,
+    value,
+    confirmations: 1,
+    source,
+  }));
 }
 
 function decode(txHex: string) {
@@ -57,9 +63,17 @@ describe('planTransaction', () => {
   });
 
   it('refuses outputs below 546 sat with a clear error unless allowDustyOutputs', () => {
-    const req = { outputs: [out(1_000n), out(545n)], candidates: candidates(key, [50_000n]), feeRate: 1n, changeAddress: key.address('p2wpkh'), network: regtest };
+    const req = {
+      outputs: [out(1_000n), out(545n)],
+      candidates: candidates(key, [50_000n]),
+      feeRate: 1n,
+      changeAddress: key.address('p2wpkh'),
+      network: regtest,
+    };
     expect(() => planTransaction(req)).toThrow(DustError);
-    expect(() => planTransaction(req)).toThrow('Output 1 pays 545 sat, below the dust threshold of 546 sat (set allowDustyOutputs to send it anyway)');
+    expect(() => planTransaction(req)).toThrow(
+      'Output 1 pays 545 sat, below the dust threshold of 546 sat (set allowDustyOutputs to send it anyway)',
+    );
     expect(planTransaction({ ...req, allowDustyOutputs: true }).outputs.some((o) => o.amount === 545n)).toBe(true);
     expect(() => planTransaction({ ...req, outputs: [out(546n)] })).not.toThrow();
     expect(() => planTransaction({ ...req, outputs: [out(999n)], dustThreshold: 1_000n })).toThrow('below the dust threshold of 1000 sat');
@@ -80,11 +94,17 @@ describe('planTransaction', () => {
 
   it('throws InsufficientFundsError naming the amounts', () => {
     expect(() =>
-      planTransaction({ outputs: [out(100_000n)], candidates: candidates(key, [30_000n, 20_000n]), feeRate: 1n, changeAddress: key.address(), network: regtest }),
+      planTransaction({
+        outputs: [out(100_000n)],
+        candidates: candidates(key, [30_000n, 20_000n]),
+        feeRate: 1n,
+        changeAddress: key.address(),
+        network: regtest,
+      }),
     ).toThrow(/Insufficient funds: outputs need 100000 sat plus the fee, 50000 sat is spendable/);
   });
 
-  it('keeps the caller\'s order with shuffling off (change last) and permutes with it on', () => {
+  it("keeps the caller's order with shuffling off (change last) and permutes with it on", () => {
     const outputs = [out(1_000n), out(2_000n), out(3_000n), out(4_000n)];
     const base = { outputs, candidates: candidates(key, [100_000n]), feeRate: 1n, changeAddress: key.address('p2tr'), network: regtest };
     const fixed = planTransaction({ ...base, shuffleOutputs: false });
@@ -111,7 +131,14 @@ describe('planTransaction', () => {
 
   it('spends required inputs first and in order', () => {
     const cs = candidates(key, [5_000n, 6_000n, 900_000n]);
-    const plan = planTransaction({ outputs: [out(20_000n)], candidates: cs, required: [cs[1]!, cs[0]!], feeRate: 1n, changeAddress: key.address(), network: regtest });
+    const plan = planTransaction({
+      outputs: [out(20_000n)],
+      candidates: cs,
+      required: [cs[1]!, cs[0]!],
+      feeRate: 1n,
+      changeAddress: key.address(),
+      network: regtest,
+    });
     expect(plan.inputs.slice(0, 2).map((c) => c.vout)).toEqual([1, 0]);
     expect(plan.inputs[2]!.vout).toBe(2);
   });
@@ -156,7 +183,10 @@ describe('TransactionBuilder', () => {
       const key = Key.random('regtest');
       for (const type of ADDRESS_TYPES) client.fund(key.address(type), addressToScript(key.address(type), 'regtest'), 40_000n);
       const rate = BigInt(1 + (i % 5));
-      const built = await new TransactionBuilder(client, { feeRate: rate }).to(Key.random('regtest').address('p2tr'), 130_000n).from(key).build();
+      const built = await new TransactionBuilder(client, { feeRate: rate })
+        .to(Key.random('regtest').address('p2tr'), 130_000n)
+        .from(key)
+        .build();
       expect(built.inputs).toHaveLength(4);
       expect(built.fee).toBeGreaterThanOrEqual(rate * BigInt(built.vsize));
       expect(built.fee).toBeLessThanOrEqual(rate * BigInt(built.vsize + 8));
@@ -191,7 +221,11 @@ describe('TransactionBuilder', () => {
     const addr = key.address('p2tr');
     client.fund(addr, addressToScript(addr, 'regtest'), 50_000n);
     const payee = Key.random('regtest').address('p2pkh');
-    const faulty = new ApiError(400, { error_type: 'invalid_request', error_code: 'ERR_TX_REJECTED', error_message: 'bad-txns', retry: false, error_cause: null }, 'POST /v1/transactions');
+    const faulty = new ApiError(
+      400,
+      { error_type: 'invalid_request', error_code: 'ERR_TX_REJECTED', error_message: 'bad-txns', retry: false, error_cause: null },
+      'POST /v1/transactions',
+    );
     client.failNextSends.push(faulty);
     const first = await new TransactionBuilder(client).to(payee, 10_000n).from(key, 'p2tr').build();
     await expect(first.send()).rejects.toBe(faulty);
@@ -219,7 +253,9 @@ describe('TransactionBuilder', () => {
     const client = memoryClient();
     const key = Key.random('regtest');
     expect(() => new TransactionBuilder(client).to(Key.random('main').address(), 1_000n)).toThrow(/Invalid regtest address/);
-    expect(() => new TransactionBuilder(client).from(Key.random('main').toWif())).toThrow('Invalid WIF: the key is for another network than regtest');
+    expect(() => new TransactionBuilder(client).from(Key.random('main').toWif())).toThrow(
+      'Invalid WIF: the key is for another network than regtest',
+    );
     await expect(new TransactionBuilder(client).to(key.address(), 100n).from(key).build()).rejects.toThrow(DustError);
     expect(client.calls.listUnspent).toBe(0);
     await expect(new TransactionBuilder(client).to(key.address(), 100_000n).from(key).build()).rejects.toThrow(InsufficientFundsError);

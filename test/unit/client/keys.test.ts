@@ -21,7 +21,7 @@ function flipCase(s: string): string {
   return [...s].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join('');
 }
 
-describeFixtures("Bitcoin Core key_io vectors", () => {
+describeFixtures('Bitcoin Core key_io vectors', () => {
   it('every valid address decodes to its scriptPubKey and encodes back; every valid WIF round-trips', async () => {
     const vectors = await readFixtureJson<ValidVector[]>('mainnet', 'vectors', 'core_key_io_valid.json');
     expect(vectors.length).toBe(70);
@@ -113,8 +113,9 @@ describe('keys', () => {
   });
 
   it('P2TR addresses match the BIP341 key-path-only vectors (BIP86 tweak)', async () => {
-    const v = await readFixtureJson<{ scriptPubKey: { given: { internalPubkey: string; scriptTree: unknown }; expected: { bip350Address: string } }[] }>(
-      'mainnet', 'vectors', 'core_bip341_wallet_vectors.json');
+    const v = await readFixtureJson<{
+      scriptPubKey: { given: { internalPubkey: string; scriptTree: unknown }; expected: { bip350Address: string } }[];
+    }>('mainnet', 'vectors', 'core_bip341_wallet_vectors.json');
     const keyOnly = v.scriptPubKey.filter((c) => c.given.scriptTree === null);
     expect(keyOnly.length).toBeGreaterThan(0);
     for (const c of keyOnly) {

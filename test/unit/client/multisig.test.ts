@@ -35,7 +35,9 @@ describe('createMultisig', () => {
     const x = createMultisig({ m: 2, publicKeys: [a.publicKey, b.publicKey, c.publicKey], sortKeys: true, network: 'regtest' });
     const y = createMultisig({ m: 2, publicKeys: [c.publicKey, a.publicKey, b.publicKey], sortKeys: true, network: 'regtest' });
     expect(x.address).toBe(y.address);
-    expect(() => createMultisig({ m: 3, publicKeys: [a.publicKey, b.publicKey] })).toThrow('A 3-of-n multisig needs at least 3 public keys, got 2');
+    expect(() => createMultisig({ m: 3, publicKeys: [a.publicKey, b.publicKey] })).toThrow(
+      'A 3-of-n multisig needs at least 3 public keys, got 2',
+    );
     expect(() => createMultisig({ m: 0, publicKeys: [a.publicKey] })).toThrow('m must be an integer ≥ 1, got 0');
     expect(() => createMultisig({ m: 1, publicKeys: [a.publicKey, a.publicKey] })).toThrow(/appears twice/);
     expect(() => createMultisig({ m: 1, publicKeys: [new Key(a.privateKey, 'regtest', false).publicKey] })).toThrow(/must be compressed/);

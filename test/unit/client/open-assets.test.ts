@@ -63,7 +63,12 @@ describe('marker output (specification example)', () => {
 
   it('uses the first parsable push after OP_RETURN', () => {
     const good = encodeMarkerPayload({ quantities: [7n], metadata: new Uint8Array() });
-    const script = btc.Script.encode(['RETURN', b('deadbeef'), good, encodeMarkerPayload({ quantities: [9n], metadata: new Uint8Array() })]);
+    const script = btc.Script.encode([
+      'RETURN',
+      b('deadbeef'),
+      good,
+      encodeMarkerPayload({ quantities: [9n], metadata: new Uint8Array() }),
+    ]);
     expect(parseMarkerScript(script)!.quantities).toEqual([7n]);
   });
 });
@@ -96,7 +101,15 @@ describe('coloring', () => {
       { assetId: A2, quantity: 9n },
     ];
     const firstInputScript = S(0x51);
-    const outputs = [S(1), S(2), markerScript({ quantities: [0n, 10n, 6n, 0n, 7n, 3n], metadata: new Uint8Array() }), S(3), S(4), S(5), S(6)].map((script) => ({ script }));
+    const outputs = [
+      S(1),
+      S(2),
+      markerScript({ quantities: [0n, 10n, 6n, 0n, 7n, 3n], metadata: new Uint8Array() }),
+      S(3),
+      S(4),
+      S(5),
+      S(6),
+    ].map((script) => ({ script }));
     const H = hex.encode(assetIdFromScript(firstInputScript));
     expect(colorTransaction({ coinbase: false, inputs, firstInputScript, outputs })).toEqual([
       { assetId: null, quantity: 0n, kind: 'issuance' },
@@ -154,7 +167,16 @@ function apiTransaction(txHex: string, client: MemoryClient): Transaction {
     const o = tx.getOutput(i);
     outputs.push({ index: i, address: [], script: hex.encode(o.script!), value: o.amount!, used: false });
   }
-  return { transaction_hash: tx.id, block_hash: [], coinbase: false, inputs, outputs, time: null, broadcast_time: '0001-01-01T00:00:00Z', addresses: [] };
+  return {
+    transaction_hash: tx.id,
+    block_hash: [],
+    coinbase: false,
+    inputs,
+    outputs,
+    time: null,
+    broadcast_time: '0001-01-01T00:00:00Z',
+    addresses: [],
+  };
 }
 
 /** Records a sent transaction as the index would: a transaction to look up, its outputs unspent, its inputs spent. */
@@ -192,15 +214,24 @@ describe('OpenAssets (issue, transfer, balances) on an in-memory index', () => {
     const alice = Key.random('regtest');
     const bob = Key.random('regtest');
     const book = new Map<string, string>();
-    for (const k of [issuer, alice, bob]) for (const t of ['p2wpkh', 'p2tr'] as const) book.set(hex.encode(addressToScript(k.address(t), 'regtest')), k.address(t));
+    for (const k of [issuer, alice, bob])
+      for (const t of ['p2wpkh', 'p2tr'] as const) book.set(hex.encode(addressToScript(k.address(t), 'regtest')), k.address(t));
     fundPlain(client, issuer.address('p2wpkh'), 100_000n);
     fundPlain(client, alice.address('p2tr'), 50_000n);
     const assets = new OpenAssets(client);
 
-    const { assetId, tx: issue } = await assets.issue({ issuer, quantity: 1_000n, to: alice.address('p2tr'), metadata: 'u=https://example.com/asset' });
+    const { assetId, tx: issue } = await assets.issue({
+      issuer,
+      quantity: 1_000n,
+      to: alice.address('p2tr'),
+      metadata: 'u=https://example.com/asset',
+    });
     expect(assetId).toBe(encodeAssetId(assetIdFromScript(addressToScript(issuer.address('p2wpkh'), 'regtest')), 'regtest'));
     expect(issue.outputs.map((o) => o.amount).slice(0, 2)).toEqual([600n, 0n]);
-    expect(parseMarkerScript(issue.outputs[1]!.script)).toEqual({ quantities: [1_000n], metadata: new TextEncoder().encode('u=https://example.com/asset') });
+    expect(parseMarkerScript(issue.outputs[1]!.script)).toEqual({
+      quantities: [1_000n],
+      metadata: new TextEncoder().encode('u=https://example.com/asset'),
+    });
     await issue.send();
     confirm(client, issue.hex, book);
     expect(await assets.getBalances(alice.address('p2tr'))).toMatchObject([{ assetId, quantity: 1_000n }]);
@@ -218,7 +249,9 @@ describe('OpenAssets (issue, transfer, balances) on an in-memory index', () => {
     const colors = await assets.engine.colorTransaction(transfer.txid);
     expect(colors.map((c) => c.quantity)).toEqual([0n, 250n, 750n, ...(transfer.changeIndex === null ? [] : [0n])]);
 
-    await expect(assets.transfer({ from: bob, assetId, quantity: 251n, to: alice.address('p2tr') })).rejects.toThrow(/holds 250 unreserved units/);
+    await expect(assets.transfer({ from: bob, assetId, quantity: 251n, to: alice.address('p2tr') })).rejects.toThrow(
+      /holds 250 unreserved units/,
+    );
   });
 
   it('transfers from a 2-of-3 multisig holder, at once or through PSBT', async () => {
@@ -265,7 +298,10 @@ describe('OpenAssets (issue, transfer, balances) on an in-memory index', () => {
     client.transactions.set(id(1), mk(id(1), [[id(0), 0]], [b('52'), markerScript({ quantities: [5n], metadata: new Uint8Array() })]));
     const depth = 1500;
     for (let n = 2; n <= depth; n++) {
-      client.transactions.set(id(n), mk(id(n), [[id(n - 1), n === 2 ? 0 : 1]], [markerScript({ quantities: [5n], metadata: new Uint8Array() }), b('53')]));
+      client.transactions.set(
+        id(n),
+        mk(id(n), [[id(n - 1), n === 2 ? 0 : 1]], [markerScript({ quantities: [5n], metadata: new Uint8Array() }), b('53')]),
+      );
     }
     const engine = new ColoringEngine({ source: client });
     expect(await engine.colorOutput(id(depth), 1)).toMatchObject({ assetId: issueAsset, quantity: 5n, kind: 'transfer' });

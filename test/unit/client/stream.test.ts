@@ -22,11 +22,18 @@ async function serve(onConn: (c: Conn) => void, verify?: (key: string | undefine
   wss = new WebSocketServer({
     port: 0,
     host: '127.0.0.1',
-    verifyClient: verify ? (info, cb) => (verify(info.req.headers['apikey'] as string | undefined) ? cb(true) : cb(false, 401, 'Unauthorized')) : undefined,
+    verifyClient: verify
+      ? (info, cb) => (verify(info.req.headers['apikey'] as string | undefined) ? cb(true) : cb(false, 401, 'Unauthorized'))
+      : undefined,
   });
   wss.on('connection', (socket, req) => {
     const u = new URL(req.url!, 'http://x');
-    onConn({ socket, after: u.searchParams.get('after'), apiKey: req.headers['apikey'] as string | undefined, queryKey: u.searchParams.get('apiKey') });
+    onConn({
+      socket,
+      after: u.searchParams.get('after'),
+      apiKey: req.headers['apikey'] as string | undefined,
+      queryKey: u.searchParams.get('apiKey'),
+    });
   });
   await new Promise((r) => wss!.once('listening', r));
   return `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/v1/stream`;
@@ -75,7 +82,15 @@ describe('EventStream', () => {
     });
     const got: StreamEvent[] = [];
     const states: StreamState[] = [];
-    const stream = new EventStream({ url, apiKey: 'bw_q', WebSocket: WS, auth: 'query', after: 42, onEvent: (e) => got.push(e), onStateChange: (s) => states.push(s) });
+    const stream = new EventStream({
+      url,
+      apiKey: 'bw_q',
+      WebSocket: WS,
+      auth: 'query',
+      after: 42,
+      onEvent: (e) => got.push(e),
+      onStateChange: (s) => states.push(s),
+    });
     await expect.poll(() => got.length).toBe(1);
     expect(got[0]!.id).toBe('43');
     expect(conns[0]).toMatchObject({ after: '42', queryKey: 'bw_q', apiKey: undefined });
@@ -85,7 +100,10 @@ describe('EventStream', () => {
   });
 
   it('gives up on a refused key (HTTP 401) and on an expired cursor (4410), reconnects after a slow-consumer close (4008)', async () => {
-    const refused = await serve(() => undefined, (k) => k === 'good');
+    const refused = await serve(
+      () => undefined,
+      (k) => k === 'good',
+    );
     const bad = new EventStream({ url: refused, apiKey: 'bad', WebSocket: WS, reconnect: { initialDelayMs: 5 } });
     await expect(collect(bad, 1)).rejects.toMatchObject({ code: 'ERR_STREAM_REFUSED' });
     await new Promise<void>((r) => wss!.close(() => r()));

@@ -13,7 +13,9 @@ describe('packed outputs', () => {
     fc.assert(
       fc.property(fc.array(out, { maxLength: 30 }), (outs) => {
         const decoded = decodeOuts(encodeOuts(outs));
-        expect(decoded.map((o) => ({ value: o.value, script: Array.from(o.script) }))).toEqual(outs.map((o) => ({ value: o.value, script: Array.from(o.script) })));
+        expect(decoded.map((o) => ({ value: o.value, script: Array.from(o.script) }))).toEqual(
+          outs.map((o) => ({ value: o.value, script: Array.from(o.script) })),
+        );
         outs.forEach((o, i) => expect(decodeOut(encodeOuts(outs), i)?.value).toBe(o.value));
         expect(decodeOut(encodeOuts(outs), outs.length)).toBeUndefined();
       }),
@@ -34,9 +36,10 @@ describe('packed outputs', () => {
 
 describe('packed inputs', () => {
   it('round-trips any input references', () => {
-    fc.assert(fc.property(fc.array(inp, { maxLength: 30 }), (ins) => {
-          expect(decodeIns(encodeIns(ins))).toEqual(ins);
-        }),
+    fc.assert(
+      fc.property(fc.array(inp, { maxLength: 30 }), (ins) => {
+        expect(decodeIns(encodeIns(ins))).toEqual(ins);
+      }),
     );
   });
   it('encodes a coinbase (no inputs) as empty', () => {
@@ -74,10 +77,21 @@ describe('the newest entries of several chunks', () => {
   it('are the greatest distinct entries below the bound, greatest first, as a full sort gives them', () => {
     const chunk = fc.uniqueArray(fc.bigInt({ min: 0n, max: 5000n }), { maxLength: 60 }).map((a) => a.sort((x, y) => (x < y ? -1 : 1)));
     fc.assert(
-      fc.property(fc.array(chunk, { maxLength: 12 }), fc.bigInt({ min: 0n, max: 5100n }), fc.integer({ min: 1, max: 80 }), (chunks, bound, limit) => {
-        const all = [...new Set(chunks.flat())].filter((n) => n < bound).sort((x, y) => (x < y ? 1 : -1));
-        expect(newestEntries(chunks.map((c) => encodeEntries(c)), bound, limit)).toEqual(all.slice(0, limit));
-      }),
+      fc.property(
+        fc.array(chunk, { maxLength: 12 }),
+        fc.bigInt({ min: 0n, max: 5100n }),
+        fc.integer({ min: 1, max: 80 }),
+        (chunks, bound, limit) => {
+          const all = [...new Set(chunks.flat())].filter((n) => n < bound).sort((x, y) => (x < y ? 1 : -1));
+          expect(
+            newestEntries(
+              chunks.map((c) => encodeEntries(c)),
+              bound,
+              limit,
+            ),
+          ).toEqual(all.slice(0, limit));
+        },
+      ),
     );
   });
 });

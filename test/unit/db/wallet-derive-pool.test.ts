@@ -26,16 +26,25 @@ describe('wallet derivation pool', () => {
   it('takes waiting jobs round-robin between owners, the indexer first', async () => {
     const pool = walletDerivePool();
     const order: string[] = [];
-    const job = (name: string, owner: string, step: number) => pool.derive(single(step), 'regtest', 0, 5, { owner }).then(() => order.push(name));
+    const job = (name: string, owner: string, step: number) =>
+      pool.derive(single(step), 'regtest', 0, 5, { owner }).then(() => order.push(name));
     // One thread: the first job runs, the rest wait in the order submitted.
-    await Promise.all([job('a1', 'key:a', 1), job('a2', 'key:a', 2), job('a3', 'key:a', 3), job('b1', 'key:b', 4), job('i1', INDEXER_OWNER, 5)]);
+    await Promise.all([
+      job('a1', 'key:a', 1),
+      job('a2', 'key:a', 2),
+      job('a3', 'key:a', 3),
+      job('b1', 'key:b', 4),
+      job('i1', INDEXER_OWNER, 5),
+    ]);
     expect(order).toEqual(['a1', 'i1', 'a2', 'b1', 'a3']);
   });
 
   it('a budget refuses before deriving past it', async () => {
     const budget = new DeriveBudget(10);
     await walletDerivePool().derive(single(0), 'regtest', 0, 10, { budget });
-    const over = await walletDerivePool().derive(single(0), 'regtest', 10, 11, { budget }).catch((err: unknown) => err);
+    const over = await walletDerivePool()
+      .derive(single(0), 'regtest', 10, 11, { budget })
+      .catch((err: unknown) => err);
     expect(over).toBeInstanceOf(ServiceError);
     expect((over as ServiceError).code).toBe('ERR_WALLET_TOO_LARGE');
   });
@@ -45,8 +54,13 @@ describe('wallet derivation pool', () => {
     const before = pool.status().terminated;
     const ac = new AbortController();
     // 16-key multisig × 100,000 addresses: far longer than the wait below.
-    const keys = Array.from({ length: 16 }, (_, i) => HDKey.fromMasterSeed(new Uint8Array(32).fill(i + 10), bip32Versions('regtest')).publicExtendedKey);
-    const heavy = pool.derive(withChecksum(`wsh(multi(1,${keys.map((k) => `${k}/0/*`).join(',')}))`), 'regtest', 0, 100_000, { signal: ac.signal }).catch((err: unknown) => err);
+    const keys = Array.from(
+      { length: 16 },
+      (_, i) => HDKey.fromMasterSeed(new Uint8Array(32).fill(i + 10), bip32Versions('regtest')).publicExtendedKey,
+    );
+    const heavy = pool
+      .derive(withChecksum(`wsh(multi(1,${keys.map((k) => `${k}/0/*`).join(',')}))`), 'regtest', 0, 100_000, { signal: ac.signal })
+      .catch((err: unknown) => err);
     while (pool.status().busy === 0) await new Promise((r) => setTimeout(r, 20));
     ac.abort(new Error('gone'));
     expect(((await heavy) as Error).message).toBe('gone');

@@ -57,7 +57,14 @@ describeFixtures('devnode consensus against the recorded Core 30 regtest node', 
     expect(bytesToHex(cb)).toBe(bytesToHex(cbOld.bytes));
     expect(cbOld.outputs[0]!.value - blockSubsidy(102)).toBe(26_800n);
     const h = block.header;
-    const ground = grindHeader({ version: h.version, prevHash: h.prevHash, merkleRoot: h.merkleRoot, time: h.time, bits: h.bits, nonce: 0 });
+    const ground = grindHeader({
+      version: h.version,
+      prevHash: h.prevHash,
+      merkleRoot: h.merkleRoot,
+      time: h.time,
+      bits: h.bits,
+      nonce: 0,
+    });
     expect(ground.nonce).toBe(h.nonce);
     expect(hashToHex(ground.hash)).toBe('1d5d111ad5001e7a2f0ed162bec7d18d83f625ffeec4f17492957dd636851c41');
   });

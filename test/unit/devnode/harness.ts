@@ -36,7 +36,12 @@ export function createTestNode(seedByte = 7) {
     const out: BlockEntry[] = [];
     let parent = opts.parent;
     for (let i = 0; i < n; i++) {
-      const block = assembleBlock(node, { payoutScript: payout, useMempool: opts.useMempool ?? !parent, ...(i === 0 && opts.txs ? { txs: opts.txs } : {}), ...(parent ? { parent } : {}) });
+      const block = assembleBlock(node, {
+        payoutScript: payout,
+        useMempool: opts.useMempool ?? !parent,
+        ...(i === 0 && opts.txs ? { txs: opts.txs } : {}),
+        ...(parent ? { parent } : {}),
+      });
       const r = node.processBlock(block);
       if (r.status === 'invalid') throw new Error(`block rejected: ${r.reason} ${r.debug}`);
       if (r.status === 'duplicate-invalid') throw new Error('duplicate-invalid');

@@ -25,7 +25,9 @@ it('writes doubles with 16 significant digits and amounts with 8 decimals, as Un
   expect(formatDouble(0.0001)).toBe('0.0001');
   expect(formatAmount(5_000_000_000n)).toBe('50.00000000');
   expect(formatAmount(-40_000_000n)).toBe('-0.40000000');
-  expect(writeCoreJson({ a: amount(100n), b: [1, 'x', null, true], c: undefined, d: 1.5 })).toBe('{"a":0.00000100,"b":[1,"x",null,true],"d":1.5}');
+  expect(writeCoreJson({ a: amount(100n), b: [1, 'x', null, true], c: undefined, d: 1.5 })).toBe(
+    '{"a":0.00000100,"b":[1,"x",null,true],"d":1.5}',
+  );
 });
 
 describeFixtures('devnode JSON views against the recorded Core 30 answers', () => {
@@ -88,7 +90,9 @@ describeFixtures('devnode JSON views against the recorded Core 30 answers', () =
   it('writes each transaction of block 102 as the REST block JSON does (prevouts, fee, amounts)', () => {
     const raw = rec.restCall('1d5d111ad5001e7a2f0ed162bec7d18d83f625ffeec4f17492957dd636851c41.bin', '/block/').body.hex!;
     const text = rec.restCall('1d5d111ad5001e7a2f0ed162bec7d18d83f625ffeec4f17492957dd636851c41.json', '/block/1d5d').body.text!;
-    const verbose3 = rec.call(63).response.result as { tx: { vin: { prevout?: { generated: boolean; height: number; value: number; scriptPubKey: { hex: string } } }[] }[] };
+    const verbose3 = rec.call(63).response.result as {
+      tx: { vin: { prevout?: { generated: boolean; height: number; value: number; scriptPubKey: { hex: string } } }[] }[];
+    };
     const block = decodeBlock(hexToBytes(raw));
     block.txs.forEach((tx, i) => {
       const undo: Coin[] | null =

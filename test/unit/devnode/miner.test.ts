@@ -65,7 +65,10 @@ describe('devnode miner and wallet', () => {
   beforeAll(() => {
     t = createTestNode(3);
     t.mine(101);
-    for (const type of ADDRESS_TYPES) received.push(t.wallet.send({ script: t.wallet.destination(type).script }, 2_000_000n, { data: type === 'p2tr' ? ['beef'] : undefined }));
+    for (const type of ADDRESS_TYPES)
+      received.push(
+        t.wallet.send({ script: t.wallet.destination(type).script }, 2_000_000n, { data: type === 'p2tr' ? ['beef'] : undefined }),
+      );
     t.mine(1);
   });
 

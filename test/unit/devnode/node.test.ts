@@ -71,17 +71,26 @@ describe('devnode node: mempool policy', () => {
     const lower = wallet.createTx(wallet.address('p2pkh'), 400_000n, { feeRate: 1, from });
     const rej = node.acceptTx(lower);
     expect(rej.ok).toBe(false);
-    if (!rej.ok) expect(rejectString(rej)).toMatch(/^insufficient fee, rejecting replacement [0-9a-f]{64}; new feerate 0\.\d{8} BTC\/kvB <= old feerate 0\.\d{8} BTC\/kvB$/);
+    if (!rej.ok)
+      expect(rejectString(rej)).toMatch(
+        /^insufficient fee, rejecting replacement [0-9a-f]{64}; new feerate 0\.\d{8} BTC\/kvB <= old feerate 0\.\d{8} BTC\/kvB$/,
+      );
   });
 
   it('refuses a replacement paying less in total (rule 3) and, without full RBF, a conflict with a non-signalling transaction', () => {
     const { node, wallet } = t;
-    const coins = wallet.coins(false).slice(0, 2).map((c) => `${c.txid}:${c.vout}`);
+    const coins = wallet
+      .coins(false)
+      .slice(0, 2)
+      .map((c) => `${c.txid}:${c.vout}`);
     wallet.send(wallet.address('p2tr'), 6_000_000_000n, { feeRate: 5, from: coins, rbf: false });
     const smaller = wallet.createTx(wallet.address('p2wpkh'), 1_000_000n, { feeRate: 6, from: [coins[0]!] });
     const r = node.acceptTx(smaller);
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(rejectString(r)).toMatch(/^insufficient fee, rejecting replacement [0-9a-f]{64}, less fees than conflicting txs; 0\.\d+ < 0\.\d+$/);
+    if (!r.ok)
+      expect(rejectString(r)).toMatch(
+        /^insufficient fee, rejecting replacement [0-9a-f]{64}, less fees than conflicting txs; 0\.\d+ < 0\.\d+$/,
+      );
     node.fullRbf = false;
     const r2 = node.acceptTx(wallet.createTx(wallet.address('p2wpkh'), 1_000_000n, { feeRate: 50, from: [coins[0]!] }));
     expect(r2.ok).toBe(false);
@@ -148,7 +157,13 @@ describe('devnode node: reorgs', () => {
     expect(decodeTx(node.mempool.get(late)!.tx.bytes).locktime).toBe(node.chain.height());
     signals.length = 0;
     node.invalidateBlock(blocks[0]!);
-    expect(signals.map((s) => `${s.kind}${'txid' in s ? (s.txid === late ? ':late' : s.txid === first ? ':first' : '') : ''}`)).toEqual(['D', 'R:late', 'D', 'D', 'A:first']);
+    expect(signals.map((s) => `${s.kind}${'txid' in s ? (s.txid === late ? ':late' : s.txid === first ? ':first' : '') : ''}`)).toEqual([
+      'D',
+      'R:late',
+      'D',
+      'D',
+      'A:first',
+    ]);
     expect(node.chain.height()).toBe(105);
     expect(node.mempool.has(first)).toBe(true);
     expect(node.mempool.has(late)).toBe(false);

@@ -32,7 +32,10 @@ describe('HeaderProofs', () => {
   });
 
   it('refuses a height above cp_height and a chain the index does not hold', async () => {
-    const proofs = new HeaderProofs(async (from, to) => Array.from({ length: Math.max(0, Math.min(to, 4) - from + 1) }, () => randomBytes(32)), 8);
+    const proofs = new HeaderProofs(
+      async (from, to) => Array.from({ length: Math.max(0, Math.min(to, 4) - from + 1) }, () => randomBytes(32)),
+      8,
+    );
     await expect(proofs.prove(5, 4)).rejects.toThrow('height 5 is above cp_height 4');
     await expect(proofs.prove(0, 9)).rejects.toThrow('not all indexed');
   });

@@ -43,6 +43,8 @@ describe('status', () => {
 
   it('the example address has the example script hash (SHA-256 of the script, reversed)', () => {
     const script = addressToScript('bcrt1qn7d2x7272lznt5hhk9s07q3cqnrqljnwladrd3', 'regtest');
-    expect(Buffer.from(createHash('sha256').update(script).digest()).reverse().toString('hex')).toBe('f04bf26fc16a27abaa2f10540da7a24e369e6ec408f2d901202a7c0cd4a6112d');
+    expect(Buffer.from(createHash('sha256').update(script).digest()).reverse().toString('hex')).toBe(
+      'f04bf26fc16a27abaa2f10540da7a24e369e6ec408f2d901202a7c0cd4a6112d',
+    );
   });
 });

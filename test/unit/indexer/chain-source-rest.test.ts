@@ -39,7 +39,11 @@ describe('node source and /rest/spenttxouts', () => {
     it(`asks once, then no more, after ${name}`, async () => {
       const node = await nodeWithoutSpentTxOuts(answer);
       server = node.server;
-      const source = createNodeSource({ rpc: new BitcoindClient({ url: node.url }), rest: new BitcoindRest({ url: node.url }), restMode: 'on' });
+      const source = createNodeSource({
+        rpc: new BitcoindClient({ url: node.url }),
+        rest: new BitcoindRest({ url: node.url }),
+        restMode: 'on',
+      });
       expect(await source.getSpentTxOuts!(HASH)).toBeNull();
       expect(await source.getSpentTxOuts!(HASH)).toBeNull();
       expect(await source.getSpentTxOuts!(HASH)).toBeNull();

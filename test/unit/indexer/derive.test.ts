@@ -9,7 +9,15 @@ import { describe, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { addressToScript, pubkeyToP2pkhAddress } from '../../../src/bitcoin/address.js';
 import { classifyScript } from '../../../src/bitcoin/script.js';
-import { hashKey, deriveBlock, deriveMempoolTx, deriveUndo, externalOutpoints, type Prevout, type StoredTx } from '../../../indexer/writer/derive.js';
+import {
+  hashKey,
+  deriveBlock,
+  deriveMempoolTx,
+  deriveUndo,
+  externalOutpoints,
+  type Prevout,
+  type StoredTx,
+} from '../../../indexer/writer/derive.js';
 import { txNumOf } from '../../../src/db/tx-num.js';
 import { isUnspendable, scriptKeys } from '../../../indexer/writer/address-keys.js';
 import { addressKey } from '../../../src/db/address-key.js';
@@ -91,10 +99,16 @@ describeFixtures('deriveBlock', () => {
     it('deriveUndo is the exact inverse', () => {
       const stored: StoredTx[] = rows.txs.map((t) => ({ txNum: t.txNum, txid: t.txid, outs: t.outs, ins: t.ins }));
       const u = deriveUndo(866342, stored, prevTxs, { touches: true });
-      expect([...u.balances].map(([key, d]) => [key, d.sats, d.count]).sort()).toEqual([...rows.balances].map(([key, d]) => [key, d.sats, d.count]).sort());
-      expect(u.restored.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort()).toEqual(rows.spent.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort());
+      expect([...u.balances].map(([key, d]) => [key, d.sats, d.count]).sort()).toEqual(
+        [...rows.balances].map(([key, d]) => [key, d.sats, d.count]).sort(),
+      );
+      expect(u.restored.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort()).toEqual(
+        rows.spent.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort(),
+      );
       expect(new Set(u.keys)).toEqual(new Set(rows.history.keys()));
-      expect(u.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort()).toEqual(rows.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort());
+      expect(u.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort()).toEqual(
+        rows.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort(),
+      );
     });
 
     it('derives each transaction as the mempool path the same as the block path', () => {
@@ -111,8 +125,13 @@ describeFixtures('deriveBlock', () => {
       block.txs.forEach((tx, pos) => {
         if (pos === 0) return;
         const m = deriveMempoolTx(tx, lookup, new Date(0));
-        expect(m.addresses.map((a) => `${a.key}:${a.received}:${a.sent}`), `tx ${pos}`).toEqual(touchesAt.get(pos) ?? []);
-        expect(m.spends.map((s) => `${hashKey(s.prevTxid)}:${s.prevVout}`)).toEqual(tx.inputs.map((i) => `${hashKey(i.prevTxid)}:${i.vout}`));
+        expect(
+          m.addresses.map((a) => `${a.key}:${a.received}:${a.sent}`),
+          `tx ${pos}`,
+        ).toEqual(touchesAt.get(pos) ?? []);
+        expect(m.spends.map((s) => `${hashKey(s.prevTxid)}:${s.prevVout}`)).toEqual(
+          tx.inputs.map((i) => `${hashKey(i.prevTxid)}:${i.vout}`),
+        );
         expect(m.outputs.every((o) => !isUnspendable(o.script))).toBe(true);
         for (const o of m.outputs) {
           const c = createdAt.get(`${hashKey(tx.txid)}:${o.vout}`);
@@ -148,7 +167,7 @@ describeFixtures('deriveBlock', () => {
     expect(decodeOuts(g.txs[0]!.outs)[0]!.value).toBe(5_000_000_000n);
   });
 
-  it('puts bare multisig outputs in each key\'s history but in no balance', () => {
+  it("puts bare multisig outputs in each key's history but in no balance", () => {
     const block = decodeBlock(new Uint8Array(readFileSync(fixturePath('mainnet', 'blocks', 'mainnet_h300025.raw'))));
     const multis = block.txs.flatMap((t) => t.outputs).filter((o) => Array.isArray(scriptKeys(o.script)));
     expect(multis.length).toBe(block.txs.flatMap((t) => t.outputs).filter((o) => classifyScript(o.script) === 'multisig').length);

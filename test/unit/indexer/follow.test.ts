@@ -8,7 +8,8 @@ import { findForkHeight, nextStep, type LocalChain } from '../../../indexer/foll
 import { FixtureChain } from '../../support/chain-fixture.js';
 
 const hashOf = (branch: string, h: number) => `${branch}${String(h).padStart(8, '0')}`.padEnd(64, '0');
-const chain = (branch: string, n: number, forkAt = -1, base = 'a') => Array.from({ length: n }, (_, h) => hashOf(h <= forkAt ? base : branch, h));
+const chain = (branch: string, n: number, forkAt = -1, base = 'a') =>
+  Array.from({ length: n }, (_, h) => hashOf(h <= forkAt ? base : branch, h));
 
 function localOf(hashes: readonly string[]): LocalChain {
   return {

@@ -40,7 +40,12 @@ const fixtures = JSON.parse(readFileSync(new URL('./fixtures/mempool-plan.json',
 const summary = (s: Summary | undefined): MempoolSummary | null => (s ? { size: s[0], fee: BigInt(s[1]) } : null);
 
 /** Runs one step; returns the next state and the intent the step took (for a following verify). */
-function run(state: SyncState, step: Step, intent: Map<string, 'A' | 'R'>, policy: SyncPolicy): { state: SyncState; intent: Map<string, 'A' | 'R'> } {
+function run(
+  state: SyncState,
+  step: Step,
+  intent: Map<string, 'A' | 'R'>,
+  policy: SyncPolicy,
+): { state: SyncState; intent: Map<string, 'A' | 'R'> } {
   const now = step.at;
   if ('next' in step) {
     expect(nextWork(state, now)).toBe(step.next);

@@ -5,7 +5,14 @@
  * with hashes in display order, and malformed frames counted without a wake.
  */
 import { describe, expect, it } from 'vitest';
-import { checkCounter, handleMessage, parseSequenceBody, type NotifyHandlers, type NotifyStats, type SequenceHint } from '../../../indexer/notify.js';
+import {
+  checkCounter,
+  handleMessage,
+  parseSequenceBody,
+  type NotifyHandlers,
+  type NotifyStats,
+  type SequenceHint,
+} from '../../../indexer/notify.js';
 import { silentLogger } from '../../../src/log.js';
 import { describeFixtures, readFixtureJsonl } from '../../support/fixtures.js';
 

@@ -15,7 +15,20 @@ const SCANNED = ['src', 'indexer', 'api', 'streams', 'stamp', 'electrum', 'cli',
 const WRITER = 'indexer/writer/';
 
 /** The tables of the chain index (docs/schema.md): written by indexer/writer/ alone. */
-const CHAIN_TABLES = ['blocks', 'txs', 'utxos', 'balances', 'history', 'script_aliases', 'watched_txs', 'reorged_txs', 'chain_tip', 'bulk_spent', 'asset_txs', 'bulk_asset_candidates'];
+const CHAIN_TABLES = [
+  'blocks',
+  'txs',
+  'utxos',
+  'balances',
+  'history',
+  'script_aliases',
+  'watched_txs',
+  'reorged_txs',
+  'chain_tip',
+  'bulk_spent',
+  'asset_txs',
+  'bulk_asset_candidates',
+];
 
 const WRITES: readonly RegExp[] = [
   /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|MERGE\s+INTO|COPY|DROP\s+TABLE(?:\s+IF\s+EXISTS)?|ALTER\s+TABLE(?:\s+IF\s+EXISTS)?)\s+([a-z_]+)/g,

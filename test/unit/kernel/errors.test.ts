@@ -6,10 +6,30 @@ import { FatalError, isRetryable, isTransient, RetryableError, ServiceError, ERR
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 
 describe('isTransient', () => {
-  it.each(['08006', '08001', '57P01', '57P03', '53300', '40001', '40P01', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EAI_AGAIN'])('takes %s', (code) => {
+  it.each([
+    '08006',
+    '08001',
+    '57P01',
+    '57P03',
+    '53300',
+    '40001',
+    '40P01',
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'ETIMEDOUT',
+    'EPIPE',
+    'EHOSTUNREACH',
+    'EAI_AGAIN',
+  ])('takes %s', (code) => {
     expect(isTransient(withCode(code))).toBe(true);
   });
-  it.each(['Connection terminated unexpectedly', 'timeout exceeded when trying to connect', 'Client has encountered a connection error and is not queryable', 'socket hang up', 'connection timeout'])('takes the message "%s"', (m) => {
+  it.each([
+    'Connection terminated unexpectedly',
+    'timeout exceeded when trying to connect',
+    'Client has encountered a connection error and is not queryable',
+    'socket hang up',
+    'connection timeout',
+  ])('takes the message "%s"', (m) => {
     expect(isTransient(new Error(m))).toBe(true);
   });
   it('looks through causes, and stops at a FatalError', () => {
@@ -31,6 +51,12 @@ describe('isTransient', () => {
 describe('ERR_UPGRADE_REQUIRED', () => {
   it('is a code of the one table, rendered like every other', () => {
     expect(ERROR_CODES.ERR_UPGRADE_REQUIRED.status).toBe(426);
-    expect(new ServiceError('ERR_UPGRADE_REQUIRED').toBody()).toEqual({ error_type: 'invalid_request', error_code: 'ERR_UPGRADE_REQUIRED', error_message: 'connect with a WebSocket client to /v1/stream', retry: false, error_cause: null });
+    expect(new ServiceError('ERR_UPGRADE_REQUIRED').toBody()).toEqual({
+      error_type: 'invalid_request',
+      error_code: 'ERR_UPGRADE_REQUIRED',
+      error_message: 'connect with a WebSocket client to /v1/stream',
+      retry: false,
+      error_cause: null,
+    });
   });
 });

@@ -13,7 +13,9 @@ describe('commit message rules', () => {
     expect(messageProblems(`${'x'.repeat(SUBJECT_MAX)}\n`)).toEqual([]);
   });
   it('refuses a long subject, an empty one, and a body glued to the subject', () => {
-    expect(messageProblems(`${'x'.repeat(SUBJECT_MAX + 1)}\n`)).toEqual([`the subject has ${SUBJECT_MAX + 1} characters (at most ${SUBJECT_MAX}); put the detail in the body`]);
+    expect(messageProblems(`${'x'.repeat(SUBJECT_MAX + 1)}\n`)).toEqual([
+      `the subject has ${SUBJECT_MAX + 1} characters (at most ${SUBJECT_MAX}); put the detail in the body`,
+    ]);
     expect(messageProblems('\n\n')).toEqual(['the subject line is empty']);
     expect(messageProblems('Subject\nbody right under it\n')).toEqual(['a blank line must separate the subject from the body']);
   });
@@ -26,7 +28,11 @@ describe('scripts/commit-messages.ts on a repository', () => {
   const dir = mkdtempSync(join(tmpdir(), 'bw-commit-msg-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const script = resolve('scripts/commit-messages.ts');
-  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.org', '-c', 'commit.gpgsign=false', ...args], { cwd: dir, encoding: 'utf8' });
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.org', '-c', 'commit.gpgsign=false', ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
   // tsx by its path: the scratch repository has no node_modules to resolve it from.
   const tsx = pathToFileURL(resolve('node_modules/tsx/dist/loader.mjs')).href;
   const check = () => spawnSync(process.execPath, ['--import', tsx, script], { cwd: dir, encoding: 'utf8' });

@@ -35,10 +35,17 @@ describe('configuration cross-field checks', () => {
   });
 
   it('refuses two stamping wallets, clashing ports and a bad Redis prefix, with the parse errors in the same list', () => {
-    const p = problemsOf({ STAMP_WALLET_WIF: 'x', STAMP_WALLET_DESCRIPTOR: 'wpkh(x)', PORT: '9000', BLOCKWIRE_METRICS_PORT: '9000', BLOCKWIRE_REDIS_PREFIX: 'a:b', LOG_LEVEL: 'loud' });
+    const p = problemsOf({
+      STAMP_WALLET_WIF: 'x',
+      STAMP_WALLET_DESCRIPTOR: 'wpkh(x)',
+      PORT: '9000',
+      BLOCKWIRE_METRICS_PORT: '9000',
+      BLOCKWIRE_REDIS_PREFIX: 'a:b',
+      LOG_LEVEL: 'loud',
+    });
     expect(p).toContain('STAMP_WALLET_WIF and STAMP_WALLET_DESCRIPTOR are both set: set only one');
     expect(p).toContain('BLOCKWIRE_METRICS_PORT equals PORT (9000): the API serves /metrics itself; use another port or unset it');
-    expect(p.some((x) => x.startsWith("BLOCKWIRE_REDIS_PREFIX must be 1-64 characters"))).toBe(true);
+    expect(p.some((x) => x.startsWith('BLOCKWIRE_REDIS_PREFIX must be 1-64 characters'))).toBe(true);
     expect(p.some((x) => x.startsWith('LOG_LEVEL must be one of'))).toBe(true);
   });
 
@@ -57,11 +64,16 @@ describe('preflight (file checks at start)', () => {
     await mkdir(join(dir, 'adir'));
     expect(preflight(loadConfig({ ...base, BITCOIND_COOKIE_FILE: join(dir, 'adir') }), ALL).problems[0]).toContain('is a directory');
     const notYet = preflight(loadConfig({ ...base, BITCOIND_COOKIE_FILE: join(dir, '.cookie') }), ALL);
-    expect(notYet).toEqual({ problems: [], warnings: [`BITCOIND_COOKIE_FILE ${join(dir, '.cookie')} does not exist yet: waiting for bitcoind to write it`] });
+    expect(notYet).toEqual({
+      problems: [],
+      warnings: [`BITCOIND_COOKIE_FILE ${join(dir, '.cookie')} does not exist yet: waiting for bitcoind to write it`],
+    });
     await writeFile(join(dir, '.cookie'), '__cookie__:abc');
     expect(preflight(loadConfig({ ...base, BITCOIND_COOKIE_FILE: join(dir, '.cookie') }), ALL)).toEqual({ problems: [], warnings: [] });
     // A worker never talks to the node: its cookie is not checked.
-    expect(preflight(loadConfig({ ...base, BITCOIND_COOKIE_FILE: join(dir, 'nope', '.cookie') }), new Set(['worker'] as const)).problems).toEqual([]);
+    expect(
+      preflight(loadConfig({ ...base, BITCOIND_COOKIE_FILE: join(dir, 'nope', '.cookie') }), new Set(['worker'] as const)).problems,
+    ).toEqual([]);
   });
 
   it('needs redis-server only when a role needs Redis and REDIS_URL is unset', () => {
@@ -77,13 +89,17 @@ describe('preflight (file checks at start)', () => {
 describe('docs/configuration.md', () => {
   it('is the output of `blockwire config --markdown` (regenerate: ./bin/blockwire.js config --markdown > docs/configuration.md)', async () => {
     const committed = await readFile(join(projectRoot, 'docs', 'configuration.md'), 'utf8');
-    expect(committed, 'docs/configuration.md is stale: run ./bin/blockwire.js config --markdown > docs/configuration.md').toBe(configurationDoc());
+    expect(committed, 'docs/configuration.md is stale: run ./bin/blockwire.js config --markdown > docs/configuration.md').toBe(
+      configurationDoc(),
+    );
   });
 
   it('masks passwords in URLs and secret settings when printing values', () => {
     expect(maskValue('DATABASE_URL', 'postgres://bw:s3cret@db:5432/bw')).toBe('postgres://bw:********@db:5432/bw');
     expect(maskValue('STAMP_WALLET_WIF', 'cVt4o7BGAig1UXywgGSmARhxMdzP5qvQsxKkSsc1XEkw3tDTQFpy')).toBe('********');
     expect(maskValue('PORT', '3000')).toBe('3000');
-    expect(maskValue('DATABASE_READ_URL', 'postgres://bw:s3cret@r1:5432/bw,postgres://bw:other@r2:5432/bw')).toBe('postgres://bw:********@r1:5432/bw,postgres://bw:********@r2:5432/bw');
+    expect(maskValue('DATABASE_READ_URL', 'postgres://bw:s3cret@r1:5432/bw,postgres://bw:other@r2:5432/bw')).toBe(
+      'postgres://bw:********@r1:5432/bw,postgres://bw:********@r2:5432/bw',
+    );
   });
 });

@@ -22,7 +22,7 @@ const semver = createRequire(import.meta.url)('semver') as {
 type Lock = { packages: Record<string, { engines?: { node?: string } | string[]; optional?: boolean }> };
 
 describe('engines.node', () => {
-  it("names Node 22 and 24, and every dependency accepts the oldest release of each", async () => {
+  it('names Node 22 and 24, and every dependency accepts the oldest release of each', async () => {
     const pkg = JSON.parse(await readFile(join(projectRoot, 'package.json'), 'utf8')) as { engines: { node: string } };
     const lock = JSON.parse(await readFile(join(projectRoot, 'package-lock.json'), 'utf8')) as Lock;
     const oldest = pkg.engines.node.split('||').map((part) => semver.minVersion(part)!.version);
@@ -31,7 +31,8 @@ describe('engines.node', () => {
     for (const [path, entry] of Object.entries(lock.packages)) {
       const range = Array.isArray(entry.engines) ? undefined : entry.engines?.node;
       if (!path || !range) continue;
-      for (const v of oldest) if (!semver.satisfies(v, range)) refused.push(`${path.replace(/^.*node_modules\//, '')} needs node ${range}: refuses ${v}`);
+      for (const v of oldest)
+        if (!semver.satisfies(v, range)) refused.push(`${path.replace(/^.*node_modules\//, '')} needs node ${range}: refuses ${v}`);
     }
     expect(refused).toEqual([]);
   });

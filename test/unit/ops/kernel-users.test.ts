@@ -8,7 +8,7 @@ import { importsOf, kernelProblems, roleUsers } from '../../../scripts/kernel-us
 // A small tree: src/shared.ts is used by api/ and streams/ (both through src/via.ts), src/lonely.ts
 // by api/ alone, src/unused.ts by no role (a test imports it, which does not count).
 const FIXTURE: Record<string, string> = {
-  'src/shared.ts': "export const shared = 1;\n",
+  'src/shared.ts': 'export const shared = 1;\n',
   'src/via.ts': "import { shared } from './shared.js';\nexport const via = shared;\n",
   'src/lonely.ts': "import type { X } from './types.js';\nexport const lonely = 1 as X;\n",
   'src/types.ts': 'export type X = number;\n',
@@ -62,7 +62,8 @@ describe('the kernel check', () => {
 describe('scripts/kernel-users.ts on a tree', () => {
   const dir = mkdtempSync(join(tmpdir(), 'bw-kernel-users-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const run = () => spawnSync(process.execPath, ['--import', 'tsx', resolve('scripts/kernel-users.ts'), '--root', dir], { encoding: 'utf8' });
+  const run = () =>
+    spawnSync(process.execPath, ['--import', 'tsx', resolve('scripts/kernel-users.ts'), '--root', dir], { encoding: 'utf8' });
   const write = (files: Record<string, string>) => {
     for (const [f, source] of Object.entries(files)) {
       mkdirSync(dirname(join(dir, f)), { recursive: true });

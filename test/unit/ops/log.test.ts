@@ -30,7 +30,15 @@ describe('logs', () => {
     const [first, second] = out.lines();
     expect(first!.match(/"component"/g)).toHaveLength(1);
     const parsed = JSON.parse(first!) as Record<string, unknown>;
-    expect(parsed).toMatchObject({ level: 'warn', component: 'streams.relay', shard: 1, height: 7, apiKey: '[redacted]', msg: 'relay behind', name: 'blockwire' });
+    expect(parsed).toMatchObject({
+      level: 'warn',
+      component: 'streams.relay',
+      shard: 1,
+      height: 7,
+      apiKey: '[redacted]',
+      msg: 'relay behind',
+      name: 'blockwire',
+    });
     expect(JSON.parse(second!)).toMatchObject({ level: 'info', component: 'streams', msg: 'plain' });
   });
 

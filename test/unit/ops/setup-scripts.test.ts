@@ -26,17 +26,35 @@ function packages(script: string): string[] {
 describe('setup scripts', () => {
   it('setup.sh (the quick start) installs only what starting needs', async () => {
     const setup = await read('setup.sh');
-    expect(packages(setup)).toEqual(['libevent-core-2.1-7', 'libevent-extra-2.1-7', 'libevent-pthreads-2.1-7', 'libsqlite3-0', 'libzmq5', 'redis-server']);
+    expect(packages(setup)).toEqual([
+      'libevent-core-2.1-7',
+      'libevent-extra-2.1-7',
+      'libevent-pthreads-2.1-7',
+      'libsqlite3-0',
+      'libzmq5',
+      'redis-server',
+    ]);
     expect(setup).toMatch(/npm ci/);
-    const commands = setup.split('\n').filter((l) => !l.trimStart().startsWith('#')).join('\n');
+    const commands = setup
+      .split('\n')
+      .filter((l) => !l.trimStart().startsWith('#'))
+      .join('\n');
     expect(commands).not.toMatch(/chromium|docker-compose|prometheus|setup-test/);
   });
 
   it('setup-test.sh installs what only the tests use; test.sh runs both, start.sh only setup.sh', async () => {
     const testOnly = await read('setup-test.sh');
     expect(packages(testOnly)).toEqual([
-      'buildah', 'catatonit', 'chromium', 'docker-compose', 'electrum', 'golang-github-containernetworking-plugin-dnsname',
-      'podman', 'prometheus', 'redis-sentinel', 'runc',
+      'buildah',
+      'catatonit',
+      'chromium',
+      'docker-compose',
+      'electrum',
+      'golang-github-containernetworking-plugin-dnsname',
+      'podman',
+      'prometheus',
+      'redis-sentinel',
+      'runc',
     ]);
     // pg_isready for the PostgreSQL image's healthcheck, only when no PostgreSQL client is there
     expect(testOnly).toMatch(/pg_isready[^\n]*postgresql-client/);

@@ -6,7 +6,13 @@ import { describe, expect, it } from 'vitest';
 import { chooseCoins, nextCut, poolAfter, windowWaitMs, type Cut } from '../../../stamp/batch-plan.js';
 import type { Coin } from '../../../stamp/build.js';
 
-const coin = (n: number, value: bigint, depth = 0): Coin => ({ txid: Buffer.alloc(32, n), vout: 0, value, script: Buffer.from([0x51]), depth });
+const coin = (n: number, value: bigint, depth = 0): Coin => ({
+  txid: Buffer.alloc(32, n),
+  vout: 0,
+  value,
+  script: Buffer.from([0x51]),
+  depth,
+});
 const ids = (coins: readonly Coin[] | null) => coins?.map((c) => c.txid[0]) ?? null;
 
 describe('windowWaitMs', () => {

@@ -5,7 +5,15 @@ import { nullData } from '../../../src/bitcoin/script.js';
 import { decodeTx } from '../../../src/bitcoin/tx.js';
 import { encodeWif } from '../../../src/bitcoin/wif.js';
 import { verifyTxScriptsDetailed } from '../../../devnode/script-verify.js';
-import { assertDataOutput, buildStampTx, type Coin, estimateVsize, FeeTooHighError, InsufficientFundsError, RBF_SEQUENCE } from '../../../stamp/build.js';
+import {
+  assertDataOutput,
+  buildStampTx,
+  type Coin,
+  estimateVsize,
+  FeeTooHighError,
+  InsufficientFundsError,
+  RBF_SEQUENCE,
+} from '../../../stamp/build.js';
 import { feeFor, rateOf } from '../../../stamp/fee.js';
 import { loadStampWallet } from '../../../stamp/wallet.js';
 
@@ -31,7 +39,10 @@ function check(built: ReturnType<typeof buildStampTx>, payloads: Buffer[], rate:
   const outSum = tx.outputs.reduce((s, o) => s + o.value, 0n);
   expect(inSum - outSum).toBe(built.fee);
   expect(built.fee).toBeGreaterThanOrEqual(feeFor(rate, built.vsize));
-  const verdict = verifyTxScriptsDetailed(tx, built.inputs.map((c) => ({ value: c.value, script: c.script })));
+  const verdict = verifyTxScriptsDetailed(
+    tx,
+    built.inputs.map((c) => ({ value: c.value, script: c.script })),
+  );
   expect(verdict.failure).toBeNull();
   expect(verdict.unchecked).toEqual([]);
 }
@@ -39,7 +50,13 @@ function check(built: ReturnType<typeof buildStampTx>, payloads: Buffer[], rate:
 describe('buildStampTx', () => {
   it('one OP_RETURN per payload at vout 0..n-1, change after, signatures valid, fee at the rate', () => {
     const payloads = Array.from({ length: 50 }, () => randomBytes(32));
-    const built = buildStampTx({ wallet, inputs: [coin(), coin(wallet, 50_000n, 'p2pkh')], payloads, feeRatePerKvB: 2000n, maxFee: 1_000_000n });
+    const built = buildStampTx({
+      wallet,
+      inputs: [coin(), coin(wallet, 50_000n, 'p2pkh')],
+      payloads,
+      feeRatePerKvB: 2000n,
+      maxFee: 1_000_000n,
+    });
     expect(built.dataCount).toBe(50);
     expect(built.change.map((c) => c.vout)).toEqual([50]);
     check(built, payloads, 2000n);
@@ -52,14 +69,27 @@ describe('buildStampTx', () => {
 
   it('P2PKH coins alone (no witness) sign and verify, with a pkh() change', () => {
     const payloads = [randomBytes(32)];
-    const built = buildStampTx({ wallet: legacyChange, inputs: [coin(legacyChange, 20_000n, 'p2pkh')], payloads, feeRatePerKvB: 1000n, maxFee: 100_000n });
+    const built = buildStampTx({
+      wallet: legacyChange,
+      inputs: [coin(legacyChange, 20_000n, 'p2pkh')],
+      payloads,
+      feeRatePerKvB: 1000n,
+      maxFee: 100_000n,
+    });
     expect(built.change[0]!.script.equals(legacyChange.scripts.find((s) => s.type === 'p2pkh')!.script)).toBe(true);
     check(built, payloads, 1000n);
   });
 
   it('splits change in two when asked and there is enough; drops change that would be dust', () => {
     const payloads = [randomBytes(32)];
-    const two = buildStampTx({ wallet, inputs: [coin(wallet, 1_000_000n)], payloads, feeRatePerKvB: 1000n, maxFee: 100_000n, changeOutputs: 2 });
+    const two = buildStampTx({
+      wallet,
+      inputs: [coin(wallet, 1_000_000n)],
+      payloads,
+      feeRatePerKvB: 1000n,
+      maxFee: 100_000n,
+      changeOutputs: 2,
+    });
     expect(two.change).toHaveLength(2);
     check(two, payloads, 1000n);
     const none = buildStampTx({ wallet, inputs: [coin(wallet, 400n)], payloads, feeRatePerKvB: 1000n, maxFee: 100_000n });
@@ -70,7 +100,14 @@ describe('buildStampTx', () => {
 
   it('a replacement floor (minFeeFor) raises the fee above the rate', () => {
     const payloads = [randomBytes(32)];
-    const built = buildStampTx({ wallet, inputs: [coin()], payloads, feeRatePerKvB: 0n, minFeeFor: (v) => BigInt(v) * 7n, maxFee: 100_000n });
+    const built = buildStampTx({
+      wallet,
+      inputs: [coin()],
+      payloads,
+      feeRatePerKvB: 0n,
+      minFeeFor: (v) => BigInt(v) * 7n,
+      maxFee: 100_000n,
+    });
     expect(built.fee).toBe(BigInt(built.vsize) * 7n);
     check(built, payloads, 0n);
   });
@@ -78,11 +115,21 @@ describe('buildStampTx', () => {
   it('refuses before signing: payload over 80 bytes, valued OP_RETURN, too little money, fee over the maximum, a foreign coin', () => {
     expect(() => assertDataOutput(new Uint8Array(81), 0n)).toThrow('OP_RETURN payload of 81 bytes exceeds 80');
     expect(() => assertDataOutput(new Uint8Array(32), 1n)).toThrow('OP_RETURN output must carry no value (got 1 sat)');
-    expect(() => buildStampTx({ wallet, inputs: [coin()], payloads: [new Uint8Array(81)], feeRatePerKvB: 1000n, maxFee: 100_000n })).toThrow(RangeError);
-    expect(() => buildStampTx({ wallet, inputs: [coin(wallet, 50n)], payloads: [randomBytes(32)], feeRatePerKvB: 1000n, maxFee: 100_000n })).toThrow(InsufficientFundsError);
-    expect(() => buildStampTx({ wallet, inputs: [], payloads: [randomBytes(32)], feeRatePerKvB: 1000n, maxFee: 100_000n })).toThrow(InsufficientFundsError);
-    expect(() => buildStampTx({ wallet, inputs: [coin()], payloads: [randomBytes(32)], feeRatePerKvB: 100_000n, maxFee: 1000n })).toThrow(FeeTooHighError);
+    expect(() =>
+      buildStampTx({ wallet, inputs: [coin()], payloads: [new Uint8Array(81)], feeRatePerKvB: 1000n, maxFee: 100_000n }),
+    ).toThrow(RangeError);
+    expect(() =>
+      buildStampTx({ wallet, inputs: [coin(wallet, 50n)], payloads: [randomBytes(32)], feeRatePerKvB: 1000n, maxFee: 100_000n }),
+    ).toThrow(InsufficientFundsError);
+    expect(() => buildStampTx({ wallet, inputs: [], payloads: [randomBytes(32)], feeRatePerKvB: 1000n, maxFee: 100_000n })).toThrow(
+      InsufficientFundsError,
+    );
+    expect(() => buildStampTx({ wallet, inputs: [coin()], payloads: [randomBytes(32)], feeRatePerKvB: 100_000n, maxFee: 1000n })).toThrow(
+      FeeTooHighError,
+    );
     const foreign = { ...coin(), script: Buffer.from('0014' + '11'.repeat(20), 'hex') };
-    expect(() => buildStampTx({ wallet, inputs: [foreign], payloads: [randomBytes(32)], feeRatePerKvB: 1000n, maxFee: 100_000n })).toThrow(/is not the wallet's/);
+    expect(() => buildStampTx({ wallet, inputs: [foreign], payloads: [randomBytes(32)], feeRatePerKvB: 1000n, maxFee: 100_000n })).toThrow(
+      /is not the wallet's/,
+    );
   });
 });

@@ -21,10 +21,18 @@ describe('fee arithmetic', () => {
     // A high incremental relay fee dominates (rule 4).
     expect(replacementFee({ original, vsize: 500, ancestors: noAncestors, targetRatePerKvB: 1000n, incrementalPerKvB: 1000n })).toBe(1500n);
     // The estimate dominates.
-    expect(replacementFee({ original, vsize: 500, ancestors: noAncestors, targetRatePerKvB: 10_000n, incrementalPerKvB: 100n })).toBe(5000n);
+    expect(replacementFee({ original, vsize: 500, ancestors: noAncestors, targetRatePerKvB: 10_000n, incrementalPerKvB: 100n })).toBe(
+      5000n,
+    );
     // With a cheap parent below it, the child pays for the package at the target.
-    const fee = replacementFee({ original, vsize: 500, ancestors: { fee: 200n, vsize: 1000 }, targetRatePerKvB: 4000n, incrementalPerKvB: 100n });
-    expect(fee).toBe(4000n * 1500n / 1000n - 200n);
+    const fee = replacementFee({
+      original,
+      vsize: 500,
+      ancestors: { fee: 200n, vsize: 1000 },
+      targetRatePerKvB: 4000n,
+      incrementalPerKvB: 100n,
+    });
+    expect(fee).toBe((4000n * 1500n) / 1000n - 200n);
     expect(rateOf(fee + 200n, 1500)).toBeGreaterThanOrEqual(4000n);
   });
 

@@ -23,13 +23,17 @@ describe('stamping wallet from STAMP_WALLET_WIF', () => {
   });
 
   it('refuses an uncompressed key with a clear message', () => {
-    expect(() => loadStampWallet({ wif: encodeWif(ONE, 'main', false) }, 'main')).toThrow('STAMP_WALLET_WIF holds an uncompressed key: use a compressed-key WIF');
+    expect(() => loadStampWallet({ wif: encodeWif(ONE, 'main', false) }, 'main')).toThrow(
+      'STAMP_WALLET_WIF holds an uncompressed key: use a compressed-key WIF',
+    );
   });
 
   it('refuses a WIF of another network, both sources at once, and none, without echoing the key', () => {
     const wif = encodeWif(ONE, 'main');
     expect(() => loadStampWallet({ wif }, 'regtest')).toThrow(/STAMP_WALLET_WIF is not usable on regtest: Invalid WIF: version 0x80/);
-    expect(() => loadStampWallet({ wif, descriptor: `wpkh(${wif})` }, 'main')).toThrow('set STAMP_WALLET_WIF or STAMP_WALLET_DESCRIPTOR, not both');
+    expect(() => loadStampWallet({ wif, descriptor: `wpkh(${wif})` }, 'main')).toThrow(
+      'set STAMP_WALLET_WIF or STAMP_WALLET_DESCRIPTOR, not both',
+    );
     expect(() => loadStampWallet({}, 'main')).toThrow(/no key/);
     try {
       loadStampWallet({ wif: wif.slice(0, -1) + 'x' }, 'main');
@@ -59,13 +63,20 @@ describe('descriptor alternative (BIP32)', () => {
     expect(w.scripts).toHaveLength(2);
   });
 
-  it('refuses ranges, public keys, another network\'s version, other descriptor types', () => {
+  it("refuses ranges, public keys, another network's version, other descriptor types", () => {
     expect(() => parseWalletDescriptor(`wpkh(${V1_M}/0/*)`, 'main')).toThrow('Ranged descriptors (*) are not supported: give a fixed path');
     expect(() => parseWalletDescriptor(`wpkh(${V1_M}/0)`, 'regtest')).toThrow(/is not a tprv/);
     expect(() => parseWalletDescriptor('tr(abc)', 'main')).toThrow('Invalid descriptor: expected wpkh(KEY) or pkh(KEY)');
     const xpubish = base58CheckEncode(new Uint8Array(78));
     expect(() => parseWalletDescriptor(`wpkh(${xpubish})`, 'main')).toThrow(/Invalid WIF/);
-    expect(() => parseWalletDescriptor('wpkh(xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8)', 'main')).toThrow(/needs a private key/);
-    expect(() => parseWalletDescriptor(`wpkh(${encodeWif(ONE, 'main', false)})`, 'main')).toThrow('Invalid descriptor: wpkh() needs a compressed key');
+    expect(() =>
+      parseWalletDescriptor(
+        'wpkh(xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8)',
+        'main',
+      ),
+    ).toThrow(/needs a private key/);
+    expect(() => parseWalletDescriptor(`wpkh(${encodeWif(ONE, 'main', false)})`, 'main')).toThrow(
+      'Invalid descriptor: wpkh() needs a compressed key',
+    );
   });
 });

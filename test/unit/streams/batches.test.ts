@@ -10,11 +10,20 @@ import { seriesOf } from '../../../streams/delivery-worker.js';
 import type { NewDelivery } from '../../../src/db/queries/tenancy-deliveries.js';
 
 function row(hookId: string, seq: number, status: 'pending' | 'failed' = 'pending'): NewDelivery {
-  return { id: `sub_${hookId}-${seq}`, hookId, keyId: 1n, subscriptionId: `sub_${hookId}`, eventId: BigInt(seq), eventType: 'tx.unconfirmed', payload: '{}', status };
+  return {
+    id: `sub_${hookId}-${seq}`,
+    hookId,
+    keyId: 1n,
+    subscriptionId: `sub_${hookId}`,
+    eventId: BigInt(seq),
+    eventType: 'tx.unconfirmed',
+    payload: '{}',
+    status,
+  };
 }
 
 describe('batch jobs', () => {
-  it('groups each hook\'s pending deliveries in order, size to a job; a lone one keeps its own job', () => {
+  it("groups each hook's pending deliveries in order, size to a job; a lone one keeps its own job", () => {
     const rows = [
       ...Array.from({ length: 7 }, (_, i) => row('hook_a', 10 + i)),
       row('hook_b', 11),

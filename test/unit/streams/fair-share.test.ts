@@ -5,8 +5,30 @@
  * the rest; a paused hook's jobs deferred to the end of its pause).
  */
 import { describe, expect, it } from 'vitest';
-import { CLOSED, breakerAdopt, breakerAfter, breakerGate, breakerStart, openFor, persisted, type Breaker, type BreakerPolicy } from '../../../streams/breaker.js';
-import { EMPTY_FAIR_STATE, admit, adopt, breakerOf, fairPolicy, observe, release, roundRobin, type Ask, type FairPolicy, type FairState } from '../../../streams/fair-share.js';
+import {
+  CLOSED,
+  breakerAdopt,
+  breakerAfter,
+  breakerGate,
+  breakerStart,
+  openFor,
+  persisted,
+  type Breaker,
+  type BreakerPolicy,
+} from '../../../streams/breaker.js';
+import {
+  EMPTY_FAIR_STATE,
+  admit,
+  adopt,
+  breakerOf,
+  fairPolicy,
+  observe,
+  release,
+  roundRobin,
+  type Ask,
+  type FairPolicy,
+  type FairState,
+} from '../../../streams/fair-share.js';
 import { testConfig } from '../../../src/config.js';
 
 const bp: BreakerPolicy = { failures: 3, openMs: 1000, maxOpenMs: 5000 };
@@ -148,6 +170,10 @@ describe('fair shares', () => {
   it('derives the shares from the configuration, at least one each', () => {
     const p = fairPolicy(testConfig({ webhookConcurrency: 64, webhookKeyShare: 0.25, webhookHookShare: 0.125, webhookTimeoutMs: 2000 }));
     expect(p).toMatchObject({ perKey: 16, perHook: 8, parkPerKey: 8, reserve: 16, probeMs: 3000 });
-    expect(fairPolicy(testConfig({ webhookConcurrency: 2, webhookKeyShare: 0.25, webhookHookShare: 0.125 }))).toMatchObject({ perKey: 1, perHook: 1, parkPerKey: 1 });
+    expect(fairPolicy(testConfig({ webhookConcurrency: 2, webhookKeyShare: 0.25, webhookHookShare: 0.125 }))).toMatchObject({
+      perKey: 1,
+      perHook: 1,
+      parkPerKey: 1,
+    });
   });
 });

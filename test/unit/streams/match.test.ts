@@ -5,7 +5,18 @@
 import { describe, expect, it } from 'vitest';
 import { decodeOutboxRow, decodeOutboxRows, toPayload, type OutboxRow } from '../../../streams/events.js';
 import { buildWalletParts } from '../../../src/db/wallet-event.js';
-import { addressKeysOf, walletIdsOf, deliveryId, deliveryJson, deliveryParts, indexSubscriptions, matchEvent, matchEvents, partsJson, type SubscriptionRef } from '../../../streams/match.js';
+import {
+  addressKeysOf,
+  walletIdsOf,
+  deliveryId,
+  deliveryJson,
+  deliveryParts,
+  indexSubscriptions,
+  matchEvent,
+  matchEvents,
+  partsJson,
+  type SubscriptionRef,
+} from '../../../streams/match.js';
 import { decodeFeedBatch, encodeFeedBatch, type FeedItem } from '../../../streams/feed-message.js';
 
 const TXID = Buffer.alloc(32, 0);
@@ -36,7 +47,19 @@ function row(over: Partial<OutboxRow>): OutboxRow {
 }
 
 function sub(over: Partial<SubscriptionRef>): SubscriptionRef {
-  return { id: 'sub_a', keyId: 1n, kind: 'address', addrKey: A, walletId: null, hookId: null, hookType: null, hookActive: false, confirmations: 6, startSeq: 0n, ...over };
+  return {
+    id: 'sub_a',
+    keyId: 1n,
+    kind: 'address',
+    addrKey: A,
+    walletId: null,
+    hookId: null,
+    hookType: null,
+    hookActive: false,
+    confirmations: 6,
+    startSeq: 0n,
+    ...over,
+  };
 }
 
 describe('decodeOutboxRow', () => {
@@ -68,13 +91,23 @@ describe('decodeOutboxRow', () => {
   });
 
   it('gives block events no address or amounts', () => {
-    const e = decodeOutboxRow(row({ type: 'block.connected', addr_key: null, address: null, txid: null, confirmations: null, received: null, sent: null }));
-    expect(toPayload(e, { id: 'sub_c', hookId: null })).toMatchObject({ type: 'block.connected', address: null, transaction_hash: null, received: null, block: { height: 7 } });
+    const e = decodeOutboxRow(
+      row({ type: 'block.connected', addr_key: null, address: null, txid: null, confirmations: null, received: null, sent: null }),
+    );
+    expect(toPayload(e, { id: 'sub_c', hookId: null })).toMatchObject({
+      type: 'block.connected',
+      address: null,
+      transaction_hash: null,
+      received: null,
+      block: { height: 7 },
+    });
   });
 
   it('names the row and the missing field when a row breaks the contract', () => {
     expect(() => decodeOutboxRow(row({ address: null }))).toThrow('outbox row 10 (tx.confirmed) has no address');
-    expect(() => decodeOutboxRow(row({ type: 'block.connected', block_hash: null }))).toThrow('outbox row 10 (block.connected) has no block');
+    expect(() => decodeOutboxRow(row({ type: 'block.connected', block_hash: null }))).toThrow(
+      'outbox row 10 (block.connected) has no block',
+    );
     expect(() => decodeOutboxRow(row({ type: 'nope' as never }))).toThrow("outbox row 10 has unknown type 'nope'");
     const bad: string[] = [];
     const ok = decodeOutboxRows([row({ seq: 1n }), row({ seq: 2n, txid: null }), row({ seq: 3n })], (r) => bad.push(r.seq.toString()));
@@ -84,8 +117,22 @@ describe('decodeOutboxRow', () => {
 
   it('passes over the mempool’s own events (mempool.added / mempool.removed): no subscription gets them, and they are not errors', () => {
     const bad: string[] = [];
-    const mempoolRow = (seq: bigint, type: 'mempool.added' | 'mempool.removed') => row({ seq, type, addr_key: null, address: null, block_hash: null, height: null, confirmations: null, received: null, sent: null, data: { keys: [A] } });
-    const ok = decodeOutboxRows([mempoolRow(1n, 'mempool.added'), row({ seq: 2n }), mempoolRow(3n, 'mempool.removed')], (r) => bad.push(r.seq.toString()));
+    const mempoolRow = (seq: bigint, type: 'mempool.added' | 'mempool.removed') =>
+      row({
+        seq,
+        type,
+        addr_key: null,
+        address: null,
+        block_hash: null,
+        height: null,
+        confirmations: null,
+        received: null,
+        sent: null,
+        data: { keys: [A] },
+      });
+    const ok = decodeOutboxRows([mempoolRow(1n, 'mempool.added'), row({ seq: 2n }), mempoolRow(3n, 'mempool.removed')], (r) =>
+      bad.push(r.seq.toString()),
+    );
     expect(ok.map((e) => [e.seq, e.type])).toEqual([[2n, 'tx.confirmed']]);
     expect(bad).toEqual([]);
   });
@@ -106,8 +153,9 @@ describe('matchEvent', () => {
     expect(d.map((x) => x.keyId)).toEqual([1n, 2n]);
   });
 
-  it('stops tx.confirmations at each subscription\'s target', () => {
-    const at = (n: number) => matchEvent(decodeOutboxRow(row({ type: 'tx.confirmations', confirmations: n })), index).map((x) => x.subscription?.id);
+  it("stops tx.confirmations at each subscription's target", () => {
+    const at = (n: number) =>
+      matchEvent(decodeOutboxRow(row({ type: 'tx.confirmations', confirmations: n })), index).map((x) => x.subscription?.id);
     expect(at(3)).toEqual(['sub_a', 'sub_b']);
     expect(at(4)).toEqual(['sub_a']);
     expect(at(6)).toEqual(['sub_a']);
@@ -121,10 +169,17 @@ describe('matchEvent', () => {
 
   it('sends key events (stamp.confirmed and stamp.unconfirmed) to their key with no subscription', () => {
     for (const type of ['stamp.confirmed', 'stamp.unconfirmed'] as const) {
-      const e = decodeOutboxRow(row({ type, key_id: 9n, addr_key: null, address: null, confirmations: type === 'stamp.confirmed' ? 1 : 0 }));
+      const e = decodeOutboxRow(
+        row({ type, key_id: 9n, addr_key: null, address: null, confirmations: type === 'stamp.confirmed' ? 1 : 0 }),
+      );
       expect(e.type).toBe(type);
       expect(matchEvent(e, index)).toEqual([{ event: e, keyId: 9n, subscription: null }]);
-      expect(toPayload(e, null)).toMatchObject({ type, subscription_id: null, address: null, confirmations: type === 'stamp.confirmed' ? 1 : 0 });
+      expect(toPayload(e, null)).toMatchObject({
+        type,
+        subscription_id: null,
+        address: null,
+        confirmations: type === 'stamp.confirmed' ? 1 : 0,
+      });
     }
     expect(() => decodeOutboxRow(row({ type: 'stamp.unconfirmed', key_id: null }))).toThrow('has no key_id');
   });
@@ -134,9 +189,15 @@ describe('matchEvent', () => {
     expect(matchEvent(decodeOutboxRow(row({ seq: 11n })), index).some((d) => d.subscription?.id === 'sub_late')).toBe(true);
   });
 
-  it('keeps event order across a batch and lists the batch\'s addresses', () => {
+  it("keeps event order across a batch and lists the batch's addresses", () => {
     const events = [row({ seq: 1n }), row({ seq: 2n, addr_key: B }), row({ seq: 3n })].map(decodeOutboxRow);
-    expect(matchEvents(events, index).map((d) => `${d.event.seq}:${d.subscription?.id}`)).toEqual(['1:sub_a', '1:sub_b', '2:sub_other', '3:sub_a', '3:sub_b']);
+    expect(matchEvents(events, index).map((d) => `${d.event.seq}:${d.subscription?.id}`)).toEqual([
+      '1:sub_a',
+      '1:sub_b',
+      '2:sub_other',
+      '3:sub_a',
+      '3:sub_b',
+    ]);
     expect(addressKeysOf(events).sort()).toEqual([A, B]);
   });
 
@@ -164,34 +225,108 @@ describe('wallet subscriptions (src/db/wallet-event.ts)', () => {
   const other = new Uint8Array(32).fill(2);
   const members = new Map([
     [A, [{ walletId: 'wal_1', path: '0/3' }]],
-    [B, [{ walletId: 'wal_1', path: '1/0' }, { walletId: 'wal_2', path: '0/0' }]],
+    [
+      B,
+      [
+        { walletId: 'wal_1', path: '1/0' },
+        { walletId: 'wal_2', path: '0/0' },
+      ],
+    ],
   ]);
 
-  it('one part per wallet and event, on the first row of the wallet, with the wallet\'s amounts', () => {
+  it("one part per wallet and event, on the first row of the wallet, with the wallet's amounts", () => {
     const rows = [
       { type: 'tx.unconfirmed', addrKey: A, address: 'a', txid, confirmations: 0, received: 0n, sent: 9000n },
       { type: 'tx.unconfirmed', addrKey: B, address: 'b', txid, confirmations: 0, received: 4000n, sent: 0n },
-      { type: 'tx.unconfirmed', addrKey: '33333333-3333-3333-3333-333333333333', address: 'c', txid, confirmations: 0, received: 4500n, sent: 0n },
+      {
+        type: 'tx.unconfirmed',
+        addrKey: '33333333-3333-3333-3333-333333333333',
+        address: 'c',
+        txid,
+        confirmations: 0,
+        received: 4500n,
+        sent: 0n,
+      },
       { type: 'tx.unconfirmed', addrKey: B, address: 'b', txid: other, confirmations: 0, received: 100n, sent: 0n },
     ];
     const data = buildWalletParts(rows, members);
     expect(data[0]).toEqual({
-      wallets: [{ id: 'wal_1', address: 'a', path: '0/3', received: 4000, sent: 9000, net: -5000, addresses: [{ address: 'a', path: '0/3', received: 0, sent: 9000 }, { address: 'b', path: '1/0', received: 4000, sent: 0 }] }],
+      wallets: [
+        {
+          id: 'wal_1',
+          address: 'a',
+          path: '0/3',
+          received: 4000,
+          sent: 9000,
+          net: -5000,
+          addresses: [
+            { address: 'a', path: '0/3', received: 0, sent: 9000 },
+            { address: 'b', path: '1/0', received: 4000, sent: 0 },
+          ],
+        },
+      ],
     });
-    expect(data[1]).toEqual({ wallets: [{ id: 'wal_2', address: 'b', path: '0/0', received: 4000, sent: 0, net: 4000, addresses: [{ address: 'b', path: '0/0', received: 4000, sent: 0 }] }] });
+    expect(data[1]).toEqual({
+      wallets: [
+        {
+          id: 'wal_2',
+          address: 'b',
+          path: '0/0',
+          received: 4000,
+          sent: 0,
+          net: 4000,
+          addresses: [{ address: 'b', path: '0/0', received: 4000, sent: 0 }],
+        },
+      ],
+    });
     expect(data[2]).toBeNull();
-    expect(data[3]?.wallets.map((w) => [w.id, w.net])).toEqual([['wal_1', 100], ['wal_2', 100]]);
+    expect(data[3]?.wallets.map((w) => [w.id, w.net])).toEqual([
+      ['wal_1', 100],
+      ['wal_2', 100],
+    ]);
   });
 
-  it('matches the lead row to the wallet\'s subscriptions; the payload is the wallet\'s view', () => {
-    const [d0] = buildWalletParts([{ type: 'tx.confirmed', addrKey: A, address: 'bcrt1qaddressa', txid: TXID, blockHash: BLOCK, height: 7, confirmations: 1, received: 5000n, sent: 0n }], members);
+  it("matches the lead row to the wallet's subscriptions; the payload is the wallet's view", () => {
+    const [d0] = buildWalletParts(
+      [
+        {
+          type: 'tx.confirmed',
+          addrKey: A,
+          address: 'bcrt1qaddressa',
+          txid: TXID,
+          blockHash: BLOCK,
+          height: 7,
+          confirmations: 1,
+          received: 5000n,
+          sent: 0n,
+        },
+      ],
+      members,
+    );
     const e = decodeOutboxRow(row({ data: d0 }));
-    const subs = indexSubscriptions([sub({ id: 'sub_w', kind: 'wallet', addrKey: null, walletId: 'wal_1', hookId: 'hook_x' }), sub({ id: 'sub_a' })]);
+    const subs = indexSubscriptions([
+      sub({ id: 'sub_w', kind: 'wallet', addrKey: null, walletId: 'wal_1', hookId: 'hook_x' }),
+      sub({ id: 'sub_a' }),
+    ]);
     expect(walletIdsOf([e])).toEqual(['wal_1']);
     const ds = matchEvent(e, subs);
-    expect(ds.map((d) => [d.subscription?.id, d.wallet?.id])).toEqual([['sub_a', undefined], ['sub_w', 'wal_1']]);
+    expect(ds.map((d) => [d.subscription?.id, d.wallet?.id])).toEqual([
+      ['sub_a', undefined],
+      ['sub_w', 'wal_1'],
+    ]);
     const body = JSON.parse(deliveryJson(ds[1]!));
-    expect(body).toMatchObject({ subscription_id: 'sub_w', action: 'hook_x', wallet: 'wal_1', address: 'bcrt1qaddressa', path: '0/3', received: 5000, sent: 0, net: 5000, type: 'tx.confirmed', confirmations: 1 });
+    expect(body).toMatchObject({
+      subscription_id: 'sub_w',
+      action: 'hook_x',
+      wallet: 'wal_1',
+      address: 'bcrt1qaddressa',
+      path: '0/3',
+      received: 5000,
+      sent: 0,
+      net: 5000,
+      type: 'tx.confirmed',
+      confirmations: 1,
+    });
     expect(JSON.parse(deliveryJson(ds[0]!))).not.toHaveProperty('wallet');
     // tx.confirmations above the wallet subscription's target are not delivered
     const deep = decodeOutboxRow(row({ type: 'tx.confirmations', confirmations: 9, data: d0 }));
@@ -213,19 +348,44 @@ describe('feed message', () => {
     sub({ id: 'sub_w', keyId: 5n, kind: 'wallet', addrKey: null, walletId: 'wal_1' }),
   ];
   const [wallet] = buildWalletParts(
-    [{ type: 'tx.confirmed', addrKey: A, address: 'bcrt1qaddressa', txid: TXID, blockHash: BLOCK, height: 7, confirmations: 1, received: 5000n, sent: 0n }],
+    [
+      {
+        type: 'tx.confirmed',
+        addrKey: A,
+        address: 'bcrt1qaddressa',
+        txid: TXID,
+        blockHash: BLOCK,
+        height: 7,
+        confirmations: 1,
+        received: 5000n,
+        sent: 0n,
+      },
+    ],
     new Map([[A, [{ walletId: 'wal_1', path: '0/3' }]]]),
   );
   const events = [
     decodeOutboxRow(row({ seq: 10n, data: wallet })),
-    decodeOutboxRow(row({ seq: 11n, type: 'block.connected', addr_key: null, address: null, txid: null, confirmations: null, received: null, sent: null })),
+    decodeOutboxRow(
+      row({
+        seq: 11n,
+        type: 'block.connected',
+        addr_key: null,
+        address: null,
+        txid: null,
+        confirmations: null,
+        received: null,
+        sent: null,
+      }),
+    ),
     decodeOutboxRow(row({ seq: 12n, type: 'tx.unconfirmed', block_hash: null, height: null, confirmations: 0 })),
   ];
   const deliveries = matchEvents(events, indexSubscriptions(subs));
   // As the relay builds them: parts where the delivery has them.
   const items: FeedItem[] = deliveries.map((d) => {
     const parts = deliveryParts(d);
-    return parts ? { keyId: d.keyId, seq: d.event.seq, json: partsJson(parts), parts } : { keyId: d.keyId, seq: d.event.seq, json: deliveryJson(d) };
+    return parts
+      ? { keyId: d.keyId, seq: d.event.seq, json: partsJson(parts), parts }
+      : { keyId: d.keyId, seq: d.event.seq, json: deliveryJson(d) };
   });
 
   it('decodes to the JSON every delivery sends, each event template carried once', () => {
@@ -250,7 +410,9 @@ describe('feed message', () => {
   it('refuses what is not a feed batch', () => {
     expect(() => decodeFeedBatch('{"v":3,"from":"1","to":"2","items":[]}')).toThrow(TypeError);
     expect(() => decodeFeedBatch('{"v":2,"from":"1","to":"2","templates":[],"items":[["1","2",0,"null","null"]]}')).toThrow(TypeError);
-    expect(() => decodeFeedBatch('{"v":2,"from":"1","to":"2","templates":[["a","b"]],"items":[["1","2",0,"null","null"]]}')).toThrow(TypeError);
+    expect(() => decodeFeedBatch('{"v":2,"from":"1","to":"2","templates":[["a","b"]],"items":[["1","2",0,"null","null"]]}')).toThrow(
+      TypeError,
+    );
     expect(() => decodeFeedBatch('{"v":2,"from":"1","to":"2","templates":[],"items":[[1,"2","{}"]]}')).toThrow(TypeError);
   });
 });

@@ -56,7 +56,14 @@ describe('relay batching (test/fixtures/relay-batching.json)', () => {
     expect(own.map((j) => [j.delivery, j.redeliveries])).toEqual(c.expected.own);
     for (const j of own) {
       const d = c.deliveries.find((x) => x.id === j.delivery)!;
-      expect(j).toEqual({ transport: d.transport ?? 'http', delivery: d.id, hook: d.hook, payload: rows.find((r) => r.id === d.id)!.payload, type: 'tx.unconfirmed', redeliveries: j.redeliveries });
+      expect(j).toEqual({
+        transport: d.transport ?? 'http',
+        delivery: d.id,
+        hook: d.hook,
+        payload: rows.find((r) => r.id === d.id)!.payload,
+        type: 'tx.unconfirmed',
+        redeliveries: j.redeliveries,
+      });
     }
     // A batch job's id is batch-<hook>-<to>-<n>-<nonce>: the recorded one's nonce, else a new random one.
     const asFixture = batches.map((b) => {
@@ -65,7 +72,12 @@ describe('relay batching (test/fixtures/relay-batching.json)', () => {
       return { b, job: m![1]!, nonce: m![2]! };
     });
     expect(
-      asFixture.map(({ b, job }) => ({ job, transport: b.transport, deliveries: b.deliveries.map((d) => d.delivery), ...(b.backlog ? { backlog: true } : {}) })),
+      asFixture.map(({ b, job }) => ({
+        job,
+        transport: b.transport,
+        deliveries: b.deliveries.map((d) => d.delivery),
+        ...(b.backlog ? { backlog: true } : {}),
+      })),
     ).toEqual(c.expected.batches.map(({ nonce: _n, ...rest }) => rest));
     const recorded = new Set(Object.values(c.earlier ?? {}).flatMap((e) => ('jobId' in e && e.jobId ? [e.jobId] : [])));
     for (const [i, { b, nonce }] of asFixture.entries()) {
@@ -73,7 +85,8 @@ describe('relay batching (test/fixtures/relay-batching.json)', () => {
       if (want) expect(nonce).toBe(want);
       else expect(recorded.has(b.jobId), `${b.jobId} is new`).toBe(false);
       expect(b.hook).toBe(c.deliveries.find((d) => d.id === b.deliveries[0]!.delivery)!.hook);
-      for (const d of b.deliveries) expect(d).toEqual({ delivery: d.delivery, payload: rows.find((r) => r.id === d.delivery)!.payload, type: 'tx.unconfirmed' });
+      for (const d of b.deliveries)
+        expect(d).toEqual({ delivery: d.delivery, payload: rows.find((r) => r.id === d.delivery)!.payload, type: 'tx.unconfirmed' });
     }
   });
 });

@@ -63,7 +63,7 @@ describe('retry schedule', () => {
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
   });
 
-  it('hands the processor\'s delay to BullMQ and finds the series in a job id', () => {
+  it("hands the processor's delay to BullMQ and finds the series in a job id", () => {
     expect(deliveryBackoff(3, 'blockwire', new RetryLaterError('x', 1234))).toBe(1234);
     const d = deliveryBackoff(3, 'blockwire', new Error('db down'));
     expect(d).toBeGreaterThanOrEqual(32_000);
@@ -75,10 +75,22 @@ describe('retry schedule', () => {
 
 describe('HTTP answer → outcome', () => {
   it.each([
-    [200, 'delivered'], [204, 'delivered'], [299, 'delivered'],
-    [301, 'retry'], [302, 'retry'], [307, 'retry'],
-    [400, 'permanent'], [401, 'permanent'], [404, 'permanent'], [410, 'permanent'], [422, 'permanent'],
-    [408, 'retry'], [429, 'retry'], [500, 'retry'], [502, 'retry'], [503, 'retry'],
+    [200, 'delivered'],
+    [204, 'delivered'],
+    [299, 'delivered'],
+    [301, 'retry'],
+    [302, 'retry'],
+    [307, 'retry'],
+    [400, 'permanent'],
+    [401, 'permanent'],
+    [404, 'permanent'],
+    [410, 'permanent'],
+    [422, 'permanent'],
+    [408, 'retry'],
+    [429, 'retry'],
+    [500, 'retry'],
+    [502, 'retry'],
+    [503, 'retry'],
   ])('%i → %s', (status, kind) => {
     expect(classifyHttpStatus(status).kind).toBe(kind);
   });
@@ -98,12 +110,16 @@ describe('HTTP answer → outcome', () => {
 });
 
 describe('SNS error → outcome', () => {
-  const err = (name: string, fault: 'client' | 'server', status: number) => Object.assign(new Error(name), { name, $fault: fault, $metadata: { httpStatusCode: status } });
+  const err = (name: string, fault: 'client' | 'server', status: number) =>
+    Object.assign(new Error(name), { name, $fault: fault, $metadata: { httpStatusCode: status } });
   it('disables on a missing topic, fails on other client faults, retries throttling and server faults', () => {
     expect(classifySnsError(err('NotFoundException', 'client', 404))).toMatchObject({ kind: 'permanent', disableHook: expect.any(String) });
     expect(classifySnsError(err('AuthorizationErrorException', 'client', 403))).toMatchObject({ kind: 'permanent' });
     expect(classifySnsError(err('ThrottledException', 'client', 400))).toMatchObject({ kind: 'retry' });
     expect(classifySnsError(err('InternalErrorException', 'server', 500))).toMatchObject({ kind: 'retry' });
-    expect(classifySnsError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toMatchObject({ kind: 'retry', status: null });
+    expect(classifySnsError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toMatchObject({
+      kind: 'retry',
+      status: null,
+    });
   });
 });

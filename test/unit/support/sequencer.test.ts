@@ -21,7 +21,12 @@ describe('test file order', () => {
       { key: 'integration:long', group: 1 },
       { key: 'unit:b', group: 0 },
     ];
-    const order = longestFirst(specs, (s) => s.group, (s) => s.key, seconds).map((s) => s.key);
+    const order = longestFirst(
+      specs,
+      (s) => s.group,
+      (s) => s.key,
+      seconds,
+    ).map((s) => s.key);
     expect(order).toEqual(['unit:b', 'unit:a', 'integration:new', 'integration:long', 'integration:mid', 'integration:short']);
   });
 
