@@ -18,6 +18,9 @@
  * Redis does not hold gets one of its own, in event order, before anything new is relayed. The
  * age-based rescue (a delivery overdue by `rescueAfterMs`) stays as the safety net for whatever
  * else loses a job.
+ *
+ * The loop's state (lock held, cursor, Redis run id known, housekeeping clock, failures) is one
+ * explicit object and its decisions are pure steps of relay-plan.ts; this module does the I/O.
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -47,6 +50,18 @@ import { encodeFeedBatch, type FeedItem } from './feed-message.js';
 import { assignBatchJobs, relayJobs } from './relay-jobs.js';
 import type { DeliveryJob, DeliveryQueues } from './queues.js';
 import type { OutboxWakeup } from './outbox-wakeup.js';
+import {
+  housekeepingDue,
+  initialRelayState,
+  leadEnded,
+  leadFailed,
+  leading,
+  relayedBatch,
+  runIdToCheck,
+  runIdVerdict,
+  type RelayPolicy,
+  type RelayState,
+} from './relay-plan.js';
 
 /** How long the per-minute attempt counts of hooks (the console's last-hour chart) are kept. */
 const ATTEMPT_MINUTES_KEPT_MS = 24 * 3600_000;
@@ -118,17 +133,15 @@ export function startRelay(deps: RelayDeps): Relay {
   const { db, publisher, queues, settings } = deps;
   const log = deps.log.child({ component: 'streams.relay' });
   const stopping = new AbortController();
-  let active = false;
-  let relayed = 0;
-  let lastHousekeeping = 0;
-  /** The Redis run id this relay last found the same as the one recorded (checked again on a reconnect). */
-  let knownRunId: string | undefined;
+  const policy: RelayPolicy = settings;
+  /** The loop's state (relay-plan.ts): every decision below is a pure step over it. */
+  let state: RelayState = initialRelayState;
 
   const nap = (ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined);
   /** Until new rows are told of, or the poll interval. */
   const untilTold = deps.wakeup ? (ms: number) => deps.wakeup!.wait(ms, stopping.signal) : nap;
 
-  /** One batch; returns how many outbox rows it covered. */
+  /** One batch from `cursor`; returns how many outbox rows it covered and the seq it ended at. */
   async function relayBatch(conn: Kysely<Database>, cursor: bigint): Promise<{ rows: number; to: bigint }> {
     const rows = await readOutbox(conn, { after: cursor, limit: settings.batchSize });
     if (rows.length === 0) return { rows: 0, to: cursor };
@@ -174,7 +187,6 @@ export function startRelay(deps: RelayDeps): Relay {
     }
     await publisher.publish(settings.channel, encodeFeedBatch({ from: cursor, to, items }));
     await advanceRelayCursor(conn, to);
-    relayed += rows.length;
     return { rows: rows.length, to };
   }
 
@@ -229,18 +241,19 @@ export function startRelay(deps: RelayDeps): Relay {
    */
   async function reconcileIfRedisChanged(conn: Kysely<Database>): Promise<void> {
     const runId = await queues.serverRunId();
-    if (runId === undefined || runId === knownRunId) return;
+    if (!runIdToCheck(state, runId)) return;
     const recorded = await readRedisRunId(conn);
-    if (recorded !== runId) {
+    const verdict = runIdVerdict(state, runId, recorded);
+    if (verdict.reconcile) {
       const started = Date.now();
       const r = await reconcile(conn);
       await recordRedisRunId(conn, runId);
       const fields = { runId, previous: recorded, ...r, ms: Date.now() - started };
-      if (recorded !== null)
+      if (verdict.changed)
         log.warn(fields, 'Redis is another server than before (failover or restart): pending deliveries reconciled, lost jobs re-created');
       else log.info(fields, 'Redis server recorded');
     }
-    knownRunId = runId;
+    state = verdict.state;
   }
 
   /** Jobs for redelivery requests, and (periodically) for overdue deliveries whose job Redis lost; pruning. */
@@ -256,8 +269,9 @@ export function startRelay(deps: RelayDeps): Relay {
       log.info({ deliveries: unqueued.length }, 'delivery jobs created (redelivery or retried enqueue)');
     }
     const now = Date.now();
-    if (now - lastHousekeeping < settings.housekeepingMs) return;
-    lastHousekeeping = now;
+    const due = housekeepingDue(state, now, policy);
+    state = due.state;
+    if (!due.due) return;
     const overdue = await listOverdueDeliveries(conn, new Date(now - settings.rescueAfterMs), 1000);
     if (overdue.length > 0) {
       const { live, lost } = await recreateLostJobs(conn, overdue);
@@ -280,21 +294,20 @@ export function startRelay(deps: RelayDeps): Relay {
         log.warn({ err }, "relay: a setting that ends a dead holder's session was refused (idle_session_timeout needs PostgreSQL 14)"),
       );
       if (got === null) return false;
-      active = true;
+      state = { ...state, active: true };
       log.info('relay active');
       try {
-        let cursor = (await readStreamState(conn)).relay;
-        lastHousekeeping = 0;
-        knownRunId = undefined;
+        state = leading(state, (await readStreamState(conn)).relay);
         while (!stopping.signal.aborted) {
           await reconcileIfRedisChanged(conn);
-          const r = await relayBatch(conn, cursor);
-          cursor = r.to;
+          const r = await relayBatch(conn, state.cursor!);
+          const done = relayedBatch(state, r.rows, r.to, policy);
+          state = done.state;
           await housekeeping(conn);
-          if (r.rows < settings.batchSize) await untilTold(settings.pollMs);
+          if (done.wait) await untilTold(settings.pollMs);
         }
       } finally {
-        active = false;
+        state = { ...state, active: false };
         await releaseLeaderLock(run, RELAY_LEADER);
       }
       return true;
@@ -302,27 +315,26 @@ export function startRelay(deps: RelayDeps): Relay {
   }
 
   const loop = (async () => {
-    let failures = 0;
     while (!stopping.signal.aborted) {
       try {
-        const led = await lead();
-        failures = 0;
-        if (!led) await nap(settings.standbyMs);
+        const ended = leadEnded(state, await lead(), policy);
+        state = ended.state;
+        if (ended.waitMs > 0) await nap(ended.waitMs);
       } catch (err) {
-        failures += 1;
-        const wait = Math.min(5000, 100 * 2 ** Math.min(failures, 6));
-        log.warn({ err, retryInMs: wait }, 'relay batch failed; the cursor stays, retrying');
-        await nap(wait);
+        const failed = leadFailed(state);
+        state = failed.state;
+        log.warn({ err, retryInMs: failed.waitMs }, 'relay batch failed; the cursor stays, retrying');
+        await nap(failed.waitMs);
       }
     }
   })();
 
   return {
     get active() {
-      return active;
+      return state.active;
     },
     get relayed() {
-      return relayed;
+      return state.relayed;
     },
     async stop() {
       stopping.abort();

@@ -17,9 +17,16 @@
  * page's statement, whose other pages would wait for its 1,024 txid lookups).
  * Least recently used chunks go first once `maxBytes` is reached; entries also expire after
  * `ttlMs` (a transaction id repeats only after 2^32 transactions, far beyond any ttl).
+ *
+ * With `changes` (chain notifications, src/db/chain-changes.ts) a page of a held chunk that a
+ * statement found unchanged after generation g, while the generation is still g after a read
+ * barrier started after the request came, is answered without a statement (`unchanged`): no
+ * write to `history`, `txs` or `chain_tip` committed since, so the chunk, its txids and the tip
+ * the last page answered at g carried are still those.
  * @module
  */
-import { HistoryEntries, type HistoryChunk } from '../queries/address.js';
+import type { ChainChanges } from '../../src/db/chain-changes.js';
+import { HistoryEntries, type HistoryChunk, type HistoryPage } from '../queries/address.js';
 
 /**
  * The page a held chunk gives, the version of the chunk the statement must still find, and the
@@ -46,6 +53,8 @@ export type HistoryChunkCacheOptions = {
   ttlMs?: number;
   /** The clock of the time to live, in ms (default Date.now). */
   now?: () => number;
+  /** Chain notifications, when the process receives them: held pages answered without a statement (see the module comment). */
+  changes?: ChainChanges;
 };
 
 export class HistoryChunkCache {
@@ -57,6 +66,8 @@ export class HistoryChunkCache {
   private generation = 0;
   private readonly ttlMs: number;
   private readonly now: () => number;
+  /** The tip of the last page answered, and the chain generation read before its statement. */
+  private lastTip: { generation: number; tip: HistoryPage['tip'] } | undefined;
   constructor(private readonly opts: HistoryChunkCacheOptions) {
     this.maxBytes = opts.maxBytes;
     this.ttlMs = opts.ttlMs ?? 10 * 60_000;
@@ -99,10 +110,33 @@ export class HistoryChunkCache {
     return { version: held.version, chain: new HistoryEntries(txids, positions), checked: held.checked };
   }
 
-  /** A statement sent after chain generation `generation` was read found chunk `first` at `version`. */
-  checked(addrKey: string, first: bigint, version: string, generation: number): void {
-    const held = this.chunks.get(keyOf(addrKey, first));
-    if (held?.version === version) held.checked = generation;
+  /** The chain generation to read before a page's statement is sent (undefined without chain notifications). */
+  get chainGeneration(): number | undefined {
+    return this.opts.changes?.generation;
+  }
+
+  /**
+   * The tip to answer `held` with, without a statement, when a statement found its chunk at its
+   * version after `generation` (read before this request's statement would be sent) and nothing
+   * changed since; undefined otherwise (the statement must run).
+   */
+  async unchanged(held: HeldPage, generation: number | undefined): Promise<HistoryPage['tip'] | undefined> {
+    const changes = this.opts.changes;
+    if (!changes || generation === undefined || held.checked !== generation || this.lastTip?.generation !== generation) return undefined;
+    const tip = this.lastTip.tip;
+    return (await changes.unchangedSince(generation)) ? tip : undefined;
+  }
+
+  /**
+   * A page was answered with `tip` after chain generation `generation` was read; `from`: the held
+   * chunk it came from (at `version`), which the statement (or the unchanged chain) found so.
+   */
+  answered(generation: number | undefined, tip: HistoryPage['tip'], from?: { addrKey: string; first: bigint; version: string }): void {
+    if (generation === undefined) return;
+    this.lastTip = { generation, tip };
+    if (!from) return;
+    const held = this.chunks.get(keyOf(from.addrKey, from.first));
+    if (held?.version === from.version) held.checked = generation;
   }
 
   /** Holds chunk `first` of the address as a statement read it. */

@@ -19,7 +19,6 @@ import {
   getImmatureCoinbase,
   listHistoryPages,
   readHistoryChunk,
-  type HistoryPage,
   type HistoryPageRequest,
   listUnspentPage,
 } from '../queries/address.js';
@@ -35,7 +34,7 @@ import { addAssetColors, historyCut, immatureCoinbases, streamHistory, streamUns
 import { batchPerTick } from '../cache/tick-batch.js';
 import { keyCheckPassed } from '../key-check.js';
 import { setTipHeaders, withTipHeaders } from '../tip.js';
-import { HistoryChunkCache, type HeldPage } from '../cache/history-chunk-cache.js';
+import { HistoryChunkCache } from '../cache/history-chunk-cache.js';
 import { perApp } from '../cache/per-app.js';
 
 const MAX_TX_NUM = (1n << 62n) - 1n;
@@ -107,7 +106,8 @@ const heldChunks = perApp((deps): HistoryChunkCache | undefined => {
   const bytes = deps.settings.historyCacheBytes;
   const load = (a: string, f: bigint) => readHistoryChunk(deps.readDb, a, f);
   const onLoadError = (err: unknown) => deps.log.warn({ err }, 'history chunk not read for the cache');
-  return bytes > 0 ? new HistoryChunkCache({ maxBytes: bytes, load, onLoadError }) : undefined;
+  const changes = deps.chainChanges;
+  return bytes > 0 ? new HistoryChunkCache({ maxBytes: bytes, load, onLoadError, ...(changes ? { changes } : {}) }) : undefined;
 });
 
 export const addressRoutes: RouteModule = (app, deps, dialect) => {
@@ -119,18 +119,6 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
   // So do history pages (one statement for one page or many), with the chunks paging reads held.
   const chunks = heldChunks(deps);
   if (chunks) app.addHook('onClose', () => chunks.settled());
-  // With chain notifications (src/db/chain-changes.ts), a page of a held chunk that a statement
-  // found unchanged after generation g, while the generation is still g after a read barrier
-  // started after the request came, is answered without a statement: no write to `history`,
-  // `txs` or `chain_tip` committed since, so the chunk, its txids and the tip are still those.
-  // (only chain-part pages are held: a cursor in the chain part has no mempool part)
-  const changes = chunks && deps.chainChanges;
-  let lastTip: { generation: number; tip: HistoryPage['tip'] } | undefined;
-  const unchangedSince = async (held: HeldPage, generation: number | undefined) =>
-    generation !== undefined &&
-    held.checked === generation &&
-    lastTip?.generation === generation &&
-    (await changes!.unchangedSince(generation));
   const historyPages = batchPerTick((requests: HistoryPageRequest[]) =>
     listHistoryPages(deps.readDb, requests).catch((err: unknown) => {
       chunks?.clear(); // the database may come back as another one (a restore): its chunks are not ours
@@ -192,9 +180,13 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
       const reusable = chunks !== undefined && at !== undefined && q.min_conf <= 1 && at.index > q.limit;
       const held = reusable ? chunks.page(addrKey, at.first, at.index, bound!.txNum, q.limit + 1) : undefined;
       // (read before the statement is sent: a change committed after this moves it)
-      const generation = changes?.generation;
+      const generation = chunks?.chainGeneration;
+      // With chain notifications, a held page the chain has not changed under needs no statement
+      // (api/cache/history-chunk-cache.ts); only chain-part pages are held: a cursor in the chain
+      // part has no mempool part.
+      const unchangedTip = held && (await chunks!.unchanged(held, generation));
       const page =
-        (held && (await unchangedSince(held, generation)) && { mempool: [], chain: held.chain, fromHeld: true, tip: lastTip!.tip }) ||
+        (held && unchangedTip && { mempool: [], chain: held.chain, fromHeld: true, tip: unchangedTip }) ||
         (await historyPages({
           addrKey,
           mempoolAfter: mempoolAfter(q, cursor),
@@ -204,10 +196,7 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
           limit: q.limit + 1,
           held,
         }));
-      if (generation !== undefined) {
-        lastTip = { generation, tip: page.tip };
-        if (page.fromHeld) chunks!.checked(addrKey, at!.first, held!.version, generation);
-      }
+      chunks?.answered(generation, page.tip, page.fromHeld ? { addrKey, first: at!.first, version: held!.version } : undefined);
       // (read the chunk when it is not held or the statement found a newer version; a cursor
       // that names no entry of a held chunk gets no read)
       if (reusable && !page.fromHeld && (held !== undefined || !chunks.holds(addrKey, at.first))) chunks.want(addrKey, at.first);

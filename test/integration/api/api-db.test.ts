@@ -12,6 +12,8 @@ import { createApiDb } from '../../../api/cache/api-db.js';
 import { createHash } from 'node:crypto';
 import { HistoryEntries, historyPagesQuery, listHistoryPage, listHistoryPages, readHistoryChunk } from '../../../api/queries/address.js';
 import { HistoryChunkCache } from '../../../api/cache/history-chunk-cache.js';
+import { listenChainChanges } from '../../../api/cache/chain-changes.js';
+import { CHAIN_CHANNEL } from '../../../src/db/chain-changes.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 let t: TestDatabase;
@@ -200,5 +202,42 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
     expect(other!.chain.all().map((e) => e.n)).toEqual(rewritten.slice(674, 700).reverse());
   } finally {
     await apiDb.destroy();
+  }
+});
+
+it('answers a held page without a statement only while the chain is unchanged since a statement found its chunk', async () => {
+  const changes = await listenChainChanges({ databaseUrl: t.url });
+  try {
+    const addr = '00000000-0000-4000-8000-0000000000bb';
+    const entries = Buffer.alloc(1024 * 8);
+    for (let k = 0; k < 1024; k++) entries.writeBigInt64BE(1000n + BigInt(k), k * 8);
+    const cache = new HistoryChunkCache({ maxBytes: 1 << 20, changes });
+    cache.put(addr, 1000n, { version: 'v1', entries, txids: Buffer.alloc(1024 * 32, 1) });
+    const tip = { height: 7, hash: Buffer.alloc(32, 9) };
+    const held = () => cache.page(addr, 1000n, 500, 1500n, 26)!;
+    const g = cache.chainGeneration!;
+    expect(g).toBeTypeOf('number');
+    // No statement has found the chunk yet: the statement must run.
+    expect(await cache.unchanged(held(), g)).toBeUndefined();
+    // A statement sent after g found another version: still not answered without one.
+    cache.answered(g, tip, { addrKey: addr, first: 1000n, version: 'v0' });
+    expect(await cache.unchanged(held(), g)).toBeUndefined();
+    // It found this version: answered with the tip of that page, while nothing changed.
+    cache.answered(g, tip, { addrKey: addr, first: 1000n, version: 'v1' });
+    expect(await cache.unchanged(held(), g)).toEqual(tip);
+    // A chain change committed (any notification on the chain channel): the statement runs again.
+    await sql`SELECT pg_notify(${CHAIN_CHANNEL}, '')`.execute(t.db);
+    expect(await cache.unchanged(held(), g)).toBeUndefined();
+    const g2 = cache.chainGeneration!;
+    expect(g2).not.toBe(g);
+    expect(await cache.unchanged(held(), g2)).toBeUndefined();
+    // Without chain notifications nothing is ever answered without a statement.
+    const plain = new HistoryChunkCache({ maxBytes: 1 << 20 });
+    plain.put(addr, 1000n, { version: 'v1', entries, txids: Buffer.alloc(1024 * 32, 1) });
+    expect(plain.chainGeneration).toBeUndefined();
+    plain.answered(g2, tip, { addrKey: addr, first: 1000n, version: 'v1' });
+    expect(await plain.unchanged(plain.page(addr, 1000n, 500, 1500n, 26)!, g2)).toBeUndefined();
+  } finally {
+    await changes.close();
   }
 });
