@@ -21,7 +21,7 @@ import type { RateLimiter } from '../src/auth/rate-limit.js';
 import { startCoinstackPush } from './coinstack-push.js';
 import { feedChannel } from '../src/net/feed-channel.js';
 import { coinstackDialect } from './dialects/coinstack.js';
-import { addUpgradeHandler } from '../src/net/upgrades.js';
+import { addUpgradeHandler, reserveUpgradePaths } from '../src/net/upgrades.js';
 import { createKeyVerifier } from '../src/auth/key-cache.js';
 import { listenChainChanges } from './cache/chain-changes.js';
 import { createApiPool } from './cache/api-db.js';
@@ -48,6 +48,11 @@ export type StartApiDeps = {
   stamps?: StampService;
   /** The event log for long polling (GET /v1/events). */
   events?: EventLogPoll;
+  /**
+   * Upgrade paths another role attaches to this server after it listens (the stream in the
+   * all-in-one process): until then (and once it stops) they answer 503 ERR_STARTING, not 404.
+   */
+  upgradesComing?: readonly string[];
   /** The stamping wallet's state for /healthz. */
   stampStatus?: () => Promise<Record<string, unknown>>;
   /** Overrides config.network (else detected from the node). */
@@ -296,6 +301,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
   onKeyChange = (id) =>
     void sockets.checkKeys(id === undefined ? undefined : [id]).catch((err: unknown) => log.warn({ err }, 'socket key check failed'));
   const detachSockets = addUpgradeHandler(app.server, sockets.handleUpgrade);
+  if (deps.upgradesComing) reserveUpgradePaths(app.server, deps.upgradesComing);
   try {
     await app.listen({ host: deps.config.host, port: deps.config.port });
   } catch (err) {

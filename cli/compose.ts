@@ -17,7 +17,7 @@ import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { startApi, type ApiHandle } from '../api/main.js';
 import { isStampingConfigured, startStamper, type Stamper } from '../stamp/stamper.js';
 import { startIndexer, type IndexerHandle } from '../indexer/main.js';
-import { startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../streams/main.js';
+import { STREAM_PATHS, startStreams, startWorker, type StreamsHandle, type WorkerHandle } from '../streams/main.js';
 import { createEventPoll } from '../streams/poll.js';
 import { startElectrum, type ElectrumHandle } from '../electrum/main.js';
 import type { Metrics } from './ops/metrics.js';
@@ -151,6 +151,8 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
         ...(out.stamper ? { stamps: out.stamper.service, stampStatus: out.stamper.status } : {}),
         events,
         ...(deps.metrics && config.apiMetrics ? { metrics: deps.metrics } : {}),
+        // (the stream attaches once the API listens: a client reconnecting meanwhile gets 503, not 404)
+        ...(roles.has('streams') ? { upgradesComing: STREAM_PATHS } : {}),
       });
       const api = out.api;
       out.apiUrl = api.url;

@@ -277,6 +277,13 @@ export const ERROR_CODES = {
     'index is still syncing',
     'The index is behind the node (initial sync); answers would be incomplete.',
   ),
+  ERR_STARTING: code(
+    503,
+    'unavailable',
+    true,
+    'starting',
+    'The endpoint is starting (or stopping) in this process: retry after `Retry-After` (the stream, right after a restart).',
+  ),
   ERR_DATABASE_UNAVAILABLE: code(503, 'unavailable', true, 'database unavailable', 'PostgreSQL cannot be reached.'),
   ERR_REQUEST_TIMEOUT: code(503, 'unavailable', true, 'request timed out', 'The request took longer than API_REQUEST_TIMEOUT_MS.'),
   ERR_HOOK_NOT_FOUND: code(

@@ -23,6 +23,7 @@ import { feedChannel } from './feed-message.js';
 import { startFeed } from './ws/feed.js';
 import { createStreamHub, type HubStats } from './ws/hub.js';
 import { createStreamServer } from './ws/server.js';
+export { STREAM_PATHS } from './ws/server.js';
 import { createDeliveryWorker, type DeliveryWorker } from './delivery-worker.js';
 import { fairPolicy } from './fair-share.js';
 import { createHttpTransport } from './webhook/http-transport.js';

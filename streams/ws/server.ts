@@ -27,7 +27,8 @@ import { readNewestEventId } from '../outbox.js';
 import { addUpgradeHandler, answerUpgrade } from '../../src/net/upgrades.js';
 
 /** Paths served. */
-const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
+/** The stream's upgrade paths (/v1 and the bare dialect's). */
+export const STREAM_PATHS = ['/v1/stream', '/stream'] as const;
 
 /** The subprotocol a browser offers with `blockwire.key.<key>`, and the one the server answers. */
 const STREAM_PROTOCOL = 'blockwire.v1';

@@ -234,15 +234,27 @@ describe('blockwire start as a real process: metrics, status, SIGTERM under traf
         .where('subscription_id', '=', sub.id)
         .orderBy('event_id')
         .execute();
-    const ws = await new Promise<WebSocket>((resolve, reject) => {
-      const w = new WebSocket(`ws://127.0.0.1:${port2}/v1/stream?after=${before}`, { headers: { apiKey: key } });
-      w.on('message', (m: Buffer) => {
-        const msg = JSON.parse(String(m)) as StreamEvent;
-        if (typeof msg.id === 'number' && msg.subscription_id) streamed.push(msg);
+    // The stream attaches just after the API listens: meanwhile its path answers 503 (retried,
+    // as the SDK does), never the 404 a client would take as final.
+    const open = () =>
+      new Promise<WebSocket>((resolve, reject) => {
+        const w = new WebSocket(`ws://127.0.0.1:${port2}/v1/stream?after=${before}`, { headers: { apiKey: key } });
+        w.on('message', (m: Buffer) => {
+          const msg = JSON.parse(String(m)) as StreamEvent;
+          if (typeof msg.id === 'number' && msg.subscription_id) streamed.push(msg);
+        });
+        w.once('open', () => resolve(w));
+        w.once('error', reject);
       });
-      w.once('open', () => resolve(w));
-      w.once('error', reject);
-    });
+    let ws: WebSocket | undefined;
+    for (let i = 0; !ws; i++) {
+      try {
+        ws = await open();
+      } catch (err) {
+        if (i >= 20 || !/Unexpected server response: 503/.test(String(err))) throw err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
     // A sentinel, not a quiet spell: one more payment, whose event comes after everything the
     // restarted indexer had to catch up on (blocks, then its mempool sync). Stream frames come in
     // event order, so anything missed or sent twice shows before the sentinel's frame; the
