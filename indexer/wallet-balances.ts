@@ -26,21 +26,29 @@ export type WalletBalancePart = 'confirmed' | 'unconfirmed';
 /**
  * Adds per-address deltas (sats; keys may repeat) to the summaries of the wallets holding those
  * address keys (each wallet once per key, however many of its chains derive it). Takes the
- * wallet lock; one statement more when no wallet exists.
+ * wallet lock. The `EXISTS` is a one-time filter: with no wallet address at all (an index
+ * without wallets) the statement probes nothing, where it would otherwise look up each of a
+ * live block's ~5,000 address keys in `wallet_addresses_key` (~20 ms of a 4,000-tx block).
  */
 export async function addWalletDeltas(trx: Db, part: WalletBalancePart, deltas: readonly { key: string; sats: bigint }[]): Promise<void> {
   const nonZero = deltas.filter((d) => d.sats !== 0n);
   await lockWallets(trx);
   if (nonZero.length === 0) return;
+  await walletDeltaStatement(part, nonZero).execute(trx);
+}
+
+/** The statement adding non-zero `deltas` to the `part` summaries (callers hold the wallet lock). */
+export function walletDeltaStatement(part: WalletBalancePart, deltas: readonly { key: string; sats: bigint }[]) {
   const column = sql.ref(part);
-  await sql`
+  return sql`
     UPDATE wallets w SET ${column} = w.${column} + s.sats
       FROM (SELECT wk.wallet_id, sum(d.sats)::int8 AS sats
-              FROM (SELECT addr_key, sum(sats) AS sats FROM unnest(${nonZero.map((d) => d.key)}::uuid[], ${nonZero.map((d) => d.sats.toString())}::int8[]) AS d(addr_key, sats)
+              FROM (SELECT addr_key, sum(sats) AS sats FROM unnest(${deltas.map((d) => d.key)}::uuid[], ${deltas.map((d) => d.sats.toString())}::int8[]) AS d(addr_key, sats)
                      GROUP BY addr_key) d
               CROSS JOIN LATERAL (SELECT DISTINCT wa.wallet_id FROM wallet_addresses wa WHERE wa.addr_key = d.addr_key) wk
+             WHERE EXISTS (SELECT FROM wallet_addresses)
              GROUP BY wk.wallet_id) s
-     WHERE w.id = s.wallet_id`.execute(trx);
+     WHERE w.id = s.wallet_id`;
 }
 
 /** Both sums of the wallet whose id is the SQL expression `id`, from the index (what the summary must equal). */
