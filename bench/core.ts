@@ -153,7 +153,7 @@ async function measureNode(
   try {
     // A small block first: the follower is subscribed and at the tip before anything is timed.
     await waitApplied(follower, await warmUp());
-    const live = await measureLive(node, follower, liveBlocks);
+    const live = await measureLive(node, follower, liveBlocks, { pgs, db: `bw_${label}` });
     say(
       `${label}: live: ${live.blocks} blocks of ${live.txsPerBlock} txs: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`,
     );
@@ -184,6 +184,9 @@ export function nodesTable(
     row('live max ms', f(devnode.live.max), f(core.live.max)),
     row('live txs per block', f(devnode.live.txsPerBlock), f(core.live.txsPerBlock)),
     row('indexer fetch → commit p50 ms', f(devnode.live.applyP50), f(core.live.applyP50)),
+    row('live WAL MB per block (p50)', f(devnode.live.walMbP50 ?? 0, 1), f(core.live.walMbP50 ?? 0, 1)),
+    row('live PostgreSQL CPU ms per block (p50)', f(devnode.live.postgresCpuMsP50 ?? 0), f(core.live.postgresCpuMsP50 ?? 0)),
+    row('live indexer CPU ms per block (p50)', f(devnode.live.indexerCpuMsP50), f(core.live.indexerCpuMsP50)),
   ].join('\n');
 }
 

@@ -6,7 +6,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
@@ -106,7 +106,11 @@ export async function startBenchPostgres(root: string): Promise<BenchPostgres> {
     dataDir,
     // BENCH_PG_SETTINGS='{"name":"value"}' overrides settings (experiments; results record them).
     settings: { ...PG_SETTINGS, ...(logMs ? { log_min_duration_statement: logMs } : {}), ...pgOverrides() },
-    ...(logMs ? { onLog: pgLogEcho() } : {}),
+    ...(logMs
+      ? { onLog: pgLogEcho() }
+      : process.env.BENCH_PG_LOG_FILE
+        ? { onLog: (l: string) => appendFileSync(process.env.BENCH_PG_LOG_FILE!, `${l}\n`) }
+        : {}),
   });
   const copyDir = join(root, 'copy');
   mkdirSync(copyDir, { recursive: true });

@@ -9,7 +9,7 @@
  * bench/sync calls `measureLive` on the index it has just built.
  * @module
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { Subscriber } from 'zeromq';
@@ -29,6 +29,7 @@ import {
   say,
   spawnNode,
   startBenchPostgres,
+  type BenchPostgres,
   type Child,
 } from './harness.js';
 
@@ -43,6 +44,24 @@ export interface LiveResult {
   /** The indexer's own fetch → commit time per block (its log's `ms`). */
   applyP50: number;
   indexHeightBefore: number;
+  /** Per block, when the bench's PostgreSQL is given: WAL written (MB, from pg_current_wal_lsn) and CPU of every PostgreSQL process (ms), medians. */
+  walMbP50?: number;
+  postgresCpuMsP50?: number;
+  /** CPU of the indexer child per block (ms), median. */
+  indexerCpuMsP50: number;
+}
+
+/** The bench's PostgreSQL and the database the follower writes: per-block WAL and CPU. */
+export interface LiveProbe {
+  pgs: Pick<BenchPostgres, 'cpuMs' | 'query'>;
+  db: string;
+}
+
+/** User + system CPU of process `pid` so far (ms). */
+function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
 }
 
 /** A node whose tip the bench moves: the corpus devnode (`advance`) or bitcoind (`generateblock`). */
@@ -115,7 +134,10 @@ export function waitApplied(child: Child, hash: string, timeoutMs = 600_000): Pr
  * Announces the node's next `blocks` main-chain blocks one by one to a following indexer child
  * and measures each from ZMQ arrival (seen by this process) to the indexer's commit.
  */
-export async function measureLive(node: LiveNode, follower: Child, blocks: number): Promise<LiveResult> {
+export async function measureLive(node: LiveNode, follower: Child, blocks: number, probe?: LiveProbe): Promise<LiveResult> {
+  const lsn = async () => (await probe!.pgs.query<{ l: string }>(probe!.db, 'SELECT pg_current_wal_lsn()::text AS l')).rows[0]!.l;
+  const walSince = async (from: string) =>
+    Number((await probe!.pgs.query<{ d: string }>(probe!.db, 'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d', [from])).rows[0]!.d);
   const sub = new Subscriber();
   sub.connect(node.zmqUrl);
   sub.subscribe('hashblock');
@@ -128,8 +150,14 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
   let before = -1;
   const latencies: number[] = [];
   const applyMs: number[] = [];
+  const walMb: number[] = [];
+  const pgCpu: number[] = [];
+  const indexerCpu: number[] = [];
   let txs = 0;
   for (let i = 0; i < blocks; i++) {
+    const lsn0 = probe ? await lsn() : '';
+    const cpu0 = probe?.pgs.cpuMs() ?? 0;
+    const own0 = processCpuMs(follower.proc.pid);
     const tip = await node.advance();
     if (before < 0) before = tip.height - 1;
     const applied = await waitApplied(follower, tip.hash, 120_000);
@@ -137,6 +165,11 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
     if (arrival === undefined) throw new Error(`no ZMQ hashblock seen for ${tip.hash}`);
     latencies.push(applied.at - arrival);
     applyMs.push(Number(applied.fields.ms));
+    indexerCpu.push(processCpuMs(follower.proc.pid) - own0);
+    if (probe) {
+      pgCpu.push(probe.pgs.cpuMs() - cpu0);
+      walMb.push((await walSince(lsn0)) / 1e6);
+    }
     txs += Number(applied.fields.txs);
     await new Promise((r) => setTimeout(r, 300));
   }
@@ -151,6 +184,8 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
     max: round(Math.max(...latencies), 1),
     applyP50: pct(applyMs, 50),
     indexHeightBefore: before,
+    indexerCpuMsP50: pct(indexerCpu, 50),
+    ...(probe ? { walMbP50: round(pct(walMb, 50), 1), postgresCpuMsP50: pct(pgCpu, 50) } : {}),
   };
 }
 
@@ -179,9 +214,9 @@ async function main(): Promise<void> {
     const prof = values['cpu-prof'];
     const follower = startFollower(url, node, {}, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
     try {
-      const r = await measureLive(corpusLiveNode(node), follower, size.liveBlocks);
+      const r = await measureLive(corpusLiveNode(node), follower, size.liveBlocks, { pgs, db: 'bw_live' });
       say(
-        `| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms |\n|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} |`,
+        `| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms | WAL MB/block | PostgreSQL CPU ms/block | indexer CPU ms/block |\n|---|---|---|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} | ${r.walMbP50} | ${r.postgresCpuMsP50} | ${r.indexerCpuMsP50} |`,
       );
       const result = { live: r, machine: machine(), postgres: { ...PG_SETTINGS, ...pgOverrides() } };
       say(`RESULT ${JSON.stringify(result)}`);

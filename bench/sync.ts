@@ -304,10 +304,10 @@ async function main(): Promise<void> {
         `catch-up (indexes live, per-block path): ${blocks} blocks, ${txs} txs in ${round(ms / 1000, 1)} s = ${Math.round((txs * 1000) / ms)} tx/s`,
       );
       if (size.liveBlocks > 0) {
-        const live = await measureLive(corpusLiveNode(node), follower, size.liveBlocks);
+        const live = await measureLive(corpusLiveNode(node), follower, size.liveBlocks, { pgs, db: 'bw_import' });
         result.live = live;
         say(
-          `live: ${live.blocks} blocks of ${live.txsPerBlock} txs on an index of ${live.indexHeightBefore} blocks: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`,
+          `live: ${live.blocks} blocks of ${live.txsPerBlock} txs on an index of ${live.indexHeightBefore} blocks: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms; per block WAL ${live.walMbP50} MB, PostgreSQL CPU ${live.postgresCpuMsP50} ms, indexer CPU ${live.indexerCpuMsP50} ms`,
         );
       }
     } finally {
