@@ -6,6 +6,9 @@
  * each block the blocks committed with it (not those fetched that the writing budget left out).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from '../../../src/db/schema.js';
 import { Writable } from 'node:stream';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
@@ -45,6 +48,30 @@ describeFixtures('applyBlocks: several blocks in one transaction', () => {
     }
     expect(await snapshotIndex(batched.db)).toEqual(await snapshotIndex(single.db));
     expect(await outboxOf(batched)).toEqual(await outboxOf(single));
+  });
+
+  it('takes the locks, the planner settings and the mempool check once per transaction', async () => {
+    const chain = loadChainA();
+    const t = await createMigratedDatabase('cbq');
+    const statements: string[] = [];
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: t.url, max: 2 }) }),
+      log: (e) => void (e.level === 'query' && statements.push(e.query.sql)),
+    });
+    try {
+      const blocks = chain.main.slice(0, 8).map((hash, height) => ({ block: decodeBlock(chain.blocks.get(hash)!.raw), height }));
+      expect((await applyBlocks(db, blocks)).map((r) => r.kind)).toEqual(blocks.map(() => 'applied'));
+      const count = (re: RegExp) => statements.filter((q) => re.test(q)).length;
+      // One wallet lock and one outbox lock (8 blocks' events), one planner setting, one look at the mempool tables.
+      expect(count(/pg_advisory_xact_lock/)).toBe(2);
+      expect(count(/set_config\('enable_hashjoin'/)).toBe(1);
+      expect(count(/FROM mempool_txs/)).toBe(1);
+      // Each block still writes its own rows and moves the tip.
+      expect(count(/UPDATE chain_tip/)).toBe(8);
+    } finally {
+      await db.destroy();
+      await t.drop();
+    }
   });
 
   it('stops at a block that does not extend the tip, the blocks before it applied', async () => {
