@@ -1,30 +1,35 @@
 /**
  * bench/small: many small blocks indexed block by block (target: median ≤ 10 ms per block), on
  * the devnode and on a real regtest Bitcoin Core, on chains of the same shape: 101 blocks
- * mined to the node's wallet, then `--blocks` blocks of 1–10 wallet payments each (block i
- * carries 1 + i mod 10). The indexer role then starts on an empty database with the bulk path
- * off (every block through the per-block path, as after a day offline or on signet) and catches
- * up to the tip. Reported per node: the median and p90 time per block while catching up (a
- * catching up (the whole per-block cost: the node's answers, the plan, the fetch, the write
- * transaction), the indexer's own fetch → commit median (`block applied` ms), blocks/s, and
- * with `--phases` the medians of the write transaction's phases.
+ * mined to the node's wallet (on Core, plus one block splitting a coinbase into one coin per
+ * payment: bench/small-chain.ts, built in bulk and cached), then `--blocks` blocks of 1–10
+ * wallet payments each (block i carries 1 + i mod 10). The indexer role then starts on an
+ * empty database with the bulk path off (every block through the per-block path, as after a
+ * day offline or on signet) and catches up to the node's tip. Reported per node: the median and
+ * p90 time per block while catching up (the whole per-block cost: the node's answers, the plan,
+ * the fetch, the write transaction), the indexer's own plan → commit median per transaction
+ * (`block applied` ms) and how much of it waited for the node (`waitMs`), blocks/s, and with
+ * `--phases` the medians of the write transaction's phases.
  * Run: `node --import tsx bench/small.ts [--quick] [--blocks N] [--only devnode|core]
- * [--phases] [--catchup-blocks N]` (INDEXER_CATCHUP_BLOCKS for the indexer; its default else) (a bitcoind: BITCOIND_BIN or the Core build beside the project).
+ * [--phases] [--catchup-blocks N] [--log PREFIX]` (INDEXER_CATCHUP_BLOCKS for the indexer; its
+ * default else; `--log`: the indexer's log lines to PREFIX.<node>.log) (a bitcoind:
+ * BITCOIND_BIN or the Core build beside the project).
  * @module
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { startDevnode } from '../devnode/start.js';
 import { bitcoindBin, bitcoindPresent, startBitcoind } from '../test/support/bitcoind.js';
 import { cacheDir, logLines, machine, pct, round, say, startBenchPostgres, type BenchPostgres } from './harness.js';
 import { startFollower, waitApplied } from './live.js';
+import { CORE_SETUP_BLOCKS, paymentsIn, smallCoreChain } from './small-chain.js';
 
 interface SmallNode {
   rpcUrl: string;
   zmqUrl: string;
-  /** Pays `n` wallet payments and mines them in one block. */
-  block(n: number): Promise<void>;
+  /** Blocks above genesis before the first block of payments (left out of the figures). */
+  setup: number;
   tip(): Promise<{ height: number; hash: string }>;
   stop(): Promise<void>;
 }
@@ -37,6 +42,8 @@ export interface SmallResult {
   perBlockP90: number;
   /** The indexer's plan → commit of the transaction holding each block (ms). */
   commitP50: number;
+  /** Of that, the time the turn waited for the node's hashes and blocks before writing (ms). */
+  waitP50: number;
   blocksPerSec: number;
   /** Medians of the write transaction's phases (ms), with --phases. */
   phases: Record<string, number>;
@@ -44,49 +51,32 @@ export interface SmallResult {
 
 const PREMINE = 101;
 
-async function devnodeChain(): Promise<SmallNode> {
+async function devnodeChain(blocks: number): Promise<SmallNode> {
   const d = await startDevnode({ initialBlocks: PREMINE, samplePayments: false });
   const to = d.wallet.address('p2wpkh');
-  return {
-    rpcUrl: d.rpcUrl,
-    zmqUrl: d.zmqUrl,
-    async block(n) {
-      for (let i = 0; i < n; i++) await d.wallet.send(to, 10_000n + BigInt(i));
-      await d.mine(1);
-    },
-    tip: async () => d.tip(),
-    stop: () => d.stop(),
-  };
+  for (let i = 0; i < blocks; i++) {
+    for (let k = 0; k < paymentsIn(i); k++) await d.wallet.send(to, 10_000n + BigInt(k));
+    await d.mine(1);
+    if ((i + 1) % 250 === 0) say(`  devnode: ${i + 1}/${blocks} blocks mined`);
+  }
+  return { rpcUrl: d.rpcUrl, zmqUrl: d.zmqUrl, setup: PREMINE, tip: async () => d.tip(), stop: () => d.stop() };
 }
 
-async function coreChain(): Promise<SmallNode> {
-  const c = await startBitcoind({ funded: true });
-  const addr = await c.call<string>('getnewaddress', [], c.wallet!);
-  return {
-    rpcUrl: c.rpcUrl,
-    zmqUrl: c.zmqUrl,
-    async block(n) {
-      for (let i = 0; i < n; i++) await c.call('sendtoaddress', [addr, ((10_000 + i) / 1e8).toFixed(8)], c.wallet!);
-      await c.mine(1, addr);
-    },
-    tip: () => c.tip(),
-    stop: () => c.stop(),
-  };
+async function coreChain(blocks: number, cache: string): Promise<SmallNode> {
+  const c = await startBitcoind({ copyDatadir: await smallCoreChain(cache, blocks, say) });
+  return { rpcUrl: c.rpcUrl, zmqUrl: c.zmqUrl, setup: CORE_SETUP_BLOCKS, tip: () => c.tip(), stop: () => c.stop() };
 }
 
 async function measure(
   name: string,
   pgs: BenchPostgres,
-  start: () => Promise<SmallNode>,
+  start: (blocks: number) => Promise<SmallNode>,
   blocks: number,
   env: Record<string, string>,
+  logTo?: string,
 ): Promise<SmallResult> {
-  const node = await start();
+  const node = await start(blocks);
   try {
-    for (let i = 0; i < blocks; i++) {
-      await node.block(1 + (i % 10));
-      if ((i + 1) % 250 === 0) say(`  ${name}: ${i + 1}/${blocks} blocks mined`);
-    }
     const tip = await node.tip();
     const url = await pgs.createDatabase(`small_${name}`);
     const follower = startFollower(url, node, env);
@@ -96,11 +86,12 @@ async function measure(
         if (line.includes('"block applied"')) at.push(t);
       });
       await waitApplied(follower, tip.hash, 1_800_000);
+      if (logTo) writeFileSync(`${logTo}.${name}.log`, follower.lines.join('\n'));
       const applied = logLines(follower.lines, 'block applied');
       // Steady state: from the first block above the premine (the indexer is warm by then).
       // Blocks applied in one transaction log `batch: n` each; a commit's time since the
       // previous commit is shared by its blocks.
-      const from = PREMINE + 1;
+      const from = node.setup + 1;
       const perBlock: number[] = [];
       let prev = at[from - 1]!;
       for (let i = from; i < applied.length;) {
@@ -124,6 +115,10 @@ async function measure(
           applied.slice(from).map((l) => Number(l.ms)),
           50,
         ),
+        waitP50: pct(
+          applied.slice(from).map((l) => Number(l.waitMs ?? 0)),
+          50,
+        ),
         blocksPerSec: round(perBlock.length / span, 1),
         phases: Object.fromEntries([...byPhase].map(([k, v]) => [k, pct(v, 50)])),
       };
@@ -145,6 +140,7 @@ async function main(): Promise<void> {
       phases: { type: 'boolean' },
       'catchup-blocks': { type: 'string' },
       'cache-dir': { type: 'string' },
+      log: { type: 'string' },
     },
   });
   const env = {
@@ -166,9 +162,10 @@ async function main(): Promise<void> {
   const pgs = await startBenchPostgres(root);
   const results: Record<string, SmallResult> = {};
   try {
-    if (only.includes('devnode')) results.devnode = await measure('devnode', pgs, devnodeChain, blocks, env);
+    if (only.includes('devnode')) results.devnode = await measure('devnode', pgs, devnodeChain, blocks, env, values.log);
     if (results.devnode) say(`  devnode: ${JSON.stringify(results.devnode)}`);
-    if (only.includes('core')) results.core = await measure('core', pgs, coreChain, blocks, env);
+    if (only.includes('core'))
+      results.core = await measure('core', pgs, (n) => coreChain(n, cacheDir(values['cache-dir'])), blocks, env, values.log);
   } finally {
     await pgs.stop();
     rmSync(root, { recursive: true, force: true });
@@ -182,6 +179,7 @@ async function main(): Promise<void> {
   say(row('ms per block p50', (r) => String(r.perBlockP50)));
   say(row('ms per block p90', (r) => String(r.perBlockP90)));
   say(row('plan → commit p50 ms (per transaction)', (r) => String(r.commitP50)));
+  say(row('of which waiting for the node p50 ms', (r) => String(r.waitP50)));
   say(row('blocks/s', (r) => String(r.blocksPerSec)));
   for (const k of new Set(names.flatMap((n) => Object.keys(results[n]!.phases))))
     say(row(`phase ${k} p50 ms`, (r) => String(r.phases[k] ?? '—')));

@@ -87,10 +87,11 @@ export interface Prefetcher {
   /** Starts fetching these blocks (hashes already known), those not on their way yet. */
   ahead(hashes: readonly string[]): void;
   /**
-   * Learns the hashes of the blocks above `height`, up to `nodeHeight` and at most `depth`
-   * ahead (one RPC batch), and starts fetching them, for the next `hashes`.
+   * Learns the hashes of the blocks above `height`, up to `nodeHeight` and at most `count` (the
+   * next turn's blocks; default and at least `depth`) ahead (one RPC batch), and fetches them,
+   * `depth` requests at a time, for the next `hashes`.
    */
-  after(height: number, nodeHeight: number): void;
+  after(height: number, nodeHeight: number, count?: number): void;
   /** Keeps a block fetched but not written yet (and its hash), for the next plan and `get`. */
   keep(block: PlannedBlock, raw: Uint8Array): void;
   /** Blocks `from..to` in height order, at most `inFlight` requests open (the bulk sync's feed). */
@@ -98,25 +99,46 @@ export interface Prefetcher {
 }
 
 /** Blocks that may wait here at most (fetched ahead, or kept from a turn cut short): the oldest go first. */
-const waitingBound = (depth: number) => Math.max(depth * 4, 64);
+const waitingBound = (depth: number, reach: number) => Math.max(depth * 4, reach * 2, 64);
 
+/**
+ * `depth`: requests to the node open at most (0: nothing is read ahead); `after` reads ahead as
+ * far as it is asked (a turn's worth), the requests beyond `depth` waiting their turn.
+ */
 export function createPrefetcher(source: ChainSource, depth: number): Prefetcher {
   const blocks = new Map<string, Promise<Uint8Array | null>>();
+  /** Blocks to fetch ahead once a request slot is free, in the order asked. */
+  const queued = new Set<string>();
+  let open = 0;
+  /** The farthest `after` was asked to read ahead (blocks), for the waiting bound. */
+  let reach = depth;
   /** Hashes learned since the last plan (by `after`, `keep`), by height, for the next plan only. */
   let known = new Map<number, string>();
-  /** The last plan's hashes by height: `after` takes those it needs from here. */
+  /** The last plan's hashes by height (and those learned beyond it): `after` takes those it needs from here. */
   let lastPlan = new Map<number, string>();
   /** `after`'s RPC batch, until its hashes are in `known`. */
   let learning: Promise<void> | null = null;
   const hold = (hash: string, p: Promise<Uint8Array | null>) => {
-    if (blocks.size >= waitingBound(depth)) blocks.delete(blocks.keys().next().value!);
+    if (blocks.size >= waitingBound(depth, reach)) blocks.delete(blocks.keys().next().value!);
     blocks.set(hash, p);
   };
+  const pump = () => {
+    for (const hash of queued) {
+      if (open >= depth) return;
+      queued.delete(hash);
+      open++;
+      const p = source.getBlock(hash).finally(() => {
+        open--;
+        pump();
+      });
+      p.catch(() => undefined);
+      hold(hash, p);
+    }
+  };
   const fetch = (hash: string) => {
-    if (blocks.has(hash)) return;
-    const p = source.getBlock(hash);
-    p.catch(() => undefined);
-    hold(hash, p);
+    if (blocks.has(hash) || queued.has(hash)) return;
+    queued.add(hash);
+    pump();
   };
   const get = (hash: string) => {
     const p = blocks.get(hash);
@@ -124,6 +146,8 @@ export function createPrefetcher(source: ChainSource, depth: number): Prefetcher
       blocks.delete(hash);
       return p;
     }
+    // Wanted now: no longer worth a slot of the read-ahead.
+    queued.delete(hash);
     return source.getBlock(hash);
   };
   return {
@@ -152,17 +176,22 @@ export function createPrefetcher(source: ChainSource, depth: number): Prefetcher
         planned.push({ height: h, hash });
       }
       lastPlan = new Map(planned.map((b) => [b.height, b.hash]));
+      // Learned beyond this plan (a turn cut short reads on from below them): agreed with the same
+      // answer, so `after` keeps them too.
+      for (const [h, hash] of have) if (h > last) lastPlan.set(h, hash);
       return planned;
     },
     get,
     ahead(hashes) {
       for (const hash of hashes.slice(0, depth)) fetch(hash);
     },
-    after(height, nodeHeight) {
+    after(height, nodeHeight, count = depth) {
+      const ahead = depth === 0 ? 0 : Math.max(depth, count);
+      reach = Math.max(reach, ahead);
       // The plan's blocks this turn did not take (a full transaction) stay known, the nearest fetched.
       for (const [h, hash] of lastPlan) if (h > height) known.set(h, hash);
       const heights: number[] = [];
-      for (let h = height + 1; h <= Math.min(nodeHeight, height + depth); h++) {
+      for (let h = height + 1; h <= Math.min(nodeHeight, height + ahead); h++) {
         const hash = known.get(h);
         if (hash === undefined) heights.push(h);
         else fetch(hash);

@@ -90,6 +90,8 @@ export interface RunDeps {
   prefetcher?: Prefetcher;
   /** Most blocks applied in one Postgres transaction while behind the node (default 1). */
   catchupBlocks?: number;
+  /** How long a catch-up transaction takes more blocks (default CATCHUP_BUDGET_MS). */
+  catchupBudgetMs?: number;
 }
 
 export interface RunLoop {
@@ -189,12 +191,17 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       txs += block.txs.length;
     }
     if (batch.length === 0) return false;
+    // The time the turn waited for the node: its hashes and blocks (the rest is the write).
+    const waitMs = Math.round(performance.now() - t0);
+    // The next turn's blocks are read while these are written.
     const from = prefetchAfter(batch[batch.length - 1]!.height, node.height);
-    if (from !== null) prefetch.after(from, node.height);
-    const results = await applyBlocks(db, batch, ctx, CATCHUP_BUDGET_MS);
+    if (from !== null) prefetch.after(from, node.height, policy.catchupBlocks);
+    const results = await applyBlocks(db, batch, ctx, deps.catchupBudgetMs ?? CATCHUP_BUDGET_MS);
     // Blocks the budget left out: fetched already, kept for the next turn.
     for (const b of batch.slice(results.length)) prefetch.keep(b, b.raw);
     const ms = Math.round(performance.now() - t0);
+    // Blocks committed together (the budget may have cut the batch fetched).
+    const together = results.filter((r) => r.kind === 'applied').length;
     results.forEach((r, i) => {
       if (r.kind !== 'applied') return;
       const { height, hash } = batch[i]!;
@@ -204,7 +211,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       metrics.blocksApplied++;
       metrics.txsApplied += r.txs;
       metrics.lastApplyMs = ms;
-      log.info({ height, hash, txs: r.txs, events: r.events, ms, ...(batch.length > 1 ? { batch: batch.length } : {}) }, 'block applied');
+      log.info({ height, hash, txs: r.txs, events: r.events, ms, waitMs, ...(together > 1 ? { batch: together } : {}) }, 'block applied');
     });
     return true;
   }

@@ -294,7 +294,7 @@ export const settings = {
   indexerPrefetch: setting<number>(
     'INDEXER_PREFETCH',
     8,
-    'Blocks fetched ahead from the node while catching up (requests in flight stay ≤ 8).',
+    "Block requests open at once to the node while catching up (0: nothing is read ahead). The next turn's blocks (INDEXER_CATCHUP_BLOCKS, at least this many) are read ahead while a turn writes, this many requests at a time.",
     int(0, 64),
   ),
   indexerCatchupBlocks: setting<number>(

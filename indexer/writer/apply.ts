@@ -44,7 +44,7 @@ import {
   cutHistory,
 } from './chain-rows.js';
 import { preferIndexLookups } from '../planner-hints.js';
-import { removeFromMempool, confirmationEvents } from './block-events.js';
+import { removeFromMempool, confirmationEvents, mempoolHoldsAny } from './block-events.js';
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
 import { insertScriptAliases } from './script-aliases.js';
 import { colorConfirmed, deleteAssetColors } from './asset-rows.js';
@@ -95,10 +95,15 @@ export async function applyBlocks(
 ): Promise<ApplyResult[]> {
   return db.transaction().execute(async (trx) => {
     if (ctx.guard) await ctx.guard(trx);
+    // Once per transaction, not per block: the planner settings are transaction-local, and only
+    // this indexer's mempool sync, never while blocks are applied, adds mempool rows: tables
+    // empty at the first block stay empty for the others (catching up, their lookups are skipped).
+    await preferIndexLookups(trx);
+    const mempool = await mempoolHoldsAny(trx);
     const start = performance.now();
     const results: ApplyResult[] = [];
     for (const { block, height } of blocks) {
-      const r = await applyInTransaction(trx, block, height, ctx);
+      const r = await applyInTransaction(trx, block, height, ctx, mempool);
       results.push(r);
       if (r.kind !== 'applied' || performance.now() - start >= budgetMs) break;
     }
@@ -106,8 +111,13 @@ export async function applyBlocks(
   });
 }
 
-async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number, ctx: WriteContext): Promise<ApplyResult> {
-  await preferIndexLookups(trx);
+async function applyInTransaction(
+  trx: Trx,
+  block: DecodedBlock,
+  height: number,
+  ctx: WriteContext,
+  mempool: boolean,
+): Promise<ApplyResult> {
   const tip = await lockTip(trx);
   if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
   const extendsTip =
@@ -177,7 +187,7 @@ async function applyInTransaction(trx: Trx, block: DecodedBlock, height: number,
   const events: OutboxEvent[] = [{ type: 'block.connected', blockHash: rows.hash, height }];
   events.push(...(await confirmationEvents(trx, rows, watched)));
   lap('confirmations');
-  events.push(...(await removeFromMempool(trx, block, (keys) => loadWatches(trx, keys))));
+  if (mempool) events.push(...(await removeFromMempool(trx, block, (keys) => loadWatches(trx, keys))));
   lap('mempool');
   await forgetReorged(trx, events);
   await appendEvents(trx, events);

@@ -24,14 +24,17 @@ import { int8s, type Trx } from './chain-rows.js';
 const WATCH_KEEP_BLOCKS = 1100;
 const MAX_TARGET = 100;
 
+/** Whether the mempool tables hold any transaction (catching up they are empty: `removeFromMempool` is skipped). */
+export async function mempoolHoldsAny(trx: Trx): Promise<boolean> {
+  return (await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM mempool_txs) AS any`.execute(trx)).rows[0]?.any === true;
+}
+
 /** Mempool transactions that the block mined or conflicted with leave the mempool tables. */
 export async function removeFromMempool(
   trx: Trx,
   block: DecodedBlock,
   watches: (keys: string[]) => Promise<Map<string, Watch>>,
 ): Promise<OutboxEvent[]> {
-  // Catching up, the mempool tables are empty: skip the lookups.
-  if ((await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM mempool_txs) AS any`.execute(trx)).rows[0]?.any !== true) return [];
   const txids = block.txs.map((t) => t.txid);
   const mined = await mempoolTxidsAmong(trx, txids);
   if (mined.length > 0) await deleteMempoolTxs(trx, mined);

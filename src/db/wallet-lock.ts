@@ -15,7 +15,12 @@ const WALLET_LOCK = 0x425757414c4c4554n;
 /** The statement taking the lock, as text (for the bulk path's plain pg client). */
 export const LOCK_WALLETS_SQL = `SELECT pg_advisory_xact_lock(${WALLET_LOCK.toString()}::int8)`;
 
-/** Takes the wallet lock for the rest of the transaction. */
+/** Transactions holding the lock: it lasts until they end, so asking again is a round trip for nothing. */
+const holding = new WeakSet<object>();
+
+/** Takes the wallet lock for the rest of the transaction (once per transaction: several blocks may share one). */
 export async function lockWallets(trx: Kysely<Database> | Transaction<Database>): Promise<void> {
+  if (holding.has(trx)) return;
   await sql.raw(LOCK_WALLETS_SQL).execute(trx);
+  if (trx.isTransaction) holding.add(trx);
 }

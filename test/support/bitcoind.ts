@@ -11,7 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe } from 'vitest';
@@ -98,6 +98,11 @@ export type BitcoindOptions = {
   args?: string[];
   /** Keep the node's stdout/stderr lines (debug.log stays in the datadir either way). */
   onLog?: (line: string) => void;
+  /**
+   * Start on a copy of this stopped node's datadir (its chain, and the wallets its settings load)
+   * instead of an empty one; `wallet`/`funded` would create a wallet again, so leave them out.
+   */
+  copyDatadir?: string;
 };
 
 export type Bitcoind = {
@@ -160,6 +165,7 @@ export async function startBitcoind(opts: BitcoindOptions = {}): Promise<Bitcoin
   if (!bitcoindPresent) throw new Error(missing);
   await mkdir(join(tmpdir(), 'blockwire-test'), { recursive: true });
   const datadir = await mkdtemp(join(tmpdir(), 'blockwire-test', 'bitcoind-'));
+  if (opts.copyDatadir) await cp(opts.copyDatadir, datadir, { recursive: true });
   const cookieFile = join(datadir, 'regtest', '.cookie');
   const auth = opts.auth ?? 'rpcauth';
   const creds = { user: 'blockwire', password: randomBytes(12).toString('hex') };

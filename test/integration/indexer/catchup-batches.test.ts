@@ -2,19 +2,24 @@
  * Catching up block by block with several blocks per Postgres transaction (applyBlocks,
  * INDEXER_CATCHUP_BLOCKS): the index and the outbox end exactly as with one transaction per
  * block; a block that does not extend the tip ends the batch with the blocks before it applied;
- * the run loop takes batches while behind the node and a single block at its tip.
+ * the run loop takes batches while behind the node and a single block at its tip, and logs with
+ * each block the blocks committed with it (not those fetched that the writing budget left out).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from '../../../src/db/schema.js';
 import { Writable } from 'node:stream';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { createLogger } from '../../../src/log.js';
 import { applyBlock, applyBlocks } from '../../../indexer/writer/apply.js';
+import { createRunLoop } from '../../../indexer/run.js';
 import { readTip } from '../../../indexer/writer/chain-rows.js';
 import { startDevnode, type Devnode } from '../../../devnode/index.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
-import { loadChainA } from '../../support/chain-fixture.js';
+import { FixtureChain, loadChainA } from '../../support/chain-fixture.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
 import { freshBulkIndexOf, readEvents, startTestIndexer, waitSynced, watchAddress } from '../../support/chain-indexer.js';
 
@@ -45,6 +50,30 @@ describeFixtures('applyBlocks: several blocks in one transaction', () => {
     expect(await outboxOf(batched)).toEqual(await outboxOf(single));
   });
 
+  it('takes the locks, the planner settings and the mempool check once per transaction', async () => {
+    const chain = loadChainA();
+    const t = await createMigratedDatabase('cbq');
+    const statements: string[] = [];
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: t.url, max: 2 }) }),
+      log: (e) => void (e.level === 'query' && statements.push(e.query.sql)),
+    });
+    try {
+      const blocks = chain.main.slice(0, 8).map((hash, height) => ({ block: decodeBlock(chain.blocks.get(hash)!.raw), height }));
+      expect((await applyBlocks(db, blocks)).map((r) => r.kind)).toEqual(blocks.map(() => 'applied'));
+      const count = (re: RegExp) => statements.filter((q) => re.test(q)).length;
+      // One wallet lock and one outbox lock (8 blocks' events), one planner setting, one look at the mempool tables.
+      expect(count(/pg_advisory_xact_lock/)).toBe(2);
+      expect(count(/set_config\('enable_hashjoin'/)).toBe(1);
+      expect(count(/FROM mempool_txs/)).toBe(1);
+      // Each block still writes its own rows and moves the tip.
+      expect(count(/UPDATE chain_tip/)).toBe(8);
+    } finally {
+      await db.destroy();
+      await t.drop();
+    }
+  });
+
   it('stops at a block that does not extend the tip, the blocks before it applied', async () => {
     const chain = loadChainA();
     const t = await createMigratedDatabase('cbx');
@@ -63,6 +92,45 @@ describeFixtures('applyBlocks: several blocks in one transaction', () => {
     } finally {
       await t.drop();
     }
+  });
+});
+
+describeFixtures('the run loop under a writing budget', () => {
+  it('logs with each block the blocks committed in its transaction', async () => {
+    const chain = loadChainA();
+    const node = new FixtureChain(chain.main.map((h) => chain.blocks.get(h)!));
+    node.setActive(chain.main);
+    const t = await createMigratedDatabase('cbu');
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString('utf8').split('\n'))
+          if (l.includes('"block applied"')) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    // Turns of 5 blocks fetched; a budget of 0 ms commits each transaction after its first block.
+    const loop = createRunLoop({
+      db: t.db,
+      source: node,
+      log: createLogger({ level: 'info', format: 'json', destination }),
+      pollIntervalMs: 50,
+      maxReorgDepth: 100,
+      catchupBlocks: 5,
+      catchupBudgetMs: 0,
+    });
+    const running = loop.run();
+    try {
+      const last = chain.main.length - 1;
+      for (let i = 0; i < 2400 && (await readTip(t.db)).height < last; i++) await new Promise((r) => setTimeout(r, 50));
+      expect((await readTip(t.db)).height).toBe(last);
+    } finally {
+      await loop.stop();
+      await running.catch(() => undefined);
+      await t.drop();
+    }
+    expect(lines.map((l) => l.height)).toEqual(chain.main.map((_, h) => h));
+    expect(lines.filter((l) => l.batch !== undefined)).toEqual([]);
   });
 });
 
