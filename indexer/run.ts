@@ -90,6 +90,8 @@ export interface RunDeps {
   prefetcher?: Prefetcher;
   /** Most blocks applied in one Postgres transaction while behind the node (default 1). */
   catchupBlocks?: number;
+  /** How many of the newest blocks keep their undo row (INDEXER_UNDO_BLOCKS; default its minimum). */
+  undoBlocks?: number;
 }
 
 export interface RunLoop {
@@ -131,7 +133,12 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let stopping = false;
   let running: Promise<void> | null = null;
   const abort = new AbortController();
-  const ctx = { ...(deps.guard ? { guard: deps.guard } : {}), ...(deps.phases ? { phases: deps.phases } : {}), log };
+  const ctx = {
+    ...(deps.guard ? { guard: deps.guard } : {}),
+    ...(deps.phases ? { phases: deps.phases } : {}),
+    ...(deps.undoBlocks !== undefined ? { undoBlocks: deps.undoBlocks } : {}),
+    log,
+  };
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
