@@ -17,6 +17,12 @@ import { firstTxNum } from '../src/db/tx-num.js';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE TABLE block_undo (height int4 PRIMARY KEY, spent bytea NOT NULL)`.execute(db);
+  // An index in the middle of a bulk sync has no keys on txs to look prevouts up with: its
+  // newest blocks are bulk-loaded, undone from txs like every block without a row.
+  const bulk = await sql<{
+    active: boolean | null;
+  }>`SELECT (value->>'active')::boolean AS active FROM sync_state WHERE key = 'bulk'`.execute(db);
+  if (bulk.rows[0]?.active === true) return;
   const tip = (await sql<{ height: number }>`SELECT height FROM chain_tip WHERE id = 1`.execute(db)).rows[0]?.height ?? -1;
   for (let h = Math.max(0, tip - UNDO_BLOCKS_MIN + 1); h <= tip; h++) await fillUndo(db, h);
 }

@@ -105,4 +105,12 @@ describeFixtures('the undo store', () => {
     await m.up(ref.db);
     expect(await rows()).toEqual(written);
   });
+
+  it('migration 0046 leaves an index in the middle of a bulk sync to undo from txs', async () => {
+    const m = migrations['0046_block_undo']!;
+    await sql`INSERT INTO sync_state (key, value) VALUES ('bulk', '{"active": true, "from": -1, "height": 0}')`.execute(ref.db);
+    await m.down!(ref.db);
+    await m.up(ref.db);
+    expect((await sql<{ n: number }>`SELECT count(*)::int4 AS n FROM block_undo`.execute(ref.db)).rows[0]!.n).toBe(0);
+  });
 });
