@@ -193,6 +193,7 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
     zmqEnabled: zmqUrl !== undefined,
     prefetcher: blocks,
     catchupBlocks: config.indexerCatchupBlocks,
+    undoBlocks: config.indexerUndoBlocks,
   });
 
   let notifier: Notifier | null = null;

@@ -92,6 +92,8 @@ export interface RunDeps {
   catchupBlocks?: number;
   /** How long a catch-up transaction takes more blocks (default CATCHUP_BUDGET_MS). */
   catchupBudgetMs?: number;
+  /** How many of the newest blocks keep their undo row (INDEXER_UNDO_BLOCKS; default its minimum). */
+  undoBlocks?: number;
 }
 
 export interface RunLoop {
@@ -133,7 +135,12 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let stopping = false;
   let running: Promise<void> | null = null;
   const abort = new AbortController();
-  const ctx = { ...(deps.guard ? { guard: deps.guard } : {}), ...(deps.phases ? { phases: deps.phases } : {}), log };
+  const ctx = {
+    ...(deps.guard ? { guard: deps.guard } : {}),
+    ...(deps.phases ? { phases: deps.phases } : {}),
+    ...(deps.undoBlocks !== undefined ? { undoBlocks: deps.undoBlocks } : {}),
+    log,
+  };
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {

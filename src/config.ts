@@ -15,6 +15,9 @@ export type { NetworkName };
 export const ROLES = ['all', 'indexer', 'api', 'streams', 'worker', 'electrum'] as const;
 export type Role = (typeof ROLES)[number];
 
+/** The fewest blocks whose spent outputs the undo store keeps: Core keeps at least 288 blocks when pruned. */
+export const UNDO_BLOCKS_MIN = 288;
+
 type Parser<T> = (raw: string) => T;
 
 type Setting<T> = {
@@ -266,6 +269,12 @@ export const settings = {
     1000,
     'Deepest reorg the indexer undoes on its own; a deeper one stops it with ERR_REORG_TOO_DEEP.',
     int(1, 1_000_000),
+  ),
+  indexerUndoBlocks: setting<number>(
+    'INDEXER_UNDO_BLOCKS',
+    UNDO_BLOCKS_MIN,
+    `How many of the newest blocks keep their spent outputs in the undo store (block_undo), from which a reorg restores them; at least ${UNDO_BLOCKS_MIN} (Core's pruning floor). A block deeper than that, or loaded by the bulk path, is undone from the spent outputs' transactions in txs.`,
+    int(UNDO_BLOCKS_MIN, 1_000_000),
   ),
   indexerBulkThreshold: setting<number>(
     'INDEXER_BULK_THRESHOLD',

@@ -2,8 +2,8 @@
  * The writer's per-block mode (its other mode, bulk loading, is bulk.ts; both derive rows
  * through derive-tx.ts): two write transactions. `applyBlock` writes one block's rows, its outbox
  * events and the new tip in ONE Postgres transaction, after checking that the block extends the
- * stored tip; `undoBlock` is its exact inverse, computed from rows the index holds (no node
- * call), also one transaction. A crash at any point leaves a block boundary. What they write is
+ * stored tip; `undoBlock` is its exact inverse, computed from rows the index holds (the block's
+ * `block_undo` row, else the spent outputs' `txs` rows; no node call), also one transaction. A crash at any point leaves a block boundary. What they write is
  * in three modules: the chain tables' rows (chain-rows.ts), the events (block-events.ts) and the
  * reorg bookkeeping (reorg-bookkeeping.ts); docs/schema.md gives each table's apply and undo rule.
  * @module
@@ -15,6 +15,7 @@ import type { Database } from '../../src/db/schema.js';
 import { decodeIns } from '../../src/db/packed.js';
 import { txNum, txNumOf } from '../../src/db/tx-num.js';
 import { FatalError } from '../../src/errors.js';
+import { UNDO_BLOCKS_MIN } from '../../src/config.js';
 import { extendWalletsFor } from '../../src/db/wallet-chains.js';
 import type { Logger } from '../../src/log.js';
 import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
@@ -57,6 +58,8 @@ export interface WriteContext {
   log?: Logger;
   /** Receives each phase's time (the process's metrics: blockwire_indexer_phase_seconds). */
   phases?: PhaseListener;
+  /** How many of the newest blocks keep their `block_undo` row (INDEXER_UNDO_BLOCKS; default its minimum). */
+  undoBlocks?: number;
 }
 
 export type ApplyResult =
@@ -161,6 +164,7 @@ async function applyInTransaction(
         AS u(tx_num, txid, outs, ins, size, weight)
       LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
   }
+  await keepUndo(trx, height, rows.undo, ctx.undoBlocks ?? UNDO_BLOCKS_MIN);
   lap('txs');
   await colorConfirmed(
     trx,
@@ -198,6 +202,15 @@ async function applyInTransaction(
 }
 
 /**
+ * Keeps the outputs of earlier blocks that the block at `height` spends (`BlockRows.undo`) as its
+ * row of `block_undo`, and lets go of the rows of blocks `keep` or more below it.
+ */
+async function keepUndo(trx: Trx, height: number, spent: Uint8Array, keep: number): Promise<void> {
+  await sql`INSERT INTO block_undo (height, spent) VALUES (${height}, ${toBuffer(spent)})`.execute(trx);
+  await sql`DELETE FROM block_undo WHERE height <= ${height - keep}`.execute(trx);
+}
+
+/**
  * Undoes the tip block, which must be at `height`, in one transaction, from stored rows only.
  * Its transactions do not return to the mempool tables here: the next mempool sync adds those
  * the node put back. Those of watched addresses are remembered in `reorged_txs` (same
@@ -220,15 +233,21 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
       trx,
     );
     const blockTxs: StoredTx[] = txRows.rows.map((r) => ({ txNum: Number(r.tx_num), txid: r.txid, outs: r.outs, ins: r.ins }));
+    // The spent outputs come from the block's undo row; without one (a block the bulk path
+    // loaded, or one deeper than INDEXER_UNDO_BLOCKS) from the outs of the transactions holding them.
+    const undo = await sql<{ spent: Buffer }>`DELETE FROM block_undo WHERE height = ${height} RETURNING spent`.execute(trx);
+    const spent = undo.rows[0]?.spent;
     const prevNums = new Set<number>();
     for (const t of blockTxs) for (const ref of decodeIns(t.ins)) if (Number(ref.txNum) < lo) prevNums.add(Number(ref.txNum));
     const prevTxs = new Map<number, StoredTx>();
     if (prevNums.size > 0) {
       const pr = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer }>`
-        SELECT tx_num, txid, outs FROM txs WHERE tx_num = ANY(${int8s([...prevNums])}::int8[])`.execute(trx);
+        SELECT tx_num, txid, ${spent === undefined ? sql`outs` : sql`''::bytea`} AS outs FROM txs WHERE tx_num = ANY(${int8s([...prevNums])}::int8[])`.execute(
+        trx,
+      );
       for (const r of pr.rows) prevTxs.set(Number(r.tx_num), { txNum: Number(r.tx_num), txid: r.txid, outs: r.outs, ins: Buffer.alloc(0) });
     }
-    const u = deriveUndo(height, blockTxs, prevTxs, { touches: true });
+    const u = deriveUndo(height, blockTxs, prevTxs, { touches: true }, spent);
     timer.lap('derive');
 
     // The outputs the block created and nothing spent since: the block's tx_num range of utxos_pkey.

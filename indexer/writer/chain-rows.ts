@@ -125,7 +125,8 @@ export async function dropOverwrittenCoinbase(trx: Trx, rows: BlockRows): Promis
 }
 
 /**
- * Deletes the spent outputs and returns them as prevouts keyed by `hashKey(txid):vout`. Each
+ * Deletes the spent outputs and returns them as prevouts keyed by `hashKey(txid):vout`, with their
+ * scripts (the block's undo row keeps them). Each
  * outpoint's txid is turned into its tx_num through `txs_txid_key` (utxos is keyed by tx_num),
  * then the rows are deleted in `utxos_pkey` order. A txid two txs rows share (BIP30's duplicate
  * coinbases) gives two candidates, of which at most one is still unspent.
@@ -141,9 +142,7 @@ export async function spendUtxos(trx: Trx, outpoints: readonly { txid: Uint8Arra
           JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('s.txid'))}
          ORDER BY t.tx_num, s.vout) AS s
       WHERE u.tx_num = s.tx_num AND u.vout = s.vout
-      RETURNING u.txid, u.vout, u.tx_num, u.value, CASE WHEN u.addr_key IS NULL THEN u.script ELSE ''::bytea END AS script, u.addr_key`.execute(
-      trx,
-    );
+      RETURNING u.txid, u.vout, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
     for (const x of r.rows) {
       found.set(`${hashKey(x.txid)}:${x.vout}`, {
         txNum: Number(x.tx_num),

@@ -102,6 +102,11 @@ export interface BlockRows {
   readonly txs: TxRow[];
   readonly created: UtxoRow[];
   readonly spent: SpentRow[];
+  /**
+   * The outputs of earlier blocks that the block spends (value and script, the outs format), in
+   * input order: the block's row of `block_undo`, from which undo restores them.
+   */
+  readonly undo: Uint8Array;
   readonly balances: Map<string, Delta>;
   /** Ascending tx_nums per address key. */
   readonly history: Map<string, number[]>;
@@ -228,6 +233,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   private readonly unspentRows: UtxoRow[] = [];
   readonly outsW: PackedWriter;
   readonly insW: PackedWriter;
+  /** The spent outputs of earlier blocks, in input order (BlockRows.undo). */
+  readonly undoW: PackedWriter;
   private txid: Uint8Array = new Uint8Array(32);
   private keys: ScriptKeys[] = [];
   private given: readonly ScriptKeys[] | undefined;
@@ -248,6 +255,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     this.spentHere = new Array(n);
     this.outsW = new PackedWriter(block.size);
     this.insW = new PackedWriter(n * 16 + 64);
+    this.undoW = new PackedWriter(n * 64 + 64);
   }
 
   begin(pos: number): void {
@@ -278,7 +286,10 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   spend(p: Prevout, input: TxInput): void {
     const j = p.txNum - this.base;
     if (j >= 0) (this.spentHere[j] ??= new Uint8Array(this.block.txs[j]!.outputCount))[input.vout] = 1;
-    else this.spent.push({ txid: input.prevTxid, vout: input.vout, txNum: p.txNum });
+    else {
+      this.spent.push({ txid: input.prevTxid, vout: input.vout, txNum: p.txNum });
+      this.undoW.packOut(p.value, p.script);
+    }
     this.insW.packIn(p.txNum, input.vout);
   }
 
@@ -357,6 +368,7 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
     txs: rows,
     created: sink.created(),
     spent: sink.spent,
+    undo: sink.undoW.view(0, sink.undoW.len),
     balances: sink.balances,
     history: sink.history,
     touches: sink.touches,
@@ -415,6 +427,12 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
   private readonly keysCache = new Map<string, ScriptKeys>();
   private readonly inBlock = new Map<number, StoredTx>();
   private tx: StoredTx | undefined;
+  /** The next entry of `spent` to hand out. */
+  next = 0;
+
+  get spentCount(): number {
+    return this.spent?.length ?? 0;
+  }
 
   constructor(
     private readonly height: number,
@@ -422,6 +440,7 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
     blockTxs: readonly StoredTx[],
     private readonly prevTxs: ReadonlyMap<number, StoredTx>,
     touches: boolean,
+    private readonly spent: readonly PackedOut[] | undefined,
   ) {
     super({ touches });
     for (const t of blockTxs) this.inBlock.set(t.txNum, t);
@@ -455,7 +474,7 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
     const txNum = Number(ref.txNum);
     const prev = this.inBlock.get(txNum) ?? this.prevTxs.get(txNum);
     if (prev === undefined) throw new RangeError(`undo of block ${this.height}: prevout tx_num ${txNum} is not in the index`);
-    const out = this.outsOf(prev)[ref.vout];
+    const out = txNum < this.base && this.spent !== undefined ? this.spent[this.next++] : this.outsOf(prev)[ref.vout];
     if (out === undefined) throw new RangeError(`undo of block ${this.height}: prevout ${txNum}:${ref.vout} does not exist`);
     return { txNum, txid: prev.txid, vout: ref.vout, value: out.value, script: out.script, keys: this.keysAt(txNum, ref.vout, out.script) };
   }
@@ -486,22 +505,29 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
 
 /**
  * The exact inverse data of a block from its stored transactions (`blockTxs`, in position
- * order) and the stored transactions their inputs reference (`prevTxs`, by tx_num).
+ * order) and the stored transactions their inputs reference (`prevTxs`, by tx_num). The outputs
+ * of earlier blocks that it spent come from `spent` (its `block_undo` row, `BlockRows.undo`: in
+ * input order) when given, else from the outs of `prevTxs` (whose txids are used either way).
+ * @throws RangeError when a prevout is missing or `spent` does not hold one output per input
+ * spending an earlier block's output.
  */
 export function deriveUndo(
   height: number,
   blockTxs: readonly StoredTx[],
   prevTxs: ReadonlyMap<number, StoredTx>,
   opts: DeriveOptions = {},
+  spent?: Uint8Array,
 ): UndoRows {
   const base = txNumOf(height, 0);
-  const sink = new UndoSink(height, base, blockTxs, prevTxs, opts.touches === true);
+  const sink = new UndoSink(height, base, blockTxs, prevTxs, opts.touches === true, spent === undefined ? undefined : decodeOuts(spent));
   for (const t of blockTxs) {
     if (t.txNum < base || t.txNum >= base + TX_NUM_SPAN) throw new RangeError(`tx_num ${t.txNum} is not in block ${height}`);
     sink.begin(t);
     // A coinbase's packed inputs are empty: derived as spending none.
     deriveTx({ inputs: decodeIns(t.ins), outputs: sink.outsOf(t) }, txKindAt(height, t.txNum - base, t.ins.length === 0), sink);
   }
+  if (spent !== undefined && sink.next !== sink.spentCount)
+    throw new RangeError(`undo of block ${height}: its block_undo row holds ${sink.spentCount} outputs, its inputs spend ${sink.next}`);
   return { restored: sink.restored, balances: sink.balances, keys: [...sink.history.keys()], touches: sink.touches };
 }
 

@@ -119,6 +119,13 @@ export interface ChainTipTable {
   updated_at: Timestamp;
 }
 
+/** The outputs each of the last blocks spent (migrations/0046_block_undo.ts). */
+export interface BlockUndoTable {
+  height: number;
+  /** Value and script of each output of an earlier block that the block spends, in input order (the outs format). */
+  spent: Buffer;
+}
+
 export interface SyncStateTable {
   key: string;
   value: unknown;
@@ -348,6 +355,7 @@ export interface Database {
   mempool_spends: MempoolSpendsTable;
   mempool_addresses: MempoolAddressesTable;
   chain_tip: ChainTipTable;
+  block_undo: BlockUndoTable;
   sync_state: SyncStateTable;
   outbox: OutboxTable;
   api_keys: ApiKeysTable;

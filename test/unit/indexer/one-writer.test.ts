@@ -28,6 +28,7 @@ const CHAIN_TABLES = [
   'bulk_spent',
   'asset_txs',
   'bulk_asset_candidates',
+  'block_undo',
 ];
 
 const WRITES: readonly RegExp[] = [

@@ -1,0 +1,116 @@
+/**
+ * The undo store (block_undo): the per-block apply keeps, for each of the newest blocks, the
+ * outputs of earlier blocks it spent; undo restores them from there, not from the spent outputs'
+ * transactions in `txs`, and a block older than the window is undone from `txs` as before.
+ * regtest-chain-a's main chain, block by block, with a window of 100 blocks; and migration 0046
+ * writing the rows an index built before it lacks.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { decodeBlock } from '../../../src/bitcoin/block.js';
+import { decodeIns, decodeOuts } from '../../../src/db/packed.js';
+import { firstTxNum } from '../../../src/db/tx-num.js';
+import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
+import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { describeFixtures } from '../../support/fixtures.js';
+import { loadChainA, type FixtureBlock } from '../../support/chain-fixture.js';
+import { snapshotIndex, type IndexSnapshot } from '../../support/chain-snapshot.js';
+import { migrations } from '../../../migrations/index.js';
+
+const WINDOW = 100;
+
+describeFixtures('the undo store', () => {
+  let blocks: FixtureBlock[];
+  let t: TestDatabase;
+  let ref: TestDatabase;
+  /** A fresh index of the chain up to `forkBelow - 1`, and up to the lower fork. */
+  let atFork: IndexSnapshot;
+  let atDeepFork: IndexSnapshot;
+  const tip = () => blocks.length - 1;
+  const fork = () => tip() - WINDOW;
+  const deepFork = () => fork() - 20;
+  const withoutTxs = (s: IndexSnapshot) => ({ ...s, txs: [] });
+
+  beforeAll(async () => {
+    const chain = loadChainA();
+    blocks = chain.main.map((h) => chain.blocks.get(h)!);
+    [t, ref] = await Promise.all([createMigratedDatabase('un'), createMigratedDatabase('ur')]);
+    for (let h = 0; h <= tip(); h++)
+      expect((await applyBlock(t.db, decodeBlock(blocks[h]!.raw), h, { undoBlocks: WINDOW })).kind).toBe('applied');
+    for (let h = 0; h <= fork(); h++) {
+      expect((await applyBlock(ref.db, decodeBlock(blocks[h]!.raw), h)).kind).toBe('applied');
+      if (h === deepFork()) atDeepFork = await snapshotIndex(ref.db);
+    }
+    atFork = await snapshotIndex(ref.db);
+  });
+  afterAll(async () => {
+    await Promise.all([t?.drop(), ref?.drop()]);
+  });
+
+  it('keeps the spent outputs of the newest blocks only, one per input spending an earlier block', async () => {
+    const rows = await sql<{ height: number; spent: Buffer }>`SELECT height, spent FROM block_undo ORDER BY height`.execute(t.db);
+    expect(rows.rows.map((r) => r.height)).toEqual(Array.from({ length: WINDOW }, (_, i) => fork() + 1 + i));
+    let outputs = 0;
+    for (const { height, spent } of rows.rows) {
+      const ins = await sql<{ ins: Buffer }>`
+        SELECT ins FROM txs WHERE tx_num >= ${firstTxNum(height).toString()}::int8 AND tx_num < ${firstTxNum(height + 1).toString()}::int8 ORDER BY tx_num`.execute(
+        t.db,
+      );
+      const external = ins.rows.flatMap((r) => decodeIns(r.ins)).filter((ref) => ref.txNum < firstTxNum(height));
+      const got = decodeOuts(spent);
+      expect(got.length, `block ${height}`).toBe(external.length);
+      // Each is the output its input names, as the spent transaction's row still holds it.
+      for (const [i, ref] of external.entries()) {
+        const prev = await sql<{ outs: Buffer }>`SELECT outs FROM txs WHERE tx_num = ${ref.txNum.toString()}::int8`.execute(t.db);
+        const want = decodeOuts(prev.rows[0]!.outs)[ref.vout]!;
+        expect({ value: got[i]!.value, script: Buffer.from(got[i]!.script).toString('hex') }).toEqual({
+          value: want.value,
+          script: Buffer.from(want.script).toString('hex'),
+        });
+      }
+      outputs += got.length;
+    }
+    expect(outputs).toBeGreaterThan(WINDOW);
+  });
+
+  it('undoes the blocks of the window from the store alone', async () => {
+    // The outputs spent by the window's blocks, as the older transactions' rows hold them, are
+    // gone: only block_undo can restore them.
+    await sql`UPDATE txs SET outs = ''::bytea WHERE tx_num < ${firstTxNum(fork() + 1).toString()}::int8`.execute(t.db);
+    for (let h = tip(); h > fork(); h--) expect((await undoBlock(t.db, h)).kind).toBe('undone');
+    expect(withoutTxs(await snapshotIndex(t.db))).toEqual(withoutTxs(atFork));
+    expect((await sql<{ n: number }>`SELECT count(*)::int4 AS n FROM block_undo`.execute(t.db)).rows[0]!.n).toBe(0);
+  });
+
+  it('undoes blocks below the window from the spent transactions in txs', async () => {
+    // The outs the previous case emptied come back from the reference index (same chain).
+    const outs = await sql<{ tx_num: bigint; outs: Buffer }>`SELECT tx_num, outs FROM txs`.execute(ref.db);
+    await sql`
+      UPDATE txs SET outs = r.outs FROM unnest(${outs.rows.map((r) => r.tx_num.toString())}::int8[], ${outs.rows.map((r) => r.outs)}::bytea[]) AS r(tx_num, outs)
+      WHERE txs.tx_num = r.tx_num`.execute(t.db);
+    expect(await snapshotIndex(t.db)).toEqual(atFork);
+    for (let h = fork(); h > deepFork(); h--) expect((await undoBlock(t.db, h)).kind).toBe('undone');
+    expect(await snapshotIndex(t.db)).toEqual(atDeepFork);
+  });
+
+  it('migration 0046 gives an index built before it the rows the writer keeps', async () => {
+    const rows = async () =>
+      (await sql<{ height: number; spent: Buffer }>`SELECT height, spent FROM block_undo ORDER BY height`.execute(ref.db)).rows.map(
+        (r) => `${r.height} ${r.spent.toString('hex')}`,
+      );
+    const written = await rows();
+    expect(written.length).toBe(fork() + 1);
+    const m = migrations['0046_block_undo']!;
+    await m.down!(ref.db);
+    await m.up(ref.db);
+    expect(await rows()).toEqual(written);
+  });
+
+  it('migration 0046 leaves an index in the middle of a bulk sync to undo from txs', async () => {
+    const m = migrations['0046_block_undo']!;
+    await sql`INSERT INTO sync_state (key, value) VALUES ('bulk', '{"active": true, "from": -1, "height": 0}')`.execute(ref.db);
+    await m.down!(ref.db);
+    await m.up(ref.db);
+    expect((await sql<{ n: number }>`SELECT count(*)::int4 AS n FROM block_undo`.execute(ref.db)).rows[0]!.n).toBe(0);
+  });
+});
