@@ -10,7 +10,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { HookUrlError, guardedLookup, parseHookUrl, type HookUrlPolicy } from '../../src/net/hook-url.js';
 import type { HookRow } from '../../src/db/queries/tenancy-hooks.js';
-import { classifyHttpStatus, RESPONSE_EXCERPT_BYTES, type SendResult, type Transport } from '../transport.js';
+import { classifyHttpStatus, RESPONSE_EXCERPT_BYTES, responseExcerpt, type SendResult, type Transport } from '../transport.js';
 import type { DeliveryJobData } from '../queues.js';
 import { signatureHeader } from './sign.js';
 
@@ -113,7 +113,7 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
             { retryAfter: res.headers['retry-after'], location: res.headers.location },
             now(),
           );
-          r.response = kept.length === 1 ? kept[0]!.toString('utf8') : Buffer.concat(kept).toString('utf8');
+          r.response = responseExcerpt(kept);
           done(r);
         };
         res.on('end', finish);
