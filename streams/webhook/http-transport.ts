@@ -40,7 +40,7 @@ function errorText(err: unknown): string {
 }
 
 /** Where a hook's requests go, from its URL checked once (parseHookUrl is a function of the URL alone). */
-type Target = { https: boolean; protocol: string; hostname: string; port: number; path: string; agent: http.Agent };
+type Target = { https: boolean; protocol: string; hostname: string; port: number; path: string; host: string; agent: http.Agent };
 
 /** Hook URLs whose targets are kept at most; past it the cache starts over. */
 const TARGETS_KEPT = 10_000;
@@ -66,6 +66,8 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
         hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
         port: url.port === '' ? (isHttps ? 443 : 80) : Number(url.port),
         path: `${url.pathname}${url.search}`,
+        // (the Host header as http.request would make it: the request's headers come as a list, which it takes as they are)
+        host: url.host,
         agent: isHttps ? agents.https : agents.http,
       };
       if (targets.size >= TARGETS_KEPT) targets.clear();
@@ -74,7 +76,7 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
     return t;
   }
 
-  function post(target: Target, headers: http.OutgoingHttpHeaders, body: string): Promise<SendResult> {
+  function post(target: Target, headers: string[], body: string): Promise<SendResult> {
     return new Promise((resolve) => {
       let settled = false;
       const done = (r: SendResult) => {
@@ -142,14 +144,24 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
       if (secrets.length === 0) return { kind: 'permanent', status: null, error: 'hook has no secret' };
       const signedAt = Math.floor(at / 1000);
       const body = job.payload;
-      const headers = {
-        'webhook-id': job.delivery,
-        'webhook-timestamp': String(signedAt),
-        'webhook-signature': signatureHeader(secrets, job.delivery, signedAt, body),
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(body),
-        'user-agent': userAgent,
-      };
+      // (a flat list of names and values: http.request writes it as it is, checking each name and
+      // value, where an object's headers are set one by one)
+      const headers = [
+        'host',
+        target.host,
+        'webhook-id',
+        job.delivery,
+        'webhook-timestamp',
+        String(signedAt),
+        'webhook-signature',
+        signatureHeader(secrets, job.delivery, signedAt, body),
+        'content-type',
+        'application/json',
+        'content-length',
+        String(Buffer.byteLength(body)),
+        'user-agent',
+        userAgent,
+      ];
       const r = await post(target, headers, body);
       r.signedAt = signedAt;
       return r;
