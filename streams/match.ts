@@ -139,7 +139,7 @@ export function deliveryParts(d: Delivery): DeliveryParts | undefined {
   if (d.wallet) return undefined;
   let t = templates.get(d.event);
   if (!t) {
-    const json = JSON.stringify({ ...toPayload(d.event, null), subscription_id: SUB_VALUE, action: ACTION_VALUE });
+    const json = JSON.stringify(toPayload(d.event, { id: SUB_VALUE, hookId: ACTION_VALUE }));
     const a = json.indexOf(SUB_MARK);
     const b = json.indexOf(ACTION_MARK);
     t = [json.slice(0, a), json.slice(a + SUB_MARK.length, b), json.slice(b + ACTION_MARK.length)];

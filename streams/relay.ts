@@ -166,7 +166,7 @@ export function startRelay(deps: RelayDeps): Relay {
       const id = deliveryId(sub.id, d.event.seq);
       transports.set(id, sub.hookType);
       if (sub.hookFailing) failing.add(sub.hookId);
-      hookRows.push({
+      const row: NewDelivery = {
         id,
         hookId: sub.hookId,
         keyId: d.keyId,
@@ -175,8 +175,9 @@ export function startRelay(deps: RelayDeps): Relay {
         eventType: d.event.type,
         payload: json,
         status: sub.hookActive ? 'pending' : 'failed',
-        ...(sub.hookActive ? {} : { error: 'hook disabled' }),
-      });
+      };
+      if (!sub.hookActive) row.error = 'hook disabled';
+      hookRows.push(row);
     }
     assignBatchJobs(hookRows, settings.deliveryBatchSize, to);
     const pending = await upsertDeliveries(conn, hookRows);

@@ -25,6 +25,15 @@ export type SendResult = Answered &
 /** Bytes of a receiver's answer kept in the delivery log (`deliveries.last_response`). */
 export const RESPONSE_EXCERPT_BYTES = 2048;
 
+/**
+ * The text kept of an answer's first bytes: UTF-8, with each NUL as U+FFFD (PostgreSQL text
+ * cannot hold NUL: left in, it would fail the statement that records the attempt's outcome).
+ */
+export function responseExcerpt(chunks: readonly Buffer[]): string {
+  const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text;
+}
+
 /** Sends one delivery to one hook. Never throws for a receiver's failure: it returns it. */
 export interface Transport {
   send(hook: HookRow, job: DeliveryJobData): Promise<SendResult>;

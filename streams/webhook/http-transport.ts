@@ -10,9 +10,9 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { HookUrlError, guardedLookup, parseHookUrl, type HookUrlPolicy } from '../../src/net/hook-url.js';
 import type { HookRow } from '../../src/db/queries/tenancy-hooks.js';
-import { classifyHttpStatus, RESPONSE_EXCERPT_BYTES, type SendResult, type Transport } from '../transport.js';
+import { classifyHttpStatus, RESPONSE_EXCERPT_BYTES, responseExcerpt, type SendResult, type Transport } from '../transport.js';
 import type { DeliveryJobData } from '../queues.js';
-import { signedHeaders } from './sign.js';
+import { signatureHeader } from './sign.js';
 
 export type HttpTransportOptions = {
   policy: HookUrlPolicy;
@@ -39,16 +39,45 @@ function errorText(err: unknown): string {
   return e.code ? `${e.code}: ${e.message}` : String(e?.message ?? err);
 }
 
+/** Where a hook's requests go, from its URL checked once (parseHookUrl is a function of the URL alone). */
+type Target = { https: boolean; protocol: string; hostname: string; port: number; path: string; host: string; agent: http.Agent };
+
+/** Hook URLs whose targets are kept at most; past it the cache starts over. */
+const TARGETS_KEPT = 10_000;
+
 export function createHttpTransport(opts: HttpTransportOptions): Transport {
   const now = opts.now ?? Date.now;
   const lookup = guardedLookup(opts.policy);
   const agentOptions = { keepAlive: true, maxSockets: 256, lookup };
-  const agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
+  const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
   const userAgent = opts.userAgent ?? 'Blockwire-Webhooks/1';
+  const targets = new Map<string, Target>();
 
-  function post(url: URL, headers: Record<string, string>, body: string): Promise<SendResult> {
+  /** The request target of a hook URL (the URL's shape and IP literals checked); throws HookUrlError. */
+  function targetOf(raw: string): Target {
+    let t = targets.get(raw);
+    if (!t) {
+      const url = parseHookUrl(raw, opts.policy);
+      const isHttps = url.protocol === 'https:';
+      t = {
+        https: isHttps,
+        protocol: url.protocol,
+        // (an IPv6 literal without its brackets, as http.request wants it)
+        hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+        port: url.port === '' ? (isHttps ? 443 : 80) : Number(url.port),
+        path: `${url.pathname}${url.search}`,
+        // (the Host header as http.request would make it: the request's headers come as a list, which it takes as they are)
+        host: url.host,
+        agent: isHttps ? agents.https : agents.http,
+      };
+      if (targets.size >= TARGETS_KEPT) targets.clear();
+      targets.set(raw, t);
+    }
+    return t;
+  }
+
+  function post(target: Target, headers: string[], body: string): Promise<SendResult> {
     return new Promise((resolve) => {
-      const mod = url.protocol === 'https:' ? https : http;
       let settled = false;
       const done = (r: SendResult) => {
         if (settled) return;
@@ -56,15 +85,15 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
         clearTimeout(timer);
         resolve(r);
       };
-      const req = mod.request(url, {
+      // (literals, not spreads, on this path: see streams/events.ts decodeOutboxRow)
+      const req = (target.https ? https : http).request({
+        protocol: target.protocol,
+        hostname: target.hostname,
+        port: target.port,
+        path: target.path,
         method: 'POST',
-        agent: agents[url.protocol as 'http:' | 'https:'],
-        headers: {
-          ...headers,
-          'content-type': 'application/json',
-          'content-length': String(Buffer.byteLength(body)),
-          'user-agent': userAgent,
-        },
+        agent: target.agent,
+        headers,
       });
       const timer = setTimeout(() => {
         req.destroy();
@@ -79,11 +108,16 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
           seen += chunk.length;
           if (seen > MAX_RESPONSE_BYTES) res.destroy();
         });
-        const finish = () =>
-          done({
-            ...classifyHttpStatus(res.statusCode ?? 0, { retryAfter: res.headers['retry-after'], location: res.headers.location }, now()),
-            response: Buffer.concat(kept).toString('utf8'),
-          });
+        const finish = () => {
+          if (settled) return;
+          const r = classifyHttpStatus(
+            res.statusCode ?? 0,
+            { retryAfter: res.headers['retry-after'], location: res.headers.location },
+            now(),
+          );
+          r.response = responseExcerpt(kept);
+          done(r);
+        };
         res.on('end', finish);
         res.on('close', finish);
         res.on('error', finish);
@@ -99,20 +133,42 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
   return {
     async send(hook: HookRow, job: DeliveryJobData): Promise<SendResult> {
       if (hook.type !== 'http' || !hook.url) return { kind: 'permanent', status: null, error: 'hook has no URL' };
-      let url: URL;
+      let target: Target;
       try {
-        url = parseHookUrl(hook.url, opts.policy);
+        target = targetOf(hook.url);
       } catch (err) {
         return { kind: 'permanent', status: null, error: `refused at delivery: ${(err as Error).message}` };
       }
-      const secrets = signingSecrets(hook, now());
+      const at = now();
+      const secrets = signingSecrets(hook, at);
       if (secrets.length === 0) return { kind: 'permanent', status: null, error: 'hook has no secret' };
-      const signedAt = Math.floor(now() / 1000);
-      return { ...(await post(url, signedHeaders(secrets, job.delivery, signedAt, job.payload), job.payload)), signedAt };
+      const signedAt = Math.floor(at / 1000);
+      const body = job.payload;
+      // (a flat list of names and values: http.request writes it as it is, checking each name and
+      // value, where an object's headers are set one by one)
+      const headers = [
+        'host',
+        target.host,
+        'webhook-id',
+        job.delivery,
+        'webhook-timestamp',
+        String(signedAt),
+        'webhook-signature',
+        signatureHeader(secrets, job.delivery, signedAt, body),
+        'content-type',
+        'application/json',
+        'content-length',
+        String(Buffer.byteLength(body)),
+        'user-agent',
+        userAgent,
+      ];
+      const r = await post(target, headers, body);
+      r.signedAt = signedAt;
+      return r;
     },
     async close() {
-      agents['http:'].destroy();
-      agents['https:'].destroy();
+      agents.http.destroy();
+      agents.https.destroy();
     },
   };
 }

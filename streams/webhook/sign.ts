@@ -5,9 +5,25 @@
  * the header carries both signatures, space-separated, so receivers holding either one verify.
  * @module
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 
 const SECRET_PREFIX = 'whsec_';
+
+/** Keys of the secrets signed with lately (a worker signs with the same few again and again). */
+const keys = new Map<string, KeyObject>();
+/** Secrets whose keys are kept at most; past it the cache starts over. */
+const KEYS_KEPT = 10_000;
+
+/** The HMAC key of a secret, decoded once. */
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    key = createSecretKey(secretBytes(secret));
+    if (keys.size >= KEYS_KEPT) keys.clear();
+    keys.set(secret, key);
+  }
+  return key;
+}
 
 /** The key bytes of a `whsec_…` secret. Throws a TypeError for any other shape. */
 export function secretBytes(secret: string): Buffer {
@@ -19,8 +35,17 @@ export function secretBytes(secret: string): Buffer {
 
 /** One `v1,<base64>` signature of a message. */
 export function signatureV1(secret: string, id: string, timestampS: number, body: string): string {
-  const mac = createHmac('sha256', secretBytes(secret)).update(`${id}.${timestampS}.${body}`).digest('base64');
+  const mac = createHmac('sha256', keyOf(secret)).update(`${id}.${timestampS}.`).update(body).digest('base64');
   return `v1,${mac}`;
+}
+
+/** The `webhook-signature` value of one delivery: a `v1,…` signature by each given secret, space-separated. */
+export function signatureHeader(secrets: readonly string[], id: string, timestampS: number, body: string): string {
+  if (secrets.length === 0) throw new RangeError('at least one secret is needed to sign');
+  if (!Number.isInteger(timestampS)) throw new RangeError('timestamp must be whole seconds');
+  return secrets.length === 1
+    ? signatureV1(secrets[0]!, id, timestampS, body)
+    : secrets.map((s) => signatureV1(s, id, timestampS, body)).join(' ');
 }
 
 /** The three Standard Webhooks headers of one delivery, signed by every given secret. */
@@ -30,11 +55,6 @@ export function signedHeaders(
   timestampS: number,
   body: string,
 ): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
-  if (secrets.length === 0) throw new RangeError('at least one secret is needed to sign');
-  if (!Number.isInteger(timestampS)) throw new RangeError('timestamp must be whole seconds');
-  return {
-    'webhook-id': id,
-    'webhook-timestamp': String(timestampS),
-    'webhook-signature': secrets.map((s) => signatureV1(s, id, timestampS, body)).join(' '),
-  };
+  const signature = signatureHeader(secrets, id, timestampS, body);
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestampS), 'webhook-signature': signature };
 }

@@ -60,15 +60,28 @@ export async function upsertDeliveries(
   rows: readonly NewDelivery[],
 ): Promise<{ id: string; redeliveries: number; jobId: string | null }[]> {
   if (rows.length === 0) return [];
+  // (the rows as one JSON parameter: JSON.stringify is native, where pg's array literals escape
+  // every text element in JavaScript, and the payloads are JSON full of quotes to escape)
+  const json = JSON.stringify(
+    rows.map((d) => ({
+      id: d.id,
+      hook_id: d.hookId,
+      key_id: d.keyId.toString(),
+      subscription_id: d.subscriptionId,
+      event_id: d.eventId.toString(),
+      event_type: d.eventType,
+      payload: d.payload,
+      status: d.status,
+      last_error: d.error ?? null,
+      job_id: d.status === 'pending' ? (d.jobId ?? null) : null,
+    })),
+  );
   const r = await sql<{ id: string; redeliveries: number; status: DeliveryStatus; job_id: string | null }>`
     INSERT INTO deliveries (id, hook_id, key_id, subscription_id, event_id, event_type, payload, status, last_error, next_attempt_at, enqueued_at, job_id)
     SELECT u.id, u.hook_id, u.key_id, u.subscription_id, u.event_id, u.event_type, u.payload, u.status, u.last_error,
            CASE WHEN u.status = 'pending' THEN now() END, CASE WHEN u.status = 'pending' THEN now() END, u.job_id
-    FROM unnest(${rows.map((d) => d.id)}::text[], ${rows.map((d) => d.hookId)}::text[], ${rows.map((d) => d.keyId.toString())}::int8[],
-                ${rows.map((d) => d.subscriptionId)}::text[], ${rows.map((d) => d.eventId.toString())}::int8[], ${rows.map((d) => d.eventType)}::text[],
-                ${rows.map((d) => d.payload)}::text[], ${rows.map((d) => d.status)}::text[], ${rows.map((d) => d.error ?? null)}::text[],
-                ${rows.map((d) => (d.status === 'pending' ? (d.jobId ?? null) : null))}::text[])
-      AS u(id, hook_id, key_id, subscription_id, event_id, event_type, payload, status, last_error, job_id)
+    FROM json_to_recordset(${json}::json)
+      AS u(id text, hook_id text, key_id int8, subscription_id text, event_id int8, event_type text, payload text, status text, last_error text, job_id text)
     ON CONFLICT (id) DO UPDATE SET enqueued_at = now() WHERE deliveries.status = 'pending'
     RETURNING id, redeliveries, status, job_id`.execute(db);
   return r.rows.filter((x) => x.status === 'pending').map((x) => ({ id: x.id, redeliveries: x.redeliveries, jobId: x.job_id }));
@@ -100,6 +113,25 @@ export type SentAttempt = { at: Date; latencyMs: number; response: string | null
  * table's key so that concurrent writers lock its rows in one order. An outcome of an older series is ignored, and a
  * delivered row stays delivered (a duplicate job's late failure cannot undo it).
  */
+function outcomesJson(outcomes: readonly AttemptOutcome[]): string {
+  // (one JSON parameter, as in upsertDeliveries)
+  return JSON.stringify(
+    outcomes.map((o) => ({
+      id: o.id,
+      redeliveries: o.redeliveries,
+      status: o.status,
+      attempts: o.attempts,
+      last_status: o.lastStatus,
+      last_error: o.lastError,
+      next_attempt_at: o.nextAttemptAt?.toISOString() ?? null,
+      own_job: o.ownJob === true,
+      sent_at: o.sent?.at.toISOString() ?? null,
+      latency_ms: o.sent?.latencyMs ?? null,
+      response: o.sent?.response ?? null,
+    })),
+  );
+}
+
 export async function recordOutcomes(db: Kysely<Database>, outcomes: readonly AttemptOutcome[]): Promise<void> {
   if (outcomes.length === 0) return;
   await sql`
@@ -117,12 +149,9 @@ export async function recordOutcomes(db: Kysely<Database>, outcomes: readonly At
         last_latency_ms = CASE WHEN u.sent_at IS NULL THEN d.last_latency_ms ELSE u.latency_ms END,
         last_response = CASE WHEN u.sent_at IS NULL THEN d.last_response ELSE u.response END,
         updated_at = now()
-      FROM unnest(${outcomes.map((o) => o.id)}::text[], ${outcomes.map((o) => o.redeliveries)}::int4[], ${outcomes.map((o) => o.status)}::text[],
-                  ${outcomes.map((o) => o.attempts)}::int4[], ${outcomes.map((o) => o.lastStatus)}::int4[], ${outcomes.map((o) => o.lastError)}::text[],
-                  ${outcomes.map((o) => o.nextAttemptAt?.toISOString() ?? null)}::timestamptz[], ${outcomes.map((o) => o.ownJob === true)}::bool[],
-                  ${outcomes.map((o) => o.sent?.at.toISOString() ?? null)}::timestamptz[], ${outcomes.map((o) => o.sent?.latencyMs ?? null)}::int4[],
-                  ${outcomes.map((o) => o.sent?.response ?? null)}::text[])
-        AS u(id, redeliveries, status, attempts, last_status, last_error, next_attempt_at, own_job, sent_at, latency_ms, response)
+      FROM json_to_recordset(${outcomesJson(outcomes)}::json)
+        AS u(id text, redeliveries int4, status text, attempts int4, last_status int4, last_error text, next_attempt_at timestamptz,
+             own_job bool, sent_at timestamptz, latency_ms int4, response text)
       WHERE d.id = u.id AND d.redeliveries = u.redeliveries AND NOT (d.status = 'delivered' AND u.status <> 'delivered')
       RETURNING d.hook_id, u.status, u.sent_at
     )

@@ -55,6 +55,8 @@ describe('delivery attempts as the console reads them', () => {
   });
 
   const get = (url: string, key: string) => app.inject({ method: 'GET', url, headers: { apiKey: key } });
+  const delivered = (hookId: string, id: string, key: string) =>
+    waitFor('delivered', async () => (await get(`/v1/hooks/${hookId}/deliveries/${id}`, key)).json().status === 'delivered', 15_000);
 
   it("records the last attempt's time, latency and answer, and counts attempts per minute", async () => {
     const k = await f.newKey();
@@ -112,11 +114,7 @@ describe('delivery attempts as the console reads them', () => {
       res.end('thanks');
     };
     await promoteDelayed(f.redisUrl, f.prefix, 'webhooks', 1);
-    await waitFor(
-      'delivered',
-      async () => (await get(`/v1/hooks/${hook.id}/deliveries/${id}`, k.key)).json().status === 'delivered',
-      10_000,
-    );
+    await delivered(hook.id, id, k.key);
     const after = (await get(`/v1/hooks/${hook.id}/deliveries/${id}/exchange`, k.key)).json();
     expect(after.response).toMatchObject({ status: 200, body: 'thanks', error: null });
     expect(after.request.headers['webhook-timestamp']).toBe(receiver.received.filter((r) => r.id === id).at(-1)!.timestamp);
@@ -131,5 +129,21 @@ describe('delivery attempts as the console reads them', () => {
     }
     const none = await get(`/v1/hooks/${hook.id}/deliveries/${sub}-999999/exchange`, k.key);
     expect(none.json().error_code).toBe('ERR_DELIVERY_NOT_FOUND');
+  });
+
+  it('records an answer with NUL bytes (which PostgreSQL text cannot hold) as U+FFFD', async () => {
+    const k = await f.newKey();
+    const addr = newAddress();
+    const hook = await f.httpHook(k.id, `${receiver.url}/nul`);
+    const sub = await f.subscribe(k.id, { ...addr, hookId: hook.id });
+    receiver.respond = (_w, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(Buffer.from('ok\u0000\u0000done', 'utf8'));
+    };
+    const [seq] = await insertEvents(f.t.db, txEvents(addr, 1));
+    const id = `${sub}-${seq}`;
+    await delivered(hook.id, id, k.key);
+    const ex = (await get(`/v1/hooks/${hook.id}/deliveries/${id}/exchange`, k.key)).json();
+    expect(ex.response).toMatchObject({ status: 200, body: 'ok\ufffd\ufffddone', error: null });
   });
 });
