@@ -173,6 +173,11 @@ export function childrenCpuMs(): number {
   return (Number(f[13]) + Number(f[14])) * TICK_MS;
 }
 
+/** The system (kernel) part of childrenCpuMs: page faults of fresh buffers, socket writes, reads. */
+export function childrenSysCpuMs(): number {
+  return Number(statFields('self')![14]) * TICK_MS;
+}
+
 /** CPU ms of a live process. */
 export function processCpuMs(pid: number): number {
   const f = statFields(pid);
@@ -296,6 +301,8 @@ export interface ImportResult {
   finishSteps: Record<string, number>;
   /** CPU of the import process (JS) and of PostgreSQL during the command. */
   importerCpuMs: number;
+  /** The kernel's part of importerCpuMs. */
+  importerSysMs: number;
   postgresCpuMs: number;
   /**
    * Peak resident memory of the import process: its own figure (getrusage's maxRSS, logged as
@@ -332,6 +339,7 @@ export async function importCorpus(
   checkout?: string,
 ): Promise<ImportResult> {
   const cpu0 = childrenCpuMs();
+  const sys0 = childrenSysCpuMs();
   const pg0 = pgs?.cpuMs() ?? 0;
   const t0 = performance.now();
   const child = spawnNode(
@@ -360,6 +368,7 @@ export async function importCorpus(
     finishMs: Number(finished.ms),
     finishSteps: (finished.steps ?? {}) as Record<string, number>,
     importerCpuMs: childrenCpuMs() - cpu0,
+    importerSysMs: childrenSysCpuMs() - sys0,
     postgresCpuMs: (pgs?.cpuMs() ?? 0) - pg0,
     peakRssBytes: own ? Math.max(Number(own.peakRssBytes), peak ?? 0) : peak,
     memoryMb: own ? Number(own.memoryMb) : null,

@@ -134,6 +134,23 @@ export async function measureCopyLimit(pgs: BenchPostgres, db: string): Promise<
   return { rows, fileBytes, ms: round(ms), rowsPerSec: Math.round((rows * 1000) / ms), perTable };
 }
 
+/**
+ * Projection to mainnet: the load phase at the measured rate per transaction, the index builds
+ * scaled by rows × log(rows) (bench/README.md "sync", step 7).
+ */
+function projectMainnet(txs: number, loadMs: number, finishMs: number) {
+  const sortFactor = Math.log(MAINNET_TXS) / Math.log(txs);
+  const loadHours = MAINNET_TXS / (txs / (loadMs / 1000)) / 3600;
+  const indexHours = ((finishMs / 1000) * (MAINNET_TXS / txs) * sortFactor) / 3600;
+  return {
+    mainnetTxs: MAINNET_TXS,
+    loadHours: round(loadHours, 2),
+    indexHours: round(indexHours, 2),
+    hours: round(loadHours + indexHours, 2),
+    sortFactor: round(sortFactor, 2),
+  };
+}
+
 async function main(): Promise<void> {
   const { values } = benchArgs(import.meta.url, {
     options: {
@@ -210,8 +227,16 @@ async function main(): Promise<void> {
       jsShare: round(imp.importerCpuMs / (imp.importerCpuMs + imp.postgresCpuMs), 2),
     };
     say(
-      `import: ${importTxs} txs, ${imp.blocks} blocks: load ${round(imp.loadMs / 1000, 1)} s (${Math.round(loadTps)} tx/s) + indexes ${round(imp.finishMs / 1000, 1)} s = ${Math.round(totalTps)} tx/s; wall ${round(imp.wallMs / 1000, 1)} s; CPU importer ${round(imp.importerCpuMs / 1000, 1)} s, PostgreSQL ${round(imp.postgresCpuMs / 1000, 1)} s; peak RSS ${imp.peakRssBytes === null ? '?' : Math.round(imp.peakRssBytes / 2 ** 20)} MiB of ${imp.memoryMb ?? '?'}${imp.cache ? `; outpoint cache bound ${imp.cache.maxEntries}, ${imp.cache.evictions} trims, ${imp.cache.dropped} dropped, ${imp.cache.readBack} read back` : ''}`,
+      `import: ${importTxs} txs, ${imp.blocks} blocks: load ${round(imp.loadMs / 1000, 1)} s (${Math.round(loadTps)} tx/s) + indexes ${round(imp.finishMs / 1000, 1)} s = ${Math.round(totalTps)} tx/s; wall ${round(imp.wallMs / 1000, 1)} s; CPU importer ${round(imp.importerCpuMs / 1000, 1)} s (${round((imp.importerCpuMs * 1000) / importTxs, 1)} µs/tx, system ${round(imp.importerSysMs / 1000, 1)} s), PostgreSQL ${round(imp.postgresCpuMs / 1000, 1)} s; peak RSS ${imp.peakRssBytes === null ? '?' : Math.round(imp.peakRssBytes / 2 ** 20)} MiB of ${imp.memoryMb ?? '?'}${imp.cache ? `; outpoint cache bound ${imp.cache.maxEntries}, ${imp.cache.evictions} trims, ${imp.cache.dropped} dropped, ${imp.cache.readBack} read back` : ''}`,
     );
+    // 7. (computed here so that --import-only gives it too)
+    const proj = projectMainnet(importTxs, imp.loadMs, imp.finishMs);
+    result.projection = proj;
+    const sayProjection = (who: string, p: ReturnType<typeof projectMainnet>) =>
+      say(
+        `projection${who} for ${MAINNET_TXS / 1e9} billion mainnet transactions: load ${round(p.loadHours, 1)} h + index builds ${round(p.indexHours, 1)} h = ${round(p.hours, 1)} h`,
+      );
+    sayProjection('', proj);
     say(
       `import finish steps (ms): ${Object.entries(imp.finishSteps)
         .map(([k, v]) => `${k} ${v}`)
@@ -240,8 +265,9 @@ async function main(): Promise<void> {
           cpuRatio: round(imp.importerCpuMs / bi.importerCpuMs, 2),
         };
         say(
-          `baseline ${baselineRef} (${base.commit.slice(0, 12)}): load ${round(bi.loadMs / 1000, 1)} s (${Math.round(bLoad)} tx/s) + indexes ${round(bi.finishMs / 1000, 1)} s = ${Math.round(bTotal)} tx/s; CPU importer ${round(bi.importerCpuMs / 1000, 1)} s; current / baseline: import ${round(totalTps / bTotal, 2)} ×, load ${round(loadTps / bLoad, 2)} ×`,
+          `baseline ${baselineRef} (${base.commit.slice(0, 12)}): load ${round(bi.loadMs / 1000, 1)} s (${Math.round(bLoad)} tx/s) + indexes ${round(bi.finishMs / 1000, 1)} s = ${Math.round(bTotal)} tx/s; CPU importer ${round(bi.importerCpuMs / 1000, 1)} s (${round((bi.importerCpuMs * 1000) / importTxs, 1)} µs/tx, system ${round(bi.importerSysMs / 1000, 1)} s); current / baseline: import ${round(totalTps / bTotal, 2)} ×, load ${round(loadTps / bLoad, 2)} ×`,
         );
+        sayProjection(` (baseline ${baselineRef})`, projectMainnet(importTxs, bi.loadMs, bi.finishMs));
         await pgs.query('postgres', 'DROP DATABASE bw_baseline');
       } finally {
         base.remove();
@@ -333,22 +359,6 @@ async function main(): Promise<void> {
       );
       await pgs.query('postgres', 'DROP DATABASE bw_rpc');
     }
-
-    // Projection to mainnet: load phase at the measured rate, index builds scaled by rows × log.
-    const n = importTxs;
-    const sortFactor = Math.log(MAINNET_TXS) / Math.log(n);
-    const projLoadH = MAINNET_TXS / loadTps / 3600;
-    const projIndexH = ((imp.finishMs / 1000) * (MAINNET_TXS / n) * sortFactor) / 3600;
-    result.projection = {
-      mainnetTxs: MAINNET_TXS,
-      loadHours: round(projLoadH, 2),
-      indexHours: round(projIndexH, 2),
-      hours: round(projLoadH + projIndexH, 2),
-      sortFactor: round(sortFactor, 2),
-    };
-    say(
-      `projection for ${MAINNET_TXS / 1e9} billion mainnet transactions: load ${round(projLoadH, 1)} h + index builds ${round(projIndexH, 1)} h = ${round(projLoadH + projIndexH, 1)} h`,
-    );
   } finally {
     await pgs.stop();
     rmSync(root, { recursive: true, force: true });

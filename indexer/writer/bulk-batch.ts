@@ -23,18 +23,21 @@ import type { OutpointCache } from './outpoint-cache.js';
 
 /** A batch of blocks as COPY data, built block by block: the bulk path's sink of deriveTx. */
 export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
-  readonly blocks = new BinaryCopy(1 << 12);
-  readonly txs = new BinaryCopy(1 << 22);
+  readonly blocks: BinaryCopy;
+  readonly txs: BinaryCopy;
   /** Outputs created in this batch; rows spent within the batch are cut out at the end. */
-  private readonly utxoRows = new BinaryCopy(1 << 22);
-  private rowStart = new Int32Array(1 << 16);
-  private rowDead = new Uint8Array(1 << 16);
+  private readonly utxoRows: BinaryCopy;
+  private rowStart: Int32Array;
+  private rowDead: Uint8Array;
   private rowCount = 0;
-  readonly spent = new BinaryCopy(1 << 20);
+  readonly spent: BinaryCopy;
   /** Script aliases of the batch's P2PK and bare multisig outputs (repeats included: the finish keeps one of each). */
-  readonly aliases = new BinaryCopy(1 << 12);
+  readonly aliases: BinaryCopy;
   /** The batch's history entries by address. */
-  private readonly groups = new HistoryGroups();
+  private readonly groups: HistoryGroups;
+  /** The COPY data `utxos()` and `history()` give (kept for the batch that recycles this one). */
+  private readonly utxoOut: BinaryCopy;
+  private readonly historyOut: BinaryCopy;
   readonly blockHashes: Buffer[] = [];
   /** tx_nums of the batch's transactions carrying an Open Assets marker (colored by the bulk finish). */
   readonly assetCandidates: number[] = [];
@@ -52,10 +55,40 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   /** The current output's single key. */
   private readonly outKey = new Uint8Array(16);
 
+  /**
+   * `recycled`: a batch whose COPY data is written and no longer needed; this batch takes over
+   * its buffers and arrays (emptied), and it must not be used again.
+   */
   constructor(
     readonly id: number,
     private readonly cache: OutpointCache,
-  ) {}
+    recycled?: BulkBatch,
+  ) {
+    if (recycled) {
+      this.blocks = recycled.blocks.reset();
+      this.txs = recycled.txs.reset();
+      this.utxoRows = recycled.utxoRows.reset();
+      this.spent = recycled.spent.reset();
+      this.aliases = recycled.aliases.reset();
+      this.utxoOut = recycled.utxoOut;
+      this.historyOut = recycled.historyOut;
+      this.rowStart = recycled.rowStart;
+      this.rowDead = recycled.rowDead.fill(0, 0, recycled.rowCount);
+      this.groups = recycled.groups;
+      this.groups.reset();
+    } else {
+      this.blocks = new BinaryCopy(1 << 12);
+      this.txs = new BinaryCopy(1 << 22);
+      this.utxoRows = new BinaryCopy(1 << 22);
+      this.spent = new BinaryCopy(1 << 20);
+      this.aliases = new BinaryCopy(1 << 12);
+      this.utxoOut = new BinaryCopy(1 << 12);
+      this.historyOut = new BinaryCopy(1 << 12);
+      this.rowStart = new Int32Array(1 << 16);
+      this.rowDead = new Uint8Array(1 << 16);
+      this.groups = new HistoryGroups();
+    }
+  }
 
   get blockCount(): number {
     return this.heights.length;
@@ -196,12 +229,12 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
 
   /** COPY data of the batch's history chunks (at most `max` entries each). */
   history(max: number): BinaryCopy {
-    return this.groups.rows(max);
+    return this.groups.rows(max, this.historyOut);
   }
 
   /** COPY data of the outputs still unspent at the end of the batch. */
   utxos(): BinaryCopy {
-    const out = new BinaryCopy(this.utxoRows.length + 64);
+    const out = this.utxoOut.reset(this.utxoRows.length + 64);
     const end = this.utxoRows.length;
     let runStart = -1;
     let runRows = 0;

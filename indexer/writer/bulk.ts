@@ -317,7 +317,7 @@ async function readMisses(bound: Bound, cache: OutpointCache, block: DecodedBloc
 /** Outputs and inputs of a block: the most entries deriving it can add to the cache (reads back included). */
 function blockEntries(block: DecodedBlock): number {
   let n = 0;
-  for (const tx of block.txs) n += tx.outputs.length + tx.inputs.length;
+  for (const tx of block.txs) n += tx.outputCount + tx.inputCount;
   return n;
 }
 
@@ -384,6 +384,9 @@ async function loadBlocks(
   let totalBlocks = 0;
   let reason: BulkResult['reason'] = 'target';
   let pending: Promise<void> | null = null;
+  // The batch being written, and a written one whose buffers the next batch takes over.
+  let writing: BulkBatch | null = null;
+  let spare: BulkBatch | null = null;
   let lastLog = performance.now();
   let lastLogTxs = 0;
   let lastLogBlocks = 0;
@@ -393,7 +396,8 @@ async function loadBlocks(
 
   let done = false;
   while (!done) {
-    const b = new BulkBatch(++batchId, cache);
+    const b: BulkBatch = new BulkBatch(++batchId, cache, spare ?? undefined);
+    spare = null;
     let trim = false;
     while (b.txCount < deps.batchTxs) {
       if (deps.signal?.aborted) {
@@ -483,14 +487,19 @@ async function loadBlocks(
     }
     if (pending) await pending;
     pending = null;
+    spare = writing;
+    writing = null;
     if (b.blockCount > 0) {
       totalTxs += b.txCount;
       totalBlocks += b.blockCount;
       pending = writeBatch(client, deps, b);
+      writing = b;
       // Surface a failed write at once when nothing else is left to do; commit before a trim.
       if (done || trim) {
         await pending;
         pending = null;
+        spare = writing;
+        writing = null;
       }
     }
     if (trim) await evict(client, deps, bound!, cache, blockEntries(carried!.block));

@@ -28,10 +28,24 @@ export class BinaryCopy {
   constructor(sizeHint = 1 << 16) {
     this.buf = Buffer.allocUnsafe(Math.max(sizeHint, 64));
     this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
+    this.reset();
+  }
+
+  /**
+   * Empties the copy for new rows, keeping its buffer (at least `sizeHint` bytes): the bulk load
+   * reuses a written batch's buffers for the batch after next, so that its hundreds of MB are
+   * neither grown by doubling nor freshly faulted in by the kernel for every batch. Whatever
+   * `finish` or `slice` returned before is overwritten.
+   */
+  reset(sizeHint = 0): this {
+    this.len = 0;
+    this.rows = 0;
+    this.ensure(Math.max(sizeHint, 64));
     SIGNATURE.copy(this.buf, 0);
     this.dv.setInt32(11, 0); // flags
     this.dv.setInt32(15, 0); // header extension length
     this.len = 19;
+    return this;
   }
 
   private ensure(n: number): void {

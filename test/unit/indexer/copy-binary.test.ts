@@ -112,4 +112,16 @@ describe('BinaryCopy', () => {
     expect(b.rows).toBe(1);
     expect(Buffer.compare(b.finish(), ref.finish())).toBe(0);
   });
+
+  it('starts over on reset, in the buffer it has (a recycled batch)', () => {
+    const copy = new BinaryCopy(16);
+    copy.row(2).int8(5).bytea(Buffer.alloc(300, 9));
+    copy.finish();
+    copy.reset(1000).row(1).text('again');
+    const ref = new Reference();
+    ref.row(1);
+    ref.text('again');
+    expect(copy.rows).toBe(1);
+    expect(Buffer.compare(copy.finish(), ref.finish())).toBe(0);
+  });
 });

@@ -92,6 +92,32 @@ describe('HistoryGroups', () => {
     expect(got).toEqual(want.sort(byKeyThenFirst));
   });
 
+  it('orders the keys of a small bucket (a few keys sharing their first 16 bits)', () => {
+    const rand = seededRandom(29);
+    // 8 keys per bucket in 3 buckets (24 entries each), entries added in descending key order, interleaved.
+    const keys: Buffer[] = [];
+    for (const prefix of [0xfffe, 0x8000, 0x0001]) {
+      for (let i = 0; i < 8; i++) {
+        const k = Buffer.alloc(16);
+        for (let j = 2; j < 16; j++) k[j] = Math.floor(rand() * 256);
+        k.writeUInt16BE(prefix, 0);
+        keys.push(k);
+      }
+    }
+    keys.sort((a, b) => Buffer.compare(b, a));
+    const g = new HistoryGroups();
+    const entries: { key: Buffer; txNum: number }[] = [];
+    for (let txNum = 1; txNum <= 3; txNum++) {
+      for (const key of keys) {
+        g.addBytes(key, txNum);
+        entries.push({ key, txNum });
+      }
+    }
+    const got = decodeRows(g.rows(1024).finish());
+    expect(got).toEqual(modelRows(entries, 1024).sort(byKeyThenFirst));
+    expect(got.map((r) => r.rest)).toEqual(got.map(() => [2, 3]));
+  });
+
   it('gives no rows for no entries, one row for one', () => {
     expect(decodeRows(new HistoryGroups().rows(1024).finish())).toEqual([]);
     const g = new HistoryGroups();
