@@ -6,7 +6,8 @@
  * sees that block's rows: never neither (docs/wallets.md "Gap limit").
  * @module
  */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { takeXactLock } from './xact-lock.js';
 import type { Database } from './schema.js';
 
 /** Arbitrary constant: "BWWALLET" as ASCII, as a signed int8. */
@@ -15,12 +16,7 @@ const WALLET_LOCK = 0x425757414c4c4554n;
 /** The statement taking the lock, as text (for the bulk path's plain pg client). */
 export const LOCK_WALLETS_SQL = `SELECT pg_advisory_xact_lock(${WALLET_LOCK.toString()}::int8)`;
 
-/** Transactions holding the lock: it lasts until they end, so asking again is a round trip for nothing. */
-const holding = new WeakSet<object>();
-
 /** Takes the wallet lock for the rest of the transaction (once per transaction: several blocks may share one). */
 export async function lockWallets(trx: Kysely<Database> | Transaction<Database>): Promise<void> {
-  if (holding.has(trx)) return;
-  await sql.raw(LOCK_WALLETS_SQL).execute(trx);
-  if (trx.isTransaction) holding.add(trx);
+  await takeXactLock(trx, WALLET_LOCK);
 }
