@@ -13,6 +13,7 @@ import type { HookRow } from '../../src/db/queries/tenancy-hooks.js';
 import { classifyHttpStatus, RESPONSE_EXCERPT_BYTES, responseExcerpt, type SendResult, type Transport } from '../transport.js';
 import type { DeliveryJobData } from '../queues.js';
 import { signatureHeader } from './sign.js';
+import { boundedMemo } from './bounded-memo.js';
 
 export type HttpTransportOptions = {
   policy: HookUrlPolicy;
@@ -51,30 +52,23 @@ export function createHttpTransport(opts: HttpTransportOptions): Transport {
   const agentOptions = { keepAlive: true, maxSockets: 256, lookup };
   const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
   const userAgent = opts.userAgent ?? 'Blockwire-Webhooks/1';
-  const targets = new Map<string, Target>();
 
   /** The request target of a hook URL (the URL's shape and IP literals checked); throws HookUrlError. */
-  function targetOf(raw: string): Target {
-    let t = targets.get(raw);
-    if (!t) {
-      const url = parseHookUrl(raw, opts.policy);
-      const isHttps = url.protocol === 'https:';
-      t = {
-        https: isHttps,
-        protocol: url.protocol,
-        // (an IPv6 literal without its brackets, as http.request wants it)
-        hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
-        port: url.port === '' ? (isHttps ? 443 : 80) : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        // (the Host header as http.request would make it: the request's headers come as a list, which it takes as they are)
-        host: url.host,
-        agent: isHttps ? agents.https : agents.http,
-      };
-      if (targets.size >= TARGETS_KEPT) targets.clear();
-      targets.set(raw, t);
-    }
-    return t;
-  }
+  const targetOf = boundedMemo(TARGETS_KEPT, (raw): Target => {
+    const url = parseHookUrl(raw, opts.policy);
+    const isHttps = url.protocol === 'https:';
+    return {
+      https: isHttps,
+      protocol: url.protocol,
+      // (an IPv6 literal without its brackets, as http.request wants it)
+      hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+      port: url.port === '' ? (isHttps ? 443 : 80) : Number(url.port),
+      path: `${url.pathname}${url.search}`,
+      // (the Host header as http.request would make it: the request's headers come as a list, which it takes as they are)
+      host: url.host,
+      agent: isHttps ? agents.https : agents.http,
+    };
+  });
 
   function post(target: Target, headers: string[], body: string): Promise<SendResult> {
     return new Promise((resolve) => {

@@ -5,25 +5,16 @@
  * the header carries both signatures, space-separated, so receivers holding either one verify.
  * @module
  */
-import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey } from 'node:crypto';
+import { boundedMemo } from './bounded-memo.js';
 
 const SECRET_PREFIX = 'whsec_';
 
-/** Keys of the secrets signed with lately (a worker signs with the same few again and again). */
-const keys = new Map<string, KeyObject>();
-/** Secrets whose keys are kept at most; past it the cache starts over. */
+/** Secrets whose keys are kept at most (a worker signs with the same few again and again). */
 const KEYS_KEPT = 10_000;
 
 /** The HMAC key of a secret, decoded once. */
-function keyOf(secret: string): KeyObject {
-  let key = keys.get(secret);
-  if (!key) {
-    key = createSecretKey(secretBytes(secret));
-    if (keys.size >= KEYS_KEPT) keys.clear();
-    keys.set(secret, key);
-  }
-  return key;
-}
+const keyOf = boundedMemo(KEYS_KEPT, (secret) => createSecretKey(secretBytes(secret)));
 
 /** The key bytes of a `whsec_…` secret. Throws a TypeError for any other shape. */
 export function secretBytes(secret: string): Buffer {
@@ -46,15 +37,4 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
   return secrets.length === 1
     ? signatureV1(secrets[0]!, id, timestampS, body)
     : secrets.map((s) => signatureV1(s, id, timestampS, body)).join(' ');
-}
-
-/** The three Standard Webhooks headers of one delivery, signed by every given secret. */
-export function signedHeaders(
-  secrets: readonly string[],
-  id: string,
-  timestampS: number,
-  body: string,
-): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
-  const signature = signatureHeader(secrets, id, timestampS, body);
-  return { 'webhook-id': id, 'webhook-timestamp': String(timestampS), 'webhook-signature': signature };
 }

@@ -5,8 +5,19 @@
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { randomBytes } from 'node:crypto';
-import { secretBytes, signatureV1, signedHeaders } from '../../../streams/webhook/sign.js';
+import { secretBytes, signatureHeader, signatureV1 } from '../../../streams/webhook/sign.js';
 import { signingSecrets } from '../../../streams/webhook/http-transport.js';
+
+/** The three Standard Webhooks headers of one delivery, as the transport sends them. */
+function signedHeaders(
+  secrets: readonly string[],
+  id: string,
+  timestampS: number,
+  body: string,
+): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+  const signature = signatureHeader(secrets, id, timestampS, body);
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestampS), 'webhook-signature': signature };
+}
 
 const secret = () => `whsec_${randomBytes(32).toString('base64')}`;
 const body = JSON.stringify({ id: 42, type: 'tx.confirmed', address: 'bcrt1qexample', received: 5000 });
