@@ -1253,8 +1253,11 @@ rows.push({
 // bounds relative to the same run, never an absolute speed:
 // - REST p99 and ping p99 within NOISY_FACTOR × the quiet p99 + NOISY_SLACK_MS (the slack: one
 //   scheduling quantum of a loaded 2-core machine over a baseline of a few milliseconds);
-// - the slowest webhook within HOOK_FACTOR × the quiet slowest + HOOK_SLACK_MS (well under one
-//   webhook timeout: another key never waits on a hanging attempt);
+// - its webhook latency p90 within HOOK_FACTOR × the quiet p90 + HOOK_SLACK_MS (well under one
+//   webhook timeout: another key never waits on a hanging attempt). A starved key's deliveries
+//   all wait (the defect this guards against made them wait 25 s to 4 minutes), so the p90 over
+//   at least WINDOW.hook of them shows it; the slowest one alone also moves with whatever else
+//   the machine runs in one window and not the other (CI runs the benchmarks beside the suite);
 // - every ping answered, every REST answer a 200.
 
 const NOISY_FACTOR = 10;
@@ -1262,9 +1265,11 @@ const NOISY_SLACK_MS = 250;
 const HOOK_FACTOR = 4;
 const HOOK_SLACK_MS = 1500;
 /** Samples each window gathers at least (a sentinel, not a duration). */
-const WINDOW = { rest: 100, ping: 50, hook: 8 };
+const WINDOW = { rest: 100, ping: 50, hook: 20 };
 
-const p99 = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length * 0.99) - 1)] ?? 0;
+const quantile = (xs: readonly number[], q: number) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length * q) - 1)] ?? 0;
+const p99 = (xs: readonly number[]) => quantile(xs, 0.99);
+const p90 = (xs: readonly number[]) => quantile(xs, 0.9);
 
 type Window = { rest: number[]; ping: number[]; pingErrors: string[]; hook: number[] };
 
@@ -1325,7 +1330,7 @@ function noisyRow(n: Neighbour): Row {
   return {
     dependency: 'noisy neighbour',
     fault: n.name,
-    promise: `${n.promise}; meanwhile another key's REST p99 and another Electrum client's ping p99 stay within ${NOISY_FACTOR} × their quiet p99 + ${NOISY_SLACK_MS} ms and its slowest webhook within ${HOOK_FACTOR} × the quiet slowest + ${HOOK_SLACK_MS} ms`,
+    promise: `${n.promise}; meanwhile another key's REST p99 and another Electrum client's ping p99 stay within ${NOISY_FACTOR} × their quiet p99 + ${NOISY_SLACK_MS} ms and its webhook latency p90 within ${HOOK_FACTOR} × the quiet p90 + ${HOOK_SLACK_MS} ms`,
     async run(row) {
       const before = { ...roles };
       const t0 = Date.now();
@@ -1342,6 +1347,7 @@ function noisyRow(n: Neighbour): Row {
       const figures = {
         restP99: [quiet.rest, noisy.rest].map((x) => Math.round(p99(x))),
         pingP99: [quiet.ping, noisy.ping].map((x) => Math.round(p99(x))),
+        hookP90: [quiet.hook, noisy.hook].map((x) => p90(x)),
         hookMax: [quiet.hook, noisy.hook].map((x) => Math.max(...x)),
         samples: [noisy.rest.length, noisy.ping.length, noisy.hook.length],
       };
@@ -1353,8 +1359,8 @@ function noisyRow(n: Neighbour): Row {
       expect(p99(noisy.ping), `${row}: ping p99 ${JSON.stringify(figures)}`).toBeLessThanOrEqual(
         NOISY_FACTOR * p99(quiet.ping) + NOISY_SLACK_MS,
       );
-      expect(Math.max(...noisy.hook), `${row}: slowest webhook ${JSON.stringify(figures)}`).toBeLessThanOrEqual(
-        HOOK_FACTOR * Math.max(...quiet.hook) + HOOK_SLACK_MS,
+      expect(p90(noisy.hook), `${row}: webhook latency p90 ${JSON.stringify(figures)}`).toBeLessThanOrEqual(
+        HOOK_FACTOR * p90(quiet.hook) + HOOK_SLACK_MS,
       );
       expectNoBadAnswers(row, t0, []);
       expect(readiness.filter((r) => r.at >= t0 && r.status !== 200)).toEqual([]);
@@ -1462,8 +1468,10 @@ rows.push(
 
 /**
  * The flooder, a process of its own: `count` sockets from 127.0.0.1, each reopened 100 ms after
- * it closes. It prints "held refused": sockets open for a second without the server's refusal
- * (error -32000, then the close), and refusals so far.
+ * it closes; each asks `server.ping` at once. It prints "held refused": sockets the server
+ * serves (their ping answered, no refusal), and refusals so far (error -32000, then the close).
+ * Held means answered, not merely open: on a loaded machine a connection can wait in the
+ * kernel's accept queue for seconds before the server sees it and refuses it.
  */
 const FLOODER = `
 const net = require('node:net');
@@ -1472,15 +1480,21 @@ const open = new Map();
 let refused = 0;
 const connect = () => {
   const s = net.connect({ host: '127.0.0.1', port, localAddress: '127.0.0.1' });
-  open.set(s, { since: Date.now(), refused: false });
-  s.on('data', (d) => { if (String(d).includes('too many connections')) { open.get(s).refused = true; refused++; } });
+  const state = { served: false, refused: false };
+  open.set(s, state);
+  s.on('connect', () => s.write('{"jsonrpc":"2.0","id":1,"method":"server.ping"}\\n'));
+  s.on('data', (d) => {
+    const text = String(d);
+    if (text.includes('too many connections')) { if (!state.refused) refused++; state.refused = true; }
+    else if (text.includes('"result"')) state.served = true;
+  });
   s.on('error', () => {});
   s.on('close', () => { open.delete(s); setTimeout(connect, 100); });
 };
 for (let i = 0; i < count; i++) connect();
 setInterval(() => {
   let held = 0;
-  for (const v of open.values()) if (!v.refused && Date.now() - v.since >= 1000) held++;
+  for (const v of open.values()) if (v.served && !v.refused) held++;
   process.stdout.write(held + ' ' + refused + '\\n');
 }, 200);
 `;
