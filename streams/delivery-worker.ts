@@ -335,8 +335,10 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       // (taken only once it may go: after a stop, `todo.slice(next)` is exactly what was not sent)
       if (stopped || next >= todo.length) return false;
       const d = todo[next++]!;
-      const attempts = rows.get(d.delivery)!.attempts + 1;
-      const data: DeliveryJobData = { delivery: d.delivery, hook, payload: d.payload, type: d.type };
+      const row = rows.get(d.delivery)!;
+      const attempts = row.attempts + 1;
+      // (the body as logged; a batch job of an earlier version carries it itself)
+      const data: DeliveryJobData = { delivery: d.delivery, hook, payload: d.payload ?? row.payload, type: d.type };
       let a: Attempted;
       try {
         a = await attempt(data, { id: d.delivery, redeliveries: 0, attempts }, attempts >= MAX_ATTEMPTS);
@@ -371,7 +373,18 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
           attempted: a.outcome.attempts,
           delayMs: a.delayMs,
         })),
-        ...unsent.map((d) => ({ ...d, hook, transport: deps.transportName, redeliveries: 0, attempted: rows.get(d.delivery)!.attempts })),
+        ...unsent.map((d) => {
+          const row = rows.get(d.delivery)!;
+          return {
+            delivery: d.delivery,
+            hook,
+            payload: d.payload ?? row.payload,
+            type: d.type,
+            transport: deps.transportName,
+            redeliveries: 0,
+            attempted: row.attempts,
+          };
+        }),
       ];
       try {
         await producer.enqueue(own);

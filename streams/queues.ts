@@ -42,14 +42,23 @@ export type DeliveryJobData = {
 /** A delivery ready to enqueue; `delayMs` holds its (first) run back. */
 export type DeliveryJob = DeliveryJobData & { transport: Transport; redeliveries: number; delayMs?: number };
 
-/** What a batch job carries: deliveries of one hook (attempt series 0), sent in this order. */
+/**
+ * What a batch job carries: deliveries of one hook (attempt series 0), sent in this order, by id
+ * and event type. Their bodies are not in Redis twice: the worker reads them with the log rows it
+ * reads anyway before sending (which of them are still the job's to send). A `payload` is
+ * present in the batch jobs of earlier versions, which may still wait in Redis after an upgrade.
+ */
 export type BatchJobData = {
   hook: string;
-  deliveries: Omit<DeliveryJobData, 'hook' | 'attempted'>[];
+  deliveries: { delivery: string; type: string; payload?: string }[];
 };
 
 /** A batch job ready to enqueue (`backlog`: behind the jobs without it, BACKLOG_PRIORITY). */
-export type DeliveryBatch = BatchJobData & { transport: Transport; jobId: string; backlog?: boolean };
+export type DeliveryBatch = { hook: string; deliveries: { delivery: string; type: string }[] } & {
+  transport: Transport;
+  jobId: string;
+  backlog?: boolean;
+};
 
 /**
  * BullMQ priority of the jobs of a hook that is failing (its circuit breaker not closed) and of
@@ -184,7 +193,7 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
             name: BATCH_JOB_NAME,
             data: {
               hook: b.hook,
-              deliveries: b.deliveries.map((d) => ({ delivery: d.delivery, payload: d.payload, type: d.type })),
+              deliveries: b.deliveries.map((d) => ({ delivery: d.delivery, type: d.type })),
             } satisfies BatchJobData,
             opts: { ...DELIVERY_JOB_OPTIONS, jobId: b.jobId, ...(b.backlog ? { priority: BACKLOG_PRIORITY } : {}) },
           })),

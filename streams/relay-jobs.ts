@@ -69,7 +69,7 @@ export function relayJobs(
       );
       batchKeys.set(p.jobId, String(h.keyId));
     }
-    b.deliveries.push({ delivery: h.id, payload: h.payload, type: h.eventType });
+    b.deliveries.push({ delivery: h.id, type: h.eventType });
   }
   // (in turns over the keys: one key's many hooks do not queue in front of another key's first job)
   return { own, batches: roundRobin([...batches.values()], (b) => batchKeys.get(b.jobId)!) };

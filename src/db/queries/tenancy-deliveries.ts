@@ -221,13 +221,20 @@ export async function markEnqueued(db: Kysely<Database>, ids: readonly string[],
   );
 }
 
-/** What a batch job reads of its deliveries before sending: which are still its to send. */
-export type BatchedDelivery = { id: string; status: DeliveryStatus; attempts: number; redeliveries: number; job_id: string | null };
+/** What a batch job reads of its deliveries before sending: which are still its to send, and their bodies. */
+export type BatchedDelivery = {
+  id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  redeliveries: number;
+  job_id: string | null;
+  payload: string;
+};
 
 export async function readBatchedDeliveries(db: Kysely<Database>, ids: readonly string[]): Promise<BatchedDelivery[]> {
   if (ids.length === 0) return [];
   const r =
-    await sql<BatchedDelivery>`SELECT id, status, attempts, redeliveries, job_id FROM deliveries WHERE id = ANY(${ids}::text[])`.execute(
+    await sql<BatchedDelivery>`SELECT id, status, attempts, redeliveries, job_id, payload FROM deliveries WHERE id = ANY(${ids}::text[])`.execute(
       db,
     );
   return r.rows;

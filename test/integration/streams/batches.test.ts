@@ -160,6 +160,54 @@ describe('delivery batches', () => {
     }
   });
 
+  it("a batch job carries its deliveries' ids, not their bodies: each body is read from its log row (a job of the earlier shape, bodies inside, still sends)", async () => {
+    const receiver = await startReceiver();
+    const { k, addr, hook, sub } = await hooked(receiver.url);
+    const relayOnly = await start({}, { worker: false });
+    const connection = new Redis(f.redisUrl, { maxRetriesPerRequest: 1 });
+    const q = new Queue('webhooks', { connection, prefix: f.prefix });
+    try {
+      const seqs = await insertEvents(f.t.db, txEvents(addr, 3));
+      const jobId = await waitFor(
+        'the batch logged',
+        async () => (await rows(sub)).find((r) => r.job_id !== null)?.job_id ?? undefined,
+        30_000,
+      );
+      const job = await waitFor('its job in Redis', () => q.getJob(jobId), 10_000);
+      expect(job.data.deliveries.map((d: object) => Object.keys(d).sort())).toEqual(seqs.map(() => ['delivery', 'type']));
+      // A batch job as earlier versions enqueued it, the bodies inside (it may still wait in Redis across an upgrade).
+      const earlierJob = batchJobId(hook.id, 920_001n, 0);
+      const earlier = madeUp(k.id, hook.id, sub, [920_000, 920_001], earlierJob);
+      await upsertDeliveries(f.t.db, earlier);
+      await q.add('batch', asBatch(hook.id, earlierJob, earlier), { jobId: earlierJob, attempts: 1 });
+    } finally {
+      await q.close();
+      connection.disconnect();
+      await relayOnly.stop();
+    }
+    const workerOnly = await start({}, { relay: false });
+    try {
+      await waitFor('all delivered', async () => (await rows(sub)).every((r) => r.status === 'delivered'), 30_000);
+      const log = await rows(sub);
+      expect(log).toHaveLength(5);
+      // Each body as logged, signed as such.
+      const wh = new Webhook(hook.secret);
+      for (const r of log) {
+        const got = receiver.received.filter((w) => w.id === r.id);
+        expect(got).toHaveLength(1);
+        expect(got[0]!.body).toBe(r.payload);
+        wh.verify(got[0]!.body, {
+          'webhook-id': got[0]!.id,
+          'webhook-timestamp': got[0]!.timestamp,
+          'webhook-signature': got[0]!.signature,
+        });
+      }
+    } finally {
+      await workerOnly.stop();
+      await receiver.close();
+    }
+  });
+
   it('a retryable failure leaves the batch for a job of its own, delayed by its retry delay; the others are delivered', async () => {
     const receiver = await startReceiver();
     const { addr, sub } = await hooked(receiver.url);

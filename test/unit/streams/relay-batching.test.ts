@@ -85,8 +85,8 @@ describe('relay batching (test/fixtures/relay-batching.json)', () => {
       if (want) expect(nonce).toBe(want);
       else expect(recorded.has(b.jobId), `${b.jobId} is new`).toBe(false);
       expect(b.hook).toBe(c.deliveries.find((d) => d.id === b.deliveries[0]!.delivery)!.hook);
-      for (const d of b.deliveries)
-        expect(d).toEqual({ delivery: d.delivery, payload: rows.find((r) => r.id === d.delivery)!.payload, type: 'tx.unconfirmed' });
+      // (by id: the worker reads each body with its log row)
+      for (const d of b.deliveries) expect(d).toEqual({ delivery: d.delivery, type: 'tx.unconfirmed' });
     }
   });
 });
