@@ -1,0 +1,738 @@
+/**
+ * bench/history-layout: packed layouts for txids and address history, measured against today's
+ * tables in one PostgreSQL (issue 34's size and live-block targets). Imports the corpus up to
+ * its 4,000-transaction tail (the index bench/live follows), copies `txs` and `history` into
+ * candidate layouts, then applies the tail's first blocks to today's tables and to every
+ * candidate, each step after a CHECKPOINT, and reads the typical answers from each layout:
+ * - txids: one row per block (`bw_txids`: the block's 32-byte txids back to back, TOAST,
+ *   uncompressed) with a GIN on the txids' first 8 bytes (`txid_key`): txid → (height, position)
+ *   replaces the per-transaction `txs` rows and their indexes;
+ * - block rows: address history packed per block, the block's (address key, positions) sorted by
+ *   key and cut into rows of `--shard-keys` addresses (`bw_hist_blocks`: `keys uuid[]`, entries =
+ *   per key a count byte and 2-byte positions), a GIN on `keys`; addresses with more than
+ *   `--busy` entries keep today's chunk rows (`bw_hist_busy`);
+ * - pair rows (what electrs and Fulcrum key, in a B-tree): one row per (address, block),
+ *   `(addr8 int8, height int4)` = the address key's first 8 bytes and the height, the block's
+ *   positions packed (`bw_hist_pairs`).
+ * GIN indexes take a block's entries into their pending list (fastupdate); merging it into the
+ * tree (`gin_clean_pending_list`, what autovacuum or a job does off the block's transaction) is
+ * measured once after the blocks, its cost shared by them. WAL per step is from
+ * pg_current_wal_lsn, its full-page images and per-resource-manager split from pg_walinspect.
+ * Run: `node --import tsx bench/history-layout.ts --blocks 2000 [--txs-per-block N]
+ * [--live N] [--busy N] [--shard-keys N] [--lookups N] [--keep DIR] [--cache-dir DIR]`
+ * (`--keep DIR`: the PostgreSQL and its imported database stay in DIR and are reused by the next
+ * run, whose applied blocks are undone first).
+ * @module
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { benchArgs } from './args.js';
+import { ensureCorpus } from './corpus/generate.js';
+import { corpusMainChain, loadCorpusManifest } from '../devnode/corpus-manifest.js';
+import { startCorpusNode } from '../devnode/corpus.js';
+import {
+  cacheDir,
+  importCorpus,
+  machine,
+  pct,
+  processCpuMs,
+  round,
+  runSize,
+  say,
+  startBenchPostgres,
+  type BenchPostgres,
+} from './harness.js';
+import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
+import { createDb } from '../src/db/connect.js';
+import { historyChunkEntries, historyChunks, newestEntries, restOf } from '../src/db/history-entries.js';
+import { firstTxNum } from '../src/db/tx-num.js';
+import { applyBlock, undoBlock } from '../indexer/writer/apply.js';
+import { readTip } from '../indexer/writer/chain-rows.js';
+import { deriveBlock, externalOutpoints, hashKey, type BlockRows, type Prevout } from '../indexer/writer/derive.js';
+
+const MB = (n: number) => round(n / 1e6, 1);
+const DB = 'bw_packed';
+const POS_MASK = 0xfffff;
+
+/** One measured write: WAL bytes (all, full-page images), PostgreSQL CPU and wall time. */
+interface Step {
+  walMb: number;
+  fpiMb: number;
+  /** WAL MB per resource manager (Btree, Heap, Gin, …). */
+  byRmgr: Record<string, number>;
+  pgCpuMs: number;
+  ms: number;
+}
+
+async function main(): Promise<void> {
+  const { values } = benchArgs(import.meta.url, {
+    options: {
+      blocks: { type: 'string' },
+      'txs-per-block': { type: 'string' },
+      'cache-dir': { type: 'string' },
+      keep: { type: 'string' },
+      live: { type: 'string', default: '3' },
+      busy: { type: 'string', default: '100' },
+      'shard-keys': { type: 'string', default: '64' },
+      'txid-group': { type: 'string', default: '64' },
+      lookups: { type: 'string', default: '500' },
+    },
+  });
+  const size = runSize({ ...values, 'catchup-blocks': '0' });
+  const live = Number(values.live);
+  const busy = Number(values.busy);
+  const shardKeys = Number(values['shard-keys']);
+  const lookups = Number(values.lookups);
+  const group = Number(values['txid-group']);
+  if (!(busy > 0 && busy < 256)) throw new Error('--busy must be 1..255 (a block row keeps an address count in one byte)');
+  const cache = cacheDir(values['cache-dir']);
+  const corpus = ensureCorpus(cache, size.corpus, say);
+  const m = await loadCorpusManifest(corpus.dir);
+  const tip = m.tip.height - size.liveBlocks;
+  const chain = corpusMainChain(m);
+  const rawBytes = chain.slice(0, tip + 1).reduce((s, b) => s + b.length, 0);
+  say(`bench/history-layout: ${corpus.dir}, blocks 0..${tip} (${MB(rawBytes)} MB raw), then ${live} blocks of its tail`);
+  const root = values.keep ?? mkdtempSync(join(cache, 'history-layout-'));
+  const pgs = await startBenchPostgres(root);
+  const node = await startCorpusNode({ dir: corpus.dir, tip });
+  const url = pgs.url(DB);
+  try {
+    const have =
+      (await pgs.query<{ n: string }>('postgres', `SELECT count(*)::text AS n FROM pg_database WHERE datname = $1`, [DB])).rows[0]!.n ===
+      '1';
+    if (!have) {
+      await pgs.createDatabase(DB);
+      const imp = await importCorpus(corpus.dir, url, size.liveBlocks, [], pgs);
+      if (imp.tip !== tip) throw new Error(`import stopped at ${imp.tip}, expected ${tip}`);
+      say(`imported ${imp.blocks} blocks, ${imp.txs} txs in ${round(imp.wallMs / 1000)} s`);
+    }
+    const db = createDb(url);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      // A reused index: undo what the last run applied, drop the candidates' rows above the import.
+      for (let t = (await readTip(db)).height; t > tip; t--) await undoBlock(db, t);
+      await buildCandidates(c, tip, busy, shardKeys, group);
+      await c.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+      await c.query('VACUUM ANALYZE');
+      const sizes = await measureSizes(c, rawBytes);
+      reportSizes(sizes);
+      const busyKeys = new Set(
+        (await c.query<{ k: string }>('SELECT DISTINCT addr_key::text AS k FROM bw_hist_busy')).rows.map((r) => r.k),
+      );
+      say(`busy addresses (> ${busy} entries, kept in chunk rows): ${busyKeys.size}`);
+
+      // Live blocks: today's statements and each candidate's, each after a CHECKPOINT.
+      const steps: Record<string, Step[]> = {};
+      const add = (k: string, s: Step) => (steps[k] ??= []).push(s);
+      for (let i = 0; i < live; i++) {
+        const h = tip + 1 + i;
+        const block = decodeBlock(node.readBlock(chain[h]!));
+        const rows = await derive(c, block, h);
+        const spent = spentTxids(block);
+        const found = [0, 0];
+        add(
+          'today: spent txids → tx_num (txs_txid_key; read)',
+          await step(pgs, c, async () => void (found[0] = await resolveToday(c, spent))),
+        );
+        add(
+          'txids rows: spent txids → tx_num (GIN; read)',
+          await step(pgs, c, async () => void (found[1] = await resolvePacked(c, spent))),
+        );
+        if (found[0] !== spent.length || found[1] !== spent.length)
+          throw new Error(`spent txids resolved: ${found.join(', ')} of ${spent.length}`);
+        const today = async () => {
+          add('today: history insert (rolled back)', await step(pgs, c, () => rolledBack(c, () => insertHistoryRows(c, rows))));
+          add('today: txs insert (rolled back)', await step(pgs, c, () => rolledBack(c, () => insertTxsRows(c, rows))));
+          add('today: whole block (applyBlock)', await step(pgs, c, async () => void (await applyBlock(db, block, h))));
+        };
+        const packed = async () => {
+          add(
+            `txids: rows of ${group || 'a block'} + GIN`,
+            await step(pgs, c, () => committed(c, () => insertTxidRows(c, h, rows, group))),
+          );
+          add(
+            'block rows + GIN (+ busy chunks)',
+            await step(pgs, c, () => committed(c, () => insertBlockRows(c, h, rows, busyKeys, shardKeys))),
+          );
+          add('pair rows (addr8, height)', await step(pgs, c, () => committed(c, () => insertPairRows(c, h, rows))));
+        };
+        // Alternate the order: neither side always runs first after the import's caches.
+        if (i % 2 === 0) {
+          await today();
+          await packed();
+        } else {
+          await packed();
+          await today();
+        }
+        say(`  block ${h}: ${block.txs.length} txs, ${rows.history.size} addresses`);
+      }
+      reportSteps(steps, live);
+      // Reads: before the GIN merge, with the live blocks' entries in the pending lists.
+      const readsPending = await measureReads(c, lookups, busyKeys, group, true);
+      const merge = {
+        txids: await step(pgs, c, async () => void (await c.query(`SELECT gin_clean_pending_list('bw_txids_keys')`))),
+        blocks: await step(pgs, c, async () => void (await c.query(`SELECT gin_clean_pending_list('bw_hist_blocks_keys')`))),
+      };
+      reportMerge(merge, live);
+      const reads = await measureReads(c, lookups, busyKeys, group, false);
+      reportReads(reads, readsPending);
+      say(
+        `RESULT ${JSON.stringify({ sizes, steps: summarize(steps), merge, reads, readsPending, live, busy, shardKeys, machine: machine() })}`,
+      );
+    } finally {
+      await c.end();
+      await db.destroy();
+    }
+  } finally {
+    await node.stop();
+    await pgs.stop();
+    if (!values.keep && existsSync(root)) rmSync(root, { recursive: true, force: true });
+  }
+}
+
+async function tableExists(c: pg.Client, name: string): Promise<boolean> {
+  return (await c.query(`SELECT 1 FROM pg_class WHERE relname = $1`, [name])).rowCount === 1;
+}
+
+/**
+ * Builds the candidate tables from today's `txs` and `history` (the import's content), those
+ * a reused index lacks or holds with other parameters; the rows of the blocks an earlier run
+ * applied above `tip` are removed from the others.
+ */
+async function buildCandidates(c: pg.Client, tip: number, busy: number, shardKeys: number, group: number): Promise<void> {
+  const meta = (await tableExists(c, 'bw_layout_meta'))
+    ? (await c.query<{ busy: number; shard_keys: number; txid_group: number }>('SELECT * FROM bw_layout_meta')).rows[0]!
+    : null;
+  if (meta) await trimCandidates(c, tip);
+  const t0 = performance.now();
+  const q = async (label: string, text: string) => {
+    const t = performance.now();
+    await c.query(text);
+    say(`  build ${label}: ${round((performance.now() - t) / 1000, 1)} s`);
+  };
+  if (meta?.txid_group !== group) {
+    await c.query('DROP TABLE IF EXISTS bw_txids; DROP FUNCTION IF EXISTS bw_txid_keys(bytea)');
+    await buildTxids(c, group, q);
+  }
+  if (meta?.busy !== busy || meta.shard_keys !== shardKeys) {
+    await c.query('DROP TABLE IF EXISTS bw_hist_blocks, bw_hist_busy, bw_hist_pairs, bw_entries, bw_busy_keys');
+    await buildHistory(c, busy, shardKeys, q);
+  }
+  await c.query(
+    `DROP TABLE IF EXISTS bw_layout_meta; CREATE TABLE bw_layout_meta AS SELECT ${busy} AS busy, ${shardKeys} AS shard_keys, ${group} AS txid_group`,
+  );
+  say(`candidates ready in ${round((performance.now() - t0) / 1000)} s`);
+}
+
+/** The two history candidates, from every entry of `history` once. */
+async function buildHistory(
+  c: pg.Client,
+  busy: number,
+  shardKeys: number,
+  q: (label: string, text: string) => Promise<void>,
+): Promise<void> {
+  // Every history entry once, (address, tx_num): the source of both history candidates.
+  await q(
+    'entries',
+    `CREATE UNLOGGED TABLE bw_entries AS
+       SELECT h.addr_key, ('x' || encode(substring(e.b FROM i * 8 + 1 FOR 8), 'hex'))::bit(64)::int8 AS tx_num
+       FROM history h CROSS JOIN LATERAL (SELECT int8send(h.first_tx_num) || h.rest AS b) e
+       CROSS JOIN LATERAL generate_series(0, length(e.b) / 8 - 1) AS i;
+     CREATE UNLOGGED TABLE bw_busy_keys AS SELECT addr_key FROM bw_entries GROUP BY 1 HAVING count(*) > ${busy};
+     ALTER TABLE bw_busy_keys ADD PRIMARY KEY (addr_key);
+     SELECT max(tx_num & ${POS_MASK}) FROM bw_entries`,
+  );
+  const maxPos = Number((await c.query<{ m: string }>(`SELECT max(tx_num & ${POS_MASK})::text AS m FROM bw_entries`)).rows[0]!.m);
+  if (maxPos > 0xffff) throw new Error(`a position ${maxPos} does not fit the block rows' 2 bytes`);
+  await q(
+    'block rows',
+    `CREATE TABLE bw_hist_blocks (height int4 NOT NULL, shard int4 NOT NULL, keys uuid[] NOT NULL, entries bytea NOT NULL,
+       PRIMARY KEY (height, shard)) WITH (autovacuum_enabled = off);
+     INSERT INTO bw_hist_blocks
+       SELECT height, (rn / ${shardKeys})::int4, array_agg(addr_key ORDER BY addr_key), string_agg(ent, ''::bytea ORDER BY addr_key)
+       FROM (SELECT height, addr_key, ent, row_number() OVER (PARTITION BY height ORDER BY addr_key) - 1 AS rn
+             FROM (SELECT (e.tx_num >> 20)::int4 AS height, e.addr_key,
+                          substring(int2send(count(*)::int2) FROM 2) || string_agg(substring(int4send((e.tx_num & ${POS_MASK})::int4) FROM 3), ''::bytea ORDER BY e.tx_num) AS ent
+                   FROM bw_entries e WHERE NOT EXISTS (SELECT 1 FROM bw_busy_keys b WHERE b.addr_key = e.addr_key)
+                   GROUP BY 1, 2) p) s
+       GROUP BY height, rn / ${shardKeys}
+       ORDER BY 1, 2;
+     CREATE INDEX bw_hist_blocks_keys ON bw_hist_blocks USING gin (keys);
+     CREATE TABLE bw_hist_busy (LIKE history);
+     INSERT INTO bw_hist_busy SELECT h.* FROM history h JOIN bw_busy_keys b USING (addr_key) ORDER BY addr_key, first_tx_num;
+     ALTER TABLE bw_hist_busy ADD PRIMARY KEY (addr_key, first_tx_num)`,
+  );
+  await q(
+    'pair rows',
+    `CREATE TABLE bw_hist_pairs (addr8 int8 NOT NULL, height int4 NOT NULL, pos bytea NOT NULL) WITH (autovacuum_enabled = off);
+     INSERT INTO bw_hist_pairs
+       SELECT ('x' || translate(left(addr_key::text, 18), '-', ''))::bit(64)::int8, (tx_num >> 20)::int4,
+              string_agg(substring(int4send((tx_num & ${POS_MASK})::int4) FROM 3), ''::bytea ORDER BY tx_num)
+       FROM bw_entries GROUP BY 1, 2 ORDER BY 1, 2;
+     ALTER TABLE bw_hist_pairs ADD PRIMARY KEY (addr8, height)`,
+  );
+  await c.query(`DROP TABLE bw_entries`);
+}
+
+/**
+ * `bw_txids`: a block's txids in rows of `group` (0: the whole block in one row), key (height,
+ * part), and a GIN on their first 8 bytes as int8 (txid_key's expression, written out: PostgreSQL
+ * 17 builds an index with search_path = pg_catalog).
+ */
+async function buildTxids(c: pg.Client, group: number, q: (label: string, text: string) => Promise<void>): Promise<void> {
+  const part = group > 0 ? `((tx_num & ${POS_MASK}) / ${group})::int4` : '0';
+  await q(
+    `txids (rows of ${group || 'a block'})`,
+    `CREATE FUNCTION bw_txid_keys(b bytea) RETURNS int8[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+       $$ SELECT array_agg(('x' || encode(substring(b FROM i * 32 + 1 FOR 8), 'hex'))::bit(64)::int8 ORDER BY i)
+          FROM generate_series(0, length(b) / 32 - 1) AS i $$;
+     CREATE TABLE bw_txids (height int4 NOT NULL, part int4 NOT NULL, txids bytea NOT NULL, PRIMARY KEY (height, part)) WITH (autovacuum_enabled = off);
+     ALTER TABLE bw_txids ALTER COLUMN txids SET STORAGE ${group > 0 && group * 32 < 2000 ? 'PLAIN' : 'EXTERNAL'};
+     INSERT INTO bw_txids SELECT (tx_num >> 20)::int4, ${part}, string_agg(txid, ''::bytea ORDER BY tx_num) FROM txs GROUP BY 1, 2 ORDER BY 1, 2;
+     CREATE INDEX bw_txids_keys ON bw_txids USING gin (bw_txid_keys(txids))`,
+  );
+}
+
+/** Removes the candidates' rows of blocks above `tip` (a reused index whose blocks were undone). */
+async function trimCandidates(c: pg.Client, tip: number): Promise<void> {
+  await c.query(`DELETE FROM bw_txids WHERE height > ${tip}; DELETE FROM bw_hist_blocks WHERE height > ${tip};
+    DELETE FROM bw_hist_pairs WHERE height > ${tip}; DELETE FROM bw_hist_busy WHERE first_tx_num >= ${firstTxNum(tip + 1)}`);
+  await c.query('VACUUM bw_txids, bw_hist_blocks, bw_hist_pairs, bw_hist_busy');
+  await c.query(`SELECT gin_clean_pending_list('bw_txids_keys'), gin_clean_pending_list('bw_hist_blocks_keys')`);
+}
+
+interface Sizes {
+  rawMb: number;
+  /** Table (heap + TOAST) and index MB of each relation measured. */
+  tables: Record<string, { table: number; indexes: number }>;
+  txsIndexes: Record<string, number>;
+  databaseMb: number;
+  /** The database with `txs` and `history` replaced by the candidates, and its ratio to raw. */
+  packedMb: number;
+  packedRatio: number;
+  todayRatio: number;
+}
+
+async function measureSizes(c: pg.Client, rawBytes: number): Promise<Sizes> {
+  await c.query('CHECKPOINT');
+  const names = ['txs', 'history', 'utxos', 'balances', 'bw_txids', 'bw_hist_blocks', 'bw_hist_busy', 'bw_hist_pairs'];
+  const tables: Sizes['tables'] = {};
+  for (const n of names) {
+    const r = await c.query<{ t: string; i: string }>(`SELECT pg_table_size($1)::text AS t, pg_indexes_size($1)::text AS i`, [n]);
+    tables[n] = { table: MB(Number(r.rows[0]!.t)), indexes: MB(Number(r.rows[0]!.i)) };
+  }
+  const idx = await c.query<{ n: string; s: string }>(
+    `SELECT indexrelid::regclass::text AS n, pg_relation_size(indexrelid)::text AS s FROM pg_index WHERE indrelid = 'txs'::regclass`,
+  );
+  const dbBytes = Number((await c.query<{ n: string }>(`SELECT pg_database_size(current_database())::text AS n`)).rows[0]!.n);
+  const sum = (ns: string[]) => ns.reduce((s, n) => s + tables[n]!.table + tables[n]!.indexes, 0);
+  const candidates = sum(['bw_txids', 'bw_hist_blocks', 'bw_hist_busy', 'bw_hist_pairs']);
+  const todayMb = MB(dbBytes) - candidates;
+  const packedMb = round(todayMb - sum(['txs', 'history']) + sum(['bw_txids', 'bw_hist_blocks', 'bw_hist_busy']), 1);
+  return {
+    rawMb: MB(rawBytes),
+    tables,
+    txsIndexes: Object.fromEntries(idx.rows.map((r) => [r.n, MB(Number(r.s))])),
+    databaseMb: round(todayMb, 1),
+    packedMb,
+    packedRatio: round(packedMb / MB(rawBytes), 3),
+    todayRatio: round(todayMb / MB(rawBytes), 3),
+  };
+}
+
+/** The block's rows as the per-block writer derives them, its prevouts read (not deleted) from `utxos`. */
+async function derive(c: pg.Client, block: DecodedBlock, height: number): Promise<BlockRows> {
+  const outpoints = externalOutpoints(block);
+  const r = await c.query<{ txid: Buffer; vout: number; tx_num: string; value: string; script: Buffer; addr_key: string | null }>(
+    `SELECT u.txid, u.vout, u.tx_num::text, u.value::text, u.script, u.addr_key::text
+       FROM unnest($1::bytea[], $2::int4[]) AS s(txid, vout)
+       JOIN txs t ON txid_key(t.txid) = txid_key(s.txid) AND t.txid = s.txid
+       JOIN utxos u ON u.tx_num = t.tx_num AND u.vout = s.vout`,
+    [outpoints.map((o) => Buffer.from(o.txid)), outpoints.map((o) => o.vout)],
+  );
+  const prevouts = new Map<string, Prevout>();
+  for (const x of r.rows)
+    prevouts.set(`${hashKey(x.txid)}:${x.vout}`, {
+      txNum: Number(x.tx_num),
+      value: BigInt(x.value),
+      script: x.script,
+      ...(x.addr_key !== null ? { keys: x.addr_key } : {}),
+    });
+  return deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`));
+}
+
+/** CHECKPOINT, then `fn`, with the WAL it wrote (pg_walinspect), the PostgreSQL CPU and its time. */
+async function step(pgs: BenchPostgres, c: pg.Client, fn: () => Promise<void>): Promise<Step> {
+  await c.query('CHECKPOINT');
+  const lsn0 = (await c.query<{ l: string }>('SELECT pg_current_wal_insert_lsn()::text AS l')).rows[0]!.l;
+  const cpu0 = pgs.cpuMs();
+  const t0 = performance.now();
+  await fn();
+  const ms = performance.now() - t0;
+  const pgCpuMs = pgs.cpuMs() - cpu0;
+  const lsn1 = (await c.query<{ l: string }>('SELECT pg_current_wal_insert_lsn()::text AS l')).rows[0]!.l;
+  // pg_walinspect reads flushed WAL only (a rolled-back step's records may not be yet): a
+  // committed transaction id flushes everything before its commit record.
+  await c.query('SELECT txid_current()');
+  const wal = Number((await c.query<{ d: string }>('SELECT pg_wal_lsn_diff($1, $2)::text AS d', [lsn1, lsn0])).rows[0]!.d);
+  const byRmgr: Record<string, number> = {};
+  let fpi = 0;
+  if (wal > 0) {
+    const st = await c.query<{ rm: string; all: string; fpi: string }>(
+      `SELECT "resource_manager/record_type" AS rm, combined_size::text AS all, fpi_size::text AS fpi FROM pg_get_wal_stats($1, $2) WHERE count > 0`,
+      [lsn0, lsn1],
+    );
+    for (const r of st.rows) {
+      byRmgr[r.rm] = MB(Number(r.all));
+      fpi += Number(r.fpi);
+    }
+  }
+  return { walMb: MB(wal), fpiMb: MB(fpi), byRmgr, pgCpuMs, ms: round(ms, 1) };
+}
+
+async function rolledBack(c: pg.Client, fn: () => Promise<void>): Promise<void> {
+  await c.query('BEGIN');
+  try {
+    await fn();
+  } finally {
+    await c.query('ROLLBACK');
+  }
+}
+
+async function committed(c: pg.Client, fn: () => Promise<void>): Promise<void> {
+  await c.query('BEGIN');
+  try {
+    await fn();
+    await c.query('COMMIT');
+  } catch (err) {
+    await c.query('ROLLBACK');
+    throw err;
+  }
+}
+
+/** Today's history statement (chain-rows.ts insertHistory), on this client. */
+async function insertHistoryRows(c: pg.Client, rows: BlockRows): Promise<void> {
+  const chunks = historyChunks(rows.history);
+  await c.query(
+    `INSERT INTO history (addr_key, first_tx_num, rest)
+       SELECT * FROM unnest($1::uuid[], $2::int8[], $3::bytea[]) ORDER BY 1, 2`,
+    [chunks.map((x) => x.key), chunks.map((x) => String(x.first)), chunks.map((x) => restOf(x.entries))],
+  );
+}
+
+/** Today's `txs` rows of the block (the apply's statement without the mempool join). */
+async function insertTxsRows(c: pg.Client, rows: BlockRows): Promise<void> {
+  await c.query(
+    `INSERT INTO txs (tx_num, txid, outs, ins, size, weight) SELECT * FROM unnest($1::int8[], $2::bytea[], $3::bytea[], $4::bytea[], $5::int4[], $6::int4[])`,
+    [
+      rows.txs.map((t) => String(t.txNum)),
+      rows.txs.map((t) => Buffer.from(t.txid)),
+      rows.txs.map((t) => t.outs),
+      rows.txs.map((t) => t.ins),
+      rows.txs.map((t) => t.size),
+      rows.txs.map((t) => t.weight),
+    ],
+  );
+}
+
+async function insertTxidRows(c: pg.Client, height: number, rows: BlockRows, group: number): Promise<void> {
+  const size = group > 0 ? group : rows.txs.length;
+  const parts: Buffer[] = [];
+  for (let i = 0; i < rows.txs.length; i += size) parts.push(Buffer.concat(rows.txs.slice(i, i + size).map((t) => t.txid)));
+  await c.query(`INSERT INTO bw_txids (height, part, txids) SELECT $1, p - 1, t FROM unnest($2::bytea[]) WITH ORDINALITY AS u(t, p)`, [
+    height,
+    parts,
+  ]);
+}
+
+/** The txids of the outputs a block spends, each once: what the spend statement turns into tx_nums. */
+function spentTxids(block: DecodedBlock): Buffer[] {
+  const seen = new Map<string, Buffer>();
+  for (const o of externalOutpoints(block)) seen.set(hashKey(o.txid), Buffer.from(o.txid));
+  return [...seen.values()];
+}
+
+/** Today: each spent txid → tx_num through `txs_txid_key` (the join of chain-rows.ts spendUtxos). */
+async function resolveToday(c: pg.Client, txids: Buffer[]): Promise<number> {
+  const r = await c.query(
+    `SELECT t.tx_num FROM unnest($1::bytea[]) AS s(txid) JOIN txs t ON txid_key(t.txid) = txid_key(s.txid) AND t.txid = s.txid`,
+    [txids],
+  );
+  return r.rowCount ?? 0;
+}
+
+/** Packed: every spent txid's row found by one GIN scan (&&), its position by the row's keys. */
+async function resolvePacked(c: pg.Client, txids: Buffer[]): Promise<number> {
+  const r = await c.query(
+    `WITH w AS (SELECT txid, ('x' || encode(substring(txid FROM 1 FOR 8), 'hex'))::bit(64)::int8 AS key FROM unnest($1::bytea[]) AS s(txid))
+     SELECT b.height, b.part, k.i
+       FROM bw_txids b CROSS JOIN LATERAL unnest(bw_txid_keys(b.txids)) WITH ORDINALITY AS k(key, i)
+       JOIN w ON w.key = k.key
+      WHERE bw_txid_keys(b.txids) && (SELECT array_agg(key) FROM w)
+        AND substring(b.txids FROM (k.i::int4 - 1) * 32 + 1 FOR 32) = w.txid`,
+    [txids],
+  );
+  return r.rowCount ?? 0;
+}
+
+/** A block row's entries for one address: a count byte, then each position as 2 bytes. */
+function blockEntries(nums: readonly number[]): Buffer {
+  const b = Buffer.allocUnsafe(1 + 2 * nums.length);
+  b[0] = nums.length;
+  nums.forEach((n, i) => b.writeUInt16BE(n & POS_MASK, 1 + 2 * i));
+  return b;
+}
+
+async function insertBlockRows(
+  c: pg.Client,
+  height: number,
+  rows: BlockRows,
+  busyKeys: ReadonlySet<string>,
+  shardKeys: number,
+): Promise<void> {
+  const keys = [...rows.history.keys()].filter((k) => !busyKeys.has(k)).sort();
+  const shards: { keys: string[]; entries: Buffer }[] = [];
+  for (let i = 0; i < keys.length; i += shardKeys) {
+    const part = keys.slice(i, i + shardKeys);
+    shards.push({ keys: part, entries: Buffer.concat(part.map((k) => blockEntries(rows.history.get(k)!))) });
+  }
+  await c.query(
+    `INSERT INTO bw_hist_blocks (height, shard, keys, entries)
+       SELECT $1, s - 1, k::uuid[], e FROM unnest($2::text[], $3::bytea[]) WITH ORDINALITY AS u(k, e, s)`,
+    [height, shards.map((s) => `{${s.keys.join(',')}}`), shards.map((s) => s.entries)],
+  );
+  const hot = historyChunks(new Map([...rows.history].filter(([k]) => busyKeys.has(k))));
+  if (hot.length > 0)
+    await c.query(
+      `INSERT INTO bw_hist_busy (addr_key, first_tx_num, rest) SELECT * FROM unnest($1::uuid[], $2::int8[], $3::bytea[]) ORDER BY 1, 2`,
+      [hot.map((x) => x.key), hot.map((x) => String(x.first)), hot.map((x) => restOf(x.entries))],
+    );
+}
+
+/** The address key's first 8 bytes as a signed int8 (text). */
+const addr8 = (key: string) => BigInt.asIntN(64, BigInt(`0x${key.replace(/-/g, '').slice(0, 16)}`)).toString();
+
+async function insertPairRows(c: pg.Client, height: number, rows: BlockRows): Promise<void> {
+  const keys = [...rows.history.keys()];
+  await c.query(
+    `INSERT INTO bw_hist_pairs (addr8, height, pos) SELECT a, $1, p FROM unnest($2::int8[], $3::bytea[]) AS u(a, p) ORDER BY a`,
+    [height, keys.map(addr8), keys.map((k) => blockEntries(rows.history.get(k)!).subarray(1))],
+  );
+}
+
+interface ReadFigure {
+  n: number;
+  /** Client-side time per answer (ms), median and p99, and the PostgreSQL backend's CPU per answer (µs). */
+  p50: number;
+  p99: number;
+  cpuUs: number;
+}
+
+type Reads = Record<string, ReadFigure>;
+
+const PAGE = 25;
+
+/** Times `fn` over `inputs` twice (the second pass, warm, is measured), with the backend's CPU. */
+async function timeReads<T>(c: pg.Client, pid: number, inputs: readonly T[], fn: (x: T) => Promise<void>): Promise<ReadFigure> {
+  for (const x of inputs) await fn(x);
+  const ms: number[] = [];
+  const cpu0 = processCpuMs(pid);
+  for (const x of inputs) {
+    const t0 = performance.now();
+    await fn(x);
+    ms.push(performance.now() - t0);
+  }
+  return {
+    n: inputs.length,
+    p50: round(pct(ms, 50), 3),
+    p99: round(pct(ms, 99), 3),
+    cpuUs: round(((processCpuMs(pid) - cpu0) * 1000) / inputs.length),
+  };
+}
+
+/** The newest page of an address in block rows: the GIN finds its rows, each row's entries are walked to its key. */
+function blockRowEntries(rows: { height: number; keys: string[]; entries: Buffer }[], key: string): number[] {
+  const out: number[] = [];
+  for (const r of rows) {
+    let at = 0;
+    const want = r.keys.indexOf(key);
+    for (let i = 0; i < want; i++) at += 1 + 2 * r.entries[at]!;
+    const n = r.entries[at]!;
+    const nums: number[] = [];
+    for (let j = 0; j < n; j++) nums.push(r.height * 2 ** 20 + r.entries.readUInt16BE(at + 1 + 2 * j));
+    out.push(...nums.reverse());
+  }
+  return out;
+}
+
+/**
+ * Reads the typical answers from each layout, each checked against today's: an address's newest
+ * history page (the tx_nums of its 25 newest entries; the API then reads those transactions, the
+ * same in every layout), its balance (`balances`, kept as is) and a txid's position.
+ */
+async function measureReads(c: pg.Client, lookups: number, busyKeys: ReadonlySet<string>, group: number, quick: boolean): Promise<Reads> {
+  const pid = (await c.query<{ p: number }>('SELECT pg_backend_pid() AS p')).rows[0]!.p;
+  // Lookups as the API plans them: by index (a generic plan must not fall back to a scan).
+  await c.query('SET enable_seqscan = off');
+  say(`  reads${quick ? ' (GIN pending lists unmerged)' : ''}: sampling`);
+  const n = quick ? Math.ceil(lookups / 5) : lookups;
+  const sample = async (text: string) =>
+    (await c.query<{ k: string }>(text)).rows
+      .map((r) => r.k)
+      .filter((k) => !busyKeys.has(k))
+      .slice(0, n);
+  const typical = await sample(`SELECT DISTINCT addr_key::text AS k FROM history TABLESAMPLE SYSTEM (1) REPEATABLE (7) LIMIT ${n * 2}`);
+  const wide = await sample(
+    `SELECT addr_key::text AS k FROM history GROUP BY 1 HAVING sum(1 + length(rest) / 8) BETWEEN 20 AND 100 ORDER BY 1 LIMIT ${n}`,
+  );
+  const hot = [...busyKeys].slice(0, 3);
+  const txids = (await c.query<{ t: Buffer }>(`SELECT txid AS t FROM txs TABLESAMPLE SYSTEM (0.1) REPEATABLE (7) LIMIT ${n}`)).rows.map(
+    (r) => r.t,
+  );
+  const todayPage = async (key: string, table = 'history') => {
+    const r = await c.query<{ f: string; rest: Buffer }>({
+      name: `page-${table}`,
+      // The newest chunks holding the page's entries (their counts from the stored lengths).
+      text: `SELECT f, rest FROM (SELECT first_tx_num::text AS f, rest, sum(1 + length(rest) / 8) OVER (ORDER BY first_tx_num DESC) AS upto
+               FROM ${table} WHERE addr_key = $1) x WHERE upto - (1 + length(rest) / 8) < ${PAGE}`,
+      values: [key],
+    });
+    return newestEntries(
+      r.rows.map((x) => historyChunkEntries(BigInt(x.f), x.rest)),
+      2n ** 62n,
+      PAGE,
+    ).map(Number);
+  };
+  const blocksPage = async (key: string) => {
+    if (busyKeys.has(key)) return todayPage(key, 'bw_hist_busy');
+    const r = await c.query<{ height: number; keys: string[]; entries: Buffer }>({
+      name: 'page-blocks',
+      // Through the GIN (materialized: otherwise the planner walks the primary key backwards
+      // for the LIMIT, reading the whole table for an address with few entries).
+      text: `WITH m AS MATERIALIZED (SELECT height, keys, entries FROM bw_hist_blocks WHERE keys @> ARRAY[$1::uuid])
+             SELECT height, keys::text[] AS keys, entries FROM m ORDER BY height DESC LIMIT ${PAGE}`,
+      values: [key],
+    });
+    return blockRowEntries(r.rows, key).slice(0, PAGE);
+  };
+  const pairsPage = async (key: string) => {
+    const r = await c.query<{ height: number; pos: Buffer }>({
+      name: 'page-pairs',
+      text: `SELECT height, pos FROM bw_hist_pairs WHERE addr8 = $1 ORDER BY height DESC LIMIT ${PAGE}`,
+      values: [addr8(key)],
+    });
+    const out: number[] = [];
+    for (const x of r.rows) {
+      const nums: number[] = [];
+      for (let j = 0; j < x.pos.length; j += 2) nums.push(x.height * 2 ** 20 + x.pos.readUInt16BE(j));
+      out.push(...nums.reverse());
+    }
+    return out.slice(0, PAGE);
+  };
+  // Each layout must answer what today's tables answer.
+  for (const key of [...typical.slice(0, 50), ...wide.slice(0, 50), ...hot]) {
+    const want = JSON.stringify(await todayPage(key));
+    for (const [name, got] of [
+      ['block rows', await blocksPage(key)],
+      ['pair rows', await pairsPage(key)],
+    ] as const)
+      if (JSON.stringify(got) !== want) throw new Error(`${name}: page of ${key} is ${JSON.stringify(got)}, today's ${want}`);
+  }
+  const todayTx = async (txid: Buffer) =>
+    Number(
+      (
+        await c.query<{ n: string }>({
+          name: 'tx-today',
+          text: `SELECT tx_num::text AS n FROM txs WHERE txid_key(txid) = txid_key($1) AND txid = $1`,
+          values: [txid],
+        })
+      ).rows[0]!.n,
+    );
+  const packedTx = async (txid: Buffer) => {
+    const r = await c.query<{ height: number; part: number; at: number }>({
+      name: 'tx-packed',
+      text: `SELECT height, part, position($1::bytea IN txids) AS at FROM bw_txids WHERE bw_txid_keys(txids) @> ARRAY[txid_key($1)]`,
+      values: [txid],
+    });
+    const hit = r.rows.find((x) => x.at > 0 && (x.at - 1) % 32 === 0);
+    if (!hit) throw new Error(`txid ${txid.toString('hex')} not found in bw_txids`);
+    return hit.height * 2 ** 20 + hit.part * group + (hit.at - 1) / 32;
+  };
+  for (const t of txids.slice(0, 50))
+    if ((await packedTx(t)) !== (await todayTx(t))) throw new Error(`bw_txids: wrong position for ${t.toString('hex')}`);
+  const balance = async (key: string) =>
+    void (await c.query({ name: 'balance', text: `SELECT balance, utxo_count FROM balances WHERE addr_key = $1`, values: [key] }));
+  const reads: Reads = {};
+  const run = async (label: string, keys: string[], fn: (k: string) => Promise<unknown>) => {
+    if (keys.length > 0) reads[label] = await timeReads(c, pid, keys, async (k) => void (await fn(k)));
+    say(`  reads: ${label} ${JSON.stringify(reads[label])}`);
+  };
+  for (const [group, keys] of [
+    ['typical', typical],
+    ['20–100 entries', wide],
+    ['busy', hot],
+  ] as const) {
+    await run(`history page, ${group}: today`, keys, (k) => todayPage(k));
+    await run(`history page, ${group}: block rows`, keys, blocksPage);
+    await run(`history page, ${group}: pair rows`, keys, pairsPage);
+  }
+  await run('balance (every layout)', typical, balance);
+  reads['txid → tx_num: today'] = await timeReads(c, pid, txids, async (t) => void (await todayTx(t)));
+  reads[`txid → tx_num: txids in rows of ${group || 'a block'}`] = await timeReads(c, pid, txids, async (t) => void (await packedTx(t)));
+  await c.query('RESET enable_seqscan');
+  return reads;
+}
+
+function summarize(steps: Record<string, Step[]>): Record<string, Step> {
+  const out: Record<string, Step> = {};
+  for (const [k, ss] of Object.entries(steps)) {
+    const med = (f: (s: Step) => number) => pct(ss.map(f), 50);
+    const rm: Record<string, number> = {};
+    for (const name of new Set(ss.flatMap((s) => Object.keys(s.byRmgr)))) rm[name] = med((s) => s.byRmgr[name] ?? 0);
+    out[k] = { walMb: med((s) => s.walMb), fpiMb: med((s) => s.fpiMb), byRmgr: rm, pgCpuMs: med((s) => s.pgCpuMs), ms: med((s) => s.ms) };
+  }
+  return out;
+}
+
+function reportSizes(sizes: Sizes): void {
+  say(`\nSize (MB; raw blocks ${sizes.rawMb}):`);
+  say('| relation | table (heap + TOAST) | indexes |\n|---|---|---|');
+  for (const [n, s] of Object.entries(sizes.tables)) say(`| ${n} | ${s.table} | ${s.indexes} |`);
+  say(
+    `txs indexes: ${Object.entries(sizes.txsIndexes)
+      .map(([n, s]) => `${n} ${s}`)
+      .join(', ')}`,
+  );
+  say(
+    `database today ${sizes.databaseMb} MB = ${sizes.todayRatio} × raw; with txs → bw_txids and history → block rows + busy chunks: ${sizes.packedMb} MB = ${sizes.packedRatio} × raw`,
+  );
+}
+
+const byRm = (s: Step) =>
+  Object.entries(s.byRmgr)
+    .filter(([, v]) => v >= 0.05)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+
+function reportSteps(steps: Record<string, Step[]>, live: number): void {
+  say(`\nOne 4,000-transaction block, each step after a CHECKPOINT (medians of ${live} blocks):`);
+  say('| step | WAL MB | of which full-page images | by resource manager | PostgreSQL CPU ms | ms |\n|---|---|---|---|---|---|');
+  for (const [k, s] of Object.entries(summarize(steps))) say(`| ${k} | ${s.walMb} | ${s.fpiMb} | ${byRm(s)} | ${s.pgCpuMs} | ${s.ms} |`);
+}
+
+function reportMerge(merge: Record<string, Step>, live: number): void {
+  for (const [k, s] of Object.entries(merge))
+    say(`| GIN pending list merge, ${k} (${live} blocks' entries, once) | ${s.walMb} | ${s.fpiMb} | ${byRm(s)} | ${s.pgCpuMs} | ${s.ms} |`);
+}
+
+function reportReads(reads: Reads, pending: Reads): void {
+  say('\nReads, warm (second pass), one client, prepared statements:');
+  say(
+    '| answer | n | p50 ms | p99 ms | PostgreSQL CPU µs/answer | p50 ms with the GIN pending lists unmerged |\n|---|---|---|---|---|---|',
+  );
+  for (const [k, r] of Object.entries(reads)) say(`| ${k} | ${r.n} | ${r.p50} | ${r.p99} | ${r.cpuUs} | ${pending[k]?.p50 ?? '—'} |`);
+}
+
+await main();
