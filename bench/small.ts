@@ -95,20 +95,26 @@ async function measure(
       await waitApplied(follower, tip.hash, 1_800_000);
       if (logTo) writeFileSync(`${logTo}.${name}.log`, follower.lines.join('\n'));
       const applied = logLines(follower.lines, 'block applied');
-      // Steady state: from the first block above the premine (the indexer is warm by then).
+      // Steady state: from the first commit above the premine (the indexer is warm by then).
       // Blocks applied in one transaction log `batch: n` each; a commit's time since the
       // previous commit is shared by its blocks.
-      const from = node.setup + 1;
+      // Commits are grouped from the first line (a commit's lines are consecutive); a commit
+      // holding setup blocks is left out whole (its time is not the measured blocks' alone).
       const perBlock: number[] = [];
-      let prev = at[from - 1]!;
-      for (let i = from; i < applied.length;) {
+      let from = -1;
+      let start = 0;
+      for (let i = 0, prev: number | undefined; i < applied.length;) {
         const n = Math.min(Number(applied[i]!.batch ?? 1), applied.length - i);
         const end = at[i + n - 1]!;
-        for (let k = 0; k < n; k++) perBlock.push((end - prev) / n);
+        if (i > node.setup && prev !== undefined) {
+          if (from < 0) [from, start] = [i, prev];
+          for (let k = 0; k < n; k++) perBlock.push((end - prev) / n);
+        }
         prev = end;
         i += n;
       }
-      const span = (at[at.length - 1]! - at[from - 1]!) / 1000;
+      if (from < 0) from = applied.length; // every block committed with setup blocks (a short chain)
+      const span = (at[at.length - 1]! - start) / 1000;
       // The indexer's CPU is its children's once it exited; its backends' once they closed.
       follower.proc.kill('SIGTERM');
       await follower.exited;
