@@ -9,7 +9,7 @@
  * p90 time per block while catching up (the whole per-block cost: the node's answers, the plan,
  * the fetch, the write transaction), the indexer's own plan → commit median per transaction
  * (`block applied` ms) and how much of it waited for the node (`waitMs`), blocks/s, and with
- * `--phases` the medians of the write transaction's phases.
+ * `--phases` the medians of the write transaction's phases per block.
  * Run: `node --import tsx bench/small.ts [--quick] [--blocks N] [--only devnode|core]
  * [--phases] [--catchup-blocks N] [--log PREFIX]` (INDEXER_CATCHUP_BLOCKS for the indexer; its
  * default else; `--log`: the indexer's log lines to PREFIX.<node>.log) (a bitcoind:
@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { startDevnode } from '../devnode/start.js';
 import { bitcoindBin, bitcoindPresent, startBitcoind } from '../test/support/bitcoind.js';
-import { cacheDir, logLines, machine, pct, round, say, startBenchPostgres, type BenchPostgres } from './harness.js';
+import { cacheDir, childrenCpuMs, logLines, machine, pct, round, say, startBenchPostgres, type BenchPostgres } from './harness.js';
 import { startFollower, waitApplied } from './live.js';
 import { CORE_SETUP_BLOCKS, paymentsIn, smallCoreChain } from './small-chain.js';
 
@@ -47,6 +47,12 @@ export interface SmallResult {
   blocksPerSec: number;
   /** Medians of the write transaction's phases (ms), with --phases. */
   phases: Record<string, number>;
+  /**
+   * CPU per block over the whole catch-up (setup blocks included; the indexer's start too): the
+   * indexer process's and every PostgreSQL process's (ms). Unlike the times, hardly moved by
+   * other work on the machine.
+   */
+  cpuMsPerBlock: { indexer: number; postgres: number };
 }
 
 const PREMINE = 101;
@@ -79,6 +85,7 @@ async function measure(
   try {
     const tip = await node.tip();
     const url = await pgs.createDatabase(`small_${name}`);
+    const cpu0 = { indexer: childrenCpuMs(), postgres: pgs.cpuMs() };
     const follower = startFollower(url, node, env);
     try {
       const at: number[] = [];
@@ -88,23 +95,40 @@ async function measure(
       await waitApplied(follower, tip.hash, 1_800_000);
       if (logTo) writeFileSync(`${logTo}.${name}.log`, follower.lines.join('\n'));
       const applied = logLines(follower.lines, 'block applied');
-      // Steady state: from the first block above the premine (the indexer is warm by then).
+      // Steady state: from the first commit above the premine (the indexer is warm by then).
       // Blocks applied in one transaction log `batch: n` each; a commit's time since the
       // previous commit is shared by its blocks.
-      const from = node.setup + 1;
+      // Commits are grouped from the first line (a commit's lines are consecutive); a commit
+      // holding setup blocks is left out whole (its time is not the measured blocks' alone).
       const perBlock: number[] = [];
-      let prev = at[from - 1]!;
-      for (let i = from; i < applied.length;) {
+      let from = -1;
+      let start = 0;
+      for (let i = 0, prev: number | undefined; i < applied.length;) {
         const n = Math.min(Number(applied[i]!.batch ?? 1), applied.length - i);
         const end = at[i + n - 1]!;
-        for (let k = 0; k < n; k++) perBlock.push((end - prev) / n);
+        if (i > node.setup && prev !== undefined) {
+          if (from < 0) [from, start] = [i, prev];
+          for (let k = 0; k < n; k++) perBlock.push((end - prev) / n);
+        }
         prev = end;
         i += n;
       }
-      const span = (at[at.length - 1]! - at[from - 1]!) / 1000;
+      if (from < 0) from = applied.length; // every block committed with setup blocks (a short chain)
+      const span = (at[at.length - 1]! - start) / 1000;
+      // The indexer's CPU is its children's once it exited; its backends' once they closed.
+      follower.proc.kill('SIGTERM');
+      await follower.exited;
+      await new Promise((r) => setTimeout(r, 500));
+      const cpuMsPerBlock = {
+        indexer: round((childrenCpuMs() - cpu0.indexer) / at.length, 2),
+        postgres: round((pgs.cpuMs() - cpu0.postgres) / at.length, 2),
+      };
       const byPhase = new Map<string, number[]>();
-      for (const l of logLines(follower.lines, 'apply phases').slice(from)) {
-        for (const [k, v] of Object.entries(l.ms as Record<string, number>)) byPhase.set(k, [...(byPhase.get(k) ?? []), v]);
+      // A line per block applied alone, or per turn of blocks written together (`blocks`: its share per block).
+      for (const l of logLines(follower.lines, 'apply phases').filter((x) => Number(x.height) >= from)) {
+        const n = Number(l.blocks ?? 1);
+        for (const [k, v] of Object.entries(l.ms as Record<string, number>))
+          byPhase.set(k, [...(byPhase.get(k) ?? []), ...Array<number>(n).fill(v / n)]);
       }
       return {
         blocks: perBlock.length,
@@ -121,6 +145,7 @@ async function measure(
         ),
         blocksPerSec: round(perBlock.length / span, 1),
         phases: Object.fromEntries([...byPhase].map(([k, v]) => [k, pct(v, 50)])),
+        cpuMsPerBlock,
       };
     } finally {
       follower.proc.kill('SIGTERM');
@@ -181,6 +206,7 @@ async function main(): Promise<void> {
   say(row('plan → commit p50 ms (per transaction)', (r) => String(r.commitP50)));
   say(row('of which waiting for the node p50 ms', (r) => String(r.waitP50)));
   say(row('blocks/s', (r) => String(r.blocksPerSec)));
+  say(row('CPU ms per block: indexer + PostgreSQL', (r) => `${r.cpuMsPerBlock.indexer} + ${r.cpuMsPerBlock.postgres}`));
   for (const k of new Set(names.flatMap((n) => Object.keys(results[n]!.phases))))
     say(row(`phase ${k} p50 ms`, (r) => String(r.phases[k] ?? '—')));
   say(`RESULT ${JSON.stringify({ blocks, ...results, machineStart: m0, machineEnd: machine() })}`);

@@ -6,6 +6,8 @@
  * `block_undo` row, else the spent outputs' `txs` rows; no node call), also one transaction. A crash at any point leaves a block boundary. What they write is
  * in three modules: the chain tables' rows (chain-rows.ts), the events (block-events.ts) and the
  * reorg bookkeeping (reorg-bookkeeping.ts); docs/schema.md gives each table's apply and undo rule.
+ * Consecutive blocks of a catch-up turn whose rows depend on the chain tables alone are written
+ * together, each table once (apply-turn.ts), with the rows applying each alone writes.
  * @module
  */
 import { sql, type Kysely } from 'kysely';
@@ -17,20 +19,9 @@ import { txNum, txNumOf } from '../../src/db/tx-num.js';
 import { FatalError } from '../../src/errors.js';
 import { UNDO_BLOCKS_MIN } from '../../src/config.js';
 import { extendWalletsFor } from '../../src/db/wallet-chains.js';
-import type { Logger } from '../../src/log.js';
-import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
-import {
-  deriveBlock,
-  deriveUndo,
-  externalOutpoints,
-  hashKey,
-  outputKeys,
-  MissingPrevoutError,
-  type BlockRows,
-  type StoredTx,
-} from './derive.js';
+import { PhaseTimer } from '../../src/ops/phases.js';
+import { deriveUndo, externalOutpoints, hashKey, outputKeys, type BlockRows, type StoredTx } from './derive.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from '../events.js';
-import { toBuffer } from '../mempool-rows.js';
 import {
   type Trx,
   type Tip,
@@ -40,6 +31,9 @@ import {
   addBalances,
   insertUtxos,
   insertHistory,
+  insertBlocks,
+  insertTxs,
+  keepUndo,
   dropOverwrittenCoinbase,
   spendUtxos,
   cutHistory,
@@ -49,17 +43,12 @@ import { removeFromMempool, confirmationEvents, mempoolHoldsAny } from './block-
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
 import { insertScriptAliases } from './script-aliases.js';
 import { colorConfirmed, deleteAssetColors } from './asset-rows.js';
+import { chainOnly, deriveOrFail, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
 
 /** Hooks the run loop gives the writers. */
-export interface WriteContext {
+export interface WriteContext extends TurnContext {
   /** Runs first in every write transaction: proves this process still holds the writer lock. */
   guard?: (trx: Trx) => Promise<void>;
-  /** Debug lines with the time of each phase. */
-  log?: Logger;
-  /** Receives each phase's time (the process's metrics: blockwire_indexer_phase_seconds). */
-  phases?: PhaseListener;
-  /** How many of the newest blocks keep their `block_undo` row (INDEXER_UNDO_BLOCKS; default its minimum). */
-  undoBlocks?: number;
 }
 
 export type ApplyResult =
@@ -88,7 +77,9 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
  * them again). One transaction for several blocks while catching up saves each block its own
  * commit (a WAL flush) and round trips; a crash still leaves a block boundary (all of them or
  * none), and the budget keeps a commit, so progress and the caught-up blocks' events, coming
- * often. Returns one result per block tried.
+ * often. Where nothing but the chain tables decides the blocks' rows, the blocks that extend
+ * one another are written together, each table once (apply-turn.ts: the same rows; the budget
+ * then applies to the blocks after them). Returns one result per block tried.
  */
 export async function applyBlocks(
   db: Kysely<Database>,
@@ -105,10 +96,15 @@ export async function applyBlocks(
     const mempool = await mempoolHoldsAny(trx);
     const start = performance.now();
     const results: ApplyResult[] = [];
-    for (const { block, height } of blocks) {
-      const r = await applyInTransaction(trx, block, height, ctx, mempool);
-      results.push(r);
-      if (r.kind !== 'applied' || performance.now() - start >= budgetMs) break;
+    if (blocks.length > 1 && !mempool && (await chainOnly(trx))) {
+      const n = turnLength(await lockTip(trx), blocks);
+      if (n > 1) for (const a of await writeTurn(trx, blocks.slice(0, n), ctx)) results.push({ kind: 'applied', ...a });
+    }
+    for (let i = results.length; i < blocks.length; i++) {
+      const prev = results[results.length - 1];
+      if (prev && (prev.kind !== 'applied' || performance.now() - start >= budgetMs)) break;
+      const { block, height } = blocks[i]!;
+      results.push(await applyInTransaction(trx, block, height, ctx, mempool));
     }
     return results;
   });
@@ -123,9 +119,7 @@ async function applyInTransaction(
 ): Promise<ApplyResult> {
   const tip = await lockTip(trx);
   if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
-  const extendsTip =
-    height === 0 ? tip.height === -1 : tip.height === height - 1 && tip.hash !== null && equalBytes(tip.hash, block.header.prevHash);
-  if (!extendsTip) return { kind: 'stale', tip };
+  if (!extendsTip(tip, block, height)) return { kind: 'stale', tip };
 
   const timer = new PhaseTimer('apply', ctx.phases);
   const lap = (phase: string) => timer.lap(phase);
@@ -134,37 +128,17 @@ async function applyInTransaction(
   const keys = outputKeys(block);
   const prevouts = await spending;
   lap('spend');
-  let rows: BlockRows;
-  try {
-    // Per-address amounts are only needed for events: skip them when nothing is watched.
-    rows = deriveBlock(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), {
-      touches: await anyWatched(trx),
-      outputKeys: keys,
-    });
-  } catch (err) {
-    if (err instanceof MissingPrevoutError)
-      throw new FatalError('ERR_PREVOUT_MISSING', `cannot apply block ${height}: ${err.message}`, { cause: err });
-    throw err;
-  }
+  // Per-address amounts are only needed for events: skip them when nothing is watched.
+  const rows: BlockRows = deriveOrFail(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), {
+    touches: await anyWatched(trx),
+    outputKeys: keys,
+  });
   lap('derive');
-  await dropOverwrittenCoinbase(trx, rows);
+  await dropOverwrittenCoinbase(trx, [rows], rows.balances);
 
-  await sql`
-    INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
-    VALUES (${height}, ${toBuffer(rows.hash)}, ${toBuffer(rows.prevHash)}, ${toBuffer(rows.header)}, ${rows.time}, ${rows.txCount}, ${rows.size}, ${rows.weight})`.execute(
-    trx,
-  );
-  for (let i = 0; i < rows.txs.length; i += 10_000) {
-    const part = rows.txs.slice(i, i + 10_000);
-    await sql`
-      INSERT INTO txs (tx_num, txid, outs, ins, first_seen, size, weight)
-      SELECT u.tx_num, u.txid, u.outs, u.ins, m.first_seen, u.size, u.weight
-      FROM unnest(${int8s(part.map((t) => t.txNum))}::int8[], ${part.map((t) => toBuffer(t.txid))}::bytea[], ${part.map((t) => t.outs)}::bytea[], ${part.map((t) => t.ins)}::bytea[],
-                  ${part.map((t) => t.size)}::int4[], ${part.map((t) => t.weight)}::int4[])
-        AS u(tx_num, txid, outs, ins, size, weight)
-      LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
-  }
-  await keepUndo(trx, height, rows.undo, ctx.undoBlocks ?? UNDO_BLOCKS_MIN);
+  await insertBlocks(trx, [rows]);
+  await insertTxs(trx, rows.txs);
+  await keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN);
   lap('txs');
   await colorConfirmed(
     trx,
@@ -199,15 +173,6 @@ async function applyInTransaction(
   lap('events');
   if (ctx.log) ctx.log.debug({ height, txs: rows.txCount, ms: timer.ms }, 'apply phases');
   return { kind: 'applied', height, txs: rows.txCount, events: events.length };
-}
-
-/**
- * Keeps the outputs of earlier blocks that the block at `height` spends (`BlockRows.undo`) as its
- * row of `block_undo`, and lets go of the rows of blocks `keep` or more below it.
- */
-async function keepUndo(trx: Trx, height: number, spent: Uint8Array, keep: number): Promise<void> {
-  await sql`INSERT INTO block_undo (height, spent) VALUES (${height}, ${toBuffer(spent)})`.execute(trx);
-  await sql`DELETE FROM block_undo WHERE height <= ${height - keep}`.execute(trx);
 }
 
 /**

@@ -146,7 +146,12 @@ export async function confirmationEvents(trx: Trx, rows: BlockRows, watched: Rea
         ${mine.map((t) => toBuffer(rows.txs[t.pos]!.txid))}::bytea[], ${mine.map((t) => t.received.toString())}::int8[], ${mine.map((t) => t.sent.toString())}::int8[])
       ON CONFLICT DO NOTHING`.execute(trx);
   }
-  if (rows.height > WATCH_KEEP_BLOCKS)
-    await sql`DELETE FROM watched_txs WHERE tx_num < ${txNumOf(rows.height - WATCH_KEEP_BLOCKS, 0).toString()}::int8`.execute(trx);
+  await pruneWatchedTxs(trx, rows.height);
   return events;
+}
+
+/** watched_txs keeps the rows of the last WATCH_KEEP_BLOCKS blocks below `height`, the block just applied. */
+export async function pruneWatchedTxs(trx: Trx, height: number): Promise<void> {
+  if (height > WATCH_KEEP_BLOCKS)
+    await sql`DELETE FROM watched_txs WHERE tx_num < ${txNumOf(height - WATCH_KEEP_BLOCKS, 0).toString()}::int8`.execute(trx);
 }

@@ -9,11 +9,14 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { addWalletDeltas } from '../wallet-balances.js';
 import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
-import { hashKey, type BlockRows, type Delta, type Prevout, type UtxoRow } from './derive.js';
+import { hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
 import { txidIs } from '../../src/db/txid-key.js';
 
 export type Trx = Transaction<Database>;
+
+/** One `history` row's content before it is encoded. */
+type HistoryChunk = ReturnType<typeof historyChunks>[number];
 
 export type Tip = { height: number; hash: Buffer | null };
 
@@ -90,8 +93,16 @@ export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<v
   }
 }
 
+/** Inserts the history chunks of one block's (or consecutive blocks') address entries. */
 export async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly number[]>): Promise<void> {
-  const chunks = historyChunks(history);
+  await insertHistoryChunks(trx, historyChunks(history));
+}
+
+/**
+ * Inserts history chunks as `historyChunks` cuts them per block: consecutive blocks written in
+ * one turn pass every block's chunks, so the rows are those each block alone would insert.
+ */
+export async function insertHistoryChunks(trx: Trx, chunks: readonly HistoryChunk[]): Promise<void> {
   for (let i = 0; i < chunks.length; i += 20_000) {
     const part = chunks.slice(i, i + 20_000);
     await sql`
@@ -101,26 +112,66 @@ export async function insertHistory(trx: Trx, history: ReadonlyMap<string, reado
   }
 }
 
+/** Inserts blocks' `blocks` rows (height order). */
+export async function insertBlocks(trx: Trx, blocks: readonly BlockRows[]): Promise<void> {
+  await sql`
+    INSERT INTO blocks (height, hash, prev_hash, header, time, tx_count, size, weight)
+    SELECT * FROM unnest(${blocks.map((r) => r.height)}::int4[], ${blocks.map((r) => toBuffer(r.hash))}::bytea[], ${blocks.map((r) => toBuffer(r.prevHash))}::bytea[],
+      ${blocks.map((r) => toBuffer(r.header))}::bytea[], ${blocks.map((r) => r.time)}::int4[], ${blocks.map((r) => r.txCount)}::int4[],
+      ${blocks.map((r) => r.size)}::int4[], ${blocks.map((r) => r.weight)}::int4[]) AS b(height, hash, prev_hash, header, time, tx_count, size, weight)
+    ORDER BY height`.execute(trx);
+}
+
+/** Inserts `txs` rows in tx_num order (the primary key grows at its right edge), each with its first sighting in the mempool when it had one. */
+export async function insertTxs(trx: Trx, txs: readonly TxRow[]): Promise<void> {
+  for (let i = 0; i < txs.length; i += 10_000) {
+    const part = txs.slice(i, i + 10_000);
+    await sql`
+      INSERT INTO txs (tx_num, txid, outs, ins, first_seen, size, weight)
+      SELECT u.tx_num, u.txid, u.outs, u.ins, m.first_seen, u.size, u.weight
+      FROM unnest(${int8s(part.map((t) => t.txNum))}::int8[], ${part.map((t) => toBuffer(t.txid))}::bytea[], ${part.map((t) => t.outs)}::bytea[], ${part.map((t) => t.ins)}::bytea[],
+                  ${part.map((t) => t.size)}::int4[], ${part.map((t) => t.weight)}::int4[])
+        AS u(tx_num, txid, outs, ins, size, weight)
+      LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
+  }
+}
+
+/**
+ * Keeps the outputs of earlier blocks that each block spends (`BlockRows.undo`) as its row of
+ * `block_undo`, and lets go of the rows of blocks `keep` or more below the highest.
+ */
+export async function keepUndo(trx: Trx, blocks: readonly BlockRows[], keep: number): Promise<void> {
+  if (blocks.length === 0) return;
+  await sql`
+    INSERT INTO block_undo (height, spent)
+    SELECT * FROM unnest(${blocks.map((r) => r.height)}::int4[], ${blocks.map((r) => toBuffer(r.undo))}::bytea[]) AS u(height, spent)`.execute(
+    trx,
+  );
+  await sql`DELETE FROM block_undo WHERE height <= ${blocks[blocks.length - 1]!.height - keep}`.execute(trx);
+}
+
 /**
  * BIP30 (mainnet 91842 and 91880): a coinbase repeating an earlier coinbase's txid overwrites
  * its unspent outputs, as in Core, where the older outputs are lost. Their rows go and their
- * value leaves the balances with this block (as the bulk path does); undo cannot bring them
- * back, and neither can Core.
+ * value leaves the balances with this block (as the bulk path does; `balances`: the deltas the
+ * write adds); undo cannot bring them back, and neither can Core. One statement for the
+ * coinbases of `blocks` (a turn's blocks never share a coinbase txid: apply-blocks.ts).
  */
-export async function dropOverwrittenCoinbase(trx: Trx, rows: BlockRows): Promise<void> {
-  const coinbase = rows.txs[0];
-  if (!coinbase) return;
+export async function dropOverwrittenCoinbase(trx: Trx, blocks: readonly BlockRows[], balances: Map<string, Delta>): Promise<void> {
+  const coinbases = blocks.flatMap((b) => (b.txs[0] ? [b.txs[0]] : []));
+  if (coinbases.length === 0) return;
   const r = await sql<{ addr_key: string | null; value: bigint }>`
-    DELETE FROM utxos u USING txs t
-    WHERE ${txidIs(sql.ref('t.txid'), toBuffer(coinbase.txid))} AND t.tx_num <> ${coinbase.txNum.toString()}::int8 AND u.tx_num = t.tx_num
+    DELETE FROM utxos u
+     USING (SELECT * FROM unnest(${coinbases.map((c) => toBuffer(c.txid))}::bytea[], ${int8s(coinbases.map((c) => c.txNum))}::int8[]) AS c(txid, tx_num)) c, txs t
+    WHERE ${txidIs(sql.ref('t.txid'), sql.ref('c.txid'))} AND t.tx_num <> c.tx_num AND u.tx_num = t.tx_num
     RETURNING u.addr_key, u.value`.execute(trx);
   for (const old of r.rows) {
     if (old.addr_key === null) continue;
-    const d = rows.balances.get(old.addr_key);
+    const d = balances.get(old.addr_key);
     if (d) {
       d.sats -= old.value;
       d.count -= 1;
-    } else rows.balances.set(old.addr_key, { sats: -old.value, count: -1 });
+    } else balances.set(old.addr_key, { sats: -old.value, count: -1 });
   }
 }
 

@@ -1,12 +1,14 @@
 /**
  * Catching up block by block with several blocks per Postgres transaction (applyBlocks,
  * INDEXER_CATCHUP_BLOCKS): the index and the outbox end exactly as with one transaction per
- * block; a block that does not extend the tip ends the batch with the blocks before it applied;
+ * block, row for row, whether the blocks are written together (a turn: apply-turn.ts) or one
+ * by one (a watched address); a turn writes each table once; a block that does not extend the
+ * tip ends the batch with the blocks before it applied;
  * the run loop takes batches while behind the node and a single block at its tip, and logs with
  * each block the blocks committed with it (not those fetched that the writing budget left out).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../../../src/db/schema.js';
 import { Writable } from 'node:stream';
@@ -25,6 +27,49 @@ import { freshBulkIndexOf, readEvents, startTestIndexer, waitSynced, watchAddres
 
 const outboxOf = async (t: TestDatabase) => (await readEvents(t.db)).map(({ seq: _seq, ...e }) => e);
 
+/** Every row of the tables a block's apply writes, as stored (history chunks and undo rows as they are), without timestamps. */
+async function rowsOf(t: TestDatabase): Promise<Record<string, string[]>> {
+  const tables = [
+    'blocks',
+    'txs',
+    'utxos',
+    'balances',
+    'history',
+    'block_undo',
+    'script_aliases',
+    'asset_txs',
+    'watched_txs',
+    'chain_tip',
+    'wallets',
+  ];
+  const out: Record<string, string[]> = {};
+  for (const table of tables) {
+    const r = await sql<{ r: string }>`
+      SELECT (to_jsonb(t) - 'updated_at' - 'created_at')::text AS r FROM ${sql.table(table)} t ORDER BY 1`.execute(t.db);
+    out[table] = r.rows.map((x) => x.r);
+  }
+  return out;
+}
+
+/** Applies `blocks` to `single` one transaction per block and to `batched` in groups of 7; both end with the same rows and events. */
+async function expectSameAsOneByOne(
+  single: TestDatabase,
+  batched: TestDatabase,
+  blocks: readonly { block: ReturnType<typeof decodeBlock>; height: number }[],
+): Promise<void> {
+  for (const { block, height } of blocks) expect((await applyBlock(single.db, block, height)).kind).toBe('applied');
+  // Groups of 7: batches cross every kind of block of the chain (spends of outputs created in
+  // an earlier block of the same batch included).
+  for (let i = 0; i < blocks.length; i += 7) {
+    const results = await applyBlocks(batched.db, blocks.slice(i, i + 7));
+    expect(results.map((r) => r.kind)).toEqual(blocks.slice(i, i + 7).map(() => 'applied'));
+  }
+  expect(await snapshotIndex(batched.db)).toEqual(await snapshotIndex(single.db));
+  const [a, b] = await Promise.all([rowsOf(batched), rowsOf(single)]);
+  for (const table of Object.keys(b)) expect(a[table], table).toEqual(b[table]);
+  expect(await outboxOf(batched)).toEqual(await outboxOf(single));
+}
+
 describeFixtures('applyBlocks: several blocks in one transaction', () => {
   let single: TestDatabase;
   let batched: TestDatabase;
@@ -36,21 +81,28 @@ describeFixtures('applyBlocks: several blocks in one transaction', () => {
     await Promise.all([single?.drop(), batched?.drop()]);
   });
 
-  it('leaves the same rows and events as one transaction per block', async () => {
+  it('leaves the same rows and events as one transaction per block (blocks written together)', async () => {
     const chain = loadChainA();
     const blocks = chain.main.map((hash, height) => ({ block: decodeBlock(chain.blocks.get(hash)!.raw), height }));
-    for (const { block, height } of blocks) expect((await applyBlock(single.db, block, height)).kind).toBe('applied');
-    // Groups of 7: batches cross every kind of block of the chain (spends of outputs created in
-    // an earlier block of the same batch included).
-    for (let i = 0; i < blocks.length; i += 7) {
-      const results = await applyBlocks(batched.db, blocks.slice(i, i + 7));
-      expect(results.map((r) => r.kind)).toEqual(blocks.slice(i, i + 7).map(() => 'applied'));
-    }
-    expect(await snapshotIndex(batched.db)).toEqual(await snapshotIndex(single.db));
-    expect(await outboxOf(batched)).toEqual(await outboxOf(single));
+    // The chain spends, within 7 blocks, outputs of earlier blocks: a turn resolves them in memory.
+    await expectSameAsOneByOne(single, batched, blocks);
   });
 
-  it('takes the locks, the planner settings and the mempool check once per transaction', async () => {
+  it('leaves the same rows and events as one transaction per block with an address watched (blocks one by one)', async () => {
+    const chain = loadChainA();
+    const blocks = chain.main.map((hash, height) => ({ block: decodeBlock(chain.blocks.get(hash)!.raw), height }));
+    const [s, b] = await Promise.all([createMigratedDatabase('cbws'), createMigratedDatabase('cbwb')]);
+    try {
+      const watched = Object.keys(chain.expected.addresses)[0]!;
+      for (const t of [s, b]) await watchAddress(t.db, watched, 3);
+      await expectSameAsOneByOne(s, b, blocks);
+      expect((await readEvents(b.db)).some((e) => e.type === 'tx.confirmed')).toBe(true);
+    } finally {
+      await Promise.all([s.drop(), b.drop()]);
+    }
+  });
+
+  it('writes a turn of blocks with each table once, after the locks, planner settings and mempool check', async () => {
     const chain = loadChainA();
     const t = await createMigratedDatabase('cbq');
     const statements: string[] = [];
@@ -66,8 +118,12 @@ describeFixtures('applyBlocks: several blocks in one transaction', () => {
       expect(count(/pg_advisory_xact_lock/)).toBe(2);
       expect(count(/set_config\('enable_hashjoin'/)).toBe(1);
       expect(count(/FROM mempool_txs/)).toBe(1);
-      // Each block still writes its own rows and moves the tip.
-      expect(count(/UPDATE chain_tip/)).toBe(8);
+      // Nothing watched: the 8 blocks are one turn, each table written once.
+      for (const table of ['blocks', 'txs', 'utxos', 'history', 'block_undo', 'outbox'])
+        expect(count(new RegExp(`INSERT INTO ${table} `)), table).toBe(1);
+      expect(count(/DELETE FROM utxos u USING \(\s*SELECT t.tx_num/)).toBeLessThanOrEqual(1);
+      expect(count(/MERGE INTO balances/)).toBe(1);
+      expect(count(/UPDATE chain_tip/)).toBe(1);
     } finally {
       await db.destroy();
       await t.drop();
@@ -101,6 +157,8 @@ describeFixtures('the run loop under a writing budget', () => {
     const node = new FixtureChain(chain.main.map((h) => chain.blocks.get(h)!));
     node.setActive(chain.main);
     const t = await createMigratedDatabase('cbu');
+    // A watched address: blocks are applied one by one, under the budget (a turn writes its blocks together).
+    await watchAddress(t.db, Object.keys(chain.expected.addresses)[0]!, 1);
     const lines: Record<string, unknown>[] = [];
     const destination = new Writable({
       write(chunk: Buffer, _enc, done) {

@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 
 /** EXPLAIN (no execution) of the block statements' shapes, with or without preferIndexLookups first. */
-async function plans(keyed: boolean): Promise<{ spend: string; balances: string }> {
+async function plans(keyed: boolean): Promise<{ spend: string; balances: string; coinbases: string }> {
   const picks = Array.from({ length: KEYS }, (_, k) => 1 + ((k * 37) % ROWS));
   return t.db.transaction().execute(async (trx) => {
     if (keyed) await preferIndexLookups(trx);
@@ -63,8 +63,15 @@ async function plans(keyed: boolean): Promise<{ spend: string; balances: string 
       ON b.addr_key = d.addr_key
       WHEN MATCHED THEN UPDATE SET balance = b.balance + d.sats, utxo_count = b.utxo_count + d.n
       WHEN NOT MATCHED THEN INSERT (addr_key, balance, utxo_count) VALUES (d.addr_key, d.sats, d.n)`.execute(trx);
+    // BIP30's overwritten coinbase outputs, for the coinbases of a turn of 50 blocks.
+    const coinbases = picks.slice(0, 50);
+    const cb = await sql<{ 'QUERY PLAN': string }>`
+      EXPLAIN DELETE FROM utxos u
+       USING (SELECT * FROM unnest(${coinbases.map(txidOf)}::bytea[], ${coinbases.map((n) => String(n + ROWS))}::int8[]) AS c(txid, tx_num)) c, txs t
+      WHERE ${txidIs(sql.ref('t.txid'), sql.ref('c.txid'))} AND t.tx_num <> c.tx_num AND u.tx_num = t.tx_num
+      RETURNING u.addr_key, u.value`.execute(trx);
     const text = (r: { rows: { 'QUERY PLAN': string }[] }) => r.rows.map((x) => x['QUERY PLAN']).join('\n');
-    return { spend: text(spend), balances: text(bal) };
+    return { spend: text(spend), balances: text(bal), coinbases: text(cb) };
   });
 }
 
@@ -82,5 +89,7 @@ describe('per-block join plans', () => {
     expect(p.spend).not.toMatch(/Seq Scan/);
     expect(p.balances).toMatch(/Index Scan using balances_pkey on balances/);
     expect(p.balances).not.toMatch(/Seq Scan on balances/);
+    expect(p.coinbases).toMatch(/Index Scan using txs_txid_key on txs/);
+    expect(p.coinbases).not.toMatch(/Seq Scan/);
   });
 });
