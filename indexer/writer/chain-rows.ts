@@ -155,7 +155,7 @@ export async function keepUndo(trx: Trx, blocks: readonly BlockRows[], keep: num
  * its unspent outputs, as in Core, where the older outputs are lost. Their rows go and their
  * value leaves the balances with this block (as the bulk path does; `balances`: the deltas the
  * write adds); undo cannot bring them back, and neither can Core. One statement for the
- * coinbases of `blocks` (a turn's blocks never share a coinbase txid: apply-blocks.ts).
+ * coinbases of `blocks` (a turn's blocks never share a coinbase txid: apply-turn.ts `turnLength`).
  */
 export async function dropOverwrittenCoinbase(trx: Trx, blocks: readonly BlockRows[], balances: Map<string, Delta>): Promise<void> {
   const coinbases = blocks.flatMap((b) => (b.txs[0] ? [b.txs[0]] : []));
