@@ -1,6 +1,7 @@
 /**
  * bench/history-layout: packed layouts for txids and address history, measured against today's
- * tables in one PostgreSQL (issue 34's size and live-block targets). Imports the corpus up to
+ * tables in one PostgreSQL (the size target, the index at most half the raw blocks, and the
+ * live-block target, a 4,000-transaction block committed in 300 ms at p50). Imports the corpus up to
  * its 4,000-transaction tail (the index bench/live follows), copies `txs` and `history` into
  * candidate layouts, then applies the tail's first blocks to today's tables and to every
  * candidate, each step after a CHECKPOINT, and reads the typical answers from each layout:
