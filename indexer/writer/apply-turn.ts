@@ -29,6 +29,7 @@ import { extendWalletsFor } from '../../src/db/wallet-chains.js';
 import type { Logger } from '../../src/log.js';
 import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
 import {
+  addDelta,
   deriveBlock,
   externalOutpoints,
   hashKey,
@@ -158,14 +159,7 @@ export async function writeTurn(
     return r;
   });
   const balances = new Map<string, Delta>();
-  for (const r of rows)
-    for (const [k, d] of r.balances) {
-      const sum = balances.get(k);
-      if (sum) {
-        sum.sats += d.sats;
-        sum.count += d.count;
-      } else balances.set(k, { ...d });
-    }
+  for (const r of rows) for (const [k, d] of r.balances) addDelta(balances, k, d.sats, d.count);
   lap('derive');
   await dropOverwrittenCoinbase(trx, rows, balances);
 

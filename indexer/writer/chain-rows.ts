@@ -9,7 +9,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { addWalletDeltas } from '../wallet-balances.js';
 import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
-import { hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
+import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
 import { txidIs } from '../../src/db/txid-key.js';
 
@@ -165,14 +165,7 @@ export async function dropOverwrittenCoinbase(trx: Trx, blocks: readonly BlockRo
      USING (SELECT * FROM unnest(${coinbases.map((c) => toBuffer(c.txid))}::bytea[], ${int8s(coinbases.map((c) => c.txNum))}::int8[]) AS c(txid, tx_num)) c, txs t
     WHERE ${txidIs(sql.ref('t.txid'), sql.ref('c.txid'))} AND t.tx_num <> c.tx_num AND u.tx_num = t.tx_num
     RETURNING u.addr_key, u.value`.execute(trx);
-  for (const old of r.rows) {
-    if (old.addr_key === null) continue;
-    const d = balances.get(old.addr_key);
-    if (d) {
-      d.sats -= old.value;
-      d.count -= 1;
-    } else balances.set(old.addr_key, { sats: -old.value, count: -1 });
-  }
+  for (const old of r.rows) if (old.addr_key !== null) addDelta(balances, old.addr_key, -old.value, -1);
 }
 
 /**

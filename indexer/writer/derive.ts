@@ -81,6 +81,16 @@ export interface Delta {
   count: number;
 }
 
+/** Adds `sats` and `count` to `key`'s delta in `map` (the one place deltas are summed). */
+export function addDelta(map: Map<string, Delta>, key: string, sats: bigint, count: number): void {
+  const d = map.get(key);
+  if (d === undefined) map.set(key, { sats, count });
+  else {
+    d.sats += sats;
+    d.count += count;
+  }
+}
+
 /** What one transaction did to one address (multisig keys: both 0). */
 export interface Touch {
   readonly key: string;
@@ -184,15 +194,7 @@ class Accumulator {
 
   address(key: string, value: bigint, dir: 1 | -1): void {
     this.hist(key);
-    if (this.withBalances) {
-      const d = this.balances.get(key);
-      const sats = dir === 1 ? value : -value;
-      if (d === undefined) this.balances.set(key, { sats, count: dir });
-      else {
-        d.sats += sats;
-        d.count += dir;
-      }
-    }
+    if (this.withBalances) addDelta(this.balances, key, dir === 1 ? value : -value, dir);
     const t = this.touch(key);
     if (t) {
       if (dir === 1) t.received += value;
