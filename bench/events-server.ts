@@ -4,7 +4,8 @@
  * port), the delivery workers, and with `devnode: true` a devnode and the indexer following it.
  * Production defaults except loopback hooks. Prints one JSON line `{port, rpcUrl, address}`.
  * Usage: `node --import tsx bench/events-server.ts '{"databaseUrl", "redisUrl", "devnode", "workerOnly"?}'`
- * (`workerOnly`: delivery workers alone, an extra worker process).
+ * (`workerOnly`: delivery workers alone, an extra worker process; `noWorker`: no delivery worker, the
+ * relay apart from the workers).
  */
 import { createDb } from '../src/db/connect.js';
 import { createLogger } from '../src/log.js';
@@ -13,7 +14,7 @@ import { startStreams, startWorker } from '../streams/main.js';
 import { startDevnode } from '../devnode/index.js';
 import { startIndexer } from '../indexer/main.js';
 
-type Args = { databaseUrl: string; redisUrl: string; devnode: boolean; workerOnly?: boolean };
+type Args = { databaseUrl: string; redisUrl: string; devnode: boolean; workerOnly?: boolean; noWorker?: boolean };
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 
 // BLOCKWIRE_* tunables from the environment apply (e.g. BLOCKWIRE_WEBHOOK_CONCURRENCY).
@@ -38,7 +39,7 @@ if (args.devnode) {
 const streams = args.workerOnly
   ? undefined
   : await startStreams({ config, log, db, databaseUrl: args.databaseUrl, redisUrl: args.redisUrl });
-await startWorker({ config, log, db, redisUrl: args.redisUrl });
+if (!args.noWorker) await startWorker({ config, log, db, redisUrl: args.redisUrl });
 // SIGTERM exits at once (and lets --cpu-prof write its profile).
 process.on('SIGTERM', () => process.exit(0));
 process.stdout.write(`${JSON.stringify({ port: streams?.port ?? null, rpcUrl, address })}\n`);

@@ -8,9 +8,11 @@
  * 2. outbox → WebSocket fan-out: the same, from the commit of an outbox row (no indexer);
  * 3. events/s through relay → WebSocket: E events for one address, C subscribed clients;
  * 4. webhook deliveries/s: W events for one address whose subscription pushes to a local
- *    receiver answering 200 (signed POSTs through BullMQ, delivery log in PostgreSQL).
+ *    receiver answering 200 (signed POSTs through BullMQ, delivery log in PostgreSQL);
+ * 5. their floor: the same signed POSTs from the worker's transport alone (bench/webhook-floor.ts),
+ *    no queue, no log, no relay.
  * Run: `node --import tsx bench/events.ts [--clients N] [--blocks B] [--events E]
- * [--stream-clients C] [--webhooks W] [--worker-processes P] [--no-devnode]` (DATABASE_URL / REDIS_URL optional:
+ * [--stream-clients C] [--webhooks W] [--worker-processes P] [--relay-apart] [--floor F] [--no-devnode]` (DATABASE_URL / REDIS_URL optional:
  * an ephemeral PostgreSQL and a redis-server are started otherwise). `npm run bench` runs it with
  * 10,000 clients, and stops at once when the limit of open files is too low for them.
  */
@@ -48,6 +50,8 @@ const { values: opts } = benchArgs(import.meta.url, {
     webhooks: { type: 'string', default: '20000' },
     'no-devnode': { type: 'boolean', default: false },
     'worker-processes': { type: 'string', default: '1' },
+    floor: { type: 'string', default: '16' },
+    'relay-apart': { type: 'boolean', default: false },
   },
 });
 const CLIENTS = Number(opts.clients);
@@ -56,6 +60,10 @@ const EVENTS = Number(opts.events);
 const STREAM_CLIENTS = Number(opts['stream-clients']);
 const WEBHOOKS = Number(opts.webhooks);
 const WORKER_PROCESSES = Number(opts['worker-processes']);
+/** The relay (and stream) in a process without a delivery worker: then WORKER_PROCESSES processes of workers alone besides. */
+const RELAY_APART = opts['relay-apart'];
+/** Requests in flight in the floor phase (5); 0 skips it. */
+const FLOOR = Number(opts.floor);
 
 /**
  * Each WebSocket client is a socket here and one in the server process. Node raises its soft
@@ -275,10 +283,10 @@ async function main(): Promise<void> {
       });
       return { child, ready };
     };
-    const main = spawnServer({ devnode });
+    const main = spawnServer({ devnode, noWorker: RELAY_APART });
     server = main.child;
     const info = await main.ready;
-    for (let i = 1; i < WORKER_PROCESSES; i++) {
+    for (let i = RELAY_APART ? 0 : 1; i < WORKER_PROCESSES; i++) {
       const extra = spawnServer({ devnode: false, workerOnly: true });
       extras.push(extra.child);
       await extra.ready;
@@ -287,7 +295,9 @@ async function main(): Promise<void> {
     const redisPort = new URL(redisUrl).port;
     const meter = (more: Record<string, () => number[]> = {}) =>
       cpuMeter({
-        server: () => [server!.pid!, ...extras.map((e) => e.pid!)],
+        // (the process with the relay and the stream, and a worker unless --relay-apart; each workers-only process apart)
+        server: () => [server!.pid!],
+        ...Object.fromEntries(extras.map((e, i) => [`worker${i + 1}`, () => [e.pid!]])),
         bench: () => [process.pid],
         redis: () => processTree('redis-server', `:${redisPort}`),
         postgres: () => processTree('postgres', pgDir),
@@ -457,27 +467,29 @@ async function main(): Promise<void> {
     for (const c of streamClients) c.ws.close();
 
     // 4: webhook deliveries/s to a local receiver (a process of its own: bench/webhook-receiver.ts).
-    const receiver = spawn(process.execPath, ['--import', 'tsx', 'bench/webhook-receiver.ts', String(WEBHOOKS)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    started.push({ stop: async () => void receiver.kill('SIGKILL') });
-    const receiverLines: ((line: { port?: number; requests?: number }) => void)[] = [];
-    let receiverBuf = '';
-    receiver.stdout!.on('data', (d: Buffer) => {
-      receiverBuf += d.toString();
-      const lines = receiverBuf.split('\n');
-      receiverBuf = lines.pop()!;
-      for (const l of lines) if (l.startsWith('{')) for (const f of receiverLines) f(JSON.parse(l));
-    });
-    const receiverExit = new Promise<never>((_, reject) =>
-      receiver.once('exit', (code) => reject(new Error(`webhook receiver exited with ${code}`))),
-    );
-    receiverExit.catch(() => undefined);
-    const receiverPort = await Promise.race([
-      new Promise<number>((r) => receiverLines.push((l) => l.port !== undefined && r(l.port))),
-      receiverExit,
-    ]);
-    const hooksDone = new Promise<number>((r) => receiverLines.push((l) => l.requests !== undefined && r(l.requests)));
+    const startReceiver = async () => {
+      const receiver = spawn(process.execPath, ['--import', 'tsx', 'bench/webhook-receiver.ts', String(WEBHOOKS)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      started.push({ stop: async () => void receiver.kill('SIGKILL') });
+      const receiverLines: ((line: { port?: number; requests?: number }) => void)[] = [];
+      let receiverBuf = '';
+      receiver.stdout!.on('data', (d: Buffer) => {
+        receiverBuf += d.toString();
+        const lines = receiverBuf.split('\n');
+        receiverBuf = lines.pop()!;
+        for (const l of lines) if (l.startsWith('{')) for (const f of receiverLines) f(JSON.parse(l));
+      });
+      const exit = new Promise<never>((_, reject) =>
+        receiver.once('exit', (code) => reject(new Error(`webhook receiver exited with ${code}`))),
+      );
+      exit.catch(() => undefined);
+      const port = await Promise.race([new Promise<number>((r) => receiverLines.push((l) => l.port !== undefined && r(l.port))), exit]);
+      const done = new Promise<number>((r) => receiverLines.push((l) => l.requests !== undefined && r(l.requests)));
+      return { pid: receiver.pid!, port, done: Promise.race([done, exit]), stop: () => receiver.kill('SIGKILL') };
+    };
+    const receiver = await startReceiver();
+    const receiverPort = receiver.port;
     const k = await createApiKey(db, { name: 'bench-hooks' });
     const hook = await insertHook(db, {
       id: newId('hook'),
@@ -496,7 +508,7 @@ async function main(): Promise<void> {
       hookId: hook.id,
       confirmations: 6,
     });
-    const m4 = meter({ receiver: () => [receiver.pid!] });
+    const m4 = meter({ receiver: () => [receiver.pid] });
     const ops4 = await countOps();
     const t4 = performance.now();
     for (let i = 0; i < WEBHOOKS; i += 1000)
@@ -504,7 +516,7 @@ async function main(): Promise<void> {
         db,
         Array.from({ length: Math.min(1000, WEBHOOKS - i) }, () => ({ type: 'tx.unconfirmed' as const, addrKey: hookAddrKey, address })),
       );
-    const requests = await Promise.race([hooksDone, receiverExit]);
+    const requests = await receiver.done;
     const took4 = performance.now() - t4;
     const cpu4 = m4();
     // (PostgreSQL's counts reach its statistics up to a second late)
@@ -512,8 +524,47 @@ async function main(): Promise<void> {
     const ops = await countOps();
     const perDelivery = (n: number) => (n / WEBHOOKS).toFixed(3);
     results.push(
-      `| webhook deliveries to a local receiver (${WORKER_PROCESSES} worker process${WORKER_PROCESSES > 1 ? 'es' : ''}) | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)}, all ${(Object.values(cpu4).reduce((a, b) => a + b, 0) / WEBHOOKS).toFixed(3)}; per delivery ${perDelivery(ops.pg - ops4.pg)} PostgreSQL transactions, ${perDelivery(ops.redis - ops4.redis)} Redis commands |`,
+      `| webhook deliveries to a local receiver (${WORKER_PROCESSES} worker process${WORKER_PROCESSES > 1 ? 'es' : ''}${RELAY_APART ? ', relay apart' : ''}) | ${WEBHOOKS} deliveries in ${ms(took4)} ms (${requests - WEBHOOKS} repeated) | **${Math.round(WEBHOOKS / (took4 / 1000))} deliveries/s** | ${cpuLine(cpu4, WEBHOOKS)}, all ${(Object.values(cpu4).reduce((a, b) => a + b, 0) / WEBHOOKS).toFixed(3)}; per delivery ${perDelivery(ops.pg - ops4.pg)} PostgreSQL transactions, ${perDelivery(ops.redis - ops4.redis)} Redis commands |`,
     );
+
+    // 5: the floor of (4): the same POSTs, signed, through the same transport and to a receiver
+    // like it, from a process of its own (bench/webhook-floor.ts) with as many in flight as the
+    // workers' share of one hook, but no queue, no delivery log, no relay.
+    if (FLOOR) {
+      receiver.stop();
+      const { payload } = await db
+        .selectFrom('deliveries')
+        .select('payload')
+        .where('hook_id', '=', hook.id)
+        .limit(1)
+        .executeTakeFirstOrThrow();
+      const floorReceiver = await startReceiver();
+      const m5 = meter({ receiver: () => [floorReceiver.pid] });
+      const floor = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'bench/webhook-floor.ts',
+          JSON.stringify({ url: `http://127.0.0.1:${floorReceiver.port}/hook`, count: WEBHOOKS, concurrency: FLOOR, payload }),
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      started.push({ stop: async () => void floor.kill('SIGKILL') });
+      let floorOut = '';
+      floor.stdout!.on('data', (d: Buffer) => (floorOut += d.toString()));
+      const floorExit = new Promise<void>((resolve, reject) =>
+        floor.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`webhook floor exited with ${code}`)))),
+      );
+      await Promise.all([floorReceiver.done, floorExit]);
+      const cpu5 = m5();
+      const f = JSON.parse(floorOut.trim().split('\n').pop()!) as { ms: number; cpuMs: number };
+      // (the sender's own CPU over its sends, from process.cpuUsage: its start-up is not counted; the receiver's from /proc over the phase)
+      const groups = { sender: f.cpuMs, receiver: cpu5.receiver! };
+      results.push(
+        `| floor of the webhook deliveries: the same signed POSTs, ${FLOOR} in flight, no queue, no log | ${WEBHOOKS} POSTs in ${ms(f.ms)} ms | **${Math.round(WEBHOOKS / (f.ms / 1000))} POSTs/s** | ${cpuLine(groups, WEBHOOKS)}, all ${((f.cpuMs + cpu5.receiver!) / WEBHOOKS).toFixed(3)} |`,
+      );
+    }
 
     const [l1, l5] = readFileSync('/proc/loadavg', 'utf8').split(' ');
     process.stdout.write(
@@ -532,14 +583,17 @@ async function main(): Promise<void> {
     );
   } finally {
     for (const c of clients) c.ws.terminate();
-    for (const e of extras) if (e.exitCode === null) e.kill('SIGKILL');
-    if (server && server.exitCode === null) {
-      const exited = new Promise((r) => server!.once('exit', r));
-      server.kill('SIGTERM');
-      let grace: NodeJS.Timeout | undefined;
-      await Promise.race([exited, new Promise((r) => (grace = setTimeout(r, 5000)))]).finally(() => clearTimeout(grace));
-      if (server.exitCode === null) server.kill('SIGKILL');
-    }
+    // (SIGTERM first: a server process exits at once on it, writing its --cpu-prof profile)
+    await Promise.all(
+      [server, ...extras].map(async (p) => {
+        if (!p || p.exitCode !== null) return;
+        const exited = new Promise((r) => p.once('exit', r));
+        p.kill('SIGTERM');
+        let grace: NodeJS.Timeout | undefined;
+        await Promise.race([exited, new Promise((r) => (grace = setTimeout(r, 5000)))]).finally(() => clearTimeout(grace));
+        if (p.exitCode === null) p.kill('SIGKILL');
+      }),
+    );
     for (const s of started.reverse()) await s.stop().catch(() => undefined);
     await rm(scratch, { recursive: true, force: true });
   }

@@ -439,6 +439,12 @@ export const settings = {
     "Deliveries of one batch job in flight at once (within BLOCKWIRE_WEBHOOK_CONCURRENCY and the hook's and key's shares; at the defaults, a hook's whole share).",
     int(1, 1000),
   ),
+  deliveryOutcomeWindowMs: setting<number>(
+    'BLOCKWIRE_DELIVERY_OUTCOME_WINDOW_MS',
+    10,
+    "How long a delivery attempt's outcome waits at most, in milliseconds, for others to be written with it to the delivery log in one statement (a job ends once its outcomes are written); 0 = only those of the same instant. Larger: fewer PostgreSQL statements per delivery at a high rate.",
+    int(0, 1000),
+  ),
   workerLockMs: setting<number>(
     'BLOCKWIRE_WORKER_LOCK_MS',
     30_000,

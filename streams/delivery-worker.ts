@@ -26,7 +26,8 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
 import { disableHook, findHookById, setHookBreaker, type HookRow } from '../src/db/queries/tenancy-hooks.js';
-import { readBatchedDeliveries, recordOutcomes, releaseToOwnJobs, type AttemptOutcome } from '../src/db/queries/tenancy-deliveries.js';
+import { readBatchedDeliveries, releaseToOwnJobs, type AttemptOutcome } from '../src/db/queries/tenancy-deliveries.js';
+import { createOutcomeWriter } from './outcome-writer.js';
 import {
   BACKLOG_PRIORITY,
   BACKOFF_TYPE,
@@ -78,6 +79,11 @@ export type DeliveryWorkerDeps = {
   batchConcurrency?: number;
   /** Shares of `concurrency` per key and hook, and the hooks' circuit breaker (streams/fair-share.ts). */
   fairness: FairPolicy;
+  /**
+   * How long an attempt's outcome waits at most for others to go with it into one statement of
+   * the delivery log (streams/outcome-writer.ts); 0: the outcomes of one turn of the event loop. Default 0.
+   */
+  outcomeWindowMs?: number;
   /** Job lock; a job whose worker died is re-run after about this long. */
   lockMs: number;
   /**
@@ -140,47 +146,9 @@ function outcomeOf(
   return o;
 }
 
-/** Outcomes written in one statement at most. */
-const FLUSH_ROWS = 500;
-
-/**
- * Group-commits attempt outcomes (one UPDATE for many deliveries, instead of one each): one
- * statement at a time, and what arrives while it runs goes into the next, so the busier the
- * worker the more rows each statement carries (and no two of this process's statements wait on
- * each other's locks of the per-minute counts). Each `record` resolves once its row is written,
- * so a job still ends only after its log row.
- */
-function createOutcomeWriter(db: Kysely<Database>) {
-  const pending: { o: AttemptOutcome; resolve: () => void; reject: (e: unknown) => void }[] = [];
-  let writing = false;
-  const flush = async () => {
-    while (pending.length > 0) {
-      const batch = pending.splice(0, FLUSH_ROWS);
-      try {
-        await recordOutcomes(
-          db,
-          batch.map((p) => p.o),
-        );
-        for (const p of batch) p.resolve();
-      } catch (err) {
-        for (const p of batch) p.reject(err);
-      }
-    }
-    writing = false;
-  };
-  return (o: AttemptOutcome) =>
-    new Promise<void>((resolve, reject) => {
-      pending.push({ o, resolve, reject });
-      if (writing) return;
-      writing = true;
-      // (after this turn of the event loop: the outcomes it produced go together)
-      setImmediate(() => void flush());
-    });
-}
-
 export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const log = deps.log.child({ component: `streams.worker.${deps.transportName}` });
-  const record = createOutcomeWriter(deps.db);
+  const record = createOutcomeWriter(deps.db, deps.outcomeWindowMs ?? 0);
   const random = deps.random ?? Math.random;
   const batchConcurrency = Math.max(1, deps.batchConcurrency ?? 4);
   // Deliveries in flight, over own jobs and batches alike.

@@ -274,6 +274,7 @@ export async function startWorker(deps: WorkerDeps): Promise<WorkerHandle> {
     log,
     concurrency: config.webhookConcurrency,
     batchConcurrency: config.deliveryBatchConcurrency,
+    outcomeWindowMs: config.deliveryOutcomeWindowMs,
     fairness: fairPolicy(config),
     lockMs: config.workerLockMs,
     closeTimeoutMs,
