@@ -1,7 +1,9 @@
 /**
- * A transaction from index rows (`IndexedTx`, before any dialect shapes it): a confirmed one from
- * `txs` (packed outputs and input references), a mempool one from its raw bytes; input values
- * and scripts come from the spent outputs; `used` says whether a block or a mempool transaction
+ * A transaction as the index answers it (`IndexedTx`, before any dialect shapes it): a confirmed
+ * one from its `txs` row with its outputs and the outputs its inputs spend from the node
+ * (api/node-transactions.ts; without a node, from `txs` rows), a mempool one from its raw bytes
+ * with the outputs it spends from `utxos` and the mempool's outputs (they are unspent while it is
+ * in the mempool); `used` says whether a block or a mempool transaction
  * spends an output; Open Assets colors when the index recorded them. And /v1's Transaction JSON
  * made from it: OP_RETURN outputs carry `data` and are never used.
  * @module
@@ -19,7 +21,7 @@ import {
   getMempoolOutputs,
   getOutputSpendState,
   getTxsByNum,
-  getTxsByTxid,
+  getUnspentOutputs,
   tipOfRow,
   type Tip,
 } from './queries/chain.js';
@@ -385,22 +387,18 @@ async function readMempoolTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: 
   const mempool = await findMempoolTx(db, txid);
   if (!mempool) return undefined;
   const tx = decodeTx(mempool.raw);
-  const prevTxids = tx.inputs.map((i) => Buffer.from(i.prevTxid));
+  const outpoints = tx.inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout }));
   const [confirmedPrev, mempoolPrev, spend] = await Promise.all([
-    getTxsByTxid(db, prevTxids),
-    getMempoolOutputs(
-      db,
-      tx.inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout })),
-    ),
+    getUnspentOutputs(db, outpoints),
+    getMempoolOutputs(db, outpoints),
     getOutputSpendState(db, txid),
   ]);
   const indexed: IndexedTx = {
     txid,
     coinbase: false,
     inputs: tx.inputs.map((i) => {
-      const hex = Buffer.from(i.prevTxid).toString('hex');
-      const c = confirmedPrev.get(hex);
-      const prevout = c ? decodeOut(c.outs, i.vout) : mempoolPrev.get(`${hex}:${i.vout}`);
+      const k = `${Buffer.from(i.prevTxid).toString('hex')}:${i.vout}`;
+      const prevout = confirmedPrev.get(k) ?? mempoolPrev.get(k);
       return { prevTxid: i.prevTxid, vout: i.vout, prevout };
     }),
     outputs: [...tx.outputs],
