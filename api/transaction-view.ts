@@ -1,7 +1,9 @@
 /**
- * A transaction from index rows (`IndexedTx`, before any dialect shapes it): a confirmed one from
- * `txs` (packed outputs and input references), a mempool one from its raw bytes; input values
- * and scripts come from the spent outputs; `used` says whether a block or a mempool transaction
+ * A transaction as the index answers it (`IndexedTx`, before any dialect shapes it): a confirmed
+ * one from its `txs` row with its outputs and the outputs its inputs spend from the node
+ * (api/node-transactions.ts; without a node, from `txs` rows), a mempool one from its raw bytes
+ * with the outputs it spends from `utxos` and the mempool's outputs (they are unspent while it is
+ * in the mempool); `used` says whether a block or a mempool transaction
  * spends an output; Open Assets colors when the index recorded them. And /v1's Transaction JSON
  * made from it: OP_RETURN outputs carry `data` and are never used.
  * @module
@@ -19,7 +21,7 @@ import {
   getMempoolOutputs,
   getOutputSpendState,
   getTxsByNum,
-  getTxsByTxid,
+  getUnspentOutputs,
   tipOfRow,
   type Tip,
 } from './queries/chain.js';
@@ -33,6 +35,8 @@ import { batchPerTick } from './cache/tick-batch.js';
 import { HeldTransactions } from './cache/held-transactions.js';
 import { perApp } from './cache/per-app.js';
 import { readAtTip } from './tip.js';
+import type { NodeClient } from './deps.js';
+import { nodeTransactions } from './node-transactions.js';
 
 export type TransactionJson = {
   transaction_hash: string;
@@ -145,9 +149,10 @@ export async function loadTransactionView(
   db: Kysely<Database>,
   network: NetworkName,
   txid: Buffer,
+  node: NodeClient | undefined,
   held?: HeldTxs,
 ): Promise<{ view: TransactionView; mempoolRaw: Buffer | null; sizes: TxSizes | undefined; tip: Tip } | undefined> {
-  const r = await loadIndexedTx(db, txid, held);
+  const r = await loadIndexedTx(db, txid, node, held);
   if (!r) return undefined;
   // (a held transaction with the same spend state is the same object: its view is built once)
   const built = views.get(r.tx);
@@ -165,10 +170,15 @@ const views = new WeakMap<IndexedTx, { network: NetworkName; view: TransactionVi
  * between them, the whole read is done again. With `held`, a confirmed transaction built before
  * from the same row is taken from there instead of reading its prevouts again.
  */
-export async function loadIndexedTx(db: Kysely<Database>, txid: Buffer, held?: HeldTxs): Promise<IndexedRead | undefined> {
+export async function loadIndexedTx(
+  db: Kysely<Database>,
+  txid: Buffer,
+  node: NodeClient | undefined,
+  held?: HeldTxs,
+): Promise<IndexedRead | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await readIndexedTx(db, txid, held);
+      return await readIndexedTx(db, txid, node, held);
     } catch (err) {
       if (!(err instanceof InconsistentRead) || attempt >= 3) throw err;
     }
@@ -176,8 +186,13 @@ export async function loadIndexedTx(db: Kysely<Database>, txid: Buffer, held?: H
 }
 
 /** The spec's Transaction JSON (loadTransactionView without the index's extras). */
-export async function loadTransactionJson(db: Kysely<Database>, network: NetworkName, txid: Buffer): Promise<TransactionJson | undefined> {
-  const r = await loadTransactionView(db, network, txid);
+export async function loadTransactionJson(
+  db: Kysely<Database>,
+  network: NetworkName,
+  txid: Buffer,
+  node: NodeClient | undefined,
+): Promise<TransactionJson | undefined> {
+  const r = await loadTransactionView(db, network, txid, node);
   if (!r) return undefined;
   const { fee: _fee, ...json } = r.view;
   return json;
@@ -242,28 +257,29 @@ export async function confirmedViews(
   network: NetworkName,
   rows: readonly ConfirmedRow[],
   block: { hash: Uint8Array; height: number; time: number },
+  node: NodeClient | undefined,
 ): Promise<{ view: TransactionView; sizes: TxSizes | undefined }[]> {
-  return (await confirmedTxs(db, rows, block)).map((tx) => ({ view: buildJson(network, tx), sizes: tx.sizes }));
+  return (await confirmedTxs(db, rows, block, node)).map((tx) => ({ view: buildJson(network, tx), sizes: tx.sizes }));
 }
 
-/** Indexed transactions of one block (`rows` from one statement), their spent outputs read in one more round trip. */
+/**
+ * Indexed transactions of one block (`rows` from one statement). Outputs and the outputs their
+ * inputs spend come from the node in one batch when the API has one (api/node-transactions.ts),
+ * else from the `txs` rows (outputs packed with their scripts) in one more round trip; the
+ * genesis coinbase, which Core does not hand out, always from its row.
+ */
 async function confirmedTxs(
   db: Kysely<Database>,
   rows: readonly ConfirmedRow[],
   block: { hash: Uint8Array; height: number; time: number },
+  node: NodeClient | undefined,
 ): Promise<IndexedTx[]> {
-  const ins = rows.map((r) => decodeIns(r.ins));
-  const prevs = await lookups(db).prevTxs(ins.flat().map((i) => i.txNum));
+  const parts = node && block.height > 0 ? await fromNode(node, rows, block.hash) : await fromRows(db, rows);
   return rows.map((row, k) => {
     const base = {
       txid: row.txid,
       coinbase: txNumPosition(row.tx_num) === 0,
-      inputs: ins[k]!.map((i) => {
-        const prev = prevs.get(i.txNum);
-        if (!prev) throw new InconsistentRead(`input refers to tx_num ${i.txNum} that has no txs row`);
-        return { prevTxid: prev.txid, vout: i.vout, prevout: decodeOut(prev.outs, i.vout) };
-      }),
-      outputs: decodeOuts(row.outs),
+      ...parts[k]!,
       block,
       firstSeen: row.first_seen,
       assets: row.asset_colors ? decodeAssetColors(row.asset_colors) : undefined,
@@ -271,6 +287,28 @@ async function confirmedTxs(
     };
     return withSpendState(base, row);
   });
+}
+
+type TxParts = Pick<IndexedTx, 'inputs' | 'outputs'>;
+
+async function fromNode(node: NodeClient, rows: readonly ConfirmedRow[], blockHash: Uint8Array): Promise<TxParts[]> {
+  return nodeTransactions(
+    node,
+    rows.map((r) => ({ txid: r.txid, blockHash })),
+  );
+}
+
+async function fromRows(db: Kysely<Database>, rows: readonly ConfirmedRow[]): Promise<TxParts[]> {
+  const ins = rows.map((r) => decodeIns(r.ins));
+  const prevs = await lookups(db).prevTxs(ins.flat().map((i) => i.txNum));
+  return rows.map((row, k) => ({
+    inputs: ins[k]!.map((i) => {
+      const prev = prevs.get(i.txNum);
+      if (!prev) throw new InconsistentRead(`input refers to tx_num ${i.txNum} that has no txs row`);
+      return { prevTxid: prev.txid, vout: i.vout, prevout: decodeOut(prev.outs, i.vout) };
+    }),
+    outputs: decodeOuts(row.outs),
+  }));
 }
 
 type PrevTxs = Map<bigint, { txid: Buffer; outs: Buffer }>;
@@ -308,7 +346,12 @@ function lookups(db: Kysely<Database>) {
  */
 type IndexedRead = { tx: IndexedTx; mempoolRaw: Buffer | null; tip: Tip };
 
-async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs | undefined): Promise<IndexedRead | undefined> {
+async function readIndexedTx(
+  db: Kysely<Database>,
+  txid: Buffer,
+  node: NodeClient | undefined,
+  held: HeldTxs | undefined,
+): Promise<IndexedRead | undefined> {
   // (read before the statement is sent: a change committed after this moves it, api/cache/held-transactions.ts)
   const generation = held?.changes?.generation;
   if (generation !== undefined) {
@@ -323,7 +366,7 @@ async function readIndexedTx(db: Kysely<Database>, txid: Buffer, held: HeldTxs |
     let tx = held && fromHeld(held, confirmed);
     if (!tx) {
       const block = { hash: confirmed.block_hash, height: txNumHeight(confirmed.tx_num), time: confirmed.block_time };
-      tx = (await confirmedTxs(db, [confirmed], block))[0]!;
+      tx = (await confirmedTxs(db, [confirmed], block, node))[0]!;
       if (held) {
         const { used: _used, ...base } = tx;
         held.set(confirmed, tx.inputs.length + tx.outputs.length, {
@@ -344,22 +387,18 @@ async function readMempoolTx(db: Kysely<Database>, txid: Buffer): Promise<{ tx: 
   const mempool = await findMempoolTx(db, txid);
   if (!mempool) return undefined;
   const tx = decodeTx(mempool.raw);
-  const prevTxids = tx.inputs.map((i) => Buffer.from(i.prevTxid));
+  const outpoints = tx.inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout }));
   const [confirmedPrev, mempoolPrev, spend] = await Promise.all([
-    getTxsByTxid(db, prevTxids),
-    getMempoolOutputs(
-      db,
-      tx.inputs.map((i) => ({ txid: Buffer.from(i.prevTxid), vout: i.vout })),
-    ),
+    getUnspentOutputs(db, outpoints),
+    getMempoolOutputs(db, outpoints),
     getOutputSpendState(db, txid),
   ]);
   const indexed: IndexedTx = {
     txid,
     coinbase: false,
     inputs: tx.inputs.map((i) => {
-      const hex = Buffer.from(i.prevTxid).toString('hex');
-      const c = confirmedPrev.get(hex);
-      const prevout = c ? decodeOut(c.outs, i.vout) : mempoolPrev.get(`${hex}:${i.vout}`);
+      const k = `${Buffer.from(i.prevTxid).toString('hex')}:${i.vout}`;
+      const prevout = confirmedPrev.get(k) ?? mempoolPrev.get(k);
       return { prevTxid: i.prevTxid, vout: i.vout, prevout };
     }),
     outputs: [...tx.outputs],

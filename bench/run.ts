@@ -66,6 +66,7 @@ export const BENCHES: BenchDef[] = [
   },
   { name: 'core', script: 'bench/core.ts', full: [], quick: ['--quick'] },
   { name: 'small', script: 'bench/small.ts', full: [], quick: ['--quick'] },
+  { name: 'tx-lookup', script: 'bench/tx-lookup.ts', full: [], quick: ['--blocks', '30', '--lookups', '50', '--rounds', '1'] },
 ];
 
 export interface Table {
@@ -449,6 +450,16 @@ export function summary(runs: BenchRun[]): string {
       'api',
     );
   }
+  // The transaction lookup asking the node (bench/tx-lookup, Core 30): warm and cold beside the rows' figure.
+  const tl = (by.get('tx-lookup')?.result ?? null) as Record<'rows' | 'cold' | 'warm', { p50?: number; p99?: number } | undefined> | null;
+  add(
+    'API transaction lookup from Bitcoin Core 30.0, one at a time: warm (held) / cold (the node asked), p50 (p99)',
+    `${fmt(val(tl?.warm?.p50), 2)} ms (${fmt(val(tl?.warm?.p99), 2)}) / ${fmt(val(tl?.cold?.p50), 2)} ms (${fmt(val(tl?.cold?.p99), 2)})`,
+    `from txs.outs, no node: ${fmt(val(tl?.rows?.p50), 2)} ms (${fmt(val(tl?.rows?.p99), 2)})`,
+    '(reported)',
+    null,
+    'tx-lookup',
+  );
   // The earlier absolute targets, offered at their rate on a fixed schedule (bench/open-loop.ts).
   for (const [label, route, rate, goal] of [
     ['balance', 'balance', 8000, 10],

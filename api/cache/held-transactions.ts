@@ -1,8 +1,10 @@
 /**
  * Confirmed transactions the API process holds as it built them (inputs with the outputs they
  * spend, outputs, colors), so that looking up one it answered before costs only its `txs` row —
- * which the lookup's statement reads anyway — and not a second statement for the rows of the
- * transactions its inputs spend, nor decoding them and encoding their addresses again.
+ * which the lookup's statement reads anyway — and not a call to the node for its outputs and
+ * the outputs its inputs spend (api/node-transactions.ts; without a node, a second statement
+ * for the rows of the transactions its inputs spend), nor decoding them and encoding their
+ * addresses again. It is the bounded cache of the transactions read from the node.
  *
  * A held transaction is used only when the row the lookup read now equals, field by field, the
  * row it was built from (tx_num, block hash and time, packed outputs and input references, first

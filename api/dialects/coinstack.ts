@@ -114,7 +114,7 @@ const coinstackBlock: BlockAnswer = {
 const coinstackTransactionAnswer: TransactionAnswer = {
   schema: {},
   async load(deps, txid) {
-    const r = await loadIndexedTx(deps.readDb, txid, heldTransactions(deps));
+    const r = await loadIndexedTx(deps.readDb, txid, deps.node, heldTransactions(deps));
     return r && { answer: coinstackTransaction(r.tx, deps.network), tip: r.tip };
   },
 };

@@ -4,10 +4,10 @@
  * Hashes are Buffers in internal byte order.
  * @module
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { firstTxNum, sqlTxNumHeight } from '../../src/db/tx-num.js';
-import { txidIn, txidIs } from '../../src/db/txid-key.js';
+import { txidIn, txidIs, unspentAt } from '../../src/db/txid-key.js';
 
 export type Tip = { height: number; hash: Buffer | null };
 
@@ -163,20 +163,31 @@ export async function getAssetColors(
   return { byNum, byTxid };
 }
 
-/** Outputs of mempool transactions by outpoint (prevouts of a mempool tx spending another). */
-export async function getMempoolOutputs(
-  db: Kysely<Database>,
-  outpoints: readonly { txid: Buffer; vout: number }[],
-): Promise<Map<string, { value: bigint; script: Buffer }>> {
-  const out = new Map<string, { value: bigint; script: Buffer }>();
+type Outpoint = { txid: Buffer; vout: number };
+type OutputsByOutpoint = Map<string, { value: bigint; script: Buffer }>;
+
+/** Value and script of each of `outpoints` that `join` (of `q(txid, vout)`, as `o`) finds, by `txid hex:vout`. */
+async function outputsAt(db: Kysely<Database>, outpoints: readonly Outpoint[], join: RawBuilder<unknown>): Promise<OutputsByOutpoint> {
+  const out: OutputsByOutpoint = new Map();
   if (outpoints.length === 0) return out;
   const r = await sql<{ txid: Buffer; vout: number; value: bigint; script: Buffer }>`
-    SELECT o.txid, o.vout, o.value, o.script
+    SELECT q.txid, q.vout, o.value, o.script
     FROM unnest(${outpoints.map((o) => o.txid)}::bytea[], ${outpoints.map((o) => o.vout)}::int4[]) AS q(txid, vout)
-    JOIN mempool_outputs o ON o.txid = q.txid AND o.vout = q.vout`.execute(db);
+    ${join}`.execute(db);
   for (const row of r.rows) out.set(`${row.txid.toString('hex')}:${row.vout}`, { value: row.value, script: row.script });
   return out;
 }
+
+/** Outputs of mempool transactions by outpoint (prevouts of a mempool tx spending another). */
+export const getMempoolOutputs = (db: Kysely<Database>, outpoints: readonly Outpoint[]): Promise<OutputsByOutpoint> =>
+  outputsAt(db, outpoints, sql`JOIN mempool_outputs o ON o.txid = q.txid AND o.vout = q.vout`);
+
+/**
+ * Confirmed outputs no block has spent (`utxos`), by outpoint: the confirmed prevouts of a
+ * mempool transaction, which are unspent while it is in the mempool.
+ */
+export const getUnspentOutputs = (db: Kysely<Database>, outpoints: readonly Outpoint[]): Promise<OutputsByOutpoint> =>
+  outputsAt(db, outpoints, sql`JOIN LATERAL (${unspentAt(sql.ref('q.txid'), sql.ref('q.vout'))}) o ON true`);
 
 /**
  * Which outputs of transaction `txid` are still unspent by any block (present in `utxos`) and

@@ -123,7 +123,13 @@ export const blockRoutes: RouteModule = (app, deps) => {
         const row = await findBlockHeader(trx, { hash: Buffer.from(hexToHash(request.params.hash)) });
         if (!row) return undefined;
         const txs = await listBlockTxs(trx, row.height, from, limit + 1);
-        const views = await confirmedViews(trx, deps.network, txs.slice(0, limit), { hash: row.hash, height: row.height, time: row.time });
+        const views = await confirmedViews(
+          trx,
+          deps.network,
+          txs.slice(0, limit),
+          { hash: row.hash, height: row.height, time: row.time },
+          deps.node,
+        );
         return { row, views, more: txs.length > limit };
       });
       if (!read) throw new ServiceError('ERR_BLOCK_NOT_FOUND');

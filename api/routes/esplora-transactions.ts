@@ -64,7 +64,7 @@ async function confirmedBytes(
  */
 export async function esploraTxs(deps: ResolvedApiDeps, txids: readonly Buffer[], decoded?: ReadonlyMap<string, DecodedTx>) {
   const held = heldTransactions(deps);
-  const reads = await Promise.all(txids.map((t) => loadIndexedTx(deps.readDb, t, held)));
+  const reads = await Promise.all(txids.map((t) => loadIndexedTx(deps.readDb, t, deps.node, held)));
   const bytes = new Map<number, Uint8Array | DecodedTx>();
   const fromNode: { i: number; txid: string; block: { hash: Uint8Array; height: number } }[] = [];
   reads.forEach((r, i) => {
@@ -99,7 +99,7 @@ export const esploraTransactionRoutes: RouteModule<DialectEdge> = (app, deps) =>
 
   // (electrs answers any txid it does not have as unconfirmed, 200)
   app.get<TxParams>('/tx/:txid/status', async (request) => {
-    const r = await loadIndexedTx(deps.readDb, parseHashParam(request.params.txid), heldTransactions(deps));
+    const r = await loadIndexedTx(deps.readDb, parseHashParam(request.params.txid), deps.node, heldTransactions(deps));
     return txStatus(r?.tx.block);
   });
 

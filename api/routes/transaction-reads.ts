@@ -116,7 +116,7 @@ const confirmedAnswers = new WeakMap<object, object>();
 export const v1TransactionAnswer: TransactionAnswer = {
   schema: txViewSchema,
   async load(deps, txid) {
-    const r = await loadTransactionView(deps.readDb, deps.network, txid, heldTransactions(deps));
+    const r = await loadTransactionView(deps.readDb, deps.network, txid, deps.node, heldTransactions(deps));
     if (!r) return undefined;
     const kept = confirmedAnswers.get(r.view);
     if (kept) return { answer: kept, tip: r.tip };

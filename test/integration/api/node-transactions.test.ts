@@ -1,0 +1,107 @@
+/**
+ * Confirmed transactions' views take their outputs and the outputs their inputs spend from the
+ * node (api/node-transactions.ts): with the node unreachable a confirmed transaction is 503
+ * ERR_NODE_UNAVAILABLE, while a mempool one (the index keeps its bytes) and the
+ * genesis coinbase (which Core does not hand out) still answer from the index. With the node up,
+ * on Core and on the stand-in, every confirmed transaction's outputs and prevouts from the node
+ * equal those the `txs` rows give (the dialects' answers: the contract suites).
+ */
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiHarness, type ApiHarness } from './harness.js';
+import { c0, insertMiniChain, m1, t1 } from './mini-chain.js';
+import { BitcoindClient } from '../../../src/rpc/bitcoind.js';
+import { sql } from 'kysely';
+import { describeNodes, type NodeKind } from '../../support/nodes.js';
+import { startStack, type Stack } from '../../support/stack.js';
+import { loadIndexedTx, type IndexedTx } from '../../../api/transaction-view.js';
+import { firstTxNum } from '../../../src/db/tx-num.js';
+import { hashToHex } from '../../../src/bitcoin/hash.js';
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+/** A port on 127.0.0.1 nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('transaction views with the node unreachable', () => {
+  let h: ApiHarness;
+  beforeAll(async () => {
+    const node = new BitcoindClient({ url: `http://u:p@127.0.0.1:${await closedPort()}`, timeoutMs: 5_000 });
+    h = await createApiHarness({ node });
+    await insertMiniChain(h.t.db);
+  });
+  afterAll(async () => h?.close());
+
+  it('a confirmed transaction is 503 ERR_NODE_UNAVAILABLE in /v1 and Esplora', async () => {
+    const r = await h.get(`/v1/transactions/${t1.hex}`);
+    expect(r.statusCode).toBe(503);
+    expect(r.json()).toMatchObject({ error_code: 'ERR_NODE_UNAVAILABLE', retry: true });
+    const e = await h.get(`/esplora/tx/${t1.hex}`);
+    expect(e.statusCode).toBe(503);
+  });
+
+  it('a mempool transaction and the genesis coinbase answer from the index', async () => {
+    const m = await h.get(`/v1/transactions/${m1.hex}`);
+    expect(m.statusCode).toBe(200);
+    expect(m.json()).toMatchObject({
+      transaction_hash: m1.hex,
+      inputs: [{ transaction_hash: t1.hex, output_index: 0, value: '3000000000' }],
+    });
+    const g = await h.get(`/v1/transactions/${c0.hex}`);
+    expect(g.statusCode).toBe(200);
+    expect(g.json()).toMatchObject({ transaction_hash: c0.hex, coinbase: true, outputs: [{ index: 0, value: '5000000000' }] });
+  });
+});
+
+describeNodes('transaction views from the node equal those from the rows', (entry) => {
+  let s: Stack<NodeKind>;
+  beforeAll(async () => {
+    s = await startStack({ node: entry.name, stamping: false, worker: false });
+    // Outputs of every address type and an OP_RETURN, then a block spending some of them.
+    const addresses = await Promise.all(
+      ['legacy', 'p2sh-segwit', 'bech32', 'bech32m'].map((type) =>
+        s.node.call<string>('getnewaddress', ['', type], s.node.bitcoind?.wallet ?? undefined),
+      ),
+    );
+    await s.node.payMany(
+      addresses.flatMap((address) => [
+        { address, sats: 70_000n },
+        { address, sats: 80_000n },
+      ]),
+    );
+    await s.mine(1);
+    for (const address of addresses) await s.node.pay(address, 50_000n);
+    await s.mine(1);
+    await s.synced();
+  });
+  afterAll(async () => s?.stop());
+
+  it("every confirmed transaction above genesis: the node's outputs and prevouts are the rows'", async () => {
+    const node = new BitcoindClient({ url: s.node.rpcUrl });
+    const rows = await sql<{ txid: Buffer }>`SELECT txid FROM txs WHERE tx_num >= ${firstTxNum(1).toString()}::int8`.execute(s.db.db);
+    const shape = (tx: IndexedTx) => ({
+      inputs: tx.inputs.map((i) => ({
+        prev: hex(i.prevTxid),
+        vout: i.vout,
+        value: i.prevout?.value,
+        script: i.prevout && hex(i.prevout.script),
+      })),
+      outputs: tx.outputs.map((o) => ({ value: o.value, script: hex(o.script) })),
+    });
+    let spends = 0;
+    for (const { txid } of rows.rows) {
+      const fromNode = (await loadIndexedTx(s.db.db, txid, node))!.tx;
+      const fromRows = (await loadIndexedTx(s.db.db, txid, undefined))!.tx;
+      expect(shape(fromNode), hashToHex(txid)).toEqual(shape(fromRows));
+      spends += fromNode.inputs.length;
+    }
+    expect(rows.rows.length).toBeGreaterThan(100);
+    expect(spends).toBeGreaterThanOrEqual(5);
+  });
+});
