@@ -46,6 +46,9 @@ import { corpusLiveNode, measureLive, startFollower, waitApplied } from './live.
 /** Mainnet today: transactions to project a full sync to. */
 const MAINNET_TXS = 1.43e9;
 
+/** The txs columns the physical limit copies (the spends key included: the load writes it too). */
+const TXS_COLS = 'tx_num, txid, outs, ins, spent_group';
+
 /** Tables the sync writes with COPY (balances are computed in the finish step). */
 const COPY_TABLES = ['blocks', 'txs', 'utxos', 'history'] as const;
 
@@ -96,7 +99,7 @@ export async function measureCopyLimit(pgs: BenchPostgres, db: string): Promise<
   const files: Record<string, string> = {};
   for (const t of COPY_TABLES) {
     files[t] = join(pgs.copyDir, `${t}.bin`);
-    const cols = t === 'txs' ? 'tx_num, txid, outs, ins' : '*';
+    const cols = t === 'txs' ? TXS_COLS : '*';
     await pgs.query(db, `COPY (SELECT ${cols} FROM ${t}) TO '${files[t]}' (FORMAT binary)`);
   }
   const url = await pgs.createDatabase('bw_limit');
@@ -121,7 +124,7 @@ export async function measureCopyLimit(pgs: BenchPostgres, db: string): Promise<
   await c.query('BEGIN');
   for (const t of COPY_TABLES) {
     const s = performance.now();
-    const r = await c.query(`COPY ${t} ${t === 'txs' ? '(tx_num, txid, outs, ins)' : ''} FROM '${files[t]}' (FORMAT binary)`);
+    const r = await c.query(`COPY ${t} ${t === 'txs' ? `(${TXS_COLS})` : ''} FROM '${files[t]}' (FORMAT binary)`);
     perTable[t] = { rows: r.rowCount ?? 0, ms: round(performance.now() - s) };
     rows += r.rowCount ?? 0;
   }

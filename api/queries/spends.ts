@@ -1,7 +1,7 @@
 /**
  * Who spent each output of a transaction, confirmed or in the mempool, in one statement (one
- * snapshot): a confirmed transaction's confirmed spenders come from the GIN index on
- * `spent_tx_groups(ins)` (migrations/0008_spends.ts: the transactions spending any output of the
+ * snapshot): a confirmed transaction's confirmed spenders come from the spends GIN index
+ * (src/db/spent-groups.ts: the transactions spending any output of the
  * 16-transaction group of the one asked for, whose input references are then decoded here), its
  * mempool spenders from `mempool_spends`. Undone blocks take their transactions, and so their
  * spends, with them; nothing else is kept.
@@ -14,6 +14,7 @@ import { txidIs } from '../../src/db/txid-key.js';
 import { decodeTx } from '../../src/bitcoin/tx.js';
 import { equalBytes } from '../../src/bitcoin/hash.js';
 import { txNumHeight } from '../../src/db/tx-num.js';
+import { spendsKeysSql, sqlSpentGroupOf } from '../../src/db/spent-groups.js';
 
 /** One output's spender: the transaction and its input, and its block when confirmed. */
 export type Spend = { txid: Buffer; vin: number; block: { height: number; hash: Buffer; time: number } | null };
@@ -44,7 +45,12 @@ export async function getOutspends(db: Kysely<Database>, txid: Buffer): Promise<
   return assemble(r.rows, txid);
 }
 
-/** The statement of getOutspends (exported for the test of its plan). */
+/**
+ * The statement of getOutspends (exported for the test of its plan). The spenders' join has no
+ * condition on their tx_num (a spender always comes after what it spends, and `assemble` keeps
+ * only the inputs naming the transaction): a range on `txs_pkey` would let a generic plan scan
+ * it instead of the GIN index.
+ */
 export function outspendsStatement(txid: Buffer) {
   return sql<Row>`
     WITH t AS MATERIALIZED (SELECT tx_num, outs FROM txs WHERE ${txidIs(sql.ref('txid'), txid)} ORDER BY tx_num DESC LIMIT 1)
@@ -52,7 +58,7 @@ export function outspendsStatement(txid: Buffer) {
     UNION ALL
     (SELECT 1, s.tx_num, s.txid, s.ins, b.hash, b.time, NULL
        FROM t
-       JOIN txs s ON spent_tx_groups(s.ins) @> ARRAY[t.tx_num >> 4] AND length(s.ins) > 0 AND s.tx_num > t.tx_num
+       JOIN txs s ON ${sql.raw(spendsKeysSql('s'))} @> ARRAY[${sqlSpentGroupOf('t.tx_num')}] AND length(s.ins) > 0
        JOIN blocks b ON b.height = (s.tx_num >> 20)::int4)
     UNION ALL
     (SELECT 2, NULL, NULL, m.raw, NULL, NULL, NULL FROM mempool_txs m WHERE m.txid = ${txid})

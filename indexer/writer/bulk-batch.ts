@@ -18,6 +18,7 @@ import type { ScriptAlias } from './script-aliases.js';
 import { MissingPrevoutError } from './derive.js';
 import { deriveTx, txKindAt, type Keys, type TxSink } from './derive-tx.js';
 import { txNumOf } from '../../src/db/tx-num.js';
+import { SpentGroupKey } from '../../src/db/spent-groups.js';
 import { HistoryGroups } from './history-groups.js';
 import type { OutpointCache } from './outpoint-cache.js';
 
@@ -47,6 +48,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   lastHeight = -1;
   private readonly outsW = new PackedWriter(1 << 12);
   private readonly insW = new PackedWriter(1 << 10);
+  /** The current transaction's `txs.spent_group` (src/db/spent-groups.ts). */
+  private readonly spentKey = new SpentGroupKey();
   /** The transaction being derived. */
   private txNum = -1;
   private txid: Uint8Array = new Uint8Array(32);
@@ -129,15 +132,19 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       this.txid = tx.txid;
       this.insW.len = 0;
       this.outsW.len = 0;
+      this.spentKey.reset();
       deriveTx(tx, txKindAt(height, i, tx.isCoinbase), this);
       this.txs
-        .row(6)
+        .row(7)
         .int8(this.txNum)
         .bytea(tx.txid)
         .byteaRange(this.outsW.buf, 0, this.outsW.len)
         .byteaRange(this.insW.buf, 0, this.insW.len)
         .int4(tx.size)
         .int4(tx.weight);
+      const key = this.spentKey.key();
+      if (key === null) this.txs.null();
+      else this.txs.int4(key);
     }
     this.txCount += txs.length;
     this.lastHash = block.hash;
@@ -181,7 +188,9 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
 
   spend(slot: number, input: TxInput): void {
     const c = this.cache;
-    this.insW.packIn(c.txNumAt(slot), input.vout);
+    const prevTxNum = c.txNumAt(slot);
+    this.insW.packIn(prevTxNum, input.vout);
+    this.spentKey.add(prevTxNum);
     // The output leaves the unspent set: cut from this batch's rows or recorded as spent.
     if (c.batchAt(slot) === this.id) this.rowDead[c.rowAt(slot)] = 1;
     else this.spent.row(2).int8(c.txNumAt(slot)).int4(input.vout);

@@ -329,7 +329,7 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
   const lap = (phase: string) => timer.lap(phase);
   await inTransaction(client, deps, async () => {
     await copyIn(client, 'blocks (height, hash, prev_hash, header, time, tx_count, size, weight)', b.blocks.finish());
-    await copyIn(client, 'txs (tx_num, txid, outs, ins, size, weight)', b.txs.finish());
+    await copyIn(client, 'txs (tx_num, txid, outs, ins, size, weight, spent_group)', b.txs.finish());
     lap('txs');
     if (utxos.rows > 0) await copyIn(client, 'utxos (txid, vout, tx_num, addr_key, value, script)', utxos.finish());
     lap('utxos');
@@ -513,8 +513,8 @@ async function loadBlocks(
  * same time (most of these statements run on one core in PostgreSQL; only B-tree builds use
  * parallel workers): chain state (utxos rebuilt without the spent rows, balances recomputed from
  * them, `bulk_spent` emptied, the utxos and balances indexes), history (each address's per-batch
- * chunks re-cut into full chunks, its key, script aliases) and the txs indexes (the longest
- * part: the spends GIN decodes every input). Each part writes utxos and history into new tables
+ * chunks re-cut into full chunks, its key, script aliases) and the txs indexes (the spends GIN
+ * builds on one core; src/db/spent-groups.ts). Each part writes utxos and history into new tables
  * (the old ones go with their indexes) and drops the balances and txs indexes before building
  * them, so it is idempotent: after a crash between the commits the next finish simply runs all
  * three again.

@@ -127,11 +127,11 @@ export async function insertTxs(trx: Trx, txs: readonly TxRow[]): Promise<void> 
   for (let i = 0; i < txs.length; i += 10_000) {
     const part = txs.slice(i, i + 10_000);
     await sql`
-      INSERT INTO txs (tx_num, txid, outs, ins, first_seen, size, weight)
-      SELECT u.tx_num, u.txid, u.outs, u.ins, m.first_seen, u.size, u.weight
+      INSERT INTO txs (tx_num, txid, outs, ins, first_seen, size, weight, spent_group)
+      SELECT u.tx_num, u.txid, u.outs, u.ins, m.first_seen, u.size, u.weight, u.spent_group
       FROM unnest(${int8s(part.map((t) => t.txNum))}::int8[], ${part.map((t) => toBuffer(t.txid))}::bytea[], ${part.map((t) => t.outs)}::bytea[], ${part.map((t) => t.ins)}::bytea[],
-                  ${part.map((t) => t.size)}::int4[], ${part.map((t) => t.weight)}::int4[])
-        AS u(tx_num, txid, outs, ins, size, weight)
+                  ${part.map((t) => t.size)}::int4[], ${part.map((t) => t.weight)}::int4[], ${part.map((t) => t.spentGroup)}::int4[])
+        AS u(tx_num, txid, outs, ins, size, weight, spent_group)
       LEFT JOIN mempool_txs m ON m.txid = u.txid`.execute(trx);
   }
 }

@@ -15,6 +15,7 @@ import { hashToHex } from '../../src/bitcoin/hash.js';
 import type { DecodedTx, TxInput } from '../../src/bitcoin/tx.js';
 import { decodeIns, decodeOuts, PackedWriter, type PackedIn, type PackedOut } from '../../src/db/packed.js';
 import { TX_NUM_SPAN, txNumOf } from '../../src/db/tx-num.js';
+import { SpentGroupKey } from '../../src/db/spent-groups.js';
 import { scriptKeys, type ScriptKeys } from './address-keys.js';
 import { deriveTx, txKindAt, type TxSink } from './derive-tx.js';
 import type { MempoolTxRow } from '../mempool-rows.js';
@@ -49,6 +50,8 @@ export interface TxRow {
   readonly txid: Uint8Array;
   readonly outs: Buffer;
   readonly ins: Buffer;
+  /** `txs.spent_group` (src/db/spent-groups.ts): the one group it spends from, else null. */
+  readonly spentGroup: number | null;
   /** Serialized bytes, witness included. */
   readonly size: number;
   /** BIP141 weight. */
@@ -235,6 +238,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   private readonly unspentRows: UtxoRow[] = [];
   readonly outsW: PackedWriter;
   readonly insW: PackedWriter;
+  /** The current transaction's `txs.spent_group`. */
+  readonly spentKey = new SpentGroupKey();
   /** The spent outputs of earlier blocks, in input order (BlockRows.undo). */
   readonly undoW: PackedWriter;
   private txid: Uint8Array = new Uint8Array(32);
@@ -267,6 +272,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     this.keys = new Array<ScriptKeys>(tx.outputs.length);
     this.outKeys[pos] = this.keys;
     this.given = this.opts.outputKeys?.[pos];
+    this.spentKey.reset();
   }
 
   end(): void {
@@ -293,6 +299,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
       this.undoW.packOut(p.value, p.script);
     }
     this.insW.packIn(p.txNum, input.vout);
+    this.spentKey.add(p.txNum);
   }
 
   outputKeys(script: Uint8Array, vout: number): ScriptKeys {
@@ -334,6 +341,7 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
   const sink = new BlockSink(block, height, lookup, opts);
   const outsAt = new Array<number>(n + 1);
   const insAt = new Array<number>(n + 1);
+  const groups = new Array<number | null>(n);
   for (let i = 0; i < n; i++) {
     const tx = txs[i]!;
     sink.begin(i);
@@ -342,6 +350,7 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
     deriveTx(tx, txKindAt(height, i, tx.isCoinbase), sink);
     insAt[i + 1] = sink.insW.len;
     outsAt[i + 1] = sink.outsW.len;
+    groups[i] = sink.spentKey.key();
     sink.end();
   }
   const rows: TxRow[] = new Array(n);
@@ -352,6 +361,7 @@ export function deriveBlock(block: DecodedBlock, height: number, lookup: Prevout
       txid: tx.txid,
       outs: sink.outsW.view(outsAt[i]!, outsAt[i + 1]!),
       ins: sink.insW.view(insAt[i]!, insAt[i + 1]!),
+      spentGroup: groups[i]!,
       size: tx.size,
       weight: tx.weight,
     };

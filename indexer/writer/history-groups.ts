@@ -147,7 +147,7 @@ export class HistoryGroups {
           .row(3)
           .uuidWords(k[o]!, k[o + 1]!, k[o + 2]!, k[o + 3]!)
           .int8(nums[c]!)
-          .bytea(scratch.subarray(0, (len - 1) * ENTRY_BYTES));
+          .byteaRange(scratch, 0, (len - 1) * ENTRY_BYTES);
       }
       i = j;
     }

@@ -14,6 +14,8 @@
  * @module
  */
 
+import { spendsKeysSql } from './spent-groups.js';
+
 export type ChainTable = 'txs' | 'utxos' | 'history' | 'balances' | 'script_aliases';
 
 export interface ChainIndex {
@@ -21,7 +23,7 @@ export interface ChainIndex {
   readonly name: string;
   /** A primary key's columns, e.g. `(tx_num, vout)`. */
   readonly primaryKey?: string;
-  /** An index's method and key, e.g. `USING gin (spent_tx_groups(ins))` or `(addr_key, tx_num DESC)`. */
+  /** An index's method and key, e.g. `USING gin (...)` or `(addr_key, tx_num DESC)`. */
   readonly index?: string;
   /** Storage parameters, e.g. `fillfactor = 100`. */
   readonly with?: string;
@@ -33,12 +35,13 @@ export const CHAIN_INDEXES: readonly ChainIndex[] = [
   { table: 'txs', name: 'txs_pkey', primaryKey: '(tx_num)', with: 'fillfactor = 100' },
   // A B-tree on the txid's first 8 bytes (migrations/0007_txid_key.ts, src/db/txid-key.ts).
   { table: 'txs', name: 'txs_txid_key', index: '(txid_key(txid))' },
-  // Who spent what (migrations/0008_spends.ts): the slowest build of the bulk finish (PL/pgSQL
-  // decodes every input; a GIN build uses one core). docs/sync.md "Size" has its cost.
+  // Who spent what (migrations/0052_spent_group_column.ts): a GIN over the groups of the
+  // prevouts, from txs.spent_group where the writer could fill it, else decoded from the inputs
+  // (src/db/spent-groups.ts); the slowest build of the bulk finish (one core). docs/sync.md "Size".
   {
     table: 'txs',
     name: 'txs_spent_groups',
-    index: 'USING gin (spent_tx_groups(ins))',
+    index: `USING gin (${spendsKeysSql()})`,
     with: 'fastupdate = on, gin_pending_list_limit = 1024',
     where: 'length(ins) > 0',
   },

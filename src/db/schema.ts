@@ -31,6 +31,8 @@ export interface TxsTable {
   outs: Buffer;
   /** Packed input references (src/db/packed.ts `encodeIns`); empty for a coinbase. */
   ins: Buffer;
+  /** The one group of transactions it spends from, in 32 bits (src/db/spent-groups.ts); else null. */
+  spent_group: ColumnType<number | null, number | null | undefined, number | null>;
   /** When Blockwire first saw it in the mempool (the API's broadcast_time); null when unknown. */
   first_seen: Date | null;
   /** Serialized bytes, witness included; null on rows written before sizes were indexed. */

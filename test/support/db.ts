@@ -68,3 +68,21 @@ export async function createMigratedDatabase(prefix = 't'): Promise<TestDatabase
   await migrateToLatest(t.db);
   return t;
 }
+
+/**
+ * Applies every migration but `left` (an index of the layout before `left`, to test `left`
+ * from): the rest of the list, in order, as migrateToLatest records them.
+ */
+export async function migrateAllBut(db: Kysely<Database>, left: string): Promise<void> {
+  const { Migrator } = await import('kysely');
+  const { migrations } = await import('../../migrations/index.js');
+  const rest = Object.fromEntries(Object.entries(migrations).filter(([name]) => name !== left));
+  const r = await new Migrator({
+    db: db as Kysely<unknown>,
+    provider: { getMigrations: async () => rest },
+    migrationTableName: 'schema_migrations',
+    migrationLockTableName: 'schema_migrations_lock',
+    allowUnorderedMigrations: true,
+  }).migrateToLatest();
+  if (r.error) throw r.error;
+}

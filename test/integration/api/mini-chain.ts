@@ -7,6 +7,7 @@
  *   block 1: c1 (coinbase) → B 50 BTC;  t1 spends c0:0 → A 30, B 19.9999, OP_RETURN "hello"
  *   mempool: m1 spends t1:0 → B 10, A 19.99
  */
+import { groupKey, spentGroup } from '../../../src/db/spent-groups.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../../src/db/schema.js';
 import { encodeTx } from '../../../src/bitcoin/encode.js';
@@ -95,6 +96,7 @@ export async function insertMiniChain(db: Kysely<Database>): Promise<void> {
           { value: 0n, script: opReturn },
         ]),
         ins: encodeIns([{ txNum: txNum(0, 0), vout: 0 }]),
+        spent_group: groupKey(spentGroup(Number(txNum(0, 0)))),
         first_seen: new Date('2023-11-14T22:15:00Z'),
       },
     ])

@@ -172,6 +172,12 @@ describe('api routes on a hand-written index', () => {
     });
   });
 
+  it('outspends: a confirmed output spent by a confirmed transaction (the spends index)', async () => {
+    const r = await h.get(`/v1/transactions/${c0.hex}/outspends`);
+    expect(r.statusCode).toBe(200);
+    expect(r.json()).toMatchObject([{ spent: true, txid: t1.hex, vin: 0, status: { confirmed: true, block_height: 1 } }]);
+  });
+
   it("a coinbase transaction: the spec's coinbase input and the year-0001 broadcast_time", async () => {
     const r = (await h.get(`/v1/transactions/${c0.hex}`)).json();
     expect(r).toMatchObject({

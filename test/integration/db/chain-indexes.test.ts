@@ -6,14 +6,13 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Migrator, sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../../src/db/schema.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
 import { CHAIN_INDEXES } from '../../../src/db/chain-indexes.js';
 import { silentLogger } from '../../../src/log.js';
-import { migrations } from '../../../migrations/index.js';
 import { beginBulk, finishBulk } from '../../../indexer/writer/bulk.js';
-import { createMigratedDatabase, createTestDatabase, type TestDatabase } from '../../support/db.js';
+import { createMigratedDatabase, createTestDatabase, migrateAllBut, type TestDatabase } from '../../support/db.js';
 
 const TABLES = [...new Set(CHAIN_INDEXES.map((ix) => ix.table))];
 
@@ -35,15 +34,7 @@ describe('chain indexes: the bulk finish builds what the migrations define', () 
   beforeAll(async () => {
     migrated = await createMigratedDatabase('ci');
     upgraded = await createTestDatabase('ciup');
-    const today = Object.fromEntries(Object.entries(migrations).filter(([name]) => name !== '0009_utxos_tx_num'));
-    const r = await new Migrator({
-      db: upgraded.db as Kysely<unknown>,
-      provider: { getMigrations: async () => today },
-      migrationTableName: 'schema_migrations',
-      migrationLockTableName: 'schema_migrations_lock',
-      allowUnorderedMigrations: true,
-    }).migrateToLatest();
-    if (r.error) throw r.error;
+    await migrateAllBut(upgraded.db, '0009_utxos_tx_num');
     await migrateToLatest(upgraded.db);
     bulk = await createMigratedDatabase('cibk');
     const client = new pg.Client({ connectionString: bulk.url });

@@ -1,26 +1,194 @@
 /**
- * The spends index (migrations/0008_spends.ts): `spent_tx_groups(ins)` in PostgreSQL reads the
- * packed input references exactly as src/db/packed.ts's `decodeIns` does (varints of every
- * length, vouts past 127, a coinbase's empty list, a value stored compressed); its faster form
- * (0022_spent_groups_fast.ts) gives 0008's result or 0008's error for any bytes at all, so the
- * index built before it stays valid; and the outspends statement is planned on the GIN index
- * under the API pool's generic plans, not on a scan of `txs`.
+ * The spends key (src/db/spent-groups.ts): the GIN index's expression takes `txs.spent_group`
+ * where the writer set it (a transaction spending from one group of 16) and decodes `ins` with
+ * `spent_tx_groups` otherwise (migrations/0052_spent_group_column.ts).
+ * - The expression gives every row the keys `spent_tx_groups(ins)` gives (0008's index): rows as
+ *   the writer writes them on a real chain with its reorgs, and random rows with heights up to
+ *   2^21 - 1 (the column's negative half) and positions up to 2^20 - 1 (keys that do not fit).
+ * - Migration 0052 from an index with the old layout (every migration but 0052: the GIN on
+ *   `spent_tx_groups(ins)`, no column), holding chain A's rows and transactions with 1,500
+ *   inputs (a value stored compressed) and tx_nums up to 2^43: the index the bulk finish builds,
+ *   every outspends answer unchanged; during a bulk sync the index is left to the finish.
+ * - The old function the expression falls back on (0008_spends.ts, its faster form 0022) decodes
+ *   what encodeIns writes, and the faster form gives 0008's result or error for any bytes.
+ * - The outspends statement is planned on the GIN index under the API pool's generic plans.
  */
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byteByByte } from '../../../migrations/0022_spent_groups_fast.js';
+import { migrateToLatest } from '../../../src/db/migrate.js';
+import type { Database } from '../../../src/db/schema.js';
 import { decodeIns, encodeIns, type PackedInInput } from '../../../src/db/packed.js';
+import { groupKey, spendsKeysSql, SpentGroupKey } from '../../../src/db/spent-groups.js';
 import { getOutspends, outspendsStatement } from '../../../api/queries/spends.js';
 import { seededRandom } from '../../support/chain-crash.js';
-import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { indexChainA } from '../../support/chain-fixture.js';
+import { describeFixtures } from '../../support/fixtures.js';
+import { createMigratedDatabase, createTestDatabase, migrateAllBut, type TestDatabase } from '../../support/db.js';
 
-/** What decodeIns reads: each input's prevout tx_num >> 4, as text. */
+/** What decodeIns reads: each input's prevout tx_num >> 4, as text (0008's function: every input, in order). */
 const groups = (packed: Uint8Array) => decodeIns(packed).map((i) => (i.txNum >> 4n).toString());
+/** The keys of a row as a sorted set of text (a GIN indexes each distinct key once). */
+const keySet = (g: readonly string[]) => [...new Set(g)].sort();
+/** The column as the writer fills it, from the row's own input references. */
+const column = (packed: Uint8Array): number | null => {
+  const k = new SpentGroupKey();
+  k.reset();
+  for (const i of decodeIns(packed)) k.add(Number(i.txNum));
+  return k.key();
+};
 
-describe('spent_tx_groups', () => {
+/** Every migration but 0052: the layout main ships today. */
+const migrateAsToday = (db: Kysely<Database>) => migrateAllBut(db, '0052_spent_group_column');
+
+/** Copies `table`'s rows from `from` into `to` (the columns `to` has; bytea through JSON's `\x` text). */
+async function copyRows(from: Kysely<Database>, to: Kysely<Database>, table: 'blocks' | 'txs' | 'chain_tip'): Promise<void> {
+  const rows = (await sql<{ j: unknown }>`SELECT coalesce(json_agg(t), '[]') AS j FROM ${sql.table(table)} t`.execute(from)).rows[0]!.j;
+  await sql`DELETE FROM ${sql.table(table)}`.execute(to);
+  await sql`INSERT INTO ${sql.table(table)} SELECT * FROM json_populate_recordset(null::${sql.table(table)}, ${JSON.stringify(rows)})`.execute(
+    to,
+  );
+}
+
+const spendsIndex = async (db: Kysely<Database>) =>
+  (await sql<{ def: string }>`SELECT indexdef AS def FROM pg_indexes WHERE indexname = 'txs_spent_groups'`.execute(db)).rows[0]?.def ??
+  null;
+
+/** Every spending row: its column, its keys by the index expression and by 0008's function. */
+const keyRows = async (db: Kysely<Database>) =>
+  (
+    await sql<{ n: string; ins: Buffer; g: number | null; expr: string[]; fn: string[] }>`
+      SELECT tx_num::text AS n, ins, spent_group AS g, ${sql.raw(spendsKeysSql('t'))}::text[] AS expr, spent_tx_groups(ins)::text[] AS fn
+      FROM txs t WHERE length(ins) > 0 ORDER BY tx_num`.execute(db)
+  ).rows;
+
+const allOutspends = async (db: Kysely<Database>) => {
+  const txids = (await sql<{ txid: Buffer }>`SELECT txid FROM txs ORDER BY tx_num`.execute(db)).rows.map((r) => r.txid);
+  return Promise.all(txids.map((t) => getOutspends(db, t)));
+};
+
+describeFixtures('spent groups: the writer, the index expression and migration 0052', () => {
+  let fresh: TestDatabase;
+  let old: TestDatabase;
+  let oldOutspends: Awaited<ReturnType<typeof allOutspends>>;
+  /** Transactions the chain does not have: 1,500 inputs (stored compressed), tx_nums up to 2^43. */
+  const extra = [
+    encodeIns(Array.from({ length: 1_500 }, (_, i) => ({ txNum: (BigInt(700 + (i % 5)) << 20n) + BigInt(i % 37), vout: i % 2 }))),
+    encodeIns([
+      { txNum: (900_000n << 20n) + 24_999n, vout: 3 },
+      { txNum: 2n ** 43n - 1n, vout: 1 },
+      { txNum: 1n << 20n, vout: 0 },
+      { txNum: (900_000n << 20n) + 24_990n, vout: 70_000 },
+    ]),
+  ];
+
+  beforeAll(async () => {
+    fresh = await createMigratedDatabase('sgnew');
+    await indexChainA(fresh.db);
+    old = await createTestDatabase('sgold');
+    await migrateAsToday(old.db);
+    for (const table of ['blocks', 'txs', 'chain_tip'] as const) await copyRows(fresh.db, old.db, table);
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins)
+      SELECT (2000000 + o)::int8 << 20, decode(lpad(to_hex(o), 64, '0'), 'hex'), '\\x'::bytea, x
+      FROM unnest(${extra}::bytea[]) WITH ORDINALITY AS u(x, o)`.execute(old.db);
+    expect(await spendsIndex(old.db)).toMatch(/spent_tx_groups\(ins\)/);
+    // Today's statement reads the column: an empty one for the answers of the old layout.
+    await sql`ALTER TABLE txs ADD COLUMN spent_group int4`.execute(old.db);
+    oldOutspends = await allOutspends(old.db);
+    await sql`ALTER TABLE txs DROP COLUMN spent_group`.execute(old.db);
+    await migrateToLatest(old.db);
+  });
+  afterAll(async () => {
+    await fresh?.drop();
+    await old?.drop();
+  });
+
+  it("writes the one group a transaction spends from, null when several; the expression's keys are the function's", async () => {
+    const rows = await keyRows(fresh.db);
+    expect(rows.filter((r) => r.g !== null).length).toBeGreaterThan(10);
+    expect(rows.map((r) => `${r.n} ${r.g}`)).toEqual(rows.map((r) => `${r.n} ${column(r.ins)}`));
+    expect(rows.map((r) => `${r.n} ${keySet(r.expr)}`)).toEqual(rows.map((r) => `${r.n} ${keySet(r.fn)}`));
+    expect(rows.map((r) => `${r.n} ${keySet(r.fn)}`)).toEqual(rows.map((r) => `${r.n} ${keySet(groups(r.ins))}`));
+  });
+
+  it("gives the function's keys for random rows: heights up to 2^21 - 1, positions up to 2^20 - 1", async () => {
+    const rand = seededRandom(52);
+    const pick = (): bigint => {
+      const height = BigInt(Math.floor(rand() * 2 ** (rand() < 0.5 ? 21 : 18)));
+      const pos = BigInt(Math.floor(rand() * (rand() < 0.9 ? 2 ** 15 : 2 ** 20)));
+      return (height << 20n) + pos;
+    };
+    const rows = Array.from({ length: 3_000 }, () => {
+      const first = pick();
+      // Mostly one group (several inputs of it), sometimes several groups.
+      const ins = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => ({
+        txNum: rand() < 0.8 ? (first & ~15n) + BigInt(Math.floor(rand() * 16)) : pick(),
+        vout: Math.floor(rand() * 4),
+      }));
+      return encodeIns(ins);
+    });
+    const expected = rows.map(column);
+    expect(expected.filter((g) => g !== null && g < 0).length).toBeGreaterThan(100);
+    expect(expected.filter((g) => g === null).length).toBeGreaterThan(100);
+    const r = await sql<{ expr: string[]; fn: string[] }>`
+      SELECT ${sql.raw(spendsKeysSql('u'))}::text[] AS expr, spent_tx_groups(u.ins)::text[] AS fn
+      FROM unnest(${rows}::bytea[], ${expected}::int4[]) WITH ORDINALITY AS u(ins, spent_group, o) ORDER BY o`.execute(fresh.db);
+    expect(r.rows.map((x) => keySet(x.expr))).toEqual(r.rows.map((x) => keySet(x.fn)));
+  });
+
+  it('keys only groups that fit 32 bits', () => {
+    const group = (height: number, pos: number) => Math.floor((height * 2 ** 20 + pos) / 16);
+    expect(groupKey(group(0, 0))).toBe(0);
+    expect(groupKey(group(1, 16))).toBe(2 ** 11 + 1);
+    expect(groupKey(group(2 ** 20, 0))).toBe(-(2 ** 31));
+    expect(groupKey(group(2 ** 21 - 1, 2 ** 15 - 1))).toBe(-1);
+    expect(groupKey(group(2 ** 21, 0))).toBeNull();
+    expect(groupKey(group(5, 2 ** 15))).toBeNull();
+  });
+
+  it('gives an index of the old layout the index the bulk finish builds, its rows left to the function', async () => {
+    const rows = await keyRows(old.db);
+    expect(rows.every((r) => r.g === null)).toBe(true);
+    expect(rows.map((r) => keySet(r.expr))).toEqual(rows.map((r) => keySet(r.fn)));
+    expect(rows.at(-1)!.expr.length).toBe(4);
+    expect(await spendsIndex(old.db)).toBe(await spendsIndex(fresh.db));
+    expect(await spendsIndex(old.db)).toContain('WHEN (spent_group IS NULL) THEN spent_tx_groups(ins)');
+  });
+
+  it('answers every outspends as before the migration, and as an index written on the new layout', async () => {
+    const after = await allOutspends(old.db);
+    expect(after).toEqual(oldOutspends);
+    const spent = after.flatMap((o) => o?.spends ?? []).filter((s) => s !== null);
+    expect(spent.length).toBeGreaterThan(10);
+    const written = await allOutspends(fresh.db);
+    expect(written.length).toBeGreaterThan(10);
+    expect(after.slice(0, written.length)).toEqual(written);
+  });
+
+  it('leaves the index to the bulk finish during a bulk sync', async () => {
+    const bulk = await createTestDatabase('sgbulk');
+    try {
+      await migrateAsToday(bulk.db);
+      await sql`INSERT INTO sync_state (key, value) VALUES ('bulk', '{"active": true, "from": -1, "height": 0}')`.execute(bulk.db);
+      await migrateToLatest(bulk.db);
+      expect(await spendsIndex(bulk.db)).toBeNull();
+      const col = await sql<{
+        n: number;
+      }>`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'txs' AND column_name = 'spent_group'`.execute(
+        bulk.db,
+      );
+      expect(col.rows[0]!.n).toBe(1);
+    } finally {
+      await bulk.drop();
+    }
+  });
+});
+
+describe('spent_tx_groups (0008, 0022), which migration 0052 reads', () => {
   let t: TestDatabase;
   beforeAll(async () => {
-    t = await createMigratedDatabase('sg');
+    t = await createTestDatabase('sg');
+    await migrateAsToday(t.db);
   });
   afterAll(async () => {
     await t?.drop();
@@ -70,21 +238,7 @@ describe('spent_tx_groups', () => {
     expect(r.rows.map((row) => row.g)).toEqual(inputs.map(groups));
   });
 
-  it('reads a value stored compressed (a transaction with 1,500 inputs)', async () => {
-    const ins = encodeIns(
-      Array.from({ length: 1_500 }, (_, i) => ({ txNum: (BigInt(700 + (i % 5)) << 20n) + BigInt(i % 3), vout: i % 2 })),
-    );
-    await sql`INSERT INTO txs (tx_num, txid, outs, ins) VALUES (7, ${Buffer.alloc(32, 7)}, '\\x'::bytea, ${ins})`.execute(t.db);
-    const r = await sql<{
-      c: string | null;
-      g: string[];
-    }>`SELECT pg_column_compression(ins) AS c, spent_tx_groups(ins)::text[] AS g FROM txs WHERE tx_num = 7`.execute(t.db);
-    expect(r.rows[0]!.c).not.toBeNull();
-    expect(r.rows[0]!.g).toEqual(groups(ins));
-    await sql`DELETE FROM txs WHERE tx_num = 7`.execute(t.db);
-  });
-
-  it("gives 0008's result, or 0008's error, for any bytes (so the index built with 0008's function stays valid)", async () => {
+  it("gives 0008's result, or 0008's error, for any bytes (so the index built with 0008's function stayed valid)", async () => {
     await sql.raw(byteByByte('spent_tx_groups_0008')).execute(t.db);
     await sql`CREATE FUNCTION groups_or_error(f text, x bytea) RETURNS text LANGUAGE plpgsql AS $$
       DECLARE r text;
@@ -131,14 +285,25 @@ describe('spent_tx_groups', () => {
     const longVarint = (b: Buffer) => b.some((_, i) => i + 9 <= b.length && b.subarray(i, i + 9).every((x) => x >= 128));
     expect(fuzz.filter(longVarint).length).toBeGreaterThan(100);
   });
+});
 
-  it('the outspends statement uses the index with generic plans', async () => {
-    const rows = Array.from({ length: 5_000 }, (_, i) => ({
-      n: String((BigInt(1 + (i >> 5)) << 20n) + BigInt(i & 31)),
-      ins: encodeIns([{ txNum: Math.max(0, i - 7), vout: i & 1 }]),
-    }));
+describe('the outspends statement', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createMigratedDatabase('sgplan');
+  });
+  afterAll(async () => {
+    await t?.drop();
+  });
+
+  it('uses the index with generic plans', async () => {
+    const rows = Array.from({ length: 5_000 }, (_, i) => {
+      const ins = encodeIns([{ txNum: Math.max(0, i - 7), vout: i & 1 }]);
+      return { n: String((BigInt(1 + (i >> 5)) << 20n) + BigInt(i & 31)), ins, g: column(ins) };
+    });
     const txid = (n: string) => Buffer.from(BigInt(n).toString(16).padStart(64, '0'), 'hex');
-    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, x, '\\x'::bytea, i FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => txid(r.n))}::bytea[], ${rows.map((r) => r.ins)}::bytea[]) AS u(n, x, i)`.execute(
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins, spent_group)
+      SELECT n, x, '\\x'::bytea, i, g FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => txid(r.n))}::bytea[], ${rows.map((r) => r.ins)}::bytea[], ${rows.map((r) => r.g)}::int4[]) AS u(n, x, i, g)`.execute(
       t.db,
     );
     await sql`ANALYZE txs`.execute(t.db);
