@@ -28,6 +28,8 @@ export interface WriteCost {
   ms: number;
   postgresCpuMs: number;
   walMb: number;
+  /** The floor only: wall ms of its steps (spent: the delete by key of the spent outputs; commit: the WAL flush). */
+  steps?: Record<string, number>;
 }
 
 export interface FloorResult {
@@ -134,7 +136,7 @@ export async function measureFloor(pgs: FloorProbe, dbName: string, rpcUrl: stri
       const t0 = performance.now();
       await write();
       const ms = performance.now() - t0;
-      return { ms, cpu: pgs.cpuMs() - c0, wal: await walSince(l0) };
+      return { ms, cpu: pgs.cpuMs() - c0, wal: await walSince(l0), steps };
     };
     let balanceKeys: string[] | null = null;
     let balances: Buffer = Buffer.alloc(0);
@@ -150,36 +152,52 @@ export async function measureFloor(pgs: FloorProbe, dbName: string, rpcUrl: stri
       }
       balances = await copyOut(client, 'SELECT * FROM floor_after ORDER BY addr_key');
     };
+    let steps: Record<string, number> = {};
     const floor = async () => {
+      steps = {};
+      let t = performance.now();
+      const lap = (step: string) => {
+        const now = performance.now();
+        steps[step] = (steps[step] ?? 0) + now - t;
+        t = now;
+      };
       await client.query('BEGIN');
       await client.query("SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)");
       await copyIn(client, 'blocks', data.blocks);
-      await copyIn(client, 'txs', data.txs);
       await copyIn(client, 'block_undo', data.block_undo);
+      lap('other');
+      await copyIn(client, 'txs', data.txs);
+      lap('txs');
       await client.query(
         `DELETE FROM utxos u USING unnest($1::int8[], $2::int4[]) AS s(tx_num, vout) WHERE u.tx_num = s.tx_num AND u.vout = s.vout`,
         [spentNums, spentVouts],
       );
+      lap('spent');
       await copyIn(client, 'utxos', data.utxos);
+      lap('utxos');
       await client.query('DELETE FROM balances WHERE addr_key = ANY($1::uuid[])', [balanceKeys]);
       await copyIn(client, 'balances', balances);
+      lap('balances');
       await copyIn(client, 'history', data.history);
+      lap('history');
       await client.query(`INSERT INTO outbox (type, block_hash, height) VALUES ('block.connected', $1, $2)`, [tip.hash, h]);
       await client.query('UPDATE chain_tip SET height = $1, hash = $2, updated_at = now() WHERE id = 1', [h, tip.hash]);
+      lap('other');
       await client.query('COMMIT');
+      lap('commit');
     };
     const writer = async () => {
       const r = await applyBlock(db, block, h);
       if (r.kind !== 'applied') throw new Error(`floor: the writer did not apply block ${h} (${r.kind})`);
     };
-    type Sample = { ms: number; cpu: number; wal: number };
+    type Sample = { ms: number; cpu: number; wal: number; steps: Record<string, number> };
     const runs = {
       floor: { checkpoint: [] as Sample[], logged: [] as Sample[] },
       writer: { checkpoint: [] as Sample[], logged: [] as Sample[] },
     };
     for (let i = 0; i < samples; i++) {
       for (const mode of ['checkpoint', 'logged'] as const) {
-        runs.writer[mode].push(await measure(mode === 'checkpoint', writer));
+        runs.writer[mode].push({ ...(await measure(mode === 'checkpoint', writer)), steps: {} });
         runs.floor[mode].push(await measure(mode === 'checkpoint', floor, prepareFloor));
       }
     }
@@ -188,6 +206,9 @@ export async function measureFloor(pgs: FloorProbe, dbName: string, rpcUrl: stri
       ms: p50(xs, (x) => x.ms),
       postgresCpuMs: p50(xs, (x) => x.cpu),
       walMb: p50(xs, (x) => x.wal),
+      ...(Object.keys(xs[0]?.steps ?? {}).length > 0
+        ? { steps: Object.fromEntries(Object.keys(xs[0]!.steps).map((k) => [k, p50(xs, (x) => x.steps[k] ?? 0)])) }
+        : {}),
     });
     return {
       height: h,
@@ -208,7 +229,14 @@ export const FLOOR_SAMPLES = 3;
 
 /** The floor as one log line. */
 export function floorLine(f: FloorResult): string {
-  const c = (x: WriteCost) => `${x.ms} ms, PostgreSQL CPU ${x.postgresCpuMs} ms, WAL ${x.walMb} MB`;
+  const c = (x: WriteCost) =>
+    `${x.ms} ms, PostgreSQL CPU ${x.postgresCpuMs} ms, WAL ${x.walMb} MB${
+      x.steps
+        ? ` (ms: ${Object.entries(x.steps)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')})`
+        : ''
+    }`;
   return (
     `floor (block ${f.height}, ${f.txs} txs; rows ${JSON.stringify(f.rows)}; p50 of ${f.samples}): ` +
     `after a CHECKPOINT: binary COPY ${c(f.floor.checkpoint)}; writer ${c(f.writer.checkpoint)}; ` +

@@ -532,7 +532,14 @@ function floorCell(f: unknown): string {
 /** The floor's figures for the sync details table. */
 function floorDetails(f: FloorResult | undefined): string {
   if (!f) return '—';
-  const c = (x: WriteCost) => `${fmt(x.ms)} ms, PostgreSQL CPU ${fmt(x.postgresCpuMs)} ms, WAL ${fmt(x.walMb, 1)} MB`;
+  const c = (x: WriteCost) =>
+    `${fmt(x.ms)} ms, PostgreSQL CPU ${fmt(x.postgresCpuMs)} ms, WAL ${fmt(x.walMb, 1)} MB${
+      x.steps
+        ? ` (ms: ${Object.entries(x.steps)
+            .map(([k, v]) => `${k} ${fmt(v)}`)
+            .join(', ')})`
+        : ''
+    }`;
   const rows = Object.entries(f.rows)
     .map(([k, v]) => `${k} ${fmt(v)}`)
     .join(', ');
