@@ -33,6 +33,7 @@ import * as m0041 from './0041_delivery_console.js';
 import * as m0043 from './0043_genesis_output.js';
 import * as m0045 from './0045_stamp_refusals.js';
 import * as m0046 from './0046_block_undo.js';
+import * as m0049 from './0049_balances_fillfactor.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
@@ -64,4 +65,5 @@ export const migrations: Record<string, Migration> = {
   '0043_genesis_output': m0043,
   '0045_stamp_refusals': m0045,
   '0046_block_undo': m0046,
+  '0049_balances_fillfactor': m0049,
 };
