@@ -1,9 +1,10 @@
 /**
  * bench/live: a 4,000-transaction block from ZMQ arrival to committed, against an index that
- * already holds a large chain (targets p50 ≤ 300 ms, p99 ≤ 1 s). The corpus
+ * already holds a large chain (targets p50 ≤ 300 ms, p99 ≤ 600 ms). The corpus
  * node (devnode/corpus.ts) announces the corpus's tail blocks one at a time; this process
  * subscribes to `hashblock` like the indexer does (arrival) and reads the indexer child's
- * `block applied` log line, written right after its commit (committed).
+ * `block applied` log line, written right after its commit (committed). Then the floor on the
+ * newest block (bench/live-floor.ts): PostgreSQL's own write cost for its rows.
  * Standalone: `node --import tsx bench/live.ts [--quick] [--blocks N] [--txs-per-block N]
  * [--live-blocks N] [--cpu-prof DIR]` imports the corpus below its tail first (blockwire import), then measures.
  * bench/sync calls `measureLive` on the index it has just built.
@@ -16,6 +17,7 @@ import { Subscriber } from 'zeromq';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import type { CorpusNode } from '../devnode/corpus.js';
 import { ensureCorpus } from './corpus/generate.js';
+import { FLOOR_SAMPLES, floorLine, measureFloor, type FloorResult } from './live-floor.js';
 import {
   cacheDir,
   importCorpus,
@@ -49,6 +51,8 @@ export interface LiveResult {
   postgresCpuMsP50?: number;
   /** CPU of the indexer child per block (ms), median. */
   indexerCpuMsP50: number;
+  /** The floor, PostgreSQL's own write cost for the newest block's rows (bench/live-floor.ts), when measured. */
+  floor?: FloorResult;
 }
 
 /** The bench's PostgreSQL and the database the follower writes: per-block WAL and CPU. */
@@ -215,9 +219,13 @@ async function main(): Promise<void> {
     const follower = startFollower(url, node, {}, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
     try {
       const r = await measureLive(corpusLiveNode(node), follower, size.liveBlocks, { pgs, db: 'bw_live' });
+      follower.proc.kill('SIGTERM');
+      await follower.exited;
+      r.floor = await measureFloor(pgs, 'bw_live', node.rpcUrl, FLOOR_SAMPLES);
       say(
         `| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms | WAL MB/block | PostgreSQL CPU ms/block | indexer CPU ms/block |\n|---|---|---|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} | ${r.walMbP50} | ${r.postgresCpuMsP50} | ${r.indexerCpuMsP50} |`,
       );
+      say(floorLine(r.floor));
       const result = { live: r, machine: machine(), postgres: { ...PG_SETTINGS, ...pgOverrides() } };
       say(`RESULT ${JSON.stringify(result)}`);
     } finally {

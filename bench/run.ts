@@ -16,6 +16,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { benchArgs } from './args.js';
 import { machine } from './harness.js';
+import type { FloorResult, WriteCost } from './live-floor.js';
 
 interface BenchDef {
   name: string;
@@ -235,7 +236,7 @@ export function summary(runs: BenchRun[]): string {
   add(
     'live: 4,000-tx block, ZMQ arrival → committed with its events, p50',
     `${fmt(val(live?.p50))} ms`,
-    `index of ${fmt(val(live?.indexHeightBefore))} blocks`,
+    `index of ${fmt(val(live?.indexHeightBefore))} blocks; ${floorCell(live?.floor)}`,
     '≤ 300 ms',
     all(live?.p50) ? live!.p50! <= 300 : null,
     'sync (live)',
@@ -532,6 +533,33 @@ export function summary(runs: BenchRun[]): string {
 
 type SyncResult = Record<string, Record<string, unknown> | undefined>;
 
+/** The live block's floor (bench/live-floor.ts) for the Results row: pages already logged, as the live blocks find them. */
+function floorCell(f: unknown): string {
+  const x = (f as FloorResult | undefined)?.floor.logged;
+  if (!x) return 'floor not measured';
+  return `floor (PostgreSQL's own write cost for these rows): ${fmt(x.ms)} ms, PostgreSQL CPU ${fmt(x.postgresCpuMs)} ms`;
+}
+
+/** The floor's figures for the sync details table. */
+function floorDetails(f: FloorResult | undefined): string {
+  if (!f) return '—';
+  const c = (x: WriteCost) =>
+    `${fmt(x.ms)} ms, PostgreSQL CPU ${fmt(x.postgresCpuMs)} ms, WAL ${fmt(x.walMb, 1)} MB${
+      x.steps
+        ? ` (ms: ${Object.entries(x.steps)
+            .map(([k, v]) => `${k} ${fmt(v)}`)
+            .join(', ')})`
+        : ''
+    }`;
+  const rows = Object.entries(f.rows)
+    .map(([k, v]) => `${k} ${fmt(v)}`)
+    .join(', ');
+  return (
+    `block ${fmt(f.height)} (${fmt(f.txs)} txs; rows ${rows}), p50 of ${fmt(f.samples)}: pages already logged: binary COPY **${c(f.floor.logged)}**, writer ${c(f.writer.logged)}; ` +
+    `after a CHECKPOINT: binary COPY **${c(f.floor.checkpoint)}**, writer ${c(f.writer.checkpoint)}`
+  );
+}
+
 /** bench/sync's figures as one table (it prints lines, not tables). */
 export function syncDetails(r: SyncResult): string {
   const n = (x: unknown, d = 0) => (typeof x === 'number' ? fmt(x, d) : '—');
@@ -565,6 +593,7 @@ export function syncDetails(r: SyncResult): string {
     `| server-side COPY limit | ${n(l.rows)} rows, ${mb(l.fileBytes, 1)} MB in ${s(l.ms)} s = ${n(l.rowsPerSec)} rows/s = ${n(l.txPerSec)} tx/s (${perTable}); import load phase at **${n(l.ratioLoad, 3)}**, with index builds ${n(l.ratioTotal, 3)} |`,
     `| catch-up, every index live | ${n(u.blocks)} blocks, ${n(u.txs)} txs in ${s(u.ms)} s = **${n(u.txPerSec)} tx/s**, ${n(u.blocksPerSec, 2)} blocks/s; per-block fetch → commit p50 ${n(u.applyMsP50)} ms |`,
     `| live (4,000-tx blocks) | ${n(v.blocks)} blocks of ${n(v.txsPerBlock)} txs on an index of ${n(v.indexHeightBefore)} blocks: ZMQ arrival → committed p50 **${n(v.p50)} ms**, p99 **${n(v.p99)} ms**, max ${n(v.max)} ms; indexer fetch → commit p50 ${n(v.applyP50)} ms; per block (p50) WAL ${n(v.walMbP50, 1)} MB, PostgreSQL CPU ${n(v.postgresCpuMsP50)} ms, indexer CPU ${n(v.indexerCpuMsP50)} ms |`,
+    `| live block's floor (same rows: binary COPY per table, spent outputs and changed balances deleted by key, one transaction) | ${floorDetails(v.floor as FloorResult | undefined)} |`,
     `| initial sync over RPC/REST | ${n(p.txs)} txs in ${s(p.ms)} s = **${n(p.txPerSec)} tx/s** (bulk load ${s(p.loadMs)} s, index builds ${s(p.finishMs)} s); CPU indexer ${s(p.indexerCpuMs)} s, PostgreSQL ${s(p.postgresCpuMs)} s |`,
     `| projection, 1.43 G mainnet txs | load ${n(j.loadHours, 1)} h + index builds ${n(j.indexHours, 1)} h (× ${n(j.sortFactor, 2)} for n log n) = **${n(j.hours, 1)} h** |`,
   ].join('\n');

@@ -42,6 +42,7 @@ import {
 } from './harness.js';
 import { checkoutBaseline, DEFAULT_BASELINE } from './baseline.js';
 import { corpusLiveNode, measureLive, startFollower, waitApplied } from './live.js';
+import { FLOOR_SAMPLES, floorLine, measureFloor } from './live-floor.js';
 
 /** Mainnet today: transactions to project a full sync to. */
 const MAINNET_TXS = 1.43e9;
@@ -338,6 +339,10 @@ async function main(): Promise<void> {
         say(
           `live: ${live.blocks} blocks of ${live.txsPerBlock} txs on an index of ${live.indexHeightBefore} blocks: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms; per block WAL ${live.walMbP50} MB, PostgreSQL CPU ${live.postgresCpuMsP50} ms, indexer CPU ${live.indexerCpuMsP50} ms`,
         );
+        follower.proc.kill('SIGTERM');
+        await follower.exited;
+        live.floor = await measureFloor(pgs, 'bw_import', node.rpcUrl, FLOOR_SAMPLES);
+        say(floorLine(live.floor));
       }
     } finally {
       follower.proc.kill('SIGTERM');

@@ -33,6 +33,7 @@ import * as m0041 from './0041_delivery_console.js';
 import * as m0043 from './0043_genesis_output.js';
 import * as m0045 from './0045_stamp_refusals.js';
 import * as m0046 from './0046_block_undo.js';
+import * as m0049 from './0049_balances_fillfactor.js';
 import * as m0052 from './0052_spent_group_column.js';
 
 export const migrations: Record<string, Migration> = {
@@ -65,5 +66,6 @@ export const migrations: Record<string, Migration> = {
   '0043_genesis_output': m0043,
   '0045_stamp_refusals': m0045,
   '0046_block_undo': m0046,
+  '0049_balances_fillfactor': m0049,
   '0052_spent_group_column': m0052,
 };

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BENCHES } from '../../bench/run.js';
+import type { FloorResult } from '../../bench/live-floor.js';
 import { bitcoindPresent } from '../support/bitcoind.js';
 
 // bench/core needs a real bitcoind: without one it is left out (and the run fails under CI).
@@ -51,6 +52,11 @@ describe('npm run bench -- --quick', () => {
     expect(sync.catchup!.blocks).toBeGreaterThanOrEqual(5);
     expect(sync.live!.blocks).toBe(3);
     expect(sync.live!.txsPerBlock).toBeGreaterThan(3000);
+    // The live block's floor, measured in the same run on the same index (bench/live-floor.ts).
+    const floor = (sync.live as unknown as { floor: FloorResult }).floor;
+    expect(floor.rows.txs).toBeGreaterThan(3000);
+    expect(floor.floor.logged.postgresCpuMs).toBeGreaterThan(0);
+    expect(floor.writer.checkpoint.walMb).toBeGreaterThan(0);
     expect(sync.rpc!.txPerSec).toBeGreaterThan(0);
     expect(sync.projection!.hours).toBeGreaterThan(0);
     // bench/core: both nodes measured on the same chain.
@@ -78,6 +84,9 @@ describe('npm run bench -- --quick', () => {
     expect(md).toMatch(/\| peak memory of the import [^|]*\| [\d.]+ GiB \|/);
     expect(md).toMatch(/\| block → first WebSocket message, p99 \| [\d,]+ ms \|/);
     expect(md).toMatch(/\| block → first webhook delivered, p99 \| [\d,]+ ms \|/);
+    expect(md).toMatch(
+      /\| live: 4,000-tx block, ZMQ arrival → committed with its events, p50 \| [\d,]+ ms \| index of [\d,]+ blocks; floor \(PostgreSQL's own write cost for these rows\): [\d,]+ ms, PostgreSQL CPU [\d,]+ ms \|/,
+    );
     expect(md).toMatch(
       /\| wallet balance, 2 × 100 addresses \(\d+ connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms \| one address's balance [\d,]+ req\/s \|/,
     );

@@ -63,6 +63,14 @@ describe('chain indexes: the bulk finish builds what the migrations define', () 
     );
   });
 
+  it('balances keeps room for HOT updates (fillfactor 80), also after the bulk finish rebuilt it', async () => {
+    const opts = async (t: TestDatabase) =>
+      (await sql<{ o: string[] | null }>`SELECT reloptions AS o FROM pg_class WHERE oid = 'balances'::regclass`.execute(t.db)).rows[0]!.o;
+    expect(await opts(migrated)).toEqual(['fillfactor=80']);
+    expect(await opts(upgraded)).toEqual(['fillfactor=80']);
+    expect(await opts(bulk)).toEqual(['fillfactor=80']);
+  });
+
   it("an index upgraded from today's migrations has the same indexes and constraints", async () => {
     expect(await schemaOf(upgraded.db)).toEqual(await schemaOf(migrated.db));
   });
