@@ -568,7 +568,7 @@ export const settings = {
   apiTxCacheMb: setting<number>(
     'API_TX_CACHE_MB',
     16,
-    "Megabytes of confirmed transactions the API holds as it built them (inputs with the outputs they spend), so that a transaction looked up again costs one row read instead of two statements; every use is checked against the transaction's row, read by the lookup itself. 0 turns it off.",
+    "Megabytes of confirmed transactions the API holds as it built them (inputs with the outputs they spend), so that a transaction looked up again costs one row read instead of a call to the node (its outputs and the outputs its inputs spend: `getrawtransaction <txid> 2 <blockhash>`; without a configured node, a second statement); every use is checked against the transaction's row, read by the lookup itself. 0 turns it off.",
     int(0, 65536),
   ),
   apiMaxLagBlocks: setting<number>(
