@@ -427,10 +427,14 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
         await node.call('setmocktime', [0]);
       }
       const after = new Set(await node.call<string[]>('getrawmempool'));
-      expect(
-        before.filter((x) => after.has(x)),
-        'every earlier mempool transaction expired',
-      ).toEqual([]);
+      // An earlier transaction still there must have entered again after it expired (the wallet
+      // resubmits its transactions when the mocked clock passes its resend time): its entry time
+      // is the mocked one, not the old one.
+      const kept: string[] = [];
+      for (const x of before.filter((t) => after.has(t)))
+        if ((await node.call<{ time: number }>('getmempoolentry', [x]).catch(() => ({ time: Infinity }))).time < now + 337 * 3600)
+          kept.push(x);
+      expect(kept, 'every earlier mempool transaction expired').toEqual([]);
       // The wallets still count the expired payments' inputs as spent until they are abandoned.
       await walletsCaughtUp();
       for (const w of ['miner', 'alice']) {
