@@ -15,7 +15,8 @@
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock } from '../src/bitcoin/block.js';
-import { hashToHex, hexToBytes } from '../src/bitcoin/hash.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { decodeIns } from '../src/db/packed.js';
 import { txNumOf } from '../src/db/tx-num.js';
 import { createDb } from '../src/db/connect.js';
@@ -61,22 +62,6 @@ async function copyOut(client: pg.Client, select: string): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-/** Reads block `hash` from the node as `getblock <hash> 0`. */
-async function fetchBlock(rpcUrl: string, hash: string): Promise<Uint8Array> {
-  const u = new URL(rpcUrl);
-  const auth = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
-  u.username = '';
-  u.password = '';
-  const res = await fetch(u, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Basic ${auth}` },
-    body: JSON.stringify({ jsonrpc: '1.0', id: 1, method: 'getblock', params: [hash, 0] }),
-  });
-  const body = (await res.json()) as { result: string | null; error: unknown };
-  if (body.result === null) throw new Error(`getblock ${hash}: ${JSON.stringify(body.error)}`);
-  return hexToBytes(body.result);
-}
-
 /**
  * Measures the floor and the writer's apply on the index's newest block, `samples` times in each
  * state (alternating, writer first). The indexer must not be running (the floor undoes the block).
@@ -94,7 +79,7 @@ export async function measureFloor(pgs: FloorProbe, dbName: string, rpcUrl: stri
     const lo = txNumOf(h, 0).toString();
     const hi = txNumOf(h + 1, 0).toString();
     const range = (col: string) => `${col} >= ${lo} AND ${col} < ${hi}`;
-    const block = decodeBlock(await fetchBlock(rpcUrl, hashToHex(tip.hash)));
+    const block = decodeBlock(await new BitcoindClient({ url: rpcUrl }).getBlockRaw(hashToHex(tip.hash)));
 
     // The block's rows as the writer left them.
     await client.query(`CREATE TEMP TABLE floor_keys AS SELECT DISTINCT addr_key FROM history WHERE ${range('first_tx_num')}`);
