@@ -84,6 +84,12 @@ export type DeliveryWorkerDeps = {
    * the delivery log (streams/outcome-writer.ts); 0: the outcomes of one turn of the event loop. Default 0.
    */
   outcomeWindowMs?: number;
+  /**
+   * The same for the deliveries of batch jobs (their hook's share is free once nothing of the
+   * batch is in flight, so their outcomes may wait longer, and go in larger statements). Default
+   * `outcomeWindowMs`.
+   */
+  batchOutcomeWindowMs?: number;
   /** Job lock; a job whose worker died is re-run after about this long. */
   lockMs: number;
   /**
@@ -149,6 +155,7 @@ function outcomeOf(
 export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const log = deps.log.child({ component: `streams.worker.${deps.transportName}` });
   const record = createOutcomeWriter(deps.db, deps.outcomeWindowMs ?? 0);
+  const batchWindowMs = deps.batchOutcomeWindowMs ?? deps.outcomeWindowMs ?? 0;
   const random = deps.random ?? Math.random;
   const batchConcurrency = Math.max(1, deps.batchConcurrency ?? 4);
   // Deliveries in flight, over own jobs and batches alike.
@@ -320,7 +327,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
         stopped = true;
         retries.push({ data, a });
       } else {
-        keep(record(a.outcome), a);
+        keep(record(a.outcome, batchWindowMs), a);
       }
       return true;
     };
