@@ -154,7 +154,8 @@ function outcomeOf(
 
 export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const log = deps.log.child({ component: `streams.worker.${deps.transportName}` });
-  const record = createOutcomeWriter(deps.db, deps.outcomeWindowMs ?? 0);
+  const outcomes = createOutcomeWriter(deps.db, deps.outcomeWindowMs ?? 0);
+  const record = outcomes.record;
   const batchWindowMs = deps.batchOutcomeWindowMs ?? deps.outcomeWindowMs ?? 0;
   const random = deps.random ?? Math.random;
   const batchConcurrency = Math.max(1, deps.batchConcurrency ?? 4);
@@ -505,9 +506,11 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       for (const [id, e] of hooks) if (!e.hook || String(e.hook.key_id) === keyId) hooks.delete(id);
     },
     async close() {
-      // Parked jobs go back to the queue rather than wait here for a share.
+      // Parked jobs go back to the queue rather than wait here for a share; outcomes waiting for
+      // their window are written now (the jobs they hold end with them).
       closing = true;
       wake();
+      outcomes.hurry();
       if (!(await settlesWithin(worker.close(), deps.closeTimeoutMs))) {
         log.warn(
           { timeoutMs: deps.closeTimeoutMs },

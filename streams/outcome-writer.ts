@@ -18,16 +18,21 @@ import { recordOutcomes, type AttemptOutcome } from '../src/db/queries/tenancy-d
 /** Outcomes written in one statement at most (this many waiting are written at once, whatever their windows). */
 const FLUSH_ROWS = 500;
 
-/**
- * `record(outcome, windowMs)` resolves once the outcome is in the log (rejects when its statement
- * failed); it waits at most `windowMs` (default `defaultWindowMs`) for others, 0: only those of
- * the same turn of the event loop.
- */
-export type OutcomeWriter = (o: AttemptOutcome, windowMs?: number) => Promise<void>;
+export type OutcomeWriter = {
+  /**
+   * Resolves once the outcome is in the log (rejects when its statement failed); it waits at
+   * most `windowMs` (default `defaultWindowMs`) for others, 0: only those of the same turn of
+   * the event loop.
+   */
+  record(o: AttemptOutcome, windowMs?: number): Promise<void>;
+  /** From now on nothing waits for its window (a worker closing: its jobs end as soon as their rows are written). */
+  hurry(): void;
+};
 
 export function createOutcomeWriter(db: Kysely<Database>, defaultWindowMs: number): OutcomeWriter {
   const pending: { o: AttemptOutcome; due: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
   let writing = false;
+  let hurried = false;
   /** The flush to come, and when (setImmediate for what is due already: the outcomes of this turn go together). */
   let timer: { at: number; cancel(): void } | undefined;
   const firstDue = () => {
@@ -71,9 +76,16 @@ export function createOutcomeWriter(db: Kysely<Database>, defaultWindowMs: numbe
     writing = false;
     arm();
   };
-  return (o, windowMs = defaultWindowMs) =>
-    new Promise<void>((resolve, reject) => {
-      pending.push({ o, due: Date.now() + windowMs, resolve, reject });
+  return {
+    record: (o, windowMs = defaultWindowMs) =>
+      new Promise<void>((resolve, reject) => {
+        pending.push({ o, due: hurried ? 0 : Date.now() + windowMs, resolve, reject });
+        arm();
+      }),
+    hurry() {
+      hurried = true;
+      for (const p of pending) p.due = 0;
       arm();
-    });
+    },
+  };
 }

@@ -89,4 +89,32 @@ describe('delivery outcomes, group-committed', () => {
       await receiver.close();
     }
   });
+  it('a worker stopping writes the outcomes waiting for their window before it ends', async () => {
+    const receiver = await startReceiver();
+    const k = await f.newKey();
+    const addr = newAddress();
+    const hook = await f.httpHook(k.id, receiver.url);
+    const sub = await f.subscribe(k.id, { ...addr, hookId: hook.id });
+    // (a window longer than the worker's close allows itself, webhook timeout + 5 s: without
+    // `hurry` the close gives up and the rows are still pending when it returns)
+    const config = streamsConfig({ deliveryBatchSize: 50, deliveryOutcomeWindowMs: 0, deliveryBatchOutcomeWindowMs: 10_000 });
+    const deps = { config, log: silentLogger(), db: f.t.db, redisUrl: f.redisUrl, redisPrefix: f.prefix };
+    const streams = await startStreams(deps);
+    const worker = await startWorker(deps);
+    let stopped = false;
+    const statuses = async () =>
+      (await f.t.db.selectFrom('deliveries').select('status').where('subscription_id', '=', sub).execute()).map((r) => r.status);
+    try {
+      const seqs = await insertEvents(f.t.db, txEvents(addr, 5));
+      await waitFor('every delivery at the receiver', () => receiver.received.length >= seqs.length, 30_000);
+      expect(await statuses()).toEqual(seqs.map(() => 'pending'));
+      stopped = true;
+      await worker.stop();
+      expect(await statuses()).toEqual(seqs.map(() => 'delivered'));
+    } finally {
+      if (!stopped) await worker.stop();
+      await streams.stop();
+      await receiver.close();
+    }
+  });
 });
