@@ -445,6 +445,12 @@ export const settings = {
     "How long a delivery attempt's outcome waits at most, in milliseconds, for others to be written with it to the delivery log in one statement (a job ends once its outcomes are written); 0 = only those of the same instant. Larger: fewer PostgreSQL statements per delivery at a high rate.",
     int(0, 1000),
   ),
+  deliveryBatchOutcomeWindowMs: setting<number>(
+    'BLOCKWIRE_DELIVERY_BATCH_OUTCOME_WINDOW_MS',
+    200,
+    "The same for the deliveries of batch jobs (a hook's new deliveries of one relay batch, BLOCKWIRE_DELIVERY_BATCH): their outcomes wait at most this long, in milliseconds, and go to the delivery log in statements of up to 500. The hook's share is free as soon as nothing of the batch is in flight; a worker that dies before the outcomes are written sends those deliveries again (same webhook-id) when their job runs again.",
+    int(0, 10_000),
+  ),
   workerLockMs: setting<number>(
     'BLOCKWIRE_WORKER_LOCK_MS',
     30_000,

@@ -84,6 +84,12 @@ export type DeliveryWorkerDeps = {
    * the delivery log (streams/outcome-writer.ts); 0: the outcomes of one turn of the event loop. Default 0.
    */
   outcomeWindowMs?: number;
+  /**
+   * The same for the deliveries of batch jobs (their hook's share is free once nothing of the
+   * batch is in flight, so their outcomes may wait longer, and go in larger statements). Default
+   * `outcomeWindowMs`.
+   */
+  batchOutcomeWindowMs?: number;
   /** Job lock; a job whose worker died is re-run after about this long. */
   lockMs: number;
   /**
@@ -148,7 +154,9 @@ function outcomeOf(
 
 export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const log = deps.log.child({ component: `streams.worker.${deps.transportName}` });
-  const record = createOutcomeWriter(deps.db, deps.outcomeWindowMs ?? 0);
+  const outcomes = createOutcomeWriter(deps.db, deps.outcomeWindowMs ?? 0);
+  const record = outcomes.record;
+  const batchWindowMs = deps.batchOutcomeWindowMs ?? deps.outcomeWindowMs ?? 0;
   const random = deps.random ?? Math.random;
   const batchConcurrency = Math.max(1, deps.batchConcurrency ?? 4);
   // Deliveries in flight, over own jobs and batches alike.
@@ -320,7 +328,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
         stopped = true;
         retries.push({ data, a });
       } else {
-        keep(record(a.outcome), a);
+        keep(record(a.outcome, batchWindowMs), a);
       }
       return true;
     };
@@ -498,9 +506,11 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       for (const [id, e] of hooks) if (!e.hook || String(e.hook.key_id) === keyId) hooks.delete(id);
     },
     async close() {
-      // Parked jobs go back to the queue rather than wait here for a share.
+      // Parked jobs go back to the queue rather than wait here for a share; outcomes waiting for
+      // their window are written now (the jobs they hold end with them).
       closing = true;
       wake();
+      outcomes.hurry();
       if (!(await settlesWithin(worker.close(), deps.closeTimeoutMs))) {
         log.warn(
           { timeoutMs: deps.closeTimeoutMs },

@@ -275,6 +275,7 @@ export async function startWorker(deps: WorkerDeps): Promise<WorkerHandle> {
     concurrency: config.webhookConcurrency,
     batchConcurrency: config.deliveryBatchConcurrency,
     outcomeWindowMs: config.deliveryOutcomeWindowMs,
+    batchOutcomeWindowMs: config.deliveryBatchOutcomeWindowMs,
     fairness: fairPolicy(config),
     lockMs: config.workerLockMs,
     closeTimeoutMs,

@@ -1,45 +1,67 @@
 /**
  * Group commit of attempt outcomes: one UPDATE of the delivery log for many deliveries, instead
- * of one each. An outcome waits at most `windowMs` for others to join it (fewer statements, each
- * with more rows: a PostgreSQL statement costs a fixed part besides its rows, and every commit
- * an fsync); one statement runs at a time, and what arrives while it runs goes into the next, so
- * the busier the worker the more rows each statement carries (and no two of this process's
- * statements wait on each other's locks of the per-minute counts). Each `record` resolves once
- * its row is written, so a job still ends only after its log row.
+ * of one each. Each outcome comes with how long it may wait for others to join it (its window:
+ * a delivery's own job a few milliseconds, a batch job's deliveries longer); the statement goes
+ * once the first outcome waiting is due, or once `FLUSH_ROWS` wait, and takes everything waiting
+ * (up to `FLUSH_ROWS`). Fewer statements, each with more rows: a statement costs PostgreSQL a
+ * fixed part besides its rows (planning, its commit and WAL flush) — about as much as 50 rows'
+ * share of the statement. One statement runs at a time per process (no two of its statements wait
+ * on each other's locks of the per-minute counts). Each `record` resolves once its row is
+ * written, so a job still ends only after its log rows: a worker killed before they are written
+ * leaves its job to run again (its deliveries sent again, under the same webhook-id).
  * @module
  */
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { recordOutcomes, type AttemptOutcome } from '../src/db/queries/tenancy-deliveries.js';
 
-/** Outcomes written in one statement at most (more are written at once, without waiting out the window). */
+/** Outcomes written in one statement at most (this many waiting are written at once, whatever their windows). */
 const FLUSH_ROWS = 500;
 
-/** `fn` after `ms`, or with 0 after this turn of the event loop (the outcomes it produced go together). */
-function later(fn: () => void, ms: number): { cancel(): void } {
-  if (ms > 0) {
-    const t = setTimeout(fn, ms);
-    return { cancel: () => clearTimeout(t) };
-  }
-  const i = setImmediate(fn);
-  return { cancel: () => clearImmediate(i) };
-}
+export type OutcomeWriter = {
+  /**
+   * Resolves once the outcome is in the log (rejects when its statement failed); it waits at
+   * most `windowMs` (default `defaultWindowMs`) for others, 0: only those of the same turn of
+   * the event loop.
+   */
+  record(o: AttemptOutcome, windowMs?: number): Promise<void>;
+  /** From now on nothing waits for its window (a worker closing: its jobs end as soon as their rows are written). */
+  hurry(): void;
+};
 
-/**
- * `record(outcome)` resolves once the outcome is in the log (rejects when its statement failed).
- * `windowMs` 0: the outcomes of one turn of the event loop go together.
- */
-export function createOutcomeWriter(db: Kysely<Database>, windowMs: number): (o: AttemptOutcome) => Promise<void> {
-  const pending: { o: AttemptOutcome; resolve: () => void; reject: (e: unknown) => void }[] = [];
+export function createOutcomeWriter(db: Kysely<Database>, defaultWindowMs: number): OutcomeWriter {
+  const pending: { o: AttemptOutcome; due: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
   let writing = false;
-  let timer: { cancel(): void } | undefined;
+  let hurried = false;
+  /** The flush to come, and when (setImmediate for what is due already: the outcomes of this turn go together). */
+  let timer: { at: number; cancel(): void } | undefined;
+  const firstDue = () => {
+    let due = Infinity;
+    for (const p of pending) if (p.due < due) due = p.due;
+    return due;
+  };
+  const arm = () => {
+    if (writing || pending.length === 0) return;
+    if (pending.length >= FLUSH_ROWS) return void flush();
+    const at = firstDue();
+    if (timer && timer.at <= at) return;
+    timer?.cancel();
+    const wait = at - Date.now();
+    if (wait > 0) {
+      const t = setTimeout(() => void flush(), wait);
+      timer = { at, cancel: () => clearTimeout(t) };
+    } else {
+      const i = setImmediate(() => void flush());
+      timer = { at, cancel: () => clearImmediate(i) };
+    }
+  };
   const flush = async () => {
     timer?.cancel();
     timer = undefined;
     if (writing) return;
     writing = true;
-    // (what waited while a statement ran goes at once: it has waited at least that long)
-    while (pending.length > 0) {
+    // (what became due while a statement ran goes at once, with everything else waiting)
+    while (pending.length >= FLUSH_ROWS || (pending.length > 0 && firstDue() <= Date.now())) {
       const batch = pending.splice(0, FLUSH_ROWS);
       try {
         await recordOutcomes(
@@ -52,12 +74,18 @@ export function createOutcomeWriter(db: Kysely<Database>, windowMs: number): (o:
       }
     }
     writing = false;
+    arm();
   };
-  return (o: AttemptOutcome) =>
-    new Promise<void>((resolve, reject) => {
-      pending.push({ o, resolve, reject });
-      if (writing) return;
-      if (pending.length >= FLUSH_ROWS) void flush();
-      else if (timer === undefined) timer = later(() => void flush(), windowMs);
-    });
+  return {
+    record: (o, windowMs = defaultWindowMs) =>
+      new Promise<void>((resolve, reject) => {
+        pending.push({ o, due: hurried ? 0 : Date.now() + windowMs, resolve, reject });
+        arm();
+      }),
+    hurry() {
+      hurried = true;
+      for (const p of pending) p.due = 0;
+      arm();
+    },
+  };
 }

@@ -5,8 +5,9 @@
  * delivery id), permanent failures, 410, a revoked key and a deleted hook are per delivery as
  * with jobs of their own. A replayed relay batch sends nothing twice, the rescue re-creates the
  * deliveries of a batch job Redis lost (and leaves a live one alone), a worker killed mid-batch
- * leaves the rest to another worker, which skips what the log says was delivered. SNS batches
- * the same way.
+ * leaves the rest to another worker, which skips what the log says was delivered, and a worker
+ * killed while a batch's outcomes wait for their window leaves the whole batch to another
+ * worker, which sends it again. SNS batches the same way.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -455,6 +456,42 @@ describe('delivery batches', () => {
       }
       // What was held at w1 when it died went out again from w2, under the same webhook-id.
       expect(ids.filter((id) => receiver.received.filter((r) => r.id === id).length === 2).length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await w2?.kill();
+      await relay.stop();
+      await receiver.close();
+    }
+  });
+
+  it("a worker killed after sending a batch, before its outcomes' window ended: the batch runs again and every delivery ends delivered", async () => {
+    const receiver = await startReceiver();
+    const { addr, hook, sub } = await hooked(receiver.url);
+    // w1 keeps a batch's outcomes for up to 10 s (BLOCKWIRE_DELIVERY_BATCH_OUTCOME_WINDOW_MS):
+    // killed once the receiver has every delivery, it has written none of them. The rescue is
+    // an hour away: only the stalled batch job, which does not end before its outcomes are in
+    // the log, brings them back (to w2).
+    const child = { webhookTimeoutMs: 3000, workerLockMs: 1500, deliveryBatchConcurrency: 2, deliveryRescueMs: 3_600_000 };
+    const relay = await start({}, { worker: false });
+    const w1 = await spawnRole('worker', f, { ...child, deliveryBatchOutcomeWindowMs: 10_000 });
+    let w2: Awaited<ReturnType<typeof spawnRole>> | undefined;
+    try {
+      const seqs = await insertEvents(f.t.db, txEvents(addr, 12));
+      const ids = seqs.map((s) => `${sub}-${s}`);
+      await waitFor('every delivery at the receiver', () => ids.every((id) => receiver.received.some((r) => r.id === id)), 30_000);
+      await w1.kill();
+      // (sent, not yet written: the log still says pending, under the batch job)
+      const before = await rows(sub);
+      expect(before.map((r) => r.status)).toEqual(ids.map(() => 'pending'));
+      expect(new Set(before.map((r) => r.job_id)).size).toBe(1);
+      w2 = await spawnRole('worker', f, { ...child, deliveryBatchOutcomeWindowMs: 10 });
+      await waitFor('all delivered', async () => (await rows(sub)).filter((r) => r.status === 'delivered').length === ids.length, 60_000);
+      const after = await rows(sub);
+      expect(after.map((r) => r.attempts)).toEqual(ids.map(() => 1));
+      // Each sent again by w2, under its own webhook-id, with its signature.
+      const wh = new Webhook(hook.secret);
+      for (const r of receiver.received)
+        wh.verify(r.body, { 'webhook-id': r.id, 'webhook-timestamp': r.timestamp, 'webhook-signature': r.signature });
+      for (const id of ids) expect(receiver.received.filter((r) => r.id === id).length, id).toBe(2);
     } finally {
       await w2?.kill();
       await relay.stop();
