@@ -109,9 +109,14 @@ export function turnLength(tip: Tip, blocks: readonly { block: DecodedBlock; hei
  * The rows of `block` at `height`.
  * @throws FatalError ERR_PREVOUT_MISSING when neither the index nor `lookup` knows an output it spends.
  */
-export function deriveOrFail(block: DecodedBlock, height: number, lookup: PrevoutLookup, opts: DeriveOptions): BlockRows {
+function deriveOrFail(block: DecodedBlock, height: number, lookup: PrevoutLookup, opts: DeriveOptions): BlockRows {
+  return deriving(height, () => deriveBlock(block, height, lookup, opts));
+}
+
+/** Runs a derivation of the block at `height`, a missing prevout made ERR_PREVOUT_MISSING. */
+export function deriving<T>(height: number, derive: () => T): T {
   try {
-    return deriveBlock(block, height, lookup, opts);
+    return derive();
   } catch (err) {
     if (err instanceof MissingPrevoutError)
       throw new FatalError('ERR_PREVOUT_MISSING', `cannot apply block ${height}: ${err.message}`, { cause: err });
@@ -164,9 +169,11 @@ export async function writeTurn(
   await dropOverwrittenCoinbase(trx, rows, balances);
 
   await insertBlocks(trx, rows);
+  // Empty mempool tables (`chainOnly`): no first sighting to look up.
   await insertTxs(
     trx,
     rows.flatMap((r) => r.txs),
+    false,
   );
   await keepUndo(trx, rows, ctx.undoBlocks ?? UNDO_BLOCKS_MIN);
   lap('txs');

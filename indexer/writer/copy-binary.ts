@@ -9,6 +9,9 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { uuidHex } from '../../src/db/address-key.js';
 
+/** 2000-01-01T00:00:00Z, PostgreSQL's epoch for timestamps, in Unix milliseconds. */
+const PG_EPOCH_MS = 946_684_800_000;
+
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
 /** Byteas up to this length are copied byte by byte (a TypedArray#set call costs more for them). */
@@ -112,6 +115,11 @@ export class BinaryCopy {
     }
     this.len += 12;
     return this;
+  }
+
+  /** A timestamptz: microseconds since 2000-01-01 UTC. */
+  timestamptz(d: Date): this {
+    return this.int8(BigInt(d.getTime() - PG_EPOCH_MS) * 1000n);
   }
 
   bytea(b: Uint8Array): this {

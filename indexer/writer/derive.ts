@@ -336,72 +336,114 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
  * @throws MissingPrevoutError when `lookup` does not know a prevout.
  */
 export function deriveBlock(block: DecodedBlock, height: number, lookup: PrevoutLookup, opts: DeriveOptions = {}): BlockRows {
-  const txs = block.txs;
-  const n = txs.length;
-  const sink = new BlockSink(block, height, lookup, opts);
-  const outsAt = new Array<number>(n + 1);
-  const insAt = new Array<number>(n + 1);
-  const groups = new Array<number | null>(n);
-  for (let i = 0; i < n; i++) {
-    const tx = txs[i]!;
-    sink.begin(i);
-    insAt[i] = sink.insW.len;
-    outsAt[i] = sink.outsW.len;
-    deriveTx(tx, txKindAt(height, i, tx.isCoinbase), sink);
-    insAt[i + 1] = sink.insW.len;
-    outsAt[i + 1] = sink.outsW.len;
-    groups[i] = sink.spentKey.key();
-    sink.end();
-  }
-  const rows: TxRow[] = new Array(n);
-  for (let i = 0; i < n; i++) {
-    const tx = txs[i]!;
-    rows[i] = {
-      txNum: sink.base + i,
-      txid: tx.txid,
-      outs: sink.outsW.view(outsAt[i]!, outsAt[i + 1]!),
-      ins: sink.insW.view(insAt[i]!, insAt[i + 1]!),
-      spentGroup: groups[i]!,
-      size: tx.size,
-      weight: tx.weight,
-    };
+  const d = new BlockDerivation(block, height, lookup, opts);
+  d.through(block.txs.length);
+  return d.rows();
+}
+
+/**
+ * `deriveBlock` a part at a time: `through(n)` derives the transactions before position `n`
+ * (their prevouts must be known to `lookup` by then), `rows()` the block's rows once all are.
+ * The per-block writer derives each part while PostgreSQL deletes the next part's spent outputs.
+ */
+export class BlockDerivation {
+  private readonly sink: BlockSink;
+  private readonly outsAt: number[];
+  private readonly insAt: number[];
+  private readonly groups: (number | null)[];
+  private next = 0;
+
+  constructor(
+    private readonly block: DecodedBlock,
+    private readonly height: number,
+    lookup: PrevoutLookup,
+    opts: DeriveOptions = {},
+  ) {
+    const n = block.txs.length;
+    this.sink = new BlockSink(block, height, lookup, opts);
+    this.outsAt = new Array<number>(n + 1);
+    this.insAt = new Array<number>(n + 1);
+    this.groups = new Array<number | null>(n);
   }
 
-  const header = block.bytes.subarray(0, HEADER_BYTES);
-  return {
-    height,
-    hash: block.hash,
-    prevHash: block.header.prevHash,
-    header,
-    time: block.header.time,
-    txCount: n,
-    size: block.size,
-    weight: block.weight,
-    txs: rows,
-    created: sink.created(),
-    spent: sink.spent,
-    undo: sink.undoW.view(0, sink.undoW.len),
-    balances: sink.balances,
-    history: sink.history,
-    touches: sink.touches,
-    aliases: [...sink.aliases.values()],
-    assetCandidates: sink.assetCandidates,
-  };
+  /** Derives the transactions from the last one derived up to (not including) position `end`. */
+  through(end: number): void {
+    const { block, height, sink, outsAt, insAt, groups } = this;
+    for (let i = this.next; i < end; i++) {
+      const tx = block.txs[i]!;
+      sink.begin(i);
+      insAt[i] = sink.insW.len;
+      outsAt[i] = sink.outsW.len;
+      deriveTx(tx, txKindAt(height, i, tx.isCoinbase), sink);
+      insAt[i + 1] = sink.insW.len;
+      outsAt[i + 1] = sink.outsW.len;
+      groups[i] = sink.spentKey.key();
+      sink.end();
+    }
+    this.next = Math.max(this.next, end);
+  }
+
+  /** The block's rows (every transaction derived). */
+  rows(): BlockRows {
+    const { block, height, sink, outsAt, insAt, groups } = this;
+    const txs = block.txs;
+    const n = txs.length;
+    if (this.next < n) throw new RangeError(`block ${height}: ${this.next} of ${n} transactions derived`);
+    const rows: TxRow[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const tx = txs[i]!;
+      rows[i] = {
+        txNum: sink.base + i,
+        txid: tx.txid,
+        outs: sink.outsW.view(outsAt[i]!, outsAt[i + 1]!),
+        ins: sink.insW.view(insAt[i]!, insAt[i + 1]!),
+        spentGroup: groups[i]!,
+        size: tx.size,
+        weight: tx.weight,
+      };
+    }
+
+    const header = block.bytes.subarray(0, HEADER_BYTES);
+    return {
+      height,
+      hash: block.hash,
+      prevHash: block.header.prevHash,
+      header,
+      time: block.header.time,
+      txCount: n,
+      size: block.size,
+      weight: block.weight,
+      txs: rows,
+      created: sink.created(),
+      spent: sink.spent,
+      undo: sink.undoW.view(0, sink.undoW.len),
+      balances: sink.balances,
+      history: sink.history,
+      touches: sink.touches,
+      aliases: [...sink.aliases.values()],
+      assetCandidates: sink.assetCandidates,
+    };
+  }
 }
 
 /** The inputs of `block` that spend outputs of earlier blocks (what the index must supply). */
 export function externalOutpoints(block: DecodedBlock): { txid: Uint8Array; vout: number }[] {
+  return externalOutpointsByTx(block).flat();
+}
+
+/** `externalOutpoints` per transaction, in block order. */
+export function externalOutpointsByTx(block: DecodedBlock): { txid: Uint8Array; vout: number }[][] {
   const local = new Set<string>();
-  const out: { txid: Uint8Array; vout: number }[] = [];
-  block.txs.forEach((tx: DecodedTx, i) => {
+  return block.txs.map((tx: DecodedTx, i) => {
+    const out: { txid: Uint8Array; vout: number }[] = [];
     if (!(i === 0 && tx.isCoinbase)) {
       for (const input of tx.inputs) {
         if (!local.has(hashKey(input.prevTxid))) out.push({ txid: input.prevTxid, vout: input.vout });
       }
     }
     local.add(hashKey(tx.txid));
+    return out;
   });
-  return out;
 }
 
 /** A stored `txs` row, as undo reads it back. */

@@ -4,7 +4,7 @@
  * @module
  */
 import pg from 'pg';
-import { Kysely, PostgresDialect } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, type DatabaseConnection, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
 const INT8 = 20;
@@ -35,6 +35,8 @@ export type DbOptions = {
    * its first query (not the `options` startup parameter, which PgBouncer refuses).
    */
   settings?: Record<string, string>;
+  /** Sees the text of every statement the pool's clients send, COPY included (tests count statements). */
+  onQuery?: (text: string) => void;
 };
 
 /** A pg Pool with Blockwire's type parsing. */
@@ -57,11 +59,47 @@ export function createPool(url: string, opts: DbOptions = {}): pg.Pool {
     client.on('error', () => {});
     // Queued before any query the pool hands the client for; a failure surfaces there.
     for (const [k, v] of Object.entries(opts.settings ?? {})) void client.query(`SELECT set_config($1, $2, false)`, [k, v]).catch(() => {});
+    const onQuery = opts.onQuery;
+    if (onQuery) {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const q = args[0] as string | { text?: string };
+        onQuery(typeof q === 'string' ? q : (q.text ?? ''));
+        return query(...args);
+      };
+    }
   });
   return pool;
 }
 
+/** The pg client under each connection of createDb's Kysely instances (Kysely keeps it private). */
+const clients = new WeakMap<DatabaseConnection, pg.ClientBase>();
+
 /** A Kysely instance over a new pool; destroy() closes the pool. */
 export function createDb(url: string, opts: DbOptions = {}): Kysely<Database> {
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: createPool(url, opts) }) });
+  const pool = createPool(url, opts);
+  // A new connection is matched to its client by backend pid: which client Kysely wrapped is
+  // not told, and pool events interleave when several connect at once.
+  const byPid = new Map<number, pg.PoolClient>();
+  const pidOf = (c: pg.PoolClient) => (c as unknown as { processID: number }).processID;
+  pool.on('connect', (c) => byPid.set(pidOf(c), c));
+  pool.on('remove', (c) => byPid.delete(pidOf(c)));
+  const onCreateConnection = async (conn: DatabaseConnection) => {
+    const r = await conn.executeQuery<{ pid: number }>(CompiledQuery.raw('SELECT pg_backend_pid() AS pid'));
+    const client = byPid.get(r.rows[0]!.pid);
+    if (client) clients.set(conn, client);
+  };
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool, onCreateConnection }) });
+}
+
+/**
+ * The pg client a transaction of a createDb instance runs on, for what Kysely cannot send
+ * (COPY … FROM STDIN). No query of the transaction may run meanwhile.
+ */
+export async function clientOf(trx: Transaction<Database>): Promise<pg.ClientBase> {
+  return trx.getExecutor().provideConnection(async (conn) => {
+    const c = clients.get(conn);
+    if (!c) throw new Error('clientOf: the transaction does not run on a createDb pool');
+    return c;
+  });
 }

@@ -44,12 +44,12 @@ export class PhaseTimer {
     private readonly shares = 1,
   ) {}
 
-  /** Ends the current phase as `phase`: the time since the previous lap (or the start). */
+  /** Ends the current phase as `phase`: the time since the previous lap (or the start), added to the phase's earlier laps. */
   lap(phase: string): void {
     const now = performance.now();
     const d = now - this.last;
     this.last = now;
-    this.ms[phase] = Math.round(d);
+    this.ms[phase] = (this.ms[phase] ?? 0) + Math.round(d);
     for (let i = 0; i < this.shares; i++) this.listener?.(this.path, phase, d / this.shares / 1000);
   }
 }

@@ -15,6 +15,8 @@ import {
   deriveMempoolTx,
   deriveUndo,
   externalOutpoints,
+  externalOutpointsByTx,
+  BlockDerivation,
   type Prevout,
   type StoredTx,
 } from '../../../indexer/writer/derive.js';
@@ -109,6 +111,27 @@ describeFixtures('deriveBlock', () => {
       expect(u.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort()).toEqual(
         rows.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort(),
       );
+    });
+
+    it('derives part by part, each part knowing only its own spent outputs, the same rows as at once', () => {
+      const byTx = externalOutpointsByTx(block);
+      expect(byTx.flat()).toEqual(externalOutpoints(block));
+      const known = new Map<string, Prevout>();
+      const d = new BlockDerivation(block, 866342, (txid, vout) => known.get(`${hashKey(txid)}:${vout}`), { touches: true });
+      const ends = [1, 700, 701, 2500, 4864];
+      let from = 0;
+      for (const end of ends) {
+        for (const o of byTx.slice(from, end).flat())
+          known.set(`${hashKey(o.txid)}:${o.vout}`, prevouts.get(`${hashKey(o.txid)}:${o.vout}`)!);
+        d.through(end);
+        from = end;
+      }
+      expect(d.rows()).toEqual(rows);
+      // A part whose spent outputs are not known yet is an error, not a guess.
+      const early = new BlockDerivation(block, 866342, (txid, vout) => known.get(`${hashKey(txid)}:${vout}`));
+      known.clear();
+      expect(() => early.through(2)).toThrow(/is not in the index/);
+      expect(() => early.rows()).toThrow(/0 of 4864 transactions derived/);
     });
 
     it('derives each transaction as the mempool path the same as the block path', () => {
