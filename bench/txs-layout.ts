@@ -1,10 +1,13 @@
 /**
  * bench/txs-layout: what `txs` would weigh without the data the node already keeps. Imports the
  * synthetic corpus (bench/corpus, the same index bench/sync measures), then copies `txs` into
- * two lean layouts in the same PostgreSQL and compares table sizes (heap and TOAST; the indexes,
+ * three lean layouts in the same PostgreSQL and compares table sizes (heap and TOAST; the indexes,
  * on tx_num, the txid key and the inputs, stay the same in every layout):
  * - values: `outs` with each output's value only (LEB128), its script left to `utxos` (unspent
  *   outputs) and the node (spent ones);
+ * - tags: `outs` with each output's value and tag (src/db/out-tags.ts, PackedWriter.packOutTag:
+ *   8 bytes of the script's SHA-256, a P2PK or bare multisig output's keys' 8 bytes, nothing for
+ *   OP_RETURN), what the readers of `txs` need once the scripts leave it (docs/sync.md);
  * - none: no `outs` at all.
  * Also the bytes of the spent outputs' scripts, of the unspent ones' (kept in `utxos` anyway) and
  * the size of an undo store (`block_undo`) holding the newest 288 blocks' spent outputs.
@@ -19,6 +22,7 @@ import { ensureCorpus } from './corpus/generate.js';
 import { corpusMainChain, loadCorpusManifest } from '../devnode/corpus-manifest.js';
 import { cacheDir, importCorpus, round, runSize, say, startBenchPostgres } from './harness.js';
 import { decodeIns, decodeOuts, PackedWriter } from '../src/db/packed.js';
+import { outTagOf } from '../src/db/out-tags.js';
 import { firstTxNum } from '../src/db/tx-num.js';
 import { UNDO_BLOCKS_MIN } from '../src/config.js';
 
@@ -47,9 +51,11 @@ async function main(): Promise<void> {
     await c.connect();
     try {
       await c.query(`CREATE TABLE txs_values (LIKE txs)`);
+      await c.query(`CREATE TABLE txs_tags (LIKE txs)`);
       await c.query(`CREATE TABLE txs_none AS SELECT tx_num, txid, ins, first_seen, size, weight FROM txs`);
       let scriptBytes = 0;
       let outsBytes = 0;
+      let tagsBytes = 0;
       for (let h = 0; h <= tip; h++) {
         const r = await c.query<{
           tx_num: string;
@@ -63,44 +69,58 @@ async function main(): Promise<void> {
           firstTxNum(h).toString(),
           firstTxNum(h + 1).toString(),
         ]);
+        const tagged: Buffer[] = [];
         const lean = r.rows.map((t) => {
           const w = new PackedWriter(16);
+          const wt = new PackedWriter(64);
           for (const o of decodeOuts(t.outs)) {
             w.uleb(o.value);
+            wt.packOutTag(o.value, outTagOf(o.script));
             scriptBytes += o.script.length;
           }
           outsBytes += t.outs.length;
+          tagsBytes += wt.len;
+          tagged.push(wt.view(0, wt.len));
           return w.view(0, w.len);
         });
-        await c.query(
-          `INSERT INTO txs_values SELECT * FROM unnest($1::int8[], $2::bytea[], $3::bytea[], $4::bytea[], $5::timestamptz[], $6::int4[], $7::int4[])`,
-          [
-            r.rows.map((t) => t.tx_num),
-            r.rows.map((t) => t.txid),
-            lean,
-            r.rows.map((t) => t.ins),
-            r.rows.map((t) => t.first_seen),
-            r.rows.map((t) => t.size),
-            r.rows.map((t) => t.weight),
-          ],
-        );
+        for (const [table, outs] of [
+          ['txs_values', lean],
+          ['txs_tags', tagged],
+        ] as const)
+          await c.query(
+            `INSERT INTO ${table} SELECT * FROM unnest($1::int8[], $2::bytea[], $3::bytea[], $4::bytea[], $5::timestamptz[], $6::int4[], $7::int4[])`,
+            [
+              r.rows.map((t) => t.tx_num),
+              r.rows.map((t) => t.txid),
+              outs,
+              r.rows.map((t) => t.ins),
+              r.rows.map((t) => t.first_seen),
+              r.rows.map((t) => t.size),
+              r.rows.map((t) => t.weight),
+            ],
+          );
       }
       const unspent = await c.query<{ n: string }>(`SELECT sum(length(script))::text AS n FROM utxos`);
       const unspentScript = Number(unspent.rows[0]!.n);
       // The undo store of the newest blocks: each spent output once, value and script packed.
       const undoWindowBytes = await undoBytes(c, Math.max(0, tip - UNDO_BLOCKS_MIN + 1), tip);
-      await c.query('VACUUM ANALYZE txs, txs_values, txs_none');
+      await c.query('VACUUM ANALYZE txs, txs_values, txs_tags, txs_none');
       const t = async (name: string) => Number((await c.query<{ n: string }>(`SELECT pg_table_size('${name}')::text AS n`)).rows[0]!.n);
       const idx = Number((await c.query<{ n: string }>(`SELECT pg_indexes_size('txs')::text AS n`)).rows[0]!.n);
       const db = Number((await c.query<{ n: string }>(`SELECT pg_database_size(current_database())::text AS n`)).rows[0]!.n);
-      const [full, vals, none] = [await t('txs'), await t('txs_values'), await t('txs_none')];
+      const [full, vals, tags, none] = [await t('txs'), await t('txs_values'), await t('txs_tags'), await t('txs_none')];
       say(`txs indexes (every layout): ${MB(idx)}`);
-      say(`txs table today: ${MB(full)}; outs values only: ${MB(vals)} (${MB(full - vals)} less); no outs: ${MB(none)}`);
-      say(`outs bytes ${MB(outsBytes)}, scripts ${MB(scriptBytes)}, of which unspent (kept in utxos) ${MB(unspentScript)}`);
-      say(`undo store of the newest ${UNDO_BLOCKS_MIN} blocks: ${MB(undoWindowBytes)}`);
-      const dbToday = db - vals - none; // the database holds the two copies as well
       say(
-        `database today ${MB(dbToday)} = ${round(dbToday / rawBytes, 3)} × raw; with values-only outs ${MB(dbToday - full + vals + undoWindowBytes)} = ${round((dbToday - full + vals + undoWindowBytes) / rawBytes, 3)} ×; without outs ${MB(dbToday - full + none + undoWindowBytes)} = ${round((dbToday - full + none + undoWindowBytes) / rawBytes, 3)} ×`,
+        `txs table today: ${MB(full)}; outs values and tags: ${MB(tags)} (${MB(full - tags)} less); outs values only: ${MB(vals)} (${MB(full - vals)} less); no outs: ${MB(none)}`,
+      );
+      say(
+        `outs bytes ${MB(outsBytes)} (tagged ${MB(tagsBytes)}), scripts ${MB(scriptBytes)}, of which unspent (kept in utxos) ${MB(unspentScript)}`,
+      );
+      say(`undo store of the newest ${UNDO_BLOCKS_MIN} blocks: ${MB(undoWindowBytes)}`);
+      const dbToday = db - vals - tags - none; // the database holds the three copies as well
+      const dbTags = dbToday - full + tags;
+      say(
+        `database today ${MB(dbToday)} = ${round(dbToday / rawBytes, 3)} × raw; with tagged outs ${MB(dbTags)} = ${round(dbTags / rawBytes, 3)} ×; with values-only outs ${MB(dbToday - full + vals + undoWindowBytes)} = ${round((dbToday - full + vals + undoWindowBytes) / rawBytes, 3)} ×; without outs ${MB(dbToday - full + none + undoWindowBytes)} = ${round((dbToday - full + none + undoWindowBytes) / rawBytes, 3)} ×`,
       );
     } finally {
       await c.end();

@@ -19,11 +19,10 @@
  * @module
  */
 import { unspentAt } from '../../src/db/txid-key.js';
-import { hash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
-import { addressKey, canonicalScripts } from '../../src/db/address-key.js';
-import { decodeOuts } from '../../src/db/packed.js';
+import { decodeOutTags } from '../../src/db/packed.js';
+import { tagIsScript, tagPaysKey, tagPrefix } from '../../src/db/out-tags.js';
 import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
 import {
   readHistoriesIn,
@@ -48,7 +47,6 @@ export type StatsTarget = { key: string; sha?: undefined } | ScriptRef;
 export type StatsAnswer = { stats: TargetStats[]; tip: { height: number; hash: Buffer | null } };
 
 type Trx = Transaction<Database>;
-const sha256 = (b: Uint8Array): Buffer => hash('sha256', b, 'buffer');
 
 /** What a target's statistics are made of besides its funded chain outputs. */
 type Parts = {
@@ -161,11 +159,15 @@ export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Pr
   const stats = targets.map((t, i): TargetStats => {
     let count = 0;
     let sum = 0n;
+    // (a script's own outputs; an address's: those counting in its balance, its own script's
+    // and, for P2PKH, the P2PK outputs of its key)
+    const sha = t.sha ? tagPrefix(t.sha) : null;
+    const key = tagPrefix(t.key);
     for (const n of entries[i]!) {
       const packed = outs.get(n);
       if (!packed) continue;
-      for (const o of decodeOuts(packed)) {
-        if (t.sha ? sha256(o.script).equals(t.sha) : paysKey(o.script, t.key)) {
+      for (const o of decodeOutTags(packed)) {
+        if (sha !== null ? tagIsScript(o.tag, sha) : tagPaysKey(o.tag) === key) {
           count++;
           sum += o.value;
         }
@@ -190,12 +192,6 @@ export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Pr
     };
   });
   return { stats, tip };
-}
-
-/** Does an output count in the balance of the address with key `key` (its own script, or a P2PK output of a P2PKH key)? */
-function paysKey(script: Uint8Array, key: string): boolean {
-  const c = canonicalScripts(script);
-  return c instanceof Uint8Array && addressKey(c) === key;
 }
 
 /** An unspent output of a batch: a mempool one has no tx_num. */

@@ -9,10 +9,8 @@
  */
 import { ServiceError } from '../../src/errors.js';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { p2pkhScript } from '../../src/bitcoin/script.js';
-import { hash160 } from '../../src/bitcoin/hash.js';
-import { addressKey } from '../../src/db/address-key.js';
-import { decodeIns, decodeOuts } from '../../src/db/packed.js';
+import { decodeIns, decodeOutTag, decodeOutTags } from '../../src/db/packed.js';
+import { tagPaysKey, tagPrefix, type OutTag } from '../../src/db/out-tags.js';
 import { historyChunkEntries, newestEntries } from '../../src/db/history-entries.js';
 import type { Database } from '../../src/db/schema.js';
 import { insertAddresses, settleChains } from '../../src/db/wallet-chains.js';
@@ -331,15 +329,9 @@ export type WalletHistoryEntry = {
   sent: bigint;
 };
 
-/** The canonical script an output counts under (a P2PK output under its key's P2PKH script). */
-function canonicalKey(script: Uint8Array): string {
-  if (
-    (script.length === 35 && script[0] === 33 && script[34] === 0xac) ||
-    (script.length === 67 && script[0] === 65 && script[66] === 0xac)
-  ) {
-    return addressKey(p2pkhScript(hash160(script.subarray(1, script.length - 1))));
-  }
-  return addressKey(script);
+/** The key an output counts under, by its tag: a P2PK output under its key's P2PKH script, any other under its own script. */
+function countedKey(tag: OutTag): string | null {
+  return tag.multisig ? tag.own : tagPaysKey(tag);
 }
 
 /**
@@ -358,7 +350,11 @@ export async function listWalletHistory(
   const keys = (
     await sql<{ addr_key: string }>`SELECT DISTINCT addr_key FROM wallet_addresses WHERE wallet_id = ${walletId}`.execute(db)
   ).rows.map((r) => r.addr_key);
-  const mine = new Set(keys);
+  const mine = new Set(keys.map(tagPrefix));
+  const isMine = (tag: OutTag) => {
+    const k = countedKey(tag);
+    return k !== null && mine.has(k);
+  };
   const out: WalletHistoryEntry[] = [];
   if (opts.mempoolAfter !== null) {
     const after = opts.mempoolAfter;
@@ -404,11 +400,11 @@ export async function listWalletHistory(
       if (!t) continue; // (a reorg between the two statements: the entry is gone)
       let received = 0n;
       let sent = 0n;
-      for (const o of decodeOuts(t.outs)) if (mine.has(canonicalKey(o.script))) received += o.value;
+      for (const o of decodeOutTags(t.outs)) if (isMine(o.tag)) received += o.value;
       for (const ref of decodeIns(t.ins)) {
         const outs = prev.get(ref.txNum);
-        const o = outs ? decodeOuts(outs)[ref.vout] : undefined;
-        if (o && mine.has(canonicalKey(o.script))) sent += o.value;
+        const o = outs ? decodeOutTag(outs, ref.vout) : undefined;
+        if (o && isMine(o.tag)) sent += o.value;
       }
       out.push({ txid: t.txid, txNum: n, firstSeenUs: null, received, sent });
     }

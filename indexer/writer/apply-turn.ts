@@ -22,7 +22,6 @@ import { sql } from 'kysely';
 import type { DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes } from '../../src/bitcoin/hash.js';
 import { historyChunks } from '../../src/db/history-entries.js';
-import { txNum } from '../../src/db/tx-num.js';
 import { FatalError } from '../../src/errors.js';
 import { UNDO_BLOCKS_MIN } from '../../src/config.js';
 import { extendWalletsFor } from '../../src/db/wallet-chains.js';
@@ -57,7 +56,7 @@ import {
 } from './chain-rows.js';
 import { pruneWatchedTxs } from './block-events.js';
 import { insertScriptAliases, type ScriptAlias } from './script-aliases.js';
-import { colorConfirmed } from './asset-rows.js';
+import { assetCandidates, colorConfirmed } from './asset-rows.js';
 
 /** What both modes of the writer take from the run loop besides the lock guard. */
 export interface TurnContext {
@@ -177,10 +176,7 @@ export async function writeTurn(
   );
   await keepUndo(trx, rows, ctx.undoBlocks ?? UNDO_BLOCKS_MIN);
   lap('txs');
-  await colorConfirmed(
-    trx,
-    rows.flatMap((r) => r.assetCandidates.map((pos) => txNum(r.height, pos))),
-  );
+  await colorConfirmed(trx, ...assetCandidates(rows.map((r) => ({ rows: r, height: r.height }))));
   lap('assets');
   await insertUtxos(
     trx,

@@ -15,7 +15,7 @@ import type { DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes } from '../../src/bitcoin/hash.js';
 import type { Database } from '../../src/db/schema.js';
 import { decodeIns } from '../../src/db/packed.js';
-import { txNum, txNumOf } from '../../src/db/tx-num.js';
+import { txNumOf } from '../../src/db/tx-num.js';
 import { FatalError } from '../../src/errors.js';
 import { UNDO_BLOCKS_MIN } from '../../src/config.js';
 import { extendWalletsFor } from '../../src/db/wallet-chains.js';
@@ -51,7 +51,7 @@ import { preferIndexLookups } from '../planner-hints.js';
 import { removeFromMempool, confirmationEvents, mempoolHoldsAny } from './block-events.js';
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
 import { insertScriptAliases } from './script-aliases.js';
-import { colorConfirmed, deleteAssetColors } from './asset-rows.js';
+import { assetCandidates, colorConfirmed, deleteAssetColors } from './asset-rows.js';
 import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
 
 /** Hooks the run loop gives the writers. */
@@ -142,10 +142,7 @@ async function applyInTransaction(
   await insertTxs(trx, rows.txs, mempool);
   await keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN);
   lap('txs');
-  await colorConfirmed(
-    trx,
-    rows.assetCandidates.map((pos) => txNum(height, pos)),
-  );
+  await colorConfirmed(trx, ...assetCandidates([{ rows, height }]));
   lap('assets');
   await insertUtxos(trx, rows.created);
   lap('utxos');

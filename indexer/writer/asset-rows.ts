@@ -19,8 +19,9 @@ import type { Database } from '../../src/db/schema.js';
 import { decodeTx } from '../../src/bitcoin/tx.js';
 import { colorOutputs, hasAssetMarker, type InputAssets } from '../../src/bitcoin/open-assets.js';
 import { decodeAssetColors, encodeAssetColors } from '../../src/db/asset-colors.js';
-import { decodeIns, decodeOut, decodeOuts } from '../../src/db/packed.js';
-import { txNumPosition } from '../../src/db/tx-num.js';
+import { decodeIns, decodeOut, decodeOutTags } from '../../src/db/packed.js';
+import { txNum, txNumPosition } from '../../src/db/tx-num.js';
+import type { BlockRows } from './derive.js';
 import { txidIn } from '../../src/db/txid-key.js';
 
 type Trx = Transaction<Database>;
@@ -36,10 +37,36 @@ function inputColor(colors: Buffer | null | undefined, vout: number): InputAsset
 }
 
 /**
- * Colors the confirmed transactions `txNums` (their `txs` rows written) in chain order and
- * records the colored ones in `asset_txs`; returns how many were colored. Idempotent.
+ * The candidates of blocks derived on the per-block path, as colorConfirmed takes them: their
+ * tx_nums, and the script each one's first input spends (the derivation resolved it).
  */
-export async function colorConfirmed(trx: Trx, txNums: readonly bigint[]): Promise<number> {
+export function assetCandidates(
+  blocks: readonly { rows: Pick<BlockRows, 'assetCandidates' | 'assetFirstScripts'>; height: number }[],
+): [bigint[], Map<bigint, Uint8Array>] {
+  const nums: bigint[] = [];
+  const scripts = new Map<bigint, Uint8Array>();
+  for (const { rows, height } of blocks)
+    for (const pos of rows.assetCandidates) {
+      const n = txNum(height, pos);
+      nums.push(n);
+      const s = rows.assetFirstScripts.get(pos);
+      if (s !== undefined) scripts.set(n, s);
+    }
+  return [nums, scripts];
+}
+
+/**
+ * Colors the confirmed transactions `txNums` (their `txs` rows written) in chain order and
+ * records the colored ones in `asset_txs`; returns how many were colored. Idempotent. Each
+ * one's outputs are read through their tags (a marker's script is kept whole), its first
+ * input's script from `firstInputScripts` (the per-block path's derivation) else from the
+ * prevout's `txs.outs` (the bulk finish).
+ */
+export async function colorConfirmed(
+  trx: Trx,
+  txNums: readonly bigint[],
+  firstInputScripts: ReadonlyMap<bigint, Uint8Array> = new Map(),
+): Promise<number> {
   let colored = 0;
   for (const n of [...txNums].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
     if (txNumPosition(n) === 0) continue;
@@ -47,17 +74,18 @@ export async function colorConfirmed(trx: Trx, txNums: readonly bigint[]): Promi
     if (!row) continue;
     const ins = decodeIns(row.ins);
     if (ins.length === 0) continue;
+    const known = firstInputScripts.get(n);
     const prevNums = [...new Set(ins.map((i) => i.txNum))];
-    const prev = await sql<{ tx_num: bigint; outs: Buffer; colors: Buffer | null }>`
-      SELECT t.tx_num, t.outs, a.colors FROM txs t LEFT JOIN asset_txs a ON a.tx_num = t.tx_num
+    const prev = await sql<{ tx_num: bigint; outs: Buffer | null; colors: Buffer | null }>`
+      SELECT t.tx_num, ${known === undefined ? sql`t.outs` : sql`NULL::bytea`} AS outs, a.colors FROM txs t LEFT JOIN asset_txs a ON a.tx_num = t.tx_num
        WHERE t.tx_num = ANY(${prevNums.map(String)}::int8[])`.execute(trx);
     const byNum = new Map(prev.rows.map((r) => [r.tx_num, r]));
     const first = byNum.get(ins[0]!.txNum);
     const colors = colorOutputs({
       coinbase: false,
       inputs: ins.map((i) => inputColor(byNum.get(i.txNum)?.colors, i.vout)),
-      firstInputScript: first ? (decodeOut(first.outs, ins[0]!.vout)?.script ?? null) : null,
-      outputs: decodeOuts(row.outs),
+      firstInputScript: known ?? (first?.outs ? (decodeOut(first.outs, ins[0]!.vout)?.script ?? null) : null),
+      outputs: decodeOutTags(row.outs).map((o) => ({ script: o.tag.script ?? NO_SCRIPT })),
     });
     if (!colors) continue;
     await sql`INSERT INTO asset_txs (tx_num, colors) VALUES (${n.toString()}::int8, ${encodeAssetColors(colors)})
@@ -66,6 +94,9 @@ export async function colorConfirmed(trx: Trx, txNums: readonly bigint[]): Promi
   }
   return colored;
 }
+
+/** (an output that is no marker: what coloring reads of it is its place) */
+const NO_SCRIPT = new Uint8Array(0);
 
 /** Deletes the colors of the confirmed transactions in [lo, hi) (a block undone). */
 export async function deleteAssetColors(trx: Trx, lo: bigint, hi: bigint): Promise<void> {
@@ -96,8 +127,10 @@ async function colorMempoolTx(trx: Trx, txid: Uint8Array, tx: ReturnType<typeof 
   const key = (b: Uint8Array) => Buffer.from(b).toString('hex');
   const parents = [...new Set(tx.inputs.map((i) => key(i.prevTxid)))].map((h) => Buffer.from(h, 'hex'));
   const [confirmed, mempool] = await Promise.all([
-    sql<{ txid: Buffer; outs: Buffer; colors: Buffer | null }>`
-      SELECT t.txid, t.outs, a.colors FROM txs t LEFT JOIN asset_txs a ON a.tx_num = t.tx_num
+    // (a confirmed output a mempool transaction spends is unspent: its script is in utxos)
+    sql<{ txid: Buffer; first_script: Buffer | null; colors: Buffer | null }>`
+      SELECT t.txid, (SELECT u.script FROM utxos u WHERE u.tx_num = t.tx_num AND u.vout = ${tx.inputs[0]!.vout}) AS first_script, a.colors
+        FROM txs t LEFT JOIN asset_txs a ON a.tx_num = t.tx_num
        WHERE ${txidIn(sql.ref('t.txid'), parents)}`.execute(trx),
     sql<{
       txid: Buffer;
@@ -108,8 +141,9 @@ async function colorMempoolTx(trx: Trx, txid: Uint8Array, tx: ReturnType<typeof 
   // each parent's output scripts (for the issuance's asset ID) and stored colors
   const prevScript = new Map<string, (vout: number) => Uint8Array | undefined>();
   const prevColors = new Map<string, Buffer | null>();
+  const firstIn = tx.inputs[0]!;
   for (const r of confirmed.rows) {
-    prevScript.set(key(r.txid), (v) => decodeOut(r.outs, v)?.script);
+    prevScript.set(key(r.txid), (v) => (v === firstIn.vout ? (r.first_script ?? undefined) : undefined));
     prevColors.set(key(r.txid), r.colors);
   }
   for (const r of mempool.rows) {
@@ -117,7 +151,6 @@ async function colorMempoolTx(trx: Trx, txid: Uint8Array, tx: ReturnType<typeof 
     prevScript.set(key(r.txid), (v) => outs[v]?.script);
     prevColors.set(key(r.txid), r.assets);
   }
-  const firstIn = tx.inputs[0]!;
   const colors = colorOutputs({
     coinbase: false,
     inputs: tx.inputs.map((i) => inputColor(prevColors.get(key(i.prevTxid)), i.vout)),

@@ -129,6 +129,8 @@ export interface BlockRows {
   readonly aliases: ScriptAlias[];
   /** Positions of its transactions carrying an Open Assets marker. */
   readonly assetCandidates: number[];
+  /** Each candidate's first input's script (the issuance's asset ID), by position. */
+  readonly assetFirstScripts: Map<number, Uint8Array>;
 }
 
 export interface DeriveOptions {
@@ -248,6 +250,9 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   /** Aliases by own key (hex): a script repeated in the block gives one row. */
   readonly aliases = new Map<string, ScriptAlias>();
   readonly assetCandidates: number[] = [];
+  readonly assetFirstScripts = new Map<number, Uint8Array>();
+  /** The script the current transaction's first input spends. */
+  private firstPrevScript: Uint8Array | null = null;
 
   constructor(
     private readonly block: DecodedBlock,
@@ -273,6 +278,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     this.outKeys[pos] = this.keys;
     this.given = this.opts.outputKeys?.[pos];
     this.spentKey.reset();
+    this.firstPrevScript = null;
   }
 
   end(): void {
@@ -292,6 +298,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   }
 
   spend(p: Prevout, input: TxInput): void {
+    this.firstPrevScript ??= p.script;
     const j = p.txNum - this.base;
     if (j >= 0) (this.spentHere[j] ??= new Uint8Array(this.block.txs[j]!.outputCount))[input.vout] = 1;
     else {
@@ -318,6 +325,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
 
   override assetMarker(): void {
     this.assetCandidates.push(this.pos);
+    this.assetFirstScripts.set(this.pos, this.firstPrevScript!);
   }
 
   override alias(alias: ScriptAlias): void {
@@ -422,6 +430,7 @@ export class BlockDerivation {
       touches: sink.touches,
       aliases: [...sink.aliases.values()],
       assetCandidates: sink.assetCandidates,
+      assetFirstScripts: sink.assetFirstScripts,
     };
   }
 }

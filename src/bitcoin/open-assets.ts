@@ -41,7 +41,7 @@ const OP_RETURN = 0x6a;
 export type AssetMarker = { version: readonly [number, number]; quantities: bigint[] };
 
 /** The marker an output script carries, or undefined. */
-function parseAssetMarker(script: Uint8Array): AssetMarker | undefined {
+export function parseAssetMarker(script: Uint8Array): AssetMarker | undefined {
   if (script[0] !== OP_RETURN) return undefined;
   const { ops } = parseScript(script);
   const payload = ops[1]?.data;

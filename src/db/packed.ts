@@ -7,6 +7,7 @@
  * Decoders reject truncated or trailing bytes with a RangeError.
  * @module
  */
+import { outTagOf, TAG_BYTES, type OutTag } from './out-tags.js';
 
 export type PackedOut = { value: bigint; script: Uint8Array };
 export type PackedIn = { txNum: bigint; vout: number };
@@ -61,6 +62,24 @@ export class PackedWriter {
     this.uleb(value);
     this.uleb(script.length);
     this.bytes(script);
+  }
+  /**
+   * One output of the tagged outs format (the layout `txs.outs` moves to: docs/sync.md):
+   * LEB128(value) LEB128(n << 2 | kind) then n bytes: kind 0 no tag (n = 0), 1 the whole script
+   * (an Open Assets marker), 2 the script's own 8 bytes then, for a P2PK output, its key's 8,
+   * 3 a bare multisig's own 8 then each key's 8 (src/db/out-tags.ts).
+   */
+  packOutTag(value: bigint, tag: OutTag) {
+    this.uleb(value);
+    if (tag.script !== null) {
+      this.uleb((tag.script.length << 2) | 1);
+      this.bytes(tag.script);
+    } else if (tag.own === null) this.uleb(0);
+    else {
+      this.uleb(((TAG_BYTES * (1 + tag.keys.length)) << 2) | (tag.multisig ? 3 : 2));
+      this.bytes(Buffer.from(tag.own, 'hex'));
+      for (const k of tag.keys) this.bytes(Buffer.from(k, 'hex'));
+    }
   }
   /** One input reference of the ins format. */
   packIn(prevTxNum: bigint | number, vout: number) {
@@ -157,4 +176,40 @@ export function decodeIns(data: Uint8Array): PackedIn[] {
   const ins: PackedIn[] = [];
   while (!r.done) ins.push({ txNum: r.uleb(), vout: r.small() });
   return ins;
+}
+
+/** An output as the readers of `txs` see it: its value and its tag (src/db/out-tags.ts). */
+export type TaggedOut = { value: bigint; tag: OutTag };
+
+/** Every output of packed outs, tagged. */
+export function decodeOutTags(data: Uint8Array): TaggedOut[] {
+  return decodeOuts(data).map((o) => ({ value: o.value, tag: outTagOf(o.script) }));
+}
+
+/** Output `vout` of packed outs, tagged, or undefined when out of range. */
+export function decodeOutTag(data: Uint8Array, vout: number): TaggedOut | undefined {
+  const o = decodeOut(data, vout);
+  return o === undefined ? undefined : { value: o.value, tag: outTagOf(o.script) };
+}
+
+/** Unpacks outputs of the tagged outs format (PackedWriter.packOutTag). */
+export function decodeTaggedOuts(data: Uint8Array): TaggedOut[] {
+  const r = new Reader(data);
+  const outs: TaggedOut[] = [];
+  while (!r.done) {
+    const value = r.uleb();
+    const head = r.small();
+    const body = r.take(head >> 2);
+    const kind = head & 3;
+    if (kind === 1) outs.push({ value, tag: { own: null, keys: [], multisig: false, script: body } });
+    else if (kind === 0) outs.push({ value, tag: { own: null, keys: [], multisig: false, script: null } });
+    else {
+      if (body.length === 0 || body.length % TAG_BYTES !== 0) throw new RangeError(`packed tag of ${body.length} bytes`);
+      const hex = Buffer.from(body.buffer, body.byteOffset, body.length).toString('hex');
+      const parts: string[] = [];
+      for (let i = 0; i < hex.length; i += 2 * TAG_BYTES) parts.push(hex.slice(i, i + 2 * TAG_BYTES));
+      outs.push({ value, tag: { own: parts[0]!, keys: parts.slice(1), multisig: kind === 3, script: null } });
+    }
+  }
+  return outs;
 }

@@ -14,8 +14,9 @@ import { unspentAt } from '../txid-key.js';
 import { hash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../schema.js';
-import { addressKeyOfScriptSha, canonicalScripts, addressKey, keptUnder } from '../address-key.js';
-import { decodeIns, decodeOuts } from '../packed.js';
+import { addressKeyOfScriptSha, addressKey, keptUnder } from '../address-key.js';
+import { decodeIns, decodeOutTag, decodeOutTags } from '../packed.js';
+import { tagIsScript, tagKeptUnder, tagPrefix, type OutTag } from '../out-tags.js';
 import { decodeEntries, historyChunkEntries } from '../history-entries.js';
 import { firstTxNum, txNumHeight } from '../tx-num.js';
 
@@ -144,24 +145,28 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
   // scripts (the P2PKH script, P2PK and bare multisig of one public key): only then are prevouts read.
   const confirmedOf: Located[][] = [];
   const unsure: { j: number; entry: Located }[] = [];
-  // Each transaction's outputs are decoded and hashed once, however many of the scripts it pays.
-  const outputs = new Map<bigint, { script: Uint8Array; sha: Buffer }[]>();
+  // Each transaction's outputs are decoded once, however many of the scripts it pays.
+  const outputs = new Map<bigint, OutTag[]>();
   const outputsOf = (n: bigint, packed: Buffer) => {
     let list = outputs.get(n);
-    if (!list) outputs.set(n, (list = decodeOuts(packed).map((o) => ({ script: o.script, sha: sha256(o.script) }))));
+    if (!list) outputs.set(n, (list = decodeOutTags(packed).map((o) => o.tag)));
     return list;
   };
   rs.forEach((ref, j) => {
     const all: Located[] = [];
     const spending: Located[] = [];
     let foreign = false;
+    const sha = tagPrefix(ref.sha);
+    const key = tagPrefix(ref.key);
     for (const n of entries[j]!.sort(cmp)) {
       const tx = txs.get(n);
       if (!tx) continue;
       let funds = false;
+      // (another script than the one asked for kept under its key: the P2PKH script, P2PK and
+      // bare multisig of one public key)
       for (const o of outputsOf(n, tx.outs)) {
-        if (o.sha.equals(ref.sha)) funds = true;
-        else if (!foreign && holdsForeign(o.script, o.sha, ref.key)) foreign = true;
+        if (tagIsScript(o, sha)) funds = true;
+        else if (!foreign && tagKeptUnder(o, key)) foreign = true;
       }
       const e = { num: n, txid: tx.txid, height: txNumHeight(n) };
       all.push(e);
@@ -179,19 +184,6 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
   for (let j = 0; j < rs.length; j++)
     out[readable[j]!] = { kind: 'ok', confirmed: confirmedOf[j]!.map((e) => ({ txid: e.txid, height: e.height })), mempool: mempoolOf[j]! };
   return out;
-}
-
-/**
- * Is `script` (SHA-256 `sha`), an output of another script than the one asked for, kept under
- * `key` too? A P2PKH key holds its own script's outputs and the P2PK and bare multisig outputs
- * of the same public key: asked for one of them, the others are foreign.
- */
-function holdsForeign(script: Uint8Array, sha: Buffer, key: string): boolean {
-  const c = canonicalScripts(script);
-  if (c === null) return false;
-  if (c === script) return addressKeyOfScriptSha(sha) === key;
-  if (c instanceof Uint8Array) return addressKey(c) === key;
-  return c.some((x) => addressKey(x) === key);
 }
 
 /** Adds to each script's confirmed history the unsure entries that spend one of its outputs, in chain order. */
@@ -217,8 +209,8 @@ async function settleSpends(
   for (const u of unsure) {
     const spends = (insOf.get(u.entry.num) ?? []).some((i) => {
       const outs = prev.get(i.txNum);
-      const o = outs ? decodeOuts(outs)[i.vout] : undefined;
-      return o !== undefined && sha256(o.script).equals(rs[u.j]!.sha);
+      const o = outs ? decodeOutTag(outs, i.vout) : undefined;
+      return o !== undefined && tagIsScript(o.tag, tagPrefix(rs[u.j]!.sha));
     });
     if (spends) {
       confirmedOf[u.j]!.push(u.entry);

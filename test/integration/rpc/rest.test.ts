@@ -126,6 +126,25 @@ describeNodes('BitcoindRest', (entry) => {
     expect(() => decodeSpentTxOuts(new Uint8Array([1, 0, 9]))).toThrow();
   });
 
+  it('a block the node disconnected still gives its spent outputs and its bytes (what an undo asks the node for)', async () => {
+    const tip = await node.tip();
+    const spent = await rest.getSpentTxOuts(tip.hash);
+    const raw = await rest.getBlock(tip.hash);
+    expect(spent!.flat().length).toBeGreaterThan(0);
+    await rpc.invalidateBlock(tip.hash);
+    try {
+      expect((await node.tip()).hash).not.toBe(tip.hash);
+      const after = await rest.getSpentTxOuts(tip.hash);
+      expect(after!.map((l) => l.map((o) => [o.value, bytesToHex(o.script)]))).toEqual(
+        spent!.map((l) => l.map((o) => [o.value, bytesToHex(o.script)])),
+      );
+      expect(bytesToHex((await rest.getBlock(tip.hash))!)).toBe(bytesToHex(raw!));
+    } finally {
+      await rpc.reconsiderBlock(tip.hash);
+    }
+    expect((await node.tip()).hash).toBe(tip.hash);
+  });
+
   it('reads mempool txids with the mempool sequence, as getrawmempool(false, true)', async () => {
     await node.pay('bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080', 500_000n);
     const viaRest = await rest.getMempoolWithSequence();
