@@ -6,6 +6,11 @@
  * and batch included, since each transaction's outputs enter the cache right after it). What a
  * transaction gives is decided by `deriveTx`, as for the per-block path; bulk.test.ts compares
  * the whole indexes the two paths build.
+ * The `utxos` rows of the outputs still unspent at the end of the batch are written then, from
+ * the batch's blocks (kept until the batch is recycled): an output spent within its batch, about
+ * half of them, costs a few typed-array writes and no row. Each output of the batch has a record
+ * (its transaction, its script's place in its block, its key, whether it is unspent), found from
+ * its tx_num and vout, so the outpoint cache need not say where it is.
  * @module
  */
 import type { DecodedBlock } from '../../src/bitcoin/block.js';
@@ -17,7 +22,7 @@ import { BinaryCopy } from './copy-binary.js';
 import type { ScriptAlias } from './script-aliases.js';
 import { MissingPrevoutError } from './derive.js';
 import { deriveTx, txKindAt, type Keys, type TxSink } from './derive-tx.js';
-import { txNumOf } from '../../src/db/tx-num.js';
+import { TX_NUM_SPAN, txNumOf } from '../../src/db/tx-num.js';
 import { SpentGroupKey } from '../../src/db/spent-groups.js';
 import { HistoryGroups } from './history-groups.js';
 import type { OutpointCache } from './outpoint-cache.js';
@@ -26,16 +31,32 @@ import type { OutpointCache } from './outpoint-cache.js';
 export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   readonly blocks: BinaryCopy;
   readonly txs: BinaryCopy;
-  /** Outputs created in this batch; rows spent within the batch are cut out at the end. */
-  private readonly utxoRows: BinaryCopy;
-  private rowStart: Int32Array;
-  private rowDead: Uint8Array;
-  private rowCount = 0;
   readonly spent: BinaryCopy;
   /** Script aliases of the batch's P2PK and bare multisig outputs (repeats included: the finish keeps one of each). */
   readonly aliases: BinaryCopy;
   /** The batch's history entries by address. */
   private readonly groups: HistoryGroups;
+  /** The batch's blocks' bytes (its outputs' values and scripts are read from them by `utxos()`). */
+  private raws: Uint8Array[] = [];
+  /** Per transaction of the batch (in order): its txid (32 bytes each), its tx_num, its block, its first output's record. */
+  private txids: Uint8Array;
+  private txNums: Float64Array;
+  private txBlock: Int32Array;
+  private txOut: Int32Array;
+  /** The index of each block's first transaction. */
+  private blockTx: number[] = [];
+  /** The first tx_num of the batch (outputs with a smaller one were created by earlier batches). */
+  private firstTxNum = Infinity;
+  /**
+   * Per output of the batch (in order): its transaction, its script's offset and length in its
+   * block, its single key (4 words), and its state (REC_*).
+   */
+  private recTx: Int32Array;
+  private recScript: Int32Array;
+  private recLen: Int32Array;
+  private recKey: Int32Array;
+  private recState: Uint8Array;
+  private recCount = 0;
   /** The COPY data `utxos()` and `history()` give (kept for the batch that recycles this one). */
   private readonly utxoOut: BinaryCopy;
   private readonly historyOut: BinaryCopy;
@@ -53,6 +74,9 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   /** The transaction being derived. */
   private txNum = -1;
   private txid: Uint8Array = new Uint8Array(32);
+  /** Its index in the batch, and where its block's bytes start in their buffer. */
+  private txIdx = 0;
+  private blockBase = 0;
   /** A spent prevout's single key, as bytes (filled from the cache's words, read at once). */
   private readonly prevKey = new Uint8Array(16);
   /** The current output's single key. */
@@ -70,25 +94,38 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
     if (recycled) {
       this.blocks = recycled.blocks.reset();
       this.txs = recycled.txs.reset();
-      this.utxoRows = recycled.utxoRows.reset();
       this.spent = recycled.spent.reset();
       this.aliases = recycled.aliases.reset();
       this.utxoOut = recycled.utxoOut;
       this.historyOut = recycled.historyOut;
-      this.rowStart = recycled.rowStart;
-      this.rowDead = recycled.rowDead.fill(0, 0, recycled.rowCount);
+      recycled.raws = [];
+      this.txids = recycled.txids;
+      this.txNums = recycled.txNums;
+      this.txBlock = recycled.txBlock;
+      this.txOut = recycled.txOut;
+      this.recTx = recycled.recTx;
+      this.recScript = recycled.recScript;
+      this.recLen = recycled.recLen;
+      this.recKey = recycled.recKey;
+      this.recState = recycled.recState;
       this.groups = recycled.groups;
       this.groups.reset();
     } else {
       this.blocks = new BinaryCopy(1 << 12);
       this.txs = new BinaryCopy(1 << 22);
-      this.utxoRows = new BinaryCopy(1 << 22);
       this.spent = new BinaryCopy(1 << 20);
       this.aliases = new BinaryCopy(1 << 12);
       this.utxoOut = new BinaryCopy(1 << 12);
       this.historyOut = new BinaryCopy(1 << 12);
-      this.rowStart = new Int32Array(1 << 16);
-      this.rowDead = new Uint8Array(1 << 16);
+      this.txids = new Uint8Array(32 << 14);
+      this.txNums = new Float64Array(1 << 14);
+      this.txBlock = new Int32Array(1 << 14);
+      this.txOut = new Int32Array(1 << 14);
+      this.recTx = new Int32Array(1 << 16);
+      this.recScript = new Int32Array(1 << 16);
+      this.recLen = new Int32Array(1 << 16);
+      this.recKey = new Int32Array(4 << 16);
+      this.recState = new Uint8Array(1 << 16);
       this.groups = new HistoryGroups();
     }
   }
@@ -97,21 +134,45 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
     return this.heights.length;
   }
 
-  private pushRow(start: number): number {
-    if (this.rowCount === this.rowStart.length) {
-      const s = new Int32Array(this.rowStart.length * 2);
-      s.set(this.rowStart);
-      this.rowStart = s;
-      const d = new Uint8Array(this.rowDead.length * 2);
-      d.set(this.rowDead);
-      this.rowDead = d;
-    }
-    this.rowStart[this.rowCount] = start;
-    return this.rowCount++;
+  /** Room for `n` more transactions. */
+  private reserveTxs(n: number): void {
+    const need = this.txCount + n;
+    if (need <= this.txNums.length) return;
+    let cap = this.txNums.length * 2;
+    while (cap < need) cap *= 2;
+    this.txids = grown(this.txids, cap * 32);
+    this.txNums = grown(this.txNums, cap);
+    this.txBlock = grown(this.txBlock, cap);
+    this.txOut = grown(this.txOut, cap);
   }
 
-  /** Adds the block at `height`. @throws MissingPrevoutError when an input's output is unknown. */
+  /** Room for `n` more output records. */
+  private reserveRecs(n: number): void {
+    const need = this.recCount + n;
+    if (need <= this.recState.length) return;
+    let cap = this.recState.length * 2;
+    while (cap < need) cap *= 2;
+    this.recTx = grown(this.recTx, cap);
+    this.recScript = grown(this.recScript, cap);
+    this.recLen = grown(this.recLen, cap);
+    this.recKey = grown(this.recKey, cap * 4);
+    this.recState = grown(this.recState, cap);
+  }
+
+  /** The record of output `vout` of the batch's transaction `txNum` (at least firstTxNum). */
+  private recordOf(txNum: number, vout: number): number {
+    const height = Math.floor(txNum / TX_NUM_SPAN);
+    const t = this.blockTx[height - this.heights[0]!]! + (txNum - height * TX_NUM_SPAN);
+    return this.txOut[t]! + vout;
+  }
+
+  /**
+   * Adds the block at `height`, the one after the batch's last. @throws MissingPrevoutError when
+   * an input's output is unknown.
+   */
   addBlock(block: DecodedBlock, height: number): void {
+    if (this.heights.length > 0 && height !== this.lastHeight + 1)
+      throw new RangeError(`bulk batch: block ${height} does not follow block ${this.lastHeight}`);
     const header = block.bytes.subarray(0, HEADER_BYTES);
     this.blocks
       .row(8)
@@ -124,12 +185,26 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       .int4(block.size)
       .int4(block.weight);
     this.blockHashes.push(Buffer.from(block.hash));
+    if (this.heights.length === 0) this.firstTxNum = txNumOf(height, 0);
     this.heights.push(height);
+    const blockIdx = this.raws.length;
+    this.raws.push(block.bytes);
+    this.blockBase = block.bytes.byteOffset;
+    this.blockTx.push(this.txCount);
     const txs = block.txs;
+    this.reserveTxs(txs.length);
     for (let i = 0; i < txs.length; i++) {
       const tx = txs[i]!;
       this.txNum = txNumOf(height, i);
       this.txid = tx.txid;
+      const t = this.txCount;
+      this.txIdx = t;
+      this.txids.set(tx.txid, t * 32);
+      this.txNums[t] = this.txNum;
+      this.txBlock[t] = blockIdx;
+      this.txOut[t] = this.recCount;
+      this.reserveRecs(tx.outputCount);
+      this.txCount = t + 1;
       this.insW.len = 0;
       this.outsW.len = 0;
       this.spentKey.reset();
@@ -146,7 +221,6 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       if (key === null) this.txs.null();
       else this.txs.int4(key);
     }
-    this.txCount += txs.length;
     this.lastHash = block.hash;
     this.lastHeight = height;
   }
@@ -191,9 +265,9 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
     const prevTxNum = c.txNumAt(slot);
     this.insW.packIn(prevTxNum, input.vout);
     this.spentKey.add(prevTxNum);
-    // The output leaves the unspent set: cut from this batch's rows or recorded as spent.
-    if (c.batchAt(slot) === this.id) this.rowDead[c.rowAt(slot)] = 1;
-    else this.spent.row(2).int8(c.txNumAt(slot)).int4(input.vout);
+    // The output leaves the unspent set: no row when it was created in this batch, else recorded as spent.
+    if (prevTxNum >= this.firstTxNum) this.recState[this.recordOf(prevTxNum, input.vout)] = REC_NONE;
+    else this.spent.row(2).int8(prevTxNum).int4(input.vout);
     c.delete(slot);
   }
 
@@ -204,6 +278,11 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
 
   output(_vout: number, value: bigint, script: Uint8Array): void {
     this.outsW.packOut(value, script);
+    const r = this.recCount++;
+    this.recTx[r] = this.txIdx;
+    this.recScript[r] = script.byteOffset - this.blockBase;
+    this.recLen[r] = script.length;
+    this.recState[r] = REC_NONE;
   }
 
   alias(alias: ScriptAlias): void {
@@ -214,17 +293,22 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
     this.assetCandidates.push(this.txNum);
   }
 
-  unspent(vout: number, keys: Keys<Uint8Array>, key: Uint8Array | null, value: bigint, script: Uint8Array): void {
-    const row = this.pushRow(this.utxoRows.length);
-    this.utxoRows.row(6).bytea(this.txid).int4(vout).int8(this.txNum);
-    if (key !== null) this.utxoRows.uuidBytes(key);
-    else this.utxoRows.null();
-    this.utxoRows.int8(value).bytea(script);
-    const old = this.cache.insert(this.txid, vout, this.txNum, keys, this.id, row);
-    if (old !== null) {
+  unspent(vout: number, keys: Keys<Uint8Array>, key: Uint8Array | null): void {
+    // (Its record is the last one output() made.)
+    const r = this.recCount - 1;
+    if (key !== null) {
+      const o = r * 4;
+      this.recKey[o] = be32(key, 0);
+      this.recKey[o + 1] = be32(key, 4);
+      this.recKey[o + 2] = be32(key, 8);
+      this.recKey[o + 3] = be32(key, 12);
+      this.recState[r] = REC_KEYED;
+    } else this.recState[r] = REC_UNKEYED;
+    const old = this.cache.insert(this.txid, vout, this.txNum, keys);
+    if (old >= 0) {
       // BIP30: a duplicate coinbase overwrote an unspent output, which is gone for good.
-      if (old.batch === this.id) this.rowDead[old.row] = 1;
-      else this.spent.row(2).int8(old.txNum).int4(vout);
+      if (old >= this.firstTxNum) this.recState[this.recordOf(old, vout)] = REC_NONE;
+      else this.spent.row(2).int8(old).int4(vout);
     }
   }
 
@@ -241,23 +325,54 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
     return this.groups.rows(max, this.historyOut);
   }
 
-  /** COPY data of the outputs still unspent at the end of the batch. */
+  /**
+   * COPY data of the outputs still unspent at the end of the batch, in the order they were
+   * created: txid, vout, tx_num, key (null for none or a multisig's), value (its 8 bytes in the
+   * block, little-endian, written big-endian) and script, read from the batch's blocks.
+   */
   utxos(): BinaryCopy {
-    const out = this.utxoOut.reset(this.utxoRows.length + 64);
-    const end = this.utxoRows.length;
-    let runStart = -1;
-    let runRows = 0;
-    for (let r = 0; r < this.rowCount; r++) {
-      if (this.rowDead[r] === 1) {
-        if (runStart >= 0) out.raw(this.utxoRows.slice(runStart, this.rowStart[r]!), runRows);
-        runStart = -1;
-        runRows = 0;
-      } else {
-        if (runStart < 0) runStart = this.rowStart[r]!;
-        runRows++;
-      }
+    const out = this.utxoOut.reset(1 << 16);
+    const txids = this.txids;
+    for (let r = 0; r < this.recCount; r++) {
+      const state = this.recState[r]!;
+      if (state === REC_NONE) continue;
+      const t = this.recTx[r]!;
+      const raw = this.raws[this.txBlock[t]!]!;
+      const at = this.recScript[r]!;
+      const len = this.recLen[r]!;
+      out
+        .row(6)
+        .byteaRange(txids, t * 32, t * 32 + 32)
+        .int4(r - this.txOut[t]!)
+        .int8(this.txNums[t]!);
+      if (state === REC_KEYED) {
+        const o = r * 4;
+        out.uuidWords(this.recKey[o]!, this.recKey[o + 1]!, this.recKey[o + 2]!, this.recKey[o + 3]!);
+      } else out.null();
+      // The value lies before the script's length (a canonical compact size) and the script.
+      out.int8LE(raw, at - compactSizeBytes(len) - 8).byteaRange(raw, at, at + len);
     }
-    if (runStart >= 0) out.raw(this.utxoRows.slice(runStart, end), runRows);
     return out;
   }
+}
+
+/** Record states: no row (unspendable, or spent within the batch), a row with its key, a row without. */
+const REC_NONE = 0;
+const REC_KEYED = 1;
+const REC_UNKEYED = 2;
+
+/** Bytes of the canonical compact size of `n` (the decoder accepts no other). */
+function compactSizeBytes(n: number): number {
+  return n < 0xfd ? 1 : n <= 0xffff ? 3 : 5;
+}
+
+function be32(b: Uint8Array, p: number): number {
+  return (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]! | 0;
+}
+
+/** A copy of `a` with room for `n` elements. */
+function grown<T extends Int32Array | Uint8Array | Float64Array>(a: T, n: number): T {
+  const g = new (a.constructor as new (n: number) => T)(n);
+  g.set(a);
+  return g;
 }

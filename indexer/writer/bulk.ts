@@ -232,7 +232,7 @@ async function loadCache(client: pg.Client, deps: BulkLoadDeps, bound: Bound | n
       const vout = cols[1]!.readInt32BE(0);
       const txNum = Number(cols[2]!.readBigInt64BE(0));
       const keys = cols[3] ? Buffer.from(cols[3]) : cols[4] ? scriptKeyBytes(cols[4]) : null;
-      cache.insert(txid, vout, txNum, keys, -1, -1);
+      cache.insert(txid, vout, txNum, keys);
       p = q;
     }
     carry = Buffer.from(buf.subarray(p));
@@ -309,7 +309,7 @@ async function readMisses(bound: Bound, cache: OutpointCache, block: DecodedBloc
   );
   for (const row of r.rows) {
     const keys = row.addr_key ? Buffer.from(row.addr_key) : row.script ? scriptKeyBytes(row.script) : null;
-    cache.insert(row.txid, row.vout, Number(row.tx_num), keys, -1, -1);
+    cache.insert(row.txid, row.vout, Number(row.tx_num), keys);
   }
   bound.misses += r.rows.length;
 }

@@ -122,6 +122,17 @@ export class BinaryCopy {
     return this.int8(BigInt(d.getTime() - PG_EPOCH_MS) * 1000n);
   }
 
+  /** An int8 from its 8 little-endian bytes at `b[at..at + 8)` (an amount as a block holds it). */
+  int8LE(b: Uint8Array, at: number): this {
+    this.ensure(12);
+    this.dv.setInt32(this.len, 8);
+    const buf = this.buf;
+    const p = this.len + 4;
+    for (let i = 0; i < 8; i++) buf[p + i] = b[at + 7 - i]!;
+    this.len += 12;
+    return this;
+  }
+
   bytea(b: Uint8Array): this {
     return this.byteaRange(b, 0, b.length);
   }
@@ -177,20 +188,6 @@ export class BinaryCopy {
   /** Bytes written so far (the next row starts here). */
   get length(): number {
     return this.len;
-  }
-
-  /** Appends raw, already encoded row bytes (from another BinaryCopy's range). */
-  raw(b: Uint8Array, rows: number): this {
-    this.ensure(b.length);
-    this.buf.set(b, this.len);
-    this.len += b.length;
-    this.rows += rows;
-    return this;
-  }
-
-  /** A view of bytes [start, end) written so far. */
-  slice(start: number, end: number): Buffer {
-    return this.buf.subarray(start, end);
   }
 
   text(s: string): this {

@@ -3,9 +3,11 @@
  * outpoint the creating tx_num and the address keys, so that inputs resolve without a database
  * lookup. Open addressing with linear probing over typed arrays (about 50–70 bytes per entry,
  * no per-entry objects for the garbage collector) and backward-shift deletion (no tombstones).
- * A slot's fields lie together (12 words, 48 bytes: one or two cache lines), beside a byte array
+ * A slot's fields lie together (10 words, 40 bytes: one or two cache lines), beside a byte array
  * of flags that probing scans: a lookup in a table far larger than the CPU's caches costs one or
- * two misses instead of one per field.
+ * two misses instead of one per field. Where the output's row is kept while its batch is built
+ * follows from its tx_num (bulk-batch.ts), so a slot holds no more than the outpoint, the tx_num
+ * and the key.
  * Outpoints are keyed by the first 12 bytes of the txid and the vout: txids are hashes, so 96
  * bits never collide in practice (a full 180M-entry set has a ~2^-42 chance).
  * The table can be bounded (IMPORT_MEMORY_MB): `evictTo` drops the oldest entries, which the
@@ -20,11 +22,11 @@ const F_SINGLE = 2;
 const F_MULTI = 4;
 
 /**
- * Words of one slot (W): txid words 0–2, then VOUT, BATCH, ROW, the tx_num as a float64 (words
- * 6–7: index slot * W / 2 + TXNUM of the Float64Array view), and the key's words from KEY.
+ * Words of one slot (W): txid words 0–2, then VOUT, the tx_num as a float64 (words 4–5: index
+ * slot * W / 2 + TXNUM of the Float64Array view), and the key's words from KEY.
  */
-const [W, VOUT, BATCH, ROW, TXNUM, KEY] = [12, 3, 4, 5, 3, 8] as const;
-/** Bytes of one slot of the table (its 12 words and its flags byte). */
+const [W, VOUT, TXNUM, KEY] = [10, 3, 2, 6] as const;
+/** Bytes of one slot of the table (its 10 words and its flags byte). */
 export const SLOT_BYTES = W * 4 + 1;
 /** A multisig entry's keys live in a Map beside the table: its estimated cost per entry. */
 const MULTI_ENTRY_BYTES = 200;
@@ -51,9 +53,6 @@ export interface CachedOutpoint {
   slot: number;
   txNum: number;
   keys: ScriptKeys;
-  /** Batch that created it (bulk.ts), and its row in that batch's output list. */
-  batch: number;
-  row: number;
 }
 
 export class OutpointCache {
@@ -142,14 +141,6 @@ export class OutpointCache {
     return this.t[slot * (W / 2) + TXNUM]!;
   }
 
-  batchAt(slot: number): number {
-    return this.w[slot * W + BATCH]!;
-  }
-
-  rowAt(slot: number): number {
-    return this.w[slot * W + ROW]!;
-  }
-
   /** Kind of key at `slot`: 1 one address, 2 a multisig's keys, 0 none. */
   keyKind(slot: number): 0 | 1 | 2 {
     const fl = this.flags[slot]!;
@@ -186,34 +177,33 @@ export class OutpointCache {
 
   /**
    * Adds an outpoint. When it is already present (a BIP30 duplicate coinbase), the old entry is
-   * replaced and its tx_num, batch and row returned, else null.
+   * replaced in its slot and its tx_num returned, else -1. One probe: linear probing without
+   * tombstones ends a failed search at the empty slot the entry goes to.
    */
-  insert(
-    txid: Uint8Array,
-    vout: number,
-    txNum: number,
-    keys: ScriptKeys | Uint8Array | readonly Uint8Array[],
-    batch: number,
-    row: number,
-  ): { txNum: number; batch: number; row: number } | null {
-    const existing = this.find(txid, vout);
-    let old: { txNum: number; batch: number; row: number } | null = null;
-    if (existing >= 0) {
-      old = { txNum: this.txNumAt(existing), batch: this.batchAt(existing), row: this.rowAt(existing) };
-      this.delete(existing);
-    }
+  insert(txid: Uint8Array, vout: number, txNum: number, keys: ScriptKeys | Uint8Array | readonly Uint8Array[]): number {
     if (this.size + 1 > this.cap * MAX_LOAD) this.grow();
     const a = rd32(txid, 0);
-    let i = this.home(a, vout);
-    while (this.flags[i] !== 0) i = (i + 1) & this.mask;
+    const b = rd32(txid, 4);
+    const c = rd32(txid, 8);
+    const f = this.flags;
     const w = this.w;
+    let i = this.home(a, vout);
+    let old = -1;
+    while (f[i] !== 0) {
+      const o = i * W;
+      if (w[o] === a && w[o + VOUT] === vout && w[o + 1] === b && w[o + 2] === c) {
+        old = this.txNumAt(i);
+        if (f[i]! & F_MULTI) this.multi.delete(this.multiId(i));
+        this.size--;
+        break;
+      }
+      i = (i + 1) & this.mask;
+    }
     const s = i * W;
     w[s] = a;
-    w[s + 1] = rd32(txid, 4);
-    w[s + 2] = rd32(txid, 8);
+    w[s + 1] = b;
+    w[s + 2] = c;
     w[s + VOUT] = vout;
-    w[s + BATCH] = batch;
-    w[s + ROW] = row;
     this.t[i * (W / 2) + TXNUM] = txNum;
     let fl = F_USED;
     const o = s + KEY;
@@ -234,7 +224,7 @@ export class OutpointCache {
       fl |= F_MULTI;
       this.multi.set(this.multiId(i), keys);
     }
-    this.flags[i] = fl;
+    f[i] = fl;
     this.size++;
     return old;
   }

@@ -1,7 +1,8 @@
 /**
  * The bulk path's outpoint cache against a Map model: random inserts, finds and deletes through
- * several growths (backward-shift deletion must keep every probe chain intact), single keys as
- * strings or bytes, multisig key lists, BIP30 overwrites; trimming to a bound keeps the newest
+ * several growths (backward-shift deletion must keep every probe chain intact), overwrites of
+ * present outpoints (BIP30: replaced in their slot), single keys as strings or bytes, multisig
+ * key lists; trimming to a bound keeps the newest
  * entries, each still found.
  */
 import { randomBytes } from 'node:crypto';
@@ -21,13 +22,20 @@ describe('OutpointCache', () => {
     };
     for (let i = 0; i < 60_000; i++) {
       const r = rand();
-      if (r < 0.55 || live.length === 0) {
+      if (r < 0.05 && live.length > 0) {
+        // A duplicate: the entry is replaced where it lies, the old one's values returned.
+        const id = live[Math.floor(rand() * live.length)]!;
+        const e = model.get(id)!;
+        const next = { ...e, txNum: Math.floor(rand() * 2 ** 40), key: keyOf() };
+        expect(cache.insert(e.txid, e.vout, next.txNum, next.key)).toBe(e.txNum);
+        model.set(id, next);
+      } else if (r < 0.55 || live.length === 0) {
         const txid = new Uint8Array(randomBytes(32));
         // Shared txid prefixes with different vouts stress the probing.
         const vout = Math.floor(rand() * 4);
         const id = `${Buffer.from(txid).toString('hex')}:${vout}`;
         const e = { txid, vout, txNum: Math.floor(rand() * 2 ** 40), key: keyOf() };
-        if (cache.insert(txid, vout, e.txNum, e.key, 1, i) !== null) throw new Error(`fresh outpoint ${id} reported as present`);
+        if (cache.insert(txid, vout, e.txNum, e.key) !== -1) throw new Error(`fresh outpoint ${id} reported as present`);
         model.set(id, e);
         live.push(id);
       } else {
@@ -56,18 +64,18 @@ describe('OutpointCache', () => {
     const cache = new OutpointCache();
     const txid = new Uint8Array(32).fill(7);
     const key = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
-    cache.insert(txid, 0, 42, key, 3, 9);
+    expect(cache.insert(txid, 0, 42, key)).toBe(-1);
     const s0 = cache.find(txid, 0);
     expect(cache.keyKind(s0)).toBe(1);
     expect(cache.keysAt(s0)).toBe('00112233-4455-6677-8899-aabbccddeeff');
     expect([0, 1, 2, 3].map((i) => (cache.keyWord(s0, i) >>> 0).toString(16))).toEqual(['112233', '44556677', '8899aabb', 'ccddeeff']);
-    cache.insert(txid, 1, 43, [key, Buffer.alloc(16, 1)], 3, 10);
+    cache.insert(txid, 1, 43, [key, Buffer.alloc(16, 1)]);
     expect(cache.keyKind(cache.find(txid, 1))).toBe(2);
     expect(cache.multiKeysAt(cache.find(txid, 1))).toHaveLength(2);
-    cache.insert(txid, 2, 44, null, 3, 11);
+    cache.insert(txid, 2, 44, null);
     expect(cache.keyKind(cache.find(txid, 2))).toBe(0);
     expect(cache.keysAt(cache.find(txid, 2))).toBeNull();
-    expect(cache.insert(txid, 0, 99, key, 4, 1)).toEqual({ txNum: 42, batch: 3, row: 9 });
+    expect(cache.insert(txid, 0, 99, key)).toBe(42);
     expect(cache.txNumAt(cache.find(txid, 0))).toBe(99);
     expect(cache.size).toBe(3);
   });
@@ -78,7 +86,7 @@ describe('OutpointCache', () => {
     const all: { txid: Uint8Array; vout: number; txNum: number }[] = [];
     for (let i = 0; i < 20_000; i++) {
       const e = { txid: new Uint8Array(randomBytes(32)), vout: Math.floor(rand() * 3), txNum: i };
-      cache.insert(e.txid, e.vout, e.txNum, i % 7 === 0 ? [Buffer.alloc(16, 1), Buffer.alloc(16, 2)] : Buffer.alloc(16, i % 251), 1, i);
+      cache.insert(e.txid, e.vout, e.txNum, i % 7 === 0 ? [Buffer.alloc(16, 1), Buffer.alloc(16, 2)] : Buffer.alloc(16, i % 251));
       all.push(e);
     }
     const capBytes = cache.bytes;
