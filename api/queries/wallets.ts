@@ -218,7 +218,10 @@ export async function nextAddress(
   return db.transaction().execute(async (trx) => {
     await lockWallets(trx);
     const chains = await walletChains(trx, walletId);
-    const chain = (chains.find((c) => c.change === opts.change) ?? chains.find((c) => !c.change) ?? chains[0])!;
+    // A live wallet has a chain; none left means it was deleted after the caller found it (the
+    // deletion drops its chains under the same lock): answered as the wallet it now is, missing.
+    const chain = chains.find((c) => c.change === opts.change) ?? chains.find((c) => !c.change) ?? chains[0];
+    if (chain === undefined) throw new ServiceError('ERR_WALLET_NOT_FOUND');
     for (;;) {
       const r = await sql<{ address: string; path: string; idx: number }>`
         SELECT wa.address, wa.path, wa.idx FROM wallet_addresses wa

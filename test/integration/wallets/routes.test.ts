@@ -119,6 +119,22 @@ describe('wallets API', () => {
     });
   });
 
+  it('next-address racing the wallet deletion answers 200 or 404 ERR_WALLET_NOT_FOUND, never 500', async () => {
+    // The console asks each listed wallet's next address every few seconds: one deleted
+    // meanwhile must answer as a missing wallet (a request that found the wallet before the
+    // deletion took the wallet lock used to read no chain and fail with 500).
+    const r = await call('POST', '/wallets', { descriptors: [DESC], gap_limit: 5 });
+    const id = r.body.id as string;
+    const asks = Array.from({ length: 16 }, () => call('POST', `/wallets/${id}/next-address`, { reserve: true }));
+    const deleted = call('DELETE', `/wallets/${id}`);
+    const later = Array.from({ length: 16 }, () => call('POST', `/wallets/${id}/next-address`, { reserve: true }));
+    const answers = await Promise.all([...asks, ...later]);
+    expect((await deleted).status).toBe(204);
+    const outcomes = answers.map((a) => (a.status === 200 ? 200 : `${a.status} ${a.body.error_code as string}`));
+    expect(outcomes.filter((o) => o !== 200 && o !== '404 ERR_WALLET_NOT_FOUND')).toEqual([]);
+    expect(outcomes).toContain('404 ERR_WALLET_NOT_FOUND');
+  });
+
   it('history and unspent outputs page by Link: one item a page gives the whole list, in order', async () => {
     const id = wallet.id as string;
     // one more payment, left in the mempool, so that pages cross from the mempool part to the chain part
