@@ -336,9 +336,14 @@ describeNodes('the SDK end to end', (entry) => {
         subscription_id: sub,
         action: hook.id,
       });
-      const log: string[] = [];
-      for await (const d of client.hookDeliveries(hook.id, { limit: 1 })) log.push(`${d.type}:${d.status}`);
-      expect(log).toContain('tx.confirmed:delivered');
+      // The log shows an answered delivery as delivered once its outcome is written: up to the
+      // batch outcome window (BLOCKWIRE_DELIVERY_BATCH_OUTCOME_WINDOW_MS) after the receiver got it.
+      const log = async () => {
+        const rows: string[] = [];
+        for await (const d of client.hookDeliveries(hook.id, { limit: 1 })) rows.push(`${d.type}:${d.status}`);
+        return rows;
+      };
+      await expect.poll(log, { timeout: 10_000 }).toContain('tx.confirmed:delivered');
       await expect(client.deleteHook(hook.id)).rejects.toMatchObject({ status: 409 });
       await client.deleteSubscription(sub);
       await client.deleteHook(hook.id);
