@@ -28,8 +28,9 @@ fi
 bench_log="$(mktemp -t blockwire-bench-smoke.XXXXXX)"
 BLOCKWIRE_BENCH_SMOKE=1 npx vitest run >"$bench_log" 2>&1 &
 bench_pid=$!
+suite_log="$(mktemp -t blockwire-suite.XXXXXX)"
 status=0
-npx vitest run || status=$?
+npx vitest run 2>&1 | tee "$suite_log" || status=$?
 bench_status=0
 wait "$bench_pid" || bench_status=$?
 node24_status=0
@@ -37,6 +38,13 @@ node24_status=0
 echo "== the benchmarks' quick run (npm run bench -- --quick), exit $bench_status:"
 cat "$bench_log"
 rm -f "$bench_log"
+# CI keeps only the tail of this output: a failure of the suite is repeated last, its failing
+# files and tests and the first lines of each error, so the tail names what failed.
+if [ "$status" -ne 0 ]; then
+  echo "== the suite failed (exit $status); its failures again:"
+  sed 's/\x1b\[[0-9;]*m//g' "$suite_log" | grep -E '^ *(FAIL|×|❯ .*\.test\.ts|AssertionError|Error:|Expected|Received|[-+] )' | head -n 60 || true
+fi
+rm -f "$suite_log"
 if [ "$status" -ne 0 ]; then exit "$status"; fi
 if [ "$node24_status" -ne 0 ]; then exit "$node24_status"; fi
 exit "$bench_status"
