@@ -3,7 +3,7 @@
  * of one each. Each outcome comes with how long it may wait for others to join it (its window:
  * a delivery's own job a few milliseconds, a batch job's deliveries longer); the statement goes
  * once the first outcome waiting is due, or once `FLUSH_ROWS` wait, and takes everything waiting
- * (up to `FLUSH_ROWS`). Fewer statements, each with more rows: a statement costs PostgreSQL a
+ * (up to `FLUSH_ROWS`, the first due first; streams/due-queues.ts keeps them). Fewer statements, each with more rows: a statement costs PostgreSQL a
  * fixed part besides its rows (planning, its commit and WAL flush) — about as much as 50 rows'
  * share of the statement. One statement runs at a time per process (no two of its statements wait
  * on each other's locks of the per-minute counts). Each `record` resolves once its row is
@@ -14,6 +14,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { recordOutcomes, type AttemptOutcome } from '../src/db/queries/tenancy-deliveries.js';
+import { DueQueues } from './due-queues.js';
 
 /** Outcomes written in one statement at most (this many waiting are written at once, whatever their windows). */
 const FLUSH_ROWS = 500;
@@ -30,19 +31,16 @@ export type OutcomeWriter = {
 };
 
 export function createOutcomeWriter(db: Kysely<Database>, defaultWindowMs: number): OutcomeWriter {
-  const pending: { o: AttemptOutcome; due: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  // (one FIFO per window: the first due is known without a look at every outcome waiting)
+  const pending = new DueQueues<{ o: AttemptOutcome; resolve: () => void; reject: (e: unknown) => void }>();
   let writing = false;
   let hurried = false;
   /** The flush to come, and when (setImmediate for what is due already: the outcomes of this turn go together). */
   let timer: { at: number; cancel(): void } | undefined;
-  const firstDue = () => {
-    let due = Infinity;
-    for (const p of pending) if (p.due < due) due = p.due;
-    return due;
-  };
+  const firstDue = () => (hurried ? 0 : pending.firstDue());
   const arm = () => {
-    if (writing || pending.length === 0) return;
-    if (pending.length >= FLUSH_ROWS) return void flush();
+    if (writing || pending.size === 0) return;
+    if (pending.size >= FLUSH_ROWS) return void flush();
     const at = firstDue();
     if (timer && timer.at <= at) return;
     timer?.cancel();
@@ -61,8 +59,8 @@ export function createOutcomeWriter(db: Kysely<Database>, defaultWindowMs: numbe
     if (writing) return;
     writing = true;
     // (what became due while a statement ran goes at once, with everything else waiting)
-    while (pending.length >= FLUSH_ROWS || (pending.length > 0 && firstDue() <= Date.now())) {
-      const batch = pending.splice(0, FLUSH_ROWS);
+    while (pending.size >= FLUSH_ROWS || (pending.size > 0 && firstDue() <= Date.now())) {
+      const batch = pending.take(FLUSH_ROWS);
       try {
         await recordOutcomes(
           db,
@@ -79,12 +77,11 @@ export function createOutcomeWriter(db: Kysely<Database>, defaultWindowMs: numbe
   return {
     record: (o, windowMs = defaultWindowMs) =>
       new Promise<void>((resolve, reject) => {
-        pending.push({ o, due: hurried ? 0 : Date.now() + windowMs, resolve, reject });
+        pending.push({ o, resolve, reject }, windowMs, Date.now());
         arm();
       }),
     hurry() {
       hurried = true;
-      for (const p of pending) p.due = 0;
       arm();
     },
   };
