@@ -12,7 +12,7 @@ import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from
 import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
 import { txidIs } from '../../src/db/txid-key.js';
-import { clientOf } from '../../src/db/connect.js';
+import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 
 export type Trx = Transaction<Database>;
@@ -102,7 +102,8 @@ export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<v
 
 /** Writes the rows of `c` into `target` (a table and its column list) by binary COPY, inside the transaction. */
 async function copyRows(trx: Trx, target: string, c: BinaryCopy): Promise<void> {
-  await copyIn(await clientOf(trx), target, c.finish());
+  const data = c.finish();
+  await withClientOf(trx, (client) => copyIn(client, target, data));
 }
 
 /** Inserts the history chunks of one block's (or consecutive blocks') address entries. */
