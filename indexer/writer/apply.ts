@@ -134,23 +134,32 @@ async function applyInTransaction(
   const lap = (phase: string) => timer.lap(phase);
   // Per-address amounts are only needed for events: skip them when nothing is watched.
   const touches = await anyWatched(trx);
-  const rows = await spendAndDerive(trx, block, height, touches, lap);
+  const { rows, txsWritten } = await spendAndDerive(trx, block, height, touches, mempool, lap);
   lap('derive');
   await dropOverwrittenCoinbase(trx, [rows], rows.balances);
 
-  await insertBlocks(trx, [rows]);
-  await insertTxs(trx, rows.txs, mempool);
-  await keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN);
+  // The statements below go out back to back, each encoded while the one before runs: they write
+  // different tables, so their order within the transaction changes no row.
+  const writes = [insertBlocks(trx, [rows]), keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN), txsWritten];
+  for (const w of writes) w.catch(() => {});
+  await Promise.all(writes);
   lap('txs');
   await colorConfirmed(trx, ...assetCandidates([{ rows, height }]));
   lap('assets');
-  await insertUtxos(trx, rows.created);
+  // Issued in this order, they run in it (the transaction's statements wait for one another):
+  // each phase below ends when its statements have.
+  const utxos = insertUtxos(trx, rows.created);
+  const history = insertHistory(trx, rows.history);
+  const balances = addBalances(trx, rows.balances, 1);
+  const aliases = insertScriptAliases(trx, rows.aliases);
+  for (const w of [utxos, history, balances, aliases]) w.catch(() => {});
+  await utxos;
   lap('utxos');
-  await addBalances(trx, rows.balances, 1);
-  lap('balances');
-  await insertHistory(trx, rows.history);
+  await history;
   lap('history');
-  await insertScriptAliases(trx, rows.aliases);
+  await balances;
+  lap('balances');
+  await aliases;
   // Wallet gap limits move before the events are built: an address the extension brings in
   // is watched (its wallet's subscriptions) when this block's touches are matched.
   await extendWalletsFor(trx, [...rows.history.keys()]);
@@ -182,15 +191,19 @@ const SPEND_PART = 2_000;
  * deleted in parts of consecutive transactions (SPEND_PART outpoints each), all sent at once,
  * and each part's transactions are derived while PostgreSQL deletes the next part's. (Deleting
  * all first and deriving after leaves PostgreSQL idle for the whole derivation.) The first part
- * runs while every output's address key is hashed.
+ * runs while every output's address key is hashed. Each part's `txs` rows, final once it is
+ * derived, are copied while the next part is derived (`txsWritten`: all of them written):
+ * the spend statements, sent first, run before them, and they only read `txs` rows of earlier
+ * blocks (outpoints of the block's own transactions are not among them).
  */
 async function spendAndDerive(
   trx: Trx,
   block: DecodedBlock,
   height: number,
   touches: boolean,
+  mempool: boolean,
   lap: (phase: string) => void,
-): Promise<BlockRows> {
+): Promise<{ rows: BlockRows; txsWritten: Promise<void> }> {
   const byTx = externalOutpointsByTx(block);
   const parts: { end: number; spent: Promise<Map<string, Prevout>> }[] = [];
   let outpoints: { txid: Uint8Array; vout: number }[] = [];
@@ -209,15 +222,27 @@ async function spendAndDerive(
     touches,
     outputKeys: keys,
   });
-  for (const p of parts) {
-    for (const [k, v] of await p.spent) prevouts.set(k, v);
-    // Let the next part's statement go out before deriving holds the event loop.
-    await new Promise((r) => setImmediate(r));
-    lap('spend');
-    deriving(height, () => derivation.through(p.end));
-    lap('derive');
+  const copies: Promise<void>[] = [];
+  let derived = 0;
+  try {
+    for (const p of parts) {
+      for (const [k, v] of await p.spent) prevouts.set(k, v);
+      // Let the next part's statement go out before deriving holds the event loop.
+      await new Promise((r) => setImmediate(r));
+      lap('spend');
+      deriving(height, () => derivation.through(p.end));
+      const copy = insertTxs(trx, derivation.txRows(derived, p.end), mempool);
+      copy.catch(() => {});
+      copies.push(copy);
+      derived = p.end;
+      lap('derive');
+    }
+    return { rows: deriving(height, () => derivation.rows()), txsWritten: Promise.all(copies).then(() => undefined) };
+  } catch (err) {
+    // The transaction fails with `err`; the copies already sent fail with it.
+    await Promise.allSettled(copies);
+    throw err;
   }
-  return deriving(height, () => derivation.rows());
 }
 
 /**

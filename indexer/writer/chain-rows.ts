@@ -11,8 +11,8 @@ import { addWalletDeltas } from '../wallet-balances.js';
 import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
-import { txidIs } from '../../src/db/txid-key.js';
-import { clientOf } from '../../src/db/connect.js';
+import { txidIs, txidKeyOf } from '../../src/db/txid-key.js';
+import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 
 export type Trx = Transaction<Database>;
@@ -102,7 +102,8 @@ export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<v
 
 /** Writes the rows of `c` into `target` (a table and its column list) by binary COPY, inside the transaction. */
 async function copyRows(trx: Trx, target: string, c: BinaryCopy): Promise<void> {
-  await copyIn(await clientOf(trx), target, c.finish());
+  const data = c.finish();
+  await withClientOf(trx, (client) => copyIn(client, target, data));
 }
 
 /** Inserts the history chunks of one block's (or consecutive blocks') address entries. */
@@ -201,11 +202,12 @@ export async function spendUtxos(trx: Trx, outpoints: readonly { txid: Uint8Arra
   const found = new Map<string, Prevout>();
   for (let i = 0; i < outpoints.length; i += 20_000) {
     const part = outpoints.slice(i, i + 20_000);
+    // Each txid's key is computed here, not in PostgreSQL for each of the block's ~8,000 outpoints.
     const r = await sql<{ txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null }>`
       DELETE FROM utxos u USING (
         SELECT t.tx_num, s.vout
-          FROM (SELECT * FROM unnest(${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(txid, vout) ORDER BY txid) AS s
-          JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('s.txid'))}
+          FROM (SELECT * FROM unnest(${part.map((o) => txidKeyOf(o.txid))}::int8[], ${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(k, txid, vout) ORDER BY k) AS s
+          JOIN txs t ON txid_key(t.txid) = s.k AND t.txid = s.txid
          ORDER BY t.tx_num, s.vout) AS s
       WHERE u.tx_num = s.tx_num AND u.vout = s.vout
       RETURNING u.txid, u.vout, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);

@@ -391,16 +391,18 @@ export class BlockDerivation {
     this.next = Math.max(this.next, end);
   }
 
-  /** The block's rows (every transaction derived). */
-  rows(): BlockRows {
+  /**
+   * The `txs` rows of positions `from` to `end` (not included), all derived already: final once
+   * derived (a later transaction changes no earlier one's row), so they can be written while
+   * the rest of the block is derived. The views stay valid while the writers grow.
+   */
+  txRows(from: number, end: number): TxRow[] {
     const { block, height, sink, outsAt, insAt, groups } = this;
-    const txs = block.txs;
-    const n = txs.length;
-    if (this.next < n) throw new RangeError(`block ${height}: ${this.next} of ${n} transactions derived`);
-    const rows: TxRow[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const tx = txs[i]!;
-      rows[i] = {
+    if (this.next < end) throw new RangeError(`block ${height}: ${this.next} of ${end} transactions derived`);
+    const rows: TxRow[] = new Array(end - from);
+    for (let i = from; i < end; i++) {
+      const tx = block.txs[i]!;
+      rows[i - from] = {
         txNum: sink.base + i,
         txid: tx.txid,
         outs: sink.outsW.view(outsAt[i]!, outsAt[i + 1]!),
@@ -410,6 +412,15 @@ export class BlockDerivation {
         weight: tx.weight,
       };
     }
+    return rows;
+  }
+
+  /** The block's rows (every transaction derived). */
+  rows(): BlockRows {
+    const { block, height, sink } = this;
+    const n = block.txs.length;
+    if (this.next < n) throw new RangeError(`block ${height}: ${this.next} of ${n} transactions derived`);
+    const rows = this.txRows(0, n);
 
     const header = block.bytes.subarray(0, HEADER_BYTES);
     return {

@@ -93,13 +93,16 @@ export function createDb(url: string, opts: DbOptions = {}): Kysely<Database> {
 }
 
 /**
- * The pg client a transaction of a createDb instance runs on, for what Kysely cannot send
- * (COPY … FROM STDIN). No query of the transaction may run meanwhile.
+ * Runs `use` with the pg client a transaction of a createDb instance runs on, for what Kysely
+ * cannot send (COPY … FROM STDIN), holding the transaction's connection meanwhile: the
+ * transaction's Kysely queries issued in the meantime wait for `use` to end, as they wait for
+ * one another, so the client never holds two queries at once and statements issued without
+ * awaiting go out in the order they were issued.
  */
-export async function clientOf(trx: Transaction<Database>): Promise<pg.ClientBase> {
+export async function withClientOf<T>(trx: Transaction<Database>, use: (client: pg.ClientBase) => Promise<T>): Promise<T> {
   return trx.getExecutor().provideConnection(async (conn) => {
     const c = clients.get(conn);
-    if (!c) throw new Error('clientOf: the transaction does not run on a createDb pool');
-    return c;
+    if (!c) throw new Error('withClientOf: the transaction does not run on a createDb pool');
+    return use(c);
   });
 }

@@ -12,6 +12,14 @@ export function txidIs(column: RawBuilder<unknown>, value: unknown): RawBuilder<
   return sql<boolean>`(txid_key(${column}) = txid_key(${value}::bytea) AND ${column} = ${value}::bytea)`;
 }
 
+/**
+ * `txid_key(txid)` computed here (a bind parameter's value, for statements that send many
+ * txids): the first 8 bytes as a signed big-endian int8, as the SQL function reads them.
+ */
+export function txidKeyOf(txid: Uint8Array): string {
+  return new DataView(txid.buffer, txid.byteOffset, 8).getBigInt64(0).toString();
+}
+
 /** `column` is one of `values` (txids as Buffers). */
 export function txidIn(column: RawBuilder<unknown>, values: readonly Uint8Array[]): RawBuilder<boolean> {
   return sql<boolean>`(txid_key(${column}) = ANY(ARRAY(SELECT txid_key(v) FROM unnest(${values}::bytea[]) AS v)) AND ${column} = ANY(${values}::bytea[]))`;

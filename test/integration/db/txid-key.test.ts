@@ -6,7 +6,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { txidIn, txidIs } from '../../../src/db/txid-key.js';
+import { txidIn, txidIs, txidKeyOf } from '../../../src/db/txid-key.js';
 import { findConfirmedTx, getTxsByTxid, txKnown } from '../../../api/queries/chain.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
@@ -53,6 +53,20 @@ describe('txs by txid key', () => {
     expect(await txKnown(t.db, txid(42))).toBe('confirmed');
     expect(await txKnown(t.db, txid(123_456))).toBeUndefined();
     expect((await findConfirmedTx(t.db, txid(9)))?.txid.equals(txid(9))).toBe(true);
+  });
+
+  it('computes the key of a txid as txid_key does, either sign', async () => {
+    const txids = [
+      ...Array.from({ length: 200 }, (_, i) => txid(i)),
+      Buffer.alloc(32, 0xff),
+      Buffer.alloc(32, 0),
+      Buffer.from('80'.padEnd(64, '0'), 'hex'),
+    ];
+    const r = await sql<{
+      k: string;
+    }>`SELECT txid_key(x)::text AS k FROM unnest(${txids}::bytea[]) WITH ORDINALITY AS u(x, i) ORDER BY i`.execute(t.db);
+    expect(r.rows.map((x) => x.k)).toEqual(txids.map(txidKeyOf));
+    expect(new Set(txids.map((x) => txidKeyOf(x).startsWith('-'))).size).toBe(2);
   });
 
   it('is planned on the index (one txid, a list, a join)', async () => {

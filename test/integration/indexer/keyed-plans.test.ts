@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { createHash } from 'node:crypto';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { preferIndexLookups } from '../../../indexer/planner-hints.js';
-import { txidIs } from '../../../src/db/txid-key.js';
+import { txidIs, txidKeyOf } from '../../../src/db/txid-key.js';
 
 const ROWS = 300_000;
 const KEYS = 8_000;
@@ -52,8 +52,8 @@ async function plans(keyed: boolean): Promise<{ spend: string; balances: string;
     const spend = await sql<{ 'QUERY PLAN': string }>`
       EXPLAIN DELETE FROM utxos u USING (
         SELECT t.tx_num, s.vout
-          FROM (SELECT * FROM unnest(${picks.map(txidOf)}::bytea[], ${picks.map(() => 0)}::int4[]) AS s(txid, vout) ORDER BY txid) AS s
-          JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('s.txid'))}
+          FROM (SELECT * FROM unnest(${picks.map((n) => txidKeyOf(txidOf(n)))}::int8[], ${picks.map(txidOf)}::bytea[], ${picks.map(() => 0)}::int4[]) AS s(k, txid, vout) ORDER BY k) AS s
+          JOIN txs t ON txid_key(t.txid) = s.k AND t.txid = s.txid
          ORDER BY t.tx_num, s.vout) AS s
       WHERE u.tx_num = s.tx_num AND u.vout = s.vout RETURNING u.value`.execute(trx);
     const keys = picks.map(uuidOf);

@@ -1,0 +1,142 @@
+/**
+ * bench/live-ab: the per-block writer of two versions of the code on the same live blocks, in
+ * one run, alternated. An index of the corpus below its 4,000-transaction tail is imported once
+ * (kept under `--keep DIR` for the next run); then for each of `--live-blocks` tail blocks: a first
+ * apply (not counted), then `--rounds` times each version's `applyBlock` of the block after the
+ * current writer's undo (the pages already logged since the last checkpoint, as consecutive live
+ * blocks find them). Per version, medians: wall time of the apply, PostgreSQL CPU and this
+ * process's CPU (the writer's JS). The baseline is `--baseline REF` checked out beside
+ * (bench/baseline.ts); both versions write the same layout (no migration between them).
+ * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR]`
+ * @module
+ */
+import { existsSync, mkdirSync, openSync, readSync, closeSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { benchArgs } from './args.js';
+import { ensureCorpus } from './corpus/generate.js';
+import { cacheDir, importCorpus, pct, round, runSize, say, startBenchPostgres } from './harness.js';
+import { checkoutBaseline } from './baseline.js';
+import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
+import { createDb } from '../src/db/connect.js';
+import { xorBlockData } from '../src/bitcoin/blk.js';
+import { hashToHex, hexToBytes } from '../src/bitcoin/hash.js';
+import * as current from '../indexer/writer/apply.js';
+
+type Writer = Pick<typeof current, 'applyBlock' | 'undoBlock'>;
+type Manifest = { xor: string; blocks: { height: number; prev: string; file: number; offset: number; length: number }[] };
+
+/** The corpus's block at `height` whose parent is `prev` (hex, RPC order). */
+function readBlock(dir: string, m: Manifest, height: number, prev: string): DecodedBlock {
+  const b = m.blocks.find((x) => x.height === height && x.prev === prev);
+  if (!b) throw new Error(`corpus has no block ${height} on ${prev}`);
+  const fd = openSync(join(dir, 'blocks', `blk${String(b.file).padStart(5, '0')}.dat`), 'r');
+  try {
+    const buf = Buffer.alloc(b.length);
+    readSync(fd, buf, 0, b.length, b.offset);
+    xorBlockData(buf, hexToBytes(m.xor), b.offset);
+    return decodeBlock(buf);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = benchArgs(import.meta.url, {
+    options: {
+      blocks: { type: 'string' },
+      'live-blocks': { type: 'string' },
+      rounds: { type: 'string' },
+      baseline: { type: 'string' },
+      keep: { type: 'string' },
+    },
+  });
+  const size = runSize({ blocks: values.blocks ?? '300', 'live-blocks': '40', 'catchup-blocks': '0' });
+  const { dir } = ensureCorpus(cacheDir(), size.corpus, say);
+  const manifest = JSON.parse(readFileSync(join(dir, 'corpus.json'), 'utf8')) as Manifest;
+  const root = values.keep ?? join(cacheDir(), `live-ab-${size.corpus.blocks}`);
+  const fresh = !existsSync(join(root, 'pg', 'PG_VERSION'));
+  mkdirSync(root, { recursive: true });
+  const pgs = await startBenchPostgres(root);
+  const base = checkoutBaseline(values.baseline ?? 'main', say);
+  try {
+    const url = fresh ? await pgs.createDatabase('bw_ab') : pgs.url('bw_ab');
+    if (fresh) {
+      const imported = await importCorpus(dir, url, 40, [], pgs);
+      say(`imported ${imported.blocks} blocks (${imported.txs} txs)`);
+    }
+    // Each version's writer runs on its own version's pool (its COPYs find their client there).
+    const old = (await import(join(base.dir, 'indexer/writer/apply.ts'))) as Writer;
+    const oldConnect = (await import(join(base.dir, 'src/db/connect.ts'))) as { createDb: typeof createDb };
+    const db = createDb(url, { max: 1 });
+    const oldDb = oldConnect.createDb(url, { max: 1 });
+    const writers: [string, Writer, typeof db][] = [
+      [`baseline ${base.commit.slice(0, 7)}`, old, oldDb],
+      ['current', current, db],
+    ];
+    const samples = new Map<string, { ms: number; pg: number; js: number }[]>(writers.map(([n]) => [n, []]));
+    const tipOf = async () =>
+      (await pgs.query<{ height: number; hash: Buffer }>('bw_ab', 'SELECT height, hash FROM chain_tip WHERE id = 1')).rows[0]!;
+    // With BENCH_PG_SETTINGS loading pg_stat_statements, the statements' own times are listed at the end.
+    const stats =
+      (
+        await pgs.query(
+          'bw_ab',
+          "SELECT 1 FROM pg_settings WHERE name = 'shared_preload_libraries' AND setting LIKE '%pg_stat_statements%'",
+        )
+      ).rows.length > 0;
+    if (stats) {
+      await pgs.query('bw_ab', 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      await pgs.query('bw_ab', 'SELECT pg_stat_statements_reset()');
+    }
+    const rounds = Number(values.rounds ?? 2);
+    const live = Number(values['live-blocks'] ?? 4);
+    for (let i = 0; i < live; i++) {
+      const tip = await tipOf();
+      const height = tip.height + 1;
+      const block = readBlock(dir, manifest, height, hashToHex(tip.hash));
+      const first = await current.applyBlock(db, block, height);
+      if (first.kind !== 'applied') throw new Error(`block ${height}: ${first.kind}`);
+      for (let r = 0; r < rounds; r++) {
+        const order = (i + r) % 2 === 0 ? writers : [...writers].reverse();
+        for (const [name, w, wdb] of order) {
+          const u = await current.undoBlock(db, height);
+          if (u.kind !== 'undone') throw new Error(`undo ${height}: ${u.kind}`);
+          const pg0 = pgs.cpuMs();
+          const js0 = process.cpuUsage();
+          const t0 = performance.now();
+          const phases: Record<string, number> = {};
+          const a = await w.applyBlock(wdb, block, height, {
+            phases: (path, phase, seconds) => void (phases[phase] = round((phases[phase] ?? 0) + seconds * 1000, 0)),
+          });
+          const ms = performance.now() - t0;
+          const js = process.cpuUsage(js0);
+          if (a.kind !== 'applied') throw new Error(`${name} block ${height}: ${a.kind}`);
+          samples.get(name)!.push({ ms, pg: pgs.cpuMs() - pg0, js: (js.user + js.system) / 1000 });
+          say(
+            `block ${height} (${block.txs.length} txs) ${name}: ${round(ms, 1)} ms, PostgreSQL CPU ${pgs.cpuMs() - pg0} ms, writer CPU ${round((js.user + js.system) / 1000, 0)} ms; ${JSON.stringify(phases)}`,
+          );
+        }
+      }
+    }
+    await db.destroy();
+    await oldDb.destroy();
+    if (stats) {
+      const top = await pgs.query<{ calls: string; ms: string; rows: string; q: string }>(
+        'bw_ab',
+        `SELECT calls, round(total_exec_time)::text AS ms, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS q
+           FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`,
+      );
+      for (const r of top.rows) say(`pgss ${r.ms} ms, ${r.calls} calls, ${r.rows} rows: ${r.q}`);
+    }
+    say('| writer | samples | apply ms p50 | PostgreSQL CPU ms p50 | writer CPU ms p50 |\n|---|---|---|---|---|');
+    for (const [name, xs] of samples) {
+      const p = (f: (x: { ms: number; pg: number; js: number }) => number) => round(pct(xs.map(f), 50), 1);
+      say(`| ${name} | ${xs.length} | ${p((x) => x.ms)} | ${p((x) => x.pg)} | ${p((x) => x.js)} |`);
+    }
+  } finally {
+    base.remove();
+    await pgs.stop();
+  }
+}
+
+await main();
