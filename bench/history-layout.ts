@@ -50,6 +50,8 @@ import { historyChunkEntries, historyChunks, newestEntries, restOf } from '../sr
 import { firstTxNum } from '../src/db/tx-num.js';
 import { applyBlock, undoBlock } from '../indexer/writer/apply.js';
 import { readTip } from '../indexer/writer/chain-rows.js';
+import { createNodeSource } from '../indexer/chain-source.js';
+import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { deriveBlock, externalOutpoints, hashKey, type BlockRows, type Prevout } from '../indexer/writer/derive.js';
 
 const MB = (n: number) => round(n / 1e6, 1);
@@ -113,7 +115,8 @@ async function main(): Promise<void> {
     await c.connect();
     try {
       // A reused index: undo what the last run applied, drop the candidates' rows above the import.
-      for (let t = (await readTip(db)).height; t > tip; t--) await undoBlock(db, t);
+      const source = createNodeSource({ rpc: new BitcoindClient({ url: node.rpcUrl }), restMode: 'off' });
+      for (let t = (await readTip(db)).height; t > tip; t--) await undoBlock(db, t, source);
       await buildCandidates(c, tip, busy, shardKeys, group);
       await c.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
       await c.query('VACUUM ANALYZE');

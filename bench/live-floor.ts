@@ -22,6 +22,7 @@ import { txNumOf } from '../src/db/tx-num.js';
 import { createDb } from '../src/db/connect.js';
 import { applyBlock, undoBlock } from '../indexer/writer/apply.js';
 import { copyIn } from '../indexer/writer/copy-binary.js';
+import { createNodeSource } from '../indexer/chain-source.js';
 import { pct, round } from './harness.js';
 
 /** Medians over the samples of one write: its transaction's wall time, PostgreSQL CPU, WAL. */
@@ -79,7 +80,9 @@ export async function measureFloor(pgs: FloorProbe, dbName: string, rpcUrl: stri
     const lo = txNumOf(h, 0).toString();
     const hi = txNumOf(h + 1, 0).toString();
     const range = (col: string) => `${col} >= ${lo} AND ${col} < ${hi}`;
-    const block = decodeBlock(await new BitcoindClient({ url: rpcUrl }).getBlockRaw(hashToHex(tip.hash)));
+    const rpc = new BitcoindClient({ url: rpcUrl });
+    const source = createNodeSource({ rpc, restMode: 'off' });
+    const block = decodeBlock(await rpc.getBlockRaw(hashToHex(tip.hash)));
 
     // The block's rows as the writer left them.
     await client.query(`CREATE TEMP TABLE floor_keys AS SELECT DISTINCT addr_key FROM history WHERE ${range('first_tx_num')}`);
@@ -109,7 +112,7 @@ export async function measureFloor(pgs: FloorProbe, dbName: string, rpcUrl: stri
     };
 
     const undo = async () => {
-      const r = await undoBlock(db, h);
+      const r = await undoBlock(db, h, source);
       if (r.kind !== 'undone') throw new Error(`floor: could not undo block ${h}`);
     };
     const measure = async (checkpoint: boolean, write: () => Promise<void>, prepare?: () => Promise<void>) => {

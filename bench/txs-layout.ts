@@ -5,7 +5,8 @@
  * on tx_num, the txid key and the inputs, stay the same in every layout):
  * - values: `outs` with each output's value only (LEB128), its script left to `utxos` (unspent
  *   outputs) and the node (spent ones);
- * - tags: `outs` with each output's value and tag (src/db/out-tags.ts, PackedWriter.packOutTag:
+ * - tags: `outs` in the tagged form (src/db/packed.ts `encodeOutTags`: two bytes, then each output's
+ *   value and tag, src/db/out-tags.ts:
  *   8 bytes of the script's SHA-256, a P2PK or bare multisig output's keys' 8 bytes, nothing for
  *   OP_RETURN), what the readers of `txs` need once the scripts leave it (docs/sync.md);
  * - none: no `outs` at all.
@@ -21,8 +22,7 @@ import { benchArgs } from './args.js';
 import { ensureCorpus } from './corpus/generate.js';
 import { corpusMainChain, loadCorpusManifest } from '../devnode/corpus-manifest.js';
 import { cacheDir, importCorpus, round, runSize, say, startBenchPostgres } from './harness.js';
-import { decodeIns, decodeOuts, PackedWriter } from '../src/db/packed.js';
-import { outTagOf } from '../src/db/out-tags.js';
+import { decodeIns, decodeOuts, encodeOutTags, PackedWriter } from '../src/db/packed.js';
 import { firstTxNum } from '../src/db/tx-num.js';
 import { UNDO_BLOCKS_MIN } from '../src/config.js';
 
@@ -72,15 +72,15 @@ async function main(): Promise<void> {
         const tagged: Buffer[] = [];
         const lean = r.rows.map((t) => {
           const w = new PackedWriter(16);
-          const wt = new PackedWriter(64);
-          for (const o of decodeOuts(t.outs)) {
+          const outs = decodeOuts(t.outs);
+          for (const o of outs) {
             w.uleb(o.value);
-            wt.packOutTag(o.value, outTagOf(o.script));
             scriptBytes += o.script.length;
           }
+          const wt = encodeOutTags(outs);
           outsBytes += t.outs.length;
-          tagsBytes += wt.len;
-          tagged.push(wt.view(0, wt.len));
+          tagsBytes += wt.length;
+          tagged.push(wt);
           return w.view(0, w.len);
         });
         for (const [table, outs] of [

@@ -1,13 +1,15 @@
 /**
  * What the indexer asks of the node, as two small interfaces (tests implement them over
  * fixtures), and their implementation over bitcoind: blocks over REST binary when the node
- * serves it, RPC `getblock <hash> 0` otherwise; prevouts from `/rest/spenttxouts` when present.
+ * serves it, RPC `getblock <hash> 0` otherwise; the outputs a block spent from `/rest/spenttxouts`
+ * when the node serves it (Core ≥ 30), RPC `getblock <hash> 3` otherwise (its inputs' prevouts).
  * Hashes cross these interfaces in display hex (as Core prints them).
  * @module
  */
 import { RpcError, RPC_CODES, type BitcoindClient } from '../src/rpc/bitcoind.js';
 import type { BitcoindRest, SpentOutput } from './node-rest.js';
-import { btcToSats } from '../src/rpc/types.js';
+import { btcToSats, type BlockInfo, type TxInfo } from '../src/rpc/types.js';
+import { hexToBytes } from '../src/bitcoin/hash.js';
 
 /** The node's tip and the hashes of its active chain at some heights, read in one round trip. */
 export interface ChainView {
@@ -25,7 +27,12 @@ export interface ChainSource {
   getBlockHash(height: number): Promise<string | null>;
   /** The serialized block, or null when the node does not have it (pruned, unknown). */
   getBlock(hash: string): Promise<Uint8Array | null>;
-  /** Spent outputs per transaction (index 0, the coinbase, empty), or null when unavailable. */
+  /**
+   * The outputs each transaction of the block spent, in input order (the coinbase's list empty),
+   * or null when the node does not have them (block or undo data unknown or pruned). A node
+   * still has them for a block it disconnected: undo takes them from here when the index
+   * keeps no `block_undo` row for the block (writer/apply.ts `undoBlock`).
+   */
   getSpentTxOuts?(hash: string): Promise<SpentOutput[][] | null>;
 }
 
@@ -119,15 +126,24 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
       }
     },
     async getSpentTxOuts(hash) {
-      if (!spentTxOutsAvailable || !rest || !(await useRest())) return null;
-      try {
-        return await rest.getSpentTxOuts(hash);
-      } catch (err) {
-        // Nodes before Core 30 do not know the path (400 or a bare 404): stop asking.
-        const code = (err as { code?: string }).code;
-        if (code === 'ERR_REST_BAD_REQUEST' || code === 'ERR_REST_UNSUPPORTED') spentTxOutsAvailable = false;
-        return null;
+      if (spentTxOutsAvailable && rest && (await useRest())) {
+        try {
+          return await rest.getSpentTxOuts(hash);
+        } catch (err) {
+          // Nodes before Core 30 do not know the path (400 or a bare 404): stop asking, use RPC.
+          const code = (err as { code?: string }).code;
+          if (code !== 'ERR_REST_BAD_REQUEST' && code !== 'ERR_REST_UNSUPPORTED') throw err;
+          spentTxOutsAvailable = false;
+        }
       }
+      let info: BlockInfo<TxInfo>;
+      try {
+        info = await rpc.getBlock(hash, 3);
+      } catch (err) {
+        if (isNotFound(err)) return null;
+        throw err;
+      }
+      return spentOfBlockInfo(info);
     },
     async getMempoolSnapshot() {
       const r = await rpc.getRawMempoolWithSequence();
@@ -164,4 +180,19 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
       return out;
     },
   };
+}
+
+/** The spent outputs of `getblock <hash> 3` (each input's prevout), as `/rest/spenttxouts` gives them; null when one is missing. */
+function spentOfBlockInfo(info: BlockInfo<TxInfo>): SpentOutput[][] | null {
+  const out: SpentOutput[][] = [];
+  for (const tx of info.tx) {
+    const list: SpentOutput[] = [];
+    for (const i of tx.vin) {
+      if (i.coinbase !== undefined) continue;
+      if (!i.prevout) return null;
+      list.push({ value: btcToSats(i.prevout.value), script: hexToBytes(i.prevout.scriptPubKey.hex) });
+    }
+    out.push(list);
+  }
+  return out;
 }

@@ -252,7 +252,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         log.warn({ fork: action.fork, depth: action.depth, tip: action.from }, 'reorg: undoing blocks above the fork');
         metrics.reorgs++;
         for (let h = action.from; h > action.fork; h--) {
-          const r = await undoBlock(db, h, ctx);
+          const r = await undoBlock(db, h, source, ctx);
           if (r.kind !== 'undone') break;
           metrics.blocksUndone++;
           log.info({ height: h, txs: r.txs, events: r.events }, 'block undone');

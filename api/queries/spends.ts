@@ -9,7 +9,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
-import { decodeIns, decodeOuts } from '../../src/db/packed.js';
+import { decodeIns, outCount } from '../../src/db/packed.js';
 import { txidIs } from '../../src/db/txid-key.js';
 import { decodeTx } from '../../src/bitcoin/tx.js';
 import { equalBytes } from '../../src/bitcoin/hash.js';
@@ -83,7 +83,7 @@ function assemble(rows: readonly Row[], txid: Buffer): Outspends | undefined {
     else tip = { height: Number(row.n), hash: row.hash };
   }
   let outputs: number;
-  if (target) outputs = decodeOuts(target.data!).length;
+  if (target) outputs = outCount(target.data!);
   else if (mempoolTarget) outputs = decodeTx(mempoolTarget.data!).outputs.length;
   else return undefined;
   const spends: (Spend | null)[] = new Array<Spend | null>(outputs).fill(null);

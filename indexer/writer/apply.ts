@@ -2,8 +2,8 @@
  * The writer's per-block mode (its other mode, bulk loading, is bulk.ts; both derive rows
  * through derive-tx.ts): two write transactions. `applyBlock` writes one block's rows, its outbox
  * events and the new tip in ONE Postgres transaction, after checking that the block extends the
- * stored tip; `undoBlock` is its exact inverse, computed from rows the index holds (the block's
- * `block_undo` row, else the spent outputs' `txs` rows; no node call), also one transaction. A crash at any point leaves a block boundary. What they write is
+ * stored tip; `undoBlock` is its exact inverse, computed from the block (asked of the node) and
+ * the outputs it spent (its `block_undo` row, else the node's), also one transaction. A crash at any point leaves a block boundary. What they write is
  * in three modules: the chain tables' rows (chain-rows.ts), the events (block-events.ts) and the
  * reorg bookkeeping (reorg-bookkeeping.ts); docs/schema.md gives each table's apply and undo rule.
  * Consecutive blocks of a catch-up turn whose rows depend on the chain tables alone are written
@@ -12,11 +12,11 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { DecodedBlock } from '../../src/bitcoin/block.js';
-import { equalBytes } from '../../src/bitcoin/hash.js';
+import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
 import type { Database } from '../../src/db/schema.js';
 import { decodeIns } from '../../src/db/packed.js';
 import { txNumOf } from '../../src/db/tx-num.js';
-import { FatalError } from '../../src/errors.js';
+import { FatalError, RetryableError } from '../../src/errors.js';
 import { UNDO_BLOCKS_MIN } from '../../src/config.js';
 import { extendWalletsFor } from '../../src/db/wallet-chains.js';
 import { PhaseTimer } from '../../src/ops/phases.js';
@@ -29,12 +29,14 @@ import {
   type BlockRows,
   type Prevout,
   type StoredTx,
+  type UndoRows,
+  type UndoSpent,
 } from './derive.js';
+import { checkBlock } from '../block-check.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from '../events.js';
 import {
   type Trx,
   type Tip,
-  int8s,
   lockTip,
   setTip,
   addBalances,
@@ -245,13 +247,53 @@ async function spendAndDerive(
   }
 }
 
+/** Where undo takes a block and the outputs it spent: the node (chain-source.ts `ChainSource`). */
+export interface UndoSource {
+  /** The serialized block, or null when the node does not have it. */
+  getBlock(hash: string): Promise<Uint8Array | null>;
+  /** The outputs each transaction of the block spent, in input order, or null when unknown. */
+  getSpentTxOuts?(hash: string): Promise<readonly (readonly { value: bigint; script: Uint8Array }[])[] | null>;
+}
+
+/** The block undo needs, from the node, checked against its hash and Merkle root. */
+async function blockToUndo(source: UndoSource, hash: Uint8Array, height: number): Promise<DecodedBlock> {
+  const hex = hashToHex(hash);
+  const raw = await source.getBlock(hex);
+  if (raw === null)
+    throw new RetryableError('ERR_UNDO_BLOCK_MISSING', `undo of block ${height} (${hex}) needs the block, and the node does not have it`);
+  return checkBlock(raw, hex);
+}
+
+/** The outputs of earlier blocks `hash` spent, from the node (undo of a block without a `block_undo` row). */
+async function spentToUndo(source: UndoSource, hash: Uint8Array, height: number): Promise<UndoSpent> {
+  const hex = hashToHex(hash);
+  const perTx = source.getSpentTxOuts ? await source.getSpentTxOuts(hex) : null;
+  if (perTx === null)
+    throw new RetryableError(
+      'ERR_UNDO_BLOCK_MISSING',
+      `undo of block ${height} (${hex}) needs the outputs it spent, and the node does not give them (no undo data for the block)`,
+    );
+  return { perTx };
+}
+
 /**
- * Undoes the tip block, which must be at `height`, in one transaction, from stored rows only.
- * Its transactions do not return to the mempool tables here: the next mempool sync adds those
- * the node put back. Those of watched addresses are remembered in `reorged_txs` (same
- * transaction) so that one never put back ends with tx.replaced or tx.dropped (reorged.ts).
+ * Undoes the tip block, which must be at `height`, in one transaction. The block comes from the
+ * node (`source`), asked before the transaction begins, and so do the outputs it spent when the
+ * index keeps no `block_undo` row for it (a bulk-loaded block, or one deeper than
+ * INDEXER_UNDO_BLOCKS): a node keeps a block it disconnected and its undo data (unless pruned).
+ * Stored rows give the rest: the block's txs rows (each input's prevout tx_num). Its
+ * transactions do not return to the mempool tables here: the next mempool sync adds those the
+ * node put back. Those of watched addresses are remembered in `reorged_txs` (same transaction)
+ * so that one never put back ends with tx.replaced or tx.dropped (reorged.ts).
+ * @throws RetryableError ERR_UNDO_BLOCK_MISSING when the node does not have the block or what it
+ * spent (pruned, or not served for now): the run loop retries with backoff, showing it in `lastError`.
  */
-export async function undoBlock(db: Kysely<Database>, height: number, ctx: WriteContext = {}): Promise<UndoResult> {
+export async function undoBlock(db: Kysely<Database>, height: number, source: UndoSource, ctx: WriteContext = {}): Promise<UndoResult> {
+  const known = await sql<{ hash: Buffer; undo: boolean }>`
+    SELECT hash, EXISTS (SELECT 1 FROM block_undo WHERE height = ${height}) AS undo FROM blocks WHERE height = ${height}`.execute(db);
+  const stored = known.rows[0];
+  const fetched = stored && (await blockToUndo(source, stored.hash, height));
+  const nodeSpent = stored && !stored.undo ? await spentToUndo(source, stored.hash, height) : undefined;
   return db.transaction().execute(async (trx) => {
     if (ctx.guard) await ctx.guard(trx);
     await preferIndexLookups(trx);
@@ -261,28 +303,34 @@ export async function undoBlock(db: Kysely<Database>, height: number, ctx: Write
     const block = await sql<{ hash: Buffer; prev_hash: Buffer }>`SELECT hash, prev_hash FROM blocks WHERE height = ${height}`.execute(trx);
     const b = block.rows[0];
     if (!b) throw new FatalError('ERR_INDEX_CORRUPT', `chain_tip is at ${height} but blocks has no row at that height`);
+    // (another block at the height since it was asked for: the caller re-plans)
+    if (!fetched || !equalBytes(fetched.hash, b.hash)) return { kind: 'stale', tip };
     const lo = txNumOf(height, 0);
     const hi = txNumOf(height + 1, 0);
-    const txRows = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer }>`
-      SELECT tx_num, txid, outs, ins FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8 ORDER BY tx_num`.execute(
+    const txRows = await sql<{ tx_num: bigint; txid: Buffer; ins: Buffer }>`
+      SELECT tx_num, txid, ins FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8 ORDER BY tx_num`.execute(
       trx,
     );
-    const blockTxs: StoredTx[] = txRows.rows.map((r) => ({ txNum: Number(r.tx_num), txid: r.txid, outs: r.outs, ins: r.ins }));
-    // The spent outputs come from the block's undo row; without one (a block the bulk path
-    // loaded, or one deeper than INDEXER_UNDO_BLOCKS) from the outs of the transactions holding them.
+    const blockTxs: StoredTx[] = txRows.rows.map((r) => ({ txNum: Number(r.tx_num), txid: r.txid, ins: r.ins }));
+    // The spent outputs come from the block's undo row; without one, from the node.
     const undo = await sql<{ spent: Buffer }>`DELETE FROM block_undo WHERE height = ${height} RETURNING spent`.execute(trx);
-    const spent = undo.rows[0]?.spent;
-    const prevNums = new Set<number>();
-    for (const t of blockTxs) for (const ref of decodeIns(t.ins)) if (Number(ref.txNum) < lo) prevNums.add(Number(ref.txNum));
-    const prevTxs = new Map<number, StoredTx>();
-    if (prevNums.size > 0) {
-      const pr = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer }>`
-        SELECT tx_num, txid, ${spent === undefined ? sql`outs` : sql`''::bytea`} AS outs FROM txs WHERE tx_num = ANY(${int8s([...prevNums])}::int8[])`.execute(
-        trx,
-      );
-      for (const r of pr.rows) prevTxs.set(Number(r.tx_num), { txNum: Number(r.tx_num), txid: r.txid, outs: r.outs, ins: Buffer.alloc(0) });
+    const row = undo.rows[0];
+    const spent: UndoSpent = row ? { undo: row.spent } : (nodeSpent ?? (await spentToUndo(source, b.hash, height)));
+    let u: UndoRows;
+    try {
+      u = deriveUndo(height, fetched, blockTxs, spent, { touches: true });
+    } catch (err) {
+      if (err instanceof RangeError) throw new FatalError('ERR_INDEX_CORRUPT', err.message);
+      throw err;
     }
-    const u = deriveUndo(height, blockTxs, prevTxs, { touches: true }, spent);
+    // The txids of the transactions its inputs spent (reorged_txs keeps the outpoints), from the block.
+    const prevTxs = new Map<number, Pick<StoredTx, 'txid'>>();
+    fetched.txs.forEach((tx, pos) => {
+      if (pos === 0 && tx.isCoinbase) return;
+      decodeIns(blockTxs[pos]!.ins).forEach((ref, at) => {
+        if (Number(ref.txNum) < lo) prevTxs.set(Number(ref.txNum), { txid: tx.inputs[at]!.prevTxid });
+      });
+    });
     timer.lap('derive');
 
     // The outputs the block created and nothing spent since: the block's tx_num range of utxos_pkey.

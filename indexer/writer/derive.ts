@@ -13,8 +13,8 @@ import type { DecodedBlock } from '../../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../../src/bitcoin/block.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import type { DecodedTx, TxInput } from '../../src/bitcoin/tx.js';
-import { decodeIns, decodeOuts, PackedWriter, type PackedIn, type PackedOut } from '../../src/db/packed.js';
-import { TX_NUM_SPAN, txNumOf } from '../../src/db/tx-num.js';
+import { decodeIns, decodeOuts, PackedWriter, type PackedOut } from '../../src/db/packed.js';
+import { txNumOf } from '../../src/db/tx-num.js';
 import { SpentGroupKey } from '../../src/db/spent-groups.js';
 import { scriptKeys, type ScriptKeys } from './address-keys.js';
 import { deriveTx, txKindAt, type TxSink } from './derive-tx.js';
@@ -466,13 +466,20 @@ export function externalOutpointsByTx(block: DecodedBlock): { txid: Uint8Array; 
   });
 }
 
-/** A stored `txs` row, as undo reads it back. */
+/** A stored `txs` row of the block undone: its txid and input references (the prevouts' tx_nums). */
 export interface StoredTx {
   readonly txNum: number;
   readonly txid: Uint8Array;
-  readonly outs: Uint8Array;
   readonly ins: Uint8Array;
 }
+
+/**
+ * The outputs of earlier blocks a block spent, as undo gets them: its `block_undo` row
+ * (`BlockRows.undo`: the outs format, one output per input spending an earlier block, in input
+ * order), or the node's list per transaction of every input's prevout (`/rest/spenttxouts`,
+ * `getblock <hash> 3`: chain-source.ts `getSpentTxOuts`).
+ */
+export type UndoSpent = { readonly undo: Uint8Array } | { readonly perTx: readonly (readonly { value: bigint; script: Uint8Array }[])[] };
 
 export interface UndoRows {
   /** Outputs of earlier blocks that the block spent: unspent again after the undo. */
@@ -484,8 +491,17 @@ export interface UndoRows {
   readonly touches: Touch[] | undefined;
 }
 
-/** A prevout as undo finds it among the stored rows. */
-interface StoredPrevout {
+/** An input of the block undone: its stored reference (prevout tx_num, vout) and its place. */
+interface UndoInput {
+  readonly txNum: number;
+  readonly vout: number;
+  readonly prevTxid: Uint8Array;
+  /** Its index among its transaction's inputs. */
+  readonly at: number;
+}
+
+/** A prevout as undo resolves it. */
+interface UndoPrevout {
   readonly txNum: number;
   readonly txid: Uint8Array;
   readonly vout: number;
@@ -494,39 +510,27 @@ interface StoredPrevout {
   readonly keys: ScriptKeys;
 }
 
-/** The undo sink: prevouts from the stored rows, outputs' keys computed once per outpoint. */
-class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPrevout> {
+/** The undo sink: the block's own outputs from the block, earlier ones from `spent`; keys computed once per outpoint. */
+class UndoSink extends Accumulator implements TxSink<UndoInput, string, UndoPrevout> {
   readonly restored: UtxoRow[] = [];
-  private readonly decodedOuts = new Map<number, PackedOut[]>();
   private readonly keysCache = new Map<string, ScriptKeys>();
-  private readonly inBlock = new Map<number, StoredTx>();
-  private tx: StoredTx | undefined;
-  /** The next entry of `spent` to hand out. */
+  readonly undo: PackedOut[] | undefined;
+  /** The next entry of `undo` to hand out. */
   next = 0;
 
-  get spentCount(): number {
-    return this.spent?.length ?? 0;
+  get undoCount(): number {
+    return this.undo?.length ?? 0;
   }
 
   constructor(
     private readonly height: number,
     readonly base: number,
-    blockTxs: readonly StoredTx[],
-    private readonly prevTxs: ReadonlyMap<number, StoredTx>,
+    private readonly block: DecodedBlock,
     touches: boolean,
-    private readonly spent: readonly PackedOut[] | undefined,
+    private readonly spent: UndoSpent,
   ) {
     super({ touches });
-    for (const t of blockTxs) this.inBlock.set(t.txNum, t);
-  }
-
-  outsOf(t: StoredTx): PackedOut[] {
-    let o = this.decodedOuts.get(t.txNum);
-    if (o === undefined) {
-      o = decodeOuts(t.outs);
-      this.decodedOuts.set(t.txNum, o);
-    }
-    return o;
+    this.undo = 'undo' in spent ? decodeOuts(spent.undo) : undefined;
   }
 
   private keysAt(txNum: number, vout: number, script: Uint8Array): ScriptKeys {
@@ -539,21 +543,21 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
     return k;
   }
 
-  begin(t: StoredTx): void {
-    this.tx = t;
-    this.beginTx(t.txNum, t.txNum - this.base);
+  begin(pos: number): void {
+    this.beginTx(this.base + pos, pos);
   }
 
-  resolve(ref: PackedIn): StoredPrevout {
-    const txNum = Number(ref.txNum);
-    const prev = this.inBlock.get(txNum) ?? this.prevTxs.get(txNum);
-    if (prev === undefined) throw new RangeError(`undo of block ${this.height}: prevout tx_num ${txNum} is not in the index`);
-    const out = txNum < this.base && this.spent !== undefined ? this.spent[this.next++] : this.outsOf(prev)[ref.vout];
-    if (out === undefined) throw new RangeError(`undo of block ${this.height}: prevout ${txNum}:${ref.vout} does not exist`);
-    return { txNum, txid: prev.txid, vout: ref.vout, value: out.value, script: out.script, keys: this.keysAt(txNum, ref.vout, out.script) };
+  resolve(ref: UndoInput): UndoPrevout {
+    const { txNum, vout } = ref;
+    let out: { value: bigint; script: Uint8Array } | undefined;
+    if (txNum >= this.base) out = this.block.txs[txNum - this.base]?.outputs[vout];
+    else if (this.undo !== undefined) out = this.undo[this.next++];
+    else out = 'perTx' in this.spent ? this.spent.perTx[this.pos]?.[ref.at] : undefined;
+    if (out === undefined) throw new RangeError(`undo of block ${this.height}: prevout ${txNum}:${vout} is not known`);
+    return { txNum, txid: ref.prevTxid, vout, value: out.value, script: out.script, keys: this.keysAt(txNum, vout, out.script) };
   }
 
-  spend(p: StoredPrevout): void {
+  spend(p: UndoPrevout): void {
     const k = p.keys;
     if (p.txNum < this.base)
       this.restored.push({
@@ -568,7 +572,7 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
   }
 
   outputKeys(script: Uint8Array, vout: number): ScriptKeys {
-    return this.keysAt(this.tx!.txNum, vout, script);
+    return this.keysAt(this.txNum, vout, script);
   }
 
   output(): void {}
@@ -578,30 +582,46 @@ class UndoSink extends Accumulator implements TxSink<PackedIn, string, StoredPre
 }
 
 /**
- * The exact inverse data of a block from its stored transactions (`blockTxs`, in position
- * order) and the stored transactions their inputs reference (`prevTxs`, by tx_num). The outputs
- * of earlier blocks that it spent come from `spent` (its `block_undo` row, `BlockRows.undo`: in
- * input order) when given, else from the outs of `prevTxs` (whose txids are used either way).
- * @throws RangeError when a prevout is missing or `spent` does not hold one output per input
- * spending an earlier block's output.
+ * The exact inverse data of `block` at `height` from the block itself (as the node gives it),
+ * its stored transactions (`blockTxs`, in position order: their input references give each
+ * prevout's tx_num) and the outputs of earlier blocks it spent (`spent`). Nothing is read from
+ * the stored outputs: the index need not keep scripts for undo.
+ * @throws RangeError when the stored rows are not the block's, a prevout is missing, or a
+ * `block_undo` row does not hold one output per input spending an earlier block's output.
  */
 export function deriveUndo(
   height: number,
+  block: DecodedBlock,
   blockTxs: readonly StoredTx[],
-  prevTxs: ReadonlyMap<number, StoredTx>,
+  spent: UndoSpent,
   opts: DeriveOptions = {},
-  spent?: Uint8Array,
 ): UndoRows {
   const base = txNumOf(height, 0);
-  const sink = new UndoSink(height, base, blockTxs, prevTxs, opts.touches === true, spent === undefined ? undefined : decodeOuts(spent));
-  for (const t of blockTxs) {
-    if (t.txNum < base || t.txNum >= base + TX_NUM_SPAN) throw new RangeError(`tx_num ${t.txNum} is not in block ${height}`);
-    sink.begin(t);
-    // A coinbase's packed inputs are empty: derived as spending none.
-    deriveTx({ inputs: decodeIns(t.ins), outputs: sink.outsOf(t) }, txKindAt(height, t.txNum - base, t.ins.length === 0), sink);
-  }
-  if (spent !== undefined && sink.next !== sink.spentCount)
-    throw new RangeError(`undo of block ${height}: its block_undo row holds ${sink.spentCount} outputs, its inputs spend ${sink.next}`);
+  if (blockTxs.length !== block.txs.length)
+    throw new RangeError(`undo of block ${height}: the index holds ${blockTxs.length} transactions, the block ${block.txs.length}`);
+  const sink = new UndoSink(height, base, block, opts.touches === true, spent);
+  block.txs.forEach((tx, pos) => {
+    const t = blockTxs[pos]!;
+    if (t.txNum !== base + pos || hashKey(t.txid) !== hashKey(tx.txid))
+      throw new RangeError(`undo of block ${height}: stored transaction ${t.txNum} is not the block's transaction ${pos}`);
+    sink.begin(pos);
+    const refs = decodeIns(t.ins);
+    const coinbase = pos === 0 && tx.isCoinbase;
+    if (!coinbase && refs.length !== tx.inputs.length)
+      throw new RangeError(
+        `undo of block ${height}: stored transaction ${t.txNum} has ${refs.length} inputs, the block's ${tx.inputs.length}`,
+      );
+    const inputs: UndoInput[] = coinbase
+      ? []
+      : refs.map((r, at) => {
+          const input = tx.inputs[at]!;
+          if (r.vout !== input.vout) throw new RangeError(`undo of block ${height}: stored input ${t.txNum}:${at} is not the block's`);
+          return { txNum: Number(r.txNum), vout: r.vout, prevTxid: input.prevTxid, at };
+        });
+    deriveTx({ inputs, outputs: tx.outputs }, txKindAt(height, pos, tx.isCoinbase), sink);
+  });
+  if (sink.undo !== undefined && sink.next !== sink.undoCount)
+    throw new RangeError(`undo of block ${height}: its block_undo row holds ${sink.undoCount} outputs, its inputs spend ${sink.next}`);
   return { restored: sink.restored, balances: sink.balances, keys: [...sink.history.keys()], touches: sink.touches };
 }
 

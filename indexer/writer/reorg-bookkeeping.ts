@@ -22,7 +22,7 @@ export async function rememberReorged(
   trx: Trx,
   height: number,
   blockTxs: readonly StoredTx[],
-  prevTxs: ReadonlyMap<number, StoredTx>,
+  prevTxs: ReadonlyMap<number, Pick<StoredTx, 'txid'>>,
   events: readonly OutboxEvent[],
 ): Promise<void> {
   await sql`UPDATE reorged_txs SET since_height = ${height} WHERE since_height > ${height}`.execute(trx);

@@ -1,6 +1,12 @@
 /**
  * The packed-outputs and packed-inputs formats of `txs` rows (docs/schema.md), JS only:
- * - outs: for each output, LEB128(value) LEB128(script length) script;
+ * - outs, in one of two forms: the script form, for each output LEB128(value) LEB128(script
+ *   length) script; or the tagged form (`encodeOutTags`), the two bytes 0x80 0x00 (a
+ *   non-minimal LEB128 zero, which no script-form row starts with: its first varint is minimal)
+ *   then for each output its value and tag (`PackedWriter.packOutTag`). The readers of tags
+ *   (`decodeOutTags`, `decodeOutTag`, `outCount`) accept both, so rows of either form may sit
+ *   side by side (an index part rewritten); `decodeOuts` and `decodeOut` need scripts and
+ *   refuse a tagged row;
  * - ins: for each input, LEB128(prevout tx_num) LEB128(prevout vout) (empty for a coinbase).
  * (History entries have their own module, history-entries.ts.) No SQL reads these columns apart:
  * statements move them whole.
@@ -133,6 +139,26 @@ class Reader {
   }
 }
 
+/** The first two bytes of a tagged-form outs (see the module's comment). */
+const TAGGED = [0x80, 0x00] as const;
+
+/** Whether packed outs are in the tagged form. */
+function isTagged(data: Uint8Array): boolean {
+  return data.length >= 2 && data[0] === TAGGED[0] && data[1] === TAGGED[1];
+}
+
+function refuseTagged(data: Uint8Array): void {
+  if (isTagged(data)) throw new RangeError('packed outs in the tagged form hold no scripts');
+}
+
+/** Packs a transaction's outputs in the tagged form: each output's value and tag (src/db/out-tags.ts). */
+export function encodeOutTags(outs: readonly PackedOut[]): Buffer {
+  const w = new Writer(outs.length * 16 + 8);
+  w.bytes(Uint8Array.from(TAGGED));
+  for (const o of outs) w.packOutTag(o.value, outTagOf(o.script));
+  return w.finish();
+}
+
 /** Packs a transaction's outputs. */
 export function encodeOuts(outs: readonly PackedOut[]): Buffer {
   const w = new Writer(outs.length * 40 + 8);
@@ -140,8 +166,9 @@ export function encodeOuts(outs: readonly PackedOut[]): Buffer {
   return w.finish();
 }
 
-/** Unpacks every output (scripts are views into `data`). */
+/** Unpacks every output (scripts are views into `data`). @throws RangeError on tagged-form outs. */
 export function decodeOuts(data: Uint8Array): PackedOut[] {
+  refuseTagged(data);
   const r = new Reader(data);
   const outs: PackedOut[] = [];
   while (!r.done) {
@@ -152,8 +179,9 @@ export function decodeOuts(data: Uint8Array): PackedOut[] {
   return outs;
 }
 
-/** Unpacks output `vout` only, or undefined when out of range. */
+/** Unpacks output `vout` only, or undefined when out of range. @throws RangeError on tagged-form outs. */
 export function decodeOut(data: Uint8Array, vout: number): PackedOut | undefined {
+  refuseTagged(data);
   const r = new Reader(data);
   for (let i = 0; !r.done; i++) {
     const value = r.uleb();
@@ -181,20 +209,38 @@ export function decodeIns(data: Uint8Array): PackedIn[] {
 /** An output as the readers of `txs` see it: its value and its tag (src/db/out-tags.ts). */
 export type TaggedOut = { value: bigint; tag: OutTag };
 
-/** Every output of packed outs, tagged. */
+/** Every output of packed outs (either form), tagged. */
 export function decodeOutTags(data: Uint8Array): TaggedOut[] {
+  if (isTagged(data)) return decodeTaggedOuts(data);
   return decodeOuts(data).map((o) => ({ value: o.value, tag: outTagOf(o.script) }));
 }
 
-/** Output `vout` of packed outs, tagged, or undefined when out of range. */
+/** Output `vout` of packed outs (either form), tagged, or undefined when out of range. */
 export function decodeOutTag(data: Uint8Array, vout: number): TaggedOut | undefined {
+  if (isTagged(data)) return decodeTaggedOuts(data)[vout];
   const o = decodeOut(data, vout);
   return o === undefined ? undefined : { value: o.value, tag: outTagOf(o.script) };
 }
 
-/** Unpacks outputs of the tagged outs format (PackedWriter.packOutTag). */
-export function decodeTaggedOuts(data: Uint8Array): TaggedOut[] {
+/** How many outputs packed outs (either form) hold. */
+export function outCount(data: Uint8Array): number {
   const r = new Reader(data);
+  if (isTagged(data)) r.take(TAGGED.length);
+  let n = 0;
+  while (!r.done) {
+    r.uleb();
+    const head = r.small();
+    r.take(isTagged(data) ? head >> 2 : head);
+    n++;
+  }
+  return n;
+}
+
+/** Unpacks outputs of the tagged form (its two first bytes, then PackedWriter.packOutTag each). */
+export function decodeTaggedOuts(data: Uint8Array): TaggedOut[] {
+  if (!isTagged(data)) throw new RangeError('packed outs not in the tagged form');
+  const r = new Reader(data);
+  r.take(TAGGED.length);
   const outs: TaggedOut[] = [];
   while (!r.done) {
     const value = r.uleb();

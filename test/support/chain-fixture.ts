@@ -3,12 +3,14 @@
  * block including stale ones, the C/D order in which the node connected and disconnected them,
  * and what Bitcoin Core answers per address), the first 600 mainnet blocks (blk framing), and a
  * `FixtureChain` that serves any of them through the indexer's ChainSource interface with an
- * active chain the test moves (connect, disconnect, reorg, hide a stale block).
+ * active chain the test moves (connect, disconnect, reorg, hide a stale block), and the outputs
+ * each block spent as a node's `/rest/spenttxouts` gives them (what undo asks the node for).
  */
 import { readFileSync } from 'node:fs';
 import { decodeBlock } from '../../src/bitcoin/block.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import type { ChainSource, ChainView } from '../../indexer/chain-source.js';
+import type { SpentOutput } from '../../indexer/node-rest.js';
 import { fixturePath } from './fixtures.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
@@ -141,6 +143,27 @@ export class FixtureChain implements ChainSource {
     if (this.hidden.has(hash)) return null;
     return this.blocks.get(hash) ?? null;
   }
+
+  /** What a node's `/rest/spenttxouts` answers: each input's prevout, found among the known blocks' outputs. */
+  async getSpentTxOuts(hash: string): Promise<SpentOutput[][] | null> {
+    this.calls++;
+    const raw = this.hidden.has(hash) ? undefined : this.blocks.get(hash);
+    if (raw === undefined) return null;
+    if (this.outputs === undefined) {
+      this.outputs = new Map();
+      for (const b of this.blocks.values()) for (const tx of decodeBlock(b).txs) this.outputs.set(hashToHex(tx.txid), tx.outputs);
+    }
+    return decodeBlock(raw).txs.map((tx) =>
+      tx.isCoinbase
+        ? []
+        : tx.inputs.map((i) => {
+            const o = this.outputs!.get(hashToHex(i.prevTxid))?.[i.vout];
+            if (o === undefined) throw new Error(`block ${hash} spends ${hashToHex(i.prevTxid)}:${i.vout}, in no known block`);
+            return { value: o.value, script: o.script };
+          }),
+    );
+  }
+  private outputs: Map<string, readonly { value: bigint; script: Uint8Array }[]> | undefined;
 }
 
 /**
@@ -149,11 +172,12 @@ export class FixtureChain implements ChainSource {
  */
 export async function indexChainA(db: Kysely<Database>): Promise<ChainA> {
   const chain = loadChainA();
+  const node = new FixtureChain(chain.blocks.values());
   const genesis = await applyBlock(db, decodeBlock(chain.blocks.get(chain.main[0]!)!.raw), 0);
   if (genesis.kind !== 'applied') throw new Error(`chain-a genesis: ${genesis.kind}`);
   for (const step of chain.steps) {
     const b = chain.blocks.get(step.hash)!;
-    const r = step.label === 'C' ? await applyBlock(db, decodeBlock(b.raw), b.height) : await undoBlock(db, b.height);
+    const r = step.label === 'C' ? await applyBlock(db, decodeBlock(b.raw), b.height) : await undoBlock(db, b.height, node);
     if (r.kind !== (step.label === 'C' ? 'applied' : 'undone'))
       throw new Error(`chain-a ${step.label} ${b.height} ${step.hash}: ${r.kind}`);
   }

@@ -27,6 +27,8 @@ import { startBitcoind, type Bitcoind } from '../../support/bitcoind.js';
 import { waitFor } from '../../support/wait.js';
 import { silentLogger } from '../../../src/log.js';
 import { BlockwireClient } from '../../../client/index.js';
+import { createNodeSource } from '../../../indexer/chain-source.js';
+import { BitcoindRest } from '../../../indexer/node-rest.js';
 
 type CoreTx = { txid: string; vin: { txid?: string; vout?: number; coinbase?: string }[]; vout: unknown[] };
 type CoreBlock = { hash: string; height: number; time: number; tx: CoreTx[] };
@@ -145,7 +147,8 @@ function suite(
         ),
       );
       expect(spentInTop.length).toBeGreaterThan(0);
-      for (const height of heights) expect((await undoBlock(t.db, height)).kind).toBe('undone');
+      const node = createNodeSource({ rpc: core.rpc, rest: new BitcoindRest({ url: core.rpcUrl }), restMode: 'on' });
+      for (const height of heights) expect((await undoBlock(t.db, height, node)).kind).toBe('undone');
       const lowest = top[top.length - 1]!;
       await core.rpc.call('invalidateblock', [lowest.hash]);
       for (const o of spentInTop.slice(0, 40)) {

@@ -13,7 +13,7 @@ import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
-import { loadChainA } from '../../support/chain-fixture.js';
+import { FixtureChain, loadChainA } from '../../support/chain-fixture.js';
 import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
 import { createMetrics } from '../../../cli/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
@@ -64,7 +64,10 @@ describeFixtures('API reads during reorgs', () => {
       expect((await applyBlock(t.db, decodeBlock(chain.blocks.get(chain.main[0]!)!.raw), 0)).kind).toBe('applied');
       for (const step of chain.steps) {
         const b = chain.blocks.get(step.hash)!;
-        const r = step.label === 'C' ? await applyBlock(t.db, decodeBlock(b.raw), b.height) : await undoBlock(t.db, b.height);
+        const r =
+          step.label === 'C'
+            ? await applyBlock(t.db, decodeBlock(b.raw), b.height)
+            : await undoBlock(t.db, b.height, new FixtureChain(chain.blocks.values()));
         expect(r.kind).toBe(step.label === 'C' ? 'applied' : 'undone');
       }
     } finally {
@@ -133,7 +136,10 @@ describeFixtures('API reads during reorgs', () => {
       expect((await applyBlock(t2.db, decodeBlock(chain.blocks.get(chain.main[0]!)!.raw), 0)).kind).toBe('applied');
       for (const [i, step] of chain.steps.entries()) {
         const b = chain.blocks.get(step.hash)!;
-        const r = step.label === 'C' ? await applyBlock(t2.db, decodeBlock(b.raw), b.height) : await undoBlock(t2.db, b.height);
+        const r =
+          step.label === 'C'
+            ? await applyBlock(t2.db, decodeBlock(b.raw), b.height)
+            : await undoBlock(t2.db, b.height, new FixtureChain(chain.blocks.values()));
         expect(r.kind).toBe(step.label === 'C' ? 'applied' : 'undone');
         // Around every undone block, and every 25th step.
         if (step.label === 'D' || chain.steps[i + 1]?.label === 'D' || i % 25 === 0) await compare();

@@ -13,7 +13,7 @@ import { firstTxNum } from '../../../src/db/tx-num.js';
 import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
-import { loadChainA, type FixtureBlock } from '../../support/chain-fixture.js';
+import { FixtureChain, loadChainA, type FixtureBlock } from '../../support/chain-fixture.js';
 import { snapshotIndex, type IndexSnapshot } from '../../support/chain-snapshot.js';
 import { migrations } from '../../../migrations/index.js';
 
@@ -73,24 +73,36 @@ describeFixtures('the undo store', () => {
     expect(outputs).toBeGreaterThan(WINDOW);
   });
 
-  it('undoes the blocks of the window from the store alone', async () => {
-    // The outputs spent by the window's blocks, as the older transactions' rows hold them, are
-    // gone: only block_undo can restore them.
-    await sql`UPDATE txs SET outs = ''::bytea WHERE tx_num < ${firstTxNum(fork() + 1).toString()}::int8`.execute(t.db);
-    for (let h = tip(); h > fork(); h--) expect((await undoBlock(t.db, h)).kind).toBe('undone');
+  it('undoes the blocks of the window from the store and the block, reading no stored outputs', async () => {
+    // No txs row holds its outputs any more, and the node gives blocks but no spent outputs:
+    // only block_undo can restore what the window's blocks spent.
+    await sql`UPDATE txs SET outs = ''::bytea`.execute(t.db);
+    const full = new FixtureChain(blocks);
+    const blocksOnly = { getBlock: (hash: string) => full.getBlock(hash) };
+    for (let h = tip(); h > fork(); h--) expect((await undoBlock(t.db, h, blocksOnly)).kind).toBe('undone');
     expect(withoutTxs(await snapshotIndex(t.db))).toEqual(withoutTxs(atFork));
     expect((await sql<{ n: number }>`SELECT count(*)::int4 AS n FROM block_undo`.execute(t.db)).rows[0]!.n).toBe(0);
   });
 
-  it('undoes blocks below the window from the spent transactions in txs', async () => {
-    // The outs the previous case emptied come back from the reference index (same chain).
-    const outs = await sql<{ tx_num: bigint; outs: Buffer }>`SELECT tx_num, outs FROM txs`.execute(ref.db);
-    await sql`
-      UPDATE txs SET outs = r.outs FROM unnest(${outs.rows.map((r) => r.tx_num.toString())}::int8[], ${outs.rows.map((r) => r.outs)}::bytea[]) AS r(tx_num, outs)
-      WHERE txs.tx_num = r.tx_num`.execute(t.db);
-    expect(await snapshotIndex(t.db)).toEqual(atFork);
-    for (let h = fork(); h > deepFork(); h--) expect((await undoBlock(t.db, h)).kind).toBe('undone');
-    expect(await snapshotIndex(t.db)).toEqual(atDeepFork);
+  it('stops, changing nothing, when the node no longer has a block or what it spent', async () => {
+    const node = new FixtureChain(blocks);
+    const before = await snapshotIndex(t.db);
+    node.hidden.add(blocks[fork()]!.hash);
+    await expect(undoBlock(t.db, fork(), node)).rejects.toMatchObject({ code: 'ERR_UNDO_BLOCK_MISSING' });
+    // Below the window, a node that gives the block but not the outputs it spent.
+    await expect(undoBlock(t.db, fork(), { getBlock: (hash: string) => new FixtureChain(blocks).getBlock(hash) })).rejects.toMatchObject({
+      code: 'ERR_UNDO_BLOCK_MISSING',
+    });
+    expect(await snapshotIndex(t.db)).toEqual(before);
+  });
+
+  it('undoes blocks below the window from the outputs the node says they spent', async () => {
+    const node = new FixtureChain(blocks);
+    for (let h = fork(); h > deepFork(); h--) expect((await undoBlock(t.db, h, node)).kind).toBe('undone');
+    expect(withoutTxs(await snapshotIndex(t.db))).toEqual(withoutTxs(atDeepFork));
+    // (the outs the first case emptied aside, the same transactions remain)
+    const nums = async (db: typeof t.db) => (await sql<{ tx_num: string }>`SELECT tx_num::text FROM txs ORDER BY tx_num`.execute(db)).rows;
+    expect(await nums(t.db)).toEqual(await nums(ref.db).then((r) => r.filter((x) => BigInt(x.tx_num) < firstTxNum(deepFork() + 1))));
   });
 
   it('migration 0046 gives an index built before it the rows the writer keeps', async () => {

@@ -10,7 +10,7 @@ import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
 import { readTip } from '../../../indexer/writer/chain-rows.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
-import { loadChainA } from '../../support/chain-fixture.js';
+import { FixtureChain, loadChainA } from '../../support/chain-fixture.js';
 import { keyOfAddress, readAddresses, snapshotIndex } from '../../support/chain-snapshot.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 
@@ -36,7 +36,7 @@ describeFixtures('regtest-chain-a applied block by block', () => {
         const r = await applyBlock(replayed.db, decodeBlock(b.raw), b.height);
         expect(r.kind, `connect ${b.height} ${step.hash}`).toBe('applied');
       } else {
-        const r = await undoBlock(replayed.db, b.height);
+        const r = await undoBlock(replayed.db, b.height, new FixtureChain(chain.blocks.values()));
         expect(r.kind, `disconnect ${b.height}`).toBe('undone');
         undos++;
       }
@@ -86,10 +86,10 @@ describeFixtures('regtest-chain-a applied block by block', () => {
     const tip = await readTip(fresh.db);
     const top = chain.blocks.get(chain.main[tip.height]!)!;
     const s2 = await snapshotIndex(fresh.db);
-    expect((await undoBlock(fresh.db, tip.height)).kind).toBe('undone');
+    expect((await undoBlock(fresh.db, tip.height, new FixtureChain(chain.blocks.values()))).kind).toBe('undone');
     const s1 = await snapshotIndex(fresh.db);
     expect(s1.tip.height).toBe(tip.height - 1);
-    expect((await undoBlock(fresh.db, tip.height - 1)).kind).toBe('undone');
+    expect((await undoBlock(fresh.db, tip.height - 1, new FixtureChain(chain.blocks.values()))).kind).toBe('undone');
     expect((await applyBlock(fresh.db, decodeBlock(chain.blocks.get(chain.main[tip.height - 1]!)!.raw), tip.height - 1)).kind).toBe(
       'applied',
     );

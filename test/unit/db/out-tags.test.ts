@@ -2,7 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { hash } from 'node:crypto';
 import { outTagOf, tagIsScript, tagKeptUnder, tagPaysKey, tagPrefix, type OutTag } from '../../../src/db/out-tags.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { decodeOutTag, decodeOutTags, decodeTaggedOuts, encodeOuts, PackedWriter } from '../../../src/db/packed.js';
+import {
+  decodeOut,
+  decodeOutTag,
+  decodeOutTags,
+  decodeOuts,
+  decodeTaggedOuts,
+  encodeOutTags,
+  encodeOuts,
+  outCount,
+  PackedWriter,
+} from '../../../src/db/packed.js';
 import { hash160 } from '../../../src/bitcoin/hash.js';
 import { multisigScript, nullDataScript, p2pkhScript, p2pkScript, witnessScript } from '../../../src/bitcoin/script.js';
 
@@ -67,14 +77,32 @@ describe('output tags', () => {
 
   it('packs tags in the tagged outs format and reads them back, in a few bytes', () => {
     const scripts = [p2wpkh, p2pk1, bare, nullDataScript(Buffer.from('hello')), nullDataScript(Buffer.from('4f410100010100', 'hex'))];
-    const w = new PackedWriter();
-    scripts.forEach((s, i) => w.packOutTag(BigInt(i * 1000), outTagOf(s)));
+    const outs = scripts.map((script, i) => ({ value: BigInt(i * 1000), script }));
     const plain = (o: { value: bigint; tag: OutTag }) => ({ ...o, tag: { ...o.tag, script: o.tag.script && Array.from(o.tag.script) } });
-    const back = decodeTaggedOuts(w.finish()).map(plain);
+    const back = decodeTaggedOuts(encodeOutTags(outs)).map(plain);
     expect(back).toEqual(scripts.map((s, i) => plain({ value: BigInt(i * 1000), tag: outTagOf(s) })));
     const one = new PackedWriter();
     one.packOutTag(12_345_678n, outTagOf(p2wpkh));
     expect(one.len).toBe(4 + 1 + 8);
-    expect(() => decodeTaggedOuts(Uint8Array.of(1, (3 << 2) | 2, 1, 2, 3))).toThrow('packed tag of 3 bytes');
+    expect(encodeOutTags([{ value: 12_345_678n, script: p2wpkh }]).length).toBe(2 + 4 + 1 + 8);
+    expect(() => decodeTaggedOuts(Uint8Array.of(0x80, 0, 1, (3 << 2) | 2, 1, 2, 3))).toThrow('packed tag of 3 bytes');
+    expect(() => decodeTaggedOuts(encodeOuts(outs))).toThrow('not in the tagged form');
+  });
+
+  it('reads tags, one or all, and counts outputs alike from rows of either form; scripts only from the script form', () => {
+    // (values whose first LEB128 byte is 0x80 in the script form: 128 is 0x80 0x01)
+    const scripts = [p2pk1, p2wpkh, bare, nullDataScript(Buffer.from('hello')), nullDataScript(Buffer.from('4f410100010100', 'hex'))];
+    for (const first of [0n, 128n, 1n << 40n]) {
+      const outs = scripts.map((script, i) => ({ value: i === 0 ? first : BigInt(i), script }));
+      const plain = (o: { value: bigint; tag: OutTag } | undefined) =>
+        o && { ...o, tag: { ...o.tag, script: o.tag.script && Array.from(o.tag.script) } };
+      const [scriptForm, tagged] = [encodeOuts(outs), encodeOutTags(outs)];
+      expect(decodeOutTags(tagged).map(plain)).toEqual(decodeOutTags(scriptForm).map(plain));
+      for (let v = 0; v <= outs.length; v++) expect(plain(decodeOutTag(tagged, v))).toEqual(plain(decodeOutTag(scriptForm, v)));
+      expect([outCount(scriptForm), outCount(tagged)]).toEqual([outs.length, outs.length]);
+      expect(decodeOuts(scriptForm)).toHaveLength(outs.length);
+      expect(() => decodeOuts(tagged)).toThrow('tagged form hold no scripts');
+      expect(() => decodeOut(tagged, 0)).toThrow('tagged form hold no scripts');
+    }
   });
 });

@@ -23,7 +23,7 @@ import {
 import { txNumOf } from '../../../src/db/tx-num.js';
 import { isUnspendable, scriptKeys } from '../../../indexer/writer/address-keys.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { decodeOuts, encodeOuts } from '../../../src/db/packed.js';
+import { decodeOuts } from '../../../src/db/packed.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { loadMainnet600 } from '../../support/chain-fixture.js';
 
@@ -37,10 +37,11 @@ describeFixtures('deriveBlock', () => {
     const prevTxNum = new Map<string, number>();
     const perHeight = new Map<number, number>();
     const prevouts = new Map<string, Prevout>();
-    const prevTxs = new Map<number, StoredTx>();
-    const prevOutputs = new Map<number, { value: bigint; script: Uint8Array }[]>();
+    /** What the node's spenttxouts gives: each input's prevout, per transaction. */
+    const perTx: { value: bigint; script: Uint8Array }[][] = [[]];
     let k = 0;
-    block.txs.slice(1).forEach((tx) =>
+    block.txs.slice(1).forEach((tx) => {
+      perTx.push([]);
       tx.inputs.forEach((input) => {
         const s = spent[k++]!;
         const id = hashKey(input.prevTxid);
@@ -53,16 +54,9 @@ describeFixtures('deriveBlock', () => {
         }
         const out = { value: BigInt(s.txout.value), script: new Uint8Array(Buffer.from(s.txout.script_pubkey, 'hex')) };
         prevouts.set(`${id}:${input.vout}`, { txNum: n, ...out });
-        const outs = prevOutputs.get(n) ?? [];
-        outs[input.vout] = out;
-        prevOutputs.set(n, outs);
-        prevTxs.set(n, { txNum: n, txid: input.prevTxid, outs: new Uint8Array(0), ins: new Uint8Array(0) });
-      }),
-    );
-    for (const [n, outs] of prevOutputs) {
-      const filled = Array.from({ length: outs.length }, (_, i) => outs[i] ?? { value: 0n, script: new Uint8Array([0x6a]) });
-      prevTxs.set(n, { ...prevTxs.get(n)!, outs: encodeOuts(filled) });
-    }
+        perTx[perTx.length - 1]!.push(out);
+      });
+    });
     const rows = deriveBlock(block, 866342, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: true });
 
     it('uses every recorded prevout and the right fee total', () => {
@@ -98,20 +92,24 @@ describeFixtures('deriveBlock', () => {
       for (const t of touched) expect(rows.history.get(t.key)).toContain(txNumOf(866342, t.pos));
     });
 
-    it('deriveUndo is the exact inverse', () => {
-      const stored: StoredTx[] = rows.txs.map((t) => ({ txNum: t.txNum, txid: t.txid, outs: t.outs, ins: t.ins }));
-      const u = deriveUndo(866342, stored, prevTxs, { touches: true });
-      expect([...u.balances].map(([key, d]) => [key, d.sats, d.count]).sort()).toEqual(
-        [...rows.balances].map(([key, d]) => [key, d.sats, d.count]).sort(),
-      );
-      expect(u.restored.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort()).toEqual(
-        rows.spent.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort(),
-      );
-      expect(new Set(u.keys)).toEqual(new Set(rows.history.keys()));
-      expect(u.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort()).toEqual(
-        rows.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort(),
-      );
-    });
+    for (const [form, spentOf] of [
+      ['its block_undo row', () => ({ undo: rows.undo })],
+      ["the node's spent outputs", () => ({ perTx })],
+    ] as const)
+      it(`deriveUndo is the exact inverse, from the block and ${form}`, () => {
+        const stored: StoredTx[] = rows.txs.map((t) => ({ txNum: t.txNum, txid: t.txid, ins: t.ins }));
+        const u = deriveUndo(866342, block, stored, spentOf(), { touches: true });
+        expect([...u.balances].map(([key, d]) => [key, d.sats, d.count]).sort()).toEqual(
+          [...rows.balances].map(([key, d]) => [key, d.sats, d.count]).sort(),
+        );
+        expect(u.restored.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort()).toEqual(
+          rows.spent.map((r) => `${hashKey(r.txid)}:${r.vout}`).sort(),
+        );
+        expect(new Set(u.keys)).toEqual(new Set(rows.history.keys()));
+        expect(u.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort()).toEqual(
+          rows.touches!.map((t) => `${t.key}:${t.pos}:${t.received}:${t.sent}`).sort(),
+        );
+      });
 
     it('derives part by part, each part knowing only its own spent outputs, the same rows as at once', () => {
       const byTx = externalOutpointsByTx(block);
