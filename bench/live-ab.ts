@@ -25,8 +25,8 @@ import * as current from '../indexer/writer/apply.js';
 type Writer = Pick<typeof current, 'applyBlock' | 'undoBlock'>;
 type Manifest = { xor: string; blocks: { height: number; prev: string; file: number; offset: number; length: number }[] };
 
-/** The corpus's block at `height` whose parent is `prev` (hex, RPC order). */
-function readBlock(dir: string, m: Manifest, height: number, prev: string): DecodedBlock {
+/** The corpus's block at `height` whose parent is `prev` (hex, RPC order), serialized. */
+function readRawBlock(dir: string, m: Manifest, height: number, prev: string): Buffer {
   const b = m.blocks.find((x) => x.height === height && x.prev === prev);
   if (!b) throw new Error(`corpus has no block ${height} on ${prev}`);
   const fd = openSync(join(dir, 'blocks', `blk${String(b.file).padStart(5, '0')}.dat`), 'r');
@@ -34,7 +34,7 @@ function readBlock(dir: string, m: Manifest, height: number, prev: string): Deco
     const buf = Buffer.alloc(b.length);
     readSync(fd, buf, 0, b.length, b.offset);
     xorBlockData(buf, hexToBytes(m.xor), b.offset);
-    return decodeBlock(buf);
+    return buf;
   } finally {
     closeSync(fd);
   }
@@ -93,13 +93,16 @@ async function main(): Promise<void> {
     for (let i = 0; i < live; i++) {
       const tip = await tipOf();
       const height = tip.height + 1;
-      const block = readBlock(dir, manifest, height, hashToHex(tip.hash));
+      const raw = readRawBlock(dir, manifest, height, hashToHex(tip.hash));
+      const block: DecodedBlock = decodeBlock(raw);
+      // (undo takes the block from its source: here the corpus, which has the block just applied)
+      const source = { getBlock: async (hash: string) => (hash === hashToHex(block.hash) ? raw : null) };
       const first = await current.applyBlock(db, block, height);
       if (first.kind !== 'applied') throw new Error(`block ${height}: ${first.kind}`);
       for (let r = 0; r < rounds; r++) {
         const order = (i + r) % 2 === 0 ? writers : [...writers].reverse();
         for (const [name, w, wdb] of order) {
-          const u = await current.undoBlock(db, height);
+          const u = await current.undoBlock(db, height, source);
           if (u.kind !== 'undone') throw new Error(`undo ${height}: ${u.kind}`);
           const pg0 = pgs.cpuMs();
           const js0 = process.cpuUsage();
