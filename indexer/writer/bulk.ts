@@ -556,17 +556,20 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
     // Each address's per-batch chunks concatenated in order and cut into full chunks of
     // CHUNK_ENTRIES (the newest one partial): ~12 % fewer history rows on a mainnet-shaped corpus
     // (~5 % of the database). One sort and one pass: the chunk's first entry is decoded from the
-    // concatenation for every chunk but an address's first.
+    // concatenation for every chunk but an address's first. Written by CREATE TABLE AS, whose bulk
+    // insert costs ~20 % less CPU than INSERT … SELECT into a new table (no per-row executor
+    // insert); the columns' NOT NULL are set after it (one scan).
     {
       name: 'history',
-      text: `CREATE TABLE history_merged (LIKE history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
-       INSERT INTO history_merged
+      text: `CREATE TABLE history_merged (addr_key, first_tx_num, rest) AS
          SELECT addr_key,
                 CASE WHEN i = 0 THEN f ELSE ${SQL_HISTORY.entryAt('e', `i * ${CHUNK_ENTRIES}`)} END,
                 ${SQL_HISTORY.slice('e', `i * ${CHUNK_ENTRIES} + 1`, `${CHUNK_ENTRIES - 1}`)}
          FROM (SELECT addr_key, f, e, generate_series(0, (${SQL_HISTORY.count('e')} - 1) / ${CHUNK_ENTRIES}) AS i
                FROM (SELECT addr_key, min(first_tx_num) AS f, string_agg(${SQL_HISTORY.entries()}, ''::bytea ORDER BY first_tx_num) AS e
                      FROM history GROUP BY addr_key) a) c;
+       ALTER TABLE history_merged ALTER COLUMN addr_key SET NOT NULL, ALTER COLUMN first_tx_num SET NOT NULL,
+         ALTER COLUMN rest SET NOT NULL;
        DROP TABLE history;
        ALTER TABLE history_merged RENAME TO history;
        NOTIFY ${CHAIN_CHANNEL};`, // (the new table has no trigger: src/db/chain-changes.ts)

@@ -24,7 +24,13 @@ async function schemaOf(db: Kysely<Database>) {
   const constraints = await sql<{ rel: string; conname: string; contype: string; def: string }>`
     SELECT conrelid::regclass::text AS rel, conname, contype, pg_get_constraintdef(oid) AS def
       FROM pg_constraint WHERE conrelid::regclass::text = ANY(${TABLES}::text[]) ORDER BY 1, 2`.execute(db);
-  return { indexes: indexes.rows, constraints: constraints.rows };
+  // Columns too: the finish writes utxos and history into new tables (NOT NULL is no constraint row in PostgreSQL 17).
+  const columns = await sql<{ rel: string; attname: string; type: string; notnull: boolean; storage: string }>`
+    SELECT attrelid::regclass::text AS rel, attname, format_type(atttypid, atttypmod) AS type, attnotnull AS notnull, attstorage AS storage
+      FROM pg_attribute WHERE attrelid::regclass::text = ANY(${TABLES}::text[]) AND attnum > 0 AND NOT attisdropped ORDER BY 1, attnum`.execute(
+    db,
+  );
+  return { indexes: indexes.rows, constraints: constraints.rows, columns: columns.rows };
 }
 
 describe('chain indexes: the bulk finish builds what the migrations define', () => {
