@@ -59,11 +59,28 @@ export function chainIndex(name: string): ChainIndex {
   return ix;
 }
 
+const withClause = (ix: ChainIndex): string => (ix.with ? ` WITH (${ix.with})` : '');
+
 /** The statement that builds `ix`. */
 export function createIndexSql(ix: ChainIndex): string {
-  const withPart = ix.with ? ` WITH (${ix.with})` : '';
+  const withPart = withClause(ix);
   if (ix.primaryKey) return `ALTER TABLE ${ix.table} ADD CONSTRAINT ${ix.name} PRIMARY KEY ${ix.primaryKey}${withPart}`;
   return `CREATE INDEX ${ix.name} ON ${ix.table} ${ix.index}${withPart}${ix.where ? ` WHERE ${ix.where}` : ''}`;
+}
+
+/**
+ * The statements that build `ix` under a share lock on its table, so that other indexes of the
+ * table can build at the same time in other transactions (the bulk finish): a primary key as its
+ * unique index first, then attached as the constraint (`USING INDEX`: the same index and
+ * constraint as `createIndexSql` gives; the attach takes the exclusive lock, for an instant, once
+ * the other builds have committed). Other indexes: `createIndexSql`.
+ */
+export function createIndexSteps(ix: ChainIndex): string[] {
+  if (!ix.primaryKey) return [createIndexSql(ix)];
+  return [
+    `CREATE UNIQUE INDEX ${ix.name} ON ${ix.table} ${ix.primaryKey}${withClause(ix)}`,
+    `ALTER TABLE ${ix.table} ADD CONSTRAINT ${ix.name} PRIMARY KEY USING INDEX ${ix.name}`,
+  ];
 }
 
 /** The statement that drops `ix` if it exists. */

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../../src/db/schema.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
-import { CHAIN_INDEXES } from '../../../src/db/chain-indexes.js';
+import { CHAIN_INDEXES, chainIndex, chainIndexSql, createIndexSql, createIndexSteps } from '../../../src/db/chain-indexes.js';
 import { silentLogger } from '../../../src/log.js';
 import { beginBulk, finishBulk } from '../../../indexer/writer/bulk.js';
 import { createMigratedDatabase, createTestDatabase, migrateAllBut, type TestDatabase } from '../../support/db.js';
@@ -24,7 +24,13 @@ async function schemaOf(db: Kysely<Database>) {
   const constraints = await sql<{ rel: string; conname: string; contype: string; def: string }>`
     SELECT conrelid::regclass::text AS rel, conname, contype, pg_get_constraintdef(oid) AS def
       FROM pg_constraint WHERE conrelid::regclass::text = ANY(${TABLES}::text[]) ORDER BY 1, 2`.execute(db);
-  return { indexes: indexes.rows, constraints: constraints.rows };
+  // Columns too: the finish writes utxos and history into new tables (NOT NULL is no constraint row in PostgreSQL 17).
+  const columns = await sql<{ rel: string; attname: string; type: string; notnull: boolean; storage: string }>`
+    SELECT attrelid::regclass::text AS rel, attname, format_type(atttypid, atttypmod) AS type, attnotnull AS notnull, attstorage AS storage
+      FROM pg_attribute WHERE attrelid::regclass::text = ANY(${TABLES}::text[]) AND attnum > 0 AND NOT attisdropped ORDER BY 1, attnum`.execute(
+    db,
+  );
+  return { indexes: indexes.rows, constraints: constraints.rows, columns: columns.rows };
 }
 
 describe('chain indexes: the bulk finish builds what the migrations define', () => {
@@ -77,5 +83,55 @@ describe('chain indexes: the bulk finish builds what the migrations define', () 
 
   it('the bulk finish builds the same indexes and constraints', async () => {
     expect(await schemaOf(bulk.db)).toEqual(await schemaOf(migrated.db));
+  });
+});
+
+/**
+ * The bulk finish builds the txs B-trees while another of its transactions builds the spends GIN
+ * (bulk.ts FINISH_PARTS): a build holds a share lock on txs to its commit, and the primary key's
+ * steps must not wait for it but to attach (ALTER TABLE … ADD PRIMARY KEY waits for the whole GIN
+ * build). A held SHARE lock stands in for the GIN's build.
+ */
+describe('chain indexes: txs B-trees build beside another build of txs', () => {
+  let t: TestDatabase;
+  let other: pg.Client;
+  let builder: pg.Client;
+  beforeAll(async () => {
+    t = await createMigratedDatabase('cisl');
+    other = new pg.Client({ connectionString: t.url });
+    builder = new pg.Client({ connectionString: t.url });
+    await Promise.all([other.connect(), builder.connect()]);
+  });
+  afterAll(async () => {
+    await Promise.all([other, builder].map((c) => c?.end().catch(() => {})));
+    await t?.drop();
+  });
+
+  const underShareLock = async (statements: string[]) => {
+    await builder.query(chainIndexSql('drop', ['txs']).join(';'));
+    await other.query('BEGIN');
+    await other.query('LOCK TABLE txs IN SHARE MODE');
+    await builder.query('BEGIN');
+    await builder.query("SET LOCAL lock_timeout = '500ms'");
+    const done: string[] = [];
+    try {
+      for (const s of statements) {
+        await builder.query(s);
+        done.push(s);
+      }
+    } catch (err) {
+      done.push(`failed: ${(err as Error).message}`);
+    }
+    await builder.query('ROLLBACK');
+    await other.query('ROLLBACK');
+    return done;
+  };
+
+  it('the unique index and txid_key build, only the attach waits', async () => {
+    const [build, attach] = createIndexSteps(chainIndex('txs_pkey'));
+    const txid = createIndexSql(chainIndex('txs_txid_key'));
+    expect(await underShareLock([build!, txid, attach!])).toEqual([build, txid, 'failed: canceling statement due to lock timeout']);
+    // The single statement the migrations use would wait from the start.
+    expect(await underShareLock([createIndexSql(chainIndex('txs_pkey'))])).toEqual(['failed: canceling statement due to lock timeout']);
   });
 });
