@@ -273,7 +273,7 @@ export const settings = {
   indexerUndoBlocks: setting<number>(
     'INDEXER_UNDO_BLOCKS',
     UNDO_BLOCKS_MIN,
-    `How many of the newest blocks keep their spent outputs in the undo store (block_undo), from which a reorg restores them; at least ${UNDO_BLOCKS_MIN} (Core's pruning floor). A block deeper than that, or loaded by the bulk path, is undone from the spent outputs' transactions in txs.`,
+    `How many of the newest blocks keep their spent outputs in the undo store (block_undo), from which a reorg restores them; at least ${UNDO_BLOCKS_MIN} (Core's pruning floor). A block deeper than that, or loaded by the bulk path, is undone with the outputs it spent as the node gives them (/rest/spenttxouts, else getblock 3).`,
     int(UNDO_BLOCKS_MIN, 1_000_000),
   ),
   indexerBulkThreshold: setting<number>(
