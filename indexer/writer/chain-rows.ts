@@ -11,7 +11,7 @@ import { addWalletDeltas } from '../wallet-balances.js';
 import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
-import { txidIs, txidKeyOf } from '../../src/db/txid-key.js';
+import { txidIs, txidIsKeyed, txidKeyOf } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 
@@ -207,7 +207,7 @@ export async function spendUtxos(trx: Trx, outpoints: readonly { txid: Uint8Arra
       DELETE FROM utxos u USING (
         SELECT t.tx_num, s.vout
           FROM (SELECT * FROM unnest(${part.map((o) => txidKeyOf(o.txid))}::int8[], ${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(k, txid, vout) ORDER BY k) AS s
-          JOIN txs t ON txid_key(t.txid) = s.k AND t.txid = s.txid
+          JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
          ORDER BY t.tx_num, s.vout) AS s
       WHERE u.tx_num = s.tx_num AND u.vout = s.vout
       RETURNING u.txid, u.vout, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);

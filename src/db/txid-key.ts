@@ -9,7 +9,15 @@ import { sql, type RawBuilder } from 'kysely';
 
 /** `column` (a txs.txid reference, e.g. `sql.ref('t.txid')`) equals the bytea `value`. */
 export function txidIs(column: RawBuilder<unknown>, value: unknown): RawBuilder<boolean> {
-  return sql<boolean>`(txid_key(${column}) = txid_key(${value}::bytea) AND ${column} = ${value}::bytea)`;
+  return txidIsKeyed(column, sql`txid_key(${value}::bytea)`, sql`${value}::bytea`);
+}
+
+/**
+ * `column` equals the txid `value` whose key (`txid_key`) `key` already is: a statement sending
+ * many txids sends their keys too (`txidKeyOf`), so PostgreSQL computes none.
+ */
+export function txidIsKeyed(column: RawBuilder<unknown>, key: RawBuilder<unknown>, value: RawBuilder<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`(txid_key(${column}) = ${key} AND ${column} = ${value})`;
 }
 
 /**
