@@ -315,7 +315,9 @@ export async function undoBlock(db: Kysely<Database>, height: number, source: Un
     // The spent outputs come from the block's undo row; without one, from the node.
     const undo = await sql<{ spent: Buffer }>`DELETE FROM block_undo WHERE height = ${height} RETURNING spent`.execute(trx);
     const row = undo.rows[0];
-    const spent: UndoSpent = row ? { undo: row.spent } : (nodeSpent ?? (await spentToUndo(source, b.hash, height)));
+    // (a row gone since it was seen: the caller re-plans and asks the node first, never under the tip's lock)
+    const spent: UndoSpent | undefined = row ? { undo: row.spent } : nodeSpent;
+    if (!spent) return { kind: 'stale', tip };
     let u: UndoRows;
     try {
       u = deriveUndo(height, fetched, blockTxs, spent, { touches: true });

@@ -6,7 +6,8 @@
  * writing the rows an index built before it lacks.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../../../src/db/schema.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { decodeIns, decodeOuts } from '../../../src/db/packed.js';
 import { firstTxNum } from '../../../src/db/tx-num.js';
@@ -103,6 +104,29 @@ describeFixtures('the undo store', () => {
     // (the outs the first case emptied aside, the same transactions remain)
     const nums = async (db: typeof t.db) => (await sql<{ tx_num: string }>`SELECT tx_num::text FROM txs ORDER BY tx_num`.execute(db)).rows;
     expect(await nums(t.db)).toEqual(await nums(ref.db).then((r) => r.filter((x) => BigInt(x.tx_num) < firstTxNum(deepFork() + 1))));
+  });
+
+  it('asks the node nothing under the tip lock when the undo row is gone by then: stale, then undone', async () => {
+    const h = deepFork() + 1;
+    expect((await applyBlock(t.db, decodeBlock(blocks[h]!.raw), h, { undoBlocks: WINDOW })).kind).toBe('applied');
+    const node = new FixtureChain(blocks);
+    let asked = 0;
+    const counting = {
+      getBlock: (hash: string) => node.getBlock(hash),
+      getSpentTxOuts: (hash: string) => {
+        asked++;
+        return node.getSpentTxOuts(hash);
+      },
+    };
+    // The row seen before the transaction is gone once it holds the tip's lock.
+    const gone = async (trx: Transaction<Database>) => {
+      await sql`DELETE FROM block_undo WHERE height = ${h}`.execute(trx);
+    };
+    expect((await undoBlock(t.db, h, counting, { guard: gone })).kind).toBe('stale');
+    expect(asked).toBe(0);
+    expect((await undoBlock(t.db, h, counting)).kind).toBe('undone');
+    expect(asked).toBe(1);
+    expect(withoutTxs(await snapshotIndex(t.db))).toEqual(withoutTxs(atDeepFork));
   });
 
   it('migration 0046 gives an index built before it the rows the writer keeps', async () => {
