@@ -1,12 +1,12 @@
 /**
  * The packed-outputs and packed-inputs formats of `txs` rows (docs/schema.md), JS only:
- * - outs, in one of two forms: the script form, for each output LEB128(value) LEB128(script
- *   length) script; or the tagged form (`encodeOutTags`), the two bytes 0x80 0x00 (a
- *   non-minimal LEB128 zero, which no script-form row starts with: its first varint is minimal)
- *   then for each output its value and tag (`PackedWriter.packOutTag`). The readers of tags
- *   (`decodeOutTags`, `decodeOutTag`, `outCount`) accept both, so rows of either form may sit
- *   side by side (an index part rewritten); `decodeOuts` and `decodeOut` need scripts and
- *   refuse a tagged row;
+ * - outs, in one of two forms: the tagged form (`encodeOutTags`, `PackedWriter.packTaggedOut`),
+ *   what the writer writes in `txs.outs`: the two bytes 0x80 0x00 (a non-minimal LEB128 zero,
+ *   which no script-form row starts with: its first varint is minimal) then for each output
+ *   its value and tag (`PackedWriter.packOutTag`); or the script form, for each output
+ *   LEB128(value) LEB128(script length) script: `block_undo` rows, and `txs` rows written
+ *   before migration 0053_tagged_outs. The readers of tags (`decodeOutTags`, `decodeOutTag`,
+ *   `outCount`) accept both; `decodeOuts` and `decodeOut` need scripts and refuse a tagged row;
  * - ins: for each input, LEB128(prevout tx_num) LEB128(prevout vout) (empty for a coinbase).
  * (History entries have their own module, history-entries.ts.) No SQL reads these columns apart:
  * statements move them whole.
