@@ -75,8 +75,9 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   private readonly insW = new PackedWriter(1 << 10);
   /** The current transaction's `txs.spent_group` (src/db/spent-groups.ts). */
   private readonly spentKey = new SpentGroupKey();
-  /** The output the current transaction's first input spends (tx_num, vout). */
-  private firstPrev: [number, number] = [-1, 0];
+  /** The output the current transaction's first input spends. */
+  private firstPrevTxNum = -1;
+  private firstPrevVout = 0;
   /** The transaction being derived. */
   private txNum = -1;
   private txid: Uint8Array = new Uint8Array(32);
@@ -269,7 +270,10 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   spend(slot: number, input: TxInput): void {
     const c = this.cache;
     const prevTxNum = c.txNumAt(slot);
-    if (this.insW.len === 0) this.firstPrev = [prevTxNum, input.vout];
+    if (this.insW.len === 0) {
+      this.firstPrevTxNum = prevTxNum;
+      this.firstPrevVout = input.vout;
+    }
     this.insW.packIn(prevTxNum, input.vout);
     this.spentKey.add(prevTxNum);
     // The output leaves the unspent set: no row when it was created in this batch, else recorded as spent.
@@ -297,7 +301,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   }
 
   assetMarker(): void {
-    const [prevTxNum, prevVout] = this.firstPrev;
+    const prevTxNum = this.firstPrevTxNum;
+    const prevVout = this.firstPrevVout;
     let script: Uint8Array | null = null;
     if (prevTxNum >= this.firstTxNum) {
       const r = this.recordOf(prevTxNum, prevVout);
