@@ -7,6 +7,7 @@
  * has the block (pruned below it), makes the read fail with 503 ERR_NODE_UNAVAILABLE.
  * @module
  */
+import { decodeBlock } from '../src/bitcoin/block.js';
 import { hashToHex, hexToBytes, hexToHash } from '../src/bitcoin/hash.js';
 import { ServiceError } from '../src/errors.js';
 import { btcToSats, type TxInfo } from '../src/rpc/types.js';
@@ -61,4 +62,21 @@ export async function nodeTransactions(
     if (a instanceof Error || typeof a !== 'object' || a === null) throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: a });
     return nodeTx(a as TxInfo);
   });
+}
+
+/**
+ * The genesis block's coinbase, which Core does not hand out as a transaction: its outputs
+ * from the block itself (`getblock <hash> 0`); it has no input that spends.
+ */
+export async function nodeGenesisCoinbase(node: NodeClient | undefined, blockHash: Uint8Array): Promise<NodeTx> {
+  if (!node?.getBlockRaw)
+    throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no node is configured to read the genesis block from' });
+  let raw: Uint8Array;
+  try {
+    raw = await node.getBlockRaw(hashToHex(blockHash));
+  } catch (err) {
+    throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: err });
+  }
+  const coinbase = decodeBlock(raw).txs[0]!;
+  return { inputs: [], outputs: coinbase.outputs.map((o) => ({ value: o.value, script: o.script })) };
 }

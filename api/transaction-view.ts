@@ -1,7 +1,7 @@
 /**
  * A transaction as the index answers it (`IndexedTx`, before any dialect shapes it): a confirmed
  * one from its `txs` row with its outputs and the outputs its inputs spend from the node
- * (api/node-transactions.ts; without a node, from `txs` rows), a mempool one from its raw bytes
+ * (api/node-transactions.ts; without a node, only from rows still holding scripts), a mempool one from its raw bytes
  * with the outputs it spends from `utxos` and the mempool's outputs (they are unspent while it is
  * in the mempool); `used` says whether a block or a mempool transaction
  * spends an output; Open Assets colors when the index recorded them. And /v1's Transaction JSON
@@ -11,7 +11,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { NetworkName } from '../src/config.js';
-import { decodeIns, decodeOut, decodeOuts } from '../src/db/packed.js';
+import { decodeIns, decodeOut, decodeOuts, isTaggedOuts } from '../src/db/packed.js';
+import { ServiceError } from '../src/errors.js';
 import { txNumHeight, txNumPosition } from '../src/db/tx-num.js';
 import {
   type ConfirmedTxRow,
@@ -36,7 +37,7 @@ import { HeldTransactions } from './cache/held-transactions.js';
 import { perApp } from './cache/per-app.js';
 import { readAtTip } from './tip.js';
 import type { NodeClient } from './deps.js';
-import { nodeTransactions } from './node-transactions.js';
+import { nodeGenesisCoinbase, nodeTransactions } from './node-transactions.js';
 
 export type TransactionJson = {
   transaction_hash: string;
@@ -264,9 +265,10 @@ export async function confirmedViews(
 
 /**
  * Indexed transactions of one block (`rows` from one statement). Outputs and the outputs their
- * inputs spend come from the node in one batch when the API has one (api/node-transactions.ts),
- * else from the `txs` rows (outputs packed with their scripts) in one more round trip; the
- * genesis coinbase, which Core does not hand out, always from its row.
+ * inputs spend come from the node in one batch (api/node-transactions.ts); the genesis
+ * coinbase, which Core does not hand out as a transaction, from the genesis block. Without a
+ * node, only rows still in the script form answer (an index not migrated by 0053_tagged_outs);
+ * a tagged row keeps no scripts, and its view is 503 ERR_NODE_UNAVAILABLE as with a node down.
  */
 async function confirmedTxs(
   db: Kysely<Database>,
@@ -274,7 +276,11 @@ async function confirmedTxs(
   block: { hash: Uint8Array; height: number; time: number },
   node: NodeClient | undefined,
 ): Promise<IndexedTx[]> {
-  const parts = node && block.height > 0 ? await fromNode(node, rows, block.hash) : await fromRows(db, rows);
+  const parts = !node
+    ? await fromRows(db, rows)
+    : block.height > 0
+      ? await fromNode(node, rows, block.hash)
+      : await Promise.all(rows.map(() => nodeGenesisCoinbase(node, block.hash)));
   return rows.map((row, k) => {
     const base = {
       txid: row.txid,
@@ -305,10 +311,17 @@ async function fromRows(db: Kysely<Database>, rows: readonly ConfirmedRow[]): Pr
     inputs: ins[k]!.map((i) => {
       const prev = prevs.get(i.txNum);
       if (!prev) throw new InconsistentRead(`input refers to tx_num ${i.txNum} that has no txs row`);
-      return { prevTxid: prev.txid, vout: i.vout, prevout: decodeOut(prev.outs, i.vout) };
+      return { prevTxid: prev.txid, vout: i.vout, prevout: decodeOut(withScripts(prev.outs), i.vout) };
     }),
-    outputs: decodeOuts(row.outs),
+    outputs: decodeOuts(withScripts(row.outs)),
   }));
+}
+
+/** Packed outs with their scripts; a tagged row has none to read without a node. */
+function withScripts(outs: Buffer): Buffer {
+  if (isTaggedOuts(outs))
+    throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: 'no node is configured to read confirmed transactions from' });
+  return outs;
 }
 
 type PrevTxs = Map<bigint, { txid: Buffer; outs: Buffer }>;

@@ -35,6 +35,8 @@ import * as m0045 from './0045_stamp_refusals.js';
 import * as m0046 from './0046_block_undo.js';
 import * as m0049 from './0049_balances_fillfactor.js';
 import * as m0052 from './0052_spent_group_column.js';
+import * as m0053 from './0053_tagged_outs.js';
+import * as m0054 from './0054_asset_candidate_scripts.js';
 import * as m0057 from './0057_txid_key_bytes.js';
 
 export const migrations: Record<string, Migration> = {
@@ -69,5 +71,7 @@ export const migrations: Record<string, Migration> = {
   '0046_block_undo': m0046,
   '0049_balances_fillfactor': m0049,
   '0052_spent_group_column': m0052,
+  '0053_tagged_outs': m0053,
+  '0054_asset_candidate_scripts': m0054,
   '0057_txid_key_bytes': m0057,
 };

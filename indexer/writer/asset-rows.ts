@@ -7,7 +7,8 @@
  *   `txs` rows are written (a transaction spending an earlier one of the same block sees its
  *   colors), and their rows are deleted with the block's tx_num range when it is undone;
  * - the bulk path only lists the transactions carrying a marker (`bulk_asset_candidates`, in the
- *   batch's transaction) and the bulk finish colors them in chain order, once the indexes exist;
+ *   batch's transaction, with the script their first input spends) and the bulk finish colors
+ *   them in chain order, once the indexes exist;
  * - a mempool transaction carrying a marker gets its colors in `mempool_txs.assets` when it is
  *   added (inputs: confirmed colors, or those of the mempool transaction it spends).
  * Transactions without a marker have no record, which reads as uncolored: only candidates cost
@@ -19,7 +20,7 @@ import type { Database } from '../../src/db/schema.js';
 import { decodeTx } from '../../src/bitcoin/tx.js';
 import { colorOutputs, hasAssetMarker, type InputAssets } from '../../src/bitcoin/open-assets.js';
 import { decodeAssetColors, encodeAssetColors } from '../../src/db/asset-colors.js';
-import { decodeIns, decodeOut, decodeOutTags } from '../../src/db/packed.js';
+import { decodeIns, decodeOutTags } from '../../src/db/packed.js';
 import { txNum, txNumPosition } from '../../src/db/tx-num.js';
 import type { BlockRows } from './derive.js';
 import { txidIn } from '../../src/db/txid-key.js';
@@ -59,13 +60,13 @@ export function assetCandidates(
  * Colors the confirmed transactions `txNums` (their `txs` rows written) in chain order and
  * records the colored ones in `asset_txs`; returns how many were colored. Idempotent. Each
  * one's outputs are read through their tags (a marker's script is kept whole), its first
- * input's script from `firstInputScripts` (the per-block path's derivation) else from the
- * prevout's `txs.outs` (the bulk finish).
+ * input's script from `firstInputScripts` (no `txs` row keeps one): the per-block path's
+ * derivation resolved it, a bulk batch or the bulk finish recorded it in `bulk_asset_candidates`.
  */
 export async function colorConfirmed(
   trx: Trx,
   txNums: readonly bigint[],
-  firstInputScripts: ReadonlyMap<bigint, Uint8Array> = new Map(),
+  firstInputScripts: ReadonlyMap<bigint, Uint8Array>,
 ): Promise<number> {
   let colored = 0;
   for (const n of [...txNums].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
@@ -74,17 +75,14 @@ export async function colorConfirmed(
     if (!row) continue;
     const ins = decodeIns(row.ins);
     if (ins.length === 0) continue;
-    const known = firstInputScripts.get(n);
     const prevNums = [...new Set(ins.map((i) => i.txNum))];
-    const prev = await sql<{ tx_num: bigint; outs: Buffer | null; colors: Buffer | null }>`
-      SELECT t.tx_num, ${known === undefined ? sql`t.outs` : sql`NULL::bytea`} AS outs, a.colors FROM txs t LEFT JOIN asset_txs a ON a.tx_num = t.tx_num
-       WHERE t.tx_num = ANY(${prevNums.map(String)}::int8[])`.execute(trx);
-    const byNum = new Map(prev.rows.map((r) => [r.tx_num, r]));
-    const first = byNum.get(ins[0]!.txNum);
+    const prev = await sql<{ tx_num: bigint; colors: Buffer }>`
+      SELECT tx_num, colors FROM asset_txs WHERE tx_num = ANY(${prevNums.map(String)}::int8[])`.execute(trx);
+    const byNum = new Map(prev.rows.map((r) => [r.tx_num, r.colors]));
     const colors = colorOutputs({
       coinbase: false,
-      inputs: ins.map((i) => inputColor(byNum.get(i.txNum)?.colors, i.vout)),
-      firstInputScript: known ?? (first?.outs ? (decodeOut(first.outs, ins[0]!.vout)?.script ?? null) : null),
+      inputs: ins.map((i) => inputColor(byNum.get(i.txNum), i.vout)),
+      firstInputScript: firstInputScripts.get(n) ?? null,
       outputs: decodeOutTags(row.outs).map((o) => ({ script: o.tag.script ?? NO_SCRIPT })),
     });
     if (!colors) continue;

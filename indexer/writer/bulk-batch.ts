@@ -61,8 +61,12 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   private readonly utxoOut: BinaryCopy;
   private readonly historyOut: BinaryCopy;
   readonly blockHashes: Buffer[] = [];
-  /** tx_nums of the batch's transactions carrying an Open Assets marker (colored by the bulk finish). */
-  readonly assetCandidates: number[] = [];
+  /**
+   * The batch's transactions carrying an Open Assets marker (colored by the bulk finish): each
+   * one's tx_num, the output its first input spends, and that output's script when it was made
+   * in this batch (else the finish takes it from `utxos`, where an earlier batch left it).
+   */
+  readonly assetCandidates: { txNum: number; prevTxNum: number; prevVout: number; script: Uint8Array | null }[] = [];
   readonly heights: number[] = [];
   txCount = 0;
   lastHash: Uint8Array | null = null;
@@ -71,6 +75,9 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   private readonly insW = new PackedWriter(1 << 10);
   /** The current transaction's `txs.spent_group` (src/db/spent-groups.ts). */
   private readonly spentKey = new SpentGroupKey();
+  /** The output the current transaction's first input spends. */
+  private firstPrevTxNum = -1;
+  private firstPrevVout = 0;
   /** The transaction being derived. */
   private txNum = -1;
   private txid: Uint8Array = new Uint8Array(32);
@@ -263,6 +270,10 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   spend(slot: number, input: TxInput): void {
     const c = this.cache;
     const prevTxNum = c.txNumAt(slot);
+    if (this.insW.len === 0) {
+      this.firstPrevTxNum = prevTxNum;
+      this.firstPrevVout = input.vout;
+    }
     this.insW.packIn(prevTxNum, input.vout);
     this.spentKey.add(prevTxNum);
     // The output leaves the unspent set: no row when it was created in this batch, else recorded as spent.
@@ -276,8 +287,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
     return scriptKeyBytes(script, this.outKey);
   }
 
-  output(_vout: number, value: bigint, script: Uint8Array): void {
-    this.outsW.packOut(value, script);
+  output(vout: number, value: bigint, script: Uint8Array): void {
+    this.outsW.packTaggedOut(vout, value, script);
     const r = this.recCount++;
     this.recTx[r] = this.txIdx;
     this.recScript[r] = script.byteOffset - this.blockBase;
@@ -290,7 +301,15 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   }
 
   assetMarker(): void {
-    this.assetCandidates.push(this.txNum);
+    const prevTxNum = this.firstPrevTxNum;
+    const prevVout = this.firstPrevVout;
+    let script: Uint8Array | null = null;
+    if (prevTxNum >= this.firstTxNum) {
+      const r = this.recordOf(prevTxNum, prevVout);
+      const at = this.recScript[r]!;
+      script = this.raws[this.txBlock[this.recTx[r]!]!]!.slice(at, at + this.recLen[r]!);
+    }
+    this.assetCandidates.push({ txNum: this.txNum, prevTxNum, prevVout, script });
   }
 
   unspent(vout: number, keys: Keys<Uint8Array>, key: Uint8Array | null): void {

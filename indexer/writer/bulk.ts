@@ -338,7 +338,16 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
     if (b.spent.rows > 0) await copyIn(client, 'bulk_spent (tx_num, vout)', b.spent.finish());
     lap('spent');
     if (b.assetCandidates.length > 0)
-      await client.query('INSERT INTO bulk_asset_candidates (tx_num) SELECT unnest($1::int8[])', [b.assetCandidates.map(String)]);
+      await client.query(
+        `INSERT INTO bulk_asset_candidates (tx_num, first_prev, first_vout, first_script)
+         SELECT * FROM unnest($1::int8[], $2::int8[], $3::int4[], $4::bytea[])`,
+        [
+          b.assetCandidates.map((c) => String(c.txNum)),
+          b.assetCandidates.map((c) => String(c.prevTxNum)),
+          b.assetCandidates.map((c) => c.prevVout),
+          b.assetCandidates.map((c) => (c.script ? Buffer.from(c.script) : null)),
+        ],
+      );
     if (history.rows > 0) await copyIn(client, 'history (addr_key, first_tx_num, rest)', history.finish());
     lap('history');
     if (b.aliases.rows > 0) await copyIn(client, 'script_aliases (script_key, addr_key, keyed)', b.aliases.finish());
@@ -526,6 +535,13 @@ async function loadBlocks(
  * commits the next finish simply runs it all again.
  */
 const FINISH_DROP = dropIndexes(['txs']);
+/**
+ * The script each Open Assets candidate's first input spends, when an earlier batch made that
+ * output: `utxos` still holds it (spent rows leave with the finish's next step), the only
+ * place left with its script (`txs.outs` keeps tags). One scan of `utxos`, only with candidates.
+ */
+const FIRST_SCRIPTS = `UPDATE bulk_asset_candidates c SET first_script = u.script FROM utxos u
+   WHERE c.first_script IS NULL AND u.tx_num = c.first_prev AND u.vout = c.first_vout`;
 const spendsIndex = (name: string) => name === 'txs_spent_groups';
 const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
   indexSteps(['txs'], spendsIndex),
@@ -606,7 +622,10 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
   const others: pg.Client[] = [];
   try {
     const drop = new PhaseTimer('bulk_finish', deps.phases);
-    await inTransaction(client, deps, () => client.query(FINISH_DROP));
+    await inTransaction(client, deps, async () => {
+      await client.query(FINISH_DROP);
+      await client.query(FIRST_SCRIPTS);
+    });
     drop.lap('drop txs indexes');
     Object.assign(ms, drop.ms);
     for (let i = 1; i < FINISH_PARTS.length; i++) others.push(await connect(deps.databaseUrl));
@@ -637,11 +656,12 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     .transaction()
     .execute(async (trx) => {
       if (deps.guardClient) await deps.guardClient(client);
-      const candidates = await trx.selectFrom('bulk_asset_candidates').select('tx_num').execute();
+      const candidates = await trx.selectFrom('bulk_asset_candidates').select(['tx_num', 'first_script']).execute();
       if (candidates.length === 0) return;
       await colorConfirmed(
         trx,
         candidates.map((c) => c.tx_num),
+        new Map(candidates.flatMap((c) => (c.first_script ? [[c.tx_num, c.first_script] as const] : []))),
       );
       await trx.deleteFrom('bulk_asset_candidates').execute();
     });

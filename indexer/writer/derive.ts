@@ -315,8 +315,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     return k;
   }
 
-  output(_vout: number, value: bigint, script: Uint8Array): void {
-    this.outsW.packOut(value, script);
+  output(vout: number, value: bigint, script: Uint8Array): void {
+    this.outsW.packTaggedOut(vout, value, script);
   }
 
   unspent(vout: number, keys: ScriptKeys, key: string | null, value: bigint, script: Uint8Array): void {

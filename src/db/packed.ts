@@ -1,12 +1,12 @@
 /**
  * The packed-outputs and packed-inputs formats of `txs` rows (docs/schema.md), JS only:
- * - outs, in one of two forms: the script form, for each output LEB128(value) LEB128(script
- *   length) script; or the tagged form (`encodeOutTags`), the two bytes 0x80 0x00 (a
- *   non-minimal LEB128 zero, which no script-form row starts with: its first varint is minimal)
- *   then for each output its value and tag (`PackedWriter.packOutTag`). The readers of tags
- *   (`decodeOutTags`, `decodeOutTag`, `outCount`) accept both, so rows of either form may sit
- *   side by side (an index part rewritten); `decodeOuts` and `decodeOut` need scripts and
- *   refuse a tagged row;
+ * - outs, in one of two forms: the tagged form (`encodeOutTags`, `PackedWriter.packTaggedOut`),
+ *   what the writer writes in `txs.outs`: the two bytes 0x80 0x00 (a non-minimal LEB128 zero,
+ *   which no script-form row starts with: its first varint is minimal) then for each output
+ *   its value and tag (`PackedWriter.packOutTag`); or the script form, for each output
+ *   LEB128(value) LEB128(script length) script: `block_undo` rows, and `txs` rows written
+ *   before migration 0053_tagged_outs. The readers of tags (`decodeOutTags`, `decodeOutTag`,
+ *   `outCount`) accept both; `decodeOuts` and `decodeOut` need scripts and refuse a tagged row;
  * - ins: for each input, LEB128(prevout tx_num) LEB128(prevout vout) (empty for a coinbase).
  * (History entries have their own module, history-entries.ts.) No SQL reads these columns apart:
  * statements move them whole.
@@ -87,6 +87,14 @@ export class PackedWriter {
       for (const k of tag.keys) this.bytes(Buffer.from(k, 'hex'));
     }
   }
+  /**
+   * Output `vout` of a transaction's outs in the tagged form (the form the writer writes): its
+   * value and its script's tag, the form's two first bytes before output 0.
+   */
+  packTaggedOut(vout: number, value: bigint, script: Uint8Array) {
+    if (vout === 0) this.bytes(TAGGED);
+    this.packOutTag(value, outTagOf(script));
+  }
   /** One input reference of the ins format. */
   packIn(prevTxNum: bigint | number, vout: number) {
     this.uleb(prevTxNum);
@@ -107,6 +115,9 @@ export class PackedWriter {
 }
 
 const Writer = PackedWriter;
+
+/** The first two bytes of a tagged-form outs (see the module's comment). */
+const TAGGED = Uint8Array.of(0x80, 0x00);
 
 class Reader {
   pos = 0;
@@ -139,23 +150,19 @@ class Reader {
   }
 }
 
-/** The first two bytes of a tagged-form outs (see the module's comment). */
-const TAGGED = [0x80, 0x00] as const;
-
 /** Whether packed outs are in the tagged form. */
-function isTagged(data: Uint8Array): boolean {
+export function isTaggedOuts(data: Uint8Array): boolean {
   return data.length >= 2 && data[0] === TAGGED[0] && data[1] === TAGGED[1];
 }
 
 function refuseTagged(data: Uint8Array): void {
-  if (isTagged(data)) throw new RangeError('packed outs in the tagged form hold no scripts');
+  if (isTaggedOuts(data)) throw new RangeError('packed outs in the tagged form hold no scripts');
 }
 
 /** Packs a transaction's outputs in the tagged form: each output's value and tag (src/db/out-tags.ts). */
 export function encodeOutTags(outs: readonly PackedOut[]): Buffer {
   const w = new Writer(outs.length * 16 + 8);
-  w.bytes(Uint8Array.from(TAGGED));
-  for (const o of outs) w.packOutTag(o.value, outTagOf(o.script));
+  outs.forEach((o, vout) => w.packTaggedOut(vout, o.value, o.script));
   return w.finish();
 }
 
@@ -211,13 +218,13 @@ export type TaggedOut = { value: bigint; tag: OutTag };
 
 /** Every output of packed outs (either form), tagged. */
 export function decodeOutTags(data: Uint8Array): TaggedOut[] {
-  if (isTagged(data)) return decodeTaggedOuts(data);
+  if (isTaggedOuts(data)) return decodeTaggedOuts(data);
   return decodeOuts(data).map((o) => ({ value: o.value, tag: outTagOf(o.script) }));
 }
 
 /** Output `vout` of packed outs (either form), tagged, or undefined when out of range. */
 export function decodeOutTag(data: Uint8Array, vout: number): TaggedOut | undefined {
-  if (isTagged(data)) return decodeTaggedOuts(data)[vout];
+  if (isTaggedOuts(data)) return decodeTaggedOuts(data)[vout];
   const o = decodeOut(data, vout);
   return o === undefined ? undefined : { value: o.value, tag: outTagOf(o.script) };
 }
@@ -225,12 +232,12 @@ export function decodeOutTag(data: Uint8Array, vout: number): TaggedOut | undefi
 /** How many outputs packed outs (either form) hold. */
 export function outCount(data: Uint8Array): number {
   const r = new Reader(data);
-  if (isTagged(data)) r.take(TAGGED.length);
+  if (isTaggedOuts(data)) r.take(TAGGED.length);
   let n = 0;
   while (!r.done) {
     r.uleb();
     const head = r.small();
-    r.take(isTagged(data) ? head >> 2 : head);
+    r.take(isTaggedOuts(data) ? head >> 2 : head);
     n++;
   }
   return n;
@@ -238,7 +245,7 @@ export function outCount(data: Uint8Array): number {
 
 /** Unpacks outputs of the tagged form (its two first bytes, then PackedWriter.packOutTag each). */
 export function decodeTaggedOuts(data: Uint8Array): TaggedOut[] {
-  if (!isTagged(data)) throw new RangeError('packed outs not in the tagged form');
+  if (!isTaggedOuts(data)) throw new RangeError('packed outs not in the tagged form');
   const r = new Reader(data);
   r.take(TAGGED.length);
   const outs: TaggedOut[] = [];

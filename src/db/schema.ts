@@ -27,7 +27,7 @@ export interface BlocksTable {
 export interface TxsTable {
   tx_num: bigint;
   txid: Buffer;
-  /** Packed outputs (src/db/packed.ts `encodeOuts`). */
+  /** Packed outputs in the tagged form (src/db/packed.ts `encodeOutTags`; rows of an index before 0053 held scripts). */
   outs: Buffer;
   /** Packed input references (src/db/packed.ts `encodeIns`); empty for a coinbase. */
   ins: Buffer;
@@ -90,6 +90,10 @@ export interface AssetTxsTable {
 
 export interface BulkAssetCandidatesTable {
   tx_num: bigint;
+  /** The output its first input spends (tx_num, vout) and that output's script (0054_asset_candidate_scripts). */
+  first_prev: bigint | null;
+  first_vout: number | null;
+  first_script: Buffer | null;
 }
 
 export interface MempoolOutputsTable {

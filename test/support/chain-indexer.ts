@@ -132,9 +132,10 @@ export async function readEvents(db: Kysely<Database>, types?: readonly string[]
 
 /**
  * A fresh index of `node`'s active chain built by the bulk path on a new database (fast, and
- * independent of undo); no mempool. The bulk path equals the per-block path (bulk.test.ts).
+ * independent of undo), `batchTxs` transactions a batch; no mempool. The bulk path equals the
+ * per-block path (bulk.test.ts).
  */
-export async function freshBulkIndexOf(node: Devnode): Promise<TestDatabase> {
+export async function freshBulkIndexOf(node: Devnode, batchTxs = 5000): Promise<TestDatabase> {
   const tip = node.tip();
   const hashes = Array.from({ length: tip.height + 1 }, (_, h) => node.blockHash(h));
   const blocks = await Promise.all(
@@ -149,7 +150,7 @@ export async function freshBulkIndexOf(node: Devnode): Promise<TestDatabase> {
   const t = await createMigratedDatabase('refb');
   await runBulk(
     t.db,
-    { databaseUrl: t.url, log: silentLogger(), batchTxs: 5000 },
+    { databaseUrl: t.url, log: silentLogger(), batchTxs },
     (from) => createPrefetcher(chain, 8).feed(from, tip.height),
     tip.height,
   );

@@ -4,7 +4,8 @@
  * SDK, seen in the mempool and confirmed; each output's color equal to what the SDK's own
  * coloring engine (client/assets.ts, a separate implementation walking the history through the
  * API) computes; the rows undone with their block by a reorg; and the index's colors equal to
- * those of a fresh per-block index and of a fresh bulk index of the same chain.
+ * those of a fresh per-block index and of fresh bulk indexes of the same chain (one batch, and a
+ * batch per block).
  */
 import { afterAll, beforeAll, expect, it, describe } from 'vitest';
 import { BlockwireClient } from '../../../client/api.js';
@@ -115,12 +116,19 @@ describe('Open Assets metadata from the indexer', () => {
     const after = await snapshotIndex(stack.db.db);
     // the undone blocks' rows went with them (the transactions, mined again, sit at other tx_nums)
     expect(after.assets).not.toEqual(before.assets);
-    const [fresh, bulk] = [await freshIndexOf(stack.devnode), await freshBulkIndexOf(stack.devnode)];
+    // (a bulk batch of the whole chain finds the issuance's first input's script in its own
+    // blocks; batches of one block each leave it to the finish, which reads it from utxos)
+    const [fresh, bulk, perBlockBatches] = [
+      await freshIndexOf(stack.devnode),
+      await freshBulkIndexOf(stack.devnode),
+      await freshBulkIndexOf(stack.devnode, 1),
+    ];
     try {
       expect(after.assets).toEqual((await snapshotIndex(fresh.db)).assets);
       expect(after.assets).toEqual((await snapshotIndex(bulk.db)).assets);
+      expect(after.assets).toEqual((await snapshotIndex(perBlockBatches.db)).assets);
     } finally {
-      await Promise.all([fresh.drop(), bulk.drop()]);
+      await Promise.all([fresh.drop(), bulk.drop(), perBlockBatches.drop()]);
     }
   });
 });

@@ -23,7 +23,7 @@ import {
 import { txNumOf } from '../../../src/db/tx-num.js';
 import { isUnspendable, scriptKeys } from '../../../indexer/writer/address-keys.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { decodeOuts } from '../../../src/db/packed.js';
+import { decodeOutTags } from '../../../src/db/packed.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { loadMainnet600 } from '../../support/chain-fixture.js';
 
@@ -185,7 +185,7 @@ describeFixtures('deriveBlock', () => {
     expect(g.history.size).toBe(0);
     expect(g.created).toEqual([]);
     expect(g.txs).toHaveLength(1);
-    expect(decodeOuts(g.txs[0]!.outs)[0]!.value).toBe(5_000_000_000n);
+    expect(decodeOutTags(g.txs[0]!.outs)[0]!.value).toBe(5_000_000_000n);
   });
 
   it("puts bare multisig outputs in each key's history but in no balance", () => {
