@@ -122,6 +122,9 @@ export type DeliveryWorker = {
   close(): Promise<void>;
 };
 
+/** A hook's row as the worker keeps it. */
+type CachedHook = HookRow & { key_revoked: boolean };
+
 /** What one attempt came to: its log row (`record` it), and for the job how it ends. */
 type Attempted = { outcome: AttemptOutcome } & (
   { end: 'done' } | { end: 'failed'; error: string } | { end: 'retry'; error: string; delayMs: number }
@@ -164,7 +167,10 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   // Where a batch's deliveries that must be tried again get jobs of their own.
   const producer = createDeliveryQueues({ redisUrl: deps.redisUrl, prefix: deps.prefix });
   const hookCacheMs = deps.hookCacheMs ?? 1000;
-  const hooks = new Map<string, { at: number; hook: (HookRow & { key_revoked: boolean }) | undefined }>();
+  const hooks = new Map<string, { at: number; hook: CachedHook | undefined }>();
+  // Loads of a hook row under way: the attempts that find its cached row stale meanwhile wait for
+  // the same query (a hook's deliveries in flight do not each read it again).
+  const loading = new Map<string, Promise<CachedHook | undefined>>();
   const policy = deps.fairness;
   // Who holds which share, and the breakers (pure steps: streams/fair-share.ts).
   let fair: FairState = EMPTY_FAIR_STATE;
@@ -204,12 +210,26 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     );
   }
 
-  async function loadHook(id: string): Promise<(HookRow & { key_revoked: boolean }) | undefined> {
+  /** The hook's row: cached, or read (once for all the attempts that ask meanwhile). */
+  function loadHook(id: string): CachedHook | undefined | Promise<CachedHook | undefined> {
     const hit = hooks.get(id);
     if (hit && Date.now() - hit.at < hookCacheMs) return hit.hook;
-    const hook = await findHookById(deps.db, id);
-    hooks.set(id, { at: Date.now(), hook });
-    return hook;
+    let load = loading.get(id);
+    if (!load) {
+      load = findHookById(deps.db, id).then(
+        (hook) => {
+          loading.delete(id);
+          hooks.set(id, { at: Date.now(), hook });
+          return hook;
+        },
+        (err: unknown) => {
+          loading.delete(id);
+          throw err;
+        },
+      );
+      loading.set(id, load);
+    }
+    return load;
   }
 
   /** One attempt of one delivery (`base.attempts` = its number), its outcome not yet recorded. */
@@ -218,21 +238,19 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     base: { id: string; redeliveries: number; attempts: number },
     last: boolean,
   ): Promise<Attempted> {
-    const failed = (lastError: string): Attempted => ({ end: 'done', outcome: outcomeOf(base, 'failed', null, lastError, null) });
     const hook = await loadHook(data.hook);
-    if (!hook || hook.deleted_at) return failed('hook deleted');
-    if (hook.key_revoked) return failed('API key revoked');
-    if (hook.disabled_at) return failed(`hook disabled: ${hook.disabled_reason ?? ''}`.trim());
-    const at = new Date();
+    if (!hook || hook.deleted_at) return notSent(base, 'hook deleted');
+    if (hook.key_revoked) return notSent(base, 'API key revoked');
+    if (hook.disabled_at) return notSent(base, `hook disabled: ${hook.disabled_reason ?? ''}`.trim());
+    const at = Date.now();
     const r: SendResult = await deps.transport.send(hook, data);
+    const end = Date.now();
     // (sent at: the timestamp the request was signed with, which the receiver saw, when there is one)
-    const sent = {
-      at: r.signedAt !== undefined ? new Date(r.signedAt * 1000) : at,
-      latencyMs: Date.now() - at.getTime(),
-      response: r.response ?? null,
-    };
+    const sent = { at: new Date(r.signedAt !== undefined ? r.signedAt * 1000 : at), latencyMs: end - at, response: r.response ?? null };
     const verdict = verdictOf(r);
-    if (verdict) step(observe(fair, hook.id, verdict, Date.now(), policy), hook);
+    // (an answer from a hook whose breaker is closed changes nothing)
+    if (verdict === 'failed' || (verdict === 'answered' && fair.breakers.has(hook.id)))
+      step(observe(fair, hook.id, verdict, end, policy), hook);
     switch (r.kind) {
       case 'delivered':
         return { end: 'done', outcome: outcomeOf(base, 'delivered', r.status, null, null, sent) };
@@ -299,7 +317,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     });
     const recorded: Promise<void>[] = [];
     const keep = (p: Promise<void>, a?: Attempted) => {
-      p.then(() => a && ended(a)).catch(() => undefined); // (awaited below; handled now so that an early failure is not "unhandled")
+      // (awaited below; handled now so that an early failure is not "unhandled")
+      p.then(a ? () => ended(a) : undefined, () => undefined);
       recorded.push(p);
     };
     const retries: { data: DeliveryJobData; a: Attempted & { end: 'retry' } }[] = [];
@@ -523,6 +542,11 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       connection.disconnect();
     },
   };
+}
+
+/** The outcome of an attempt that sent nothing (its hook gone, disabled or its key revoked): failed for good. */
+function notSent(base: { id: string; redeliveries: number; attempts: number }, lastError: string): Attempted {
+  return { end: 'done', outcome: outcomeOf(base, 'failed', null, lastError, null) };
 }
 
 /** What an attempt's result says of the receiver: an answer (even a 4xx) or a failure; nothing when it was not reached. */

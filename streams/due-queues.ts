@@ -2,10 +2,10 @@
  * Items that wait until a due time, kept as one FIFO per window (due = when pushed + its window):
  * with the clock going forward, each FIFO is in due order by itself, so the first due is the
  * smallest of the FIFOs' heads, and the items due first are taken by merging those heads. A push
- * and the first due cost O(windows), a take O(windows) per item, for the few windows a caller
- * uses (the outcome writer: a delivery's own job, a batch's deliveries) — never a scan of
- * everything waiting. A clock that steps back (a due smaller than its FIFO's last) only delays
- * that item behind the ones pushed before it in its window.
+ * and the first due cost O(windows), a take O(windows) per run of items one FIFO gives in a row,
+ * for the few windows a caller uses (the outcome writer: a delivery's own job, a batch's
+ * deliveries) — never a scan of everything waiting. A clock that steps back (a due smaller than
+ * its FIFO's last) only delays that item behind the ones pushed before it in its window.
  * @module
  */
 
@@ -41,24 +41,38 @@ export class DueQueues<T> {
     return due;
   }
 
-  /** Takes up to `n` items, the first due first. */
+  /**
+   * Takes up to `n` items, the first due first: from the FIFO with the first due head, every item
+   * due no later than the other FIFOs' first head (one look at the heads per run, not per item).
+   */
   take(n: number): T[] {
     const out: T[] = [];
     while (out.length < n && this.#size > 0) {
       let first: Fifo<T> | undefined;
       let firstWindow = 0;
+      let firstDue = Infinity;
+      // (the first due of every other FIFO's head: the run taken from `first` stops there)
+      let others = Infinity;
       for (const [w, f] of this.#fifos) {
-        if (!first || f.items[f.head]!.due < first.items[first.head]!.due) {
+        const d = f.items[f.head]!.due;
+        if (d < firstDue) {
+          others = firstDue;
           first = f;
           firstWindow = w;
-        }
+          firstDue = d;
+        } else if (d < others) others = d;
       }
-      out.push(first!.items[first!.head++]!.value);
-      this.#size -= 1;
-      if (first!.head === first!.items.length) this.#fifos.delete(firstWindow);
-      else if (first!.head >= COMPACT_AT && first!.head * 2 >= first!.items.length) {
-        first!.items = first!.items.slice(first!.head);
-        first!.head = 0;
+      const fifo = first!;
+      const items = fifo.items;
+      let head = fifo.head;
+      do out.push(items[head++]!.value);
+      while (out.length < n && head < items.length && items[head]!.due <= others);
+      this.#size -= head - fifo.head;
+      fifo.head = head;
+      if (head === items.length) this.#fifos.delete(firstWindow);
+      else if (head >= COMPACT_AT && head * 2 >= items.length) {
+        fifo.items = items.slice(head);
+        fifo.head = 0;
       }
     }
     return out;

@@ -5,11 +5,10 @@
  * "no answer within …" (it would never end otherwise). Real sockets on 127.0.0.1.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
+import { createServer as createTcpServer } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createHttpTransport } from '../../../streams/webhook/http-transport.js';
-import type { HookRow } from '../../../src/db/queries/tenancy-hooks.js';
+import { httpHookRow as hookFor, listenLocal } from './harness.js';
 
 const TIMEOUT_MS = 300;
 const transport = createHttpTransport({ policy: { allowPrivate: true }, timeoutMs: TIMEOUT_MS });
@@ -20,38 +19,11 @@ afterAll(async () => {
   await transport.close?.();
 });
 
-function hookFor(url: string): HookRow {
-  return {
-    id: 'hook_0123456789abcdef0123',
-    key_id: 1n,
-    type: 'http',
-    url,
-    secret: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
-    topic_arn: null,
-    region: null,
-    disabled_at: null,
-    disabled_reason: null,
-    created_at: new Date(),
-    deleted_at: null,
-    previous_secret: null,
-    previous_secret_until: null,
-    breaker_state: 'closed',
-    breaker_until: null,
-  };
-}
-
-async function listen(server: Server): Promise<number> {
-  const sockets = new Set<Socket>();
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('error', () => undefined);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  closers.push(() => {
-    for (const s of sockets) s.destroy();
-    server.close();
-  });
-  return (server.address() as AddressInfo).port;
+/** Listens on 127.0.0.1 until the file ends; its port. */
+async function listen(server: Parameters<typeof listenLocal>[0]): Promise<number> {
+  const l = await listenLocal(server);
+  closers.push(l.close);
+  return l.port;
 }
 
 const job = { delivery: 'sub_0123456789abcdef0123-1', hook: 'hook_0123456789abcdef0123', payload: '{"id":1}', type: 'tx.unconfirmed' };

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { WebSocket } from 'ws';
 import { Queue } from 'bullmq';
@@ -17,7 +17,7 @@ import { Redis } from 'ioredis';
 import type { Kysely } from 'kysely';
 import { createMigratedDatabase, uniqueRedisPrefix, type TestDatabase } from '../../support/db.js';
 import { createApiKey } from '../../../src/auth/keys.js';
-import { insertHook } from '../../../src/db/queries/tenancy-hooks.js';
+import { insertHook, type HookRow } from '../../../src/db/queries/tenancy-hooks.js';
 import { insertSubscription } from '../../../api/queries/tenancy-subscriptions.js';
 import { lockOutbox } from '../../../src/db/outbox-lock.js';
 import type { Database, EventType } from '../../../src/db/schema.js';
@@ -142,6 +142,47 @@ export async function createStreamsFixture(redisUrl: string = inject('redisUrl')
       return s.id;
     },
     drop: () => t.drop(),
+  };
+}
+
+/** An http hook's row as the worker reads it, without a database (tests of the transport alone). */
+export function httpHookRow(url: string): HookRow {
+  return {
+    id: 'hook_0123456789abcdef0123',
+    key_id: 1n,
+    type: 'http',
+    url,
+    secret: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
+    topic_arn: null,
+    region: null,
+    disabled_at: null,
+    disabled_reason: null,
+    created_at: new Date(),
+    deleted_at: null,
+    previous_secret: null,
+    previous_secret_until: null,
+    breaker_state: 'closed',
+    breaker_until: null,
+  };
+}
+
+/** A TCP or HTTP(S) server listening on 127.0.0.1, its connections counted; `close()` ends it and every connection. */
+export async function listenLocal(server: Server): Promise<{ port: number; connections: () => number; close: () => void }> {
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  server.on('connection', (s: Socket) => {
+    connections += 1;
+    sockets.add(s);
+    s.on('error', () => undefined);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    connections: () => connections,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
   };
 }
 

@@ -54,6 +54,8 @@ describe('the webhook request on the wire', () => {
     for (const delivery of ['sub_w-7', 'sub_w-8']) {
       const r = await transport.send(hook, { delivery, hook: hook.id, payload, type: 'tx.confirmed' });
       expect(r).toMatchObject({ kind: 'delivered', status: 200, response: 'ok' });
+      // (a connection takes its next request one turn of the event loop after an answer: sooner, another opens)
+      await new Promise((resolve) => setImmediate(resolve));
     }
     expect(seen).toHaveLength(2);
     for (const [i, s] of seen.entries()) {

@@ -23,6 +23,28 @@ describe('due queues', () => {
     expect(q.firstDue()).toBe(Infinity);
   });
 
+  it('takes runs of one window up to the next head of another, and stops at n inside a run', () => {
+    const q = new DueQueues<string>();
+    for (const [v, at] of [
+      ['a1', 0],
+      ['a2', 1],
+      ['a3', 2],
+      ['a4', 50],
+    ] as const)
+      q.push(v, 100, at); // due 100, 101, 102, 150
+    for (const [v, at] of [
+      ['b1', 0],
+      ['b2', 10],
+      ['b3', 15],
+    ] as const)
+      q.push(v, 101, at); // due 101, 111, 116
+    for (const [v, at] of [['c1', 0]] as const) q.push(v, 140, at); // due 140
+    expect(q.take(2)).toEqual(['a1', 'a2']);
+    expect(q.firstDue()).toBe(101);
+    expect(q.take(Infinity)).toEqual(['b1', 'a3', 'b2', 'b3', 'c1', 'a4']);
+    expect(q.size).toBe(0);
+  });
+
   it('keeps each window in the order pushed through many pushes and takes (its array compacted on the way)', () => {
     const q = new DueQueues<number>();
     const taken: number[] = [];
