@@ -10,7 +10,7 @@
  * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR]`
  * @module
  */
-import { existsSync, mkdirSync, openSync, readSync, closeSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { ensureCorpus } from './corpus/generate.js';
@@ -18,26 +18,16 @@ import { cacheDir, importCorpus, pct, round, runSize, say, startBenchPostgres } 
 import { checkoutBaseline } from './baseline.js';
 import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
 import { createDb } from '../src/db/connect.js';
-import { xorBlockData } from '../src/bitcoin/blk.js';
-import { hashToHex, hexToBytes } from '../src/bitcoin/hash.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import { loadCorpusManifest, readCorpusBlock, type CorpusManifest } from '../devnode/corpus-manifest.js';
 import * as current from '../indexer/writer/apply.js';
 
 type Writer = Pick<typeof current, 'applyBlock' | 'undoBlock'>;
-type Manifest = { xor: string; blocks: { height: number; prev: string; file: number; offset: number; length: number }[] };
-
 /** The corpus's block at `height` whose parent is `prev` (hex, RPC order), serialized. */
-function readRawBlock(dir: string, m: Manifest, height: number, prev: string): Buffer {
+function readRawBlock(dir: string, m: CorpusManifest, height: number, prev: string): Buffer {
   const b = m.blocks.find((x) => x.height === height && x.prev === prev);
   if (!b) throw new Error(`corpus has no block ${height} on ${prev}`);
-  const fd = openSync(join(dir, 'blocks', `blk${String(b.file).padStart(5, '0')}.dat`), 'r');
-  try {
-    const buf = Buffer.alloc(b.length);
-    readSync(fd, buf, 0, b.length, b.offset);
-    xorBlockData(buf, hexToBytes(m.xor), b.offset);
-    return buf;
-  } finally {
-    closeSync(fd);
-  }
+  return readCorpusBlock(dir, m, b);
 }
 
 async function main(): Promise<void> {
@@ -52,7 +42,7 @@ async function main(): Promise<void> {
   });
   const size = runSize({ blocks: values.blocks ?? '300', 'live-blocks': '40', 'catchup-blocks': '0' });
   const { dir } = ensureCorpus(cacheDir(), size.corpus, say);
-  const manifest = JSON.parse(readFileSync(join(dir, 'corpus.json'), 'utf8')) as Manifest;
+  const manifest = await loadCorpusManifest(dir);
   const root = values.keep ?? join(cacheDir(), `live-ab-${size.corpus.blocks}`);
   const fresh = !existsSync(join(root, 'pg', 'PG_VERSION'));
   mkdirSync(root, { recursive: true });
