@@ -69,7 +69,9 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
     counts.push(sign * d.count);
   }
   if (keys.length === 0) return;
-  // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away.
+  // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away. (Split
+  // into a DELETE of the rows a negative count empties and an INSERT … ON CONFLICT DO UPDATE of
+  // the rest, the rows a delta moves without emptying are looked up twice: slower, measured.)
   await sql`
     MERGE INTO balances AS b
     USING (SELECT * FROM unnest(${keys}::uuid[], ${sats}::int8[], ${counts}::int4[]) AS d(addr_key, sats, n) ORDER BY addr_key) AS d
