@@ -143,6 +143,13 @@ async function main(): Promise<void> {
           );
         }
       }
+      // Whichever version applied it last, the next block finds it among the recent transactions,
+      // as a following indexer's next block does (the undo before a baseline apply cut it).
+      if (txids.get(block.txs[0]!.txid) === undefined)
+        txids.addBlock(
+          height,
+          block.txs.map((tx) => tx.txid),
+        );
     }
     // Back to the tip the run found: the kept index gives the next run the same blocks.
     for (const { height, raw } of applied.reverse()) {
