@@ -4,13 +4,17 @@
  * (kept under `--keep DIR` for the next run); then for each of `--live-blocks` tail blocks: a first
  * apply (not counted), then `--rounds` times each version's `applyBlock` of the block after the
  * current writer's undo (the pages already logged since the last checkpoint, as consecutive live
- * blocks find them). Per version, medians: wall time of the apply, PostgreSQL CPU and this
+ * blocks find them); at the end the live blocks are undone, so that the kept index gives the next
+ * run the same blocks. Per version, medians: wall time of the apply, PostgreSQL CPU and this
  * process's CPU (the writer's JS). The baseline is `--baseline REF` checked out beside
- * (bench/baseline.ts); both versions write the same layout (no migration between them).
- * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR]`
+ * (bench/baseline.ts); both versions write the same layout (no migration between them). The
+ * current writer gets the recent transactions' tx_nums (indexer/writer/txid-cache.ts) of the
+ * blocks below the tip, as a following indexer holds them (`--txid-cache N` transactions, default
+ * INDEXER_TXID_CACHE_TXS's; 0: none).
+ * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N]`
  * @module
  */
-import { existsSync, mkdirSync, openSync, readSync, closeSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { ensureCorpus } from './corpus/generate.js';
@@ -18,25 +22,34 @@ import { cacheDir, importCorpus, pct, round, runSize, say, startBenchPostgres } 
 import { checkoutBaseline } from './baseline.js';
 import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
 import { createDb } from '../src/db/connect.js';
-import { xorBlockData } from '../src/bitcoin/blk.js';
-import { hashToHex, hexToBytes } from '../src/bitcoin/hash.js';
+import { hashToHex } from '../src/bitcoin/hash.js';
+import { corpusMainChain, loadCorpusManifest, readCorpusBlock, type CorpusManifest } from '../devnode/corpus-manifest.js';
+import { TxidCache } from '../indexer/writer/txid-cache.js';
+import { loadConfig } from '../src/config.js';
 import * as current from '../indexer/writer/apply.js';
 
 type Writer = Pick<typeof current, 'applyBlock' | 'undoBlock'>;
-type Manifest = { xor: string; blocks: { height: number; prev: string; file: number; offset: number; length: number }[] };
-
 /** The corpus's block at `height` whose parent is `prev` (hex, RPC order), serialized. */
-function readRawBlock(dir: string, m: Manifest, height: number, prev: string): Buffer {
+function readRawBlock(dir: string, m: CorpusManifest, height: number, prev: string): Buffer {
   const b = m.blocks.find((x) => x.height === height && x.prev === prev);
   if (!b) throw new Error(`corpus has no block ${height} on ${prev}`);
-  const fd = openSync(join(dir, 'blocks', `blk${String(b.file).padStart(5, '0')}.dat`), 'r');
+  return readCorpusBlock(dir, m, b);
+}
+
+/** Adds the main chain's transactions up to `tip` (the newest `cache.limit`) to `cache`, oldest first. */
+function fillTxidCache(cache: TxidCache, dir: string, m: CorpusManifest, tip: number): void {
+  const chain = corpusMainChain(m);
+  let from = tip + 1;
+  for (let n = 0; from > 0 && n + chain[from - 1]!.txs <= cache.limit;) n += chain[--from]!.txs;
+  const files = new Map<number, number>();
   try {
-    const buf = Buffer.alloc(b.length);
-    readSync(fd, buf, 0, b.length, b.offset);
-    xorBlockData(buf, hexToBytes(m.xor), b.offset);
-    return buf;
+    for (let h = from; h <= tip; h++)
+      cache.addBlock(
+        h,
+        decodeBlock(readCorpusBlock(dir, m, chain[h]!, files)).txs.map((tx) => tx.txid),
+      );
   } finally {
-    closeSync(fd);
+    for (const fd of files.values()) closeSync(fd);
   }
 }
 
@@ -48,11 +61,12 @@ async function main(): Promise<void> {
       rounds: { type: 'string' },
       baseline: { type: 'string' },
       keep: { type: 'string' },
+      'txid-cache': { type: 'string' },
     },
   });
   const size = runSize({ blocks: values.blocks ?? '300', 'live-blocks': '40', 'catchup-blocks': '0' });
   const { dir } = ensureCorpus(cacheDir(), size.corpus, say);
-  const manifest = JSON.parse(readFileSync(join(dir, 'corpus.json'), 'utf8')) as Manifest;
+  const manifest = await loadCorpusManifest(dir);
   const root = values.keep ?? join(cacheDir(), `live-ab-${size.corpus.blocks}`);
   const fresh = !existsSync(join(root, 'pg', 'PG_VERSION'));
   mkdirSync(root, { recursive: true });
@@ -88,8 +102,15 @@ async function main(): Promise<void> {
       await pgs.query('bw_ab', 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
       await pgs.query('bw_ab', 'SELECT pg_stat_statements_reset()');
     }
+    // The current writer's recent transactions, as a following indexer that applied the blocks
+    // below the tip holds them (INDEXER_TXID_CACHE_TXS; the baseline has none).
+    const txids = new TxidCache(Number(values['txid-cache'] ?? loadConfig({}).indexerTxidCacheTxs));
+    fillTxidCache(txids, dir, manifest, (await tipOf()).height);
+    say(`txid cache: ${txids.size} recent transactions`);
+    const ctxOf = (w: Writer) => (w === current ? { txids } : {});
     const rounds = Number(values.rounds ?? 2);
     const live = Number(values['live-blocks'] ?? 4);
+    const applied: { height: number; raw: Buffer }[] = [];
     for (let i = 0; i < live; i++) {
       const tip = await tipOf();
       const height = tip.height + 1;
@@ -97,18 +118,20 @@ async function main(): Promise<void> {
       const block: DecodedBlock = decodeBlock(raw);
       // (undo takes the block from its source: here the corpus, which has the block just applied)
       const source = { getBlock: async (hash: string) => (hash === hashToHex(block.hash) ? raw : null) };
-      const first = await current.applyBlock(db, block, height);
+      const first = await current.applyBlock(db, block, height, { txids });
       if (first.kind !== 'applied') throw new Error(`block ${height}: ${first.kind}`);
+      applied.push({ height, raw });
       for (let r = 0; r < rounds; r++) {
         const order = (i + r) % 2 === 0 ? writers : [...writers].reverse();
         for (const [name, w, wdb] of order) {
-          const u = await current.undoBlock(db, height, source);
+          const u = await current.undoBlock(db, height, source, { txids });
           if (u.kind !== 'undone') throw new Error(`undo ${height}: ${u.kind}`);
           const pg0 = pgs.cpuMs();
           const js0 = process.cpuUsage();
           const t0 = performance.now();
           const phases: Record<string, number> = {};
           const a = await w.applyBlock(wdb, block, height, {
+            ...ctxOf(w),
             phases: (path, phase, seconds) => void (phases[phase] = round((phases[phase] ?? 0) + seconds * 1000, 0)),
           });
           const ms = performance.now() - t0;
@@ -120,6 +143,19 @@ async function main(): Promise<void> {
           );
         }
       }
+      // Whichever version applied it last, the next block finds it among the recent transactions,
+      // as a following indexer's next block does (the undo before a baseline apply cut it).
+      if (txids.get(block.txs[0]!.txid) === undefined)
+        txids.addBlock(
+          height,
+          block.txs.map((tx) => tx.txid),
+        );
+    }
+    // Back to the tip the run found: the kept index gives the next run the same blocks.
+    for (const { height, raw } of applied.reverse()) {
+      const hash = hashToHex(decodeBlock(raw).hash);
+      const u = await current.undoBlock(db, height, { getBlock: async (h: string) => (h === hash ? raw : null) }, { txids });
+      if (u.kind !== 'undone') throw new Error(`rewinding ${height}: ${u.kind}`);
     }
     await db.destroy();
     await oldDb.destroy();

@@ -5,8 +5,11 @@
  * would have connected and disconnected them, so a server can replay the reorgs.
  * @module
  */
+import { closeSync, openSync, readSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { xorBlockData } from '../src/bitcoin/blk.js';
+import { hexToBytes } from '../src/bitcoin/hash.js';
 
 /** One block record in the block files. */
 export interface CorpusBlock {
@@ -70,4 +73,27 @@ export function corpusMainChain(m: CorpusManifest): CorpusBlock[] {
   const chain: CorpusBlock[] = [];
   for (const b of m.blocks) if (!b.stale) chain[b.height] = b;
   return chain;
+}
+
+/**
+ * The serialized bytes of the record `b` of the corpus in `dir` (de-obfuscated with the
+ * manifest's xor key). `files` keeps the block files open between calls (blk file number → file
+ * descriptor; the caller closes them); without it the file is opened and closed for this read.
+ */
+export function readCorpusBlock(dir: string, m: CorpusManifest, b: CorpusBlock, files?: Map<number, number>): Buffer {
+  let fd = files?.get(b.file);
+  const own = fd === undefined && files === undefined;
+  if (fd === undefined) {
+    fd = openSync(join(corpusBlocksDir(dir), `blk${String(b.file).padStart(5, '0')}.dat`), 'r');
+    files?.set(b.file, fd);
+  }
+  try {
+    const buf = Buffer.allocUnsafe(b.length);
+    const n = readSync(fd, buf, 0, b.length, b.offset);
+    if (n !== b.length) throw new Error(`short read of block ${b.hash}`);
+    xorBlockData(buf, hexToBytes(m.xor), b.offset);
+    return buf;
+  } finally {
+    if (own) closeSync(fd);
+  }
 }

@@ -8,12 +8,10 @@
  * `hashtx`/`rawtx` are not sent). The mempool is always empty. For benchmarks.
  * @module
  */
-import { closeSync, openSync, readSync } from 'node:fs';
-import { join } from 'node:path';
-import { xorBlockData } from '../src/bitcoin/blk.js';
+import { closeSync } from 'node:fs';
 import { hexToBytes, hexToHash } from '../src/bitcoin/hash.js';
 import { silentLogger, type Logger } from '../src/log.js';
-import { corpusBlocksDir, loadCorpusManifest, type CorpusBlock, type CorpusManifest } from './corpus-manifest.js';
+import { loadCorpusManifest, readCorpusBlock, type CorpusBlock, type CorpusManifest } from './corpus-manifest.js';
 import { DevnodeHttpServer, RPC_ERR, RpcError, type RestReply, type RpcMethod } from './rpc-server.js';
 import { ZmqPublisher } from './zmq.js';
 
@@ -51,25 +49,9 @@ export interface CorpusNode {
 export async function startCorpusNode(opts: CorpusNodeOptions): Promise<CorpusNode> {
   const log = opts.log ?? silentLogger();
   const m = await loadCorpusManifest(opts.dir);
-  const blocksDir = corpusBlocksDir(opts.dir);
-  const xor = hexToBytes(m.xor);
   const byHash = new Map<string, CorpusBlock>(m.blocks.map((b) => [b.hash, b]));
   const fds = new Map<number, number>();
-  const fd = (file: number) => {
-    let f = fds.get(file);
-    if (f === undefined) {
-      f = openSync(join(blocksDir, `blk${String(file).padStart(5, '0')}.dat`), 'r');
-      fds.set(file, f);
-    }
-    return f;
-  };
-  const readBlock = (b: CorpusBlock): Uint8Array => {
-    const buf = Buffer.allocUnsafe(b.length);
-    const n = readSync(fd(b.file), buf, 0, b.length, b.offset);
-    if (n !== b.length) throw new Error(`short read of block ${b.hash}`);
-    xorBlockData(buf, xor, b.offset);
-    return buf;
-  };
+  const readBlock = (b: CorpusBlock): Uint8Array => readCorpusBlock(opts.dir, m, b, fds);
 
   // The active chain and the event cursor.
   const active: CorpusBlock[] = [];

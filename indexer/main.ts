@@ -194,6 +194,7 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
     prefetcher: blocks,
     catchupBlocks: config.indexerCatchupBlocks,
     undoBlocks: config.indexerUndoBlocks,
+    txidCacheTxs: config.indexerTxidCacheTxs,
   });
 
   let notifier: Notifier | null = null;

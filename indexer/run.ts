@@ -18,6 +18,7 @@ import { createPrefetcher, type Prefetcher } from './prefetch.js';
 import type { Logger } from '../src/log.js';
 import type { PhaseListener } from '../src/ops/phases.js';
 import { applyBlocks, undoBlock } from './writer/apply.js';
+import { TxidCache } from './writer/txid-cache.js';
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { readTip, type Tip } from './writer/chain-rows.js';
 import type { ChainSource } from './chain-source.js';
@@ -94,6 +95,8 @@ export interface RunDeps {
   catchupBudgetMs?: number;
   /** How many of the newest blocks keep their undo row (INDEXER_UNDO_BLOCKS; default its minimum). */
   undoBlocks?: number;
+  /** How many recent transactions' tx_nums the spend keeps in memory (INDEXER_TXID_CACHE_TXS; default 0, none). */
+  txidCacheTxs?: number;
 }
 
 export interface RunLoop {
@@ -139,6 +142,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     ...(deps.guard ? { guard: deps.guard } : {}),
     ...(deps.phases ? { phases: deps.phases } : {}),
     ...(deps.undoBlocks !== undefined ? { undoBlocks: deps.undoBlocks } : {}),
+    // One per run loop: empty when the indexer starts or a standby takes over the writer lock.
+    txids: new TxidCache(deps.txidCacheTxs ?? 0),
     log,
   };
 
@@ -241,6 +246,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     state = withMode(state, action.kind === 'bulk' ? 'bulk' : 'following');
     switch (action.kind) {
       case 'bulk':
+        // The bulk path writes and undoes blocks without the recent transactions' cache.
+        ctx.txids.clear();
         await deps.bulk!.run(abort.signal);
         state = withMode(state, 'following');
         return !stopping;

@@ -276,6 +276,12 @@ export const settings = {
     `How many of the newest blocks keep their spent outputs in the undo store (block_undo), from which a reorg restores them; at least ${UNDO_BLOCKS_MIN} (Core's pruning floor). A block deeper than that, or loaded by the bulk path, is undone with the outputs it spent as the node gives them (/rest/spenttxouts, else getblock 3).`,
     int(UNDO_BLOCKS_MIN, 1_000_000),
   ),
+  indexerTxidCacheTxs: setting<number>(
+    'INDEXER_TXID_CACHE_TXS',
+    1_000_000,
+    'How many of the newest applied transactions the indexer remembers (txid to tx_num, about 32 bytes each), so that a block spending their outputs deletes them without looking the txids up in txs; 0 turns it off.',
+    int(0, 100_000_000),
+  ),
   indexerBulkThreshold: setting<number>(
     'INDEXER_BULK_THRESHOLD',
     1000,

@@ -57,6 +57,7 @@ import {
 import { pruneWatchedTxs } from './block-events.js';
 import { insertScriptAliases, type ScriptAlias } from './script-aliases.js';
 import { assetCandidates, colorConfirmed } from './asset-rows.js';
+import type { TxidCache } from './txid-cache.js';
 
 /** What both modes of the writer take from the run loop besides the lock guard. */
 export interface TurnContext {
@@ -66,6 +67,8 @@ export interface TurnContext {
   phases?: PhaseListener;
   /** How many of the newest blocks keep their `block_undo` row (INDEXER_UNDO_BLOCKS; default its minimum). */
   undoBlocks?: number;
+  /** The recent transactions' tx_nums (txid-cache.ts): the spend deletes their outputs by key. */
+  txids?: TxidCache;
 }
 
 /** A block the turn applied: its height, transactions and events. */
@@ -143,7 +146,7 @@ export async function writeTurn(
     for (const o of externalOutpoints(block)) if (!earlier.has(hashKey(o.txid))) external.push(o);
     for (const tx of block.txs) earlier.add(hashKey(tx.txid));
   }
-  const spending = spendUtxos(trx, external);
+  const spending = spendUtxos(trx, external, ctx.txids);
   // While Postgres deletes the spent outputs, hash every output's address key.
   const keys = blocks.map(({ block }) => outputKeys(block));
   const stored = await spending;

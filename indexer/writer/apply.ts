@@ -54,6 +54,7 @@ import { removeFromMempool, confirmationEvents, mempoolHoldsAny } from './block-
 import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
 import { insertScriptAliases } from './script-aliases.js';
 import { assetCandidates, colorConfirmed, deleteAssetColors } from './asset-rows.js';
+import type { TxidCache } from './txid-cache.js';
 import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
 
 /** Hooks the run loop gives the writers. */
@@ -98,7 +99,7 @@ export async function applyBlocks(
   ctx: WriteContext = {},
   budgetMs = Infinity,
 ): Promise<ApplyResult[]> {
-  return db.transaction().execute(async (trx) => {
+  const results = await db.transaction().execute(async (trx) => {
     if (ctx.guard) await ctx.guard(trx);
     // Once per transaction, not per block: the planner settings are transaction-local, and only
     // this indexer's mempool sync, never while blocks are applied, adds mempool rows: tables
@@ -119,6 +120,15 @@ export async function applyBlocks(
     }
     return results;
   });
+  // Committed: the next blocks' spends find these transactions' outputs by key.
+  results.forEach((r, i) => {
+    if (r.kind === 'applied')
+      ctx.txids?.addBlock(
+        r.height,
+        blocks[i]!.block.txs.map((tx) => tx.txid),
+      );
+  });
+  return results;
 }
 
 async function applyInTransaction(
@@ -136,7 +146,7 @@ async function applyInTransaction(
   const lap = (phase: string) => timer.lap(phase);
   // Per-address amounts are only needed for events: skip them when nothing is watched.
   const touches = await anyWatched(trx);
-  const { rows, txsWritten } = await spendAndDerive(trx, block, height, touches, mempool, lap);
+  const { rows, txsWritten } = await spendAndDerive(trx, block, height, { touches, mempool, txids: ctx.txids }, lap);
   lap('derive');
   await dropOverwrittenCoinbase(trx, [rows], rows.balances);
 
@@ -202,8 +212,7 @@ async function spendAndDerive(
   trx: Trx,
   block: DecodedBlock,
   height: number,
-  touches: boolean,
-  mempool: boolean,
+  { touches, mempool, txids }: { touches: boolean; mempool: boolean; txids: TxidCache | undefined },
   lap: (phase: string) => void,
 ): Promise<{ rows: BlockRows; txsWritten: Promise<void> }> {
   const byTx = externalOutpointsByTx(block);
@@ -212,7 +221,7 @@ async function spendAndDerive(
   for (let i = 0; i < byTx.length; i++) {
     outpoints.push(...byTx[i]!);
     if (outpoints.length >= SPEND_PART || i === byTx.length - 1) {
-      parts.push({ end: i + 1, spent: spendUtxos(trx, outpoints) });
+      parts.push({ end: i + 1, spent: spendUtxos(trx, outpoints, txids) });
       outpoints = [];
     }
   }
@@ -289,6 +298,9 @@ async function spentToUndo(source: UndoSource, hash: Uint8Array, height: number)
  * spent (pruned, or not served for now): the run loop retries with backoff, showing it in `lastError`.
  */
 export async function undoBlock(db: Kysely<Database>, height: number, source: UndoSource, ctx: WriteContext = {}): Promise<UndoResult> {
+  // Before anything is written: whatever becomes of the undo (committed, failed, unknown), no
+  // transaction of the block stays among the recent ones (a miss only costs the txs lookup).
+  ctx.txids?.cut(txNumOf(height, 0));
   const known = await sql<{ hash: Buffer; undo: boolean }>`
     SELECT hash, EXISTS (SELECT 1 FROM block_undo WHERE height = ${height}) AS undo FROM blocks WHERE height = ${height}`.execute(db);
   const stored = known.rows[0];

@@ -14,6 +14,7 @@ import { toBuffer } from '../mempool-rows.js';
 import { txidIs, txidIsKeyed, txidKeyOf } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
+import type { TxidCache } from './txid-cache.js';
 
 export type Trx = Transaction<Database>;
 
@@ -68,7 +69,9 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
     counts.push(sign * d.count);
   }
   if (keys.length === 0) return;
-  // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away.
+  // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away. (Split
+  // into a DELETE of the rows a negative count empties and an INSERT … ON CONFLICT DO UPDATE of
+  // the rest, the rows a delta moves without emptying are looked up twice: slower, measured.)
   await sql`
     MERGE INTO balances AS b
     USING (SELECT * FROM unnest(${keys}::uuid[], ${sats}::int8[], ${counts}::int4[]) AS d(addr_key, sats, n) ORDER BY addr_key) AS d
@@ -191,27 +194,26 @@ export async function dropOverwrittenCoinbase(trx: Trx, blocks: readonly BlockRo
   for (const old of r.rows) if (old.addr_key !== null) addDelta(balances, old.addr_key, -old.value, -1);
 }
 
+/** A spent output's `utxos` row as `DELETE … RETURNING` gives it. */
+type SpentRow = { txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null };
+
 /**
  * Deletes the spent outputs and returns them as prevouts keyed by `hashKey(txid):vout`, with their
- * scripts (the block's undo row keeps them). Each
- * outpoint's txid is turned into its tx_num through `txs_txid_key` (utxos is keyed by tx_num),
- * then the rows are deleted in `utxos_pkey` order. A txid two txs rows share (BIP30's duplicate
- * coinbases) gives two candidates, of which at most one is still unspent.
+ * scripts (the block's undo row keeps them). `utxos` is keyed by (tx_num, vout): the outpoints
+ * whose txid `txids` (the recent transactions, txid-cache.ts) names are deleted by that key at
+ * once, where the row's own txid is theirs (a wrong or colliding entry deletes nothing, and its
+ * outpoint goes on to the lookup); the others' txids are turned into tx_nums through
+ * `txs_txid_key`, then their rows are deleted in `utxos_pkey` order. A txid two txs rows share
+ * (BIP30's duplicate coinbases) gives two candidates, of which at most one is still unspent.
  */
-export async function spendUtxos(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number }[]): Promise<Map<string, Prevout>> {
+export async function spendUtxos(
+  trx: Trx,
+  outpoints: readonly { txid: Uint8Array; vout: number }[],
+  txids?: TxidCache,
+): Promise<Map<string, Prevout>> {
   const found = new Map<string, Prevout>();
-  for (let i = 0; i < outpoints.length; i += 20_000) {
-    const part = outpoints.slice(i, i + 20_000);
-    // Each txid's key is computed here, not in PostgreSQL for each of the block's ~8,000 outpoints.
-    const r = await sql<{ txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null }>`
-      DELETE FROM utxos u USING (
-        SELECT t.tx_num, s.vout
-          FROM (SELECT * FROM unnest(${part.map((o) => txidKeyOf(o.txid))}::int8[], ${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(k, txid, vout) ORDER BY k) AS s
-          JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
-         ORDER BY t.tx_num, s.vout) AS s
-      WHERE u.tx_num = s.tx_num AND u.vout = s.vout
-      RETURNING u.txid, u.vout, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
-    for (const x of r.rows) {
+  const take = (rows: readonly SpentRow[]) => {
+    for (const x of rows) {
       found.set(`${hashKey(x.txid)}:${x.vout}`, {
         txNum: Number(x.tx_num),
         value: x.value,
@@ -219,8 +221,53 @@ export async function spendUtxos(trx: Trx, outpoints: readonly { txid: Uint8Arra
         ...(x.addr_key !== null ? { keys: x.addr_key } : {}),
       });
     }
+  };
+  const keyed: { txid: Uint8Array; vout: number; txNum: number }[] = [];
+  const looked: { txid: Uint8Array; vout: number }[] = [];
+  for (const o of outpoints) {
+    const n = txids?.get(o.txid);
+    if (n === undefined) looked.push(o);
+    else keyed.push({ txid: o.txid, vout: o.vout, txNum: n });
   }
+  // Both statements go out at once; the transaction runs them in turn.
+  const direct = keyed.length > 0 ? spendByKey(trx, keyed) : Promise.resolve([]);
+  direct.catch(() => {});
+  const lookedUp = spendByTxid(trx, looked);
+  take(await direct);
+  take(await lookedUp);
+  const wrong = keyed.filter((o) => !found.has(`${hashKey(o.txid)}:${o.vout}`));
+  if (wrong.length > 0) take(await spendByTxid(trx, wrong));
   return found;
+}
+
+/** Deletes outputs by their key, where the row's txid is the outpoint's. */
+async function spendByKey(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number; txNum: number }[]): Promise<SpentRow[]> {
+  const r = await sql<SpentRow>`
+    DELETE FROM utxos u USING (
+      SELECT * FROM unnest(${int8s(outpoints.map((o) => o.txNum))}::int8[], ${outpoints.map((o) => o.vout)}::int4[], ${outpoints.map((o) => toBuffer(o.txid))}::bytea[]) AS s(tx_num, vout, txid)
+       ORDER BY tx_num, vout) AS s
+    WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND u.txid = s.txid
+    RETURNING u.txid, u.vout, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
+  return r.rows;
+}
+
+/** Deletes outputs named by txid, each turned into its tx_nums through `txs_txid_key` first. */
+async function spendByTxid(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number }[]): Promise<SpentRow[]> {
+  const rows: SpentRow[] = [];
+  for (let i = 0; i < outpoints.length; i += 20_000) {
+    const part = outpoints.slice(i, i + 20_000);
+    // Each txid's key is computed here, not in PostgreSQL for each of the block's ~8,000 outpoints.
+    const r = await sql<SpentRow>`
+      DELETE FROM utxos u USING (
+        SELECT t.tx_num, s.vout
+          FROM (SELECT * FROM unnest(${part.map((o) => txidKeyOf(o.txid))}::int8[], ${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(k, txid, vout) ORDER BY k) AS s
+          JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
+         ORDER BY t.tx_num, s.vout) AS s
+      WHERE u.tx_num = s.tx_num AND u.vout = s.vout
+      RETURNING u.txid, u.vout, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
+    rows.push(...r.rows);
+  }
+  return rows;
 }
 
 /** Truncates or deletes the history chunks of `keys` holding entries at or above `fromTxNum`. */

@@ -14,7 +14,7 @@ import type { SpentOutput } from '../../indexer/node-rest.js';
 import { fixturePath } from './fixtures.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
-import { applyBlock, undoBlock } from '../../indexer/writer/apply.js';
+import { applyBlock, undoBlock, type WriteContext } from '../../indexer/writer/apply.js';
 
 export interface FixtureBlock {
   height: number;
@@ -168,16 +168,17 @@ export class FixtureChain implements ChainSource {
 
 /**
  * Indexes regtest-chain-a into `db` as the node saw it: its genesis, then every connect and
- * disconnect in the node's order (its 7 reorgs applied and undone) through applyBlock/undoBlock.
+ * disconnect in the node's order (its 7 reorgs applied and undone) through applyBlock/undoBlock
+ * (with `ctx`, as the run loop gives them).
  */
-export async function indexChainA(db: Kysely<Database>): Promise<ChainA> {
+export async function indexChainA(db: Kysely<Database>, ctx: WriteContext = {}): Promise<ChainA> {
   const chain = loadChainA();
   const node = new FixtureChain(chain.blocks.values());
-  const genesis = await applyBlock(db, decodeBlock(chain.blocks.get(chain.main[0]!)!.raw), 0);
+  const genesis = await applyBlock(db, decodeBlock(chain.blocks.get(chain.main[0]!)!.raw), 0, ctx);
   if (genesis.kind !== 'applied') throw new Error(`chain-a genesis: ${genesis.kind}`);
   for (const step of chain.steps) {
     const b = chain.blocks.get(step.hash)!;
-    const r = step.label === 'C' ? await applyBlock(db, decodeBlock(b.raw), b.height) : await undoBlock(db, b.height, node);
+    const r = step.label === 'C' ? await applyBlock(db, decodeBlock(b.raw), b.height, ctx) : await undoBlock(db, b.height, node, ctx);
     if (r.kind !== (step.label === 'C' ? 'applied' : 'undone'))
       throw new Error(`chain-a ${step.label} ${b.height} ${step.hash}: ${r.kind}`);
   }

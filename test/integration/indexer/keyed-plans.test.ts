@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 
 /** EXPLAIN (no execution) of the block statements' shapes, with or without preferIndexLookups first. */
-async function plans(keyed: boolean): Promise<{ spend: string; balances: string; coinbases: string }> {
+async function plans(keyed: boolean): Promise<{ spend: string; spendByKey: string; balances: string; coinbases: string }> {
   const picks = Array.from({ length: KEYS }, (_, k) => 1 + ((k * 37) % ROWS));
   return t.db.transaction().execute(async (trx) => {
     if (keyed) await preferIndexLookups(trx);
@@ -56,6 +56,12 @@ async function plans(keyed: boolean): Promise<{ spend: string; balances: string;
           JOIN txs t ON txid_key(t.txid) = s.k AND t.txid = s.txid
          ORDER BY t.tx_num, s.vout) AS s
       WHERE u.tx_num = s.tx_num AND u.vout = s.vout RETURNING u.value`.execute(trx);
+    // The outpoints whose tx_num the recent transactions' cache gave (chain-rows.ts spendByKey).
+    const byKey = await sql<{ 'QUERY PLAN': string }>`
+      EXPLAIN DELETE FROM utxos u USING (
+        SELECT * FROM unnest(${picks.map(String)}::int8[], ${picks.map(() => 0)}::int4[], ${picks.map(txidOf)}::bytea[]) AS s(tx_num, vout, txid)
+         ORDER BY tx_num, vout) AS s
+      WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND u.txid = s.txid RETURNING u.value`.execute(trx);
     const keys = picks.map(uuidOf);
     const bal = await sql<{ 'QUERY PLAN': string }>`
       EXPLAIN MERGE INTO balances AS b
@@ -71,7 +77,7 @@ async function plans(keyed: boolean): Promise<{ spend: string; balances: string;
       WHERE ${txidIs(sql.ref('t.txid'), sql.ref('c.txid'))} AND t.tx_num <> c.tx_num AND u.tx_num = t.tx_num
       RETURNING u.addr_key, u.value`.execute(trx);
     const text = (r: { rows: { 'QUERY PLAN': string }[] }) => r.rows.map((x) => x['QUERY PLAN']).join('\n');
-    return { spend: text(spend), balances: text(bal), coinbases: text(cb) };
+    return { spend: text(spend), spendByKey: text(byKey), balances: text(bal), coinbases: text(cb) };
   });
 }
 
@@ -79,6 +85,7 @@ describe('per-block join plans', () => {
   it('the planner alone scans whole tables for a block of keys', async () => {
     const p = await plans(false);
     expect(p.spend).toMatch(/Seq Scan on (utxos|txs)/);
+    expect(p.spendByKey).toMatch(/Seq Scan on utxos/);
     expect(p.balances).toMatch(/Seq Scan on balances/);
   });
 
@@ -87,6 +94,8 @@ describe('per-block join plans', () => {
     expect(p.spend).toMatch(/Index Scan using utxos_pkey on utxos/);
     expect(p.spend).toMatch(/Index Scan using txs_txid_key on txs/);
     expect(p.spend).not.toMatch(/Seq Scan/);
+    expect(p.spendByKey).toMatch(/Index Scan using utxos_pkey on utxos/);
+    expect(p.spendByKey).not.toMatch(/Seq Scan/);
     expect(p.balances).toMatch(/Index Scan using balances_pkey on balances/);
     expect(p.balances).not.toMatch(/Seq Scan on balances/);
     expect(p.coinbases).toMatch(/Index Scan using txs_txid_key on txs/);
