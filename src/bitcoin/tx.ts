@@ -3,8 +3,10 @@
  * Decoding walks and validates every byte once, allocating nothing per field; `inputs`,
  * `outputs`, witness stacks, `txid` and `wtxid` are built on first access and cached. Scripts,
  * outpoints and witness items are views into the input bytes: keep them alive and unchanged while
- * the result is in use. Parsing follows Core's UnserializeTransaction, including its errors for a
- * superfluous witness record and unknown optional data.
+ * the result is in use. `OutputCursor` and `InputCursor` walk the outputs and inputs in place,
+ * with no object, view or array per output or input (the bulk sync's path). Parsing follows
+ * Core's UnserializeTransaction, including its errors for a superfluous witness record and
+ * unknown optional data.
  * @module
  */
 import { sha256Into } from './hash.js';
@@ -32,6 +34,7 @@ export interface TxInput extends TxInputData {
 }
 
 const NO_WITNESS: readonly Uint8Array[] = Object.freeze([]);
+const NO_BYTES = new Uint8Array(0);
 
 /** Smallest serialized input (outpoint 36 + script length 1 + sequence 4) and output (8 + 1). */
 const MIN_INPUT_BYTES = 41;
@@ -265,6 +268,21 @@ export class DecodedTx {
     return this.#wtxid;
   }
 
+  /** Where the first input starts in `bytes` (for `InputCursor`). */
+  get inputsAt(): number {
+    return this.#inputsPos;
+  }
+
+  /** Where the first output starts in `bytes` (for `OutputCursor`). */
+  get outputsAt(): number {
+    return this.#outputsPos;
+  }
+
+  /** Where the witness data starts in `bytes`, -1 without (for `InputCursor`). */
+  get witnessAt(): number {
+    return this.#witnessStart;
+  }
+
   /** True for a coinbase: one input spending the null outpoint (all-zero txid, vout 0xffffffff). */
   get isCoinbase(): boolean {
     if (this.inputCount !== 1) return false;
@@ -273,6 +291,167 @@ export class DecodedTx {
     if (u32le(b, p + 32) !== 0xffffffff) return false;
     for (let i = p; i < p + 32; i++) if (b[i] !== 0) return false;
     return true;
+  }
+}
+
+/**
+ * The outputs of a decoded transaction read in place, one at a time: `start(tx)`, then `next()`
+ * until it answers false; the current output is number `vout`, its script
+ * `bytes[scriptAt, scriptAt + scriptLength)`. Moving makes no object, view or bigint: `script`
+ * and `value` make them on request (once per output), so a reader that needs only positions
+ * (the bulk sync) allocates nothing per output. A view taken from `script` stays valid after
+ * the cursor moves on.
+ */
+export class OutputCursor implements TxOutput {
+  /** The transaction's bytes (its `bytes`). */
+  bytes: Uint8Array = NO_BYTES;
+  vout = -1;
+  /** Where the current output's 8-byte value starts in `bytes`. */
+  valueAt = 0;
+  scriptAt = 0;
+  scriptLength = 0;
+  /** Outputs of the transaction. */
+  count = 0;
+  private at = 0;
+  #script: Uint8Array | undefined = undefined;
+  #value: bigint | undefined = undefined;
+
+  /** Points before the first output of `tx`. */
+  start(tx: DecodedTx): this {
+    this.bytes = tx.bytes;
+    this.count = tx.outputCount;
+    this.vout = -1;
+    this.at = tx.outputsAt;
+    return this;
+  }
+
+  /** Moves to the next output; false (and stays) after the last. */
+  next(): boolean {
+    if (this.vout + 1 >= this.count) return false;
+    const b = this.bytes;
+    let p = this.at;
+    this.valueAt = p;
+    p += 8;
+    const len = validatedCompactSize(b, p);
+    p += compactSizeLength(b[p]!);
+    this.scriptAt = p;
+    this.scriptLength = len;
+    this.at = p + len;
+    this.vout++;
+    this.#script = undefined;
+    this.#value = undefined;
+    return true;
+  }
+
+  get value(): bigint {
+    return (this.#value ??= readValue(this.bytes, this.valueAt));
+  }
+
+  /** The value as a number when it is one exactly (0 to 2^53 - 1 sat: every real amount), else -1. */
+  get sats(): number {
+    const b = this.bytes;
+    const p = this.valueAt;
+    const hi = u32le(b, p + 4);
+    return hi < 0x200000 ? hi * 0x100000000 + u32le(b, p) : -1;
+  }
+
+  get script(): Uint8Array {
+    return (this.#script ??= new Uint8Array(this.bytes.buffer, this.bytes.byteOffset + this.scriptAt, this.scriptLength));
+  }
+
+  /** The script's first byte, -1 for an empty script. */
+  get firstByte(): number {
+    return this.scriptLength === 0 ? -1 : this.bytes[this.scriptAt]!;
+  }
+
+  /** The script's last byte, -1 for an empty script. */
+  get lastByte(): number {
+    return this.scriptLength === 0 ? -1 : this.bytes[this.scriptAt + this.scriptLength - 1]!;
+  }
+}
+
+/**
+ * The inputs of a decoded transaction read in place, one at a time (`start(tx)`, then `next()`
+ * until false), as `OutputCursor` reads outputs: the outpoint lies at `src[outpointAt..+36)`;
+ * `prevTxid`, `scriptSig` and `witness` are made on request (a new view each time, valid after
+ * the cursor moves on).
+ */
+export class InputCursor implements TxInput {
+  /** The transaction's bytes (its `bytes`). */
+  src: Uint8Array = NO_BYTES;
+  /** Where the current input's outpoint starts in `src`: the txid's 32 bytes, then the vout. */
+  outpointAt = 0;
+  vout = 0;
+  sequence = 0;
+  /** Inputs of the transaction, and the number of the current one (-1 before the first). */
+  count = 0;
+  index = -1;
+  private scriptAt = 0;
+  private scriptLength = 0;
+  private at = 0;
+  private witnessStart = -1;
+
+  /** Points before the first input of `tx`. */
+  start(tx: DecodedTx): this {
+    this.src = tx.bytes;
+    this.count = tx.inputCount;
+    this.index = -1;
+    this.at = tx.inputsAt;
+    this.witnessStart = tx.witnessAt;
+    return this;
+  }
+
+  /** Moves to the next input; false (and stays) after the last. */
+  next(): boolean {
+    if (this.index + 1 >= this.count) return false;
+    const b = this.src;
+    let p = this.at;
+    this.outpointAt = p;
+    this.vout = u32le(b, p + 32);
+    p += 36;
+    const len = validatedCompactSize(b, p);
+    p += compactSizeLength(b[p]!);
+    this.scriptAt = p;
+    this.scriptLength = len;
+    p += len;
+    this.sequence = u32le(b, p);
+    this.at = p + 4;
+    this.index++;
+    return true;
+  }
+
+  get prevTxid(): Uint8Array {
+    return new Uint8Array(this.src.buffer, this.src.byteOffset + this.outpointAt, 32);
+  }
+
+  get scriptSig(): Uint8Array {
+    return new Uint8Array(this.src.buffer, this.src.byteOffset + this.scriptAt, this.scriptLength);
+  }
+
+  /** The current input's witness stack (its position is found by walking the stacks before it). */
+  get witness(): readonly Uint8Array[] {
+    let w = this.witnessStart;
+    if (w < 0) return NO_WITNESS;
+    const b = this.src;
+    for (let i = 0; i < this.index; i++) {
+      const items = validatedCompactSize(b, w);
+      w += compactSizeLength(b[w]!);
+      for (let j = 0; j < items; j++) {
+        const l = validatedCompactSize(b, w);
+        w += compactSizeLength(b[w]!) + l;
+      }
+    }
+    const n = validatedCompactSize(b, w);
+    if (n === 0) return NO_WITNESS;
+    w += compactSizeLength(b[w]!);
+    const items = new Array<Uint8Array>(n);
+    for (let j = 0; j < n; j++) {
+      const l = validatedCompactSize(b, w);
+      w += compactSizeLength(b[w]!);
+      items[j] = new Uint8Array(b.buffer, b.byteOffset + w, l);
+      w += l;
+    }
+    return items;
   }
 }
 

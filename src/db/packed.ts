@@ -97,6 +97,16 @@ export class PackedWriter {
     this.buf.set(b, this.len);
     this.len += b.length;
   }
+  /** Bytes [start, end) of `b` (no view of them is made; a short range is copied in a loop, cheaper than a set call). */
+  bytesRange(b: Uint8Array, start: number, end: number) {
+    const n = end - start;
+    this.ensure(n);
+    const buf = this.buf;
+    const p = this.len;
+    if (n <= 64) for (let i = 0; i < n; i++) buf[p + i] = b[start + i]!;
+    else buf.set(b.subarray(start, end), p);
+    this.len = p + n;
+  }
   finish(): Buffer {
     return Buffer.from(this.buf.buffer, this.buf.byteOffset, this.len);
   }
