@@ -256,6 +256,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
     return kind === 2 ? (c.multiKeysAt(slot) as readonly Uint8Array[]) : null;
   }
 
+  readonly amounts = false;
+
   amountOf(): bigint {
     return 0n;
   }

@@ -52,6 +52,8 @@ export interface TxSink<I, K, P> {
   resolve(input: I): P;
   /** The address keys of a resolved prevout. */
   keysOf(prevout: P): Keys<K>;
+  /** False for a path that keeps no amounts: `address` then gets 0n for an output, whose value is not read. */
+  readonly amounts?: boolean;
   /** Its value (a path that keeps no amounts may answer 0n and ignore amounts). */
   amountOf(prevout: P): bigint;
   /** `input` spends `prevout`: record the reference (packed inputs, spent rows, the unspent set). */
@@ -133,7 +135,7 @@ function deriveOutput<I, K, P>(sink: TxSink<I, K, P>, kind: TxKind, out: TxOutpu
     if (alias !== null) sink.alias(alias);
   }
   if (kind === 'genesis') return;
-  touch(sink, keys, keys === null || Array.isArray(keys) ? 0n : out.value, 1);
+  touch(sink, keys, keys === null || Array.isArray(keys) || sink.amounts === false ? 0n : out.value, 1);
   if (!unspendableScript(n, first)) sink.unspent(v, keys, balanceKey(keys), out);
 }
 

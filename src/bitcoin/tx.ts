@@ -98,6 +98,22 @@ export class DecodedInput implements TxInput {
 }
 
 let scratch = new Uint8Array(0);
+/** Views of `scratch`'s first n bytes by n (up to 64 KiB), made once: hashing needs a whole view. */
+let scratchViews: Uint8Array[] = [];
+
+/** `scratch` holding at least `n` bytes (a new one forgets what the old held). */
+function scratchFor(n: number): Uint8Array {
+  if (scratch.length < n) {
+    scratch = new Uint8Array(Math.max(n, 2 * scratch.length, 1 << 16));
+    scratchViews = [];
+  }
+  return scratch;
+}
+
+/** The view of `scratch`'s first `n` bytes. */
+function scratchView(n: number): Uint8Array {
+  return n <= 1 << 16 ? (scratchViews[n] ??= scratch.subarray(0, n)) : scratch.subarray(0, n);
+}
 
 const firstRound = new Uint8Array(32);
 
@@ -120,7 +136,8 @@ function readValue(b: Uint8Array, p: number): bigint {
 /**
  * A decoded transaction. Obtain it from `decodeTx`, `decodeTxAt` or `decodeBlock`.
  * Sizes follow BIP141: `weight = 3 * baseSize + size`, `vsize = ceil(weight / 4)`.
- * Positions below are relative to `bytes`.
+ * Its private positions are relative to the start of `bytes`; `inputsAt`, `outputsAt` and
+ * `witnessAt` give them in `src`.
  */
 export class DecodedTx {
   #inputsPos: number;
@@ -131,6 +148,8 @@ export class DecodedTx {
   #outputs: readonly TxOutput[] | undefined = undefined;
   #txid: Uint8Array | undefined = undefined;
   #wtxid: Uint8Array | undefined = undefined;
+  #bytes: Uint8Array | undefined = undefined;
+  #size: number;
 
   /** @internal use the decode functions. */
   constructor(
@@ -138,10 +157,11 @@ export class DecodedTx {
     readonly version: number,
     /** nLockTime (unsigned 32-bit). */
     readonly locktime: number,
-    /** The whole serialized transaction (a view into the decoder's input). */
-    readonly bytes: Uint8Array,
-    /** Where the transaction starts in the bytes given to the decoder (its offset in the block). */
+    /** The bytes given to the decoder (the block's, for a transaction of a decoded block). */
+    readonly src: Uint8Array,
+    /** Where the transaction starts in `src` (its offset in the block). */
     readonly offset: number,
+    size: number,
     /** Number of inputs. */
     readonly inputCount: number,
     /** Number of outputs. */
@@ -151,10 +171,16 @@ export class DecodedTx {
     witnessStart: number,
     witnessEnd: number,
   ) {
+    this.#size = size;
     this.#inputsPos = inputsPos;
     this.#outputsPos = outputsPos;
     this.#witnessStart = witnessStart;
     this.#witnessEnd = witnessEnd;
+  }
+
+  /** The whole serialized transaction (a view into `src`, made on first access). */
+  get bytes(): Uint8Array {
+    return (this.#bytes ??= new Uint8Array(this.src.buffer, this.src.byteOffset + this.offset, this.#size));
   }
 
   /** The inputs, built on first access. */
@@ -219,17 +245,17 @@ export class DecodedTx {
 
   /** Serialized size in bytes, witness included. */
   get size(): number {
-    return this.bytes.length;
+    return this.#size;
   }
 
   /** Size without the marker, flag and witness data (the bytes the txid covers). */
   get baseSize(): number {
     const ws = this.#witnessStart;
-    return ws < 0 ? this.bytes.length : this.bytes.length - 2 - (this.#witnessEnd - ws);
+    return ws < 0 ? this.#size : this.#size - 2 - (this.#witnessEnd - ws);
   }
 
   get weight(): number {
-    return this.baseSize * 3 + this.bytes.length;
+    return this.baseSize * 3 + this.#size;
   }
 
   get vsize(): number {
@@ -239,24 +265,24 @@ export class DecodedTx {
   /** Transaction id (double SHA-256 of the non-witness serialization), internal byte order. */
   get txid(): Uint8Array {
     if (this.#txid !== undefined) return this.#txid;
-    const b = this.bytes;
     const ws = this.#witnessStart;
     if (ws < 0) {
-      this.#txid = sha256dView(b);
+      this.#txid = sha256dView(this.bytes);
     } else {
-      // Copy version | inputs and outputs | locktime into a scratch buffer and hash it in one
-      // call: one-shot hashing beats incremental updates by ~35 %.
+      // Copy version | inputs and outputs | locktime from the decoder's input into a scratch
+      // buffer and hash it in one call: one-shot hashing beats incremental updates by ~35 %.
+      const b = this.src;
+      const o = this.offset;
       const we = this.#witnessEnd;
       const n = this.baseSize;
-      if (scratch.length < n) scratch = new Uint8Array(Math.max(n, 2 * scratch.length, 1 << 16));
+      const s = scratchFor(n);
       // The 4-byte version and locktime byte by byte: a view and a set call each cost more.
-      const s = scratch;
       for (let i = 0; i < 4; i++) {
-        s[i] = b[i]!;
-        s[ws - 2 + i] = b[we + i]!;
+        s[i] = b[o + i]!;
+        s[ws - 2 + i] = b[o + we + i]!;
       }
-      s.set(b.subarray(6, ws), 4);
-      this.#txid = sha256dView(scratch.subarray(0, n));
+      s.set(b.subarray(o + 6, o + ws), 4);
+      this.#txid = sha256dView(scratchView(n));
     }
     return this.#txid;
   }
@@ -268,26 +294,26 @@ export class DecodedTx {
     return this.#wtxid;
   }
 
-  /** Where the first input starts in `bytes` (for `InputCursor`). */
+  /** Where the first input starts in `src` (for `InputCursor`). */
   get inputsAt(): number {
-    return this.#inputsPos;
+    return this.offset + this.#inputsPos;
   }
 
-  /** Where the first output starts in `bytes` (for `OutputCursor`). */
+  /** Where the first output starts in `src` (for `OutputCursor`). */
   get outputsAt(): number {
-    return this.#outputsPos;
+    return this.offset + this.#outputsPos;
   }
 
-  /** Where the witness data starts in `bytes`, -1 without (for `InputCursor`). */
+  /** Where the witness data starts in `src`, -1 without (for `InputCursor`). */
   get witnessAt(): number {
-    return this.#witnessStart;
+    return this.#witnessStart < 0 ? -1 : this.offset + this.#witnessStart;
   }
 
   /** True for a coinbase: one input spending the null outpoint (all-zero txid, vout 0xffffffff). */
   get isCoinbase(): boolean {
     if (this.inputCount !== 1) return false;
-    const b = this.bytes;
-    const p = this.#inputsPos;
+    const b = this.src;
+    const p = this.offset + this.#inputsPos;
     if (u32le(b, p + 32) !== 0xffffffff) return false;
     for (let i = p; i < p + 32; i++) if (b[i] !== 0) return false;
     return true;
@@ -303,7 +329,7 @@ export class DecodedTx {
  * the cursor moves on.
  */
 export class OutputCursor implements TxOutput {
-  /** The transaction's bytes (its `bytes`). */
+  /** The bytes the transaction was decoded from (its `src`: its block's); positions are in them. */
   bytes: Uint8Array = NO_BYTES;
   vout = -1;
   /** Where the current output's 8-byte value starts in `bytes`. */
@@ -318,7 +344,7 @@ export class OutputCursor implements TxOutput {
 
   /** Points before the first output of `tx`. */
   start(tx: DecodedTx): this {
-    this.bytes = tx.bytes;
+    this.bytes = tx.src;
     this.count = tx.outputCount;
     this.vout = -1;
     this.at = tx.outputsAt;
@@ -377,7 +403,7 @@ export class OutputCursor implements TxOutput {
  * the cursor moves on).
  */
 export class InputCursor implements TxInput {
-  /** The transaction's bytes (its `bytes`). */
+  /** The bytes the transaction was decoded from (its `src`: its block's); positions are in them. */
   src: Uint8Array = NO_BYTES;
   /** Where the current input's outpoint starts in `src`: the txid's 32 bytes, then the vout. */
   outpointAt = 0;
@@ -393,7 +419,7 @@ export class InputCursor implements TxInput {
 
   /** Points before the first input of `tx`. */
   start(tx: DecodedTx): this {
-    this.src = tx.bytes;
+    this.src = tx.src;
     this.count = tx.inputCount;
     this.index = -1;
     this.at = tx.inputsAt;
@@ -563,12 +589,12 @@ export function decodeTxAt(bytes: Uint8Array, offset: number, end: number = byte
   need(p, 4, end, 'transaction locktime');
   const locktime = u32le(b, p);
   p += 4;
-  const txBytes = new Uint8Array(b.buffer, b.byteOffset + start, p - start);
   return new DecodedTx(
     version,
     locktime,
-    txBytes,
+    b,
     start,
+    p - start,
     nIn,
     nOut,
     inputsPos - start,
