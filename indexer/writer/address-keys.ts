@@ -6,7 +6,8 @@
  * prints them, so keys computed here and keys read back compare equal.
  * @module
  */
-import { addressKey, addressKeyBytes, addressKeyInto, canonicalScripts } from '../../src/db/address-key.js';
+import { OutputCursor, type TxOutput } from '../../src/bitcoin/tx.js';
+import { addressKey, addressKeyBytes, addressKeyInto, canonicalScripts, isCanonicalTemplate } from '../../src/db/address-key.js';
 
 export { canonicalScripts };
 
@@ -50,7 +51,34 @@ export function scriptKeyBytes(script: Uint8Array, single?: Uint8Array): Uint8Ar
   return out;
 }
 
+/** Scratch copies of template scripts, by length (node:crypto hashes a whole array: no view is made). */
+const templateCopies: Uint8Array[] = [];
+
+/**
+ * `scriptKeyBytes(out.script, single)`: a template script read in place by a cursor is copied
+ * into a scratch array and hashed from there, which costs less than making its view.
+ */
+export function outputKeyBytes(out: TxOutput, single: Uint8Array): Uint8Array | readonly Buffer[] | null {
+  if (out instanceof OutputCursor) {
+    const b = out.bytes;
+    const at = out.scriptAt;
+    const n = out.scriptLength;
+    if (isCanonicalTemplate(b, at, n)) {
+      const s = (templateCopies[n] ??= new Uint8Array(n));
+      for (let i = 0; i < n; i++) s[i] = b[at + i]!;
+      addressKeyInto(s, single, 0);
+      return single;
+    }
+  }
+  return scriptKeyBytes(out.script, single);
+}
+
 /** True for outputs Core never puts in its UTXO set: OP_RETURN-led or oversized scripts. */
 export function isUnspendable(script: Uint8Array): boolean {
-  return (script.length > 0 && script[0] === 0x6a) || script.length > MAX_SCRIPT_SIZE;
+  return unspendableScript(script.length, script[0] ?? -1);
+}
+
+/** `isUnspendable` of a script of `n` bytes whose first byte is `first`. */
+export function unspendableScript(n: number, first: number): boolean {
+  return (n > 0 && first === 0x6a) || n > MAX_SCRIPT_SIZE;
 }

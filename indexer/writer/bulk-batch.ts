@@ -15,9 +15,10 @@
  */
 import type { DecodedBlock } from '../../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../../src/bitcoin/block.js';
-import { DecodedInput, type TxInput } from '../../src/bitcoin/tx.js';
+import { DecodedInput, InputCursor, OutputCursor, type TxInput, type TxOutput } from '../../src/bitcoin/tx.js';
 import { PackedWriter } from '../../src/db/packed.js';
-import { scriptKeyBytes } from './address-keys.js';
+import { isCanonicalTemplate } from '../../src/db/address-key.js';
+import { outputKeyBytes } from './address-keys.js';
 import { BinaryCopy } from './copy-binary.js';
 import type { ScriptAlias } from './script-aliases.js';
 import { MissingPrevoutError } from './derive.js';
@@ -239,7 +240,7 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   resolve(input: TxInput): number {
     // A decoded block's input is read in place (no view of its txid is made).
     const slot =
-      input instanceof DecodedInput
+      input instanceof InputCursor || input instanceof DecodedInput
         ? this.cache.findAt(input.src, input.outpointAt, input.vout)
         : this.cache.find(input.prevTxid, input.vout);
     if (slot < 0) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
@@ -263,6 +264,8 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
     return kind === 2 ? (c.multiKeysAt(slot) as readonly Uint8Array[]) : null;
   }
 
+  readonly amounts = false;
+
   amountOf(): bigint {
     return 0n;
   }
@@ -282,17 +285,31 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
     c.delete(slot);
   }
 
-  outputKeys(script: Uint8Array): Keys<Uint8Array> {
+  outputKeys(out: TxOutput): Keys<Uint8Array> {
     // A single key lands in outKey: address() and unspent() copy it before the next output.
-    return scriptKeyBytes(script, this.outKey);
+    return outputKeyBytes(out, this.outKey);
   }
 
-  output(vout: number, value: bigint, script: Uint8Array): void {
-    this.outsW.packTaggedOut(vout, value, script);
+  output(vout: number, out: TxOutput): void {
     const r = this.recCount++;
     this.recTx[r] = this.txIdx;
-    this.recScript[r] = script.byteOffset - this.blockBase;
-    this.recLen[r] = script.length;
+    if (out instanceof OutputCursor) {
+      // Read in place: the value as a number (every real amount is one). A script of the usual
+      // templates is its own canonical script, so its tag is its address key's first bytes, which
+      // outputKeys() just put in outKey: no second hash (src/db/out-tags.ts; bulk.test.ts holds
+      // the rows equal to the per-block writer's, which tags through outTagOf).
+      const sats = out.sats;
+      const value = sats >= 0 ? sats : out.value;
+      if (isCanonicalTemplate(out.bytes, out.scriptAt, out.scriptLength)) this.outsW.packTaggedOwn(vout, value, this.outKey);
+      else this.outsW.packTaggedOut(vout, out.value, out.script);
+      this.recScript[r] = out.bytes.byteOffset + out.scriptAt - this.blockBase;
+      this.recLen[r] = out.scriptLength;
+    } else {
+      const script = out.script;
+      this.outsW.packTaggedOut(vout, out.value, script);
+      this.recScript[r] = script.byteOffset - this.blockBase;
+      this.recLen[r] = script.length;
+    }
     this.recState[r] = REC_NONE;
   }
 

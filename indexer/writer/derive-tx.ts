@@ -22,16 +22,22 @@
  * @module
  */
 import { hasAssetMarker } from '../../src/bitcoin/open-assets.js';
-import { isUnspendable } from './address-keys.js';
-import { scriptAlias, type ScriptAlias } from './script-aliases.js';
+import { DecodedTx, InputCursor, OutputCursor, type TxInput, type TxOutput } from '../../src/bitcoin/tx.js';
+import { unspendableScript } from './address-keys.js';
+import { mayHaveAlias, scriptAlias, type ScriptAlias } from './script-aliases.js';
 
 /** No address, one address, or the keys of a bare multisig, in a path's representation `K`. */
 export type Keys<K> = null | K | readonly K[];
 
-/** What the derivation reads of a transaction: its inputs (`I`: a path's input reference) and outputs. */
+/**
+ * What the derivation reads of a transaction given as arrays: its inputs (`I`: a path's input
+ * reference) and outputs. A `DecodedTx` is read in place instead (`InputCursor`, `OutputCursor`:
+ * no object per input or output); a sink then gets the cursors as its inputs and outputs, valid
+ * only during the call (what it keeps of one it takes from `prevTxid`, `script` or `value`).
+ */
 export interface TxShape<I> {
   readonly inputs: readonly I[];
-  readonly outputs: readonly { readonly value: bigint; readonly script: Uint8Array }[];
+  readonly outputs: readonly TxOutput[];
 }
 
 /**
@@ -46,16 +52,18 @@ export interface TxSink<I, K, P> {
   resolve(input: I): P;
   /** The address keys of a resolved prevout. */
   keysOf(prevout: P): Keys<K>;
+  /** False for a path that keeps no amounts: `address` then gets 0n for an output, whose value is not read. */
+  readonly amounts?: boolean;
   /** Its value (a path that keeps no amounts may answer 0n and ignore amounts). */
   amountOf(prevout: P): bigint;
   /** `input` spends `prevout`: record the reference (packed inputs, spent rows, the unspent set). */
   spend(prevout: P, input: I): void;
   /** The address keys output `vout` is indexed under. */
-  outputKeys(script: Uint8Array, vout: number): Keys<K>;
+  outputKeys(out: TxOutput, vout: number): Keys<K>;
   /** Every output, in order (packed outputs, sums). */
-  output(vout: number, value: bigint, script: Uint8Array): void;
+  output(vout: number, out: TxOutput): void;
   /** A spendable output enters the unspent set; `key` is its balance key (a single address) or null. */
-  unspent(vout: number, keys: Keys<K>, key: K | null, value: bigint, script: Uint8Array): void;
+  unspent(vout: number, keys: Keys<K>, key: K | null, out: TxOutput): void;
   /** A single address receives (`dir` 1, an output) or sends (`dir` -1, a spent prevout) `value`. */
   address(key: K, value: bigint, dir: 1 | -1): void;
   /** A key of a bare multisig takes part (received or sent), with no amount. */
@@ -79,30 +87,56 @@ export function txKindAt(height: number, pos: number, coinbase: boolean): TxKind
 }
 
 /** Derives one transaction of kind `kind` into `sink`. */
-export function deriveTx<I, K, P>(tx: TxShape<I>, kind: TxKind, sink: TxSink<I, K, P>): void {
+export function deriveTx<K, P>(tx: DecodedTx, kind: TxKind, sink: TxSink<TxInput, K, P>): void;
+export function deriveTx<I, K, P>(tx: TxShape<I>, kind: TxKind, sink: TxSink<I, K, P>): void;
+export function deriveTx<I, K, P>(tx: TxShape<I> | DecodedTx, kind: TxKind, sink: TxSink<I, K, P>): void {
+  if (tx instanceof DecodedTx) {
+    deriveDecoded(tx, kind, sink as unknown as TxSink<TxInput, K, P>);
+    return;
+  }
   if (kind === 'spends') {
     const inputs = tx.inputs;
-    for (let i = 0; i < inputs.length; i++) {
-      const input = inputs[i]!;
-      const prevout = sink.resolve(input);
-      const keys = sink.keysOf(prevout);
-      const value = sink.amountOf(prevout);
-      sink.spend(prevout, input);
-      touch(sink, keys, value, -1);
-    }
+    for (let i = 0; i < inputs.length; i++) deriveInput(sink, inputs[i]!);
     if (hasAssetMarker(tx.outputs)) sink.assetMarker();
   }
   const outputs = tx.outputs;
-  for (let v = 0; v < outputs.length; v++) {
-    const out = outputs[v]!;
-    const keys = sink.outputKeys(out.script, v);
-    sink.output(v, out.value, out.script);
+  for (let v = 0; v < outputs.length; v++) deriveOutput(sink, kind, outputs[v]!, v);
+}
+
+/** `deriveTx` of a decoded transaction, read in place through cursors. */
+function deriveDecoded<K, P>(tx: DecodedTx, kind: TxKind, sink: TxSink<TxInput, K, P>): void {
+  const outs = new OutputCursor();
+  if (kind === 'spends') {
+    const ins = new InputCursor().start(tx);
+    while (ins.next()) deriveInput(sink, ins);
+    if (hasAssetMarker(outs.start(tx))) sink.assetMarker();
+  }
+  outs.start(tx);
+  while (outs.next()) deriveOutput(sink, kind, outs, outs.vout);
+}
+
+function deriveInput<I, K, P>(sink: TxSink<I, K, P>, input: I): void {
+  const prevout = sink.resolve(input);
+  const keys = sink.keysOf(prevout);
+  const value = sink.amountOf(prevout);
+  sink.spend(prevout, input);
+  touch(sink, keys, value, -1);
+}
+
+function deriveOutput<I, K, P>(sink: TxSink<I, K, P>, kind: TxKind, out: TxOutput, v: number): void {
+  const keys = sink.outputKeys(out, v);
+  sink.output(v, out);
+  // The script's length and end bytes, read in place from a cursor (no view for the usual output).
+  const c = out instanceof OutputCursor ? out : null;
+  const n = c !== null ? c.scriptLength : out.script.length;
+  const first = c !== null ? c.firstByte : (out.script[0] ?? -1);
+  if (mayHaveAlias(n, first, c !== null ? c.lastByte : (out.script[n - 1] ?? -1))) {
     const alias = scriptAlias(out.script);
     if (alias !== null) sink.alias(alias);
-    if (kind === 'genesis') continue;
-    touch(sink, keys, out.value, 1);
-    if (!isUnspendable(out.script)) sink.unspent(v, keys, balanceKey(keys), out.value, out.script);
   }
+  if (kind === 'genesis') return;
+  touch(sink, keys, keys === null || Array.isArray(keys) || sink.amounts === false ? 0n : out.value, 1);
+  if (!unspendableScript(n, first)) sink.unspent(v, keys, balanceKey(keys), out);
 }
 
 /** The key that carries an output's balance: a single address's, none for multisig or no key. */

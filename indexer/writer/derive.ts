@@ -12,7 +12,7 @@
 import type { DecodedBlock } from '../../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../../src/bitcoin/block.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import type { DecodedTx, TxInput } from '../../src/bitcoin/tx.js';
+import type { DecodedTx, TxInput, TxOutput } from '../../src/bitcoin/tx.js';
 import { decodeIns, decodeOuts, PackedWriter, type PackedOut } from '../../src/db/packed.js';
 import { txNumOf } from '../../src/db/tx-num.js';
 import { SpentGroupKey } from '../../src/db/spent-groups.js';
@@ -309,18 +309,18 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     this.spentKey.add(p.txNum);
   }
 
-  outputKeys(script: Uint8Array, vout: number): ScriptKeys {
-    const k = this.given !== undefined ? this.given[vout]! : scriptKeys(script);
+  outputKeys(out: TxOutput, vout: number): ScriptKeys {
+    const k = this.given !== undefined ? this.given[vout]! : scriptKeys(out.script);
     this.keys[vout] = k;
     return k;
   }
 
-  output(vout: number, value: bigint, script: Uint8Array): void {
-    this.outsW.packTaggedOut(vout, value, script);
+  output(vout: number, out: TxOutput): void {
+    this.outsW.packTaggedOut(vout, out.value, out.script);
   }
 
-  unspent(vout: number, keys: ScriptKeys, key: string | null, value: bigint, script: Uint8Array): void {
-    this.unspentRows.push({ txid: this.txid, vout, txNum: this.txNum, key, keys, value, script });
+  unspent(vout: number, keys: ScriptKeys, key: string | null, out: TxOutput): void {
+    this.unspentRows.push({ txid: this.txid, vout, txNum: this.txNum, key, keys, value: out.value, script: out.script });
   }
 
   override assetMarker(): void {
@@ -571,8 +571,8 @@ class UndoSink extends Accumulator implements TxSink<UndoInput, string, UndoPrev
       });
   }
 
-  outputKeys(script: Uint8Array, vout: number): ScriptKeys {
-    return this.keysAt(this.txNum, vout, script);
+  outputKeys(out: TxOutput, vout: number): ScriptKeys {
+    return this.keysAt(this.txNum, vout, out.script);
   }
 
   output(): void {}
@@ -654,16 +654,16 @@ class MempoolSink extends Accumulator implements TxSink<TxInput, string, Mempool
     this.spends.push({ prevTxid: input.prevTxid, prevVout: input.vout });
   }
 
-  outputKeys(script: Uint8Array): ScriptKeys {
-    return scriptKeys(script);
+  outputKeys(out: TxOutput): ScriptKeys {
+    return scriptKeys(out.script);
   }
 
-  output(_vout: number, value: bigint): void {
-    this.outSum += value;
+  output(_vout: number, out: TxOutput): void {
+    this.outSum += out.value;
   }
 
-  unspent(vout: number, _keys: ScriptKeys, key: string | null, value: bigint, script: Uint8Array): void {
-    this.outputs.push({ vout, key, value, script });
+  unspent(vout: number, _keys: ScriptKeys, key: string | null, out: TxOutput): void {
+    this.outputs.push({ vout, key, value: out.value, script: out.script });
   }
 }
 

@@ -23,11 +23,18 @@ export type ScriptAlias = { scriptKey: Buffer; addrKey: Buffer; keyed: boolean }
  */
 export function scriptAlias(script: Uint8Array): ScriptAlias | null {
   const n = script.length;
-  const last = script[n - 1];
-  if ((last !== 0xac && last !== 0xae) || (n === 25 && script[0] === 0x76)) return null;
+  if (!mayHaveAlias(n, script[0] ?? -1, script[n - 1] ?? -1)) return null;
   const k = keptUnder(script);
   if (k === null || k.canonical === script) return null;
   return { scriptKey: addressKeyBytes(script), addrKey: addressKeyBytes(k.canonical), keyed: k.keyed };
+}
+
+/**
+ * Whether a script of `n` bytes, first byte `first` and last byte `last` (-1 for none) may have
+ * an alias: `scriptAlias`'s first test, for a reader that has the script's bytes in place.
+ */
+export function mayHaveAlias(n: number, first: number, last: number): boolean {
+  return (last === 0xac || last === 0xae) && !(n === 25 && first === 0x76);
 }
 
 /** The aliases of `scripts`, each once. */

@@ -17,6 +17,7 @@
  */
 import { hash160 } from './hash.js';
 import { parseScript } from './script.js';
+import { OutputCursor } from './tx.js';
 import { readCompactSize, compactSizeLength } from './wire.js';
 
 export const ASSET_KINDS = ['UNCOLORED', 'MARKER', 'ISSUANCE', 'TRANSFER'] as const;
@@ -74,9 +75,16 @@ export function parseAssetMarker(script: Uint8Array): AssetMarker | undefined {
   }
 }
 
-/** True when some output could be a marker: only such transactions need their inputs' colors. */
-export function hasAssetMarker(outputs: readonly { script: Uint8Array }[]): boolean {
-  return outputs.length >= 2 && outputs.some((o) => parseAssetMarker(o.script) !== undefined);
+/**
+ * True when some output could be a marker: only such transactions need their inputs' colors.
+ * A cursor (started, not moved) is read to its end, a script looked at only when it starts with
+ * OP_RETURN.
+ */
+export function hasAssetMarker(outputs: readonly { script: Uint8Array }[] | OutputCursor): boolean {
+  if (!(outputs instanceof OutputCursor)) return outputs.length >= 2 && outputs.some((o) => parseAssetMarker(o.script) !== undefined);
+  if (outputs.count < 2) return false;
+  while (outputs.next()) if (outputs.firstByte === OP_RETURN && parseAssetMarker(outputs.script) !== undefined) return true;
+  return false;
 }
 
 const UNCOLORED: OutputAssets = Object.freeze({ kind: 'UNCOLORED', assetId: null, quantity: 0n, version: [0, 0] as const });

@@ -3,8 +3,10 @@
  * Decoding walks and validates every byte once, allocating nothing per field; `inputs`,
  * `outputs`, witness stacks, `txid` and `wtxid` are built on first access and cached. Scripts,
  * outpoints and witness items are views into the input bytes: keep them alive and unchanged while
- * the result is in use. Parsing follows Core's UnserializeTransaction, including its errors for a
- * superfluous witness record and unknown optional data.
+ * the result is in use. `OutputCursor` and `InputCursor` walk the outputs and inputs in place,
+ * with no object, view or array per output or input (the bulk sync's path). Parsing follows
+ * Core's UnserializeTransaction, including its errors for a superfluous witness record and
+ * unknown optional data.
  * @module
  */
 import { sha256Into } from './hash.js';
@@ -32,6 +34,7 @@ export interface TxInput extends TxInputData {
 }
 
 const NO_WITNESS: readonly Uint8Array[] = Object.freeze([]);
+const NO_BYTES = new Uint8Array(0);
 
 /** Smallest serialized input (outpoint 36 + script length 1 + sequence 4) and output (8 + 1). */
 const MIN_INPUT_BYTES = 41;
@@ -95,6 +98,22 @@ export class DecodedInput implements TxInput {
 }
 
 let scratch = new Uint8Array(0);
+/** Views of `scratch`'s first n bytes by n (up to 64 KiB), made once: hashing needs a whole view. */
+let scratchViews: Uint8Array[] = [];
+
+/** `scratch` holding at least `n` bytes (a new one forgets what the old held). */
+function scratchFor(n: number): Uint8Array {
+  if (scratch.length < n) {
+    scratch = new Uint8Array(Math.max(n, 2 * scratch.length, 1 << 16));
+    scratchViews = [];
+  }
+  return scratch;
+}
+
+/** The view of `scratch`'s first `n` bytes. */
+function scratchView(n: number): Uint8Array {
+  return n <= 1 << 16 ? (scratchViews[n] ??= scratch.subarray(0, n)) : scratch.subarray(0, n);
+}
 
 const firstRound = new Uint8Array(32);
 
@@ -117,7 +136,8 @@ function readValue(b: Uint8Array, p: number): bigint {
 /**
  * A decoded transaction. Obtain it from `decodeTx`, `decodeTxAt` or `decodeBlock`.
  * Sizes follow BIP141: `weight = 3 * baseSize + size`, `vsize = ceil(weight / 4)`.
- * Positions below are relative to `bytes`.
+ * Its private positions are relative to the start of `bytes`; `inputsAt`, `outputsAt` and
+ * `witnessAt` give them in `src`.
  */
 export class DecodedTx {
   #inputsPos: number;
@@ -128,6 +148,8 @@ export class DecodedTx {
   #outputs: readonly TxOutput[] | undefined = undefined;
   #txid: Uint8Array | undefined = undefined;
   #wtxid: Uint8Array | undefined = undefined;
+  #bytes: Uint8Array | undefined = undefined;
+  #size: number;
 
   /** @internal use the decode functions. */
   constructor(
@@ -135,10 +157,11 @@ export class DecodedTx {
     readonly version: number,
     /** nLockTime (unsigned 32-bit). */
     readonly locktime: number,
-    /** The whole serialized transaction (a view into the decoder's input). */
-    readonly bytes: Uint8Array,
-    /** Where the transaction starts in the bytes given to the decoder (its offset in the block). */
+    /** The bytes given to the decoder (the block's, for a transaction of a decoded block). */
+    readonly src: Uint8Array,
+    /** Where the transaction starts in `src` (its offset in the block). */
     readonly offset: number,
+    size: number,
     /** Number of inputs. */
     readonly inputCount: number,
     /** Number of outputs. */
@@ -148,10 +171,16 @@ export class DecodedTx {
     witnessStart: number,
     witnessEnd: number,
   ) {
+    this.#size = size;
     this.#inputsPos = inputsPos;
     this.#outputsPos = outputsPos;
     this.#witnessStart = witnessStart;
     this.#witnessEnd = witnessEnd;
+  }
+
+  /** The whole serialized transaction (a view into `src`, made on first access). */
+  get bytes(): Uint8Array {
+    return (this.#bytes ??= new Uint8Array(this.src.buffer, this.src.byteOffset + this.offset, this.#size));
   }
 
   /** The inputs, built on first access. */
@@ -216,17 +245,17 @@ export class DecodedTx {
 
   /** Serialized size in bytes, witness included. */
   get size(): number {
-    return this.bytes.length;
+    return this.#size;
   }
 
   /** Size without the marker, flag and witness data (the bytes the txid covers). */
   get baseSize(): number {
     const ws = this.#witnessStart;
-    return ws < 0 ? this.bytes.length : this.bytes.length - 2 - (this.#witnessEnd - ws);
+    return ws < 0 ? this.#size : this.#size - 2 - (this.#witnessEnd - ws);
   }
 
   get weight(): number {
-    return this.baseSize * 3 + this.bytes.length;
+    return this.baseSize * 3 + this.#size;
   }
 
   get vsize(): number {
@@ -236,24 +265,24 @@ export class DecodedTx {
   /** Transaction id (double SHA-256 of the non-witness serialization), internal byte order. */
   get txid(): Uint8Array {
     if (this.#txid !== undefined) return this.#txid;
-    const b = this.bytes;
     const ws = this.#witnessStart;
     if (ws < 0) {
-      this.#txid = sha256dView(b);
+      this.#txid = sha256dView(this.bytes);
     } else {
-      // Copy version | inputs and outputs | locktime into a scratch buffer and hash it in one
-      // call: one-shot hashing beats incremental updates by ~35 %.
+      // Copy version | inputs and outputs | locktime from the decoder's input into a scratch
+      // buffer and hash it in one call: one-shot hashing beats incremental updates by ~35 %.
+      const b = this.src;
+      const o = this.offset;
       const we = this.#witnessEnd;
       const n = this.baseSize;
-      if (scratch.length < n) scratch = new Uint8Array(Math.max(n, 2 * scratch.length, 1 << 16));
+      const s = scratchFor(n);
       // The 4-byte version and locktime byte by byte: a view and a set call each cost more.
-      const s = scratch;
       for (let i = 0; i < 4; i++) {
-        s[i] = b[i]!;
-        s[ws - 2 + i] = b[we + i]!;
+        s[i] = b[o + i]!;
+        s[ws - 2 + i] = b[o + we + i]!;
       }
-      s.set(b.subarray(6, ws), 4);
-      this.#txid = sha256dView(scratch.subarray(0, n));
+      s.set(b.subarray(o + 6, o + ws), 4);
+      this.#txid = sha256dView(scratchView(n));
     }
     return this.#txid;
   }
@@ -265,14 +294,190 @@ export class DecodedTx {
     return this.#wtxid;
   }
 
+  /** Where the first input starts in `src` (for `InputCursor`). */
+  get inputsAt(): number {
+    return this.offset + this.#inputsPos;
+  }
+
+  /** Where the first output starts in `src` (for `OutputCursor`). */
+  get outputsAt(): number {
+    return this.offset + this.#outputsPos;
+  }
+
+  /** Where the witness data starts in `src`, -1 without (for `InputCursor`). */
+  get witnessAt(): number {
+    return this.#witnessStart < 0 ? -1 : this.offset + this.#witnessStart;
+  }
+
   /** True for a coinbase: one input spending the null outpoint (all-zero txid, vout 0xffffffff). */
   get isCoinbase(): boolean {
     if (this.inputCount !== 1) return false;
-    const b = this.bytes;
-    const p = this.#inputsPos;
+    const b = this.src;
+    const p = this.offset + this.#inputsPos;
     if (u32le(b, p + 32) !== 0xffffffff) return false;
     for (let i = p; i < p + 32; i++) if (b[i] !== 0) return false;
     return true;
+  }
+}
+
+/**
+ * The outputs of a decoded transaction read in place, one at a time: `start(tx)`, then `next()`
+ * until it answers false; the current output is number `vout`, its script
+ * `bytes[scriptAt, scriptAt + scriptLength)`. Moving makes no object, view or bigint: `script`
+ * and `value` make them on request (once per output), so a reader that needs only positions
+ * (the bulk sync) allocates nothing per output. A view taken from `script` stays valid after
+ * the cursor moves on.
+ */
+export class OutputCursor implements TxOutput {
+  /** The bytes the transaction was decoded from (its `src`: its block's); positions are in them. */
+  bytes: Uint8Array = NO_BYTES;
+  vout = -1;
+  /** Where the current output's 8-byte value starts in `bytes`. */
+  valueAt = 0;
+  scriptAt = 0;
+  scriptLength = 0;
+  /** Outputs of the transaction. */
+  count = 0;
+  private at = 0;
+  #script: Uint8Array | undefined = undefined;
+  #value: bigint | undefined = undefined;
+
+  /** Points before the first output of `tx`. */
+  start(tx: DecodedTx): this {
+    this.bytes = tx.src;
+    this.count = tx.outputCount;
+    this.vout = -1;
+    this.at = tx.outputsAt;
+    return this;
+  }
+
+  /** Moves to the next output; false (and stays) after the last. */
+  next(): boolean {
+    if (this.vout + 1 >= this.count) return false;
+    const b = this.bytes;
+    let p = this.at;
+    this.valueAt = p;
+    p += 8;
+    const len = validatedCompactSize(b, p);
+    p += compactSizeLength(b[p]!);
+    this.scriptAt = p;
+    this.scriptLength = len;
+    this.at = p + len;
+    this.vout++;
+    this.#script = undefined;
+    this.#value = undefined;
+    return true;
+  }
+
+  get value(): bigint {
+    return (this.#value ??= readValue(this.bytes, this.valueAt));
+  }
+
+  /** The value as a number when it is one exactly (0 to 2^53 - 1 sat: every real amount), else -1. */
+  get sats(): number {
+    const b = this.bytes;
+    const p = this.valueAt;
+    const hi = u32le(b, p + 4);
+    return hi < 0x200000 ? hi * 0x100000000 + u32le(b, p) : -1;
+  }
+
+  get script(): Uint8Array {
+    return (this.#script ??= new Uint8Array(this.bytes.buffer, this.bytes.byteOffset + this.scriptAt, this.scriptLength));
+  }
+
+  /** The script's first byte, -1 for an empty script. */
+  get firstByte(): number {
+    return this.scriptLength === 0 ? -1 : this.bytes[this.scriptAt]!;
+  }
+
+  /** The script's last byte, -1 for an empty script. */
+  get lastByte(): number {
+    return this.scriptLength === 0 ? -1 : this.bytes[this.scriptAt + this.scriptLength - 1]!;
+  }
+}
+
+/**
+ * The inputs of a decoded transaction read in place, one at a time (`start(tx)`, then `next()`
+ * until false), as `OutputCursor` reads outputs: the outpoint lies at `src[outpointAt..+36)`;
+ * `prevTxid`, `scriptSig` and `witness` are made on request (a new view each time, valid after
+ * the cursor moves on).
+ */
+export class InputCursor implements TxInput {
+  /** The bytes the transaction was decoded from (its `src`: its block's); positions are in them. */
+  src: Uint8Array = NO_BYTES;
+  /** Where the current input's outpoint starts in `src`: the txid's 32 bytes, then the vout. */
+  outpointAt = 0;
+  vout = 0;
+  sequence = 0;
+  /** Inputs of the transaction, and the number of the current one (-1 before the first). */
+  count = 0;
+  index = -1;
+  private scriptAt = 0;
+  private scriptLength = 0;
+  private at = 0;
+  private witnessStart = -1;
+
+  /** Points before the first input of `tx`. */
+  start(tx: DecodedTx): this {
+    this.src = tx.src;
+    this.count = tx.inputCount;
+    this.index = -1;
+    this.at = tx.inputsAt;
+    this.witnessStart = tx.witnessAt;
+    return this;
+  }
+
+  /** Moves to the next input; false (and stays) after the last. */
+  next(): boolean {
+    if (this.index + 1 >= this.count) return false;
+    const b = this.src;
+    let p = this.at;
+    this.outpointAt = p;
+    this.vout = u32le(b, p + 32);
+    p += 36;
+    const len = validatedCompactSize(b, p);
+    p += compactSizeLength(b[p]!);
+    this.scriptAt = p;
+    this.scriptLength = len;
+    p += len;
+    this.sequence = u32le(b, p);
+    this.at = p + 4;
+    this.index++;
+    return true;
+  }
+
+  get prevTxid(): Uint8Array {
+    return new Uint8Array(this.src.buffer, this.src.byteOffset + this.outpointAt, 32);
+  }
+
+  get scriptSig(): Uint8Array {
+    return new Uint8Array(this.src.buffer, this.src.byteOffset + this.scriptAt, this.scriptLength);
+  }
+
+  /** The current input's witness stack (its position is found by walking the stacks before it). */
+  get witness(): readonly Uint8Array[] {
+    let w = this.witnessStart;
+    if (w < 0) return NO_WITNESS;
+    const b = this.src;
+    for (let i = 0; i < this.index; i++) {
+      const items = validatedCompactSize(b, w);
+      w += compactSizeLength(b[w]!);
+      for (let j = 0; j < items; j++) {
+        const l = validatedCompactSize(b, w);
+        w += compactSizeLength(b[w]!) + l;
+      }
+    }
+    const n = validatedCompactSize(b, w);
+    if (n === 0) return NO_WITNESS;
+    w += compactSizeLength(b[w]!);
+    const items = new Array<Uint8Array>(n);
+    for (let j = 0; j < n; j++) {
+      const l = validatedCompactSize(b, w);
+      w += compactSizeLength(b[w]!);
+      items[j] = new Uint8Array(b.buffer, b.byteOffset + w, l);
+      w += l;
+    }
+    return items;
   }
 }
 
@@ -384,12 +589,12 @@ export function decodeTxAt(bytes: Uint8Array, offset: number, end: number = byte
   need(p, 4, end, 'transaction locktime');
   const locktime = u32le(b, p);
   p += 4;
-  const txBytes = new Uint8Array(b.buffer, b.byteOffset + start, p - start);
   return new DecodedTx(
     version,
     locktime,
-    txBytes,
+    b,
     start,
+    p - start,
     nIn,
     nOut,
     inputsPos - start,

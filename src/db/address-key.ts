@@ -46,6 +46,22 @@ export function addressKey(canonicalScript: Uint8Array): string {
 }
 
 /**
+ * True when the `n` bytes at `b[at..]` are one of the templates that make up nearly every output
+ * and are their own canonical script: P2WPKH, P2WSH, P2TR, P2PKH, P2SH (`canonicalScripts`'s fast
+ * path, also read in place by the bulk sync).
+ */
+export function isCanonicalTemplate(b: Uint8Array, at: number, n: number): boolean {
+  const s0 = b[at];
+  const s1 = b[at + 1];
+  return (
+    (n === 22 && s0 === 0x00 && s1 === 0x14) || // P2WPKH
+    (n === 34 && (s0 === 0x51 || s0 === 0x00) && s1 === 0x20) || // P2TR, P2WSH
+    (n === 25 && s0 === 0x76 && s1 === 0xa9 && b[at + 2] === 0x14 && b[at + 23] === 0x88 && b[at + 24] === 0xac) || // P2PKH
+    (n === 23 && s0 === 0xa9 && s1 === 0x14 && b[at + 22] === 0x87) // P2SH
+  );
+}
+
+/**
  * The canonical script(s) an output is indexed under: the script itself for P2PKH, P2SH and
  * segwit; its key's P2PKH script for P2PK; each key's P2PKH script for bare multisig (as an
  * array); null for OP_RETURN and nonstandard.
@@ -54,14 +70,7 @@ export function canonicalScripts(script: Uint8Array): Uint8Array | readonly Uint
   const s = script;
   const n = s.length;
   // Fast paths for the templates that make up nearly every output: the script is canonical.
-  if (
-    (n === 22 && s[0] === 0x00 && s[1] === 0x14) || // P2WPKH
-    (n === 34 && (s[0] === 0x51 || s[0] === 0x00) && s[1] === 0x20) || // P2TR, P2WSH
-    (n === 25 && s[0] === 0x76 && s[1] === 0xa9 && s[2] === 0x14 && s[23] === 0x88 && s[24] === 0xac) || // P2PKH
-    (n === 23 && s[0] === 0xa9 && s[1] === 0x14 && s[22] === 0x87) // P2SH
-  ) {
-    return s;
-  }
+  if (isCanonicalTemplate(s, 0, n)) return s;
   switch (classifyScript(s)) {
     case 'pubkeyhash':
     case 'scripthash':

@@ -95,6 +95,17 @@ export class PackedWriter {
     if (vout === 0) this.bytes(TAGGED);
     this.packOutTag(value, outTagOf(script));
   }
+  /**
+   * `packTaggedOut` of an output whose script is its own canonical script (no P2PK, multisig
+   * or marker): its tag is the first TAG_BYTES of the script's SHA-256, given as `sha` (the
+   * address key's bytes, which start with them).
+   */
+  packTaggedOwn(vout: number, value: bigint | number, sha: Uint8Array) {
+    if (vout === 0) this.bytes(TAGGED);
+    this.uleb(value);
+    this.uleb((TAG_BYTES << 2) | 2);
+    this.bytesRange(sha, 0, TAG_BYTES);
+  }
   /** One input reference of the ins format. */
   packIn(prevTxNum: bigint | number, vout: number) {
     this.uleb(prevTxNum);
@@ -104,6 +115,16 @@ export class PackedWriter {
     this.ensure(b.length);
     this.buf.set(b, this.len);
     this.len += b.length;
+  }
+  /** Bytes [start, end) of `b` (no view of them is made; a short range is copied in a loop, cheaper than a set call). */
+  bytesRange(b: Uint8Array, start: number, end: number) {
+    const n = end - start;
+    this.ensure(n);
+    const buf = this.buf;
+    const p = this.len;
+    if (n <= 64) for (let i = 0; i < n; i++) buf[p + i] = b[start + i]!;
+    else buf.set(b.subarray(start, end), p);
+    this.len = p + n;
   }
   finish(): Buffer {
     return Buffer.from(this.buf.buffer, this.buf.byteOffset, this.len);

@@ -6,7 +6,7 @@ import { decodeBlock, decodeHeader } from '../../../src/bitcoin/block.js';
 import { encodeBlock, encodeHeader, encodeTx } from '../../../src/bitcoin/encode.js';
 import { bytesToHex, equalBytes, hashToHex, hexToBytes } from '../../../src/bitcoin/hash.js';
 import { blockMerkleRoot, checkWitnessCommitment, computeMerkleRoot, witnessCommitment } from '../../../src/bitcoin/merkle.js';
-import { type DecodedTx, decodeTx } from '../../../src/bitcoin/tx.js';
+import { type DecodedTx, decodeTx, InputCursor, OutputCursor } from '../../../src/bitcoin/tx.js';
 import { describeFixtures, fixturePath, readFixtureJsonl } from '../../support/fixtures.js';
 import { FIXTURE_BLOCKS, readFixtureBlock, readRpcFixture } from './fixture-blocks.js';
 
@@ -27,6 +27,46 @@ function describeOurs(tx: DecodedTx): string {
     txid: hashToHex(tx.txid),
     wtxid: hashToHex(tx.wtxid),
     baseSize: tx.baseSize,
+  });
+}
+
+/**
+ * `describeOurs` read through the in-place cursors (the bulk sync's path), each output's
+ * in-place fields (script position, value as a number, end bytes) checked against its views.
+ */
+function describeCursors(tx: DecodedTx): string {
+  const inputs: unknown[] = [];
+  const ins = new InputCursor().start(tx);
+  while (ins.next()) {
+    const atTxid = bytesToHex(ins.src.subarray(ins.outpointAt, ins.outpointAt + 32));
+    inputs.push([hashToHex(ins.prevTxid), ins.vout, bytesToHex(ins.scriptSig), ins.sequence, ins.witness.map(bytesToHex), atTxid]);
+  }
+  const outputs: unknown[] = [];
+  const outs = new OutputCursor().start(tx);
+  while (outs.next()) {
+    const s = outs.script;
+    const inPlace = outs.bytes.subarray(outs.scriptAt, outs.scriptAt + outs.scriptLength);
+    if (
+      !equalBytes(inPlace, s) ||
+      outs.sats !== Number(outs.value) ||
+      outs.firstByte !== (s[0] ?? -1) ||
+      outs.lastByte !== (s[s.length - 1] ?? -1)
+    )
+      throw new Error(`output ${outs.vout} of ${hashToHex(tx.txid)}: in-place fields differ from its views`);
+    outputs.push([outs.value.toString(), bytesToHex(s)]);
+  }
+  if (ins.next() || outs.next() || ins.index !== tx.inputCount - 1 || outs.vout !== tx.outputCount - 1)
+    throw new Error('cursor moved past the end');
+  return JSON.stringify({
+    version: tx.version,
+    locktime: tx.locktime,
+    segwit: tx.hasWitness,
+    inputs: inputs.map((i) => (i as unknown[]).slice(0, 5)),
+    outputs,
+    txid: hashToHex(tx.txid),
+    wtxid: hashToHex(tx.wtxid),
+    baseSize: tx.baseSize,
+    atTxids: inputs.map((i) => (i as unknown[])[5]),
   });
 }
 
@@ -95,6 +135,15 @@ describeFixtures('decodeBlock on the mainnet fixture blocks', () => {
         const differing = block.txs.filter((tx) => describeOurs(tx) !== describeScure(tx.bytes));
         expect(differing.map((tx) => `${tx.offset}: ${describeOurs(tx)} != ${describeScure(tx.bytes)}`)).toEqual([]);
         expect(block.txs.map((tx) => tx.isCoinbase)).toEqual(block.txs.map((_, i) => i === 0));
+      });
+
+      it('reads the same inputs and outputs through the in-place cursors as @scure/btc-signer', () => {
+        const scure = (tx: DecodedTx) => {
+          const d = JSON.parse(describeScure(tx.bytes)) as { inputs: unknown[][] };
+          return JSON.stringify({ ...d, atTxids: d.inputs.map((i) => bytesToHex(hexToBytes(i[0] as string).reverse())) });
+        };
+        const differing = block.txs.filter((tx) => describeCursors(tx) !== scure(tx));
+        expect(differing.map((tx) => `${tx.offset}: ${describeCursors(tx)} != ${scure(tx)}`)).toEqual([]);
       });
     });
   }
