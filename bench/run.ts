@@ -451,12 +451,12 @@ export function summary(runs: BenchRun[]): string {
       'api',
     );
   }
-  // The transaction lookup asking the node (bench/tx-lookup, Core 30): warm and cold beside the rows' figure.
-  const tl = (by.get('tx-lookup')?.result ?? null) as Record<'rows' | 'cold' | 'warm', { p50?: number; p99?: number } | undefined> | null;
+  // The transaction lookup asking the node (bench/tx-lookup, Core 30): warm and cold.
+  const tl = (by.get('tx-lookup')?.result ?? null) as Record<'cold' | 'warm', { p50?: number; p99?: number } | undefined> | null;
   add(
     'API transaction lookup from Bitcoin Core 30.0, one at a time: warm (held) / cold (the node asked), p50 (p99)',
     `${fmt(val(tl?.warm?.p50), 2)} ms (${fmt(val(tl?.warm?.p99), 2)}) / ${fmt(val(tl?.cold?.p50), 2)} ms (${fmt(val(tl?.cold?.p99), 2)})`,
-    `from txs.outs, no node: ${fmt(val(tl?.rows?.p50), 2)} ms (${fmt(val(tl?.rows?.p99), 2)})`,
+    'one API process per variant, turns alternated',
     '(reported)',
     null,
     'tx-lookup',

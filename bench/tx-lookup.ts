@@ -5,7 +5,6 @@
  * blocks of 1–10 wallet payments, built once and cached) indexed block by block, then one API
  * process per variant, each asked for the same `--lookups` random confirmed transactions one at
  * a time over HTTP (after 100 others, not measured), in turns (A/B on one machine):
- * - rows: an API without a node (outputs and prevouts read from `txs.outs`, today's layout);
  * - cold: API with the node, nothing held (API_TX_CACHE_MB 0): every lookup asks the node;
  * - warm: API with the node, every transaction looked up once before (held, API_TX_CACHE_MB 16).
  * Reported: p50/p99 ms and CPU per lookup of the API (this process: API and HTTP client) and of
@@ -40,7 +39,6 @@ const BLOCKS = Number(opts.blocks);
 const LOOKUPS = Number(opts.lookups);
 const WARM_UP = 100;
 
-const ROWS = 'rows (no node: txs.outs)';
 const COLD = 'cold (node, nothing held)';
 const WARM = 'warm (node, held)';
 
@@ -69,12 +67,12 @@ try {
   say('| variant | p50 ms | p99 ms | API CPU µs/lookup (API and client) | bitcoind CPU µs/lookup |\n|---|---|---|---|---|');
   const node = new BitcoindClient({ url: core.rpcUrl });
   /** One API process variant: every transaction looked up once (`warm`: twice, the first not measured). */
-  const measure = async (label: string, withNode: boolean, txCacheBytes: number, warm: boolean) => {
+  const measure = async (label: string, txCacheBytes: number, warm: boolean) => {
     const app = await buildApi({
       db,
       log: silentLogger(),
       network: 'regtest',
-      ...(withNode ? { node } : {}),
+      node,
       settings: { redisPrefix: 'bench', txCacheBytes, rateLimit: 1e9 },
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
@@ -108,14 +106,13 @@ try {
   };
   const results: Record<string, { p50: number; p99: number }[]> = {};
   for (let r = 0; r < Number(opts.rounds); r++) {
-    await measure(ROWS, false, 0, false);
-    await measure(COLD, true, 0, false);
-    await measure(WARM, true, 16 * 1024 * 1024, true);
+    await measure(COLD, 0, false);
+    await measure(WARM, 16 * 1024 * 1024, true);
   }
   await db.destroy();
   // (per variant, the round with the lowest p50: the least disturbed by other work on a shared machine)
   const best = (label: string) => results[label]!.reduce((a, b) => (b.p50 < a.p50 ? b : a));
-  say(`RESULT ${JSON.stringify({ lookups: txids.length, blocks: BLOCKS, rows: best(ROWS), cold: best(COLD), warm: best(WARM) })}`);
+  say(`RESULT ${JSON.stringify({ lookups: txids.length, blocks: BLOCKS, cold: best(COLD), warm: best(WARM) })}`);
 } finally {
   await pgs.stop();
   await core.stop();
