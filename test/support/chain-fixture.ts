@@ -12,6 +12,8 @@ import { hashToHex } from '../../src/bitcoin/hash.js';
 import type { ChainSource, ChainView } from '../../indexer/chain-source.js';
 import type { SpentOutput } from '../../indexer/node-rest.js';
 import { fixturePath } from './fixtures.js';
+import { txJson } from '../../devnode/json-views.js';
+import { writeCoreJson } from '../../devnode/core-json.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { applyBlock, undoBlock, type WriteContext } from '../../indexer/writer/apply.js';
@@ -164,6 +166,28 @@ export class FixtureChain implements ChainSource {
     );
   }
   private outputs: Map<string, readonly { value: bigint; script: Uint8Array }[]> | undefined;
+
+  /**
+   * What Core's JSON-RPC batch answers for `getrawtransaction <txid> 2 <blockhash>` (the only
+   * call served: the API's confirmed transaction views, api/node-transactions.ts), as the
+   * stand-in builds it (devnode/json-views.ts `txJson`, its amounts as Core prints them), from
+   * the known blocks: a block the node no longer serves, or a txid not in it, is an RPC error.
+   */
+  async batch<T = unknown>(calls: { method: string; params?: unknown[] }[]): Promise<(T | Error)[]> {
+    this.calls++;
+    return Promise.all(
+      calls.map(async ({ method, params = [] }) => {
+        const [txid, verbosity, blockHash] = params as [string, number, string];
+        if (method !== 'getrawtransaction' || verbosity !== 2) return new Error(`${method} is not served by the fixture chain`);
+        const spent = await this.getSpentTxOuts(blockHash);
+        const txs = decodeBlock(this.blocks.get(blockHash) ?? new Uint8Array()).txs;
+        const pos = txs.findIndex((tx) => hashToHex(tx.txid) === txid);
+        if (spent === null || pos < 0) return new Error('No such transaction found in the provided block.');
+        const undo = spent[pos]!.map((o) => ({ ...o, height: 0, coinbase: false }));
+        return JSON.parse(writeCoreJson(txJson(txs[pos]!, { undo, prevouts: true, blockHash }))) as T;
+      }),
+    );
+  }
 }
 
 /**

@@ -21,12 +21,23 @@ import { listenChainChanges } from '../../../api/cache/chain-changes.js';
 import type { ChainChanges } from '../../../src/db/chain-changes.js';
 import { waitFor } from '../../support/wait.js';
 
+/** The node of the API's transaction views: every block of regtest-chain-a (test/support/chain-fixture.ts). */
+const fixtureNode = () => {
+  const chain = new FixtureChain(loadChainA().blocks.values());
+  return {
+    batch: chain.batch.bind(chain),
+    sendRawTransaction: () => Promise.reject(new Error('not served')),
+    getBlockchainInfo: () => Promise.reject(new Error('not served')),
+  };
+};
+
 describeFixtures('API reads during reorgs', () => {
   let t: TestDatabase;
   let h: ApiHarness;
   beforeAll(async () => {
     t = await createMigratedDatabase('apireorg');
-    h = await createApiHarness({ settings: { rateLimit: 10_000_000 } }, t);
+    // (the node the transaction views read, serving every block of the fixture, as Core keeps disconnected ones)
+    h = await createApiHarness({ node: fixtureNode(), settings: { rateLimit: 10_000_000 } }, t);
   });
   afterAll(async () => {
     await h?.close();
@@ -100,8 +111,11 @@ describeFixtures('API reads during reorgs', () => {
     };
     // (its first connection may fail on a busy server: it retries every second)
     await waitFor('the chain notifications connection', () => listener.settled(), 120_000);
-    const cached = await createApiHarness({ settings: { rateLimit: 10_000_000 }, metrics, chainChanges: changes }, t2);
-    const plain = await createApiHarness({ settings: { rateLimit: 10_000_000, historyCacheBytes: 0, txCacheBytes: 0 } }, t2);
+    const cached = await createApiHarness({ node: fixtureNode(), settings: { rateLimit: 10_000_000 }, metrics, chainChanges: changes }, t2);
+    const plain = await createApiHarness(
+      { node: fixtureNode(), settings: { rateLimit: 10_000_000, historyCacheBytes: 0, txCacheBytes: 0 } },
+      t2,
+    );
     try {
       const chain = loadChainA();
       const busiest = Object.entries(chain.expected.addresses)
