@@ -191,6 +191,19 @@ export class FixtureChain implements ChainSource {
 }
 
 /**
+ * A node for an API's confirmed transaction views (`getrawtransaction <txid> 2 <blockhash>`,
+ * FixtureChain.batch) holding `blocks`; the API's other node calls are not served.
+ */
+export function fixtureNode(blocks: Iterable<{ hash: string; raw: Uint8Array }>) {
+  const chain = new FixtureChain(blocks);
+  return {
+    batch: chain.batch.bind(chain),
+    sendRawTransaction: () => Promise.reject(new Error('not served by the fixture chain')),
+    getBlockchainInfo: () => Promise.reject(new Error('not served by the fixture chain')),
+  };
+}
+
+/**
  * Indexes regtest-chain-a into `db` as the node saw it: its genesis, then every connect and
  * disconnect in the node's order (its 7 reorgs applied and undone) through applyBlock/undoBlock
  * (with `ctx`, as the run loop gives them).

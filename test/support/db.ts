@@ -71,12 +71,13 @@ export async function createMigratedDatabase(prefix = 't'): Promise<TestDatabase
 
 /**
  * Applies every migration but `left` (an index of the layout before `left`, to test `left`
- * from): the rest of the list, in order, as migrateToLatest records them.
+ * from): the rest of the list, in order, as migrateToLatest records them; with `andLater`,
+ * only those before `left` (when a later one needs what `left` makes).
  */
-export async function migrateAllBut(db: Kysely<Database>, left: string): Promise<void> {
+export async function migrateAllBut(db: Kysely<Database>, left: string, opts: { andLater?: boolean } = {}): Promise<void> {
   const { Migrator } = await import('kysely');
   const { migrations } = await import('../../migrations/index.js');
-  const rest = Object.fromEntries(Object.entries(migrations).filter(([name]) => name !== left));
+  const rest = Object.fromEntries(Object.entries(migrations).filter(([name]) => (opts.andLater ? name < left : name !== left)));
   const r = await new Migrator({
     db: db as Kysely<unknown>,
     provider: { getMigrations: async () => rest },

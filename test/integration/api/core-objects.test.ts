@@ -16,6 +16,7 @@ import { applyBlock } from '../../../indexer/writer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures, readFixtureJsonl } from '../../support/fixtures.js';
 import { createApiHarness, type ApiHarness } from './harness.js';
+import { fixtureNode } from '../../support/chain-fixture.js';
 
 type RpcLine = { step: string; request: { method: string; params: unknown[] } | unknown[]; response: { result: unknown; error: unknown } };
 type CoreVout = { value: number; n: number; scriptPubKey: { hex: string; asm: string; type: string; address?: string } };
@@ -83,7 +84,8 @@ describeFixtures('block and transaction JSON against recorded Bitcoin Core answe
       heightOf.set(hash, height);
       main.push(hash);
     }
-    h = await createApiHarness({}, t);
+    // (the transaction views read the node: one holding every block the recorded node announced)
+    h = await createApiHarness({ node: fixtureNode([...raw].map(([hash, bytes]) => ({ hash, raw: bytes }))) }, t);
   });
   afterAll(async () => {
     await h?.close();

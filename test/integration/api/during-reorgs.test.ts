@@ -13,7 +13,7 @@ import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
-import { FixtureChain, loadChainA } from '../../support/chain-fixture.js';
+import { FixtureChain, fixtureNode, loadChainA } from '../../support/chain-fixture.js';
 import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
 import { createMetrics } from '../../../cli/ops/metrics.js';
 import { silentLogger } from '../../../src/log.js';
@@ -21,15 +21,8 @@ import { listenChainChanges } from '../../../api/cache/chain-changes.js';
 import type { ChainChanges } from '../../../src/db/chain-changes.js';
 import { waitFor } from '../../support/wait.js';
 
-/** The node of the API's transaction views: every block of regtest-chain-a (test/support/chain-fixture.ts). */
-const fixtureNode = () => {
-  const chain = new FixtureChain(loadChainA().blocks.values());
-  return {
-    batch: chain.batch.bind(chain),
-    sendRawTransaction: () => Promise.reject(new Error('not served')),
-    getBlockchainInfo: () => Promise.reject(new Error('not served')),
-  };
-};
+/** The node of the API's transaction views: every block of regtest-chain-a, disconnected ones too. */
+const chainANode = () => fixtureNode(loadChainA().blocks.values());
 
 describeFixtures('API reads during reorgs', () => {
   let t: TestDatabase;
@@ -37,7 +30,7 @@ describeFixtures('API reads during reorgs', () => {
   beforeAll(async () => {
     t = await createMigratedDatabase('apireorg');
     // (the node the transaction views read, serving every block of the fixture, as Core keeps disconnected ones)
-    h = await createApiHarness({ node: fixtureNode(), settings: { rateLimit: 10_000_000 } }, t);
+    h = await createApiHarness({ node: chainANode(), settings: { rateLimit: 10_000_000 } }, t);
   });
   afterAll(async () => {
     await h?.close();
@@ -111,9 +104,9 @@ describeFixtures('API reads during reorgs', () => {
     };
     // (its first connection may fail on a busy server: it retries every second)
     await waitFor('the chain notifications connection', () => listener.settled(), 120_000);
-    const cached = await createApiHarness({ node: fixtureNode(), settings: { rateLimit: 10_000_000 }, metrics, chainChanges: changes }, t2);
+    const cached = await createApiHarness({ node: chainANode(), settings: { rateLimit: 10_000_000 }, metrics, chainChanges: changes }, t2);
     const plain = await createApiHarness(
-      { node: fixtureNode(), settings: { rateLimit: 10_000_000, historyCacheBytes: 0, txCacheBytes: 0 } },
+      { node: chainANode(), settings: { rateLimit: 10_000_000, historyCacheBytes: 0, txCacheBytes: 0 } },
       t2,
     );
     try {

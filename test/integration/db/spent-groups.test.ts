@@ -38,8 +38,8 @@ const column = (packed: Uint8Array): number | null => {
   return k.key();
 };
 
-/** Every migration but 0052: the layout main ships today. */
-const migrateAsToday = (db: Kysely<Database>) => migrateAllBut(db, '0052_spent_group_column');
+/** Every migration before 0052: the layout main shipped before it (0053 on rewrites txs with 0052's column). */
+const migrateAsToday = (db: Kysely<Database>) => migrateAllBut(db, '0052_spent_group_column', { andLater: true });
 
 /** Copies `table`'s rows from `from` into `to` (the columns `to` has; bytea through JSON's `\x` text). */
 async function copyRows(from: Kysely<Database>, to: Kysely<Database>, table: 'blocks' | 'txs' | 'chain_tip'): Promise<void> {
@@ -170,7 +170,8 @@ describeFixtures('spent groups: the writer, the index expression and migration 0
     try {
       await migrateAsToday(bulk.db);
       await sql`INSERT INTO sync_state (key, value) VALUES ('bulk', '{"active": true, "from": -1, "height": 0}')`.execute(bulk.db);
-      await migrateToLatest(bulk.db);
+      // (up to 0052: 0053 refuses to run while a bulk sync is under way)
+      await migrateAllBut(bulk.db, '0053_tagged_outs', { andLater: true });
       expect(await spendsIndex(bulk.db)).toBeNull();
       const col = await sql<{
         n: number;
