@@ -44,7 +44,12 @@ export type PostgresOptions = {
   /** Extra `-c name=value` settings. */
   settings?: Record<string, string | number>;
   onLog?: (line: string) => void;
+  /** Where a free port comes from when `port` is unset (tests); default: one the kernel gives. */
+  pickPort?: () => Promise<number>;
 };
+
+/** Ports tried when the one picked is taken before the server binds it (another process raced for it). */
+const PORT_TRIES = 5;
 
 const USER = 'postgres';
 const PASSWORD = 'blockwire';
@@ -128,7 +133,8 @@ async function clearPrevious(dataDir: string): Promise<void> {
 export async function startPostgres(opts: PostgresOptions): Promise<PostgresServer> {
   const bin = await binaries();
   const dataDir = resolve(opts.dataDir);
-  const port = opts.port || (await freePort());
+  const pickPort = opts.pickPort ?? freePort;
+  let port = opts.port || (await pickPort());
   const ids = userInfo().uid === 0 ? ensurePostgresUser() : undefined;
   await mkdir(dirname(dataDir), { recursive: true });
   if (ids) await openAncestors(dataDir);
@@ -168,7 +174,7 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
     ...(opts.ephemeral ? { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' } : {}),
     ...opts.settings,
   };
-  const args = ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+  const args = () => ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   let child: ChildProcess | undefined;
   /** Postmasters whose exit was asked for by stop() or restart(). */
   const expected = new WeakSet<ChildProcess>();
@@ -177,7 +183,7 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
   const launch = async () => {
     await clearPrevious(dataDir);
     await writeFile(join(dataDir, OWNER_FILE), `${process.pid}\n`);
-    const c = spawn(bin.postgres, args, { ...asUser, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(bin.postgres, args(), { ...asUser, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     child = c;
     c.once('exit', (code, signal) => {
       if (!expected.has(c)) for (const l of crashListeners) l(signal ? `signal ${signal}` : `exit code ${code}`);
@@ -211,7 +217,17 @@ export async function startPostgres(opts: PostgresOptions): Promise<PostgresServ
     await exited;
   };
 
-  await launch();
+  // A port this function picked may be taken by another process before postgres binds it: it
+  // picks another. A port the caller gave, or the one a restart reuses, is kept.
+  for (let tries = 1; ; tries++) {
+    try {
+      await launch();
+      break;
+    } catch (err) {
+      if (opts.port || tries >= PORT_TRIES || !/Address already in use/.test((err as Error).message)) throw err;
+      port = await pickPort();
+    }
+  }
   // If Blockwire exits without stopping it (a crash), do not leave the server behind.
   const onExit = () => {
     if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGINT');

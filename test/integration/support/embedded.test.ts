@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { startPostgres } from '../../../cli/embedded/postgres.js';
+import { freePort } from '../../../cli/embedded/free-port.js';
+import { createServer, type AddressInfo } from 'node:net';
 import { startRedis } from '../../../cli/embedded/redis.js';
 import { processAlive } from '../../../cli/embedded/process-alive.js';
 import { projectRoot } from '../../support/fixtures.js';
@@ -67,6 +69,28 @@ describe('embedded PostgreSQL and Redis', () => {
     const again = await startPostgres({ dataDir: join(dir, 'pg') });
     expect(await query(again.url, 'SELECT x FROM kept')).toEqual([{ x: 42 }]);
     await again.stop();
+  });
+
+  it('picks another port when the one it picked is taken before the server binds it', async () => {
+    const taken = createServer();
+    await new Promise<void>((res) => taken.listen(0, '127.0.0.1', res));
+    const busy = (taken.address() as AddressInfo).port;
+    const picks = [busy];
+    let asked = 0;
+    const s = await startPostgres({
+      dataDir: join(await tmp(), 'pg'),
+      ephemeral: true,
+      pickPort: async () => (asked++, picks.shift() ?? freePort()),
+    });
+    try {
+      // (the busy port first: postgres could not bind it; then another)
+      expect(asked).toBe(2);
+      expect(s.port).not.toBe(busy);
+      expect(await query(s.url, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    } finally {
+      await s.stop();
+      taken.close();
+    }
   });
 
   it('stops a server orphaned by a Blockwire killed with SIGKILL, then starts', async () => {
