@@ -4,6 +4,7 @@
  * --help` names every role; `config --check` reaches what is configured; output piped
  * into a reader that stops early (`| head -1`) ends quietly, with no EPIPE stack trace.
  */
+import { freePort } from '../../../cli/embedded/free-port.js';
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -55,7 +56,8 @@ describe('blockwire command line', () => {
   }, 600_000);
 
   it('config --check reaches the configured database, Redis and node, with the messages of start', async () => {
-    const unreachable = { ...env, BITCOIND_RPC_URL: 'http://u:p@127.0.0.1:1', LOG_LEVEL: 'silent' };
+    // (a free PORT: the default one may be another test's quick start, and a busy port exits 2 first)
+    const unreachable = { ...env, BITCOIND_RPC_URL: 'http://u:p@127.0.0.1:1', LOG_LEVEL: 'silent', PORT: String(await freePort()) };
     const check = await blockwire(['config', '--check'], unreachable);
     expect(check.code, check.stderr).toBe(1);
     expect(check.stdout).toBe('');
