@@ -1,6 +1,8 @@
 /**
  * The undo store: per block of the newest INDEXER_UNDO_BLOCKS, the outputs of earlier blocks it
- * spent (value and script, packed as `txs.outs` is: src/db/packed.ts), in input order. The
+ * spent (value and script, packed as `txs.outs` is: src/db/packed.ts), in input order, then the
+ * outputs of the block itself that it spent, in input order (what undo reads when the node no
+ * longer has the block; rows this migration wrote before it kept those hold the first part). The
  * per-block apply writes a block's row in its transaction and deletes the rows that fall out of
  * the window; undo restores the spent outputs from it instead of decoding each prevout's
  * transaction in `txs`. A block without a row (loaded by the bulk path, or deeper than the
@@ -34,7 +36,8 @@ async function fillUndo(db: Kysely<unknown>, height: number): Promise<void> {
     SELECT ins FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${firstTxNum(height + 1).toString()}::int8 ORDER BY tx_num`.execute(
     db,
   );
-  const refs = txs.rows.flatMap((t) => decodeIns(t.ins)).filter((r) => r.txNum < lo);
+  const all = txs.rows.flatMap((t) => decodeIns(t.ins));
+  const refs = [...all.filter((r) => r.txNum < lo), ...all.filter((r) => r.txNum >= lo)];
   const prev = await sql<{ tx_num: bigint; outs: Buffer }>`
     SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${[...new Set(refs.map((r) => r.txNum.toString()))]}::int8[])`.execute(db);
   const outs = new Map(prev.rows.map((r) => [BigInt(r.tx_num), decodeOuts(r.outs)]));

@@ -29,6 +29,7 @@ import {
   type BlockRows,
   type Prevout,
   type StoredTx,
+  type UndoBlock,
   type UndoRows,
   type UndoSpent,
 } from './derive.js';
@@ -55,6 +56,7 @@ import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
 import { insertScriptAliases } from './script-aliases.js';
 import { assetCandidates, colorConfirmed, deleteAssetColors } from './asset-rows.js';
 import type { TxidCache } from './txid-cache.js';
+import { NotRebuildableError, rebuildBlock } from './stored-block.js';
 import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
 
 /** Hooks the run loop gives the writers. */
@@ -264,13 +266,52 @@ export interface UndoSource {
   getSpentTxOuts?(hash: string): Promise<readonly (readonly { value: bigint; script: Uint8Array }[])[] | null>;
 }
 
-/** The block undo needs, from the node, checked against its hash and Merkle root. */
-async function blockToUndo(source: UndoSource, hash: Uint8Array, height: number): Promise<DecodedBlock> {
+/** The block undo needs, from the node, checked against its hash and Merkle root; null when the node does not have it. */
+async function blockToUndo(source: UndoSource, hash: Uint8Array): Promise<DecodedBlock | null> {
   const hex = hashToHex(hash);
   const raw = await source.getBlock(hex);
-  if (raw === null)
-    throw new RetryableError('ERR_UNDO_BLOCK_MISSING', `undo of block ${height} (${hex}) needs the block, and the node does not have it`);
-  return checkBlock(raw, hex);
+  return raw === null ? null : checkBlock(raw, hex);
+}
+
+const EMPTY = new Uint8Array(0);
+
+function blockMissing(height: number, hash: Uint8Array, why: string): RetryableError {
+  return new RetryableError('ERR_UNDO_BLOCK_MISSING', `undo of block ${height} (${hashToHex(hash)}) needs the block, and ${why}`);
+}
+
+/**
+ * The block at `height` rebuilt from the index's rows (stored-block.ts), for a node that no
+ * longer has it; its `txs` rows are `blockTxs`.
+ * @throws RetryableError ERR_UNDO_BLOCK_MISSING when the rows do not hold what undo needs.
+ */
+async function blockFromRows(
+  trx: Kysely<Database>,
+  height: number,
+  hash: Uint8Array,
+  blockTxs: readonly (StoredTx & { outs: Uint8Array })[],
+  undo: Uint8Array,
+): Promise<UndoBlock> {
+  const lo = txNumOf(height, 0);
+  const hi = txNumOf(height + 1, 0);
+  const utxos = await sql<{ tx_num: bigint; vout: number; script: Buffer }>`
+    SELECT tx_num, vout, script FROM utxos WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);
+  const earlier = new Set<string>();
+  for (const t of blockTxs) for (const r of decodeIns(t.ins)) if (Number(r.txNum) < lo) earlier.add(r.txNum.toString());
+  const prev = await sql<{ tx_num: bigint; txid: Buffer }>`
+    SELECT tx_num, txid FROM txs WHERE tx_num = ANY(${[...earlier]}::int8[])`.execute(trx);
+  try {
+    return rebuildBlock({
+      base: lo,
+      txs: blockTxs,
+      undo,
+      unspent: new Map(utxos.rows.map((r) => [`${r.tx_num}:${r.vout}`, r.script])),
+      prevTxids: new Map(prev.rows.map((r) => [Number(r.tx_num), r.txid])),
+    });
+  } catch (err) {
+    if (err instanceof NotRebuildableError) throw blockMissing(height, hash, `the node does not have it, nor the index: ${err.message}`);
+    if (err instanceof RangeError) throw new FatalError('ERR_INDEX_CORRUPT', `undo of block ${height}: ${err.message}`);
+    throw err;
+  }
 }
 
 /** The outputs of earlier blocks `hash` spent, from the node (undo of a block without a `block_undo` row). */
@@ -290,7 +331,9 @@ async function spentToUndo(source: UndoSource, hash: Uint8Array, height: number)
  * node (`source`), asked before the transaction begins, and so do the outputs it spent when the
  * index keeps no `block_undo` row for it (a bulk-loaded block, or one deeper than
  * INDEXER_UNDO_BLOCKS): a node keeps a block it disconnected and its undo data (unless pruned).
- * Stored rows give the rest: the block's txs rows (each input's prevout tx_num). Its
+ * A block the node no longer has (a node killed before it wrote its newest block to disk
+ * forgets it) is rebuilt from the index's rows when it has a `block_undo` row
+ * (stored-block.ts). Stored rows give the rest: the block's txs rows (each input's prevout tx_num). Its
  * transactions do not return to the mempool tables here: the next mempool sync adds those the
  * node put back. Those of watched addresses are remembered in `reorged_txs` (same transaction)
  * so that one never put back ends with tx.replaced or tx.dropped (reorged.ts).
@@ -304,7 +347,8 @@ export async function undoBlock(db: Kysely<Database>, height: number, source: Un
   const known = await sql<{ hash: Buffer; undo: boolean }>`
     SELECT hash, EXISTS (SELECT 1 FROM block_undo WHERE height = ${height}) AS undo FROM blocks WHERE height = ${height}`.execute(db);
   const stored = known.rows[0];
-  const fetched = stored && (await blockToUndo(source, stored.hash, height));
+  const fetched = stored && (await blockToUndo(source, stored.hash));
+  if (stored && fetched === null && !stored.undo) throw blockMissing(height, stored.hash, 'the node does not have it');
   const nodeSpent = stored && !stored.undo ? await spentToUndo(source, stored.hash, height) : undefined;
   return db.transaction().execute(async (trx) => {
     if (ctx.guard) await ctx.guard(trx);
@@ -316,30 +360,31 @@ export async function undoBlock(db: Kysely<Database>, height: number, source: Un
     const b = block.rows[0];
     if (!b) throw new FatalError('ERR_INDEX_CORRUPT', `chain_tip is at ${height} but blocks has no row at that height`);
     // (another block at the height since it was asked for: the caller re-plans)
-    if (!fetched || !equalBytes(fetched.hash, b.hash)) return { kind: 'stale', tip };
+    if (!stored || !equalBytes(stored.hash, b.hash) || (fetched && !equalBytes(fetched.hash, b.hash))) return { kind: 'stale', tip };
     const lo = txNumOf(height, 0);
     const hi = txNumOf(height + 1, 0);
-    const txRows = await sql<{ tx_num: bigint; txid: Buffer; ins: Buffer }>`
-      SELECT tx_num, txid, ins FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8 ORDER BY tx_num`.execute(
-      trx,
-    );
-    const blockTxs: StoredTx[] = txRows.rows.map((r) => ({ txNum: Number(r.tx_num), txid: r.txid, ins: r.ins }));
+    // (the outputs' values and tags only when the block is rebuilt from the rows)
+    const txRows = await sql<{ tx_num: bigint; txid: Buffer; ins: Buffer; outs: Buffer | null }>`
+      SELECT tx_num, txid, ins, CASE WHEN ${fetched === null} THEN outs END AS outs
+      FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8 ORDER BY tx_num`.execute(trx);
+    const blockTxs = txRows.rows.map((r) => ({ txNum: Number(r.tx_num), txid: r.txid, ins: r.ins, outs: r.outs ?? EMPTY }));
     // The spent outputs come from the block's undo row; without one, from the node.
     const undo = await sql<{ spent: Buffer }>`DELETE FROM block_undo WHERE height = ${height} RETURNING spent`.execute(trx);
     const row = undo.rows[0];
     // (a row gone since it was seen: the caller re-plans and asks the node first, never under the tip's lock)
     const spent: UndoSpent | undefined = row ? { undo: row.spent } : nodeSpent;
     if (!spent) return { kind: 'stale', tip };
+    const undone = fetched ?? (await blockFromRows(trx, height, b.hash, blockTxs, row!.spent));
     let u: UndoRows;
     try {
-      u = deriveUndo(height, fetched, blockTxs, spent, { touches: true });
+      u = deriveUndo(height, undone, blockTxs, spent, { touches: true });
     } catch (err) {
       if (err instanceof RangeError) throw new FatalError('ERR_INDEX_CORRUPT', err.message);
       throw err;
     }
     // The txids of the transactions its inputs spent (reorged_txs keeps the outpoints), from the block.
     const prevTxs = new Map<number, Pick<StoredTx, 'txid'>>();
-    fetched.txs.forEach((tx, pos) => {
+    undone.txs.forEach((tx, pos) => {
       if (pos === 0 && tx.isCoinbase) return;
       decodeIns(blockTxs[pos]!.ins).forEach((ref, at) => {
         if (Number(ref.txNum) < lo) prevTxs.set(Number(ref.txNum), { txid: tx.inputs[at]!.prevTxid });

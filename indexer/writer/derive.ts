@@ -116,8 +116,10 @@ export interface BlockRows {
   readonly created: UtxoRow[];
   readonly spent: SpentRow[];
   /**
-   * The outputs of earlier blocks that the block spends (value and script, the outs format), in
-   * input order: the block's row of `block_undo`, from which undo restores them.
+   * The block's row of `block_undo` (the outs format: value and script): the outputs of earlier
+   * blocks that the block spends, in input order, from which undo restores them; then the
+   * outputs of the block itself that it spends, in input order, which undo reads only when the
+   * node no longer has the block (stored-block.ts).
    */
   readonly undo: Uint8Array;
   readonly balances: Map<string, Delta>;
@@ -244,6 +246,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   readonly spentKey = new SpentGroupKey();
   /** The spent outputs of earlier blocks, in input order (BlockRows.undo). */
   readonly undoW: PackedWriter;
+  /** The block's own outputs it spends, in input order (the end of BlockRows.undo). */
+  readonly hereW: PackedWriter;
   private txid: Uint8Array = new Uint8Array(32);
   private keys: ScriptKeys[] = [];
   private given: readonly ScriptKeys[] | undefined;
@@ -268,6 +272,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     this.outsW = new PackedWriter(block.size);
     this.insW = new PackedWriter(n * 16 + 64);
     this.undoW = new PackedWriter(n * 64 + 64);
+    this.hereW = new PackedWriter(64);
   }
 
   begin(pos: number): void {
@@ -300,8 +305,10 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   spend(p: Prevout, input: TxInput): void {
     this.firstPrevScript ??= p.script;
     const j = p.txNum - this.base;
-    if (j >= 0) (this.spentHere[j] ??= new Uint8Array(this.block.txs[j]!.outputCount))[input.vout] = 1;
-    else {
+    if (j >= 0) {
+      (this.spentHere[j] ??= new Uint8Array(this.block.txs[j]!.outputCount))[input.vout] = 1;
+      this.hereW.packOut(p.value, p.script);
+    } else {
       this.spent.push({ txid: input.prevTxid, vout: input.vout, txNum: p.txNum });
       this.undoW.packOut(p.value, p.script);
     }
@@ -326,6 +333,14 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   override assetMarker(): void {
     this.assetCandidates.push(this.pos);
     this.assetFirstScripts.set(this.pos, this.firstPrevScript!);
+  }
+
+  /** The block's `block_undo` row: the spent outputs of earlier blocks, then its own it spends. */
+  undoRow(): Uint8Array {
+    const row = new Uint8Array(this.undoW.len + this.hereW.len);
+    row.set(this.undoW.buf.subarray(0, this.undoW.len));
+    row.set(this.hereW.buf.subarray(0, this.hereW.len), this.undoW.len);
+    return row;
   }
 
   override alias(alias: ScriptAlias): void {
@@ -435,7 +450,7 @@ export class BlockDerivation {
       txs: rows,
       created: sink.created(),
       spent: sink.spent,
-      undo: sink.undoW.view(0, sink.undoW.len),
+      undo: sink.undoRow(),
       balances: sink.balances,
       history: sink.history,
       touches: sink.touches,
@@ -476,8 +491,9 @@ export interface StoredTx {
 /**
  * The outputs of earlier blocks a block spent, as undo gets them: its `block_undo` row
  * (`BlockRows.undo`: the outs format, one output per input spending an earlier block, in input
- * order), or the node's list per transaction of every input's prevout (`/rest/spenttxouts`,
- * `getblock <hash> 3`: chain-source.ts `getSpentTxOuts`).
+ * order, then — in rows written since the block's own spent outputs were kept — one per input
+ * spending an output of the block itself), or the node's list per transaction of every input's
+ * prevout (`/rest/spenttxouts`, `getblock <hash> 3`: chain-source.ts `getSpentTxOuts`).
  */
 export type UndoSpent = { readonly undo: Uint8Array } | { readonly perTx: readonly (readonly { value: bigint; script: Uint8Array }[])[] };
 
@@ -489,6 +505,19 @@ export interface UndoRows {
   /** Addresses whose history holds entries of the block. */
   readonly keys: string[];
   readonly touches: Touch[] | undefined;
+}
+
+/**
+ * What undo reads of a block: the node's decoded block, or the same fields rebuilt from the
+ * index's rows when the node no longer has it (stored-block.ts).
+ */
+export interface UndoBlock {
+  readonly txs: readonly {
+    readonly txid: Uint8Array;
+    readonly isCoinbase: boolean;
+    readonly inputs: readonly { readonly prevTxid: Uint8Array; readonly vout: number }[];
+    readonly outputs: readonly TxOutput[];
+  }[];
 }
 
 /** An input of the block undone: its stored reference (prevout tx_num, vout) and its place. */
@@ -517,6 +546,8 @@ class UndoSink extends Accumulator implements TxSink<UndoInput, string, UndoPrev
   readonly undo: PackedOut[] | undefined;
   /** The next entry of `undo` to hand out. */
   next = 0;
+  /** Inputs spending an output of the block itself. */
+  here = 0;
 
   get undoCount(): number {
     return this.undo?.length ?? 0;
@@ -525,7 +556,7 @@ class UndoSink extends Accumulator implements TxSink<UndoInput, string, UndoPrev
   constructor(
     private readonly height: number,
     readonly base: number,
-    private readonly block: DecodedBlock,
+    private readonly block: UndoBlock,
     touches: boolean,
     private readonly spent: UndoSpent,
   ) {
@@ -550,8 +581,10 @@ class UndoSink extends Accumulator implements TxSink<UndoInput, string, UndoPrev
   resolve(ref: UndoInput): UndoPrevout {
     const { txNum, vout } = ref;
     let out: { value: bigint; script: Uint8Array } | undefined;
-    if (txNum >= this.base) out = this.block.txs[txNum - this.base]?.outputs[vout];
-    else if (this.undo !== undefined) out = this.undo[this.next++];
+    if (txNum >= this.base) {
+      out = this.block.txs[txNum - this.base]?.outputs[vout];
+      this.here++;
+    } else if (this.undo !== undefined) out = this.undo[this.next++];
     else out = 'perTx' in this.spent ? this.spent.perTx[this.pos]?.[ref.at] : undefined;
     if (out === undefined) throw new RangeError(`undo of block ${this.height}: prevout ${txNum}:${vout} is not known`);
     return { txNum, txid: ref.prevTxid, vout, value: out.value, script: out.script, keys: this.keysAt(txNum, vout, out.script) };
@@ -591,7 +624,7 @@ class UndoSink extends Accumulator implements TxSink<UndoInput, string, UndoPrev
  */
 export function deriveUndo(
   height: number,
-  block: DecodedBlock,
+  block: UndoBlock,
   blockTxs: readonly StoredTx[],
   spent: UndoSpent,
   opts: DeriveOptions = {},
@@ -620,8 +653,11 @@ export function deriveUndo(
         });
     deriveTx({ inputs, outputs: tx.outputs }, txKindAt(height, pos, tx.isCoinbase), sink);
   });
-  if (sink.undo !== undefined && sink.next !== sink.undoCount)
-    throw new RangeError(`undo of block ${height}: its block_undo row holds ${sink.undoCount} outputs, its inputs spend ${sink.next}`);
+  // (a row from before the block's own spent outputs were kept holds the earlier ones only)
+  if (sink.undo !== undefined && sink.undoCount !== sink.next && sink.undoCount !== sink.next + sink.here)
+    throw new RangeError(
+      `undo of block ${height}: its block_undo row holds ${sink.undoCount} outputs, its inputs spend ${sink.next} of earlier blocks and ${sink.here} of its own`,
+    );
   return { restored: sink.restored, balances: sink.balances, keys: [...sink.history.keys()], touches: sink.touches };
 }
 

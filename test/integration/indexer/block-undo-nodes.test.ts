@@ -1,7 +1,7 @@
 /**
  * The undo store against the node's own undo data, on Bitcoin Core 30 and on the stand-in: each
  * `block_undo` row holds, in input order, the prevouts `getblock <hash> 3` gives for the inputs
- * spending earlier blocks' outputs; after a real reorg (invalidateblock of three blocks with
+ * spending earlier blocks' outputs, then those of the inputs spending the block's own; after a real reorg (invalidateblock of three blocks with
  * payments, then a longer branch mining them again) the undone blocks' rows are gone and the new
  * branch's rows again equal the node's prevouts.
  */
@@ -29,11 +29,11 @@ describeNodes('the undo store on a real reorg', (entry) => {
     for (const r of rows.rows) {
       const block = await s.node.call<BlockV3>('getblock', [hashToHex(r.hash), 3]);
       const own = new Set(block.tx.map((t) => t.txid));
-      const want = block.tx
-        .slice(1)
-        .flatMap((t) => t.vin)
-        .filter((v) => !own.has(v.txid!))
-        .map((v) => ({ value: BigInt(Math.round(v.prevout!.value * 1e8)), script: v.prevout!.scriptPubKey.hex }));
+      const vins = block.tx.slice(1).flatMap((t) => t.vin);
+      const want = [...vins.filter((v) => !own.has(v.txid!)), ...vins.filter((v) => own.has(v.txid!))].map((v) => ({
+        value: BigInt(Math.round(v.prevout!.value * 1e8)),
+        script: v.prevout!.scriptPubKey.hex,
+      }));
       const got = decodeOuts(r.spent).map((o) => ({ value: o.value, script: Buffer.from(o.script).toString('hex') }));
       expect(got, `block ${r.height}`).toEqual(want);
       compared += got.length;
@@ -57,7 +57,7 @@ describeNodes('the undo store on a real reorg', (entry) => {
     await s?.stop();
   });
 
-  it("keeps, per block, the node's prevouts of the inputs spending earlier blocks", async () => {
+  it("keeps, per block, the node's prevouts of the inputs spending earlier blocks, then its own", async () => {
     expect(await compareWithNode()).toBeGreaterThanOrEqual(4);
   });
 

@@ -1,7 +1,8 @@
 /**
  * The undo store (block_undo): the per-block apply keeps, for each of the newest blocks, the
- * outputs of earlier blocks it spent; undo restores them from there, not from the spent outputs'
- * transactions in `txs`, and a block older than the window is undone from `txs` as before.
+ * outputs of earlier blocks it spent, then its own it spent; undo restores them from there, not
+ * from the node, and a block the node no longer has is rebuilt from the index's rows; a block
+ * older than the window is undone from what the node says it spent.
  * regtest-chain-a's main chain, block by block, with a window of 100 blocks; and migration 0046
  * writing the rows an index built before it lacks.
  */
@@ -9,7 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../../src/db/schema.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
-import { decodeIns, decodeOuts } from '../../../src/db/packed.js';
+import { decodeIns, decodeOuts, encodeOuts } from '../../../src/db/packed.js';
 import { firstTxNum, txNumHeight, txNumPosition } from '../../../src/db/tx-num.js';
 import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
@@ -32,6 +33,9 @@ describeFixtures('the undo store', () => {
   const fork = () => tip() - WINDOW;
   const deepFork = () => fork() - 20;
   const withoutTxs = (s: IndexSnapshot) => ({ ...s, txs: [] });
+  const undoRow = async (db: TestDatabase['db'], h: number) =>
+    (await sql<{ spent: Buffer }>`SELECT spent FROM block_undo WHERE height = ${h}`.execute(db)).rows[0]?.spent;
+  let ownSpends = 0;
 
   beforeAll(async () => {
     const chain = loadChainA();
@@ -49,7 +53,7 @@ describeFixtures('the undo store', () => {
     await Promise.all([t?.drop(), ref?.drop()]);
   });
 
-  it('keeps the spent outputs of the newest blocks only, one per input spending an earlier block', async () => {
+  it('keeps the spent outputs of the newest blocks only, one per input: those of earlier blocks, then its own', async () => {
     const rows = await sql<{ height: number; spent: Buffer }>`SELECT height, spent FROM block_undo ORDER BY height`.execute(t.db);
     expect(rows.rows.map((r) => r.height)).toEqual(Array.from({ length: WINDOW }, (_, i) => fork() + 1 + i));
     let outputs = 0;
@@ -58,11 +62,14 @@ describeFixtures('the undo store', () => {
         SELECT ins FROM txs WHERE tx_num >= ${firstTxNum(height).toString()}::int8 AND tx_num < ${firstTxNum(height + 1).toString()}::int8 ORDER BY tx_num`.execute(
         t.db,
       );
-      const external = ins.rows.flatMap((r) => decodeIns(r.ins)).filter((ref) => ref.txNum < firstTxNum(height));
+      const all = ins.rows.flatMap((r) => decodeIns(r.ins));
+      const external = all.filter((ref) => ref.txNum < firstTxNum(height));
+      const own = all.filter((ref) => ref.txNum >= firstTxNum(height));
+      ownSpends += own.length;
       const got = decodeOuts(spent);
-      expect(got.length, `block ${height}`).toBe(external.length);
+      expect(got.length, `block ${height}`).toBe(external.length + own.length);
       // Each is the output its input names, as the block that made it holds it.
-      for (const [i, ref] of external.entries()) {
+      for (const [i, ref] of [...external, ...own].entries()) {
         const want = decodeBlock(blocks[txNumHeight(ref.txNum)]!.raw).txs[txNumPosition(ref.txNum)]!.outputs[ref.vout]!;
         expect({ value: got[i]!.value, script: Buffer.from(got[i]!.script).toString('hex') }).toEqual({
           value: want.value,
@@ -72,6 +79,43 @@ describeFixtures('the undo store', () => {
       outputs += got.length;
     }
     expect(outputs).toBeGreaterThan(WINDOW);
+    expect(ownSpends, 'inputs spending an output of their own block').toBeGreaterThan(1);
+  });
+
+  it('undoes the blocks of the window from the index alone when the node no longer has them', async () => {
+    const noBlocks = { getBlock: () => Promise.resolve(null) };
+    const full = new FixtureChain(blocks);
+    let rebuiltOwn = 0;
+    let oldRowChecked = false;
+    for (let h = tip(); h > fork(); h--) {
+      const lo = firstTxNum(h);
+      const ins = await sql<{ ins: Buffer }>`
+        SELECT ins FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${firstTxNum(h + 1).toString()}::int8`.execute(t.db);
+      const refs = ins.rows.flatMap((r) => decodeIns(r.ins));
+      const own = refs.filter((ref) => ref.txNum >= lo).length;
+      if (own > 0 && !oldRowChecked) {
+        // A row written before the block's own spent outputs were kept: the rows cannot give
+        // the block, so undo waits for the node (changing nothing), and takes it from the node.
+        const external = refs.filter((ref) => ref.txNum < lo).length;
+        await sql`UPDATE block_undo SET spent = ${encodeOuts(decodeOuts((await undoRow(t.db, h))!).slice(0, external))} WHERE height = ${h}`.execute(
+          t.db,
+        );
+        const before = await snapshotIndex(t.db);
+        await expect(undoBlock(t.db, h, noBlocks)).rejects.toMatchObject({ code: 'ERR_UNDO_BLOCK_MISSING' });
+        expect(await snapshotIndex(t.db)).toEqual(before);
+        expect((await undoBlock(t.db, h, full)).kind).toBe('undone');
+        oldRowChecked = true;
+        continue;
+      }
+      expect((await undoBlock(t.db, h, noBlocks)).kind, `block ${h}`).toBe('undone');
+      rebuiltOwn += own;
+    }
+    expect(oldRowChecked).toBe(true);
+    expect(rebuiltOwn, 'own outputs spent in the blocks rebuilt').toBeGreaterThan(0);
+    expect(await snapshotIndex(t.db)).toEqual(atFork);
+    // And applied again, as they were.
+    for (let h = fork() + 1; h <= tip(); h++)
+      expect((await applyBlock(t.db, decodeBlock(blocks[h]!.raw), h, { undoBlocks: WINDOW })).kind).toBe('applied');
   });
 
   it('undoes the blocks of the window from the store and the block, reading no stored outputs', async () => {
@@ -85,7 +129,7 @@ describeFixtures('the undo store', () => {
     expect((await sql<{ n: number }>`SELECT count(*)::int4 AS n FROM block_undo`.execute(t.db)).rows[0]!.n).toBe(0);
   });
 
-  it('stops, changing nothing, when the node no longer has a block or what it spent', async () => {
+  it('stops, changing nothing, when the node no longer has a block without an undo row or what it spent', async () => {
     const node = new FixtureChain(blocks);
     const before = await snapshotIndex(t.db);
     node.hidden.add(blocks[fork()]!.hash);

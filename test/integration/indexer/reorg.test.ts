@@ -6,11 +6,14 @@
  *   and another index, at a later height, dropped to the mempool, double-spent by a conflicting
  *   transaction in the new branch; events for a watched address exactly once per change;
  * - a reorg to a lower height (invalidateblock of 2, no replacement);
- * - the orphaned block not served by the node for a while (undo needs it: the indexer waits,
- *   saying why, and undoes it once the node serves it again);
+ * - the orphaned block not served by the node: undone from the index's own rows (its undo
+ *   row holds what the block spent, of earlier blocks and of its own); without its undo row (a
+ *   bulk-loaded block) undo needs the node: the indexer waits, saying why, and undoes it once
+ *   the node serves it again;
  * - blocks applied out of order or twice are refused or no-ops (one block.connected each).
  */
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { segwitAddress } from '../../../src/bitcoin/address.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
@@ -204,10 +207,24 @@ describe('reorgs on the devnode', () => {
     await waitSynced(t.db, node);
   });
 
-  it('waits for a block the node does not serve for a while, then undoes it', async () => {
+  it('undoes an orphaned block the node does not serve from the index alone', async () => {
     await traffic(1);
     await waitSynced(t.db, node);
     const orphan = node.tip().hash;
+    node.faults.hideBlock(orphan);
+    const r = await node.reorg(1, { newBlocks: 2 });
+    expect(r.disconnected).toEqual([orphan]);
+    await assertEqualsFreshIndex();
+    expect((await readEvents(t.db, ['block.disconnected'])).at(-1)?.block).toBe(orphan);
+    node.faults.unhideBlock(orphan);
+  });
+
+  it('waits for a block without an undo row that the node does not serve for a while, then undoes it', async () => {
+    await traffic(1);
+    await waitSynced(t.db, node);
+    const orphan = node.tip().hash;
+    // (as a bulk-loaded block has none)
+    await sql`DELETE FROM block_undo WHERE height = ${node.tip().height}`.execute(t.db);
     const height = node.tip().height;
     node.faults.hideBlock(orphan);
     const r = await node.reorg(1, { newBlocks: 2 });
