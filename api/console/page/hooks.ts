@@ -10,7 +10,7 @@
 import type { Api } from './api.js';
 import { attemptsChart, type HookStats } from './chart.js';
 import { h, replace, short, when } from './dom.js';
-import type { View } from './view.js';
+import { lane, type View } from './view.js';
 
 type Hook = {
   id: string;
@@ -70,11 +70,15 @@ export function hooksView(api: Api, notify: (message: string) => void): View {
   const el = h('section', { 'aria-labelledby': 'hooks-title' }, h('h2', { id: 'hooks-title' }, 'Hooks'), form, secretBox, list, dialog);
   let shown = '';
 
+  const inLane = lane();
+
   async function act(e: Event | null, f: () => Promise<void>): Promise<void> {
     e?.preventDefault();
     try {
-      await f();
-      await refresh();
+      await inLane(async () => {
+        await f();
+        await load();
+      });
     } catch (err) {
       notify(err instanceof Error ? err.message : String(err));
     }
@@ -252,7 +256,7 @@ export function hooksView(api: Api, notify: (message: string) => void): View {
     );
   }
 
-  async function refresh(): Promise<void> {
+  async function load(): Promise<void> {
     const hooks = await api.get<Hook[]>('/v1/hooks');
     const parts = await Promise.all(
       hooks.map(async (hook) => ({
@@ -267,6 +271,8 @@ export function hooksView(api: Api, notify: (message: string) => void): View {
     if (parts.length === 0) replace(list, h('p', { class: 'muted', id: 'no-hooks' }, 'This key has no hooks.'));
     else replace(list, ...parts.map((p) => card(p.hook, p.rows, p.stats)));
   }
+
+  const refresh = (): Promise<void> => inLane(load);
 
   return { id: 'hooks', title: 'Hooks', el, refresh, everyMs: 2000 };
 }

@@ -6,7 +6,7 @@
  */
 import type { Api } from './api.js';
 import { btc, h, replace, short, when } from './dom.js';
-import type { View } from './view.js';
+import { lane, type View } from './view.js';
 
 type Subscription = {
   id: string;
@@ -42,12 +42,16 @@ export function listsView(api: Api, notify: (message: string) => void): View {
   });
   let shown = '';
 
+  const inLane = lane();
+
   async function act(e: Event | null, f: () => Promise<void>): Promise<void> {
     e?.preventDefault();
     try {
-      await f();
-      shown = '';
-      await refresh();
+      await inLane(async () => {
+        await f();
+        shown = '';
+        await load();
+      });
     } catch (err) {
       notify(err instanceof Error ? err.message : String(err));
     }
@@ -116,7 +120,7 @@ export function listsView(api: Api, notify: (message: string) => void): View {
     ),
   );
 
-  async function refresh(): Promise<void> {
+  async function load(): Promise<void> {
     const [subList, walletList, hooks] = await Promise.all([
       api.get<Subscription[]>('/v1/subscriptions'),
       api.get<Wallet[]>('/v1/wallets'),
@@ -213,6 +217,8 @@ export function listsView(api: Api, notify: (message: string) => void): View {
           )),
     );
   }
+
+  const refresh = (): Promise<void> => inLane(load);
 
   return { id: 'lists', title: 'Subscriptions & wallets', el, refresh, everyMs: 5000 };
 }

@@ -85,7 +85,7 @@ describeBrowser('the console in headless Chromium', () => {
     page.on('pageerror', (err) => pageErrors.push(String(err)));
     // (a failed load is logged by Chromium without its URL: record which request it was)
     page.on('response', (r) => {
-      if (r.status() >= 500) consoleErrors.push(`${r.request().method()} ${new URL(r.url()).pathname} answered ${r.status()}`);
+      if (r.status() >= 400) consoleErrors.push(`${r.request().method()} ${new URL(r.url()).pathname} answered ${r.status()}`);
     });
   }, 180_000);
 
