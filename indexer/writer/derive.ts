@@ -235,7 +235,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   /** Position of each transaction already derived, by `hashKey(txid)`. */
   readonly local = new Map<string, number>();
   readonly outKeys: ScriptKeys[][];
-  /** Per transaction, a mark for each output spent inside the block. */
+  /** Per transaction, a mark for each output spent inside the block (known from the block alone, before deriving). */
   private readonly spentHere: (Uint8Array | undefined)[];
   readonly spent: SpentRow[] = [];
   /** Spendable outputs in block order; those spent inside the block are dropped by `created()`. */
@@ -268,7 +268,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     const n = block.txs.length;
     this.base = txNumOf(height, 0);
     this.outKeys = new Array(n);
-    this.spentHere = new Array(n);
+    this.spentHere = spentInBlock(block);
     this.outsW = new PackedWriter(block.size);
     this.insW = new PackedWriter(n * 16 + 64);
     this.undoW = new PackedWriter(n * 64 + 64);
@@ -305,10 +305,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   spend(p: Prevout, input: TxInput): void {
     this.firstPrevScript ??= p.script;
     const j = p.txNum - this.base;
-    if (j >= 0) {
-      (this.spentHere[j] ??= new Uint8Array(this.block.txs[j]!.outputCount))[input.vout] = 1;
-      this.hereW.packOut(p.value, p.script);
-    } else {
+    if (j >= 0) this.hereW.packOut(p.value, p.script);
+    else {
       this.spent.push({ txid: input.prevTxid, vout: input.vout, txNum: p.txNum });
       this.undoW.packOut(p.value, p.script);
     }
@@ -347,9 +345,11 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     this.aliases.set(alias.scriptKey.toString('hex'), alias);
   }
 
-  /** The outputs left unspent at the end of the block. */
-  created(): UtxoRow[] {
-    return this.unspentRows.filter((r) => this.spentHere[r.txNum - this.base]?.[r.vout] !== 1);
+  /** The outputs of the transactions at positions `from` to `end` (not included) left unspent at the end of the block. */
+  created(from = 0, end = this.block.txs.length): UtxoRow[] {
+    const lo = this.base + from;
+    const hi = this.base + end;
+    return this.unspentRows.filter((r) => r.txNum >= lo && r.txNum < hi && this.spentHere[r.txNum - this.base]?.[r.vout] !== 1);
   }
 }
 
@@ -430,6 +430,16 @@ export class BlockDerivation {
     return rows;
   }
 
+  /**
+   * The `utxos` rows of positions `from` to `end` (not included), all derived already: the
+   * outputs no transaction of the block spends (known from the block alone), so they can be
+   * written while the rest of the block is derived. Over consecutive ranges, `rows().created`.
+   */
+  createdRows(from: number, end: number): UtxoRow[] {
+    if (this.next < end) throw new RangeError(`block ${this.height}: ${this.next} of ${end} transactions derived`);
+    return this.sink.created(from, end);
+  }
+
   /** The block's rows (every transaction derived). */
   rows(): BlockRows {
     const { block, height, sink } = this;
@@ -459,6 +469,26 @@ export class BlockDerivation {
       assetFirstScripts: sink.assetFirstScripts,
     };
   }
+}
+
+/**
+ * Per position, a mark for each output of the transaction that a later transaction of `block`
+ * spends (undefined: none), as the derivation resolves inputs: by the txid of an earlier
+ * transaction of the block.
+ */
+function spentInBlock(block: DecodedBlock): (Uint8Array | undefined)[] {
+  const local = new Map<string, number>();
+  const marks = new Array<Uint8Array | undefined>(block.txs.length);
+  block.txs.forEach((tx, i) => {
+    if (!(i === 0 && tx.isCoinbase)) {
+      for (const input of tx.inputs) {
+        const j = local.get(hashKey(input.prevTxid));
+        if (j !== undefined) (marks[j] ??= new Uint8Array(block.txs[j]!.outputCount))[input.vout] = 1;
+      }
+    }
+    local.set(hashKey(tx.txid), i);
+  });
+  return marks;
 }
 
 /** The inputs of `block` that spend outputs of earlier blocks (what the index must supply). */
