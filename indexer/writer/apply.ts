@@ -24,7 +24,7 @@ import {
   BlockDerivation,
   addDelta,
   deriveUndo,
-  externalOutpointsByTx,
+  blockSpends,
   hashKey,
   outputKeys,
   type BlockRows,
@@ -219,7 +219,7 @@ async function spendAndDerive(
   { touches, mempool, txids }: { touches: boolean; mempool: boolean; txids: TxidCache | undefined },
   lap: (phase: string) => void,
 ): Promise<{ rows: BlockRows; written: Promise<void>; overwritten: Promise<OverwrittenOutput[]> }> {
-  const byTx = externalOutpointsByTx(block);
+  const { external: byTx, spentHere } = blockSpends(block);
   const parts: { end: number; spent: Promise<Map<string, Prevout>> }[] = [];
   let outpoints: { txid: Uint8Array; vout: number }[] = [];
   for (let i = 0; i < byTx.length; i++) {
@@ -238,6 +238,7 @@ async function spendAndDerive(
   const derivation = new BlockDerivation(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), {
     touches,
     outputKeys: keys,
+    spentHere,
   });
   const copies: Promise<void>[] = [];
   let derived = 0;

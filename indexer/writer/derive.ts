@@ -140,6 +140,8 @@ export interface DeriveOptions {
   touches?: boolean;
   /** The outputs' keys, computed beforehand (`outputKeys(block)`), e.g. while a query runs. */
   outputKeys?: readonly (readonly ScriptKeys[])[];
+  /** The outputs the block's own transactions spend, computed beforehand (`blockSpends(block).spentHere`). */
+  spentHere?: readonly (Uint8Array | undefined)[];
 }
 
 /** The address keys of every output of `block`, per transaction and vout. */
@@ -236,7 +238,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   readonly local = new Map<string, number>();
   readonly outKeys: ScriptKeys[][];
   /** Per transaction, a mark for each output spent inside the block (known from the block alone, before deriving). */
-  private readonly spentHere: (Uint8Array | undefined)[];
+  private readonly spentHere: readonly (Uint8Array | undefined)[];
   readonly spent: SpentRow[] = [];
   /** Spendable outputs in block order; those spent inside the block are dropped by `created()`. */
   private readonly unspentRows: UtxoRow[] = [];
@@ -268,7 +270,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     const n = block.txs.length;
     this.base = txNumOf(height, 0);
     this.outKeys = new Array(n);
-    this.spentHere = spentInBlock(block);
+    this.spentHere = opts.spentHere ?? blockSpends(block).spentHere;
     this.outsW = new PackedWriter(block.size);
     this.insW = new PackedWriter(n * 16 + 64);
     this.undoW = new PackedWriter(n * 64 + 64);
@@ -471,44 +473,45 @@ export class BlockDerivation {
   }
 }
 
-/**
- * Per position, a mark for each output of the transaction that a later transaction of `block`
- * spends (undefined: none), as the derivation resolves inputs: by the txid of an earlier
- * transaction of the block.
- */
-function spentInBlock(block: DecodedBlock): (Uint8Array | undefined)[] {
-  const local = new Map<string, number>();
-  const marks = new Array<Uint8Array | undefined>(block.txs.length);
-  block.txs.forEach((tx, i) => {
-    if (!(i === 0 && tx.isCoinbase)) {
-      for (const input of tx.inputs) {
-        const j = local.get(hashKey(input.prevTxid));
-        if (j !== undefined) (marks[j] ??= new Uint8Array(block.txs[j]!.outputCount))[input.vout] = 1;
-      }
-    }
-    local.set(hashKey(tx.txid), i);
-  });
-  return marks;
-}
-
 /** The inputs of `block` that spend outputs of earlier blocks (what the index must supply). */
 export function externalOutpoints(block: DecodedBlock): { txid: Uint8Array; vout: number }[] {
   return externalOutpointsByTx(block).flat();
 }
 
-/** `externalOutpoints` per transaction, in block order. */
-export function externalOutpointsByTx(block: DecodedBlock): { txid: Uint8Array; vout: number }[][] {
-  const local = new Set<string>();
-  return block.txs.map((tx: DecodedTx, i) => {
+/** What a block's inputs spend, from the block alone (one pass over its inputs). */
+export interface BlockSpends {
+  /** Per transaction, in block order, the outpoints of earlier blocks its inputs spend (what the index must supply). */
+  readonly external: { txid: Uint8Array; vout: number }[][];
+  /**
+   * Per position, a mark for each output of the transaction that a later transaction of the
+   * block spends (undefined: none), as the derivation resolves inputs: by the txid of an earlier
+   * transaction of the block.
+   */
+  readonly spentHere: (Uint8Array | undefined)[];
+}
+
+/** The outpoints `block`'s inputs spend: of earlier blocks, per transaction, and of its own transactions. */
+export function blockSpends(block: DecodedBlock): BlockSpends {
+  const local = new Map<string, number>();
+  const spentHere = new Array<Uint8Array | undefined>(block.txs.length);
+  const external = block.txs.map((tx: DecodedTx, i) => {
     const out: { txid: Uint8Array; vout: number }[] = [];
     if (!(i === 0 && tx.isCoinbase)) {
       for (const input of tx.inputs) {
-        if (!local.has(hashKey(input.prevTxid))) out.push({ txid: input.prevTxid, vout: input.vout });
+        const j = local.get(hashKey(input.prevTxid));
+        if (j === undefined) out.push({ txid: input.prevTxid, vout: input.vout });
+        else (spentHere[j] ??= new Uint8Array(block.txs[j]!.outputCount))[input.vout] = 1;
       }
     }
-    local.add(hashKey(tx.txid));
+    local.set(hashKey(tx.txid), i);
     return out;
   });
+  return { external, spentHere };
+}
+
+/** `externalOutpoints` per transaction, in block order. */
+export function externalOutpointsByTx(block: DecodedBlock): { txid: Uint8Array; vout: number }[][] {
+  return blockSpends(block).external;
 }
 
 /** A stored `txs` row of the block undone: its txid and input references (the prevouts' tx_nums). */
