@@ -22,8 +22,9 @@ import { extendWalletsFor } from '../../src/db/wallet-chains.js';
 import { PhaseTimer } from '../../src/ops/phases.js';
 import {
   BlockDerivation,
+  addDelta,
   deriveUndo,
-  externalOutpointsByTx,
+  blockSpends,
   hashKey,
   outputKeys,
   type BlockRows,
@@ -46,8 +47,9 @@ import {
   insertBlocks,
   insertTxs,
   keepUndo,
-  dropOverwrittenCoinbase,
+  deleteOverwrittenCoinbase,
   spendUtxos,
+  type OverwrittenOutput,
   cutHistory,
 } from './chain-rows.js';
 import { preferIndexLookups } from '../planner-hints.js';
@@ -148,32 +150,30 @@ async function applyInTransaction(
   const lap = (phase: string) => timer.lap(phase);
   // Per-address amounts are only needed for events: skip them when nothing is watched.
   const touches = await anyWatched(trx);
-  const { rows, txsWritten } = await spendAndDerive(trx, block, height, { touches, mempool, txids: ctx.txids }, lap);
+  const { rows, written, overwritten } = await spendAndDerive(trx, block, height, { touches, mempool, txids: ctx.txids }, lap);
   lap('derive');
-  await dropOverwrittenCoinbase(trx, [rows], rows.balances);
 
-  // The statements below go out back to back, each encoded while the one before runs: they write
-  // different tables, so their order within the transaction changes no row.
-  const writes = [insertBlocks(trx, [rows]), keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN), txsWritten];
-  for (const w of writes) w.catch(() => {});
-  await Promise.all(writes);
-  lap('txs');
-  await colorConfirmed(trx, ...assetCandidates([{ rows, height }]));
-  lap('assets');
-  // Issued in this order, they run in it (the transaction's statements wait for one another):
-  // each phase below ends when its statements have.
-  const utxos = insertUtxos(trx, rows.created);
+  // Everything below goes out back to back, each statement encoded while the ones before run
+  // (their tables differ, or, for utxos, the rows do: their order changes no row). The
+  // overwritten coinbase outputs (sent with the spends, done by now) change the balances first.
+  const writes: Promise<unknown>[] = [insertBlocks(trx, [rows]), keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN)];
   const history = insertHistory(trx, rows.history);
+  for (const w of [...writes, history]) w.catch(() => {});
+  for (const old of await overwritten) if (old.addr_key !== null) addDelta(rows.balances, old.addr_key, -old.value, -1);
   const balances = addBalances(trx, rows.balances, 1);
   const aliases = insertScriptAliases(trx, rows.aliases);
-  for (const w of [utxos, history, balances, aliases]) w.catch(() => {});
-  await utxos;
+  for (const w of [balances, aliases]) w.catch(() => {});
+  await written;
+  await Promise.all(writes);
+  lap('txs');
   lap('utxos');
   await history;
   lap('history');
   await balances;
   lap('balances');
   await aliases;
+  await colorConfirmed(trx, ...assetCandidates([{ rows, height }]));
+  lap('assets');
   // Wallet gap limits move before the events are built: an address the extension brings in
   // is watched (its wallet's subscriptions) when this block's touches are matched.
   await extendWalletsFor(trx, [...rows.history.keys()]);
@@ -205,10 +205,12 @@ const SPEND_PART = 2_000;
  * deleted in parts of consecutive transactions (SPEND_PART outpoints each), all sent at once,
  * and each part's transactions are derived while PostgreSQL deletes the next part's. (Deleting
  * all first and deriving after leaves PostgreSQL idle for the whole derivation.) The first part
- * runs while every output's address key is hashed. Each part's `txs` rows, final once it is
- * derived, are copied while the next part is derived (`txsWritten`: all of them written):
- * the spend statements, sent first, run before them, and they only read `txs` rows of earlier
- * blocks (outpoints of the block's own transactions are not among them).
+ * runs while every output's address key is hashed. Each part's `txs` rows and new `utxos` rows
+ * (those no transaction of the block spends, known from the block alone), final once the part
+ * is derived, are copied while the next part is derived (`written`: all of them written): the
+ * spend statements, sent first, run before them, and they only delete outputs of earlier blocks
+ * (outpoints of the block's own transactions are not among them). BIP30's overwritten coinbase
+ * outputs go with the spends (`overwritten`: their rows, for the balances).
  */
 async function spendAndDerive(
   trx: Trx,
@@ -216,8 +218,8 @@ async function spendAndDerive(
   height: number,
   { touches, mempool, txids }: { touches: boolean; mempool: boolean; txids: TxidCache | undefined },
   lap: (phase: string) => void,
-): Promise<{ rows: BlockRows; txsWritten: Promise<void> }> {
-  const byTx = externalOutpointsByTx(block);
+): Promise<{ rows: BlockRows; written: Promise<void>; overwritten: Promise<OverwrittenOutput[]> }> {
+  const { external: byTx, spentHere } = blockSpends(block);
   const parts: { end: number; spent: Promise<Map<string, Prevout>> }[] = [];
   let outpoints: { txid: Uint8Array; vout: number }[] = [];
   for (let i = 0; i < byTx.length; i++) {
@@ -227,13 +229,16 @@ async function spendAndDerive(
       outpoints = [];
     }
   }
+  const overwritten = deleteOverwrittenCoinbase(trx, [{ txid: block.txs[0]!.txid, txNum: txNumOf(height, 0) }]);
   // Rejections are taken as each part is awaited; one left pending must not go unhandled.
   for (const p of parts) p.spent.catch(() => {});
+  overwritten.catch(() => {});
   const keys = outputKeys(block);
   const prevouts = new Map<string, Prevout>();
   const derivation = new BlockDerivation(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), {
     touches,
     outputKeys: keys,
+    spentHere,
   });
   const copies: Promise<void>[] = [];
   let derived = 0;
@@ -244,16 +249,22 @@ async function spendAndDerive(
       await new Promise((r) => setImmediate(r));
       lap('spend');
       deriving(height, () => derivation.through(p.end));
-      const copy = insertTxs(trx, derivation.txRows(derived, p.end), mempool);
-      copy.catch(() => {});
-      copies.push(copy);
+      for (const copy of [
+        insertTxs(trx, derivation.txRows(derived, p.end), mempool),
+        insertUtxos(trx, derivation.createdRows(derived, p.end)),
+      ]) {
+        copy.catch(() => {});
+        copies.push(copy);
+      }
       derived = p.end;
       lap('derive');
     }
-    return { rows: deriving(height, () => derivation.rows()), txsWritten: Promise.all(copies).then(() => undefined) };
+    const written = Promise.all(copies).then(() => undefined);
+    written.catch(() => {});
+    return { rows: deriving(height, () => derivation.rows()), written, overwritten };
   } catch (err) {
-    // The transaction fails with `err`; the copies already sent fail with it.
-    await Promise.allSettled(copies);
+    // The transaction fails with `err`; the statements already sent fail with it.
+    await Promise.allSettled([...copies, overwritten]);
     throw err;
   }
 }

@@ -176,6 +176,9 @@ export async function keepUndo(trx: Trx, blocks: readonly BlockRows[], keep: num
   await sql`DELETE FROM block_undo WHERE height <= ${blocks[blocks.length - 1]!.height - keep}`.execute(trx);
 }
 
+/** An output BIP30's repeated coinbase overwrote: its address key and value leave the balances. */
+export type OverwrittenOutput = { addr_key: string | null; value: bigint };
+
 /**
  * BIP30 (mainnet 91842 and 91880): a coinbase repeating an earlier coinbase's txid overwrites
  * its unspent outputs, as in Core, where the older outputs are lost. Their rows go and their
@@ -185,13 +188,26 @@ export async function keepUndo(trx: Trx, blocks: readonly BlockRows[], keep: num
  */
 export async function dropOverwrittenCoinbase(trx: Trx, blocks: readonly BlockRows[], balances: Map<string, Delta>): Promise<void> {
   const coinbases = blocks.flatMap((b) => (b.txs[0] ? [b.txs[0]] : []));
-  if (coinbases.length === 0) return;
-  const r = await sql<{ addr_key: string | null; value: bigint }>`
+  for (const old of await deleteOverwrittenCoinbase(trx, coinbases))
+    if (old.addr_key !== null) addDelta(balances, old.addr_key, -old.value, -1);
+}
+
+/**
+ * Deletes the unspent outputs of earlier transactions whose txid one of `coinbases` (each the
+ * first transaction of its block, with its tx_num) repeats, and returns them
+ * (`dropOverwrittenCoinbase`'s statement, for a writer that sends it before its deltas are derived).
+ */
+export async function deleteOverwrittenCoinbase(
+  trx: Trx,
+  coinbases: readonly { txid: Uint8Array; txNum: number }[],
+): Promise<OverwrittenOutput[]> {
+  if (coinbases.length === 0) return [];
+  const r = await sql<OverwrittenOutput>`
     DELETE FROM utxos u
      USING (SELECT * FROM unnest(${coinbases.map((c) => toBuffer(c.txid))}::bytea[], ${int8s(coinbases.map((c) => c.txNum))}::int8[]) AS c(txid, tx_num)) c, txs t
     WHERE ${txidIs(sql.ref('t.txid'), sql.ref('c.txid'))} AND t.tx_num <> c.tx_num AND u.tx_num = t.tx_num
     RETURNING u.addr_key, u.value`.execute(trx);
-  for (const old of r.rows) if (old.addr_key !== null) addDelta(balances, old.addr_key, -old.value, -1);
+  return r.rows;
 }
 
 /** A spent output's `utxos` row as `DELETE … RETURNING` gives it. */

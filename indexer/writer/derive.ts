@@ -140,6 +140,8 @@ export interface DeriveOptions {
   touches?: boolean;
   /** The outputs' keys, computed beforehand (`outputKeys(block)`), e.g. while a query runs. */
   outputKeys?: readonly (readonly ScriptKeys[])[];
+  /** The outputs the block's own transactions spend, computed beforehand (`blockSpends(block).spentHere`). */
+  spentHere?: readonly (Uint8Array | undefined)[];
 }
 
 /** The address keys of every output of `block`, per transaction and vout. */
@@ -235,8 +237,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   /** Position of each transaction already derived, by `hashKey(txid)`. */
   readonly local = new Map<string, number>();
   readonly outKeys: ScriptKeys[][];
-  /** Per transaction, a mark for each output spent inside the block. */
-  private readonly spentHere: (Uint8Array | undefined)[];
+  /** Per transaction, a mark for each output spent inside the block (known from the block alone, before deriving). */
+  private readonly spentHere: readonly (Uint8Array | undefined)[];
   readonly spent: SpentRow[] = [];
   /** Spendable outputs in block order; those spent inside the block are dropped by `created()`. */
   private readonly unspentRows: UtxoRow[] = [];
@@ -268,7 +270,7 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     const n = block.txs.length;
     this.base = txNumOf(height, 0);
     this.outKeys = new Array(n);
-    this.spentHere = new Array(n);
+    this.spentHere = opts.spentHere ?? blockSpends(block).spentHere;
     this.outsW = new PackedWriter(block.size);
     this.insW = new PackedWriter(n * 16 + 64);
     this.undoW = new PackedWriter(n * 64 + 64);
@@ -305,10 +307,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   spend(p: Prevout, input: TxInput): void {
     this.firstPrevScript ??= p.script;
     const j = p.txNum - this.base;
-    if (j >= 0) {
-      (this.spentHere[j] ??= new Uint8Array(this.block.txs[j]!.outputCount))[input.vout] = 1;
-      this.hereW.packOut(p.value, p.script);
-    } else {
+    if (j >= 0) this.hereW.packOut(p.value, p.script);
+    else {
       this.spent.push({ txid: input.prevTxid, vout: input.vout, txNum: p.txNum });
       this.undoW.packOut(p.value, p.script);
     }
@@ -347,9 +347,11 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     this.aliases.set(alias.scriptKey.toString('hex'), alias);
   }
 
-  /** The outputs left unspent at the end of the block. */
-  created(): UtxoRow[] {
-    return this.unspentRows.filter((r) => this.spentHere[r.txNum - this.base]?.[r.vout] !== 1);
+  /** The outputs of the transactions at positions `from` to `end` (not included) left unspent at the end of the block. */
+  created(from = 0, end = this.block.txs.length): UtxoRow[] {
+    const lo = this.base + from;
+    const hi = this.base + end;
+    return this.unspentRows.filter((r) => r.txNum >= lo && r.txNum < hi && this.spentHere[r.txNum - this.base]?.[r.vout] !== 1);
   }
 }
 
@@ -430,6 +432,16 @@ export class BlockDerivation {
     return rows;
   }
 
+  /**
+   * The `utxos` rows of positions `from` to `end` (not included), all derived already: the
+   * outputs no transaction of the block spends (known from the block alone), so they can be
+   * written while the rest of the block is derived. Over consecutive ranges, `rows().created`.
+   */
+  createdRows(from: number, end: number): UtxoRow[] {
+    if (this.next < end) throw new RangeError(`block ${this.height}: ${this.next} of ${end} transactions derived`);
+    return this.sink.created(from, end);
+  }
+
   /** The block's rows (every transaction derived). */
   rows(): BlockRows {
     const { block, height, sink } = this;
@@ -466,19 +478,40 @@ export function externalOutpoints(block: DecodedBlock): { txid: Uint8Array; vout
   return externalOutpointsByTx(block).flat();
 }
 
-/** `externalOutpoints` per transaction, in block order. */
-export function externalOutpointsByTx(block: DecodedBlock): { txid: Uint8Array; vout: number }[][] {
-  const local = new Set<string>();
-  return block.txs.map((tx: DecodedTx, i) => {
+/** What a block's inputs spend, from the block alone (one pass over its inputs). */
+export interface BlockSpends {
+  /** Per transaction, in block order, the outpoints of earlier blocks its inputs spend (what the index must supply). */
+  readonly external: { txid: Uint8Array; vout: number }[][];
+  /**
+   * Per position, a mark for each output of the transaction that a later transaction of the
+   * block spends (undefined: none), as the derivation resolves inputs: by the txid of an earlier
+   * transaction of the block.
+   */
+  readonly spentHere: (Uint8Array | undefined)[];
+}
+
+/** The outpoints `block`'s inputs spend: of earlier blocks, per transaction, and of its own transactions. */
+export function blockSpends(block: DecodedBlock): BlockSpends {
+  const local = new Map<string, number>();
+  const spentHere = new Array<Uint8Array | undefined>(block.txs.length);
+  const external = block.txs.map((tx: DecodedTx, i) => {
     const out: { txid: Uint8Array; vout: number }[] = [];
     if (!(i === 0 && tx.isCoinbase)) {
       for (const input of tx.inputs) {
-        if (!local.has(hashKey(input.prevTxid))) out.push({ txid: input.prevTxid, vout: input.vout });
+        const j = local.get(hashKey(input.prevTxid));
+        if (j === undefined) out.push({ txid: input.prevTxid, vout: input.vout });
+        else (spentHere[j] ??= new Uint8Array(block.txs[j]!.outputCount))[input.vout] = 1;
       }
     }
-    local.add(hashKey(tx.txid));
+    local.set(hashKey(tx.txid), i);
     return out;
   });
+  return { external, spentHere };
+}
+
+/** `externalOutpoints` per transaction, in block order. */
+export function externalOutpointsByTx(block: DecodedBlock): { txid: Uint8Array; vout: number }[][] {
+  return blockSpends(block).external;
 }
 
 /** A stored `txs` row of the block undone: its txid and input references (the prevouts' tx_nums). */

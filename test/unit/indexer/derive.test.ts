@@ -19,6 +19,7 @@ import {
   BlockDerivation,
   type Prevout,
   type StoredTx,
+  type UtxoRow,
 } from '../../../indexer/writer/derive.js';
 import { txNumOf } from '../../../src/db/tx-num.js';
 import { isUnspendable, scriptKeys } from '../../../indexer/writer/address-keys.js';
@@ -118,13 +119,24 @@ describeFixtures('deriveBlock', () => {
       const d = new BlockDerivation(block, 866342, (txid, vout) => known.get(`${hashKey(txid)}:${vout}`), { touches: true });
       const ends = [1, 700, 701, 2500, 4864];
       let from = 0;
+      const created: UtxoRow[] = [];
       for (const end of ends) {
         for (const o of byTx.slice(from, end).flat())
           known.set(`${hashKey(o.txid)}:${o.vout}`, prevouts.get(`${hashKey(o.txid)}:${o.vout}`)!);
         d.through(end);
+        // A part's new outputs leave out those a later part spends: known from the block alone.
+        created.push(...d.createdRows(from, end));
         from = end;
       }
       expect(d.rows()).toEqual(rows);
+      expect(created).toEqual(rows.created);
+      // (the block spends outputs of an earlier part in a later one: the parts' rows could differ)
+      const pos = new Map(block.txs.map((t, i) => [hashKey(t.txid), i]));
+      const across = block.txs.flatMap((t, i) =>
+        i === 0 ? [] : t.inputs.filter((input) => (pos.get(hashKey(input.prevTxid)) ?? i) < 700 && i >= 700),
+      );
+      expect(across.length).toBeGreaterThan(0);
+      expect(() => d.createdRows(0, 4865)).toThrow(/4864 of 4865 transactions derived/);
       // A part whose spent outputs are not known yet is an error, not a guess.
       const early = new BlockDerivation(block, 866342, (txid, vout) => known.get(`${hashKey(txid)}:${vout}`));
       known.clear();
