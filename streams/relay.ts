@@ -141,10 +141,29 @@ export function startRelay(deps: RelayDeps): Relay {
   /** Until new rows are told of, or the poll interval. */
   const untilTold = deps.wakeup ? (ms: number) => deps.wakeup!.wait(ms, stopping.signal) : nap;
 
+  /**
+   * The cursor as relayed but not yet written (null: written). A full batch (more to come at
+   * once) leaves its cursor to go with the next batch's delivery log rows, in their transaction:
+   * one commit per batch instead of two. A repeat after a crash starts from the cursor written,
+   * at most one batch earlier (every step is idempotent); a batch that waits, or has no hook
+   * deliveries, writes it at once.
+   */
+  let unsaved: bigint | null = null;
+
+  /** Writes the cursor left unsaved (on the lock's connection, or in the transaction of the next batch's log rows). */
+  async function saveCursor(conn: Kysely<Database>): Promise<void> {
+    if (unsaved === null) return;
+    await advanceRelayCursor(conn, unsaved);
+    unsaved = null;
+  }
+
   /** One batch from `cursor`; returns how many outbox rows it covered and the seq it ended at. */
   async function relayBatch(conn: Kysely<Database>, cursor: bigint): Promise<{ rows: number; to: bigint }> {
     const rows = await readOutbox(conn, { after: cursor, limit: settings.batchSize });
-    if (rows.length === 0) return { rows: 0, to: cursor };
+    if (rows.length === 0) {
+      await saveCursor(conn);
+      return { rows: 0, to: cursor };
+    }
     const to = rows[rows.length - 1]!.seq;
     const events = decodeOutboxRows(rows, (row, err) =>
       log.error({ seq: row.seq.toString(), type: row.type, err }, 'outbox row skipped: it breaks the outbox contract'),
@@ -180,14 +199,30 @@ export function startRelay(deps: RelayDeps): Relay {
       hookRows.push(row);
     }
     assignBatchJobs(hookRows, settings.deliveryBatchSize, to);
-    const pending = await upsertDeliveries(conn, hookRows);
-    if (pending.length > 0) {
-      const { own, batches } = relayJobs(hookRows, pending, transports, failing);
-      if (own.length > 0) await queues.enqueue(own);
-      if (batches.length > 0) await queues.enqueueBatches(batches);
-    }
-    await publisher.publish(settings.channel, encodeFeedBatch({ from: cursor, to, items }));
-    await advanceRelayCursor(conn, to);
+    /** The log rows (with the cursor of the batch before, when it was left unsaved), then their jobs. */
+    const logAndEnqueue = async () => {
+      if (hookRows.length === 0) return;
+      const pending =
+        unsaved === null
+          ? await upsertDeliveries(conn, hookRows)
+          : await conn.transaction().execute(async (trx) => {
+              await saveCursor(trx);
+              return upsertDeliveries(trx, hookRows);
+            });
+      if (pending.length > 0) {
+        const { own, batches } = relayJobs(hookRows, pending, transports, failing);
+        if (own.length > 0) await queues.enqueue(own);
+        if (batches.length > 0) await queues.enqueueBatches(batches);
+      }
+    };
+    // (the feed does not wait for the log: the cursor moves only once both are done)
+    const published = publisher.publish(settings.channel, encodeFeedBatch({ from: cursor, to, items }));
+    // (handled now so that a failed log does not leave the publish's failure unhandled)
+    published.catch(() => undefined);
+    await logAndEnqueue();
+    await published;
+    unsaved = to;
+    if (rows.length < settings.batchSize || hookRows.length === 0) await saveCursor(conn);
     return { rows: rows.length, to };
   }
 
@@ -297,6 +332,7 @@ export function startRelay(deps: RelayDeps): Relay {
       if (got === null) return false;
       state = { ...state, active: true };
       log.info('relay active');
+      unsaved = null;
       try {
         state = leading(state, (await readStreamState(conn)).relay);
         while (!stopping.signal.aborted) {
@@ -309,6 +345,8 @@ export function startRelay(deps: RelayDeps): Relay {
         }
       } finally {
         state = { ...state, active: false };
+        // (a full batch's cursor left unsaved is written on the way out; if that fails, the next lead repeats the batch)
+        await saveCursor(conn).catch(() => undefined);
         await releaseLeaderLock(run, RELAY_LEADER);
       }
       return true;

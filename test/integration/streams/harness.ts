@@ -24,6 +24,8 @@ import type { Database, EventType } from '../../../src/db/schema.js';
 import { testConfig, type Config } from '../../../src/config.js';
 import { newHookSecret, newId } from '../../../api/routes/hooks.js';
 import { projectRoot } from '../../support/fixtures.js';
+import type { RelaySettings } from '../../../streams/relay.js';
+import { feedChannel } from '../../../streams/feed-message.js';
 import { waitFor } from '../../support/wait.js';
 
 /**
@@ -109,6 +111,22 @@ export type StreamsFixture = {
   ): Promise<string>;
   drop(): Promise<void>;
 };
+
+/** Settings of a relay started by a test alone: hour-long retention, rescue and housekeeping unless `over` says otherwise. */
+export function relaySettings(prefix: string, over: Partial<RelaySettings> = {}): RelaySettings {
+  return {
+    batchSize: 100,
+    deliveryBatchSize: 50,
+    pollMs: 100,
+    standbyMs: 200,
+    channel: feedChannel(prefix),
+    retentionMs: 3_600_000,
+    deliveryLogRetentionMs: 3_600_000,
+    rescueAfterMs: 3_600_000,
+    housekeepingMs: 3_600_000,
+    ...over,
+  };
+}
 
 export async function createStreamsFixture(redisUrl: string = inject('redisUrl')): Promise<StreamsFixture> {
   const t = await createMigratedDatabase('streams');

@@ -11,9 +11,17 @@ import { silentLogger } from '../../../src/log.js';
 import { startStreams, type StreamsHandle } from '../../../streams/main.js';
 import { startRelay, type Relay, type RelaySettings } from '../../../streams/relay.js';
 import { createDeliveryQueues, type DeliveryQueues } from '../../../streams/queues.js';
-import { feedChannel } from '../../../streams/feed-message.js';
 import { listenOutbox, type OutboxWakeup } from '../../../streams/outbox-wakeup.js';
-import { connectStream, createStreamsFixture, insertEvents, newAddress, streamsConfig, txEvents, type StreamsFixture } from './harness.js';
+import {
+  connectStream,
+  createStreamsFixture,
+  insertEvents,
+  newAddress,
+  relaySettings,
+  streamsConfig,
+  txEvents,
+  type StreamsFixture,
+} from './harness.js';
 import { waitFor } from '../../support/wait.js';
 
 /** The longest poll interval the setting allows: far beyond every wait of this file. */
@@ -91,17 +99,7 @@ describe('relay wake-up: a lost listening connection', () => {
     await f?.drop();
   });
 
-  const settings = (pollMs: number): RelaySettings => ({
-    batchSize: 100,
-    deliveryBatchSize: 50,
-    pollMs,
-    standbyMs: 200,
-    channel: feedChannel(f.prefix),
-    retentionMs: 3_600_000,
-    deliveryLogRetentionMs: 3_600_000,
-    rescueAfterMs: 3_600_000,
-    housekeepingMs: 3_600_000,
-  });
+  const settings = (pollMs: number): RelaySettings => relaySettings(f.prefix, { pollMs });
 
   async function start(applicationName: string, retryMs: number, pollMs: number): Promise<{ relay: Relay; wakeup: OutboxWakeup }> {
     const wakeup = await listenOutbox({ databaseUrl: f.t.url, applicationName, log: silentLogger(), retryMs });
