@@ -18,19 +18,31 @@ export CI="${CI:-1}"
 # 37.2 s one after the other, load 4-6).
 npm run typecheck
 npm run lint
-# The whole suite runs, beside itself, one after the other: the benchmarks' quick run (every
-# bench script end to end, ~4 min; BLOCKWIRE_BENCH_SMOKE=1 selects it: vitest.config.ts), then the
-# unit tests, the quick start and the SDK examples once more on Node 24 (scripts/test-node24.sh,
-# ~2 min). Both end long before the suite does (~20 min): run after it, Node 24's step added its
-# minutes to the wall time, while the suite's many waits (blocks, retries, containers) leave
-# room on the two cores for it. Their output is printed after the suite's. With arguments (a
-# file, a project), only what they name runs.
+# Beside the suite (unit and integration), each in a vitest process of its own, with their output
+# printed after the suite's and any failing failing the run:
+# - the compose stack test (the vitest project `image`): its image build (minutes, at nice 10)
+#   and its waits on the containers held one of the suite's two workers for ~8 minutes, in which
+#   that worker ran nothing else; beside the suite, the build takes only the CPU the suite's
+#   files leave and both workers keep running them;
+# - the benchmarks' quick run (every bench script end to end, ~4 min; BLOCKWIRE_BENCH_SMOKE=1
+#   selects it: vitest.config.ts), then the unit tests, the quick start and the SDK examples once
+#   more on Node 24 (scripts/test-node24.sh, ~2-3 min), which after the suite added its whole
+#   length to the run.
+# With arguments (a file, a project), only what they name runs.
 if [ "$#" -gt 0 ]; then
   exec npx vitest run "$@"
 fi
+image_log="$(mktemp -t blockwire-image.XXXXXX)"
 bench_log="$(mktemp -t blockwire-bench-smoke.XXXXXX)"
 node24_log="$(mktemp -t blockwire-node24.XXXXXX)"
+image_status="$(mktemp -t blockwire-image-status.XXXXXX)"
 side_status="$(mktemp -t blockwire-side-status.XXXXXX)"
+(
+  i=0
+  npx vitest run --project image >"$image_log" 2>&1 || i=$?
+  echo "$i" >"$image_status"
+) &
+image_pid=$!
 (
   b=0
   BLOCKWIRE_BENCH_SMOKE=1 npx vitest run >"$bench_log" 2>&1 || b=$?
@@ -41,10 +53,14 @@ side_status="$(mktemp -t blockwire-side-status.XXXXXX)"
 side_pid=$!
 suite_log="$(mktemp -t blockwire-suite.XXXXXX)"
 status=0
-npx vitest run 2>&1 | tee "$suite_log" || status=$?
+npx vitest run --project unit --project integration 2>&1 | tee "$suite_log" || status=$?
+wait "$image_pid" || true
 wait "$side_pid" || true
+read -r image_status_code <"$image_status" || image_status_code=1
 read -r bench_status node24_status <"$side_status" || { bench_status=1; node24_status=1; }
-rm -f "$side_status"
+rm -f "$image_status" "$side_status"
+echo "== the compose stack (vitest --project image), exit $image_status_code:"
+cat "$image_log"
 echo "== the unit tests, the quick start and the SDK examples on Node 24 (scripts/test-node24.sh), exit $node24_status:"
 cat "$node24_log"
 rm -f "$node24_log"
@@ -53,11 +69,19 @@ cat "$bench_log"
 rm -f "$bench_log"
 # CI keeps only the tail of this output: a failure of the suite is repeated last, its failing
 # files and tests and the first lines of each error, so the tail names what failed.
+failures() {
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -E '^ *(FAIL|×|❯ .*\.test\.ts|AssertionError|Error:|Expected|Received|[-+] )' | head -n 60 || true
+}
+if [ "$image_status_code" -ne 0 ]; then
+  echo "== the compose stack test failed (exit $image_status_code); its failures again:"
+  failures "$image_log"
+fi
 if [ "$status" -ne 0 ]; then
   echo "== the suite failed (exit $status); its failures again:"
-  sed 's/\x1b\[[0-9;]*m//g' "$suite_log" | grep -E '^ *(FAIL|×|❯ .*\.test\.ts|AssertionError|Error:|Expected|Received|[-+] )' | head -n 60 || true
+  failures "$suite_log"
 fi
-rm -f "$suite_log"
+rm -f "$suite_log" "$image_log"
 if [ "$status" -ne 0 ]; then exit "$status"; fi
+if [ "$image_status_code" -ne 0 ]; then exit "$image_status_code"; fi
 if [ "$node24_status" -ne 0 ]; then exit "$node24_status"; fi
 exit "$bench_status"
