@@ -6,9 +6,13 @@
  * (avg(pg_column_size)). With `--baseline REF` the same corpus is first imported by REF's code
  * into a second database, measured, then migrated to the current code's latest migration
  * (the upgrade path of an existing index), vacuumed (VACUUM FULL, which a migration cannot
- * promise but shows the settled size) and measured again, beside the fresh import.
+ * promise but shows the settled size) and measured again, beside the fresh import. With
+ * `--candidates`, layouts that would shrink a table are built beside it in the same database
+ * (CREATE TABLE AS in the table's key order, dropped afterwards) and their heaps compared with
+ * the table's (CANDIDATES below; content of the history candidates is zeros of the exact length
+ * the encoding would take: their size, not their reads, is what they measure).
  * Run: `node --import tsx bench/size-breakdown.ts [--blocks N] [--txs-per-block N]
- * [--baseline REF] [--keep DIR] [--cache-dir DIR]` (`--keep DIR`: the PostgreSQL stays in DIR;
+ * [--baseline REF] [--candidates] [--keep DIR] [--cache-dir DIR]` (`--keep DIR`: the PostgreSQL stays in DIR;
  * a database already imported there is measured again, not imported).
  * @module
  */
@@ -25,6 +29,76 @@ import { cacheDir, importCorpus, runSize, say, startBenchPostgres, type BenchPos
 const TABLES = ['txs', 'history', 'utxos', 'balances', 'blocks', 'script_aliases', 'asset_txs'] as const;
 
 const mb = (n: number) => (n / 1e6).toFixed(1);
+
+/** An 8-byte big-endian history entry `i` (0-based) of `rest` as int8, the previous one's for i = 0 being `first_tx_num`. */
+const entry = (i: string) => `('x' || encode(substring(h.rest FROM (${i}) * 8 + 1 FOR 8), 'hex'))::bit(64)::int8`;
+/** The bytes of LEB128(d) for d ≥ 0. */
+const lebBytes = (d: string) =>
+  `CASE WHEN ${d} < 128 THEN 1 WHEN ${d} < 16384 THEN 2 WHEN ${d} < 2097152 THEN 3 WHEN ${d} < 268435456 THEN 4 WHEN ${d} < 34359738368 THEN 5 ELSE 6 END`;
+
+/** Candidate layouts: a table built from `select`, compared with `of`. */
+const CANDIDATES: { name: string; of: string; what: string; select: string }[] = [
+  {
+    name: 'txs_no_sizes',
+    of: 'txs',
+    what: 'txs without size and weight (the node answers them)',
+    select: 'SELECT tx_num, txid, outs, ins, spent_group, first_seen FROM txs ORDER BY tx_num',
+  },
+  {
+    name: 'txs_fixed_first',
+    of: 'txs',
+    what: 'txs with its fixed-width columns first',
+    select: 'SELECT tx_num, spent_group, size, weight, first_seen, txid, outs, ins FROM txs ORDER BY tx_num',
+  },
+  {
+    name: 'utxos_fixed_first',
+    of: 'utxos',
+    what: 'utxos as (tx_num, value, vout, addr_key, txid, script)',
+    select: 'SELECT tx_num, value, vout, addr_key, txid, script FROM utxos ORDER BY tx_num, vout',
+  },
+  {
+    name: 'history_null_rest',
+    of: 'history',
+    what: 'history with rest null for a chunk of one entry',
+    select: `SELECT addr_key, first_tx_num, NULLIF(rest, ''::bytea) AS rest FROM history ORDER BY addr_key, first_tx_num`,
+  },
+  {
+    name: 'history_delta4',
+    of: 'history',
+    what: 'history with rest as 4-byte offsets from first_tx_num',
+    select: `SELECT addr_key, first_tx_num, decode(repeat('00', length(rest) / 2), 'hex') AS rest FROM history ORDER BY addr_key, first_tx_num`,
+  },
+  {
+    name: 'history_leb_deltas',
+    of: 'history',
+    what: 'history with rest as LEB128 deltas between entries, null when empty',
+    select: `SELECT addr_key, first_tx_num, CASE WHEN n IS NULL THEN NULL ELSE decode(repeat('00', n::int4), 'hex') END AS rest
+      FROM (SELECT h.addr_key, h.first_tx_num,
+        (SELECT sum(${lebBytes('d')}) FROM (SELECT ${entry('i')} - CASE WHEN i = 0 THEN h.first_tx_num ELSE ${entry('i - 1')} END AS d
+          FROM generate_series(0, length(h.rest) / 8 - 1) i) x) AS n
+        FROM history h) y
+      ORDER BY addr_key, first_tx_num`,
+  },
+];
+
+/** Each candidate's heap against its table's, as printable lines. */
+export async function candidates(pgs: BenchPostgres, db: string): Promise<string[]> {
+  const out = ['| candidate | heap MB | its table MB | saved MB |', '|---|---|---|---|'];
+  for (const c of CANDIDATES) {
+    await pgs.query(db, `DROP TABLE IF EXISTS size_candidate`);
+    await pgs.query(db, `CREATE TABLE size_candidate AS ${c.select}`);
+    const r = (
+      await pgs.query<{ a: string; b: string }>(
+        db,
+        `SELECT pg_relation_size('size_candidate')::text AS a, pg_relation_size($1::regclass)::text AS b`,
+        [c.of],
+      )
+    ).rows[0]!;
+    await pgs.query(db, `DROP TABLE size_candidate`);
+    out.push(`| ${c.name}: ${c.what} | ${mb(Number(r.a))} | ${mb(Number(r.b))} | ${mb(Number(r.b) - Number(r.a))} |`);
+  }
+  return out;
+}
 
 /** The breakdown of database `db` as printable lines. */
 export async function breakdown(pgs: BenchPostgres, db: string, raw: number): Promise<string[]> {
@@ -92,6 +166,7 @@ async function main(): Promise<void> {
       blocks: { type: 'string' },
       'txs-per-block': { type: 'string' },
       baseline: { type: 'string' },
+      candidates: { type: 'boolean' },
       keep: { type: 'string' },
       'cache-dir': { type: 'string' },
     },
@@ -135,6 +210,7 @@ async function main(): Promise<void> {
     }
     await settle(pgs, 'bw_import');
     say(`current code, imported:\n${(await breakdown(pgs, 'bw_import', raw)).join('\n')}`);
+    if (values.candidates) say(`candidate layouts:\n${(await candidates(pgs, 'bw_import')).join('\n')}`);
   } finally {
     await pgs.stop();
     if (!values.keep) rmSync(root, { recursive: true, force: true });
