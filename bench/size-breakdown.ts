@@ -39,16 +39,10 @@ const lebBytes = (d: string) =>
 /** Candidate layouts: a table built from `select`, compared with `of`. */
 const CANDIDATES: { name: string; of: string; what: string; select: string }[] = [
   {
-    name: 'txs_no_sizes',
-    of: 'txs',
-    what: 'txs without size and weight (the node answers them)',
-    select: 'SELECT tx_num, txid, outs, ins, spent_group, first_seen FROM txs ORDER BY tx_num',
-  },
-  {
     name: 'txs_fixed_first',
     of: 'txs',
     what: 'txs with its fixed-width columns first',
-    select: 'SELECT tx_num, spent_group, size, weight, first_seen, txid, outs, ins FROM txs ORDER BY tx_num',
+    select: 'SELECT tx_num, spent_group, first_seen, txid, outs, ins FROM txs ORDER BY tx_num',
   },
   {
     name: 'utxos_fixed_first',
