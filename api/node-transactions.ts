@@ -3,7 +3,8 @@
  * of `getrawtransaction <txid> 2 <blockhash>` (Core takes each input's prevout from the block's
  * undo data, so no -txindex is needed; electrs reads transactions the same way). The transaction
  * views take outputs and prevouts from here rather than from `txs`, so that the index need not
- * keep the scripts of spent outputs (docs/schema.md). A node that cannot be reached, or no longer
+ * keep the scripts of spent outputs (docs/schema.md), and their serialized size and weight, which
+ * the index does not keep either (0058_txs_sizes_dropped). A node that cannot be reached, or no longer
  * has the block (pruned below it), makes the read fail with 503 ERR_NODE_UNAVAILABLE.
  * @module
  */
@@ -15,10 +16,14 @@ import type { NodeClient } from './deps.js';
 
 type NodeOutput = { value: bigint; script: Uint8Array };
 
-/** A transaction's outputs and inputs (none for a coinbase), each input with the output it spends. */
+/**
+ * A transaction's outputs and inputs (none for a coinbase), each input with the output it spends,
+ * and its serialized bytes (witness included) and BIP141 weight.
+ */
 export type NodeTx = {
   inputs: { prevTxid: Uint8Array; vout: number; prevout: NodeOutput }[];
   outputs: NodeOutput[];
+  sizes: { size: number; weight: number };
 };
 
 const output = (o: { value: number; scriptPubKey: { hex: string } }): NodeOutput => ({
@@ -35,7 +40,7 @@ function nodeTx(info: TxInfo): NodeTx {
       throw new ServiceError('ERR_NODE_UNAVAILABLE', { message: `the node gave no prevout for an input of ${info.txid}` });
     inputs.push({ prevTxid: hexToHash(i.txid), vout: i.vout, prevout: output(i.prevout) });
   }
-  return { inputs, outputs: info.vout.map(output) };
+  return { inputs, outputs: info.vout.map(output), sizes: { size: info.size, weight: info.weight } };
 }
 
 /**
@@ -78,5 +83,9 @@ export async function nodeGenesisCoinbase(node: NodeClient | undefined, blockHas
     throw new ServiceError('ERR_NODE_UNAVAILABLE', { cause: err });
   }
   const coinbase = decodeBlock(raw).txs[0]!;
-  return { inputs: [], outputs: coinbase.outputs.map((o) => ({ value: o.value, script: o.script })) };
+  return {
+    inputs: [],
+    outputs: coinbase.outputs.map((o) => ({ value: o.value, script: o.script })),
+    sizes: { size: coinbase.size, weight: coinbase.weight },
+  };
 }

@@ -1,8 +1,9 @@
 /**
  * What /v1 adds to the transaction view: fee (inputs less outputs, from the index), size, vsize,
- * weight and fee rate (the index keeps a confirmed transaction's size and weight, and a mempool
- * transaction's bytes; for a confirmed row indexed before sizes were kept, the serialized
- * transaction comes from the node in one call), and whether it can be replaced:
+ * weight and fee rate (a confirmed transaction's size and weight come with the node's answer its
+ * view is built of, api/node-transactions.ts; a mempool transaction's from the bytes the index
+ * keeps; a view built without the node's transaction asks the node for the serialized
+ * transaction, or its block, in one call), and whether it can be replaced:
  * `bip125_replaceable` as Core's mempool entry says it (it or an unconfirmed ancestor signals,
  * BIP125), `replaceable` also true when the node replaces any mempool transaction (full-RBF,
  * `getmempoolinfo.fullrbf`); both false once confirmed. Fields the node must give are null
@@ -64,7 +65,7 @@ async function fromNode<T>(deps: ResolvedApiDeps, call: () => Promise<T> | undef
   }
 }
 
-/** A view with the sizes the index kept for its transaction (undefined: ask the node). */
+/** A view with its transaction's sizes when its build had them (undefined: ask the node). */
 export type SizedView = { view: TransactionView; sizes: TxSizes | undefined };
 
 /** The views with their /v1 fields. */

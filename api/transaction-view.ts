@@ -67,16 +67,12 @@ export type IndexedTx = {
   firstSeen: Date | null;
   /** Open Assets colors of the outputs, when the index recorded the transaction as colored. */
   assets?: readonly OutputAssets[] | undefined;
-  /** Serialized size and weight when the index kept them (confirmed rows written since it does). */
+  /** Serialized size and weight of a confirmed transaction, from the node's answer (undefined: ask the node). */
   sizes?: TxSizes | undefined;
 };
 
 /** A transaction's serialized bytes (witness included) and BIP141 weight. */
 export type TxSizes = { size: number; weight: number };
-
-/** The sizes of a `txs` row, when it has them. */
-const rowSizes = (row: { size?: number | null; weight?: number | null }): TxSizes | undefined =>
-  row.size != null && row.weight != null ? { size: row.size, weight: row.weight } : undefined;
 
 /** Hex of bytes. */
 export const toHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
@@ -242,8 +238,6 @@ type ConfirmedRow = {
   outs: Buffer;
   ins: Buffer;
   first_seen: Date | null;
-  size?: number | null;
-  weight?: number | null;
   unspent_vouts: number[];
   mempool_spent_vouts: number[];
   asset_colors?: Buffer | null;
@@ -289,13 +283,13 @@ async function confirmedTxs(
       block,
       firstSeen: row.first_seen,
       assets: row.asset_colors ? decodeAssetColors(row.asset_colors) : undefined,
-      sizes: rowSizes(row),
+      sizes: parts[k]!.sizes,
     };
     return withSpendState(base, row);
   });
 }
 
-type TxParts = Pick<IndexedTx, 'inputs' | 'outputs'>;
+type TxParts = Pick<IndexedTx, 'inputs' | 'outputs' | 'sizes'>;
 
 async function fromNode(node: NodeClient, rows: readonly ConfirmedRow[], blockHash: Uint8Array): Promise<TxParts[]> {
   return nodeTransactions(

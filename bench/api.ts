@@ -204,8 +204,7 @@ async function buildIndex(db: Kysely<Database>): Promise<void> {
           ]),
         });
       }
-      // (size and weight of a two-P2WPKH-in, two-P2WPKH-out payment, as the indexer stores them)
-      await sql`INSERT INTO txs (tx_num, txid, outs, ins, size, weight) SELECT *, 370, 832 FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => r.txid)}::bytea[], ${rows.map((r) => r.outs)}::bytea[], ${rows.map((r) => r.ins)}::bytea[])`.execute(
+      await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${rows.map((r) => r.n)}::int8[], ${rows.map((r) => r.txid)}::bytea[], ${rows.map((r) => r.outs)}::bytea[], ${rows.map((r) => r.ins)}::bytea[])`.execute(
         db,
       );
     }

@@ -428,17 +428,12 @@ async function insertHistoryRows(c: pg.Client, rows: BlockRows): Promise<void> {
 
 /** Today's `txs` rows of the block (the apply's statement without the mempool join). */
 async function insertTxsRows(c: pg.Client, rows: BlockRows): Promise<void> {
-  await c.query(
-    `INSERT INTO txs (tx_num, txid, outs, ins, size, weight) SELECT * FROM unnest($1::int8[], $2::bytea[], $3::bytea[], $4::bytea[], $5::int4[], $6::int4[])`,
-    [
-      rows.txs.map((t) => String(t.txNum)),
-      rows.txs.map((t) => Buffer.from(t.txid)),
-      rows.txs.map((t) => t.outs),
-      rows.txs.map((t) => t.ins),
-      rows.txs.map((t) => t.size),
-      rows.txs.map((t) => t.weight),
-    ],
-  );
+  await c.query(`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest($1::int8[], $2::bytea[], $3::bytea[], $4::bytea[])`, [
+    rows.txs.map((t) => String(t.txNum)),
+    rows.txs.map((t) => Buffer.from(t.txid)),
+    rows.txs.map((t) => t.outs),
+    rows.txs.map((t) => t.ins),
+  ]);
 }
 
 async function insertTxidRows(c: pg.Client, height: number, rows: BlockRows, group: number): Promise<void> {

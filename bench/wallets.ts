@@ -303,7 +303,7 @@ async function bigWallet(
     SELECT k.addr_key, k.script, k.outs, ((1 + n * ${stride} % ${span})::int8 << 20) | (200000 + (k.j - 1) + 1000 * (n * ${stride} / ${span}))::int8 AS tx_num
       FROM unnest(${scripts.map((s) => addressKey(s))}::uuid[], ${scripts}::bytea[], ${scripts.map((script) => encodeOuts([{ value: 1000n, script }]))}::bytea[]) WITH ORDINALITY AS k(addr_key, script, outs, j)
       CROSS JOIN generate_series(0, ${perAddress - 1}) AS n`.execute(db);
-  await sql`INSERT INTO txs (tx_num, txid, outs, ins, size, weight) SELECT tx_num, sha256(int8send(tx_num) || '\\x77'::bytea), outs, '\\x'::bytea, 110, 440 FROM bench_wallet_txs`.execute(
+  await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT tx_num, sha256(int8send(tx_num) || '\\x77'::bytea), outs, '\\x'::bytea FROM bench_wallet_txs`.execute(
     db,
   );
   await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT sha256(int8send(tx_num) || '\\x77'::bytea), 0, tx_num, addr_key, 1000, script FROM bench_wallet_txs`.execute(

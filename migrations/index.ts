@@ -38,6 +38,7 @@ import * as m0052 from './0052_spent_group_column.js';
 import * as m0053 from './0053_tagged_outs.js';
 import * as m0054 from './0054_asset_candidate_scripts.js';
 import * as m0057 from './0057_txid_key_bytes.js';
+import * as m0058 from './0058_txs_sizes_dropped.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
@@ -74,4 +75,5 @@ export const migrations: Record<string, Migration> = {
   '0053_tagged_outs': m0053,
   '0054_asset_candidate_scripts': m0054,
   '0057_txid_key_bytes': m0057,
+  '0058_txs_sizes_dropped': m0058,
 };

@@ -1,6 +1,6 @@
 /**
  * Confirmed transactions the API process holds as it built them (inputs with the outputs they
- * spend, outputs, colors), so that looking up one it answered before costs only its `txs` row —
+ * spend, outputs, sizes, colors), so that looking up one it answered before costs only its `txs` row —
  * which the lookup's statement reads anyway — and not a call to the node for its outputs and
  * the outputs its inputs spend (api/node-transactions.ts; without a node, a second statement
  * for the rows of the transactions its inputs spend), nor decoding them and encoding their
@@ -8,7 +8,7 @@
  *
  * A held transaction is used only when the row the lookup read now equals, field by field, the
  * row it was built from (tx_num, block hash and time, packed outputs and input references, first
- * seen time, size, weight, colors). That row names its block by hash, and a block hash fixes
+ * seen time, colors). That row names its block by hash, and a block hash fixes
  * every block below it, so the transactions its inputs name by tx_num (all in that block or
  * below) are still the ones read then: a reorg that replaced any of them replaced this block too,
  * and the row would name another hash or be gone. Only the spend state of its outputs (spent by
@@ -33,17 +33,12 @@ const OVERHEAD_BYTES = 400;
 const PER_ITEM_BYTES = 160;
 
 /** The fields of a confirmed row a held transaction must find unchanged. */
-type RowFields = Pick<
-  ConfirmedTxRow,
-  'tx_num' | 'outs' | 'ins' | 'first_seen' | 'size' | 'weight' | 'block_hash' | 'block_time' | 'asset_colors'
->;
+type RowFields = Pick<ConfirmedTxRow, 'tx_num' | 'outs' | 'ins' | 'first_seen' | 'block_hash' | 'block_time' | 'asset_colors'>;
 
 const sameBytes = (a: Buffer | null | undefined, b: Buffer | null | undefined) => (a == null || b == null ? a == b : a.equals(b));
 const sameRow = (a: RowFields, b: RowFields) =>
   a.tx_num === b.tx_num &&
   a.block_time === b.block_time &&
-  a.size === b.size &&
-  a.weight === b.weight &&
   (a.first_seen?.getTime() ?? null) === (b.first_seen?.getTime() ?? null) &&
   a.block_hash.equals(b.block_hash) &&
   a.outs.equals(b.outs) &&
@@ -100,8 +95,8 @@ export class HeldTransactions<T> {
       this.held.delete(key);
       this.bytes -= old.bytes;
     }
-    const { tx_num, outs, ins, first_seen, size, weight, block_hash, block_time, asset_colors } = row;
-    this.held.set(key, { row: { tx_num, outs, ins, first_seen, size, weight, block_hash, block_time, asset_colors }, value, bytes });
+    const { tx_num, outs, ins, first_seen, block_hash, block_time, asset_colors } = row;
+    this.held.set(key, { row: { tx_num, outs, ins, first_seen, block_hash, block_time, asset_colors }, value, bytes });
     this.bytes += bytes;
     for (const [k, h] of this.held) {
       if (this.bytes <= this.maxBytes) break;

@@ -93,9 +93,6 @@ export type BlockTxRow = {
   outs: Buffer;
   ins: Buffer;
   first_seen: Date | null;
-  /** Serialized bytes and BIP141 weight; null on rows indexed before sizes were kept. */
-  size: number | null;
-  weight: number | null;
   unspent_vouts: number[];
   mempool_spent_vouts: number[];
 };
@@ -103,7 +100,7 @@ export type BlockTxRow = {
 /** Transactions of the block at `height` from position `fromPos` on, at most `limit`, in block order. */
 export async function listBlockTxs(db: Kysely<Database>, height: number, fromPos: number, limit: number): Promise<BlockTxRow[]> {
   const r = await sql<BlockTxRow>`
-    SELECT t.tx_num, t.txid, t.outs, t.ins, t.first_seen, t.size, t.weight,
+    SELECT t.tx_num, t.txid, t.outs, t.ins, t.first_seen,
            ARRAY(SELECT vout FROM utxos WHERE tx_num = t.tx_num) AS unspent_vouts,
            ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts
       FROM txs t

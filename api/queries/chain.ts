@@ -60,9 +60,6 @@ export type ConfirmedTxRow = {
   outs: Buffer;
   ins: Buffer;
   first_seen: Date | null;
-  /** Serialized bytes and BIP141 weight; null on rows indexed before sizes were kept. */
-  size: number | null;
-  weight: number | null;
   block_hash: Buffer;
   block_time: number;
   /** Its outputs still unspent by any block (in `utxos`). */
@@ -77,14 +74,13 @@ export type ConfirmedTxRow = {
 };
 
 /** The columns of ConfirmedTxRow for the `txs` row `t` joined with its block `b`. */
-const confirmedTxColumns = sql`t.tx_num, t.txid, t.outs, t.ins, t.first_seen, t.size, t.weight, b.hash AS block_hash, b.time AS block_time,
+const confirmedTxColumns = sql`t.tx_num, t.txid, t.outs, t.ins, t.first_seen, b.hash AS block_hash, b.time AS block_time,
            ARRAY(SELECT vout FROM utxos WHERE tx_num = t.tx_num) AS unspent_vouts,
            ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts,
            (SELECT colors FROM asset_txs WHERE tx_num = t.tx_num) AS asset_colors, ${TIP_COLUMNS}`;
 
 /**
- * A confirmed transaction by txid, with its block's hash and time, its size and weight when
- * kept, and the spend state of its outputs, in one round trip.
+ * A confirmed transaction by txid, with its block's hash and time and the spend state of its outputs, in one round trip.
  */
 export async function findConfirmedTx(db: Kysely<Database>, txid: Buffer): Promise<ConfirmedTxRow | undefined> {
   const r = await sql<ConfirmedTxRow>`

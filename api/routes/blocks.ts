@@ -134,7 +134,7 @@ export const blockRoutes: RouteModule = (app, deps) => {
       });
       if (!read) throw new ServiceError('ERR_BLOCK_NOT_FOUND');
       setTipHeaders(reply, tip);
-      // (sizes of rows indexed before the index kept them: from the node, outside the snapshot)
+      // (sizes of views built without the node's transactions: from the node's block, outside the snapshot)
       const out = await withRawExtras(deps, read.views, { kind: 'block', hash: hashToHex(read.row.hash) });
       if (read.more) {
         const path = request.url.split('?')[0]!;

@@ -107,7 +107,7 @@ export const inclusionProofSchema = {
 } as const;
 
 /**
- * The answers built of confirmed views with their sizes (nothing asked of the node), by view: a
+ * The answers built of confirmed views with their sizes (nothing more asked of the node), by view: a
  * held transaction's view is the same object while its rows are unchanged (api/cache/held-transactions.ts).
  */
 const confirmedAnswers = new WeakMap<object, object>();
@@ -124,7 +124,8 @@ export const v1TransactionAnswer: TransactionAnswer = {
     const source = r.mempoolRaw
       ? ({ kind: 'mempool', raw: r.mempoolRaw } as const)
       : ({ kind: 'confirmed', blockHash: block!.block_hash, height: block!.block_height } as const);
-    // (what the node adds comes after the index's reads: a mempool entry's BIP125 flag, an old row's sizes)
+    // (what the node adds comes after the index's reads: a mempool entry's BIP125 flag; the sizes of a
+    // view built without the node's transaction)
     const answer = (await withRawExtras(deps, [{ view: r.view, sizes: r.sizes }], source))[0]!;
     if (source.kind === 'confirmed' && r.sizes) confirmedAnswers.set(r.view, answer);
     return { answer, tip: r.tip };

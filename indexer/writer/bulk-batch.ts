@@ -218,13 +218,11 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       this.spentKey.reset();
       deriveTx(tx, txKindAt(height, i, tx.isCoinbase), this);
       this.txs
-        .row(7)
+        .row(5)
         .int8(this.txNum)
         .bytea(tx.txid)
         .byteaRange(this.outsW.buf, 0, this.outsW.len)
-        .byteaRange(this.insW.buf, 0, this.insW.len)
-        .int4(tx.size)
-        .int4(tx.weight);
+        .byteaRange(this.insW.buf, 0, this.insW.len);
       const key = this.spentKey.key();
       if (key === null) this.txs.null();
       else this.txs.int4(key);

@@ -331,7 +331,7 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
   const lap = (phase: string) => timer.lap(phase);
   await inTransaction(client, deps, async () => {
     await copyIn(client, 'blocks (height, hash, prev_hash, header, time, tx_count, size, weight)', b.blocks.finish());
-    await copyIn(client, 'txs (tx_num, txid, outs, ins, size, weight, spent_group)', b.txs.finish());
+    await copyIn(client, 'txs (tx_num, txid, outs, ins, spent_group)', b.txs.finish());
     lap('txs');
     if (utxos.rows > 0) await copyIn(client, 'utxos (txid, vout, tx_num, addr_key, value, script)', utxos.finish());
     lap('utxos');

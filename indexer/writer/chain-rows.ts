@@ -149,17 +149,16 @@ export async function insertTxs(trx: Trx, txs: readonly TxRow[], mempool: boolea
       SELECT txid, first_seen FROM mempool_txs WHERE txid = ANY(${txs.map((t) => toBuffer(t.txid))}::bytea[])`.execute(trx);
     for (const x of r.rows) seen.set(hashKey(x.txid), x.first_seen);
   }
-  const c = new BinaryCopy(txs.reduce((n, t) => n + t.outs.length + t.ins.length + 96, 0));
+  const c = new BinaryCopy(txs.reduce((n, t) => n + t.outs.length + t.ins.length + 88, 0));
   for (const t of txs) {
-    c.row(8).int8(t.txNum).bytea(t.txid).bytea(t.outs).bytea(t.ins);
+    c.row(6).int8(t.txNum).bytea(t.txid).bytea(t.outs).bytea(t.ins);
     const at = seen.size > 0 ? seen.get(hashKey(t.txid)) : undefined;
     if (at === undefined) c.null();
     else c.timestamptz(at);
-    c.int4(t.size).int4(t.weight);
     if (t.spentGroup === null) c.null();
     else c.int4(t.spentGroup);
   }
-  await copyRows(trx, 'txs (tx_num, txid, outs, ins, first_seen, size, weight, spent_group)', c);
+  await copyRows(trx, 'txs (tx_num, txid, outs, ins, first_seen, spent_group)', c);
 }
 
 /**

@@ -35,10 +35,6 @@ export interface TxsTable {
   spent_group: ColumnType<number | null, number | null | undefined, number | null>;
   /** When Blockwire first saw it in the mempool (the API's broadcast_time); null when unknown. */
   first_seen: Date | null;
-  /** Serialized bytes, witness included; null on rows written before sizes were indexed. */
-  size: ColumnType<number | null, number | null | undefined, number | null>;
-  /** BIP141 weight; null when `size` is. */
-  weight: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface UtxosTable {

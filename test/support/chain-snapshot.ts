@@ -51,11 +51,9 @@ export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot
       txid: Buffer;
       outs: Buffer;
       ins: Buffer;
-      size: number | null;
-      weight: number | null;
       spent_group: number | null;
-    }>`SELECT tx_num, txid, outs, ins, size, weight, spent_group FROM txs ORDER BY tx_num`.execute(db)
-  ).rows.map((t) => `${t.tx_num} ${hex(t.txid)} ${hex(t.outs)} ${hex(t.ins)} ${t.size} ${t.weight} ${t.spent_group}`);
+    }>`SELECT tx_num, txid, outs, ins, spent_group FROM txs ORDER BY tx_num`.execute(db)
+  ).rows.map((t) => `${t.tx_num} ${hex(t.txid)} ${hex(t.outs)} ${hex(t.ins)} ${t.spent_group}`);
   const utxos = (
     await sql<{
       txid: Buffer;

@@ -11,7 +11,6 @@ import { addressToScript, segwitAddress } from '../../../src/bitcoin/address.js'
 import { addressKey } from '../../../src/db/address-key.js';
 import { getBalanceParts, getBalancePartsMany } from '../../../api/queries/address.js';
 import { findConfirmedTx, findConfirmedTxs } from '../../../api/queries/chain.js';
-import { sql } from 'kysely';
 
 const hex = (b: Buffer) => Buffer.from(b).reverse().toString('hex');
 const BTC = 100_000_000;
@@ -95,17 +94,6 @@ describe('api routes on a hand-written index', () => {
     expect(many.map((r) => r?.txid.toString('hex'))).toEqual(
       [t1.txid, c0.txid, undefined, c1.txid, t1.txid].map((t) => t && Buffer.from(t).toString('hex')),
     );
-  });
-
-  it('a confirmed transaction with the size and weight the indexer keeps: sizes, vsize and fee rate without the node', async () => {
-    await sql`UPDATE txs SET size = 250, weight = 673 WHERE txid = ${Buffer.from(t1.txid)}`.execute(h.t.db);
-    try {
-      const r = (await h.get(`/v1/transactions/${t1.hex}`)).json();
-      // vsize = ceil(673 / 4) = 169; fee 10,000 sat
-      expect(r).toMatchObject({ fee: 10_000, size: 250, weight: 673, vsize: 169, fee_rate: Math.round((10_000 / 169) * 100) / 100 });
-    } finally {
-      await sql`UPDATE txs SET size = NULL, weight = NULL WHERE txid = ${Buffer.from(t1.txid)}`.execute(h.t.db);
-    }
   });
 
   it('unspent outputs: mempool with 0 confirmations, mempool-spent outputs left out; sum = balance', async () => {

@@ -15,6 +15,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { indexChainA, type ChainA } from '../../support/chain-fixture.js';
 import { rewriteToScriptForm } from '../../support/script-form.js';
+import { tableRows } from '../../support/table-rows.js';
 import { createApiHarness, type ApiHarness } from '../api/harness.js';
 import { isTaggedOuts } from '../../../src/db/packed.js';
 import { readScriptHistories, scriptRef } from '../../../src/db/queries/script-hash.js';
@@ -113,14 +114,7 @@ describeFixtures('txs.outs of both forms, and migration 0053', () => {
       'outbox',
       'stream_state',
     ];
-    const tenantRows = async () => {
-      const all: Record<string, string[]> = {};
-      for (const name of tenants)
-        all[name] = (await sql<{ row: string }>`SELECT x::text AS row FROM ${sql.table(name)} x ORDER BY 1`.execute(t.db)).rows.map(
-          (r) => r.row,
-        );
-      return all;
-    };
+    const tenantRows = () => tableRows(t.db as unknown as Kysely<unknown>, tenants);
     const kept = await tenantRows();
     for (const name of ['api_keys', 'hooks', 'subscriptions', 'wallets', 'wallet_addresses', 'stamps', 'outbox'])
       expect(kept[name]!.length, name).toBeGreaterThan(0);

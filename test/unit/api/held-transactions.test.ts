@@ -1,7 +1,7 @@
 /**
  * HeldTransactions (api/cache/held-transactions.ts): a held value comes back only for a row equal in
- * every field it was built from (a changed block hash, outputs, inputs, first-seen time, sizes or
- * colors drops it), the least recently used go first past the byte bound, and nothing larger
+ * every field it was built from (a changed block hash, outputs, inputs, first-seen time or colors
+ * drops it), the least recently used go first past the byte bound, and nothing larger
  * than the bound is held.
  */
 import { describe, expect, it } from 'vitest';
@@ -13,8 +13,6 @@ const row = (over: Record<string, unknown> = {}) => ({
   outs: Buffer.from('0102', 'hex'),
   ins: Buffer.from('03', 'hex'),
   first_seen: new Date(1_700_000_000_000),
-  size: 200,
-  weight: 560,
   block_hash: Buffer.alloc(32, 9),
   block_time: 1_700_000_600,
   asset_colors: null,
@@ -34,8 +32,6 @@ describe('HeldTransactions', () => {
       { outs: Buffer.from('0103', 'hex') },
       { ins: Buffer.from('04', 'hex') },
       { first_seen: null },
-      { size: null },
-      { weight: 561 },
       { block_time: 1 },
       { asset_colors: Buffer.from('00', 'hex') },
     ];
