@@ -92,6 +92,11 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
  */
 export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<void> {
   if (rows.length === 0) return;
+  await copyRows(trx, 'utxos (txid, vout, tx_num, addr_key, value, script)', utxosCopy(rows));
+}
+
+/** `insertUtxos`'s COPY data: the rows in (tx_num, vout) order. */
+export function utxosCopy(rows: readonly UtxoRow[]): BinaryCopy {
   const sorted = [...rows].sort((a, b) => a.txNum - b.txNum || a.vout - b.vout);
   const c = new BinaryCopy(rows.length * 96);
   for (const r of sorted) {
@@ -100,7 +105,7 @@ export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<v
     else c.uuid(r.key);
     c.int8(r.value).bytea(r.script);
   }
-  await copyRows(trx, 'utxos (txid, vout, tx_num, addr_key, value, script)', c);
+  return c;
 }
 
 /** Writes the rows of `c` into `target` (a table and its column list) by binary COPY, inside the transaction. */
@@ -120,10 +125,15 @@ export async function insertHistory(trx: Trx, history: ReadonlyMap<string, reado
  */
 export async function insertHistoryChunks(trx: Trx, chunks: readonly HistoryChunk[]): Promise<void> {
   if (chunks.length === 0) return;
+  await copyRows(trx, 'history (addr_key, first_tx_num, rest)', historyCopy(chunks));
+}
+
+/** `insertHistoryChunks`'s COPY data: the chunks in (addr_key, first_tx_num) order. */
+export function historyCopy(chunks: readonly HistoryChunk[]): BinaryCopy {
   const sorted = [...chunks].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.first - b.first));
   const c = new BinaryCopy(chunks.length * 64);
   for (const h of sorted) c.row(3).uuid(h.key).int8(h.first).bytea(restOf(h.entries));
-  await copyRows(trx, 'history (addr_key, first_tx_num, rest)', c);
+  return c;
 }
 
 /** Inserts blocks' `blocks` rows (height order). */
@@ -149,6 +159,11 @@ export async function insertTxs(trx: Trx, txs: readonly TxRow[], mempool: boolea
       SELECT txid, first_seen FROM mempool_txs WHERE txid = ANY(${txs.map((t) => toBuffer(t.txid))}::bytea[])`.execute(trx);
     for (const x of r.rows) seen.set(hashKey(x.txid), x.first_seen);
   }
+  await copyRows(trx, 'txs (tx_num, txid, outs, ins, first_seen, size, weight, spent_group)', txsCopy(txs, seen));
+}
+
+/** `insertTxs`'s COPY data, each row with its first sighting in `seen` (by `hashKey(txid)`), if any. */
+export function txsCopy(txs: readonly TxRow[], seen: ReadonlyMap<string, Date>): BinaryCopy {
   const c = new BinaryCopy(txs.reduce((n, t) => n + t.outs.length + t.ins.length + 96, 0));
   for (const t of txs) {
     c.row(8).int8(t.txNum).bytea(t.txid).bytea(t.outs).bytea(t.ins);
@@ -159,7 +174,7 @@ export async function insertTxs(trx: Trx, txs: readonly TxRow[], mempool: boolea
     if (t.spentGroup === null) c.null();
     else c.int4(t.spentGroup);
   }
-  await copyRows(trx, 'txs (tx_num, txid, outs, ins, first_seen, size, weight, spent_group)', c);
+  return c;
 }
 
 /**
