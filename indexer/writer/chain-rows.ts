@@ -15,6 +15,7 @@ import { txidIs, txidIsKeyed, txidKeyOf } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 import type { TxidCache } from './txid-cache.js';
+import { OutpointMap } from './txid-maps.js';
 
 export type Trx = Transaction<Database>;
 
@@ -226,10 +227,10 @@ export async function deleteOverwrittenCoinbase(
 }
 
 /** A spent output's `utxos` row as `DELETE … RETURNING` gives it. */
-type SpentRow = { txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null };
+export type SpentRow = { txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null };
 
 /**
- * Deletes the spent outputs and returns them as prevouts keyed by `hashKey(txid):vout`, with their
+ * Deletes the spent outputs and returns them as prevouts by outpoint, with their
  * scripts (the block's undo row keeps them). `utxos` is keyed by (tx_num, vout): the outpoints
  * whose txid `txids` (the recent transactions, txid-cache.ts) names are deleted by that key at
  * once, where the row's own txid is theirs (a wrong or colliding entry deletes nothing, and its
@@ -241,18 +242,9 @@ export async function spendUtxos(
   trx: Trx,
   outpoints: readonly { txid: Uint8Array; vout: number }[],
   txids?: TxidCache,
-): Promise<Map<string, Prevout>> {
-  const found = new Map<string, Prevout>();
-  const take = (rows: readonly SpentRow[]) => {
-    for (const x of rows) {
-      found.set(`${hashKey(x.txid)}:${x.vout}`, {
-        txNum: Number(x.tx_num),
-        value: x.value,
-        script: x.script,
-        ...(x.addr_key !== null ? { keys: x.addr_key } : {}),
-      });
-    }
-  };
+): Promise<OutpointMap<Prevout>> {
+  const found = new OutpointMap<Prevout>();
+  const take = (rows: readonly SpentRow[]) => takeSpent(found, rows);
   const keyed: { txid: Uint8Array; vout: number; txNum: number }[] = [];
   const looked: { txid: Uint8Array; vout: number }[] = [];
   for (const o of outpoints) {
@@ -266,9 +258,21 @@ export async function spendUtxos(
   const lookedUp = spendByTxid(trx, looked);
   take(await direct);
   take(await lookedUp);
-  const wrong = keyed.filter((o) => !found.has(`${hashKey(o.txid)}:${o.vout}`));
+  const wrong = keyed.filter((o) => !found.has(o.txid, o.vout));
   if (wrong.length > 0) take(await spendByTxid(trx, wrong));
   return found;
+}
+
+/** Adds spent outputs' rows to `found` as prevouts. */
+export function takeSpent(found: OutpointMap<Prevout>, rows: readonly SpentRow[]): void {
+  for (const x of rows)
+    found.set(
+      x.txid,
+      x.vout,
+      x.addr_key !== null
+        ? { txNum: Number(x.tx_num), value: x.value, script: x.script, keys: x.addr_key }
+        : { txNum: Number(x.tx_num), value: x.value, script: x.script },
+    );
 }
 
 /** Deletes outputs by their key, where the row's txid is the outpoint's. */
