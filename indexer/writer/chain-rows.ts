@@ -8,7 +8,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { addWalletDeltas } from '../wallet-balances.js';
-import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
+import { decodeEntries, encodeEntries, historyChunks, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
 import { txidIs, txidIsKeyed, txidKeyOf } from '../../src/db/txid-key.js';
@@ -133,7 +133,7 @@ export async function insertHistoryChunks(trx: Trx, chunks: readonly HistoryChun
 export function historyCopy(chunks: readonly HistoryChunk[]): BinaryCopy {
   const sorted = [...chunks].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.first - b.first));
   const c = new BinaryCopy(chunks.length * 64);
-  for (const h of sorted) c.row(3).uuid(h.key).int8(h.first).bytea(restOf(h.entries));
+  for (const h of sorted) c.row(3).uuid(h.key).int8(h.first).byteaEntries(h.entries, 1);
   return c;
 }
 

@@ -52,7 +52,7 @@ describe('OutpointMap', () => {
     // the same key from another txid and vout: the txid's low bits xor the vout's mix
     const a = ids[0]!;
     const b = new Uint8Array(a);
-    b[31] ^= 1;
+    b[31] = b[31]! ^ 1;
     outpoints.push([a, 3], [b, 3]);
     outpoints.forEach(([t, vout], i) => {
       if (i % 3 !== 0) {
