@@ -156,7 +156,7 @@ export async function writeTurn(
   const lookup: PrevoutLookup = (txid, vout) => {
     const k = outpointKey(txid, vout);
     const p = made.get(k);
-    if (p === undefined) return stored.get(k);
+    if (p === undefined) return stored.get(txid, vout);
     spentInTurn.add(k);
     return p;
   };

@@ -25,7 +25,6 @@ import {
   addDelta,
   deriveUndo,
   blockSpends,
-  hashKey,
   outputKeys,
   type BlockRows,
   type Prevout,
@@ -58,6 +57,7 @@ import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
 import { insertScriptAliases } from './script-aliases.js';
 import { assetCandidates, colorConfirmed, deleteAssetColors } from './asset-rows.js';
 import type { TxidCache } from './txid-cache.js';
+import { OutpointMap } from './txid-maps.js';
 import { NotRebuildableError, rebuildBlock } from './stored-block.js';
 import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
 
@@ -220,7 +220,7 @@ async function spendAndDerive(
   lap: (phase: string) => void,
 ): Promise<{ rows: BlockRows; written: Promise<void>; overwritten: Promise<OverwrittenOutput[]> }> {
   const { external: byTx, spentHere } = blockSpends(block);
-  const parts: { end: number; spent: Promise<Map<string, Prevout>> }[] = [];
+  const parts: { end: number; spent: Promise<OutpointMap<Prevout>> }[] = [];
   let outpoints: { txid: Uint8Array; vout: number }[] = [];
   for (let i = 0; i < byTx.length; i++) {
     outpoints.push(...byTx[i]!);
@@ -234,8 +234,8 @@ async function spendAndDerive(
   for (const p of parts) p.spent.catch(() => {});
   overwritten.catch(() => {});
   const keys = outputKeys(block);
-  const prevouts = new Map<string, Prevout>();
-  const derivation = new BlockDerivation(block, height, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), {
+  const prevouts = new OutpointMap<Prevout>();
+  const derivation = new BlockDerivation(block, height, (txid, vout) => prevouts.get(txid, vout), {
     touches,
     outputKeys: keys,
     spentHere,
@@ -244,7 +244,7 @@ async function spendAndDerive(
   let derived = 0;
   try {
     for (const p of parts) {
-      for (const [k, v] of await p.spent) prevouts.set(k, v);
+      prevouts.setAll(await p.spent);
       // Let the next part's statement go out before deriving holds the event loop.
       await new Promise((r) => setImmediate(r));
       lap('spend');

@@ -8,13 +8,14 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { addWalletDeltas } from '../wallet-balances.js';
-import { decodeEntries, encodeEntries, historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
+import { decodeEntries, encodeEntries, historyChunks, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
 import { txidIs, txidIsKeyed, txidKeyOf } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 import type { TxidCache } from './txid-cache.js';
+import { OutpointMap } from './txid-maps.js';
 
 export type Trx = Transaction<Database>;
 
@@ -92,6 +93,11 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
  */
 export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<void> {
   if (rows.length === 0) return;
+  await copyRows(trx, 'utxos (txid, vout, tx_num, addr_key, value, script)', utxosCopy(rows));
+}
+
+/** `insertUtxos`'s COPY data: the rows in (tx_num, vout) order. */
+export function utxosCopy(rows: readonly UtxoRow[]): BinaryCopy {
   const sorted = [...rows].sort((a, b) => a.txNum - b.txNum || a.vout - b.vout);
   const c = new BinaryCopy(rows.length * 96);
   for (const r of sorted) {
@@ -100,7 +106,7 @@ export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<v
     else c.uuid(r.key);
     c.int8(r.value).bytea(r.script);
   }
-  await copyRows(trx, 'utxos (txid, vout, tx_num, addr_key, value, script)', c);
+  return c;
 }
 
 /** Writes the rows of `c` into `target` (a table and its column list) by binary COPY, inside the transaction. */
@@ -120,10 +126,15 @@ export async function insertHistory(trx: Trx, history: ReadonlyMap<string, reado
  */
 export async function insertHistoryChunks(trx: Trx, chunks: readonly HistoryChunk[]): Promise<void> {
   if (chunks.length === 0) return;
+  await copyRows(trx, 'history (addr_key, first_tx_num, rest)', historyCopy(chunks));
+}
+
+/** `insertHistoryChunks`'s COPY data: the chunks in (addr_key, first_tx_num) order. */
+export function historyCopy(chunks: readonly HistoryChunk[]): BinaryCopy {
   const sorted = [...chunks].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.first - b.first));
   const c = new BinaryCopy(chunks.length * 64);
-  for (const h of sorted) c.row(3).uuid(h.key).int8(h.first).bytea(restOf(h.entries));
-  await copyRows(trx, 'history (addr_key, first_tx_num, rest)', c);
+  for (const h of sorted) c.row(3).uuid(h.key).int8(h.first).byteaEntries(h.entries, 1);
+  return c;
 }
 
 /** Inserts blocks' `blocks` rows (height order). */
@@ -149,6 +160,11 @@ export async function insertTxs(trx: Trx, txs: readonly TxRow[], mempool: boolea
       SELECT txid, first_seen FROM mempool_txs WHERE txid = ANY(${txs.map((t) => toBuffer(t.txid))}::bytea[])`.execute(trx);
     for (const x of r.rows) seen.set(hashKey(x.txid), x.first_seen);
   }
+  await copyRows(trx, 'txs (tx_num, txid, outs, ins, first_seen, spent_group)', txsCopy(txs, seen));
+}
+
+/** `insertTxs`'s COPY data, each row with its first sighting in `seen` (by `hashKey(txid)`), if any. */
+export function txsCopy(txs: readonly TxRow[], seen: ReadonlyMap<string, Date>): BinaryCopy {
   const c = new BinaryCopy(txs.reduce((n, t) => n + t.outs.length + t.ins.length + 88, 0));
   for (const t of txs) {
     c.row(6).int8(t.txNum).bytea(t.txid).bytea(t.outs).bytea(t.ins);
@@ -158,7 +174,7 @@ export async function insertTxs(trx: Trx, txs: readonly TxRow[], mempool: boolea
     if (t.spentGroup === null) c.null();
     else c.int4(t.spentGroup);
   }
-  await copyRows(trx, 'txs (tx_num, txid, outs, ins, first_seen, spent_group)', c);
+  return c;
 }
 
 /**
@@ -210,10 +226,10 @@ export async function deleteOverwrittenCoinbase(
 }
 
 /** A spent output's `utxos` row as `DELETE … RETURNING` gives it. */
-type SpentRow = { txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null };
+export type SpentRow = { txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null };
 
 /**
- * Deletes the spent outputs and returns them as prevouts keyed by `hashKey(txid):vout`, with their
+ * Deletes the spent outputs and returns them as prevouts by outpoint, with their
  * scripts (the block's undo row keeps them). `utxos` is keyed by (tx_num, vout): the outpoints
  * whose txid `txids` (the recent transactions, txid-cache.ts) names are deleted by that key at
  * once, where the row's own txid is theirs (a wrong or colliding entry deletes nothing, and its
@@ -225,18 +241,9 @@ export async function spendUtxos(
   trx: Trx,
   outpoints: readonly { txid: Uint8Array; vout: number }[],
   txids?: TxidCache,
-): Promise<Map<string, Prevout>> {
-  const found = new Map<string, Prevout>();
-  const take = (rows: readonly SpentRow[]) => {
-    for (const x of rows) {
-      found.set(`${hashKey(x.txid)}:${x.vout}`, {
-        txNum: Number(x.tx_num),
-        value: x.value,
-        script: x.script,
-        ...(x.addr_key !== null ? { keys: x.addr_key } : {}),
-      });
-    }
-  };
+): Promise<OutpointMap<Prevout>> {
+  const found = new OutpointMap<Prevout>();
+  const take = (rows: readonly SpentRow[]) => takeSpent(found, rows);
   const keyed: { txid: Uint8Array; vout: number; txNum: number }[] = [];
   const looked: { txid: Uint8Array; vout: number }[] = [];
   for (const o of outpoints) {
@@ -250,9 +257,21 @@ export async function spendUtxos(
   const lookedUp = spendByTxid(trx, looked);
   take(await direct);
   take(await lookedUp);
-  const wrong = keyed.filter((o) => !found.has(`${hashKey(o.txid)}:${o.vout}`));
+  const wrong = keyed.filter((o) => !found.has(o.txid, o.vout));
   if (wrong.length > 0) take(await spendByTxid(trx, wrong));
   return found;
+}
+
+/** Adds spent outputs' rows to `found` as prevouts. */
+export function takeSpent(found: OutpointMap<Prevout>, rows: readonly SpentRow[]): void {
+  for (const x of rows)
+    found.set(
+      x.txid,
+      x.vout,
+      x.addr_key !== null
+        ? { txNum: Number(x.tx_num), value: x.value, script: x.script, keys: x.addr_key }
+        : { txNum: Number(x.tx_num), value: x.value, script: x.script },
+    );
 }
 
 /** Deletes outputs by their key, where the row's txid is the outpoint's. */

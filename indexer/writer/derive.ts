@@ -20,6 +20,7 @@ import { scriptKeys, type ScriptKeys } from './address-keys.js';
 import { deriveTx, txKindAt, type TxSink } from './derive-tx.js';
 import type { MempoolTxRow } from '../mempool-rows.js';
 import type { ScriptAlias } from './script-aliases.js';
+import { TxidMap } from './txid-maps.js';
 
 /** An output an input spends, as the index (or the node's spenttxouts) knows it. */
 export interface Prevout {
@@ -234,8 +235,8 @@ class Accumulator {
 /** The per-block sink: in-block prevouts first, then `lookup`; one writer each for packed outs and ins. */
 class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> {
   readonly base: number;
-  /** Position of each transaction already derived, by `hashKey(txid)`. */
-  readonly local = new Map<string, number>();
+  /** Position of each transaction already derived, by txid. */
+  readonly local = new TxidMap<number>();
   readonly outKeys: ScriptKeys[][];
   /** Per transaction, a mark for each output spent inside the block (known from the block alone, before deriving). */
   private readonly spentHere: readonly (Uint8Array | undefined)[];
@@ -289,11 +290,11 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   }
 
   end(): void {
-    this.local.set(hashKey(this.txid), this.pos);
+    this.local.set(this.txid, this.pos);
   }
 
   resolve(input: TxInput): Prevout {
-    const j = this.local.get(hashKey(input.prevTxid));
+    const j = this.local.get(input.prevTxid);
     if (j !== undefined) {
       const out = this.block.txs[j]!.outputs[input.vout];
       if (out === undefined) throw new MissingPrevoutError(input.prevTxid, input.vout, this.txid);
@@ -492,18 +493,18 @@ export interface BlockSpends {
 
 /** The outpoints `block`'s inputs spend: of earlier blocks, per transaction, and of its own transactions. */
 export function blockSpends(block: DecodedBlock): BlockSpends {
-  const local = new Map<string, number>();
+  const local = new TxidMap<number>();
   const spentHere = new Array<Uint8Array | undefined>(block.txs.length);
   const external = block.txs.map((tx: DecodedTx, i) => {
     const out: { txid: Uint8Array; vout: number }[] = [];
     if (!(i === 0 && tx.isCoinbase)) {
       for (const input of tx.inputs) {
-        const j = local.get(hashKey(input.prevTxid));
+        const j = local.get(input.prevTxid);
         if (j === undefined) out.push({ txid: input.prevTxid, vout: input.vout });
         else (spentHere[j] ??= new Uint8Array(block.txs[j]!.outputCount))[input.vout] = 1;
       }
     }
-    local.set(hashKey(tx.txid), i);
+    local.set(tx.txid, i);
     return out;
   });
   return { external, spentHere };
