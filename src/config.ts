@@ -463,6 +463,12 @@ export const settings = {
     'Delivery job lock; a job whose worker died runs again on another worker after about this long.',
     int(500, 600_000),
   ),
+  deliveryRetryBaseMs: setting<number>(
+    'BLOCKWIRE_DELIVERY_RETRY_BASE_MS',
+    10_000,
+    'Nominal delay before the first retry of a failed webhook or SNS delivery, in milliseconds; each later retry doubles it (jittered ±20 %) up to 6 h. The number of attempts before the dead letter does not change with it: from the default they span at least 72 h, from a shorter base less (docs/events.md).',
+    int(100, 600_000),
+  ),
   deliveryRescueMs: setting<number>(
     'BLOCKWIRE_DELIVERY_RESCUE_MS',
     120_000,

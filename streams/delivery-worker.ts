@@ -39,7 +39,7 @@ import {
   type DeliveryJobData,
   type Transport as TransportName,
 } from './queues.js';
-import { MAX_ATTEMPTS, retryDelay, retryDelayAfter } from './retry.js';
+import { MAX_ATTEMPTS, RETRY_BASE_MS, retryDelay, retryDelayAfter } from './retry.js';
 import type { SendResult, Transport } from './transport.js';
 import { persisted, type AttemptVerdict, type Breaker } from './breaker.js';
 import { EMPTY_FAIR_STATE, admit, adopt, observe, release, type FairPolicy, type FairState, type Step } from './fair-share.js';
@@ -55,9 +55,9 @@ export class RetryLaterError extends Error {
 }
 
 /** BullMQ backoff strategy: the delay chosen by the processor, else the schedule. */
-export function deliveryBackoff(attemptsMade: number, _type?: string, err?: Error): number {
+export function deliveryBackoff(attemptsMade: number, _type?: string, err?: Error, retryBaseMs: number = RETRY_BASE_MS): number {
   if (err instanceof RetryLaterError) return err.delayMs;
-  return retryDelay(Math.max(1, attemptsMade));
+  return retryDelay(Math.max(1, attemptsMade), Math.random, retryBaseMs);
 }
 
 /** The attempt series of a job from its id (`…-r<n>` for manual redeliveries). */
@@ -103,6 +103,8 @@ export type DeliveryWorkerDeps = {
    * that is down, taskforcesh/bullmq#4656). Jobs it held run again once their lock expires.
    */
   closeTimeoutMs: number;
+  /** The nominal delay before a delivery's first retry (streams/retry.ts). Default 10 s. */
+  retryBaseMs?: number;
   random?: () => number;
 };
 
@@ -161,6 +163,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const record = outcomes.record;
   const batchWindowMs = deps.batchOutcomeWindowMs ?? deps.outcomeWindowMs ?? 0;
   const random = deps.random ?? Math.random;
+  const retryBaseMs = deps.retryBaseMs ?? RETRY_BASE_MS;
   const batchConcurrency = Math.max(1, deps.batchConcurrency ?? 4);
   // Deliveries in flight, over own jobs and batches alike.
   const gate = new ConcurrencyLimit(deps.concurrency);
@@ -275,7 +278,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
             outcome: outcomeOf(base, 'dead', r.status, r.error, null, sent),
           };
         }
-        const delayMs = retryDelayAfter(base.attempts, r.retryAfterMs, random);
+        const delayMs = retryDelayAfter(base.attempts, r.retryAfterMs, random, retryBaseMs);
         return {
           end: 'retry',
           error: r.error,
@@ -499,7 +502,9 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     maxStalledCount: 10,
     settings: {
       backoffStrategy: (attemptsMade, type, err) =>
-        type === BACKOFF_TYPE ? deliveryBackoff(attemptsMade, type, err) : retryDelay(Math.max(1, attemptsMade)),
+        type === BACKOFF_TYPE
+          ? deliveryBackoff(attemptsMade, type, err, retryBaseMs)
+          : retryDelay(Math.max(1, attemptsMade), random, retryBaseMs),
     },
   });
   const events = new EventEmitter();

@@ -278,6 +278,7 @@ export async function startWorker(deps: WorkerDeps): Promise<WorkerHandle> {
     batchOutcomeWindowMs: config.deliveryBatchOutcomeWindowMs,
     fairness: fairPolicy(config),
     lockMs: config.workerLockMs,
+    retryBaseMs: config.deliveryRetryBaseMs,
     closeTimeoutMs,
   };
   const http = createDeliveryWorker({

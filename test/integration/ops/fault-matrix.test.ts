@@ -53,11 +53,14 @@ import { startFaultProxy, type FaultProxy } from '../../support/fault-proxy.js';
 import { continueTree, stopTree } from '../../support/process-tree.js';
 import { portOf, processEnv, spawnBlockwire, type BlockwireProcess } from './processes.js';
 import { waitFor } from '../../support/wait.js';
+import { nominalDelay, RETRY_JITTER } from '../../../streams/retry.js';
 
 type Answer = { at: number; ms: number; route: string; status?: number; code?: string; error?: string };
 type Ready = { at: number; status: number; state: string };
 type Received = { id: string; body: string; at: number };
 
+/** BLOCKWIRE_DELIVERY_RETRY_BASE_MS of the stack. */
+const RETRY_BASE_MS = 1000;
 const TOPIC = 'arn:aws:sns:us-east-1:123456789012:fault-matrix';
 const CONFIRMATIONS = 1;
 
@@ -595,7 +598,7 @@ function expectNoBadAnswers(row: string, from: number, allowed503: string[], all
 const failedAttemptSince = async (sub: string, since: number) =>
   db
     .selectFrom('deliveries')
-    .select(['attempts', 'last_error'])
+    .select(['attempts', 'last_error', 'next_attempt_at', 'updated_at'])
     .where('subscription_id', '=', sub)
     .where('status', '=', 'pending')
     .where('last_error', 'is not', null)
@@ -691,6 +694,9 @@ describe('fault matrix', () => {
       BLOCKWIRE_WEBHOOK_TIMEOUT_MS: '2000',
       BLOCKWIRE_WORKER_LOCK_MS: '3000',
       BLOCKWIRE_DELIVERY_RESCUE_MS: '5000',
+      // Retries from 1 s, not 10 s: each receiver row waits for one (the schedule's doubling,
+      // jitter and attempts as at the default; the rows check the delivery log's next attempt).
+      BLOCKWIRE_DELIVERY_RETRY_BASE_MS: String(RETRY_BASE_MS),
       API_REQUEST_TIMEOUT_MS: '3000',
       API_RATE_LIMIT: '10000000',
       ELECTRUM_REQUEST_TIMEOUT_MS: '3000',
@@ -1010,7 +1016,13 @@ function receiverRow(dependency: string, which: () => FaultProxy, sub: () => str
       if (fault === 'kill') await proxy.kill();
       else proxy.stall();
       try {
-        await waitFor(`${row}: a failed attempt recorded`, () => failedAttemptSince(sub(), t), 60_000);
+        const failed = await waitFor(`${row}: a failed attempt recorded`, () => failedAttemptSince(sub(), t), 60_000);
+        // Its next attempt on the stack's schedule (BLOCKWIRE_DELIVERY_RETRY_BASE_MS, doubling, +20 % at most).
+        expect(failed.next_attempt_at, `${row}: the next attempt scheduled`).not.toBeNull();
+        expect(
+          failed.next_attempt_at!.getTime() - failed.updated_at.getTime(),
+          `${row}: the retry delay after attempt ${failed.attempts}`,
+        ).toBeLessThanOrEqual(Math.ceil(nominalDelay(failed.attempts, RETRY_BASE_MS) * (1 + RETRY_JITTER)));
       } finally {
         await proxy.restore();
       }
@@ -1454,10 +1466,14 @@ rows.push(
         // On once the worker has tried them: every hook's first attempt reached the hanging receiver.
         on: () => accepted >= 100,
         async stop() {
-          for (const m of made) {
-            await asNeighbour(a, 'DELETE', `/v1/subscriptions/${m.sub}`);
-            await asNeighbour(a, 'DELETE', `/v1/hooks/${m.hook}`);
-          }
+          // (after the window: ten pairs at a time, each subscription before its hook)
+          for (let i = 0; i < made.length; i += 10)
+            await Promise.all(
+              made.slice(i, i + 10).map(async (m) => {
+                await asNeighbour(a, 'DELETE', `/v1/subscriptions/${m.sub}`);
+                await asNeighbour(a, 'DELETE', `/v1/hooks/${m.hook}`);
+              }),
+            );
           for (const sock of sockets) sock.destroy();
           await new Promise<void>((r) => hanging.close(() => r()));
         },

@@ -22,9 +22,18 @@ const retries = Array.from({ length: MAX_ATTEMPTS - 1 }, (_, i) => i + 1);
 
 describe('retry schedule', () => {
   it('doubles from 10 s up to a 6 h cap', () => {
-    expect([1, 2, 3, 4].map(nominalDelay)).toEqual([10_000, 20_000, 40_000, 80_000]);
+    expect([1, 2, 3, 4].map((r) => nominalDelay(r))).toEqual([10_000, 20_000, 40_000, 80_000]);
     expect(nominalDelay(40)).toBe(RETRY_CAP_MS);
     expect(() => nominalDelay(0)).toThrow('retry must be an integer >= 1, got 0');
+  });
+
+  it('doubles from another base (BLOCKWIRE_DELIVERY_RETRY_BASE_MS) to the same cap, jittered the same', () => {
+    expect([1, 2, 3, 4].map((r) => nominalDelay(r, 1000))).toEqual([1000, 2000, 4000, 8000]);
+    expect(nominalDelay(40, 1000)).toBe(RETRY_CAP_MS);
+    expect(retryDelay(1, () => 0, 1000)).toBe(800);
+    expect(retryDelay(1, () => 0.999999, 1000)).toBe(1199);
+    expect(retryDelayAfter(1, 5_000, () => 0.5, 1000)).toBe(5_000);
+    expect(retryDelayAfter(2, undefined, () => 0.5, 1000)).toBe(2_000);
   });
 
   it('covers at least 72 h with the shortest jitter, and not absurdly more with the longest', () => {
