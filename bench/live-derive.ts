@@ -12,7 +12,7 @@
  * `node --import tsx bench/live-derive.ts [--baseline REF] [--rounds N] [--warmup N] [--blocks N] [--only mainnet|corpus]`
  * @module
  */
-import { closeSync, existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
@@ -23,7 +23,7 @@ import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { txNumOf } from '../src/db/tx-num.js';
 import { corpusMainChain, loadCorpusManifest, readCorpusBlock } from '../devnode/corpus-manifest.js';
-import { fixturePath } from '../test/support/fixtures.js';
+import { loadMainnetBlock, MAINNET_BLOCK_HEIGHT } from '../test/support/mainnet-block.js';
 import { scriptKeys } from '../indexer/writer/address-keys.js';
 import { historyChunks } from '../src/db/history-entries.js';
 import type * as Derive from '../indexer/writer/derive.js';
@@ -82,31 +82,13 @@ function spentRow(txid: Uint8Array, vout: number, txNum: number, value: bigint, 
   };
 }
 
-/** Mainnet 866,342 with its prevouts (the fixtures' spent_utxos), tx_nums as test/unit/indexer/derive.test.ts gives them. */
+/** Mainnet 866,342 with its prevouts (the fixtures' spent_utxos; test/support/mainnet-block.ts). */
 function mainnetCase(d: typeof Derive): Case {
-  type Spent = { txout: { value: number; script_pubkey: string }; creation_height: number };
-  const block = decodeBlock(new Uint8Array(readFileSync(fixturePath('mainnet', 'blocks', 'mainnet_h866342.raw'))));
-  const spent = JSON.parse(readFileSync(fixturePath('mainnet', 'blocks', 'mainnet_h866342.spent_utxos.json'), 'utf8')) as Spent[];
+  const { block, inputs } = loadMainnetBlock();
   const byOutpoint = new Map<string, SpentRow>();
-  const prevTxNum = new Map<string, number>();
-  const perHeight = new Map<number, number>();
-  let k = 0;
-  for (const tx of block.txs.slice(1))
-    for (const input of tx.inputs) {
-      const s = spent[k++]!;
-      const id = hashToHex(input.prevTxid);
-      let n = prevTxNum.get(id);
-      if (n === undefined) {
-        const pos = perHeight.get(s.creation_height) ?? 0;
-        perHeight.set(s.creation_height, pos + 1);
-        n = txNumOf(s.creation_height - 1, pos);
-        prevTxNum.set(id, n);
-      }
-      const script = new Uint8Array(Buffer.from(s.txout.script_pubkey, 'hex'));
-      byOutpoint.set(`${id}:${input.vout}`, spentRow(input.prevTxid, input.vout, n, BigInt(s.txout.value), script));
-    }
+  for (const i of inputs) byOutpoint.set(`${hashToHex(i.prevTxid)}:${i.vout}`, spentRow(i.prevTxid, i.vout, i.txNum, i.value, i.script));
   const parts = partsOf(d.blockSpends(block).external, (txid, vout) => byOutpoint.get(`${hashToHex(txid)}:${vout}`)!);
-  return { name: 'mainnet 866342', raw: block.bytes, block, height: 866342, parts };
+  return { name: 'mainnet 866342', raw: block.bytes, block, height: MAINNET_BLOCK_HEIGHT, parts };
 }
 
 /** The corpus's first tail block (4,000 transactions), its prevouts found in the blocks below it. */

@@ -27,45 +27,25 @@ import { addressKey } from '../../../src/db/address-key.js';
 import { decodeOutTags } from '../../../src/db/packed.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { loadMainnet600 } from '../../support/chain-fixture.js';
-
-type Spent = { txout: { value: number; script_pubkey: string }; creation_height: number };
+import { loadMainnetBlock } from '../../support/mainnet-block.js';
 
 describeFixtures('deriveBlock', () => {
   describe('mainnet block 866342 (4,864 transactions, 7,972 inputs)', () => {
-    const block = decodeBlock(new Uint8Array(readFileSync(fixturePath('mainnet', 'blocks', 'mainnet_h866342.raw'))));
-    const spent = JSON.parse(readFileSync(fixturePath('mainnet', 'blocks', 'mainnet_h866342.spent_utxos.json'), 'utf8')) as Spent[];
-    // The prevout of every non-coinbase input, in block order; each previous txid gets a tx_num.
-    const prevTxNum = new Map<string, number>();
-    const perHeight = new Map<number, number>();
-    const prevouts = new Map<string, Prevout>();
+    const { block, inputs } = loadMainnetBlock();
+    const prevouts = new Map<string, Prevout>(
+      inputs.map((i) => [`${hashKey(i.prevTxid)}:${i.vout}`, { txNum: i.txNum, value: i.value, script: i.script }]),
+    );
     /** What the node's spenttxouts gives: each input's prevout, per transaction. */
-    const perTx: { value: bigint; script: Uint8Array }[][] = [[]];
-    let k = 0;
-    block.txs.slice(1).forEach((tx) => {
-      perTx.push([]);
-      tx.inputs.forEach((input) => {
-        const s = spent[k++]!;
-        const id = hashKey(input.prevTxid);
-        let n = prevTxNum.get(id);
-        if (n === undefined) {
-          const pos = perHeight.get(s.creation_height) ?? 0;
-          perHeight.set(s.creation_height, pos + 1);
-          n = txNumOf(s.creation_height - 1, pos); // below the block: in-block spends never reach the lookup
-          prevTxNum.set(id, n);
-        }
-        const out = { value: BigInt(s.txout.value), script: new Uint8Array(Buffer.from(s.txout.script_pubkey, 'hex')) };
-        prevouts.set(`${id}:${input.vout}`, { txNum: n, ...out });
-        perTx[perTx.length - 1]!.push(out);
-      });
-    });
+    const perTx: { value: bigint; script: Uint8Array }[][] = block.txs.map(() => []);
+    for (const i of inputs) perTx[i.pos]!.push({ value: i.value, script: i.script });
     const rows = deriveBlock(block, 866342, (txid, vout) => prevouts.get(`${hashKey(txid)}:${vout}`), { touches: true });
 
     it('uses every recorded prevout and the right fee total', () => {
-      expect(k).toBe(7972);
+      expect(inputs).toHaveLength(7972);
       const inBlock = 7972 - externalOutpoints(block).length;
       expect(rows.spent).toHaveLength(7972 - inBlock);
       const outs = block.txs.slice(1).reduce((a, t) => a + t.outputs.reduce((b, o) => b + o.value, 0n), 0n);
-      const ins = spent.reduce((a, s) => a + BigInt(s.txout.value), 0n);
+      const ins = inputs.reduce((a, i) => a + i.value, 0n);
       const coinbase = block.txs[0]!.outputs.reduce((a, o) => a + o.value, 0n);
       expect(ins - outs).toBe(coinbase - 312_500_000n);
     });
@@ -87,7 +67,7 @@ describeFixtures('deriveBlock', () => {
         if (typeof key === 'string') want.set(key, (want.get(key) ?? 0n) + v);
       };
       block.txs.forEach((t) => t.outputs.forEach((o) => add(o.script, o.value)));
-      for (const p of spent) add(Buffer.from(p.txout.script_pubkey, 'hex'), -BigInt(p.txout.value));
+      for (const p of inputs) add(p.script, -p.value);
       for (const [key, v] of want) if (v !== 0n || rows.balances.has(key)) expect(rows.balances.get(key)?.sats, key).toBe(v);
       const touched = rows.touches!;
       for (const t of touched) expect(rows.history.get(t.key)).toContain(txNumOf(866342, t.pos));
