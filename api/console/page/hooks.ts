@@ -10,7 +10,7 @@
 import type { Api } from './api.js';
 import { attemptsChart, type HookStats } from './chart.js';
 import { h, replace, short, when } from './dom.js';
-import { lane, type View } from './view.js';
+import { viewLane, type View } from './view.js';
 
 type Hook = {
   id: string;
@@ -70,19 +70,7 @@ export function hooksView(api: Api, notify: (message: string) => void): View {
   const el = h('section', { 'aria-labelledby': 'hooks-title' }, h('h2', { id: 'hooks-title' }, 'Hooks'), form, secretBox, list, dialog);
   let shown = '';
 
-  const inLane = lane();
-
-  async function act(e: Event | null, f: () => Promise<void>): Promise<void> {
-    e?.preventDefault();
-    try {
-      await inLane(async () => {
-        await f();
-        await load();
-      });
-    } catch (err) {
-      notify(err instanceof Error ? err.message : String(err));
-    }
-  }
+  const { act, refresh } = viewLane(load, notify);
 
   function showSecret(what: string, secret: string): void {
     replace(
@@ -271,8 +259,6 @@ export function hooksView(api: Api, notify: (message: string) => void): View {
     if (parts.length === 0) replace(list, h('p', { class: 'muted', id: 'no-hooks' }, 'This key has no hooks.'));
     else replace(list, ...parts.map((p) => card(p.hook, p.rows, p.stats)));
   }
-
-  const refresh = (): Promise<void> => inLane(load);
 
   return { id: 'hooks', title: 'Hooks', el, refresh, everyMs: 2000 };
 }

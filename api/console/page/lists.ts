@@ -6,7 +6,7 @@
  */
 import type { Api } from './api.js';
 import { btc, h, replace, short, when } from './dom.js';
-import { lane, type View } from './view.js';
+import { viewLane, type View } from './view.js';
 
 type Subscription = {
   id: string;
@@ -42,20 +42,7 @@ export function listsView(api: Api, notify: (message: string) => void): View {
   });
   let shown = '';
 
-  const inLane = lane();
-
-  async function act(e: Event | null, f: () => Promise<void>): Promise<void> {
-    e?.preventDefault();
-    try {
-      await inLane(async () => {
-        await f();
-        shown = '';
-        await load();
-      });
-    } catch (err) {
-      notify(err instanceof Error ? err.message : String(err));
-    }
-  }
+  const { act, refresh } = viewLane(load, notify, () => (shown = ''));
 
   async function subscribe(): Promise<void> {
     const t = target.value.trim();
@@ -217,8 +204,6 @@ export function listsView(api: Api, notify: (message: string) => void): View {
           )),
     );
   }
-
-  const refresh = (): Promise<void> => inLane(load);
 
   return { id: 'lists', title: 'Subscriptions & wallets', el, refresh, everyMs: 5000 };
 }

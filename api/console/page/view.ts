@@ -14,3 +14,31 @@ export function lane(): <T>(f: () => Promise<T>) => Promise<T> {
     return run;
   };
 }
+
+/**
+ * A view's refresh and its actions in its one lane: `act` runs an action (a form's submit, a
+ * button's click), then `reset` (what the view keeps of the last drawing, so that it redraws)
+ * and `load`; a failure goes to `notify` with the server's message.
+ */
+export function viewLane(
+  load: () => Promise<void>,
+  notify: (message: string) => void,
+  reset?: () => void,
+): { refresh(): Promise<void>; act(e: Event | null, f: () => Promise<void>): Promise<void> } {
+  const inLane = lane();
+  return {
+    refresh: () => inLane(load),
+    async act(e, f) {
+      e?.preventDefault();
+      try {
+        await inLane(async () => {
+          await f();
+          reset?.();
+          await load();
+        });
+      } catch (err) {
+        notify(err instanceof Error ? err.message : String(err));
+      }
+    },
+  };
+}
