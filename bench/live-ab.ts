@@ -11,7 +11,9 @@
  * current writer gets the recent transactions' tx_nums (indexer/writer/txid-cache.ts) of the
  * blocks below the tip, as a following indexer holds them (`--txid-cache N` transactions, default
  * INDEXER_TXID_CACHE_TXS's; 0: none).
- * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N]`
+ * With `--timeline`, each apply's line also gives how long PostgreSQL waited for the writer and how
+ * long each side waited for a core (bench/pg-wait.ts).
+ * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--timeline]`
  * @module
  */
 import { closeSync, existsSync, mkdirSync } from 'node:fs';
@@ -20,6 +22,7 @@ import { benchArgs } from './args.js';
 import { ensureCorpus } from './corpus/generate.js';
 import { cacheDir, importCorpus, pct, round, runSize, say, startBenchPostgres } from './harness.js';
 import { checkoutBaseline } from './baseline.js';
+import { ServerWaits, runQueueMs } from './pg-wait.js';
 import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
 import { createDb } from '../src/db/connect.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
@@ -29,6 +32,7 @@ import { loadConfig } from '../src/config.js';
 import * as current from '../indexer/writer/apply.js';
 
 type Writer = Pick<typeof current, 'applyBlock' | 'undoBlock'>;
+
 /** The corpus's block at `height` whose parent is `prev` (hex, RPC order), serialized. */
 function readRawBlock(dir: string, m: CorpusManifest, height: number, prev: string): Buffer {
   const b = m.blocks.find((x) => x.height === height && x.prev === prev);
@@ -62,6 +66,7 @@ async function main(): Promise<void> {
       baseline: { type: 'string' },
       keep: { type: 'string' },
       'txid-cache': { type: 'string' },
+      timeline: { type: 'boolean' },
     },
   });
   const size = runSize({ blocks: values.blocks ?? '300', 'live-blocks': '40', 'catchup-blocks': '0' });
@@ -88,6 +93,7 @@ async function main(): Promise<void> {
       ['current', current, db],
     ];
     const samples = new Map<string, { ms: number; pg: number; js: number }[]>(writers.map(([n]) => [n, []]));
+    const timeline = values.timeline ? new ServerWaits() : null;
     const tipOf = async () =>
       (await pgs.query<{ height: number; hash: Buffer }>('bw_ab', 'SELECT height, hash FROM chain_tip WHERE id = 1')).rows[0]!;
     // With BENCH_PG_SETTINGS loading pg_stat_statements, the statements' own times are listed at the end.
@@ -126,6 +132,8 @@ async function main(): Promise<void> {
         for (const [name, w, wdb] of order) {
           const u = await current.undoBlock(db, height, source, { txids });
           if (u.kind !== 'undone') throw new Error(`undo ${height}: ${u.kind}`);
+          timeline?.reset();
+          const queued0 = timeline ? runQueueMs(join(root, 'pg')) : null;
           const pg0 = pgs.cpuMs();
           const js0 = process.cpuUsage();
           const t0 = performance.now();
@@ -139,7 +147,7 @@ async function main(): Promise<void> {
           if (a.kind !== 'applied') throw new Error(`${name} block ${height}: ${a.kind}`);
           samples.get(name)!.push({ ms, pg: pgs.cpuMs() - pg0, js: (js.user + js.system) / 1000 });
           say(
-            `block ${height} (${block.txs.length} txs) ${name}: ${round(ms, 1)} ms, PostgreSQL CPU ${pgs.cpuMs() - pg0} ms, writer CPU ${round((js.user + js.system) / 1000, 0)} ms; ${JSON.stringify(phases)}`,
+            `block ${height} (${block.txs.length} txs) ${name}: ${round(ms, 1)} ms, PostgreSQL CPU ${pgs.cpuMs() - pg0} ms, writer CPU ${round((js.user + js.system) / 1000, 0)} ms; ${JSON.stringify(phases)}${timeline && queued0 ? `; ${timeline.describe(queued0, runQueueMs(join(root, 'pg')))}` : ''}`,
           );
         }
       }
