@@ -17,6 +17,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { LOCK_WALLETS_SQL, lockWallets } from '../src/db/wallet-lock.js';
+import { intArray, uuidArray } from '../src/db/pg-array.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -34,16 +35,28 @@ export async function addWalletDeltas(trx: Db, part: WalletBalancePart, deltas: 
   const nonZero = deltas.filter((d) => d.sats !== 0n);
   await lockWallets(trx);
   if (nonZero.length === 0) return;
-  await walletDeltaStatement(part, nonZero).execute(trx);
+  await walletDeltaStatement(part, uuidArray(nonZero.map((d) => d.key)), intArray(nonZero.map((d) => d.sats))).execute(trx);
 }
 
-/** The statement adding non-zero `deltas` to the `part` summaries (callers hold the wallet lock). */
-export function walletDeltaStatement(part: WalletBalancePart, deltas: readonly { key: string; sats: bigint }[]) {
+/**
+ * `addWalletDeltas` with the deltas as array literals (`uuidArray`, `intArray`: a key may repeat,
+ * a zero delta adds nothing), for the block writer, which sends the same arrays to `balances`.
+ */
+export async function addWalletDeltaArrays(trx: Db, part: WalletBalancePart, keys: string, sats: string): Promise<void> {
+  await lockWallets(trx);
+  await walletDeltaStatement(part, keys, sats).execute(trx);
+}
+
+/**
+ * The statement adding the deltas (`keys`: a `uuid[]` literal, `sats`: the matching `int8[]`
+ * literal) to the `part` summaries (callers hold the wallet lock).
+ */
+export function walletDeltaStatement(part: WalletBalancePart, keys: string, sats: string) {
   const column = sql.ref(part);
   return sql`
     UPDATE wallets w SET ${column} = w.${column} + s.sats
       FROM (SELECT wk.wallet_id, sum(d.sats)::int8 AS sats
-              FROM (SELECT addr_key, sum(sats) AS sats FROM unnest(${deltas.map((d) => d.key)}::uuid[], ${deltas.map((d) => d.sats.toString())}::int8[]) AS d(addr_key, sats)
+              FROM (SELECT addr_key, sum(sats) AS sats FROM unnest(${keys}::uuid[], ${sats}::int8[]) AS d(addr_key, sats)
                      GROUP BY addr_key) d
               CROSS JOIN LATERAL (SELECT DISTINCT wa.wallet_id FROM wallet_addresses wa WHERE wa.addr_key = d.addr_key) wk
              WHERE EXISTS (SELECT FROM wallet_addresses)

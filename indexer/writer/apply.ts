@@ -25,7 +25,7 @@ import {
   addDelta,
   deriveUndo,
   blockSpends,
-  outputKeys,
+  outputKeysOf,
   type BlockRows,
   type Prevout,
   type StoredTx,
@@ -60,6 +60,7 @@ import type { TxidCache } from './txid-cache.js';
 import { OutpointMap } from './txid-maps.js';
 import { NotRebuildableError, rebuildBlock } from './stored-block.js';
 import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
+import type { ScriptKeys } from './address-keys.js';
 
 /** Hooks the run loop gives the writers. */
 export interface WriteContext extends TurnContext {
@@ -200,6 +201,26 @@ async function applyInTransaction(
 /** Spent outputs deleted per statement: a 4,000-transaction block's ~8,000 in four parts. */
 const SPEND_PART = 2_000;
 
+/** Transactions hashed or derived between two turns of the event loop (`inSlices`). */
+const SLICE = 250;
+
+/**
+ * Runs `step` over positions `start` to `end` in slices of SLICE transactions, with a turn of the
+ * event loop after each: node-postgres sends a connection's next queued statement only once it
+ * has read the last one's answer, so a statement PostgreSQL finishes while the writer computes
+ * is answered, and the next sent, within one slice's time (a few ms) instead of the whole
+ * computation's (the server waited 80–120 ms per 4,000-transaction block: bench/live-ab.ts
+ * --timeline).
+ */
+async function inSlices(start: number, end: number, step: (from: number, end: number) => void): Promise<void> {
+  for (let at = start; at < end;) {
+    const from = at;
+    at = Math.min(at + SLICE, end);
+    step(from, at);
+    if (at < end) await new Promise((r) => setImmediate(r));
+  }
+}
+
 /**
  * Deletes the outputs `block` spends and derives its rows, overlapped: the spent outputs are
  * deleted in parts of consecutive transactions (SPEND_PART outpoints each), all sent at once,
@@ -233,7 +254,8 @@ async function spendAndDerive(
   // Rejections are taken as each part is awaited; one left pending must not go unhandled.
   for (const p of parts) p.spent.catch(() => {});
   overwritten.catch(() => {});
-  const keys = outputKeys(block);
+  const keys = new Array<ScriptKeys[]>(block.txs.length);
+  await inSlices(0, block.txs.length, (from, end) => outputKeysOf(block, keys, from, end));
   const prevouts = new OutpointMap<Prevout>();
   const derivation = new BlockDerivation(block, height, (txid, vout) => prevouts.get(txid, vout), {
     touches,
@@ -248,7 +270,7 @@ async function spendAndDerive(
       // Let the next part's statement go out before deriving holds the event loop.
       await new Promise((r) => setImmediate(r));
       lap('spend');
-      deriving(height, () => derivation.through(p.end));
+      await inSlices(derived, p.end, (_, end) => deriving(height, () => derivation.through(end)));
       for (const copy of [
         insertTxs(trx, derivation.txRows(derived, p.end), mempool),
         insertUtxos(trx, derivation.createdRows(derived, p.end)),

@@ -7,7 +7,8 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
-import { addWalletDeltas } from '../wallet-balances.js';
+import { addWalletDeltaArrays } from '../wallet-balances.js';
+import { intArray, uuidArray } from '../../src/db/pg-array.js';
 import { decodeEntries, encodeEntries, historyChunks, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
@@ -61,30 +62,29 @@ export async function setTip(trx: Trx, height: number, hash: Uint8Array | null):
  */
 export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, sign: 1 | -1): Promise<void> {
   const keys: string[] = [];
-  const sats: string[] = [];
+  const sats: bigint[] = [];
   const counts: number[] = [];
   for (const [k, d] of deltas) {
     if (d.sats === 0n && d.count === 0) continue;
     keys.push(k);
-    sats.push((sign === 1 ? d.sats : -d.sats).toString());
+    sats.push(sign === 1 ? d.sats : -d.sats);
     counts.push(sign * d.count);
   }
   if (keys.length === 0) return;
+  // Encoded here, once for both statements, while the statements before them run (pg-array.ts).
+  const keyArray = uuidArray(keys);
+  const satsArray = intArray(sats);
   // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away. (Split
   // into a DELETE of the rows a negative count empties and an INSERT … ON CONFLICT DO UPDATE of
   // the rest, the rows a delta moves without emptying are looked up twice: slower, measured.)
   await sql`
     MERGE INTO balances AS b
-    USING (SELECT * FROM unnest(${keys}::uuid[], ${sats}::int8[], ${counts}::int4[]) AS d(addr_key, sats, n) ORDER BY addr_key) AS d
+    USING (SELECT * FROM unnest(${keyArray}::uuid[], ${satsArray}::int8[], ${intArray(counts)}::int4[]) AS d(addr_key, sats, n) ORDER BY addr_key) AS d
     ON b.addr_key = d.addr_key
     WHEN MATCHED AND b.balance + d.sats = 0 AND b.utxo_count + d.n = 0 THEN DELETE
     WHEN MATCHED THEN UPDATE SET balance = b.balance + d.sats, utxo_count = b.utxo_count + d.n
     WHEN NOT MATCHED THEN INSERT (addr_key, balance, utxo_count) VALUES (d.addr_key, d.sats, d.n)`.execute(trx);
-  await addWalletDeltas(
-    trx,
-    'confirmed',
-    keys.map((key, i) => ({ key, sats: BigInt(sats[i]!) })),
-  );
+  await addWalletDeltaArrays(trx, 'confirmed', keyArray, satsArray);
 }
 
 /**
@@ -274,15 +274,31 @@ export function takeSpent(found: OutpointMap<Prevout>, rows: readonly SpentRow[]
     );
 }
 
+/**
+ * A spent output's row as the spend statements return it: which of the statement's outpoints it
+ * is (`i`, from 1: `WITH ORDINALITY`) instead of its txid and vout, which the writer has. Each
+ * column returned is parsed by node-postgres while the server waits for the next statement:
+ * a 32-byte txid is 66 characters of hex to decode, for each of a block's ~8,000 rows.
+ */
+type SpentAt = { i: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null };
+
+/** `rows` of `outpoints` as `SpentRow`s. */
+function spentRows(outpoints: readonly { txid: Uint8Array; vout: number }[], rows: readonly SpentAt[]): SpentRow[] {
+  return rows.map((r) => {
+    const o = outpoints[r.i - 1]!;
+    return { txid: toBuffer(o.txid), vout: o.vout, tx_num: r.tx_num, value: r.value, script: r.script, addr_key: r.addr_key };
+  });
+}
+
 /** Deletes outputs by their key, where the row's txid is the outpoint's. */
 async function spendByKey(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number; txNum: number }[]): Promise<SpentRow[]> {
-  const r = await sql<SpentRow>`
+  const r = await sql<SpentAt>`
     DELETE FROM utxos u USING (
-      SELECT * FROM unnest(${int8s(outpoints.map((o) => o.txNum))}::int8[], ${outpoints.map((o) => o.vout)}::int4[], ${outpoints.map((o) => toBuffer(o.txid))}::bytea[]) AS s(tx_num, vout, txid)
+      SELECT * FROM unnest(${int8s(outpoints.map((o) => o.txNum))}::int8[], ${outpoints.map((o) => o.vout)}::int4[], ${outpoints.map((o) => toBuffer(o.txid))}::bytea[]) WITH ORDINALITY AS s(tx_num, vout, txid, i)
        ORDER BY tx_num, vout) AS s
     WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND u.txid = s.txid
-    RETURNING u.txid, u.vout, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
-  return r.rows;
+    RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
+  return spentRows(outpoints, r.rows);
 }
 
 /** Deletes outputs named by txid, each turned into its tx_nums through `txs_txid_key` first. */
@@ -291,15 +307,15 @@ async function spendByTxid(trx: Trx, outpoints: readonly { txid: Uint8Array; vou
   for (let i = 0; i < outpoints.length; i += 20_000) {
     const part = outpoints.slice(i, i + 20_000);
     // Each txid's key is computed here, not in PostgreSQL for each of the block's ~8,000 outpoints.
-    const r = await sql<SpentRow>`
+    const r = await sql<SpentAt>`
       DELETE FROM utxos u USING (
-        SELECT t.tx_num, s.vout
-          FROM (SELECT * FROM unnest(${part.map((o) => txidKeyOf(o.txid))}::int8[], ${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) AS s(k, txid, vout) ORDER BY k) AS s
+        SELECT t.tx_num, s.vout, s.i
+          FROM (SELECT * FROM unnest(${part.map((o) => txidKeyOf(o.txid))}::int8[], ${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) WITH ORDINALITY AS s(k, txid, vout, i) ORDER BY k) AS s
           JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
          ORDER BY t.tx_num, s.vout) AS s
       WHERE u.tx_num = s.tx_num AND u.vout = s.vout
-      RETURNING u.txid, u.vout, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
-    rows.push(...r.rows);
+      RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
+    rows.push(...spentRows(part, r.rows));
   }
   return rows;
 }

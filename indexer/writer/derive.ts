@@ -147,7 +147,13 @@ export interface DeriveOptions {
 
 /** The address keys of every output of `block`, per transaction and vout. */
 export function outputKeys(block: DecodedBlock): ScriptKeys[][] {
-  return block.txs.map((tx) => tx.outputs.map((o) => scriptKeys(o.script)));
+  return outputKeysOf(block, new Array<ScriptKeys[]>(block.txs.length), 0, block.txs.length);
+}
+
+/** `outputKeys` of the transactions from position `from` up to (not including) `end`, into `keys`. */
+export function outputKeysOf(block: DecodedBlock, keys: ScriptKeys[][], from: number, end: number): ScriptKeys[][] {
+  for (let i = from; i < end; i++) keys[i] = block.txs[i]!.outputs.map((o) => scriptKeys(o.script));
+  return keys;
 }
 
 /** Binary-string key of a 32-byte hash (cheaper than hex as a Map key). */

@@ -15,6 +15,7 @@ import type { Database } from './schema.js';
 import type { DerivedAddress } from './wallet-derive.js';
 import { INDEXER_OWNER, walletDerivePool, type DeriveOptions } from './wallet-derive-pool.js';
 import { lockWallets } from './wallet-lock.js';
+import { uuidArray } from './pg-array.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -110,7 +111,7 @@ export async function extendWalletsFor(trx: Db, keys: readonly string[]): Promis
   if ((await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM wallet_chains) AS any`.execute(trx)).rows[0]?.any !== true) return 0;
   const hits = await sql<{ wallet_id: string; chain: number; idx: number }>`
     SELECT wa.wallet_id, wa.chain, max(wa.idx) AS idx
-      FROM wallet_addresses wa WHERE wa.addr_key = ANY(${[...new Set(keys)]}::uuid[])
+      FROM wallet_addresses wa WHERE wa.addr_key = ANY(${uuidArray([...new Set(keys)])}::uuid[])
      GROUP BY wa.wallet_id, wa.chain`.execute(trx);
   if (hits.rows.length === 0) return 0;
   await sql`

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { preferIndexLookups } from '../../../indexer/planner-hints.js';
 import { walletDeltaStatement } from '../../../indexer/wallet-balances.js';
+import { intArray, uuidArray } from '../../../src/db/pg-array.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 let t: TestDatabase;
@@ -45,7 +46,11 @@ it('reads wallet_addresses once, not once per address key, when no wallet holds 
     await preferIndexLookups(trx);
     const r = await sql<{
       'QUERY PLAN': [{ Plan: PlanNode }];
-    }>`EXPLAIN (ANALYZE, FORMAT JSON) ${walletDeltaStatement('confirmed', deltas)}`.execute(trx);
+    }>`EXPLAIN (ANALYZE, FORMAT JSON) ${walletDeltaStatement(
+      'confirmed',
+      uuidArray(deltas.map((d) => d.key)),
+      intArray(deltas.map((d) => d.sats)),
+    )}`.execute(trx);
     return r.rows[0]!['QUERY PLAN'][0].Plan;
   });
   const reads = nodes(plan).filter((n) => n['Relation Name'] === 'wallet_addresses' || n['Index Name'] === 'wallet_addresses_key');
