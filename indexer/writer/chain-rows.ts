@@ -324,12 +324,13 @@ async function spendByTxid(trx: Trx, outpoints: readonly { txid: Uint8Array; vou
 export async function cutHistory(trx: Trx, keys: readonly string[], fromTxNum: number): Promise<void> {
   if (keys.length === 0) return;
   const from = fromTxNum.toString();
-  await sql`DELETE FROM history WHERE addr_key = ANY(${keys}::uuid[]) AND first_tx_num >= ${from}::int8`.execute(trx);
+  const keyArray = uuidArray(keys);
+  await sql`DELETE FROM history WHERE addr_key = ANY(${keyArray}::uuid[]) AND first_tx_num >= ${from}::int8`.execute(trx);
   // Chunks never overlap, so only an address's newest remaining chunk can reach into the range:
   // the one whose last entry (the last 8 bytes of `rest`) is at or above it.
   const straddling = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`
     SELECT k AS addr_key, h.first_tx_num, h.rest
-    FROM unnest(${keys}::uuid[]) AS k
+    FROM unnest(${keyArray}::uuid[]) AS k
     CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history WHERE addr_key = k ORDER BY first_tx_num DESC LIMIT 1) h
     WHERE length(h.rest) > 0 AND ${sql.raw(SQL_HISTORY.lastEntry('h.rest'))} >= ${from}::int8`.execute(trx);
   for (const c of straddling.rows) {
