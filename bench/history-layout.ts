@@ -14,13 +14,20 @@
  *   `--busy` entries keep today's chunk rows (`bw_hist_busy`);
  * - pair rows (what electrs and Fulcrum key, in a B-tree): one row per (address, block),
  *   `(addr8 int8, height int4)` = the address key's first 8 bytes and the height, the block's
- *   positions packed (`bw_hist_pairs`).
+ *   positions packed (`bw_hist_pairs`);
+ * - history buckets and transaction parts (bench/bucket-layouts.ts): address-bucket append logs
+ *   (`bw_hist_buckets_<n>`, about `--bucket-addresses` n addresses a row, busy addresses in
+ *   `bw_hist_busy`), 64-transaction rows (`bw_tx_parts`, a GIN on their spent groups) and
+ *   txid-bucket append logs (`bw_txid_buckets`); a block's records appended with one upsert,
+ *   undone by cutting the logs, each also measured with pages already logged.
  * GIN indexes take a block's entries into their pending list (fastupdate); merging it into the
  * tree (`gin_clean_pending_list`, what autovacuum or a job does off the block's transaction) is
  * measured once after the blocks, its cost shared by them. WAL per step is from
  * pg_current_wal_lsn, its full-page images and per-resource-manager split from pg_walinspect.
  * Run: `node --import tsx bench/history-layout.ts --blocks 2000 [--txs-per-block N]
- * [--live N] [--busy N] [--shard-keys N] [--lookups N] [--keep DIR] [--cache-dir DIR]`
+ * [--live N] [--busy N] [--shard-keys N] [--lookups N] [--candidates LIST] [--bucket-addresses N,…]
+ * [--txid-bucket-txids N] [--keep DIR] [--cache-dir DIR]` (`--candidates`: any of txids, blocks,
+ * pairs, buckets, parts, comma-separated; default all)
  * (`--keep DIR`: the PostgreSQL and its imported database stay in DIR and are reused by the next
  * run, whose applied blocks are undone first).
  * @module
@@ -53,7 +60,9 @@ import { readTip } from '../indexer/writer/chain-rows.js';
 import { createNodeSource } from '../indexer/chain-source.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { deriveBlock, externalOutpoints, hashKey, type BlockRows, type Prevout } from '../indexer/writer/derive.js';
-import { bucketOf, histEntries, txidMatches } from './bucket-log.js';
+import { bucketOf, histEntries, partTx, PART_SHIFT, txidMatches } from './bucket-log.js';
+import { decodeIns } from '../src/db/packed.js';
+import { spendsKeysSql } from '../src/db/spent-groups.js';
 import {
   appendLogs,
   buildHistBuckets,
@@ -956,6 +965,46 @@ async function measureReads(c: pg.Client, lookups: number, ctx: ReadContext, qui
     (await c.query<{ t: Buffer }>({ name: 'txid-today', text: `SELECT txid AS t FROM txs WHERE tx_num = $1`, values: [num] })).rows[0]!.t;
   const nums: number[] = [];
   for (const t of txids) nums.push(await todayTx(t));
+  // Who spent the outputs of a transaction: the spenders (tx_num, vin, vout) through today's
+  // spends GIN on `txs` and through the parts' GIN (a part's transactions found by their
+  // lengths), for transactions whose outputs a sampled transaction's first input spends.
+  const spentFrom = o.sel.has('parts')
+    ? (
+        await c.query<{ ins: Buffer }>(`SELECT ins FROM txs TABLESAMPLE SYSTEM (1) REPEATABLE (11) WHERE length(ins) > 0 LIMIT ${n}`)
+      ).rows.map((r) => Number(decodeIns(r.ins)[0]!.txNum))
+    : [];
+  const spendersOf = (target: number, found: { n: number; ins: Uint8Array }[]) =>
+    found.flatMap(({ n, ins }) => decodeIns(ins).flatMap((r, vin) => (Number(r.txNum) === target ? [`${n}:${vin}:${r.vout}`] : []))).sort();
+  const todaySpenders = async (target: number) => {
+    const r = await c.query<{ n: string; ins: Buffer }>({
+      name: 'spenders-today',
+      text: `SELECT s.tx_num::text AS n, s.ins FROM txs s WHERE ${spendsKeysSql('s')} @> ARRAY[$1::int8 >> 4] AND length(s.ins) > 0`,
+      values: [target],
+    });
+    return spendersOf(
+      target,
+      r.rows.map((x) => ({ n: Number(x.n), ins: x.ins })),
+    );
+  };
+  const partSpenders = async (target: number) => {
+    const r = await c.query<{ part: string; txids: Buffer; lens: Buffer; outs: Buffer; ins: Buffer }>({
+      name: 'spenders-parts',
+      text: `SELECT part::text, txids, lens, outs, ins FROM bw_tx_parts WHERE spent_tx_groups(ins) @> ARRAY[$1::int8 >> 4] AND length(ins) > 0`,
+      values: [target],
+    });
+    return spendersOf(
+      target,
+      r.rows.flatMap((x) =>
+        Array.from({ length: x.txids.length / 32 }, (_, i) => ({ n: Number(x.part) * 2 ** PART_SHIFT + i, ins: partTx(x, i).ins })),
+      ),
+    );
+  };
+  for (const t of spentFrom.slice(0, 50)) {
+    const want = await todaySpenders(t);
+    if (want.length === 0) throw new Error(`no spender of ${t} through today's spends GIN`);
+    if (JSON.stringify(await partSpenders(t)) !== JSON.stringify(want))
+      throw new Error(`bw_tx_parts: spenders of ${t} differ from today's`);
+  }
   for (const [i, t] of txids.slice(0, 50).entries()) {
     if (o.sel.has('txids') && (await packedTx(t)) !== nums[i]) throw new Error(`bw_txids: wrong position for ${t.toString('hex')}`);
     if (o.sel.has('parts')) {
@@ -987,6 +1036,18 @@ async function measureReads(c: pg.Client, lookups: number, ctx: ReadContext, qui
     reads['txid → tx_num: txid buckets, checked in the part'] = await timeReads(c, pid, txids, async (t) => void (await bucketTx(t)));
     reads['tx_num → txid: today'] = await timeReads(c, pid, nums, async (x) => void (await todayTxid(x)));
     reads['tx_num → txid: parts'] = await timeReads(c, pid, nums, async (x) => void (await partTxid(c, x)));
+    reads['spenders of a transaction: today (spends GIN on txs)'] = await timeReads(
+      c,
+      pid,
+      spentFrom,
+      async (x) => void (await todaySpenders(x)),
+    );
+    reads['spenders of a transaction: parts (GIN on their spent groups)'] = await timeReads(
+      c,
+      pid,
+      spentFrom,
+      async (x) => void (await partSpenders(x)),
+    );
   }
   await c.query('RESET enable_seqscan');
   return reads;
