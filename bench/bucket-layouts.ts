@@ -33,7 +33,19 @@ import {
 
 const firstTxNum = (height: number) => Number(firstTxNumBig(height));
 
-export const histBucketTable = (n: number) => `bw_hist_buckets_${n}`;
+/**
+ * A history bucket table's spec, `--bucket-addresses`'s items: the addresses a bucket holds, and
+ * `n` after it for logs stored newest first (new records in front: a same-page update then
+ * leaves the old log as an unchanged suffix, which PostgreSQL does not log again).
+ */
+export const histBucketTable = (spec: string) => `bw_hist_buckets_${spec}`;
+export const newestFirst = (spec: string): boolean => spec.endsWith('n');
+export function bucketAddresses(spec: string): number {
+  const n = Number(newestFirst(spec) ? spec.slice(0, -1) : spec);
+  if (!(Number.isInteger(n) && n > 0))
+    throw new Error(`--bucket-addresses: ${spec} is not a positive integer (with n after it: newest first)`);
+  return n;
+}
 /** Fill factor of the bucket tables: room on each page for the new versions of its rows. */
 const BUCKET_FILL = 70;
 
@@ -58,6 +70,15 @@ export async function createFunctions(c: pg.Client): Promise<void> {
       END LOOP;
       RETURN at;
     END $$;
+    CREATE OR REPLACE FUNCTION bw_log_cut_front(log bytea, rec int4, first int8) RETURNS int4
+      LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    DECLARE at int4 := 0; n int4 := length(log);
+    BEGIN
+      WHILE at < n AND ('x' || encode(substring(log FROM at + rec - 4 FOR 5), 'hex'))::bit(40)::int8 >= first LOOP
+        at := at + rec;
+      END LOOP;
+      RETURN at;
+    END $$;
     CREATE OR REPLACE FUNCTION bw_leb(n int4) RETURNS bytea LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
       SELECT CASE WHEN n < 128 THEN set_byte('\\x00'::bytea, 0, n)
         WHEN n < 16384 THEN set_byte(set_byte('\\x0000'::bytea, 0, (n & 127) | 128), 1, n >> 7)
@@ -67,8 +88,8 @@ export async function createFunctions(c: pg.Client): Promise<void> {
 }
 
 /** Bucket bits of history table `n`: from the number of addresses outside the busy ones. */
-export async function histBits(c: pg.Client, n: number): Promise<number> {
-  const r = await c.query<{ b: string }>(`SELECT obj_description($1::regclass, 'pg_class') AS b`, [histBucketTable(n)]);
+export async function histBits(c: pg.Client, spec: string): Promise<number> {
+  const r = await c.query<{ b: string }>(`SELECT obj_description($1::regclass, 'pg_class') AS b`, [histBucketTable(spec)]);
   return Number(r.rows[0]!.b);
 }
 
@@ -76,7 +97,9 @@ export async function histBits(c: pg.Client, n: number): Promise<number> {
  * `bw_hist_buckets_<n>` from `bw_entries` (every (address, tx_num) once) less the busy
  * addresses; the bucket bits are kept as the table's comment.
  */
-export async function buildHistBuckets(c: pg.Client, n: number, q: (label: string, text: string) => Promise<void>): Promise<void> {
+export async function buildHistBuckets(c: pg.Client, spec: string, q: (label: string, text: string) => Promise<void>): Promise<void> {
+  const n = bucketAddresses(spec);
+  const desc = newestFirst(spec) ? ' DESC' : '';
   const count = Number(
     (
       await c.query<{ n: string }>(
@@ -85,16 +108,16 @@ export async function buildHistBuckets(c: pg.Client, n: number, q: (label: strin
     ).rows[0]!.n,
   );
   const bits = bucketBits(count, n);
-  const t = histBucketTable(n);
+  const t = histBucketTable(spec);
   await q(
-    `history buckets of ~${n} addresses (${count} addresses, ${bits} bits)`,
+    `history buckets of ~${n} addresses${desc ? ', newest first' : ''} (${count} addresses, ${bits} bits)`,
     `DROP TABLE IF EXISTS ${t};
      CREATE TABLE ${t} (bucket int4 PRIMARY KEY, log bytea NOT NULL) WITH (fillfactor = ${BUCKET_FILL}, autovacuum_enabled = off);
      ALTER TABLE ${t} ALTER COLUMN log SET STORAGE MAIN;
      COMMENT ON TABLE ${t} IS '${bits}';
      INSERT INTO ${t}
        SELECT ${sqlBucket('uuid_send(addr_key)', bits)},
-              string_agg(substring(uuid_send(addr_key) FROM 5 FOR 8) || ${sqlTxNum5('tx_num')}, ''::bytea ORDER BY tx_num, addr_key)
+              string_agg(substring(uuid_send(addr_key) FROM 5 FOR 8) || ${sqlTxNum5('tx_num')}, ''::bytea ORDER BY tx_num${desc}, addr_key${desc})
        FROM bw_entries e WHERE NOT EXISTS (SELECT 1 FROM bw_busy_keys b WHERE b.addr_key = e.addr_key)
        GROUP BY 1 ORDER BY 1`,
   );
@@ -143,8 +166,12 @@ export async function trimBuckets(c: pg.Client, tables: readonly string[], heigh
       continue;
     }
     const rec = t === 'bw_txid_buckets' ? TXID_RECORD : HIST_RECORD;
-    await c.query(`UPDATE ${t} SET log = substring(log FROM 1 FOR bw_log_cut(log, ${rec}, ${first}))
-                   WHERE bw_log_cut(log, ${rec}, ${first}) < length(log)`);
+    if (newestFirst(t))
+      await c.query(`UPDATE ${t} SET log = substring(log FROM bw_log_cut_front(log, ${rec}, ${first}) + 1)
+                     WHERE bw_log_cut_front(log, ${rec}, ${first}) > 0`);
+    else
+      await c.query(`UPDATE ${t} SET log = substring(log FROM 1 FOR bw_log_cut(log, ${rec}, ${first}))
+                     WHERE bw_log_cut(log, ${rec}, ${first}) < length(log)`);
     await c.query(`DELETE FROM ${t} WHERE length(log) = 0`);
   }
 }
@@ -154,13 +181,13 @@ export async function appendLogs(c: pg.Client, table: string, logs: Map<number, 
   const buckets = [...logs.keys()].sort((a, b) => a - b);
   await c.query(
     `INSERT INTO ${table} AS b (bucket, log) SELECT * FROM unnest($1::int4[], $2::bytea[])
-       ON CONFLICT (bucket) DO UPDATE SET log = b.log || excluded.log`,
+       ON CONFLICT (bucket) DO UPDATE SET log = ${newestFirst(table) ? 'excluded.log || b.log' : 'b.log || excluded.log'}`,
     [buckets, buckets.map((k) => Buffer.concat(logs.get(k)!))],
   );
 }
 
-/** The block's history records by bucket, each bucket's in chain order (busy addresses left out). */
-export function histLogs(rows: BlockRows, bits: number, busyKeys: ReadonlySet<string>): Map<number, Buffer[]> {
+/** The block's history records by bucket, each bucket's in chain order or, `newest`, the reverse (busy addresses left out). */
+export function histLogs(rows: BlockRows, bits: number, busyKeys: ReadonlySet<string>, newest = false): Map<number, Buffer[]> {
   const recs: { bucket: number; txNum: number; rec: Buffer }[] = [];
   for (const [key, nums] of rows.history) {
     if (busyKeys.has(key)) continue;
@@ -168,7 +195,7 @@ export function histLogs(rows: BlockRows, bits: number, busyKeys: ReadonlySet<st
     const bucket = bucketOf(kb, bits);
     nums.forEach((n) => recs.push({ bucket, txNum: n, rec: histRecords(kb, [n]) }));
   }
-  recs.sort((a, b) => a.txNum - b.txNum);
+  recs.sort((a, b) => (newest ? b.txNum - a.txNum : a.txNum - b.txNum));
   const logs = new Map<number, Buffer[]>();
   for (const r of recs) (logs.get(r.bucket) ?? logs.set(r.bucket, []).get(r.bucket)!).push(r.rec);
   return logs;
@@ -177,8 +204,11 @@ export function histLogs(rows: BlockRows, bits: number, busyKeys: ReadonlySet<st
 /** Undo of a block at `height` in a bucket table: each touched bucket cut before the block's first tx_num (one update, then a delete of the emptied ones). */
 export async function cutLogs(c: pg.Client, table: string, buckets: readonly number[], height: number): Promise<void> {
   const rec = table === 'bw_txid_buckets' ? TXID_RECORD : HIST_RECORD;
+  const first = firstTxNum(height);
   await c.query(
-    `UPDATE ${table} SET log = substring(log FROM 1 FOR bw_log_cut(log, ${rec}, ${firstTxNum(height)})) WHERE bucket = ANY($1::int4[])`,
+    newestFirst(table)
+      ? `UPDATE ${table} SET log = substring(log FROM bw_log_cut_front(log, ${rec}, ${first}) + 1) WHERE bucket = ANY($1::int4[])`
+      : `UPDATE ${table} SET log = substring(log FROM 1 FOR bw_log_cut(log, ${rec}, ${first})) WHERE bucket = ANY($1::int4[])`,
     [buckets],
   );
   // A bucket the block created is left empty: gone, as before the block.

@@ -16,10 +16,11 @@
  *   `(addr8 int8, height int4)` = the address key's first 8 bytes and the height, the block's
  *   positions packed (`bw_hist_pairs`);
  * - history buckets and transaction parts (bench/bucket-layouts.ts): address-bucket append logs
- *   (`bw_hist_buckets_<n>`, about `--bucket-addresses` n addresses a row, busy addresses in
- *   `bw_hist_busy`), 64-transaction rows (`bw_tx_parts`, a GIN on their spent groups) and
- *   txid-bucket append logs (`bw_txid_buckets`); a block's records appended with one upsert,
- *   undone by cutting the logs, each also measured with pages already logged.
+ *   (`bw_hist_buckets_<n>`, about `--bucket-addresses` n addresses a row; `<n>n`: newest
+ *   first; busy addresses in `bw_hist_busy`), 64-transaction rows (`bw_tx_parts`, a GIN on
+ *   their spent groups) and txid-bucket append logs (`bw_txid_buckets`); a block's records
+ *   appended with one upsert, undone by cutting the logs, each also measured with pages already
+ *   logged.
  * GIN indexes take a block's entries into their pending list (fastupdate); merging it into the
  * tree (`gin_clean_pending_list`, what autovacuum or a job does off the block's transaction) is
  * measured once after the blocks, its cost shared by them. WAL per step is from
@@ -65,6 +66,7 @@ import { decodeIns } from '../src/db/packed.js';
 import { spendsKeysSql } from '../src/db/spent-groups.js';
 import {
   appendLogs,
+  bucketAddresses,
   buildHistBuckets,
   buildTxParts,
   copyParts,
@@ -76,6 +78,7 @@ import {
   histLogs,
   keyBytes,
   logsDigest,
+  newestFirst,
   partTxid,
   resolveTxids,
   trimBuckets,
@@ -124,8 +127,8 @@ async function main(): Promise<void> {
   const sel = new Set(values.candidates.split(',').filter(Boolean));
   for (const x of sel)
     if (!(CANDIDATES as readonly string[]).includes(x)) throw new Error(`--candidates: ${x} is none of ${CANDIDATES.join(', ')}`);
-  const perBucket = values['bucket-addresses'].split(',').map(Number);
-  if (perBucket.some((n) => !(Number.isInteger(n) && n > 0))) throw new Error('--bucket-addresses: positive integers, comma-separated');
+  const perBucket = values['bucket-addresses'].split(',');
+  for (const spec of perBucket) bucketAddresses(spec);
   const txidPerBucket = Number(values['txid-bucket-txids']);
   if (!(Number.isInteger(txidPerBucket) && txidPerBucket > 0)) throw new Error('--txid-bucket-txids: a positive integer');
   const opts: Options = { sel, busy, shardKeys, group, perBucket: sel.has('buckets') ? perBucket : [], txidPerBucket };
@@ -164,7 +167,7 @@ async function main(): Promise<void> {
       reportSizes(sizes);
       const busyKeys = sel.has('blocks') || sel.has('buckets') ? await readBusyKeys(c) : new Set<string>();
       say(`busy addresses (> ${busy} entries, kept in chunk rows): ${busyKeys.size}`);
-      const bits = new Map<number, number>();
+      const bits = new Map<string, number>();
       for (const n of opts.perBucket) bits.set(n, await histBits(c, n));
       const tBits = sel.has('parts') ? await txidBits(c) : 0;
       const growth = await tableSizes(c, [
@@ -239,7 +242,15 @@ async function main(): Promise<void> {
               await step(pgs, c, () => committed(c, () => insertBusyChunks(c, rows, busyKeys))),
             );
           for (const n of opts.perBucket)
-            await bucketSteps(pgs, c, add, `history buckets of ${n}`, histBucketTable(n), h, histLogs(rows, bits.get(n)!, busyKeys));
+            await bucketSteps(
+              pgs,
+              c,
+              add,
+              `history buckets of ${n}`,
+              histBucketTable(n),
+              h,
+              histLogs(rows, bits.get(n)!, busyKeys, newestFirst(n)),
+            );
           if (sel.has('parts')) await partSteps(pgs, c, add, h, rows, txidLogs(rows, tBits));
         };
         // Alternate the order: neither side always runs first after the import's caches.
@@ -300,7 +311,7 @@ interface Options {
   shardKeys: number;
   group: number;
   /** Addresses per bucket of each history bucket table (empty: no bucket candidate). */
-  perBucket: number[];
+  perBucket: string[];
   txidPerBucket: number;
 }
 
@@ -359,7 +370,7 @@ async function buildCandidates(c: pg.Client, tip: number, o: Options): Promise<v
       if (t === 'bw_hist_busy') await buildBusy(c, q);
       else if (t === 'bw_hist_blocks') await buildBlockRows(c, o.shardKeys, q);
       else if (t === 'bw_hist_pairs') await buildPairs(c, q);
-      else await buildHistBuckets(c, Number(t.slice('bw_hist_buckets_'.length)), q);
+      else await buildHistBuckets(c, t.slice('bw_hist_buckets_'.length), q);
       await done(t, want.get(t)!);
     }
     await c.query(`DROP TABLE bw_entries, bw_busy_keys`);
@@ -830,7 +841,7 @@ interface ReadContext {
   o: Options;
   busyKeys: ReadonlySet<string>;
   /** Bucket bits of each history bucket table, and of the txid buckets. */
-  bits: ReadonlyMap<number, number>;
+  bits: ReadonlyMap<string, number>;
   tBits: number;
 }
 
@@ -901,7 +912,7 @@ async function measureReads(c: pg.Client, lookups: number, ctx: ReadContext, qui
   };
   // A bucket page: one statement reads the address's bucket row and its busy chunks (whether an
   // address is busy is not known before: both are asked), its records are picked out here.
-  const bucketsPage = (per: number) => {
+  const bucketsPage = (per: string) => {
     const table = histBucketTable(per);
     const bits = ctx.bits.get(per)!;
     return async (key: string) => {
