@@ -22,6 +22,7 @@
  * @module
  */
 import { sql, type RawBuilder } from 'kysely';
+import { ENTRY_BYTES, writeEntry } from './history-entries.js';
 import { TX_NUM_SPAN } from './tx-num.js';
 
 /** Bytes per record. */
@@ -33,6 +34,10 @@ const MAX_HEIGHT = 2 ** 24 - 1;
 const MAX_POSITION = 2 ** 16 - 1;
 /** The greatest bucket bits an int4 id holds. */
 const MAX_BITS = 31;
+/** Records a bucket holds on average after a bulk finish into an empty table (~600-byte rows: bench/bucket-log.ts's 16 addresses a bucket). */
+const BUILD_RECORDS_PER_BUCKET = 47;
+/** The least `base` a bulk finish chooses. */
+const MIN_BUILD_BASE = 8;
 
 /** The bucket parameters (the params row): `base` bits of the key's bytes 0..3, `ext` of its bytes 4..7, `split` buckets split to `ext + 1`. */
 export interface BucketParams {
@@ -195,6 +200,22 @@ export function keyHas(log: Uint8Array, key: Uint8Array): boolean {
   return keyTxNums(log, key, Number.POSITIVE_INFINITY, 1).length > 0;
 }
 
+/**
+ * `key`'s tx_nums in `log` as history entries (8 bytes big-endian each, ascending: the chunks'
+ * format, src/db/history-entries.ts), so that `newestEntries` merges them as one more chunk.
+ */
+export function keyEntries(log: Uint8Array, key: Uint8Array): Buffer {
+  const nums = keyTxNums(log, key);
+  const out = Buffer.allocUnsafe(nums.length * ENTRY_BYTES);
+  nums.forEach((n, i) => writeEntry(out, (nums.length - 1 - i) * ENTRY_BYTES, n));
+  return out;
+}
+
+/** Whether `log` holds a record of `key` with its tx_num in `[lo, hi)` (the blocks `lo..hi` touched the key). */
+export function keyTouched(log: Uint8Array, key: Uint8Array, lo: number, hi: number): boolean {
+  return keyTxNums(log, key, hi).some((n) => n >= lo);
+}
+
 /** The records per key in `log`, by the hex of their 8 key bytes (the crossing check: which key passed `busy`). */
 export function keyCounts(log: Uint8Array): Map<string, number> {
   checkLog(log);
@@ -240,6 +261,17 @@ export function txBound(n: bigint): Buffer {
   const out = Buffer.allocUnsafe(8);
   out.writeBigUInt64BE(v);
   return out.subarray(3);
+}
+
+/**
+ * The `base` a bulk finish into an empty table chooses for `records` records (of the addresses
+ * not busy): round(log2(records / 47)), so that a bucket holds ~47 records (~600 bytes), at least
+ * 8 and at most 31.
+ */
+export function buildBase(records: number): number {
+  if (!Number.isSafeInteger(records) || records < 0) throw new RangeError(`records must be a non-negative integer, got ${records}`);
+  if (records <= BUILD_RECORDS_PER_BUCKET) return MIN_BUILD_BASE;
+  return Math.min(MAX_BITS, Math.max(MIN_BUILD_BASE, Math.round(Math.log2(records / BUILD_RECORDS_PER_BUCKET))));
 }
 
 // ---- SQL ----
@@ -335,6 +367,12 @@ export function sqlHistHas(log: SqlArg, k8: SqlArg): RawBuilder<boolean> {
                  WHEN (p.p - 1) % ${sql.lit(RECORD_BYTES)} = 0 THEN true
                  ELSE EXISTS (SELECT 1 FROM ${recordScan(log, k8)}) END
      FROM (SELECT position(${arg(k8)} IN ${arg(log)}) AS p) AS p)`;
+}
+
+/** SQL: whether `log` holds a record of `k8` with its tx_num in `[lo, hi)` (int8 tx_nums; `keyTouched`). */
+export function sqlHistTouched(log: SqlArg, k8: SqlArg, lo: SqlArg, hi: SqlArg): RawBuilder<boolean> {
+  const tx = sql`substring(${arg(log)} FROM ${sql.lit(RECORD_BYTES)} * g.i + ${sql.lit(TX_AT + 1)} FOR ${sql.lit(TX_BYTES)})`;
+  return sql<boolean>`EXISTS (SELECT 1 FROM ${recordScan(log, k8)} AND ${tx} >= bw_hist_tx(${arg(lo)}) AND ${tx} < bw_hist_tx(${arg(hi)}))`;
 }
 
 /** SQL: `log` without its records at or above the tx_num `first` (int8): undo's front cut. */

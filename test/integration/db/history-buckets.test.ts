@@ -15,12 +15,14 @@ import {
   frontCut,
   keyCount,
   keyHas,
+  keyTouched,
   keyTxNums,
   recordsOf,
   sqlHistCount,
   sqlHistCut,
   sqlHistHas,
   sqlHistKey8,
+  sqlHistTouched,
   sqlHistTxNums,
   txBound,
 } from '../../../src/db/history-buckets.js';
@@ -136,4 +138,41 @@ it("bw_hist_cut gives undo's front cut, at the first record, the last and none",
   const kept = cs.map((c) => c.log.subarray(frontCut(c.log, Number(c.first))).toString('hex'));
   expect(r.rows.map((x) => x.kept.toString('hex'))).toEqual(kept);
   expect(kept.slice(-6).map((h) => h.length / 26)).toEqual([3, 2, 1, 1, 0, 0]);
+});
+
+it('sqlHistTouched equals keyTouched for block ranges around the records', async () => {
+  const cs = cases(400).map((c, i) => {
+    const lo = i % 3 === 0 ? c.first : txNum(Number(c.first >> 20n) + 1, 0);
+    return { ...c, lo, hi: i % 7 === 0 ? lo : lo + (BigInt(i % 40) << 20n) + 1n };
+  });
+  const r = await sql<{ touched: boolean }>`
+    SELECT ${sqlHistTouched('u.log', sqlHistKey8('u.key'), 'u.lo', 'u.hi')} AS touched
+      FROM unnest(${cs.map((c) => c.log)}::bytea[], ${cs.map((c) => uuidTextOfBytes(c.key))}::uuid[],
+                  ${cs.map((c) => String(c.lo))}::int8[], ${cs.map((c) => String(c.hi))}::int8[]) WITH ORDINALITY AS u(log, key, lo, hi, o)
+     ORDER BY u.o`.execute(t.db);
+  const model = cs.map((c) => keyTouched(c.log, c.key, Number(c.lo), Number(c.hi)));
+  expect(r.rows.map((x) => x.touched)).toEqual(model);
+  expect(model.filter(Boolean).length).toBeGreaterThan(10);
+});
+
+it("a page's lateral over bucket rows: the key's records in log order, with no sort node", async () => {
+  await sql`CREATE TABLE hb_rows (bucket int4 PRIMARY KEY, log bytea NOT NULL)`.execute(t.db);
+  const cs = cases(200);
+  await sql`INSERT INTO hb_rows SELECT o::int4, log FROM unnest(${cs.map((c) => c.log)}::bytea[]) WITH ORDINALITY AS u(log, o)`.execute(
+    t.db,
+  );
+  const q = sql<{ bucket: number; tx_num: bigint }>`
+    SELECT b.bucket, s.tx_num
+      FROM unnest(${cs.map((c) => uuidTextOfBytes(c.key))}::uuid[], ${cs.map((c) => String(c.bound))}::int8[]) WITH ORDINALITY AS q(key, bound, o)
+      JOIN hb_rows b ON b.bucket = q.o
+      CROSS JOIN LATERAL (${sqlHistTxNums('b.log', sqlHistKey8('q.key'), 'q.bound', '25')}) AS s`;
+  const rows = (await q.execute(t.db)).rows;
+  const model = cs.flatMap((c, i) => keyTxNums(c.log, c.key, Number(c.bound), 25).map((n) => ({ bucket: i + 1, tx_num: BigInt(n) })));
+  expect(model.length).toBeGreaterThan(100);
+  // A stable sort by bucket keeps each lateral's own order: the records' order in the log.
+  expect([...rows].sort((a, b) => a.bucket - b.bucket)).toEqual(model);
+  const plan = await sql<{ 'QUERY PLAN': string }>`EXPLAIN ${q}`.execute(t.db);
+  const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+  expect(text).toContain('Function Scan on generate_series');
+  expect(text).not.toMatch(/Sort/);
 });

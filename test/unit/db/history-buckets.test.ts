@@ -10,11 +10,14 @@ import { describe, expect, it } from 'vitest';
 import {
   RECORD_BYTES,
   bucketOf,
+  buildBase,
   compareRecords,
   frontCut,
   keyCount,
   keyCounts,
+  keyEntries,
   keyHas,
+  keyTouched,
   keyTxNums,
   mergeLogs,
   prependBlock,
@@ -26,6 +29,7 @@ import {
   withoutKey,
   writeRecord,
 } from '../../../src/db/history-buckets.js';
+import { decodeEntries, newestEntries } from '../../../src/db/history-entries.js';
 import { txNum } from '../../../src/db/tx-num.js';
 import {
   entriesArb,
@@ -236,6 +240,24 @@ describe('scans', () => {
     );
   });
 
+  it("give a key's entries ascending in the chunks' format, and whether blocks [lo, hi) touched it", () => {
+    fc.assert(
+      fc.property(entriesArb, fc.nat(), heightArb, heightArb, ({ keys, entries }, ki, h1, h2) => {
+        const log = recordsOf(entries);
+        const key = keys[ki % keys.length]!;
+        const mine = refDecode(log)
+          .filter((r) => r.k8 === refK8(key))
+          .map(refTxNum);
+        const ascending = [...mine].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+        expect(decodeEntries(keyEntries(log, key))).toEqual(ascending);
+        expect(newestEntries([keyEntries(log, key)], 1n << 62n, 3)).toEqual([...new Set(mine)].slice(0, 3));
+        const [lo, hi] = [txNum(Math.min(h1, h2), 0), txNum(Math.max(h1, h2) + 1, 0)];
+        expect(keyTouched(log, key, Number(lo), Number(hi))).toBe(mine.some((n) => n >= lo && n < hi));
+        expect(keyTouched(log, key, Number(lo), Number(lo))).toBe(false);
+      }),
+    );
+  });
+
   it('find nothing in the empty log', () => {
     const key = new Uint8Array(16);
     const empty = new Uint8Array(0);
@@ -244,6 +266,8 @@ describe('scans', () => {
     expect(keyHas(empty, key)).toBe(false);
     expect(keyCounts(empty).size).toBe(0);
     expect(frontCut(empty, 0)).toBe(0);
+    expect(keyEntries(empty, key).length).toBe(0);
+    expect(keyTouched(empty, key, 0, 2 ** 40)).toBe(false);
   });
 
   it("do not match a key's bytes across two records", () => {
@@ -304,5 +328,19 @@ describe('the tx field bound', () => {
       }),
       { numRuns: 3_000 },
     );
+  });
+});
+
+describe('the base of a build', () => {
+  it('gives ~47 records a bucket, from 8 to 31 bits', () => {
+    for (let b = 8; b <= 31; b++) {
+      expect(buildBase(47 * 2 ** b)).toBe(b);
+      expect(buildBase(Math.ceil(47 * 2 ** (b + 0.49)))).toBe(b);
+    }
+    expect(buildBase(24_500_000)).toBe(19); // the 2,000-block corpus's entries: the prototype's 19 bits
+    expect(buildBase(0)).toBe(8);
+    expect(buildBase(47)).toBe(8);
+    expect(buildBase(47 * 2 ** 40)).toBe(31);
+    expect(() => buildBase(-1)).toThrow('records must be a non-negative integer');
   });
 });
