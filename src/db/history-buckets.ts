@@ -1,0 +1,381 @@
+/**
+ * The history buckets' format, JS and SQL (docs/lean-layout.md "Building the history buckets:
+ * the plan"). A bucket row's `log` holds 13-byte records, one per (address, transaction):
+ * - bytes 0..7: the address key's bytes 4..11 (the bucket id comes from its bytes 0..3, and from
+ *   bytes 4..7 once the table has grown);
+ * - bytes 8..10: the height, big-endian (up to 2^24 − 1);
+ * - bytes 11..12: the position in the block, big-endian (up to 2^16 − 1: a 4 MWU block holds
+ *   fewer than 25,000 transactions). Bytes 8..12, the "tx field", order as the tx_num does.
+ *
+ * A log is canonical: records sorted by their tx field descending, then by their 8 key bytes
+ * descending (newest first), so that a log is a function of the chain and the parameters. A
+ * block's records are sorted so and prepended; a merge re-sorts.
+ *
+ * Bucket ids (linear hashing): with `w0`, `w1` the key's bytes 0..3 and 4..7 big-endian, a bucket
+ * at `bits` extension bits is `top(base, w0)` plus, for j < bits, bit j of w1 (counted from its
+ * top) times 2^(base + j). So going from `ext` to `ext + 1` bits leaves a bucket `b` where it is
+ * or moves it to `b + 2^(base + ext)`, an id no bucket at `ext` bits uses; a bucket below `split`
+ * has been split and is looked up with `ext + 1` bits.
+ *
+ * Every encoder, decoder and scan of a log, in JavaScript or in a statement, is here. Nothing
+ * uses the format yet (it lands ahead of the writer and readers).
+ * @module
+ */
+import { sql, type RawBuilder } from 'kysely';
+import { ENTRY_BYTES, writeEntry } from './history-entries.js';
+import { TX_NUM_SPAN } from './tx-num.js';
+
+/** Bytes per record. */
+export const RECORD_BYTES = 13;
+const KEY_BYTES = 8;
+const TX_AT = 8;
+const TX_BYTES = 5;
+const MAX_HEIGHT = 2 ** 24 - 1;
+const MAX_POSITION = 2 ** 16 - 1;
+/** The greatest bucket bits an int4 id holds. */
+const MAX_BITS = 31;
+/** Records a bucket holds on average after a bulk finish into an empty table (~600-byte rows: bench/bucket-log.ts's 16 addresses a bucket). */
+const BUILD_RECORDS_PER_BUCKET = 47;
+/** The least `base` a bulk finish chooses. */
+const MIN_BUILD_BASE = 8;
+
+/** The bucket parameters (the params row): `base` bits of the key's bytes 0..3, `ext` of its bytes 4..7, `split` buckets split to `ext + 1`. */
+export interface BucketParams {
+  base: number;
+  ext: number;
+  split: number;
+}
+
+function checkKey(key: Uint8Array): void {
+  if (key.length !== 16) throw new RangeError(`an address key is 16 bytes, got ${key.length}`);
+}
+
+function checkLog(log: Uint8Array): void {
+  if (log.length % RECORD_BYTES !== 0) throw new RangeError(`a history log's length ${log.length} is not a multiple of ${RECORD_BYTES}`);
+}
+
+function checkParams(p: BucketParams): void {
+  const { base, ext, split } = p;
+  if (!Number.isInteger(base) || base < 0 || base > MAX_BITS)
+    throw new RangeError(`base must be an integer in [0, ${MAX_BITS}], got ${base}`);
+  if (!Number.isInteger(ext) || ext < 0 || base + ext > MAX_BITS)
+    throw new RangeError(`ext must be an integer in [0, ${MAX_BITS - base}] (base ${base}), got ${ext}`);
+  const limit = base + ext < MAX_BITS ? 2 ** (base + ext) : 0;
+  if (!Number.isInteger(split) || split < 0 || (split > 0 && split >= limit))
+    throw new RangeError(`split must be 0 or an integer below 2^${base + ext} with base + ext < ${MAX_BITS}, got ${split}`);
+}
+
+/** Writes the record of `key` (16 bytes) and `txNum` at `out[at..at + 13)`. */
+export function writeRecord(out: Uint8Array, at: number, key: Uint8Array, txNum: number): void {
+  checkKey(key);
+  if (!Number.isSafeInteger(txNum) || txNum < 0) throw new RangeError(`tx_num must be a non-negative safe integer, got ${txNum}`);
+  const height = Math.floor(txNum / TX_NUM_SPAN);
+  const pos = txNum - height * TX_NUM_SPAN;
+  if (height > MAX_HEIGHT) throw new RangeError(`tx_num ${txNum}: height ${height} does not fit a record (at most ${MAX_HEIGHT})`);
+  if (pos > MAX_POSITION) throw new RangeError(`tx_num ${txNum}: position ${pos} does not fit a record (at most ${MAX_POSITION})`);
+  out.set(key.subarray(4, 12), at);
+  out[at + 8] = height >>> 16;
+  out[at + 9] = (height >>> 8) & 0xff;
+  out[at + 10] = height & 0xff;
+  out[at + 11] = pos >>> 8;
+  out[at + 12] = pos & 0xff;
+}
+
+/** The tx_num of the record at byte `at` of `log`. */
+export function recordTxNum(log: Uint8Array, at: number): number {
+  const height = (log[at + 8]! << 16) | (log[at + 9]! << 8) | log[at + 10]!;
+  return height * TX_NUM_SPAN + ((log[at + 11]! << 8) | log[at + 12]!);
+}
+
+/** Canonical order of the records at `a[ai..]` and `b[bi..]`: negative when `a`'s comes first (tx field, then key bytes, both descending). */
+export function compareRecords(a: Uint8Array, ai: number, b: Uint8Array, bi: number): number {
+  for (let j = TX_AT; j < RECORD_BYTES; j++) if (a[ai + j] !== b[bi + j]) return b[bi + j]! - a[ai + j]!;
+  for (let j = 0; j < KEY_BYTES; j++) if (a[ai + j] !== b[bi + j]) return b[bi + j]! - a[ai + j]!;
+  return 0;
+}
+
+/** The records of `records` (any order, a multiple of 13 bytes) in canonical order, as a new buffer. */
+export function sortRecords(records: Uint8Array): Buffer {
+  checkLog(records);
+  const n = records.length / RECORD_BYTES;
+  const order = Array.from({ length: n }, (_, i) => i * RECORD_BYTES);
+  order.sort((x, y) => compareRecords(records, x, records, y));
+  const out = Buffer.allocUnsafe(records.length);
+  order.forEach((from, i) => out.set(records.subarray(from, from + RECORD_BYTES), i * RECORD_BYTES));
+  return out;
+}
+
+/** A log of the entries `[key, txNum]` (any order), canonical. */
+export function recordsOf(entries: readonly (readonly [key: Uint8Array, txNum: number])[]): Buffer {
+  const out = Buffer.allocUnsafe(entries.length * RECORD_BYTES);
+  entries.forEach(([key, n], i) => writeRecord(out, i * RECORD_BYTES, key, n));
+  return sortRecords(out);
+}
+
+/**
+ * `log` with a block's records in front: `block` (any order) sorted canonically, then `log`
+ * unchanged. Every tx_num of the block must be above the log's newest (the block is the chain's
+ * next); otherwise the records belong in a merge.
+ */
+export function prependBlock(log: Uint8Array, block: Uint8Array): Buffer {
+  checkLog(log);
+  const sorted = sortRecords(block);
+  if (sorted.length > 0 && log.length > 0 && recordTxNum(sorted, sorted.length - RECORD_BYTES) <= recordTxNum(log, 0))
+    throw new RangeError(
+      `a block's records must be newer than the log's (tx_num ${recordTxNum(sorted, sorted.length - RECORD_BYTES)} ≤ ${recordTxNum(log, 0)})`,
+    );
+  return Buffer.concat([sorted, log]);
+}
+
+/** Two logs' records as one canonical log (undo's move back). */
+export function mergeLogs(a: Uint8Array, b: Uint8Array): Buffer {
+  checkLog(a);
+  checkLog(b);
+  return sortRecords(Buffer.concat([a, b]));
+}
+
+/** The bucket of `key` at `bits` extension bits. */
+function bucketAt(key: Uint8Array, base: number, bits: number): number {
+  const w0 = ((key[0]! << 24) | (key[1]! << 16) | (key[2]! << 8) | key[3]!) >>> 0;
+  let b = base === 0 ? 0 : w0 >>> (32 - base);
+  for (let j = 0; j < bits; j++) if ((key[4 + (j >>> 3)]! >>> (7 - (j & 7))) & 1) b += 2 ** (base + j);
+  return b;
+}
+
+/** The bucket id of `key` (16 bytes) under `params`. */
+export function bucketOf(key: Uint8Array, params: BucketParams): number {
+  checkKey(key);
+  checkParams(params);
+  const b = bucketAt(key, params.base, params.ext);
+  return b < params.split ? bucketAt(key, params.base, params.ext + 1) : b;
+}
+
+/**
+ * A bucket's log split by the bit `ext` adds (bit `ext` of the key's bytes 4..7 from its top,
+ * held by every record): `stay` the records where it is 0, `move` the others (to the bucket
+ * `b + 2^(base + ext)`), both in the log's order.
+ */
+export function splitLog(log: Uint8Array, ext: number): { stay: Buffer; move: Buffer } {
+  checkLog(log);
+  if (!Number.isInteger(ext) || ext < 0 || ext >= 32) throw new RangeError(`the split bit must be an integer in [0, 32), got ${ext}`);
+  const stay: Uint8Array[] = [];
+  const move: Uint8Array[] = [];
+  for (let at = 0; at < log.length; at += RECORD_BYTES)
+    ((log[at + (ext >>> 3)]! >>> (7 - (ext & 7))) & 1 ? move : stay).push(log.subarray(at, at + RECORD_BYTES));
+  return { stay: Buffer.concat(stay), move: Buffer.concat(move) };
+}
+
+function isKeyAt(log: Uint8Array, at: number, key: Uint8Array): boolean {
+  for (let j = 0; j < KEY_BYTES; j++) if (log[at + j] !== key[4 + j]) return false;
+  return true;
+}
+
+/**
+ * The tx_nums of `key`'s records (16 bytes; its bytes 4..11 match) below `bound`, newest first
+ * (the log's order), at most `limit`: a page of the address's history.
+ */
+export function keyTxNums(log: Uint8Array, key: Uint8Array, bound = Number.POSITIVE_INFINITY, limit = Number.POSITIVE_INFINITY): number[] {
+  checkLog(log);
+  checkKey(key);
+  const out: number[] = [];
+  for (let at = 0; at < log.length && out.length < limit; at += RECORD_BYTES) {
+    if (!isKeyAt(log, at, key)) continue;
+    const n = recordTxNum(log, at);
+    if (n < bound) out.push(n);
+  }
+  return out;
+}
+
+/** The number of `key`'s records in `log`. */
+export function keyCount(log: Uint8Array, key: Uint8Array): number {
+  checkLog(log);
+  checkKey(key);
+  let n = 0;
+  for (let at = 0; at < log.length; at += RECORD_BYTES) if (isKeyAt(log, at, key)) n++;
+  return n;
+}
+
+/** Whether `log` holds a record of `key`. */
+export function keyHas(log: Uint8Array, key: Uint8Array): boolean {
+  return keyTxNums(log, key, Number.POSITIVE_INFINITY, 1).length > 0;
+}
+
+/**
+ * `key`'s tx_nums in `log` as history entries (8 bytes big-endian each, ascending: the chunks'
+ * format, src/db/history-entries.ts), so that `newestEntries` merges them as one more chunk.
+ */
+export function keyEntries(log: Uint8Array, key: Uint8Array): Buffer {
+  const nums = keyTxNums(log, key);
+  const out = Buffer.allocUnsafe(nums.length * ENTRY_BYTES);
+  nums.forEach((n, i) => writeEntry(out, (nums.length - 1 - i) * ENTRY_BYTES, n));
+  return out;
+}
+
+/** Whether `log` holds a record of `key` with its tx_num in `[lo, hi)` (the blocks `lo..hi` touched the key). */
+export function keyTouched(log: Uint8Array, key: Uint8Array, lo: number, hi: number): boolean {
+  return keyTxNums(log, key, hi).some((n) => n >= lo);
+}
+
+/** The records per key in `log`, by the hex of their 8 key bytes (the crossing check: which key passed `busy`). */
+export function keyCounts(log: Uint8Array): Map<string, number> {
+  checkLog(log);
+  const out = new Map<string, number>();
+  for (let at = 0; at < log.length; at += RECORD_BYTES) {
+    const k = Buffer.from(log.buffer, log.byteOffset + at, KEY_BYTES).toString('hex');
+    out.set(k, (out.get(k) ?? 0) + 1);
+  }
+  return out;
+}
+
+/** `log` without `key`'s records, in order (a key that crossed into the busy chunks). */
+export function withoutKey(log: Uint8Array, key: Uint8Array): Buffer {
+  checkLog(log);
+  checkKey(key);
+  const kept: Uint8Array[] = [];
+  for (let at = 0; at < log.length; at += RECORD_BYTES) if (!isKeyAt(log, at, key)) kept.push(log.subarray(at, at + RECORD_BYTES));
+  return Buffer.concat(kept);
+}
+
+/**
+ * Undo's front cut: the bytes of the log's leading records whose tx_num is at or above `first`
+ * (the undone blocks' first tx_num). The log after the undo is `log.subarray(frontCut(log, first))`.
+ */
+export function frontCut(log: Uint8Array, first: number): number {
+  checkLog(log);
+  let at = 0;
+  while (at < log.length && recordTxNum(log, at) >= first) at += RECORD_BYTES;
+  return at;
+}
+
+/**
+ * The bytes that a record's tx field (5 bytes) compares below exactly when its tx_num is below
+ * `n`, for any integer `n` (what `bw_hist_tx(n)` gives in SQL): empty for `n` ≤ 0, six 0xff
+ * bytes above every record, else the field of (height, min(position, 2^16)).
+ */
+export function txBound(n: bigint): Buffer {
+  if (n <= 0n) return Buffer.alloc(0);
+  const height = n >> 20n;
+  const pos = n & BigInt(TX_NUM_SPAN - 1);
+  const v = (height << 16n) + (pos < 65536n ? pos : 65536n);
+  if (v >= 1n << 40n) return Buffer.alloc(6, 0xff);
+  const out = Buffer.allocUnsafe(8);
+  out.writeBigUInt64BE(v);
+  return out.subarray(3);
+}
+
+/**
+ * The `base` a bulk finish into an empty table chooses for `records` records (of the addresses
+ * not busy): round(log2(records / 47)), so that a bucket holds ~47 records (~600 bytes), at least
+ * 8 and at most 31.
+ */
+export function buildBase(records: number): number {
+  if (!Number.isSafeInteger(records) || records < 0) throw new RangeError(`records must be a non-negative integer, got ${records}`);
+  if (records <= BUILD_RECORDS_PER_BUCKET) return MIN_BUILD_BASE;
+  return Math.min(MAX_BITS, Math.max(MIN_BUILD_BASE, Math.round(Math.log2(records / BUILD_RECORDS_PER_BUCKET))));
+}
+
+// ---- SQL ----
+
+const REV8 = Buffer.from(
+  Array.from({ length: 256 }, (_, i) => Number.parseInt(i.toString(2).padStart(8, '0').split('').reverse().join(''), 2)),
+);
+
+/** SQL: the bucket at `bits` extension bits of the key bytes `k` (16), from bytes 0..3 and the bit-reversed bytes 4..7 (a 256-byte table). */
+const BUCKET_AT = `(((get_byte(k, 0)::int8 << 24) | (get_byte(k, 1) << 16) | (get_byte(k, 2) << 8) | get_byte(k, 3)) >> (32 - base))
+      + (((get_byte('\\x${REV8.toString('hex')}'::bytea, get_byte(k, 4))::int8
+         | (get_byte('\\x${REV8.toString('hex')}'::bytea, get_byte(k, 5))::int8 << 8)
+         | (get_byte('\\x${REV8.toString('hex')}'::bytea, get_byte(k, 6))::int8 << 16)
+         | (get_byte('\\x${REV8.toString('hex')}'::bytea, get_byte(k, 7))::int8 << 24))
+         & ((1::int8 << bits) - 1)) << base)`;
+
+/**
+ * The SQL functions of the format, in creation order (CREATE OR REPLACE: a migration runs them
+ * as they are):
+ * - `bw_hist_bucket_at(k bytea, base, bits)`: the bucket of the key bytes `k` at `bits` extension bits;
+ * - `bw_hist_bucket(key uuid, base, ext, split)`: `bucketOf`;
+ * - `bw_hist_tx(n int8)`: `txBound`, the bytes a record's tx field compares below when its tx_num is below `n`;
+ * - `bw_hist_cut(log, lo bytea)`: `frontCut` with `lo = bw_hist_tx(first)` (PL/pgSQL: it stops at the first older record).
+ */
+export const HISTORY_BUCKET_FUNCTIONS: readonly string[] = [
+  `CREATE OR REPLACE FUNCTION bw_hist_bucket_at(k bytea, base int4, bits int4) RETURNS int4
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT (${BUCKET_AT})::int4 $$`,
+  `CREATE OR REPLACE FUNCTION bw_hist_bucket(key uuid, base int4, ext int4, split int4) RETURNS int4
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT CASE WHEN bw_hist_bucket_at(uuid_send(key), base, ext) < split
+                      THEN bw_hist_bucket_at(uuid_send(key), base, ext + 1)
+                      ELSE bw_hist_bucket_at(uuid_send(key), base, ext) END $$`,
+  `CREATE OR REPLACE FUNCTION bw_hist_tx(n int8) RETURNS bytea
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT CASE WHEN n <= 0 THEN '\\x'::bytea
+                      WHEN ((n >> 20) << 16) + least(n & 1048575, 65536) >= 1099511627776 THEN '\\xffffffffffff'::bytea
+                      ELSE substring(int8send(((n >> 20) << 16) + least(n & 1048575, 65536)) FROM 4 FOR 5) END $$`,
+  `CREATE OR REPLACE FUNCTION bw_hist_cut(log bytea, lo bytea) RETURNS int4
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+    DECLARE
+      at int4 := 0;
+      n int4 := length(log);
+    BEGIN
+      WHILE at < n AND substring(log FROM at + ${TX_AT + 1} FOR ${TX_BYTES}) >= lo LOOP
+        at := at + ${RECORD_BYTES};
+      END LOOP;
+      RETURN at;
+    END $$`,
+];
+
+type SqlArg = string | RawBuilder<unknown>;
+const arg = (a: SqlArg): RawBuilder<unknown> => (typeof a === 'string' ? sql.raw(a) : a);
+
+/** SQL: the 8 key bytes (bytea) a record holds of the uuid `key`. */
+export function sqlHistKey8(key: SqlArg): RawBuilder<Buffer> {
+  return sql<Buffer>`substring(uuid_send(${arg(key)}) FROM 5 FOR ${sql.lit(KEY_BYTES)})`;
+}
+
+/** SQL: the record indexes (0-based, `g.i`) of `log` whose key bytes are `k8`, in log order. */
+function recordScan(log: SqlArg, k8: SqlArg): RawBuilder<unknown> {
+  return sql`generate_series(0, length(${arg(log)}) / ${sql.lit(RECORD_BYTES)} - 1) AS g(i)
+    WHERE substring(${arg(log)} FROM ${sql.lit(RECORD_BYTES)} * g.i + 1 FOR ${sql.lit(KEY_BYTES)}) = ${arg(k8)}`;
+}
+
+/**
+ * SQL: a subquery of the tx_nums (int8 column `tx_num`) of `k8`'s records in `log` below the
+ * tx_num `bound` (int8), newest first, at most `limit`: `keyTxNums`, for a `LATERAL`. The order is
+ * the function scan's (the series' order, kept by the filter): no sort node.
+ */
+export function sqlHistTxNums(log: SqlArg, k8: SqlArg, bound: SqlArg, limit: SqlArg): RawBuilder<{ tx_num: bigint }> {
+  const l = arg(log);
+  const at = (j: number) => sql`get_byte(${l}, ${sql.lit(RECORD_BYTES)} * g.i + ${sql.lit(j)})`;
+  return sql<{ tx_num: bigint }>`SELECT (${at(8)}::int8 << 36) | (${at(9)}::int8 << 28) | (${at(10)}::int8 << 20)
+         | (${at(11)} << 8) | ${at(12)} AS tx_num
+    FROM ${recordScan(log, k8)}
+     AND substring(${l} FROM ${sql.lit(RECORD_BYTES)} * g.i + ${sql.lit(TX_AT + 1)} FOR ${sql.lit(TX_BYTES)}) < bw_hist_tx(${arg(bound)})
+    LIMIT ${arg(limit)}`;
+}
+
+/** SQL: the number (int4) of `k8`'s records in `log` (`keyCount`). */
+export function sqlHistCount(log: SqlArg, k8: SqlArg): RawBuilder<number> {
+  return sql<number>`(SELECT count(*)::int4 FROM ${recordScan(log, k8)})`;
+}
+
+/**
+ * SQL: whether `log` holds a record of `k8` (`keyHas`): `position`, trusted when the match starts
+ * a record; a match at another offset (8 bytes across two records) falls back to the scan.
+ */
+export function sqlHistHas(log: SqlArg, k8: SqlArg): RawBuilder<boolean> {
+  return sql<boolean>`(SELECT CASE WHEN p.p = 0 THEN false
+                 WHEN (p.p - 1) % ${sql.lit(RECORD_BYTES)} = 0 THEN true
+                 ELSE EXISTS (SELECT 1 FROM ${recordScan(log, k8)}) END
+     FROM (SELECT position(${arg(k8)} IN ${arg(log)}) AS p) AS p)`;
+}
+
+/** SQL: whether `log` holds a record of `k8` with its tx_num in `[lo, hi)` (int8 tx_nums; `keyTouched`). */
+export function sqlHistTouched(log: SqlArg, k8: SqlArg, lo: SqlArg, hi: SqlArg): RawBuilder<boolean> {
+  const tx = sql`substring(${arg(log)} FROM ${sql.lit(RECORD_BYTES)} * g.i + ${sql.lit(TX_AT + 1)} FOR ${sql.lit(TX_BYTES)})`;
+  return sql<boolean>`EXISTS (SELECT 1 FROM ${recordScan(log, k8)} AND ${tx} >= bw_hist_tx(${arg(lo)}) AND ${tx} < bw_hist_tx(${arg(hi)}))`;
+}
+
+/** SQL: `log` without its records at or above the tx_num `first` (int8): undo's front cut. */
+export function sqlHistCut(log: SqlArg, first: SqlArg): RawBuilder<Buffer> {
+  return sql<Buffer>`substring(${arg(log)} FROM bw_hist_cut(${arg(log)}, bw_hist_tx(${arg(first)})) + 1)`;
+}
