@@ -24,6 +24,7 @@ import type { Database } from '../../src/db/schema.js';
 import { decodeOutTags } from '../../src/db/packed.js';
 import { tagIsScript, tagPaysKey, tagPrefix } from '../../src/db/out-tags.js';
 import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
+import { sqlHistoryCount } from '../../src/db/history-reads.js';
 import {
   readHistoriesIn,
   readScriptTotals,
@@ -76,7 +77,7 @@ async function addressParts(trx: Trx, keys: readonly string[]): Promise<Parts[]>
     SELECT q.i::int4 AS i,
            coalesce((SELECT b.utxo_count FROM balances b WHERE b.addr_key = q.k), 0)::text AS unspent_count,
            coalesce((SELECT b.balance FROM balances b WHERE b.addr_key = q.k), 0)::text AS unspent_sum,
-           (SELECT coalesce(sum(1 + length(h.rest) / 8), 0) FROM history h WHERE h.addr_key = q.k)::text AS chain_txs,
+           ${sqlHistoryCount(sql.ref('q.k'))}::text AS chain_txs,
            mf.n::text AS m_funded_count, mf.v::text AS m_funded_sum, ms.n::text AS m_spent_count, ms.v::text AS m_spent_sum,
            (SELECT count(*) FROM mempool_addresses ma WHERE ma.addr_key = q.k)::text AS m_txs
       FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)

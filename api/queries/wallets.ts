@@ -12,6 +12,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { decodeIns, decodeOutTag, decodeOutTags } from '../../src/db/packed.js';
 import { tagPaysKey, tagPrefix, type OutTag } from '../../src/db/out-tags.js';
 import { historyChunkEntries, newestEntries } from '../../src/db/history-entries.js';
+import { sqlHasHistory } from '../../src/db/history-reads.js';
 import type { Database } from '../../src/db/schema.js';
 import { insertAddresses, settleChains } from '../../src/db/wallet-chains.js';
 import { walletDerivePool, type DeriveOptions } from '../../src/db/wallet-derive-pool.js';
@@ -82,7 +83,7 @@ export async function createWallet(db: Kysely<Database>, w: NewWallet, max = Inf
       UPDATE wallet_chains c SET used_max = u.idx
         FROM (SELECT wa.chain, max(wa.idx) AS idx FROM wallet_addresses wa
                WHERE wa.wallet_id = ${w.id}
-                 AND (EXISTS (SELECT 1 FROM history h WHERE h.addr_key = wa.addr_key)
+                 AND (${sqlHasHistory(sql.ref('wa.addr_key'))}
                       OR EXISTS (SELECT 1 FROM mempool_addresses m WHERE m.addr_key = wa.addr_key))
                GROUP BY wa.chain) u
        WHERE c.wallet_id = ${w.id} AND c.chain = u.chain`.execute(trx);
@@ -191,7 +192,7 @@ export async function listWalletAddresses(
   const r = await sql<WalletAddressRow>`
     SELECT * FROM (
       SELECT wa.address, wa.path, wa.chain, wa.idx, wa.reserved_at IS NOT NULL AS reserved,
-             (EXISTS (SELECT 1 FROM history h WHERE h.addr_key = wa.addr_key)
+             (${sqlHasHistory(sql.ref('wa.addr_key'))}
               OR EXISTS (SELECT 1 FROM mempool_addresses m WHERE m.addr_key = wa.addr_key)) AS used
         FROM wallet_addresses wa JOIN wallet_chains c ON c.wallet_id = wa.wallet_id AND c.chain = wa.chain
        WHERE wa.wallet_id = ${walletId}
@@ -226,7 +227,7 @@ export async function nextAddress(
       const r = await sql<{ address: string; path: string; idx: number }>`
         SELECT wa.address, wa.path, wa.idx FROM wallet_addresses wa
          WHERE wa.wallet_id = ${walletId} AND wa.chain = ${chain.chain} AND wa.reserved_at IS NULL
-           AND NOT EXISTS (SELECT 1 FROM history h WHERE h.addr_key = wa.addr_key)
+           AND NOT ${sqlHasHistory(sql.ref('wa.addr_key'))}
            AND NOT EXISTS (SELECT 1 FROM mempool_addresses m WHERE m.addr_key = wa.addr_key)
          ORDER BY wa.idx LIMIT 1`.execute(trx);
       const a = r.rows[0];

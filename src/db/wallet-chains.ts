@@ -12,6 +12,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
+import { sqlHasHistory } from './history-reads.js';
 import type { DerivedAddress } from './wallet-derive.js';
 import { INDEXER_OWNER, walletDerivePool, type DeriveOptions } from './wallet-derive-pool.js';
 import { lockWallets } from './wallet-lock.js';
@@ -89,7 +90,7 @@ async function markUsed(trx: Db, addresses: readonly (DerivedAddress & ChainRef)
       FROM (SELECT q.wallet_id, q.chain, max(q.idx) AS idx
               FROM unnest(${addresses.map((a) => a.walletId)}::text[], ${addresses.map((a) => a.chain)}::int2[], ${addresses.map((a) => a.idx)}::int4[],
                           ${addresses.map((a) => a.addrKey)}::uuid[]) AS q(wallet_id, chain, idx, addr_key)
-             WHERE EXISTS (SELECT 1 FROM history h WHERE h.addr_key = q.addr_key)
+             WHERE ${sqlHasHistory(sql.ref('q.addr_key'))}
                 OR EXISTS (SELECT 1 FROM mempool_addresses m WHERE m.addr_key = q.addr_key)
              GROUP BY q.wallet_id, q.chain) u
      WHERE c.wallet_id = u.wallet_id AND c.chain = u.chain AND c.used_max < u.idx`.execute(trx);

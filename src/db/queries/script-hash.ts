@@ -18,6 +18,7 @@ import { addressKeyOfScriptSha, addressKey, keptUnder } from '../address-key.js'
 import { decodeIns, decodeOutTag, decodeOutTags } from '../packed.js';
 import { tagIsScript, tagKeptUnder, tagPrefix, type OutTag } from '../out-tags.js';
 import { decodeEntries, historyChunkEntries } from '../history-entries.js';
+import { sqlHistoryCount } from '../history-reads.js';
 import { firstTxNum, txNumHeight } from '../tx-num.js';
 
 /**
@@ -96,7 +97,7 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
   const keys = refs.map((r) => r.key);
   const counts = await sql<{ i: number; n: string; m: string }>`
     SELECT q.i::int4 AS i,
-           (SELECT coalesce(sum(1 + length(h.rest) / 8), 0) FROM history h WHERE h.addr_key = q.k)::int8 AS n,
+           ${sqlHistoryCount(sql.ref('q.k'))}::int8 AS n,
            (SELECT count(*) FROM mempool_addresses m WHERE m.addr_key = q.k)::int8 AS m
       FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)`.execute(trx);
   const out = new Array<ScriptHistory>(refs.length);
