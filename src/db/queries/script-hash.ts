@@ -18,7 +18,7 @@ import { addressKeyOfScriptSha, addressKey, keptUnder } from '../address-key.js'
 import { decodeIns, decodeOutTag, decodeOutTags } from '../packed.js';
 import { tagIsScript, tagKeptUnder, tagPrefix, type OutTag } from '../out-tags.js';
 import { decodeEntries, historyChunkEntries } from '../history-entries.js';
-import { sqlHistoryCount } from '../history-reads.js';
+import { sqlHistoryCount, sqlHistoryTouched } from '../history-reads.js';
 import { firstTxNum, txNumHeight } from '../tx-num.js';
 
 /**
@@ -376,7 +376,6 @@ export async function keysTouchedByBlocks(
   const r = await sql<{ k: string }>`
     SELECT DISTINCT q.k FROM unnest(${keys}::uuid[]) AS q(k)
       LEFT JOIN script_aliases a ON a.script_key = q.k
-      JOIN history h ON h.addr_key = coalesce(a.addr_key, q.k)
-     WHERE h.first_tx_num >= ${lo} AND h.first_tx_num < ${hi}`.execute(db);
+     WHERE ${sqlHistoryTouched(sql`coalesce(a.addr_key, q.k)`, sql`${lo}::int8`, sql`${hi}::int8`)}`.execute(db);
   return new Set(r.rows.map((x) => x.k));
 }

@@ -2,13 +2,17 @@
  * The history readers' seam (src/db/history-reads.ts) on today's `history` chunk rows: presence
  * and the entry count of keys with no history, one one-entry chunk, one full chunk, and several
  * chunks of unequal sizes, checked against the entries the chunks were written from, in one
- * statement over every key (as the readers ask them: a correlated subquery per key).
+ * statement over every key (as the readers ask them: a correlated subquery per key); and which
+ * keys the blocks of a height range touched (a chunk starting in the range), directly and through
+ * the Electrum tracker's `keysTouchedByBlocks`.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CHUNK_ENTRIES, encodeHistoryChunk } from '../../../src/db/history-entries.js';
-import { sqlHasHistory, sqlHistoryCount } from '../../../src/db/history-reads.js';
+import { sqlHasHistory, sqlHistoryCount, sqlHistoryTouched } from '../../../src/db/history-reads.js';
+import { keysTouchedByBlocks } from '../../../src/db/queries/script-hash.js';
+import { firstTxNum } from '../../../src/db/tx-num.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 let t: TestDatabase;
@@ -57,4 +61,36 @@ it('takes the key as a bind parameter too', async () => {
     }>`SELECT ${sqlHasHistory(sql`${k}::uuid`)} AS has, ${sqlHistoryCount(sql`${k}::uuid`)}::text AS n`.execute(t.db);
   expect((await asked(key)).rows[0]).toEqual({ has: true, n: '7' });
   expect((await asked(randomUUID())).rows[0]).toEqual({ has: false, n: '0' });
+});
+
+it("finds the keys whose chunks the blocks of a height range wrote, at the range's edges", async () => {
+  const at = (height: number, pos = 0) => firstTxNum(height) + BigInt(pos);
+  // One chunk per (address, block), as the per-block path writes them.
+  const keys = {
+    before: { key: randomUUID(), chunks: [[at(9, 5)]] },
+    first: { key: randomUUID(), chunks: [[at(5, 1)], [at(10, 0), at(10, 7)]] },
+    last: { key: randomUUID(), chunks: [[at(12, 65_535)]] },
+    after: { key: randomUUID(), chunks: [[at(13, 0)]] },
+    none: { key: randomUUID(), chunks: [] as bigint[][] },
+  };
+  const rows = Object.values(keys).flatMap(({ key, chunks }) => chunks.map((c) => ({ addr_key: key, ...encodeHistoryChunk(c) })));
+  await t.db.insertInto('history').values(rows).execute();
+  const touched = async (from: number, to: number) => {
+    const r = await sql<{ k: string }>`
+      SELECT q.k::text AS k FROM unnest(${Object.values(keys).map((k) => k.key)}::uuid[]) AS q(k)
+       WHERE ${sqlHistoryTouched(sql.ref('q.k'), sql`${firstTxNum(from)}::int8`, sql`${firstTxNum(to + 1)}::int8`)}`.execute(t.db);
+    return new Set(r.rows.map((x) => x.k));
+  };
+  const expected = new Set([keys.first.key, keys.last.key]);
+  expect(await touched(10, 12)).toEqual(expected);
+  expect(
+    await keysTouchedByBlocks(
+      t.db,
+      Object.values(keys).map((k) => k.key),
+      10,
+      12,
+    ),
+  ).toEqual(expected);
+  expect(await touched(13, 13)).toEqual(new Set([keys.after.key]));
+  expect(await keysTouchedByBlocks(t.db, [keys.none.key, keys.before.key], 10, 13)).toEqual(new Set());
 });
