@@ -209,8 +209,7 @@ const SLICE = 250;
  * event loop after each: node-postgres sends a connection's next queued statement only once it
  * has read the last one's answer, so a statement PostgreSQL finishes while the writer computes
  * is answered, and the next sent, within one slice's time (a few ms) instead of the whole
- * computation's (the server waited 80–120 ms per 4,000-transaction block: bench/live-ab.ts
- * --timeline).
+ * computation's (`bench/live-ab.ts --timeline` measures how long the server waits for the writer).
  */
 async function inSlices(start: number, end: number, step: (from: number, end: number) => void): Promise<void> {
   for (let at = start; at < end;) {
