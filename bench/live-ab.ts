@@ -13,7 +13,7 @@
  * INDEXER_TXID_CACHE_TXS's; 0: none).
  * With `--timeline`, each apply's line also gives how long PostgreSQL waited for the writer and how
  * long each side waited for a core (bench/pg-wait.ts).
- * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--timeline]`
+ * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline]`
  * @module
  */
 import { closeSync, existsSync, mkdirSync } from 'node:fs';
@@ -67,6 +67,7 @@ async function main(): Promise<void> {
       keep: { type: 'string' },
       'txid-cache': { type: 'string' },
       timeline: { type: 'boolean' },
+      'baseline-txids': { type: 'boolean' },
     },
   });
   const size = runSize({ blocks: values.blocks ?? '300', 'live-blocks': '40', 'catchup-blocks': '0' });
@@ -109,11 +110,12 @@ async function main(): Promise<void> {
       await pgs.query('bw_ab', 'SELECT pg_stat_statements_reset()');
     }
     // The current writer's recent transactions, as a following indexer that applied the blocks
-    // below the tip holds them (INDEXER_TXID_CACHE_TXS; the baseline has none).
+    // below the tip holds them (INDEXER_TXID_CACHE_TXS; the baseline has none unless
+    // `--baseline-txids`, for a baseline whose writer takes them).
     const txids = new TxidCache(Number(values['txid-cache'] ?? loadConfig({}).indexerTxidCacheTxs));
     fillTxidCache(txids, dir, manifest, (await tipOf()).height);
     say(`txid cache: ${txids.size} recent transactions`);
-    const ctxOf = (w: Writer) => (w === current ? { txids } : {});
+    const ctxOf = (w: Writer) => (w === current || values['baseline-txids'] ? { txids } : {});
     const rounds = Number(values.rounds ?? 2);
     const live = Number(values['live-blocks'] ?? 4);
     const applied: { height: number; raw: Buffer }[] = [];

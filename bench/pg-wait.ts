@@ -26,8 +26,11 @@ interface SocketState {
   /** The server's time on statements since the reset (last write to 'Z' or 'G'), ms. */
   busy: number;
   writes: number;
-  /** Per statement since the reset: its wait and a label (its number, the wait before it, its first bytes). */
-  statements: { ms: number; label: string }[];
+  /**
+   * Per statement since the reset: its wait, the server's time on it (until this process read the
+   * answer: a busy event loop adds to it), and a label (its number, the wait before it, its first bytes).
+   */
+  statements: { ms: number; busy: number; label: string }[];
   /** Bytes of a message that continues in the next read, and a header split across reads. */
   skip: number;
   carry: Buffer;
@@ -73,7 +76,7 @@ export class ServerWaits {
             .replace(/[^ -~]/g, '.')
             .replace(/\s+/g, ' ')
         : '';
-      s.statements.push({ ms: before, label: `#${s.statements.length} (${round(before, 1)} ms before it) ${head.trim()}` });
+      s.statements.push({ ms: before, busy: 0, label: `#${s.statements.length} (${round(before, 1)} ms before it) ${head.trim()}` });
     }
     s.lastWrite = now;
     s.writes++;
@@ -104,7 +107,8 @@ export class ServerWaits {
     statement.ms += s.lastWrite - s.first;
     s.ms += statement.ms;
     s.ready = performance.now();
-    s.busy += s.ready - s.lastWrite;
+    statement.busy = s.ready - s.lastWrite;
+    s.busy += statement.busy;
     s.first = null;
   }
 
@@ -120,20 +124,21 @@ export class ServerWaits {
   }
 
   /** The busiest socket's wait since the reset (the writer's connection), with its longest waits. */
-  waited(): { ms: number; busy: number; longest: string[] } {
+  waited(): { ms: number; busy: number; longest: string[]; busiest: string[] } {
     let best: SocketState | null = null;
     for (const s of this.sockets.values()) if (!best || s.writes > best.writes) best = s;
-    const longest = [...(best?.statements ?? [])]
-      .sort((a, b) => b.ms - a.ms)
-      .slice(0, 3)
-      .map((x) => `${round(x.ms, 1)} ms at ${x.label}`);
-    return { ms: best?.ms ?? 0, busy: best?.busy ?? 0, longest };
+    const top = (by: (x: SocketState['statements'][number]) => number, n: number) =>
+      [...(best?.statements ?? [])]
+        .sort((a, b) => by(b) - by(a))
+        .slice(0, n)
+        .map((x) => `${round(by(x), 1)} ms at ${x.label}`);
+    return { ms: best?.ms ?? 0, busy: best?.busy ?? 0, longest: top((x) => x.ms, 3), busiest: top((x) => x.busy, 8) };
   }
 
   /** One line: the server's wait for the writer, and each side's run-queue wait between two `runQueueMs` readings. */
   describe(before: RunQueue, after: RunQueue): string {
     const w = this.waited();
-    return `PostgreSQL ran the writer's statements for ${round(w.busy, 0)} ms and waited for the writer ${round(w.ms, 1)} ms (longest: ${w.longest.join('; ')}); waited for a core: PostgreSQL ${round(after.postgres - before.postgres, 0)} ms, writer ${round(after.self - before.self, 0)} ms`;
+    return `PostgreSQL ran the writer's statements for ${round(w.busy, 0)} ms and waited for the writer ${round(w.ms, 1)} ms (longest: ${w.longest.join('; ')}); its longest statements: ${w.busiest.join('; ')}; waited for a core: PostgreSQL ${round(after.postgres - before.postgres, 0)} ms, writer ${round(after.self - before.self, 0)} ms`;
   }
 }
 

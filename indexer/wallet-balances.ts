@@ -17,7 +17,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { LOCK_WALLETS_SQL, lockWallets } from '../src/db/wallet-lock.js';
-import { intArray, uuidArray } from '../src/db/pg-array.js';
+import { int8Array, uuidArray } from '../src/db/pg-array.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -35,23 +35,29 @@ export async function addWalletDeltas(trx: Db, part: WalletBalancePart, deltas: 
   const nonZero = deltas.filter((d) => d.sats !== 0n);
   await lockWallets(trx);
   if (nonZero.length === 0) return;
-  await walletDeltaStatement(part, uuidArray(nonZero.map((d) => d.key)), intArray(nonZero.map((d) => d.sats))).execute(trx);
+  await walletDeltaStatement(part, uuidArray(nonZero.map((d) => d.key)), int8Array(nonZero.map((d) => d.sats))).execute(trx);
 }
 
 /**
- * `addWalletDeltas` with the deltas as array literals (`uuidArray`, `intArray`: a key may repeat,
+ * `addWalletDeltas` with the deltas as array parameters (`uuidArray`, `int8Array`: a key may repeat,
  * a zero delta adds nothing), for the block writer, which sends the same arrays to `balances`.
+ * Without any wallet address (checked under the lock: a wallet created meanwhile waits for this
+ * transaction, then sums balances with its rows) the statement is not sent: PostgreSQL parses a
+ * statement's array parameters before any filter runs, ~7 ms for a 4,000-transaction block's
+ * ~16,000 keys and amounts.
  */
-export async function addWalletDeltaArrays(trx: Db, part: WalletBalancePart, keys: string, sats: string): Promise<void> {
+export async function addWalletDeltaArrays(trx: Db, part: WalletBalancePart, keys: Buffer, sats: Buffer): Promise<void> {
   await lockWallets(trx);
+  const any = await sql<{ any: boolean }>`SELECT EXISTS (SELECT FROM wallet_addresses) AS any`.execute(trx);
+  if (any.rows[0]?.any !== true) return;
   await walletDeltaStatement(part, keys, sats).execute(trx);
 }
 
 /**
- * The statement adding the deltas (`keys`: a `uuid[]` literal, `sats`: the matching `int8[]`
- * literal) to the `part` summaries (callers hold the wallet lock).
+ * The statement adding the deltas (`keys`: a `uuid[]` parameter, `sats`: the matching `int8[]`
+ * one, pg-array.ts) to the `part` summaries (callers hold the wallet lock).
  */
-export function walletDeltaStatement(part: WalletBalancePart, keys: string, sats: string) {
+export function walletDeltaStatement(part: WalletBalancePart, keys: Buffer, sats: Buffer) {
   const column = sql.ref(part);
   return sql`
     UPDATE wallets w SET ${column} = w.${column} + s.sats

@@ -202,7 +202,7 @@ async function applyInTransaction(
 const SPEND_PART = 2_000;
 
 /** Transactions hashed or derived between two turns of the event loop (`inSlices`). */
-const SLICE = 250;
+const SLICE = 64;
 
 /**
  * Runs `step` over positions `start` to `end` in slices of SLICE transactions, with a turn of the

@@ -8,7 +8,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { addWalletDeltaArrays } from '../wallet-balances.js';
-import { intArray, uuidArray } from '../../src/db/pg-array.js';
+import { int4Array, int8Array, uuidArray } from '../../src/db/pg-array.js';
 import { decodeEntries, encodeEntries, historyChunks, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
@@ -73,13 +73,13 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
   if (keys.length === 0) return;
   // Encoded here, once for both statements, while the statements before them run (pg-array.ts).
   const keyArray = uuidArray(keys);
-  const satsArray = intArray(sats);
+  const satsArray = int8Array(sats);
   // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away. (Split
   // into a DELETE of the rows a negative count empties and an INSERT … ON CONFLICT DO UPDATE of
   // the rest, the rows a delta moves without emptying are looked up twice: slower, measured.)
   await sql`
     MERGE INTO balances AS b
-    USING (SELECT * FROM unnest(${keyArray}::uuid[], ${satsArray}::int8[], ${intArray(counts)}::int4[]) AS d(addr_key, sats, n) ORDER BY addr_key) AS d
+    USING (SELECT * FROM unnest(${keyArray}::uuid[], ${satsArray}::int8[], ${int4Array(counts)}::int4[]) AS d(addr_key, sats, n) ORDER BY addr_key) AS d
     ON b.addr_key = d.addr_key
     WHEN MATCHED AND b.balance + d.sats = 0 AND b.utxo_count + d.n = 0 THEN DELETE
     WHEN MATCHED THEN UPDATE SET balance = b.balance + d.sats, utxo_count = b.utxo_count + d.n
@@ -243,23 +243,53 @@ export async function spendUtxos(
   txids?: TxidCache,
 ): Promise<OutpointMap<Prevout>> {
   const found = new OutpointMap<Prevout>();
-  const take = (rows: readonly SpentRow[]) => takeSpent(found, rows);
-  const keyed: { txid: Uint8Array; vout: number; txNum: number }[] = [];
+  const keyed: KeyedOutpoint[] = [];
   const looked: { txid: Uint8Array; vout: number }[] = [];
   for (const o of outpoints) {
     const n = txids?.get(o.txid);
     if (n === undefined) looked.push(o);
     else keyed.push({ txid: o.txid, vout: o.vout, txNum: n });
   }
-  // Both statements go out at once; the transaction runs them in turn.
-  const direct = keyed.length > 0 ? spendByKey(trx, keyed) : Promise.resolve([]);
-  direct.catch(() => {});
-  const lookedUp = spendByTxid(trx, looked);
-  take(await direct);
-  take(await lookedUp);
+  for (let i = 0; i < keyed.length || i < looked.length; i += SPEND_STATEMENT_MAX) {
+    const k = keyed.slice(i, i + SPEND_STATEMENT_MAX);
+    const l = looked.slice(i, i + SPEND_STATEMENT_MAX);
+    takeSpent(found, spentRows([...k, ...l], (await spendStatement(k, l).execute(trx)).rows));
+  }
   const wrong = keyed.filter((o) => !found.has(o.txid, o.vout));
-  if (wrong.length > 0) take(await spendByTxid(trx, wrong));
+  for (let i = 0; i < wrong.length; i += SPEND_STATEMENT_MAX) {
+    const l = wrong.slice(i, i + SPEND_STATEMENT_MAX);
+    takeSpent(found, spentRows(l, (await spendStatement([], l).execute(trx)).rows));
+  }
   return found;
+}
+
+/** Outpoints per spend statement, at most, of either kind. */
+const SPEND_STATEMENT_MAX = 20_000;
+
+type KeyedOutpoint = { txid: Uint8Array; vout: number; txNum: number };
+
+/**
+ * The one statement deleting spent outputs (`spendUtxos`): the `keyed` outpoints by their
+ * (tx_num, vout) where the row's txid is theirs, the `looked` ones through `txs_txid_key` first
+ * (each txid's key computed here, not in PostgreSQL for each of a block's ~8,000 outpoints),
+ * all deleted in `utxos_pkey` order. Each returned row is the outpoint at position `i` (from 1)
+ * of `keyed` followed by `looked`. One statement rather than one per kind: node-postgres sends a
+ * connection's next statement only once the writer's event loop has read the last one's answer,
+ * and the writer derives while the spends run.
+ */
+export function spendStatement(keyed: readonly KeyedOutpoint[], looked: readonly { txid: Uint8Array; vout: number }[]) {
+  return sql<SpentAt>`
+    DELETE FROM utxos u USING (
+      SELECT * FROM (
+        SELECT k.tx_num, k.vout, k.txid, k.i
+          FROM unnest(${int8s(keyed.map((o) => o.txNum))}::int8[], ${keyed.map((o) => o.vout)}::int4[], ${keyed.map((o) => toBuffer(o.txid))}::bytea[]) WITH ORDINALITY AS k(tx_num, vout, txid, i)
+        UNION ALL
+        SELECT t.tx_num, s.vout, NULL::bytea, s.i + ${keyed.length}
+          FROM (SELECT * FROM unnest(${looked.map((o) => txidKeyOf(o.txid))}::int8[], ${looked.map((o) => toBuffer(o.txid))}::bytea[], ${looked.map((o) => o.vout)}::int4[]) WITH ORDINALITY AS s(k, txid, vout, i) ORDER BY k) AS s
+          JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
+      ) s ORDER BY tx_num, vout) AS s
+    WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND (s.txid IS NULL OR u.txid = s.txid)
+    RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key`;
 }
 
 /** Adds spent outputs' rows to `found` as prevouts. */
@@ -275,7 +305,7 @@ export function takeSpent(found: OutpointMap<Prevout>, rows: readonly SpentRow[]
 }
 
 /**
- * A spent output's row as the spend statements return it: which of the statement's outpoints it
+ * A spent output's row as the spend statement returns it: which of the statement's outpoints it
  * is (`i`, from 1: `WITH ORDINALITY`) instead of its txid and vout, which the writer has. Each
  * column returned is parsed by node-postgres while the server waits for the next statement:
  * a 32-byte txid is 66 characters of hex to decode, for each of a block's ~8,000 rows.
@@ -288,36 +318,6 @@ function spentRows(outpoints: readonly { txid: Uint8Array; vout: number }[], row
     const o = outpoints[r.i - 1]!;
     return { txid: toBuffer(o.txid), vout: o.vout, tx_num: r.tx_num, value: r.value, script: r.script, addr_key: r.addr_key };
   });
-}
-
-/** Deletes outputs by their key, where the row's txid is the outpoint's. */
-async function spendByKey(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number; txNum: number }[]): Promise<SpentRow[]> {
-  const r = await sql<SpentAt>`
-    DELETE FROM utxos u USING (
-      SELECT * FROM unnest(${int8s(outpoints.map((o) => o.txNum))}::int8[], ${outpoints.map((o) => o.vout)}::int4[], ${outpoints.map((o) => toBuffer(o.txid))}::bytea[]) WITH ORDINALITY AS s(tx_num, vout, txid, i)
-       ORDER BY tx_num, vout) AS s
-    WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND u.txid = s.txid
-    RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
-  return spentRows(outpoints, r.rows);
-}
-
-/** Deletes outputs named by txid, each turned into its tx_nums through `txs_txid_key` first. */
-async function spendByTxid(trx: Trx, outpoints: readonly { txid: Uint8Array; vout: number }[]): Promise<SpentRow[]> {
-  const rows: SpentRow[] = [];
-  for (let i = 0; i < outpoints.length; i += 20_000) {
-    const part = outpoints.slice(i, i + 20_000);
-    // Each txid's key is computed here, not in PostgreSQL for each of the block's ~8,000 outpoints.
-    const r = await sql<SpentAt>`
-      DELETE FROM utxos u USING (
-        SELECT t.tx_num, s.vout, s.i
-          FROM (SELECT * FROM unnest(${part.map((o) => txidKeyOf(o.txid))}::int8[], ${part.map((o) => toBuffer(o.txid))}::bytea[], ${part.map((o) => o.vout)}::int4[]) WITH ORDINALITY AS s(k, txid, vout, i) ORDER BY k) AS s
-          JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
-         ORDER BY t.tx_num, s.vout) AS s
-      WHERE u.tx_num = s.tx_num AND u.vout = s.vout
-      RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key`.execute(trx);
-    rows.push(...spentRows(part, r.rows));
-  }
-  return rows;
 }
 
 /** Truncates or deletes the history chunks of `keys` holding entries at or above `fromTxNum`. */

@@ -1,19 +1,95 @@
 /**
- * PostgreSQL array literals built by joining, for the per-block writer's large array parameters
- * (a 4,000-transaction block's ~16,000 address keys and their amounts). node-postgres quotes and
- * escapes every element of an array parameter when it sends the statement (~1 µs each: 10–35 ms
- * for a block's three balance arrays, while the server waits for them); uuids and decimal
- * integers need neither, so `{a,b,c}` is the same array. test/integration/db/pg-array.test.ts
- * holds these to node-postgres's own encoding through a real server.
+ * Array parameters for the per-block writer's large arrays (a 4,000-transaction block's ~16,000
+ * address keys and their amounts), in PostgreSQL's binary array format: node-postgres sends a
+ * Buffer parameter as binary, which the server reads element by element without parsing text
+ * (`array_recv`: ~7 ms less per statement than the same keys and amounts as text, which
+ * `uuid_in` and `int8in` parse before any row is read), and node-postgres's own quoting of every
+ * element of an array value (~1 µs each) is skipped too. test/integration/db/pg-array.test.ts
+ * holds them to node-postgres's own encoding through a real server.
+ *
+ * The format (PostgreSQL's `array_send`): int32 dimensions (1), int32 flags (0: no nulls),
+ * int32 element type OID, per dimension int32 length and int32 lower bound (1), then each
+ * element as int32 byte length and its binary form (`uuid_send`: 16 bytes; `int8send`: 8 bytes
+ * big-endian; `int4send`: 4). An empty array is 0 dimensions, no bounds.
  * @module
  */
 
-/** `keys` (address keys in uuid text form) as a `uuid[]` literal. */
-export function uuidArray(keys: readonly string[]): string {
-  return `{${keys.join(',')}}`;
+const UUID_OID = 2950;
+const INT8_OID = 20;
+const INT4_OID = 23;
+
+/** A binary array of `n` elements of `width` bytes each, with its header written; elements start at `HEADER`. */
+function arrayOf(oid: number, n: number, width: number): Buffer {
+  const buf = Buffer.allocUnsafe(n === 0 ? 12 : HEADER + n * (4 + width));
+  buf.writeInt32BE(n === 0 ? 0 : 1, 0);
+  buf.writeInt32BE(0, 4);
+  buf.writeInt32BE(oid, 8);
+  if (n === 0) return buf;
+  buf.writeInt32BE(n, 12);
+  buf.writeInt32BE(1, 16);
+  return buf;
 }
 
-/** Integers (numbers, bigints or their decimal text) as an `int2[]`/`int4[]`/`int8[]` literal. */
-export function intArray(values: readonly (number | bigint | string)[]): string {
-  return `{${values.join(',')}}`;
+const HEADER = 20;
+
+/** Where each of a uuid's five hex groups starts in its text and how many bytes it holds. */
+const GROUPS: readonly (readonly [number, number])[] = [
+  [0, 4],
+  [9, 2],
+  [14, 2],
+  [19, 2],
+  [24, 6],
+];
+
+/**
+ * `keys` (address keys in canonical uuid text form, as the index writes them) as a `uuid[]`
+ * parameter.
+ * @throws RangeError for a key that is not a canonical uuid.
+ */
+export function uuidArray(keys: readonly string[]): Buffer {
+  const buf = arrayOf(UUID_OID, keys.length, 16);
+  let at = HEADER;
+  for (const key of keys) {
+    buf.writeInt32BE(16, at);
+    at += 4;
+    if (key.length !== 36 || key[8] !== '-' || key[13] !== '-' || key[18] !== '-' || key[23] !== '-')
+      throw new RangeError(`not a uuid: ${key}`);
+    for (const [from, bytes] of GROUPS) {
+      // (Buffer.write stops at the first character that is not hex: fewer bytes written)
+      if (buf.write(key.slice(from, from + bytes * 2), at, bytes, 'hex') !== bytes) throw new RangeError(`not a uuid: ${key}`);
+      at += bytes;
+    }
+  }
+  return buf;
+}
+
+/**
+ * Integers (numbers, bigints or their decimal text) as an `int8[]` parameter.
+ * @throws RangeError for a value outside int8 or a fraction; SyntaxError for text that is not an integer.
+ */
+export function int8Array(values: readonly (number | bigint | string)[]): Buffer {
+  const buf = arrayOf(INT8_OID, values.length, 8);
+  let at = HEADER;
+  for (const v of values) {
+    buf.writeInt32BE(8, at);
+    buf.writeBigInt64BE(BigInt(v), at + 4);
+    at += 12;
+  }
+  return buf;
+}
+
+/**
+ * Integers as an `int4[]` parameter.
+ * @throws RangeError for a value that is not an int4.
+ */
+export function int4Array(values: readonly number[]): Buffer {
+  const buf = arrayOf(INT4_OID, values.length, 4);
+  let at = HEADER;
+  for (const v of values) {
+    if (!Number.isInteger(v)) throw new RangeError(`not an integer: ${v}`);
+    buf.writeInt32BE(4, at);
+    buf.writeInt32BE(v, at + 4);
+    at += 8;
+  }
+  return buf;
 }

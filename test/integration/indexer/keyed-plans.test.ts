@@ -11,7 +11,8 @@ import { sql } from 'kysely';
 import { createHash } from 'node:crypto';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { preferIndexLookups } from '../../../indexer/planner-hints.js';
-import { txidIs, txidKeyOf } from '../../../src/db/txid-key.js';
+import { txidIs } from '../../../src/db/txid-key.js';
+import { spendStatement } from '../../../indexer/writer/chain-rows.js';
 
 const ROWS = 300_000;
 const KEYS = 8_000;
@@ -45,23 +46,18 @@ afterAll(async () => {
 });
 
 /** EXPLAIN (no execution) of the block statements' shapes, with or without preferIndexLookups first. */
-async function plans(keyed: boolean): Promise<{ spend: string; spendByKey: string; balances: string; coinbases: string }> {
+async function plans(keyed: boolean): Promise<{ spend: string; spendByKey: string; both: string; balances: string; coinbases: string }> {
   const picks = Array.from({ length: KEYS }, (_, k) => 1 + ((k * 37) % ROWS));
   return t.db.transaction().execute(async (trx) => {
     if (keyed) await preferIndexLookups(trx);
-    const spend = await sql<{ 'QUERY PLAN': string }>`
-      EXPLAIN DELETE FROM utxos u USING (
-        SELECT t.tx_num, s.vout
-          FROM (SELECT * FROM unnest(${picks.map((n) => txidKeyOf(txidOf(n)))}::int8[], ${picks.map(txidOf)}::bytea[], ${picks.map(() => 0)}::int4[]) AS s(k, txid, vout) ORDER BY k) AS s
-          JOIN txs t ON txid_key(t.txid) = s.k AND t.txid = s.txid
-         ORDER BY t.tx_num, s.vout) AS s
-      WHERE u.tx_num = s.tx_num AND u.vout = s.vout RETURNING u.value`.execute(trx);
-    // The outpoints whose tx_num the recent transactions' cache gave (chain-rows.ts spendByKey).
-    const byKey = await sql<{ 'QUERY PLAN': string }>`
-      EXPLAIN DELETE FROM utxos u USING (
-        SELECT * FROM unnest(${picks.map(String)}::int8[], ${picks.map(() => 0)}::int4[], ${picks.map(txidOf)}::bytea[]) AS s(tx_num, vout, txid)
-         ORDER BY tx_num, vout) AS s
-      WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND u.txid = s.txid RETURNING u.value`.execute(trx);
+    // The writer's spend statement (chain-rows.ts spendStatement): the outpoints the recent
+    // transactions' cache gave a tx_num (keyed), the others looked up by txid, and both at once.
+    const explain = (q: ReturnType<typeof spendStatement>) => sql<{ 'QUERY PLAN': string }>`EXPLAIN ${q}`.execute(trx);
+    const looked = picks.map((n) => ({ txid: txidOf(n), vout: 0 }));
+    const keyedOnes = picks.map((n) => ({ txid: txidOf(n), vout: 0, txNum: n }));
+    const spend = await explain(spendStatement([], looked));
+    const byKey = await explain(spendStatement(keyedOnes, []));
+    const both = await explain(spendStatement(keyedOnes.slice(0, KEYS / 2), looked.slice(KEYS / 2)));
     const keys = picks.map(uuidOf);
     const bal = await sql<{ 'QUERY PLAN': string }>`
       EXPLAIN MERGE INTO balances AS b
@@ -77,7 +73,7 @@ async function plans(keyed: boolean): Promise<{ spend: string; spendByKey: strin
       WHERE ${txidIs(sql.ref('t.txid'), sql.ref('c.txid'))} AND t.tx_num <> c.tx_num AND u.tx_num = t.tx_num
       RETURNING u.addr_key, u.value`.execute(trx);
     const text = (r: { rows: { 'QUERY PLAN': string }[] }) => r.rows.map((x) => x['QUERY PLAN']).join('\n');
-    return { spend: text(spend), spendByKey: text(byKey), balances: text(bal), coinbases: text(cb) };
+    return { spend: text(spend), spendByKey: text(byKey), both: text(both), balances: text(bal), coinbases: text(cb) };
   });
 }
 
@@ -96,6 +92,9 @@ describe('per-block join plans', () => {
     expect(p.spend).not.toMatch(/Seq Scan/);
     expect(p.spendByKey).toMatch(/Index Scan using utxos_pkey on utxos/);
     expect(p.spendByKey).not.toMatch(/Seq Scan/);
+    expect(p.both).toMatch(/Index Scan using utxos_pkey on utxos/);
+    expect(p.both).toMatch(/Index Scan using txs_txid_key on txs/);
+    expect(p.both).not.toMatch(/Seq Scan/);
     expect(p.balances).toMatch(/Index Scan using balances_pkey on balances/);
     expect(p.balances).not.toMatch(/Seq Scan on balances/);
     expect(p.coinbases).toMatch(/Index Scan using txs_txid_key on txs/);

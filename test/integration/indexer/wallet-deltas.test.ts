@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { preferIndexLookups } from '../../../indexer/planner-hints.js';
 import { walletDeltaStatement } from '../../../indexer/wallet-balances.js';
-import { intArray, uuidArray } from '../../../src/db/pg-array.js';
+import { int8Array, uuidArray } from '../../../src/db/pg-array.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
 let t: TestDatabase;
@@ -49,7 +49,7 @@ it('reads wallet_addresses once, not once per address key, when no wallet holds 
     }>`EXPLAIN (ANALYZE, FORMAT JSON) ${walletDeltaStatement(
       'confirmed',
       uuidArray(deltas.map((d) => d.key)),
-      intArray(deltas.map((d) => d.sats)),
+      int8Array(deltas.map((d) => d.sats)),
     )}`.execute(trx);
     return r.rows[0]!['QUERY PLAN'][0].Plan;
   });
