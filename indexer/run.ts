@@ -19,6 +19,7 @@ import type { Logger } from '../src/log.js';
 import type { PhaseListener } from '../src/ops/phases.js';
 import { applyBlocks, undoBlock } from './writer/apply.js';
 import { TxidCache } from './writer/txid-cache.js';
+import { mergePendingIndexEntries } from './writer/index-upkeep.js';
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { readTip, type Tip } from './writer/chain-rows.js';
 import type { ChainSource } from './chain-source.js';
@@ -137,6 +138,9 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let woken = false;
   let stopping = false;
   let running: Promise<void> | null = null;
+  /** Blocks were applied since the last index upkeep; the database refused it once. */
+  let upkeepDue = false;
+  let upkeepRefused = false;
   const abort = new AbortController();
   const ctx = {
     ...(deps.guard ? { guard: deps.guard } : {}),
@@ -223,6 +227,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       metrics.blocksApplied++;
       metrics.txsApplied += r.txs;
       metrics.lastApplyMs = ms;
+      upkeepDue = true;
       log.info({ height, hash, txs: r.txs, events: r.events, ms, waitMs, ...(together > 1 ? { batch: together } : {}) }, 'block applied');
     });
     return true;
@@ -269,12 +274,37 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       case 'idle': {
         let worked = false;
         if (deps.mempool?.pending) worked = await deps.mempool.step();
-        if (!deps.reorged) return worked;
-        const due = settleReorged(state, deps.mempool?.pending ?? false, Date.now(), policy);
-        state = due.state;
-        if (due.settle && (await deps.reorged.step())) worked = true;
+        if (deps.reorged) {
+          const due = settleReorged(state, deps.mempool?.pending ?? false, Date.now(), policy);
+          state = due.state;
+          if (due.settle && (await deps.reorged.step())) worked = true;
+        }
+        if (!worked && upkeepDue) {
+          upkeepDue = false;
+          await upkeep();
+          worked = true;
+        }
         return worked;
       }
+    }
+  }
+
+  /**
+   * The index upkeep after applied blocks (writer/index-upkeep.ts), once nothing else is due.
+   * It never stops the loop: a failure is logged and the next applied block tries again, and
+   * a role that may not run it (not the tables' owner) is told once and stops trying.
+   */
+  async function upkeep(): Promise<void> {
+    if (upkeepRefused) return;
+    const t0 = performance.now();
+    try {
+      const pages = await mergePendingIndexEntries(db);
+      log.debug({ pages, ms: Math.round(performance.now() - t0) }, 'pending index entries merged');
+    } catch (err) {
+      if ((err as { code?: string }).code === '42501') {
+        upkeepRefused = true;
+        log.warn({ err }, 'the database role may not merge pending index entries (not the owner of txs): blocks merge them as they go');
+      } else log.warn({ err }, 'merging pending index entries failed; the next applied block tries again');
     }
   }
 
