@@ -8,19 +8,13 @@
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { uuidHex } from '../../src/db/address-key.js';
+import { writeUuidBytes } from '../../src/db/uuid-bytes.js';
 import { ENTRY_BYTES, writeEntry } from '../../src/db/history-entries.js';
 
 /** 2000-01-01T00:00:00Z, PostgreSQL's epoch for timestamps, in Unix milliseconds. */
 const PG_EPOCH_MS = 946_684_800_000;
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
-
-/** The value of each hex digit's character code, -1 for other characters. */
-const HEX = new Int8Array(128).fill(-1);
-for (let i = 0; i < 16; i++) {
-  HEX['0123456789abcdef'.charCodeAt(i)] = i;
-  HEX['0123456789ABCDEF'.charCodeAt(i)] = i;
-}
 
 /** Byteas up to this length are copied byte by byte (a TypedArray#set call costs more for them). */
 const SHORT_BYTES = 64;
@@ -163,32 +157,10 @@ export class BinaryCopy {
   uuid(text: string): this {
     this.ensure(20);
     this.dv.setInt32(this.len, 16);
-    // The usual text (as addressKey and PostgreSQL print it) is read digit by digit: no string
-    // without its dashes, no call into the runtime; anything else as Buffer#write reads it.
-    if (text.length !== 36 || !this.uuidDigits(text, this.len + 4)) this.buf.write(uuidHex(text), this.len + 4, 16, 'hex');
+    // The usual text digit by digit (src/db/uuid-bytes.ts); anything else as Buffer#write reads it.
+    if (!writeUuidBytes(this.buf, this.len + 4, text)) this.buf.write(uuidHex(text), this.len + 4, 16, 'hex');
     this.len += 20;
     return this;
-  }
-
-  /** Writes the 16 bytes of an 8-4-4-4-12 `text` at `p`; false (some written) when it is not one. */
-  private uuidDigits(text: string, p: number): boolean {
-    const buf = this.buf;
-    let c = 0;
-    for (let i = 0; i < 16; i++) {
-      // the dashes before bytes 4, 6, 8 and 10
-      if (i === 4 || i === 6 || i === 8 || i === 10) {
-        if (text.charCodeAt(c) !== 0x2d) return false;
-        c++;
-      }
-      const a = text.charCodeAt(c);
-      const b = text.charCodeAt(c + 1);
-      const hi = a < 128 ? HEX[a]! : -1;
-      const lo = b < 128 ? HEX[b]! : -1;
-      if ((hi | lo) < 0) return false;
-      buf[p + i] = (hi << 4) | lo;
-      c += 2;
-    }
-    return true;
   }
 
   /**

@@ -13,6 +13,7 @@
  * big-endian; `int4send`: 4). An empty array is 0 dimensions, no bounds.
  * @module
  */
+import { writeUuidBytes } from './uuid-bytes.js';
 
 const UUID_OID = 2950;
 const INT8_OID = 20;
@@ -32,15 +33,6 @@ function arrayOf(oid: number, n: number, width: number): Buffer {
 
 const HEADER = 20;
 
-/** Where each of a uuid's five hex groups starts in its text and how many bytes it holds. */
-const GROUPS: readonly (readonly [number, number])[] = [
-  [0, 4],
-  [9, 2],
-  [14, 2],
-  [19, 2],
-  [24, 6],
-];
-
 /**
  * `keys` (address keys in canonical uuid text form, as the index writes them) as a `uuid[]`
  * parameter.
@@ -52,13 +44,8 @@ export function uuidArray(keys: readonly string[]): Buffer {
   for (const key of keys) {
     buf.writeInt32BE(16, at);
     at += 4;
-    if (key.length !== 36 || key[8] !== '-' || key[13] !== '-' || key[18] !== '-' || key[23] !== '-')
-      throw new RangeError(`not a uuid: ${key}`);
-    for (const [from, bytes] of GROUPS) {
-      // (Buffer.write stops at the first character that is not hex: fewer bytes written)
-      if (buf.write(key.slice(from, from + bytes * 2), at, bytes, 'hex') !== bytes) throw new RangeError(`not a uuid: ${key}`);
-      at += bytes;
-    }
+    if (!writeUuidBytes(buf, at, key)) throw new RangeError(`not a uuid: ${key}`);
+    at += 16;
   }
   return buf;
 }
