@@ -247,6 +247,8 @@ async function spendAndDerive(
     if (outpoints.length >= SPEND_PART || i === byTx.length - 1) {
       parts.push({ end: i + 1, spent: spendUtxos(trx, outpoints, txids) });
       outpoints = [];
+      // The first part's statement goes out before the others are prepared.
+      if (parts.length === 1) await new Promise((r) => setImmediate(r));
     }
   }
   const overwritten = deleteOverwrittenCoinbase(trx, [{ txid: block.txs[0]!.txid, txNum: txNumOf(height, 0) }]);
