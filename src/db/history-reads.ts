@@ -7,15 +7,17 @@
  * the key's records in its bucket, `history-buckets.ts`), a count becomes the busy chunks' sum
  * plus the bucket's record count, the touched check a record of the key in the range; the readers
  * stay as they are. The page's entries become a second branch beside the chunks' (the bucket's
- * records of the key below the bound, `UNION ALL`), the skip the bucket scan's `OFFSET`.
+ * records of the key below the bound, `UNION ALL`), the skip the bucket scan's `OFFSET`, and a
+ * read of every entry both (the bucket's records extracted in SQL, the chunks decoded as now).
  *
  * Each fragment takes the key as SQL (a uuid column reference such as `sql.ref('wa.addr_key')`, or
  * a bind parameter) and answers a correlated subquery, so a statement that reads many keys keeps
  * one index probe of `history_pkey` per key.
  * @module
  */
-import { sql, type RawBuilder } from 'kysely';
-import { SQL_HISTORY, sqlEntryAt } from './history-entries.js';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { decodeEntries, historyChunkEntries, SQL_HISTORY, sqlEntryAt } from './history-entries.js';
+import type { Database } from './schema.js';
 
 /** Every entry of the history row `h`, its first (`first_tx_num`) included: 8 bytes each, ascending. */
 const CHUNK_ENTRIES_OF = (table: string) => sql.raw(SQL_HISTORY.entries(table));
@@ -86,4 +88,35 @@ export function sqlHistorySkip(key: RawBuilder<unknown>, skip: RawBuilder<unknow
                                         FROM history WHERE addr_key = ${key}) w
              WHERE cum > ${skip}::int8 ORDER BY f DESC LIMIT 1) c
       JOIN history h ON h.addr_key = ${key} AND h.first_tx_num = c.f)`;
+}
+
+/**
+ * Every confirmed history entry (tx_num) of each of `keys`, ascending, in the order of `keys` (a
+ * key given twice gets its entries twice; a key without history an empty list). One statement in
+ * the caller's snapshot (a transaction, when it needs its other reads to agree): what the readers
+ * that take a script's or an address's whole history read (Electrum histories and statuses, bare
+ * multisig outputs, address statistics).
+ */
+export async function readHistoryEntries(db: Kysely<Database>, keys: readonly string[]): Promise<bigint[][]> {
+  const out: bigint[][] = keys.map(() => []);
+  if (keys.length === 0) return out;
+  const r = await sql<{ i: number; first_tx_num: bigint; rest: Buffer }>`
+    SELECT q.i::int4 AS i, h.first_tx_num, h.rest
+      FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)
+      JOIN history h ON h.addr_key = q.k`.execute(db);
+  // A key's chunks never overlap: in ascending order of their first entry, their entries ascend.
+  // The join gives a key's chunks in that order when it reads them through history_pkey or from
+  // rows appended block by block; a key whose chunks came otherwise has its entries sorted
+  // (Postgres sorting every row would carry the chunks' bytes through its sort).
+  const last = new Array<bigint>(keys.length).fill(-1n);
+  const unsorted = new Set<number>();
+  for (const c of r.rows) {
+    const j = c.i - 1;
+    if (c.first_tx_num < last[j]!) unsorted.add(j);
+    last[j] = c.first_tx_num;
+    // (a chunk holds at most CHUNK_ENTRIES entries: few enough to spread)
+    out[j]!.push(...decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
+  }
+  for (const j of unsorted) out[j]!.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return out;
 }

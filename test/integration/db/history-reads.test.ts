@@ -6,13 +6,29 @@
  * keys the blocks of a height range touched (a chunk starting in the range), directly and through
  * the Electrum tracker's `keysTouchedByBlocks`. A page's entries (newest first below a bound, with
  * their places and a cursor's hint) and the skip of Coinstack's whole lists, against the entries
- * the chunks were written from and against the statements the readers ran before the seam.
+ * the chunks were written from and against the statements the readers ran before the seam. Every
+ * entry of several keys at once (readHistoryEntries), ascending whatever order the chunks were
+ * written in.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { CHUNK_ENTRIES, encodeHistoryChunk, SQL_HISTORY, sqlEntryAt } from '../../../src/db/history-entries.js';
-import { sqlHasHistory, sqlHistoryCount, sqlHistoryPageEntries, sqlHistorySkip, sqlHistoryTouched } from '../../../src/db/history-reads.js';
+import {
+  CHUNK_ENTRIES,
+  decodeEntries,
+  encodeHistoryChunk,
+  historyChunkEntries,
+  SQL_HISTORY,
+  sqlEntryAt,
+} from '../../../src/db/history-entries.js';
+import {
+  readHistoryEntries,
+  sqlHasHistory,
+  sqlHistoryCount,
+  sqlHistoryPageEntries,
+  sqlHistorySkip,
+  sqlHistoryTouched,
+} from '../../../src/db/history-reads.js';
 import { seekHistory } from '../../../api/queries/address.js';
 import { keysTouchedByBlocks } from '../../../src/db/queries/script-hash.js';
 import { firstTxNum } from '../../../src/db/tx-num.js';
@@ -240,4 +256,48 @@ it("finds where the skip of a key's newest entries ends, at every chunk edge", a
     }
   }
   expect(cases).toBeGreaterThan(40);
+});
+
+it('reads every entry of each key, ascending, in the order the keys are asked', async () => {
+  const keys = Object.fromEntries(Object.keys(PAGED).map((name) => [name, randomUUID()])) as Record<keyof typeof PAGED, string>;
+  // (written newest chunk first: the answer's order must not be the rows' order)
+  const rows = Object.entries(PAGED).flatMap(([name, chunks]) =>
+    [...chunks].reverse().map((c) => ({ addr_key: keys[name as keyof typeof PAGED], ...encodeHistoryChunk(c) })),
+  );
+  await t.db.insertInto('history').values(rows).execute();
+  // What the readers ran before the seam: every chunk of the keys, decoded in the order the join gave.
+  const beforeSeam = async (asked: string[]) => {
+    const r = await sql<{ i: number; first_tx_num: bigint; rest: Buffer }>`
+      SELECT q.i::int4 AS i, h.first_tx_num, h.rest
+        FROM unnest(${asked}::uuid[]) WITH ORDINALITY AS q(k, i)
+        JOIN history h ON h.addr_key = q.k`.execute(t.db);
+    const out: bigint[][] = asked.map(() => []);
+    for (const c of r.rows) out[c.i - 1]!.push(...decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
+    return out;
+  };
+  const asc = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+  const askings: string[][] = [
+    [],
+    [keys.none],
+    [keys.one],
+    Object.values(keys),
+    [keys.big, keys.none, keys.big, keys.perBlock, randomUUID(), keys.mixed],
+  ];
+  for (const asked of askings) {
+    const got = await readHistoryEntries(t.db, asked);
+    const names = asked.map((k) => Object.entries(keys).find(([, v]) => v === k)?.[0] as keyof typeof PAGED | undefined);
+    expect(got).toEqual(names.map((n) => (n ? PAGED[n].flat() : [])));
+    expect(got).toEqual((await beforeSeam(asked)).map((e) => e.sort(asc)));
+  }
+  const all = await readHistoryEntries(t.db, [keys.big, keys.mixed]);
+  expect(all.map((e) => e.length)).toEqual([2 * CHUNK_ENTRIES + 300, 1 + 2 + CHUNK_ENTRIES + 37]);
+  // Inside the caller's transaction: it sees the transaction's own rows.
+  await t.db.transaction().execute(async (trx) => {
+    const key = randomUUID();
+    await trx
+      .insertInto('history')
+      .values({ addr_key: key, ...encodeHistoryChunk([3n, 9n]) })
+      .execute();
+    expect(await readHistoryEntries(trx, [key])).toEqual([[3n, 9n]]);
+  });
 });
