@@ -8,7 +8,8 @@
  * plus the bucket's record count, the touched check a record of the key in the range; the readers
  * stay as they are. The page's entries become a second branch beside the chunks' (the bucket's
  * records of the key below the bound, `UNION ALL`), the skip the bucket scan's `OFFSET`, and a
- * read of every entry both (the bucket's records extracted in SQL, the chunks decoded as now).
+ * read of every entry both (the bucket's records extracted in SQL, the chunks decoded as now), and
+ * the newest entries of several keys one more ascending run per bucket key for the merge.
  *
  * Each fragment takes the key as SQL (a uuid column reference such as `sql.ref('wa.addr_key')`, or
  * a bind parameter) and answers a correlated subquery, so a statement that reads many keys keeps
@@ -16,7 +17,7 @@
  * @module
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { decodeEntries, historyChunkEntries, SQL_HISTORY, sqlEntryAt } from './history-entries.js';
+import { decodeEntries, historyChunkEntries, newestEntries, SQL_HISTORY, sqlEntryAt } from './history-entries.js';
 import type { Database } from './schema.js';
 
 /** Every entry of the history row `h`, its first (`first_tx_num`) included: 8 bytes each, ascending. */
@@ -119,4 +120,24 @@ export async function readHistoryEntries(db: Kysely<Database>, keys: readonly st
   }
   for (const j of unsorted) out[j]!.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return out;
+}
+
+/**
+ * The `limit` newest distinct entries below `bound` (exclusive) of `keys` together, newest first
+ * (a wallet's merged history page). Each key gives its newest `limit` chunks below the bound (each
+ * holds at least one entry below it, so the page's entries are among them), merged from each
+ * chunk's end (`newestEntries`): the cost is the chunks read plus `limit` steps, however many
+ * entries the keys hold.
+ */
+export async function readNewestHistory(db: Kysely<Database>, keys: readonly string[], bound: bigint, limit: number): Promise<bigint[]> {
+  const chunks = await sql<{ first_tx_num: bigint; rest: Buffer }>`
+    SELECT c.first_tx_num, c.rest
+      FROM unnest(${keys}::uuid[]) AS k(addr_key)
+      CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history h WHERE h.addr_key = k.addr_key AND h.first_tx_num < ${bound}
+                           ORDER BY first_tx_num DESC LIMIT ${limit}) c`.execute(db);
+  return newestEntries(
+    chunks.rows.map((c) => historyChunkEntries(c.first_tx_num, c.rest)),
+    bound,
+    limit,
+  );
 }

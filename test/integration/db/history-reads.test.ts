@@ -8,7 +8,8 @@
  * their places and a cursor's hint) and the skip of Coinstack's whole lists, against the entries
  * the chunks were written from and against the statements the readers ran before the seam. Every
  * entry of several keys at once (readHistoryEntries), ascending whatever order the chunks were
- * written in.
+ * written in. The newest entries of several keys together (readNewestHistory, a wallet's page),
+ * shared entries counted once.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
@@ -18,11 +19,13 @@ import {
   decodeEntries,
   encodeHistoryChunk,
   historyChunkEntries,
+  newestEntries,
   SQL_HISTORY,
   sqlEntryAt,
 } from '../../../src/db/history-entries.js';
 import {
   readHistoryEntries,
+  readNewestHistory,
   sqlHasHistory,
   sqlHistoryCount,
   sqlHistoryPageEntries,
@@ -124,6 +127,16 @@ const PAGED = {
 };
 type Place = { f: bigint; i: number; n: bigint };
 
+/** Writes each set's chunks under a new key (in chunk order, or newest chunk first) and gives the keys by set name. */
+async function seedSets<T extends Record<string, bigint[][]>>(sets: T, newestFirst = false): Promise<Record<keyof T, string>> {
+  const keys = Object.fromEntries(Object.keys(sets).map((name) => [name, randomUUID()])) as Record<keyof T, string>;
+  const rows = Object.entries(sets).flatMap(([name, chunks]) =>
+    (newestFirst ? [...chunks].reverse() : chunks).map((c) => ({ addr_key: keys[name as keyof T], ...encodeHistoryChunk(c) })),
+  );
+  await t.db.insertInto('history').values(rows).execute();
+  return keys;
+}
+
 /** Every entry of `chunks` with its place, newest first. */
 const placed = (chunks: bigint[][]): Place[] =>
   chunks.flatMap((c) => c.map((n, i) => ({ f: c[0]!, i, n }))).sort((a, b) => (a.n < b.n ? 1 : a.n > b.n ? -1 : 0));
@@ -157,11 +170,7 @@ const page = (key: string, bound: bigint, limit: number, at: { first: bigint; in
    CROSS JOIN LATERAL (${PAGE}) p`;
 
 it("cuts a page's entries newest first below any bound, entered at a cursor's place or not", async () => {
-  const keys = Object.fromEntries(Object.keys(PAGED).map((name) => [name, randomUUID()])) as Record<keyof typeof PAGED, string>;
-  const rows = Object.entries(PAGED).flatMap(([name, chunks]) =>
-    chunks.map((c) => ({ addr_key: keys[name as keyof typeof PAGED], ...encodeHistoryChunk(c) })),
-  );
-  await t.db.insertInto('history').values(rows).execute();
+  const keys = await seedSets(PAGED);
   let cases = 0;
   let cutByHint = 0;
   for (const [name, chunks] of Object.entries(PAGED)) {
@@ -214,15 +223,7 @@ it("cuts a page's entries newest first below any bound, entered at a cursor's pl
 });
 
 it("finds where the skip of a key's newest entries ends, at every chunk edge", async () => {
-  const keys = Object.fromEntries(Object.keys(PAGED).map((name) => [name, randomUUID()])) as Record<keyof typeof PAGED, string>;
-  await t.db
-    .insertInto('history')
-    .values(
-      Object.entries(PAGED).flatMap(([name, chunks]) =>
-        chunks.map((c) => ({ addr_key: keys[name as keyof typeof PAGED], ...encodeHistoryChunk(c) })),
-      ),
-    )
-    .execute();
+  const keys = await seedSets(PAGED);
   const skipped = async (key: string, skip: number) =>
     (await sql<{ n: bigint | null }>`SELECT ${sqlHistorySkip(sql`${key}::uuid`, sql`${skip}`)} AS n`.execute(t.db)).rows[0]!.n;
   // The statement seekHistory ran before the seam (no row: null).
@@ -259,12 +260,8 @@ it("finds where the skip of a key's newest entries ends, at every chunk edge", a
 });
 
 it('reads every entry of each key, ascending, in the order the keys are asked', async () => {
-  const keys = Object.fromEntries(Object.keys(PAGED).map((name) => [name, randomUUID()])) as Record<keyof typeof PAGED, string>;
   // (written newest chunk first: the answer's order must not be the rows' order)
-  const rows = Object.entries(PAGED).flatMap(([name, chunks]) =>
-    [...chunks].reverse().map((c) => ({ addr_key: keys[name as keyof typeof PAGED], ...encodeHistoryChunk(c) })),
-  );
-  await t.db.insertInto('history').values(rows).execute();
+  const keys = await seedSets(PAGED, true);
   // What the readers ran before the seam: every chunk of the keys, decoded in the order the join gave.
   const beforeSeam = async (asked: string[]) => {
     const r = await sql<{ i: number; first_tx_num: bigint; rest: Buffer }>`
@@ -300,4 +297,47 @@ it('reads every entry of each key, ascending, in the order the keys are asked', 
       .execute();
     expect(await readHistoryEntries(trx, [key])).toEqual([[3n, 9n]]);
   });
+});
+
+it('merges the newest entries of several keys below any bound, an entry two keys share once', async () => {
+  const shared = { a: [run(100, 5, 10), run(2_000, 3)], b: [run(120, 4, 10), [150n, 2_003n, 2_004n]] };
+  const sets = { ...PAGED, ...shared };
+  const keys = await seedSets(sets);
+  // What listWalletHistory read before the seam: each key's newest `limit` chunks below the bound, merged.
+  const beforeSeam = async (asked: string[], bound: bigint, limit: number) => {
+    const r = await sql<{ first_tx_num: bigint; rest: Buffer }>`
+      SELECT c.first_tx_num, c.rest
+        FROM unnest(${asked}::uuid[]) AS k(addr_key)
+        CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history h WHERE h.addr_key = k.addr_key AND h.first_tx_num < ${bound}
+                             ORDER BY first_tx_num DESC LIMIT ${limit}) c`.execute(t.db);
+    return newestEntries(
+      r.rows.map((c) => historyChunkEntries(c.first_tx_num, c.rest)),
+      bound,
+      limit,
+    );
+  };
+  const wallets: (keyof typeof sets)[][] = [
+    [],
+    ['none'],
+    ['one'],
+    ['a', 'b'],
+    ['big', 'perBlock', 'a', 'b', 'none'],
+    Object.keys(sets) as (keyof typeof sets)[],
+  ];
+  let cases = 0;
+  for (const names of wallets) {
+    const asked = names.map((n) => keys[n]);
+    const all = [...new Set(names.flatMap((n) => sets[n].flat()))].sort((x, y) => (x < y ? 1 : x > y ? -1 : 0));
+    const bounds = new Set([MAX, 0n, ...names.flatMap((n) => boundsOf(sets[n]))]);
+    for (const bound of bounds)
+      for (const limit of [1, 3, 26, CHUNK_ENTRIES + 1, 3_000]) {
+        const got = await readNewestHistory(t.db, asked, bound, limit);
+        expect(got, `${names.join('+')} below ${bound} limit ${limit}`).toEqual(all.filter((n) => n < bound).slice(0, limit));
+        expect(got).toEqual(await beforeSeam(asked, bound, limit));
+        cases++;
+      }
+  }
+  expect(cases).toBeGreaterThan(300);
+  // (the shared entries were there to be counted twice)
+  expect(await readNewestHistory(t.db, [keys.a, keys.b], 2_004n, 3)).toEqual([2_003n, 2_000n, 150n]);
 });
