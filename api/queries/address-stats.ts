@@ -23,8 +23,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { decodeOutTags } from '../../src/db/packed.js';
 import { tagIsScript, tagPaysKey, tagPrefix } from '../../src/db/out-tags.js';
-import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
-import { sqlHistoryCount } from '../../src/db/history-reads.js';
+import { readHistoryEntries, sqlHistoryCount } from '../../src/db/history-reads.js';
 import {
   readHistoriesIn,
   readScriptTotals,
@@ -141,12 +140,7 @@ export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Pr
   scriptIdx.forEach((i, j) => (keys[i] = scripts[j]!.key));
 
   // The outputs of every history transaction of the targets' keys.
-  const chunks = await sql<{ i: number; first_tx_num: bigint; rest: Buffer }>`
-    SELECT q.i::int4 AS i, h.first_tx_num, h.rest
-      FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)
-      JOIN history h ON h.addr_key = q.k`.execute(trx);
-  const entries: bigint[][] = targets.map(() => []);
-  for (const c of chunks.rows) entries[c.i - 1]!.push(...decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
+  const entries = await readHistoryEntries(trx, keys);
   const nums = [...new Set(entries.flat())];
   const outs = new Map<bigint, Buffer>();
   if (nums.length > 0) {

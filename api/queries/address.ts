@@ -11,6 +11,7 @@ import type { Database } from '../../src/db/schema.js';
 import { hashesToHex } from '../../src/bitcoin/hash.js';
 import { sqlFirstTxNum } from '../../src/db/tx-num.js';
 import { SQL_HISTORY, sqlEntryAt } from '../../src/db/history-entries.js';
+import { sqlHistoryPageEntries, sqlHistorySkip } from '../../src/db/history-reads.js';
 import { TIP_COLUMNS } from './chain.js';
 
 /** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
@@ -200,6 +201,12 @@ export type HistoryPageRequest = HistoryPageOptions & {
   held?: { version: string; chain: HistoryEntries } | undefined;
 };
 
+/**
+ * A request's confirmed entries below its bound `b.v`, newest first, entered at its cursor's place
+ * (built once: the fragment's parts are the same for every statement).
+ */
+const PAGE_ENTRIES = sqlHistoryPageEntries({ key: 'q.addr', bound: 'b.v', limit: 'q.lim', atFirst: 'q.at_first', atIndex: 'q.at_index' });
+
 /** The statement of listHistoryPages (exported for the test that checks its plan keeps the order). */
 export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
   // The mempool part of a request: 0 none, 1 from the newest, 2 after (m_fs, m_txid).
@@ -249,25 +256,10 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
       CROSS JOIN LATERAL (
         SELECT string_agg(int8send(p.n) || int8send(p.f) || int4send(p.i), ''::bytea ORDER BY p.n DESC) AS positions,
                string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY p.n DESC) AS txids
-          FROM (SELECT c.f, s.i, s.n
-                  FROM (SELECT CASE WHEN q.min_conf > 1 THEN least(q.before, ${sqlFirstTxNum(sql`(SELECT height FROM chain_tip WHERE id = 1) - q.min_conf + 2`)})
-                                    ELSE q.before END AS v
-                         WHERE NOT hc.hit) b,
-                       LATERAL (SELECT first_tx_num AS f, ${ENTRIES} AS e FROM history
-                                 WHERE addr_key = q.addr AND first_tx_num < b.v
-                                 ORDER BY first_tx_num DESC
-                                 LIMIT q.lim) c,
-                       -- Where to enter a chunk: at the cursor in the cursor's chunk when the entry
-                       -- there is still the bound (compared as bytes: a stale or made-up index finds
-                       -- nothing and the chunk is read whole).
-                       LATERAL (SELECT g.i, ${ENTRY_AT('c.e', 'g.i')} AS n
-                                  FROM generate_series(CASE WHEN c.f = q.at_first AND ${sql.raw(SQL_HISTORY.entryBytesAt('c.e', 'q.at_index'))} = ${sql.raw(SQL_HISTORY.entry('b.v'))}
-                                                            THEN q.at_index - 1 ELSE length(c.e) / 8 - 1 END, 0, -1) AS g(i)) s
-                 WHERE s.n < b.v
-                 -- no ORDER BY: the nested loop yields chunks newest first (index order) and each
-                 -- chunk's entries from its end, i.e. newest first; a sort would read every chunk.
-                 -- (c's LIMIT is exact: each chunk below the bound gives at least one entry.)
-                 LIMIT q.lim) p
+          FROM (SELECT CASE WHEN q.min_conf > 1 THEN least(q.before, ${sqlFirstTxNum(sql`(SELECT height FROM chain_tip WHERE id = 1) - q.min_conf + 2`)})
+                            ELSE q.before END AS v
+                 WHERE NOT hc.hit) b
+          CROSS JOIN LATERAL (${PAGE_ENTRIES}) p
           LEFT JOIN txs t ON t.tx_num = p.n) h`;
 }
 
@@ -361,13 +353,7 @@ export async function listUnspentPage(
  */
 export async function seekHistory(db: Kysely<Database>, addrKey: string, skip: number): Promise<bigint | null> {
   if (skip === 0) return MAX_TX_NUM_BOUND;
-  const r = await sql<{ n: bigint }>`
-    SELECT ${ENTRY_AT(SQL_HISTORY.entries('h'), sql`(c.size - 1 - (${skip}::int8 - (c.cum - c.size)))::int4`)} + 1 AS n
-      FROM (SELECT f, size, cum FROM (SELECT first_tx_num AS f, 1 + length(rest)::int8 / 8 AS size,
-                                             sum(1 + length(rest)::int8 / 8) OVER (ORDER BY first_tx_num DESC) AS cum
-                                        FROM history WHERE addr_key = ${addrKey}) w
-             WHERE cum > ${skip} ORDER BY f DESC LIMIT 1) c
-      JOIN history h ON h.addr_key = ${addrKey} AND h.first_tx_num = c.f`.execute(db);
+  const r = await sql<{ n: bigint | null }>`SELECT ${sqlHistorySkip(sql`${addrKey}::uuid`, sql`${skip}`)} AS n`.execute(db);
   return r.rows[0]?.n ?? null;
 }
 

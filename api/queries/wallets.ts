@@ -11,8 +11,7 @@ import { ServiceError } from '../../src/errors.js';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { decodeIns, decodeOutTag, decodeOutTags } from '../../src/db/packed.js';
 import { tagPaysKey, tagPrefix, type OutTag } from '../../src/db/out-tags.js';
-import { historyChunkEntries, newestEntries } from '../../src/db/history-entries.js';
-import { sqlHasHistory } from '../../src/db/history-reads.js';
+import { readNewestHistory, sqlHasHistory } from '../../src/db/history-reads.js';
 import type { Database } from '../../src/db/schema.js';
 import { insertAddresses, settleChains } from '../../src/db/wallet-chains.js';
 import { walletDerivePool, type DeriveOptions } from '../../src/db/wallet-derive-pool.js';
@@ -341,10 +340,9 @@ function countedKey(tag: OutTag): string | null {
 /**
  * One page of the wallet's merged history, newest first: mempool transactions first (after
  * `mempoolAfter`; none when it is null), then confirmed ones below `before` (a tx_num); at
- * most `limit` + 1 of each part (the caller cuts the page). Each of the wallet's
- * addresses contributes its newest `limit` history chunks below the bound (each holds at least
- * one entry, so the `limit` newest entries of the wallet are among them). Amounts: what the
- * transaction pays to and spends from the wallet's addresses.
+ * most `limit` + 1 of each part (the caller cuts the page). The confirmed part is the newest
+ * entries of the wallet's addresses together (readNewestHistory). Amounts: what the transaction
+ * pays to and spends from the wallet's addresses.
  */
 export async function listWalletHistory(
   db: Db,
@@ -375,16 +373,7 @@ export async function listWalletHistory(
     }
   }
   const bound = opts.before ?? 1n << 62n;
-  const chunks = await sql<{ first_tx_num: bigint; rest: Buffer }>`
-    SELECT c.first_tx_num, c.rest
-      FROM unnest(${keys}::uuid[]) AS k(addr_key)
-      CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history h WHERE h.addr_key = k.addr_key AND h.first_tx_num < ${bound}
-                           ORDER BY first_tx_num DESC LIMIT ${opts.limit}) c`.execute(db);
-  const page = newestEntries(
-    chunks.rows.map((c) => historyChunkEntries(c.first_tx_num, c.rest)),
-    bound,
-    opts.limit,
-  );
+  const page = await readNewestHistory(db, keys, bound, opts.limit);
   if (page.length > 0) {
     const txs = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer }>`
       SELECT tx_num, txid, outs, ins FROM txs WHERE tx_num = ANY(${page}::int8[])`.execute(db);

@@ -6,15 +6,22 @@
  * implementations change: presence becomes `bw_hist_has(key)` (a busy key's chunk `EXISTS` or
  * the key's records in its bucket, `history-buckets.ts`), a count becomes the busy chunks' sum
  * plus the bucket's record count, the touched check a record of the key in the range; the readers
- * stay as they are. Presence, counts and the touched check are here so far; the page's entries
- * and a keys' entries read (`readHistoryEntries`) are the rest of step 2.
+ * stay as they are. The page's entries become a second branch beside the chunks' (the bucket's
+ * records of the key below the bound, `UNION ALL`), the skip the bucket scan's `OFFSET`, and a
+ * read of every entry both (the bucket's records extracted in SQL, the chunks decoded as now), and
+ * the newest entries of several keys one more ascending run per bucket key for the merge.
  *
  * Each fragment takes the key as SQL (a uuid column reference such as `sql.ref('wa.addr_key')`, or
  * a bind parameter) and answers a correlated subquery, so a statement that reads many keys keeps
  * one index probe of `history_pkey` per key.
  * @module
  */
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { decodeEntries, historyChunkEntries, newestEntries, SQL_HISTORY, sqlEntryAt } from './history-entries.js';
+import type { Database } from './schema.js';
+
+/** Every entry of the history row `h`, its first (`first_tx_num`) included: 8 bytes each, ascending. */
+const CHUNK_ENTRIES_OF = (table: string) => sql.raw(SQL_HISTORY.entries(table));
 
 /** SQL (boolean): the key has at least one confirmed history entry. */
 export function sqlHasHistory(key: RawBuilder<unknown>): RawBuilder<boolean> {
@@ -34,4 +41,103 @@ export function sqlHistoryCount(key: RawBuilder<unknown>): RawBuilder<string> {
  */
 export function sqlHistoryTouched(key: RawBuilder<unknown>, lo: RawBuilder<unknown>, hi: RawBuilder<unknown>): RawBuilder<boolean> {
   return sql<boolean>`EXISTS (SELECT 1 FROM history h WHERE h.addr_key = ${key} AND h.first_tx_num >= ${lo} AND h.first_tx_num < ${hi})`;
+}
+
+/**
+ * SQL (a subquery for a `LATERAL` join: rows `(f int8, i int4, n int8)`): the key's newest `limit`
+ * entries `n` below `bound` (exclusive), newest first, each with its place (`f`, `i`: the chunk's
+ * `first_tx_num` and the entry's index in it), the hint a cursor carries back. `atFirst`,
+ * `atIndex` (a cursor's place, NULLs for none) are where the walk enters the cursor's chunk when
+ * the entry there is still the bound (compared as bytes: a stale or made-up index finds nothing,
+ * and the chunk is read from its end).
+ *
+ * The rows come in order with no sort: chunks newest first through `history_pkey`, each chunk's
+ * entries from its end, under one `LIMIT` (a sort would read every chunk; the plan test in
+ * test/integration/api/api-db.test.ts holds the statement to it). The chunks' `LIMIT` is exact:
+ * each chunk below the bound gives at least one entry.
+ *
+ * The arguments are SQL text (column references of the enclosing statement, as SQL_HISTORY's
+ * are), never values: the fragment is one piece of text, built once by its caller (a page's
+ * statement is built on every request, and each kysely node costs it time).
+ */
+export function sqlHistoryPageEntries(p: { key: string; bound: string; limit: string; atFirst: string; atIndex: string }): RawBuilder<{
+  f: bigint;
+  i: number;
+  n: bigint;
+}> {
+  return sql.raw(`SELECT c.f, s.i, s.n
+      FROM LATERAL (SELECT h.first_tx_num AS f, ${SQL_HISTORY.entries('h')} AS e FROM history h
+                     WHERE h.addr_key = ${p.key} AND h.first_tx_num < ${p.bound}
+                     ORDER BY h.first_tx_num DESC
+                     LIMIT ${p.limit}) c,
+           LATERAL (SELECT g.i, ${SQL_HISTORY.entryAt('c.e', 'g.i')} AS n
+                      FROM generate_series(CASE WHEN c.f = ${p.atFirst} AND ${SQL_HISTORY.entryBytesAt('c.e', p.atIndex)} = ${SQL_HISTORY.entry(p.bound)}
+                                                THEN ${p.atIndex} - 1 ELSE ${SQL_HISTORY.count('c.e')} - 1 END, 0, -1) AS g(i)) s
+     WHERE s.n < ${p.bound}
+     LIMIT ${p.limit}`);
+}
+
+/**
+ * SQL (int8, NULL when the key has no more than `skip` entries): the exclusive tx_num bound below
+ * which the key's entries after its `skip` newest lie (its `skip`-th newest entry, 0-based, + 1;
+ * `skip` ≥ 0). Chunk sizes come from their lengths: only the chunk the skip ends in is read whole.
+ */
+export function sqlHistorySkip(key: RawBuilder<unknown>, skip: RawBuilder<unknown>): RawBuilder<bigint | null> {
+  return sql`(SELECT ${sqlEntryAt(CHUNK_ENTRIES_OF('h'), sql`(c.size - 1 - (${skip}::int8 - (c.cum - c.size)))::int4`)} + 1
+      FROM (SELECT f, size, cum FROM (SELECT first_tx_num AS f, 1 + length(rest)::int8 / 8 AS size,
+                                             sum(1 + length(rest)::int8 / 8) OVER (ORDER BY first_tx_num DESC) AS cum
+                                        FROM history WHERE addr_key = ${key}) w
+             WHERE cum > ${skip}::int8 ORDER BY f DESC LIMIT 1) c
+      JOIN history h ON h.addr_key = ${key} AND h.first_tx_num = c.f)`;
+}
+
+/**
+ * Every confirmed history entry (tx_num) of each of `keys`, ascending, in the order of `keys` (a
+ * key given twice gets its entries twice; a key without history an empty list). One statement in
+ * the caller's snapshot (a transaction, when it needs its other reads to agree): what the readers
+ * that take a script's or an address's whole history read (Electrum histories and statuses, bare
+ * multisig outputs, address statistics).
+ */
+export async function readHistoryEntries(db: Kysely<Database>, keys: readonly string[]): Promise<bigint[][]> {
+  const out: bigint[][] = keys.map(() => []);
+  if (keys.length === 0) return out;
+  const r = await sql<{ i: number; first_tx_num: bigint; rest: Buffer }>`
+    SELECT q.i::int4 AS i, h.first_tx_num, h.rest
+      FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)
+      JOIN history h ON h.addr_key = q.k`.execute(db);
+  // A key's chunks never overlap: in ascending order of their first entry, their entries ascend.
+  // The join gives a key's chunks in that order when it reads them through history_pkey or from
+  // rows appended block by block; a key whose chunks came otherwise has its entries sorted
+  // (Postgres sorting every row would carry the chunks' bytes through its sort).
+  const last = new Array<bigint>(keys.length).fill(-1n);
+  const unsorted = new Set<number>();
+  for (const c of r.rows) {
+    const j = c.i - 1;
+    if (c.first_tx_num < last[j]!) unsorted.add(j);
+    last[j] = c.first_tx_num;
+    // (a chunk holds at most CHUNK_ENTRIES entries: few enough to spread)
+    out[j]!.push(...decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
+  }
+  for (const j of unsorted) out[j]!.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return out;
+}
+
+/**
+ * The `limit` newest distinct entries below `bound` (exclusive) of `keys` together, newest first
+ * (a wallet's merged history page). Each key gives its newest `limit` chunks below the bound (each
+ * holds at least one entry below it, so the page's entries are among them), merged from each
+ * chunk's end (`newestEntries`): the cost is the chunks read plus `limit` steps, however many
+ * entries the keys hold.
+ */
+export async function readNewestHistory(db: Kysely<Database>, keys: readonly string[], bound: bigint, limit: number): Promise<bigint[]> {
+  const chunks = await sql<{ first_tx_num: bigint; rest: Buffer }>`
+    SELECT c.first_tx_num, c.rest
+      FROM unnest(${keys}::uuid[]) AS k(addr_key)
+      CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history h WHERE h.addr_key = k.addr_key AND h.first_tx_num < ${bound}
+                           ORDER BY first_tx_num DESC LIMIT ${limit}) c`.execute(db);
+  return newestEntries(
+    chunks.rows.map((c) => historyChunkEntries(c.first_tx_num, c.rest)),
+    bound,
+    limit,
+  );
 }

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
+import { readHistoryEntries } from '../../src/db/history-reads.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { addressKey } from '../../src/db/address-key.js';
 import { addressToScript } from '../../src/bitcoin/address.js';
@@ -130,14 +131,9 @@ export async function readAddresses(db: Kysely<Database>, keys: readonly string[
     balance: bigint;
   }>`SELECT addr_key, balance FROM balances WHERE addr_key = ANY(${keys}::uuid[])`.execute(db);
   for (const b of bal.rows) out.get(b.addr_key)!.balance = b.balance;
-  const chunks = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`
-    SELECT addr_key, first_tx_num, rest FROM history WHERE addr_key = ANY(${keys}::uuid[]) ORDER BY addr_key, first_tx_num`.execute(db);
-  const numsOf = new Map<string, bigint[]>();
-  for (const c of chunks.rows) {
-    const list = numsOf.get(c.addr_key) ?? [];
-    list.push(...decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
-    numsOf.set(c.addr_key, list);
-  }
+  // (through the readers' seam: what every reader of a whole history reads)
+  const entries = await readHistoryEntries(db, keys);
+  const numsOf = new Map(keys.map((k, i) => [k, entries[i]!]));
   const all = [...new Set([...numsOf.values()].flat())];
   const txid = new Map<bigint, string>();
   if (all.length > 0) {

@@ -17,8 +17,7 @@ import type { Database } from '../schema.js';
 import { addressKeyOfScriptSha, addressKey, keptUnder } from '../address-key.js';
 import { decodeIns, decodeOutTag, decodeOutTags } from '../packed.js';
 import { tagIsScript, tagKeptUnder, tagPrefix, type OutTag } from '../out-tags.js';
-import { decodeEntries, historyChunkEntries } from '../history-entries.js';
-import { sqlHistoryCount, sqlHistoryTouched } from '../history-reads.js';
+import { readHistoryEntries, sqlHistoryCount, sqlHistoryTouched } from '../history-reads.js';
 import { firstTxNum, txNumHeight } from '../tx-num.js';
 
 /**
@@ -110,13 +109,11 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
   if (readable.length === 0) return out;
   const rs = readable.map((i) => refs[i]!);
 
-  // Confirmed part: every entry of the keys' history chunks, then the transactions' outputs.
-  const chunks = await sql<{ i: number; first_tx_num: bigint; rest: Buffer }>`
-    SELECT q.i::int4 AS i, h.first_tx_num, h.rest
-      FROM unnest(${rs.map((r) => r.key)}::uuid[]) WITH ORDINALITY AS q(k, i)
-      JOIN history h ON h.addr_key = q.k`.execute(trx);
-  const entries: bigint[][] = rs.map(() => []);
-  for (const c of chunks.rows) entries[c.i - 1]!.push(...decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
+  // Confirmed part: every history entry of the keys, then the transactions' outputs.
+  const entries = await readHistoryEntries(
+    trx,
+    rs.map((r) => r.key),
+  );
   const nums = [...new Set(entries.flat())];
   const txs = new Map<bigint, { txid: Buffer; outs: Buffer }>();
   if (nums.length > 0) {
@@ -246,13 +243,9 @@ async function readOne<T>(db: Kysely<Database>, ref: ScriptRef, read: (trx: Trx,
 async function confirmedOutputs(trx: Trx, r: Resolved): Promise<RawBuilder<unknown>> {
   if (r.keyed)
     return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u WHERE u.addr_key = ${r.key} AND sha256(u.script) = ${r.sha}`;
-  const chunks = await sql<{
-    first_tx_num: bigint;
-    rest: Buffer;
-  }>`SELECT first_tx_num, rest FROM history WHERE addr_key = ${r.key}`.execute(trx);
-  const nums = chunks.rows.flatMap((c) => decodeEntries(historyChunkEntries(c.first_tx_num, c.rest)));
+  const [nums] = await readHistoryEntries(trx, [r.key]);
   return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM txs t JOIN utxos u ON u.tx_num = t.tx_num
-              WHERE t.tx_num = ANY(${nums.map(String)}::int8[]) AND u.addr_key IS NULL AND sha256(u.script) = ${r.sha}`;
+              WHERE t.tx_num = ANY(${nums!.map(String)}::int8[]) AND u.addr_key IS NULL AND sha256(u.script) = ${r.sha}`;
 }
 
 /** The script's outputs in the mempool, as a subquery: of the key's mempool transactions, the outputs that are the script. */

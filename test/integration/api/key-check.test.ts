@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import { createApiHarness, type ApiHarness } from './harness.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { encodeHistoryChunk } from '../../../src/db/history-entries.js';
+import { seedHistory } from '../../support/history-rows.js';
 import { txNum } from '../../../src/db/tx-num.js';
 import { revokeApiKey, verifyApiKey, type ApiKeyPrincipal } from '../../../src/auth/keys.js';
 import { startApi, type ApiHandle } from '../../../api/main.js';
@@ -41,10 +41,7 @@ async function seed(h: ApiHarness): Promise<void> {
     SELECT h, sha256(('block' || h)::bytea), sha256(('block' || (h - 1))::bytea), '\\x00'::bytea, 1700000000 + h * 600, 2, 1000, 4000 FROM generate_series(1, 3) h`.execute(
     h.t.db,
   );
-  await h.t.db
-    .insertInto('history')
-    .values({ addr_key: addressKey(script), ...encodeHistoryChunk(nums) })
-    .execute();
+  await seedHistory(h.t.db, addressKey(script), nums);
   await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM unnest(${nums.map(String)}::int8[]) n`.execute(
     h.t.db,
   );

@@ -16,7 +16,7 @@ import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { encodeIns, encodeOuts } from '../../../src/db/packed.js';
-import { encodeHistoryChunk } from '../../../src/db/history-entries.js';
+import { seedHistory } from '../../support/history-rows.js';
 import { txNum } from '../../../src/db/tx-num.js';
 
 export const A = 'bcrt1qn5fgugamhunv64rhjllz90dgqulruh8dk32q08';
@@ -116,13 +116,8 @@ export async function insertMiniChain(db: Kysely<Database>): Promise<void> {
       { addr_key: kB, balance: 69n * BTC + 99_990_000n, utxo_count: 2 },
     ])
     .execute();
-  await db
-    .insertInto('history')
-    .values([
-      { addr_key: kA, ...encodeHistoryChunk([txNum(0, 0), txNum(1, 1)]) },
-      { addr_key: kB, ...encodeHistoryChunk([txNum(1, 0), txNum(1, 1)]) },
-    ])
-    .execute();
+  await seedHistory(db, kA, [txNum(0, 0), txNum(1, 1)]);
+  await seedHistory(db, kB, [txNum(1, 0), txNum(1, 1)]);
   await db.insertInto('mempool_txs').values({ txid: m1.txid, raw: m1.raw, first_seen: m1FirstSeen, fee: 1_000_000n, vsize: 110 }).execute();
   await db
     .insertInto('mempool_outputs')

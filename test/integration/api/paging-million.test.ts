@@ -1,7 +1,8 @@
 /**
  * An address with a million confirmed transactions (pages at any depth cost the same), built
  * straight in PostgreSQL: 1,000 blocks of 1,000 transactions, history in 977 chunks of up to 1024
- * entries, one unspent output per transaction. Walking every page by the Link header gives each
+ * entries (as the bulk finish cuts them: test/support/history-rows.ts), one unspent output per
+ * transaction. Walking every page by the Link header gives each
  * of the million entries exactly once, newest first, for history and for unspent outputs; the
  * page at depth 500,000 reached through a cursor is the same as the walk's. Speed at depth is
  * measured by bench/api (no timed assertion here).
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
+import { seedHistory } from '../../support/history-rows.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { encodeOuts } from '../../../src/db/packed.js';
@@ -48,9 +50,9 @@ describe('an address with a million transactions', () => {
     await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT txid, 0, tx_num, ${key}::uuid, 1000, ${Buffer.from(script)} FROM txs`.execute(
       db,
     );
-    await sql`INSERT INTO history (addr_key, first_tx_num, rest)
-      SELECT ${key}::uuid, min(n), substring(string_agg(int8send(n), ''::bytea ORDER BY n) FROM 9)
-      FROM (SELECT tx_num AS n, (row_number() OVER (ORDER BY tx_num) - 1) / 1024 AS c FROM txs) s GROUP BY c`.execute(db);
+    // (the history as the bulk finish leaves it: 1024-entry chunks)
+    const nums = Array.from({ length: BLOCKS * PER_BLOCK }, (_, i) => txNum(1 + Math.floor(i / PER_BLOCK), i % PER_BLOCK));
+    await seedHistory(db, key, nums, 'bulk');
     await db
       .insertInto('balances')
       .values({ addr_key: key, balance: BigInt(BLOCKS * PER_BLOCK * 1000), utxo_count: BLOCKS * PER_BLOCK })

@@ -10,6 +10,7 @@ import { addressToScript } from '../../../src/bitcoin/address.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { encodeOuts } from '../../../src/db/packed.js';
 import { encodeHistoryChunk } from '../../../src/db/history-entries.js';
+import { seedHistory } from '../../support/history-rows.js';
 import { txNum } from '../../../src/db/tx-num.js';
 import { decodeCursor, encodeCursor } from '../../../api/cursor.js';
 import { createMetrics } from '../../../cli/ops/metrics.js';
@@ -203,10 +204,7 @@ describe('paging across chunks', () => {
         .insertInto('txs')
         .values({ tx_num: newNum, txid: txidOf(newNum), outs: Buffer.alloc(0), ins: Buffer.alloc(0), first_seen: null })
         .execute();
-      await h.t.db
-        .insertInto('history')
-        .values({ addr_key: key, ...encodeHistoryChunk([newNum]) })
-        .execute();
+      await seedHistory(h.t.db, key, [newNum]);
       await h.t.db.updateTable('chain_tip').set({ height: 41 }).execute();
     });
     expect(seen).toEqual(expected);

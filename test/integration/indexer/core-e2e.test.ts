@@ -28,6 +28,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { sql } from 'kysely';
+import { sqlHasHistory } from '../../../src/db/history-reads.js';
 import { Subscriber } from 'zeromq';
 import { Key } from '../../../client/keys.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
@@ -601,8 +602,10 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       }
     }
     const historyKeys = (
-      await sql<{ addr_key: string }>`SELECT DISTINCT addr_key::text FROM history WHERE addr_key = ANY(${keys}::uuid[])`.execute(t.db)
-    ).rows.map((r) => r.addr_key);
+      await sql<{
+        k: string;
+      }>`SELECT DISTINCT q.k::text AS k FROM unnest(${keys}::uuid[]) AS q(k) WHERE ${sqlHasHistory(sql.ref('q.k'))}`.execute(t.db)
+    ).rows.map((r) => r.k);
     same('keys with a history', new Set(historyKeys), new Set(truth.keys()));
     for (const [k, txids] of truth) expect((await readAddress(t.db, k)).history, `history of ${k}`).toEqual(txids);
     const poolTruth = new Set<string>();
