@@ -25,6 +25,7 @@ import {
   addDelta,
   deriveUndo,
   blockSpends,
+  blockCreated,
   outputKeysOf,
   type BlockRows,
   type Prevout,
@@ -32,6 +33,7 @@ import {
   type UndoBlock,
   type UndoRows,
   type UndoSpent,
+  type UtxoRow,
 } from './derive.js';
 import { checkBlock } from '../block-check.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from '../events.js';
@@ -225,9 +227,10 @@ async function inSlices(start: number, end: number, step: (from: number, end: nu
  * deleted in parts of consecutive transactions (SPEND_PART outpoints each), all sent at once,
  * and each part's transactions are derived while PostgreSQL deletes the next part's. (Deleting
  * all first and deriving after leaves PostgreSQL idle for the whole derivation.) The first part
- * runs while every output's address key is hashed. Each part's `txs` rows and new `utxos` rows
- * (those no transaction of the block spends, known from the block alone), final once the part
- * is derived, are copied while the next part is derived (`written`: all of them written): the
+ * runs while every output's address key is hashed. The block's new `utxos` rows (the outputs
+ * no transaction of the block spends: known from the block alone, `blockCreated`) are copied
+ * right after the spends, before any part is derived, and each part's `txs` rows, final once
+ * the part is derived, while the next part is derived (`written`: all of them written): the
  * spend statements, sent first, run before them, and they only delete outputs of earlier blocks
  * (outpoints of the block's own transactions are not among them). BIP30's overwritten coinbase
  * outputs go with the spends (`overwritten`: their rows, for the balances).
@@ -257,13 +260,18 @@ async function spendAndDerive(
   overwritten.catch(() => {});
   const keys = new Array<ScriptKeys[]>(block.txs.length);
   await inSlices(0, block.txs.length, (from, end) => outputKeysOf(block, keys, from, end));
+  // The block's new unspent outputs, known from the block alone: copied right after the spends,
+  // while the parts are derived.
+  const created: UtxoRow[] = [];
+  await inSlices(0, block.txs.length, (from, end) => created.push(...blockCreated(block, height, keys, spentHere, from, end)));
+  const copies: Promise<void>[] = [insertUtxos(trx, created)];
+  copies[0]!.catch(() => {});
   const prevouts = new OutpointMap<Prevout>();
   const derivation = new BlockDerivation(block, height, (txid, vout) => prevouts.get(txid, vout), {
     touches,
     outputKeys: keys,
     spentHere,
   });
-  const copies: Promise<void>[] = [];
   let derived = 0;
   try {
     for (const p of parts) {
@@ -272,13 +280,9 @@ async function spendAndDerive(
       await new Promise((r) => setImmediate(r));
       lap('spend');
       await inSlices(derived, p.end, (_, end) => deriving(height, () => derivation.through(end)));
-      for (const copy of [
-        insertTxs(trx, derivation.txRows(derived, p.end), mempool),
-        insertUtxos(trx, derivation.createdRows(derived, p.end)),
-      ]) {
-        copy.catch(() => {});
-        copies.push(copy);
-      }
+      const copy = insertTxs(trx, derivation.txRows(derived, p.end), mempool);
+      copy.catch(() => {});
+      copies.push(copy);
       derived = p.end;
       lap('derive');
     }

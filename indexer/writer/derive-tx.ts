@@ -111,7 +111,17 @@ function deriveDecoded<K, P>(tx: DecodedTx, kind: TxKind, sink: TxSink<TxInput, 
     while (ins.next()) deriveInput(sink, ins);
     if (hasAssetMarker(outs.start(tx))) sink.assetMarker();
   }
-  outs.start(tx);
+  deriveOutputs(tx, kind, sink);
+}
+
+/**
+ * The outputs' part of `deriveTx` alone (a decoded transaction's, in order): what a transaction's
+ * outputs give the index does not depend on its inputs, so a writer can take it before the
+ * prevouts are known (the per-block writer copies a block's new unspent outputs while it waits
+ * for them). `deriveTx` derives its outputs through here.
+ */
+export function deriveOutputs<K, P>(tx: DecodedTx, kind: TxKind, sink: TxSink<TxInput, K, P>): void {
+  const outs = new OutputCursor().start(tx);
   while (outs.next()) deriveOutput(sink, kind, outs, outs.vout);
 }
 

@@ -17,7 +17,7 @@ import { decodeIns, decodeOuts, PackedWriter, type PackedOut } from '../../src/d
 import { txNumOf } from '../../src/db/tx-num.js';
 import { SpentGroupKey } from '../../src/db/spent-groups.js';
 import { scriptKeys, type ScriptKeys } from './address-keys.js';
-import { deriveTx, txKindAt, type TxSink } from './derive-tx.js';
+import { deriveOutputs, deriveTx, txKindAt, type TxSink } from './derive-tx.js';
 import type { MempoolTxRow } from '../mempool-rows.js';
 import type { ScriptAlias } from './script-aliases.js';
 import { TxidMap } from './txid-maps.js';
@@ -360,6 +360,74 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     const hi = this.base + end;
     return this.unspentRows.filter((r) => r.txNum >= lo && r.txNum < hi && this.spentHere[r.txNum - this.base]?.[r.vout] !== 1);
   }
+}
+
+/** The outputs' side of a block's derivation: the unspent rows only (`blockCreated`). */
+class CreatedSink implements TxSink<TxInput, string, Prevout> {
+  readonly rows: UtxoRow[] = [];
+  readonly amounts = false;
+  private txid: Uint8Array = new Uint8Array(32);
+  private txNum = 0;
+  private given: readonly ScriptKeys[] = [];
+  private spent: Uint8Array | undefined;
+
+  begin(txid: Uint8Array, txNum: number, keys: readonly ScriptKeys[], spent: Uint8Array | undefined): void {
+    this.txid = txid;
+    this.txNum = txNum;
+    this.given = keys;
+    this.spent = spent;
+  }
+
+  outputKeys(_out: TxOutput, vout: number): ScriptKeys {
+    return this.given[vout]!;
+  }
+
+  unspent(vout: number, keys: ScriptKeys, key: string | null, out: TxOutput): void {
+    if (this.spent?.[vout] === 1) return;
+    this.rows.push({ txid: this.txid, vout, txNum: this.txNum, key, keys, value: out.value, script: out.script });
+  }
+
+  // Inputs are not derived here; outputs give nothing else that this sink keeps.
+  resolve(): Prevout {
+    throw new RangeError('blockCreated derives no inputs');
+  }
+  keysOf(): ScriptKeys {
+    return null;
+  }
+  amountOf(): bigint {
+    return 0n;
+  }
+  spend(): void {}
+  output(): void {}
+  address(): void {}
+  cosigner(): void {}
+  assetMarker(): void {}
+  alias(): void {}
+}
+
+/**
+ * The unspent outputs the transactions of `block` at positions `from` to `end` (not included)
+ * create and no transaction of the block spends: `deriveBlock(...).created` of those positions,
+ * from the block alone (each transaction's outputs derived as `deriveTx` derives them, with the
+ * keys `outputKeysOf` computed and the block's own spends `blockSpends(block).spentHere`), so a
+ * writer can copy them before it knows a single prevout.
+ */
+export function blockCreated(
+  block: DecodedBlock,
+  height: number,
+  keys: readonly (readonly ScriptKeys[])[],
+  spentHere: readonly (Uint8Array | undefined)[],
+  from = 0,
+  end = block.txs.length,
+): UtxoRow[] {
+  const sink = new CreatedSink();
+  const base = txNumOf(height, 0);
+  for (let i = from; i < end; i++) {
+    const tx = block.txs[i]!;
+    sink.begin(tx.txid, base + i, keys[i]!, spentHere[i]);
+    deriveOutputs(tx, txKindAt(height, i, tx.isCoinbase), sink);
+  }
+  return sink.rows;
 }
 
 /**
