@@ -17,6 +17,9 @@ import {
   externalOutpoints,
   externalOutpointsByTx,
   BlockDerivation,
+  blockCreated,
+  blockSpends,
+  outputKeys,
   type Prevout,
   type StoredTx,
   type UtxoRow,
@@ -124,6 +127,17 @@ describeFixtures('deriveBlock', () => {
       expect(() => early.rows()).toThrow(/0 of 4864 transactions derived/);
     });
 
+    it('gives the new unspent outputs from the block alone (blockCreated), the derived rows, whole or in parts', () => {
+      const keys = outputKeys(block);
+      const { spentHere } = blockSpends(block);
+      expect(blockCreated(block, 866342, keys, spentHere)).toEqual(rows.created);
+      const parts = [0, 1, 700, 701, 2500, 4864];
+      const inParts = parts.slice(1).flatMap((end, i) => blockCreated(block, 866342, keys, spentHere, parts[i], end));
+      expect(inParts).toEqual(rows.created);
+      // (some of the block's outputs are spent inside it, some are unspendable: left out alike)
+      expect(rows.created.length).toBeLessThan(block.txs.reduce((n, t) => n + t.outputs.length, 0));
+    });
+
     it('derives each transaction as the mempool path the same as the block path', () => {
       // The block's own outputs as a mempool transaction would find them (parents in the mempool).
       const own = new Map<string, { value: bigint; script: Uint8Array }>();
@@ -176,6 +190,9 @@ describeFixtures('deriveBlock', () => {
     expect(g.balances.size).toBe(0);
     expect(g.history.size).toBe(0);
     expect(g.created).toEqual([]);
+    const gb = decodeBlock(genesis!.raw);
+    expect(blockCreated(gb, 0, outputKeys(gb), blockSpends(gb).spentHere)).toEqual([]);
+    expect(blockCreated(block1, 1, outputKeys(block1), blockSpends(block1).spentHere)).toEqual(rows.created);
     expect(g.txs).toHaveLength(1);
     expect(decodeOutTags(g.txs[0]!.outs)[0]!.value).toBe(5_000_000_000n);
   });
