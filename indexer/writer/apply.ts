@@ -33,7 +33,6 @@ import {
   type UndoBlock,
   type UndoRows,
   type UndoSpent,
-  type UtxoRow,
 } from './derive.js';
 import { checkBlock } from '../block-check.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from '../events.js';
@@ -44,6 +43,8 @@ import {
   setTip,
   addBalances,
   insertUtxos,
+  insertUtxosCopy,
+  appendUtxos,
   insertHistory,
   insertBlocks,
   insertTxs,
@@ -59,6 +60,7 @@ import { rememberReorged, forgetReorged } from './reorg-bookkeeping.js';
 import { insertScriptAliases } from './script-aliases.js';
 import { assetCandidates, colorConfirmed, deleteAssetColors } from './asset-rows.js';
 import type { TxidCache } from './txid-cache.js';
+import { BinaryCopy } from './copy-binary.js';
 import { OutpointMap } from './txid-maps.js';
 import { NotRebuildableError, rebuildBlock } from './stored-block.js';
 import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
@@ -262,9 +264,9 @@ async function spendAndDerive(
   await inSlices(0, block.txs.length, (from, end) => outputKeysOf(block, keys, from, end));
   // The block's new unspent outputs, known from the block alone: copied right after the spends,
   // while the parts are derived.
-  const created: UtxoRow[] = [];
-  await inSlices(0, block.txs.length, (from, end) => created.push(...blockCreated(block, height, keys, spentHere, from, end)));
-  const copies: Promise<void>[] = [insertUtxos(trx, created)];
+  const created = new BinaryCopy(block.txs.length * 200);
+  await inSlices(0, block.txs.length, (from, end) => appendUtxos(created, blockCreated(block, height, keys, spentHere, from, end)));
+  const copies: Promise<void>[] = [insertUtxosCopy(trx, created)];
   copies[0]!.catch(() => {});
   const prevouts = new OutpointMap<Prevout>();
   const derivation = new BlockDerivation(block, height, (txid, vout) => prevouts.get(txid, vout), {

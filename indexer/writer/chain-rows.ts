@@ -92,15 +92,27 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
  * the right edge of `utxos_pkey` (tx_num, vout).
  */
 export async function insertUtxos(trx: Trx, rows: readonly UtxoRow[]): Promise<void> {
-  if (rows.length === 0) return;
-  await copyRows(trx, 'utxos (txid, vout, tx_num, addr_key, value, script)', utxosCopy(rows));
+  await insertUtxosCopy(trx, utxosCopy(rows));
+}
+
+/** Inserts the unspent outputs `c` holds (`appendUtxos`, in (tx_num, vout) order) by binary COPY. */
+export async function insertUtxosCopy(trx: Trx, c: BinaryCopy): Promise<void> {
+  if (c.rows === 0) return;
+  await copyRows(trx, 'utxos (txid, vout, tx_num, addr_key, value, script)', c);
 }
 
 /** `insertUtxos`'s COPY data: the rows in (tx_num, vout) order. */
 export function utxosCopy(rows: readonly UtxoRow[]): BinaryCopy {
   const sorted = [...rows].sort((a, b) => a.txNum - b.txNum || a.vout - b.vout);
-  const c = new BinaryCopy(rows.length * 96);
-  for (const r of sorted) {
+  return appendUtxos(new BinaryCopy(rows.length * 96), sorted);
+}
+
+/**
+ * Appends `rows` to `c`, a utxos COPY (`insertUtxosCopy`), as they are: a writer that builds
+ * it a part at a time gives the parts in (tx_num, vout) order.
+ */
+export function appendUtxos(c: BinaryCopy, rows: readonly UtxoRow[]): BinaryCopy {
+  for (const r of rows) {
     c.row(6).bytea(r.txid).int4(r.vout).int8(r.txNum);
     if (r.key === null) c.null();
     else c.uuid(r.key);
