@@ -15,6 +15,7 @@ import { toBuffer } from '../mempool-rows.js';
 import { txidIs, txidIsKeyed, txidKeyOf } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
+import { uuidTextOfBytes } from '../../src/db/address-key.js';
 import type { TxidCache } from './txid-cache.js';
 import { OutpointMap } from './txid-maps.js';
 
@@ -265,12 +266,12 @@ export async function spendUtxos(
   for (let i = 0; i < keyed.length || i < looked.length; i += SPEND_STATEMENT_MAX) {
     const k = keyed.slice(i, i + SPEND_STATEMENT_MAX);
     const l = looked.slice(i, i + SPEND_STATEMENT_MAX);
-    takeSpent(found, spentRows([...k, ...l], (await spendStatement(k, l).execute(trx)).rows));
+    takePacked(found, [...k, ...l], (await spendStatement(k, l).execute(trx)).rows[0]?.packed ?? null);
   }
   const wrong = keyed.filter((o) => !found.has(o.txid, o.vout));
   for (let i = 0; i < wrong.length; i += SPEND_STATEMENT_MAX) {
     const l = wrong.slice(i, i + SPEND_STATEMENT_MAX);
-    takeSpent(found, spentRows(l, (await spendStatement([], l).execute(trx)).rows));
+    takePacked(found, l, (await spendStatement([], l).execute(trx)).rows[0]?.packed ?? null);
   }
   return found;
 }
@@ -284,13 +285,17 @@ type KeyedOutpoint = { txid: Uint8Array; vout: number; txNum: number };
  * The one statement deleting spent outputs (`spendUtxos`): the `keyed` outpoints by their
  * (tx_num, vout) where the row's txid is theirs, the `looked` ones through `txs_txid_key` first
  * (each txid's key computed here, not in PostgreSQL for each of a block's ~8,000 outpoints),
- * all deleted in `utxos_pkey` order. Each returned row is the outpoint at position `i` (from 1)
- * of `keyed` followed by `looked`. One statement rather than one per kind: node-postgres sends a
- * connection's next statement only once the writer's event loop has read the last one's answer,
- * and the writer derives while the spends run.
+ * all deleted in `utxos_pkey` order. The deleted rows come back packed into one bytea
+ * (`takePacked` reads it), each as the outpoint's position `i` (from 1) in `keyed` followed by
+ * `looked` (int4; the writer has its txid and vout), its tx_num and value (int8), a flag byte and
+ * the address key's 16 bytes when it has one, and the script (int4 length, bytes): node-postgres
+ * would parse ~2,000 rows of five text columns (hex scripts, uuids, int8s into BigInts) while the
+ * server waits for the next statement, which it sends only once it has read this one's answer.
+ * One statement rather than one per kind, for the same reason.
  */
 export function spendStatement(keyed: readonly KeyedOutpoint[], looked: readonly { txid: Uint8Array; vout: number }[]) {
-  return sql<SpentAt>`
+  return sql<{ packed: Buffer | null }>`
+    WITH d AS (
     DELETE FROM utxos u USING (
       SELECT * FROM (
         SELECT k.tx_num, k.vout, k.txid, k.i
@@ -301,7 +306,35 @@ export function spendStatement(keyed: readonly KeyedOutpoint[], looked: readonly
           JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
       ) s ORDER BY tx_num, vout) AS s
     WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND (s.txid IS NULL OR u.txid = s.txid)
-    RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key`;
+    RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key)
+    SELECT string_agg(
+      int4send(d.i) || int8send(d.tx_num) || int8send(d.value)
+        || CASE WHEN d.addr_key IS NULL THEN decode('00', 'hex') ELSE decode('01', 'hex') || uuid_send(d.addr_key) END
+        || int4send(length(d.script)) || d.script, ''::bytea) AS packed
+      FROM d`;
+}
+
+/** Adds the spent outputs `packed` holds (`spendStatement`'s answer; null: none) to `found` as prevouts of `outpoints`. */
+export function takePacked(
+  found: OutpointMap<Prevout>,
+  outpoints: readonly { txid: Uint8Array; vout: number }[],
+  packed: Buffer | null,
+): void {
+  if (packed === null) return;
+  for (let at = 0; at < packed.length;) {
+    const o = outpoints[packed.readInt32BE(at) - 1];
+    if (o === undefined) throw new RangeError(`spend answer names outpoint ${packed.readInt32BE(at)} of ${outpoints.length}`);
+    // (a tx_num is below 2^53: height < 2^33)
+    const txNum = packed.readUInt32BE(at + 4) * 2 ** 32 + packed.readUInt32BE(at + 8);
+    const value = packed.readBigInt64BE(at + 12);
+    at += 20;
+    const key = packed[at] === 1 ? uuidTextOfBytes(packed.subarray(at + 1, at + 17)) : null;
+    at += key === null ? 1 : 17;
+    const n = packed.readInt32BE(at);
+    const script = packed.subarray(at + 4, at + 4 + n);
+    at += 4 + n;
+    found.set(o.txid, o.vout, key !== null ? { txNum, value, script, keys: key } : { txNum, value, script });
+  }
 }
 
 /** Adds spent outputs' rows to `found` as prevouts. */
@@ -314,22 +347,6 @@ export function takeSpent(found: OutpointMap<Prevout>, rows: readonly SpentRow[]
         ? { txNum: Number(x.tx_num), value: x.value, script: x.script, keys: x.addr_key }
         : { txNum: Number(x.tx_num), value: x.value, script: x.script },
     );
-}
-
-/**
- * A spent output's row as the spend statement returns it: which of the statement's outpoints it
- * is (`i`, from 1: `WITH ORDINALITY`) instead of its txid and vout, which the writer has. Each
- * column returned is parsed by node-postgres while the server waits for the next statement:
- * a 32-byte txid is 66 characters of hex to decode, for each of a block's ~8,000 rows.
- */
-type SpentAt = { i: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null };
-
-/** `rows` of `outpoints` as `SpentRow`s. */
-function spentRows(outpoints: readonly { txid: Uint8Array; vout: number }[], rows: readonly SpentAt[]): SpentRow[] {
-  return rows.map((r) => {
-    const o = outpoints[r.i - 1]!;
-    return { txid: toBuffer(o.txid), vout: o.vout, tx_num: r.tx_num, value: r.value, script: r.script, addr_key: r.addr_key };
-  });
 }
 
 /** Truncates or deletes the history chunks of `keys` holding entries at or above `fromTxNum`. */
