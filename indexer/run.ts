@@ -18,7 +18,7 @@ import { createPrefetcher, type Prefetcher } from './prefetch.js';
 import type { Logger } from '../src/log.js';
 import type { PhaseListener } from '../src/ops/phases.js';
 import { applyBlocks, undoBlock } from './writer/apply.js';
-import { TxidCache } from './writer/txid-cache.js';
+import { TxidCache, fillFromIndex } from './writer/txid-cache.js';
 import { mergePendingIndexEntries } from './writer/index-upkeep.js';
 import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { readTip, type Tip } from './writer/chain-rows.js';
@@ -140,6 +140,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let running: Promise<void> | null = null;
   /** Blocks were applied since the last index upkeep; the database refused it once. */
   let upkeepDue = false;
+  /** The recent transactions' cache was filled from the index (once per run, and after a bulk sync). */
+  let txidsFilled = false;
   let upkeepRefused = false;
   const abort = new AbortController();
   const ctx = {
@@ -212,6 +214,12 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     // The next turn's blocks are read while these are written.
     const from = prefetchAfter(batch[batch.length - 1]!.height, node.height);
     if (from !== null) prefetch.after(from, node.height, policy.catchupBlocks);
+    if (!txidsFilled) {
+      txidsFilled = true;
+      const t1 = performance.now();
+      const n = await fillFromIndex(db, ctx.txids);
+      if (n > 0) log.info({ txs: n, ms: Math.round(performance.now() - t1) }, 'recent transactions read from the index');
+    }
     const results = await applyBlocks(db, batch, ctx, deps.catchupBudgetMs ?? CATCHUP_BUDGET_MS);
     // Blocks the budget left out: fetched already, kept for the next turn.
     for (const b of batch.slice(results.length)) prefetch.keep(b, b.raw);
@@ -253,6 +261,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       case 'bulk':
         // The bulk path writes and undoes blocks without the recent transactions' cache.
         ctx.txids.clear();
+        txidsFilled = false;
         await deps.bulk!.run(abort.signal);
         state = withMode(state, 'following');
         return !stopping;

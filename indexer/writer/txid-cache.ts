@@ -10,9 +10,10 @@
  * an entry: the newer wins), and the spend deletes a row only when the row's own `txid` column is
  * the prevout's txid; a wrong, stale or colliding entry finds no row and the prevout goes through
  * the `txs` lookup, so no entry can delete another output. The run loop keeps one per leadership
- * (empty on start and on taking over the writer lock), adds a block's transactions only after its
- * transaction committed, cuts the entries of an undone block after the undo committed, and
- * empties it after a failed undo or a bulk sync (writes it did not see).
+ * (empty on start and on taking over the writer lock, then filled from the index before its first
+ * apply: `fillFromIndex`), adds a block's transactions only after its transaction committed, cuts
+ * the entries of an undone block after the undo committed, and empties it after a failed undo or
+ * a bulk sync (writes it did not see; filled again before the next apply).
  *
  * Entries live in a ring in the order they were added (tx_num order: blocks are added in chain
  * order, and an undo cuts the newest), which gives the oldest to evict when the ring is full;
@@ -22,6 +23,8 @@
  * keys, for every unspent output; this one holds a txid's tx_num for recent transactions.)
  * @module
  */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.js';
 import { txNumOf } from '../../src/db/tx-num.js';
 
 /** The smallest ring: a table grows from here, doubling, up to the limit. */
@@ -166,4 +169,34 @@ export class TxidCache {
 /** Bytes `at`…`at + 3` of a txid as a signed 32-bit word (little-endian). */
 function word(b: Uint8Array, at: number): number {
   return b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24);
+}
+
+/**
+ * Fills `cache` (empty: a started indexer, a new leader, after a bulk sync) with the index's
+ * newest transactions, up to its limit, so that the first blocks after a start spend by key as
+ * the later ones do rather than through `txs_txid_key` (random reads of an index and a table that
+ * a restart found cold). Whole blocks, oldest first; one row a block (its txids packed in
+ * tx_num order: a block's positions run from 0 without a gap). Returns the transactions added.
+ */
+export async function fillFromIndex(db: Kysely<Database>, cache: TxidCache): Promise<number> {
+  if (cache.limit === 0 || cache.size > 0) return 0;
+  // The lowest height whose blocks from there to the tip hold at most `limit` transactions.
+  const from = await sql<{ height: number | null }>`
+    SELECT min(height) AS height FROM (
+      SELECT height, sum(tx_count) OVER (ORDER BY height DESC) AS n FROM blocks) b
+     WHERE n <= ${cache.limit}`.execute(db);
+  const low = from.rows[0]?.height;
+  if (low === null || low === undefined) return 0;
+  const r = await sql<{ height: number; txids: Buffer }>`
+    SELECT (tx_num >> 20)::int4 AS height, string_agg(txid, ''::bytea ORDER BY tx_num) AS txids
+      FROM txs WHERE tx_num >= ${txNumOf(low, 0).toString()}::int8
+     GROUP BY 1 ORDER BY 1`.execute(db);
+  let added = 0;
+  for (const row of r.rows) {
+    const txids: Uint8Array[] = [];
+    for (let at = 0; at + 32 <= row.txids.length; at += 32) txids.push(row.txids.subarray(at, at + 32));
+    cache.addBlock(row.height, txids);
+    added += txids.length;
+  }
+  return added;
 }

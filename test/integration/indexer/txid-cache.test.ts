@@ -13,7 +13,7 @@ import { decodeBlock, type DecodedBlock } from '../../../src/bitcoin/block.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
 import { txNumOf } from '../../../src/db/tx-num.js';
 import { applyBlock } from '../../../indexer/writer/apply.js';
-import { TxidCache } from '../../../indexer/writer/txid-cache.js';
+import { TxidCache, fillFromIndex } from '../../../indexer/writer/txid-cache.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { indexChainA, loadChainA } from '../../support/chain-fixture.js';
@@ -110,5 +110,36 @@ describeFixtures('the recent transactions on the per-block path', () => {
     for (let height = h + 1; height < main.length; height++)
       expect((await applyBlock(t.db, main[height] as DecodedBlock, height, { txids: cache })).kind).toBe('applied');
     expect(await snapshotIndex(t.db)).toEqual(await snapshotIndex(ref.db));
+  });
+
+  it('fills from the index with its newest whole blocks, up to the limit, only when empty', async () => {
+    const total = main.reduce((n, b) => n + b.txs.length, 0);
+    // A limit that cuts the chain: the newest blocks that fit, whole.
+    const limit = Math.floor(total / 3);
+    const filled = new TxidCache(limit);
+    const n = await fillFromIndex(ref.db, filled);
+    let fits = 0;
+    let low = main.length;
+    while (low > 0 && fits + main[low - 1]!.txs.length <= limit) fits += main[--low]!.txs.length;
+    expect(n).toBe(fits);
+    expect(filled.size).toBe(fits);
+    for (let height = 0; height < main.length; height++)
+      main[height]!.txs.forEach((tx, pos) => {
+        const got = filled.get(tx.txid);
+        if (height >= low) expect(got, `${height}:${pos}`).toBe(txNumOf(height, pos));
+        // (older transactions: absent, unless a newer one shares the first 8 bytes: none does here)
+        else expect(got, `${height}:${pos}`).toBeUndefined();
+      });
+    // Not again once it holds entries; nothing for an empty index or a cache that is off.
+    expect(await fillFromIndex(ref.db, filled)).toBe(0);
+    expect(await fillFromIndex(ref.db, new TxidCache(0))).toBe(0);
+    const empty = await createMigratedDatabase('tce');
+    try {
+      expect(await fillFromIndex(empty.db, new TxidCache(1_000))).toBe(0);
+    } finally {
+      await empty.drop();
+    }
+    // A limit below the newest block alone: nothing.
+    expect(await fillFromIndex(ref.db, new TxidCache(main[main.length - 1]!.txs.length - 1))).toBe(0);
   });
 });
