@@ -2,9 +2,9 @@
  * bench/live-derive: the per-block writer's own CPU, no PostgreSQL: what `applyBlock` computes for
  * one live block in JavaScript (indexer/writer/apply.ts `spendAndDerive` and the statements after
  * it): the block's spends from the block alone, its outputs' address keys, the prevouts of the
- * spent outputs as `spendUtxos` turns its rows into them, the derivation in parts, each part's
- * `txs` and new `utxos` COPY data, then the `history` COPY data and the balance deltas'
- * arrays. Blocks: mainnet 866,342 (4,864 transactions, the shared fixtures) and the first
+ * spent outputs as `spendUtxos` turns its rows into them, the block's new `utxos` COPY data
+ * (each part's, for a baseline before `blockCreated`), the derivation in parts, each part's
+ * `txs` COPY data, then the `history` COPY data and the balance deltas' arrays. Blocks: mainnet 866,342 (4,864 transactions, the shared fixtures) and the first
  * 4,000-transaction tail block of the bench corpus (`--blocks`, default 300). Two versions of
  * the code in one process, alternated (`--baseline REF` checked out beside, bench/baseline.ts),
  * `--rounds` times each after `--warmup` rounds; per version and block, the median of this
@@ -131,12 +131,19 @@ function writerWork(v: Version, c: Case, block: DecodedBlock): number {
   const lookup = prevoutLookup(v);
   const derivation = new d.BlockDerivation(block, height, lookup.get, { touches: false, outputKeys: keys, spentHere });
   let bytes = 0;
+  // The block's new outputs before any part is derived (`blockCreated`), or each part's after it
+  // is (`createdRows`, a baseline's writer before blockCreated).
+  const early = 'blockCreated' in d;
+  if (early) bytes += r.utxosCopy(d.blockCreated(block, height, keys, spentHere)).finish().length;
   let derived = 0;
   for (const p of c.parts) {
     lookup.take(p.rows);
     derivation.through(p.end);
     bytes += r.txsCopy(derivation.txRows(derived, p.end), new Map()).finish().length;
-    bytes += r.utxosCopy(derivation.createdRows(derived, p.end)).finish().length;
+    if (!early) {
+      const before = derivation as unknown as { createdRows(from: number, end: number): Parameters<typeof r.utxosCopy>[0] };
+      bytes += r.utxosCopy(before.createdRows(derived, p.end)).finish().length;
+    }
     derived = p.end;
   }
   const rows = derivation.rows();

@@ -245,10 +245,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   readonly local = new TxidMap<number>();
   readonly outKeys: ScriptKeys[][];
   /** Per transaction, a mark for each output spent inside the block (known from the block alone, before deriving). */
-  private readonly spentHere: readonly (Uint8Array | undefined)[];
+  readonly spentHere: readonly (Uint8Array | undefined)[];
   readonly spent: SpentRow[] = [];
-  /** Spendable outputs in block order; those spent inside the block are dropped by `created()`. */
-  private readonly unspentRows: UtxoRow[] = [];
   readonly outsW: PackedWriter;
   readonly insW: PackedWriter;
   /** The current transaction's `txs.spent_group`. */
@@ -333,9 +331,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     this.outsW.packTaggedOut(vout, out.value, out.script);
   }
 
-  unspent(vout: number, keys: ScriptKeys, key: string | null, out: TxOutput): void {
-    this.unspentRows.push({ txid: this.txid, vout, txNum: this.txNum, key, keys, value: out.value, script: out.script });
-  }
+  /** (The block's unspent rows come from `blockCreated`, the same derivation of its outputs.) */
+  unspent(): void {}
 
   override assetMarker(): void {
     this.assetCandidates.push(this.pos);
@@ -352,13 +349,6 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
 
   override alias(alias: ScriptAlias): void {
     this.aliases.set(alias.scriptKey.toString('hex'), alias);
-  }
-
-  /** The outputs of the transactions at positions `from` to `end` (not included) left unspent at the end of the block. */
-  created(from = 0, end = this.block.txs.length): UtxoRow[] {
-    const lo = this.base + from;
-    const hi = this.base + end;
-    return this.unspentRows.filter((r) => r.txNum >= lo && r.txNum < hi && this.spentHere[r.txNum - this.base]?.[r.vout] !== 1);
   }
 }
 
@@ -507,16 +497,6 @@ export class BlockDerivation {
     return rows;
   }
 
-  /**
-   * The `utxos` rows of positions `from` to `end` (not included), all derived already: the
-   * outputs no transaction of the block spends (known from the block alone), so they can be
-   * written while the rest of the block is derived. Over consecutive ranges, `rows().created`.
-   */
-  createdRows(from: number, end: number): UtxoRow[] {
-    if (this.next < end) throw new RangeError(`block ${this.height}: ${this.next} of ${end} transactions derived`);
-    return this.sink.created(from, end);
-  }
-
   /** The block's rows (every transaction derived). */
   rows(): BlockRows {
     const { block, height, sink } = this;
@@ -525,6 +505,8 @@ export class BlockDerivation {
     const rows = this.txRows(0, n);
 
     const header = block.bytes.subarray(0, HEADER_BYTES);
+    // Read by a turn of blocks (apply-turn.ts); the per-block writer copies them before it derives.
+    let created: UtxoRow[] | undefined;
     return {
       height,
       hash: block.hash,
@@ -535,7 +517,9 @@ export class BlockDerivation {
       size: block.size,
       weight: block.weight,
       txs: rows,
-      created: sink.created(),
+      get created() {
+        return (created ??= blockCreated(block, height, sink.outKeys, sink.spentHere));
+      },
       spent: sink.spent,
       undo: sink.undoRow(),
       balances: sink.balances,
