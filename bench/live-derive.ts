@@ -29,7 +29,7 @@ import { historyChunks } from '../src/db/history-entries.js';
 import type * as Derive from '../indexer/writer/derive.js';
 import type * as ChainRows from '../indexer/writer/chain-rows.js';
 
-/** A spent output's row as `DELETE … RETURNING` gives it (chain-rows.ts `spendUtxos`). */
+/** A spent output's row as the spend's `DELETE … RETURNING` gives it (chain-rows.ts `spendStatement`). */
 type SpentRow = { txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null };
 
 /** One version's modules. */
@@ -48,7 +48,28 @@ interface Case {
   raw: Uint8Array;
   block: DecodedBlock;
   height: number;
-  parts: { end: number; rows: SpentRow[] }[];
+  /** Each part's rows, and the same rows packed as the spend statement answers (`packSpent`). */
+  parts: { end: number; rows: SpentRow[]; packed: Buffer }[];
+}
+
+/**
+ * `rows` as chain-rows.ts `spendStatement` packs them into its one bytea answer (the row's
+ * position among the statement's outpoints from 1, tx_num, value, a flag byte and the address
+ * key's 16 bytes when it has one, the script's length and bytes): what `takePacked` reads.
+ */
+function packSpent(rows: readonly SpentRow[]): Buffer {
+  return Buffer.concat(
+    rows.flatMap((r, i) => {
+      const head = Buffer.alloc(20);
+      head.writeInt32BE(i + 1, 0);
+      head.writeBigInt64BE(r.tx_num, 4);
+      head.writeBigInt64BE(r.value, 12);
+      const key = r.addr_key === null ? Buffer.of(0) : Buffer.concat([Buffer.of(1), Buffer.from(r.addr_key.replace(/-/g, ''), 'hex')]);
+      const n = Buffer.alloc(4);
+      n.writeInt32BE(r.script.length, 0);
+      return [head, key, n, r.script];
+    }),
+  );
 }
 
 const SPEND_PART = 2_000;
@@ -63,7 +84,7 @@ function partsOf(
   for (let i = 0; i < byTx.length; i++) {
     for (const o of byTx[i]!) rows.push(rowOf(o.txid, o.vout));
     if (rows.length >= SPEND_PART || i === byTx.length - 1) {
-      parts.push({ end: i + 1, rows });
+      parts.push({ end: i + 1, rows, packed: packSpent(rows) });
       rows = [];
     }
   }
@@ -137,7 +158,7 @@ function writerWork(v: Version, c: Case, block: DecodedBlock): number {
   if (early) bytes += r.utxosCopy(d.blockCreated(block, height, keys, spentHere)).finish().length;
   let derived = 0;
   for (const p of c.parts) {
-    lookup.take(p.rows);
+    lookup.take(p);
     derivation.through(p.end);
     bytes += r.txsCopy(derivation.txRows(derived, p.end), new Map()).finish().length;
     if (!early) {
@@ -160,18 +181,25 @@ function writerWork(v: Version, c: Case, block: DecodedBlock): number {
 
 /**
  * The prevouts of the spent rows as apply.ts keeps them: `spendUtxos`' map (chain-rows.ts
- * `takeSpent` into a txid-maps.ts `OutpointMap`; before them, a Map keyed by `hashKey(txid):vout`).
+ * `takePacked` reading the packed answer, or, in versions before it, `takeSpent` reading rows,
+ * into a txid-maps.ts `OutpointMap`; before those, a Map keyed by `hashKey(txid):vout`). A
+ * version that reads rows gets them parsed already: node-postgres's parse of the text rows, which
+ * its writer paid, is not counted, where `takePacked`'s reading of the packed answer is.
  */
-function prevoutLookup(v: Version): { take(rows: readonly SpentRow[]): void; get: Derive.PrevoutLookup } {
+function prevoutLookup(v: Version): { take(part: Case['parts'][number]): void; get: Derive.PrevoutLookup } {
   const { derive: d, rows: r, maps } = v;
+  if (maps !== undefined && 'takePacked' in r) {
+    const found = new maps.OutpointMap<Derive.Prevout>();
+    return { take: (part) => r.takePacked(found as never, part.rows, part.packed), get: (txid, vout) => found.get(txid, vout) };
+  }
   if (maps !== undefined && 'takeSpent' in r) {
     const found = new maps.OutpointMap<Derive.Prevout>();
-    const takeSpent = r.takeSpent as (found: unknown, rows: readonly SpentRow[]) => void;
-    return { take: (rows) => takeSpent(found, rows), get: (txid, vout) => found.get(txid, vout) };
+    const takeSpent = (r as { takeSpent: (found: unknown, rows: readonly SpentRow[]) => void }).takeSpent;
+    return { take: (part) => takeSpent(found, part.rows), get: (txid, vout) => found.get(txid, vout) };
   }
   const found = new Map<string, Derive.Prevout>();
   return {
-    take(rows) {
+    take({ rows }) {
       for (const x of rows)
         found.set(`${d.hashKey(x.txid)}:${x.vout}`, {
           txNum: Number(x.tx_num),

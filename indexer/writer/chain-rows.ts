@@ -238,9 +238,6 @@ export async function deleteOverwrittenCoinbase(
   return r.rows;
 }
 
-/** A spent output's `utxos` row as `DELETE … RETURNING` gives it. */
-export type SpentRow = { txid: Buffer; vout: number; tx_num: bigint; value: bigint; script: Buffer; addr_key: string | null };
-
 /**
  * Deletes the spent outputs and returns them as prevouts by outpoint, with their
  * scripts (the block's undo row keeps them). `utxos` is keyed by (tx_num, vout): the outpoints
@@ -263,16 +260,12 @@ export async function spendUtxos(
     if (n === undefined) looked.push(o);
     else keyed.push({ txid: o.txid, vout: o.vout, txNum: n });
   }
-  for (let i = 0; i < keyed.length || i < looked.length; i += SPEND_STATEMENT_MAX) {
-    const k = keyed.slice(i, i + SPEND_STATEMENT_MAX);
-    const l = looked.slice(i, i + SPEND_STATEMENT_MAX);
+  const spend = async (k: readonly KeyedOutpoint[], l: readonly { txid: Uint8Array; vout: number }[]) =>
     takePacked(found, [...k, ...l], (await spendStatement(k, l).execute(trx)).rows[0]?.packed ?? null);
-  }
+  for (let i = 0; i < keyed.length || i < looked.length; i += SPEND_STATEMENT_MAX)
+    await spend(keyed.slice(i, i + SPEND_STATEMENT_MAX), looked.slice(i, i + SPEND_STATEMENT_MAX));
   const wrong = keyed.filter((o) => !found.has(o.txid, o.vout));
-  for (let i = 0; i < wrong.length; i += SPEND_STATEMENT_MAX) {
-    const l = wrong.slice(i, i + SPEND_STATEMENT_MAX);
-    takePacked(found, l, (await spendStatement([], l).execute(trx)).rows[0]?.packed ?? null);
-  }
+  for (let i = 0; i < wrong.length; i += SPEND_STATEMENT_MAX) await spend([], wrong.slice(i, i + SPEND_STATEMENT_MAX));
   return found;
 }
 
@@ -335,18 +328,6 @@ export function takePacked(
     at += 4 + n;
     found.set(o.txid, o.vout, key !== null ? { txNum, value, script, keys: key } : { txNum, value, script });
   }
-}
-
-/** Adds spent outputs' rows to `found` as prevouts. */
-export function takeSpent(found: OutpointMap<Prevout>, rows: readonly SpentRow[]): void {
-  for (const x of rows)
-    found.set(
-      x.txid,
-      x.vout,
-      x.addr_key !== null
-        ? { txNum: Number(x.tx_num), value: x.value, script: x.script, keys: x.addr_key }
-        : { txNum: Number(x.tx_num), value: x.value, script: x.script },
-    );
 }
 
 /** Truncates or deletes the history chunks of `keys` holding entries at or above `fromTxNum`. */
