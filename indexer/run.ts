@@ -354,8 +354,6 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     },
     announced(hash) {
       state = announce(state, hash);
-      // Most likely the next block: on its way while the turn the announcement wakes plans.
-      if (state.mode === 'following' && !stopping) prefetch.ahead([hash]);
     },
     run() {
       running ??= loop();

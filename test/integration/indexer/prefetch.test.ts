@@ -87,34 +87,4 @@ describeFixtures('block prefetcher', () => {
     expect(heightRepeats.length, `heights asked more than once: ${JSON.stringify(heightRepeats)}`).toBeLessThanOrEqual(allowed);
     expect(blockRepeats.length, `blocks fetched more than once: ${JSON.stringify(blockRepeats)}`).toBeLessThanOrEqual(allowed);
   });
-
-  it('fetches an announced block at once, before the turn it wakes plans, and only once', async () => {
-    const d = await createMigratedDatabase('pfa');
-    const counted = new CountingChain(blocks);
-    const first = blocks.slice(0, 50);
-    counted.setActive(first.map((b) => b.hash));
-    // No polling: only a wake starts a turn.
-    const loop = createRunLoop({ db: d.db, source: counted, log: silentLogger(), pollIntervalMs: 600_000, maxReorgDepth: 100 });
-    const running = loop.run();
-    try {
-      for (let i = 0; i < 1200 && (await readTip(d.db)).height < 49; i++) await new Promise((r) => setTimeout(r, 50));
-      expect((await readTip(d.db)).height).toBe(49);
-      const next = blocks[50]!;
-      counted.setActive(blocks.slice(0, 51).map((b) => b.hash));
-      loop.announced(next.hash);
-      for (let i = 0; i < 200 && !counted.fetched.has(next.hash); i++) await new Promise((r) => setTimeout(r, 10));
-      expect(counted.fetched.get(next.hash)).toBe(1);
-      expect((await readTip(d.db)).height).toBe(49);
-      // (a second announcement of it, as hashblock and sequence both give, asks nothing more)
-      loop.announced(next.hash);
-      loop.wake();
-      for (let i = 0; i < 1200 && (await readTip(d.db)).height < 50; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(hashToHex((await readTip(d.db)).hash!)).toBe(next.hash);
-      expect(counted.fetched.get(next.hash)).toBe(1);
-    } finally {
-      await loop.stop();
-      await running.catch(() => undefined);
-      await d.drop();
-    }
-  });
 });
