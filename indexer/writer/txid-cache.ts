@@ -197,6 +197,9 @@ export async function fillFromIndex(db: Kysely<Database>, cache: TxidCache): Pro
     for (let at = 0; at + 32 <= row.txids.length; at += 32) txids.push(row.txids.subarray(at, at + 32));
     cache.addBlock(row.height, txids);
     added += txids.length;
+    // A turn of the event loop between blocks: the roles that share this process answer meanwhile
+    // (a million transactions take 0.2–0.4 s to add).
+    await new Promise((resolve) => setImmediate(resolve));
   }
   return added;
 }
