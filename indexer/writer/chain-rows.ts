@@ -8,11 +8,11 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { addWalletDeltaArrays } from '../wallet-balances.js';
-import { int4Array, int8Array, uuidArray } from '../../src/db/pg-array.js';
+import { byteaArray, int4Array, int8Array, int8PrefixArray, uuidArray } from '../../src/db/pg-array.js';
 import { decodeEntries, encodeEntries, historyChunks, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
-import { txidIs, txidIsKeyed, txidKeyOf } from '../../src/db/txid-key.js';
+import { txidIs, txidIsKeyed } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 import { uuidTextOfBytes } from '../../src/db/address-key.js';
@@ -292,10 +292,10 @@ export function spendStatement(keyed: readonly KeyedOutpoint[], looked: readonly
     DELETE FROM utxos u USING (
       SELECT * FROM (
         SELECT k.tx_num, k.vout, k.txid, k.i
-          FROM unnest(${int8s(keyed.map((o) => o.txNum))}::int8[], ${keyed.map((o) => o.vout)}::int4[], ${keyed.map((o) => toBuffer(o.txid))}::bytea[]) WITH ORDINALITY AS k(tx_num, vout, txid, i)
+          FROM unnest(${int8Array(keyed.map((o) => o.txNum))}::int8[], ${int4Array(keyed.map((o) => o.vout))}::int4[], ${byteaArray(keyed.map((o) => o.txid))}::bytea[]) WITH ORDINALITY AS k(tx_num, vout, txid, i)
         UNION ALL
         SELECT t.tx_num, s.vout, NULL::bytea, s.i + ${keyed.length}
-          FROM (SELECT * FROM unnest(${looked.map((o) => txidKeyOf(o.txid))}::int8[], ${looked.map((o) => toBuffer(o.txid))}::bytea[], ${looked.map((o) => o.vout)}::int4[]) WITH ORDINALITY AS s(k, txid, vout, i) ORDER BY k) AS s
+          FROM (SELECT * FROM unnest(${int8PrefixArray(looked.map((o) => o.txid))}::int8[], ${byteaArray(looked.map((o) => o.txid))}::bytea[], ${int4Array(looked.map((o) => o.vout))}::int4[]) WITH ORDINALITY AS s(k, txid, vout, i) ORDER BY k) AS s
           JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
       ) s ORDER BY tx_num, vout) AS s
     WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND (s.txid IS NULL OR u.txid = s.txid)

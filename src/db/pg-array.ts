@@ -18,10 +18,11 @@ import { writeUuidBytes } from './uuid-bytes.js';
 const UUID_OID = 2950;
 const INT8_OID = 20;
 const INT4_OID = 23;
+const BYTEA_OID = 17;
 
-/** A binary array of `n` elements of `width` bytes each, with its header written; elements start at `HEADER`. */
-function arrayOf(oid: number, n: number, width: number): Buffer {
-  const buf = Buffer.allocUnsafe(n === 0 ? 12 : HEADER + n * (4 + width));
+/** A binary array of `n` elements taking `bytes` with their lengths, with its header written; elements start at `HEADER`. */
+function arrayOf(oid: number, n: number, bytes: number): Buffer {
+  const buf = Buffer.allocUnsafe(n === 0 ? 12 : HEADER + bytes);
   buf.writeInt32BE(n === 0 ? 0 : 1, 0);
   buf.writeInt32BE(0, 4);
   buf.writeInt32BE(oid, 8);
@@ -39,7 +40,7 @@ const HEADER = 20;
  * @throws RangeError for a key that is not a canonical uuid.
  */
 export function uuidArray(keys: readonly string[]): Buffer {
-  const buf = arrayOf(UUID_OID, keys.length, 16);
+  const buf = arrayOf(UUID_OID, keys.length, keys.length * 20);
   let at = HEADER;
   for (const key of keys) {
     buf.writeInt32BE(16, at);
@@ -55,7 +56,7 @@ export function uuidArray(keys: readonly string[]): Buffer {
  * @throws RangeError for a value outside int8 or a fraction; SyntaxError for text that is not an integer.
  */
 export function int8Array(values: readonly (number | bigint | string)[]): Buffer {
-  const buf = arrayOf(INT8_OID, values.length, 8);
+  const buf = arrayOf(INT8_OID, values.length, values.length * 12);
   let at = HEADER;
   for (const v of values) {
     buf.writeInt32BE(8, at);
@@ -70,13 +71,45 @@ export function int8Array(values: readonly (number | bigint | string)[]): Buffer
  * @throws RangeError for a value that is not an int4.
  */
 export function int4Array(values: readonly number[]): Buffer {
-  const buf = arrayOf(INT4_OID, values.length, 4);
+  const buf = arrayOf(INT4_OID, values.length, values.length * 8);
   let at = HEADER;
   for (const v of values) {
     if (!Number.isInteger(v)) throw new RangeError(`not an integer: ${v}`);
     buf.writeInt32BE(4, at);
     buf.writeInt32BE(v, at + 4);
     at += 8;
+  }
+  return buf;
+}
+
+/**
+ * Each value's first 8 bytes, read as a big-endian signed integer, as an `int8[]` parameter: the
+ * binary form of an int8 is those 8 bytes, so a txid's `txid_key` (src/db/txid-key.ts) is sent
+ * without being computed here.
+ * @throws RangeError for a value shorter than 8 bytes.
+ */
+export function int8PrefixArray(values: readonly Uint8Array[]): Buffer {
+  const buf = arrayOf(INT8_OID, values.length, values.length * 12);
+  let at = HEADER;
+  for (const v of values) {
+    if (v.length < 8) throw new RangeError(`needs 8 bytes, got ${v.length}`);
+    buf.writeInt32BE(8, at);
+    buf.set(v.subarray(0, 8), at + 4);
+    at += 12;
+  }
+  return buf;
+}
+
+/** Byte strings (txids) as a `bytea[]` parameter. */
+export function byteaArray(values: readonly Uint8Array[]): Buffer {
+  let bytes = 0;
+  for (const v of values) bytes += v.length;
+  const buf = arrayOf(BYTEA_OID, values.length, values.length * 4 + bytes);
+  let at = HEADER;
+  for (const v of values) {
+    buf.writeInt32BE(v.length, at);
+    buf.set(v, at + 4);
+    at += 4 + v.length;
   }
   return buf;
 }

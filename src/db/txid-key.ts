@@ -14,18 +14,10 @@ export function txidIs(column: RawBuilder<unknown>, value: unknown): RawBuilder<
 
 /**
  * `column` equals the txid `value` whose key (`txid_key`) `key` already is: a statement sending
- * many txids sends their keys too (`txidKeyOf`), so PostgreSQL computes none.
+ * many txids sends their keys too (src/db/pg-array.ts `int8PrefixArray`), so PostgreSQL computes none.
  */
 export function txidIsKeyed(column: RawBuilder<unknown>, key: RawBuilder<unknown>, value: RawBuilder<unknown>): RawBuilder<boolean> {
   return sql<boolean>`(txid_key(${column}) = ${key} AND ${column} = ${value})`;
-}
-
-/**
- * `txid_key(txid)` computed here (a bind parameter's value, for statements that send many
- * txids): the first 8 bytes as a signed big-endian int8, as the SQL function reads them.
- */
-export function txidKeyOf(txid: Uint8Array): string {
-  return new DataView(txid.buffer, txid.byteOffset, 8).getBigInt64(0).toString();
 }
 
 /** `column` is one of `values` (txids as Buffers). */

@@ -5,10 +5,10 @@
  * beyond 2^53, counts, none at all), and values that are not of the type refused before anything
  * is sent.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { int4Array, int8Array, uuidArray } from '../../../src/db/pg-array.js';
+import { byteaArray, int4Array, int8Array, uuidArray } from '../../../src/db/pg-array.js';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 
 let t: TestDatabase;
@@ -63,6 +63,19 @@ it('int4 arrays: counts of either sign, the type bounds', async () => {
   const r = await both(counts, 'int4');
   expect(r.same).toBe(true);
   expect(r.ours).toEqual(counts.map(String));
+});
+
+it('bytea arrays: txids, other lengths, empty values and zero bytes, in order', async () => {
+  const values: Buffer[] = Array.from({ length: 3_000 }, () => randomBytes(32));
+  values.push(Buffer.alloc(0), Buffer.alloc(32), Buffer.from([0, 0x5c, 0x78, 0xff]), randomBytes(5_000), values[0]!);
+  const r = await sql<{ ours: Buffer[]; same: boolean; dims: string | null; n: number }>`
+    SELECT ${byteaArray(values)}::bytea[] AS ours, ${byteaArray(values)}::bytea[] = ${values}::bytea[] AS same,
+           array_dims(${byteaArray(values)}::bytea[]) AS dims, cardinality(${byteaArray([])}::bytea[]) AS n`.execute(t.db);
+  const row = r.rows[0]!;
+  expect(row.same).toBe(true);
+  expect(row.dims).toBe(`[1:${values.length}]`);
+  expect(row.n).toBe(0);
+  expect(row.ours.map((b) => Buffer.from(b).toString('hex'))).toEqual(values.map((b) => b.toString('hex')));
 });
 
 it('an empty array is an empty array', async () => {

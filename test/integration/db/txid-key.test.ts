@@ -6,7 +6,8 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { txidIn, txidIs, txidKeyOf } from '../../../src/db/txid-key.js';
+import { txidIn, txidIs } from '../../../src/db/txid-key.js';
+import { byteaArray, int8PrefixArray } from '../../../src/db/pg-array.js';
 import { findConfirmedTx, getTxsByTxid, txKnown } from '../../../api/queries/chain.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 
@@ -55,18 +56,22 @@ describe('txs by txid key', () => {
     expect((await findConfirmedTx(t.db, txid(9)))?.txid.equals(txid(9))).toBe(true);
   });
 
-  it('computes the key of a txid as txid_key does, either sign', async () => {
+  it('sends the key of a txid as txid_key computes it, either sign (int8PrefixArray)', async () => {
     const txids = [
       ...Array.from({ length: 200 }, (_, i) => txid(i)),
       Buffer.alloc(32, 0xff),
       Buffer.alloc(32, 0),
       Buffer.from('80'.padEnd(64, '0'), 'hex'),
     ];
-    const r = await sql<{
-      k: string;
-    }>`SELECT txid_key(x)::text AS k FROM unnest(${txids}::bytea[]) WITH ORDINALITY AS u(x, i) ORDER BY i`.execute(t.db);
-    expect(r.rows.map((x) => x.k)).toEqual(txids.map(txidKeyOf));
-    expect(new Set(txids.map((x) => txidKeyOf(x).startsWith('-'))).size).toBe(2);
+    const r = await sql<{ k: string; sent: string }>`
+      SELECT txid_key(x)::text AS k, sent::text
+        FROM unnest(${byteaArray(txids)}::bytea[], ${int8PrefixArray(txids)}::int8[]) WITH ORDINALITY AS u(x, sent, i) ORDER BY i`.execute(
+      t.db,
+    );
+    expect(r.rows).toHaveLength(txids.length);
+    expect(r.rows.map((x) => x.sent)).toEqual(r.rows.map((x) => x.k));
+    expect(new Set(r.rows.map((x) => x.k.startsWith('-'))).size).toBe(2);
+    expect(() => int8PrefixArray([Buffer.alloc(7)])).toThrow(RangeError);
   });
 
   it("gives 0007's key for every value (migration 0057 reads bytes instead of hex)", async () => {
