@@ -13,14 +13,13 @@ import type { Kysely, Transaction } from 'kysely';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import type { Database } from '../src/db/schema.js';
 import { FatalError, isRetryable, isTransient } from '../src/errors.js';
-import { checkBlock } from './block-check.js';
+import { decodeAsked } from './block-check.js';
 import { createPrefetcher, type Prefetcher } from './prefetch.js';
 import type { Logger } from '../src/log.js';
 import type { PhaseListener } from '../src/ops/phases.js';
-import { applyBlocks, undoBlock } from './writer/apply.js';
+import { applyBlocks, undoBlock, type BlockToApply } from './writer/apply.js';
 import { TxidCache, fillFromIndex } from './writer/txid-cache.js';
 import { mergePendingIndexEntries } from './writer/index-upkeep.js';
-import type { DecodedBlock } from '../src/bitcoin/block.js';
 import { readTip, type Tip } from './writer/chain-rows.js';
 import type { ChainSource } from './chain-source.js';
 import { nextStep, type LocalChain } from './follow.js';
@@ -194,7 +193,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   async function apply(height: number, hash: string, to: number, node: { height: number; bestHash: string }): Promise<boolean> {
     const t0 = performance.now();
     const planned = await prefetch.hashes({ height, hash }, to, { height: node.height, hash: node.bestHash });
-    const batch: { block: DecodedBlock; height: number; hash: string; raw: Uint8Array }[] = [];
+    const batch: (BlockToApply & { hash: string; raw: Uint8Array })[] = [];
     let txs = 0;
     for (let i = 0; i < planned.length && batchTakesMore(txs); i++) {
       prefetch.ahead(planned.slice(i + 1).map((p) => p.hash));
@@ -204,8 +203,9 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         log.warn({ height, hash }, 'node no longer serves the block it announced; re-planning');
         break;
       }
-      const block = checkBlock(raw, hash);
-      batch.push({ block, height, hash, raw });
+      // Its Merkle root is checked by the writer, before the commit (block-check.ts).
+      const block = decodeAsked(raw, hash);
+      batch.push({ block, height, hash, raw, unchecked: true });
       txs += block.txs.length;
     }
     if (batch.length === 0) return false;

@@ -24,7 +24,7 @@ import {
   BlockDerivation,
   addDelta,
   deriveUndo,
-  blockSpends,
+  SpendWalk,
   blockCreated,
   outputKeysOf,
   type BlockRows,
@@ -34,7 +34,7 @@ import {
   type UndoRows,
   type UndoSpent,
 } from './derive.js';
-import { checkBlock } from '../block-check.js';
+import { checkBlock, checkMerkle } from '../block-check.js';
 import { anyWatched, appendEvents, loadWatches, type OutboxEvent } from '../events.js';
 import {
   type Trx,
@@ -91,6 +91,17 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
 }
 
 /**
+ * A block to apply. `unchecked`: its Merkle root is not checked yet (the run loop's blocks,
+ * block-check.ts `decodeAsked`); it is checked in the transaction, before the commit (a mismatch
+ * rolls the whole transaction back with ERR_BLOCK_MERKLE, retryable).
+ */
+export interface BlockToApply {
+  block: DecodedBlock;
+  height: number;
+  unchecked?: boolean;
+}
+
+/**
  * Applies consecutive blocks in one transaction, each exactly as `applyBlock` would (its rows,
  * mempool removals, events and tip, in order), stopping at the first that is not applied
  * ('already' or 'stale': the blocks before it stay applied), and once `budgetMs` has passed
@@ -104,7 +115,7 @@ export async function applyBlock(db: Kysely<Database>, block: DecodedBlock, heig
  */
 export async function applyBlocks(
   db: Kysely<Database>,
-  blocks: readonly { block: DecodedBlock; height: number }[],
+  blocks: readonly BlockToApply[],
   ctx: WriteContext = {},
   budgetMs = Infinity,
 ): Promise<ApplyResult[]> {
@@ -119,13 +130,16 @@ export async function applyBlocks(
     const results: ApplyResult[] = [];
     if (blocks.length > 1 && !mempool && (await chainOnly(trx))) {
       const n = turnLength(await lockTip(trx), blocks);
-      if (n > 1) for (const a of await writeTurn(trx, blocks.slice(0, n), ctx)) results.push({ kind: 'applied', ...a });
+      if (n > 1) {
+        for (const b of blocks.slice(0, n)) if (b.unchecked) checkMerkle(b.block);
+        for (const a of await writeTurn(trx, blocks.slice(0, n), ctx)) results.push({ kind: 'applied', ...a });
+      }
     }
     for (let i = results.length; i < blocks.length; i++) {
       const prev = results[results.length - 1];
       if (prev && (prev.kind !== 'applied' || performance.now() - start >= budgetMs)) break;
-      const { block, height } = blocks[i]!;
-      results.push(await applyInTransaction(trx, block, height, ctx, mempool));
+      const { block, height, unchecked } = blocks[i]!;
+      results.push(await applyInTransaction(trx, block, height, ctx, mempool, unchecked ?? false));
     }
     return results;
   });
@@ -146,6 +160,7 @@ async function applyInTransaction(
   height: number,
   ctx: WriteContext,
   mempool: boolean,
+  unchecked: boolean,
 ): Promise<ApplyResult> {
   const tip = await lockTip(trx);
   if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
@@ -168,6 +183,17 @@ async function applyInTransaction(
   const balances = addBalances(trx, rows.balances, 1);
   const aliases = insertScriptAliases(trx, rows.aliases);
   for (const w of [balances, aliases]) w.catch(() => {});
+  // Every statement of the rows is sent: the Merkle root is checked while PostgreSQL runs them.
+  // On a mismatch they are let finish first: a statement sent after the rollback would commit
+  // on its own.
+  if (unchecked) {
+    try {
+      checkMerkle(block);
+    } catch (err) {
+      await Promise.allSettled([written, overwritten, history, balances, aliases, ...writes]);
+      throw err;
+    }
+  }
   await written;
   await Promise.all(writes);
   lap('txs');
@@ -244,18 +270,20 @@ async function spendAndDerive(
   { touches, mempool, txids }: { touches: boolean; mempool: boolean; txids: TxidCache | undefined },
   lap: (phase: string) => void,
 ): Promise<{ rows: BlockRows; written: Promise<void>; overwritten: Promise<OverwrittenOutput[]> }> {
-  const { external: byTx, spentHere } = blockSpends(block);
+  // Walked as the parts go: the first part's statement goes out before the later transactions' txids are hashed.
+  const walk = new SpendWalk(block);
   const parts: { end: number; spent: Promise<OutpointMap<Prevout>> }[] = [];
   let outpoints: { txid: Uint8Array; vout: number }[] = [];
-  for (let i = 0; i < byTx.length; i++) {
-    outpoints.push(...byTx[i]!);
-    if (outpoints.length >= SPEND_PART || i === byTx.length - 1) {
+  for (let i = 0; i < block.txs.length; i++) {
+    outpoints.push(...walk.step());
+    if (outpoints.length >= SPEND_PART || i === block.txs.length - 1) {
       parts.push({ end: i + 1, spent: spendUtxos(trx, outpoints, txids) });
       outpoints = [];
       // The first part's statement goes out before the others are prepared.
       if (parts.length === 1) await new Promise((r) => setImmediate(r));
     }
   }
+  const spentHere = walk.spentHere;
   const overwritten = deleteOverwrittenCoinbase(trx, [{ txid: block.txs[0]!.txid, txNum: txNumOf(height, 0) }]);
   // Rejections are taken as each part is awaited; one left pending must not go unhandled.
   for (const p of parts) p.spent.catch(() => {});

@@ -549,23 +549,44 @@ export interface BlockSpends {
   readonly spentHere: (Uint8Array | undefined)[];
 }
 
-/** The outpoints `block`'s inputs spend: of earlier blocks, per transaction, and of its own transactions. */
-export function blockSpends(block: DecodedBlock): BlockSpends {
-  const local = new TxidMap<number>();
-  const spentHere = new Array<Uint8Array | undefined>(block.txs.length);
-  const external = block.txs.map((tx: DecodedTx, i) => {
+/**
+ * `blockSpends` one transaction at a time, in block order: a transaction's inputs are resolved
+ * against the txids of the transactions before it alone, so the writer can send the first
+ * transactions' spends before the later ones' txids are even hashed.
+ */
+export class SpendWalk {
+  /** `BlockSpends.spentHere`, complete once every transaction is walked. */
+  readonly spentHere: (Uint8Array | undefined)[];
+  private readonly local = new TxidMap<number>();
+  private next = 0;
+
+  constructor(private readonly block: DecodedBlock) {
+    this.spentHere = new Array<Uint8Array | undefined>(block.txs.length);
+  }
+
+  /** The next transaction's outpoints of earlier blocks, in input order. */
+  step(): { txid: Uint8Array; vout: number }[] {
+    const i = this.next++;
+    const tx: DecodedTx | undefined = this.block.txs[i];
+    if (tx === undefined) throw new RangeError(`the block has ${this.block.txs.length} transactions`);
     const out: { txid: Uint8Array; vout: number }[] = [];
     if (!(i === 0 && tx.isCoinbase)) {
       for (const input of tx.inputs) {
-        const j = local.get(input.prevTxid);
+        const j = this.local.get(input.prevTxid);
         if (j === undefined) out.push({ txid: input.prevTxid, vout: input.vout });
-        else (spentHere[j] ??= new Uint8Array(block.txs[j]!.outputCount))[input.vout] = 1;
+        else (this.spentHere[j] ??= new Uint8Array(this.block.txs[j]!.outputCount))[input.vout] = 1;
       }
     }
-    local.set(tx.txid, i);
+    this.local.set(tx.txid, i);
     return out;
-  });
-  return { external, spentHere };
+  }
+}
+
+/** The outpoints `block`'s inputs spend: of earlier blocks, per transaction, and of its own transactions. */
+export function blockSpends(block: DecodedBlock): BlockSpends {
+  const walk = new SpendWalk(block);
+  const external = block.txs.map(() => walk.step());
+  return { external, spentHere: walk.spentHere };
 }
 
 /** `externalOutpoints` per transaction, in block order. */
