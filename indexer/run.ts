@@ -141,6 +141,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let upkeepDue = false;
   /** The recent transactions' cache was filled from the index (once per run, and after a bulk sync). */
   let txidsFilled = false;
+  /** Bumped by what makes a fill begun before it wrong (an undo, a bulk sync): that fill is dropped. */
+  let txidsEpoch = 0;
   let upkeepRefused = false;
   const abort = new AbortController();
   const ctx = {
@@ -214,12 +216,6 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     // The next turn's blocks are read while these are written.
     const from = prefetchAfter(batch[batch.length - 1]!.height, node.height);
     if (from !== null) prefetch.after(from, node.height, policy.catchupBlocks);
-    if (!txidsFilled) {
-      txidsFilled = true;
-      const t1 = performance.now();
-      const n = await fillFromIndex(db, ctx.txids);
-      if (n > 0) log.info({ txs: n, ms: Math.round(performance.now() - t1) }, 'recent transactions read from the index');
-    }
     const results = await applyBlocks(db, batch, ctx, deps.catchupBudgetMs ?? CATCHUP_BUDGET_MS);
     // Blocks the budget left out: fetched already, kept for the next turn.
     for (const b of batch.slice(results.length)) prefetch.keep(b, b.raw);
@@ -241,8 +237,37 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     return true;
   }
 
+  /**
+   * Fills the recent transactions' cache from the index in the background, once per run and
+   * after a bulk sync (txid-cache.ts): into a new cache, which then takes the blocks committed
+   * meanwhile and replaces the one the writer uses. Blocks are applied meanwhile, without it.
+   */
+  function fillTxids(): void {
+    if (txidsFilled || ctx.txids.limit === 0) return;
+    txidsFilled = true;
+    const fresh = new TxidCache(ctx.txids.limit);
+    const epoch = txidsEpoch;
+    const t0 = performance.now();
+    fillFromIndex(db, fresh).then(
+      (n) => {
+        if (epoch !== txidsEpoch) {
+          txidsFilled = false;
+          return;
+        }
+        fresh.addNewer(ctx.txids);
+        ctx.txids = fresh;
+        if (n > 0) log.info({ txs: n, ms: Math.round(performance.now() - t0) }, 'recent transactions read from the index');
+      },
+      (err: unknown) => {
+        txidsFilled = false;
+        log.warn({ err }, 'reading the recent transactions from the index failed; the next turn tries again');
+      },
+    );
+  }
+
   /** One step; true when it did something (so the loop steps again at once). */
   async function turn(): Promise<boolean> {
+    fillTxids();
     const tip = await readTip(db);
     const tipHex = { height: tip.height, hash: tip.hash === null ? null : hashToHex(tip.hash) };
     state = { ...state, tip: tipHex };
@@ -262,6 +287,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         // The bulk path writes and undoes blocks without the recent transactions' cache.
         ctx.txids.clear();
         txidsFilled = false;
+        txidsEpoch++;
         await deps.bulk!.run(abort.signal);
         state = withMode(state, 'following');
         return !stopping;
@@ -272,6 +298,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       case 'undo': {
         log.warn({ fork: action.fork, depth: action.depth, tip: action.from }, 'reorg: undoing blocks above the fork');
         metrics.reorgs++;
+        txidsEpoch++;
         for (let h = action.from; h > action.fork; h--) {
           const r = await undoBlock(db, h, source, ctx);
           if (r.kind !== 'undone') break;

@@ -91,4 +91,35 @@ describe('TxidCache', () => {
     expect(off.size).toBe(0);
     expect(off.get(txids[0]!)).toBeUndefined();
   });
+
+  it('takes the blocks committed while it was filled: newer entries only, in order, the newer naming a shared key', () => {
+    const blocks = Array.from({ length: 12 }, () => Array.from({ length: 4 }, () => new Uint8Array(randomBytes(32))));
+    // Block 11 repeats block 3's first txid (BIP30's repeated coinbase): the newer position names it.
+    blocks[11]![0] = blocks[3]![0]!;
+    // The writer's cache, from empty at start: blocks 8–11 committed while the other was filled.
+    const live = new TxidCache(1_000);
+    for (let h = 8; h < 12; h++) live.addBlock(h, blocks[h]!);
+    // The cache filled from the index (read while block 9 committed: it holds blocks 0–9).
+    const filled = new TxidCache(1_000);
+    for (let h = 0; h < 10; h++) filled.addBlock(h, blocks[h]!);
+    filled.addNewer(live);
+    const all = new TxidCache(1_000);
+    blocks.forEach((b, h) => all.addBlock(h, b));
+    expect(filled.size).toBe(48);
+    for (const b of blocks) expect(b.map((t) => filled.get(t))).toEqual(b.map((t) => all.get(t)));
+    expect(filled.get(blocks[3]![0]!)).toBe(txNumOf(11, 0));
+    // An undo afterwards cuts what it took like the rest.
+    filled.cut(txNumOf(11, 0));
+    expect(filled.get(blocks[11]![1]!)).toBeUndefined();
+    expect(filled.get(blocks[10]![3]!)).toBe(txNumOf(10, 3));
+    // Filled empty (an index with no blocks yet): everything the writer added.
+    const empty = new TxidCache(1_000);
+    empty.addNewer(live);
+    expect(blocks[9]!.map((t) => empty.get(t))).toEqual(blocks[9]!.map((_, i) => txNumOf(9, i)));
+    expect(empty.size).toBe(16);
+    // A limit of 0 takes nothing.
+    const off = new TxidCache(0);
+    off.addNewer(live);
+    expect(off.size).toBe(0);
+  });
 });
