@@ -134,6 +134,24 @@ export function waitApplied(child: Child, hash: string, timeoutMs = 600_000): Pr
   });
 }
 
+/** Waits until the child has logged `msg`. */
+function waitLogged(child: Child, msg: string, timeoutMs = 120_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`the indexer did not log "${msg}" within ${timeoutMs} ms`)), timeoutMs);
+    const check = (line: string) => {
+      if (logLines([line], msg).length === 0) return;
+      clearTimeout(t);
+      resolve();
+    };
+    for (const l of child.lines) check(l);
+    child.onLine(check);
+    void child.exited.then((code) => {
+      clearTimeout(t);
+      reject(new Error(`indexer exited (${code}) before logging "${msg}"`));
+    });
+  });
+}
+
 /**
  * Announces the node's next `blocks` main-chain blocks one by one to a following indexer child
  * and measures each from ZMQ arrival (seen by this process) to the indexer's commit.
@@ -218,6 +236,9 @@ async function main(): Promise<void> {
     const prof = values['cpu-prof'];
     const follower = startFollower(url, node, {}, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
     try {
+      // Measured as bench/sync measures it, on a follower that is up: its start (process, cache
+      // of recent transactions read from the index) is not the first block's.
+      await waitLogged(follower, 'recent transactions read from the index');
       const r = await measureLive(corpusLiveNode(node), follower, size.liveBlocks, { pgs, db: 'bw_live' });
       follower.proc.kill('SIGTERM');
       await follower.exited;
