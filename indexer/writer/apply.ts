@@ -170,39 +170,50 @@ async function applyInTransaction(
   const lap = (phase: string) => timer.lap(phase);
   // Per-address amounts are only needed for events: skip them when nothing is watched.
   const touches = await anyWatched(trx);
-  const { rows, written, overwritten } = await spendAndDerive(trx, block, height, { touches, mempool, txids: ctx.txids }, lap);
+  let derived: Awaited<ReturnType<typeof spendAndDerive>>;
+  try {
+    derived = await spendAndDerive(trx, block, height, { touches, mempool, txids: ctx.txids }, lap);
+  } catch (err) {
+    // A block damaged on its way from the node can fail its derivation (an input naming no
+    // output: ERR_PREVOUT_MISSING, fatal) before its Merkle root is checked: the mismatch,
+    // retryable, is then the error.
+    if (unchecked) checkMerkle(block);
+    throw err;
+  }
+  const { rows, written, overwritten } = derived;
   lap('derive');
 
   // Everything below goes out back to back, each statement encoded while the ones before run
   // (their tables differ, or, for utxos, the rows do: their order changes no row). The
   // overwritten coinbase outputs (sent with the spends, done by now) change the balances first.
-  const writes: Promise<unknown>[] = [insertBlocks(trx, [rows]), keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN)];
-  const history = insertHistory(trx, rows.history);
-  for (const w of [...writes, history]) w.catch(() => {});
-  for (const old of await overwritten) if (old.addr_key !== null) addDelta(rows.balances, old.addr_key, -old.value, -1);
-  const balances = addBalances(trx, rows.balances, 1);
-  const aliases = insertScriptAliases(trx, rows.aliases);
-  for (const w of [balances, aliases]) w.catch(() => {});
-  // Every statement of the rows is sent: the Merkle root is checked while PostgreSQL runs them.
-  // On a mismatch they are let finish first: a statement sent after the rollback would commit
-  // on its own.
-  if (unchecked) {
-    try {
-      checkMerkle(block);
-    } catch (err) {
-      await Promise.allSettled([written, overwritten, history, balances, aliases, ...writes]);
-      throw err;
-    }
+  // Whatever fails here, every statement sent finishes before the error reaches the rollback:
+  // one sent after it would commit on its own.
+  const sent: Promise<unknown>[] = [written, overwritten];
+  try {
+    const writes: Promise<unknown>[] = [insertBlocks(trx, [rows]), keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN)];
+    const history = insertHistory(trx, rows.history);
+    sent.push(...writes, history);
+    for (const w of sent) w.catch(() => {});
+    for (const old of await overwritten) if (old.addr_key !== null) addDelta(rows.balances, old.addr_key, -old.value, -1);
+    const balances = addBalances(trx, rows.balances, 1);
+    const aliases = insertScriptAliases(trx, rows.aliases);
+    sent.push(balances, aliases);
+    for (const w of [balances, aliases]) w.catch(() => {});
+    // Every statement of the rows is sent: the Merkle root is checked while PostgreSQL runs them.
+    if (unchecked) checkMerkle(block);
+    await written;
+    await Promise.all(writes);
+    lap('txs');
+    lap('utxos');
+    await history;
+    lap('history');
+    await balances;
+    lap('balances');
+    await aliases;
+  } catch (err) {
+    await Promise.allSettled(sent);
+    throw err;
   }
-  await written;
-  await Promise.all(writes);
-  lap('txs');
-  lap('utxos');
-  await history;
-  lap('history');
-  await balances;
-  lap('balances');
-  await aliases;
   await colorConfirmed(trx, ...assetCandidates([{ rows, height }]));
   lap('assets');
   // Wallet gap limits move before the events are built: an address the extension brings in
@@ -273,37 +284,42 @@ async function spendAndDerive(
   // Walked as the parts go: the first part's statement goes out before the later transactions' txids are hashed.
   const walk = new SpendWalk(block);
   const parts: { end: number; spent: Promise<OutpointMap<Prevout>> }[] = [];
-  let outpoints: { txid: Uint8Array; vout: number }[] = [];
-  for (let i = 0; i < block.txs.length; i++) {
-    outpoints.push(...walk.step());
-    if (outpoints.length >= SPEND_PART || i === block.txs.length - 1) {
-      parts.push({ end: i + 1, spent: spendUtxos(trx, outpoints, txids) });
-      outpoints = [];
-      // The first part's statement goes out before the others are prepared.
-      if (parts.length === 1) await new Promise((r) => setImmediate(r));
-    }
-  }
-  const spentHere = walk.spentHere;
-  const overwritten = deleteOverwrittenCoinbase(trx, [{ txid: block.txs[0]!.txid, txNum: txNumOf(height, 0) }]);
-  // Rejections are taken as each part is awaited; one left pending must not go unhandled.
-  for (const p of parts) p.spent.catch(() => {});
-  overwritten.catch(() => {});
-  const keys = new Array<ScriptKeys[]>(block.txs.length);
-  await inSlices(0, block.txs.length, (from, end) => outputKeysOf(block, keys, from, end));
-  // The block's new unspent outputs, known from the block alone: copied right after the spends,
-  // while the parts are derived.
-  const created = new BinaryCopy(block.txs.length * 200);
-  await inSlices(0, block.txs.length, (from, end) => appendUtxos(created, blockCreated(block, height, keys, spentHere, from, end)));
-  const copies: Promise<void>[] = [insertUtxosCopy(trx, created)];
-  copies[0]!.catch(() => {});
-  const prevouts = new OutpointMap<Prevout>();
-  const derivation = new BlockDerivation(block, height, (txid, vout) => prevouts.get(txid, vout), {
-    touches,
-    outputKeys: keys,
-    spentHere,
-  });
-  let derived = 0;
+  const copies: Promise<void>[] = [];
+  let overwritten: Promise<OverwrittenOutput[]> | undefined;
   try {
+    let outpoints: { txid: Uint8Array; vout: number }[] = [];
+    for (let i = 0; i < block.txs.length; i++) {
+      outpoints.push(...walk.step());
+      if (outpoints.length >= SPEND_PART || i === block.txs.length - 1) {
+        const spent = spendUtxos(trx, outpoints, txids);
+        // Rejections are taken as each part is awaited; one left pending must not go unhandled.
+        spent.catch(() => {});
+        parts.push({ end: i + 1, spent });
+        outpoints = [];
+        // The first part's statement goes out before the others are prepared.
+        if (parts.length === 1) await new Promise((r) => setImmediate(r));
+      }
+    }
+    const spentHere = walk.spentHere;
+    const deleted = deleteOverwrittenCoinbase(trx, [{ txid: block.txs[0]!.txid, txNum: txNumOf(height, 0) }]);
+    overwritten = deleted;
+    deleted.catch(() => {});
+    const keys = new Array<ScriptKeys[]>(block.txs.length);
+    await inSlices(0, block.txs.length, (from, end) => outputKeysOf(block, keys, from, end));
+    // The block's new unspent outputs, known from the block alone: copied right after the spends,
+    // while the parts are derived.
+    const created = new BinaryCopy(block.txs.length * 200);
+    await inSlices(0, block.txs.length, (from, end) => appendUtxos(created, blockCreated(block, height, keys, spentHere, from, end)));
+    const utxos = insertUtxosCopy(trx, created);
+    utxos.catch(() => {});
+    copies.push(utxos);
+    const prevouts = new OutpointMap<Prevout>();
+    const derivation = new BlockDerivation(block, height, (txid, vout) => prevouts.get(txid, vout), {
+      touches,
+      outputKeys: keys,
+      spentHere,
+    });
+    let derived = 0;
     for (const p of parts) {
       prevouts.setAll(await p.spent);
       // Let the next part's statement go out before deriving holds the event loop.
@@ -318,10 +334,11 @@ async function spendAndDerive(
     }
     const written = Promise.all(copies).then(() => undefined);
     written.catch(() => {});
-    return { rows: deriving(height, () => derivation.rows()), written, overwritten };
+    return { rows: deriving(height, () => derivation.rows()), written, overwritten: deleted };
   } catch (err) {
-    // The transaction fails with `err`; the statements already sent fail with it.
-    await Promise.allSettled([...copies, overwritten]);
+    // The transaction fails with `err`. Every statement sent, the spends' follow-ups included
+    // (spendUtxos), finishes first: one sent after the rollback would commit on its own.
+    await Promise.allSettled([...parts.map((p) => p.spent), ...copies, ...(overwritten ? [overwritten] : [])]);
     throw err;
   }
 }
