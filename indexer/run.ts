@@ -113,6 +113,9 @@ export interface RunLoop {
 /** Errors worth retrying: a RetryableError, or Postgres or the network going away. */
 const worthRetrying = (err: unknown): boolean => isRetryable(err) || isTransient(err);
 
+/** After a failed fill of the recent transactions' cache, the wait before the next (the blocks go on without it). */
+const TXIDS_RETRY_MS = 60_000;
+
 export function createRunLoop(deps: RunDeps): RunLoop {
   const { db, source, log } = deps;
   const metrics: IndexerMetrics = {
@@ -143,6 +146,9 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let txidsFilled = false;
   /** Bumped by what makes a fill begun before it wrong (an undo, a bulk sync): that fill is dropped. */
   let txidsEpoch = 0;
+  /** The fill under way, if any; after a failed one, none before `txidsRetryAt`. */
+  let txidsFill: Promise<void> | null = null;
+  let txidsRetryAt = 0;
   let upkeepRefused = false;
   const abort = new AbortController();
   const ctx = {
@@ -241,28 +247,34 @@ export function createRunLoop(deps: RunDeps): RunLoop {
    * Fills the recent transactions' cache from the index in the background, once per run and
    * after a bulk sync (txid-cache.ts): into a new cache, which then takes the blocks committed
    * meanwhile and replaces the one the writer uses. Blocks are applied meanwhile, without it.
+   * One fill at a time; a failed one is tried again a minute later.
    */
   function fillTxids(): void {
-    if (txidsFilled || ctx.txids.limit === 0) return;
-    txidsFilled = true;
+    if (txidsFilled || txidsFill !== null || ctx.txids.limit === 0 || Date.now() < txidsRetryAt || stopping) return;
     const fresh = new TxidCache(ctx.txids.limit);
     const epoch = txidsEpoch;
     const t0 = performance.now();
-    fillFromIndex(db, fresh).then(
-      (n) => {
-        if (epoch !== txidsEpoch) {
-          txidsFilled = false;
-          return;
-        }
-        fresh.addNewer(ctx.txids);
-        ctx.txids = fresh;
-        if (n > 0) log.info({ txs: n, ms: Math.round(performance.now() - t0) }, 'recent transactions read from the index');
-      },
-      (err: unknown) => {
-        txidsFilled = false;
-        log.warn({ err }, 'reading the recent transactions from the index failed; the next turn tries again');
-      },
-    );
+    txidsFill = fillFromIndex(db, fresh)
+      .then(
+        (n) => {
+          const ms = Math.round(performance.now() - t0);
+          if (epoch !== txidsEpoch) {
+            log.info({ txs: n, ms }, 'recent transactions read from the index dropped: blocks were undone or bulk-synced meanwhile');
+            return;
+          }
+          fresh.addNewer(ctx.txids);
+          ctx.txids = fresh;
+          txidsFilled = true;
+          log.info({ txs: n, ms }, 'recent transactions read from the index');
+        },
+        (err: unknown) => {
+          txidsRetryAt = Date.now() + TXIDS_RETRY_MS;
+          if (!stopping) log.warn({ err, retryInMs: TXIDS_RETRY_MS }, 'reading the recent transactions from the index failed');
+        },
+      )
+      .finally(() => {
+        txidsFill = null;
+      });
   }
 
   /** One step; true when it did something (so the loop steps again at once). */
@@ -391,6 +403,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       abort.abort();
       wakeUp?.();
       await running?.catch(() => undefined);
+      await txidsFill;
     },
     status() {
       return statusOf(state);

@@ -16,7 +16,11 @@ import { applyBlock } from '../../../indexer/writer/apply.js';
 import { TxidCache, fillFromIndex } from '../../../indexer/writer/txid-cache.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
-import { indexChainA, loadChainA } from '../../support/chain-fixture.js';
+import { FixtureChain, indexChainA, loadChainA } from '../../support/chain-fixture.js';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../../src/log.js';
+import { createRunLoop } from '../../../indexer/run.js';
+import { readTip } from '../../../indexer/writer/chain-rows.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
 
 describeFixtures('the recent transactions on the per-block path', () => {
@@ -141,5 +145,42 @@ describeFixtures('the recent transactions on the per-block path', () => {
     }
     // A limit below the newest block alone: nothing.
     expect(await fillFromIndex(ref.db, new TxidCache(main[main.length - 1]!.txs.length - 1))).toBe(0);
+  });
+
+  it('the run loop reads them in the background while it applies blocks, once, and the index is the same', async () => {
+    const node = new FixtureChain(chain.main.map((hash) => chain.blocks.get(hash)!));
+    node.setActive(chain.main);
+    const half = Math.floor(main.length / 2);
+    const r = await createMigratedDatabase('tcl');
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n'))
+          if (l.includes('recent transactions')) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    try {
+      for (let height = 0; height < half; height++) expect((await applyBlock(r.db, main[height]!, height)).kind).toBe('applied');
+      const log = createLogger({ level: 'info', format: 'json', destination });
+      const loop = createRunLoop({ db: r.db, source: node, log, pollIntervalMs: 20, maxReorgDepth: 100, txidCacheTxs: 1_000_000 });
+      const running = loop.run();
+      try {
+        for (let i = 0; i < 3000 && ((await readTip(r.db)).height < main.length - 1 || lines.length === 0); i++)
+          await new Promise((resolve) => setTimeout(resolve, 10));
+      } finally {
+        await loop.stop();
+        await running.catch(() => undefined);
+      }
+      expect((await readTip(r.db)).height).toBe(main.length - 1);
+      expect(await snapshotIndex(r.db)).toEqual(await snapshotIndex(ref.db));
+      // One fill, of at least the blocks indexed before the loop started (those it applied may be in it too).
+      expect(lines.map((l) => l.msg)).toEqual(['recent transactions read from the index']);
+      const before = main.slice(0, half).reduce((n, b) => n + b.txs.length, 0);
+      expect(Number(lines[0]!.txs)).toBeGreaterThanOrEqual(before);
+      expect(Number(lines[0]!.txs)).toBeLessThanOrEqual(main.reduce((n, b) => n + b.txs.length, 0));
+    } finally {
+      await r.drop();
+    }
   });
 });
