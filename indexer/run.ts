@@ -279,7 +279,6 @@ export function createRunLoop(deps: RunDeps): RunLoop {
 
   /** One step; true when it did something (so the loop steps again at once). */
   async function turn(): Promise<boolean> {
-    fillTxids();
     const tip = await readTip(db);
     const tipHex = { height: tip.height, hash: tip.hash === null ? null : hashToHex(tip.hash) };
     state = { ...state, tip: tipHex };
@@ -294,6 +293,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     const bulk = deps.bulk ? await deps.bulk.shouldRun(tip, step.node.height, step.kind === 'apply') : false;
     const action = nextAction(step, tip.height, bulk, policy);
     state = withMode(state, action.kind === 'bulk' ? 'bulk' : 'following');
+    // (Not for a bulk sync: it empties the cache and writes without it.)
+    if (action.kind !== 'bulk') fillTxids();
     switch (action.kind) {
       case 'bulk':
         // The bulk path writes and undoes blocks without the recent transactions' cache.

@@ -332,7 +332,10 @@ async function spendAndDerive(
       derived = p.end;
       lap('derive');
     }
-    const written = Promise.all(copies).then(() => undefined);
+    // Settled whole before it fails: each copy finishes, so none outlives an error it raises.
+    const written = Promise.allSettled(copies).then((all) => {
+      for (const r of all) if (r.status === 'rejected') throw r.reason;
+    });
     written.catch(() => {});
     return { rows: deriving(height, () => derivation.rows()), written, overwritten: deleted };
   } catch (err) {
