@@ -105,51 +105,58 @@ export function startFollower(
   );
 }
 
-/** Waits until the child has logged `block applied` for `hash`; resolves with the line's time and fields. */
-export function waitApplied(child: Child, hash: string, timeoutMs = 600_000): Promise<{ at: number; fields: Record<string, unknown> }> {
+/**
+ * Waits until `match` finds one of the child's log lines (its fields); resolves with the line's
+ * time and fields, rejects when `timeoutMs` passes or the child exits first (`what` names it).
+ */
+function waitLine(
+  child: Child,
+  what: string,
+  match: (line: string) => Record<string, unknown> | undefined,
+  timeoutMs: number,
+): Promise<{ at: number; fields: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     let done = false;
     const t = setTimeout(() => {
       done = true;
-      reject(new Error(`block ${hash} not applied within ${timeoutMs} ms`));
+      reject(new Error(`${what} not logged within ${timeoutMs} ms`));
     }, timeoutMs);
     const check = (line: string, at: number) => {
-      if (done || !line.includes(hash)) return;
-      const f = logLines([line], 'block applied')[0];
-      if (f && f.hash === hash) {
-        done = true;
-        clearTimeout(t);
-        resolve({ at, fields: f });
-      }
+      if (done) return;
+      const fields = match(line);
+      if (fields === undefined) return;
+      done = true;
+      clearTimeout(t);
+      resolve({ at, fields });
     };
     for (const l of child.lines) check(l, performance.now());
     child.onLine(check);
     void child.exited.then((code) => {
-      if (!done) {
-        done = true;
-        clearTimeout(t);
-        reject(new Error(`indexer exited (${code}) before block ${hash} was applied`));
-      }
+      if (done) return;
+      done = true;
+      clearTimeout(t);
+      reject(new Error(`indexer exited (${code}) before ${what} was logged`));
     });
   });
 }
 
+/** Waits until the child has logged `block applied` for `hash`; resolves with the line's time and fields. */
+export function waitApplied(child: Child, hash: string, timeoutMs = 600_000): Promise<{ at: number; fields: Record<string, unknown> }> {
+  return waitLine(
+    child,
+    `block ${hash} applied`,
+    (line) => {
+      if (!line.includes(hash)) return undefined;
+      const f = logLines([line], 'block applied')[0];
+      return f && f.hash === hash ? f : undefined;
+    },
+    timeoutMs,
+  );
+}
+
 /** Waits until the child has logged `msg`. */
-function waitLogged(child: Child, msg: string, timeoutMs = 120_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`the indexer did not log "${msg}" within ${timeoutMs} ms`)), timeoutMs);
-    const check = (line: string) => {
-      if (logLines([line], msg).length === 0) return;
-      clearTimeout(t);
-      resolve();
-    };
-    for (const l of child.lines) check(l);
-    child.onLine(check);
-    void child.exited.then((code) => {
-      clearTimeout(t);
-      reject(new Error(`indexer exited (${code}) before logging "${msg}"`));
-    });
-  });
+async function waitLogged(child: Child, msg: string, timeoutMs = 120_000): Promise<void> {
+  await waitLine(child, `"${msg}"`, (line) => logLines([line], msg)[0], timeoutMs);
 }
 
 /**
