@@ -277,7 +277,8 @@ type KeyedOutpoint = { txid: Uint8Array; vout: number; txNum: number };
 /**
  * The one statement deleting spent outputs (`spendUtxos`): the `keyed` outpoints by their
  * (tx_num, vout) where the row's txid is theirs, the `looked` ones through `txs_txid_key` first
- * (each txid's key computed here, not in PostgreSQL for each of a block's ~8,000 outpoints),
+ * (each txid's key sent with it, its first 8 bytes: `int8PrefixArray`, so PostgreSQL computes
+ * none for a block's ~8,000 outpoints),
  * all deleted in `utxos_pkey` order. The deleted rows come back packed into one bytea
  * (`takePacked` reads it), each as the outpoint's position `i` (from 1) in `keyed` followed by
  * `looked` (int4; the writer has its txid and vout), its tx_num and value (int8), a flag byte and
