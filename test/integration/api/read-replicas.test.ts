@@ -126,6 +126,14 @@ describe('API reads from streaming replicas', () => {
   it('after catch-up the replicas answer as the primary, and a cursor of one serves on the other', async () => {
     for (const r of replicas) await caughtUp(r);
     const height = await primaryHeight();
+    // The API sees the replicas' tips by its own poll (every tipPollMs): until its next poll after
+    // the catch-up it may still count them as lagging and answer 503.
+    await waitFor(
+      'the API to see the replicas caught up',
+      async () => (await get(viaReplicas, '/v1/blockchain')).status === 200,
+      30_000,
+      50,
+    );
     for (const path of [
       '/v1/blockchain',
       `/v1/blocks/height/${height - 5}`,
