@@ -93,7 +93,8 @@ async function* historyTxids(db: Kysely<Database>, addrKey: string, cut: History
     if (n < want || left <= 0) return;
     const last = page.chain.at(n - 1);
     before = last.n;
-    at = { first: last.first, index: last.index };
+    // (an entry of the address's bucket has no chunk place: first < 0)
+    at = last.first >= 0n ? { first: last.first, index: last.index } : undefined;
   }
 }
 

@@ -39,6 +39,7 @@ import * as m0053 from './0053_tagged_outs.js';
 import * as m0054 from './0054_asset_candidate_scripts.js';
 import * as m0057 from './0057_txid_key_bytes.js';
 import * as m0058 from './0058_txs_sizes_dropped.js';
+import * as m0059 from './0059_history_buckets.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
@@ -76,4 +77,5 @@ export const migrations: Record<string, Migration> = {
   '0054_asset_candidate_scripts': m0054,
   '0057_txid_key_bytes': m0057,
   '0058_txs_sizes_dropped': m0058,
+  '0059_history_buckets': m0059,
 };

@@ -32,7 +32,6 @@ export const ALLOWED: ReadonlyMap<string, string> = new Map([
     'src/bitcoin/encode.ts',
     "the consensus format's writer, the inverse of its readers tx.ts and block.ts: the format has one home, src/bitcoin; the devnode serializes blocks with it, tests and benches build their chains with it",
   ],
-  ['src/db/history-buckets.ts', "the history buckets' format, landed ahead of the writer and readers (docs/lean-layout.md, step 1)"],
 ]);
 
 /**

@@ -81,7 +81,11 @@ export type MempoolCursor = { firstSeenUs: bigint; txid: Buffer; vout?: number }
 /** Every entry of a history chunk, its first (`first_tx_num`) included: 8 bytes each, ascending. */
 const ENTRIES = sql<Buffer>`${sql.raw(SQL_HISTORY.entries())}`;
 
-/** A confirmed history entry of a page: its tx_num, txid (null only if `txs` lacks the row, which one statement's snapshot rules out in a sound index) and place. */
+/**
+ * A confirmed history entry of a page: its tx_num, txid (null only if `txs` lacks the row, which
+ * one statement's snapshot rules out in a sound index) and place in its chunk (`first` and `index`
+ * −1 for an entry of the address's bucket, which has none).
+ */
 export type HistoryPageEntry = { n: bigint; txid: Buffer | null; first: bigint; index: number };
 
 /** Bytes per entry of HistoryEntries' positions: tx_num (int8), chunk first_tx_num (int8), index (int4), big-endian. */

@@ -210,7 +210,14 @@ export const addressRoutes: RouteModule = (app, deps, dialect) => {
         let next: Cursor;
         if (inChain > 0) {
           const last = page.chain.at(inChain - 1);
-          next = { kind: 'h', phase: 'c', txNum: last.n, vout: 0, chunk: { first: last.first, index: last.index } };
+          // (an entry of the address's bucket has no chunk to name: first < 0)
+          next = {
+            kind: 'h',
+            phase: 'c',
+            txNum: last.n,
+            vout: 0,
+            ...(last.first >= 0n ? { chunk: { first: last.first, index: last.index } } : {}),
+          };
         } else {
           const last = page.mempool[inMempool - 1]!;
           next = { kind: 'h', phase: 'm', firstSeenUs: last.firstSeenUs, txid: last.txid, vout: 0 };

@@ -18,10 +18,9 @@
  * has been split and is looked up with `ext + 1` bits.
  *
  * Every encoder, decoder and scan of a log, in JavaScript or in a statement, is here. Nothing
- * uses the format yet (it lands ahead of the writer and readers).
+ * fills the buckets yet: the readers read them beside `history` (history-reads.ts).
  * @module
  */
-import { sql, type RawBuilder } from 'kysely';
 import { ENTRY_BYTES, writeEntry } from './history-entries.js';
 import { TX_NUM_SPAN } from './tx-num.js';
 
@@ -324,58 +323,48 @@ export const HISTORY_BUCKET_FUNCTIONS: readonly string[] = [
     END $$`,
 ];
 
-type SqlArg = string | RawBuilder<unknown>;
-const arg = (a: SqlArg): RawBuilder<unknown> => (typeof a === 'string' ? sql.raw(a) : a);
-
-/** SQL: the 8 key bytes (bytea) a record holds of the uuid `key`. */
-export function sqlHistKey8(key: SqlArg): RawBuilder<Buffer> {
-  return sql<Buffer>`substring(uuid_send(${arg(key)}) FROM 5 FOR ${sql.lit(KEY_BYTES)})`;
-}
-
-/** SQL: the record indexes (0-based, `g.i`) of `log` whose key bytes are `k8`, in log order. */
-function recordScan(log: SqlArg, k8: SqlArg): RawBuilder<unknown> {
-  return sql`generate_series(0, length(${arg(log)}) / ${sql.lit(RECORD_BYTES)} - 1) AS g(i)
-    WHERE substring(${arg(log)} FROM ${sql.lit(RECORD_BYTES)} * g.i + 1 FOR ${sql.lit(KEY_BYTES)}) = ${arg(k8)}`;
-}
+/** SQL: the record indexes (0-based, `g.i`) of `log` whose key bytes are `k8`, in log order (a FROM item and its WHERE). */
+const recordScan = (log: string, k8: string): string =>
+  `generate_series(0, length(${log}) / ${RECORD_BYTES} - 1) AS g(i)
+    WHERE substring(${log} FROM ${RECORD_BYTES} * g.i + 1 FOR ${KEY_BYTES}) = ${k8}`;
+/** SQL: the tx field (5 bytes) of record `g.i` of `log`. */
+const txField = (log: string): string => `substring(${log} FROM ${RECORD_BYTES} * g.i + ${TX_AT + 1} FOR ${TX_BYTES})`;
 
 /**
- * SQL: a subquery of the tx_nums (int8 column `tx_num`) of `k8`'s records in `log` below the
- * tx_num `bound` (int8), newest first, at most `limit`: `keyTxNums`, for a `LATERAL`. The order is
- * the function scan's (the series' order, kept by the filter): no sort node.
+ * The format's SQL fragments, as text (arguments are SQL text: column references or
+ * expressions of the enclosing statement), so that a statement built once keeps them in one
+ * piece of text, as `SQL_HISTORY` (history-entries.ts) does for the chunks.
  */
-export function sqlHistTxNums(log: SqlArg, k8: SqlArg, bound: SqlArg, limit: SqlArg): RawBuilder<{ tx_num: bigint }> {
-  const l = arg(log);
-  const at = (j: number) => sql`get_byte(${l}, ${sql.lit(RECORD_BYTES)} * g.i + ${sql.lit(j)})`;
-  return sql<{ tx_num: bigint }>`SELECT (${at(8)}::int8 << 36) | (${at(9)}::int8 << 28) | (${at(10)}::int8 << 20)
-         | (${at(11)} << 8) | ${at(12)} AS tx_num
+export const SQL_BUCKETS = {
+  /** The 8 key bytes (bytea) a record holds of the uuid `key`. */
+  key8: (key: string): string => `substring(uuid_send(${key}) FROM 5 FOR ${KEY_BYTES})`,
+  /** The bucket id (int4) of the uuid `key` under the params row `p` (a `history_bucket_params` alias). */
+  bucketOf: (key: string, p: string): string => `bw_hist_bucket(${key}, ${p}.base, ${p}.ext, ${p}.split)`,
+  /**
+   * A subquery of the tx_nums (int8 column `tx_num`) of `k8`'s records in `log` below the tx_num
+   * `bound` (int8), newest first, at most `limit`: `keyTxNums`, for a `LATERAL`. The order is the
+   * function scan's (the series' order, kept by the filter): no sort node.
+   */
+  txNums: (log: string, k8: string, bound: string, limit: string): string => {
+    const at = (j: number) => `get_byte(${log}, ${RECORD_BYTES} * g.i + ${j})`;
+    return `SELECT (${at(8)}::int8 << 36) | (${at(9)}::int8 << 28) | (${at(10)}::int8 << 20) | (${at(11)} << 8) | ${at(12)} AS tx_num
     FROM ${recordScan(log, k8)}
-     AND substring(${l} FROM ${sql.lit(RECORD_BYTES)} * g.i + ${sql.lit(TX_AT + 1)} FOR ${sql.lit(TX_BYTES)}) < bw_hist_tx(${arg(bound)})
-    LIMIT ${arg(limit)}`;
-}
-
-/** SQL: the number (int4) of `k8`'s records in `log` (`keyCount`). */
-export function sqlHistCount(log: SqlArg, k8: SqlArg): RawBuilder<number> {
-  return sql<number>`(SELECT count(*)::int4 FROM ${recordScan(log, k8)})`;
-}
-
-/**
- * SQL: whether `log` holds a record of `k8` (`keyHas`): `position`, trusted when the match starts
- * a record; a match at another offset (8 bytes across two records) falls back to the scan.
- */
-export function sqlHistHas(log: SqlArg, k8: SqlArg): RawBuilder<boolean> {
-  return sql<boolean>`(SELECT CASE WHEN p.p = 0 THEN false
-                 WHEN (p.p - 1) % ${sql.lit(RECORD_BYTES)} = 0 THEN true
+     AND ${txField(log)} < bw_hist_tx(${bound})
+    LIMIT ${limit}`;
+  },
+  /** The number (int4) of `k8`'s records in `log` (`keyCount`). */
+  count: (log: string, k8: string): string => `(SELECT count(*)::int4 FROM ${recordScan(log, k8)})`,
+  /**
+   * Whether `log` holds a record of `k8` (`keyHas`): `position`, trusted when the match starts a
+   * record; a match at another offset (8 bytes across two records) falls back to the scan.
+   */
+  has: (log: string, k8: string): string => `(SELECT CASE WHEN p.p = 0 THEN false
+                 WHEN (p.p - 1) % ${RECORD_BYTES} = 0 THEN true
                  ELSE EXISTS (SELECT 1 FROM ${recordScan(log, k8)}) END
-     FROM (SELECT position(${arg(k8)} IN ${arg(log)}) AS p) AS p)`;
-}
-
-/** SQL: whether `log` holds a record of `k8` with its tx_num in `[lo, hi)` (int8 tx_nums; `keyTouched`). */
-export function sqlHistTouched(log: SqlArg, k8: SqlArg, lo: SqlArg, hi: SqlArg): RawBuilder<boolean> {
-  const tx = sql`substring(${arg(log)} FROM ${sql.lit(RECORD_BYTES)} * g.i + ${sql.lit(TX_AT + 1)} FOR ${sql.lit(TX_BYTES)})`;
-  return sql<boolean>`EXISTS (SELECT 1 FROM ${recordScan(log, k8)} AND ${tx} >= bw_hist_tx(${arg(lo)}) AND ${tx} < bw_hist_tx(${arg(hi)}))`;
-}
-
-/** SQL: `log` without its records at or above the tx_num `first` (int8): undo's front cut. */
-export function sqlHistCut(log: SqlArg, first: SqlArg): RawBuilder<Buffer> {
-  return sql<Buffer>`substring(${arg(log)} FROM bw_hist_cut(${arg(log)}, bw_hist_tx(${arg(first)})) + 1)`;
-}
+     FROM (SELECT position(${k8} IN ${log}) AS p) AS p)`,
+  /** Whether `log` holds a record of `k8` with its tx_num in `[lo, hi)` (int8 tx_nums; `keyTouched`). */
+  touched: (log: string, k8: string, lo: string, hi: string): string =>
+    `EXISTS (SELECT 1 FROM ${recordScan(log, k8)} AND ${txField(log)} >= bw_hist_tx(${lo}) AND ${txField(log)} < bw_hist_tx(${hi}))`,
+  /** `log` without its records at or above the tx_num `first` (int8): undo's front cut. */
+  cut: (log: string, first: string): string => `substring(${log} FROM bw_hist_cut(${log}, bw_hist_tx(${first})) + 1)`,
+} as const;

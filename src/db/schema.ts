@@ -68,6 +68,28 @@ export interface HistoryTable {
   rest: Buffer;
 }
 
+/** An address's history records by bucket (migrations/0059_history_buckets.ts; the format: src/db/history-buckets.ts). */
+export interface HistoryBucketsTable {
+  bucket: number;
+  /** 13-byte records (the key's bytes 4..11, height, position), newest first. */
+  log: Buffer;
+}
+
+/** The one row (id 1) of the buckets' parameters. */
+export interface HistoryBucketParamsTable {
+  id: number;
+  /** Bucket bits from the key's bytes 0..3. */
+  base: number;
+  /** Bucket bits from the key's bytes 4..7. */
+  ext: number;
+  /** Buckets below it are split to `ext + 1` bits. */
+  split: number;
+  /** An address with more entries than this keeps its history in `history` chunks. */
+  busy: number;
+  /** Records in the buckets. */
+  records: bigint;
+}
+
 export interface MempoolTxsTable {
   txid: Buffer;
   raw: Buffer;
@@ -349,6 +371,8 @@ export interface Database {
   utxos: UtxosTable;
   balances: BalancesTable;
   history: HistoryTable;
+  history_buckets: HistoryBucketsTable;
+  history_bucket_params: HistoryBucketParamsTable;
   script_aliases: ScriptAliasesTable;
   mempool_txs: MempoolTxsTable;
   asset_txs: AssetTxsTable;

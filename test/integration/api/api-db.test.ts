@@ -107,8 +107,10 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
         const r = await sql<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>`EXPLAIN (FORMAT JSON) ${q}`.execute(db);
         // (a Result node passes its input's rows on in order: the one-time filter of a held page)
         const paths = pathsToLimit(r.rows[0]!['QUERY PLAN'][0].Plan).map((path) => path.filter((node) => node !== 'Result'));
+        // (the chunks' entries through one nested loop; the bucket's records straight from their scan)
         expect(paths, `${plans} plan, ${JSON.stringify(batch, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`).toEqual([
           ['Nested Loop'],
+          [],
         ]);
       }
     }

@@ -1,9 +1,11 @@
 /**
  * Paging over many history chunks and unspent outputs: every page size walks the whole list in
- * order with no gap or duplicate, and a new block added between pages does not shift them.
+ * order with no gap or duplicate, and a new block added between pages does not shift them. The
+ * same for an address whose history is in its bucket (`history_buckets`), whose cursors carry no
+ * chunk place.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { createApiHarness, walkPages, type ApiHarness } from './harness.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
@@ -304,5 +306,66 @@ describe('paging across chunks', () => {
     expect(unspent.length).toBe(nums.filter((n) => n < txNum(40, 0)).length * 2);
     expect(Math.min(...unspent.map((u) => u.confirmations))).toBe(3);
     expect((await h.get(`/v1/addresses/${C}/unspentoutputs?min_conf=100`)).json()).toEqual([]);
+  });
+});
+
+describe('paging an address kept in its bucket', () => {
+  let h: ApiHarness;
+  const nums: bigint[] = [];
+  beforeAll(async () => {
+    h = await createApiHarness();
+    // 300 transactions over 60 blocks, the address's records in its bucket among 40 other addresses'.
+    for (let height = 1; height <= 60; height++) for (let p = 0; p < 5; p++) nums.push(txNum(height, p * 3));
+    await sql`UPDATE history_bucket_params SET base = 3 WHERE id = 1`.execute(h.t.db);
+    await seedHistory(h.t.db, key, nums, 'bucket');
+    for (let i = 0; i < 40; i++) await seedHistory(h.t.db, randomUUID(), [txNum(1 + i, 1), txNum(2 + i, 2)], 'bucket');
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${nums.map(String)}::int8[], ${nums.map(txidOf)}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[])`.execute(
+      h.t.db,
+    );
+    await h.t.db
+      .updateTable('chain_tip')
+      .set({ height: 60, hash: Buffer.alloc(32, 1) })
+      .execute();
+  });
+  afterAll(async () => h?.close());
+
+  it('every limit walks all 300 entries newest first; cursors carry no chunk place, and a made-up one is ignored', async () => {
+    expect(Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM history`.execute(h.t.db)).rows[0]!.n)).toBe(0);
+    const expected = [...nums].reverse().map(display);
+    for (const limit of [1, 7, 100, 299, 300, 1000]) {
+      const { items, links } = await walkPages(h, `/v1/addresses/${C}/history?limit=${limit}`);
+      expect(items, `limit ${limit}`).toEqual(expected);
+      for (const link of links) {
+        const cursor = decodeCursor(/cursor=([^&]+)/.exec(link)![1]!, 'h');
+        expect(cursor.phase === 'c' && cursor.chunk, link).toBeUndefined();
+      }
+    }
+    const first = await h.get(`/v1/addresses/${C}/history?limit=100`);
+    const cursor = decodeCursor(/cursor=([^&>]+)/.exec(first.headers.link as string)![1]!, 'h');
+    if (cursor.phase !== 'c') throw new Error('chain cursor expected');
+    const forged = encodeCursor({ ...cursor, chunk: { first: nums[0]!, index: 5 } });
+    expect((await h.get(`/v1/addresses/${C}/history?limit=100&cursor=${forged}`)).json()).toEqual(expected.slice(100, 200));
+    expect((await h.get(`/v1/addresses/${C}/history?limit=100&min_conf=11`)).json()).toEqual(
+      [...nums]
+        .filter((n) => n < txNum(51, 0))
+        .reverse()
+        .slice(0, 100)
+        .map(display),
+    );
+  });
+
+  it('a block added after the first page does not shift the following pages', async () => {
+    const expected = [...nums].reverse().map(display);
+    const newNum = txNum(61, 0);
+    const seen = await walk(h, `/v1/addresses/${C}/history?limit=40`, async () => {
+      await h.t.db
+        .insertInto('txs')
+        .values({ tx_num: newNum, txid: txidOf(newNum), outs: Buffer.alloc(0), ins: Buffer.alloc(0), first_seen: null })
+        .execute();
+      await seedHistory(h.t.db, key, [newNum], 'bucket');
+      await h.t.db.updateTable('chain_tip').set({ height: 61 }).execute();
+    });
+    expect(seen).toEqual(expected);
+    expect(((await h.get(`/v1/addresses/${C}/history?limit=1`)).json() as string[])[0]).toBe(display(newNum));
   });
 });

@@ -18,12 +18,7 @@ import {
   keyTouched,
   keyTxNums,
   recordsOf,
-  sqlHistCount,
-  sqlHistCut,
-  sqlHistHas,
-  sqlHistKey8,
-  sqlHistTouched,
-  sqlHistTxNums,
+  SQL_BUCKETS,
   txBound,
 } from '../../../src/db/history-buckets.js';
 import { txNum } from '../../../src/db/tx-num.js';
@@ -106,9 +101,9 @@ it("a key's tx_nums below a bound (newest first, limited), count and presence eq
   ];
   cs.push({ log: Buffer.alloc(0), key: new Uint8Array(16), bound: 1n << 62n, limit: 10, first: 0n });
   const r = await sql<{ nums: bigint[]; n: number; has: boolean }>`
-    SELECT array(SELECT s.tx_num FROM (${sqlHistTxNums('u.log', sqlHistKey8('u.key'), 'u.bound', 'u.lim')}) AS s) AS nums,
-           ${sqlHistCount('u.log', sqlHistKey8('u.key'))} AS n,
-           ${sqlHistHas('u.log', sqlHistKey8('u.key'))} AS has
+    SELECT array(SELECT s.tx_num FROM (${sql.raw(SQL_BUCKETS.txNums('u.log', SQL_BUCKETS.key8('u.key'), 'u.bound', 'u.lim'))}) AS s) AS nums,
+           ${sql.raw(SQL_BUCKETS.count('u.log', SQL_BUCKETS.key8('u.key')))} AS n,
+           ${sql.raw(SQL_BUCKETS.has('u.log', SQL_BUCKETS.key8('u.key')))} AS has
       FROM unnest(${cs.map((c) => c.log)}::bytea[], ${cs.map((c) => uuidTextOfBytes(c.key))}::uuid[],
                   ${cs.map((c) => String(c.bound))}::int8[], ${cs.map((c) => c.limit)}::int4[]) WITH ORDINALITY AS u(log, key, bound, lim, o)
      ORDER BY u.o`.execute(t.db);
@@ -132,7 +127,7 @@ it("bw_hist_cut gives undo's front cut, at the first record, the last and none",
   for (const first of [txNum(10, 0), txNum(9, 2), txNum(9, 1), 1n, 0n]) cs.push({ log: edge, key, bound: 0n, limit: 0, first });
   cs.push({ log: Buffer.alloc(0), key, bound: 0n, limit: 0, first: 0n });
   const r = await sql<{ kept: Buffer }>`
-    SELECT ${sqlHistCut('u.log', 'u.first')} AS kept
+    SELECT ${sql.raw(SQL_BUCKETS.cut('u.log', 'u.first'))} AS kept
       FROM unnest(${cs.map((c) => c.log)}::bytea[], ${cs.map((c) => String(c.first))}::int8[]) WITH ORDINALITY AS u(log, first, o)
      ORDER BY u.o`.execute(t.db);
   const kept = cs.map((c) => c.log.subarray(frontCut(c.log, Number(c.first))).toString('hex'));
@@ -140,13 +135,13 @@ it("bw_hist_cut gives undo's front cut, at the first record, the last and none",
   expect(kept.slice(-6).map((h) => h.length / 26)).toEqual([3, 2, 1, 1, 0, 0]);
 });
 
-it('sqlHistTouched equals keyTouched for block ranges around the records', async () => {
+it('SQL_BUCKETS.touched equals keyTouched for block ranges around the records', async () => {
   const cs = cases(400).map((c, i) => {
     const lo = i % 3 === 0 ? c.first : txNum(Number(c.first >> 20n) + 1, 0);
     return { ...c, lo, hi: i % 7 === 0 ? lo : lo + (BigInt(i % 40) << 20n) + 1n };
   });
   const r = await sql<{ touched: boolean }>`
-    SELECT ${sqlHistTouched('u.log', sqlHistKey8('u.key'), 'u.lo', 'u.hi')} AS touched
+    SELECT ${sql.raw(SQL_BUCKETS.touched('u.log', SQL_BUCKETS.key8('u.key'), 'u.lo', 'u.hi'))} AS touched
       FROM unnest(${cs.map((c) => c.log)}::bytea[], ${cs.map((c) => uuidTextOfBytes(c.key))}::uuid[],
                   ${cs.map((c) => String(c.lo))}::int8[], ${cs.map((c) => String(c.hi))}::int8[]) WITH ORDINALITY AS u(log, key, lo, hi, o)
      ORDER BY u.o`.execute(t.db);
@@ -165,7 +160,7 @@ it("a page's lateral over bucket rows: the key's records in log order, with no s
     SELECT b.bucket, s.tx_num
       FROM unnest(${cs.map((c) => uuidTextOfBytes(c.key))}::uuid[], ${cs.map((c) => String(c.bound))}::int8[]) WITH ORDINALITY AS q(key, bound, o)
       JOIN hb_rows b ON b.bucket = q.o
-      CROSS JOIN LATERAL (${sqlHistTxNums('b.log', sqlHistKey8('q.key'), 'q.bound', '25')}) AS s`;
+      CROSS JOIN LATERAL (${sql.raw(SQL_BUCKETS.txNums('b.log', SQL_BUCKETS.key8('q.key'), 'q.bound', '25'))}) AS s`;
   const rows = (await q.execute(t.db)).rows;
   const model = cs.flatMap((c, i) => keyTxNums(c.log, c.key, Number(c.bound), 25).map((n) => ({ bucket: i + 1, tx_num: BigInt(n) })));
   expect(model.length).toBeGreaterThan(100);

@@ -1,5 +1,5 @@
 /**
- * The history readers' seam (src/db/history-reads.ts) on today's `history` chunk rows: presence
+ * The history readers' seam (src/db/history-reads.ts) on the `history` chunk rows: presence
  * and the entry count of keys with no history, one one-entry chunk, one full chunk, and several
  * chunks of unequal sizes, checked against the entries the chunks were written from, in one
  * statement over every key (as the readers ask them: a correlated subquery per key); and which
@@ -9,11 +9,13 @@
  * the chunks were written from and against the statements the readers ran before the seam. Every
  * entry of several keys at once (readHistoryEntries), ascending whatever order the chunks were
  * written in. The newest entries of several keys together (readNewestHistory, a wallet's page),
- * shared entries counted once.
+ * shared entries counted once. And every fragment for an address kept in its bucket
+ * (`history_buckets`, four buckets mixing 70 addresses' records) against the same entries kept in
+ * chunks: presence, counts, touched ranges, pages (no chunk place), skips, every entry, merges.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CHUNK_ENTRIES,
   decodeEntries,
@@ -34,8 +36,9 @@ import {
 } from '../../../src/db/history-reads.js';
 import { seekHistory } from '../../../api/queries/address.js';
 import { keysTouchedByBlocks } from '../../../src/db/queries/script-hash.js';
-import { firstTxNum } from '../../../src/db/tx-num.js';
+import { firstTxNum, txNum } from '../../../src/db/tx-num.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { seedHistory } from '../../support/history-rows.js';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -340,4 +343,157 @@ it('merges the newest entries of several keys below any bound, an entry two keys
   expect(cases).toBeGreaterThan(300);
   // (the shared entries were there to be counted twice)
   expect(await readNewestHistory(t.db, [keys.a, keys.b], 2_004n, 3)).toEqual([2_003n, 2_000n, 150n]);
+});
+
+describe('an address kept in its bucket', () => {
+  // The same entry lists under a key kept in chunks and a key kept in its bucket; with base 2
+  // (four buckets) and filler keys, each log mixes many addresses.
+  const LISTS: Record<string, bigint[]> = {
+    none: [],
+    one: [txNum(3, 7)],
+    perBlock: [txNum(10, 1), txNum(10, 5), txNum(11, 0), txNum(15, 65_535), txNum(20, 2)],
+    deep: Array.from({ length: 300 }, (_, i) => txNum(100 + i, i % 7)),
+    wide: Array.from({ length: 1_100 }, (_, i) => txNum(1_000 + Math.floor(i / 3), (i % 3) * 100)),
+  };
+  const inChunks: Record<string, string> = {};
+  const inBucket: Record<string, string> = {};
+  const asc = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+
+  beforeAll(async () => {
+    // (the bits change only while the buckets are empty: this test is the first to fill them)
+    const moved = await sql`UPDATE history_bucket_params SET base = 2 WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM history_buckets)`.execute(
+      t.db,
+    );
+    expect(Number(moved.numAffectedRows)).toBe(1);
+    for (const [name, nums] of Object.entries(LISTS)) {
+      inChunks[name] = randomUUID();
+      inBucket[name] = randomUUID();
+      await seedHistory(t.db, inChunks[name]!, nums);
+      await seedHistory(t.db, inBucket[name]!, nums, 'bucket');
+    }
+    for (let i = 0; i < 60; i++)
+      await seedHistory(
+        t.db,
+        randomUUID(),
+        Array.from({ length: 1 + (i % 4) }, (_, j) => txNum(7 + i * 11 + j * 5, j)),
+        'bucket',
+      );
+    const b = await sql<{ n: string; big: string }>`
+      SELECT count(*)::text AS n, max(length(log) / 13)::text AS big FROM history_buckets`.execute(t.db);
+    expect(Number(b.rows[0]!.n)).toBe(4);
+    expect(Number(b.rows[0]!.big)).toBeGreaterThan(1_100);
+  });
+
+  const pair = (name: string) => [inChunks[name]!, inBucket[name]!] as const;
+
+  it('has, counts and every entry as in chunks; read together with chunk keys', async () => {
+    const all = [...Object.values(inChunks), ...Object.values(inBucket), randomUUID()];
+    const r = await sql<{ k: string; has: boolean; n: string }>`
+      SELECT q.k::text AS k, ${sqlHasHistory(sql.ref('q.k'))} AS has, ${sqlHistoryCount(sql.ref('q.k'))}::text AS n
+        FROM unnest(${all}::uuid[]) AS q(k)`.execute(t.db);
+    const got = new Map(r.rows.map((x) => [x.k, { has: x.has, n: Number(x.n) }]));
+    const entries = await readHistoryEntries(t.db, all);
+    for (const [name, nums] of Object.entries(LISTS)) {
+      for (const key of pair(name)) {
+        expect(got.get(key), `${name} ${key}`).toEqual({ has: nums.length > 0, n: nums.length });
+        expect(entries[all.indexOf(key)], name).toEqual(nums);
+      }
+    }
+    expect(entries[all.length - 1]).toEqual([]);
+    // As a bind parameter too.
+    const one = await sql<{ has: boolean; n: string }>`
+      SELECT ${sqlHasHistory(sql`${inBucket.perBlock!}::uuid`)} AS has, ${sqlHistoryCount(sql`${inBucket.perBlock!}::uuid`)}::text AS n`.execute(
+      t.db,
+    );
+    expect(one.rows[0]).toEqual({ has: true, n: '5' });
+  });
+
+  it('finds the keys a height range touched', async () => {
+    for (const [from, to] of [
+      [10, 10],
+      [11, 14],
+      [15, 15],
+      [12, 14],
+      [0, 3],
+      [21, 99],
+      [100, 100],
+      [1_300, 1_400],
+    ] as const) {
+      const touched = async (keys: Record<string, string>) => {
+        const r = await sql<{ k: string }>`
+          SELECT q.k::text AS k FROM unnest(${Object.values(keys)}::uuid[]) AS q(k)
+           WHERE ${sqlHistoryTouched(sql.ref('q.k'), sql`${firstTxNum(from)}::int8`, sql`${firstTxNum(to + 1)}::int8`)}`.execute(t.db);
+        return Object.keys(keys)
+          .filter((name) => r.rows.some((x) => x.k === keys[name]))
+          .sort();
+      };
+      const expected = Object.keys(LISTS)
+        .filter((name) => LISTS[name]!.some((n) => n >= firstTxNum(from) && n < firstTxNum(to + 1)))
+        .sort();
+      expect(await touched(inBucket), `${from}..${to}`).toEqual(expected);
+      expect([...(await keysTouchedByBlocks(t.db, Object.values(inBucket), from, to))].sort()).toEqual(
+        expected.map((name) => inBucket[name]!).sort(),
+      );
+    }
+  });
+
+  it("pages: the newest entries below any bound with no chunk place, and a cursor's hint is ignored", async () => {
+    let cases = 0;
+    for (const [name, nums] of Object.entries(LISTS)) {
+      const newest = [...nums].reverse();
+      const bounds = [1n << 62n, ...newest.filter((_, i) => i % 97 === 0 || i === newest.length - 1), 0n, 1n];
+      for (const bound of bounds)
+        for (const limit of [1, 3, 25, 3_000]) {
+          const expected = newest.filter((n) => n < bound).slice(0, limit);
+          const got = (await page(inBucket[name]!, bound, limit, null).execute(t.db)).rows;
+          expect(got, `${name} below ${bound} limit ${limit}`).toEqual(expected.map((n) => ({ f: -1n, i: -1, n })));
+          // (a made-up hint names no chunk of a bucket key)
+          expect((await page(inBucket[name]!, bound, limit, { first: 0n, index: 3 }).execute(t.db)).rows).toEqual(got);
+          expect((await page(inChunks[name]!, bound, limit, null).execute(t.db)).rows.map((p) => p.n)).toEqual(expected);
+          cases++;
+        }
+    }
+    expect(cases).toBeGreaterThan(60);
+  });
+
+  it("skips a key's newest entries as in chunks", async () => {
+    for (const [name, nums] of Object.entries(LISTS)) {
+      const newest = [...nums].reverse();
+      for (const skip of [0, 1, 2, 99, 299, 300, 301, 1_099, 1_100, 5_000]) {
+        const expected = skip < newest.length ? newest[skip]! + 1n : null;
+        for (const key of pair(name)) {
+          const r = await sql<{ n: bigint | null }>`SELECT ${sqlHistorySkip(sql`${key}::uuid`, sql`${skip}`)} AS n`.execute(t.db);
+          expect(r.rows[0]!.n, `${name} skip ${skip}`).toBe(expected);
+          if (skip > 0) expect(await seekHistory(t.db, key, skip)).toBe(expected);
+        }
+      }
+    }
+  });
+
+  it('merges the newest entries of bucket and chunk keys together', async () => {
+    for (const names of [['perBlock'], ['deep', 'wide'], Object.keys(LISTS)]) {
+      const all = [...new Set(names.flatMap((n) => LISTS[n]!))].sort(asc).reverse();
+      for (const bound of [1n << 62n, all[5] ?? 0n, all[200] ?? 0n])
+        for (const limit of [1, 25, 500]) {
+          const expected = all.filter((n) => n < bound).slice(0, limit);
+          // Each address once in its bucket and once in chunks: its entries are shared, counted once.
+          expect(
+            await readNewestHistory(
+              t.db,
+              names.map((n) => inBucket[n]!),
+              bound,
+              limit,
+            ),
+          ).toEqual(expected);
+          expect(
+            await readNewestHistory(
+              t.db,
+              names.flatMap((n) => pair(n)),
+              bound,
+              limit,
+            ),
+          ).toEqual(expected);
+        }
+    }
+  });
 });

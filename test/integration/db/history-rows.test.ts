@@ -2,7 +2,8 @@
  * The tests' history writer (test/support/history-rows.ts): the chunks it writes are the ones the
  * per-block path or the bulk finish would (one per block, cut at CHUNK_ENTRIES; or CHUNK_ENTRIES
  * each), the readers' seam reads back exactly the entries given, later blocks add to a key's
- * history, and entries out of order or not after the key's are refused with nothing written.
+ * history, and entries out of order or not after the key's are refused with nothing written; a key
+ * kept in its bucket likewise.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
@@ -76,4 +77,19 @@ it("refuses entries out of order, repeated, or not after the key's newest, writi
   const other = randomUUID();
   await seedHistory(t.db, other, [txNum(1, 0)]);
   expect(await readHistoryEntries(t.db, [other])).toEqual([[txNum(1, 0)]]);
+});
+
+it("keeps a key's entries in its bucket: read back through the seam, later blocks merged in, older refused", async () => {
+  const key = randomUUID();
+  const nums = [...block(3, 2), ...block(7, 1, 4)];
+  await seedHistory(t.db, key, nums, 'bucket');
+  await seedHistory(t.db, randomUUID(), block(5, 3), 'bucket');
+  await seedHistory(t.db, key, block(9, 2), 'bucket');
+  expect(await chunksOf(key)).toEqual([]);
+  expect(await readHistoryEntries(t.db, [key])).toEqual([[...nums, ...block(9, 2)]]);
+  await expect(seedHistory(t.db, key, [txNum(9, 1)], 'bucket')).rejects.toThrow(/already reaches/);
+  // The records are counted in the params row, and the chunk path sees the bucket's entries.
+  const p = await sql<{ records: string }>`SELECT records::text FROM history_bucket_params WHERE id = 1`.execute(t.db);
+  expect(Number(p.rows[0]!.records)).toBeGreaterThanOrEqual(8);
+  await expect(seedHistory(t.db, key, [txNum(8, 0)])).rejects.toThrow(/already reaches/);
 });

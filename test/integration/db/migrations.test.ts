@@ -74,6 +74,26 @@ describe('migrations', () => {
     await sql`DELETE FROM history`.execute(t.db);
   });
 
+  it('0059_history_buckets: the params row and its checks; down only while the buckets are empty', async () => {
+    const m = migrations['0059_history_buckets']!;
+    const p = await t.db.selectFrom('history_bucket_params').selectAll().execute();
+    expect(p).toEqual([{ id: 1, base: 16, ext: 0, split: 0, busy: 100, records: 0n }]);
+    await expect(sql`INSERT INTO history_bucket_params VALUES (2, 16, 0, 0, 100, 0)`.execute(t.db)).rejects.toThrow(/check/);
+    await expect(sql`UPDATE history_bucket_params SET ext = 16 WHERE id = 1`.execute(t.db)).rejects.toThrow(/check/);
+    // The bucket functions answer as the format module does (history-buckets.test.ts checks them in depth).
+    const b = await sql<{ b: number }>`SELECT bw_hist_bucket('ffffffff-0000-4000-8000-000000000000'::uuid, 16, 0, 0) AS b`.execute(t.db);
+    expect(b.rows[0]!.b).toBe(0xffff);
+    await sql`INSERT INTO history_buckets (bucket, log) VALUES (7, ${Buffer.alloc(13)})`.execute(t.db);
+    await expect(m.down!(t.db)).rejects.toThrow(/history_buckets holds records/);
+    expect(await tables(t)).toContain('history_buckets');
+    await sql`DELETE FROM history_buckets`.execute(t.db);
+    await m.down!(t.db);
+    expect(await tables(t)).not.toContain('history_buckets');
+    await expect(sql`SELECT bw_hist_tx(1)`.execute(t.db)).rejects.toThrow(/does not exist/);
+    await m.up(t.db);
+    expect(await tables(t)).toEqual(expect.arrayContaining(['history_buckets', 'history_bucket_params']));
+  });
+
   it('refuses a database that is ahead of the code', async () => {
     await sql`INSERT INTO schema_migrations (name, timestamp) VALUES ('9999_future', now()::text)`.execute(t.db);
     await expect(assertSchemaCurrent(t.db)).rejects.toThrow('database schema is ahead of the code: unknown migrations 9999_future');
