@@ -126,8 +126,22 @@ export function sqlHistorySkip(key: RawBuilder<unknown>, skip: RawBuilder<unknow
  * multisig outputs, address statistics).
  */
 export async function readHistoryEntries(db: Kysely<Database>, keys: readonly string[]): Promise<bigint[][]> {
+  return (await readHistoryPlaces(db, keys)).entries;
+}
+
+/**
+ * `readHistoryEntries`, and for each key whether its entries came from its bucket (`inBucket`): a
+ * bucket record names its address by 8 of the key's 16 bytes (with the bucket's bits, `base` + 64
+ * in all), so two addresses built to share them read each other's records; a reader that must
+ * not trust that (the script-hash readers) proves those entries against the transactions.
+ */
+export async function readHistoryPlaces(
+  db: Kysely<Database>,
+  keys: readonly string[],
+): Promise<{ entries: bigint[][]; inBucket: boolean[] }> {
   const out: bigint[][] = keys.map(() => []);
-  if (keys.length === 0) return out;
+  const inBucket = keys.map(() => false);
+  if (keys.length === 0) return { entries: out, inBucket };
   // (a key's chunk rows first, then the bucket log of each key that has records in it)
   const r = await sql<{ i: number; first_tx_num: bigint | null; rest: Buffer | null; log: Buffer | null }>`
     WITH q AS MATERIALIZED (SELECT * FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i))
@@ -147,6 +161,7 @@ export async function readHistoryEntries(db: Kysely<Database>, keys: readonly st
     if (c.log) {
       const nums = keyTxNums(c.log, Buffer.from(uuidHex(keys[j]!), 'hex'));
       if (out[j]!.length > 0) unsorted.add(j);
+      inBucket[j] = nums.length > 0;
       for (let x = nums.length - 1; x >= 0; x--) out[j]!.push(BigInt(nums[x]!));
       last[j] = AFTER_ALL; // (a chunk after them: sorted)
       continue;
@@ -157,7 +172,7 @@ export async function readHistoryEntries(db: Kysely<Database>, keys: readonly st
     out[j]!.push(...decodeEntries(historyChunkEntries(c.first_tx_num!, c.rest!)));
   }
   for (const j of unsorted) out[j]!.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  return out;
+  return { entries: out, inBucket };
 }
 
 /**

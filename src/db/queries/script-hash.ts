@@ -17,7 +17,7 @@ import type { Database } from '../schema.js';
 import { addressKeyOfScriptSha, addressKey, keptUnder } from '../address-key.js';
 import { decodeIns, decodeOutTag, decodeOutTags } from '../packed.js';
 import { tagIsScript, tagKeptUnder, tagPrefix, type OutTag } from '../out-tags.js';
-import { readHistoryEntries, sqlHistoryCount, sqlHistoryTouched } from '../history-reads.js';
+import { readHistoryEntries, readHistoryPlaces, sqlHistoryCount, sqlHistoryTouched } from '../history-reads.js';
 import { firstTxNum, txNumHeight } from '../tx-num.js';
 
 /**
@@ -110,7 +110,7 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
   const rs = readable.map((i) => refs[i]!);
 
   // Confirmed part: every history entry of the keys, then the transactions' outputs.
-  const entries = await readHistoryEntries(
+  const { entries, inBucket } = await readHistoryPlaces(
     trx,
     rs.map((r) => r.key),
   );
@@ -140,7 +140,9 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
   // A transaction is in the script's history when one of its outputs is the script, or when it
   // spends an output of the script. A key's entries without such an output spend one of the
   // key's outputs; those are all the script itself unless the key also holds outputs of other
-  // scripts (the P2PKH script, P2PK and bare multisig of one public key): only then are prevouts read.
+  // scripts (the P2PKH script, P2PK and bare multisig of one public key), or when the entries come
+  // from the key's bucket, whose records name the key by 8 of its 16 bytes (another address built
+  // to share them has its records read too: src/db/history-reads.ts): only then are prevouts read.
   const confirmedOf: Located[][] = [];
   const unsure: { j: number; entry: Located }[] = [];
   // Each transaction's outputs are decoded once, however many of the scripts it pays.
@@ -170,7 +172,7 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
       all.push(e);
       if (!funds) spending.push(e);
     }
-    if (!foreign) confirmedOf.push(all);
+    if (!foreign && !inBucket[j]) confirmedOf.push(all);
     else {
       const unsureSet = new Set(spending);
       confirmedOf.push(all.filter((e) => !unsureSet.has(e)));
