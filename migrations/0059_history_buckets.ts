@@ -36,7 +36,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ext int2 NOT NULL CHECK (ext >= 0 AND base + ext <= 31),
       split int4 NOT NULL CHECK (split >= 0),
       busy int4 NOT NULL CHECK (busy >= 0),
-      records int8 NOT NULL CHECK (records >= 0))`.execute(db);
+      records int8 NOT NULL CHECK (records >= 0),
+      -- (a bucket below split is looked up with ext + 1 bits: they must fit an int4 id)
+      CHECK (split = 0 OR (base + ext < 31 AND split < (1::int8 << (base + ext)))))`.execute(db);
   await sql`INSERT INTO history_bucket_params (id, base, ext, split, busy, records) VALUES (1, 16, 0, 0, 100, 0)`.execute(db);
   await sql`CREATE TABLE history_buckets (bucket int4 NOT NULL, log bytea NOT NULL) WITH (fillfactor = 70)`.execute(db);
   await sql`ALTER TABLE history_buckets ALTER COLUMN log SET STORAGE MAIN`.execute(db);

@@ -11,7 +11,7 @@ import { ServiceError } from '../../src/errors.js';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { decodeIns, decodeOutTag, decodeOutTags } from '../../src/db/packed.js';
 import { tagPaysKey, tagPrefix, type OutTag } from '../../src/db/out-tags.js';
-import { readNewestHistory, sqlHasHistory } from '../../src/db/history-reads.js';
+import { readNewestHistory, sqlHasHistory, sqlHasNoHistory } from '../../src/db/history-reads.js';
 import type { Database } from '../../src/db/schema.js';
 import { insertAddresses, settleChains } from '../../src/db/wallet-chains.js';
 import { walletDerivePool, type DeriveOptions } from '../../src/db/wallet-derive-pool.js';
@@ -226,7 +226,7 @@ export async function nextAddress(
       const r = await sql<{ address: string; path: string; idx: number }>`
         SELECT wa.address, wa.path, wa.idx FROM wallet_addresses wa
          WHERE wa.wallet_id = ${walletId} AND wa.chain = ${chain.chain} AND wa.reserved_at IS NULL
-           AND NOT ${sqlHasHistory(sql.ref('wa.addr_key'))}
+           AND ${sqlHasNoHistory(sql.ref('wa.addr_key'))}
            AND NOT EXISTS (SELECT 1 FROM mempool_addresses m WHERE m.addr_key = wa.addr_key)
          ORDER BY wa.idx LIMIT 1`.execute(trx);
       const a = r.rows[0];

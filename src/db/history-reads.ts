@@ -40,6 +40,12 @@ export function sqlHasHistory(key: RawBuilder<unknown>): RawBuilder<boolean> {
     OR EXISTS (SELECT 1 FROM ${KEY_ROW(key)} CROSS JOIN ${sql.raw(BUCKET_OF('hk.k'))} WHERE ${sql.raw(SQL_BUCKETS.has('hb.log', K8))}))`;
 }
 
+/** SQL (boolean): the key has no confirmed history entry (`NOT sqlHasHistory`, written as two anti-joins). */
+export function sqlHasNoHistory(key: RawBuilder<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`(NOT EXISTS (SELECT 1 FROM history h WHERE h.addr_key = ${key})
+    AND NOT EXISTS (SELECT 1 FROM ${KEY_ROW(key)} CROSS JOIN ${sql.raw(BUCKET_OF('hk.k'))} WHERE ${sql.raw(SQL_BUCKETS.has('hb.log', K8))}))`;
+}
+
 /** SQL (numeric, 0 for none): the number of the key's confirmed history entries (transactions). */
 export function sqlHistoryCount(key: RawBuilder<unknown>): RawBuilder<string> {
   return sql<string>`((SELECT coalesce(sum(1 + length(h.rest) / 8), 0) FROM history h WHERE h.addr_key = ${key})
@@ -68,11 +74,13 @@ export function sqlHistoryTouched(key: RawBuilder<unknown>, lo: RawBuilder<unkno
  * the entry there is still the bound (compared as bytes: a stale or made-up index finds nothing,
  * and the chunk is read from its end).
  *
- * The rows come in order with no sort: chunks newest first through `history_pkey`, each chunk's
+ * Each part comes in order with no sort: chunks newest first through `history_pkey`, each chunk's
  * entries from its end, under one `LIMIT` (a sort would read every chunk; the plan test in
- * test/integration/api/api-db.test.ts holds the statement to it), then the bucket's records of
- * the key in the log's order (newest first). The chunks' `LIMIT` is exact: each chunk below the
- * bound gives at least one entry.
+ * test/integration/api/api-db.test.ts holds the statement to it), and the bucket's records of
+ * the key in the log's order (newest first), under its own. The chunks' `LIMIT` is exact: each
+ * chunk below the bound gives at least one entry. The two parts, at most `limit` rows each, are
+ * merged newest first: an address is in one of them, but an identity built to be shared by a busy
+ * address and a bucket one is in both, and its pages must not depend on their size.
  *
  * The arguments are SQL text (column references of the enclosing statement, as SQL_HISTORY's
  * are), never values: the fragment is one piece of text, built once by its caller (a page's
@@ -97,6 +105,7 @@ export function sqlHistoryPageEntries(p: { key: string; bound: string; limit: st
     (SELECT -1::int8, -1::int4, t.tx_num
        FROM ${BUCKET_OF(p.key)}
        CROSS JOIN LATERAL (${SQL_BUCKETS.txNums('hb.log', SQL_BUCKETS.key8(p.key), p.bound, p.limit)}) t)
+    ORDER BY n DESC
     LIMIT ${p.limit}`);
 }
 

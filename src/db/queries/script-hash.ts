@@ -358,7 +358,7 @@ export async function keysAmong(db: Kysely<Database>, keys: readonly string[], t
   return new Set(r.rows.map((x) => x.k));
 }
 
-/** Of `keys` (script keys, aliases followed), those with a history chunk beginning in blocks `fromHeight` … `toHeight` (what a block applied there touched). */
+/** Of `keys` (script keys, aliases followed), those with a history entry written for blocks `fromHeight` … `toHeight` (what a block applied there touched: `sqlHistoryTouched`). */
 export async function keysTouchedByBlocks(
   db: Kysely<Database>,
   keys: readonly string[],

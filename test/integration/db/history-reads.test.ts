@@ -29,6 +29,7 @@ import {
   readHistoryEntries,
   readNewestHistory,
   sqlHasHistory,
+  sqlHasNoHistory,
   sqlHistoryCount,
   sqlHistoryPageEntries,
   sqlHistorySkip,
@@ -388,9 +389,11 @@ describe('an address kept in its bucket', () => {
 
   it('has, counts and every entry as in chunks; read together with chunk keys', async () => {
     const all = [...Object.values(inChunks), ...Object.values(inBucket), randomUUID()];
-    const r = await sql<{ k: string; has: boolean; n: string }>`
-      SELECT q.k::text AS k, ${sqlHasHistory(sql.ref('q.k'))} AS has, ${sqlHistoryCount(sql.ref('q.k'))}::text AS n
+    const r = await sql<{ k: string; has: boolean; none: boolean; n: string }>`
+      SELECT q.k::text AS k, ${sqlHasHistory(sql.ref('q.k'))} AS has, ${sqlHasNoHistory(sql.ref('q.k'))} AS none,
+             ${sqlHistoryCount(sql.ref('q.k'))}::text AS n
         FROM unnest(${all}::uuid[]) AS q(k)`.execute(t.db);
+    for (const x of r.rows) expect(x.none, x.k).toBe(!x.has);
     const got = new Map(r.rows.map((x) => [x.k, { has: x.has, n: Number(x.n) }]));
     const entries = await readHistoryEntries(t.db, all);
     for (const [name, nums] of Object.entries(LISTS)) {
@@ -467,6 +470,26 @@ describe('an address kept in its bucket', () => {
           if (skip > 0) expect(await seekHistory(t.db, key, skip)).toBe(expected);
         }
       }
+    }
+  });
+
+  it('an identity shared by a busy address and a bucket one: its pages list both, whatever their size', async () => {
+    // (built to share the bucket's bits and the record's 8 key bytes: bytes 0..11 of the key)
+    const a = randomUUID();
+    await seedHistory(t.db, a, LISTS.perBlock!);
+    const b = `${a.slice(0, 28)}${a[28] === '0' ? '1' : '0'}${a.slice(29)}`;
+    const bNums = [txNum(12, 3), txNum(13, 1), txNum(21, 0), txNum(22, 9)];
+    await seedHistory(t.db, b, bNums, 'bucket');
+    const merged = [...LISTS.perBlock!, ...bNums].sort(asc).reverse();
+    for (const limit of [1, 2, 3, 5, 9, 20]) {
+      const seen: bigint[] = [];
+      for (let bound = 1n << 62n; ;) {
+        const got = (await page(a, bound, limit, null).execute(t.db)).rows.map((p) => p.n);
+        seen.push(...got);
+        if (got.length < limit) break;
+        bound = got[got.length - 1]!;
+      }
+      expect(seen, `limit ${limit}`).toEqual(merged);
     }
   });
 

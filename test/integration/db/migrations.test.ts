@@ -80,6 +80,11 @@ describe('migrations', () => {
     expect(p).toEqual([{ id: 1, base: 16, ext: 0, split: 0, busy: 100, records: 0n }]);
     await expect(sql`INSERT INTO history_bucket_params VALUES (2, 16, 0, 0, 100, 0)`.execute(t.db)).rejects.toThrow(/check/);
     await expect(sql`UPDATE history_bucket_params SET ext = 16 WHERE id = 1`.execute(t.db)).rejects.toThrow(/check/);
+    // A split bucket is looked up with ext + 1 bits: they must fit, and split stays below 2^(base + ext).
+    await expect(sql`UPDATE history_bucket_params SET ext = 15, split = 1 WHERE id = 1`.execute(t.db)).rejects.toThrow(/check/);
+    await expect(sql`UPDATE history_bucket_params SET split = 65536 WHERE id = 1`.execute(t.db)).rejects.toThrow(/check/);
+    await sql`UPDATE history_bucket_params SET ext = 14, split = 65535 WHERE id = 1`.execute(t.db);
+    await sql`UPDATE history_bucket_params SET ext = 0, split = 0 WHERE id = 1`.execute(t.db);
     // The bucket functions answer as the format module does (history-buckets.test.ts checks them in depth).
     const b = await sql<{ b: number }>`SELECT bw_hist_bucket('ffffffff-0000-4000-8000-000000000000'::uuid, 16, 0, 0) AS b`.execute(t.db);
     expect(b.rows[0]!.b).toBe(0xffff);
