@@ -1,11 +1,13 @@
 /**
  * The history buckets' tables (docs/lean-layout.md "Building the history buckets: the plan"),
- * created empty: the readers read them beside `history` (src/db/history-reads.ts), the writer
- * does not fill them yet, so every address's history is still in `history` and every answer is
- * what it was.
+ * created empty, with `busy` 0: the readers read them beside `history` (src/db/history-reads.ts)
+ * and the per-block writer (indexer/writer/history-rows.ts) keeps an address in its bucket only
+ * while it has at most `busy` entries, so at 0 every address's history stays in `history` and
+ * every answer is what it was. The build that fills them (and sets `busy`) comes with the bulk
+ * path's share.
  * - `history_bucket_params`, one row: `base` bits of the key's bytes 0..3 and `ext` of its bytes
  *   4..7 name a bucket (`split` buckets are split to `ext + 1`: linear hashing), `busy` is the
- *   entry count above which an address keeps its history in `history` chunk rows, `records` the
+ *   entry count above which an address keeps its history in `history` chunk rows (0: all of them), `records` the
  *   records in the buckets. A table rather than a `sync_state` key: a reader joins it in the
  *   statement that reads the buckets, so it never combines the bits of one state with the rows of
  *   another. `base` 16 for an index begun on the per-block path; a bulk finish into an empty
@@ -39,7 +41,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       records int8 NOT NULL CHECK (records >= 0),
       -- (a bucket below split is looked up with ext + 1 bits: they must fit an int4 id)
       CHECK (split = 0 OR (base + ext < 31 AND split < (1::int8 << (base + ext)))))`.execute(db);
-  await sql`INSERT INTO history_bucket_params (id, base, ext, split, busy, records) VALUES (1, 16, 0, 0, 100, 0)`.execute(db);
+  await sql`INSERT INTO history_bucket_params (id, base, ext, split, busy, records) VALUES (1, 16, 0, 0, 0, 0)`.execute(db);
   await sql`CREATE TABLE history_buckets (bucket int4 NOT NULL, log bytea NOT NULL) WITH (fillfactor = 70)`.execute(db);
   await sql`ALTER TABLE history_buckets ALTER COLUMN log SET STORAGE MAIN`.execute(db);
   await sql`ALTER TABLE history_buckets ADD CONSTRAINT history_buckets_pkey PRIMARY KEY (bucket)`.execute(db);

@@ -45,14 +45,12 @@ import {
   insertUtxos,
   insertUtxosCopy,
   appendUtxos,
-  insertHistory,
   insertBlocks,
   insertTxs,
   keepUndo,
   deleteOverwrittenCoinbase,
   spendUtxos,
   type OverwrittenOutput,
-  cutHistory,
 } from './chain-rows.js';
 import { preferIndexLookups } from '../planner-hints.js';
 import { removeFromMempool, confirmationEvents, mempoolHoldsAny } from './block-events.js';
@@ -64,6 +62,8 @@ import { BinaryCopy } from './copy-binary.js';
 import { OutpointMap } from './txid-maps.js';
 import { NotRebuildableError, rebuildBlock } from './stored-block.js';
 import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
+import { readHistoryLayout, undoHistory, writeHistory, type HistoryLayout } from './history-rows.js';
+import { historyChunks } from '../../src/db/history-entries.js';
 import type { ScriptKeys } from './address-keys.js';
 
 /** Hooks the run loop gives the writers. */
@@ -126,20 +126,21 @@ export async function applyBlocks(
     // empty at the first block stay empty for the others (catching up, their lookups are skipped).
     await preferIndexLookups(trx);
     const mempool = await mempoolHoldsAny(trx);
+    const layout = await readHistoryLayout(trx);
     const start = performance.now();
     const results: ApplyResult[] = [];
     if (blocks.length > 1 && !mempool && (await chainOnly(trx))) {
       const n = turnLength(await lockTip(trx), blocks);
       if (n > 1) {
         for (const b of blocks.slice(0, n)) if (b.unchecked) checkMerkle(b.block);
-        for (const a of await writeTurn(trx, blocks.slice(0, n), ctx)) results.push({ kind: 'applied', ...a });
+        for (const a of await writeTurn(trx, blocks.slice(0, n), layout, ctx)) results.push({ kind: 'applied', ...a });
       }
     }
     for (let i = results.length; i < blocks.length; i++) {
       const prev = results[results.length - 1];
       if (prev && (prev.kind !== 'applied' || performance.now() - start >= budgetMs)) break;
       const { block, height, unchecked } = blocks[i]!;
-      results.push(await applyInTransaction(trx, block, height, ctx, mempool, unchecked ?? false));
+      results.push(await applyInTransaction(trx, block, height, ctx, mempool, layout, unchecked ?? false));
     }
     return results;
   });
@@ -160,6 +161,7 @@ async function applyInTransaction(
   height: number,
   ctx: WriteContext,
   mempool: boolean,
+  layout: HistoryLayout,
   unchecked: boolean,
 ): Promise<ApplyResult> {
   const tip = await lockTip(trx);
@@ -191,7 +193,7 @@ async function applyInTransaction(
   const sent: Promise<unknown>[] = [written, overwritten];
   try {
     const writes: Promise<unknown>[] = [insertBlocks(trx, [rows]), keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN)];
-    const history = insertHistory(trx, rows.history);
+    const history = writeHistory(trx, layout, rows.history, historyChunks(rows.history));
     sent.push(...writes, history);
     for (const w of sent) w.catch(() => {});
     for (const old of await overwritten) if (old.addr_key !== null) addDelta(rows.balances, old.addr_key, -old.value, -1);
@@ -486,7 +488,7 @@ export async function undoBlock(db: Kysely<Database>, height: number, source: Un
     timer.lap('utxos');
     await addBalances(trx, u.balances, -1);
     timer.lap('balances');
-    await cutHistory(trx, u.keys, lo);
+    await undoHistory(trx, await readHistoryLayout(trx), u.keys, lo);
     timer.lap('history');
     await deleteAssetColors(trx, BigInt(lo), BigInt(hi));
     await sql`DELETE FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);

@@ -20,7 +20,8 @@
  * @module
  */
 import pg from 'pg';
-import { Kysely, PostgresDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import { FatalError } from '../../src/errors.js';
 import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
@@ -683,6 +684,11 @@ export async function runBulk(
   makeFeed: (from: number) => BlockFeed,
   target: number,
 ): Promise<BulkResult> {
+  if (await historyBucketsOn(db))
+    throw new FatalError(
+      'ERR_INDEX_LAYOUT',
+      'the bulk path does not write history buckets yet: this index keeps addresses with at most history_bucket_params.busy entries in them (apply its blocks one by one)',
+    );
   const client = await connect(deps.databaseUrl);
   try {
     let state = await readBulkState(db);
@@ -730,6 +736,16 @@ export async function runBulk(
 }
 
 /** Whether `db` has an unfinished bulk sync. */
+/**
+ * Whether the index keeps history in buckets (`history_bucket_params.busy` > 0): the per-block
+ * path writes them (history-rows.ts), the bulk path not yet, so it refuses such an index and the
+ * run loop applies its blocks one by one.
+ */
+export async function historyBucketsOn(db: Kysely<Database>): Promise<boolean> {
+  const r = await sql<{ busy: number }>`SELECT busy FROM history_bucket_params WHERE id = 1`.execute(db);
+  return (r.rows[0]?.busy ?? 0) > 0;
+}
+
 export async function bulkActive(db: Kysely<Database>): Promise<boolean> {
   return (await readBulkState(db))?.active === true;
 }

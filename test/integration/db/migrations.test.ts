@@ -77,7 +77,7 @@ describe('migrations', () => {
   it('0059_history_buckets: the params row and its checks; down only while the buckets are empty', async () => {
     const m = migrations['0059_history_buckets']!;
     const p = await t.db.selectFrom('history_bucket_params').selectAll().execute();
-    expect(p).toEqual([{ id: 1, base: 16, ext: 0, split: 0, busy: 100, records: 0n }]);
+    expect(p).toEqual([{ id: 1, base: 16, ext: 0, split: 0, busy: 0, records: 0n }]);
     await expect(sql`INSERT INTO history_bucket_params VALUES (2, 16, 0, 0, 100, 0)`.execute(t.db)).rejects.toThrow(/check/);
     await expect(sql`UPDATE history_bucket_params SET ext = 16 WHERE id = 1`.execute(t.db)).rejects.toThrow(/check/);
     // A split bucket is looked up with ext + 1 bits: they must fit, and split stays below 2^(base + ext).

@@ -21,6 +21,8 @@ const CHAIN_TABLES = [
   'utxos',
   'balances',
   'history',
+  'history_buckets',
+  'history_bucket_params',
   'script_aliases',
   'watched_txs',
   'reorged_txs',

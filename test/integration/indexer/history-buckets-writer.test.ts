@@ -1,0 +1,159 @@
+/**
+ * The per-block writer's history in buckets (indexer/writer/history-rows.ts) on regtest-chain-a,
+ * with a small `busy` and base 2 (four buckets mixing every address): indexed through the
+ * fixture's reorgs, block by block along the final chain, and in turns of several blocks, every
+ * address's history equals the index that keeps all of it in chunks (`busy` 0), and so do the
+ * script-hash histories Electrum answers; an address is in `history` exactly when it has more
+ * than `busy` entries; the logs are byte for byte the same whatever way the chain was applied
+ * (a log is a function of the chain); the params row counts the records. `busy` is chosen so that
+ * an address crosses into chunks in the chain's last block: undoing that block moves it back and
+ * gives the logs and chunks of an index that never saw the block, and applying it again the
+ * logs before the undo. The bulk path refuses such an index.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sql, type Kysely } from 'kysely';
+import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { describeFixtures } from '../../support/fixtures.js';
+import { FixtureChain, indexChainA, loadChainA, type ChainA } from '../../support/chain-fixture.js';
+import { applyBlocks, undoBlock } from '../../../indexer/writer/apply.js';
+import { runBulk } from '../../../indexer/writer/bulk.js';
+import { decodeBlock } from '../../../src/bitcoin/block.js';
+import { addressToScript } from '../../../src/bitcoin/address.js';
+import { sha256 } from '../../../src/bitcoin/hash.js';
+import { keyCounts } from '../../../src/db/history-buckets.js';
+import { readHistoryEntries } from '../../../src/db/history-reads.js';
+import { readScriptHistories, scriptRef } from '../../../src/db/queries/script-hash.js';
+import type { Database } from '../../../src/db/schema.js';
+import { firstTxNum } from '../../../src/db/tx-num.js';
+import { silentLogger } from '../../../src/log.js';
+
+describeFixtures('history buckets written block by block', () => {
+  let chain: ChainA;
+  let tip: number;
+  let busy: number;
+  /** The address that crosses into chunks in the last block. */
+  let crosser: string;
+  let keys: string[];
+  const dbs: TestDatabase[] = [];
+  let chunked: TestDatabase;
+  let reorged: TestDatabase;
+  let byBlock: TestDatabase;
+  let inTurns: TestDatabase;
+
+  const open = async (b: number) => {
+    const t = await createMigratedDatabase('hbw');
+    dbs.push(t);
+    await sql`UPDATE history_bucket_params SET busy = ${b}, base = 2 WHERE id = 1`.execute(t.db);
+    return t;
+  };
+  const blockAt = (h: number) => ({ block: decodeBlock(chain.blocks.get(chain.main[h]!)!.raw), height: h });
+  /** Applies the final chain's blocks 0..upTo, `turn` blocks a call. */
+  const applyMain = async (db: Kysely<Database>, upTo: number, turn = 1) => {
+    for (let h = 0; h <= upTo; h += turn) {
+      const blocks = Array.from({ length: Math.min(turn, upTo + 1 - h) }, (_, i) => blockAt(h + i));
+      const r = await applyBlocks(db, blocks);
+      expect(r.map((x) => x.kind)).toEqual(blocks.map(() => 'applied'));
+    }
+  };
+  const logs = async (db: Kysely<Database>) =>
+    (await sql<{ bucket: number; log: string }>`SELECT bucket, encode(log, 'hex') AS log FROM history_buckets ORDER BY bucket`.execute(db))
+      .rows;
+  const chunks = async (db: Kysely<Database>) =>
+    (
+      await sql<{
+        row: string;
+      }>`SELECT (addr_key, first_tx_num, encode(rest, 'hex'))::text AS row FROM history ORDER BY addr_key, first_tx_num`.execute(db)
+    ).rows.map((r) => r.row);
+  const records = async (db: Kysely<Database>) => {
+    const r = await sql<{ n: string; counted: string }>`
+      SELECT (SELECT coalesce(sum(length(log)), 0) / 13 FROM history_buckets)::text AS n,
+             (SELECT records FROM history_bucket_params)::text AS counted`.execute(db);
+    return r.rows[0]!;
+  };
+
+  beforeAll(async () => {
+    chain = loadChainA();
+    tip = chain.main.length - 1;
+    chunked = await open(0);
+    await indexChainA(chunked.db);
+    keys = (await sql<{ k: string }>`SELECT DISTINCT addr_key::text AS k FROM history ORDER BY 1`.execute(chunked.db)).rows.map((r) => r.k);
+    // busy: the most entries an address of the last block had before it (and it gained some there).
+    const lo = firstTxNum(tip);
+    const all = await readHistoryEntries(chunked.db, keys);
+    let best = -1;
+    all.forEach((e, i) => {
+      const before = e.filter((n) => n < lo).length;
+      if (before < e.length && before > best && before <= 6) {
+        best = before;
+        crosser = keys[i]!;
+      }
+    });
+    expect(best).toBeGreaterThanOrEqual(1);
+    busy = best;
+    reorged = await open(busy);
+    await indexChainA(reorged.db);
+    byBlock = await open(busy);
+    await applyMain(byBlock.db, tip);
+    inTurns = await open(busy);
+    await applyMain(inTurns.db, tip, 7);
+  }, 240_000);
+  afterAll(async () => {
+    for (const t of dbs) await t.drop();
+  });
+
+  it('the same histories as in chunks, each address in the place its count says, the same logs however applied', async () => {
+    const expected = await readHistoryEntries(chunked.db, keys);
+    for (const t of [reorged, byBlock, inTurns]) expect(await readHistoryEntries(t.db, keys)).toEqual(expected);
+    // In chunks exactly the addresses with more than busy entries; the others in their buckets.
+    const inChunks = new Set(
+      (await sql<{ k: string }>`SELECT DISTINCT addr_key::text AS k FROM history`.execute(reorged.db)).rows.map((r) => r.k),
+    );
+    expect(inChunks.size).toBeGreaterThan(0);
+    keys.forEach((k, i) => expect(inChunks.has(k), k).toBe(expected[i]!.length > busy));
+    const l = await logs(reorged.db);
+    expect(l.length).toBe(4);
+    for (const { log } of l) for (const n of keyCounts(Buffer.from(log, 'hex')).values()) expect(n).toBeLessThanOrEqual(busy);
+    expect(await logs(byBlock.db)).toEqual(l);
+    expect(await logs(inTurns.db)).toEqual(l);
+    // Block by block, the chunk rows too (a turn cuts a crossing address's chunks otherwise).
+    expect(await chunks(byBlock.db)).toEqual(await chunks(reorged.db));
+    for (const t of [reorged, byBlock, inTurns]) {
+      const r = await records(t.db);
+      expect(Number(r.counted)).toBe(Number(r.n));
+    }
+    // The script-hash histories (Electrum's) are the chunk index's.
+    const refs = Object.keys(chain.expected.addresses).map((a) => scriptRef(sha256(addressToScript(a, 'regtest'))));
+    expect(await readScriptHistories(reorged.db, refs, 10_000)).toEqual(await readScriptHistories(chunked.db, refs, 10_000));
+  });
+
+  it('undoing the block an address crossed in moves it back: the index of a chain without the block; applied again, the same', async () => {
+    const before = { logs: await logs(byBlock.db), chunks: await chunks(byBlock.db) };
+    const has = async (db: Kysely<Database>) =>
+      Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM history WHERE addr_key = ${crosser}::uuid`.execute(db)).rows[0]!.n);
+    expect(await has(byBlock.db)).toBeGreaterThan(0);
+    const node = new FixtureChain(chain.blocks.values());
+    expect((await undoBlock(byBlock.db, tip, node)).kind).toBe('undone');
+    expect(await has(byBlock.db)).toBe(0);
+    const without = await open(busy);
+    await applyMain(without.db, tip - 1);
+    expect(await logs(byBlock.db)).toEqual(await logs(without.db));
+    expect(await chunks(byBlock.db)).toEqual(await chunks(without.db));
+    const r = await records(byBlock.db);
+    expect(Number(r.counted)).toBe(Number(r.n));
+    expect((await applyBlocks(byBlock.db, [blockAt(tip)])).map((x) => x.kind)).toEqual(['applied']);
+    expect({ logs: await logs(byBlock.db), chunks: await chunks(byBlock.db) }).toEqual(before);
+  });
+
+  it('the bulk path refuses an index that keeps history in buckets', async () => {
+    await expect(
+      runBulk(
+        byBlock.db,
+        { databaseUrl: byBlock.url, log: silentLogger(), batchTxs: 1000 },
+        () => {
+          throw new Error('no block is read');
+        },
+        tip + 5,
+      ),
+    ).rejects.toThrow(/does not write history buckets/);
+  });
+});
