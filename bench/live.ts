@@ -6,11 +6,19 @@
  * `block applied` log line, written right after its commit (committed). Then the floor on the
  * newest block (bench/live-floor.ts): PostgreSQL's own write cost for its rows.
  * Standalone: `node --import tsx bench/live.ts [--quick] [--blocks N] [--txs-per-block N]
- * [--live-blocks N] [--cpu-prof DIR]` imports the corpus below its tail first (blockwire import), then measures.
+ * [--live-blocks N] [--cpu-prof DIR] [--history-busy N]` imports the corpus below its tail first (blockwire
+ * import), then measures. `--history-busy N` first moves the imported index's history into buckets
+ * (indexer/writer/history-rows.ts `buildHistoryBuckets`: the addresses with at most N entries),
+ * says what that took and the history's size before and after, and measures the live blocks
+ * written that way (no floor: it copies chunk rows only).
  * bench/sync calls `measureLive` on the index it has just built.
  * @module
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { sql, type Kysely } from 'kysely';
+import { createDb } from '../src/db/connect.js';
+import type { Database } from '../src/db/schema.js';
+import { buildHistoryBuckets } from '../indexer/writer/history-rows.js';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { Subscriber } from 'zeromq';
@@ -228,9 +236,11 @@ async function main(): Promise<void> {
       'cache-dir': { type: 'string' },
       'cpu-prof': { type: 'string' },
       json: { type: 'string' },
+      'history-busy': { type: 'string' },
     },
   });
   const size = runSize({ ...values, 'catchup-blocks': '0' });
+  const busy = values['history-busy'] === undefined ? undefined : Number(values['history-busy']);
   const { dir } = ensureCorpus(cacheDir(values['cache-dir']), size.corpus, say);
   const { startCorpusNode } = await import('../devnode/corpus.js');
   const root = mkdtempSync(join(cacheDir(values['cache-dir']), 'live-'));
@@ -239,6 +249,7 @@ async function main(): Promise<void> {
     const url = await pgs.createDatabase('bw_live');
     const imported = await importCorpus(dir, url, size.liveBlocks, [], pgs);
     say(`imported ${imported.blocks} blocks (${imported.txs} txs) in ${round(imported.wallMs / 1000, 1)} s`);
+    const buckets = busy === undefined ? undefined : await moveToBuckets(url, busy);
     const node = await startCorpusNode({ dir, tip: imported.tip });
     const prof = values['cpu-prof'];
     const follower = startFollower(url, node, {}, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
@@ -252,12 +263,12 @@ async function main(): Promise<void> {
       const r = await measureLive(corpusLiveNode(node), follower, size.liveBlocks, { pgs, db: 'bw_live' });
       follower.proc.kill('SIGTERM');
       await follower.exited;
-      r.floor = await measureFloor(pgs, 'bw_live', node.rpcUrl, FLOOR_SAMPLES);
+      if (!buckets) r.floor = await measureFloor(pgs, 'bw_live', node.rpcUrl, FLOOR_SAMPLES);
       say(
         `| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms | WAL MB/block | PostgreSQL CPU ms/block | indexer CPU ms/block |\n|---|---|---|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} | ${r.walMbP50} | ${r.postgresCpuMsP50} | ${r.indexerCpuMsP50} |`,
       );
-      say(floorLine(r.floor));
-      const result = { live: r, machine: machine(), postgres: { ...PG_SETTINGS, ...pgOverrides() } };
+      if (r.floor) say(floorLine(r.floor));
+      const result = { live: r, ...(buckets ? { buckets } : {}), machine: machine(), postgres: { ...PG_SETTINGS, ...pgOverrides() } };
       say(`RESULT ${JSON.stringify(result)}`);
     } finally {
       follower.proc.kill('SIGTERM');
@@ -267,6 +278,34 @@ async function main(): Promise<void> {
   } finally {
     await pgs.stop();
     rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** The history's tables (with their indexes) and the database, MB. */
+async function historySizes(db: Kysely<Database>) {
+  const r = await sql<{ history: string; buckets: string; database: string }>`
+    SELECT pg_total_relation_size('history')::text AS history, pg_total_relation_size('history_buckets')::text AS buckets,
+           pg_database_size(current_database())::text AS database`.execute(db);
+  const mb = (x: string) => round(Number(x) / 1e6, 1);
+  return { historyMb: mb(r.rows[0]!.history), bucketsMb: mb(r.rows[0]!.buckets), databaseMb: mb(r.rows[0]!.database) };
+}
+
+/** `--history-busy`: the imported index's history moved into buckets, with its cost and sizes. */
+async function moveToBuckets(url: string, busy: number) {
+  const db = createDb(url, { max: 1 });
+  try {
+    const before = await historySizes(db);
+    const t0 = performance.now();
+    const build = await buildHistoryBuckets(db, { busy });
+    const ms = Math.round(performance.now() - t0);
+    await sql`VACUUM ANALYZE history`.execute(db);
+    await sql`VACUUM ANALYZE history_buckets`.execute(db);
+    const after = await historySizes(db);
+    const out = { ...build, buildMs: ms, before, after };
+    say(`history buckets: ${JSON.stringify(out)}`);
+    return out;
+  } finally {
+    await db.destroy();
   }
 }
 

@@ -192,9 +192,15 @@ export async function writeTurn(
   lap('utxos');
   await addBalances(trx, balances, 1);
   lap('balances');
-  // (each key's entries of the turn, ascending: its blocks' in order)
+  // (each key's entries of the turn, ascending: its blocks' in order; for the buckets only)
   const entries = new Map<string, number[]>();
-  for (const r of rows) for (const [k, nums] of r.history) entries.set(k, [...(entries.get(k) ?? []), ...nums]);
+  if (layout.busy > 0)
+    for (const r of rows)
+      for (const [k, nums] of r.history) {
+        const list = entries.get(k);
+        if (list) list.push(...nums);
+        else entries.set(k, [...nums]);
+      }
   await writeHistory(
     trx,
     layout,

@@ -126,6 +126,8 @@ export async function applyBlocks(
     // empty at the first block stay empty for the others (catching up, their lookups are skipped).
     await preferIndexLookups(trx);
     const mempool = await mempoolHoldsAny(trx);
+    // (under the chain lock: what changes the params row holds it, so this reads the row after it)
+    await lockTip(trx);
     const layout = await readHistoryLayout(trx);
     const start = performance.now();
     const results: ApplyResult[] = [];

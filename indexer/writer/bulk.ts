@@ -735,7 +735,6 @@ export async function runBulk(
   }
 }
 
-/** Whether `db` has an unfinished bulk sync. */
 /**
  * Whether the index keeps history in buckets (`history_bucket_params.busy` > 0): the per-block
  * path writes them (history-rows.ts), the bulk path not yet, so it refuses such an index and the
@@ -746,6 +745,7 @@ export async function historyBucketsOn(db: Kysely<Database>): Promise<boolean> {
   return (r.rows[0]?.busy ?? 0) > 0;
 }
 
+/** Whether `db` has an unfinished bulk sync. */
 export async function bulkActive(db: Kysely<Database>): Promise<boolean> {
   return (await readBulkState(db))?.active === true;
 }

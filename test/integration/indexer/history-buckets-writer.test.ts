@@ -4,11 +4,13 @@
  * fixture's reorgs, block by block along the final chain, and in turns of several blocks, every
  * address's history equals the index that keeps all of it in chunks (`busy` 0), and so do the
  * script-hash histories Electrum answers; an address is in `history` exactly when it has more
- * than `busy` entries; the logs are byte for byte the same whatever way the chain was applied
- * (a log is a function of the chain); the params row counts the records. `busy` is chosen so that
+ * than `busy` entries; the logs and chunk rows are byte for byte the same whatever way the chain
+ * was applied (a log is a function of the chain), and the Electrum tracker finds the keys the
+ * last blocks touched as in chunks; the params row counts the records. `busy` is chosen so that
  * an address crosses into chunks in the chain's last block: undoing that block moves it back and
  * gives the logs and chunks of an index that never saw the block, and applying it again the
- * logs before the undo. The bulk path refuses such an index.
+ * logs before the undo. Built from the chunk index (`buildHistoryBuckets`), the same logs and
+ * histories, and the writer follows on from it. The bulk path refuses such an index.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
@@ -16,13 +18,14 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { FixtureChain, indexChainA, loadChainA, type ChainA } from '../../support/chain-fixture.js';
 import { applyBlocks, undoBlock } from '../../../indexer/writer/apply.js';
+import { buildHistoryBuckets } from '../../../indexer/writer/history-rows.js';
 import { runBulk } from '../../../indexer/writer/bulk.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { sha256 } from '../../../src/bitcoin/hash.js';
 import { keyCounts } from '../../../src/db/history-buckets.js';
 import { readHistoryEntries } from '../../../src/db/history-reads.js';
-import { readScriptHistories, scriptRef } from '../../../src/db/queries/script-hash.js';
+import { keysTouchedByBlocks, readScriptHistories, scriptRef } from '../../../src/db/queries/script-hash.js';
 import type { Database } from '../../../src/db/schema.js';
 import { firstTxNum } from '../../../src/db/tx-num.js';
 import { silentLogger } from '../../../src/log.js';
@@ -115,8 +118,14 @@ describeFixtures('history buckets written block by block', () => {
     for (const { log } of l) for (const n of keyCounts(Buffer.from(log, 'hex')).values()) expect(n).toBeLessThanOrEqual(busy);
     expect(await logs(byBlock.db)).toEqual(l);
     expect(await logs(inTurns.db)).toEqual(l);
-    // Block by block, the chunk rows too (a turn cuts a crossing address's chunks otherwise).
+    // The chunk rows too: a crossing address's entries before the block, then the block's own.
     expect(await chunks(byBlock.db)).toEqual(await chunks(reorged.db));
+    expect(await chunks(inTurns.db)).toEqual(await chunks(reorged.db));
+    // What the Electrum tracker asks of the last blocks (the crossing one among them): as in chunks.
+    for (const from of [tip, tip - 3])
+      for (const t of [reorged, byBlock, inTurns])
+        expect(await keysTouchedByBlocks(t.db, keys, from, tip), `${from}`).toEqual(await keysTouchedByBlocks(chunked.db, keys, from, tip));
+    expect(await keysTouchedByBlocks(reorged.db, [crosser], tip, tip)).toEqual(new Set([crosser]));
     for (const t of [reorged, byBlock, inTurns]) {
       const r = await records(t.db);
       expect(Number(r.counted)).toBe(Number(r.n));
@@ -142,6 +151,34 @@ describeFixtures('history buckets written block by block', () => {
     expect(Number(r.counted)).toBe(Number(r.n));
     expect((await applyBlocks(byBlock.db, [blockAt(tip)])).map((x) => x.kind)).toEqual(['applied']);
     expect({ logs: await logs(byBlock.db), chunks: await chunks(byBlock.db) }).toEqual(before);
+    const again = await records(byBlock.db);
+    expect(Number(again.counted)).toBe(Number(again.n));
+  });
+
+  it("built from the chunk index: the writer's logs and histories; the writer follows on from it", async () => {
+    const built = await open(0);
+    await indexChainA(built.db);
+    const chunkRows = await chunks(built.db);
+    const b = await buildHistoryBuckets(built.db, { busy, base: 2 });
+    expect(b.busyKeys).toBeGreaterThan(0);
+    expect(b.keys).toBe(keys.length);
+    expect(await logs(built.db)).toEqual(await logs(reorged.db));
+    expect(await readHistoryEntries(built.db, keys)).toEqual(await readHistoryEntries(chunked.db, keys));
+    // The busy addresses keep their chunk rows as they were.
+    const left = await chunks(built.db);
+    expect(left.length).toBeGreaterThan(0);
+    expect(chunkRows).toEqual(expect.arrayContaining(left));
+    const r = await records(built.db);
+    expect(Number(r.counted)).toBe(Number(r.n));
+    expect(Number(r.n)).toBe(b.records);
+    // The writer takes over: the last block undone and applied again.
+    const node = new FixtureChain(chain.blocks.values());
+    expect((await undoBlock(built.db, tip, node)).kind).toBe('undone');
+    expect((await applyBlocks(built.db, [blockAt(tip)])).map((x) => x.kind)).toEqual(['applied']);
+    expect(await logs(built.db)).toEqual(await logs(reorged.db));
+    expect(await readHistoryEntries(built.db, keys)).toEqual(await readHistoryEntries(chunked.db, keys));
+    // Once only, and onto an index with busy 0 only.
+    await expect(buildHistoryBuckets(built.db, { busy })).rejects.toThrow(/on already/);
   });
 
   it('the bulk path refuses an index that keeps history in buckets', async () => {
