@@ -419,8 +419,12 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
     expire: async () => {
       if ((await node.call<string[]>('getrawmempool')).length === 0) await pay(await destination('legacy'), 500_000n);
       const before = await node.call<string[]>('getrawmempool');
-      const now = Math.floor(Date.now() / 1000);
-      // Past -mempoolexpiry (336 h): the next transaction accepted makes Core expire the older ones.
+      // Past -mempoolexpiry (336 h) after the newest entry: the next transaction accepted makes Core
+      // expire the older ones. (An earlier expire step's resubmitted transactions entered at its
+      // mocked time, 337 h ahead of the clock: counted from the clock they would not expire.)
+      let now = Math.floor(Date.now() / 1000);
+      for (const x of before)
+        now = Math.max(now, (await node.call<{ time: number }>('getmempoolentry', [x]).catch(() => ({ time: 0 }))).time);
       await node.call('setmocktime', [now + 337 * 3600]);
       try {
         await pay(await destination('bech32'), 400_000n);
