@@ -102,11 +102,14 @@ export async function writeHistory(
                      WHERE c.k IN (SELECT k FROM busy)),
          added AS (UPDATE history_bucket_params SET records = records + (SELECT count(*) FROM e WHERE e.k NOT IN (SELECT k FROM busy))
                     WHERE id = 1),
-         up AS (INSERT INTO history_buckets AS b (bucket, log)
-                SELECT e.bucket, string_agg(e.rec, ''::bytea ORDER BY e.o) FROM e
-                 WHERE e.k NOT IN (SELECT k FROM busy) GROUP BY e.bucket ORDER BY e.bucket
-                ON CONFLICT (bucket) DO UPDATE SET log = excluded.log || b.log
-                RETURNING b.bucket, b.log)
+         agg AS MATERIALIZED (SELECT e.bucket, string_agg(e.rec, ''::bytea ORDER BY e.o) AS log FROM e
+                               WHERE e.k NOT IN (SELECT k FROM busy) GROUP BY e.bucket),
+         upd AS (UPDATE history_buckets b SET log = agg.log || b.log FROM agg WHERE b.bucket = agg.bucket RETURNING b.bucket, b.log),
+         ins AS (INSERT INTO history_buckets (bucket, log)
+                 SELECT agg.bucket, agg.log FROM agg WHERE agg.bucket NOT IN (SELECT bucket FROM upd)
+                 ORDER BY agg.bucket
+                 RETURNING bucket, log),
+         up AS (SELECT bucket, log FROM upd UNION ALL SELECT bucket, log FROM ins)
     SELECT bucket, log, NULL::text AS busy FROM up WHERE length(log) > ${layout.busy * RECORD_BYTES}
     UNION ALL
     SELECT NULL, NULL, k::text FROM busy WHERE EXISTS (SELECT 1 FROM up WHERE length(log) > ${layout.busy * RECORD_BYTES})`.execute(trx);
