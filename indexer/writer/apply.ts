@@ -127,12 +127,12 @@ export async function applyBlocks(
     await preferIndexLookups(trx);
     const mempool = await mempoolHoldsAny(trx);
     // (under the chain lock: what changes the params row holds it, so this reads the row after it)
-    await lockTip(trx);
+    const tip = await lockTip(trx);
     const layout = await readHistoryLayout(trx);
     const start = performance.now();
     const results: ApplyResult[] = [];
     if (blocks.length > 1 && !mempool && (await chainOnly(trx))) {
-      const n = turnLength(await lockTip(trx), blocks);
+      const n = turnLength(tip, blocks);
       if (n > 1) {
         for (const b of blocks.slice(0, n)) if (b.unchecked) checkMerkle(b.block);
         for (const a of await writeTurn(trx, blocks.slice(0, n), layout, ctx)) results.push({ kind: 'applied', ...a });
@@ -142,7 +142,9 @@ export async function applyBlocks(
       const prev = results[results.length - 1];
       if (prev && (prev.kind !== 'applied' || performance.now() - start >= budgetMs)) break;
       const { block, height, unchecked } = blocks[i]!;
-      results.push(await applyInTransaction(trx, block, height, ctx, mempool, layout, unchecked ?? false));
+      // (the first block meets the tip locked above; a later one, the tip its predecessor set)
+      const lockedTip = i === 0 ? tip : await lockTip(trx);
+      results.push(await applyInTransaction(trx, block, height, ctx, mempool, layout, unchecked ?? false, lockedTip));
     }
     return results;
   });
@@ -165,8 +167,8 @@ async function applyInTransaction(
   mempool: boolean,
   layout: HistoryLayout,
   unchecked: boolean,
+  tip: Tip,
 ): Promise<ApplyResult> {
-  const tip = await lockTip(trx);
   if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
   if (!extendsTip(tip, block, height)) return { kind: 'stale', tip };
 
