@@ -8,7 +8,7 @@
  * Standalone: `node --import tsx bench/live.ts [--quick] [--blocks N] [--txs-per-block N]
  * [--live-blocks N] [--cpu-prof DIR] [--history-busy N]` imports the corpus below its tail first (blockwire
  * import), then measures. `--history-busy N` first moves the imported index's history into buckets
- * (indexer/writer/history-rows.ts `buildHistoryBuckets`: the addresses with at most N entries),
+ * (indexer/writer/history-build.ts `buildHistoryBuckets`: the addresses with at most N entries),
  * says what that took and the history's size before and after, and measures the live blocks
  * written that way (no floor: it copies chunk rows only).
  * bench/sync calls `measureLive` on the index it has just built.
@@ -18,7 +18,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { sql, type Kysely } from 'kysely';
 import { createDb } from '../src/db/connect.js';
 import type { Database } from '../src/db/schema.js';
-import { buildHistoryBuckets } from '../indexer/writer/history-rows.js';
+import { buildHistoryBuckets } from '../indexer/writer/history-build.js';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { Subscriber } from 'zeromq';

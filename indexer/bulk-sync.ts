@@ -13,7 +13,8 @@ import type { Logger } from '../src/log.js';
 import type { PhaseListener } from '../src/ops/phases.js';
 import type { Prefetcher } from './prefetch.js';
 import type { BulkPath } from './run.js';
-import { bulkActive, historyBucketsOn, runBulk } from './writer/bulk.js';
+import { bulkActive, runBulk } from './writer/bulk.js';
+import { historyBucketsOn } from './writer/history-rows.js';
 
 /** The bulk path of the run loop: the writer's bulk mode (writer/bulk.ts) fed by the block prefetcher. */
 export function createBulkSync(deps: {

@@ -20,8 +20,9 @@
  * @module
  */
 import pg from 'pg';
-import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import { FatalError } from '../../src/errors.js';
+import { historyBucketsOn } from './history-rows.js';
 import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
@@ -733,16 +734,6 @@ export async function runBulk(
   } finally {
     await client.end().catch(() => {});
   }
-}
-
-/**
- * Whether the index keeps history in buckets (`history_bucket_params.busy` > 0): the per-block
- * path writes them (history-rows.ts), the bulk path not yet, so it refuses such an index and the
- * run loop applies its blocks one by one.
- */
-export async function historyBucketsOn(db: Kysely<Database>): Promise<boolean> {
-  const r = await sql<{ busy: number }>`SELECT busy FROM history_bucket_params WHERE id = 1`.execute(db);
-  return (r.rows[0]?.busy ?? 0) > 0;
 }
 
 /** Whether `db` has an unfinished bulk sync. */

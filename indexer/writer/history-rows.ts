@@ -17,8 +17,6 @@ import { FatalError } from '../../src/errors.js';
 import { uuidHex } from '../../src/db/address-key.js';
 import {
   bucketOf,
-  buildBase,
-  SQL_BUCKETS,
   compareRecords,
   keyCounts,
   keyTxNums,
@@ -26,10 +24,11 @@ import {
   RECORD_BYTES,
   recordsOf,
   withoutKey,
+  withoutRepeats,
   writeRecord,
   type BucketParams,
 } from '../../src/db/history-buckets.js';
-import { CHUNK_ENTRIES, historyChunks, SQL_HISTORY } from '../../src/db/history-entries.js';
+import { decodeEntries, historyChunkEntries, historyChunks, restOf } from '../../src/db/history-entries.js';
 import { byteaArray, int4Array, uuidArray } from '../../src/db/pg-array.js';
 import { cutHistory, insertHistoryChunks, type Trx } from './chain-rows.js';
 
@@ -39,24 +38,22 @@ export type HistoryLayout = BucketParams & { busy: number };
 type HistoryChunk = ReturnType<typeof historyChunks>[number];
 
 /** The params row (once per transaction: only the writer changes it, under the chain lock). */
-export async function readHistoryLayout(trx: Trx): Promise<HistoryLayout> {
-  const r = await sql<HistoryLayout>`SELECT base, ext, split, busy FROM history_bucket_params WHERE id = 1`.execute(trx);
+export async function readHistoryLayout(db: Kysely<Database> | Trx): Promise<HistoryLayout> {
+  const r = await sql<HistoryLayout>`SELECT base, ext, split, busy FROM history_bucket_params WHERE id = 1`.execute(db);
   const p = r.rows[0];
   if (!p) throw new FatalError('ERR_INDEX_CORRUPT', 'history_bucket_params has no row');
   return p;
 }
 
-const keyBytes = (key: string): Buffer => Buffer.from(uuidHex(key), 'hex');
-
-/** A key's entries (ascending) as chunk rows of at most CHUNK_ENTRIES, as the bulk finish cuts them. */
-function chunksOf(key: string, nums: readonly number[]): HistoryChunk[] {
-  const out: HistoryChunk[] = [];
-  for (let i = 0; i < nums.length; i += CHUNK_ENTRIES) {
-    const part = nums.slice(i, i + CHUNK_ENTRIES);
-    out.push({ key, first: part[0]!, entries: part });
-  }
-  return out;
+/**
+ * Whether the index keeps history in buckets (`busy` > 0): the per-block path writes them, the
+ * bulk path not yet, so it refuses such an index and the run loop applies its blocks one by one.
+ */
+export async function historyBucketsOn(db: Kysely<Database>): Promise<boolean> {
+  return (await readHistoryLayout(db)).busy > 0;
 }
+
+const keyBytes = (key: string): Buffer => Buffer.from(uuidHex(key), 'hex');
 
 /**
  * Writes the history entries of a block (or of consecutive blocks: `entries` per key ascending,
@@ -119,13 +116,6 @@ export async function writeHistory(
   await moveCrossed(trx, layout, entries, chunks, bucketOfKey, busyKeys, long);
 }
 
-/** The entries after a chunk's first, 8 bytes each (the `rest` column). */
-function restOf(nums: readonly number[]): Buffer {
-  const out = Buffer.allocUnsafe((nums.length - 1) * 8);
-  for (let i = 1; i < nums.length; i++) out.writeBigInt64BE(BigInt(nums[i]!), (i - 1) * 8);
-  return out;
-}
-
 /**
  * Moves the keys of the block that passed `busy` in the given logs out of their buckets into chunk
  * rows: their entries before the block (the turn) cut into chunks of CHUNK_ENTRIES, then the
@@ -161,7 +151,7 @@ async function moveCrossed(
       const first = Math.min(...keys.map((k) => entries.get(k)![0]!));
       // (a pair in one transaction left the same record twice: once in the chunks)
       const older = [...new Set(keyTxNums(log, kb, first))].reverse();
-      for (const k of keys) rows.push(...chunksOf(k, older), ...blockChunks.filter((c) => c.key === k));
+      for (const k of keys) rows.push(...historyChunks(new Map([[k, older]])), ...blockChunks.filter((c) => c.key === k));
       left = withoutKey(left, kb);
       moved += n;
     }
@@ -208,21 +198,19 @@ async function moveBack(trx: Trx, layout: HistoryLayout, keys: readonly string[]
                                                                              ORDER BY first_tx_num LIMIT ${layout.busy + 1}) c) <= ${layout.busy})
      ORDER BY h.addr_key, h.first_tx_num`.execute(trx);
   if (r.rows.length === 0) return;
-  const back = new Map<string, [Uint8Array, number][]>();
+  // Each moved key's entries as records, by bucket.
+  const byBucket = new Map<number, [Uint8Array, number][]>();
+  const movedKeys = new Set<string>();
   for (const row of r.rows) {
     const kb = keyBytes(row.addr_key);
-    let list = back.get(row.addr_key);
-    if (!list) back.set(row.addr_key, (list = []));
-    list.push([kb, Number(row.first_tx_num)]);
-    for (let at = 0; at < row.rest.length; at += 8) list.push([kb, Number(row.rest.readBigInt64BE(at))]);
+    const b = bucketOf(kb, layout);
+    let list = byBucket.get(b);
+    if (!list) byBucket.set(b, (list = []));
+    for (const n of decodeEntries(historyChunkEntries(row.first_tx_num, row.rest))) list.push([kb, Number(n)]);
+    movedKeys.add(row.addr_key);
   }
-  const byBucket = new Map<number, [Uint8Array, number][]>();
   let moved = 0;
-  for (const list of back.values()) {
-    const b = bucketOf(list[0]![0], layout);
-    byBucket.set(b, [...(byBucket.get(b) ?? []), ...list]);
-    moved += list.length;
-  }
+  for (const list of byBucket.values()) moved += list.length;
   const buckets = [...byBucket.keys()].sort((a, b) => a - b);
   const old = await sql<{ bucket: number; log: Buffer }>`
     SELECT bucket, log FROM history_buckets WHERE bucket = ANY(${int4Array(buckets)}::int4[]) FOR UPDATE`.execute(trx);
@@ -230,69 +218,9 @@ async function moveBack(trx: Trx, layout: HistoryLayout, keys: readonly string[]
   // (two keys built to share an identity, both moved back, bring the same records twice: once each)
   const logs = buckets.map((b) => withoutRepeats(mergeLogs(logOf.get(b) ?? Buffer.alloc(0), recordsOf(byBucket.get(b)!))));
   await sql`
-    WITH d AS (DELETE FROM history WHERE addr_key = ANY(${uuidArray([...back.keys()])}::uuid[])),
+    WITH d AS (DELETE FROM history WHERE addr_key = ANY(${uuidArray([...movedKeys])}::uuid[])),
          p AS (UPDATE history_bucket_params SET records = records + ${moved} WHERE id = 1)
     INSERT INTO history_buckets (bucket, log)
     SELECT * FROM unnest(${int4Array(buckets)}::int4[], ${byteaArray(logs)}::bytea[])
     ON CONFLICT (bucket) DO UPDATE SET log = excluded.log`.execute(trx);
-}
-
-/** A canonical log without its repeated records (identical records are adjacent in it). */
-function withoutRepeats(log: Buffer): Buffer {
-  const parts: Buffer[] = [];
-  for (let at = 0; at < log.length; at += RECORD_BYTES)
-    if (at === 0 || log.compare(log, at - RECORD_BYTES, at, at, at + RECORD_BYTES) !== 0) parts.push(log.subarray(at, at + RECORD_BYTES));
-  return parts.length * RECORD_BYTES === log.length ? log : Buffer.concat(parts);
-}
-
-/** What `buildHistoryBuckets` did. */
-export type BucketBuild = { base: number; busy: number; records: number; keys: number; busyKeys: number };
-
-/**
- * Moves an index whose history is all in chunk rows (`busy` 0, buckets empty) to `busy`: the
- * entries of every address with at most `busy` of them become records in their buckets (base
- * `base`, else `buildBase` of the record count: ~47 records a bucket), canonical, and leave
- * `history`; the busy addresses keep their chunk rows. One transaction under the chain lock
- * (`chain_tip` row), so the per-block writer waits. What the bulk finish and the migration that
- * switches the buckets on are to run (docs/lean-layout.md), and what the live bench runs on an
- * imported index to measure the buckets (`bench/live.ts --history-busy`).
- */
-export async function buildHistoryBuckets(db: Kysely<Database>, opts: { busy: number; base?: number }): Promise<BucketBuild> {
-  if (!Number.isInteger(opts.busy) || opts.busy < 1) throw new RangeError(`busy must be a positive integer, got ${opts.busy}`);
-  return db.transaction().execute(async (trx) => {
-    await sql`SELECT 1 FROM chain_tip WHERE id = 1 FOR UPDATE`.execute(trx);
-    const now = await readHistoryLayout(trx);
-    const filled = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx);
-    const bulk = await sql<{ active: boolean }>`
-      SELECT coalesce((value->>'active')::boolean, false) AS active FROM sync_state WHERE key = 'bulk'`.execute(trx);
-    if (bulk.rows[0]?.active) throw new FatalError('ERR_INDEX_LAYOUT', 'a bulk sync is under way: let it finish first');
-    if (now.busy !== 0 || filled.rows[0]!.any)
-      throw new FatalError(
-        'ERR_INDEX_LAYOUT',
-        `the history buckets are on already (busy ${now.busy}): build them into an index with busy 0 only`,
-      );
-    await sql`CREATE TEMP TABLE bw_hist_keys ON COMMIT DROP AS
-      SELECT addr_key, sum(1 + length(rest) / 8)::int8 AS n FROM history GROUP BY addr_key`.execute(trx);
-    const t = await sql<{ records: string; keys: string; busy_keys: string }>`
-      SELECT coalesce(sum(n) FILTER (WHERE n <= ${opts.busy}), 0)::text AS records, count(*)::text AS keys,
-             count(*) FILTER (WHERE n > ${opts.busy})::text AS busy_keys FROM bw_hist_keys`.execute(trx);
-    const records = Number(t.rows[0]!.records);
-    const base = opts.base ?? buildBase(records);
-    // Each entry of a non-busy key as its record: the key's bytes 4..11, then the tx field (height
-    // in 3 bytes, position in 2: the tx_num's height << 16 | position, its low 5 bytes).
-    await sql`
-      INSERT INTO history_buckets (bucket, log)
-      SELECT bucket, string_agg(k8 || tx, ''::bytea ORDER BY tx DESC, k8 DESC)
-        FROM (SELECT bw_hist_bucket(h.addr_key, ${base}::int4, 0, 0) AS bucket, ${sql.raw(SQL_BUCKETS.key8('h.addr_key'))} AS k8,
-                     substring(int8send(((e.n >> 20) << 16) | (e.n & 65535)) FROM 4 FOR 5) AS tx
-                FROM history h JOIN bw_hist_keys k ON k.addr_key = h.addr_key AND k.n <= ${opts.busy}
-                CROSS JOIN LATERAL (SELECT ${sql.raw(SQL_HISTORY.entryAt(SQL_HISTORY.entries('h'), 'g.i'))} AS n
-                                      FROM generate_series(0, length(h.rest) / 8) AS g(i)) e) r
-       GROUP BY bucket ORDER BY bucket`.execute(trx);
-    await sql`DELETE FROM history h USING bw_hist_keys k WHERE k.addr_key = h.addr_key AND k.n <= ${opts.busy}`.execute(trx);
-    await sql`UPDATE history_bucket_params SET base = ${base}, ext = 0, split = 0, busy = ${opts.busy}, records = ${records} WHERE id = 1`.execute(
-      trx,
-    );
-    return { base, busy: opts.busy, records, keys: Number(t.rows[0]!.keys), busyKeys: Number(t.rows[0]!.busy_keys) };
-  });
 }

@@ -126,6 +126,15 @@ export function prependBlock(log: Uint8Array, block: Uint8Array): Buffer {
   return Buffer.concat([sorted, log]);
 }
 
+/** A canonical log without its repeated records (identical records are adjacent in it). */
+export function withoutRepeats(log: Buffer): Buffer {
+  checkLog(log);
+  const parts: Buffer[] = [];
+  for (let at = 0; at < log.length; at += RECORD_BYTES)
+    if (at === 0 || log.compare(log, at - RECORD_BYTES, at, at, at + RECORD_BYTES) !== 0) parts.push(log.subarray(at, at + RECORD_BYTES));
+  return parts.length * RECORD_BYTES === log.length ? log : Buffer.concat(parts);
+}
+
 /** Two logs' records as one canonical log (undo's move back). */
 export function mergeLogs(a: Uint8Array, b: Uint8Array): Buffer {
   checkLog(a);
@@ -338,6 +347,11 @@ const txField = (log: string): string => `substring(${log} FROM ${RECORD_BYTES} 
 export const SQL_BUCKETS = {
   /** The 8 key bytes (bytea) a record holds of the uuid `key`. */
   key8: (key: string): string => `substring(uuid_send(${key}) FROM 5 FOR ${KEY_BYTES})`,
+  /**
+   * The tx field (bytea, 5 bytes) a record holds of the tx_num `n` (int8): the height in 3 bytes
+   * and the position in 2, `writeRecord`'s bytes 8..12 for a tx_num it takes.
+   */
+  txField: (n: string): string => `substring(int8send((((${n}) >> 20) << 16) | ((${n}) & 65535)) FROM 4 FOR ${TX_BYTES})`,
   /** The bucket id (int4) of the uuid `key` under the params row `p` (a `history_bucket_params` alias). */
   bucketOf: (key: string, p: string): string => `bw_hist_bucket(${key}, ${p}.base, ${p}.ext, ${p}.split)`,
   /**

@@ -16,7 +16,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { uuidHex } from './address-key.js';
-import { keyEntries, keyTxNums, SQL_BUCKETS } from './history-buckets.js';
+import { keyEntries, SQL_BUCKETS } from './history-buckets.js';
 import { decodeEntries, historyChunkEntries, newestEntries, SQL_HISTORY, sqlEntryAt } from './history-entries.js';
 import type { Database } from './schema.js';
 
@@ -168,10 +168,10 @@ export async function readHistoryPlaces(
   for (const c of r.rows) {
     const j = c.i - 1;
     if (c.log) {
-      const nums = keyTxNums(c.log, Buffer.from(uuidHex(keys[j]!), 'hex'));
+      const nums = decodeEntries(keyEntries(c.log, Buffer.from(uuidHex(keys[j]!), 'hex')));
       if (out[j]!.length > 0) unsorted.add(j);
       inBucket[j] = nums.length > 0;
-      for (let x = nums.length - 1; x >= 0; x--) out[j]!.push(BigInt(nums[x]!));
+      out[j]!.push(...nums);
       last[j] = AFTER_ALL; // (a chunk after them: sorted)
       continue;
     }

@@ -26,6 +26,16 @@ const txidOf = (n: bigint) => createHash('sha256').update(String(n)).digest();
 const display = (n: bigint) => Buffer.from(txidOf(n)).reverse().toString('hex');
 
 const walk = async (h: ApiHarness, first: string, between?: () => Promise<void>) => (await walkPages(h, first, between)).items;
+/** A `txs` row for each of `nums` (its txid `txidOf`, the outputs `outs`, no inputs), and the tip at `height`. */
+const seedTxs = async (h: ApiHarness, nums: readonly bigint[], outs: Buffer, height: number) => {
+  await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${nums.map(String)}::int8[], ${nums.map(txidOf)}::bytea[], ${nums.map(() => outs)}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[])`.execute(
+    h.t.db,
+  );
+  await h.t.db
+    .updateTable('chain_tip')
+    .set({ height, hash: Buffer.alloc(32, 1) })
+    .execute();
+};
 
 describe('paging across chunks', () => {
   let h: ApiHarness;
@@ -44,20 +54,13 @@ describe('paging across chunks', () => {
         .values({ addr_key: key, ...encodeHistoryChunk(part) })
         .execute();
     }
-    const outs = encodeOuts([{ value: 1000n, script }]);
-    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${nums.map(String)}::int8[], ${nums.map(txidOf)}::bytea[], ${nums.map(() => outs)}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[])`.execute(
-      h.t.db,
-    );
+    await seedTxs(h, nums, encodeOuts([{ value: 1000n, script }]), 40);
     await sql`INSERT INTO utxos (txid, vout, tx_num, addr_key, value, script) SELECT t, v, n, ${key}::uuid, 1000, ${Buffer.from(script)} FROM unnest(${nums.map(txidOf)}::bytea[], ${nums.map(String)}::int8[]) AS q(t, n), generate_series(0, 1) v`.execute(
       h.t.db,
     );
     await h.t.db
       .insertInto('balances')
       .values({ addr_key: key, balance: BigInt(nums.length * 2000), utxo_count: nums.length * 2 })
-      .execute();
-    await h.t.db
-      .updateTable('chain_tip')
-      .set({ height: 40, hash: Buffer.alloc(32, 1) })
       .execute();
   });
   afterAll(async () => h?.close());
@@ -319,13 +322,7 @@ describe('paging an address kept in its bucket', () => {
     await sql`UPDATE history_bucket_params SET base = 3 WHERE id = 1`.execute(h.t.db);
     await seedHistory(h.t.db, key, nums, 'bucket');
     for (let i = 0; i < 40; i++) await seedHistory(h.t.db, randomUUID(), [txNum(1 + i, 1), txNum(2 + i, 2)], 'bucket');
-    await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT * FROM unnest(${nums.map(String)}::int8[], ${nums.map(txidOf)}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[], ${nums.map(() => Buffer.alloc(0))}::bytea[])`.execute(
-      h.t.db,
-    );
-    await h.t.db
-      .updateTable('chain_tip')
-      .set({ height: 60, hash: Buffer.alloc(32, 1) })
-      .execute();
+    await seedTxs(h, nums, Buffer.alloc(0), 60);
   });
   afterAll(async () => h?.close());
 

@@ -18,7 +18,9 @@ import {
   keyTouched,
   keyTxNums,
   recordsOf,
+  RECORD_BYTES,
   SQL_BUCKETS,
+  writeRecord,
   txBound,
 } from '../../../src/db/history-buckets.js';
 import { txNum } from '../../../src/db/tx-num.js';
@@ -91,6 +93,26 @@ it('bw_hist_tx equals txBound for tx_nums at and beyond the record edges', async
   const r = await sql<{ b: Buffer }>`
     SELECT bw_hist_tx(u.n) AS b FROM unnest(${ns.map(String)}::int8[]) WITH ORDINALITY AS u(n, o) ORDER BY u.o`.execute(t.db);
   expect(r.rows.map((x) => x.b.toString('hex'))).toEqual(ns.map((n) => txBound(n).toString('hex')));
+});
+
+it("a record made in SQL (key bytes, tx field) equals writeRecord's, at the record edges", async () => {
+  const rows = [
+    ...fc.sample(fc.tuple(keyArb, heightArb, posArb), { numRuns: 2_000, ...SEED }),
+    [new Uint8Array(16), 0, 0] as const,
+    [new Uint8Array(16).fill(0xff), 2 ** 24 - 1, 65_535] as const,
+  ];
+  const r = await sql<{ rec: Buffer }>`
+    SELECT ${sql.raw(SQL_BUCKETS.key8('u.k'))} || ${sql.raw(SQL_BUCKETS.txField('u.n'))} AS rec
+      FROM unnest(${rows.map(([k]) => uuidTextOfBytes(k))}::uuid[], ${rows.map(([, h, p]) => String(txNum(h, p)))}::int8[])
+           WITH ORDINALITY AS u(k, n, o)
+     ORDER BY u.o`.execute(t.db);
+  expect(r.rows.map((x) => x.rec.toString('hex'))).toEqual(
+    rows.map(([k, h, p]) => {
+      const rec = Buffer.alloc(RECORD_BYTES);
+      writeRecord(rec, 0, k, Number(txNum(h, p)));
+      return rec.toString('hex');
+    }),
+  );
 });
 
 it("a key's tx_nums below a bound (newest first, limited), count and presence equal the JavaScript scans", async () => {

@@ -18,7 +18,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { FixtureChain, indexChainA, loadChainA, type ChainA } from '../../support/chain-fixture.js';
 import { applyBlocks, undoBlock } from '../../../indexer/writer/apply.js';
-import { buildHistoryBuckets } from '../../../indexer/writer/history-rows.js';
+import { buildHistoryBuckets } from '../../../indexer/writer/history-build.js';
 import { runBulk } from '../../../indexer/writer/bulk.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
