@@ -7,10 +7,11 @@
  * newest block (bench/live-floor.ts): PostgreSQL's own write cost for its rows.
  * Standalone: `node --import tsx bench/live.ts [--quick] [--blocks N] [--txs-per-block N]
  * [--live-blocks N] [--cpu-prof DIR] [--history-busy N]` imports the corpus below its tail first (blockwire
- * import), then measures. `--history-busy N` first moves the imported index's history into buckets
- * (indexer/writer/history-build.ts `buildHistoryBuckets`: the addresses with at most N entries),
- * says what that took and the history's size before and after, and measures the live blocks
- * written that way (no floor: it copies chunk rows only).
+ * import), then measures. `--history-busy N` switches the empty index to history buckets first
+ * (`blockwire history-buckets --busy N`: the addresses with at most N entries), so that the
+ * import's finish folds its history into them (indexer/writer/history-build.ts), says what the
+ * fold took and the sizes, and measures the live blocks written that way (no floor: it copies
+ * chunk rows only).
  * bench/sync calls `measureLive` on the index it has just built.
  * @module
  */
@@ -18,7 +19,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { sql, type Kysely } from 'kysely';
 import { createDb } from '../src/db/connect.js';
 import type { Database } from '../src/db/schema.js';
-import { buildHistoryBuckets } from '../indexer/writer/history-build.js';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { Subscriber } from 'zeromq';
@@ -247,9 +247,13 @@ async function main(): Promise<void> {
   const pgs = await startBenchPostgres(root);
   try {
     const url = await pgs.createDatabase('bw_live');
+    if (busy !== undefined) await switchToBuckets(url, busy);
     const imported = await importCorpus(dir, url, size.liveBlocks, [], pgs);
     say(`imported ${imported.blocks} blocks (${imported.txs} txs) in ${round(imported.wallMs / 1000, 1)} s`);
-    const buckets = busy === undefined ? undefined : await moveToBuckets(url, busy);
+    const buckets =
+      busy === undefined
+        ? undefined
+        : await bucketSizes(url, Object.fromEntries(Object.entries(imported.finishSteps).filter(([k]) => k.startsWith('history buckets'))));
     const node = await startCorpusNode({ dir, tip: imported.tip });
     const prof = values['cpu-prof'];
     const follower = startFollower(url, node, {}, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
@@ -290,19 +294,29 @@ async function historySizes(db: Kysely<Database>) {
   return { historyMb: mb(r.rows[0]!.history), bucketsMb: mb(r.rows[0]!.buckets), databaseMb: mb(r.rows[0]!.database) };
 }
 
-/** `--history-busy`: the imported index's history moved into buckets, with its cost and sizes. */
-async function moveToBuckets(url: string, busy: number) {
+/** `--history-busy`: the empty index switched to buckets (the import then folds its history into them). */
+async function switchToBuckets(url: string, busy: number): Promise<void> {
+  const child = spawnNode(['bin/blockwire.js', 'history-buckets', '--busy', String(busy)], { DATABASE_URL: url, LOG_LEVEL: 'warn' });
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`blockwire history-buckets exited with ${code}:\n${child.lines.join('\n')}`);
+  say(child.lines.join('\n'));
+}
+
+/** `--history-busy`: what the import's fold took, the params row and the sizes after VACUUM. */
+async function bucketSizes(url: string, foldMs: Record<string, number>) {
   const db = createDb(url, { max: 1 });
   try {
-    const before = await historySizes(db);
-    const t0 = performance.now();
-    const build = await buildHistoryBuckets(db, { busy });
-    const ms = Math.round(performance.now() - t0);
-    // (the moved rows' space back, as the switching migration's rebuild of history gives it)
-    await sql`VACUUM (FULL, ANALYZE) history`.execute(db);
+    await sql`VACUUM ANALYZE history`.execute(db);
     await sql`VACUUM ANALYZE history_buckets`.execute(db);
-    const after = await historySizes(db);
-    const out = { ...build, buildMs: ms, before, after };
+    await sql`CHECKPOINT`.execute(db);
+    const p = (
+      await sql<{
+        base: number;
+        busy: number;
+        records: string;
+      }>`SELECT base, busy, records::text AS records FROM history_bucket_params`.execute(db)
+    ).rows[0]!;
+    const out = { ...p, records: Number(p.records), foldMs, after: await historySizes(db) };
     say(`history buckets: ${JSON.stringify(out)}`);
     return out;
   } finally {

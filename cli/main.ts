@@ -20,6 +20,10 @@ export const commands: Record<string, Command> = {
   devnode: { summary: 'run the regtest stand-in for Bitcoin Core (RPC, REST, ZMQ; NOT bitcoind)', load: () => import('./devnode.js') },
   keys: { summary: 'manage API keys (create --name NAME | list | revoke ID|PREFIX)', load: () => import('./keys.js') },
   import: { summary: 'index Bitcoin Core blk*.dat files in bulk for the first sync (--blocks-dir DIR)', load: () => import('./import.js') },
+  'history-buckets': {
+    summary: 'keep the history of addresses with at most N entries in buckets, half the size (--busy N)',
+    load: () => import('./history-buckets.js'),
+  },
   status: {
     summary: 'print index tip, node tip, lag, outbox backlog, delivery failures; exit 1 when unhealthy',
     load: () => import('./status.js'),

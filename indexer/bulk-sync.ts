@@ -14,7 +14,6 @@ import type { PhaseListener } from '../src/ops/phases.js';
 import type { Prefetcher } from './prefetch.js';
 import type { BulkPath } from './run.js';
 import { bulkActive, runBulk } from './writer/bulk.js';
-import { historyBucketsOn } from './writer/history-rows.js';
 
 /** The bulk path of the run loop: the writer's bulk mode (writer/bulk.ts) fed by the block prefetcher. */
 export function createBulkSync(deps: {
@@ -31,13 +30,9 @@ export function createBulkSync(deps: {
   let nodeHeight = -1;
   // Only this process starts or ends a bulk sync: after the first read the flag is known here.
   let active: boolean | null = null;
-  // (an index with history buckets is synced block by block: the bulk path does not write them yet)
-  let buckets: boolean | null = null;
   return {
     async shouldRun(tip, height, extendsTip) {
       nodeHeight = height;
-      buckets ??= await historyBucketsOn(db);
-      if (buckets) return false;
       active ??= await bulkActive(db);
       return active || (extendsTip && height - tip.height > config.indexerBulkThreshold);
     },

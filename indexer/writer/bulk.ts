@@ -12,8 +12,9 @@
  *    while Postgres ingests batch N;
  * 3. finish (finishBulk): three transactions at once on three connections (chain state: utxos
  *    without the spent rows, balances, bulk_spent cleared, their indexes; history: chunks re-cut,
- *    its key; script aliases: one of each, their key; the txs indexes), then the bulk sync marked
- *    done. The per-block mode takes over.
+ *    its key; script aliases: one of each, their key; the txs indexes), then, on an index that
+ *    keeps history in buckets (`busy` > 0), the loaded chunk rows folded into them
+ *    (history-build.ts), then the bulk sync marked done. The per-block mode takes over.
  * After a kill -9 anywhere, the next start sees the active mark, reloads the outpoint cache
  * from `utxos` minus `bulk_spent` and resumes after the last committed batch.
  * Per-address events are not emitted for bulk-loaded blocks (they are history, not news).
@@ -21,8 +22,8 @@
  */
 import pg from 'pg';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
-import { FatalError } from '../../src/errors.js';
-import { historyBucketsOn } from './history-rows.js';
+import { foldHistory } from './history-build.js';
+import { firstTxNum } from '../../src/db/tx-num.js';
 import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
@@ -652,6 +653,22 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
   } finally {
     await Promise.all(others.map((c) => c.end().catch(() => {})));
   }
+  // History buckets (an index with `busy` > 0): the batches wrote every address's entries as
+  // chunk rows; those of the addresses with at most `busy` entries move into their buckets. A
+  // second finish after a crash folds nothing more: what moved has no chunk row left.
+  const fold = new PhaseTimer('bulk_finish', deps.phases);
+  await onClient(client)
+    .transaction()
+    .execute(async (trx) => {
+      if (deps.guardClient) await deps.guardClient(client);
+      const state = await readBulkState(trx);
+      const f = await foldHistory(trx, firstTxNum((state?.from ?? -1) + 1));
+      if (f.busy === 0) return;
+      deps.log.info(f, 'bulk finish: history folded into buckets');
+      for (const [step, took] of Object.entries(f.ms)) ms[`history buckets: ${step}`] = took;
+    });
+  fold.lap('history buckets');
+  ms['history buckets'] = fold.ms['history buckets']!;
   // Open Assets: the transactions the batches listed, colored in chain order now that txs has its key.
   const assets = new PhaseTimer('bulk_finish', deps.phases);
   await onClient(client)
@@ -685,11 +702,6 @@ export async function runBulk(
   makeFeed: (from: number) => BlockFeed,
   target: number,
 ): Promise<BulkResult> {
-  if (await historyBucketsOn(db))
-    throw new FatalError(
-      'ERR_INDEX_LAYOUT',
-      'the bulk path does not write history buckets yet: this index keeps addresses with at most history_bucket_params.busy entries in them (apply its blocks one by one)',
-    );
   const client = await connect(deps.databaseUrl);
   try {
     let state = await readBulkState(db);

@@ -1,63 +1,186 @@
 /**
- * The history buckets built from the chunk rows of an index (docs/lean-layout.md "Building the
- * history buckets: the plan"): what the bulk finish and the migration that switches the buckets
- * on are to run, and what the live bench runs on an imported index (`bench/live.ts
- * --history-busy`). The per-block writer then follows on (history-rows.ts).
+ * The fold: chunk rows written in bulk moved into the layout `busy` says (docs/lean-layout.md
+ * "Building the history buckets: the plan"). What the bulk finish runs on an index that keeps
+ * history in buckets (the batches write every address's entries as chunk rows), and what
+ * `buildHistoryBuckets` (history-switch.ts) runs to move an index from `busy` 0 to buckets. The
+ * per-block writer then follows on (history-rows.ts).
  * @module
  */
-import { sql, type Kysely } from 'kysely';
-import type { Database } from '../../src/db/schema.js';
-import { FatalError } from '../../src/errors.js';
-import { buildBase, SQL_BUCKETS } from '../../src/db/history-buckets.js';
-import { SQL_HISTORY } from '../../src/db/history-entries.js';
-import { bulkActive } from './bulk.js';
+import { sql } from 'kysely';
+import { uuidHex } from '../../src/db/address-key.js';
+import { bucketOf, buildBase, keyTxNums, RECORD_BYTES, SQL_BUCKETS, withoutKey } from '../../src/db/history-buckets.js';
+import { historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
+import { chainIndexSql } from '../../src/db/chain-indexes.js';
+import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
+import { byteaArray, int4Array, uuidArray } from '../../src/db/pg-array.js';
+import type { Trx } from './chain-rows.js';
 import { readHistoryLayout } from './history-rows.js';
 
-/** What `buildHistoryBuckets` did. */
-export type BucketBuild = { base: number; busy: number; records: number; keys: number; busyKeys: number };
+/** What a fold did. */
+export type BucketFold = {
+  base: number;
+  busy: number;
+  /** The records in the buckets afterwards. */
+  records: number;
+  /** The addresses whose chunk rows were folded. */
+  keys: number;
+  /** Of those, the ones left in chunk rows (more than `busy` entries). */
+  busyKeys: number;
+  /** Addresses that had records in their bucket and passed `busy`: their records moved into chunk rows. */
+  crossed: number;
+  /** Whether `history` was written anew (most of its rows moved: a DELETE would leave their space in it). */
+  rewritten: boolean;
+  /** Milliseconds by step. */
+  ms: Record<string, number>;
+};
 
 /**
- * Moves an index whose history is all in chunk rows (`busy` 0, buckets empty) to `busy`: the
- * entries of every address with at most `busy` of them become records in their buckets (base
- * `base`, else `buildBase` of the record count: ~47 records a bucket), canonical, and leave
- * `history`; the busy addresses keep their chunk rows. One transaction under the chain lock
- * (`chain_tip` row), so the per-block writer waits. What the bulk finish and the migration that
- * switches the buckets on are to run.
+ * Folds the chunk rows starting at or above the tx_num `from` into the layout of the params row
+ * (nothing at `busy` 0): every address of those rows that has no chunk row below `from` (one that
+ * has is busy already, and keeps its rows) and, with its records in its bucket, at most `busy`
+ * entries, gets those rows' entries as records prepended to its bucket (they are newer than every
+ * record there: the buckets hold the chain below `from`); one with more keeps its rows, and its
+ * records, if any, move into chunk rows of CHUNK_ENTRIES below its others (it crossed). Into
+ * empty buckets the fold chooses `base` (`opts.base`, else `buildBase` of the records: ~47 a
+ * bucket; nothing to fold leaves it). When the moved rows are most of `history`, the table is written anew with what stays
+ * (a DELETE would leave their space: the size the buckets are for). Runs in the caller's
+ * transaction, which must hold the chain (no block applied or undone meanwhile).
  */
-export async function buildHistoryBuckets(db: Kysely<Database>, opts: { busy: number; base?: number }): Promise<BucketBuild> {
-  if (!Number.isInteger(opts.busy) || opts.busy < 1) throw new RangeError(`busy must be a positive integer, got ${opts.busy}`);
-  return db.transaction().execute(async (trx) => {
-    await sql`SELECT 1 FROM chain_tip WHERE id = 1 FOR UPDATE`.execute(trx);
-    const now = await readHistoryLayout(trx);
-    const filled = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx);
-    if (await bulkActive(trx)) throw new FatalError('ERR_INDEX_LAYOUT', 'a bulk sync is under way: let it finish first');
-    if (now.busy !== 0 || filled.rows[0]!.any)
-      throw new FatalError(
-        'ERR_INDEX_LAYOUT',
-        `the history buckets are on already (busy ${now.busy}): build them into an index with busy 0 only`,
-      );
-    await sql`CREATE TEMP TABLE bw_hist_keys ON COMMIT DROP AS
-      SELECT addr_key, sum(1 + length(rest) / 8)::int8 AS n FROM history GROUP BY addr_key`.execute(trx);
-    const t = await sql<{ records: string; keys: string; busy_keys: string }>`
-      SELECT coalesce(sum(n) FILTER (WHERE n <= ${opts.busy}), 0)::text AS records, count(*)::text AS keys,
-             count(*) FILTER (WHERE n > ${opts.busy})::text AS busy_keys FROM bw_hist_keys`.execute(trx);
-    const records = Number(t.rows[0]!.records);
-    const base = opts.base ?? buildBase(records);
-    // Each entry of a non-busy key as its record (the key's bytes 4..11, then the tx field), in
-    // canonical order: tx field, then key bytes, both descending.
-    await sql`
-      INSERT INTO history_buckets (bucket, log)
-      SELECT bucket, string_agg(k8 || tx, ''::bytea ORDER BY tx DESC, k8 DESC)
-        FROM (SELECT bw_hist_bucket(h.addr_key, ${base}::int4, 0, 0) AS bucket, ${sql.raw(SQL_BUCKETS.key8('h.addr_key'))} AS k8,
-                     ${sql.raw(SQL_BUCKETS.txField('e.n'))} AS tx
-                FROM history h JOIN bw_hist_keys k ON k.addr_key = h.addr_key AND k.n <= ${opts.busy}
-                CROSS JOIN LATERAL (SELECT ${sql.raw(SQL_HISTORY.entryAt(SQL_HISTORY.entries('h'), 'g.i'))} AS n
-                                      FROM generate_series(0, length(h.rest) / 8) AS g(i)) e) r
-       GROUP BY bucket ORDER BY bucket`.execute(trx);
-    await sql`DELETE FROM history h USING bw_hist_keys k WHERE k.addr_key = h.addr_key AND k.n <= ${opts.busy}`.execute(trx);
-    await sql`UPDATE history_bucket_params SET base = ${base}, ext = 0, split = 0, busy = ${opts.busy}, records = ${records} WHERE id = 1`.execute(
+export async function foldHistory(trx: Trx, from: bigint, opts: { base?: number } = {}): Promise<BucketFold> {
+  const layout = await readHistoryLayout(trx);
+  const ms: Record<string, number> = {};
+  if (layout.busy === 0) return { base: layout.base, busy: 0, records: 0, keys: 0, busyKeys: 0, crossed: 0, rewritten: false, ms };
+  const busy = layout.busy;
+  let t0 = performance.now();
+  const lap = (name: string) => {
+    const now = performance.now();
+    ms[name] = Math.round(now - t0);
+    t0 = now;
+  };
+  // The records' sort (every folded entry, by bucket) in memory rather than in files, as the bulk
+  // finish's index builds sort (maintenance_work_mem, 512 MB).
+  await sql`SET LOCAL work_mem = '512MB'`.execute(trx);
+  await sql`DROP TABLE IF EXISTS bw_fold`.execute(trx);
+  await sql`CREATE TEMP TABLE bw_fold ON COMMIT DROP AS
+    SELECT addr_key AS k, sum(1 + length(rest) / 8)::int8 AS n, count(*)::int8 AS rows, 0::int8 AS old
+      FROM history WHERE first_tx_num >= ${String(from)}::int8 GROUP BY addr_key`.execute(trx);
+  // An address with a chunk row below `from` is busy already.
+  if (from > 0n)
+    await sql`DELETE FROM bw_fold f WHERE EXISTS (SELECT 1 FROM history h WHERE h.addr_key = f.k AND h.first_tx_num < ${String(from)}::int8)`.execute(
       trx,
     );
-    return { base, busy: opts.busy, records, keys: Number(t.rows[0]!.keys), busyKeys: Number(t.rows[0]!.busy_keys) };
-  });
+  await sql`ANALYZE bw_fold`.execute(trx);
+  lap('keys');
+  const empty = !(await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx)).rows[0]!.any;
+  if (!empty)
+    await sql`UPDATE bw_fold f SET old = coalesce((SELECT ${sql.raw(SQL_BUCKETS.count('hb.log', SQL_BUCKETS.key8('f.k')))}
+                 FROM history_bucket_params hp JOIN history_buckets hb ON hp.id = 1 AND hb.bucket = ${sql.raw(SQL_BUCKETS.bucketOf('f.k', 'hp'))}), 0)`.execute(
+      trx,
+    );
+  lap('counts');
+  const t = await sql<{ stay: string; keys: string; busy_keys: string; stay_rows: string }>`
+    SELECT coalesce(sum(n) FILTER (WHERE n + old <= ${busy}), 0)::text AS stay, count(*)::text AS keys,
+           count(*) FILTER (WHERE n + old > ${busy})::text AS busy_keys,
+           coalesce(sum(rows) FILTER (WHERE n + old <= ${busy}), 0)::text AS stay_rows FROM bw_fold`.execute(trx);
+  const stay = Number(t.rows[0]!.stay);
+  let base = layout.base;
+  // (into empty buckets with nothing to fold the base stays: the per-block writer fills them)
+  if (empty && (stay > 0 || opts.base !== undefined)) {
+    base = opts.base ?? buildBase(stay);
+    await sql`UPDATE history_bucket_params SET base = ${base}, ext = 0, split = 0 WHERE id = 1`.execute(trx);
+  }
+  const crossed = empty ? 0 : await moveCrossedKeys(trx, { ...layout, base });
+  lap('crossed');
+  // Each entry of an address that stays as its record (the key's bytes 4..11, then the tx field),
+  // in canonical order (tx field, then key bytes, both descending: the tx_num orders as the tx
+  // field), before the bucket's log. Per chunk row its bucket and key bytes; per entry its tx_num
+  // from the row's bytes (`txNumAt`: no text cast, no copy of the row's entries per entry).
+  const restEntry = SQL_HISTORY.txNumAt('c.r', 'g.i - 1');
+  await sql`
+    INSERT INTO history_buckets (bucket, log)
+    SELECT bucket, string_agg(k8 || ${sql.raw(SQL_BUCKETS.txField('n'))}, ''::bytea ORDER BY n DESC, k8 DESC)
+      FROM (SELECT c.bucket, c.k8, CASE WHEN g.i = 0 THEN c.f ELSE ${sql.raw(restEntry)} END AS n
+              FROM (SELECT ${sql.raw(SQL_BUCKETS.bucketOf('h.addr_key', 'hp'))} AS bucket, ${sql.raw(SQL_BUCKETS.key8('h.addr_key'))} AS k8,
+                           h.first_tx_num AS f, h.rest AS r
+                      FROM history_bucket_params hp
+                      JOIN bw_fold f ON hp.id = 1 AND f.n + f.old <= ${busy}
+                      JOIN history h ON h.addr_key = f.k AND h.first_tx_num >= ${String(from)}::int8
+                    OFFSET 0) c
+              CROSS JOIN LATERAL generate_series(0, length(c.r) / 8) AS g(i)) r
+     GROUP BY bucket
+    ON CONFLICT (bucket) DO UPDATE SET log = excluded.log || history_buckets.log`.execute(trx);
+  lap('records');
+  const rows = Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM history`.execute(trx)).rows[0]!.n);
+  const rewritten = Number(t.rows[0]!.stay_rows) * 2 > rows;
+  if (rewritten) {
+    // (the new table has no chain change trigger: the NOTIFY says what it would, src/db/chain-changes.ts)
+    await sql`CREATE TABLE bw_history_left (addr_key, first_tx_num, rest) AS
+      SELECT h.addr_key, h.first_tx_num, h.rest FROM history h
+       WHERE NOT EXISTS (SELECT 1 FROM bw_fold f WHERE f.k = h.addr_key AND f.n + f.old <= ${busy})
+       ORDER BY h.addr_key, h.first_tx_num`.execute(trx);
+    await sql`ALTER TABLE bw_history_left ALTER COLUMN addr_key SET NOT NULL, ALTER COLUMN first_tx_num SET NOT NULL,
+      ALTER COLUMN rest SET NOT NULL`.execute(trx);
+    await sql`DROP TABLE history`.execute(trx);
+    await sql`ALTER TABLE bw_history_left RENAME TO history`.execute(trx);
+    for (const s of chainIndexSql('create', ['history'])) await sql.raw(s).execute(trx);
+    await sql.raw(`NOTIFY ${CHAIN_CHANNEL}`).execute(trx);
+  } else {
+    await sql`DELETE FROM history h USING bw_fold f WHERE f.k = h.addr_key AND f.n + f.old <= ${busy}`.execute(trx);
+  }
+  lap(rewritten ? 'history rewritten' : 'history deleted');
+  const r = await sql<{ records: string }>`
+    UPDATE history_bucket_params SET records = records + ${stay} WHERE id = 1 RETURNING records::text`.execute(trx);
+  return {
+    base,
+    busy,
+    records: Number(r.rows[0]!.records),
+    keys: Number(t.rows[0]!.keys),
+    busyKeys: Number(t.rows[0]!.busy_keys),
+    crossed,
+    rewritten,
+    ms,
+  };
+}
+
+/**
+ * The addresses of `bw_fold` with records in their bucket that pass `busy` with the folded rows:
+ * their records leave the log and become chunk rows (CHUNK_ENTRIES each, below the folded rows,
+ * which all start at or above the fold's `from`). Two addresses of the fold built to share an
+ * identity both get its records, as the per-block writer's crossing gives them (they cannot be
+ * told apart). Returns how many addresses crossed.
+ */
+async function moveCrossedKeys(trx: Trx, layout: { base: number; ext: number; split: number; busy: number }): Promise<number> {
+  const keys = (
+    await sql<{ k: string }>`SELECT k::text AS k FROM bw_fold WHERE old > 0 AND n + old > ${layout.busy} ORDER BY k`.execute(trx)
+  ).rows.map((r) => r.k);
+  if (keys.length === 0) return 0;
+  const keyOf = (k: string) => Buffer.from(uuidHex(k), 'hex');
+  const buckets = [...new Set(keys.map((k) => bucketOf(keyOf(k), layout)))].sort((a, b) => a - b);
+  const old = await sql<{ bucket: number; log: Buffer }>`
+    SELECT bucket, log FROM history_buckets WHERE bucket = ANY(${int4Array(buckets)}::int4[]) ORDER BY bucket FOR UPDATE`.execute(trx);
+  const logOf = new Map(old.rows.map((x) => [x.bucket, x.log]));
+  const left = new Map<number, Buffer>();
+  const rows: ReturnType<typeof historyChunks> = [];
+  let moved = 0;
+  for (const k of keys) {
+    const kb = keyOf(k);
+    const b = bucketOf(kb, layout);
+    // (from the log as it was: a second key of the same identity gets the same records)
+    const nums = keyTxNums(logOf.get(b)!, kb).reverse();
+    rows.push(...historyChunks(new Map([[k, nums]])));
+    const before = left.get(b) ?? logOf.get(b)!;
+    const after = withoutKey(before, kb);
+    moved += (before.length - after.length) / RECORD_BYTES;
+    left.set(b, after);
+  }
+  await sql`
+    WITH l AS (SELECT * FROM unnest(${int4Array([...left.keys()])}::int4[], ${byteaArray([...left.values()])}::bytea[]) AS l(bucket, log)),
+         up AS (UPDATE history_buckets b SET log = l.log FROM l WHERE b.bucket = l.bucket AND length(l.log) > 0),
+         del AS (DELETE FROM history_buckets b USING l WHERE b.bucket = l.bucket AND length(l.log) = 0)
+    UPDATE history_bucket_params SET records = records - ${moved} WHERE id = 1`.execute(trx);
+  // (an INSERT, not insertHistoryChunks's COPY: the bulk finish's transaction is on its own client)
+  await sql`INSERT INTO history (addr_key, first_tx_num, rest)
+    SELECT * FROM unnest(${uuidArray(rows.map((c) => c.key))}::uuid[], ${rows.map((c) => String(c.first))}::int8[],
+                         ${byteaArray(rows.map((c) => restOf(c.entries)))}::bytea[])`.execute(trx);
+  return keys.length;
 }

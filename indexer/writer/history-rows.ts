@@ -45,14 +45,6 @@ export async function readHistoryLayout(db: Kysely<Database> | Trx): Promise<His
   return p;
 }
 
-/**
- * Whether the index keeps history in buckets (`busy` > 0): the per-block path writes them, the
- * bulk path not yet, so it refuses such an index and the run loop applies its blocks one by one.
- */
-export async function historyBucketsOn(db: Kysely<Database>): Promise<boolean> {
-  return (await readHistoryLayout(db)).busy > 0;
-}
-
 const keyBytes = (key: string): Buffer => Buffer.from(uuidHex(key), 'hex');
 
 /**

@@ -17,8 +17,9 @@
  * or moves it to `b + 2^(base + ext)`, an id no bucket at `ext` bits uses; a bucket below `split`
  * has been split and is looked up with `ext + 1` bits.
  *
- * Every encoder, decoder and scan of a log, in JavaScript or in a statement, is here. Nothing
- * fills the buckets yet: the readers read them beside `history` (history-reads.ts).
+ * Every encoder, decoder and scan of a log, in JavaScript or in a statement, is here. The writer
+ * fills the buckets at `busy` > 0 (indexer/writer/history-rows.ts block by block,
+ * history-build.ts in bulk); the readers read them beside `history` (history-reads.ts).
  * @module
  */
 import { ENTRY_BYTES, writeEntry } from './history-entries.js';

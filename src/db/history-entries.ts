@@ -144,6 +144,13 @@ export const SQL_HISTORY = {
   /** Entry `i` (0-based) of `e`, as int8. */
   entryAt: (e: string, i: string): string =>
     `('x' || encode(substring(${e} FROM (${i}) * ${ENTRY_BYTES} + 1 FOR ${ENTRY_BYTES}), 'hex'))::bit(64)::int8`,
+  /**
+   * Entry `i` (0-based) of `e`, as int8, from its bytes with `get_byte` (an entry is below 2^63):
+   * what a statement that decodes every entry of many rows uses, at a fraction of `entryAt`'s
+   * text cast.
+   */
+  txNumAt: (e: string, i: string): string =>
+    [0, 1, 2, 3, 4, 5, 6, 7].map((j) => `(get_byte(${e}, (${i}) * ${ENTRY_BYTES} + ${j})::int8 << ${8 * (7 - j)})`).join(' | '),
   /** The last entry of a non-empty `e`, as int8. */
   lastEntry: (e: string): string => `('x' || encode(substring(${e} FROM length(${e}) - ${ENTRY_BYTES - 1}), 'hex'))::bit(64)::int8`,
   /** `count` entries of `e` from entry `from` (0-based). */

@@ -9,6 +9,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
 import { readHistoryEntries } from '../../src/db/history-reads.js';
+import { RECORD_BYTES, recordTxNum } from '../../src/db/history-buckets.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { addressKey } from '../../src/db/address-key.js';
 import { addressToScript } from '../../src/bitcoin/address.js';
@@ -22,7 +23,11 @@ export interface IndexSnapshot {
   txs: string[];
   utxos: string[];
   balances: string[];
-  /** addr_key → every tx_num in its history, ascending (chunking ignored). */
+  /**
+   * addr_key → every tx_num in its history, ascending (chunking ignored); an address kept in its
+   * bucket under its identity (`~` and the key's bytes 4..11), so two indexes with the same
+   * `busy` compare whatever their bucket counts.
+   */
   history: string[];
   mempool: string[];
   /** script_key → addr_key keyed (P2PK and bare multisig scripts). */
@@ -79,7 +84,20 @@ export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot
     list.push(...e);
     hist.set(c.addr_key, list);
   }
-  const history = [...hist].map(([k, l]) => `${k} ${l.join(',')}`);
+  // The buckets' records, per identity (8 of the key's bytes: `~` and their hex, the bucket id
+  // left out so that the bucket count does not matter), ascending as the chunks' entries.
+  const ids = new Map<string, number[]>();
+  for (const b of (await sql<{ log: Buffer }>`SELECT log FROM history_buckets ORDER BY bucket`.execute(db)).rows)
+    for (let at = 0; at < b.log.length; at += RECORD_BYTES) {
+      const id = `~${b.log.subarray(at, at + 8).toString('hex')}`;
+      const list = ids.get(id) ?? [];
+      list.push(recordTxNum(b.log, at));
+      ids.set(id, list);
+    }
+  const history = [
+    ...[...hist].map(([k, l]) => `${k} ${l.join(',')}`),
+    ...[...ids].map(([k, l]) => `${k} ${l.sort((a, b) => a - b).join(',')}`),
+  ].sort();
   const mempool = (await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs ORDER BY txid`.execute(db)).rows.map((m) => hex(m.txid)!);
   const aliases = (
     await sql<{ script_key: string; addr_key: string; keyed: boolean }>`SELECT * FROM script_aliases ORDER BY script_key`.execute(db)

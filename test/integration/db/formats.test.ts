@@ -44,7 +44,10 @@ describe('storage formats: SQL fragments agree with the JS codecs', () => {
     expect(encodeEntries(nums.map(Number).filter((n) => Number.isSafeInteger(n)))).toEqual(e);
     const one = async (frag: string) =>
       (await sql<{ v: unknown }>`SELECT (${sql.raw(frag)}) AS v FROM (SELECT ${e}::bytea AS e) x`.execute(t.db)).rows[0]!.v;
-    for (let i = 0; i < nums.length; i++) expect(BigInt(String(await one(SQL_HISTORY.entryAt('x.e', String(i)))))).toBe(nums[i]);
+    for (let i = 0; i < nums.length; i++) {
+      expect(BigInt(String(await one(SQL_HISTORY.entryAt('x.e', String(i)))))).toBe(nums[i]);
+      expect(BigInt(String(await one(SQL_HISTORY.txNumAt('x.e', `${i + 1} - 1`))))).toBe(nums[i]);
+    }
     expect(await one(SQL_HISTORY.entryBytesAt('x.e', '2'))).toEqual(e.subarray(16, 24));
     expect(BigInt(String(await one(SQL_HISTORY.lastEntry('x.e'))))).toBe(nums[nums.length - 1]);
     expect(await one(SQL_HISTORY.slice('x.e', '1', '3'))).toEqual(e.subarray(8, 32));

@@ -1,10 +1,12 @@
 /**
  * The bulk path (COPY, indexes after load, many blocks per transaction) builds the same index as
  * the per-block path: regtest-chain-a and mainnet 0–599, in small batches so that outputs cross
- * batch boundaries, then handing over to the per-block path and undoing bulk-loaded blocks.
+ * batch boundaries, then handing over to the per-block path and undoing bulk-loaded blocks; and
+ * the same with history buckets on (a small `busy`) against a per-block index at that `busy`.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as btc from '@scure/btc-signer';
+import { sql } from 'kysely';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { silentLogger } from '../../../src/log.js';
@@ -19,6 +21,16 @@ import { keyOfAddress, readAddress, snapshotIndex } from '../../support/chain-sn
 
 async function perBlock(t: TestDatabase, blocks: readonly FixtureBlock[], upTo = blocks.length - 1): Promise<void> {
   for (let h = 0; h <= upTo; h++) expect((await applyBlock(t.db, decodeBlock(blocks[h]!.raw), h)).kind).toBe('applied');
+}
+
+/** A bulk sync of `t` up to `target` from `chain`, `batchTxs` transactions a batch. */
+async function bulkTo(t: TestDatabase, chain: FixtureChain, target: number, batchTxs: number) {
+  return runBulk(
+    t.db,
+    { databaseUrl: t.url, log: silentLogger(), batchTxs },
+    (from) => createPrefetcher(chain, 8).feed(from, target),
+    target,
+  );
 }
 
 function chainOf(blocks: readonly FixtureBlock[]): FixtureChain {
@@ -52,12 +64,7 @@ describeFixtures('bulk sync', () => {
   it('indexes regtest-chain-a like the per-block path, across many batches', async () => {
     const t = await make();
     const chain = chainOf(chainA);
-    const r = await runBulk(
-      t.db,
-      { databaseUrl: t.url, log: silentLogger(), batchTxs: 300 },
-      (from) => createPrefetcher(chain, 8).feed(from, 264),
-      264,
-    );
+    const r = await bulkTo(t, chain, 264, 300);
     expect(r.reason).toBe('target');
     expect(r.blocks).toBe(265);
     expect(await bulkActive(t.db)).toBe(false);
@@ -72,12 +79,7 @@ describeFixtures('bulk sync', () => {
   it('hands over to the per-block path, which can undo bulk-loaded blocks', async () => {
     const t = await make();
     const chain = chainOf(chainA);
-    await runBulk(
-      t.db,
-      { databaseUrl: t.url, log: silentLogger(), batchTxs: 1000 },
-      (from) => createPrefetcher(chain, 8).feed(from, 200),
-      200,
-    );
+    await bulkTo(t, chain, 200, 1000);
     for (let h = 201; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
     expect(await snapshotIndex(t.db)).toEqual(await snapshotIndex(referenceA.db));
     // Undo into the bulk-loaded range (history chunks there straddle block boundaries) and redo.
@@ -87,15 +89,32 @@ describeFixtures('bulk sync', () => {
     expect(await snapshotIndex(t.db)).toEqual(await snapshotIndex(referenceA.db));
   });
 
+  it('with history buckets on (busy 3): the per-block index at the same busy, through the hand-over and undo into the bulk range', async () => {
+    const busy = async (t: TestDatabase) => {
+      await sql`UPDATE history_bucket_params SET busy = 3 WHERE id = 1`.execute(t.db);
+      return t;
+    };
+    const [t, ref] = [await busy(await make()), await busy(await make())];
+    await perBlock(ref, chainA);
+    const chain = chainOf(chainA);
+    await bulkTo(t, chain, 200, 300);
+    for (let h = 201; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
+    const want = await snapshotIndex(ref.db);
+    expect(want.history.filter((h) => h.startsWith('~')).length).toBeGreaterThan(10);
+    expect(await snapshotIndex(t.db)).toEqual(want);
+    for (let h = chainA.length - 1; h >= 190; h--) expect((await undoBlock(t.db, h, chain)).kind).toBe('undone');
+    for (let h = 190; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
+    expect(await snapshotIndex(t.db)).toEqual(want);
+    // Bulk-loaded the whole way: the same.
+    const all = await busy(await make());
+    await bulkTo(all, chain, chainA.length - 1, 300);
+    expect(await snapshotIndex(all.db)).toEqual(want);
+  });
+
   it('indexes mainnet 0–599 (P2PK coinbases, the first spends) like the per-block path', async () => {
     const [bulk, ref] = [await make(), await make()];
     const chain = chainOf(mainnet);
-    await runBulk(
-      bulk.db,
-      { databaseUrl: bulk.url, log: silentLogger(), batchTxs: 50 },
-      (from) => createPrefetcher(chain, 8).feed(from, 599),
-      599,
-    );
+    await bulkTo(bulk, chain, 599, 50);
     await perBlock(ref, mainnet);
     const snapshot = await snapshotIndex(bulk.db);
     expect(snapshot).toEqual(await snapshotIndex(ref.db));

@@ -10,7 +10,9 @@
  * an address crosses into chunks in the chain's last block: undoing that block moves it back and
  * gives the logs and chunks of an index that never saw the block, and applying it again the
  * logs before the undo. Built from the chunk index (`buildHistoryBuckets`), the same logs and
- * histories, and the writer follows on from it. The bulk path refuses such an index.
+ * histories, and the writer follows on from it. The bulk path onto such an index (from the
+ * middle of the chain, the crossing address among its blocks) gives the same logs and histories,
+ * and into an empty one chooses the bucket count from its records.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
@@ -18,12 +20,13 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { FixtureChain, indexChainA, loadChainA, type ChainA } from '../../support/chain-fixture.js';
 import { applyBlocks, undoBlock } from '../../../indexer/writer/apply.js';
-import { buildHistoryBuckets } from '../../../indexer/writer/history-build.js';
+import { buildHistoryBuckets } from '../../../indexer/writer/history-switch.js';
 import { runBulk } from '../../../indexer/writer/bulk.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
 import { sha256 } from '../../../src/bitcoin/hash.js';
-import { keyCounts } from '../../../src/db/history-buckets.js';
+import { buildBase, keyCounts } from '../../../src/db/history-buckets.js';
+import { createPrefetcher } from '../../../indexer/prefetch.js';
 import { readHistoryEntries } from '../../../src/db/history-reads.js';
 import { keysTouchedByBlocks, readScriptHistories, scriptRef } from '../../../src/db/queries/script-hash.js';
 import type { Database } from '../../../src/db/schema.js';
@@ -181,16 +184,65 @@ describeFixtures('history buckets written block by block', () => {
     await expect(buildHistoryBuckets(built.db, { busy })).rejects.toThrow(/on already/);
   });
 
-  it('the bulk path refuses an index that keeps history in buckets', async () => {
-    await expect(
-      runBulk(
-        byBlock.db,
-        { databaseUrl: byBlock.url, log: silentLogger(), batchTxs: 1000 },
-        () => {
-          throw new Error('no block is read');
-        },
-        tip + 5,
-      ),
-    ).rejects.toThrow(/does not write history buckets/);
+  /** The final chain as a node for the bulk path's prefetcher. */
+  const mainNode = () => {
+    const n = new FixtureChain(chain.blocks.values());
+    n.setActive(chain.main);
+    return n;
+  };
+  const bulkTo = async (db: TestDatabase, target: number) =>
+    runBulk(
+      db.db,
+      { databaseUrl: db.url, log: silentLogger(), batchTxs: 40 },
+      (from) => createPrefetcher(mainNode(), 8).feed(from, target),
+      target,
+    );
+  const inChunks = async (db: Kysely<Database>) =>
+    new Set((await sql<{ k: string }>`SELECT DISTINCT addr_key::text AS k FROM history`.execute(db)).rows.map((r) => r.k));
+
+  it('bulk-loaded onto buckets (the crossing address among its blocks): the logs and histories of the block-by-block index', async () => {
+    // Up to k block by block (the crossing address has records in its bucket by then), the rest in bulk.
+    const crosserEntries = (await readHistoryEntries(chunked.db, [crosser]))[0]!;
+    const firstHeight = Number(crosserEntries[0]! >> 20n);
+    const k = Math.min(tip - 1, Math.max(firstHeight, tip - 20));
+    const t = await open(busy);
+    await applyMain(t.db, k);
+    expect((await readHistoryEntries(t.db, [crosser]))[0]!.length).toBeLessThanOrEqual(busy);
+    expect((await inChunks(t.db)).has(crosser)).toBe(false);
+    const r = await bulkTo(t, tip);
+    expect(r.tip).toBe(tip);
+    expect(await logs(t.db)).toEqual(await logs(byBlock.db));
+    const expected = await readHistoryEntries(chunked.db, keys);
+    expect(await readHistoryEntries(t.db, keys)).toEqual(expected);
+    const place = await inChunks(t.db);
+    keys.forEach((key, i) => expect(place.has(key), key).toBe(expected[i]!.length > busy));
+    expect(place.has(crosser)).toBe(true);
+    const c = await records(t.db);
+    expect(Number(c.counted)).toBe(Number(c.n));
+    // The writer follows on: the last block (bulk-loaded) undone and applied again.
+    expect((await undoBlock(t.db, tip, mainNode())).kind).toBe('undone');
+    expect((await applyBlocks(t.db, [blockAt(tip)])).map((x) => x.kind)).toEqual(['applied']);
+    expect(await logs(t.db)).toEqual(await logs(byBlock.db));
+    expect(await readHistoryEntries(t.db, keys)).toEqual(expected);
+  });
+
+  it('a bulk sync into an empty index with buckets on chooses the base from its records; the same histories', async () => {
+    const t = await createMigratedDatabase('hbw');
+    dbs.push(t);
+    await sql`UPDATE history_bucket_params SET busy = ${busy} WHERE id = 1`.execute(t.db);
+    await bulkTo(t, tip);
+    const p = (await sql<{ base: number; records: string }>`SELECT base, records::text AS records FROM history_bucket_params`.execute(t.db))
+      .rows[0]!;
+    expect(p.base).toBe(buildBase(Number(p.records)));
+    expect(Number(p.records)).toBeGreaterThan(0);
+    const expected = await readHistoryEntries(chunked.db, keys);
+    expect(await readHistoryEntries(t.db, keys)).toEqual(expected);
+    const place = await inChunks(t.db);
+    keys.forEach((key, i) => expect(place.has(key), key).toBe(expected[i]!.length > busy));
+    const c = await records(t.db);
+    expect(Number(c.counted)).toBe(Number(c.n));
+    // The script-hash histories (Electrum's) are the chunk index's.
+    const refs = Object.keys(chain.expected.addresses).map((a) => scriptRef(sha256(addressToScript(a, 'regtest'))));
+    expect(await readScriptHistories(t.db, refs, 10_000)).toEqual(await readScriptHistories(chunked.db, refs, 10_000));
   });
 });

@@ -1,7 +1,8 @@
 /**
  * `blockwire import --blocks-dir DIR` as a real command: mainnet blocks 0–599 in two blk files,
  * obfuscated with an xor.dat key as Core ≥ 28 writes them, out of height order and with a stale
- * block the most-work rule must leave out. The index equals the per-block index of the chain.
+ * block the most-work rule must leave out. The index equals the per-block index of the chain, and
+ * so it does with history buckets switched on first (`blockwire history-buckets --busy N`).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { encodeBlock } from '../../../src/bitcoin/encode.js';
 import { xorBlockData } from '../../../src/bitcoin/blk.js';
@@ -76,6 +78,32 @@ describeFixtures('blockwire import', () => {
     for (const b of chain) expect((await applyBlock(ref.db, decodeBlock(b.raw), b.height)).kind).toBe('applied');
     expect((await readTip(imported.db)).height).toBe(599);
     expect(await snapshotIndex(imported.db)).toEqual(await snapshotIndex(ref.db));
+  });
+
+  it('with history buckets switched on first (`blockwire history-buckets`): the per-block index at the same busy', async () => {
+    const imported = await createTestDatabase('impb');
+    const ref = await createMigratedDatabase('impbref');
+    dbs.push(imported, ref);
+    const cli = (...args: string[]) =>
+      run(process.execPath, [join(projectRoot, 'bin', 'blockwire.js'), ...args], {
+        env: { ...process.env, DATABASE_URL: imported.url, LOG_LEVEL: 'warn', INDEXER_BULK_BATCH_TXS: '100' },
+      });
+    await expect(cli('history-buckets', '--busy', '0')).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--busy must be'),
+    });
+    const on = await cli('history-buckets', '--busy', '2');
+    expect(on.stdout).toMatch(/^history buckets on: busy 2, base 16; 0 records/);
+    await expect(cli('history-buckets', '--busy', '3')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('on already') });
+    const { stdout } = await cli('import', '--blocks-dir', dir, '--near-tip', '0');
+    expect(stdout).toMatch(/^imported 600 blocks/);
+    await sql`UPDATE history_bucket_params SET busy = 2 WHERE id = 1`.execute(ref.db);
+    for (const b of loadMainnet600()) expect((await applyBlock(ref.db, decodeBlock(b.raw), b.height)).kind).toBe('applied');
+    const snap = await snapshotIndex(imported.db);
+    expect(snap).toEqual(await snapshotIndex(ref.db));
+    // Most addresses are in their buckets, the busy ones in chunk rows.
+    expect(snap.history.filter((h) => h.startsWith('~')).length).toBeGreaterThan(100);
+    expect(snap.history.filter((h) => !h.startsWith('~')).length).toBeGreaterThan(0);
   });
 
   it('refuses a missing directory argument with usage', async () => {
