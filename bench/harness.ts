@@ -288,6 +288,20 @@ export function pct(xs: readonly number[], p: number): number {
 
 export const round = (x: number, d = 0): number => Math.round(x * 10 ** d) / 10 ** d;
 
+/**
+ * `blockwire history-buckets --busy N` on an empty database (an import into it then folds its
+ * history into buckets at its finish): the command's output line.
+ */
+export async function switchHistoryBuckets(databaseUrl: string, busy: number): Promise<string> {
+  const child = spawnNode(['bin/blockwire.js', 'history-buckets', '--busy', String(busy)], {
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'warn',
+  });
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`blockwire history-buckets exited with ${code}:\n${child.lines.join('\n')}`);
+  return child.lines.join('\n');
+}
+
 export interface ImportResult {
   tip: number;
   blocks: number;

@@ -38,6 +38,7 @@ import {
   runSize,
   say,
   spawnNode,
+  switchHistoryBuckets,
   startBenchPostgres,
   type BenchPostgres,
   type Child,
@@ -247,7 +248,7 @@ async function main(): Promise<void> {
   const pgs = await startBenchPostgres(root);
   try {
     const url = await pgs.createDatabase('bw_live');
-    if (busy !== undefined) await switchToBuckets(url, busy);
+    if (busy !== undefined) say(await switchHistoryBuckets(url, busy));
     const imported = await importCorpus(dir, url, size.liveBlocks, [], pgs);
     say(`imported ${imported.blocks} blocks (${imported.txs} txs) in ${round(imported.wallMs / 1000, 1)} s`);
     const buckets =
@@ -292,14 +293,6 @@ async function historySizes(db: Kysely<Database>) {
            pg_database_size(current_database())::text AS database`.execute(db);
   const mb = (x: string) => round(Number(x) / 1e6, 1);
   return { historyMb: mb(r.rows[0]!.history), bucketsMb: mb(r.rows[0]!.buckets), databaseMb: mb(r.rows[0]!.database) };
-}
-
-/** `--history-busy`: the empty index switched to buckets (the import then folds its history into them). */
-async function switchToBuckets(url: string, busy: number): Promise<void> {
-  const child = spawnNode(['bin/blockwire.js', 'history-buckets', '--busy', String(busy)], { DATABASE_URL: url, LOG_LEVEL: 'warn' });
-  const code = await child.exited;
-  if (code !== 0) throw new Error(`blockwire history-buckets exited with ${code}:\n${child.lines.join('\n')}`);
-  say(child.lines.join('\n'));
 }
 
 /** `--history-busy`: what the import's fold took, the params row and the sizes after VACUUM. */

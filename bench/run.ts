@@ -355,6 +355,23 @@ export function summary(runs: BenchRun[]): string {
     'sync',
   );
 
+  // 2b. The same import with history buckets on (not the default: a live block costs more).
+  const hb = (
+    by.get('sync')?.result as
+      | { buckets?: { busy?: number; wallMs?: number; foldMs?: number | null; size?: { ratio?: number; databaseBytes?: number } } }
+      | undefined
+  )?.buckets;
+  const sec = (x: unknown) => (typeof x === 'number' ? fmt(x / 1000, 1) : '—');
+  if (hb)
+    add(
+      `database size / raw block bytes, history buckets on (\`blockwire history-buckets --busy ${fmt(val(hb.busy))}\` before the ${fmt(blocks)}-block import)`,
+      fmt(val(hb.size?.ratio), 3),
+      `database ${mb(hb.size?.databaseBytes)} MB; import ${sec(hb.wallMs)} s, the fold ${sec(hb.foldMs)} s of it (without buckets ${sec(s.import?.wallMs)} s)`,
+      '(reported)',
+      null,
+      'sync',
+    );
+
   // 3. Initial sync.
   const imp = s.import;
   const cpuPerTx = all(imp?.importerCpuMs, imp?.txs) && imp!.txs! > 0 ? (imp!.importerCpuMs! * 1000) / imp!.txs! : null;

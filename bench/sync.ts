@@ -3,7 +3,9 @@
  * limits, measured in the same run:
  * 1. `blockwire import --blocks-dir` of the corpus up to its catch-up and live blocks (tx/s,
  *    blocks/s; load and index-build phases; CPU of the importer and of PostgreSQL);
- * 2. database size after VACUUM and CHECKPOINT against the raw bytes of the imported blocks;
+ * 2. database size after VACUUM and CHECKPOINT against the raw bytes of the imported blocks, and
+ *    the same import into an index with history buckets on (`blockwire history-buckets --busy
+ *    100` first: the finish folds the history into them), its size and the fold's time;
  * 3. the physical limit: the rows the import left in blocks, txs, utxos and history written to
  *    files, then loaded with server-side `COPY … FROM 'file'` into the same tables without
  *    indexes, in the same PostgreSQL; reported as a ratio to the import's load phase;
@@ -37,6 +39,7 @@ import {
   runSize,
   say,
   startBenchPostgres,
+  switchHistoryBuckets,
   syncOverRpc,
   type BenchPostgres,
 } from './harness.js';
@@ -52,6 +55,9 @@ const TXS_COLS = 'tx_num, txid, outs, ins, spent_group';
 
 /** Tables the sync writes with COPY (balances are computed in the finish step). */
 const COPY_TABLES = ['blocks', 'txs', 'utxos', 'history'] as const;
+
+/** The `busy` of the size measured with history buckets on (docs/operations.md "Upgrading"). */
+const HISTORY_BUSY = 100;
 
 export interface SizeResult {
   databaseBytes: number;
@@ -288,6 +294,22 @@ async function main(): Promise<void> {
     say(
       `size: database ${(sz.databaseBytes / 1e6).toFixed(1)} MB (empty ${(sz.emptyDatabaseBytes / 1e6).toFixed(1)} MB) vs raw blocks ${(rawBytes / 1e6).toFixed(1)} MB = ${sz.ratio}; ${Object.entries(
         sz.tables,
+      )
+        .map(([k, v]) => `${k} ${(v / 1e6).toFixed(1)}`)
+        .join(', ')} MB`,
+    );
+
+    // 2b. the same import into an index with history buckets on: its size, and what the fold costs
+    const bucketsUrl = await pgs.createDatabase('bw_buckets');
+    await switchHistoryBuckets(bucketsUrl, HISTORY_BUSY);
+    const bi = await importCorpus(corpus.dir, bucketsUrl, nearTip, [], pgs);
+    const bsz = await measureSize(pgs, 'bw_buckets', rawBytes);
+    await pgs.query('postgres', 'DROP DATABASE bw_buckets');
+    const foldMs = bi.finishSteps['history buckets'] ?? null;
+    result.buckets = { busy: HISTORY_BUSY, wallMs: bi.wallMs, loadMs: bi.loadMs, finishMs: bi.finishMs, foldMs, size: bsz };
+    say(
+      `with history buckets (busy ${HISTORY_BUSY}): database ${(bsz.databaseBytes / 1e6).toFixed(1)} MB = ${bsz.ratio} of raw; import ${round(bi.wallMs / 1000, 1)} s (fold ${foldMs === null ? '?' : round(foldMs / 1000, 1)} s) against ${round(imp.wallMs / 1000, 1)} s; ${Object.entries(
+        bsz.tables,
       )
         .map(([k, v]) => `${k} ${(v / 1e6).toFixed(1)}`)
         .join(', ')} MB`,
