@@ -10,8 +10,8 @@
  * import), then measures. `--history-busy N` switches the empty index to history buckets first
  * (`blockwire history-buckets --busy N`: the addresses with at most N entries), so that the
  * import's finish folds its history into them (indexer/writer/history-build.ts), says what the
- * fold took and the sizes, and measures the live blocks written that way (no floor: it copies
- * chunk rows only).
+ * fold took and the sizes, measures the live blocks (written as chunk rows, as without buckets),
+ * then folds them as an idle indexer would and says what that took (no floor).
  * bench/sync calls `measureLive` on the index it has just built.
  * @module
  */
@@ -19,6 +19,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { sql, type Kysely } from 'kysely';
 import { createDb } from '../src/db/connect.js';
 import type { Database } from '../src/db/schema.js';
+import { foldHistory, readTipLocked } from '../indexer/writer/history-build.js';
+import { readHistoryLayout } from '../indexer/writer/history-rows.js';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { Subscriber } from 'zeromq';
@@ -269,11 +271,18 @@ async function main(): Promise<void> {
       follower.proc.kill('SIGTERM');
       await follower.exited;
       if (!buckets) r.floor = await measureFloor(pgs, 'bw_live', node.rpcUrl, FLOOR_SAMPLES);
+      // With buckets, the live blocks were written as chunk rows: what folding them costs.
+      const folded = buckets ? await foldLiveBlocks(url, pgs) : undefined;
       say(
         `| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms | WAL MB/block | PostgreSQL CPU ms/block | indexer CPU ms/block |\n|---|---|---|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} | ${r.walMbP50} | ${r.postgresCpuMsP50} | ${r.indexerCpuMsP50} |`,
       );
       if (r.floor) say(floorLine(r.floor));
-      const result = { live: r, ...(buckets ? { buckets } : {}), machine: machine(), postgres: { ...PG_SETTINGS, ...pgOverrides() } };
+      const result = {
+        live: r,
+        ...(buckets ? { buckets: { ...buckets, liveFold: folded } } : {}),
+        machine: machine(),
+        postgres: { ...PG_SETTINGS, ...pgOverrides() },
+      };
       say(`RESULT ${JSON.stringify(result)}`);
     } finally {
       follower.proc.kill('SIGTERM');
@@ -293,6 +302,30 @@ async function historySizes(db: Kysely<Database>) {
            pg_database_size(current_database())::text AS database`.execute(db);
   const mb = (x: string) => round(Number(x) / 1e6, 1);
   return { historyMb: mb(r.rows[0]!.history), bucketsMb: mb(r.rows[0]!.buckets), databaseMb: mb(r.rows[0]!.database) };
+}
+
+/**
+ * `--history-busy`: the live blocks (chunk rows, as the writer writes them) folded into the
+ * buckets, as an idle indexer folds them: the fold's time and PostgreSQL's CPU, and per block.
+ */
+async function foldLiveBlocks(url: string, pgs: Pick<BenchPostgres, 'cpuMs'>) {
+  const db = createDb(url, { max: 1 });
+  try {
+    const cpu0 = pgs.cpuMs();
+    const t0 = performance.now();
+    const r = await db.transaction().execute(async (trx) => {
+      const before = (await readHistoryLayout(trx)).folded;
+      const tip = await readTipLocked(trx);
+      return { blocks: tip + 1 - before, fold: await foldHistory(trx, tip + 1) };
+    });
+    const ms = Math.round(performance.now() - t0);
+    const cpu = pgs.cpuMs() - cpu0;
+    const out = { blocks: r.blocks, ms, postgresCpuMs: cpu, msPerBlock: round(ms / Math.max(1, r.blocks), 1), steps: r.fold.ms };
+    say(`live blocks folded: ${JSON.stringify(out)}`);
+    return out;
+  } finally {
+    await db.destroy();
+  }
 }
 
 /** `--history-busy`: what the import's fold took, the params row and the sizes after VACUUM. */

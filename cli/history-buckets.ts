@@ -20,9 +20,12 @@ const USAGE = `usage: blockwire history-buckets --busy N [--base BITS]
 
 Keeps the history of every address with at most N entries (1..100000; 100 is a good start) as
 13-byte records in hash buckets instead of chunk rows: on a mainnet-shaped chain the history
-takes about half the space. Addresses with more entries keep chunk rows. Runs once, in one
-transaction, with the indexer stopped; on an index with blocks it rewrites the history (minutes
-per 10 GB). --base sets the number of buckets (2^BITS; default: chosen from the records).
+takes about half the space. Addresses with more entries keep chunk rows. Runs once, with the
+indexer stopped (it takes the indexer's lock): on an index with blocks it folds the history in
+one transaction, then compacts the history table (VACUUM FULL: its readers wait; minutes per
+10 GB). On an empty index it only switches: the first import or sync folds at its finish and
+chooses the bucket count. --base sets the number of buckets (2^BITS) on an index with blocks
+(default: chosen from the records).
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -56,7 +59,7 @@ export async function run(argv: string[]): Promise<number> {
     await migrateToLatest(handle.db);
     await lock.acquire();
     const t0 = performance.now();
-    const r = await buildHistoryBuckets(handle.db, { busy, ...(base === undefined ? {} : { base }) });
+    const r = await buildHistoryBuckets(handle.db, { busy, guard: lock.guard, ...(base === undefined ? {} : { base }) });
     process.stdout.write(
       `history buckets on: busy ${r.busy}, base ${r.base}; ${r.records} records of ${r.keys - r.busyKeys} addresses in buckets, ` +
         `${r.busyKeys} addresses in chunk rows (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`,

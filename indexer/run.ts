@@ -20,6 +20,7 @@ import type { PhaseListener } from '../src/ops/phases.js';
 import { applyBlocks, undoBlock, type BlockToApply } from './writer/apply.js';
 import { TxidCache, fillFromIndex } from './writer/txid-cache.js';
 import { mergePendingIndexEntries } from './writer/index-upkeep.js';
+import { foldHistoryWhenDue } from './writer/history-build.js';
 import { readTip, type Tip } from './writer/chain-rows.js';
 import type { ChainSource } from './chain-source.js';
 import { nextStep, type LocalChain } from './follow.js';
@@ -344,6 +345,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
    * a role that may not run it (not the tables' owner) is told once and stops trying.
    */
   async function upkeep(): Promise<void> {
+    await fold();
     if (upkeepRefused) return;
     const t0 = performance.now();
     try {
@@ -354,6 +356,22 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         upkeepRefused = true;
         log.warn({ err }, 'the database role may not merge pending index entries (not the owner of txs): blocks merge them as they go');
       } else log.warn({ err }, 'merging pending index entries failed; the next applied block tries again');
+    }
+  }
+
+  /**
+   * The history buckets' fold (writer/history-build.ts), when enough blocks have gathered: it
+   * never stops the loop either; a failure is logged and the next idle turn after a block tries
+   * again.
+   */
+  async function fold(): Promise<void> {
+    const t0 = performance.now();
+    try {
+      const f = await foldHistoryWhenDue(db, ctx.guard ? { guard: ctx.guard } : {});
+      if (f) log.info({ ...f, totalMs: Math.round(performance.now() - t0) }, 'history folded into buckets');
+    } catch (err) {
+      if (err instanceof FatalError) throw err;
+      log.warn({ err }, 'folding the history into buckets failed; the next applied block tries again');
     }
   }
 

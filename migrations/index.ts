@@ -40,6 +40,7 @@ import * as m0054 from './0054_asset_candidate_scripts.js';
 import * as m0057 from './0057_txid_key_bytes.js';
 import * as m0058 from './0058_txs_sizes_dropped.js';
 import * as m0059 from './0059_history_buckets.js';
+import * as m0060 from './0060_history_fold.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
@@ -78,4 +79,5 @@ export const migrations: Record<string, Migration> = {
   '0057_txid_key_bytes': m0057,
   '0058_txs_sizes_dropped': m0058,
   '0059_history_buckets': m0059,
+  '0060_history_fold': m0060,
 };

@@ -8,10 +8,7 @@
  *   and is left out of `utxos` (applied one by one, it is inserted, then deleted);
  * - each block keeps its own `blocks` and `txs` rows, history chunks (cut per block),
  *   `block_undo` row and block.connected event, in height order; `balances` and the wallets'
- *   summaries take the sum of the blocks' deltas (the same final rows: deltas add); with history
- *   buckets (history-rows.ts, `busy` > 0) the buckets get the same logs, and an address crossing
- *   into chunks in the turn is moved at its end, its chunk rows then cut otherwise (the same
- *   entries);
+ *   summaries take the sum of the blocks' deltas (the same final rows: deltas add);
  * - the windows (`block_undo`, `watched_txs`) are cut once, at the last block.
  * A turn is taken only where a block's write depends on nothing but the chain tables
  * (`chainOnly`): no watched address (tx.confirmed and tx.confirmations are per block, through
@@ -25,7 +22,6 @@ import { sql } from 'kysely';
 import type { DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes } from '../../src/bitcoin/hash.js';
 import { historyChunks } from '../../src/db/history-entries.js';
-import { writeHistory, type HistoryLayout } from './history-rows.js';
 import { FatalError } from '../../src/errors.js';
 import { UNDO_BLOCKS_MIN } from '../../src/config.js';
 import { extendWalletsFor } from '../../src/db/wallet-chains.js';
@@ -51,6 +47,7 @@ import {
   addBalances,
   dropOverwrittenCoinbase,
   insertBlocks,
+  insertHistoryChunks,
   insertTxs,
   insertUtxos,
   keepUndo,
@@ -138,7 +135,6 @@ const outpointKey = (txid: Uint8Array, vout: number) => `${hashKey(txid)}:${vout
 export async function writeTurn(
   trx: Trx,
   blocks: readonly { block: DecodedBlock; height: number }[],
-  layout: HistoryLayout,
   ctx: TurnContext,
 ): Promise<TurnApplied[]> {
   const timer = new PhaseTimer('apply', ctx.phases, blocks.length);
@@ -192,19 +188,8 @@ export async function writeTurn(
   lap('utxos');
   await addBalances(trx, balances, 1);
   lap('balances');
-  // (each key's entries of the turn, ascending: its blocks' in order; for the buckets only)
-  const entries = new Map<string, number[]>();
-  if (layout.busy > 0)
-    for (const r of rows)
-      for (const [k, nums] of r.history) {
-        const list = entries.get(k);
-        if (list) list.push(...nums);
-        else entries.set(k, [...nums]);
-      }
-  await writeHistory(
+  await insertHistoryChunks(
     trx,
-    layout,
-    entries,
     rows.flatMap((r) => historyChunks(r.history)),
   );
   lap('history');

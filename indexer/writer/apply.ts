@@ -45,6 +45,7 @@ import {
   insertUtxos,
   insertUtxosCopy,
   appendUtxos,
+  insertHistory,
   insertBlocks,
   insertTxs,
   keepUndo,
@@ -62,8 +63,7 @@ import { BinaryCopy } from './copy-binary.js';
 import { OutpointMap } from './txid-maps.js';
 import { NotRebuildableError, rebuildBlock } from './stored-block.js';
 import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
-import { readHistoryLayout, undoHistory, writeHistory, type HistoryLayout } from './history-rows.js';
-import { historyChunks } from '../../src/db/history-entries.js';
+import { readHistoryLayout, undoHistory } from './history-rows.js';
 import type { ScriptKeys } from './address-keys.js';
 
 /** Hooks the run loop gives the writers. */
@@ -126,16 +126,14 @@ export async function applyBlocks(
     // empty at the first block stay empty for the others (catching up, their lookups are skipped).
     await preferIndexLookups(trx);
     const mempool = await mempoolHoldsAny(trx);
-    // (under the chain lock: what changes the params row holds it, so this reads the row after it)
     const tip = await lockTip(trx);
-    const layout = await readHistoryLayout(trx);
     const start = performance.now();
     const results: ApplyResult[] = [];
     if (blocks.length > 1 && !mempool && (await chainOnly(trx))) {
       const n = turnLength(tip, blocks);
       if (n > 1) {
         for (const b of blocks.slice(0, n)) if (b.unchecked) checkMerkle(b.block);
-        for (const a of await writeTurn(trx, blocks.slice(0, n), layout, ctx)) results.push({ kind: 'applied', ...a });
+        for (const a of await writeTurn(trx, blocks.slice(0, n), ctx)) results.push({ kind: 'applied', ...a });
       }
     }
     for (let i = results.length; i < blocks.length; i++) {
@@ -144,7 +142,7 @@ export async function applyBlocks(
       const { block, height, unchecked } = blocks[i]!;
       // (the first block meets the tip locked above; a later one, the tip its predecessor set)
       const lockedTip = i === 0 ? tip : await lockTip(trx);
-      results.push(await applyInTransaction(trx, block, height, ctx, mempool, layout, unchecked ?? false, lockedTip));
+      results.push(await applyInTransaction(trx, block, height, ctx, mempool, unchecked ?? false, lockedTip));
     }
     return results;
   });
@@ -165,7 +163,6 @@ async function applyInTransaction(
   height: number,
   ctx: WriteContext,
   mempool: boolean,
-  layout: HistoryLayout,
   unchecked: boolean,
   tip: Tip,
 ): Promise<ApplyResult> {
@@ -197,7 +194,7 @@ async function applyInTransaction(
   const sent: Promise<unknown>[] = [written, overwritten];
   try {
     const writes: Promise<unknown>[] = [insertBlocks(trx, [rows]), keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN)];
-    const history = writeHistory(trx, layout, rows.history, historyChunks(rows.history));
+    const history = insertHistory(trx, rows.history);
     sent.push(...writes, history);
     for (const w of sent) w.catch(() => {});
     for (const old of await overwritten) if (old.addr_key !== null) addDelta(rows.balances, old.addr_key, -old.value, -1);

@@ -22,8 +22,7 @@
  */
 import pg from 'pg';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
-import { foldHistory } from './history-build.js';
-import { firstTxNum } from '../../src/db/tx-num.js';
+import { foldHistory, readTipLocked } from './history-build.js';
 import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
@@ -654,15 +653,16 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     await Promise.all(others.map((c) => c.end().catch(() => {})));
   }
   // History buckets (an index with `busy` > 0): the batches wrote every address's entries as
-  // chunk rows; those of the addresses with at most `busy` entries move into their buckets. A
-  // second finish after a crash folds nothing more: what moved has no chunk row left.
+  // chunk rows; those of the blocks not folded yet (the loaded ones, and any the per-block path
+  // left) move into their buckets, up to the tip. A second finish after a crash folds nothing
+  // more: `folded` is at the tip.
   const fold = new PhaseTimer('bulk_finish', deps.phases);
   await onClient(client)
     .transaction()
     .execute(async (trx) => {
       if (deps.guardClient) await deps.guardClient(client);
-      const state = await readBulkState(trx);
-      const f = await foldHistory(trx, firstTxNum((state?.from ?? -1) + 1));
+      // (onto empty buckets, the bulk path loaded most of the chain: the base fits its records)
+      const f = await foldHistory(trx, (await readTipLocked(trx)) + 1, { chooseBase: true });
       if (f.busy === 0) return;
       deps.log.info(f, 'bulk finish: history folded into buckets');
       for (const [step, took] of Object.entries(f.ms)) ms[`history buckets: ${step}`] = took;
@@ -691,7 +691,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     // The bulk path rebuilt balances and emptied the mempool tables: wallets' summaries follow.
     await client.query(RECOMPUTE_WALLET_BALANCES);
   });
-  await client.query('ANALYZE blocks, txs, utxos, balances, history').catch(() => {});
+  await client.query('ANALYZE blocks, txs, utxos, balances, history, history_buckets').catch(() => {});
   deps.log.info({ ms: Math.round(performance.now() - t0), steps: ms }, 'bulk sync finished: indexes built');
 }
 

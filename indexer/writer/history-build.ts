@@ -6,9 +6,11 @@
  * per-block writer then follows on (history-rows.ts).
  * @module
  */
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.js';
 import { uuidHex } from '../../src/db/address-key.js';
 import { bucketOf, buildBase, keyTxNums, RECORD_BYTES, SQL_BUCKETS, withoutKey } from '../../src/db/history-buckets.js';
+import { firstTxNum } from '../../src/db/tx-num.js';
 import { historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { chainIndexSql } from '../../src/db/chain-indexes.js';
 import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
@@ -35,22 +37,36 @@ export type BucketFold = {
 };
 
 /**
- * Folds the chunk rows starting at or above the tx_num `from` into the layout of the params row
- * (nothing at `busy` 0): every address of those rows that has no chunk row below `from` (one that
- * has is busy already, and keeps its rows) and, with its records in its bucket, at most `busy`
- * entries, gets those rows' entries as records prepended to its bucket (they are newer than every
- * record there: the buckets hold the chain below `from`); one with more keeps its rows, and its
- * records, if any, move into chunk rows of CHUNK_ENTRIES below its others (it crossed). Into
- * empty buckets the fold chooses `base` (`opts.base`, else `buildBase` of the records: ~47 a
- * bucket; nothing to fold leaves it). When the moved rows are most of `history`, the table is written anew with what stays
- * (a DELETE would leave their space: the size the buckets are for). Runs in the caller's
- * transaction, which must hold the chain (no block applied or undone meanwhile).
+ * Folds the chunk rows of the blocks from the params row's `folded` up to `toHeight` (exclusive)
+ * into the layout the row says (nothing at `busy` 0), and moves `folded` to `toHeight`. Every
+ * address of those rows without a chunk row below `folded` (one that has is busy, and keeps its
+ * rows) and with at most `busy` entries in all, its bucket's records and its newer chunk rows
+ * counted, gets those rows' entries as records prepended to its bucket (they are newer than every
+ * record there, which are the blocks below `folded`); one with more keeps its rows, and its
+ * records, if any, move into chunk rows of CHUNK_ENTRIES below its others (it crossed). A row
+ * that starts below `toHeight` and ends at or above it (a bulk-merged chunk: the bulk finish folds
+ * to its tip, so only a made-up index has one) keeps its address out of this fold. Into empty
+ * buckets a fold of the whole chain (the bulk finish's, the switch's: `chooseBase`) chooses `base`
+ * (`opts.base`, else `buildBase` of the records: ~47 a bucket; nothing to fold leaves it); the
+ * indexer's folds keep the row's. When the moved rows are most of `history`, the table is written
+ * anew with what stays (a DELETE would leave their space: the size the buckets are for), unless
+ * `rewrite` is false: a reader's snapshot taken before the fold's commit would find the new table
+ * empty, so the indexer's folds, beside a serving API, delete (the space goes to later rows). Runs in
+ * the caller's transaction, which must hold the chain (`chain_tip` locked: no block applied or
+ * undone meanwhile).
  */
-export async function foldHistory(trx: Trx, from: bigint, opts: { base?: number } = {}): Promise<BucketFold> {
+export async function foldHistory(
+  trx: Trx,
+  toHeight: number,
+  opts: { base?: number; chooseBase?: boolean; rewrite?: boolean } = {},
+): Promise<BucketFold> {
   const layout = await readHistoryLayout(trx);
   const ms: Record<string, number> = {};
-  if (layout.busy === 0) return { base: layout.base, busy: 0, records: 0, keys: 0, busyKeys: 0, crossed: 0, rewritten: false, ms };
+  if (layout.busy === 0 || toHeight <= layout.folded)
+    return { base: layout.base, busy: layout.busy, records: 0, keys: 0, busyKeys: 0, crossed: 0, rewritten: false, ms };
   const busy = layout.busy;
+  const from = String(firstTxNum(layout.folded));
+  const to = String(firstTxNum(toHeight));
   let t0 = performance.now();
   const lap = (name: string) => {
     const now = performance.now();
@@ -61,31 +77,41 @@ export async function foldHistory(trx: Trx, from: bigint, opts: { base?: number 
   // finish's index builds sort (maintenance_work_mem, 512 MB).
   await sql`SET LOCAL work_mem = '512MB'`.execute(trx);
   await sql`DROP TABLE IF EXISTS bw_fold`.execute(trx);
+  // n: the entries to fold (rows starting below `to`); all: every entry at or above `from`.
+  const last = `CASE WHEN length(rest) = 0 THEN first_tx_num ELSE ${SQL_HISTORY.txNumAt('rest', 'length(rest) / 8 - 1')} END`;
   await sql`CREATE TEMP TABLE bw_fold ON COMMIT DROP AS
-    SELECT addr_key AS k, sum(1 + length(rest) / 8)::int8 AS n, count(*)::int8 AS rows, 0::int8 AS old
-      FROM history WHERE first_tx_num >= ${String(from)}::int8 GROUP BY addr_key`.execute(trx);
+    SELECT addr_key AS k, coalesce(sum(1 + length(rest) / 8) FILTER (WHERE first_tx_num < ${to}::int8), 0)::int8 AS n,
+           sum(1 + length(rest) / 8)::int8 AS "all", count(*) FILTER (WHERE first_tx_num < ${to}::int8)::int8 AS rows,
+           coalesce(bool_or(first_tx_num < ${to}::int8 AND ${sql.raw(last)} >= ${to}::int8), false) AS straddles,
+           0::int8 AS old, false AS stay
+      FROM history WHERE first_tx_num >= ${from}::int8 GROUP BY addr_key
+    HAVING count(*) FILTER (WHERE first_tx_num < ${to}::int8) > 0`.execute(trx);
   // An address with a chunk row below `from` is busy already.
-  if (from > 0n)
-    await sql`DELETE FROM bw_fold f WHERE EXISTS (SELECT 1 FROM history h WHERE h.addr_key = f.k AND h.first_tx_num < ${String(from)}::int8)`.execute(
+  if (layout.folded > 0)
+    await sql`DELETE FROM bw_fold f WHERE EXISTS (SELECT 1 FROM history h WHERE h.addr_key = f.k AND h.first_tx_num < ${from}::int8)`.execute(
       trx,
     );
   await sql`ANALYZE bw_fold`.execute(trx);
   lap('keys');
   const empty = !(await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx)).rows[0]!.any;
+  // An address's records in its bucket, counted where they could take it past busy (a bucket
+  // with few records enough leaves every address of it under busy, whatever its share).
   if (!empty)
-    await sql`UPDATE bw_fold f SET old = coalesce((SELECT ${sql.raw(SQL_BUCKETS.count('hb.log', SQL_BUCKETS.key8('f.k')))}
+    await sql`UPDATE bw_fold f SET old = coalesce((SELECT CASE WHEN length(hb.log) / ${RECORD_BYTES} + f."all" <= ${busy} THEN 0
+                                                            ELSE ${sql.raw(SQL_BUCKETS.count('hb.log', SQL_BUCKETS.key8('f.k')))} END
                  FROM history_bucket_params hp JOIN history_buckets hb ON hp.id = 1 AND hb.bucket = ${sql.raw(SQL_BUCKETS.bucketOf('f.k', 'hp'))}), 0)`.execute(
       trx,
     );
+  await sql`UPDATE bw_fold SET stay = true WHERE "all" + old <= ${busy} AND NOT straddles`.execute(trx);
   lap('counts');
   const t = await sql<{ stay: string; keys: string; busy_keys: string; stay_rows: string }>`
-    SELECT coalesce(sum(n) FILTER (WHERE n + old <= ${busy}), 0)::text AS stay, count(*)::text AS keys,
-           count(*) FILTER (WHERE n + old > ${busy})::text AS busy_keys,
-           coalesce(sum(rows) FILTER (WHERE n + old <= ${busy}), 0)::text AS stay_rows FROM bw_fold`.execute(trx);
+    SELECT coalesce(sum(n) FILTER (WHERE stay), 0)::text AS stay, count(*)::text AS keys,
+           count(*) FILTER (WHERE "all" + old > ${busy})::text AS busy_keys,
+           coalesce(sum(rows) FILTER (WHERE stay), 0)::text AS stay_rows FROM bw_fold`.execute(trx);
   const stay = Number(t.rows[0]!.stay);
   let base = layout.base;
-  // (into empty buckets with nothing to fold the base stays: the per-block writer fills them)
-  if (empty && (stay > 0 || opts.base !== undefined)) {
+  // (into empty buckets with nothing to fold the base stays: a later fold fills them)
+  if (empty && (opts.base !== undefined || (opts.chooseBase === true && stay > 0))) {
     base = opts.base ?? buildBase(stay);
     await sql`UPDATE history_bucket_params SET base = ${base}, ext = 0, split = 0 WHERE id = 1`.execute(trx);
   }
@@ -103,20 +129,20 @@ export async function foldHistory(trx: Trx, from: bigint, opts: { base?: number 
               FROM (SELECT ${sql.raw(SQL_BUCKETS.bucketOf('h.addr_key', 'hp'))} AS bucket, ${sql.raw(SQL_BUCKETS.key8('h.addr_key'))} AS k8,
                            h.first_tx_num AS f, h.rest AS r
                       FROM history_bucket_params hp
-                      JOIN bw_fold f ON hp.id = 1 AND f.n + f.old <= ${busy}
-                      JOIN history h ON h.addr_key = f.k AND h.first_tx_num >= ${String(from)}::int8
+                      JOIN bw_fold f ON hp.id = 1 AND f.stay
+                      JOIN history h ON h.addr_key = f.k AND h.first_tx_num >= ${from}::int8 AND h.first_tx_num < ${to}::int8
                     OFFSET 0) c
               CROSS JOIN LATERAL generate_series(0, length(c.r) / 8) AS g(i)) r
      GROUP BY bucket
     ON CONFLICT (bucket) DO UPDATE SET log = excluded.log || history_buckets.log`.execute(trx);
   lap('records');
   const rows = Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM history`.execute(trx)).rows[0]!.n);
-  const rewritten = Number(t.rows[0]!.stay_rows) * 2 > rows;
+  const rewritten = opts.rewrite !== false && Number(t.rows[0]!.stay_rows) * 2 > rows;
   if (rewritten) {
     // (the new table has no chain change trigger: the NOTIFY says what it would, src/db/chain-changes.ts)
     await sql`CREATE TABLE bw_history_left (addr_key, first_tx_num, rest) AS
       SELECT h.addr_key, h.first_tx_num, h.rest FROM history h
-       WHERE NOT EXISTS (SELECT 1 FROM bw_fold f WHERE f.k = h.addr_key AND f.n + f.old <= ${busy})
+       WHERE h.first_tx_num >= ${to}::int8 OR NOT EXISTS (SELECT 1 FROM bw_fold f WHERE f.k = h.addr_key AND f.stay)
        ORDER BY h.addr_key, h.first_tx_num`.execute(trx);
     await sql`ALTER TABLE bw_history_left ALTER COLUMN addr_key SET NOT NULL, ALTER COLUMN first_tx_num SET NOT NULL,
       ALTER COLUMN rest SET NOT NULL`.execute(trx);
@@ -125,11 +151,12 @@ export async function foldHistory(trx: Trx, from: bigint, opts: { base?: number 
     for (const s of chainIndexSql('create', ['history'])) await sql.raw(s).execute(trx);
     await sql.raw(`NOTIFY ${CHAIN_CHANNEL}`).execute(trx);
   } else {
-    await sql`DELETE FROM history h USING bw_fold f WHERE f.k = h.addr_key AND f.n + f.old <= ${busy}`.execute(trx);
+    await sql`DELETE FROM history h USING bw_fold f
+               WHERE f.k = h.addr_key AND f.stay AND h.first_tx_num >= ${from}::int8 AND h.first_tx_num < ${to}::int8`.execute(trx);
   }
   lap(rewritten ? 'history rewritten' : 'history deleted');
   const r = await sql<{ records: string }>`
-    UPDATE history_bucket_params SET records = records + ${stay} WHERE id = 1 RETURNING records::text`.execute(trx);
+    UPDATE history_bucket_params SET records = records + ${stay}, folded = ${toHeight} WHERE id = 1 RETURNING records::text`.execute(trx);
   return {
     base,
     busy,
@@ -146,12 +173,12 @@ export async function foldHistory(trx: Trx, from: bigint, opts: { base?: number 
  * The addresses of `bw_fold` with records in their bucket that pass `busy` with the folded rows:
  * their records leave the log and become chunk rows (CHUNK_ENTRIES each, below the folded rows,
  * which all start at or above the fold's `from`). Two addresses of the fold built to share an
- * identity both get its records, as the per-block writer's crossing gives them (they cannot be
- * told apart). Returns how many addresses crossed.
+ * identity both get its records once each (they cannot be told apart). Returns how many
+ * addresses crossed.
  */
 async function moveCrossedKeys(trx: Trx, layout: { base: number; ext: number; split: number; busy: number }): Promise<number> {
   const keys = (
-    await sql<{ k: string }>`SELECT k::text AS k FROM bw_fold WHERE old > 0 AND n + old > ${layout.busy} ORDER BY k`.execute(trx)
+    await sql<{ k: string }>`SELECT k::text AS k FROM bw_fold WHERE old > 0 AND "all" + old > ${layout.busy} ORDER BY k`.execute(trx)
   ).rows.map((r) => r.k);
   if (keys.length === 0) return 0;
   const keyOf = (k: string) => Buffer.from(uuidHex(k), 'hex');
@@ -165,8 +192,9 @@ async function moveCrossedKeys(trx: Trx, layout: { base: number; ext: number; sp
   for (const k of keys) {
     const kb = keyOf(k);
     const b = bucketOf(kb, layout);
-    // (from the log as it was: a second key of the same identity gets the same records)
-    const nums = keyTxNums(logOf.get(b)!, kb).reverse();
+    // (from the log as it was: a second key of the same identity gets the same records; two such
+    // keys in one transaction left the same record twice: once in the chunks)
+    const nums = [...new Set(keyTxNums(logOf.get(b)!, kb))].reverse();
     rows.push(...historyChunks(new Map([[k, nums]])));
     const before = left.get(b) ?? logOf.get(b)!;
     const after = withoutKey(before, kb);
@@ -183,4 +211,42 @@ async function moveCrossedKeys(trx: Trx, layout: { base: number; ext: number; sp
     SELECT * FROM unnest(${uuidArray(rows.map((c) => c.key))}::uuid[], ${rows.map((c) => String(c.first))}::int8[],
                          ${byteaArray(rows.map((c) => restOf(c.entries)))}::bytea[])`.execute(trx);
   return keys.length;
+}
+
+/** Blocks the indexer leaves unfolded below its tip (a reorg this deep undoes chunk rows only). */
+export const FOLD_LAG = 6;
+/** Blocks gathered before an idle indexer folds them (a day of mainnet's). */
+export const FOLD_BLOCKS = 144;
+
+/**
+ * The indexer's fold, when it is due: with history buckets on and at least `every` blocks below
+ * the newest `lag` not folded yet, folds them (`foldHistory` up to `tip − lag + 1`) in one
+ * transaction that locks the chain (a block arriving meanwhile waits for it). Null when not due.
+ * `guard` proves the writer lock first, as every write transaction of the writer does.
+ */
+export async function foldHistoryWhenDue(
+  db: Kysely<Database>,
+  opts: { guard?: (trx: Trx) => Promise<void>; lag?: number; every?: number } = {},
+): Promise<BucketFold | null> {
+  const lag = opts.lag ?? FOLD_LAG;
+  const every = opts.every ?? FOLD_BLOCKS;
+  const due = (tip: number, p: { busy: number; folded: number }) => p.busy > 0 && tip - lag + 1 - p.folded >= every;
+  // (read without a lock first: an idle indexer asks after every applied block)
+  const peek = await sql<{ height: number; busy: number; folded: number }>`
+    SELECT t.height, p.busy, p.folded FROM chain_tip t, history_bucket_params p WHERE t.id = 1 AND p.id = 1`.execute(db);
+  const now = peek.rows[0];
+  if (!now || !due(now.height, now)) return null;
+  return db.transaction().execute(async (trx) => {
+    if (opts.guard) await opts.guard(trx);
+    const tip = await readTipLocked(trx);
+    const layout = await readHistoryLayout(trx);
+    if (!due(tip, layout)) return null;
+    return foldHistory(trx, tip - lag + 1, { rewrite: false });
+  });
+}
+
+/** The tip's height, its row locked (the chain lock every write of the chain takes). */
+export async function readTipLocked(trx: Trx): Promise<number> {
+  const r = await sql<{ height: number }>`SELECT height FROM chain_tip WHERE id = 1 FOR UPDATE`.execute(trx);
+  return r.rows[0]!.height;
 }

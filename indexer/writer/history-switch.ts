@@ -8,18 +8,28 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { FatalError } from '../../src/errors.js';
 import { bulkActive } from './bulk.js';
-import { foldHistory, type BucketFold } from './history-build.js';
+import { foldHistory, readTipLocked, type BucketFold } from './history-build.js';
 import { readHistoryLayout } from './history-rows.js';
+import type { Trx } from './chain-rows.js';
 
 /**
  * Moves an index whose history is all in chunk rows (`busy` 0, buckets empty) to `busy`: sets it,
- * then folds every chunk row (`foldHistory` from tx_num 0). One transaction under the chain lock
- * (`chain_tip` row), so the per-block writer waits.
+ * then folds every chunk row (`foldHistory` from height 0 to the tip), deleting the folded rows
+ * (a reader's snapshot from before the commit still finds them: the table is not replaced), then,
+ * after the commit, `VACUUM (FULL, ANALYZE) history` gives their space back (it keeps every row's
+ * visibility) and `ANALYZE history_buckets`. One transaction under the chain lock (`chain_tip`
+ * row), so the per-block writer waits; `guard` proves the writer lock in it. `base` (the bucket
+ * count's bits) only for an index with blocks: into an empty one the first import's finish
+ * chooses it from the records it folds.
  */
-export async function buildHistoryBuckets(db: Kysely<Database>, opts: { busy: number; base?: number }): Promise<BucketFold> {
+export async function buildHistoryBuckets(
+  db: Kysely<Database>,
+  opts: { busy: number; base?: number; guard?: (trx: Trx) => Promise<void> },
+): Promise<BucketFold> {
   if (!Number.isInteger(opts.busy) || opts.busy < 1) throw new RangeError(`busy must be a positive integer, got ${opts.busy}`);
-  return db.transaction().execute(async (trx) => {
-    await sql`SELECT 1 FROM chain_tip WHERE id = 1 FOR UPDATE`.execute(trx);
+  const fold = await db.transaction().execute(async (trx) => {
+    if (opts.guard) await opts.guard(trx);
+    const tip = await readTipLocked(trx);
     const now = await readHistoryLayout(trx);
     const filled = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx);
     if (await bulkActive(trx)) throw new FatalError('ERR_INDEX_LAYOUT', 'a bulk sync is under way: let it finish first');
@@ -28,7 +38,17 @@ export async function buildHistoryBuckets(db: Kysely<Database>, opts: { busy: nu
         'ERR_INDEX_LAYOUT',
         `the history buckets are on already (busy ${now.busy}): build them into an index with busy 0 only`,
       );
-    await sql`UPDATE history_bucket_params SET busy = ${opts.busy} WHERE id = 1`.execute(trx);
-    return foldHistory(trx, 0n, opts.base === undefined ? {} : { base: opts.base });
+    if (tip < 0 && opts.base !== undefined)
+      throw new FatalError(
+        'ERR_INDEX_LAYOUT',
+        'the index is empty: the first import or sync chooses the bucket count from the records it folds (switch on without a base)',
+      );
+    await sql`UPDATE history_bucket_params SET busy = ${opts.busy}, folded = 0 WHERE id = 1`.execute(trx);
+    return foldHistory(trx, tip + 1, { rewrite: false, ...(opts.base === undefined ? { chooseBase: true } : { base: opts.base }) });
   });
+  if (fold.keys > 0) {
+    await sql`VACUUM (FULL, ANALYZE) history`.execute(db);
+    await sql`ANALYZE history_buckets`.execute(db);
+  }
+  return fold;
 }

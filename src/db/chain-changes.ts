@@ -2,8 +2,10 @@
  * The notification channel of chain changes: every statement that writes a table a transaction
  * lookup's answer or a held history page is read from (`txs`, `blocks`, `history`,
  * `mempool_spends`, `asset_txs`, `chain_tip`) sends `NOTIFY blockwire_chain` through a statement
- * trigger (migration 0019), delivered when its transaction commits. The bulk sync's finish
- * replaces `utxos` and `history` with new tables (without the trigger) and notifies itself; every
+ * trigger (migration 0019; `history_buckets` too, 0059), delivered when its transaction commits.
+ * The bulk sync's finish replaces `utxos` and `history` with new tables (without the trigger) and
+ * notifies itself, as its history fold does when it writes `history` anew
+ * (indexer/writer/history-build.ts; the fold's other writes fire the buckets' trigger); every
  * other write of `utxos` (no trigger) is part of a block applied, undone or loaded, whose
  * transaction also writes `chain_tip` or `txs`. A process that LISTENs on it and has seen
  * no notification since it read an answer knows those tables still give that answer.

@@ -3,11 +3,12 @@
  * address's history goes through (docs/lean-layout.md "Building the history buckets: the plan").
  * An address's entries are in one of two places: `history` chunk rows (`(addr_key, first_tx_num)
  * → rest`, one chunk holding `1 + length(rest) / 8` entries: the busy addresses) or the records of
- * its bucket in `history_buckets` (src/db/history-buckets.ts: the others). Every fragment here
- * reads both in one statement (an address is in exactly one of them, so the two parts never
- * repeat an entry), the bucket through the params row joined in the same statement: a reader never
- * combines one state's bucket bits with another's rows. (The writer does not fill the buckets
- * yet: every address is still in `history`, and the bucket part finds nothing.)
+ * its bucket in `history_buckets` (src/db/history-buckets.ts: the others, for the blocks the
+ * fold has taken; their newer entries are chunk rows until the next fold,
+ * indexer/writer/history-build.ts). Every fragment here reads both in one statement (an entry
+ * is in one of them: the fold moves rows into records in one transaction), the bucket through the
+ * params row joined in the same statement: a reader never combines one state's bucket bits with
+ * another's rows.
  *
  * Each fragment takes the key as SQL (a uuid column reference such as `sql.ref('wa.addr_key')`, or
  * a bind parameter) and answers a correlated subquery, so a statement that reads many keys keeps
@@ -79,8 +80,9 @@ export function sqlHistoryTouched(key: RawBuilder<unknown>, lo: RawBuilder<unkno
  * test/integration/api/api-db.test.ts holds the statement to it), and the bucket's records of
  * the key in the log's order (newest first), under its own. The chunks' `LIMIT` is exact: each
  * chunk below the bound gives at least one entry. The two parts, at most `limit` rows each, are
- * merged newest first: an address is in one of them, but an identity built to be shared by a busy
- * address and a bucket one is in both, and its pages must not depend on their size.
+ * merged newest first: an address's older entries are in its bucket and its newer ones in chunk
+ * rows until the next fold, and an identity built to be shared by a busy address and a bucket one
+ * is in both; its pages must not depend on their size.
  *
  * The arguments are SQL text (column references of the enclosing statement, as SQL_HISTORY's
  * are), never values: the fragment is one piece of text, built once by its caller (a page's
@@ -113,18 +115,22 @@ export function sqlHistoryPageEntries(p: { key: string; bound: string; limit: st
  * SQL (int8, NULL when the key has no more than `skip` entries): the exclusive tx_num bound below
  * which the key's entries after its `skip` newest lie (its `skip`-th newest entry, 0-based, + 1;
  * `skip` ≥ 0). Chunk sizes come from their lengths: only the chunk the skip ends in is read whole;
- * a bucket key's records are scanned in the log's order.
+ * past the key's chunk entries, its records in its bucket are scanned in the log's order (the
+ * fold moves an address's oldest entries into its bucket: its records are older than its chunk
+ * entries).
  */
 export function sqlHistorySkip(key: RawBuilder<unknown>, skip: RawBuilder<unknown>): RawBuilder<bigint | null> {
+  // (the key's entries in chunk rows: its records in its bucket are older, the fold's order)
+  const chunked = sql`(SELECT coalesce(sum(1 + length(rest)::int8 / 8), 0) FROM history WHERE addr_key = ${key})`;
   return sql`coalesce((SELECT ${sqlEntryAt(CHUNK_ENTRIES_OF('h'), sql`(c.size - 1 - (${skip}::int8 - (c.cum - c.size)))::int4`)} + 1
       FROM (SELECT f, size, cum FROM (SELECT first_tx_num AS f, 1 + length(rest)::int8 / 8 AS size,
                                              sum(1 + length(rest)::int8 / 8) OVER (ORDER BY first_tx_num DESC) AS cum
                                         FROM history WHERE addr_key = ${key}) w
              WHERE cum > ${skip}::int8 ORDER BY f DESC LIMIT 1) c
       JOIN history h ON h.addr_key = ${key} AND h.first_tx_num = c.f),
-    (SELECT t.tx_num + 1 FROM (SELECT ${key}::uuid AS k, ${skip}::int8 AS skip) hk CROSS JOIN ${sql.raw(BUCKET_OF('hk.k'))}
+    (SELECT t.tx_num + 1 FROM (SELECT ${key}::uuid AS k, ${skip}::int8 - ${chunked} AS skip) hk CROSS JOIN ${sql.raw(BUCKET_OF('hk.k'))}
        CROSS JOIN LATERAL (${sql.raw(SQL_BUCKETS.txNums('hb.log', K8, '9223372036854775807', 'hk.skip + 1'))}) t
-      OFFSET ${skip}::int8 LIMIT 1))`;
+      OFFSET greatest(${skip}::int8 - ${chunked}, 0) LIMIT 1))`;
 }
 
 /**
@@ -162,7 +168,8 @@ export async function readHistoryPlaces(
   // The join gives a key's chunks in that order when it reads them through history_pkey or from
   // rows appended block by block; a key whose chunks came otherwise has its entries sorted
   // (Postgres sorting every row would carry the chunks' bytes through its sort), as has one with
-  // entries in both places (two keys of one identity in the bucket table: docs/lean-layout.md).
+  // entries in both places (its older ones folded into its bucket, or two keys of one identity in
+  // the bucket table: docs/lean-layout.md).
   const last = new Array<bigint>(keys.length).fill(-1n);
   const unsorted = new Set<number>();
   for (const c of r.rows) {

@@ -88,6 +88,8 @@ export interface HistoryBucketParamsTable {
   busy: number;
   /** Records in the buckets. */
   records: bigint;
+  /** The blocks below it are folded: their entries of addresses with at most `busy` are in buckets (0060_history_fold). */
+  folded: number;
 }
 
 export interface MempoolTxsTable {

@@ -15,6 +15,7 @@ import { bucketOf, keyTxNums, mergeLogs, recordsOf } from '../../src/db/history-
 import { CHUNK_ENTRIES, encodeHistoryChunk } from '../../src/db/history-entries.js';
 import { sqlHistorySkip } from '../../src/db/history-reads.js';
 import type { Database } from '../../src/db/schema.js';
+import { foldHistory, readTipLocked } from '../../indexer/writer/history-build.js';
 import { txNumHeight } from '../../src/db/tx-num.js';
 
 /** Where the entries go: chunks cut block by block (the per-block path) or as the bulk finish, or the key's bucket. */
@@ -70,4 +71,9 @@ async function seedBucket(db: Kysely<Database>, key: string, nums: readonly bigi
       ON CONFLICT (bucket) DO UPDATE SET log = excluded.log`.execute(trx);
     await sql`UPDATE history_bucket_params SET records = records + ${nums.length} WHERE id = 1`.execute(trx);
   });
+}
+
+/** Folds every block up to the tip into the history buckets, as an idle indexer folds them (nothing at `busy` 0). */
+export async function foldAllHistory(db: Kysely<Database>): Promise<void> {
+  await db.transaction().execute(async (trx) => foldHistory(trx, (await readTipLocked(trx)) + 1));
 }

@@ -358,6 +358,8 @@ describe('an address kept in its bucket', () => {
   };
   const inChunks: Record<string, string> = {};
   const inBucket: Record<string, string> = {};
+  /** The older half in the bucket, the newer in chunk rows: a fold's work, with blocks since. */
+  const inBoth: Record<string, string> = {};
   const asc = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 
   beforeAll(async () => {
@@ -371,6 +373,10 @@ describe('an address kept in its bucket', () => {
       inBucket[name] = randomUUID();
       await seedHistory(t.db, inChunks[name]!, nums);
       await seedHistory(t.db, inBucket[name]!, nums, 'bucket');
+      inBoth[name] = randomUUID();
+      const half = Math.ceil(nums.length / 2);
+      await seedHistory(t.db, inBoth[name]!, nums.slice(0, half), 'bucket');
+      await seedHistory(t.db, inBoth[name]!, nums.slice(half));
     }
     for (let i = 0; i < 60; i++)
       await seedHistory(
@@ -385,10 +391,10 @@ describe('an address kept in its bucket', () => {
     expect(Number(b.rows[0]!.big)).toBeGreaterThan(1_100);
   });
 
-  const pair = (name: string) => [inChunks[name]!, inBucket[name]!] as const;
+  const pair = (name: string) => [inChunks[name]!, inBucket[name]!, inBoth[name]!] as const;
 
   it('has, counts and every entry as in chunks; read together with chunk keys', async () => {
-    const all = [...Object.values(inChunks), ...Object.values(inBucket), randomUUID()];
+    const all = [...Object.values(inChunks), ...Object.values(inBucket), ...Object.values(inBoth), randomUUID()];
     const r = await sql<{ k: string; has: boolean; none: boolean; n: string }>`
       SELECT q.k::text AS k, ${sqlHasHistory(sql.ref('q.k'))} AS has, ${sqlHasNoHistory(sql.ref('q.k'))} AS none,
              ${sqlHistoryCount(sql.ref('q.k'))}::text AS n
@@ -434,6 +440,7 @@ describe('an address kept in its bucket', () => {
         .filter((name) => LISTS[name]!.some((n) => n >= firstTxNum(from) && n < firstTxNum(to + 1)))
         .sort();
       expect(await touched(inBucket), `${from}..${to}`).toEqual(expected);
+      expect(await touched(inBoth), `both ${from}..${to}`).toEqual(expected);
       expect([...(await keysTouchedByBlocks(t.db, Object.values(inBucket), from, to))].sort()).toEqual(
         expected.map((name) => inBucket[name]!).sort(),
       );
@@ -453,6 +460,7 @@ describe('an address kept in its bucket', () => {
           // (a made-up hint names no chunk of a bucket key)
           expect((await page(inBucket[name]!, bound, limit, { first: 0n, index: 3 }).execute(t.db)).rows).toEqual(got);
           expect((await page(inChunks[name]!, bound, limit, null).execute(t.db)).rows.map((p) => p.n)).toEqual(expected);
+          expect((await page(inBoth[name]!, bound, limit, null).execute(t.db)).rows.map((p) => p.n)).toEqual(expected);
           cases++;
         }
     }

@@ -77,7 +77,8 @@ describe('migrations', () => {
   it('0059_history_buckets: the params row and its checks; down only while the buckets are empty', async () => {
     const m = migrations['0059_history_buckets']!;
     const p = await t.db.selectFrom('history_bucket_params').selectAll().execute();
-    expect(p).toEqual([{ id: 1, base: 16, ext: 0, split: 0, busy: 0, records: 0n }]);
+    expect(p).toEqual([{ id: 1, base: 16, ext: 0, split: 0, busy: 0, records: 0n, folded: 0 }]);
+    await expect(sql`UPDATE history_bucket_params SET folded = -1 WHERE id = 1`.execute(t.db)).rejects.toThrow(/check/);
     await expect(sql`INSERT INTO history_bucket_params VALUES (2, 16, 0, 0, 100, 0)`.execute(t.db)).rejects.toThrow(/check/);
     await expect(sql`UPDATE history_bucket_params SET ext = 16 WHERE id = 1`.execute(t.db)).rejects.toThrow(/check/);
     // A split bucket is looked up with ext + 1 bits: they must fit, and split stays below 2^(base + ext).
@@ -97,6 +98,13 @@ describe('migrations', () => {
     await expect(sql`SELECT bw_hist_tx(1)`.execute(t.db)).rejects.toThrow(/does not exist/);
     await m.up(t.db);
     expect(await tables(t)).toEqual(expect.arrayContaining(['history_buckets', 'history_bucket_params']));
+    // (0060's column, which 0059's down took with the table)
+    await migrations['0060_history_fold']!.up(t.db);
+    const fold = migrations['0060_history_fold']!;
+    await fold.down!(t.db);
+    await expect(sql`SELECT folded FROM history_bucket_params`.execute(t.db)).rejects.toThrow(/does not exist/);
+    await fold.up(t.db);
+    expect((await sql<{ folded: number }>`SELECT folded FROM history_bucket_params`.execute(t.db)).rows).toEqual([{ folded: 0 }]);
   });
 
   it('refuses a database that is ahead of the code', async () => {

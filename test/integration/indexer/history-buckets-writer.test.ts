@@ -1,18 +1,19 @@
 /**
- * The per-block writer's history in buckets (indexer/writer/history-rows.ts) on regtest-chain-a,
- * with a small `busy` and base 2 (four buckets mixing every address): indexed through the
- * fixture's reorgs, block by block along the final chain, and in turns of several blocks, every
- * address's history equals the index that keeps all of it in chunks (`busy` 0), and so do the
- * script-hash histories Electrum answers; an address is in `history` exactly when it has more
- * than `busy` entries; the logs and chunk rows are byte for byte the same whatever way the chain
- * was applied (a log is a function of the chain), and the Electrum tracker finds the keys the
- * last blocks touched as in chunks; the params row counts the records. `busy` is chosen so that
- * an address crosses into chunks in the chain's last block: undoing that block moves it back and
- * gives the logs and chunks of an index that never saw the block, and applying it again the
- * logs before the undo. Built from the chunk index (`buildHistoryBuckets`), the same logs and
- * histories, and the writer follows on from it. The bulk path onto such an index (from the
- * middle of the chain, the crossing address among its blocks) gives the same logs and histories,
- * and into an empty one chooses the bucket count from its records.
+ * History buckets on regtest-chain-a, with a small `busy` and base 2 (four buckets mixing every
+ * address): blocks applied through the fixture's reorgs, block by block along the final chain,
+ * in turns of several blocks, and folding as they go (every 5 blocks, the newest 2 left, as an idle
+ * indexer folds: indexer/writer/history-build.ts). Before a fold every address is in chunk rows,
+ * as without buckets; folded in part, every reader (whole histories, script-hash histories, the
+ * Electrum tracker's touched keys) reads both places as the chunk index; folded, every address's
+ * history equals the chunk index's, an address is in `history` exactly when it has more than
+ * `busy` entries, and the logs and chunk rows are byte for byte the same whatever way the chain
+ * was applied and folded (a log is a function of the chain); the params row counts the records.
+ * `busy` is chosen so that an address crosses into chunks in the chain's last block: undoing that
+ * block once folded gives the histories of a chain without it, and applying and folding it again
+ * the rows before. Built from the chunk index (`buildHistoryBuckets`), the same logs and
+ * histories, and the writer follows on from it. The bulk path onto such an index (from the middle
+ * of the chain, the crossing address among its blocks) gives the same logs and histories, and
+ * into an empty one chooses the bucket count from its records.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
@@ -21,6 +22,8 @@ import { describeFixtures } from '../../support/fixtures.js';
 import { FixtureChain, indexChainA, loadChainA, type ChainA } from '../../support/chain-fixture.js';
 import { applyBlocks, undoBlock } from '../../../indexer/writer/apply.js';
 import { buildHistoryBuckets } from '../../../indexer/writer/history-switch.js';
+import { foldHistory, foldHistoryWhenDue, readTipLocked } from '../../../indexer/writer/history-build.js';
+import { readHistoryLayout } from '../../../indexer/writer/history-rows.js';
 import { runBulk } from '../../../indexer/writer/bulk.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
@@ -33,7 +36,7 @@ import type { Database } from '../../../src/db/schema.js';
 import { firstTxNum } from '../../../src/db/tx-num.js';
 import { silentLogger } from '../../../src/log.js';
 
-describeFixtures('history buckets written block by block', () => {
+describeFixtures('history buckets: written block by block, folded', () => {
   let chain: ChainA;
   let tip: number;
   let busy: number;
@@ -45,6 +48,8 @@ describeFixtures('history buckets written block by block', () => {
   let reorged: TestDatabase;
   let byBlock: TestDatabase;
   let inTurns: TestDatabase;
+  /** Folds as it goes: every 5 blocks, the newest 2 left, as an idle indexer folds them. */
+  let folding: TestDatabase;
 
   const open = async (b: number) => {
     const t = await createMigratedDatabase('hbw');
@@ -53,14 +58,18 @@ describeFixtures('history buckets written block by block', () => {
     return t;
   };
   const blockAt = (h: number) => ({ block: decodeBlock(chain.blocks.get(chain.main[h]!)!.raw), height: h });
-  /** Applies the final chain's blocks 0..upTo, `turn` blocks a call. */
-  const applyMain = async (db: Kysely<Database>, upTo: number, turn = 1) => {
+  /** Applies the final chain's blocks 0..upTo, `turn` blocks a call, then `after` (a due fold). */
+  const applyMain = async (db: Kysely<Database>, upTo: number, turn = 1, after?: () => Promise<unknown>) => {
     for (let h = 0; h <= upTo; h += turn) {
       const blocks = Array.from({ length: Math.min(turn, upTo + 1 - h) }, (_, i) => blockAt(h + i));
       const r = await applyBlocks(db, blocks);
       expect(r.map((x) => x.kind)).toEqual(blocks.map(() => 'applied'));
+      await after?.();
     }
   };
+  /** Folds every block up to the tip, or below `toHeight`. */
+  const fold = (db: Kysely<Database>, toHeight?: number) =>
+    db.transaction().execute(async (trx) => foldHistory(trx, toHeight ?? (await readTipLocked(trx)) + 1));
   const logs = async (db: Kysely<Database>) =>
     (await sql<{ bucket: number; log: string }>`SELECT bucket, encode(log, 'hex') AS log FROM history_buckets ORDER BY bucket`.execute(db))
       .rows;
@@ -76,6 +85,9 @@ describeFixtures('history buckets written block by block', () => {
              (SELECT records FROM history_bucket_params)::text AS counted`.execute(db);
     return r.rows[0]!;
   };
+  const inChunks = async (db: Kysely<Database>) =>
+    new Set((await sql<{ k: string }>`SELECT DISTINCT addr_key::text AS k FROM history`.execute(db)).rows.map((r) => r.k));
+  const refs = () => Object.keys(chain.expected.addresses).map((a) => scriptRef(sha256(addressToScript(a, 'regtest'))));
 
   beforeAll(async () => {
     chain = loadChainA();
@@ -102,63 +114,83 @@ describeFixtures('history buckets written block by block', () => {
     await applyMain(byBlock.db, tip);
     inTurns = await open(busy);
     await applyMain(inTurns.db, tip, 7);
+    folding = await open(busy);
+    await applyMain(folding.db, tip, 1, () => foldHistoryWhenDue(folding.db, { lag: 2, every: 5 }));
   }, 240_000);
   afterAll(async () => {
     for (const t of dbs) await t.drop();
   });
 
-  it('the same histories as in chunks, each address in the place its count says, the same logs however applied', async () => {
+  it('before the fold every address is in chunk rows; folded in part, the readers read both places as the chunk index', async () => {
     const expected = await readHistoryEntries(chunked.db, keys);
-    for (const t of [reorged, byBlock, inTurns]) expect(await readHistoryEntries(t.db, keys)).toEqual(expected);
+    expect(await logs(byBlock.db)).toEqual([]);
+    expect(await chunks(byBlock.db)).toEqual(await chunks(chunked.db));
+    // The folding index folded as it went: the newest blocks are chunk rows, the rest in buckets.
+    const p = await readHistoryLayout(folding.db);
+    expect(p.folded).toBeGreaterThan(tip - 7);
+    expect(p.folded).toBeLessThanOrEqual(tip - 1);
+    expect((await logs(folding.db)).length).toBe(4);
+    const both = keys.filter((k, i) => expected[i]!.length <= busy && expected[i]!.some((n) => n >= firstTxNum(p.folded)));
+    expect(both.length).toBeGreaterThan(0);
+    expect(await readHistoryEntries(folding.db, keys)).toEqual(expected);
+    expect(await readScriptHistories(folding.db, refs(), 10_000)).toEqual(await readScriptHistories(chunked.db, refs(), 10_000));
+    for (const from of [tip, tip - 3, p.folded - 2])
+      expect(await keysTouchedByBlocks(folding.db, keys, from, tip), `${from}`).toEqual(
+        await keysTouchedByBlocks(chunked.db, keys, from, tip),
+      );
+    const r = await records(folding.db);
+    expect(Number(r.counted)).toBe(Number(r.n));
+  });
+
+  it('folded: the same histories as in chunks, each address in the place its count says, the same logs however applied and folded', async () => {
+    for (const t of [reorged, byBlock, inTurns, folding]) await fold(t.db);
+    const expected = await readHistoryEntries(chunked.db, keys);
+    for (const t of [reorged, byBlock, inTurns, folding]) expect(await readHistoryEntries(t.db, keys)).toEqual(expected);
     // In chunks exactly the addresses with more than busy entries; the others in their buckets.
-    const inChunks = new Set(
-      (await sql<{ k: string }>`SELECT DISTINCT addr_key::text AS k FROM history`.execute(reorged.db)).rows.map((r) => r.k),
-    );
-    expect(inChunks.size).toBeGreaterThan(0);
-    keys.forEach((k, i) => expect(inChunks.has(k), k).toBe(expected[i]!.length > busy));
+    const place = await inChunks(reorged.db);
+    expect(place.size).toBeGreaterThan(0);
+    keys.forEach((k, i) => expect(place.has(k), k).toBe(expected[i]!.length > busy));
     const l = await logs(reorged.db);
     expect(l.length).toBe(4);
     for (const { log } of l) for (const n of keyCounts(Buffer.from(log, 'hex')).values()) expect(n).toBeLessThanOrEqual(busy);
-    expect(await logs(byBlock.db)).toEqual(l);
-    expect(await logs(inTurns.db)).toEqual(l);
-    // The chunk rows too: a crossing address's entries before the block, then the block's own.
-    expect(await chunks(byBlock.db)).toEqual(await chunks(reorged.db));
-    expect(await chunks(inTurns.db)).toEqual(await chunks(reorged.db));
-    // What the Electrum tracker asks of the last blocks (the crossing one among them): as in chunks.
+    for (const t of [byBlock, inTurns, folding]) expect(await logs(t.db)).toEqual(l);
+    expect(await chunks(inTurns.db)).toEqual(await chunks(byBlock.db));
+    expect(await chunks(reorged.db)).toEqual(await chunks(byBlock.db));
     for (const from of [tip, tip - 3])
-      for (const t of [reorged, byBlock, inTurns])
+      for (const t of [reorged, folding])
         expect(await keysTouchedByBlocks(t.db, keys, from, tip), `${from}`).toEqual(await keysTouchedByBlocks(chunked.db, keys, from, tip));
     expect(await keysTouchedByBlocks(reorged.db, [crosser], tip, tip)).toEqual(new Set([crosser]));
-    for (const t of [reorged, byBlock, inTurns]) {
+    for (const t of [reorged, byBlock, inTurns, folding]) {
       const r = await records(t.db);
       expect(Number(r.counted)).toBe(Number(r.n));
     }
     // The script-hash histories (Electrum's) are the chunk index's.
-    const refs = Object.keys(chain.expected.addresses).map((a) => scriptRef(sha256(addressToScript(a, 'regtest'))));
-    expect(await readScriptHistories(reorged.db, refs, 10_000)).toEqual(await readScriptHistories(chunked.db, refs, 10_000));
+    expect(await readScriptHistories(reorged.db, refs(), 10_000)).toEqual(await readScriptHistories(chunked.db, refs(), 10_000));
+    // Nothing more to fold: the same.
+    expect((await fold(byBlock.db)).keys).toBe(0);
+    expect(await logs(byBlock.db)).toEqual(l);
   });
 
-  it('undoing the block an address crossed in moves it back: the index of a chain without the block; applied again, the same', async () => {
+  it('undoing a folded block (the one an address crossed in): the histories of a chain without it; applied and folded again, the same rows', async () => {
     const before = { logs: await logs(byBlock.db), chunks: await chunks(byBlock.db) };
-    const has = async (db: Kysely<Database>) =>
-      Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM history WHERE addr_key = ${crosser}::uuid`.execute(db)).rows[0]!.n);
-    expect(await has(byBlock.db)).toBeGreaterThan(0);
+    expect((await inChunks(byBlock.db)).has(crosser)).toBe(true);
+    expect((await readHistoryLayout(byBlock.db)).folded).toBe(tip + 1);
     const node = new FixtureChain(chain.blocks.values());
     expect((await undoBlock(byBlock.db, tip, node)).kind).toBe('undone');
-    expect(await has(byBlock.db)).toBe(0);
+    expect((await readHistoryLayout(byBlock.db)).folded).toBe(tip);
     const without = await open(busy);
     await applyMain(without.db, tip - 1);
-    expect(await logs(byBlock.db)).toEqual(await logs(without.db));
-    expect(await chunks(byBlock.db)).toEqual(await chunks(without.db));
+    expect(await readHistoryEntries(byBlock.db, keys)).toEqual(await readHistoryEntries(without.db, keys));
     const r = await records(byBlock.db);
     expect(Number(r.counted)).toBe(Number(r.n));
     expect((await applyBlocks(byBlock.db, [blockAt(tip)])).map((x) => x.kind)).toEqual(['applied']);
+    await fold(byBlock.db);
     expect({ logs: await logs(byBlock.db), chunks: await chunks(byBlock.db) }).toEqual(before);
     const again = await records(byBlock.db);
     expect(Number(again.counted)).toBe(Number(again.n));
   });
 
-  it("built from the chunk index: the writer's logs and histories; the writer follows on from it", async () => {
+  it("built from the chunk index: the fold's logs and histories; the writer follows on from it", async () => {
     const built = await open(0);
     await indexChainA(built.db);
     const chunkRows = await chunks(built.db);
@@ -174,12 +206,13 @@ describeFixtures('history buckets written block by block', () => {
     const r = await records(built.db);
     expect(Number(r.counted)).toBe(Number(r.n));
     expect(Number(r.n)).toBe(b.records);
-    // The writer takes over: the last block undone and applied again.
+    // The writer takes over: the last block undone, applied again and folded.
     const node = new FixtureChain(chain.blocks.values());
     expect((await undoBlock(built.db, tip, node)).kind).toBe('undone');
     expect((await applyBlocks(built.db, [blockAt(tip)])).map((x) => x.kind)).toEqual(['applied']);
-    expect(await logs(built.db)).toEqual(await logs(reorged.db));
     expect(await readHistoryEntries(built.db, keys)).toEqual(await readHistoryEntries(chunked.db, keys));
+    await fold(built.db);
+    expect(await logs(built.db)).toEqual(await logs(reorged.db));
     // Once only, and onto an index with busy 0 only.
     await expect(buildHistoryBuckets(built.db, { busy })).rejects.toThrow(/on already/);
   });
@@ -197,9 +230,6 @@ describeFixtures('history buckets written block by block', () => {
       (from) => createPrefetcher(mainNode(), 8).feed(from, target),
       target,
     );
-  const inChunks = async (db: Kysely<Database>) =>
-    new Set((await sql<{ k: string }>`SELECT DISTINCT addr_key::text AS k FROM history`.execute(db)).rows.map((r) => r.k));
-
   it('bulk-loaded onto buckets (the crossing address among its blocks): the logs and histories of the block-by-block index', async () => {
     // Up to k block by block (the crossing address has records in its bucket by then), the rest in bulk.
     const crosserEntries = (await readHistoryEntries(chunked.db, [crosser]))[0]!;
@@ -207,7 +237,10 @@ describeFixtures('history buckets written block by block', () => {
     const k = Math.min(tip - 1, Math.max(firstHeight, tip - 20));
     const t = await open(busy);
     await applyMain(t.db, k);
-    expect((await readHistoryEntries(t.db, [crosser]))[0]!.length).toBeLessThanOrEqual(busy);
+    await fold(t.db);
+    const atK = (await readHistoryEntries(t.db, [crosser]))[0]!.length;
+    expect(atK).toBeGreaterThanOrEqual(1);
+    expect(atK).toBeLessThanOrEqual(busy);
     expect((await inChunks(t.db)).has(crosser)).toBe(false);
     const r = await bulkTo(t, tip);
     expect(r.tip).toBe(tip);
@@ -219,9 +252,10 @@ describeFixtures('history buckets written block by block', () => {
     expect(place.has(crosser)).toBe(true);
     const c = await records(t.db);
     expect(Number(c.counted)).toBe(Number(c.n));
-    // The writer follows on: the last block (bulk-loaded) undone and applied again.
+    // The writer follows on: the last block (bulk-loaded) undone, applied again and folded.
     expect((await undoBlock(t.db, tip, mainNode())).kind).toBe('undone');
     expect((await applyBlocks(t.db, [blockAt(tip)])).map((x) => x.kind)).toEqual(['applied']);
+    await fold(t.db);
     expect(await logs(t.db)).toEqual(await logs(byBlock.db));
     expect(await readHistoryEntries(t.db, keys)).toEqual(expected);
   });
@@ -242,7 +276,6 @@ describeFixtures('history buckets written block by block', () => {
     const c = await records(t.db);
     expect(Number(c.counted)).toBe(Number(c.n));
     // The script-hash histories (Electrum's) are the chunk index's.
-    const refs = Object.keys(chain.expected.addresses).map((a) => scriptRef(sha256(addressToScript(a, 'regtest'))));
-    expect(await readScriptHistories(t.db, refs, 10_000)).toEqual(await readScriptHistories(chunked.db, refs, 10_000));
+    expect(await readScriptHistories(t.db, refs(), 10_000)).toEqual(await readScriptHistories(chunked.db, refs(), 10_000));
   });
 });

@@ -21,6 +21,7 @@ import { createMigratedDatabase, createTestDatabase, type TestDatabase } from '.
 import { describeFixtures, projectRoot } from '../../support/fixtures.js';
 import { loadMainnet600 } from '../../support/chain-fixture.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
+import { foldAllHistory } from '../../support/history-rows.js';
 
 const run = promisify(execFile);
 
@@ -92,6 +93,11 @@ describeFixtures('blockwire import', () => {
       code: 2,
       stderr: expect.stringContaining('--busy must be'),
     });
+    // (an empty index's bucket count is the first import's to choose)
+    await expect(cli('history-buckets', '--busy', '2', '--base', '5')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('the index is empty'),
+    });
     const on = await cli('history-buckets', '--busy', '2');
     expect(on.stdout).toMatch(/^history buckets on: busy 2, base 16; 0 records/);
     await expect(cli('history-buckets', '--busy', '3')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('on already') });
@@ -99,6 +105,7 @@ describeFixtures('blockwire import', () => {
     expect(stdout).toMatch(/^imported 600 blocks/);
     await sql`UPDATE history_bucket_params SET busy = 2 WHERE id = 1`.execute(ref.db);
     for (const b of loadMainnet600()) expect((await applyBlock(ref.db, decodeBlock(b.raw), b.height)).kind).toBe('applied');
+    await foldAllHistory(ref.db);
     const snap = await snapshotIndex(imported.db);
     expect(snap).toEqual(await snapshotIndex(ref.db));
     // Most addresses are in their buckets, the busy ones in chunk rows.

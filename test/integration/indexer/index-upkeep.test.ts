@@ -4,7 +4,9 @@
  * the index are the same before and after), leave the list empty, and a missing index (a bulk
  * sync under way) is nothing to do; the run loop merges the list once it has applied blocks and
  * has nothing else to do, and a role that may not merge it (not the tables' owner) indexes the
- * chain all the same and says so once. Real PostgreSQL, regtest-chain-a.
+ * chain all the same and says so once. With history buckets on, the run loop folds the history
+ * of all but the newest blocks into them once enough have gathered (indexer/writer/history-build.ts).
+ * Real PostgreSQL, regtest-chain-a.
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -18,6 +20,9 @@ import { silentLogger } from '../../../src/log.js';
 import { applyBlock } from '../../../indexer/writer/apply.js';
 import { readTip } from '../../../indexer/writer/chain-rows.js';
 import { mergePendingIndexEntries } from '../../../indexer/writer/index-upkeep.js';
+import { FOLD_BLOCKS, FOLD_LAG } from '../../../indexer/writer/history-build.js';
+import { readHistoryLayout } from '../../../indexer/writer/history-rows.js';
+import { firstTxNum } from '../../../src/db/tx-num.js';
 import { createRunLoop } from '../../../indexer/run.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
@@ -103,6 +108,35 @@ describeFixtures('index upkeep', () => {
       await loop.stop();
       await running;
     }
+  });
+
+  it('with history buckets on, the run loop folds all but the newest blocks once enough have gathered', async () => {
+    const t = await createMigratedDatabase('upf');
+    dbs.push(t);
+    await sql`UPDATE history_bucket_params SET busy = 3 WHERE id = 1`.execute(t.db);
+    const node = new FixtureChain(blocks);
+    node.setActive(blocks.map((b) => b.hash));
+    const loop = createRunLoop({ db: t.db, source: node, log: silentLogger(), pollIntervalMs: 50, maxReorgDepth: 100 });
+    const running = loop.run();
+    const tip = blocks.length - 1;
+    expect(tip - FOLD_LAG + 1).toBeGreaterThanOrEqual(FOLD_BLOCKS);
+    try {
+      await waitFor('the tip', async () => (await readTip(t.db)).height === tip);
+      await waitFor('the fold', async () => (await readHistoryLayout(t.db)).folded === tip - FOLD_LAG + 1);
+    } finally {
+      await loop.stop();
+      await running;
+    }
+    const r = await sql<{ n: string; counted: string; newest: string }>`
+      SELECT (SELECT coalesce(sum(length(log)), 0) / 13 FROM history_buckets)::text AS n,
+             (SELECT records FROM history_bucket_params)::text AS counted,
+             (SELECT min(first_tx_num) FROM history h WHERE NOT EXISTS (SELECT 1 FROM history o WHERE o.addr_key = h.addr_key AND o.first_tx_num < ${firstTxNum(tip - FOLD_LAG + 1).toString()}::int8))::text AS newest`.execute(
+      t.db,
+    );
+    expect(Number(r.rows[0]!.n)).toBeGreaterThan(100);
+    expect(r.rows[0]!.counted).toBe(r.rows[0]!.n);
+    // The chunk rows of addresses without an older one (the not busy) are the newest blocks' only.
+    expect(BigInt(r.rows[0]!.newest)).toBeGreaterThanOrEqual(firstTxNum(tip - FOLD_LAG + 1));
   });
 
   it('a role that may not merge them indexes the chain all the same and says so once', async () => {
