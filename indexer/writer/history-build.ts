@@ -40,9 +40,11 @@ export type BucketFold = {
  * Folds the chunk rows of the blocks from the params row's `folded` up to `toHeight` (exclusive)
  * into the layout the row says (nothing at `busy` 0), and moves `folded` to `toHeight`. Every
  * address of those rows without a chunk row below `folded` (one that has is busy, and keeps its
- * rows) and with at most `busy` entries in all, its bucket's records and its newer chunk rows
- * counted, gets those rows' entries as records prepended to its bucket (they are newer than every
- * record there, which are the blocks below `folded`); one with more keeps its rows, and its
+ * rows) and with at most `busy` entries in those rows and its bucket's records (its newer chunk
+ * rows, of blocks an undo may still take, are not counted: a crossing is never undone, so an
+ * address's place depends on the folded chain only) gets those rows' entries as records
+ * prepended to its bucket (they are newer than every record there, which are the blocks below
+ * `folded`); one with more keeps its rows, and its
  * records, if any, move into chunk rows of CHUNK_ENTRIES below its others (it crossed). A row
  * that starts below `toHeight` and ends at or above it (a bulk-merged chunk: the bulk finish folds
  * to its tip, so only a made-up index has one) keeps its address out of this fold. Into empty
@@ -77,11 +79,12 @@ export async function foldHistory(
   // finish's index builds sort (maintenance_work_mem, 512 MB).
   await sql`SET LOCAL work_mem = '512MB'`.execute(trx);
   await sql`DROP TABLE IF EXISTS bw_fold`.execute(trx);
-  // n: the entries to fold (rows starting below `to`); all: every entry at or above `from`.
+  // n: the entries to fold (rows starting below `to`). The newer rows are not counted: their
+  // blocks may still be undone, and a crossing stays (the place is the folded chain's function).
   const last = `CASE WHEN length(rest) = 0 THEN first_tx_num ELSE ${SQL_HISTORY.txNumAt('rest', 'length(rest) / 8 - 1')} END`;
   await sql`CREATE TEMP TABLE bw_fold ON COMMIT DROP AS
     SELECT addr_key AS k, coalesce(sum(1 + length(rest) / 8) FILTER (WHERE first_tx_num < ${to}::int8), 0)::int8 AS n,
-           sum(1 + length(rest) / 8)::int8 AS "all", count(*) FILTER (WHERE first_tx_num < ${to}::int8)::int8 AS rows,
+           count(*) FILTER (WHERE first_tx_num < ${to}::int8)::int8 AS rows,
            coalesce(bool_or(first_tx_num < ${to}::int8 AND ${sql.raw(last)} >= ${to}::int8), false) AS straddles,
            0::int8 AS old, false AS stay
       FROM history WHERE first_tx_num >= ${from}::int8 GROUP BY addr_key
@@ -97,16 +100,16 @@ export async function foldHistory(
   // An address's records in its bucket, counted where they could take it past busy (a bucket
   // with few records enough leaves every address of it under busy, whatever its share).
   if (!empty)
-    await sql`UPDATE bw_fold f SET old = coalesce((SELECT CASE WHEN length(hb.log) / ${RECORD_BYTES} + f."all" <= ${busy} THEN 0
+    await sql`UPDATE bw_fold f SET old = coalesce((SELECT CASE WHEN length(hb.log) / ${RECORD_BYTES} + f.n <= ${busy} THEN 0
                                                             ELSE ${sql.raw(SQL_BUCKETS.count('hb.log', SQL_BUCKETS.key8('f.k')))} END
                  FROM history_bucket_params hp JOIN history_buckets hb ON hp.id = 1 AND hb.bucket = ${sql.raw(SQL_BUCKETS.bucketOf('f.k', 'hp'))}), 0)`.execute(
       trx,
     );
-  await sql`UPDATE bw_fold SET stay = true WHERE "all" + old <= ${busy} AND NOT straddles`.execute(trx);
+  await sql`UPDATE bw_fold SET stay = true WHERE n + old <= ${busy} AND NOT straddles`.execute(trx);
   lap('counts');
   const t = await sql<{ stay: string; keys: string; busy_keys: string; stay_rows: string }>`
     SELECT coalesce(sum(n) FILTER (WHERE stay), 0)::text AS stay, count(*)::text AS keys,
-           count(*) FILTER (WHERE "all" + old > ${busy})::text AS busy_keys,
+           count(*) FILTER (WHERE n + old > ${busy})::text AS busy_keys,
            coalesce(sum(rows) FILTER (WHERE stay), 0)::text AS stay_rows FROM bw_fold`.execute(trx);
   const stay = Number(t.rows[0]!.stay);
   let base = layout.base;
@@ -178,7 +181,7 @@ export async function foldHistory(
  */
 async function moveCrossedKeys(trx: Trx, layout: { base: number; ext: number; split: number; busy: number }): Promise<number> {
   const keys = (
-    await sql<{ k: string }>`SELECT k::text AS k FROM bw_fold WHERE old > 0 AND "all" + old > ${layout.busy} ORDER BY k`.execute(trx)
+    await sql<{ k: string }>`SELECT k::text AS k FROM bw_fold WHERE old > 0 AND n + old > ${layout.busy} ORDER BY k`.execute(trx)
   ).rows.map((r) => r.k);
   if (keys.length === 0) return 0;
   const keyOf = (k: string) => Buffer.from(uuidHex(k), 'hex');
@@ -217,19 +220,22 @@ async function moveCrossedKeys(trx: Trx, layout: { base: number; ext: number; sp
 export const FOLD_LAG = 6;
 /** Blocks gathered before an idle indexer folds them (a day of mainnet's). */
 export const FOLD_BLOCKS = 144;
+/** The most blocks one fold takes (after a long catch-up block by block the rest follow, a slice after each block). */
+const FOLD_MOST = 4 * FOLD_BLOCKS;
 
 /**
  * The indexer's fold, when it is due: with history buckets on and at least `every` blocks below
- * the newest `lag` not folded yet, folds them (`foldHistory` up to `tip − lag + 1`) in one
- * transaction that locks the chain (a block arriving meanwhile waits for it). Null when not due.
- * `guard` proves the writer lock first, as every write transaction of the writer does.
+ * the newest `lag` not folded yet, folds them (`foldHistory` up to `tip − lag + 1`, at most `most`
+ * blocks) in one transaction that locks the chain (a block arriving meanwhile waits for it). Null
+ * when not due. `guard` proves the writer lock first, as every write transaction of the writer does.
  */
 export async function foldHistoryWhenDue(
   db: Kysely<Database>,
-  opts: { guard?: (trx: Trx) => Promise<void>; lag?: number; every?: number } = {},
+  opts: { guard?: (trx: Trx) => Promise<void>; lag?: number; every?: number; most?: number } = {},
 ): Promise<BucketFold | null> {
   const lag = opts.lag ?? FOLD_LAG;
   const every = opts.every ?? FOLD_BLOCKS;
+  const most = opts.most ?? FOLD_MOST;
   const due = (tip: number, p: { busy: number; folded: number }) => p.busy > 0 && tip - lag + 1 - p.folded >= every;
   // (read without a lock first: an idle indexer asks after every applied block)
   const peek = await sql<{ height: number; busy: number; folded: number }>`
@@ -241,7 +247,7 @@ export async function foldHistoryWhenDue(
     const tip = await readTipLocked(trx);
     const layout = await readHistoryLayout(trx);
     if (!due(tip, layout)) return null;
-    return foldHistory(trx, tip - lag + 1, { rewrite: false });
+    return foldHistory(trx, Math.min(tip - lag + 1, layout.folded + most), { rewrite: false });
   });
 }
 

@@ -105,6 +105,23 @@ describe('migrations', () => {
     await expect(sql`SELECT folded FROM history_bucket_params`.execute(t.db)).rejects.toThrow(/does not exist/);
     await fold.up(t.db);
     expect((await sql<{ folded: number }>`SELECT folded FROM history_bucket_params`.execute(t.db)).rows).toEqual([{ folded: 0 }]);
+    // An index with buckets on from before 0060 holds the records of every block to its tip:
+    // folded starts at tip + 1, or during a bulk sync (its finish folds the loaded blocks) at its start + 1.
+    const folded = async () => (await sql<{ folded: number }>`SELECT folded FROM history_bucket_params`.execute(t.db)).rows[0]!.folded;
+    const tip = (await sql<{ height: number }>`SELECT height FROM chain_tip WHERE id = 1`.execute(t.db)).rows[0]!.height;
+    await sql`UPDATE history_bucket_params SET busy = 3 WHERE id = 1`.execute(t.db);
+    await sql`UPDATE chain_tip SET height = 41 WHERE id = 1`.execute(t.db);
+    await fold.down!(t.db);
+    await fold.up(t.db);
+    expect(await folded()).toBe(42);
+    await sql`INSERT INTO sync_state (key, value) VALUES ('bulk', '{"active": true, "from": 30, "height": 41}')
+              ON CONFLICT (key) DO UPDATE SET value = excluded.value`.execute(t.db);
+    await fold.down!(t.db);
+    await fold.up(t.db);
+    expect(await folded()).toBe(31);
+    await sql`DELETE FROM sync_state WHERE key = 'bulk'`.execute(t.db);
+    await sql`UPDATE chain_tip SET height = ${tip} WHERE id = 1`.execute(t.db);
+    await sql`UPDATE history_bucket_params SET busy = 0, folded = 0 WHERE id = 1`.execute(t.db);
   });
 
   it('refuses a database that is ahead of the code', async () => {

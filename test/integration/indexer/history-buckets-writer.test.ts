@@ -7,10 +7,11 @@
  * Electrum tracker's touched keys) reads both places as the chunk index; folded, every address's
  * history equals the chunk index's, an address is in `history` exactly when it has more than
  * `busy` entries, and the logs and chunk rows are byte for byte the same whatever way the chain
- * was applied and folded (a log is a function of the chain); the params row counts the records.
+ * was applied and folded (a log is a function of the folded chain); the params row counts the records.
  * `busy` is chosen so that an address crosses into chunks in the chain's last block: undoing that
  * block once folded gives the histories of a chain without it, and applying and folding it again
- * the rows before. Built from the chunk index (`buildHistoryBuckets`), the same logs and
+ * the rows before; undoing 12 blocks back across several folds gives the histories of the shorter
+ * chain, and applying them again, folding in capped slices, the logs before. Built from the chunk index (`buildHistoryBuckets`), the same logs and
  * histories, and the writer follows on from it. The bulk path onto such an index (from the middle
  * of the chain, the crossing address among its blocks) gives the same logs and histories, and
  * into an empty one chooses the bucket count from its records.
@@ -166,9 +167,6 @@ describeFixtures('history buckets: written block by block, folded', () => {
     }
     // The script-hash histories (Electrum's) are the chunk index's.
     expect(await readScriptHistories(reorged.db, refs(), 10_000)).toEqual(await readScriptHistories(chunked.db, refs(), 10_000));
-    // Nothing more to fold: the same.
-    expect((await fold(byBlock.db)).keys).toBe(0);
-    expect(await logs(byBlock.db)).toEqual(l);
   });
 
   it('undoing a folded block (the one an address crossed in): the histories of a chain without it; applied and folded again, the same rows', async () => {
@@ -188,6 +186,34 @@ describeFixtures('history buckets: written block by block, folded', () => {
     expect({ logs: await logs(byBlock.db), chunks: await chunks(byBlock.db) }).toEqual(before);
     const again = await records(byBlock.db);
     expect(Number(again.counted)).toBe(Number(again.n));
+  });
+
+  it('undoing 12 folded blocks across several folds: the histories of the shorter chain; applied again, folding as it goes, the same logs', async () => {
+    // (the folding index is folded to its tip by the test before; its folds were 5 blocks each)
+    const before = await logs(folding.db);
+    const node = new FixtureChain(chain.blocks.values());
+    for (let h = tip; h > tip - 12; h--) {
+      expect((await undoBlock(folding.db, h, node)).kind).toBe('undone');
+      expect((await readHistoryLayout(folding.db)).folded).toBe(h);
+    }
+    const shorter = await open(0);
+    await applyMain(shorter.db, tip - 12);
+    expect(await readHistoryEntries(folding.db, keys)).toEqual(await readHistoryEntries(shorter.db, keys));
+    expect(await readScriptHistories(folding.db, refs(), 10_000)).toEqual(await readScriptHistories(shorter.db, refs(), 10_000));
+    const r = await records(folding.db);
+    expect(Number(r.counted)).toBe(Number(r.n));
+    // Applied again, folding at most 4 blocks at a time, then to the tip.
+    for (let h = tip - 11; h <= tip; h++) {
+      expect((await applyBlocks(folding.db, [blockAt(h)])).map((x) => x.kind)).toEqual(['applied']);
+      const f = await foldHistoryWhenDue(folding.db, { lag: 1, every: 3, most: 4 });
+      if (f) expect(f.records).toBeGreaterThan(0);
+    }
+    const p = await readHistoryLayout(folding.db);
+    expect(p.folded).toBeLessThanOrEqual(tip);
+    expect(p.folded).toBeGreaterThan(tip - 6);
+    await fold(folding.db);
+    expect(await logs(folding.db)).toEqual(before);
+    expect(await readHistoryEntries(folding.db, keys)).toEqual(await readHistoryEntries(chunked.db, keys));
   });
 
   it("built from the chunk index: the fold's logs and histories; the writer follows on from it", async () => {
