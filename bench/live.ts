@@ -19,7 +19,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { sql, type Kysely } from 'kysely';
 import { createDb } from '../src/db/connect.js';
 import type { Database } from '../src/db/schema.js';
-import { foldHistory, readTipLocked } from '../indexer/writer/history-build.js';
+import { foldHistory } from '../indexer/writer/history-build.js';
+import { lockTip } from '../indexer/writer/chain-rows.js';
 import { readHistoryLayout } from '../indexer/writer/history-rows.js';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
@@ -316,7 +317,7 @@ async function foldLiveBlocks(url: string, pgs: Pick<BenchPostgres, 'cpuMs'>) {
     const t0 = performance.now();
     const r = await db.transaction().execute(async (trx) => {
       const before = (await readHistoryLayout(trx)).folded;
-      const tip = await readTipLocked(trx);
+      const tip = (await lockTip(trx)).height;
       return { blocks: tip + 1 - before, fold: await foldHistory(trx, tip + 1, { rewrite: false }) };
     });
     const ms = Math.round(performance.now() - t0);

@@ -22,7 +22,7 @@
  */
 import pg from 'pg';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
-import { foldHistory, readTipLocked } from './history-build.js';
+import { foldHistory } from './history-build.js';
 import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
@@ -32,7 +32,7 @@ import { RECOMPUTE_WALLET_BALANCES } from '../wallet-balances.js';
 import { RetryableError } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
 import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
-import { readTip, type Tip } from './chain-rows.js';
+import { lockTip, readTip, type Tip } from './chain-rows.js';
 import { CHUNK_ENTRIES, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
 import { colorConfirmed } from './asset-rows.js';
@@ -662,7 +662,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     .execute(async (trx) => {
       if (deps.guardClient) await deps.guardClient(client);
       // (onto empty buckets, the bulk path loaded most of the chain: the base fits its records)
-      const f = await foldHistory(trx, (await readTipLocked(trx)) + 1, { chooseBase: true });
+      const f = await foldHistory(trx, (await lockTip(trx)).height + 1, { chooseBase: true });
       if (f.busy === 0) return;
       deps.log.info(f, 'bulk finish: history folded into buckets');
       for (const [step, took] of Object.entries(f.ms)) ms[`history buckets: ${step}`] = took;

@@ -15,7 +15,7 @@ import { historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries
 import { chainIndexSql } from '../../src/db/chain-indexes.js';
 import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
 import { byteaArray, int4Array, uuidArray } from '../../src/db/pg-array.js';
-import type { Trx } from './chain-rows.js';
+import { lockTip, type Trx } from './chain-rows.js';
 import { readHistoryLayout } from './history-rows.js';
 
 /** What a fold did. */
@@ -139,8 +139,10 @@ export async function foldHistory(
      GROUP BY bucket
     ON CONFLICT (bucket) DO UPDATE SET log = excluded.log || history_buckets.log`.execute(trx);
   lap('records');
-  const rows = Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM history`.execute(trx)).rows[0]!.n);
-  const rewritten = opts.rewrite !== false && Number(t.rows[0]!.stay_rows) * 2 > rows;
+  // (history's rows counted only where it may be written anew: a scan of the whole table)
+  const rewritten =
+    opts.rewrite !== false &&
+    Number(t.rows[0]!.stay_rows) * 2 > Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM history`.execute(trx)).rows[0]!.n);
   if (rewritten) {
     // (the new table has no chain change trigger: the NOTIFY says what it would, src/db/chain-changes.ts)
     await sql`CREATE TABLE bw_history_left (addr_key, first_tx_num, rest) AS
@@ -244,15 +246,9 @@ export async function foldHistoryWhenDue(
   if (!now || !due(now.height, now)) return null;
   return db.transaction().execute(async (trx) => {
     if (opts.guard) await opts.guard(trx);
-    const tip = await readTipLocked(trx);
+    const tip = (await lockTip(trx)).height;
     const layout = await readHistoryLayout(trx);
     if (!due(tip, layout)) return null;
     return foldHistory(trx, Math.min(tip - lag + 1, layout.folded + most), { rewrite: false });
   });
-}
-
-/** The tip's height, its row locked (the chain lock every write of the chain takes). */
-export async function readTipLocked(trx: Trx): Promise<number> {
-  const r = await sql<{ height: number }>`SELECT height FROM chain_tip WHERE id = 1 FOR UPDATE`.execute(trx);
-  return r.rows[0]!.height;
 }

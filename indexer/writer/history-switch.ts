@@ -8,9 +8,9 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { FatalError } from '../../src/errors.js';
 import { bulkActive } from './bulk.js';
-import { foldHistory, readTipLocked, type BucketFold } from './history-build.js';
+import { foldHistory, type BucketFold } from './history-build.js';
 import { readHistoryLayout } from './history-rows.js';
-import type { Trx } from './chain-rows.js';
+import { lockTip, type Trx } from './chain-rows.js';
 
 /**
  * Moves an index whose history is all in chunk rows (`busy` 0, buckets empty) to `busy`: sets it,
@@ -29,7 +29,7 @@ export async function buildHistoryBuckets(
   if (!Number.isInteger(opts.busy) || opts.busy < 1) throw new RangeError(`busy must be a positive integer, got ${opts.busy}`);
   const fold = await db.transaction().execute(async (trx) => {
     if (opts.guard) await opts.guard(trx);
-    const tip = await readTipLocked(trx);
+    const tip = (await lockTip(trx)).height;
     const now = await readHistoryLayout(trx);
     const filled = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx);
     if (await bulkActive(trx)) throw new FatalError('ERR_INDEX_LAYOUT', 'a bulk sync is under way: let it finish first');

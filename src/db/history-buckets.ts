@@ -127,16 +127,7 @@ export function prependBlock(log: Uint8Array, block: Uint8Array): Buffer {
   return Buffer.concat([sorted, log]);
 }
 
-/** A canonical log without its repeated records (identical records are adjacent in it). */
-export function withoutRepeats(log: Buffer): Buffer {
-  checkLog(log);
-  const parts: Buffer[] = [];
-  for (let at = 0; at < log.length; at += RECORD_BYTES)
-    if (at === 0 || log.compare(log, at - RECORD_BYTES, at, at, at + RECORD_BYTES) !== 0) parts.push(log.subarray(at, at + RECORD_BYTES));
-  return parts.length * RECORD_BYTES === log.length ? log : Buffer.concat(parts);
-}
-
-/** Two logs' records as one canonical log (undo's move back). */
+/** Two logs' records as one canonical log. */
 export function mergeLogs(a: Uint8Array, b: Uint8Array): Buffer {
   checkLog(a);
   checkLog(b);

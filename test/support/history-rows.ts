@@ -15,7 +15,8 @@ import { bucketOf, keyTxNums, mergeLogs, recordsOf } from '../../src/db/history-
 import { CHUNK_ENTRIES, encodeHistoryChunk } from '../../src/db/history-entries.js';
 import { sqlHistorySkip } from '../../src/db/history-reads.js';
 import type { Database } from '../../src/db/schema.js';
-import { foldHistory, readTipLocked } from '../../indexer/writer/history-build.js';
+import { foldHistory } from '../../indexer/writer/history-build.js';
+import { lockTip } from '../../indexer/writer/chain-rows.js';
 import { txNumHeight } from '../../src/db/tx-num.js';
 
 /** Where the entries go: chunks cut block by block (the per-block path) or as the bulk finish, or the key's bucket. */
@@ -75,5 +76,5 @@ async function seedBucket(db: Kysely<Database>, key: string, nums: readonly bigi
 
 /** Folds every block up to the tip into the history buckets, as an idle indexer folds them (nothing at `busy` 0). */
 export async function foldAllHistory(db: Kysely<Database>): Promise<void> {
-  await db.transaction().execute(async (trx) => foldHistory(trx, (await readTipLocked(trx)) + 1));
+  await db.transaction().execute(async (trx) => foldHistory(trx, (await lockTip(trx)).height + 1));
 }

@@ -23,7 +23,8 @@ import { describeFixtures } from '../../support/fixtures.js';
 import { FixtureChain, indexChainA, loadChainA, type ChainA } from '../../support/chain-fixture.js';
 import { applyBlocks, undoBlock } from '../../../indexer/writer/apply.js';
 import { buildHistoryBuckets } from '../../../indexer/writer/history-switch.js';
-import { foldHistory, foldHistoryWhenDue, readTipLocked } from '../../../indexer/writer/history-build.js';
+import { foldHistory, foldHistoryWhenDue } from '../../../indexer/writer/history-build.js';
+import { lockTip } from '../../../indexer/writer/chain-rows.js';
 import { readHistoryLayout } from '../../../indexer/writer/history-rows.js';
 import { runBulk } from '../../../indexer/writer/bulk.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
@@ -70,7 +71,7 @@ describeFixtures('history buckets: written block by block, folded', () => {
   };
   /** Folds every block up to the tip, or below `toHeight`. */
   const fold = (db: Kysely<Database>, toHeight?: number) =>
-    db.transaction().execute(async (trx) => foldHistory(trx, toHeight ?? (await readTipLocked(trx)) + 1));
+    db.transaction().execute(async (trx) => foldHistory(trx, toHeight ?? (await lockTip(trx)).height + 1));
   const logs = async (db: Kysely<Database>) =>
     (await sql<{ bucket: number; log: string }>`SELECT bucket, encode(log, 'hex') AS log FROM history_buckets ORDER BY bucket`.execute(db))
       .rows;

@@ -27,7 +27,6 @@ import {
   splitLog,
   txBound,
   withoutKey,
-  withoutRepeats,
   writeRecord,
 } from '../../../src/db/history-buckets.js';
 import { decodeEntries, newestEntries } from '../../../src/db/history-entries.js';
@@ -139,21 +138,6 @@ describe('canonical order', () => {
       }),
     );
     expect(mergeLogs(new Uint8Array(0), new Uint8Array(0)).length).toBe(0);
-  });
-
-  it('drops repeated records of a canonical log, one of each kept', () => {
-    fc.assert(
-      fc.property(entriesArb, fc.nat(), ({ entries }, pick) => {
-        // (some records twice: a pair of one identity moved back, each bringing them)
-        const twice = entries.filter((_, i) => (i + pick) % 3 === 0);
-        const log = withoutRepeats(recordsOf([...entries, ...twice]));
-        const distinct = [...new Map(refSort(refEntries(entries)).map((r) => [JSON.stringify(r), r])).values()];
-        expect(refDecode(log)).toEqual(distinct);
-      }),
-    );
-    const once = recordsOf([[new Uint8Array(16), 5]]);
-    expect(withoutRepeats(once)).toBe(once);
-    expect(withoutRepeats(Buffer.alloc(0)).length).toBe(0);
   });
 });
 
