@@ -662,7 +662,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     .execute(async (trx) => {
       if (deps.guardClient) await deps.guardClient(client);
       // (onto empty buckets, the bulk path loaded most of the chain: the base fits its records)
-      const f = await foldHistory(trx, (await lockTip(trx)).height + 1, { chooseBase: true });
+      const f = await foldHistory(trx, (await lockTip(trx)).height + 1, { chooseBase: true, client });
       if (f.busy === 0) return;
       deps.log.info(f, 'bulk finish: history folded into buckets');
       for (const [step, took] of Object.entries(f.ms)) ms[`history buckets: ${step}`] = took;

@@ -6,7 +6,7 @@
  * @module
  */
 import type pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { uuidHex } from '../../src/db/address-key.js';
 import { writeUuidBytes } from '../../src/db/uuid-bytes.js';
 import { ENTRY_BYTES, writeEntry } from '../../src/db/history-entries.js';
@@ -247,4 +247,45 @@ export async function copyIn(client: pg.ClientBase, target: string, data: Buffer
     };
     pump();
   });
+}
+
+/** Runs `COPY (<query>) TO STDOUT (FORMAT binary)` on `client` and returns its data whole. */
+export async function copyOut(client: pg.ClientBase, query: string): Promise<Buffer> {
+  const stream = client.query(copyTo(`COPY (${query}) TO STDOUT (FORMAT binary)`));
+  const parts: Buffer[] = [];
+  await new Promise<void>((resolve, reject) => {
+    stream.on('error', reject);
+    stream.on('data', (b: Buffer) => parts.push(b));
+    stream.on('end', resolve);
+  });
+  return Buffer.concat(parts);
+}
+
+/**
+ * The rows of binary COPY data (what `copyOut` returns): `each` gets, per row, the data and each
+ * field's start (−1 for NULL) and length in `at`/`len` (reused between rows: read them before
+ * returning). Throws on data that is not binary COPY or a row of another field count.
+ */
+export function eachCopyRow(data: Buffer, fields: number, each: (data: Buffer, at: Int32Array, len: Int32Array) => void): number {
+  if (data.length < 21 || !data.subarray(0, 11).equals(SIGNATURE)) throw new Error('not binary COPY data');
+  let p = 19 + data.readInt32BE(15);
+  const at = new Int32Array(fields);
+  const len = new Int32Array(fields);
+  let rows = 0;
+  for (;;) {
+    const n = data.readInt16BE(p);
+    p += 2;
+    if (n === -1) return rows;
+    if (n !== fields) throw new Error(`binary COPY row of ${n} fields, expected ${fields}`);
+    for (let i = 0; i < fields; i++) {
+      const l = data.readInt32BE(p);
+      p += 4;
+      at[i] = l < 0 ? -1 : p;
+      len[i] = l;
+      if (l > 0) p += l;
+    }
+    if (p > data.length) throw new Error('binary COPY data cut short');
+    each(data, at, len);
+    rows++;
+  }
 }

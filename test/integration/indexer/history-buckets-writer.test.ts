@@ -217,6 +217,28 @@ describeFixtures('history buckets: written block by block, folded', () => {
     expect(await readHistoryEntries(folding.db, keys)).toEqual(await readHistoryEntries(chunked.db, keys));
   });
 
+  it("a whole chain folded streamed, in one slice or many, with or without extension bits: the general statements' rows", async () => {
+    const rows = async (db: Kysely<Database>) => ({ logs: await logs(db), chunks: await chunks(db), records: await records(db) });
+    for (const ext of [0, 1]) {
+      const [general, one, many] = [await open(busy), await open(busy), await open(busy)];
+      for (const t of [general, one, many]) {
+        await sql`UPDATE history_bucket_params SET ext = ${ext} WHERE id = 1`.execute(t.db);
+        await applyMain(t.db, tip);
+      }
+      const foldWith = (t: TestDatabase, o: Parameters<typeof foldHistory>[2]) =>
+        t.db.transaction().execute(async (trx) => foldHistory(trx, (await lockTip(trx)).height + 1, o));
+      const g = await foldWith(general, { stream: false });
+      const [a, b] = [await foldWith(one, {}), await foldWith(many, { sliceBytes: 1 })];
+      expect(g.records).toBeGreaterThan(0);
+      expect(g.busyKeys).toBeGreaterThan(0);
+      for (const f of [a, b]) expect({ ...f, ms: {} }).toEqual({ ...g, ms: {} });
+      expect(await rows(one.db)).toEqual(await rows(general.db));
+      expect(await rows(many.db)).toEqual(await rows(general.db));
+      if (ext === 0) expect(await logs(one.db)).toEqual(await logs(reorged.db));
+      expect(await readHistoryEntries(many.db, keys)).toEqual(await readHistoryEntries(chunked.db, keys));
+    }
+  });
+
   it("built from the chunk index: the fold's logs and histories; the writer follows on from it", async () => {
     const built = await open(0);
     await indexChainA(built.db);
