@@ -358,7 +358,15 @@ export function summary(runs: BenchRun[]): string {
   // 2b. The same import with history buckets on (not the default: a live block costs more).
   const hb = (
     by.get('sync')?.result as
-      | { buckets?: { busy?: number; wallMs?: number; foldMs?: number | null; size?: { ratio?: number; databaseBytes?: number } } }
+      | {
+          buckets?: {
+            busy?: number;
+            wallMs?: number;
+            foldMs?: number | null;
+            mergeMs?: number;
+            size?: { ratio?: number; databaseBytes?: number };
+          };
+        }
       | undefined
   )?.buckets;
   const sec = (x: unknown) => (typeof x === 'number' ? fmt(x / 1000, 1) : '—');
@@ -366,7 +374,7 @@ export function summary(runs: BenchRun[]): string {
     add(
       `database size / raw block bytes, history buckets on (\`blockwire history-buckets --busy ${fmt(val(hb.busy))}\` before the ${fmt(blocks)}-block import)`,
       fmt(val(hb.size?.ratio), 3),
-      `database ${mb(hb.size?.databaseBytes)} MB; import ${sec(hb.wallMs)} s, the fold ${sec(hb.foldMs)} s of it (without buckets ${sec(s.import?.wallMs)} s)`,
+      `database ${mb(hb.size?.databaseBytes)} MB; import ${sec(hb.wallMs)} s, its history step (the fold) ${sec(hb.foldMs)} s (without buckets: ${sec(s.import?.wallMs)} s, the merge ${sec(hb.mergeMs)} s)`,
       '(reported)',
       null,
       'sync',

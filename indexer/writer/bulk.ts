@@ -22,7 +22,7 @@
  */
 import pg from 'pg';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
-import { foldHistory } from './history-build.js';
+import { foldHistory, foldLoadedHistory } from './history-build.js';
 import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
@@ -545,7 +545,34 @@ const FINISH_DROP = dropIndexes(['txs']);
 const FIRST_SCRIPTS = `UPDATE bulk_asset_candidates c SET first_script = u.script FROM utxos u
    WHERE c.first_script IS NULL AND u.tx_num = c.first_prev AND u.vout = c.first_vout`;
 const spendsIndex = (name: string) => name === 'txs_spent_groups';
-const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
+/**
+ * A step of the finish: a statement, or `instead` when it did the step's work (then the statement
+ * is skipped): it returns its own steps' milliseconds, null when it did nothing.
+ */
+type FinishStep = {
+  name: string;
+  text: string;
+  instead?: (c: pg.Client, deps: BulkLoadDeps) => Promise<Record<string, number> | null>;
+};
+
+/**
+ * An index with history buckets on and nothing folded (an initial sync): the loaded chunk rows are
+ * folded into the buckets as they are read in key order, and only the busy addresses' rows are cut
+ * into chunks, in place of the merge (history-build.ts `foldLoadedHistory`): the merge's sort is
+ * the fold's, and `history` is written once, small.
+ */
+async function foldLoaded(c: pg.Client, deps: BulkLoadDeps): Promise<Record<string, number> | null> {
+  const reader = await connect(deps.databaseUrl);
+  try {
+    const f = await foldLoadedHistory(c, reader);
+    if (f) deps.log.info(f, 'bulk finish: history folded into buckets');
+    return f?.ms ?? null;
+  } finally {
+    await reader.end().catch(() => {});
+  }
+}
+
+const FINISH_PARTS: readonly (readonly FinishStep[])[] = [
   indexSteps(['txs'], spendsIndex),
   [
     {
@@ -581,6 +608,7 @@ const FINISH_PARTS: readonly (readonly { name: string; text: string }[])[] = [
     // take the cores: it stays serial, as the INSERT was.
     {
       name: 'history',
+      instead: foldLoaded,
       text: `SET LOCAL max_parallel_workers_per_gather = 0;
        CREATE TABLE history_merged (addr_key, first_tx_num, rest) AS
          SELECT addr_key,
@@ -631,7 +659,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     drop.lap('drop txs indexes');
     Object.assign(ms, drop.ms);
     for (let i = 1; i < FINISH_PARTS.length; i++) others.push(await connect(deps.databaseUrl));
-    const run = async (c: pg.Client, steps: readonly { name: string; text: string }[]) => {
+    const run = async (c: pg.Client, steps: readonly FinishStep[]) => {
       const timer = new PhaseTimer('bulk_finish', deps.phases);
       await inTransaction(c, deps, async () => {
         // Index builds sort in memory up to maintenance_work_mem: at least 512 MB for them.
@@ -639,8 +667,10 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
           ?.kb;
         if (mwm !== undefined && Number(mwm) < 512 * 1024) await c.query("SET LOCAL maintenance_work_mem = '512MB'");
         for (const s of steps) {
-          await c.query(s.text);
+          const done = (await s.instead?.(c, deps)) ?? null;
+          if (!done) await c.query(s.text);
           timer.lap(s.name);
+          for (const [k, took] of Object.entries(done ?? {})) ms[`${s.name}: ${k}`] = took;
         }
       });
       Object.assign(ms, timer.ms);
@@ -663,7 +693,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
       if (deps.guardClient) await deps.guardClient(client);
       // (onto empty buckets, the bulk path loaded most of the chain: the base fits its records)
       const f = await foldHistory(trx, (await lockTip(trx)).height + 1, { chooseBase: true, client });
-      if (f.busy === 0) return;
+      if (f.busy === 0 || f.keys === 0) return;
       deps.log.info(f, 'bulk finish: history folded into buckets');
       for (const [step, took] of Object.entries(f.ms)) ms[`history buckets: ${step}`] = took;
     });

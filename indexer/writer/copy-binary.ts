@@ -251,41 +251,109 @@ export async function copyIn(client: pg.ClientBase, target: string, data: Buffer
 
 /** Runs `COPY (<query>) TO STDOUT (FORMAT binary)` on `client` and returns its data whole. */
 export async function copyOut(client: pg.ClientBase, query: string): Promise<Buffer> {
-  const stream = client.query(copyTo(`COPY (${query}) TO STDOUT (FORMAT binary)`));
   const parts: Buffer[] = [];
-  await new Promise<void>((resolve, reject) => {
-    stream.on('error', reject);
-    stream.on('data', (b: Buffer) => parts.push(b));
-    stream.on('end', resolve);
-  });
+  for await (const b of client.query(copyTo(`COPY (${query}) TO STDOUT (FORMAT binary)`))) parts.push(b as Buffer);
   return Buffer.concat(parts);
 }
 
+/** A row of binary COPY data: `data`, and each field's start (−1 for NULL) and length (reused between rows: read them before returning). */
+type CopyRow = (data: Buffer, at: Int32Array, len: Int32Array) => void;
+
 /**
- * The rows of binary COPY data (what `copyOut` returns): `each` gets, per row, the data and each
- * field's start (−1 for NULL) and length in `at`/`len` (reused between rows: read them before
- * returning). Throws on data that is not binary COPY or a row of another field count.
+ * Reads binary COPY data (`COPY … TO STDOUT (FORMAT binary)`) as it arrives, in pieces cut
+ * anywhere: `feed` calls `each` for every whole row, and keeps the bytes of a row cut short for
+ * the next piece; `end` checks that the data ended with its trailer. Throws on data that is not
+ * binary COPY or a row of another field count.
  */
-export function eachCopyRow(data: Buffer, fields: number, each: (data: Buffer, at: Int32Array, len: Int32Array) => void): number {
-  if (data.length < 21 || !data.subarray(0, 11).equals(SIGNATURE)) throw new Error('not binary COPY data');
-  let p = 19 + data.readInt32BE(15);
-  const at = new Int32Array(fields);
-  const len = new Int32Array(fields);
-  let rows = 0;
-  for (;;) {
-    const n = data.readInt16BE(p);
-    p += 2;
-    if (n === -1) return rows;
-    if (n !== fields) throw new Error(`binary COPY row of ${n} fields, expected ${fields}`);
-    for (let i = 0; i < fields; i++) {
-      const l = data.readInt32BE(p);
-      p += 4;
-      at[i] = l < 0 ? -1 : p;
-      len[i] = l;
-      if (l > 0) p += l;
-    }
-    if (p > data.length) throw new Error('binary COPY data cut short');
-    each(data, at, len);
-    rows++;
+export class CopyRowReader {
+  private pending: Buffer = Buffer.alloc(0);
+  private started = false;
+  private ended = false;
+  rows = 0;
+  private readonly at: Int32Array;
+  private readonly len: Int32Array;
+
+  constructor(
+    private readonly fields: number,
+    private readonly each: CopyRow,
+  ) {
+    this.at = new Int32Array(fields);
+    this.len = new Int32Array(fields);
   }
+
+  feed(piece: Buffer): void {
+    const data = this.pending.length === 0 ? piece : Buffer.concat([this.pending, piece]);
+    let p = 0;
+    if (!this.started) {
+      if (data.length < 19) {
+        this.pending = data;
+        return;
+      }
+      if (!data.subarray(0, 11).equals(SIGNATURE)) throw new Error('not binary COPY data');
+      p = 19 + data.readInt32BE(15);
+      this.started = true;
+    }
+    const { at, len, fields } = this;
+    for (;;) {
+      if (this.ended) throw new Error('binary COPY data after its trailer');
+      if (p + 2 > data.length) break;
+      const n = data.readInt16BE(p);
+      if (n === -1) {
+        this.ended = true;
+        p += 2;
+        if (p !== data.length) throw new Error('binary COPY data after its trailer');
+        break;
+      }
+      if (n !== fields) throw new Error(`binary COPY row of ${n} fields, expected ${fields}`);
+      let q = p + 2;
+      let whole = true;
+      for (let i = 0; i < fields; i++) {
+        if (q + 4 > data.length) {
+          whole = false;
+          break;
+        }
+        const l = data.readInt32BE(q);
+        q += 4;
+        at[i] = l < 0 ? -1 : q;
+        len[i] = l;
+        if (l > 0) q += l;
+        if (q > data.length) {
+          whole = false;
+          break;
+        }
+      }
+      if (!whole) break;
+      this.each(data, at, len);
+      this.rows++;
+      p = q;
+    }
+    this.pending = p === data.length ? Buffer.alloc(0) : data.subarray(p);
+  }
+
+  /** The number of rows, once the data has ended with its trailer. */
+  end(): number {
+    if (!this.ended) throw new Error('binary COPY data cut short');
+    return this.rows;
+  }
+}
+
+/** Every row of binary COPY data held whole (what `copyOut` returns); the number of rows. */
+export function eachCopyRow(data: Buffer, fields: number, each: CopyRow): number {
+  const r = new CopyRowReader(fields, each);
+  r.feed(data);
+  return r.end();
+}
+
+/** Streams `COPY (<query>) TO STDOUT (FORMAT binary)` on `client` into `reader`, awaiting `after` (if any) after each piece. */
+export async function copyOutInto(
+  client: pg.ClientBase,
+  query: string,
+  reader: CopyRowReader,
+  after?: () => Promise<void>,
+): Promise<number> {
+  for await (const b of client.query(copyTo(`COPY (${query}) TO STDOUT (FORMAT binary)`))) {
+    reader.feed(b as Buffer);
+    if (after) await after();
+  }
+  return reader.end();
 }

@@ -22,14 +22,28 @@ import {
   withoutKey,
 } from '../../src/db/history-buckets.js';
 import { firstTxNum, TX_NUM_SPAN } from '../../src/db/tx-num.js';
-import { historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
+import { CHUNK_ENTRIES, ENTRY_BYTES, historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { chainIndexSql } from '../../src/db/chain-indexes.js';
 import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
 import { byteaArray, int4Array, uuidArray } from '../../src/db/pg-array.js';
 import { lockTip, type Trx } from './chain-rows.js';
 import { withClientOf } from '../../src/db/connect.js';
-import { copyIn, copyOut, eachCopyRow, BinaryCopy } from './copy-binary.js';
+import { copyIn, copyOut, copyOutInto, CopyRowReader, BinaryCopy } from './copy-binary.js';
 import { readHistoryLayout, type HistoryLayout } from './history-rows.js';
+
+/** Milliseconds by step: `lap(name)` records the time since the previous lap (or the start). */
+function laps(): { ms: Record<string, number>; lap: (name: string) => void } {
+  const ms: Record<string, number> = {};
+  let t0 = performance.now();
+  return {
+    ms,
+    lap: (name) => {
+      const now = performance.now();
+      ms[name] = Math.round(now - t0);
+      t0 = now;
+    },
+  };
+}
 
 /** What a fold did. */
 export type BucketFold = {
@@ -89,18 +103,12 @@ export type FoldOptions = {
  */
 export async function foldHistory(trx: Trx, toHeight: number, opts: FoldOptions = {}): Promise<BucketFold> {
   const layout = await readHistoryLayout(trx);
-  const ms: Record<string, number> = {};
+  const { ms, lap } = laps();
   if (layout.busy === 0 || toHeight <= layout.folded)
     return { base: layout.base, busy: layout.busy, records: 0, keys: 0, busyKeys: 0, crossed: 0, rewritten: false, ms };
   const busy = layout.busy;
   const from = String(firstTxNum(layout.folded));
   const to = String(firstTxNum(toHeight));
-  let t0 = performance.now();
-  const lap = (name: string) => {
-    const now = performance.now();
-    ms[name] = Math.round(now - t0);
-    t0 = now;
-  };
   if (opts.stream !== false && layout.folded === 0 && toHeight > (await lockTip(trx)).height) {
     const empty = !(await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx)).rows[0]!.any;
     if (empty) return foldWholeChain(trx, layout, toHeight, opts);
@@ -214,6 +222,102 @@ async function replaceHistory(trx: Trx, rows: RawBuilder<unknown>): Promise<void
   await sql.raw(`NOTIFY ${CHAIN_CHANNEL}`).execute(trx);
 }
 
+/** `history`'s addresses, rows and entries, and those of the addresses that would stay in buckets at `busy` (`historyCounts`). */
+type HistoryCounts = { keys: string; busy_keys: string; stay: string; stay_rows: string; rows: string; bytes: string };
+const historyCounts = (busy: number) => `
+  SELECT count(*)::text AS keys, count(*) FILTER (WHERE n > ${busy})::text AS busy_keys,
+         coalesce(sum(n) FILTER (WHERE n <= ${busy}), 0)::text AS stay,
+         coalesce(sum(rows) FILTER (WHERE n <= ${busy}), 0)::text AS stay_rows,
+         coalesce(sum(rows), 0)::text AS rows, pg_table_size('history')::text AS bytes
+    FROM (SELECT sum(1 + length(rest) / ${ENTRY_BYTES}) AS n, count(*) AS rows FROM history GROUP BY addr_key) a`;
+
+/** The size of `history` below which the bulk finish's fold counts every address for the base (above, a sample: `foldLoadedHistory`). */
+const SAMPLE_BYTES = 16 * 2 ** 20;
+
+/** Bytes of COPY data the bulk finish's fold holds before writing it. */
+const LOADED_FLUSH_BYTES = 8 * 2 ** 20;
+
+/**
+ * The bulk finish's history step for a fresh index with buckets on (`busy` > 0, empty buckets,
+ * nothing folded yet: the initial sync), in place of its merge: the loaded chunk rows (the
+ * batches', with no key) are read once, sorted by key, through `reader` (another connection: its
+ * COPY streams while this one writes), and folded as they come (`FoldStream`): the addresses with
+ * at most `busy` entries into their buckets, the others' entries cut into chunk rows of
+ * CHUNK_ENTRIES in a new `history` (what the merge would have cut), which replaces the old one.
+ * One count of the entries per address first chooses `base` (`buildBase`). All in `client`'s
+ * transaction (the finish's history part), which the reader's snapshot follows: the batches are
+ * committed and nothing else writes `history` during the finish. Null (nothing done) for any
+ * other index: the finish merges, then `foldHistory` folds.
+ */
+export async function foldLoadedHistory(client: pg.ClientBase, reader: pg.ClientBase): Promise<BucketFold | null> {
+  const layout = (await client.query<HistoryLayout>('SELECT base, ext, split, busy, folded FROM history_bucket_params WHERE id = 1'))
+    .rows[0];
+  if (!layout || layout.busy === 0 || layout.folded !== 0) return null;
+  if ((await client.query('SELECT 1 FROM history_buckets LIMIT 1')).rows.length > 0) return null;
+  const { ms, lap } = laps();
+  const busy = layout.busy;
+  const tip = (await client.query<{ height: number }>('SELECT height FROM chain_tip WHERE id = 1')).rows[0]?.height ?? -1;
+  await client.query(`SET LOCAL work_mem = '512MB'`);
+  // The base from the entries that stay, counted in the first 2^-s of the key space (the keys are
+  // hashes: spread evenly) and scaled by 2^s: grouping every address of the loaded rows by key
+  // took 19 of the 32 s of this step on the 2,000-block corpus, the sample a fraction of it.
+  // s grows with the table, from 0 (an exact count) below SAMPLE_BYTES to 8.
+  const bytes = Number((await client.query<{ b: string }>(`SELECT pg_table_size('history')::text AS b`)).rows[0]!.b);
+  const s = Math.min(8, Math.max(0, Math.floor(Math.log2(bytes / SAMPLE_BYTES))));
+  const sample = (
+    await client.query<{ stay: string }>(`
+    SELECT coalesce(sum(n) FILTER (WHERE n <= ${busy}), 0)::text AS stay
+      FROM (SELECT sum(1 + length(rest) / ${ENTRY_BYTES}) AS n FROM history
+             ${s > 0 ? `WHERE addr_key < '${(2 ** (32 - s)).toString(16).padStart(8, '0')}-0000-0000-0000-000000000000'::uuid` : ''}
+             GROUP BY addr_key) a`)
+  ).rows[0]!;
+  const estimate = Number(sample.stay) * 2 ** s;
+  lap('keys');
+  const params: BucketParams = estimate > 0 ? { base: buildBase(estimate), ext: 0, split: 0 } : layout;
+  const chunks = new BinaryCopy(1 << 16);
+  const stream = new FoldStream(params, busy, { chunks });
+  await client.query(`CREATE TABLE history_folded (addr_key uuid NOT NULL, first_tx_num int8 NOT NULL, rest bytea NOT NULL)`);
+  const flush = async (min: number) => {
+    if (stream.buckets.length >= min && stream.buckets.rows > 0) {
+      await copyIn(client, 'history_buckets (bucket, log)', stream.buckets.finish());
+      stream.buckets.reset();
+    }
+    if (chunks.length >= min && chunks.rows > 0) {
+      await copyIn(client, 'history_folded (addr_key, first_tx_num, rest)', chunks.finish());
+      chunks.reset();
+    }
+  };
+  // (serial, as the merge it replaces: the finish's other parts take the cores)
+  await reader.query('SET max_parallel_workers_per_gather = 0');
+  await copyOutInto(reader, 'SELECT addr_key, first_tx_num, rest FROM history ORDER BY addr_key, first_tx_num', stream.reader(), () =>
+    flush(LOADED_FLUSH_BYTES),
+  );
+  stream.endSlice();
+  await flush(0);
+  const stay = stream.stay;
+  lap('records');
+  // (the new table has no chain change trigger: the NOTIFY says what it would, src/db/chain-changes.ts)
+  await client.query(`DROP TABLE history; ALTER TABLE history_folded RENAME TO history; NOTIFY ${CHAIN_CHANNEL}`);
+  await client.query('UPDATE history_bucket_params SET base = $1, ext = $2, split = $3, records = $4, folded = $5 WHERE id = 1', [
+    params.base,
+    params.ext,
+    params.split,
+    stay,
+    tip + 1,
+  ]);
+  lap('history replaced');
+  return {
+    base: params.base,
+    busy,
+    records: stay,
+    keys: stream.keys,
+    busyKeys: stream.busyKeys,
+    crossed: 0,
+    rewritten: true,
+    ms,
+  };
+}
+
 /** Bytes of `history` a whole-chain fold reads per statement (its slices of the key space: the memory it holds at once). */
 const STREAM_SLICE_BYTES = 32 * 2 ** 20;
 
@@ -230,24 +334,11 @@ const STREAM_SLICE_BYTES = 32 * 2 ** 20;
  * and their buckets written by COPY, all in the caller's transaction.
  */
 async function foldWholeChain(trx: Trx, layout: HistoryLayout, toHeight: number, opts: FoldOptions): Promise<BucketFold> {
-  const ms: Record<string, number> = {};
-  let t0 = performance.now();
-  const lap = (name: string) => {
-    const now = performance.now();
-    ms[name] = Math.round(now - t0);
-    t0 = now;
-  };
+  const { ms, lap } = laps();
   const busy = layout.busy;
   // (the count's grouping in memory, as the general statements' sort)
   await sql`SET LOCAL work_mem = '512MB'`.execute(trx);
-  const t = (
-    await sql<{ keys: string; busy_keys: string; stay: string; stay_rows: string; rows: string; bytes: string }>`
-    SELECT count(*)::text AS keys, count(*) FILTER (WHERE n > ${busy})::text AS busy_keys,
-           coalesce(sum(n) FILTER (WHERE n <= ${busy}), 0)::text AS stay,
-           coalesce(sum(rows) FILTER (WHERE n <= ${busy}), 0)::text AS stay_rows,
-           coalesce(sum(rows), 0)::text AS rows, pg_table_size('history')::text AS bytes
-      FROM (SELECT sum(1 + length(rest) / 8) AS n, count(*) AS rows FROM history GROUP BY addr_key) a`.execute(trx)
-  ).rows[0]!;
+  const t = (await sql<HistoryCounts>`${sql.raw(historyCounts(busy))}`.execute(trx)).rows[0]!;
   lap('keys');
   const stay = Number(t.stay);
   let params: BucketParams = { base: layout.base, ext: layout.ext, split: layout.split };
@@ -256,19 +347,24 @@ async function foldWholeChain(trx: Trx, layout: HistoryLayout, toHeight: number,
     await sql`UPDATE history_bucket_params SET base = ${params.base}, ext = 0, split = 0 WHERE id = 1`.execute(trx);
   }
   const busyKeys = new BinaryCopy();
-  const slices = new SliceBuckets(params, busy, busyKeys);
+  const stream = new FoldStream(params, busy, { busyKeys });
   const run = async (client: pg.ClientBase) => {
     await client.query('CREATE TEMP TABLE bw_busy (k uuid PRIMARY KEY) ON COMMIT DROP');
     const bits = Math.min(params.base, Math.max(0, Math.ceil(Math.log2(Number(t.bytes) / (opts.sliceBytes ?? STREAM_SLICE_BYTES)))));
     for (let s = 0; s < 2 ** bits; s++) {
       const bound = (v: number) => `'${(v * 2 ** (32 - bits)).toString(16).padStart(8, '0')}-0000-0000-0000-000000000000'::uuid`;
       const where = [s > 0 ? `addr_key >= ${bound(s)}` : '', s + 1 < 2 ** bits ? `addr_key < ${bound(s + 1)}` : ''].filter((w) => w);
-      const data = await copyOut(
-        client,
-        `SELECT addr_key, first_tx_num, rest FROM history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY addr_key, first_tx_num`,
+      const reader = stream.reader();
+      reader.feed(
+        await copyOut(
+          client,
+          `SELECT addr_key, first_tx_num, rest FROM history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY addr_key, first_tx_num`,
+        ),
       );
-      const out = slices.build(data);
-      if (out.rows > 0) await copyIn(client, 'history_buckets (bucket, log)', out.finish());
+      reader.end();
+      stream.endSlice();
+      if (stream.buckets.rows > 0) await copyIn(client, 'history_buckets (bucket, log)', stream.buckets.finish());
+      stream.buckets.reset();
     }
     if (busyKeys.rows > 0) await copyIn(client, 'bw_busy (k)', busyKeys.finish());
     await client.query('ANALYZE bw_busy');
@@ -298,104 +394,149 @@ async function foldWholeChain(trx: Trx, layout: HistoryLayout, toHeight: number,
 }
 
 /**
- * The bucket rows of one slice's `history` rows (binary COPY of addr_key, first_tx_num, rest in
- * key order): each address with at most `busy` entries gives them as records to its bucket, each
- * bucket's log sorted canonically; the other addresses' keys go to `busyKeys`. With `ext` and
- * `split` 0 (a base just chosen) a bucket is a run of keys, and its records are sorted as soon
- * as the run ends; otherwise they are gathered per bucket over the slice.
+ * Folds `history` rows fed in key order (addr_key, then first_tx_num: `reader`, binary COPY of
+ * those three columns) into the layout `busy` says, for empty buckets: each address with at most
+ * `busy` entries gives them as records to its bucket (`buckets`: COPY rows of history_buckets,
+ * each bucket's log sorted canonically); each with more is a busy key (`busyKeys`, when given) and,
+ * when `chunks` is given, its entries cut into chunk rows of CHUNK_ENTRIES (COPY rows of
+ * `history`: what the bulk finish's merge cuts). An address's entries are copied out of the
+ * COPY data as they come, so the data may arrive in pieces cut anywhere. With `ext` and `split` 0
+ * (a base just chosen) a bucket is a run of keys, written as soon as the run ends; otherwise its
+ * records are gathered until `endSlice` (a slice of the key space holds whole buckets).
  */
-class SliceBuckets {
+class FoldStream {
+  readonly buckets = new BinaryCopy(1 << 16);
+  /** A reader of one COPY's data (a slice's) into this fold. */
+  reader(): CopyRowReader {
+    return new CopyRowReader(3, (d, at, len) => this.row(d, at[0]!, at[1]!, at[2]!, len[2]!));
+  }
+  /** The entries that went to buckets, the addresses read, and those of them left in chunks. */
+  stay = 0;
+  keys = 0;
+  busyKeys = 0;
   private recs = Buffer.allocUnsafe(1 << 16);
   private sorted = Buffer.allocUnsafe(1 << 16);
   private readonly sorter = new RecordSorter();
   private readonly key = Buffer.alloc(16);
-  /** The current address's rows: per row the offset of its first_tx_num, of its rest, and the rest's length. */
-  private rows: number[] = [];
+  private readonly runs: boolean;
+  private readonly shift: number;
+  private readonly gathered = new Map<number, Buffer[]>();
+  /** The current address's entries (8 bytes each) not written yet, and their number. */
+  private ent: Buffer;
+  private m = 0;
+  /** The current address's entries so far, and whether they passed `busy`. */
+  private n = 0;
+  private over = false;
+  private hasKey = false;
+  private bucket = -1;
   private used = 0;
 
   constructor(
     private readonly params: BucketParams,
     private readonly busy: number,
-    private readonly busyKeys: BinaryCopy,
-  ) {}
-
-  build(data: Buffer): BinaryCopy {
-    const out = new BinaryCopy(1 << 16);
-    const runs = this.params.ext === 0 && this.params.split === 0;
-    const shift = 32 - this.params.base;
-    const gathered = new Map<number, Buffer[]>();
-    let bucket = -1;
-    let keyAt = -1;
-    let n = 0;
-    const flush = () => {
-      if (this.used === 0) return;
-      if (this.sorted.length < this.used) this.sorted = Buffer.allocUnsafe(2 * this.used);
-      this.sorter.sortInto(this.recs, this.used / RECORD_BYTES, this.sorted);
-      out.row(2).int4(bucket).bytea(this.sorted.subarray(0, this.used));
-      this.used = 0;
-    };
-    const done = () => {
-      if (keyAt < 0) return;
-      const key = this.key;
-      for (let j = 0; j < 16; j++) key[j] = data[keyAt + j]!;
-      if (n > this.busy) {
-        this.busyKeys.row(1).uuidBytes(key);
-      } else {
-        const b = runs ? (shift === 32 ? 0 : key.readUInt32BE(0) >>> shift) : bucketOf(key, this.params);
-        if (runs && b !== bucket) {
-          flush();
-          bucket = b;
-        }
-        if (this.recs.length < this.used + n * RECORD_BYTES) {
-          const grown = Buffer.allocUnsafe(2 * (this.used + n * RECORD_BYTES));
-          this.recs.copy(grown, 0, 0, this.used);
-          this.recs = grown;
-        }
-        const start = this.used;
-        const rows = this.rows;
-        for (let i = 0; i < rows.length; i += 3) {
-          this.put(data, rows[i]!);
-          for (let at = rows[i + 1]!, end = at + rows[i + 2]!; at < end; at += 8) this.put(data, at);
-        }
-        if (!runs) {
-          const list = gathered.get(b) ?? [];
-          list.push(Buffer.from(this.recs.subarray(start, this.used)));
-          gathered.set(b, list);
-          this.used = 0;
-        }
-      }
-      this.rows.length = 0;
-      n = 0;
-    };
-    eachCopyRow(data, 3, (d, at, len) => {
-      const k = at[0]!;
-      if (
-        keyAt < 0 ||
-        d.readUInt32BE(k) !== d.readUInt32BE(keyAt) ||
-        d.readUInt32BE(k + 4) !== d.readUInt32BE(keyAt + 4) ||
-        d.readUInt32BE(k + 8) !== d.readUInt32BE(keyAt + 8) ||
-        d.readUInt32BE(k + 12) !== d.readUInt32BE(keyAt + 12)
-      ) {
-        done();
-        keyAt = k;
-      }
-      this.rows.push(at[1]!, at[2]!, len[2]!);
-      n += 1 + len[2]! / 8;
-    });
-    done();
-    flush();
-    for (const b of [...gathered.keys()].sort((x, y) => x - y))
-      out
-        .row(2)
-        .int4(b)
-        .bytea(sortRecords(Buffer.concat(gathered.get(b)!)));
-    return out;
+    private readonly out: { busyKeys?: BinaryCopy; chunks?: BinaryCopy },
+  ) {
+    this.runs = params.ext === 0 && params.split === 0;
+    this.shift = 32 - params.base;
+    this.ent = Buffer.allocUnsafe(ENTRY_BYTES * (Math.max(busy, CHUNK_ENTRIES) + 1));
   }
 
-  /** Appends the record of the current key and the entry at `data[at..at + 8)`. */
-  private put(data: Buffer, at: number): void {
-    const hi = data.readUInt32BE(at);
-    const lo = data.readUInt32BE(at + 4);
+  /** The bucket rows gathered since the last slice's end (outside runs), written to `buckets`. */
+  endSlice(): void {
+    this.endAddress();
+    this.flushRun();
+    for (const b of [...this.gathered.keys()].sort((x, y) => x - y))
+      this.buckets
+        .row(2)
+        .int4(b)
+        .bytea(sortRecords(Buffer.concat(this.gathered.get(b)!)));
+    this.gathered.clear();
+  }
+
+  private row(d: Buffer, keyAt: number, firstAt: number, restAt: number, restLen: number): void {
+    const key = this.key;
+    if (
+      !this.hasKey ||
+      d.readUInt32BE(keyAt) !== key.readUInt32BE(0) ||
+      d.readUInt32BE(keyAt + 4) !== key.readUInt32BE(4) ||
+      d.readUInt32BE(keyAt + 8) !== key.readUInt32BE(8) ||
+      d.readUInt32BE(keyAt + 12) !== key.readUInt32BE(12)
+    ) {
+      this.endAddress();
+      for (let j = 0; j < 16; j++) key[j] = d[keyAt + j]!;
+      this.hasKey = true;
+    }
+    this.push(d, firstAt);
+    for (let at = restAt, end = restAt + restLen; at < end; at += ENTRY_BYTES) this.push(d, at);
+  }
+
+  private push(d: Buffer, at: number): void {
+    this.n++;
+    if (this.n > this.busy && !this.over) {
+      this.over = true;
+      if (!this.out.chunks) this.m = 0;
+    }
+    if (this.over && !this.out.chunks) return;
+    const ent = this.ent;
+    for (let j = 0, w = this.m * ENTRY_BYTES; j < ENTRY_BYTES; j++) ent[w + j] = d[at + j]!;
+    this.m++;
+    while (this.over && this.m >= CHUNK_ENTRIES) this.chunk(CHUNK_ENTRIES);
+  }
+
+  /** The first `count` entries held as a chunk row of the current address. */
+  private chunk(count: number): void {
+    const ent = this.ent;
+    const first = ent.readUInt32BE(0) * 2 ** 32 + ent.readUInt32BE(4);
+    this.out
+      .chunks!.row(3)
+      .uuidBytes(this.key)
+      .int8(first)
+      .byteaRange(ent, ENTRY_BYTES, count * ENTRY_BYTES);
+    ent.copyWithin(0, count * ENTRY_BYTES, this.m * ENTRY_BYTES);
+    this.m -= count;
+  }
+
+  private endAddress(): void {
+    if (!this.hasKey) return;
+    this.hasKey = false;
+    this.keys++;
+    const key = this.key;
+    if (this.over) {
+      this.busyKeys++;
+      if (this.out.chunks && this.m > 0) this.chunk(this.m);
+      this.out.busyKeys?.row(1).uuidBytes(key);
+    } else {
+      this.stay += this.n;
+      const b = this.runs ? (this.shift === 32 ? 0 : key.readUInt32BE(0) >>> this.shift) : bucketOf(key, this.params);
+      if (this.runs && b !== this.bucket) {
+        this.flushRun();
+        this.bucket = b;
+      }
+      const need = this.used + this.m * RECORD_BYTES;
+      if (this.recs.length < need) {
+        const grown = Buffer.allocUnsafe(2 * need);
+        this.recs.copy(grown, 0, 0, this.used);
+        this.recs = grown;
+      }
+      const start = this.used;
+      for (let i = 0; i < this.m; i++) this.record(i * ENTRY_BYTES);
+      if (!this.runs) {
+        const list = this.gathered.get(b) ?? [];
+        list.push(Buffer.from(this.recs.subarray(start, this.used)));
+        this.gathered.set(b, list);
+        this.used = 0;
+      }
+    }
+    this.n = 0;
+    this.m = 0;
+    this.over = false;
+  }
+
+  /** Appends the record of the current key and the held entry at `ent[at..at + 8)`. */
+  private record(at: number): void {
+    const ent = this.ent;
+    const hi = ent.readUInt32BE(at);
+    const lo = ent.readUInt32BE(at + 4);
     const height = hi * (2 ** 32 / TX_NUM_SPAN) + Math.floor(lo / TX_NUM_SPAN);
     const pos = lo % TX_NUM_SPAN;
     if (height > 0xffffff || pos > 0xffff) throw new RangeError(`tx_num at height ${height}, position ${pos} does not fit a record`);
@@ -409,6 +550,15 @@ class SliceBuckets {
     recs[w++] = pos >>> 8;
     recs[w++] = pos & 0xff;
     this.used = w;
+  }
+
+  /** The current run's bucket, its records sorted, written to `buckets`. */
+  private flushRun(): void {
+    if (this.used === 0 || !this.runs) return;
+    if (this.sorted.length < this.used) this.sorted = Buffer.allocUnsafe(2 * this.used);
+    this.sorter.sortInto(this.recs, this.used / RECORD_BYTES, this.sorted);
+    this.buckets.row(2).int4(this.bucket).bytea(this.sorted.subarray(0, this.used));
+    this.used = 0;
   }
 }
 

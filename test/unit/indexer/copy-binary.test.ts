@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { BinaryCopy } from '../../../indexer/writer/copy-binary.js';
+import { BinaryCopy, CopyRowReader, eachCopyRow } from '../../../indexer/writer/copy-binary.js';
 import { seededRandom } from '../../support/chain-crash.js';
 import { uuidHex } from '../../../src/db/address-key.js';
 import { restOf } from '../../../src/db/history-entries.js';
@@ -164,5 +164,62 @@ describe('BinaryCopy', () => {
       ref.bytea(restOf(nums));
     }
     expect(Buffer.compare(copy.finish(), ref.finish())).toBe(0);
+  });
+});
+
+describe('CopyRowReader', () => {
+  /** 300 random rows (a uuid, an int8 or NULL, a bytea of 0–300 bytes) and their fields. */
+  const rowsOf = (seed: number) => {
+    const rand = seededRandom(seed);
+    const copy = new BinaryCopy(16);
+    const rows: [string, string | null, string][] = [];
+    for (let i = 0; i < 300; i++) {
+      const key = randomBytes(16);
+      const n = rand() < 0.1 ? null : Math.floor(rand() * 2 ** 50);
+      const b = randomBytes(Math.floor(rand() * 300));
+      copy.row(3).uuidBytes(key);
+      if (n === null) copy.null();
+      else copy.int8(n);
+      copy.bytea(b);
+      rows.push([key.toString('hex'), n === null ? null : String(n), b.toString('hex')]);
+    }
+    return { data: Buffer.from(copy.finish()), rows };
+  };
+  const read = (pieces: Buffer[]) => {
+    const got: [string, string | null, string][] = [];
+    const r = new CopyRowReader(3, (d, at, len) =>
+      got.push([
+        d.subarray(at[0]!, at[0]! + len[0]!).toString('hex'),
+        at[1]! < 0 ? null : String(d.readBigInt64BE(at[1]!)),
+        d.subarray(at[2]!, at[2]! + len[2]!).toString('hex'),
+      ]),
+    );
+    for (const p of pieces) r.feed(p);
+    return { got, rows: r.end() };
+  };
+
+  it('reads the rows BinaryCopy wrote, whole or in pieces cut anywhere', () => {
+    const { data, rows } = rowsOf(3);
+    expect(read([data])).toEqual({ got: rows, rows: 300 });
+    expect(eachCopyRow(data, 3, () => {})).toBe(300);
+    const rand = seededRandom(5);
+    for (let t = 0; t < 20; t++) {
+      const pieces: Buffer[] = [];
+      for (let at = 0; at < data.length;) {
+        const n = 1 + Math.floor(rand() * (t < 10 ? 7 : 900));
+        pieces.push(data.subarray(at, at + n));
+        at += n;
+      }
+      expect(read(pieces).got).toEqual(rows);
+    }
+  });
+
+  it('refuses data that is not binary COPY, rows of another width, data cut short or after the trailer', () => {
+    const { data } = rowsOf(4);
+    expect(() => read([Buffer.from('hello, not a copy stream at all')])).toThrow('not binary COPY data');
+    expect(() => new CopyRowReader(2, () => {}).feed(data)).toThrow('binary COPY row of 3 fields, expected 2');
+    expect(() => read([data.subarray(0, data.length - 1)])).toThrow('binary COPY data cut short');
+    expect(() => read([data.subarray(0, 100)])).toThrow('binary COPY data cut short');
+    expect(() => read([data, Buffer.from([0])])).toThrow('binary COPY data after its trailer');
   });
 });
