@@ -288,19 +288,8 @@ export function pct(xs: readonly number[], p: number): number {
 
 export const round = (x: number, d = 0): number => Math.round(x * 10 ** d) / 10 ** d;
 
-/**
- * `blockwire history-buckets --busy N` on an empty database (an import into it then folds its
- * history into buckets at its finish): the command's output line.
- */
-export async function switchHistoryBuckets(databaseUrl: string, busy: number): Promise<string> {
-  const child = spawnNode(['bin/blockwire.js', 'history-buckets', '--busy', String(busy)], {
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: 'warn',
-  });
-  const code = await child.exited;
-  if (code !== 0) throw new Error(`blockwire history-buckets exited with ${code}:\n${child.lines.join('\n')}`);
-  return child.lines.join('\n');
-}
+/** The import's environment for the benches that measure the chunk rows' layout (history buckets off). */
+export const CHUNK_ROWS: Readonly<Record<string, string>> = { HISTORY_BUSY: '0' };
 
 export interface ImportResult {
   tip: number;
@@ -351,6 +340,8 @@ export async function importCorpus(
   nodeFlags: string[],
   pgs?: BenchPostgres,
   checkout?: string,
+  /** More environment for the import (CHUNK_ROWS: history buckets off). */
+  env: Readonly<Record<string, string>> = {},
 ): Promise<ImportResult> {
   const cpu0 = childrenCpuMs();
   const sys0 = childrenSysCpuMs();
@@ -358,7 +349,7 @@ export async function importCorpus(
   const t0 = performance.now();
   const child = spawnNode(
     ['bin/blockwire.js', 'import', '--blocks-dir', resolve(corpusBlocksDir(dir)), '--network', 'regtest', '--near-tip', String(nearTip)],
-    { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' },
+    { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ...env },
     nodeFlags,
     checkout,
   );

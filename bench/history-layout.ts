@@ -43,6 +43,7 @@ import { startCorpusNode } from '../devnode/corpus.js';
 import {
   cacheDir,
   importCorpus,
+  CHUNK_ROWS,
   machine,
   pct,
   processCpuMs,
@@ -149,7 +150,7 @@ async function main(): Promise<void> {
       '1';
     if (!have) {
       await pgs.createDatabase(DB);
-      const imp = await importCorpus(corpus.dir, url, size.liveBlocks, [], pgs);
+      const imp = await importCorpus(corpus.dir, url, size.liveBlocks, [], pgs, undefined, CHUNK_ROWS);
       if (imp.tip !== tip) throw new Error(`import stopped at ${imp.tip}, expected ${tip}`);
       say(`imported ${imp.blocks} blocks, ${imp.txs} txs in ${round(imp.wallMs / 1000)} s`);
     }

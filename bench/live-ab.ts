@@ -20,7 +20,7 @@ import { closeSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { benchArgs } from './args.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { cacheDir, importCorpus, pct, round, runSize, say, startBenchPostgres } from './harness.js';
+import { cacheDir, importCorpus, CHUNK_ROWS, pct, round, runSize, say, startBenchPostgres } from './harness.js';
 import { checkoutBaseline } from './baseline.js';
 import { ServerWaits, runQueueMs } from './pg-wait.js';
 import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
@@ -81,7 +81,7 @@ async function main(): Promise<void> {
   try {
     const url = fresh ? await pgs.createDatabase('bw_ab') : pgs.url('bw_ab');
     if (fresh) {
-      const imported = await importCorpus(dir, url, 40, [], pgs);
+      const imported = await importCorpus(dir, url, 40, [], pgs, undefined, CHUNK_ROWS);
       say(`imported ${imported.blocks} blocks (${imported.txs} txs)`);
     }
     // Each version's writer runs on its own version's pool (its COPYs find their client there).

@@ -7,11 +7,11 @@
  * newest block (bench/live-floor.ts): PostgreSQL's own write cost for its rows.
  * Standalone: `node --import tsx bench/live.ts [--quick] [--blocks N] [--txs-per-block N]
  * [--live-blocks N] [--cpu-prof DIR] [--history-busy N]` imports the corpus below its tail first (blockwire
- * import), then measures. `--history-busy N` switches the empty index to history buckets first
- * (`blockwire history-buckets --busy N`: the addresses with at most N entries), so that the
- * import's finish folds its history into them (indexer/writer/history-build.ts), says what the
- * fold took and the sizes, measures the live blocks (written as chunk rows, as without buckets),
- * then folds them as an idle indexer would and says what that took (no floor).
+ * import), then measures. `--history-busy N` imports with HISTORY_BUSY=N (0: history buckets
+ * off, every address in chunk rows; without the option, the default): with N > 0 the import's
+ * finish folds its history into buckets (indexer/writer/history-build.ts); the bench says what
+ * the fold took and the sizes, measures the live blocks (written as chunk rows, as without
+ * buckets), then folds them as an idle indexer would and says what that took (no floor).
  * bench/sync calls `measureLive` on the index it has just built.
  * @module
  */
@@ -41,7 +41,6 @@ import {
   runSize,
   say,
   spawnNode,
-  switchHistoryBuckets,
   startBenchPostgres,
   type BenchPostgres,
   type Child,
@@ -251,11 +250,18 @@ async function main(): Promise<void> {
   const pgs = await startBenchPostgres(root);
   try {
     const url = await pgs.createDatabase('bw_live');
-    if (busy !== undefined) say(await switchHistoryBuckets(url, busy));
-    const imported = await importCorpus(dir, url, size.liveBlocks, [], pgs);
+    const imported = await importCorpus(
+      dir,
+      url,
+      size.liveBlocks,
+      [],
+      pgs,
+      undefined,
+      busy === undefined ? {} : { HISTORY_BUSY: String(busy) },
+    );
     say(`imported ${imported.blocks} blocks (${imported.txs} txs) in ${round(imported.wallMs / 1000, 1)} s`);
     const buckets =
-      busy === undefined
+      busy === undefined || busy === 0
         ? undefined
         : await bucketSizes(url, Object.fromEntries(Object.entries(imported.finishSteps).filter(([k]) => k.startsWith('history buckets'))));
     const node = await startCorpusNode({ dir, tip: imported.tip });

@@ -355,26 +355,25 @@ export function summary(runs: BenchRun[]): string {
     'sync',
   );
 
-  // 2b. The same import with history buckets on (not the default: a live block costs more).
-  const hb = (
+  // 2b. The same import with history buckets off (HISTORY_BUSY=0: every address in chunk rows).
+  const hc = (
     by.get('sync')?.result as
       | {
-          buckets?: {
-            busy?: number;
+          chunkRows?: {
             wallMs?: number;
-            foldMs?: number | null;
+            foldMs?: number;
             mergeMs?: number;
             size?: { ratio?: number; databaseBytes?: number };
           };
         }
       | undefined
-  )?.buckets;
+  )?.chunkRows;
   const sec = (x: unknown) => (typeof x === 'number' ? fmt(x / 1000, 1) : '—');
-  if (hb)
+  if (hc)
     add(
-      `database size / raw block bytes, history buckets on (\`blockwire history-buckets --busy ${fmt(val(hb.busy))}\` before the ${fmt(blocks)}-block import)`,
-      fmt(val(hb.size?.ratio), 3),
-      `database ${mb(hb.size?.databaseBytes)} MB; import ${sec(hb.wallMs)} s, its history step (the fold) ${sec(hb.foldMs)} s (without buckets: ${sec(s.import?.wallMs)} s, the merge ${sec(hb.mergeMs)} s)`,
+      `database size / raw block bytes, history buckets off (HISTORY_BUSY=0 for the same ${fmt(blocks)}-block import)`,
+      fmt(val(hc.size?.ratio), 3),
+      `database ${mb(hc.size?.databaseBytes)} MB; import ${sec(hc.wallMs)} s, its history step (the merge) ${sec(hc.mergeMs)} s (with buckets: import ${sec(s.import?.wallMs)} s, the fold ${sec(hc.foldMs)} s)`,
       '(reported)',
       null,
       'sync',

@@ -24,7 +24,7 @@ import { corpusMainChain, loadCorpusManifest } from '../devnode/corpus-manifest.
 import { createDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { checkoutBaseline } from './baseline.js';
-import { cacheDir, importCorpus, runSize, say, startBenchPostgres, type BenchPostgres } from './harness.js';
+import { cacheDir, importCorpus, CHUNK_ROWS, runSize, say, startBenchPostgres, type BenchPostgres } from './harness.js';
 
 const TABLES = ['txs', 'history', 'utxos', 'balances', 'blocks', 'script_aliases', 'asset_txs'] as const;
 
@@ -180,7 +180,7 @@ async function main(): Promise<void> {
         const base = checkoutBaseline(values.baseline, say);
         try {
           const url = await pgs.createDatabase('bw_base');
-          await importCorpus(corpus.dir, url, nearTip, [], pgs, base.dir);
+          await importCorpus(corpus.dir, url, nearTip, [], pgs, base.dir, CHUNK_ROWS);
         } finally {
           base.remove();
         }
@@ -200,7 +200,7 @@ async function main(): Promise<void> {
     }
     if (!(await exists(pgs, 'bw_import'))) {
       const url = await pgs.createDatabase('bw_import');
-      await importCorpus(corpus.dir, url, nearTip, [], pgs);
+      await importCorpus(corpus.dir, url, nearTip, [], pgs, undefined, CHUNK_ROWS);
     }
     await settle(pgs, 'bw_import');
     say(`current code, imported:\n${(await breakdown(pgs, 'bw_import', raw)).join('\n')}`);

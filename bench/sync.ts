@@ -3,9 +3,10 @@
  * limits, measured in the same run:
  * 1. `blockwire import --blocks-dir` of the corpus up to its catch-up and live blocks (tx/s,
  *    blocks/s; load and index-build phases; CPU of the importer and of PostgreSQL);
- * 2. database size after VACUUM and CHECKPOINT against the raw bytes of the imported blocks, and
- *    the same import into an index with history buckets on (`blockwire history-buckets --busy
- *    100` first: the finish folds the history into them), its size and the fold's time;
+ * 2. database size after VACUUM and CHECKPOINT against the raw bytes of the imported blocks
+ *    (history buckets on, the default: the finish folds the history into them), and the same
+ *    import with them off (HISTORY_BUSY=0), its size and the finish's history step (the merge)
+ *    against the fold;
  * 3. the physical limit: the rows the import left in blocks, txs, utxos and history written to
  *    files, then loaded with server-side `COPY … FROM 'file'` into the same tables without
  *    indexes, in the same PostgreSQL; reported as a ratio to the import's load phase;
@@ -39,7 +40,7 @@ import {
   runSize,
   say,
   startBenchPostgres,
-  switchHistoryBuckets,
+  CHUNK_ROWS,
   syncOverRpc,
   type BenchPostgres,
 } from './harness.js';
@@ -54,10 +55,7 @@ const MAINNET_TXS = 1.43e9;
 const TXS_COLS = 'tx_num, txid, outs, ins, spent_group';
 
 /** Tables the sync writes with COPY (balances are computed in the finish step). */
-const COPY_TABLES = ['blocks', 'txs', 'utxos', 'history'] as const;
-
-/** The `busy` of the size measured with history buckets on (docs/operations.md "Upgrading"). */
-const HISTORY_BUSY = 100;
+const COPY_TABLES = ['blocks', 'txs', 'utxos', 'history', 'history_buckets'] as const;
 
 export interface SizeResult {
   databaseBytes: number;
@@ -119,7 +117,7 @@ export async function measureCopyLimit(pgs: BenchPostgres, db: string): Promise<
     ALTER TABLE blocks DROP CONSTRAINT blocks_pkey; DROP INDEX blocks_hash;
     ALTER TABLE txs DROP CONSTRAINT txs_pkey; DROP INDEX txs_txid_key; DROP INDEX txs_spent_groups;
     ALTER TABLE utxos DROP CONSTRAINT utxos_pkey; DROP INDEX utxos_addr;
-    ALTER TABLE history DROP CONSTRAINT history_pkey;`,
+    ALTER TABLE history DROP CONSTRAINT history_pkey; ALTER TABLE history_buckets DROP CONSTRAINT history_buckets_pkey;`,
   );
   await pgs.query('postgres', 'CHECKPOINT');
   const { default: pg } = await import('pg');
@@ -299,27 +297,25 @@ async function main(): Promise<void> {
         .join(', ')} MB`,
     );
 
-    // 2b. the same import into an index with history buckets on: its size, and what the fold costs
-    const bucketsUrl = await pgs.createDatabase('bw_buckets');
-    await switchHistoryBuckets(bucketsUrl, HISTORY_BUSY);
-    const bi = await importCorpus(corpus.dir, bucketsUrl, nearTip, [], pgs);
-    const bsz = await measureSize(pgs, 'bw_buckets', rawBytes);
-    await pgs.query('postgres', 'DROP DATABASE bw_buckets');
+    // 2b. the same import with history buckets off (HISTORY_BUSY=0): its size, and what the
+    // finish's history step costs there (the merge) against the default's (the fold)
+    const chunksUrl = await pgs.createDatabase('bw_chunks');
+    const ci = await importCorpus(corpus.dir, chunksUrl, nearTip, [], pgs, undefined, CHUNK_ROWS);
+    const csz = await measureSize(pgs, 'bw_chunks', rawBytes);
+    await pgs.query('postgres', 'DROP DATABASE bw_chunks');
     // (the finish's history step: the merge without buckets; with them, the fold in its place, and any fold after the parts)
     const historyMs = (steps: Record<string, number>) => (steps.history ?? 0) + (steps['history buckets'] ?? 0);
-    const foldMs = historyMs(bi.finishSteps);
-    result.buckets = {
-      busy: HISTORY_BUSY,
-      wallMs: bi.wallMs,
-      loadMs: bi.loadMs,
-      finishMs: bi.finishMs,
-      foldMs,
-      mergeMs: historyMs(imp.finishSteps),
-      size: bsz,
+    result.chunkRows = {
+      wallMs: ci.wallMs,
+      loadMs: ci.loadMs,
+      finishMs: ci.finishMs,
+      mergeMs: historyMs(ci.finishSteps),
+      foldMs: historyMs(imp.finishSteps),
+      size: csz,
     };
     say(
-      `with history buckets (busy ${HISTORY_BUSY}): database ${(bsz.databaseBytes / 1e6).toFixed(1)} MB = ${bsz.ratio} of raw; import ${round(bi.wallMs / 1000, 1)} s (history step, the fold: ${round(foldMs / 1000, 1)} s) against ${round(imp.wallMs / 1000, 1)} s (the merge: ${round(historyMs(imp.finishSteps) / 1000, 1)} s); ${Object.entries(
-        bsz.tables,
+      `with history buckets off (HISTORY_BUSY=0): database ${(csz.databaseBytes / 1e6).toFixed(1)} MB = ${csz.ratio} of raw; import ${round(ci.wallMs / 1000, 1)} s (history step, the merge: ${round(historyMs(ci.finishSteps) / 1000, 1)} s) against ${round(imp.wallMs / 1000, 1)} s (the fold: ${round(historyMs(imp.finishSteps) / 1000, 1)} s); ${Object.entries(
+        csz.tables,
       )
         .map(([k, v]) => `${k} ${(v / 1e6).toFixed(1)}`)
         .join(', ')} MB`,

@@ -17,6 +17,7 @@ import { readTip } from '../indexer/writer/chain-rows.js';
 import { blkFeed, scanBlocksDir } from '../indexer/blk-feed.js';
 import { cacheBound, runBulk } from '../indexer/writer/bulk.js';
 import { createWriterLock } from '../indexer/writer-lock.js';
+import { applyHistoryBusy } from '../indexer/writer/history-switch.js';
 
 const USAGE = `usage: blockwire import --blocks-dir DIR [--network main|test|testnet4|signet|regtest] [--near-tip N] [--memory-mb MB]
 
@@ -82,6 +83,8 @@ export async function run(argv: string[]): Promise<number> {
   try {
     await migrateToLatest(handle.db);
     await lock.acquire();
+    const layout = await applyHistoryBusy(handle.db, config.historyBusy, { guard: lock.guard });
+    if (layout.applied) log.info({ busy: layout.busy }, 'empty index: history buckets on at HISTORY_BUSY');
     const tip = await readTip(handle.db);
     if (tip.height >= 0) {
       const ours = chain.blocks[tip.height]?.hash;

@@ -23,6 +23,7 @@ import { createReorgedResolver, type ReorgedStats } from './reorged.js';
 import { startNotifier, type Notifier, type NotifyStats } from './notify.js';
 import { createRunLoop, type IndexerMetrics, type IndexerStatus } from './run.js';
 import { createWriterLock, type WriterLock } from './writer-lock.js';
+import { applyHistoryBusy } from './writer/history-switch.js';
 
 export type { IndexerMetrics, IndexerStatus };
 
@@ -152,6 +153,18 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
     source = createNodeSource({ rpc, rest: new BitcoindRest({ url }), restMode: config.bitcoindRest });
   }
   const guard = lock.guard;
+  try {
+    const layout = await applyHistoryBusy(db, config.historyBusy, { guard });
+    if (layout.applied) log.info({ busy: layout.busy }, 'empty index: history buckets on at HISTORY_BUSY');
+    else if (layout.busy !== config.historyBusy)
+      log.info(
+        { busy: layout.busy, historyBusy: config.historyBusy },
+        'the index keeps its history layout: HISTORY_BUSY applies to an empty index (`blockwire history-buckets` switches one with blocks from 0)',
+      );
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
   const zmqUrl = deps.zmqUrl === undefined ? config.bitcoindZmqUrl : (deps.zmqUrl ?? undefined);
   const mempool = createMempoolSync({
     db,

@@ -306,6 +306,12 @@ export const settings = {
     'Memory budget of the initial sync in bulk (`blockwire import` and the indexer\'s bulk path), in MiB. Its in-memory set of unspent outputs gets what the process and two batches of INDEXER_BULK_BATCH_TXS leave; when that is full, the oldest outputs are dropped from memory and read back from PostgreSQL when spent (slower, same index: docs/sync.md "Memory").',
     int(1, 1_048_576),
   ),
+  historyBusy: setting<number>(
+    'HISTORY_BUSY',
+    100,
+    'History buckets (docs/schema.md `history_buckets`): an address with at most this many confirmed transactions keeps its history as 13-byte records in hash buckets, about half the space of the chunk rows the others keep; 0 keeps every address in chunk rows. Applied when the indexer or `blockwire import` starts on an empty index that has not been switched; an index with blocks keeps the layout it has (`blockwire history-buckets --busy N` switches one from 0: docs/operations.md "Upgrading").',
+    int(0, 1_000_000),
+  ),
   indexerPrefetch: setting<number>(
     'INDEXER_PREFETCH',
     8,

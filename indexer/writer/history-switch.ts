@@ -52,3 +52,29 @@ export async function buildHistoryBuckets(
   }
   return fold;
 }
+
+/**
+ * HISTORY_BUSY on the index (src/config.ts): an empty index (no block, nothing in either history
+ * table) still at `busy` 0 takes `busy` (its first import or bulk sync then folds into the
+ * buckets and chooses their count); any other keeps its own (an index with blocks, or one switched
+ * by `blockwire history-buckets` before its first block), which is returned for the caller to
+ * log. One transaction under the chain lock; `guard` proves the writer lock in it.
+ */
+export async function applyHistoryBusy(
+  db: Kysely<Database>,
+  busy: number,
+  opts: { guard?: (trx: Trx) => Promise<void> } = {},
+): Promise<{ applied: boolean; busy: number }> {
+  if (!Number.isInteger(busy) || busy < 0) throw new RangeError(`busy must be a non-negative integer, got ${busy}`);
+  return db.transaction().execute(async (trx) => {
+    if (opts.guard) await opts.guard(trx);
+    const tip = (await lockTip(trx)).height;
+    const now = await readHistoryLayout(trx);
+    if (now.busy === busy || now.busy !== 0) return { applied: false, busy: now.busy };
+    const rows = await sql<{ any: boolean }>`
+      SELECT EXISTS (SELECT 1 FROM history) OR EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx);
+    if (tip >= 0 || rows.rows[0]!.any) return { applied: false, busy: now.busy };
+    await sql`UPDATE history_bucket_params SET busy = ${busy}, folded = 0 WHERE id = 1`.execute(trx);
+    return { applied: true, busy };
+  });
+}

@@ -24,9 +24,11 @@ export interface IndexSnapshot {
   utxos: string[];
   balances: string[];
   /**
-   * addr_key → every tx_num in its history, ascending (chunking ignored); an address kept in its
-   * bucket under its identity (`~` and the key's bytes 4..11), so two indexes with the same
-   * `busy` compare whatever their bucket counts.
+   * Every address's tx_nums, ascending, under its identity (`~` and the key's bytes 4..11, the 8
+   * bytes a bucket record keeps), wherever they are: chunk rows (chunking ignored), its bucket,
+   * or both (older entries folded, newer not yet). So two indexes compare whatever their `busy`,
+   * bucket counts and fold points, which the way the chain came decides (`historyPlaces` tells the
+   * places apart). An address's full key is read through the readers' seam by `readAddresses`.
    */
   history: string[];
   mempool: string[];
@@ -73,31 +75,12 @@ export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot
   const balances = (
     await sql<{ addr_key: string; balance: bigint; utxo_count: number }>`SELECT * FROM balances ORDER BY addr_key`.execute(db)
   ).rows.map((b) => `${b.addr_key} ${b.balance} ${b.utxo_count}`);
-  const hist = new Map<string, bigint[]>();
-  for (const c of (
-    await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`SELECT * FROM history ORDER BY addr_key, first_tx_num`.execute(db)
-  ).rows) {
-    const e = decodeEntries(historyChunkEntries(c.first_tx_num, c.rest));
-    if (e.some((n, i) => i > 0 && n <= e[i - 1]!)) throw new Error(`history chunk ${c.addr_key}/${c.first_tx_num} is not ascending`);
-    const list = hist.get(c.addr_key) ?? [];
-    if (list.length > 0 && list[list.length - 1]! >= e[0]!) throw new Error(`history chunks of ${c.addr_key} overlap`);
-    list.push(...e);
-    hist.set(c.addr_key, list);
-  }
-  // The buckets' records, per identity (8 of the key's bytes: `~` and their hex, the bucket id
-  // left out so that the bucket count does not matter), ascending as the chunks' entries.
+  const { chunks, records } = await readHistoryPlaces(db);
   const ids = new Map<string, number[]>();
-  for (const b of (await sql<{ log: Buffer }>`SELECT log FROM history_buckets ORDER BY bucket`.execute(db)).rows)
-    for (let at = 0; at < b.log.length; at += RECORD_BYTES) {
-      const id = `~${b.log.subarray(at, at + 8).toString('hex')}`;
-      const list = ids.get(id) ?? [];
-      list.push(recordTxNum(b.log, at));
-      ids.set(id, list);
-    }
-  const history = [
-    ...[...hist].map(([k, l]) => `${k} ${l.join(',')}`),
-    ...[...ids].map(([k, l]) => `${k} ${l.sort((a, b) => a - b).join(',')}`),
-  ].sort();
+  const add = (id: string, nums: readonly number[]) => ids.set(id, [...(ids.get(id) ?? []), ...nums]);
+  for (const [k, l] of chunks) add(identityOf(k), l.map(Number));
+  for (const [id, l] of records) add(id, l);
+  const history = [...ids].map(([k, l]) => `${k} ${l.sort((a, b) => a - b).join(',')}`).sort();
   const mempool = (await sql<{ txid: Buffer }>`SELECT txid FROM mempool_txs ORDER BY txid`.execute(db)).rows.map((m) => hex(m.txid)!);
   const aliases = (
     await sql<{ script_key: string; addr_key: string; keyed: boolean }>`SELECT * FROM script_aliases ORDER BY script_key`.execute(db)
@@ -177,4 +160,36 @@ export async function readAddresses(db: Kysely<Database>, keys: readonly string[
     });
   }
   return out;
+}
+
+/** The identity of an address key (uuid text) in a snapshot's history: `~` and its bytes 4..11. */
+const identityOf = (key: string) => `~${key.replace(/-/g, '').slice(8, 24)}`;
+
+/**
+ * The history as it is stored: per address key its chunk rows' entries (checked ascending and not
+ * overlapping), per identity (`~` and the key's bytes 4..11, the bucket id left out so that the
+ * bucket count does not matter) its bucket records, ascending.
+ */
+export async function readHistoryPlaces(db: Kysely<Database>): Promise<{ chunks: Map<string, bigint[]>; records: Map<string, number[]> }> {
+  const chunks = new Map<string, bigint[]>();
+  for (const c of (
+    await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`SELECT * FROM history ORDER BY addr_key, first_tx_num`.execute(db)
+  ).rows) {
+    const e = decodeEntries(historyChunkEntries(c.first_tx_num, c.rest));
+    if (e.some((n, i) => i > 0 && n <= e[i - 1]!)) throw new Error(`history chunk ${c.addr_key}/${c.first_tx_num} is not ascending`);
+    const list = chunks.get(c.addr_key) ?? [];
+    if (list.length > 0 && list[list.length - 1]! >= e[0]!) throw new Error(`history chunks of ${c.addr_key} overlap`);
+    list.push(...e);
+    chunks.set(c.addr_key, list);
+  }
+  const records = new Map<string, number[]>();
+  for (const b of (await sql<{ log: Buffer }>`SELECT log FROM history_buckets ORDER BY bucket`.execute(db)).rows)
+    for (let at = 0; at < b.log.length; at += RECORD_BYTES) {
+      const id = `~${b.log.subarray(at, at + 8).toString('hex')}`;
+      const list = records.get(id) ?? [];
+      list.push(recordTxNum(b.log, at));
+      records.set(id, list);
+    }
+  for (const l of records.values()) l.sort((a, b) => a - b);
+  return { chunks, records };
 }
