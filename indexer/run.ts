@@ -151,6 +151,9 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let txidsFill: Promise<void> | null = null;
   let txidsRetryAt = 0;
   let upkeepRefused = false;
+  /** The history fold under way beside the loop (it never holds the chain: blocks go on being applied), and a fatal error it met. */
+  let folding: Promise<void> | null = null;
+  let foldFatal: FatalError | null = null;
   const abort = new AbortController();
   const ctx = {
     ...(deps.guard ? { guard: deps.guard } : {}),
@@ -298,6 +301,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     if (action.kind !== 'bulk') fillTxids();
     switch (action.kind) {
       case 'bulk':
+        await foldDone();
         // The bulk path writes and undoes blocks without the recent transactions' cache.
         ctx.txids.clear();
         txidsFilled = false;
@@ -310,6 +314,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       case 'fatal':
         throw new FatalError(action.code, action.message);
       case 'undo': {
+        // (an undo below the fold's height cuts the buckets the fold writes: one after the other)
+        await foldDone();
         log.warn({ fork: action.fork, depth: action.depth, tip: action.from }, 'reorg: undoing blocks above the fork');
         metrics.reorgs++;
         txidsEpoch++;
@@ -345,7 +351,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
    * a role that may not run it (not the tables' owner) is told once and stops trying.
    */
   async function upkeep(): Promise<void> {
-    await fold();
+    fold();
     if (upkeepRefused) return;
     const t0 = performance.now();
     try {
@@ -360,24 +366,38 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   }
 
   /**
-   * The history buckets' fold (writer/history-build.ts), when enough blocks have gathered: it
-   * never stops the loop either; a failure is logged and the next idle turn after a block tries
-   * again.
+   * The history buckets' fold (writer/history-build.ts), when enough blocks have gathered, started
+   * beside the loop on a connection of its own: a fold of 144 blocks takes seconds, and it holds
+   * the buckets' params row, not the chain, so the blocks arriving meanwhile are applied at once
+   * (an undo or a bulk sync waits for it: `foldDone`). A failure is logged and the next idle turn
+   * after a block tries again; a fatal one (the writer lock lost) stops the loop at its next turn.
    */
-  async function fold(): Promise<void> {
+  function fold(): void {
+    if (folding) return;
     const t0 = performance.now();
-    try {
-      const f = await foldHistoryWhenDue(db, ctx.guard ? { guard: ctx.guard } : {});
-      if (f) log.info({ ...f, totalMs: Math.round(performance.now() - t0) }, 'history folded into buckets');
-    } catch (err) {
-      if (err instanceof FatalError) throw err;
-      log.warn({ err }, 'folding the history into buckets failed; the next applied block tries again');
-    }
+    folding = foldHistoryWhenDue(db, ctx.guard ? { guard: ctx.guard } : {})
+      .then((f) => {
+        if (f) log.info({ ...f, totalMs: Math.round(performance.now() - t0) }, 'history folded into buckets');
+      })
+      .catch((err: unknown) => {
+        if (err instanceof FatalError) foldFatal = err;
+        else log.warn({ err }, 'folding the history into buckets failed; the next applied block tries again');
+      })
+      .finally(() => {
+        folding = null;
+      });
+  }
+
+  /** Waits for the fold under way, if any; throws the fatal error a fold met. */
+  async function foldDone(): Promise<void> {
+    await folding;
+    if (foldFatal) throw foldFatal;
   }
 
   async function loop(): Promise<void> {
     while (!stopping) {
       try {
+        if (foldFatal) throw foldFatal;
         const worked = await turn();
         state = succeeded(state);
         if (!worked && !stopping) {
@@ -423,6 +443,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       wakeUp?.();
       await running?.catch(() => undefined);
       await txidsFill;
+      await folding;
     },
     status() {
       return statusOf(state);

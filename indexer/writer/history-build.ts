@@ -26,7 +26,7 @@ import { CHUNK_ENTRIES, ENTRY_BYTES, historyChunks, restOf, SQL_HISTORY } from '
 import { chainIndexSql } from '../../src/db/chain-indexes.js';
 import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
 import { byteaArray, int4Array, uuidArray } from '../../src/db/pg-array.js';
-import { lockTip, type Trx } from './chain-rows.js';
+import { readTip, type Trx } from './chain-rows.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { copyIn, copyOut, copyOutInto, CopyRowReader, BinaryCopy } from './copy-binary.js';
 import { readHistoryLayout, type HistoryLayout } from './history-rows.js';
@@ -97,8 +97,10 @@ export type FoldOptions = {
  * anew with what stays (a DELETE would leave their space: the size the buckets are for), unless
  * `rewrite` is false: a reader's snapshot taken before the fold's commit would find the new table
  * empty, so the indexer's folds, beside a serving API, delete (the space goes to later rows). Runs in
- * the caller's transaction, which must hold the chain (`chain_tip` locked: no block applied or
- * undone meanwhile). A whole chain into empty buckets (the bulk finish's, the switch's) is
+ * the caller's transaction, which holds the params row (`readHistoryLayout` locks it: no undo
+ * meanwhile) and in which no block below `toHeight` is applied: the indexer's folds stop below
+ * `tip − lag` (blocks are applied at the tip, beside the fold), the bulk finish and the switch
+ * hold the chain. A whole chain into empty buckets (the bulk finish's, the switch's) is
  * streamed through JavaScript instead (`foldWholeChain`: the same rows, a fraction of the time).
  */
 export async function foldHistory(trx: Trx, toHeight: number, opts: FoldOptions = {}): Promise<BucketFold> {
@@ -109,7 +111,7 @@ export async function foldHistory(trx: Trx, toHeight: number, opts: FoldOptions 
   const busy = layout.busy;
   const from = String(firstTxNum(layout.folded));
   const to = String(firstTxNum(toHeight));
-  if (opts.stream !== false && layout.folded === 0 && toHeight > (await lockTip(trx)).height) {
+  if (opts.stream !== false && layout.folded === 0 && toHeight > (await readTip(trx)).height) {
     const empty = !(await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx)).rows[0]!.any;
     if (empty) return foldWholeChain(trx, layout, toHeight, opts);
   }
@@ -616,8 +618,8 @@ const FOLD_MOST = 4 * FOLD_BLOCKS;
 /**
  * The indexer's fold, when it is due: with history buckets on and at least `every` blocks below
  * the newest `lag` not folded yet, folds them (`foldHistory` up to `tip − lag + 1`, at most `most`
- * blocks) in one transaction that locks the chain (a block arriving meanwhile waits for it). Null
- * when not due. `guard` proves the writer lock first, as every write transaction of the writer does.
+ * blocks) in one transaction that locks the params row, not the chain: blocks arriving meanwhile
+ * are applied beside it (an undo waits for it). Null when not due. `guard` proves the writer lock first, as every write transaction of the writer does.
  */
 export async function foldHistoryWhenDue(
   db: Kysely<Database>,
@@ -634,8 +636,9 @@ export async function foldHistoryWhenDue(
   if (!now || !due(now.height, now)) return null;
   return db.transaction().execute(async (trx) => {
     if (opts.guard) await opts.guard(trx);
-    const tip = (await lockTip(trx)).height;
+    // (the params row locked, not the chain: blocks applied meanwhile are above `tip − lag`)
     const layout = await readHistoryLayout(trx);
+    const tip = (await readTip(trx)).height;
     if (!due(tip, layout)) return null;
     return foldHistory(trx, Math.min(tip - lag + 1, layout.folded + most), { rewrite: false });
   });

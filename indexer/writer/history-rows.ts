@@ -21,9 +21,14 @@ import { cutHistory, type Trx } from './chain-rows.js';
 /** The params row as the writer uses it: the bucket bits, `busy` and the fold's height. */
 export type HistoryLayout = BucketParams & { busy: number; folded: number };
 
-/** The params row (once per transaction: only the writer changes it, under the chain lock). */
+/**
+ * The params row, locked to the end of the caller's transaction: the writer's transactions that
+ * work on the buckets (a fold, an undo, a switch) take it one after the other. A fold runs beside
+ * the blocks being applied (they write chunk rows at the tip and read no params), not beside an
+ * undo, which may cut the logs the fold writes.
+ */
 export async function readHistoryLayout(db: Kysely<Database> | Trx): Promise<HistoryLayout> {
-  const r = await sql<HistoryLayout>`SELECT base, ext, split, busy, folded FROM history_bucket_params WHERE id = 1`.execute(db);
+  const r = await sql<HistoryLayout>`SELECT base, ext, split, busy, folded FROM history_bucket_params WHERE id = 1 FOR UPDATE`.execute(db);
   const p = r.rows[0];
   if (!p) throw new FatalError('ERR_INDEX_CORRUPT', 'history_bucket_params has no row');
   return p;

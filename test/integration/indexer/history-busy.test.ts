@@ -7,11 +7,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
 import { applyHistoryBusy } from '../../../indexer/writer/history-switch.js';
-import { applyBlock } from '../../../indexer/writer/apply.js';
+import pg from 'pg';
+import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
 import type { Database } from '../../../src/db/schema.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
-import { loadMainnet600 } from '../../support/chain-fixture.js';
+import { FixtureChain, loadMainnet600 } from '../../support/chain-fixture.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { startDevnode } from '../../../devnode/index.js';
 import { startTestIndexer, waitSynced } from '../../support/chain-indexer.js';
@@ -64,6 +65,41 @@ describe('applyHistoryBusy', () => {
       }),
     ).rejects.toThrow('not the writer');
     expect((await busyOf(db)).busy).toBe(0);
+  });
+});
+
+describeFixtures('a fold in progress (the params row held)', () => {
+  const dbs: TestDatabase[] = [];
+  afterAll(async () => {
+    for (const t of dbs) await t.drop();
+  });
+
+  it('lets a block be applied beside it, and makes an undo wait for it', async () => {
+    const t = await createMigratedDatabase('hbusyf');
+    dbs.push(t);
+    await sql`UPDATE history_bucket_params SET busy = 100 WHERE id = 1`.execute(t.db);
+    const chain = loadMainnet600();
+    for (const b of chain.slice(0, 21)) expect((await applyBlock(t.db, decodeBlock(b.raw), b.height)).kind).toBe('applied');
+    const fold = new pg.Client({ connectionString: t.url });
+    await fold.connect();
+    try {
+      // What a fold's transaction holds from its first statement to its commit.
+      await fold.query('BEGIN');
+      await fold.query('SELECT * FROM history_bucket_params WHERE id = 1 FOR UPDATE');
+      expect((await applyBlock(t.db, decodeBlock(chain[21]!.raw), 21)).kind).toBe('applied');
+      const node = new FixtureChain(chain.slice(0, 22));
+      let undone = false;
+      const undo = undoBlock(t.db, 21, node).then((r) => {
+        undone = true;
+        return r;
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      expect(undone).toBe(false);
+      await fold.query('COMMIT');
+      expect((await undo).kind).toBe('undone');
+    } finally {
+      await fold.end();
+    }
   });
 });
 
