@@ -98,6 +98,8 @@ export interface RunDeps {
   undoBlocks?: number;
   /** How many recent transactions' tx_nums the spend keeps in memory (INDEXER_TXID_CACHE_TXS; default 0, none). */
   txidCacheTxs?: number;
+  /** How long no block is applied before the history fold starts (default FOLD_QUIET_MS). */
+  foldQuietMs?: number;
 }
 
 export interface RunLoop {
@@ -116,6 +118,13 @@ const worthRetrying = (err: unknown): boolean => isRetryable(err) || isTransient
 
 /** After a failed fill of the recent transactions' cache, the wait before the next (the blocks go on without it). */
 const TXIDS_RETRY_MS = 60_000;
+
+/**
+ * How long the chain is quiet (no block applied) before the indexer folds the history buckets:
+ * a fold of a day's blocks takes tens of seconds of PostgreSQL's time, which a block arriving
+ * meanwhile shares (bench/README.md Results). Mainnet's blocks come ten minutes apart on average.
+ */
+const FOLD_QUIET_MS = 30_000;
 
 export function createRunLoop(deps: RunDeps): RunLoop {
   const { db, source, log } = deps;
@@ -151,6 +160,10 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let txidsFill: Promise<void> | null = null;
   let txidsRetryAt = 0;
   let upkeepRefused = false;
+  /** Blocks were applied since the last fold was started, the last one at this time. */
+  let foldDue = false;
+  let lastAppliedAt = 0;
+  const foldQuietMs = deps.foldQuietMs ?? FOLD_QUIET_MS;
   /** The history fold under way beside the loop (it never holds the chain: blocks go on being applied), and a fatal error it met. */
   let folding: Promise<void> | null = null;
   let foldFatal: FatalError | null = null;
@@ -242,6 +255,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       metrics.txsApplied += r.txs;
       metrics.lastApplyMs = ms;
       upkeepDue = true;
+      foldDue = true;
+      lastAppliedAt = Date.now();
       log.info({ height, hash, txs: r.txs, events: r.events, ms, waitMs, ...(together > 1 ? { batch: together } : {}) }, 'block applied');
     });
     return true;
@@ -340,6 +355,10 @@ export function createRunLoop(deps: RunDeps): RunLoop {
           await upkeep();
           worked = true;
         }
+        if (foldDue && !folding && Date.now() - lastAppliedAt >= foldQuietMs) {
+          foldDue = false;
+          fold();
+        }
         return worked;
       }
     }
@@ -351,7 +370,6 @@ export function createRunLoop(deps: RunDeps): RunLoop {
    * a role that may not run it (not the tables' owner) is told once and stops trying.
    */
   async function upkeep(): Promise<void> {
-    fold();
     if (upkeepRefused) return;
     const t0 = performance.now();
     try {
@@ -366,10 +384,12 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   }
 
   /**
-   * The history buckets' fold (writer/history-build.ts), when enough blocks have gathered, started
-   * beside the loop on a connection of its own: a fold of 144 blocks takes seconds, and it holds
-   * the buckets' params row, not the chain, so the blocks arriving meanwhile are applied at once
-   * (an undo or a bulk sync waits for it: `foldDone`). A failure is logged and the next idle turn
+   * The history buckets' fold (writer/history-build.ts), when enough blocks have gathered, once
+   * no block has been applied for `foldQuietMs` (FOLD_QUIET_MS: the fold's seconds of PostgreSQL
+   * work go in the quiet between blocks, not beside a burst of them), started beside the loop on
+   * a connection of its own: it holds the buckets' params row, not the chain, so a block arriving
+   * meanwhile is applied at once, sharing the machine with it (an undo or a bulk sync waits for it:
+   * `foldDone`). A failure is logged and the next idle turn
    * after a block tries again; a fatal one (the writer lock lost) stops the loop at its next turn.
    */
   function fold(): void {

@@ -117,12 +117,14 @@ describeFixtures('index upkeep', () => {
     await sql`UPDATE history_bucket_params SET busy = 3 WHERE id = 1`.execute(t.db);
     const node = new FixtureChain(blocks);
     node.setActive(blocks.map((b) => b.hash));
-    const loop = createRunLoop({ db: t.db, source: node, log: silentLogger(), pollIntervalMs: 50, maxReorgDepth: 100 });
+    const loop = createRunLoop({ db: t.db, source: node, log: silentLogger(), pollIntervalMs: 50, maxReorgDepth: 100, foldQuietMs: 3000 });
     const running = loop.run();
     const tip = blocks.length - 1;
     expect(tip - FOLD_LAG + 1).toBeGreaterThanOrEqual(FOLD_BLOCKS);
     try {
       await waitFor('the tip', async () => (await readTip(t.db)).height === tip);
+      // (not while blocks are being applied: once the chain has been quiet for foldQuietMs)
+      expect((await readHistoryLayout(t.db)).folded).toBe(0);
       await waitFor('the fold', async () => (await readHistoryLayout(t.db)).folded === tip - FOLD_LAG + 1);
     } finally {
       await loop.stop();
