@@ -322,8 +322,8 @@ async function foldLiveBlocks(url: string, pgs: Pick<BenchPostgres, 'cpuMs'>) {
     const cpu0 = pgs.cpuMs();
     const t0 = performance.now();
     const r = await db.transaction().execute(async (trx) => {
-      const before = (await readHistoryLayout(trx)).folded;
       const tip = (await lockTip(trx)).height;
+      const before = (await readHistoryLayout(trx)).folded;
       return { blocks: tip + 1 - before, fold: await foldHistory(trx, tip + 1, { rewrite: false }) };
     });
     const ms = Math.round(performance.now() - t0);

@@ -393,11 +393,14 @@ export function createRunLoop(deps: RunDeps): RunLoop {
    * after a block tries again; a fatal one (the writer lock lost) stops the loop at its next turn.
    */
   function fold(): void {
-    if (folding) return;
+    if (folding || stopping) return;
     const t0 = performance.now();
     folding = foldHistoryWhenDue(db, ctx.guard ? { guard: ctx.guard } : {})
       .then((f) => {
-        if (f) log.info({ ...f, totalMs: Math.round(performance.now() - t0) }, 'history folded into buckets');
+        if (!f) return;
+        log.info({ ...f, totalMs: Math.round(performance.now() - t0) }, 'history folded into buckets');
+        // (more may be due, after a long catch-up: the next quiet idle turn asks again)
+        foldDue = true;
       })
       .catch((err: unknown) => {
         if (err instanceof FatalError) foldFatal = err;
@@ -454,7 +457,9 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       state = announce(state, hash);
     },
     run() {
-      running ??= loop();
+      // (a fold under way ends before the loop's promise settles: the writer lock is released
+      // after it, main.ts)
+      running ??= loop().finally(() => folding);
       return running;
     },
     async stop() {

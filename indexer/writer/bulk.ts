@@ -562,13 +562,13 @@ type FinishStep = {
  * the fold's, and `history` is written once, small.
  */
 async function foldLoaded(c: pg.Client, deps: BulkLoadDeps): Promise<Record<string, number> | null> {
-  const reader = await connect(deps.databaseUrl);
+  let reader: pg.Client | null = null;
   try {
-    const f = await foldLoadedHistory(c, reader);
+    const f = await foldLoadedHistory(c, async () => (reader = await connect(deps.databaseUrl)));
     if (f) deps.log.info(f, 'bulk finish: history folded into buckets');
     return f?.ms ?? null;
   } finally {
-    await reader.end().catch(() => {});
+    await (reader as pg.Client | null)?.end().catch(() => {});
   }
 }
 

@@ -291,6 +291,11 @@ export class CopyRowReader {
       }
       if (!data.subarray(0, 11).equals(SIGNATURE)) throw new Error('not binary COPY data');
       p = 19 + data.readInt32BE(15);
+      if (p > data.length) {
+        // (the header's extension cut across pieces)
+        this.pending = data;
+        return;
+      }
       this.started = true;
     }
     const { at, len, fields } = this;
@@ -313,6 +318,7 @@ export class CopyRowReader {
           break;
         }
         const l = data.readInt32BE(q);
+        if (l < -1) throw new Error(`binary COPY field of length ${l}`);
         q += 4;
         at[i] = l < 0 ? -1 : q;
         len[i] = l;

@@ -26,7 +26,7 @@ import { CHUNK_ENTRIES, ENTRY_BYTES, historyChunks, restOf, SQL_HISTORY } from '
 import { chainIndexSql } from '../../src/db/chain-indexes.js';
 import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
 import { byteaArray, int4Array, uuidArray } from '../../src/db/pg-array.js';
-import { readTip, type Trx } from './chain-rows.js';
+import { lockTip, readTip, type Trx } from './chain-rows.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { copyIn, copyOut, copyOutInto, CopyRowReader, BinaryCopy } from './copy-binary.js';
 import { readHistoryLayout, type HistoryLayout } from './history-rows.js';
@@ -111,7 +111,8 @@ export async function foldHistory(trx: Trx, toHeight: number, opts: FoldOptions 
   const busy = layout.busy;
   const from = String(firstTxNum(layout.folded));
   const to = String(firstTxNum(toHeight));
-  if (opts.stream !== false && layout.folded === 0 && toHeight > (await readTip(trx)).height) {
+  // A whole chain: streamed, reading every row (so under the chain lock: no block applied meanwhile).
+  if (opts.stream !== false && layout.folded === 0 && toHeight > (await readTip(trx)).height && toHeight > (await lockTip(trx)).height) {
     const empty = !(await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx)).rows[0]!.any;
     if (empty) return foldWholeChain(trx, layout, toHeight, opts);
   }
@@ -242,7 +243,7 @@ const LOADED_FLUSH_BYTES = 8 * 2 ** 20;
 /**
  * The bulk finish's history step for a fresh index with buckets on (`busy` > 0, empty buckets,
  * nothing folded yet: the initial sync), in place of its merge: the loaded chunk rows (the
- * batches', with no key) are read once, sorted by key, through `reader` (another connection: its
+ * batches', with no key) are read once, sorted by key, on a connection `openReader` opens (its
  * COPY streams while this one writes), and folded as they come (`FoldStream`): the addresses with
  * at most `busy` entries into their buckets, the others' entries cut into chunk rows of
  * CHUNK_ENTRIES in a new `history` (what the merge would have cut), which replaces the old one.
@@ -251,9 +252,10 @@ const LOADED_FLUSH_BYTES = 8 * 2 ** 20;
  * committed and nothing else writes `history` during the finish. Null (nothing done) for any
  * other index: the finish merges, then `foldHistory` folds.
  */
-export async function foldLoadedHistory(client: pg.ClientBase, reader: pg.ClientBase): Promise<BucketFold | null> {
-  const layout = (await client.query<HistoryLayout>('SELECT base, ext, split, busy, folded FROM history_bucket_params WHERE id = 1'))
-    .rows[0];
+export async function foldLoadedHistory(client: pg.ClientBase, openReader: () => Promise<pg.ClientBase>): Promise<BucketFold | null> {
+  const layout = (
+    await client.query<HistoryLayout>('SELECT base, ext, split, busy, folded FROM history_bucket_params WHERE id = 1 FOR UPDATE')
+  ).rows[0];
   if (!layout || layout.busy === 0 || layout.folded !== 0) return null;
   if ((await client.query('SELECT 1 FROM history_buckets LIMIT 1')).rows.length > 0) return null;
   const { ms, lap } = laps();
@@ -290,6 +292,7 @@ export async function foldLoadedHistory(client: pg.ClientBase, reader: pg.Client
     }
   };
   // (serial, as the merge it replaces: the finish's other parts take the cores)
+  const reader = await openReader();
   await reader.query('SET max_parallel_workers_per_gather = 0');
   await copyOutInto(reader, 'SELECT addr_key, first_tx_num, rest FROM history ORDER BY addr_key, first_tx_num', stream.reader(), () =>
     flush(LOADED_FLUSH_BYTES),
@@ -612,8 +615,12 @@ async function moveCrossedKeys(trx: Trx, layout: { base: number; ext: number; sp
 export const FOLD_LAG = 6;
 /** Blocks gathered before an idle indexer folds them (a day of mainnet's). */
 export const FOLD_BLOCKS = 144;
-/** The most blocks one fold takes (after a long catch-up block by block the rest follow, a slice after each block). */
-const FOLD_MOST = 4 * FOLD_BLOCKS;
+/**
+ * The most blocks one fold takes: about 20 s of PostgreSQL's work on 4,000-transaction blocks, the
+ * longest an undo or the indexer's stop waits for a fold (after a long catch-up the rest follow,
+ * a slice at a time while the chain is quiet).
+ */
+const FOLD_MOST = FOLD_BLOCKS;
 
 /**
  * The indexer's fold, when it is due: with history buckets on and at least `every` blocks below
@@ -628,6 +635,8 @@ export async function foldHistoryWhenDue(
   const lag = opts.lag ?? FOLD_LAG;
   const every = opts.every ?? FOLD_BLOCKS;
   const most = opts.most ?? FOLD_MOST;
+  // (at least the tip unfolded: the fold holds the params row, not the chain, so it must stay below the blocks being applied)
+  if (!Number.isInteger(lag) || lag < 1) throw new RangeError(`lag must be a positive integer, got ${lag}`);
   const due = (tip: number, p: { busy: number; folded: number }) => p.busy > 0 && tip - lag + 1 - p.folded >= every;
   // (read without a lock first: an idle indexer asks after every applied block)
   const peek = await sql<{ height: number; busy: number; folded: number }>`

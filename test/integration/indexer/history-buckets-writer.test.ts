@@ -236,6 +236,15 @@ describeFixtures('history buckets: written block by block, folded', () => {
       expect(await rows(many.db)).toEqual(await rows(general.db));
       expect(await readHistoryEntries(many.db, keys)).toEqual(await readHistoryEntries(chunked.db, keys));
     }
+    // Choosing the base from the records, as the switch does: the same base and rows both ways.
+    const [general, streamed] = [await open(busy), await open(busy)];
+    for (const t of [general, streamed]) await applyMain(t.db, tip);
+    const foldChoosing = (t: TestDatabase, stream: boolean) =>
+      t.db.transaction().execute(async (trx) => foldHistory(trx, (await lockTip(trx)).height + 1, { chooseBase: true, stream }));
+    const g = await foldChoosing(general, false);
+    expect({ ...(await foldChoosing(streamed, true)), ms: {} }).toEqual({ ...g, ms: {} });
+    expect(g.base).toBe(buildBase(g.records));
+    expect(await rows(streamed.db)).toEqual(await rows(general.db));
   });
 
   it("built from the chunk index: the fold's logs and histories; the writer follows on from it", async () => {

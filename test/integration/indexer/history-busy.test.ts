@@ -7,6 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
 import { applyHistoryBusy } from '../../../indexer/writer/history-switch.js';
+import { foldHistoryWhenDue } from '../../../indexer/writer/history-build.js';
 import pg from 'pg';
 import { applyBlock, undoBlock } from '../../../indexer/writer/apply.js';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
@@ -46,6 +47,11 @@ describe('applyHistoryBusy', () => {
     const db = await fresh();
     expect(await applyHistoryBusy(db, 0)).toEqual({ applied: false, busy: 0 });
     expect((await busyOf(db)).busy).toBe(0);
+  });
+
+  it('the indexer folds at least the tip short of the tip (the fold holds the params row, not the chain)', async () => {
+    const db = await fresh();
+    await expect(foldHistoryWhenDue(db, { lag: 0 })).rejects.toThrow('lag must be a positive integer, got 0');
   });
 
   it('refuses a negative or fractional value', async () => {
@@ -135,7 +141,7 @@ describe('the indexer role', () => {
       const places = await readHistoryPlaces(t.db);
       expect(places.records.size).toBeGreaterThan(0);
       // Started again with another value: the index keeps its layout.
-      const again = await startTestIndexer(t, node, { zmq: false, config: { historyBusy: 0 } });
+      const again = await startTestIndexer(t, node, { zmq: false, config: { historyBusy: 30 } });
       await again.stop();
       expect((await busyOf(t.db)).busy).toBe(100);
     } finally {

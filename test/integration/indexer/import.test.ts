@@ -128,10 +128,13 @@ describeFixtures('blockwire import', () => {
     for (const b of loadMainnet600()) expect((await applyBlock(ref.db, decodeBlock(b.raw), b.height)).kind).toBe('applied');
     await foldAllHistory(ref.db);
     expect(await snapshotIndex(imported.db)).toEqual(await snapshotIndex(ref.db));
-    // Most addresses are in their buckets, the busy ones in chunk rows.
+    // Most addresses are in their buckets, the busy ones in chunk rows: the same as block by block.
     const places = await readHistoryPlaces(imported.db);
     expect(places.records.size).toBeGreaterThan(100);
     expect(places.chunks.size).toBeGreaterThan(0);
+    const refPlaces = await readHistoryPlaces(ref.db);
+    expect([...places.chunks.keys()].sort()).toEqual([...refPlaces.chunks.keys()].sort());
+    expect([...places.records.keys()].sort()).toEqual([...refPlaces.records.keys()].sort());
   });
 
   it('refuses a missing directory argument with usage', async () => {

@@ -221,5 +221,16 @@ describe('CopyRowReader', () => {
     expect(() => read([data.subarray(0, data.length - 1)])).toThrow('binary COPY data cut short');
     expect(() => read([data.subarray(0, 100)])).toThrow('binary COPY data cut short');
     expect(() => read([data, Buffer.from([0])])).toThrow('binary COPY data after its trailer');
+    const bad = Buffer.from(data);
+    bad.writeInt32BE(-2, 19 + 2);
+    expect(() => read([bad])).toThrow('binary COPY field of length -2');
+  });
+
+  it('reads a header extension cut across pieces', () => {
+    const { data, rows } = rowsOf(6);
+    // The same rows after a header with a 6-byte extension area (flags, length, bytes).
+    const withExt = Buffer.concat([data.subarray(0, 15), Buffer.from([0, 0, 0, 6, 1, 2, 3, 4, 5, 6]), data.subarray(19)]);
+    expect(read([withExt]).got).toEqual(rows);
+    for (const cut of [18, 20, 23, 25, 26]) expect(read([withExt.subarray(0, cut), withExt.subarray(cut)]).got).toEqual(rows);
   });
 });
