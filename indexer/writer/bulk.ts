@@ -23,7 +23,6 @@
 import pg from 'pg';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import { foldHistory, foldLoadedHistory } from './history-build.js';
-import { to as copyTo } from 'pg-copy-streams';
 import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
 import type { Database } from '../../src/db/schema.js';
@@ -38,7 +37,7 @@ import { BulkBatch } from './bulk-batch.js';
 import { colorConfirmed } from './asset-rows.js';
 import { scriptKeyBytes } from './address-keys.js';
 import { pgTypes } from '../../src/db/connect.js';
-import { copyIn } from './copy-binary.js';
+import { copyIn, copyOutInto, CopyRowReader } from './copy-binary.js';
 import { entriesWithin, OutpointCache } from './outpoint-cache.js';
 import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
 import { CHAIN_INDEXES, chainIndexSql, createIndexSteps, type ChainTable } from '../../src/db/chain-indexes.js';
@@ -185,63 +184,22 @@ async function loadCache(client: pg.Client, deps: BulkLoadDeps, bound: Bound | n
     await startEvicting(client, deps, bound);
     limit = ` ORDER BY u.tx_num DESC LIMIT ${Math.floor(bound.maxEntries / 2)}`;
   }
-  const stream = client.query(
-    copyTo(`COPY (SELECT u.txid, u.vout, u.tx_num, u.addr_key, CASE WHEN u.addr_key IS NULL THEN u.script END
-      FROM utxos u WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)${limit}) TO STDOUT (FORMAT binary)`),
+  const rows = new CopyRowReader(5, (d, at, len) => {
+    const txid = new Uint8Array(d.subarray(at[0]!, at[0]! + len[0]!));
+    const keys =
+      at[3]! >= 0
+        ? Buffer.from(d.subarray(at[3]!, at[3]! + len[3]!))
+        : at[4]! >= 0
+          ? scriptKeyBytes(d.subarray(at[4]!, at[4]! + len[4]!))
+          : null;
+    cache.insert(txid, d.readInt32BE(at[1]!), Number(d.readBigInt64BE(at[2]!)), keys);
+  });
+  await copyOutInto(
+    client,
+    `SELECT u.txid, u.vout, u.tx_num, u.addr_key, CASE WHEN u.addr_key IS NULL THEN u.script END
+      FROM utxos u WHERE NOT EXISTS (SELECT 1 FROM bulk_spent s WHERE s.tx_num = u.tx_num AND s.vout = u.vout)${limit}`,
+    rows,
   );
-  let carry: Buffer = Buffer.alloc(0);
-  let headerDone = false;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    let buf: Buffer = carry.length ? Buffer.concat([carry, chunk]) : chunk;
-    let p = 0;
-    if (!headerDone) {
-      if (buf.length < 19) {
-        carry = buf;
-        continue;
-      }
-      p = 19 + buf.readInt32BE(15);
-      headerDone = true;
-    }
-    for (;;) {
-      if (p + 2 > buf.length) break;
-      const fields = buf.readInt16BE(p);
-      if (fields === -1) {
-        p += 2;
-        break;
-      }
-      // Find the end of the tuple before decoding it.
-      let q = p + 2;
-      const cols: (Buffer | null)[] = [];
-      let complete = true;
-      for (let f = 0; f < fields; f++) {
-        if (q + 4 > buf.length) {
-          complete = false;
-          break;
-        }
-        const len = buf.readInt32BE(q);
-        q += 4;
-        if (len < 0) {
-          cols.push(null);
-          continue;
-        }
-        if (q + len > buf.length) {
-          complete = false;
-          break;
-        }
-        cols.push(buf.subarray(q, q + len));
-        q += len;
-      }
-      if (!complete) break;
-      const txid = new Uint8Array(cols[0]!);
-      const vout = cols[1]!.readInt32BE(0);
-      const txNum = Number(cols[2]!.readBigInt64BE(0));
-      const keys = cols[3] ? Buffer.from(cols[3]) : cols[4] ? scriptKeyBytes(cols[4]) : null;
-      cache.insert(txid, vout, txNum, keys);
-      p = q;
-    }
-    carry = Buffer.from(buf.subarray(p));
-    buf = carry;
-  }
   log.info(
     { outputs: cache.size, ms: Math.round(performance.now() - t0), mb: Math.round(cache.bytes / 1e6), evicting: bound?.evicting ?? false },
     'bulk sync: unspent outputs loaded into memory',
@@ -692,7 +650,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     .execute(async (trx) => {
       if (deps.guardClient) await deps.guardClient(client);
       // (onto empty buckets, the bulk path loaded most of the chain: the base fits its records)
-      const f = await foldHistory(trx, (await lockTip(trx)).height + 1, { chooseBase: true, client });
+      const f = await foldHistory(trx, (await lockTip(trx)).height + 1, { chooseBase: true });
       if (f.busy === 0 || f.keys === 0) return;
       deps.log.info(f, 'bulk finish: history folded into buckets');
       for (const [step, took] of Object.entries(f.ms)) ms[`history buckets: ${step}`] = took;
