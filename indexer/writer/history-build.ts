@@ -20,9 +20,10 @@ import {
   sortRecords,
   SQL_BUCKETS,
   withoutKey,
+  writeRecord,
 } from '../../src/db/history-buckets.js';
-import { firstTxNum, TX_NUM_SPAN } from '../../src/db/tx-num.js';
-import { CHUNK_ENTRIES, ENTRY_BYTES, historyChunks, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
+import { firstTxNum } from '../../src/db/tx-num.js';
+import { CHUNK_ENTRIES, ENTRY_BYTES, historyChunks, readEntry, restOf, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { chainIndexSql } from '../../src/db/chain-indexes.js';
 import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
 import { byteaArray, int4Array, uuidArray } from '../../src/db/pg-array.js';
@@ -63,16 +64,11 @@ export type BucketFold = {
   ms: Record<string, number>;
 };
 
-/** How a fold chooses the base and treats `history`, and the client a whole-chain fold streams on. */
+/** How a fold chooses the base and treats `history`. */
 export type FoldOptions = {
   base?: number;
   chooseBase?: boolean;
   rewrite?: boolean;
-  /**
-   * The pg client the transaction runs on, when it is not a createDb pool's (the bulk finish's own
-   * connection): a whole-chain fold streams its rows through it.
-   */
-  client?: pg.ClientBase;
   /** False: fold a whole chain by the general statements too (tests compare the two). */
   stream?: boolean;
   /** The bytes of `history` a whole-chain fold reads per statement (STREAM_SLICE_BYTES; tests make it small to cut many slices). */
@@ -225,14 +221,25 @@ async function replaceHistory(trx: Trx, rows: RawBuilder<unknown>): Promise<void
   await sql.raw(`NOTIFY ${CHAIN_CHANNEL}`).execute(trx);
 }
 
+/**
+ * A condition on `addr_key` for a slice of the key space: the keys whose top `bits` bits are `s`
+ * (all of them at 0 bits).
+ */
+function keySlice(s: number, bits: number): string {
+  const bound = (v: number) => `'${(v * 2 ** (32 - bits)).toString(16).padStart(8, '0')}-0000-0000-0000-000000000000'::uuid`;
+  const where = [s > 0 ? `addr_key >= ${bound(s)}` : '', s + 1 < 2 ** bits ? `addr_key < ${bound(s + 1)}` : ''].filter((w) => w);
+  return where.length > 0 ? where.join(' AND ') : 'true';
+}
+
 /** `history`'s addresses, rows and entries, and those of the addresses that would stay in buckets at `busy` (`historyCounts`). */
 type HistoryCounts = { keys: string; busy_keys: string; stay: string; stay_rows: string; rows: string; bytes: string };
-const historyCounts = (busy: number) => `
+/** The counts of the addresses of `history` the condition `where` on `addr_key` keeps. */
+const historyCounts = (busy: number, where = 'true') => `
   SELECT count(*)::text AS keys, count(*) FILTER (WHERE n > ${busy})::text AS busy_keys,
          coalesce(sum(n) FILTER (WHERE n <= ${busy}), 0)::text AS stay,
          coalesce(sum(rows) FILTER (WHERE n <= ${busy}), 0)::text AS stay_rows,
          coalesce(sum(rows), 0)::text AS rows, pg_table_size('history')::text AS bytes
-    FROM (SELECT sum(1 + length(rest) / ${ENTRY_BYTES}) AS n, count(*) AS rows FROM history GROUP BY addr_key) a`;
+    FROM (SELECT sum(1 + length(rest) / ${ENTRY_BYTES}) AS n, count(*) AS rows FROM history WHERE ${where} GROUP BY addr_key) a`;
 
 /** The size of `history` below which the bulk finish's fold counts every address for the base (above, a sample: `foldLoadedHistory`). */
 const SAMPLE_BYTES = 16 * 2 ** 20;
@@ -268,13 +275,7 @@ export async function foldLoadedHistory(client: pg.ClientBase, openReader: () =>
   // s grows with the table, from 0 (an exact count) below SAMPLE_BYTES to 8.
   const bytes = Number((await client.query<{ b: string }>(`SELECT pg_table_size('history')::text AS b`)).rows[0]!.b);
   const s = Math.min(8, Math.max(0, Math.floor(Math.log2(bytes / SAMPLE_BYTES))));
-  const sample = (
-    await client.query<{ stay: string }>(`
-    SELECT coalesce(sum(n) FILTER (WHERE n <= ${busy}), 0)::text AS stay
-      FROM (SELECT sum(1 + length(rest) / ${ENTRY_BYTES}) AS n FROM history
-             ${s > 0 ? `WHERE addr_key < '${(2 ** (32 - s)).toString(16).padStart(8, '0')}-0000-0000-0000-000000000000'::uuid` : ''}
-             GROUP BY addr_key) a`)
-  ).rows[0]!;
+  const sample = (await client.query<HistoryCounts>(historyCounts(busy, keySlice(0, s)))).rows[0]!;
   const estimate = Number(sample.stay) * 2 ** s;
   lap('keys');
   const params: BucketParams = estimate > 0 ? { base: buildBase(estimate), ext: 0, split: 0 } : layout;
@@ -357,13 +358,11 @@ async function foldWholeChain(trx: Trx, layout: HistoryLayout, toHeight: number,
     await client.query('CREATE TEMP TABLE bw_busy (k uuid PRIMARY KEY) ON COMMIT DROP');
     const bits = Math.min(params.base, Math.max(0, Math.ceil(Math.log2(Number(t.bytes) / (opts.sliceBytes ?? STREAM_SLICE_BYTES)))));
     for (let s = 0; s < 2 ** bits; s++) {
-      const bound = (v: number) => `'${(v * 2 ** (32 - bits)).toString(16).padStart(8, '0')}-0000-0000-0000-000000000000'::uuid`;
-      const where = [s > 0 ? `addr_key >= ${bound(s)}` : '', s + 1 < 2 ** bits ? `addr_key < ${bound(s + 1)}` : ''].filter((w) => w);
       const reader = stream.reader();
       reader.feed(
         await copyOut(
           client,
-          `SELECT addr_key, first_tx_num, rest FROM history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY addr_key, first_tx_num`,
+          `SELECT addr_key, first_tx_num, rest FROM history WHERE ${keySlice(s, bits)} ORDER BY addr_key, first_tx_num`,
         ),
       );
       reader.end();
@@ -375,7 +374,7 @@ async function foldWholeChain(trx: Trx, layout: HistoryLayout, toHeight: number,
     await client.query('ANALYZE bw_busy');
   };
   // (nothing stays when every address is busy: none of their rows moves)
-  if (stay > 0) await (opts.client ? run(opts.client) : withClientOf(trx, run));
+  if (stay > 0) await withClientOf(trx, run);
   lap('records');
   const rewritten = stay > 0 && opts.rewrite !== false && Number(t.stay_rows) * 2 > Number(t.rows);
   if (rewritten) {
@@ -491,11 +490,10 @@ class FoldStream {
   /** The first `count` entries held as a chunk row of the current address. */
   private chunk(count: number): void {
     const ent = this.ent;
-    const first = ent.readUInt32BE(0) * 2 ** 32 + ent.readUInt32BE(4);
     this.out
       .chunks!.row(3)
       .uuidBytes(this.key)
-      .int8(first)
+      .int8(readEntry(ent, 0))
       .byteaRange(ent, ENTRY_BYTES, count * ENTRY_BYTES);
     ent.copyWithin(0, count * ENTRY_BYTES, this.m * ENTRY_BYTES);
     this.m -= count;
@@ -539,22 +537,8 @@ class FoldStream {
 
   /** Appends the record of the current key and the held entry at `ent[at..at + 8)`. */
   private record(at: number): void {
-    const ent = this.ent;
-    const hi = ent.readUInt32BE(at);
-    const lo = ent.readUInt32BE(at + 4);
-    const height = hi * (2 ** 32 / TX_NUM_SPAN) + Math.floor(lo / TX_NUM_SPAN);
-    const pos = lo % TX_NUM_SPAN;
-    if (height > 0xffffff || pos > 0xffff) throw new RangeError(`tx_num at height ${height}, position ${pos} does not fit a record`);
-    const recs = this.recs;
-    const key = this.key;
-    let w = this.used;
-    for (let j = 4; j < 12; j++) recs[w++] = key[j]!;
-    recs[w++] = height >>> 16;
-    recs[w++] = (height >>> 8) & 0xff;
-    recs[w++] = height & 0xff;
-    recs[w++] = pos >>> 8;
-    recs[w++] = pos & 0xff;
-    this.used = w;
+    writeRecord(this.recs, this.used, this.key, readEntry(this.ent, at));
+    this.used += RECORD_BYTES;
   }
 
   /** The current run's bucket, its records sorted, written to `buckets`. */

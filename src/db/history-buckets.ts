@@ -73,7 +73,7 @@ export function writeRecord(out: Uint8Array, at: number, key: Uint8Array, txNum:
   const pos = txNum - height * TX_NUM_SPAN;
   if (height > MAX_HEIGHT) throw new RangeError(`tx_num ${txNum}: height ${height} does not fit a record (at most ${MAX_HEIGHT})`);
   if (pos > MAX_POSITION) throw new RangeError(`tx_num ${txNum}: position ${pos} does not fit a record (at most ${MAX_POSITION})`);
-  out.set(key.subarray(4, 12), at);
+  for (let j = 0; j < KEY_BYTES; j++) out[at + j] = key[4 + j]!;
   out[at + 8] = height >>> 16;
   out[at + 9] = (height >>> 8) & 0xff;
   out[at + 10] = height & 0xff;

@@ -24,6 +24,14 @@ export function writeEntry(buf: Buffer, at: number, n: number | bigint): void {
   buf.writeUInt32BE(n - hi * 0x100000000, at + 4);
 }
 
+/** The entry at byte `at` of `buf`, as a number (a tx_num is below 2^53). */
+export function readEntry(buf: Uint8Array, at: number): number {
+  return (
+    (((buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!) >>> 0) * 2 ** 32 +
+    (((buf[at + 4]! << 24) | (buf[at + 5]! << 16) | (buf[at + 6]! << 8) | buf[at + 7]!) >>> 0)
+  );
+}
+
 /** Entries for strictly ascending `txNums`. */
 export function encodeEntries(txNums: readonly (bigint | number)[]): Buffer {
   const out = Buffer.allocUnsafe(txNums.length * ENTRY_BYTES);

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { decodeIns, decodeOut, decodeOuts, encodeIns, encodeOuts } from '../../../src/db/packed.js';
-import { decodeEntries, encodeEntries, encodeHistoryChunk, historyChunkEntries, newestEntries } from '../../../src/db/history-entries.js';
+import {
+  decodeEntries,
+  encodeEntries,
+  encodeHistoryChunk,
+  historyChunkEntries,
+  newestEntries,
+  readEntry,
+} from '../../../src/db/history-entries.js';
 import { addressKey } from '../../../src/db/address-key.js';
 import { firstTxNum, txNum, txNumHeight, txNumPosition } from '../../../src/db/tx-num.js';
 
@@ -53,6 +60,15 @@ describe('history entries', () => {
     const a = [1n, 5n, 1n << 40n];
     const b = [(1n << 40n) + 1n, 1n << 50n];
     expect(decodeEntries(Buffer.concat([encodeEntries(a), encodeEntries(b)]))).toEqual([...a, ...b]);
+  });
+  it('reads each entry as a number as decodeEntries reads it as a bigint', () => {
+    fc.assert(
+      fc.property(fc.array(fc.bigInt({ min: 0n, max: 2n ** 53n - 1n }), { minLength: 1, maxLength: 20 }), (nums) => {
+        const e = Buffer.concat(nums.map((n) => encodeEntries([n])));
+        const want = decodeEntries(e);
+        for (let i = 0; i < nums.length; i++) expect(BigInt(readEntry(e, i * 8))).toBe(want[i]);
+      }),
+    );
   });
   it('refuses unsorted entries and bad lengths', () => {
     expect(() => encodeEntries([2n, 1n])).toThrow('strictly ascending');
