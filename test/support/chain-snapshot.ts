@@ -11,7 +11,7 @@ import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries
 import { readHistoryEntries } from '../../src/db/history-reads.js';
 import { RECORD_BYTES, recordTxNum } from '../../src/db/history-buckets.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import { addressKey } from '../../src/db/address-key.js';
+import { addressKey, uuidHex } from '../../src/db/address-key.js';
 import { addressToScript } from '../../src/bitcoin/address.js';
 import type { NetworkName } from '../../src/bitcoin/network.js';
 
@@ -162,8 +162,9 @@ export async function readAddresses(db: Kysely<Database>, keys: readonly string[
   return out;
 }
 
-/** The identity of an address key (uuid text) in a snapshot's history: `~` and its bytes 4..11. */
-const identityOf = (key: string) => `~${key.replace(/-/g, '').slice(8, 24)}`;
+/** An address's identity in a snapshot's history: `~` and the key's bytes 4..11 (the 8 a bucket record keeps). */
+const identity = (key8: Uint8Array) => `~${Buffer.from(key8).toString('hex')}`;
+const identityOf = (key: string) => identity(Buffer.from(uuidHex(key), 'hex').subarray(4, 12));
 
 /**
  * The history as it is stored: per address key its chunk rows' entries (checked ascending and not
@@ -185,7 +186,7 @@ export async function readHistoryPlaces(db: Kysely<Database>): Promise<{ chunks:
   const records = new Map<string, number[]>();
   for (const b of (await sql<{ log: Buffer }>`SELECT log FROM history_buckets ORDER BY bucket`.execute(db)).rows)
     for (let at = 0; at < b.log.length; at += RECORD_BYTES) {
-      const id = `~${b.log.subarray(at, at + 8).toString('hex')}`;
+      const id = identity(b.log.subarray(at, at + 8));
       const list = records.get(id) ?? [];
       list.push(recordTxNum(b.log, at));
       records.set(id, list);

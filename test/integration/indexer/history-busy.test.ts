@@ -74,13 +74,13 @@ describe('applyHistoryBusy', () => {
   });
 });
 
-describeFixtures('a fold in progress (the params row held)', () => {
+describeFixtures('on an index with blocks (mainnet blocks)', () => {
   const dbs: TestDatabase[] = [];
   afterAll(async () => {
     for (const t of dbs) await t.drop();
   });
 
-  it('lets a block be applied beside it, and makes an undo wait for it', async () => {
+  it('a fold in progress (the params row held) lets a block be applied beside it, and makes an undo wait for it', async () => {
     const t = await createMigratedDatabase('hbusyf');
     dbs.push(t);
     await sql`UPDATE history_bucket_params SET busy = 100 WHERE id = 1`.execute(t.db);
@@ -106,13 +106,6 @@ describeFixtures('a fold in progress (the params row held)', () => {
     } finally {
       await fold.end();
     }
-  });
-});
-
-describeFixtures('applyHistoryBusy on an index with blocks', () => {
-  const dbs: TestDatabase[] = [];
-  afterAll(async () => {
-    for (const t of dbs) await t.drop();
   });
 
   it('keeps busy 0 on an index with blocks (chunk rows only): switching it is `blockwire history-buckets`', async () => {
