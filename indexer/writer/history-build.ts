@@ -241,8 +241,37 @@ const historyCounts = (busy: number, where = 'true') => `
          coalesce(sum(rows), 0)::text AS rows, pg_table_size('history')::text AS bytes
     FROM (SELECT sum(1 + length(rest) / ${ENTRY_BYTES}) AS n, count(*) AS rows FROM history WHERE ${where} GROUP BY addr_key) a`;
 
-/** The size of `history` below which the bulk finish's fold counts every address for the base (above, a sample: `foldLoadedHistory`). */
+/** The size of `history` below which the bulk finish's fold counts every address for the base (above, a sample: `sampleStayingEntries`). */
 const SAMPLE_BYTES = 16 * 2 ** 20;
+
+/** The deepest sample `sampleStayingEntries` takes: the first 2^-8 of the key space. */
+const MAX_SAMPLE_SHIFT = 8;
+
+/**
+ * The entries of `history`'s addresses with at most `busy` entries (those that stay in buckets),
+ * counted in the addresses of slice `slice` of `2^bits` equal slices of the key space (all of
+ * them at 0 bits).
+ */
+export async function countStayingEntries(client: pg.ClientBase, busy: number, slice = 0, bits = 0): Promise<number> {
+  return Number((await client.query<HistoryCounts>(historyCounts(busy, keySlice(slice, bits)))).rows[0]!.stay);
+}
+
+/**
+ * The entries of `history`'s addresses that stay in buckets at `busy`, estimated from the first
+ * 2^-shift of the key space scaled by 2^shift (the keys are hashes: spread evenly): grouping
+ * every address of the bulk finish's unsorted rows by key took 19 of the 32 s of its history
+ * step on the 2,000-block corpus, the sample a fraction of it. `shift` grows with the table, from
+ * 0 (an exact count) below `sampleBytes` to MAX_SAMPLE_SHIFT.
+ */
+export async function sampleStayingEntries(
+  client: pg.ClientBase,
+  busy: number,
+  sampleBytes = SAMPLE_BYTES,
+): Promise<{ estimate: number; shift: number }> {
+  const bytes = Number((await client.query<{ b: string }>(`SELECT pg_table_size('history')::text AS b`)).rows[0]!.b);
+  const shift = Math.min(MAX_SAMPLE_SHIFT, Math.max(0, Math.floor(Math.log2(bytes / sampleBytes))));
+  return { estimate: (await countStayingEntries(client, busy, 0, shift)) * 2 ** shift, shift };
+}
 
 /** Bytes of COPY data the bulk finish's fold holds before writing it. */
 const LOADED_FLUSH_BYTES = 8 * 2 ** 20;
@@ -269,14 +298,8 @@ export async function foldLoadedHistory(client: pg.ClientBase, openReader: () =>
   const busy = layout.busy;
   const tip = (await client.query<{ height: number }>('SELECT height FROM chain_tip WHERE id = 1')).rows[0]?.height ?? -1;
   await client.query(`SET LOCAL work_mem = '512MB'`);
-  // The base from the entries that stay, counted in the first 2^-s of the key space (the keys are
-  // hashes: spread evenly) and scaled by 2^s: grouping every address of the loaded rows by key
-  // took 19 of the 32 s of this step on the 2,000-block corpus, the sample a fraction of it.
-  // s grows with the table, from 0 (an exact count) below SAMPLE_BYTES to 8.
-  const bytes = Number((await client.query<{ b: string }>(`SELECT pg_table_size('history')::text AS b`)).rows[0]!.b);
-  const s = Math.min(8, Math.max(0, Math.floor(Math.log2(bytes / SAMPLE_BYTES))));
-  const sample = (await client.query<HistoryCounts>(historyCounts(busy, keySlice(0, s)))).rows[0]!;
-  const estimate = Number(sample.stay) * 2 ** s;
+  // The base from the entries that stay, counted in a sample of the key space.
+  const { estimate } = await sampleStayingEntries(client, busy);
   lap('keys');
   const params: BucketParams = estimate > 0 ? { base: buildBase(estimate), ext: 0, split: 0 } : layout;
   const chunks = new BinaryCopy(1 << 16);
