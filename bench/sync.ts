@@ -47,6 +47,7 @@ import {
 import { checkoutBaseline, DEFAULT_BASELINE } from './baseline.js';
 import { corpusLiveNode, measureLive, startFollower, waitApplied } from './live.js';
 import { FLOOR_SAMPLES, floorLine, measureFloor } from './live-floor.js';
+import { foldHistoryWhenDue } from '../indexer/writer/history-build.js';
 
 /** Mainnet today: transactions to project a full sync to. */
 const MAINNET_TXS = 1.43e9;
@@ -85,6 +86,39 @@ export async function measureSize(pgs: BenchPostgres, db: string, rawBlockBytes:
   const empty = Number((await pgs.query<{ n: string }>('bw_empty', 'SELECT pg_database_size(current_database())::text AS n')).rows[0]!.n);
   await pgs.query('postgres', 'DROP DATABASE bw_empty');
   return { databaseBytes: size, emptyDatabaseBytes: empty, tables, rawBlockBytes, ratio: round(size / rawBlockBytes, 3) };
+}
+
+/**
+ * Folds the index in database `name` as the idle indexer does (`foldHistoryWhenDue` until it is not due):
+ * each fold's blocks, wall time and PostgreSQL CPU, and the blocks left in chunk rows.
+ */
+async function foldAsIdle(
+  pgs: BenchPostgres,
+  name: string,
+): Promise<{ folds: { blocks: number; ms: number; postgresCpuMs: number }[]; unfolded: number }> {
+  const db = createDb(pgs.url(name), { max: 1 });
+  try {
+    const folded = async () =>
+      (
+        await pgs.query<{ f: number; h: number }>(
+          name,
+          'SELECT folded AS f, (SELECT height FROM chain_tip WHERE id = 1) AS h FROM history_bucket_params',
+        )
+      ).rows[0]!;
+    const folds: { blocks: number; ms: number; postgresCpuMs: number }[] = [];
+    for (;;) {
+      const before = (await folded()).f;
+      const cpu0 = pgs.cpuMs();
+      const t0 = performance.now();
+      const f = await foldHistoryWhenDue(db);
+      if (!f) break;
+      folds.push({ blocks: (await folded()).f - before, ms: round(performance.now() - t0), postgresCpuMs: pgs.cpuMs() - cpu0 });
+    }
+    const end = await folded();
+    return { folds, unfolded: end.h + 1 - end.f };
+  } finally {
+    await db.destroy();
+  }
 }
 
 export interface CopyLimitResult {
@@ -377,6 +411,29 @@ async function main(): Promise<void> {
       await follower.exited;
       await node.stop();
     }
+
+    // 5b. the index the catch-up and live blocks leave (applied block by block, their history in
+    // chunk rows), folded as the idle indexer folds them (144 blocks at a time, the newest 6 or
+    // more left): each fold's time, and the size then against the raw blocks it holds
+    const steady = await foldAsIdle(pgs, 'bw_import');
+    const tipNow = (await pgs.query<{ h: number }>('bw_import', 'SELECT height AS h FROM chain_tip WHERE id = 1')).rows[0]!.h;
+    const steadySize = await measureSize(
+      pgs,
+      'bw_import',
+      main.slice(0, tipNow + 1).reduce((sum, b) => sum + b.length, 0),
+    );
+    result.steady = { blocks: tipNow - initialTip, tip: tipNow, ...steady, size: steadySize };
+    say(
+      `after ${tipNow - initialTip} blocks applied block by block, folded as the idle indexer folds (${
+        steady.folds
+          .map((f) => `${f.blocks} blocks in ${round(f.ms / 1000, 1)} s, PostgreSQL CPU ${round(f.postgresCpuMs / 1000, 1)} s`)
+          .join('; ') || 'no fold due'
+      }; ${steady.unfolded} left in chunk rows): database ${(steadySize.databaseBytes / 1e6).toFixed(1)} MB / raw ${(steadySize.rawBlockBytes / 1e6).toFixed(1)} MB = ${steadySize.ratio}; ${Object.entries(
+        steadySize.tables,
+      )
+        .map(([k, v]) => `${k} ${(v / 1e6).toFixed(1)}`)
+        .join(', ')} MB`,
+    );
 
     // 6. the same initial sync over RPC/REST (indexer role, bulk path, then per-block near the tip)
     if (!values['skip-rpc']) {

@@ -77,6 +77,15 @@ describe('chain indexes: the bulk finish builds what the migrations define', () 
     expect(await opts(bulk)).toEqual(['fillfactor=80']);
   });
 
+  it('history_buckets fills its pages (fillfactor 100: a fold rewrites its buckets in one transaction, no HOT room to keep)', async () => {
+    const opts = async (t: TestDatabase) =>
+      (await sql<{ o: string[] | null }>`SELECT reloptions AS o FROM pg_class WHERE oid = 'history_buckets'::regclass`.execute(t.db))
+        .rows[0]!.o;
+    expect(await opts(migrated)).toEqual(['fillfactor=100']);
+    expect(await opts(upgraded)).toEqual(['fillfactor=100']);
+    expect(await opts(bulk)).toEqual(['fillfactor=100']);
+  });
+
   it("an index upgraded from today's migrations has the same indexes and constraints", async () => {
     expect(await schemaOf(upgraded.db)).toEqual(await schemaOf(migrated.db));
   });
