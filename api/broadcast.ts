@@ -5,7 +5,7 @@
  * real bitcoind).
  * @module
  */
-import { unspentAt } from '../src/db/txid-key.js';
+import { unspentAt } from '../src/db/tx-reads.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { decodeTx } from '../src/bitcoin/tx.js';

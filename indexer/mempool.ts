@@ -15,7 +15,7 @@
  * neither side changing in between, means hints were lost, and the mempool is reseeded.
  * @module
  */
-import { unspentAt } from '../src/db/txid-key.js';
+import { unspentAt } from '../src/db/tx-reads.js';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { decodeTx, type DecodedTx } from '../src/bitcoin/tx.js';
 import { hashToHex, hexToHash } from '../src/bitcoin/hash.js';

@@ -25,7 +25,7 @@ import type { MempoolSource } from './chain-source.js';
 import { txNumOf } from '../src/db/tx-num.js';
 import { appendEvents, loadWatches, type Watch } from './events.js';
 import { addMempoolReplacers, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
-import { txidIn, txidIs, unspentAt } from '../src/db/txid-key.js';
+import { txRowsByTxid, txRowsByTxids, txRowsFrom, unspentAt } from '../src/db/tx-reads.js';
 
 type Trx = Transaction<Database>;
 
@@ -91,7 +91,7 @@ async function confirmedSpenders(trx: Trx, victims: readonly Row[]): Promise<Map
   const spent = await sql<{ i: string; tx_num: bigint }>`
     SELECT q.i::text AS i, t.tx_num
     FROM unnest(${ops.map((o) => toBuffer(o.txid))}::bytea[], ${ops.map((o) => o.vout)}::int4[]) WITH ORDINALITY AS q(txid, vout, i)
-    JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}
+    JOIN LATERAL ${txRowsByTxid(sql.ref('q.txid'))} t ON true
     WHERE NOT EXISTS (${unspentAt(sql.ref('q.txid'), sql.ref('q.vout'))})`.execute(trx);
   if (spent.rows.length === 0) return found;
   const wanted = new Map<string, Row[]>();
@@ -105,7 +105,7 @@ async function confirmedSpenders(trx: Trx, victims: readonly Row[]): Promise<Map
   let after = (txNumOf(from, 0) - 1).toString();
   for (;;) {
     const page = await sql<{ tx_num: bigint; txid: Buffer; ins: Buffer }>`
-      SELECT tx_num, txid, ins FROM txs WHERE tx_num > ${after}::int8 ORDER BY tx_num LIMIT 5000`.execute(trx);
+      SELECT t.tx_num, t.txid, t.ins FROM ${txRowsFrom(sql`${after}::int8 + 1`, null)} t ORDER BY t.tx_num LIMIT 5000`.execute(trx);
     for (const t of page.rows) {
       for (const ref of decodeIns(t.ins)) {
         const victims = wanted.get(`${ref.txNum}:${ref.vout}`);
@@ -130,7 +130,7 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
     async step() {
       const pending = await sql<{ txid: Buffer; due: boolean }>`
         SELECT r.txid, bool_and(r.reorged_at <= now() - make_interval(secs => ${graceSecs}))
-          AND NOT EXISTS (SELECT 1 FROM txs t WHERE ${txidIs(sql.ref('t.txid'), sql.ref('r.txid'))}) AND NOT EXISTS (SELECT 1 FROM mempool_txs m WHERE m.txid = r.txid) AS due
+          AND NOT EXISTS (SELECT 1 FROM ${txRowsByTxid(sql.ref('r.txid'))} t) AND NOT EXISTS (SELECT 1 FROM mempool_txs m WHERE m.txid = r.txid) AS due
         FROM reorged_txs r GROUP BY r.txid`.execute(db);
       if (pending.rows.length === 0) return false;
       // The node's word on those past their grace period, asked before the transaction opens.
@@ -148,7 +148,7 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
         const byTx = new Map<string, Row>();
         for (const r of rows) if (!byTx.has(hashToHex(r.txid))) byTx.set(hashToHex(r.txid), r);
         const ids = [...byTx.values()].map((r) => r.txid);
-        const confirmed = await sql<{ txid: Buffer }>`SELECT DISTINCT txid FROM txs WHERE ${txidIn(sql.ref('txid'), ids)}`.execute(trx);
+        const confirmed = await sql<{ txid: Buffer }>`SELECT DISTINCT t.txid FROM ${txRowsByTxids(ids)} t`.execute(trx);
         const settled = new Set([...confirmed.rows.map((r) => r.txid), ...(await mempoolTxidsAmong(trx, ids))].map(hashToHex));
         const open = [...byTx.values()].filter((r) => !settled.has(hashToHex(r.txid)));
         const replacedBy = await confirmedSpenders(trx, open);

@@ -17,7 +17,7 @@ import type { Batcher } from './batcher.js';
 import { wasSent } from './ledger.js';
 import { findStamp, findStampByOutput, insertStampRequest, type StampRow } from './requests.js';
 import type { StampDb } from './tables.js';
-import { txidIn } from '../src/db/txid-key.js';
+import { txRowsByTxids } from '../src/db/tx-reads.js';
 import { sqlTxNumHeight } from '../src/db/tx-num.js';
 
 export type StampServiceDeps = {
@@ -96,8 +96,7 @@ export function createStampService(deps: StampServiceDeps): StampService {
         SELECT c.txid, c.height, c.time, t.height AS tip, t.hash AS tip_hash
         FROM (SELECT 1) one LEFT JOIN chain_tip t ON t.id = 1
         LEFT JOIN LATERAL (SELECT x.txid, b.height, b.time
-          FROM txs x JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('x.tx_num'))}
-          WHERE ${txidIn(sql.ref('x.txid'), txids)} LIMIT 1) c ON true`.execute(db);
+          FROM ${txRowsByTxids(txids)} x JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('x.tx_num'))} LIMIT 1) c ON true`.execute(db);
       const row = r.rows[0]!;
       const tip = { height: row.tip ?? -1, hash: row.tip_hash };
       const confirmed = row.txid === null ? undefined : { txid: row.txid, height: row.height!, time: row.time! };

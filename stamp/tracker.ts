@@ -26,7 +26,7 @@ import { txsWithGoneInputs } from './coins.js';
 import { broadcastRaw } from './node.js';
 import { STAMP_STUCK_REFUSALS } from '../src/ops/state.js';
 import type { StampDb } from './tables.js';
-import { txidIn } from '../src/db/txid-key.js';
+import { txRowsByTxids } from '../src/db/tx-reads.js';
 import { sqlTxNumHeight } from '../src/db/tx-num.js';
 
 /** Confirmed transactions are watched this many blocks deep for reorgs. */
@@ -73,8 +73,9 @@ async function resign(db: StampDb, me: string): Promise<void> {
 /** Which of `txids` the index has in a block (height, block hash). */
 async function findConfirmed(db: StampDb, txids: Buffer[]): Promise<Map<string, { height: number; hash: Buffer }>> {
   const r = await sql<{ txid: Buffer; height: number; hash: Buffer }>`
-    SELECT t.txid, b.height, b.hash FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
-    WHERE ${txidIn(sql.ref('t.txid'), txids)}`.execute(db);
+    SELECT t.txid, b.height, b.hash FROM ${txRowsByTxids(txids)} t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}`.execute(
+    db,
+  );
   return new Map(r.rows.map((x) => [x.txid.toString('hex'), { height: x.height, hash: x.hash }]));
 }
 

@@ -18,7 +18,7 @@
  * (spent), `mempool_addresses` (transactions).
  * @module
  */
-import { unspentAt } from '../../src/db/txid-key.js';
+import { txRowsAtNums, unspentAt } from '../../src/db/tx-reads.js';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { decodeOutTags } from '../../src/db/packed.js';
@@ -147,7 +147,7 @@ export async function readStatsIn(trx: Trx, targets: readonly StatsTarget[]): Pr
     const r = await sql<{
       tx_num: bigint;
       outs: Buffer;
-    }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${nums.map(String)}::int8[])`.execute(trx);
+    }>`SELECT t.tx_num, t.outs FROM ${txRowsAtNums(nums)} t`.execute(trx);
     for (const row of r.rows) outs.set(row.tx_num, row.outs);
   }
 

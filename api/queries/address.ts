@@ -5,7 +5,7 @@
  * so any depth costs the same. Addresses are given by their addr_key (src/db/address-key.ts).
  * @module
  */
-import { unspentAt } from '../../src/db/txid-key.js';
+import { txRowAt, unspentAt } from '../../src/db/tx-reads.js';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { hashesToHex } from '../../src/bitcoin/hash.js';
@@ -264,7 +264,7 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
                             ELSE q.before END AS v
                  WHERE NOT hc.hit) b
           CROSS JOIN LATERAL (${PAGE_ENTRIES}) p
-          LEFT JOIN txs t ON t.tx_num = p.n) h`;
+          LEFT JOIN LATERAL ${txRowAt(sql.ref('p.n'))} t ON true) h`;
 }
 
 /**
@@ -276,7 +276,7 @@ export async function readHistoryChunk(db: Kysely<Database>, addrKey: string, fi
     SELECT x.v AS version, x.e,
            (SELECT string_agg(coalesce(t.txid, ${ABSENT_TXID_SQL}), ''::bytea ORDER BY g.i)
               FROM generate_series(0, length(x.e) / 8 - 1) AS g(i)
-              LEFT JOIN txs t ON t.tx_num = ${ENTRY_AT('x.e', 'g.i')}) AS txids
+              LEFT JOIN LATERAL ${txRowAt(ENTRY_AT('x.e', 'g.i'))} t ON true) AS txids
       -- (OFFSET 0: pulled up, the chunk would be read out of TOAST again for every entry)
       FROM (SELECT ${ROW_VERSION} AS v, ${ENTRIES} AS e FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(
     db,

@@ -8,7 +8,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { firstTxNum, sqlFirstTxNum, sqlTxNumHeight, sqlTxNumPosition } from '../../src/db/tx-num.js';
-import { txidIs } from '../../src/db/txid-key.js';
+import { txRowsByTxid, txRowsFrom } from '../../src/db/tx-reads.js';
 import { TIP_COLUMNS } from './chain.js';
 
 export type BlockHeaderRow = {
@@ -78,11 +78,10 @@ export type MerkleData = {
 export async function getMerkleData(db: Kysely<Database>, txid: Buffer): Promise<MerkleData | undefined> {
   const r = await sql<MerkleData>`
     SELECT ${sqlTxNumHeight(sql.ref('t.tx_num'))} AS height, ${sqlTxNumPosition(sql.ref('t.tx_num'))} AS pos, b.header, b.hash AS block_hash,
-           (SELECT string_agg(a.txid, ''::bytea ORDER BY a.tx_num) FROM txs a
-             WHERE a.tx_num >= ${sqlFirstTxNum(sqlTxNumHeight(sql.ref('t.tx_num')))} AND a.tx_num < ${sqlFirstTxNum(sql`${sqlTxNumHeight(sql.ref('t.tx_num'))} + 1`)}) AS txids,
+           (SELECT string_agg(a.txid, ''::bytea ORDER BY a.tx_num)
+              FROM ${txRowsFrom(sqlFirstTxNum(sqlTxNumHeight(sql.ref('t.tx_num'))), sqlFirstTxNum(sql`${sqlTxNumHeight(sql.ref('t.tx_num'))} + 1`))} a) AS txids,
            ${TIP_COLUMNS}
-      FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
-     WHERE ${txidIs(sql.ref('t.txid'), txid)}
+      FROM ${txRowsByTxid(txid)} t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
      ORDER BY t.tx_num DESC LIMIT 1`.execute(db);
   return r.rows[0];
 }
@@ -103,8 +102,7 @@ export async function listBlockTxs(db: Kysely<Database>, height: number, fromPos
     SELECT t.tx_num, t.txid, t.outs, t.ins, t.first_seen,
            ARRAY(SELECT vout FROM utxos WHERE tx_num = t.tx_num) AS unspent_vouts,
            ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts
-      FROM txs t
-     WHERE t.tx_num >= ${firstTxNum(height) + BigInt(fromPos)} AND t.tx_num < ${firstTxNum(height + 1)}
+      FROM ${txRowsFrom(firstTxNum(height) + BigInt(fromPos), firstTxNum(height + 1))} t
      ORDER BY t.tx_num LIMIT ${limit}`.execute(db);
   return r.rows;
 }
@@ -125,8 +123,8 @@ export async function findTxPlace(db: Kysely<Database>, txid: Buffer): Promise<T
   const r = await sql<TxPlace>`
     SELECT p.*, ${TIP_COLUMNS} FROM (
       (SELECT b.hash AS block_hash, b.height, ${sqlTxNumPosition(sql.ref('t.tx_num'))} AS pos, NULL::bytea AS raw
-         FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
-        WHERE ${txidIs(sql.ref('t.txid'), txid)} ORDER BY t.tx_num DESC LIMIT 1)
+         FROM ${txRowsByTxid(txid)} t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
+        ORDER BY t.tx_num DESC LIMIT 1)
       UNION ALL
       (SELECT NULL, NULL, NULL, raw FROM mempool_txs WHERE txid = ${txid})
       LIMIT 1) p`.execute(db);

@@ -7,7 +7,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { firstTxNum, sqlTxNumHeight } from '../../src/db/tx-num.js';
-import { txidIn, txidIs, unspentAt } from '../../src/db/txid-key.js';
+import { txRowsByTxid, txRowsByTxids, txRowsAtNums, txRowsFrom, unspentAt } from '../../src/db/tx-reads.js';
 
 export type Tip = { height: number; hash: Buffer | null };
 
@@ -44,14 +44,9 @@ export async function findBlockByHash(db: Kysely<Database>, hash: Buffer): Promi
 
 /** Txids of the block at `height`, in block order. */
 export async function listBlockTxids(db: Kysely<Database>, height: number): Promise<Buffer[]> {
-  const rows = await db
-    .selectFrom('txs')
-    .select('txid')
-    .where('tx_num', '>=', firstTxNum(height))
-    .where('tx_num', '<', firstTxNum(height + 1))
-    .orderBy('tx_num')
-    .execute();
-  return rows.map((r) => r.txid);
+  const r = await sql<{ txid: Buffer }>`
+    SELECT t.txid FROM ${txRowsFrom(firstTxNum(height), firstTxNum(height + 1))} t ORDER BY t.tx_num`.execute(db);
+  return r.rows.map((x) => x.txid);
 }
 
 export type ConfirmedTxRow = {
@@ -73,7 +68,7 @@ export type ConfirmedTxRow = {
   tip_hash: Buffer | null;
 };
 
-/** The columns of ConfirmedTxRow for the `txs` row `t` joined with its block `b`. */
+/** The columns of ConfirmedTxRow for the transaction row `t` (src/db/tx-reads.ts) joined with its block `b`. */
 const confirmedTxColumns = sql`t.tx_num, t.txid, t.outs, t.ins, t.first_seen, b.hash AS block_hash, b.time AS block_time,
            ARRAY(SELECT vout FROM utxos WHERE tx_num = t.tx_num) AS unspent_vouts,
            ARRAY(SELECT prev_vout FROM mempool_spends WHERE prev_txid = t.txid) AS mempool_spent_vouts,
@@ -85,8 +80,7 @@ const confirmedTxColumns = sql`t.tx_num, t.txid, t.outs, t.ins, t.first_seen, b.
 export async function findConfirmedTx(db: Kysely<Database>, txid: Buffer): Promise<ConfirmedTxRow | undefined> {
   const r = await sql<ConfirmedTxRow>`
     SELECT ${confirmedTxColumns}
-    FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
-    WHERE ${txidIs(sql.ref('t.txid'), txid)}`.execute(db);
+    FROM ${txRowsByTxid(txid)} t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}`.execute(db);
   return r.rows[0];
 }
 
@@ -97,8 +91,7 @@ export async function findConfirmedTxs(db: Kysely<Database>, txids: readonly Buf
     FROM unnest(${txids}::bytea[]) WITH ORDINALITY AS q(txid, i)
     CROSS JOIN LATERAL (
       SELECT ${confirmedTxColumns}
-      FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
-      WHERE ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}) c`.execute(db);
+      FROM ${txRowsByTxid(sql.ref('q.txid'))} t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}) c`.execute(db);
   const out = new Array<ConfirmedTxRow | undefined>(txids.length).fill(undefined);
   for (const { i, ...row } of r.rows) out[i - 1] = row;
   return out;
@@ -109,7 +102,7 @@ export async function getTxsByNum(db: Kysely<Database>, nums: readonly bigint[])
   const out = new Map<bigint, { txid: Buffer; outs: Buffer }>();
   if (nums.length === 0) return out;
   const r = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer }>`
-    SELECT tx_num, txid, outs FROM txs WHERE tx_num = ANY(${[...new Set(nums)].map(String)}::int8[])`.execute(db);
+    SELECT t.tx_num, t.txid, t.outs FROM ${txRowsAtNums(nums)} t`.execute(db);
   for (const row of r.rows) out.set(row.tx_num, { txid: row.txid, outs: row.outs });
   return out;
 }
@@ -119,7 +112,7 @@ export async function getTxsByTxid(db: Kysely<Database>, txids: readonly Buffer[
   const out = new Map<string, { tx_num: bigint; outs: Buffer }>();
   if (txids.length === 0) return out;
   const r = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer }>`
-    SELECT tx_num, txid, outs FROM txs WHERE ${txidIn(sql.ref('txid'), txids)}`.execute(db);
+    SELECT t.tx_num, t.txid, t.outs FROM ${txRowsByTxids(txids)} t`.execute(db);
   for (const row of r.rows) out.set(row.txid.toString('hex'), { tx_num: row.tx_num, outs: row.outs });
   return out;
 }
@@ -194,7 +187,7 @@ export async function getOutputSpendState(
   txid: Buffer,
 ): Promise<{ unspent: Set<number>; mempoolSpent: Set<number> }> {
   const r = await sql<{ vout: number; src: string }>`
-    SELECT u.vout, 'u' AS src FROM txs t JOIN utxos u ON u.tx_num = t.tx_num WHERE ${txidIs(sql.ref('t.txid'), txid)}
+    SELECT u.vout, 'u' AS src FROM ${txRowsByTxid(txid)} t JOIN utxos u ON u.tx_num = t.tx_num
     UNION ALL
     SELECT prev_vout AS vout, 's' AS src FROM mempool_spends WHERE prev_txid = ${txid}`.execute(db);
   const unspent = new Set<number>();
@@ -206,7 +199,7 @@ export async function getOutputSpendState(
 /** Does a block or mempool transaction already have this txid? (for idempotent broadcast) */
 export async function txKnown(db: Kysely<Database>, txid: Buffer): Promise<'confirmed' | 'mempool' | undefined> {
   const r = await sql<{ where: string }>`
-    SELECT 'confirmed' AS where FROM txs WHERE ${txidIs(sql.ref('txid'), txid)}
+    SELECT 'confirmed' AS where FROM ${txRowsByTxid(txid)} t
     UNION ALL SELECT 'mempool' FROM mempool_txs WHERE txid = ${txid} LIMIT 1`.execute(db);
   return r.rows[0]?.where as 'confirmed' | 'mempool' | undefined;
 }

@@ -10,11 +10,11 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { decodeIns, outCount } from '../../src/db/packed.js';
-import { txidIs } from '../../src/db/txid-key.js';
+import { txRowsByTxid, txRowsSpending } from '../../src/db/tx-reads.js';
 import { decodeTx } from '../../src/bitcoin/tx.js';
 import { equalBytes } from '../../src/bitcoin/hash.js';
 import { txNumHeight } from '../../src/db/tx-num.js';
-import { spendsKeysSql, sqlSpentGroupOf } from '../../src/db/spent-groups.js';
+import { sqlSpentGroupOf } from '../../src/db/spent-groups.js';
 
 /** One output's spender: the transaction and its input, and its block when confirmed. */
 export type Spend = { txid: Buffer; vin: number; block: { height: number; hash: Buffer; time: number } | null };
@@ -53,12 +53,12 @@ export async function getOutspends(db: Kysely<Database>, txid: Buffer): Promise<
  */
 export function outspendsStatement(txid: Buffer) {
   return sql<Row>`
-    WITH t AS MATERIALIZED (SELECT tx_num, outs FROM txs WHERE ${txidIs(sql.ref('txid'), txid)} ORDER BY tx_num DESC LIMIT 1)
+    WITH t AS MATERIALIZED (SELECT x.tx_num, x.outs FROM ${txRowsByTxid(txid)} x ORDER BY x.tx_num DESC LIMIT 1)
     (SELECT 0 AS part, t.tx_num AS n, NULL::bytea AS txid, t.outs AS data, NULL::bytea AS hash, NULL::int4 AS time, NULL::int4 AS vout FROM t)
     UNION ALL
     (SELECT 1, s.tx_num, s.txid, s.ins, b.hash, b.time, NULL
        FROM t
-       JOIN txs s ON ${sql.raw(spendsKeysSql('s'))} @> ARRAY[${sqlSpentGroupOf('t.tx_num')}] AND length(s.ins) > 0
+       JOIN LATERAL ${txRowsSpending(sqlSpentGroupOf('t.tx_num'))} s ON true
        JOIN blocks b ON b.height = (s.tx_num >> 20)::int4)
     UNION ALL
     (SELECT 2, NULL, NULL, m.raw, NULL, NULL, NULL FROM mempool_txs m WHERE m.txid = ${txid})

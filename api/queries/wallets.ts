@@ -7,6 +7,7 @@
  * addr_key (two descriptors may derive the same address; it counts once, under its first chain).
  * @module
  */
+import { txRowsAtNums } from '../../src/db/tx-reads.js';
 import { ServiceError } from '../../src/errors.js';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { decodeIns, decodeOutTag, decodeOutTags } from '../../src/db/packed.js';
@@ -376,7 +377,7 @@ export async function listWalletHistory(
   const page = await readNewestHistory(db, keys, bound, opts.limit);
   if (page.length > 0) {
     const txs = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer; ins: Buffer }>`
-      SELECT tx_num, txid, outs, ins FROM txs WHERE tx_num = ANY(${page}::int8[])`.execute(db);
+      SELECT t.tx_num, t.txid, t.outs, t.ins FROM ${txRowsAtNums(page)} t`.execute(db);
     const byNum = new Map(txs.rows.map((t) => [t.tx_num, t]));
     const prevNums = new Set<bigint>();
     for (const t of txs.rows) for (const ref of decodeIns(t.ins)) prevNums.add(ref.txNum);
@@ -385,7 +386,7 @@ export async function listWalletHistory(
       const p = await sql<{
         tx_num: bigint;
         outs: Buffer;
-      }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${[...prevNums]}::int8[])`.execute(db);
+      }>`SELECT t.tx_num, t.outs FROM ${txRowsAtNums(prevNums)} t`.execute(db);
       for (const x of p.rows) prev.set(x.tx_num, x.outs);
     }
     for (const n of page) {

@@ -7,7 +7,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
-import { txidIs } from '../txid-key.js';
+import { txRowsByTxid, txRowsFrom } from '../tx-reads.js';
 import { firstTxNum, sqlTxNumHeight } from '../tx-num.js';
 
 /** The indexed tip with its 80-byte header, or undefined while nothing is indexed. */
@@ -36,7 +36,7 @@ export async function readBlockTxids(db: Kysely<Database>, height: number): Prom
   const lo = firstTxNum(height);
   const hi = firstTxNum(height + 1);
   const r = await sql<{ hash: Buffer; txids: Buffer | null }>`
-    SELECT b.hash, (SELECT string_agg(t.txid, ''::bytea ORDER BY t.tx_num) FROM txs t WHERE t.tx_num >= ${lo} AND t.tx_num < ${hi}) AS txids
+    SELECT b.hash, (SELECT string_agg(t.txid, ''::bytea ORDER BY t.tx_num) FROM ${txRowsFrom(lo, hi)} t) AS txids
       FROM blocks b WHERE b.height = ${height}`.execute(db);
   const row = r.rows[0];
   if (!row) return undefined;
@@ -52,8 +52,7 @@ export type TxPlace = { kind: 'block'; blockHash: Buffer; height: number } | { k
 export async function findTxPlace(db: Kysely<Database>, txid: Buffer): Promise<TxPlace> {
   const r = await sql<{ block_hash: Buffer | null; height: number | null; raw: Buffer | null }>`
     SELECT b.hash AS block_hash, b.height, NULL::bytea AS raw
-      FROM txs t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
-     WHERE ${txidIs(sql.ref('t.txid'), txid)}
+      FROM ${txRowsByTxid(txid)} t JOIN blocks b ON b.height = ${sqlTxNumHeight(sql.ref('t.tx_num'))}
     UNION ALL
     SELECT NULL, NULL, raw FROM mempool_txs WHERE txid = ${txid}
     LIMIT 1`.execute(db);

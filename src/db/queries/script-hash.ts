@@ -10,7 +10,7 @@
  * and mempool parts come from one snapshot.
  * @module
  */
-import { unspentAt } from '../txid-key.js';
+import { txRowsAtNums, unspentAt } from '../tx-reads.js';
 import { hash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../schema.js';
@@ -118,7 +118,7 @@ export async function readHistoriesIn(trx: Trx, asked: readonly ScriptRef[], lim
   const txs = new Map<bigint, { txid: Buffer; outs: Buffer }>();
   if (nums.length > 0) {
     const r = await sql<{ tx_num: bigint; txid: Buffer; outs: Buffer }>`
-      SELECT tx_num, txid, outs FROM txs WHERE tx_num = ANY(${nums.map(String)}::int8[])`.execute(trx);
+      SELECT t.tx_num, t.txid, t.outs FROM ${txRowsAtNums(nums)} t`.execute(trx);
     for (const row of r.rows) txs.set(row.tx_num, { txid: row.txid, outs: row.outs });
   }
 
@@ -194,7 +194,7 @@ async function settleSpends(
   confirmedOf: Located[][],
 ): Promise<void> {
   const ins = await sql<{ tx_num: bigint; ins: Buffer }>`
-    SELECT tx_num, ins FROM txs WHERE tx_num = ANY(${[...new Set(unsure.map((u) => u.entry.num))].map(String)}::int8[])`.execute(trx);
+    SELECT t.tx_num, t.ins FROM ${txRowsAtNums(unsure.map((u) => u.entry.num))} t`.execute(trx);
   const insOf = new Map(ins.rows.map((r) => [r.tx_num, decodeIns(r.ins)]));
   const prevNums = [...new Set([...insOf.values()].flat().map((i) => i.txNum))];
   const prev = new Map<bigint, Buffer>();
@@ -202,7 +202,7 @@ async function settleSpends(
     const r = await sql<{
       tx_num: bigint;
       outs: Buffer;
-    }>`SELECT tx_num, outs FROM txs WHERE tx_num = ANY(${prevNums.map(String)}::int8[])`.execute(trx);
+    }>`SELECT t.tx_num, t.outs FROM ${txRowsAtNums(prevNums)} t`.execute(trx);
     for (const row of r.rows) prev.set(row.tx_num, row.outs);
   }
   const touched = new Set<number>();
@@ -246,8 +246,8 @@ async function confirmedOutputs(trx: Trx, r: Resolved): Promise<RawBuilder<unkno
   if (r.keyed)
     return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u WHERE u.addr_key = ${r.key} AND sha256(u.script) = ${r.sha}`;
   const [nums] = await readHistoryEntries(trx, [r.key]);
-  return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM txs t JOIN utxos u ON u.tx_num = t.tx_num
-              WHERE t.tx_num = ANY(${nums!.map(String)}::int8[]) AND u.addr_key IS NULL AND sha256(u.script) = ${r.sha}`;
+  return sql`SELECT u.txid, u.vout, u.value, u.script, u.tx_num FROM utxos u
+              WHERE u.tx_num = ANY(${nums!.map(String)}::int8[]) AND u.addr_key IS NULL AND sha256(u.script) = ${r.sha}`;
 }
 
 /** The script's outputs in the mempool, as a subquery: of the key's mempool transactions, the outputs that are the script. */

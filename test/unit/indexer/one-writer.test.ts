@@ -6,11 +6,9 @@
  * a write of each chain table inside the folder, so a pattern that matches nothing fails here
  * too. Migrations (the schema's history), tests and bench (fixtures they seed) are not scanned.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles, sourceText } from '../../support/source-files.js';
 
-const ROOT = join(import.meta.dirname, '../../..');
 const SCANNED = ['src', 'indexer', 'api', 'streams', 'stamp', 'electrum', 'cli', 'devnode'];
 const WRITER = 'indexer/writer/';
 
@@ -40,15 +38,9 @@ const WRITES: readonly RegExp[] = [
   /\bcopyIn\(\s*\w+\s*,\s*['"`]([a-z_]+)/g,
 ];
 
-function sources(dir: string): string[] {
-  return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
-    .map((e) => relative(ROOT, join(e.parentPath, e.name)));
-}
-
 /** Each chain table a source writes, with the file. */
 function writesIn(file: string): { file: string; table: string }[] {
-  const text = readFileSync(join(ROOT, file), 'utf8');
+  const text = sourceText(file);
   const found: { file: string; table: string }[] = [];
   for (const re of WRITES) {
     for (const m of text.matchAll(re)) {
@@ -59,7 +51,7 @@ function writesIn(file: string): { file: string; table: string }[] {
 }
 
 describe('one writer of the chain tables', () => {
-  const files = SCANNED.flatMap(sources);
+  const files = sourceFiles(SCANNED);
   const writes = files.flatMap(writesIn);
 
   it('writes them only from indexer/writer/', () => {
