@@ -1,0 +1,122 @@
+/**
+ * Transaction parts (docs/lean-layout.md "Transaction parts: the plan", step 2): the indexed
+ * columns of up to 64 consecutive transactions of one block in one row, so that a transaction
+ * costs its content and not a row and two B-tree entries. Part `tx_num >> PART_BITS` holds the
+ * transactions of its slots `tx_num & (PART_TXS − 1)` from 0 up (a block's last part may hold
+ * fewer; positions are 20 bits, so a part never spans two blocks). Its columns:
+ * - `txids`: the 32-byte txids (internal order) back to back, slot by slot: a txid is one
+ *   `substring` away, in SQL too;
+ * - `outs`, `ins`: the transactions' packed columns (src/db/packed.ts), unchanged, concatenated;
+ * - `ends`: a width byte w (2, or 4 when a concatenation passes 64 KB: a transaction of thousands
+ *   of outputs), then per slot the end of its `outs` and the end of its `ins` in them, w bytes
+ *   each, little-endian.
+ * `SQL_PARTS` reads a slot in SQL; the tests hold it to `decodePartTx`. Used by nothing yet.
+ * @module
+ */
+
+/** Bits of a tx_num that name its slot in its part. */
+const PART_BITS = 6;
+/** Transactions a part holds at most. */
+export const PART_TXS = 2 ** PART_BITS;
+const TXID_BYTES = 32;
+
+/** One transaction's columns in a part. */
+export type PartTx = { txid: Uint8Array; outs: Uint8Array; ins: Uint8Array };
+
+/** A part's columns, as stored. */
+export type PartColumns = { txids: Buffer; ends: Buffer; outs: Buffer; ins: Buffer };
+
+/** The part holding `txNum`. */
+export function partOf(txNum: bigint): bigint {
+  return txNum >> BigInt(PART_BITS);
+}
+
+/** The slot of `txNum` in its part. */
+export function slotOf(txNum: bigint): number {
+  return Number(txNum & BigInt(PART_TXS - 1));
+}
+
+/** The part of `txs`, in slot order from slot 0 (1 to PART_TXS of them). */
+export function encodePart(txs: readonly PartTx[]): PartColumns {
+  if (txs.length === 0 || txs.length > PART_TXS) throw new RangeError(`a part holds 1 to ${PART_TXS} transactions, got ${txs.length}`);
+  let outsBytes = 0;
+  let insBytes = 0;
+  for (const t of txs) {
+    if (t.txid.length !== TXID_BYTES) throw new RangeError(`a txid is ${TXID_BYTES} bytes, got ${t.txid.length}`);
+    outsBytes += t.outs.length;
+    insBytes += t.ins.length;
+  }
+  const width = Math.max(outsBytes, insBytes) < 2 ** 16 ? 2 : 4;
+  const ends = Buffer.alloc(1 + txs.length * 2 * width);
+  ends[0] = width;
+  let o = 0;
+  let i = 0;
+  txs.forEach((t, slot) => {
+    o += t.outs.length;
+    i += t.ins.length;
+    const at = 1 + slot * 2 * width;
+    ends.writeUIntLE(o, at, width);
+    ends.writeUIntLE(i, at + width, width);
+  });
+  return {
+    txids: Buffer.concat(txs.map((t) => t.txid)),
+    ends,
+    outs: Buffer.concat(txs.map((t) => t.outs)),
+    ins: Buffer.concat(txs.map((t) => t.ins)),
+  };
+}
+
+/** How many transactions part `p` holds. */
+export function partCount(p: Pick<PartColumns, 'txids'>): number {
+  return p.txids.length / TXID_BYTES;
+}
+
+/** The end of entry `k` of `ends` (2 × slot: the outs', 2 × slot + 1: the ins'). */
+function endAt(ends: Buffer, k: number): number {
+  const width = ends[0]!;
+  return ends.readUIntLE(1 + k * width, width);
+}
+
+/** Slot `slot` of part `p`, or undefined past its transactions. */
+export function decodePartTx(p: PartColumns, slot: number): PartTx | undefined {
+  if (!Number.isInteger(slot) || slot < 0 || slot >= partCount(p)) return undefined;
+  const outsFrom = slot === 0 ? 0 : endAt(p.ends, 2 * slot - 2);
+  const insFrom = slot === 0 ? 0 : endAt(p.ends, 2 * slot - 1);
+  return {
+    txid: p.txids.subarray(slot * TXID_BYTES, (slot + 1) * TXID_BYTES),
+    outs: p.outs.subarray(outsFrom, endAt(p.ends, 2 * slot)),
+    ins: p.ins.subarray(insFrom, endAt(p.ends, 2 * slot + 1)),
+  };
+}
+
+/** Every transaction of part `p`, in slot order. */
+export function decodePart(p: PartColumns): PartTx[] {
+  return Array.from({ length: partCount(p) }, (_, slot) => decodePartTx(p, slot)!);
+}
+
+/** SQL (text): the end of entry `k` (an int expression) of the ends column `e`, as int8. */
+const sqlEndAt = (e: string, k: string) => {
+  const at = `(1 + (${k}) * get_byte(${e}, 0))`;
+  return (
+    `(get_byte(${e}, ${at})::int8 | (get_byte(${e}, ${at} + 1)::int8 << 8)` +
+    ` | CASE WHEN get_byte(${e}, 0) = 4 THEN (get_byte(${e}, ${at} + 2)::int8 << 16) | (get_byte(${e}, ${at} + 3)::int8 << 24) ELSE 0 END)`
+  );
+};
+
+/** SQL (text): the start of the outs (`first` 0) or ins (1) of slot `s` of the ends column `e`. */
+const sqlStartAt = (e: string, s: string, first: 0 | 1) =>
+  `(CASE WHEN (${s}) = 0 THEN 0 ELSE ${sqlEndAt(e, `2 * (${s}) - ${2 - first}`)} END)`;
+
+/**
+ * SQL (text) reading slot `s` (an int expression) of the part row `p` (an alias with the
+ * columns above): its txid, outs and ins, as `decodePartTx` reads them (null past the part's
+ * transactions).
+ */
+export const SQL_PARTS = {
+  txidAt: (p: string, s: string) =>
+    `(CASE WHEN (${s}) < length(${p}.txids) / ${TXID_BYTES} THEN substring(${p}.txids FROM (${s}) * ${TXID_BYTES} + 1 FOR ${TXID_BYTES}) END)`,
+  outsAt: (p: string, s: string) =>
+    `(CASE WHEN (${s}) < length(${p}.txids) / ${TXID_BYTES} THEN substring(${p}.outs FROM ${sqlStartAt(`${p}.ends`, s, 0)}::int4 + 1 FOR (${sqlEndAt(`${p}.ends`, `2 * (${s})`)} - ${sqlStartAt(`${p}.ends`, s, 0)})::int4) END)`,
+  insAt: (p: string, s: string) =>
+    `(CASE WHEN (${s}) < length(${p}.txids) / ${TXID_BYTES} THEN substring(${p}.ins FROM ${sqlStartAt(`${p}.ends`, s, 1)}::int4 + 1 FOR (${sqlEndAt(`${p}.ends`, `2 * (${s}) + 1`)} - ${sqlStartAt(`${p}.ends`, s, 1)})::int4) END)`,
+} as const;
