@@ -240,6 +240,11 @@ export async function startBitcoind(opts: BitcoindOptions = {}): Promise<Bitcoin
           creds.password = password!;
         }
         await call('getblockchaininfo');
+        // Ready when the mempool saved at the last stop is back (-persistmempool) and the wallets
+        // have heard of it: a wallet asked to pay before then can pick a coin that a reloaded
+        // transaction spends, and its send, refused by the mempool, still returns a txid.
+        if (!(await call<{ loaded: boolean }>('getmempoolinfo')).loaded) throw new Error('mempool loading');
+        await call('syncwithvalidationinterfacequeue');
         return;
       } catch {
         await new Promise((r) => setTimeout(r, 100));
