@@ -25,7 +25,7 @@ import type { MempoolSource } from './chain-source.js';
 import { txNumOf } from '../src/db/tx-num.js';
 import { appendEvents, loadWatches, type Watch } from './events.js';
 import { addMempoolReplacers, mempoolTxidsAmong, toBuffer, type RemovedTouch } from './mempool-rows.js';
-import { txRowsByTxid, txRowsByTxids, txRowsFrom, unspentAt } from '../src/db/tx-reads.js';
+import { txidConfirmed, txRowsByTxid, txRowsByTxids, txRowsFrom, unspentAt } from '../src/db/tx-reads.js';
 
 type Trx = Transaction<Database>;
 
@@ -130,7 +130,7 @@ export function createReorgedResolver(deps: ReorgedDeps): ReorgedResolver {
     async step() {
       const pending = await sql<{ txid: Buffer; due: boolean }>`
         SELECT r.txid, bool_and(r.reorged_at <= now() - make_interval(secs => ${graceSecs}))
-          AND NOT EXISTS (SELECT 1 FROM ${txRowsByTxid(sql.ref('r.txid'))} t) AND NOT EXISTS (SELECT 1 FROM mempool_txs m WHERE m.txid = r.txid) AS due
+          AND NOT ${txidConfirmed(sql.ref('r.txid'))} AND NOT EXISTS (SELECT 1 FROM mempool_txs m WHERE m.txid = r.txid) AS due
         FROM reorged_txs r GROUP BY r.txid`.execute(db);
       if (pending.rows.length === 0) return false;
       // The node's word on those past their grace period, asked before the transaction opens.

@@ -12,7 +12,7 @@ import type { Coin } from './build.js';
 import type { StampDb, StampTrx } from './tables.js';
 import type { StampWallet } from './wallet.js';
 import { sqlTxNumHeight, sqlTxNumPosition } from '../src/db/tx-num.js';
-import { txRowsByTxid, unspentAt } from '../src/db/tx-reads.js';
+import { txidConfirmed, unspentAt } from '../src/db/tx-reads.js';
 
 /** Core's COINBASE_MATURITY. */
 const COINBASE_MATURITY = 100;
@@ -68,7 +68,7 @@ export async function txsWithGoneInputs(db: StampDb | StampTrx): Promise<Set<str
     WHERE t.status IN ('signed', 'broadcast')
       AND NOT EXISTS (SELECT 1 FROM stamp_txs p WHERE p.txid = i.prev_txid AND p.status IN ('signed', 'broadcast'))
       AND NOT EXISTS (${unspentAt(sql.ref('i.prev_txid'), sql.ref('i.prev_vout'))})
-      AND NOT EXISTS (SELECT 1 FROM ${txRowsByTxid(sql.ref('t.txid'))} x)`.execute(db);
+      AND NOT ${txidConfirmed(sql.ref('t.txid'))}`.execute(db);
   const gone = new Set(r.rows.map((x) => x.txid.toString('hex')));
   if (gone.size === 0) return gone;
   // Their descendants among our live transactions go with them.

@@ -8,7 +8,8 @@
  * elsewhere (the writer, indexer/writer/, excepted).
  *
  * The subqueries are simple (one table, a condition), so PostgreSQL pulls them up into the
- * statement and plans it as if it named `txs` itself; their alias is `bw_tx`, so that a caller's
+ * statement and plans it as if it named `txs` itself (not inside an `EXISTS`, which then runs per
+ * row: `txidConfirmed` is the condition for that); their alias is `bw_tx`, so that a caller's
  * outer references (`sql.ref('t.txid')`) never resolve inside.
  * @module
  */
@@ -58,6 +59,15 @@ export function txRowsByTxids(txids: readonly Uint8Array[]): RawBuilder<TxRow> {
  */
 export function txRowsSpending(group: RawBuilder<unknown>): RawBuilder<TxRow> {
   return sql<TxRow>`(SELECT ${COLUMNS} FROM txs bw_tx WHERE ${sql.raw(spendsKeysSql('bw_tx'))} @> ARRAY[${group}] AND length(bw_tx.ins) > 0)`;
+}
+
+/**
+ * Whether a confirmed transaction has txid `txid` (a bytea expression), as a boolean condition:
+ * `EXISTS` with its correlation in the subselect's own WHERE, so that `NOT ${…}` is planned as an
+ * anti-join (an EXISTS over one of the FROM items above is a subplan run per row).
+ */
+export function txidConfirmed(txid: unknown): RawBuilder<boolean> {
+  return sql<boolean>`EXISTS (SELECT 1 FROM txs bw_tx WHERE ${txidIs(sql.ref('bw_tx.txid'), txid)})`;
 }
 
 /**
