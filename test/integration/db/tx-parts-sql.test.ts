@@ -34,6 +34,11 @@ describe('transaction parts read in SQL', () => {
       { txid: randomBytes(32), outs: randomBytes(80_000), ins: randomBytes(70_000) },
       { txid: randomBytes(32), outs: randomBytes(33), ins: randomBytes(12) },
     ]);
+    // an end past 2^24 (the fourth byte of a 4-byte end)
+    add([
+      { txid: randomBytes(32), outs: randomBytes(2 ** 24 + 3), ins: randomBytes(5) },
+      { txid: randomBytes(32), outs: randomBytes(9), ins: randomBytes(7) },
+    ]);
     for (const [part, p] of parts) await sql`INSERT INTO parts VALUES (${part}, ${p.txids}, ${p.ends}, ${p.outs}, ${p.ins})`.execute(t.db);
   });
 
@@ -59,7 +64,7 @@ describe('transaction parts read in SQL', () => {
       expect(row.outs!.equals(Buffer.from(want.outs))).toBe(true);
       expect(row.ins!.equals(Buffer.from(want.ins))).toBe(true);
     }
-    // every transaction was read: 1 + 2 + … + 64, and the wide part's 3
-    expect(read).toBe((PART_TXS * (PART_TXS + 1)) / 2 + 3);
+    // every transaction was read: 1 + 2 + … + 64, and the wide parts' 3 and 2
+    expect(read).toBe((PART_TXS * (PART_TXS + 1)) / 2 + 5);
   });
 });

@@ -67,6 +67,13 @@ describe('transaction parts', () => {
     const rand = rng(11);
     const under = encodePart([tx(rand, 40_000), tx(rand, 2 ** 16 - 1 - 40_000)]);
     expect(under.ends[0]).toBe(2);
+    const at = encodePart([tx(rand, 40_000), tx(rand, 2 ** 16 - 40_000)]);
+    expect(at.ends[0]).toBe(4);
+    expect(decodePartTx(at, 1)!.outs.length).toBe(2 ** 16 - 40_000);
+    // an end past 2^24 (the width's fourth byte)
+    const huge = [tx(rand, 2 ** 24 + 5), tx(rand)];
+    const hp = encodePart(huge);
+    huge.forEach((t, slot) => same(decodePartTx(hp, slot), t));
     const txs = [tx(rand), tx(rand, 70_000), tx(rand)];
     const p = encodePart(txs);
     expect(p.ends[0]).toBe(4);
