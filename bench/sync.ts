@@ -369,6 +369,7 @@ async function main(): Promise<void> {
     );
 
     // 4. catch-up with every index live, then 5. live blocks
+    let steadyDb = 'bw_import';
     const node = await startCorpusNode({ dir: corpus.dir, tip: initialTip + size.catchupBlocks });
     const follower = startFollower(importUrl, node, {}, profDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profDir, 'follower')}`] : []);
     const appliedAt: { at: number; f: Record<string, unknown> }[] = [];
@@ -403,6 +404,10 @@ async function main(): Promise<void> {
         );
         follower.proc.kill('SIGTERM');
         await follower.exited;
+        // (the floor undoes and applies the tip block again a dozen times: step 5b sizes a copy
+        // of the index as the blocks left it)
+        await pgs.query('postgres', 'CREATE DATABASE bw_steady TEMPLATE bw_import');
+        steadyDb = 'bw_steady';
         live.floor = await measureFloor(pgs, 'bw_import', node.rpcUrl, FLOOR_SAMPLES);
         say(floorLine(live.floor));
       }
@@ -415,13 +420,14 @@ async function main(): Promise<void> {
     // 5b. the index the catch-up and live blocks leave (applied block by block, their history in
     // chunk rows), folded as the idle indexer folds them (144 blocks at a time, the newest 6 or
     // more left): each fold's time, and the size then against the raw blocks it holds
-    const steady = await foldAsIdle(pgs, 'bw_import');
-    const tipNow = (await pgs.query<{ h: number }>('bw_import', 'SELECT height AS h FROM chain_tip WHERE id = 1')).rows[0]!.h;
+    const steady = await foldAsIdle(pgs, steadyDb);
+    const tipNow = (await pgs.query<{ h: number }>(steadyDb, 'SELECT height AS h FROM chain_tip WHERE id = 1')).rows[0]!.h;
     const steadySize = await measureSize(
       pgs,
-      'bw_import',
+      steadyDb,
       main.slice(0, tipNow + 1).reduce((sum, b) => sum + b.length, 0),
     );
+    if (steadyDb !== 'bw_import') await pgs.query('postgres', `DROP DATABASE ${steadyDb}`);
     result.steady = { blocks: tipNow - initialTip, tip: tipNow, ...steady, size: steadySize };
     say(
       `after ${tipNow - initialTip} blocks applied block by block, folded as the idle indexer folds (${
