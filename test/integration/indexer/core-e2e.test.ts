@@ -288,6 +288,12 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
 
   const inMempool = async (txid: string) => (await node.call<string[]>('getrawmempool')).includes(txid);
 
+  /** Locks the coins the transaction `hex` spends in the miner's wallet (those it still counts unspent: abandoning a send can bring it to see them spent). */
+  const lockInputs = async (hex: string) => {
+    const decoded = await node.call<{ vin: { txid: string; vout: number }[] }>('decoderawtransaction', [hex]);
+    for (const i of decoded.vin) await miner('lockunspent', [false, [{ txid: i.txid, vout: i.vout }]]).catch(() => undefined);
+  };
+
   /** The miner pays `sats` to `to`; returns the txid (a script-only destination goes through a funded raw transaction). */
   const pay = async (
     to: { address: string | null; script: string },
@@ -296,18 +302,26 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
   ): Promise<string> => {
     const feeRate = opts.feeRate ?? 2;
     if (!to.address) {
-      // createrawtransaction takes addresses only: the unfunded transaction is made here.
+      // createrawtransaction takes addresses only: the unfunded transaction is made here. The
+      // wallet can fund it with coins a mempool transaction spends (below): sendrawtransaction
+      // then refuses it, and it is funded again with those coins locked.
       const hex = bytesToHex(encodeTx({ version: 2, inputs: [], outputs: [{ value: sats, script: hexToBytes(to.script) }], locktime: 0 }));
-      const funded = await miner<{ hex: string }>('fundrawtransaction', [
-        hex,
-        { fee_rate: feeRate, replaceable: opts.replaceable ?? true },
-      ]);
-      const signed = await miner<{ hex: string }>('signrawtransactionwithwallet', [funded.hex]);
-      // (sendrawtransaction throws when the mempool refuses it)
-      const txid = await node.call<string>('sendrawtransaction', [signed.hex]);
-      minerToAlice.push(txid);
-      await walletsCaughtUp();
-      return txid;
+      for (let attempt = 1; ; attempt++) {
+        const funded = await miner<{ hex: string }>('fundrawtransaction', [
+          hex,
+          { fee_rate: feeRate, replaceable: opts.replaceable ?? true },
+        ]);
+        const signed = await miner<{ hex: string }>('signrawtransactionwithwallet', [funded.hex]);
+        try {
+          const txid = await node.call<string>('sendrawtransaction', [signed.hex]);
+          minerToAlice.push(txid);
+          await walletsCaughtUp();
+          return txid;
+        } catch (err) {
+          if (attempt === 3 || !/conflict|replacement|insufficient fee/i.test((err as Error).message)) throw err;
+          await lockInputs(signed.hex);
+        }
+      }
     }
     // The wallet's send returns a txid even when the mempool refuses the transaction. After the
     // steps' reorgs Core's wallet can hold a mempool transaction as conflicted by a block that is
@@ -336,9 +350,7 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       if (attempt === 3 || !wtx.mempoolconflicts?.length)
         throw new Error(`the miner's payment ${txid} is not in the mempool after its send: ${JSON.stringify(wtx)}`);
       await miner('abandontransaction', [txid]);
-      // (abandoning it can itself bring the wallet to see the coins spent: then nothing to lock)
-      const decoded = await node.call<{ vin: { txid: string; vout: number }[] }>('decoderawtransaction', [wtx.hex]);
-      for (const i of decoded.vin) await miner('lockunspent', [false, [{ txid: i.txid, vout: i.vout }]]).catch(() => undefined);
+      await lockInputs(wtx.hex);
     }
   };
 
