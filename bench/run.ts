@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { benchArgs } from './args.js';
 import { machine } from './harness.js';
 import type { FloorResult, WriteCost } from './live-floor.js';
+import type { SteadyResult } from './sync.js';
 
 interface BenchDef {
   name: string;
@@ -380,18 +381,7 @@ export function summary(runs: BenchRun[]): string {
     );
 
   // 2c. The same index after the catch-up and live blocks, folded as the idle indexer folds them.
-  const st = (
-    by.get('sync')?.result as
-      | {
-          steady?: {
-            blocks?: number;
-            folds?: { blocks: number; ms: number; postgresCpuMs: number }[];
-            unfolded?: number;
-            size?: { ratio?: number; databaseBytes?: number; tables?: Record<string, number> };
-          };
-        }
-      | undefined
-  )?.steady;
+  const st = (by.get('sync')?.result as { steady?: Partial<SteadyResult> } | undefined)?.steady;
   if (st)
     add(
       `database size / raw block bytes after ${fmt(st.blocks)} more blocks applied block by block, folded as the idle indexer folds them (144 at a time)`,
@@ -617,6 +607,20 @@ function floorDetails(f: FloorResult | undefined): string {
   );
 }
 
+/** Step 5b's row of the sync details table (none when the run has no such step). */
+function steadyDetails(st: Partial<SteadyResult> | undefined): string[] {
+  if (!st) return [];
+  const n = (x: unknown, d = 0) => (typeof x === 'number' ? fmt(x, d) : '—');
+  const s = (x: unknown) => (typeof x === 'number' ? fmt(x / 1000, 1) : '—');
+  const tables = Object.entries(st.size?.tables ?? {})
+    .map(([k, b]) => `${k} ${mb(b, 1)}`)
+    .join(', ');
+  const folds = (st.folds ?? []).map((f) => `${n(f.blocks)} blocks in ${s(f.ms)} s (PostgreSQL CPU ${s(f.postgresCpuMs)} s)`).join(', ');
+  return [
+    `| size after ${n(st.blocks)} more blocks applied block by block, folded as the idle indexer folds | database ${mb(st.size?.databaseBytes, 1)} MB / raw blocks ${mb(st.size?.rawBlockBytes, 1)} MB = **${n(st.size?.ratio, 3)}**; ${tables} MB; folds: ${folds || 'none due'}; ${n(st.unfolded)} blocks left in chunk rows |`,
+  ];
+}
+
 /** bench/sync's figures as one table (it prints lines, not tables). */
 export function syncDetails(r: SyncResult): string {
   const n = (x: unknown, d = 0) => (typeof x === 'number' ? fmt(x, d) : '—');
@@ -651,25 +655,7 @@ export function syncDetails(r: SyncResult): string {
     `| catch-up, every index live | ${n(u.blocks)} blocks, ${n(u.txs)} txs in ${s(u.ms)} s = **${n(u.txPerSec)} tx/s**, ${n(u.blocksPerSec, 2)} blocks/s; per-block fetch → commit p50 ${n(u.applyMsP50)} ms |`,
     `| live (4,000-tx blocks) | ${n(v.blocks)} blocks of ${n(v.txsPerBlock)} txs on an index of ${n(v.indexHeightBefore)} blocks: ZMQ arrival → committed p50 **${n(v.p50)} ms**, p99 **${n(v.p99)} ms**, max ${n(v.max)} ms; indexer fetch → commit p50 ${n(v.applyP50)} ms; per block (p50) WAL ${n(v.walMbP50, 1)} MB, PostgreSQL CPU ${n(v.postgresCpuMsP50)} ms, indexer CPU ${n(v.indexerCpuMsP50)} ms |`,
     `| live block's floor (same rows: binary COPY per table, spent outputs and changed balances deleted by key, one transaction) | ${floorDetails(v.floor as FloorResult | undefined)} |`,
-    ...(r.steady
-      ? [
-          `| size after ${n(r.steady.blocks)} more blocks applied block by block, folded as the idle indexer folds | database ${mb(
-            (r.steady.size as { databaseBytes?: number } | undefined)?.databaseBytes,
-            1,
-          )} MB / raw blocks ${mb((r.steady.size as { rawBlockBytes?: number } | undefined)?.rawBlockBytes, 1)} MB = **${n(
-            (r.steady.size as { ratio?: number } | undefined)?.ratio,
-            3,
-          )}**; ${Object.entries(
-            ((r.steady.size as { tables?: Record<string, number> } | undefined)?.tables ?? {}) as Record<string, number>,
-          )
-            .map(([k, b]) => `${k} ${mb(b, 1)}`)
-            .join(', ')} MB; folds: ${
-            ((r.steady.folds ?? []) as { blocks: number; ms: number; postgresCpuMs: number }[])
-              .map((f) => `${n(f.blocks)} blocks in ${s(f.ms)} s (PostgreSQL CPU ${s(f.postgresCpuMs)} s)`)
-              .join(', ') || 'none due'
-          }; ${n(r.steady.unfolded)} blocks left in chunk rows |`,
-        ]
-      : []),
+    ...steadyDetails(r.steady as Partial<SteadyResult> | undefined),
     `| initial sync over RPC/REST | ${n(p.txs)} txs in ${s(p.ms)} s = **${n(p.txPerSec)} tx/s** (bulk load ${s(p.loadMs)} s, index builds ${s(p.finishMs)} s); CPU indexer ${s(p.indexerCpuMs)} s, PostgreSQL ${s(p.postgresCpuMs)} s |`,
     `| projection, 1.43 G mainnet txs | load ${n(j.loadHours, 1)} h + index builds ${n(j.indexHours, 1)} h (× ${n(j.sortFactor, 2)} for n log n) = **${n(j.hours, 1)} h** |`,
   ].join('\n');

@@ -88,34 +88,39 @@ export async function measureSize(pgs: BenchPostgres, db: string, rawBlockBytes:
   return { databaseBytes: size, emptyDatabaseBytes: empty, tables, rawBlockBytes, ratio: round(size / rawBlockBytes, 3) };
 }
 
+/** One fold of step 5b: the blocks it folded, its wall time and PostgreSQL's CPU. */
+export type FoldRun = { blocks: number; ms: number; postgresCpuMs: number };
+
+/** Step 5b's result (`result.steady`): the index after the catch-up and live blocks, folded. */
+export type SteadyResult = { blocks: number; tip: number; folds: FoldRun[]; unfolded: number; size: SizeResult };
+
 /**
  * Folds the index in database `name` as the idle indexer does (`foldHistoryWhenDue` until it is not due):
  * each fold's blocks, wall time and PostgreSQL CPU, and the blocks left in chunk rows.
  */
-async function foldAsIdle(
-  pgs: BenchPostgres,
-  name: string,
-): Promise<{ folds: { blocks: number; ms: number; postgresCpuMs: number }[]; unfolded: number }> {
+async function foldAsIdle(pgs: BenchPostgres, name: string): Promise<{ folds: FoldRun[]; unfolded: number }> {
   const db = createDb(pgs.url(name), { max: 1 });
   try {
-    const folded = async () =>
+    const place = async () =>
       (
         await pgs.query<{ f: number; h: number }>(
           name,
           'SELECT folded AS f, (SELECT height FROM chain_tip WHERE id = 1) AS h FROM history_bucket_params',
         )
       ).rows[0]!;
-    const folds: { blocks: number; ms: number; postgresCpuMs: number }[] = [];
+    const folds: FoldRun[] = [];
+    let at = await place();
     for (;;) {
-      const before = (await folded()).f;
       const cpu0 = pgs.cpuMs();
       const t0 = performance.now();
-      const f = await foldHistoryWhenDue(db);
-      if (!f) break;
-      folds.push({ blocks: (await folded()).f - before, ms: round(performance.now() - t0), postgresCpuMs: pgs.cpuMs() - cpu0 });
+      if (!(await foldHistoryWhenDue(db))) break;
+      const ms = round(performance.now() - t0);
+      const postgresCpuMs = pgs.cpuMs() - cpu0;
+      const before = at.f;
+      at = await place();
+      folds.push({ blocks: at.f - before, ms, postgresCpuMs });
     }
-    const end = await folded();
-    return { folds, unfolded: end.h + 1 - end.f };
+    return { folds, unfolded: at.h + 1 - at.f };
   } finally {
     await db.destroy();
   }
@@ -223,7 +228,9 @@ async function main(): Promise<void> {
   const main = corpusMainChain(m);
   const nearTip = size.catchupBlocks + size.liveBlocks;
   const initialTip = m.tip.height - nearTip;
-  const rawBytes = main.slice(0, initialTip + 1).reduce((s, b) => s + b.length, 0);
+  /** The serialized bytes of the main chain's blocks 0..tip. */
+  const rawBytesTo = (tip: number) => main.slice(0, tip + 1).reduce((s, b) => s + b.length, 0);
+  const rawBytes = rawBytesTo(initialTip);
   const initialTxs = main.slice(0, initialTip + 1).reduce((s, b) => s + b.txs, 0);
   say(
     `corpus ${corpus.generated ? 'generated' : 'cached'}: ${corpus.dir} (${m.txs} txs, ${(m.rawBytes / 1e6).toFixed(0)} MB, ${m.reorgs} reorgs; generated in ${(m.generatedMs / 1000).toFixed(1)} s)`,
@@ -422,13 +429,9 @@ async function main(): Promise<void> {
     // more left): each fold's time, and the size then against the raw blocks it holds
     const steady = await foldAsIdle(pgs, steadyDb);
     const tipNow = (await pgs.query<{ h: number }>(steadyDb, 'SELECT height AS h FROM chain_tip WHERE id = 1')).rows[0]!.h;
-    const steadySize = await measureSize(
-      pgs,
-      steadyDb,
-      main.slice(0, tipNow + 1).reduce((sum, b) => sum + b.length, 0),
-    );
+    const steadySize = await measureSize(pgs, steadyDb, rawBytesTo(tipNow));
     if (steadyDb !== 'bw_import') await pgs.query('postgres', `DROP DATABASE ${steadyDb}`);
-    result.steady = { blocks: tipNow - initialTip, tip: tipNow, ...steady, size: steadySize };
+    result.steady = { blocks: tipNow - initialTip, tip: tipNow, ...steady, size: steadySize } satisfies SteadyResult;
     say(
       `after ${tipNow - initialTip} blocks applied block by block, folded as the idle indexer folds (${
         steady.folds
