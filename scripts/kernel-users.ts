@@ -32,10 +32,6 @@ export const ALLOWED: ReadonlyMap<string, string> = new Map([
     'src/bitcoin/encode.ts',
     "the consensus format's writer, the inverse of its readers tx.ts and block.ts: the format has one home, src/bitcoin; the devnode serializes blocks with it, tests and benches build their chains with it",
   ],
-  [
-    'src/db/tx-parts.ts',
-    'the transaction parts\' format (docs/lean-layout.md "Transaction parts: the plan", step 2), landed ahead of its users: the writer and src/db/tx-reads.ts read and write it from step 3 on',
-  ],
 ]);
 
 /**

@@ -16,6 +16,7 @@ import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
 import type { Database } from '../../src/db/schema.js';
 import { decodeIns } from '../../src/db/packed.js';
 import { txNumOf } from '../../src/db/tx-num.js';
+import { txRowsAtNums } from '../../src/db/tx-reads.js';
 import { FatalError, RetryableError } from '../../src/errors.js';
 import { UNDO_BLOCKS_MIN } from '../../src/config.js';
 import { extendWalletsFor } from '../../src/db/wallet-chains.js';
@@ -64,6 +65,7 @@ import { OutpointMap } from './txid-maps.js';
 import { NotRebuildableError, rebuildBlock } from './stored-block.js';
 import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContext } from './apply-turn.js';
 import { readHistoryLayout, undoHistory } from './history-rows.js';
+import { unfoldTxParts } from './tx-parts-fold.js';
 import type { ScriptKeys } from './address-keys.js';
 
 /** Hooks the run loop gives the writers. */
@@ -389,7 +391,7 @@ async function blockFromRows(
   const earlier = new Set<string>();
   for (const t of blockTxs) for (const r of decodeIns(t.ins)) if (Number(r.txNum) < lo) earlier.add(r.txNum.toString());
   const prev = await sql<{ tx_num: bigint; txid: Buffer }>`
-    SELECT tx_num, txid FROM txs WHERE tx_num = ANY(${[...earlier]}::int8[])`.execute(trx);
+    SELECT t.tx_num, t.txid FROM ${txRowsAtNums([...earlier].map(BigInt))} t`.execute(trx);
   try {
     return rebuildBlock({
       base: lo,
@@ -454,6 +456,10 @@ export async function undoBlock(db: Kysely<Database>, height: number, source: Un
     if (!stored || !equalBytes(stored.hash, b.hash) || (fetched && !equalBytes(fetched.hash, b.hash))) return { kind: 'stale', tip };
     const lo = txNumOf(height, 0);
     const hi = txNumOf(height + 1, 0);
+    // A block below the fold's height (a reorg deeper than the blocks kept unfolded): the parts of
+    // the blocks from it up become rows again first (tx-parts-fold.ts), and the undo works on rows.
+    const layout = await readHistoryLayout(trx);
+    if (layout.busy > 0 && lo < txNumOf(layout.folded, 0)) await unfoldTxParts(trx, BigInt(lo));
     // (the outputs' values and tags only when the block is rebuilt from the rows)
     const txRows = await sql<{ tx_num: bigint; txid: Buffer; ins: Buffer; outs: Buffer | null }>`
       SELECT tx_num, txid, ins, CASE WHEN ${fetched === null} THEN outs END AS outs
@@ -489,7 +495,7 @@ export async function undoBlock(db: Kysely<Database>, height: number, source: Un
     timer.lap('utxos');
     await addBalances(trx, u.balances, -1);
     timer.lap('balances');
-    await undoHistory(trx, await readHistoryLayout(trx), u.keys, lo);
+    await undoHistory(trx, layout, u.keys, lo);
     timer.lap('history');
     await deleteAssetColors(trx, BigInt(lo), BigInt(hi));
     await sql`DELETE FROM txs WHERE tx_num >= ${lo.toString()}::int8 AND tx_num < ${hi.toString()}::int8`.execute(trx);

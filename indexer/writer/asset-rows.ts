@@ -23,7 +23,7 @@ import { decodeAssetColors, encodeAssetColors } from '../../src/db/asset-colors.
 import { decodeIns, decodeOutTags } from '../../src/db/packed.js';
 import { txNum, txNumPosition } from '../../src/db/tx-num.js';
 import type { BlockRows } from './derive.js';
-import { txidIn } from '../../src/db/txid-key.js';
+import { txRowsByTxids } from '../../src/db/tx-reads.js';
 
 type Trx = Transaction<Database>;
 
@@ -128,8 +128,7 @@ async function colorMempoolTx(trx: Trx, txid: Uint8Array, tx: ReturnType<typeof 
     // (a confirmed output a mempool transaction spends is unspent: its script is in utxos)
     sql<{ txid: Buffer; first_script: Buffer | null; colors: Buffer | null }>`
       SELECT t.txid, (SELECT u.script FROM utxos u WHERE u.tx_num = t.tx_num AND u.vout = ${tx.inputs[0]!.vout}) AS first_script, a.colors
-        FROM txs t LEFT JOIN asset_txs a ON a.tx_num = t.tx_num
-       WHERE ${txidIn(sql.ref('t.txid'), parents)}`.execute(trx),
+        FROM ${txRowsByTxids(parents)} t LEFT JOIN asset_txs a ON a.tx_num = t.tx_num`.execute(trx),
     sql<{
       txid: Buffer;
       raw: Buffer;

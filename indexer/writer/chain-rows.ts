@@ -12,12 +12,13 @@ import { byteaArray, int4Array, int8Array, int8PrefixArray, uuidArray } from '..
 import { decodeEntries, encodeEntries, historyChunks, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow, type UtxoRow } from './derive.js';
 import { toBuffer } from '../mempool-rows.js';
-import { txidIs, txidIsKeyed } from '../../src/db/txid-key.js';
+import { txidIsKeyed } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 import { uuidTextOfBytes } from '../../src/db/address-key.js';
 import type { TxidCache } from './txid-cache.js';
 import { OutpointMap } from './txid-maps.js';
+import { partTxNumsByTxid, txRowsByTxids } from '../../src/db/tx-reads.js';
 
 export type Trx = Transaction<Database>;
 
@@ -232,8 +233,9 @@ export async function deleteOverwrittenCoinbase(
   if (coinbases.length === 0) return [];
   const r = await sql<OverwrittenOutput>`
     DELETE FROM utxos u
-     USING (SELECT * FROM unnest(${coinbases.map((c) => toBuffer(c.txid))}::bytea[], ${int8s(coinbases.map((c) => c.txNum))}::int8[]) AS c(txid, tx_num)) c, txs t
-    WHERE ${txidIs(sql.ref('t.txid'), sql.ref('c.txid'))} AND t.tx_num <> c.tx_num AND u.tx_num = t.tx_num
+     USING (SELECT * FROM unnest(${coinbases.map((c) => toBuffer(c.txid))}::bytea[], ${int8s(coinbases.map((c) => c.txNum))}::int8[]) AS c(txid, tx_num)) c,
+           ${txRowsByTxids(coinbases.map((c) => c.txid))} t
+    WHERE t.txid = c.txid AND t.tx_num <> c.tx_num AND u.tx_num = t.tx_num
     RETURNING u.addr_key, u.value`.execute(trx);
   return r.rows;
 }
@@ -276,8 +278,8 @@ type KeyedOutpoint = { txid: Uint8Array; vout: number; txNum: number };
 
 /**
  * The one statement deleting spent outputs (`spendUtxos`): the `keyed` outpoints by their
- * (tx_num, vout) where the row's txid is theirs, the `looked` ones through `txs_txid_key` first
- * (each txid's key sent with it, its first 8 bytes: `int8PrefixArray`, so PostgreSQL computes
+ * (tx_num, vout) where the row's txid is theirs, the `looked` ones through `txs_txid_key` and the
+ * parts' txid buckets (src/db/tx-reads.ts `partTxNumsByTxid`) first (each txid's key sent with it, its first 8 bytes: `int8PrefixArray`, so PostgreSQL computes
  * none for a block's ~8,000 outpoints),
  * all deleted in `utxos_pkey` order. The deleted rows come back packed into one bytea
  * (`takePacked` reads it), each as the outpoint's position `i` (from 1) in `keyed` followed by
@@ -289,15 +291,20 @@ type KeyedOutpoint = { txid: Uint8Array; vout: number; txNum: number };
  */
 export function spendStatement(keyed: readonly KeyedOutpoint[], looked: readonly { txid: Uint8Array; vout: number }[]) {
   return sql<{ packed: Buffer | null }>`
-    WITH d AS (
+    WITH l AS MATERIALIZED (
+      SELECT * FROM unnest(${int8PrefixArray(looked.map((o) => o.txid))}::int8[], ${byteaArray(looked.map((o) => o.txid))}::bytea[], ${int4Array(looked.map((o) => o.vout))}::int4[]) WITH ORDINALITY AS s(k, txid, vout, i)),
+    d AS (
     DELETE FROM utxos u USING (
       SELECT * FROM (
         SELECT k.tx_num, k.vout, k.txid, k.i
           FROM unnest(${int8Array(keyed.map((o) => o.txNum))}::int8[], ${int4Array(keyed.map((o) => o.vout))}::int4[], ${byteaArray(keyed.map((o) => o.txid))}::bytea[]) WITH ORDINALITY AS k(tx_num, vout, txid, i)
         UNION ALL
         SELECT t.tx_num, s.vout, NULL::bytea, s.i + ${keyed.length}
-          FROM (SELECT * FROM unnest(${int8PrefixArray(looked.map((o) => o.txid))}::int8[], ${byteaArray(looked.map((o) => o.txid))}::bytea[], ${int4Array(looked.map((o) => o.vout))}::int4[]) WITH ORDINALITY AS s(k, txid, vout, i) ORDER BY k) AS s
+          FROM (SELECT * FROM l ORDER BY k) AS s
           JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
+        UNION ALL
+        SELECT p.tx_num, s.vout, NULL::bytea, s.i + ${keyed.length}
+          FROM l AS s CROSS JOIN LATERAL ${partTxNumsByTxid(sql.ref('s.txid'))} AS p
       ) s ORDER BY tx_num, vout) AS s
     WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND (s.txid IS NULL OR u.txid = s.txid)
     RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key)

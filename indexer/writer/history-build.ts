@@ -31,6 +31,7 @@ import { lockTip, readTip, type Trx } from './chain-rows.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { copyIn, copyOut, copyOutInto, CopyRowReader, BinaryCopy } from './copy-binary.js';
 import { readHistoryLayout, type HistoryLayout } from './history-rows.js';
+import { foldTxParts } from './tx-parts-fold.js';
 
 /** Milliseconds by step: `lap(name)` records the time since the previous lap (or the start). */
 function laps(): { ms: Record<string, number>; lap: (name: string) => void } {
@@ -102,6 +103,9 @@ export type FoldOptions = {
 export async function foldHistory(trx: Trx, toHeight: number, opts: FoldOptions = {}): Promise<BucketFold> {
   const layout = await readHistoryLayout(trx);
   const { ms, lap } = laps();
+  // The transactions below the same height move into parts (after a bulk finish, which folded the
+  // history as it read it, every loaded block's: its own fold finds nothing left to fold).
+  if (layout.busy > 0 && (await foldTxParts(trx, toHeight)).txs > 0) lap('transaction parts');
   if (layout.busy === 0 || toHeight <= layout.folded)
     return { base: layout.base, busy: layout.busy, records: 0, keys: 0, busyKeys: 0, crossed: 0, rewritten: false, ms };
   const busy = layout.busy;

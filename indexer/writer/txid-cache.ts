@@ -28,6 +28,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { txNumOf } from '../../src/db/tx-num.js';
+import { txRowsFrom } from '../../src/db/tx-reads.js';
 
 /** The smallest ring: a table grows from here, doubling, up to the limit. */
 const MIN_RING = 1 << 12;
@@ -205,8 +206,8 @@ export async function fillFromIndex(db: Kysely<Database>, cache: TxidCache): Pro
   const low = from.rows[0]?.height;
   if (low === null || low === undefined) return 0;
   const r = await sql<{ height: number; txids: Buffer }>`
-    SELECT (tx_num >> 20)::int4 AS height, string_agg(txid, ''::bytea ORDER BY tx_num) AS txids
-      FROM txs WHERE tx_num >= ${txNumOf(low, 0).toString()}::int8
+    SELECT (t.tx_num >> 20)::int4 AS height, string_agg(t.txid, ''::bytea ORDER BY t.tx_num) AS txids
+      FROM ${txRowsFrom(BigInt(txNumOf(low, 0)), null)} t
      GROUP BY 1 ORDER BY 1`.execute(db);
   let added = 0;
   for (const row of r.rows) {

@@ -68,23 +68,36 @@ function checkParams(p: BucketParams): void {
 /** Writes the record of `key` (16 bytes) and `txNum` at `out[at..at + 13)`. */
 export function writeRecord(out: Uint8Array, at: number, key: Uint8Array, txNum: number): void {
   checkKey(key);
+  writeTxField(out, at + TX_AT, txNum);
+  for (let j = 0; j < KEY_BYTES; j++) out[at + j] = key[4 + j]!;
+}
+
+/**
+ * Writes the tx field of `txNum` (5 bytes: the height in 3, the position in 2, big-endian) at
+ * `out[at..at + 5)`: the records' tx field here and in the txid buckets (txid-buckets.ts).
+ */
+export function writeTxField(out: Uint8Array, at: number, txNum: number): void {
   if (!Number.isSafeInteger(txNum) || txNum < 0) throw new RangeError(`tx_num must be a non-negative safe integer, got ${txNum}`);
   const height = Math.floor(txNum / TX_NUM_SPAN);
   const pos = txNum - height * TX_NUM_SPAN;
   if (height > MAX_HEIGHT) throw new RangeError(`tx_num ${txNum}: height ${height} does not fit a record (at most ${MAX_HEIGHT})`);
   if (pos > MAX_POSITION) throw new RangeError(`tx_num ${txNum}: position ${pos} does not fit a record (at most ${MAX_POSITION})`);
-  for (let j = 0; j < KEY_BYTES; j++) out[at + j] = key[4 + j]!;
-  out[at + 8] = height >>> 16;
-  out[at + 9] = (height >>> 8) & 0xff;
-  out[at + 10] = height & 0xff;
-  out[at + 11] = pos >>> 8;
-  out[at + 12] = pos & 0xff;
+  out[at] = height >>> 16;
+  out[at + 1] = (height >>> 8) & 0xff;
+  out[at + 2] = height & 0xff;
+  out[at + 3] = pos >>> 8;
+  out[at + 4] = pos & 0xff;
+}
+
+/** The tx_num of the tx field at byte `at` of `log`. */
+export function readTxField(log: Uint8Array, at: number): number {
+  const height = (log[at]! << 16) | (log[at + 1]! << 8) | log[at + 2]!;
+  return height * TX_NUM_SPAN + ((log[at + 3]! << 8) | log[at + 4]!);
 }
 
 /** The tx_num of the record at byte `at` of `log`. */
 export function recordTxNum(log: Uint8Array, at: number): number {
-  const height = (log[at + 8]! << 16) | (log[at + 9]! << 8) | log[at + 10]!;
-  return height * TX_NUM_SPAN + ((log[at + 11]! << 8) | log[at + 12]!);
+  return readTxField(log, at + TX_AT);
 }
 
 /** Canonical order of the records at `a[ai..]` and `b[bi..]`: negative when `a`'s comes first (tx field, then key bytes, both descending). */
@@ -325,6 +338,27 @@ const BUCKET_AT = `(((get_byte(k, 0)::int8 << 24) | (get_byte(k, 1) << 16) | (ge
          & ((1::int8 << bits) - 1)) << base)`;
 
 /**
+ * SQL: `name(log, lo bytea) RETURNS int4`, the bytes of the leading records of `log` (records of
+ * `recordBytes`, a 5-byte tx field at `txAt`: `writeTxField`) whose tx field is at or above `lo`
+ * (`bw_hist_tx(first)`): undo's front cut of a newest-first log (PL/pgSQL: it stops at the first
+ * older record).
+ */
+export function frontCutFunction(name: string, txAt: number, recordBytes: number): string {
+  return `CREATE OR REPLACE FUNCTION ${name}(log bytea, lo bytea) RETURNS int4
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+    DECLARE
+      at int4 := 0;
+      n int4 := length(log);
+    BEGIN
+      WHILE at < n AND substring(log FROM at + ${txAt + 1} FOR ${TX_BYTES}) >= lo LOOP
+        at := at + ${recordBytes};
+      END LOOP;
+      RETURN at;
+    END $$`;
+}
+
+/**
  * The SQL functions of the format, in creation order (CREATE OR REPLACE: a migration runs them
  * as they are):
  * - `bw_hist_bucket_at(k bytea, base, bits)`: the bucket of the key bytes `k` at `bits` extension bits;
@@ -346,18 +380,7 @@ export const HISTORY_BUCKET_FUNCTIONS: readonly string[] = [
     AS $$ SELECT CASE WHEN n <= 0 THEN '\\x'::bytea
                       WHEN ((n >> 20) << 16) + least(n & 1048575, 65536) >= 1099511627776 THEN '\\xffffffffffff'::bytea
                       ELSE substring(int8send(((n >> 20) << 16) + least(n & 1048575, 65536)) FROM 4 FOR 5) END $$`,
-  `CREATE OR REPLACE FUNCTION bw_hist_cut(log bytea, lo bytea) RETURNS int4
-    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-    AS $$
-    DECLARE
-      at int4 := 0;
-      n int4 := length(log);
-    BEGIN
-      WHILE at < n AND substring(log FROM at + ${TX_AT + 1} FOR ${TX_BYTES}) >= lo LOOP
-        at := at + ${RECORD_BYTES};
-      END LOOP;
-      RETURN at;
-    END $$`,
+  frontCutFunction('bw_hist_cut', TX_AT, RECORD_BYTES),
 ];
 
 /** SQL: the record indexes (0-based, `g.i`) of `log` whose key bytes are `k8`, in log order (a FROM item and its WHERE). */

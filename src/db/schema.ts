@@ -92,6 +92,39 @@ export interface HistoryBucketParamsTable {
   folded: number;
 }
 
+/** Up to 64 consecutive transactions of one block in one row (migrations/0062_tx_parts.ts; the format: src/db/tx-parts.ts). */
+export interface TxPartsTable {
+  /** tx_num >> 6. */
+  part: bigint;
+  /** The 32-byte txids, slot by slot. */
+  txids: Buffer;
+  /** A width byte, then per slot the end of its `outs` and of its `ins`. */
+  ends: Buffer;
+  outs: Buffer;
+  ins: Buffer;
+  /** The distinct spends keys of the part's transactions (src/db/spent-groups.ts). */
+  spent_groups: string[];
+  /** (slot uint8, first_seen µs int8) pairs of the transactions that have one; null when none. */
+  seen: Buffer | null;
+}
+
+/** txid → tx_num of the transactions in parts, by bucket (migrations/0062_tx_parts.ts; the format: src/db/txid-buckets.ts). */
+export interface TxidBucketsTable {
+  bucket: number;
+  /** 9-byte records (the txid's bytes 4..7, height, position), newest first. */
+  log: Buffer;
+}
+
+/** The one row (id 1) of the txid buckets' parameters (as `HistoryBucketParamsTable`'s). */
+export interface TxidBucketParamsTable {
+  id: number;
+  base: number;
+  ext: number;
+  split: number;
+  /** Records in the buckets. */
+  records: bigint;
+}
+
 export interface MempoolTxsTable {
   txid: Buffer;
   raw: Buffer;
@@ -375,6 +408,9 @@ export interface Database {
   history: HistoryTable;
   history_buckets: HistoryBucketsTable;
   history_bucket_params: HistoryBucketParamsTable;
+  tx_parts: TxPartsTable;
+  txid_buckets: TxidBucketsTable;
+  txid_bucket_params: TxidBucketParamsTable;
   script_aliases: ScriptAliasesTable;
   mempool_txs: MempoolTxsTable;
   asset_txs: AssetTxsTable;

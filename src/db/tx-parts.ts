@@ -10,7 +10,13 @@
  * - `ends`: a width byte w (2, or 4 when a concatenation passes 64 KB: a transaction of thousands
  *   of outputs), then per slot the end of its `outs` and the end of its `ins` in them, w bytes
  *   each, little-endian.
- * `SQL_PARTS` reads a slot in SQL; the tests hold it to `decodePartTx`. Used by nothing yet.
+ * - `seen`: the transactions that have a `first_seen` (when the mempool saw them), as 9-byte
+ *   pairs: the slot (1 byte), then the time in µs since 1970 (int8, big-endian); null when none
+ *   has one (most parts: a block's transactions seen in the mempool are those since the start);
+ * - `spent_groups`: the distinct spends keys of the part's transactions (src/db/spent-groups.ts),
+ *   under a GIN index: a superset of a transaction's spenders, which the reader settles from `ins`.
+ * `SQL_PARTS` reads a slot in SQL; the tests hold it to `decodePartTx` and `seenAt`. The writer
+ * folds `txs` rows into parts (indexer/writer/tx-parts-fold.ts); tx-reads.ts reads both.
  * @module
  */
 
@@ -94,6 +100,27 @@ export function decodePart(p: PartColumns): PartTx[] {
   return Array.from({ length: partCount(p) }, (_, slot) => decodePartTx(p, slot)!);
 }
 
+const SEEN_BYTES = 9;
+
+/** The `seen` column of the slots `seen` ([slot, µs since 1970]): null when empty. */
+export function encodeSeen(seen: readonly (readonly [slot: number, micros: bigint])[]): Buffer | null {
+  if (seen.length === 0) return null;
+  const out = Buffer.alloc(seen.length * SEEN_BYTES);
+  seen.forEach(([slot, us], i) => {
+    if (!Number.isInteger(slot) || slot < 0 || slot >= PART_TXS) throw new RangeError(`a slot is in [0, ${PART_TXS}), got ${slot}`);
+    out[i * SEEN_BYTES] = slot;
+    out.writeBigInt64BE(us, i * SEEN_BYTES + 1);
+  });
+  return out;
+}
+
+/** The µs since 1970 the `seen` column holds for `slot`, or null. */
+export function seenAt(seen: Buffer | null, slot: number): bigint | null {
+  if (seen === null) return null;
+  for (let at = 0; at + SEEN_BYTES <= seen.length; at += SEEN_BYTES) if (seen[at] === slot) return seen.readBigInt64BE(at + 1);
+  return null;
+}
+
 /** SQL (text): the end of entry `k` (an int expression) of the ends column `e`, as int8. */
 const sqlEndAt = (e: string, k: string) => {
   const at = `(1 + (${k}) * get_byte(${e}, 0))`;
@@ -113,10 +140,22 @@ const sqlStartAt = (e: string, s: string, first: 0 | 1) =>
  * transactions).
  */
 export const SQL_PARTS = {
+  /** The part (int8) of the tx_num `n`. */
+  partOf: (n: string) => `((${n}) >> ${PART_BITS})`,
+  /** The slot (int4) of the tx_num `n` in its part. */
+  slotOf: (n: string) => `((${n}) & ${PART_TXS - 1})::int4`,
+  /** The tx_num (int8) of slot `s` of the part row `p`. */
+  txNumAt: (p: string, s: string) => `((${p}.part << ${PART_BITS}) + (${s}))`,
   txidAt: (p: string, s: string) =>
     `(CASE WHEN (${s}) < length(${p}.txids) / ${TXID_BYTES} THEN substring(${p}.txids FROM (${s}) * ${TXID_BYTES} + 1 FOR ${TXID_BYTES}) END)`,
   outsAt: (p: string, s: string) =>
     `(CASE WHEN (${s}) < length(${p}.txids) / ${TXID_BYTES} THEN substring(${p}.outs FROM ${sqlStartAt(`${p}.ends`, s, 0)}::int4 + 1 FOR (${sqlEndAt(`${p}.ends`, `2 * (${s})`)} - ${sqlStartAt(`${p}.ends`, s, 0)})::int4) END)`,
   insAt: (p: string, s: string) =>
     `(CASE WHEN (${s}) < length(${p}.txids) / ${TXID_BYTES} THEN substring(${p}.ins FROM ${sqlStartAt(`${p}.ends`, s, 1)}::int4 + 1 FOR (${sqlEndAt(`${p}.ends`, `2 * (${s}) + 1`)} - ${sqlStartAt(`${p}.ends`, s, 1)})::int4) END)`,
+  /** The `first_seen` (timestamptz) of slot `s`, or null. */
+  seenAt: (p: string, s: string) =>
+    `(SELECT timestamptz 'epoch' + ('x' || encode(substring(${p}.seen FROM ${SEEN_BYTES} * bw_seen.i + 2 FOR 8), 'hex'))::bit(64)::int8 * interval '1 microsecond'
+        FROM generate_series(0, length(${p}.seen) / ${SEEN_BYTES} - 1) AS bw_seen(i) WHERE get_byte(${p}.seen, ${SEEN_BYTES} * bw_seen.i) = (${s}) LIMIT 1)`,
+  /** The number of transactions (int4) of the part row `p`. */
+  count: (p: string) => `(length(${p}.txids) / ${TXID_BYTES})`,
 } as const;

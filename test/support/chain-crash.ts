@@ -14,6 +14,7 @@ import type { Database } from '../../src/db/schema.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { projectRoot } from './fixtures.js';
 import { waitFor } from './wait.js';
+import { txRowsFrom } from '../../src/db/tx-reads.js';
 
 /** mulberry32: small, fast, seedable. */
 export function seededRandom(seed: number): () => number {
@@ -185,7 +186,9 @@ async function boundaryIn(db: Kysely<Database>): Promise<{ height: number; bulk:
     await sql<{
       a: string;
       b: string;
-    }>`SELECT (SELECT coalesce(sum(tx_count), 0)::text FROM blocks) AS a, (SELECT count(*)::text FROM txs) AS b`.execute(db)
+    }>`SELECT (SELECT coalesce(sum(tx_count), 0)::text FROM blocks) AS a, (SELECT count(*)::text FROM ${txRowsFrom(0n, null)} t) AS b`.execute(
+      db,
+    )
   ).rows[0]!;
   if (txs.a !== txs.b) throw new Error(`blocks hold ${txs.a} transactions, txs has ${txs.b}`);
   const ev = (

@@ -9,6 +9,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
 import { readHistoryEntries } from '../../src/db/history-reads.js';
+import { txRowsAtNums, txRowsFrom, type TxRow } from '../../src/db/tx-reads.js';
 import { RECORD_BYTES, recordTxNum } from '../../src/db/history-buckets.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
 import { addressKey, uuidHex } from '../../src/db/address-key.js';
@@ -53,15 +54,10 @@ export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot
       weight: number;
     }>`SELECT * FROM blocks ORDER BY height`.execute(db)
   ).rows.map((b) => `${b.height} ${hex(b.hash)} ${hex(b.prev_hash)} ${hex(b.header)} ${b.time} ${b.tx_count} ${b.size} ${b.weight}`);
-  const txs = (
-    await sql<{
-      tx_num: bigint;
-      txid: Buffer;
-      outs: Buffer;
-      ins: Buffer;
-      spent_group: number | null;
-    }>`SELECT tx_num, txid, outs, ins, spent_group FROM txs ORDER BY tx_num`.execute(db)
-  ).rows.map((t) => `${t.tx_num} ${hex(t.txid)} ${hex(t.outs)} ${hex(t.ins)} ${t.spent_group}`);
+  // (through the readers' seam: the same transactions whether in rows or folded into parts)
+  const txs = (await sql<TxRow>`SELECT * FROM ${txRowsFrom(0n, null)} t ORDER BY tx_num`.execute(db)).rows.map(
+    (t) => `${t.tx_num} ${hex(t.txid)} ${hex(t.outs)} ${hex(t.ins)}`,
+  );
   const utxos = (
     await sql<{
       txid: Buffer;
@@ -141,7 +137,7 @@ export async function readAddresses(db: Kysely<Database>, keys: readonly string[
     const r = await sql<{
       tx_num: bigint;
       txid: Buffer;
-    }>`SELECT tx_num, txid FROM txs WHERE tx_num = ANY(${all.map(String)}::int8[])`.execute(db);
+    }>`SELECT tx_num, txid FROM ${txRowsAtNums(all)} t`.execute(db);
     for (const t of r.rows) txid.set(t.tx_num, hashToHex(t.txid));
   }
   for (const [k, nums] of numsOf) out.get(k)!.history = nums.filter((n) => txid.has(n)).map((n) => txid.get(n)!);

@@ -9,6 +9,7 @@ import type { Database } from '../../src/db/schema.js';
 import { decodeBlock } from '../../src/bitcoin/block.js';
 import { encodeOuts } from '../../src/db/packed.js';
 import { txNumHeight, txNumPosition } from '../../src/db/tx-num.js';
+import { txRowsFrom } from '../../src/db/tx-reads.js';
 
 /**
  * Rewrites the outs of the `txs` rows that `which` selects (all by default) in the script form,
@@ -19,7 +20,10 @@ export async function rewriteToScriptForm(
   rawAt: (height: number) => Uint8Array,
   which: (txNum: bigint) => boolean = () => true,
 ): Promise<number> {
-  const rows = await sql<{ tx_num: string; txid: Buffer }>`SELECT tx_num::text, txid FROM txs ORDER BY tx_num`.execute(db);
+  const rows = await sql<{
+    tx_num: string;
+    txid: Buffer;
+  }>`SELECT tx_num::text, txid FROM ${txRowsFrom(0n, null)} t ORDER BY tx_num`.execute(db);
   const blocks = new Map<number, ReturnType<typeof decodeBlock>>();
   const nums: string[] = [];
   const outs: Buffer[] = [];

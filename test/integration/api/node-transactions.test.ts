@@ -19,6 +19,7 @@ import { loadIndexedTx } from '../../../api/transaction-view.js';
 import { decodeIns, decodeOutTag, decodeOutTags } from '../../../src/db/packed.js';
 import { outTagOf, type OutTag } from '../../../src/db/out-tags.js';
 import { hashToHex } from '../../../src/bitcoin/hash.js';
+import { txRowsAtNums, txRowsFrom } from '../../../src/db/tx-reads.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -86,10 +87,13 @@ describeNodes('transaction views from the node equal those from the rows', (entr
 
   it("every confirmed transaction, genesis included: the node's outputs and prevouts are those the rows tag", async () => {
     const node = new BitcoindClient({ url: s.node.rpcUrl });
-    const rows = await sql<{ txid: Buffer; ins: Buffer; outs: Buffer }>`SELECT txid, ins, outs FROM txs ORDER BY tx_num`.execute(s.db.db);
+    const rows = await sql<{
+      txid: Buffer;
+      ins: Buffer;
+      outs: Buffer;
+    }>`SELECT txid, ins, outs FROM ${txRowsFrom(0n, null)} t ORDER BY tx_num`.execute(s.db.db);
     const byNum = async (n: bigint) =>
-      (await sql<{ txid: Buffer; outs: Buffer }>`SELECT txid, outs FROM txs WHERE tx_num = ${n.toString()}::int8`.execute(s.db.db))
-        .rows[0]!;
+      (await sql<{ txid: Buffer; outs: Buffer }>`SELECT txid, outs FROM ${txRowsAtNums([n])} t`.execute(s.db.db)).rows[0]!;
     const tag = (o: { value: bigint; tag: OutTag }) => ({ value: o.value, tag: { ...o.tag, script: o.tag.script && hex(o.tag.script) } });
     let spends = 0;
     for (const row of rows.rows) {

@@ -17,6 +17,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { startTestIndexer, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
 import { keyOfAddress } from '../../support/chain-snapshot.js';
 import { waitFor } from '../../support/wait.js';
+import { txRowsByTxid } from '../../../src/db/tx-reads.js';
 
 describe('mempool sync', () => {
   let node: Devnode;
@@ -109,7 +110,7 @@ describe('mempool sync', () => {
     expect(
       (await sql<{ balance: bigint }>`SELECT balance FROM balances WHERE addr_key = ${key}::uuid`.execute(t.db)).rows[0]!.balance,
     ).toBe(40_000n);
-    const first = await sql<{ first_seen: Date | null }>`SELECT first_seen FROM txs WHERE txid = ${Buffer.from(hexToHash(txid))}`.execute(
+    const first = await sql<{ first_seen: Date | null }>`SELECT first_seen FROM ${txRowsByTxid(Buffer.from(hexToHash(txid)))} t`.execute(
       t.db,
     );
     expect(first.rows[0]!.first_seen).toBeInstanceOf(Date);

@@ -16,6 +16,7 @@ import type { StampPhase } from '../../../stamp/batcher.js';
 import { describeBitcoind } from '../../support/bitcoind.js';
 import { createStampHarness, randomHash, type StampHarness } from './harness.js';
 import { waitFor } from '../../support/wait.js';
+import { txRowsByTxid } from '../../../src/db/tx-reads.js';
 
 type Child = { port: number; exited: Promise<number | null>; kill(): Promise<void> };
 
@@ -175,9 +176,7 @@ for (const core of [false, true]) {
         const spent = new Set<string>();
         for (const row of live.rows) {
           const tx = decodeTx(row.raw);
-          const inBlock = await sql<{ n: string }>`SELECT count(*)::text AS n FROM txs WHERE txid = ${Buffer.from(tx.txid)}`.execute(
-            h.t.db,
-          );
+          const inBlock = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${txRowsByTxid(Buffer.from(tx.txid))} t`.execute(h.t.db);
           if (inBlock.rows[0]!.n !== '1') continue;
           for (const i of tx.inputs) {
             const k = `${hashToHex(i.prevTxid)}:${i.vout}`;

@@ -14,7 +14,6 @@ import { hashToHex, hexToHash } from '../../../src/bitcoin/hash.js';
 import { buildApi } from '../../../api/app.js';
 import { assessHealth } from '../../../cli/status.js';
 import { readDeploymentState } from '../../../src/ops/state.js';
-import { txidIs } from '../../../src/db/txid-key.js';
 import { buildStampTx } from '../../../stamp/build.js';
 import { loadFreeCoins } from '../../../stamp/coins.js';
 import { stampDb } from '../../../stamp/tables.js';
@@ -22,6 +21,7 @@ import { loadStampWallet } from '../../../stamp/wallet.js';
 import { describeBitcoind } from '../../support/bitcoind.js';
 import { waitFor } from '../../support/wait.js';
 import { createStampHarness, randomHash, type StampHarness } from './harness.js';
+import { txRowsByTxid } from '../../../src/db/tx-reads.js';
 
 type TxRow = { txid: Buffer; status: string; last_error: string | null; refusals: number };
 
@@ -114,7 +114,7 @@ for (const core of [false, true]) {
       expect(moved.equals(t1)).toBe(false);
       // Its coins are confirmed outputs of the chain the node follows now.
       for (const i of await inputsOf(moved)) {
-        const inChain = await sql`SELECT 1 FROM txs t WHERE ${txidIs(sql.ref('t.txid'), i.prev_txid)}`.execute(h.t.db);
+        const inChain = await sql`SELECT 1 FROM ${txRowsByTxid(i.prev_txid)} t`.execute(h.t.db);
         expect(inChain.rows).toHaveLength(1);
       }
       const found = await h.get(id);

@@ -1,0 +1,156 @@
+/**
+ * The transaction parts' fold and its undo (docs/lean-layout.md "Transaction parts: the plan",
+ * "The write side"). A block applied writes one `txs` row per transaction (chain-rows.ts); the
+ * history fold (history-build.ts `foldHistory`, in its transaction, for the same blocks) moves the
+ * rows of the blocks it folds into parts of 64 (`tx_parts`, src/db/tx-parts.ts) and their
+ * txid → tx_num records into the txid buckets (src/db/txid-buckets.ts), so that a folded
+ * transaction costs its content, not a row and two B-tree entries. An undo of a block below the
+ * fold's height (a reorg deeper than the blocks kept unfolded) moves the parts of the blocks from
+ * it up back into rows first, and cuts their records off the front of their buckets: the undo
+ * then works on rows, as for any block. The readers read both places (src/db/tx-reads.ts).
+ * @module
+ */
+import { sql } from 'kysely';
+import { FatalError } from '../../src/errors.js';
+import { byteaArray, int8Array } from '../../src/db/pg-array.js';
+import { spendsKeysSql } from '../../src/db/spent-groups.js';
+import { encodePart, encodeSeen, partOf, PART_TXS, slotOf, SQL_PARTS, type PartTx } from '../../src/db/tx-parts.js';
+import { SQL_TXIDS, TXID_RECORD_BYTES } from '../../src/db/txid-buckets.js';
+import { firstTxNum, txNumHeight } from '../../src/db/tx-num.js';
+import { buildBase } from '../../src/db/history-buckets.js';
+import type { Trx } from './chain-rows.js';
+
+/** Blocks read per statement of a fold (~50,000 rows on 3,000-transaction blocks). */
+const SLICE_BLOCKS = 16;
+
+/** What a fold of the parts did. */
+export type PartsFold = { txs: number; parts: number; records: number };
+
+type FoldRow = { tx_num: string; txid: Buffer; outs: Buffer; ins: Buffer; seen_us: string | null; groups: string[] | null };
+
+/**
+ * Moves the `txs` rows below the block `toHeight` into parts and their txids into the txid
+ * buckets, in the caller's transaction (the history fold's, which holds its params row: no undo
+ * meanwhile, and no block below `toHeight` is applied beside it). Every row of `txs` is newer
+ * than every part (each fold takes every row below its height, and an undo moves the parts from
+ * its block up back into rows), so each bucket's new records go in front of its log. A block's
+ * rows are whole (positions from 0 without a gap), so each part is: a gap is a corrupt index.
+ * When no row is left (a fold of the whole chain: the bulk finish's, the switch's), `txs` is
+ * truncated rather than left as dead rows for VACUUM.
+ */
+export async function foldTxParts(trx: Trx, toHeight: number): Promise<PartsFold> {
+  const hi = firstTxNum(toHeight);
+  const first = await sql<{ n: string | null }>`SELECT min(tx_num)::text AS n FROM txs`.execute(trx);
+  if (first.rows[0]?.n == null || BigInt(first.rows[0].n) >= hi) return { txs: 0, parts: 0, records: 0 };
+  const fromHeight = txNumHeight(BigInt(first.rows[0].n));
+  const lo = firstTxNum(fromHeight).toString();
+  // Into empty buckets (the first fold: the bulk finish's, most often), their count from the
+  // records, as the history buckets' (~47 a bucket); they do not grow after it.
+  const empty = await sql<{ n: string | null }>`
+    SELECT CASE WHEN p.records = 0 THEN (SELECT count(*) FROM txs WHERE tx_num < ${hi.toString()}::int8)::text END AS n
+      FROM txid_bucket_params p WHERE p.id = 1 FOR UPDATE`.execute(trx);
+  if (empty.rows[0]?.n != null)
+    await sql`UPDATE txid_bucket_params SET base = ${buildBase(Number(empty.rows[0].n))}, ext = 0, split = 0 WHERE id = 1`.execute(trx);
+  const r = await sql<{ n: string }>`
+    WITH r AS MATERIALIZED (
+      SELECT ${sql.raw(SQL_TXIDS.bucketOf('t.txid', 'p'))} AS bucket, t.tx_num, ${sql.raw(SQL_TXIDS.record('t.txid', 't.tx_num'))} AS rec
+        FROM txs t CROSS JOIN txid_bucket_params p WHERE p.id = 1 AND t.tx_num >= ${lo}::int8 AND t.tx_num < ${hi.toString()}::int8),
+    ins AS (INSERT INTO txid_buckets (bucket, log)
+      SELECT bucket, string_agg(rec, ''::bytea ORDER BY tx_num DESC) FROM r GROUP BY bucket
+      ON CONFLICT (bucket) DO UPDATE SET log = excluded.log || txid_buckets.log)
+    UPDATE txid_bucket_params SET records = records + (SELECT count(*) FROM r) WHERE id = 1 RETURNING (SELECT count(*) FROM r)::text AS n`.execute(
+    trx,
+  );
+  const records = Number(r.rows[0]?.n ?? 0);
+  let txs = 0;
+  let parts = 0;
+  for (let h = fromHeight; h < toHeight; h += SLICE_BLOCKS) {
+    const rows = await sql<FoldRow>`
+      SELECT t.tx_num::text AS tx_num, t.txid, t.outs, t.ins,
+             (extract(epoch FROM t.first_seen) * 1000000)::int8::text AS seen_us, (${sql.raw(spendsKeysSql('t'))})::text[] AS groups
+        FROM txs t
+       WHERE t.tx_num >= ${firstTxNum(h).toString()}::int8 AND t.tx_num < ${firstTxNum(Math.min(h + SLICE_BLOCKS, toHeight)).toString()}::int8
+       ORDER BY t.tx_num`.execute(trx);
+    const written = await writeParts(trx, rows.rows);
+    txs += rows.rows.length;
+    parts += written;
+  }
+  if (records !== txs)
+    throw new FatalError('ERR_INDEX_CORRUPT', `the fold of blocks ${fromHeight}..${toHeight} found ${txs} rows, ${records} txids`);
+  const rest = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM txs WHERE tx_num >= ${hi.toString()}::int8) AS any`.execute(trx);
+  if (rest.rows[0]!.any) await sql`DELETE FROM txs WHERE tx_num < ${hi.toString()}::int8`.execute(trx);
+  else await sql`TRUNCATE txs`.execute(trx);
+  return { txs, parts, records };
+}
+
+/** Writes the parts of `rows` (whole parts, in tx_num order); returns how many. */
+async function writeParts(trx: Trx, rows: readonly FoldRow[]): Promise<number> {
+  const out = { part: [] as string[], txids: [] as Buffer[], ends: [] as Buffer[], outs: [] as Buffer[], ins: [] as Buffer[] };
+  const groups: string[] = [];
+  const seen: (Buffer | null)[] = [];
+  for (let at = 0; at < rows.length;) {
+    const part = partOf(BigInt(rows[at]!.tx_num));
+    const txs: PartTx[] = [];
+    const slotsSeen: [number, bigint][] = [];
+    const g = new Set<string>();
+    for (; at < rows.length && partOf(BigInt(rows[at]!.tx_num)) === part; at++) {
+      const row = rows[at]!;
+      const slot = slotOf(BigInt(row.tx_num));
+      if (slot !== txs.length)
+        throw new FatalError('ERR_INDEX_CORRUPT', `txs lacks the tx_num before ${row.tx_num} (a part's slots run from 0)`);
+      txs.push({ txid: row.txid, outs: row.outs, ins: row.ins });
+      if (row.seen_us !== null) slotsSeen.push([slot, BigInt(row.seen_us)]);
+      for (const k of row.groups ?? []) g.add(k);
+    }
+    if (txs.length > PART_TXS) throw new FatalError('ERR_INDEX_CORRUPT', `part ${part} has ${txs.length} transactions`);
+    const c = encodePart(txs);
+    out.part.push(part.toString());
+    out.txids.push(c.txids);
+    out.ends.push(c.ends);
+    out.outs.push(c.outs);
+    out.ins.push(c.ins);
+    groups.push(`{${[...g].join(',')}}`);
+    seen.push(encodeSeen(slotsSeen));
+  }
+  if (out.part.length === 0) return 0;
+  await sql`INSERT INTO tx_parts (part, txids, ends, outs, ins, spent_groups, seen)
+    SELECT x.part, x.txids, x.ends, x.outs, x.ins, x.groups::int8[], x.seen
+      FROM unnest(${int8Array(out.part)}::int8[], ${byteaArray(out.txids)}::bytea[], ${byteaArray(out.ends)}::bytea[],
+                  ${byteaArray(out.outs)}::bytea[], ${byteaArray(out.ins)}::bytea[], ${groups}::text[],
+                  ${seen}::bytea[]) AS x(part, txids, ends, outs, ins, groups, seen)`.execute(trx);
+  return out.part.length;
+}
+
+/**
+ * Moves the parts of the blocks from the tx_num `lo` up (a block's first: a part never spans two
+ * blocks) back into `txs` rows and cuts their txids' records off the front of their buckets (they
+ * are the newest: each log becomes byte for byte what it was before the fold took them), in the
+ * caller's transaction (the undo's, which holds the history params row: no fold meanwhile). The
+ * rows' `spent_group` is null (always a correct value: src/db/spent-groups.ts). Returns the
+ * transactions moved back (0 when the parts hold none of those blocks).
+ */
+export async function unfoldTxParts(trx: Trx, lo: bigint): Promise<number> {
+  const from = `${partOf(lo)}`;
+  const slot = 'bw_s.s';
+  const moved = await sql<{ n: string; cut: string }>`
+    WITH m AS MATERIALIZED (
+      INSERT INTO txs (tx_num, txid, outs, ins, first_seen, spent_group)
+      SELECT ${sql.raw(SQL_PARTS.txNumAt('bw_tp', slot))}, ${sql.raw(SQL_PARTS.txidAt('bw_tp', slot))}, ${sql.raw(SQL_PARTS.outsAt('bw_tp', slot))},
+             ${sql.raw(SQL_PARTS.insAt('bw_tp', slot))}, ${sql.raw(SQL_PARTS.seenAt('bw_tp', slot))}, NULL
+        FROM tx_parts bw_tp CROSS JOIN LATERAL generate_series(0, ${sql.raw(SQL_PARTS.count('bw_tp'))} - 1) AS bw_s(s)
+       WHERE bw_tp.part >= ${from}::int8
+      RETURNING txid),
+    b AS MATERIALIZED (
+      SELECT bk.bucket, length(bk.log) AS len, bw_txid_cut(bk.log, bw_hist_tx(${lo.toString()}::int8)) AS cut
+        FROM txid_buckets bk
+       WHERE bk.bucket IN (SELECT DISTINCT ${sql.raw(SQL_TXIDS.bucketOf('m.txid', 'p'))} FROM m CROSS JOIN txid_bucket_params p WHERE p.id = 1)),
+    up AS (UPDATE txid_buckets bk SET log = substring(bk.log FROM b.cut + 1) FROM b WHERE bk.bucket = b.bucket AND b.cut > 0 AND b.cut < b.len),
+    del AS (DELETE FROM txid_buckets bk USING b WHERE bk.bucket = b.bucket AND b.cut > 0 AND b.cut = b.len),
+    parts AS (DELETE FROM tx_parts WHERE part >= ${from}::int8)
+    UPDATE txid_bucket_params SET records = records - (SELECT coalesce(sum(cut), 0) / ${TXID_RECORD_BYTES} FROM b) WHERE id = 1
+    RETURNING (SELECT count(*) FROM m)::text AS n, (SELECT coalesce(sum(cut), 0) / ${TXID_RECORD_BYTES} FROM b)::text AS cut`.execute(trx);
+  const n = Number(moved.rows[0]?.n ?? 0);
+  const cut = Number(moved.rows[0]?.cut ?? 0);
+  if (n !== cut) throw new FatalError('ERR_INDEX_CORRUPT', `the undo moved ${n} transactions back from parts and cut ${cut} txid records`);
+  return n;
+}
