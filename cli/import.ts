@@ -18,6 +18,7 @@ import { blkFeed, scanBlocksDir } from '../indexer/blk-feed.js';
 import { cacheBound, runBulk } from '../indexer/writer/bulk.js';
 import { createWriterLock } from '../indexer/writer-lock.js';
 import { applyHistoryBusy } from '../indexer/writer/history-switch.js';
+import { applyTxParts } from '../indexer/writer/tx-parts-fold.js';
 
 const USAGE = `usage: blockwire import --blocks-dir DIR [--network main|test|testnet4|signet|regtest] [--near-tip N] [--memory-mb MB]
 
@@ -84,6 +85,7 @@ export async function run(argv: string[]): Promise<number> {
     await migrateToLatest(handle.db);
     await lock.acquire();
     const layout = await applyHistoryBusy(handle.db, config.historyBusy, { guard: lock.guard });
+    if (await applyTxParts(handle.db, config.txParts)) log.info({ txParts: config.txParts }, 'transaction parts switched by TX_PARTS');
     if (layout.applied) log.info({ busy: layout.busy }, 'empty index: history buckets on at HISTORY_BUSY');
     const tip = await readTip(handle.db);
     if (tip.height >= 0) {

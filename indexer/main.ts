@@ -24,6 +24,7 @@ import { startNotifier, type Notifier, type NotifyStats } from './notify.js';
 import { createRunLoop, type IndexerMetrics, type IndexerStatus } from './run.js';
 import { createWriterLock, type WriterLock } from './writer-lock.js';
 import { applyHistoryBusy } from './writer/history-switch.js';
+import { applyTxParts } from './writer/tx-parts-fold.js';
 
 export type { IndexerMetrics, IndexerStatus };
 
@@ -155,6 +156,7 @@ async function activate(deps: IndexerDeps, lock: WriterLock, log: Logger, phases
   const guard = lock.guard;
   try {
     const layout = await applyHistoryBusy(db, config.historyBusy, { guard });
+    if (await applyTxParts(db, config.txParts)) log.info({ txParts: config.txParts }, 'transaction parts switched by TX_PARTS');
     if (layout.applied) log.info({ busy: layout.busy }, 'empty index: history buckets on at HISTORY_BUSY');
     else if (layout.busy !== config.historyBusy)
       log.info(

@@ -8,7 +8,7 @@
  *   once, whole); `spent_groups` the distinct spends keys of its transactions (what
  *   `txs_spent_groups` indexes per row), under a GIN index of its own.
  * - `txid_bucket_params`, one row (`base`, `ext`, `split` as `history_bucket_params`', `records`
- *   in the buckets), and `txid_buckets (bucket → log)`: 9-byte records, newest first
+ *   in the buckets, `fold`: whether the history fold moves transactions into parts, TX_PARTS), and `txid_buckets (bucket → log)`: 9-byte records, newest first
  *   (src/db/txid-buckets.ts), fill factor 100, `log` stored MAIN (small rows, kept in line).
  * - the format's SQL functions (`bw_txid_bucket`, `bw_txid_cut`), and the chain change trigger of
  *   0019 on both tables (a cached answer read from them is dropped when they change).
@@ -32,6 +32,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ext int2 NOT NULL CHECK (ext >= 0 AND base + ext <= 31),
       split int4 NOT NULL CHECK (split >= 0),
       records int8 NOT NULL CHECK (records >= 0),
+      fold boolean NOT NULL DEFAULT false,
       CHECK (split = 0 OR (base + ext < 31 AND split < (1::int8 << (base + ext)))))`.execute(db);
   await sql`INSERT INTO txid_bucket_params (id, base, ext, split, records) VALUES (1, 16, 0, 0, 0)`.execute(db);
   await sql`CREATE TABLE txid_buckets (bucket int4 NOT NULL, log bytea NOT NULL) WITH (fillfactor = 100)`.execute(db);

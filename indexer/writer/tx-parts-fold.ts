@@ -10,7 +10,8 @@
  * then works on rows, as for any block. The readers read both places (src/db/tx-reads.ts).
  * @module
  */
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.js';
 import { FatalError } from '../../src/errors.js';
 import { byteaArray, int8Array } from '../../src/db/pg-array.js';
 import { spendsKeysSql } from '../../src/db/spent-groups.js';
@@ -29,7 +30,7 @@ export type PartsFold = { txs: number; parts: number; records: number };
 type FoldRow = { tx_num: string; txid: Buffer; outs: Buffer; ins: Buffer; seen_us: string | null; groups: string[] | null };
 
 /**
- * Moves the `txs` rows below the block `toHeight` into parts and their txids into the txid
+ * With `txid_bucket_params.fold` on (TX_PARTS; else nothing), moves the `txs` rows below the block `toHeight` into parts and their txids into the txid
  * buckets, in the caller's transaction (the history fold's, which holds its params row: no undo
  * meanwhile, and no block below `toHeight` is applied beside it). Every row of `txs` is newer
  * than every part (each fold takes every row below its height, and an undo moves the parts from
@@ -46,10 +47,11 @@ export async function foldTxParts(trx: Trx, toHeight: number): Promise<PartsFold
   const lo = firstTxNum(fromHeight).toString();
   // Into empty buckets (the first fold: the bulk finish's, most often), their count from the
   // records, as the history buckets' (~47 a bucket); they do not grow after it.
-  const empty = await sql<{ n: string | null }>`
-    SELECT CASE WHEN p.records = 0 THEN (SELECT count(*) FROM txs WHERE tx_num < ${hi.toString()}::int8)::text END AS n
+  const empty = await sql<{ fold: boolean; n: string | null }>`
+    SELECT p.fold, CASE WHEN p.fold AND p.records = 0 THEN (SELECT count(*) FROM txs WHERE tx_num < ${hi.toString()}::int8)::text END AS n
       FROM txid_bucket_params p WHERE p.id = 1 FOR UPDATE`.execute(trx);
-  if (empty.rows[0]?.n != null)
+  if (empty.rows[0]?.fold !== true) return { txs: 0, parts: 0, records: 0 };
+  if (empty.rows[0].n != null)
     await sql`UPDATE txid_bucket_params SET base = ${buildBase(Number(empty.rows[0].n))}, ext = 0, split = 0 WHERE id = 1`.execute(trx);
   const r = await sql<{ n: string }>`
     WITH r AS MATERIALIZED (
@@ -81,6 +83,16 @@ export async function foldTxParts(trx: Trx, toHeight: number): Promise<PartsFold
   if (rest.rows[0]!.any) await sql`DELETE FROM txs WHERE tx_num < ${hi.toString()}::int8`.execute(trx);
   else await sql`TRUNCATE txs`.execute(trx);
   return { txs, parts, records };
+}
+
+/**
+ * TX_PARTS on the index (src/config.ts): whether the history fold moves transactions into parts
+ * from now on. Either way at any time: parts already written stay and are read (and undone) as
+ * before, and a fold switched on takes every row below its height. Returns whether it changed.
+ */
+export async function applyTxParts(db: Kysely<Database>, on: boolean): Promise<boolean> {
+  const r = await sql`UPDATE txid_bucket_params SET fold = ${on} WHERE id = 1 AND fold <> ${on}`.execute(db);
+  return Number(r.numAffectedRows ?? 0) > 0;
 }
 
 /** Writes the parts of `rows` (whole parts, in tx_num order); returns how many. */

@@ -123,6 +123,8 @@ export interface TxidBucketParamsTable {
   split: number;
   /** Records in the buckets. */
   records: bigint;
+  /** Whether the history fold moves the transactions of the blocks it folds into parts (TX_PARTS). */
+  fold: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export interface MempoolTxsTable {

@@ -3,6 +3,7 @@
  * with the readers' seam (src/db/tx-reads.ts) reading both places. Blocks of 1, 150 (three
  * parts), 64 (exactly one), 65 and 3 transactions, some seen in the mempool, spending from
  * several groups, two of them txids that share their first 8 bytes (one bucket, one record tag):
+ * - with TX_PARTS off (`txid_bucket_params.fold`), a fold moves nothing;
  * - every FROM item of the seam gives the same rows before a fold, after folding part of the
  *   blocks (the rest still rows) and after folding all of them (`txs` truncated), and a txid the
  *   index lacks, sharing a record's bits, finds nothing;
@@ -35,7 +36,7 @@ import {
   txRowsSpending,
   type TxRow,
 } from '../../../src/db/tx-reads.js';
-import { foldTxParts, unfoldTxParts } from '../../../indexer/writer/tx-parts-fold.js';
+import { applyTxParts, foldTxParts, unfoldTxParts } from '../../../indexer/writer/tx-parts-fold.js';
 import { deleteOverwrittenCoinbase, spendUtxos } from '../../../indexer/writer/chain-rows.js';
 import { TXID_RECORD_BYTES } from '../../../src/db/txid-buckets.js';
 
@@ -91,6 +92,7 @@ describe('transaction parts: the fold, the readers, the undo', () => {
       }
     // µs precision: a first_seen with microseconds survives the part's int8 and comes back
     rows[7]!.first_seen = new Date('2026-03-04T05:06:07.891Z');
+    await sql`UPDATE txid_bucket_params SET fold = true WHERE id = 1`.execute(db);
     for (const r of rows)
       await sql`INSERT INTO txs (tx_num, txid, outs, ins, first_seen, spent_group)
         VALUES (${r.tx_num.toString()}::int8, ${r.txid}, ${r.outs}, ${r.ins}, ${r.first_seen}, NULL)`.execute(db);
@@ -179,6 +181,15 @@ describe('transaction parts: the fold, the readers, the undo', () => {
     expect((before.middle as string[]).length).toBe(66);
     expect(before.groups).toBeGreaterThan(3);
     expect((before.spending as string[][]).some((s) => s.length > 1)).toBe(true);
+  });
+
+  it('with TX_PARTS off, a fold leaves every row; switched on and off, applyTxParts says whether it changed', async () => {
+    expect(await applyTxParts(db, false)).toBe(true);
+    expect(await applyTxParts(db, false)).toBe(false);
+    expect(await fold(17)).toEqual({ txs: 0, parts: 0, records: 0 });
+    expect((await txsRows()).length).toBe(rows.length);
+    expect(await parts()).toEqual([]);
+    expect(await applyTxParts(db, true)).toBe(true);
   });
 
   it('folded below block 13: the same answers; each part is its rows, one record per transaction, counted', async () => {

@@ -1,7 +1,7 @@
 /**
  * kill -9 of the indexer: a child process runs
  * the real indexer against the devnode (regtest-chain-a replayed, then new blocks with payments
- * of every type and reorgs made while it works) and is SIGKILLed at ≥ 200 random moments
+ * of every type and reorgs made while it works), with transaction parts on, and is SIGKILLed at ≥ 200 random moments
  * (seeded; the seed is logged): first throughout the bulk sync of the recorded chain, then
  * during block connects and undos, and shortly after restarts while it recovers. After every kill the index sits at a block boundary; at the end it equals a
  * fresh index of the final chain (same UTXO-set hash), and the outbox's block events replay to
@@ -51,6 +51,8 @@ describeFixtures('kill -9 of the indexer at random points', () => {
       BITCOIND_RPC_URL: node.rpcUrl,
       BITCOIND_ZMQ_URL: node.zmqUrl,
       LOG_LEVEL: 'silent',
+      // (transaction parts on: the bulk finish and the idle folds move transactions, under kills too)
+      TX_PARTS: '1',
       POLL_INTERVAL_MS: '100',
       // Start far behind so the bulk path runs (small batches: many checkpoints to die between).
       INDEXER_BULK_THRESHOLD: '60',

@@ -1,6 +1,7 @@
 /**
  * History buckets on regtest-chain-a, with a small `busy` and base 2 (four buckets mixing every
- * address): blocks applied through the fixture's reorgs, block by block along the final chain,
+ * address), transaction parts on (each fold moves the transactions too, each undo below a fold
+ * brings them back): blocks applied through the fixture's reorgs, block by block along the final chain,
  * in turns of several blocks, and folding as they go (every 5 blocks, the newest 2 left, as an idle
  * indexer folds: indexer/writer/history-build.ts). Before a fold every address is in chunk rows,
  * as without buckets; folded in part, every reader (whole histories, script-hash histories, the
@@ -57,6 +58,8 @@ describeFixtures('history buckets: written block by block, folded', () => {
     const t = await createMigratedDatabase('hbw');
     dbs.push(t);
     await sql`UPDATE history_bucket_params SET busy = ${b}, base = 2 WHERE id = 1`.execute(t.db);
+    // (transaction parts on: every fold below moves transactions too, every undo below a fold moves them back)
+    await sql`UPDATE txid_bucket_params SET fold = true WHERE id = 1`.execute(t.db);
     return t;
   };
   const blockAt = (h: number) => ({ block: decodeBlock(chain.blocks.get(chain.main[h]!)!.raw), height: h });
@@ -321,6 +324,7 @@ describeFixtures('history buckets: written block by block, folded', () => {
     const t = await createMigratedDatabase('hbw');
     dbs.push(t);
     await sql`UPDATE history_bucket_params SET busy = ${busy} WHERE id = 1`.execute(t.db);
+    await sql`UPDATE txid_bucket_params SET fold = true WHERE id = 1`.execute(t.db);
     await bulkTo(t, tip);
     const p = (await sql<{ base: number; records: string }>`SELECT base, records::text AS records FROM history_bucket_params`.execute(t.db))
       .rows[0]!;
