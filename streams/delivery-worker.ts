@@ -44,6 +44,9 @@ import type { SendResult, Transport } from './transport.js';
 import { persisted, type AttemptVerdict, type Breaker } from './breaker.js';
 import { EMPTY_FAIR_STATE, admit, adopt, observe, release, type FairPolicy, type FairState, type Step } from './fair-share.js';
 
+/** How long the worker waits before it tries again a Redis call of its own loop that failed (BullMQ's `runRetryDelay`). */
+const RUN_RETRY_MS = 1000;
+
 /** A retryable failure carrying the delay the worker chose for the next attempt. */
 export class RetryLaterError extends Error {
   readonly delayMs: number;
@@ -500,6 +503,11 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     lockDuration: deps.lockMs,
     stalledInterval: Math.max(1000, Math.floor(deps.lockMs / 2)),
     maxStalledCount: 10,
+    // A job's end (moveToFinished) or a fetch that fails on Redis is tried again after this
+    // long. BullMQ's default, 15 s, held every slot of the jobs in flight at a Sentinel failover
+    // (their ends fail with the old primary) for 15 s, in which the worker took no job: the
+    // jobs the relay re-created on the new primary waited that long, and a backlog grew.
+    runRetryDelay: RUN_RETRY_MS,
     settings: {
       backoffStrategy: (attemptsMade, type, err) =>
         type === BACKOFF_TYPE

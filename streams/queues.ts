@@ -122,6 +122,11 @@ export type DeliveryQueues = {
    * when the server does not tell (INFO refused). Throws when Redis is unreachable.
    */
   serverRunId(): Promise<string | undefined>;
+  /**
+   * Resolves when the producer's connection is (or becomes) ready, or after `ms`, or when
+   * `signal` aborts: a wait after "Redis is not reachable" ends as soon as it is again.
+   */
+  ready(ms: number, signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -206,7 +211,7 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
       if (!found) return false;
       return LIVE_STATES.has(await found.getState());
     },
-    serverRunId() {
+    async serverRunId() {
       assertReady();
       runId ??= connection.info('server').then(
         (info) => /^run_id:(\w+)/m.exec(info)?.[1],
@@ -217,6 +222,20 @@ export function createDeliveryQueues(opts: { redisUrl: string; prefix: string })
         },
       );
       return runId;
+    },
+    ready(ms, signal) {
+      if (connection.status === 'ready' || signal?.aborted) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          connection.off('ready', done);
+          signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        connection.on('ready', done);
+        signal?.addEventListener('abort', done, { once: true });
+      });
     },
     async close() {
       await Promise.allSettled(Object.values(queues).map((q) => q.close()));

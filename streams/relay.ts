@@ -28,6 +28,7 @@ import type { Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
 import { leaderIdleMs, RELAY_LEADER, releaseLeaderLock, sqlOn, tryLeaderLock } from '../src/db/leader-lock.js';
 import type { Database } from '../src/db/schema.js';
+import { RetryableError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import {
   listOverdueDeliveries,
@@ -363,7 +364,10 @@ export function startRelay(deps: RelayDeps): Relay {
         const failed = leadFailed(state);
         state = failed.state;
         log.warn({ err, retryInMs: failed.waitMs }, 'relay batch failed; the cursor stays, retrying');
-        await nap(failed.waitMs);
+        // (Redis away: tried again as soon as it is back, so that a failover's lost jobs are
+        // re-created at once rather than after the back-off, up to 5 s)
+        if (err instanceof RetryableError && err.code === 'ERR_REDIS_UNAVAILABLE') await queues.ready(failed.waitMs, stopping.signal);
+        else await nap(failed.waitMs);
       }
     }
   })();

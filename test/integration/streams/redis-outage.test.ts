@@ -114,6 +114,37 @@ describe('Redis outage', () => {
     client.close();
   });
 
+  it('the producer tells when Redis is back: a relay backing off after "Redis is not reachable" tries again at once', async () => {
+    await redis.stop();
+    const producer = createDeliveryQueues({ redisUrl: f.redisUrl, prefix: f.prefix });
+    try {
+      // Down: the wait lasts its bound.
+      const t0 = Date.now();
+      await producer.ready(300);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
+      await expect(producer.serverRunId()).rejects.toThrow(/not reachable/);
+      // Back: a long wait ends when the connection is ready, not at its bound.
+      const waiting = producer.ready(60_000).then(() => Date.now());
+      await redis.restart();
+      const back = Date.now();
+      const ended = await waiting;
+      expect(ended - back, 'ms from Redis back to the end of the wait').toBeLessThan(30_000);
+      expect(await producer.serverRunId()).toMatch(/^\w+$/);
+      // Ready: no wait; a stop (abort) ends a wait too.
+      const t1 = Date.now();
+      await producer.ready(60_000);
+      expect(Date.now() - t1).toBeLessThan(1000);
+      await redis.stop();
+      const stop = new AbortController();
+      const aborted = producer.ready(60_000, stop.signal);
+      stop.abort();
+      await aborted;
+    } finally {
+      await producer.close();
+      await redis.restart();
+    }
+  }, 60_000);
+
   it('a worker stopped while Redis is down still stops (bounded close, BullMQ #4656)', async () => {
     const deps = {
       config: streamsConfig({ webhookTimeoutMs: 500 }),
