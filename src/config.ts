@@ -556,7 +556,7 @@ export const settings = {
   apiMaxSocketsPerKey: setting<number>(
     'API_MAX_SOCKETS_PER_KEY',
     100,
-    'Most Coinstack WebSockets (/sock and /websocket together) one API key may hold open on one API process; an upgrade above it is refused with the Coinstack ThroughputExceeded error (400).',
+    'Most Coinstack WebSockets (/sock and /websocket together) one API key may hold open on one API process; an upgrade above it is refused with the Coinstack ThroughputExceeded error (400), answered a second late (a client retrying at once retries once a second).',
     int(1, 1_000_000),
   ),
   apiMaxHooksPerKey: setting<number>(

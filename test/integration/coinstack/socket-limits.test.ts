@@ -83,8 +83,11 @@ describe('Coinstack sockets per key', () => {
     ];
     open.push(...held.map((o) => o.ws));
     for (const path of ['/websocket', '/sock']) {
+      const asked = Date.now();
       const r = await connect(`${base}${path}?apikey=${a}`);
       expect('status' in r, `${path} above the cap was upgraded`).toBe(true);
+      // (answered a second late: a key asking again at once asks once a second)
+      expect(Date.now() - asked, 'ms until the refusal').toBeGreaterThanOrEqual(950);
       const refused = r as Refused;
       // (coinstackd answers ThroughputExceeded, its rate limit's error, with 400)
       expect(refused.status, refused.body).toBe(400);
