@@ -23,7 +23,7 @@ import { decodeAssetColors, encodeAssetColors } from '../../src/db/asset-colors.
 import { decodeIns, decodeOutTags } from '../../src/db/packed.js';
 import { txNum, txNumPosition } from '../../src/db/tx-num.js';
 import type { BlockRows } from './derive.js';
-import { txRowsByTxids } from '../../src/db/tx-reads.js';
+import { txRowAt, txRowsByTxids, type TxRow } from '../../src/db/tx-reads.js';
 
 type Trx = Transaction<Database>;
 
@@ -71,7 +71,8 @@ export async function colorConfirmed(
   let colored = 0;
   for (const n of [...txNums].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
     if (txNumPosition(n) === 0) continue;
-    const row = await trx.selectFrom('txs').select(['outs', 'ins']).where('tx_num', '=', n).executeTakeFirst();
+    // (through the seam: the bulk finish may have folded the rows into parts already)
+    const row = (await sql<TxRow>`SELECT * FROM ${txRowAt(sql`${n.toString()}::int8`)} t`.execute(trx)).rows[0];
     if (!row) continue;
     const ins = decodeIns(row.ins);
     if (ins.length === 0) continue;

@@ -32,6 +32,7 @@ import { RetryableError } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
 import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
 import { lockTip, readTip, type Tip } from './chain-rows.js';
+import { foldTxParts } from './tx-parts-fold.js';
 import { CHUNK_ENTRIES, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
 import { colorConfirmed } from './asset-rows.js';
@@ -509,7 +510,8 @@ const spendsIndex = (name: string) => name === 'txs_spent_groups';
  */
 type FinishStep = {
   name: string;
-  text: string;
+  /** The statement (none for a step that is all `instead`). */
+  text?: string;
   instead?: (c: pg.Client, deps: BulkLoadDeps) => Promise<Record<string, number> | null>;
 };
 
@@ -530,8 +532,31 @@ async function foldLoaded(c: pg.Client, deps: BulkLoadDeps): Promise<Record<stri
   }
 }
 
-const FINISH_PARTS: readonly (readonly FinishStep[])[] = [
-  indexSteps(['txs'], spendsIndex),
+/**
+ * With transaction parts on (`txid_bucket_params.fold`, history buckets on): the loaded `txs` rows
+ * move into parts and their txids into the buckets in one SQL pass each (tx-parts-fold.ts
+ * `foldTxParts`, up to the tip; `txs` is left empty), in place of the `txs` index builds, which
+ * then index an empty table. The parts' key and GIN are dropped before (kept while the batches
+ * load: a bulk sync onto an index with parts reads them) and built after.
+ */
+async function foldLoadedParts(c: pg.Client): Promise<Record<string, number> | null> {
+  const t0 = performance.now();
+  await c.query("SET LOCAL work_mem = '512MB'");
+  const tip = await c.query<{ height: number }>('SELECT height FROM chain_tip WHERE id = 1');
+  const f = await foldTxParts(onClient(c), tip.rows[0]!.height + 1);
+  return { [`${f.txs} transactions, ${f.parts} parts`]: Math.round(performance.now() - t0) };
+}
+
+/** The finish's parts, each a transaction of its own on its own connection, run at once. */
+const finishParts = (parts: boolean): readonly (readonly FinishStep[])[] => [
+  parts
+    ? [
+        { name: 'drop tx_parts indexes', text: dropIndexes(['tx_parts']) },
+        { name: 'transaction parts', instead: foldLoadedParts },
+        ...indexSteps(['txs']),
+        ...indexSteps(['tx_parts']),
+      ]
+    : indexSteps(['txs'], spendsIndex),
   [
     {
       name: 'utxos',
@@ -553,7 +578,7 @@ const FINISH_PARTS: readonly (readonly FinishStep[])[] = [
        TRUNCATE bulk_spent;`,
     },
     ...indexSteps(['utxos', 'balances']),
-    ...indexSteps(['txs'], (name) => !spendsIndex(name)),
+    ...(parts ? [] : indexSteps(['txs'], (name) => !spendsIndex(name))),
   ],
   [
     // Each address's per-batch chunks concatenated in order and cut into full chunks of
@@ -599,7 +624,7 @@ function onClient(client: pg.Client): Kysely<Database> {
 }
 
 /**
- * Ends a bulk sync: FINISH_DROP, then the parts of FINISH_PARTS at once, each in its own transaction, then the
+ * Ends a bulk sync: FINISH_DROP, then the parts of `finishParts` at once, each in its own transaction, then the
  * Open Assets colors of the transactions listed in bulk_asset_candidates, then the bulk mark
  * cleared. A crash before the mark leaves the sync active and the next run
  * finishes again.
@@ -616,7 +641,12 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     });
     drop.lap('drop txs indexes');
     Object.assign(ms, drop.ms);
-    for (let i = 1; i < FINISH_PARTS.length; i++) others.push(await connect(deps.databaseUrl));
+    // Transaction parts on: the loaded rows go into parts rather than being indexed.
+    const on = await client.query<{ on: boolean }>(
+      'SELECT t.fold AND h.busy > 0 AS on FROM txid_bucket_params t CROSS JOIN history_bucket_params h WHERE t.id = 1 AND h.id = 1',
+    );
+    const steps = finishParts(on.rows[0]?.on === true);
+    for (let i = 1; i < steps.length; i++) others.push(await connect(deps.databaseUrl));
     const run = async (c: pg.Client, steps: readonly FinishStep[]) => {
       const timer = new PhaseTimer('bulk_finish', deps.phases);
       await inTransaction(c, deps, async () => {
@@ -626,14 +656,14 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
         if (mwm !== undefined && Number(mwm) < 512 * 1024) await c.query("SET LOCAL maintenance_work_mem = '512MB'");
         for (const s of steps) {
           const done = (await s.instead?.(c, deps)) ?? null;
-          if (!done) await c.query(s.text);
+          if (!done && s.text) await c.query(s.text);
           timer.lap(s.name);
           for (const [k, took] of Object.entries(done ?? {})) ms[`${s.name}: ${k}`] = took;
         }
       });
       Object.assign(ms, timer.ms);
     };
-    const settled = await Promise.allSettled(FINISH_PARTS.map((steps, i) => run(i === 0 ? client : others[i - 1]!, steps)));
+    const settled = await Promise.allSettled(steps.map((steps, i) => run(i === 0 ? client : others[i - 1]!, steps)));
     const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     for (const f of failed.slice(1)) deps.log.warn({ err: f.reason }, 'bulk finish: another part failed too');
     if (failed.length > 0) throw failed[0]!.reason;

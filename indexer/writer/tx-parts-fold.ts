@@ -7,39 +7,36 @@
  * transaction costs its content, not a row and two B-tree entries. An undo of a block below the
  * fold's height (a reorg deeper than the blocks kept unfolded) moves the parts of the blocks from
  * it up back into rows first, and cuts their records off the front of their buckets: the undo
- * then works on rows, as for any block. The readers read both places (src/db/tx-reads.ts).
+ * then works on rows, as for any block. The readers read both places (src/db/tx-reads.ts). The
+ * bulk finish folds its loaded rows the same way (bulk.ts), before the history fold. Both moves
+ * are SQL, one pass each: the rows never travel to JavaScript.
  * @module
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { FatalError } from '../../src/errors.js';
-import { byteaArray, int8Array } from '../../src/db/pg-array.js';
 import { spendsKeysSql } from '../../src/db/spent-groups.js';
-import { encodePart, encodeSeen, partOf, PART_TXS, slotOf, SQL_PARTS, type PartTx } from '../../src/db/tx-parts.js';
+import { partOf, SQL_PARTS } from '../../src/db/tx-parts.js';
 import { SQL_TXIDS, TXID_RECORD_BYTES } from '../../src/db/txid-buckets.js';
 import { firstTxNum, txNumHeight } from '../../src/db/tx-num.js';
 import { buildBase } from '../../src/db/history-buckets.js';
 import type { Trx } from './chain-rows.js';
 
-/** Blocks read per statement of a fold (~50,000 rows on 3,000-transaction blocks). */
-const SLICE_BLOCKS = 16;
-
 /** What a fold of the parts did. */
 export type PartsFold = { txs: number; parts: number; records: number };
-
-type FoldRow = { tx_num: string; txid: Buffer; outs: Buffer; ins: Buffer; seen_us: string | null; groups: string[] | null };
 
 /**
  * With `txid_bucket_params.fold` on (TX_PARTS; else nothing), moves the `txs` rows below the block `toHeight` into parts and their txids into the txid
  * buckets, in the caller's transaction (the history fold's, which holds its params row: no undo
- * meanwhile, and no block below `toHeight` is applied beside it). Every row of `txs` is newer
+ * meanwhile, and no block below `toHeight` is applied beside it; or the bulk finish's, which
+ * holds the chain). Every row of `txs` is newer
  * than every part (each fold takes every row below its height, and an undo moves the parts from
  * its block up back into rows), so each bucket's new records go in front of its log. A block's
  * rows are whole (positions from 0 without a gap), so each part is: a gap is a corrupt index.
  * When no row is left (a fold of the whole chain: the bulk finish's, the switch's), `txs` is
  * truncated rather than left as dead rows for VACUUM.
  */
-export async function foldTxParts(trx: Trx, toHeight: number): Promise<PartsFold> {
+export async function foldTxParts(trx: Kysely<Database>, toHeight: number): Promise<PartsFold> {
   const hi = firstTxNum(toHeight);
   const first = await sql<{ n: string | null }>`SELECT min(tx_num)::text AS n FROM txs`.execute(trx);
   if (first.rows[0]?.n == null || BigInt(first.rows[0].n) >= hi) return { txs: 0, parts: 0, records: 0 };
@@ -64,25 +61,33 @@ export async function foldTxParts(trx: Trx, toHeight: number): Promise<PartsFold
     trx,
   );
   const records = Number(r.rows[0]?.n ?? 0);
-  let txs = 0;
-  let parts = 0;
-  for (let h = fromHeight; h < toHeight; h += SLICE_BLOCKS) {
-    const rows = await sql<FoldRow>`
-      SELECT t.tx_num::text AS tx_num, t.txid, t.outs, t.ins,
-             (extract(epoch FROM t.first_seen) * 1000000)::int8::text AS seen_us, (${sql.raw(spendsKeysSql('t'))})::text[] AS groups
-        FROM txs t
-       WHERE t.tx_num >= ${firstTxNum(h).toString()}::int8 AND t.tx_num < ${firstTxNum(Math.min(h + SLICE_BLOCKS, toHeight)).toString()}::int8
-       ORDER BY t.tx_num`.execute(trx);
-    const written = await writeParts(trx, rows.rows);
-    txs += rows.rows.length;
-    parts += written;
-  }
+  const w = await sql<{ txs: string; parts: string; gaps: string }>`${sql.raw(partsFromRows(lo, hi.toString()))}`.execute(trx);
+  const txs = Number(w.rows[0]?.txs ?? 0);
+  const parts = Number(w.rows[0]?.parts ?? 0);
+  if (Number(w.rows[0]?.gaps ?? 0) > 0)
+    throw new FatalError('ERR_INDEX_CORRUPT', `txs lacks a transaction of blocks ${fromHeight}..${toHeight} (a part's slots run from 0)`);
   if (records !== txs)
     throw new FatalError('ERR_INDEX_CORRUPT', `the fold of blocks ${fromHeight}..${toHeight} found ${txs} rows, ${records} txids`);
   const rest = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM txs WHERE tx_num >= ${hi.toString()}::int8) AS any`.execute(trx);
   if (rest.rows[0]!.any) await sql`DELETE FROM txs WHERE tx_num < ${hi.toString()}::int8`.execute(trx);
   else await sql`TRUNCATE txs`.execute(trx);
   return { txs, parts, records };
+}
+
+/**
+ * The statement folding the `txs` rows with tx_num in [lo, hi) (whole blocks) into parts: one
+ * pass, sorted by part then tx_num, each part's columns as `encodePart` and `encodeSeen` give
+ * them (src/db/tx-parts.ts `SQL_PARTS.ofRows`; the tests hold the two to each other). Returns the
+ * transactions and parts written, and the parts whose slots do not run from 0 without a gap.
+ */
+function partsFromRows(lo: string, hi: string): string {
+  return `WITH p AS (${SQL_PARTS.ofRows(
+    `SELECT t.tx_num, t.txid, t.outs, t.ins, (extract(epoch FROM t.first_seen) * 1000000)::int8 AS seen_us, ${spendsKeysSql('t')} AS groups
+       FROM txs t WHERE t.tx_num >= ${lo}::int8 AND t.tx_num < ${hi}::int8`,
+  )}),
+    w AS (INSERT INTO tx_parts (part, txids, ends, outs, ins, spent_groups, seen)
+      SELECT part, txids, ends, outs, ins, spent_groups, seen FROM p)
+    SELECT coalesce(sum(n), 0)::text AS txs, count(*)::text AS parts, count(*) FILTER (WHERE top + 1 <> n)::text AS gaps FROM p`;
 }
 
 /**
@@ -93,44 +98,6 @@ export async function foldTxParts(trx: Trx, toHeight: number): Promise<PartsFold
 export async function applyTxParts(db: Kysely<Database>, on: boolean): Promise<boolean> {
   const r = await sql`UPDATE txid_bucket_params SET fold = ${on} WHERE id = 1 AND fold <> ${on}`.execute(db);
   return Number(r.numAffectedRows ?? 0) > 0;
-}
-
-/** Writes the parts of `rows` (whole parts, in tx_num order); returns how many. */
-async function writeParts(trx: Trx, rows: readonly FoldRow[]): Promise<number> {
-  const out = { part: [] as string[], txids: [] as Buffer[], ends: [] as Buffer[], outs: [] as Buffer[], ins: [] as Buffer[] };
-  const groups: string[] = [];
-  const seen: (Buffer | null)[] = [];
-  for (let at = 0; at < rows.length;) {
-    const part = partOf(BigInt(rows[at]!.tx_num));
-    const txs: PartTx[] = [];
-    const slotsSeen: [number, bigint][] = [];
-    const g = new Set<string>();
-    for (; at < rows.length && partOf(BigInt(rows[at]!.tx_num)) === part; at++) {
-      const row = rows[at]!;
-      const slot = slotOf(BigInt(row.tx_num));
-      if (slot !== txs.length)
-        throw new FatalError('ERR_INDEX_CORRUPT', `txs lacks the tx_num before ${row.tx_num} (a part's slots run from 0)`);
-      txs.push({ txid: row.txid, outs: row.outs, ins: row.ins });
-      if (row.seen_us !== null) slotsSeen.push([slot, BigInt(row.seen_us)]);
-      for (const k of row.groups ?? []) g.add(k);
-    }
-    if (txs.length > PART_TXS) throw new FatalError('ERR_INDEX_CORRUPT', `part ${part} has ${txs.length} transactions`);
-    const c = encodePart(txs);
-    out.part.push(part.toString());
-    out.txids.push(c.txids);
-    out.ends.push(c.ends);
-    out.outs.push(c.outs);
-    out.ins.push(c.ins);
-    groups.push(`{${[...g].join(',')}}`);
-    seen.push(encodeSeen(slotsSeen));
-  }
-  if (out.part.length === 0) return 0;
-  await sql`INSERT INTO tx_parts (part, txids, ends, outs, ins, spent_groups, seen)
-    SELECT x.part, x.txids, x.ends, x.outs, x.ins, x.groups::int8[], x.seen
-      FROM unnest(${int8Array(out.part)}::int8[], ${byteaArray(out.txids)}::bytea[], ${byteaArray(out.ends)}::bytea[],
-                  ${byteaArray(out.outs)}::bytea[], ${byteaArray(out.ins)}::bytea[], ${groups}::text[],
-                  ${seen}::bytea[]) AS x(part, txids, ends, outs, ins, groups, seen)`.execute(trx);
-  return out.part.length;
 }
 
 /**

@@ -156,6 +156,35 @@ export const SQL_PARTS = {
   seenAt: (p: string, s: string) =>
     `(SELECT timestamptz 'epoch' + ('x' || encode(substring(${p}.seen FROM ${SEEN_BYTES} * bw_seen.i + 2 FOR 8), 'hex'))::bit(64)::int8 * interval '1 microsecond'
         FROM generate_series(0, length(${p}.seen) / ${SEEN_BYTES} - 1) AS bw_seen(i) WHERE get_byte(${p}.seen, ${SEEN_BYTES} * bw_seen.i) = (${s}) LIMIT 1)`,
+  /**
+   * The parts of the transactions `rows` gives (SQL text of a FROM item with the columns
+   * tx_num, txid, outs, ins, seen_us: the `first_seen` in µs since 1970 or null, groups: the
+   * spends keys, int8[]), as a SELECT of part, n (its transactions), top (its highest slot),
+   * txids, ends, outs, ins, spent_groups (distinct, ascending) and seen: `encodePart` and
+   * `encodeSeen` in one pass sorted by part, then tx_num. Whole parts only: a part whose slots
+   * do not run from 0 without a gap has top + 1 ≠ n.
+   */
+  ofRows: (rows: string) => {
+    const le = (v: string) =>
+      `(CASE WHEN bw_r.total < 65536 THEN set_byte(set_byte('\\x0000'::bytea, 0, ((${v}) & 255)::int4), 1, (((${v}) >> 8) & 255)::int4)
+             ELSE set_byte(set_byte(set_byte(set_byte('\\x00000000'::bytea, 0, ((${v}) & 255)::int4), 1, (((${v}) >> 8) & 255)::int4),
+                                    2, (((${v}) >> 16) & 255)::int4), 3, (((${v}) >> 24) & 255)::int4) END)`;
+    return `SELECT bw_r.part, count(*) AS n, max(bw_r.tx_num & ${PART_TXS - 1}) AS top,
+        string_agg(bw_r.txid, ''::bytea ORDER BY bw_r.tx_num) AS txids,
+        set_byte('\\x00'::bytea, 0, CASE WHEN max(bw_r.total) < 65536 THEN 2 ELSE 4 END) || string_agg(${le('bw_r.oe')} || ${le('bw_r.ie')}, ''::bytea ORDER BY bw_r.tx_num) AS ends,
+        string_agg(bw_r.outs, ''::bytea ORDER BY bw_r.tx_num) AS outs,
+        string_agg(bw_r.ins, ''::bytea ORDER BY bw_r.tx_num) AS ins,
+        coalesce((SELECT array_agg(DISTINCT bw_k::int8 ORDER BY bw_k::int8) FROM unnest(string_to_array(string_agg(bw_r.groups, ','), ',')) AS bw_k), '{}') AS spent_groups,
+        string_agg(CASE WHEN bw_r.seen_us IS NOT NULL THEN set_byte('\\x00'::bytea, 0, (bw_r.tx_num & ${PART_TXS - 1})::int4) || int8send(bw_r.seen_us) END,
+                   ''::bytea ORDER BY bw_r.tx_num) AS seen
+      FROM (SELECT bw_t.tx_num, bw_t.tx_num >> ${PART_BITS} AS part, bw_t.txid, bw_t.outs, bw_t.ins, bw_t.seen_us,
+                   nullif(array_to_string(bw_t.groups, ','), '') AS groups,
+                   sum(length(bw_t.outs)) OVER bw_w AS oe, sum(length(bw_t.ins)) OVER bw_w AS ie,
+                   greatest(sum(length(bw_t.outs)) OVER bw_a, sum(length(bw_t.ins)) OVER bw_a) AS total
+              FROM (${rows}) AS bw_t
+            WINDOW bw_w AS (PARTITION BY bw_t.tx_num >> ${PART_BITS} ORDER BY bw_t.tx_num), bw_a AS (PARTITION BY bw_t.tx_num >> ${PART_BITS})) AS bw_r
+     GROUP BY bw_r.part`;
+  },
   /** The number of transactions (int4) of the part row `p`. */
   count: (p: string) => `(length(${p}.txids) / ${TXID_BYTES})`,
 } as const;

@@ -43,12 +43,18 @@ describe('chain indexes: the bulk finish builds what the migrations define', () 
     await migrateAllBut(upgraded.db, '0009_utxos_tx_num');
     await migrateToLatest(upgraded.db);
     bulk = await createMigratedDatabase('cibk');
+    // (transaction parts on, with history buckets: the finish drops and builds the parts' indexes too)
+    await sql`UPDATE history_bucket_params SET busy = 100 WHERE id = 1`.execute(bulk.db);
+    await sql`UPDATE txid_bucket_params SET fold = true WHERE id = 1`.execute(bulk.db);
     const client = new pg.Client({ connectionString: bulk.url });
     await client.connect();
     try {
       const deps = { databaseUrl: bulk.url, log: silentLogger(), batchTxs: 1000 };
       await beginBulk(client, deps, -1);
-      expect((await schemaOf(bulk.db)).indexes.filter((i) => CHAIN_INDEXES.some((ix) => ix.name === i.indexname))).toEqual([]);
+      // Every chain index is dropped while the batches load, but the parts' (a bulk sync onto an
+      // index with parts reads them): the finish drops and builds those.
+      const left = (await schemaOf(bulk.db)).indexes.filter((i) => CHAIN_INDEXES.some((ix) => ix.name === i.indexname));
+      expect(left.map((i) => i.indexname)).toEqual(['tx_parts_pkey', 'tx_parts_spent_groups']);
       await finishBulk(client, deps);
     } finally {
       await client.end();

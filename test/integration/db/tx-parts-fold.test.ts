@@ -9,7 +9,7 @@
  *   index lacks, sharing a record's bits, finds nothing;
  * - the writer's spend and BIP30's overwritten coinbase find the outputs of folded transactions
  *   through the buckets, as of rows;
- * - each part is `encodePart` of its rows, the buckets hold one record per folded transaction and
+ * - each part, written by SQL, is `encodePart` of its rows (one of them past 64 KB: 4-byte ends), the buckets hold one record per folded transaction and
  *   the params row counts them;
  * - the undo from a block moves the parts from it up back into rows equal to the ones folded, and
  *   leaves the buckets and parts byte for byte as a fold up to that block left them; from the
@@ -85,7 +85,8 @@ describe('transaction parts: the fold, the readers, the undo', () => {
         rows.push({
           tx_num: txNum,
           txid,
-          outs: randomBytes(10 + (at % 40)),
+          // (one transaction of 70 KB of outputs: its part's ends take 4 bytes)
+          outs: randomBytes(h === 11 && pos === 100 ? 70_000 : 10 + (at % 40)),
           ins,
           first_seen: at % 11 === 3 ? new Date(Date.UTC(2026, 0, 1) + at * 1_234) : null,
         });
@@ -211,6 +212,7 @@ describe('transaction parts: the fold, the readers, the undo', () => {
       const groups = new Set(mine.flatMap((r) => (r.ins.length === 0 ? [] : ins(r).map((n) => String(spentGroup(n))))));
       expect(new Set(p.spent_groups)).toEqual(groups);
     }
+    expect(stored.map((p) => p.ends[0])).toEqual([2, 2, 4, 2, 2]);
     const c = await counted();
     expect(Number(c.records)).toBe(folded.length);
     expect(Number(c.bytes)).toBe(folded.length * TXID_RECORD_BYTES);
@@ -304,7 +306,7 @@ describe('transaction parts: the fold, the readers, the undo', () => {
   it('a block with a gap in its positions is refused as a corrupt index, and nothing is written', async () => {
     const gap = firstTxNum(11) + 70n;
     await sql`DELETE FROM txs WHERE tx_num = ${gap.toString()}::int8`.execute(db);
-    await expect(fold(17)).rejects.toThrow(/txs lacks the tx_num before/);
+    await expect(fold(17)).rejects.toThrow(/txs lacks a transaction of blocks 10\.\.17/);
     expect(await parts()).toEqual([]);
     expect(await buckets()).toEqual([]);
     expect((await txsRows()).length).toBe(rows.length - 1);

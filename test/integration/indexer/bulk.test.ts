@@ -2,7 +2,9 @@
  * The bulk path (COPY, indexes after load, many blocks per transaction) builds the same index as
  * the per-block path: regtest-chain-a and mainnet 0–599, in small batches so that outputs cross
  * batch boundaries, then handing over to the per-block path and undoing bulk-loaded blocks; and
- * the same with history buckets on (a small `busy`) against a per-block index at that `busy`.
+ * the same with history buckets on (a small `busy`) against a per-block index at that `busy`,
+ * with transaction parts off and on (the finish folds the loaded rows into parts in SQL: the same
+ * parts and txid buckets, byte for byte, as the per-block index's fold).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as btc from '@scure/btc-signer';
@@ -90,46 +92,65 @@ describeFixtures('bulk sync', () => {
     expect(await snapshotIndex(t.db)).toEqual(await snapshotIndex(referenceA.db));
   });
 
-  it('with history buckets on (busy 3): the per-block index at the same busy, through the hand-over and undo into the bulk range', async () => {
-    const busy = async (t: TestDatabase) => {
-      await sql`UPDATE history_bucket_params SET busy = 3 WHERE id = 1`.execute(t.db);
-      return t;
-    };
-    const [t, ref] = [await busy(await make()), await busy(await make())];
-    await perBlock(ref, chainA);
-    const chain = chainOf(chainA);
-    await bulkTo(t, chain, 200, 300);
-    for (let h = 201; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
-    // (blocks applied one by one are chunk rows until an idle indexer folds them)
-    await foldAllHistory(ref.db);
-    await foldAllHistory(t.db);
-    const want = await snapshotIndex(ref.db);
-    // (the same places too: which addresses are in chunk rows, which in buckets)
-    const places = async (db: typeof t.db) => {
-      const p = await readHistoryPlaces(db);
-      return { chunks: [...p.chunks.keys()].sort(), records: [...p.records.keys()].sort() };
-    };
-    const wantPlaces = await places(ref.db);
-    expect(wantPlaces.records.length).toBeGreaterThan(10);
-    expect(wantPlaces.chunks.length).toBeGreaterThan(0);
-    expect(await snapshotIndex(t.db)).toEqual(want);
-    expect(await places(t.db)).toEqual(wantPlaces);
-    for (let h = chainA.length - 1; h >= 190; h--) expect((await undoBlock(t.db, h, chain)).kind).toBe('undone');
-    for (let h = 190; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
-    await foldAllHistory(t.db);
-    expect(await snapshotIndex(t.db)).toEqual(want);
-    // The params row counts the records in every index.
-    for (const x of [ref, t]) {
-      const r = await sql<{ n: string; counted: string }>`
+  it.each([
+    ['off', false],
+    ['on', true],
+  ])(
+    'with history buckets on (busy 3), transaction parts %s: the per-block index at the same busy, through the hand-over and undo into the bulk range',
+    async (_, parts) => {
+      const busy = async (t: TestDatabase) => {
+        await sql`UPDATE history_bucket_params SET busy = 3 WHERE id = 1`.execute(t.db);
+        await sql`UPDATE txid_bucket_params SET fold = ${parts} WHERE id = 1`.execute(t.db);
+        return t;
+      };
+      /** The parts and txid buckets byte for byte, and what is left in `txs`. */
+      const stored = async (db: typeof referenceA.db) => ({
+        parts: (await sql<Record<string, unknown>>`SELECT * FROM tx_parts ORDER BY part`.execute(db)).rows,
+        buckets: (await sql<Record<string, unknown>>`SELECT * FROM txid_buckets ORDER BY bucket`.execute(db)).rows,
+        params: (await sql<Record<string, unknown>>`SELECT base, ext, split, records FROM txid_bucket_params`.execute(db)).rows,
+        rows: Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM txs`.execute(db)).rows[0]!.n),
+      });
+      const [t, ref] = [await busy(await make()), await busy(await make())];
+      await perBlock(ref, chainA);
+      const chain = chainOf(chainA);
+      await bulkTo(t, chain, 200, 300);
+      for (let h = 201; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
+      // (blocks applied one by one are chunk rows until an idle indexer folds them)
+      await foldAllHistory(ref.db);
+      await foldAllHistory(t.db);
+      const want = await snapshotIndex(ref.db);
+      // (the same places too: which addresses are in chunk rows, which in buckets)
+      const places = async (db: typeof t.db) => {
+        const p = await readHistoryPlaces(db);
+        return { chunks: [...p.chunks.keys()].sort(), records: [...p.records.keys()].sort() };
+      };
+      const wantPlaces = await places(ref.db);
+      expect(wantPlaces.records.length).toBeGreaterThan(10);
+      expect(wantPlaces.chunks.length).toBeGreaterThan(0);
+      expect(await snapshotIndex(t.db)).toEqual(want);
+      expect(await places(t.db)).toEqual(wantPlaces);
+      const wantStored = await stored(ref.db);
+      expect(wantStored.parts.length > 0).toBe(parts);
+      expect(wantStored.rows).toBe(parts ? 0 : chainA.reduce((n, b) => n + decodeBlock(b.raw).txs.length, 0));
+      expect(await stored(t.db)).toEqual(wantStored);
+      for (let h = chainA.length - 1; h >= 190; h--) expect((await undoBlock(t.db, h, chain)).kind).toBe('undone');
+      for (let h = 190; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
+      await foldAllHistory(t.db);
+      expect(await snapshotIndex(t.db)).toEqual(want);
+      // The params row counts the records in every index.
+      for (const x of [ref, t]) {
+        const r = await sql<{ n: string; counted: string }>`
         SELECT (SELECT coalesce(sum(length(log)), 0) / 13 FROM history_buckets)::text AS n,
                (SELECT records FROM history_bucket_params)::text AS counted`.execute(x.db);
-      expect(r.rows[0]!.counted).toBe(r.rows[0]!.n);
-    }
-    // Bulk-loaded the whole way: the same.
-    const all = await busy(await make());
-    await bulkTo(all, chain, chainA.length - 1, 300);
-    expect(await snapshotIndex(all.db)).toEqual(want);
-  });
+        expect(r.rows[0]!.counted).toBe(r.rows[0]!.n);
+      }
+      // Bulk-loaded the whole way: the same.
+      const all = await busy(await make());
+      await bulkTo(all, chain, chainA.length - 1, 300);
+      expect(await snapshotIndex(all.db)).toEqual(want);
+      expect(await stored(all.db)).toEqual(wantStored);
+    },
+  );
 
   it('indexes mainnet 0–599 (P2PK coinbases, the first spends) like the per-block path', async () => {
     const [bulk, ref] = [await make(), await make()];
