@@ -6,7 +6,8 @@
  * - `tx_parts (part → txids, ends, outs, ins, spent_groups, seen)`: up to 64 consecutive
  *   transactions of one block in a row (src/db/tx-parts.ts), fill factor 100 (a part is written
  *   once, whole); `spent_groups` the distinct spends keys of its transactions (what
- *   `txs_spent_groups` indexes per row), under a GIN index of its own.
+ *   `txs_spent_groups` indexes per row), under a GIN index of its own (0063_tx_parts_lean
+ *   indexes `spent_tx_groups(ins)` in its place).
  * - `txid_bucket_params`, one row (`base`, `ext`, `split` as `history_bucket_params`', `records`
  *   in the buckets, `fold`: whether the history fold moves transactions into parts, TX_PARTS), and `txid_buckets (bucket → log)`: 9-byte records, newest first
  *   (src/db/txid-buckets.ts), fill factor 100, `log` stored MAIN (small rows, kept in line).

@@ -43,6 +43,7 @@ import * as m0059 from './0059_history_buckets.js';
 import * as m0060 from './0060_history_fold.js';
 import * as m0061 from './0061_history_buckets_full.js';
 import * as m0062 from './0062_tx_parts.js';
+import * as m0063 from './0063_tx_parts_lean.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
@@ -84,4 +85,5 @@ export const migrations: Record<string, Migration> = {
   '0060_history_fold': m0060,
   '0061_history_buckets_full': m0061,
   '0062_tx_parts': m0062,
+  '0063_tx_parts_lean': m0063,
 };

@@ -15,7 +15,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { FatalError } from '../../src/errors.js';
-import { spendsKeysSql } from '../../src/db/spent-groups.js';
 import { partOf, SQL_PARTS } from '../../src/db/tx-parts.js';
 import { SQL_TXIDS, TXID_RECORD_BYTES } from '../../src/db/txid-buckets.js';
 import { firstTxNum, txNumHeight } from '../../src/db/tx-num.js';
@@ -82,11 +81,10 @@ export async function foldTxParts(trx: Kysely<Database>, toHeight: number): Prom
  */
 function partsFromRows(lo: string, hi: string): string {
   return `WITH p AS (${SQL_PARTS.ofRows(
-    `SELECT t.tx_num, t.txid, t.outs, t.ins, (extract(epoch FROM t.first_seen) * 1000000)::int8 AS seen_us, ${spendsKeysSql('t')} AS groups
+    `SELECT t.tx_num, t.txid, t.outs, t.ins, (extract(epoch FROM t.first_seen) * 1000000)::int8 AS seen_us
        FROM txs t WHERE t.tx_num >= ${lo}::int8 AND t.tx_num < ${hi}::int8`,
   )}),
-    w AS (INSERT INTO tx_parts (part, txids, ends, outs, ins, spent_groups, seen)
-      SELECT part, txids, ends, outs, ins, spent_groups, seen FROM p)
+    w AS (INSERT INTO tx_parts (part, txids, ends, outs, ins, seen) SELECT part, txids, ends, outs, ins, seen FROM p)
     SELECT coalesce(sum(n), 0)::text AS txs, count(*)::text AS parts, count(*) FILTER (WHERE top + 1 <> n)::text AS gaps FROM p`;
 }
 

@@ -46,9 +46,10 @@ export const CHAIN_INDEXES: readonly ChainIndex[] = [
     where: 'length(ins) > 0',
   },
   // The transactions kept in parts (migrations/0062_tx_parts.ts), and who spent what among them:
-  // each part's distinct groups. Built after the bulk finish has folded its rows into parts.
+  // the groups a part's `ins` (its transactions' input references, back to back) spend from
+  // (0063_tx_parts_lean). Built after the bulk finish has folded its rows into parts.
   { table: 'tx_parts', name: 'tx_parts_pkey', primaryKey: '(part)' },
-  { table: 'tx_parts', name: 'tx_parts_spent_groups', index: 'USING gin (spent_groups)' },
+  { table: 'tx_parts', name: 'tx_parts_spent_groups', index: 'USING gin (spent_tx_groups(ins))' },
   { table: 'utxos', name: 'utxos_pkey', primaryKey: '(tx_num, vout)', with: 'fillfactor = 100' },
   { table: 'utxos', name: 'utxos_addr', index: '(addr_key, tx_num DESC, vout DESC)', where: 'addr_key IS NOT NULL' },
   { table: 'history', name: 'history_pkey', primaryKey: '(addr_key, first_tx_num)' },

@@ -102,8 +102,6 @@ export interface TxPartsTable {
   ends: Buffer;
   outs: Buffer;
   ins: Buffer;
-  /** The distinct spends keys of the part's transactions (src/db/spent-groups.ts). */
-  spent_groups: string[];
   /** (slot uint8, first_seen µs int8) pairs of the transactions that have one; null when none. */
   seen: Buffer | null;
 }

@@ -13,8 +13,9 @@
  * - `seen`: the transactions that have a `first_seen` (when the mempool saw them), as 9-byte
  *   pairs: the slot (1 byte), then the time in µs since 1970 (int8, big-endian); null when none
  *   has one (most parts: a block's transactions seen in the mempool are those since the start);
- * - `spent_groups`: the distinct spends keys of the part's transactions (src/db/spent-groups.ts),
- *   under a GIN index: a superset of a transaction's spenders, which the reader settles from `ins`.
+ * Who spent what among them is a GIN on `spent_tx_groups(ins)` (the spends keys of the part's
+ * inputs, src/db/spent-groups.ts; migrations/0063_tx_parts_lean.ts): a superset of a
+ * transaction's spenders, which the reader settles from its own `ins`.
  * `SQL_PARTS` reads a slot in SQL; the tests hold it to `decodePartTx` and `seenAt`. The writer
  * folds `txs` rows into parts (indexer/writer/tx-parts-fold.ts); tx-reads.ts reads both.
  * @module
@@ -158,9 +159,8 @@ export const SQL_PARTS = {
         FROM generate_series(0, length(${p}.seen) / ${SEEN_BYTES} - 1) AS bw_seen(i) WHERE get_byte(${p}.seen, ${SEEN_BYTES} * bw_seen.i) = (${s}) LIMIT 1)`,
   /**
    * The parts of the transactions `rows` gives (SQL text of a FROM item with the columns
-   * tx_num, txid, outs, ins, seen_us: the `first_seen` in µs since 1970 or null, groups: the
-   * spends keys, int8[]), as a SELECT of part, n (its transactions), top (its highest slot),
-   * txids, ends, outs, ins, spent_groups (distinct, ascending) and seen: `encodePart` and
+   * tx_num, txid, outs, ins, seen_us: the `first_seen` in µs since 1970 or null), as a SELECT of
+   * part, n (its transactions), top (its highest slot), txids, ends, outs, ins and seen: `encodePart` and
    * `encodeSeen` in one pass sorted by part, then tx_num. Whole parts only: a part whose slots
    * do not run from 0 without a gap has top + 1 ≠ n.
    */
@@ -174,11 +174,9 @@ export const SQL_PARTS = {
         set_byte('\\x00'::bytea, 0, CASE WHEN max(bw_r.total) < 65536 THEN 2 ELSE 4 END) || string_agg(${le('bw_r.oe')} || ${le('bw_r.ie')}, ''::bytea ORDER BY bw_r.tx_num) AS ends,
         string_agg(bw_r.outs, ''::bytea ORDER BY bw_r.tx_num) AS outs,
         string_agg(bw_r.ins, ''::bytea ORDER BY bw_r.tx_num) AS ins,
-        coalesce((SELECT array_agg(DISTINCT bw_k::int8 ORDER BY bw_k::int8) FROM unnest(string_to_array(string_agg(bw_r.groups, ','), ',')) AS bw_k), '{}') AS spent_groups,
         string_agg(CASE WHEN bw_r.seen_us IS NOT NULL THEN set_byte('\\x00'::bytea, 0, (bw_r.tx_num & ${PART_TXS - 1})::int4) || int8send(bw_r.seen_us) END,
                    ''::bytea ORDER BY bw_r.tx_num) AS seen
       FROM (SELECT bw_t.tx_num, bw_t.tx_num >> ${PART_BITS} AS part, bw_t.txid, bw_t.outs, bw_t.ins, bw_t.seen_us,
-                   nullif(array_to_string(bw_t.groups, ','), '') AS groups,
                    sum(length(bw_t.outs)) OVER bw_w AS oe, sum(length(bw_t.ins)) OVER bw_w AS ie,
                    greatest(sum(length(bw_t.outs)) OVER bw_a, sum(length(bw_t.ins)) OVER bw_a) AS total
               FROM (${rows}) AS bw_t

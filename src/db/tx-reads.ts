@@ -122,7 +122,7 @@ export function txRowsSpending(group: RawBuilder<unknown>): RawBuilder<TxRow> {
   return sql<TxRow>`(SELECT ${COLUMNS} FROM txs bw_tx WHERE ${sql.raw(spendsKeysSql('bw_tx'))} @> ARRAY[${group}] AND length(bw_tx.ins) > 0
     UNION ALL
     SELECT ${slotRows} FROM tx_parts bw_tp ${SLOTS}
-     WHERE bw_tp.spent_groups @> ARRAY[(${group})::int8] AND length(${sql.raw(SQL_PARTS.insAt('bw_tp', 'bw_s.s'))}) > 0)`;
+     WHERE spent_tx_groups(bw_tp.ins) @> ARRAY[(${group})::int8] AND length(${sql.raw(SQL_PARTS.insAt('bw_tp', 'bw_s.s'))}) > 0)`;
 }
 
 /**

@@ -4,6 +4,7 @@ import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { assertSchemaCurrent, migrateDown, migrateToLatest, migrateToZero, migrationStatus } from '../../../src/db/migrate.js';
 import { migrations } from '../../../migrations/index.js';
 import { decodeEntries, encodeEntries } from '../../../src/db/history-entries.js';
+import { encodeIns } from '../../../src/db/packed.js';
 
 async function tables(t: TestDatabase): Promise<string[]> {
   const r = await sql<{ name: string }>`
@@ -122,6 +123,55 @@ describe('migrations', () => {
     await sql`DELETE FROM sync_state WHERE key = 'bulk'`.execute(t.db);
     await sql`UPDATE chain_tip SET height = ${tip} WHERE id = 1`.execute(t.db);
     await sql`UPDATE history_bucket_params SET busy = 0, folded = 0 WHERE id = 1`.execute(t.db);
+  });
+
+  it('0063_tx_parts_lean: parts written under 0062 find the same spenders through the new GIN; down puts the column back', async () => {
+    const m = migrations['0063_tx_parts_lean']!;
+    await m.down!(t.db);
+    // Two parts as 0062 wrote them: inputs back to back, their groups (tx_num >> 4) listed.
+    const ins = [
+      encodeIns([
+        { txNum: 17n, vout: 0 },
+        { txNum: 40n, vout: 3 },
+        { txNum: 2n ** 40n, vout: 1 },
+      ]),
+      encodeIns([{ txNum: 18n, vout: 2 }]),
+    ];
+    const groups = ['{1,2,68719476736}', '{1}'];
+    for (const [i, part] of [7, 9].entries())
+      await sql`INSERT INTO tx_parts (part, txids, ends, outs, ins, spent_groups, seen)
+        VALUES (${part}, ${Buffer.alloc(32)}, ${Buffer.from([2, 0, 0, ins[i]!.length, 0])}, ''::bytea, ${ins[i]!}, ${groups[i]!}::int8[], NULL)`.execute(
+        t.db,
+      );
+    const spenders = async (where: string) => {
+      const out: Record<string, number[]> = {};
+      for (const g of [1, 2, 3, 68719476736])
+        out[g] = (
+          await sql<{
+            part: number;
+          }>`SELECT part::int4 AS part FROM tx_parts WHERE ${sql.raw(where)} @> ARRAY[${g}::int8] ORDER BY part`.execute(t.db)
+        ).rows.map((r) => r.part);
+      return out;
+    };
+    const before = await spenders('spent_groups');
+    expect(before).toEqual({ 1: [7, 9], 2: [7], 3: [], 68719476736: [7] });
+    await m.up(t.db);
+    await expect(sql`SELECT spent_groups FROM tx_parts`.execute(t.db)).rejects.toThrow(/does not exist/);
+    expect(await spenders('spent_tx_groups(ins)')).toEqual(before);
+    await sql`SET enable_seqscan = off`.execute(t.db);
+    const plan = await sql<{ p: string }>`EXPLAIN SELECT part FROM tx_parts WHERE spent_tx_groups(ins) @> ARRAY[1::int8]`.execute(t.db);
+    await sql`RESET enable_seqscan`.execute(t.db);
+    expect(plan.rows.map((r) => Object.values(r).join('')).join('\n')).toMatch(/tx_parts_spent_groups/);
+    const storage = await sql<{ attname: string; attstorage: string }>`
+      SELECT attname, attstorage FROM pg_attribute WHERE attrelid = 'tx_parts'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`.execute(
+      t.db,
+    );
+    expect(storage.rows.map((r) => `${r.attname} ${r.attstorage}`)).toEqual(['part p', 'txids e', 'ends e', 'outs e', 'ins e', 'seen e']);
+    await m.down!(t.db);
+    const back = await sql<{ g: string }>`SELECT spent_groups::text AS g FROM tx_parts ORDER BY part`.execute(t.db);
+    expect(back.rows.map((r) => r.g)).toEqual(groups);
+    await sql`DELETE FROM tx_parts`.execute(t.db);
+    await m.up(t.db);
   });
 
   it('refuses a database that is ahead of the code', async () => {

@@ -145,7 +145,7 @@ describe('transaction parts: the fold, the readers, the undo', () => {
   const parts = async () =>
     (
       await sql<{ part: string; txids: Buffer; ends: Buffer; outs: Buffer; ins: Buffer; spent_groups: string[]; seen: Buffer | null }>`
-        SELECT part::text AS part, txids, ends, outs, ins, spent_groups::text[] AS spent_groups, seen FROM tx_parts ORDER BY part`.execute(
+        SELECT part::text AS part, txids, ends, outs, ins, spent_tx_groups(ins)::text[] AS spent_groups, seen FROM tx_parts ORDER BY part`.execute(
         db,
       )
     ).rows;
