@@ -25,12 +25,14 @@ import { MissingPrevoutError } from './derive.js';
 import { deriveTx, txKindAt, type Keys, type TxSink } from './derive-tx.js';
 import { TX_NUM_SPAN, txNumOf } from '../../src/db/tx-num.js';
 import { SpentGroupKey } from '../../src/db/spent-groups.js';
+import { PartWriter, PART_TXS } from '../../src/db/tx-parts.js';
 import { HistoryGroups } from './history-groups.js';
 import type { OutpointCache } from './outpoint-cache.js';
 
 /** A batch of blocks as COPY data, built block by block: the bulk path's sink of deriveTx. */
 export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   readonly blocks: BinaryCopy;
+  /** The batch's transactions: `txs` rows, or with `parts` `tx_parts` rows (src/db/tx-parts.ts). */
   readonly txs: BinaryCopy;
   readonly spent: BinaryCopy;
   /** Script aliases of the batch's P2PK and bare multisig outputs (repeats included: the finish keeps one of each). */
@@ -94,9 +96,14 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
    * `recycled`: a batch whose COPY data is written and no longer needed; this batch takes over
    * its buffers and arrays (emptied), and it must not be used again.
    */
+  /** The part being built (with `parts`): its transactions so far. */
+  private readonly part = new PartWriter();
+
   constructor(
     readonly id: number,
     private readonly cache: OutpointCache,
+    /** Transaction parts on: the batch writes parts of 64 (`tx_parts`) rather than `txs` rows. */
+    readonly parts: boolean,
     recycled?: BulkBatch,
   ) {
     if (recycled) {
@@ -217,6 +224,21 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       this.outsW.len = 0;
       this.spentKey.reset();
       deriveTx(tx, txKindAt(height, i, tx.isCoinbase), this);
+      if (this.parts) {
+        // A part never spans two blocks: it ends at slot 63 or with the block.
+        this.part.add(tx.txid, this.outsW.buf, this.outsW.len, this.insW.buf, this.insW.len);
+        if (this.part.count === PART_TXS || i === txs.length - 1) {
+          const p = this.part.take();
+          this.txs
+            .row(5)
+            .int8(Math.floor(this.txNum / PART_TXS))
+            .bytea(p.txids)
+            .bytea(p.ends)
+            .bytea(p.outs)
+            .bytea(p.ins);
+        }
+        continue;
+      }
       this.txs
         .row(5)
         .int8(this.txNum)

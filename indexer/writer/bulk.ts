@@ -32,7 +32,7 @@ import { RetryableError } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
 import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
 import { lockTip, readTip, type Tip } from './chain-rows.js';
-import { foldTxParts } from './tx-parts-fold.js';
+import { foldLoadedTxParts } from './tx-parts-fold.js';
 import { CHUNK_ENTRIES, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
 import { colorConfirmed } from './asset-rows.js';
@@ -41,7 +41,7 @@ import { pgTypes } from '../../src/db/connect.js';
 import { copyIn, copyOutInto, CopyRowReader } from './copy-binary.js';
 import { entriesWithin, OutpointCache } from './outpoint-cache.js';
 import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
-import { CHAIN_INDEXES, chainIndexSql, createIndexSteps, type ChainTable } from '../../src/db/chain-indexes.js';
+import { CHAIN_INDEXES, chainIndex, chainIndexSql, createIndexSteps, dropIndexSql, type ChainTable } from '../../src/db/chain-indexes.js';
 import type { BlockFeed } from '../prefetch.js';
 
 /**
@@ -155,10 +155,20 @@ async function inTransaction<T>(client: pg.Client, deps: BulkLoadDeps, fn: () =>
   }
 }
 
+/** Whether transaction parts are on (TX_PARTS, with history buckets on): the fold moves transactions into parts. */
+async function partsOn(client: pg.Client): Promise<boolean> {
+  const on = await client.query<{ on: boolean }>(
+    'SELECT t.fold AND h.busy > 0 AS on FROM txid_bucket_params t CROSS JOIN history_bucket_params h WHERE t.id = 1 AND h.id = 1',
+  );
+  return on.rows[0]?.on === true;
+}
+
 /** Starts a bulk sync: drops indexes, empties the mempool tables, marks it active (one transaction). */
 export async function beginBulk(client: pg.Client, deps: BulkLoadDeps, fromHeight: number): Promise<void> {
   await inTransaction(client, deps, async () => {
     await client.query(DROP_INDEXES);
+    // (the batches write parts with parts on: the GIN is built by the finish; the key stays)
+    if (await partsOn(client)) await client.query(dropIndexSql(chainIndex('tx_parts_spent_groups')));
     await client.query('TRUNCATE mempool_txs, mempool_outputs, mempool_spends, mempool_addresses, bulk_spent');
     const state: BulkState = { active: true, from: fromHeight, height: fromHeight };
     await client.query(
@@ -292,7 +302,11 @@ async function writeBatch(client: pg.Client, deps: BulkLoadDeps, b: BulkBatch): 
   const lap = (phase: string) => timer.lap(phase);
   await inTransaction(client, deps, async () => {
     await copyIn(client, 'blocks (height, hash, prev_hash, header, time, tx_count, size, weight)', b.blocks.finish());
-    await copyIn(client, 'txs (tx_num, txid, outs, ins, spent_group)', b.txs.finish());
+    await copyIn(
+      client,
+      b.parts ? 'tx_parts (part, txids, ends, outs, ins)' : 'txs (tx_num, txid, outs, ins, spent_group)',
+      b.txs.finish(),
+    );
     lap('txs');
     if (utxos.rows > 0) await copyIn(client, 'utxos (txid, vout, tx_num, addr_key, value, script)', utxos.finish());
     lap('utxos');
@@ -349,6 +363,8 @@ async function loadBlocks(
 ): Promise<BulkResult> {
   const { log } = deps;
   const t0 = performance.now();
+  // Transaction parts on: the batches write parts, not `txs` rows (the finish records their txids).
+  const parts = await partsOn(client);
   let prevHash: Uint8Array | null = tip.hash;
   let height = tip.height;
   let batchId = 0;
@@ -368,7 +384,7 @@ async function loadBlocks(
 
   let done = false;
   while (!done) {
-    const b: BulkBatch = new BulkBatch(++batchId, cache, spare ?? undefined);
+    const b: BulkBatch = new BulkBatch(++batchId, cache, parts, spare ?? undefined);
     spare = null;
     let trim = false;
     while (b.txCount < deps.batchTxs) {
@@ -533,17 +549,19 @@ async function foldLoaded(c: pg.Client, deps: BulkLoadDeps): Promise<Record<stri
 }
 
 /**
- * With transaction parts on (`txid_bucket_params.fold`, history buckets on): the loaded `txs` rows
- * move into parts and their txids into the buckets in one SQL pass each (tx-parts-fold.ts
- * `foldTxParts`, up to the tip; `txs` is left empty), in place of the `txs` index builds, which
- * then index an empty table. The parts' key and GIN are dropped before (kept while the batches
- * load: a bulk sync onto an index with parts reads them) and built after.
+ * With transaction parts on (`txid_bucket_params.fold`, history buckets on) the batches wrote
+ * parts, not `txs` rows: their txids go into the buckets in one SQL pass, after the `txs` rows of
+ * blocks applied before the bulk sync began are folded as the indexer folds them (tx-parts-fold.ts
+ * `foldLoadedTxParts`; `txs` is left empty), in place of the `txs` index builds, which then index
+ * an empty table. The parts' GIN was dropped by the begin (the batches write without it); their
+ * key, kept while they load, is dropped here with it, and both are built after.
  */
 async function foldLoadedParts(c: pg.Client): Promise<Record<string, number> | null> {
   const t0 = performance.now();
   await c.query("SET LOCAL work_mem = '512MB'");
   const tip = await c.query<{ height: number }>('SELECT height FROM chain_tip WHERE id = 1');
-  const f = await foldTxParts(onClient(c), tip.rows[0]!.height + 1);
+  const bulk = await c.query<{ from: number }>("SELECT (value->>'from')::int4 AS from FROM sync_state WHERE key = 'bulk'");
+  const f = await foldLoadedTxParts(onClient(c), (bulk.rows[0]?.from ?? -1) + 1, tip.rows[0]!.height + 1);
   return { [`${f.txs} transactions, ${f.parts} parts`]: Math.round(performance.now() - t0) };
 }
 
@@ -642,10 +660,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     drop.lap('drop txs indexes');
     Object.assign(ms, drop.ms);
     // Transaction parts on: the loaded rows go into parts rather than being indexed.
-    const on = await client.query<{ on: boolean }>(
-      'SELECT t.fold AND h.busy > 0 AS on FROM txid_bucket_params t CROSS JOIN history_bucket_params h WHERE t.id = 1 AND h.id = 1',
-    );
-    const steps = finishParts(on.rows[0]?.on === true);
+    const steps = finishParts(await partsOn(client));
     for (let i = 1; i < steps.length; i++) others.push(await connect(deps.databaseUrl));
     const run = async (c: pg.Client, steps: readonly FinishStep[]) => {
       const timer = new PhaseTimer('bulk_finish', deps.phases);

@@ -35,7 +35,7 @@ export type PartsFold = { txs: number; parts: number; records: number };
  * When no row is left (a fold of the whole chain: the bulk finish's, the switch's), `txs` is
  * truncated rather than left as dead rows for VACUUM.
  */
-export async function foldTxParts(trx: Kysely<Database>, toHeight: number): Promise<PartsFold> {
+export async function foldTxParts(trx: Kysely<Database>, toHeight: number, opts: { chooseBase?: boolean } = {}): Promise<PartsFold> {
   const hi = firstTxNum(toHeight);
   const first = await sql<{ n: string | null }>`SELECT min(tx_num)::text AS n FROM txs`.execute(trx);
   if (first.rows[0]?.n == null || BigInt(first.rows[0].n) >= hi) return { txs: 0, parts: 0, records: 0 };
@@ -47,19 +47,11 @@ export async function foldTxParts(trx: Kysely<Database>, toHeight: number): Prom
     SELECT p.fold, CASE WHEN p.fold AND p.records = 0 THEN (SELECT count(*) FROM txs WHERE tx_num < ${hi.toString()}::int8)::text END AS n
       FROM txid_bucket_params p WHERE p.id = 1 FOR UPDATE`.execute(trx);
   if (empty.rows[0]?.fold !== true) return { txs: 0, parts: 0, records: 0 };
-  if (empty.rows[0].n != null)
-    await sql`UPDATE txid_bucket_params SET base = ${buildBase(Number(empty.rows[0].n))}, ext = 0, split = 0 WHERE id = 1`.execute(trx);
-  const r = await sql<{ n: string }>`
-    WITH r AS MATERIALIZED (
-      SELECT ${sql.raw(SQL_TXIDS.bucketOf('t.txid', 'p'))} AS bucket, t.tx_num, ${sql.raw(SQL_TXIDS.record('t.txid', 't.tx_num'))} AS rec
-        FROM txs t CROSS JOIN txid_bucket_params p WHERE p.id = 1 AND t.tx_num >= ${lo}::int8 AND t.tx_num < ${hi.toString()}::int8),
-    ins AS (INSERT INTO txid_buckets (bucket, log)
-      SELECT bucket, string_agg(rec, ''::bytea ORDER BY tx_num DESC) FROM r GROUP BY bucket
-      ON CONFLICT (bucket) DO UPDATE SET log = excluded.log || txid_buckets.log)
-    UPDATE txid_bucket_params SET records = records + (SELECT count(*) FROM r) WHERE id = 1 RETURNING (SELECT count(*) FROM r)::text AS n`.execute(
+  if (empty.rows[0].n != null && opts.chooseBase !== false) await setBase(trx, Number(empty.rows[0].n));
+  const records = await prependRecords(
     trx,
+    `SELECT t.txid, t.tx_num FROM txs t WHERE t.tx_num >= ${lo}::int8 AND t.tx_num < ${hi.toString()}::int8`,
   );
-  const records = Number(r.rows[0]?.n ?? 0);
   const w = await sql<{ txs: string; parts: string; gaps: string }>`${sql.raw(partsFromRows(lo, hi.toString()))}`.execute(trx);
   const txs = Number(w.rows[0]?.txs ?? 0);
   const parts = Number(w.rows[0]?.parts ?? 0);
@@ -71,6 +63,68 @@ export async function foldTxParts(trx: Kysely<Database>, toHeight: number): Prom
   if (rest.rows[0]!.any) await sql`DELETE FROM txs WHERE tx_num < ${hi.toString()}::int8`.execute(trx);
   else await sql`TRUNCATE txs`.execute(trx);
   return { txs, parts, records };
+}
+
+/** The buckets' count for `records` records (empty buckets: their first fold). */
+async function setBase(trx: Kysely<Database>, records: number): Promise<void> {
+  await sql`UPDATE txid_bucket_params SET base = ${buildBase(records)}, ext = 0, split = 0 WHERE id = 1`.execute(trx);
+}
+
+/**
+ * Prepends the records of the transactions `rows` gives (SQL text of a FROM item with the
+ * columns txid, tx_num; all newer than every record in the buckets) to their buckets and counts
+ * them in the params row; returns how many.
+ */
+async function prependRecords(trx: Kysely<Database>, rows: string): Promise<number> {
+  const r = await sql<{ n: string }>`
+    WITH r AS MATERIALIZED (
+      SELECT ${sql.raw(SQL_TXIDS.bucketOf('t.txid', 'p'))} AS bucket, t.tx_num, ${sql.raw(SQL_TXIDS.record('t.txid', 't.tx_num'))} AS rec
+        FROM (${sql.raw(rows)}) t CROSS JOIN txid_bucket_params p WHERE p.id = 1),
+    ins AS (INSERT INTO txid_buckets (bucket, log)
+      SELECT bucket, string_agg(rec, ''::bytea ORDER BY tx_num DESC) FROM r GROUP BY bucket
+      ON CONFLICT (bucket) DO UPDATE SET log = excluded.log || txid_buckets.log)
+    UPDATE txid_bucket_params SET records = records + (SELECT count(*) FROM r) WHERE id = 1 RETURNING (SELECT count(*) FROM r)::text AS n`.execute(
+    trx,
+  );
+  return Number(r.rows[0]?.n ?? 0);
+}
+
+/**
+ * The bulk finish's fold, with transaction parts on: the `txs` rows below `toHeight` (blocks the
+ * per-block path applied before the bulk sync began) as `foldTxParts` folds them, then the
+ * records of the parts the batches wrote (the blocks from `loadedFrom` up: the newest) into their
+ * buckets. Into empty buckets, the count is chosen from both. Run again after it committed
+ * (a second finish), it finds nothing to do: every part's transactions are counted in the params
+ * row. In the caller's transaction, which holds the chain.
+ */
+export async function foldLoadedTxParts(trx: Kysely<Database>, loadedFrom: number, toHeight: number): Promise<PartsFold> {
+  const from = partOf(firstTxNum(loadedFrom)).toString();
+  // (each part's txids read once, in memory, rather than a TOAST fetch per slot: `|| ''` takes the
+  // whole value, OFFSET 0 keeps the subquery from being pulled up into one per slot)
+  const loadedParts = `(SELECT q.part, q.txids || ''::bytea AS txids FROM tx_parts q WHERE q.part >= ${from}::int8 OFFSET 0) bw_tp
+    CROSS JOIN LATERAL generate_series(0, ${SQL_PARTS.count('bw_tp')} - 1) AS bw_s(s)`;
+  const state = await sql<{ records: string; held: string; loaded: string; rows: string }>`
+    SELECT p.records::text AS records,
+           (SELECT coalesce(sum(${sql.raw(SQL_PARTS.count('q'))}), 0) FROM tx_parts q)::text AS held,
+           (SELECT coalesce(sum(${sql.raw(SQL_PARTS.count('q'))}), 0) FROM tx_parts q WHERE q.part >= ${from}::int8)::text AS loaded,
+           (SELECT count(*) FROM txs WHERE tx_num < ${firstTxNum(toHeight).toString()}::int8)::text AS rows
+      FROM txid_bucket_params p WHERE p.id = 1 FOR UPDATE`.execute(trx);
+  const s = state.rows[0]!;
+  const unrecorded = Number(s.held) - Number(s.records);
+  if (Number(s.records) === 0 && Number(s.rows) + unrecorded > 0) await setBase(trx, Number(s.rows) + unrecorded);
+  const folded = await foldTxParts(trx, toHeight, { chooseBase: false });
+  if (unrecorded === 0) return folded;
+  if (unrecorded !== Number(s.loaded))
+    throw new FatalError(
+      'ERR_INDEX_CORRUPT',
+      `${unrecorded} transactions in parts have no txid record, ${s.loaded} were loaded from block ${loadedFrom}`,
+    );
+  const records = await prependRecords(
+    trx,
+    `SELECT ${SQL_PARTS.txidAt('bw_tp', 'bw_s.s')} AS txid, ${SQL_PARTS.txNumAt('bw_tp', 'bw_s.s')} AS tx_num FROM ${loadedParts}`,
+  );
+  const parts = await sql<{ n: string }>`SELECT count(*)::text AS n FROM tx_parts WHERE part >= ${from}::int8`.execute(trx);
+  return { txs: folded.txs + records, parts: folded.parts + Number(parts.rows[0]!.n), records: folded.records + records };
 }
 
 /**

@@ -43,34 +43,81 @@ export function slotOf(txNum: bigint): number {
   return Number(txNum & BigInt(PART_TXS - 1));
 }
 
+/**
+ * Builds one part at a time, slot by slot from slot 0 (`add`), without a copy per transaction:
+ * the bulk batches pack their transactions straight into it. `take` gives the part's columns as
+ * views of the writer's buffers (valid until the next `add` after it), then starts the next part.
+ */
+export class PartWriter {
+  private readonly txids = new Uint8Array(PART_TXS * TXID_BYTES);
+  private outs: Uint8Array = new Uint8Array(1 << 12);
+  private ins: Uint8Array = new Uint8Array(1 << 11);
+  private readonly outsEnds = new Uint32Array(PART_TXS);
+  private readonly insEnds = new Uint32Array(PART_TXS);
+  private outsLen = 0;
+  private insLen = 0;
+  /** The transactions added to the part being built. */
+  count = 0;
+
+  private static grow(buf: Uint8Array, need: number): Uint8Array {
+    if (need <= buf.length) return buf;
+    let size = buf.length * 2;
+    while (size < need) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(buf);
+    return next;
+  }
+
+  /** The next slot's transaction: its txid and its packed outs and ins (the first `outsEnd`, `insEnd` bytes of each buffer). */
+  add(txid: Uint8Array, outs: Uint8Array, outsEnd: number, ins: Uint8Array, insEnd: number): void {
+    if (txid.length !== TXID_BYTES) throw new RangeError(`a txid is ${TXID_BYTES} bytes, got ${txid.length}`);
+    if (this.count === PART_TXS) throw new RangeError(`a part holds at most ${PART_TXS} transactions`);
+    this.txids.set(txid, this.count * TXID_BYTES);
+    this.outs = PartWriter.grow(this.outs, this.outsLen + outsEnd);
+    this.outs.set(outs.subarray(0, outsEnd), this.outsLen);
+    this.outsLen += outsEnd;
+    this.ins = PartWriter.grow(this.ins, this.insLen + insEnd);
+    this.ins.set(ins.subarray(0, insEnd), this.insLen);
+    this.insLen += insEnd;
+    this.outsEnds[this.count] = this.outsLen;
+    this.insEnds[this.count] = this.insLen;
+    this.count++;
+  }
+
+  /** The part's columns (views), and the writer emptied for the next part. */
+  take(): { txids: Uint8Array; ends: Uint8Array; outs: Uint8Array; ins: Uint8Array } {
+    const n = this.count;
+    if (n === 0) throw new RangeError(`a part holds 1 to ${PART_TXS} transactions, got 0`);
+    const width = Math.max(this.outsLen, this.insLen) < 2 ** 16 ? 2 : 4;
+    const ends = new Uint8Array(1 + n * 2 * width);
+    ends[0] = width;
+    for (let slot = 0; slot < n; slot++) {
+      const at = 1 + slot * 2 * width;
+      for (let b = 0; b < width; b++) {
+        ends[at + b] = (this.outsEnds[slot]! >>> (8 * b)) & 0xff;
+        ends[at + width + b] = (this.insEnds[slot]! >>> (8 * b)) & 0xff;
+      }
+    }
+    const out = {
+      txids: this.txids.subarray(0, n * TXID_BYTES),
+      ends,
+      outs: this.outs.subarray(0, this.outsLen),
+      ins: this.ins.subarray(0, this.insLen),
+    };
+    this.count = 0;
+    this.outsLen = 0;
+    this.insLen = 0;
+    return out;
+  }
+}
+
 /** The part of `txs`, in slot order from slot 0 (1 to PART_TXS of them). */
 export function encodePart(txs: readonly PartTx[]): PartColumns {
   if (txs.length === 0 || txs.length > PART_TXS) throw new RangeError(`a part holds 1 to ${PART_TXS} transactions, got ${txs.length}`);
-  let outsBytes = 0;
-  let insBytes = 0;
-  for (const t of txs) {
-    if (t.txid.length !== TXID_BYTES) throw new RangeError(`a txid is ${TXID_BYTES} bytes, got ${t.txid.length}`);
-    outsBytes += t.outs.length;
-    insBytes += t.ins.length;
-  }
-  const width = Math.max(outsBytes, insBytes) < 2 ** 16 ? 2 : 4;
-  const ends = Buffer.alloc(1 + txs.length * 2 * width);
-  ends[0] = width;
-  let o = 0;
-  let i = 0;
-  txs.forEach((t, slot) => {
-    o += t.outs.length;
-    i += t.ins.length;
-    const at = 1 + slot * 2 * width;
-    ends.writeUIntLE(o, at, width);
-    ends.writeUIntLE(i, at + width, width);
-  });
-  return {
-    txids: Buffer.concat(txs.map((t) => t.txid)),
-    ends,
-    outs: Buffer.concat(txs.map((t) => t.outs)),
-    ins: Buffer.concat(txs.map((t) => t.ins)),
-  };
+  const w = new PartWriter();
+  for (const t of txs) w.add(t.txid, t.outs, t.outs.length, t.ins, t.ins.length);
+  const c = w.take();
+  return { txids: Buffer.from(c.txids), ends: Buffer.from(c.ends), outs: Buffer.from(c.outs), ins: Buffer.from(c.ins) };
 }
 
 /** How many transactions part `p` holds. */

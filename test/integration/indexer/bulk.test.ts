@@ -21,6 +21,8 @@ import { describeFixtures } from '../../support/fixtures.js';
 import { FixtureChain, loadChainA, loadMainnet600, type FixtureBlock } from '../../support/chain-fixture.js';
 import { keyOfAddress, readAddress, snapshotIndex, readHistoryPlaces } from '../../support/chain-snapshot.js';
 import { foldAllHistory } from '../../support/history-rows.js';
+import { foldHistory } from '../../../indexer/writer/history-build.js';
+import { txRowsByTxid } from '../../../src/db/tx-reads.js';
 
 async function perBlock(t: TestDatabase, blocks: readonly FixtureBlock[], upTo = blocks.length - 1): Promise<void> {
   for (let h = 0; h <= upTo; h++) expect((await applyBlock(t.db, decodeBlock(blocks[h]!.raw), h)).kind).toBe('applied');
@@ -34,6 +36,11 @@ async function bulkTo(t: TestDatabase, chain: FixtureChain, target: number, batc
     (from) => createPrefetcher(chain, 8).feed(from, target),
     target,
   );
+}
+
+/** Folds `t`'s history (and, with parts on, its transactions) below block `toHeight`. */
+async function foldTo(t: TestDatabase, toHeight: number): Promise<void> {
+  await t.db.transaction().execute((trx) => foldHistory(trx, toHeight));
 }
 
 function chainOf(blocks: readonly FixtureBlock[]): FixtureChain {
@@ -149,6 +156,27 @@ describeFixtures('bulk sync', () => {
       await bulkTo(all, chain, chainA.length - 1, 300);
       expect(await snapshotIndex(all.db)).toEqual(want);
       expect(await stored(all.db)).toEqual(wantStored);
+      // A bulk sync onto an index applied block by block and folded in part (parts below 40, rows
+      // up to 60): the rows fold before the loaded parts' txids are recorded, newest first.
+      const mixed = await busy(await make());
+      await perBlock(mixed, chainA, 60);
+      await foldTo(mixed, 40);
+      await bulkTo(mixed, chain, chainA.length - 1, 300);
+      expect(await snapshotIndex(mixed.db)).toEqual(want);
+      const m = await stored(mixed.db);
+      expect({ parts: m.parts, rows: m.rows, records: m.params[0]!.records }).toEqual({
+        parts: wantStored.parts,
+        rows: wantStored.rows,
+        records: wantStored.params[0]!.records,
+      });
+      for (const h of [chainA.length - 1, 150, 45, 30]) {
+        const b = decodeBlock(chainA[h]!.raw);
+        for (const tx of b.txs.slice(0, 3))
+          expect(
+            (await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${txRowsByTxid(Buffer.from(tx.txid))} t`.execute(mixed.db)).rows[0]!
+              .n,
+          ).toBe('1');
+      }
     },
   );
 
