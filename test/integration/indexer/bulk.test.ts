@@ -169,6 +169,37 @@ describeFixtures('bulk sync', () => {
         rows: wantStored.rows,
         records: wantStored.params[0]!.records,
       });
+      if (parts) {
+        // TX_PARTS switched off between two runs of one bulk sync (stopped after 120 blocks): the
+        // parts the first run's batches wrote get their txids recorded all the same.
+        const switched = await busy(await make());
+        const stop = new AbortController();
+        let fed = 0;
+        const stopped = await runBulk(
+          switched.db,
+          { databaseUrl: switched.url, log: silentLogger(), batchTxs: 300, signal: stop.signal },
+          (from) => {
+            const f = createPrefetcher(chain, 8).feed(from, chainA.length - 1);
+            return {
+              next: async () => {
+                if (++fed >= 120) stop.abort();
+                return f.next();
+              },
+              close: () => f.close(),
+            };
+          },
+          chainA.length - 1,
+        );
+        expect(stopped.reason).toBe('stopped');
+        expect(await bulkActive(switched.db)).toBe(true);
+        expect((await stored(switched.db)).parts.length).toBeGreaterThan(0);
+        await sql`UPDATE txid_bucket_params SET fold = false WHERE id = 1`.execute(switched.db);
+        await bulkTo(switched, chain, chainA.length - 1, 300);
+        expect(await snapshotIndex(switched.db)).toEqual(want);
+        const st = await stored(switched.db);
+        expect(Number(st.params[0]!.records)).toBe(st.parts.reduce((n, p) => n + (p.txids as Buffer).length / 32, 0));
+        expect(st.rows).toBeGreaterThan(0);
+      }
       for (const h of [chainA.length - 1, 150, 45, 30]) {
         const b = decodeBlock(chainA[h]!.raw);
         for (const tx of b.txs.slice(0, 3))
