@@ -92,13 +92,13 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
   /** The current output's single key. */
   private readonly outKey = new Uint8Array(16);
 
+  /** The part being built (with `parts`): its transactions so far. */
+  private readonly part = new PartWriter();
+
   /**
    * `recycled`: a batch whose COPY data is written and no longer needed; this batch takes over
    * its buffers and arrays (emptied), and it must not be used again.
    */
-  /** The part being built (with `parts`): its transactions so far. */
-  private readonly part = new PartWriter();
-
   constructor(
     readonly id: number,
     private readonly cache: OutpointCache,

@@ -103,12 +103,15 @@ export async function foldLoadedTxParts(trx: Kysely<Database>, loadedFrom: numbe
   // whole value, OFFSET 0 keeps the subquery from being pulled up into one per slot)
   const loadedParts = `(SELECT q.part, q.txids || ''::bytea AS txids FROM tx_parts q WHERE q.part >= ${from}::int8 OFFSET 0) bw_tp
     CROSS JOIN LATERAL generate_series(0, ${SQL_PARTS.count('bw_tp')} - 1) AS bw_s(s)`;
-  const state = await sql<{ records: string; held: string; loaded: string; rows: string }>`
-    SELECT p.records::text AS records,
-           (SELECT coalesce(sum(${sql.raw(SQL_PARTS.count('q'))}), 0) FROM tx_parts q)::text AS held,
-           (SELECT coalesce(sum(${sql.raw(SQL_PARTS.count('q'))}), 0) FROM tx_parts q WHERE q.part >= ${from}::int8)::text AS loaded,
+  // (one scan of the parts: the lengths come from their TOAST pointers, no value is read)
+  const state = await sql<{ records: string; held: string; loaded: string; loadedParts: string; rows: string }>`
+    SELECT p.records::text AS records, q.held::text AS held, q.loaded::text AS loaded, q.parts::text AS "loadedParts",
            (SELECT count(*) FROM txs WHERE tx_num < ${firstTxNum(toHeight).toString()}::int8)::text AS rows
-      FROM txid_bucket_params p WHERE p.id = 1 FOR UPDATE`.execute(trx);
+      FROM txid_bucket_params p,
+           (SELECT coalesce(sum(${sql.raw(SQL_PARTS.count('t'))}), 0) AS held,
+                   coalesce(sum(${sql.raw(SQL_PARTS.count('t'))}) FILTER (WHERE t.part >= ${from}::int8), 0) AS loaded,
+                   count(*) FILTER (WHERE t.part >= ${from}::int8) AS parts FROM tx_parts t) q
+     WHERE p.id = 1 FOR UPDATE OF p`.execute(trx);
   const s = state.rows[0]!;
   const unrecorded = Number(s.held) - Number(s.records);
   if (Number(s.records) === 0 && Number(s.rows) + unrecorded > 0) await setBase(trx, Number(s.rows) + unrecorded);
@@ -123,8 +126,7 @@ export async function foldLoadedTxParts(trx: Kysely<Database>, loadedFrom: numbe
     trx,
     `SELECT ${SQL_PARTS.txidAt('bw_tp', 'bw_s.s')} AS txid, ${SQL_PARTS.txNumAt('bw_tp', 'bw_s.s')} AS tx_num FROM ${loadedParts}`,
   );
-  const parts = await sql<{ n: string }>`SELECT count(*)::text AS n FROM tx_parts WHERE part >= ${from}::int8`.execute(trx);
-  return { txs: folded.txs + records, parts: folded.parts + Number(parts.rows[0]!.n), records: folded.records + records };
+  return { txs: folded.txs + records, parts: folded.parts + Number(s.loadedParts), records: folded.records + records };
 }
 
 /**
