@@ -298,7 +298,7 @@ export class BulkBatch implements TxSink<TxInput, Uint8Array, number> {
       this.firstPrevVout = input.vout;
     }
     this.insW.packIn(prevTxNum, input.vout);
-    this.spentKey.add(prevTxNum);
+    if (!this.parts) this.spentKey.add(prevTxNum); // (a part has no spent_group column)
     // The output leaves the unspent set: no row when it was created in this batch, else recorded as spent.
     if (prevTxNum >= this.firstTxNum) this.recState[this.recordOf(prevTxNum, input.vout)] = REC_NONE;
     else this.spent.row(2).int8(prevTxNum).int4(input.vout);

@@ -32,8 +32,7 @@ import { RetryableError } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
 import { PhaseTimer, type PhaseListener } from '../../src/ops/phases.js';
 import { lockTip, readTip, type Tip } from './chain-rows.js';
-import { foldLoadedTxParts } from './tx-parts-fold.js';
-import { SQL_PARTS } from '../../src/db/tx-parts.js';
+import { foldLoadedTxParts, unrecordedTxs } from './tx-parts-fold.js';
 import { CHUNK_ENTRIES, SQL_HISTORY } from '../../src/db/history-entries.js';
 import { BulkBatch } from './bulk-batch.js';
 import { colorConfirmed } from './asset-rows.js';
@@ -663,10 +662,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     // Transaction parts on: the loaded rows go into parts rather than being indexed. Also when
     // TX_PARTS went off since the batches wrote parts (a restart between): their txids must be
     // recorded all the same (the `txs` rows written after the switch stay rows).
-    const unrecorded = await client.query<{ any: boolean }>(
-      `SELECT (SELECT coalesce(sum(${SQL_PARTS.count('q')}), 0) FROM tx_parts q) > p.records AS any FROM txid_bucket_params p WHERE p.id = 1`,
-    );
-    const steps = finishParts((await partsOn(client)) || unrecorded.rows[0]?.any === true);
+    const steps = finishParts((await partsOn(client)) || (await unrecordedTxs(onClient(client))) > 0);
     for (let i = 1; i < steps.length; i++) others.push(await connect(deps.databaseUrl));
     const run = async (c: pg.Client, steps: readonly FinishStep[]) => {
       const timer = new PhaseTimer('bulk_finish', deps.phases);

@@ -18,7 +18,7 @@ import { BinaryCopy, copyIn } from './copy-binary.js';
 import { uuidTextOfBytes } from '../../src/db/address-key.js';
 import type { TxidCache } from './txid-cache.js';
 import { OutpointMap } from './txid-maps.js';
-import { partTxNumsByTxid, txRowsByTxids } from '../../src/db/tx-reads.js';
+import { partTxNumCandidates, txRowsByTxids } from '../../src/db/tx-reads.js';
 
 export type Trx = Transaction<Database>;
 
@@ -278,9 +278,10 @@ type KeyedOutpoint = { txid: Uint8Array; vout: number; txNum: number };
 
 /**
  * The one statement deleting spent outputs (`spendUtxos`): the `keyed` outpoints by their
- * (tx_num, vout) where the row's txid is theirs, the `looked` ones through `txs_txid_key` and the
- * parts' txid buckets (src/db/tx-reads.ts `partTxNumsByTxid`) first (each txid's key sent with it, its first 8 bytes: `int8PrefixArray`, so PostgreSQL computes
- * none for a block's ~8,000 outpoints),
+ * (tx_num, vout) where the row's txid is theirs, the `looked` ones through `txs_txid_key` (each
+ * txid's key sent with it, its first 8 bytes: `int8PrefixArray`, so PostgreSQL computes none for
+ * a block's ~8,000 outpoints) and through the parts' txid buckets, whose candidates
+ * (src/db/tx-reads.ts `partTxNumCandidates`) are settled as the keyed ones are, by the row's txid,
  * all deleted in `utxos_pkey` order. The deleted rows come back packed into one bytea
  * (`takePacked` reads it), each as the outpoint's position `i` (from 1) in `keyed` followed by
  * `looked` (int4; the writer has its txid and vout), its tx_num and value (int8), a flag byte and
@@ -303,8 +304,8 @@ export function spendStatement(keyed: readonly KeyedOutpoint[], looked: readonly
           FROM (SELECT * FROM l ORDER BY k) AS s
           JOIN txs t ON ${txidIsKeyed(sql.ref('t.txid'), sql.ref('s.k'), sql.ref('s.txid'))}
         UNION ALL
-        SELECT p.tx_num, s.vout, NULL::bytea, s.i + ${keyed.length}
-          FROM l AS s CROSS JOIN LATERAL ${partTxNumsByTxid(sql.ref('s.txid'))} AS p
+        SELECT p.tx_num, s.vout, s.txid, s.i + ${keyed.length}
+          FROM l AS s CROSS JOIN LATERAL ${partTxNumCandidates(sql.ref('s.txid'))} AS p
       ) s ORDER BY tx_num, vout) AS s
     WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND (s.txid IS NULL OR u.txid = s.txid)
     RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key)

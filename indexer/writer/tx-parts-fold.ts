@@ -104,16 +104,16 @@ export async function foldLoadedTxParts(trx: Kysely<Database>, loadedFrom: numbe
   const loadedParts = `(SELECT q.part, q.txids || ''::bytea AS txids FROM tx_parts q WHERE q.part >= ${from}::int8 OFFSET 0) bw_tp
     CROSS JOIN LATERAL generate_series(0, ${SQL_PARTS.count('bw_tp')} - 1) AS bw_s(s)`;
   // (one scan of the parts: the lengths come from their TOAST pointers, no value is read)
-  const state = await sql<{ records: string; held: string; loaded: string; loadedParts: string; rows: string }>`
-    SELECT p.records::text AS records, q.held::text AS held, q.loaded::text AS loaded, q.parts::text AS "loadedParts",
-           (SELECT count(*) FROM txs WHERE tx_num < ${firstTxNum(toHeight).toString()}::int8)::text AS rows
+  const state = await sql<{ records: string; unrecorded: string; loaded: string; loadedParts: string; rows: string }>`
+    SELECT p.records::text AS records, (${sql.raw(UNRECORDED('q.held', 'p'))})::text AS unrecorded, q.loaded::text AS loaded,
+           q.parts::text AS "loadedParts", (SELECT count(*) FROM txs WHERE tx_num < ${firstTxNum(toHeight).toString()}::int8)::text AS rows
       FROM txid_bucket_params p,
-           (SELECT coalesce(sum(${sql.raw(SQL_PARTS.count('t'))}), 0) AS held,
+           (SELECT ${sql.raw(HELD('t'))} AS held,
                    coalesce(sum(${sql.raw(SQL_PARTS.count('t'))}) FILTER (WHERE t.part >= ${from}::int8), 0) AS loaded,
                    count(*) FILTER (WHERE t.part >= ${from}::int8) AS parts FROM tx_parts t) q
      WHERE p.id = 1 FOR UPDATE OF p`.execute(trx);
   const s = state.rows[0]!;
-  const unrecorded = Number(s.held) - Number(s.records);
+  const unrecorded = Number(s.unrecorded);
   if (Number(s.records) === 0 && Number(s.rows) + unrecorded > 0) await setBase(trx, Number(s.rows) + unrecorded);
   const folded = await foldTxParts(trx, toHeight, { chooseBase: false });
   if (unrecorded === 0) return folded;
@@ -127,6 +127,24 @@ export async function foldLoadedTxParts(trx: Kysely<Database>, loadedFrom: numbe
     `SELECT ${SQL_PARTS.txidAt('bw_tp', 'bw_s.s')} AS txid, ${SQL_PARTS.txNumAt('bw_tp', 'bw_s.s')} AS tx_num FROM ${loadedParts}`,
   );
   return { txs: folded.txs + records, parts: folded.parts + Number(s.loadedParts), records: folded.records + records };
+}
+
+/** The transactions the parts `t` (a `tx_parts` alias, aggregated) hold (int8). */
+const HELD = (t: string) => `coalesce(sum(${SQL_PARTS.count(t)}), 0)`;
+/** Of `held` (int8) transactions in parts, those without a txid record under the params row `p`. */
+const UNRECORDED = (held: string, p: string) => `(${held}) - ${p}.records`;
+
+/**
+ * How many transactions the parts hold without a txid record in the buckets: those a bulk
+ * sync's batches wrote that its finish has not recorded yet (`foldLoadedTxParts` records them),
+ * also when TX_PARTS went off since. 0 outside a bulk sync.
+ */
+export async function unrecordedTxs(db: Kysely<Database>): Promise<number> {
+  const r = await sql<{ n: string }>`
+    SELECT (${sql.raw(UNRECORDED(`(SELECT ${HELD('t')} FROM tx_parts t)`, 'p'))})::text AS n FROM txid_bucket_params p WHERE p.id = 1`.execute(
+    db,
+  );
+  return Number(r.rows[0]?.n ?? 0);
 }
 
 /**

@@ -56,12 +56,19 @@ const candidateWhere = (txid: RawBuilder<unknown>) =>
 const candidateRows = partColumns(CANDIDATE_TX_NUM, SQL_PARTS.slotOf(CANDIDATE_TX_NUM));
 
 /**
- * The tx_nums (column `tx_num`) of the parts' transactions with txid `txid` (a bytea expression,
- * a lateral reference): the parts' arm of the writer's spend, whose `txs` arm is its own
- * (indexer/writer/chain-rows.ts `spendStatement`, through `txs_txid_key`).
+ * The tx_nums (column `tx_num`) that may be the parts' transactions with txid `txid` (a bytea
+ * expression, a lateral reference): the records of its bucket whose bytes match it, not settled
+ * against the part's txid. The parts' arm of the writer's spend (indexer/writer/chain-rows.ts
+ * `spendStatement`, whose `txs` arm is its own through `txs_txid_key`), which settles each
+ * candidate against the txid of the `utxos` row it would delete: reading the part's txids here
+ * would cost a part row and its out-of-line txids for each of a block's ~8,000 inputs.
  */
-export function partTxNumsByTxid(txid: RawBuilder<unknown>): RawBuilder<{ tx_num: bigint }> {
-  return sql<{ tx_num: bigint }>`(SELECT ${sql.raw(CANDIDATE_TX_NUM)} AS tx_num FROM ${CANDIDATES} WHERE ${candidateWhere(txid)})`;
+export function partTxNumCandidates(txid: RawBuilder<unknown>): RawBuilder<{ tx_num: bigint }> {
+  return sql<{ tx_num: bigint }>`(SELECT ${sql.raw(CANDIDATE_TX_NUM)} AS tx_num
+      FROM txid_bucket_params bw_tq
+      JOIN txid_buckets bw_tb ON bw_tq.id = 1
+      CROSS JOIN LATERAL generate_series(0, ${sql.raw(SQL_TXIDS.count('bw_tb.log'))} - 1) AS bw_g(i)
+     WHERE bw_tb.bucket = ${txidBucket(txid, 'bw_tq')} AND ${sql.raw(SQL_TXIDS.tagAt('bw_tb.log', 'bw_g.i'))} = ${txidTag(txid)})`;
 }
 
 /** The transaction `num` (an int8 expression: a column of the caller's, a parameter). */
