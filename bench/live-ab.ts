@@ -12,8 +12,11 @@
  * blocks below the tip, as a following indexer holds them (`--txid-cache N` transactions, default
  * INDEXER_TXID_CACHE_TXS's; 0: none).
  * With `--timeline`, each apply's line also gives how long PostgreSQL waited for the writer and how
- * long each side waited for a core (bench/pg-wait.ts).
- * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline]`
+ * long each side waited for a core (bench/pg-wait.ts). The index keeps its history in chunk rows
+ * (HISTORY_BUSY=0, no fold); with `--parts`, in buckets with transaction parts on (TX_PARTS=1: the
+ * import's finish folds every block, so the live blocks' inputs are looked up in the parts' txid
+ * buckets), kept apart (`live-ab-N-parts`).
+ * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline] [--parts]`
  * @module
  */
 import { closeSync, existsSync, mkdirSync } from 'node:fs';
@@ -68,12 +71,13 @@ async function main(): Promise<void> {
       'txid-cache': { type: 'string' },
       timeline: { type: 'boolean' },
       'baseline-txids': { type: 'boolean' },
+      parts: { type: 'boolean' },
     },
   });
   const size = runSize({ blocks: values.blocks ?? '300', 'live-blocks': '40', 'catchup-blocks': '0' });
   const { dir } = ensureCorpus(cacheDir(), size.corpus, say);
   const manifest = await loadCorpusManifest(dir);
-  const root = values.keep ?? join(cacheDir(), `live-ab-${size.corpus.blocks}`);
+  const root = values.keep ?? join(cacheDir(), `live-ab-${size.corpus.blocks}${values.parts ? '-parts' : ''}`);
   const fresh = !existsSync(join(root, 'pg', 'PG_VERSION'));
   mkdirSync(root, { recursive: true });
   const pgs = await startBenchPostgres(root);
@@ -81,7 +85,7 @@ async function main(): Promise<void> {
   try {
     const url = fresh ? await pgs.createDatabase('bw_ab') : pgs.url('bw_ab');
     if (fresh) {
-      const imported = await importCorpus(dir, url, 40, [], pgs, undefined, CHUNK_ROWS);
+      const imported = await importCorpus(dir, url, 40, [], pgs, undefined, values.parts ? { TX_PARTS: '1' } : CHUNK_ROWS);
       say(`imported ${imported.blocks} blocks (${imported.txs} txs)`);
     }
     // Each version's writer runs on its own version's pool (its COPYs find their client there).

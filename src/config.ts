@@ -312,11 +312,11 @@ export const settings = {
     'History buckets (docs/schema.md `history_buckets`): an address with at most this many confirmed transactions keeps its history as 13-byte records in hash buckets, about half the space of the chunk rows the others keep; 0 keeps every address in chunk rows. Applied when the indexer or `blockwire import` starts on an empty index that has not been switched; an index with blocks keeps the layout it has (`blockwire history-buckets --busy N` switches one from 0: docs/operations.md "Upgrading").',
     int(0, 1_000_000),
   ),
-  txParts: setting<boolean>(
+  txParts: setting<boolean | 'auto'>(
     'TX_PARTS',
-    false,
-    'Transaction parts (docs/schema.md `tx_parts`): the history fold also moves the transactions of the blocks it folds into rows of 64 with their txids in hash buckets, about a third less space than `txs` (the 2,000-block bench: 0.597 × the raw blocks against 0.750), at a cost in import time and live-block latency (docs/lean-layout.md "Transaction parts: the plan"). Needs history buckets on (HISTORY_BUSY > 0). Applied when the indexer or `blockwire import` starts; switching it off keeps the parts written and stops adding to them.',
-    bool,
+    'auto',
+    'Transaction parts (docs/schema.md `tx_parts`): the history fold also moves the transactions of the blocks it folds into rows of 64 with their txids in hash buckets, about a third less space than `txs` (the 2,000-block bench: 0.58 × the raw blocks against 0.75; 0.49 × at 20,000 blocks). auto: on for an empty index, an index with blocks keeps what it has; 1 switches one with blocks on (its next fold moves every transaction below the fold into parts, in one transaction: hours on mainnet, during which no block is applied); 0 stops adding to them (the parts written stay and are read). Needs history buckets on (HISTORY_BUSY > 0). Applied when the indexer or `blockwire import` starts.',
+    (raw) => (raw.trim().toLowerCase() === 'auto' ? 'auto' : bool(raw)),
   ),
   indexerPrefetch: setting<number>(
     'INDEXER_PREFETCH',

@@ -164,11 +164,19 @@ function partsFromRows(lo: string, hi: string): string {
 
 /**
  * TX_PARTS on the index (src/config.ts): whether the history fold moves transactions into parts
- * from now on. Either way at any time: parts already written stay and are read (and undone) as
- * before, and a fold switched on takes every row below its height. Returns whether it changed.
+ * from now on. `true` or `false` switch it either way at any time: parts already written stay and
+ * are read (and undone) as before, and a fold switched on takes every row below its height (on an
+ * index with many blocks, one long transaction). `'auto'` (the default) switches it on for an
+ * index without blocks, transactions or parts only, and leaves any other as it is. Returns
+ * whether it changed.
  */
-export async function applyTxParts(db: Kysely<Database>, on: boolean): Promise<boolean> {
-  const r = await sql`UPDATE txid_bucket_params SET fold = ${on} WHERE id = 1 AND fold <> ${on}`.execute(db);
+export async function applyTxParts(db: Kysely<Database>, setting: boolean | 'auto'): Promise<boolean> {
+  const r =
+    setting === 'auto'
+      ? await sql`UPDATE txid_bucket_params SET fold = true
+           WHERE id = 1 AND NOT fold AND (SELECT height FROM chain_tip WHERE id = 1) < 0
+             AND NOT EXISTS (SELECT 1 FROM txs) AND NOT EXISTS (SELECT 1 FROM tx_parts)`.execute(db)
+      : await sql`UPDATE txid_bucket_params SET fold = ${setting} WHERE id = 1 AND fold <> ${setting}`.execute(db);
   return Number(r.numAffectedRows ?? 0) > 0;
 }
 

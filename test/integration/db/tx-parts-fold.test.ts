@@ -318,6 +318,44 @@ describe('transaction parts: the fold, the readers, the undo', () => {
   });
 });
 
+describe('TX_PARTS=auto (the default)', () => {
+  let t: TestDatabase;
+  const fold = async () => (await sql<{ fold: boolean }>`SELECT fold FROM txid_bucket_params WHERE id = 1`.execute(t.db)).rows[0]!.fold;
+
+  beforeAll(async () => {
+    t = await createMigratedDatabase('txpauto');
+  });
+  afterAll(async () => {
+    await t?.drop();
+  });
+
+  it('switches an empty index on, and leaves an index with blocks, rows or parts as it is', async () => {
+    expect(await fold()).toBe(false);
+    expect(await applyTxParts(t.db, 'auto')).toBe(true);
+    expect(await fold()).toBe(true);
+    expect(await applyTxParts(t.db, 'auto')).toBe(false);
+    // switched off while empty: auto turns it back on (nothing written either way)
+    expect(await applyTxParts(t.db, false)).toBe(true);
+    expect(await applyTxParts(t.db, 'auto')).toBe(true);
+    expect(await applyTxParts(t.db, false)).toBe(true);
+    // a tip, a row, a part: each keeps an index off under auto (its next fold would take every row)
+    await sql`UPDATE chain_tip SET height = 0 WHERE id = 1`.execute(t.db);
+    expect(await applyTxParts(t.db, 'auto')).toBe(false);
+    await sql`UPDATE chain_tip SET height = -1 WHERE id = 1`.execute(t.db);
+    await sql`INSERT INTO txs (tx_num, txid, outs, ins) VALUES (0, ${randomBytes(32)}, ''::bytea, ''::bytea)`.execute(t.db);
+    expect(await applyTxParts(t.db, 'auto')).toBe(false);
+    await sql`DELETE FROM txs`.execute(t.db);
+    await sql`INSERT INTO tx_parts (part, txids, ends, outs, ins) VALUES (0, ${randomBytes(32)}, ''::bytea, ''::bytea, ''::bytea)`.execute(
+      t.db,
+    );
+    expect(await applyTxParts(t.db, 'auto')).toBe(false);
+    expect(await fold()).toBe(false);
+    // an explicit 1 switches it on whatever the index holds
+    expect(await applyTxParts(t.db, true)).toBe(true);
+    expect(await fold()).toBe(true);
+  });
+});
+
 /** The prevout tx_nums of `r`. */
 function ins(r: Row): number[] {
   return decodeIns(r.ins).map((i) => Number(i.txNum));

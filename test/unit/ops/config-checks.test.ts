@@ -49,6 +49,14 @@ describe('configuration cross-field checks', () => {
     expect(p.some((x) => x.startsWith('LOG_LEVEL must be one of'))).toBe(true);
   });
 
+  it('TX_PARTS is auto by default, else a boolean; anything else is refused', () => {
+    expect(loadConfig({}).txParts).toBe('auto');
+    expect(loadConfig({ TX_PARTS: 'AUTO' }).txParts).toBe('auto');
+    expect(loadConfig({ TX_PARTS: '1' }).txParts).toBe(true);
+    expect(loadConfig({ TX_PARTS: 'off' }).txParts).toBe(false);
+    expect(problemsOf({ TX_PARTS: 'sometimes' })).toEqual(["TX_PARTS must be a boolean (1/0, true/false), got 'sometimes'"]);
+  });
+
   it('accepts a Redis Cluster hash-tag prefix and defaults to bw', () => {
     expect(loadConfig({}).redisPrefix).toBe('bw');
     expect(loadConfig({ BLOCKWIRE_REDIS_PREFIX: '{bw}' }).redisPrefix).toBe('{bw}');
