@@ -55,8 +55,12 @@ const MAINNET_TXS = 1.43e9;
 /** The txs columns the physical limit copies (the spends key included: the load writes it too). */
 const TXS_COLS = 'tx_num, txid, outs, ins, spent_group';
 
-/** Tables the sync writes with COPY (balances are computed in the finish step). */
-const COPY_TABLES = ['blocks', 'txs', 'utxos', 'history', 'history_buckets'] as const;
+/**
+ * Tables the sync writes with COPY (balances are computed in the finish step; with transaction
+ * parts on, the default, `txs` is empty after the finish and the transactions are in `tx_parts`
+ * and `txid_buckets`).
+ */
+const COPY_TABLES = ['blocks', 'txs', 'tx_parts', 'txid_buckets', 'utxos', 'history', 'history_buckets'] as const;
 
 export interface SizeResult {
   databaseBytes: number;
@@ -155,6 +159,8 @@ export async function measureCopyLimit(pgs: BenchPostgres, db: string): Promise<
     `
     ALTER TABLE blocks DROP CONSTRAINT blocks_pkey; DROP INDEX blocks_hash;
     ALTER TABLE txs DROP CONSTRAINT txs_pkey; DROP INDEX txs_txid_key; DROP INDEX txs_spent_groups;
+    ALTER TABLE tx_parts DROP CONSTRAINT tx_parts_pkey; DROP INDEX tx_parts_spent_groups;
+    ALTER TABLE txid_buckets DROP CONSTRAINT txid_buckets_pkey;
     ALTER TABLE utxos DROP CONSTRAINT utxos_pkey; DROP INDEX utxos_addr;
     ALTER TABLE history DROP CONSTRAINT history_pkey; ALTER TABLE history_buckets DROP CONSTRAINT history_buckets_pkey;`,
   );
