@@ -556,12 +556,14 @@ async function foldLoaded(c: pg.Client, deps: BulkLoadDeps): Promise<Record<stri
  * an empty table. The parts' GIN was dropped by the begin (the batches write without it); their
  * key, kept while they load, is dropped here with it, and both are built after.
  */
-async function foldLoadedParts(c: pg.Client): Promise<Record<string, number> | null> {
+async function foldLoadedParts(c: pg.Client, deps: BulkLoadDeps): Promise<Record<string, number> | null> {
   const t0 = performance.now();
   await c.query("SET LOCAL work_mem = '512MB'");
   const tip = await c.query<{ height: number }>('SELECT height FROM chain_tip WHERE id = 1');
   const bulk = await c.query<{ from: number }>("SELECT (value->>'from')::int4 AS from FROM sync_state WHERE key = 'bulk'");
-  const f = await foldLoadedTxParts(onClient(c), (bulk.rows[0]?.from ?? -1) + 1, tip.rows[0]!.height + 1);
+  // (the records get half the budget: the finish's other parts run beside)
+  const memory = deps.memoryBytes === undefined ? {} : { memoryBytes: deps.memoryBytes / 2 };
+  const f = await foldLoadedTxParts(onClient(c), c, (bulk.rows[0]?.from ?? -1) + 1, tip.rows[0]!.height + 1, memory);
   return { [`${f.txs} transactions, ${f.parts} parts`]: Math.round(performance.now() - t0) };
 }
 

@@ -13,12 +13,14 @@
  * @module
  */
 import { sql, type Kysely } from 'kysely';
+import type pg from 'pg';
 import type { Database } from '../../src/db/schema.js';
 import { FatalError } from '../../src/errors.js';
 import { partOf, SQL_PARTS } from '../../src/db/tx-parts.js';
 import { SQL_TXIDS, TXID_RECORD_BYTES } from '../../src/db/txid-buckets.js';
 import { firstTxNum, txNumHeight } from '../../src/db/tx-num.js';
-import { buildBase } from '../../src/db/history-buckets.js';
+import { buildBase, type BucketParams } from '../../src/db/history-buckets.js';
+import { recordLoadedTxids } from './txid-records.js';
 import type { Trx } from './chain-rows.js';
 
 /** What a fold of the parts did. */
@@ -93,24 +95,27 @@ async function prependRecords(trx: Kysely<Database>, rows: string): Promise<numb
  * The bulk finish's fold, with transaction parts on: the `txs` rows below `toHeight` (blocks the
  * per-block path applied before the bulk sync began) as `foldTxParts` folds them, then the
  * records of the parts the batches wrote (the blocks from `loadedFrom` up: the newest) into their
- * buckets. Into empty buckets, the count is chosen from both. Run again after it committed
- * (a second finish), it finds nothing to do: every part's transactions are counted in the params
- * row. In the caller's transaction, which holds the chain.
+ * buckets, built in JavaScript (txid-records.ts: a counting sort by bucket, under `memoryBytes`).
+ * Into empty buckets, the count is chosen from both. Run again after it committed (a second
+ * finish), it finds nothing to do: every part's transactions are counted in the params row. In
+ * the caller's transaction on `client` (`trx` runs on it), which holds the chain.
  */
-export async function foldLoadedTxParts(trx: Kysely<Database>, loadedFrom: number, toHeight: number): Promise<PartsFold> {
-  const from = partOf(firstTxNum(loadedFrom)).toString();
-  // (each part's txids read once, in memory, rather than a TOAST fetch per slot: `|| ''` takes the
-  // whole value, OFFSET 0 keeps the subquery from being pulled up into one per slot)
-  const loadedParts = `(SELECT q.part, q.txids || ''::bytea AS txids FROM tx_parts q WHERE q.part >= ${from}::int8 OFFSET 0) bw_tp
-    CROSS JOIN LATERAL generate_series(0, ${SQL_PARTS.count('bw_tp')} - 1) AS bw_s(s)`;
+export async function foldLoadedTxParts(
+  trx: Kysely<Database>,
+  client: pg.ClientBase,
+  loadedFrom: number,
+  toHeight: number,
+  opts: { memoryBytes?: number } = {},
+): Promise<PartsFold> {
+  const from = partOf(firstTxNum(loadedFrom));
   // (one scan of the parts: the lengths come from their TOAST pointers, no value is read)
   const state = await sql<{ records: string; unrecorded: string; loaded: string; loadedParts: string; rows: string }>`
     SELECT p.records::text AS records, (${sql.raw(UNRECORDED('q.held', 'p'))})::text AS unrecorded, q.loaded::text AS loaded,
            q.parts::text AS "loadedParts", (SELECT count(*) FROM txs WHERE tx_num < ${firstTxNum(toHeight).toString()}::int8)::text AS rows
       FROM txid_bucket_params p,
            (SELECT ${sql.raw(HELD('t'))} AS held,
-                   coalesce(sum(${sql.raw(SQL_PARTS.count('t'))}) FILTER (WHERE t.part >= ${from}::int8), 0) AS loaded,
-                   count(*) FILTER (WHERE t.part >= ${from}::int8) AS parts FROM tx_parts t) q
+                   coalesce(sum(${sql.raw(SQL_PARTS.count('t'))}) FILTER (WHERE t.part >= ${from.toString()}::int8), 0) AS loaded,
+                   count(*) FILTER (WHERE t.part >= ${from.toString()}::int8) AS parts FROM tx_parts t) q
      WHERE p.id = 1 FOR UPDATE OF p`.execute(trx);
   const s = state.rows[0]!;
   const unrecorded = Number(s.unrecorded);
@@ -122,10 +127,8 @@ export async function foldLoadedTxParts(trx: Kysely<Database>, loadedFrom: numbe
       'ERR_INDEX_CORRUPT',
       `${unrecorded} transactions in parts have no txid record, ${s.loaded} were loaded from block ${loadedFrom}`,
     );
-  const records = await prependRecords(
-    trx,
-    `SELECT ${SQL_PARTS.txidAt('bw_tp', 'bw_s.s')} AS txid, ${SQL_PARTS.txNumAt('bw_tp', 'bw_s.s')} AS tx_num FROM ${loadedParts}`,
-  );
+  const params = (await sql<BucketParams>`SELECT base, ext, split FROM txid_bucket_params WHERE id = 1`.execute(trx)).rows[0]!;
+  const records = await recordLoadedTxids(client, from, unrecorded, params, opts);
   return { txs: folded.txs + records, parts: folded.parts + Number(s.loadedParts), records: folded.records + records };
 }
 

@@ -48,16 +48,28 @@ function recordTxNum(log: Uint8Array, at: number): number {
   return readTxField(log, at + TX_AT);
 }
 
+/** The bytes of `txid` a record holds (its bytes 4..7), as an unsigned 32-bit number. */
+export function txidTagOf(txid: Uint8Array): number {
+  checkTxid(txid);
+  return ((txid[4]! << 24) | (txid[5]! << 16) | (txid[6]! << 8) | txid[7]!) >>> 0;
+}
+
+/** Writes the record of the transaction whose txid has the tag `tag` (`txidTagOf`) at the tx_num `txNum` at byte `at` of `out`. */
+export function writeTxidRecord(out: Uint8Array, at: number, tag: number, txNum: number): void {
+  out[at] = tag >>> 24;
+  out[at + 1] = (tag >>> 16) & 0xff;
+  out[at + 2] = (tag >>> 8) & 0xff;
+  out[at + 3] = tag & 0xff;
+  writeTxField(out, at + TX_AT, txNum);
+}
+
 /** A log of the transactions `[txid, txNum]` (any order, distinct tx_nums), canonical. */
 export function txidRecordsOf(entries: readonly (readonly [txid: Uint8Array, txNum: number])[]): Buffer {
   const sorted = [...entries].sort((a, b) => b[1] - a[1]);
   const out = Buffer.allocUnsafe(sorted.length * TXID_RECORD_BYTES);
   sorted.forEach(([txid, n], i) => {
-    checkTxid(txid);
     if (i > 0 && n === sorted[i - 1]![1]) throw new RangeError(`tx_num ${n} has two txids`);
-    const at = i * TXID_RECORD_BYTES;
-    for (let j = 0; j < TAG_BYTES; j++) out[at + j] = txid[4 + j]!;
-    writeTxField(out, at + TX_AT, n);
+    writeTxidRecord(out, i * TXID_RECORD_BYTES, txidTagOf(txid), n);
   });
   return out;
 }

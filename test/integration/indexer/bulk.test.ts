@@ -3,8 +3,8 @@
  * the per-block path: regtest-chain-a and mainnet 0–599, in small batches so that outputs cross
  * batch boundaries, then handing over to the per-block path and undoing bulk-loaded blocks; and
  * the same with history buckets on (a small `busy`) against a per-block index at that `busy`,
- * with transaction parts off and on (the finish folds the loaded rows into parts in SQL: the same
- * parts and txid buckets, byte for byte, as the per-block index's fold).
+ * with transaction parts off and on (the batches write parts, the finish records their txids in
+ * JavaScript: the same parts and txid buckets, byte for byte, as the per-block index's SQL fold).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import * as btc from '@scure/btc-signer';
@@ -164,8 +164,9 @@ describeFixtures('bulk sync', () => {
       await bulkTo(mixed, chain, chainA.length - 1, 300);
       expect(await snapshotIndex(mixed.db)).toEqual(want);
       const m = await stored(mixed.db);
-      expect({ parts: m.parts, rows: m.rows, records: m.params[0]!.records }).toEqual({
+      expect({ parts: m.parts, buckets: m.buckets, rows: m.rows, records: m.params[0]!.records }).toEqual({
         parts: wantStored.parts,
+        buckets: wantStored.buckets,
         rows: wantStored.rows,
         records: wantStored.params[0]!.records,
       });
