@@ -316,7 +316,14 @@ export const settings = {
     'TX_PARTS',
     'auto',
     'Transaction parts (docs/schema.md `tx_parts`): the history fold also moves the transactions of the blocks it folds into rows of 64 with their txids in hash buckets, about a third less space than `txs` (the 2,000-block bench: 0.58 × the raw blocks against 0.75; 0.49 × at 20,000 blocks). auto: on for an empty index, an index with blocks keeps what it has; 1 switches one with blocks on (its next fold moves every transaction below the fold into parts, in one transaction: hours on mainnet, during which no block is applied); 0 stops adding to them (the parts written stay and are read). Needs history buckets on (HISTORY_BUSY > 0). Applied when the indexer or `blockwire import` starts.',
-    (raw) => (raw.trim().toLowerCase() === 'auto' ? 'auto' : bool(raw)),
+    (raw) => {
+      if (raw.trim().toLowerCase() === 'auto') return 'auto';
+      try {
+        return bool(raw);
+      } catch {
+        throw new Error(`must be auto or a boolean (1/0, true/false), got '${raw}'`);
+      }
+    },
   ),
   indexerPrefetch: setting<number>(
     'INDEXER_PREFETCH',

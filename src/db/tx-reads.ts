@@ -39,19 +39,28 @@ const SLOT_TX_NUM = SQL_PARTS.txNumAt('bw_tp', 'bw_s.s');
 const slotRows = partColumns(SLOT_TX_NUM, 'bw_s.s');
 
 /**
- * The parts' transactions found through the txid buckets: FROM items (`bw_tq` the params, `bw_tb`
- * a bucket, `bw_g.i` its records, `bw_tp` a record's part) for a statement whose WHERE names the
- * txid with `candidateWhere`. The txid is named there only, so that the rows an EXISTS finds are
- * correlated in its WHERE alone (an anti-join for `NOT EXISTS`).
+ * The txid buckets' records: FROM items (`bw_tq` the params, `bw_tb` a bucket, `bw_g.i` its
+ * records) for a statement whose WHERE names the txid with `recordWhere`.
  */
-const CANDIDATES = sql.raw(`txid_bucket_params bw_tq
+const RECORDS = `txid_bucket_params bw_tq
     JOIN txid_buckets bw_tb ON bw_tq.id = 1
-    CROSS JOIN LATERAL generate_series(0, ${SQL_TXIDS.count('bw_tb.log')} - 1) AS bw_g(i)
-    JOIN tx_parts bw_tp ON bw_tp.part = ${SQL_PARTS.partOf(SQL_TXIDS.txNumAt('bw_tb.log', 'bw_g.i'))}`);
+    CROSS JOIN LATERAL generate_series(0, ${SQL_TXIDS.count('bw_tb.log')} - 1) AS bw_g(i)`;
 const CANDIDATE_TX_NUM = SQL_TXIDS.txNumAt('bw_tb.log', 'bw_g.i');
-/** The WHERE of `CANDIDATES` for the txid `txid` (a bytea expression): its bucket, the records that may be its, the part's txid settling it. */
+/** The WHERE of `RECORDS` for the txid `txid` (a bytea expression): its bucket, the records that may be its. */
+const recordWhere = (txid: RawBuilder<unknown>) =>
+  sql`bw_tb.bucket = ${txidBucket(txid, 'bw_tq')} AND ${sql.raw(SQL_TXIDS.tagAt('bw_tb.log', 'bw_g.i'))} = ${txidTag(txid)}`;
+
+/**
+ * The parts' transactions found through the txid buckets: `RECORDS` and `bw_tp`, a record's part,
+ * for a statement whose WHERE names the txid with `candidateWhere`. The txid is named there only,
+ * so that the rows an EXISTS finds are correlated in its WHERE alone (an anti-join for
+ * `NOT EXISTS`).
+ */
+const CANDIDATES = sql.raw(`${RECORDS}
+    JOIN tx_parts bw_tp ON bw_tp.part = ${SQL_PARTS.partOf(CANDIDATE_TX_NUM)}`);
+/** The WHERE of `CANDIDATES` for the txid `txid` (a bytea expression): `recordWhere`, the part's txid settling it. */
 const candidateWhere = (txid: RawBuilder<unknown>) =>
-  sql`(bw_tb.bucket = ${txidBucket(txid, 'bw_tq')} AND ${sql.raw(SQL_TXIDS.tagAt('bw_tb.log', 'bw_g.i'))} = ${txidTag(txid)}
+  sql`(${recordWhere(txid)}
       AND ${sql.raw(SQL_PARTS.txidAt('bw_tp', SQL_PARTS.slotOf(CANDIDATE_TX_NUM)))} = (${txid})::bytea)`;
 const candidateRows = partColumns(CANDIDATE_TX_NUM, SQL_PARTS.slotOf(CANDIDATE_TX_NUM));
 
@@ -64,11 +73,7 @@ const candidateRows = partColumns(CANDIDATE_TX_NUM, SQL_PARTS.slotOf(CANDIDATE_T
  * would cost a part row and its out-of-line txids for each of a block's ~8,000 inputs.
  */
 export function partTxNumCandidates(txid: RawBuilder<unknown>): RawBuilder<{ tx_num: bigint }> {
-  return sql<{ tx_num: bigint }>`(SELECT ${sql.raw(CANDIDATE_TX_NUM)} AS tx_num
-      FROM txid_bucket_params bw_tq
-      JOIN txid_buckets bw_tb ON bw_tq.id = 1
-      CROSS JOIN LATERAL generate_series(0, ${sql.raw(SQL_TXIDS.count('bw_tb.log'))} - 1) AS bw_g(i)
-     WHERE bw_tb.bucket = ${txidBucket(txid, 'bw_tq')} AND ${sql.raw(SQL_TXIDS.tagAt('bw_tb.log', 'bw_g.i'))} = ${txidTag(txid)})`;
+  return sql<{ tx_num: bigint }>`(SELECT ${sql.raw(CANDIDATE_TX_NUM)} AS tx_num FROM ${sql.raw(RECORDS)} WHERE ${recordWhere(txid)})`;
 }
 
 /** The transaction `num` (an int8 expression: a column of the caller's, a parameter). */

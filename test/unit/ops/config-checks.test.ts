@@ -54,7 +54,7 @@ describe('configuration cross-field checks', () => {
     expect(loadConfig({ TX_PARTS: 'AUTO' }).txParts).toBe('auto');
     expect(loadConfig({ TX_PARTS: '1' }).txParts).toBe(true);
     expect(loadConfig({ TX_PARTS: 'off' }).txParts).toBe(false);
-    expect(problemsOf({ TX_PARTS: 'sometimes' })).toEqual(["TX_PARTS must be a boolean (1/0, true/false), got 'sometimes'"]);
+    expect(problemsOf({ TX_PARTS: 'sometimes' })).toEqual(["TX_PARTS must be auto or a boolean (1/0, true/false), got 'sometimes'"]);
   });
 
   it('accepts a Redis Cluster hash-tag prefix and defaults to bw', () => {
