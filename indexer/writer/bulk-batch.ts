@@ -427,7 +427,7 @@ function be32(b: Uint8Array, p: number): number {
 }
 
 /** A copy of `a` with room for `n` elements. */
-function grown<T extends Int32Array | Uint8Array | Float64Array>(a: T, n: number): T {
+export function grown<T extends Int32Array | Uint32Array | Uint8Array | Float64Array>(a: T, n: number): T {
   const g = new (a.constructor as new (n: number) => T)(n);
   g.set(a);
   return g;

@@ -16,7 +16,8 @@ import type pg from 'pg';
 import { BinaryCopy, CopyRowReader, copyIn, copyOutInto } from './copy-binary.js';
 import { txidBucketOf, txidTagOf, writeTxidRecord, TXID_RECORD_BYTES } from '../../src/db/txid-buckets.js';
 import type { BucketParams } from '../../src/db/history-buckets.js';
-import { PART_TXS } from '../../src/db/tx-parts.js';
+import { txNumAtSlot } from '../../src/db/tx-parts.js';
+import { grown } from './bulk-batch.js';
 
 const TXID_BYTES = 32;
 /** What one transaction's record costs while it is sorted: its bucket, tag and tx_num, and its place in the order. */
@@ -100,13 +101,13 @@ async function takePass(
       if (b % passes !== pass) continue;
       if (n === cap) {
         cap *= 2;
-        buckets = grow(buckets, new Int32Array(cap));
-        tags = grow(tags, new Uint32Array(cap));
-        nums = grow(nums, new Float64Array(cap));
+        buckets = grown(buckets, cap);
+        tags = grown(tags, cap);
+        nums = grown(nums, cap);
       }
       buckets[n] = b;
       tags[n] = txidTagOf(txid);
-      nums[n] = part * PART_TXS + s;
+      nums[n] = txNumAtSlot(part, s);
       if (b > top) top = b;
       n++;
     }
@@ -138,9 +139,4 @@ async function takePass(
       }
     },
   };
-}
-
-function grow<T extends Int32Array | Uint32Array | Float64Array>(from: T, to: T): T {
-  to.set(from);
-  return to;
 }

@@ -43,6 +43,11 @@ export function slotOf(txNum: bigint): number {
   return Number(txNum & BigInt(PART_TXS - 1));
 }
 
+/** The tx_num of slot `slot` of the part `part` (numbers: a tx_num is below 2^53). */
+export function txNumAtSlot(part: number, slot: number): number {
+  return part * PART_TXS + slot;
+}
+
 /**
  * Builds one part at a time, slot by slot from slot 0 (`add`), without a copy per transaction:
  * the bulk batches pack their transactions straight into it. `take` gives the part's columns as
