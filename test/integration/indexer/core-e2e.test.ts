@@ -360,6 +360,46 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
     return hashes;
   };
 
+  /** The new branch of a reorg whose first block Core just invalidated. */
+  const branch = async (rand: () => number, depth: number, indexerDown: boolean): Promise<string> => {
+    const newBlocks = Math.max(1, depth - 1 + Math.floor(rand() * 3));
+    const hashes: string[] = [];
+    // Sometimes the new branch confirms a double spend of a payment the old one confirmed.
+    // The victim's inputs must be confirmed on the kept branch: one spending a parent that went
+    // back to the mempool with it cannot be double spent by a block holding the spend alone.
+    const back = new Set(await node.call<string[]>('getrawmempool'));
+    let victim: string | undefined;
+    for (const x of minerToAlice.filter((y) => back.has(y))) {
+      const { vin } = await node.call<{ vin: { txid: string; vout: number }[] }>('getrawtransaction', [x, 1]);
+      const kept = await Promise.all(vin.map((i) => node.call<unknown>('gettxout', [i.txid, i.vout, false])));
+      if (kept.every((o) => o !== null)) {
+        victim = x;
+        break;
+      }
+    }
+    let doubleSpend = false;
+    if (victim && rand() < 0.5) {
+      const tx = await node.call<{ vin: { txid: string; vout: number }[] }>('getrawtransaction', [victim, 1]);
+      let total = 0n;
+      for (const i of tx.vin)
+        total += (
+          view.prevOut({ ...i, prev: null }) ?? {
+            value: btcToSats((await node.call<{ value: number }>('gettxout', [i.txid, i.vout, false])).value),
+          }
+        ).value;
+      const raw = await node.call<string>('createrawtransaction', [
+        tx.vin.map((i) => ({ txid: i.txid, vout: i.vout })),
+        [{ [await miner<string>('getnewaddress')]: btc(total - 20_000n) }],
+      ]);
+      const signed = await miner<{ hex: string }>('signrawtransactionwithwallet', [raw]);
+      hashes.push((await node.call<{ hash: string }>('generateblock', [await miner<string>('getnewaddress'), [signed.hex]])).hash);
+      doubleSpend = true;
+    }
+    hashes.push(...(await node.mine(newBlocks - hashes.length)));
+    await view.remember(hashes);
+    return `depth ${depth}, ${newBlocks} new${doubleSpend ? ', double spend' : ''}${indexerDown ? ', indexer down' : ''}`;
+  };
+
   const moves = {
     payments: async (rand: () => number) => {
       for (let i = 1 + Math.floor(rand() * 3); i > 0; i--) {
@@ -487,34 +527,14 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       if (indexerDown) await killIndexerChild();
       const first = chain[tip - depth + 1]!;
       await node.call('invalidateblock', [first]);
-      const newBlocks = Math.max(1, depth - 1 + Math.floor(rand() * 3));
-      const hashes: string[] = [];
-      // Sometimes the new branch confirms a double spend of a payment the old one confirmed.
-      const back = new Set(await node.call<string[]>('getrawmempool'));
-      const victim = minerToAlice.find((x) => back.has(x));
-      let doubleSpend = false;
-      if (victim && rand() < 0.5) {
-        const tx = await node.call<{ vin: { txid: string; vout: number }[] }>('getrawtransaction', [victim, 1]);
-        let total = 0n;
-        for (const i of tx.vin)
-          total += (
-            view.prevOut({ ...i, prev: null }) ?? {
-              value: btcToSats((await node.call<{ value: number }>('gettxout', [i.txid, i.vout, false])).value),
-            }
-          ).value;
-        const raw = await node.call<string>('createrawtransaction', [
-          tx.vin.map((i) => ({ txid: i.txid, vout: i.vout })),
-          [{ [await miner<string>('getnewaddress')]: btc(total - 20_000n) }],
-        ]);
-        const signed = await miner<{ hex: string }>('signrawtransactionwithwallet', [raw]);
-        hashes.push((await node.call<{ hash: string }>('generateblock', [await miner<string>('getnewaddress'), [signed.hex]])).hash);
-        doubleSpend = true;
+      try {
+        return await branch(rand, depth, indexerDown);
+      } finally {
+        // Whatever failed, Core's old branch comes back and the indexer runs again, so the
+        // failure is this step's and not the next test's.
+        await node.call('reconsiderblock', [first]).catch(() => undefined);
+        if (indexerDown) await startIndexerChild();
       }
-      hashes.push(...(await node.mine(newBlocks - hashes.length)));
-      await view.remember(hashes);
-      await node.call('reconsiderblock', [first]);
-      if (indexerDown) await startIndexerChild();
-      return `depth ${depth}, ${newBlocks} new${doubleSpend ? ', double spend' : ''}${indexerDown ? ', indexer down' : ''}`;
     },
     killBitcoind: async (rand: () => number) => {
       if (rand() < 0.5) await moves.payments(rand);
