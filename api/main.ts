@@ -24,7 +24,7 @@ import { coinstackDialect } from './dialects/coinstack.js';
 import { addUpgradeHandler, reserveUpgradePaths } from '../src/net/upgrades.js';
 import { createKeyVerifier } from '../src/auth/key-cache.js';
 import { listenChainChanges } from './cache/chain-changes.js';
-import { createApiPool } from './cache/api-db.js';
+import { createPreparedPool } from '../src/db/prepared-pool.js';
 import { createReadReplicas } from './cache/read-replicas.js';
 import { defaultApiSettings, type ApiMetrics, type ApiSettings, type EventLogPoll, type NodeClient, type NodeTip } from './deps.js';
 import type { StampService } from '../src/stamp-service.js';
@@ -196,7 +196,7 @@ export async function startApi(deps: StartApiDeps): Promise<ApiHandle> {
 
   const maxLag = deps.config.apiMaxLagBlocks;
   // With the URL: a pool of the API's own with prepared statements, and cached key checks.
-  const pool = deps.databaseUrl ? createApiPool(deps.databaseUrl, { max: 10, applicationName: 'blockwire-api' }) : undefined;
+  const pool = deps.databaseUrl ? createPreparedPool(deps.databaseUrl, { max: 10, applicationName: 'blockwire-api' }) : undefined;
   const db = pool ? new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) : deps.db;
   // Chain reads from the replicas, when there are any.
   const urls = deps.readUrls ?? deps.config.databaseReadUrls;

@@ -25,6 +25,8 @@ const config = loadConfig({
   ELECTRUM_MAX_SUBSCRIPTIONS: '100000',
   ELECTRUM_RATE_LIMIT: '100000000',
   ELECTRUM_MAX_CONNECTIONS: '20000',
+  // every bench connection comes from 127.0.0.1: the per-address cap would refuse the 51st
+  ELECTRUM_MAX_CONNECTIONS_PER_IP: '20000',
   POLL_INTERVAL_MS: '100',
 });
 const log = createLogger({ level: 'warn', name: 'bench-electrum' });

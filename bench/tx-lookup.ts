@@ -23,6 +23,7 @@ import { cacheDir, pct, processCpuMs, round, say, startBenchPostgres } from './h
 import { startFollower, waitApplied } from './live.js';
 import { smallCoreChain } from './small-chain.js';
 import { createDb } from '../src/db/connect.js';
+import { createPreparedDb } from '../src/db/prepared-pool.js';
 import { BitcoindClient } from '../src/rpc/bitcoind.js';
 import { buildApi } from '../api/app.js';
 import { createApiKey } from '../src/auth/keys.js';
@@ -67,10 +68,12 @@ try {
   );
   say('| variant | p50 ms | p99 ms | API CPU µs/lookup (API and client) | bitcoind CPU µs/lookup |\n|---|---|---|---|---|');
   const node = new BitcoindClient({ url: core.rpcUrl });
+  // the API process's own pool (api/main.ts): prepared statements, generic plans
+  const apiDb = createPreparedDb(url, { max: 10 });
   /** One API process variant: every transaction looked up once (`warm`: twice, the first not measured). */
   const measure = async (label: string, txCacheBytes: number, warm: boolean) => {
     const app = await buildApi({
-      db,
+      db: apiDb,
       log: silentLogger(),
       network: 'regtest',
       node,
@@ -110,6 +113,7 @@ try {
     await measure(COLD, 0, false);
     await measure(WARM, 16 * 1024 * 1024, true);
   }
+  await apiDb.destroy();
   await db.destroy();
   // (per variant, the round with the lowest p50: the least disturbed by other work on a shared machine)
   const best = (label: string) => results[label]!.reduce((a, b) => (b.p50 < a.p50 ? b : a));

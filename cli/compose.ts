@@ -197,7 +197,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
         ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}),
         log,
       });
-      out.electrum = await startElectrum({ config, log, db, node });
+      out.electrum = await startElectrum({ config, log, db, node, databaseUrl: deps.databaseUrl });
       const electrum = out.electrum;
       stops.push({ name: 'electrum', stop: () => electrum.stop() });
     }

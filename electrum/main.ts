@@ -8,6 +8,7 @@
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import type { Kysely } from 'kysely';
+import { createPreparedDb } from '../src/db/prepared-pool.js';
 import type { Config } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/log.js';
@@ -22,6 +23,11 @@ export type ElectrumDeps = {
   config: Config;
   log: Logger;
   db: Kysely<Database>;
+  /**
+   * With it, the methods read through a pool of their own with prepared statements
+   * (src/db/prepared-pool.ts): a transaction found by txid is otherwise planned anew on every call.
+   */
+  databaseUrl?: string;
   node: ElectrumNode;
   /** Software version string answered by server.version (default `blockwire/<version>`). */
   serverVersion?: string;
@@ -73,7 +79,11 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     maxHeaders: 2016,
     requireApiKey: config.electrumRequireApiKey,
   };
-  const methods = createMethods({ db, node: deps.node, tracker, settings, syncing: () => gate.behind() });
+  const reads = deps.databaseUrl ? createPreparedDb(deps.databaseUrl, { max: 10, applicationName: 'blockwire-electrum' }) : db;
+  const closeReads = async () => {
+    if (reads !== db) await reads.destroy();
+  };
+  const methods = createMethods({ db: reads, node: deps.node, tracker, settings, syncing: () => gate.behind() });
   const limits: SessionLimits = {
     maxRequestBytes: config.electrumMaxRequestBytes,
     rateLimit: config.electrumRateLimit,
@@ -138,6 +148,7 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
     for (const s of servers) s.close();
     gate.stop();
     await tracker.stop();
+    await closeReads();
     throw err;
   }
   const sweep = setInterval(
@@ -163,6 +174,7 @@ export async function startElectrum(deps: ElectrumDeps): Promise<ElectrumHandle>
       for (const s of sessions) s.close('server stopping');
       await Promise.all(closed);
       await tracker.stop();
+      await closeReads();
     },
   };
 }

@@ -18,7 +18,7 @@ import type { Database } from '../../src/db/schema.js';
 import type { Logger } from '../../src/log.js';
 import { getIndexTip } from '../queries/chain.js';
 import { ServiceError } from '../../src/errors.js';
-import { createApiPool } from './api-db.js';
+import { createPreparedPool } from '../../src/db/prepared-pool.js';
 
 /** What one replica looked like at the last poll or connect. */
 export type ReplicaState = {
@@ -66,7 +66,7 @@ export async function createReadReplicas(opts: ReadReplicaOptions): Promise<Read
   const log = opts.log.child({ component: 'api.replicas' });
   const replicas: Replica[] = opts.urls.map((url) => ({
     name: nameOf(url),
-    pool: createApiPool(url, { max: opts.poolMax, applicationName: 'blockwire-api-read', connectTimeoutMs: opts.connectTimeoutMs }),
+    pool: createPreparedPool(url, { max: opts.poolMax, applicationName: 'blockwire-api-read', connectTimeoutMs: opts.connectTimeoutMs }),
     up: false,
     height: null,
     error: null,

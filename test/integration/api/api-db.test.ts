@@ -1,5 +1,5 @@
 /**
- * The API's database pool (api/cache/api-db.ts): parameterized queries run as named prepared
+ * The prepared-statement pool of the API and the Electrum server (src/db/prepared-pool.ts): parameterized queries run as named prepared
  * statements, and its connections plan them generically (plan_cache_mode), so Postgres neither
  * parses nor plans the API's few query shapes again on every request. And the history page
  * statement (listHistoryPages), which relies on a nested loop's order under its LIMIT instead of
@@ -8,7 +8,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createApiDb } from '../../../api/cache/api-db.js';
+import { createPreparedDb } from '../../../src/db/prepared-pool.js';
 import { createHash } from 'node:crypto';
 import { HistoryEntries, historyPagesQuery, listHistoryPage, listHistoryPages, readHistoryChunk } from '../../../api/queries/address.js';
 import { HistoryChunkCache } from '../../../api/cache/history-chunk-cache.js';
@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 it('runs parameterized queries as prepared statements on connections that use generic plans', async () => {
-  const db = createApiDb(t.url, { max: 1 });
+  const db = createPreparedDb(t.url, { max: 1 });
   try {
     await sql`SELECT height FROM chain_tip WHERE id = ${1}`.execute(db);
     await sql`SELECT height FROM chain_tip WHERE id = ${1}`.execute(db);
@@ -75,7 +75,7 @@ it('the history page statement keeps chunk order up to its LIMIT, with generic a
     INSERT INTO history (addr_key, first_tx_num, rest)
     SELECT md5(i::text)::uuid, 400000 + i, ''::bytea FROM generate_series(1, 20000) i`.execute(t.db);
   await sql`ANALYZE history`.execute(t.db);
-  const apiDb = createApiDb(t.url, { max: 1 });
+  const apiDb = createPreparedDb(t.url, { max: 1 });
   try {
     const version = (await readHistoryChunk(apiDb, heavy, 150n * 1024n))!.version;
     const at = { first: 150n * 1024n, index: 500 };
@@ -148,7 +148,7 @@ it('a page from a held chunk: used while the chunk row is the version it was rea
   await sql`INSERT INTO txs (tx_num, txid, outs, ins) SELECT n, sha256(int8send(n)), '\\x'::bytea, '\\x'::bytea FROM generate_series(5000::int8, 9000::int8) n`.execute(
     t.db,
   );
-  const apiDb = createApiDb(t.url, { max: 1 });
+  const apiDb = createPreparedDb(t.url, { max: 1 });
   try {
     const at = { first, index: 700 };
     const base = { addrKey: addr, mempoolAfter: null, before: original[700]!, at, minConf: 0, limit: 26 };

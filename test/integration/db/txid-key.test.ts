@@ -110,7 +110,7 @@ describe('txs by txid key', () => {
     await explain(
       sql`SELECT t.tx_num FROM unnest(${[txid(3), txid(4)]}::bytea[]) AS q(txid) JOIN txs t ON ${txidIs(sql.ref('t.txid'), sql.ref('q.txid'))}`,
     );
-    // The API's sessions plan generically (api-db.ts): the key of a parameter still reaches the index.
+    // The API's sessions plan generically (src/db/prepared-pool.ts): the key of a parameter still reaches the index.
     await t.db.connection().execute(async (c) => {
       await sql`SET plan_cache_mode = force_generic_plan`.execute(c);
       await sql`SET enable_seqscan = off`.execute(c);

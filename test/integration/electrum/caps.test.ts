@@ -1,9 +1,10 @@
 /**
  * The Electrum server's caps across connections (docs/electrum.md "Limits"): connections per
- * client address and in total (TCP and TLS together), and the total budget of script-hash
- * subscriptions. Clients connect from several loopback addresses (127.0.0.1, .2, .3) to real
+ * client address and in total (TCP and TLS together), the total budget of script-hash
+ * subscriptions, and the server's own database sessions. Clients connect from several loopback addresses (127.0.0.1, .2, .3) to real
  * sockets; one address at its cap does not lock another out.
  */
+import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeBitcoind } from '../../support/bitcoind.js';
 import { connectElectrum, electrumScriptHash, ElectrumRpcError, type ElectrumTestClient } from '../../support/electrum-client.js';
@@ -105,5 +106,31 @@ describeBitcoind('Electrum caps across connections', () => {
     a.close();
     await waitFor('the closed connection to be gone', () => e.connections() === 1);
     expect(await b.request('blockchain.scripthash.subscribe', [sh(4)])).toBeNull();
+  });
+
+  it('database connections: the methods read through a pool of their own (prepared statements, at most 10), closed when the server stops', async () => {
+    const sessions = async () =>
+      Number(
+        (
+          await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity
+            WHERE application_name = 'blockwire-electrum' AND datname = current_database()`.execute(s.db.db)
+        ).rows[0]!.n,
+      );
+    const before = await sessions();
+    const e = await s.electrumOn({});
+    const c = await open(e.tcpPort!, '127.0.0.1');
+    const tip = await s.node.tip();
+    const block = await s.node.call<{ tx: string[] }>('getblock', [tip.hash, 1]);
+    // a transaction found by txid (the statement whose planning the prepared statements spare), twice
+    for (let i = 0; i < 2; i++) {
+      const m = await c.request<{ block_height: number; pos: number }>('blockchain.transaction.get_merkle', [block.tx[0], tip.height]);
+      expect(m).toMatchObject({ block_height: tip.height, pos: 0 });
+    }
+    const during = await sessions();
+    expect(during).toBeGreaterThan(before);
+    expect(during - before).toBeLessThanOrEqual(10);
+    c.close();
+    await e.stop();
+    await waitFor("the server's own database sessions to close", async () => (await sessions()) === before);
   });
 });

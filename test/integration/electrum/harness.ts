@@ -67,7 +67,7 @@ export async function startElectrumStack(overrides: Partial<Config> = {}): Promi
     const indexer = await startIndexer({ config, log, db: db.db, databaseUrl: db.url, rpcUrl: node.rpcUrl, zmqUrl: node.zmqUrl });
     stops.push(() => indexer.stop());
     const client = new BitcoindClient({ url: node.rpcUrl, log });
-    const electrum = await startElectrum({ config, log, db: db.db, node: client });
+    const electrum = await startElectrum({ config, log, db: db.db, databaseUrl: db.url, node: client });
     stops.push(() => electrum.stop());
 
     const synced = async () => {
@@ -118,7 +118,13 @@ export async function startElectrumStack(overrides: Partial<Config> = {}): Promi
         return again;
       },
       async electrumOn(o) {
-        const e = await startElectrum({ config: { ...config, electrumTlsPort: undefined, ...o }, log, db: db.db, node: client });
+        const e = await startElectrum({
+          config: { ...config, electrumTlsPort: undefined, ...o },
+          log,
+          db: db.db,
+          databaseUrl: db.url,
+          node: client,
+        });
         stops.push(() => e.stop());
         return e;
       },

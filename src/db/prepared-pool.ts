@@ -1,22 +1,24 @@
 /**
- * The API's own database pool, with server-side prepared statements: every parameterized query
- * runs as a named statement (name = hash of its text), so Postgres parses and plans each of the
- * API's few query shapes once per connection instead of per request (for these short keyed
- * lookups parsing and planning cost more than running them). The number of names is bounded; past it
+ * A database pool with server-side prepared statements, for the roles that answer clients (the
+ * API, the Electrum server): every parameterized query runs as a named statement (name = hash of
+ * its text), so Postgres parses and plans each of a role's few query shapes once per connection
+ * instead of per request (for these short keyed lookups parsing and planning cost more than
+ * running them: a transaction found by txid reads the parts through long byte-decoding
+ * expressions, src/db/tx-reads.ts, whose planning alone takes 2–10 ms). The number of names is bounded; past it
  * queries run unnamed as usual. The pool's connections use generic plans only
- * (`plan_cache_mode = force_generic_plan`): every API query is a keyed lookup whose best plan does
+ * (`plan_cache_mode = force_generic_plan`): every such query is a keyed lookup whose best plan does
  * not depend on the values, and Postgres otherwise kept re-planning the history page query on
  * each call, its planning costing several times its execution (figures: bench/README.md "api").
  * It is a SET when each connection opens; behind PgBouncer in transaction mode (where session
- * settings do not follow the client) set it for the API's role instead: `ALTER ROLE … SET
+ * settings do not follow the client) set it for their database role instead: `ALTER ROLE … SET
  * plan_cache_mode = force_generic_plan` (docs/scaling.md).
  * @module
  */
 import { createHash } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import type pg from 'pg';
-import { createPool, type DbOptions } from '../../src/db/connect.js';
-import type { Database } from '../../src/db/schema.js';
+import { createPool, type DbOptions } from './connect.js';
+import type { Database } from './schema.js';
 
 /** Distinct statement texts prepared at most (per process). */
 const MAX_PREPARED = 512;
@@ -38,14 +40,14 @@ function preparePooledClient(client: pg.PoolClient, names: Map<string, string>):
 }
 
 /** A pool whose parameterized queries are prepared statements, with generic plans. */
-export function createApiPool(url: string, opts: DbOptions = {}): pg.Pool {
+export function createPreparedPool(url: string, opts: DbOptions = {}): pg.Pool {
   const pool = createPool(url, { ...opts, settings: { plan_cache_mode: 'force_generic_plan', ...opts.settings } });
   const names = new Map<string, string>();
   pool.on('connect', (client) => preparePooledClient(client, names));
   return pool;
 }
 
-/** A Kysely instance over a new `createApiPool`. */
-export function createApiDb(url: string, opts: DbOptions = {}): Kysely<Database> {
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: createApiPool(url, opts) }) });
+/** A Kysely instance over a new `createPreparedPool`. */
+export function createPreparedDb(url: string, opts: DbOptions = {}): Kysely<Database> {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: createPreparedPool(url, opts) }) });
 }
