@@ -129,7 +129,18 @@ export interface BulkResult {
   reason: 'target' | 'end' | 'fork' | 'stopped';
 }
 
-async function connect(url: string): Promise<pg.Client> {
+/**
+ * How often a bulk session's backend checks, while a statement runs, that the importer is still
+ * connected. A backend notices a closed client only when it next reads from it: one whose
+ * importer died (killed, out of memory) in the middle of a finish statement went on for minutes
+ * to hours — its INSERT filling the disk, its transaction holding the tables, the next `blockwire
+ * import` refused by the indexer lock its session still held. With the check it cancels the
+ * statement within this interval; the rollback leaves the sync to finish again.
+ */
+export const CLIENT_CHECK_INTERVAL = '5s';
+
+/** A connection of the bulk sync, its backend checking for a departed client (CLIENT_CHECK_INTERVAL). */
+export async function connectBulk(url: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, application_name: 'blockwire-indexer-bulk', types: pgTypes });
   client.on('error', () => {});
   try {
@@ -139,6 +150,10 @@ async function connect(url: string): Promise<pg.Client> {
       cause: err,
     });
   }
+  // (a setting of PostgreSQL 14 on, where the operating system can tell: none otherwise)
+  await client.query(`SELECT set_config(name, $1, false) FROM pg_settings WHERE name = 'client_connection_check_interval'`, [
+    CLIENT_CHECK_INTERVAL,
+  ]);
   return client;
 }
 
@@ -223,7 +238,7 @@ async function startEvicting(client: pg.Client, deps: BulkLoadDeps, bound: Bound
   if (bound.evicting) return;
   const t0 = performance.now();
   await inTransaction(client, deps, () => client.query(OUTPOINT_INDEX));
-  bound.reader = await connect(deps.databaseUrl);
+  bound.reader = await connectBulk(deps.databaseUrl);
   // One index probe per outpoint, never a scan of the whole table (as preferIndexLookups, indexer/planner-hints.ts, does for the per-block statements).
   await bound.reader.query('SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off');
   bound.evicting = true;
@@ -540,7 +555,7 @@ type FinishStep = {
 async function foldLoaded(c: pg.Client, deps: BulkLoadDeps): Promise<Record<string, number> | null> {
   let reader: pg.Client | null = null;
   try {
-    const f = await foldLoadedHistory(c, async () => (reader = await connect(deps.databaseUrl)));
+    const f = await foldLoadedHistory(c, async () => (reader = await connectBulk(deps.databaseUrl)));
     if (f) deps.log.info(f, 'bulk finish: history folded into buckets');
     return f?.ms ?? null;
   } finally {
@@ -665,7 +680,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     // TX_PARTS went off since the batches wrote parts (a restart between): their txids must be
     // recorded all the same (the `txs` rows written after the switch stay rows).
     const steps = finishParts((await partsOn(client)) || (await unrecordedTxs(onClient(client))) > 0);
-    for (let i = 1; i < steps.length; i++) others.push(await connect(deps.databaseUrl));
+    for (let i = 1; i < steps.length; i++) others.push(await connectBulk(deps.databaseUrl));
     const run = async (c: pg.Client, steps: readonly FinishStep[]) => {
       const timer = new PhaseTimer('bulk_finish', deps.phases);
       await inTransaction(c, deps, async () => {
@@ -739,7 +754,7 @@ export async function runBulk(
   makeFeed: (from: number) => BlockFeed,
   target: number,
 ): Promise<BulkResult> {
-  const client = await connect(deps.databaseUrl);
+  const client = await connectBulk(deps.databaseUrl);
   try {
     let state = await readBulkState(db);
     const tip = await readTip(db);
