@@ -681,26 +681,37 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
     // recorded all the same (the `txs` rows written after the switch stay rows).
     const steps = finishParts((await partsOn(client)) || (await unrecordedTxs(onClient(client))) > 0);
     for (let i = 1; i < steps.length; i++) others.push(await connectBulk(deps.databaseUrl));
+    // (in the order they failed, each with the step it was in: the first is the cause, a later one
+    // may only follow from it)
+    const failed: { step: string; err: unknown }[] = [];
     const run = async (c: pg.Client, steps: readonly FinishStep[]) => {
       const timer = new PhaseTimer('bulk_finish', deps.phases);
+      let step = 'begin';
       await inTransaction(c, deps, async () => {
         // Index builds sort in memory up to maintenance_work_mem: at least 512 MB for them.
         const mwm = (await c.query<{ kb: string }>("SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'")).rows[0]
           ?.kb;
         if (mwm !== undefined && Number(mwm) < 512 * 1024) await c.query("SET LOCAL maintenance_work_mem = '512MB'");
         for (const s of steps) {
+          step = s.name;
           const done = (await s.instead?.(c, deps)) ?? null;
           if (!done && s.text) await c.query(s.text);
           timer.lap(s.name);
           for (const [k, took] of Object.entries(done ?? {})) ms[`${s.name}: ${k}`] = took;
         }
+        step = 'commit';
+      }).catch((err: unknown) => {
+        failed.push({ step, err });
+        throw err;
       });
       Object.assign(ms, timer.ms);
     };
-    const settled = await Promise.allSettled(steps.map((steps, i) => run(i === 0 ? client : others[i - 1]!, steps)));
-    const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-    for (const f of failed.slice(1)) deps.log.warn({ err: f.reason }, 'bulk finish: another part failed too');
-    if (failed.length > 0) throw failed[0]!.reason;
+    await Promise.allSettled(steps.map((steps, i) => run(i === 0 ? client : others[i - 1]!, steps)));
+    for (const f of failed.slice(1)) deps.log.warn({ err: f.err, step: f.step }, 'bulk finish: another part failed too');
+    if (failed.length > 0) {
+      deps.log.error({ err: failed[0]!.err, step: failed[0]!.step }, 'bulk finish: a part failed');
+      throw failed[0]!.err;
+    }
   } finally {
     await Promise.all(others.map((c) => c.end().catch(() => {})));
   }

@@ -12,6 +12,7 @@ import { beginBulk, finishBulk } from '../../../indexer/writer/bulk.js';
 import { encodeHistoryChunk, historyChunkEntries, decodeEntries } from '../../../src/db/history-entries.js';
 import { silentLogger } from '../../../src/log.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
+import { recordingLogger } from '../../support/log-lines.js';
 
 const key = (n: number) => `00000000-0000-0000-0000-${n.toString(16).padStart(12, '0')}`;
 
@@ -145,9 +146,16 @@ describe('bulk finish: one part committed, the other not', () => {
       const { first_tx_num, rest } = encodeHistoryChunk(c);
       await client.query('INSERT INTO history (addr_key, first_tx_num, rest) VALUES ($1, $2, $3)', [key(9), first_tx_num.toString(), rest]);
     }
-    // The chain part fails (its work table is in the way); the history part commits.
+    // The chain part fails (its work table is in the way); the history part commits. The log names
+    // the step that failed, and the thrown error is its.
     await client.query('CREATE TABLE utxos_live (x int)');
-    await expect(finishBulk(client, deps)).rejects.toThrow(/utxos_live/);
+    const { log, lines } = recordingLogger('warn');
+    await expect(finishBulk(client, { ...deps, log })).rejects.toThrow(/utxos_live/);
+    const failure = lines.map((l) => JSON.parse(l) as { msg: string; step?: string; err?: { message: string } });
+    expect(failure.filter((l) => l.msg === 'bulk finish: a part failed')).toEqual([
+      expect.objectContaining({ step: 'utxos', err: expect.objectContaining({ message: expect.stringMatching(/utxos_live/) }) }),
+    ]);
+    expect(failure.filter((l) => l.msg === 'bulk finish: another part failed too')).toEqual([]);
     const mid = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM history');
     expect(mid.rows[0]!.n).toBe(2); // 1,200 entries: re-cut into 1,024 + 176
     expect((await client.query(`SELECT value->>'active' AS a FROM sync_state WHERE key = 'bulk'`)).rows[0].a).toBe('true');

@@ -8,8 +8,6 @@
  * of all but the newest blocks into them once enough have gathered (indexer/writer/history-build.ts).
  * Real PostgreSQL, regtest-chain-a.
  */
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeBlock } from '../../../src/bitcoin/block.js';
@@ -28,6 +26,7 @@ import { createRunLoop } from '../../../indexer/run.js';
 import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { describeFixtures } from '../../support/fixtures.js';
 import { FixtureChain, loadChainA, type FixtureBlock } from '../../support/chain-fixture.js';
+import { recordingLogger } from '../../support/log-lines.js';
 
 /** The GIN's pending list (pgstattuple). */
 async function pending(db: Kysely<Database>): Promise<{ pages: number; tuples: number }> {
@@ -174,16 +173,7 @@ describeFixtures('index upkeep', () => {
     roleDbs.push(db);
     await expect(mergePendingIndexEntries(db)).rejects.toMatchObject({ code: '42501' });
 
-    const lines: string[] = [];
-    const log = pino(
-      { level: 'warn' },
-      new Writable({
-        write(chunk, _enc, cb) {
-          lines.push(String(chunk));
-          cb();
-        },
-      }),
-    );
+    const { log, lines } = recordingLogger('warn');
     const node = new FixtureChain(blocks);
     node.setActive(blocks.slice(0, 100).map((b) => b.hash));
     const loop = createRunLoop({ db, source: node, log, pollIntervalMs: 50, maxReorgDepth: 100 });
