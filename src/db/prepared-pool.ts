@@ -3,8 +3,8 @@
  * API, the Electrum server): every parameterized query runs as a named statement (name = hash of
  * its text), so Postgres parses and plans each of a role's few query shapes once per connection
  * instead of per request (for these short keyed lookups parsing and planning cost more than
- * running them: a transaction found by txid reads the parts through long byte-decoding
- * expressions, src/db/tx-reads.ts, whose planning alone takes 2–10 ms). The number of names is bounded; past it
+ * running them, most of all a transaction found by txid, which reads the parts through long
+ * byte-decoding expressions: src/db/tx-reads.ts). The number of names is bounded; past it
  * queries run unnamed as usual. The pool's connections use generic plans only
  * (`plan_cache_mode = force_generic_plan`): every such query is a keyed lookup whose best plan does
  * not depend on the values, and Postgres otherwise kept re-planning the history page query on

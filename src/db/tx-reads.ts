@@ -55,9 +55,9 @@ const recordWhere = (txid: RawBuilder<unknown>) =>
  * for a statement whose WHERE names the txid with `candidateWhere`. The txid is named there only,
  * so that the rows an EXISTS finds are correlated in its WHERE alone (an anti-join for
  * `NOT EXISTS`). A record's tx_num is decoded once, in the lateral `bw_c` (`OFFSET 0` keeps it
- * from being pulled up): written out in each column that needs it, the statement was 13,670
- * characters whose planning alone took 2–4 ms per call (1 ms now), and its execution decoded
- * the same bytes some forty times.
+ * from being pulled up): written out in each column that needs it, it made the statement
+ * several times longer, its planning dearer than its run, and its execution decode the same
+ * bytes some forty times per candidate.
  */
 const CANDIDATES = sql.raw(`${RECORDS}
     CROSS JOIN LATERAL (SELECT ${CANDIDATE_TX_NUM} AS n OFFSET 0) bw_c

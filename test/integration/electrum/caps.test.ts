@@ -110,12 +110,10 @@ describeBitcoind('Electrum caps across connections', () => {
 
   it('database connections: the methods read through a pool of their own (prepared statements, at most 10), closed when the server stops', async () => {
     const sessions = async () =>
-      Number(
-        (
-          await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity
-            WHERE application_name = 'blockwire-electrum' AND datname = current_database()`.execute(s.db.db)
-        ).rows[0]!.n,
-      );
+      (
+        await sql<{ n: number }>`SELECT count(*)::int4 AS n FROM pg_stat_activity
+          WHERE application_name = 'blockwire-electrum' AND datname = current_database()`.execute(s.db.db)
+      ).rows[0]!.n;
     const before = await sessions();
     const e = await s.electrumOn({});
     const c = await open(e.tcpPort!, '127.0.0.1');
