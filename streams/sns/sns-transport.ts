@@ -1,7 +1,9 @@
 /**
  * The SNS transport: `Publish` of the same JSON body to the hook's topic, with the delivery id as
  * message attribute `webhook-id` (and, for FIFO topics, as deduplication id). One SNSClient per
- * region; the SDK's own retries are off (the delivery queue retries). Errors map like HTTP
+ * region; the SDK's own retries are off (the delivery queue retries). Each Publish is aborted
+ * when it has not settled within `timeoutMs` — the SDK's `requestTimeout` alone only logs a
+ * warning, so a stalled endpoint would hold a delivery slot forever. Errors map like HTTP
  * answers: a missing topic disables the hook, other client faults are permanent, throttling,
  * server faults and network errors are retried.
  * @module
@@ -16,6 +18,7 @@ export type SnsTransportOptions = {
   endpoint?: string;
   /** Static credentials; the SDK's default provider chain when unset. */
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  /** The time limit of one Publish, connection to parsed answer. */
   timeoutMs: number;
 };
 
@@ -51,7 +54,7 @@ export function createSnsTransport(opts: SnsTransportOptions): Transport {
       c = new SNSClient({
         region,
         maxAttempts: 1,
-        requestHandler: { requestTimeout: opts.timeoutMs, connectionTimeout: opts.timeoutMs },
+        requestHandler: { requestTimeout: opts.timeoutMs, connectionTimeout: opts.timeoutMs, throwOnRequestTimeout: true },
         ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
         ...(opts.credentials ? { credentials: opts.credentials } : {}),
       });
@@ -69,6 +72,7 @@ export function createSnsTransport(opts: SnsTransportOptions): Transport {
         'event-type': { DataType: 'String', StringValue: job.type },
       };
       const fifo = hook.topic_arn.endsWith('.fifo');
+      const deadline = AbortSignal.timeout(opts.timeoutMs);
       try {
         const out = await clientFor(hook.region).send(
           new PublishCommand({
@@ -77,6 +81,7 @@ export function createSnsTransport(opts: SnsTransportOptions): Transport {
             MessageAttributes: attributes,
             ...(fifo ? { MessageGroupId: job.delivery.slice(0, job.delivery.lastIndexOf('-')), MessageDeduplicationId: job.delivery } : {}),
           }),
+          { abortSignal: deadline },
         );
         return {
           kind: 'delivered',
@@ -84,6 +89,7 @@ export function createSnsTransport(opts: SnsTransportOptions): Transport {
           ...(out.MessageId ? { response: `MessageId: ${out.MessageId}` } : {}),
         };
       } catch (err) {
+        if (deadline.aborted) return { kind: 'retry', status: null, error: `SNS Publish timed out after ${opts.timeoutMs} ms` };
         return classifySnsError(err);
       }
     },
