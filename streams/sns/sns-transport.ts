@@ -1,9 +1,10 @@
 /**
  * The SNS transport: `Publish` of the same JSON body to the hook's topic, with the delivery id as
  * message attribute `webhook-id` (and, for FIFO topics, as deduplication id). One SNSClient per
- * region; the SDK's own retries are off (the delivery queue retries). Each Publish is aborted
- * when it has not settled within `timeoutMs` — the SDK's `requestTimeout` alone only logs a
- * warning, so a stalled endpoint would hold a delivery slot forever. Errors map like HTTP
+ * region; the SDK's own retries are off (the delivery queue retries). Each Publish, connection
+ * to parsed answer, is aborted when it has not settled within `timeoutMs`: the one time limit
+ * (the SDK's own `requestTimeout` only logs a warning, so a stalled endpoint would hold a
+ * delivery slot forever). Errors map like HTTP
  * answers: a missing topic disables the hook, other client faults are permanent, throttling,
  * server faults and network errors are retried.
  * @module
@@ -54,7 +55,6 @@ export function createSnsTransport(opts: SnsTransportOptions): Transport {
       c = new SNSClient({
         region,
         maxAttempts: 1,
-        requestHandler: { requestTimeout: opts.timeoutMs, connectionTimeout: opts.timeoutMs, throwOnRequestTimeout: true },
         ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
         ...(opts.credentials ? { credentials: opts.credentials } : {}),
       });
