@@ -22,6 +22,7 @@ import { createEventPoll } from '../streams/poll.js';
 import { startElectrum, type ElectrumHandle } from '../electrum/main.js';
 import type { Metrics } from './ops/metrics.js';
 import { startHeartbeat } from '../src/ops/heartbeat.js';
+import { watchedStep } from './lifecycle.js';
 
 /** The roles a process can run; `all` expands to every one of them. */
 export type ConcreteRole = Exclude<Role, 'all'>;
@@ -84,7 +85,7 @@ export async function startBlockwire(deps: ComposeDeps): Promise<Blockwire> {
   const stop = async () => {
     for (const s of stops.reverse()) {
       try {
-        await s.stop();
+        await watchedStep(log, s.name, s.stop);
       } catch (err) {
         log.error({ err, role: s.name }, 'stop failed');
       }

@@ -10,7 +10,15 @@ export type Shutdown = {
   add(name: string, hook: () => Promise<void> | void): void;
   /** Runs every hook once; later calls return the same promise. */
   run(reason: string): Promise<void>;
+  /**
+   * A start-up in progress: a stop asked for meanwhile aborts `signal` at once (the start-up
+   * watches it) but runs the hooks only once `starting` has settled, so that nothing is closed
+   * under a role still starting (the database pool under the streams role, say).
+   */
+  startingUntil(starting: Promise<unknown>): void;
   readonly stopping: boolean;
+  /** The hook running now, while the stop runs: what a stop that outlasts its limit waits for. */
+  readonly pending: string | undefined;
   /** Resolves when shutdown has begun. */
   readonly signal: AbortSignal;
 };
@@ -19,6 +27,8 @@ export function createShutdown(log: Logger): Shutdown {
   const hooks: { name: string; hook: () => Promise<void> | void }[] = [];
   const controller = new AbortController();
   let running: Promise<void> | undefined;
+  let pending: string | undefined;
+  let starting: Promise<unknown> = Promise.resolve();
   return {
     add(name, hook) {
       hooks.push({ name, hook });
@@ -28,24 +38,51 @@ export function createShutdown(log: Logger): Shutdown {
       controller.abort(reason);
       running = (async () => {
         log.info({ reason }, 'shutting down');
+        pending = 'start-up';
+        await starting.catch(() => {});
         for (const { name, hook } of hooks.reverse()) {
+          pending = name;
           try {
-            await hook();
+            await watchedStep(log, name, hook);
           } catch (err) {
             log.error({ err, hook: name }, 'shutdown hook failed');
           }
         }
+        pending = undefined;
         log.info('stopped');
       })();
       return running;
     },
+    startingUntil(p) {
+      starting = p;
+    },
     get stopping() {
       return controller.signal.aborted;
+    },
+    get pending() {
+      return pending;
     },
     get signal() {
       return controller.signal;
     },
   };
+}
+
+/** How often a stop step that has not finished says so. */
+const SLOW_STEP_MS = 5000;
+
+/**
+ * Runs one step of a stop and, while it has not finished, warns every few seconds which step it
+ * is: a graceful stop that runs into SHUTDOWN_TIMEOUT_MS then names what it waited for.
+ */
+export async function watchedStep<T>(log: Logger, step: string, run: () => Promise<T> | T, everyMs = SLOW_STEP_MS): Promise<T> {
+  const started = Date.now();
+  const timer = setInterval(() => log.warn({ step, ms: Date.now() - started }, 'still stopping'), everyMs).unref();
+  try {
+    return await run();
+  } finally {
+    clearInterval(timer);
+  }
 }
 
 /** SIGTERM/SIGINT start the shutdown; a second signal exits at once. */

@@ -195,7 +195,10 @@ export async function run(argv: string[]): Promise<number> {
   // A graceful stop that hangs (a peer that never answers) must not keep the process forever.
   shutdown.signal.addEventListener('abort', () => {
     setTimeout(() => {
-      log.error({ timeoutMs: config.shutdownTimeoutMs }, 'graceful stop took too long (SHUTDOWN_TIMEOUT_MS): exiting');
+      log.error(
+        { timeoutMs: config.shutdownTimeoutMs, waitingFor: shutdown.pending },
+        'graceful stop took too long (SHUTDOWN_TIMEOUT_MS): exiting',
+      );
       process.exit(1);
     }, config.shutdownTimeoutMs).unref();
   });
@@ -208,7 +211,7 @@ export async function run(argv: string[]): Promise<number> {
     // The quick start's default ports that were free at the check: one taken before it is bound
     // (another instance starting beside this one) is replaced by a free port then.
     const takeable: PortTaker = { claims: ports.ports.filter((p) => quickStart && !p.explicit && !p.replaced && p.port !== 0), replaced };
-    const started = await startEverything(
+    const starting = startEverything(
       config,
       log,
       roles,
@@ -218,8 +221,12 @@ export async function run(argv: string[]): Promise<number> {
       quickNode,
       takeable,
     );
-    printWhereToGo(started, roles, { hooksAllowed: hooksAllowedByQuickStart, replaced });
+    // SIGTERM while starting aborts the start-up; the hooks run once it has settled.
+    shutdown.startingUntil(starting);
+    const started = await starting;
+    if (!shutdown.stopping) printWhereToGo(started, roles, { hooksAllowed: hooksAllowedByQuickStart, replaced });
     if (started.blockwire.apiUrl) await lock?.announce(started.blockwire.apiUrl);
+    if (!shutdown.stopping) log.info({ roles: [...roles] }, 'started');
     // A role that stops on its own (a FatalError in the indexer) stops the process non-zero.
     started.blockwire.indexer?.done.catch((err: unknown) => {
       log.fatal({ err }, 'indexer stopped');

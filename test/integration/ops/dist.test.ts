@@ -99,7 +99,8 @@ describe('the built dist (what the image runs)', () => {
       );
       expect(health).toMatchObject({ status: 'ok', index: { height: tip.height, hash: tip.hash } });
     } finally {
-      expect(await proc.stop()).toBe(0);
+      const code = await proc.stop();
+      expect(code, `exit ${code}; the output's tail:\n${proc.output().slice(-6000)}`).toBe(0);
     }
   });
 });
