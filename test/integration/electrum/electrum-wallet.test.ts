@@ -47,6 +47,7 @@ describeElectrum('the real Electrum client on Blockwire', () => {
   let s: ElectrumStack;
   let dir: string;
   let daemon: ChildProcess | undefined;
+  const daemonLog: string[] = [];
   const seedWallet = () => join(dir, 'seed_wallet');
   const xpubWallet = () => join(dir, 'xpub_wallet');
   const signerWallet = () => join(dir, 'signer_wallet');
@@ -153,23 +154,40 @@ describeElectrum('the real Electrum client on Blockwire', () => {
     expect(vpub).toMatch(/^vpub/);
     await electrum(['restore', vpub, '-w', xpubWallet()], true);
 
-    daemon = spawn(ELECTRUM, ['--regtest', '-D', dir, 'daemon', '--oneserver', '--server', `127.0.0.1:${s.electrum.tcpPort}:t`], {
-      stdio: 'ignore',
-    });
+    // The daemon logs (info and above) to stderr; its last lines go into a failure's message.
+    daemon = spawn(
+      ELECTRUM,
+      ['--regtest', '-D', dir, '-v=info', 'daemon', '--oneserver', '--server', `127.0.0.1:${s.electrum.tcpPort}:t`],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    for (const out of [daemon.stdout!, daemon.stderr!])
+      out.on('data', (chunk: Buffer) => {
+        daemonLog.push(...String(chunk).split('\n').filter(Boolean));
+        daemonLog.splice(0, Math.max(0, daemonLog.length - 200));
+      });
     const tip = await s.node.tip();
+    let info: unknown;
     await waitFor(
       "the Electrum daemon connected to Blockwire at the node's tip",
       async () => {
-        const info = await electrum<{ connected?: boolean; blockchain_height?: number; server?: string }>(['getinfo']).catch(
-          () => undefined,
-        );
-        return info?.connected === true && info.blockchain_height === tip.height;
+        const i = await electrum<{ connected?: boolean; blockchain_height?: number }>(['getinfo']).catch((err: Error) => err.message);
+        info = i;
+        return typeof i === 'object' && i.connected === true && i.blockchain_height === tip.height;
       },
-      120_000,
+      // Each CLI call is a Python start (seconds at the suite's load) and a daemon that lost its
+      // first connection waits up to 10 s to retry: 240 s leaves room for several rounds.
+      240_000,
       500,
-    );
+    ).catch((err: Error) => {
+      const exit = daemon?.exitCode ?? daemon?.signalCode ?? 'running';
+      throw new Error(
+        `${err.message} (tip ${tip.height}); last getinfo: ${JSON.stringify(info)}; daemon: ${exit}; its log's tail:\n${daemonLog.join('\n')}`,
+      );
+    });
     for (const w of [seedWallet(), xpubWallet()]) await electrum(['load_wallet', '-w', w]);
-  }, 400_000);
+  }, 480_000);
 
   afterAll(async () => {
     if (daemon && daemon.exitCode === null) {
