@@ -203,6 +203,7 @@ export async function run(argv: string[]): Promise<number> {
     }, config.shutdownTimeoutMs).unref();
   });
   let exitCode = 0;
+  let interruptedStart = false;
   const finished = new Promise<number>((resolveExit) => {
     installSignalHandlers(shutdown, (code) => resolveExit(code || exitCode));
   });
@@ -224,6 +225,7 @@ export async function run(argv: string[]): Promise<number> {
     // SIGTERM while starting aborts the start-up; the hooks run once it has settled.
     shutdown.startingUntil(starting);
     const started = await starting;
+    interruptedStart = shutdown.stopping;
     if (!shutdown.stopping) printWhereToGo(started, roles, { hooksAllowed: hooksAllowedByQuickStart, replaced });
     if (started.blockwire.apiUrl) await lock?.announce(started.blockwire.apiUrl);
     if (!shutdown.stopping) log.info({ roles: [...roles] }, 'started');
@@ -235,7 +237,7 @@ export async function run(argv: string[]): Promise<number> {
     });
   } catch (err) {
     // Ctrl-C (or SIGTERM) while starting: stop what started, promptly, without a failure.
-    if (shutdown.stopping) {
+    if (shutdown.stopping && err instanceof Interrupted) {
       await shutdown.run('interrupted while starting');
       return shutdown.signal.reason === 'SIGINT' ? 130 : 0;
     }
@@ -243,7 +245,9 @@ export async function run(argv: string[]): Promise<number> {
     await shutdown.run('start failed');
     return 1;
   }
-  const code = await finished;
+  // Ctrl-C while starting is 130 however far the start-up got.
+  const stopped = await finished;
+  const code = stopped === 0 && interruptedStart && shutdown.signal.reason === 'SIGINT' ? 130 : stopped;
   // Everything has stopped ("stopped" is logged): nothing is left to keep the process. When
   // something still does (a timer or socket a role forgot), say what, and exit anyway.
   setTimeout(() => {
@@ -350,7 +354,7 @@ async function startEverything(
   config: Config,
   log: Logger,
   roles: Set<ConcreteRole>,
-  onStop: (name: string, hook: () => Promise<void>) => void,
+  onStop: (name: string, hook: () => Promise<void>, takesMs?: number) => void,
   signal: AbortSignal,
   nodeNotYet: DependencyError | undefined,
   quickNode: QuickNode | undefined,
@@ -407,6 +411,7 @@ async function startEverything(
     await waitForNode(rpcUrl, config, log, signal, nodeNotYet);
   }
 
+  goOn(signal);
   // 2. PostgreSQL.
   const handle: DatabaseHandle = await openDatabase(config, { max: 20, onLog: (l) => log.debug({ component: 'postgres' }, l.trim()) });
   onStop('database', () => handle.close());
@@ -422,12 +427,14 @@ async function startEverything(
     await assertSchemaCurrent(handle.db);
   }
 
+  goOn(signal);
   // The index belongs to the chain it followed: another node's chain is refused, not undone.
   if (roles.has('indexer') && rpcUrl) {
     const node = new BitcoindClient({ url: rpcUrl, ...(config.bitcoindCookieFile ? { cookieFile: config.bitcoindCookieFile } : {}), log });
     await assertIndexOnNodeChain(handle.db, node, handle.embedded ? `data directory ${dataDir}` : 'DATABASE_URL');
   }
 
+  goOn(signal);
   // 3. Redis.
   let redisUrl = redisTarget(config);
   if (needsRedis && !redisUrl) {
@@ -443,6 +450,7 @@ async function startEverything(
     log.info({ url: redis.url }, 'redis-server child started');
   }
 
+  goOn(signal);
   // 4. Quick-start conveniences, only with the node it runs: a stamping wallet it funds.
   let effective = config;
   const quickChain = devnode ? devnodeChain(devnode) : bitcoind;
@@ -464,6 +472,7 @@ async function startEverything(
     });
     onStop('ops-server', () => ops.close());
   }
+  goOn(signal);
   const { value: blockwire } = await onFreePortWhenTaken(takeable, effective, log, (c) =>
     startBlockwire({
       config: c,
@@ -482,10 +491,14 @@ async function startEverything(
   current.bw = blockwire;
   // Runs first on SIGTERM: /healthz already answers 503; keep serving while balancers notice.
   if (config.shutdownDrainMs > 0) {
-    onStop('drain', async () => {
-      log.info({ ms: config.shutdownDrainMs }, 'draining: still serving while load balancers stop sending (SHUTDOWN_DRAIN_MS)');
-      await new Promise((r) => setTimeout(r, config.shutdownDrainMs));
-    });
+    onStop(
+      'drain',
+      async () => {
+        log.info({ ms: config.shutdownDrainMs }, 'draining: still serving while load balancers stop sending (SHUTDOWN_DRAIN_MS)');
+        await new Promise((r) => setTimeout(r, config.shutdownDrainMs));
+      },
+      config.shutdownDrainMs,
+    );
   }
 
   // With the node it runs, wait until the index has caught up so the first curl answers at once.
@@ -502,6 +515,7 @@ async function startEverything(
   }
   const exampleAddress = devnode ? devnode.wallet.address('p2wpkh') : await bitcoind?.exampleAddress();
 
+  goOn(signal);
   // 5. With embedded defaults, a key to try the API with, kept in the data directory.
   let apiKey: string | undefined;
   let apiKeyFile: string | undefined;
@@ -512,17 +526,29 @@ async function startEverything(
   return { blockwire, devnode, bitcoind, exampleAddress, apiKey, apiKeyFile, stampAddress, electrumHost: config.electrumHost };
 }
 
+/** A start-up cut short by SIGTERM/SIGINT: not a failure. */
+class Interrupted extends Error {
+  constructor() {
+    super('interrupted while starting');
+  }
+}
+
+/** Between two steps of the start-up: a signal meanwhile ends it here (what started stops by its hooks). */
+function goOn(signal: AbortSignal): void {
+  if (signal.aborted) throw new Interrupted();
+}
+
 /** Sleeps `ms`, or rejects at once when `signal` aborts (Ctrl-C while starting). */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolveSleep, reject) => {
-    if (signal.aborted) return reject(new Error('interrupted'));
+    if (signal.aborted) return reject(new Interrupted());
     const timer = setTimeout(() => {
       signal.removeEventListener('abort', onAbort);
       resolveSleep();
     }, ms);
     const onAbort = () => {
       clearTimeout(timer);
-      reject(new Error('interrupted'));
+      reject(new Interrupted());
     };
     signal.addEventListener('abort', onAbort, { once: true });
   });

@@ -1,14 +1,19 @@
 /**
  * The stop's steps: hooks run last-registered first, once, a failing hook does not stop the
- * others, and a step that does not finish says every few seconds which step it is.
+ * others; a stop asked for while starting waits for the start-up; a step that does not finish
+ * says every few seconds which step it is (past the time it means to take).
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createShutdown, watchedStep } from '../../../cli/lifecycle.js';
 import { recordingLogger } from '../../support/log-lines.js';
 
 const messages = (lines: string[]) => lines.map((l) => JSON.parse(l) as { msg: string; step?: string; hook?: string; ms?: number });
 
 describe('the stop', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('runs the hooks in reverse order, once, past a failing one', async () => {
     const { log, lines } = recordingLogger('info');
     const shutdown = createShutdown(log);
@@ -36,26 +41,76 @@ describe('the stop', () => {
     expect(m.at(-1)?.msg).toBe('stopped');
   });
 
-  it('a step that takes long is named while it runs; a quick one says nothing', async () => {
+  it('a stop asked for while starting aborts the signal at once, then runs every hook once the start-up settles', async () => {
+    const { log } = recordingLogger('info');
+    const shutdown = createShutdown(log);
+    const ran: string[] = [];
+    let finishStart!: () => void;
+    const starting = new Promise<void>((r) => (finishStart = r));
+    shutdown.startingUntil(starting);
+    shutdown.add('database', () => void ran.push('database'));
+    const stopped = shutdown.run('SIGTERM');
+    expect(shutdown.signal.aborted).toBe(true);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(ran).toEqual([]);
+    expect(shutdown.pending).toBe('start-up');
+    // The start-up goes on to its next step and registers what it started.
+    shutdown.add('streams', () => void ran.push('streams'));
+    finishStart();
+    await stopped;
+    expect(ran).toEqual(['streams', 'database']);
+  });
+
+  it('a start-up that fails still lets the hooks run', async () => {
+    const { log } = recordingLogger('info');
+    const shutdown = createShutdown(log);
+    const ran: string[] = [];
+    const starting = Promise.reject(new Error('interrupted'));
+    shutdown.startingUntil(starting);
+    shutdown.add('database', () => void ran.push('database'));
+    await shutdown.run('SIGTERM');
+    expect(ran).toEqual(['database']);
+  });
+
+  it('a step that takes long is named every few seconds while it runs; a quick one says nothing', async () => {
+    vi.useFakeTimers();
     const { log, lines } = recordingLogger('warn');
-    await watchedStep(log, 'quick', async () => 1, 50);
+    await watchedStep(log, 'quick', async () => 1);
+    let finish!: (v: string) => void;
+    const slow = watchedStep(log, 'indexer', () => new Promise<string>((r) => (finish = r)));
+    await vi.advanceTimersByTimeAsync(4_999);
     expect(lines).toHaveLength(0);
-    const v = await watchedStep(log, 'indexer', () => new Promise((r) => setTimeout(() => r('done'), 180)), 50);
-    expect(v).toBe('done');
-    const slow = messages(lines);
-    expect(slow.length).toBeGreaterThanOrEqual(2);
-    expect(slow.every((l) => l.msg === 'still stopping' && l.step === 'indexer')).toBe(true);
-    expect(slow[1]!.ms).toBeGreaterThan(slow[0]!.ms!);
-    // Finished: no more warnings.
-    const count = lines.length;
-    await new Promise((r) => setTimeout(r, 120));
-    expect(lines).toHaveLength(count);
+    await vi.advanceTimersByTimeAsync(10_001);
+    const m = messages(lines);
+    expect(m.map((l) => [l.msg, l.step, l.ms])).toEqual([
+      ['still stopping', 'indexer', 5_000],
+      ['still stopping', 'indexer', 10_000],
+      ['still stopping', 'indexer', 15_000],
+    ]);
+    finish('done');
+    expect(await slow).toBe('done');
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(lines).toHaveLength(3);
+  });
+
+  it('a step that means to take time (the drain) is called slow only past that time', async () => {
+    vi.useFakeTimers();
+    const { log, lines } = recordingLogger('warn');
+    let finish!: () => void;
+    const drain = watchedStep(log, 'drain', () => new Promise<void>((r) => (finish = r)), { quietMs: 20_000 });
+    await vi.advanceTimersByTimeAsync(24_999);
+    expect(lines).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(messages(lines).map((l) => [l.step, l.ms])).toEqual([['drain', 25_000]]);
+    finish();
+    await drain;
   });
 
   it('a step that throws rethrows and stops warning', async () => {
+    vi.useFakeTimers();
     const { log, lines } = recordingLogger('warn');
-    await expect(watchedStep(log, 'redis', () => Promise.reject(new Error('gone')), 30)).rejects.toThrow('gone');
-    await new Promise((r) => setTimeout(r, 100));
+    await expect(watchedStep(log, 'redis', () => Promise.reject(new Error('gone')))).rejects.toThrow('gone');
+    await vi.advanceTimersByTimeAsync(60_000);
     expect(lines).toHaveLength(0);
   });
 });
