@@ -296,7 +296,7 @@ export const settings = {
   ),
   indexerBulkBatchTxs: setting<number>(
     'INDEXER_BULK_BATCH_TXS',
-    200_000,
+    500_000,
     'Transactions per bulk-sync Postgres transaction; each commit is a checkpoint to resume from after a crash.',
     int(1, 100_000_000),
   ),

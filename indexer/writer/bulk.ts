@@ -512,15 +512,16 @@ async function loadBlocks(
 }
 
 /**
- * The finish's three independent parts, each one transaction on its own connection, run at the
+ * The finish's independent parts, each one transaction on its own connection, run at the
  * same time (most of these statements run on one core in PostgreSQL; only B-tree builds use
  * parallel workers): the spends GIN (the longest build, on one core: src/db/spent-groups.ts),
- * started first and alone; chain state (utxos rebuilt without the spent rows, balances
+ * started first (with transaction parts on, the parts' fold, and the parts' GIN on a fourth
+ * connection: `PartsFinish`); chain state (utxos rebuilt without the spent rows, balances
  * recomputed from them, `bulk_spent` emptied, the utxos and balances indexes), then the txs
  * B-trees beside the GIN (index builds take a share lock, which does not block another build on
  * the same table; the primary key is attached once the GIN has committed: `createIndexSteps`);
  * history (each address's per-batch chunks re-cut into full chunks, its key, script aliases).
- * The txs indexes are dropped beforehand in a transaction of their own (FINISH_DROP: a drop's
+ * The txs (and parts') indexes are dropped beforehand in a transaction of their own (FINISH_DROP: a drop's
  * exclusive lock, held to its commit, would keep the other part's builds waiting); each part
  * writes utxos and history into new tables (the old ones go with their indexes) and drops the
  * balances indexes before building them, so the finish is idempotent: after a crash between the
@@ -582,16 +583,25 @@ async function foldLoadedParts(c: pg.Client, deps: BulkLoadDeps): Promise<Record
   return { [`${f.txs} transactions, ${f.parts} parts`]: Math.round(performance.now() - t0) };
 }
 
+/**
+ * How the finish treats the parts: 'off' (the batches wrote `txs` rows), 'after' (their indexes
+ * are built once the fold has committed: it may write parts, from `txs` rows of blocks applied
+ * before the bulk sync began) or 'beside' (the fold only reads them: their indexes are built on a
+ * connection of their own from the start, the spends GIN first, so that its build, the longest
+ * and on one core, is not left alone at the end of the finish).
+ */
+type PartsFinish = 'off' | 'after' | 'beside';
+
+/** The parts' spends GIN, then their primary key (attached last: it waits for the fold's reads to commit). */
+const partsSpends = (name: string) => name === 'tx_parts_spent_groups';
+const partsIndexSteps = (): FinishStep[] => [...indexSteps(['tx_parts'], partsSpends), ...indexSteps(['tx_parts'], (n) => !partsSpends(n))];
+
 /** The finish's parts, each a transaction of its own on its own connection, run at once. */
-const finishParts = (parts: boolean): readonly (readonly FinishStep[])[] => [
-  parts
-    ? [
-        { name: 'drop tx_parts indexes', text: dropIndexes(['tx_parts']) },
-        { name: 'transaction parts', instead: foldLoadedParts },
-        ...indexSteps(['txs']),
-        ...indexSteps(['tx_parts']),
-      ]
-    : indexSteps(['txs'], spendsIndex),
+const finishParts = (parts: PartsFinish): readonly (readonly FinishStep[])[] => [
+  parts === 'off'
+    ? indexSteps(['txs'], spendsIndex)
+    : [{ name: 'transaction parts', instead: foldLoadedParts }, ...indexSteps(['txs']), ...(parts === 'after' ? partsIndexSteps() : [])],
+  ...(parts === 'beside' ? [partsIndexSteps()] : []),
   [
     {
       name: 'utxos',
@@ -613,7 +623,7 @@ const finishParts = (parts: boolean): readonly (readonly FinishStep[])[] => [
        TRUNCATE bulk_spent;`,
     },
     ...indexSteps(['utxos', 'balances']),
-    ...(parts ? [] : indexSteps(['txs'], (name) => !spendsIndex(name))),
+    ...(parts === 'off' ? indexSteps(['txs'], (name) => !spendsIndex(name)) : []),
   ],
   [
     // Each address's per-batch chunks concatenated in order and cut into full chunks of
@@ -669,17 +679,25 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
   const ms: Record<string, number> = {};
   const others: pg.Client[] = [];
   try {
+    // Transaction parts on: the loaded rows go into parts rather than being indexed. Also when
+    // TX_PARTS went off since the batches wrote parts (a restart between): their txids must be
+    // recorded all the same (the `txs` rows written after the switch stay rows). Their indexes are
+    // dropped here, before the parts begin (a drop's exclusive lock is held to its commit).
+    const parts: PartsFinish =
+      (await partsOn(client)) || (await unrecordedTxs(onClient(client))) > 0
+        ? (await client.query('SELECT 1 FROM txs LIMIT 1')).rows.length > 0
+          ? 'after'
+          : 'beside'
+        : 'off';
     const drop = new PhaseTimer('bulk_finish', deps.phases);
     await inTransaction(client, deps, async () => {
       await client.query(FINISH_DROP);
+      if (parts !== 'off') await client.query(dropIndexes(['tx_parts']));
       await client.query(FIRST_SCRIPTS);
     });
     drop.lap('drop txs indexes');
     Object.assign(ms, drop.ms);
-    // Transaction parts on: the loaded rows go into parts rather than being indexed. Also when
-    // TX_PARTS went off since the batches wrote parts (a restart between): their txids must be
-    // recorded all the same (the `txs` rows written after the switch stay rows).
-    const steps = finishParts((await partsOn(client)) || (await unrecordedTxs(onClient(client))) > 0);
+    const steps = finishParts(parts);
     for (let i = 1; i < steps.length; i++) others.push(await connectBulk(deps.databaseUrl));
     // (in the order they failed, each with the step it was in: the first is the cause, a later one
     // may only follow from it)

@@ -117,6 +117,20 @@ describeFixtures('bulk sync', () => {
         params: (await sql<Record<string, unknown>>`SELECT base, ext, split, records FROM txid_bucket_params`.execute(db)).rows,
         rows: Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM txs`.execute(db)).rows[0]!.n),
       });
+      /** The indexes and constraints of the chain's transaction tables (the finish rebuilds them, the migrations made them). */
+      const keys = async (db: typeof referenceA.db) => ({
+        indexes: (
+          await sql<{
+            indexdef: string;
+          }>`SELECT indexdef FROM pg_indexes WHERE tablename IN ('txs', 'tx_parts') ORDER BY indexname`.execute(db)
+        ).rows,
+        constraints: (
+          await sql<{ conname: string; contype: string }>`
+            SELECT conname, contype FROM pg_constraint WHERE conrelid IN ('txs'::regclass, 'tx_parts'::regclass) ORDER BY conname`.execute(
+            db,
+          )
+        ).rows,
+      });
       const [t, ref] = [await busy(await make()), await busy(await make())];
       await perBlock(ref, chainA);
       const chain = chainOf(chainA);
@@ -140,6 +154,10 @@ describeFixtures('bulk sync', () => {
       expect(wantStored.parts.length > 0).toBe(parts);
       expect(wantStored.rows).toBe(parts ? 0 : chainA.reduce((n, b) => n + decodeBlock(b.raw).txs.length, 0));
       expect(await stored(t.db)).toEqual(wantStored);
+      // (the finish built the parts' GIN and key beside its other parts here, after the fold below)
+      const wantKeys = await keys(ref.db);
+      expect(wantKeys.indexes.map((i) => i.indexdef).join('\n')).toMatch(/tx_parts_spent_groups/);
+      expect(await keys(t.db)).toEqual(wantKeys);
       for (let h = chainA.length - 1; h >= 190; h--) expect((await undoBlock(t.db, h, chain)).kind).toBe('undone');
       for (let h = 190; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
       await foldAllHistory(t.db);
@@ -163,6 +181,7 @@ describeFixtures('bulk sync', () => {
       await foldTo(mixed, 40);
       await bulkTo(mixed, chain, chainA.length - 1, 300);
       expect(await snapshotIndex(mixed.db)).toEqual(want);
+      expect(await keys(mixed.db)).toEqual(wantKeys);
       const m = await stored(mixed.db);
       expect({ parts: m.parts, buckets: m.buckets, rows: m.rows, records: m.params[0]!.records }).toEqual({
         parts: wantStored.parts,
