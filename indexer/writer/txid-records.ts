@@ -14,7 +14,7 @@
  */
 import type pg from 'pg';
 import { BinaryCopy, CopyRowReader, copyIn, copyOutInto } from './copy-binary.js';
-import { txidBucketOf, txidTagOf, writeTxidRecord, TXID_RECORD_BYTES } from '../../src/db/txid-buckets.js';
+import { txidBucketsOf, txidTagAt, writeTxidRecord, TXID_RECORD_BYTES } from '../../src/db/txid-buckets.js';
 import type { BucketParams } from '../../src/db/history-buckets.js';
 import { txNumAtSlot } from '../../src/db/tx-parts.js';
 import { grown } from './bulk-batch.js';
@@ -91,13 +91,14 @@ async function takePass(
   let nums = new Float64Array(cap);
   let n = 0;
   let top = -1;
+  const bucketAt = txidBucketsOf(params);
   const reader = new CopyRowReader(2, (data, at, len) => {
     const part = Number(data.readBigInt64BE(at[0]!));
     const start = at[1]!;
     const slots = len[1]! / TXID_BYTES;
     for (let s = 0; s < slots; s++) {
-      const txid = data.subarray(start + s * TXID_BYTES, start + (s + 1) * TXID_BYTES);
-      const b = txidBucketOf(txid, params);
+      const txid = start + s * TXID_BYTES;
+      const b = bucketAt(data, txid);
       if (b % passes !== pass) continue;
       if (n === cap) {
         cap *= 2;
@@ -106,7 +107,7 @@ async function takePass(
         nums = grown(nums, cap);
       }
       buckets[n] = b;
-      tags[n] = txidTagOf(txid);
+      tags[n] = txidTagAt(data, txid);
       nums[n] = txNumAtSlot(part, s);
       if (b > top) top = b;
       n++;

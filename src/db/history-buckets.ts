@@ -107,6 +107,9 @@ export function compareRecords(a: Uint8Array, ai: number, b: Uint8Array, bi: num
   return 0;
 }
 
+/** Up to this many records `RecordSorter` sorts by insertion. */
+const INSERTION_MAX = 64;
+
 /**
  * Typed arrays `sortRecordsInto` reuses from one call to the next (the whole-chain fold sorts
  * hundreds of thousands of buckets: history-build.ts).
@@ -140,7 +143,24 @@ export class RecordSorter {
       this.order[i] = i;
     }
     const order = this.order.subarray(0, n);
-    order.sort((x, y) => tx[y]! - tx[x]! || k0[y]! - k0[x]! || k1[y]! - k1[x]!);
+    if (n <= INSERTION_MAX) {
+      // A bucket's few dozen records: an insertion sort, inline, costs less than a sort calling
+      // a comparator (the whole-chain fold sorts one per bucket).
+      for (let i = 1; i < n; i++) {
+        const o = order[i]!;
+        const t = tx[o]!;
+        const a = k0[o]!;
+        const b = k1[o]!;
+        let j = i - 1;
+        for (; j >= 0; j--) {
+          const p = order[j]!;
+          const d = tx[p]! - t || k0[p]! - a || k1[p]! - b;
+          if (d >= 0) break;
+          order[j + 1] = p;
+        }
+        order[j + 1] = o;
+      }
+    } else order.sort((x, y) => tx[y]! - tx[x]! || k0[y]! - k0[x]! || k1[y]! - k1[x]!);
     for (let i = 0, w = outAt; i < n; i++)
       for (let r = order[i]! * RECORD_BYTES, end = r + RECORD_BYTES; r < end;) out[w++] = records[r++]!;
   }
@@ -184,11 +204,25 @@ export function mergeLogs(a: Uint8Array, b: Uint8Array): Buffer {
 }
 
 /** The bucket of `key` at `bits` extension bits. */
-function bucketAt(key: Uint8Array, base: number, bits: number): number {
-  const w0 = ((key[0]! << 24) | (key[1]! << 16) | (key[2]! << 8) | key[3]!) >>> 0;
+function bucketAt(key: Uint8Array, base: number, bits: number, at = 0): number {
+  const w0 = ((key[at]! << 24) | (key[at + 1]! << 16) | (key[at + 2]! << 8) | key[at + 3]!) >>> 0;
   let b = base === 0 ? 0 : w0 >>> (32 - base);
-  for (let j = 0; j < bits; j++) if ((key[4 + (j >>> 3)]! >>> (7 - (j & 7))) & 1) b += 2 ** (base + j);
+  for (let j = 0; j < bits; j++) if ((key[at + 4 + (j >>> 3)]! >>> (7 - (j & 7))) & 1) b += 2 ** (base + j);
   return b;
+}
+
+/**
+ * `bucketOf` under one `params`, checked once, for many keys: the bucket of the 16 bytes at
+ * `bytes[at..at + 16)`, read in place (a loop over millions of keys makes no view per key).
+ */
+export function bucketsOf(params: BucketParams): (bytes: Uint8Array, at: number) => number {
+  checkParams(params);
+  const { base, ext, split } = params;
+  return (bytes, at) => {
+    if (at < 0 || at + 16 > bytes.length) throw new RangeError(`an address key is 16 bytes, ${bytes.length - at} are left at ${at}`);
+    const b = bucketAt(bytes, base, ext, at);
+    return b < split ? bucketAt(bytes, base, ext + 1, at) : b;
+  };
 }
 
 /** The bucket id of `key` (16 bytes) under `params`. */

@@ -18,7 +18,7 @@
  * @module
  */
 import { sql, type RawBuilder } from 'kysely';
-import { bucketOf, frontCutFunction, readTxField, writeTxField, type BucketParams } from './history-buckets.js';
+import { bucketOf, bucketsOf, frontCutFunction, readTxField, writeTxField, type BucketParams } from './history-buckets.js';
 
 /** Bytes per record. */
 export const TXID_RECORD_BYTES = 9;
@@ -43,15 +43,30 @@ export function txidBucketOf(txid: Uint8Array, params: BucketParams): number {
   return bucketOf(txid.subarray(0, 16), params);
 }
 
+/** `txidBucketOf` under one `params` for many txids: the bucket of the txid at `bytes[at..at + 32)`, read in place. */
+export function txidBucketsOf(params: BucketParams): (bytes: Uint8Array, at: number) => number {
+  const of = bucketsOf(params);
+  return (bytes, at) => {
+    if (at < 0 || at + TXID_BYTES > bytes.length)
+      throw new RangeError(`a txid is ${TXID_BYTES} bytes, ${bytes.length - at} are left at ${at}`);
+    return of(bytes, at);
+  };
+}
+
+/** `txidTagOf` of the txid at `bytes[at..at + 32)`, unchecked: its caller takes the same txid's bucket first (`txidBucketsOf`), which checks. */
+export function txidTagAt(bytes: Uint8Array, at: number): number {
+  return ((bytes[at + 4]! << 24) | (bytes[at + 5]! << 16) | (bytes[at + 6]! << 8) | bytes[at + 7]!) >>> 0;
+}
+
 /** The tx_num of the record at byte `at` of `log`. */
 function recordTxNum(log: Uint8Array, at: number): number {
   return readTxField(log, at + TX_AT);
 }
 
 /** The bytes of `txid` a record holds (its bytes 4..7), as an unsigned 32-bit number. */
-export function txidTagOf(txid: Uint8Array): number {
+function txidTagOf(txid: Uint8Array): number {
   checkTxid(txid);
-  return ((txid[4]! << 24) | (txid[5]! << 16) | (txid[6]! << 8) | txid[7]!) >>> 0;
+  return txidTagAt(txid, 0);
 }
 
 /** Writes the record of the transaction whose txid has the tag `tag` (`txidTagOf`) at the tx_num `txNum` at byte `at` of `out`. */

@@ -9,7 +9,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   RECORD_BYTES,
+  RecordSorter,
   bucketOf,
+  bucketsOf,
   buildBase,
   compareRecords,
   frontCut,
@@ -35,6 +37,7 @@ import {
   entriesArb,
   heightArb,
   keyArb,
+  keysArb,
   paramsArb,
   posArb,
   refBucket,
@@ -82,6 +85,31 @@ describe('canonical order', () => {
         expect(refDecode(log)).toEqual(refSort(refEntries(entries)));
         expect(sortRecords(refLog(refEntries(entries)))).toEqual(log);
       }),
+    );
+  });
+
+  it('sorts by insertion up to 64 records and by a comparator above, one sorter reused across sizes', () => {
+    // (entriesArb stays below 64 records; these cross the switch both ways on one sorter, as the
+    // whole-chain fold reuses one)
+    const sorter = new RecordSorter();
+    const many = keysArb.chain((keys) =>
+      fc
+        .array(fc.tuple(fc.nat({ max: keys.length - 1 }), heightArb, posArb), { minLength: 60, maxLength: 200 })
+        .map((es) => es.map(([k, h, p]) => [keys[k]!, Number(txNum(h, p))] as [Uint8Array, number])),
+    );
+    fc.assert(
+      fc.property(fc.array(many, { minLength: 1, maxLength: 4 }), (lists) => {
+        for (const entries of lists) {
+          const log = refLog(refEntries(entries));
+          const n = log.length / RECORD_BYTES;
+          const out = new Uint8Array(log.length + 5).fill(7);
+          sorter.sortInto(log, n, out, 5);
+          expect(Buffer.from(out.subarray(5))).toEqual(recordsOf(entries));
+          expect([...out.subarray(0, 5)]).toEqual([7, 7, 7, 7, 7]);
+          expect(refDecode(out.subarray(5))).toEqual(refSort(refEntries(entries)));
+        }
+      }),
+      { numRuns: 200 },
     );
   });
 
@@ -152,6 +180,20 @@ describe('bucket ids', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  it('equal bucketOf when read in place (bucketsOf), and refuse a key cut short', () => {
+    fc.assert(
+      fc.property(keyArb, paramsArb, fc.nat({ max: 40 }), (key, p, at) => {
+        const bytes = new Uint8Array(at + 16 + 3).fill(0xa5);
+        bytes.set(key, at);
+        expect(bucketsOf(p)(bytes, at)).toBe(bucketOf(key, p));
+      }),
+      { numRuns: 1_000 },
+    );
+    const of = bucketsOf({ base: 4, ext: 1, split: 3 });
+    expect(() => of(new Uint8Array(20), 5)).toThrow('an address key is 16 bytes, 15 are left at 5');
+    expect(() => bucketsOf({ base: 40, ext: 0, split: 0 })).toThrow('base must be an integer');
   });
 
   it('split a bucket into itself and itself + 2^(base + ext), as the split of its log by the bit', () => {
