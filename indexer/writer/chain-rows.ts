@@ -145,10 +145,46 @@ export async function insertHistoryChunks(trx: Trx, chunks: readonly HistoryChun
 
 /** `insertHistoryChunks`'s COPY data: the chunks in (addr_key, first_tx_num) order. */
 export function historyCopy(chunks: readonly HistoryChunk[]): BinaryCopy {
-  const sorted = [...chunks].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.first - b.first));
   const c = new BinaryCopy(chunks.length * 64);
-  for (const h of sorted) c.row(3).uuid(h.key).int8(h.first).byteaEntries(h.entries, 1);
+  for (const i of keyOrder(chunks)) {
+    const h = chunks[i]!;
+    c.row(3).uuid(h.key).int8(h.first).byteaEntries(h.entries, 1);
+  }
   return c;
+}
+
+/**
+ * The positions of `chunks` in (addr_key, first_tx_num) order, the keys' text compared only when
+ * their first 8 hex digits (as a number: the same order for lower-case hex) are equal: a block's
+ * ~16,000 random keys rarely share them, and comparing numbers costs a fraction of comparing text.
+ */
+function keyOrder(chunks: readonly HistoryChunk[]): Uint32Array {
+  const n = chunks.length;
+  const head = new Float64Array(n);
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    order[i] = i;
+    head[i] = hexHead(chunks[i]!.key);
+  }
+  return order.sort((a, b) => {
+    const d = head[a]! - head[b]!;
+    if (d !== 0) return d;
+    const x = chunks[a]!;
+    const y = chunks[b]!;
+    return x.key < y.key ? -1 : x.key > y.key ? 1 : x.first - y.first;
+  });
+}
+
+/** The value of the first 8 characters of `text` as lower-case hex digits, -1 when they are not. */
+function hexHead(text: string): number {
+  let v = 0;
+  for (let i = 0; i < 8; i++) {
+    const c = text.charCodeAt(i);
+    const d = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
 }
 
 /** Inserts blocks' `blocks` rows (height order). */

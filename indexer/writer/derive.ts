@@ -12,7 +12,9 @@
 import type { DecodedBlock } from '../../src/bitcoin/block.js';
 import { HEADER_BYTES } from '../../src/bitcoin/block.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
-import type { DecodedTx, TxInput, TxOutput } from '../../src/bitcoin/tx.js';
+import { OutputCursor, type DecodedTx, type TxInput, type TxOutput } from '../../src/bitcoin/tx.js';
+import { isCanonicalTemplate } from '../../src/db/address-key.js';
+import { writeUuidBytes } from '../../src/db/uuid-bytes.js';
 import { decodeIns, decodeOuts, PackedWriter, type PackedOut } from '../../src/db/packed.js';
 import { txNumOf } from '../../src/db/tx-num.js';
 import { SpentGroupKey } from '../../src/db/spent-groups.js';
@@ -258,6 +260,8 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
   private txid: Uint8Array = new Uint8Array(32);
   private keys: ScriptKeys[] = [];
   private given: readonly ScriptKeys[] | undefined;
+  /** The current output's address key as bytes (`output`). */
+  private readonly keyBytes = new Uint8Array(16);
   /** Aliases by own key (hex): a script repeated in the block gives one row. */
   readonly aliases = new Map<string, ScriptAlias>();
   readonly assetCandidates: number[] = [];
@@ -327,8 +331,22 @@ class BlockSink extends Accumulator implements TxSink<TxInput, string, Prevout> 
     return k;
   }
 
+  /**
+   * A script of the usual templates is its own canonical script, so its tag is its address key's
+   * first bytes (out-tags.ts), read from the key outputKeys() just gave: no second hash of the
+   * script, as the bulk writer tags (bulk-batch.ts).
+   */
   output(vout: number, out: TxOutput): void {
-    this.outsW.packTaggedOut(vout, out.value, out.script);
+    const key = this.keys[vout];
+    if (
+      typeof key === 'string' &&
+      out instanceof OutputCursor &&
+      isCanonicalTemplate(out.bytes, out.scriptAt, out.scriptLength) &&
+      writeUuidBytes(this.keyBytes, 0, key)
+    ) {
+      const sats = out.sats;
+      this.outsW.packTaggedOwn(vout, sats >= 0 ? sats : out.value, this.keyBytes);
+    } else this.outsW.packTaggedOut(vout, out.value, out.script);
   }
 
   /** (The block's unspent rows come from `blockCreated`, the same derivation of its outputs.) */

@@ -27,7 +27,7 @@ import {
 import { txNumOf } from '../../../src/db/tx-num.js';
 import { isUnspendable, scriptKeys } from '../../../indexer/writer/address-keys.js';
 import { addressKey } from '../../../src/db/address-key.js';
-import { decodeOutTags } from '../../../src/db/packed.js';
+import { decodeOutTags, PackedWriter } from '../../../src/db/packed.js';
 import { describeFixtures, fixturePath } from '../../support/fixtures.js';
 import { loadMainnet600 } from '../../support/chain-fixture.js';
 import { loadMainnetBlock } from '../../support/mainnet-block.js';
@@ -61,6 +61,18 @@ describeFixtures('deriveBlock', () => {
       expect(unspendable).toBeGreaterThanOrEqual(3971);
       expect(rows.created.length).toBe(all.length - unspendable - (7972 - rows.spent.length));
       expect(rows.created.every((c) => !isUnspendable(c.script))).toBe(true);
+    });
+
+    it("tags every output as outTagOf does (a template's tag taken from its address key)", () => {
+      const templates = block.txs
+        .flatMap((t) => t.outputs)
+        .filter((o) => ['witness_v0_keyhash', 'witness_v1_taproot'].includes(classifyScript(o.script)));
+      expect(templates.length).toBeGreaterThan(1000);
+      block.txs.forEach((tx, i) => {
+        const w = new PackedWriter(64);
+        tx.outputs.forEach((o, vout) => w.packTaggedOut(vout, o.value, o.script));
+        expect(Buffer.from(rows.txs[i]!.outs).equals(Buffer.from(w.buf.subarray(0, w.len))), `tx ${i}`).toBe(true);
+      });
     });
 
     it('balance deltas are received minus spent per address', () => {
