@@ -130,15 +130,44 @@ export function handleMessage(
   h.wake();
 }
 
-/** Subscribes to `url` and feeds messages to `handlers` until `stop()`. */
+/**
+ * Subscribes to `url` and feeds messages to `handlers` until `stop()`. `rawtx` is dropped from the
+ * subscription once a `sequence` message shows that the node publishes both there: `sequence`
+ * then announces every mempool transaction (A) and block (C) that `rawtx` would, and Core
+ * publishes a `rawtx` for every transaction of a connected block just before announcing it, so a
+ * 4,000-transaction block queued 4,000 messages (tens of ms of the indexer's thread) ahead of
+ * its own announcement and beside its write. A restarted node (a counter back to 0) may publish
+ * otherwise: `rawtx` is taken again until the next `sequence` message.
+ */
 export async function startNotifier(opts: { url: string; log: Logger; handlers: NotifyHandlers }): Promise<Notifier> {
-  const { log, handlers } = opts;
+  const { log } = opts;
   // A high receive watermark: the node's IBD floods rawtx; losses show as counter gaps anyway.
   const sock = new Subscriber({ receiveHighWaterMark: 100_000, linger: 0 });
   for (const topic of ZMQ_TOPICS) sock.subscribe(topic);
   sock.connect(opts.url);
   const stats: NotifyStats = { messages: 0, invalid: 0, gaps: 0, resets: 0, lastMessageAt: null };
   const counters = new Map<string, number>();
+  let rawtx = true;
+  const handlers: NotifyHandlers = {
+    ...opts.handlers,
+    sequence(hint) {
+      if (rawtx) {
+        rawtx = false;
+        sock.unsubscribe('rawtx');
+        log.info('zmq: the node publishes sequence here; rawtx unsubscribed (sequence announces the same)');
+      }
+      opts.handlers.sequence(hint);
+    },
+    reset(topic) {
+      if (!rawtx) {
+        rawtx = true;
+        // (its next counter is a first one, not a gap)
+        counters.delete('rawtx');
+        sock.subscribe('rawtx');
+      }
+      opts.handlers.reset(topic);
+    },
+  };
   let stopped = false;
   const loop = (async () => {
     try {

@@ -158,7 +158,10 @@ describe('ZMQ faults', () => {
       ['rawtx', randomBytes(100), Buffer.from([1, 2])],
     ];
     for (const frames of lies) await node.faults.zmq.publishRaw(frames);
-    await waitFor('the malformed messages to be counted', () => ix.metrics().zmq!.invalid >= invalid + 6);
+    // Five malformed ones reach the notifier: not hashfoo, a topic it never subscribed to, nor
+    // the rawtx lie, since the devnode publishes sequence and the notifier has dropped rawtx from
+    // its subscription (the publisher filters it; notify.test.ts has it counted as malformed).
+    await waitFor('the malformed messages to be counted', () => ix.metrics().zmq!.invalid >= invalid + 5);
     // The sentinel: a block mined after the lies. The indexer reads its socket in order and its
     // loop takes one step at a time, so whatever a lie set going is done once that block is
     // applied: then the block's own event must be the only one since the lies, and the index
