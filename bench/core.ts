@@ -8,16 +8,17 @@
  *    built here (bench/core-chain.ts: outputs spendable without signatures, so that building
  *    them costs no signing; Core still verifies every script).
  * 2. Core: the indexer role syncs that chain over RPC/REST into an empty database; then it
- *    follows Core while `generateblock` connects one small warm-up block and `--live-blocks`
- *    blocks of `--live-txs` transactions, each timed from Core's ZMQ `hashblock` to the
- *    indexer's commit.
+ *    follows Core while `generateblock` connects one small warm-up block, `--cold-blocks` and
+ *    then `--live-blocks` blocks of `--live-txs` transactions, each timed from Core's ZMQ
+ *    `hashblock` to the indexer's commit (the cold ones, the first full-size blocks the fresh
+ *    follower meets, reported apart).
  * 3. Core's blocks (every one, via REST) are written as a corpus (Core block files and
  *    corpus.json); bitcoind stops; the devnode's corpus node serves them and step 2 runs again
  *    on it (`advancecorpus` instead of `generateblock`).
  * Differences that are the nodes' own: Core also publishes `rawtx`/`hashtx` for every
  * transaction of a connected block (the corpus node does not), and Core's RPC and REST are
  * Core's. Run: `node --import tsx bench/core.ts [--quick] [--blocks N] [--txs-per-block N]
- * [--live-blocks N] [--live-txs N] [--seed S] [--json FILE]`.
+ * [--cold-blocks N] [--live-blocks N] [--live-txs N] [--seed S] [--json FILE]`.
  * @module
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,11 +54,15 @@ interface Size {
   txsPerBlock: number;
   liveBlocks: number;
   liveTxs: number;
+  /** Full-size blocks the follower applies first, timed apart from the live figures (cold). */
+  coldBlocks: number;
   seed: string;
 }
 
 interface NodeFigures {
   sync: RpcSyncResult & { txPerSec: number };
+  /** The first full-size blocks after the follower started (null: none asked for). */
+  cold: LiveResult | null;
   live: LiveResult;
 }
 
@@ -144,6 +149,7 @@ async function measureNode(
   syncTxs: number,
   warmUp: () => Promise<string>,
   liveBlocks: number,
+  coldBlocks: number,
 ): Promise<NodeFigures> {
   const db = await pgs.createDatabase(`bw_${label}`);
   const s = await syncOverRpc(pgs, db, node, target, label);
@@ -153,11 +159,16 @@ async function measureNode(
   try {
     // A small block first: the follower is subscribed and at the tip before anything is timed.
     await waitApplied(follower, await warmUp());
+    // The first full-size blocks a fresh follower applies run code V8 has not optimized for them
+    // yet, and write the first changes to pages since the sync's last checkpoint: timed, but apart
+    // (bench/sync's follower meets its live blocks after 200 blocks of catch-up).
+    const cold = coldBlocks > 0 ? await measureLive(node, follower, coldBlocks, { pgs, db: `bw_${label}` }) : null;
+    if (cold) say(`${label}: the first ${coldBlocks} full-size blocks after the follower started (cold): ${cold.latencies.join(', ')} ms`);
     const live = await measureLive(node, follower, liveBlocks, { pgs, db: `bw_${label}` });
     say(
       `${label}: live: ${live.blocks} blocks of ${live.txsPerBlock} txs: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`,
     );
-    return { sync, live };
+    return { sync, cold, live };
   } finally {
     follower.proc.kill('SIGTERM');
     await follower.exited;
@@ -183,6 +194,15 @@ export function nodesTable(
     row('live p99 ms', f(devnode.live.p99), f(core.live.p99)),
     row('live max ms', f(devnode.live.max), f(core.live.max)),
     row('live txs per block', f(devnode.live.txsPerBlock), f(core.live.txsPerBlock)),
+    ...(devnode.cold && core.cold
+      ? [
+          row(
+            `first ${f(size.coldBlocks)} full-size blocks after the follower started (cold, not in the live rows), ms`,
+            devnode.cold.latencies.map((x) => f(x)).join(', '),
+            core.cold.latencies.map((x) => f(x)).join(', '),
+          ),
+        ]
+      : []),
     row('indexer fetch → commit p50 ms', f(devnode.live.applyP50), f(core.live.applyP50)),
     row('live WAL MB per block (p50)', f(devnode.live.walMbP50 ?? 0, 1), f(core.live.walMbP50 ?? 0, 1)),
     row('live PostgreSQL CPU ms per block (p50)', f(devnode.live.postgresCpuMsP50 ?? 0), f(core.live.postgresCpuMsP50 ?? 0)),
@@ -198,6 +218,7 @@ async function main(): Promise<void> {
       'txs-per-block': { type: 'string' },
       'live-blocks': { type: 'string' },
       'live-txs': { type: 'string' },
+      'cold-blocks': { type: 'string' },
       seed: { type: 'string' },
       'cache-dir': { type: 'string' },
       json: { type: 'string' },
@@ -210,11 +231,12 @@ async function main(): Promise<void> {
     txsPerBlock: num(values['txs-per-block'], q ? 150 : 2_000),
     liveBlocks: num(values['live-blocks'], q ? 2 : 10),
     liveTxs: num(values['live-txs'], q ? 300 : 4_000),
+    coldBlocks: num(values['cold-blocks'], q ? 1 : 2),
     seed: values.seed ?? 'core',
   };
   const startMachine = machine();
   say(
-    `bench/core: ${size.blocks} blocks × ${size.txsPerBlock} txs, then ${size.liveBlocks} live blocks × ${size.liveTxs} txs, on ${bitcoindBin} and the devnode; load ${startMachine.loadavg.join(' ')}`,
+    `bench/core: ${size.blocks} blocks × ${size.txsPerBlock} txs, then ${size.coldBlocks} + ${size.liveBlocks} live blocks × ${size.liveTxs} txs, on ${bitcoindBin} and the devnode; load ${startMachine.loadavg.join(' ')}`,
   );
   const root = mkdtempSync(join(cacheDir(values['cache-dir']), 'core-'));
   const pgs = await startBenchPostgres(root);
@@ -243,7 +265,7 @@ async function main(): Promise<void> {
       `chain: ${target + 1} blocks, ${syncTxs} txs built and mined on Core in ${round(buildMs / 1000, 1)} s (${Math.round((b.built * 1000) / buildMs)} tx/s with generateblock)`,
     );
     const warm = blockTxs(b, 20);
-    const live = Array.from({ length: size.liveBlocks }, () => blockTxs(b, size.liveTxs));
+    const live = Array.from({ length: size.coldBlocks + size.liveBlocks }, () => blockTxs(b, size.liveTxs));
 
     // 2. Core.
     const c = core;
@@ -256,7 +278,16 @@ async function main(): Promise<void> {
         return { height: target + 2 + i, hash: await generate(c, live[i]!) };
       },
     };
-    const coreFigures = await measureNode('core', pgs, coreNode, target, syncTxs, () => generate(c, warm), size.liveBlocks);
+    const coreFigures = await measureNode(
+      'core',
+      pgs,
+      coreNode,
+      target,
+      syncTxs,
+      () => generate(c, warm),
+      size.liveBlocks,
+      size.coldBlocks,
+    );
 
     // 3. The same blocks on the devnode.
     const dir = join(root, 'corpus');
@@ -267,7 +298,16 @@ async function main(): Promise<void> {
     let devFigures: NodeFigures;
     try {
       const node = corpusLiveNode(corpus);
-      devFigures = await measureNode('devnode', pgs, node, target, syncTxs, async () => (await corpus.advance(1)).hash, size.liveBlocks);
+      devFigures = await measureNode(
+        'devnode',
+        pgs,
+        node,
+        target,
+        syncTxs,
+        async () => (await corpus.advance(1)).hash,
+        size.liveBlocks,
+        size.coldBlocks,
+      );
     } finally {
       await corpus.stop();
     }

@@ -164,6 +164,11 @@ const fmt = (x: Num, d = 0) =>
 /** Bytes as MB (10^6), '—' when not a number. */
 const mb = (x: unknown, d = 0) => (typeof x === 'number' ? fmt(x / 1e6, d) : '—');
 const met = (ok: boolean | null) => (ok === null ? '—' : ok ? '**met**' : '**missed**');
+/** bench/core's cold blocks (the first full-size ones a fresh follower applies, outside the live figures), for a floor cell. */
+const coldRow = (core: readonly number[] | undefined, devnode: readonly number[] | undefined) =>
+  core && core.length > 0
+    ? `; the first ${core.length} full-size blocks after the follower started (cold, not counted): ${core.map((x) => fmt(x)).join(', ')} ms (devnode ${(devnode ?? []).map((x) => fmt(x)).join(', ')})`
+    : '';
 
 /** Cell of the first row of any table whose first cell matches `row` in the column whose header matches `col`. */
 function cell(run: BenchRun | undefined, row: RegExp, col: RegExp): number | null {
@@ -269,6 +274,7 @@ export function summary(runs: BenchRun[]): string {
     | {
         sync?: { txPerSec?: number };
         live?: { p50?: number; p99?: number; txsPerBlock?: number; indexHeightBefore?: number; postgresCpuMsP50?: number };
+        cold?: { latencies?: number[] } | null;
       }
     | undefined
   >;
@@ -287,7 +293,7 @@ export function summary(runs: BenchRun[]): string {
   add(
     'live on Bitcoin Core 30.0: same, p99',
     `${fmt(val(cl?.p99))} ms`,
-    `devnode, same blocks: ${fmt(val(dl?.p99))} ms`,
+    `devnode, same blocks: ${fmt(val(dl?.p99))} ms${coldRow(nodes.core?.cold?.latencies, nodes.devnode?.cold?.latencies)}`,
     '≤ 600 ms',
     all(cl?.p99) ? cl!.p99! <= 600 : null,
     'core',
