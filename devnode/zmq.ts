@@ -20,7 +20,8 @@ type Pending = { frames: Uint8Array[]; record: SentMessage };
 /** How many sent messages `sent()` remembers. */
 const SENT_LOG_LIMIT = 50_000;
 
-function le32(n: number): Uint8Array {
+/** A ZMQ message's third frame: its 4-byte little-endian per-topic counter. */
+export function le32(n: number): Uint8Array {
   const b = new Uint8Array(4);
   new DataView(b.buffer).setUint32(0, n >>> 0, true);
   return b;

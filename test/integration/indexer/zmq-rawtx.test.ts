@@ -12,12 +12,7 @@ import { startNotifier, type Notifier, type NotifyHandlers } from '../../../inde
 import { freePort } from '../../../cli/embedded/free-port.js';
 import { silentLogger } from '../../../src/log.js';
 import { waitFor } from '../../support/wait.js';
-
-const le32 = (n: number) => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(n >>> 0, 0);
-  return b;
-};
+import { le32 } from '../../../devnode/zmq.js';
 
 describe('rawtx subscription follows the node publishing sequence', () => {
   let pub: Publisher;

@@ -15,12 +15,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { freshBulkIndexOf, readEvents, startTestIndexer, waitMempoolSynced, waitSynced } from '../../support/chain-indexer.js';
 import { snapshotIndex } from '../../support/chain-snapshot.js';
 import { waitFor } from '../../support/wait.js';
-
-const le32 = (n: number) => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(n >>> 0, 0);
-  return b;
-};
+import { le32 } from '../../../devnode/zmq.js';
 
 describe('ZMQ faults', () => {
   let node: Devnode;

@@ -15,12 +15,7 @@ import {
 } from '../../../indexer/notify.js';
 import { silentLogger } from '../../../src/log.js';
 import { describeFixtures, readFixtureJsonl } from '../../support/fixtures.js';
-
-const le32 = (n: number) => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(n, 0);
-  return b;
-};
+import { le32 } from '../../../devnode/zmq.js';
 
 function recorder() {
   const seen = { wakes: 0, gaps: [] as string[], resets: [] as string[], hints: [] as SequenceHint[], announced: [] as string[] };
