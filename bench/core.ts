@@ -43,6 +43,7 @@ import {
   type RpcSyncResult,
 } from './harness.js';
 import { corpusLiveNode, measureLive, startFollower, waitApplied, type LiveNode, type LiveResult } from './live.js';
+import { FLOOR_SAMPLES, floorLine, measureFloor, type FloorResult } from './live-floor.js';
 
 /** Blocks mined before the chain: their first 20 coinbases are mature when it starts. */
 const PREMINE = 120;
@@ -64,6 +65,8 @@ interface NodeFigures {
   /** The first full-size blocks after the follower started (null: none asked for). */
   cold: LiveResult | null;
   live: LiveResult;
+  /** PostgreSQL's own write cost for the tip block's rows on this index (bench/live-floor.ts; null: no live blocks). */
+  floor: FloorResult | null;
 }
 
 /** Transactions for one block: up to `n`, under the block weight limit. */
@@ -168,7 +171,12 @@ async function measureNode(
     say(
       `${label}: live: ${live.blocks} blocks of ${live.txsPerBlock} txs: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`,
     );
-    return { sync, cold, live };
+    // The floor undoes and applies the tip block again: the follower must not write beside it.
+    follower.proc.kill('SIGTERM');
+    await follower.exited;
+    const floor = liveBlocks > 0 ? await measureFloor(pgs, `bw_${label}`, node.rpcUrl, FLOOR_SAMPLES) : null;
+    if (floor) say(`${label}: ${floorLine(floor)}`);
+    return { sync, cold, live, floor };
   } finally {
     follower.proc.kill('SIGTERM');
     await follower.exited;
@@ -204,6 +212,11 @@ export function nodesTable(
         ]
       : []),
     row('indexer fetch → commit p50 ms', f(devnode.live.applyP50), f(core.live.applyP50)),
+    row(
+      "floor: PostgreSQL's own write cost for the tip block's rows, pages already logged (binary COPY, p50 ms)",
+      devnode.floor ? f(devnode.floor.floor.logged.ms) : '—',
+      core.floor ? f(core.floor.floor.logged.ms) : '—',
+    ),
     row('live WAL MB per block (p50)', f(devnode.live.walMbP50 ?? 0, 1), f(core.live.walMbP50 ?? 0, 1)),
     row('live PostgreSQL CPU ms per block (p50)', f(devnode.live.postgresCpuMsP50 ?? 0), f(core.live.postgresCpuMsP50 ?? 0)),
     row('live indexer CPU ms per block (p50)', f(devnode.live.indexerCpuMsP50), f(core.live.indexerCpuMsP50)),

@@ -275,6 +275,7 @@ export function summary(runs: BenchRun[]): string {
         sync?: { txPerSec?: number };
         live?: { p50?: number; p99?: number; txsPerBlock?: number; indexHeightBefore?: number; postgresCpuMsP50?: number };
         cold?: { latencies?: number[] } | null;
+        floor?: FloorResult | null;
       }
     | undefined
   >;
@@ -285,7 +286,7 @@ export function summary(runs: BenchRun[]): string {
   add(
     `live on Bitcoin Core 30.0: ${fmt(val(cl?.txsPerBlock))}-tx block, ZMQ arrival → committed, p50`,
     `${fmt(val(cl?.p50))} ms`,
-    `devnode, same blocks: ${fmt(val(dl?.p50))} ms; index of ${fmt(val(cl?.indexHeightBefore))} blocks, PostgreSQL CPU ${fmt(val(cl?.postgresCpuMsP50))} ms a block`,
+    `devnode, same blocks: ${fmt(val(dl?.p50))} ms; index of ${fmt(val(cl?.indexHeightBefore))} blocks, PostgreSQL CPU ${fmt(val(cl?.postgresCpuMsP50))} ms a block; ${floorCell(nodes.core?.floor)}`,
     '≤ 300 ms',
     all(cl?.p50) ? cl!.p50! <= 300 : null,
     'core',

@@ -115,7 +115,7 @@ describe('npm run bench -- --quick', () => {
     expect(md).toContain('## decode');
     if (withCore)
       expect(md).toMatch(
-        /\| live on Bitcoin Core 30\.0: [\d,]+-tx block, ZMQ arrival → committed, p50 \| [\d,]+ ms \| devnode, same blocks: [\d,]+ ms; index of [\d,]+ blocks, PostgreSQL CPU [\d,]+ ms a block \|/,
+        /\| live on Bitcoin Core 30\.0: [\d,]+-tx block, ZMQ arrival → committed, p50 \| [\d,]+ ms \| devnode, same blocks: [\d,]+ ms; index of [\d,]+ blocks, PostgreSQL CPU [\d,]+ ms a block; floor \(PostgreSQL's own write cost for these rows\): [\d,]+ ms, PostgreSQL CPU [\d,]+ ms \|/,
       );
     expect(md).toMatch(
       /\| small blocks \(1–10 txs\) indexed block by block on the devnode: ms per block, median \| [\d.,]+ ms \(p90 [\d.,]+\) \| [\d,]+ blocks, [\d.,]+ blocks\/s \|/,
