@@ -159,6 +159,7 @@ async function measureNode(
   const sync = { ...s, txPerSec: Math.round(syncTxs / (s.ms / 1000)) };
   say(`${label}: sync over RPC/REST: ${syncTxs} txs in ${round(s.ms / 1000, 1)} s = ${sync.txPerSec} tx/s`);
   const follower = startFollower(db, node);
+  let figures: Omit<NodeFigures, 'floor'>;
   try {
     // A small block first: the follower is subscribed and at the tip before anything is timed.
     await waitApplied(follower, await warmUp());
@@ -171,16 +172,15 @@ async function measureNode(
     say(
       `${label}: live: ${live.blocks} blocks of ${live.txsPerBlock} txs: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`,
     );
-    // The floor undoes and applies the tip block again: the follower must not write beside it.
-    follower.proc.kill('SIGTERM');
-    await follower.exited;
-    const floor = liveBlocks > 0 ? await measureFloor(pgs, `bw_${label}`, node.rpcUrl, FLOOR_SAMPLES) : null;
-    if (floor) say(`${label}: ${floorLine(floor)}`);
-    return { sync, cold, live, floor };
+    figures = { sync, cold, live };
   } finally {
     follower.proc.kill('SIGTERM');
     await follower.exited;
   }
+  // (after the follower stopped: the floor undoes and applies the tip block again)
+  const floor = liveBlocks > 0 ? await measureFloor(pgs, `bw_${label}`, node.rpcUrl, FLOOR_SAMPLES) : null;
+  if (floor) say(`${label}: ${floorLine(floor)}`);
+  return { ...figures, floor };
 }
 
 /** The side-by-side table. */
