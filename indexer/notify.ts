@@ -136,8 +136,9 @@ export function handleMessage(
  * then announces every mempool transaction (A) and block (C) that `rawtx` would, and Core
  * publishes a `rawtx` for every transaction of a connected block just before announcing it, so a
  * 4,000-transaction block queued 4,000 messages (tens of ms of the indexer's thread) ahead of
- * its own announcement and beside its write. A restarted node (a counter back to 0) may publish
- * otherwise: `rawtx` is taken again until the next `sequence` message.
+ * its own announcement and beside its write. A restarted node (a counter back to 0) or a lost
+ * connection (the node at the other end may be another, or reconfigured) may publish otherwise:
+ * `rawtx` is taken again until the next `sequence` message.
  */
 export async function startNotifier(opts: { url: string; log: Logger; handlers: NotifyHandlers }): Promise<Notifier> {
   const { log } = opts;
@@ -159,16 +160,26 @@ export async function startNotifier(opts: { url: string; log: Logger; handlers: 
       opts.handlers.sequence(hint);
     },
     reset(topic) {
-      if (!rawtx) {
-        rawtx = true;
-        // (its next counter is a first one, not a gap)
-        counters.delete('rawtx');
-        sock.subscribe('rawtx');
-      }
+      takeRawtx();
       opts.handlers.reset(topic);
     },
   };
+  /** Subscribes to `rawtx` again (until the next `sequence` message): the node may publish otherwise now. */
+  const takeRawtx = () => {
+    if (rawtx) return;
+    rawtx = true;
+    // (its next counter is a first one, not a gap)
+    counters.delete('rawtx');
+    sock.subscribe('rawtx');
+  };
   let stopped = false;
+  // A lost connection: the node at the other end may come back configured otherwise (rawtx and
+  // no sequence), and it may publish no other topic whose counter would show the restart.
+  sock.events.on('disconnect', () => {
+    if (stopped) return;
+    if (!rawtx) log.info('zmq: disconnected from the node; rawtx subscribed again until a sequence message');
+    takeRawtx();
+  });
   const loop = (async () => {
     try {
       for await (const frames of sock) {

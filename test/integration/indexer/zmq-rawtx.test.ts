@@ -2,7 +2,7 @@
  * The notifier drops `rawtx` from its subscription once the node shows that it publishes
  * `sequence` on the same endpoint (Core sends a `rawtx` for every transaction of a connected
  * block right before announcing it), and takes it again after a restart of the node (a counter
- * back to 0), until the next `sequence` message. A real ZeroMQ publisher on 127.0.0.1 (which
+ * back to 0) or a lost connection, until the next `sequence` message. A real ZeroMQ publisher on 127.0.0.1 (which
  * filters by topic on its side) sends the messages; what reaches the notifier is counted by its
  * wakes, and no counter gap is reported on the way.
  */
@@ -16,6 +16,7 @@ import { le32 } from '../../../devnode/zmq.js';
 
 describe('rawtx subscription follows the node publishing sequence', () => {
   let pub: Publisher;
+  let url = '';
   let notifier: Notifier;
   const seen = { rawtx: 0, blocks: 0, hints: 0, gaps: [] as string[], resets: [] as string[] };
   /** Set by the handlers a block or sequence message calls before its wake; a wake without it is a rawtx's. */
@@ -63,8 +64,8 @@ describe('rawtx subscription follows the node publishing sequence', () => {
   };
 
   beforeAll(async () => {
-    pub = new Publisher();
-    const url = `tcp://127.0.0.1:${await freePort()}`;
+    pub = new Publisher({ linger: 0 });
+    url = `tcp://127.0.0.1:${await freePort()}`;
     await pub.bind(url);
     notifier = await startNotifier({ url, log: silentLogger(), handlers });
     // The subscription reaches the publisher some time after connect (ZeroMQ's slow joiner).
@@ -104,5 +105,36 @@ describe('rawtx subscription follows the node publishing sequence', () => {
     await waitFor('rawtx filtered again', async () => (await rawtxReaching(1)) === 0);
     expect(await rawtxReaching(20)).toBe(0);
     expect(seen.gaps).toEqual([]);
+  });
+
+  it('takes rawtx again after the connection to the node was lost, though no other topic shows a restart', async () => {
+    await send('sequence');
+    await waitFor('the third sequence message', () => seen.hints === 3);
+    await waitFor('rawtx filtered', async () => (await rawtxReaching(1)) === 0);
+    // The node goes away; another comes back on the same endpoint publishing rawtx alone.
+    pub.close();
+    await waitFor('the endpoint rebound', async () => {
+      const p = new Publisher({ linger: 0 });
+      try {
+        await p.bind(url);
+        pub = p;
+        return true;
+      } catch {
+        p.close();
+        return false;
+      }
+    });
+    next.clear();
+    const resets = seen.resets.length;
+    // Each poll publishes one more rawtx: one reaches the notifier once it has subscribed again.
+    await waitFor('rawtx reaching the notifier from the new node', async () => {
+      const r0 = seen.rawtx;
+      await send('rawtx');
+      await new Promise((r) => setTimeout(r, 50));
+      return seen.rawtx > r0;
+    });
+    // (the rawtx counter starts afresh with the new subscription: neither a gap nor a reset)
+    expect(seen.gaps).toEqual([]);
+    expect(seen.resets.slice(resets)).toEqual([]);
   });
 });
