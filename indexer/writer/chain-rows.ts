@@ -16,6 +16,7 @@ import { txidIsKeyed } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 import { uuidTextOfBytes } from '../../src/db/address-key.js';
+import { uuidHead } from '../../src/db/uuid-bytes.js';
 import type { TxidCache } from './txid-cache.js';
 import { OutpointMap } from './txid-maps.js';
 import { partTxNumCandidates, txRowsByTxids } from '../../src/db/tx-reads.js';
@@ -155,7 +156,7 @@ export function historyCopy(chunks: readonly HistoryChunk[]): BinaryCopy {
 
 /**
  * The positions of `chunks` in (addr_key, first_tx_num) order, the keys' text compared only when
- * their first 8 hex digits (as a number: the same order for lower-case hex) are equal: a block's
+ * their first 8 hex digits (as a number, `uuidHead`) are equal: a block's
  * ~16,000 random keys rarely share them, and comparing numbers costs a fraction of comparing text.
  */
 function keyOrder(chunks: readonly HistoryChunk[]): Uint32Array {
@@ -164,7 +165,7 @@ function keyOrder(chunks: readonly HistoryChunk[]): Uint32Array {
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) {
     order[i] = i;
-    head[i] = hexHead(chunks[i]!.key);
+    head[i] = uuidHead(chunks[i]!.key);
   }
   return order.sort((a, b) => {
     const d = head[a]! - head[b]!;
@@ -173,18 +174,6 @@ function keyOrder(chunks: readonly HistoryChunk[]): Uint32Array {
     const y = chunks[b]!;
     return x.key < y.key ? -1 : x.key > y.key ? 1 : x.first - y.first;
   });
-}
-
-/** The value of the first 8 characters of `text` as lower-case hex digits, -1 when they are not. */
-function hexHead(text: string): number {
-  let v = 0;
-  for (let i = 0; i < 8; i++) {
-    const c = text.charCodeAt(i);
-    const d = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
 }
 
 /** Inserts blocks' `blocks` rows (height order). */

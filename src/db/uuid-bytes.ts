@@ -34,3 +34,18 @@ export function writeUuidBytes(buf: Uint8Array, p: number, text: string): boolea
   }
   return true;
 }
+
+/**
+ * The value of a uuid text's first 8 hex digits (its first 4 bytes as a big-endian number: the
+ * same order as PostgreSQL's uuid order of those bytes), -1 when they are not hex digits.
+ */
+export function uuidHead(text: string): number {
+  let v = 0;
+  for (let i = 0; i < 8; i++) {
+    const c = text.charCodeAt(i);
+    const d = c < 128 ? HEX[c]! : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}

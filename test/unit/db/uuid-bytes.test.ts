@@ -1,11 +1,11 @@
 /**
  * writeUuidBytes (src/db/uuid-bytes.ts), the writer's hand-written uuid parser, against Node's
  * own hex decoding of the same text without its dashes: random keys in either case, and every
- * text that is not an 8-4-4-4-12 uuid refused.
+ * text that is not an 8-4-4-4-12 uuid refused; uuidHead against the first 4 of those bytes.
  */
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { writeUuidBytes } from '../../../src/db/uuid-bytes.js';
+import { uuidHead, writeUuidBytes } from '../../../src/db/uuid-bytes.js';
 
 const viaBuffer = (text: string) => Buffer.from(text.replace(/-/g, ''), 'hex');
 
@@ -38,4 +38,15 @@ it('refuses what is not an 8-4-4-4-12 uuid', () => {
     `${u.slice(0, 10)}é${u.slice(11)}`,
   ];
   for (const text of bad) expect(writeUuidBytes(new Uint8Array(16), 0, text), text).toBe(false);
+});
+
+it('uuidHead is the first 4 bytes as a big-endian number, in either case; -1 for a non-hex head', () => {
+  for (let i = 0; i < 2_000; i++) {
+    const u = i % 3 === 0 ? randomUUID().toUpperCase() : randomUUID();
+    expect(uuidHead(u)).toBe(viaBuffer(u).readUInt32BE(0));
+  }
+  expect(uuidHead('ffffffff-0000-0000-0000-000000000000')).toBe(0xffffffff);
+  expect(uuidHead('00000000-ffff-ffff-ffff-ffffffffffff')).toBe(0);
+  for (const text of ['', 'abc', 'g0000000-0000-0000-0000-000000000000', '0000000é-0000-0000-0000-000000000000', '-0000000'])
+    expect(uuidHead(text), text).toBe(-1);
 });
