@@ -42,8 +42,17 @@ import {
   type BenchPostgres,
   type RpcSyncResult,
 } from './harness.js';
-import { corpusLiveNode, measureLive, startFollower, waitApplied, type LiveNode, type LiveResult } from './live.js';
-import { FLOOR_SAMPLES, floorLine, measureFloor, type FloorResult } from './live-floor.js';
+import {
+  corpusLiveNode,
+  floorAfter,
+  measureLive,
+  startFollower,
+  stopFollower,
+  waitApplied,
+  type LiveNode,
+  type LiveResult,
+} from './live.js';
+import { floorLine, type FloorResult } from './live-floor.js';
 
 /** Blocks mined before the chain: their first 20 coinbases are mature when it starts. */
 const PREMINE = 120;
@@ -160,6 +169,7 @@ async function measureNode(
   say(`${label}: sync over RPC/REST: ${syncTxs} txs in ${round(s.ms / 1000, 1)} s = ${sync.txPerSec} tx/s`);
   const follower = startFollower(db, node);
   let figures: Omit<NodeFigures, 'floor'>;
+  let floor: FloorResult | null = null;
   try {
     // A small block first: the follower is subscribed and at the tip before anything is timed.
     await waitApplied(follower, await warmUp());
@@ -173,12 +183,10 @@ async function measureNode(
       `${label}: live: ${live.blocks} blocks of ${live.txsPerBlock} txs: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms`,
     );
     figures = { sync, cold, live };
+    if (liveBlocks > 0) floor = await floorAfter(follower, pgs, `bw_${label}`, node.rpcUrl);
   } finally {
-    follower.proc.kill('SIGTERM');
-    await follower.exited;
+    await stopFollower(follower);
   }
-  // (after the follower stopped: the floor undoes and applies the tip block again)
-  const floor = liveBlocks > 0 ? await measureFloor(pgs, `bw_${label}`, node.rpcUrl, FLOOR_SAMPLES) : null;
   if (floor) say(`${label}: ${floorLine(floor)}`);
   return { ...figures, floor };
 }

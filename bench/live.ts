@@ -28,7 +28,7 @@ import { Subscriber } from 'zeromq';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import type { CorpusNode } from '../devnode/corpus.js';
 import { ensureCorpus } from './corpus/generate.js';
-import { FLOOR_SAMPLES, floorLine, measureFloor, type FloorResult } from './live-floor.js';
+import { FLOOR_SAMPLES, floorLine, measureFloor, type FloorProbe, type FloorResult } from './live-floor.js';
 import {
   cacheDir,
   importCorpus,
@@ -114,6 +114,29 @@ export function startFollower(
     {},
     nodeFlags,
   );
+}
+
+/** Stops `follower` and waits for its exit (again after it stopped: nothing). */
+export async function stopFollower(follower: Child): Promise<void> {
+  follower.proc.kill('SIGTERM');
+  await follower.exited;
+}
+
+/**
+ * The floor of the live blocks `follower` has just applied to `dbName` (bench/live-floor.ts),
+ * measured once the follower has stopped (the floor undoes and applies the tip block again);
+ * `between` runs after the stop, before the floor (e.g. a copy of the index as the blocks left it).
+ */
+export async function floorAfter(
+  follower: Child,
+  pgs: FloorProbe,
+  dbName: string,
+  rpcUrl: string,
+  between?: () => Promise<void>,
+): Promise<FloorResult> {
+  await stopFollower(follower);
+  await between?.();
+  return measureFloor(pgs, dbName, rpcUrl, FLOOR_SAMPLES);
 }
 
 /**
@@ -275,9 +298,8 @@ async function main(): Promise<void> {
         say(`${err.message}; measuring anyway`),
       );
       const r = await measureLive(corpusLiveNode(node), follower, size.liveBlocks, { pgs, db: 'bw_live' });
-      follower.proc.kill('SIGTERM');
-      await follower.exited;
-      if (!buckets) r.floor = await measureFloor(pgs, 'bw_live', node.rpcUrl, FLOOR_SAMPLES);
+      if (buckets) await stopFollower(follower);
+      else r.floor = await floorAfter(follower, pgs, 'bw_live', node.rpcUrl);
       // With buckets, the live blocks were written as chunk rows: what folding them costs.
       const folded = buckets ? await foldLiveBlocks(url, pgs) : undefined;
       say(
@@ -292,8 +314,7 @@ async function main(): Promise<void> {
       };
       say(`RESULT ${JSON.stringify(result)}`);
     } finally {
-      follower.proc.kill('SIGTERM');
-      await follower.exited;
+      await stopFollower(follower);
       await node.stop();
     }
   } finally {

@@ -45,8 +45,8 @@ import {
   type BenchPostgres,
 } from './harness.js';
 import { checkoutBaseline, DEFAULT_BASELINE } from './baseline.js';
-import { corpusLiveNode, measureLive, startFollower, waitApplied } from './live.js';
-import { FLOOR_SAMPLES, floorLine, measureFloor } from './live-floor.js';
+import { corpusLiveNode, floorAfter, measureLive, startFollower, stopFollower, waitApplied } from './live.js';
+import { floorLine } from './live-floor.js';
 import { foldHistoryWhenDue } from '../indexer/writer/history-build.js';
 
 /** Mainnet today: transactions to project a full sync to. */
@@ -415,18 +415,16 @@ async function main(): Promise<void> {
         say(
           `live: ${live.blocks} blocks of ${live.txsPerBlock} txs on an index of ${live.indexHeightBefore} blocks: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms; per block WAL ${live.walMbP50} MB, PostgreSQL CPU ${live.postgresCpuMsP50} ms, indexer CPU ${live.indexerCpuMsP50} ms`,
         );
-        follower.proc.kill('SIGTERM');
-        await follower.exited;
         // (the floor undoes and applies the tip block again a dozen times: step 5b sizes a copy
         // of the index as the blocks left it)
-        await pgs.query('postgres', 'CREATE DATABASE bw_steady TEMPLATE bw_import');
-        steadyDb = 'bw_steady';
-        live.floor = await measureFloor(pgs, 'bw_import', node.rpcUrl, FLOOR_SAMPLES);
+        live.floor = await floorAfter(follower, pgs, 'bw_import', node.rpcUrl, async () => {
+          await pgs.query('postgres', 'CREATE DATABASE bw_steady TEMPLATE bw_import');
+          steadyDb = 'bw_steady';
+        });
         say(floorLine(live.floor));
       }
     } finally {
-      follower.proc.kill('SIGTERM');
-      await follower.exited;
+      await stopFollower(follower);
       await node.stop();
     }
 
