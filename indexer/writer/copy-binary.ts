@@ -1,8 +1,9 @@
 /**
  * PostgreSQL binary COPY (https://www.postgresql.org/docs/current/sql-copy.html, "Binary
  * Format") for the bulk path: rows are encoded straight into one growing buffer (no text, no
- * hex: bytea and uuid travel as raw bytes) and streamed with pg-copy-streams. Binary COPY
- * halves the bytes of hash-heavy rows and skips Postgres's text parsing.
+ * hex: bytea and uuid travel as raw bytes) and streamed with pg-copy-streams (read back row by
+ * row by copy-out.ts). Binary COPY halves the bytes of hash-heavy rows and skips Postgres's text
+ * parsing.
  * @module
  */
 import type pg from 'pg';
@@ -336,6 +337,45 @@ export class CopyRowReader {
     this.pending = p === data.length ? Buffer.alloc(0) : data.subarray(p);
   }
 
+  /**
+   * Reads one CopyData message's payload, `data[start..end)`: the server sends each row in a
+   * message of its own (the header with the first, the trailer alone), so a row is never cut
+   * here and nothing is copied (copy-out.ts reads the messages off the socket).
+   */
+  message(data: Buffer, start: number, end: number): void {
+    if (this.ended) throw new Error('binary COPY data after its trailer');
+    let q = start;
+    if (!this.started) {
+      if (end - q < 19 || !data.subarray(q, q + 11).equals(SIGNATURE)) throw new Error('not binary COPY data');
+      q += 19 + data.readInt32BE(q + 15);
+      this.started = true;
+      if (q === end) return;
+    }
+    if (q + 2 > end) throw new Error('binary COPY message cut short');
+    const n = data.readInt16BE(q);
+    if (n === -1) {
+      if (q + 2 !== end) throw new Error('binary COPY data after its trailer');
+      this.ended = true;
+      return;
+    }
+    const { at, len, fields } = this;
+    if (n !== fields) throw new Error(`binary COPY row of ${n} fields, expected ${fields}`);
+    q += 2;
+    for (let i = 0; i < fields; i++) {
+      if (q + 4 > end) throw new Error('binary COPY message cut short');
+      const l = data.readInt32BE(q);
+      if (l < -1) throw new Error(`binary COPY field of length ${l}`);
+      q += 4;
+      at[i] = l < 0 ? -1 : q;
+      len[i] = l;
+      if (l > 0) q += l;
+    }
+    if (q > end) throw new Error('binary COPY message cut short');
+    if (q !== end) throw new Error('binary COPY row does not fill its message');
+    this.each(data, at, len);
+    this.rows++;
+  }
+
   /** The number of rows, once the data has ended with its trailer. */
   end(): number {
     if (!this.ended) throw new Error('binary COPY data cut short');
@@ -348,18 +388,4 @@ export function eachCopyRow(data: Buffer, fields: number, each: CopyRow): number
   const r = new CopyRowReader(fields, each);
   r.feed(data);
   return r.end();
-}
-
-/** Streams `COPY (<query>) TO STDOUT (FORMAT binary)` on `client` into `reader`, awaiting `after` (if any) after each piece. */
-export async function copyOutInto(
-  client: pg.ClientBase,
-  query: string,
-  reader: CopyRowReader,
-  after?: () => Promise<void>,
-): Promise<number> {
-  for await (const b of client.query(copyTo(`COPY (${query}) TO STDOUT (FORMAT binary)`))) {
-    reader.feed(b as Buffer);
-    if (after) await after();
-  }
-  return reader.end();
 }

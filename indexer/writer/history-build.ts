@@ -29,7 +29,8 @@ import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
 import { byteaArray, int4Array, uuidArray } from '../../src/db/pg-array.js';
 import { lockTip, readTip, type Trx } from './chain-rows.js';
 import { withClientOf } from '../../src/db/connect.js';
-import { copyIn, copyOut, copyOutInto, CopyRowReader, BinaryCopy } from './copy-binary.js';
+import { copyIn, copyOut, CopyRowReader, BinaryCopy } from './copy-binary.js';
+import { copyOutInto } from './copy-out.js';
 import { readHistoryLayout, type HistoryLayout } from './history-rows.js';
 import { foldTxParts } from './tx-parts-fold.js';
 

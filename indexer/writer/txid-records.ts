@@ -13,7 +13,8 @@
  * @module
  */
 import type pg from 'pg';
-import { BinaryCopy, CopyRowReader, copyIn, copyOutInto } from './copy-binary.js';
+import { BinaryCopy, CopyRowReader, copyIn } from './copy-binary.js';
+import { copyOutInto } from './copy-out.js';
 import { txidBucketsOf, txidTagAt, writeTxidRecord, TXID_RECORD_BYTES } from '../../src/db/txid-buckets.js';
 import type { BucketParams } from '../../src/db/history-buckets.js';
 import { txNumAtSlot } from '../../src/db/tx-parts.js';

@@ -233,4 +233,51 @@ describe('CopyRowReader', () => {
     expect(read([withExt]).got).toEqual(rows);
     for (const cut of [18, 20, 23, 25, 26]) expect(read([withExt.subarray(0, cut), withExt.subarray(cut)]).got).toEqual(rows);
   });
+
+  /** `data` cut as the server sends it, one message per row (the header with the first, the trailer alone): each message's [start, end). */
+  const messagesOf = (data: Buffer, fields: number): [number, number][] => {
+    const out: [number, number][] = [];
+    let start = 0;
+    let p = 19 + data.readInt32BE(15);
+    for (;;) {
+      const n = data.readInt16BE(p);
+      if (n === -1) break;
+      p += 2;
+      for (let i = 0; i < fields; i++) p += 4 + Math.max(0, data.readInt32BE(p));
+      out.push([start, p]);
+      start = p;
+    }
+    out.push([start, p + 2]);
+    return out;
+  };
+
+  it('reads rows one message each, at any place of a larger buffer, as copy-out.ts hands them', () => {
+    const { data, rows } = rowsOf(7);
+    const got: string[] = [];
+    const r = new CopyRowReader(3, (d, at, len) => got.push(d.subarray(at[0]!, at[0]! + len[0]!).toString('hex')));
+    for (const [s, e] of messagesOf(data, 3)) {
+      // Each message inside other bytes (the socket chunk's other messages).
+      const padded = Buffer.concat([randomBytes(s % 13), data.subarray(s, e), randomBytes(5)]);
+      r.message(padded, s % 13, (s % 13) + e - s);
+    }
+    expect(r.end()).toBe(300);
+    expect(got).toEqual(rows.map((x) => x[0]));
+  });
+
+  it('refuses a message that is not binary COPY, holds two rows or part of one, a row of another width, or data after the trailer', () => {
+    const { data } = rowsOf(8);
+    const m = messagesOf(data, 3);
+    const reader = () => new CopyRowReader(3, () => {});
+    expect(() => reader().message(Buffer.from('hello, not a copy stream at all'), 0, 31)).toThrow('not binary COPY data');
+    expect(() => reader().message(data, 0, m[1]![1])).toThrow('binary COPY row does not fill its message');
+    expect(() => reader().message(data, 0, m[0]![1] - 1)).toThrow('binary COPY message cut short');
+    expect(() => new CopyRowReader(2, () => {}).message(data, 0, m[0]![1])).toThrow('binary COPY row of 3 fields, expected 2');
+    const r = reader();
+    for (const [s, e] of m) r.message(data, s, e);
+    expect(r.end()).toBe(300);
+    expect(() => r.message(data, m[1]![0], m[1]![1])).toThrow('binary COPY data after its trailer');
+    const cut = reader();
+    cut.message(data, m[0]![0], m[0]![1]);
+    expect(() => cut.end()).toThrow('binary COPY data cut short');
+  });
 });
