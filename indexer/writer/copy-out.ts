@@ -22,7 +22,6 @@ import type { CopyRowReader } from './copy-binary.js';
 
 /** Message types (https://www.postgresql.org/docs/current/protocol-message-formats.html). */
 const COPY_DATA = 0x64; // 'd'
-const COPY_DONE = 0x63; // 'c'
 const ERROR_RESPONSE = 0x45; // 'E'
 const COPY_OUT_RESPONSE = 0x48; // 'H'
 const NOTICE = 0x4e; // 'N'
@@ -145,7 +144,7 @@ class CopyOutQuery {
       case NOTIFICATION:
         return true;
       default:
-        // CopyDone, ErrorResponse, or anything else: node-postgres reads it from here.
+        // CopyDone ('c'), ErrorResponse, or anything else: node-postgres reads it from here.
         return false;
     }
   }
