@@ -283,6 +283,7 @@ export class CopyRowReader {
   }
 
   feed(piece: Buffer): void {
+    if (this.ended) throw new Error('binary COPY data after its trailer');
     const data = this.pending.length === 0 ? piece : Buffer.concat([this.pending, piece]);
     let p = 0;
     if (!this.started) {
@@ -299,39 +300,13 @@ export class CopyRowReader {
       }
       this.started = true;
     }
-    const { at, len, fields } = this;
     for (;;) {
-      if (this.ended) throw new Error('binary COPY data after its trailer');
-      if (p + 2 > data.length) break;
-      const n = data.readInt16BE(p);
-      if (n === -1) {
-        this.ended = true;
-        p += 2;
+      if (this.ended) {
         if (p !== data.length) throw new Error('binary COPY data after its trailer');
         break;
       }
-      if (n !== fields) throw new Error(`binary COPY row of ${n} fields, expected ${fields}`);
-      let q = p + 2;
-      let whole = true;
-      for (let i = 0; i < fields; i++) {
-        if (q + 4 > data.length) {
-          whole = false;
-          break;
-        }
-        const l = data.readInt32BE(q);
-        if (l < -1) throw new Error(`binary COPY field of length ${l}`);
-        q += 4;
-        at[i] = l < 0 ? -1 : q;
-        len[i] = l;
-        if (l > 0) q += l;
-        if (q > data.length) {
-          whole = false;
-          break;
-        }
-      }
-      if (!whole) break;
-      this.each(data, at, len);
-      this.rows++;
+      const q = this.row(data, p, data.length);
+      if (q < 0) break;
       p = q;
     }
     this.pending = p === data.length ? Buffer.alloc(0) : data.subarray(p);
@@ -351,29 +326,38 @@ export class CopyRowReader {
       this.started = true;
       if (q === end) return;
     }
-    if (q + 2 > end) throw new Error('binary COPY message cut short');
-    const n = data.readInt16BE(q);
+    const after = this.row(data, q, end);
+    if (after < 0) throw new Error('binary COPY message cut short');
+    if (after !== end) throw new Error(this.ended ? 'binary COPY data after its trailer' : 'binary COPY row does not fill its message');
+  }
+
+  /**
+   * Reads the row (or the trailer) at `data[p..]`, no further than `end`, and gives it to `each`:
+   * returns where it ends, or -1 when it does not end before `end` (nothing read).
+   */
+  private row(data: Buffer, p: number, end: number): number {
+    if (p + 2 > end) return -1;
+    const n = data.readInt16BE(p);
     if (n === -1) {
-      if (q + 2 !== end) throw new Error('binary COPY data after its trailer');
       this.ended = true;
-      return;
+      return p + 2;
     }
     const { at, len, fields } = this;
     if (n !== fields) throw new Error(`binary COPY row of ${n} fields, expected ${fields}`);
-    q += 2;
+    let q = p + 2;
     for (let i = 0; i < fields; i++) {
-      if (q + 4 > end) throw new Error('binary COPY message cut short');
+      if (q + 4 > end) return -1;
       const l = data.readInt32BE(q);
       if (l < -1) throw new Error(`binary COPY field of length ${l}`);
       q += 4;
       at[i] = l < 0 ? -1 : q;
       len[i] = l;
       if (l > 0) q += l;
+      if (q > end) return -1;
     }
-    if (q > end) throw new Error('binary COPY message cut short');
-    if (q !== end) throw new Error('binary COPY row does not fill its message');
     this.each(data, at, len);
     this.rows++;
+    return q;
   }
 
   /** The number of rows, once the data has ended with its trailer. */
