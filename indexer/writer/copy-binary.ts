@@ -287,14 +287,9 @@ export class CopyRowReader {
     const data = this.pending.length === 0 ? piece : Buffer.concat([this.pending, piece]);
     let p = 0;
     if (!this.started) {
-      if (data.length < 19) {
-        this.pending = data;
-        return;
-      }
-      if (!data.subarray(0, 11).equals(SIGNATURE)) throw new Error('not binary COPY data');
-      p = 19 + data.readInt32BE(15);
-      if (p > data.length) {
-        // (the header's extension cut across pieces)
+      p = this.header(data, 0, data.length);
+      if (p < 0) {
+        // (the header, or its extension, cut across pieces)
         this.pending = data;
         return;
       }
@@ -321,14 +316,25 @@ export class CopyRowReader {
     if (this.ended) throw new Error('binary COPY data after its trailer');
     let q = start;
     if (!this.started) {
-      if (end - q < 19 || !data.subarray(q, q + 11).equals(SIGNATURE)) throw new Error('not binary COPY data');
-      q += 19 + data.readInt32BE(q + 15);
+      q = this.header(data, q, end);
+      if (q < 0) throw new Error('binary COPY message cut short');
       this.started = true;
       if (q === end) return;
     }
     const after = this.row(data, q, end);
     if (after < 0) throw new Error('binary COPY message cut short');
     if (after !== end) throw new Error(this.ended ? 'binary COPY data after its trailer' : 'binary COPY row does not fill its message');
+  }
+
+  /**
+   * Checks the header at `data[p..]`, no further than `end`: returns where it ends (after its
+   * extension area), or -1 when it does not end before `end`.
+   */
+  private header(data: Buffer, p: number, end: number): number {
+    if (end - p < 19) return -1;
+    if (!data.subarray(p, p + 11).equals(SIGNATURE)) throw new Error('not binary COPY data');
+    const q = p + 19 + data.readInt32BE(p + 15);
+    return q > end ? -1 : q;
   }
 
   /**

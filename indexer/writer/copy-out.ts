@@ -22,7 +22,7 @@ import type { CopyRowReader } from './copy-binary.js';
 
 /** Message types (https://www.postgresql.org/docs/current/protocol-message-formats.html). */
 const COPY_DATA = 0x64; // 'd'
-const ERROR_RESPONSE = 0x45; // 'E'
+const COPY_DONE = 0x63; // 'c'
 const COPY_OUT_RESPONSE = 0x48; // 'H'
 const NOTICE = 0x4e; // 'N'
 const PARAMETER_STATUS = 0x53; // 'S'
@@ -97,7 +97,7 @@ class CopyOutQuery {
       }
       this.tail = null;
       if (!this.message(m, 0, total)) {
-        this.handBack(m[0] === ERROR_RESPONSE ? Buffer.concat([m, chunk.subarray(p)]) : chunk.subarray(p));
+        this.handBack(m[0] === COPY_DONE ? chunk.subarray(p) : Buffer.concat([m, chunk.subarray(p)]));
         return;
       }
     }
@@ -108,7 +108,7 @@ class CopyOutQuery {
       }
       const total = 1 + chunk.readInt32BE(p + 1);
       if (!this.message(chunk, p, total)) {
-        this.handBack(chunk.subarray(chunk[p] === ERROR_RESPONSE ? p : p + total));
+        this.handBack(chunk.subarray(chunk[p] === COPY_DONE ? p + total : p));
         return;
       }
       p += total;
@@ -126,7 +126,7 @@ class CopyOutQuery {
     }
   };
 
-  /** One whole message at `buf[p..p + total)`; false when the COPY is over (done, or an error: the socket goes back). */
+  /** One whole message at `buf[p..p + total)`; false when the COPY is over (done, an error, or a message it does not expect: the socket goes back). */
   private message(buf: Buffer, p: number, total: number): boolean {
     switch (buf[p]) {
       case COPY_DATA:
@@ -144,7 +144,8 @@ class CopyOutQuery {
       case NOTIFICATION:
         return true;
       default:
-        // CopyDone ('c'), ErrorResponse, or anything else: node-postgres reads it from here.
+        // CopyDone ends the COPY here; an ErrorResponse, or anything else, goes back to
+        // node-postgres with the socket, and it reads it (handBack's caller).
         return false;
     }
   }
