@@ -18,7 +18,10 @@
  * Differences that are the nodes' own: Core also publishes `rawtx`/`hashtx` for every
  * transaction of a connected block (the corpus node does not), and Core's RPC and REST are
  * Core's. Run: `node --import tsx bench/core.ts [--quick] [--blocks N] [--txs-per-block N]
- * [--cold-blocks N] [--live-blocks N] [--live-txs N] [--seed S] [--json FILE]`.
+ * [--cold-blocks N] [--live-blocks N] [--live-txs N] [--seed S] [--json FILE] [--cpu-prof DIR]
+ * [--follower-log PREFIX]` (`--cpu-prof`: each node's follower writes a V8 CPU profile under
+ * DIR/core and DIR/devnode; `--follower-log`: its log lines go to PREFIX-core.log and
+ * PREFIX-devnode.log, with LOG_LEVEL=debug each block's apply phases).
  * @module
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -152,6 +155,12 @@ async function exportCorpus(core: Bitcoind, dir: string, params: Size): Promise<
   return m;
 }
 
+/** Where to look into the follower: a V8 CPU profile under `cpuProf`/LABEL, its log lines in `followerLog`-LABEL.log. */
+interface NodeOptions {
+  cpuProf?: string;
+  followerLog?: string;
+}
+
 /** Initial sync over RPC/REST to `target`, then the live blocks, on one node. */
 async function measureNode(
   label: string,
@@ -162,12 +171,13 @@ async function measureNode(
   warmUp: () => Promise<string>,
   liveBlocks: number,
   coldBlocks: number,
+  opts: NodeOptions,
 ): Promise<NodeFigures> {
   const db = await pgs.createDatabase(`bw_${label}`);
   const s = await syncOverRpc(pgs, db, node, target, label);
   const sync = { ...s, txPerSec: Math.round(syncTxs / (s.ms / 1000)) };
   say(`${label}: sync over RPC/REST: ${syncTxs} txs in ${round(s.ms / 1000, 1)} s = ${sync.txPerSec} tx/s`);
-  const follower = startFollower(db, node);
+  const follower = startFollower(db, node, {}, opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(opts.cpuProf, label)}`] : []);
   let figures: Omit<NodeFigures, 'floor'>;
   let floor: FloorResult | null = null;
   try {
@@ -186,6 +196,7 @@ async function measureNode(
     if (liveBlocks > 0) floor = await floorAfter(follower, pgs, `bw_${label}`, node.rpcUrl);
   } finally {
     await stopFollower(follower);
+    if (opts.followerLog) writeFileSync(`${opts.followerLog}-${label}.log`, `${follower.lines.join('\n')}\n`);
   }
   if (floor) say(`${label}: ${floorLine(floor)}`);
   return { ...figures, floor };
@@ -243,9 +254,12 @@ async function main(): Promise<void> {
       seed: { type: 'string' },
       'cache-dir': { type: 'string' },
       json: { type: 'string' },
+      'cpu-prof': { type: 'string' },
+      'follower-log': { type: 'string' },
     },
   });
   const q = values.quick === true;
+  const look: NodeOptions = { cpuProf: values['cpu-prof'], followerLog: values['follower-log'] };
   const num = (v: string | undefined, d: number) => (v === undefined ? d : Number(v));
   const size: Size = {
     blocks: num(values.blocks, q ? 3 : 50),
@@ -308,6 +322,7 @@ async function main(): Promise<void> {
       () => generate(c, warm),
       size.liveBlocks,
       size.coldBlocks,
+      look,
     );
 
     // 3. The same blocks on the devnode.
@@ -328,6 +343,7 @@ async function main(): Promise<void> {
         async () => (await corpus.advance(1)).hash,
         size.liveBlocks,
         size.coldBlocks,
+        look,
       );
     } finally {
       await corpus.stop();
