@@ -44,6 +44,7 @@ import { entriesWithin, OutpointCache } from './outpoint-cache.js';
 import { CHAIN_CHANNEL } from '../../src/db/chain-changes.js';
 import { CHAIN_INDEXES, chainIndex, chainIndexSql, createIndexSteps, dropIndexSql, type ChainTable } from '../../src/db/chain-indexes.js';
 import type { BlockFeed } from '../prefetch.js';
+import { keepPartsGin, PARTS_GIN_LOADED, PARTS_GIN_MERGE, PartsGinMerger, partsGinExists } from './parts-gin.js';
 
 /**
  * The chain tables' keys and indexes (src/db/chain-indexes.ts, the definitions the migrations
@@ -183,8 +184,9 @@ async function partsOn(client: pg.Client): Promise<boolean> {
 export async function beginBulk(client: pg.Client, deps: BulkLoadDeps, fromHeight: number): Promise<void> {
   await inTransaction(client, deps, async () => {
     await client.query(DROP_INDEXES);
-    // (the batches write parts with parts on: the GIN is built by the finish; the key stays)
-    if (await partsOn(client)) await client.query(dropIndexSql(chainIndex('tx_parts_spent_groups')));
+    // (the batches write parts with parts on: the spends GIN takes them into its pending list,
+    // merged beside the load: parts-gin.ts; the key stays)
+    if (await partsOn(client)) await keepPartsGin(client);
     await client.query('TRUNCATE mempool_txs, mempool_outputs, mempool_spends, mempool_addresses, bulk_spent');
     const state: BulkState = { active: true, from: fromHeight, height: fromHeight };
     await client.query(
@@ -376,6 +378,7 @@ async function loadBlocks(
   target: number,
   cache: OutpointCache,
   bound: Bound | null,
+  merger: PartsGinMerger | null,
 ): Promise<BulkResult> {
   const { log } = deps;
   const t0 = performance.now();
@@ -496,7 +499,7 @@ async function loadBlocks(
     if (b.blockCount > 0) {
       totalTxs += b.txCount;
       totalBlocks += b.blockCount;
-      pending = writeBatch(client, deps, b);
+      pending = writeBatch(client, deps, b).then(() => merger?.kick());
       writing = b;
       // Surface a failed write at once when nothing else is left to do; commit before a trim.
       if (done || trim) {
@@ -516,9 +519,10 @@ async function loadBlocks(
  * The finish's independent parts, each one transaction on its own connection, run at the
  * same time (most of these statements run on one core in PostgreSQL; only B-tree builds use
  * parallel workers): the spends GIN (the longest build, on one core: src/db/spent-groups.ts),
- * started first (with transaction parts on, the parts' fold, and the parts' GIN on a fourth
- * connection: `PartsFinish`); chain state (utxos rebuilt without the spent rows, balances
- * recomputed from them, `bulk_spent` emptied, the utxos and balances indexes), then the txs
+ * started first (with transaction parts on, the parts' fold, and the parts' key and GIN on a
+ * fourth connection: `PartsFinish`; that GIN is merged beside the load, parts-gin.ts); chain
+ * state (utxos rebuilt without the spent rows, balances recomputed from them, `bulk_spent`
+ * emptied, the utxos and balances indexes), then the txs
  * B-trees beside the GIN (index builds take a share lock, which does not block another build on
  * the same table; the primary key is attached once the GIN has committed: `createIndexSteps`);
  * history (each address's per-batch chunks re-cut into full chunks, its key, script aliases).
@@ -570,8 +574,8 @@ async function foldLoaded(c: pg.Client, deps: BulkLoadDeps): Promise<Record<stri
  * parts, not `txs` rows: their txids go into the buckets in one SQL pass, after the `txs` rows of
  * blocks applied before the bulk sync began are folded as the indexer folds them (tx-parts-fold.ts
  * `foldLoadedTxParts`; `txs` is left empty), in place of the `txs` index builds, which then index
- * an empty table. The parts' GIN was dropped by the begin (the batches write without it); their
- * key, kept while they load, is dropped here with it, and both are built after.
+ * an empty table. The parts' GIN took the batches' rows into its pending list (parts-gin.ts);
+ * their key, kept while they load, is dropped here and built after, when the GIN's list is merged.
  */
 async function foldLoadedParts(c: pg.Client, deps: BulkLoadDeps): Promise<Record<string, number> | null> {
   const t0 = performance.now();
@@ -587,22 +591,34 @@ async function foldLoadedParts(c: pg.Client, deps: BulkLoadDeps): Promise<Record
 /**
  * How the finish treats the parts: 'off' (the batches wrote `txs` rows), 'after' (their indexes
  * are built once the fold has committed: it may write parts, from `txs` rows of blocks applied
- * before the bulk sync began) or 'beside' (the fold only reads them: their indexes are built on a
- * connection of their own from the start, the spends GIN first, so that its build, the longest
- * and on one core, is not left alone at the end of the finish).
+ * before the bulk sync began) or 'beside' (the fold only reads them: their indexes are finished
+ * on a connection of their own from the start, the spends GIN first, so that a build of it, the
+ * longest and on one core when the begin did not keep it, is not left alone at the end).
  */
 type PartsFinish = 'off' | 'after' | 'beside';
 
-/** The parts' spends GIN, then their primary key (attached last: it waits for the fold's reads to commit). */
+/**
+ * The parts' spends GIN, then their primary key (attached last: it waits for the fold's reads to
+ * commit). A GIN kept through the load (`kept`: parts-gin.ts) has only its pending list left to
+ * merge, and its storage parameters restored once the key is attached.
+ */
 const partsSpends = (name: string) => name === 'tx_parts_spent_groups';
-const partsIndexSteps = (): FinishStep[] => [...indexSteps(['tx_parts'], partsSpends), ...indexSteps(['tx_parts'], (n) => !partsSpends(n))];
+const partsIndexSteps = (kept: boolean): FinishStep[] => [
+  ...(kept ? [{ name: 'tx_parts_spent_groups: pending list', text: PARTS_GIN_MERGE }] : indexSteps(['tx_parts'], partsSpends)),
+  ...indexSteps(['tx_parts'], (n) => !partsSpends(n)),
+  ...(kept ? [{ name: 'tx_parts_spent_groups: parameters', text: PARTS_GIN_LOADED }] : []),
+];
 
 /** The finish's parts, each a transaction of its own on its own connection, run at once. */
-const finishParts = (parts: PartsFinish): readonly (readonly FinishStep[])[] => [
+const finishParts = (parts: PartsFinish, ginKept: boolean): readonly (readonly FinishStep[])[] => [
   parts === 'off'
     ? indexSteps(['txs'], spendsIndex)
-    : [{ name: 'transaction parts', instead: foldLoadedParts }, ...indexSteps(['txs']), ...(parts === 'after' ? partsIndexSteps() : [])],
-  ...(parts === 'beside' ? [partsIndexSteps()] : []),
+    : [
+        { name: 'transaction parts', instead: foldLoadedParts },
+        ...indexSteps(['txs']),
+        ...(parts === 'after' ? partsIndexSteps(ginKept) : []),
+      ],
+  ...(parts === 'beside' ? [partsIndexSteps(ginKept)] : []),
   [
     {
       name: 'utxos',
@@ -690,15 +706,17 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
           ? 'after'
           : 'beside'
         : 'off';
+    const ginKept = parts !== 'off' && (await partsGinExists(client));
     const drop = new PhaseTimer('bulk_finish', deps.phases);
     await inTransaction(client, deps, async () => {
       await client.query(FINISH_DROP);
-      if (parts !== 'off') await client.query(dropIndexes(['tx_parts']));
+      if (ginKept) await client.query(dropIndexSql(chainIndex('tx_parts_pkey')));
+      else if (parts !== 'off') await client.query(dropIndexes(['tx_parts']));
       await client.query(FIRST_SCRIPTS);
     });
     drop.lap('drop txs indexes');
     Object.assign(ms, drop.ms);
-    const steps = finishParts(parts);
+    const steps = finishParts(parts, ginKept);
     for (let i = 1; i < steps.length; i++) others.push(await connectBulk(deps.databaseUrl));
     // (in the order they failed, each with the step it was in: the first is the cause, a later one
     // may only follow from it)
@@ -811,10 +829,18 @@ export async function runBulk(
     try {
       const cache = await loadCache(client, deps, bound);
       const feed = makeFeed(tip.height + 1);
+      // (with parts on, the GIN's pending list merged after each batch: parts-gin.ts)
+      const merger =
+        (await partsOn(client)) && (await partsGinExists(client))
+          ? new PartsGinMerger(() => connectBulk(deps.databaseUrl), deps.log)
+          : null;
       try {
-        result = await loadBlocks(client, deps, feed, tip, target, cache, bound);
+        result = await loadBlocks(client, deps, feed, tip, target, cache, bound, merger);
       } finally {
         feed.close();
+        await merger?.close();
+        if (merger)
+          deps.log.info({ merges: merger.merges, ms: Math.round(merger.ms) }, 'bulk load: spends index pending list merged beside it');
       }
     } finally {
       await bound?.reader?.end().catch(() => {});

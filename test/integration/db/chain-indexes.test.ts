@@ -12,6 +12,7 @@ import { migrateToLatest } from '../../../src/db/migrate.js';
 import { CHAIN_INDEXES, chainIndex, chainIndexSql, createIndexSql, createIndexSteps } from '../../../src/db/chain-indexes.js';
 import { silentLogger } from '../../../src/log.js';
 import { beginBulk, finishBulk } from '../../../indexer/writer/bulk.js';
+import { PENDING_LIMIT_KB } from '../../../indexer/writer/parts-gin.js';
 import { createMigratedDatabase, createTestDatabase, migrateAllBut, type TestDatabase } from '../../support/db.js';
 
 const TABLES = [...new Set(CHAIN_INDEXES.map((ix) => ix.table))];
@@ -52,9 +53,11 @@ describe('chain indexes: the bulk finish builds what the migrations define', () 
       const deps = { databaseUrl: bulk.url, log: silentLogger(), batchTxs: 1000 };
       await beginBulk(client, deps, -1);
       // Every chain index is dropped while the batches load, but the parts' key (the finish drops
-      // and builds it with the parts' GIN).
+      // and builds it) and the parts' GIN, which takes the batches' rows into its pending list
+      // (indexer/writer/parts-gin.ts): the finish merges it and restores its definition.
       const left = (await schemaOf(bulk.db)).indexes.filter((i) => CHAIN_INDEXES.some((ix) => ix.name === i.indexname));
-      expect(left.map((i) => i.indexname)).toEqual(['tx_parts_pkey']);
+      expect(left.map((i) => i.indexname)).toEqual(['tx_parts_pkey', 'tx_parts_spent_groups']);
+      expect(left[1]!.indexdef).toContain(`WITH (fastupdate='on', gin_pending_list_limit='${PENDING_LIMIT_KB}')`);
       await finishBulk(client, deps);
     } finally {
       await client.end();

@@ -131,6 +131,30 @@ describeFixtures('bulk sync', () => {
           )
         ).rows,
       });
+      /**
+       * The parts each spends key finds through the parts' GIN (a bitmap scan: sequential scans
+       * off), beside those a scan of every part finds: a bulk sync fills it through its pending
+       * list (indexer/writer/parts-gin.ts), the per-block path by plain inserts.
+       */
+      const spenders = async (db: typeof referenceA.db) => {
+        const read = (scan: string) =>
+          db.transaction().execute(async (trx) => {
+            await sql.raw(scan).execute(trx);
+            const q = sql<{ g: string; parts: string[] }>`
+              SELECT k.g::text AS g, array_agg(p.part::text ORDER BY p.part) AS parts
+              FROM (SELECT DISTINCT unnest(spent_tx_groups(ins)) AS g FROM tx_parts) k
+              JOIN LATERAL (SELECT part FROM tx_parts WHERE spent_tx_groups(ins) @> ARRAY[k.g]) p ON true
+              GROUP BY k.g ORDER BY k.g`;
+            const plan = (await sql<{ 'QUERY PLAN': string }>`EXPLAIN ${q}`.execute(trx)).rows.map((r) => r['QUERY PLAN']).join('\n');
+            return { plan, rows: (await q.execute(trx)).rows };
+          });
+        const indexed = await read('SET LOCAL enable_seqscan = off');
+        const scanned = await read('SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexscan = off');
+        expect(indexed.plan).toContain('Bitmap Index Scan on tx_parts_spent_groups');
+        expect(scanned.plan).not.toContain('tx_parts_spent_groups');
+        expect(indexed.rows).toEqual(scanned.rows);
+        return indexed.rows;
+      };
       const [t, ref] = [await busy(await make()), await busy(await make())];
       await perBlock(ref, chainA);
       const chain = chainOf(chainA);
@@ -158,6 +182,11 @@ describeFixtures('bulk sync', () => {
       const wantKeys = await keys(ref.db);
       expect(wantKeys.indexes.map((i) => i.indexdef).join('\n')).toMatch(/tx_parts_spent_groups/);
       expect(await keys(t.db)).toEqual(wantKeys);
+      const wantSpenders = parts ? await spenders(ref.db) : [];
+      if (parts) {
+        expect(wantSpenders.length).toBeGreaterThan(10);
+        expect(await spenders(t.db)).toEqual(wantSpenders);
+      }
       for (let h = chainA.length - 1; h >= 190; h--) expect((await undoBlock(t.db, h, chain)).kind).toBe('undone');
       for (let h = 190; h < chainA.length; h++) expect((await applyBlock(t.db, decodeBlock(chainA[h]!.raw), h)).kind).toBe('applied');
       await foldAllHistory(t.db);
@@ -174,6 +203,7 @@ describeFixtures('bulk sync', () => {
       await bulkTo(all, chain, chainA.length - 1, 300);
       expect(await snapshotIndex(all.db)).toEqual(want);
       expect(await stored(all.db)).toEqual(wantStored);
+      if (parts) expect(await spenders(all.db)).toEqual(wantSpenders);
       // A bulk sync onto an index applied block by block and folded in part (parts below 40, rows
       // up to 60): the rows fold before the loaded parts' txids are recorded, newest first.
       const mixed = await busy(await make());
@@ -182,6 +212,7 @@ describeFixtures('bulk sync', () => {
       await bulkTo(mixed, chain, chainA.length - 1, 300);
       expect(await snapshotIndex(mixed.db)).toEqual(want);
       expect(await keys(mixed.db)).toEqual(wantKeys);
+      if (parts) expect(await spenders(mixed.db)).toEqual(wantSpenders);
       const m = await stored(mixed.db);
       expect({ parts: m.parts, buckets: m.buckets, rows: m.rows, records: m.params[0]!.records }).toEqual({
         parts: wantStored.parts,
@@ -219,6 +250,8 @@ describeFixtures('bulk sync', () => {
         const st = await stored(switched.db);
         expect(Number(st.params[0]!.records)).toBe(st.parts.reduce((n, p) => n + (p.txids as Buffer).length / 32, 0));
         expect(st.rows).toBeGreaterThan(0);
+        // (its later transactions are `txs` rows: the GIN answers as a scan of its parts does)
+        expect((await spenders(switched.db)).length).toBeGreaterThan(0);
       }
       for (const h of [chainA.length - 1, 150, 45, 30]) {
         const b = decodeBlock(chainA[h]!.raw);
