@@ -141,6 +141,19 @@ export interface BulkResult {
  */
 export const CLIENT_CHECK_INTERVAL = '5s';
 
+/**
+ * Index builds (and the GIN merges, parts-gin.ts) sort in memory up to maintenance_work_mem: at
+ * least 512 MB for them, on `c` for its transaction (`local`) or its session.
+ */
+const INDEX_MEMORY_KB = 512 * 1024;
+async function indexMemory(c: pg.Client, local: boolean): Promise<void> {
+  await c.query(
+    `SELECT set_config('maintenance_work_mem', '${INDEX_MEMORY_KB}kB', $1) FROM pg_settings
+     WHERE name = 'maintenance_work_mem' AND setting::int8 < ${INDEX_MEMORY_KB}`,
+    [local],
+  );
+}
+
 /** A connection of the bulk sync, its backend checking for a departed client (CLIENT_CHECK_INTERVAL). */
 export async function connectBulk(url: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, application_name: 'blockwire-indexer-bulk', types: pgTypes });
@@ -378,12 +391,12 @@ async function loadBlocks(
   target: number,
   cache: OutpointCache,
   bound: Bound | null,
+  /** Transaction parts on: the batches write parts, not `txs` rows (the finish records their txids). */
+  parts: boolean,
   merger: PartsGinMerger | null,
 ): Promise<BulkResult> {
   const { log } = deps;
   const t0 = performance.now();
-  // Transaction parts on: the batches write parts, not `txs` rows (the finish records their txids).
-  const parts = await partsOn(client);
   let prevHash: Uint8Array | null = tip.hash;
   let height = tip.height;
   let batchId = 0;
@@ -725,10 +738,7 @@ export async function finishBulk(client: pg.Client, deps: BulkLoadDeps): Promise
       const timer = new PhaseTimer('bulk_finish', deps.phases);
       let step = 'begin';
       await inTransaction(c, deps, async () => {
-        // Index builds sort in memory up to maintenance_work_mem: at least 512 MB for them.
-        const mwm = (await c.query<{ kb: string }>("SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'")).rows[0]
-          ?.kb;
-        if (mwm !== undefined && Number(mwm) < 512 * 1024) await c.query("SET LOCAL maintenance_work_mem = '512MB'");
+        await indexMemory(c, true);
         for (const s of steps) {
           step = s.name;
           const done = (await s.instead?.(c, deps)) ?? null;
@@ -829,13 +839,18 @@ export async function runBulk(
     try {
       const cache = await loadCache(client, deps, bound);
       const feed = makeFeed(tip.height + 1);
+      const parts = await partsOn(client);
       // (with parts on, the GIN's pending list merged after each batch: parts-gin.ts)
       const merger =
-        (await partsOn(client)) && (await partsGinExists(client))
-          ? new PartsGinMerger(() => connectBulk(deps.databaseUrl), deps.log)
+        parts && (await partsGinExists(client))
+          ? new PartsGinMerger(async () => {
+              const c = await connectBulk(deps.databaseUrl);
+              await indexMemory(c, false);
+              return c;
+            }, deps.log)
           : null;
       try {
-        result = await loadBlocks(client, deps, feed, tip, target, cache, bound, merger);
+        result = await loadBlocks(client, deps, feed, tip, target, cache, bound, parts, merger);
       } finally {
         feed.close();
         await merger?.close();

@@ -20,12 +20,9 @@ if (GIN.with !== undefined) throw new Error(`${GIN.name}: RESET would not restor
 
 /** The largest pending list PostgreSQL allows (kB): the inserting COPY never merges it itself. */
 export const PENDING_LIMIT_KB = 2_097_151;
-/** Memory of a merge: the pending entries are sorted in it (a batch's take ~100 MB). */
-const MERGE_KB = 512 * 1024;
-
 /** The statements that make the GIN take a bulk load's rows into its pending list. */
 const PARTS_GIN_LOADING = `ALTER INDEX ${GIN.name} SET (fastupdate = on, gin_pending_list_limit = ${PENDING_LIMIT_KB})`;
-/** Moves the pending list into the index's tree (a sort in maintenance_work_mem). */
+/** Moves the pending list into the index's tree (a sort in maintenance_work_mem: a batch's keys take ~100 MB). */
 export const PARTS_GIN_MERGE = `SELECT gin_clean_pending_list('${GIN.name}'::regclass)`;
 /** The definition's storage parameters again (the migrations' index: chain-indexes.test.ts). */
 export const PARTS_GIN_LOADED = `ALTER INDEX ${GIN.name} RESET (fastupdate, gin_pending_list_limit)`;
@@ -43,15 +40,17 @@ export async function keepPartsGin(client: pg.ClientBase): Promise<void> {
 }
 
 /**
- * Merges the GIN's pending list after each committed batch, on a connection of its own, one
- * merge at a time: a batch committed during a merge is merged once that one ends. A failed merge
- * is logged and ends the merging (the finish merges what is left).
+ * Merges the GIN's pending list after each committed batch, on a connection of its own (`connect`
+ * gives it with the memory its sort needs: maintenance_work_mem), one merge at a time: a batch
+ * committed during a merge is merged once that one ends. A failed merge is logged and ends the
+ * merging (the finish merges what is left).
  */
 export class PartsGinMerger {
   private client: pg.Client | null = null;
   private running: Promise<void> | null = null;
   private again = false;
-  private failed = false;
+  /** Set by a failed merge or by close: no merge starts after. */
+  private stopped = false;
   /** Merges done, and their total time (ms). */
   merges = 0;
   ms = 0;
@@ -63,7 +62,7 @@ export class PartsGinMerger {
 
   /** A batch has committed: merge its keys (now, or after the merge under way). */
   kick(): void {
-    if (this.failed) return;
+    if (this.stopped) return;
     if (this.running) {
       this.again = true;
       return;
@@ -76,16 +75,10 @@ export class PartsGinMerger {
       this.again = false;
       const t0 = performance.now();
       try {
-        if (!this.client) {
-          this.client = await this.connect();
-          await this.client.query(
-            `SELECT set_config('maintenance_work_mem', '${MERGE_KB}kB', false) FROM pg_settings
-             WHERE name = 'maintenance_work_mem' AND setting::int8 < ${MERGE_KB}`,
-          );
-        }
+        this.client ??= await this.connect();
         await this.client.query(PARTS_GIN_MERGE);
       } catch (err) {
-        this.failed = true;
+        this.stopped = true;
         this.log.warn({ err }, 'bulk sync: merging the spends index pending list failed; the finish merges it');
         return;
       }
@@ -96,7 +89,7 @@ export class PartsGinMerger {
 
   /** Waits for the merge under way (none is started after) and closes the connection. */
   async close(): Promise<void> {
-    this.failed = true;
+    this.stopped = true;
     await this.running;
     await this.client?.end().catch(() => {});
     this.client = null;
