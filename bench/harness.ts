@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
-import { startPostgres, type PostgresServer } from '../cli/embedded/postgres.js';
+import { startPostgres, WAL_WRITER_DELAY, type PostgresServer } from '../cli/embedded/postgres.js';
 import { corpusBlocksDir } from '../devnode/corpus-manifest.js';
 import { DEFAULT_PARAMS, type CorpusParams } from './corpus/generate.js';
 
@@ -83,6 +83,8 @@ export const PG_SETTINGS = {
   checkpoint_timeout: '30min',
   maintenance_work_mem: '1GB',
   work_mem: '64MB',
+  // (the embedded server's own setting, named here so that the results record it)
+  wal_writer_delay: WAL_WRITER_DELAY,
 };
 
 export interface BenchPostgres {

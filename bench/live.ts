@@ -56,6 +56,8 @@ export interface LiveResult {
   max: number;
   /** The indexer's own fetch → commit time per block (its log's `ms`). */
   applyP50: number;
+  /** Of that, the time it waited for the node (its log's `waitMs`: the block's hash and bytes), median. */
+  fetchP50: number;
   indexHeightBefore: number;
   /** Per block, when the bench's PostgreSQL is given: WAL written (MB, from pg_current_wal_lsn) and CPU of every PostgreSQL process (ms), medians. */
   walMbP50?: number;
@@ -64,6 +66,8 @@ export interface LiveResult {
   indexerCpuMsP50: number;
   /** The floor, PostgreSQL's own write cost for the newest block's rows (bench/live-floor.ts), when measured. */
   floor?: FloorResult;
+  /** Per phase of the writer's apply (its `apply phases` debug lines: the follower run with LOG_LEVEL=debug), the median ms. */
+  phasesP50?: Record<string, number>;
 }
 
 /** The bench's PostgreSQL and the database the follower writes: per-block WAL and CPU. */
@@ -213,10 +217,13 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
   let before = -1;
   const latencies: number[] = [];
   const applyMs: number[] = [];
+  const waitMs: number[] = [];
   const walMb: number[] = [];
   const pgCpu: number[] = [];
   const indexerCpu: number[] = [];
   let txs = 0;
+  const phases = new Map<string, number[]>();
+  const seen = follower.lines.length;
   for (let i = 0; i < blocks; i++) {
     const lsn0 = probe ? await lsn() : '';
     const cpu0 = probe?.pgs.cpuMs() ?? 0;
@@ -228,6 +235,7 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
     if (arrival === undefined) throw new Error(`no ZMQ hashblock seen for ${tip.hash}`);
     latencies.push(applied.at - arrival);
     applyMs.push(Number(applied.fields.ms));
+    waitMs.push(Number(applied.fields.waitMs));
     indexerCpu.push(processCpuMs(follower.proc.pid) - own0);
     if (probe) {
       pgCpu.push(probe.pgs.cpuMs() - cpu0);
@@ -238,6 +246,8 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
   }
   sub.close();
   await reading;
+  for (const l of logLines(follower.lines.slice(seen), 'apply phases'))
+    for (const [k, v] of Object.entries(l.ms as Record<string, number>)) phases.set(k, [...(phases.get(k) ?? []), v]);
   return {
     blocks,
     txsPerBlock: Math.round(txs / Math.max(blocks, 1)),
@@ -246,10 +256,19 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
     p99: round(pct(latencies, 99), 1),
     max: round(Math.max(...latencies), 1),
     applyP50: pct(applyMs, 50),
+    fetchP50: pct(waitMs, 50),
     indexHeightBefore: before,
     indexerCpuMsP50: pct(indexerCpu, 50),
     ...(probe ? { walMbP50: round(pct(walMb, 50), 1), postgresCpuMsP50: pct(pgCpu, 50) } : {}),
+    ...(phases.size > 0 ? { phasesP50: Object.fromEntries([...phases].map(([k, v]) => [k, pct(v, 50)])) } : {}),
   };
+}
+
+/** The writer's phases (`LiveResult.phasesP50`) as one line. */
+export function phaseLine(p: Record<string, number>): string {
+  return `apply phases, p50 ms: ${Object.entries(p)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}`;
 }
 
 async function main(): Promise<void> {
@@ -303,8 +322,9 @@ async function main(): Promise<void> {
       // With buckets, the live blocks were written as chunk rows: what folding them costs.
       const folded = buckets ? await foldLiveBlocks(url, pgs) : undefined;
       say(
-        `| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms | WAL MB/block | PostgreSQL CPU ms/block | indexer CPU ms/block |\n|---|---|---|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} | ${r.walMbP50} | ${r.postgresCpuMsP50} | ${r.indexerCpuMsP50} |`,
+        `| blocks | txs/block | index height | p50 ms | p99 ms | max ms | indexer fetch→commit p50 ms | WAL MB/block | PostgreSQL CPU ms/block | indexer CPU ms/block |\n|---|---|---|---|---|---|---|---|---|---|\n| ${r.blocks} | ${r.txsPerBlock} | ${r.indexHeightBefore} | ${r.p50} | ${r.p99} | ${r.max} | ${r.applyP50} (fetch ${r.fetchP50}) | ${r.walMbP50} | ${r.postgresCpuMsP50} | ${r.indexerCpuMsP50} |`,
       );
+      if (r.phasesP50) say(phaseLine(r.phasesP50));
       if (r.floor) say(floorLine(r.floor));
       const result = {
         live: r,

@@ -45,7 +45,7 @@ import {
   type BenchPostgres,
 } from './harness.js';
 import { checkoutBaseline, DEFAULT_BASELINE } from './baseline.js';
-import { corpusLiveNode, floorAfter, measureLive, startFollower, stopFollower, waitApplied } from './live.js';
+import { corpusLiveNode, floorAfter, measureLive, phaseLine, startFollower, stopFollower, waitApplied } from './live.js';
 import { floorLine } from './live-floor.js';
 import { foldHistoryWhenDue } from '../indexer/writer/history-build.js';
 
@@ -415,6 +415,7 @@ async function main(): Promise<void> {
         say(
           `live: ${live.blocks} blocks of ${live.txsPerBlock} txs on an index of ${live.indexHeightBefore} blocks: ZMQ arrival → committed p50 ${live.p50} ms, p99 ${live.p99} ms, max ${live.max} ms; per block WAL ${live.walMbP50} MB, PostgreSQL CPU ${live.postgresCpuMsP50} ms, indexer CPU ${live.indexerCpuMsP50} ms`,
         );
+        if (live.phasesP50) say(phaseLine(live.phasesP50));
         // (the floor undoes and applies the tip block again a dozen times: step 5b sizes a copy
         // of the index as the blocks left it)
         live.floor = await floorAfter(follower, pgs, 'bw_import', node.rpcUrl, async () => {

@@ -278,7 +278,7 @@ export const settings = {
   ),
   indexerTxidCacheTxs: setting<number>(
     'INDEXER_TXID_CACHE_TXS',
-    1_000_000,
+    4_000_000,
     'How many of the newest applied transactions the indexer remembers (txid to tx_num, about 32 bytes each), so that a block spending their outputs deletes them without looking the txids up in txs; 0 turns it off.',
     int(0, 100_000_000),
   ),

@@ -60,6 +60,18 @@ describe('embedded PostgreSQL and Redis', () => {
   it('keeps data across stop and start, and recovers after the postmaster is killed', async () => {
     const dir = await tmp();
     const server = await startPostgres({ dataDir: join(dir, 'pg') });
+    // Durable, with the WAL writer flushing a live block's WAL as it is written (docs/operations.md).
+    expect(
+      await query(
+        server.url,
+        "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_writer_delay') ORDER BY name",
+      ),
+    ).toEqual([
+      { name: 'fsync', setting: 'on' },
+      { name: 'full_page_writes', setting: 'on' },
+      { name: 'synchronous_commit', setting: 'on' },
+      { name: 'wal_writer_delay', setting: '10' },
+    ]);
     await query(server.url, 'CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)');
     await server.kill();
     await expect(query(server.url, 'SELECT 1')).rejects.toThrow();
