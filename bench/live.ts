@@ -247,7 +247,11 @@ export async function measureLive(node: LiveNode, follower: Child, blocks: numbe
   sub.close();
   await reading;
   for (const l of logLines(follower.lines.slice(seen), 'apply phases'))
-    for (const [k, v] of Object.entries(l.ms as Record<string, number>)) phases.set(k, [...(phases.get(k) ?? []), v]);
+    for (const [k, v] of Object.entries(l.ms as Record<string, number>)) {
+      const seenFor = phases.get(k);
+      if (seenFor) seenFor.push(v);
+      else phases.set(k, [v]);
+    }
   return {
     blocks,
     txsPerBlock: Math.round(txs / Math.max(blocks, 1)),
