@@ -8,6 +8,7 @@
  * Under CI a missing `electrum` fails the suite (scripts/setup-test.sh installs it).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -154,6 +155,12 @@ describeElectrum('the real Electrum client on Blockwire', () => {
     expect(vpub).toMatch(/^vpub/);
     await electrum(['restore', vpub, '-w', xpubWallet()], true);
 
+    // The CLI's credentials for its daemon, set before it starts: without them the daemon makes
+    // random ones and saves them to the config as it starts, and a CLI call reading the config
+    // first makes its own and saves those; the two then differ, and every later call is
+    // "Forbidden" (electrum/daemon.py get_rpc_credentials): seen under the suite's load.
+    await electrum(['setconfig', 'rpcuser', 'blockwire'], true);
+    await electrum(['setconfig', 'rpcpassword', randomBytes(16).toString('hex')], true);
     // The daemon logs (info and above) to stderr; its last lines go into a failure's message.
     daemon = spawn(
       ELECTRUM,
