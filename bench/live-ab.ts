@@ -15,8 +15,10 @@
  * long each side waited for a core (bench/pg-wait.ts). The index keeps its history in chunk rows
  * (HISTORY_BUSY=0, no fold); with `--parts`, in buckets with transaction parts on (TX_PARTS=1: the
  * import's finish folds every block, so the live blocks' inputs are looked up in the parts' txid
- * buckets), kept apart (`live-ab-N-parts`).
- * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline] [--parts]`
+ * buckets), kept apart (`live-ab-N-parts`). With `--node-spent`, the current writer is given each
+ * block's spent outputs as the node's `/rest/spenttxouts` would give them (the run loop's live
+ * blocks: writer/apply.ts `BlockToApply.spent`).
+ * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline] [--parts] [--node-spent]`
  * @module
  */
 import { closeSync, existsSync, mkdirSync } from 'node:fs';
@@ -33,8 +35,29 @@ import { corpusMainChain, loadCorpusManifest, readCorpusBlock, type CorpusManife
 import { TxidCache } from '../indexer/writer/txid-cache.js';
 import { loadConfig } from '../src/config.js';
 import * as current from '../indexer/writer/apply.js';
+import type { SpentOutput } from '../indexer/node-rest.js';
+import { decodeOuts } from '../src/db/packed.js';
 
 type Writer = Pick<typeof current, 'applyBlock' | 'undoBlock'>;
+
+/**
+ * The outputs each transaction of `block` spends, as `/rest/spenttxouts` gives them, from its
+ * `block_undo` row (those of earlier blocks in input order; those of the block itself from it).
+ */
+function spentOf(block: DecodedBlock, undo: Buffer): SpentOutput[][] {
+  const earlier = decodeOuts(undo);
+  const own = new Map(block.txs.map((tx) => [hashToHex(tx.txid), tx.outputs]));
+  let next = 0;
+  return block.txs.map((tx, i) =>
+    i === 0 && tx.isCoinbase
+      ? []
+      : tx.inputs.map((input) => {
+          const o = own.get(hashToHex(input.prevTxid))?.[input.vout] ?? earlier[next++];
+          if (o === undefined) throw new Error(`block_undo holds fewer outputs than block ${hashToHex(block.hash)} spends`);
+          return { value: o.value, script: o.script };
+        }),
+  );
+}
 
 /** The corpus's block at `height` whose parent is `prev` (hex, RPC order), serialized. */
 function readRawBlock(dir: string, m: CorpusManifest, height: number, prev: string): Buffer {
@@ -68,6 +91,7 @@ async function main(): Promise<void> {
       rounds: { type: 'string' },
       baseline: { type: 'string' },
       keep: { type: 'string' },
+      'node-spent': { type: 'boolean' },
       'txid-cache': { type: 'string' },
       timeline: { type: 'boolean' },
       'baseline-txids': { type: 'boolean' },
@@ -133,6 +157,14 @@ async function main(): Promise<void> {
       const first = await current.applyBlock(db, block, height, { txids });
       if (first.kind !== 'applied') throw new Error(`block ${height}: ${first.kind}`);
       applied.push({ height, raw });
+      // With `--node-spent`, the current writer is given the outputs the block spends as a node's
+      // /rest/spenttxouts gives them (here from the block's undo row, as the first apply wrote it).
+      const spent = values['node-spent']
+        ? spentOf(
+            block,
+            (await pgs.query<{ spent: Buffer }>('bw_ab', 'SELECT spent FROM block_undo WHERE height = $1', [height])).rows[0]!.spent,
+          )
+        : undefined;
       for (let r = 0; r < rounds; r++) {
         const order = (i + r) % 2 === 0 ? writers : [...writers].reverse();
         for (const [name, w, wdb] of order) {
@@ -144,12 +176,19 @@ async function main(): Promise<void> {
           const js0 = process.cpuUsage();
           const t0 = performance.now();
           const phases: Record<string, number> = {};
-          const a = await w.applyBlock(wdb, block, height, {
+          const wctx = {
             ...ctxOf(w),
-            phases: (path, phase, seconds) => void (phases[phase] = round((phases[phase] ?? 0) + seconds * 1000, 0)),
-          });
+            phases: (_path: string, phase: string, seconds: number) =>
+              void (phases[phase] = round((phases[phase] ?? 0) + seconds * 1000, 0)),
+          };
+          const a =
+            w === current && spent
+              ? (await current.applyBlocks(wdb, [{ block, height, spent }], wctx))[0]!
+              : await w.applyBlock(wdb, block, height, wctx);
           const ms = performance.now() - t0;
           const js = process.cpuUsage(js0);
+          // (the run loop adds the committed block's transactions to the cache once it is logged)
+          txids.flush();
           if (a.kind !== 'applied') throw new Error(`${name} block ${height}: ${a.kind}`);
           samples.get(name)!.push({ ms, pg: pgs.cpuMs() - pg0, js: (js.user + js.system) / 1000 });
           say(

@@ -31,9 +31,11 @@ export interface ChainSource {
    * The outputs each transaction of the block spent, in input order (the coinbase's list empty),
    * or null when the node does not have them (block or undo data unknown or pruned). A node
    * still has them for a block it disconnected: undo takes them from here when the index
-   * keeps no `block_undo` row for the block (writer/apply.ts `undoBlock`).
+   * keeps no `block_undo` row for the block (writer/apply.ts `undoBlock`). `restOnly`: only
+   * where the node serves them in binary (`/rest/spenttxouts`, Core ≥ 30), null otherwise (the
+   * run loop's live blocks: `getblock 3`'s JSON costs the node more than it saves the index).
    */
-  getSpentTxOuts?(hash: string): Promise<SpentOutput[][] | null>;
+  getSpentTxOuts?(hash: string, opts?: { restOnly?: boolean }): Promise<SpentOutput[][] | null>;
 }
 
 /** A transaction the node holds in its mempool. */
@@ -125,7 +127,7 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
         throw err;
       }
     },
-    async getSpentTxOuts(hash) {
+    async getSpentTxOuts(hash, how) {
       if (spentTxOutsAvailable && rest && (await useRest())) {
         try {
           return await rest.getSpentTxOuts(hash);
@@ -136,6 +138,7 @@ export function createNodeSource(opts: NodeSourceOptions): ChainSource & Mempool
           spentTxOutsAvailable = false;
         }
       }
+      if (how?.restOnly) return null;
       let info: BlockInfo<TxInfo>;
       try {
         info = await rpc.getBlock(hash, 3);

@@ -23,6 +23,7 @@ import { mergePendingIndexEntries } from './writer/index-upkeep.js';
 import { foldHistoryWhenDue } from './writer/history-build.js';
 import { readTip, type Tip } from './writer/chain-rows.js';
 import type { ChainSource } from './chain-source.js';
+import type { SpentOutput } from './node-rest.js';
 import { nextStep, type LocalChain } from './follow.js';
 import type { MempoolSync } from './mempool.js';
 import type { ReorgedResolver } from './reorged.js';
@@ -209,6 +210,15 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     },
   });
 
+  /** Whether live blocks take their spent outputs from the node (off after the node and the index disagreed on one). */
+  let spentFromNode = source.getSpentTxOuts !== undefined;
+  /** The outputs block `hash` spent, from the node's REST interface; null when it does not give them (or fails: the spend then returns them). */
+  const spentOf = (hash: string): Promise<SpentOutput[][] | null> =>
+    source.getSpentTxOuts!(hash, { restOnly: true }).catch((err: unknown) => {
+      log.debug({ err, hash }, "the node's spent outputs of a live block: not given; the index returns them");
+      return null;
+    });
+
   /**
    * Applies the blocks from `height` (whose hash the plan gave) up to `to`: their hashes from the
    * prefetcher (learned ahead last turn, or one RPC batch), fetched and checked until the batch is
@@ -223,6 +233,9 @@ export function createRunLoop(deps: RunDeps): RunLoop {
     for (let i = 0; i < planned.length && batchTakesMore(txs); i++) {
       prefetch.ahead(planned.slice(i + 1).map((p) => p.hash));
       const { height, hash } = planned[i]!;
+      // A block at the node's tip (a live one) also takes the outputs it spends from the node,
+      // asked beside the block: the spend then returns no scripts (writer/apply.ts `BlockToApply`).
+      const spent = height === node.height && spentFromNode ? spentOf(hash) : null;
       const raw = await prefetch.get(hash);
       if (raw === null) {
         log.warn({ height, hash }, 'node no longer serves the block it announced; re-planning');
@@ -230,7 +243,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       }
       // Its Merkle root is checked by the writer, before the commit (block-check.ts).
       const block = decodeAsked(raw, hash);
-      batch.push({ block, height, hash, raw, unchecked: true });
+      const given = spent ? await spent : null;
+      batch.push({ block, height, hash, raw, unchecked: true, ...(given ? { spent: given } : {}) });
       txs += block.txs.length;
     }
     if (batch.length === 0) return false;
@@ -259,6 +273,11 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       lastAppliedAt = Date.now();
       log.info({ height, hash, txs: r.txs, events: r.events, ms, waitMs, ...(together > 1 ? { batch: together } : {}) }, 'block applied');
     });
+    // The committed blocks' transactions go into the recent transactions' cache after the block
+    // is out (its events are committed): while the loop waits for the next one, else as it
+    // reads the cache first.
+    const txids = ctx.txids;
+    setImmediate(() => txids.flush());
     return true;
   }
 
@@ -429,6 +448,10 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         }
       } catch (err) {
         if (stopping) break;
+        if ((err as { code?: string }).code === 'ERR_SPENT_MISMATCH' && spentFromNode) {
+          spentFromNode = false;
+          log.warn({ err }, "the node's spent outputs and the index disagree: live blocks take them from the index from now on");
+        }
         const transient = worthRetrying(err);
         const { state: next, verdict } = failed(state, { message: (err as Error).message, transient, fatal: err instanceof FatalError });
         state = next;

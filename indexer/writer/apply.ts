@@ -67,6 +67,7 @@ import { chainOnly, deriving, extendsTip, turnLength, writeTurn, type TurnContex
 import { readHistoryLayout, undoHistory } from './history-rows.js';
 import { unfoldTxParts } from './tx-parts-fold.js';
 import type { ScriptKeys } from './address-keys.js';
+import type { SpentOutput } from '../node-rest.js';
 
 /** Hooks the run loop gives the writers. */
 export interface WriteContext extends TurnContext {
@@ -101,6 +102,13 @@ export interface BlockToApply {
   block: DecodedBlock;
   height: number;
   unchecked?: boolean;
+  /**
+   * The outputs each transaction spent, as the node gave them (`/rest/spenttxouts`: the
+   * coinbase's list empty): the spend then takes their scripts from here instead of returning
+   * them (`spendUtxos`). Ignored when its shape is not the block's; used by a block written
+   * alone (not by a turn of several, apply-turn.ts).
+   */
+  spent?: readonly (readonly SpentOutput[])[];
 }
 
 /**
@@ -141,10 +149,10 @@ export async function applyBlocks(
     for (let i = results.length; i < blocks.length; i++) {
       const prev = results[results.length - 1];
       if (prev && (prev.kind !== 'applied' || performance.now() - start >= budgetMs)) break;
-      const { block, height, unchecked } = blocks[i]!;
+      const { block, height, unchecked, spent } = blocks[i]!;
       // (the first block meets the tip locked above; a later one, the tip its predecessor set)
       const lockedTip = i === 0 ? tip : await lockTip(trx);
-      results.push(await applyInTransaction(trx, block, height, ctx, mempool, unchecked ?? false, lockedTip));
+      results.push(await applyInTransaction(trx, block, height, ctx, mempool, unchecked ?? false, lockedTip, spent));
     }
     return results;
   });
@@ -167,6 +175,7 @@ async function applyInTransaction(
   mempool: boolean,
   unchecked: boolean,
   tip: Tip,
+  spent: BlockToApply['spent'],
 ): Promise<ApplyResult> {
   if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
   if (!extendsTip(tip, block, height)) return { kind: 'stale', tip };
@@ -177,7 +186,13 @@ async function applyInTransaction(
   const touches = await anyWatched(trx);
   let derived: Awaited<ReturnType<typeof spendAndDerive>>;
   try {
-    derived = await spendAndDerive(trx, block, height, { touches, mempool, txids: ctx.txids }, lap);
+    derived = await spendAndDerive(
+      trx,
+      block,
+      height,
+      { touches, mempool, txids: ctx.txids, spent: spent && fitsBlock(spent, block) ? spent : undefined },
+      lap,
+    );
   } catch (err) {
     // A block damaged on its way from the node can fail its derivation (an input naming no
     // output: ERR_PREVOUT_MISSING, fatal) before its Merkle root is checked: the mismatch,
@@ -244,6 +259,12 @@ async function applyInTransaction(
   return { kind: 'applied', height, txs: rows.txCount, events: events.length };
 }
 
+/** Whether the node's spent outputs `spent` have the block's shape: a list per transaction, an output per input. */
+function fitsBlock(spent: readonly (readonly SpentOutput[])[], block: DecodedBlock): boolean {
+  if (spent.length !== block.txs.length) return false;
+  return block.txs.every((tx, i) => spent[i]!.length === (i === 0 && tx.isCoinbase ? 0 : tx.inputs.length));
+}
+
 /** Spent outputs deleted per statement: a 4,000-transaction block's ~8,000 in four parts. */
 const SPEND_PART = 2_000;
 
@@ -283,11 +304,13 @@ async function spendAndDerive(
   trx: Trx,
   block: DecodedBlock,
   height: number,
-  { touches, mempool, txids }: { touches: boolean; mempool: boolean; txids: TxidCache | undefined },
+  { touches, mempool, txids, spent }: { touches: boolean; mempool: boolean; txids: TxidCache | undefined; spent: BlockToApply['spent'] },
   lap: (phase: string) => void,
 ): Promise<{ rows: BlockRows; written: Promise<void>; overwritten: Promise<OverwrittenOutput[]> }> {
   // Walked as the parts go: the first part's statement goes out before the later transactions' txids are hashed.
   const walk = new SpendWalk(block);
+  // The node's spent outputs by outpoint, each part's in before its statement is sent.
+  const given = spent ? new OutpointMap<SpentOutput>() : undefined;
   const parts: { end: number; spent: Promise<OutpointMap<Prevout>> }[] = [];
   const copies: Promise<void>[] = [];
   let overwritten: Promise<OverwrittenOutput[]> | undefined;
@@ -295,8 +318,10 @@ async function spendAndDerive(
     let outpoints: { txid: Uint8Array; vout: number }[] = [];
     for (let i = 0; i < block.txs.length; i++) {
       outpoints.push(...walk.step());
+      if (given && !(i === 0 && block.txs[0]!.isCoinbase))
+        block.txs[i]!.inputs.forEach((input, j) => given.set(input.prevTxid, input.vout, spent![i]![j]!));
       if (outpoints.length >= SPEND_PART || i === block.txs.length - 1) {
-        const spent = spendUtxos(trx, outpoints, txids);
+        const spent = spendUtxos(trx, outpoints, txids, given);
         // Rejections are taken as each part is awaited; one left pending must not go unhandled.
         spent.catch(() => {});
         parts.push({ end: i + 1, spent });

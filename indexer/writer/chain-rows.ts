@@ -20,6 +20,9 @@ import { uuidHead } from '../../src/db/uuid-bytes.js';
 import type { TxidCache } from './txid-cache.js';
 import { OutpointMap } from './txid-maps.js';
 import { partTxNumCandidates, txRowsByTxids } from '../../src/db/tx-reads.js';
+import { RetryableError } from '../../src/errors.js';
+import { hashToHex } from '../../src/bitcoin/hash.js';
+import type { SpentOutput } from '../node-rest.js';
 
 export type Trx = Transaction<Database>;
 
@@ -273,11 +276,16 @@ export async function deleteOverwrittenCoinbase(
  * outpoint goes on to the lookup); the others' txids are turned into tx_nums through
  * `txs_txid_key`, then their rows are deleted in `utxos_pkey` order. A txid two txs rows share
  * (BIP30's duplicate coinbases) gives two candidates, of which at most one is still unspent.
+ * With `given` (the outputs the block spends as the node gave them, by outpoint: apply.ts
+ * `BlockToApply.spent`), the rows come back without their scripts, which are taken from there,
+ * and each row's value is checked against the node's (a difference: ERR_SPENT_MISMATCH,
+ * retryable; the run loop applies the block again with the scripts from the index).
  */
 export async function spendUtxos(
   trx: Trx,
   outpoints: readonly { txid: Uint8Array; vout: number }[],
   txids?: TxidCache,
+  given?: OutpointMap<SpentOutput>,
 ): Promise<OutpointMap<Prevout>> {
   const found = new OutpointMap<Prevout>();
   const keyed: KeyedOutpoint[] = [];
@@ -288,7 +296,7 @@ export async function spendUtxos(
     else keyed.push({ txid: o.txid, vout: o.vout, txNum: n });
   }
   const spend = async (k: readonly KeyedOutpoint[], l: readonly { txid: Uint8Array; vout: number }[]) =>
-    takePacked(found, [...k, ...l], (await spendStatement(k, l).execute(trx)).rows[0]?.packed ?? null);
+    takePacked(found, [...k, ...l], (await spendStatement(k, l, given === undefined).execute(trx)).rows[0]?.packed ?? null, given);
   for (let i = 0; i < keyed.length || i < looked.length; i += SPEND_STATEMENT_MAX)
     await spend(keyed.slice(i, i + SPEND_STATEMENT_MAX), looked.slice(i, i + SPEND_STATEMENT_MAX));
   const wrong = keyed.filter((o) => !found.has(o.txid, o.vout));
@@ -310,12 +318,14 @@ type KeyedOutpoint = { txid: Uint8Array; vout: number; txNum: number };
  * all deleted in `utxos_pkey` order. The deleted rows come back packed into one bytea
  * (`takePacked` reads it), each as the outpoint's position `i` (from 1) in `keyed` followed by
  * `looked` (int4; the writer has its txid and vout), its tx_num and value (int8), a flag byte and
- * the address key's 16 bytes when it has one, and the script (int4 length, bytes): node-postgres
+ * the address key's 16 bytes when it has one, and the script (int4 length, bytes; without
+ * `scripts`, none: the writer has them from the node, and the server reads, concatenates and
+ * sends nearly half the bytes less on the block's critical path): node-postgres
  * would parse ~2,000 rows of five text columns (hex scripts, uuids, int8s into BigInts) while the
  * server waits for the next statement, which it sends only once it has read this one's answer.
  * One statement rather than one per kind, for the same reason.
  */
-export function spendStatement(keyed: readonly KeyedOutpoint[], looked: readonly { txid: Uint8Array; vout: number }[]) {
+export function spendStatement(keyed: readonly KeyedOutpoint[], looked: readonly { txid: Uint8Array; vout: number }[], scripts = true) {
   return sql<{ packed: Buffer | null }>`
     WITH l AS MATERIALIZED (
       SELECT * FROM unnest(${int8PrefixArray(looked.map((o) => o.txid))}::int8[], ${byteaArray(looked.map((o) => o.txid))}::bytea[], ${int4Array(looked.map((o) => o.vout))}::int4[]) WITH ORDINALITY AS s(k, txid, vout, i)),
@@ -333,19 +343,24 @@ export function spendStatement(keyed: readonly KeyedOutpoint[], looked: readonly
           FROM l AS s CROSS JOIN LATERAL ${partTxNumCandidates(sql.ref('s.txid'))} AS p
       ) s ORDER BY tx_num, vout) AS s
     WHERE u.tx_num = s.tx_num AND u.vout = s.vout AND (s.txid IS NULL OR u.txid = s.txid)
-    RETURNING s.i::int4 AS i, u.tx_num, u.value, u.script, u.addr_key)
+    RETURNING s.i::int4 AS i, u.tx_num, u.value, ${scripts ? sql`u.script, ` : sql``}u.addr_key)
     SELECT string_agg(
       int4send(d.i) || int8send(d.tx_num) || int8send(d.value)
         || CASE WHEN d.addr_key IS NULL THEN decode('00', 'hex') ELSE decode('01', 'hex') || uuid_send(d.addr_key) END
-        || int4send(length(d.script)) || d.script, ''::bytea) AS packed
+        ${scripts ? sql`|| int4send(length(d.script)) || d.script` : sql``}, ''::bytea) AS packed
       FROM d`;
 }
 
-/** Adds the spent outputs `packed` holds (`spendStatement`'s answer; null: none) to `found` as prevouts of `outpoints`. */
+/**
+ * Adds the spent outputs `packed` holds (`spendStatement`'s answer; null: none) to `found` as
+ * prevouts of `outpoints`; with `given`, the answer holds no scripts and they are taken from it.
+ * @throws RetryableError ERR_SPENT_MISMATCH when `given` lacks a deleted output or gives it another value
+ */
 export function takePacked(
   found: OutpointMap<Prevout>,
   outpoints: readonly { txid: Uint8Array; vout: number }[],
   packed: Buffer | null,
+  given?: OutpointMap<SpentOutput>,
 ): void {
   if (packed === null) return;
   for (let at = 0; at < packed.length;) {
@@ -357,9 +372,20 @@ export function takePacked(
     at += 20;
     const key = packed[at] === 1 ? uuidTextOfBytes(packed.subarray(at + 1, at + 17)) : null;
     at += key === null ? 1 : 17;
-    const n = packed.readInt32BE(at);
-    const script = packed.subarray(at + 4, at + 4 + n);
-    at += 4 + n;
+    let script: Uint8Array;
+    if (given === undefined) {
+      const n = packed.readInt32BE(at);
+      script = packed.subarray(at + 4, at + 4 + n);
+      at += 4 + n;
+    } else {
+      const g = given.get(o.txid, o.vout);
+      if (g === undefined || g.value !== value)
+        throw new RetryableError(
+          'ERR_SPENT_MISMATCH',
+          `the node's spent output ${hashToHex(o.txid)}:${o.vout} ${g === undefined ? 'is missing' : `has value ${g.value}`}; the index's has ${value}`,
+        );
+      script = g.script;
+    }
     found.set(o.txid, o.vout, key !== null ? { txNum, value, script, keys: key } : { txNum, value, script });
   }
 }

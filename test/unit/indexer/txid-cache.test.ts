@@ -80,6 +80,38 @@ describe('TxidCache', () => {
     expect(cache.get(a[0]!)).toBeUndefined();
   });
 
+  it('adds a block handed over at the latest when next read or changed: a cut, a clear or another block before the flush see it', () => {
+    const txids = (n: number) => Array.from({ length: n }, () => new Uint8Array(randomBytes(32)));
+    const [a, b, c] = [txids(4), txids(3), txids(2)];
+    // Read before the flush: there.
+    const read = new TxidCache(100);
+    read.addBlock(7, a);
+    expect(read.get(a[3]!)).toBe(txNumOf(7, 3));
+    // Cut (an undo of block 8) before the flush: the block handed over is cut, the one below stays.
+    const cut = new TxidCache(100);
+    cut.addBlock(7, a);
+    cut.addBlock(8, b);
+    cut.cut(txNumOf(8, 0));
+    expect(cut.size).toBe(4);
+    expect(b.map((t) => cut.get(t))).toEqual([undefined, undefined, undefined]);
+    // Cleared before the flush (a bulk sync): nothing comes back with a later flush.
+    const cleared = new TxidCache(100);
+    cleared.addBlock(7, a);
+    cleared.clear();
+    cleared.flush();
+    expect(cleared.size).toBe(0);
+    expect(cleared.get(a[0]!)).toBeUndefined();
+    // An entry added after blocks handed over comes after them (the newest names a shared key).
+    const order = new TxidCache(100);
+    order.addBlock(7, a);
+    order.add(a[0]!, txNumOf(9, 0));
+    order.addBlock(10, c);
+    order.flush();
+    expect(order.get(a[0]!)).toBe(txNumOf(9, 0));
+    expect(order.get(c[1]!)).toBe(txNumOf(10, 1));
+    expect(order.size).toBe(7);
+  });
+
   it('keeps the newest entries once full, and nothing with a limit of 0', () => {
     const cache = new TxidCache(10);
     const txids = Array.from({ length: 25 }, () => new Uint8Array(randomBytes(32)));
