@@ -17,8 +17,11 @@
  * import's finish folds every block, so the live blocks' inputs are looked up in the parts' txid
  * buckets), kept apart (`live-ab-N-parts`). With `--node-spent`, the current writer is given each
  * block's spent outputs as the node's `/rest/spenttxouts` would give them (the run loop's live
- * blocks: writer/apply.ts `BlockToApply.spent`).
- * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline] [--parts] [--node-spent]`
+ * blocks: writer/apply.ts `BlockToApply.spent`). With `--catchup N`, the N blocks below the live
+ * ones are applied block by block before them, once, when the index is made (kept apart,
+ * `…-cN`): the index as a following indexer leaves it after catching up, as bench/sync's live
+ * step finds it, rather than as the import's finish built it.
+ * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline] [--parts] [--node-spent] [--catchup N]`
  * @module
  */
 import { closeSync, existsSync, mkdirSync } from 'node:fs';
@@ -96,12 +99,15 @@ async function main(): Promise<void> {
       timeline: { type: 'boolean' },
       'baseline-txids': { type: 'boolean' },
       parts: { type: 'boolean' },
+      catchup: { type: 'string' },
     },
   });
   const size = runSize({ blocks: values.blocks ?? '300', 'live-blocks': '40', 'catchup-blocks': '0' });
   const { dir } = ensureCorpus(cacheDir(), size.corpus, say);
   const manifest = await loadCorpusManifest(dir);
-  const root = values.keep ?? join(cacheDir(), `live-ab-${size.corpus.blocks}${values.parts ? '-parts' : ''}`);
+  const catchup = Number(values.catchup ?? 0);
+  const root =
+    values.keep ?? join(cacheDir(), `live-ab-${size.corpus.blocks}${values.parts ? '-parts' : ''}${catchup > 0 ? `-c${catchup}` : ''}`);
   const fresh = !existsSync(join(root, 'pg', 'PG_VERSION'));
   mkdirSync(root, { recursive: true });
   const pgs = await startBenchPostgres(root);
@@ -109,7 +115,7 @@ async function main(): Promise<void> {
   try {
     const url = fresh ? await pgs.createDatabase('bw_ab') : pgs.url('bw_ab');
     if (fresh) {
-      const imported = await importCorpus(dir, url, 40, [], pgs, undefined, values.parts ? { TX_PARTS: '1' } : CHUNK_ROWS);
+      const imported = await importCorpus(dir, url, 40 + catchup, [], pgs, undefined, values.parts ? { TX_PARTS: '1' } : CHUNK_ROWS);
       say(`imported ${imported.blocks} blocks (${imported.txs} txs)`);
     }
     // Each version's writer runs on its own version's pool (its COPYs find their client there).
@@ -121,10 +127,25 @@ async function main(): Promise<void> {
       [`baseline ${base.commit.slice(0, 7)}`, old, oldDb],
       ['current', current, db],
     ];
+    const tipNow = async () =>
+      (await pgs.query<{ height: number; hash: Buffer }>('bw_ab', 'SELECT height, hash FROM chain_tip WHERE id = 1')).rows[0]!;
+    if (fresh && catchup > 0) {
+      // `--catchup N`: the N blocks below the live ones applied block by block, as a following
+      // indexer catches up (their history in chunk rows, their rows where the per-block writer
+      // puts them), before the first live block.
+      const cc = new TxidCache(loadConfig({}).indexerTxidCacheTxs);
+      fillTxidCache(cc, dir, manifest, (await tipNow()).height);
+      const t0 = performance.now();
+      for (let i = 0; i < catchup; i++) {
+        const tip = await tipNow();
+        const block = decodeBlock(readRawBlock(dir, manifest, tip.height + 1, hashToHex(tip.hash)));
+        const r = await current.applyBlock(db, block, tip.height + 1, { txids: cc });
+        if (r.kind !== 'applied') throw new Error(`catch-up block ${tip.height + 1}: ${r.kind}`);
+      }
+      say(`caught up ${catchup} blocks block by block in ${round((performance.now() - t0) / 1000, 1)} s`);
+    }
     const samples = new Map<string, { ms: number; pg: number; js: number }[]>(writers.map(([n]) => [n, []]));
     const timeline = values.timeline ? new ServerWaits() : null;
-    const tipOf = async () =>
-      (await pgs.query<{ height: number; hash: Buffer }>('bw_ab', 'SELECT height, hash FROM chain_tip WHERE id = 1')).rows[0]!;
     // With BENCH_PG_SETTINGS loading pg_stat_statements, the statements' own times are listed at the end.
     const stats =
       (
@@ -141,14 +162,14 @@ async function main(): Promise<void> {
     // below the tip holds them (INDEXER_TXID_CACHE_TXS; the baseline has none unless
     // `--baseline-txids`, for a baseline whose writer takes them).
     const txids = new TxidCache(Number(values['txid-cache'] ?? loadConfig({}).indexerTxidCacheTxs));
-    fillTxidCache(txids, dir, manifest, (await tipOf()).height);
+    fillTxidCache(txids, dir, manifest, (await tipNow()).height);
     say(`txid cache: ${txids.size} recent transactions`);
     const ctxOf = (w: Writer) => (w === current || values['baseline-txids'] ? { txids } : {});
     const rounds = Number(values.rounds ?? 2);
     const live = Number(values['live-blocks'] ?? 4);
     const applied: { height: number; raw: Buffer }[] = [];
     for (let i = 0; i < live; i++) {
-      const tip = await tipOf();
+      const tip = await tipNow();
       const height = tip.height + 1;
       const raw = readRawBlock(dir, manifest, height, hashToHex(tip.hash));
       const block: DecodedBlock = decodeBlock(raw);
@@ -213,12 +234,13 @@ async function main(): Promise<void> {
     await db.destroy();
     await oldDb.destroy();
     if (stats) {
-      const top = await pgs.query<{ calls: string; ms: string; rows: string; q: string }>(
+      const top = await pgs.query<{ calls: string; ms: string; rows: string; blks: string; q: string }>(
         'bw_ab',
-        `SELECT calls, round(total_exec_time)::text AS ms, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS q
+        `SELECT calls, round(total_exec_time)::text AS ms, rows, (shared_blks_hit + shared_blks_read)::text AS blks,
+                left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS q
            FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`,
       );
-      for (const r of top.rows) say(`pgss ${r.ms} ms, ${r.calls} calls, ${r.rows} rows: ${r.q}`);
+      for (const r of top.rows) say(`pgss ${r.ms} ms, ${r.calls} calls, ${r.rows} rows, ${r.blks} buffers: ${r.q}`);
     }
     say('| writer | samples | apply ms p50 | PostgreSQL CPU ms p50 | writer CPU ms p50 |\n|---|---|---|---|---|');
     for (const [name, xs] of samples) {
