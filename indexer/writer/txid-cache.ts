@@ -79,7 +79,8 @@ export class TxidCache {
     if (this.pending.length === 0) return;
     const blocks = this.pending;
     this.pending = [];
-    for (const { height, txids } of blocks) for (let i = 0; i < txids.length; i++) this.add(txids[i]!, txNumOf(height, i));
+    for (const { height, txids } of blocks)
+      for (let i = 0; i < txids.length; i++) this.addKey(word(txids[i]!, 0), word(txids[i]!, 4), txNumOf(height, i));
   }
 
   /** Drops the entries naming tx_nums at or above `fromTxNum` (an undone block's and above). */
