@@ -20,8 +20,10 @@
  * blocks: writer/apply.ts `BlockToApply.spent`). With `--catchup N`, the N blocks below the live
  * ones are applied block by block before them, once, when the index is made (kept apart,
  * `…-cN`): the index as a following indexer leaves it after catching up, as bench/sync's live
- * step finds it, rather than as the import's finish built it.
- * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline] [--parts] [--node-spent] [--catchup N]`
+ * step finds it, rather than as the import's finish built it. With `--recent`, the current writer
+ * writes a block's history chunk rows into `history_recent`, as the run loop's live blocks do
+ * (writer/history-recent.ts), the table vacuumed after each undo as the loop's idle move leaves it.
+ * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline] [--parts] [--node-spent] [--catchup N] [--recent]`
  * @module
  */
 import { closeSync, existsSync, mkdirSync } from 'node:fs';
@@ -33,6 +35,7 @@ import { checkoutBaseline } from './baseline.js';
 import { ServerWaits, runQueueMs } from './pg-wait.js';
 import { decodeBlock, type DecodedBlock } from '../src/bitcoin/block.js';
 import { createDb } from '../src/db/connect.js';
+import { migrateToLatest } from '../src/db/migrate.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { corpusMainChain, loadCorpusManifest, readCorpusBlock, type CorpusManifest } from '../devnode/corpus-manifest.js';
 import { TxidCache } from '../indexer/writer/txid-cache.js';
@@ -100,6 +103,7 @@ async function main(): Promise<void> {
       'baseline-txids': { type: 'boolean' },
       parts: { type: 'boolean' },
       catchup: { type: 'string' },
+      recent: { type: 'boolean' },
     },
   });
   const size = runSize({ blocks: values.blocks ?? '300', 'live-blocks': '40', 'catchup-blocks': '0' });
@@ -122,6 +126,8 @@ async function main(): Promise<void> {
     const old = (await import(join(base.dir, 'indexer/writer/apply.ts'))) as Writer;
     const oldConnect = (await import(join(base.dir, 'src/db/connect.ts'))) as { createDb: typeof createDb };
     const db = createDb(url, { max: 1 });
+    // (a kept index made by older code gets the current tables; the baseline writes none of them)
+    await migrateToLatest(db);
     const oldDb = oldConnect.createDb(url, { max: 1 });
     const writers: [string, Writer, typeof db][] = [
       [`baseline ${base.commit.slice(0, 7)}`, old, oldDb],
@@ -191,6 +197,8 @@ async function main(): Promise<void> {
         for (const [name, w, wdb] of order) {
           const u = await current.undoBlock(db, height, source, { txids });
           if (u.kind !== 'undone') throw new Error(`undo ${height}: ${u.kind}`);
+          // (`--recent`: the table as the run loop's idle move leaves it, emptied and vacuumed)
+          if (values.recent) await pgs.query('bw_ab', 'VACUUM history_recent');
           timeline?.reset();
           const queued0 = timeline ? runQueueMs(join(root, 'pg')) : null;
           const pg0 = pgs.cpuMs();
@@ -203,8 +211,8 @@ async function main(): Promise<void> {
               void (phases[phase] = round((phases[phase] ?? 0) + seconds * 1000, 0)),
           };
           const a =
-            w === current && spent
-              ? (await current.applyBlocks(wdb, [{ block, height, spent }], wctx))[0]!
+            w === current && (spent || values.recent)
+              ? (await current.applyBlocks(wdb, [{ block, height, ...(spent ? { spent } : {}), recent: values.recent === true }], wctx))[0]!
               : await w.applyBlock(wdb, block, height, wctx);
           const ms = performance.now() - t0;
           const js = process.cpuUsage(js0);

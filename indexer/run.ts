@@ -21,6 +21,7 @@ import { applyBlocks, undoBlock, type BlockToApply } from './writer/apply.js';
 import { TxidCache, fillFromIndex } from './writer/txid-cache.js';
 import { mergePendingIndexEntries } from './writer/index-upkeep.js';
 import { foldHistoryWhenDue } from './writer/history-build.js';
+import { moveRecentBlocks, RECENT_BLOCKS_MAX } from './writer/history-recent.js';
 import { readTip, type Tip } from './writer/chain-rows.js';
 import type { ChainSource } from './chain-source.js';
 import type { SpentOutput } from './node-rest.js';
@@ -117,6 +118,9 @@ export interface RunLoop {
 /** Errors worth retrying: a RetryableError, or Postgres or the network going away. */
 const worthRetrying = (err: unknown): boolean => isRetryable(err) || isTransient(err);
 
+/** After a failed move of the recent blocks' history, the wait before the next. */
+const RECENT_RETRY_MS = 60_000;
+
 /** After a failed fill of the recent transactions' cache, the wait before the next (the blocks go on without it). */
 const TXIDS_RETRY_MS = 60_000;
 
@@ -165,6 +169,14 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let foldDue = false;
   let lastAppliedAt = 0;
   const foldQuietMs = deps.foldQuietMs ?? FOLD_QUIET_MS;
+  /**
+   * The blocks whose history chunk rows may wait in `history_recent` (writer/history-recent.ts):
+   * a live block goes there while fewer than RECENT_BLOCKS_MAX do, and an idle turn moves them.
+   * Unknown when the loop starts (a previous run may have left some): full until the first move.
+   */
+  let recentBlocks = RECENT_BLOCKS_MAX;
+  /** After a failed move, none before this time (the blocks meanwhile go to `history`). */
+  let recentRetryAt = 0;
   /** The history fold under way beside the loop (it never holds the chain: blocks go on being applied), and a fatal error it met. */
   let folding: Promise<void> | null = null;
   let foldFatal: FatalError | null = null;
@@ -244,7 +256,10 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       // Its Merkle root is checked by the writer, before the commit (block-check.ts).
       const block = decodeAsked(raw, hash);
       const given = spent ? await spent : null;
-      batch.push({ block, height, hash, raw, unchecked: true, ...(given ? { spent: given } : {}) });
+      // (its chunk rows wait apart for the next idle turn: writer/history-recent.ts; a block
+      // written with others, in a turn, goes to history)
+      const recent = planned.length === 1 && height === node.height && recentBlocks < RECENT_BLOCKS_MAX;
+      batch.push({ block, height, hash, raw, unchecked: true, recent, ...(given ? { spent: given } : {}) });
       txs += block.txs.length;
     }
     if (batch.length === 0) return false;
@@ -270,6 +285,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       metrics.lastApplyMs = ms;
       upkeepDue = true;
       foldDue = true;
+      if (batch[i]!.recent) recentBlocks++;
       lastAppliedAt = Date.now();
       log.info({ height, hash, txs: r.txs, events: r.events, ms, waitMs, ...(together > 1 ? { batch: together } : {}) }, 'block applied');
     });
@@ -369,6 +385,11 @@ export function createRunLoop(deps: RunDeps): RunLoop {
           state = due.state;
           if (due.settle && (await deps.reorged.step())) worked = true;
         }
+        // (after a mempool step too: a busy mempool must not keep the live blocks' rows waiting)
+        if (recentBlocks > 0 && !folding && Date.now() >= recentRetryAt) {
+          await moveRecent();
+          worked = true;
+        }
         if (!worked && upkeepDue) {
           upkeepDue = false;
           await upkeep();
@@ -380,6 +401,24 @@ export function createRunLoop(deps: RunDeps): RunLoop {
         }
         return worked;
       }
+    }
+  }
+
+  /**
+   * Moves the live blocks' history chunk rows into `history` (writer/history-recent.ts), on the
+   * writer's connection between blocks (not while a fold runs: it moves the rows it folds
+   * itself). A failure is logged and tried again a minute later; a lost writer lock stops the loop.
+   */
+  async function moveRecent(): Promise<void> {
+    const t0 = performance.now();
+    try {
+      const rows = await moveRecentBlocks(db, ctx.guard);
+      log.debug({ blocks: recentBlocks, rows, ms: Math.round(performance.now() - t0) }, 'recent history moved');
+      recentBlocks = 0;
+    } catch (err) {
+      if (err instanceof FatalError) throw err;
+      recentRetryAt = Date.now() + RECENT_RETRY_MS;
+      log.warn({ err, retryInMs: RECENT_RETRY_MS }, "moving the recent blocks' history failed; live blocks write into history meanwhile");
     }
   }
 

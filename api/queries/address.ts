@@ -11,7 +11,7 @@ import type { Database } from '../../src/db/schema.js';
 import { hashesToHex } from '../../src/bitcoin/hash.js';
 import { sqlFirstTxNum } from '../../src/db/tx-num.js';
 import { SQL_HISTORY, sqlEntryAt } from '../../src/db/history-entries.js';
-import { sqlHistoryPageEntries, sqlHistorySkip } from '../../src/db/history-reads.js';
+import { HISTORY_ROWS, sqlHistoryPageEntries, sqlHistorySkip } from '../../src/db/history-reads.js';
 import { TIP_COLUMNS } from './chain.js';
 
 /** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
@@ -142,11 +142,13 @@ export type HistoryPage = {
 };
 
 /**
- * A history row's version: its xmin (every insert or update gives the new row version the writing
- * transaction's id) and the server's start time, which changes with any restore, point-in-time
- * recovery or failover, the events after which transaction ids can be handed out again.
+ * A history row's version (a row of HISTORY_ROWS): its xmin (every insert or update gives the new
+ * row version the writing transaction's id; a row moved from `history_recent` into `history` is
+ * a new one) and the server's start time, which changes with any restore, point-in-time recovery
+ * or failover, the events after which transaction ids can be handed out again.
  */
-const ROW_VERSION = sql<string>`(xmin::text || '@' || (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8::text)`;
+const ROW_VERSION = sql<string>`(row_xmin || '@' || (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8::text)`;
+const ROWS = sql.raw(HISTORY_ROWS);
 
 /**
  * A history chunk as one statement read it: its row version (ROW_VERSION), all its entries (8
@@ -235,7 +237,7 @@ export function historyPagesQuery(requests: readonly HistoryPageRequest[]) {
   // (OFFSET 0 keeps the planner from pulling the subquery up: it would evaluate the check once
   // per use; parts no request needs are left out, as the mempool part is)
   const heldPart = requests.some((r) => r.held && r.at)
-    ? sql`CROSS JOIN LATERAL (SELECT q.h_version IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE addr_key = q.addr AND first_tx_num = q.at_first AND ${ROW_VERSION} = q.h_version) AS hit
+    ? sql`CROSS JOIN LATERAL (SELECT q.h_version IS NOT NULL AND EXISTS (SELECT 1 FROM ${ROWS} h WHERE addr_key = q.addr AND first_tx_num = q.at_first AND ${ROW_VERSION} = q.h_version) AS hit
                                 OFFSET 0) hc`
     : sql`CROSS JOIN (SELECT false AS hit) hc`;
   return sql<{
@@ -278,7 +280,7 @@ export async function readHistoryChunk(db: Kysely<Database>, addrKey: string, fi
               FROM generate_series(0, length(x.e) / 8 - 1) AS g(i)
               LEFT JOIN LATERAL ${txRowAt(ENTRY_AT('x.e', 'g.i'))} t ON true) AS txids
       -- (OFFSET 0: pulled up, the chunk would be read out of TOAST again for every entry)
-      FROM (SELECT ${ROW_VERSION} AS v, ${ENTRIES} AS e FROM history WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(
+      FROM (SELECT ${ROW_VERSION} AS v, ${ENTRIES} AS e FROM ${ROWS} h WHERE addr_key = ${addrKey} AND first_tx_num = ${first} OFFSET 0) x`.execute(
     db,
   );
   const row = r.rows[0];

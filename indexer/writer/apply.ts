@@ -109,6 +109,11 @@ export interface BlockToApply {
    * alone (not by a turn of several, apply-turn.ts).
    */
   spent?: readonly (readonly SpentOutput[])[];
+  /**
+   * Its history chunk rows go into `history_recent` (a live block: history-recent.ts), moved into
+   * `history` when the run loop is idle. Used by a block written alone, as `spent` is.
+   */
+  recent?: boolean;
 }
 
 /**
@@ -149,10 +154,10 @@ export async function applyBlocks(
     for (let i = results.length; i < blocks.length; i++) {
       const prev = results[results.length - 1];
       if (prev && (prev.kind !== 'applied' || performance.now() - start >= budgetMs)) break;
-      const { block, height, unchecked, spent } = blocks[i]!;
+      const { block, height, unchecked, spent, recent } = blocks[i]!;
       // (the first block meets the tip locked above; a later one, the tip its predecessor set)
       const lockedTip = i === 0 ? tip : await lockTip(trx);
-      results.push(await applyInTransaction(trx, block, height, ctx, mempool, unchecked ?? false, lockedTip, spent));
+      results.push(await applyInTransaction(trx, block, height, ctx, mempool, unchecked ?? false, lockedTip, spent, recent ?? false));
     }
     return results;
   });
@@ -176,6 +181,7 @@ async function applyInTransaction(
   unchecked: boolean,
   tip: Tip,
   spent: BlockToApply['spent'],
+  recent: boolean,
 ): Promise<ApplyResult> {
   if (tip.height === height && tip.hash !== null && equalBytes(tip.hash, block.hash)) return { kind: 'already', height };
   if (!extendsTip(tip, block, height)) return { kind: 'stale', tip };
@@ -211,7 +217,7 @@ async function applyInTransaction(
   const sent: Promise<unknown>[] = [written, overwritten];
   try {
     const writes: Promise<unknown>[] = [insertBlocks(trx, [rows]), keepUndo(trx, [rows], ctx.undoBlocks ?? UNDO_BLOCKS_MIN)];
-    const history = insertHistory(trx, rows.history);
+    const history = insertHistory(trx, rows.history, recent);
     sent.push(...writes, history);
     for (const w of sent) w.catch(() => {});
     for (const old of await overwritten) if (old.addr_key !== null) addDelta(rows.balances, old.addr_key, -old.value, -1);

@@ -23,6 +23,7 @@
 import pg from 'pg';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import { foldHistory, foldLoadedHistory } from './history-build.js';
+import { moveRecentSql } from './history-recent.js';
 import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
 import type { Database } from '../../src/db/schema.js';
@@ -193,9 +194,14 @@ async function partsOn(client: pg.Client): Promise<boolean> {
   return on.rows[0]?.on === true;
 }
 
-/** Starts a bulk sync: drops indexes, empties the mempool tables, marks it active (one transaction). */
+/**
+ * Starts a bulk sync: moves the live blocks' chunk rows into `history` (its finish folds and
+ * rewrites that table only: history-recent.ts), drops indexes, empties the mempool tables, marks
+ * it active (one transaction).
+ */
 export async function beginBulk(client: pg.Client, deps: BulkLoadDeps, fromHeight: number): Promise<void> {
   await inTransaction(client, deps, async () => {
+    await client.query(moveRecentSql());
     await client.query(DROP_INDEXES);
     // (the batches write parts with parts on: the spends GIN takes them into its pending list,
     // merged beside the load: parts-gin.ts; the key stays)

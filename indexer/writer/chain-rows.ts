@@ -14,6 +14,7 @@ import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow
 import { toBuffer } from '../mempool-rows.js';
 import { txidIsKeyed } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
+import { RECENT_TABLE } from './history-recent.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 import { uuidTextOfBytes } from '../../src/db/address-key.js';
 import { uuidHead } from '../../src/db/uuid-bytes.js';
@@ -133,18 +134,21 @@ async function copyRows(trx: Trx, target: string, c: BinaryCopy): Promise<void> 
   await withClientOf(trx, (client) => copyIn(client, target, data));
 }
 
-/** Inserts the history chunks of one block's (or consecutive blocks') address entries. */
-export async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly number[]>): Promise<void> {
-  await insertHistoryChunks(trx, historyChunks(history));
+/**
+ * Inserts the history chunks of one block's (or consecutive blocks') address entries, into
+ * `history_recent` when `recent` (a live block: history-recent.ts), else into `history`.
+ */
+export async function insertHistory(trx: Trx, history: ReadonlyMap<string, readonly number[]>, recent = false): Promise<void> {
+  await insertHistoryChunks(trx, historyChunks(history), recent);
 }
 
 /**
  * Inserts history chunks as `historyChunks` cuts them per block: consecutive blocks written in
  * one turn pass every block's chunks, so the rows are those each block alone would insert.
  */
-export async function insertHistoryChunks(trx: Trx, chunks: readonly HistoryChunk[]): Promise<void> {
+export async function insertHistoryChunks(trx: Trx, chunks: readonly HistoryChunk[], recent = false): Promise<void> {
   if (chunks.length === 0) return;
-  await copyRows(trx, 'history (addr_key, first_tx_num, rest)', historyCopy(chunks));
+  await copyRows(trx, `${recent ? RECENT_TABLE : 'history'} (addr_key, first_tx_num, rest)`, historyCopy(chunks));
 }
 
 /** `insertHistoryChunks`'s COPY data: the chunks in (addr_key, first_tx_num) order. */
@@ -390,23 +394,29 @@ export function takePacked(
   }
 }
 
-/** Truncates or deletes the history chunks of `keys` holding entries at or above `fromTxNum`. */
+/**
+ * Truncates or deletes the history chunks of `keys` holding entries at or above `fromTxNum`, in
+ * both chunk tables (`history` and `history_recent`: a block's rows are in either).
+ */
 export async function cutHistory(trx: Trx, keys: readonly string[], fromTxNum: number): Promise<void> {
   if (keys.length === 0) return;
   const from = fromTxNum.toString();
   const keyArray = uuidArray(keys);
-  await sql`DELETE FROM history WHERE addr_key = ANY(${keyArray}::uuid[]) AND first_tx_num >= ${from}::int8`.execute(trx);
-  // Chunks never overlap, so only an address's newest remaining chunk can reach into the range:
-  // the one whose last entry (the last 8 bytes of `rest`) is at or above it.
-  const straddling = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`
-    SELECT k AS addr_key, h.first_tx_num, h.rest
+  for (const table of ['history', RECENT_TABLE])
+    await sql`DELETE FROM ${sql.table(table)} WHERE addr_key = ANY(${keyArray}::uuid[]) AND first_tx_num >= ${from}::int8`.execute(trx);
+  // Chunks never overlap, so only an address's newest remaining chunk (of either table) can reach
+  // into the range: the one whose last entry (the last 8 bytes of `rest`) is at or above it.
+  const straddling = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer; recent: boolean }>`
+    SELECT k AS addr_key, h.first_tx_num, h.rest, h.recent
     FROM unnest(${keyArray}::uuid[]) AS k
-    CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history WHERE addr_key = k ORDER BY first_tx_num DESC LIMIT 1) h
+    CROSS JOIN LATERAL (SELECT first_tx_num, rest, false AS recent FROM history WHERE addr_key = k
+                        UNION ALL SELECT first_tx_num, rest, true FROM ${sql.table(RECENT_TABLE)} WHERE addr_key = k
+                        ORDER BY first_tx_num DESC LIMIT 1) h
     WHERE length(h.rest) > 0 AND ${sql.raw(SQL_HISTORY.lastEntry('h.rest'))} >= ${from}::int8`.execute(trx);
   for (const c of straddling.rows) {
     const kept = decodeEntries(c.rest).filter((n) => n < BigInt(fromTxNum));
     await sql`
-      UPDATE history SET rest = ${encodeEntries(kept)}
+      UPDATE ${sql.table(c.recent ? RECENT_TABLE : 'history')} SET rest = ${encodeEntries(kept)}
       WHERE addr_key = ${c.addr_key}::uuid AND first_tx_num = ${c.first_tx_num.toString()}::int8`.execute(trx);
   }
 }

@@ -33,6 +33,7 @@ import { copyIn, copyOut, CopyRowReader, BinaryCopy } from './copy-binary.js';
 import { copyOutInto } from './copy-out.js';
 import { readHistoryLayout, type HistoryLayout } from './history-rows.js';
 import { foldTxParts } from './tx-parts-fold.js';
+import { moveRecentHistory } from './history-recent.js';
 
 /** Milliseconds by step: `lap(name)` records the time since the previous lap (or the start). */
 function laps(): { ms: Record<string, number>; lap: (name: string) => void } {
@@ -98,7 +99,8 @@ export type FoldOptions = {
  * the caller's transaction, which holds the params row (`readHistoryLayout` locks it: no undo
  * meanwhile) and in which no block below `toHeight` is applied: the indexer's folds stop below
  * `tip − lag` (blocks are applied at the tip, beside the fold), the bulk finish and the switch
- * hold the chain. A whole chain into empty buckets (the bulk finish's, the switch's) is
+ * hold the chain. The rows below `toHeight` that wait in `history_recent` (a live block's:
+ * history-recent.ts) are moved into `history` first. A whole chain into empty buckets (the bulk finish's, the switch's) is
  * streamed through JavaScript instead (`foldWholeChain`: the same rows, a fraction of the time).
  */
 export async function foldHistory(trx: Trx, toHeight: number, opts: FoldOptions = {}): Promise<BucketFold> {
@@ -112,6 +114,8 @@ export async function foldHistory(trx: Trx, toHeight: number, opts: FoldOptions 
   const busy = layout.busy;
   const from = String(firstTxNum(layout.folded));
   const to = String(firstTxNum(toHeight));
+  // The rows it folds that wait in history_recent first (history-recent.ts: a live block's).
+  await moveRecentHistory(trx, firstTxNum(toHeight));
   // A whole chain: streamed, reading every row (so under the chain lock: no block applied meanwhile).
   if (opts.stream !== false && layout.folded === 0 && toHeight > (await readTip(trx)).height && toHeight > (await lockTip(trx)).height) {
     const empty = !(await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx)).rows[0]!.any;

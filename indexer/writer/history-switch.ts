@@ -72,7 +72,9 @@ export async function applyHistoryBusy(
     const now = await readHistoryLayout(trx);
     if (now.busy === busy || now.busy !== 0) return { applied: false, busy: now.busy };
     const rows = await sql<{ any: boolean }>`
-      SELECT EXISTS (SELECT 1 FROM history) OR EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx);
+      SELECT EXISTS (SELECT 1 FROM history) OR EXISTS (SELECT 1 FROM history_recent) OR EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(
+      trx,
+    );
     if (tip >= 0 || rows.rows[0]!.any) return { applied: false, busy: now.busy };
     await sql`UPDATE history_bucket_params SET busy = ${busy}, folded = 0 WHERE id = 1`.execute(trx);
     return { applied: true, busy };

@@ -16,7 +16,7 @@
 
 import { spendsKeysSql } from './spent-groups.js';
 
-export type ChainTable = 'txs' | 'tx_parts' | 'utxos' | 'history' | 'balances' | 'script_aliases';
+export type ChainTable = 'txs' | 'tx_parts' | 'utxos' | 'history' | 'history_recent' | 'balances' | 'script_aliases';
 
 export interface ChainIndex {
   readonly table: ChainTable;
@@ -53,6 +53,9 @@ export const CHAIN_INDEXES: readonly ChainIndex[] = [
   { table: 'utxos', name: 'utxos_pkey', primaryKey: '(tx_num, vout)', with: 'fillfactor = 100' },
   { table: 'utxos', name: 'utxos_addr', index: '(addr_key, tx_num DESC, vout DESC)', where: 'addr_key IS NOT NULL' },
   { table: 'history', name: 'history_pkey', primaryKey: '(addr_key, first_tx_num)' },
+  // The newest blocks' chunk rows (migrations/0064_history_recent.ts): the same key. A bulk sync
+  // moves them into `history` and keeps this one (the table is empty while it runs).
+  { table: 'history_recent', name: 'history_recent_pkey', primaryKey: '(addr_key, first_tx_num)' },
   { table: 'balances', name: 'balances_pkey', primaryKey: '(addr_key)' },
   { table: 'script_aliases', name: 'script_aliases_pkey', primaryKey: '(script_key)' },
 ];

@@ -1,8 +1,9 @@
 /**
  * How a reader asks the confirmed history of an address key: the one seam every reader of an
  * address's history goes through (docs/lean-layout.md "Building the history buckets: the plan").
- * An address's entries are in one of two places: `history` chunk rows (`(addr_key, first_tx_num)
- * → rest`, one chunk holding `1 + length(rest) / 8` entries: the busy addresses) or the records of
+ * An address's entries are in one of two places: chunk rows (`(addr_key, first_tx_num) → rest`,
+ * one chunk holding `1 + length(rest) / 8` entries: the busy addresses; in `history`, the newest
+ * blocks' in `history_recent`, read together: `HISTORY_ROWS`) or the records of
  * its bucket in `history_buckets` (src/db/history-buckets.ts: the others, for the blocks the
  * fold has taken; their newer entries are chunk rows until the next fold,
  * indexer/writer/history-build.ts). Every fragment here reads both in one statement (an entry
@@ -12,7 +13,8 @@
  *
  * Each fragment takes the key as SQL (a uuid column reference such as `sql.ref('wa.addr_key')`, or
  * a bind parameter) and answers a correlated subquery, so a statement that reads many keys keeps
- * one index probe of `history_pkey` and one of `history_buckets_pkey` per key.
+ * one index probe of each chunk table's key (`HISTORY_ROWS`) and one of `history_buckets_pkey`
+ * per key.
  * @module
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
@@ -30,6 +32,17 @@ const BUCKET_OF = (key: string) =>
 /** The key as the column `hk.k` of a one-row FROM item, so that the text fragments can name it. */
 const KEY_ROW = (key: RawBuilder<unknown>) => sql`(SELECT ${key}::uuid AS k) hk`;
 const K8 = SQL_BUCKETS.key8('hk.k');
+/**
+ * SQL text: every history chunk row, those of `history` and those of the newest blocks waiting in
+ * `history_recent` (indexer/writer/history-recent.ts: a row is in one of them, moved from the
+ * second to the first in one transaction), with `row_xmin` (text), the transaction that wrote the
+ * row in its table (a moved row is a new version). PostgreSQL pulls the UNION ALL up into an
+ * append of the two tables: a condition on `addr_key` probes both keys, an `ORDER BY
+ * first_tx_num` merges their index scans without a sort, and an unread column is not computed.
+ */
+export const HISTORY_ROWS = `(SELECT addr_key, first_tx_num, rest, xmin::text AS row_xmin FROM history
+  UNION ALL SELECT addr_key, first_tx_num, rest, xmin::text FROM history_recent)`;
+const ROWS = sql.raw(HISTORY_ROWS);
 /** Above every tx_num. */
 const AFTER_ALL = 1n << 62n;
 
@@ -37,19 +50,19 @@ const CHUNK_ENTRIES_OF = (table: string) => sql.raw(SQL_HISTORY.entries(table));
 
 /** SQL (boolean): the key has at least one confirmed history entry. */
 export function sqlHasHistory(key: RawBuilder<unknown>): RawBuilder<boolean> {
-  return sql<boolean>`(EXISTS (SELECT 1 FROM history h WHERE h.addr_key = ${key})
+  return sql<boolean>`(EXISTS (SELECT 1 FROM ${ROWS} h WHERE h.addr_key = ${key})
     OR EXISTS (SELECT 1 FROM ${KEY_ROW(key)} CROSS JOIN ${sql.raw(BUCKET_OF('hk.k'))} WHERE ${sql.raw(SQL_BUCKETS.has('hb.log', K8))}))`;
 }
 
 /** SQL (boolean): the key has no confirmed history entry (`NOT sqlHasHistory`, written as two anti-joins). */
 export function sqlHasNoHistory(key: RawBuilder<unknown>): RawBuilder<boolean> {
-  return sql<boolean>`(NOT EXISTS (SELECT 1 FROM history h WHERE h.addr_key = ${key})
+  return sql<boolean>`(NOT EXISTS (SELECT 1 FROM ${ROWS} h WHERE h.addr_key = ${key})
     AND NOT EXISTS (SELECT 1 FROM ${KEY_ROW(key)} CROSS JOIN ${sql.raw(BUCKET_OF('hk.k'))} WHERE ${sql.raw(SQL_BUCKETS.has('hb.log', K8))}))`;
 }
 
 /** SQL (numeric, 0 for none): the number of the key's confirmed history entries (transactions). */
 export function sqlHistoryCount(key: RawBuilder<unknown>): RawBuilder<string> {
-  return sql<string>`((SELECT coalesce(sum(1 + length(h.rest) / 8), 0) FROM history h WHERE h.addr_key = ${key})
+  return sql<string>`((SELECT coalesce(sum(1 + length(h.rest) / 8), 0) FROM ${ROWS} h WHERE h.addr_key = ${key})
     + coalesce((SELECT ${sql.raw(SQL_BUCKETS.count('hb.log', K8))} FROM ${KEY_ROW(key)} CROSS JOIN ${sql.raw(BUCKET_OF('hk.k'))}), 0))`;
 }
 
@@ -61,7 +74,7 @@ export function sqlHistoryCount(key: RawBuilder<unknown>): RawBuilder<string> {
  * bulk-loaded chunk spanning the range's start is not found, as before).
  */
 export function sqlHistoryTouched(key: RawBuilder<unknown>, lo: RawBuilder<unknown>, hi: RawBuilder<unknown>): RawBuilder<boolean> {
-  return sql<boolean>`(EXISTS (SELECT 1 FROM history h WHERE h.addr_key = ${key} AND h.first_tx_num >= ${lo} AND h.first_tx_num < ${hi})
+  return sql<boolean>`(EXISTS (SELECT 1 FROM ${ROWS} h WHERE h.addr_key = ${key} AND h.first_tx_num >= ${lo} AND h.first_tx_num < ${hi})
     OR EXISTS (SELECT 1 FROM (SELECT ${key}::uuid AS k, ${lo}::int8 AS lo, ${hi}::int8 AS hi) hk CROSS JOIN ${sql.raw(BUCKET_OF('hk.k'))}
                 WHERE ${sql.raw(SQL_BUCKETS.touched('hb.log', K8, 'hk.lo', 'hk.hi'))}))`;
 }
@@ -94,7 +107,7 @@ export function sqlHistoryPageEntries(p: { key: string; bound: string; limit: st
   n: bigint;
 }> {
   return sql.raw(`(SELECT c.f, s.i, s.n
-      FROM LATERAL (SELECT h.first_tx_num AS f, ${SQL_HISTORY.entries('h')} AS e FROM history h
+      FROM LATERAL (SELECT h.first_tx_num AS f, ${SQL_HISTORY.entries('h')} AS e FROM ${HISTORY_ROWS} h
                      WHERE h.addr_key = ${p.key} AND h.first_tx_num < ${p.bound}
                      ORDER BY h.first_tx_num DESC
                      LIMIT ${p.limit}) c,
@@ -121,13 +134,13 @@ export function sqlHistoryPageEntries(p: { key: string; bound: string; limit: st
  */
 export function sqlHistorySkip(key: RawBuilder<unknown>, skip: RawBuilder<unknown>): RawBuilder<bigint | null> {
   // (the key's entries in chunk rows: its records in its bucket are older, the fold's order)
-  const chunked = sql`(SELECT coalesce(sum(1 + length(rest)::int8 / 8), 0) FROM history WHERE addr_key = ${key})`;
+  const chunked = sql`(SELECT coalesce(sum(1 + length(rest)::int8 / 8), 0) FROM ${ROWS} h WHERE addr_key = ${key})`;
   return sql`coalesce((SELECT ${sqlEntryAt(CHUNK_ENTRIES_OF('h'), sql`(c.size - 1 - (${skip}::int8 - (c.cum - c.size)))::int4`)} + 1
       FROM (SELECT f, size, cum FROM (SELECT first_tx_num AS f, 1 + length(rest)::int8 / 8 AS size,
                                              sum(1 + length(rest)::int8 / 8) OVER (ORDER BY first_tx_num DESC) AS cum
-                                        FROM history WHERE addr_key = ${key}) w
+                                        FROM ${ROWS} h WHERE addr_key = ${key}) w
              WHERE cum > ${skip}::int8 ORDER BY f DESC LIMIT 1) c
-      JOIN history h ON h.addr_key = ${key} AND h.first_tx_num = c.f),
+      JOIN ${ROWS} h ON h.addr_key = ${key} AND h.first_tx_num = c.f),
     (SELECT t.tx_num + 1 FROM (SELECT ${key}::uuid AS k, ${skip}::int8 - ${chunked} AS skip) hk CROSS JOIN ${sql.raw(BUCKET_OF('hk.k'))}
        CROSS JOIN LATERAL (${sql.raw(SQL_BUCKETS.txNums('hb.log', K8, '9223372036854775807', 'hk.skip + 1'))}) t
       OFFSET greatest(${skip}::int8 - ${chunked}, 0) LIMIT 1))`;
@@ -160,7 +173,7 @@ export async function readHistoryPlaces(
   // (a key's chunk rows first, then the bucket log of each key that has records in it)
   const r = await sql<{ i: number; first_tx_num: bigint | null; rest: Buffer | null; log: Buffer | null }>`
     WITH q AS MATERIALIZED (SELECT * FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i))
-    SELECT q.i::int4 AS i, h.first_tx_num, h.rest, NULL::bytea AS log FROM q JOIN history h ON h.addr_key = q.k
+    SELECT q.i::int4 AS i, h.first_tx_num, h.rest, NULL::bytea AS log FROM q JOIN ${ROWS} h ON h.addr_key = q.k
     UNION ALL
     SELECT q.i::int4, NULL, NULL, hb.log FROM q CROSS JOIN ${sql.raw(BUCKET_OF('q.k'))}
      WHERE ${sql.raw(SQL_BUCKETS.has('hb.log', SQL_BUCKETS.key8('q.k')))}`.execute(db);
@@ -202,7 +215,7 @@ export async function readNewestHistory(db: Kysely<Database>, keys: readonly str
   const rows = await sql<{ k: string; first_tx_num: bigint | null; rest: Buffer | null; log: Buffer | null }>`
     WITH q AS MATERIALIZED (SELECT k FROM unnest(${keys}::uuid[]) AS q(k))
     SELECT q.k, c.first_tx_num, c.rest, NULL::bytea AS log
-      FROM q CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM history h WHERE h.addr_key = q.k AND h.first_tx_num < ${bound}
+      FROM q CROSS JOIN LATERAL (SELECT first_tx_num, rest FROM ${ROWS} h WHERE h.addr_key = q.k AND h.first_tx_num < ${bound}
                                   ORDER BY first_tx_num DESC LIMIT ${limit}) c
     UNION ALL
     SELECT q.k, NULL, NULL, hb.log FROM q CROSS JOIN ${sql.raw(BUCKET_OF('q.k'))}

@@ -406,6 +406,8 @@ export interface Database {
   utxos: UtxosTable;
   balances: BalancesTable;
   history: HistoryTable;
+  /** The newest blocks' chunk rows, moved into `history` when the indexer is idle (migrations/0064_history_recent.ts). */
+  history_recent: HistoryTable;
   history_buckets: HistoryBucketsTable;
   history_bucket_params: HistoryBucketParamsTable;
   tx_parts: TxPartsTable;

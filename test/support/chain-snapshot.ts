@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
-import { readHistoryEntries } from '../../src/db/history-reads.js';
+import { HISTORY_ROWS, readHistoryEntries } from '../../src/db/history-reads.js';
 import { txRowsAtNums, txRowsFrom, type TxRow } from '../../src/db/tx-reads.js';
 import { RECORD_BYTES, recordTxNum } from '../../src/db/history-buckets.js';
 import { hashToHex } from '../../src/bitcoin/hash.js';
@@ -163,14 +163,15 @@ const identity = (key8: Uint8Array) => `~${Buffer.from(key8).toString('hex')}`;
 const identityOf = (key: string) => identity(Buffer.from(uuidHex(key), 'hex').subarray(4, 12));
 
 /**
- * The history as it is stored: per address key its chunk rows' entries (checked ascending and not
- * overlapping), per identity (`~` and the key's bytes 4..11, the bucket id left out so that the
+ * The history as it is stored: per address key its chunk rows' entries, in either chunk table
+ * (checked ascending and not overlapping: a row in both tables overlaps itself), per identity (`~` and the key's bytes 4..11, the bucket id left out so that the
  * bucket count does not matter) its bucket records, ascending.
  */
 export async function readHistoryPlaces(db: Kysely<Database>): Promise<{ chunks: Map<string, bigint[]>; records: Map<string, number[]> }> {
   const chunks = new Map<string, bigint[]>();
   for (const c of (
-    await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`SELECT * FROM history ORDER BY addr_key, first_tx_num`.execute(db)
+    await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer }>`
+      SELECT addr_key, first_tx_num, rest FROM ${sql.raw(HISTORY_ROWS)} h ORDER BY addr_key, first_tx_num`.execute(db)
   ).rows) {
     const e = decodeEntries(historyChunkEntries(c.first_tx_num, c.rest));
     if (e.some((n, i) => i > 0 && n <= e[i - 1]!)) throw new Error(`history chunk ${c.addr_key}/${c.first_tx_num} is not ascending`);
