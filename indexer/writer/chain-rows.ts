@@ -14,6 +14,7 @@ import { addDelta, hashKey, type BlockRows, type Delta, type Prevout, type TxRow
 import { toBuffer } from '../mempool-rows.js';
 import { txidIsKeyed } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
+import { HISTORY_ROWS } from '../../src/db/history-reads.js';
 import { RECENT_TABLE } from './history-recent.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 import { uuidTextOfBytes } from '../../src/db/address-key.js';
@@ -406,17 +407,15 @@ export async function cutHistory(trx: Trx, keys: readonly string[], fromTxNum: n
     await sql`DELETE FROM ${sql.table(table)} WHERE addr_key = ANY(${keyArray}::uuid[]) AND first_tx_num >= ${from}::int8`.execute(trx);
   // Chunks never overlap, so only an address's newest remaining chunk (of either table) can reach
   // into the range: the one whose last entry (the last 8 bytes of `rest`) is at or above it.
-  const straddling = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer; recent: boolean }>`
-    SELECT k AS addr_key, h.first_tx_num, h.rest, h.recent
+  const straddling = await sql<{ addr_key: string; first_tx_num: bigint; rest: Buffer; row_table: string }>`
+    SELECT k AS addr_key, h.first_tx_num, h.rest, h.row_table
     FROM unnest(${keyArray}::uuid[]) AS k
-    CROSS JOIN LATERAL (SELECT first_tx_num, rest, false AS recent FROM history WHERE addr_key = k
-                        UNION ALL SELECT first_tx_num, rest, true FROM ${sql.table(RECENT_TABLE)} WHERE addr_key = k
-                        ORDER BY first_tx_num DESC LIMIT 1) h
+    CROSS JOIN LATERAL (SELECT first_tx_num, rest, row_table FROM ${sql.raw(HISTORY_ROWS)} r WHERE addr_key = k ORDER BY first_tx_num DESC LIMIT 1) h
     WHERE length(h.rest) > 0 AND ${sql.raw(SQL_HISTORY.lastEntry('h.rest'))} >= ${from}::int8`.execute(trx);
   for (const c of straddling.rows) {
     const kept = decodeEntries(c.rest).filter((n) => n < BigInt(fromTxNum));
     await sql`
-      UPDATE ${sql.table(c.recent ? RECENT_TABLE : 'history')} SET rest = ${encodeEntries(kept)}
+      UPDATE ${sql.table(c.row_table)} SET rest = ${encodeEntries(kept)}
       WHERE addr_key = ${c.addr_key}::uuid AND first_tx_num = ${c.first_tx_num.toString()}::int8`.execute(trx);
   }
 }

@@ -7,6 +7,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { FatalError } from '../../src/errors.js';
+import { HISTORY_ROWS } from '../../src/db/history-reads.js';
 import { bulkActive } from './bulk.js';
 import { foldHistory, type BucketFold } from './history-build.js';
 import { readHistoryLayout } from './history-rows.js';
@@ -72,9 +73,7 @@ export async function applyHistoryBusy(
     const now = await readHistoryLayout(trx);
     if (now.busy === busy || now.busy !== 0) return { applied: false, busy: now.busy };
     const rows = await sql<{ any: boolean }>`
-      SELECT EXISTS (SELECT 1 FROM history) OR EXISTS (SELECT 1 FROM history_recent) OR EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(
-      trx,
-    );
+      SELECT EXISTS (SELECT 1 FROM ${sql.raw(HISTORY_ROWS)} h) OR EXISTS (SELECT 1 FROM history_buckets) AS any`.execute(trx);
     if (tip >= 0 || rows.rows[0]!.any) return { applied: false, busy: now.busy };
     await sql`UPDATE history_bucket_params SET busy = ${busy}, folded = 0 WHERE id = 1`.execute(trx);
     return { applied: true, busy };

@@ -36,12 +36,13 @@ const K8 = SQL_BUCKETS.key8('hk.k');
  * SQL text: every history chunk row, those of `history` and those of the newest blocks waiting in
  * `history_recent` (indexer/writer/history-recent.ts: a row is in one of them, moved from the
  * second to the first in one transaction), with `row_xmin` (text), the transaction that wrote the
- * row in its table (a moved row is a new version). PostgreSQL pulls the UNION ALL up into an
- * append of the two tables: a condition on `addr_key` probes both keys, an `ORDER BY
- * first_tx_num` merges their index scans without a sort, and an unread column is not computed.
+ * row in its table (a moved row is a new version), and `row_table`, the table it is in (for the
+ * writer's undo, which cuts a row where it is). PostgreSQL pulls the UNION ALL up into an append
+ * of the two tables: a condition on `addr_key` probes both keys, an `ORDER BY first_tx_num`
+ * merges their index scans without a sort, and an unread column is not computed.
  */
-export const HISTORY_ROWS = `(SELECT addr_key, first_tx_num, rest, xmin::text AS row_xmin FROM history
-  UNION ALL SELECT addr_key, first_tx_num, rest, xmin::text FROM history_recent)`;
+export const HISTORY_ROWS = `(SELECT addr_key, first_tx_num, rest, xmin::text AS row_xmin, 'history'::text AS row_table FROM history
+  UNION ALL SELECT addr_key, first_tx_num, rest, xmin::text, 'history_recent'::text FROM history_recent)`;
 const ROWS = sql.raw(HISTORY_ROWS);
 /** Above every tx_num. */
 const AFTER_ALL = 1n << 62n;

@@ -20,7 +20,7 @@ import { foldHistoryWhenDue } from '../../../indexer/writer/history-build.js';
 import { runBulk } from '../../../indexer/writer/bulk.js';
 import { createPrefetcher } from '../../../indexer/prefetch.js';
 import { createRunLoop } from '../../../indexer/run.js';
-import { readHistoryEntries } from '../../../src/db/history-reads.js';
+import { HISTORY_ROWS, readHistoryEntries } from '../../../src/db/history-reads.js';
 import { encodeEntries } from '../../../src/db/history-entries.js';
 import { firstTxNum } from '../../../src/db/tx-num.js';
 import { readHistoryChunk } from '../../../api/queries/address.js';
@@ -35,11 +35,9 @@ import { readHistoryPlaces, snapshotIndex } from '../../support/chain-snapshot.j
 const count = async (db: Kysely<Database>, table: 'history' | 'history_recent') =>
   Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.table(table)}`.execute(db)).rows[0]!.n);
 const keysOf = async (db: Kysely<Database>) =>
-  (
-    await sql<{
-      k: string;
-    }>`SELECT DISTINCT addr_key::text AS k FROM history UNION SELECT addr_key::text FROM history_recent ORDER BY 1`.execute(db)
-  ).rows.map((r) => r.k);
+  (await sql<{ k: string }>`SELECT DISTINCT addr_key::text AS k FROM ${sql.raw(HISTORY_ROWS)} h ORDER BY 1`.execute(db)).rows.map(
+    (r) => r.k,
+  );
 
 describeFixtures('history: the newest blocks’ chunk rows apart', () => {
   const chain = loadChainA();
@@ -70,9 +68,19 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
     }
   };
 
+  /** The final chain applied block by block into `history` (what the run loop's tests compare with). */
+  let mainRef: TestDatabase;
+  /** A new index of the final chain's blocks below `h`, applied into `history`. */
+  const below = async (prefix: string, h: number) => {
+    const t = await open(prefix);
+    await applyMain(t.db, 0, h - 1, false);
+    return t;
+  };
+
   beforeAll(async () => {
     plain = await open('hrp');
     await indexChainA(plain.db);
+    mainRef = await below('hrm', tip + 1);
   }, 300_000);
   afterAll(async () => {
     await Promise.all(dbs.map((d) => d.drop()));
@@ -239,11 +247,8 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
   };
 
   it('the run loop writes a live block’s rows apart and moves them when idle; a block behind the tip goes to history', async () => {
-    const r = await open('hrl');
-    const ref = await open('hrq');
     const h = tip - 8;
-    await applyMain(ref.db, 0, tip, false);
-    await applyMain(r.db, 0, h - 1, false);
+    const r = await below('hrl', h);
     // Blocks h and h + 1 at once (h behind the node's tip), then one at a time; idle after each, the loop moves them.
     const lines = await follow(r.db, h, {
       first: 2,
@@ -257,15 +262,12 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
     const inHistory = await sql<{ n: string }>`SELECT count(*)::text AS n FROM history
       WHERE first_tx_num >= ${firstTxNum(h)} AND first_tx_num < ${firstTxNum(h + 1)}`.execute(r.db);
     expect(Number(inHistory.rows[0]!.n)).toBeGreaterThan(0);
-    expect(await snapshotIndex(r.db)).toEqual(await snapshotIndex(ref.db));
+    expect(await snapshotIndex(r.db)).toEqual(await snapshotIndex(mainRef.db));
   });
 
   it('a move that fails loses nothing: the loop warns, goes on applying blocks, their rows wait (up to the bound) or go to history', async () => {
-    const r = await open('hrx');
-    const ref = await open('hry');
     const h = tip - 10;
-    await applyMain(ref.db, 0, tip, false);
-    await applyMain(r.db, 0, h - 1, false);
+    const r = await below('hrx', h);
     // Once the table holds a row, every move fails (as a database error would make it).
     await sql`CREATE TABLE bw_test_refuse (on_ boolean)`.execute(r.db);
     await sql`CREATE FUNCTION bw_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -285,6 +287,6 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
       n: string;
     }>`SELECT count(*)::text AS n FROM history WHERE first_tx_num >= ${firstTxNum(h + RECENT_BLOCKS_MAX)}`.execute(r.db);
     expect(Number(inHistory.rows[0]!.n)).toBeGreaterThan(0);
-    expect(await snapshotIndex(r.db)).toEqual(await snapshotIndex(ref.db));
+    expect(await snapshotIndex(r.db)).toEqual(await snapshotIndex(mainRef.db));
   });
 });
