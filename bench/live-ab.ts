@@ -21,8 +21,9 @@
  * ones are applied block by block before them, once, when the index is made (kept apart,
  * `…-cN`): the index as a following indexer leaves it after catching up, as bench/sync's live
  * step finds it, rather than as the import's finish built it. With `--recent`, the current writer
- * writes a block's history chunk rows into `history_recent`, as the run loop's live blocks do
- * (writer/history-recent.ts), the table vacuumed after each undo as the loop's idle move leaves it.
+ * writes a block's history chunk rows into `history_recent` and its balance changes into
+ * `balances_recent`, as the run loop's live blocks do (writer/recent-blocks.ts), the tables moved
+ * and vacuumed after each undo as the loop's idle move leaves them.
  * `node --import tsx bench/live-ab.ts [--blocks N] [--live-blocks N] [--rounds N] [--baseline REF] [--keep DIR] [--txid-cache N] [--baseline-txids] [--timeline] [--parts] [--node-spent] [--catchup N] [--recent]`
  * @module
  */
@@ -39,6 +40,7 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import { hashToHex } from '../src/bitcoin/hash.js';
 import { corpusMainChain, loadCorpusManifest, readCorpusBlock, type CorpusManifest } from '../devnode/corpus-manifest.js';
 import { TxidCache } from '../indexer/writer/txid-cache.js';
+import { moveRecentBlocks } from '../indexer/writer/recent-blocks.js';
 import { loadConfig } from '../src/config.js';
 import * as current from '../indexer/writer/apply.js';
 import type { SpentOutput } from '../indexer/node-rest.js';
@@ -197,8 +199,8 @@ async function main(): Promise<void> {
         for (const [name, w, wdb] of order) {
           const u = await current.undoBlock(db, height, source, { txids });
           if (u.kind !== 'undone') throw new Error(`undo ${height}: ${u.kind}`);
-          // (`--recent`: the table as the run loop's idle move leaves it, emptied and vacuumed)
-          if (values.recent) await pgs.query('bw_ab', 'VACUUM history_recent');
+          // (`--recent`: the tables as the run loop's idle move leaves them, emptied and vacuumed)
+          if (values.recent) await moveRecentBlocks(db);
           timeline?.reset();
           const queued0 = timeline ? runQueueMs(join(root, 'pg')) : null;
           const pg0 = pgs.cpuMs();
@@ -239,6 +241,7 @@ async function main(): Promise<void> {
       const u = await current.undoBlock(db, height, { getBlock: async (h: string) => (h === hash ? raw : null) }, { txids });
       if (u.kind !== 'undone') throw new Error(`rewinding ${height}: ${u.kind}`);
     }
+    if (values.recent) await moveRecentBlocks(db);
     await db.destroy();
     await oldDb.destroy();
     if (stats) {

@@ -21,7 +21,7 @@ import { applyBlocks, undoBlock, type BlockToApply } from './writer/apply.js';
 import { TxidCache, fillFromIndex } from './writer/txid-cache.js';
 import { mergePendingIndexEntries } from './writer/index-upkeep.js';
 import { foldHistoryWhenDue } from './writer/history-build.js';
-import { moveRecentBlocks, RECENT_BLOCKS_MAX } from './writer/history-recent.js';
+import { moveRecentBlocks, RECENT_BLOCKS_MAX } from './writer/recent-blocks.js';
 import { readTip, type Tip } from './writer/chain-rows.js';
 import type { ChainSource } from './chain-source.js';
 import type { SpentOutput } from './node-rest.js';
@@ -118,7 +118,7 @@ export interface RunLoop {
 /** Errors worth retrying: a RetryableError, or Postgres or the network going away. */
 const worthRetrying = (err: unknown): boolean => isRetryable(err) || isTransient(err);
 
-/** After a failed move of the recent blocks' history, the wait before the next. */
+/** After a failed move of the recent blocks' rows, the wait before the next. */
 const RECENT_RETRY_MS = 60_000;
 
 /** After a failed fill of the recent transactions' cache, the wait before the next (the blocks go on without it). */
@@ -170,7 +170,7 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   let lastAppliedAt = 0;
   const foldQuietMs = deps.foldQuietMs ?? FOLD_QUIET_MS;
   /**
-   * The blocks whose history chunk rows may wait in `history_recent` (writer/history-recent.ts):
+   * The blocks whose rows may wait in `history_recent` and `balances_recent` (writer/recent-blocks.ts):
    * a live block goes there while fewer than RECENT_BLOCKS_MAX do, and an idle turn moves them.
    * Unknown when the loop starts (a previous run may have left some): full until the first move.
    */
@@ -256,8 +256,8 @@ export function createRunLoop(deps: RunDeps): RunLoop {
       // Its Merkle root is checked by the writer, before the commit (block-check.ts).
       const block = decodeAsked(raw, hash);
       const given = spent ? await spent : null;
-      // (its chunk rows wait apart for the next idle turn: writer/history-recent.ts; a block
-      // written with others, in a turn, goes to history)
+      // (its chunk rows and balance changes wait apart for the next idle turn:
+      // writer/recent-blocks.ts; a block written with others, in a turn, goes to the main tables)
       const recent = planned.length === 1 && height === node.height && recentBlocks < RECENT_BLOCKS_MAX;
       batch.push({ block, height, hash, raw, unchecked: true, recent, ...(given ? { spent: given } : {}) });
       txs += block.txs.length;
@@ -405,20 +405,23 @@ export function createRunLoop(deps: RunDeps): RunLoop {
   }
 
   /**
-   * Moves the live blocks' history chunk rows into `history` (writer/history-recent.ts), on the
-   * writer's connection between blocks (not while a fold runs: it moves the rows it folds
-   * itself). A failure is logged and tried again a minute later; a lost writer lock stops the loop.
+   * Moves the live blocks' history chunk rows into `history` and their balance changes into
+   * `balances` (writer/recent-blocks.ts), on the writer's connection between blocks (not while a
+   * fold runs: it moves the chunk rows it folds itself). A failure is logged and tried again a minute later; a lost writer lock stops the loop.
    */
   async function moveRecent(): Promise<void> {
     const t0 = performance.now();
     try {
       const rows = await moveRecentBlocks(db, ctx.guard);
-      log.debug({ blocks: recentBlocks, rows, ms: Math.round(performance.now() - t0) }, 'recent history moved');
+      log.debug({ blocks: recentBlocks, rows, ms: Math.round(performance.now() - t0) }, 'recent blocks moved');
       recentBlocks = 0;
     } catch (err) {
       if (err instanceof FatalError) throw err;
       recentRetryAt = Date.now() + RECENT_RETRY_MS;
-      log.warn({ err, retryInMs: RECENT_RETRY_MS }, "moving the recent blocks' history failed; live blocks write into history meanwhile");
+      log.warn(
+        { err, retryInMs: RECENT_RETRY_MS },
+        "moving the recent blocks' rows failed; live blocks write into history and balances meanwhile",
+      );
     }
   }
 

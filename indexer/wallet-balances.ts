@@ -18,6 +18,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import { LOCK_WALLETS_SQL, lockWallets } from '../src/db/wallet-lock.js';
 import { int8Array, uuidArray } from '../src/db/pg-array.js';
+import { balanceOfSql } from '../src/db/balance-reads.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -72,7 +73,7 @@ export function walletDeltaStatement(part: WalletBalancePart, keys: Buffer, sats
 
 /** Both sums of the wallet whose id is the SQL expression `id`, from the index (what the summary must equal). */
 const SUMS = (id: string) => `
-  (SELECT coalesce(sum((SELECT b.balance FROM balances b WHERE b.addr_key = k.addr_key)), 0)::int8
+  (SELECT coalesce(sum(${balanceOfSql('k.addr_key', 'balance')}), 0)::int8
      FROM (SELECT DISTINCT addr_key FROM wallet_addresses WHERE wallet_id = ${id}) k) AS confirmed,
   (SELECT coalesce(sum((SELECT sum(m.received - m.sent) FROM mempool_addresses m WHERE m.addr_key = k.addr_key)), 0)::int8
      FROM (SELECT DISTINCT addr_key FROM wallet_addresses WHERE wallet_id = ${id}) k) AS unconfirmed`;

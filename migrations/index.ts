@@ -45,6 +45,7 @@ import * as m0061 from './0061_history_buckets_full.js';
 import * as m0062 from './0062_tx_parts.js';
 import * as m0063 from './0063_tx_parts_lean.js';
 import * as m0064 from './0064_history_recent.js';
+import * as m0065 from './0065_balances_recent.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_chain': m0001,
@@ -88,4 +89,5 @@ export const migrations: Record<string, Migration> = {
   '0062_tx_parts': m0062,
   '0063_tx_parts_lean': m0063,
   '0064_history_recent': m0064,
+  '0065_balances_recent': m0065,
 };

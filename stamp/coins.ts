@@ -13,6 +13,7 @@ import type { StampDb, StampTrx } from './tables.js';
 import type { StampWallet } from './wallet.js';
 import { sqlTxNumHeight, sqlTxNumPosition } from '../src/db/tx-num.js';
 import { txidConfirmed, unspentAt } from '../src/db/tx-reads.js';
+import { balanceOfSql } from '../src/db/balance-reads.js';
 
 /** Core's COINBASE_MATURITY. */
 const COINBASE_MATURITY = 100;
@@ -211,11 +212,12 @@ export type WalletBalance = {
 
 export async function loadWalletBalance(db: StampDb, wallet: StampWallet, tipHeight: number): Promise<WalletBalance> {
   const free = await loadFreeCoins(db, wallet, tipHeight);
-  const bal = await db
-    .selectFrom('balances')
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('balance'), sql<string>`0`).as('b'))
-    .where('addr_key', 'in', [...wallet.addrKeys])
-    .executeTakeFirst();
+  const bal = (
+    await sql<{ b: string }>`
+      SELECT coalesce(sum(${sql.raw(balanceOfSql('k.k', 'balance'))}), 0)::text AS b FROM (SELECT DISTINCT k FROM unnest(${[...wallet.addrKeys]}::uuid[]) AS k) k`.execute(
+      db,
+    )
+  ).rows[0];
   const change = await sql<{ v: string }>`
     SELECT coalesce(sum(c.value), 0)::text AS v FROM stamp_change c JOIN stamp_txs t ON t.txid = c.txid
     WHERE t.status IN ('signed', 'broadcast')`.execute(db);

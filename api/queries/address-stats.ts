@@ -31,6 +31,7 @@ import {
   type ResolvedScriptRef,
   type ScriptRef,
 } from '../../src/db/queries/script-hash.js';
+import { balanceOfSql } from '../../src/db/balance-reads.js';
 import { getIndexTip } from './chain.js';
 
 /** Esplora's per-part statistics (sats). */
@@ -74,8 +75,8 @@ async function addressParts(trx: Trx, keys: readonly string[]): Promise<Parts[]>
   if (keys.length === 0) return [];
   const r = await sql<AddressPartsRow>`
     SELECT q.i::int4 AS i,
-           coalesce((SELECT b.utxo_count FROM balances b WHERE b.addr_key = q.k), 0)::text AS unspent_count,
-           coalesce((SELECT b.balance FROM balances b WHERE b.addr_key = q.k), 0)::text AS unspent_sum,
+           ${sql.raw(balanceOfSql('q.k', 'utxo_count'))}::text AS unspent_count,
+           ${sql.raw(balanceOfSql('q.k', 'balance'))}::text AS unspent_sum,
            ${sqlHistoryCount(sql.ref('q.k'))}::text AS chain_txs,
            mf.n::text AS m_funded_count, mf.v::text AS m_funded_sum, ms.n::text AS m_spent_count, ms.v::text AS m_spent_sum,
            (SELECT count(*) FROM mempool_addresses ma WHERE ma.addr_key = q.k)::text AS m_txs

@@ -12,13 +12,14 @@ import { hashesToHex } from '../../src/bitcoin/hash.js';
 import { sqlFirstTxNum } from '../../src/db/tx-num.js';
 import { SQL_HISTORY, sqlEntryAt } from '../../src/db/history-entries.js';
 import { HISTORY_ROWS, sqlHistoryPageEntries, sqlHistorySkip } from '../../src/db/history-reads.js';
+import { sqlBalanceOf } from '../../src/db/balance-reads.js';
 import { TIP_COLUMNS } from './chain.js';
 
 /** Microseconds since the epoch of a timestamptz, as Postgres computes it (exact, for cursors). */
 const FIRST_SEEN_US = sql<bigint>`(extract(epoch FROM mt.first_seen) * 1000000)::int8`;
 
 export type BalanceParts = {
-  /** Sum of confirmed unspent outputs (balances table), 0 when absent. */
+  /** Sum of confirmed unspent outputs (`sqlBalanceOf`), 0 when absent. */
   confirmed: bigint;
   /** Net change of the mempool: received − sent over the address's mempool transactions. */
   mempool: bigint;
@@ -31,7 +32,7 @@ type BalancePartsRow = { confirmed: bigint | null; mempool: bigint | null; tip_h
 
 /** The columns of one address's balance parts; `key` is its addr_key (a parameter or a column). */
 const balancePartsColumns = (key: RawBuilder<string>) => sql`
-  (SELECT balance FROM balances WHERE addr_key = ${key}) AS confirmed,
+  ${sqlBalanceOf(key, 'balance')} AS confirmed,
   (SELECT sum(received - sent)::int8 FROM mempool_addresses WHERE addr_key = ${key}) AS mempool,
   ${TIP_COLUMNS}`;
 

@@ -221,7 +221,7 @@ async function applyInTransaction(
     sent.push(...writes, history);
     for (const w of sent) w.catch(() => {});
     for (const old of await overwritten) if (old.addr_key !== null) addDelta(rows.balances, old.addr_key, -old.value, -1);
-    const balances = addBalances(trx, rows.balances, 1);
+    const balances = addBalances(trx, rows.balances, 1, recent);
     const aliases = insertScriptAliases(trx, rows.aliases);
     sent.push(balances, aliases);
     for (const w of [balances, aliases]) w.catch(() => {});

@@ -24,6 +24,7 @@ import pg from 'pg';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import { foldHistory, foldLoadedHistory } from './history-build.js';
 import { moveRecentSql } from './history-recent.js';
+import { RECENT_BALANCES } from './balances-recent.js';
 import { decodeBlock, type DecodedBlock } from '../../src/bitcoin/block.js';
 import { equalBytes, hashToHex } from '../../src/bitcoin/hash.js';
 import type { Database } from '../../src/db/schema.js';
@@ -653,7 +654,7 @@ const finishParts = (parts: PartsFinish, ginKept: boolean): readonly (readonly F
     {
       name: 'balances',
       text: `${dropIndexes(['balances'])};
-       TRUNCATE balances;
+       TRUNCATE balances, ${RECENT_BALANCES};
        INSERT INTO balances (addr_key, balance, utxo_count)
          SELECT addr_key, sum(value)::int8, count(*)::int4 FROM utxos WHERE addr_key IS NOT NULL GROUP BY addr_key;
        TRUNCATE bulk_spent;`,

@@ -16,6 +16,7 @@ import { txidIsKeyed } from '../../src/db/txid-key.js';
 import { withClientOf } from '../../src/db/connect.js';
 import { HISTORY_ROWS } from '../../src/db/history-reads.js';
 import { RECENT_TABLE } from './history-recent.js';
+import { BALANCE_MERGE_ACTIONS, RECENT_BALANCES } from './balances-recent.js';
 import { BinaryCopy, copyIn } from './copy-binary.js';
 import { uuidTextOfBytes } from '../../src/db/address-key.js';
 import { uuidHead } from '../../src/db/uuid-bytes.js';
@@ -65,10 +66,11 @@ export async function setTip(trx: Trx, height: number, hash: Uint8Array | null):
 }
 
 /**
- * Adds `sign` × each delta to `balances`, deleting rows that reach 0 sats and 0 outputs, and the
- * same deltas to the balance summaries of the wallets holding those addresses.
+ * Adds `sign` × each delta to `balances`, deleting rows that reach 0 sats and 0 outputs (with
+ * `recent`, a live block's: appends them to `balances_recent` instead, balances-recent.ts), and
+ * the same deltas to the balance summaries of the wallets holding those addresses.
  */
-export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, sign: 1 | -1): Promise<void> {
+export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, sign: 1 | -1, recent = false): Promise<void> {
   const keys: string[] = [];
   const sats: bigint[] = [];
   const counts: number[] = [];
@@ -82,16 +84,21 @@ export async function addBalances(trx: Trx, deltas: ReadonlyMap<string, Delta>, 
   // Encoded here, once for both statements, while the statements before them run (pg-array.ts).
   const keyArray = uuidArray(keys);
   const satsArray = int8Array(sats);
-  // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away. (Split
-  // into a DELETE of the rows a negative count empties and an INSERT … ON CONFLICT DO UPDATE of
-  // the rest, the rows a delta moves without emptying are looked up twice: slower, measured.)
-  await sql`
-    MERGE INTO balances AS b
-    USING (SELECT * FROM unnest(${keyArray}::uuid[], ${satsArray}::int8[], ${int4Array(counts)}::int4[]) AS d(addr_key, sats, n) ORDER BY addr_key) AS d
-    ON b.addr_key = d.addr_key
-    WHEN MATCHED AND b.balance + d.sats = 0 AND b.utxo_count + d.n = 0 THEN DELETE
-    WHEN MATCHED THEN UPDATE SET balance = b.balance + d.sats, utxo_count = b.utxo_count + d.n
-    WHEN NOT MATCHED THEN INSERT (addr_key, balance, utxo_count) VALUES (d.addr_key, d.sats, d.n)`.execute(trx);
+  if (recent) {
+    // Appended apart, in key order (balances-recent.ts): the move merges them when idle.
+    const c = new BinaryCopy(keys.length * 40);
+    for (const i of keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0)))
+      c.row(3).uuid(keys[i]!).int8(sats[i]!).int4(counts[i]!);
+    await copyRows(trx, `${RECENT_BALANCES} (addr_key, balance, utxo_count)`, c);
+  } else {
+    // One MERGE: each address is looked up once; rows reaching 0 sats and 0 outputs go away. (Split
+    // into a DELETE of the rows a negative count empties and an INSERT … ON CONFLICT DO UPDATE of
+    // the rest, the rows a delta moves without emptying are looked up twice: slower, measured.)
+    await sql`
+      MERGE INTO balances AS b
+      USING (SELECT * FROM unnest(${keyArray}::uuid[], ${satsArray}::int8[], ${int4Array(counts)}::int4[]) AS d(addr_key, sats, n) ORDER BY addr_key) AS d
+      ${sql.raw(BALANCE_MERGE_ACTIONS)}`.execute(trx);
+  }
   await addWalletDeltaArrays(trx, 'confirmed', keyArray, satsArray);
 }
 

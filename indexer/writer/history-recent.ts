@@ -21,12 +21,6 @@ type Trx = Transaction<Database>;
 export const RECENT_TABLE = 'history_recent';
 
 /**
- * The most blocks whose chunk rows wait in `history_recent` between moves: a live block finding
- * that many there (blocks at the tip with no idle turn between them) writes into `history`.
- */
-export const RECENT_BLOCKS_MAX = 6;
-
-/**
  * SQL text: moves the chunk rows of `history_recent` starting below `below` (a tx_num; every row
  * without) into `history`, in key order. The rows inserted are the ones this statement deleted, so
  * that two moves racing (the fold's and the run loop's) never insert a row twice: the later one
@@ -42,21 +36,4 @@ export function moveRecentSql(below?: bigint | number): string {
 export async function moveRecentHistory(trx: Trx | Kysely<Database>, below?: bigint | number): Promise<number> {
   const r = await sql.raw(moveRecentSql(below)).execute(trx);
   return Number(r.numAffectedRows ?? 0n);
-}
-
-/**
- * The run loop's move: every row of `history_recent` into `history` (one transaction), then a
- * VACUUM of `history_recent`, so that the next block's rows reuse its emptied pages rather than
- * grow it by a block's worth of dead rows until autovacuum comes (it checks a table once a
- * minute, and blocks arriving faster would rebuild the bloat the table is there to avoid). A role
- * that does not own the table gets PostgreSQL's warning and no vacuum (autovacuum then does it).
- * `guard` proves the writer lock in the transaction. The rows moved.
- */
-export async function moveRecentBlocks(db: Kysely<Database>, guard?: (trx: Trx) => Promise<void>): Promise<number> {
-  const n = await db.transaction().execute(async (trx) => {
-    if (guard) await guard(trx);
-    return moveRecentHistory(trx);
-  });
-  if (n > 0) await sql.raw(`VACUUM (SKIP_LOCKED) ${RECENT_TABLE}`).execute(db);
-  return n;
 }

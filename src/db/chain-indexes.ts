@@ -16,7 +16,7 @@
 
 import { spendsKeysSql } from './spent-groups.js';
 
-export type ChainTable = 'txs' | 'tx_parts' | 'utxos' | 'history' | 'history_recent' | 'balances' | 'script_aliases';
+export type ChainTable = 'txs' | 'tx_parts' | 'utxos' | 'history' | 'history_recent' | 'balances' | 'balances_recent' | 'script_aliases';
 
 export interface ChainIndex {
   readonly table: ChainTable;
@@ -57,6 +57,10 @@ export const CHAIN_INDEXES: readonly ChainIndex[] = [
   // moves them into `history` and keeps this one (the table is empty while it runs).
   { table: 'history_recent', name: 'history_recent_pkey', primaryKey: '(addr_key, first_tx_num)' },
   { table: 'balances', name: 'balances_pkey', primaryKey: '(addr_key)' },
+  // The newest blocks' balance changes (migrations/0065_balances_recent.ts): an address's rows,
+  // for the readers. Not unique (a row per block). A bulk sync keeps it (the table is empty after
+  // its finish).
+  { table: 'balances_recent', name: 'balances_recent_addr', index: '(addr_key)' },
   { table: 'script_aliases', name: 'script_aliases_pkey', primaryKey: '(script_key)' },
 ];
 

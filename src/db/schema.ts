@@ -408,6 +408,8 @@ export interface Database {
   history: HistoryTable;
   /** The newest blocks' chunk rows, moved into `history` when the indexer is idle (migrations/0064_history_recent.ts). */
   history_recent: HistoryTable;
+  /** The newest blocks' balance changes, added into `balances` when the indexer is idle (migrations/0065_balances_recent.ts). */
+  balances_recent: BalancesTable;
   history_buckets: HistoryBucketsTable;
   history_bucket_params: HistoryBucketParamsTable;
   tx_parts: TxPartsTable;

@@ -17,6 +17,7 @@ import type { DerivedAddress } from './wallet-derive.js';
 import { INDEXER_OWNER, walletDerivePool, type DeriveOptions } from './wallet-derive-pool.js';
 import { lockWallets } from './wallet-lock.js';
 import { uuidArray } from './pg-array.js';
+import { balanceOfSql } from './balance-reads.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -37,7 +38,7 @@ export async function insertAddresses(trx: Db, walletId: string, chain: number, 
            fresh AS (SELECT DISTINCT u.addr_key FROM u
                       WHERE NOT EXISTS (SELECT 1 FROM wallet_addresses wa WHERE wa.addr_key = u.addr_key AND wa.wallet_id = ${walletId}))
       UPDATE wallets SET
-        confirmed = confirmed + (SELECT coalesce(sum((SELECT b.balance FROM balances b WHERE b.addr_key = f.addr_key)), 0) FROM fresh f)::int8,
+        confirmed = confirmed + (SELECT coalesce(sum(${sql.raw(balanceOfSql('f.addr_key', 'balance'))}), 0) FROM fresh f)::int8,
         unconfirmed = unconfirmed + (SELECT coalesce(sum((SELECT sum(m.received - m.sent) FROM mempool_addresses m WHERE m.addr_key = f.addr_key)), 0) FROM fresh f)::int8
        WHERE id = ${walletId}`.execute(trx);
   }

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
+import { BALANCE_ROWS } from '../../src/db/balance-reads.js';
 import { decodeEntries, historyChunkEntries } from '../../src/db/history-entries.js';
 import { HISTORY_ROWS, readHistoryEntries } from '../../src/db/history-reads.js';
 import { txRowsAtNums, txRowsFrom, type TxRow } from '../../src/db/tx-reads.js';
@@ -69,7 +70,11 @@ export async function snapshotIndex(db: Kysely<Database>): Promise<IndexSnapshot
     }>`SELECT * FROM utxos ORDER BY txid, vout`.execute(db)
   ).rows.map((u) => `${hex(u.txid)}:${u.vout} ${u.tx_num} ${u.addr_key} ${u.value} ${hex(u.script)}`);
   const balances = (
-    await sql<{ addr_key: string; balance: bigint; utxo_count: number }>`SELECT * FROM balances ORDER BY addr_key`.execute(db)
+    await sql<{
+      addr_key: string;
+      balance: bigint;
+      utxo_count: number;
+    }>`SELECT * FROM ${sql.raw(BALANCE_ROWS)} b ORDER BY addr_key`.execute(db)
   ).rows.map((b) => `${b.addr_key} ${b.balance} ${b.utxo_count}`);
   const { chunks, records } = await readHistoryPlaces(db);
   const ids = new Map<string, number[]>();
@@ -126,7 +131,7 @@ export async function readAddresses(db: Kysely<Database>, keys: readonly string[
   const bal = await sql<{
     addr_key: string;
     balance: bigint;
-  }>`SELECT addr_key, balance FROM balances WHERE addr_key = ANY(${keys}::uuid[])`.execute(db);
+  }>`SELECT addr_key, balance FROM ${sql.raw(BALANCE_ROWS)} b WHERE addr_key = ANY(${keys}::uuid[])`.execute(db);
   for (const b of bal.rows) out.get(b.addr_key)!.balance = b.balance;
   // (through the readers' seam: what every reader of a whole history reads)
   const entries = await readHistoryEntries(db, keys);

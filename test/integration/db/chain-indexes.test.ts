@@ -53,13 +53,19 @@ describe('chain indexes: the bulk finish builds what the migrations define', () 
       const deps = { databaseUrl: bulk.url, log: silentLogger(), batchTxs: 1000 };
       await beginBulk(client, deps, -1);
       // Every chain index is dropped while the batches load, but the newest blocks' chunk rows'
-      // key (the bulk sync moves those rows into history and leaves the table empty), the parts'
+      // key (the bulk sync moves those rows into history and leaves the table empty), their
+      // balance changes' index (the finish empties that table, computing balances anew), the parts'
       // key (the finish drops and builds it) and the parts' GIN, which takes the batches' rows
       // into its pending list (indexer/writer/parts-gin.ts): the finish merges it and restores its
       // definition.
       const left = (await schemaOf(bulk.db)).indexes.filter((i) => CHAIN_INDEXES.some((ix) => ix.name === i.indexname));
-      expect(left.map((i) => i.indexname)).toEqual(['history_recent_pkey', 'tx_parts_pkey', 'tx_parts_spent_groups']);
-      expect(left[2]!.indexdef).toContain(`WITH (fastupdate='on', gin_pending_list_limit='${PENDING_LIMIT_KB}')`);
+      expect(left.map((i) => i.indexname)).toEqual([
+        'balances_recent_addr',
+        'history_recent_pkey',
+        'tx_parts_pkey',
+        'tx_parts_spent_groups',
+      ]);
+      expect(left[3]!.indexdef).toContain(`WITH (fastupdate='on', gin_pending_list_limit='${PENDING_LIMIT_KB}')`);
       await finishBulk(client, deps);
     } finally {
       await client.end();

@@ -29,6 +29,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { sql } from 'kysely';
 import { sqlHasHistory } from '../../../src/db/history-reads.js';
+import { BALANCE_ROWS } from '../../../src/db/balance-reads.js';
 import { Subscriber } from 'zeromq';
 import { Key } from '../../../client/keys.js';
 import { addressToScript } from '../../../src/bitcoin/address.js';
@@ -638,7 +639,9 @@ describeBitcoind('the indexer end to end on a real Bitcoin Core', () => {
       await sql<{
         addr_key: string;
         balance: bigint;
-      }>`SELECT addr_key::text, balance FROM balances WHERE addr_key = ANY(${keys}::uuid[]) AND balance <> 0`.execute(t.db)
+      }>`SELECT addr_key::text, balance FROM ${sql.raw(BALANCE_ROWS)} b WHERE addr_key = ANY(${keys}::uuid[]) AND balance <> 0`.execute(
+        t.db,
+      )
     ).rows;
     same('balances against scantxoutset', new Map(balances.map((b) => [b.addr_key, b.balance])), coreBalance);
 

@@ -13,6 +13,7 @@ import { createMigratedDatabase, type TestDatabase } from '../../support/db.js';
 import { preferIndexLookups } from '../../../indexer/planner-hints.js';
 import { txidIs } from '../../../src/db/txid-key.js';
 import { spendStatement } from '../../../indexer/writer/chain-rows.js';
+import { BALANCE_ROWS, balanceOfSql, sqlBalanceOf } from '../../../src/db/balance-reads.js';
 
 const ROWS = 300_000;
 const KEYS = 8_000;
@@ -99,5 +100,57 @@ describe('per-block join plans', () => {
     expect(p.balances).not.toMatch(/Seq Scan on balances/);
     expect(p.coinbases).toMatch(/Index Scan using txs_txid_key on txs/);
     expect(p.coinbases).not.toMatch(/Seq Scan/);
+  });
+});
+
+describe('balance reads (BALANCE_ROWS: balances with the newest blocks’ changes)', () => {
+  it('a key, a batch of keys and a wallet’s keys probe both tables’ indexes, never scan balances', async () => {
+    // A block's worth of changes waiting, for keys half of which have a balances row.
+    await sql`INSERT INTO balances_recent (addr_key, balance, utxo_count)
+      SELECT md5(i::text)::uuid, 7, 1 FROM generate_series(${ROWS - 8_000}::int4, ${ROWS + 8_000}::int4) i`.execute(t.db);
+    await sql`ANALYZE balances_recent`.execute(t.db);
+    const rows = sql.raw(BALANCE_ROWS);
+    const plan = async (q: ReturnType<typeof sql>) =>
+      (await sql<{ 'QUERY PLAN': string }>`EXPLAIN ${q}`.execute(t.db)).rows.map((x) => x['QUERY PLAN']).join('\n');
+    const keys = Array.from({ length: 100 }, (_, k) => uuidOf(1 + k * 997));
+    // As the API's balance reads (api/queries/address.ts, address-stats.ts) and the wallets' sums ask.
+    const one = await plan(sql`SELECT ${sqlBalanceOf(sql`${keys[0]}`, 'balance')} AS confirmed`);
+    const batch = await plan(sql`SELECT q.i, ${sql.raw(balanceOfSql('q.k', 'balance'))}, ${sql.raw(balanceOfSql('q.k', 'utxo_count'))}
+      FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)`);
+    const wallet = await plan(
+      sql`SELECT sum(${sql.raw(balanceOfSql('k.k', 'balance'))}) FROM (SELECT DISTINCT k FROM unnest(${keys}::uuid[]) AS k) k`,
+    );
+    for (const p of [one, batch, wallet]) {
+      expect(p).toMatch(/Index (Only )?Scan using balances_pkey on balances/);
+      expect(p).toMatch(/Index (Only )?Scan using balances_recent_addr on balances_recent/);
+      expect(p).not.toMatch(/Seq Scan/);
+    }
+    // The whole-table form (a snapshot's) would scan both tables for a batch of keys: why readers of keys use the probes.
+    const grouped = await plan(sql`SELECT q.i, b.balance FROM unnest(${keys}::uuid[]) WITH ORDINALITY AS q(k, i)
+      LEFT JOIN LATERAL (SELECT b.balance FROM ${rows} b WHERE b.addr_key = q.k) b ON true`);
+    expect(grouped).toMatch(/Seq Scan on balances/);
+    // The sums, both ways: a key with a row and a change, one with a change alone, one with a row
+    // alone, one whose change takes its row back to nothing (no row in the whole-table form), one with neither.
+    await sql`INSERT INTO balances_recent VALUES (${uuidOf(2)}::uuid, -1000, -1)`.execute(t.db);
+    const ask = [ROWS, ROWS + 1, 1, 2, ROWS + 9_000].map(uuidOf);
+    const probed = await sql<{ balance: string; n: string }>`
+      SELECT ${sql.raw(balanceOfSql('q.k', 'balance'))}::text AS balance, ${sql.raw(balanceOfSql('q.k', 'utxo_count'))}::text AS n
+        FROM unnest(${ask}::uuid[]) WITH ORDINALITY AS q(k, i) ORDER BY q.i`.execute(t.db);
+    expect(probed.rows.map((r) => [r.balance, r.n])).toEqual([
+      ['1007', '2'],
+      ['7', '1'],
+      ['1000', '1'],
+      ['0', '0'],
+      ['0', '0'],
+    ]);
+    const listed = await sql<{ k: string; balance: string; n: number }>`
+      SELECT b.addr_key::text AS k, b.balance::text AS balance, b.utxo_count AS n FROM ${rows} b
+       WHERE b.addr_key = ANY(${ask}::uuid[]) ORDER BY b.balance`.execute(t.db);
+    expect(listed.rows.map((r) => [r.k, r.balance, r.n])).toEqual([
+      [ask[1], '7', 1],
+      [ask[2], '1000', 1],
+      [ask[0], '1007', 2],
+    ]);
+    await sql`TRUNCATE balances_recent`.execute(t.db);
   });
 });

@@ -18,6 +18,7 @@ import { startTestIndexer, waitMempoolSynced, waitSynced } from '../../support/c
 import { keyOfAddress } from '../../support/chain-snapshot.js';
 import { waitFor } from '../../support/wait.js';
 import { txRowsByTxid } from '../../../src/db/tx-reads.js';
+import { BALANCE_ROWS } from '../../../src/db/balance-reads.js';
 
 describe('mempool sync', () => {
   let node: Devnode;
@@ -108,7 +109,8 @@ describe('mempool sync', () => {
     await waitSynced(t.db, node);
     expect((await sql`SELECT 1 FROM mempool_addresses WHERE addr_key = ${key}::uuid`.execute(t.db)).rows).toHaveLength(0);
     expect(
-      (await sql<{ balance: bigint }>`SELECT balance FROM balances WHERE addr_key = ${key}::uuid`.execute(t.db)).rows[0]!.balance,
+      (await sql<{ balance: bigint }>`SELECT balance FROM ${sql.raw(BALANCE_ROWS)} b WHERE addr_key = ${key}::uuid`.execute(t.db)).rows[0]!
+        .balance,
     ).toBe(40_000n);
     const first = await sql<{ first_seen: Date | null }>`SELECT first_seen FROM ${txRowsByTxid(Buffer.from(hexToHash(txid)))} t`.execute(
       t.db,

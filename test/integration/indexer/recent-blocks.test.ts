@@ -1,8 +1,9 @@
 /**
- * The newest blocks' chunk rows apart (indexer/writer/history-recent.ts) on a real PostgreSQL,
- * regtest-chain-a: blocks whose chunk rows go into `history_recent`, moved into `history` now and
- * then, through the node's 7 reorgs (undo cuts rows in either table), give the index a writer
- * that writes `history` only gives; so do blocks folded into history buckets as an idle indexer
+ * The newest blocks' rows apart (indexer/writer/recent-blocks.ts) on a real PostgreSQL,
+ * regtest-chain-a: blocks whose chunk rows go into `history_recent` and balance changes into
+ * `balances_recent`, moved into `history` and `balances` now and then, through the node's 7 reorgs
+ * (undo cuts chunk rows in either table, and takes a block's changes back from `balances` wherever
+ * they wait), give the index a writer that writes the main tables only gives; so do blocks folded into history buckets as an idle indexer
  * folds them, with rows still waiting in `history_recent` below the fold (the fold moves them), and
  * a bulk sync begun on such an index. A chunk straddling the undone range is cut in the table it
  * is in. A held chunk (the API's row-version check) moved into `history` reads as changed with the
@@ -15,7 +16,8 @@ import { decodeBlock } from '../../../src/bitcoin/block.js';
 import type { Database } from '../../../src/db/schema.js';
 import { applyBlocks, undoBlock, type BlockToApply } from '../../../indexer/writer/apply.js';
 import { cutHistory, readTip } from '../../../indexer/writer/chain-rows.js';
-import { moveRecentBlocks, moveRecentHistory, RECENT_BLOCKS_MAX } from '../../../indexer/writer/history-recent.js';
+import { moveRecentHistory } from '../../../indexer/writer/history-recent.js';
+import { moveRecentBlocks, RECENT_BLOCKS_MAX } from '../../../indexer/writer/recent-blocks.js';
 import { foldHistoryWhenDue } from '../../../indexer/writer/history-build.js';
 import { runBulk } from '../../../indexer/writer/bulk.js';
 import { createPrefetcher } from '../../../indexer/prefetch.js';
@@ -32,7 +34,7 @@ import { describeFixtures } from '../../support/fixtures.js';
 import { FixtureChain, indexChainA, loadChainA } from '../../support/chain-fixture.js';
 import { readHistoryPlaces, snapshotIndex } from '../../support/chain-snapshot.js';
 
-const count = async (db: Kysely<Database>, table: 'history' | 'history_recent') =>
+const count = async (db: Kysely<Database>, table: 'history' | 'history_recent' | 'balances_recent') =>
   Number((await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.table(table)}`.execute(db)).rows[0]!.n);
 const keysOf = async (db: Kysely<Database>) =>
   (await sql<{ k: string }>`SELECT DISTINCT addr_key::text AS k FROM ${sql.raw(HISTORY_ROWS)} h ORDER BY 1`.execute(db)).rows.map(
@@ -91,6 +93,8 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
     await apply(t.db, { block: main[0]!, height: 0, recent: true });
     let connects = 0;
     let undoneFromRecent = 0;
+    let undoneWithChangesWaiting = 0;
+    let belowZero = 0;
     let most = 0;
     for (const step of chain.steps) {
       const b = chain.blocks.get(step.hash)!;
@@ -101,21 +105,38 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
           most = Math.max(most, await count(t.db, 'history_recent'));
           await moveRecentBlocks(t.db);
           expect(await count(t.db, 'history_recent')).toBe(0);
+          expect(await count(t.db, 'balances_recent')).toBe(0);
         }
       } else {
         const before = await count(t.db, 'history_recent');
+        if ((await count(t.db, 'balances_recent')) > 0) undoneWithChangesWaiting++;
         expect((await undoBlock(t.db, b.height, node)).kind).toBe('undone');
         if ((await count(t.db, 'history_recent')) < before) undoneFromRecent++;
+        belowZero +=
+          (await sql<{ n: string }>`SELECT count(*)::text AS n FROM balances WHERE balance < 0 OR utxo_count < 0`.execute(t.db)).rows[0]!
+            .n === '0'
+            ? 0
+            : 1;
       }
     }
     expect(most).toBeGreaterThan(0);
     expect(undoneFromRecent).toBeGreaterThan(0);
+    expect(undoneWithChangesWaiting).toBeGreaterThan(0);
+    // (an undo took back a payment still waiting apart: the address's balances row went below zero)
+    expect(belowZero).toBeGreaterThan(0);
     expect(await count(t.db, 'history_recent')).toBeGreaterThan(0);
+    expect(await count(t.db, 'balances_recent')).toBeGreaterThan(0);
     expect(await snapshotIndex(t.db)).toEqual(await snapshotIndex(plain.db));
-    // Moved, the same again, and nothing left apart.
+    // Moved, the same again, nothing left apart, and `balances` itself is the one history alone writes.
     await moveRecentBlocks(t.db);
     expect(await count(t.db, 'history_recent')).toBe(0);
+    expect(await count(t.db, 'balances_recent')).toBe(0);
     expect(await snapshotIndex(t.db)).toEqual(await snapshotIndex(plain.db));
+    const rawBalances = (db: Kysely<Database>) =>
+      sql<{ k: string; b: string; n: number }>`SELECT addr_key::text AS k, balance::text AS b, utxo_count AS n FROM balances ORDER BY 1`
+        .execute(db)
+        .then((r) => r.rows);
+    expect(await rawBalances(t.db)).toEqual(await rawBalances(plain.db));
   });
 
   it('folded into buckets as an idle indexer folds, with rows waiting below the fold: the buckets and histories of history alone', async () => {
@@ -148,6 +169,7 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
     const k = tip - 15;
     await applyMain(t.db, 0, k, true);
     expect(await count(t.db, 'history_recent')).toBeGreaterThan(0);
+    expect(await count(t.db, 'balances_recent')).toBeGreaterThan(0);
     const r = await runBulk(
       t.db,
       { databaseUrl: t.url, log: silentLogger(), batchTxs: 40 },
@@ -160,8 +182,11 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
     );
     expect(r.tip).toBe(tip);
     expect(await count(t.db, 'history_recent')).toBe(0);
+    // (the finish computes balances anew from utxos: the changes that waited are in them)
+    expect(await count(t.db, 'balances_recent')).toBe(0);
     const keys = await keysOf(plain.db);
     expect(await readHistoryEntries(t.db, keys)).toEqual(await readHistoryEntries(plain.db, keys));
+    expect((await snapshotIndex(t.db)).balances).toEqual((await snapshotIndex(plain.db)).balances);
   });
 
   it('an undo cuts a chunk straddling its range in the table the chunk is in', async () => {
@@ -231,7 +256,7 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
     const loop = createRunLoop({ db, source: live, log, pollIntervalMs: 10, maxReorgDepth: 100 });
     const running = loop.run();
     try {
-      await waitFor('the first idle move', () => records().some((l) => l.msg === 'recent history moved'));
+      await waitFor('the first idle move', () => records().some((l) => l.msg === 'recent blocks moved'));
       await opts.started?.();
       for (let height = from - 1 + (opts.first ?? 1), next = from; height <= tip; height++) {
         for (; next <= height; next++) live.connect(chain.main[next]!);
@@ -252,9 +277,11 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
     // Blocks h and h + 1 at once (h behind the node's tip), then one at a time; idle after each, the loop moves them.
     const lines = await follow(r.db, h, {
       first: 2,
-      applied: () => waitFor('the rows moved', async () => (await count(r.db, 'history_recent')) === 0),
+      applied: async () => {
+        await waitFor('the rows moved', async () => (await count(r.db, 'history_recent')) + (await count(r.db, 'balances_recent')) === 0);
+      },
     });
-    const moves = lines.filter((l) => l.msg === 'recent history moved');
+    const moves = lines.filter((l) => l.msg === 'recent blocks moved');
     // The first idle turn's move (of what a previous run may have left: nothing here), then the live blocks'.
     expect(moves.length).toBeGreaterThanOrEqual(2);
     expect(moves.slice(1).every((m) => Number(m.rows) > 0)).toBe(true);
@@ -280,9 +307,10 @@ describeFixtures('history: the newest blocks’ chunk rows apart', () => {
     // Warned once (the next try is a minute later), no other move; the first 6 live blocks'
     // rows wait, the others went to history; every block reads as history alone reads it.
     expect(lines.filter((l) => /moving the recent blocks/.test(String(l.msg)))).toHaveLength(1);
-    expect(lines.filter((l) => l.msg === 'recent history moved')).toHaveLength(1);
+    expect(lines.filter((l) => l.msg === 'recent blocks moved')).toHaveLength(1);
     const waiting = await sql<{ n: string }>`SELECT count(DISTINCT first_tx_num >> 20)::text AS n FROM history_recent`.execute(r.db);
     expect(Number(waiting.rows[0]!.n)).toBe(RECENT_BLOCKS_MAX);
+    expect(await count(r.db, 'balances_recent')).toBeGreaterThan(0);
     const inHistory = await sql<{
       n: string;
     }>`SELECT count(*)::text AS n FROM history WHERE first_tx_num >= ${firstTxNum(h + RECENT_BLOCKS_MAX)}`.execute(r.db);
