@@ -37,7 +37,7 @@ export const BALANCE_MERGE_ACTIONS = `ON b.addr_key = d.addr_key
  * of a live block and another move wait for, readers not) makes two moves one after the other:
  * the later one's statements see the earlier one's commit and find nothing left to add.
  */
-export const MOVE_RECENT_BALANCES: readonly string[] = [
+const MOVE_RECENT_BALANCES: readonly string[] = [
   `LOCK TABLE ${RECENT_BALANCES} IN SHARE ROW EXCLUSIVE MODE`,
   `MERGE INTO balances AS b
     USING (SELECT addr_key, sum(balance)::int8 AS sats, sum(utxo_count)::int4 AS n FROM ${RECENT_BALANCES}
