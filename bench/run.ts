@@ -1,6 +1,6 @@
 /**
- * `npm run bench [-- --quick] [--only a,b] [--blocks N] [--txs-per-block N] [--results FILE]
- * [--readme FILE] [--render-only]`: runs every
+ * `npm run bench [-- --quick] [--only a,b] [--blocks N] [--txs-per-block N] [--wallets-blocks N]
+ * [--wallets-pg-settings JSON] [--results FILE] [--readme FILE] [--render-only]`: runs every
  * benchmark (sync with live, decode, api, events, stamp, wallets, electrum, core: the RPC/REST
  * sync and live on a real regtest bitcoind beside the devnode, and small: small blocks caught up
  * block by block on both), each as its own process, one after the
@@ -113,14 +113,59 @@ export function parseTables(text: string): Table[] {
   return tables;
 }
 
-function runOne(def: BenchDef, quick: boolean, extra: string[] = []): Promise<BenchRun> {
-  const args = [...(quick ? def.quick : def.full), ...extra];
-  const command = `node --import tsx ${def.script} ${args.join(' ')}`.trim();
+/** A bench's own command line and environment beyond its full or quick arguments. */
+export interface ChildRun {
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** What `npm run bench`'s own flags add to a bench's command line: the corpus size. */
+export interface SizeFlags {
+  blocks?: string | undefined;
+  'txs-per-block'?: string | undefined;
+  'wallets-blocks'?: string | undefined;
+  'wallets-pg-settings'?: string | undefined;
+}
+
+/**
+ * bench/sync and bench/wallets take the corpus size (`--blocks`, `--txs-per-block`); bench/wallets
+ * can take a size of its own (`--wallets-blocks`: the size target is measured on 20,000 blocks,
+ * where bench/sync's extra imports would not fit a 100-GB disk) and PostgreSQL settings of its
+ * own (`--wallets-pg-settings`, its BENCH_PG_SETTINGS: a small WAL leaves room for the import's
+ * peak without touching the other benches' settings).
+ */
+export function childRun(name: string, flags: SizeFlags): ChildRun {
+  if (name !== 'sync' && name !== 'wallets') return { args: [], env: {} };
+  const blocks = name === 'wallets' ? (flags['wallets-blocks'] ?? flags.blocks) : flags.blocks;
+  const args = [...(blocks ? ['--blocks', blocks] : []), ...(flags['txs-per-block'] ? ['--txs-per-block', flags['txs-per-block']] : [])];
+  const settings = name === 'wallets' ? flags['wallets-pg-settings'] : undefined;
+  if (settings !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(settings);
+    } catch {
+      parsed = null;
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'string'))
+      throw new Error(`--wallets-pg-settings: a JSON object of strings, got ${settings}`);
+  }
+  return { args, env: settings !== undefined ? { BENCH_PG_SETTINGS: settings } : {} };
+}
+
+function runOne(def: BenchDef, quick: boolean, child: ChildRun = { args: [], env: {} }): Promise<BenchRun> {
+  const args = [...(quick ? def.quick : def.full), ...child.args];
+  const envText = Object.entries(child.env)
+    .map(([k, v]) => `${k}='${v}' `)
+    .join('');
+  const command = `${envText}node --import tsx ${def.script} ${args.join(' ')}`.trim();
   const loadBefore = machine().loadavg;
   const t0 = performance.now();
   process.stdout.write(`\n## ${def.name}: ${command}\n`);
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', def.script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, ['--import', 'tsx', def.script, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...child.env },
+    });
     let out = '';
     const keep = (d: Buffer, to: NodeJS.WriteStream) => {
       const s = d.toString('utf8');
@@ -128,9 +173,9 @@ function runOne(def: BenchDef, quick: boolean, extra: string[] = []): Promise<Be
       // The benches' own pino lines stay out of the console.
       for (const l of s.split('\n')) if (l && !l.startsWith('{"level"')) to.write(`${l}\n`);
     };
-    child.stdout.on('data', (d: Buffer) => keep(d, process.stdout));
-    child.stderr.on('data', (d: Buffer) => keep(d, process.stderr));
-    child.on('exit', (code, signal) => {
+    proc.stdout.on('data', (d: Buffer) => keep(d, process.stdout));
+    proc.stderr.on('data', (d: Buffer) => keep(d, process.stderr));
+    proc.on('exit', (code, signal) => {
       const lines = out.split('\n').filter((l) => l && !l.startsWith('{"level"'));
       const resultLine = lines.find((l) => l.startsWith('RESULT '));
       let result: unknown = null;
@@ -717,6 +762,8 @@ async function main(): Promise<number> {
       readme: { type: 'string' },
       blocks: { type: 'string' },
       'txs-per-block': { type: 'string' },
+      'wallets-blocks': { type: 'string' },
+      'wallets-pg-settings': { type: 'string' },
       'render-only': { type: 'boolean' },
     },
   });
@@ -728,11 +775,9 @@ async function main(): Promise<number> {
     writeFileSync(target, spliceReadme(readFileSync(target, 'utf8'), readmeSection(data.runs, data.at, data.quick)));
     return 0;
   }
-  // Corpus size of bench/sync and bench/wallets (default: the full size, 20,000 blocks).
-  const syncArgs = [
-    ...(values.blocks ? ['--blocks', values.blocks] : []),
-    ...(values['txs-per-block'] ? ['--txs-per-block', values['txs-per-block']] : []),
-  ];
+  // Corpus size of bench/sync and bench/wallets (default: the full size, 20,000 blocks). Checked
+  // before any bench runs, so that a bad flag fails at once, not after an hour of benches.
+  const children = new Map(BENCHES.map((d) => [d.name, childRun(d.name, values)]));
   const quick = values.quick === true;
   const only = values.only ? new Set(values.only.split(',')) : null;
   const results = values.results ?? join('bench', 'results', quick ? 'quick.json' : 'latest.json');
@@ -740,8 +785,9 @@ async function main(): Promise<number> {
   const runs: BenchRun[] = [];
   for (const def of BENCHES) {
     if (only && !only.has(def.name)) continue;
-    // bench/wallets works on the same corpus as bench/sync (cached: generated once).
-    runs.push(await runOne(def, quick, def.name === 'sync' || def.name === 'wallets' ? syncArgs : []));
+    // bench/wallets works on the same corpus as bench/sync unless given its own size (cached:
+    // generated once).
+    runs.push(await runOne(def, quick, children.get(def.name)));
   }
   // With --only, the other benches' latest runs stay in the results (each carries its own load).
   if (only && existsSync(results)) {

@@ -2,7 +2,7 @@
 // benchmarks themselves run end to end in test/bench/run.test.ts (they start
 // PostgreSQL, Redis and bitcoind, which unit tests do not).
 import { describe, expect, it } from 'vitest';
-import { parseTables, spliceReadme, summary, type BenchRun } from '../../../bench/run.js';
+import { childRun, parseTables, spliceReadme, summary, type BenchRun } from '../../../bench/run.js';
 
 describe('npm run bench -- --quick', () => {
   it('parses markdown tables and replaces only the results section of a README', () => {
@@ -23,6 +23,23 @@ describe('npm run bench -- --quick', () => {
     expect(second).toContain('\nB\n');
     expect(second).not.toContain('\nA\n');
     expect(second).toContain('## after');
+  });
+
+  it('gives bench/sync and bench/wallets the corpus size, and bench/wallets a size and settings of its own', () => {
+    expect(childRun('sync', { blocks: '2000', 'txs-per-block': '900' })).toEqual({
+      args: ['--blocks', '2000', '--txs-per-block', '900'],
+      env: {},
+    });
+    expect(childRun('wallets', { blocks: '2000' })).toEqual({ args: ['--blocks', '2000'], env: {} });
+    expect(childRun('api', { blocks: '2000', 'wallets-blocks': '20000' })).toEqual({ args: [], env: {} });
+    const settings = '{"max_wal_size":"1GB"}';
+    const flags = { blocks: '2000', 'wallets-blocks': '20000', 'wallets-pg-settings': settings };
+    expect(childRun('wallets', flags)).toEqual({ args: ['--blocks', '20000'], env: { BENCH_PG_SETTINGS: settings } });
+    // The wallets' own size and settings stay with bench/wallets.
+    expect(childRun('sync', flags)).toEqual({ args: ['--blocks', '2000'], env: {} });
+    expect(childRun('wallets', {})).toEqual({ args: [], env: {} });
+    for (const bad of ['max_wal_size=1GB', '[]', '{"max_wal_size":1}', 'null'])
+      expect(() => childRun('wallets', { 'wallets-pg-settings': bad }), bad).toThrow(/--wallets-pg-settings: a JSON object of strings/);
   });
 
   it('the summary sets each target against the floor measured in the same run', () => {
