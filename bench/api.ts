@@ -3,7 +3,8 @@
  * chunks, 1M unspent outputs), 200,000 ordinary addresses with a balance and a history entry,
  * 10,000 two-in/two-out payments; then (1) pages the hot address's history and unspent outputs
  * at depths 0, 50 % and the very end (sequential requests, p50/p99), (2) runs autocannon as fast
- * as N connections go against balance, history pages and a transaction lookup (req/s, p50, p99,
+ * as N connections go against balance, history pages and a transaction lookup, in /v1 and at
+ * Coinstack's bare path (req/s, p50, p99,
  * CPU per request of the API, of PostgreSQL and of the load generator), and (3) offers each
  * route with a target its target rate (balance 8,000 req/s, history 5,000) and reports
  * the rate served and its p50/p99. (2) includes POST /v1/addresses/batch with the balances of
@@ -322,6 +323,11 @@ async function measure(
         ['history page (limit 25, hot address, random depth)', hotPage(25)],
         [`history page (limit 25, random of ${short(ADDRESSES)} addresses)`, () => `/v1/addresses/${rand(addresses)}/history?limit=25`],
         [`transaction (random of ${short(PAYMENTS)} payments, 2 in / 2 out)`, () => `/v1/transactions/${rand(payTxids)}`],
+        // (Coinstack's dialect: the same lookup at the bare path, its own answer's shape)
+        [
+          `transaction, Coinstack's path /transactions/{hash} (random of ${short(PAYMENTS)} payments, 2 in / 2 out)`,
+          () => `/transactions/${rand(payTxids)}`,
+        ],
         ['history page (limit 1, hot address, random depth)', hotPage(1)],
         ['history page (limit 100, hot address, random depth)', hotPage(100)],
         [
@@ -427,6 +433,7 @@ async function measure(
         // mostly asks again for transactions it asked for before; BENCH_API_TX_CACHE_MB=0 measures first lookups)
         if (label.startsWith('transaction') && !warmed) {
           await warmUp(payTxids.map((t) => `/v1/transactions/${t}`));
+          await warmUp(payTxids.map((t) => `/transactions/${t}`));
           warmed = true;
         }
         // (the million-entry address's chunks held first, as its transactions are: a client pages

@@ -534,7 +534,8 @@ export function summary(runs: BenchRun[]): string {
     ['API balance', /^balance/, 0.5, 10],
     ['API history page (a million-entry address, random depth)', /^history page \(limit 25, hot address/, 0.35, 25],
     ['API history page (random addresses)', /^history page \(limit 25, random of/, 0.35, 25],
-    ['API transaction lookup', /^transaction/, 0.35, null],
+    ['API transaction lookup', /^transaction \(/, 0.35, null],
+    ["API transaction lookup, Coinstack's path", /^transaction, Coinstack's path/, 0.35, null],
   ] as const;
   for (const [label, row, goal, p99Goal] of apiRows) {
     const rps = cell(api, row, /^req\/s/);
@@ -551,10 +552,13 @@ export function summary(runs: BenchRun[]): string {
     );
   }
   // The transaction lookup asking the node (bench/tx-lookup, Core 30): warm and cold.
-  const tl = (by.get('tx-lookup')?.result ?? null) as Record<'cold' | 'warm', { p50?: number; p99?: number } | undefined> | null;
+  type Lookup = Partial<Record<'cold' | 'warm', { p50?: number; p99?: number }>>;
+  const tl = (by.get('tx-lookup')?.result ?? null) as (Lookup & { coinstack?: Lookup }) | null;
+  const lookups = (l: Lookup | undefined) =>
+    `${fmt(val(l?.warm?.p50), 2)} ms (${fmt(val(l?.warm?.p99), 2)}) / ${fmt(val(l?.cold?.p50), 2)} ms (${fmt(val(l?.cold?.p99), 2)})`;
   add(
     'API transaction lookup from Bitcoin Core 30.0, one at a time: warm (held) / cold (the node asked), p50 (p99)',
-    `${fmt(val(tl?.warm?.p50), 2)} ms (${fmt(val(tl?.warm?.p99), 2)}) / ${fmt(val(tl?.cold?.p50), 2)} ms (${fmt(val(tl?.cold?.p99), 2)})`,
+    `${lookups(tl ?? undefined)}; Coinstack's path: ${lookups(tl?.coinstack)}`,
     'one API process per variant, turns alternated',
     '(reported)',
     null,

@@ -1,12 +1,14 @@
 /**
- * bench/tx-lookup: the transaction lookup (`GET /v1/transactions/{txid}`) now that a confirmed
+ * bench/tx-lookup: the transaction lookup (`GET /v1/transactions/{txid}`, and the same at
+ * Coinstack's bare path `/transactions/{txid}`) now that a confirmed
  * transaction's outputs and the outputs its inputs spend come from the node
  * (api/node-transactions.ts), on a real regtest Bitcoin Core: the chain of bench/small (1,000
  * blocks of 1–10 wallet payments, built once and cached) indexed block by block, then one API
  * process per variant, each asked for the same `--lookups` random confirmed transactions one at
  * a time over HTTP (after 100 others, not measured), in turns (A/B on one machine):
  * - cold: API with the node, nothing held (API_TX_CACHE_MB 0): every lookup asks the node;
- * - warm: API with the node, every transaction looked up once before (held, API_TX_CACHE_MB 16).
+ * - warm: API with the node, every transaction looked up once before (held, API_TX_CACHE_MB 16);
+ * each in both dialects, as variants of their own.
  * Reported: p50/p99 ms and CPU per lookup of the API (this process: API and HTTP client) and of
  * bitcoind; the RESULT line takes each variant's round with the lowest p50. Run: `node --import tsx bench/tx-lookup.ts [--blocks N] [--lookups N] [--rounds N]`
  * (a bitcoind: BITCOIND_BIN or the Core build beside the project).
@@ -43,6 +45,9 @@ const WARM_UP = 100;
 
 const COLD = 'cold (node, nothing held)';
 const WARM = 'warm (node, held)';
+/** The same lookups at Coinstack's bare path (its dialect's answer). */
+const COINSTACK_COLD = `${COLD}, Coinstack's path`;
+const COINSTACK_WARM = `${WARM}, Coinstack's path`;
 
 const cache = cacheDir();
 const core = await startBitcoind({ copyDatadir: await smallCoreChain(cache, BLOCKS, say) });
@@ -71,7 +76,7 @@ try {
   // the API process's own pool (api/main.ts): prepared statements, generic plans
   const apiDb = createPreparedDb(url, { max: 10 });
   /** One API process variant: every transaction looked up once (`warm`: twice, the first not measured). */
-  const measure = async (label: string, txCacheBytes: number, warm: boolean) => {
+  const measure = async (label: string, txCacheBytes: number, warm: boolean, prefix: '/v1' | '') => {
     const app = await buildApi({
       db: apiDb,
       log: silentLogger(),
@@ -82,7 +87,7 @@ try {
     await app.listen({ host: '127.0.0.1', port: 0 });
     const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     const get = async (txid: string) => {
-      const r = await fetch(`${base}/v1/transactions/${txid}`, { headers: { apiKey: key } });
+      const r = await fetch(`${base}${prefix}/transactions/${txid}`, { headers: { apiKey: key } });
       if (r.status !== 200) throw new Error(`${txid} → ${r.status} ${await r.text()}`);
       await r.arrayBuffer();
     };
@@ -110,14 +115,18 @@ try {
   };
   const results: Record<string, { p50: number; p99: number }[]> = {};
   for (let r = 0; r < Number(opts.rounds); r++) {
-    await measure(COLD, 0, false);
-    await measure(WARM, 16 * 1024 * 1024, true);
+    await measure(COLD, 0, false, '/v1');
+    await measure(WARM, 16 * 1024 * 1024, true, '/v1');
+    await measure(COINSTACK_COLD, 0, false, '');
+    await measure(COINSTACK_WARM, 16 * 1024 * 1024, true, '');
   }
   await apiDb.destroy();
   await db.destroy();
   // (per variant, the round with the lowest p50: the least disturbed by other work on a shared machine)
   const best = (label: string) => results[label]!.reduce((a, b) => (b.p50 < a.p50 ? b : a));
-  say(`RESULT ${JSON.stringify({ lookups: txids.length, blocks: BLOCKS, cold: best(COLD), warm: best(WARM) })}`);
+  say(
+    `RESULT ${JSON.stringify({ lookups: txids.length, blocks: BLOCKS, cold: best(COLD), warm: best(WARM), coinstack: { cold: best(COINSTACK_COLD), warm: best(COINSTACK_WARM) } })}`,
+  );
 } finally {
   await pgs.stop();
   await core.stop();

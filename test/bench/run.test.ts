@@ -91,6 +91,9 @@ describe('npm run bench -- --quick', () => {
     expect(md).toMatch(
       /\| API transaction lookup \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms = [\d.]+ × floor \|/,
     );
+    expect(md).toMatch(
+      /\| API transaction lookup, Coinstack's path \(16 connections, as fast as they go\) \| [\d,]+ req\/s, p99 [\d,]+ ms = [\d.]+ × floor \|/,
+    );
     expect(md).toMatch(/\| VM speed class: txid hashing [^|]*\| [\d,]+ tx\/s \|/);
     expect(md).toMatch(/\| VM speed class: bare fastify [^|]*\| [\d,]+ req\/s \|/);
     expect(md).toMatch(/\| importer CPU per transaction [^|]*\| [\d.]+ µs \|/);
@@ -123,6 +126,12 @@ describe('npm run bench -- --quick', () => {
     if (withCore)
       expect(md).toMatch(
         /\| small blocks \(1–10 txs\) indexed block by block on Bitcoin Core 30\.0: ms per block, median \| [\d.,]+ ms \(p90 [\d.,]+\) \|/,
+      );
+    // The lookup asking Core, warm / cold, in /v1 and at Coinstack's path.
+    const ms = String.raw`[\d.]+ ms \([\d.]+\) / [\d.]+ ms \([\d.]+\)`;
+    if (withCore)
+      expect(md).toMatch(
+        new RegExp(String.raw`\| API transaction lookup from Bitcoin Core 30\.0[^|]*\| ${ms}; Coinstack's path: ${ms} \|`),
       );
   }, 1_600_000);
 });
