@@ -142,9 +142,22 @@ export async function startBenchPostgres(root: string): Promise<BenchPostgres> {
   };
 }
 
-/** Settings from BENCH_PG_SETTINGS (a JSON object), if any. */
+/** PostgreSQL settings given as JSON text (`what` names where it came from in the error). */
+export function parsePgSettings(text: string, what: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = null;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'string'))
+    throw new Error(`${what}: a JSON object of strings, got ${text}`);
+  return parsed as Record<string, string>;
+}
+
+/** Settings from BENCH_PG_SETTINGS (a JSON object of strings), if any. */
 export function pgOverrides(): Record<string, string> {
-  return process.env.BENCH_PG_SETTINGS ? (JSON.parse(process.env.BENCH_PG_SETTINGS) as Record<string, string>) : {};
+  return process.env.BENCH_PG_SETTINGS ? parsePgSettings(process.env.BENCH_PG_SETTINGS, 'BENCH_PG_SETTINGS') : {};
 }
 
 /** A PostgreSQL log line handler printing each slow statement's duration and first lines. */

@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { benchArgs } from './args.js';
-import { machine } from './harness.js';
+import { machine, parsePgSettings } from './harness.js';
 import type { FloorResult, WriteCost } from './live-floor.js';
 import type { SteadyResult } from './sync.js';
 
@@ -119,7 +119,7 @@ export interface ChildRun {
   env: Record<string, string>;
 }
 
-/** What `npm run bench`'s own flags add to a bench's command line: the corpus size. */
+/** What `npm run bench`'s own flags add to a bench's run: the corpus size, the wallets' settings. */
 export interface SizeFlags {
   blocks?: string | undefined;
   'txs-per-block'?: string | undefined;
@@ -139,16 +139,8 @@ export function childRun(name: string, flags: SizeFlags): ChildRun {
   const blocks = name === 'wallets' ? (flags['wallets-blocks'] ?? flags.blocks) : flags.blocks;
   const args = [...(blocks ? ['--blocks', blocks] : []), ...(flags['txs-per-block'] ? ['--txs-per-block', flags['txs-per-block']] : [])];
   const settings = name === 'wallets' ? flags['wallets-pg-settings'] : undefined;
-  if (settings !== undefined) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(settings);
-    } catch {
-      parsed = null;
-    }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'string'))
-      throw new Error(`--wallets-pg-settings: a JSON object of strings, got ${settings}`);
-  }
+  // (checked by the rule the bench's own harness reads BENCH_PG_SETTINGS with)
+  if (settings !== undefined) parsePgSettings(settings, '--wallets-pg-settings');
   return { args, env: settings !== undefined ? { BENCH_PG_SETTINGS: settings } : {} };
 }
 

@@ -3,6 +3,7 @@
 // PostgreSQL, Redis and bitcoind, which unit tests do not).
 import { describe, expect, it } from 'vitest';
 import { childRun, parseTables, spliceReadme, summary, type BenchRun } from '../../../bench/run.js';
+import { pgOverrides } from '../../../bench/harness.js';
 
 describe('npm run bench -- --quick', () => {
   it('parses markdown tables and replaces only the results section of a README', () => {
@@ -40,6 +41,17 @@ describe('npm run bench -- --quick', () => {
     expect(childRun('wallets', {})).toEqual({ args: [], env: {} });
     for (const bad of ['max_wal_size=1GB', '[]', '{"max_wal_size":1}', 'null'])
       expect(() => childRun('wallets', { 'wallets-pg-settings': bad }), bad).toThrow(/--wallets-pg-settings: a JSON object of strings/);
+    // The bench reads BENCH_PG_SETTINGS by the same rule: what passes here passes there.
+    const before = process.env.BENCH_PG_SETTINGS;
+    try {
+      process.env.BENCH_PG_SETTINGS = settings;
+      expect(pgOverrides()).toEqual({ max_wal_size: '1GB' });
+      process.env.BENCH_PG_SETTINGS = '{"max_wal_size":1}';
+      expect(() => pgOverrides()).toThrow(/^BENCH_PG_SETTINGS: a JSON object of strings/);
+    } finally {
+      if (before === undefined) delete process.env.BENCH_PG_SETTINGS;
+      else process.env.BENCH_PG_SETTINGS = before;
+    }
   });
 
   it('the summary sets each target against the floor measured in the same run', () => {
